@@ -1,0 +1,31 @@
+GO ?= go
+export PATH := $(PATH):$(shell $(GO) env GOPATH)/bin
+
+.PHONY: build test demo bench proto lint
+
+build:
+	$(GO) build -o bin/drover ./cmd/drover
+
+# The test suite: unit, integration and end-to-end tests, with the race detector.
+test:
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -timeout 30m ./...
+
+# Build drover, start the dev agent, run the example jobs, show their status, stop.
+demo: build
+	./scripts/demo.sh
+
+bench: build
+	$(GO) test -run '^$$' -bench . -benchtime 5x -timeout 30m ./bench/...
+
+# Regenerate protobuf code (needs protoc, protoc-gen-go, protoc-gen-go-grpc).
+proto:
+	cd sdk/proto && for f in *.proto; do \
+		pkg=$$(basename $$f .proto)pb; mkdir -p $$pkg; \
+		protoc -I . --go_out=$$pkg --go_opt=paths=source_relative \
+			--go-grpc_out=$$pkg --go-grpc_opt=paths=source_relative $$f; \
+	done
+
+lint:
+	gofmt -l . | tee /dev/stderr | (! read)
+	$(GO) vet ./...
