@@ -1,0 +1,394 @@
+package structs
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+)
+
+// ValidationError lists every rule a submitted object breaks. Each entry
+// names the field and the rule, e.g. `group "g": restart: interval must be at
+// least 5s (got 1s)`.
+type ValidationError struct {
+	Errors []string
+}
+
+func (e *ValidationError) Error() string {
+	if len(e.Errors) == 1 {
+		return e.Errors[0]
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d errors occurred:", len(e.Errors))
+	for _, m := range e.Errors {
+		b.WriteString("\n\t* ")
+		b.WriteString(m)
+	}
+	return b.String()
+}
+
+type errList struct{ errs []string }
+
+func (l *errList) add(format string, args ...any) {
+	l.errs = append(l.errs, fmt.Sprintf(format, args...))
+}
+
+func (l *errList) err() error {
+	if len(l.errs) == 0 {
+		return nil
+	}
+	return &ValidationError{Errors: l.errs}
+}
+
+// DefaultRestartPolicy returns the restart defaults of §1.3 for a job type.
+func DefaultRestartPolicy(jobType string) *RestartPolicy {
+	switch jobType {
+	case JobTypeService, JobTypeSystem:
+		return &RestartPolicy{Attempts: 2, Interval: 30 * time.Minute, Delay: 15 * time.Second, Mode: RestartPolicyModeFail}
+	default:
+		return &RestartPolicy{Attempts: 3, Interval: 24 * time.Hour, Delay: 15 * time.Second, Mode: RestartPolicyModeFail}
+	}
+}
+
+// Canonicalize fills the defaults of a submitted job in place. It is
+// idempotent.
+func (j *Job) Canonicalize() {
+	if j.Namespace == "" {
+		j.Namespace = DefaultNamespace
+	}
+	if j.Region == "" {
+		j.Region = DefaultRegion
+	}
+	if j.Name == "" {
+		j.Name = j.ID
+	}
+	if j.Type == "" {
+		j.Type = JobTypeService
+	}
+	if j.Priority == 0 {
+		j.Priority = JobDefaultPriority
+	}
+	if len(j.Datacenters) == 0 {
+		j.Datacenters = []string{"*"}
+	}
+	if j.NodePool == "" {
+		j.NodePool = NodePoolDefault
+	}
+	if p := j.Periodic; p != nil {
+		if p.SpecType == "" {
+			p.SpecType = PeriodicSpecCron
+		}
+		if p.TimeZone == "" {
+			p.TimeZone = "UTC"
+		}
+	}
+	if p := j.ParameterizedJob; p != nil && p.Payload == "" {
+		p.Payload = DispatchPayloadOptional
+	}
+	for _, tg := range j.TaskGroups {
+		if tg.RestartPolicy == nil {
+			tg.RestartPolicy = DefaultRestartPolicy(j.Type)
+		}
+		if tg.EphemeralDisk == nil {
+			tg.EphemeralDisk = &EphemeralDisk{SizeMB: 300}
+		}
+		for _, t := range tg.Tasks {
+			if t.Resources == nil {
+				t.Resources = &Resources{}
+			}
+			if t.Resources.CPU == 0 && t.Resources.Cores == 0 {
+				t.Resources.CPU = 100
+			}
+			if t.Resources.MemoryMB == 0 {
+				t.Resources.MemoryMB = 300
+			}
+			if t.RestartPolicy == nil {
+				rp := *tg.RestartPolicy
+				t.RestartPolicy = &rp
+			}
+			if t.KillTimeout == 0 {
+				t.KillTimeout = 5 * time.Second
+			}
+			if t.LogConfig == nil {
+				t.LogConfig = &LogConfig{MaxFiles: 10, MaxFileSizeMB: 10}
+			}
+		}
+	}
+}
+
+// Validate checks a canonicalized job against every rule drover enforces at
+// submit time. It does not check the job type against the served scheduler
+// types or the drivers against the known drivers; the server does that.
+func (j *Job) Validate() error {
+	var l errList
+	switch {
+	case j.ID == "":
+		l.add("job ID: missing")
+	case strings.ContainsAny(j.ID, " \x00"):
+		l.add("job ID %q: must not contain spaces or NUL characters", j.ID)
+	}
+	if j.Name == "" {
+		l.add("job name: missing")
+	}
+	if j.Type == "" {
+		l.add("job type: missing")
+	}
+	if j.Priority < JobMinPriority || j.Priority > JobMaxPriority {
+		l.add("job priority %d: must be between %d and %d", j.Priority, JobMinPriority, JobMaxPriority)
+	}
+	if len(j.Datacenters) == 0 {
+		l.add("datacenters: at least one datacenter is required")
+	}
+	for _, dc := range j.Datacenters {
+		if dc == "" {
+			l.add("datacenters: an empty datacenter name is not allowed")
+		}
+	}
+	for _, c := range j.Constraints {
+		validateConstraint(&l, "job constraint", c)
+	}
+	nodeType := j.Type == JobTypeSystem || j.Type == JobTypeSysBatch
+	batchLike := j.Type == JobTypeBatch || j.Type == JobTypeSysBatch
+	if j.Type == JobTypeSystem && (len(j.Affinities) > 0 || len(j.Spreads) > 0) {
+		l.add("system jobs may not have an affinity or spread block")
+	}
+	if j.Type == JobTypeSysBatch && !j.Update.IsEmpty() {
+		l.add("update block: not allowed for sysbatch jobs")
+	}
+	if j.Periodic != nil {
+		if !batchLike {
+			l.add("periodic block: only allowed for batch and sysbatch jobs, not %s", j.Type)
+		}
+		j.Periodic.validate(&l)
+	}
+	if j.ParameterizedJob != nil {
+		if !batchLike {
+			l.add("parameterized block: only allowed for batch and sysbatch jobs, not %s", j.Type)
+		}
+		j.ParameterizedJob.validate(&l)
+	}
+	if len(j.TaskGroups) == 0 {
+		l.add("job %q: at least one group is required", j.ID)
+	}
+	seen := map[string]bool{}
+	for i, tg := range j.TaskGroups {
+		name := tg.Name
+		if name == "" {
+			l.add("group %d: missing name", i+1)
+		} else if seen[name] {
+			l.add("group %q: defined more than once", name)
+		}
+		seen[name] = true
+		tg.validate(&l, j.Type, nodeType, batchLike)
+	}
+	return l.err()
+}
+
+// IsEmpty reports whether the update block sets nothing (the Nomad API
+// client sends an all-zero block for every job).
+func (u *UpdateStrategy) IsEmpty() bool { return u == nil || *u == UpdateStrategy{} }
+
+func (tg *TaskGroup) validate(l *errList, jobType string, nodeType, batchLike bool) {
+	where := fmt.Sprintf("group %q", tg.Name)
+	if tg.Count < 0 {
+		l.add("%s: count must not be negative (got %d)", where, tg.Count)
+	}
+	if jobType == JobTypeSystem && tg.Count > 1 {
+		l.add("%s: count is %d, but system jobs run at most one allocation of a group per node (count must be 0 or 1)", where, tg.Count)
+	}
+	if nodeType && tg.ReschedulePolicy != nil {
+		l.add("%s: System or sysbatch jobs should not have a reschedule policy", where)
+	}
+	if jobType == JobTypeSysBatch && !tg.Update.IsEmpty() {
+		l.add("%s: update block not allowed for sysbatch jobs", where)
+	}
+	if jobType == JobTypeSystem && (len(tg.Affinities) > 0 || len(tg.Spreads) > 0) {
+		l.add("%s: system jobs may not have an affinity or spread block", where)
+	}
+	if tg.Migrate != nil && jobType != JobTypeService {
+		l.add("%s: migrate block only allowed for service jobs", where)
+	}
+	if tg.MaxRunDuration != nil && !batchLike {
+		l.add("%s: max_run_duration only allowed for batch and sysbatch jobs", where)
+	}
+	if tg.RestartPolicy == nil {
+		l.add("%s: missing restart policy", where)
+	} else {
+		tg.RestartPolicy.validate(l, where+": restart")
+	}
+	if tg.EphemeralDisk == nil {
+		l.add("%s: missing ephemeral disk", where)
+	} else if tg.EphemeralDisk.SizeMB < 0 {
+		l.add("%s: ephemeral_disk size must not be negative", where)
+	}
+	for _, c := range tg.Constraints {
+		validateConstraint(l, where+": constraint", c)
+	}
+	if len(tg.Tasks) == 0 {
+		l.add("%s: at least one task is required", where)
+	}
+	tasks := map[string]bool{}
+	leaders := 0
+	for i, t := range tg.Tasks {
+		if t.Name == "" {
+			l.add("%s: task %d: missing name", where, i+1)
+		} else if tasks[t.Name] {
+			l.add("%s: task %q: defined more than once", where, t.Name)
+		}
+		tasks[t.Name] = true
+		if t.Leader {
+			leaders++
+		}
+		t.validate(l, fmt.Sprintf("%s: task %q", where, t.Name))
+	}
+	if leaders > 1 {
+		l.add("%s: only one task may be the leader (found %d)", where, leaders)
+	}
+}
+
+func (t *Task) validate(l *errList, where string) {
+	if t.Driver == "" {
+		l.add("%s: missing driver", where)
+	}
+	if t.KillTimeout < 0 {
+		l.add("%s: kill_timeout must not be negative", where)
+	}
+	if r := t.Resources; r != nil {
+		if r.CPU < 0 || r.Cores < 0 {
+			l.add("%s: resources: cpu and cores must not be negative", where)
+		}
+		if r.MemoryMB < 10 {
+			l.add("%s: resources: memory must be at least 10 MB (got %d)", where, r.MemoryMB)
+		}
+		if r.MemoryMaxMB != 0 && r.MemoryMaxMB < r.MemoryMB {
+			l.add("%s: resources: memory_max (%d) must not be below memory (%d)", where, r.MemoryMaxMB, r.MemoryMB)
+		}
+	}
+	if t.RestartPolicy != nil {
+		t.RestartPolicy.validate(l, where+": restart")
+	}
+	for _, c := range t.Constraints {
+		validateConstraint(l, where+": constraint", c)
+	}
+	if dp := t.DispatchPayload; dp != nil {
+		if dp.File == "" {
+			l.add("%s: dispatch_payload: file is required", where)
+		} else if filepath.IsAbs(dp.File) || strings.HasPrefix(filepath.Clean(dp.File), "..") {
+			l.add("%s: dispatch_payload: file %q must be a relative path inside the task's local/ directory", where, dp.File)
+		}
+	}
+}
+
+func (r *RestartPolicy) validate(l *errList, where string) {
+	switch r.Mode {
+	case RestartPolicyModeDelay, RestartPolicyModeFail:
+	default:
+		l.add("%s: mode %q is not valid (must be %q or %q)", where, r.Mode, RestartPolicyModeDelay, RestartPolicyModeFail)
+	}
+	if r.Attempts < 0 {
+		l.add("%s: attempts must not be negative", where)
+	}
+	if r.Attempts == 0 && r.Mode != RestartPolicyModeFail {
+		l.add("%s: attempts = 0 is only allowed with mode = %q", where, RestartPolicyModeFail)
+	}
+	if r.Interval < 5*time.Second {
+		l.add("%s: interval must be at least 5s (got %s)", where, r.Interval)
+	}
+	if r.Delay < 0 {
+		l.add("%s: delay must not be negative", where)
+	}
+	if time.Duration(r.Attempts)*r.Delay > r.Interval {
+		l.add("%s: attempts × delay (%d × %s) must not exceed interval (%s)", where, r.Attempts, r.Delay, r.Interval)
+	}
+}
+
+var validOperands = map[string]bool{
+	"=": true, "==": true, "is": true, "!=": true, "not": true, "<": true, "<=": true, ">": true, ">=": true,
+	"regexp": true, "version": true, "semver": true, "set_contains": true, "set_contains_all": true,
+	"set_contains_any": true, "distinct_hosts": true, "distinct_property": true, "is_set": true, "is_not_set": true,
+}
+
+func validateConstraint(l *errList, where string, c *Constraint) {
+	if !validOperands[c.Operand] {
+		l.add("%s: unknown operator %q", where, c.Operand)
+		return
+	}
+	switch c.Operand {
+	case "distinct_hosts", "is_set", "is_not_set":
+	case "distinct_property":
+		if c.LTarget == "" {
+			l.add("%s: distinct_property needs an attribute", where)
+		}
+	default:
+		if c.LTarget == "" && c.RTarget == "" {
+			l.add("%s: attribute and value are both empty", where)
+		}
+	}
+}
+
+func (p *PeriodicConfig) validate(l *errList) {
+	specs := p.AllSpecs()
+	if len(specs) == 0 {
+		l.add("periodic block: a cron or crons expression is required")
+	}
+	if p.Spec != "" && len(p.Specs) > 0 {
+		l.add("periodic block: set cron or crons, not both")
+	}
+	if p.SpecType != PeriodicSpecCron {
+		l.add("periodic block: unknown spec type %q", p.SpecType)
+	}
+	for _, s := range specs {
+		if _, err := ParseCron(s); err != nil {
+			l.add("periodic block: invalid cron expression %q: %v", s, err)
+		}
+	}
+	if _, err := time.LoadLocation(p.TimeZone); err != nil {
+		l.add("periodic block: invalid time_zone %q: %v", p.TimeZone, err)
+	}
+}
+
+func (p *ParameterizedJobConfig) validate(l *errList) {
+	switch p.Payload {
+	case DispatchPayloadOptional, DispatchPayloadRequired, DispatchPayloadForbidden:
+	default:
+		l.add("parameterized block: payload %q is not valid (must be optional, required or forbidden)", p.Payload)
+	}
+	req := map[string]bool{}
+	for _, k := range p.MetaRequired {
+		req[k] = true
+	}
+	for _, k := range p.MetaOptional {
+		if req[k] {
+			l.add("parameterized block: meta key %q is both required and optional", k)
+		}
+	}
+}
+
+var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+// ParseCron parses a cron expression with 5 or 6 fields (optional leading
+// seconds) or a descriptor such as @hourly.
+func ParseCron(spec string) (cron.Schedule, error) { return cronParser.Parse(spec) }
+
+// Next returns the earliest launch strictly after from, evaluated in the
+// configured time zone. It returns the zero time when no spec ever fires.
+func (p *PeriodicConfig) Next(from time.Time) (time.Time, error) {
+	loc, err := time.LoadLocation(p.TimeZone)
+	if err != nil {
+		return time.Time{}, err
+	}
+	var best time.Time
+	for _, s := range p.AllSpecs() {
+		sched, err := ParseCron(s)
+		if err != nil {
+			return time.Time{}, err
+		}
+		n := sched.Next(from.In(loc))
+		if !n.IsZero() && (best.IsZero() || n.Before(best)) {
+			best = n
+		}
+	}
+	return best, nil
+}
