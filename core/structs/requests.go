@@ -201,3 +201,31 @@ type AllocStopResponse struct {
 	EvalID string
 	Index  uint64
 }
+
+// JobPlanResponse answers a dry-run plan of a job.
+type JobPlanResponse struct {
+	Annotations        *PlanAnnotations
+	FailedTGAllocs     map[string]*AllocMetric
+	JobModifyIndex     uint64
+	CreatedEvals       []*Evaluation
+	Diff               *JobDiff
+	NextPeriodicLaunch int64
+	Warnings           string
+	Index              uint64
+}
+
+// JobDiff is a coarse diff of a job against its current version: the type is
+// "Added", "Deleted", "Edited" or "None".
+type JobDiff struct {
+	Type   string
+	ID     string
+	Fields []*FieldDiff
+}
+
+// FieldDiff is one changed field.
+type FieldDiff struct {
+	Type string
+	Name string
+	Old  string
+	New  string
+}
