@@ -1,0 +1,245 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/drover-org/drover/core/client"
+	"github.com/drover-org/drover/core/httpapi"
+	"github.com/drover-org/drover/core/pluginhost"
+	"github.com/drover-org/drover/core/server"
+	"github.com/drover-org/drover/plugins/builtin"
+	"github.com/drover-org/drover/sdk/driver"
+	"github.com/drover-org/drover/sdk/scheduler"
+	"github.com/drover-org/drover/sdk/shared"
+)
+
+// Version is drover's version.
+const Version = "0.1.0"
+
+// Agent is a running drover agent.
+type Agent struct {
+	cfg    *Config
+	logger hclog.Logger
+
+	host   *pluginhost.Host
+	server *server.Server
+	client *client.Client
+	http   *httpapi.HTTPServer
+	httpLn net.Listener
+
+	tmpDir string
+	done   chan error
+}
+
+// Options are what the caller supplies beyond the config.
+type Options struct {
+	Logger hclog.Logger
+	// SelfExe is the drover binary that built-in plugins re-execute.
+	SelfExe string
+	// HTTPListener, when set, is used instead of listening on the config's
+	// address (tests pass a :0 listener).
+	HTTPListener net.Listener
+	// PluginEnv is added to every built-in plugin's environment (tests).
+	PluginEnv []string
+	// HeartbeatTTL overrides the node heartbeat TTL (tests).
+	HeartbeatTTL time.Duration
+}
+
+// New starts an agent: plugins, server, client, then the HTTP API.
+func New(cfg *Config, opts Options) (a *Agent, err error) {
+	logger := opts.Logger
+	if logger == nil {
+		logger = hclog.New(&hclog.LoggerOptions{Name: "drover", Level: hclog.LevelFromString(cfg.LogLevel), JSONFormat: cfg.LogJSON})
+	}
+	a = &Agent{cfg: cfg, logger: logger, done: make(chan error, 1)}
+	defer func() {
+		if err != nil {
+			a.Shutdown()
+		}
+	}()
+	if opts.SelfExe == "" {
+		if opts.SelfExe, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("locate drover binary: %w", err)
+		}
+	}
+	dataDir := cfg.DataDir
+	if cfg.DevMode && dataDir == "" {
+		if a.tmpDir, err = os.MkdirTemp("", "drover-dev-"); err != nil {
+			return nil, err
+		}
+		dataDir = a.tmpDir
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	hc := pluginhost.Config{
+		Logger:   logger.Named("plugins"),
+		SelfExe:  opts.SelfExe,
+		CallWait: 5 * time.Second,
+		Kinds:    map[string]pluginhost.Kind{shared.KindDriver: {Plugin: &driver.Plugin{}}},
+	}
+	for _, p := range builtin.Catalog {
+		hc.Builtins = append(hc.Builtins, pluginhost.Builtin{Name: p.Name, Kind: p.Kind, Env: opts.PluginEnv})
+	}
+	hc.PluginDir = cfg.PluginDir
+	for _, p := range cfg.Plugins {
+		hc.Stanzas = append(hc.Stanzas, pluginhost.Stanza{Name: p.Name, Args: p.Args})
+	}
+	if a.host, err = pluginhost.New(ctx, hc); err != nil {
+		return nil, fmt.Errorf("plugins: %w", err)
+	}
+	drivers, err := newDriverSet(ctx, a.host)
+	if err != nil {
+		return nil, err
+	}
+
+	if cfg.Server != nil && cfg.Server.Enabled {
+		scfg := server.Config{
+			Logger: logger, Region: cfg.Region, Datacenter: cfg.Datacenter, NodeName: cfg.NodeName,
+			DevMode: cfg.DevMode, DataDir: filepath.Join(dataDir, "server"),
+			RPCAddr:      net.JoinHostPort(advertiseHost(cfg.BindAddr), strconv.Itoa(cfg.Ports.RPC)),
+			NumWorkers:   cfg.Server.NumSchedulers,
+			Schedulers:   schedRouter{a.host.Schedulers()},
+			KnownDrivers: drivers.Names(),
+			HeartbeatTTL: opts.HeartbeatTTL,
+		}
+		if cfg.Server.HeartbeatGrace != "" {
+			scfg.HeartbeatGrace, _ = time.ParseDuration(cfg.Server.HeartbeatGrace)
+		}
+		if a.server, err = server.New(scfg); err != nil {
+			return nil, fmt.Errorf("server: %w", err)
+		}
+		if err := a.server.WaitForLeader(ctx); err != nil {
+			return nil, err
+		}
+	}
+
+	httpAddr := net.JoinHostPort(cfg.BindAddr, strconv.Itoa(cfg.Ports.HTTP))
+	a.httpLn = opts.HTTPListener
+	if a.httpLn == nil {
+		if a.httpLn, err = net.Listen("tcp", httpAddr); err != nil {
+			return nil, fmt.Errorf("http listener: %w", err)
+		}
+	}
+
+	if cfg.Client != nil && cfg.Client.Enabled {
+		cc := client.Config{
+			Logger: logger, Region: cfg.Region, Datacenter: cfg.Datacenter, Name: cfg.NodeName,
+			NodeClass: cfg.Client.NodeClass, NodePool: cfg.Client.NodePool, Meta: cfg.Client.Meta,
+			Options: cfg.Client.Options, StateDir: cfg.Client.StateDir, AllocDir: cfg.Client.AllocDir,
+			HTTPAddr: a.httpLn.Addr().String(), Server: a.server, Drivers: drivers,
+		}
+		if cc.StateDir == "" {
+			cc.StateDir = filepath.Join(dataDir, "client")
+		}
+		if cc.AllocDir == "" {
+			cc.AllocDir = filepath.Join(dataDir, "alloc")
+		}
+		if a.client, err = client.New(cc); err != nil {
+			return nil, fmt.Errorf("client: %w", err)
+		}
+		if err := a.client.Start(); err != nil {
+			return nil, fmt.Errorf("client: %w", err)
+		}
+	}
+
+	hcfg := httpapi.Config{Server: a.server, Logger: logger.Named("http"), AgentSelf: a.self}
+	if a.client != nil {
+		hcfg.Client = a.client
+	}
+	a.http = httpapi.New(hcfg)
+	go func() { a.done <- a.http.Serve(a.httpLn) }()
+	logger.Info("agent started", "http", a.httpLn.Addr().String(), "dev", cfg.DevMode, "version", Version)
+	return a, nil
+}
+
+// HTTPAddr is the address the HTTP API listens on.
+func (a *Agent) HTTPAddr() string { return a.httpLn.Addr().String() }
+
+// Server is the agent's server, or nil.
+func (a *Agent) Server() *server.Server { return a.server }
+
+// Client is the agent's client, or nil.
+func (a *Agent) Client() *client.Client { return a.client }
+
+// Plugins is the agent's plugin host.
+func (a *Agent) Plugins() *pluginhost.Host { return a.host }
+
+// Done reports the HTTP server's end.
+func (a *Agent) Done() <-chan error { return a.done }
+
+// ReloadPlugins re-launches every plugin from its binary (SIGHUP).
+func (a *Agent) ReloadPlugins(ctx context.Context) error { return a.host.Reload(ctx) }
+
+func (a *Agent) self() any {
+	member := map[string]any{"Name": a.cfg.NodeName, "Addr": a.cfg.BindAddr, "Port": a.cfg.Ports.RPC, "Status": "alive",
+		"Tags": map[string]string{"region": a.cfg.Region, "dc": a.cfg.Datacenter, "build": Version}}
+	stats := map[string]any{}
+	if a.client != nil {
+		stats["client"] = map[string]string{"node_id": a.client.NodeID()}
+	}
+	return map[string]any{
+		"config": map[string]any{"Region": a.cfg.Region, "Datacenter": a.cfg.Datacenter, "DataDir": a.cfg.DataDir,
+			"Version": map[string]string{"Version": Version}, "DevMode": a.cfg.DevMode,
+			"Server": map[string]bool{"Enabled": a.server != nil}, "Client": map[string]bool{"Enabled": a.client != nil}},
+		"member": member,
+		"stats":  stats,
+	}
+}
+
+// Shutdown stops the agent: HTTP, client, server, then plugins. Running
+// tasks are stopped with the client only in dev mode.
+func (a *Agent) Shutdown() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if a.http != nil {
+		_ = a.http.Shutdown(ctx)
+	} else if a.httpLn != nil {
+		_ = a.httpLn.Close()
+	}
+	if a.client != nil {
+		a.client.Shutdown()
+	}
+	if a.server != nil {
+		if err := a.server.Shutdown(); err != nil {
+			a.logger.Warn("server shutdown", "error", err)
+		}
+	}
+	if a.host != nil {
+		_ = a.host.Close()
+	}
+	if a.tmpDir != "" {
+		_ = os.RemoveAll(a.tmpDir)
+	}
+}
+
+func advertiseHost(bind string) string {
+	if bind == "" || bind == "0.0.0.0" || bind == "::" {
+		return "127.0.0.1"
+	}
+	return bind
+}
+
+// schedRouter adapts the plugin host's scheduler set to the server.
+type schedRouter struct{ set *pluginhost.SchedulerSet }
+
+func (r schedRouter) Lookup(t string) (scheduler.Scheduler, int, error) {
+	s, info, err := r.set.Lookup(t)
+	if err != nil {
+		return nil, 0, err
+	}
+	return s, info.MaxAttempts, nil
+}
+
+func (r schedRouter) ServedTypes() []string { return r.set.ServedTypes() }
+
+var _ = errors.New

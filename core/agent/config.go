@@ -1,0 +1,166 @@
+// Package agent wires a drover agent: server, client, plugin host and the
+// HTTP API, from an HCL agent config or the -dev defaults.
+package agent
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/gohcl"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+)
+
+// Config is the agent configuration (the HCL file's schema).
+type Config struct {
+	Region     string `hcl:"region,optional"`
+	Datacenter string `hcl:"datacenter,optional"`
+	NodeName   string `hcl:"name,optional"`
+	DataDir    string `hcl:"data_dir,optional"`
+	BindAddr   string `hcl:"bind_addr,optional"`
+	LogLevel   string `hcl:"log_level,optional"`
+	LogJSON    bool   `hcl:"log_json,optional"`
+	PluginDir  string `hcl:"plugin_dir,optional"`
+
+	Ports   *Ports          `hcl:"ports,block"`
+	Server  *ServerConfig   `hcl:"server,block"`
+	Client  *ClientConfig   `hcl:"client,block"`
+	Plugins []*PluginConfig `hcl:"plugin,block"`
+
+	// DevMode is set by -dev, never from a file.
+	DevMode bool
+}
+
+// Ports are the agent's listening ports.
+type Ports struct {
+	HTTP int `hcl:"http,optional"`
+	RPC  int `hcl:"rpc,optional"`
+}
+
+// ServerConfig is the `server { … }` block.
+type ServerConfig struct {
+	Enabled         bool     `hcl:"enabled,optional"`
+	BootstrapExpect int      `hcl:"bootstrap_expect,optional"`
+	NumSchedulers   int      `hcl:"num_schedulers,optional"`
+	HeartbeatGrace  string   `hcl:"heartbeat_grace,optional"`
+	EnabledDrivers  []string `hcl:"enabled_drivers,optional"`
+}
+
+// ClientConfig is the `client { … }` block.
+type ClientConfig struct {
+	Enabled   bool              `hcl:"enabled,optional"`
+	Servers   []string          `hcl:"servers,optional"`
+	NodeClass string            `hcl:"node_class,optional"`
+	NodePool  string            `hcl:"node_pool,optional"`
+	Meta      map[string]string `hcl:"meta,optional"`
+	Options   map[string]string `hcl:"options,optional"`
+	StateDir  string            `hcl:"state_dir,optional"`
+	AllocDir  string            `hcl:"alloc_dir,optional"`
+}
+
+// PluginConfig is a `plugin "<name>" { args = [...] }` block. Its `config`
+// block is kept as a raw body and decoded into a map.
+type PluginConfig struct {
+	Name   string   `hcl:"name,label"`
+	Args   []string `hcl:"args,optional"`
+	Remain hcl.Body `hcl:",remain"`
+}
+
+// DevConfig is the configuration of `drover agent -dev`.
+func DevConfig() *Config {
+	return &Config{
+		Region: "global", Datacenter: "dc1", BindAddr: "127.0.0.1", LogLevel: "INFO",
+		Ports:   &Ports{HTTP: 4646, RPC: 4647},
+		Server:  &ServerConfig{Enabled: true, BootstrapExpect: 1},
+		Client:  &ClientConfig{Enabled: true},
+		DevMode: true,
+	}
+}
+
+// ParseConfigFile reads an agent config file. Errors name file:line:col.
+func ParseConfigFile(path string) (*Config, error) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return ParseConfig(path, src)
+}
+
+// ParseConfig parses agent config source.
+func ParseConfig(filename string, src []byte) (*Config, error) {
+	f, diags := hclsyntax.ParseConfig(src, filename, hcl.Pos{Line: 1, Column: 1})
+	if diags.HasErrors() {
+		return nil, diagError(diags)
+	}
+	var c Config
+	if diags := gohcl.DecodeBody(f.Body, nil, &c); diags.HasErrors() {
+		return nil, diagError(diags)
+	}
+	c.applyDefaults()
+	if err := c.validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", filename, err)
+	}
+	return &c, nil
+}
+
+func diagError(diags hcl.Diagnostics) error {
+	var msg string
+	for i, d := range diags {
+		if i > 0 {
+			msg += "\n"
+		}
+		if d.Subject != nil {
+			msg += fmt.Sprintf("%s:%d:%d: ", d.Subject.Filename, d.Subject.Start.Line, d.Subject.Start.Column)
+		}
+		msg += d.Summary
+		if d.Detail != "" {
+			msg += "; " + d.Detail
+		}
+	}
+	return fmt.Errorf("%s", msg)
+}
+
+func (c *Config) applyDefaults() {
+	if c.Region == "" {
+		c.Region = "global"
+	}
+	if c.Datacenter == "" {
+		c.Datacenter = "dc1"
+	}
+	if c.BindAddr == "" {
+		c.BindAddr = "0.0.0.0"
+	}
+	if c.LogLevel == "" {
+		c.LogLevel = "INFO"
+	}
+	if c.Ports == nil {
+		c.Ports = &Ports{}
+	}
+	if c.Ports.HTTP == 0 {
+		c.Ports.HTTP = 4646
+	}
+	if c.Ports.RPC == 0 {
+		c.Ports.RPC = 4647
+	}
+}
+
+func (c *Config) validate() error {
+	serverOn := c.Server != nil && c.Server.Enabled
+	clientOn := c.Client != nil && c.Client.Enabled
+	if !serverOn && !clientOn {
+		return fmt.Errorf("at least one of server.enabled or client.enabled must be true")
+	}
+	if !c.DevMode && c.DataDir == "" {
+		return fmt.Errorf("data_dir: required outside -dev mode")
+	}
+	if serverOn && c.Server.HeartbeatGrace != "" {
+		if _, err := time.ParseDuration(c.Server.HeartbeatGrace); err != nil {
+			return fmt.Errorf("server.heartbeat_grace: %v", err)
+		}
+	}
+	if clientOn && !serverOn {
+		return fmt.Errorf("client: a client-only agent needs remote servers, which this build does not support yet; enable server in the same agent")
+	}
+	return nil
+}

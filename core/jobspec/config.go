@@ -1,0 +1,73 @@
+package jobspec
+
+import (
+	"sort"
+
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+)
+
+// configBody decodes a task's config block into the map a driver receives.
+//
+// The schema belongs to the driver, not to the parser, so every attribute
+// is taken as written and converted with goValue (integral numbers become
+// int, others float64; lists []any; objects map[string]any). Nested blocks,
+// as older drivers use them (`port_map { http = 8080 }`), become:
+//
+//   - a map[string]any when the block type appears once, and
+//   - a []any of map[string]any, in source order, when it repeats.
+//
+// Labelled blocks inside config are refused: no driver drover ships needs
+// them, and guessing a shape for them would bind drivers to an accident.
+func (p *parser) configBody(body *hclsyntax.Body) map[string]any {
+	out := map[string]any{}
+	names := make([]string, 0, len(body.Attributes))
+	for n := range body.Attributes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		attr := body.Attributes[name]
+		v, ok := p.value(attr.Expr)
+		if !ok {
+			continue
+		}
+		g, err := goValue(v)
+		if err != nil {
+			p.errorf(attr.Expr.Range(), "Unsupported config value", "config key %q: %v.", name, err)
+			continue
+		}
+		out[name] = g
+	}
+
+	var order []string
+	blocks := map[string][]*hclsyntax.Block{}
+	for _, b := range body.Blocks {
+		if len(b.Labels) > 0 {
+			p.errorf(b.LabelRanges[0], "Unsupported config block",
+				"Blocks inside config take no labels; write %s { … } or %s = { … }.", b.Type, b.Type)
+			continue
+		}
+		if attr, dup := body.Attributes[b.Type]; dup {
+			p.errorf(b.TypeRange, "Duplicate config key",
+				"%q is already set as an attribute at %s.", b.Type, posString(attr.NameRange))
+			continue
+		}
+		if _, seen := blocks[b.Type]; !seen {
+			order = append(order, b.Type)
+		}
+		blocks[b.Type] = append(blocks[b.Type], b)
+	}
+	for _, name := range order {
+		bs := blocks[name]
+		if len(bs) == 1 {
+			out[name] = p.configBody(bs[0].Body)
+			continue
+		}
+		list := make([]any, 0, len(bs))
+		for _, b := range bs {
+			list = append(list, p.configBody(b.Body))
+		}
+		out[name] = list
+	}
+	return out
+}

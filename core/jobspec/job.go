@@ -1,0 +1,299 @@
+package jobspec
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+
+	"github.com/drover-org/drover/core/structs"
+)
+
+// parser accumulates diagnostics while walking one file, so that a user
+// sees every problem of a job file at once rather than one per run.
+type parser struct {
+	src      []byte
+	filename string
+	diags    hcl.Diagnostics
+}
+
+// blockKind describes one block type a body accepts.
+type blockKind struct {
+	name   string
+	labels []string
+	many   bool // several blocks of this type may appear
+	unique bool // with many: no two blocks may share their labels
+}
+
+// content checks body against the given attributes and blocks, reporting
+// unknown names, missing labels, empty labels and repeated single blocks
+// with their positions. The returned blocks of a single kind hold at most
+// one block.
+func (p *parser) content(body hcl.Body, attrs []string, blocks []blockKind) (hcl.Attributes, map[string]hcl.Blocks) {
+	schema := &hcl.BodySchema{}
+	for _, a := range attrs {
+		schema.Attributes = append(schema.Attributes, hcl.AttributeSchema{Name: a})
+	}
+	kinds := map[string]blockKind{}
+	for _, k := range blocks {
+		schema.Blocks = append(schema.Blocks, hcl.BlockHeaderSchema{Type: k.name, LabelNames: k.labels})
+		kinds[k.name] = k
+	}
+	c, diags := body.Content(schema)
+	p.diags = append(p.diags, diags...)
+
+	byType := map[string]hcl.Blocks{}
+	seen := map[string]*hcl.Block{}
+	for _, b := range c.Blocks {
+		prev := byType[b.Type]
+		if len(prev) > 0 && !kinds[b.Type].many {
+			p.errorf(b.DefRange, fmt.Sprintf("Duplicate %s block", b.Type),
+				"Only one %s block is allowed here; another was defined at %s.", b.Type, posString(prev[0].DefRange))
+			continue
+		}
+		bad := false
+		for i, l := range b.Labels {
+			if l == "" {
+				p.errorf(b.LabelRanges[i], fmt.Sprintf("Invalid %s %s", b.Type, kinds[b.Type].labels[i]),
+					"The %s of a %s block must not be empty.", kinds[b.Type].labels[i], b.Type)
+				bad = true
+			}
+		}
+		if bad {
+			continue
+		}
+		if kinds[b.Type].unique {
+			key := b.Type + "\x00" + strings.Join(b.Labels, "\x00")
+			if other := seen[key]; other != nil {
+				p.errorf(b.LabelRanges[0], fmt.Sprintf("Duplicate %s %q", b.Type, strings.Join(b.Labels, " ")),
+					"Each %s needs its own name; %q was already defined at %s.", b.Type, strings.Join(b.Labels, " "), posString(other.DefRange))
+				continue
+			}
+			seen[key] = b
+		}
+		byType[b.Type] = append(prev, b)
+	}
+	return c.Attributes, byType
+}
+
+func first(blocks map[string]hcl.Blocks, name string) *hcl.Block {
+	if bs := blocks[name]; len(bs) > 0 {
+		return bs[0]
+	}
+	return nil
+}
+
+// stringMap decodes meta or env, which Nomad accepts both as a block
+// (`meta { k = "v" }`) and as an attribute (`meta = { "a.b" = "v" }`, for
+// keys that are not identifiers).
+func (p *parser) stringMap(attrs hcl.Attributes, blocks map[string]hcl.Blocks, name string) map[string]string {
+	attr, block := attrs[name], first(blocks, name)
+	switch {
+	case attr != nil && block != nil:
+		p.errorf(block.DefRange, fmt.Sprintf("Duplicate %s block", name),
+			"%s is already defined as an attribute at %s; use one form.", name, posString(attr.NameRange))
+		return nil
+	case attr != nil:
+		return p.stringMapAttr(attr)
+	case block != nil:
+		return p.stringMapBlock(block)
+	}
+	return nil
+}
+
+var fileBlocks = []blockKind{{name: "job", labels: []string{"name"}, many: true}}
+
+func (p *parser) file(body *hclsyntax.Body) *structs.Job {
+	_, blocks := p.content(body, nil, fileBlocks)
+	jobs := blocks["job"]
+	if len(jobs) == 0 {
+		if !p.diags.HasErrors() {
+			start := hcl.Range{Filename: p.filename, Start: hcl.InitialPos, End: hcl.InitialPos}
+			p.errorf(start, "Missing job block", `A job file must define one job, as in job "example" { … }.`)
+		}
+		return &structs.Job{}
+	}
+	if len(jobs) > 1 {
+		p.errorf(jobs[1].DefRange, "Duplicate job block",
+			"A job file defines exactly one job; another was defined at %s.", posString(jobs[0].DefRange))
+	}
+	return p.job(jobs[0])
+}
+
+var (
+	jobAttrs = []string{
+		"name", "type", "datacenters", "node_pool", "priority", "namespace", "region", "all_at_once", "meta",
+	}
+	jobBlocks = []blockKind{
+		{name: "meta"},
+		{name: "constraint", many: true},
+		{name: "affinity", many: true},
+		{name: "spread", many: true},
+		{name: "update"},
+		{name: "periodic"},
+		{name: "parameterized"},
+		{name: "group", labels: []string{"name"}, many: true, unique: true},
+	}
+)
+
+func (p *parser) job(b *hcl.Block) *structs.Job {
+	job := &structs.Job{ID: b.Labels[0]}
+	attrs, blocks := p.content(b.Body, jobAttrs, jobBlocks)
+
+	p.setString(attrs["name"], &job.Name)
+	p.setString(attrs["type"], &job.Type)
+	p.setStrings(attrs["datacenters"], &job.Datacenters)
+	p.setString(attrs["node_pool"], &job.NodePool)
+	p.setInt(attrs["priority"], &job.Priority)
+	p.setString(attrs["namespace"], &job.Namespace)
+	p.setString(attrs["region"], &job.Region)
+	p.setBool(attrs["all_at_once"], &job.AllAtOnce)
+	job.Meta = p.stringMap(attrs, blocks, "meta")
+
+	job.Constraints = p.constraints(blocks["constraint"])
+	job.Affinities = p.affinities(blocks["affinity"])
+	job.Spreads = p.spreads(blocks["spread"])
+	if ub := first(blocks, "update"); ub != nil {
+		job.Update = p.update(ub, nil)
+	}
+	if pb := first(blocks, "periodic"); pb != nil {
+		job.Periodic = p.periodic(pb)
+	}
+	if pb := first(blocks, "parameterized"); pb != nil {
+		job.ParameterizedJob = p.parameterized(pb)
+	}
+
+	// Defaults that depend on the job type (restart, reschedule) are the
+	// base onto which a group's blocks are laid, as Nomad merges them.
+	jobType := job.Type
+	if jobType == "" {
+		jobType = structs.JobTypeService
+	}
+	// A job-level update block is the base of every group's, so schedulers
+	// read one place (the group). Sysbatch refuses update blocks; copying
+	// would only repeat the refusal for every group.
+	var groupUpdate *structs.UpdateStrategy
+	if jobType != structs.JobTypeSysBatch {
+		groupUpdate = job.Update
+	}
+	for _, gb := range blocks["group"] {
+		job.TaskGroups = append(job.TaskGroups, p.group(gb, jobType, groupUpdate))
+	}
+	return job
+}
+
+var (
+	groupAttrs = []string{"count", "meta", "max_run_duration", "shutdown_delay"}
+	// Blocks of Nomad's group that drover does not model (network, service,
+	// volume, scaling, …) are refused by name rather than ignored, so a job
+	// never silently loses part of its meaning.
+	groupBlocks = []blockKind{
+		{name: "meta"},
+		{name: "constraint", many: true},
+		{name: "affinity", many: true},
+		{name: "spread", many: true},
+		{name: "update"},
+		{name: "restart"},
+		{name: "reschedule"},
+		{name: "migrate"},
+		{name: "ephemeral_disk"},
+		{name: "task", labels: []string{"name"}, many: true, unique: true},
+	}
+)
+
+func (p *parser) group(b *hcl.Block, jobType string, jobUpdate *structs.UpdateStrategy) *structs.TaskGroup {
+	// Count defaults to 1 when absent; an explicit 0 is kept.
+	tg := &structs.TaskGroup{Name: b.Labels[0], Count: 1}
+	attrs, blocks := p.content(b.Body, groupAttrs, groupBlocks)
+
+	p.setInt(attrs["count"], &tg.Count)
+	p.setDurationPtr(attrs["max_run_duration"], &tg.MaxRunDuration)
+	p.setDurationPtr(attrs["shutdown_delay"], &tg.ShutdownDelay)
+	tg.Meta = p.stringMap(attrs, blocks, "meta")
+
+	tg.Constraints = p.constraints(blocks["constraint"])
+	tg.Affinities = p.affinities(blocks["affinity"])
+	tg.Spreads = p.spreads(blocks["spread"])
+	if ub := first(blocks, "update"); ub != nil {
+		tg.Update = p.update(ub, jobUpdate)
+	} else if jobUpdate != nil {
+		u := *jobUpdate
+		tg.Update = &u
+	}
+	if rb := first(blocks, "restart"); rb != nil {
+		tg.RestartPolicy = p.restart(rb, *structs.DefaultRestartPolicy(jobType))
+	}
+	if rb := first(blocks, "reschedule"); rb != nil {
+		tg.ReschedulePolicy = p.reschedule(rb, jobType)
+	}
+	if mb := first(blocks, "migrate"); mb != nil {
+		tg.Migrate = p.migrate(mb)
+	}
+	if eb := first(blocks, "ephemeral_disk"); eb != nil {
+		tg.EphemeralDisk = p.ephemeralDisk(eb)
+	}
+
+	// A task's restart block is laid over its group's policy.
+	groupRestart := tg.RestartPolicy
+	if groupRestart == nil {
+		groupRestart = structs.DefaultRestartPolicy(jobType)
+	}
+	for _, tb := range blocks["task"] {
+		tg.Tasks = append(tg.Tasks, p.task(tb, groupRestart))
+	}
+	return tg
+}
+
+var (
+	taskAttrs = []string{
+		"driver", "user", "kill_timeout", "kill_signal", "leader", "meta", "env",
+	}
+	taskBlocks = []blockKind{
+		{name: "config"},
+		{name: "env"},
+		{name: "meta"},
+		{name: "resources"},
+		{name: "restart"},
+		{name: "dispatch_payload"},
+		{name: "lifecycle"},
+		{name: "logs"},
+		{name: "constraint", many: true},
+		{name: "affinity", many: true},
+	}
+)
+
+func (p *parser) task(b *hcl.Block, groupRestart *structs.RestartPolicy) *structs.Task {
+	t := &structs.Task{Name: b.Labels[0]}
+	attrs, blocks := p.content(b.Body, taskAttrs, taskBlocks)
+
+	p.setString(attrs["driver"], &t.Driver)
+	p.setString(attrs["user"], &t.User)
+	p.setDuration(attrs["kill_timeout"], &t.KillTimeout)
+	p.setString(attrs["kill_signal"], &t.KillSignal)
+	p.setBool(attrs["leader"], &t.Leader)
+	t.Meta = p.stringMap(attrs, blocks, "meta")
+	t.Env = p.stringMap(attrs, blocks, "env")
+
+	if cb := first(blocks, "config"); cb != nil {
+		t.Config = p.configBody(syntaxBody(cb.Body))
+	}
+	if rb := first(blocks, "resources"); rb != nil {
+		t.Resources = p.resources(rb)
+	}
+	if rb := first(blocks, "restart"); rb != nil {
+		t.RestartPolicy = p.restart(rb, *groupRestart)
+	}
+	if db := first(blocks, "dispatch_payload"); db != nil {
+		t.DispatchPayload = p.dispatchPayload(db)
+	}
+	if lb := first(blocks, "lifecycle"); lb != nil {
+		t.Lifecycle = p.lifecycle(lb)
+	}
+	if lb := first(blocks, "logs"); lb != nil {
+		t.LogConfig = p.logs(lb)
+	}
+	t.Constraints = p.constraints(blocks["constraint"])
+	t.Affinities = p.affinities(blocks["affinity"])
+	return t
+}

@@ -1,0 +1,128 @@
+// Package jobspec turns HCL2 job files written in Nomad's jobspec dialect
+// into *structs.Job.
+//
+// The parser walks each body with a hand-written hcl.BodySchema instead of
+// decoding into tagged structs: that way every refusal (a misspelt argument,
+// a duration that does not parse, a second restart block) is reported at the
+// token that caused it, which is what a user fixing a job file needs.
+//
+// Nomad resolves "${node.…}", "${attr.…}", "${meta.…}" and "${NOMAD_…}"
+// on the client, after placement, so those references are kept verbatim in
+// the parsed job; see runtime.go for how.
+package jobspec
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+
+	"github.com/drover-org/drover/core/structs"
+)
+
+// Error is returned for a job file that cannot be parsed. Diags carry the
+// position of every problem; Error() renders one line per diagnostic as
+// "file:line:col: Summary; Detail".
+//
+// errors.Is(err, structs.ErrInvalid) holds, so an HTTP handler maps a bad
+// job file to 400 without knowing this type.
+type Error struct {
+	Diags hcl.Diagnostics
+}
+
+func (e *Error) Error() string {
+	var lines []string
+	for _, d := range e.Diags {
+		if d.Severity != hcl.DiagError {
+			continue
+		}
+		lines = append(lines, formatDiag(d))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Unwrap reports the error's kind.
+func (e *Error) Unwrap() error { return structs.ErrInvalid }
+
+func formatDiag(d *hcl.Diagnostic) string {
+	msg := d.Summary
+	if d.Detail != "" {
+		msg += "; " + d.Detail
+	}
+	if d.Subject == nil {
+		return msg
+	}
+	s := d.Subject
+	return fmt.Sprintf("%s:%d:%d: %s", s.Filename, s.Start.Line, s.Start.Column, msg)
+}
+
+// Parse parses one job file. filename is used only in positions. The
+// returned job is canonicalized (defaults of NOMAD-BEHAVIOR §1.3 applied)
+// but not validated; see ParseAndValidate.
+func Parse(filename string, src []byte) (*structs.Job, error) {
+	file, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
+	if diags.HasErrors() {
+		return nil, &Error{Diags: diags}
+	}
+	p := &parser{src: src, filename: filename}
+	job := p.file(file.Body.(*hclsyntax.Body))
+	if p.diags.HasErrors() {
+		sortDiags(p.diags)
+		return nil, &Error{Diags: p.diags}
+	}
+	job.Canonicalize()
+	return job, nil
+}
+
+// sortDiags orders diagnostics by position: HCL reports the unknown names of
+// a body in map order, and a user reads a file top to bottom.
+func sortDiags(diags hcl.Diagnostics) {
+	sort.SliceStable(diags, func(i, j int) bool {
+		a, b := diags[i].Subject, diags[j].Subject
+		switch {
+		case a == nil || b == nil:
+			return a != nil && b == nil
+		case a.Filename != b.Filename:
+			return a.Filename < b.Filename
+		}
+		return a.Start.Byte < b.Start.Byte
+	})
+}
+
+// ParseFile reads and parses the job file at path.
+func ParseFile(path string) (*structs.Job, error) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading job file: %w", err)
+	}
+	return Parse(path, src)
+}
+
+// ParseAndValidate parses a job file and checks it with job.Validate, the
+// same rules the server applies at submit time, so a CLI can refuse a bad
+// job before it reaches the network. A validation failure is returned as
+// a wrapped *structs.ValidationError.
+func ParseAndValidate(filename string, src []byte) (*structs.Job, error) {
+	job, err := Parse(filename, src)
+	if err != nil {
+		return nil, err
+	}
+	if err := job.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: invalid job: %w", filename, err)
+	}
+	return job, nil
+}
+
+// Diagnostics extracts the positioned diagnostics from an error returned by
+// this package, or nil when err did not come from the parser.
+func Diagnostics(err error) hcl.Diagnostics {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Diags
+	}
+	return nil
+}

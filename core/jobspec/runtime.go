@@ -1,0 +1,195 @@
+package jobspec
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// Runtime interpolation.
+//
+// In Nomad's dialect "${attr.kernel.name}" or "${NOMAD_ALLOC_ID}" inside a
+// string is not an HCL variable: the client resolves it after placement. To
+// keep such references verbatim while still evaluating the rest of the
+// expression with HCL's own rules (escapes, heredocs, type conversion), the
+// parser builds, for each expression, an evaluation context in which every
+// referenced root is an object whose leaves are the reference's own source
+// text: attr = {kernel = {name = "${attr.kernel.name}"}}. Evaluating the
+// template then reproduces the reference literally.
+//
+// That trick is only sound when the reference is interpolated as a whole
+// into a string. "${attr.a == "x"}" would silently compare the placeholder,
+// so a reference anywhere else (an operand, a function argument, a bare
+// `attribute = attr.kernel.name`) is refused with its position.
+//
+// HCL variables (var.x, local.x) are not supported: drover's jobspec has no
+// variable blocks, and keeping "${var.x}" literally would hide the mistake.
+
+// unsupportedRoots are HCL-language roots that would be mistaken for runtime
+// references if kept verbatim.
+var unsupportedRoots = map[string]bool{"var": true, "local": true, "locals": true}
+
+// value evaluates expr, preserving runtime references as text.
+func (p *parser) value(expr hcl.Expression) (cty.Value, bool) {
+	ctx, ok := p.runtimeContext(expr)
+	if !ok {
+		return cty.NilVal, false
+	}
+	v, diags := expr.Value(ctx)
+	p.diags = append(p.diags, diags...)
+	if diags.HasErrors() {
+		return cty.NilVal, false
+	}
+	return v, true
+}
+
+// refNode is one step of the tree of runtime references of an expression.
+type refNode struct {
+	text string // non-empty on a leaf: the literal "${…}" it evaluates to
+	kids map[string]*refNode
+	at   hcl.Range
+}
+
+func (p *parser) runtimeContext(expr hcl.Expression) (*hcl.EvalContext, bool) {
+	ctx := &hcl.EvalContext{Variables: map[string]cty.Value{}}
+	vars := expr.Variables()
+	if len(vars) == 0 {
+		return ctx, true
+	}
+
+	// Start offsets of the references that stand alone in a template
+	// interpolation ("${x.y}"), the only place where they may appear.
+	whole := map[int]bool{}
+	if node, ok := expr.(hclsyntax.Node); ok {
+		hclsyntax.VisitAll(node, func(n hclsyntax.Node) hcl.Diagnostics {
+			switch t := n.(type) {
+			case *hclsyntax.TemplateExpr:
+				for _, part := range t.Parts {
+					if st, ok := part.(*hclsyntax.ScopeTraversalExpr); ok {
+						whole[st.SrcRange.Start.Byte] = true
+					}
+				}
+			case *hclsyntax.TemplateWrapExpr:
+				if st, ok := t.Wrapped.(*hclsyntax.ScopeTraversalExpr); ok {
+					whole[st.SrcRange.Start.Byte] = true
+				}
+			}
+			return nil
+		})
+	}
+
+	roots := map[string]*refNode{}
+	ok := true
+	for _, trav := range vars {
+		rng := trav.SourceRange()
+		root := trav.RootName()
+		text := string(rng.SliceBytes(p.src))
+		switch {
+		case unsupportedRoots[root]:
+			p.errorf(rng, "Variables not supported",
+				"%s refers to an HCL variable, but drover job files have no variable or locals blocks; write the value in place.", text)
+			ok = false
+		case !whole[rng.Start.Byte]:
+			p.errorf(rng, "Invalid runtime reference",
+				"%s is resolved on the client after placement and can only be used on its own inside a string, as in \"${%s}\".", text, text)
+			ok = false
+		default:
+			if !p.addRef(roots, trav, "${"+text+"}") {
+				ok = false
+			}
+		}
+	}
+	if !ok {
+		return nil, false
+	}
+	for name, n := range roots {
+		ctx.Variables[name] = n.value()
+	}
+	return ctx, true
+}
+
+// addRef records one reference in the tree, refusing steps that cannot be
+// represented as object attributes and references that are both a value
+// and a prefix of another ("${attr.a}" with "${attr.a.b}").
+func (p *parser) addRef(roots map[string]*refNode, trav hcl.Traversal, text string) bool {
+	level := roots
+	var node *refNode
+	for _, step := range trav {
+		var name string
+		switch s := step.(type) {
+		case hcl.TraverseRoot:
+			name = s.Name
+		case hcl.TraverseAttr:
+			name = s.Name
+		case hcl.TraverseIndex:
+			if s.Key.IsNull() || s.Key.Type() != cty.String {
+				p.errorf(s.SrcRange, "Invalid runtime reference",
+					"%s: only attribute names and quoted keys are supported in runtime references.", text)
+				return false
+			}
+			name = s.Key.AsString()
+		default:
+			p.errorf(step.SourceRange(), "Invalid runtime reference", "%s: unsupported traversal step.", text)
+			return false
+		}
+		if node != nil {
+			if node.text != "" {
+				return p.conflict(node, trav, text)
+			}
+			if node.kids == nil {
+				node.kids = map[string]*refNode{}
+			}
+			level = node.kids
+		}
+		next := level[name]
+		if next == nil {
+			next = &refNode{at: trav.SourceRange()}
+			level[name] = next
+		}
+		node = next
+	}
+	switch {
+	case node.text == text:
+		return true // the same reference twice
+	case node.text != "" || len(node.kids) > 0:
+		return p.conflict(node, trav, text)
+	}
+	node.text = text
+	return true
+}
+
+func (p *parser) conflict(existing *refNode, trav hcl.Traversal, text string) bool {
+	p.errorf(trav.SourceRange(), "Conflicting runtime references",
+		"%s cannot be used in the same value as the reference at %s, because one is a prefix of the other; split the value.",
+		text, posString(existing.at))
+	return false
+}
+
+func (n *refNode) value() cty.Value {
+	if n.text != "" {
+		return cty.StringVal(n.text)
+	}
+	attrs := make(map[string]cty.Value, len(n.kids))
+	for k, kid := range n.kids {
+		attrs[k] = kid.value()
+	}
+	return cty.ObjectVal(attrs)
+}
+
+func posString(r hcl.Range) string {
+	return fmt.Sprintf("%s:%d:%d", r.Filename, r.Start.Line, r.Start.Column)
+}
+
+// errorf records an error diagnostic at rng.
+func (p *parser) errorf(rng hcl.Range, summary, format string, args ...any) {
+	r := rng
+	p.diags = append(p.diags, &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  summary,
+		Detail:   strings.TrimSpace(fmt.Sprintf(format, args...)),
+		Subject:  &r,
+	})
+}

@@ -1,0 +1,188 @@
+package server
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/drover-org/drover/core/structs"
+)
+
+// heartbeater marks nodes down when their heartbeat TTL (plus grace)
+// lapses. It runs on the leader; on step-up every live node gets a fresh
+// timer, so a new leader never marks nodes down for the old leader's gap.
+type heartbeater struct {
+	s *Server
+
+	mu      sync.Mutex
+	enabled bool
+	timers  map[string]*time.Timer
+	expired map[string]bool
+	wake    chan struct{}
+}
+
+func newHeartbeater(s *Server) *heartbeater {
+	return &heartbeater{s: s, timers: map[string]*time.Timer{}, expired: map[string]bool{}, wake: make(chan struct{}, 1)}
+}
+
+// reset restarts a node's timer.
+func (h *heartbeater) reset(nodeID string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.enabled {
+		return
+	}
+	if t, ok := h.timers[nodeID]; ok {
+		t.Stop()
+	}
+	h.timers[nodeID] = time.AfterFunc(h.s.cfg.HeartbeatTTL+h.s.cfg.HeartbeatGrace, func() {
+		h.mu.Lock()
+		h.expired[nodeID] = true
+		h.mu.Unlock()
+		select {
+		case h.wake <- struct{}{}:
+		default:
+		}
+	})
+}
+
+func (h *heartbeater) run(ctx context.Context) {
+	h.mu.Lock()
+	h.enabled = true
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		h.enabled = false
+		for id, t := range h.timers {
+			t.Stop()
+			delete(h.timers, id)
+		}
+		h.expired = map[string]bool{}
+		h.mu.Unlock()
+	}()
+	if nodes, err := h.s.State().Nodes(nil); err == nil {
+		for _, n := range nodes {
+			if n.Status != structs.NodeStatusDown {
+				h.reset(n.ID)
+			}
+		}
+	}
+	drain := time.NewTicker(time.Second)
+	defer drain.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-drain.C:
+			h.s.runDrainer()
+		case <-h.wake:
+			h.mu.Lock()
+			ids := make([]string, 0, len(h.expired))
+			for id := range h.expired {
+				ids = append(ids, id)
+				delete(h.timers, id)
+			}
+			h.expired = map[string]bool{}
+			h.mu.Unlock()
+			for _, id := range ids {
+				h.invalidate(id)
+			}
+		}
+	}
+}
+
+func (h *heartbeater) invalidate(nodeID string) {
+	node, err := h.s.State().NodeByID(nil, nodeID)
+	if err != nil || node == nil || node.Status == structs.NodeStatusDown {
+		return
+	}
+	h.s.logger.Warn("node heartbeat missed; marking down", "node_id", nodeID, "ttl", h.s.cfg.HeartbeatTTL)
+	if err := h.s.setNodeStatus(node, structs.NodeStatusDown, "Node heartbeat missed"); err != nil {
+		h.s.logger.Error("failed to mark node down", "node_id", nodeID, "error", err)
+	}
+}
+
+// runDrainer advances every active drain: batch-like allocs (sysbatch,
+// batch) are left to finish until the deadline; system allocs go last and
+// stay when the drain ignores system jobs. A node with nothing left to
+// migrate has its drain completed.
+func (s *Server) runDrainer() {
+	st := s.State()
+	nodes, err := st.Nodes(nil)
+	if err != nil {
+		return
+	}
+	now := s.cfg.Now()
+	for _, n := range nodes {
+		ds := n.DrainStrategy
+		if ds == nil {
+			continue
+		}
+		forced := !ds.ForceDeadline.IsZero() && !now.Before(ds.ForceDeadline)
+		allocs, err := st.AllocsByNode(nil, n.ID)
+		if err != nil {
+			continue
+		}
+		var live, system []*structs.Allocation
+		for _, a := range allocs {
+			if a.TerminalStatus() {
+				continue
+			}
+			if a.Job != nil && a.Job.Type == structs.JobTypeSystem {
+				if !ds.IgnoreSystemJobs {
+					system = append(system, a)
+				}
+				continue
+			}
+			live = append(live, a)
+		}
+		var migrate []*structs.Allocation
+		for _, a := range live {
+			batchLike := a.Job != nil && (a.Job.Type == structs.JobTypeBatch || a.Job.Type == structs.JobTypeSysBatch)
+			if (!batchLike || forced) && !a.DesiredTransition.ShouldMigrate() {
+				migrate = append(migrate, a)
+			}
+		}
+		if len(live) == 0 || forced {
+			for _, a := range system {
+				if !a.DesiredTransition.ShouldMigrate() {
+					migrate = append(migrate, a)
+				}
+			}
+		}
+		if len(live) == 0 && len(system) == 0 {
+			_, err := s.raftApply(structs.NodeUpdateDrainRequestType, &structs.NodeUpdateDrainRequest{
+				NodeID: n.ID, UpdatedAt: now.Unix(),
+				NodeEvent: &structs.NodeEvent{Message: "Node drain complete", Subsystem: "Drain", Timestamp: now},
+			})
+			if err != nil {
+				s.logger.Warn("failed to complete drain", "node_id", n.ID, "error", err)
+			} else {
+				s.logger.Info("node drain complete", "node_id", n.ID)
+			}
+			continue
+		}
+		if len(migrate) == 0 {
+			continue
+		}
+		yes := true
+		req := &structs.AllocUpdateDesiredTransitionRequest{Allocs: map[string]*structs.DesiredTransition{}}
+		jobs := map[structs.NamespacedID]bool{}
+		for _, a := range migrate {
+			req.Allocs[a.ID] = &structs.DesiredTransition{Migrate: &yes}
+			key := structs.NamespacedID{ID: a.JobID, Namespace: a.Namespace}
+			if jobs[key] {
+				continue
+			}
+			jobs[key] = true
+			if j, _ := st.JobByID(nil, a.Namespace, a.JobID); j != nil {
+				ev := s.newEval(j, structs.EvalTriggerNodeDrain)
+				ev.JobModifyIndex, ev.NodeID = j.JobModifyIndex, n.ID
+				req.Evals = append(req.Evals, ev)
+			}
+		}
+		if _, err := s.raftApply(structs.AllocUpdateDesiredTransitionRequestType, req); err != nil {
+			s.logger.Warn("failed to migrate allocs for drain", "node_id", n.ID, "error", err)
+		}
+	}
+}

@@ -1,0 +1,342 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/golang/snappy"
+	"github.com/google/uuid"
+
+	"github.com/drover-org/drover/core/structs"
+)
+
+// RegisterJob validates and writes a job, with a job-register eval unless
+// the job is a periodic or parameterized parent. An unchanged spec writes
+// no new job version, only the eval.
+func (s *Server) RegisterJob(ctx context.Context, in *structs.Job, enforceIndex bool, jobModifyIndex uint64) (*structs.JobRegisterResponse, error) {
+	if in == nil {
+		return nil, structs.NewError(structs.ErrInvalid, "Job: missing job")
+	}
+	job := in.Copy()
+	job.Canonicalize()
+	if err := job.Validate(); err != nil {
+		return nil, err
+	}
+	if err := s.checkJobType(job.Type); err != nil {
+		return nil, err
+	}
+	if err := s.checkDrivers(job); err != nil {
+		return nil, err
+	}
+	existing, err := s.State().JobByID(nil, job.Namespace, job.ID)
+	if err != nil {
+		return nil, err
+	}
+	if enforceIndex {
+		switch {
+		case existing == nil && jobModifyIndex != 0:
+			return nil, structs.NewError(structs.ErrConflict, "Enforcing job modify index %d: job does not exist", jobModifyIndex)
+		case existing != nil && existing.JobModifyIndex != jobModifyIndex:
+			return nil, structs.NewError(structs.ErrConflict, "Enforcing job modify index %d: job exists with conflicting job modify index: %d", jobModifyIndex, existing.JobModifyIndex)
+		}
+	}
+	unchanged := existing != nil && !existing.SpecChanged(job)
+	req := &structs.JobRegisterRequest{Namespace: job.Namespace, JobID: job.ID}
+	if !unchanged {
+		job.SubmitTime = s.cfg.Now().UnixNano()
+		req.Job = job
+	}
+	if !job.IsParent() {
+		req.Eval = s.newEval(job, structs.EvalTriggerJobRegister)
+	}
+	if req.Job == nil && req.Eval == nil {
+		return &structs.JobRegisterResponse{JobModifyIndex: existing.JobModifyIndex}, nil
+	}
+	index, err := s.raftApply(structs.JobRegisterRequestType, req)
+	if err != nil {
+		return nil, err
+	}
+	resp := &structs.JobRegisterResponse{Index: index}
+	if unchanged {
+		resp.Index = 0
+		resp.JobModifyIndex = existing.JobModifyIndex
+	} else {
+		resp.JobModifyIndex = index
+	}
+	if req.Eval != nil {
+		resp.EvalID, resp.EvalCreateIndex = req.Eval.ID, index
+	}
+	s.logger.Info("job registered", "namespace", job.Namespace, "job_id", job.ID, "type", job.Type, "changed", !unchanged, "eval_id", resp.EvalID)
+	return resp, nil
+}
+
+func (s *Server) newEval(job *structs.Job, trigger string) *structs.Evaluation {
+	now := s.cfg.Now().UnixNano()
+	return &structs.Evaluation{
+		ID: uuid.NewString(), Namespace: job.Namespace, Priority: job.Priority, Type: job.Type,
+		TriggeredBy: trigger, JobID: job.ID, Status: structs.EvalStatusPending,
+		CreateTime: now, ModifyTime: now,
+	}
+}
+
+// checkJobType refuses a job type that no loaded scheduler plugin serves.
+func (s *Server) checkJobType(t string) error {
+	served := s.cfg.Schedulers.ServedTypes()
+	for _, st := range served {
+		if st == t {
+			return nil
+		}
+	}
+	return structs.NewError(structs.ErrInvalid, "job type %q is not served by any scheduler plugin (served: %s)", t, strings.Join(served, ", "))
+}
+
+// checkDrivers refuses a task whose driver no plugin of this cluster knows:
+// neither a configured driver plugin nor one fingerprinted on any node.
+func (s *Server) checkDrivers(job *structs.Job) error {
+	known := map[string]bool{}
+	for _, d := range s.cfg.KnownDrivers {
+		known[d] = true
+	}
+	nodes, err := s.State().Nodes(nil)
+	if err != nil {
+		return err
+	}
+	for _, n := range nodes {
+		for name, d := range n.Drivers {
+			if d != nil && d.Detected {
+				known[name] = true
+			}
+		}
+	}
+	var bad []string
+	for _, tg := range job.TaskGroups {
+		for _, t := range tg.Tasks {
+			if !known[t.Driver] {
+				bad = append(bad, fmt.Sprintf("group %q: task %q: unknown driver %q", tg.Name, t.Name, t.Driver))
+			}
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	names := make([]string, 0, len(known))
+	for k := range known {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for i := range bad {
+		bad[i] += fmt.Sprintf(" (known drivers: %s)", strings.Join(names, ", "))
+	}
+	return &structs.ValidationError{Errors: bad}
+}
+
+// DeregisterJob stops a job, or deletes it with purge. An unknown job is a
+// no-op, as in Nomad.
+func (s *Server) DeregisterJob(ctx context.Context, ns, jobID string, purge bool) (*structs.JobDeregisterResponse, error) {
+	if ns == "" {
+		ns = structs.DefaultNamespace
+	}
+	job, err := s.State().JobByID(nil, ns, jobID)
+	if err != nil {
+		return nil, err
+	}
+	if job == nil {
+		return &structs.JobDeregisterResponse{}, nil
+	}
+	req := &structs.JobDeregisterRequest{Namespace: ns, JobID: jobID, Purge: purge}
+	if !job.IsParent() {
+		// drover routes the stop to the job's own scheduler type (Nomad
+		// hard-codes "service"); every built-in plugin handles the trigger.
+		req.Eval = s.newEval(job, structs.EvalTriggerJobDeregister)
+	}
+	index, err := s.raftApply(structs.JobDeregisterRequestType, req)
+	if err != nil {
+		return nil, err
+	}
+	resp := &structs.JobDeregisterResponse{Index: index, JobModifyIndex: index}
+	if req.Eval != nil {
+		resp.EvalID, resp.EvalCreateIndex = req.Eval.ID, index
+	}
+	s.logger.Info("job deregistered", "namespace", ns, "job_id", jobID, "purge", purge)
+	return resp, nil
+}
+
+// EvaluateJob forces a new evaluation of a job.
+func (s *Server) EvaluateJob(ctx context.Context, ns, jobID string) (*structs.JobRegisterResponse, error) {
+	if ns == "" {
+		ns = structs.DefaultNamespace
+	}
+	job, err := s.State().JobByID(nil, ns, jobID)
+	if err != nil {
+		return nil, err
+	}
+	if job == nil {
+		return nil, structs.NewError(structs.ErrNotFound, "job not found")
+	}
+	if job.IsParent() {
+		return nil, structs.NewError(structs.ErrInvalid, "can't evaluate periodic or parameterized job %q", jobID)
+	}
+	ev := s.newEval(job, structs.EvalTriggerJobRegister)
+	ev.JobModifyIndex = job.JobModifyIndex
+	index, err := s.raftApply(structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: []*structs.Evaluation{ev}})
+	if err != nil {
+		return nil, err
+	}
+	return &structs.JobRegisterResponse{EvalID: ev.ID, EvalCreateIndex: index, JobModifyIndex: job.JobModifyIndex, Index: index}, nil
+}
+
+// DispatchJob creates a child of a parameterized job (§3).
+func (s *Server) DispatchJob(ctx context.Context, ns string, req *structs.JobDispatchRequest) (*structs.JobDispatchResponse, error) {
+	if ns == "" {
+		ns = structs.DefaultNamespace
+	}
+	parent, err := s.State().JobByID(nil, ns, req.JobID)
+	if err != nil {
+		return nil, err
+	}
+	if parent == nil {
+		return nil, structs.NewError(structs.ErrNotFound, "job not found")
+	}
+	if err := validateDispatch(parent, req); err != nil {
+		return nil, err
+	}
+	if req.IdempotencyToken != "" {
+		children, err := s.State().JobsByParent(nil, ns, parent.ID)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range children {
+			if c.DispatchIdempotencyToken == req.IdempotencyToken && !c.Stop {
+				return &structs.JobDispatchResponse{DispatchedJobID: c.ID, JobCreateIndex: c.CreateIndex}, nil
+			}
+		}
+	}
+	now := s.cfg.Now()
+	child := parent.Copy()
+	prefix := ""
+	if req.IdPrefixTemplate != "" {
+		prefix = req.IdPrefixTemplate + "-"
+	}
+	child.ID = fmt.Sprintf("%s%s%s%d-%s", parent.ID, structs.DispatchLaunchSuffix, prefix, now.Unix(), uuid.NewString()[:8])
+	child.Name = child.ID
+	child.ParentID = parent.ID
+	child.Dispatched = true
+	child.DispatchIdempotencyToken = req.IdempotencyToken
+	child.Status, child.StatusDescription = "", ""
+	child.Version, child.CreateIndex, child.ModifyIndex, child.JobModifyIndex = 0, 0, 0, 0
+	child.SubmitTime = now.UnixNano()
+	if req.Priority != 0 {
+		child.Priority = req.Priority
+	}
+	if len(req.Meta) > 0 {
+		child.Meta = make(map[string]string, len(parent.Meta)+len(req.Meta))
+		for k, v := range parent.Meta {
+			child.Meta[k] = v
+		}
+		for k, v := range req.Meta {
+			child.Meta[k] = v
+		}
+	}
+	if len(req.Payload) > 0 {
+		child.Payload = snappy.Encode(nil, req.Payload)
+	} else {
+		child.Payload = nil
+	}
+	rr := &structs.JobRegisterRequest{Job: child, Namespace: ns, JobID: child.ID}
+	if !child.IsPeriodic() {
+		rr.Eval = s.newEval(child, structs.EvalTriggerJobRegister)
+	}
+	index, err := s.raftApply(structs.JobRegisterRequestType, rr)
+	if err != nil {
+		return nil, err
+	}
+	resp := &structs.JobDispatchResponse{DispatchedJobID: child.ID, JobCreateIndex: index, Index: index}
+	if rr.Eval != nil {
+		resp.EvalID, resp.EvalCreateIndex = rr.Eval.ID, index
+	}
+	s.logger.Info("job dispatched", "namespace", ns, "parent_id", parent.ID, "job_id", child.ID, "eval_id", resp.EvalID)
+	return resp, nil
+}
+
+func validateDispatch(parent *structs.Job, req *structs.JobDispatchRequest) error {
+	if !parent.IsParameterized() {
+		return structs.NewError(structs.ErrInvalid, "Specified job %q is not a parameterized job", parent.ID)
+	}
+	if parent.Stop {
+		return structs.NewError(structs.ErrInvalid, "Specified job %q is stopped", parent.ID)
+	}
+	var l []string
+	cfg := parent.ParameterizedJob
+	switch {
+	case cfg.Payload == structs.DispatchPayloadForbidden && len(req.Payload) > 0:
+		l = append(l, "Payload: not allowed by the job's parameterized block (payload = \"forbidden\")")
+	case cfg.Payload == structs.DispatchPayloadRequired && len(req.Payload) == 0:
+		l = append(l, "Payload: required by the job's parameterized block (payload = \"required\")")
+	}
+	if len(req.Payload) > structs.DispatchPayloadSizeLimit {
+		l = append(l, fmt.Sprintf("Payload: exceeds maximum size; %d > %d bytes", len(req.Payload), structs.DispatchPayloadSizeLimit))
+	}
+	allowed := map[string]bool{}
+	for _, k := range cfg.MetaRequired {
+		allowed[k] = true
+	}
+	for _, k := range cfg.MetaOptional {
+		allowed[k] = true
+	}
+	var unpermitted, missing []string
+	for k := range req.Meta {
+		if !allowed[k] {
+			unpermitted = append(unpermitted, k)
+		}
+	}
+	for _, k := range cfg.MetaRequired {
+		if _, ok := req.Meta[k]; !ok {
+			missing = append(missing, k)
+		}
+	}
+	sort.Strings(unpermitted)
+	if len(unpermitted) > 0 {
+		l = append(l, fmt.Sprintf("Meta: dispatch request included unpermitted metadata keys: %v", unpermitted))
+	}
+	if len(missing) > 0 {
+		l = append(l, fmt.Sprintf("Meta: dispatch did not provide required meta keys: %v", missing))
+	}
+	if req.Priority != 0 && (req.Priority < structs.JobMinPriority || req.Priority > structs.JobMaxPriority) {
+		l = append(l, fmt.Sprintf("Priority: %d must be between %d and %d", req.Priority, structs.JobMinPriority, structs.JobMaxPriority))
+	}
+	if len(l) > 0 {
+		return &structs.ValidationError{Errors: l}
+	}
+	return nil
+}
+
+// ForcePeriodic launches a periodic job's child now.
+func (s *Server) ForcePeriodic(ctx context.Context, ns, jobID string) (*structs.PeriodicForceResponse, error) {
+	if ns == "" {
+		ns = structs.DefaultNamespace
+	}
+	job, err := s.State().JobByID(nil, ns, jobID)
+	if err != nil {
+		return nil, err
+	}
+	if job == nil {
+		return nil, structs.NewError(structs.ErrNotFound, "job not found")
+	}
+	if !job.IsPeriodic() || job.IsParameterized() {
+		return nil, structs.NewError(structs.ErrInvalid, "can't force launch non-periodic job %q", jobID)
+	}
+	if job.Stop {
+		return nil, structs.NewError(structs.ErrInvalid, "can't force launch stopped job %q", jobID)
+	}
+	ev, index, err := s.periodic.launch(job, s.cfg.Now(), true)
+	if err != nil {
+		return nil, err
+	}
+	resp := &structs.PeriodicForceResponse{Index: index}
+	if ev != nil {
+		resp.EvalID, resp.EvalCreateIndex = ev.ID, index
+	}
+	return resp, nil
+}

@@ -1,0 +1,204 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"github.com/drover-org/drover/core/server/evalbroker"
+	"github.com/drover-org/drover/core/structs"
+)
+
+// monitorLeadership enables the leader-only components when this server
+// becomes leader and disables them when it stops leading.
+func (s *Server) monitorLeadership() {
+	defer s.wg.Done()
+	ch := s.raft.LeaderCh()
+	for {
+		select {
+		case <-s.shutdownCtx.Done():
+			return
+		case isLeader := <-ch:
+			if isLeader {
+				if err := s.establishLeadership(); err != nil {
+					s.logger.Error("failed to establish leadership", "error", err)
+				}
+			} else {
+				s.revokeLeadership()
+			}
+		}
+	}
+}
+
+// establishLeadership runs on step-up: it waits for the FSM to apply every
+// committed entry (a barrier), then rebuilds the in-memory queues from state.
+func (s *Server) establishLeadership() error {
+	if err := s.raft.Barrier(time.Minute).Error(); err != nil {
+		return err
+	}
+	s.leaderMu.Lock()
+	defer s.leaderMu.Unlock()
+	if s.leaderCancel != nil {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(s.shutdownCtx)
+	s.leaderCancel = cancel
+
+	s.planQueue.SetEnabled(true)
+	s.blocked.SetEnabled(true)
+	if err := s.restoreEvals(); err != nil {
+		s.logger.Error("failed to restore evals", "error", err)
+	}
+	s.broker.SetEnabled(true)
+
+	s.startLeaderLoop(ctx, s.planApplier)
+	s.startLeaderLoop(ctx, s.reapFailedEvals)
+	s.startLeaderLoop(ctx, s.reapDuplicateEvals)
+	s.startLeaderLoop(ctx, s.periodic.run)
+	s.startLeaderLoop(ctx, s.heartbeat.run)
+	s.logger.Info("cluster leadership acquired")
+	return nil
+}
+
+func (s *Server) startLeaderLoop(ctx context.Context, fn func(context.Context)) {
+	s.leaderWG.Add(1)
+	go func() {
+		defer s.leaderWG.Done()
+		fn(ctx)
+	}()
+}
+
+// revokeLeadership stops every leader loop and flushes the queues.
+func (s *Server) revokeLeadership() {
+	s.leaderMu.Lock()
+	cancel := s.leaderCancel
+	s.leaderCancel = nil
+	s.leaderMu.Unlock()
+	if cancel == nil {
+		return
+	}
+	cancel()
+	s.broker.SetEnabled(false)
+	s.blocked.SetEnabled(false)
+	s.planQueue.SetEnabled(false)
+	s.leaderWG.Wait()
+	s.logger.Info("cluster leadership lost")
+}
+
+// restoreEvals re-enqueues every pending eval and re-blocks every blocked
+// one, so nothing in flight under the previous leader is lost.
+func (s *Server) restoreEvals() error {
+	evals, err := s.State().Evals(nil)
+	if err != nil {
+		return err
+	}
+	for _, ev := range evals {
+		switch ev.Status {
+		case structs.EvalStatusPending:
+			s.broker.Enqueue(ev)
+		case structs.EvalStatusBlocked:
+			s.blocked.Block(ev)
+		}
+	}
+	return nil
+}
+
+// reapFailedEvals marks evals that hit the broker's delivery limit failed.
+func (s *Server) reapFailedEvals(ctx context.Context) {
+	for {
+		ev, token, err := s.broker.Dequeue(ctx, []string{evalbroker.FailedQueue})
+		if err != nil {
+			return
+		}
+		up := ev.Copy()
+		up.Status = structs.EvalStatusFailed
+		up.StatusDescription = "evaluation reached delivery limit (3)"
+		if _, err := s.raftApply(structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: []*structs.Evaluation{up}}); err != nil {
+			s.logger.Error("failed to mark eval failed", "eval_id", ev.ID, "error", err)
+			_ = s.broker.Nack(ev.ID, token)
+			continue
+		}
+		_ = s.broker.Ack(ev.ID, token)
+	}
+}
+
+// reapDuplicateEvals cancels evals superseded by a newer eval of the same job.
+func (s *Server) reapDuplicateEvals(ctx context.Context) {
+	t := time.NewTicker(500 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		dups := append(s.broker.Cancelable(100), s.blocked.Duplicates(100)...)
+		if len(dups) == 0 {
+			continue
+		}
+		up := make([]*structs.Evaluation, 0, len(dups))
+		for _, ev := range dups {
+			c := ev.Copy()
+			c.Status = structs.EvalStatusCancelled
+			c.StatusDescription = "canceled after more recent eval was processed"
+			up = append(up, c)
+		}
+		if _, err := s.raftApply(structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: up}); err != nil {
+			s.logger.Warn("failed to cancel duplicate evals", "count", len(up), "error", err)
+		}
+	}
+}
+
+// leaderHooks feeds committed changes to the leader's in-memory components.
+// Every hook is cheap and non-blocking, as the FSM requires; on followers
+// the components are disabled and ignore the calls.
+type leaderHooks struct{ s *Server }
+
+func (h *leaderHooks) EvalsCommitted(evals []*structs.Evaluation) {
+	s := h.s
+	if !s.broker.Enabled() {
+		return
+	}
+	for _, ev := range evals {
+		switch {
+		case ev.Status == structs.EvalStatusPending:
+			s.broker.Enqueue(ev)
+		case ev.Status == structs.EvalStatusBlocked:
+			s.blocked.Block(ev)
+		case ev.Status == structs.EvalStatusComplete && len(ev.FailedTGAllocs) == 0:
+			s.blocked.Untrack(ev.Namespace, ev.JobID)
+		}
+	}
+}
+
+func (h *leaderHooks) AllocsClientUpdated(allocs []*structs.Allocation, index uint64) {
+	s := h.s
+	if !s.broker.Enabled() {
+		return
+	}
+	seen := map[string]bool{}
+	for _, a := range allocs {
+		if !a.ClientTerminalStatus() || seen[a.NodeID] {
+			continue
+		}
+		seen[a.NodeID] = true
+		s.blocked.UnblockNode(a.NodeID, index)
+		if n, _ := s.State().NodeByID(nil, a.NodeID); n != nil {
+			s.blocked.Unblock(n.ComputedClass, index)
+		}
+	}
+}
+
+func (h *leaderHooks) NodeChanged(node *structs.Node, index uint64) {
+	s := h.s
+	if !s.broker.Enabled() || node == nil {
+		return
+	}
+	if node.Ready() {
+		s.blocked.UnblockNode(node.ID, index)
+		s.blocked.Unblock(node.ComputedClass, index)
+	}
+}
+
+func (h *leaderHooks) JobUpserted(job *structs.Job) { h.s.periodic.jobChanged(job) }
+
+func (h *leaderHooks) JobDeleted(ns, id string) { h.s.periodic.jobRemoved(ns, id) }

@@ -1,0 +1,417 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"path"
+	"sort"
+	"time"
+
+	"github.com/hashicorp/go-memdb"
+
+	"github.com/drover-org/drover/core/state"
+	"github.com/drover-org/drover/core/structs"
+)
+
+// RegisterNode upserts a client node, marks it ready and creates the evals
+// that bring system jobs (and still-running sysbatch jobs) to it. It returns
+// the heartbeat TTL the client must honour.
+func (s *Server) RegisterNode(ctx context.Context, in *structs.Node) (time.Duration, error) {
+	if in == nil || in.ID == "" {
+		return 0, structs.NewError(structs.ErrInvalid, "Node: missing node ID")
+	}
+	if in.SecretID == "" {
+		return 0, structs.NewError(structs.ErrInvalid, "Node: missing node SecretID")
+	}
+	if in.Datacenter == "" {
+		return 0, structs.NewError(structs.ErrInvalid, "Node: missing datacenter")
+	}
+	existing, err := s.State().NodeByID(nil, in.ID)
+	if err != nil {
+		return 0, err
+	}
+	if existing != nil && existing.SecretID != in.SecretID {
+		return 0, structs.NewError(structs.ErrPermissionDenied, "node secret ID does not match")
+	}
+	node := in.Copy()
+	if node.NodePool == "" {
+		node.NodePool = structs.NodePoolDefault
+	}
+	if node.SchedulingEligibility == "" {
+		node.SchedulingEligibility = structs.NodeSchedulingEligible
+	}
+	node.Status = structs.NodeStatusReady
+	node.StatusUpdatedAt = s.cfg.Now().Unix()
+	node.ComputedClass = computedClass(node)
+	if existing == nil {
+		node.Events = []*structs.NodeEvent{{Message: "Node registered", Subsystem: "Cluster", Timestamp: s.cfg.Now()}}
+	}
+	index, err := s.raftApply(structs.NodeRegisterRequestType, &structs.NodeRegisterRequest{Node: node})
+	if err != nil {
+		return 0, err
+	}
+	s.heartbeat.reset(node.ID)
+	if existing == nil || existing.Status != structs.NodeStatusReady || existing.ComputedClass != node.ComputedClass {
+		if err := s.createNodeEvals(node.ID, index, true); err != nil {
+			s.logger.Warn("failed to create node evals", "node_id", node.ID, "error", err)
+		}
+	}
+	if existing == nil {
+		s.logger.Info("node registered", "node_id", node.ID, "name", node.Name, "datacenter", node.Datacenter)
+	}
+	return s.cfg.HeartbeatTTL, nil
+}
+
+// Heartbeat keeps a node alive; a node that was down becomes ready again.
+func (s *Server) Heartbeat(ctx context.Context, nodeID, secretID string) (time.Duration, error) {
+	node, err := s.authNode(nodeID, secretID)
+	if err != nil {
+		return 0, err
+	}
+	if !s.IsLeader() {
+		return 0, structs.NewError(structs.ErrNoLeader, "No cluster leader")
+	}
+	s.heartbeat.reset(nodeID)
+	if node.Status != structs.NodeStatusReady {
+		if err := s.setNodeStatus(node, structs.NodeStatusReady, "Node heartbeat received"); err != nil {
+			return 0, err
+		}
+	}
+	return s.cfg.HeartbeatTTL, nil
+}
+
+func (s *Server) authNode(nodeID, secretID string) (*structs.Node, error) {
+	node, err := s.State().NodeByID(nil, nodeID)
+	if err != nil {
+		return nil, err
+	}
+	if node == nil {
+		return nil, structs.NewError(structs.ErrNotFound, "node %s not found", nodeID)
+	}
+	if node.SecretID != secretID {
+		return nil, structs.NewError(structs.ErrPermissionDenied, "node secret ID does not match")
+	}
+	return node, nil
+}
+
+// setNodeStatus writes a status change and the evals it causes.
+func (s *Server) setNodeStatus(node *structs.Node, status, msg string) error {
+	now := s.cfg.Now()
+	req := &structs.NodeUpdateStatusRequest{
+		NodeID: node.ID, Status: status, UpdatedAt: now.Unix(),
+		NodeEvent: &structs.NodeEvent{Message: msg, Subsystem: "Cluster", Timestamp: now},
+	}
+	index, err := s.raftApply(structs.NodeUpdateStatusRequestType, req)
+	if err != nil {
+		return err
+	}
+	s.logger.Info("node status changed", "node_id", node.ID, "from", node.Status, "to", status)
+	return s.createNodeEvals(node.ID, index, status == structs.NodeStatusReady)
+}
+
+// Allocs blocks until the node's allocations change past minIndex and
+// returns them, each with its job.
+func (s *Server) Allocs(ctx context.Context, nodeID, secretID string, minIndex uint64, maxWait time.Duration) ([]*structs.Allocation, uint64, error) {
+	if _, err := s.authNode(nodeID, secretID); err != nil {
+		return nil, 0, err
+	}
+	if maxWait <= 0 {
+		maxWait = 5 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(ctx, maxWait)
+	defer cancel()
+	var out []*structs.Allocation
+	index, err := s.State().BlockingQuery(ctx, minIndex, func(ws memdb.WatchSet, st *state.StateStore) (uint64, error) {
+		allocs, err := st.AllocsByNode(ws, nodeID)
+		if err != nil {
+			return 0, err
+		}
+		out = allocs
+		idx := st.Index("allocs")
+		if idx == 0 {
+			idx = 1
+		}
+		return idx, nil
+	})
+	if err != nil && ctx.Err() == nil {
+		return nil, 0, err
+	}
+	return out, index, nil
+}
+
+// UpdateAllocs records client-side alloc state. A system alloc that ends
+// while still desired is re-evaluated so the scheduler replaces it.
+func (s *Server) UpdateAllocs(ctx context.Context, nodeID, secretID string, allocs []*structs.Allocation) error {
+	if _, err := s.authNode(nodeID, secretID); err != nil {
+		return err
+	}
+	var evals []*structs.Evaluation
+	seen := map[string]bool{}
+	now := s.cfg.Now().UnixNano()
+	for _, a := range allocs {
+		stored, err := s.State().AllocByID(nil, a.ID)
+		if err != nil {
+			return err
+		}
+		if stored == nil {
+			continue
+		}
+		if stored.NodeID != nodeID {
+			return structs.NewError(structs.ErrPermissionDenied, "alloc %s is not on node %s", a.ID, nodeID)
+		}
+		a.ModifyTime = now
+		terminalNow := a.ClientStatus == structs.AllocClientStatusFailed || a.ClientStatus == structs.AllocClientStatusComplete
+		job := stored.Job
+		if !terminalNow || stored.ClientTerminalStatus() || stored.ServerTerminalStatus() || job == nil || job.Type != structs.JobTypeSystem {
+			continue
+		}
+		key := job.Namespace + "/" + job.ID
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		cur, _ := s.State().JobByID(nil, job.Namespace, job.ID)
+		if cur == nil || cur.Stop {
+			continue
+		}
+		ev := s.newEval(cur, structs.EvalTriggerRetryFailedAlloc)
+		ev.JobModifyIndex = cur.JobModifyIndex
+		ev.NodeID = nodeID
+		evals = append(evals, ev)
+	}
+	_, err := s.raftApply(structs.AllocClientUpdateRequestType, &structs.AllocUpdateRequest{Alloc: allocs, Evals: evals})
+	return err
+}
+
+// UpdateNodeEligibility toggles whether new work may be placed on a node.
+func (s *Server) UpdateNodeEligibility(ctx context.Context, nodeID, elig string) (*structs.NodeEligibilityUpdateResponse, error) {
+	if elig != structs.NodeSchedulingEligible && elig != structs.NodeSchedulingIneligible {
+		return nil, structs.NewError(structs.ErrInvalid, "Eligibility: %q is not valid (must be %q or %q)", elig, structs.NodeSchedulingEligible, structs.NodeSchedulingIneligible)
+	}
+	node, err := s.State().NodeByID(nil, nodeID)
+	if err != nil {
+		return nil, err
+	}
+	if node == nil {
+		return nil, structs.NewError(structs.ErrNotFound, "node not found")
+	}
+	if node.DrainStrategy != nil && elig == structs.NodeSchedulingEligible {
+		return nil, structs.NewError(structs.ErrInvalid, "can not set node's scheduling eligibility to eligible: node has an active drain")
+	}
+	now := s.cfg.Now()
+	index, err := s.raftApply(structs.NodeUpdateEligibilityRequestType, &structs.NodeUpdateEligibilityRequest{
+		NodeID: nodeID, Eligibility: elig, UpdatedAt: now.Unix(),
+		NodeEvent: &structs.NodeEvent{Message: "Node marked as " + elig, Subsystem: "Cluster", Timestamp: now},
+	})
+	if err != nil {
+		return nil, err
+	}
+	resp := &structs.NodeEligibilityUpdateResponse{NodeModifyIndex: index, Index: index}
+	if elig == structs.NodeSchedulingEligible && node.SchedulingEligibility != elig {
+		ids, err := s.nodeEvals(nodeID, index, true)
+		if err != nil {
+			return nil, err
+		}
+		if len(ids) > 0 {
+			idx, err := s.raftApply(structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: ids})
+			if err != nil {
+				return nil, err
+			}
+			resp.EvalCreateIndex, resp.Index = idx, idx
+			for _, e := range ids {
+				resp.EvalIDs = append(resp.EvalIDs, e.ID)
+			}
+		}
+	}
+	return resp, nil
+}
+
+// UpdateNodeDrain starts (spec != nil) or cancels (spec == nil) a drain.
+func (s *Server) UpdateNodeDrain(ctx context.Context, nodeID string, spec *structs.DrainSpec, markEligible bool, meta map[string]string) (*structs.NodeEligibilityUpdateResponse, error) {
+	node, err := s.State().NodeByID(nil, nodeID)
+	if err != nil {
+		return nil, err
+	}
+	if node == nil {
+		return nil, structs.NewError(structs.ErrNotFound, "node not found")
+	}
+	now := s.cfg.Now()
+	req := &structs.NodeUpdateDrainRequest{NodeID: nodeID, MarkEligible: markEligible, UpdatedAt: now.Unix(), Meta: meta}
+	msg := "Node drain strategy cleared"
+	if spec != nil {
+		ds := &structs.DrainStrategy{DrainSpec: *spec, StartedAt: now}
+		if spec.Deadline > 0 {
+			ds.ForceDeadline = now.Add(spec.Deadline)
+		} else if spec.Deadline < 0 {
+			ds.ForceDeadline = now
+		}
+		req.DrainStrategy = ds
+		msg = "Node drain strategy set"
+	}
+	req.NodeEvent = &structs.NodeEvent{Message: msg, Subsystem: "Drain", Timestamp: now}
+	index, err := s.raftApply(structs.NodeUpdateDrainRequestType, req)
+	if err != nil {
+		return nil, err
+	}
+	resp := &structs.NodeEligibilityUpdateResponse{NodeModifyIndex: index, Index: index}
+	if spec == nil && markEligible {
+		evs, err := s.nodeEvals(nodeID, index, true)
+		if err != nil {
+			return nil, err
+		}
+		if len(evs) > 0 {
+			idx, err := s.raftApply(structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: evs})
+			if err != nil {
+				return nil, err
+			}
+			resp.EvalCreateIndex, resp.Index = idx, idx
+			for _, e := range evs {
+				resp.EvalIDs = append(resp.EvalIDs, e.ID)
+			}
+		}
+	}
+	return resp, nil
+}
+
+// StopAlloc marks an alloc for migration and evaluates its job: the
+// scheduler stops it (and, for system jobs, places a fresh one later).
+func (s *Server) StopAlloc(ctx context.Context, allocID string) (*structs.AllocStopResponse, error) {
+	alloc, err := s.State().AllocByID(nil, allocID)
+	if err != nil {
+		return nil, err
+	}
+	if alloc == nil {
+		return nil, structs.NewError(structs.ErrNotFound, "alloc not found")
+	}
+	job, _ := s.State().JobByID(nil, alloc.Namespace, alloc.JobID)
+	if job == nil {
+		job = alloc.Job
+	}
+	ev := s.newEval(job, structs.EvalTriggerAllocStop)
+	if cur := job; cur != nil {
+		ev.JobModifyIndex = cur.JobModifyIndex
+	}
+	yes := true
+	index, err := s.raftApply(structs.AllocUpdateDesiredTransitionRequestType, &structs.AllocUpdateDesiredTransitionRequest{
+		Allocs: map[string]*structs.DesiredTransition{allocID: {Migrate: &yes}},
+		Evals:  []*structs.Evaluation{ev},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &structs.AllocStopResponse{EvalID: ev.ID, Index: index}, nil
+}
+
+// createNodeEvals writes the evals a node change causes.
+func (s *Server) createNodeEvals(nodeID string, nodeIndex uint64, joining bool) error {
+	evs, err := s.nodeEvals(nodeID, nodeIndex, joining)
+	if err != nil || len(evs) == 0 {
+		return err
+	}
+	_, err = s.raftApply(structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: evs})
+	return err
+}
+
+// nodeEvals builds one node-update eval per job affected by a node change:
+// every system job whose pool and datacenters take the node, and every job
+// with live allocs on it. When the node joins (becomes schedulable), drover
+// also evaluates sysbatch jobs that are still running, so a node that
+// joins mid-run receives them; dead sysbatch jobs and parents never do.
+func (s *Server) nodeEvals(nodeID string, nodeIndex uint64, joining bool) ([]*structs.Evaluation, error) {
+	st := s.State()
+	node, err := st.NodeByID(nil, nodeID)
+	if err != nil || node == nil {
+		return nil, err
+	}
+	jobs := map[structs.NamespacedID]*structs.Job{}
+	allocs, err := st.AllocsByNode(nil, nodeID)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range allocs {
+		if a.TerminalStatus() || a.Job == nil || a.Job.Type != structs.JobTypeSystem {
+			continue
+		}
+		if j, _ := st.JobByID(nil, a.Namespace, a.JobID); j != nil {
+			jobs[structs.NamespacedID{ID: j.ID, Namespace: j.Namespace}] = j
+		}
+	}
+	all, err := st.Jobs(nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, j := range all {
+		if j.Stop || j.IsParent() || !jobTakesNode(j, node) {
+			continue
+		}
+		switch {
+		case j.Type == structs.JobTypeSystem:
+		case j.Type == structs.JobTypeSysBatch && joining && j.Status != structs.JobStatusDead:
+		default:
+			continue
+		}
+		jobs[structs.NamespacedID{ID: j.ID, Namespace: j.Namespace}] = j
+	}
+	keys := make([]structs.NamespacedID, 0, len(jobs))
+	for k := range jobs {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+	out := make([]*structs.Evaluation, 0, len(keys))
+	for _, k := range keys {
+		j := jobs[k]
+		ev := s.newEval(j, structs.EvalTriggerNodeUpdate)
+		ev.NodeID, ev.NodeModifyIndex, ev.JobModifyIndex = nodeID, nodeIndex, j.JobModifyIndex
+		out = append(out, ev)
+	}
+	return out, nil
+}
+
+// jobTakesNode reports whether the job's pool and datacenters include node.
+func jobTakesNode(j *structs.Job, n *structs.Node) bool {
+	if j.NodePool != "" && j.NodePool != structs.NodePoolAll && j.NodePool != n.NodePool {
+		return false
+	}
+	for _, dc := range j.Datacenters {
+		if ok, _ := path.Match(dc, n.Datacenter); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// computedClass hashes what feasibility reads of a node, so nodes that are
+// alike share one class (unique.* attributes are left out).
+func computedClass(n *structs.Node) string {
+	h := sha256.New()
+	write := func(k, v string) { h.Write([]byte(k)); h.Write([]byte{0}); h.Write([]byte(v)); h.Write([]byte{0}) }
+	write("dc", n.Datacenter)
+	write("class", n.NodeClass)
+	write("pool", n.NodePool)
+	for _, m := range []map[string]string{n.Attributes, n.Meta} {
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			if len(k) >= 7 && k[:7] == "unique." {
+				continue
+			}
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			write(k, m[k])
+		}
+		write("--", "")
+	}
+	drivers := make([]string, 0, len(n.Drivers))
+	for k, d := range n.Drivers {
+		if d != nil && d.Detected && d.Healthy {
+			drivers = append(drivers, k)
+		}
+	}
+	sort.Strings(drivers)
+	for _, d := range drivers {
+		write("driver", d)
+	}
+	return "v1:" + hex.EncodeToString(h.Sum(nil)[:8])
+}

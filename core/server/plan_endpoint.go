@@ -1,0 +1,124 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/google/uuid"
+
+	"github.com/drover-org/drover/core/structs"
+)
+
+// PlanJob runs the job's scheduler against current state without writing
+// anything and reports what it would do.
+func (s *Server) PlanJob(ctx context.Context, in *structs.Job, diff bool) (*structs.JobPlanResponse, error) {
+	if in == nil {
+		return nil, structs.NewError(structs.ErrInvalid, "Job: missing job")
+	}
+	job := in.Copy()
+	job.Canonicalize()
+	if err := job.Validate(); err != nil {
+		return nil, err
+	}
+	if err := s.checkJobType(job.Type); err != nil {
+		return nil, err
+	}
+	if err := s.checkDrivers(job); err != nil {
+		return nil, err
+	}
+	snap, err := s.State().Snapshot()
+	if err != nil {
+		return nil, err
+	}
+	existing, err := snap.JobByID(nil, job.Namespace, job.ID)
+	if err != nil {
+		return nil, err
+	}
+	resp := &structs.JobPlanResponse{Index: snap.LatestIndex()}
+	changed := existing == nil || existing.SpecChanged(job)
+	if existing != nil {
+		resp.JobModifyIndex = existing.JobModifyIndex
+		job.CreateIndex, job.JobModifyIndex, job.Version = existing.CreateIndex, existing.JobModifyIndex, existing.Version
+		if changed {
+			// A changed spec is a new version: give it an index no alloc
+			// runs, so the scheduler sees the change.
+			job.JobModifyIndex = snap.LatestIndex() + 1
+			job.Version++
+		}
+	} else {
+		job.JobModifyIndex = snap.LatestIndex() + 1
+	}
+	if diff {
+		resp.Diff = jobDiff(existing, job, changed)
+	}
+	if job.IsPeriodic() {
+		if n, err := job.Periodic.Next(s.cfg.Now()); err == nil && !n.IsZero() {
+			resp.NextPeriodicLaunch = n.UnixNano()
+		}
+	}
+	if job.IsParent() {
+		return resp, nil
+	}
+	sched, _, err := s.cfg.Schedulers.Lookup(job.Type)
+	if err != nil {
+		return nil, err
+	}
+	ev := &structs.Evaluation{
+		ID: uuid.NewString(), Namespace: job.Namespace, Priority: job.Priority, Type: job.Type,
+		TriggeredBy: structs.EvalTriggerJobRegister, JobID: job.ID, JobModifyIndex: job.JobModifyIndex,
+		Status: structs.EvalStatusPending, AnnotatePlan: true,
+	}
+	req, err := s.buildRequestForJob(snap, ev, job, 1)
+	if err != nil {
+		return nil, err
+	}
+	out, err := sched.Schedule(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("scheduler plugin: %w", err)
+	}
+	if out.Status != "" && out.Status != structs.EvalStatusComplete {
+		resp.Warnings = out.StatusDescription
+	}
+	plan, _ := s.convertPlan(snap, ev, "", req.Job, out.Plan)
+	resp.Annotations = plan.Annotations
+	resp.FailedTGAllocs = metricsFromPB(out.FailedTgAllocs)
+	return resp, nil
+}
+
+// jobDiff is a coarse, field-level diff of the top-level job and its
+// groups, enough for `job plan` to say what changes.
+func jobDiff(old, cur *structs.Job, changed bool) *structs.JobDiff {
+	d := &structs.JobDiff{ID: cur.ID, Type: "None"}
+	switch {
+	case old == nil:
+		d.Type = "Added"
+		return d
+	case !changed:
+		return d
+	}
+	d.Type = "Edited"
+	field := func(name string, a, b any) {
+		ja, _ := json.Marshal(a)
+		jb, _ := json.Marshal(b)
+		if string(ja) != string(jb) {
+			d.Fields = append(d.Fields, &structs.FieldDiff{Type: "Edited", Name: name, Old: string(ja), New: string(jb)})
+		}
+	}
+	field("Type", old.Type, cur.Type)
+	field("Priority", old.Priority, cur.Priority)
+	field("Datacenters", old.Datacenters, cur.Datacenters)
+	field("NodePool", old.NodePool, cur.NodePool)
+	field("Meta", old.Meta, cur.Meta)
+	field("Constraints", old.Constraints, cur.Constraints)
+	field("Stop", old.Stop, cur.Stop)
+	for _, tg := range cur.TaskGroups {
+		field("TaskGroup["+tg.Name+"]", old.LookupTaskGroup(tg.Name), tg)
+	}
+	for _, tg := range old.TaskGroups {
+		if cur.LookupTaskGroup(tg.Name) == nil {
+			d.Fields = append(d.Fields, &structs.FieldDiff{Type: "Deleted", Name: "TaskGroup[" + tg.Name + "]"})
+		}
+	}
+	return d
+}

@@ -1,0 +1,202 @@
+package server
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/drover-org/drover/core/state"
+	"github.com/drover-org/drover/core/structs"
+)
+
+// planApplier is the leader's single plan-applying loop (§9.3): each plan
+// is checked node by node against the latest state and what fits is
+// committed through Raft; a rejected node makes the commit partial.
+func (s *Server) planApplier(ctx context.Context) {
+	for {
+		pending, err := s.planQueue.Dequeue(ctx)
+		if err != nil {
+			return
+		}
+		result, err := s.applyPlan(ctx, pending.Plan)
+		pending.Respond(result, err)
+	}
+}
+
+func (s *Server) applyPlan(ctx context.Context, plan *structs.Plan) (*structs.PlanResult, error) {
+	snap, err := s.snapshotMinIndex(ctx, plan.SnapshotIndex)
+	if err != nil {
+		return nil, err
+	}
+	if plan.Job == nil {
+		return nil, fmt.Errorf("plan for eval %s has no job", plan.EvalID)
+	}
+	result := evaluatePlan(snap, plan)
+	if result.IsNoOp() {
+		return result, nil
+	}
+	req := &structs.ApplyPlanResultsRequest{Job: plan.Job, EvalID: plan.EvalID, UpdatedAt: s.cfg.Now().UnixNano()}
+	for _, allocs := range result.NodeUpdate {
+		req.AllocsStopped = append(req.AllocsStopped, allocs...)
+	}
+	for _, allocs := range result.NodeAllocation {
+		req.AllocsUpdated = append(req.AllocsUpdated, allocs...)
+	}
+	preemptedJobs := map[structs.NamespacedID]bool{}
+	for _, allocs := range result.NodePreemptions {
+		for _, a := range allocs {
+			req.AllocsPreempted = append(req.AllocsPreempted, a)
+			preemptedJobs[structs.NamespacedID{ID: a.JobID, Namespace: a.Namespace}] = true
+		}
+	}
+	for id := range preemptedJobs {
+		job, _ := snap.JobByID(nil, id.Namespace, id.ID)
+		if job == nil || job.Stop {
+			continue
+		}
+		ev := s.newEval(job, structs.EvalTriggerPreemption)
+		ev.JobModifyIndex = job.JobModifyIndex
+		req.PreemptionEvals = append(req.PreemptionEvals, ev)
+	}
+	index, err := s.raftApply(structs.ApplyPlanResultsRequestType, req)
+	if err != nil {
+		return nil, err
+	}
+	result.AllocIndex = index
+	if result.RefreshIndex != 0 && index > result.RefreshIndex {
+		result.RefreshIndex = index
+	}
+	return result, nil
+}
+
+// evaluatePlan decides, node by node, what of the plan may commit.
+func evaluatePlan(snap *state.StateSnapshot, plan *structs.Plan) *structs.PlanResult {
+	result := &structs.PlanResult{
+		NodeUpdate:      map[string][]*structs.Allocation{},
+		NodeAllocation:  map[string][]*structs.Allocation{},
+		NodePreemptions: map[string][]*structs.Allocation{},
+	}
+	nodes := map[string]bool{}
+	for n := range plan.NodeUpdate {
+		nodes[n] = true
+	}
+	for n := range plan.NodeAllocation {
+		nodes[n] = true
+	}
+	partial := false
+	for nodeID := range nodes {
+		fit, reason := evaluateNodePlan(snap, plan, nodeID)
+		if !fit {
+			partial = true
+			result.RejectedNodes = append(result.RejectedNodes, nodeID)
+			_ = reason
+			if plan.AllAtOnce {
+				return &structs.PlanResult{RefreshIndex: maxIndex(snap), RejectedNodes: result.RejectedNodes}
+			}
+			continue
+		}
+		if u := plan.NodeUpdate[nodeID]; len(u) > 0 {
+			result.NodeUpdate[nodeID] = u
+		}
+		if a := plan.NodeAllocation[nodeID]; len(a) > 0 {
+			result.NodeAllocation[nodeID] = a
+		}
+		var keep []*structs.Allocation
+		for _, p := range plan.NodePreemptions[nodeID] {
+			if cur, _ := snap.AllocByID(nil, p.ID); cur != nil && !cur.TerminalStatus() {
+				keep = append(keep, p)
+			}
+		}
+		if len(keep) > 0 {
+			result.NodePreemptions[nodeID] = keep
+		}
+	}
+	if partial {
+		result.RefreshIndex = maxIndex(snap)
+	}
+	return result
+}
+
+func maxIndex(snap *state.StateSnapshot) uint64 {
+	a, n := snap.Index("allocs"), snap.Index("nodes")
+	if a > n {
+		return a
+	}
+	return n
+}
+
+// evaluateNodePlan checks one node of a plan (§9.3 evaluateNodePlan).
+func evaluateNodePlan(snap *state.StateSnapshot, plan *structs.Plan, nodeID string) (bool, string) {
+	placing := plan.NodeAllocation[nodeID]
+	if len(placing) == 0 {
+		return true, ""
+	}
+	node, err := snap.NodeByID(nil, nodeID)
+	if err != nil {
+		return false, err.Error()
+	}
+	if node == nil {
+		return false, "node does not exist"
+	}
+	switch node.Status {
+	case structs.NodeStatusDisconnected, structs.NodeStatusDown:
+		for _, a := range placing {
+			if a.ClientStatus != structs.AllocClientStatusUnknown && a.ClientStatus != structs.AllocClientStatusLost {
+				return false, "node is " + node.Status
+			}
+		}
+		return true, ""
+	case structs.NodeStatusReady:
+	default:
+		return false, "node is not ready for placements"
+	}
+	existing, err := snap.AllocsByNodeTerminal(nil, nodeID, false)
+	if err != nil {
+		return false, err.Error()
+	}
+	if node.SchedulingEligibility == structs.NodeSchedulingIneligible {
+		live := map[string]bool{}
+		for _, a := range existing {
+			live[a.ID] = true
+		}
+		for _, a := range placing {
+			if !live[a.ID] {
+				return false, "node is not eligible"
+			}
+		}
+	}
+	remove := map[string]bool{}
+	for _, a := range plan.NodeUpdate[nodeID] {
+		remove[a.ID] = true
+	}
+	for _, a := range plan.NodePreemptions[nodeID] {
+		remove[a.ID] = true
+	}
+	for _, a := range placing {
+		remove[a.ID] = true
+	}
+	var used structs.Resources
+	add := func(r structs.Resources) {
+		used.CPU += r.CPU
+		used.MemoryMB += r.MemoryMB
+		used.DiskMB += r.DiskMB
+	}
+	for _, a := range existing {
+		if remove[a.ID] || a.TerminalStatus() {
+			continue
+		}
+		add(a.ComparableResources())
+	}
+	for _, a := range placing {
+		add(a.ComparableResources())
+	}
+	capa := node.Capacity()
+	switch {
+	case used.CPU > capa.CPU:
+		return false, "cpu exhausted"
+	case used.MemoryMB > capa.MemoryMB:
+		return false, "memory exhausted"
+	case capa.DiskMB > 0 && used.DiskMB > capa.DiskMB:
+		return false, "disk exhausted"
+	}
+	return true, ""
+}

@@ -1,0 +1,290 @@
+package server
+
+import (
+	"encoding/json"
+	"sync"
+
+	pb "github.com/drover-org/drover/sdk/proto/schedulerpb"
+
+	"github.com/drover-org/drover/core/state"
+	"github.com/drover-org/drover/core/structs"
+)
+
+// buildRequest assembles everything one scheduling decision needs from a
+// state snapshot: the eval, the job, the nodes of the job's pool with their
+// usage, every alloc of the job and the job versions those allocs run.
+func (s *Server) buildRequest(snap *state.StateSnapshot, ev *structs.Evaluation, attempt int) (*pb.ScheduleRequest, error) {
+	job, err := snap.JobByID(nil, ev.Namespace, ev.JobID)
+	if err != nil {
+		return nil, err
+	}
+	return s.buildRequestForJob(snap, ev, job, attempt)
+}
+
+// buildRequestForJob builds the request for a given version of the job;
+// dry-run plans pass the submitted, unwritten job.
+func (s *Server) buildRequestForJob(snap *state.StateSnapshot, ev *structs.Evaluation, job *structs.Job, attempt int) (*pb.ScheduleRequest, error) {
+	_, cfg, err := snap.SchedulerConfig()
+	if err != nil {
+		return nil, err
+	}
+	req := &pb.ScheduleRequest{
+		Eval:    evalToPB(ev),
+		Attempt: int32(attempt),
+		Config: &pb.SchedulerConfig{
+			PreemptionSystem:   cfg.PreemptionConfig.SystemSchedulerEnabled,
+			PreemptionSysbatch: cfg.PreemptionConfig.SysBatchSchedulerEnabled,
+			PreemptionBatch:    cfg.PreemptionConfig.BatchSchedulerEnabled,
+			PreemptionService:  cfg.PreemptionConfig.ServiceSchedulerEnabled,
+		},
+	}
+	allocs, err := snap.AllocsByJob(nil, ev.Namespace, ev.JobID, true)
+	if err != nil {
+		return nil, err
+	}
+	versions := map[uint64]bool{}
+	if job != nil {
+		req.Job = jobToPB(job)
+		versions[job.JobModifyIndex] = true
+	}
+	req.Allocs = make([]*pb.Allocation, 0, len(allocs))
+	for _, a := range allocs {
+		req.Allocs = append(req.Allocs, allocToPB(a))
+		if a.Job != nil && !versions[a.Job.JobModifyIndex] {
+			versions[a.Job.JobModifyIndex] = true
+			req.JobVersions = append(req.JobVersions, jobToPB(a.Job))
+		}
+	}
+	if job == nil || job.Stop {
+		// A stopped job places nothing, but the scheduler still needs the
+		// nodes its allocs sit on to tell lost from stopped.
+		return req, s.addAllocNodes(snap, req, allocs)
+	}
+	preempt := preemptionEnabled(job.Type, cfg)
+	nodes, err := nodesOfPool(snap, job.NodePool)
+	if err != nil {
+		return nil, err
+	}
+	req.Nodes = make([]*pb.Node, 0, len(nodes))
+	have := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		pn, err := s.nodeToPB(snap, n, job, preempt)
+		if err != nil {
+			return nil, err
+		}
+		req.Nodes = append(req.Nodes, pn)
+		have[n.ID] = true
+	}
+	// Nodes outside the pool that hold allocs of the job (the job moved
+	// pools) are sent too, so their allocs can be stopped.
+	var extra []*structs.Allocation
+	for _, a := range allocs {
+		if !have[a.NodeID] {
+			extra = append(extra, a)
+		}
+	}
+	return req, s.addAllocNodes(snap, req, extra)
+}
+
+func (s *Server) addAllocNodes(snap *state.StateSnapshot, req *pb.ScheduleRequest, allocs []*structs.Allocation) error {
+	seen := map[string]bool{}
+	for _, a := range allocs {
+		if seen[a.NodeID] {
+			continue
+		}
+		seen[a.NodeID] = true
+		n, err := snap.NodeByID(nil, a.NodeID)
+		if err != nil {
+			return err
+		}
+		if n == nil {
+			continue
+		}
+		pn, err := s.nodeToPB(snap, n, nil, false)
+		if err != nil {
+			return err
+		}
+		req.Nodes = append(req.Nodes, pn)
+	}
+	return nil
+}
+
+func nodesOfPool(snap *state.StateSnapshot, pool string) ([]*structs.Node, error) {
+	if pool == "" || pool == structs.NodePoolAll {
+		return snap.Nodes(nil)
+	}
+	return snap.NodesByPool(nil, pool)
+}
+
+func preemptionEnabled(jobType string, cfg *structs.SchedulerConfiguration) bool {
+	switch jobType {
+	case structs.JobTypeSystem:
+		return cfg.PreemptionConfig.SystemSchedulerEnabled
+	case structs.JobTypeSysBatch:
+		return cfg.PreemptionConfig.SysBatchSchedulerEnabled
+	case structs.JobTypeBatch:
+		return cfg.PreemptionConfig.BatchSchedulerEnabled
+	case structs.JobTypeService:
+		return cfg.PreemptionConfig.ServiceSchedulerEnabled
+	}
+	return false
+}
+
+// nodeCache keeps the static part of each node's protobuf record, keyed by
+// node ID and valid while the node's ModifyIndex is unchanged, so a
+// 10,000-node request does not rebuild 10,000 attribute maps.
+type nodeCache struct {
+	mu    sync.Mutex
+	nodes map[string]cachedNode
+}
+
+type cachedNode struct {
+	index uint64
+	pb    *pb.Node
+}
+
+func newNodeCache() *nodeCache { return &nodeCache{nodes: map[string]cachedNode{}} }
+
+func (c *nodeCache) get(n *structs.Node) *pb.Node {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.nodes[n.ID]; ok && e.index == n.ModifyIndex {
+		return e.pb
+	}
+	p := staticNodeToPB(n)
+	c.nodes[n.ID] = cachedNode{index: n.ModifyIndex, pb: p}
+	return p
+}
+
+func staticNodeToPB(n *structs.Node) *pb.Node {
+	p := &pb.Node{
+		Id: n.ID, Name: n.Name, Datacenter: n.Datacenter, NodeClass: n.NodeClass, NodePool: n.NodePool,
+		ComputedClass: n.ComputedClass, Status: n.Status, Draining: n.DrainStrategy != nil,
+		Eligible:   n.SchedulingEligibility == structs.NodeSchedulingEligible,
+		Attributes: n.Attributes, Meta: n.Meta, Capacity: resToPB(n.Capacity()),
+	}
+	for name, d := range n.Drivers {
+		if d != nil && d.Detected && d.Healthy {
+			p.Drivers = append(p.Drivers, name)
+		}
+	}
+	return p
+}
+
+// nodeToPB returns the node's record with its current usage. The static
+// maps are shared with the cache and must be treated as read-only.
+func (s *Server) nodeToPB(snap *state.StateSnapshot, n *structs.Node, job *structs.Job, preempt bool) (*pb.Node, error) {
+	st := s.nodeCache.get(n)
+	p := &pb.Node{
+		Id: st.Id, Name: st.Name, Datacenter: st.Datacenter, NodeClass: st.NodeClass, NodePool: st.NodePool,
+		ComputedClass: st.ComputedClass, Status: st.Status, Draining: st.Draining, Eligible: st.Eligible,
+		Attributes: st.Attributes, Meta: st.Meta, Drivers: st.Drivers, Capacity: st.Capacity,
+	}
+	allocs, err := snap.AllocsByNode(nil, n.ID)
+	if err != nil {
+		return nil, err
+	}
+	var used structs.Resources
+	for _, a := range allocs {
+		if a.TerminalStatus() {
+			continue
+		}
+		r := a.ComparableResources()
+		used.CPU += r.CPU
+		used.MemoryMB += r.MemoryMB
+		used.DiskMB += r.DiskMB
+		if preempt && job != nil && (a.JobID != job.ID || a.Namespace != job.Namespace) {
+			prio := 0
+			if a.Job != nil {
+				prio = a.Job.Priority
+			}
+			p.Others = append(p.Others, &pb.NodeAlloc{
+				Id: a.ID, JobId: a.JobID, Namespace: a.Namespace, JobPriority: int32(prio),
+				Resources: resToPB(r), CreateIndex: a.CreateIndex,
+			})
+		}
+	}
+	if len(allocs) > 0 {
+		p.Used = resToPB(used)
+	} else {
+		p.Used = &pb.Resources{}
+	}
+	return p, nil
+}
+
+func resToPB(r structs.Resources) *pb.Resources {
+	return &pb.Resources{Cpu: int64(r.CPU), MemoryMb: int64(r.MemoryMB), MemoryMaxMb: int64(r.MemoryMaxMB), DiskMb: int64(r.DiskMB), Cores: int64(r.Cores)}
+}
+
+func evalToPB(ev *structs.Evaluation) *pb.Evaluation {
+	return &pb.Evaluation{
+		Id: ev.ID, Namespace: ev.Namespace, Priority: int32(ev.Priority), Type: ev.Type,
+		TriggeredBy: ev.TriggeredBy, JobId: ev.JobID, JobModifyIndex: ev.JobModifyIndex,
+		NodeId: ev.NodeID, Status: ev.Status, PreviousEval: ev.PreviousEval, AnnotatePlan: ev.AnnotatePlan,
+	}
+}
+
+func constraintsToPB(cs []*structs.Constraint) []*pb.Constraint {
+	if len(cs) == 0 {
+		return nil
+	}
+	out := make([]*pb.Constraint, len(cs))
+	for i, c := range cs {
+		out[i] = &pb.Constraint{LTarget: c.LTarget, Operand: c.Operand, RTarget: c.RTarget}
+	}
+	return out
+}
+
+func jobToPB(j *structs.Job) *pb.Job {
+	p := &pb.Job{
+		Id: j.ID, Name: j.Name, Namespace: j.Namespace, Type: j.Type, Priority: int32(j.Priority),
+		Datacenters: j.Datacenters, NodePool: j.NodePool, Constraints: constraintsToPB(j.Constraints),
+		Meta: j.Meta, Stop: j.Stop, JobModifyIndex: j.JobModifyIndex, Version: j.Version,
+		AllAtOnce: j.AllAtOnce, ParentId: j.ParentID,
+	}
+	if j.Update != nil {
+		p.UpdateMaxParallel = int32(j.Update.MaxParallel)
+	}
+	for _, tg := range j.TaskGroups {
+		g := &pb.TaskGroup{Name: tg.Name, Count: int32(tg.Count), Constraints: constraintsToPB(tg.Constraints), Meta: tg.Meta}
+		if tg.EphemeralDisk != nil {
+			g.EphemeralDiskMb = int64(tg.EphemeralDisk.SizeMB)
+		}
+		if tg.Update != nil {
+			g.UpdateMaxParallel = int32(tg.Update.MaxParallel)
+		}
+		for _, t := range tg.Tasks {
+			cfg, _ := json.Marshal(t.Config) // map keys are sorted: canonical
+			pt := &pb.Task{
+				Name: t.Name, Driver: t.Driver, User: t.User, ConfigJson: cfg, Env: t.Env, Meta: t.Meta,
+				Constraints: constraintsToPB(t.Constraints),
+			}
+			if t.Resources != nil {
+				pt.Resources = resToPB(*t.Resources)
+			}
+			if t.DispatchPayload != nil {
+				pt.DispatchPayloadFile = t.DispatchPayload.File
+			}
+			if t.Lifecycle != nil {
+				pt.LifecycleHook = t.Lifecycle.Hook
+			}
+			g.Tasks = append(g.Tasks, pt)
+		}
+		p.TaskGroups = append(p.TaskGroups, g)
+	}
+	return p
+}
+
+func allocToPB(a *structs.Allocation) *pb.Allocation {
+	p := &pb.Allocation{
+		Id: a.ID, Name: a.Name, NodeId: a.NodeID, NodeName: a.NodeName, TaskGroup: a.TaskGroup,
+		JobId: a.JobID, Namespace: a.Namespace, DesiredStatus: a.DesiredStatus, ClientStatus: a.ClientStatus,
+		Migrate: a.DesiredTransition.ShouldMigrate(), RanSuccessfully: a.RanSuccessfully(),
+		Resources: resToPB(a.ComparableResources()), CreateIndex: a.CreateIndex, ModifyIndex: a.ModifyIndex,
+		EvalId: a.EvalID,
+	}
+	if a.Job != nil {
+		p.JobModifyIndex, p.JobVersion = a.Job.JobModifyIndex, a.Job.Version
+	}
+	return p
+}

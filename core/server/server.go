@@ -1,0 +1,344 @@
+// Package server is drover's control plane: Raft, the endpoints that change
+// state, and the leader's loops (eval broker, blocked evals, plan queue and
+// applier, periodic dispatcher, heartbeats) plus the scheduler workers.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+
+	"github.com/drover-org/drover/core/fsm"
+	"github.com/drover-org/drover/core/server/blockedevals"
+	"github.com/drover-org/drover/core/server/evalbroker"
+	"github.com/drover-org/drover/core/server/planqueue"
+	"github.com/drover-org/drover/core/state"
+	"github.com/drover-org/drover/core/structs"
+	"github.com/drover-org/drover/sdk/scheduler"
+)
+
+// SchedulerRouter finds the scheduler plugin serving a job type. The plugin
+// host implements it; tests may use an in-process router.
+type SchedulerRouter interface {
+	// Lookup returns the scheduler serving jobType and its attempt limit.
+	// It returns an error wrapping structs.ErrUnavailable while the plugin
+	// is restarting, so the worker nacks the eval for a later retry.
+	Lookup(jobType string) (scheduler.Scheduler, int, error)
+	// ServedTypes lists the job types some plugin serves, sorted.
+	ServedTypes() []string
+}
+
+// Config configures a server.
+type Config struct {
+	Logger     hclog.Logger
+	Region     string
+	Datacenter string
+	NodeName   string
+	// DevMode keeps Raft in memory and tunes its timers for a fast start.
+	DevMode bool
+	// DataDir holds raft/ (log and snapshots) outside dev mode.
+	DataDir string
+	// RPCAddr is the Raft transport address outside dev mode.
+	RPCAddr string
+	// NumWorkers is the number of scheduler workers (default 2).
+	NumWorkers int
+	Schedulers SchedulerRouter
+	// KnownDrivers lists drivers accepted at submit time in addition to
+	// those fingerprinted on registered nodes.
+	KnownDrivers []string
+	// HeartbeatTTL is the node heartbeat TTL (default 10s; dev 5s).
+	HeartbeatTTL time.Duration
+	// HeartbeatGrace is added to the TTL before a node is marked down.
+	HeartbeatGrace time.Duration
+	// Broker tunes the eval broker (defaults when zero).
+	Broker evalbroker.Config
+	// SnapshotThreshold and SnapshotInterval tune Raft log compaction.
+	SnapshotThreshold uint64
+	SnapshotInterval  time.Duration
+	// Now is the clock, for tests of periodic jobs.
+	Now func() time.Time
+}
+
+// Server is one drover server.
+type Server struct {
+	cfg    Config
+	logger hclog.Logger
+
+	fsm       *fsm.FSM
+	raft      *raft.Raft
+	raftStore interface{ Close() error }
+	transport raft.Transport
+
+	broker    *evalbroker.Broker
+	blocked   *blockedevals.BlockedEvals
+	planQueue *planqueue.Queue
+	periodic  *periodicDispatcher
+	heartbeat *heartbeater
+	nodeCache *nodeCache
+
+	// leaderMu guards leaderCancel and leaderWG: the leader loops' owner.
+	leaderMu     sync.Mutex
+	leaderCancel context.CancelFunc
+	leaderWG     sync.WaitGroup
+
+	shutdownCtx    context.Context
+	shutdownCancel context.CancelFunc
+	wg             sync.WaitGroup
+}
+
+// New starts a server: it opens Raft, restores state and starts watching
+// for leadership.
+func New(cfg Config) (*Server, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	if cfg.Region == "" {
+		cfg.Region = structs.DefaultRegion
+	}
+	if cfg.Datacenter == "" {
+		cfg.Datacenter = "dc1"
+	}
+	if cfg.NumWorkers <= 0 {
+		cfg.NumWorkers = 2
+	}
+	if cfg.HeartbeatTTL <= 0 {
+		cfg.HeartbeatTTL = 10 * time.Second
+	}
+	if cfg.HeartbeatGrace <= 0 {
+		cfg.HeartbeatGrace = cfg.HeartbeatTTL
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Schedulers == nil {
+		return nil, errors.New("server: no scheduler router configured")
+	}
+	s := &Server{cfg: cfg, logger: cfg.Logger.Named("server")}
+	s.shutdownCtx, s.shutdownCancel = context.WithCancel(context.Background())
+	s.broker = evalbroker.New(cfg.Broker, s.logger.Named("broker"))
+	s.blocked = blockedevals.New(s.broker, s.logger.Named("blocked_evals"))
+	s.planQueue = planqueue.New()
+	s.periodic = newPeriodicDispatcher(s)
+	s.heartbeat = newHeartbeater(s)
+	s.nodeCache = newNodeCache()
+
+	f, err := fsm.New(s.logger.Named("fsm"), &leaderHooks{s: s})
+	if err != nil {
+		return nil, err
+	}
+	s.fsm = f
+	if err := s.setupRaft(); err != nil {
+		return nil, err
+	}
+	s.wg.Add(1)
+	go s.monitorLeadership()
+	for i := 0; i < cfg.NumWorkers; i++ {
+		w := newWorker(s, i)
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			w.run(s.shutdownCtx)
+		}()
+	}
+	return s, nil
+}
+
+func (s *Server) setupRaft() error {
+	rc := raft.DefaultConfig()
+	rc.Logger = s.logger.Named("raft")
+	rc.LocalID = raft.ServerID(s.cfg.NodeName)
+	if rc.LocalID == "" {
+		rc.LocalID = "server-1"
+	}
+	if s.cfg.SnapshotThreshold > 0 {
+		rc.SnapshotThreshold = s.cfg.SnapshotThreshold
+	}
+	if s.cfg.SnapshotInterval > 0 {
+		rc.SnapshotInterval = s.cfg.SnapshotInterval
+	}
+	var (
+		logs   raft.LogStore
+		stable raft.StableStore
+		snaps  raft.SnapshotStore
+	)
+	if s.cfg.DevMode {
+		// A single in-memory voter elects itself after one heartbeat
+		// timeout; keep it short so the dev agent is ready fast.
+		rc.HeartbeatTimeout = 50 * time.Millisecond
+		rc.ElectionTimeout = 50 * time.Millisecond
+		rc.LeaderLeaseTimeout = 50 * time.Millisecond
+		rc.CommitTimeout = 5 * time.Millisecond
+		store := raft.NewInmemStore()
+		logs, stable, snaps = store, store, raft.NewInmemSnapshotStore()
+		addr, tr := raft.NewInmemTransport(raft.ServerAddress(rc.LocalID))
+		s.transport = tr
+		return s.startRaft(rc, logs, stable, snaps, addr)
+	}
+	dir := filepath.Join(s.cfg.DataDir, "raft")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("raft data dir: %w", err)
+	}
+	bolt, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db")})
+	if err != nil {
+		return fmt.Errorf("raft log store: %w", err)
+	}
+	s.raftStore = bolt
+	fss, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, s.logger.Named("snapshot"))
+	if err != nil {
+		return fmt.Errorf("raft snapshot store: %w", err)
+	}
+	rc.HeartbeatTimeout = 500 * time.Millisecond
+	rc.ElectionTimeout = 500 * time.Millisecond
+	rc.LeaderLeaseTimeout = 250 * time.Millisecond
+	addr := s.cfg.RPCAddr
+	if addr == "" {
+		addr = "127.0.0.1:4647"
+	}
+	tcpAddr, err := net.ResolveTCPAddr("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("raft address %q: %w", addr, err)
+	}
+	tr, err := raft.NewTCPTransportWithLogger(addr, tcpAddr, 3, 10*time.Second, s.logger.Named("raft-net"))
+	if err != nil {
+		return fmt.Errorf("raft transport on %s: %w", addr, err)
+	}
+	s.transport = tr
+	return s.startRaft(rc, bolt, bolt, fss, tr.LocalAddr())
+}
+
+func (s *Server) startRaft(rc *raft.Config, logs raft.LogStore, stable raft.StableStore, snaps raft.SnapshotStore, addr raft.ServerAddress) error {
+	has, err := raft.HasExistingState(logs, stable, snaps)
+	if err != nil {
+		return err
+	}
+	if !has {
+		conf := raft.Configuration{Servers: []raft.Server{{ID: rc.LocalID, Address: addr}}}
+		if err := raft.BootstrapCluster(rc, logs, stable, snaps, s.transport, conf); err != nil {
+			return fmt.Errorf("raft bootstrap: %w", err)
+		}
+	}
+	r, err := raft.NewRaft(rc, s.fsm, logs, stable, snaps, s.transport)
+	if err != nil {
+		return fmt.Errorf("raft: %w", err)
+	}
+	s.raft = r
+	return nil
+}
+
+// State is the server's replicated state store.
+func (s *Server) State() *state.StateStore { return s.fsm.State() }
+
+// Region is the server's region.
+func (s *Server) Region() string { return s.cfg.Region }
+
+// Datacenter is the server's datacenter.
+func (s *Server) Datacenter() string { return s.cfg.Datacenter }
+
+// IsLeader reports whether this server leads.
+func (s *Server) IsLeader() bool { return s.raft.State() == raft.Leader }
+
+// LeaderAddr is the current leader's address, or "".
+func (s *Server) LeaderAddr() string {
+	addr, _ := s.raft.LeaderWithID()
+	if s.cfg.DevMode && addr != "" {
+		if s.cfg.RPCAddr != "" {
+			return s.cfg.RPCAddr
+		}
+		return "127.0.0.1:4647"
+	}
+	return string(addr)
+}
+
+// WaitForLeader blocks until some server leads or ctx ends.
+func (s *Server) WaitForLeader(ctx context.Context) error {
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if addr, _ := s.raft.LeaderWithID(); addr != "" && s.leaderReady() {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return structs.NewError(structs.ErrNoLeader, "No cluster leader")
+		case <-t.C:
+		}
+	}
+}
+
+func (s *Server) leaderReady() bool {
+	if !s.IsLeader() {
+		return true
+	}
+	return s.broker.Enabled()
+}
+
+// Shutdown stops every loop and closes Raft.
+func (s *Server) Shutdown() error {
+	s.shutdownCancel()
+	err := s.raft.Shutdown().Error()
+	s.wg.Wait()
+	s.revokeLeadership()
+	if c, ok := s.transport.(interface{ Close() error }); ok {
+		_ = c.Close()
+	}
+	if s.raftStore != nil {
+		_ = s.raftStore.Close()
+	}
+	return err
+}
+
+// raftApply commits one typed entry and returns its index. An error the FSM
+// returned for the entry is returned as is, keeping its kind.
+func (s *Server) raftApply(t structs.MessageType, msg any) (uint64, error) {
+	if !s.IsLeader() {
+		return 0, structs.NewError(structs.ErrNoLeader, "No cluster leader")
+	}
+	buf, err := fsm.Encode(t, msg)
+	if err != nil {
+		return 0, fmt.Errorf("encode raft entry: %w", err)
+	}
+	f := s.raft.Apply(buf, 30*time.Second)
+	if err := f.Error(); err != nil {
+		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
+			return 0, structs.NewError(structs.ErrNoLeader, "No cluster leader: %v", err)
+		}
+		return 0, err
+	}
+	if rerr, ok := f.Response().(error); ok && rerr != nil {
+		return f.Index(), rerr
+	}
+	return f.Index(), nil
+}
+
+// snapshotMinIndex returns a state snapshot whose index is at least index,
+// waiting for the FSM to catch up. On the leader raftApply returns after the
+// FSM applied the entry, so the wait is rare and short; a ticker suffices.
+func (s *Server) snapshotMinIndex(ctx context.Context, index uint64) (*state.StateSnapshot, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var t *time.Ticker
+	for {
+		st := s.State()
+		if st.LatestIndex() >= index {
+			return st.Snapshot()
+		}
+		if t == nil {
+			t = time.NewTicker(2 * time.Millisecond)
+			defer t.Stop()
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("timed out waiting for state index %d: %w", index, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
