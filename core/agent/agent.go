@@ -85,7 +85,14 @@ func New(cfg *Config, opts Options) (a *Agent, err error) {
 		Logger:   logger.Named("plugins"),
 		SelfExe:  opts.SelfExe,
 		CallWait: 5 * time.Second,
-		Kinds:    map[string]pluginhost.Kind{shared.KindDriver: {Plugin: &driver.Plugin{}}},
+		Kinds: map[string]pluginhost.Kind{shared.KindDriver: {
+			Plugin: &driver.Plugin{},
+			// Info both proves the instance serves the driver kind and
+			// discovers third-party driver binaries.
+			Init: func(ctx context.Context, raw any, _ map[string]any) (any, error) {
+				return raw.(driver.Driver).Info(ctx)
+			},
+		}},
 	}
 	for _, p := range builtin.Catalog {
 		hc.Builtins = append(hc.Builtins, pluginhost.Builtin{Name: p.Name, Kind: p.Kind, Env: opts.PluginEnv})

@@ -1,0 +1,139 @@
+package pluginhost
+
+import (
+	"context"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+)
+
+// Config says which plugins a Host runs and how it supervises them.
+type Config struct {
+	// Logger is the parent of every plugin's logger (named after the
+	// plugin); plugin stderr logs arrive through it. Default: hclog.Default().
+	Logger hclog.Logger
+
+	// SelfExe is the path of the drover binary. A built-in plugin runs as
+	// `<SelfExe> plugin <Name>`: out of process, so a crash in it cannot take
+	// the agent down, yet shipped inside the one binary.
+	SelfExe string
+
+	// Builtins are the plugins compiled into the drover binary, in the order
+	// that decides job-type ties (see SchedulerSet).
+	Builtins []Builtin
+
+	// PluginDir holds third-party plugin binaries: a stanza named N runs
+	// <PluginDir>/N.
+	PluginDir string
+
+	// Stanzas are the agent config's `plugin "<name>" { ... }` blocks, in
+	// file order. This is a slice, not a map keyed by name, because config
+	// order decides which plugin serves a job type two plugins declare.
+	//
+	// A stanza whose Name is a built-in's name configures that built-in
+	// (as Nomad's `plugin "raw_exec" { config { ... } }` does) and launches no
+	// binary. Every other stanza is a third-party plugin, launched after the
+	// built-ins; it may therefore take over a built-in's job types.
+	Stanzas []Stanza
+
+	// Kinds are the plugin kinds the host can dispense besides the scheduler
+	// kind, which is always registered. The client package adds the driver
+	// kind here, so pluginhost never imports it.
+	Kinds map[string]Kind
+
+	// CallWait bounds how long a call waits for a plugin that is down
+	// (crashed, restarting) before failing with ErrPluginUnavailable. Zero
+	// fails at once. The caller's context can only shorten it. A worker
+	// nacks its eval on that error, so a short wait that bridges a quick
+	// restart saves a redelivery.
+	CallWait time.Duration
+
+	// Backoff paces restarts of a crashed plugin.
+	Backoff Backoff
+
+	// DrainTimeout bounds how long Reload waits for calls in flight on the
+	// old instance before killing it anyway. Default: 30 s.
+	DrainTimeout time.Duration
+
+	// StartTimeout bounds the go-plugin handshake of one launch.
+	// Default: go-plugin's (1 min).
+	StartTimeout time.Duration
+}
+
+// Builtin is a plugin compiled into the drover binary.
+type Builtin struct {
+	// Name is passed as `drover plugin <Name>` and names the plugin in logs,
+	// in Status and in Dispense.
+	Name string
+	// Kind is the one kind the built-in serves (e.g. shared.KindScheduler).
+	Kind string
+	// Env is added to the plugin's environment (KEY=value). The agent needs
+	// none; tests use it to make a re-executed test binary act as a plugin.
+	Env []string
+}
+
+// Stanza is one `plugin "<Name>" { config { ... } args = [...] }` block.
+type Stanza struct {
+	Name string
+	// Config is handed to the plugin's Kind.Init on every launch.
+	Config map[string]any
+	// Args are the third-party binary's command-line arguments.
+	Args []string
+}
+
+// Kind is one plugin kind the host can dispense.
+type Kind struct {
+	// Plugin is the go-plugin glue of the kind (its GRPCClient half is used).
+	Plugin plugin.Plugin
+
+	// Init readies a freshly launched instance before any call reaches it:
+	// it gets the dispensed interface and the stanza's config (nil when there
+	// is none), checks that the instance really serves the kind, hands it its
+	// configuration, and returns what the host records about the instance
+	// (for a scheduler, its *schedulerpb.InfoResponse). It runs after every
+	// launch, restarts and reloads included, so a restarted plugin is
+	// configured again.
+	//
+	// A third-party plugin's kinds are discovered with Init: every registered
+	// kind is dispensed and initialised, and the plugin serves the kinds
+	// whose Init succeeds. Init must return an error with gRPC code
+	// Unimplemented when the kind is not served; that is what gRPC returns
+	// for a service the plugin did not register, so an Init that makes any
+	// RPC of the kind gets it for free. A kind with a nil Init is never
+	// discovered (a built-in declares its kind, so nil is fine there).
+	Init func(ctx context.Context, raw any, config map[string]any) (info any, err error)
+}
+
+// Backoff is an exponential restart delay: Initial, doubled after every
+// failed or short-lived launch up to Max, and back to Initial once an
+// instance has stayed up for ResetAfter.
+type Backoff struct {
+	Initial    time.Duration // default 100 ms
+	Max        time.Duration // default 10 s
+	ResetAfter time.Duration // default 30 s
+}
+
+func (b Backoff) withDefaults() Backoff {
+	if b.Initial <= 0 {
+		b.Initial = 100 * time.Millisecond
+	}
+	if b.Max <= 0 {
+		b.Max = 10 * time.Second
+	}
+	if b.Max < b.Initial {
+		b.Max = b.Initial
+	}
+	if b.ResetAfter <= 0 {
+		b.ResetAfter = 30 * time.Second
+	}
+	return b
+}
+
+// next returns the delay before the launch that follows one delayed by d.
+func (b Backoff) next(d time.Duration) time.Duration {
+	if d <= 0 {
+		return b.Initial
+	}
+	return min(2*d, b.Max)
+}

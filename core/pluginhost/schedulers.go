@@ -1,0 +1,143 @@
+package pluginhost
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/drover-org/drover/sdk/proto/schedulerpb"
+	"github.com/drover-org/drover/sdk/scheduler"
+	"github.com/drover-org/drover/sdk/shared"
+)
+
+// JobTypeInfo is what the host learned about one job type from the Info of
+// the scheduler plugin that serves it.
+type JobTypeInfo struct {
+	Type   string
+	Plugin string // name of the serving plugin
+	// MaxAttempts is the number of scheduling attempts for one eval before
+	// it fails with "maximum attempts reached"; at least 1.
+	MaxAttempts int
+}
+
+// routeTable maps job types to the scheduler plugins serving them. It is
+// rebuilt whenever a plugin instance comes up and replaced atomically.
+type routeTable struct {
+	byType map[string]JobTypeInfo
+	served []string // sorted
+}
+
+// SchedulerSet routes job types to scheduler plugins. Routes come from the
+// Info each scheduler plugin gave at its last launch; a plugin that is down
+// keeps its routes, and calls to it fail with ErrPluginUnavailable until it
+// is back. When two plugins serve one job type, the later one in config
+// order (built-ins first, then plugin stanzas in file order) wins, so a
+// third-party plugin can take over a built-in type.
+type SchedulerSet struct{ h *Host }
+
+// Schedulers returns the scheduler routing of h.
+func (h *Host) Schedulers() *SchedulerSet { return &SchedulerSet{h: h} }
+
+// Lookup returns the Scheduler serving jobType, or an *UnknownJobTypeError.
+// The returned Scheduler is a handle, not a process: every call goes to the
+// plugin's current instance (surviving restarts and reloads), and a call
+// that fails because the plugin is down or died wraps ErrPluginUnavailable.
+func (s *SchedulerSet) Lookup(jobType string) (scheduler.Scheduler, JobTypeInfo, error) {
+	rt := s.h.routes.Load()
+	info, ok := rt.byType[jobType]
+	if !ok {
+		return nil, JobTypeInfo{}, &UnknownJobTypeError{Type: jobType, Served: slices.Clone(rt.served)}
+	}
+	return routed{h: s.h, plugin: info.Plugin}, info, nil
+}
+
+// ServedTypes returns every job type some scheduler plugin serves, sorted.
+func (s *SchedulerSet) ServedTypes() []string {
+	return slices.Clone(s.h.routes.Load().served)
+}
+
+// routed is the Scheduler that Lookup returns.
+type routed struct {
+	h      *Host
+	plugin string
+}
+
+func (r routed) Info(ctx context.Context) (resp *schedulerpb.InfoResponse, err error) {
+	err = r.h.Call(ctx, r.plugin, shared.KindScheduler, func(ctx context.Context, raw any) error {
+		resp, err = raw.(scheduler.Scheduler).Info(ctx)
+		return err
+	})
+	return resp, err
+}
+
+func (r routed) Schedule(ctx context.Context, req *schedulerpb.ScheduleRequest) (resp *schedulerpb.ScheduleResponse, err error) {
+	err = r.h.Call(ctx, r.plugin, shared.KindScheduler, func(ctx context.Context, raw any) error {
+		resp, err = raw.(scheduler.Scheduler).Schedule(ctx, req)
+		return err
+	})
+	return resp, err
+}
+
+// schedulerKind is the scheduler plugin kind. Its Init is the Info call
+// that both proves a third-party plugin is a scheduler and tells the host
+// which job types to route to it.
+func schedulerKind() Kind {
+	return Kind{
+		Plugin: &scheduler.Plugin{},
+		Init: func(ctx context.Context, raw any, _ map[string]any) (any, error) {
+			info, err := raw.(scheduler.Scheduler).Info(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if info.GetName() == "" || len(info.GetJobTypes()) == 0 {
+				return nil, errors.New("scheduler Info must give a name and at least one job type")
+			}
+			for _, jt := range info.GetJobTypes() {
+				if jt.GetName() == "" {
+					return nil, errors.New("scheduler Info lists a job type without a name")
+				}
+			}
+			return info, nil
+		},
+	}
+}
+
+// rebuildRoutes recomputes the routing table from every scheduler plugin's
+// last Info, logging job types claimed twice when the table changes.
+func (h *Host) rebuildRoutes() {
+	h.routesMu.Lock()
+	defer h.routesMu.Unlock()
+
+	type claim struct{ jobType, plugin, overrides string }
+	byType := map[string]JobTypeInfo{}
+	var conflicts []claim
+	for _, m := range h.plugins {
+		m.mu.Lock()
+		info, _ := m.infos[shared.KindScheduler].(*schedulerpb.InfoResponse)
+		m.mu.Unlock()
+		for _, jt := range info.GetJobTypes() {
+			if prev, ok := byType[jt.GetName()]; ok && prev.Plugin != m.name {
+				conflicts = append(conflicts, claim{jt.GetName(), m.name, prev.Plugin})
+			}
+			attempts := int(jt.GetMaxAttempts())
+			if attempts < 1 {
+				h.log.Warn("scheduler plugin gave max_attempts < 1; using 1",
+					"plugin", m.name, "job_type", jt.GetName(), "max_attempts", attempts)
+				attempts = 1
+			}
+			byType[jt.GetName()] = JobTypeInfo{Type: jt.GetName(), Plugin: m.name, MaxAttempts: attempts}
+		}
+	}
+	old := h.routes.Load()
+	if old != nil && maps.Equal(old.byType, byType) {
+		return
+	}
+	for _, c := range conflicts {
+		h.log.Warn("job type served by two scheduler plugins; the later one in config order wins",
+			"job_type", c.jobType, "winner", c.plugin, "overridden", c.overrides)
+	}
+	h.routes.Store(&routeTable{byType: byType, served: slices.Sorted(maps.Keys(byType))})
+	h.log.Info("scheduler routes", "job_types", fmt.Sprint(byType))
+}

@@ -1,0 +1,401 @@
+package pluginhost
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+
+	"github.com/drover-org/drover/sdk/shared"
+)
+
+// instance is one running plugin process.
+type instance struct {
+	client  *plugin.Client
+	proc    *os.Process
+	pid     int
+	started time.Time
+	done    <-chan struct{} // closed when the process has exited
+	conn    *grpc.ClientConn
+	kinds   map[string]any // kind → dispensed interface
+	infos   map[string]any // kind → what Kind.Init returned
+
+	// broken is closed when a call found the connection dead while the
+	// process still looked alive (its exit not yet reaped, or wedged). The
+	// instance then counts as down, and its owner replaces it.
+	broken    chan struct{}
+	breakOnce sync.Once
+
+	// refs counts calls in flight. Add happens only under managed.mu while
+	// the instance is current, so once it is swapped out no Add can race
+	// the Wait of a drain.
+	refs sync.WaitGroup
+}
+
+// down reports whether the instance can no longer serve calls.
+func (i *instance) down() bool {
+	select {
+	case <-i.done:
+		return true
+	case <-i.broken:
+		return true
+	default:
+		return false
+	}
+}
+
+// kill ends an instance that may be wedged. go-plugin's Kill first asks the
+// plugin to shut down over gRPC and waits without a deadline, so a process
+// that stopped answering is sent SIGKILL first. Kill then frees go-plugin's
+// goroutines and connection.
+func (i *instance) kill() {
+	_ = i.proc.Kill() // a no-op error if it already exited
+	i.client.Kill()
+}
+
+func (i *instance) markBroken() { i.breakOnce.Do(func() { close(i.broken) }) }
+
+// healthy asks go-plugin's health service over the instance's connection.
+// It tells a plugin that answered Unavailable itself from a connection that
+// died with the process.
+func (i *instance) healthy(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, healthTimeout)
+	defer cancel()
+	_, err := grpc_health_v1.NewHealthClient(i.conn).Check(ctx,
+		&grpc_health_v1.HealthCheckRequest{Service: plugin.GRPCServiceName})
+	return err == nil
+}
+
+// healthTimeout bounds the health check after a failed call; a live plugin
+// answers it in well under a millisecond.
+const healthTimeout = time.Second
+
+// managed is one configured plugin: how to launch it, and the state its owner
+// goroutine (run) keeps. Only the owner launches, swaps and kills instances;
+// callers only read cur under mu.
+type managed struct {
+	h       *Host
+	log     hclog.Logger
+	name    string
+	builtin bool
+	kind    string // a built-in's declared kind; "" for a third-party plugin
+	path    string
+	args    []string
+	env     []string
+	config  map[string]any
+	reloadc chan reloadReq
+
+	mu       sync.Mutex
+	cur      *instance     // nil while down
+	changed  chan struct{} // closed and replaced whenever cur changes
+	infos    map[string]any
+	restarts int
+	lastErr  error
+}
+
+type reloadReq struct {
+	ctx   context.Context
+	reply chan error // buffered: the owner never blocks on it
+}
+
+// exitKind is a host-only pseudo kind. go-plugin hands every GRPCClient the
+// context it cancels when the plugin process exits, but does not export it;
+// dispensing this kind returns that context (and the connection, for health
+// checks), which is how the owner notices a crash without polling. Nothing
+// reaches the plugin process.
+const exitKind = "drover-host-exit-watch"
+
+type exitWatchClient struct {
+	exited context.Context
+	conn   *grpc.ClientConn
+}
+
+type exitWatch struct{ plugin.NetRPCUnsupportedPlugin }
+
+func (exitWatch) GRPCServer(*plugin.GRPCBroker, *grpc.Server) error {
+	return errors.New("pluginhost: the exit watch is host-only")
+}
+
+func (exitWatch) GRPCClient(ctx context.Context, _ *plugin.GRPCBroker, conn *grpc.ClientConn) (any, error) {
+	return exitWatchClient{exited: ctx, conn: conn}, nil
+}
+
+// launch starts a new process and readies it: handshake, then Kind.Init of
+// every kind it serves. On error nothing is left running.
+func (m *managed) launch(ctx context.Context) (*instance, error) {
+	ctx, cancel := context.WithTimeout(ctx, m.h.startTimeout)
+	defer cancel()
+	defer context.AfterFunc(m.h.ctx, cancel)() // Close aborts a launch too
+
+	cmd := exec.Command(m.path, m.args...)
+	// Built after os.Environ so a plugin's own Env wins on duplicates.
+	cmd.Env = append(os.Environ(), m.env...)
+	plugins := plugin.PluginSet{exitKind: exitWatch{}}
+	for k, spec := range m.h.kinds {
+		plugins[k] = spec.Plugin
+	}
+	client := plugin.NewClient(&plugin.ClientConfig{
+		HandshakeConfig:  shared.Handshake,
+		Plugins:          plugins,
+		Cmd:              cmd,
+		SkipHostEnv:      true,
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		GRPCDialOptions:  shared.DialOptions(),
+		Logger:           m.log,
+		Managed:          false, // the owner kills it; plugin.CleanupClients is not used
+		StartTimeout:     m.h.startTimeout,
+	})
+	inst, err := m.ready(ctx, client, cmd)
+	if err != nil {
+		client.Kill()
+		return nil, fmt.Errorf("launch plugin %q (%s): %w", m.name, m.path, err)
+	}
+	m.log.Info("plugin started", "pid", inst.pid, "kinds", slices.Sorted(maps.Keys(inst.kinds)))
+	return inst, nil
+}
+
+func (m *managed) ready(ctx context.Context, client *plugin.Client, cmd *exec.Cmd) (*instance, error) {
+	rpc, err := client.Client()
+	if err != nil {
+		return nil, err
+	}
+	raw, err := rpc.Dispense(exitKind)
+	if err != nil {
+		return nil, err
+	}
+	watch := raw.(exitWatchClient)
+	inst := &instance{
+		client:  client,
+		proc:    cmd.Process,
+		pid:     cmd.Process.Pid,
+		started: time.Now(),
+		done:    watch.exited.Done(),
+		conn:    watch.conn,
+		kinds:   map[string]any{},
+		infos:   map[string]any{},
+		broken:  make(chan struct{}),
+	}
+	candidates := []string{m.kind}
+	if !m.builtin {
+		candidates = slices.Sorted(maps.Keys(m.h.kinds))
+	}
+	for _, kind := range candidates {
+		spec := m.h.kinds[kind]
+		if spec.Init == nil && !m.builtin {
+			continue
+		}
+		raw, err := rpc.Dispense(kind)
+		if err != nil {
+			return nil, fmt.Errorf("dispense %s: %w", kind, err)
+		}
+		var info any
+		if spec.Init != nil {
+			info, err = spec.Init(ctx, raw, m.config)
+			if !m.builtin && status.Code(err) == codes.Unimplemented {
+				continue // discovery: the plugin does not serve this kind
+			}
+			if err != nil {
+				return nil, fmt.Errorf("init %s: %w", kind, err)
+			}
+		}
+		inst.kinds[kind], inst.infos[kind] = raw, info
+	}
+	if len(inst.kinds) == 0 {
+		return nil, fmt.Errorf("serves none of the plugin kinds %v", candidates)
+	}
+	return inst, nil
+}
+
+// setCurrent makes inst (nil: none) the instance callers get and wakes the
+// callers waiting for a change.
+func (m *managed) setCurrent(inst *instance) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.cur = inst
+	if inst != nil {
+		m.infos = inst.infos
+	}
+	close(m.changed)
+	m.changed = make(chan struct{})
+}
+
+func (m *managed) noteError(err error) {
+	m.mu.Lock()
+	m.lastErr = err
+	m.mu.Unlock()
+}
+
+// run is the owner goroutine of one plugin. It watches the current instance,
+// restarts it with backoff when it exits, performs reloads, and kills the
+// process when the host closes.
+func (m *managed) run(inst *instance) {
+	defer m.h.wg.Done()
+	stopped := m.h.ctx.Done()
+	var last time.Duration // delay of the last restart; 0: none yet
+	for {
+		if inst == nil {
+			delay := m.h.backoff.next(last)
+			last = delay
+			timer := time.NewTimer(delay)
+			select {
+			case <-stopped:
+				timer.Stop()
+				return
+			case req := <-m.reloadc:
+				timer.Stop()
+				inst = m.reloadDown(req)
+				continue
+			case <-timer.C:
+			}
+			n, err := m.launch(m.h.ctx)
+			if err != nil {
+				m.noteError(err)
+				m.log.Error("plugin restart failed", "error", err, "next_delay", m.h.backoff.next(last))
+				continue
+			}
+			inst = n
+			m.mu.Lock()
+			m.restarts++
+			m.mu.Unlock()
+			m.setCurrent(inst)
+			m.h.rebuildRoutes()
+			continue
+		}
+
+		select {
+		case <-stopped:
+			m.setCurrent(nil)
+			inst.client.Kill()
+			return
+		case <-inst.done:
+			last = m.lost(inst, last, "exited")
+			inst = nil
+		case <-inst.broken:
+			last = m.lost(inst, last, "lost its connection")
+			inst = nil
+		case req := <-m.reloadc:
+			n, err := m.launch(req.ctx)
+			if err != nil {
+				m.log.Error("plugin reload failed; keeping the running instance", "error", err)
+				req.reply <- err
+				continue
+			}
+			old := inst
+			inst = n
+			m.setCurrent(n)
+			m.h.rebuildRoutes()
+			m.retire(old)
+			req.reply <- nil
+		}
+	}
+}
+
+// lost takes down an instance that exited or broke and returns the backoff
+// state for its restart: a long-lived instance restarts after the initial
+// delay, a short-lived one after a doubled delay.
+func (m *managed) lost(inst *instance, last time.Duration, what string) time.Duration {
+	uptime := time.Since(inst.started)
+	if uptime >= m.h.backoff.ResetAfter {
+		last = 0
+	}
+	m.noteError(fmt.Errorf("plugin process %d %s after %s", inst.pid, what, uptime.Round(time.Millisecond)))
+	m.log.Error("plugin "+what+"; restarting", "pid", inst.pid, "uptime", uptime, "delay", m.h.backoff.next(last))
+	m.setCurrent(nil)
+	inst.kill()
+	return last
+}
+
+// reloadDown serves a reload that arrives while the plugin is down: launch
+// now instead of waiting out the backoff.
+func (m *managed) reloadDown(req reloadReq) *instance {
+	n, err := m.launch(req.ctx)
+	req.reply <- err
+	if err != nil {
+		m.noteError(err)
+		return nil
+	}
+	m.setCurrent(n)
+	m.h.rebuildRoutes()
+	return n
+}
+
+// retire kills an instance that is no longer current once its calls in
+// flight have finished, or after DrainTimeout.
+func (m *managed) retire(old *instance) {
+	drained := make(chan struct{})
+	go func() {
+		old.refs.Wait()
+		close(drained)
+	}()
+	timer := time.NewTimer(m.h.drainTimeout)
+	defer timer.Stop()
+	select {
+	case <-drained:
+	case <-timer.C:
+		m.log.Warn("calls still in flight on the old plugin instance; killing it", "pid", old.pid,
+			"waited", m.h.drainTimeout)
+		_ = old.proc.Kill() // the calls may hang because the plugin does
+	case <-m.h.ctx.Done():
+	}
+	old.client.Kill()
+	m.log.Info("old plugin instance stopped", "pid", old.pid)
+}
+
+// acquire returns the current instance and its interface for kind, holding
+// a reference the caller must release with inst.refs.Done(). While the
+// plugin is down it waits up to CallWait for a new instance.
+func (m *managed) acquire(ctx context.Context, kind string) (*instance, any, error) {
+	var expired <-chan time.Time
+	for {
+		m.mu.Lock()
+		inst, changed, lastErr := m.cur, m.changed, m.lastErr
+		if inst != nil && !inst.down() {
+			raw, ok := inst.kinds[kind]
+			if !ok {
+				m.mu.Unlock()
+				return nil, nil, fmt.Errorf("%w: plugin %q does not serve kind %q", ErrUnknownPlugin, m.name, kind)
+			}
+			inst.refs.Add(1)
+			m.mu.Unlock()
+			return inst, raw, nil
+		}
+		m.mu.Unlock()
+
+		if expired == nil {
+			if m.h.callWait <= 0 {
+				return nil, nil, unavailable(m.name, downErr(lastErr))
+			}
+			timer := time.NewTimer(m.h.callWait)
+			defer timer.Stop()
+			expired = timer.C
+		}
+		select {
+		case <-changed:
+		case <-expired:
+			return nil, nil, unavailable(m.name, downErr(lastErr))
+		case <-ctx.Done():
+			return nil, nil, unavailable(m.name, ctx.Err())
+		case <-m.h.ctx.Done():
+			return nil, nil, ErrClosed
+		}
+	}
+}
+
+func downErr(lastErr error) error {
+	if lastErr == nil {
+		return errors.New("plugin is down")
+	}
+	return fmt.Errorf("plugin is down: %w", lastErr)
+}
