@@ -44,11 +44,11 @@ func (s *Server) establishLeadership() error {
 	s.leaderCancel = cancel
 
 	s.planQueue.SetEnabled(true)
+	s.broker.SetEnabled(true)
 	s.blocked.SetEnabled(true)
 	if err := s.restoreEvals(); err != nil {
 		s.logger.Error("failed to restore evals", "error", err)
 	}
-	s.broker.SetEnabled(true)
 
 	s.startLeaderLoop(ctx, s.planApplier)
 	s.startLeaderLoop(ctx, s.reapFailedEvals)

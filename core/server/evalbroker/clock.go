@@ -7,9 +7,11 @@ import "time"
 // read from Now, so a fake clock can drive them deterministically in tests.
 type Clock interface {
 	Now() time.Time
-	// NewTimer returns a channel that receives once d has elapsed (at once
-	// when d <= 0) and a function that stops the timer.
-	NewTimer(d time.Duration) (<-chan time.Time, func() bool)
+	// TimerAt returns a channel that receives once Now() reaches at (at
+	// once if it already has) and a function that stops the timer. The
+	// deadline is absolute so that a fake clock moved between reading Now
+	// and arming the timer cannot push it later.
+	TimerAt(at time.Time) (<-chan time.Time, func() bool)
 }
 
 // realClock is the wall clock.
@@ -17,7 +19,7 @@ type realClock struct{}
 
 func (realClock) Now() time.Time { return time.Now() }
 
-func (realClock) NewTimer(d time.Duration) (<-chan time.Time, func() bool) {
-	t := time.NewTimer(d)
+func (realClock) TimerAt(at time.Time) (<-chan time.Time, func() bool) {
+	t := time.NewTimer(time.Until(at))
 	return t.C, t.Stop
 }

@@ -35,11 +35,11 @@ func (c *fakeClock) Now() time.Time {
 	return c.now
 }
 
-func (c *fakeClock) NewTimer(d time.Duration) (<-chan time.Time, func() bool) {
+func (c *fakeClock) TimerAt(at time.Time) (<-chan time.Time, func() bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	t := &fakeTimer{at: c.now.Add(d), ch: make(chan time.Time, 1)}
-	if d <= 0 {
+	t := &fakeTimer{at: at, ch: make(chan time.Time, 1)}
+	if !at.After(c.now) {
 		t.ch <- c.now
 		return t.ch, func() bool { return false }
 	}

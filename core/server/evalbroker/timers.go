@@ -39,13 +39,13 @@ func (b *Broker) run(stop <-chan struct{}, kick <-chan struct{}, done chan<- str
 	defer close(done)
 	for {
 		b.mu.Lock()
-		wait, armed := b.fireDueLocked()
+		next, armed := b.fireDueLocked()
 		b.mu.Unlock()
 
 		var fire <-chan time.Time
 		stopTimer := func() bool { return false }
 		if armed {
-			fire, stopTimer = b.clock.NewTimer(wait)
+			fire, stopTimer = b.clock.TimerAt(next)
 		}
 		select {
 		case <-stop:
@@ -58,17 +58,17 @@ func (b *Broker) run(stop <-chan struct{}, kick <-chan struct{}, done chan<- str
 	}
 }
 
-// fireDueLocked handles every deadline that has passed and returns the time
-// until the next one, if any.
-func (b *Broker) fireDueLocked() (time.Duration, bool) {
+// fireDueLocked handles every deadline that has passed and returns the next
+// one, if any.
+func (b *Broker) fireDueLocked() (time.Time, bool) {
 	if !b.enabled {
-		return 0, false
+		return time.Time{}, false
 	}
 	now := b.clock.Now()
 	for len(b.timers) > 0 {
 		e := b.timers[0]
 		if e.due.After(now) {
-			return e.due.Sub(now), true
+			return e.due, true
 		}
 		heap.Pop(&b.timers)
 		switch e.state {
@@ -80,5 +80,5 @@ func (b *Broker) fireDueLocked() (time.Duration, bool) {
 			b.admitLocked(e)
 		}
 	}
-	return 0, false
+	return time.Time{}, false
 }
