@@ -231,7 +231,9 @@ func (s *Server) convertPlan(snap *state.StateSnapshot, ev *structs.Evaluation, 
 			a = old.Copy()
 			a.Job = nil
 			a.EvalID = ev.ID
-			a.AllocatedResources = allocatedFromPB(pa)
+			if len(pa.TaskResources) > 0 {
+				a.AllocatedResources = allocatedFromPB(pa)
+			}
 		} else {
 			a = &structs.Allocation{
 				ID: pa.Id, Namespace: ev.Namespace, EvalID: ev.ID, Name: pa.Name, NodeID: pa.NodeId,

@@ -1,0 +1,170 @@
+package feasible
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/drover-org/drover/sdk/proto/schedulerpb"
+)
+
+// ReasonMissingDrivers is the filter reason of a node that lacks a healthy
+// driver one of the group's tasks needs.
+const ReasonMissingDrivers = "missing drivers"
+
+// Checker is one feasibility check. A node that fails is filtered for the
+// returned reason, which is the key of AllocMetric.constraint_filtered.
+type Checker interface {
+	Check(n *schedulerpb.Node) (ok bool, reason string)
+}
+
+// Compile-time proof of what implements Checker.
+var (
+	_ Checker = ConstraintChecker(nil)
+	_ Checker = (*DriverChecker)(nil)
+	_ Checker = Chain(nil)
+)
+
+// ConstraintChecker checks a list of constraints in order; the first one a
+// node fails is the reason.
+type ConstraintChecker []*Constraint
+
+// NewConstraintChecker compiles constraints.
+func NewConstraintChecker(cs []*schedulerpb.Constraint, cache *Cache) ConstraintChecker {
+	out := make(ConstraintChecker, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, CompileConstraint(c, cache))
+	}
+	return out
+}
+
+// Check implements Checker.
+func (cc ConstraintChecker) Check(n *schedulerpb.Node) (bool, string) {
+	for _, c := range cc {
+		if !c.Feasible(n) {
+			return false, c.String()
+		}
+	}
+	return true, ""
+}
+
+// DriverChecker filters nodes that lack a healthy driver the tasks need.
+type DriverChecker struct {
+	drivers []string
+}
+
+// NewDriverChecker returns a checker for the drivers of the group's tasks.
+func NewDriverChecker(tg *schedulerpb.TaskGroup) *DriverChecker {
+	var ds []string
+	for _, t := range tg.GetTasks() {
+		if d := t.GetDriver(); d != "" && !slices.Contains(ds, d) {
+			ds = append(ds, d)
+		}
+	}
+	return &DriverChecker{drivers: ds}
+}
+
+// Check implements Checker.
+func (dc *DriverChecker) Check(n *schedulerpb.Node) (bool, string) {
+	have := n.GetDrivers()
+	for _, d := range dc.drivers {
+		if !slices.Contains(have, d) {
+			return false, ReasonMissingDrivers
+		}
+	}
+	return true, ""
+}
+
+// Chain runs checkers in order and stops at the first rejection.
+type Chain []Checker
+
+// Check implements Checker.
+func (c Chain) Check(n *schedulerpb.Node) (bool, string) {
+	for _, ch := range c {
+		if ok, reason := ch.Check(n); !ok {
+			return false, reason
+		}
+	}
+	return true, ""
+}
+
+// GroupChain is the compiled feasibility chain of one task group: job
+// constraints, then drivers, then the group's and its tasks' constraints,
+// the order Nomad's system stack uses, so the first reason reported for a
+// node is the same.
+type GroupChain struct {
+	Chain
+	// Escaped is true when a constraint reads a per-node unique value, so a
+	// result for one node says nothing about others of its computed class.
+	Escaped bool
+}
+
+// NewGroupChain compiles the feasibility chain of tg within job.
+func NewGroupChain(job *schedulerpb.Job, tg *schedulerpb.TaskGroup, cache *Cache) *GroupChain {
+	jobCons := NewConstraintChecker(job.GetConstraints(), cache)
+	groupCons := make([]*schedulerpb.Constraint, 0, len(tg.GetConstraints()))
+	groupCons = append(groupCons, tg.GetConstraints()...)
+	for _, t := range tg.GetTasks() {
+		groupCons = append(groupCons, t.GetConstraints()...)
+	}
+	tgCons := NewConstraintChecker(groupCons, cache)
+	gc := &GroupChain{Chain: Chain{jobCons, NewDriverChecker(tg), tgCons}}
+	for _, cc := range []ConstraintChecker{jobCons, tgCons} {
+		for _, c := range cc {
+			gc.Escaped = gc.Escaped || c.Unique()
+		}
+	}
+	return gc
+}
+
+// DefaultNodePool is the pool of a job or node that names none.
+const DefaultNodePool = "default"
+
+// AllNodePools is the job node pool that matches every pool.
+const AllNodePools = "all"
+
+// PoolMatches reports whether a node of nodePool can run a job of jobPool.
+func PoolMatches(jobPool, nodePool string) bool {
+	if jobPool == "" {
+		jobPool = DefaultNodePool
+	}
+	if nodePool == "" {
+		nodePool = DefaultNodePool
+	}
+	return jobPool == AllNodePools || jobPool == nodePool
+}
+
+// DatacenterMatches reports whether dc matches any of the job's datacenter
+// patterns. Patterns are globs where '*' matches any run of characters; an
+// empty list means every datacenter, as Nomad canonicalizes it to ["*"].
+func DatacenterMatches(patterns []string, dc string) bool {
+	if len(patterns) == 0 {
+		return true
+	}
+	for _, p := range patterns {
+		if globMatch(p, dc) {
+			return true
+		}
+	}
+	return false
+}
+
+// globMatch matches s against a pattern whose only metacharacter is '*'.
+func globMatch(pattern, s string) bool {
+	if !strings.Contains(pattern, "*") {
+		return pattern == s
+	}
+	parts := strings.Split(pattern, "*")
+	first, last := parts[0], parts[len(parts)-1]
+	if !strings.HasPrefix(s, first) {
+		return false
+	}
+	s = s[len(first):]
+	for _, mid := range parts[1 : len(parts)-1] {
+		i := strings.Index(s, mid)
+		if i < 0 {
+			return false
+		}
+		s = s[i+len(mid):]
+	}
+	return strings.HasSuffix(s, last)
+}
