@@ -1,0 +1,111 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hashicorp/go-hclog"
+	"go.uber.org/goleak"
+
+	"github.com/drover-org/drover/core/structs"
+	sysbatch "github.com/drover-org/drover/plugins/scheduler-sysbatch"
+	system "github.com/drover-org/drover/plugins/scheduler-system"
+	"github.com/drover-org/drover/sdk/scheduler"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// inProcRouter serves the built-in schedulers in process.
+type inProcRouter struct{}
+
+func (inProcRouter) Lookup(t string) (scheduler.Scheduler, int, error) {
+	switch t {
+	case structs.JobTypeSystem:
+		return system.New(), 5, nil
+	case structs.JobTypeSysBatch:
+		return sysbatch.New(), 2, nil
+	}
+	return nil, 0, fmt.Errorf("unknown type %q", t)
+}
+
+func (inProcRouter) ServedTypes() []string { return []string{"sysbatch", "system"} }
+
+func testServer(t *testing.T, mut func(*Config)) *Server {
+	t.Helper()
+	cfg := Config{
+		Logger:       hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: testWriter{t}}),
+		DevMode:      true,
+		Schedulers:   inProcRouter{},
+		KnownDrivers: []string{"raw_exec"},
+		HeartbeatTTL: time.Minute,
+	}
+	if mut != nil {
+		mut(&cfg)
+	}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Shutdown() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.WaitForLeader(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
+
+func testNode(name string) *structs.Node {
+	return &structs.Node{
+		ID: uuid.NewString(), SecretID: uuid.NewString(), Name: name, Datacenter: "dc1",
+		Attributes: map[string]string{"kernel.name": "linux", "unique.hostname": name},
+		NodeResources: &structs.NodeResources{
+			Cpu: structs.NodeCpuResources{CpuShares: 4000}, Memory: structs.NodeMemoryResources{MemoryMB: 8192},
+			Disk: structs.NodeDiskResources{DiskMB: 100000},
+		},
+		Drivers: map[string]*structs.DriverInfo{"raw_exec": {Detected: true, Healthy: true}},
+	}
+}
+
+func testJob(id, typ string) *structs.Job {
+	return &structs.Job{
+		ID: id, Type: typ, Datacenters: []string{"dc1"},
+		TaskGroups: []*structs.TaskGroup{{
+			Name: "g", Count: 1,
+			Tasks: []*structs.Task{{Name: "t", Driver: "raw_exec", Config: map[string]any{"command": "/bin/true"},
+				Resources: &structs.Resources{CPU: 100, MemoryMB: 64}}},
+		}},
+	}
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		<-tick.C
+	}
+}
+
+func evalStatus(t *testing.T, s *Server, id string) string {
+	ev, err := s.State().EvalByID(nil, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev == nil {
+		return ""
+	}
+	return ev.Status
+}
