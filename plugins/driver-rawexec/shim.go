@@ -1,0 +1,233 @@
+package rawexec
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/drover-org/drover/sdk/proto/driverpb"
+)
+
+// ShimEnvVar, when set in a process's environment, makes Serve run the task
+// shim instead of the plugin. The driver sets it when it re-executes its own
+// binary; nothing else should.
+const ShimEnvVar = "DROVER_RAWEXEC_SHIM"
+
+// The shim's inherited descriptors: the driver writes the spec to fd 3 and
+// reads the start report from fd 4.
+const (
+	shimSpecFD   = 3
+	shimStatusFD = 4
+)
+
+// shimSpec is everything the shim needs to run one task.
+type shimSpec struct {
+	Path       string          `json:"path"` // resolved executable
+	Argv       []string        `json:"argv"` // argv[0] is the command as configured
+	Env        []string        `json:"env"`
+	Dir        string          `json:"dir"`
+	Stdout     string          `json:"stdout,omitempty"`
+	Stderr     string          `json:"stderr,omitempty"`
+	ExitFile   string          `json:"exit_file"`
+	Credential *shimCredential `json:"credential,omitempty"`
+}
+
+type shimCredential struct {
+	UID    uint32   `json:"uid"`
+	GID    uint32   `json:"gid"`
+	Groups []uint32 `json:"groups,omitempty"`
+}
+
+// shimStarted is the shim's one report to the driver: the task's pid, or
+// why the command could not start.
+type shimStarted struct {
+	PID        int    `json:"pid,omitempty"`
+	StartTicks uint64 `json:"start_ticks,omitempty"`
+	Err        string `json:"err,omitempty"`
+}
+
+// exitRecord is the exit file's content.
+type exitRecord struct {
+	ExitCode    int32  `json:"exit_code"`
+	Signal      int32  `json:"signal"`
+	Err         string `json:"err,omitempty"`
+	CompletedAt int64  `json:"completed_at_unix_nano"`
+}
+
+func (r *exitRecord) result() *driverpb.ExitResult {
+	return &driverpb.ExitResult{ExitCode: r.ExitCode, Signal: r.Signal, Err: r.Err}
+}
+
+// runShim is the shim process's main. It starts the command in a new
+// session (so the task's process group is its pid and the driver can signal
+// the group), reports the pid, waits, kills what the task left behind in its
+// group, and writes the exit file. It returns the shim's exit code.
+//
+// The shim is itself a session leader started by the driver, so neither the
+// plugin dying nor a signal to the plugin's process group reaches it or
+// the task.
+func runShim() int {
+	// The task must inherit neither pipe.
+	syscall.CloseOnExec(shimSpecFD)
+	syscall.CloseOnExec(shimStatusFD)
+	specFile := os.NewFile(shimSpecFD, "shim-spec")
+	statusFile := os.NewFile(shimStatusFD, "shim-status")
+	report := func(s shimStarted) {
+		_ = json.NewEncoder(statusFile).Encode(s)
+		_ = statusFile.Close()
+	}
+
+	var spec shimSpec
+	err := json.NewDecoder(specFile).Decode(&spec)
+	_ = specFile.Close()
+	if err != nil {
+		report(shimStarted{Err: fmt.Sprintf("read spec: %v", err)})
+		return 1
+	}
+	cmd, err := spec.command()
+	if err != nil {
+		report(shimStarted{Err: err.Error()})
+		return 1
+	}
+	if err := cmd.Start(); err != nil {
+		closeOutputs(cmd)
+		report(shimStarted{Err: err.Error()})
+		return 1
+	}
+	closeOutputs(cmd) // the task holds its own copies
+	pid := cmd.Process.Pid
+	report(shimStarted{PID: pid, StartTicks: procStartTicks(pid)})
+
+	rec := waitExit(cmd)
+	// The task's group dies with its main process, as it would under a
+	// supervisor that owns the group; this also reaps what the task
+	// backgrounded. ESRCH just means nothing was left.
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	if err := writeExitFile(spec.ExitFile, rec); err != nil {
+		return 2
+	}
+	return 0
+}
+
+// command builds the task's exec.Cmd. Output files are opened here, by the
+// shim, so the driver never holds a task's files open.
+func (s *shimSpec) command() (*exec.Cmd, error) {
+	cmd := &exec.Cmd{
+		Path: s.Path,
+		Args: s.Argv,
+		// A non-nil empty slice: exec treats nil as "inherit ours".
+		Env:         append([]string{}, s.Env...),
+		Dir:         s.Dir,
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
+	}
+	if s.Credential != nil {
+		cmd.SysProcAttr.Credential = &syscall.Credential{
+			Uid:    s.Credential.UID,
+			Gid:    s.Credential.GID,
+			Groups: s.Credential.Groups,
+		}
+	}
+	// An empty path leaves the stream nil, which exec connects to
+	// /dev/null.
+	if s.Stdout != "" {
+		f, err := openOutput(s.Stdout)
+		if err != nil {
+			return nil, err
+		}
+		cmd.Stdout = f
+	}
+	if s.Stderr != "" {
+		f, err := openOutput(s.Stderr)
+		if err != nil {
+			closeOutputs(cmd)
+			return nil, err
+		}
+		cmd.Stderr = f
+	}
+	return cmd, nil
+}
+
+func openOutput(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open task output: %w", err)
+	}
+	return f, nil
+}
+
+func closeOutputs(cmd *exec.Cmd) {
+	for _, w := range []any{cmd.Stdout, cmd.Stderr} {
+		if f, ok := w.(*os.File); ok {
+			_ = f.Close()
+		}
+	}
+}
+
+// waitExit waits for the task's main process and converts its status the
+// way a shell reports it: a process killed by signal N exits 128+N.
+func waitExit(cmd *exec.Cmd) *exitRecord {
+	err := cmd.Wait()
+	rec := &exitRecord{CompletedAt: time.Now().UnixNano()}
+	ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	switch {
+	case !ok:
+		rec.ExitCode = int32(cmd.ProcessState.ExitCode())
+	case ws.Signaled():
+		rec.Signal = int32(ws.Signal())
+		rec.ExitCode = 128 + rec.Signal
+	default:
+		rec.ExitCode = int32(ws.ExitStatus())
+	}
+	var exitErr *exec.ExitError
+	if err != nil && !errors.As(err, &exitErr) {
+		rec.Err = err.Error()
+	}
+	return rec
+}
+
+// writeExitFile writes rec atomically (temp file, fsync, rename): a reader
+// sees either no file or the whole record, even if the shim dies midway.
+func writeExitFile(path string, rec *exitRecord) error {
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // no-op after a successful rename
+	if _, err := tmp.Write(data); err != nil {
+		_ = tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		_ = tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// readExitFile returns the recorded exit, or nil if there is none yet.
+func readExitFile(path string) (*exitRecord, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var rec exitRecord
+	if err := json.Unmarshal(data, &rec); err != nil {
+		return nil, fmt.Errorf("exit file %s: %w", path, err)
+	}
+	return &rec, nil
+}

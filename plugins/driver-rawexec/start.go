@@ -1,0 +1,305 @@
+package rawexec
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/drover-org/drover/sdk/driver"
+	"github.com/drover-org/drover/sdk/proto/driverpb"
+)
+
+const (
+	// exitFileName is where the shim records the exit result, in the task
+	// directory: it must outlive both the shim and the driver.
+	exitFileName = ".drover-exit.json"
+
+	// defaultPath is searched for the command when the task env has no PATH.
+	defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+	// shimStartTimeout bounds how long the shim may take to report that the
+	// command started; it only guards against a wedged shim.
+	shimStartTimeout = 30 * time.Second
+)
+
+// TaskConfig is raw_exec's schema for the jobspec task `config` block.
+type TaskConfig struct {
+	// Command to run: an absolute path, a path relative to the task
+	// directory, or a name looked up in the task env's PATH.
+	Command string `json:"command"`
+	// Args follow the command, uninterpreted by any shell.
+	Args []string `json:"args"`
+}
+
+// parseTaskConfig decodes config_json strictly: a misspelt key is an error
+// the user should see, not a silently ignored setting.
+func parseTaskConfig(raw []byte) (*TaskConfig, error) {
+	var cfg TaskConfig
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return nil, fmt.Errorf("%w: config: command is required", driver.ErrInvalidConfig)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cfg); err != nil {
+		return nil, fmt.Errorf("%w: config: %v", driver.ErrInvalidConfig, err)
+	}
+	if cfg.Command == "" {
+		return nil, fmt.Errorf("%w: config: command is required", driver.ErrInvalidConfig)
+	}
+	return &cfg, nil
+}
+
+// resolveCommand finds the executable the task will run, before anything is
+// spawned, so that a typo fails StartTask with the command's name instead of
+// a task that dies at once.
+func resolveCommand(command, taskDir string, env map[string]string) (string, error) {
+	if strings.Contains(command, "/") {
+		path := command
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(taskDir, path)
+		}
+		if err := checkExecutable(path); err != nil {
+			return "", fmt.Errorf("%w: command %q: %v", driver.ErrInvalidConfig, command, err)
+		}
+		return path, nil
+	}
+	searchPath, ok := env["PATH"]
+	if !ok {
+		searchPath = defaultPath
+	}
+	for _, dir := range filepath.SplitList(searchPath) {
+		if dir == "" {
+			continue
+		}
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(taskDir, dir)
+		}
+		path := filepath.Join(dir, command)
+		if checkExecutable(path) == nil {
+			return path, nil
+		}
+	}
+	return "", fmt.Errorf("%w: command %q not found in PATH %q", driver.ErrInvalidConfig, command, searchPath)
+}
+
+func checkExecutable(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() {
+		return errors.New("is a directory")
+	}
+	if fi.Mode().Perm()&0o111 == 0 {
+		return errors.New("is not executable")
+	}
+	return nil
+}
+
+// resolveUser returns the credential to run the task as, or nil to run it
+// as the driver's own user.
+func resolveUser(name string) (*shimCredential, error) {
+	if name == "" {
+		return nil, nil
+	}
+	u, err := user.Lookup(name)
+	if err != nil {
+		return nil, fmt.Errorf("%w: user %q: %v", driver.ErrInvalidConfig, name, err)
+	}
+	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
+	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
+	if err1 != nil || err2 != nil {
+		return nil, fmt.Errorf("%w: user %q has a non-numeric uid/gid", driver.ErrInvalidConfig, name)
+	}
+	if int(uid) == os.Getuid() {
+		return nil, nil
+	}
+	if os.Geteuid() != 0 {
+		return nil, fmt.Errorf("%w: running tasks as user %q needs the driver to run as root", driver.ErrInvalidConfig, name)
+	}
+	cred := &shimCredential{UID: uint32(uid), GID: uint32(gid)}
+	groups, err := u.GroupIds()
+	if err == nil {
+		for _, g := range groups {
+			if n, err := strconv.ParseUint(g, 10, 32); err == nil {
+				cred.Groups = append(cred.Groups, uint32(n))
+			}
+		}
+	}
+	return cred, nil
+}
+
+// StartTask implements driver.Driver.
+func (d *Driver) StartTask(ctx context.Context, cfg *driverpb.TaskConfig) (*driverpb.TaskHandle, error) {
+	spec, killSignal, err := d.prepare(cfg)
+	if err != nil {
+		return nil, err
+	}
+	tracked, release, err := d.reserve(cfg.GetId())
+	if err != nil {
+		return nil, err
+	}
+	if tracked {
+		return nil, fmt.Errorf("%w: %q", driver.ErrTaskExists, cfg.GetId())
+	}
+	defer release()
+
+	// A result left by an earlier run in the same task directory would
+	// otherwise be mistaken for this run's.
+	if err := os.Remove(spec.ExitFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("remove stale exit file: %w", err)
+	}
+	shim, started, err := d.launchShim(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	startedAt := time.Now()
+	st := handleState{
+		Version:        stateVersion,
+		ShimPID:        shim.Process.Pid,
+		ShimStartTicks: procStartTicks(shim.Process.Pid),
+		TaskPID:        started.PID,
+		TaskStartTicks: started.StartTicks,
+		BootID:         bootID(),
+		ExitFile:       spec.ExitFile,
+		KillSignal:     killSignal,
+	}
+	t := newTask(cfg.GetId(), st, startedAt)
+	handle, err := t.handle()
+	if err != nil {
+		// Unreachable in practice (the state is plain data); do not leave
+		// an untracked task running.
+		_ = syscall.Kill(-started.PID, syscall.SIGKILL)
+		_ = shim.Wait()
+		return nil, err
+	}
+	d.track(t, func() { d.watchChild(t, shim) })
+	d.logger.Info("task started", "task_id", t.id, "pid", started.PID, "shim_pid", st.ShimPID,
+		"command", spec.Path)
+	return handle, nil
+}
+
+// prepare validates cfg and turns it into the shim's spec, failing with
+// ErrInvalidConfig before anything is spawned.
+func (d *Driver) prepare(cfg *driverpb.TaskConfig) (*shimSpec, string, error) {
+	if cfg.GetId() == "" {
+		return nil, "", fmt.Errorf("%w: task id is required", driver.ErrInvalidConfig)
+	}
+	if d.shimExeErr != nil {
+		return nil, "", fmt.Errorf("locate own executable for the task shim: %w", d.shimExeErr)
+	}
+	taskDir := cfg.GetTaskDir()
+	if taskDir == "" || !filepath.IsAbs(taskDir) {
+		return nil, "", fmt.Errorf("%w: task_dir must be an absolute path, got %q", driver.ErrInvalidConfig, taskDir)
+	}
+	if fi, err := os.Stat(taskDir); err != nil || !fi.IsDir() {
+		return nil, "", fmt.Errorf("%w: task_dir %q is not a directory", driver.ErrInvalidConfig, taskDir)
+	}
+	tc, err := parseTaskConfig(cfg.GetConfigJson())
+	if err != nil {
+		return nil, "", err
+	}
+	path, err := resolveCommand(tc.Command, taskDir, cfg.GetEnv())
+	if err != nil {
+		return nil, "", err
+	}
+	killSignal := cfg.GetKillSignal()
+	if killSignal == "" {
+		killSignal = driver.DefaultKillSignal
+	}
+	if _, err := driver.ParseSignal(killSignal); err != nil {
+		return nil, "", fmt.Errorf("%w: kill_signal: %v", driver.ErrInvalidConfig, err)
+	}
+	cred, err := resolveUser(cfg.GetUser())
+	if err != nil {
+		return nil, "", err
+	}
+	return &shimSpec{
+		Path:       path,
+		Argv:       append([]string{tc.Command}, tc.Args...),
+		Env:        envList(cfg.GetEnv()),
+		Dir:        taskDir,
+		Stdout:     cfg.GetStdoutPath(),
+		Stderr:     cfg.GetStderrPath(),
+		ExitFile:   filepath.Join(taskDir, exitFileName),
+		Credential: cred,
+	}, killSignal, nil
+}
+
+// launchShim starts the shim in a session of its own, hands it the spec and
+// waits for it to report the task's pid. On error nothing is left running.
+//
+// The spec travels over a pipe rather than the environment: a task env can
+// exceed the kernel's limit on a single environment string.
+func (d *Driver) launchShim(ctx context.Context, spec *shimSpec) (*exec.Cmd, *shimStarted, error) {
+	specR, specW, err := os.Pipe()
+	if err != nil {
+		return nil, nil, fmt.Errorf("spec pipe: %w", err)
+	}
+	defer specR.Close()
+	defer specW.Close()
+	statR, statW, err := os.Pipe()
+	if err != nil {
+		return nil, nil, fmt.Errorf("status pipe: %w", err)
+	}
+	defer statR.Close()
+	defer statW.Close()
+
+	cmd := exec.Command(d.shimExe, d.shimArgs...)
+	cmd.Env = append([]string{ShimEnvVar + "=1"}, d.shimEnv...)
+	// The shim must not hold the plugin's stdio: stdout carries go-plugin's
+	// handshake and the host waits for it to close.
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, nil, nil
+	cmd.Dir = "/"
+	cmd.ExtraFiles = []*os.File{specR, statW} // fds 3 and 4 in the shim
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, fmt.Errorf("start task shim: %w", err)
+	}
+	// Close our copies so EOF on statR means the shim is done reporting.
+	_ = specR.Close()
+	_ = statW.Close()
+
+	fail := func(err error) (*exec.Cmd, *shimStarted, error) {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return nil, nil, err
+	}
+	if err := json.NewEncoder(specW).Encode(spec); err != nil {
+		return fail(fmt.Errorf("send spec to task shim: %w", err))
+	}
+	_ = specW.Close()
+
+	deadline := time.Now().Add(shimStartTimeout)
+	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
+		deadline = dl
+	}
+	_ = statR.SetReadDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { _ = statR.SetReadDeadline(time.Now()) })
+	defer stop()
+	raw, err := io.ReadAll(statR)
+	if err != nil {
+		return fail(fmt.Errorf("read task shim status: %w", err))
+	}
+	var started shimStarted
+	if err := json.Unmarshal(raw, &started); err != nil {
+		_ = cmd.Wait()
+		return nil, nil, fmt.Errorf("task shim exited without reporting a start (%s)", cmd.ProcessState)
+	}
+	if started.Err != "" {
+		_ = cmd.Wait()
+		return nil, nil, fmt.Errorf("start command %q: %s", spec.Path, started.Err)
+	}
+	return cmd, &started, nil
+}
