@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/drover-org/drover/core/agent"
+)
+
+type agentCommand struct{}
+
+func (agentCommand) Synopsis() string { return "Run a drover agent (server, client or both)" }
+
+func (agentCommand) Run(args []string) int {
+	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
+	dev := fs.Bool("dev", false, "run a server and a client in one process with in-memory state")
+	configPath := fs.String("config", "", "path of an HCL agent config file")
+	dataDir := fs.String("data-dir", "", "data directory (overrides the config)")
+	bind := fs.String("bind", "", "address to bind to (overrides the config)")
+	httpPort := fs.Int("http-port", 0, "HTTP API port (overrides the config)")
+	rpcPort := fs.Int("rpc-port", 0, "RPC port (overrides the config)")
+	logLevel := fs.String("log-level", "", "log level: trace, debug, info, warn, error")
+	logJSON := fs.Bool("log-json", false, "log in JSON")
+	pluginDir := fs.String("plugin-dir", "", "directory of third-party plugin binaries")
+	if err := fs.Parse(args); err != nil {
+		return 1
+	}
+	var cfg *agent.Config
+	switch {
+	case *configPath != "":
+		c, err := agent.ParseConfigFile(*configPath)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "Error loading agent config: %v\n", err)
+			return 1
+		}
+		cfg = c
+		cfg.DevMode = *dev
+	case *dev:
+		cfg = agent.DevConfig()
+	default:
+		fmt.Fprintln(os.Stderr, "Must specify either -dev or -config")
+		return 1
+	}
+	if *dataDir != "" {
+		cfg.DataDir = *dataDir
+	}
+	if *bind != "" {
+		cfg.BindAddr = *bind
+	}
+	if *httpPort != 0 {
+		cfg.Ports.HTTP = *httpPort
+	}
+	if *rpcPort != 0 {
+		cfg.Ports.RPC = *rpcPort
+	}
+	if *logLevel != "" {
+		cfg.LogLevel = *logLevel
+	}
+	if *logJSON {
+		cfg.LogJSON = true
+	}
+	if *pluginDir != "" {
+		cfg.PluginDir = *pluginDir
+	}
+	logger := hclog.New(&hclog.LoggerOptions{
+		Name: "drover", Level: hclog.LevelFromString(cfg.LogLevel), JSONFormat: cfg.LogJSON, Output: os.Stderr,
+	})
+	a, err := agent.New(cfg, agent.Options{Logger: logger})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "Error starting agent: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(os.Stdout, "==> drover agent started! HTTP API on %s (dev mode: %v)\n", a.HTTPAddr(), cfg.DevMode)
+
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	for {
+		select {
+		case err := <-a.Done():
+			logger.Error("HTTP server stopped", "error", err)
+			a.Shutdown()
+			return 1
+		case sig := <-sigs:
+			if sig == syscall.SIGHUP {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				if err := a.ReloadPlugins(ctx); err != nil {
+					logger.Error("plugin reload failed", "error", err)
+				} else {
+					logger.Info("plugins reloaded")
+				}
+				cancel()
+				continue
+			}
+			logger.Info("caught signal; shutting down", "signal", sig.String())
+			a.Shutdown()
+			return 0
+		}
+	}
+}
+
+type pluginCommand struct{}
+
+func (pluginCommand) Synopsis() string { return "Serve a built-in plugin (run by the agent, not by hand)" }
+
+func (pluginCommand) Run(args []string) int {
+	if len(args) == 0 {
+		fmt.Fprintln(os.Stderr, "usage: drover plugin <name>")
+	} else {
+		fmt.Fprintf(os.Stderr, "unknown built-in plugin %q\n", args[0])
+	}
+	return 1
+}

@@ -1,0 +1,134 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/golang/snappy"
+)
+
+// Directory names inside an alloc dir, as in Nomad.
+const (
+	sharedDirName  = "alloc"   // <alloc>/alloc, shared by the group's tasks
+	logDirName     = "logs"    // <alloc>/alloc/logs
+	dataDirName    = "data"    // <alloc>/alloc/data
+	localDirName   = "local"   // <alloc>/<task>/local = NOMAD_TASK_DIR
+	secretsDirName = "secrets" // <alloc>/<task>/secrets
+	tmpDirName     = "tmp"
+)
+
+// errPathEscapes refuses a file path that would leave the directory it is
+// meant to stay in.
+var errPathEscapes = errors.New("path escapes its directory")
+
+// allocDir is the on-disk layout of one allocation:
+//
+//	<root>/alloc/           shared dir (NOMAD_ALLOC_DIR)
+//	<root>/alloc/logs/      <task>.stdout.N, <task>.stderr.N
+//	<root>/alloc/data/, tmp/
+//	<root>/<task>/          the task's working directory
+//	<root>/<task>/local/    NOMAD_TASK_DIR
+//	<root>/<task>/secrets/  NOMAD_SECRETS_DIR (0700)
+//	<root>/<task>/tmp/
+type allocDir struct {
+	root string
+}
+
+func newAllocDir(allocsRoot, allocID string) *allocDir {
+	return &allocDir{root: filepath.Join(allocsRoot, allocID)}
+}
+
+func (d *allocDir) sharedDir() string { return filepath.Join(d.root, sharedDirName) }
+func (d *allocDir) logDir() string    { return filepath.Join(d.root, sharedDirName, logDirName) }
+
+// taskDirs are the directories of one task.
+type taskDirs struct {
+	Dir, Local, Secrets, Tmp string
+}
+
+func (d *allocDir) task(name string) taskDirs {
+	dir := filepath.Join(d.root, name)
+	return taskDirs{
+		Dir:     dir,
+		Local:   filepath.Join(dir, localDirName),
+		Secrets: filepath.Join(dir, secretsDirName),
+		Tmp:     filepath.Join(dir, tmpDirName),
+	}
+}
+
+// logPath is the first log file of a task's stream ("stdout"/"stderr").
+func (d *allocDir) logPath(task, stream string) string {
+	return filepath.Join(d.logDir(), fmt.Sprintf("%s.%s.0", task, stream))
+}
+
+// buildShared creates the shared part of the alloc dir. It is idempotent,
+// so a restored alloc can call it again.
+func (d *allocDir) buildShared() error {
+	for _, p := range []string{
+		d.sharedDir(), d.logDir(),
+		filepath.Join(d.sharedDir(), dataDirName), filepath.Join(d.sharedDir(), tmpDirName),
+	} {
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			return fmt.Errorf("create alloc dir: %w", err)
+		}
+	}
+	return nil
+}
+
+// buildTask creates a task's directories. The task name becomes a path
+// element, so one that could point elsewhere is refused.
+func (d *allocDir) buildTask(name string) (taskDirs, error) {
+	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, `/\`) || name == sharedDirName {
+		return taskDirs{}, fmt.Errorf("task name %q cannot be a directory name", name)
+	}
+	td := d.task(name)
+	for _, p := range []string{td.Dir, td.Local, td.Tmp} {
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			return taskDirs{}, fmt.Errorf("create task dir: %w", err)
+		}
+	}
+	if err := os.MkdirAll(td.Secrets, 0o700); err != nil {
+		return taskDirs{}, fmt.Errorf("create secrets dir: %w", err)
+	}
+	return td, nil
+}
+
+// destroy removes the alloc dir and everything in it.
+func (d *allocDir) destroy() error { return os.RemoveAll(d.root) }
+
+// writeDispatchPayload decodes a dispatched job's snappy-compressed payload
+// into file, relative to the task's local dir. The file may name
+// subdirectories but may not leave local/.
+func writeDispatchPayload(localDir, file string, compressed []byte) error {
+	dest, err := containedPath(localDir, file)
+	if err != nil {
+		return err
+	}
+	data, err := snappy.Decode(nil, compressed)
+	if err != nil {
+		return fmt.Errorf("decompress dispatch payload: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
+		return fmt.Errorf("create dispatch payload dir: %w", err)
+	}
+	if err := os.WriteFile(dest, data, 0o644); err != nil {
+		return fmt.Errorf("write dispatch payload: %w", err)
+	}
+	return nil
+}
+
+// containedPath joins rel to dir and refuses a result outside dir.
+func containedPath(dir, rel string) (string, error) {
+	if rel == "" || filepath.IsAbs(rel) {
+		return "", fmt.Errorf("%w: %q must be a relative file path", errPathEscapes, rel)
+	}
+	p := filepath.Join(dir, rel)
+	r, err := filepath.Rel(dir, p)
+	if err != nil || r == "." || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
+		return "", fmt.Errorf("%w: %q", errPathEscapes, rel)
+	}
+	return p, nil
+}

@@ -1,0 +1,442 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/drover-org/drover/core/structs"
+	"github.com/drover-org/drover/sdk/driver"
+)
+
+// Lifecycle hooks of a task (the jobspec's lifecycle { hook = ... }).
+const (
+	hookPrestart  = "prestart"
+	hookPoststart = "poststart"
+	hookPoststop  = "poststop"
+)
+
+// runnerConfig is what an alloc runner needs from the client. It is a
+// struct of narrow dependencies, not the client itself, so that alloc
+// runners are testable on their own.
+type runnerConfig struct {
+	Logger  hclog.Logger
+	Drivers DriverProvider
+	// Node returns the node as last fingerprinted, for the task env.
+	Node      func() *structs.Node
+	Region    string
+	Path      string
+	AllocRoot string
+	// Update receives each new client-side state of the alloc (a fresh
+	// value the callee may keep).
+	Update func(*structs.Allocation)
+	// Persist, if set, stores the runner's state for a client restart.
+	Persist func(*persistedAlloc)
+}
+
+// allocRunner runs the tasks of one allocation in lifecycle order and
+// derives the alloc's client status from them.
+//
+// Ordering (Nomad's lifecycle hooks): prestart tasks first, and main tasks
+// once every non-sidecar prestart task has finished successfully; poststart
+// tasks once every main task has started; when every main task is dead the
+// sidecars are stopped; poststop tasks run last. A task that fails for good
+// kills its siblings (poststop tasks still run), and so does the death of a
+// leader task.
+type allocRunner struct {
+	id     string
+	cfg    *runnerConfig
+	logger hclog.Logger
+	dir    *allocDir
+
+	// ctx ends when the client shuts down: task runners then return
+	// without touching their tasks.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	tasks []*taskRunner // in the group's order; fixed after construction
+
+	mu       sync.Mutex
+	alloc    *structs.Allocation
+	setupErr error
+	stopReq  bool
+	destroyR bool
+	status   string
+
+	changed chan struct{} // wakes run; capacity 1
+	taskWG  sync.WaitGroup
+	doneCh  chan struct{}
+}
+
+func newAllocRunner(parent context.Context, cfg *runnerConfig, alloc *structs.Allocation, prior *persistedAlloc) *allocRunner {
+	ctx, cancel := context.WithCancel(parent)
+	ar := &allocRunner{
+		id:      alloc.ID,
+		cfg:     cfg,
+		logger:  cfg.Logger.With("alloc_id", alloc.ID),
+		dir:     newAllocDir(cfg.AllocRoot, alloc.ID),
+		ctx:     ctx,
+		cancel:  cancel,
+		alloc:   alloc,
+		status:  structs.AllocClientStatusPending,
+		changed: make(chan struct{}, 1),
+		doneCh:  make(chan struct{}),
+	}
+	tg := ar.group()
+	if tg == nil {
+		ar.setupErr = fmt.Errorf("allocation has no task group %q in its job", alloc.TaskGroup)
+		return ar
+	}
+	for _, t := range tg.Tasks {
+		var pt *persistedTask
+		if prior != nil {
+			pt = prior.Tasks[t.Name]
+		}
+		ar.tasks = append(ar.tasks, newTaskRunner(ar, t, pt))
+	}
+	return ar
+}
+
+// group returns the alloc's task group, or nil when the job lacks it.
+func (ar *allocRunner) group() *structs.TaskGroup {
+	a := ar.allocSnapshot()
+	if a.Job == nil {
+		return nil
+	}
+	return a.Job.LookupTaskGroup(a.TaskGroup)
+}
+
+func (ar *allocRunner) jobType() string {
+	if a := ar.allocSnapshot(); a.Job != nil {
+		return a.Job.Type
+	}
+	return structs.JobTypeService
+}
+
+// allocSnapshot returns the alloc as the server last sent it. The value is
+// shared and must not be modified.
+func (ar *allocRunner) allocSnapshot() *structs.Allocation {
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	return ar.alloc
+}
+
+func (ar *allocRunner) driver(name string) (driver.Driver, error) {
+	if ar.cfg.Drivers == nil {
+		return nil, fmt.Errorf("no task drivers configured")
+	}
+	return ar.cfg.Drivers.Driver(name)
+}
+
+func (ar *allocRunner) task(name string) *taskRunner {
+	for _, tr := range ar.tasks {
+		if tr.task.Name == name {
+			return tr
+		}
+	}
+	return nil
+}
+
+// clientStatus returns the status last derived.
+func (ar *allocRunner) clientStatus() string {
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	return ar.status
+}
+
+// done is closed once run has returned and every task goroutine with it.
+func (ar *allocRunner) done() <-chan struct{} { return ar.doneCh }
+
+// update takes a newer server version of the alloc; a desired stop or
+// evict stops it.
+func (ar *allocRunner) update(a *structs.Allocation) {
+	ar.mu.Lock()
+	ar.alloc = a
+	ar.mu.Unlock()
+	if a.ServerTerminalStatus() {
+		ar.stop()
+	}
+	ar.persist()
+}
+
+// stop kills every task with its kill timeout; poststop tasks then run.
+func (ar *allocRunner) stop() {
+	ar.mu.Lock()
+	ar.stopReq = true
+	ar.mu.Unlock()
+	ar.notify()
+}
+
+// destroy kills every task, poststop tasks included, for the alloc is
+// going away. The caller waits on done before removing the alloc dir.
+func (ar *allocRunner) destroy() {
+	ar.mu.Lock()
+	ar.stopReq, ar.destroyR = true, true
+	ar.mu.Unlock()
+	ar.notify()
+}
+
+// shutdown ends the runner without touching its tasks, for a client
+// shutdown: the next client process recovers them.
+func (ar *allocRunner) shutdown() { ar.cancel() }
+
+func (ar *allocRunner) notify() {
+	select {
+	case ar.changed <- struct{}{}:
+	default:
+	}
+}
+
+// taskChanged reports the alloc's new client state and persists it. It
+// runs under ar.mu so that reports leave in the order of the changes.
+func (ar *allocRunner) taskChanged() {
+	ar.mu.Lock()
+	states := make(map[string]*structs.TaskState, len(ar.tasks))
+	snap := &persistedAlloc{Alloc: ar.alloc, Tasks: make(map[string]*persistedTask, len(ar.tasks))}
+	for _, tr := range ar.tasks {
+		st, h := tr.snapshot()
+		states[tr.task.Name] = st
+		snap.Tasks[tr.task.Name] = newPersistedTask(st, h)
+	}
+	status, desc := clientStatus(states)
+	if ar.setupErr != nil {
+		status, desc = structs.AllocClientStatusFailed, ar.setupErr.Error()
+	}
+	ar.status = status
+	a := ar.alloc
+	upd := &structs.Allocation{
+		ID: a.ID, Namespace: a.Namespace, NodeID: a.NodeID, JobID: a.JobID, TaskGroup: a.TaskGroup,
+		ClientStatus: status, ClientDescription: desc, TaskStates: states,
+	}
+	if ar.cfg.Update != nil {
+		ar.cfg.Update(upd)
+	}
+	if ar.cfg.Persist != nil {
+		ar.cfg.Persist(snap)
+	}
+	ar.mu.Unlock()
+	ar.notify()
+}
+
+// persist stores the runner's state without reporting it.
+func (ar *allocRunner) persist() {
+	if ar.cfg.Persist == nil {
+		return
+	}
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	snap := &persistedAlloc{Alloc: ar.alloc, Tasks: make(map[string]*persistedTask, len(ar.tasks))}
+	for _, tr := range ar.tasks {
+		st, h := tr.snapshot()
+		snap.Tasks[tr.task.Name] = newPersistedTask(st, h)
+	}
+	ar.cfg.Persist(snap)
+}
+
+// lifecycle tells a task's phase from its lifecycle block.
+func lifecycle(t *structs.Task) (hook string, sidecar bool) {
+	if t.Lifecycle == nil || t.Lifecycle.Hook == "" {
+		return "", false
+	}
+	return t.Lifecycle.Hook, t.Lifecycle.Sidecar
+}
+
+// phases is the run loop's progress through the lifecycle.
+type phases struct {
+	prestart, main, poststart, poststop bool
+	mainDeadHandled, stopHandled        bool
+	destroyHandled                      bool
+	failHandled, leaderHandled          bool
+}
+
+// run drives the alloc until every task is dead, or until the client
+// shuts down.
+func (ar *allocRunner) run() {
+	defer close(ar.doneCh)
+	defer ar.taskWG.Wait()
+
+	if ar.setupErr != nil {
+		ar.logger.Error("cannot run allocation", "error", ar.setupErr)
+		ar.taskChanged()
+		return
+	}
+	if err := ar.dir.buildShared(); err != nil {
+		ar.logger.Error("failed to build alloc dir", "error", err)
+		for _, tr := range ar.tasks {
+			tr.failBeforeStart(evSetupFailure(err))
+		}
+		return
+	}
+	ar.taskChanged()
+	// Restored tasks that were running are reattached now, whatever their
+	// phase: their phase came in the earlier client process.
+	for _, tr := range ar.tasks {
+		if tr.hasHandle() {
+			ar.launch(tr)
+		}
+	}
+
+	var ps phases
+	for {
+		ar.supervise(&ps)
+		ar.advance(&ps)
+		if ar.allDone() {
+			return
+		}
+		select {
+		case <-ar.changed:
+		case <-ar.ctx.Done():
+			return
+		}
+	}
+}
+
+func (ar *allocRunner) allDone() bool {
+	for _, tr := range ar.tasks {
+		select {
+		case <-tr.doneCh:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// launch starts a task runner and wakes run when it finishes, since a
+// finished task may open the next phase.
+func (ar *allocRunner) launch(tr *taskRunner) {
+	tr.launch(&ar.taskWG)
+	ar.taskWG.Add(1)
+	go func() {
+		defer ar.taskWG.Done()
+		select {
+		case <-tr.doneCh:
+			ar.notify()
+		case <-ar.ctx.Done():
+		}
+	}()
+}
+
+// killWhere kills every task that match selects, with ev (which may be nil)
+// as the reason; ev is copied per task.
+func (ar *allocRunner) killWhere(ev func() *structs.TaskEvent, match func(tr *taskRunner) bool) {
+	for _, tr := range ar.tasks {
+		if match(tr) {
+			var e *structs.TaskEvent
+			if ev != nil {
+				e = ev()
+			}
+			tr.kill(e)
+		}
+	}
+}
+
+func notPoststop(tr *taskRunner) bool {
+	hook, _ := lifecycle(tr.task)
+	return hook != hookPoststop
+}
+
+// supervise reacts to stops, failures and a dead leader by killing tasks.
+func (ar *allocRunner) supervise(ps *phases) {
+	ar.mu.Lock()
+	stopReq, destroyReq := ar.stopReq, ar.destroyR
+	ar.mu.Unlock()
+
+	if stopReq && !ps.stopHandled {
+		ps.stopHandled = true
+		ar.logger.Info("stopping allocation")
+		ar.killWhere(nil, notPoststop)
+	}
+	if destroyReq && !ps.destroyHandled {
+		ps.destroyHandled = true
+		ar.killWhere(nil, func(*taskRunner) bool { return true })
+	}
+	if !ps.failHandled {
+		for _, tr := range ar.tasks {
+			st, _ := tr.snapshot()
+			if st.State == structs.TaskStateDead && st.Failed {
+				ps.failHandled = true
+				ar.logger.Warn("task failed; killing its siblings", "task", tr.task.Name)
+				failed := tr.task.Name
+				ar.killWhere(func() *structs.TaskEvent { return evSiblingFailed(failed) },
+					func(o *taskRunner) bool { return o != tr && notPoststop(o) })
+				break
+			}
+		}
+	}
+	if !ps.leaderHandled {
+		for _, tr := range ar.tasks {
+			if tr.task.Leader && tr.dead() {
+				ps.leaderHandled = true
+				ar.killWhere(evLeaderDead, func(o *taskRunner) bool { return o != tr && notPoststop(o) })
+				break
+			}
+		}
+	}
+}
+
+// advance launches the tasks whose phase has come.
+func (ar *allocRunner) advance(ps *phases) {
+	var pre, main, post, stop []*taskRunner
+	for _, tr := range ar.tasks {
+		switch hook, _ := lifecycle(tr.task); hook {
+		case hookPrestart:
+			pre = append(pre, tr)
+		case hookPoststart:
+			post = append(post, tr)
+		case hookPoststop:
+			stop = append(stop, tr)
+		default:
+			main = append(main, tr)
+		}
+	}
+	if !ps.prestart {
+		ps.prestart = true
+		for _, tr := range pre {
+			ar.launch(tr)
+		}
+	}
+	if !ps.main {
+		for _, tr := range pre {
+			if _, sidecar := lifecycle(tr.task); sidecar {
+				continue
+			}
+			if st, _ := tr.snapshot(); st.State != structs.TaskStateDead || st.Failed {
+				return
+			}
+		}
+		ps.main = true
+		for _, tr := range main {
+			ar.launch(tr)
+		}
+	}
+	if !ps.poststart && all(main, func(st *structs.TaskState) bool { return st.State != structs.TaskStatePending }) {
+		ps.poststart = true
+		for _, tr := range post {
+			ar.launch(tr)
+		}
+	}
+	if !ps.mainDeadHandled && all(main, isDead) {
+		ps.mainDeadHandled = true
+		ar.killWhere(evMainDead, notPoststop)
+	}
+	if !ps.poststop && all(pre, isDead) && all(main, isDead) && all(post, isDead) {
+		ps.poststop = true
+		for _, tr := range stop {
+			ar.launch(tr)
+		}
+	}
+}
+
+func isDead(st *structs.TaskState) bool { return st.State == structs.TaskStateDead }
+
+func all(trs []*taskRunner, pred func(*structs.TaskState) bool) bool {
+	for _, tr := range trs {
+		if st, _ := tr.snapshot(); !pred(st) {
+			return false
+		}
+	}
+	return true
+}

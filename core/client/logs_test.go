@@ -1,0 +1,178 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/drover-org/drover/core/structs"
+)
+
+// syncBuffer is a bytes.Buffer safe for a writer and a polling reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestLogStreamRead(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, s string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Rotated files read as one stream: "hello " + "big " + "world".
+	write("web.stdout.0", "hello ")
+	write("web.stdout.1", "big ")
+	write("web.stdout.2", "world")
+	write("web.stderr.0", "oops")
+	write("web.stdout.x", "ignored")
+	cases := []struct {
+		name   string
+		origin string
+		offset int64
+		want   string
+	}{
+		{"whole", LogOriginStart, 0, "hello big world"},
+		{"from start offset", LogOriginStart, 3, "lo big world"},
+		{"offset at file boundary", LogOriginStart, 6, "big world"},
+		{"offset past end", LogOriginStart, 100, ""},
+		{"from end", LogOriginEnd, 5, "world"},
+		{"from end across files", LogOriginEnd, 7, "g world"},
+		{"from end past start", LogOriginEnd, 100, "hello big world"},
+		{"end zero", LogOriginEnd, 0, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ls := &logStream{dir: dir, prefix: "web.stdout.", dead: func() bool { return true }, poll: time.Millisecond}
+			var buf bytes.Buffer
+			if err := ls.copy(context.Background(), tc.origin, tc.offset, false, &buf); err != nil {
+				t.Fatal(err)
+			}
+			if buf.String() != tc.want {
+				t.Fatalf("got %q; want %q", buf.String(), tc.want)
+			}
+		})
+	}
+	t.Run("no files yet", func(t *testing.T) {
+		ls := &logStream{dir: filepath.Join(dir, "missing"), prefix: "web.stdout.", dead: func() bool { return true }}
+		var buf bytes.Buffer
+		if err := ls.copy(context.Background(), LogOriginStart, 0, false, &buf); err != nil || buf.Len() != 0 {
+			t.Fatalf("got %q, %v; want nothing", buf.String(), err)
+		}
+	})
+}
+
+func TestLogStreamFollow(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "web.stdout.0")
+	if err := os.WriteFile(path, []byte("one\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	dead := false
+	ls := &logStream{dir: dir, prefix: "web.stdout.", poll: time.Millisecond, dead: func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return dead
+	}}
+	var out syncBuffer
+	errCh := make(chan error, 1)
+	go func() { errCh <- ls.copy(context.Background(), LogOriginStart, 0, true, &out) }()
+
+	waitFor(t, "first line", func() bool { return out.String() == "one\n" })
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("two\n"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "appended line", func() bool { return out.String() == "one\ntwo\n" })
+	// The task writes its last words and dies: follow drains and ends.
+	if _, err := f.WriteString("three\n"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	mu.Lock()
+	dead = true
+	mu.Unlock()
+	select {
+	case err := <-errCh:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(testTimeout):
+		t.Fatal("follow did not end after the task died")
+	}
+	if out.String() != "one\ntwo\nthree\n" {
+		t.Fatalf("got %q", out.String())
+	}
+}
+
+func TestLogStreamFollowEndsWithContext(t *testing.T) {
+	ls := &logStream{dir: t.TempDir(), prefix: "web.stdout.", poll: time.Millisecond, dead: func() bool { return false }}
+	ctx, cancel := context.WithCancel(context.Background())
+	errCh := make(chan error, 1)
+	go func() { errCh <- ls.copy(ctx, LogOriginStart, 0, true, &bytes.Buffer{}) }()
+	cancel()
+	select {
+	case err := <-errCh:
+		if err != nil {
+			t.Fatalf("err = %v; want nil at the end of a follow", err)
+		}
+	case <-time.After(testTimeout):
+		t.Fatal("follow ignored its context")
+	}
+}
+
+func TestAllocLogsErrors(t *testing.T) {
+	srv := newFakeServer()
+	c := newTestClient(t, srv, newFakeWorld(), t.TempDir())
+	srv.upsert(testAlloc("a1", c.NodeID(), testJob(structs.JobTypeBatch, fakeTaskSpec("main", `{"exit_code": 0}`))))
+	waitFor(t, "alloc complete", func() bool { return srv.clientStatus("a1") == structs.AllocClientStatusComplete })
+
+	cases := []struct {
+		name                     string
+		alloc, task, typ, origin string
+		offset                   int64
+		kind                     error
+	}{
+		{"unknown alloc", "nope", "main", "stdout", "", 0, structs.ErrNotFound},
+		{"unknown task", "a1", "nope", "stdout", "", 0, structs.ErrNotFound},
+		{"bad type", "a1", "main", "stdin", "", 0, structs.ErrInvalid},
+		{"bad origin", "a1", "main", "stdout", "middle", 0, structs.ErrInvalid},
+		{"negative offset", "a1", "main", "stdout", "start", -1, structs.ErrInvalid},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := c.AllocLogs(context.Background(), tc.alloc, tc.task, tc.typ, tc.origin, tc.offset, false, &bytes.Buffer{})
+			if !errors.Is(err, tc.kind) {
+				t.Fatalf("err = %v; want kind %v", err, tc.kind)
+			}
+		})
+	}
+	// A known task with no output yet reads as empty, and follow on a
+	// dead task ends at once.
+	var buf bytes.Buffer
+	if err := c.AllocLogs(context.Background(), "a1", "main", "stderr", "", 0, true, &buf); err != nil || buf.Len() != 0 {
+		t.Fatalf("got %q, %v", buf.String(), err)
+	}
+}

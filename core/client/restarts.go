@@ -1,0 +1,147 @@
+package client
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/drover-org/drover/core/structs"
+)
+
+// Restart reasons, shown as a task event's RestartReason. The wording is
+// Nomad's, so `alloc status` reads the same.
+const (
+	reasonWithinPolicy   = "Restart within policy"
+	reasonUnrecoverable  = "Error was unrecoverable"
+	reasonNoRestarts     = "Policy allows no restarts"
+	reasonDelayFmt       = "Exceeded allowed attempts %d in interval %v and mode is \"delay\""
+	reasonExhaustedFmt   = "Exceeded allowed attempts %d in interval %v and mode is \"fail\""
+	reasonBatchSucceeded = "Restart unnecessary as task terminated successfully"
+)
+
+// restartAction is what the task runner does after its task ended.
+type restartAction int
+
+const (
+	// actionRestart: start the task again after the decision's delay.
+	actionRestart restartAction = iota
+	// actionDone: the task finished successfully and stays dead.
+	actionDone
+	// actionFail: the task stays dead and fails.
+	actionFail
+)
+
+func (a restartAction) String() string {
+	switch a {
+	case actionRestart:
+		return "restart"
+	case actionDone:
+		return "done"
+	case actionFail:
+		return "fail"
+	}
+	return fmt.Sprintf("restartAction(%d)", int(a))
+}
+
+// restartDecision is the restart tracker's verdict on one task exit.
+type restartDecision struct {
+	Action restartAction
+	// Delay before the restart; only set for actionRestart.
+	Delay time.Duration
+	// Reason is the event's RestartReason.
+	Reason string
+	// ResetsCount tells the caller the restart closes a "delay" mode wait,
+	// after which a fresh interval and attempt budget begin.
+	ResetsCount bool
+}
+
+// taskOutcome describes how one run of a task ended, as far as the restart
+// policy cares.
+type taskOutcome struct {
+	// Success: the task exited with code 0 (and was not signalled).
+	Success bool
+	// Unrecoverable: the driver refused the task config; starting the
+	// same task again would fail the same way.
+	Unrecoverable bool
+}
+
+// restartTracker applies a restart policy to a task's exits. It is not safe
+// for concurrent use: one task runner owns it. The clock and the jitter
+// source are fields so that tests decide them.
+//
+// Semantics (NOMAD-BEHAVIOR §1.3): a batch or sysbatch task that exits 0 is
+// done; any other end counts as an attempt (a service task exiting 0 too,
+// since a service is meant to run forever). Attempts within the policy
+// interval restart after Delay plus up to 25% jitter. Past the budget, mode
+// "fail" fails the task and mode "delay" waits for the interval to end,
+// then starts over with a fresh budget.
+type restartTracker struct {
+	policy structs.RestartPolicy
+	batch  bool
+
+	// count is the attempts used in the interval that began at start.
+	count int
+	start time.Time
+
+	now    func() time.Time
+	jitter func() float64 // in [0, 1)
+}
+
+func newRestartTracker(policy *structs.RestartPolicy, jobType string, now time.Time) *restartTracker {
+	p := structs.DefaultRestartPolicy(jobType)
+	if policy != nil {
+		p = policy
+	}
+	return &restartTracker{
+		policy: *p,
+		batch:  jobType == structs.JobTypeBatch || jobType == structs.JobTypeSysBatch,
+		start:  now,
+		now:    time.Now,
+		jitter: rand.Float64,
+	}
+}
+
+// next decides what follows a task's end and records the attempt.
+func (rt *restartTracker) next(out taskOutcome) restartDecision {
+	if out.Success && rt.batch {
+		return restartDecision{Action: actionDone, Reason: reasonBatchSucceeded}
+	}
+	if out.Unrecoverable {
+		return restartDecision{Action: actionFail, Reason: reasonUnrecoverable}
+	}
+	if rt.policy.Attempts == 0 && rt.policy.Mode != structs.RestartPolicyModeDelay {
+		return restartDecision{Action: actionFail, Reason: reasonNoRestarts}
+	}
+
+	now := rt.now()
+	end := rt.start.Add(rt.policy.Interval)
+	if !now.Before(end) {
+		// A new interval begins with this failure; it is its first attempt.
+		rt.start, rt.count = now, 0
+		end = now.Add(rt.policy.Interval)
+	}
+	rt.count++
+	if rt.count <= rt.policy.Attempts {
+		return restartDecision{Action: actionRestart, Delay: rt.jittered(), Reason: reasonWithinPolicy}
+	}
+	if rt.policy.Mode == structs.RestartPolicyModeDelay {
+		// Wait out the interval; the restart that follows starts a new one.
+		wait := end.Sub(now)
+		rt.start, rt.count = end, 0
+		return restartDecision{
+			Action: actionRestart, Delay: wait, ResetsCount: true,
+			Reason: fmt.Sprintf(reasonDelayFmt, rt.policy.Attempts, rt.policy.Interval),
+		}
+	}
+	return restartDecision{
+		Action: actionFail,
+		Reason: fmt.Sprintf(reasonExhaustedFmt, rt.policy.Attempts, rt.policy.Interval),
+	}
+}
+
+// jittered spreads restarts of many tasks that failed together (e.g. on a
+// dependency outage) so they do not all hit it again at the same instant.
+func (rt *restartTracker) jittered() time.Duration {
+	d := rt.policy.Delay
+	return d + time.Duration(rt.jitter()*0.25*float64(d))
+}

@@ -1,0 +1,486 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/drover-org/drover/core/structs"
+	"github.com/drover-org/drover/sdk/driver"
+	"github.com/drover-org/drover/sdk/proto/driverpb"
+)
+
+const (
+	// maxReattachTries bounds how often a task runner reattaches to its
+	// task after losing the driver (a plugin crash or restart) before it
+	// counts the run as a failure.
+	maxReattachTries = 5
+	reattachBackoff  = 500 * time.Millisecond
+)
+
+// taskRunner runs one task of an allocation through its driver: setup,
+// start, wait, restart per policy, kill. Its state is reported to the alloc
+// runner after every change.
+//
+// A task runner distinguishes being killed (the alloc is stopping: the task
+// ends dead, not failed) from the client shutting down (ctx ends: the task
+// keeps running and is recovered by the next client process).
+type taskRunner struct {
+	ar       *allocRunner
+	task     *structs.Task
+	id       string // driver task id, unique on the node
+	logger   hclog.Logger
+	restarts *restartTracker
+
+	// cfg is built once by prepare and reused by every restart.
+	cfg *driverpb.TaskConfig
+
+	mu       sync.Mutex
+	state    *structs.TaskState
+	handle   *driverpb.TaskHandle // set while a driver task exists
+	launched bool
+	killed   bool
+	restored bool // resumed from a persisted state: no setup again
+
+	killCh chan struct{} // closed by kill
+	doneCh chan struct{} // closed when the runner is finished
+}
+
+func newTaskRunner(ar *allocRunner, task *structs.Task, prior *persistedTask) *taskRunner {
+	tr := &taskRunner{
+		ar:       ar,
+		task:     task,
+		id:       ar.id + "/" + task.Name,
+		logger:   ar.logger.With("task", task.Name),
+		restarts: newRestartTracker(task.RestartPolicy, ar.jobType(), time.Now()),
+		killCh:   make(chan struct{}),
+		doneCh:   make(chan struct{}),
+	}
+	if prior != nil && prior.State != nil {
+		tr.state = copyTaskState(prior.State)
+		tr.handle = prior.handle()
+		tr.restored = true
+		if tr.state.State == structs.TaskStateDead {
+			// Finished in an earlier client process; nothing to run.
+			tr.launched = true
+			close(tr.doneCh)
+		}
+	} else {
+		tr.state = &structs.TaskState{State: structs.TaskStatePending}
+		tr.appendEvent(evReceived())
+	}
+	return tr
+}
+
+// killRequested reports whether kill was called.
+func (tr *taskRunner) killRequested() bool {
+	select {
+	case <-tr.killCh:
+		return true
+	default:
+		return false
+	}
+}
+
+// hasHandle reports whether a driver task exists for this runner.
+func (tr *taskRunner) hasHandle() bool {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.handle != nil
+}
+
+// snapshot returns a copy of the task state and the current handle.
+func (tr *taskRunner) snapshot() (*structs.TaskState, *driverpb.TaskHandle) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return copyTaskState(tr.state), tr.handle
+}
+
+// dead reports whether the task has finished for good.
+func (tr *taskRunner) dead() bool {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.state.State == structs.TaskStateDead
+}
+
+// launch starts the runner's goroutine, once. A task that is already dead
+// (killed before its lifecycle phase came, or restored dead) stays so.
+func (tr *taskRunner) launch(wg *sync.WaitGroup) {
+	tr.mu.Lock()
+	if tr.launched {
+		tr.mu.Unlock()
+		return
+	}
+	tr.launched = true
+	tr.mu.Unlock()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(tr.doneCh)
+		tr.run(tr.ar.ctx)
+	}()
+}
+
+// kill asks the task to stop for good; ev (may be nil) says why and is
+// recorded first. It does not wait: doneCh closes when the task is dead.
+func (tr *taskRunner) kill(ev *structs.TaskEvent) {
+	tr.mu.Lock()
+	if tr.killed || tr.state.State == structs.TaskStateDead {
+		tr.mu.Unlock()
+		return
+	}
+	tr.killed = true
+	close(tr.killCh)
+	if ev != nil {
+		tr.appendEvent(ev)
+	}
+	if !tr.launched && tr.handle == nil {
+		// Never started: dead at once, without failing. A restored task
+		// with a handle is still running somewhere and must be stopped
+		// through its driver, by its run goroutine.
+		tr.launched = true
+		tr.markDeadLocked(false)
+		close(tr.doneCh)
+	}
+	tr.mu.Unlock()
+	tr.ar.taskChanged()
+}
+
+// failBeforeStart marks a task that never ran dead and failed, e.g. when
+// its alloc dir cannot be built.
+func (tr *taskRunner) failBeforeStart(ev *structs.TaskEvent) {
+	tr.mu.Lock()
+	if tr.launched || tr.killed {
+		tr.mu.Unlock()
+		return
+	}
+	tr.launched = true
+	tr.appendEvent(ev)
+	tr.markDeadLocked(true)
+	close(tr.doneCh)
+	tr.mu.Unlock()
+	tr.ar.taskChanged()
+}
+
+// update applies fn to the state under the lock, then reports.
+func (tr *taskRunner) update(fn func(ts *structs.TaskState)) {
+	tr.mu.Lock()
+	fn(tr.state)
+	tr.mu.Unlock()
+	tr.ar.taskChanged()
+}
+
+func (tr *taskRunner) emit(ev *structs.TaskEvent) {
+	tr.update(func(*structs.TaskState) { tr.appendEvent(ev) })
+}
+
+// appendEvent needs tr.mu (or exclusive access during construction).
+func (tr *taskRunner) appendEvent(ev *structs.TaskEvent) {
+	tr.state.Events = append(tr.state.Events, ev)
+	if n := len(tr.state.Events); n > maxTaskEvents {
+		tr.state.Events = append([]*structs.TaskEvent(nil), tr.state.Events[n-maxTaskEvents:]...)
+	}
+}
+
+func (tr *taskRunner) markDeadLocked(failed bool) {
+	tr.state.State = structs.TaskStateDead
+	tr.state.Failed = tr.state.Failed || failed
+	tr.state.FinishedAt = time.Now()
+}
+
+func (tr *taskRunner) finish(failed bool, evs ...*structs.TaskEvent) {
+	tr.update(func(*structs.TaskState) {
+		for _, ev := range evs {
+			tr.appendEvent(ev)
+		}
+		tr.markDeadLocked(failed)
+	})
+}
+
+// run is the task's life. It returns when the task is dead, or when ctx
+// ends (client shutdown), leaving the task running for a later recovery.
+func (tr *taskRunner) run(ctx context.Context) {
+	tr.mu.Lock()
+	restored := tr.restored
+	tr.mu.Unlock()
+	if !restored {
+		tr.emit(evSetup())
+	}
+	if err := tr.prepare(!restored); err != nil {
+		tr.logger.Error("task setup failed", "error", err)
+		tr.finish(true, evSetupFailure(err))
+		return
+	}
+	for {
+		res := tr.attempt(ctx)
+		switch {
+		case res.shutdown:
+			return
+		case res.killed || tr.killRequested():
+			if res.exit != nil {
+				tr.finish(false, evKilled())
+			} else {
+				tr.finish(false)
+			}
+			return
+		}
+		out := taskOutcome{Unrecoverable: res.unrecoverable}
+		if res.err == nil {
+			out.Success = res.exit.GetExitCode() == 0 && res.exit.GetSignal() == 0 && res.exit.GetErr() == ""
+		}
+		d := tr.restarts.next(out)
+		switch d.Action {
+		case actionDone:
+			tr.finish(false)
+			return
+		case actionFail:
+			tr.finish(true, evNotRestarting(d.Reason, true))
+			return
+		}
+		tr.logger.Info("restarting task", "delay", d.Delay, "reason", d.Reason)
+		tr.update(func(ts *structs.TaskState) {
+			ts.State = structs.TaskStatePending
+			ts.Restarts++
+			ts.LastRestart = time.Now()
+			tr.appendEvent(evRestarting(d.Delay, d.Reason))
+		})
+		timer := time.NewTimer(d.Delay)
+		select {
+		case <-timer.C:
+		case <-tr.killCh:
+			timer.Stop()
+			tr.finish(false)
+			return
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		}
+	}
+}
+
+// prepare builds the task's directories and driver config; on a first run
+// it also writes the dispatch payload.
+func (tr *taskRunner) prepare(first bool) error {
+	ar := tr.ar
+	dirs, err := ar.dir.buildTask(tr.task.Name)
+	if err != nil {
+		return err
+	}
+	alloc := ar.allocSnapshot()
+	if first && tr.task.DispatchPayload != nil && tr.task.DispatchPayload.File != "" && alloc.Job != nil && len(alloc.Job.Payload) > 0 {
+		if err := writeDispatchPayload(dirs.Local, tr.task.DispatchPayload.File, alloc.Job.Payload); err != nil {
+			return err
+		}
+	}
+	env := buildTaskEnv(taskEnvInput{
+		Node: ar.cfg.Node(), Alloc: alloc, Group: ar.group(), Task: tr.task, Region: ar.cfg.Region,
+		AllocDir: ar.dir.sharedDir(), TaskDir: dirs.Local, SecretsDir: dirs.Secrets, Path: ar.cfg.Path,
+	})
+	confJSON, err := json.Marshal(interpolateConfig(map[string]any(tr.task.Config), env.lookup))
+	if err != nil {
+		return fmt.Errorf("encode driver config: %w", err)
+	}
+	cpu, mem, memMax := taskLimits(alloc, tr.task)
+	tr.cfg = &driverpb.TaskConfig{
+		Id: tr.id, AllocId: ar.id, TaskName: tr.task.Name,
+		ConfigJson: confJSON, Env: env.Env, User: tr.task.User,
+		AllocDir: ar.dir.root, TaskDir: dirs.Dir,
+		StdoutPath: ar.dir.logPath(tr.task.Name, "stdout"),
+		StderrPath: ar.dir.logPath(tr.task.Name, "stderr"),
+		KillSignal: tr.task.KillSignal,
+		Resources:  &driverpb.Resources{Cpu: cpu, MemoryMb: mem, MemoryMaxMb: memMax},
+	}
+	return nil
+}
+
+// attemptResult is how one run of the task ended.
+type attemptResult struct {
+	exit          *driverpb.ExitResult // nil when the task never ran
+	err           error                // start or driver failure
+	unrecoverable bool
+	killed        bool
+	shutdown      bool
+}
+
+// attempt starts the task (or reattaches to a restored one) and waits for
+// it to end.
+func (tr *taskRunner) attempt(ctx context.Context) attemptResult {
+	tr.mu.Lock()
+	handle := tr.handle
+	tr.mu.Unlock()
+	if handle == nil {
+		select {
+		case <-tr.killCh:
+			return attemptResult{killed: true}
+		default:
+		}
+	}
+	drv, err := tr.ar.driver(tr.task.Driver)
+	if err != nil {
+		tr.emit(evDriverFailure(err))
+		return attemptResult{err: err}
+	}
+
+	if handle != nil {
+		if err := drv.RecoverTask(ctx, handle); err != nil {
+			if ctx.Err() != nil {
+				return attemptResult{shutdown: true}
+			}
+			tr.logger.Warn("failed to recover task", "error", err)
+			tr.update(func(*structs.TaskState) {
+				tr.handle = nil
+				tr.appendEvent(evRestoreFailed(err))
+			})
+			return attemptResult{err: err}
+		}
+		tr.logger.Info("recovered task", "pid", handle.GetPid())
+	} else {
+		handle, err = tr.start(ctx, drv)
+		if err != nil {
+			if ctx.Err() != nil {
+				return attemptResult{shutdown: true}
+			}
+			tr.logger.Error("failed to start task", "error", err)
+			tr.emit(evDriverFailure(err))
+			return attemptResult{err: err, unrecoverable: errors.Is(err, driver.ErrInvalidConfig)}
+		}
+		tr.update(func(ts *structs.TaskState) {
+			tr.handle = handle
+			ts.State = structs.TaskStateRunning
+			if ts.StartedAt.IsZero() {
+				ts.StartedAt = time.Now()
+			}
+			tr.appendEvent(evStarted())
+		})
+	}
+
+	exit, killed, err := tr.wait(ctx, drv)
+	if ctx.Err() != nil {
+		return attemptResult{shutdown: true}
+	}
+	if err != nil {
+		tr.emit(evDriverFailure(err))
+	} else {
+		tr.emit(evTerminated(exit))
+	}
+	tr.forget(ctx)
+	return attemptResult{exit: exit, err: err, killed: killed}
+}
+
+// start asks the driver to start the task. A task with our id that the
+// driver still tracks is a leftover of an earlier client (whose state was
+// lost): it is destroyed and the start retried once.
+func (tr *taskRunner) start(ctx context.Context, drv driver.Driver) (*driverpb.TaskHandle, error) {
+	h, err := drv.StartTask(ctx, tr.cfg)
+	if errors.Is(err, driver.ErrTaskExists) {
+		tr.logger.Warn("destroying a leftover driver task with the same id", "task_id", tr.id)
+		if derr := drv.DestroyTask(ctx, tr.id, true); derr != nil && !errors.Is(derr, driver.ErrTaskNotFound) {
+			return nil, fmt.Errorf("%w (and destroying the leftover failed: %v)", err, derr)
+		}
+		h, err = drv.StartTask(ctx, tr.cfg)
+	}
+	return h, err
+}
+
+// forget removes the exited task from the driver so the id can start anew.
+func (tr *taskRunner) forget(ctx context.Context) {
+	tr.mu.Lock()
+	hadHandle := tr.handle != nil
+	tr.mu.Unlock()
+	if !hadHandle {
+		return
+	}
+	if drv, err := tr.ar.driver(tr.task.Driver); err == nil {
+		if err := drv.DestroyTask(ctx, tr.id, true); err != nil && !errors.Is(err, driver.ErrTaskNotFound) {
+			tr.logger.Warn("failed to destroy driver task", "error", err)
+		}
+	}
+	tr.update(func(*structs.TaskState) { tr.handle = nil })
+}
+
+// wait waits for the task's exit, stopping it if it is killed meanwhile.
+// When the driver goes away (a plugin restart) it reattaches with the
+// task's handle; a task the driver cannot find again is lost, an error.
+func (tr *taskRunner) wait(ctx context.Context, drv driver.Driver) (*driverpb.ExitResult, bool, error) {
+	killingSent := false
+	for try := 0; ; try++ {
+		exit, killed, err := tr.waitOnce(ctx, drv, &killingSent)
+		if err == nil || ctx.Err() != nil {
+			return exit, killed, err
+		}
+		if try >= maxReattachTries {
+			return nil, killed, fmt.Errorf("lost the task: %w", err)
+		}
+		tr.logger.Warn("lost contact with the task; reattaching", "error", err)
+		select {
+		case <-ctx.Done():
+			return nil, killed, ctx.Err()
+		case <-time.After(reattachBackoff):
+		}
+		d, derr := tr.ar.driver(tr.task.Driver)
+		if derr != nil {
+			continue
+		}
+		drv = d
+		tr.mu.Lock()
+		handle := tr.handle
+		tr.mu.Unlock()
+		if rerr := drv.RecoverTask(ctx, handle); errors.Is(rerr, driver.ErrTaskNotFound) {
+			return nil, killed, fmt.Errorf("task is gone: %w", rerr)
+		}
+	}
+}
+
+type waitResult struct {
+	exit *driverpb.ExitResult
+	err  error
+}
+
+// waitOnce is one WaitTask call, raced against kill and ctx. It never
+// returns before its WaitTask goroutine has.
+func (tr *taskRunner) waitOnce(ctx context.Context, drv driver.Driver, killingSent *bool) (*driverpb.ExitResult, bool, error) {
+	wctx, cancel := context.WithCancel(ctx)
+	resCh := make(chan waitResult, 1)
+	go func() {
+		exit, err := drv.WaitTask(wctx, tr.id)
+		resCh <- waitResult{exit, err}
+	}()
+	var got *waitResult
+	defer func() {
+		cancel()
+		if got == nil {
+			<-resCh
+		}
+	}()
+
+	select {
+	case r := <-resCh:
+		got = &r
+		return r.exit, false, r.err
+	case <-ctx.Done():
+		return nil, false, ctx.Err()
+	case <-tr.killCh:
+	}
+
+	timeout := tr.task.KillTimeout
+	if !*killingSent {
+		*killingSent = true
+		tr.emit(evKilling(timeout))
+	}
+	if err := drv.StopTask(ctx, tr.id, timeout, tr.task.KillSignal); err != nil && ctx.Err() == nil {
+		tr.logger.Warn("failed to stop task; forcing", "error", err)
+		_ = drv.DestroyTask(ctx, tr.id, true)
+	}
+	select {
+	case r := <-resCh:
+		got = &r
+		return r.exit, true, r.err
+	case <-ctx.Done():
+		return nil, true, ctx.Err()
+	}
+}

@@ -1,0 +1,242 @@
+package command
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/drover-org/drover/core/structs"
+)
+
+// AllocStatusCommand is `drover alloc status`.
+type AllocStatusCommand struct {
+	meta
+	ui *UI
+}
+
+func (c *AllocStatusCommand) Synopsis() string { return "Display allocation status information" }
+
+const allocStatusHelp = `
+Usage: drover alloc status [options] <allocation>
+
+  Shows an allocation (by ID or ID prefix): where it runs, its statuses,
+  and for each task its state, resources and recent events.
+
+Alloc Status Options:
+
+  -json
+    Print the API's JSON instead.
+
+  -verbose
+    Show full IDs and every task event.`
+
+// recentEvents is how many task events alloc status shows without -verbose.
+const recentEvents = 10
+
+func (c *AllocStatusCommand) Run(args []string) int {
+	c.meta.ui = c.ui
+	fs := c.flagSet("alloc status", allocStatusHelp)
+	var asJSON, verbose bool
+	fs.BoolVar(&asJSON, "json", false, "")
+	fs.BoolVar(&verbose, "verbose", false, "")
+	if code, ok := c.parse(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() != 1 {
+		return c.usageError(fs, "This command takes one argument: <allocation>")
+	}
+	client := c.client()
+	ctx := context.Background()
+	id, err := resolveAllocID(ctx, client, fs.Arg(0))
+	if err != nil {
+		return c.ui.errorf("%s", lookupError("allocation", err))
+	}
+	if asJSON {
+		raw, err := client.GetRaw(ctx, "/v1/allocation/"+id, nil)
+		if err != nil {
+			return c.ui.errorf("Error querying allocation: %s", err)
+		}
+		c.ui.printf("%s\n", prettyJSON(raw))
+		return exitOK
+	}
+	var alloc structs.Allocation
+	if _, err := client.Get(ctx, "/v1/allocation/"+id, nil, &alloc); err != nil {
+		return c.ui.errorf("Error querying allocation: %s", err)
+	}
+	c.ui.printf("%s\n", formatAllocStatus(&alloc, verbose, c.now()))
+	return exitOK
+}
+
+func formatAllocStatus(a *structs.Allocation, verbose bool, now time.Time) string {
+	version := "<none>"
+	if a.Job != nil {
+		version = fmt.Sprint(a.Job.Version)
+	}
+	sections := []string{formatKV([]string{
+		"ID|" + limitID(a.ID, verbose),
+		"Eval ID|" + limitID(a.EvalID, verbose),
+		"Name|" + a.Name,
+		"Node ID|" + limitID(a.NodeID, verbose),
+		"Node Name|" + a.NodeName,
+		"Job ID|" + a.JobID,
+		"Job Version|" + version,
+		"Client Status|" + a.ClientStatus,
+		"Client Description|" + orNone(a.ClientDescription),
+		"Desired Status|" + a.DesiredStatus,
+		"Desired Description|" + orNone(a.DesiredDescription),
+		"Created|" + prettyTimeDiff(time.Unix(0, a.CreateTime), now),
+		"Modified|" + prettyTimeDiff(time.Unix(0, a.ModifyTime), now),
+	})}
+	if a.PreviousAllocation != "" || a.NextAllocation != "" {
+		var rows []string
+		if a.PreviousAllocation != "" {
+			rows = append(rows, "Previous Allocation|"+limitID(a.PreviousAllocation, verbose))
+		}
+		if a.NextAllocation != "" {
+			rows = append(rows, "Next Allocation|"+limitID(a.NextAllocation, verbose))
+		}
+		sections[0] += "\n" + formatKV(rows)
+	}
+	if len(a.TaskStates) == 0 {
+		sections = append(sections, "No task states reported yet")
+	}
+	for _, name := range sortedKeys(a.TaskStates) {
+		sections = append(sections, formatTaskState(a, name, a.TaskStates[name], verbose))
+	}
+	return strings.Join(sections, "\n\n")
+}
+
+// formatTaskState is one task's block of alloc status.
+func formatTaskState(a *structs.Allocation, name string, ts *structs.TaskState, verbose bool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Task %q is %q\n", name, ts.State)
+
+	if r := taskResources(a, name); r != "" {
+		b.WriteString("Task Resources:\n" + r + "\n\n")
+	}
+
+	finished := "N/A"
+	if !ts.FinishedAt.IsZero() {
+		finished = formatTime(ts.FinishedAt)
+	}
+	lastRestart := "N/A"
+	if !ts.LastRestart.IsZero() {
+		lastRestart = formatTime(ts.LastRestart)
+	}
+	b.WriteString("Task Events:\n" + formatKV([]string{
+		"Started At|" + formatTime(ts.StartedAt),
+		"Finished At|" + finished,
+		fmt.Sprintf("Total Restarts|%d", ts.Restarts),
+		"Last Restart|" + lastRestart,
+	}) + "\n\n")
+
+	events := append([]*structs.TaskEvent(nil), ts.Events...)
+	sort.SliceStable(events, func(i, j int) bool { return events[i].Time > events[j].Time })
+	if !verbose && len(events) > recentEvents {
+		events = events[:recentEvents]
+	}
+	rows := []string{"Time|Type|Description"}
+	for _, e := range events {
+		rows = append(rows, fmt.Sprintf("%s|%s|%s", formatUnixNano(e.Time), e.Type, eventDescription(e)))
+	}
+	b.WriteString("Recent Events:\n" + formatList(rows))
+	return b.String()
+}
+
+// eventDescription prefers the event's display message and falls back to
+// its details.
+func eventDescription(e *structs.TaskEvent) string {
+	desc := e.DisplayMessage
+	if desc == "" {
+		desc = e.Message
+	}
+	if desc == "" {
+		switch {
+		case e.DriverError != "":
+			desc = e.DriverError
+		case e.SetupError != "":
+			desc = e.SetupError
+		case e.Type == structs.TaskTerminated:
+			desc = fmt.Sprintf("Exit Code: %d", e.ExitCode)
+			if e.Signal != 0 {
+				desc += fmt.Sprintf(", Signal: %d", e.Signal)
+			}
+		}
+	}
+	// A description is one table cell: keep it on one line and away from
+	// the column separator.
+	desc = strings.ReplaceAll(desc, "\n", " ")
+	return strings.ReplaceAll(desc, "|", "/")
+}
+
+// taskResources renders what was reserved for the task.
+func taskResources(a *structs.Allocation, task string) string {
+	var cpu, mem, disk int64
+	switch {
+	case a.AllocatedResources != nil && a.AllocatedResources.Tasks[task] != nil:
+		t := a.AllocatedResources.Tasks[task]
+		cpu, mem, disk = t.Cpu.CpuShares, t.Memory.MemoryMB, a.AllocatedResources.Shared.DiskMB
+	case a.TaskResources[task] != nil:
+		r := a.TaskResources[task]
+		cpu, mem, disk = int64(r.CPU), int64(r.MemoryMB), int64(r.DiskMB)
+	default:
+		return ""
+	}
+	return formatList([]string{
+		"CPU|Memory|Disk",
+		fmt.Sprintf("%d MHz|%s|%s", cpu, humanMiB(mem), humanMiB(disk)),
+	})
+}
+
+// AllocStopCommand is `drover alloc stop`.
+type AllocStopCommand struct {
+	meta
+	ui *UI
+}
+
+func (c *AllocStopCommand) Synopsis() string { return "Stop and reschedule a running allocation" }
+
+const allocStopHelp = `
+Usage: drover alloc stop [options] <allocation>
+
+  Stops the allocation and monitors the evaluation that the stop creates.
+
+Alloc Stop Options:
+
+  -detach
+    Return right after the stop, printing the evaluation ID.
+
+  -verbose
+    Show full IDs.`
+
+func (c *AllocStopCommand) Run(args []string) int {
+	c.meta.ui = c.ui
+	fs := c.flagSet("alloc stop", allocStopHelp)
+	var detach, verbose bool
+	fs.BoolVar(&detach, "detach", false, "")
+	fs.BoolVar(&verbose, "verbose", false, "")
+	if code, ok := c.parse(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() != 1 {
+		return c.usageError(fs, "This command takes one argument: <allocation>")
+	}
+	client := c.client()
+	ctx := context.Background()
+	id, err := resolveAllocID(ctx, client, fs.Arg(0))
+	if err != nil {
+		return c.ui.errorf("%s", lookupError("allocation", err))
+	}
+	var resp structs.AllocStopResponse
+	if err := client.Write(ctx, http.MethodPut, "/v1/allocation/"+id+"/stop", nil, nil, &resp); err != nil {
+		return c.ui.errorf("Error stopping allocation: %s", err)
+	}
+	if detach || resp.EvalID == "" {
+		c.ui.printf("%s\n", resp.EvalID)
+		return exitOK
+	}
+	return (&monitor{ui: c.ui, client: client, verbose: verbose}).run(ctx, resp.EvalID)
+}

@@ -1,0 +1,168 @@
+package command
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drover-org/drover/core/structs"
+)
+
+const allocID = "8ba85cef-1111-2222-3333-444455556666"
+
+func testAlloc(tasks ...string) *structs.Allocation {
+	tg := &structs.TaskGroup{Name: "g"}
+	states := map[string]*structs.TaskState{}
+	for _, name := range tasks {
+		tg.Tasks = append(tg.Tasks, &structs.Task{Name: name})
+		states[name] = &structs.TaskState{
+			State: "running", StartedAt: testNow.Add(-time.Minute),
+			Events: []*structs.TaskEvent{
+				{Type: "Received", Time: ns(testNow.Add(-3 * time.Minute)), DisplayMessage: "Task received by client"},
+				{Type: "Task Setup", Time: ns(testNow.Add(-2 * time.Minute)), DisplayMessage: "Building Task Directory"},
+				{Type: "Started", Time: ns(testNow.Add(-time.Minute)), DisplayMessage: "Task started by client"},
+			},
+		}
+	}
+	return &structs.Allocation{
+		ID: allocID, EvalID: evalID, Name: "web.g[0]", NodeID: "171a583b-0000", NodeName: "client-1", JobID: "web",
+		Job: &structs.Job{ID: "web", Version: 3, TaskGroups: []*structs.TaskGroup{tg}}, TaskGroup: "g",
+		DesiredStatus: "run", ClientStatus: "running", ClientDescription: "Tasks are running",
+		CreateTime: ns(testNow.Add(-5 * time.Minute)), ModifyTime: ns(testNow.Add(-time.Minute)),
+		AllocatedResources: &structs.AllocatedResources{
+			Tasks:  map[string]*structs.AllocatedTaskResources{"t": {Cpu: structs.AllocatedCpuResources{CpuShares: 500}, Memory: structs.AllocatedMemoryResources{MemoryMB: 256}}},
+			Shared: structs.AllocatedSharedResources{DiskMB: 300},
+		},
+		TaskStates: states,
+	}
+}
+
+func serveAlloc(f *fakeAgent, a *structs.Allocation) {
+	f.json("GET /v1/allocations", []*structs.AllocListStub{a.Stub()})
+	f.json("GET /v1/allocation/"+a.ID, a)
+}
+
+func TestAllocStatus(t *testing.T) {
+	f := newFakeAgent(t)
+	serveAlloc(f, testAlloc("t"))
+	r := f.run(t, "", "alloc", "status", "8ba8")
+	wantCode(t, r, 0)
+	wantContains(t, "stdout", r.out,
+		"ID                  = 8ba85cef",
+		"Eval ID             = 4f6c9e5e",
+		"Name                = web.g[0]",
+		"Job Version         = 3",
+		"Client Description  = Tasks are running",
+		"Desired Description = <none>",
+		"Created             = 5m ago",
+		`Task "t" is "running"`,
+		"Task Resources:\nCPU      Memory   Disk\n500 MHz  256 MiB  300 MiB",
+		"Total Restarts = 0",
+		"Recent Events:\nTime",
+		"Started     Task started by client",
+	)
+	// Newest event first.
+	if strings.Index(r.out, "Task started by client") > strings.Index(r.out, "Task received by client") {
+		t.Errorf("events not newest first:\n%s", r.out)
+	}
+
+	r = f.run(t, "", "alloc", "status", "-json", "8ba8")
+	wantCode(t, r, 0)
+	wantContains(t, "json", r.out, `"ClientStatus": "running"`)
+
+	f.json("GET /v1/allocations", []*structs.AllocListStub{{ID: "8ba85cef-1"}, {ID: "8ba85cef-2"}})
+	r = f.run(t, "", "alloc", "status", "8ba8")
+	wantCode(t, r, 1)
+	wantContains(t, "stderr", r.errOut, "Prefix matched multiple allocations", "8ba85cef-1", "8ba85cef-2")
+
+	f.json("GET /v1/allocations", []any{})
+	r = f.run(t, "", "alloc", "status", "ffff")
+	wantCode(t, r, 1)
+	wantContains(t, "stderr", r.errOut, `No allocation(s) with prefix or id "ffff" found`)
+}
+
+func TestAllocStop(t *testing.T) {
+	f := newFakeAgent(t)
+	serveAlloc(f, testAlloc("t"))
+	f.json("PUT /v1/allocation/"+allocID+"/stop", structs.AllocStopResponse{EvalID: evalID})
+	serveEval(f, &structs.Evaluation{ID: evalID, Status: "complete", JobID: "web"}, nil)
+	r := f.run(t, "", "alloc", "stop", "-detach", "8ba8")
+	wantCode(t, r, 0)
+	if strings.TrimSpace(r.out) != evalID {
+		t.Errorf("stdout %q", r.out)
+	}
+	r = f.run(t, "", "alloc", "stop", "8ba8")
+	wantCode(t, r, 0)
+	wantContains(t, "stdout", r.out, `==> Monitoring evaluation "4f6c9e5e"`)
+}
+
+// serveLogs answers the log endpoint with the given text, plain or framed
+// (in frames of frameSize bytes), and records the query.
+func serveLogs(f *fakeAgent, text string, frameSize int) {
+	f.handle("GET /v1/client/fs/logs/"+allocID, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("plain") == "true" {
+			_, _ = w.Write([]byte(text))
+			return
+		}
+		enc := json.NewEncoder(w)
+		_ = enc.Encode(map[string]any{}) // a heartbeat first
+		for off := 0; off < len(text); off += frameSize {
+			end := min(off+frameSize, len(text))
+			_ = enc.Encode(map[string]any{"Offset": end, "Data": []byte(text[off:end]), "File": "alloc/logs/t.stdout.0"})
+		}
+	})
+}
+
+func TestAllocLogs(t *testing.T) {
+	const text = "one\ntwo\nthree\nfour\n"
+	tests := []struct {
+		name    string
+		tasks   []string
+		args    []string
+		code    int
+		want    string
+		query   url.Values
+		wantErr string
+	}{
+		{name: "whole stdout", tasks: []string{"t"}, args: []string{"8ba8"}, want: text,
+			query: url.Values{"task": {"t"}, "type": {"stdout"}, "origin": {"start"}, "offset": {"0"}, "plain": {"true"}}},
+		{name: "stderr of a named task", tasks: []string{"t", "u"}, args: []string{"-stderr", "8ba8", "t"}, want: text,
+			query: url.Values{"task": {"t"}, "type": {"stderr"}, "origin": {"start"}, "offset": {"0"}, "plain": {"true"}}},
+		{name: "tail default 10 lines", tasks: []string{"t"}, args: []string{"-tail", "8ba8"}, want: text,
+			query: url.Values{"task": {"t"}, "type": {"stdout"}, "origin": {"end"}, "offset": {"2560"}, "plain": {"true"}}},
+		{name: "last 2 lines", tasks: []string{"t"}, args: []string{"-n", "2", "8ba8"}, want: "three\nfour\n",
+			query: url.Values{"task": {"t"}, "type": {"stdout"}, "origin": {"end"}, "offset": {"512"}, "plain": {"true"}}},
+		{name: "last bytes", tasks: []string{"t"}, args: []string{"-c", "5", "8ba8"}, want: text,
+			query: url.Values{"task": {"t"}, "type": {"stdout"}, "origin": {"end"}, "offset": {"5"}, "plain": {"true"}}},
+		{name: "follow", tasks: []string{"t"}, args: []string{"-f", "8ba8"}, want: text,
+			query: url.Values{"task": {"t"}, "type": {"stdout"}, "origin": {"start"}, "offset": {"0"}, "follow": {"true"}}},
+		{name: "follow tail", tasks: []string{"t"}, args: []string{"-f", "-n", "1", "8ba8"}, want: "four\n",
+			query: url.Values{"task": {"t"}, "type": {"stdout"}, "origin": {"end"}, "offset": {"256"}, "follow": {"true"}}},
+		{name: "task must be named", tasks: []string{"t", "u"}, args: []string{"8ba8"}, code: 1,
+			wantErr: "Allocation \"8ba85cef\" is running the following tasks:\n  * t\n  * u\n\nPlease specify the task."},
+		{name: "unknown task", tasks: []string{"t"}, args: []string{"8ba8", "x"}, code: 1, wantErr: "Could not find task named: x"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeAgent(t)
+			serveAlloc(f, testAlloc(tc.tasks...))
+			serveLogs(f, text, 3)
+			r := f.run(t, "", append([]string{"alloc", "logs"}, tc.args...)...)
+			wantCode(t, r, tc.code)
+			wantContains(t, "stderr", r.errOut, tc.wantErr)
+			if tc.code != 0 {
+				return
+			}
+			if r.out != tc.want {
+				t.Errorf("stdout %q, want %q", r.out, tc.want)
+			}
+			q, _ := url.ParseQuery(f.request("GET /v1/client/fs/logs/" + allocID).Query)
+			if q.Encode() != tc.query.Encode() {
+				t.Errorf("query %s, want %s", q.Encode(), tc.query.Encode())
+			}
+		})
+	}
+}

@@ -1,0 +1,137 @@
+package command
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// testNow is the clock of every command test.
+var testNow = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+
+// recorded is one request the fake agent received.
+type recorded struct {
+	Method, Path, Query, Token string
+	Body                       []byte
+}
+
+// fakeAgent serves canned answers keyed by "METHOD /escaped/path".
+type fakeAgent struct {
+	t      *testing.T
+	srv    *httptest.Server
+	mu     sync.Mutex
+	routes map[string]http.HandlerFunc
+	reqs   []recorded
+}
+
+func newFakeAgent(t *testing.T) *fakeAgent {
+	t.Helper()
+	f := &fakeAgent{t: t, routes: map[string]http.HandlerFunc{}}
+	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *fakeAgent) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	key := r.Method + " " + r.URL.EscapedPath()
+	f.mu.Lock()
+	f.reqs = append(f.reqs, recorded{Method: r.Method, Path: r.URL.EscapedPath(), Query: r.URL.RawQuery, Token: r.Header.Get("X-Nomad-Token"), Body: body})
+	h := f.routes[key]
+	f.mu.Unlock()
+	if h == nil {
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte("not found"))
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	h(w, r)
+}
+
+// json answers key with v as JSON (and an index header).
+func (f *fakeAgent) json(key string, v any) {
+	f.handle(key, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Nomad-Index", "7")
+		_ = json.NewEncoder(w).Encode(v)
+	})
+}
+
+func (f *fakeAgent) handle(key string, h http.HandlerFunc) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.routes[key] = h
+}
+
+// fail answers key with a status and a plain-text message.
+func (f *fakeAgent) fail(key string, code int, msg string) {
+	f.handle(key, func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(code)
+		_, _ = w.Write([]byte(msg))
+	})
+}
+
+// request returns the last request to key, failing when there was none.
+func (f *fakeAgent) request(key string) recorded {
+	f.t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := len(f.reqs) - 1; i >= 0; i-- {
+		if f.reqs[i].Method+" "+f.reqs[i].Path == key {
+			return f.reqs[i]
+		}
+	}
+	f.t.Fatalf("no request %s; got %v", key, f.reqs)
+	return recorded{}
+}
+
+// result is what a command run produced.
+type result struct {
+	code        int
+	out, errOut string
+}
+
+// run runs the CLI against the fake agent (reached through DROVER_ADDR).
+func (f *fakeAgent) run(t *testing.T, stdin string, args ...string) result {
+	t.Helper()
+	return runCLI(t, map[string]string{"DROVER_ADDR": f.srv.URL}, stdin, nil, args...)
+}
+
+func runCLI(t *testing.T, env map[string]string, stdin string, extra map[string]Command, args ...string) result {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	ui := &UI{
+		Out: &out, Err: &errOut, In: strings.NewReader(stdin),
+		Getenv: func(k string) string { return env[k] },
+		Now:    func() time.Time { return testNow },
+	}
+	code := RunUI(ui, args, extra)
+	return result{code: code, out: out.String(), errOut: errOut.String()}
+}
+
+func wantContains(t *testing.T, what, got string, subs ...string) {
+	t.Helper()
+	for _, s := range subs {
+		if !strings.Contains(got, s) {
+			t.Errorf("%s lacks %q:\n%s", what, s, got)
+		}
+	}
+}
+
+func wantCode(t *testing.T, r result, code int) {
+	t.Helper()
+	if r.code != code {
+		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, code, r.out, r.errOut)
+	}
+}

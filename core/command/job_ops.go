@@ -1,0 +1,329 @@
+package command
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/drover-org/drover/core/structs"
+)
+
+// confirm asks a yes/no question on the UI; anything but y/yes is no.
+func confirm(ui *UI, question string) bool {
+	ui.printf("%s ", question)
+	if ui.In == nil {
+		return false
+	}
+	line, _ := bufio.NewReader(ui.In).ReadString('\n')
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return true
+	}
+	return false
+}
+
+// JobStopCommand is `drover job stop`.
+type JobStopCommand struct {
+	meta
+	ui *UI
+}
+
+func (c *JobStopCommand) Synopsis() string { return "Stop a running job" }
+
+const jobStopHelp = `
+Usage: drover job stop [options] <job>
+
+  Stops the job's allocations and marks the job stopped, then monitors the
+  evaluation. With -purge the job is removed from the state as well.
+
+Stop Options:
+
+  -purge
+    Remove the job instead of keeping it as stopped.
+
+  -detach
+    Return right after the stop, printing the evaluation ID.
+
+  -yes
+    Do not ask for confirmation when <job> is a prefix of the job's ID.
+
+  -verbose
+    Show full IDs.`
+
+func (c *JobStopCommand) Run(args []string) int {
+	c.meta.ui = c.ui
+	fs := c.flagSet("job stop", jobStopHelp)
+	var purge, detach, yes, verbose bool
+	fs.BoolVar(&purge, "purge", false, "")
+	fs.BoolVar(&detach, "detach", false, "")
+	fs.BoolVar(&yes, "yes", false, "")
+	fs.BoolVar(&verbose, "verbose", false, "")
+	if code, ok := c.parse(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() != 1 {
+		return c.usageError(fs, "This command takes one argument: <job>")
+	}
+	client := c.client()
+	ctx := context.Background()
+	job, err := resolveJob(ctx, client, fs.Arg(0))
+	if err != nil {
+		return c.ui.errorf("%s", lookupError("job", err))
+	}
+	if job.ID != fs.Arg(0) && !yes {
+		if !confirm(c.ui, fmt.Sprintf("Are you sure you want to stop job %q? [y/N]", job.ID)) {
+			c.ui.printf("Cancelling job stop\n")
+			return exitOK
+		}
+	}
+	q := url.Values{}
+	if purge {
+		q.Set("purge", "true")
+	}
+	if job.Namespace != "" {
+		q.Set("namespace", job.Namespace)
+	}
+	var resp structs.JobDeregisterResponse
+	if err := client.Write(ctx, http.MethodDelete, "/v1/job/"+escapeID(job.ID), q, nil, &resp); err != nil {
+		return c.ui.errorf("Error deregistering job: %s", err)
+	}
+	if resp.EvalID == "" {
+		return exitOK // periodic and parameterized parents have nothing to monitor
+	}
+	if detach {
+		c.ui.printf("%s\n", resp.EvalID)
+		return exitOK
+	}
+	return (&monitor{ui: c.ui, client: client, verbose: verbose}).run(ctx, resp.EvalID)
+}
+
+// JobDispatchCommand is `drover job dispatch`.
+type JobDispatchCommand struct {
+	meta
+	ui *UI
+}
+
+func (c *JobDispatchCommand) Synopsis() string { return "Dispatch an instance of a parameterized job" }
+
+const jobDispatchHelp = `
+Usage: drover job dispatch [options] <parameterized job> [input source]
+
+  Dispatches a new instance of a parameterized job. The payload is read
+  from the input source, a file path or "-" for standard input.
+
+Dispatch Options:
+
+  -meta <key>=<value>
+    Metadata of the dispatched job; may be repeated.
+
+  -id-prefix-template <text>
+    Text put after "dispatch-" in the child's ID.
+
+  -idempotency-token <token>
+    Dispatch at most one child per token: a repeated dispatch with the
+    same token returns the existing child.
+
+  -detach
+    Return right after dispatching, printing the evaluation ID.
+
+  -verbose
+    Show full IDs.`
+
+// metaFlags collects repeated -meta key=value flags.
+type metaFlags map[string]string
+
+func (m metaFlags) String() string { return "" }
+
+func (m metaFlags) Set(v string) error {
+	k, val, ok := strings.Cut(v, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("invalid metadata %q: must be key=value", v)
+	}
+	m[k] = val
+	return nil
+}
+
+func (c *JobDispatchCommand) Run(args []string) int {
+	c.meta.ui = c.ui
+	fs := c.flagSet("job dispatch", jobDispatchHelp)
+	meta := metaFlags{}
+	var detach, verbose bool
+	var prefixTemplate, token string
+	fs.Var(meta, "meta", "")
+	fs.BoolVar(&detach, "detach", false, "")
+	fs.BoolVar(&verbose, "verbose", false, "")
+	fs.StringVar(&prefixTemplate, "id-prefix-template", "", "")
+	fs.StringVar(&token, "idempotency-token", "", "")
+	if code, ok := c.parse(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() < 1 || fs.NArg() > 2 {
+		return c.usageError(fs, "This command takes one or two arguments: <parameterized job> [input source]")
+	}
+	var payload []byte
+	if fs.NArg() == 2 {
+		var err error
+		if fs.Arg(1) == "-" {
+			payload, err = io.ReadAll(c.ui.In)
+		} else {
+			payload, err = os.ReadFile(fs.Arg(1))
+		}
+		if err != nil {
+			return c.ui.errorf("Error reading input data: %s", err)
+		}
+	}
+	client := c.client()
+	ctx := context.Background()
+	q := url.Values{}
+	if token != "" {
+		q.Set("idempotency_token", token)
+	}
+	body := map[string]any{"Payload": payload, "Meta": map[string]string(meta), "IdPrefixTemplate": prefixTemplate}
+	var resp structs.JobDispatchResponse
+	if err := client.Write(ctx, http.MethodPut, "/v1/job/"+escapeID(fs.Arg(0))+"/dispatch", q, body, &resp); err != nil {
+		return c.ui.errorf("Failed to dispatch job: %s", err)
+	}
+	rows := []string{"Dispatched Job ID|" + resp.DispatchedJobID}
+	if resp.EvalID != "" {
+		rows = append(rows, "Evaluation ID|"+limitID(resp.EvalID, verbose || detach))
+	}
+	c.ui.printf("%s\n", formatKV(rows))
+	if detach || resp.EvalID == "" {
+		return exitOK
+	}
+	c.ui.printf("\n")
+	return (&monitor{ui: c.ui, client: client, verbose: verbose}).run(ctx, resp.EvalID)
+}
+
+// JobPeriodicForceCommand is `drover job periodic force`.
+type JobPeriodicForceCommand struct {
+	meta
+	ui *UI
+}
+
+func (c *JobPeriodicForceCommand) Synopsis() string {
+	return "Force the launch of a periodic job now"
+}
+
+const jobPeriodicForceHelp = `
+Usage: drover job periodic force [options] <job>
+
+  Launches a child of the periodic job now, whatever its schedule, and
+  monitors the child's evaluation.
+
+Periodic Force Options:
+
+  -detach
+    Return right after the launch, printing the evaluation ID.
+
+  -verbose
+    Show full IDs.`
+
+func (c *JobPeriodicForceCommand) Run(args []string) int {
+	c.meta.ui = c.ui
+	fs := c.flagSet("job periodic force", jobPeriodicForceHelp)
+	var detach, verbose bool
+	fs.BoolVar(&detach, "detach", false, "")
+	fs.BoolVar(&verbose, "verbose", false, "")
+	if code, ok := c.parse(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() != 1 {
+		return c.usageError(fs, "This command takes one argument: <job>")
+	}
+	client := c.client()
+	ctx := context.Background()
+	job, err := resolveJob(ctx, client, fs.Arg(0))
+	if err != nil {
+		return c.ui.errorf("%s", lookupError("job", err))
+	}
+	if !job.Periodic {
+		return c.ui.errorf("Job %q is not periodic", job.ID)
+	}
+	var resp structs.PeriodicForceResponse
+	q := url.Values{"namespace": {job.Namespace}}
+	if err := client.Write(ctx, http.MethodPut, "/v1/job/"+escapeID(job.ID)+"/periodic/force", q, nil, &resp); err != nil {
+		return c.ui.errorf("Error forcing periodic job %q: %s", job.ID, err)
+	}
+	if detach || resp.EvalID == "" {
+		c.ui.printf("Force periodic successful\n")
+		if resp.EvalID != "" {
+			c.ui.printf("Evaluation ID: %s\n", resp.EvalID)
+		}
+		return exitOK
+	}
+	return (&monitor{ui: c.ui, client: client, verbose: verbose}).run(ctx, resp.EvalID)
+}
+
+// JobInspectCommand is `drover job inspect`.
+type JobInspectCommand struct {
+	meta
+	ui *UI
+}
+
+func (c *JobInspectCommand) Synopsis() string { return "Inspect a submitted job" }
+
+const jobInspectHelp = `
+Usage: drover job inspect [options] <job>
+
+  Prints the registered job as JSON, wrapped as {"Job": …} so that the
+  output can be submitted to PUT /v1/jobs as it is.
+
+Inspect Options:
+
+  -version <n>
+    Print version <n> of the job instead of the latest.
+
+  -json
+    Accepted for symmetry; the output is always JSON.`
+
+func (c *JobInspectCommand) Run(args []string) int {
+	c.meta.ui = c.ui
+	fs := c.flagSet("job inspect", jobInspectHelp)
+	version := fs.String("version", "", "")
+	fs.Bool("json", true, "")
+	if code, ok := c.parse(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() != 1 {
+		return c.usageError(fs, "This command takes one argument: <job>")
+	}
+	client := c.client()
+	ctx := context.Background()
+	stub, err := resolveJob(ctx, client, fs.Arg(0))
+	if err != nil {
+		return c.ui.errorf("%s", lookupError("job", err))
+	}
+	path := "/v1/job/" + escapeID(stub.ID)
+	if *version == "" {
+		var job json.RawMessage
+		if _, err := client.Get(ctx, path, nil, &job); err != nil {
+			return c.ui.errorf("Error inspecting job: %s", err)
+		}
+		c.ui.printf("%s\n", toJSON(map[string]any{"Job": job}))
+		return exitOK
+	}
+	want, err := strconv.ParseUint(*version, 10, 64)
+	if err != nil {
+		return c.ui.errorf("Error parsing version value %q: %s", *version, err)
+	}
+	var versions struct{ Versions []json.RawMessage }
+	if _, err := client.Get(ctx, path+"/versions", nil, &versions); err != nil {
+		return c.ui.errorf("Error inspecting job: %s", err)
+	}
+	for _, raw := range versions.Versions {
+		var v struct{ Version uint64 }
+		if json.Unmarshal(raw, &v) == nil && v.Version == want {
+			c.ui.printf("%s\n", toJSON(map[string]any{"Job": raw}))
+			return exitOK
+		}
+	}
+	return c.ui.errorf("Job %q has no version %d", stub.ID, want)
+}

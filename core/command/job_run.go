@@ -1,0 +1,283 @@
+package command
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/drover-org/drover/core/jobspec"
+	"github.com/drover-org/drover/core/structs"
+)
+
+// readJobFile parses a job file, or standard input for "-".
+func readJobFile(ui *UI, path string) (*structs.Job, error) {
+	if path == "-" {
+		src, err := io.ReadAll(ui.In)
+		if err != nil {
+			return nil, fmt.Errorf("reading job from stdin: %w", err)
+		}
+		return jobspec.Parse("<stdin>", src)
+	}
+	return jobspec.ParseFile(path)
+}
+
+// JobRunCommand is `drover job run`.
+type JobRunCommand struct {
+	meta
+	ui *UI
+}
+
+func (c *JobRunCommand) Synopsis() string { return "Run a new job or update an existing job" }
+
+const jobRunHelp = `
+Usage: drover job run [options] <path>
+
+  Parses the job file (HCL, Nomad's jobspec; "-" reads standard input),
+  submits it, and monitors the evaluation it creates until it finishes.
+  Exits 2 when some allocations could not be placed.
+
+Run Options:
+
+  -detach
+    Return right after submitting, printing the evaluation ID.
+
+  -check-index=<index>
+    Register the job only if its current job modify index is <index>
+    (0 means the job must not exist yet). "drover job plan" prints it.
+
+  -verbose
+    Show full IDs.`
+
+func (c *JobRunCommand) Run(args []string) int {
+	c.meta.ui = c.ui
+	fs := c.flagSet("job run", jobRunHelp)
+	var detach, verbose bool
+	var checkIndex uint64
+	fs.BoolVar(&detach, "detach", false, "")
+	fs.BoolVar(&verbose, "verbose", false, "")
+	fs.Uint64Var(&checkIndex, "check-index", 0, "")
+	if code, ok := c.parse(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() != 1 {
+		return c.usageError(fs, "This command takes one argument: <path>")
+	}
+	enforce := false
+	fs.Visit(func(f *flag.Flag) { enforce = enforce || f.Name == "check-index" })
+
+	job, err := readJobFile(c.ui, fs.Arg(0))
+	if err != nil {
+		return c.ui.errorf("Error getting job struct: %s", err)
+	}
+	client := c.client()
+	ctx := context.Background()
+	body := map[string]any{"Job": job, "EnforceIndex": enforce, "JobModifyIndex": checkIndex}
+	var resp structs.JobRegisterResponse
+	if err := client.Write(ctx, http.MethodPut, "/v1/jobs", nil, body, &resp); err != nil {
+		return c.ui.errorf("Error submitting job: %s", err)
+	}
+	if resp.Warnings != "" {
+		c.ui.printf("Job Warnings:\n%s\n\n", resp.Warnings)
+	}
+
+	switch {
+	case job.IsPeriodic() && !job.IsParameterized():
+		c.ui.printf("Job registration successful\n")
+		if job.Periodic.Enabled {
+			now := c.now()
+			if next, err := job.Periodic.Next(now); err == nil && !next.IsZero() {
+				c.ui.printf("Approximate next launch time: %s (%s from now)\n", formatTime(next), shortDuration(next.Sub(now)))
+			}
+		}
+		return exitOK
+	case job.IsParameterized():
+		c.ui.printf("Job registration successful\n")
+		return exitOK
+	case detach || resp.EvalID == "":
+		c.ui.printf("Job registration successful\n")
+		if resp.EvalID != "" {
+			c.ui.printf("Evaluation ID: %s\n", resp.EvalID)
+		}
+		return exitOK
+	}
+	m := &monitor{ui: c.ui, client: client, verbose: verbose}
+	return m.run(ctx, resp.EvalID)
+}
+
+// JobPlanCommand is `drover job plan`.
+type JobPlanCommand struct {
+	meta
+	ui *UI
+}
+
+func (c *JobPlanCommand) Synopsis() string { return "Dry-run a job update to determine its effects" }
+
+const jobPlanHelp = `
+Usage: drover job plan [options] <path>
+
+  Asks the scheduler what submitting the job file would change, without
+  changing anything. Exit codes: 0 when no allocations would be created or
+  destroyed, 1 when some would, 255 on error.
+
+Plan Options:
+
+  -diff
+    Show the job's differences to the registered version (default true).
+
+  -verbose
+    Show full IDs.`
+
+func (c *JobPlanCommand) Run(args []string) int {
+	c.meta.ui = c.ui
+	fs := c.flagSet("job plan", jobPlanHelp)
+	diff := true
+	var verbose bool
+	fs.BoolVar(&diff, "diff", true, "")
+	fs.BoolVar(&verbose, "verbose", false, "")
+	if code, ok := c.parse(fs, args); !ok {
+		if code == exitError {
+			return exitPlanError
+		}
+		return code
+	}
+	if fs.NArg() != 1 {
+		c.usageError(fs, "This command takes one argument: <path>")
+		return exitPlanError
+	}
+	path := fs.Arg(0)
+	job, err := readJobFile(c.ui, path)
+	if err != nil {
+		c.ui.errorf("Error getting job struct: %s", err)
+		return exitPlanError
+	}
+	var resp structs.JobPlanResponse
+	body := map[string]any{"Job": job, "Diff": diff}
+	if err := c.client().Write(context.Background(), http.MethodPut, "/v1/job/"+escapeID(job.ID)+"/plan", nil, body, &resp); err != nil {
+		c.ui.errorf("Error during plan: %s", err)
+		return exitPlanError
+	}
+	c.ui.printf("%s", formatPlan(job, &resp, path, c.now()))
+	return planExitCode(&resp)
+}
+
+// planExitCode is 1 when the plan creates, destroys or moves allocations.
+func planExitCode(resp *structs.JobPlanResponse) int {
+	if resp.Annotations == nil {
+		return exitOK
+	}
+	for _, u := range resp.Annotations.DesiredTGUpdates {
+		if u.Place+u.Stop+u.Migrate+u.DestructiveUpdate+u.Canary > 0 {
+			return 1
+		}
+	}
+	return exitOK
+}
+
+var diffMarkers = map[string]string{"Added": "+", "Deleted": "-", "Edited": "+/-"}
+
+// formatPlan renders a plan like Nomad's `job plan`.
+func formatPlan(job *structs.Job, resp *structs.JobPlanResponse, path string, now time.Time) string {
+	var b strings.Builder
+	marker := ""
+	if resp.Diff != nil {
+		marker = diffMarkers[resp.Diff.Type]
+	}
+	fmt.Fprintf(&b, "%s Job: %q\n", orDefault(marker, " "), job.ID)
+	if resp.Diff != nil {
+		for _, f := range resp.Diff.Fields {
+			switch f.Type {
+			case "Added":
+				fmt.Fprintf(&b, "  + %s: %q\n", f.Name, f.New)
+			case "Deleted":
+				fmt.Fprintf(&b, "  - %s: %q\n", f.Name, f.Old)
+			default:
+				fmt.Fprintf(&b, "  +/- %s: %q => %q\n", f.Name, f.Old, f.New)
+			}
+		}
+	}
+	if resp.Annotations != nil {
+		for _, tg := range job.TaskGroups {
+			u := resp.Annotations.DesiredTGUpdates[tg.Name]
+			if u == nil {
+				continue
+			}
+			fmt.Fprintf(&b, "%s Task Group: %q (%s)\n", groupMarker(u), tg.Name, updateLabels(u))
+		}
+	}
+
+	b.WriteString("\nScheduler dry-run:\n")
+	if len(resp.FailedTGAllocs) == 0 {
+		b.WriteString("- All tasks successfully allocated.\n")
+	} else {
+		b.WriteString("- WARNING: Failed to place all allocations.\n")
+		b.WriteString(formatFailedTGAllocs(resp.FailedTGAllocs, "  ") + "\n")
+	}
+	if resp.NextPeriodicLaunch > 0 {
+		next := time.Unix(0, resp.NextPeriodicLaunch)
+		fmt.Fprintf(&b, "- If submitted now, next periodic launch would be at %s (%s from now).\n", formatTime(next), shortDuration(next.Sub(now)))
+	}
+	if resp.Warnings != "" {
+		fmt.Fprintf(&b, "\nJob Warnings:\n%s\n", resp.Warnings)
+	}
+	fmt.Fprintf(&b, "\nJob Modify Index: %d\n", resp.JobModifyIndex)
+	fmt.Fprintf(&b, `To submit the job with version verification run:
+
+drover job run -check-index %d %s
+
+When running the job with the check-index flag, the job will only be run if the
+job modify index given matches the server-side version. If the index has
+changed, another user has modified the job and the plan's results are
+potentially invalid.
+`, resp.JobModifyIndex, path)
+	return b.String()
+}
+
+func groupMarker(u *structs.DesiredUpdates) string {
+	changes := u.DestructiveUpdate + u.InPlaceUpdate + u.Migrate + u.Canary
+	switch {
+	case changes > 0 || (u.Place > 0 && u.Stop > 0):
+		return "+/-"
+	case u.Place > 0:
+		return "+"
+	case u.Stop > 0:
+		return "-"
+	}
+	return " "
+}
+
+// updateLabels renders "1 create/destroy update, 2 create, 3 ignore".
+func updateLabels(u *structs.DesiredUpdates) string {
+	parts := []struct {
+		n     uint64
+		label string
+	}{
+		{u.DestructiveUpdate, "create/destroy update"},
+		{u.InPlaceUpdate, "in-place update"},
+		{u.Place, "create"},
+		{u.Stop, "destroy"},
+		{u.Migrate, "migrate"},
+		{u.Canary, "canary"},
+		{u.Ignore, "ignore"},
+	}
+	var out []string
+	for _, p := range parts {
+		if p.n > 0 {
+			out = append(out, fmt.Sprintf("%d %s", p.n, p.label))
+		}
+	}
+	if len(out) == 0 {
+		return "no changes"
+	}
+	return strings.Join(out, ", ")
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

@@ -1,0 +1,290 @@
+package command
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/drover-org/drover/core/structs"
+)
+
+const batchHCL = `job "web" {
+  type = "batch"
+  group "g" {
+    task "t" {
+      driver = "raw_exec"
+      config { command = "/bin/true" }
+    }
+  }
+}`
+
+const periodicHCL = `job "cron" {
+  type = "batch"
+  periodic {
+    crons = ["*/5 * * * *"]
+  }
+  group "g" {
+    task "t" {
+      driver = "raw_exec"
+      config { command = "/bin/true" }
+    }
+  }
+}`
+
+func writeJobFile(t *testing.T, src string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "job.hcl")
+	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+const evalID = "4f6c9e5e-1111-2222-3333-444455556666"
+
+// serveEval answers the monitor: the eval and its allocations.
+func serveEval(f *fakeAgent, eval *structs.Evaluation, allocs []*structs.AllocListStub) {
+	f.json("GET /v1/evaluation/"+eval.ID, eval)
+	f.json("GET /v1/evaluation/"+eval.ID+"/allocations", allocs)
+}
+
+func TestJobRun(t *testing.T) {
+	complete := &structs.Evaluation{ID: evalID, JobID: "web", Status: "complete", CreateIndex: 10}
+	placed := []*structs.AllocListStub{{ID: "a1b2c3d4-0000-0000-0000-000000000000", NodeID: "e5f6a7b8-0000-0000-0000-000000000000", TaskGroup: "g", CreateIndex: 11}}
+	failed := &structs.Evaluation{ID: evalID, JobID: "web", Status: "complete", CreateIndex: 10, BlockedEval: "b10c4ed0-0000-0000-0000-000000000000",
+		FailedTGAllocs: map[string]*structs.AllocMetric{"g": {NodesEvaluated: 3, ConstraintFiltered: map[string]int{"${attr.kernel.name} = plan9": 3}}}}
+
+	tests := []struct {
+		name     string
+		src      string
+		args     []string
+		eval     *structs.Evaluation
+		allocs   []*structs.AllocListStub
+		regErr   string
+		code     int
+		wantOut  []string
+		wantErr  string
+		checkReq func(t *testing.T, body map[string]any)
+	}{
+		{name: "monitors to completion", src: batchHCL, eval: complete, allocs: placed, code: 0, wantOut: []string{
+			`==> Monitoring evaluation "4f6c9e5e"`,
+			`    Evaluation triggered by job "web"`,
+			`    Allocation "a1b2c3d4" created: node "e5f6a7b8", group "g"`,
+			`==> Evaluation "4f6c9e5e" finished with status "complete"`,
+		}},
+		{name: "placement failure exits 2", src: batchHCL, eval: failed, code: 2, wantOut: []string{
+			`==> Evaluation "4f6c9e5e" finished with status "complete" but failed to place all allocations:`,
+			`    Task Group "g" (failed to place 1 allocation):`,
+			`      * Constraint "${attr.kernel.name} = plan9": 3 nodes excluded by filter`,
+			`    Evaluation "b10c4ed0" waiting for additional capacity to place remainder`,
+		}},
+		{name: "detach", src: batchHCL, args: []string{"-detach"}, code: 0, wantOut: []string{"Job registration successful", "Evaluation ID: " + evalID}},
+		{name: "check index", src: batchHCL, args: []string{"-detach", "-check-index", "0"}, code: 0,
+			checkReq: func(t *testing.T, body map[string]any) {
+				if body["EnforceIndex"] != true || body["JobModifyIndex"] != float64(0) {
+					t.Errorf("body %v", body)
+				}
+			}},
+		{name: "no check index", src: batchHCL, args: []string{"-detach"}, code: 0,
+			checkReq: func(t *testing.T, body map[string]any) {
+				job := body["Job"].(map[string]any)
+				if body["EnforceIndex"] != false || job["ID"] != "web" || job["Type"] != "batch" {
+					t.Errorf("body %v", body)
+				}
+			}},
+		{name: "periodic", src: periodicHCL, code: 0, wantOut: []string{"Job registration successful", "Approximate next launch time:", "(5m from now)"}},
+		{name: "bad file", src: "job {", code: 1, wantErr: "Error getting job struct"},
+		{name: "server refusal", src: batchHCL, regErr: "group \"g\": count must be positive", code: 1, wantErr: "Unexpected response code: 400 (group \"g\": count must be positive)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeAgent(t)
+			if tc.regErr != "" {
+				f.fail("PUT /v1/jobs", 400, tc.regErr)
+			} else {
+				id := evalID
+				if tc.src == periodicHCL {
+					id = ""
+				}
+				f.json("PUT /v1/jobs", structs.JobRegisterResponse{EvalID: id, Index: 10})
+			}
+			if tc.eval != nil {
+				serveEval(f, tc.eval, tc.allocs)
+			}
+			args := append([]string{"job", "run"}, tc.args...)
+			r := f.run(t, "", append(args, writeJobFile(t, tc.src))...)
+			wantCode(t, r, tc.code)
+			wantContains(t, "stdout", r.out, tc.wantOut...)
+			wantContains(t, "stderr", r.errOut, tc.wantErr)
+			if tc.checkReq != nil {
+				var body map[string]any
+				if err := json.Unmarshal(f.request("PUT /v1/jobs").Body, &body); err != nil {
+					t.Fatal(err)
+				}
+				tc.checkReq(t, body)
+			}
+		})
+	}
+}
+
+func TestJobRunFromStdin(t *testing.T) {
+	f := newFakeAgent(t)
+	f.json("PUT /v1/jobs", structs.JobRegisterResponse{EvalID: evalID})
+	r := f.run(t, batchHCL, "job", "run", "-detach", "-")
+	wantCode(t, r, 0)
+	if !strings.Contains(string(f.request("PUT /v1/jobs").Body), `"ID":"web"`) {
+		t.Error("job from stdin not submitted")
+	}
+}
+
+func TestJobPlan(t *testing.T) {
+	tests := []struct {
+		name    string
+		resp    *structs.JobPlanResponse
+		code    int
+		wantOut []string
+	}{
+		{name: "new allocations exit 1", code: 1, resp: &structs.JobPlanResponse{
+			Diff:           &structs.JobDiff{Type: "Added", ID: "web"},
+			Annotations:    &structs.PlanAnnotations{DesiredTGUpdates: map[string]*structs.DesiredUpdates{"g": {Place: 3}}},
+			JobModifyIndex: 0,
+		}, wantOut: []string{`+ Job: "web"`, `+ Task Group: "g" (3 create)`, "- All tasks successfully allocated.", "drover job run -check-index 0 "}},
+		{name: "no changes exit 0", code: 0, resp: &structs.JobPlanResponse{
+			Diff:           &structs.JobDiff{Type: "None", ID: "web"},
+			Annotations:    &structs.PlanAnnotations{DesiredTGUpdates: map[string]*structs.DesiredUpdates{"g": {Ignore: 3}}},
+			JobModifyIndex: 12,
+		}, wantOut: []string{`Task Group: "g" (3 ignore)`, "Job Modify Index: 12", "-check-index 12"}},
+		{name: "edited with failures", code: 1, resp: &structs.JobPlanResponse{
+			Diff: &structs.JobDiff{Type: "Edited", ID: "web", Fields: []*structs.FieldDiff{{Type: "Edited", Name: "Priority", Old: "50", New: "60"}}},
+			Annotations: &structs.PlanAnnotations{DesiredTGUpdates: map[string]*structs.DesiredUpdates{
+				"g": {DestructiveUpdate: 1, Ignore: 2}}},
+			FailedTGAllocs: map[string]*structs.AllocMetric{"g": {NodesEvaluated: 0}},
+		}, wantOut: []string{`+/- Job: "web"`, `  +/- Priority: "50" => "60"`, `+/- Task Group: "g" (1 create/destroy update, 2 ignore)`,
+			"- WARNING: Failed to place all allocations.", `  Task Group "g" (failed to place 1 allocation):`, "    * No nodes were eligible for evaluation"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeAgent(t)
+			f.json("PUT /v1/job/web/plan", tc.resp)
+			r := f.run(t, "", "job", "plan", writeJobFile(t, batchHCL))
+			wantCode(t, r, tc.code)
+			wantContains(t, "stdout", r.out, tc.wantOut...)
+			if !strings.Contains(string(f.request("PUT /v1/job/web/plan").Body), `"Diff":true`) {
+				t.Error("plan did not ask for a diff")
+			}
+		})
+	}
+	t.Run("error exits 255", func(t *testing.T) {
+		f := newFakeAgent(t)
+		f.fail("PUT /v1/job/web/plan", 500, "boom")
+		r := f.run(t, "", "job", "plan", writeJobFile(t, batchHCL))
+		wantCode(t, r, 255)
+		wantContains(t, "stderr", r.errOut, "Error during plan")
+		r = f.run(t, "", "job", "plan", "-nope")
+		wantCode(t, r, 255)
+	})
+}
+
+func TestJobStop(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		stdin   string
+		code    int
+		query   string
+		wantOut []string
+		noCall  bool
+	}{
+		{name: "stop and monitor", args: []string{"web"}, query: "namespace=default", wantOut: []string{`==> Monitoring evaluation "4f6c9e5e"`, `finished with status "complete"`}},
+		{name: "purge detached", args: []string{"-purge", "-detach", "web"}, query: "namespace=default&purge=true", wantOut: []string{evalID}},
+		{name: "prefix asks, yes", args: []string{"-detach", "we"}, stdin: "y\n", query: "namespace=default", wantOut: []string{`Are you sure you want to stop job "web"? [y/N]`, evalID}},
+		{name: "prefix asks, no", args: []string{"-detach", "we"}, stdin: "n\n", noCall: true, wantOut: []string{"Cancelling job stop"}},
+		{name: "prefix -yes", args: []string{"-detach", "-yes", "we"}, query: "namespace=default", wantOut: []string{evalID}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeAgent(t)
+			f.json("GET /v1/jobs", []*structs.JobListStub{{ID: "web", Namespace: "default"}})
+			f.json("DELETE /v1/job/web", structs.JobDeregisterResponse{EvalID: evalID})
+			serveEval(f, &structs.Evaluation{ID: evalID, JobID: "web", Status: "complete"}, nil)
+			r := f.run(t, tc.stdin, append([]string{"job", "stop"}, tc.args...)...)
+			wantCode(t, r, tc.code)
+			wantContains(t, "stdout", r.out, tc.wantOut...)
+			if tc.noCall {
+				return
+			}
+			if q := f.request("DELETE /v1/job/web").Query; q != tc.query {
+				t.Errorf("query %q, want %q", q, tc.query)
+			}
+		})
+	}
+}
+
+func TestJobDispatch(t *testing.T) {
+	f := newFakeAgent(t)
+	f.json("PUT /v1/job/param/dispatch", structs.JobDispatchResponse{DispatchedJobID: "param/dispatch-1-abcd", EvalID: evalID})
+	r := f.run(t, "the payload", "job", "dispatch", "-detach", "-meta", "color=red", "-meta", "size=xl",
+		"-id-prefix-template", "nightly", "-idempotency-token", "tok-1", "param", "-")
+	wantCode(t, r, 0)
+	wantContains(t, "stdout", r.out, "Dispatched Job ID = param/dispatch-1-abcd", "Evaluation ID     = "+evalID)
+	req := f.request("PUT /v1/job/param/dispatch")
+	if req.Query != "idempotency_token=tok-1" {
+		t.Errorf("query %q", req.Query)
+	}
+	var body struct {
+		Payload          []byte
+		Meta             map[string]string
+		IdPrefixTemplate string
+	}
+	if err := json.Unmarshal(req.Body, &body); err != nil {
+		t.Fatal(err)
+	}
+	if string(body.Payload) != "the payload" || body.Meta["color"] != "red" || body.Meta["size"] != "xl" || body.IdPrefixTemplate != "nightly" {
+		t.Errorf("body %+v", body)
+	}
+
+	r = f.run(t, "", "job", "dispatch", "-meta", "novalue", "param")
+	wantCode(t, r, 1)
+	wantContains(t, "stderr", r.errOut, "must be key=value")
+
+	f.fail("PUT /v1/job/param/dispatch", 400, "Dispatch did not provide required meta keys: [color]")
+	r = f.run(t, "", "job", "dispatch", "param")
+	wantCode(t, r, 1)
+	wantContains(t, "stderr", r.errOut, "Failed to dispatch job", "required meta keys: [color]")
+}
+
+func TestJobPeriodicForce(t *testing.T) {
+	f := newFakeAgent(t)
+	f.json("GET /v1/jobs", []*structs.JobListStub{{ID: "cron", Namespace: "default", Periodic: true}, {ID: "web", Namespace: "default"}})
+	f.json("PUT /v1/job/cron/periodic/force", structs.PeriodicForceResponse{EvalID: evalID})
+	r := f.run(t, "", "job", "periodic", "force", "-detach", "cron")
+	wantCode(t, r, 0)
+	wantContains(t, "stdout", r.out, "Force periodic successful", "Evaluation ID: "+evalID)
+
+	r = f.run(t, "", "job", "periodic", "force", "web")
+	wantCode(t, r, 1)
+	wantContains(t, "stderr", r.errOut, `Job "web" is not periodic`)
+}
+
+func TestJobInspect(t *testing.T) {
+	f := newFakeAgent(t)
+	f.json("GET /v1/jobs", []*structs.JobListStub{{ID: "web"}})
+	f.handle("GET /v1/job/web", func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`{"ID":"web","SubmitTime":1796221963506792833,"Version":2}`))
+	})
+	f.json("GET /v1/job/web/versions", map[string]any{"Versions": []map[string]any{{"ID": "web", "Version": 2}, {"ID": "web", "Version": 1}}})
+	r := f.run(t, "", "job", "inspect", "web")
+	wantCode(t, r, 0)
+	wantContains(t, "stdout", r.out, `"Job": {`, `"SubmitTime": 1796221963506792833`)
+
+	r = f.run(t, "", "job", "inspect", "-version", "1", "web")
+	wantCode(t, r, 0)
+	wantContains(t, "stdout", r.out, `"Version": 1`)
+
+	r = f.run(t, "", "job", "inspect", "-version", "9", "web")
+	wantCode(t, r, 1)
+	wantContains(t, "stderr", r.errOut, `Job "web" has no version 9`)
+}

@@ -1,0 +1,254 @@
+package command
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/drover-org/drover/core/structs"
+)
+
+// NodeStatusCommand is `drover node status`.
+type NodeStatusCommand struct {
+	meta
+	ui *UI
+}
+
+func (c *NodeStatusCommand) Synopsis() string { return "Display status information about nodes" }
+
+const nodeStatusHelp = `
+Usage: drover node status [options] [node]
+
+  Without a node, lists the client nodes. With a node ID or ID prefix (or
+  -self), shows the node, its events, its allocated resources and its
+  allocations.
+
+Node Status Options:
+
+  -self
+    Show the node of the agent the CLI talks to.
+
+  -json
+    Print the API's JSON instead.
+
+  -verbose
+    Show full IDs.`
+
+func (c *NodeStatusCommand) Run(args []string) int {
+	c.meta.ui = c.ui
+	fs := c.flagSet("node status", nodeStatusHelp)
+	var self, asJSON, verbose bool
+	fs.BoolVar(&self, "self", false, "")
+	fs.BoolVar(&asJSON, "json", false, "")
+	fs.BoolVar(&verbose, "verbose", false, "")
+	if code, ok := c.parse(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() > 1 || (self && fs.NArg() > 0) {
+		return c.usageError(fs, "This command takes either no arguments, one <node>, or -self")
+	}
+	client := c.client()
+	ctx := context.Background()
+
+	if fs.NArg() == 0 && !self {
+		if asJSON {
+			raw, err := client.GetRaw(ctx, "/v1/nodes", nil)
+			if err != nil {
+				return c.ui.errorf("Error querying node status: %s", err)
+			}
+			c.ui.printf("%s\n", prettyJSON(raw))
+			return exitOK
+		}
+		var nodes []*structs.NodeListStub
+		if _, err := client.Get(ctx, "/v1/nodes", nil, &nodes); err != nil {
+			return c.ui.errorf("Error querying node status: %s", err)
+		}
+		if len(nodes) == 0 {
+			c.ui.printf("No nodes registered\n")
+			return exitOK
+		}
+		c.ui.printf("%s\n", formatNodeStubs(nodes, verbose))
+		return exitOK
+	}
+
+	id, err := c.nodeArg(ctx, client, self, fs.Arg(0))
+	if err != nil {
+		return c.ui.errorf("%s", err)
+	}
+	if asJSON {
+		raw, err := client.GetRaw(ctx, "/v1/node/"+id, nil)
+		if err != nil {
+			return c.ui.errorf("Error querying node info: %s", err)
+		}
+		c.ui.printf("%s\n", prettyJSON(raw))
+		return exitOK
+	}
+	var node structs.Node
+	if _, err := client.Get(ctx, "/v1/node/"+id, nil, &node); err != nil {
+		return c.ui.errorf("Error querying node info: %s", err)
+	}
+	var allocs []*structs.Allocation
+	if _, err := client.Get(ctx, "/v1/node/"+id+"/allocations", nil, &allocs); err != nil {
+		return c.ui.errorf("Error querying node allocations: %s", err)
+	}
+	c.ui.printf("%s\n", formatNodeStatus(&node, allocs, verbose, c.now()))
+	return exitOK
+}
+
+// nodeArg resolves the node a command names: -self or an ID prefix.
+func (m *meta) nodeArg(ctx context.Context, client *APIClient, self bool, arg string) (string, error) {
+	if self {
+		id, err := localNodeID(ctx, client)
+		if err != nil {
+			return "", fmt.Errorf("Error determining local node ID: %s", err)
+		}
+		return id, nil
+	}
+	id, err := resolveNodeID(ctx, client, arg)
+	if err != nil {
+		return "", fmt.Errorf("%s", lookupError("node", err))
+	}
+	return id, nil
+}
+
+func formatNodeStubs(nodes []*structs.NodeListStub, verbose bool) string {
+	rows := []string{"ID|Node Pool|DC|Name|Class|Drain|Eligibility|Status"}
+	for _, n := range nodes {
+		rows = append(rows, fmt.Sprintf("%s|%s|%s|%s|%s|%t|%s|%s", limitID(n.ID, verbose), n.NodePool, n.Datacenter,
+			n.Name, orNone(n.NodeClass), n.Drain, n.SchedulingEligibility, n.Status))
+	}
+	return formatList(rows)
+}
+
+func formatNodeStatus(n *structs.Node, allocs []*structs.Allocation, verbose bool, now time.Time) string {
+	var drivers []string
+	for name, d := range n.Drivers {
+		if d != nil && d.Detected && d.Healthy {
+			drivers = append(drivers, name)
+		}
+	}
+	sort.Strings(drivers)
+	info := []string{
+		"ID|" + limitID(n.ID, verbose),
+		"Name|" + n.Name,
+		"Node Pool|" + n.NodePool,
+		"Class|" + orNone(n.NodeClass),
+		"DC|" + n.Datacenter,
+		fmt.Sprintf("Drain|%t", n.DrainStrategy != nil),
+	}
+	if d := n.DrainStrategy; d != nil {
+		deadline := "none"
+		switch {
+		case d.Deadline < 0:
+			deadline = "forced"
+		case !d.ForceDeadline.IsZero():
+			deadline = fmt.Sprintf("%s (%s)", formatTime(d.ForceDeadline), prettyTimeDiff(d.ForceDeadline, now))
+		}
+		info = append(info, "Drain Deadline|"+deadline, fmt.Sprintf("Drain Ignore System Jobs|%t", d.IgnoreSystemJobs))
+	}
+	info = append(info,
+		"Eligibility|"+n.SchedulingEligibility,
+		"Status|"+n.Status,
+		"Driver Status|"+orNone(strings.Join(drivers, ",")),
+	)
+	sections := []string{formatKV(info)}
+
+	if len(n.Events) > 0 {
+		events := append([]*structs.NodeEvent(nil), n.Events...)
+		sort.SliceStable(events, func(i, j int) bool { return events[i].Timestamp.After(events[j].Timestamp) })
+		rows := []string{"Time|Subsystem|Message"}
+		for _, e := range events {
+			rows = append(rows, fmt.Sprintf("%s|%s|%s", formatTime(e.Timestamp), e.Subsystem, strings.ReplaceAll(e.Message, "|", "/")))
+		}
+		sections = append(sections, "Node Events\n"+formatList(rows))
+	}
+
+	var used structs.Resources
+	stubs := make([]*structs.AllocListStub, 0, len(allocs))
+	for _, a := range allocs {
+		stubs = append(stubs, a.Stub())
+		if !a.TerminalStatus() {
+			r := a.ComparableResources()
+			used.CPU += r.CPU
+			used.MemoryMB += r.MemoryMB
+			used.DiskMB += r.DiskMB
+		}
+	}
+	capacity := n.Capacity()
+	sections = append(sections, "Allocated Resources\n"+formatList([]string{
+		"CPU|Memory|Disk",
+		fmt.Sprintf("%d/%d MHz|%s/%s|%s/%s", used.CPU, capacity.CPU,
+			humanMiB(int64(used.MemoryMB)), humanMiB(int64(capacity.MemoryMB)),
+			humanMiB(int64(used.DiskMB)), humanMiB(int64(capacity.DiskMB))),
+	}))
+	if len(stubs) == 0 {
+		sections = append(sections, "Allocations\nNo allocations placed")
+	} else {
+		sections = append(sections, "Allocations\n"+formatAllocStubs(stubs, verbose, now))
+	}
+	return strings.Join(sections, "\n\n")
+}
+
+// NodeEligibilityCommand is `drover node eligibility`.
+type NodeEligibilityCommand struct {
+	meta
+	ui *UI
+}
+
+func (c *NodeEligibilityCommand) Synopsis() string {
+	return "Toggle a node's eligibility for new allocations"
+}
+
+const nodeEligibilityHelp = `
+Usage: drover node eligibility [options] <node>
+
+  Marks a node eligible or ineligible for new allocations. Allocations
+  already on the node keep running.
+
+Eligibility Options:
+
+  -enable
+    Make the node eligible.
+
+  -disable
+    Make the node ineligible.
+
+  -self
+    Act on the node of the agent the CLI talks to.`
+
+func (c *NodeEligibilityCommand) Run(args []string) int {
+	c.meta.ui = c.ui
+	fs := c.flagSet("node eligibility", nodeEligibilityHelp)
+	var enable, disable, self bool
+	fs.BoolVar(&enable, "enable", false, "")
+	fs.BoolVar(&disable, "disable", false, "")
+	fs.BoolVar(&self, "self", false, "")
+	if code, ok := c.parse(fs, args); !ok {
+		return code
+	}
+	if enable == disable {
+		return c.usageError(fs, "Either the '-enable' or '-disable' flag must be set")
+	}
+	if (self && fs.NArg() != 0) || (!self && fs.NArg() != 1) {
+		return c.usageError(fs, "This command takes one argument, <node>, or -self")
+	}
+	client := c.client()
+	ctx := context.Background()
+	id, err := c.nodeArg(ctx, client, self, fs.Arg(0))
+	if err != nil {
+		return c.ui.errorf("%s", err)
+	}
+	elig := structs.NodeSchedulingEligible
+	if disable {
+		elig = structs.NodeSchedulingIneligible
+	}
+	var resp structs.NodeEligibilityUpdateResponse
+	if err := client.Write(ctx, http.MethodPost, "/v1/node/"+id+"/eligibility", nil, map[string]string{"Eligibility": elig}, &resp); err != nil {
+		return c.ui.errorf("Error updating scheduling eligibility: %s", err)
+	}
+	c.ui.printf("Node %q scheduling eligibility set: %s for scheduling\n", id, elig)
+	return exitOK
+}

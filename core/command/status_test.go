@@ -1,0 +1,167 @@
+package command
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drover-org/drover/core/structs"
+)
+
+func ns(t time.Time) int64 { return t.UnixNano() }
+
+func TestJobStatusList(t *testing.T) {
+	f := newFakeAgent(t)
+	f.json("GET /v1/jobs", []*structs.JobListStub{
+		{ID: "cron", Type: "batch", Priority: 50, Status: "running", Periodic: true},
+		{ID: "web", Type: "service", Priority: 70, Status: "pending"},
+	})
+	for _, args := range [][]string{{"job", "status"}, {"status"}} {
+		r := f.run(t, "", args...)
+		wantCode(t, r, 0)
+		lines := strings.Split(strings.TrimSpace(r.out), "\n")
+		if len(lines) != 3 {
+			t.Fatalf("%v: %d lines:\n%s", args, len(lines), r.out)
+		}
+		wantContains(t, "header", lines[0], "ID    Type            Priority  Status   Submit Date")
+		wantContains(t, "row", lines[1], "cron  batch/periodic  50        running")
+		wantContains(t, "row", lines[2], "web   service         70        pending")
+	}
+
+	r := f.run(t, "", "job", "status", "-json")
+	wantCode(t, r, 0)
+	wantContains(t, "json", r.out, `"ID": "cron"`, `"Periodic": true`)
+
+	f.json("GET /v1/jobs", []any{})
+	r = f.run(t, "", "status")
+	wantCode(t, r, 0)
+	wantContains(t, "stdout", r.out, "No running jobs")
+}
+
+func TestJobStatusOne(t *testing.T) {
+	f := newFakeAgent(t)
+	f.json("GET /v1/jobs", []*structs.JobListStub{{ID: "web"}})
+	f.json("GET /v1/job/web", &structs.Job{ID: "web", Name: "web", Type: "batch", Priority: 50, Datacenters: []string{"dc1", "dc2"},
+		Namespace: "default", NodePool: "default", Status: "running", SubmitTime: ns(testNow.Add(-time.Hour)),
+		TaskGroups: []*structs.TaskGroup{{Name: "g"}}})
+	f.json("GET /v1/job/web/summary", &structs.JobSummary{JobID: "web", Summary: map[string]structs.TaskGroupSummary{"g": {Running: 2, Complete: 1}}})
+	f.json("GET /v1/job/web/evaluations", []*structs.Evaluation{
+		{ID: "11111111-aaaa", Priority: 50, TriggeredBy: "job-register", Status: "complete", CreateIndex: 5},
+		{ID: "22222222-bbbb", Priority: 50, TriggeredBy: "node-update", Status: "complete", CreateIndex: 9,
+			FailedTGAllocs: map[string]*structs.AllocMetric{"g": {NodesEvaluated: 1, NodesExhausted: 1}}},
+	})
+	f.json("GET /v1/job/web/allocations", []*structs.AllocListStub{
+		{ID: "aaaaaaaa-1111", NodeID: "nnnnnnnn-1111", TaskGroup: "g", JobVersion: 0, DesiredStatus: "run", ClientStatus: "running",
+			CreateIndex: 6, CreateTime: ns(testNow.Add(-5 * time.Minute)), ModifyTime: ns(testNow.Add(-30 * time.Second))},
+		{ID: "bbbbbbbb-2222", NodeID: "nnnnnnnn-2222", TaskGroup: "g", JobVersion: 1, DesiredStatus: "run", ClientStatus: "complete",
+			CreateIndex: 8, CreateTime: ns(testNow.Add(-2 * time.Minute)), ModifyTime: ns(testNow.Add(-time.Minute))},
+	})
+	r := f.run(t, "", "job", "status", "web")
+	wantCode(t, r, 0)
+	wantContains(t, "stdout", r.out,
+		"ID            = web",
+		"Datacenters   = dc1,dc2",
+		"Parameterized = false",
+		"Summary\nTask Group  Queued  Starting  Running  Failed  Complete  Lost  Unknown\ng           0       0         2        0       1         0     0",
+		"Placement Failure\nTask Group \"g\" (failed to place 1 allocation):\n  * Resources exhausted on 1 nodes",
+		"Allocations\nID        Node ID   Task Group  Version  Desired  Status    Created  Modified\nbbbbbbbb  nnnnnnnn  g           1        run      complete  2m ago   1m ago\naaaaaaaa  nnnnnnnn  g           0        run      running   5m ago   30s ago",
+		"Latest Evaluations\nID        Priority  Triggered By  Status    Placement Failures\n22222222  50        node-update   complete  true\n11111111  50        job-register  complete  false",
+	)
+
+	r = f.run(t, "", "job", "status", "-verbose", "web")
+	wantContains(t, "verbose", r.out, "aaaaaaaa-1111  nnnnnnnn-1111")
+
+	r = f.run(t, "", "job", "status", "-json", "web")
+	wantCode(t, r, 0)
+	wantContains(t, "json", r.out, `"TaskGroups": [`)
+}
+
+func TestJobStatusLookup(t *testing.T) {
+	f := newFakeAgent(t)
+	f.json("GET /v1/jobs", []*structs.JobListStub{{ID: "web-a", Type: "batch"}, {ID: "web-b", Type: "batch"}})
+	r := f.run(t, "", "job", "status", "web")
+	wantCode(t, r, 1)
+	wantContains(t, "stderr", r.errOut, "Prefix matched multiple jobs", "web-a", "web-b")
+	if q := f.request("GET /v1/jobs").Query; q != "prefix=web" {
+		t.Errorf("query %q", q)
+	}
+
+	f.json("GET /v1/jobs", []any{})
+	r = f.run(t, "", "job", "status", "nope")
+	wantCode(t, r, 1)
+	if strings.TrimSpace(r.errOut) != `No job(s) with prefix or id "nope" found` {
+		t.Errorf("stderr %q", r.errOut)
+	}
+}
+
+func TestJobStatusParent(t *testing.T) {
+	f := newFakeAgent(t)
+	f.json("GET /v1/jobs", []*structs.JobListStub{
+		{ID: "param", ParameterizedJob: true},
+		{ID: "param/dispatch-1-aaaa", ParentID: "param", Status: "dead", SubmitTime: 1},
+		{ID: "param/dispatch-2-bbbb", ParentID: "param", Status: "running", SubmitTime: 2},
+		{ID: "param/other", ParentID: "someone-else"},
+	})
+	f.json("GET /v1/job/param", &structs.Job{ID: "param", Name: "param", Type: "batch", Status: "running",
+		ParameterizedJob: &structs.ParameterizedJobConfig{Payload: "required", MetaRequired: []string{"color"}}})
+	f.json("GET /v1/job/param/summary", &structs.JobSummary{JobID: "param", Children: &structs.JobChildrenSummary{Running: 1, Dead: 1}})
+	r := f.run(t, "", "job", "status", "param")
+	wantCode(t, r, 0)
+	wantContains(t, "stdout", r.out,
+		"Parameterized = true",
+		"Parameterized Job\nPayload           = required\nRequired Metadata = color\nOptional Metadata = <none>",
+		"Parameterized Job Summary\nPending  Running  Dead\n0        1        1",
+		"Dispatched Jobs\nID                     Status\nparam/dispatch-2-bbbb  running\nparam/dispatch-1-aaaa  dead",
+	)
+	if strings.Contains(r.out, "param/other") {
+		t.Error("a job of another parent is listed as a child")
+	}
+	if q := f.request("GET /v1/jobs").Query; q != "prefix=param%2F" {
+		t.Errorf("children query %q", q)
+	}
+}
+
+func TestEvalStatus(t *testing.T) {
+	f := newFakeAgent(t)
+	eval := &structs.Evaluation{ID: evalID, Namespace: "default", Priority: 50, Type: "sysbatch", TriggeredBy: "job-register",
+		JobID: "sb", Status: "complete", CreateTime: ns(testNow.Add(-3 * time.Minute)), ModifyTime: ns(testNow.Add(-3 * time.Minute)),
+		QueuedAllocations: map[string]int{"g": 0},
+		FailedTGAllocs: map[string]*structs.AllocMetric{"g": {NodesEvaluated: 2, NodesFiltered: 2,
+			ConstraintFiltered: map[string]int{"${attr.kernel.name} = plan9": 2}}}}
+	f.json("GET /v1/evaluations", []*structs.Evaluation{eval})
+	f.json("GET /v1/evaluation/"+evalID, eval)
+	r := f.run(t, "", "eval", "status", "4f6c")
+	wantCode(t, r, 0)
+	wantContains(t, "stdout", r.out,
+		"ID                 = 4f6c9e5e",
+		"Create Time        = 3m ago",
+		"TriggeredBy        = job-register",
+		"Placement Failures = true",
+		"Failed Placements\nTask Group \"g\" (failed to place 1 allocation):\n  * Constraint \"${attr.kernel.name} = plan9\": 2 nodes excluded by filter",
+	)
+	if q := f.request("GET /v1/evaluations").Query; q != "namespace=%2A&prefix=4f6c" {
+		t.Errorf("prefix query %q", q)
+	}
+	r = f.run(t, "", "eval", "status", "4")
+	wantCode(t, r, 1)
+	wantContains(t, "stderr", r.errOut, "at least two characters")
+}
+
+func TestEvalList(t *testing.T) {
+	f := newFakeAgent(t)
+	f.json("GET /v1/evaluations", []*structs.Evaluation{
+		{ID: "11111111-x", Priority: 50, TriggeredBy: "job-register", JobID: "a", Namespace: "default", Status: "complete", CreateIndex: 1},
+		{ID: "22222222-x", Priority: 50, TriggeredBy: "queued-allocs", JobID: "a", Namespace: "default", NodeID: "nnnnnnnn-1", Status: "blocked", CreateIndex: 2},
+	})
+	r := f.run(t, "", "eval", "list")
+	wantCode(t, r, 0)
+	wantContains(t, "stdout", r.out,
+		"ID        Priority  Triggered By   Job ID  Namespace  Node ID   Status    Placement Failures\n"+
+			"22222222  50        queued-allocs  a       default    nnnnnnnn  blocked   false\n"+
+			"11111111  50        job-register   a       default    <none>    complete  false")
+	r = f.run(t, "", "eval", "list", "-status", "blocked", "-json")
+	wantCode(t, r, 0)
+	if strings.Contains(r.out, "11111111") || !strings.Contains(r.out, `"Status": "blocked"`) {
+		t.Errorf("filtered JSON:\n%s", r.out)
+	}
+}

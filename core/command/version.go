@@ -1,0 +1,28 @@
+package command
+
+import (
+	"runtime/debug"
+)
+
+// Version is drover's version; release builds set it with
+// -ldflags "-X github.com/drover-org/drover/core/command.Version=…".
+var Version = "0.1.0-dev"
+
+// VersionCommand is `drover version`.
+type VersionCommand struct {
+	ui *UI
+}
+
+func (c *VersionCommand) Synopsis() string { return "Print the drover version" }
+
+func (c *VersionCommand) Run(args []string) int {
+	c.ui.printf("drover v%s\n", Version)
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range info.Settings {
+			if s.Key == "vcs.revision" {
+				c.ui.printf("Revision %s\n", s.Value)
+			}
+		}
+	}
+	return exitOK
+}

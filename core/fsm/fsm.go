@@ -1,0 +1,235 @@
+// Package fsm is drover's Raft finite state machine: it decodes committed
+// log entries, applies them to the state store and tells the leader's
+// in-memory components (eval broker, blocked evals, periodic dispatcher)
+// what changed. Snapshots stream the state store; a restore builds a fresh
+// store and swaps it in.
+package fsm
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+
+	"github.com/drover-org/drover/core/state"
+	"github.com/drover-org/drover/core/structs"
+)
+
+// Hooks is how the leader's in-memory components learn about committed
+// changes. The FSM calls them synchronously, in commit order, on the Raft
+// apply goroutine, after the change is visible in the state store.
+//
+// Contract: implementations must not block and must not wait on Raft (an
+// Apply waits for the FSM, which is waiting for the hook: a deadlock). The
+// components are leader-only; on followers, or while disabled, they ignore
+// the calls. Objects passed in are the stored ones and must not be
+// modified.
+type Hooks interface {
+	// EvalsCommitted: pending evals are enqueued, blocked ones tracked, and
+	// a complete eval without failed placements releases its job's blocked
+	// evals.
+	EvalsCommitted(evals []*structs.Evaluation)
+	// AllocsClientUpdated: terminal client updates free capacity, which
+	// unblocks evals waiting on the node or its class.
+	AllocsClientUpdated(allocs []*structs.Allocation, index uint64)
+	// NodeChanged: a registration, status, eligibility or drain change
+	// may make room for blocked evals.
+	NodeChanged(node *structs.Node, index uint64)
+	// JobUpserted lets the periodic dispatcher add, update or remove the
+	// job (a stopped or disabled periodic job is removed).
+	JobUpserted(job *structs.Job)
+	// JobDeleted: the job was purged.
+	JobDeleted(ns, id string)
+}
+
+// NoopHooks ignores every change; followers and tests use it.
+type NoopHooks struct{}
+
+func (NoopHooks) EvalsCommitted([]*structs.Evaluation)              {}
+func (NoopHooks) AllocsClientUpdated([]*structs.Allocation, uint64) {}
+func (NoopHooks) NodeChanged(*structs.Node, uint64)                 {}
+func (NoopHooks) JobUpserted(*structs.Job)                          {}
+func (NoopHooks) JobDeleted(string, string)                         {}
+
+// FSM applies Raft log entries to the state store. It implements raft.FSM.
+type FSM struct {
+	logger hclog.Logger
+	hooks  Hooks
+	// state is swapped by Restore while readers (RPCs, HTTP, workers) load
+	// it from other goroutines.
+	state atomic.Pointer[state.StateStore]
+	// now stamps periodic launches of newly registered parents.
+	now func() time.Time
+}
+
+var _ raft.FSM = (*FSM)(nil)
+
+// New returns an FSM over an empty state store. A nil logger discards logs;
+// nil hooks are NoopHooks.
+func New(logger hclog.Logger, hooks Hooks) (*FSM, error) {
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	if hooks == nil {
+		hooks = NoopHooks{}
+	}
+	st, err := state.NewStateStore()
+	if err != nil {
+		return nil, err
+	}
+	f := &FSM{logger: logger, hooks: hooks, now: time.Now}
+	f.state.Store(st)
+	return f, nil
+}
+
+// State returns the current state store. After a snapshot restore it is a
+// different store; hold on to one only for the duration of a request.
+func (f *FSM) State() *state.StateStore { return f.state.Load() }
+
+// Encode builds a log entry: the message type byte, then the JSON of msg.
+func Encode(t structs.MessageType, msg any) ([]byte, error) {
+	b, err := json.Marshal(msg)
+	if err != nil {
+		return nil, fmt.Errorf("fsm: encode %s: %w", typeName(t), err)
+	}
+	out := make([]byte, 0, len(b)+1)
+	return append(append(out, byte(t)), b...), nil
+}
+
+// Apply applies one committed entry. The returned value is the entry's
+// response: nil, or the error the state store refused the entry with (for
+// example structs.ErrNotFound for a status update of an unknown node),
+// which the server hands back to the caller.
+//
+// An entry of an unknown type is skipped with a warning when it carries
+// structs.IgnoreUnknownTypeFlag (a newer server's optional entry) and panics
+// otherwise: applying the rest of the log without it would make this server
+// diverge from the others. An entry that does not decode panics for the same
+// reason.
+func (f *FSM) Apply(l *raft.Log) any {
+	if l.Type != raft.LogCommand {
+		return nil
+	}
+	if len(l.Data) == 0 {
+		panic(fmt.Sprintf("fsm: empty log entry at index %d", l.Index))
+	}
+	t := structs.MessageType(l.Data[0])
+	ignoreUnknown := t&structs.IgnoreUnknownTypeFlag != 0
+	t &^= structs.IgnoreUnknownTypeFlag
+	apply, ok := appliers[t]
+	if !ok {
+		if ignoreUnknown {
+			f.logger.Warn("ignoring unknown message type", "type", uint8(t), "index", l.Index)
+			return nil
+		}
+		panic(fmt.Sprintf("fsm: unknown message type %d at index %d", uint8(t), l.Index))
+	}
+	return apply(f, l.Index, l.Data[1:])
+}
+
+// appliers dispatches on the message type. Each decodes its payload and
+// returns the entry's response.
+var appliers = map[structs.MessageType]func(f *FSM, index uint64, buf []byte) any{
+	structs.NodeRegisterRequestType:                 (*FSM).applyNodeRegister,
+	structs.NodeDeregisterRequestType:               (*FSM).applyNodeDeregister,
+	structs.NodeUpdateStatusRequestType:             (*FSM).applyNodeUpdateStatus,
+	structs.NodeUpdateDrainRequestType:              (*FSM).applyNodeUpdateDrain,
+	structs.NodeUpdateEligibilityRequestType:        (*FSM).applyNodeUpdateEligibility,
+	structs.JobRegisterRequestType:                  (*FSM).applyJobRegister,
+	structs.JobDeregisterRequestType:                (*FSM).applyJobDeregister,
+	structs.JobBatchDeregisterRequestType:           (*FSM).applyJobBatchDeregister,
+	structs.EvalUpdateRequestType:                   (*FSM).applyEvalUpdate,
+	structs.EvalDeleteRequestType:                   (*FSM).applyEvalDelete,
+	structs.AllocClientUpdateRequestType:            (*FSM).applyAllocClientUpdate,
+	structs.ApplyPlanResultsRequestType:             (*FSM).applyPlanResults,
+	structs.AllocUpdateDesiredTransitionRequestType: (*FSM).applyAllocDesiredTransition,
+	structs.SchedulerConfigRequestType:              (*FSM).applySchedulerConfig,
+}
+
+// decode unmarshals an entry's payload; a payload that does not decode is a
+// corrupt or incompatible log and panics (see Apply).
+func decode[T any](t structs.MessageType, index uint64, buf []byte) *T {
+	req := new(T)
+	if err := json.Unmarshal(buf, req); err != nil {
+		panic(fmt.Sprintf("fsm: decode %s at index %d: %v", typeName(t), index, err))
+	}
+	return req
+}
+
+func typeName(t structs.MessageType) string {
+	switch t &^ structs.IgnoreUnknownTypeFlag {
+	case structs.NodeRegisterRequestType:
+		return "NodeRegister"
+	case structs.NodeDeregisterRequestType:
+		return "NodeDeregister"
+	case structs.NodeUpdateStatusRequestType:
+		return "NodeUpdateStatus"
+	case structs.NodeUpdateDrainRequestType:
+		return "NodeUpdateDrain"
+	case structs.NodeUpdateEligibilityRequestType:
+		return "NodeUpdateEligibility"
+	case structs.JobRegisterRequestType:
+		return "JobRegister"
+	case structs.JobDeregisterRequestType:
+		return "JobDeregister"
+	case structs.JobBatchDeregisterRequestType:
+		return "JobBatchDeregister"
+	case structs.EvalUpdateRequestType:
+		return "EvalUpdate"
+	case structs.EvalDeleteRequestType:
+		return "EvalDelete"
+	case structs.AllocClientUpdateRequestType:
+		return "AllocClientUpdate"
+	case structs.ApplyPlanResultsRequestType:
+		return "ApplyPlanResults"
+	case structs.AllocUpdateDesiredTransitionRequestType:
+		return "AllocUpdateDesiredTransition"
+	case structs.SchedulerConfigRequestType:
+		return "SchedulerConfig"
+	}
+	return fmt.Sprintf("MessageType(%d)", uint8(t))
+}
+
+// Snapshot captures the state for Raft. It only takes a memdb snapshot (a
+// pointer copy); the encoding happens in Persist, concurrently with Apply.
+func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
+	snap, err := f.State().Snapshot()
+	if err != nil {
+		return nil, err
+	}
+	return &fsmSnapshot{snap: snap}, nil
+}
+
+type fsmSnapshot struct{ snap *state.StateSnapshot }
+
+func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
+	if err := s.snap.Persist(sink); err != nil {
+		_ = sink.Cancel()
+		return err
+	}
+	return sink.Close()
+}
+
+func (s *fsmSnapshot) Release() {}
+
+// Restore replaces the state with a snapshot's. The snapshot is loaded into
+// a fresh store that is then swapped in; the old store is abandoned, which
+// wakes its blocking queries so that they continue on the new one.
+func (f *FSM) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	fresh, err := state.NewStateStore()
+	if err != nil {
+		return err
+	}
+	if err := fresh.Restore(rc); err != nil {
+		return fmt.Errorf("fsm: restore: %w", err)
+	}
+	old := f.state.Swap(fresh)
+	old.Abandon(fresh)
+	f.logger.Info("restored state from snapshot", "index", fresh.LatestIndex())
+	return nil
+}

@@ -1,0 +1,57 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/drover-org/drover/core/structs"
+)
+
+// Agent and status endpoints: facts about this agent and the cluster that
+// do not come from the state store.
+
+func (s *HTTPServer) agentSelf(w http.ResponseWriter, r *http.Request) {
+	if s.self != nil {
+		writeJSON(w, r, http.StatusOK, s.self())
+		return
+	}
+	writeJSON(w, r, http.StatusOK, map[string]any{
+		"config": map[string]any{
+			"Region":     s.region(),
+			"Datacenter": s.srv.Datacenter(),
+		},
+		"member": map[string]any{
+			"Tags": map[string]string{"region": s.region(), "dc": s.srv.Datacenter()},
+		},
+		"stats": map[string]any{},
+	})
+}
+
+func (s *HTTPServer) statusLeader(w http.ResponseWriter, r *http.Request) {
+	leader := s.srv.LeaderAddr()
+	if leader == "" {
+		s.writeError(w, structs.ErrNoLeader)
+		return
+	}
+	writeJSON(w, r, http.StatusOK, leader)
+}
+
+func (s *HTTPServer) statusPeers(w http.ResponseWriter, r *http.Request) {
+	peers := []string{}
+	if p, ok := s.srv.(Peerer); ok {
+		peers = append(peers, p.Peers()...)
+	} else if leader := s.srv.LeaderAddr(); leader != "" {
+		peers = append(peers, leader)
+	}
+	writeJSON(w, r, http.StatusOK, peers)
+}
+
+func (s *HTTPServer) regions(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, r, http.StatusOK, []string{s.region()})
+}
+
+func (s *HTTPServer) region() string {
+	if r := s.srv.Region(); r != "" {
+		return r
+	}
+	return structs.DefaultRegion
+}

@@ -1,0 +1,356 @@
+package httpapi
+
+import (
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/go-memdb"
+
+	"github.com/drover-org/drover/core/jobspec"
+	"github.com/drover-org/drover/core/state"
+	"github.com/drover-org/drover/core/structs"
+)
+
+// jobRegisterRequest is the body of PUT /v1/jobs and PUT /v1/job/:id. The
+// other fields Nomad's client sends (PolicyOverride, PreserveCounts, …) are
+// accepted and ignored.
+type jobRegisterRequest struct {
+	Job            *structs.Job
+	EnforceIndex   bool
+	JobModifyIndex uint64
+}
+
+// jobPlanRequest is the body of PUT /v1/job/:id/plan.
+type jobPlanRequest struct {
+	Job  *structs.Job
+	Diff bool
+}
+
+// jobParseRequest is the body of PUT /v1/jobs/parse.
+type jobParseRequest struct {
+	JobHCL       string
+	Canonicalize bool
+}
+
+// jobDispatchRequest is the body of PUT /v1/job/:id/dispatch.
+type jobDispatchRequest struct {
+	JobID            string
+	Payload          []byte
+	Meta             map[string]string
+	IdPrefixTemplate string
+	Priority         int
+}
+
+// jobVersionsResponse is the body of GET /v1/job/:id/versions. drover
+// computes no version diffs, so Diffs is always null.
+type jobVersionsResponse struct {
+	Versions []*structs.Job
+	Diffs    []*structs.JobDiff
+}
+
+func (s *HTTPServer) jobList(w http.ResponseWriter, r *http.Request) {
+	s.blockingRead(w, r, func(q queryOptions) readFunc {
+		return func(ws memdb.WatchSet, st reader) (uint64, any, error) {
+			jobs, err := st.JobList(ws, q.Namespace, q.Prefix)
+			if err != nil {
+				return 0, nil, err
+			}
+			stubs := make([]*structs.JobListStub, 0, len(jobs))
+			for _, j := range jobs {
+				sum, err := st.JobSummaryByID(ws, j.Namespace, j.ID)
+				if err != nil {
+					return 0, nil, err
+				}
+				stubs = append(stubs, j.Stub(sum))
+			}
+			sort.SliceStable(stubs, func(a, b int) bool {
+				if stubs[a].ID != stubs[b].ID {
+					return stubs[a].ID < stubs[b].ID
+				}
+				return stubs[a].Namespace < stubs[b].Namespace
+			})
+			return max(st.Index(state.TableJobs), st.Index(state.TableJobSummary)), stubs, nil
+		}
+	})
+}
+
+func (s *HTTPServer) jobRegister(w http.ResponseWriter, r *http.Request) {
+	s.register(w, r, "")
+}
+
+// register serves both registration paths; urlID is the ID named by
+// /v1/job/:id, which the body's job must match.
+func (s *HTTPServer) register(w http.ResponseWriter, r *http.Request, urlID string) {
+	var req jobRegisterRequest
+	if err := decodeBody(r, &req); err != nil {
+		s.writeError(w, err)
+		return
+	}
+	switch {
+	case req.Job == nil:
+		s.writeError(w, badRequest("Job must be specified"))
+		return
+	case req.Job.ID == "":
+		s.writeError(w, badRequest("Job ID hasn't been provided"))
+		return
+	case urlID != "" && req.Job.ID != urlID:
+		s.writeError(w, badRequest("Job ID does not match name"))
+		return
+	}
+	req.Job.Namespace = namespaceOf(req.Job.Namespace, r)
+	resp, err := s.srv.RegisterJob(r.Context(), req.Job, req.EnforceIndex, req.JobModifyIndex)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	writeWrite(w, r, resp.Index, resp)
+}
+
+func (s *HTTPServer) jobParse(w http.ResponseWriter, r *http.Request) {
+	var req jobParseRequest
+	if err := decodeBody(r, &req); err != nil {
+		s.writeError(w, err)
+		return
+	}
+	if strings.TrimSpace(req.JobHCL) == "" {
+		s.writeError(w, badRequest("Job spec is empty"))
+		return
+	}
+	job, err := jobspec.Parse("job.hcl", []byte(req.JobHCL))
+	if err != nil {
+		s.writeError(w, badRequest("Failed to parse job: %v", err))
+		return
+	}
+	if req.Canonicalize {
+		job.Canonicalize()
+	}
+	writeJSON(w, r, http.StatusOK, job)
+}
+
+// jobRoute dispatches /v1/job/<id>[/<action>]. The ID may hold slashes,
+// escaped (%2F, as Nomad's client sends them) or not, so the action is
+// recognised by its suffix and the rest is the ID.
+func (s *HTTPServer) jobRoute(w http.ResponseWriter, r *http.Request) {
+	rest := strings.TrimPrefix(r.URL.EscapedPath(), "/v1/job/")
+	action := ""
+	for _, a := range []string{"allocations", "evaluations", "summary", "versions", "plan", "evaluate", "dispatch", "periodic/force"} {
+		if strings.HasSuffix(rest, "/"+a) {
+			action, rest = a, strings.TrimSuffix(rest, "/"+a)
+			break
+		}
+	}
+	id, err := url.PathUnescape(rest)
+	if err != nil || id == "" {
+		writeText(w, http.StatusNotFound, "job not found")
+		return
+	}
+
+	type route struct {
+		methods []string
+		serve   func(http.ResponseWriter, *http.Request, string)
+	}
+	writes := []string{http.MethodPut, http.MethodPost}
+	routes := map[string]route{
+		"allocations":    {[]string{http.MethodGet}, s.jobAllocs},
+		"evaluations":    {[]string{http.MethodGet}, s.jobEvals},
+		"summary":        {[]string{http.MethodGet}, s.jobSummary},
+		"versions":       {[]string{http.MethodGet}, s.jobVersions},
+		"plan":           {writes, s.jobPlan},
+		"evaluate":       {writes, s.jobEvaluate},
+		"dispatch":       {writes, s.jobDispatch},
+		"periodic/force": {writes, s.jobPeriodicForce},
+	}
+	if action == "" {
+		switch r.Method {
+		case http.MethodGet, http.MethodHead:
+			s.jobGet(w, r, id)
+		case http.MethodPut, http.MethodPost:
+			s.register(w, r, id)
+		case http.MethodDelete:
+			s.jobDeregister(w, r, id)
+		default:
+			methodNotAllowed(w, "GET, PUT, POST, DELETE")
+		}
+		return
+	}
+	rt := routes[action]
+	for _, m := range rt.methods {
+		if r.Method == m || (m == http.MethodGet && r.Method == http.MethodHead) {
+			rt.serve(w, r, id)
+			return
+		}
+	}
+	methodNotAllowed(w, strings.Join(rt.methods, ", "))
+}
+
+func methodNotAllowed(w http.ResponseWriter, allow string) {
+	w.Header().Set("Allow", allow)
+	writeText(w, http.StatusMethodNotAllowed, "Invalid method")
+}
+
+func (s *HTTPServer) jobGet(w http.ResponseWriter, r *http.Request, id string) {
+	s.blockingRead(w, r, func(q queryOptions) readFunc {
+		return func(ws memdb.WatchSet, st reader) (uint64, any, error) {
+			job, err := st.JobByID(ws, q.Namespace, id)
+			if err != nil {
+				return 0, nil, err
+			}
+			if job == nil {
+				return st.Index(state.TableJobs), notFound("job not found"), nil
+			}
+			// §11: a job read reports the job's own index, so a blocking
+			// query on one job wakes only when that job changes.
+			return job.ModifyIndex, job, nil
+		}
+	})
+}
+
+func (s *HTTPServer) jobDeregister(w http.ResponseWriter, r *http.Request, id string) {
+	purge, err := parseBool(r, "purge")
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	resp, err := s.srv.DeregisterJob(r.Context(), namespaceOf("", r), id, purge)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	writeWrite(w, r, resp.Index, resp)
+}
+
+func (s *HTTPServer) jobAllocs(w http.ResponseWriter, r *http.Request, id string) {
+	all, err := parseBool(r, "all")
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	s.blockingRead(w, r, func(q queryOptions) readFunc {
+		return func(ws memdb.WatchSet, st reader) (uint64, any, error) {
+			allocs, err := st.AllocsByJob(ws, q.Namespace, id, all)
+			if err != nil {
+				return 0, nil, err
+			}
+			return st.Index(state.TableAllocs), allocStubs(allocs), nil
+		}
+	})
+}
+
+func (s *HTTPServer) jobEvals(w http.ResponseWriter, r *http.Request, id string) {
+	s.blockingRead(w, r, func(q queryOptions) readFunc {
+		return func(ws memdb.WatchSet, st reader) (uint64, any, error) {
+			evals, err := st.EvalsByJob(ws, q.Namespace, id)
+			if err != nil {
+				return 0, nil, err
+			}
+			return st.Index(state.TableEvals), sortEvals(evals), nil
+		}
+	})
+}
+
+func (s *HTTPServer) jobSummary(w http.ResponseWriter, r *http.Request, id string) {
+	s.blockingRead(w, r, func(q queryOptions) readFunc {
+		return func(ws memdb.WatchSet, st reader) (uint64, any, error) {
+			sum, err := st.JobSummaryByID(ws, q.Namespace, id)
+			if err != nil {
+				return 0, nil, err
+			}
+			if sum == nil {
+				return st.Index(state.TableJobSummary), notFound("job not found"), nil
+			}
+			return sum.ModifyIndex, sum, nil
+		}
+	})
+}
+
+func (s *HTTPServer) jobVersions(w http.ResponseWriter, r *http.Request, id string) {
+	s.blockingRead(w, r, func(q queryOptions) readFunc {
+		return func(ws memdb.WatchSet, st reader) (uint64, any, error) {
+			versions, err := st.JobVersionsByID(ws, q.Namespace, id)
+			if err != nil {
+				return 0, nil, err
+			}
+			idx := st.Index(state.TableJobVersions)
+			if len(versions) == 0 {
+				return idx, notFound("job versions not found"), nil
+			}
+			return idx, jobVersionsResponse{Versions: versions}, nil
+		}
+	})
+}
+
+func (s *HTTPServer) jobPlan(w http.ResponseWriter, r *http.Request, id string) {
+	var req jobPlanRequest
+	if err := decodeBody(r, &req); err != nil {
+		s.writeError(w, err)
+		return
+	}
+	switch {
+	case req.Job == nil:
+		s.writeError(w, badRequest("Job must be specified"))
+		return
+	case req.Job.ID == "":
+		s.writeError(w, badRequest("Job ID hasn't been provided"))
+		return
+	case req.Job.ID != id:
+		s.writeError(w, badRequest("Job ID does not match"))
+		return
+	}
+	req.Job.Namespace = namespaceOf(req.Job.Namespace, r)
+	resp, err := s.srv.PlanJob(r.Context(), req.Job, req.Diff)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	writeWrite(w, r, resp.Index, resp)
+}
+
+func (s *HTTPServer) jobEvaluate(w http.ResponseWriter, r *http.Request, id string) {
+	resp, err := s.srv.EvaluateJob(r.Context(), namespaceOf("", r), id)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	writeWrite(w, r, resp.Index, resp)
+}
+
+func (s *HTTPServer) jobDispatch(w http.ResponseWriter, r *http.Request, id string) {
+	var body jobDispatchRequest
+	if err := decodeOptionalBody(r, &body); err != nil {
+		s.writeError(w, err)
+		return
+	}
+	if body.JobID != "" && body.JobID != id {
+		s.writeError(w, badRequest("Job ID does not match"))
+		return
+	}
+	if len(body.Payload) > structs.DispatchPayloadSizeLimit {
+		s.writeError(w, badRequest("Payload exceeds maximum size; %d > %d", len(body.Payload), structs.DispatchPayloadSizeLimit))
+		return
+	}
+	req := &structs.JobDispatchRequest{
+		JobID:            id,
+		Payload:          body.Payload,
+		Meta:             body.Meta,
+		IdPrefixTemplate: body.IdPrefixTemplate,
+		Priority:         body.Priority,
+		IdempotencyToken: r.URL.Query().Get("idempotency_token"),
+	}
+	resp, err := s.srv.DispatchJob(r.Context(), namespaceOf("", r), req)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	writeWrite(w, r, resp.Index, resp)
+}
+
+func (s *HTTPServer) jobPeriodicForce(w http.ResponseWriter, r *http.Request, id string) {
+	resp, err := s.srv.ForcePeriodic(r.Context(), namespaceOf("", r), id)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	writeWrite(w, r, resp.Index, resp)
+}

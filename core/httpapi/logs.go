@@ -1,0 +1,307 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-memdb"
+
+	"github.com/drover-org/drover/core/structs"
+)
+
+// headerForwarded marks a log request that an agent already forwarded to
+// the alloc's node, so that two agents never bounce a request between them.
+const headerForwarded = "X-Drover-Forwarded"
+
+// Log streaming limits: a frame carries at most maxFrameData bytes, and an
+// idle followed stream sends an empty frame every heartbeat so that proxies
+// and clients see the connection alive (Nomad's client skips them).
+const (
+	maxFrameData            = 64 * 1024
+	defaultLogHeartbeatTime = 10 * time.Second
+)
+
+// streamFrame is one object of Nomad's framed log stream. Every field is
+// omitted when empty so that a heartbeat encodes as {}.
+type streamFrame struct {
+	Offset    int64  `json:",omitempty"`
+	Data      []byte `json:",omitempty"`
+	File      string `json:",omitempty"`
+	FileEvent string `json:",omitempty"`
+}
+
+// logsRequest is a parsed GET /v1/client/fs/logs/:alloc.
+type logsRequest struct {
+	allocID, task, logType, origin string
+	offset                         int64
+	follow, plain                  bool
+}
+
+func parseLogsRequest(r *http.Request) (logsRequest, error) {
+	q := r.URL.Query()
+	req := logsRequest{
+		allocID: r.PathValue("alloc"),
+		task:    q.Get("task"),
+		logType: q.Get("type"),
+		origin:  q.Get("origin"),
+	}
+	if req.task == "" {
+		return req, badRequest("task: must provide task name")
+	}
+	switch req.logType {
+	case "stdout", "stderr":
+	case "":
+		return req, badRequest("type: must provide log type (stdout/stderr)")
+	default:
+		return req, badRequest("type: invalid log type %q; must be stdout or stderr", req.logType)
+	}
+	switch req.origin {
+	case "":
+		req.origin = "start"
+	case "start", "end":
+	default:
+		return req, badRequest("origin: must be start or end, got %q", req.origin)
+	}
+	if v := q.Get("offset"); v != "" {
+		off, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || off < 0 {
+			return req, badRequest("offset: must be a non-negative integer, got %q", v)
+		}
+		req.offset = off
+	}
+	var err error
+	if req.follow, err = parseBool(r, "follow"); err != nil {
+		return req, err
+	}
+	if req.plain, err = parseBool(r, "plain"); err != nil {
+		return req, err
+	}
+	return req, nil
+}
+
+func (s *HTTPServer) allocLogs(w http.ResponseWriter, r *http.Request) {
+	req, err := parseLogsRequest(r)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	forwarded := r.Header.Get(headerForwarded) != ""
+	if s.client == nil {
+		if forwarded {
+			s.writeError(w, structs.NewError(structs.ErrNotFound, "Unknown allocation %q", req.allocID))
+			return
+		}
+		s.forwardLogs(w, r, req.allocID, nil)
+		return
+	}
+
+	lw := newLogWriter(w, req)
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	var hb sync.WaitGroup
+	if req.follow && !req.plain {
+		hb.Add(1)
+		go func() {
+			defer hb.Done()
+			lw.heartbeat(ctx, s.heartbeatEvery())
+		}()
+	}
+	err = s.client.AllocLogs(ctx, req.allocID, req.task, req.logType, req.origin, req.offset, req.follow, lw)
+	cancel()
+	hb.Wait()
+
+	switch {
+	case err == nil || lw.isStarted() && r.Context().Err() != nil:
+		lw.start() // an empty log is still a 200
+	case lw.isStarted():
+		// The status is gone already: end the stream and log why.
+		s.logger.Warn("log stream ended with error", "alloc_id", req.allocID, "task", req.task, "error", err)
+	case errors.Is(err, structs.ErrNotFound) && !forwarded:
+		// Not on this node: the alloc may run on another client.
+		s.forwardLogs(w, r, req.allocID, err)
+	case r.Context().Err() != nil:
+		// The caller left before anything was sent.
+	default:
+		s.writeError(w, err)
+	}
+}
+
+func (s *HTTPServer) heartbeatEvery() time.Duration {
+	if s.logHeartbeat > 0 {
+		return s.logHeartbeat
+	}
+	return defaultLogHeartbeatTime
+}
+
+// forwardLogs proxies the request to the HTTP address of the node that runs
+// the allocation (§11: /v1/client/fs/* must work when asked of a server).
+// localErr is the local client's refusal, if any: when the state does not
+// know the alloc either, it is the better explanation (an unknown task, say).
+func (s *HTTPServer) forwardLogs(w http.ResponseWriter, r *http.Request, allocID string, localErr error) {
+	var addr string
+	var lookupErr error
+	_, err := s.query(r.Context(), 0, func(ws memdb.WatchSet, st reader) (uint64, error) {
+		a, err := st.AllocByID(ws, allocID)
+		if err != nil {
+			return 0, err
+		}
+		if a == nil {
+			lookupErr = structs.NewError(structs.ErrNotFound, "Unknown allocation %q", allocID)
+			return 1, nil
+		}
+		n, err := st.NodeByID(ws, a.NodeID)
+		if err != nil {
+			return 0, err
+		}
+		switch {
+		case n == nil:
+			lookupErr = structs.NewError(structs.ErrNotFound, "Unknown node %q of allocation %q", a.NodeID, allocID)
+		case n.HTTPAddr == "":
+			lookupErr = structs.NewError(structs.ErrUnavailable, "node %q of allocation %q advertises no HTTP address", a.NodeID, allocID)
+		default:
+			addr = n.HTTPAddr
+		}
+		return 1, nil
+	})
+	if err == nil {
+		err = lookupErr
+	}
+	if err != nil {
+		if localErr != nil && errors.Is(err, structs.ErrNotFound) {
+			err = localErr
+		}
+		s.writeError(w, err)
+		return
+	}
+	target := &url.URL{Scheme: "http", Host: addr}
+	proxy := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(target)
+			pr.Out.Header.Set(headerForwarded, "1")
+		},
+		FlushInterval: -1, // stream every frame as it comes
+		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+			s.writeError(w, structs.NewError(structs.ErrUnavailable, "forwarding log request to node at %s: %v", addr, err))
+		},
+	}
+	proxy.ServeHTTP(w, r)
+}
+
+// logWriter turns the client's byte stream into the HTTP response: raw
+// bytes when plain, Nomad's JSON frames otherwise. The response starts on
+// the first write, so that an error before any byte still gets its status.
+type logWriter struct {
+	mu      sync.Mutex
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	enc     *json.Encoder
+	plain   bool
+	file    string
+	pos     int64
+	started bool
+	lastOut time.Time
+}
+
+func newLogWriter(w http.ResponseWriter, req logsRequest) *logWriter {
+	lw := &logWriter{
+		w:     w,
+		rc:    http.NewResponseController(w),
+		enc:   json.NewEncoder(w),
+		plain: req.plain,
+		file:  fmt.Sprintf("alloc/logs/%s.%s.0", req.task, req.logType),
+	}
+	if req.origin == "start" {
+		lw.pos = req.offset
+	}
+	return lw
+}
+
+func (lw *logWriter) isStarted() bool {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	return lw.started
+}
+
+func (lw *logWriter) start() {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	lw.startLocked()
+}
+
+func (lw *logWriter) startLocked() {
+	if lw.started {
+		return
+	}
+	lw.started = true
+	if lw.plain {
+		lw.w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	} else {
+		lw.w.Header().Set("Content-Type", "application/json")
+	}
+	lw.w.WriteHeader(http.StatusOK)
+}
+
+// Write sends p at once, in frames of at most maxFrameData bytes.
+func (lw *logWriter) Write(p []byte) (int, error) {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	lw.startLocked()
+	lw.lastOut = time.Now()
+	if lw.plain {
+		n, err := lw.w.Write(p)
+		if err == nil {
+			err = lw.flush()
+		}
+		return n, err
+	}
+	written := 0
+	for len(p) > 0 {
+		chunk := p[:min(len(p), maxFrameData)]
+		lw.pos += int64(len(chunk))
+		if err := lw.enc.Encode(streamFrame{Offset: lw.pos, Data: chunk, File: lw.file}); err != nil {
+			return written, err
+		}
+		written += len(chunk)
+		p = p[len(chunk):]
+	}
+	return written, lw.flush()
+}
+
+// flush pushes buffered bytes to the caller; a writer that cannot flush
+// (a test recorder) is fine.
+func (lw *logWriter) flush() error {
+	if err := lw.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return err
+	}
+	return nil
+}
+
+// heartbeat sends an empty frame whenever the stream was idle for every.
+func (lw *logWriter) heartbeat(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			lw.mu.Lock()
+			if now.Sub(lw.lastOut) >= every {
+				lw.startLocked()
+				lw.lastOut = now
+				if lw.enc.Encode(streamFrame{}) == nil {
+					_ = lw.flush()
+				}
+			}
+			lw.mu.Unlock()
+		}
+	}
+}

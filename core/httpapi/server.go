@@ -1,0 +1,227 @@
+// Package httpapi serves Nomad's v1 HTTP API over drover's state store and
+// server. Reads run as blocking queries against the state store directly;
+// writes go through the Server interface, which owns Raft and forwarding.
+// JSON keys are the Go field names of core/structs, as in Nomad, so Nomad's
+// official client and tooling read drover's answers unchanged.
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/drover-org/drover/core/state"
+	"github.com/drover-org/drover/core/structs"
+)
+
+// Server is what the HTTP API needs of the drover server: the writes (each
+// goes through Raft, forwarded to the leader when needed), the state store
+// for reads, and cluster facts for the status endpoints.
+//
+// Writes return errors whose kind (structs.ErrNotFound, ErrInvalid,
+// *structs.ValidationError, ErrPermissionDenied, ErrNoLeader, …) decides the
+// HTTP status through structs.HTTPStatus. RegisterJob and PlanJob receive the
+// job as submitted, with only its namespace filled from the request; the
+// server canonicalizes and validates it.
+type Server interface {
+	RegisterJob(ctx context.Context, job *structs.Job, enforceIndex bool, jobModifyIndex uint64) (*structs.JobRegisterResponse, error)
+	DeregisterJob(ctx context.Context, ns, jobID string, purge bool) (*structs.JobDeregisterResponse, error)
+	EvaluateJob(ctx context.Context, ns, jobID string) (*structs.JobRegisterResponse, error)
+	DispatchJob(ctx context.Context, ns string, req *structs.JobDispatchRequest) (*structs.JobDispatchResponse, error)
+	ForcePeriodic(ctx context.Context, ns, jobID string) (*structs.PeriodicForceResponse, error)
+	PlanJob(ctx context.Context, job *structs.Job, diff bool) (*structs.JobPlanResponse, error)
+	StopAlloc(ctx context.Context, allocID string) (*structs.AllocStopResponse, error)
+	UpdateNodeEligibility(ctx context.Context, nodeID, eligibility string) (*structs.NodeEligibilityUpdateResponse, error)
+	UpdateNodeDrain(ctx context.Context, nodeID string, spec *structs.DrainSpec, markEligible bool, meta map[string]string) (*structs.NodeEligibilityUpdateResponse, error)
+	State() *state.StateStore
+	// LeaderAddr is the leader's RPC address ("127.0.0.1:4647"), or "" when
+	// the cluster has no leader.
+	LeaderAddr() string
+	Region() string
+	Datacenter() string
+}
+
+// Peerer is optionally implemented by a Server that knows the Raft peer set;
+// without it /v1/status/peers answers with the leader alone.
+type Peerer interface {
+	Peers() []string
+}
+
+// ClientAPI is what the local client agent serves; Config.Client is nil on
+// an agent that runs no client, and log requests are then forwarded to the
+// node that runs the allocation.
+type ClientAPI interface {
+	// AllocLogs streams a task's log (logType "stdout"|"stderr") to w from
+	// offset, relative to origin "start"|"end"; with follow it keeps
+	// streaming until ctx ends. Unknown allocs or tasks are errors of kind
+	// structs.ErrNotFound, returned before anything is written.
+	AllocLogs(ctx context.Context, allocID, task, logType, origin string, offset int64, follow bool, w io.Writer) error
+}
+
+// Config wires an HTTPServer.
+type Config struct {
+	Server Server
+	// Client serves /v1/client/* locally; nil forwards them to the node.
+	Client ClientAPI
+	Logger hclog.Logger
+	// AgentSelf returns the body of GET /v1/agent/self. The CLI reads the
+	// local node's ID from ["stats"]["client"]["node_id"] (as Nomad's does).
+	// Nil serves a minimal body built from the Server's region and
+	// datacenter.
+	AgentSelf func() any
+}
+
+// HTTPServer serves the v1 API.
+type HTTPServer struct {
+	srv     Server
+	client  ClientAPI
+	logger  hclog.Logger
+	self    func() any
+	handler http.Handler
+	// query runs blocking reads; a field so that it is built once from the
+	// state store and so that the read path has a single seam.
+	query queryFunc
+	// logHeartbeat overrides the idle interval of followed log streams.
+	logHeartbeat time.Duration
+
+	mu   sync.Mutex
+	http *http.Server
+}
+
+// New builds an HTTPServer; Serve starts it.
+func New(cfg Config) *HTTPServer {
+	logger := cfg.Logger
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	s := &HTTPServer{
+		srv:    cfg.Server,
+		client: cfg.Client,
+		logger: logger.Named("http"),
+		self:   cfg.AgentSelf,
+	}
+	s.query = storeQuery(cfg.Server)
+	s.handler = s.routes()
+	return s
+}
+
+// Handler returns the API's handler, for tests and for embedding.
+func (s *HTTPServer) Handler() http.Handler { return s.handler }
+
+// Serve answers requests on ln until Shutdown; it returns nil after a
+// graceful shutdown.
+func (s *HTTPServer) Serve(ln net.Listener) error {
+	hs := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          s.logger.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
+	}
+	s.mu.Lock()
+	s.http = hs
+	s.mu.Unlock()
+	s.logger.Info("serving HTTP API", "addr", ln.Addr().String())
+	err := hs.Serve(ln)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Shutdown stops accepting requests and waits for the running ones until ctx
+// ends. Blocking queries and log streams end with their request contexts,
+// which Shutdown cancels when ctx expires.
+func (s *HTTPServer) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	hs := s.http
+	s.mu.Unlock()
+	if hs == nil {
+		return nil
+	}
+	err := hs.Shutdown(ctx)
+	if err != nil {
+		// Long-polls outlived ctx: cut them off rather than leak them.
+		_ = hs.Close()
+	}
+	return err
+}
+
+func (s *HTTPServer) routes() http.Handler {
+	mux := http.NewServeMux()
+
+	mux.HandleFunc("GET /v1/jobs", s.jobList)
+	mux.HandleFunc("PUT /v1/jobs", s.jobRegister)
+	mux.HandleFunc("POST /v1/jobs", s.jobRegister)
+	mux.HandleFunc("PUT /v1/jobs/parse", s.jobParse)
+	mux.HandleFunc("POST /v1/jobs/parse", s.jobParse)
+	// Job IDs may contain slashes (periodic and dispatched children), so
+	// /v1/job/ is routed by suffix rather than by pattern.
+	mux.HandleFunc("/v1/job/", s.jobRoute)
+
+	mux.HandleFunc("GET /v1/allocations", s.allocList)
+	mux.HandleFunc("GET /v1/allocation/{id}", s.allocGet)
+	mux.HandleFunc("POST /v1/allocation/{id}/stop", s.allocStop)
+	mux.HandleFunc("PUT /v1/allocation/{id}/stop", s.allocStop)
+
+	mux.HandleFunc("GET /v1/evaluations", s.evalList)
+	mux.HandleFunc("GET /v1/evaluation/{id}", s.evalGet)
+	mux.HandleFunc("GET /v1/evaluation/{id}/allocations", s.evalAllocs)
+
+	mux.HandleFunc("GET /v1/nodes", s.nodeList)
+	mux.HandleFunc("GET /v1/node/{id}", s.nodeGet)
+	mux.HandleFunc("GET /v1/node/{id}/allocations", s.nodeAllocs)
+	mux.HandleFunc("POST /v1/node/{id}/eligibility", s.nodeEligibility)
+	mux.HandleFunc("PUT /v1/node/{id}/eligibility", s.nodeEligibility)
+	mux.HandleFunc("POST /v1/node/{id}/drain", s.nodeDrain)
+	mux.HandleFunc("PUT /v1/node/{id}/drain", s.nodeDrain)
+
+	mux.HandleFunc("GET /v1/client/fs/logs/{alloc}", s.allocLogs)
+
+	mux.HandleFunc("GET /v1/agent/self", s.agentSelf)
+	mux.HandleFunc("GET /v1/status/leader", s.statusLeader)
+	mux.HandleFunc("GET /v1/status/peers", s.statusPeers)
+	mux.HandleFunc("GET /v1/regions", s.regions)
+
+	return s.logRequests(mux)
+}
+
+// logRequests logs every request at debug level, and failures at warn.
+func (s *HTTPServer) logRequests(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(rec, r)
+		args := []any{"method", r.Method, "path", r.URL.Path, "status", rec.status, "duration", time.Since(start)}
+		if rec.status >= 500 {
+			s.logger.Warn("request failed", args...)
+		} else {
+			s.logger.Debug("request", args...)
+		}
+	})
+}
+
+// statusRecorder remembers the status code and still lets streaming
+// handlers flush.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	r.status = code
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }

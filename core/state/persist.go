@@ -1,0 +1,274 @@
+package state
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/hashicorp/go-memdb"
+
+	"github.com/drover-org/drover/core/structs"
+)
+
+// Snapshot stream format. A header (snapshotMagic, then a format version
+// byte) is followed by records, each a type byte, a uvarint length and that
+// many bytes of JSON, and ends with a recEnd record so that a truncated
+// stream is detected. Records stream one object at a time in both
+// directions: neither side ever holds the encoded state in memory.
+//
+// JSON matches the Raft log's encoding, so a follower restored from a
+// snapshot holds exactly what one that applied the log holds (Task.Config
+// numbers decode the same way on both paths).
+//
+// Allocations are written without their Job: each distinct job object that
+// allocations point at is written once (recAllocJob) and allocations refer
+// to it by number. 100,000 allocations of one job thus carry one copy of
+// the job, and share one object again after a restore.
+const (
+	snapshotMagic   = "DRVRSNAP"
+	snapshotVersion = 1
+
+	// maxRecordLen bounds one record so that a corrupt length cannot make
+	// the restore allocate without limit.
+	maxRecordLen = 256 << 20
+)
+
+// Record types. Never renumber: snapshots outlive binaries.
+const (
+	recIndex           byte = 1
+	recNode            byte = 2
+	recJob             byte = 3
+	recJobVersion      byte = 4
+	recJobSummary      byte = 5
+	recEval            byte = 6
+	recAllocJob        byte = 7
+	recAlloc           byte = 8
+	recPeriodicLaunch  byte = 9
+	recSchedulerConfig byte = 10
+	recEnd             byte = 255
+)
+
+// ErrBadSnapshot is returned for a stream that is not a drover state
+// snapshot, is of an unknown format version, or is cut short.
+var ErrBadSnapshot = errors.New("state: invalid snapshot")
+
+// allocJobRecord is one job object that allocations refer to.
+type allocJobRecord struct {
+	Ref uint64
+	Job *structs.Job
+}
+
+// allocRecord is an allocation without its job. Its Job field shadows the
+// embedded one, so encoding never writes the job and never has to modify
+// (or copy) the stored allocation to leave it out.
+type allocRecord struct {
+	*structs.Allocation
+	Job    *structs.Job `json:"Job,omitempty"`
+	JobRef uint64       `json:",omitempty"`
+}
+
+// Persist writes the snapshot's whole state to w.
+func (s *StateSnapshot) Persist(w io.Writer) error {
+	bw := bufio.NewWriterSize(w, 256<<10)
+	p := &persister{w: bw}
+	p.enc = json.NewEncoder(&p.buf)
+	p.enc.SetEscapeHTML(false)
+	if _, err := bw.WriteString(snapshotMagic); err != nil {
+		return err
+	}
+	if err := bw.WriteByte(snapshotVersion); err != nil {
+		return err
+	}
+	txn := s.db.Txn(false)
+	tables := []struct {
+		table string
+		typ   byte
+	}{
+		{TableIndex, recIndex},
+		{TableNodes, recNode},
+		{TableJobs, recJob},
+		{TableJobVersions, recJobVersion},
+		{TableJobSummary, recJobSummary},
+		{TableEvals, recEval},
+		{TablePeriodicLaunch, recPeriodicLaunch},
+		{TableSchedulerConfig, recSchedulerConfig},
+	}
+	for _, tb := range tables {
+		iter, err := txn.Get(tb.table, "id")
+		if err != nil {
+			return err
+		}
+		for raw := iter.Next(); raw != nil; raw = iter.Next() {
+			if err := p.record(tb.typ, raw); err != nil {
+				return err
+			}
+		}
+	}
+	if err := p.allocs(txn); err != nil {
+		return err
+	}
+	if err := p.record(recEnd, nil); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+type persister struct {
+	w   *bufio.Writer
+	buf bytes.Buffer
+	enc *json.Encoder
+	len [binary.MaxVarintLen64]byte
+}
+
+func (p *persister) record(typ byte, v any) error {
+	p.buf.Reset()
+	if v != nil {
+		if err := p.enc.Encode(v); err != nil {
+			return fmt.Errorf("state: persist record %d: %w", typ, err)
+		}
+	}
+	if err := p.w.WriteByte(typ); err != nil {
+		return err
+	}
+	n := binary.PutUvarint(p.len[:], uint64(p.buf.Len()))
+	if _, err := p.w.Write(p.len[:n]); err != nil {
+		return err
+	}
+	_, err := p.w.Write(p.buf.Bytes())
+	return err
+}
+
+func (p *persister) allocs(txn *memdb.Txn) error {
+	iter, err := txn.Get(TableAllocs, "id")
+	if err != nil {
+		return err
+	}
+	refs := map[*structs.Job]uint64{}
+	for raw := iter.Next(); raw != nil; raw = iter.Next() {
+		a := raw.(*structs.Allocation)
+		rec := allocRecord{Allocation: a}
+		if a.Job != nil {
+			ref, ok := refs[a.Job]
+			if !ok {
+				ref = uint64(len(refs) + 1)
+				refs[a.Job] = ref
+				if err := p.record(recAllocJob, &allocJobRecord{Ref: ref, Job: a.Job}); err != nil {
+					return err
+				}
+			}
+			rec.JobRef = ref
+		}
+		if err := p.record(recAlloc, &rec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Restore loads a stream written by Persist into the store in one
+// transaction: either all of it shows or, on error, none. It is meant for a
+// fresh store (the FSM restores into a new one and swaps it in); rows of a
+// non-empty store that the snapshot lacks are kept.
+func (s *StateStore) Restore(r io.Reader) error {
+	br := bufio.NewReaderSize(r, 256<<10)
+	head := make([]byte, len(snapshotMagic)+1)
+	if _, err := io.ReadFull(br, head); err != nil {
+		return fmt.Errorf("%w: reading header: %v", ErrBadSnapshot, err)
+	}
+	if string(head[:len(snapshotMagic)]) != snapshotMagic {
+		return fmt.Errorf("%w: bad magic", ErrBadSnapshot)
+	}
+	if v := head[len(snapshotMagic)]; v != snapshotVersion {
+		return fmt.Errorf("%w: unsupported format version %d", ErrBadSnapshot, v)
+	}
+
+	txn := s.db.Txn(true)
+	defer txn.Abort()
+	jobs := map[uint64]*structs.Job{}
+	var buf []byte
+	for {
+		typ, err := br.ReadByte()
+		if err != nil {
+			return fmt.Errorf("%w: truncated: %v", ErrBadSnapshot, err)
+		}
+		n, err := binary.ReadUvarint(br)
+		if err != nil {
+			return fmt.Errorf("%w: truncated: %v", ErrBadSnapshot, err)
+		}
+		if n > maxRecordLen {
+			return fmt.Errorf("%w: record of %d bytes", ErrBadSnapshot, n)
+		}
+		if uint64(cap(buf)) < n {
+			buf = make([]byte, n)
+		}
+		buf = buf[:n]
+		if _, err := io.ReadFull(br, buf); err != nil {
+			return fmt.Errorf("%w: truncated: %v", ErrBadSnapshot, err)
+		}
+		if typ == recEnd {
+			break
+		}
+		if err := restoreRecord(txn, typ, buf, jobs); err != nil {
+			return err
+		}
+	}
+	txn.Commit()
+	return nil
+}
+
+func restoreRecord(txn *memdb.Txn, typ byte, buf []byte, jobs map[uint64]*structs.Job) error {
+	var (
+		table string
+		obj   any
+	)
+	switch typ {
+	case recIndex:
+		table, obj = TableIndex, new(IndexEntry)
+	case recNode:
+		table, obj = TableNodes, new(structs.Node)
+	case recJob:
+		table, obj = TableJobs, new(structs.Job)
+	case recJobVersion:
+		table, obj = TableJobVersions, new(structs.Job)
+	case recJobSummary:
+		table, obj = TableJobSummary, new(structs.JobSummary)
+	case recEval:
+		table, obj = TableEvals, new(structs.Evaluation)
+	case recPeriodicLaunch:
+		table, obj = TablePeriodicLaunch, new(structs.PeriodicLaunch)
+	case recSchedulerConfig:
+		table, obj = TableSchedulerConfig, new(structs.SchedulerConfiguration)
+	case recAllocJob:
+		var rec allocJobRecord
+		if err := json.Unmarshal(buf, &rec); err != nil {
+			return fmt.Errorf("%w: alloc job: %v", ErrBadSnapshot, err)
+		}
+		jobs[rec.Ref] = rec.Job
+		return nil
+	case recAlloc:
+		rec := allocRecord{Allocation: new(structs.Allocation)}
+		if err := json.Unmarshal(buf, &rec); err != nil {
+			return fmt.Errorf("%w: alloc: %v", ErrBadSnapshot, err)
+		}
+		if rec.JobRef != 0 {
+			job, ok := jobs[rec.JobRef]
+			if !ok {
+				return fmt.Errorf("%w: alloc %s refers to unknown job %d", ErrBadSnapshot, rec.ID, rec.JobRef)
+			}
+			rec.Allocation.Job = job
+		}
+		return txn.Insert(TableAllocs, rec.Allocation)
+	default:
+		// A newer binary's record kind. Skipping it would silently lose
+		// state that the rest of the snapshot may depend on.
+		return fmt.Errorf("%w: unknown record type %d", ErrBadSnapshot, typ)
+	}
+	if err := json.Unmarshal(buf, obj); err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrBadSnapshot, table, err)
+	}
+	return txn.Insert(table, obj)
+}

@@ -1,0 +1,94 @@
+package state
+
+import (
+	"github.com/drover-org/drover/core/structs"
+)
+
+// UpsertPlanResults applies a committed plan (§9.3, state side) in one
+// write:
+//
+//   - AllocsStopped are diffs (ID plus what changes) of stored allocs: each
+//     becomes desired "stop" with the diff's DesiredDescription, its
+//     FollowupEvalID when set, and its ClientStatus and ClientDescription
+//     when the server may decide them (lost or unknown; recorded in
+//     AllocStates);
+//   - AllocsPreempted are diffs that become desired "evict" with
+//     "Preempted by alloc ID <id>";
+//   - AllocsUpdated are full allocs (new or in-place updates); one without a
+//     Job gets req.Job;
+//   - PreemptionEvals are written like UpsertEvals.
+//
+// Diffs of allocs that no longer exist are skipped. Every alloc goes through
+// UpsertAllocs' rules, so the client's fields survive.
+func (s *StateStore) UpsertPlanResults(index uint64, req *structs.ApplyPlanResultsRequest) error {
+	if req == nil {
+		return structs.NewError(structs.ErrInvalid, "plan results: missing request")
+	}
+	return s.write(index, func(t *writeTxn) error {
+		stamp := func(modifyTime int64) int64 {
+			switch {
+			case modifyTime != 0:
+				return modifyTime
+			case req.UpdatedAt != 0:
+				return req.UpdatedAt
+			}
+			return t.now.UnixNano()
+		}
+		all := make([]*structs.Allocation, 0, len(req.AllocsStopped)+len(req.AllocsPreempted)+len(req.AllocsUpdated))
+		for _, d := range req.AllocsStopped {
+			existing, err := t.alloc(d.ID)
+			if err != nil {
+				return err
+			}
+			if existing == nil {
+				continue
+			}
+			c := *existing
+			c.DesiredStatus = structs.AllocDesiredStatusStop
+			c.DesiredDescription = d.DesiredDescription
+			if serverClientStatus(d.ClientStatus) && d.ClientStatus != existing.ClientStatus {
+				c.ClientStatus = d.ClientStatus
+				c.ClientDescription = d.ClientDescription
+				c.AllocStates = appendAllocState(existing.AllocStates, &structs.AllocState{
+					Field: "ClientStatus", Value: d.ClientStatus, Time: t.now,
+				})
+			}
+			if d.FollowupEvalID != "" {
+				c.FollowupEvalID = d.FollowupEvalID
+			}
+			c.ModifyTime = stamp(d.ModifyTime)
+			all = append(all, &c)
+		}
+		for _, d := range req.AllocsPreempted {
+			existing, err := t.alloc(d.ID)
+			if err != nil {
+				return err
+			}
+			if existing == nil {
+				continue
+			}
+			c := *existing
+			c.DesiredStatus = structs.AllocDesiredStatusEvict
+			c.PreemptedByAllocation = d.PreemptedByAllocation
+			c.DesiredDescription = "Preempted by alloc ID " + d.PreemptedByAllocation
+			c.ModifyTime = stamp(d.ModifyTime)
+			all = append(all, &c)
+		}
+		for _, a := range req.AllocsUpdated {
+			if a != nil && a.Job == nil {
+				a.Job = req.Job
+			}
+			if a != nil {
+				a.ModifyTime = stamp(a.ModifyTime)
+			}
+			all = append(all, a)
+		}
+		if err := t.upsertAllocs(all); err != nil {
+			return err
+		}
+		if len(req.PreemptionEvals) > 0 {
+			return t.upsertEvals(req.PreemptionEvals)
+		}
+		return nil
+	})
+}
