@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/drover-org/drover/plugins/builtin"
+	rawexec "github.com/drover-org/drover/plugins/driver-rawexec"
 )
 
 // pluginEnv makes a re-executed test binary serve a built-in plugin, the
@@ -17,6 +18,10 @@ import (
 const pluginEnv = "DROVER_BENCH_PLUGIN=1"
 
 func TestMain(m *testing.M) {
+	if os.Getenv(rawexec.ShimEnvVar) != "" {
+		rawexec.Serve() // the raw_exec task shim re-executes this binary
+		os.Exit(0)
+	}
 	if os.Getenv("DROVER_BENCH_PLUGIN") != "" && len(os.Args) > 2 && os.Args[1] == "plugin" {
 		p, ok := builtin.Lookup(os.Args[2])
 		if !ok {
