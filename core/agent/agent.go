@@ -214,7 +214,11 @@ func (a *Agent) Shutdown() {
 		_ = a.httpLn.Close()
 	}
 	if a.client != nil {
-		a.client.Shutdown()
+		if a.cfg.DevMode {
+			a.client.Destroy(ctx)
+		} else {
+			a.client.Shutdown()
+		}
 	}
 	if a.server != nil {
 		if err := a.server.Shutdown(); err != nil {

@@ -203,6 +203,28 @@ func (c *Client) Shutdown() {
 	c.wg.Wait()
 }
 
+// Destroy kills every task of every allocation (with their kill timeouts),
+// waits for them until ctx ends, then shuts the client down. The dev agent
+// uses it: its state is in memory, so nothing could recover the tasks.
+func (c *Client) Destroy(ctx context.Context) {
+	c.mu.Lock()
+	runners := make([]*allocRunner, 0, len(c.runners))
+	for _, r := range c.runners {
+		runners = append(runners, r)
+	}
+	c.mu.Unlock()
+	for _, r := range runners {
+		r.destroy()
+	}
+	for _, r := range runners {
+		select {
+		case <-r.done():
+		case <-ctx.Done():
+		}
+	}
+	c.Shutdown()
+}
+
 func (c *Client) goFunc(f func()) {
 	c.wg.Add(1)
 	go func() {
