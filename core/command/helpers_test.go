@@ -15,6 +15,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// Timestamps print in local time; pin it so that expectations hold on
+	// any machine. Set before any test goroutine starts.
+	time.Local = time.UTC
 	goleak.VerifyTestMain(m)
 }
 

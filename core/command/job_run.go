@@ -186,7 +186,7 @@ func formatPlan(job *structs.Job, resp *structs.JobPlanResponse, path string, no
 	if resp.Diff != nil {
 		marker = diffMarkers[resp.Diff.Type]
 	}
-	fmt.Fprintf(&b, "%s Job: %q\n", orDefault(marker, " "), job.ID)
+	fmt.Fprintf(&b, "%sJob: %q\n", markerPrefix(marker), job.ID)
 	if resp.Diff != nil {
 		for _, f := range resp.Diff.Fields {
 			switch f.Type {
@@ -205,7 +205,7 @@ func formatPlan(job *structs.Job, resp *structs.JobPlanResponse, path string, no
 			if u == nil {
 				continue
 			}
-			fmt.Fprintf(&b, "%s Task Group: %q (%s)\n", groupMarker(u), tg.Name, updateLabels(u))
+			fmt.Fprintf(&b, "%sTask Group: %q (%s)\n", markerPrefix(groupMarker(u)), tg.Name, updateLabels(u))
 		}
 	}
 
@@ -246,7 +246,16 @@ func groupMarker(u *structs.DesiredUpdates) string {
 	case u.Stop > 0:
 		return "-"
 	}
-	return " "
+	return ""
+}
+
+// markerPrefix puts a change marker ("+", "-", "+/-") before a line; an
+// unchanged line has none.
+func markerPrefix(marker string) string {
+	if marker == "" {
+		return ""
+	}
+	return marker + " "
 }
 
 // updateLabels renders "1 create/destroy update, 2 create, 3 ignore".
@@ -273,11 +282,4 @@ func updateLabels(u *structs.DesiredUpdates) string {
 		return "no changes"
 	}
 	return strings.Join(out, ", ")
-}
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }

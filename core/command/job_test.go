@@ -1,12 +1,15 @@
 package command
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/drover-org/drover/core/structs"
 )
@@ -287,4 +290,51 @@ func TestJobInspect(t *testing.T) {
 	r = f.run(t, "", "job", "inspect", "-version", "9", "web")
 	wantCode(t, r, 1)
 	wantContains(t, "stderr", r.errOut, `Job "web" has no version 9`)
+}
+
+func TestMonitorFollowsChangesAndNextEval(t *testing.T) {
+	f := newFakeAgent(t)
+	const nextID = "5e5e5e5e-0000-0000-0000-000000000000"
+	var looks atomic.Int32
+	// First look: pending with one pending alloc; second: the alloc runs
+	// and the eval completes, pointing at a follow-up eval.
+	f.handle("GET /v1/evaluation/"+evalID, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Nomad-Index", "7")
+		e := &structs.Evaluation{ID: evalID, JobID: "web", Status: "pending", CreateIndex: 10}
+		if looks.Add(1) > 1 {
+			e.Status, e.NextEval, e.Wait = "complete", nextID, 5*time.Second
+		}
+		_ = json.NewEncoder(w).Encode(e)
+	})
+	f.handle("GET /v1/evaluation/"+evalID+"/allocations", func(w http.ResponseWriter, r *http.Request) {
+		a := &structs.AllocListStub{ID: "a1b2c3d4-0", NodeID: "e5f6a7b8-0", TaskGroup: "g", CreateIndex: 11, ClientStatus: "pending"}
+		if looks.Load() > 1 {
+			a.ClientStatus, a.ClientDescription = "running", "Tasks are running"
+		}
+		_ = json.NewEncoder(w).Encode([]*structs.AllocListStub{a})
+	})
+	serveEval(f, &structs.Evaluation{ID: nextID, JobID: "web", Status: "complete", CreateIndex: 12}, nil)
+
+	m := &monitor{ui: &UI{Out: &strings.Builder{}, Err: &strings.Builder{}}, client: &APIClient{Address: f.srv.URL}}
+	code := m.run(context.Background(), evalID)
+	out := m.ui.Out.(*strings.Builder).String()
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	want := `==> Monitoring evaluation "4f6c9e5e"
+    Evaluation triggered by job "web"
+    Allocation "a1b2c3d4" created: node "e5f6a7b8", group "g"
+    Allocation "a1b2c3d4" status changed: "pending" -> "running" (Tasks are running)
+    Evaluation status changed: "pending" -> "complete"
+==> Monitoring next evaluation "5e5e5e5e" in 5s
+    Evaluation triggered by job "web"
+==> Evaluation "5e5e5e5e" finished with status "complete"
+`
+	if out != want {
+		t.Errorf("got\n%s\nwant\n%s", out, want)
+	}
+	// The second look at the first eval was a blocking query.
+	if q := f.request("GET /v1/evaluation/" + evalID).Query; q != "index=7&wait=30s" {
+		t.Errorf("blocking query %q", q)
+	}
 }

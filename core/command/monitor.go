@@ -52,15 +52,15 @@ func (m *monitor) run(ctx context.Context, evalID string) int {
 			case eval.NodeID != "":
 				m.ui.printf("    Evaluation triggered by node %q\n", limitID(eval.NodeID, m.verbose))
 			}
-			first = false
-		} else if eval.Status != lastStatus {
-			m.ui.printf("    Evaluation status changed: %q -> %q\n", lastStatus, eval.Status)
 		}
-		lastStatus = eval.Status
-
+		// Allocations first: they are what the status change produced.
 		if err := m.reportAllocs(ctx, &eval, allocs); err != nil {
 			return m.ui.errorf("Error reading allocations: %s", err)
 		}
+		if !first && eval.Status != lastStatus {
+			m.ui.printf("    Evaluation status changed: %q -> %q\n", lastStatus, eval.Status)
+		}
+		first, lastStatus = false, eval.Status
 		if !eval.TerminalStatus() {
 			continue
 		}

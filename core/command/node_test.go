@@ -48,7 +48,7 @@ func TestNodeStatus(t *testing.T) {
 			"Driver Status = raw_exec",
 			"Node Events\nTime",
 			"Cluster    Node registered",
-			"Allocated Resources\nCPU           Memory          Disk\n500/4000 MHz  256 MiB/8.0 GiB  300 MiB/40 GiB",
+			"Allocated Resources\nCPU           Memory           Disk\n500/4000 MHz  256 MiB/8.0 GiB  300 MiB/40 GiB",
 			"Allocations\nID        Node ID   Task Group  Version  Desired  Status   Created  Modified\n8ba85cef  171a583b  g           3        run      running  5m ago   1m ago",
 		)
 	}

@@ -165,3 +165,22 @@ func TestEvalList(t *testing.T) {
 		t.Errorf("filtered JSON:\n%s", r.out)
 	}
 }
+
+func TestJobStatusPeriodicParent(t *testing.T) {
+	f := newFakeAgent(t)
+	f.json("GET /v1/jobs", []*structs.JobListStub{
+		{ID: "cron", Periodic: true},
+		{ID: "cron/periodic-1777636800", ParentID: "cron", Status: "dead", SubmitTime: 1},
+	})
+	f.json("GET /v1/job/cron", &structs.Job{ID: "cron", Name: "cron", Type: "sysbatch", Status: "running",
+		Periodic: &structs.PeriodicConfig{Enabled: true, Spec: "*/15 * * * *", TimeZone: "UTC"}})
+	f.json("GET /v1/job/cron/summary", &structs.JobSummary{JobID: "cron", Children: &structs.JobChildrenSummary{Dead: 1}})
+	r := f.run(t, "", "job", "status", "cron")
+	wantCode(t, r, 0)
+	wantContains(t, "stdout", r.out,
+		"Periodic             = true",
+		"Next Periodic Launch = 2026-05-01T12:15:00Z (15m from now)",
+		"Children Job Summary\nPending  Running  Dead\n0        0        1",
+		"Previously Launched Jobs\nID                        Status\ncron/periodic-1777636800  dead",
+	)
+}

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 
@@ -129,15 +130,41 @@ func (s *HTTPServer) jobParse(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, r, http.StatusOK, job)
 }
 
+// jobAction is a sub-resource of /v1/job/<id>.
+type jobAction struct {
+	methods []string
+	serve   func(s *HTTPServer, w http.ResponseWriter, r *http.Request, id string)
+}
+
+var (
+	readMethods  = []string{http.MethodGet, http.MethodHead}
+	writeMethods = []string{http.MethodPut, http.MethodPost}
+
+	// jobActions are matched as path suffixes, in this order.
+	jobActions = []struct {
+		suffix string
+		jobAction
+	}{
+		{"/allocations", jobAction{readMethods, (*HTTPServer).jobAllocs}},
+		{"/evaluations", jobAction{readMethods, (*HTTPServer).jobEvals}},
+		{"/summary", jobAction{readMethods, (*HTTPServer).jobSummary}},
+		{"/versions", jobAction{readMethods, (*HTTPServer).jobVersions}},
+		{"/plan", jobAction{writeMethods, (*HTTPServer).jobPlan}},
+		{"/evaluate", jobAction{writeMethods, (*HTTPServer).jobEvaluate}},
+		{"/dispatch", jobAction{writeMethods, (*HTTPServer).jobDispatch}},
+		{"/periodic/force", jobAction{writeMethods, (*HTTPServer).jobPeriodicForce}},
+	}
+)
+
 // jobRoute dispatches /v1/job/<id>[/<action>]. The ID may hold slashes,
 // escaped (%2F, as Nomad's client sends them) or not, so the action is
 // recognised by its suffix and the rest is the ID.
 func (s *HTTPServer) jobRoute(w http.ResponseWriter, r *http.Request) {
 	rest := strings.TrimPrefix(r.URL.EscapedPath(), "/v1/job/")
-	action := ""
-	for _, a := range []string{"allocations", "evaluations", "summary", "versions", "plan", "evaluate", "dispatch", "periodic/force"} {
-		if strings.HasSuffix(rest, "/"+a) {
-			action, rest = a, strings.TrimSuffix(rest, "/"+a)
+	var action *jobAction
+	for i := range jobActions {
+		if trimmed, ok := strings.CutSuffix(rest, jobActions[i].suffix); ok {
+			action, rest = &jobActions[i].jobAction, trimmed
 			break
 		}
 	}
@@ -147,22 +174,7 @@ func (s *HTTPServer) jobRoute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	type route struct {
-		methods []string
-		serve   func(http.ResponseWriter, *http.Request, string)
-	}
-	writes := []string{http.MethodPut, http.MethodPost}
-	routes := map[string]route{
-		"allocations":    {[]string{http.MethodGet}, s.jobAllocs},
-		"evaluations":    {[]string{http.MethodGet}, s.jobEvals},
-		"summary":        {[]string{http.MethodGet}, s.jobSummary},
-		"versions":       {[]string{http.MethodGet}, s.jobVersions},
-		"plan":           {writes, s.jobPlan},
-		"evaluate":       {writes, s.jobEvaluate},
-		"dispatch":       {writes, s.jobDispatch},
-		"periodic/force": {writes, s.jobPeriodicForce},
-	}
-	if action == "" {
+	if action == nil {
 		switch r.Method {
 		case http.MethodGet, http.MethodHead:
 			s.jobGet(w, r, id)
@@ -175,14 +187,11 @@ func (s *HTTPServer) jobRoute(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	rt := routes[action]
-	for _, m := range rt.methods {
-		if r.Method == m || (m == http.MethodGet && r.Method == http.MethodHead) {
-			rt.serve(w, r, id)
-			return
-		}
+	if !slices.Contains(action.methods, r.Method) {
+		methodNotAllowed(w, strings.Join(action.methods, ", "))
+		return
 	}
-	methodNotAllowed(w, strings.Join(rt.methods, ", "))
+	action.serve(s, w, r, id)
 }
 
 func methodNotAllowed(w http.ResponseWriter, allow string) {

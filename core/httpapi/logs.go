@@ -106,6 +106,7 @@ func (s *HTTPServer) allocLogs(w http.ResponseWriter, r *http.Request) {
 	lw := newLogWriter(w, req)
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
+	defer context.AfterFunc(s.stopping, cancel)()
 	var hb sync.WaitGroup
 	if req.follow && !req.plain {
 		hb.Add(1)
@@ -115,11 +116,14 @@ func (s *HTTPServer) allocLogs(w http.ResponseWriter, r *http.Request) {
 		}()
 	}
 	err = s.client.AllocLogs(ctx, req.allocID, req.task, req.logType, req.origin, req.offset, req.follow, lw)
+	// The caller left or the agent is shutting down: a followed stream's
+	// normal end.
+	ended := ctx.Err() != nil
 	cancel()
 	hb.Wait()
 
 	switch {
-	case err == nil || lw.isStarted() && r.Context().Err() != nil:
+	case err == nil || ended && (lw.isStarted() || s.stopping.Err() != nil):
 		lw.start() // an empty log is still a 200
 	case lw.isStarted():
 		// The status is gone already: end the stream and log why.
@@ -127,7 +131,7 @@ func (s *HTTPServer) allocLogs(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, structs.ErrNotFound) && !forwarded:
 		// Not on this node: the alloc may run on another client.
 		s.forwardLogs(w, r, req.allocID, err)
-	case r.Context().Err() != nil:
+	case ended:
 		// The caller left before anything was sent.
 	default:
 		s.writeError(w, err)

@@ -113,6 +113,7 @@ func (s *HTTPServer) blockingRead(w http.ResponseWriter, r *http.Request, fn fun
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, wait)
 		defer cancel()
+		defer context.AfterFunc(s.stopping, cancel)()
 	}
 
 	// The last answer computed; a timed-out blocking query returns it with
@@ -137,7 +138,9 @@ func (s *HTTPServer) blockingRead(w http.ResponseWriter, r *http.Request, fn fun
 	})
 	mu.Lock()
 	defer mu.Unlock()
-	if err != nil && !(have && errors.Is(err, context.DeadlineExceeded)) {
+	// A wait that ran out, or a shutdown, answers with the last result.
+	ended := errors.Is(err, context.DeadlineExceeded) || s.stopping.Err() != nil
+	if err != nil && !(have && ended) {
 		if r.Context().Err() != nil {
 			return // the caller went away
 		}

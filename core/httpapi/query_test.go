@@ -254,3 +254,46 @@ func TestServeAndShutdown(t *testing.T) {
 	}
 	http.DefaultClient.CloseIdleConnections()
 }
+
+func TestShutdownEndsBlockingQueries(t *testing.T) {
+	api, fake := newTestAPI(t, Config{})
+	seedJob(t, fake.store, 10, testJob("default", "web"))
+	ran := watchQueries(api)
+	ln := listenLoopback(t)
+	served := make(chan error, 1)
+	go func() { served <- api.Serve(ln) }()
+
+	type answer struct {
+		code  int
+		index string
+		err   error
+	}
+	got := make(chan answer, 1)
+	go func() {
+		resp, err := http.Get("http://" + ln.Addr().String() + "/v1/job/web?index=10&wait=5m")
+		if err != nil {
+			got <- answer{err: err}
+			return
+		}
+		resp.Body.Close()
+		got <- answer{code: resp.StatusCode, index: resp.Header.Get("X-Nomad-Index")}
+	}()
+	select {
+	case <-ran:
+	case <-time.After(10 * time.Second):
+		t.Fatal("query never ran")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := api.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown waited for the long poll: %v", err)
+	}
+	a := <-got
+	if a.err != nil || a.code != 200 || a.index != "10" {
+		t.Errorf("long poll answered %+v, want 200 with the unchanged index", a)
+	}
+	if err := <-served; err != nil {
+		t.Errorf("Serve: %v", err)
+	}
+	http.DefaultClient.CloseIdleConnections()
+}

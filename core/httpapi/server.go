@@ -90,6 +90,11 @@ type HTTPServer struct {
 	// logHeartbeat overrides the idle interval of followed log streams.
 	logHeartbeat time.Duration
 
+	// stopping ends blocking queries and log streams when Shutdown starts,
+	// so that long polls answer at once instead of holding the shutdown.
+	stopping context.Context
+	stop     context.CancelFunc
+
 	mu   sync.Mutex
 	http *http.Server
 }
@@ -106,6 +111,7 @@ func New(cfg Config) *HTTPServer {
 		logger: logger.Named("http"),
 		self:   cfg.AgentSelf,
 	}
+	s.stopping, s.stop = context.WithCancel(context.Background())
 	s.query = storeQuery(cfg.Server)
 	s.handler = s.routes()
 	return s
@@ -123,6 +129,11 @@ func (s *HTTPServer) Serve(ln net.Listener) error {
 		ErrorLog:          s.logger.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
 	}
 	s.mu.Lock()
+	if s.stopping.Err() != nil {
+		s.mu.Unlock()
+		_ = ln.Close()
+		return nil // shut down before it started
+	}
 	s.http = hs
 	s.mu.Unlock()
 	s.logger.Info("serving HTTP API", "addr", ln.Addr().String())
@@ -134,10 +145,11 @@ func (s *HTTPServer) Serve(ln net.Listener) error {
 }
 
 // Shutdown stops accepting requests and waits for the running ones until ctx
-// ends. Blocking queries and log streams end with their request contexts,
-// which Shutdown cancels when ctx expires.
+// ends. Blocking queries answer at once with their current result, and log
+// streams end.
 func (s *HTTPServer) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
+	s.stop()
 	hs := s.http
 	s.mu.Unlock()
 	if hs == nil {
