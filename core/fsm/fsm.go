@@ -118,6 +118,12 @@ func (f *FSM) Apply(l *raft.Log) any {
 		panic(fmt.Sprintf("fsm: empty log entry at index %d", l.Index))
 	}
 	t := structs.MessageType(l.Data[0])
+	if t == structs.IgnoreUnknownTypeFlag && len(l.Data) == 1 {
+		// The flag alone, without a payload, marks an entry with nothing
+		// to apply (Nomad uses it for test setup). With a payload it is
+		// a flagged NodeRegister (type 0).
+		return nil
+	}
 	ignoreUnknown := t&structs.IgnoreUnknownTypeFlag != 0
 	t &^= structs.IgnoreUnknownTypeFlag
 	apply, ok := appliers[t]

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"strconv"
 	"testing"
 
 	"github.com/drover-org/drover/core/structs"
@@ -146,6 +147,7 @@ func TestAllocReaders(t *testing.T) {
 		want []string
 	}{
 		{"by node", ids(s.AllocsByNode(nil, "n1")), []string{"aaaa-1", "aaaa-3"}},
+		{"by node, terminal only", ids(s.AllocsByNode(nil, "n2")), []string{"aabb-2"}},
 		{"by node live", ids(s.AllocsByNodeTerminal(nil, "n1", false)), []string{"aaaa-1", "aaaa-3"}},
 		{"by node terminal", ids(s.AllocsByNodeTerminal(nil, "n2", true)), []string{"aabb-2"}},
 		{"by node live none", ids(s.AllocsByNodeTerminal(nil, "n2", false)), nil},
@@ -173,6 +175,9 @@ func TestAllocReaders(t *testing.T) {
 	must(t, s.UpdateAllocsFromClient(13, []*structs.Allocation{clientUpdate("aaaa-1", structs.AllocClientStatusComplete)}))
 	if got := ids(s.AllocsByNodeTerminal(nil, "n1", true)); len(got) != 1 || got[0] != "aaaa-1" {
 		t.Errorf("terminal on n1 after completion = %v", got)
+	}
+	if got := ids(s.AllocsByNode(nil, "n1")); len(got) != 2 || got[0] != "aaaa-3" {
+		t.Errorf("AllocsByNode(n1) = %v, want the live aaaa-3 first", got)
 	}
 }
 
@@ -267,5 +272,24 @@ func TestUpsertPlanResults(t *testing.T) {
 	}
 	if s.Index(TableAllocs) != 20 || s.Index(TableEvals) != 20 {
 		t.Errorf("indexes allocs %d evals %d, want 20", s.Index(TableAllocs), s.Index(TableEvals))
+	}
+}
+
+// BenchmarkUpsertAllocs measures a plan result of 1,000 placements, the
+// shape of a large system or batch job's first plan.
+func BenchmarkUpsertAllocs(b *testing.B) {
+	s := testStore(b)
+	job := storedJob(b, s, 1, mockJob(structs.JobTypeBatch))
+	index := uint64(2)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		allocs := make([]*structs.Allocation, 1000)
+		for k := range allocs {
+			allocs[k] = mockAlloc(job, "n"+strconv.Itoa(k))
+		}
+		b.StartTimer()
+		must(b, s.UpsertAllocs(index, allocs))
+		index++
 	}
 }

@@ -173,6 +173,9 @@ func (p *persister) allocs(txn *memdb.Txn) error {
 // transaction: either all of it shows or, on error, none. It is meant for a
 // fresh store (the FSM restores into a new one and swaps it in); rows of a
 // non-empty store that the snapshot lacks are kept.
+//
+// Decoding and inserting overlap: a goroutine decodes records while this one
+// inserts them, as each takes about half of a restore's time.
 func (s *StateStore) Restore(r io.Reader) error {
 	br := bufio.NewReaderSize(r, 256<<10)
 	head := make([]byte, len(snapshotMagic)+1)
@@ -186,8 +189,43 @@ func (s *StateStore) Restore(r io.Reader) error {
 		return fmt.Errorf("%w: unsupported format version %d", ErrBadSnapshot, v)
 	}
 
+	items := make(chan restoreItem, 1024)
+	stop := make(chan struct{})
+	decoded := make(chan error, 1)
+	go func() { decoded <- decodeRecords(br, items, stop) }()
+
 	txn := s.db.Txn(true)
 	defer txn.Abort()
+	var insertErr error
+	for it := range items { // ends when the decoder returns, whatever the reason
+		if insertErr != nil {
+			continue
+		}
+		if err := txn.Insert(it.table, it.obj); err != nil {
+			insertErr = fmt.Errorf("state: restore into %s: %w", it.table, err)
+			close(stop)
+		}
+	}
+	if err := <-decoded; err != nil {
+		return err
+	}
+	if insertErr != nil {
+		return insertErr
+	}
+	txn.Commit()
+	return nil
+}
+
+// restoreItem is one decoded row.
+type restoreItem struct {
+	table string
+	obj   any
+}
+
+// decodeRecords reads records until the end record and sends the rows on
+// items, which it closes when it returns. It stops early when stop closes.
+func decodeRecords(br *bufio.Reader, items chan<- restoreItem, stop <-chan struct{}) error {
+	defer close(items)
 	jobs := map[uint64]*structs.Job{}
 	var buf []byte
 	for {
@@ -210,65 +248,71 @@ func (s *StateStore) Restore(r io.Reader) error {
 			return fmt.Errorf("%w: truncated: %v", ErrBadSnapshot, err)
 		}
 		if typ == recEnd {
-			break
+			return nil
 		}
-		if err := restoreRecord(txn, typ, buf, jobs); err != nil {
+		it, err := decodeRecord(typ, buf, jobs)
+		if err != nil {
 			return err
 		}
+		if it.table == "" {
+			continue
+		}
+		select {
+		case items <- it:
+		case <-stop:
+			return nil
+		}
 	}
-	txn.Commit()
-	return nil
 }
 
-func restoreRecord(txn *memdb.Txn, typ byte, buf []byte, jobs map[uint64]*structs.Job) error {
-	var (
-		table string
-		obj   any
-	)
+// decodeRecord decodes one record into its row. A recAllocJob record yields
+// no row: it registers the job that later allocs refer to.
+func decodeRecord(typ byte, buf []byte, jobs map[uint64]*structs.Job) (restoreItem, error) {
+	var it restoreItem
 	switch typ {
 	case recIndex:
-		table, obj = TableIndex, new(IndexEntry)
+		it = restoreItem{TableIndex, new(IndexEntry)}
 	case recNode:
-		table, obj = TableNodes, new(structs.Node)
+		it = restoreItem{TableNodes, new(structs.Node)}
 	case recJob:
-		table, obj = TableJobs, new(structs.Job)
+		it = restoreItem{TableJobs, new(structs.Job)}
 	case recJobVersion:
-		table, obj = TableJobVersions, new(structs.Job)
+		it = restoreItem{TableJobVersions, new(structs.Job)}
 	case recJobSummary:
-		table, obj = TableJobSummary, new(structs.JobSummary)
+		it = restoreItem{TableJobSummary, new(structs.JobSummary)}
 	case recEval:
-		table, obj = TableEvals, new(structs.Evaluation)
+		it = restoreItem{TableEvals, new(structs.Evaluation)}
 	case recPeriodicLaunch:
-		table, obj = TablePeriodicLaunch, new(structs.PeriodicLaunch)
+		it = restoreItem{TablePeriodicLaunch, new(structs.PeriodicLaunch)}
 	case recSchedulerConfig:
-		table, obj = TableSchedulerConfig, new(structs.SchedulerConfiguration)
+		it = restoreItem{TableSchedulerConfig, new(structs.SchedulerConfiguration)}
 	case recAllocJob:
 		var rec allocJobRecord
 		if err := json.Unmarshal(buf, &rec); err != nil {
-			return fmt.Errorf("%w: alloc job: %v", ErrBadSnapshot, err)
+			return it, fmt.Errorf("%w: alloc job: %v", ErrBadSnapshot, err)
 		}
 		jobs[rec.Ref] = rec.Job
-		return nil
+		return it, nil
 	case recAlloc:
 		rec := allocRecord{Allocation: new(structs.Allocation)}
 		if err := json.Unmarshal(buf, &rec); err != nil {
-			return fmt.Errorf("%w: alloc: %v", ErrBadSnapshot, err)
+			return it, fmt.Errorf("%w: alloc: %v", ErrBadSnapshot, err)
 		}
 		if rec.JobRef != 0 {
 			job, ok := jobs[rec.JobRef]
 			if !ok {
-				return fmt.Errorf("%w: alloc %s refers to unknown job %d", ErrBadSnapshot, rec.ID, rec.JobRef)
+				return it, fmt.Errorf("%w: alloc %s refers to unknown job %d", ErrBadSnapshot, rec.ID, rec.JobRef)
 			}
 			rec.Allocation.Job = job
 		}
-		return txn.Insert(TableAllocs, rec.Allocation)
+		return restoreItem{TableAllocs, rec.Allocation}, nil
 	default:
 		// A newer binary's record kind. Skipping it would silently lose
 		// state that the rest of the snapshot may depend on.
-		return fmt.Errorf("%w: unknown record type %d", ErrBadSnapshot, typ)
+		return it, fmt.Errorf("%w: unknown record type %d", ErrBadSnapshot, typ)
 	}
-	if err := json.Unmarshal(buf, obj); err != nil {
-		return fmt.Errorf("%w: %s: %v", ErrBadSnapshot, table, err)
+	if err := json.Unmarshal(buf, it.obj); err != nil {
+		return it, fmt.Errorf("%w: %s: %v", ErrBadSnapshot, it.table, err)
 	}
-	return txn.Insert(table, obj)
+	return it, nil
 }

@@ -123,18 +123,23 @@ func TestRestoreRejectsBadSnapshots(t *testing.T) {
 
 	badVersion := append([]byte(nil), good...)
 	badVersion[len(snapshotMagic)] = 99
+	// A well-formed stream whose alloc row cannot be inserted (no ID).
+	noID := append([]byte(snapshotMagic), snapshotVersion, recAlloc, 2, '{', '}', recEnd, 0)
+	unknown := append([]byte(snapshotMagic), snapshotVersion, 77, 2, '{', '}', recEnd, 0)
 	cases := map[string][]byte{
-		"empty":         nil,
-		"wrong magic":   append([]byte("NOTASNAP"), good[len(snapshotMagic):]...),
-		"wrong version": badVersion,
-		"truncated":     good[:len(good)/2],
-		"no end record": good[:len(good)-2],
+		"row without ID":      noID,
+		"unknown record type": unknown,
+		"empty":               nil,
+		"wrong magic":         append([]byte("NOTASNAP"), good[len(snapshotMagic):]...),
+		"wrong version":       badVersion,
+		"truncated":           good[:len(good)/2],
+		"no end record":       good[:len(good)-2],
 	}
 	for name, data := range cases {
 		t.Run(name, func(t *testing.T) {
 			fresh := testStore(t)
 			err := fresh.Restore(bytes.NewReader(data))
-			if !errors.Is(err, ErrBadSnapshot) {
+			if err == nil || (name != "row without ID" && !errors.Is(err, ErrBadSnapshot)) {
 				t.Fatalf("err = %v, want ErrBadSnapshot", err)
 			}
 			if fresh.LatestIndex() != 0 {

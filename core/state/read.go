@@ -9,9 +9,9 @@ import (
 )
 
 // This file holds the generic read helpers and the readers of allocs, evals,
-// nodes and the rest; job readers are in read_jobs.go. Every reader runs in its own read
-// transaction, so a single call is consistent; use a StateSnapshot when
-// several reads must agree with each other.
+// nodes and the rest; job readers are in read_jobs.go. Every reader runs in
+// its own read transaction, so a single call is consistent; use a
+// StateSnapshot when several reads must agree with each other.
 
 // first returns the single object an index lookup finds, watching it.
 func first[T any](s *StateStore, ws memdb.WatchSet, table, index string, args ...any) (T, error) {
@@ -30,12 +30,16 @@ func first[T any](s *StateStore, ws memdb.WatchSet, table, index string, args ..
 // list returns every object an index lookup finds, keeping those keep
 // accepts (nil keeps all), and watches the whole range.
 func list[T any](s *StateStore, ws memdb.WatchSet, keep func(T) bool, table, index string, args ...any) ([]T, error) {
-	iter, err := s.db.Txn(false).Get(table, index, args...)
+	return appendList(s.db.Txn(false), nil, ws, keep, table, index, args...)
+}
+
+// appendList is list in a given transaction, appending to out.
+func appendList[T any](txn *memdb.Txn, out []T, ws memdb.WatchSet, keep func(T) bool, table, index string, args ...any) ([]T, error) {
+	iter, err := txn.Get(table, index, args...)
 	if err != nil {
 		return nil, fmt.Errorf("state: read %s: %w", table, err)
 	}
 	ws.Add(iter.WatchCh())
-	var out []T
 	for raw := iter.Next(); raw != nil; raw = iter.Next() {
 		v := raw.(T)
 		if keep == nil || keep(v) {
@@ -82,22 +86,29 @@ func (s *StateStore) AllocList(ws memdb.WatchSet, ns, prefix string) ([]*structs
 // registered again under the same ID does not inherit its predecessor's
 // allocations. When the job does not exist, all are returned.
 func (s *StateStore) AllocsByJob(ws memdb.WatchSet, ns, jobID string, anyCreateIndex bool) ([]*structs.Allocation, error) {
+	txn := s.db.Txn(false)
 	var keep func(*structs.Allocation) bool
 	if !anyCreateIndex {
-		job, err := first[*structs.Job](s, nil, TableJobs, "id", ns, jobID)
+		raw, err := txn.First(TableJobs, "id", ns, jobID)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("state: read %s: %w", TableJobs, err)
 		}
-		if job != nil {
-			keep = func(a *structs.Allocation) bool { return a.Job == nil || a.Job.CreateIndex == job.CreateIndex }
+		if raw != nil {
+			created := raw.(*structs.Job).CreateIndex
+			keep = func(a *structs.Allocation) bool { return a.Job == nil || a.Job.CreateIndex == created }
 		}
 	}
-	return list(s, ws, keep, TableAllocs, "job", ns, jobID)
+	return appendList(txn, nil, ws, keep, TableAllocs, "job", ns, jobID)
 }
 
-// AllocsByNode returns every allocation placed on a node.
+// AllocsByNode returns every allocation placed on a node, live ones first.
 func (s *StateStore) AllocsByNode(ws memdb.WatchSet, nodeID string) ([]*structs.Allocation, error) {
-	return list[*structs.Allocation](s, ws, nil, TableAllocs, "node", nodeID)
+	txn := s.db.Txn(false) // one view for both halves
+	out, err := appendList[*structs.Allocation](txn, nil, ws, nil, TableAllocs, "node_terminal", nodeID, false)
+	if err != nil {
+		return nil, err
+	}
+	return appendList(txn, out, ws, nil, TableAllocs, "node_terminal", nodeID, true)
 }
 
 // AllocsByNodeTerminal returns a node's allocations whose TerminalStatus is

@@ -78,7 +78,9 @@ func schema() *memdb.DBSchema {
 		)},
 		{Name: TableAllocs, Indexes: indexes(
 			idx("id", true, false, str(func(a *structs.Allocation) string { return a.ID })),
-			idx("node", false, true, str(func(a *structs.Allocation) string { return a.NodeID })),
+			// One index serves both AllocsByNode (two range scans) and
+			// AllocsByNodeTerminal: every alloc index costs on every
+			// alloc write.
 			idx("node_terminal", false, true, &memdb.CompoundIndex{Indexes: []memdb.Indexer{
 				str(func(a *structs.Allocation) string { return a.NodeID }),
 				&memdb.ConditionalIndex{Conditional: func(obj any) (bool, error) {
