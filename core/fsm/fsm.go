@@ -6,7 +6,6 @@
 package fsm
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"sync/atomic"
@@ -92,7 +91,7 @@ func (f *FSM) State() *state.StateStore { return f.state.Load() }
 
 // Encode builds a log entry: the message type byte, then the JSON of msg.
 func Encode(t structs.MessageType, msg any) ([]byte, error) {
-	b, err := json.Marshal(msg)
+	b, err := marshal(msg)
 	if err != nil {
 		return nil, fmt.Errorf("fsm: encode %s: %w", typeName(t), err)
 	}
@@ -160,7 +159,7 @@ var appliers = map[structs.MessageType]func(f *FSM, index uint64, buf []byte) an
 // corrupt or incompatible log and panics (see Apply).
 func decode[T any](t structs.MessageType, index uint64, buf []byte) *T {
 	req := new(T)
-	if err := json.Unmarshal(buf, req); err != nil {
+	if err := unmarshal(buf, req); err != nil {
 		panic(fmt.Sprintf("fsm: decode %s at index %d: %v", typeName(t), index, err))
 	}
 	return req

@@ -27,7 +27,9 @@ func (s *Server) applyPlan(ctx context.Context, plan *structs.Plan) (*structs.Pl
 	if err != nil {
 		return nil, err
 	}
-	if plan.Job == nil {
+	// A purged job's deregister eval plans only stops, which need no job;
+	// placements do, as the allocs they create carry it.
+	if plan.Job == nil && len(plan.NodeAllocation) > 0 {
 		return nil, fmt.Errorf("plan for eval %s has no job", plan.EvalID)
 	}
 	result := evaluatePlan(snap, plan)

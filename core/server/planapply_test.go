@@ -354,14 +354,13 @@ func TestEvaluateNodePlan(t *testing.T) {
 func TestEvaluatePlanPartialCommit(t *testing.T) {
 	p := newPlanStore(t)
 	good, full := p.node(nil), p.node(nil)
-	old := p.alloc(full, 3500, 64, nil)
+	p.alloc(full, 3500, 64, nil)
 	other := p.alloc(good, 100, 64, nil)
 	plan := newPlan(p.job)
 	place := newPlanAlloc(p.job, good.ID, 1000, 64)
 	plan.NodeAllocation[good.ID] = []*structs.Allocation{place}
 	plan.NodeUpdate[good.ID] = []*structs.Allocation{stopOf(other, "")}
 	plan.NodeAllocation[full.ID] = []*structs.Allocation{newPlanAlloc(p.job, full.ID, 1000, 64)}
-	plan.NodeUpdate[full.ID] = nil
 
 	snap := p.snapshot()
 	res := evaluatePlan(snap, plan)
@@ -387,7 +386,6 @@ func TestEvaluatePlanPartialCommit(t *testing.T) {
 	if full, _, _ := res.FullCommit(plan); full {
 		t.Fatal("a partial result reports a full commit")
 	}
-	_ = old
 }
 
 func TestEvaluatePlanAllAtOnce(t *testing.T) {
@@ -511,11 +509,23 @@ func TestApplyPlan(t *testing.T) {
 		t.Fatalf("no-op result %+v; index %d -> %d", res, before, s.State().LatestIndex())
 	}
 
-	// A plan without a job is refused.
+	// A plan without a job (the job was purged) may stop allocs but not
+	// place any.
 	nojob := newPlan(stored)
 	nojob.Job = nil
+	nojob.NodeAllocation[good.ID] = []*structs.Allocation{newPlanAlloc(stored, good.ID, 100, 64)}
 	if _, err := s.applyPlan(ctx, nojob); err == nil || !strings.Contains(err.Error(), "has no job") {
-		t.Fatalf("plan without job: %v", err)
+		t.Fatalf("placing plan without job: %v", err)
+	}
+	stopOnly := newPlan(stored)
+	stopOnly.Job = nil
+	stopOnly.NodeUpdate[good.ID] = []*structs.Allocation{stopOf(place, "")}
+	res, err = s.applyPlan(ctx, stopOnly)
+	if err != nil || res.AllocIndex == 0 {
+		t.Fatalf("stop-only plan without job: %+v %v", res, err)
+	}
+	if p, _ := s.State().AllocByID(nil, place.ID); p.DesiredStatus != structs.AllocDesiredStatusStop || p.Job == nil {
+		t.Fatalf("stopped alloc = %q, job kept: %v", p.DesiredStatus, p.Job != nil)
 	}
 }
 

@@ -80,7 +80,7 @@ func (w *worker) schedule(ctx context.Context, ev *structs.Evaluation, token str
 		if errors.Is(err, structs.ErrUnavailable) {
 			return err
 		}
-		return w.finish(ev, structs.EvalStatusFailed, fmt.Sprintf("no scheduler plugin serves job type %q", ev.Type), nil, nil, nil)
+		return w.finish(ev, structs.EvalStatusFailed, fmt.Sprintf("no scheduler plugin serves job type %q", ev.Type), nil, nil, nil, 0)
 	}
 	if maxAttempts <= 0 {
 		maxAttempts = 1
@@ -97,7 +97,7 @@ func (w *worker) schedule(ctx context.Context, ev *structs.Evaluation, token str
 			return fmt.Errorf("scheduler plugin: %w", err)
 		}
 		if resp.Status != "" {
-			return w.finish(ev, resp.Status, resp.StatusDescription, nil, nil, nil)
+			return w.finish(ev, resp.Status, resp.StatusDescription, nil, nil, nil, 0)
 		}
 		queued = make(map[string]int, len(resp.QueuedAllocations))
 		for tg, n := range resp.QueuedAllocations {
@@ -105,7 +105,7 @@ func (w *worker) schedule(ctx context.Context, ev *structs.Evaluation, token str
 		}
 		plan, newAllocs := s.convertPlan(snap, ev, token, req.Job, resp.Plan)
 		if plan.IsNoOp() && len(plan.NodePreemptions) == 0 {
-			return w.finishScheduled(ev, resp, queued, plan.Annotations)
+			return w.finishScheduled(ev, resp, queued, plan.Annotations, snap.LatestIndex())
 		}
 		_ = s.broker.PauseNackTimeout(ev.ID, token)
 		result, err := s.submitPlan(ctx, plan)
@@ -113,9 +113,12 @@ func (w *worker) schedule(ctx context.Context, ev *structs.Evaluation, token str
 		if err != nil {
 			return fmt.Errorf("submit plan: %w", err)
 		}
+		// Only what the plugin reported queued is counted down: a plugin
+		// that leaves QueuedAllocations out must neither go negative nor
+		// write to its nil map.
 		for _, allocs := range result.NodeAllocation {
 			for _, a := range allocs {
-				if newAllocs[a.ID] {
+				if newAllocs[a.ID] && queued[a.TaskGroup] > 0 {
 					queued[a.TaskGroup]--
 				}
 			}
@@ -125,7 +128,7 @@ func (w *worker) schedule(ctx context.Context, ev *structs.Evaluation, token str
 		}
 		full, expected, actual := result.FullCommit(plan)
 		if full {
-			return w.finishScheduled(ev, resp, queued, plan.Annotations)
+			return w.finishScheduled(ev, resp, queued, plan.Annotations, snap.LatestIndex())
 		}
 		log.Debug("plan partially committed", "expected", expected, "actual", actual, "refresh_index", result.RefreshIndex)
 		if result.IsNoOp() {
@@ -134,7 +137,7 @@ func (w *worker) schedule(ctx context.Context, ev *structs.Evaluation, token str
 			attempts = 0
 		}
 		if attempts >= maxAttempts {
-			return w.finish(ev, structs.EvalStatusFailed, fmt.Sprintf("maximum attempts reached (%d)", maxAttempts), resp, queued, plan.Annotations)
+			return w.finish(ev, structs.EvalStatusFailed, fmt.Sprintf("maximum attempts reached (%d)", maxAttempts), resp, queued, plan.Annotations, snap.LatestIndex())
 		}
 		refresh := result.RefreshIndex
 		if result.AllocIndex > refresh {
@@ -147,11 +150,16 @@ func (w *worker) schedule(ctx context.Context, ev *structs.Evaluation, token str
 }
 
 // finishScheduled records a successful eval with its blocked evals.
-func (w *worker) finishScheduled(ev *structs.Evaluation, resp *pb.ScheduleResponse, queued map[string]int, ann *structs.PlanAnnotations) error {
-	return w.finish(ev, structs.EvalStatusComplete, "", resp, queued, ann)
+func (w *worker) finishScheduled(ev *structs.Evaluation, resp *pb.ScheduleResponse, queued map[string]int, ann *structs.PlanAnnotations, snapIndex uint64) error {
+	return w.finish(ev, structs.EvalStatusComplete, "", resp, queued, ann, snapIndex)
 }
 
-func (w *worker) finish(ev *structs.Evaluation, status, desc string, resp *pb.ScheduleResponse, queued map[string]int, ann *structs.PlanAnnotations) error {
+// finish records the eval's outcome and its blocked evals. snapIndex is the
+// index of the snapshot the last attempt scheduled from: a blocked eval
+// carries it so that the blocked-eval tracker releases it at once only for
+// an unblock that came after that snapshot. Without it, any node that ever
+// changed would count as a missed unblock, and the eval would loop.
+func (w *worker) finish(ev *structs.Evaluation, status, desc string, resp *pb.ScheduleResponse, queued map[string]int, ann *structs.PlanAnnotations, snapIndex uint64) error {
 	s := w.s
 	up := ev.Copy()
 	up.Status, up.StatusDescription = status, desc
@@ -170,6 +178,7 @@ func (w *worker) finish(ev *structs.Evaluation, status, desc string, resp *pb.Sc
 				StatusDescription: "created to place remaining allocations", FailedTGAllocs: up.FailedTGAllocs,
 				ClassEligibility: b.ClassEligibility, EscapedComputedClass: b.EscapedComputedClass,
 				QueuedAllocations: queued, CreateTime: s.cfg.Now().UnixNano(), ModifyTime: s.cfg.Now().UnixNano(),
+				SnapshotIndex: snapIndex,
 			}
 			if up.BlockedEval == "" {
 				up.BlockedEval = be.ID

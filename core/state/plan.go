@@ -2,6 +2,7 @@ package state
 
 import (
 	"github.com/drover-org/drover/core/structs"
+	"sort"
 )
 
 // UpsertPlanResults applies a committed plan (§9.3, state side) in one
@@ -74,6 +75,7 @@ func (s *StateStore) UpsertPlanResults(index uint64, req *structs.ApplyPlanResul
 			c.ModifyTime = stamp(d.ModifyTime)
 			all = append(all, &c)
 		}
+		updated := len(all)
 		for _, a := range req.AllocsUpdated {
 			if a != nil && a.Job == nil {
 				a.Job = req.Job
@@ -83,6 +85,11 @@ func (s *StateStore) UpsertPlanResults(index uint64, req *structs.ApplyPlanResul
 			}
 			all = append(all, a)
 		}
+		// New allocs go in ID order (after the stops, which their
+		// PreviousAllocation links must follow): neighbouring keys share
+		// radix nodes that the transaction then copies once, not per alloc.
+		news := all[updated:]
+		sort.Slice(news, func(i, j int) bool { return news[i] != nil && news[j] != nil && news[i].ID < news[j].ID })
 		if err := t.upsertAllocs(all); err != nil {
 			return err
 		}

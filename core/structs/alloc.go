@@ -8,67 +8,67 @@ import (
 
 // Allocation is one placement of a task group on a node.
 type Allocation struct {
-	ID                    string
-	Namespace             string
-	EvalID                string
-	Name                  string
-	NodeID                string
-	NodeName              string
-	JobID                 string
-	Job                   *Job
-	TaskGroup             string
-	Resources             *Resources
-	TaskResources         map[string]*Resources
-	AllocatedResources    *AllocatedResources
-	Metrics               *AllocMetric
-	DesiredStatus         string
-	DesiredDescription    string
-	DesiredTransition     DesiredTransition
-	ClientStatus          string
-	ClientDescription     string
-	TaskStates            map[string]*TaskState
-	AllocStates           []*AllocState
-	PreviousAllocation    string
-	NextAllocation        string
-	DeploymentID          string
-	FollowupEvalID        string
-	PreemptedAllocations  []string
-	PreemptedByAllocation string
-	CreateIndex           uint64
-	ModifyIndex           uint64
-	AllocModifyIndex      uint64
-	CreateTime            int64
-	ModifyTime            int64
+	ID                    string                `codec:",omitempty"`
+	Namespace             string                `codec:",omitempty"`
+	EvalID                string                `codec:",omitempty"`
+	Name                  string                `codec:",omitempty"`
+	NodeID                string                `codec:",omitempty"`
+	NodeName              string                `codec:",omitempty"`
+	JobID                 string                `codec:",omitempty"`
+	Job                   *Job                  `codec:",omitempty"`
+	TaskGroup             string                `codec:",omitempty"`
+	Resources             *Resources            `codec:",omitempty"`
+	TaskResources         map[string]*Resources `codec:",omitempty"`
+	AllocatedResources    *AllocatedResources   `codec:",omitempty"`
+	Metrics               *AllocMetric          `codec:",omitempty"`
+	DesiredStatus         string                `codec:",omitempty"`
+	DesiredDescription    string                `codec:",omitempty"`
+	DesiredTransition     DesiredTransition     `codec:",omitempty"`
+	ClientStatus          string                `codec:",omitempty"`
+	ClientDescription     string                `codec:",omitempty"`
+	TaskStates            map[string]*TaskState `codec:",omitempty"`
+	AllocStates           []*AllocState         `codec:",omitempty"`
+	PreviousAllocation    string                `codec:",omitempty"`
+	NextAllocation        string                `codec:",omitempty"`
+	DeploymentID          string                `codec:",omitempty"`
+	FollowupEvalID        string                `codec:",omitempty"`
+	PreemptedAllocations  []string              `codec:",omitempty"`
+	PreemptedByAllocation string                `codec:",omitempty"`
+	CreateIndex           uint64                `codec:",omitempty"`
+	ModifyIndex           uint64                `codec:",omitempty"`
+	AllocModifyIndex      uint64                `codec:",omitempty"`
+	CreateTime            int64                 `codec:",omitempty"`
+	ModifyTime            int64                 `codec:",omitempty"`
 }
 
 // AllocatedResources is what the plan applier reserved for the alloc.
 type AllocatedResources struct {
-	Tasks          map[string]*AllocatedTaskResources
-	TaskLifecycles map[string]*TaskLifecycleConfig
-	Shared         AllocatedSharedResources
+	Tasks          map[string]*AllocatedTaskResources `codec:",omitempty"`
+	TaskLifecycles map[string]*TaskLifecycleConfig    `codec:",omitempty"`
+	Shared         AllocatedSharedResources           `codec:",omitempty"`
 }
 
 // AllocatedTaskResources is one task's reservation.
 type AllocatedTaskResources struct {
-	Cpu    AllocatedCpuResources
-	Memory AllocatedMemoryResources
+	Cpu    AllocatedCpuResources    `codec:",omitempty"`
+	Memory AllocatedMemoryResources `codec:",omitempty"`
 }
 
 // AllocatedCpuResources is a CPU reservation in MHz.
 type AllocatedCpuResources struct {
-	CpuShares     int64
-	ReservedCores []uint16
+	CpuShares     int64    `codec:",omitempty"`
+	ReservedCores []uint16 `codec:",omitempty"`
 }
 
 // AllocatedMemoryResources is a memory reservation in MB.
 type AllocatedMemoryResources struct {
-	MemoryMB    int64
-	MemoryMaxMB int64
+	MemoryMB    int64 `codec:",omitempty"`
+	MemoryMaxMB int64 `codec:",omitempty"`
 }
 
 // AllocatedSharedResources is the group's shared reservation.
 type AllocatedSharedResources struct {
-	DiskMB int64
+	DiskMB int64 `codec:",omitempty"`
 }
 
 // Comparable sums the reservation into one Resources value.
@@ -87,10 +87,10 @@ func (a *AllocatedResources) Comparable() Resources {
 
 // DesiredTransition carries server intents the scheduler acts on.
 type DesiredTransition struct {
-	Migrate         *bool
-	Reschedule      *bool
-	ForceReschedule *bool
-	NoShutdownDelay *bool
+	Migrate         *bool `codec:",omitempty"`
+	Reschedule      *bool `codec:",omitempty"`
+	ForceReschedule *bool `codec:",omitempty"`
+	NoShutdownDelay *bool `codec:",omitempty"`
 }
 
 // ShouldMigrate reports whether the alloc was marked for migration.
@@ -98,20 +98,20 @@ func (d DesiredTransition) ShouldMigrate() bool { return d.Migrate != nil && *d.
 
 // AllocState records a client status transition.
 type AllocState struct {
-	Field string
-	Value string
-	Time  time.Time
+	Field string    `codec:",omitempty"`
+	Value string    `codec:",omitempty"`
+	Time  time.Time `codec:",omitempty"`
 }
 
 // TaskState is a task's lifecycle as the client reports it.
 type TaskState struct {
-	State       string
-	Failed      bool
-	Restarts    uint64
-	LastRestart time.Time
-	StartedAt   time.Time
-	FinishedAt  time.Time
-	Events      []*TaskEvent
+	State       string       `codec:",omitempty"`
+	Failed      bool         `codec:",omitempty"`
+	Restarts    uint64       `codec:",omitempty"`
+	LastRestart time.Time    `codec:",omitempty"`
+	StartedAt   time.Time    `codec:",omitempty"`
+	FinishedAt  time.Time    `codec:",omitempty"`
+	Events      []*TaskEvent `codec:",omitempty"`
 }
 
 // Successful reports whether the task finished without failing.
@@ -119,20 +119,20 @@ func (ts *TaskState) Successful() bool { return ts.State == TaskStateDead && !ts
 
 // TaskEvent is one event in a task's life, shown by `alloc status`.
 type TaskEvent struct {
-	Type           string
-	Time           int64
-	Message        string
-	DisplayMessage string
-	Details        map[string]string
-	FailsTask      bool
-	RestartReason  string
-	DriverError    string
-	ExitCode       int
-	Signal         int
-	KillTimeout    time.Duration
-	KillReason     string
-	StartDelay     int64
-	SetupError     string
+	Type           string            `codec:",omitempty"`
+	Time           int64             `codec:",omitempty"`
+	Message        string            `codec:",omitempty"`
+	DisplayMessage string            `codec:",omitempty"`
+	Details        map[string]string `codec:",omitempty"`
+	FailsTask      bool              `codec:",omitempty"`
+	RestartReason  string            `codec:",omitempty"`
+	DriverError    string            `codec:",omitempty"`
+	ExitCode       int               `codec:",omitempty"`
+	Signal         int               `codec:",omitempty"`
+	KillTimeout    time.Duration     `codec:",omitempty"`
+	KillReason     string            `codec:",omitempty"`
+	StartDelay     int64             `codec:",omitempty"`
+	SetupError     string            `codec:",omitempty"`
 }
 
 // NewTaskEvent makes an event stamped now.
@@ -222,31 +222,31 @@ func AllocName(job, group string, idx int) string { return fmt.Sprintf("%s.%s[%d
 
 // AllocListStub is the row of allocation list endpoints.
 type AllocListStub struct {
-	ID                    string
-	EvalID                string
-	Name                  string
-	Namespace             string
-	NodeID                string
-	NodeName              string
-	JobID                 string
-	JobType               string
-	JobVersion            uint64
-	TaskGroup             string
-	AllocatedResources    *AllocatedResources
-	DesiredStatus         string
-	DesiredDescription    string
-	ClientStatus          string
-	ClientDescription     string
-	DesiredTransition     DesiredTransition
-	TaskStates            map[string]*TaskState
-	FollowupEvalID        string
-	NextAllocation        string
-	PreemptedAllocations  []string
-	PreemptedByAllocation string
-	CreateIndex           uint64
-	ModifyIndex           uint64
-	CreateTime            int64
-	ModifyTime            int64
+	ID                    string                `codec:",omitempty"`
+	EvalID                string                `codec:",omitempty"`
+	Name                  string                `codec:",omitempty"`
+	Namespace             string                `codec:",omitempty"`
+	NodeID                string                `codec:",omitempty"`
+	NodeName              string                `codec:",omitempty"`
+	JobID                 string                `codec:",omitempty"`
+	JobType               string                `codec:",omitempty"`
+	JobVersion            uint64                `codec:",omitempty"`
+	TaskGroup             string                `codec:",omitempty"`
+	AllocatedResources    *AllocatedResources   `codec:",omitempty"`
+	DesiredStatus         string                `codec:",omitempty"`
+	DesiredDescription    string                `codec:",omitempty"`
+	ClientStatus          string                `codec:",omitempty"`
+	ClientDescription     string                `codec:",omitempty"`
+	DesiredTransition     DesiredTransition     `codec:",omitempty"`
+	TaskStates            map[string]*TaskState `codec:",omitempty"`
+	FollowupEvalID        string                `codec:",omitempty"`
+	NextAllocation        string                `codec:",omitempty"`
+	PreemptedAllocations  []string              `codec:",omitempty"`
+	PreemptedByAllocation string                `codec:",omitempty"`
+	CreateIndex           uint64                `codec:",omitempty"`
+	ModifyIndex           uint64                `codec:",omitempty"`
+	CreateTime            int64                 `codec:",omitempty"`
+	ModifyTime            int64                 `codec:",omitempty"`
 }
 
 // Stub summarises the alloc for list endpoints.
@@ -269,19 +269,19 @@ func (a *Allocation) Stub() *AllocListStub {
 
 // AllocMetric explains a placement decision or failure.
 type AllocMetric struct {
-	NodesEvaluated     int
-	NodesFiltered      int
-	NodesInPool        int
-	NodePool           string
-	NodesAvailable     map[string]int
-	ClassFiltered      map[string]int
-	ConstraintFiltered map[string]int
-	NodesExhausted     int
-	ClassExhausted     map[string]int
-	DimensionExhausted map[string]int
-	QuotaExhausted     []string
-	ResourcesExhausted map[string]*Resources
-	Scores             map[string]float64
-	AllocationTime     time.Duration
-	CoalescedFailures  int
+	NodesEvaluated     int                   `codec:",omitempty"`
+	NodesFiltered      int                   `codec:",omitempty"`
+	NodesInPool        int                   `codec:",omitempty"`
+	NodePool           string                `codec:",omitempty"`
+	NodesAvailable     map[string]int        `codec:",omitempty"`
+	ClassFiltered      map[string]int        `codec:",omitempty"`
+	ConstraintFiltered map[string]int        `codec:",omitempty"`
+	NodesExhausted     int                   `codec:",omitempty"`
+	ClassExhausted     map[string]int        `codec:",omitempty"`
+	DimensionExhausted map[string]int        `codec:",omitempty"`
+	QuotaExhausted     []string              `codec:",omitempty"`
+	ResourcesExhausted map[string]*Resources `codec:",omitempty"`
+	Scores             map[string]float64    `codec:",omitempty"`
+	AllocationTime     time.Duration         `codec:",omitempty"`
+	CoalescedFailures  int                   `codec:",omitempty"`
 }

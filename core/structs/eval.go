@@ -4,50 +4,50 @@ import "time"
 
 // Evaluation is a request to reconcile a job's desired and actual state.
 type Evaluation struct {
-	ID                   string
-	Namespace            string
-	Priority             int
-	Type                 string
-	TriggeredBy          string
-	JobID                string
-	JobModifyIndex       uint64
-	NodeID               string
-	NodeModifyIndex      uint64
-	DeploymentID         string
-	Status               string
-	StatusDescription    string
-	Wait                 time.Duration
-	WaitUntil            time.Time
-	NextEval             string
-	PreviousEval         string
-	BlockedEval          string
-	RelatedEvals         []*EvaluationStub
-	FailedTGAllocs       map[string]*AllocMetric
-	ClassEligibility     map[string]bool
-	EscapedComputedClass bool
-	QuotaLimitReached    string
-	AnnotatePlan         bool
-	QueuedAllocations    map[string]int
-	PlanAnnotations      *PlanAnnotations
-	SnapshotIndex        uint64
-	CreateIndex          uint64
-	ModifyIndex          uint64
-	CreateTime           int64
-	ModifyTime           int64
+	ID                   string                  `codec:",omitempty"`
+	Namespace            string                  `codec:",omitempty"`
+	Priority             int                     `codec:",omitempty"`
+	Type                 string                  `codec:",omitempty"`
+	TriggeredBy          string                  `codec:",omitempty"`
+	JobID                string                  `codec:",omitempty"`
+	JobModifyIndex       uint64                  `codec:",omitempty"`
+	NodeID               string                  `codec:",omitempty"`
+	NodeModifyIndex      uint64                  `codec:",omitempty"`
+	DeploymentID         string                  `codec:",omitempty"`
+	Status               string                  `codec:",omitempty"`
+	StatusDescription    string                  `codec:",omitempty"`
+	Wait                 time.Duration           `codec:",omitempty"`
+	WaitUntil            time.Time               `codec:",omitempty"`
+	NextEval             string                  `codec:",omitempty"`
+	PreviousEval         string                  `codec:",omitempty"`
+	BlockedEval          string                  `codec:",omitempty"`
+	RelatedEvals         []*EvaluationStub       `codec:",omitempty"`
+	FailedTGAllocs       map[string]*AllocMetric `codec:",omitempty"`
+	ClassEligibility     map[string]bool         `codec:",omitempty"`
+	EscapedComputedClass bool                    `codec:",omitempty"`
+	QuotaLimitReached    string                  `codec:",omitempty"`
+	AnnotatePlan         bool                    `codec:",omitempty"`
+	QueuedAllocations    map[string]int          `codec:",omitempty"`
+	PlanAnnotations      *PlanAnnotations        `codec:",omitempty"`
+	SnapshotIndex        uint64                  `codec:",omitempty"`
+	CreateIndex          uint64                  `codec:",omitempty"`
+	ModifyIndex          uint64                  `codec:",omitempty"`
+	CreateTime           int64                   `codec:",omitempty"`
+	ModifyTime           int64                   `codec:",omitempty"`
 }
 
 // EvaluationStub is a related eval in an eval's listing.
 type EvaluationStub struct {
-	ID          string
-	Namespace   string
-	Priority    int
-	Type        string
-	TriggeredBy string
-	JobID       string
-	NodeID      string
-	Status      string
-	CreateIndex uint64
-	ModifyIndex uint64
+	ID          string `codec:",omitempty"`
+	Namespace   string `codec:",omitempty"`
+	Priority    int    `codec:",omitempty"`
+	Type        string `codec:",omitempty"`
+	TriggeredBy string `codec:",omitempty"`
+	JobID       string `codec:",omitempty"`
+	NodeID      string `codec:",omitempty"`
+	Status      string `codec:",omitempty"`
+	CreateIndex uint64 `codec:",omitempty"`
+	ModifyIndex uint64 `codec:",omitempty"`
 }
 
 // TerminalStatus reports whether the eval is finished.

@@ -9,92 +9,92 @@ import (
 // Job is a user's declaration of work. A job is identified by
 // (Namespace, ID); every write bumps Version and JobModifyIndex.
 type Job struct {
-	Region                   string
-	Namespace                string
-	ID                       string
-	ParentID                 string
-	Name                     string
-	Type                     string
-	Priority                 int
-	AllAtOnce                bool
-	Datacenters              []string
-	NodePool                 string
-	Constraints              []*Constraint
-	Affinities               []*Affinity
-	Spreads                  []*Spread
-	TaskGroups               []*TaskGroup
-	Update                   *UpdateStrategy
-	Periodic                 *PeriodicConfig
-	ParameterizedJob         *ParameterizedJobConfig
-	Dispatched               bool
-	DispatchIdempotencyToken string
-	Payload                  []byte
-	Meta                     map[string]string
-	Stop                     bool
-	Status                   string
-	StatusDescription        string
-	Stable                   bool
-	Version                  uint64
-	SubmitTime               int64
-	CreateIndex              uint64
-	ModifyIndex              uint64
-	JobModifyIndex           uint64
+	Region                   string                  `codec:",omitempty"`
+	Namespace                string                  `codec:",omitempty"`
+	ID                       string                  `codec:",omitempty"`
+	ParentID                 string                  `codec:",omitempty"`
+	Name                     string                  `codec:",omitempty"`
+	Type                     string                  `codec:",omitempty"`
+	Priority                 int                     `codec:",omitempty"`
+	AllAtOnce                bool                    `codec:",omitempty"`
+	Datacenters              []string                `codec:",omitempty"`
+	NodePool                 string                  `codec:",omitempty"`
+	Constraints              []*Constraint           `codec:",omitempty"`
+	Affinities               []*Affinity             `codec:",omitempty"`
+	Spreads                  []*Spread               `codec:",omitempty"`
+	TaskGroups               []*TaskGroup            `codec:",omitempty"`
+	Update                   *UpdateStrategy         `codec:",omitempty"`
+	Periodic                 *PeriodicConfig         `codec:",omitempty"`
+	ParameterizedJob         *ParameterizedJobConfig `codec:",omitempty"`
+	Dispatched               bool                    `codec:",omitempty"`
+	DispatchIdempotencyToken string                  `codec:",omitempty"`
+	Payload                  []byte                  `codec:",omitempty"`
+	Meta                     map[string]string       `codec:",omitempty"`
+	Stop                     bool                    `codec:",omitempty"`
+	Status                   string                  `codec:",omitempty"`
+	StatusDescription        string                  `codec:",omitempty"`
+	Stable                   bool                    `codec:",omitempty"`
+	Version                  uint64                  `codec:",omitempty"`
+	SubmitTime               int64                   `codec:",omitempty"`
+	CreateIndex              uint64                  `codec:",omitempty"`
+	ModifyIndex              uint64                  `codec:",omitempty"`
+	JobModifyIndex           uint64                  `codec:",omitempty"`
 }
 
 // TaskGroup is a set of tasks placed together on one node.
 type TaskGroup struct {
-	Name             string
-	Count            int
-	Update           *UpdateStrategy
-	Constraints      []*Constraint
-	Affinities       []*Affinity
-	Spreads          []*Spread
-	RestartPolicy    *RestartPolicy
-	ReschedulePolicy *ReschedulePolicy
-	Migrate          *MigrateStrategy
-	EphemeralDisk    *EphemeralDisk
-	Tasks            []*Task
-	Meta             map[string]string
-	MaxRunDuration   *time.Duration
-	ShutdownDelay    *time.Duration
+	Name             string            `codec:",omitempty"`
+	Count            int               `codec:",omitempty"`
+	Update           *UpdateStrategy   `codec:",omitempty"`
+	Constraints      []*Constraint     `codec:",omitempty"`
+	Affinities       []*Affinity       `codec:",omitempty"`
+	Spreads          []*Spread         `codec:",omitempty"`
+	RestartPolicy    *RestartPolicy    `codec:",omitempty"`
+	ReschedulePolicy *ReschedulePolicy `codec:",omitempty"`
+	Migrate          *MigrateStrategy  `codec:",omitempty"`
+	EphemeralDisk    *EphemeralDisk    `codec:",omitempty"`
+	Tasks            []*Task           `codec:",omitempty"`
+	Meta             map[string]string `codec:",omitempty"`
+	MaxRunDuration   *time.Duration    `codec:",omitempty"`
+	ShutdownDelay    *time.Duration    `codec:",omitempty"`
 }
 
 // Task is one process run by a driver.
 type Task struct {
-	Name            string
-	Driver          string
-	User            string
-	Config          map[string]any
-	Env             map[string]string
-	Constraints     []*Constraint
-	Affinities      []*Affinity
-	Resources       *Resources
-	RestartPolicy   *RestartPolicy
-	DispatchPayload *DispatchPayloadConfig
-	Lifecycle       *TaskLifecycleConfig
-	Meta            map[string]string
-	KillTimeout     time.Duration
-	KillSignal      string
-	LogConfig       *LogConfig
-	Leader          bool
+	Name            string                 `codec:",omitempty"`
+	Driver          string                 `codec:",omitempty"`
+	User            string                 `codec:",omitempty"`
+	Config          map[string]any         `codec:",omitempty"`
+	Env             map[string]string      `codec:",omitempty"`
+	Constraints     []*Constraint          `codec:",omitempty"`
+	Affinities      []*Affinity            `codec:",omitempty"`
+	Resources       *Resources             `codec:",omitempty"`
+	RestartPolicy   *RestartPolicy         `codec:",omitempty"`
+	DispatchPayload *DispatchPayloadConfig `codec:",omitempty"`
+	Lifecycle       *TaskLifecycleConfig   `codec:",omitempty"`
+	Meta            map[string]string      `codec:",omitempty"`
+	KillTimeout     time.Duration          `codec:",omitempty"`
+	KillSignal      string                 `codec:",omitempty"`
+	LogConfig       *LogConfig             `codec:",omitempty"`
+	Leader          bool                   `codec:",omitempty"`
 }
 
 // Resources asked by a task, in MHz and MB.
 type Resources struct {
-	CPU         int
-	Cores       int
-	MemoryMB    int
-	MemoryMaxMB int
-	DiskMB      int
-	IOPS        int
+	CPU         int `codec:",omitempty"`
+	Cores       int `codec:",omitempty"`
+	MemoryMB    int `codec:",omitempty"`
+	MemoryMaxMB int `codec:",omitempty"`
+	DiskMB      int `codec:",omitempty"`
+	IOPS        int `codec:",omitempty"`
 }
 
 // Constraint restricts placement; String() is the key shown in
 // AllocMetric.ConstraintFiltered.
 type Constraint struct {
-	LTarget string
-	RTarget string
-	Operand string
+	LTarget string `codec:",omitempty"`
+	RTarget string `codec:",omitempty"`
+	Operand string `codec:",omitempty"`
 }
 
 func (c *Constraint) String() string {
@@ -104,81 +104,81 @@ func (c *Constraint) String() string {
 // Affinity is accepted for compatibility; the built-in node schedulers do
 // not score by it.
 type Affinity struct {
-	LTarget string
-	RTarget string
-	Operand string
-	Weight  int8
+	LTarget string `codec:",omitempty"`
+	RTarget string `codec:",omitempty"`
+	Operand string `codec:",omitempty"`
+	Weight  int8   `codec:",omitempty"`
 }
 
 // Spread is accepted for compatibility.
 type Spread struct {
-	Attribute    string
-	Weight       int8
-	SpreadTarget []*SpreadTarget
+	Attribute    string          `codec:",omitempty"`
+	Weight       int8            `codec:",omitempty"`
+	SpreadTarget []*SpreadTarget `codec:",omitempty"`
 }
 
 // SpreadTarget is one value of a spread.
 type SpreadTarget struct {
-	Value   string
-	Percent uint8
+	Value   string `codec:",omitempty"`
+	Percent uint8  `codec:",omitempty"`
 }
 
 // RestartPolicy drives the client's restart tracker.
 type RestartPolicy struct {
-	Attempts        int
-	Interval        time.Duration
-	Delay           time.Duration
-	Mode            string
-	RenderTemplates bool
+	Attempts        int           `codec:",omitempty"`
+	Interval        time.Duration `codec:",omitempty"`
+	Delay           time.Duration `codec:",omitempty"`
+	Mode            string        `codec:",omitempty"`
+	RenderTemplates bool          `codec:",omitempty"`
 }
 
 // ReschedulePolicy exists so that a reschedule block on system and sysbatch
 // jobs can be refused by name.
 type ReschedulePolicy struct {
-	Attempts      int
-	Interval      time.Duration
-	Delay         time.Duration
-	DelayFunction string
-	MaxDelay      time.Duration
-	Unlimited     bool
+	Attempts      int           `codec:",omitempty"`
+	Interval      time.Duration `codec:",omitempty"`
+	Delay         time.Duration `codec:",omitempty"`
+	DelayFunction string        `codec:",omitempty"`
+	MaxDelay      time.Duration `codec:",omitempty"`
+	Unlimited     bool          `codec:",omitempty"`
 }
 
 // MigrateStrategy is accepted for service jobs only.
 type MigrateStrategy struct {
-	MaxParallel     int
-	HealthCheck     string
-	MinHealthyTime  time.Duration
-	HealthyDeadline time.Duration
+	MaxParallel     int           `codec:",omitempty"`
+	HealthCheck     string        `codec:",omitempty"`
+	MinHealthyTime  time.Duration `codec:",omitempty"`
+	HealthyDeadline time.Duration `codec:",omitempty"`
 }
 
 // UpdateStrategy limits destructive updates.
 type UpdateStrategy struct {
-	Stagger          time.Duration
-	MaxParallel      int
-	HealthCheck      string
-	MinHealthyTime   time.Duration
-	HealthyDeadline  time.Duration
-	ProgressDeadline time.Duration
-	AutoRevert       bool
-	AutoPromote      bool
-	Canary           int
+	Stagger          time.Duration `codec:",omitempty"`
+	MaxParallel      int           `codec:",omitempty"`
+	HealthCheck      string        `codec:",omitempty"`
+	MinHealthyTime   time.Duration `codec:",omitempty"`
+	HealthyDeadline  time.Duration `codec:",omitempty"`
+	ProgressDeadline time.Duration `codec:",omitempty"`
+	AutoRevert       bool          `codec:",omitempty"`
+	AutoPromote      bool          `codec:",omitempty"`
+	Canary           int           `codec:",omitempty"`
 }
 
 // EphemeralDisk is the group's shared scratch disk.
 type EphemeralDisk struct {
-	Sticky  bool
-	SizeMB  int
-	Migrate bool
+	Sticky  bool `codec:",omitempty"`
+	SizeMB  int  `codec:",omitempty"`
+	Migrate bool `codec:",omitempty"`
 }
 
 // PeriodicConfig launches children of a job on a cron schedule.
 type PeriodicConfig struct {
-	Enabled         bool
-	Spec            string
-	Specs           []string
-	SpecType        string
-	ProhibitOverlap bool
-	TimeZone        string
+	Enabled         bool     `codec:",omitempty"`
+	Spec            string   `codec:",omitempty"`
+	Specs           []string `codec:",omitempty"`
+	SpecType        string   `codec:",omitempty"`
+	ProhibitOverlap bool     `codec:",omitempty"`
+	TimeZone        string   `codec:",omitempty"`
 }
 
 // AllSpecs returns Spec and Specs together.
@@ -195,28 +195,28 @@ func (p *PeriodicConfig) AllSpecs() []string {
 
 // ParameterizedJobConfig makes a job a template for dispatched children.
 type ParameterizedJobConfig struct {
-	Payload      string
-	MetaRequired []string
-	MetaOptional []string
+	Payload      string   `codec:",omitempty"`
+	MetaRequired []string `codec:",omitempty"`
+	MetaOptional []string `codec:",omitempty"`
 }
 
 // DispatchPayloadConfig names the file, relative to local/, that receives a
 // dispatched job's payload.
 type DispatchPayloadConfig struct {
-	File string
+	File string `codec:",omitempty"`
 }
 
 // TaskLifecycleConfig orders tasks inside a group.
 type TaskLifecycleConfig struct {
-	Hook    string
-	Sidecar bool
+	Hook    string `codec:",omitempty"`
+	Sidecar bool   `codec:",omitempty"`
 }
 
 // LogConfig bounds a task's log files.
 type LogConfig struct {
-	MaxFiles      int
-	MaxFileSizeMB int
-	Disabled      bool
+	MaxFiles      int  `codec:",omitempty"`
+	MaxFileSizeMB int  `codec:",omitempty"`
+	Disabled      bool `codec:",omitempty"`
 }
 
 // Stopped reports whether the job is absent or stopped.
@@ -295,34 +295,34 @@ func (j *Job) SpecChanged(other *Job) bool {
 
 // NamespacedID is the unique key of a namespaced object.
 type NamespacedID struct {
-	ID        string
-	Namespace string
+	ID        string `codec:",omitempty"`
+	Namespace string `codec:",omitempty"`
 }
 
 func (n NamespacedID) String() string { return n.Namespace + "/" + n.ID }
 
 // JobListStub is the row of GET /v1/jobs.
 type JobListStub struct {
-	ID                string
-	ParentID          string
-	Name              string
-	Namespace         string
-	Datacenters       []string
-	NodePool          string
-	Multiregion       any
-	Type              string
-	Priority          int
-	Periodic          bool
-	ParameterizedJob  bool
-	Stop              bool
-	Status            string
-	StatusDescription string
-	JobSummary        *JobSummary
-	CreateIndex       uint64
-	ModifyIndex       uint64
-	JobModifyIndex    uint64
-	SubmitTime        int64
-	Meta              map[string]string
+	ID                string            `codec:",omitempty"`
+	ParentID          string            `codec:",omitempty"`
+	Name              string            `codec:",omitempty"`
+	Namespace         string            `codec:",omitempty"`
+	Datacenters       []string          `codec:",omitempty"`
+	NodePool          string            `codec:",omitempty"`
+	Multiregion       any               `codec:",omitempty"`
+	Type              string            `codec:",omitempty"`
+	Priority          int               `codec:",omitempty"`
+	Periodic          bool              `codec:",omitempty"`
+	ParameterizedJob  bool              `codec:",omitempty"`
+	Stop              bool              `codec:",omitempty"`
+	Status            string            `codec:",omitempty"`
+	StatusDescription string            `codec:",omitempty"`
+	JobSummary        *JobSummary       `codec:",omitempty"`
+	CreateIndex       uint64            `codec:",omitempty"`
+	ModifyIndex       uint64            `codec:",omitempty"`
+	JobModifyIndex    uint64            `codec:",omitempty"`
+	SubmitTime        int64             `codec:",omitempty"`
+	Meta              map[string]string `codec:",omitempty"`
 }
 
 // Stub summarises the job for list endpoints.
@@ -339,11 +339,11 @@ func (j *Job) Stub(summary *JobSummary) *JobListStub {
 
 // PeriodicLaunch records the last launch of a periodic parent.
 type PeriodicLaunch struct {
-	ID          string
-	Namespace   string
-	Launch      time.Time
-	CreateIndex uint64
-	ModifyIndex uint64
+	ID          string    `codec:",omitempty"`
+	Namespace   string    `codec:",omitempty"`
+	Launch      time.Time `codec:",omitempty"`
+	CreateIndex uint64    `codec:",omitempty"`
+	ModifyIndex uint64    `codec:",omitempty"`
 }
 
 // IsPeriodicChild reports whether id names a periodic child of parent.
@@ -353,28 +353,28 @@ func IsPeriodicChild(parent, id string) bool {
 
 // JobSummary counts a job's allocations per group by client status.
 type JobSummary struct {
-	JobID       string
-	Namespace   string
-	Summary     map[string]TaskGroupSummary
-	Children    *JobChildrenSummary
-	CreateIndex uint64
-	ModifyIndex uint64
+	JobID       string                      `codec:",omitempty"`
+	Namespace   string                      `codec:",omitempty"`
+	Summary     map[string]TaskGroupSummary `codec:",omitempty"`
+	Children    *JobChildrenSummary         `codec:",omitempty"`
+	CreateIndex uint64                      `codec:",omitempty"`
+	ModifyIndex uint64                      `codec:",omitempty"`
 }
 
 // TaskGroupSummary counts a group's allocations.
 type TaskGroupSummary struct {
-	Queued   int
-	Complete int
-	Failed   int
-	Running  int
-	Starting int
-	Lost     int
-	Unknown  int
+	Queued   int `codec:",omitempty"`
+	Complete int `codec:",omitempty"`
+	Failed   int `codec:",omitempty"`
+	Running  int `codec:",omitempty"`
+	Starting int `codec:",omitempty"`
+	Lost     int `codec:",omitempty"`
+	Unknown  int `codec:",omitempty"`
 }
 
 // JobChildrenSummary counts a parent's children by status.
 type JobChildrenSummary struct {
-	Pending int64
-	Running int64
-	Dead    int64
+	Pending int64 `codec:",omitempty"`
+	Running int64 `codec:",omitempty"`
+	Dead    int64 `codec:",omitempty"`
 }

@@ -4,42 +4,42 @@ import "time"
 
 // Node is a client machine that runs allocations.
 type Node struct {
-	ID                    string
-	SecretID              string
-	Datacenter            string
-	Name                  string
-	HTTPAddr              string
-	Attributes            map[string]string
-	NodeResources         *NodeResources
-	ReservedResources     *NodeReservedResources
-	Meta                  map[string]string
-	NodeClass             string
-	NodePool              string
-	ComputedClass         string
-	DrainStrategy         *DrainStrategy
-	SchedulingEligibility string
-	Status                string
-	StatusDescription     string
-	StatusUpdatedAt       int64
-	Events                []*NodeEvent
-	Drivers               map[string]*DriverInfo
-	LastDrain             *DrainMetadata
-	CreateIndex           uint64
-	ModifyIndex           uint64
+	ID                    string                 `codec:",omitempty"`
+	SecretID              string                 `codec:",omitempty"`
+	Datacenter            string                 `codec:",omitempty"`
+	Name                  string                 `codec:",omitempty"`
+	HTTPAddr              string                 `codec:",omitempty"`
+	Attributes            map[string]string      `codec:",omitempty"`
+	NodeResources         *NodeResources         `codec:",omitempty"`
+	ReservedResources     *NodeReservedResources `codec:",omitempty"`
+	Meta                  map[string]string      `codec:",omitempty"`
+	NodeClass             string                 `codec:",omitempty"`
+	NodePool              string                 `codec:",omitempty"`
+	ComputedClass         string                 `codec:",omitempty"`
+	DrainStrategy         *DrainStrategy         `codec:",omitempty"`
+	SchedulingEligibility string                 `codec:",omitempty"`
+	Status                string                 `codec:",omitempty"`
+	StatusDescription     string                 `codec:",omitempty"`
+	StatusUpdatedAt       int64                  `codec:",omitempty"`
+	Events                []*NodeEvent           `codec:",omitempty"`
+	Drivers               map[string]*DriverInfo `codec:",omitempty"`
+	LastDrain             *DrainMetadata         `codec:",omitempty"`
+	CreateIndex           uint64                 `codec:",omitempty"`
+	ModifyIndex           uint64                 `codec:",omitempty"`
 }
 
 // NodeResources is a node's total capacity.
 type NodeResources struct {
-	Cpu    NodeCpuResources
-	Memory NodeMemoryResources
-	Disk   NodeDiskResources
+	Cpu    NodeCpuResources    `codec:",omitempty"`
+	Memory NodeMemoryResources `codec:",omitempty"`
+	Disk   NodeDiskResources   `codec:",omitempty"`
 }
 
 // NodeCpuResources is CPU capacity in MHz.
 type NodeCpuResources struct {
-	CpuShares          int64
-	TotalCpuCores      uint16
-	ReservableCpuCores []uint16
+	CpuShares          int64    `codec:",omitempty"`
+	TotalCpuCores      uint16   `codec:",omitempty"`
+	ReservableCpuCores []uint16 `codec:",omitempty"`
 }
 
 // NodeMemoryResources is memory in MB.
@@ -50,9 +50,9 @@ type NodeDiskResources struct{ DiskMB int64 }
 
 // NodeReservedResources is capacity withheld from scheduling.
 type NodeReservedResources struct {
-	Cpu    NodeReservedCpuResources
-	Memory NodeReservedMemoryResources
-	Disk   NodeReservedDiskResources
+	Cpu    NodeReservedCpuResources    `codec:",omitempty"`
+	Memory NodeReservedMemoryResources `codec:",omitempty"`
+	Disk   NodeReservedDiskResources   `codec:",omitempty"`
 }
 
 // NodeReservedCpuResources in MHz.
@@ -66,41 +66,41 @@ type NodeReservedDiskResources struct{ DiskMB int64 }
 
 // DriverInfo is a driver's fingerprint on a node.
 type DriverInfo struct {
-	Attributes        map[string]string
-	Detected          bool
-	Healthy           bool
-	HealthDescription string
-	UpdateTime        time.Time
+	Attributes        map[string]string `codec:",omitempty"`
+	Detected          bool              `codec:",omitempty"`
+	Healthy           bool              `codec:",omitempty"`
+	HealthDescription string            `codec:",omitempty"`
+	UpdateTime        time.Time         `codec:",omitempty"`
 }
 
 // NodeEvent is a notable change of a node.
 type NodeEvent struct {
-	Message     string
-	Subsystem   string
-	Details     map[string]string
-	Timestamp   time.Time
-	CreateIndex uint64
+	Message     string            `codec:",omitempty"`
+	Subsystem   string            `codec:",omitempty"`
+	Details     map[string]string `codec:",omitempty"`
+	Timestamp   time.Time         `codec:",omitempty"`
+	CreateIndex uint64            `codec:",omitempty"`
 }
 
 // DrainStrategy is a drain in progress.
 type DrainStrategy struct {
 	DrainSpec
-	ForceDeadline time.Time
-	StartedAt     time.Time
+	ForceDeadline time.Time `codec:",omitempty"`
+	StartedAt     time.Time `codec:",omitempty"`
 }
 
 // DrainSpec is what a user asks of a drain.
 type DrainSpec struct {
-	Deadline         time.Duration
-	IgnoreSystemJobs bool
+	Deadline         time.Duration `codec:",omitempty"`
+	IgnoreSystemJobs bool          `codec:",omitempty"`
 }
 
 // DrainMetadata records the last drain.
 type DrainMetadata struct {
-	StartedAt time.Time
-	UpdatedAt time.Time
-	Status    string
-	Meta      map[string]string
+	StartedAt time.Time         `codec:",omitempty"`
+	UpdatedAt time.Time         `codec:",omitempty"`
+	Status    string            `codec:",omitempty"`
+	Meta      map[string]string `codec:",omitempty"`
 }
 
 // Ready reports whether new work may be placed on the node.
@@ -162,22 +162,22 @@ func copyMap(m map[string]string) map[string]string {
 
 // NodeListStub is the row of GET /v1/nodes.
 type NodeListStub struct {
-	Address               string
-	ID                    string
-	Attributes            map[string]string
-	Datacenter            string
-	Name                  string
-	NodeClass             string
-	NodePool              string
-	Version               string
-	Drain                 bool
-	SchedulingEligibility string
-	Status                string
-	StatusDescription     string
-	Drivers               map[string]*DriverInfo
-	LastDrain             *DrainMetadata
-	CreateIndex           uint64
-	ModifyIndex           uint64
+	Address               string                 `codec:",omitempty"`
+	ID                    string                 `codec:",omitempty"`
+	Attributes            map[string]string      `codec:",omitempty"`
+	Datacenter            string                 `codec:",omitempty"`
+	Name                  string                 `codec:",omitempty"`
+	NodeClass             string                 `codec:",omitempty"`
+	NodePool              string                 `codec:",omitempty"`
+	Version               string                 `codec:",omitempty"`
+	Drain                 bool                   `codec:",omitempty"`
+	SchedulingEligibility string                 `codec:",omitempty"`
+	Status                string                 `codec:",omitempty"`
+	StatusDescription     string                 `codec:",omitempty"`
+	Drivers               map[string]*DriverInfo `codec:",omitempty"`
+	LastDrain             *DrainMetadata         `codec:",omitempty"`
+	CreateIndex           uint64                 `codec:",omitempty"`
+	ModifyIndex           uint64                 `codec:",omitempty"`
 }
 
 // Stub summarises the node for list endpoints.

@@ -3,38 +3,38 @@ package structs
 // Plan is a scheduler's proposed change, checked and committed by the leader's
 // plan applier.
 type Plan struct {
-	EvalID          string
-	EvalToken       string
-	Priority        int
-	AllAtOnce       bool
-	Job             *Job
-	NodeUpdate      map[string][]*Allocation
-	NodeAllocation  map[string][]*Allocation
-	NodePreemptions map[string][]*Allocation
-	Annotations     *PlanAnnotations
-	SnapshotIndex   uint64
+	EvalID          string                   `codec:",omitempty"`
+	EvalToken       string                   `codec:",omitempty"`
+	Priority        int                      `codec:",omitempty"`
+	AllAtOnce       bool                     `codec:",omitempty"`
+	Job             *Job                     `codec:",omitempty"`
+	NodeUpdate      map[string][]*Allocation `codec:",omitempty"`
+	NodeAllocation  map[string][]*Allocation `codec:",omitempty"`
+	NodePreemptions map[string][]*Allocation `codec:",omitempty"`
+	Annotations     *PlanAnnotations         `codec:",omitempty"`
+	SnapshotIndex   uint64                   `codec:",omitempty"`
 }
 
 // PlanAnnotations explains a plan.
 type PlanAnnotations struct {
-	DesiredTGUpdates map[string]*DesiredUpdates
-	PreemptedAllocs  []*AllocListStub
+	DesiredTGUpdates map[string]*DesiredUpdates `codec:",omitempty"`
+	PreemptedAllocs  []*AllocListStub           `codec:",omitempty"`
 }
 
 // DesiredUpdates counts what a plan does per group.
 type DesiredUpdates struct {
-	Ignore            uint64
-	Place             uint64
-	Migrate           uint64
-	Stop              uint64
-	InPlaceUpdate     uint64
-	DestructiveUpdate uint64
-	Canary            uint64
-	Preemptions       uint64
-	Disconnect        uint64
-	Reconnect         uint64
-	RescheduleNow     uint64
-	RescheduleLater   uint64
+	Ignore            uint64 `codec:",omitempty"`
+	Place             uint64 `codec:",omitempty"`
+	Migrate           uint64 `codec:",omitempty"`
+	Stop              uint64 `codec:",omitempty"`
+	InPlaceUpdate     uint64 `codec:",omitempty"`
+	DestructiveUpdate uint64 `codec:",omitempty"`
+	Canary            uint64 `codec:",omitempty"`
+	Preemptions       uint64 `codec:",omitempty"`
+	Disconnect        uint64 `codec:",omitempty"`
+	Reconnect         uint64 `codec:",omitempty"`
+	RescheduleNow     uint64 `codec:",omitempty"`
+	RescheduleLater   uint64 `codec:",omitempty"`
 }
 
 // IsNoOp reports whether the plan changes nothing.
@@ -44,13 +44,13 @@ func (p *Plan) IsNoOp() bool {
 
 // PlanResult is what the applier committed.
 type PlanResult struct {
-	NodeUpdate      map[string][]*Allocation
-	NodeAllocation  map[string][]*Allocation
-	NodePreemptions map[string][]*Allocation
-	RejectedNodes   []string
-	IneligibleNodes []string
-	RefreshIndex    uint64
-	AllocIndex      uint64
+	NodeUpdate      map[string][]*Allocation `codec:",omitempty"`
+	NodeAllocation  map[string][]*Allocation `codec:",omitempty"`
+	NodePreemptions map[string][]*Allocation `codec:",omitempty"`
+	RejectedNodes   []string                 `codec:",omitempty"`
+	IneligibleNodes []string                 `codec:",omitempty"`
+	RefreshIndex    uint64                   `codec:",omitempty"`
+	AllocIndex      uint64                   `codec:",omitempty"`
 }
 
 // FullCommit reports whether every planned allocation was committed, and
@@ -71,18 +71,18 @@ func (r *PlanResult) IsNoOp() bool {
 
 // SchedulerConfiguration is the operator's scheduler settings.
 type SchedulerConfiguration struct {
-	SchedulerAlgorithm string
-	PreemptionConfig   PreemptionConfig
-	CreateIndex        uint64
-	ModifyIndex        uint64
+	SchedulerAlgorithm string           `codec:",omitempty"`
+	PreemptionConfig   PreemptionConfig `codec:",omitempty"`
+	CreateIndex        uint64           `codec:",omitempty"`
+	ModifyIndex        uint64           `codec:",omitempty"`
 }
 
 // PreemptionConfig toggles preemption per scheduler type.
 type PreemptionConfig struct {
-	SystemSchedulerEnabled   bool
-	SysBatchSchedulerEnabled bool
-	BatchSchedulerEnabled    bool
-	ServiceSchedulerEnabled  bool
+	SystemSchedulerEnabled   bool `codec:",omitempty"`
+	SysBatchSchedulerEnabled bool `codec:",omitempty"`
+	BatchSchedulerEnabled    bool `codec:",omitempty"`
+	ServiceSchedulerEnabled  bool `codec:",omitempty"`
 }
 
 // DefaultSchedulerConfig: preemption on for system only.

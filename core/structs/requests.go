@@ -26,206 +26,206 @@ const (
 
 // WriteMeta is returned by every write.
 type WriteMeta struct {
-	Index uint64
+	Index uint64 `codec:",omitempty"`
 }
 
 // QueryOptions are the common read parameters.
 type QueryOptions struct {
-	Namespace string
-	Region    string
+	Namespace string `codec:",omitempty"`
+	Region    string `codec:",omitempty"`
 	// MinQueryIndex makes the read block until the result's index exceeds it.
-	MinQueryIndex uint64
-	MaxQueryTime  int64
-	AllowStale    bool
-	Prefix        string
-	AuthToken     string
+	MinQueryIndex uint64 `codec:",omitempty"`
+	MaxQueryTime  int64  `codec:",omitempty"`
+	AllowStale    bool   `codec:",omitempty"`
+	Prefix        string `codec:",omitempty"`
+	AuthToken     string `codec:",omitempty"`
 }
 
 // NodeRegisterRequest upserts a node.
 type NodeRegisterRequest struct {
-	Node *Node
+	Node *Node `codec:",omitempty"`
 }
 
 // NodeDeregisterRequest deletes nodes.
 type NodeDeregisterRequest struct {
-	NodeIDs []string
+	NodeIDs []string `codec:",omitempty"`
 }
 
 // NodeUpdateStatusRequest changes a node's status, with the evals it causes.
 type NodeUpdateStatusRequest struct {
-	NodeID    string
-	Status    string
-	NodeEvent *NodeEvent
-	UpdatedAt int64
-	Evals     []*Evaluation
+	NodeID    string        `codec:",omitempty"`
+	Status    string        `codec:",omitempty"`
+	NodeEvent *NodeEvent    `codec:",omitempty"`
+	UpdatedAt int64         `codec:",omitempty"`
+	Evals     []*Evaluation `codec:",omitempty"`
 }
 
 // NodeUpdateDrainRequest sets or clears a drain.
 type NodeUpdateDrainRequest struct {
-	NodeID        string
-	DrainStrategy *DrainStrategy
-	MarkEligible  bool
-	NodeEvent     *NodeEvent
-	UpdatedAt     int64
-	Meta          map[string]string
+	NodeID        string            `codec:",omitempty"`
+	DrainStrategy *DrainStrategy    `codec:",omitempty"`
+	MarkEligible  bool              `codec:",omitempty"`
+	NodeEvent     *NodeEvent        `codec:",omitempty"`
+	UpdatedAt     int64             `codec:",omitempty"`
+	Meta          map[string]string `codec:",omitempty"`
 }
 
 // NodeUpdateEligibilityRequest toggles scheduling eligibility.
 type NodeUpdateEligibilityRequest struct {
-	NodeID      string
-	Eligibility string
-	NodeEvent   *NodeEvent
-	UpdatedAt   int64
-	Evals       []*Evaluation
+	NodeID      string        `codec:",omitempty"`
+	Eligibility string        `codec:",omitempty"`
+	NodeEvent   *NodeEvent    `codec:",omitempty"`
+	UpdatedAt   int64         `codec:",omitempty"`
+	Evals       []*Evaluation `codec:",omitempty"`
 }
 
 // JobRegisterRequest writes a job (nil when unchanged) and its eval.
 type JobRegisterRequest struct {
-	Job  *Job
-	Eval *Evaluation
+	Job  *Job        `codec:",omitempty"`
+	Eval *Evaluation `codec:",omitempty"`
 	// Namespace and JobID name the job when Job is nil (unchanged spec).
-	Namespace string
-	JobID     string
+	Namespace string `codec:",omitempty"`
+	JobID     string `codec:",omitempty"`
 }
 
 // JobDeregisterRequest stops or purges a job, with its eval.
 type JobDeregisterRequest struct {
-	Namespace string
-	JobID     string
-	Purge     bool
-	Eval      *Evaluation
+	Namespace string      `codec:",omitempty"`
+	JobID     string      `codec:",omitempty"`
+	Purge     bool        `codec:",omitempty"`
+	Eval      *Evaluation `codec:",omitempty"`
 }
 
 // JobBatchDeregisterRequest purges many jobs at once (GC).
 type JobBatchDeregisterRequest struct {
-	Jobs  []NamespacedID
-	Evals []*Evaluation
+	Jobs  []NamespacedID `codec:",omitempty"`
+	Evals []*Evaluation  `codec:",omitempty"`
 }
 
 // EvalUpdateRequest upserts evals.
 type EvalUpdateRequest struct {
-	Evals     []*Evaluation
-	EvalToken string
+	Evals     []*Evaluation `codec:",omitempty"`
+	EvalToken string        `codec:",omitempty"`
 }
 
 // EvalDeleteRequest reaps evals and allocs.
 type EvalDeleteRequest struct {
-	Evals  []string
-	Allocs []string
+	Evals  []string `codec:",omitempty"`
+	Allocs []string `codec:",omitempty"`
 }
 
 // AllocUpdateRequest carries client status updates of allocs, and the evals
 // they cause.
 type AllocUpdateRequest struct {
-	Alloc []*Allocation
-	Evals []*Evaluation
+	Alloc []*Allocation `codec:",omitempty"`
+	Evals []*Evaluation `codec:",omitempty"`
 }
 
 // AllocUpdateDesiredTransitionRequest sets desired transitions.
 type AllocUpdateDesiredTransitionRequest struct {
-	Allocs map[string]*DesiredTransition
-	Evals  []*Evaluation
+	Allocs map[string]*DesiredTransition `codec:",omitempty"`
+	Evals  []*Evaluation                 `codec:",omitempty"`
 }
 
 // ApplyPlanResultsRequest commits a plan.
 type ApplyPlanResultsRequest struct {
-	Job             *Job
-	AllocsStopped   []*Allocation
-	AllocsUpdated   []*Allocation
-	AllocsPreempted []*Allocation
-	PreemptionEvals []*Evaluation
-	EvalID          string
-	UpdatedAt       int64
+	Job             *Job          `codec:",omitempty"`
+	AllocsStopped   []*Allocation `codec:",omitempty"`
+	AllocsUpdated   []*Allocation `codec:",omitempty"`
+	AllocsPreempted []*Allocation `codec:",omitempty"`
+	PreemptionEvals []*Evaluation `codec:",omitempty"`
+	EvalID          string        `codec:",omitempty"`
+	UpdatedAt       int64         `codec:",omitempty"`
 }
 
 // SchedulerSetConfigRequest replaces the scheduler configuration.
 type SchedulerSetConfigRequest struct {
-	Config SchedulerConfiguration
+	Config SchedulerConfiguration `codec:",omitempty"`
 }
 
 // JobRegisterResponse answers a job registration.
 type JobRegisterResponse struct {
-	EvalID          string
-	EvalCreateIndex uint64
-	JobModifyIndex  uint64
-	Warnings        string
-	Index           uint64
+	EvalID          string `codec:",omitempty"`
+	EvalCreateIndex uint64 `codec:",omitempty"`
+	JobModifyIndex  uint64 `codec:",omitempty"`
+	Warnings        string `codec:",omitempty"`
+	Index           uint64 `codec:",omitempty"`
 }
 
 // JobDeregisterResponse answers a job stop.
 type JobDeregisterResponse struct {
-	EvalID          string
-	EvalCreateIndex uint64
-	JobModifyIndex  uint64
-	VolumeEvalID    string
-	VolumeEvalIndex uint64
-	Index           uint64
+	EvalID          string `codec:",omitempty"`
+	EvalCreateIndex uint64 `codec:",omitempty"`
+	JobModifyIndex  uint64 `codec:",omitempty"`
+	VolumeEvalID    string `codec:",omitempty"`
+	VolumeEvalIndex uint64 `codec:",omitempty"`
+	Index           uint64 `codec:",omitempty"`
 }
 
 // JobDispatchRequest asks to dispatch a parameterized job.
 type JobDispatchRequest struct {
-	JobID            string
-	Payload          []byte
-	Meta             map[string]string
-	IdPrefixTemplate string
-	Priority         int
-	IdempotencyToken string
+	JobID            string            `codec:",omitempty"`
+	Payload          []byte            `codec:",omitempty"`
+	Meta             map[string]string `codec:",omitempty"`
+	IdPrefixTemplate string            `codec:",omitempty"`
+	Priority         int               `codec:",omitempty"`
+	IdempotencyToken string            `codec:",omitempty"`
 }
 
 // JobDispatchResponse answers a dispatch.
 type JobDispatchResponse struct {
-	DispatchedJobID string
-	EvalID          string
-	EvalCreateIndex uint64
-	JobCreateIndex  uint64
-	Index           uint64
+	DispatchedJobID string `codec:",omitempty"`
+	EvalID          string `codec:",omitempty"`
+	EvalCreateIndex uint64 `codec:",omitempty"`
+	JobCreateIndex  uint64 `codec:",omitempty"`
+	Index           uint64 `codec:",omitempty"`
 }
 
 // PeriodicForceResponse answers a forced periodic launch.
 type PeriodicForceResponse struct {
-	EvalID          string
-	EvalCreateIndex uint64
-	Index           uint64
+	EvalID          string `codec:",omitempty"`
+	EvalCreateIndex uint64 `codec:",omitempty"`
+	Index           uint64 `codec:",omitempty"`
 }
 
 // NodeEligibilityUpdateResponse answers an eligibility or drain change.
 type NodeEligibilityUpdateResponse struct {
-	NodeModifyIndex uint64
-	EvalIDs         []string
-	EvalCreateIndex uint64
-	Index           uint64
+	NodeModifyIndex uint64   `codec:",omitempty"`
+	EvalIDs         []string `codec:",omitempty"`
+	EvalCreateIndex uint64   `codec:",omitempty"`
+	Index           uint64   `codec:",omitempty"`
 }
 
 // AllocStopResponse answers an alloc stop.
 type AllocStopResponse struct {
-	EvalID string
-	Index  uint64
+	EvalID string `codec:",omitempty"`
+	Index  uint64 `codec:",omitempty"`
 }
 
 // JobPlanResponse answers a dry-run plan of a job.
 type JobPlanResponse struct {
-	Annotations        *PlanAnnotations
-	FailedTGAllocs     map[string]*AllocMetric
-	JobModifyIndex     uint64
-	CreatedEvals       []*Evaluation
-	Diff               *JobDiff
-	NextPeriodicLaunch int64
-	Warnings           string
-	Index              uint64
+	Annotations        *PlanAnnotations        `codec:",omitempty"`
+	FailedTGAllocs     map[string]*AllocMetric `codec:",omitempty"`
+	JobModifyIndex     uint64                  `codec:",omitempty"`
+	CreatedEvals       []*Evaluation           `codec:",omitempty"`
+	Diff               *JobDiff                `codec:",omitempty"`
+	NextPeriodicLaunch int64                   `codec:",omitempty"`
+	Warnings           string                  `codec:",omitempty"`
+	Index              uint64                  `codec:",omitempty"`
 }
 
 // JobDiff is a coarse diff of a job against its current version: the type is
 // "Added", "Deleted", "Edited" or "None".
 type JobDiff struct {
-	Type   string
-	ID     string
-	Fields []*FieldDiff
+	Type   string       `codec:",omitempty"`
+	ID     string       `codec:",omitempty"`
+	Fields []*FieldDiff `codec:",omitempty"`
 }
 
 // FieldDiff is one changed field.
 type FieldDiff struct {
-	Type string
-	Name string
-	Old  string
-	New  string
+	Type string `codec:",omitempty"`
+	Name string `codec:",omitempty"`
+	Old  string `codec:",omitempty"`
+	New  string `codec:",omitempty"`
 }

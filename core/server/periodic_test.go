@@ -1,0 +1,273 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+	_ "time/tzdata" // time_zone tests must not depend on the host's zoneinfo
+
+	"github.com/drover-org/drover/core/structs"
+)
+
+// fakeClock is a Config.Now the test moves by hand.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newFakeClock(at time.Time) *fakeClock { return &fakeClock{now: at} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Set(at time.Time) {
+	c.mu.Lock()
+	c.now = at
+	c.mu.Unlock()
+}
+
+func periodicJob(id, spec string, overlap bool) *structs.Job {
+	j := testJob(id, structs.JobTypeSysBatch)
+	j.Periodic = &structs.PeriodicConfig{Enabled: true, Spec: spec, ProhibitOverlap: overlap}
+	return j
+}
+
+func childrenOf(t *testing.T, s *Server, parent string) []*structs.Job {
+	t.Helper()
+	jobs, err := s.State().JobsByParent(nil, structs.DefaultNamespace, parent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return jobs
+}
+
+// nextLaunch is the dispatcher's next launch time for a job, or zero.
+func nextLaunch(s *Server, id string) time.Time {
+	s.periodic.mu.Lock()
+	defer s.periodic.mu.Unlock()
+	return s.periodic.next[structs.NamespacedID{ID: id, Namespace: structs.DefaultNamespace}]
+}
+
+func TestPeriodicRegisterAndForce(t *testing.T) {
+	t0 := time.Date(2030, 1, 1, 10, 30, 0, 0, time.UTC)
+	clock := newFakeClock(t0)
+	s := testServer(t, func(c *Config) { c.Now = clock.Now })
+	ctx := context.Background()
+	registerNodes(t, s, testNode("a"))
+
+	resp := registerJob(t, s, periodicJob("pj", "0 * * * *", false))
+	if resp.EvalID != "" || resp.Index == 0 {
+		t.Fatalf("periodic register = %+v: want a write and no eval", resp)
+	}
+	if evs, _ := s.State().EvalsByJob(nil, "default", "pj"); len(evs) != 0 {
+		t.Fatalf("periodic parent got %d evals", len(evs))
+	}
+	waitFor(t, 5*time.Second, "dispatcher tracks the job", func() bool {
+		return nextLaunch(s, "pj").Equal(time.Date(2030, 1, 1, 11, 0, 0, 0, time.UTC))
+	})
+
+	fr, err := s.ForcePeriodic(ctx, "", "pj")
+	if err != nil {
+		t.Fatal(err)
+	}
+	childID := fmt.Sprintf("pj/periodic-%d", t0.Unix())
+	ev := waitEvalTerminal(t, s, fr.EvalID)
+	if ev.JobID != childID || ev.TriggeredBy != structs.EvalTriggerPeriodicJob || ev.Type != structs.JobTypeSysBatch ||
+		ev.Status != structs.EvalStatusComplete || fr.EvalCreateIndex == 0 {
+		t.Fatalf("forced eval = %+v", ev)
+	}
+	child, _ := s.State().JobByID(nil, "default", childID)
+	if child == nil || child.ParentID != "pj" || child.Name != childID || child.Periodic != nil {
+		t.Fatalf("child = %+v", child)
+	}
+	if allocs, _ := s.State().AllocsByJob(nil, "default", childID, true); len(allocs) != 1 {
+		t.Fatalf("child allocs = %d", len(allocs))
+	}
+
+	// A second force within the same second gets the next free ID.
+	fr2, err := s.ForcePeriodic(ctx, "", "pj")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev2, _ := s.State().EvalByID(nil, fr2.EvalID)
+	if want := fmt.Sprintf("pj/periodic-%d", t0.Unix()+1); ev2 == nil || ev2.JobID != want {
+		t.Fatalf("second forced child = %+v, want %s", ev2, want)
+	}
+
+	// Refusals.
+	registerJob(t, s, testJob("plain", structs.JobTypeSysBatch))
+	for _, tc := range []struct {
+		id   string
+		kind error
+	}{{"plain", structs.ErrInvalid}, {"nope", structs.ErrNotFound}} {
+		if _, err := s.ForcePeriodic(ctx, "", tc.id); !errors.Is(err, tc.kind) {
+			t.Fatalf("force %s: %v, want %v", tc.id, err, tc.kind)
+		}
+	}
+	if _, err := s.DeregisterJob(ctx, "", "pj", false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ForcePeriodic(ctx, "", "pj"); !errors.Is(err, structs.ErrInvalid) {
+		t.Fatalf("force stopped parent: %v", err)
+	}
+	waitFor(t, 5*time.Second, "stopped parent untracked", func() bool { return nextLaunch(s, "pj").IsZero() })
+}
+
+func TestPeriodicProhibitOverlap(t *testing.T) {
+	t0 := time.Date(2030, 1, 1, 10, 30, 0, 0, time.UTC)
+	clock := newFakeClock(t0)
+	s := testServer(t, func(c *Config) { c.Now = clock.Now })
+	ctx := context.Background()
+	node := testNode("a")
+	registerNodes(t, s, node)
+	registerJob(t, s, periodicJob("po", "0 * * * *", true))
+	waitFor(t, 5*time.Second, "dispatcher tracks the job", func() bool { return !nextLaunch(s, "po").IsZero() })
+
+	fr, err := s.ForcePeriodic(ctx, "", "po")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitEvalTerminal(t, s, fr.EvalID)
+	first := childrenOf(t, s, "po")
+	if len(first) != 1 {
+		t.Fatalf("children after force = %d", len(first))
+	}
+	running, _ := s.State().AllocsByJob(nil, "default", first[0].ID, true)
+	if len(running) != 1 {
+		t.Fatalf("first child allocs = %d", len(running))
+	}
+
+	// 11:00 is due while the first child's alloc is still pending: skipped.
+	skipped := time.Date(2030, 1, 1, 11, 0, 5, 0, time.UTC)
+	clock.Set(skipped)
+	s.periodic.poke()
+	waitFor(t, 5*time.Second, "11:00 launch consumed", func() bool {
+		return nextLaunch(s, "po").Equal(time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC))
+	})
+
+	// Force ignores the overlap rule. (The clock moves on first, so the
+	// forced child's ID cannot be mistaken for the skipped launch's.)
+	clock.Set(time.Date(2030, 1, 1, 11, 10, 0, 0, time.UTC))
+	fr, err = s.ForcePeriodic(ctx, "", "po")
+	if err != nil || fr.EvalID == "" {
+		t.Fatalf("forced launch during overlap: %+v %v", fr, err)
+	}
+	waitEvalTerminal(t, s, fr.EvalID)
+	if n := len(childrenOf(t, s, "po")); n != 2 {
+		t.Fatalf("children after second force = %d", n)
+	}
+
+	// Once every child finished, the 12:00 launch happens. The dispatcher
+	// handles launches in order, so when it has, the 11:00 decision was
+	// final.
+	for _, c := range childrenOf(t, s, "po") {
+		allocs, _ := s.State().AllocsByJob(nil, "default", c.ID, true)
+		var done []*structs.Allocation
+		for _, a := range allocs {
+			u := a.Copy()
+			u.ClientStatus = structs.AllocClientStatusComplete
+			done = append(done, u)
+		}
+		if err := s.UpdateAllocs(ctx, node.ID, node.SecretID, done); err != nil {
+			t.Fatal(err)
+		}
+	}
+	launched := time.Date(2030, 1, 1, 12, 0, 1, 0, time.UTC)
+	clock.Set(launched)
+	s.periodic.poke()
+	want := fmt.Sprintf("po/periodic-%d", launched.Unix())
+	waitFor(t, 10*time.Second, "12:00 launch", func() bool {
+		j, _ := s.State().JobByID(nil, "default", want)
+		return j != nil
+	})
+	if j, _ := s.State().JobByID(nil, "default", fmt.Sprintf("po/periodic-%d", skipped.Unix())); j != nil {
+		t.Fatal("the overlapping 11:00 launch was not skipped")
+	}
+	if n := len(childrenOf(t, s, "po")); n != 3 {
+		t.Fatalf("children = %d, want 3", n)
+	}
+}
+
+func TestPeriodicNextTimeZone(t *testing.T) {
+	winter := time.Date(2030, 1, 15, 12, 0, 0, 0, time.UTC)
+	summer := time.Date(2030, 7, 15, 12, 0, 0, 0, time.UTC)
+	cases := []struct {
+		name  string
+		specs []string
+		tz    string
+		from  time.Time
+		want  time.Time
+	}{
+		{"utc", []string{"0 9 * * *"}, "UTC", winter, time.Date(2030, 1, 16, 9, 0, 0, 0, time.UTC)},
+		{"new york winter (UTC-5)", []string{"0 9 * * *"}, "America/New_York", winter, time.Date(2030, 1, 15, 14, 0, 0, 0, time.UTC)},
+		{"new york summer (UTC-4)", []string{"0 9 * * *"}, "America/New_York", summer, time.Date(2030, 7, 15, 13, 0, 0, 0, time.UTC)},
+		{"tokyo, later today", []string{"0 22 * * *"}, "Asia/Tokyo", winter, time.Date(2030, 1, 15, 13, 0, 0, 0, time.UTC)},
+		{"earliest of several crons", []string{"0 23 * * *", "30 12 * * *"}, "UTC", winter, time.Date(2030, 1, 15, 12, 30, 0, 0, time.UTC)},
+		{"strictly after from", []string{"0 12 * * *"}, "UTC", winter, time.Date(2030, 1, 16, 12, 0, 0, 0, time.UTC)},
+		{"six fields: seconds", []string{"*/10 * * * * *"}, "UTC", winter, winter.Add(10 * time.Second)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &structs.PeriodicConfig{Enabled: true, Specs: tc.specs, TimeZone: tc.tz}
+			got, err := p.Next(tc.from)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !got.Equal(tc.want) {
+				t.Fatalf("Next = %s, want %s", got.UTC(), tc.want)
+			}
+		})
+	}
+	if _, err := (&structs.PeriodicConfig{Spec: "0 9 * * *", TimeZone: "Mars/Olympus"}).Next(winter); err == nil {
+		t.Fatal("unknown time zone accepted")
+	}
+}
+
+func TestPeriodicDispatcherHonoursTimeZone(t *testing.T) {
+	clock := newFakeClock(time.Date(2030, 1, 15, 12, 0, 0, 0, time.UTC))
+	s := testServer(t, func(c *Config) { c.Now = clock.Now })
+	j := periodicJob("tz", "0 9 * * *", false)
+	j.Periodic.TimeZone = "America/New_York"
+	registerJob(t, s, j)
+	want := time.Date(2030, 1, 15, 14, 0, 0, 0, time.UTC) // 09:00 EST
+	waitFor(t, 5*time.Second, "next launch in New York time", func() bool { return nextLaunch(s, "tz").Equal(want) })
+	plan, err := s.PlanJob(context.Background(), j, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.NextPeriodicLaunch != want.UnixNano() {
+		t.Fatalf("plan next launch = %s", time.Unix(0, plan.NextPeriodicLaunch).UTC())
+	}
+}
+
+func TestPeriodicDispatcherLaunchesOnSchedule(t *testing.T) {
+	s := testServer(t, nil)
+	registerNodes(t, s, testNode("a"))
+	registerJob(t, s, periodicJob("tick", "* * * * * *", false))
+	var child *structs.Job
+	waitFor(t, 10*time.Second, "a scheduled child", func() bool {
+		if c := childrenOf(t, s, "tick"); len(c) > 0 {
+			child = c[0]
+			return true
+		}
+		return false
+	})
+	if !structs.IsPeriodicChild("tick", child.ID) {
+		t.Fatalf("child ID %q", child.ID)
+	}
+	evs, _ := s.State().EvalsByJob(nil, "default", child.ID)
+	if len(evs) != 1 || evs[0].TriggeredBy != structs.EvalTriggerPeriodicJob {
+		t.Fatalf("child evals = %v", evs)
+	}
+	waitEvalTerminal(t, s, evs[0].ID)
+	launch, _ := s.State().PeriodicLaunchByID(nil, "default", "tick")
+	if launch == nil || launch.Launch.IsZero() {
+		t.Fatalf("launch record = %+v", launch)
+	}
+}
