@@ -41,7 +41,19 @@ func (s *Server) applyPlan(ctx context.Context, plan *structs.Plan) (*structs.Pl
 		req.AllocsStopped = append(req.AllocsStopped, allocs...)
 	}
 	for _, allocs := range result.NodeAllocation {
-		req.AllocsUpdated = append(req.AllocsUpdated, allocs...)
+		for _, a := range allocs {
+			if a.Metrics != nil && a.CreateIndex == 0 {
+				if req.PlacementMetric == nil {
+					req.PlacementMetric = a.Metrics
+				}
+				if a.Metrics == req.PlacementMetric {
+					c := *a
+					c.Metrics = nil
+					a = &c
+				}
+			}
+			req.AllocsUpdated = append(req.AllocsUpdated, a)
+		}
 	}
 	preemptedJobs := map[structs.NamespacedID]bool{}
 	for _, allocs := range result.NodePreemptions {

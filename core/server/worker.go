@@ -217,6 +217,7 @@ func (s *Server) convertPlan(snap *state.StateSnapshot, ev *structs.Evaluation, 
 		return plan, newAllocs
 	}
 	now := s.cfg.Now().UnixNano()
+	shared := metricFromPB(p.PlacementMetric)
 	for _, st := range p.NodeUpdate {
 		a, _ := snap.AllocByID(nil, st.AllocId)
 		if a == nil {
@@ -247,10 +248,13 @@ func (s *Server) convertPlan(snap *state.StateSnapshot, ev *structs.Evaluation, 
 			a = &structs.Allocation{
 				ID: pa.Id, Namespace: ev.Namespace, EvalID: ev.ID, Name: pa.Name, NodeID: pa.NodeId,
 				NodeName: pa.NodeName, JobID: ev.JobID, TaskGroup: pa.TaskGroup,
-				AllocatedResources: allocatedFromPB(pa), Metrics: metricFromPB(pa.Metrics),
+				AllocatedResources: allocatedFromPB(pa), Metrics: shared,
 				DesiredStatus: structs.AllocDesiredStatusRun, ClientStatus: structs.AllocClientStatusPending,
 				PreviousAllocation: pa.PreviousAllocation, PreemptedAllocations: pa.PreemptedAllocations,
 				CreateTime: now,
+			}
+			if pa.Metrics != nil {
+				a.Metrics = metricFromPB(pa.Metrics)
 			}
 			newAllocs[a.ID] = true
 		}

@@ -80,6 +80,9 @@ func (s *StateStore) UpsertPlanResults(index uint64, req *structs.ApplyPlanResul
 			if a != nil && a.Job == nil {
 				a.Job = req.Job
 			}
+			if a != nil && a.Metrics == nil && a.CreateIndex == 0 {
+				a.Metrics = req.PlacementMetric
+			}
 			if a != nil {
 				a.ModifyTime = stamp(a.ModifyTime)
 			}

@@ -134,8 +134,12 @@ type ApplyPlanResultsRequest struct {
 	AllocsUpdated   []*Allocation `codec:",omitempty"`
 	AllocsPreempted []*Allocation `codec:",omitempty"`
 	PreemptionEvals []*Evaluation `codec:",omitempty"`
-	EvalID          string        `codec:",omitempty"`
-	UpdatedAt       int64         `codec:",omitempty"`
+	// PlacementMetric is the Metrics of every new alloc that has none in
+	// the entry: node schedulers place thousands of allocs with one
+	// identical metric, written once here.
+	PlacementMetric *AllocMetric `codec:",omitempty"`
+	EvalID          string       `codec:",omitempty"`
+	UpdatedAt       int64        `codec:",omitempty"`
 }
 
 // SchedulerSetConfigRequest replaces the scheduler configuration.

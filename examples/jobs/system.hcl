@@ -5,6 +5,15 @@ job "sleeper" {
   datacenters = ["*"]
 
   group "sleeper" {
+    # A task that dies is restarted quickly; once the attempts are used up
+    # the allocation fails and the scheduler replaces it.
+    restart {
+      attempts = 2
+      interval = "1m"
+      delay    = "1s"
+      mode     = "fail"
+    }
+
     task "sleep" {
       driver = "raw_exec"
 

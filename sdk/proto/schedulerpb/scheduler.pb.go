@@ -1982,8 +1982,12 @@ type Plan struct {
 	NodeAllocation   []*PlacedAlloc             `protobuf:"bytes,2,rep,name=node_allocation,json=nodeAllocation,proto3" json:"node_allocation,omitempty"`
 	NodePreemptions  []*Preemption              `protobuf:"bytes,3,rep,name=node_preemptions,json=nodePreemptions,proto3" json:"node_preemptions,omitempty"`
 	DesiredTgUpdates map[string]*DesiredUpdates `protobuf:"bytes,4,rep,name=desired_tg_updates,json=desiredTgUpdates,proto3" json:"desired_tg_updates,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// The metric of every placed alloc whose own `metrics` is unset. A node
+	// scheduler places thousands of allocs with one identical metric; sending
+	// it once keeps the response small.
+	PlacementMetric *AllocMetric `protobuf:"bytes,5,opt,name=placement_metric,json=placementMetric,proto3" json:"placement_metric,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Plan) Reset() {
@@ -2040,6 +2044,13 @@ func (x *Plan) GetNodePreemptions() []*Preemption {
 func (x *Plan) GetDesiredTgUpdates() map[string]*DesiredUpdates {
 	if x != nil {
 		return x.DesiredTgUpdates
+	}
+	return nil
+}
+
+func (x *Plan) GetPlacementMetric() *AllocMetric {
+	if x != nil {
+		return x.PlacementMetric
 	}
 	return nil
 }
@@ -2433,13 +2444,14 @@ const file_scheduler_proto_rawDesc = "" +
 	"\anode_id\x18\x02 \x01(\tR\x06nodeId\x12\x15\n" +
 	"\x06job_id\x18\x03 \x01(\tR\x05jobId\x12\x1c\n" +
 	"\tnamespace\x18\x04 \x01(\tR\tnamespace\x126\n" +
-	"\x17preempted_by_allocation\x18\x05 \x01(\tR\x15preemptedByAllocation\"\xa7\x03\n" +
+	"\x17preempted_by_allocation\x18\x05 \x01(\tR\x15preemptedByAllocation\"\xf4\x03\n" +
 	"\x04Plan\x12?\n" +
 	"\vnode_update\x18\x01 \x03(\v2\x1e.drover.scheduler.v1.AllocStopR\n" +
 	"nodeUpdate\x12I\n" +
 	"\x0fnode_allocation\x18\x02 \x03(\v2 .drover.scheduler.v1.PlacedAllocR\x0enodeAllocation\x12J\n" +
 	"\x10node_preemptions\x18\x03 \x03(\v2\x1f.drover.scheduler.v1.PreemptionR\x0fnodePreemptions\x12]\n" +
-	"\x12desired_tg_updates\x18\x04 \x03(\v2/.drover.scheduler.v1.Plan.DesiredTgUpdatesEntryR\x10desiredTgUpdates\x1ah\n" +
+	"\x12desired_tg_updates\x18\x04 \x03(\v2/.drover.scheduler.v1.Plan.DesiredTgUpdatesEntryR\x10desiredTgUpdates\x12K\n" +
+	"\x10placement_metric\x18\x05 \x01(\v2 .drover.scheduler.v1.AllocMetricR\x0fplacementMetric\x1ah\n" +
 	"\x15DesiredTgUpdatesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x129\n" +
 	"\x05value\x18\x02 \x01(\v2#.drover.scheduler.v1.DesiredUpdatesR\x05value:\x028\x01\"\x86\x02\n" +
@@ -2558,23 +2570,24 @@ var file_scheduler_proto_depIdxs = []int32{
 	17, // 33: drover.scheduler.v1.Plan.node_allocation:type_name -> drover.scheduler.v1.PlacedAlloc
 	18, // 34: drover.scheduler.v1.Plan.node_preemptions:type_name -> drover.scheduler.v1.Preemption
 	35, // 35: drover.scheduler.v1.Plan.desired_tg_updates:type_name -> drover.scheduler.v1.Plan.DesiredTgUpdatesEntry
-	36, // 36: drover.scheduler.v1.BlockedEval.class_eligibility:type_name -> drover.scheduler.v1.BlockedEval.ClassEligibilityEntry
-	19, // 37: drover.scheduler.v1.ScheduleResponse.plan:type_name -> drover.scheduler.v1.Plan
-	37, // 38: drover.scheduler.v1.ScheduleResponse.failed_tg_allocs:type_name -> drover.scheduler.v1.ScheduleResponse.FailedTgAllocsEntry
-	38, // 39: drover.scheduler.v1.ScheduleResponse.queued_allocations:type_name -> drover.scheduler.v1.ScheduleResponse.QueuedAllocationsEntry
-	20, // 40: drover.scheduler.v1.ScheduleResponse.blocked_evals:type_name -> drover.scheduler.v1.BlockedEval
-	4,  // 41: drover.scheduler.v1.PlacedAlloc.TaskResourcesEntry.value:type_name -> drover.scheduler.v1.Resources
-	15, // 42: drover.scheduler.v1.Plan.DesiredTgUpdatesEntry.value:type_name -> drover.scheduler.v1.DesiredUpdates
-	14, // 43: drover.scheduler.v1.ScheduleResponse.FailedTgAllocsEntry.value:type_name -> drover.scheduler.v1.AllocMetric
-	0,  // 44: drover.scheduler.v1.Scheduler.Info:input_type -> drover.scheduler.v1.InfoRequest
-	13, // 45: drover.scheduler.v1.Scheduler.Schedule:input_type -> drover.scheduler.v1.ScheduleRequest
-	2,  // 46: drover.scheduler.v1.Scheduler.Info:output_type -> drover.scheduler.v1.InfoResponse
-	21, // 47: drover.scheduler.v1.Scheduler.Schedule:output_type -> drover.scheduler.v1.ScheduleResponse
-	46, // [46:48] is the sub-list for method output_type
-	44, // [44:46] is the sub-list for method input_type
-	44, // [44:44] is the sub-list for extension type_name
-	44, // [44:44] is the sub-list for extension extendee
-	0,  // [0:44] is the sub-list for field type_name
+	14, // 36: drover.scheduler.v1.Plan.placement_metric:type_name -> drover.scheduler.v1.AllocMetric
+	36, // 37: drover.scheduler.v1.BlockedEval.class_eligibility:type_name -> drover.scheduler.v1.BlockedEval.ClassEligibilityEntry
+	19, // 38: drover.scheduler.v1.ScheduleResponse.plan:type_name -> drover.scheduler.v1.Plan
+	37, // 39: drover.scheduler.v1.ScheduleResponse.failed_tg_allocs:type_name -> drover.scheduler.v1.ScheduleResponse.FailedTgAllocsEntry
+	38, // 40: drover.scheduler.v1.ScheduleResponse.queued_allocations:type_name -> drover.scheduler.v1.ScheduleResponse.QueuedAllocationsEntry
+	20, // 41: drover.scheduler.v1.ScheduleResponse.blocked_evals:type_name -> drover.scheduler.v1.BlockedEval
+	4,  // 42: drover.scheduler.v1.PlacedAlloc.TaskResourcesEntry.value:type_name -> drover.scheduler.v1.Resources
+	15, // 43: drover.scheduler.v1.Plan.DesiredTgUpdatesEntry.value:type_name -> drover.scheduler.v1.DesiredUpdates
+	14, // 44: drover.scheduler.v1.ScheduleResponse.FailedTgAllocsEntry.value:type_name -> drover.scheduler.v1.AllocMetric
+	0,  // 45: drover.scheduler.v1.Scheduler.Info:input_type -> drover.scheduler.v1.InfoRequest
+	13, // 46: drover.scheduler.v1.Scheduler.Schedule:input_type -> drover.scheduler.v1.ScheduleRequest
+	2,  // 47: drover.scheduler.v1.Scheduler.Info:output_type -> drover.scheduler.v1.InfoResponse
+	21, // 48: drover.scheduler.v1.Scheduler.Schedule:output_type -> drover.scheduler.v1.ScheduleResponse
+	47, // [47:49] is the sub-list for method output_type
+	45, // [45:47] is the sub-list for method input_type
+	45, // [45:45] is the sub-list for extension type_name
+	45, // [45:45] is the sub-list for extension extendee
+	0,  // [0:45] is the sub-list for field type_name
 }
 
 func init() { file_scheduler_proto_init() }

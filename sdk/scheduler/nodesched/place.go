@@ -173,6 +173,7 @@ func (r *run) placeOn(t reconcile.AllocTuple, g *group, cur *nodeState, victims 
 	var id string
 	id, r.idBuf = appendAllocID(r.idBuf[:0], r.eval.GetId(), r.req.GetAttempt(), node.GetId(), t.Name)
 	p := r.newPlaced(id, t.Name, node, g)
+	r.plan.PlacementMetric = r.placedMetric()
 	p.PreviousAllocation = t.Alloc.GetId()
 	for _, v := range victims {
 		p.PreemptedAllocations = append(p.PreemptedAllocations, v.GetId())
@@ -216,6 +217,5 @@ func (r *run) newPlaced(id, name string, node *schedulerpb.Node, g *group) *sche
 		TaskGroup:     g.tg.GetName(),
 		TaskResources: res,
 		SharedDiskMb:  g.tg.GetEphemeralDiskMb(),
-		Metrics:       r.placedMetric(),
 	}
 }
