@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"sync"
 
 	"github.com/drover-org/drover/core/state"
 	"github.com/drover-org/drover/core/structs"
@@ -96,13 +98,33 @@ func evaluatePlan(snap *state.StateSnapshot, plan *structs.Plan) *structs.PlanRe
 	for n := range plan.NodeAllocation {
 		nodes[n] = true
 	}
+	// Nodes are checked in parallel (they are independent reads of one
+	// snapshot); a plan of a node scheduler touches every node.
+	ids := make([]string, 0, len(nodes))
+	for n := range nodes {
+		ids = append(ids, n)
+	}
+	fits := make([]bool, len(ids))
+	workers := runtime.GOMAXPROCS(0)
+	if workers > len(ids) {
+		workers = len(ids)
+	}
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := w; i < len(ids); i += workers {
+				fits[i], _ = evaluateNodePlan(snap, plan, ids[i])
+			}
+		}(w)
+	}
+	wg.Wait()
 	partial := false
-	for nodeID := range nodes {
-		fit, reason := evaluateNodePlan(snap, plan, nodeID)
-		if !fit {
+	for i, nodeID := range ids {
+		if !fits[i] {
 			partial = true
 			result.RejectedNodes = append(result.RejectedNodes, nodeID)
-			_ = reason
 			if plan.AllAtOnce {
 				return &structs.PlanResult{RefreshIndex: maxIndex(snap), RejectedNodes: result.RejectedNodes}
 			}
