@@ -39,7 +39,7 @@ func run(m *testing.M) int {
 	defer os.RemoveAll(dir)
 
 	bin := filepath.Join(dir, "drover")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/drover")
+	build := exec.Command(goTool(), "build", "-o", bin, "./cmd/drover")
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: FATAL: building drover failed: %v\n%s\n", err, out)
@@ -62,7 +62,7 @@ func run(m *testing.M) int {
 // moduleRoot asks the go command where go.mod is, so the tests work from
 // any directory `go test` runs them in.
 func moduleRoot() (string, error) {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
+	out, err := exec.Command(goTool(), "env", "GOMOD").Output()
 	if err != nil {
 		return "", fmt.Errorf("go env GOMOD: %w", err)
 	}
@@ -71,4 +71,16 @@ func moduleRoot() (string, error) {
 		return "", fmt.Errorf("not inside the drover module (go env GOMOD = %q)", gomod)
 	}
 	return filepath.Dir(gomod), nil
+}
+
+// goTool is the go command: the one on PATH, else the one under $GOROOT
+// when the environment names it.
+func goTool() string {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	if root := os.Getenv("GOROOT"); root != "" {
+		return filepath.Join(root, "bin", "go")
+	}
+	return "go"
 }
