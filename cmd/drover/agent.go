@@ -108,7 +108,9 @@ func (agentCommand) Run(args []string) int {
 
 type pluginCommand struct{}
 
-func (pluginCommand) Synopsis() string { return "Serve a built-in plugin (run by the agent, not by hand)" }
+func (pluginCommand) Synopsis() string {
+	return "Serve a built-in plugin (run by the agent, not by hand)"
+}
 
 func (pluginCommand) Run(args []string) int {
 	if len(args) == 0 {

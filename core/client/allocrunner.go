@@ -139,13 +139,6 @@ func (ar *allocRunner) task(name string) *taskRunner {
 	return nil
 }
 
-// clientStatus returns the status last derived.
-func (ar *allocRunner) clientStatus() string {
-	ar.mu.Lock()
-	defer ar.mu.Unlock()
-	return ar.status
-}
-
 // done is closed once run has returned and every task goroutine with it.
 func (ar *allocRunner) done() <-chan struct{} { return ar.doneCh }
 

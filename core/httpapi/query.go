@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -251,5 +250,3 @@ func namespaceOf(own string, r *http.Request) string {
 	return structs.DefaultNamespace
 }
 
-// hasPrefix reports whether id matches the query's prefix (empty matches all).
-func hasPrefix(id, prefix string) bool { return prefix == "" || strings.HasPrefix(id, prefix) }
