@@ -128,6 +128,13 @@ func (f *fakeServer) UpdateNodeDrain(_ context.Context, id string, spec *structs
 	return &structs.NodeEligibilityUpdateResponse{NodeModifyIndex: 48, Index: 48}, nil
 }
 
+func (f *fakeServer) SetSchedulerConfig(_ context.Context, cfg *structs.SchedulerConfiguration, cas bool, index uint64) (bool, uint64, error) {
+	if err := f.record("SetSchedulerConfig", cfg, cas, index); err != nil {
+		return false, 0, err
+	}
+	return true, 49, nil
+}
+
 func (f *fakeServer) State() *state.StateStore { return f.store }
 func (f *fakeServer) LeaderAddr() string       { return f.leader }
 func (f *fakeServer) Region() string           { return "global" }

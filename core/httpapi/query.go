@@ -249,4 +249,3 @@ func namespaceOf(own string, r *http.Request) string {
 	}
 	return structs.DefaultNamespace
 }
-

@@ -39,6 +39,9 @@ type Server interface {
 	StopAlloc(ctx context.Context, allocID string) (*structs.AllocStopResponse, error)
 	UpdateNodeEligibility(ctx context.Context, nodeID, eligibility string) (*structs.NodeEligibilityUpdateResponse, error)
 	UpdateNodeDrain(ctx context.Context, nodeID string, spec *structs.DrainSpec, markEligible bool, meta map[string]string) (*structs.NodeEligibilityUpdateResponse, error)
+	// SetSchedulerConfig replaces the scheduler configuration; with cas
+	// only when the stored one is at index. It reports whether it wrote.
+	SetSchedulerConfig(ctx context.Context, cfg *structs.SchedulerConfiguration, cas bool, index uint64) (bool, uint64, error)
 	State() *state.StateStore
 	// LeaderAddr is the leader's RPC address ("127.0.0.1:4647"), or "" when
 	// the cluster has no leader.
@@ -198,6 +201,9 @@ func (s *HTTPServer) routes() http.Handler {
 	mux.HandleFunc("GET /v1/status/leader", s.statusLeader)
 	mux.HandleFunc("GET /v1/status/peers", s.statusPeers)
 	mux.HandleFunc("GET /v1/regions", s.regions)
+	mux.HandleFunc("GET /v1/operator/scheduler/configuration", s.schedulerConfigGet)
+	mux.HandleFunc("PUT /v1/operator/scheduler/configuration", s.schedulerConfigSet)
+	mux.HandleFunc("POST /v1/operator/scheduler/configuration", s.schedulerConfigSet)
 
 	return s.logRequests(mux)
 }

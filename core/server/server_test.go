@@ -69,3 +69,30 @@ func TestRegisterJobRefusals(t *testing.T) {
 		t.Fatalf("refused jobs were written: %d", len(jobs))
 	}
 }
+
+func TestSchedulerConfigCAS(t *testing.T) {
+	s := testServer(t, nil)
+	ctx := context.Background()
+	idx0, cfg, err := s.State().SchedulerConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.PreemptionConfig.SystemSchedulerEnabled || cfg.PreemptionConfig.SysBatchSchedulerEnabled {
+		t.Fatalf("default preemption: %+v", cfg.PreemptionConfig)
+	}
+	want := &structs.SchedulerConfiguration{PreemptionConfig: structs.PreemptionConfig{SysBatchSchedulerEnabled: true}}
+	if ok, _, err := s.SetSchedulerConfig(ctx, want, true, idx0+1000); err != nil || ok {
+		t.Fatalf("stale cas wrote: ok=%v err=%v", ok, err)
+	}
+	ok, idx, err := s.SetSchedulerConfig(ctx, want, true, idx0)
+	if err != nil || !ok {
+		t.Fatalf("cas write: ok=%v err=%v", ok, err)
+	}
+	got, cfg, _ := s.State().SchedulerConfig()
+	if got != idx || !cfg.PreemptionConfig.SysBatchSchedulerEnabled || cfg.PreemptionConfig.SystemSchedulerEnabled {
+		t.Fatalf("stored config %d %+v", got, cfg.PreemptionConfig)
+	}
+	if _, _, err := s.SetSchedulerConfig(ctx, &structs.SchedulerConfiguration{SchedulerAlgorithm: "random"}, false, 0); structs.HTTPStatus(err) != 400 {
+		t.Fatalf("bad algorithm: %v", err)
+	}
+}

@@ -1,0 +1,53 @@
+package httpapi
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/drover-org/drover/core/structs"
+)
+
+// schedulerConfigResponse is the body of GET /v1/operator/scheduler/configuration.
+type schedulerConfigResponse struct {
+	SchedulerConfig *structs.SchedulerConfiguration
+	Index           uint64
+	KnownLeader     bool
+	LastContact     int64
+}
+
+func (s *HTTPServer) schedulerConfigGet(w http.ResponseWriter, r *http.Request) {
+	index, cfg, err := s.srv.State().SchedulerConfig()
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	w.Header().Set(headerIndex, strconv.FormatUint(index, 10))
+	writeJSON(w, r, http.StatusOK, &schedulerConfigResponse{SchedulerConfig: cfg, Index: index, KnownLeader: s.srv.LeaderAddr() != ""})
+}
+
+func (s *HTTPServer) schedulerConfigSet(w http.ResponseWriter, r *http.Request) {
+	var cfg structs.SchedulerConfiguration
+	if err := decodeBody(r, &cfg); err != nil {
+		s.writeError(w, err)
+		return
+	}
+	var (
+		cas   bool
+		index uint64
+	)
+	if v := r.URL.Query().Get("cas"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			s.writeError(w, structs.NewError(structs.ErrInvalid, "cas: %q is not a valid index", v))
+			return
+		}
+		cas, index = true, n
+	}
+	updated, idx, err := s.srv.SetSchedulerConfig(r.Context(), &cfg, cas, index)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	w.Header().Set(headerIndex, strconv.FormatUint(idx, 10))
+	writeJSON(w, r, http.StatusOK, map[string]any{"Updated": updated, "Index": idx})
+}

@@ -1,0 +1,41 @@
+package server
+
+import (
+	"context"
+
+	"github.com/drover-org/drover/core/structs"
+)
+
+// SetSchedulerConfig replaces the scheduler configuration (preemption per
+// scheduler type). With cas, the write happens only if the stored config's
+// ModifyIndex equals index; the reply says whether it did.
+func (s *Server) SetSchedulerConfig(ctx context.Context, cfg *structs.SchedulerConfiguration, cas bool, index uint64) (bool, uint64, error) {
+	if cfg == nil {
+		return false, 0, structs.NewError(structs.ErrInvalid, "SchedulerConfig: missing configuration")
+	}
+	switch cfg.SchedulerAlgorithm {
+	case "", "binpack", "spread":
+	default:
+		return false, 0, structs.NewError(structs.ErrInvalid, "SchedulerAlgorithm: %q is not valid (must be \"binpack\" or \"spread\")", cfg.SchedulerAlgorithm)
+	}
+	if cas {
+		cur, _, err := s.State().SchedulerConfig()
+		if err != nil {
+			return false, 0, err
+		}
+		if cur != index {
+			return false, cur, nil
+		}
+	}
+	c := *cfg
+	if c.SchedulerAlgorithm == "" {
+		c.SchedulerAlgorithm = "binpack"
+	}
+	idx, err := s.raftApply(structs.SchedulerConfigRequestType, &structs.SchedulerSetConfigRequest{Config: c})
+	if err != nil {
+		return false, 0, err
+	}
+	s.logger.Info("scheduler configuration updated", "system_preemption", c.PreemptionConfig.SystemSchedulerEnabled,
+		"sysbatch_preemption", c.PreemptionConfig.SysBatchSchedulerEnabled)
+	return true, idx, nil
+}
