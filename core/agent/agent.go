@@ -99,7 +99,11 @@ func New(cfg *Config, opts Options) (a *Agent, err error) {
 	}
 	hc.PluginDir = cfg.PluginDir
 	for _, p := range cfg.Plugins {
-		hc.Stanzas = append(hc.Stanzas, pluginhost.Stanza{Name: p.Name, Args: p.Args})
+		settings, err := p.PluginSettings()
+		if err != nil {
+			return nil, err
+		}
+		hc.Stanzas = append(hc.Stanzas, pluginhost.Stanza{Name: p.Name, Args: p.Args, Config: settings})
 	}
 	if a.host, err = pluginhost.New(ctx, hc); err != nil {
 		return nil, fmt.Errorf("plugins: %w", err)

@@ -3,6 +3,7 @@
 package agent
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
 )
 
 // Config is the agent configuration (the HCL file's schema).
@@ -67,6 +69,46 @@ type PluginConfig struct {
 	Remain hcl.Body `hcl:",remain"`
 }
 
+// PluginSettings decodes the stanza's `config { … }` block into a map (nil
+// when absent). Errors name file:line:col.
+func (p *PluginConfig) PluginSettings() (map[string]any, error) {
+	if p.Remain == nil {
+		return nil, nil
+	}
+	content, diags := p.Remain.Content(&hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: "config"}}})
+	if diags.HasErrors() {
+		return nil, diagError(diags)
+	}
+	if len(content.Blocks) == 0 {
+		return nil, nil
+	}
+	if len(content.Blocks) > 1 {
+		b := content.Blocks[1].DefRange
+		return nil, fmt.Errorf("%s:%d:%d: plugin %q: only one config block is allowed", b.Filename, b.Start.Line, b.Start.Column, p.Name)
+	}
+	attrs, diags := content.Blocks[0].Body.JustAttributes()
+	if diags.HasErrors() {
+		return nil, diagError(diags)
+	}
+	out := make(map[string]any, len(attrs))
+	for name, a := range attrs {
+		v, diags := a.Expr.Value(nil)
+		if diags.HasErrors() {
+			return nil, diagError(diags)
+		}
+		raw, err := ctyjson.Marshal(v, v.Type())
+		if err != nil {
+			return nil, fmt.Errorf("plugin %q: config %s: %w", p.Name, name, err)
+		}
+		var gv any
+		if err := json.Unmarshal(raw, &gv); err != nil {
+			return nil, err
+		}
+		out[name] = gv
+	}
+	return out, nil
+}
+
 // DevConfig is the configuration of `drover agent -dev`.
 func DevConfig() *Config {
 	return &Config{
@@ -98,6 +140,11 @@ func ParseConfig(filename string, src []byte) (*Config, error) {
 		return nil, diagError(diags)
 	}
 	c.applyDefaults()
+	for _, p := range c.Plugins {
+		if _, err := p.PluginSettings(); err != nil {
+			return nil, err
+		}
+	}
 	if err := c.validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", filename, err)
 	}
