@@ -173,9 +173,9 @@ func (s *Server) setupRaft() error {
 	if s.cfg.DevMode {
 		// A single in-memory voter elects itself after one heartbeat
 		// timeout; keep it short so the dev agent is ready fast.
-		rc.HeartbeatTimeout = 50 * time.Millisecond
-		rc.ElectionTimeout = 50 * time.Millisecond
-		rc.LeaderLeaseTimeout = 50 * time.Millisecond
+		rc.HeartbeatTimeout = 20 * time.Millisecond
+		rc.ElectionTimeout = 20 * time.Millisecond
+		rc.LeaderLeaseTimeout = 20 * time.Millisecond
 		rc.CommitTimeout = 5 * time.Millisecond
 		store := raft.NewInmemStore()
 		logs, stable, snaps = store, store, raft.NewInmemSnapshotStore()
