@@ -21,15 +21,22 @@ done
 "$DROVER" node status
 
 step() { echo; echo "==> $*"; }
+# wait_dead waits until a batch-like job has finished everywhere.
+wait_dead() {
+  for _ in $(seq 1 100); do
+    if "$DROVER" job status "$1" | grep -q '^Status *= dead'; then return 0; fi
+    sleep 0.1
+  done
+  echo "job $1 did not finish" >&2; return 1
+}
+first_alloc() { curl -fsS "$DROVER_ADDR/v1/job/$(printf %s "$1" | sed 's|/|%2F|g')/allocations" | sed -n 's/^\[{"ID":"\([^"]*\)".*/\1/p'; }
 
 step "drover job run examples/jobs/sysbatch.hcl"
 "$DROVER" job run examples/jobs/sysbatch.hcl
 step "drover job status hello-sysbatch"
 "$DROVER" job status hello-sysbatch
-alloc=$("$DROVER" job status -json hello-sysbatch | sed -n 's/.*"Allocations":\[{"ID":"\([^"]*\)".*/\1/p' | head -1)
-if [ -z "$alloc" ]; then
-  alloc=$(curl -fsS "$DROVER_ADDR/v1/job/hello-sysbatch/allocations" | sed -n 's/^\[{"ID":"\([^"]*\)".*/\1/p')
-fi
+wait_dead hello-sysbatch
+alloc=$(first_alloc hello-sysbatch)
 step "drover alloc logs $alloc"
 "$DROVER" alloc logs "$alloc"
 
@@ -39,8 +46,13 @@ step "drover job run examples/jobs/system.hcl"
 
 step "drover job run examples/jobs/dispatch.hcl; drover job dispatch -meta name=drover greet"
 "$DROVER" job run examples/jobs/dispatch.hcl
-echo "a payload from the demo" | "$DROVER" job dispatch -meta name=drover greet -
-"$DROVER" job status greet
+out=$(echo "a payload from the demo" | "$DROVER" job dispatch -meta name=drover greet -)
+echo "$out"
+child=$(echo "$out" | sed -n 's/^Dispatched Job ID = //p')
+wait_dead "$child"
+"$DROVER" job status "$child"
+step "drover alloc logs (the dispatched child)"
+"$DROVER" alloc logs "$(first_alloc "$child")"
 
 step "drover job run examples/jobs/periodic.hcl; drover job periodic force tick"
 "$DROVER" job run examples/jobs/periodic.hcl
