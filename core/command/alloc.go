@@ -42,25 +42,18 @@ func (c *AllocStatusCommand) Run(args []string) int {
 	var asJSON, verbose bool
 	fs.BoolVar(&asJSON, "json", false, "")
 	fs.BoolVar(&verbose, "verbose", false, "")
-	if code, ok := c.parse(fs, args); !ok {
+	arg, code, ok := c.parseOne(fs, args, "<allocation>")
+	if !ok {
 		return code
-	}
-	if fs.NArg() != 1 {
-		return c.usageError(fs, "This command takes one argument: <allocation>")
 	}
 	client := c.client()
 	ctx := context.Background()
-	id, err := resolveAllocID(ctx, client, fs.Arg(0))
+	id, err := resolveAllocID(ctx, client, arg)
 	if err != nil {
 		return c.ui.errorf("%s", lookupError("allocation", err))
 	}
 	if asJSON {
-		raw, err := client.GetRaw(ctx, "/v1/allocation/"+id, nil)
-		if err != nil {
-			return c.ui.errorf("Error querying allocation: %s", err)
-		}
-		c.ui.printf("%s\n", prettyJSON(raw))
-		return exitOK
+		return c.printJSON(ctx, client, "/v1/allocation/"+id, "allocation")
 	}
 	var alloc structs.Allocation
 	if _, err := client.Get(ctx, "/v1/allocation/"+id, nil, &alloc); err != nil {
@@ -218,15 +211,13 @@ func (c *AllocStopCommand) Run(args []string) int {
 	var detach, verbose bool
 	fs.BoolVar(&detach, "detach", false, "")
 	fs.BoolVar(&verbose, "verbose", false, "")
-	if code, ok := c.parse(fs, args); !ok {
+	arg, code, ok := c.parseOne(fs, args, "<allocation>")
+	if !ok {
 		return code
-	}
-	if fs.NArg() != 1 {
-		return c.usageError(fs, "This command takes one argument: <allocation>")
 	}
 	client := c.client()
 	ctx := context.Background()
-	id, err := resolveAllocID(ctx, client, fs.Arg(0))
+	id, err := resolveAllocID(ctx, client, arg)
 	if err != nil {
 		return c.ui.errorf("%s", lookupError("allocation", err))
 	}

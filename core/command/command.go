@@ -8,6 +8,7 @@
 package command
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -213,6 +214,19 @@ func (m *meta) parse(fs *flag.FlagSet, args []string) (code int, ok bool) {
 	return exitOK, true
 }
 
+// parseOne is parse for a command that takes exactly one argument; name
+// ("<job>") says which in the usage error. It returns the argument, or ok
+// false and the exit code to return.
+func (m *meta) parseOne(fs *flag.FlagSet, args []string, name string) (arg string, code int, ok bool) {
+	if code, ok := m.parse(fs, args); !ok {
+		return "", code, false
+	}
+	if fs.NArg() != 1 {
+		return "", m.usageError(fs, "This command takes one argument: %s", name), false
+	}
+	return fs.Arg(0), exitOK, true
+}
+
 // usageError prints a problem with the arguments and the usage.
 func (m *meta) usageError(fs *flag.FlagSet, format string, args ...any) int {
 	fmt.Fprintf(m.ui.Err, format+"\n", args...)
@@ -254,6 +268,17 @@ func (m *meta) client() *APIClient {
 		ns = m.env("DROVER_NAMESPACE", "NOMAD_NAMESPACE")
 	}
 	return &APIClient{Address: addr, Token: token, Namespace: ns, HTTP: m.ui.HTTP}
+}
+
+// printJSON prints the API's answer at path, indented: what -json shows.
+// what names the object in the error ("allocation", "jobs").
+func (m *meta) printJSON(ctx context.Context, client *APIClient, path, what string) int {
+	raw, err := client.GetRaw(ctx, path, nil)
+	if err != nil {
+		return m.ui.errorf("Error querying %s: %s", what, err)
+	}
+	m.ui.printf("%s\n", prettyJSON(raw))
+	return exitOK
 }
 
 func (m *meta) now() time.Time {

@@ -41,25 +41,18 @@ func (c *EvalStatusCommand) Run(args []string) int {
 	var asJSON, verbose bool
 	fs.BoolVar(&asJSON, "json", false, "")
 	fs.BoolVar(&verbose, "verbose", false, "")
-	if code, ok := c.parse(fs, args); !ok {
+	arg, code, ok := c.parseOne(fs, args, "<evaluation>")
+	if !ok {
 		return code
-	}
-	if fs.NArg() != 1 {
-		return c.usageError(fs, "This command takes one argument: <evaluation>")
 	}
 	client := c.client()
 	ctx := context.Background()
-	id, err := resolveEvalID(ctx, client, fs.Arg(0))
+	id, err := resolveEvalID(ctx, client, arg)
 	if err != nil {
 		return c.ui.errorf("%s", lookupError("evaluation", err))
 	}
 	if asJSON {
-		raw, err := client.GetRaw(ctx, "/v1/evaluation/"+id, nil)
-		if err != nil {
-			return c.ui.errorf("Error querying evaluation: %s", err)
-		}
-		c.ui.printf("%s\n", prettyJSON(raw))
-		return exitOK
+		return c.printJSON(ctx, client, "/v1/evaluation/"+id, "evaluation")
 	}
 	var eval structs.Evaluation
 	if _, err := client.Get(ctx, "/v1/evaluation/"+id, nil, &eval); err != nil {

@@ -65,19 +65,17 @@ func (c *JobStopCommand) Run(args []string) int {
 	fs.BoolVar(&detach, "detach", false, "")
 	fs.BoolVar(&yes, "yes", false, "")
 	fs.BoolVar(&verbose, "verbose", false, "")
-	if code, ok := c.parse(fs, args); !ok {
+	arg, code, ok := c.parseOne(fs, args, "<job>")
+	if !ok {
 		return code
-	}
-	if fs.NArg() != 1 {
-		return c.usageError(fs, "This command takes one argument: <job>")
 	}
 	client := c.client()
 	ctx := context.Background()
-	job, err := resolveJob(ctx, client, fs.Arg(0))
+	job, err := resolveJob(ctx, client, arg)
 	if err != nil {
 		return c.ui.errorf("%s", lookupError("job", err))
 	}
-	if job.ID != fs.Arg(0) && !yes {
+	if job.ID != arg && !yes {
 		if !confirm(c.ui, fmt.Sprintf("Are you sure you want to stop job %q? [y/N]", job.ID)) {
 			c.ui.printf("Cancelling job stop\n")
 			return exitOK
@@ -232,15 +230,13 @@ func (c *JobPeriodicForceCommand) Run(args []string) int {
 	var detach, verbose bool
 	fs.BoolVar(&detach, "detach", false, "")
 	fs.BoolVar(&verbose, "verbose", false, "")
-	if code, ok := c.parse(fs, args); !ok {
+	arg, code, ok := c.parseOne(fs, args, "<job>")
+	if !ok {
 		return code
-	}
-	if fs.NArg() != 1 {
-		return c.usageError(fs, "This command takes one argument: <job>")
 	}
 	client := c.client()
 	ctx := context.Background()
-	job, err := resolveJob(ctx, client, fs.Arg(0))
+	job, err := resolveJob(ctx, client, arg)
 	if err != nil {
 		return c.ui.errorf("%s", lookupError("job", err))
 	}
@@ -252,14 +248,7 @@ func (c *JobPeriodicForceCommand) Run(args []string) int {
 	if err := client.Write(ctx, http.MethodPut, "/v1/job/"+escapeID(job.ID)+"/periodic/force", q, nil, &resp); err != nil {
 		return c.ui.errorf("Error forcing periodic job %q: %s", job.ID, err)
 	}
-	if detach || resp.EvalID == "" {
-		c.ui.printf("Force periodic successful\n")
-		if resp.EvalID != "" {
-			c.ui.printf("Evaluation ID: %s\n", resp.EvalID)
-		}
-		return exitOK
-	}
-	return (&monitor{ui: c.ui, client: client, verbose: verbose}).run(ctx, resp.EvalID)
+	return c.followEval(ctx, client, resp.EvalID, "Force periodic successful", detach, verbose)
 }
 
 // JobInspectCommand is `drover job inspect`.
@@ -289,15 +278,13 @@ func (c *JobInspectCommand) Run(args []string) int {
 	fs := c.flagSet("job inspect", jobInspectHelp)
 	version := fs.String("version", "", "")
 	fs.Bool("json", true, "")
-	if code, ok := c.parse(fs, args); !ok {
+	arg, code, ok := c.parseOne(fs, args, "<job>")
+	if !ok {
 		return code
-	}
-	if fs.NArg() != 1 {
-		return c.usageError(fs, "This command takes one argument: <job>")
 	}
 	client := c.client()
 	ctx := context.Background()
-	stub, err := resolveJob(ctx, client, fs.Arg(0))
+	stub, err := resolveJob(ctx, client, arg)
 	if err != nil {
 		return c.ui.errorf("%s", lookupError("job", err))
 	}

@@ -60,16 +60,14 @@ func (c *JobRunCommand) Run(args []string) int {
 	fs.BoolVar(&detach, "detach", false, "")
 	fs.BoolVar(&verbose, "verbose", false, "")
 	fs.Uint64Var(&checkIndex, "check-index", 0, "")
-	if code, ok := c.parse(fs, args); !ok {
+	path, code, ok := c.parseOne(fs, args, "<path>")
+	if !ok {
 		return code
-	}
-	if fs.NArg() != 1 {
-		return c.usageError(fs, "This command takes one argument: <path>")
 	}
 	enforce := false
 	fs.Visit(func(f *flag.Flag) { enforce = enforce || f.Name == "check-index" })
 
-	job, err := readJobFile(c.ui, fs.Arg(0))
+	job, err := readJobFile(c.ui, path)
 	if err != nil {
 		return c.ui.errorf("Error getting job struct: %s", err)
 	}
@@ -97,15 +95,8 @@ func (c *JobRunCommand) Run(args []string) int {
 	case job.IsParameterized():
 		c.ui.printf("Job registration successful\n")
 		return exitOK
-	case detach || resp.EvalID == "":
-		c.ui.printf("Job registration successful\n")
-		if resp.EvalID != "" {
-			c.ui.printf("Evaluation ID: %s\n", resp.EvalID)
-		}
-		return exitOK
 	}
-	m := &monitor{ui: c.ui, client: client, verbose: verbose}
-	return m.run(ctx, resp.EvalID)
+	return c.followEval(ctx, client, resp.EvalID, "Job registration successful", detach, verbose)
 }
 
 // JobPlanCommand is `drover job plan`.
@@ -138,17 +129,13 @@ func (c *JobPlanCommand) Run(args []string) int {
 	var verbose bool
 	fs.BoolVar(&diff, "diff", true, "")
 	fs.BoolVar(&verbose, "verbose", false, "")
-	if code, ok := c.parse(fs, args); !ok {
+	path, code, ok := c.parseOne(fs, args, "<path>")
+	if !ok {
 		if code == exitError {
 			return exitPlanError
 		}
 		return code
 	}
-	if fs.NArg() != 1 {
-		c.usageError(fs, "This command takes one argument: <path>")
-		return exitPlanError
-	}
-	path := fs.Arg(0)
 	job, err := readJobFile(c.ui, path)
 	if err != nil {
 		c.ui.errorf("Error getting job struct: %s", err)

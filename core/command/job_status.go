@@ -74,12 +74,7 @@ func (c *JobStatusCommand) Run(args []string) int {
 		return c.ui.errorf("%s", lookupError("job", err))
 	}
 	if asJSON {
-		raw, err := client.GetRaw(ctx, "/v1/job/"+escapeID(stub.ID), nil)
-		if err != nil {
-			return c.ui.errorf("Error querying job: %s", err)
-		}
-		c.ui.printf("%s\n", prettyJSON(raw))
-		return exitOK
+		return c.printJSON(ctx, client, "/v1/job/"+escapeID(stub.ID), "job")
 	}
 	out, err := c.describe(ctx, client, stub.ID, allEvals, verbose)
 	if err != nil {
@@ -99,12 +94,7 @@ func lookupError(kind string, err error) string {
 
 func (c *JobStatusCommand) list(ctx context.Context, client *APIClient, asJSON bool) int {
 	if asJSON {
-		raw, err := client.GetRaw(ctx, "/v1/jobs", nil)
-		if err != nil {
-			return c.ui.errorf("Error querying jobs: %s", err)
-		}
-		c.ui.printf("%s\n", prettyJSON(raw))
-		return exitOK
+		return c.printJSON(ctx, client, "/v1/jobs", "jobs")
 	}
 	var jobs []*structs.JobListStub
 	if _, err := client.Get(ctx, "/v1/jobs", nil, &jobs); err != nil {

@@ -26,6 +26,20 @@ type allocSeen struct {
 	clientStatus string
 }
 
+// followEval is how a write that creates an evaluation ends: it monitors
+// evalID, unless detach or there is no eval, in which case it prints done
+// ("Job registration successful") and the eval's ID, if any.
+func (m *meta) followEval(ctx context.Context, client *APIClient, evalID, done string, detach, verbose bool) int {
+	if detach || evalID == "" {
+		m.ui.printf("%s\n", done)
+		if evalID != "" {
+			m.ui.printf("Evaluation ID: %s\n", evalID)
+		}
+		return exitOK
+	}
+	return (&monitor{ui: m.ui, client: client, verbose: verbose}).run(ctx, evalID)
+}
+
 func (m *monitor) run(ctx context.Context, evalID string) int {
 	m.ui.printf("==> Monitoring evaluation %q\n", limitID(evalID, m.verbose))
 	var (

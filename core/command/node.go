@@ -55,12 +55,7 @@ func (c *NodeStatusCommand) Run(args []string) int {
 
 	if fs.NArg() == 0 && !self {
 		if asJSON {
-			raw, err := client.GetRaw(ctx, "/v1/nodes", nil)
-			if err != nil {
-				return c.ui.errorf("Error querying node status: %s", err)
-			}
-			c.ui.printf("%s\n", prettyJSON(raw))
-			return exitOK
+			return c.printJSON(ctx, client, "/v1/nodes", "node status")
 		}
 		var nodes []*structs.NodeListStub
 		if _, err := client.Get(ctx, "/v1/nodes", nil, &nodes); err != nil {
@@ -79,12 +74,7 @@ func (c *NodeStatusCommand) Run(args []string) int {
 		return c.ui.errorf("%s", err)
 	}
 	if asJSON {
-		raw, err := client.GetRaw(ctx, "/v1/node/"+id, nil)
-		if err != nil {
-			return c.ui.errorf("Error querying node info: %s", err)
-		}
-		c.ui.printf("%s\n", prettyJSON(raw))
-		return exitOK
+		return c.printJSON(ctx, client, "/v1/node/"+id, "node info")
 	}
 	var node structs.Node
 	if _, err := client.Get(ctx, "/v1/node/"+id, nil, &node); err != nil {

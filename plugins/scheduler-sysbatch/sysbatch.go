@@ -6,11 +6,8 @@
 package sysbatch
 
 import (
-	"context"
-
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/drover-org/drover/sdk/proto/schedulerpb"
 	"github.com/drover-org/drover/sdk/scheduler/nodesched"
 )
 
@@ -25,7 +22,7 @@ const (
 // Scheduler is the sysbatch scheduler. It is stateless and safe for
 // concurrent use.
 type Scheduler struct {
-	engine *nodesched.Engine
+	*nodesched.Plugin // serves Info and Schedule
 }
 
 // New returns the sysbatch scheduler. Preemption is off unless the
@@ -36,26 +33,10 @@ func New() *Scheduler {
 
 // NewWithLogger returns the sysbatch scheduler logging to l.
 func NewWithLogger(l hclog.Logger) *Scheduler {
-	return &Scheduler{engine: nodesched.New(nodesched.Options{
+	id := nodesched.Identity{Name: Name, Version: Version, JobType: JobType, MaxAttempts: MaxAttempts}
+	return &Scheduler{Plugin: nodesched.NewPlugin(id, nodesched.Options{
 		Sysbatch:          true,
 		PreemptionEnabled: nodesched.SysbatchPreemption,
 		Logger:            l.Named(JobType),
 	})}
-}
-
-// Info reports the plugin's name, version and job type.
-func (s *Scheduler) Info(context.Context) (*schedulerpb.InfoResponse, error) {
-	return &schedulerpb.InfoResponse{
-		Name:     Name,
-		Version:  Version,
-		JobTypes: []*schedulerpb.JobTypeInfo{{Name: JobType, MaxAttempts: MaxAttempts}},
-	}, nil
-}
-
-// Schedule makes one scheduling attempt for one evaluation.
-func (s *Scheduler) Schedule(ctx context.Context, req *schedulerpb.ScheduleRequest) (*schedulerpb.ScheduleResponse, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	return s.engine.Schedule(req)
 }

@@ -5,11 +5,8 @@
 package system
 
 import (
-	"context"
-
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/drover-org/drover/sdk/proto/schedulerpb"
 	"github.com/drover-org/drover/sdk/scheduler/nodesched"
 )
 
@@ -24,7 +21,7 @@ const (
 // Scheduler is the system scheduler. It is stateless and safe for
 // concurrent use.
 type Scheduler struct {
-	engine *nodesched.Engine
+	*nodesched.Plugin // serves Info and Schedule
 }
 
 // New returns the system scheduler. Preemption is on unless the operator's
@@ -35,25 +32,9 @@ func New() *Scheduler {
 
 // NewWithLogger returns the system scheduler logging to l.
 func NewWithLogger(l hclog.Logger) *Scheduler {
-	return &Scheduler{engine: nodesched.New(nodesched.Options{
+	id := nodesched.Identity{Name: Name, Version: Version, JobType: JobType, MaxAttempts: MaxAttempts}
+	return &Scheduler{Plugin: nodesched.NewPlugin(id, nodesched.Options{
 		PreemptionEnabled: nodesched.SystemPreemption,
 		Logger:            l.Named(JobType),
 	})}
-}
-
-// Info reports the plugin's name, version and job type.
-func (s *Scheduler) Info(context.Context) (*schedulerpb.InfoResponse, error) {
-	return &schedulerpb.InfoResponse{
-		Name:     Name,
-		Version:  Version,
-		JobTypes: []*schedulerpb.JobTypeInfo{{Name: JobType, MaxAttempts: MaxAttempts}},
-	}, nil
-}
-
-// Schedule makes one scheduling attempt for one evaluation.
-func (s *Scheduler) Schedule(ctx context.Context, req *schedulerpb.ScheduleRequest) (*schedulerpb.ScheduleResponse, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	return s.engine.Schedule(req)
 }

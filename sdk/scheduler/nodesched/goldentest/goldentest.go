@@ -20,11 +20,16 @@
 // indent, 64-bit integers as strings as protojson writes them). Run the
 // tests with -update to rewrite golden files from the current behaviour,
 // then review the diff.
+//
+// Suite is a plugin's whole test: its scenarios plus the checks every
+// scheduler plugin shares.
 package goldentest
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -36,6 +41,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/drover-org/drover/sdk/proto/schedulerpb"
+	"github.com/drover-org/drover/sdk/scheduler"
+	"github.com/drover-org/drover/sdk/scheduler/schedulertest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files from the current output")
@@ -125,6 +132,42 @@ func Run(t *testing.T, dir string, f ScheduleFunc) {
 	if n == 0 {
 		t.Fatalf("no scenarios in %s", dir)
 	}
+}
+
+// Suite tests a scheduler plugin that serves one job type: Info reports
+// exactly want, Schedule refuses a canceled context, the plugin passes
+// schedulertest.Conformance, and every scenario in dir matches its golden
+// file (see Run). Each part is a subtest named Info, CanceledContext,
+// Conformance and Golden.
+func Suite(t *testing.T, s scheduler.Scheduler, dir string, want *schedulerpb.InfoResponse) {
+	t.Helper()
+	if len(want.GetJobTypes()) != 1 {
+		t.Fatalf("goldentest: Suite wants one job type, got %v", want.GetJobTypes())
+	}
+	t.Run("Info", func(t *testing.T) {
+		got, err := s.Info(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !proto.Equal(got, want) {
+			t.Errorf("Info = %v, want %v", got, want)
+		}
+	})
+	t.Run("CanceledContext", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		if _, err := s.Schedule(ctx, schedulertest.Request(want.GetJobTypes()[0].GetName())); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Schedule with a canceled context: err = %v, want context.Canceled", err)
+		}
+	})
+	t.Run("Conformance", func(t *testing.T) {
+		schedulertest.Conformance(t, s)
+	})
+	t.Run("Golden", func(t *testing.T) {
+		Run(t, dir, func(req *schedulerpb.ScheduleRequest) (*schedulerpb.ScheduleResponse, error) {
+			return s.Schedule(t.Context(), req)
+		})
+	})
 }
 
 func runOne(t *testing.T, path string, f ScheduleFunc) {

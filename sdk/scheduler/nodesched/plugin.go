@@ -1,0 +1,53 @@
+package nodesched
+
+import (
+	"context"
+
+	"github.com/drover-org/drover/sdk/proto/schedulerpb"
+	"github.com/drover-org/drover/sdk/scheduler"
+)
+
+// Identity is what a scheduler plugin built on the engine reports in Info:
+// its name and version and the one job type it serves, with the number of
+// scheduling attempts the core makes for one eval of that type.
+type Identity struct {
+	Name        string
+	Version     string
+	JobType     string
+	MaxAttempts int32
+}
+
+// Plugin is a scheduler.Scheduler that serves one job type with an Engine.
+// The system and sysbatch plugins differ only in their Identity and
+// Options, so they embed a Plugin rather than each restating Info and
+// Schedule. It is stateless and safe for concurrent use.
+type Plugin struct {
+	id     Identity
+	engine *Engine
+}
+
+var _ scheduler.Scheduler = (*Plugin)(nil)
+
+// NewPlugin returns a Plugin that reports id and schedules with an Engine
+// configured by opts.
+func NewPlugin(id Identity, opts Options) *Plugin {
+	return &Plugin{id: id, engine: New(opts)}
+}
+
+// Info reports the plugin's name, version and job type.
+func (p *Plugin) Info(context.Context) (*schedulerpb.InfoResponse, error) {
+	return &schedulerpb.InfoResponse{
+		Name:     p.id.Name,
+		Version:  p.id.Version,
+		JobTypes: []*schedulerpb.JobTypeInfo{{Name: p.id.JobType, MaxAttempts: p.id.MaxAttempts}},
+	}, nil
+}
+
+// Schedule makes one scheduling attempt for one evaluation. A canceled
+// context is an error: the core has given up on the attempt.
+func (p *Plugin) Schedule(ctx context.Context, req *schedulerpb.ScheduleRequest) (*schedulerpb.ScheduleResponse, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return p.engine.Schedule(req)
+}
