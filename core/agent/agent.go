@@ -2,9 +2,11 @@ package agent
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,6 +17,7 @@ import (
 	"github.com/drover-org/drover/core/client"
 	"github.com/drover-org/drover/core/httpapi"
 	"github.com/drover-org/drover/core/pluginhost"
+	"github.com/drover-org/drover/core/rpc"
 	"github.com/drover-org/drover/core/server"
 	"github.com/drover-org/drover/plugins/builtin"
 	"github.com/drover-org/drover/sdk/driver"
@@ -35,6 +38,14 @@ type Agent struct {
 	client *client.Client
 	http   *httpapi.HTTPServer
 	httpLn net.Listener
+
+	// Cluster mode: the RPC port's mux, the RPC server on it, and the
+	// connection pool to other agents. A client-only agent serves HTTP
+	// with plainHTTP (local client endpoints, the rest proxied).
+	mux       *rpc.Mux
+	rpcServer *rpc.Server
+	pool      *rpc.Pool
+	plainHTTP *http.Server
 
 	tmpDir string
 	done   chan error
@@ -113,7 +124,28 @@ func New(cfg *Config, opts Options) (a *Agent, err error) {
 		return nil, err
 	}
 
-	if cfg.Server != nil && cfg.Server.Enabled {
+	httpAddr := net.JoinHostPort(cfg.BindAddr, strconv.Itoa(cfg.Ports.HTTP))
+	a.httpLn = opts.HTTPListener
+	if a.httpLn == nil {
+		if a.httpLn, err = net.Listen("tcp", httpAddr); err != nil {
+			return nil, fmt.Errorf("http listener: %w", err)
+		}
+	}
+	advHTTP := advertiseAddr(cfg, a.httpLn.Addr().String(), cfg.Advertise.httpAddr())
+
+	// Outside dev mode agents talk over RPC: one port carries gRPC and Raft.
+	var serverTLS, clientTLS *tls.Config
+	if t := cfg.TLS; t != nil && t.RPC {
+		name := "server." + cfg.Region + ".drover"
+		if serverTLS, clientTLS, err = rpc.TLSConfig(t.CAFile, t.CertFile, t.KeyFile, t.VerifyServerHostname, name); err != nil {
+			return nil, fmt.Errorf("tls: %w", err)
+		}
+	}
+	if !cfg.DevMode {
+		a.pool = rpc.NewPool(clientTLS)
+	}
+	serverOn := cfg.Server != nil && cfg.Server.Enabled
+	if serverOn {
 		scfg := server.Config{
 			Logger: logger, Region: cfg.Region, Datacenter: cfg.Datacenter, NodeName: cfg.NodeName,
 			DevMode: cfg.DevMode, DataDir: filepath.Join(dataDir, "server"),
@@ -122,32 +154,71 @@ func New(cfg *Config, opts Options) (a *Agent, err error) {
 			Schedulers:   schedRouter{a.host.Schedulers()},
 			KnownDrivers: drivers.Names(),
 			HeartbeatTTL: opts.HeartbeatTTL,
+			HTTPAddr:     advHTTP,
+			Version:      Version,
 		}
 		if cfg.Server.HeartbeatGrace != "" {
 			scfg.HeartbeatGrace, _ = time.ParseDuration(cfg.Server.HeartbeatGrace)
 		}
+		if cfg.Server.MinHeartbeatTTL != "" && scfg.HeartbeatTTL == 0 {
+			scfg.HeartbeatTTL, _ = time.ParseDuration(cfg.Server.MinHeartbeatTTL)
+		}
+		if !cfg.DevMode {
+			rpcLn, err := net.Listen("tcp", net.JoinHostPort(cfg.BindAddr, strconv.Itoa(cfg.Ports.RPC)))
+			if err != nil {
+				return nil, fmt.Errorf("rpc listener: %w", err)
+			}
+			scfg.RPCAddr = advertiseAddr(cfg, rpcLn.Addr().String(), cfg.Advertise.rpcAddr())
+			a.mux = rpc.NewMux(rpcLn, serverTLS, logger.Named("rpc"))
+			adv, err := net.ResolveTCPAddr("tcp", scfg.RPCAddr)
+			if err != nil {
+				return nil, fmt.Errorf("advertise rpc address %q: %w", scfg.RPCAddr, err)
+			}
+			layer, err := rpc.NewRaftLayer(a.mux.RaftListener(), adv, clientTLS)
+			if err != nil {
+				return nil, err
+			}
+			scfg.RaftLayer = layer
+			scfg.RPCPool = a.pool
+			scfg.BootstrapExpect = cfg.Server.BootstrapExpect
+			if j := cfg.Server.ServerJoin; j != nil {
+				scfg.RetryJoin = j.RetryJoin
+				if j.RetryInterval != "" {
+					scfg.RetryInterval, _ = time.ParseDuration(j.RetryInterval)
+				}
+			}
+		}
 		if a.server, err = server.New(scfg); err != nil {
 			return nil, fmt.Errorf("server: %w", err)
 		}
-		if err := a.server.WaitForLeader(ctx); err != nil {
-			return nil, err
+		if a.mux != nil {
+			a.rpcServer = rpc.NewServer(serverTLS, logger.Named("rpc"))
+			a.server.RegisterRPC(a.rpcServer)
+			go func() { _ = a.rpcServer.Serve(a.mux.GRPCListener()) }()
+		}
+		if cfg.DevMode || (scfg.BootstrapExpect <= 1 && len(scfg.RetryJoin) == 0) {
+			if err := a.server.WaitForLeader(ctx); err != nil {
+				return nil, err
+			}
 		}
 	}
 
-	httpAddr := net.JoinHostPort(cfg.BindAddr, strconv.Itoa(cfg.Ports.HTTP))
-	a.httpLn = opts.HTTPListener
-	if a.httpLn == nil {
-		if a.httpLn, err = net.Listen("tcp", httpAddr); err != nil {
-			return nil, fmt.Errorf("http listener: %w", err)
-		}
-	}
-
+	var remote *remoteServers
 	if cfg.Client != nil && cfg.Client.Enabled {
+		var conn client.ServerConn
+		if a.server != nil {
+			conn = a.server
+		} else {
+			if remote, err = newRemoteServers(a.pool, cfg.Client.Servers, logger.Named("client.rpc")); err != nil {
+				return nil, err
+			}
+			conn = remote
+		}
 		cc := client.Config{
 			Logger: logger, Region: cfg.Region, Datacenter: cfg.Datacenter, Name: cfg.NodeName,
 			NodeClass: cfg.Client.NodeClass, NodePool: cfg.Client.NodePool, Meta: cfg.Client.Meta,
 			Options: cfg.Client.Options, StateDir: cfg.Client.StateDir, AllocDir: cfg.Client.AllocDir,
-			HTTPAddr: a.httpLn.Addr().String(), Server: a.server, Drivers: drivers,
+			HTTPAddr: advHTTP, Server: conn, Drivers: drivers,
 		}
 		if cc.StateDir == "" {
 			cc.StateDir = filepath.Join(dataDir, "client")
@@ -163,12 +234,20 @@ func New(cfg *Config, opts Options) (a *Agent, err error) {
 		}
 	}
 
-	hcfg := httpapi.Config{Server: a.server, Logger: logger.Named("http"), AgentSelf: a.self}
+	hcfg := httpapi.Config{Logger: logger.Named("http"), AgentSelf: a.self}
+	if a.server != nil {
+		hcfg.Server = clusterServer{a.server}
+	}
 	if a.client != nil {
 		hcfg.Client = a.client
 	}
 	a.http = httpapi.New(hcfg)
-	go func() { a.done <- a.http.Serve(a.httpLn) }()
+	if a.server != nil {
+		go func() { a.done <- a.http.Serve(a.httpLn) }()
+	} else {
+		a.plainHTTP = &http.Server{Handler: clientOnlyHandler(a.http.Handler(), remote), ReadHeaderTimeout: 10 * time.Second}
+		go func() { a.done <- a.plainHTTP.Serve(a.httpLn) }()
+	}
 	logger.Info("agent started", "http", a.httpLn.Addr().String(), "dev", cfg.DevMode, "version", Version)
 	return a, nil
 }
@@ -212,9 +291,12 @@ func (a *Agent) self() any {
 func (a *Agent) Shutdown() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if a.http != nil {
+	switch {
+	case a.plainHTTP != nil:
+		_ = a.plainHTTP.Shutdown(ctx)
+	case a.http != nil && a.server != nil:
 		_ = a.http.Shutdown(ctx)
-	} else if a.httpLn != nil {
+	case a.httpLn != nil:
 		_ = a.httpLn.Close()
 	}
 	if a.client != nil {
@@ -229,12 +311,50 @@ func (a *Agent) Shutdown() {
 			a.logger.Warn("server shutdown", "error", err)
 		}
 	}
+	if a.rpcServer != nil {
+		a.rpcServer.Stop()
+	}
+	if a.mux != nil {
+		_ = a.mux.Close()
+	}
+	if a.pool != nil {
+		a.pool.Close()
+	}
 	if a.host != nil {
 		_ = a.host.Close()
 	}
 	if a.tmpDir != "" {
 		_ = os.RemoveAll(a.tmpDir)
 	}
+}
+
+// advertiseAddr is the address other agents reach a listener on: the
+// advertise setting (host or host:port) if any, else the bound address
+// with a wildcard host replaced by loopback.
+func advertiseAddr(cfg *Config, bound, advertise string) string {
+	_, port, _ := net.SplitHostPort(bound)
+	if advertise != "" {
+		if _, _, err := net.SplitHostPort(advertise); err == nil {
+			return advertise
+		}
+		return net.JoinHostPort(advertise, port)
+	}
+	host, _, _ := net.SplitHostPort(bound)
+	return net.JoinHostPort(advertiseHost(host), port)
+}
+
+func (a *Advertise) httpAddr() string {
+	if a == nil {
+		return ""
+	}
+	return a.HTTP
+}
+
+func (a *Advertise) rpcAddr() string {
+	if a == nil {
+		return ""
+	}
+	return a.RPC
 }
 
 func advertiseHost(bind string) string {

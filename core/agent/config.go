@@ -25,10 +25,12 @@ type Config struct {
 	LogJSON    bool   `hcl:"log_json,optional"`
 	PluginDir  string `hcl:"plugin_dir,optional"`
 
-	Ports   *Ports          `hcl:"ports,block"`
-	Server  *ServerConfig   `hcl:"server,block"`
-	Client  *ClientConfig   `hcl:"client,block"`
-	Plugins []*PluginConfig `hcl:"plugin,block"`
+	Ports     *Ports          `hcl:"ports,block"`
+	Advertise *Advertise      `hcl:"advertise,block"`
+	Server    *ServerConfig   `hcl:"server,block"`
+	Client    *ClientConfig   `hcl:"client,block"`
+	TLS       *TLSConfig      `hcl:"tls,block"`
+	Plugins   []*PluginConfig `hcl:"plugin,block"`
 
 	// DevMode is set by -dev, never from a file.
 	DevMode bool
@@ -40,13 +42,39 @@ type Ports struct {
 	RPC  int `hcl:"rpc,optional"`
 }
 
+// Advertise is the `advertise { … }` block: the addresses other agents
+// reach this one on (host or host:port), when bind_addr is not reachable.
+type Advertise struct {
+	HTTP string `hcl:"http,optional"`
+	RPC  string `hcl:"rpc,optional"`
+}
+
+// TLSConfig is the `tls { … }` block: mutual TLS between agents.
+type TLSConfig struct {
+	HTTP                 bool   `hcl:"http,optional"`
+	RPC                  bool   `hcl:"rpc,optional"`
+	CAFile               string `hcl:"ca_file,optional"`
+	CertFile             string `hcl:"cert_file,optional"`
+	KeyFile              string `hcl:"key_file,optional"`
+	VerifyServerHostname bool   `hcl:"verify_server_hostname,optional"`
+}
+
+// ServerJoin is the `server_join { … }` block.
+type ServerJoin struct {
+	RetryJoin     []string `hcl:"retry_join,optional"`
+	RetryInterval string   `hcl:"retry_interval,optional"`
+	RetryMax      int      `hcl:"retry_max,optional"`
+}
+
 // ServerConfig is the `server { … }` block.
 type ServerConfig struct {
-	Enabled         bool     `hcl:"enabled,optional"`
-	BootstrapExpect int      `hcl:"bootstrap_expect,optional"`
-	NumSchedulers   int      `hcl:"num_schedulers,optional"`
-	HeartbeatGrace  string   `hcl:"heartbeat_grace,optional"`
-	EnabledDrivers  []string `hcl:"enabled_drivers,optional"`
+	Enabled         bool        `hcl:"enabled,optional"`
+	BootstrapExpect int         `hcl:"bootstrap_expect,optional"`
+	ServerJoin      *ServerJoin `hcl:"server_join,block"`
+	NumSchedulers   int         `hcl:"num_schedulers,optional"`
+	HeartbeatGrace  string      `hcl:"heartbeat_grace,optional"`
+	MinHeartbeatTTL string      `hcl:"min_heartbeat_ttl,optional"`
+	EnabledDrivers  []string    `hcl:"enabled_drivers,optional"`
 }
 
 // ClientConfig is the `client { … }` block.
@@ -201,13 +229,29 @@ func (c *Config) validate() error {
 	if !c.DevMode && c.DataDir == "" {
 		return fmt.Errorf("data_dir: required outside -dev mode")
 	}
-	if serverOn && c.Server.HeartbeatGrace != "" {
-		if _, err := time.ParseDuration(c.Server.HeartbeatGrace); err != nil {
-			return fmt.Errorf("server.heartbeat_grace: %v", err)
+	if serverOn {
+		for name, v := range map[string]string{"heartbeat_grace": c.Server.HeartbeatGrace, "min_heartbeat_ttl": c.Server.MinHeartbeatTTL} {
+			if v == "" {
+				continue
+			}
+			if _, err := time.ParseDuration(v); err != nil {
+				return fmt.Errorf("server.%s: %v", name, err)
+			}
+		}
+		if j := c.Server.ServerJoin; j != nil && j.RetryInterval != "" {
+			if _, err := time.ParseDuration(j.RetryInterval); err != nil {
+				return fmt.Errorf("server.server_join.retry_interval: %v", err)
+			}
 		}
 	}
-	if clientOn && !serverOn {
-		return fmt.Errorf("client: a client-only agent needs remote servers, which this build does not support yet; enable server in the same agent")
+	if clientOn && !serverOn && len(c.Client.Servers) == 0 {
+		return fmt.Errorf("client.servers: a client-only agent needs the RPC addresses of its servers")
+	}
+	if serverOn && c.Server.BootstrapExpect > 1 && (c.Server.ServerJoin == nil || len(c.Server.ServerJoin.RetryJoin) == 0) {
+		return fmt.Errorf("server.server_join.retry_join: bootstrap_expect = %d needs the addresses of the other servers", c.Server.BootstrapExpect)
+	}
+	if t := c.TLS; t != nil && (t.RPC || t.HTTP) && (t.CAFile == "" || t.CertFile == "" || t.KeyFile == "") {
+		return fmt.Errorf("tls: ca_file, cert_file and key_file are required when TLS is enabled")
 	}
 	return nil
 }

@@ -16,6 +16,9 @@ import (
 // the job is a periodic or parameterized parent. An unchanged spec writes
 // no new job version, only the eval.
 func (s *Server) RegisterJob(ctx context.Context, in *structs.Job, enforceIndex bool, jobModifyIndex uint64) (*structs.JobRegisterResponse, error) {
+	if r, ok, err := forward[JobRegisterArgs, structs.JobRegisterResponse](ctx, s, "Job.Register", &JobRegisterArgs{Job: in, EnforceIndex: enforceIndex, JobModifyIndex: jobModifyIndex}); ok {
+		return r, err
+	}
 	if in == nil {
 		return nil, structs.NewError(structs.ErrInvalid, "Job: missing job")
 	}
@@ -135,6 +138,9 @@ func (s *Server) checkDrivers(job *structs.Job) error {
 // DeregisterJob stops a job, or deletes it with purge. An unknown job is a
 // no-op, as in Nomad.
 func (s *Server) DeregisterJob(ctx context.Context, ns, jobID string, purge bool) (*structs.JobDeregisterResponse, error) {
+	if r, ok, err := forward[JobRefArgs, structs.JobDeregisterResponse](ctx, s, "Job.Deregister", &JobRefArgs{Namespace: ns, JobID: jobID, Purge: purge}); ok {
+		return r, err
+	}
 	if ns == "" {
 		ns = structs.DefaultNamespace
 	}
@@ -165,6 +171,9 @@ func (s *Server) DeregisterJob(ctx context.Context, ns, jobID string, purge bool
 
 // EvaluateJob forces a new evaluation of a job.
 func (s *Server) EvaluateJob(ctx context.Context, ns, jobID string) (*structs.JobRegisterResponse, error) {
+	if r, ok, err := forward[JobRefArgs, structs.JobRegisterResponse](ctx, s, "Job.Evaluate", &JobRefArgs{Namespace: ns, JobID: jobID}); ok {
+		return r, err
+	}
 	if ns == "" {
 		ns = structs.DefaultNamespace
 	}
@@ -189,6 +198,9 @@ func (s *Server) EvaluateJob(ctx context.Context, ns, jobID string) (*structs.Jo
 
 // DispatchJob creates a child of a parameterized job (§3).
 func (s *Server) DispatchJob(ctx context.Context, ns string, req *structs.JobDispatchRequest) (*structs.JobDispatchResponse, error) {
+	if r, ok, err := forward[JobDispatchArgs, structs.JobDispatchResponse](ctx, s, "Job.Dispatch", &JobDispatchArgs{Namespace: ns, Request: req}); ok {
+		return r, err
+	}
 	if ns == "" {
 		ns = structs.DefaultNamespace
 	}
@@ -314,6 +326,9 @@ func validateDispatch(parent *structs.Job, req *structs.JobDispatchRequest) erro
 
 // ForcePeriodic launches a periodic job's child now.
 func (s *Server) ForcePeriodic(ctx context.Context, ns, jobID string) (*structs.PeriodicForceResponse, error) {
+	if r, ok, err := forward[JobRefArgs, structs.PeriodicForceResponse](ctx, s, "Periodic.Force", &JobRefArgs{Namespace: ns, JobID: jobID}); ok {
+		return r, err
+	}
 	if ns == "" {
 		ns = structs.DefaultNamespace
 	}

@@ -18,6 +18,9 @@ import (
 // that bring system jobs (and still-running sysbatch jobs) to it. It returns
 // the heartbeat TTL the client must honour.
 func (s *Server) RegisterNode(ctx context.Context, in *structs.Node) (time.Duration, error) {
+	if r, ok, err := forward[NodeRegisterArgs, TTLReply](ctx, s, "Node.Register", &NodeRegisterArgs{Node: in}); ok {
+		return ttlOf(r), err
+	}
 	if in == nil || in.ID == "" {
 		return 0, structs.NewError(structs.ErrInvalid, "Node: missing node ID")
 	}
@@ -65,6 +68,9 @@ func (s *Server) RegisterNode(ctx context.Context, in *structs.Node) (time.Durat
 
 // Heartbeat keeps a node alive; a node that was down becomes ready again.
 func (s *Server) Heartbeat(ctx context.Context, nodeID, secretID string) (time.Duration, error) {
+	if r, ok, err := forward[NodeAuthArgs, TTLReply](ctx, s, "Node.Heartbeat", &NodeAuthArgs{NodeID: nodeID, SecretID: secretID}); ok {
+		return ttlOf(r), err
+	}
 	node, err := s.authNode(nodeID, secretID)
 	if err != nil {
 		return 0, err
@@ -143,6 +149,9 @@ func (s *Server) Allocs(ctx context.Context, nodeID, secretID string, minIndex u
 // UpdateAllocs records client-side alloc state. A system alloc that ends
 // while still desired is re-evaluated so the scheduler replaces it.
 func (s *Server) UpdateAllocs(ctx context.Context, nodeID, secretID string, allocs []*structs.Allocation) error {
+	if _, ok, err := forward[NodeUpdateAllocsArgs, Empty](ctx, s, "Node.UpdateAllocs", &NodeUpdateAllocsArgs{NodeID: nodeID, SecretID: secretID, Allocs: allocs}); ok {
+		return err
+	}
 	if _, err := s.authNode(nodeID, secretID); err != nil {
 		return err
 	}
@@ -186,6 +195,9 @@ func (s *Server) UpdateAllocs(ctx context.Context, nodeID, secretID string, allo
 
 // UpdateNodeEligibility toggles whether new work may be placed on a node.
 func (s *Server) UpdateNodeEligibility(ctx context.Context, nodeID, elig string) (*structs.NodeEligibilityUpdateResponse, error) {
+	if r, ok, err := forward[NodeEligibilityArgs, structs.NodeEligibilityUpdateResponse](ctx, s, "Node.UpdateEligibility", &NodeEligibilityArgs{NodeID: nodeID, Eligibility: elig}); ok {
+		return r, err
+	}
 	if elig != structs.NodeSchedulingEligible && elig != structs.NodeSchedulingIneligible {
 		return nil, structs.NewError(structs.ErrInvalid, "Eligibility: %q is not valid (must be %q or %q)", elig, structs.NodeSchedulingEligible, structs.NodeSchedulingIneligible)
 	}
@@ -229,6 +241,9 @@ func (s *Server) UpdateNodeEligibility(ctx context.Context, nodeID, elig string)
 
 // UpdateNodeDrain starts (spec != nil) or cancels (spec == nil) a drain.
 func (s *Server) UpdateNodeDrain(ctx context.Context, nodeID string, spec *structs.DrainSpec, markEligible bool, meta map[string]string) (*structs.NodeEligibilityUpdateResponse, error) {
+	if r, ok, err := forward[NodeDrainArgs, structs.NodeEligibilityUpdateResponse](ctx, s, "Node.UpdateDrain", &NodeDrainArgs{NodeID: nodeID, Spec: spec, MarkEligible: markEligible, Meta: meta}); ok {
+		return r, err
+	}
 	node, err := s.State().NodeByID(nil, nodeID)
 	if err != nil {
 		return nil, err
@@ -277,6 +292,9 @@ func (s *Server) UpdateNodeDrain(ctx context.Context, nodeID string, spec *struc
 // StopAlloc marks an alloc for migration and evaluates its job: the
 // scheduler stops it (and, for system jobs, places a fresh one later).
 func (s *Server) StopAlloc(ctx context.Context, allocID string) (*structs.AllocStopResponse, error) {
+	if r, ok, err := forward[AllocStopArgs, structs.AllocStopResponse](ctx, s, "Alloc.Stop", &AllocStopArgs{AllocID: allocID}); ok {
+		return r, err
+	}
 	alloc, err := s.State().AllocByID(nil, allocID)
 	if err != nil {
 		return nil, err
@@ -414,4 +432,11 @@ func computedClass(n *structs.Node) string {
 		write("driver", d)
 	}
 	return "v1:" + hex.EncodeToString(h.Sum(nil)[:8])
+}
+
+func ttlOf(r *TTLReply) time.Duration {
+	if r == nil {
+		return 0
+	}
+	return r.TTL
 }

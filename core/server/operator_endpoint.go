@@ -10,6 +10,12 @@ import (
 // scheduler type). With cas, the write happens only if the stored config's
 // ModifyIndex equals index; the reply says whether it did.
 func (s *Server) SetSchedulerConfig(ctx context.Context, cfg *structs.SchedulerConfiguration, cas bool, index uint64) (bool, uint64, error) {
+	if r, ok, err := forward[SchedulerConfigArgs, SchedulerConfigReply](ctx, s, "Operator.SchedulerSetConfig", &SchedulerConfigArgs{Config: cfg, CAS: cas, Index: index}); ok {
+		if err != nil {
+			return false, 0, err
+		}
+		return r.Updated, r.Index, nil
+	}
 	if cfg == nil {
 		return false, 0, structs.NewError(structs.ErrInvalid, "SchedulerConfig: missing configuration")
 	}

@@ -13,6 +13,9 @@ import (
 // PlanJob runs the job's scheduler against current state without writing
 // anything and reports what it would do.
 func (s *Server) PlanJob(ctx context.Context, in *structs.Job, diff bool) (*structs.JobPlanResponse, error) {
+	if r, ok, err := forward[JobPlanArgs, structs.JobPlanResponse](ctx, s, "Job.Plan", &JobPlanArgs{Job: in, Diff: diff}); ok {
+		return r, err
+	}
 	if in == nil {
 		return nil, structs.NewError(structs.ErrInvalid, "Job: missing job")
 	}

@@ -18,6 +18,7 @@ import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
 	"github.com/drover-org/drover/core/fsm"
+	"github.com/drover-org/drover/core/rpc"
 	"github.com/drover-org/drover/core/server/blockedevals"
 	"github.com/drover-org/drover/core/server/evalbroker"
 	"github.com/drover-org/drover/core/server/planqueue"
@@ -66,6 +67,22 @@ type Config struct {
 	SnapshotInterval  time.Duration
 	// Now is the clock, for tests of periodic jobs.
 	Now func() time.Time
+
+	// Clustering (ignored in dev mode).
+	// BootstrapExpect is the number of servers that form the cluster.
+	BootstrapExpect int
+	// RetryJoin lists other servers' RPC addresses to form or join with.
+	RetryJoin     []string
+	RetryInterval time.Duration
+	// RaftLayer carries Raft over the agent's multiplexed RPC port; when
+	// nil, Raft listens on RPCAddr by itself.
+	RaftLayer raft.StreamLayer
+	// RPCPool connects to other servers (forwarding, joining, members).
+	RPCPool *rpc.Pool
+	// HTTPAddr is this agent's HTTP address, told to peers.
+	HTTPAddr string
+	// Version is the agent's version, told to peers.
+	Version string
 }
 
 // Server is one drover server.
@@ -89,6 +106,8 @@ type Server struct {
 	leaderMu     sync.Mutex
 	leaderCancel context.CancelFunc
 	leaderWG     sync.WaitGroup
+
+	rpcPool *rpc.Pool
 
 	shutdownCtx    context.Context
 	shutdownCancel context.CancelFunc
@@ -122,7 +141,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Schedulers == nil {
 		return nil, errors.New("server: no scheduler router configured")
 	}
-	s := &Server{cfg: cfg, logger: cfg.Logger.Named("server")}
+	s := &Server{cfg: cfg, logger: cfg.Logger.Named("server"), rpcPool: cfg.RPCPool}
 	s.shutdownCtx, s.shutdownCancel = context.WithCancel(context.Background())
 	s.broker = evalbroker.New(cfg.Broker, s.logger.Named("broker"))
 	s.blocked = blockedevals.New(s.broker, s.logger.Named("blocked_evals"))
@@ -199,6 +218,11 @@ func (s *Server) setupRaft() error {
 	rc.HeartbeatTimeout = 500 * time.Millisecond
 	rc.ElectionTimeout = 500 * time.Millisecond
 	rc.LeaderLeaseTimeout = 250 * time.Millisecond
+	if s.cfg.RaftLayer != nil {
+		tr := raft.NewNetworkTransportWithLogger(s.cfg.RaftLayer, 3, 10*time.Second, s.logger.Named("raft-net"))
+		s.transport = tr
+		return s.startRaft(rc, bolt, bolt, fss, raft.ServerAddress(s.cfg.RPCAddr))
+	}
 	addr := s.cfg.RPCAddr
 	if addr == "" {
 		addr = "127.0.0.1:4647"
@@ -220,7 +244,8 @@ func (s *Server) startRaft(rc *raft.Config, logs raft.LogStore, stable raft.Stab
 	if err != nil {
 		return err
 	}
-	if !has {
+	clustered := !s.cfg.DevMode && (s.cfg.BootstrapExpect > 1 || len(s.cfg.RetryJoin) > 0)
+	if !has && !clustered {
 		conf := raft.Configuration{Servers: []raft.Server{{ID: rc.LocalID, Address: addr}}}
 		if err := raft.BootstrapCluster(rc, logs, stable, snaps, s.transport, conf); err != nil {
 			return fmt.Errorf("raft bootstrap: %w", err)
@@ -231,6 +256,13 @@ func (s *Server) startRaft(rc *raft.Config, logs raft.LogStore, stable raft.Stab
 		return fmt.Errorf("raft: %w", err)
 	}
 	s.raft = r
+	if clustered && !has {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.joinLoop(s.shutdownCtx)
+		}()
+	}
 	return nil
 }
 
@@ -282,11 +314,19 @@ func (s *Server) leaderReady() bool {
 }
 
 // Shutdown stops every loop and closes Raft.
+//
+// The loops are stopped while Raft still runs: a Raft apply that is in flight
+// when Raft shuts down may never be answered (hashicorp/raft drops committed
+// entries still queued for the FSM without responding to their futures), so
+// a loop waiting on one would hang Shutdown for good.
 func (s *Server) Shutdown() error {
 	s.shutdownCancel()
-	err := s.raft.Shutdown().Error()
-	s.wg.Wait()
 	s.revokeLeadership()
+	s.wg.Wait()
+	// monitorLeadership may have established leadership again while the
+	// first revoke ran; its loops saw the cancelled context and ended.
+	s.revokeLeadership()
+	err := s.raft.Shutdown().Error()
 	if c, ok := s.transport.(interface{ Close() error }); ok {
 		_ = c.Close()
 	}

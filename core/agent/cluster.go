@@ -1,0 +1,73 @@
+package agent
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/drover-org/drover/core/httpapi"
+	"github.com/drover-org/drover/core/rpc"
+	"github.com/drover-org/drover/core/server"
+)
+
+// clusterServer adapts a server to the HTTP API's optional Cluster
+// interface (members, raft peers, leader forwarding of reads).
+type clusterServer struct{ *server.Server }
+
+var _ httpapi.Cluster = clusterServer{}
+
+// LeaderHTTPAddr asks the leader for its HTTP address.
+func (c clusterServer) LeaderHTTPAddr(ctx context.Context) string {
+	info := c.Info()
+	if info.IsLeader {
+		return info.HTTPAddr
+	}
+	if info.LeaderAddr == "" || c.Pool() == nil {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	conn, err := c.Pool().Get(info.LeaderAddr)
+	if err != nil {
+		return ""
+	}
+	li, err := rpc.Call[server.Empty, server.ServerInfo](ctx, conn, "Status.ServerInfo", &server.Empty{})
+	if err != nil {
+		return ""
+	}
+	return li.HTTPAddr
+}
+
+func (c clusterServer) ClusterMembers(ctx context.Context) ([]httpapi.ClusterMember, error) {
+	ms, err := c.Members(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]httpapi.ClusterMember, 0, len(ms))
+	for _, m := range ms {
+		host, port, _ := net.SplitHostPort(m.Address)
+		p, _ := strconv.Atoi(port)
+		out = append(out, httpapi.ClusterMember{
+			Name: m.Name, Address: host, Port: p, Status: m.Status, Leader: m.Leader,
+			Region: m.Region, Datacenter: m.Datacenter, Version: m.Version, RaftID: m.RaftID,
+		})
+	}
+	return out, nil
+}
+
+func (c clusterServer) ClusterRaftPeers() ([]httpapi.RaftPeer, uint64, error) {
+	r, err := c.RaftPeers()
+	if err != nil {
+		return nil, 0, err
+	}
+	out := make([]httpapi.RaftPeer, 0, len(r.Servers))
+	for _, p := range r.Servers {
+		out = append(out, httpapi.RaftPeer{ID: p.ID, Node: p.Node, Address: p.Address, Leader: p.Leader, Voter: p.Voter, RaftProtocol: "3"})
+	}
+	return out, r.Index, nil
+}
+
+func (c clusterServer) ClusterRemoveRaftPeer(ctx context.Context, id, addr string) error {
+	return c.RemoveRaftPeer(ctx, id, addr)
+}

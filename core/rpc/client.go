@@ -1,0 +1,143 @@
+package rpc
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/drover-org/drover/core/structs"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/keepalive"
+)
+
+// reconnectMaxDelay caps gRPC's reconnect backoff (120 s by default): a
+// restarted server must be reachable again within seconds, not minutes.
+const reconnectMaxDelay = 5 * time.Second
+
+// Conn is a client connection to one agent. It is safe for concurrent use
+// and multiplexes every call over one HTTP/2 connection.
+type Conn struct {
+	addr string
+	cc   *grpc.ClientConn
+}
+
+// Dial returns a connection to addr ("host:port"). It connects lazily, on
+// the first Call, and reconnects by itself after a failure, so a Conn to a
+// peer that is down is still a valid Conn. tlsCfg is the client side of
+// mutual TLS (see TLSConfig), or nil for plaintext.
+func Dial(addr string, tlsCfg *tls.Config) (*Conn, error) {
+	creds := insecure.NewCredentials()
+	if tlsCfg != nil {
+		creds = credentials.NewTLS(tlsCfg)
+	}
+	bo := backoff.DefaultConfig
+	bo.MaxDelay = reconnectMaxDelay
+	cc, err := grpc.NewClient("passthrough:///"+addr,
+		grpc.WithTransportCredentials(creds),
+		grpc.WithConnectParams(grpc.ConnectParams{Backoff: bo}),
+		grpc.WithKeepaliveParams(keepalive.ClientParameters{
+			Time:                clientKeepaliveTime,
+			Timeout:             clientKeepaliveTimeout,
+			PermitWithoutStream: true,
+		}),
+		grpc.WithDefaultCallOptions(
+			grpc.CallContentSubtype(CodecName),
+			grpc.MaxCallRecvMsgSize(MaxMessageBytes),
+			grpc.MaxCallSendMsgSize(MaxMessageBytes),
+		),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("rpc dial %s: %w", addr, err)
+	}
+	return &Conn{addr: addr, cc: cc}, nil
+}
+
+// Addr is the address the connection was dialed with.
+func (c *Conn) Addr() string { return c.addr }
+
+// Close closes the connection; calls in flight fail with ErrUnavailable.
+func (c *Conn) Close() error { return c.cc.Close() }
+
+// Call invokes method on the peer and waits for its answer, for as long as
+// ctx allows: blocking queries pass a context without deadline or with their
+// own.
+//
+// A handler's error comes back with its kind (errors.Is(err,
+// structs.ErrNotFound) holds) and its exact message; a
+// *structs.ValidationError comes back as one, rules included. A peer that
+// cannot be reached or is lost mid-call yields an error wrapping
+// structs.ErrUnavailable; if ctx ended, the error wraps ctx.Err() instead.
+func Call[Req, Resp any](ctx context.Context, c *Conn, method string, req *Req) (*Resp, error) {
+	if req == nil {
+		req = new(Req)
+	}
+	resp := new(Resp)
+	if err := c.cc.Invoke(ctx, "/"+ServiceName+"/"+method, req, resp); err != nil {
+		return nil, fromStatus(ctx, c.addr, method, err)
+	}
+	return resp, nil
+}
+
+// Pool shares one Conn per address among all callers, as servers and
+// clients talk to the same few peers over and over.
+type Pool struct {
+	tlsCfg *tls.Config
+
+	mu     sync.Mutex
+	conns  map[string]*Conn
+	closed bool
+}
+
+// NewPool returns an empty pool whose connections use tlsCfg (nil:
+// plaintext).
+func NewPool(tlsCfg *tls.Config) *Pool {
+	return &Pool{tlsCfg: tlsCfg, conns: make(map[string]*Conn)}
+}
+
+// Get returns the pool's connection to addr, dialing it on first use. Do not
+// Close the returned Conn: the pool owns it.
+func (p *Pool) Get(addr string) (*Conn, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, structs.NewError(structs.ErrUnavailable, "rpc: connection pool is closed")
+	}
+	if c, ok := p.conns[addr]; ok {
+		return c, nil
+	}
+	c, err := Dial(addr, p.tlsCfg)
+	if err != nil {
+		return nil, err
+	}
+	p.conns[addr] = c
+	return c, nil
+}
+
+// Remove closes and forgets the connection to addr, for a peer that left
+// the cluster for good.
+func (p *Pool) Remove(addr string) {
+	p.mu.Lock()
+	c, ok := p.conns[addr]
+	delete(p.conns, addr)
+	p.mu.Unlock()
+	if ok {
+		_ = c.Close()
+	}
+}
+
+// Close closes every connection; later Gets fail with ErrUnavailable.
+func (p *Pool) Close() {
+	p.mu.Lock()
+	conns := p.conns
+	p.conns = nil
+	p.closed = true
+	p.mu.Unlock()
+	for _, c := range conns {
+		_ = c.Close()
+	}
+}

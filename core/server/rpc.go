@@ -1,0 +1,187 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/drover-org/drover/core/rpc"
+	"github.com/drover-org/drover/core/structs"
+)
+
+// The RPC surface of a server. Writes sent to a follower are forwarded to
+// the leader (one hop: a forwarded request is never forwarded again) with
+// their error kinds intact, so callers never match on messages.
+
+type forwardedKey struct{}
+
+// forward sends req to the leader when this server does not lead. It
+// reports whether it forwarded; when it did not, the caller serves the
+// request itself.
+func forward[Req, Resp any](ctx context.Context, s *Server, method string, req *Req) (*Resp, bool, error) {
+	if s.rpcPool == nil || s.IsLeader() {
+		return nil, false, nil
+	}
+	if ctx.Value(forwardedKey{}) != nil {
+		return nil, true, structs.NewError(structs.ErrNoLeader, "No cluster leader: forwarded to a server that does not lead")
+	}
+	addr, _ := s.raft.LeaderWithID()
+	if addr == "" {
+		if err := s.waitLeaderAddr(ctx); err != nil {
+			return nil, true, err
+		}
+		addr, _ = s.raft.LeaderWithID()
+		if s.IsLeader() {
+			return nil, false, nil
+		}
+	}
+	conn, err := s.rpcPool.Get(string(addr))
+	if err != nil {
+		return nil, true, structs.NewError(structs.ErrUnavailable, "connect to leader %s: %v", addr, err)
+	}
+	resp, err := rpc.Call[Req, Resp](ctx, conn, method, req)
+	return resp, true, err
+}
+
+// waitLeaderAddr waits (briefly) for an election to finish.
+func (s *Server) waitLeaderAddr(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if addr, _ := s.raft.LeaderWithID(); addr != "" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return structs.NewError(structs.ErrNoLeader, "No cluster leader")
+		case <-t.C:
+		}
+	}
+}
+
+// RPC argument and reply types.
+type (
+	JobRegisterArgs struct {
+		Job            *structs.Job
+		EnforceIndex   bool
+		JobModifyIndex uint64
+	}
+	JobRefArgs struct {
+		Namespace string
+		JobID     string
+		Purge     bool
+	}
+	JobDispatchArgs struct {
+		Namespace string
+		Request   *structs.JobDispatchRequest
+	}
+	JobPlanArgs struct {
+		Job  *structs.Job
+		Diff bool
+	}
+	AllocStopArgs struct{ AllocID string }
+	NodeEligibilityArgs struct {
+		NodeID      string
+		Eligibility string
+	}
+	NodeDrainArgs struct {
+		NodeID       string
+		Spec         *structs.DrainSpec
+		MarkEligible bool
+		Meta         map[string]string
+	}
+	SchedulerConfigArgs struct {
+		Config *structs.SchedulerConfiguration
+		CAS    bool
+		Index  uint64
+	}
+	SchedulerConfigReply struct {
+		Updated bool
+		Index   uint64
+	}
+	NodeRegisterArgs struct{ Node *structs.Node }
+	NodeAuthArgs     struct {
+		NodeID   string
+		SecretID string
+	}
+	TTLReply       struct{ TTL time.Duration }
+	NodeAllocsArgs struct {
+		NodeID   string
+		SecretID string
+		MinIndex uint64
+		MaxWait  time.Duration
+	}
+	NodeAllocsReply struct {
+		Allocs []*structs.Allocation
+		Index  uint64
+	}
+	NodeUpdateAllocsArgs struct {
+		NodeID   string
+		SecretID string
+		Allocs   []*structs.Allocation
+	}
+	Empty struct{}
+)
+
+// RegisterRPC exposes the server's endpoints on an RPC server.
+func (s *Server) RegisterRPC(rs *rpc.Server) {
+	mark := func(ctx context.Context) context.Context { return context.WithValue(ctx, forwardedKey{}, true) }
+	rpc.Handle(rs, "Job.Register", func(ctx context.Context, a *JobRegisterArgs) (*structs.JobRegisterResponse, error) {
+		return s.RegisterJob(mark(ctx), a.Job, a.EnforceIndex, a.JobModifyIndex)
+	})
+	rpc.Handle(rs, "Job.Deregister", func(ctx context.Context, a *JobRefArgs) (*structs.JobDeregisterResponse, error) {
+		return s.DeregisterJob(mark(ctx), a.Namespace, a.JobID, a.Purge)
+	})
+	rpc.Handle(rs, "Job.Evaluate", func(ctx context.Context, a *JobRefArgs) (*structs.JobRegisterResponse, error) {
+		return s.EvaluateJob(mark(ctx), a.Namespace, a.JobID)
+	})
+	rpc.Handle(rs, "Job.Dispatch", func(ctx context.Context, a *JobDispatchArgs) (*structs.JobDispatchResponse, error) {
+		return s.DispatchJob(mark(ctx), a.Namespace, a.Request)
+	})
+	rpc.Handle(rs, "Periodic.Force", func(ctx context.Context, a *JobRefArgs) (*structs.PeriodicForceResponse, error) {
+		return s.ForcePeriodic(mark(ctx), a.Namespace, a.JobID)
+	})
+	rpc.Handle(rs, "Job.Plan", func(ctx context.Context, a *JobPlanArgs) (*structs.JobPlanResponse, error) {
+		return s.PlanJob(mark(ctx), a.Job, a.Diff)
+	})
+	rpc.Handle(rs, "Alloc.Stop", func(ctx context.Context, a *AllocStopArgs) (*structs.AllocStopResponse, error) {
+		return s.StopAlloc(mark(ctx), a.AllocID)
+	})
+	rpc.Handle(rs, "Node.UpdateEligibility", func(ctx context.Context, a *NodeEligibilityArgs) (*structs.NodeEligibilityUpdateResponse, error) {
+		return s.UpdateNodeEligibility(mark(ctx), a.NodeID, a.Eligibility)
+	})
+	rpc.Handle(rs, "Node.UpdateDrain", func(ctx context.Context, a *NodeDrainArgs) (*structs.NodeEligibilityUpdateResponse, error) {
+		return s.UpdateNodeDrain(mark(ctx), a.NodeID, a.Spec, a.MarkEligible, a.Meta)
+	})
+	rpc.Handle(rs, "Operator.SchedulerSetConfig", func(ctx context.Context, a *SchedulerConfigArgs) (*SchedulerConfigReply, error) {
+		ok, idx, err := s.SetSchedulerConfig(mark(ctx), a.Config, a.CAS, a.Index)
+		if err != nil {
+			return nil, err
+		}
+		return &SchedulerConfigReply{Updated: ok, Index: idx}, nil
+	})
+	rpc.Handle(rs, "Node.Register", func(ctx context.Context, a *NodeRegisterArgs) (*TTLReply, error) {
+		ttl, err := s.RegisterNode(mark(ctx), a.Node)
+		return &TTLReply{TTL: ttl}, err
+	})
+	rpc.Handle(rs, "Node.Heartbeat", func(ctx context.Context, a *NodeAuthArgs) (*TTLReply, error) {
+		ttl, err := s.Heartbeat(mark(ctx), a.NodeID, a.SecretID)
+		return &TTLReply{TTL: ttl}, err
+	})
+	rpc.Handle(rs, "Node.GetAllocs", func(ctx context.Context, a *NodeAllocsArgs) (*NodeAllocsReply, error) {
+		allocs, idx, err := s.Allocs(ctx, a.NodeID, a.SecretID, a.MinIndex, a.MaxWait)
+		if err != nil {
+			return nil, err
+		}
+		return &NodeAllocsReply{Allocs: allocs, Index: idx}, nil
+	})
+	rpc.Handle(rs, "Node.UpdateAllocs", func(ctx context.Context, a *NodeUpdateAllocsArgs) (*Empty, error) {
+		return &Empty{}, s.UpdateAllocs(mark(ctx), a.NodeID, a.SecretID, a.Allocs)
+	})
+	s.registerClusterRPC(rs, mark)
+}
+
+// isForwardable reports whether err says the peer could not be reached.
+func isUnavailable(err error) bool { return errors.Is(err, structs.ErrUnavailable) }
