@@ -37,7 +37,8 @@ func TestDispatchRefusals(t *testing.T) {
 	registerJob(t, s, paramJob("opt", structs.DispatchPayloadOptional))
 	registerJob(t, s, paramJob("forbid", structs.DispatchPayloadForbidden))
 	registerJob(t, s, paramJob("need", structs.DispatchPayloadRequired))
-	registerJob(t, s, testJob("plain", structs.JobTypeSysBatch))
+	plain := registerJob(t, s, testJob("plain", structs.JobTypeSysBatch))
+	waitEvalTerminal(t, s, plain.EvalID) // nothing else writes while refusals are checked
 	registerJob(t, s, paramJob("stopped", structs.DispatchPayloadOptional))
 	if _, err := s.DeregisterJob(ctx, "", "stopped", false); err != nil {
 		t.Fatal(err)
@@ -198,6 +199,7 @@ func TestDispatchIdempotencyToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	waitEvalTerminal(t, s, first.EvalID)
 	before := s.State().LatestIndex()
 	again, err := s.DispatchJob(ctx, "", req())
 	if err != nil {

@@ -53,13 +53,14 @@ func TestRegisterEnforceIndex(t *testing.T) {
 	if _, err := s.RegisterJob(ctx, testJob("new", structs.JobTypeSysBatch), true, 5); !errors.Is(err, structs.ErrConflict) {
 		t.Fatalf("enforce index on a missing job: %v", err)
 	}
-	if _, err := s.State().JobByID(nil, "default", "new"); err != nil {
-		t.Fatal(err)
+	if j, _ := s.State().JobByID(nil, "default", "new"); j != nil {
+		t.Fatal("a conflicting register wrote the job")
 	}
 	created, err := s.RegisterJob(ctx, testJob("new", structs.JobTypeSysBatch), true, 0)
 	if err != nil {
 		t.Fatalf("enforce 0 on a new job: %v", err)
 	}
+	waitEvalTerminal(t, s, created.EvalID)
 	cases := []struct {
 		name  string
 		index uint64

@@ -152,14 +152,14 @@ func TestRegisterNodeRefusals(t *testing.T) {
 
 func TestHeartbeatExpiryAndRecovery(t *testing.T) {
 	s := testServer(t, func(c *Config) {
-		c.HeartbeatTTL = 100 * time.Millisecond
-		c.HeartbeatGrace = 100 * time.Millisecond
+		c.HeartbeatTTL = 200 * time.Millisecond
+		c.HeartbeatGrace = 200 * time.Millisecond
 	})
 	ctx := context.Background()
 	registerJob(t, s, testJob("sys", structs.JobTypeSystem))
 	n := testNode("a")
 	ttl, err := s.RegisterNode(ctx, n)
-	if err != nil || ttl != 100*time.Millisecond {
+	if err != nil || ttl != 200*time.Millisecond {
 		t.Fatalf("register: ttl %s, %v", ttl, err)
 	}
 	beat := func() {

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -157,7 +158,7 @@ func TestWorkerAttemptLimit(t *testing.T) {
 			}
 			resp := registerJob(t, s, testJob("retry", structs.JobTypeSysBatch))
 			ev := waitEvalTerminal(t, s, resp.EvalID)
-			want := "maximum attempts reached (" + string(rune('0'+tc.maxAttempts)) + ")"
+			want := fmt.Sprintf("maximum attempts reached (%d)", tc.maxAttempts)
 			if ev.Status != structs.EvalStatusFailed || ev.StatusDescription != want {
 				t.Fatalf("eval = %q %q, want failed %q", ev.Status, ev.StatusDescription, want)
 			}
