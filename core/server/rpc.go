@@ -81,7 +81,7 @@ type (
 		Job  *structs.Job
 		Diff bool
 	}
-	AllocStopArgs struct{ AllocID string }
+	AllocStopArgs       struct{ AllocID string }
 	NodeEligibilityArgs struct {
 		NodeID      string
 		Eligibility string
