@@ -234,7 +234,7 @@ func New(cfg *Config, opts Options) (a *Agent, err error) {
 		}
 	}
 
-	hcfg := httpapi.Config{Logger: logger.Named("http"), AgentSelf: a.self}
+	hcfg := httpapi.Config{Logger: logger.Named("http"), AgentSelf: a.self, NodeName: cfg.NodeName}
 	if a.server != nil {
 		hcfg.Server = clusterServer{a.server}
 	}

@@ -98,13 +98,17 @@ func RunUI(ui *UI, args []string, extra map[string]Command) int {
 			return c.Run(args[n:])
 		}
 	}
-	// A command group ("job") lists its subcommands.
-	if sub := subcommands(args[0], cmds); len(sub) > 0 {
-		printCommandList(ui.Err, args[0], cmds)
-		if len(args) > 1 && args[1] != "-h" && args[1] != "-help" && args[1] != "--help" {
-			return exitError
+	// A command group ("job", "operator raft") lists its subcommands; the
+	// longest group named wins, as for commands.
+	for n := len(args); n > 0; n-- {
+		group := strings.Join(args[:n], " ")
+		if sub := subcommands(group, cmds); len(sub) > 0 {
+			printCommandList(ui.Err, group, cmds)
+			if len(args) > n && args[n] != "-h" && args[n] != "-help" && args[n] != "--help" {
+				return exitError
+			}
+			return exitOK
 		}
-		return exitOK
 	}
 	fmt.Fprintf(ui.Err, "Unknown command %q\n\n", args[0])
 	printCommandList(ui.Err, "", cmds)
@@ -114,23 +118,26 @@ func RunUI(ui *UI, args []string, extra map[string]Command) int {
 // Commands returns the built-in commands by name.
 func Commands(ui *UI) map[string]Command {
 	return map[string]Command{
-		"job run":            &JobRunCommand{ui: ui},
-		"job plan":           &JobPlanCommand{ui: ui},
-		"job status":         &JobStatusCommand{ui: ui},
-		"job stop":           &JobStopCommand{ui: ui},
-		"job dispatch":       &JobDispatchCommand{ui: ui},
-		"job periodic force": &JobPeriodicForceCommand{ui: ui},
-		"job inspect":        &JobInspectCommand{ui: ui},
-		"alloc status":       &AllocStatusCommand{ui: ui},
-		"alloc logs":         &AllocLogsCommand{ui: ui},
-		"alloc stop":         &AllocStopCommand{ui: ui},
-		"eval status":        &EvalStatusCommand{ui: ui},
-		"eval list":          &EvalListCommand{ui: ui},
-		"node status":        &NodeStatusCommand{ui: ui},
-		"node eligibility":   &NodeEligibilityCommand{ui: ui},
-		"node drain":         &NodeDrainCommand{ui: ui},
-		"status":             &JobStatusCommand{ui: ui, alias: "status"},
-		"version":            &VersionCommand{ui: ui},
+		"job run":                   &JobRunCommand{ui: ui},
+		"job plan":                  &JobPlanCommand{ui: ui},
+		"job status":                &JobStatusCommand{ui: ui},
+		"job stop":                  &JobStopCommand{ui: ui},
+		"job dispatch":              &JobDispatchCommand{ui: ui},
+		"job periodic force":        &JobPeriodicForceCommand{ui: ui},
+		"job inspect":               &JobInspectCommand{ui: ui},
+		"alloc status":              &AllocStatusCommand{ui: ui},
+		"alloc logs":                &AllocLogsCommand{ui: ui},
+		"alloc stop":                &AllocStopCommand{ui: ui},
+		"eval status":               &EvalStatusCommand{ui: ui},
+		"eval list":                 &EvalListCommand{ui: ui},
+		"node status":               &NodeStatusCommand{ui: ui},
+		"node eligibility":          &NodeEligibilityCommand{ui: ui},
+		"node drain":                &NodeDrainCommand{ui: ui},
+		"server members":            &ServerMembersCommand{ui: ui},
+		"operator raft list-peers":  &OperatorRaftListPeersCommand{ui: ui},
+		"operator raft remove-peer": &OperatorRaftRemovePeerCommand{ui: ui},
+		"status":                    &JobStatusCommand{ui: ui, alias: "status"},
+		"version":                   &VersionCommand{ui: ui},
 	}
 }
 

@@ -36,11 +36,10 @@ func (s *HTTPServer) statusLeader(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *HTTPServer) statusPeers(w http.ResponseWriter, r *http.Request) {
-	peers := []string{}
-	if p, ok := s.srv.(Peerer); ok {
-		peers = append(peers, p.Peers()...)
-	} else if leader := s.srv.LeaderAddr(); leader != "" {
-		peers = append(peers, leader)
+	peers, err := s.peerAddrs()
+	if err != nil {
+		s.writeError(w, err)
+		return
 	}
 	writeJSON(w, r, http.StatusOK, peers)
 }

@@ -89,15 +89,8 @@ func (s *HTTPServer) register(w http.ResponseWriter, r *http.Request, urlID stri
 		s.writeError(w, err)
 		return
 	}
-	switch {
-	case req.Job == nil:
-		s.writeError(w, badRequest("Job must be specified"))
-		return
-	case req.Job.ID == "":
-		s.writeError(w, badRequest("Job ID hasn't been provided"))
-		return
-	case urlID != "" && req.Job.ID != urlID:
-		s.writeError(w, badRequest("Job ID does not match name"))
+	if err := checkSubmittedJob(req.Job, urlID, "Job ID does not match name"); err != nil {
+		s.writeError(w, err)
 		return
 	}
 	req.Job.Namespace = namespaceOf(req.Job.Namespace, r)
@@ -107,6 +100,21 @@ func (s *HTTPServer) register(w http.ResponseWriter, r *http.Request, urlID stri
 		return
 	}
 	writeWrite(w, r, resp.Index, resp)
+}
+
+// checkSubmittedJob refuses a request body without a job or a job ID, or
+// whose job is not the one the URL names (urlID; "" when the URL names
+// none), with mismatch as the message: Nomad words it per endpoint.
+func checkSubmittedJob(job *structs.Job, urlID, mismatch string) error {
+	switch {
+	case job == nil:
+		return badRequest("Job must be specified")
+	case job.ID == "":
+		return badRequest("Job ID hasn't been provided")
+	case urlID != "" && job.ID != urlID:
+		return badRequest("%s", mismatch)
+	}
+	return nil
 }
 
 func (s *HTTPServer) jobParse(w http.ResponseWriter, r *http.Request) {
@@ -200,20 +208,11 @@ func methodNotAllowed(w http.ResponseWriter, allow string) {
 }
 
 func (s *HTTPServer) jobGet(w http.ResponseWriter, r *http.Request, id string) {
-	s.blockingRead(w, r, func(q queryOptions) readFunc {
-		return func(ws memdb.WatchSet, st reader) (uint64, any, error) {
-			job, err := st.JobByID(ws, q.Namespace, id)
-			if err != nil {
-				return 0, nil, err
-			}
-			if job == nil {
-				return st.Index(state.TableJobs), notFound("job not found"), nil
-			}
-			// §11: a job read reports the job's own index, so a blocking
-			// query on one job wakes only when that job changes.
-			return job.ModifyIndex, job, nil
-		}
-	})
+	readObject(s, w, r, state.TableJobs, "job not found",
+		func(j *structs.Job) (uint64, any) { return j.ModifyIndex, j },
+		func(ws memdb.WatchSet, st reader, q queryOptions) (*structs.Job, error) {
+			return st.JobByID(ws, q.Namespace, id)
+		})
 }
 
 func (s *HTTPServer) jobDeregister(w http.ResponseWriter, r *http.Request, id string) {
@@ -236,42 +235,23 @@ func (s *HTTPServer) jobAllocs(w http.ResponseWriter, r *http.Request, id string
 		s.writeError(w, err)
 		return
 	}
-	s.blockingRead(w, r, func(q queryOptions) readFunc {
-		return func(ws memdb.WatchSet, st reader) (uint64, any, error) {
-			allocs, err := st.AllocsByJob(ws, q.Namespace, id, all)
-			if err != nil {
-				return 0, nil, err
-			}
-			return st.Index(state.TableAllocs), allocStubs(allocs), nil
-		}
+	readList(s, w, r, state.TableAllocs, allocStubs, func(ws memdb.WatchSet, st reader, q queryOptions) ([]*structs.Allocation, error) {
+		return st.AllocsByJob(ws, q.Namespace, id, all)
 	})
 }
 
 func (s *HTTPServer) jobEvals(w http.ResponseWriter, r *http.Request, id string) {
-	s.blockingRead(w, r, func(q queryOptions) readFunc {
-		return func(ws memdb.WatchSet, st reader) (uint64, any, error) {
-			evals, err := st.EvalsByJob(ws, q.Namespace, id)
-			if err != nil {
-				return 0, nil, err
-			}
-			return st.Index(state.TableEvals), sortEvals(evals), nil
-		}
+	readList(s, w, r, state.TableEvals, sortEvals, func(ws memdb.WatchSet, st reader, q queryOptions) ([]*structs.Evaluation, error) {
+		return st.EvalsByJob(ws, q.Namespace, id)
 	})
 }
 
 func (s *HTTPServer) jobSummary(w http.ResponseWriter, r *http.Request, id string) {
-	s.blockingRead(w, r, func(q queryOptions) readFunc {
-		return func(ws memdb.WatchSet, st reader) (uint64, any, error) {
-			sum, err := st.JobSummaryByID(ws, q.Namespace, id)
-			if err != nil {
-				return 0, nil, err
-			}
-			if sum == nil {
-				return st.Index(state.TableJobSummary), notFound("job not found"), nil
-			}
-			return sum.ModifyIndex, sum, nil
-		}
-	})
+	readObject(s, w, r, state.TableJobSummary, "job not found",
+		func(sum *structs.JobSummary) (uint64, any) { return sum.ModifyIndex, sum },
+		func(ws memdb.WatchSet, st reader, q queryOptions) (*structs.JobSummary, error) {
+			return st.JobSummaryByID(ws, q.Namespace, id)
+		})
 }
 
 func (s *HTTPServer) jobVersions(w http.ResponseWriter, r *http.Request, id string) {
@@ -296,15 +276,8 @@ func (s *HTTPServer) jobPlan(w http.ResponseWriter, r *http.Request, id string) 
 		s.writeError(w, err)
 		return
 	}
-	switch {
-	case req.Job == nil:
-		s.writeError(w, badRequest("Job must be specified"))
-		return
-	case req.Job.ID == "":
-		s.writeError(w, badRequest("Job ID hasn't been provided"))
-		return
-	case req.Job.ID != id:
-		s.writeError(w, badRequest("Job ID does not match"))
+	if err := checkSubmittedJob(req.Job, id, "Job ID does not match"); err != nil {
+		s.writeError(w, err)
 		return
 	}
 	req.Job.Namespace = namespaceOf(req.Job.Namespace, r)

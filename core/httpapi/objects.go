@@ -14,31 +14,18 @@ import (
 // object's ModifyIndex in X-Nomad-Index (as Nomad does), lists the table's.
 
 func (s *HTTPServer) allocList(w http.ResponseWriter, r *http.Request) {
-	s.blockingRead(w, r, func(q queryOptions) readFunc {
-		return func(ws memdb.WatchSet, st reader) (uint64, any, error) {
-			allocs, err := st.AllocList(ws, q.Namespace, q.Prefix)
-			if err != nil {
-				return 0, nil, err
-			}
-			return st.Index(state.TableAllocs), allocStubs(allocs), nil
-		}
+	readList(s, w, r, state.TableAllocs, allocStubs, func(ws memdb.WatchSet, st reader, q queryOptions) ([]*structs.Allocation, error) {
+		return st.AllocList(ws, q.Namespace, q.Prefix)
 	})
 }
 
 func (s *HTTPServer) allocGet(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	s.blockingRead(w, r, func(q queryOptions) readFunc {
-		return func(ws memdb.WatchSet, st reader) (uint64, any, error) {
-			a, err := st.AllocByID(ws, id)
-			if err != nil {
-				return 0, nil, err
-			}
-			if a == nil {
-				return st.Index(state.TableAllocs), notFound("alloc not found"), nil
-			}
-			return a.ModifyIndex, a, nil
-		}
-	})
+	readObject(s, w, r, state.TableAllocs, "alloc not found",
+		func(a *structs.Allocation) (uint64, any) { return a.ModifyIndex, a },
+		func(ws memdb.WatchSet, st reader, _ queryOptions) (*structs.Allocation, error) {
+			return st.AllocByID(ws, id)
+		})
 }
 
 func (s *HTTPServer) allocStop(w http.ResponseWriter, r *http.Request) {
@@ -51,97 +38,48 @@ func (s *HTTPServer) allocStop(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *HTTPServer) evalList(w http.ResponseWriter, r *http.Request) {
-	s.blockingRead(w, r, func(q queryOptions) readFunc {
-		return func(ws memdb.WatchSet, st reader) (uint64, any, error) {
-			evals, err := st.EvalList(ws, q.Namespace, q.Prefix)
-			if err != nil {
-				return 0, nil, err
-			}
-			return st.Index(state.TableEvals), sortEvals(evals), nil
-		}
+	readList(s, w, r, state.TableEvals, sortEvals, func(ws memdb.WatchSet, st reader, q queryOptions) ([]*structs.Evaluation, error) {
+		return st.EvalList(ws, q.Namespace, q.Prefix)
 	})
 }
 
 func (s *HTTPServer) evalGet(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	s.blockingRead(w, r, func(q queryOptions) readFunc {
-		return func(ws memdb.WatchSet, st reader) (uint64, any, error) {
-			e, err := st.EvalByID(ws, id)
-			if err != nil {
-				return 0, nil, err
-			}
-			if e == nil {
-				return st.Index(state.TableEvals), notFound("eval not found"), nil
-			}
-			return e.ModifyIndex, e, nil
-		}
-	})
+	readObject(s, w, r, state.TableEvals, "eval not found",
+		func(e *structs.Evaluation) (uint64, any) { return e.ModifyIndex, e },
+		func(ws memdb.WatchSet, st reader, _ queryOptions) (*structs.Evaluation, error) {
+			return st.EvalByID(ws, id)
+		})
 }
 
 func (s *HTTPServer) evalAllocs(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	s.blockingRead(w, r, func(q queryOptions) readFunc {
-		return func(ws memdb.WatchSet, st reader) (uint64, any, error) {
-			allocs, err := st.AllocsByEval(ws, id)
-			if err != nil {
-				return 0, nil, err
-			}
-			return st.Index(state.TableAllocs), allocStubs(allocs), nil
-		}
+	readList(s, w, r, state.TableAllocs, allocStubs, func(ws memdb.WatchSet, st reader, _ queryOptions) ([]*structs.Allocation, error) {
+		return st.AllocsByEval(ws, id)
 	})
 }
 
 func (s *HTTPServer) nodeList(w http.ResponseWriter, r *http.Request) {
-	s.blockingRead(w, r, func(q queryOptions) readFunc {
-		return func(ws memdb.WatchSet, st reader) (uint64, any, error) {
-			nodes, err := st.NodeList(ws, q.Prefix)
-			if err != nil {
-				return 0, nil, err
-			}
-			stubs := make([]*structs.NodeListStub, 0, len(nodes))
-			for _, n := range nodes {
-				stubs = append(stubs, n.Stub())
-			}
-			sort.SliceStable(stubs, func(a, b int) bool {
-				return lessByIndex(stubs[a].CreateIndex, stubs[b].CreateIndex, stubs[a].ID, stubs[b].ID)
-			})
-			return st.Index(state.TableNodes), stubs, nil
-		}
+	readList(s, w, r, state.TableNodes, nodeStubs, func(ws memdb.WatchSet, st reader, q queryOptions) ([]*structs.Node, error) {
+		return st.NodeList(ws, q.Prefix)
 	})
 }
 
 func (s *HTTPServer) nodeGet(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	s.blockingRead(w, r, func(q queryOptions) readFunc {
-		return func(ws memdb.WatchSet, st reader) (uint64, any, error) {
-			n, err := st.NodeByID(ws, id)
-			if err != nil {
-				return 0, nil, err
-			}
-			if n == nil {
-				return st.Index(state.TableNodes), notFound("node not found"), nil
-			}
-			return n.ModifyIndex, newNodeJSON(n), nil
-		}
-	})
+	readObject(s, w, r, state.TableNodes, "node not found",
+		func(n *structs.Node) (uint64, any) { return n.ModifyIndex, newNodeJSON(n) },
+		func(ws memdb.WatchSet, st reader, _ queryOptions) (*structs.Node, error) {
+			return st.NodeByID(ws, id)
+		})
 }
 
+// nodeAllocs answers with full allocations, as Nomad does: the client
+// agent's watcher needs them.
 func (s *HTTPServer) nodeAllocs(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	s.blockingRead(w, r, func(q queryOptions) readFunc {
-		return func(ws memdb.WatchSet, st reader) (uint64, any, error) {
-			allocs, err := st.AllocsByNode(ws, id)
-			if err != nil {
-				return 0, nil, err
-			}
-			// Nomad answers this endpoint with full allocations: the
-			// client agent's watcher needs them.
-			out := append([]*structs.Allocation{}, allocs...)
-			sort.SliceStable(out, func(a, b int) bool {
-				return lessByIndex(out[a].CreateIndex, out[b].CreateIndex, out[a].ID, out[b].ID)
-			})
-			return st.Index(state.TableAllocs), out, nil
-		}
+	readList(s, w, r, state.TableAllocs, sortAllocs, func(ws memdb.WatchSet, st reader, _ queryOptions) ([]*structs.Allocation, error) {
+		return st.AllocsByNode(ws, id)
 	})
 }
 
@@ -208,32 +146,49 @@ func newNodeJSON(n *structs.Node) nodeJSON {
 	return nodeJSON{Node: &c, Drain: n.DrainStrategy != nil}
 }
 
+// nodeStubs converts nodes to list stubs ordered by creation.
+func nodeStubs(nodes []*structs.Node) []*structs.NodeListStub {
+	stubs := make([]*structs.NodeListStub, 0, len(nodes))
+	for _, n := range nodes {
+		stubs = append(stubs, n.Stub())
+	}
+	return byCreation(stubs, func(n *structs.NodeListStub) (uint64, string) { return n.CreateIndex, n.ID })
+}
+
 // allocStubs converts allocs to list stubs ordered by creation.
 func allocStubs(allocs []*structs.Allocation) []*structs.AllocListStub {
 	stubs := make([]*structs.AllocListStub, 0, len(allocs))
 	for _, a := range allocs {
 		stubs = append(stubs, a.Stub())
 	}
-	sort.SliceStable(stubs, func(a, b int) bool {
-		return lessByIndex(stubs[a].CreateIndex, stubs[b].CreateIndex, stubs[a].ID, stubs[b].ID)
-	})
-	return stubs
+	return byCreation(stubs, func(a *structs.AllocListStub) (uint64, string) { return a.CreateIndex, a.ID })
 }
 
-// sortEvals returns evals ordered by creation, never nil.
+// sortAllocs returns allocs ordered by creation, never nil. The state's
+// slice is copied: it is shared with the store.
+func sortAllocs(allocs []*structs.Allocation) []*structs.Allocation {
+	out := append([]*structs.Allocation{}, allocs...)
+	return byCreation(out, func(a *structs.Allocation) (uint64, string) { return a.CreateIndex, a.ID })
+}
+
+// sortEvals returns evals ordered by creation, never nil. The state's
+// slice is copied: it is shared with the store.
 func sortEvals(evals []*structs.Evaluation) []*structs.Evaluation {
 	out := append([]*structs.Evaluation{}, evals...)
-	sort.SliceStable(out, func(a, b int) bool {
-		return lessByIndex(out[a].CreateIndex, out[b].CreateIndex, out[a].ID, out[b].ID)
-	})
-	return out
+	return byCreation(out, func(e *structs.Evaluation) (uint64, string) { return e.CreateIndex, e.ID })
 }
 
-// lessByIndex orders by creation index, then ID for a stable order among
-// objects of one Raft entry.
-func lessByIndex(ia, ib uint64, ida, idb string) bool {
-	if ia != ib {
-		return ia < ib
-	}
-	return ida < idb
+// byCreation sorts objs in place by creation index, then by ID for a
+// stable order among the objects of one Raft entry, and returns them. key
+// reads an object's creation index and ID.
+func byCreation[T any](objs []T, key func(T) (createIndex uint64, id string)) []T {
+	sort.SliceStable(objs, func(a, b int) bool {
+		ia, ida := key(objs[a])
+		ib, idb := key(objs[b])
+		if ia != ib {
+			return ia < ib
+		}
+		return ida < idb
+	})
+	return objs
 }

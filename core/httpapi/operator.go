@@ -48,6 +48,5 @@ func (s *HTTPServer) schedulerConfigSet(w http.ResponseWriter, r *http.Request) 
 		s.writeError(w, err)
 		return
 	}
-	w.Header().Set(headerIndex, strconv.FormatUint(idx, 10))
-	writeJSON(w, r, http.StatusOK, map[string]any{"Updated": updated, "Index": idx})
+	writeWrite(w, r, idx, map[string]any{"Updated": updated, "Index": idx})
 }

@@ -158,6 +158,45 @@ func (s *HTTPServer) blockingRead(w http.ResponseWriter, r *http.Request, fn fun
 	writeJSON(w, r, http.StatusOK, result)
 }
 
+// readObject serves the read of one object, found by get. It answers with
+// the object's own ModifyIndex (§11), so that a blocking query on one object
+// wakes only when that object changes, and answers a missing object with
+// notFound (missing is the message) at the table's index, so that a blocking
+// query waits for the object to appear. answer returns the object's
+// ModifyIndex and the body to send.
+func readObject[T any](s *HTTPServer, w http.ResponseWriter, r *http.Request, table, missing string,
+	answer func(*T) (uint64, any), get func(ws memdb.WatchSet, st reader, q queryOptions) (*T, error)) {
+	s.blockingRead(w, r, func(q queryOptions) readFunc {
+		return func(ws memdb.WatchSet, st reader) (uint64, any, error) {
+			obj, err := get(ws, st, q)
+			if err != nil {
+				return 0, nil, err
+			}
+			if obj == nil {
+				return st.Index(table), notFound(missing), nil
+			}
+			index, body := answer(obj)
+			return index, body, nil
+		}
+	})
+}
+
+// readList serves the read of a list, found by list and sent as view makes
+// it. It answers with the table's index: any write to the table may change
+// the list.
+func readList[L, V any](s *HTTPServer, w http.ResponseWriter, r *http.Request, table string,
+	view func(L) V, list func(ws memdb.WatchSet, st reader, q queryOptions) (L, error)) {
+	s.blockingRead(w, r, func(q queryOptions) readFunc {
+		return func(ws memdb.WatchSet, st reader) (uint64, any, error) {
+			items, err := list(ws, st, q)
+			if err != nil {
+				return 0, nil, err
+			}
+			return st.Index(table), view(items), nil
+		}
+	})
+}
+
 // setReadHeaders sets the headers Nomad's clients read after every query.
 // drover reads from the local store, which is always current, so the last
 // contact is 0.

@@ -50,8 +50,9 @@ type Server interface {
 	Datacenter() string
 }
 
-// Peerer is optionally implemented by a Server that knows the Raft peer set;
-// without it /v1/status/peers answers with the leader alone.
+// Peerer is optionally implemented by a Server that knows the Raft peer set
+// but is no Cluster; without either, /v1/status/peers answers with the
+// leader alone.
 type Peerer interface {
 	Peers() []string
 }
@@ -78,15 +79,21 @@ type Config struct {
 	// Nil serves a minimal body built from the Server's region and
 	// datacenter.
 	AgentSelf func() any
+	// NodeName is this agent's name, reported as ServerName by
+	// /v1/agent/members; empty, the leader names itself and a follower
+	// leaves it blank.
+	NodeName string
 }
 
 // HTTPServer serves the v1 API.
 type HTTPServer struct {
-	srv     Server
-	client  ClientAPI
-	logger  hclog.Logger
-	self    func() any
-	handler http.Handler
+	srv    Server
+	client ClientAPI
+	logger hclog.Logger
+	self   func() any
+	// nodeName is Config.NodeName.
+	nodeName string
+	handler  http.Handler
 	// query runs blocking reads; a field so that it is built once from the
 	// state store and so that the read path has a single seam.
 	query queryFunc
@@ -113,6 +120,8 @@ func New(cfg Config) *HTTPServer {
 		client: cfg.Client,
 		logger: logger.Named("http"),
 		self:   cfg.AgentSelf,
+
+		nodeName: cfg.NodeName,
 	}
 	s.stopping, s.stop = context.WithCancel(context.Background())
 	s.query = storeQuery(cfg.Server)
@@ -201,11 +210,14 @@ func (s *HTTPServer) routes() http.Handler {
 	mux.HandleFunc("GET /v1/status/leader", s.statusLeader)
 	mux.HandleFunc("GET /v1/status/peers", s.statusPeers)
 	mux.HandleFunc("GET /v1/regions", s.regions)
+	mux.HandleFunc("GET /v1/agent/members", s.agentMembers)
+	mux.HandleFunc("GET /v1/operator/raft/configuration", s.raftConfiguration)
+	mux.HandleFunc("DELETE /v1/operator/raft/peer", s.raftRemovePeer)
 	mux.HandleFunc("GET /v1/operator/scheduler/configuration", s.schedulerConfigGet)
 	mux.HandleFunc("PUT /v1/operator/scheduler/configuration", s.schedulerConfigSet)
 	mux.HandleFunc("POST /v1/operator/scheduler/configuration", s.schedulerConfigSet)
 
-	return s.logRequests(mux)
+	return s.logRequests(s.leaderReads(mux))
 }
 
 // logRequests logs every request at debug level, and failures at warn.
