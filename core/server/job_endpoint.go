@@ -215,14 +215,12 @@ func (s *Server) DispatchJob(ctx context.Context, ns string, req *structs.JobDis
 		return nil, err
 	}
 	if req.IdempotencyToken != "" {
-		children, err := s.State().JobsByParent(nil, ns, parent.ID)
+		prior, err := s.childWithToken(ns, parent.ID, req.IdempotencyToken)
 		if err != nil {
 			return nil, err
 		}
-		for _, c := range children {
-			if c.DispatchIdempotencyToken == req.IdempotencyToken && !c.Stop {
-				return &structs.JobDispatchResponse{DispatchedJobID: c.ID, JobCreateIndex: c.CreateIndex}, nil
-			}
+		if prior != nil {
+			return &structs.JobDispatchResponse{DispatchedJobID: prior.ID, JobCreateIndex: prior.CreateIndex}, nil
 		}
 	}
 	now := s.cfg.Now()
@@ -263,6 +261,18 @@ func (s *Server) DispatchJob(ctx context.Context, ns string, req *structs.JobDis
 	index, err := s.raftApply(structs.JobRegisterRequestType, rr)
 	if err != nil {
 		return nil, err
+	}
+	if req.IdempotencyToken != "" {
+		// A concurrent dispatch with the same token may have won: the FSM
+		// then dropped this child, and the winner is the answer.
+		if written, _ := s.State().JobByID(nil, ns, child.ID); written == nil {
+			if prior, err := s.childWithToken(ns, parent.ID, req.IdempotencyToken); err != nil || prior != nil {
+				if prior == nil {
+					return nil, err
+				}
+				return &structs.JobDispatchResponse{DispatchedJobID: prior.ID, JobCreateIndex: prior.CreateIndex, Index: index}, nil
+			}
+		}
 	}
 	resp := &structs.JobDispatchResponse{DispatchedJobID: child.ID, JobCreateIndex: index, Index: index}
 	if rr.Eval != nil {
@@ -354,4 +364,18 @@ func (s *Server) ForcePeriodic(ctx context.Context, ns, jobID string) (*structs.
 		resp.EvalID, resp.EvalCreateIndex = ev.ID, index
 	}
 	return resp, nil
+}
+
+// childWithToken finds the live child of parent dispatched with token.
+func (s *Server) childWithToken(ns, parent, token string) (*structs.Job, error) {
+	children, err := s.State().JobsByParent(nil, ns, parent)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range children {
+		if c.DispatchIdempotencyToken == token && !c.Stop {
+			return c, nil
+		}
+	}
+	return nil, nil
 }
