@@ -79,9 +79,11 @@ func (p *periodicDispatcher) run(ctx context.Context) {
 	for {
 		now := p.s.cfg.Now()
 		due, wait := p.due(now)
-		for _, job := range due {
-			if _, _, err := p.launch(job, now, false); err != nil {
-				p.s.logger.Error("periodic launch failed", "job_id", job.ID, "error", err)
+		for _, d := range due {
+			// The child is named after its scheduled time, not the moment
+			// the dispatcher got to it.
+			if _, _, err := p.launch(d.job, d.at, false); err != nil {
+				p.s.logger.Error("periodic launch failed", "job_id", d.job.ID, "error", err)
 			}
 		}
 		if len(due) > 0 {
@@ -103,16 +105,21 @@ func (p *periodicDispatcher) run(ctx context.Context) {
 	}
 }
 
-// due returns the jobs whose launch time has come (advancing their next
+type dueLaunch struct {
+	job *structs.Job
+	at  time.Time
+}
+
+// due returns the launches whose time has come (advancing each job's next
 // launch) and how long until the next one.
-func (p *periodicDispatcher) due(now time.Time) ([]*structs.Job, time.Duration) {
+func (p *periodicDispatcher) due(now time.Time) ([]dueLaunch, time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var out []*structs.Job
+	var out []dueLaunch
 	wait := time.Hour
 	for id, at := range p.next {
 		if !at.After(now) {
-			out = append(out, p.jobs[id])
+			out = append(out, dueLaunch{job: p.jobs[id], at: at})
 			if n, err := p.jobs[id].Periodic.Next(now); err == nil && !n.IsZero() {
 				p.next[id] = n
 			} else {
