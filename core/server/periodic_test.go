@@ -178,15 +178,16 @@ func TestPeriodicProhibitOverlap(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	launched := time.Date(2030, 1, 1, 12, 0, 1, 0, time.UTC)
-	clock.Set(launched)
+	clock.Set(time.Date(2030, 1, 1, 12, 0, 1, 0, time.UTC))
 	s.periodic.poke()
-	want := fmt.Sprintf("po/periodic-%d", launched.Unix())
+	// Children are named after their scheduled time, not the clock's.
+	scheduled := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+	want := fmt.Sprintf("po/periodic-%d", scheduled.Unix())
 	waitFor(t, 10*time.Second, "12:00 launch", func() bool {
 		j, _ := s.State().JobByID(nil, "default", want)
 		return j != nil
 	})
-	if j, _ := s.State().JobByID(nil, "default", fmt.Sprintf("po/periodic-%d", skipped.Unix())); j != nil {
+	if j, _ := s.State().JobByID(nil, "default", fmt.Sprintf("po/periodic-%d", skipped.Truncate(time.Hour).Unix())); j != nil {
 		t.Fatal("the overlapping 11:00 launch was not skipped")
 	}
 	if n := len(childrenOf(t, s, "po")); n != 3 {
