@@ -34,7 +34,10 @@ func (s *Server) applyPlan(ctx context.Context, plan *structs.Plan) (*structs.Pl
 	if plan.Job == nil && len(plan.NodeAllocation) > 0 {
 		return nil, fmt.Errorf("plan for eval %s has no job", plan.EvalID)
 	}
-	result := evaluatePlan(snap, plan)
+	result, reasons := evaluatePlanReasons(snap, plan)
+	for node, why := range reasons {
+		s.logger.Debug("plan rejected on node", "eval_id", plan.EvalID, "node_id", node, "reason", why)
+	}
 	if result.IsNoOp() {
 		return result, nil
 	}
@@ -86,6 +89,13 @@ func (s *Server) applyPlan(ctx context.Context, plan *structs.Plan) (*structs.Pl
 
 // evaluatePlan decides, node by node, what of the plan may commit.
 func evaluatePlan(snap *state.StateSnapshot, plan *structs.Plan) *structs.PlanResult {
+	r, _ := evaluatePlanReasons(snap, plan)
+	return r
+}
+
+// evaluatePlanReasons is evaluatePlan that also says why each rejected
+// node was rejected.
+func evaluatePlanReasons(snap *state.StateSnapshot, plan *structs.Plan) (*structs.PlanResult, map[string]string) {
 	result := &structs.PlanResult{
 		NodeUpdate:      map[string][]*structs.Allocation{},
 		NodeAllocation:  map[string][]*structs.Allocation{},
@@ -105,6 +115,7 @@ func evaluatePlan(snap *state.StateSnapshot, plan *structs.Plan) *structs.PlanRe
 		ids = append(ids, n)
 	}
 	fits := make([]bool, len(ids))
+	why := make([]string, len(ids))
 	workers := runtime.GOMAXPROCS(0)
 	if workers > len(ids) {
 		workers = len(ids)
@@ -115,18 +126,20 @@ func evaluatePlan(snap *state.StateSnapshot, plan *structs.Plan) *structs.PlanRe
 		go func(w int) {
 			defer wg.Done()
 			for i := w; i < len(ids); i += workers {
-				fits[i], _ = evaluateNodePlan(snap, plan, ids[i])
+				fits[i], why[i] = evaluateNodePlan(snap, plan, ids[i])
 			}
 		}(w)
 	}
 	wg.Wait()
 	partial := false
+	reasons := map[string]string{}
 	for i, nodeID := range ids {
 		if !fits[i] {
 			partial = true
+			reasons[nodeID] = why[i]
 			result.RejectedNodes = append(result.RejectedNodes, nodeID)
 			if plan.AllAtOnce {
-				return &structs.PlanResult{RefreshIndex: maxIndex(snap), RejectedNodes: result.RejectedNodes}
+				return &structs.PlanResult{RefreshIndex: maxIndex(snap), RejectedNodes: result.RejectedNodes}, reasons
 			}
 			continue
 		}
@@ -149,7 +162,7 @@ func evaluatePlan(snap *state.StateSnapshot, plan *structs.Plan) *structs.PlanRe
 	if partial {
 		result.RefreshIndex = maxIndex(snap)
 	}
-	return result
+	return result, reasons
 }
 
 func maxIndex(snap *state.StateSnapshot) uint64 {
