@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/drover-org/drover/core/rpc"
@@ -182,6 +181,3 @@ func (s *Server) RegisterRPC(rs *rpc.Server) {
 	})
 	s.registerClusterRPC(rs, mark)
 }
-
-// isForwardable reports whether err says the peer could not be reached.
-func isUnavailable(err error) bool { return errors.Is(err, structs.ErrUnavailable) }
