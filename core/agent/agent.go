@@ -47,6 +47,10 @@ type Agent struct {
 	pool      *rpc.Pool
 	plainHTTP *http.Server
 
+	// memberAddr is the host other agents reach this one on (advertised,
+	// never a wildcard bind address), as /v1/agent/self reports it.
+	memberAddr string
+
 	tmpDir string
 	done   chan error
 }
@@ -132,6 +136,7 @@ func New(cfg *Config, opts Options) (a *Agent, err error) {
 		}
 	}
 	advHTTP := advertiseAddr(cfg, a.httpLn.Addr().String(), cfg.Advertise.httpAddr())
+	a.memberAddr, _, _ = net.SplitHostPort(advHTTP)
 
 	// Outside dev mode agents talk over RPC: one port carries gRPC and Raft.
 	var serverTLS, clientTLS *tls.Config
@@ -170,11 +175,7 @@ func New(cfg *Config, opts Options) (a *Agent, err error) {
 			}
 			scfg.RPCAddr = advertiseAddr(cfg, rpcLn.Addr().String(), cfg.Advertise.rpcAddr())
 			a.mux = rpc.NewMux(rpcLn, serverTLS, logger.Named("rpc"))
-			adv, err := net.ResolveTCPAddr("tcp", scfg.RPCAddr)
-			if err != nil {
-				return nil, fmt.Errorf("advertise rpc address %q: %w", scfg.RPCAddr, err)
-			}
-			layer, err := rpc.NewRaftLayer(a.mux.RaftListener(), adv, clientTLS)
+			layer, err := rpc.NewRaftLayer(a.mux.RaftListener(), rpc.HostPort(scfg.RPCAddr), clientTLS)
 			if err != nil {
 				return nil, err
 			}
@@ -191,6 +192,7 @@ func New(cfg *Config, opts Options) (a *Agent, err error) {
 		if a.server, err = server.New(scfg); err != nil {
 			return nil, fmt.Errorf("server: %w", err)
 		}
+		a.memberAddr, _, _ = net.SplitHostPort(scfg.RPCAddr)
 		if a.mux != nil {
 			a.rpcServer = rpc.NewServer(serverTLS, logger.Named("rpc"))
 			a.server.RegisterRPC(a.rpcServer)
@@ -271,7 +273,7 @@ func (a *Agent) Done() <-chan error { return a.done }
 func (a *Agent) ReloadPlugins(ctx context.Context) error { return a.host.Reload(ctx) }
 
 func (a *Agent) self() any {
-	member := map[string]any{"Name": a.cfg.NodeName, "Addr": a.cfg.BindAddr, "Port": a.cfg.Ports.RPC, "Status": "alive",
+	member := map[string]any{"Name": a.cfg.NodeName, "Addr": a.memberAddr, "Port": a.cfg.Ports.RPC, "Status": "alive",
 		"Tags": map[string]string{"region": a.cfg.Region, "dc": a.cfg.Datacenter, "build": Version}}
 	stats := map[string]any{}
 	if a.client != nil {

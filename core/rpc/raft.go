@@ -34,6 +34,16 @@ type RaftLayer struct {
 
 var _ raft.StreamLayer = (*RaftLayer)(nil)
 
+// HostPort is an advertise address kept as written ("s1:4647"): Raft
+// stores it in its configuration and peers resolve it when they dial, so a
+// hostname keeps working when the host's IP changes or differs per network.
+type HostPort string
+
+// Network implements net.Addr.
+func (HostPort) Network() string { return "tcp" }
+
+func (h HostPort) String() string { return string(h) }
+
 // NewRaftLayer wraps ln, normally Mux.RaftListener. advertise is the
 // address peers reach this server at; nil means ln.Addr(), which must then
 // be a specific IP (Raft stores the address in its configuration, and
@@ -43,12 +53,21 @@ func NewRaftLayer(ln net.Listener, advertise net.Addr, tlsCfg *tls.Config) (*Raf
 	if advertise == nil {
 		advertise = ln.Addr()
 	}
-	tcp, ok := advertise.(*net.TCPAddr)
-	if !ok {
+	switch a := advertise.(type) {
+	case *net.TCPAddr:
+		if a.IP == nil || a.IP.IsUnspecified() {
+			return nil, fmt.Errorf("raft layer: advertise address %v is not a usable IP; set an advertise address", advertise)
+		}
+	case HostPort:
+		host, port, err := net.SplitHostPort(string(a))
+		if err != nil || host == "" || port == "" {
+			return nil, fmt.Errorf("raft layer: advertise address %q is not host:port", string(a))
+		}
+		if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+			return nil, fmt.Errorf("raft layer: advertise address %v is not a usable IP; set an advertise address", advertise)
+		}
+	default:
 		return nil, fmt.Errorf("raft layer: advertise address %v is not a TCP address", advertise)
-	}
-	if tcp.IP == nil || tcp.IP.IsUnspecified() {
-		return nil, fmt.Errorf("raft layer: advertise address %v is not a usable IP; set an advertise address", advertise)
 	}
 	if tlsCfg != nil {
 		// No ALPN: the mux's TLS config selects only "h2", and a client
