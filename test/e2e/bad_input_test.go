@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/drover-org/drover/test/internal/harness"
 )
 
 // Job files that are wrong are refused before anything is written, and the
@@ -16,7 +18,7 @@ func TestBadJobFilesAreRefused(t *testing.T) {
 	snapshot := func() string {
 		var out strings.Builder
 		for _, path := range []string{"/v1/jobs", "/v1/evaluations", "/v1/allocations"} {
-			status, body, err := a.raw(http.MethodGet, path, nil)
+			status, body, err := a.Raw(http.MethodGet, path, nil)
 			if err != nil || status != http.StatusOK {
 				t.Fatalf("GET %s: %d %v", path, status, err)
 			}
@@ -48,7 +50,7 @@ func TestBadJobFilesAreRefused(t *testing.T) {
 		want: []*regexp.Regexp{regexp.MustCompile(`"gpu-batch"`), regexp.MustCompile(`sysbatch, system`)},
 	}} {
 		// Not subtests: the agent's helpers fail the test that owns it.
-		res := a.cli("job", "run", writeFile(t, tc.file, tc.hcl))
+		res := a.CLI("job", "run", harness.WriteFile(t, tc.file, tc.hcl))
 		if res.Code == 0 {
 			t.Errorf("%s: job run accepted the job:\n%s", tc.name, res)
 			continue

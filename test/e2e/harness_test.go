@@ -5,14 +5,14 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/drover-org/drover/test/internal/harness"
 )
 
 // Deadlines are generous: the machine is small and shared, and a deadline
@@ -23,26 +23,21 @@ const (
 	// leftoverTimeout is how long processes may take to go away after the
 	// agent exited (a shim writes its exit file after its task dies).
 	leftoverTimeout = 15 * time.Second
-	waitTimeout     = 60 * time.Second
-	cliTimeout      = 2 * time.Minute
+	waitTimeout     = harness.WaitTimeout
 )
 
 // testAgent is one `drover agent -dev` process and what the test needs to
 // reach it and clean up after it.
 type testAgent struct {
+	*harness.API
 	t       *testing.T
-	Addr    string // host:port of the HTTP API
 	DataDir string
-	logPath string
-
-	cmd    *exec.Cmd
-	exited chan struct{} // closed once the process has been waited for
-	http   *http.Client
+	proc    *harness.Process
 
 	interruptOnce    sync.Once
-	left             []proc // what interrupt found still running
-	graceful         bool   // the agent exited by itself after SIGINT
-	leftoversChecked bool   // the test asserted on left itself
+	left             []harness.Proc // what interrupt found still running
+	graceful         bool           // the agent exited by itself after SIGINT
+	leftoversChecked bool           // the test asserted on left itself
 	stopOnce         sync.Once
 }
 
@@ -73,61 +68,22 @@ func startAgent(t *testing.T) *testAgent {
 
 func launchAgent(t *testing.T, dataDir, logPath string) *testAgent {
 	t.Helper()
-	ports := freePorts(t, 2)
-	a := &testAgent{
-		t:       t,
-		Addr:    net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0])),
-		DataDir: dataDir,
-		logPath: logPath,
-		exited:  make(chan struct{}),
-		http:    &http.Client{Transport: &http.Transport{}, Timeout: cliTimeout},
-	}
-	logf, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logf.Close() // the child has its own descriptor
-	a.cmd = exec.Command(droverBin, "agent", "-dev",
+	ports := harness.FreePorts(t, 2)
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))
+	a := &testAgent{API: harness.NewAPI(t, addr, droverBin, repoRoot), t: t, DataDir: dataDir}
+	proc, err := harness.Start(droverBin, []string{"agent", "-dev",
 		"-http-port", strconv.Itoa(ports[0]), "-rpc-port", strconv.Itoa(ports[1]),
-		"-data-dir", dataDir, "-log-level", "debug")
-	a.cmd.Stdout, a.cmd.Stderr = logf, logf
-	// If the test binary dies (a panic, a timeout), the agent dies too
-	// instead of holding its ports and tasks.
-	a.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := a.cmd.Start(); err != nil {
+		"-data-dir", dataDir, "-log-level", "debug"}, logPath)
+	if err != nil {
 		t.Fatalf("start agent: %v", err)
 	}
-	go func() {
-		_ = a.cmd.Wait()
-		close(a.exited)
-	}()
+	a.proc = proc
 	t.Cleanup(a.stop)
 	return a
 }
 
-// freePorts reserves n distinct free TCP ports on the loopback address.
-func freePorts(t *testing.T, n int) []int {
-	t.Helper()
-	var ports []int
-	var lns []net.Listener
-	defer func() {
-		for _, ln := range lns {
-			_ = ln.Close()
-		}
-	}()
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns = append(lns, ln)
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-	}
-	return ports
-}
-
 // PID is the agent process's pid.
-func (a *testAgent) PID() int { return a.cmd.Process.Pid }
+func (a *testAgent) PID() int { return a.proc.PID() }
 
 // waitReady waits until GET /v1/nodes lists a ready node whose raw_exec
 // driver is healthy, or the agent exits, or the deadline passes.
@@ -138,7 +94,7 @@ func (a *testAgent) waitReady() error {
 	last := "no answer yet"
 	for {
 		var nodes []nodeStub
-		status, err := a.do(http.MethodGet, "/v1/nodes", nil, &nodes)
+		status, err := a.Do(http.MethodGet, "/v1/nodes", nil, &nodes)
 		switch {
 		case err != nil:
 			last = err.Error()
@@ -153,8 +109,8 @@ func (a *testAgent) waitReady() error {
 			last = fmt.Sprintf("nodes: %+v", nodes)
 		}
 		select {
-		case <-a.exited:
-			return fmt.Errorf("agent exited (%v) before it was ready", a.cmd.ProcessState)
+		case <-a.proc.Exited():
+			return fmt.Errorf("agent exited (%v) before it was ready", a.proc.Cmd.ProcessState)
 		case <-tick.C:
 		}
 		if time.Now().After(deadline) {
@@ -167,49 +123,31 @@ func (a *testAgent) waitReady() error {
 func (a *testAgent) NodeID() string {
 	a.t.Helper()
 	var nodes []nodeStub
-	a.mustGet("/v1/nodes", &nodes)
+	a.MustGet("/v1/nodes", &nodes)
 	if len(nodes) != 1 {
 		a.t.Fatalf("want one node, got %+v", nodes)
 	}
 	return nodes[0].ID
 }
 
-func (a *testAgent) log() string {
-	b, err := os.ReadFile(a.logPath)
-	if err != nil {
-		return fmt.Sprintf("(cannot read agent log: %v)", err)
-	}
-	return string(b)
-}
+func (a *testAgent) log() string { return a.proc.Log() }
 
 // interrupt ends the agent as a user would (Ctrl-C) and returns what it
 // left running: its plugins, shims and tasks that are still alive
 // leftoverTimeout after it exited. graceful is false when the agent had
 // already died or had to be killed. Later calls return the first result.
-func (a *testAgent) interrupt() (left []proc, graceful bool) {
+func (a *testAgent) interrupt() (left []harness.Proc, graceful bool) {
 	a.interruptOnce.Do(func() {
-		t := a.t
 		// Taken before the signal: once the agent is gone, its plugins
 		// and shims are orphans that no longer point back to it.
-		tracked := descendants(a.PID())
-		a.graceful = true
-		select {
-		case <-a.exited:
-			a.graceful = false // it died on its own; the test reports that
-		default:
-			_ = a.cmd.Process.Signal(os.Interrupt)
-			select {
-			case <-a.exited:
-				if !a.cmd.ProcessState.Success() {
-					t.Errorf("agent exited with %v after SIGINT", a.cmd.ProcessState)
-				}
-			case <-time.After(agentExitTimeout):
-				t.Errorf("agent still running %s after SIGINT; killing it", agentExitTimeout)
-				_ = a.cmd.Process.Kill()
-				<-a.exited
-				a.graceful = false
+		tracked := harness.Descendants(a.PID())
+		if a.proc.Running() {
+			var err error
+			if a.graceful, err = a.proc.Stop(os.Interrupt, agentExitTimeout); err != nil {
+				a.t.Errorf("agent shutdown: %v", err)
 			}
 		}
+		// else it died on its own; the test reports that.
 		a.left = a.leftovers(tracked)
 	})
 	return a.left, a.graceful
@@ -221,14 +159,14 @@ func (a *testAgent) interrupt() (left []proc, graceful bool) {
 func (a *testAgent) stop() {
 	a.stopOnce.Do(func() {
 		t := a.t
-		defer a.http.CloseIdleConnections()
+		defer a.HTTP.CloseIdleConnections()
 		checked := a.leftoversChecked
 		left, graceful := a.interrupt()
 		if len(left) > 0 {
 			if graceful && !checked {
 				t.Errorf("processes still running %s after the agent's shutdown: %v", leftoverTimeout, left)
 			}
-			killAll(left)
+			harness.KillAll(left)
 			if still := a.leftovers(left); len(still) > 0 {
 				t.Errorf("could not kill %v", still)
 			}
@@ -241,14 +179,14 @@ func (a *testAgent) stop() {
 
 // leftovers waits up to leftoverTimeout for tracked processes and every
 // process under the data dir to end, and returns those that did not.
-func (a *testAgent) leftovers(tracked []proc) []proc {
+func (a *testAgent) leftovers(tracked []harness.Proc) []harness.Proc {
 	deadline := time.Now().Add(leftoverTimeout)
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		left := stillAlive(tracked)
-		for _, p := range procsUnder(a.DataDir) {
-			if !containsPID(left, p.PID) {
+		left := harness.StillAlive(tracked)
+		for _, p := range harness.ProcsUnder(a.DataDir, droverBin) {
+			if !harness.ContainsPID(left, p.PID) {
 				left = append(left, p)
 			}
 		}
@@ -257,13 +195,4 @@ func (a *testAgent) leftovers(tracked []proc) []proc {
 		}
 		<-tick.C
 	}
-}
-
-func containsPID(ps []proc, pid int) bool {
-	for _, p := range ps {
-		if p.PID == pid {
-			return true
-		}
-	}
-	return false
 }

@@ -3,12 +3,11 @@ package e2e
 import (
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/drover-org/drover/test/internal/harness"
 )
 
 var (
@@ -26,25 +25,12 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	root, err := moduleRoot()
+	bin, root, cleanup, err := harness.Build()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: FATAL: %v\n", err)
 		return 1
 	}
-	dir, err := os.MkdirTemp("", "drover-e2e-bin-")
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "e2e: FATAL: %v\n", err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-
-	bin := filepath.Join(dir, "drover")
-	build := exec.Command(goTool(), "build", "-o", bin, "./cmd/drover")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "e2e: FATAL: building drover failed: %v\n%s\n", err, out)
-		return 1
-	}
+	defer cleanup()
 	droverBin, repoRoot = bin, root
 
 	code := m.Run()
@@ -57,30 +43,4 @@ func run(m *testing.M) int {
 		}
 	}
 	return code
-}
-
-// moduleRoot asks the go command where go.mod is, so the tests work from
-// any directory `go test` runs them in.
-func moduleRoot() (string, error) {
-	out, err := exec.Command(goTool(), "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
-	}
-	gomod := strings.TrimSpace(string(out))
-	if gomod == "" || gomod == os.DevNull {
-		return "", fmt.Errorf("not inside the drover module (go env GOMOD = %q)", gomod)
-	}
-	return filepath.Dir(gomod), nil
-}
-
-// goTool is the go command: the one on PATH, else the one under $GOROOT
-// when the environment names it.
-func goTool() string {
-	if p, err := exec.LookPath("go"); err == nil {
-		return p
-	}
-	if root := os.Getenv("GOROOT"); root != "" {
-		return filepath.Join(root, "bin", "go")
-	}
-	return "go"
 }

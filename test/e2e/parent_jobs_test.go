@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/golang/snappy"
+
+	"github.com/drover-org/drover/test/internal/harness"
 )
 
 // Registering a periodic job schedules it without evaluating it; a forced
@@ -15,17 +17,17 @@ func TestPeriodicForce(t *testing.T) {
 	t.Parallel()
 	a := startAgent(t)
 
-	run := a.mustCLI("job", "run", exampleJob("periodic.hcl"))
+	run := a.MustCLI("job", "run", exampleJob("periodic.hcl"))
 	if !strings.Contains(run.Stdout, "Approximate next launch time") || strings.Contains(run.Stdout, "Monitoring evaluation") {
 		t.Errorf("job run of a periodic job should print the next launch and monitor nothing:\n%s", run)
 	}
 	var evals []evaluation
-	a.mustGet("/v1/job/tick/evaluations", &evals)
+	a.MustGet("/v1/job/tick/evaluations", &evals)
 	if len(evals) != 0 {
 		t.Errorf("registering a periodic job created evaluations: %+v", evals)
 	}
 
-	force := a.mustCLI("job", "periodic", "force", "tick")
+	force := a.MustCLI("job", "periodic", "force", "tick")
 	m := regexp.MustCompile(`Evaluation triggered by job "(tick/periodic-\d+)"`).FindStringSubmatch(force.Stdout)
 	if m == nil {
 		t.Fatalf("periodic force did not monitor a child's evaluation:\n%s", force)
@@ -33,7 +35,7 @@ func TestPeriodicForce(t *testing.T) {
 	child := m[1]
 
 	var kids []jobStub
-	a.mustGet("/v1/jobs?prefix=tick/", &kids)
+	a.MustGet("/v1/jobs?prefix=tick/", &kids)
 	found := false
 	for _, k := range kids {
 		found = found || (k.ID == child && k.ParentID == "tick" && k.Type == "sysbatch")
@@ -43,7 +45,7 @@ func TestPeriodicForce(t *testing.T) {
 	}
 	a.waitJobDead(child)
 
-	status := a.mustCLI("job", "status", "tick")
+	status := a.MustCLI("job", "status", "tick")
 	if !strings.Contains(status.Stdout, child) {
 		t.Errorf("job status tick does not list child %s:\n%s", child, status)
 	}
@@ -56,13 +58,13 @@ func TestDispatch(t *testing.T) {
 	t.Parallel()
 	a := startAgent(t)
 
-	run := a.mustCLI("job", "run", exampleJob("dispatch.hcl"))
+	run := a.MustCLI("job", "run", exampleJob("dispatch.hcl"))
 	if strings.Contains(run.Stdout, "Monitoring evaluation") {
 		t.Errorf("job run of a parameterized job should monitor nothing:\n%s", run)
 	}
 
 	const text = "payload written by the e2e test"
-	d := a.mustCLI("job", "dispatch", "-meta", "name=e2e", "greet", writeFile(t, "input.txt", text+"\n"))
+	d := a.MustCLI("job", "dispatch", "-meta", "name=e2e", "greet", harness.WriteFile(t, "input.txt", text+"\n"))
 	child, _ := kvField(d.Stdout, "Dispatched Job ID")
 	if !regexp.MustCompile(`^greet/dispatch-\d+-[0-9a-f]{8}$`).MatchString(child) {
 		t.Fatalf("dispatched job ID %q; output:\n%s", child, d)
@@ -70,7 +72,7 @@ func TestDispatch(t *testing.T) {
 	allocs := a.waitJobDead(child)
 
 	var j job
-	a.mustGet("/v1/job/"+escape(child), &j)
+	a.MustGet("/v1/job/"+harness.Escape(child), &j)
 	// As in Nomad, the child keeps its payload snappy-compressed.
 	payload, err := snappy.Decode(nil, j.Payload)
 	if err != nil {
@@ -79,12 +81,12 @@ func TestDispatch(t *testing.T) {
 	if j.ParentID != "greet" || j.Meta["name"] != "e2e" || strings.TrimSpace(string(payload)) != text {
 		t.Errorf("child job = parent %q, meta %v, payload %q", j.ParentID, j.Meta, payload)
 	}
-	logs := a.mustCLI("alloc", "logs", allocs[0].ID)
+	logs := a.MustCLI("alloc", "logs", allocs[0].ID)
 	if !strings.Contains(logs.Stdout, "hello e2e") || !strings.Contains(logs.Stdout, text) {
 		t.Errorf("alloc logs should greet e2e and echo the payload:\n%s", logs)
 	}
 
-	big := writeFile(t, "big.txt", strings.Repeat("x", 16*1024+1))
+	big := harness.WriteFile(t, "big.txt", strings.Repeat("x", 16*1024+1))
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -94,7 +96,7 @@ func TestDispatch(t *testing.T) {
 		{"payload over 16 KiB", []string{"job", "dispatch", "-meta", "name=big", "greet", big}, []string{"exceeds maximum size", "16384"}},
 	} {
 		// Not subtests: the agent's helpers fail the test that owns it.
-		res := a.cli(tc.args...)
+		res := a.CLI(tc.args...)
 		if res.Code == 0 {
 			t.Errorf("%s: dispatch was accepted: %s", tc.name, res)
 			continue
@@ -107,7 +109,7 @@ func TestDispatch(t *testing.T) {
 	}
 
 	var kids []jobStub
-	a.mustGet("/v1/jobs?prefix=greet/", &kids)
+	a.MustGet("/v1/jobs?prefix=greet/", &kids)
 	if len(kids) != 1 || kids[0].ID != child {
 		t.Errorf("refused dispatches created jobs; children = %s", fmt.Sprint(kids))
 	}

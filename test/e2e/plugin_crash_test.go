@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"syscall"
 	"testing"
+
+	"github.com/drover-org/drover/test/internal/harness"
 )
 
 // The sysbatch scheduler plugin is killed while evaluations for it are
@@ -14,9 +16,9 @@ import (
 func TestSchedulerPluginKilledWhileEvalsQueued(t *testing.T) {
 	t.Parallel()
 	a := startAgent(t)
-	before, ok := childPlugin(a.PID(), "scheduler-sysbatch")
+	before, ok := harness.ChildPlugin(a.PID(), "scheduler-sysbatch")
 	if !ok {
-		t.Fatalf("no scheduler-sysbatch plugin under agent %d: %v", a.PID(), descendants(a.PID()))
+		t.Fatalf("no scheduler-sysbatch plugin under agent %d: %v", a.PID(), harness.Descendants(a.PID()))
 	}
 
 	// Parse first, so that the registrations follow each other closely.
@@ -25,12 +27,12 @@ func TestSchedulerPluginKilledWhileEvalsQueued(t *testing.T) {
 	bodies := make([]json.RawMessage, n)
 	for i := range n {
 		ids[i] = fmt.Sprintf("e2e-crash-%02d", i)
-		bodies[i] = a.parseJob(fmt.Sprintf(trueJob, ids[i]))
+		bodies[i] = a.ParseJob(fmt.Sprintf(trueJob, ids[i]))
 	}
 	evalIDs := make([]string, n)
 	for i := range n {
 		var resp registerResponse
-		a.mustWrite(http.MethodPut, "/v1/jobs", map[string]any{"Job": bodies[i]}, &resp)
+		a.MustWrite(http.MethodPut, "/v1/jobs", map[string]any{"Job": bodies[i]}, &resp)
 		if resp.EvalID == "" {
 			t.Fatalf("registering %s created no evaluation", ids[i])
 		}
@@ -42,15 +44,15 @@ func TestSchedulerPluginKilledWhileEvalsQueued(t *testing.T) {
 		}
 	}
 
-	waitFor(t, waitTimeout, "the plugin to come back", func() (bool, string) {
-		p, ok := childPlugin(a.PID(), "scheduler-sysbatch")
+	harness.WaitFor(t, waitTimeout, "the plugin to come back", func() (bool, string) {
+		p, ok := harness.ChildPlugin(a.PID(), "scheduler-sysbatch")
 		return ok && p.PID != before.PID, fmt.Sprintf("plugin: %v (killed %d)", p, before.PID)
 	})
 
 	for i, evalID := range evalIDs {
-		waitFor(t, waitTimeout, "eval "+evalID+" of "+ids[i]+" to complete", func() (bool, string) {
+		harness.WaitFor(t, waitTimeout, "eval "+evalID+" of "+ids[i]+" to complete", func() (bool, string) {
 			var e evaluation
-			a.mustGet("/v1/evaluation/"+evalID, &e)
+			a.MustGet("/v1/evaluation/"+evalID, &e)
 			if e.Status == "failed" || e.Status == "canceled" {
 				t.Fatalf("eval %s of %s ended %s: %s", evalID, ids[i], e.Status, e.StatusDescription)
 			}
@@ -63,7 +65,7 @@ func TestSchedulerPluginKilledWhileEvalsQueued(t *testing.T) {
 			t.Errorf("job %s has %d allocations; want exactly one: %+v", id, len(allocs), allocs)
 		}
 		var evals []evaluation
-		a.mustGet("/v1/job/"+id+"/evaluations", &evals)
+		a.MustGet("/v1/job/"+id+"/evaluations", &evals)
 		for _, e := range evals {
 			if e.Status != "complete" {
 				t.Errorf("job %s has eval %s %s (%s)", id, e.ID, e.Status, e.StatusDescription)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/drover-org/drover/test/internal/harness"
 )
 
 // A system job's task is killed behind the agent's back: the client restarts
@@ -19,11 +21,11 @@ func TestSystemTaskKilledIsRestarted(t *testing.T) {
 	t.Parallel()
 	a := startAgent(t)
 	const id = "e2e-sleeper"
-	a.mustCLI("job", "run", writeFile(t, "sleeper.hcl", fmt.Sprintf(sleeperJob, id)))
+	a.MustCLI("job", "run", harness.WriteFile(t, "sleeper.hcl", fmt.Sprintf(sleeperJob, id)))
 
 	var al alloc
-	waitFor(t, waitTimeout, "the system alloc to run", func() (bool, string) {
-		allocs := a.allocsOf(id)
+	harness.WaitFor(t, waitTimeout, "the system alloc to run", func() (bool, string) {
+		allocs := a.AllocsOf(id)
 		if len(allocs) != 1 || allocs[0].ClientStatus != "running" {
 			return false, fmt.Sprintf("%+v", allocs)
 		}
@@ -42,14 +44,14 @@ func TestSystemTaskKilledIsRestarted(t *testing.T) {
 		if err != nil {
 			return 0, fmt.Sprintf("pid file %q: %v", b, err)
 		}
-		p, ok := readProc(pid)
-		if !ok || !p.alive() || p.Cmd != "sleep 3600" {
+		p, ok := harness.ReadProc(pid)
+		if !ok || !p.Alive() || p.Cmd != "sleep 3600" {
 			return 0, fmt.Sprintf("pid %d is not a running `sleep 3600` (%+v)", pid, p)
 		}
 		return pid, ""
 	}
 	var first int
-	waitFor(t, waitTimeout, "the task to record its pid", func() (bool, string) {
+	harness.WaitFor(t, waitTimeout, "the task to record its pid", func() (bool, string) {
 		pid, why := taskPID()
 		first = pid
 		return pid != 0, why
@@ -59,14 +61,14 @@ func TestSystemTaskKilledIsRestarted(t *testing.T) {
 		t.Fatalf("kill task %d: %v", first, err)
 	}
 	var second int
-	waitFor(t, waitTimeout, "a new task process", func() (bool, string) {
+	harness.WaitFor(t, waitTimeout, "a new task process", func() (bool, string) {
 		pid, why := taskPID()
 		second = pid
 		return pid != 0 && pid != first, fmt.Sprintf("pid %d; %s", pid, why)
 	})
-	waitFor(t, waitTimeout, "the restart to show in the task state", func() (bool, string) {
+	harness.WaitFor(t, waitTimeout, "the restart to show in the task state", func() (bool, string) {
 		var got alloc
-		a.mustGet("/v1/allocation/"+al.ID, &got)
+		a.MustGet("/v1/allocation/"+al.ID, &got)
 		ts := got.TaskStates["sleep"]
 		if ts == nil {
 			return false, fmt.Sprintf("no task state: %+v", got)
@@ -77,30 +79,30 @@ func TestSystemTaskKilledIsRestarted(t *testing.T) {
 	// The harness finds tasks by their cwd and shims through their tasks;
 	// check that it sees this task and the shim that runs it.
 	var sawTask, sawShim bool
-	for _, p := range procsUnder(a.DataDir) {
+	for _, p := range harness.ProcsUnder(a.DataDir, droverBin) {
 		sawTask = sawTask || p.PID == second
-		sawShim = sawShim || isShim(p)
+		sawShim = sawShim || harness.IsShim(p, droverBin)
 	}
 	if !sawTask || !sawShim {
 		t.Errorf("processes under the data dir: task found %v, shim found %v", sawTask, sawShim)
 	}
-	if allocs := a.allocsOf(id); len(allocs) != 1 || allocs[0].ID != al.ID {
+	if allocs := a.AllocsOf(id); len(allocs) != 1 || allocs[0].ID != al.ID {
 		t.Errorf("a restart within policy must keep the allocation; allocs = %+v", allocs)
 	}
 
-	a.mustCLI("job", "stop", id)
-	waitFor(t, waitTimeout, "the alloc to be stopped and complete", func() (bool, string) {
+	a.MustCLI("job", "stop", id)
+	harness.WaitFor(t, waitTimeout, "the alloc to be stopped and complete", func() (bool, string) {
 		var got alloc
-		a.mustGet("/v1/allocation/"+al.ID, &got)
+		a.MustGet("/v1/allocation/"+al.ID, &got)
 		return got.DesiredStatus == "stop" && got.ClientStatus == "complete",
 			fmt.Sprintf("desired %s, client %s", got.DesiredStatus, got.ClientStatus)
 	})
-	waitFor(t, waitTimeout, "the task process to end", func() (bool, string) {
-		return !pidAlive(second), fmt.Sprintf("pid %d alive", second)
+	harness.WaitFor(t, waitTimeout, "the task process to end", func() (bool, string) {
+		return !harness.PIDAlive(second), fmt.Sprintf("pid %d alive", second)
 	})
 
-	a.mustCLI("job", "stop", "-purge", id)
-	if status, err := a.do(http.MethodGet, "/v1/job/"+id, nil, nil); err != nil || status != http.StatusNotFound {
+	a.MustCLI("job", "stop", "-purge", id)
+	if status, err := a.Do(http.MethodGet, "/v1/job/"+id, nil, nil); err != nil || status != http.StatusNotFound {
 		t.Errorf("GET /v1/job/%s after purge: status %d, %v; want 404", id, status, err)
 	}
 }
@@ -111,13 +113,13 @@ func TestDevAgentShutdownStopsTasks(t *testing.T) {
 	t.Parallel()
 	a := startAgent(t)
 	const id = "e2e-orphan"
-	a.mustCLI("job", "run", writeFile(t, "sleeper.hcl", fmt.Sprintf(sleeperJob, id)))
-	waitFor(t, waitTimeout, "the task to run", func() (bool, string) {
-		allocs := a.allocsOf(id)
+	a.MustCLI("job", "run", harness.WriteFile(t, "sleeper.hcl", fmt.Sprintf(sleeperJob, id)))
+	harness.WaitFor(t, waitTimeout, "the task to run", func() (bool, string) {
+		allocs := a.AllocsOf(id)
 		return len(allocs) == 1 && allocs[0].TaskStates["sleep"] != nil && allocs[0].TaskStates["sleep"].State == "running",
 			fmt.Sprintf("%+v", allocs)
 	})
-	if ps := procsUnder(a.DataDir); len(ps) == 0 {
+	if ps := harness.ProcsUnder(a.DataDir, droverBin); len(ps) == 0 {
 		t.Fatal("the running task is not found under the data dir")
 	}
 

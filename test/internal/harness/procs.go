@@ -1,4 +1,4 @@
-package e2e
+package harness
 
 import (
 	"bytes"
@@ -10,9 +10,9 @@ import (
 	"syscall"
 )
 
-// proc is one process, known by pid and start time together so that a
+// Proc is one process, known by pid and start time together so that a
 // recycled pid is never taken for the process it replaced.
-type proc struct {
+type Proc struct {
 	PID   int
 	PPID  int
 	Start uint64 // clock ticks after boot: field 22 of /proc/<pid>/stat
@@ -20,23 +20,23 @@ type proc struct {
 	Cmd   string // the command line, arguments joined by spaces
 }
 
-func (p proc) String() string { return fmt.Sprintf("%d (%s)", p.PID, p.Cmd) }
+func (p Proc) String() string { return fmt.Sprintf("%d (%s)", p.PID, p.Cmd) }
 
-// readProc reads /proc/<pid>; ok is false when there is no such process.
-func readProc(pid int) (p proc, ok bool) {
+// ReadProc reads /proc/<pid>; ok is false when there is no such process.
+func ReadProc(pid int) (p Proc, ok bool) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return proc{}, false
+		return Proc{}, false
 	}
 	// The command name is in parentheses and may itself hold spaces and
 	// parentheses; the fields after the last ')' are plain.
 	end := bytes.LastIndexByte(b, ')')
 	if end < 0 {
-		return proc{}, false
+		return Proc{}, false
 	}
 	f := strings.Fields(string(b[end+1:]))
 	if len(f) < 20 {
-		return proc{}, false
+		return Proc{}, false
 	}
 	p.PID = pid
 	p.State = f[0][0]
@@ -47,43 +47,43 @@ func readProc(pid int) (p proc, ok bool) {
 	return p, true
 }
 
-// listProcs is every process on the machine.
-func listProcs() []proc {
+// ListProcs is every process on the machine.
+func ListProcs() []Proc {
 	ents, _ := os.ReadDir("/proc")
-	var out []proc
+	var out []Proc
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		if p, ok := readProc(pid); ok {
+		if p, ok := ReadProc(pid); ok {
 			out = append(out, p)
 		}
 	}
 	return out
 }
 
-// alive reports whether p still runs: same pid, same start, not a zombie.
+// Alive reports whether p still runs: same pid, same start, not a zombie.
 // A zombie has finished; only its exit status waits for its parent.
-func (p proc) alive() bool {
-	now, ok := readProc(p.PID)
+func (p Proc) Alive() bool {
+	now, ok := ReadProc(p.PID)
 	return ok && now.Start == p.Start && now.State != 'Z' && now.State != 'X'
 }
 
-// pidAlive is alive for a bare pid (e.g. one a task wrote to a file).
-func pidAlive(pid int) bool {
-	p, ok := readProc(pid)
-	return ok && p.alive()
+// PIDAlive is Alive for a bare pid (e.g. one a task wrote to a file).
+func PIDAlive(pid int) bool {
+	p, ok := ReadProc(pid)
+	return ok && p.Alive()
 }
 
-// descendants lists the processes below root (children, their children, …).
-func descendants(root int) []proc {
-	all := listProcs()
-	children := map[int][]proc{}
+// Descendants lists the processes below root (children, their children, …).
+func Descendants(root int) []Proc {
+	all := ListProcs()
+	children := map[int][]Proc{}
 	for _, p := range all {
 		children[p.PPID] = append(children[p.PPID], p)
 	}
-	var out []proc
+	var out []Proc
 	queue := []int{root}
 	for len(queue) > 0 {
 		pid := queue[0]
@@ -96,34 +96,34 @@ func descendants(root int) []proc {
 	return out
 }
 
-// childPlugin finds the agent's `drover plugin <name>` process. The raw_exec
+// ChildPlugin finds the agent's `drover plugin <name>` process. The raw_exec
 // shims run the same command line, but they are the driver plugin's
 // children, never the agent's.
-func childPlugin(agentPID int, name string) (proc, bool) {
-	for _, p := range listProcs() {
-		if p.PPID == agentPID && p.alive() && strings.HasSuffix(p.Cmd, " plugin "+name) {
+func ChildPlugin(agentPID int, name string) (Proc, bool) {
+	for _, p := range ListProcs() {
+		if p.PPID == agentPID && p.Alive() && strings.HasSuffix(p.Cmd, " plugin "+name) {
 			return p, true
 		}
 	}
-	return proc{}, false
+	return Proc{}, false
 }
 
-// procsUnder lists the processes that belong to a data dir: tasks (their
+// ProcsUnder lists the processes that belong to a data dir: tasks (their
 // cwd is in <dir>/alloc/…), anything naming the dir on its command line,
-// and the raw_exec shims that are the parents of those tasks. A shim runs
-// with cwd "/" and the plugin's command line, so it is only found through
-// its task.
-func procsUnder(dir string) []proc {
-	var out []proc
+// and the raw_exec shims of bin that are the parents of those tasks. A shim
+// runs with cwd "/" and the plugin's command line, so it is only found
+// through its task.
+func ProcsUnder(dir, bin string) []Proc {
+	var out []Proc
 	seen := map[int]bool{}
-	add := func(p proc) {
+	add := func(p Proc) {
 		if !seen[p.PID] {
 			seen[p.PID] = true
 			out = append(out, p)
 		}
 	}
-	for _, p := range listProcs() {
-		if !p.alive() {
+	for _, p := range ListProcs() {
+		if !p.Alive() {
 			continue
 		}
 		cwd, _ := os.Readlink(fmt.Sprintf("/proc/%d/cwd", p.PID))
@@ -131,8 +131,21 @@ func procsUnder(dir string) []proc {
 			continue
 		}
 		add(p)
-		if parent, ok := readProc(p.PPID); ok && isShim(parent) {
+		if parent, ok := ReadProc(p.PPID); ok && IsShim(parent, bin) {
 			add(parent)
+		}
+	}
+	return out
+}
+
+// ProcsOf lists the live processes that run bin: agents, plugins and shims
+// started from it. A suite builds its own binary in a temp dir of its own,
+// so these are exactly the processes that suite started (or left).
+func ProcsOf(bin string) []Proc {
+	var out []Proc
+	for _, p := range ListProcs() {
+		if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", p.PID)); exe == bin && p.Alive() {
+			out = append(out, p)
 		}
 	}
 	return out
@@ -142,23 +155,23 @@ func within(path, dir string) bool {
 	return path == dir || strings.HasPrefix(path, dir+string(filepath.Separator))
 }
 
-// isShim reports whether p is a raw_exec task shim of the binary under test.
-func isShim(p proc) bool {
+// IsShim reports whether p is a raw_exec task shim of bin.
+func IsShim(p Proc, bin string) bool {
 	exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", p.PID))
-	if exe != droverBin {
+	if exe != bin {
 		return false
 	}
 	env, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", p.PID))
 	return bytes.Contains(env, []byte("DROVER_RAWEXEC_SHIM=1"))
 }
 
-// killAll SIGKILLs the processes that still run, and the process group of
+// KillAll SIGKILLs the processes that still run, and the process group of
 // each that leads one (a task is its session's leader, and a shell task's
 // children are in its group).
-func killAll(ps []proc) {
+func KillAll(ps []Proc) {
 	own := syscall.Getpgrp()
 	for _, p := range ps {
-		if !p.alive() {
+		if !p.Alive() {
 			continue
 		}
 		if pgid, err := syscall.Getpgid(p.PID); err == nil && pgid == p.PID && pgid != own {
@@ -168,13 +181,23 @@ func killAll(ps []proc) {
 	}
 }
 
-// stillAlive filters ps down to the processes that still run.
-func stillAlive(ps []proc) []proc {
-	var out []proc
+// StillAlive filters ps down to the processes that still run.
+func StillAlive(ps []Proc) []Proc {
+	var out []Proc
 	for _, p := range ps {
-		if p.alive() {
+		if p.Alive() {
 			out = append(out, p)
 		}
 	}
 	return out
+}
+
+// ContainsPID reports whether ps holds a process with that pid.
+func ContainsPID(ps []Proc, pid int) bool {
+	for _, p := range ps {
+		if p.PID == pid {
+			return true
+		}
+	}
+	return false
 }
