@@ -320,6 +320,17 @@ func (s *Server) leaderReady() bool {
 // entries still queued for the FSM without responding to their futures), so
 // a loop waiting on one would hang Shutdown for good.
 func (s *Server) Shutdown() error {
+	// A leader that stops on purpose hands leadership over first, so the
+	// cluster is not without a leader for an election timeout.
+	if s.IsLeader() && !s.cfg.DevMode {
+		if f := s.raft.GetConfiguration(); f.Error() == nil && len(f.Configuration().Servers) > 1 {
+			if err := s.raft.LeadershipTransfer().Error(); err != nil {
+				s.logger.Warn("leadership transfer before shutdown failed", "error", err)
+			} else {
+				s.logger.Info("leadership transferred before shutdown")
+			}
+		}
+	}
 	s.shutdownCancel()
 	s.revokeLeadership()
 	s.wg.Wait()
