@@ -165,6 +165,15 @@ func New(cfg *Config, opts Options) (a *Agent, err error) {
 		if cfg.Server.HeartbeatGrace != "" {
 			scfg.HeartbeatGrace, _ = time.ParseDuration(cfg.Server.HeartbeatGrace)
 		}
+		if cfg.Server.RaftSnapshotThreshold > 0 {
+			scfg.SnapshotThreshold = uint64(cfg.Server.RaftSnapshotThreshold)
+		}
+		if cfg.Server.RaftTrailingLogs > 0 {
+			scfg.TrailingLogs = uint64(cfg.Server.RaftTrailingLogs)
+		}
+		if cfg.Server.RaftSnapshotInterval != "" {
+			scfg.SnapshotInterval, _ = time.ParseDuration(cfg.Server.RaftSnapshotInterval)
+		}
 		if cfg.Server.MinHeartbeatTTL != "" && scfg.HeartbeatTTL == 0 {
 			scfg.HeartbeatTTL, _ = time.ParseDuration(cfg.Server.MinHeartbeatTTL)
 		}

@@ -68,13 +68,16 @@ type ServerJoin struct {
 
 // ServerConfig is the `server { … }` block.
 type ServerConfig struct {
-	Enabled         bool        `hcl:"enabled,optional"`
-	BootstrapExpect int         `hcl:"bootstrap_expect,optional"`
-	ServerJoin      *ServerJoin `hcl:"server_join,block"`
-	NumSchedulers   int         `hcl:"num_schedulers,optional"`
-	HeartbeatGrace  string      `hcl:"heartbeat_grace,optional"`
-	MinHeartbeatTTL string      `hcl:"min_heartbeat_ttl,optional"`
-	EnabledDrivers  []string    `hcl:"enabled_drivers,optional"`
+	Enabled               bool        `hcl:"enabled,optional"`
+	BootstrapExpect       int         `hcl:"bootstrap_expect,optional"`
+	ServerJoin            *ServerJoin `hcl:"server_join,block"`
+	NumSchedulers         int         `hcl:"num_schedulers,optional"`
+	HeartbeatGrace        string      `hcl:"heartbeat_grace,optional"`
+	MinHeartbeatTTL       string      `hcl:"min_heartbeat_ttl,optional"`
+	RaftSnapshotThreshold int         `hcl:"raft_snapshot_threshold,optional"`
+	RaftSnapshotInterval  string      `hcl:"raft_snapshot_interval,optional"`
+	RaftTrailingLogs      int         `hcl:"raft_trailing_logs,optional"`
+	EnabledDrivers        []string    `hcl:"enabled_drivers,optional"`
 }
 
 // ClientConfig is the `client { … }` block.
@@ -230,7 +233,7 @@ func (c *Config) validate() error {
 		return fmt.Errorf("data_dir: required outside -dev mode")
 	}
 	if serverOn {
-		for name, v := range map[string]string{"heartbeat_grace": c.Server.HeartbeatGrace, "min_heartbeat_ttl": c.Server.MinHeartbeatTTL} {
+		for name, v := range map[string]string{"heartbeat_grace": c.Server.HeartbeatGrace, "min_heartbeat_ttl": c.Server.MinHeartbeatTTL, "raft_snapshot_interval": c.Server.RaftSnapshotInterval} {
 			if v == "" {
 				continue
 			}

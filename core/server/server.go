@@ -65,6 +65,9 @@ type Config struct {
 	// SnapshotThreshold and SnapshotInterval tune Raft log compaction.
 	SnapshotThreshold uint64
 	SnapshotInterval  time.Duration
+	// TrailingLogs is how many entries a snapshot leaves in the log; a
+	// follower further behind catches up by installing the snapshot.
+	TrailingLogs uint64
 	// Now is the clock, for tests of periodic jobs.
 	Now func() time.Time
 
@@ -180,6 +183,9 @@ func (s *Server) setupRaft() error {
 	}
 	if s.cfg.SnapshotThreshold > 0 {
 		rc.SnapshotThreshold = s.cfg.SnapshotThreshold
+	}
+	if s.cfg.TrailingLogs > 0 {
+		rc.TrailingLogs = s.cfg.TrailingLogs
 	}
 	if s.cfg.SnapshotInterval > 0 {
 		rc.SnapshotInterval = s.cfg.SnapshotInterval

@@ -41,6 +41,8 @@ type options struct {
 	// and heartbeat_grace: a node is down this long (both added) after
 	// its last heartbeat. Short by default so that a lost node shows fast.
 	heartbeatTTL, heartbeatGrace string
+	// serverExtra is added verbatim to every server's `server` block.
+	serverExtra string
 }
 
 func (o options) withDefaults() options {
@@ -181,13 +183,13 @@ func (a *agent) writeConfig(join []string, opts options) error {
   bootstrap_expect  = 3
   min_heartbeat_ttl = %q
   heartbeat_grace   = %q
-
+%s
   server_join {
     retry_join     = %s
     retry_interval = "200ms"
   }
 }
-`, opts.heartbeatTTL, opts.heartbeatGrace, list)
+`, opts.heartbeatTTL, opts.heartbeatGrace, opts.serverExtra, list)
 	} else {
 		fmt.Fprintf(&b, "ports {\n  http = %d\n}\n\nclient {\n  enabled = true\n  servers = %s\n}\n", a.HTTPPort, list)
 	}

@@ -1,0 +1,55 @@
+package cluster
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A follower that was down while the leader compacted its log past the
+// follower's last entry catches up by installing the leader's snapshot,
+// and then holds every job. Raft snapshots every few entries here so the
+// compaction happens within the test.
+func TestFollowerCatchesUpFromSnapshot(t *testing.T) {
+	c := newCluster(t, options{clients: 1, serverExtra: `
+  raft_snapshot_threshold = 8
+  raft_snapshot_interval  = "100ms"
+  raft_trailing_logs      = 4
+`})
+	node := c.nodeID(c.clients[0])
+	l := c.leader()
+	down := c.followers(l)[0]
+	down.crash()
+
+	var ids []string
+	for i := range 12 {
+		id := fmt.Sprintf("while-down-%d", i)
+		register(l, fmt.Sprintf(trueJob, id))
+		ids = append(ids, id)
+	}
+	for _, id := range ids {
+		c.waitSysbatchDone(l, id, []string{node})
+	}
+
+	down.restart()
+	c.waitRejoined(down)
+	log := filepath.Join(c.dir, "logs", fmt.Sprintf("%s-run%d.log", down.Name, down.runs))
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "Installed remote snapshot") {
+		t.Fatalf("%s caught up without installing a snapshot (log %s)", down, log)
+	}
+	jobs, err := jobIndexes(down, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		if _, ok := jobs[id]; !ok {
+			t.Errorf("job %s is missing on %s after it installed the snapshot", id, down)
+		}
+	}
+}
