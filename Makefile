@@ -16,7 +16,8 @@ demo: build
 	./scripts/demo.sh
 
 bench: build
-	$(GO) test -run '^$$' -bench . -benchtime 5x -timeout 30m ./bench/...
+	$(GO) test -run '^$$' -bench 'Sysbatch|DevAgent|JobRun|ClusterFailover|ClusterPlan' -benchtime 5x -timeout 30m ./bench/...
+	$(GO) test -run '^$$' -bench 'ClusterCatchUp' -benchtime 1x -timeout 30m ./bench/...
 
 # Regenerate protobuf code (needs protoc, protoc-gen-go, protoc-gen-go-grpc).
 proto:

@@ -318,7 +318,7 @@ func (a *Agent) Shutdown() {
 		}
 	}
 	if a.server != nil {
-		if err := a.server.Shutdown(); err != nil {
+		if err := a.server.Leave(); err != nil {
 			a.logger.Warn("server shutdown", "error", err)
 		}
 	}

@@ -325,9 +325,10 @@ func (s *Server) leaderReady() bool {
 // when Raft shuts down may never be answered (hashicorp/raft drops committed
 // entries still queued for the FSM without responding to their futures), so
 // a loop waiting on one would hang Shutdown for good.
-func (s *Server) Shutdown() error {
-	// A leader that stops on purpose hands leadership over first, so the
-	// cluster is not without a leader for an election timeout.
+// Leave stops a server on purpose: a leader first hands leadership to
+// another server, so the cluster is not without a leader for an election
+// timeout. Then it shuts down.
+func (s *Server) Leave() error {
 	if s.IsLeader() && !s.cfg.DevMode {
 		if f := s.raft.GetConfiguration(); f.Error() == nil && len(f.Configuration().Servers) > 1 {
 			if err := s.raft.LeadershipTransfer().Error(); err != nil {
@@ -337,6 +338,12 @@ func (s *Server) Shutdown() error {
 			}
 		}
 	}
+	return s.Shutdown()
+}
+
+// Shutdown stops every loop and closes Raft at once, as a crash would look
+// to the other servers.
+func (s *Server) Shutdown() error {
 	s.shutdownCancel()
 	s.revokeLeadership()
 	s.wg.Wait()
