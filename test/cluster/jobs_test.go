@@ -41,26 +41,7 @@ const sleeperJob = `job %q {
 `
 
 // trueJob is the smallest sysbatch job: one /bin/true per node.
-const trueJob = `job %q {
-  type        = "sysbatch"
-  datacenters = ["*"]
-
-  group "g" {
-    task "t" {
-      driver = "raw_exec"
-
-      config {
-        command = "/bin/true"
-      }
-
-      resources {
-        cpu    = 20
-        memory = 16
-      }
-    }
-  }
-}
-`
+const trueJob = harness.TrueJob
 
 // sleepBatchJob is a sysbatch job whose task runs for 30s on every node.
 const sleepBatchJob = `job %q {

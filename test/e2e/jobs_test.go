@@ -1,5 +1,7 @@
 package e2e
 
+import "github.com/drover-org/drover/test/internal/harness"
+
 // Job files the tests write. Each test formats in a job ID of its own.
 
 // sleeperJob is a system job whose task writes its pid to the shared alloc
@@ -38,23 +40,4 @@ const sleeperJob = `job %q {
 `
 
 // trueJob is the smallest sysbatch job: one /bin/true per node.
-const trueJob = `job %q {
-  type        = "sysbatch"
-  datacenters = ["*"]
-
-  group "g" {
-    task "t" {
-      driver = "raw_exec"
-
-      config {
-        command = "/bin/true"
-      }
-
-      resources {
-        cpu    = 20
-        memory = 16
-      }
-    }
-  }
-}
-`
+const trueJob = harness.TrueJob
