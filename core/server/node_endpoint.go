@@ -184,7 +184,9 @@ func (s *Server) UpdateAllocs(ctx context.Context, nodeID, secretID string, allo
 		if cur == nil || cur.Stop {
 			continue
 		}
-		ev := s.newEval(cur, structs.EvalTriggerRetryFailedAlloc)
+		// failed-follow-up is a trigger every node scheduler handles
+		// (alloc-failure is the generic scheduler's).
+		ev := s.newEval(cur, structs.EvalTriggerFailedFollowUp)
 		ev.JobModifyIndex = cur.JobModifyIndex
 		ev.NodeID = nodeID
 		evals = append(evals, ev)
