@@ -245,7 +245,7 @@ func New(cfg *Config, opts Options) (a *Agent, err error) {
 		}
 	}
 
-	hcfg := httpapi.Config{Logger: logger.Named("http"), AgentSelf: a.self, NodeName: cfg.NodeName}
+	hcfg := httpapi.Config{Logger: logger.Named("http"), AgentSelf: a.self, NodeName: cfg.NodeName, ReloadPlugins: a.ReloadPlugins}
 	if a.server != nil {
 		hcfg.Server = clusterServer{a.server}
 	}

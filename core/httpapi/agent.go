@@ -9,6 +9,20 @@ import (
 // Agent and status endpoints: facts about this agent and the cluster that
 // do not come from the state store.
 
+// agentReloadPlugins swaps every plugin of this agent for a fresh process
+// of its (possibly new) binary without dropping work.
+func (s *HTTPServer) agentReloadPlugins(w http.ResponseWriter, r *http.Request) {
+	if s.reload == nil {
+		writeText(w, http.StatusNotImplemented, "this agent cannot reload plugins")
+		return
+	}
+	if err := s.reload(r.Context()); err != nil {
+		s.writeError(w, err)
+		return
+	}
+	writeJSON(w, r, http.StatusOK, map[string]bool{"Reloaded": true})
+}
+
 func (s *HTTPServer) agentSelf(w http.ResponseWriter, r *http.Request) {
 	if s.self != nil {
 		writeJSON(w, r, http.StatusOK, s.self())

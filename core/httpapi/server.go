@@ -83,6 +83,9 @@ type Config struct {
 	// /v1/agent/members; empty, the leader names itself and a follower
 	// leaves it blank.
 	NodeName string
+	// ReloadPlugins re-launches every plugin of this agent from its binary
+	// (PUT /v1/agent/plugins/reload), as SIGHUP does; nil answers 501.
+	ReloadPlugins func(ctx context.Context) error
 }
 
 // HTTPServer serves the v1 API.
@@ -91,6 +94,7 @@ type HTTPServer struct {
 	client ClientAPI
 	logger hclog.Logger
 	self   func() any
+	reload func(ctx context.Context) error
 	// nodeName is Config.NodeName.
 	nodeName string
 	handler  http.Handler
@@ -120,6 +124,7 @@ func New(cfg Config) *HTTPServer {
 		client: cfg.Client,
 		logger: logger.Named("http"),
 		self:   cfg.AgentSelf,
+		reload: cfg.ReloadPlugins,
 
 		nodeName: cfg.NodeName,
 	}
@@ -207,6 +212,8 @@ func (s *HTTPServer) routes() http.Handler {
 	mux.HandleFunc("GET /v1/client/fs/logs/{alloc}", s.allocLogs)
 
 	mux.HandleFunc("GET /v1/agent/self", s.agentSelf)
+	mux.HandleFunc("PUT /v1/agent/plugins/reload", s.agentReloadPlugins)
+	mux.HandleFunc("POST /v1/agent/plugins/reload", s.agentReloadPlugins)
 	mux.HandleFunc("GET /v1/status/leader", s.statusLeader)
 	mux.HandleFunc("GET /v1/status/peers", s.statusPeers)
 	mux.HandleFunc("GET /v1/regions", s.regions)
