@@ -142,6 +142,7 @@ func (m *managed) launch(ctx context.Context) (*instance, error) {
 	cmd := exec.Command(m.path, m.args...)
 	// Built after os.Environ so a plugin's own Env wins on duplicates.
 	cmd.Env = append(os.Environ(), m.env...)
+	dieWithHost(cmd)
 	plugins := plugin.PluginSet{exitKind: exitWatch{}}
 	for k, spec := range m.h.kinds {
 		plugins[k] = spec.Plugin
