@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -388,4 +387,3 @@ func (r schedRouter) Lookup(t string) (scheduler.Scheduler, int, error) {
 
 func (r schedRouter) ServedTypes() []string { return r.set.ServedTypes() }
 
-var _ = errors.New
