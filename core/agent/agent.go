@@ -386,4 +386,3 @@ func (r schedRouter) Lookup(t string) (scheduler.Scheduler, int, error) {
 }
 
 func (r schedRouter) ServedTypes() []string { return r.set.ServedTypes() }
-
