@@ -246,7 +246,7 @@ func New(cfg *Config, opts Options) (a *Agent, err error) {
 
 	hcfg := httpapi.Config{Logger: logger.Named("http"), AgentSelf: a.self, NodeName: cfg.NodeName, ReloadPlugins: a.ReloadPlugins}
 	if a.server != nil {
-		hcfg.Server = clusterServer{a.server}
+		hcfg.Server = &clusterServer{Server: a.server}
 	}
 	if a.client != nil {
 		hcfg.Client = a.client

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/drover-org/drover/core/httpapi"
@@ -13,12 +14,20 @@ import (
 
 // clusterServer adapts a server to the HTTP API's optional Cluster
 // interface (members, raft peers, leader forwarding of reads).
-type clusterServer struct{ *server.Server }
+type clusterServer struct {
+	*server.Server
 
-var _ httpapi.Cluster = clusterServer{}
+	// The leader's HTTP address, remembered per leader RPC address so a
+	// forwarded read costs no extra RPC while the leader stays the same.
+	mu         sync.Mutex
+	leaderRPC  string
+	leaderHTTP string
+}
+
+var _ httpapi.Cluster = (*clusterServer)(nil)
 
 // LeaderHTTPAddr asks the leader for its HTTP address.
-func (c clusterServer) LeaderHTTPAddr(ctx context.Context) string {
+func (c *clusterServer) LeaderHTTPAddr(ctx context.Context) string {
 	info := c.Info()
 	if info.IsLeader {
 		return info.HTTPAddr
@@ -26,6 +35,13 @@ func (c clusterServer) LeaderHTTPAddr(ctx context.Context) string {
 	if info.LeaderAddr == "" || c.Pool() == nil {
 		return ""
 	}
+	c.mu.Lock()
+	if c.leaderRPC == info.LeaderAddr && c.leaderHTTP != "" {
+		addr := c.leaderHTTP
+		c.mu.Unlock()
+		return addr
+	}
+	c.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	conn, err := c.Pool().Get(info.LeaderAddr)
@@ -36,10 +52,13 @@ func (c clusterServer) LeaderHTTPAddr(ctx context.Context) string {
 	if err != nil {
 		return ""
 	}
+	c.mu.Lock()
+	c.leaderRPC, c.leaderHTTP = info.LeaderAddr, li.HTTPAddr
+	c.mu.Unlock()
 	return li.HTTPAddr
 }
 
-func (c clusterServer) ClusterMembers(ctx context.Context) ([]httpapi.ClusterMember, error) {
+func (c *clusterServer) ClusterMembers(ctx context.Context) ([]httpapi.ClusterMember, error) {
 	ms, err := c.Members(ctx)
 	if err != nil {
 		return nil, err
@@ -56,7 +75,7 @@ func (c clusterServer) ClusterMembers(ctx context.Context) ([]httpapi.ClusterMem
 	return out, nil
 }
 
-func (c clusterServer) ClusterRaftPeers() ([]httpapi.RaftPeer, uint64, error) {
+func (c *clusterServer) ClusterRaftPeers() ([]httpapi.RaftPeer, uint64, error) {
 	r, err := c.RaftPeers()
 	if err != nil {
 		return nil, 0, err
@@ -68,6 +87,6 @@ func (c clusterServer) ClusterRaftPeers() ([]httpapi.RaftPeer, uint64, error) {
 	return out, r.Index, nil
 }
 
-func (c clusterServer) ClusterRemoveRaftPeer(ctx context.Context, id, addr string) error {
+func (c *clusterServer) ClusterRemoveRaftPeer(ctx context.Context, id, addr string) error {
 	return c.RemoveRaftPeer(ctx, id, addr)
 }
