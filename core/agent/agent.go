@@ -95,41 +95,14 @@ func New(cfg *Config, opts Options) (a *Agent, err error) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	hc := pluginhost.Config{
-		Logger:   logger.Named("plugins"),
-		SelfExe:  opts.SelfExe,
-		CallWait: 5 * time.Second,
-		Kinds: map[string]pluginhost.Kind{shared.KindDriver: {
-			Plugin: &driver.Plugin{},
-			// Info both proves the instance serves the driver kind and
-			// discovers third-party driver binaries.
-			Init: func(ctx context.Context, raw any, _ map[string]any) (any, error) {
-				return raw.(driver.Driver).Info(ctx)
-			},
-		}},
-	}
-	for _, p := range builtin.Catalog {
-		hc.Builtins = append(hc.Builtins, pluginhost.Builtin{Name: p.Name, Kind: p.Kind, Env: opts.PluginEnv})
-	}
-	hc.PluginDir = cfg.PluginDir
-	for _, p := range cfg.Plugins {
-		settings, err := p.PluginSettings()
-		if err != nil {
-			return nil, err
-		}
-		hc.Stanzas = append(hc.Stanzas, pluginhost.Stanza{Name: p.Name, Args: p.Args, Config: settings})
-	}
-	if a.host, err = pluginhost.New(ctx, hc); err != nil {
-		return nil, fmt.Errorf("plugins: %w", err)
-	}
-	drivers, err := newDriverSet(ctx, a.host)
+	drivers, err := a.startPlugins(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
 
-	httpAddr := net.JoinHostPort(cfg.BindAddr, strconv.Itoa(cfg.Ports.HTTP))
 	a.httpLn = opts.HTTPListener
 	if a.httpLn == nil {
+		httpAddr := net.JoinHostPort(cfg.BindAddr, strconv.Itoa(cfg.Ports.HTTP))
 		if a.httpLn, err = net.Listen("tcp", httpAddr); err != nil {
 			return nil, fmt.Errorf("http listener: %w", err)
 		}
@@ -148,103 +121,168 @@ func New(cfg *Config, opts Options) (a *Agent, err error) {
 	if !cfg.DevMode {
 		a.pool = rpc.NewPool(clientTLS)
 	}
-	serverOn := cfg.Server != nil && cfg.Server.Enabled
-	if serverOn {
-		scfg := server.Config{
-			Logger: logger, Region: cfg.Region, Datacenter: cfg.Datacenter, NodeName: cfg.NodeName,
-			DevMode: cfg.DevMode, DataDir: filepath.Join(dataDir, "server"),
-			RPCAddr:      net.JoinHostPort(advertiseHost(cfg.BindAddr), strconv.Itoa(cfg.Ports.RPC)),
-			NumWorkers:   cfg.Server.NumSchedulers,
-			Schedulers:   schedRouter{a.host.Schedulers()},
-			KnownDrivers: drivers.Names(),
-			HeartbeatTTL: opts.HeartbeatTTL,
-			HTTPAddr:     advHTTP,
-			Version:      Version,
-		}
-		if cfg.Server.HeartbeatGrace != "" {
-			scfg.HeartbeatGrace, _ = time.ParseDuration(cfg.Server.HeartbeatGrace)
-		}
-		if cfg.Server.RaftSnapshotThreshold > 0 {
-			scfg.SnapshotThreshold = uint64(cfg.Server.RaftSnapshotThreshold)
-		}
-		if cfg.Server.RaftTrailingLogs > 0 {
-			scfg.TrailingLogs = uint64(cfg.Server.RaftTrailingLogs)
-		}
-		if cfg.Server.RaftSnapshotInterval != "" {
-			scfg.SnapshotInterval, _ = time.ParseDuration(cfg.Server.RaftSnapshotInterval)
-		}
-		if cfg.Server.MinHeartbeatTTL != "" && scfg.HeartbeatTTL == 0 {
-			scfg.HeartbeatTTL, _ = time.ParseDuration(cfg.Server.MinHeartbeatTTL)
-		}
-		if !cfg.DevMode {
-			rpcLn, err := net.Listen("tcp", net.JoinHostPort(cfg.BindAddr, strconv.Itoa(cfg.Ports.RPC)))
-			if err != nil {
-				return nil, fmt.Errorf("rpc listener: %w", err)
-			}
-			scfg.RPCAddr = advertiseAddr(cfg, rpcLn.Addr().String(), cfg.Advertise.rpcAddr())
-			a.mux = rpc.NewMux(rpcLn, serverTLS, logger.Named("rpc"))
-			layer, err := rpc.NewRaftLayer(a.mux.RaftListener(), rpc.HostPort(scfg.RPCAddr), clientTLS)
-			if err != nil {
-				return nil, err
-			}
-			scfg.RaftLayer = layer
-			scfg.RPCPool = a.pool
-			scfg.BootstrapExpect = cfg.Server.BootstrapExpect
-			if j := cfg.Server.ServerJoin; j != nil {
-				scfg.RetryJoin = j.RetryJoin
-				if j.RetryInterval != "" {
-					scfg.RetryInterval, _ = time.ParseDuration(j.RetryInterval)
-				}
-			}
-		}
-		if a.server, err = server.New(scfg); err != nil {
-			return nil, fmt.Errorf("server: %w", err)
-		}
-		a.memberAddr, _, _ = net.SplitHostPort(scfg.RPCAddr)
-		if a.mux != nil {
-			a.rpcServer = rpc.NewServer(serverTLS, logger.Named("rpc"))
-			a.server.RegisterRPC(a.rpcServer)
-			go func() { _ = a.rpcServer.Serve(a.mux.GRPCListener()) }()
-		}
-		if cfg.DevMode || (scfg.BootstrapExpect <= 1 && len(scfg.RetryJoin) == 0) {
-			if err := a.server.WaitForLeader(ctx); err != nil {
-				return nil, err
-			}
+	if cfg.Server != nil && cfg.Server.Enabled {
+		if err := a.startServer(ctx, opts, dataDir, advHTTP, drivers.Names(), serverTLS, clientTLS); err != nil {
+			return nil, err
 		}
 	}
-
 	var remote *remoteServers
 	if cfg.Client != nil && cfg.Client.Enabled {
-		var conn client.ServerConn
-		if a.server != nil {
-			conn = a.server
-		} else {
-			if remote, err = newRemoteServers(a.pool, cfg.Client.Servers, logger.Named("client.rpc")); err != nil {
-				return nil, err
-			}
-			conn = remote
-		}
-		cc := client.Config{
-			Logger: logger, Region: cfg.Region, Datacenter: cfg.Datacenter, Name: cfg.NodeName,
-			NodeClass: cfg.Client.NodeClass, NodePool: cfg.Client.NodePool, Meta: cfg.Client.Meta,
-			Options: cfg.Client.Options, StateDir: cfg.Client.StateDir, AllocDir: cfg.Client.AllocDir,
-			HTTPAddr: advHTTP, Server: conn, Drivers: drivers,
-		}
-		if cc.StateDir == "" {
-			cc.StateDir = filepath.Join(dataDir, "client")
-		}
-		if cc.AllocDir == "" {
-			cc.AllocDir = filepath.Join(dataDir, "alloc")
-		}
-		if a.client, err = client.New(cc); err != nil {
-			return nil, fmt.Errorf("client: %w", err)
-		}
-		if err := a.client.Start(); err != nil {
-			return nil, fmt.Errorf("client: %w", err)
+		if remote, err = a.startClient(dataDir, advHTTP, drivers); err != nil {
+			return nil, err
 		}
 	}
+	a.startHTTP(remote)
+	logger.Info("agent started", "http", a.httpLn.Addr().String(), "dev", cfg.DevMode, "version", Version)
+	return a, nil
+}
 
-	hcfg := httpapi.Config{Logger: logger.Named("http"), AgentSelf: a.self, NodeName: cfg.NodeName, ReloadPlugins: a.ReloadPlugins}
+// startPlugins launches the built-in and configured plugins.
+func (a *Agent) startPlugins(ctx context.Context, opts Options) (*driverSet, error) {
+	hc := pluginhost.Config{
+		Logger:   a.logger.Named("plugins"),
+		SelfExe:  opts.SelfExe,
+		CallWait: 5 * time.Second,
+		Kinds: map[string]pluginhost.Kind{shared.KindDriver: {
+			Plugin: &driver.Plugin{},
+			// Info both proves the instance serves the driver kind and
+			// discovers third-party driver binaries.
+			Init: func(ctx context.Context, raw any, _ map[string]any) (any, error) {
+				return raw.(driver.Driver).Info(ctx)
+			},
+		}},
+		PluginDir: a.cfg.PluginDir,
+	}
+	for _, p := range builtin.Catalog {
+		hc.Builtins = append(hc.Builtins, pluginhost.Builtin{Name: p.Name, Kind: p.Kind, Env: opts.PluginEnv})
+	}
+	for _, p := range a.cfg.Plugins {
+		settings, err := p.PluginSettings()
+		if err != nil {
+			return nil, err
+		}
+		hc.Stanzas = append(hc.Stanzas, pluginhost.Stanza{Name: p.Name, Args: p.Args, Config: settings})
+	}
+	var err error
+	if a.host, err = pluginhost.New(ctx, hc); err != nil {
+		return nil, fmt.Errorf("plugins: %w", err)
+	}
+	return newDriverSet(ctx, a.host)
+}
+
+// startServer starts the server; outside dev mode also its RPC port (the
+// mux carrying gRPC and Raft) and its cluster settings.
+func (a *Agent) startServer(ctx context.Context, opts Options, dataDir, advHTTP string, drivers []string, serverTLS, clientTLS *tls.Config) error {
+	cfg := a.cfg
+	sc := cfg.Server
+	scfg := server.Config{
+		Logger: a.logger, Region: cfg.Region, Datacenter: cfg.Datacenter, NodeName: cfg.NodeName,
+		DevMode: cfg.DevMode, DataDir: filepath.Join(dataDir, "server"),
+		RPCAddr:      net.JoinHostPort(advertiseHost(cfg.BindAddr), strconv.Itoa(cfg.Ports.RPC)),
+		NumWorkers:   sc.NumSchedulers,
+		Schedulers:   schedRouter{a.host.Schedulers()},
+		KnownDrivers: drivers,
+		HeartbeatTTL: opts.HeartbeatTTL,
+		HTTPAddr:     advHTTP,
+		Version:      Version,
+	}
+	// Durations were validated when the config was parsed.
+	if sc.HeartbeatGrace != "" {
+		scfg.HeartbeatGrace, _ = time.ParseDuration(sc.HeartbeatGrace)
+	}
+	if sc.MinHeartbeatTTL != "" && scfg.HeartbeatTTL == 0 {
+		scfg.HeartbeatTTL, _ = time.ParseDuration(sc.MinHeartbeatTTL)
+	}
+	if sc.RaftSnapshotThreshold > 0 {
+		scfg.SnapshotThreshold = uint64(sc.RaftSnapshotThreshold)
+	}
+	if sc.RaftTrailingLogs > 0 {
+		scfg.TrailingLogs = uint64(sc.RaftTrailingLogs)
+	}
+	if sc.RaftSnapshotInterval != "" {
+		scfg.SnapshotInterval, _ = time.ParseDuration(sc.RaftSnapshotInterval)
+	}
+	if !cfg.DevMode {
+		rpcLn, err := net.Listen("tcp", net.JoinHostPort(cfg.BindAddr, strconv.Itoa(cfg.Ports.RPC)))
+		if err != nil {
+			return fmt.Errorf("rpc listener: %w", err)
+		}
+		scfg.RPCAddr = advertiseAddr(cfg, rpcLn.Addr().String(), cfg.Advertise.rpcAddr())
+		a.mux = rpc.NewMux(rpcLn, serverTLS, a.logger.Named("rpc"))
+		layer, err := rpc.NewRaftLayer(a.mux.RaftListener(), rpc.HostPort(scfg.RPCAddr), clientTLS)
+		if err != nil {
+			return err
+		}
+		scfg.RaftLayer = layer
+		scfg.RPCPool = a.pool
+		scfg.BootstrapExpect = sc.BootstrapExpect
+		if j := sc.ServerJoin; j != nil {
+			scfg.RetryJoin = j.RetryJoin
+			if j.RetryInterval != "" {
+				scfg.RetryInterval, _ = time.ParseDuration(j.RetryInterval)
+			}
+		}
+	}
+	var err error
+	if a.server, err = server.New(scfg); err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	a.memberAddr, _, _ = net.SplitHostPort(scfg.RPCAddr)
+	if a.mux != nil {
+		a.rpcServer = rpc.NewServer(serverTLS, a.logger.Named("rpc"))
+		a.server.RegisterRPC(a.rpcServer)
+		go func() { _ = a.rpcServer.Serve(a.mux.GRPCListener()) }()
+	}
+	// A lone server is ready once it leads; a clustered one forms its
+	// cluster in the background.
+	if cfg.DevMode || (scfg.BootstrapExpect <= 1 && len(scfg.RetryJoin) == 0) {
+		return a.server.WaitForLeader(ctx)
+	}
+	return nil
+}
+
+// startClient starts the client, talking to the local server in process or
+// to the configured servers over RPC (the remote servers are returned).
+func (a *Agent) startClient(dataDir, advHTTP string, drivers *driverSet) (*remoteServers, error) {
+	cfg := a.cfg
+	var (
+		conn   client.ServerConn
+		remote *remoteServers
+		err    error
+	)
+	if a.server != nil {
+		conn = a.server
+	} else {
+		if remote, err = newRemoteServers(a.pool, cfg.Client.Servers, a.logger.Named("client.rpc")); err != nil {
+			return nil, err
+		}
+		conn = remote
+	}
+	cc := client.Config{
+		Logger: a.logger, Region: cfg.Region, Datacenter: cfg.Datacenter, Name: cfg.NodeName,
+		NodeClass: cfg.Client.NodeClass, NodePool: cfg.Client.NodePool, Meta: cfg.Client.Meta,
+		Options: cfg.Client.Options, StateDir: cfg.Client.StateDir, AllocDir: cfg.Client.AllocDir,
+		HTTPAddr: advHTTP, Server: conn, Drivers: drivers,
+	}
+	if cc.StateDir == "" {
+		cc.StateDir = filepath.Join(dataDir, "client")
+	}
+	if cc.AllocDir == "" {
+		cc.AllocDir = filepath.Join(dataDir, "alloc")
+	}
+	if a.client, err = client.New(cc); err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	if err := a.client.Start(); err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	return remote, nil
+}
+
+// startHTTP serves the HTTP API: the full API with a server, or a
+// client-only agent's local endpoints with the rest proxied to a server.
+func (a *Agent) startHTTP(remote *remoteServers) {
+	hcfg := httpapi.Config{Logger: a.logger.Named("http"), AgentSelf: a.self, NodeName: a.cfg.NodeName, ReloadPlugins: a.ReloadPlugins}
 	if a.server != nil {
 		hcfg.Server = &clusterServer{Server: a.server}
 	}
@@ -254,12 +292,10 @@ func New(cfg *Config, opts Options) (a *Agent, err error) {
 	a.http = httpapi.New(hcfg)
 	if a.server != nil {
 		go func() { a.done <- a.http.Serve(a.httpLn) }()
-	} else {
-		a.plainHTTP = &http.Server{Handler: clientOnlyHandler(a.http.Handler(), remote), ReadHeaderTimeout: 10 * time.Second}
-		go func() { a.done <- a.plainHTTP.Serve(a.httpLn) }()
+		return
 	}
-	logger.Info("agent started", "http", a.httpLn.Addr().String(), "dev", cfg.DevMode, "version", Version)
-	return a, nil
+	a.plainHTTP = &http.Server{Handler: clientOnlyHandler(a.http.Handler(), remote), ReadHeaderTimeout: 10 * time.Second}
+	go func() { a.done <- a.plainHTTP.Serve(a.httpLn) }()
 }
 
 // HTTPAddr is the address the HTTP API listens on.
