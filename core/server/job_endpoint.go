@@ -102,6 +102,17 @@ func (s *Server) checkDrivers(job *structs.Job) error {
 	for _, d := range s.cfg.KnownDrivers {
 		known[d] = true
 	}
+	// The node scan (every node of the cluster) is only needed for a
+	// driver no configured plugin serves: keep it off the common path.
+	allKnown := true
+	for _, tg := range job.TaskGroups {
+		for _, t := range tg.Tasks {
+			allKnown = allKnown && known[t.Driver]
+		}
+	}
+	if allKnown {
+		return nil
+	}
 	nodes, err := s.State().Nodes(nil)
 	if err != nil {
 		return err
