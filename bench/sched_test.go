@@ -11,37 +11,13 @@ import (
 	"github.com/google/uuid"
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/drover-org/drover/core/agent"
 	"github.com/drover-org/drover/core/pluginhost"
 	"github.com/drover-org/drover/core/server"
 	"github.com/drover-org/drover/core/structs"
-	sysbatch "github.com/drover-org/drover/plugins/scheduler-sysbatch"
-	system "github.com/drover-org/drover/plugins/scheduler-system"
-	"github.com/drover-org/drover/sdk/scheduler"
+	"github.com/drover-org/drover/plugins/builtin"
 	"github.com/drover-org/drover/sdk/shared"
 )
-
-type inProcRouter struct{}
-
-func (inProcRouter) Lookup(t string) (scheduler.Scheduler, int, error) {
-	switch t {
-	case structs.JobTypeSystem:
-		return system.New(), 5, nil
-	case structs.JobTypeSysBatch:
-		return sysbatch.New(), 2, nil
-	}
-	return nil, 0, fmt.Errorf("unknown job type %q", t)
-}
-
-func (inProcRouter) ServedTypes() []string { return []string{"sysbatch", "system"} }
-
-type pluginRouter struct{ set *pluginhost.SchedulerSet }
-
-func (r pluginRouter) Lookup(t string) (scheduler.Scheduler, int, error) {
-	s, info, err := r.set.Lookup(t)
-	return s, info.MaxAttempts, err
-}
-
-func (r pluginRouter) ServedTypes() []string { return r.set.ServedTypes() }
 
 func startHost(b *testing.B) *pluginhost.Host {
 	b.Helper()
@@ -101,9 +77,9 @@ func BenchmarkSysbatchSchedule(b *testing.B) {
 		results := map[string]float64{}
 		for _, mode := range []string{"in-process", "plugin"} {
 			b.Run(fmt.Sprintf("nodes=%d/%s", n, mode), func(b *testing.B) {
-				var router server.SchedulerRouter = inProcRouter{}
+				var router server.SchedulerRouter = builtin.InProcess{}
 				if mode == "plugin" {
-					router = pluginRouter{startHost(b).Schedulers()}
+					router = agent.SchedulerRouter(startHost(b).Schedulers())
 				}
 				s, err := server.New(server.Config{
 					Logger: hclog.NewNullLogger(), DevMode: true, Schedulers: router,

@@ -180,7 +180,7 @@ func (a *Agent) startServer(ctx context.Context, opts Options, dataDir, advHTTP 
 		DevMode: cfg.DevMode, DataDir: filepath.Join(dataDir, "server"),
 		RPCAddr:      net.JoinHostPort(advertiseHost(cfg.BindAddr), strconv.Itoa(cfg.Ports.RPC)),
 		NumWorkers:   sc.NumSchedulers,
-		Schedulers:   schedRouter{a.host.Schedulers()},
+		Schedulers:   SchedulerRouter(a.host.Schedulers()),
 		KnownDrivers: drivers,
 		HeartbeatTTL: opts.HeartbeatTTL,
 		HTTPAddr:     advHTTP,
@@ -410,7 +410,10 @@ func advertiseHost(bind string) string {
 	return bind
 }
 
-// schedRouter adapts the plugin host's scheduler set to the server.
+// SchedulerRouter adapts the plugin host's scheduler set to the server's
+// scheduler router.
+func SchedulerRouter(set *pluginhost.SchedulerSet) server.SchedulerRouter { return schedRouter{set} }
+
 type schedRouter struct{ set *pluginhost.SchedulerSet }
 
 func (r schedRouter) Lookup(t string) (scheduler.Scheduler, int, error) {

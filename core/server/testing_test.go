@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -11,34 +10,17 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/drover-org/drover/core/structs"
-	sysbatch "github.com/drover-org/drover/plugins/scheduler-sysbatch"
-	system "github.com/drover-org/drover/plugins/scheduler-system"
-	"github.com/drover-org/drover/sdk/scheduler"
+	"github.com/drover-org/drover/plugins/builtin"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// inProcRouter serves the built-in schedulers in process.
-type inProcRouter struct{}
-
-func (inProcRouter) Lookup(t string) (scheduler.Scheduler, int, error) {
-	switch t {
-	case structs.JobTypeSystem:
-		return system.New(), 5, nil
-	case structs.JobTypeSysBatch:
-		return sysbatch.New(), 2, nil
-	}
-	return nil, 0, fmt.Errorf("unknown type %q", t)
-}
-
-func (inProcRouter) ServedTypes() []string { return []string{"sysbatch", "system"} }
 
 func testServer(t *testing.T, mut func(*Config)) *Server {
 	t.Helper()
 	cfg := Config{
 		Logger:       hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: testWriter{t}}),
 		DevMode:      true,
-		Schedulers:   inProcRouter{},
+		Schedulers:   builtin.InProcess{},
 		KnownDrivers: []string{"raw_exec"},
 		HeartbeatTTL: time.Minute,
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/drover-org/drover/core/structs"
+	"github.com/drover-org/drover/plugins/builtin"
 	pb "github.com/drover-org/drover/sdk/proto/schedulerpb"
 	"github.com/drover-org/drover/sdk/scheduler"
 )
@@ -51,10 +52,10 @@ func (r fakeRouter) Lookup(t string) (scheduler.Scheduler, int, error) {
 	if t == structs.JobTypeSysBatch {
 		return r.sched, r.maxAttempts, nil
 	}
-	return inProcRouter{}.Lookup(t)
+	return builtin.InProcess{}.Lookup(t)
 }
 
-func (fakeRouter) ServedTypes() []string { return inProcRouter{}.ServedTypes() }
+func (fakeRouter) ServedTypes() []string { return builtin.InProcess{}.ServedTypes() }
 
 // placeOnEveryFreeNode places one alloc of cpu MHz on every node of the
 // request that holds no alloc of the job yet, like a sysbatch scheduler
@@ -188,7 +189,7 @@ func TestWorkerAttemptLimit(t *testing.T) {
 }
 
 func TestWorkerNacksSchedulerError(t *testing.T) {
-	real, _, _ := inProcRouter{}.Lookup(structs.JobTypeSysBatch)
+	real, _, _ := builtin.InProcess{}.Lookup(structs.JobTypeSysBatch)
 	fs := &funcSched{schedule: func(ctx context.Context, call int, req *pb.ScheduleRequest) (*pb.ScheduleResponse, error) {
 		if call == 1 {
 			return nil, errors.New("plugin crashed")

@@ -4,6 +4,9 @@
 package builtin
 
 import (
+	"context"
+	"fmt"
+
 	rawexec "github.com/drover-org/drover/plugins/driver-rawexec"
 	sysbatch "github.com/drover-org/drover/plugins/scheduler-sysbatch"
 	system "github.com/drover-org/drover/plugins/scheduler-system"
@@ -35,3 +38,35 @@ func Lookup(name string) (Plugin, bool) {
 	}
 	return Plugin{}, false
 }
+
+// InProcess serves the built-in schedulers inside the calling process, with
+// the method set of the server's scheduler router. Tests and the
+// in-process benchmark use it to compare against the plugin path.
+type InProcess struct{}
+
+// Lookup returns the built-in scheduler serving jobType and its attempt
+// limit, as its Info declares.
+func (InProcess) Lookup(jobType string) (scheduler.Scheduler, int, error) {
+	var s scheduler.Scheduler
+	switch jobType {
+	case "system":
+		s = system.New()
+	case "sysbatch":
+		s = sysbatch.New()
+	default:
+		return nil, 0, fmt.Errorf("job type %q is not served by a built-in scheduler", jobType)
+	}
+	info, err := s.Info(context.Background())
+	if err != nil {
+		return nil, 0, err
+	}
+	for _, t := range info.JobTypes {
+		if t.Name == jobType {
+			return s, int(t.MaxAttempts), nil
+		}
+	}
+	return nil, 0, fmt.Errorf("built-in scheduler %s does not declare job type %q", info.Name, jobType)
+}
+
+// ServedTypes lists the job types of the built-in schedulers.
+func (InProcess) ServedTypes() []string { return []string{"sysbatch", "system"} }
