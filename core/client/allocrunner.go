@@ -34,6 +34,9 @@ type runnerConfig struct {
 	Update func(*structs.Allocation)
 	// Persist, if set, stores the runner's state for a client restart.
 	Persist func(*persistedAlloc)
+	// CrashAt, a test hook, is asked at each kill point of a task's exit
+	// path; true simulates a client crash there (see killpoints.go).
+	CrashAt func(allocID, task string, p killPoint) bool
 }
 
 // allocRunner runs the tasks of one allocation in lifecycle order and
@@ -64,6 +67,7 @@ type allocRunner struct {
 	stopReq  bool
 	destroyR bool
 	status   string
+	crashed  bool // a simulated crash: no more reports or writes
 
 	changed chan struct{} // wakes run; capacity 1
 	taskWG  sync.WaitGroup
@@ -186,6 +190,10 @@ func (ar *allocRunner) notify() {
 // runs under ar.mu so that reports leave in the order of the changes.
 func (ar *allocRunner) taskChanged() {
 	ar.mu.Lock()
+	if ar.crashed {
+		ar.mu.Unlock()
+		return
+	}
 	states := make(map[string]*structs.TaskState, len(ar.tasks))
 	snap := &persistedAlloc{Alloc: ar.alloc, Tasks: make(map[string]*persistedTask, len(ar.tasks))}
 	for _, tr := range ar.tasks {
@@ -220,6 +228,9 @@ func (ar *allocRunner) persist() {
 	}
 	ar.mu.Lock()
 	defer ar.mu.Unlock()
+	if ar.crashed {
+		return
+	}
 	snap := &persistedAlloc{Alloc: ar.alloc, Tasks: make(map[string]*persistedTask, len(ar.tasks))}
 	for _, tr := range ar.tasks {
 		st, h := tr.snapshot()
@@ -263,11 +274,23 @@ func (ar *allocRunner) run() {
 		return
 	}
 	ar.taskChanged()
-	// Restored tasks that were running are reattached now, whatever their
-	// phase: their phase came in the earlier client process.
+	// Restored tasks that were running (or, holding the handle of their
+	// last run, pending a restart) are resumed now, whatever their phase:
+	// their phase came in the earlier client process.
 	for _, tr := range ar.tasks {
 		if tr.hasHandle() {
 			ar.launch(tr)
+		}
+	}
+	// A task that finished in the earlier process may still hold the
+	// handle of its exited driver task: clean that up, never rerun it.
+	for _, tr := range ar.tasks {
+		if tr.dead() && tr.leftover() {
+			ar.taskWG.Add(1)
+			go func() {
+				defer ar.taskWG.Done()
+				tr.dropLeftover(ar.ctx)
+			}()
 		}
 	}
 

@@ -216,40 +216,22 @@ func (tr *taskRunner) run(ctx context.Context) {
 		tr.finish(true, evSetupFailure(err))
 		return
 	}
+	// A restored task waiting for its restart may still hold the handle
+	// of the run that exited: that driver task goes first.
+	if !tr.dropLeftover(ctx) {
+		return
+	}
 	for {
 		res := tr.attempt(ctx)
-		switch {
-		case res.shutdown:
-			return
-		case res.killed || tr.killRequested():
-			if res.exit != nil {
-				tr.finish(false, evKilled())
-			} else {
-				tr.finish(false)
-			}
+		if res.shutdown || tr.crashAt(kpExited) {
 			return
 		}
-		out := taskOutcome{Unrecoverable: res.unrecoverable}
-		if res.err == nil {
-			out.Success = res.exit.GetExitCode() == 0 && res.exit.GetSignal() == 0 && res.exit.GetErr() == ""
-		}
-		d := tr.restarts.next(out)
-		switch d.Action {
-		case actionDone:
-			tr.finish(false)
-			return
-		case actionFail:
-			tr.finish(true, evNotRestarting(d.Reason, true))
+		v := tr.judge(res)
+		if !tr.settle(ctx, v) || v.dead {
 			return
 		}
-		tr.logger.Info("restarting task", "delay", d.Delay, "reason", d.Reason)
-		tr.update(func(ts *structs.TaskState) {
-			ts.State = structs.TaskStatePending
-			ts.Restarts++
-			ts.LastRestart = time.Now()
-			tr.appendEvent(evRestarting(d.Delay, d.Reason))
-		})
-		timer := time.NewTimer(d.Delay)
+		tr.logger.Info("restarting task", "delay", v.delay, "reason", v.reason)
+		timer := time.NewTimer(v.delay)
 		select {
 		case <-timer.C:
 		case <-tr.killCh:
@@ -305,10 +287,14 @@ type attemptResult struct {
 	unrecoverable bool
 	killed        bool
 	shutdown      bool
+	// events say how the run ended; they are recorded with its verdict,
+	// in one write, so a crash cannot record them twice.
+	events []*structs.TaskEvent
 }
 
 // attempt starts the task (or reattaches to a restored one) and waits for
-// it to end.
+// it to end. It leaves the handle of a run that ended in place: the exit
+// path (settle) drops it once the run's verdict is persisted.
 func (tr *taskRunner) attempt(ctx context.Context) attemptResult {
 	tr.mu.Lock()
 	handle := tr.handle
@@ -322,8 +308,7 @@ func (tr *taskRunner) attempt(ctx context.Context) attemptResult {
 	}
 	drv, err := tr.ar.driver(tr.task.Driver)
 	if err != nil {
-		tr.emit(evDriverFailure(err))
-		return attemptResult{err: err}
+		return attemptResult{err: err, events: []*structs.TaskEvent{evDriverFailure(err)}}
 	}
 
 	if handle != nil {
@@ -332,11 +317,7 @@ func (tr *taskRunner) attempt(ctx context.Context) attemptResult {
 				return attemptResult{shutdown: true}
 			}
 			tr.logger.Warn("failed to recover task", "error", err)
-			tr.update(func(*structs.TaskState) {
-				tr.handle = nil
-				tr.appendEvent(evRestoreFailed(err))
-			})
-			return attemptResult{err: err}
+			return attemptResult{err: err, events: []*structs.TaskEvent{evRestoreFailed(err)}}
 		}
 		tr.logger.Info("recovered task", "pid", handle.GetPid())
 	} else {
@@ -346,8 +327,8 @@ func (tr *taskRunner) attempt(ctx context.Context) attemptResult {
 				return attemptResult{shutdown: true}
 			}
 			tr.logger.Error("failed to start task", "error", err)
-			tr.emit(evDriverFailure(err))
-			return attemptResult{err: err, unrecoverable: errors.Is(err, driver.ErrInvalidConfig)}
+			return attemptResult{err: err, unrecoverable: errors.Is(err, driver.ErrInvalidConfig),
+				events: []*structs.TaskEvent{evDriverFailure(err)}}
 		}
 		tr.update(func(ts *structs.TaskState) {
 			tr.handle = handle
@@ -363,13 +344,13 @@ func (tr *taskRunner) attempt(ctx context.Context) attemptResult {
 	if ctx.Err() != nil {
 		return attemptResult{shutdown: true}
 	}
+	res := attemptResult{exit: exit, err: err, killed: killed}
 	if err != nil {
-		tr.emit(evDriverFailure(err))
+		res.events = []*structs.TaskEvent{evDriverFailure(err)}
 	} else {
-		tr.emit(evTerminated(exit))
+		res.events = []*structs.TaskEvent{evTerminated(exit)}
 	}
-	tr.forget(ctx)
-	return attemptResult{exit: exit, err: err, killed: killed}
+	return res
 }
 
 // start asks the driver to start the task. A task with our id that the
@@ -385,22 +366,6 @@ func (tr *taskRunner) start(ctx context.Context, drv driver.Driver) (*driverpb.T
 		h, err = drv.StartTask(ctx, tr.cfg)
 	}
 	return h, err
-}
-
-// forget removes the exited task from the driver so the id can start anew.
-func (tr *taskRunner) forget(ctx context.Context) {
-	tr.mu.Lock()
-	hadHandle := tr.handle != nil
-	tr.mu.Unlock()
-	if !hadHandle {
-		return
-	}
-	if drv, err := tr.ar.driver(tr.task.Driver); err == nil {
-		if err := drv.DestroyTask(ctx, tr.id, true); err != nil && !errors.Is(err, driver.ErrTaskNotFound) {
-			tr.logger.Warn("failed to destroy driver task", "error", err)
-		}
-	}
-	tr.update(func(*structs.TaskState) { tr.handle = nil })
 }
 
 // wait waits for the task's exit, stopping it if it is killed meanwhile.
