@@ -59,9 +59,10 @@ func (d *allocDir) task(name string) taskDirs {
 	}
 }
 
-// logPath is the first log file of a task's stream ("stdout"/"stderr").
-func (d *allocDir) logPath(task, stream string) string {
-	return filepath.Join(d.logDir(), fmt.Sprintf("%s.%s.0", task, stream))
+// logBase is the base path of a task's stream ("stdout"/"stderr"): the
+// driver writes it rotated, to <base>.0, <base>.1, ...
+func (d *allocDir) logBase(task, stream string) string {
+	return filepath.Join(d.logDir(), fmt.Sprintf("%s.%s", task, stream))
 }
 
 // buildShared creates the shared part of the alloc dir. It is idempotent,

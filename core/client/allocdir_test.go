@@ -26,8 +26,8 @@ func TestAllocDirLayout(t *testing.T) {
 	if fi, _ := os.Stat(td.Secrets); fi.Mode().Perm() != 0o700 {
 		t.Errorf("secrets dir mode = %v; want 0700", fi.Mode().Perm())
 	}
-	if got, want := d.logPath("web", "stdout"), filepath.Join(d.root, "alloc/logs/web.stdout.0"); got != want {
-		t.Errorf("logPath = %s; want %s", got, want)
+	if got, want := d.logBase("web", "stdout"), filepath.Join(d.root, "alloc/logs/web.stdout"); got != want {
+		t.Errorf("logBase = %s; want %s", got, want)
 	}
 	// Building again (a restored alloc) is harmless.
 	if err := d.buildShared(); err != nil {

@@ -381,9 +381,12 @@ func TestAllocRunnerTaskConfig(t *testing.T) {
 		}
 	}
 	if cfg.GetTaskDir() != filepath.Join(root, "main") ||
-		cfg.GetStdoutPath() != filepath.Join(root, "alloc/logs/main.stdout.0") ||
-		cfg.GetStderrPath() != filepath.Join(root, "alloc/logs/main.stderr.0") {
+		cfg.GetStdoutPath() != filepath.Join(root, "alloc/logs/main.stdout") ||
+		cfg.GetStderrPath() != filepath.Join(root, "alloc/logs/main.stderr") {
 		t.Errorf("dirs: task=%s stdout=%s stderr=%s", cfg.GetTaskDir(), cfg.GetStdoutPath(), cfg.GetStderrPath())
+	}
+	if r := cfg.GetLogRotation(); r.GetMaxFiles() != 10 || r.GetMaxFileSizeBytes() != 10<<20 {
+		t.Errorf("log rotation = %v; want Nomad's default 10 files of 10 MB", r)
 	}
 	if cfg.GetResources().GetCpu() != 100 || cfg.GetResources().GetMemoryMb() != 300 {
 		t.Errorf("resources = %v", cfg.GetResources())

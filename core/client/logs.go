@@ -147,18 +147,28 @@ func (s *logStream) copy(ctx context.Context, origin string, offset int64, follo
 		// it wrote is in the file now, and one empty read proves the log
 		// drained.
 		wasDead := follow && s.dead()
-		n, err := copyFileFrom(s.path(cur), off, w)
+		n, exists, err := copyFileFrom(s.path(cur), off, w)
 		off += n
 		if err != nil {
 			return err
+		}
+		next, ok := s.next(cur, exists)
+		if ok && exists {
+			// A later file exists, so cur is complete; what the writer
+			// added to it since the read above is still to be copied.
+			m, _, err := copyFileFrom(s.path(cur), off, w)
+			n += m
+			if err != nil {
+				return err
+			}
 		}
 		if n > 0 {
 			if f, ok := w.(interface{ Flush() }); ok {
 				f.Flush()
 			}
 		}
-		if _, err := os.Stat(s.path(cur + 1)); err == nil {
-			cur, off = cur+1, 0
+		if ok {
+			cur, off = next, 0
 			continue
 		}
 		if !follow || (n == 0 && wasDead) {
@@ -177,23 +187,45 @@ func (s *logStream) copy(ctx context.Context, origin string, offset int64, follo
 	}
 }
 
+// next returns the file that follows cur in the stream, if one exists.
+// Usually that is cur+1; when cur itself is gone (a reader that fell
+// behind the rotation, which deleted it) it is the oldest file after cur.
+func (s *logStream) next(cur int, curExists bool) (int, bool) {
+	if _, err := os.Stat(s.path(cur + 1)); err == nil {
+		return cur + 1, true
+	}
+	if curExists {
+		return 0, false
+	}
+	files, err := s.files()
+	if err != nil {
+		return 0, false
+	}
+	for _, f := range files {
+		if f.index > cur {
+			return f.index, true
+		}
+	}
+	return 0, false
+}
+
 // copyFileFrom copies path from off to its current end. A missing file is
 // empty: the task may not have written yet.
-func copyFileFrom(path string, off int64, w io.Writer) (int64, error) {
+func copyFileFrom(path string, off int64, w io.Writer) (n int64, exists bool, err error) {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return 0, nil
+		return 0, false, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("read logs: %w", err)
+		return 0, false, fmt.Errorf("read logs: %w", err)
 	}
 	defer f.Close()
 	if _, err := f.Seek(off, io.SeekStart); err != nil {
-		return 0, fmt.Errorf("read logs: %w", err)
+		return 0, true, fmt.Errorf("read logs: %w", err)
 	}
-	n, err := io.Copy(w, f)
+	n, err = io.Copy(w, f)
 	if err != nil {
-		return n, fmt.Errorf("write logs: %w", err)
+		return n, true, fmt.Errorf("write logs: %w", err)
 	}
-	return n, nil
+	return n, true, nil
 }

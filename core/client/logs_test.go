@@ -176,3 +176,85 @@ func TestAllocLogsErrors(t *testing.T) {
 		t.Fatalf("got %q, %v", buf.String(), err)
 	}
 }
+
+// TestLogStreamFollowsRotation follows a log while it rotates, including
+// past files the rotation deleted before the reader got to them.
+func TestLogStreamFollowsRotation(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, s string) {
+		t.Helper()
+		f, err := os.OpenFile(filepath.Join(dir, name), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := f.WriteString(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	remove := func(name string) {
+		t.Helper()
+		if err := os.Remove(filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mu sync.Mutex
+	dead := false
+	ls := &logStream{dir: dir, prefix: "web.stdout.", poll: time.Millisecond, dead: func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return dead
+	}}
+	write("web.stdout.0", "a")
+	var out syncBuffer
+	errCh := make(chan error, 1)
+	go func() { errCh <- ls.copy(context.Background(), LogOriginStart, 0, true, &out) }()
+	waitFor(t, "first file", func() bool { return out.String() == "a" })
+	write("web.stdout.1", "b")
+	waitFor(t, "second file", func() bool { return out.String() == "ab" })
+	// The reader is at .1 when rotation deletes it and .2 before the
+	// reader could see .2: it goes on at the oldest file left.
+	remove("web.stdout.0")
+	remove("web.stdout.1")
+	write("web.stdout.3", "d")
+	waitFor(t, "the file after the deleted ones", func() bool { return out.String() == "abd" })
+	write("web.stdout.3", "e")
+	mu.Lock()
+	dead = true
+	mu.Unlock()
+	select {
+	case err := <-errCh:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(testTimeout):
+		t.Fatal("follow did not end after the task died")
+	}
+	if out.String() != "abde" {
+		t.Fatalf("got %q; want %q", out.String(), "abde")
+	}
+}
+
+func TestLogRotationFromLogsBlock(t *testing.T) {
+	cases := []struct {
+		name      string
+		lc        *structs.LogConfig
+		wantFiles int32
+		wantBytes int64
+	}{
+		{"no block: Nomad's defaults", nil, 10, 10 << 20},
+		{"as configured", &structs.LogConfig{MaxFiles: 3, MaxFileSizeMB: 2}, 3, 2 << 20},
+		{"unset fields default", &structs.LogConfig{MaxFiles: 4}, 4, 10 << 20},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := logRotation(tc.lc)
+			if r.GetMaxFiles() != tc.wantFiles || r.GetMaxFileSizeBytes() != tc.wantBytes {
+				t.Fatalf("rotation = %v; want %d files of %d bytes", r, tc.wantFiles, tc.wantBytes)
+			}
+		})
+	}
+	if r := logRotation(&structs.LogConfig{Disabled: true, MaxFiles: 3}); r != nil {
+		t.Fatalf("disabled logs rotate as %v; want none (output discarded)", r)
+	}
+}

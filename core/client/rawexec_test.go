@@ -173,3 +173,70 @@ func parentPID(t *testing.T, pid int) int {
 	}
 	return ppid
 }
+
+// TestRawExecLogRotation runs a task whose stdout is larger than its logs
+// block allows (max_files × max_file_size): the log ends as exactly
+// max_files files, none over max_file_size, holding the newest output in
+// order, and AllocLogs reads them as one stream.
+func TestRawExecLogRotation(t *testing.T) {
+	srv := newFakeServer()
+	c := newRawExecClient(t, srv, t.TempDir())
+	defer c.Shutdown()
+	const lines = 400000 // about 2.7 MB of output, for 2 files of 1 MB
+	task := rawTask("seq", "/bin/sh", "-c", "seq 1 "+strconv.Itoa(lines))
+	task.LogConfig = &structs.LogConfig{MaxFiles: 2, MaxFileSizeMB: 1}
+	srv.upsert(testAlloc("raw-logs", c.NodeID(), testJob(structs.JobTypeBatch, task)))
+	waitFor(t, "alloc complete", func() bool { return srv.clientStatus("raw-logs") == structs.AllocClientStatusComplete })
+
+	var want bytes.Buffer
+	for i := 1; i <= lines; i++ {
+		fmt.Fprintf(&want, "%d\n", i)
+	}
+	logDir := filepath.Join(c.cfg.AllocDir, "raw-logs/alloc/logs")
+	matches, err := filepath.Glob(filepath.Join(logDir, "seq.stdout.*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(matches) != 2 {
+		t.Fatalf("log files %v; want exactly 2 (max_files)", matches)
+	}
+	ls := &logStream{dir: logDir, prefix: "seq.stdout."}
+	files, err := ls.files()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept []byte
+	for i, f := range files {
+		if f.size > 1<<20 {
+			t.Fatalf("%s%d has %d bytes; max_file_size is 1 MB", ls.prefix, f.index, f.size)
+		}
+		if i > 0 && f.index != files[i-1].index+1 {
+			t.Fatalf("log files %v are not consecutive", files)
+		}
+		b, err := os.ReadFile(ls.path(f.index))
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept = append(kept, b...)
+	}
+	if !bytes.HasSuffix(want.Bytes(), kept) || len(kept) <= 1<<20 {
+		t.Fatalf("kept %d bytes, not the newest output in order", len(kept))
+	}
+
+	var out bytes.Buffer
+	if err := c.AllocLogs(context.Background(), "raw-logs", "seq", "stdout", "start", 0, false, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(out.Bytes(), kept) {
+		t.Fatalf("AllocLogs from the start: %d bytes; want the %d kept", out.Len(), len(kept))
+	}
+	// An offset from the end reaches back across the files.
+	out.Reset()
+	back := int64(files[len(files)-1].size + 10)
+	if err := c.AllocLogs(context.Background(), "raw-logs", "seq", "stdout", "end", back, true, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(out.Bytes(), kept[int64(len(kept))-back:]) {
+		t.Fatalf("AllocLogs from the end: %q…; want the last %d bytes", out.Bytes()[:min(20, out.Len())], back)
+	}
+}

@@ -272,12 +272,39 @@ func (tr *taskRunner) prepare(first bool) error {
 		Id: tr.id, AllocId: ar.id, TaskName: tr.task.Name,
 		ConfigJson: confJSON, Env: env.Env, User: tr.task.User,
 		AllocDir: ar.dir.root, TaskDir: dirs.Dir,
-		StdoutPath: ar.dir.logPath(tr.task.Name, "stdout"),
-		StderrPath: ar.dir.logPath(tr.task.Name, "stderr"),
 		KillSignal: tr.task.KillSignal,
 		Resources:  &driverpb.Resources{Cpu: cpu, MemoryMb: mem, MemoryMaxMb: memMax},
 	}
+	if rot := logRotation(tr.task.LogConfig); rot != nil {
+		tr.cfg.StdoutPath = ar.dir.logBase(tr.task.Name, "stdout")
+		tr.cfg.StderrPath = ar.dir.logBase(tr.task.Name, "stderr")
+		tr.cfg.LogRotation = rot
+	}
 	return nil
+}
+
+// Nomad's defaults of the logs block.
+const (
+	defaultLogMaxFiles  = 10
+	defaultLogMaxFileMB = 10
+)
+
+// logRotation turns the task's logs block into the driver's rotation; nil
+// when logs are disabled (the driver then discards the output).
+func logRotation(lc *structs.LogConfig) *driverpb.LogRotation {
+	files, sizeMB := defaultLogMaxFiles, defaultLogMaxFileMB
+	if lc != nil {
+		if lc.Disabled {
+			return nil
+		}
+		if lc.MaxFiles > 0 {
+			files = lc.MaxFiles
+		}
+		if lc.MaxFileSizeMB > 0 {
+			sizeMB = lc.MaxFileSizeMB
+		}
+	}
+	return &driverpb.LogRotation{MaxFiles: int32(files), MaxFileSizeBytes: int64(sizeMB) << 20}
 }
 
 // attemptResult is how one run of the task ended.

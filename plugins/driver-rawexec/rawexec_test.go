@@ -328,6 +328,10 @@ func TestStartTaskRefusals(t *testing.T) {
 			driver.ErrInvalidConfig, "SIGNOPE"},
 		{"unknown user", func(c *driverpb.TaskConfig) { c.User = "no-such-user-xyz" },
 			driver.ErrInvalidConfig, "no-such-user-xyz"},
+		{"no log files", func(c *driverpb.TaskConfig) { c.LogRotation = &driverpb.LogRotation{MaxFileSizeBytes: 1} },
+			driver.ErrInvalidConfig, "log_rotation.max_files must be at least 1, got 0"},
+		{"no log file size", func(c *driverpb.TaskConfig) { c.LogRotation = &driverpb.LogRotation{MaxFiles: 1, MaxFileSizeBytes: -5} },
+			driver.ErrInvalidConfig, "log_rotation.max_file_size_bytes must be at least 1, got -5"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -35,6 +35,10 @@ type shimSpec struct {
 	Stderr     string          `json:"stderr,omitempty"`
 	ExitFile   string          `json:"exit_file"`
 	Credential *shimCredential `json:"credential,omitempty"`
+	// With LogMaxFiles set, Stdout and Stderr are base paths of rotated
+	// logs (see rotator), which the shim writes from pipes.
+	LogMaxFiles    int   `json:"log_max_files,omitempty"`
+	LogMaxFileSize int64 `json:"log_max_file_size,omitempty"`
 }
 
 type shimCredential struct {
@@ -89,17 +93,24 @@ func runShim() int {
 		report(shimStarted{Err: fmt.Sprintf("read spec: %v", err)})
 		return 1
 	}
-	cmd, err := spec.command()
+	cmd, logs, err := spec.command()
 	if err != nil {
 		report(shimStarted{Err: err.Error()})
 		return 1
 	}
 	if err := cmd.Start(); err != nil {
 		closeOutputs(cmd)
+		for _, l := range logs {
+			l.close()
+		}
 		report(shimStarted{Err: err.Error()})
 		return 1
 	}
 	closeOutputs(cmd) // the task holds its own copies
+	pumps := make([]*logPump, 0, len(logs))
+	for _, l := range logs {
+		pumps = append(pumps, startLogPump(l.r, l.w))
+	}
 	pid := cmd.Process.Pid
 	report(shimStarted{PID: pid, StartTicks: procStartTicks(pid)})
 
@@ -108,15 +119,33 @@ func runShim() int {
 	// supervisor that owns the group; this also reaps what the task
 	// backgrounded. ESRCH just means nothing was left.
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	// The whole output is in the log before the exit is recorded: a task
+	// reported dead has a complete log.
+	for _, p := range pumps {
+		p.finish(logDrainTimeout)
+	}
 	if err := writeExitFile(spec.ExitFile, rec); err != nil {
 		return 2
 	}
 	return 0
 }
 
-// command builds the task's exec.Cmd. Output files are opened here, by the
-// shim, so the driver never holds a task's files open.
-func (s *shimSpec) command() (*exec.Cmd, error) {
+// rotatedLog is a task stream the shim writes to a rotated log: the task
+// writes to a pipe, whose read end r the shim copies into w.
+type rotatedLog struct {
+	r *os.File
+	w *rotator
+}
+
+func (l rotatedLog) close() {
+	_ = l.r.Close()
+	_ = l.w.Close()
+}
+
+// command builds the task's exec.Cmd, and the rotated logs to pump once it
+// started. Output files are opened here, by the shim, so the driver never
+// holds a task's files open.
+func (s *shimSpec) command() (*exec.Cmd, []rotatedLog, error) {
 	cmd := &exec.Cmd{
 		Path: s.Path,
 		Args: s.Argv,
@@ -134,22 +163,50 @@ func (s *shimSpec) command() (*exec.Cmd, error) {
 	}
 	// An empty path leaves the stream nil, which exec connects to
 	// /dev/null.
+	var logs []rotatedLog
+	fail := func(err error) (*exec.Cmd, []rotatedLog, error) {
+		closeOutputs(cmd)
+		for _, l := range logs {
+			l.close()
+		}
+		return nil, nil, err
+	}
 	if s.Stdout != "" {
-		f, err := openOutput(s.Stdout)
+		f, l, err := s.output(s.Stdout)
 		if err != nil {
-			return nil, err
+			return fail(err)
 		}
 		cmd.Stdout = f
+		logs = append(logs, l...)
 	}
 	if s.Stderr != "" {
-		f, err := openOutput(s.Stderr)
+		f, l, err := s.output(s.Stderr)
 		if err != nil {
-			closeOutputs(cmd)
-			return nil, err
+			return fail(err)
 		}
 		cmd.Stderr = f
+		logs = append(logs, l...)
 	}
-	return cmd, nil
+	return cmd, logs, nil
+}
+
+// output opens what the task writes a stream to: the file at path, or,
+// with rotation, a pipe into the rotated log based at path.
+func (s *shimSpec) output(path string) (*os.File, []rotatedLog, error) {
+	if s.LogMaxFiles == 0 {
+		f, err := openOutput(path)
+		return f, nil, err
+	}
+	rot, err := openRotator(path, s.LogMaxFiles, s.LogMaxFileSize)
+	if err != nil {
+		return nil, nil, err
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		_ = rot.Close()
+		return nil, nil, fmt.Errorf("task output pipe: %w", err)
+	}
+	return w, []rotatedLog{{r: r, w: rot}}, nil
 }
 
 func openOutput(path string) (*os.File, error) {

@@ -225,15 +225,28 @@ func (d *Driver) prepare(cfg *driverpb.TaskConfig) (*shimSpec, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
+	var maxFiles int
+	var maxSize int64
+	if lr := cfg.GetLogRotation(); lr != nil {
+		if lr.GetMaxFiles() < 1 {
+			return nil, "", fmt.Errorf("%w: log_rotation.max_files must be at least 1, got %d", driver.ErrInvalidConfig, lr.GetMaxFiles())
+		}
+		if lr.GetMaxFileSizeBytes() < 1 {
+			return nil, "", fmt.Errorf("%w: log_rotation.max_file_size_bytes must be at least 1, got %d", driver.ErrInvalidConfig, lr.GetMaxFileSizeBytes())
+		}
+		maxFiles, maxSize = int(lr.GetMaxFiles()), lr.GetMaxFileSizeBytes()
+	}
 	return &shimSpec{
-		Path:       path,
-		Argv:       append([]string{tc.Command}, tc.Args...),
-		Env:        envList(cfg.GetEnv()),
-		Dir:        taskDir,
-		Stdout:     cfg.GetStdoutPath(),
-		Stderr:     cfg.GetStderrPath(),
-		ExitFile:   filepath.Join(taskDir, exitFileName),
-		Credential: cred,
+		LogMaxFiles:    maxFiles,
+		LogMaxFileSize: maxSize,
+		Path:           path,
+		Argv:           append([]string{tc.Command}, tc.Args...),
+		Env:            envList(cfg.GetEnv()),
+		Dir:            taskDir,
+		Stdout:         cfg.GetStdoutPath(),
+		Stderr:         cfg.GetStderrPath(),
+		ExitFile:       filepath.Join(taskDir, exitFileName),
+		Credential:     cred,
 	}, killSignal, nil
 }
 

@@ -128,7 +128,8 @@ func TestRoundTrip(t *testing.T) {
 		Id: "a1/web", AllocId: "a1", TaskName: "web", ConfigJson: []byte(`{"command":"x"}`),
 		Env: map[string]string{"A": "b"}, User: "u", AllocDir: "/alloc", TaskDir: "/alloc/web",
 		StdoutPath: "/o", StderrPath: "/e", KillSignal: "SIGINT",
-		Resources: &driverpb.Resources{Cpu: 100, MemoryMb: 300, MemoryMaxMb: 600},
+		Resources:   &driverpb.Resources{Cpu: 100, MemoryMb: 300, MemoryMaxMb: 600},
+		LogRotation: &driverpb.LogRotation{MaxFiles: 3, MaxFileSizeBytes: 1 << 20},
 	}
 	h, err := d.StartTask(c, cfg)
 	if err != nil || h.GetPid() != 77 || string(h.GetState()) != "opaque" {
