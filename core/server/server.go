@@ -361,10 +361,15 @@ func (s *Server) Shutdown() error {
 }
 
 // raftApply commits one typed entry and returns its index. An error the FSM
-// returned for the entry is returned as is, keeping its kind.
+// returned for the entry is returned as is, keeping its kind. A request that
+// stores times (structs.Stamped) gets the leader's clock here, so that every
+// server applying the entry, now or in a replay, stores the same times.
 func (s *Server) raftApply(t structs.MessageType, msg any) (uint64, error) {
 	if !s.IsLeader() {
 		return 0, structs.NewError(structs.ErrNoLeader, "No cluster leader")
+	}
+	if st, ok := msg.(structs.Stamped); ok {
+		st.StampNow(s.cfg.Now().UnixNano())
 	}
 	buf, err := fsm.Encode(t, msg)
 	if err != nil {

@@ -24,6 +24,38 @@ const (
 	IgnoreUnknownTypeFlag MessageType = 128
 )
 
+// Stamped is a Raft request that carries the leader's clock. The FSM and
+// the state store never read the wall clock while applying an entry (each
+// server applies it at a different moment, and a replay much later): every
+// time they store comes from the entry. The leader stamps each request just
+// before proposing it; an entry written before the stamp existed (Now zero)
+// falls back to times the entry carries itself, never to the clock.
+type Stamped interface {
+	// StampNow sets the request's time (unix nanoseconds) unless the
+	// caller already set one.
+	StampNow(unixNano int64)
+}
+
+func stamp(dst *int64, v int64) {
+	if *dst == 0 {
+		*dst = v
+	}
+}
+
+func (r *NodeRegisterRequest) StampNow(n int64)                 { stamp(&r.Now, n) }
+func (r *NodeUpdateStatusRequest) StampNow(n int64)             { stamp(&r.Now, n) }
+func (r *NodeUpdateDrainRequest) StampNow(n int64)              { stamp(&r.Now, n) }
+func (r *NodeUpdateEligibilityRequest) StampNow(n int64)        { stamp(&r.Now, n) }
+func (r *JobRegisterRequest) StampNow(n int64)                  { stamp(&r.Now, n) }
+func (r *JobDeregisterRequest) StampNow(n int64)                { stamp(&r.Now, n) }
+func (r *JobBatchDeregisterRequest) StampNow(n int64)           { stamp(&r.Now, n) }
+func (r *EvalUpdateRequest) StampNow(n int64)                   { stamp(&r.Now, n) }
+func (r *AllocUpdateRequest) StampNow(n int64)                  { stamp(&r.Now, n) }
+func (r *AllocUpdateDesiredTransitionRequest) StampNow(n int64) { stamp(&r.Now, n) }
+
+// StampNow sets UpdatedAt, which has always been the plan's time.
+func (r *ApplyPlanResultsRequest) StampNow(n int64) { stamp(&r.UpdatedAt, n) }
+
 // WriteMeta is returned by every write.
 type WriteMeta struct {
 	Index uint64 `codec:",omitempty"`
@@ -44,6 +76,9 @@ type QueryOptions struct {
 // NodeRegisterRequest upserts a node.
 type NodeRegisterRequest struct {
 	Node *Node `codec:",omitempty"`
+	// Now is the leader's clock (unix nanoseconds) when it proposed the
+	// entry; the FSM stamps the times it stores with it (see Stamped).
+	Now int64 `codec:",omitempty"`
 }
 
 // NodeDeregisterRequest deletes nodes.
@@ -58,6 +93,9 @@ type NodeUpdateStatusRequest struct {
 	NodeEvent *NodeEvent    `codec:",omitempty"`
 	UpdatedAt int64         `codec:",omitempty"`
 	Evals     []*Evaluation `codec:",omitempty"`
+	// Now is the leader's clock (unix nanoseconds) when it proposed the
+	// entry; the FSM stamps the times it stores with it (see Stamped).
+	Now int64 `codec:",omitempty"`
 }
 
 // NodeUpdateDrainRequest sets or clears a drain.
@@ -68,6 +106,9 @@ type NodeUpdateDrainRequest struct {
 	NodeEvent     *NodeEvent        `codec:",omitempty"`
 	UpdatedAt     int64             `codec:",omitempty"`
 	Meta          map[string]string `codec:",omitempty"`
+	// Now is the leader's clock (unix nanoseconds) when it proposed the
+	// entry; the FSM stamps the times it stores with it (see Stamped).
+	Now int64 `codec:",omitempty"`
 }
 
 // NodeUpdateEligibilityRequest toggles scheduling eligibility.
@@ -77,6 +118,9 @@ type NodeUpdateEligibilityRequest struct {
 	NodeEvent   *NodeEvent    `codec:",omitempty"`
 	UpdatedAt   int64         `codec:",omitempty"`
 	Evals       []*Evaluation `codec:",omitempty"`
+	// Now is the leader's clock (unix nanoseconds) when it proposed the
+	// entry; the FSM stamps the times it stores with it (see Stamped).
+	Now int64 `codec:",omitempty"`
 }
 
 // JobRegisterRequest writes a job (nil when unchanged) and its eval.
@@ -86,6 +130,9 @@ type JobRegisterRequest struct {
 	// Namespace and JobID name the job when Job is nil (unchanged spec).
 	Namespace string `codec:",omitempty"`
 	JobID     string `codec:",omitempty"`
+	// Now is the leader's clock (unix nanoseconds) when it proposed the
+	// entry; the FSM stamps the times it stores with it (see Stamped).
+	Now int64 `codec:",omitempty"`
 }
 
 // JobDeregisterRequest stops or purges a job, with its eval.
@@ -94,18 +141,27 @@ type JobDeregisterRequest struct {
 	JobID     string      `codec:",omitempty"`
 	Purge     bool        `codec:",omitempty"`
 	Eval      *Evaluation `codec:",omitempty"`
+	// Now is the leader's clock (unix nanoseconds) when it proposed the
+	// entry; the FSM stamps the times it stores with it (see Stamped).
+	Now int64 `codec:",omitempty"`
 }
 
 // JobBatchDeregisterRequest purges many jobs at once (GC).
 type JobBatchDeregisterRequest struct {
 	Jobs  []NamespacedID `codec:",omitempty"`
 	Evals []*Evaluation  `codec:",omitempty"`
+	// Now is the leader's clock (unix nanoseconds) when it proposed the
+	// entry; the FSM stamps the times it stores with it (see Stamped).
+	Now int64 `codec:",omitempty"`
 }
 
 // EvalUpdateRequest upserts evals.
 type EvalUpdateRequest struct {
 	Evals     []*Evaluation `codec:",omitempty"`
 	EvalToken string        `codec:",omitempty"`
+	// Now is the leader's clock (unix nanoseconds) when it proposed the
+	// entry; the FSM stamps the times it stores with it (see Stamped).
+	Now int64 `codec:",omitempty"`
 }
 
 // EvalDeleteRequest reaps evals and allocs.
@@ -119,12 +175,18 @@ type EvalDeleteRequest struct {
 type AllocUpdateRequest struct {
 	Alloc []*Allocation `codec:",omitempty"`
 	Evals []*Evaluation `codec:",omitempty"`
+	// Now is the leader's clock (unix nanoseconds) when it proposed the
+	// entry; the FSM stamps the times it stores with it (see Stamped).
+	Now int64 `codec:",omitempty"`
 }
 
 // AllocUpdateDesiredTransitionRequest sets desired transitions.
 type AllocUpdateDesiredTransitionRequest struct {
 	Allocs map[string]*DesiredTransition `codec:",omitempty"`
 	Evals  []*Evaluation                 `codec:",omitempty"`
+	// Now is the leader's clock (unix nanoseconds) when it proposed the
+	// entry; the FSM stamps the times it stores with it (see Stamped).
+	Now int64 `codec:",omitempty"`
 }
 
 // ApplyPlanResultsRequest commits a plan.
