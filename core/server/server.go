@@ -70,6 +70,16 @@ type Config struct {
 	TrailingLogs uint64
 	// Now is the clock, for tests of periodic jobs.
 	Now func() time.Time
+	// StepUpAttempts is how many times in a row a new leader tries to
+	// establish itself (restore the eval broker, blocked evals and periodic
+	// dispatcher) before handing leadership to another server (default 3).
+	StepUpAttempts int
+	// StepUpBackoff is the wait after the first failed attempt; it doubles
+	// after each further one, up to 30s (default 1s).
+	StepUpBackoff time.Duration
+	// stepUpFault, when set, runs in every step-up attempt after the
+	// components are enabled; an error fails the attempt (tests).
+	stepUpFault func() error
 
 	// Clustering (ignored in dev mode).
 	// BootstrapExpect is the number of servers that form the cluster.
@@ -140,6 +150,12 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.StepUpAttempts <= 0 {
+		cfg.StepUpAttempts = defaultStepUpAttempts
+	}
+	if cfg.StepUpBackoff <= 0 {
+		cfg.StepUpBackoff = defaultStepUpBackoff
 	}
 	if cfg.Schedulers == nil {
 		return nil, errors.New("server: no scheduler router configured")
@@ -351,6 +367,11 @@ func (s *Server) Shutdown() error {
 	// first revoke ran; its loops saw the cancelled context and ended.
 	s.revokeLeadership()
 	err := s.raft.Shutdown().Error()
+	// Pooled connections to peers stay open past Close; a peer's goroutine
+	// reading one would wait for it for good.
+	if c, ok := s.transport.(interface{ CloseStreams() }); ok {
+		c.CloseStreams()
+	}
 	if c, ok := s.transport.(interface{ Close() error }); ok {
 		_ = c.Close()
 	}
