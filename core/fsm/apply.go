@@ -10,7 +10,8 @@ import (
 )
 
 // Each applier writes its entry at the entry's Raft index and returns nil or
-// the state store's error. Entries that write several things (a job and its
+// the state store's error. A node change and the evals it causes are one
+// state transaction. Other entries that write several things (a job and its
 // eval) do it in several state transactions at the same index, in the order
 // a reader expects to find them: the job first, then the eval that refers
 // to it.
@@ -48,10 +49,11 @@ func (f *FSM) applyNodeRegister(index uint64, buf []byte) any {
 		return structs.NewError(structs.ErrInvalid, "node register: missing node")
 	}
 	st := f.State().At(at(req.Now, req.Node.StatusUpdatedAt*int64(time.Second)))
-	if err := st.UpsertNode(index, req.Node); err != nil {
+	if err := st.UpsertNode(index, req.Node, req.Evals...); err != nil {
 		return err
 	}
 	f.nodeChanged(req.Node.ID, index)
+	f.evalsCommitted(req.Evals)
 	return nil
 }
 
@@ -64,32 +66,35 @@ func (f *FSM) applyNodeDeregister(index uint64, buf []byte) any {
 func (f *FSM) applyNodeUpdateStatus(index uint64, buf []byte) any {
 	req := decode[structs.NodeUpdateStatusRequest](structs.NodeUpdateStatusRequestType, index, buf)
 	st := f.State().At(nodeStamp(req.Now, req.NodeEvent, req.UpdatedAt))
-	if err := st.UpdateNodeStatus(index, req.NodeID, req.Status, req.UpdatedAt, req.NodeEvent); err != nil {
+	if err := st.UpdateNodeStatus(index, req.NodeID, req.Status, req.UpdatedAt, req.NodeEvent, req.Evals...); err != nil {
 		return err
 	}
 	f.nodeChanged(req.NodeID, index)
-	return f.upsertEvals(st, index, req.Evals)
+	f.evalsCommitted(req.Evals)
+	return nil
 }
 
 func (f *FSM) applyNodeUpdateDrain(index uint64, buf []byte) any {
 	req := decode[structs.NodeUpdateDrainRequest](structs.NodeUpdateDrainRequestType, index, buf)
 	st := f.State().At(nodeStamp(req.Now, req.NodeEvent, req.UpdatedAt))
-	err := st.UpdateNodeDrainWithMeta(index, req.NodeID, req.DrainStrategy, req.MarkEligible, req.UpdatedAt, req.NodeEvent, req.Meta)
+	err := st.UpdateNodeDrainWithMeta(index, req.NodeID, req.DrainStrategy, req.MarkEligible, req.UpdatedAt, req.NodeEvent, req.Meta, req.Evals...)
 	if err != nil {
 		return err
 	}
 	f.nodeChanged(req.NodeID, index)
+	f.evalsCommitted(req.Evals)
 	return nil
 }
 
 func (f *FSM) applyNodeUpdateEligibility(index uint64, buf []byte) any {
 	req := decode[structs.NodeUpdateEligibilityRequest](structs.NodeUpdateEligibilityRequestType, index, buf)
 	st := f.State().At(nodeStamp(req.Now, req.NodeEvent, req.UpdatedAt))
-	if err := st.UpdateNodeEligibility(index, req.NodeID, req.Eligibility, req.UpdatedAt, req.NodeEvent); err != nil {
+	if err := st.UpdateNodeEligibility(index, req.NodeID, req.Eligibility, req.UpdatedAt, req.NodeEvent, req.Evals...); err != nil {
 		return err
 	}
 	f.nodeChanged(req.NodeID, index)
-	return f.upsertEvals(st, index, req.Evals)
+	f.evalsCommitted(req.Evals)
+	return nil
 }
 
 func (f *FSM) nodeChanged(id string, index uint64) {
@@ -362,4 +367,12 @@ func (f *FSM) upsertEvals(st *state.StateStore, index uint64, evals []*structs.E
 	}
 	f.hooks.EvalsCommitted(evals)
 	return nil
+}
+
+// evalsCommitted hands evals an entry wrote with other changes (a node
+// change writes its evals in its own transaction) to the hooks.
+func (f *FSM) evalsCommitted(evals []*structs.Evaluation) {
+	if len(evals) > 0 {
+		f.hooks.EvalsCommitted(evals)
+	}
 }

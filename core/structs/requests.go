@@ -73,9 +73,11 @@ type QueryOptions struct {
 	AuthToken     string `codec:",omitempty"`
 }
 
-// NodeRegisterRequest upserts a node.
+// NodeRegisterRequest upserts a node, with the evals the registration
+// causes (written in the same entry; see NodeUpdateStatusRequest).
 type NodeRegisterRequest struct {
-	Node *Node `codec:",omitempty"`
+	Node  *Node         `codec:",omitempty"`
+	Evals []*Evaluation `codec:",omitempty"`
 	// Now is the leader's clock (unix nanoseconds) when it proposed the
 	// entry; the FSM stamps the times it stores with it (see Stamped).
 	Now int64 `codec:",omitempty"`
@@ -87,6 +89,9 @@ type NodeDeregisterRequest struct {
 }
 
 // NodeUpdateStatusRequest changes a node's status, with the evals it causes.
+// A node change and its evals are one entry, so that a leadership loss
+// cannot commit the change and lose the evals. An eval of the node without
+// a NodeModifyIndex gets the entry's index.
 type NodeUpdateStatusRequest struct {
 	NodeID    string        `codec:",omitempty"`
 	Status    string        `codec:",omitempty"`
@@ -98,7 +103,7 @@ type NodeUpdateStatusRequest struct {
 	Now int64 `codec:",omitempty"`
 }
 
-// NodeUpdateDrainRequest sets or clears a drain.
+// NodeUpdateDrainRequest sets or clears a drain, with the evals it causes.
 type NodeUpdateDrainRequest struct {
 	NodeID        string            `codec:",omitempty"`
 	DrainStrategy *DrainStrategy    `codec:",omitempty"`
@@ -106,6 +111,7 @@ type NodeUpdateDrainRequest struct {
 	NodeEvent     *NodeEvent        `codec:",omitempty"`
 	UpdatedAt     int64             `codec:",omitempty"`
 	Meta          map[string]string `codec:",omitempty"`
+	Evals         []*Evaluation     `codec:",omitempty"`
 	// Now is the leader's clock (unix nanoseconds) when it proposed the
 	// entry; the FSM stamps the times it stores with it (see Stamped).
 	Now int64 `codec:",omitempty"`
