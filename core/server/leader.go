@@ -250,7 +250,14 @@ func (h *leaderHooks) AllocsClientUpdated(allocs []*structs.Allocation, index ui
 		}
 		seen[a.NodeID] = true
 		s.blocked.UnblockNode(a.NodeID, index)
-		if n, _ := s.State().NodeByID(nil, a.NodeID); n != nil {
+		n, err := s.State().NodeByID(nil, a.NodeID)
+		if err != nil {
+			// A hook cannot fail the entry; the node-ID unblock above
+			// still frees the evals waiting on this very node.
+			s.logger.Error("failed to read node to unblock its class", "node_id", a.NodeID, "error", err)
+			continue
+		}
+		if n != nil {
 			s.blocked.Unblock(n.ComputedClass, index)
 		}
 	}

@@ -184,7 +184,10 @@ func (s *Server) UpdateAllocs(ctx context.Context, nodeID, secretID string, allo
 			continue
 		}
 		seen[key] = true
-		cur, _ := s.State().JobByID(nil, job.Namespace, job.ID)
+		cur, err := s.State().JobByID(nil, job.Namespace, job.ID)
+		if err != nil {
+			return err
+		}
 		if cur == nil || cur.Stop {
 			continue
 		}
@@ -299,7 +302,10 @@ func (s *Server) StopAlloc(ctx context.Context, allocID string) (*structs.AllocS
 	if alloc == nil {
 		return nil, structs.NewError(structs.ErrNotFound, "alloc not found")
 	}
-	job, _ := s.State().JobByID(nil, alloc.Namespace, alloc.JobID)
+	job, err := s.State().JobByID(nil, alloc.Namespace, alloc.JobID)
+	if err != nil {
+		return nil, err
+	}
 	if job == nil {
 		job = alloc.Job
 	}
@@ -337,7 +343,11 @@ func (s *Server) nodeEvals(node *structs.Node, joining bool) ([]*structs.Evaluat
 		if a.TerminalStatus() || a.Job == nil || a.Job.Type != structs.JobTypeSystem {
 			continue
 		}
-		if j, _ := st.JobByID(nil, a.Namespace, a.JobID); j != nil {
+		j, err := st.JobByID(nil, a.Namespace, a.JobID)
+		if err != nil {
+			return nil, err
+		}
+		if j != nil {
 			jobs[structs.NamespacedID{ID: j.ID, Namespace: j.Namespace}] = j
 		}
 	}
