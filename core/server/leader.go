@@ -120,6 +120,7 @@ func (s *Server) establishLeadership() error {
 	s.startLeaderLoop(ctx, s.reapDuplicateEvals)
 	s.startLeaderLoop(ctx, s.periodic.run)
 	s.startLeaderLoop(ctx, s.heartbeat.run)
+	s.established.Store(true)
 	s.logger.Info("cluster leadership acquired")
 	return nil
 }
@@ -141,6 +142,7 @@ func (s *Server) revokeLeadership() {
 	if cancel == nil {
 		return
 	}
+	s.established.Store(false)
 	cancel()
 	s.broker.SetEnabled(false)
 	s.blocked.SetEnabled(false)

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -119,6 +120,9 @@ type Server struct {
 	leaderMu     sync.Mutex
 	leaderCancel context.CancelFunc
 	leaderWG     sync.WaitGroup
+	// established is set once a step-up completed and cleared on revoke:
+	// during a failing attempt the components are briefly enabled.
+	established atomic.Bool
 
 	rpcPool *rpc.Pool
 
@@ -332,7 +336,7 @@ func (s *Server) leaderReady() bool {
 	if !s.IsLeader() {
 		return true
 	}
-	return s.broker.Enabled()
+	return s.established.Load()
 }
 
 // Shutdown stops every loop and closes Raft.

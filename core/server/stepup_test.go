@@ -63,11 +63,11 @@ func TestStepUpSucceedsOnRetry(t *testing.T) {
 			return nil
 		}
 	})
-	// testServer returned once the leader's broker was enabled.
+	// testServer returned once the leader was established.
 	if n := calls.Load(); n != 3 {
 		t.Fatalf("step-up ran %d times, want 2 failures and a success", n)
 	}
-	if !s2.IsLeader() || !s2.broker.Enabled() || !s2.blocked.Enabled() {
+	if !s2.IsLeader() || !s2.established.Load() || !s2.broker.Enabled() || !s2.blocked.Enabled() {
 		t.Fatal("leader not established after a successful retry")
 	}
 	waitFor(t, 15*time.Second, "the pending eval processed", func() bool {
@@ -117,7 +117,7 @@ func TestStepUpGivesUpAndStepsDown(t *testing.T) {
 	// The server that stepped down must not keep its broker enabled.
 	waitFor(t, 60*time.Second, "a healthy leader other than s1", func() bool {
 		for _, s := range servers[1:] {
-			if s.IsLeader() && s.broker.Enabled() {
+			if s.IsLeader() && s.established.Load() {
 				return !bad.IsLeader() && !bad.broker.Enabled()
 			}
 		}
