@@ -141,10 +141,9 @@ func TestApplyMessageTypes(t *testing.T) {
 		}},
 		{"periodic parent and child launches", func(t *testing.T, f *FSM, rec *recorder) {
 			now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-			f.now = func() time.Time { return now }
 			parent := mockJob(structs.JobTypeBatch)
 			parent.Periodic = &structs.PeriodicConfig{Enabled: true, Spec: "* * * * *"}
-			mustApply(t, f, 10, structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: parent})
+			mustApply(t, f, 10, structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: parent, Now: now.UnixNano()})
 			l, _ := f.State().PeriodicLaunchByID(nil, structs.DefaultNamespace, parent.ID)
 			if l == nil || !l.Launch.Equal(now) {
 				t.Fatalf("launch of a new parent = %+v, want %v", l, now)
@@ -153,8 +152,7 @@ func TestApplyMessageTypes(t *testing.T) {
 				t.Error("a periodic parent registration created an eval")
 			}
 			// Updating the parent keeps the recorded launch.
-			f.now = func() time.Time { return now.Add(time.Hour) }
-			mustApply(t, f, 11, structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: parent})
+			mustApply(t, f, 11, structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: parent, Now: now.Add(time.Hour).UnixNano()})
 			if l, _ := f.State().PeriodicLaunchByID(nil, structs.DefaultNamespace, parent.ID); !l.Launch.Equal(now) {
 				t.Errorf("update moved the launch to %v", l.Launch)
 			}

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"sync/atomic"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
@@ -61,8 +60,6 @@ type FSM struct {
 	// state is swapped by Restore while readers (RPCs, HTTP, workers) load
 	// it from other goroutines.
 	state atomic.Pointer[state.StateStore]
-	// now stamps periodic launches of newly registered parents.
-	now func() time.Time
 }
 
 var _ raft.FSM = (*FSM)(nil)
@@ -80,7 +77,7 @@ func New(logger hclog.Logger, hooks Hooks) (*FSM, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &FSM{logger: logger, hooks: hooks, now: time.Now}
+	f := &FSM{logger: logger, hooks: hooks}
 	f.state.Store(st)
 	return f, nil
 }

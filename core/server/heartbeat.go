@@ -60,13 +60,10 @@ func (h *heartbeater) run(ctx context.Context) {
 		h.expired = map[string]bool{}
 		h.mu.Unlock()
 	}()
-	if nodes, err := h.s.State().Nodes(nil); err == nil {
-		for _, n := range nodes {
-			if n.Status != structs.NodeStatusDown {
-				h.reset(n.ID)
-			}
-		}
-	}
+	// Until every live node has a timer, a node that stopped heartbeating
+	// under the previous leader would never be marked down: a failed read
+	// is retried on every tick.
+	armed := h.armTimers()
 	drain := time.NewTicker(time.Second)
 	defer drain.Stop()
 	for {
@@ -74,6 +71,9 @@ func (h *heartbeater) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-drain.C:
+			if !armed {
+				armed = h.armTimers()
+			}
 			h.s.runDrainer()
 		case <-h.wake:
 			h.mu.Lock()
@@ -91,9 +91,31 @@ func (h *heartbeater) run(ctx context.Context) {
 	}
 }
 
+// armTimers starts a heartbeat timer for every node that is not down and
+// reports whether it could read them.
+func (h *heartbeater) armTimers() bool {
+	nodes, err := h.s.State().Nodes(nil)
+	if err != nil {
+		h.s.logger.Error("failed to read nodes to arm heartbeat timers; retrying", "error", err)
+		return false
+	}
+	for _, n := range nodes {
+		if n.Status != structs.NodeStatusDown {
+			h.reset(n.ID)
+		}
+	}
+	return true
+}
+
 func (h *heartbeater) invalidate(nodeID string) {
 	node, err := h.s.State().NodeByID(nil, nodeID)
-	if err != nil || node == nil || node.Status == structs.NodeStatusDown {
+	if err != nil {
+		// Arm the timer again so that the node is checked once more.
+		h.s.logger.Error("failed to read node whose heartbeat expired", "node_id", nodeID, "error", err)
+		h.reset(nodeID)
+		return
+	}
+	if node == nil || node.Status == structs.NodeStatusDown {
 		return
 	}
 	h.s.logger.Warn("node heartbeat missed; marking down", "node_id", nodeID, "ttl", h.s.cfg.HeartbeatTTL)
@@ -110,6 +132,7 @@ func (s *Server) runDrainer() {
 	st := s.State()
 	nodes, err := st.Nodes(nil)
 	if err != nil {
+		s.logger.Error("drainer failed to read nodes", "error", err)
 		return
 	}
 	now := s.cfg.Now()
@@ -121,6 +144,7 @@ func (s *Server) runDrainer() {
 		forced := !ds.ForceDeadline.IsZero() && !now.Before(ds.ForceDeadline)
 		allocs, err := st.AllocsByNode(nil, n.ID)
 		if err != nil {
+			s.logger.Error("drainer failed to read the node's allocs", "node_id", n.ID, "error", err)
 			continue
 		}
 		var live, system []*structs.Allocation
@@ -165,24 +189,42 @@ func (s *Server) runDrainer() {
 		if len(migrate) == 0 {
 			continue
 		}
-		yes := true
-		req := &structs.AllocUpdateDesiredTransitionRequest{Allocs: map[string]*structs.DesiredTransition{}}
-		jobs := map[structs.NamespacedID]bool{}
-		for _, a := range migrate {
-			req.Allocs[a.ID] = &structs.DesiredTransition{Migrate: &yes}
-			key := structs.NamespacedID{ID: a.JobID, Namespace: a.Namespace}
-			if jobs[key] {
-				continue
-			}
-			jobs[key] = true
-			if j, _ := st.JobByID(nil, a.Namespace, a.JobID); j != nil {
-				ev := s.newEval(j, structs.EvalTriggerNodeDrain)
-				ev.JobModifyIndex, ev.NodeID = j.JobModifyIndex, n.ID
-				req.Evals = append(req.Evals, ev)
-			}
+		req, err := s.drainMigration(n.ID, migrate)
+		if err != nil {
+			// Migrating without the jobs' evals would mark allocs that
+			// nothing reschedules: the next tick tries again.
+			s.logger.Error("drainer failed to read the jobs to migrate", "node_id", n.ID, "error", err)
+			continue
 		}
 		if _, err := s.raftApply(structs.AllocUpdateDesiredTransitionRequestType, req); err != nil {
 			s.logger.Warn("failed to migrate allocs for drain", "node_id", n.ID, "error", err)
 		}
 	}
+}
+
+// drainMigration marks allocs for migration off a draining node, with one
+// drain eval per job that acts on them.
+func (s *Server) drainMigration(nodeID string, migrate []*structs.Allocation) (*structs.AllocUpdateDesiredTransitionRequest, error) {
+	st := s.State()
+	yes := true
+	req := &structs.AllocUpdateDesiredTransitionRequest{Allocs: map[string]*structs.DesiredTransition{}}
+	jobs := map[structs.NamespacedID]bool{}
+	for _, a := range migrate {
+		req.Allocs[a.ID] = &structs.DesiredTransition{Migrate: &yes}
+		key := structs.NamespacedID{ID: a.JobID, Namespace: a.Namespace}
+		if jobs[key] {
+			continue
+		}
+		jobs[key] = true
+		j, err := st.JobByID(nil, a.Namespace, a.JobID)
+		if err != nil {
+			return nil, err
+		}
+		if j != nil {
+			ev := s.newEval(j, structs.EvalTriggerNodeDrain)
+			ev.JobModifyIndex, ev.NodeID = j.JobModifyIndex, nodeID
+			req.Evals = append(req.Evals, ev)
+		}
+	}
+	return req, nil
 }

@@ -276,7 +276,11 @@ func (s *Server) DispatchJob(ctx context.Context, ns string, req *structs.JobDis
 	if req.IdempotencyToken != "" {
 		// A concurrent dispatch with the same token may have won: the FSM
 		// then dropped this child, and the winner is the answer.
-		if written, _ := s.State().JobByID(nil, ns, child.ID); written == nil {
+		written, err := s.State().JobByID(nil, ns, child.ID)
+		if err != nil {
+			return nil, err
+		}
+		if written == nil {
 			if prior, err := s.childWithToken(ns, parent.ID, req.IdempotencyToken); err != nil || prior != nil {
 				if prior == nil {
 					return nil, err

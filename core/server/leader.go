@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/drover-org/drover/core/server/evalbroker"
@@ -19,9 +20,7 @@ func (s *Server) monitorLeadership() {
 			return
 		case isLeader := <-ch:
 			if isLeader {
-				if err := s.establishLeadership(); err != nil {
-					s.logger.Error("failed to establish leadership", "error", err)
-				}
+				s.stepUp(ch)
 			} else {
 				s.revokeLeadership()
 			}
@@ -29,11 +28,69 @@ func (s *Server) monitorLeadership() {
 	}
 }
 
+// Step-up retry defaults (see Config.StepUpAttempts and StepUpBackoff).
+const (
+	defaultStepUpAttempts = 3
+	defaultStepUpBackoff  = time.Second
+	maxStepUpBackoff      = 30 * time.Second
+)
+
+// stepUp establishes leadership, retrying a failed attempt with a doubling
+// backoff. A leader that fails to establish itself still accepts writes but
+// schedules nothing (its broker is disabled), so after StepUpAttempts
+// failures in a row it hands leadership to another server. When there is
+// none to take it (a single server), it keeps retrying at the backoff and
+// tries the hand-over again after every StepUpAttempts failures. It returns
+// once leadership is established, handed over or lost, or the server shuts
+// down.
+func (s *Server) stepUp(leaderCh <-chan bool) {
+	wait := s.cfg.StepUpBackoff
+	for attempt := 1; ; attempt++ {
+		err := s.establishLeadership()
+		if err == nil {
+			return
+		}
+		// Undo what the attempt enabled, so that no half-enabled leader
+		// hands out work.
+		s.revokeLeadership()
+		s.logger.Error("failed to establish leadership", "attempt", attempt, "error", err)
+		if attempt%s.cfg.StepUpAttempts == 0 {
+			err := s.raft.LeadershipTransfer().Error()
+			if err == nil {
+				s.logger.Warn("handed leadership to another server after failing to establish it", "attempts", attempt)
+				return
+			}
+			s.logger.Error("failed to hand over leadership; retrying step-up", "error", err)
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-s.shutdownCtx.Done():
+			timer.Stop()
+			return
+		case isLeader := <-leaderCh:
+			timer.Stop()
+			if !isLeader {
+				return
+			}
+		case <-timer.C:
+		}
+		if !s.IsLeader() {
+			// The loss shows on leaderCh too; monitorLeadership revokes
+			// (a no-op now) when it reads it.
+			return
+		}
+		if wait *= 2; wait > maxStepUpBackoff {
+			wait = maxStepUpBackoff
+		}
+	}
+}
+
 // establishLeadership runs on step-up: it waits for the FSM to apply every
 // committed entry (a barrier), then rebuilds the in-memory queues from state.
+// On an error the caller revokes what it enabled.
 func (s *Server) establishLeadership() error {
 	if err := s.raft.Barrier(time.Minute).Error(); err != nil {
-		return err
+		return fmt.Errorf("raft barrier: %w", err)
 	}
 	s.leaderMu.Lock()
 	defer s.leaderMu.Unlock()
@@ -46,8 +103,16 @@ func (s *Server) establishLeadership() error {
 	s.planQueue.SetEnabled(true)
 	s.broker.SetEnabled(true)
 	s.blocked.SetEnabled(true)
+	if f := s.cfg.stepUpFault; f != nil {
+		if err := f(); err != nil {
+			return err
+		}
+	}
 	if err := s.restoreEvals(); err != nil {
-		s.logger.Error("failed to restore evals", "error", err)
+		return fmt.Errorf("restore evals: %w", err)
+	}
+	if err := s.periodic.restore(); err != nil {
+		return fmt.Errorf("restore periodic dispatcher: %w", err)
 	}
 
 	s.startLeaderLoop(ctx, s.planApplier)
@@ -55,6 +120,7 @@ func (s *Server) establishLeadership() error {
 	s.startLeaderLoop(ctx, s.reapDuplicateEvals)
 	s.startLeaderLoop(ctx, s.periodic.run)
 	s.startLeaderLoop(ctx, s.heartbeat.run)
+	s.established.Store(true)
 	s.logger.Info("cluster leadership acquired")
 	return nil
 }
@@ -76,11 +142,15 @@ func (s *Server) revokeLeadership() {
 	if cancel == nil {
 		return
 	}
+	s.established.Store(false)
 	cancel()
 	s.broker.SetEnabled(false)
 	s.blocked.SetEnabled(false)
 	s.planQueue.SetEnabled(false)
 	s.leaderWG.Wait()
+	// After the loops: periodic.run disables it too when it ends, but a
+	// failed step-up may have restored it without starting the loop.
+	s.periodic.disable()
 	s.logger.Info("cluster leadership lost")
 }
 
@@ -182,7 +252,14 @@ func (h *leaderHooks) AllocsClientUpdated(allocs []*structs.Allocation, index ui
 		}
 		seen[a.NodeID] = true
 		s.blocked.UnblockNode(a.NodeID, index)
-		if n, _ := s.State().NodeByID(nil, a.NodeID); n != nil {
+		n, err := s.State().NodeByID(nil, a.NodeID)
+		if err != nil {
+			// A hook cannot fail the entry; the node-ID unblock above
+			// still frees the evals waiting on this very node.
+			s.logger.Error("failed to read node to unblock its class", "node_id", a.NodeID, "error", err)
+			continue
+		}
+		if n != nil {
 			s.blocked.Unblock(n.ComputedClass, index)
 		}
 	}

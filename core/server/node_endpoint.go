@@ -50,16 +50,16 @@ func (s *Server) RegisterNode(ctx context.Context, in *structs.Node) (time.Durat
 	if existing == nil {
 		node.Events = []*structs.NodeEvent{{Message: "Node registered", Subsystem: "Cluster", Timestamp: s.cfg.Now()}}
 	}
-	index, err := s.raftApply(structs.NodeRegisterRequestType, &structs.NodeRegisterRequest{Node: node})
-	if err != nil {
+	var evals []*structs.Evaluation
+	if existing == nil || existing.Status != structs.NodeStatusReady || existing.ComputedClass != node.ComputedClass {
+		if evals, err = s.nodeEvals(node, true); err != nil {
+			return 0, err
+		}
+	}
+	if _, err := s.raftApply(structs.NodeRegisterRequestType, &structs.NodeRegisterRequest{Node: node, Evals: evals}); err != nil {
 		return 0, err
 	}
 	s.heartbeat.reset(node.ID)
-	if existing == nil || existing.Status != structs.NodeStatusReady || existing.ComputedClass != node.ComputedClass {
-		if err := s.createNodeEvals(node.ID, index, true); err != nil {
-			s.logger.Warn("failed to create node evals", "node_id", node.ID, "error", err)
-		}
-	}
 	if existing == nil {
 		s.logger.Info("node registered", "node_id", node.ID, "name", node.Name, "datacenter", node.Datacenter)
 	}
@@ -101,19 +101,23 @@ func (s *Server) authNode(nodeID, secretID string) (*structs.Node, error) {
 	return node, nil
 }
 
-// setNodeStatus writes a status change and the evals it causes.
+// setNodeStatus writes a status change and the evals it causes, in one entry.
 func (s *Server) setNodeStatus(node *structs.Node, status, msg string) error {
+	evals, err := s.nodeEvals(node, status == structs.NodeStatusReady)
+	if err != nil {
+		return err
+	}
 	now := s.cfg.Now()
 	req := &structs.NodeUpdateStatusRequest{
 		NodeID: node.ID, Status: status, UpdatedAt: now.Unix(),
 		NodeEvent: &structs.NodeEvent{Message: msg, Subsystem: "Cluster", Timestamp: now},
+		Evals:     evals,
 	}
-	index, err := s.raftApply(structs.NodeUpdateStatusRequestType, req)
-	if err != nil {
+	if _, err := s.raftApply(structs.NodeUpdateStatusRequestType, req); err != nil {
 		return err
 	}
 	s.logger.Info("node status changed", "node_id", node.ID, "from", node.Status, "to", status)
-	return s.createNodeEvals(node.ID, index, status == structs.NodeStatusReady)
+	return nil
 }
 
 // Allocs blocks until the node's allocations change past minIndex and
@@ -180,7 +184,10 @@ func (s *Server) UpdateAllocs(ctx context.Context, nodeID, secretID string, allo
 			continue
 		}
 		seen[key] = true
-		cur, _ := s.State().JobByID(nil, job.Namespace, job.ID)
+		cur, err := s.State().JobByID(nil, job.Namespace, job.ID)
+		if err != nil {
+			return err
+		}
 		if cur == nil || cur.Stop {
 			continue
 		}
@@ -213,32 +220,22 @@ func (s *Server) UpdateNodeEligibility(ctx context.Context, nodeID, elig string)
 	if node.DrainStrategy != nil && elig == structs.NodeSchedulingEligible {
 		return nil, structs.NewError(structs.ErrInvalid, "can not set node's scheduling eligibility to eligible: node has an active drain")
 	}
+	var evals []*structs.Evaluation
+	if elig == structs.NodeSchedulingEligible && node.SchedulingEligibility != elig {
+		if evals, err = s.nodeEvals(node, true); err != nil {
+			return nil, err
+		}
+	}
 	now := s.cfg.Now()
 	index, err := s.raftApply(structs.NodeUpdateEligibilityRequestType, &structs.NodeUpdateEligibilityRequest{
 		NodeID: nodeID, Eligibility: elig, UpdatedAt: now.Unix(),
 		NodeEvent: &structs.NodeEvent{Message: "Node marked as " + elig, Subsystem: "Cluster", Timestamp: now},
+		Evals:     evals,
 	})
 	if err != nil {
 		return nil, err
 	}
-	resp := &structs.NodeEligibilityUpdateResponse{NodeModifyIndex: index, Index: index}
-	if elig == structs.NodeSchedulingEligible && node.SchedulingEligibility != elig {
-		ids, err := s.nodeEvals(nodeID, index, true)
-		if err != nil {
-			return nil, err
-		}
-		if len(ids) > 0 {
-			idx, err := s.raftApply(structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: ids})
-			if err != nil {
-				return nil, err
-			}
-			resp.EvalCreateIndex, resp.Index = idx, idx
-			for _, e := range ids {
-				resp.EvalIDs = append(resp.EvalIDs, e.ID)
-			}
-		}
-	}
-	return resp, nil
+	return nodeUpdateResponse(index, evals), nil
 }
 
 // UpdateNodeDrain starts (spec != nil) or cancels (spec == nil) a drain.
@@ -267,28 +264,29 @@ func (s *Server) UpdateNodeDrain(ctx context.Context, nodeID string, spec *struc
 		msg = "Node drain strategy set"
 	}
 	req.NodeEvent = &structs.NodeEvent{Message: msg, Subsystem: "Drain", Timestamp: now}
+	if spec == nil && markEligible {
+		if req.Evals, err = s.nodeEvals(node, true); err != nil {
+			return nil, err
+		}
+	}
 	index, err := s.raftApply(structs.NodeUpdateDrainRequestType, req)
 	if err != nil {
 		return nil, err
 	}
+	return nodeUpdateResponse(index, req.Evals), nil
+}
+
+// nodeUpdateResponse answers a node change committed at index together with
+// the evals it caused.
+func nodeUpdateResponse(index uint64, evals []*structs.Evaluation) *structs.NodeEligibilityUpdateResponse {
 	resp := &structs.NodeEligibilityUpdateResponse{NodeModifyIndex: index, Index: index}
-	if spec == nil && markEligible {
-		evs, err := s.nodeEvals(nodeID, index, true)
-		if err != nil {
-			return nil, err
-		}
-		if len(evs) > 0 {
-			idx, err := s.raftApply(structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: evs})
-			if err != nil {
-				return nil, err
-			}
-			resp.EvalCreateIndex, resp.Index = idx, idx
-			for _, e := range evs {
-				resp.EvalIDs = append(resp.EvalIDs, e.ID)
-			}
+	if len(evals) > 0 {
+		resp.EvalCreateIndex = index
+		for _, e := range evals {
+			resp.EvalIDs = append(resp.EvalIDs, e.ID)
 		}
 	}
-	return resp, nil
+	return resp
 }
 
 // StopAlloc marks an alloc for migration and evaluates its job: the
@@ -304,7 +302,10 @@ func (s *Server) StopAlloc(ctx context.Context, allocID string) (*structs.AllocS
 	if alloc == nil {
 		return nil, structs.NewError(structs.ErrNotFound, "alloc not found")
 	}
-	job, _ := s.State().JobByID(nil, alloc.Namespace, alloc.JobID)
+	job, err := s.State().JobByID(nil, alloc.Namespace, alloc.JobID)
+	if err != nil {
+		return nil, err
+	}
 	if job == nil {
 		job = alloc.Job
 	}
@@ -323,29 +324,18 @@ func (s *Server) StopAlloc(ctx context.Context, allocID string) (*structs.AllocS
 	return &structs.AllocStopResponse{EvalID: ev.ID, Index: index}, nil
 }
 
-// createNodeEvals writes the evals a node change causes.
-func (s *Server) createNodeEvals(nodeID string, nodeIndex uint64, joining bool) error {
-	evs, err := s.nodeEvals(nodeID, nodeIndex, joining)
-	if err != nil || len(evs) == 0 {
-		return err
-	}
-	_, err = s.raftApply(structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: evs})
-	return err
-}
-
-// nodeEvals builds one node-update eval per job affected by a node change:
+// nodeEvals builds one node-update eval per job affected by a change of node
+// (the node as it is or will be; the change does not move it between pools or
+// datacenters), to be written in the change's own entry, which also gives
+// them their NodeModifyIndex:
 // every system job whose pool and datacenters take the node, and every job
 // with live allocs on it. When the node joins (becomes schedulable), drover
 // also evaluates sysbatch jobs that are still running, so a node that
 // joins mid-run receives them; dead sysbatch jobs and parents never do.
-func (s *Server) nodeEvals(nodeID string, nodeIndex uint64, joining bool) ([]*structs.Evaluation, error) {
+func (s *Server) nodeEvals(node *structs.Node, joining bool) ([]*structs.Evaluation, error) {
 	st := s.State()
-	node, err := st.NodeByID(nil, nodeID)
-	if err != nil || node == nil {
-		return nil, err
-	}
 	jobs := map[structs.NamespacedID]*structs.Job{}
-	allocs, err := st.AllocsByNode(nil, nodeID)
+	allocs, err := st.AllocsByNode(nil, node.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -353,7 +343,11 @@ func (s *Server) nodeEvals(nodeID string, nodeIndex uint64, joining bool) ([]*st
 		if a.TerminalStatus() || a.Job == nil || a.Job.Type != structs.JobTypeSystem {
 			continue
 		}
-		if j, _ := st.JobByID(nil, a.Namespace, a.JobID); j != nil {
+		j, err := st.JobByID(nil, a.Namespace, a.JobID)
+		if err != nil {
+			return nil, err
+		}
+		if j != nil {
 			jobs[structs.NamespacedID{ID: j.ID, Namespace: j.Namespace}] = j
 		}
 	}
@@ -382,7 +376,7 @@ func (s *Server) nodeEvals(nodeID string, nodeIndex uint64, joining bool) ([]*st
 	for _, k := range keys {
 		j := jobs[k]
 		ev := s.newEval(j, structs.EvalTriggerNodeUpdate)
-		ev.NodeID, ev.NodeModifyIndex, ev.JobModifyIndex = nodeID, nodeIndex, j.JobModifyIndex
+		ev.NodeID, ev.JobModifyIndex = node.ID, j.JobModifyIndex
 		out = append(out, ev)
 	}
 	return out, nil

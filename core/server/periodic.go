@@ -62,18 +62,10 @@ func (p *periodicDispatcher) jobRemoved(ns, id string) {
 	p.poke()
 }
 
-// run is the leader loop: restore, then launch whatever is due.
+// run is the leader loop: launch whatever is due. establishLeadership has
+// restored the dispatcher before starting it.
 func (p *periodicDispatcher) run(ctx context.Context) {
-	if err := p.restore(); err != nil {
-		p.s.logger.Error("periodic dispatcher restore failed", "error", err)
-	}
-	defer func() {
-		p.mu.Lock()
-		p.enabled = false
-		p.jobs = map[structs.NamespacedID]*structs.Job{}
-		p.next = map[structs.NamespacedID]time.Time{}
-		p.mu.Unlock()
-	}()
+	defer p.disable()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
@@ -134,32 +126,24 @@ func (p *periodicDispatcher) due(now time.Time) ([]dueLaunch, time.Duration) {
 	return out, wait
 }
 
+// disable forgets every job; the FSM's calls are ignored until restore.
+func (p *periodicDispatcher) disable() {
+	p.mu.Lock()
+	p.enabled = false
+	p.jobs = map[structs.NamespacedID]*structs.Job{}
+	p.next = map[structs.NamespacedID]time.Time{}
+	p.mu.Unlock()
+}
+
+// restore rebuilds the dispatcher from state on step-up and launches once
+// for every schedule missed while no leader ran it. A failed read leaves the
+// dispatcher disabled, and the step-up fails with it.
 func (p *periodicDispatcher) restore() error {
-	st := p.s.State()
-	jobs, err := st.Jobs(nil)
+	now := p.s.cfg.Now()
+	catchUp, err := p.load(now)
 	if err != nil {
 		return err
 	}
-	now := p.s.cfg.Now()
-	p.mu.Lock()
-	p.enabled = true
-	var catchUp []*structs.Job
-	for _, j := range jobs {
-		if !j.IsPeriodicActive() {
-			continue
-		}
-		id := structs.NamespacedID{ID: j.ID, Namespace: j.Namespace}
-		p.jobs[id] = j
-		if n, err := j.Periodic.Next(now); err == nil && !n.IsZero() {
-			p.next[id] = n
-		}
-		if l, _ := st.PeriodicLaunchByID(nil, j.Namespace, j.ID); l != nil && !l.Launch.IsZero() {
-			if missed, err := j.Periodic.Next(l.Launch); err == nil && !missed.IsZero() && missed.Before(now) {
-				catchUp = append(catchUp, j)
-			}
-		}
-	}
-	p.mu.Unlock()
 	for _, j := range catchUp {
 		p.s.logger.Info("periodic job missed a launch; launching now", "job_id", j.ID)
 		if _, _, err := p.launch(j, now, false); err != nil {
@@ -167,6 +151,44 @@ func (p *periodicDispatcher) restore() error {
 		}
 	}
 	return nil
+}
+
+// load reads the periodic jobs and enables the dispatcher, and returns the
+// jobs that missed a launch. It holds mu throughout, so that a job change the
+// FSM reports meanwhile waits and then applies on top of what was read.
+func (p *periodicDispatcher) load(now time.Time) ([]*structs.Job, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st := p.s.State()
+	jobs, err := st.Jobs(nil)
+	if err != nil {
+		return nil, err
+	}
+	active := map[structs.NamespacedID]*structs.Job{}
+	next := map[structs.NamespacedID]time.Time{}
+	var catchUp []*structs.Job
+	for _, j := range jobs {
+		if !j.IsPeriodicActive() {
+			continue
+		}
+		id := structs.NamespacedID{ID: j.ID, Namespace: j.Namespace}
+		active[id] = j
+		if n, err := j.Periodic.Next(now); err == nil && !n.IsZero() {
+			next[id] = n
+		}
+		l, err := st.PeriodicLaunchByID(nil, j.Namespace, j.ID)
+		if err != nil {
+			return nil, fmt.Errorf("periodic launch of %s: %w", id, err)
+		}
+		if l != nil && !l.Launch.IsZero() {
+			if missed, err := j.Periodic.Next(l.Launch); err == nil && !missed.IsZero() && missed.Before(now) {
+				catchUp = append(catchUp, j)
+			}
+		}
+	}
+	p.enabled = true
+	p.jobs, p.next = active, next
+	return catchUp, nil
 }
 
 // launch derives and registers one child of a periodic job. Unless forced,

@@ -68,7 +68,10 @@ func (s *Server) applyPlan(ctx context.Context, plan *structs.Plan) (*structs.Pl
 		}
 	}
 	for id := range preemptedJobs {
-		job, _ := snap.JobByID(nil, id.Namespace, id.ID)
+		job, err := snap.JobByID(nil, id.Namespace, id.ID)
+		if err != nil {
+			return nil, err
+		}
 		if job == nil || job.Stop {
 			continue
 		}
@@ -134,6 +137,14 @@ func evaluatePlanReasons(snap *state.StateSnapshot, plan *structs.Plan) (*struct
 	partial := false
 	reasons := map[string]string{}
 	for i, nodeID := range ids {
+		var keep []*structs.Allocation
+		if fits[i] {
+			var err error
+			if keep, err = livePreemptions(snap, plan.NodePreemptions[nodeID]); err != nil {
+				// Like any failed read of the node's state: reject it.
+				fits[i], why[i] = false, err.Error()
+			}
+		}
 		if !fits[i] {
 			partial = true
 			reasons[nodeID] = why[i]
@@ -149,12 +160,6 @@ func evaluatePlanReasons(snap *state.StateSnapshot, plan *structs.Plan) (*struct
 		if a := plan.NodeAllocation[nodeID]; len(a) > 0 {
 			result.NodeAllocation[nodeID] = a
 		}
-		var keep []*structs.Allocation
-		for _, p := range plan.NodePreemptions[nodeID] {
-			if cur, _ := snap.AllocByID(nil, p.ID); cur != nil && !cur.TerminalStatus() {
-				keep = append(keep, p)
-			}
-		}
 		if len(keep) > 0 {
 			result.NodePreemptions[nodeID] = keep
 		}
@@ -163,6 +168,22 @@ func evaluatePlanReasons(snap *state.StateSnapshot, plan *structs.Plan) (*struct
 		result.RefreshIndex = maxIndex(snap)
 	}
 	return result, reasons
+}
+
+// livePreemptions drops preemptions of allocs that are gone or already
+// terminal.
+func livePreemptions(snap *state.StateSnapshot, preempt []*structs.Allocation) ([]*structs.Allocation, error) {
+	var keep []*structs.Allocation
+	for _, p := range preempt {
+		cur, err := snap.AllocByID(nil, p.ID)
+		if err != nil {
+			return nil, err
+		}
+		if cur != nil && !cur.TerminalStatus() {
+			keep = append(keep, p)
+		}
+	}
+	return keep, nil
 }
 
 func maxIndex(snap *state.StateSnapshot) uint64 {

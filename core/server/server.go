@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -70,6 +71,16 @@ type Config struct {
 	TrailingLogs uint64
 	// Now is the clock, for tests of periodic jobs.
 	Now func() time.Time
+	// StepUpAttempts is how many times in a row a new leader tries to
+	// establish itself (restore the eval broker, blocked evals and periodic
+	// dispatcher) before handing leadership to another server (default 3).
+	StepUpAttempts int
+	// StepUpBackoff is the wait after the first failed attempt; it doubles
+	// after each further one, up to 30s (default 1s).
+	StepUpBackoff time.Duration
+	// stepUpFault, when set, runs in every step-up attempt after the
+	// components are enabled; an error fails the attempt (tests).
+	stepUpFault func() error
 
 	// Clustering (ignored in dev mode).
 	// BootstrapExpect is the number of servers that form the cluster.
@@ -109,6 +120,9 @@ type Server struct {
 	leaderMu     sync.Mutex
 	leaderCancel context.CancelFunc
 	leaderWG     sync.WaitGroup
+	// established is set once a step-up completed and cleared on revoke:
+	// during a failing attempt the components are briefly enabled.
+	established atomic.Bool
 
 	rpcPool *rpc.Pool
 
@@ -140,6 +154,12 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.StepUpAttempts <= 0 {
+		cfg.StepUpAttempts = defaultStepUpAttempts
+	}
+	if cfg.StepUpBackoff <= 0 {
+		cfg.StepUpBackoff = defaultStepUpBackoff
 	}
 	if cfg.Schedulers == nil {
 		return nil, errors.New("server: no scheduler router configured")
@@ -316,7 +336,7 @@ func (s *Server) leaderReady() bool {
 	if !s.IsLeader() {
 		return true
 	}
-	return s.broker.Enabled()
+	return s.established.Load()
 }
 
 // Shutdown stops every loop and closes Raft.
@@ -351,6 +371,11 @@ func (s *Server) Shutdown() error {
 	// first revoke ran; its loops saw the cancelled context and ended.
 	s.revokeLeadership()
 	err := s.raft.Shutdown().Error()
+	// Pooled connections to peers stay open past Close; a peer's goroutine
+	// reading one would wait for it for good.
+	if c, ok := s.transport.(interface{ CloseStreams() }); ok {
+		c.CloseStreams()
+	}
 	if c, ok := s.transport.(interface{ Close() error }); ok {
 		_ = c.Close()
 	}
@@ -361,10 +386,15 @@ func (s *Server) Shutdown() error {
 }
 
 // raftApply commits one typed entry and returns its index. An error the FSM
-// returned for the entry is returned as is, keeping its kind.
+// returned for the entry is returned as is, keeping its kind. A request that
+// stores times (structs.Stamped) gets the leader's clock here, so that every
+// server applying the entry, now or in a replay, stores the same times.
 func (s *Server) raftApply(t structs.MessageType, msg any) (uint64, error) {
 	if !s.IsLeader() {
 		return 0, structs.NewError(structs.ErrNoLeader, "No cluster leader")
+	}
+	if st, ok := msg.(structs.Stamped); ok {
+		st.StampNow(s.cfg.Now().UnixNano())
 	}
 	buf, err := fsm.Encode(t, msg)
 	if err != nil {

@@ -44,7 +44,7 @@ func (s *StateStore) UpdateAllocsFromClient(index uint64, allocs []*structs.Allo
 			}
 			c.ModifyTime = u.ModifyTime
 			if c.ModifyTime == 0 {
-				c.ModifyTime = t.now.UnixNano()
+				c.ModifyTime = t.nanos()
 			}
 			c.ModifyIndex = t.index
 			if c.ClientStatus != existing.ClientStatus {
@@ -80,7 +80,7 @@ func (s *StateStore) UpdateAllocsDesiredTransitions(index uint64, m map[string]*
 			c := *existing
 			c.DesiredTransition = mergeTransition(existing.DesiredTransition, *dt)
 			c.ModifyIndex = t.index
-			c.ModifyTime = t.now.UnixNano()
+			c.ModifyTime = t.stampNanos(existing.ModifyTime)
 			if err := t.putAlloc(existing, &c); err != nil {
 				return err
 			}
@@ -110,7 +110,7 @@ func (t *writeTxn) upsertAllocs(allocs []*structs.Allocation) error {
 		if existing == nil {
 			a.CreateIndex = t.index
 			if a.CreateTime == 0 {
-				a.CreateTime = t.now.UnixNano()
+				a.CreateTime = t.nanos()
 			}
 			if a.ClientStatus == "" {
 				a.ClientStatus = structs.AllocClientStatusPending
@@ -144,7 +144,7 @@ func (t *writeTxn) upsertAllocs(allocs []*structs.Allocation) error {
 		a.ModifyIndex = t.index
 		a.AllocModifyIndex = t.index
 		if a.ModifyTime == 0 {
-			a.ModifyTime = t.now.UnixNano()
+			a.ModifyTime = t.nanos()
 		}
 		if a.Job, err = t.sharedJob(a.Job); err != nil {
 			return err

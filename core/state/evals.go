@@ -78,11 +78,11 @@ func (t *writeTxn) upsertEvals(evals []*structs.Evaluation) error {
 		} else {
 			e.CreateIndex = t.index
 			if e.CreateTime == 0 {
-				e.CreateTime = t.now.UnixNano()
+				e.CreateTime = t.nanos()
 			}
 		}
 		e.ModifyIndex = t.index
-		e.ModifyTime = t.now.UnixNano()
+		e.ModifyTime = t.stampNanos(e.ModifyTime)
 
 		if err := t.applyQueued(e); err != nil {
 			return err
@@ -142,7 +142,8 @@ func (t *writeTxn) cancelBlocked(done *structs.Evaluation, inBatch map[string]bo
 		c.Status = structs.EvalStatusCancelled
 		c.StatusDescription = fmt.Sprintf("evaluation %q successful", done.ID)
 		c.ModifyIndex = t.index
-		c.ModifyTime = t.now.UnixNano()
+		// The eval that made them moot was stamped just before.
+		c.ModifyTime = done.ModifyTime
 		if err := t.insert(TableEvals, &c); err != nil {
 			return err
 		}

@@ -2,6 +2,7 @@ package state
 
 import (
 	"testing"
+	"time"
 
 	"github.com/drover-org/drover/core/structs"
 )
@@ -10,18 +11,28 @@ func TestUpsertEvalsStamps(t *testing.T) {
 	s := testStore(t)
 	job := storedJob(t, s, 10, mockJob(structs.JobTypeBatch))
 	e := mockEval(job, structs.EvalStatusPending)
-	must(t, s.UpsertEvals(11, []*structs.Evaluation{e}))
+	t0 := time.Unix(1700000000, 0)
+	must(t, s.At(t0).UpsertEvals(11, []*structs.Evaluation{e}))
 	first, _ := s.EvalByID(nil, e.ID)
-	if first.CreateIndex != 11 || first.ModifyIndex != 11 || first.CreateTime == 0 || first.ModifyTime == 0 {
+	if first.CreateIndex != 11 || first.ModifyIndex != 11 || first.CreateTime != t0.UnixNano() || first.ModifyTime != t0.UnixNano() {
 		t.Fatalf("new eval stamps: %+v", first)
 	}
 	upd := first.Copy()
 	upd.Status = structs.EvalStatusComplete
 	upd.CreateIndex, upd.CreateTime = 0, 0
-	must(t, s.UpsertEvals(12, []*structs.Evaluation{upd}))
+	t1 := t0.Add(time.Minute)
+	must(t, s.At(t1).UpsertEvals(12, []*structs.Evaluation{upd}))
 	got, _ := s.EvalByID(nil, e.ID)
-	if got.CreateIndex != 11 || got.CreateTime != first.CreateTime || got.ModifyIndex != 12 {
-		t.Errorf("updated eval: create %d/%d modify %d", got.CreateIndex, got.CreateTime, got.ModifyIndex)
+	if got.CreateIndex != 11 || got.CreateTime != first.CreateTime || got.ModifyIndex != 12 || got.ModifyTime != t1.UnixNano() {
+		t.Errorf("updated eval: create %d/%d modify %d/%d", got.CreateIndex, got.CreateTime, got.ModifyIndex, got.ModifyTime)
+	}
+	// A write without a time keeps the eval's own times: the store never
+	// reads the clock.
+	again := got.Copy()
+	again.ModifyTime = 42
+	must(t, s.UpsertEvals(13, []*structs.Evaluation{again}))
+	if g, _ := s.EvalByID(nil, e.ID); g.ModifyTime != 42 || g.CreateTime != t0.UnixNano() {
+		t.Errorf("unstamped write: create %d modify %d, want %d and 42", g.CreateTime, g.ModifyTime, t0.UnixNano())
 	}
 	if first.Status != structs.EvalStatusPending {
 		t.Error("a writer modified the previously stored eval")

@@ -45,7 +45,7 @@ func (t *writeTxn) upsertJob(job *structs.Job) error {
 	job.ModifyIndex = t.index
 	job.JobModifyIndex = t.index
 	if job.SubmitTime == 0 {
-		job.SubmitTime = t.now.UnixNano()
+		job.SubmitTime = t.nanos()
 	}
 	if err := t.insert(TableJobs, job); err != nil {
 		return err

@@ -3,6 +3,7 @@ package state
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/drover-org/drover/core/structs"
 )
@@ -61,7 +62,7 @@ func TestUpsertJobVersions(t *testing.T) {
 	for i := uint64(0); i < 8; i++ {
 		j := job.Copy()
 		j.Meta = map[string]string{"rev": string(rune('a' + i))}
-		must(t, s.UpsertJob(100+i, j))
+		must(t, s.At(time.Unix(0, int64(1000+i))).UpsertJob(100+i, j))
 	}
 	cur, err := s.JobByID(nil, job.Namespace, job.ID)
 	must(t, err)
@@ -69,8 +70,8 @@ func TestUpsertJobVersions(t *testing.T) {
 		t.Errorf("job = version %d create %d modify %d jobmodify %d, want 7/100/107/107",
 			cur.Version, cur.CreateIndex, cur.ModifyIndex, cur.JobModifyIndex)
 	}
-	if cur.SubmitTime == 0 {
-		t.Error("SubmitTime not stamped")
+	if cur.SubmitTime != 1007 {
+		t.Errorf("SubmitTime = %d, want the write's time 1007", cur.SubmitTime)
 	}
 	versions, err := s.JobVersionsByID(nil, job.Namespace, job.ID)
 	must(t, err)

@@ -19,8 +19,9 @@ const MaxRetainedNodeEvents = 10
 // LastDrain: those belong to the operator and the drainer, and a client
 // re-registering (which sends its own view) must not undo a drain or an
 // eligibility change. A new node without an eligibility is eligible, unless
-// it arrives draining.
-func (s *StateStore) UpsertNode(index uint64, node *structs.Node) error {
+// it arrives draining. The evals the registration causes are written in the
+// same transaction (see writeNodeEvals).
+func (s *StateStore) UpsertNode(index uint64, node *structs.Node, evals ...*structs.Evaluation) error {
 	if node == nil || node.ID == "" {
 		return structs.NewError(structs.ErrInvalid, "node: missing node ID")
 	}
@@ -56,7 +57,10 @@ func (s *StateStore) UpsertNode(index uint64, node *structs.Node) error {
 			}
 		}
 		node.ModifyIndex = t.index
-		return t.insert(TableNodes, node)
+		if err := t.insert(TableNodes, node); err != nil {
+			return err
+		}
+		return t.writeNodeEvals(node.ID, evals)
 	})
 }
 
@@ -82,9 +86,9 @@ func (s *StateStore) DeleteNode(index uint64, ids []string) error {
 }
 
 // UpdateNodeStatus sets a node's status and StatusUpdatedAt (unix seconds)
-// and records ev when given.
-func (s *StateStore) UpdateNodeStatus(index uint64, nodeID, status string, updatedAt int64, ev *structs.NodeEvent) error {
-	return s.updateNode(index, nodeID, ev, func(t *writeTxn, existing, n *structs.Node) error {
+// and records ev when given, with the evals the change causes.
+func (s *StateStore) UpdateNodeStatus(index uint64, nodeID, status string, updatedAt int64, ev *structs.NodeEvent, evals ...*structs.Evaluation) error {
+	return s.updateNode(index, nodeID, ev, evals, func(t *writeTxn, existing, n *structs.Node) error {
 		n.Status = status
 		n.StatusUpdatedAt = updatedAt
 		return nil
@@ -102,9 +106,10 @@ func (s *StateStore) UpdateNodeDrain(index uint64, nodeID string, drain *structs
 }
 
 // UpdateNodeDrainWithMeta is UpdateNodeDrain that also records the
-// operator's metadata of a drain (`node drain -meta`) in LastDrain.
-func (s *StateStore) UpdateNodeDrainWithMeta(index uint64, nodeID string, drain *structs.DrainStrategy, markEligible bool, updatedAt int64, ev *structs.NodeEvent, meta map[string]string) error {
-	return s.updateNode(index, nodeID, ev, func(t *writeTxn, existing, n *structs.Node) error {
+// operator's metadata of a drain (`node drain -meta`) in LastDrain, and
+// writes the evals the change causes.
+func (s *StateStore) UpdateNodeDrainWithMeta(index uint64, nodeID string, drain *structs.DrainStrategy, markEligible bool, updatedAt int64, ev *structs.NodeEvent, meta map[string]string, evals ...*structs.Evaluation) error {
+	return s.updateNode(index, nodeID, ev, evals, func(t *writeTxn, existing, n *structs.Node) error {
 		n.DrainStrategy = drain
 		if updatedAt != 0 {
 			n.StatusUpdatedAt = updatedAt
@@ -144,12 +149,13 @@ func (s *StateStore) UpdateNodeDrainWithMeta(index uint64, nodeID string, drain 
 }
 
 // UpdateNodeEligibility sets a node's scheduling eligibility. A draining node
-// cannot be made eligible: the drain must be cancelled instead.
-func (s *StateStore) UpdateNodeEligibility(index uint64, nodeID, eligibility string, updatedAt int64, ev *structs.NodeEvent) error {
+// cannot be made eligible: the drain must be cancelled instead. The evals the
+// change causes are written with it.
+func (s *StateStore) UpdateNodeEligibility(index uint64, nodeID, eligibility string, updatedAt int64, ev *structs.NodeEvent, evals ...*structs.Evaluation) error {
 	if eligibility != structs.NodeSchedulingEligible && eligibility != structs.NodeSchedulingIneligible {
 		return structs.NewError(structs.ErrInvalid, "invalid scheduling eligibility %q", eligibility)
 	}
-	return s.updateNode(index, nodeID, ev, func(t *writeTxn, existing, n *structs.Node) error {
+	return s.updateNode(index, nodeID, ev, evals, func(t *writeTxn, existing, n *structs.Node) error {
 		if existing.DrainStrategy != nil && eligibility == structs.NodeSchedulingEligible {
 			return structs.NewError(structs.ErrInvalid, "can not set node's scheduling eligibility to eligible while it is draining")
 		}
@@ -161,9 +167,10 @@ func (s *StateStore) UpdateNodeEligibility(index uint64, nodeID, eligibility str
 	})
 }
 
-// updateNode applies fn to a copy of a stored node and stores it. The copy
-// is shallow: fn replaces fields and never modifies what they point to.
-func (s *StateStore) updateNode(index uint64, nodeID string, ev *structs.NodeEvent, fn func(t *writeTxn, existing, n *structs.Node) error) error {
+// updateNode applies fn to a copy of a stored node and stores it, with the
+// evals the change causes. The copy is shallow: fn replaces fields and never
+// modifies what they point to.
+func (s *StateStore) updateNode(index uint64, nodeID string, ev *structs.NodeEvent, evals []*structs.Evaluation, fn func(t *writeTxn, existing, n *structs.Node) error) error {
 	return s.write(index, func(t *writeTxn) error {
 		existing, err := t.node(nodeID)
 		if err != nil {
@@ -180,8 +187,27 @@ func (s *StateStore) updateNode(index uint64, nodeID string, ev *structs.NodeEve
 			t.appendNodeEvent(&c, ev)
 		}
 		c.ModifyIndex = t.index
-		return t.insert(TableNodes, &c)
+		if err := t.insert(TableNodes, &c); err != nil {
+			return err
+		}
+		return t.writeNodeEvals(nodeID, evals)
 	})
+}
+
+// writeNodeEvals writes the evals a node change causes in the change's own
+// transaction: a reader (or a new leader) never sees the change without
+// them. The leader builds them before the change has an index, so an eval
+// of this node without a NodeModifyIndex gets the change's.
+func (t *writeTxn) writeNodeEvals(nodeID string, evals []*structs.Evaluation) error {
+	if len(evals) == 0 {
+		return nil
+	}
+	for _, e := range evals {
+		if e != nil && e.NodeID == nodeID && e.NodeModifyIndex == 0 {
+			e.NodeModifyIndex = t.index
+		}
+	}
+	return t.upsertEvals(evals)
 }
 
 func (t *writeTxn) node(id string) (*structs.Node, error) {

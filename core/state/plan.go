@@ -33,7 +33,7 @@ func (s *StateStore) UpsertPlanResults(index uint64, req *structs.ApplyPlanResul
 			case req.UpdatedAt != 0:
 				return req.UpdatedAt
 			}
-			return t.now.UnixNano()
+			return t.nanos()
 		}
 		all := make([]*structs.Allocation, 0, len(req.AllocsStopped)+len(req.AllocsPreempted)+len(req.AllocsUpdated))
 		for _, d := range req.AllocsStopped {

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/go-memdb"
 )
@@ -35,6 +36,10 @@ type StateStore struct {
 	abandonCh   chan struct{}
 	abandonOnce *sync.Once
 	successor   *atomic.Pointer[StateStore]
+
+	// now is the time writes through this handle stamp (see At); zero
+	// when the writer gave none.
+	now time.Time
 }
 
 // StateSnapshot is a point-in-time copy of the store. Later writes to the
@@ -61,6 +66,19 @@ func newStore(db *memdb.MemDB) *StateStore {
 		abandonOnce: new(sync.Once),
 		successor:   new(atomic.Pointer[StateStore]),
 	}
+}
+
+// At returns a handle on the same store whose writes are stamped with now:
+// eval create and modify times, alloc modify times, job submit times, node
+// events and drain metadata. The store never reads the clock itself: every
+// server applying a Raft entry must store the same times, so the FSM passes
+// the time the leader put into the entry. Writes through a handle without a
+// time (the zero value, or a store not obtained from At) keep the times the
+// written objects carry and leave unset ones at zero.
+func (s *StateStore) At(now time.Time) *StateStore {
+	c := *s
+	c.now = now
+	return &c
 }
 
 // Snapshot returns a consistent view of the store as of now. It is cheap:

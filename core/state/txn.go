@@ -43,7 +43,7 @@ func (s *StateStore) write(index uint64, fn func(t *writeTxn) error) error {
 	t := &writeTxn{
 		txn:   txn,
 		index: index,
-		now:   time.Now(),
+		now:   s.now,
 		// The "index" row of the index table moves with every write, so
 		// Index(TableIndex) is the last applied write even when the write
 		// changed nothing else (e.g. reaping evals that were already gone).
@@ -60,6 +60,23 @@ func (s *StateStore) write(index uint64, fn func(t *writeTxn) error) error {
 	}
 	txn.Commit()
 	return nil
+}
+
+// nanos is the write's time in unix nanoseconds, or 0 when it has none.
+func (t *writeTxn) nanos() int64 {
+	if t.now.IsZero() {
+		return 0
+	}
+	return t.now.UnixNano()
+}
+
+// stampNanos is the write's time in unix nanoseconds, or cur when the write
+// has none (the object keeps the time it carries).
+func (t *writeTxn) stampNanos(cur int64) int64 {
+	if t.now.IsZero() {
+		return cur
+	}
+	return t.now.UnixNano()
 }
 
 func (t *writeTxn) insert(table string, obj any) error {

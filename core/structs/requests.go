@@ -24,6 +24,38 @@ const (
 	IgnoreUnknownTypeFlag MessageType = 128
 )
 
+// Stamped is a Raft request that carries the leader's clock. The FSM and
+// the state store never read the wall clock while applying an entry (each
+// server applies it at a different moment, and a replay much later): every
+// time they store comes from the entry. The leader stamps each request just
+// before proposing it; an entry written before the stamp existed (Now zero)
+// falls back to times the entry carries itself, never to the clock.
+type Stamped interface {
+	// StampNow sets the request's time (unix nanoseconds) unless the
+	// caller already set one.
+	StampNow(unixNano int64)
+}
+
+func stamp(dst *int64, v int64) {
+	if *dst == 0 {
+		*dst = v
+	}
+}
+
+func (r *NodeRegisterRequest) StampNow(n int64)                 { stamp(&r.Now, n) }
+func (r *NodeUpdateStatusRequest) StampNow(n int64)             { stamp(&r.Now, n) }
+func (r *NodeUpdateDrainRequest) StampNow(n int64)              { stamp(&r.Now, n) }
+func (r *NodeUpdateEligibilityRequest) StampNow(n int64)        { stamp(&r.Now, n) }
+func (r *JobRegisterRequest) StampNow(n int64)                  { stamp(&r.Now, n) }
+func (r *JobDeregisterRequest) StampNow(n int64)                { stamp(&r.Now, n) }
+func (r *JobBatchDeregisterRequest) StampNow(n int64)           { stamp(&r.Now, n) }
+func (r *EvalUpdateRequest) StampNow(n int64)                   { stamp(&r.Now, n) }
+func (r *AllocUpdateRequest) StampNow(n int64)                  { stamp(&r.Now, n) }
+func (r *AllocUpdateDesiredTransitionRequest) StampNow(n int64) { stamp(&r.Now, n) }
+
+// StampNow sets UpdatedAt, which has always been the plan's time.
+func (r *ApplyPlanResultsRequest) StampNow(n int64) { stamp(&r.UpdatedAt, n) }
+
 // WriteMeta is returned by every write.
 type WriteMeta struct {
 	Index uint64 `codec:",omitempty"`
@@ -41,9 +73,14 @@ type QueryOptions struct {
 	AuthToken     string `codec:",omitempty"`
 }
 
-// NodeRegisterRequest upserts a node.
+// NodeRegisterRequest upserts a node, with the evals the registration
+// causes (written in the same entry; see NodeUpdateStatusRequest).
 type NodeRegisterRequest struct {
-	Node *Node `codec:",omitempty"`
+	Node  *Node         `codec:",omitempty"`
+	Evals []*Evaluation `codec:",omitempty"`
+	// Now is the leader's clock (unix nanoseconds) when it proposed the
+	// entry; the FSM stamps the times it stores with it (see Stamped).
+	Now int64 `codec:",omitempty"`
 }
 
 // NodeDeregisterRequest deletes nodes.
@@ -52,15 +89,21 @@ type NodeDeregisterRequest struct {
 }
 
 // NodeUpdateStatusRequest changes a node's status, with the evals it causes.
+// A node change and its evals are one entry, so that a leadership loss
+// cannot commit the change and lose the evals. An eval of the node without
+// a NodeModifyIndex gets the entry's index.
 type NodeUpdateStatusRequest struct {
 	NodeID    string        `codec:",omitempty"`
 	Status    string        `codec:",omitempty"`
 	NodeEvent *NodeEvent    `codec:",omitempty"`
 	UpdatedAt int64         `codec:",omitempty"`
 	Evals     []*Evaluation `codec:",omitempty"`
+	// Now is the leader's clock (unix nanoseconds) when it proposed the
+	// entry; the FSM stamps the times it stores with it (see Stamped).
+	Now int64 `codec:",omitempty"`
 }
 
-// NodeUpdateDrainRequest sets or clears a drain.
+// NodeUpdateDrainRequest sets or clears a drain, with the evals it causes.
 type NodeUpdateDrainRequest struct {
 	NodeID        string            `codec:",omitempty"`
 	DrainStrategy *DrainStrategy    `codec:",omitempty"`
@@ -68,6 +111,10 @@ type NodeUpdateDrainRequest struct {
 	NodeEvent     *NodeEvent        `codec:",omitempty"`
 	UpdatedAt     int64             `codec:",omitempty"`
 	Meta          map[string]string `codec:",omitempty"`
+	Evals         []*Evaluation     `codec:",omitempty"`
+	// Now is the leader's clock (unix nanoseconds) when it proposed the
+	// entry; the FSM stamps the times it stores with it (see Stamped).
+	Now int64 `codec:",omitempty"`
 }
 
 // NodeUpdateEligibilityRequest toggles scheduling eligibility.
@@ -77,6 +124,9 @@ type NodeUpdateEligibilityRequest struct {
 	NodeEvent   *NodeEvent    `codec:",omitempty"`
 	UpdatedAt   int64         `codec:",omitempty"`
 	Evals       []*Evaluation `codec:",omitempty"`
+	// Now is the leader's clock (unix nanoseconds) when it proposed the
+	// entry; the FSM stamps the times it stores with it (see Stamped).
+	Now int64 `codec:",omitempty"`
 }
 
 // JobRegisterRequest writes a job (nil when unchanged) and its eval.
@@ -86,6 +136,9 @@ type JobRegisterRequest struct {
 	// Namespace and JobID name the job when Job is nil (unchanged spec).
 	Namespace string `codec:",omitempty"`
 	JobID     string `codec:",omitempty"`
+	// Now is the leader's clock (unix nanoseconds) when it proposed the
+	// entry; the FSM stamps the times it stores with it (see Stamped).
+	Now int64 `codec:",omitempty"`
 }
 
 // JobDeregisterRequest stops or purges a job, with its eval.
@@ -94,18 +147,27 @@ type JobDeregisterRequest struct {
 	JobID     string      `codec:",omitempty"`
 	Purge     bool        `codec:",omitempty"`
 	Eval      *Evaluation `codec:",omitempty"`
+	// Now is the leader's clock (unix nanoseconds) when it proposed the
+	// entry; the FSM stamps the times it stores with it (see Stamped).
+	Now int64 `codec:",omitempty"`
 }
 
 // JobBatchDeregisterRequest purges many jobs at once (GC).
 type JobBatchDeregisterRequest struct {
 	Jobs  []NamespacedID `codec:",omitempty"`
 	Evals []*Evaluation  `codec:",omitempty"`
+	// Now is the leader's clock (unix nanoseconds) when it proposed the
+	// entry; the FSM stamps the times it stores with it (see Stamped).
+	Now int64 `codec:",omitempty"`
 }
 
 // EvalUpdateRequest upserts evals.
 type EvalUpdateRequest struct {
 	Evals     []*Evaluation `codec:",omitempty"`
 	EvalToken string        `codec:",omitempty"`
+	// Now is the leader's clock (unix nanoseconds) when it proposed the
+	// entry; the FSM stamps the times it stores with it (see Stamped).
+	Now int64 `codec:",omitempty"`
 }
 
 // EvalDeleteRequest reaps evals and allocs.
@@ -119,12 +181,18 @@ type EvalDeleteRequest struct {
 type AllocUpdateRequest struct {
 	Alloc []*Allocation `codec:",omitempty"`
 	Evals []*Evaluation `codec:",omitempty"`
+	// Now is the leader's clock (unix nanoseconds) when it proposed the
+	// entry; the FSM stamps the times it stores with it (see Stamped).
+	Now int64 `codec:",omitempty"`
 }
 
 // AllocUpdateDesiredTransitionRequest sets desired transitions.
 type AllocUpdateDesiredTransitionRequest struct {
 	Allocs map[string]*DesiredTransition `codec:",omitempty"`
 	Evals  []*Evaluation                 `codec:",omitempty"`
+	// Now is the leader's clock (unix nanoseconds) when it proposed the
+	// entry; the FSM stamps the times it stores with it (see Stamped).
+	Now int64 `codec:",omitempty"`
 }
 
 // ApplyPlanResultsRequest commits a plan.
