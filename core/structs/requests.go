@@ -221,4 +221,3 @@ type JobPlanResponse struct {
 	Warnings           string    `codec:",omitempty"`
 	Index              uint64    `codec:",omitempty"`
 }
-
