@@ -10,7 +10,7 @@ import (
 // canonicalizes it; an explicit 0 is kept.
 func TestJobRegisterAbsentCountIsOne(t *testing.T) {
 	for body, want := range map[string]int{
-		`{"Job":{"ID":"web","TaskGroups":[{"Name":"g","Tasks":[{"Name":"t","Driver":"raw_exec"}]}]}}`:            1,
+		`{"Job":{"ID":"web","TaskGroups":[{"Name":"g","Tasks":[{"Name":"t","Driver":"raw_exec"}]}]}}`:           1,
 		`{"Job":{"ID":"web","TaskGroups":[{"Name":"g","Count":0,"Tasks":[{"Name":"t","Driver":"raw_exec"}]}]}}`: 0,
 		`{"Job":{"ID":"web","TaskGroups":[{"Name":"g","Count":4,"Tasks":[{"Name":"t","Driver":"raw_exec"}]}]}}`: 4,
 	} {
