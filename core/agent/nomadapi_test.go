@@ -281,6 +281,70 @@ func TestNomadAPIClient(t *testing.T) {
 		t.Errorf("parent summary = %+v, %v; want one child", psum, err)
 	}
 
+	// A periodic job's plan names its next launch as a time.
+	periodic := sysbatchJob("compat-periodic")
+	periodic.Periodic = &nomad.PeriodicConfig{Enabled: new(true), Spec: new("*/5 * * * *"), SpecType: new("cron")}
+	pplan, _, err := c.Jobs().Plan(periodic, true, nil)
+	if err != nil {
+		t.Fatalf("Plan of a periodic job: %v", err)
+	}
+	if next := pplan.NextPeriodicLaunch; next.Before(start) || next.After(time.Now().Add(6*time.Minute)) {
+		t.Errorf("NextPeriodicLaunch = %s; want within 5 minutes from now", next)
+	}
+	if pplan.Diff == nil || pplan.Diff.Type != "Added" {
+		t.Errorf("plan of a new job: diff %+v; want Added", pplan.Diff)
+	}
+
+	// HCL parsing, node and eval allocation lists.
+	parsed, err := c.Jobs().ParseHCL(`job "p" {
+  type = "sysbatch"
+  group "g" {
+    task "t" {
+      driver = "raw_exec"
+      config { command = "/bin/true" }
+    }
+  }
+}`, true)
+	if err != nil || *parsed.ID != "p" || *parsed.TaskGroups[0].Count != 1 {
+		t.Errorf("ParseHCL = %+v, %v", parsed, err)
+	}
+	if nallocs, _, err := c.Nodes().Allocations(node.ID, nil); err != nil || len(nallocs) != 3 {
+		t.Errorf("Nodes().Allocations = %d allocs, %v; want 3 (two versions and the child)", len(nallocs), err)
+	}
+	if eallocs, _, err := c.Evaluations().Allocations(ev.ID, nil); err != nil || len(eallocs) != 1 {
+		t.Errorf("Evaluations().Allocations = %d allocs, %v; want 1", len(eallocs), err)
+	}
+	if sr, err := c.Allocations().Stop(alloc, nil); err != nil || sr.EvalID == "" {
+		t.Errorf("Allocations().Stop = %+v, %v", sr, err)
+	}
+
+	// A drain: its strategy's times while it runs, then LastDrain.
+	if _, err := c.Nodes().UpdateDrain(node.ID, &nomad.DrainSpec{Deadline: time.Hour}, false, nil); err != nil {
+		t.Fatalf("UpdateDrain: %v", err)
+	}
+	waitFor(t, "the drain to complete", func() (bool, string) {
+		n, _, err := c.Nodes().Info(node.ID, nil)
+		if err != nil {
+			return false, err.Error()
+		}
+		return n.DrainStrategy == nil && n.LastDrain != nil, fmt.Sprintf("strategy %+v last %+v", n.DrainStrategy, n.LastDrain)
+	})
+	drained, _, err := c.Nodes().Info(node.ID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	saneTime(t, "LastDrain.StartedAt", start, drained.LastDrain.StartedAt)
+	saneTime(t, "LastDrain.UpdatedAt", start, drained.LastDrain.UpdatedAt)
+	if drained.LastDrain.Status != "complete" {
+		t.Errorf("LastDrain.Status = %q; want complete", drained.LastDrain.Status)
+	}
+	if len(drained.Events) == 0 {
+		t.Errorf("node has no events")
+	}
+	for _, e := range drained.Events {
+		saneTime(t, "node event Timestamp", start, e.Timestamp)
+	}
+
 	// Operator reads.
 	raft, err := c.Operator().RaftGetConfiguration(nil)
 	if err != nil {
@@ -291,6 +355,9 @@ func TestNomadAPIClient(t *testing.T) {
 	}
 	if sc, _, err := c.Operator().SchedulerGetConfiguration(nil); err != nil || sc.SchedulerConfig == nil {
 		t.Errorf("SchedulerGetConfiguration = %+v, %v", sc, err)
+	}
+	if peers, err := c.Status().Peers(); err != nil || len(peers) != 1 {
+		t.Errorf("Status().Peers = %v, %v", peers, err)
 	}
 	if leader, err := c.Status().Leader(); err != nil || leader == "" {
 		t.Errorf("Status().Leader = %q, %v", leader, err)
