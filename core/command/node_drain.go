@@ -190,7 +190,9 @@ func (c *NodeDrainCommand) monitorDrain(ctx context.Context, client *APIClient, 
 				seen[a.ID] = a.ClientStatus
 				continue
 			}
-			if a.DesiredTransition.ShouldMigrate() && !migrating[a.ID] {
+			// A mark that lands on an alloc that had already finished by
+			// itself (the drainer raced its client) migrates nothing.
+			if a.DesiredTransition.ShouldMigrate() && !migrating[a.ID] && !a.ClientTerminalStatus() {
 				migrating[a.ID] = true
 				c.ui.printf("    Alloc %q marked for migration\n", limitID(a.ID, false))
 			}

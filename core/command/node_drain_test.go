@@ -34,15 +34,19 @@ func TestNodeDrainMonitorSkipsFinishedAllocs(t *testing.T) {
 		old := finished("22222222-0000-0000-0000-000000000000", "complete", true)
 		failed := finished("33333333-0000-0000-0000-000000000000", "failed", true)
 		live := testAlloc("t")
+		// raced finishes by itself; the drainer's mark lands after.
+		raced := finished("44444444-0000-0000-0000-000000000000", "running", false)
 		switch step.Add(1) {
 		case 1:
 		case 2:
 			live.DesiredTransition.Migrate = &migrate
+			raced.ClientStatus = "complete"
 		default:
 			live.DesiredTransition.Migrate = &migrate
 			live.ClientStatus = "complete"
+			raced = finished(raced.ID, "complete", true)
 		}
-		_ = json.NewEncoder(w).Encode([]*structs.Allocation{done, old, failed, live})
+		_ = json.NewEncoder(w).Encode([]*structs.Allocation{done, old, failed, live, raced})
 	})
 	f.handle("GET /v1/node/"+nodeID, func(w http.ResponseWriter, r *http.Request) {
 		n := testNode()
@@ -59,10 +63,14 @@ func TestNodeDrainMonitorSkipsFinishedAllocs(t *testing.T) {
 		`    All allocations on node "`+nodeID+`" have stopped`,
 		`==> Drain complete for node "`+nodeID+`"`,
 	)
-	for _, id := range []string{"11111111", "22222222", "33333333"} {
+	for _, id := range []string{"11111111", "22222222", "33333333"} { // finished before the drain
 		if strings.Contains(r.out, id) {
 			t.Errorf("the finished alloc %s is reported:\n%s", id, r.out)
 		}
+	}
+	wantContains(t, "stdout", r.out, `    Alloc "44444444" status running -> complete`)
+	if strings.Contains(r.out, `"44444444" marked`) {
+		t.Errorf("the alloc that finished by itself is reported as migrating:\n%s", r.out)
 	}
 	if n := strings.Count(r.out, "marked for migration"); n != 1 {
 		t.Errorf("%d allocs reported as migrating, want 1:\n%s", n, r.out)
