@@ -324,7 +324,7 @@ func (a *Agent) self() any {
 		stats["client"] = map[string]string{"node_id": a.client.NodeID()}
 	}
 	return map[string]any{
-		"config": map[string]any{"NodeName": a.memberName(), "Region": a.cfg.Region, "Datacenter": a.cfg.Datacenter, "DataDir": a.cfg.DataDir,
+		"config": map[string]any{"NodeName": a.nodeName(), "Region": a.cfg.Region, "Datacenter": a.cfg.Datacenter, "DataDir": a.cfg.DataDir,
 			"Version": map[string]string{"Version": Version}, "DevMode": a.cfg.DevMode,
 			"Server": map[string]bool{"Enabled": a.server != nil}, "Client": map[string]bool{"Enabled": a.client != nil}},
 		"member": member,
@@ -340,6 +340,11 @@ func (a *Agent) memberName() string {
 	if a.server != nil {
 		return a.server.Info().ID
 	}
+	return a.nodeName()
+}
+
+// nodeName is the configured name or, as Nomad defaults it, the host name.
+func (a *Agent) nodeName() string {
 	if a.cfg.NodeName != "" {
 		return a.cfg.NodeName
 	}
