@@ -120,7 +120,8 @@ Plan Options:
     Show the job's differences to the registered version (default true).
 
   -verbose
-    Show full IDs.`
+    Show the whole diff: the fields of added jobs, groups and tasks, and
+    unchanged fields next to changed ones.`
 
 func (c *JobPlanCommand) Run(args []string) int {
 	c.meta.ui = c.ui
@@ -147,7 +148,7 @@ func (c *JobPlanCommand) Run(args []string) int {
 		c.ui.errorf("Error during plan: %s", err)
 		return exitPlanError
 	}
-	c.ui.printf("%s", formatPlan(job, &resp, path, c.now()))
+	c.ui.printf("%s", formatPlan(job, &resp, path, c.now(), verbose))
 	return planExitCode(&resp)
 }
 
@@ -167,14 +168,14 @@ func planExitCode(resp *structs.JobPlanResponse) int {
 var diffMarkers = map[string]string{"Added": "+", "Deleted": "-", "Edited": "+/-"}
 
 // formatPlan renders a plan like Nomad's `job plan`.
-func formatPlan(job *structs.Job, resp *structs.JobPlanResponse, path string, now time.Time) string {
+func formatPlan(job *structs.Job, resp *structs.JobPlanResponse, path string, now time.Time, verbose bool) string {
 	var b strings.Builder
 	var updates map[string]*structs.DesiredUpdates
 	if resp.Annotations != nil {
 		updates = resp.Annotations.DesiredTGUpdates
 	}
 	if resp.Diff != nil {
-		b.WriteString(formatJobDiff(resp.Diff, updates))
+		b.WriteString(formatJobDiff(resp.Diff, updates, verbose))
 	} else {
 		// An agent that sent no diff: the job's line and the plan's counts.
 		fmt.Fprintf(&b, "Job: %q\n", job.ID)

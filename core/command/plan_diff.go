@@ -12,25 +12,26 @@ import (
 // ("+", "-", "+/-", or blanks for unchanged) before each line, markers of
 // siblings padded to one width, field names padded so that values line up,
 // nested blocks indented by two and closed by a brace under their name.
-// The fields of a job, group or task are shown only when it is edited: an
-// added or deleted one is summed up by its line.
+// The fields of a job, group or task are shown only when it is edited (an
+// added or deleted one is summed up by its line), and only changed ones;
+// verbose shows them all.
 
 // formatJobDiff renders d; updates labels each group's line with the
 // plan's counts.
-func formatJobDiff(d *structs.JobDiff, updates map[string]*structs.DesiredUpdates) string {
+func formatJobDiff(d *structs.JobDiff, updates map[string]*structs.DesiredUpdates, verbose bool) string {
 	var b strings.Builder
 	width := max(markerWidth(d.Fields, d.Objects), len(diffMarkers[d.Type]))
 	for _, tg := range d.TaskGroups {
 		width = max(width, len(diffMarkers[tg.Type]))
 	}
 	fmt.Fprintf(&b, "%sJob: %q\n", padMarker(d.Type, width), d.ID)
-	if d.Type == structs.DiffTypeEdited {
-		writeFieldsAndObjects(&b, d.Fields, d.Objects, 0, width, false)
+	if d.Type == structs.DiffTypeEdited || verbose {
+		writeFieldsAndObjects(&b, d.Fields, d.Objects, 0, width, verbose)
 	}
 	seen := map[string]bool{}
 	for _, tg := range d.TaskGroups {
 		seen[tg.Name] = true
-		writeGroupDiff(&b, tg, updates[tg.Name], width)
+		writeGroupDiff(&b, tg, updates[tg.Name], width, verbose)
 	}
 	// Groups the diff does not name (an agent that diffs only the job's
 	// fields): the plan's counts alone.
@@ -51,21 +52,22 @@ func sortedNames[V any](m map[string]V) []string {
 	return names
 }
 
-func writeGroupDiff(b *strings.Builder, tg *structs.TaskGroupDiff, u *structs.DesiredUpdates, width int) {
+func writeGroupDiff(b *strings.Builder, tg *structs.TaskGroupDiff, u *structs.DesiredUpdates, width int, verbose bool) {
 	label := ""
 	if u != nil {
 		label = " (" + updateLabels(u) + ")"
 	}
 	fmt.Fprintf(b, "%sTask Group: %q%s\n", padMarker(tg.Type, width), tg.Name, label)
+	show := tg.Type == structs.DiffTypeEdited || verbose
 	inner := 0
-	if tg.Type == structs.DiffTypeEdited {
+	if show {
 		inner = markerWidth(tg.Fields, tg.Objects)
 	}
 	for _, t := range tg.Tasks {
 		inner = max(inner, len(diffMarkers[t.Type]))
 	}
-	if tg.Type == structs.DiffTypeEdited {
-		writeFieldsAndObjects(b, tg.Fields, tg.Objects, 2, inner, false)
+	if show {
+		writeFieldsAndObjects(b, tg.Fields, tg.Objects, 2, inner, verbose)
 	}
 	for _, t := range tg.Tasks {
 		ann := ""
@@ -73,8 +75,8 @@ func writeGroupDiff(b *strings.Builder, tg *structs.TaskGroupDiff, u *structs.De
 			ann = " (" + strings.Join(t.Annotations, ", ") + ")"
 		}
 		fmt.Fprintf(b, "  %sTask: %q%s\n", padMarker(t.Type, inner), t.Name, ann)
-		if t.Type == structs.DiffTypeEdited {
-			writeFieldsAndObjects(b, t.Fields, t.Objects, 4, markerWidth(t.Fields, t.Objects), false)
+		if t.Type == structs.DiffTypeEdited || verbose {
+			writeFieldsAndObjects(b, t.Fields, t.Objects, 4, markerWidth(t.Fields, t.Objects), verbose)
 		}
 	}
 }

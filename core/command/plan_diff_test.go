@@ -35,6 +35,7 @@ func TestFormatJobDiffGolden(t *testing.T) {
 	cases := map[string]struct {
 		old, cur func() *structs.Job
 		updates  map[string]*structs.DesiredUpdates
+		verbose  bool
 	}{
 		"added": {
 			old: func() *structs.Job { return nil }, cur: planBaseJob,
@@ -52,6 +53,21 @@ func TestFormatJobDiffGolden(t *testing.T) {
 				return j
 			},
 			updates: map[string]*structs.DesiredUpdates{"cache": {DestructiveUpdate: 1}},
+		},
+		"config-arg-verbose": {
+			old: planBaseJob,
+			cur: func() *structs.Job {
+				j := planBaseJob()
+				j.TaskGroups[0].Tasks[0].Config["args"] = []any{"7200"}
+				return j
+			},
+			updates: map[string]*structs.DesiredUpdates{"cache": {DestructiveUpdate: 1}},
+			verbose: true,
+		},
+		"added-verbose": {
+			old: func() *structs.Job { return nil }, cur: planBaseJob,
+			updates: map[string]*structs.DesiredUpdates{"cache": {Place: 1}},
+			verbose: true,
 		},
 		"job-group-task-fields": {
 			old: planBaseJob,
@@ -75,7 +91,7 @@ func TestFormatJobDiffGolden(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			d := structs.DiffJobs(tc.old(), tc.cur(), true)
 			d.Annotate(tc.updates)
-			got := formatJobDiff(d, tc.updates)
+			got := formatJobDiff(d, tc.updates, tc.verbose)
 			path := filepath.Join("testdata", "plan", name+".txt")
 			if *update {
 				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
