@@ -277,6 +277,37 @@ func TestNomadAPIClient(t *testing.T) {
 		}
 		return len(allocs) == 1 && allocs[0].ClientStatus == "complete", fmt.Sprintf("%+v", allocs)
 	})
+	// The task printed its payload file: the log, read through the
+	// client's framed stream, holds the dispatched bytes.
+	childAllocs, _, err := c.Jobs().Allocations(disp.DispatchedJobID, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	childAlloc, _, err := c.Allocations().Info(childAllocs[0].ID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel := make(chan struct{})
+	defer close(cancel)
+	frames, errs := c.AllocFS().Logs(childAlloc, false, "t", "stdout", "start", 0, cancel, nil)
+	var logged []byte
+	for done := false; !done; {
+		select {
+		case f, ok := <-frames:
+			if !ok {
+				done = true
+				break
+			}
+			logged = append(logged, f.Data...)
+		case err := <-errs:
+			t.Fatalf("AllocFS().Logs: %v", err)
+		case <-time.After(testTimeout):
+			t.Fatalf("AllocFS().Logs: no end of stream after %s", testTimeout)
+		}
+	}
+	if !bytes.Equal(logged, payload) {
+		t.Errorf("child's stdout = %q; want the payload %q", logged, payload)
+	}
 	if psum, _, err := c.Jobs().Summary(*pjob.ID, nil); err != nil || psum.Children == nil || psum.Children.Dead+psum.Children.Running+psum.Children.Pending != 1 {
 		t.Errorf("parent summary = %+v, %v; want one child", psum, err)
 	}
