@@ -387,6 +387,9 @@ func (tg *TaskGroup) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, (*plain)(tg)); err != nil {
 		return err
 	}
+	if tg.Count != 0 {
+		return nil // present: the common case decodes once
+	}
 	var count struct{ Count *int }
 	if err := json.Unmarshal(b, &count); err != nil {
 		return err
