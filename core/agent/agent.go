@@ -317,19 +317,39 @@ func (a *Agent) Done() <-chan error { return a.done }
 func (a *Agent) ReloadPlugins(ctx context.Context) error { return a.host.Reload(ctx) }
 
 func (a *Agent) self() any {
-	member := map[string]any{"Name": a.cfg.NodeName, "Addr": a.memberAddr, "Port": a.cfg.Ports.RPC, "Status": "alive",
+	member := map[string]any{"Name": a.memberName(), "Addr": a.memberAddr, "Port": a.cfg.Ports.RPC, "Status": "alive",
 		"Tags": map[string]string{"region": a.cfg.Region, "dc": a.cfg.Datacenter, "build": Version}}
 	stats := map[string]any{}
 	if a.client != nil {
 		stats["client"] = map[string]string{"node_id": a.client.NodeID()}
 	}
 	return map[string]any{
-		"config": map[string]any{"Region": a.cfg.Region, "Datacenter": a.cfg.Datacenter, "DataDir": a.cfg.DataDir,
+		"config": map[string]any{"NodeName": a.nodeName(), "Region": a.cfg.Region, "Datacenter": a.cfg.Datacenter, "DataDir": a.cfg.DataDir,
 			"Version": map[string]string{"Version": Version}, "DevMode": a.cfg.DevMode,
 			"Server": map[string]bool{"Enabled": a.server != nil}, "Client": map[string]bool{"Enabled": a.client != nil}},
 		"member": member,
 		"stats":  stats,
 	}
+}
+
+// memberName is the name this agent goes by: on a server, the name the
+// members list shows for it (the Raft ID when no name is configured), so that
+// Nomad's client can find itself in that list; otherwise the configured name
+// or, as Nomad defaults it, the host name.
+func (a *Agent) memberName() string {
+	if a.server != nil {
+		return a.server.Info().ID
+	}
+	return a.nodeName()
+}
+
+// nodeName is the configured name or, as Nomad defaults it, the host name.
+func (a *Agent) nodeName() string {
+	if a.cfg.NodeName != "" {
+		return a.cfg.NodeName
+	}
+	host, _ := os.Hostname()
+	return host
 }
 
 // Shutdown stops the agent: HTTP, client, server, then plugins. Running

@@ -120,7 +120,8 @@ Plan Options:
     Show the job's differences to the registered version (default true).
 
   -verbose
-    Show full IDs.`
+    Show the whole diff: the fields of added jobs, groups and tasks, and
+    unchanged fields next to changed ones.`
 
 func (c *JobPlanCommand) Run(args []string) int {
 	c.meta.ui = c.ui
@@ -147,7 +148,7 @@ func (c *JobPlanCommand) Run(args []string) int {
 		c.ui.errorf("Error during plan: %s", err)
 		return exitPlanError
 	}
-	c.ui.printf("%s", formatPlan(job, &resp, path, c.now()))
+	c.ui.printf("%s", formatPlan(job, &resp, path, c.now(), verbose))
 	return planExitCode(&resp)
 }
 
@@ -167,32 +168,21 @@ func planExitCode(resp *structs.JobPlanResponse) int {
 var diffMarkers = map[string]string{"Added": "+", "Deleted": "-", "Edited": "+/-"}
 
 // formatPlan renders a plan like Nomad's `job plan`.
-func formatPlan(job *structs.Job, resp *structs.JobPlanResponse, path string, now time.Time) string {
+func formatPlan(job *structs.Job, resp *structs.JobPlanResponse, path string, now time.Time, verbose bool) string {
 	var b strings.Builder
-	marker := ""
-	if resp.Diff != nil {
-		marker = diffMarkers[resp.Diff.Type]
-	}
-	fmt.Fprintf(&b, "%sJob: %q\n", markerPrefix(marker), job.ID)
-	if resp.Diff != nil {
-		for _, f := range resp.Diff.Fields {
-			switch f.Type {
-			case "Added":
-				fmt.Fprintf(&b, "  + %s: %q\n", f.Name, f.New)
-			case "Deleted":
-				fmt.Fprintf(&b, "  - %s: %q\n", f.Name, f.Old)
-			default:
-				fmt.Fprintf(&b, "  +/- %s: %q => %q\n", f.Name, f.Old, f.New)
-			}
-		}
-	}
+	var updates map[string]*structs.DesiredUpdates
 	if resp.Annotations != nil {
+		updates = resp.Annotations.DesiredTGUpdates
+	}
+	if resp.Diff != nil {
+		b.WriteString(formatJobDiff(resp.Diff, updates, verbose))
+	} else {
+		// An agent that sent no diff: the job's line and the plan's counts.
+		fmt.Fprintf(&b, "Job: %q\n", job.ID)
 		for _, tg := range job.TaskGroups {
-			u := resp.Annotations.DesiredTGUpdates[tg.Name]
-			if u == nil {
-				continue
+			if u := updates[tg.Name]; u != nil {
+				fmt.Fprintf(&b, "%sTask Group: %q (%s)\n", markerPrefix(groupMarker(u)), tg.Name, updateLabels(u))
 			}
-			fmt.Fprintf(&b, "%sTask Group: %q (%s)\n", markerPrefix(groupMarker(u)), tg.Name, updateLabels(u))
 		}
 	}
 
@@ -203,8 +193,7 @@ func formatPlan(job *structs.Job, resp *structs.JobPlanResponse, path string, no
 		b.WriteString("- WARNING: Failed to place all allocations.\n")
 		b.WriteString(formatFailedTGAllocs(resp.FailedTGAllocs, "  ") + "\n")
 	}
-	if resp.NextPeriodicLaunch > 0 {
-		next := time.Unix(0, resp.NextPeriodicLaunch)
+	if next := resp.NextPeriodicLaunch; !next.IsZero() {
 		fmt.Fprintf(&b, "- If submitted now, next periodic launch would be at %s (%s from now).\n", formatTime(next), shortDuration(next.Sub(now)))
 	}
 	if resp.Warnings != "" {

@@ -165,7 +165,7 @@ func TestJobPlan(t *testing.T) {
 			Annotations: &structs.PlanAnnotations{DesiredTGUpdates: map[string]*structs.DesiredUpdates{
 				"g": {DestructiveUpdate: 1, Ignore: 2}}},
 			FailedTGAllocs: map[string]*structs.AllocMetric{"g": {NodesEvaluated: 0}},
-		}, wantOut: []string{`+/- Job: "web"`, `  +/- Priority: "50" => "60"`, `+/- Task Group: "g" (1 create/destroy update, 2 ignore)`,
+		}, wantOut: []string{`+/- Job: "web"`, `+/- Priority: "50" => "60"`, `+/- Task Group: "g" (1 create/destroy update, 2 ignore)`,
 			"- WARNING: Failed to place all allocations.", `  Task Group "g" (failed to place 1 allocation):`, "    * No nodes were eligible for evaluation"}},
 	}
 	for _, tc := range tests {

@@ -166,6 +166,9 @@ func (c *NodeDrainCommand) monitorDrain(ctx context.Context, client *APIClient, 
 	}
 	seen := map[string]string{}
 	migrating := map[string]bool{}
+	// Allocs already finished when first seen are not part of this drain,
+	// even if an earlier drain marked them: they are never reported.
+	finished := map[string]bool{}
 	allStopped := false
 	var index uint64
 	for {
@@ -180,7 +183,16 @@ func (c *NodeDrainCommand) monitorDrain(ctx context.Context, client *APIClient, 
 		index = meta.LastIndex
 		live := 0
 		for _, a := range allocs {
-			if a.DesiredTransition.ShouldMigrate() && !migrating[a.ID] {
+			if _, known := seen[a.ID]; !known && a.ClientTerminalStatus() {
+				finished[a.ID] = true
+			}
+			if finished[a.ID] {
+				seen[a.ID] = a.ClientStatus
+				continue
+			}
+			// A mark that lands on an alloc that had already finished by
+			// itself (the drainer raced its client) migrates nothing.
+			if a.DesiredTransition.ShouldMigrate() && !migrating[a.ID] && !a.ClientTerminalStatus() {
 				migrating[a.ID] = true
 				c.ui.printf("    Alloc %q marked for migration\n", limitID(a.ID, false))
 			}

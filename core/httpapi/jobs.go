@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/golang/snappy"
 	"github.com/hashicorp/go-memdb"
 
 	"github.com/drover-org/drover/core/jobspec"
@@ -44,8 +45,9 @@ type jobDispatchRequest struct {
 	Priority         int
 }
 
-// jobVersionsResponse is the body of GET /v1/job/:id/versions. drover
-// computes no version diffs, so Diffs is always null.
+// jobVersionsResponse is the body of GET /v1/job/:id/versions. With
+// ?diffs=true, Diffs[i] is what changed from Versions[i+1] to Versions[i]
+// (versions run newest first); otherwise it is null.
 type jobVersionsResponse struct {
 	Versions []*structs.Job
 	Diffs    []*structs.JobDiff
@@ -209,7 +211,7 @@ func methodNotAllowed(w http.ResponseWriter, allow string) {
 
 func (s *HTTPServer) jobGet(w http.ResponseWriter, r *http.Request, id string) {
 	readObject(s, w, r, state.TableJobs, "job not found",
-		func(j *structs.Job) (uint64, any) { return j.ModifyIndex, j },
+		func(j *structs.Job) (uint64, any) { return j.ModifyIndex, userJob(j) },
 		func(ws memdb.WatchSet, st reader, q queryOptions) (*structs.Job, error) {
 			return st.JobByID(ws, q.Namespace, id)
 		})
@@ -255,6 +257,11 @@ func (s *HTTPServer) jobSummary(w http.ResponseWriter, r *http.Request, id strin
 }
 
 func (s *HTTPServer) jobVersions(w http.ResponseWriter, r *http.Request, id string) {
+	diffs, err := parseBool(r, "diffs")
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
 	s.blockingRead(w, r, func(q queryOptions) readFunc {
 		return func(ws memdb.WatchSet, st reader) (uint64, any, error) {
 			versions, err := st.JobVersionsByID(ws, q.Namespace, id)
@@ -265,7 +272,18 @@ func (s *HTTPServer) jobVersions(w http.ResponseWriter, r *http.Request, id stri
 			if len(versions) == 0 {
 				return idx, notFound("job versions not found"), nil
 			}
-			return idx, jobVersionsResponse{Versions: versions}, nil
+			out := make([]*structs.Job, len(versions))
+			for i, v := range versions {
+				out[i] = userJob(v)
+			}
+			resp := jobVersionsResponse{Versions: out}
+			if diffs {
+				resp.Diffs = []*structs.JobDiff{}
+				for i := 0; i+1 < len(versions); i++ {
+					resp.Diffs = append(resp.Diffs, structs.DiffJobs(versions[i+1], versions[i], true))
+				}
+			}
+			return idx, resp, nil
 		}
 	})
 }
@@ -335,4 +353,21 @@ func (s *HTTPServer) jobPeriodicForce(w http.ResponseWriter, r *http.Request, id
 		return
 	}
 	writeWrite(w, r, resp.Index, resp)
+}
+
+// userJob is a job as its reader sent it: a dispatched child's payload is
+// kept snappy-compressed (for the client, which decodes it into the task's
+// file), and the API answers with the bytes that were dispatched. Stored
+// jobs are shared: a job with a payload is copied, never changed.
+func userJob(j *structs.Job) *structs.Job {
+	if j == nil || len(j.Payload) == 0 {
+		return j
+	}
+	raw, err := snappy.Decode(nil, j.Payload)
+	if err != nil {
+		return j // not written by dispatch: shown as stored
+	}
+	c := *j
+	c.Payload = raw
+	return &c
 }

@@ -22,7 +22,7 @@ func (s *HTTPServer) allocList(w http.ResponseWriter, r *http.Request) {
 func (s *HTTPServer) allocGet(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	readObject(s, w, r, state.TableAllocs, "alloc not found",
-		func(a *structs.Allocation) (uint64, any) { return a.ModifyIndex, a },
+		func(a *structs.Allocation) (uint64, any) { return a.ModifyIndex, userAlloc(a) },
 		func(ws memdb.WatchSet, st reader, _ queryOptions) (*structs.Allocation, error) {
 			return st.AllocByID(ws, id)
 		})
@@ -191,4 +191,14 @@ func byCreation[T any](objs []T, key func(T) (createIndex uint64, id string)) []
 		return ida < idb
 	})
 	return objs
+}
+
+// userAlloc is an allocation with its job as the user sent it (userJob).
+func userAlloc(a *structs.Allocation) *structs.Allocation {
+	if j := userJob(a.Job); j != a.Job {
+		c := *a
+		c.Job = j
+		return &c
+	}
+	return a
 }

@@ -304,6 +304,11 @@ func validateDispatch(parent *structs.Job, req *structs.JobDispatchRequest) erro
 	if parent.Stop {
 		return structs.NewError(structs.ErrInvalid, "Specified job %q is stopped", parent.ID)
 	}
+	// The child's ID is the parent's, the prefix, then a clean time and
+	// UUID part: checking the parts checks the ID.
+	if err := structs.ValidateDispatchIDs(req.IdPrefixTemplate, parent.ID+structs.DispatchLaunchSuffix+req.IdPrefixTemplate); err != nil {
+		return err
+	}
 	var l []string
 	cfg := parent.ParameterizedJob
 	switch {

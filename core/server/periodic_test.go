@@ -242,8 +242,8 @@ func TestPeriodicDispatcherHonoursTimeZone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if plan.NextPeriodicLaunch != want.UnixNano() {
-		t.Fatalf("plan next launch = %s", time.Unix(0, plan.NextPeriodicLaunch).UTC())
+	if !plan.NextPeriodicLaunch.Equal(want) {
+		t.Fatalf("plan next launch = %s", plan.NextPeriodicLaunch.UTC())
 	}
 }
 

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/google/uuid"
@@ -53,11 +52,13 @@ func (s *Server) PlanJob(ctx context.Context, in *structs.Job, diff bool) (*stru
 		job.JobModifyIndex = snap.LatestIndex() + 1
 	}
 	if diff {
-		resp.Diff = jobDiff(existing, job, changed)
+		// Diff against the stored version: the plan's job carries that
+		// version's bookkeeping, which the diff skips anyway.
+		resp.Diff = structs.DiffJobs(existing, job, true)
 	}
 	if job.IsPeriodic() {
 		if n, err := job.Periodic.Next(s.cfg.Now()); err == nil && !n.IsZero() {
-			resp.NextPeriodicLaunch = n.UnixNano()
+			resp.NextPeriodicLaunch = n.UTC()
 		}
 	}
 	if job.IsParent() {
@@ -85,43 +86,9 @@ func (s *Server) PlanJob(ctx context.Context, in *structs.Job, diff bool) (*stru
 	}
 	plan, _ := s.convertPlan(snap, ev, "", req.Job, out.Plan)
 	resp.Annotations = plan.Annotations
+	if resp.Diff != nil && plan.Annotations != nil {
+		resp.Diff.Annotate(plan.Annotations.DesiredTGUpdates)
+	}
 	resp.FailedTGAllocs = metricsFromPB(out.FailedTgAllocs)
 	return resp, nil
-}
-
-// jobDiff is a coarse, field-level diff of the top-level job and its
-// groups, enough for `job plan` to say what changes.
-func jobDiff(old, cur *structs.Job, changed bool) *structs.JobDiff {
-	d := &structs.JobDiff{ID: cur.ID, Type: "None"}
-	switch {
-	case old == nil:
-		d.Type = "Added"
-		return d
-	case !changed:
-		return d
-	}
-	d.Type = "Edited"
-	field := func(name string, a, b any) {
-		ja, _ := json.Marshal(a)
-		jb, _ := json.Marshal(b)
-		if string(ja) != string(jb) {
-			d.Fields = append(d.Fields, &structs.FieldDiff{Type: "Edited", Name: name, Old: string(ja), New: string(jb)})
-		}
-	}
-	field("Type", old.Type, cur.Type)
-	field("Priority", old.Priority, cur.Priority)
-	field("Datacenters", old.Datacenters, cur.Datacenters)
-	field("NodePool", old.NodePool, cur.NodePool)
-	field("Meta", old.Meta, cur.Meta)
-	field("Constraints", old.Constraints, cur.Constraints)
-	field("Stop", old.Stop, cur.Stop)
-	for _, tg := range cur.TaskGroups {
-		field("TaskGroup["+tg.Name+"]", old.LookupTaskGroup(tg.Name), tg)
-	}
-	for _, tg := range old.TaskGroups {
-		if cur.LookupTaskGroup(tg.Name) == nil {
-			d.Fields = append(d.Fields, &structs.FieldDiff{Type: "Deleted", Name: "TaskGroup[" + tg.Name + "]"})
-		}
-	}
-	return d
 }

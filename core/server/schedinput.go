@@ -47,6 +47,7 @@ func (s *Server) buildRequestForJob(snap *state.StateSnapshot, ev *structs.Evalu
 		req.Job = jobToPB(job)
 		versions[job.JobModifyIndex] = true
 	}
+	allocs = dropPurgedIncarnations(allocs, job)
 	req.Allocs = make([]*pb.Allocation, 0, len(allocs))
 	for _, a := range allocs {
 		req.Allocs = append(req.Allocs, allocToPB(a))
@@ -287,4 +288,24 @@ func allocToPB(a *structs.Allocation) *pb.Allocation {
 		p.JobModifyIndex, p.JobVersion = a.Job.JobModifyIndex, a.Job.Version
 	}
 	return p
+}
+
+// dropPurgedIncarnations leaves out the finished allocs of an earlier job
+// that had the same ID and was purged (its allocs outlive it until GC): a
+// job registered anew is a new job, as in Nomad, whose allocs neither chain
+// to those (PreviousAllocation) nor count them as work done. Live allocs of
+// an earlier incarnation stay, so that the scheduler stops them. A nil job
+// (deregistered) keeps every alloc.
+func dropPurgedIncarnations(allocs []*structs.Allocation, job *structs.Job) []*structs.Allocation {
+	if job == nil {
+		return allocs
+	}
+	out := allocs[:0:0]
+	for _, a := range allocs {
+		if a.Job != nil && a.Job.CreateIndex != job.CreateIndex && a.TerminalStatus() {
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
 }

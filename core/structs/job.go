@@ -378,3 +378,24 @@ type JobChildrenSummary struct {
 	Running int64 `codec:",omitempty"`
 	Dead    int64 `codec:",omitempty"`
 }
+
+// UnmarshalJSON decodes a task group as Nomad's API does: a group sent
+// without Count runs one allocation (Nomad's client canonicalizes an absent
+// count to 1), while an explicit 0 is kept and runs none.
+func (tg *TaskGroup) UnmarshalJSON(b []byte) error {
+	type plain TaskGroup // no methods: no recursion
+	if err := json.Unmarshal(b, (*plain)(tg)); err != nil {
+		return err
+	}
+	if tg.Count != 0 {
+		return nil // present: the common case decodes once
+	}
+	var count struct{ Count *int }
+	if err := json.Unmarshal(b, &count); err != nil {
+		return err
+	}
+	if count.Count == nil {
+		tg.Count = 1
+	}
+	return nil
+}

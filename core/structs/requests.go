@@ -1,5 +1,7 @@
 package structs
 
+import "time"
+
 // MessageType tags a Raft log entry. Numbers are wire-stable (§9.1): never
 // renumber, only add.
 type MessageType uint8
@@ -276,28 +278,14 @@ type AllocStopResponse struct {
 
 // JobPlanResponse answers a dry-run plan of a job.
 type JobPlanResponse struct {
-	Annotations        *PlanAnnotations        `codec:",omitempty"`
-	FailedTGAllocs     map[string]*AllocMetric `codec:",omitempty"`
-	JobModifyIndex     uint64                  `codec:",omitempty"`
-	CreatedEvals       []*Evaluation           `codec:",omitempty"`
-	Diff               *JobDiff                `codec:",omitempty"`
-	NextPeriodicLaunch int64                   `codec:",omitempty"`
-	Warnings           string                  `codec:",omitempty"`
-	Index              uint64                  `codec:",omitempty"`
-}
-
-// JobDiff is a coarse diff of a job against its current version: the type is
-// "Added", "Deleted", "Edited" or "None".
-type JobDiff struct {
-	Type   string       `codec:",omitempty"`
-	ID     string       `codec:",omitempty"`
-	Fields []*FieldDiff `codec:",omitempty"`
-}
-
-// FieldDiff is one changed field.
-type FieldDiff struct {
-	Type string `codec:",omitempty"`
-	Name string `codec:",omitempty"`
-	Old  string `codec:",omitempty"`
-	New  string `codec:",omitempty"`
+	Annotations    *PlanAnnotations        `codec:",omitempty"`
+	FailedTGAllocs map[string]*AllocMetric `codec:",omitempty"`
+	JobModifyIndex uint64                  `codec:",omitempty"`
+	CreatedEvals   []*Evaluation           `codec:",omitempty"`
+	Diff           *JobDiff                `codec:",omitempty"`
+	// NextPeriodicLaunch is a time, not UnixNano, in Nomad's API: its client
+	// decodes it as an RFC 3339 string.
+	NextPeriodicLaunch time.Time `codec:",omitempty"`
+	Warnings           string    `codec:",omitempty"`
+	Index              uint64    `codec:",omitempty"`
 }

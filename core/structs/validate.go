@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/robfig/cron/v3"
 )
@@ -126,8 +127,8 @@ func (j *Job) Validate() error {
 	switch {
 	case j.ID == "":
 		l.add("job ID: missing")
-	case strings.ContainsAny(j.ID, " \x00"):
-		l.add("job ID %q: must not contain spaces or NUL characters", j.ID)
+	case badIDChar(j.ID) != "":
+		l.add("job ID %q: must not contain %s", j.ID, badIDChar(j.ID))
 	}
 	if j.Name == "" {
 		l.add("job name: missing")
@@ -391,4 +392,41 @@ func (p *PeriodicConfig) Next(from time.Time) (time.Time, error) {
 		}
 	}
 	return best, nil
+}
+
+// badIDChar describes the first character an object ID must not hold:
+// spaces and other white space (a newline would split the CLI's tables and
+// the log lines that name the ID), NUL and other control characters.
+// Empty when id is clean.
+func badIDChar(id string) string {
+	for _, r := range id {
+		switch {
+		case r == 0:
+			return "NUL characters"
+		case r == ' ':
+			return "spaces"
+		case unicode.IsSpace(r):
+			return fmt.Sprintf("white space (%q)", r)
+		case unicode.IsControl(r):
+			return fmt.Sprintf("control characters (%q)", r)
+		}
+	}
+	return ""
+}
+
+// ValidateDispatchIDs checks a dispatch's IdPrefixTemplate and the child ID
+// built from it: neither may hold spaces, NUL, newlines or other control
+// characters, and the prefix may not hold "/" (which separates a child's
+// ID from its parent's).
+func ValidateDispatchIDs(prefixTemplate, childID string) error {
+	var l errList
+	if bad := badIDChar(prefixTemplate); bad != "" {
+		l.add("IdPrefixTemplate %q: must not contain %s", prefixTemplate, bad)
+	} else if strings.Contains(prefixTemplate, "/") {
+		l.add("IdPrefixTemplate %q: must not contain \"/\"", prefixTemplate)
+	}
+	if bad := badIDChar(childID); bad != "" && len(l.errs) == 0 {
+		l.add("dispatched job ID %q: must not contain %s", childID, bad)
+	}
+	return l.err()
 }

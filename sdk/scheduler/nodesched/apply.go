@@ -10,6 +10,7 @@ import (
 const (
 	DescNotNeeded = "alloc not needed due to job update"
 	DescTainted   = "alloc not needed as node is tainted"
+	DescMigrating = "alloc is being migrated"
 	DescLost      = "alloc is lost since its node is down"
 	DescUpdating  = "alloc is being updated due to job update"
 )
@@ -38,7 +39,11 @@ func (r *run) apply(diff *reconcile.Result) []reconcile.AllocTuple {
 		r.desired(t.Alloc.GetTaskGroup()).Stop++
 	}
 	for _, t := range diff.Migrate {
-		r.stop(t.Alloc, DescTainted, "")
+		desc := DescTainted
+		if _, tainted := r.tainted[t.NodeID]; !tainted {
+			desc = DescMigrating // marked by a user's alloc stop, not a drain
+		}
+		r.stop(t.Alloc, desc, "")
 		r.desired(t.TaskGroup.GetName()).Migrate++
 	}
 	for _, t := range diff.Lost {

@@ -181,6 +181,7 @@ type run struct {
 	nodeByID  map[string]*schedulerpb.Node // nodes hosting the job's allocs
 	ready     map[string]*schedulerpb.Node
 	notReady  map[string]struct{}
+	tainted   map[string]*schedulerpb.Node // reconcile.Tainted of the job's allocs
 	nodesByDC map[string]int32
 	groups    map[string]*group
 
@@ -268,6 +269,7 @@ func (r *run) readyNodes() {
 func (r *run) schedule() {
 	allocs := r.req.GetAllocs()
 	tainted := reconcile.Tainted(allocs, r.nodeByID)
+	r.tainted = tainted
 	for _, a := range reconcile.LostStops(allocs, tainted) {
 		r.stop(a, DescLost, reconcile.ClientLost)
 	}

@@ -111,12 +111,12 @@ func TestChecklist(t *testing.T) {
 			}},
 
 		// 3. Migrate flag.
-		{name: "3 migrate on a ready node: stopped, never replaced", engine: sysbatchEngine(),
+		{name: "3 sysbatch migrate on a ready node: stopped, never replaced", engine: sysbatchEngine(),
 			req: func() *schedulerpb.ScheduleRequest {
 				return tReq(tJob(sb), []*schedulerpb.Node{tNode("n1")},
 					tAlloc("a1", "n1", func(a *schedulerpb.Allocation) { a.Migrate = true }))
 			},
-			stopped: []string{"a1:" + DescTainted}, queued: map[string]int32{"g": 0}},
+			stopped: []string{"a1:" + DescMigrating}, queued: map[string]int32{"g": 0}},
 
 		// 4. Down or missing nodes.
 		{name: "4 down node: lost", engine: sysbatchEngine(),

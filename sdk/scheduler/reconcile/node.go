@@ -174,6 +174,15 @@ func (r *nodeReconciler) passA(id string, a *schedulerpb.Allocation) {
 	}
 	if a.GetMigrate() {
 		res.Migrate = append(res.Migrate, t)
+		if _, tainted := in.Tainted[id]; !tainted && !in.Sysbatch {
+			if _, ready := in.Ready[id]; ready {
+				// Stopped by a user (alloc stop) on a node that still
+				// takes the job: replaced where it was, chained to it, as
+				// Nomad's system scheduler does. Sysbatch work that a
+				// user stopped stays stopped.
+				res.Place = append(res.Place, t)
+			}
+		}
 		return
 	}
 	cs := a.GetClientStatus()

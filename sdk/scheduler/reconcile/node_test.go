@@ -90,7 +90,7 @@ func TestPassA(t *testing.T) {
 		{row: "1 job stopped", node: "ready", job: func(j *schedulerpb.Job) { j.Stop = true }, want: "stop"},
 		{row: "1 misnamed alloc", node: "ready", alloc: func(a *schedulerpb.Allocation) { a.Name = "j.g[7]" }, want: "stop"},
 		{row: "1 group removed", node: "ready", job: func(j *schedulerpb.Job) { j.TaskGroups[0].Name = "h" }, want: "stop"},
-		{row: "2 migrate on ready node", node: "ready", alloc: func(a *schedulerpb.Allocation) { a.Migrate = true }, want: "migrate"},
+		{row: "2 sysbatch migrate on ready node", node: "ready", sysbatch: true, alloc: func(a *schedulerpb.Allocation) { a.Migrate = true }, want: "migrate"},
 		{row: "2 migrate beats down node", node: "down", alloc: func(a *schedulerpb.Allocation) { a.Migrate = true }, want: "migrate"},
 		{row: "3 reconnect window expired", node: "ready", reconn: true, expired: true,
 			alloc: func(a *schedulerpb.Allocation) { a.ClientStatus = ClientUnknown }, want: "lost"},

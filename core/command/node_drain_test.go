@@ -1,0 +1,78 @@
+package command
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/drover-org/drover/core/structs"
+)
+
+// Allocations that had finished before the drain (one still carrying the
+// migrate mark of an earlier drain) are not reported as migrating; only the
+// running one the drainer marks is, and its stop.
+func TestNodeDrainMonitorSkipsFinishedAllocs(t *testing.T) {
+	f := newFakeAgent(t)
+	f.json("GET /v1/nodes", []*structs.NodeListStub{testNode().Stub()})
+	f.json("POST /v1/node/"+nodeID+"/drain", structs.NodeEligibilityUpdateResponse{Index: 9})
+	migrate := true
+	finished := func(id, status string, marked bool) *structs.Allocation {
+		a := testAlloc("t")
+		a.ID, a.ClientStatus = id, status
+		if marked {
+			a.DesiredTransition.Migrate = &migrate
+			a.DesiredStatus = structs.AllocDesiredStatusStop
+		}
+		return a
+	}
+	var step atomic.Int32
+	f.handle("GET /v1/node/"+nodeID+"/allocations", func(w http.ResponseWriter, r *http.Request) {
+		done := finished("11111111-0000-0000-0000-000000000000", "complete", false)
+		old := finished("22222222-0000-0000-0000-000000000000", "complete", true)
+		failed := finished("33333333-0000-0000-0000-000000000000", "failed", true)
+		live := testAlloc("t")
+		// raced finishes by itself; the drainer's mark lands after.
+		raced := finished("44444444-0000-0000-0000-000000000000", "running", false)
+		switch step.Add(1) {
+		case 1:
+		case 2:
+			live.DesiredTransition.Migrate = &migrate
+			raced.ClientStatus = "complete"
+		default:
+			live.DesiredTransition.Migrate = &migrate
+			live.ClientStatus = "complete"
+			raced = finished(raced.ID, "complete", true)
+		}
+		_ = json.NewEncoder(w).Encode([]*structs.Allocation{done, old, failed, live, raced})
+	})
+	f.handle("GET /v1/node/"+nodeID, func(w http.ResponseWriter, r *http.Request) {
+		n := testNode()
+		if step.Load() < 3 {
+			n.DrainStrategy = &structs.DrainStrategy{DrainSpec: structs.DrainSpec{Deadline: time.Hour}}
+		}
+		_ = json.NewEncoder(w).Encode(n)
+	})
+	r := f.run(t, "", "node", "drain", "-enable", "-yes", nodeID)
+	wantCode(t, r, 0)
+	wantContains(t, "stdout", r.out,
+		`    Alloc "8ba85cef" marked for migration`,
+		`    Alloc "8ba85cef" status running -> complete`,
+		`    All allocations on node "`+nodeID+`" have stopped`,
+		`==> Drain complete for node "`+nodeID+`"`,
+	)
+	for _, id := range []string{"11111111", "22222222", "33333333"} { // finished before the drain
+		if strings.Contains(r.out, id) {
+			t.Errorf("the finished alloc %s is reported:\n%s", id, r.out)
+		}
+	}
+	wantContains(t, "stdout", r.out, `    Alloc "44444444" status running -> complete`)
+	if strings.Contains(r.out, `"44444444" marked`) {
+		t.Errorf("the alloc that finished by itself is reported as migrating:\n%s", r.out)
+	}
+	if n := strings.Count(r.out, "marked for migration"); n != 1 {
+		t.Errorf("%d allocs reported as migrating, want 1:\n%s", n, r.out)
+	}
+}
