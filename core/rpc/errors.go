@@ -35,7 +35,18 @@ var kindCodes = map[string]codes.Code{
 // toStatus turns a handler's error into the status sent on the wire: the
 // mapped code, the original message and a detail with the kind name (and the
 // rule list of a ValidationError).
+//
+// A handler that gave up because its context ended (the caller's deadline or
+// cancel, carried to the server) is sent as the bare gRPC code, without a
+// detail, so that the caller sees its own context's error rather than a
+// handler error that merely reads the same.
 func toStatus(err error) error {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return status.Error(codes.DeadlineExceeded, err.Error())
+	case errors.Is(err, context.Canceled):
+		return status.Error(codes.Canceled, err.Error())
+	}
 	return encodeStatus(err, codeOf(err))
 }
 
