@@ -30,6 +30,7 @@ var kindCodes = map[string]codes.Code{
 	"invalid":           codes.InvalidArgument,
 	"conflict":          codes.FailedPrecondition,
 	"unavailable":       codes.Unavailable,
+	"too_large":         codes.ResourceExhausted,
 }
 
 // toStatus turns a handler's error into the status sent on the wire: the
