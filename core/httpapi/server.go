@@ -102,7 +102,7 @@ type HTTPServer struct {
 	nodeName string
 	// maxBody is Config.MaxBodyBytes with its default applied.
 	maxBody int64
-	handler  http.Handler
+	handler http.Handler
 	// query runs blocking reads; a field so that it is built once from the
 	// state store and so that the read path has a single seam.
 	query queryFunc
