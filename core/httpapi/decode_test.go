@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/drover-org/drover/core/jobspec"
 	"github.com/drover-org/drover/core/structs"
 )
 
@@ -114,4 +115,19 @@ func TestBodyLimit(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDeepestHCLJobFitsJSONLimits: the deepest task config a job file may
+// hold is accepted when the parsed job is sent as JSON, as the CLI does.
+func TestDeepestHCLJobFitsJSONLimits(t *testing.T) {
+	depth := structs.MaxTaskConfigDepth - 1
+	src := "job \"deep\" {\n  group \"g\" {\n    task \"t\" {\n      driver = \"raw_exec\"\n      config {\n        args = " +
+		strings.Repeat("[", depth) + strings.Repeat("]", depth) + "\n      }\n    }\n  }\n}\n"
+	job, err := jobspec.Parse("job.hcl", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, _ := newTestAPI(t, Config{})
+	rec := do(t, api.Handler(), "PUT", "/v1/jobs", toJSONString(map[string]any{"Job": job}))
+	mustOK(t, rec)
 }

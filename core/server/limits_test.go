@@ -45,8 +45,15 @@ func TestDeepJobRefused(t *testing.T) {
 	job := testJob("deep", structs.JobTypeSysBatch)
 	job.TaskGroups[0].Tasks[0].Config = map[string]any{"args": nestedList(1100)}
 	_, err := s.RegisterJob(context.Background(), job, false, 0)
+	if structs.HTTPStatus(err) != http.StatusBadRequest || !strings.Contains(err.Error(), "MaxNestingDepth") {
+		t.Fatalf("RegisterJob = %v, want an invalid-request refusal naming the limit", err)
+	}
+	// Below validation, the last guard: raftApply refuses an entry its
+	// FSM could not decode.
+	job.Canonicalize()
+	_, err = s.raftApply(structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: job, Namespace: job.Namespace, JobID: job.ID})
 	if !errors.Is(err, structs.ErrInvalid) || !strings.Contains(err.Error(), "could not apply") {
-		t.Fatalf("RegisterJob = %v, want an invalid-request refusal", err)
+		t.Fatalf("raftApply = %v, want a refusal", err)
 	}
 	if got, _ := s.State().JobByID(nil, structs.DefaultNamespace, "deep"); got != nil {
 		t.Fatal("the deep job was committed")

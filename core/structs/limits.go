@@ -77,3 +77,47 @@ func ErrNestingTooDeep(where string) error {
 func ErrTooManyElements(where string, n int) error {
 	return &LimitError{Where: where, Limit: ElementsLimit(), Msg: fmt.Sprintf("collection has %d or more entries", n), Kind: ErrInvalid}
 }
+
+// MaxTaskConfigDepth is how deeply a task's free-form Config may nest,
+// counting the Config object itself: what MaxNestingDepth leaves below
+// {"Job":{"TaskGroups":[{"Tasks":[{ in a JSON register body. The HCL
+// parser and Job.Validate hold configs to it, so that a job accepted one
+// way is accepted the others.
+const MaxTaskConfigDepth = MaxNestingDepth - 6
+
+// ValueDepth is how many levels of maps and lists a free-form value (a
+// task config: map[string]any, []any, scalars) nests; a scalar is 0.
+func ValueDepth(v any) int {
+	d := 0
+	switch x := v.(type) {
+	case map[string]any:
+		for _, e := range x {
+			d = max(d, ValueDepth(e))
+		}
+		return d + 1
+	case []any:
+		for _, e := range x {
+			d = max(d, ValueDepth(e))
+		}
+		return d + 1
+	}
+	return 0
+}
+
+// MaxElements is the size of the largest map or list in a free-form value.
+func MaxElements(v any) int {
+	n := 0
+	switch x := v.(type) {
+	case map[string]any:
+		n = len(x)
+		for _, e := range x {
+			n = max(n, MaxElements(e))
+		}
+	case []any:
+		n = len(x)
+		for _, e := range x {
+			n = max(n, MaxElements(e))
+		}
+	}
+	return n
+}

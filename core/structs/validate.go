@@ -273,6 +273,11 @@ func (t *Task) validate(l *errList, where string) {
 	if t.KillTimeout < 0 {
 		l.add("%s: kill_timeout must not be negative", where)
 	}
+	if t.Config != nil {
+		if d := ValueDepth(t.Config); d > MaxTaskConfigDepth {
+			l.add("%s: config nests %d levels; exceeds limit %s (a task config may nest %d)", where, d, DepthLimit(), MaxTaskConfigDepth)
+		}
+	}
 	if r := t.Resources; r != nil {
 		if r.CPU < 0 || r.Cores < 0 {
 			l.add("%s: resources: cpu and cores must not be negative", where)
