@@ -47,24 +47,46 @@ func checkNesting(src []byte, filename string) hcl.Diagnostics {
 }
 
 // checkCollections refuses a list, object or body with more than
-// structs.MaxCollectionElements entries, at its position.
+// structs.MaxCollectionElements entries, at its position, and a for
+// expression inside another: results of nested for expressions multiply,
+// so a short file could make the parser build billions of values.
 func (p *parser) checkCollections(body *hclsyntax.Body) {
-	_ = hclsyntax.VisitAll(body, func(n hclsyntax.Node) hcl.Diagnostics {
-		count := 0
-		switch e := n.(type) {
-		case *hclsyntax.TupleConsExpr:
-			count = len(e.Exprs)
-		case *hclsyntax.ObjectConsExpr:
-			count = len(e.Items)
-		case *hclsyntax.Body:
-			count = len(e.Attributes) + len(e.Blocks)
+	_ = hclsyntax.Walk(body, &limitWalker{p: p})
+}
+
+type limitWalker struct {
+	p        *parser
+	forDepth int
+}
+
+func (w *limitWalker) Enter(n hclsyntax.Node) hcl.Diagnostics {
+	count := 0
+	switch e := n.(type) {
+	case *hclsyntax.TupleConsExpr:
+		count = len(e.Exprs)
+	case *hclsyntax.ObjectConsExpr:
+		count = len(e.Items)
+	case *hclsyntax.Body:
+		count = len(e.Attributes) + len(e.Blocks)
+	case *hclsyntax.ForExpr:
+		w.forDepth++
+		if w.forDepth == 2 {
+			w.p.errorf(e.SrcRange, "Nested for expression",
+				"A for expression (or template for directive) inside another is not supported: their results multiply.")
 		}
-		if count > structs.MaxCollectionElements {
-			p.errorf(n.Range(), "Too many elements",
-				"This has %d entries; exceeds limit %s.", count, structs.ElementsLimit())
-		}
-		return nil
-	})
+	}
+	if count > structs.MaxCollectionElements {
+		w.p.errorf(n.Range(), "Too many elements",
+			"This has %d entries; exceeds limit %s.", count, structs.ElementsLimit())
+	}
+	return nil
+}
+
+func (w *limitWalker) Exit(n hclsyntax.Node) hcl.Diagnostics {
+	if _, ok := n.(*hclsyntax.ForExpr); ok {
+		w.forDepth--
+	}
+	return nil
 }
 
 // checkConfigValue refuses a task config value that, with the levels of

@@ -42,6 +42,11 @@ func TestParseLimits(t *testing.T) {
 			"job.hcl:5:", "MaxNestingDepth"},
 		{"too many list elements", wrapTask("      driver = \"raw_exec\"\n      config {\n        args = [" +
 			strings.Repeat("1,", structs.MaxCollectionElements+1) + "]\n      }\n"), "job.hcl:6:16: Too many elements", "MaxCollectionElements (10000)"},
+		{"nested for expressions", wrapTask("      driver = \"raw_exec\"\n      config {\n        args = [for a in [1, 2]: [for b in [3, 4]: a * b]]\n      }\n"),
+			"job.hcl:6:34: Nested for expression", "not supported"},
+		{"nested template for", wrapTask("      driver = \"raw_exec\"\n      kill_signal = \"%{for a in [1]}%{for b in [2]}x%{endfor}%{endfor}\"\n"),
+			"job.hcl:5:", "Nested for expression"},
+		{"one for expression", wrapTask("      driver = \"raw_exec\"\n      config {\n        args = [for a in [1, 2]: a * 2]\n      }\n"), "", ""},
 		{"list elements at the limit", wrapTask("      driver = \"raw_exec\"\n      config {\n        args = [" +
 			strings.Repeat("1,", structs.MaxCollectionElements) + "]\n      }\n"), "", ""},
 	}
