@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"sync/atomic"
 	"time"
 
@@ -143,13 +144,19 @@ func (f *FSM) Apply(l *raft.Log) (resp any) {
 		return err
 	}
 	defer func() {
-		if p := recover(); p != nil {
-			bad, ok := p.(*badEntry)
-			if !ok {
-				panic(p)
-			}
-			resp = f.stop(l.Index, typeName(bad.t), bad.err)
+		p := recover()
+		if p == nil {
+			return
 		}
+		if bad, ok := p.(*badEntry); ok {
+			resp = f.stop(l.Index, typeName(bad.t), bad.err)
+			return
+		}
+		// An applier or the state store failed on this entry. What it
+		// wrote before is discarded on restart: the state is rebuilt
+		// from the last snapshot, which this stop keeps before the entry.
+		f.logger.Error("panic applying Raft log entry", "index", l.Index, "panic", p, "stack", string(debug.Stack()))
+		resp = f.stop(l.Index, typeName(structs.MessageType(l.Data[0])), fmt.Errorf("panic: %v", p))
 	}()
 	if len(l.Data) == 0 {
 		return f.stop(l.Index, "none", errors.New("empty entry"))
@@ -222,7 +229,15 @@ func CheckEntry(buf []byte) error {
 	return nil
 }
 
-func check[T any](buf []byte) error { return unmarshal(buf, new(T)) }
+// check decodes as decode does and refuses nil elements of typed lists and
+// maps, which the appliers and the state store read element by element.
+func check[T any](buf []byte) error {
+	req := new(T)
+	if err := unmarshal(buf, req); err != nil {
+		return err
+	}
+	return structs.CheckNoNilElements(req)
+}
 
 // checkers decode each type as its applier does (see appliers).
 var checkers = map[structs.MessageType]func([]byte) error{

@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"reflect"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/drover-org/drover/core/structs"
 )
@@ -69,7 +67,7 @@ func decodeJSONInput(body []byte, out any) error {
 	if err := json.NewDecoder(bytes.NewReader(body)).Decode(out); err != nil {
 		return errors.New(describeDecodeError(err))
 	}
-	return checkNoNullElements(reflect.ValueOf(out), "")
+	return structs.CheckNoNilElements(out)
 }
 
 // describeDecodeError names the offending field of a JSON type mismatch in
@@ -171,117 +169,3 @@ func jsonPath(stack []jsonFrame, n int) string {
 	return b.String()
 }
 
-// checkNoNullElements refuses a null element of a typed array or map
-// ("TaskGroups":[null]): the server code that walks a job's groups, tasks
-// and constraints reads every element, and an absent element has no
-// meaning. Free-form values (a task's Config, typed any) may hold nulls.
-func checkNoNullElements(v reflect.Value, path string) error {
-	switch v.Kind() {
-	case reflect.Pointer:
-		if v.IsNil() {
-			return nil
-		}
-		return checkNoNullElements(v.Elem(), path)
-	case reflect.Struct:
-		t := v.Type()
-		for i := 0; i < t.NumField(); i++ {
-			f := t.Field(i)
-			if !f.IsExported() || !mayHoldNull(f.Type) {
-				continue
-			}
-			if err := checkNoNullElements(v.Field(i), joinPath(path, jsonName(f))); err != nil {
-				return err
-			}
-		}
-	case reflect.Slice, reflect.Array:
-		if !mayHoldNull(v.Type()) {
-			return nil
-		}
-		nilable := isNilable(v.Type().Elem())
-		for i := 0; i < v.Len(); i++ {
-			el := v.Index(i)
-			at := path + "[" + strconv.Itoa(i) + "]"
-			if nilable && el.IsNil() {
-				return fmt.Errorf("field %q: null is not allowed as an element", at)
-			}
-			if err := checkNoNullElements(el, at); err != nil {
-				return err
-			}
-		}
-	case reflect.Map:
-		if !mayHoldNull(v.Type()) {
-			return nil
-		}
-		nilable := isNilable(v.Type().Elem())
-		iter := v.MapRange()
-		for iter.Next() {
-			at := joinPath(path, fmt.Sprint(iter.Key().Interface()))
-			if nilable && iter.Value().IsNil() {
-				return fmt.Errorf("field %q: null is not allowed as a value", at)
-			}
-			if err := checkNoNullElements(iter.Value(), at); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// isNilable reports whether elements of type t can be JSON null and are
-// checked: pointers, slices and maps. Interfaces are free-form and skipped.
-func isNilable(t reflect.Type) bool {
-	switch t.Kind() {
-	case reflect.Pointer, reflect.Slice, reflect.Map:
-		return true
-	}
-	return false
-}
-
-// mayHoldNull reports whether a value of type t can contain a null element
-// somewhere below it, so that plain strings and numbers are not walked.
-func mayHoldNull(t reflect.Type) bool {
-	if v, ok := mayHoldNullCache.Load(t); ok {
-		return v.(bool)
-	}
-	v := mayHoldNullSeen(t, map[reflect.Type]bool{})
-	mayHoldNullCache.Store(t, v)
-	return v
-}
-
-// mayHoldNullCache memoizes mayHoldNull per type: request types are few and
-// walked on every write.
-var mayHoldNullCache sync.Map
-
-func mayHoldNullSeen(t reflect.Type, seen map[reflect.Type]bool) bool {
-	if seen[t] {
-		return false
-	}
-	seen[t] = true
-	switch t.Kind() {
-	case reflect.Pointer:
-		return mayHoldNullSeen(t.Elem(), seen)
-	case reflect.Slice, reflect.Array, reflect.Map:
-		return isNilable(t.Elem()) || mayHoldNullSeen(t.Elem(), seen)
-	case reflect.Struct:
-		for i := 0; i < t.NumField(); i++ {
-			if f := t.Field(i); f.IsExported() && mayHoldNullSeen(f.Type, seen) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-func jsonName(f reflect.StructField) string {
-	if tag, _, _ := strings.Cut(f.Tag.Get("json"), ","); tag != "" && tag != "-" {
-		return tag
-	}
-	return f.Name
-}
-
-func joinPath(path, name string) string {
-	if path == "" {
-		return name
-	}
-	return path + "." + name
-}
