@@ -168,4 +168,3 @@ func jsonPath(stack []jsonFrame, n int) string {
 	}
 	return b.String()
 }
-
