@@ -18,10 +18,9 @@ import (
 // the recursive parser sees it. It works on tokens, so the error points at
 // the opening that went one level too far.
 func checkNesting(src []byte, filename string) hcl.Diagnostics {
-	tokens, diags := hclsyntax.LexConfig(src, filename, hcl.InitialPos)
-	if diags.HasErrors() {
-		return nil // the parser reports them, better worded
-	}
+	// Lexing errors are left to the parser, which words them better; the
+	// depth is still checked, because the parser recurses all the same.
+	tokens, _ := hclsyntax.LexConfig(src, filename, hcl.InitialPos)
 	depth := 0
 	for _, tok := range tokens {
 		switch tok.Type {

@@ -36,6 +36,7 @@ func TestParseLimits(t *testing.T) {
 		{"config nesting one past its share", configArgs(structs.MaxTaskConfigDepth), "job.hcl:6:16: Nesting too deep", "a task config may nest 58"},
 		{"deepest accepted config", configArgs(structs.MaxTaskConfigDepth - 1), "", ""},
 		{"config blocks past its share", nestedBlocks(structs.MaxTaskConfigDepth), "job.hcl:", "Nesting too deep"},
+		{"deep nesting with a lexing error", "job \"j\" {\n  x = " + strings.Repeat("[", 100000) + "\x01\n}\n", "job.hcl:2:", "MaxNestingDepth"},
 		{"deep parentheses", wrapTask("      driver = \"raw_exec\"\n      kill_signal = " + strings.Repeat("(", 100) + "\"x\"" + strings.Repeat(")", 100) + "\n"),
 			"job.hcl:5:82: Nesting too deep", "MaxNestingDepth"},
 		{"deep interpolation", wrapTask("      driver = \"raw_exec\"\n      kill_signal = " + strings.Repeat(`"${`, 70) + "1" + strings.Repeat(`}"`, 70) + "\n"),
