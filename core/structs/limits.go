@@ -63,8 +63,10 @@ func (e *LimitError) Error() string {
 // Unwrap exposes the kind.
 func (e *LimitError) Unwrap() error { return e.Kind }
 
-// DepthLimit and the other helpers name a limit the way errors quote it.
-func DepthLimit() string    { return fmt.Sprintf("MaxNestingDepth (%d levels)", MaxNestingDepth) }
+// DepthLimit names the nesting limit the way errors quote it.
+func DepthLimit() string { return fmt.Sprintf("MaxNestingDepth (%d levels)", MaxNestingDepth) }
+
+// ElementsLimit names the collection limit the way errors quote it.
 func ElementsLimit() string { return fmt.Sprintf("MaxCollectionElements (%d)", MaxCollectionElements) }
 
 // ErrNestingTooDeep builds the error for input nested past MaxNestingDepth.
