@@ -85,7 +85,8 @@ func (agentCommand) Run(args []string) int {
 	for {
 		select {
 		case err := <-a.Done():
-			logger.Error("HTTP server stopped", "error", err)
+			logger.Error("agent stopping", "error", err)
+			fmt.Fprintf(os.Stderr, "Error: %v\n", err)
 			a.Shutdown()
 			return 1
 		case sig := <-sigs:

@@ -74,7 +74,8 @@ func New(cfg *Config, opts Options) (a *Agent, err error) {
 	if logger == nil {
 		logger = hclog.New(&hclog.LoggerOptions{Name: "drover", Level: hclog.LevelFromString(cfg.LogLevel), JSONFormat: cfg.LogJSON})
 	}
-	a = &Agent{cfg: cfg, logger: logger, done: make(chan error, 1)}
+	// Room for the HTTP server's end and a server's fatal stop.
+	a = &Agent{cfg: cfg, logger: logger, done: make(chan error, 2)}
 	defer func() {
 		if err != nil {
 			a.Shutdown()
@@ -185,6 +186,14 @@ func (a *Agent) startServer(ctx context.Context, opts Options, dataDir, advHTTP 
 		HeartbeatTTL: opts.HeartbeatTTL,
 		HTTPAddr:     advHTTP,
 		Version:      Version,
+		// The server shut itself down (a Raft entry it cannot apply):
+		// the agent stops with its error.
+		OnFatal: func(err error) {
+			select {
+			case a.done <- fmt.Errorf("server stopped: %w", err):
+			default:
+			}
+		},
 	}
 	// Durations were validated when the config was parsed.
 	if sc.HeartbeatGrace != "" {
@@ -282,7 +291,8 @@ func (a *Agent) startClient(dataDir, advHTTP string, drivers *driverSet) (*remot
 // startHTTP serves the HTTP API: the full API with a server, or a
 // client-only agent's local endpoints with the rest proxied to a server.
 func (a *Agent) startHTTP(remote *remoteServers) {
-	hcfg := httpapi.Config{Logger: a.logger.Named("http"), AgentSelf: a.self, NodeName: a.cfg.NodeName, ReloadPlugins: a.ReloadPlugins}
+	hcfg := httpapi.Config{Logger: a.logger.Named("http"), AgentSelf: a.self, NodeName: a.cfg.NodeName, ReloadPlugins: a.ReloadPlugins,
+		MaxBodyBytes: a.cfg.HTTPMaxBodyBytes}
 	if a.server != nil {
 		hcfg.Server = &clusterServer{Server: a.server}
 	}
@@ -310,7 +320,8 @@ func (a *Agent) Client() *client.Client { return a.client }
 // Plugins is the agent's plugin host.
 func (a *Agent) Plugins() *pluginhost.Host { return a.host }
 
-// Done reports the HTTP server's end.
+// Done reports the agent's end: the HTTP server's, or the server's fatal
+// stop.
 func (a *Agent) Done() <-chan error { return a.done }
 
 // ReloadPlugins re-launches every plugin from its binary (SIGHUP).

@@ -24,6 +24,9 @@ type Config struct {
 	LogLevel   string `hcl:"log_level,optional"`
 	LogJSON    bool   `hcl:"log_json,optional"`
 	PluginDir  string `hcl:"plugin_dir,optional"`
+	// HTTPMaxBodyBytes caps an HTTP request body (413 above it); 0 is
+	// structs.DefaultMaxRequestBodyBytes (8 MiB).
+	HTTPMaxBodyBytes int64 `hcl:"http_max_body_bytes,optional"`
 
 	Ports     *Ports          `hcl:"ports,block"`
 	Advertise *Advertise      `hcl:"advertise,block"`
@@ -231,6 +234,9 @@ func (c *Config) validate() error {
 	}
 	if !c.DevMode && c.DataDir == "" {
 		return fmt.Errorf("data_dir: required outside -dev mode")
+	}
+	if c.HTTPMaxBodyBytes < 0 {
+		return fmt.Errorf("http_max_body_bytes: must not be negative (got %d)", c.HTTPMaxBodyBytes)
 	}
 	if serverOn {
 		for name, v := range map[string]string{"heartbeat_grace": c.Server.HeartbeatGrace, "min_heartbeat_ttl": c.Server.MinHeartbeatTTL, "raft_snapshot_interval": c.Server.RaftSnapshotInterval} {

@@ -339,9 +339,9 @@ func TestApplyMessageTypes(t *testing.T) {
 
 func TestApplyUnknownTypes(t *testing.T) {
 	cases := []struct {
-		name      string
-		data      []byte
-		wantPanic bool
+		name     string
+		data     []byte
+		wantStop bool
 	}{
 		{"unknown with ignore flag", []byte{byte(structs.IgnoreUnknownTypeFlag | 100), '{', '}'}, false},
 		{"bare ignore flag", []byte{byte(structs.IgnoreUnknownTypeFlag)}, false},
@@ -352,16 +352,11 @@ func TestApplyUnknownTypes(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			f, _ := testFSM(t)
-			var resp any
-			panicked := func() (p bool) {
-				defer func() { p = recover() != nil }()
-				resp = f.Apply(&raft.Log{Index: 7, Type: raft.LogCommand, Data: tc.data})
-				return false
-			}()
-			if panicked != tc.wantPanic {
-				t.Fatalf("panicked = %v, want %v", panicked, tc.wantPanic)
+			resp := f.Apply(&raft.Log{Index: 7, Type: raft.LogCommand, Data: tc.data})
+			if stopped := f.Failed() != nil; stopped != tc.wantStop {
+				t.Fatalf("stopped = %v (%v), want %v", stopped, f.Failed(), tc.wantStop)
 			}
-			if !panicked && resp != nil {
+			if !tc.wantStop && resp != nil {
 				t.Errorf("response = %v, want nil", resp)
 			}
 			if f.State().LatestIndex() != 0 {

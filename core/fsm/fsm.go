@@ -6,8 +6,10 @@
 package fsm
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"sync/atomic"
 
 	"github.com/hashicorp/go-hclog"
@@ -60,6 +62,13 @@ type FSM struct {
 	// state is swapped by Restore while readers (RPCs, HTTP, workers) load
 	// it from other goroutines.
 	state atomic.Pointer[state.StateStore]
+	// failed is the error of the first committed entry this FSM could not
+	// apply. From then on it applies nothing and takes no snapshot: the
+	// state must stay at the last entry applied, so that a restart meets
+	// the bad entry again instead of skipping it.
+	failed atomic.Pointer[error]
+	// onFatal is told about that entry once (SetFatalHandler).
+	onFatal func(error)
 }
 
 var _ raft.FSM = (*FSM)(nil)
@@ -86,7 +95,22 @@ func New(logger hclog.Logger, hooks Hooks) (*FSM, error) {
 // different store; hold on to one only for the duration of a request.
 func (f *FSM) State() *state.StateStore { return f.state.Load() }
 
-// Encode builds a log entry: the message type byte, then the JSON of msg.
+// SetFatalHandler sets what the FSM calls, once, when a committed entry
+// cannot be applied. It is called on Raft's apply goroutine and must not
+// block or wait on Raft; the server starts its shutdown from it. Set it
+// before Raft starts.
+func (f *FSM) SetFatalHandler(fn func(error)) { f.onFatal = fn }
+
+// Failed returns the error of the entry the FSM stopped at, or nil.
+func (f *FSM) Failed() error {
+	if p := f.failed.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// Encode builds a log entry: the message type byte, then the MessagePack
+// of msg.
 func Encode(t structs.MessageType, msg any) ([]byte, error) {
 	b, err := marshal(msg)
 	if err != nil {
@@ -102,16 +126,36 @@ func Encode(t structs.MessageType, msg any) ([]byte, error) {
 // which the server hands back to the caller.
 //
 // An entry of an unknown type is skipped with a warning when it carries
-// structs.IgnoreUnknownTypeFlag (a newer server's optional entry) and panics
-// otherwise: applying the rest of the log without it would make this server
-// diverge from the others. An entry that does not decode panics for the same
-// reason.
-func (f *FSM) Apply(l *raft.Log) any {
+// structs.IgnoreUnknownTypeFlag (a newer server's optional entry). Any
+// other entry that cannot be applied (unknown type, empty, undecodable)
+// stops the FSM: applying the rest of the log without it would make this
+// server diverge from the others. The error names the index and type, is
+// logged once and handed to the fatal handler; every later entry is refused
+// with it.
+func (f *FSM) Apply(l *raft.Log) (resp any) {
 	if l.Type != raft.LogCommand {
 		return nil
 	}
+	if err := f.Failed(); err != nil {
+		return err
+	}
+	defer func() {
+		p := recover()
+		if p == nil {
+			return
+		}
+		if bad, ok := p.(*badEntry); ok {
+			resp = f.stop(l.Index, typeName(bad.t), bad.err)
+			return
+		}
+		// An applier or the state store failed on this entry. What it
+		// wrote before is discarded on restart: the state is rebuilt
+		// from the last snapshot, which this stop keeps before the entry.
+		f.logger.Error("panic applying Raft log entry", "index", l.Index, "panic", p, "stack", string(debug.Stack()))
+		resp = f.stop(l.Index, typeName(structs.MessageType(l.Data[0])), fmt.Errorf("panic: %v", p))
+	}()
 	if len(l.Data) == 0 {
-		panic(fmt.Sprintf("fsm: empty log entry at index %d", l.Index))
+		return f.stop(l.Index, "none", errors.New("empty entry"))
 	}
 	t := structs.MessageType(l.Data[0])
 	if t == structs.IgnoreUnknownTypeFlag && len(l.Data) == 1 {
@@ -128,9 +172,85 @@ func (f *FSM) Apply(l *raft.Log) any {
 			f.logger.Warn("ignoring unknown message type", "type", uint8(t), "index", l.Index)
 			return nil
 		}
-		panic(fmt.Sprintf("fsm: unknown message type %d at index %d", uint8(t), l.Index))
+		return f.stop(l.Index, typeName(t), errors.New("unknown message type"))
 	}
 	return apply(f, l.Index, l.Data[1:])
+}
+
+// badEntry is what decode panics with for a payload it cannot read; Apply
+// recovers it before anything was written (every applier decodes first).
+type badEntry struct {
+	t   structs.MessageType
+	err error
+}
+
+// stop records the first entry the FSM cannot apply and reports it.
+func (f *FSM) stop(index uint64, typ string, cause error) error {
+	err := fmt.Errorf("fsm: cannot apply Raft log entry at index %d (type %s): %w; "+
+		"this server stops rather than skip it and diverge from the others", index, typ, cause)
+	if !f.failed.CompareAndSwap(nil, &err) {
+		return f.Failed()
+	}
+	f.logger.Error("cannot apply committed Raft log entry; stopping", "index", index, "type", typ, "error", cause)
+	if f.onFatal != nil {
+		f.onFatal(err)
+	}
+	return err
+}
+
+// CheckEntry decodes an encoded entry (as Encode builds it) with the
+// decoder Apply uses, without applying it. The server checks every entry
+// before proposing it: an entry that reached the log but cannot be decoded
+// stops every server, on every restart.
+func CheckEntry(buf []byte) error {
+	if len(buf) == 0 {
+		return errors.New("fsm: empty entry")
+	}
+	t := structs.MessageType(buf[0])
+	if t == structs.IgnoreUnknownTypeFlag && len(buf) == 1 {
+		return nil
+	}
+	ignoreUnknown := t&structs.IgnoreUnknownTypeFlag != 0
+	t &^= structs.IgnoreUnknownTypeFlag
+	check, ok := checkers[t]
+	switch {
+	case !ok && ignoreUnknown:
+		return nil
+	case !ok:
+		return fmt.Errorf("fsm: unknown message type %d", uint8(t))
+	}
+	if err := check(buf[1:]); err != nil {
+		return fmt.Errorf("fsm: %s entry does not decode: %w", typeName(t), err)
+	}
+	return nil
+}
+
+// check decodes as decode does and refuses nil elements of typed lists and
+// maps, which the appliers and the state store read element by element.
+func check[T any](buf []byte) error {
+	req := new(T)
+	if err := unmarshal(buf, req); err != nil {
+		return err
+	}
+	return structs.CheckNoNilElements(req)
+}
+
+// checkers decode each type as its applier does (see appliers).
+var checkers = map[structs.MessageType]func([]byte) error{
+	structs.NodeRegisterRequestType:                 check[structs.NodeRegisterRequest],
+	structs.NodeDeregisterRequestType:               check[structs.NodeDeregisterRequest],
+	structs.NodeUpdateStatusRequestType:             check[structs.NodeUpdateStatusRequest],
+	structs.NodeUpdateDrainRequestType:              check[structs.NodeUpdateDrainRequest],
+	structs.NodeUpdateEligibilityRequestType:        check[structs.NodeUpdateEligibilityRequest],
+	structs.JobRegisterRequestType:                  check[structs.JobRegisterRequest],
+	structs.JobDeregisterRequestType:                check[structs.JobDeregisterRequest],
+	structs.JobBatchDeregisterRequestType:           check[structs.JobBatchDeregisterRequest],
+	structs.EvalUpdateRequestType:                   check[structs.EvalUpdateRequest],
+	structs.EvalDeleteRequestType:                   check[structs.EvalDeleteRequest],
+	structs.AllocClientUpdateRequestType:            check[structs.AllocUpdateRequest],
+	structs.ApplyPlanResultsRequestType:             check[structs.ApplyPlanResultsRequest],
+	structs.AllocUpdateDesiredTransitionRequestType: check[structs.AllocUpdateDesiredTransitionRequest],
+	structs.SchedulerConfigRequestType:              check[structs.SchedulerSetConfigRequest],
 }
 
 // appliers dispatches on the message type. Each decodes its payload and
@@ -152,12 +272,13 @@ var appliers = map[structs.MessageType]func(f *FSM, index uint64, buf []byte) an
 	structs.SchedulerConfigRequestType:              (*FSM).applySchedulerConfig,
 }
 
-// decode unmarshals an entry's payload; a payload that does not decode is a
-// corrupt or incompatible log and panics (see Apply).
-func decode[T any](t structs.MessageType, index uint64, buf []byte) *T {
+// decode unmarshals an entry's payload. A payload that does not decode is
+// a corrupt or incompatible log: decode panics with a *badEntry, which
+// Apply turns into a stop (see Apply); appliers thus stay straight-line.
+func decode[T any](t structs.MessageType, _ uint64, buf []byte) *T {
 	req := new(T)
 	if err := unmarshal(buf, req); err != nil {
-		panic(fmt.Sprintf("fsm: decode %s at index %d: %v", typeName(t), index, err))
+		panic(&badEntry{t: t, err: fmt.Errorf("decode: %w", err)})
 	}
 	return req
 }
@@ -199,6 +320,11 @@ func typeName(t structs.MessageType) string {
 // Snapshot captures the state for Raft. It only takes a memdb snapshot (a
 // pointer copy); the encoding happens in Persist, concurrently with Apply.
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
+	if err := f.Failed(); err != nil {
+		// Raft would record the snapshot at its last applied index, past
+		// the entry that failed, and the restart would skip it.
+		return nil, err
+	}
 	snap, err := f.State().Snapshot()
 	if err != nil {
 		return nil, err

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -239,42 +238,6 @@ func (s *HTTPServer) writeError(w http.ResponseWriter, err error) {
 		s.logger.Error("request error", "error", err)
 	}
 	writeText(w, status, err.Error())
-}
-
-// decodeBody reads a JSON request body. Unknown fields are accepted and
-// ignored: Nomad's client sends many fields drover does not implement.
-func decodeBody(r *http.Request, out any) error {
-	return decode(r, out, false)
-}
-
-// decodeOptionalBody is decodeBody for requests whose body may be empty.
-func decodeOptionalBody(r *http.Request, out any) error {
-	return decode(r, out, true)
-}
-
-func decode(r *http.Request, out any, optional bool) error {
-	dec := json.NewDecoder(r.Body)
-	err := dec.Decode(out)
-	if optional && errors.Is(err, io.EOF) {
-		return nil
-	}
-	if err != nil {
-		return badRequest("Failed to decode request body: %s", describeDecodeError(err))
-	}
-	return nil
-}
-
-// describeDecodeError names the offending field of a JSON type mismatch in
-// the request's terms ("Job.Priority: expected int, got string").
-func describeDecodeError(err error) string {
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) && te.Field != "" {
-		return fmt.Sprintf("field %q: expected %s, got JSON %s", te.Field, te.Type, te.Value)
-	}
-	if errors.Is(err, io.EOF) {
-		return "empty body"
-	}
-	return err.Error()
 }
 
 // namespaceOf picks the namespace for a write: the object's own, else the

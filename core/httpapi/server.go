@@ -86,6 +86,9 @@ type Config struct {
 	// ReloadPlugins re-launches every plugin of this agent from its binary
 	// (PUT /v1/agent/plugins/reload), as SIGHUP does; nil answers 501.
 	ReloadPlugins func(ctx context.Context) error
+	// MaxBodyBytes caps a request body (413 above it); zero is
+	// structs.DefaultMaxRequestBodyBytes.
+	MaxBodyBytes int64
 }
 
 // HTTPServer serves the v1 API.
@@ -97,7 +100,9 @@ type HTTPServer struct {
 	reload func(ctx context.Context) error
 	// nodeName is Config.NodeName.
 	nodeName string
-	handler  http.Handler
+	// maxBody is Config.MaxBodyBytes with its default applied.
+	maxBody int64
+	handler http.Handler
 	// query runs blocking reads; a field so that it is built once from the
 	// state store and so that the read path has a single seam.
 	query queryFunc
@@ -127,6 +132,10 @@ func New(cfg Config) *HTTPServer {
 		reload: cfg.ReloadPlugins,
 
 		nodeName: cfg.NodeName,
+		maxBody:  cfg.MaxBodyBytes,
+	}
+	if s.maxBody <= 0 {
+		s.maxBody = structs.DefaultMaxRequestBodyBytes
 	}
 	s.stopping, s.stop = context.WithCancel(context.Background())
 	s.query = storeQuery(cfg.Server)
@@ -224,7 +233,7 @@ func (s *HTTPServer) routes() http.Handler {
 	mux.HandleFunc("PUT /v1/operator/scheduler/configuration", s.schedulerConfigSet)
 	mux.HandleFunc("POST /v1/operator/scheduler/configuration", s.schedulerConfigSet)
 
-	return s.logRequests(s.leaderReads(mux))
+	return s.logRequests(limitBody(s.maxBody, s.leaderReads(mux)))
 }
 
 // logRequests logs every request at debug level, and failures at warn.

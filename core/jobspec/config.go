@@ -4,6 +4,8 @@ import (
 	"sort"
 
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+
+	"github.com/drover-org/drover/core/structs"
 )
 
 // configBody decodes a task's config block into the map a driver receives.
@@ -19,7 +21,15 @@ import (
 // Labelled blocks inside config are refused: no driver drover ships needs
 // them, and guessing a shape for them would bind drivers to an accident.
 func (p *parser) configBody(body *hclsyntax.Body) map[string]any {
+	p.configDepth++
+	defer func() { p.configDepth-- }()
 	out := map[string]any{}
+	if p.configDepth > structs.MaxTaskConfigDepth {
+		p.errorf(body.SrcRange, "Nesting too deep",
+			"Config blocks nest %d levels below the task; exceeds limit %s (a task config may nest %d).",
+			p.configDepth, structs.DepthLimit(), structs.MaxTaskConfigDepth)
+		return out
+	}
 	names := make([]string, 0, len(body.Attributes))
 	for n := range body.Attributes {
 		names = append(names, n)
@@ -34,6 +44,9 @@ func (p *parser) configBody(body *hclsyntax.Body) map[string]any {
 		g, err := goValue(v)
 		if err != nil {
 			p.errorf(attr.Expr.Range(), "Unsupported config value", "config key %q: %v.", name, err)
+			continue
+		}
+		if !p.checkConfigValue(attr.Expr.Range(), name, g) {
 			continue
 		}
 		out[name] = g
@@ -63,10 +76,13 @@ func (p *parser) configBody(body *hclsyntax.Body) map[string]any {
 			out[name] = p.configBody(bs[0].Body)
 			continue
 		}
+		// The list the repeated blocks become is one level more.
+		p.configDepth++
 		list := make([]any, 0, len(bs))
 		for _, b := range bs {
 			list = append(list, p.configBody(b.Body))
 		}
+		p.configDepth--
 		out[name] = list
 	}
 	return out

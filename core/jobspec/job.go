@@ -16,6 +16,9 @@ type parser struct {
 	src      []byte
 	filename string
 	diags    hcl.Diagnostics
+	// configDepth is how many levels of a task config (the config block,
+	// blocks and lists of blocks inside it) enclose what configBody reads.
+	configDepth int
 }
 
 // blockKind describes one block type a body accepts.

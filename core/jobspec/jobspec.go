@@ -64,12 +64,19 @@ func formatDiag(d *hcl.Diagnostic) string {
 // returned job is canonicalized (defaults of NOMAD-BEHAVIOR §1.3 applied)
 // but not validated; see ParseAndValidate.
 func Parse(filename string, src []byte) (*structs.Job, error) {
+	if diags := checkNesting(src, filename); diags.HasErrors() {
+		return nil, &Error{Diags: diags}
+	}
 	file, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
 	if diags.HasErrors() {
 		return nil, &Error{Diags: diags}
 	}
 	p := &parser{src: src, filename: filename}
-	job := p.file(file.Body.(*hclsyntax.Body))
+	body := file.Body.(*hclsyntax.Body)
+	if p.checkCollections(body); p.diags.HasErrors() {
+		return nil, &Error{Diags: p.diags}
+	}
+	job := p.file(body)
 	if p.diags.HasErrors() {
 		sortDiags(p.diags)
 		return nil, &Error{Diags: p.diags}

@@ -30,6 +30,7 @@ var kindCodes = map[string]codes.Code{
 	"invalid":           codes.InvalidArgument,
 	"conflict":          codes.FailedPrecondition,
 	"unavailable":       codes.Unavailable,
+	"too_large":         codes.ResourceExhausted,
 }
 
 // toStatus turns a handler's error into the status sent on the wire: the
@@ -112,6 +113,10 @@ func fromStatus(ctx context.Context, addr, method string, err error) error {
 		return structs.NewError(structs.ErrUnavailable, "rpc %s to %s: %s", method, addr, st.Message())
 	case codes.Unavailable:
 		return structs.NewError(structs.ErrUnavailable, "rpc %s to %s: %s", method, addr, st.Message())
+	case codes.ResourceExhausted:
+		// gRPC refused a message over a size limit, on either side.
+		return structs.NewError(structs.ErrTooLarge, "rpc %s to %s: %s (a server accepts requests up to %d bytes)",
+			method, addr, st.Message(), structs.MaxRPCRequestBytes)
 	}
 	// The peer answered but not through a handler: an unknown method, a
 	// message over the size limit, a codec failure. Retrying elsewhere will

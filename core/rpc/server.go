@@ -14,6 +14,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/keepalive"
+
+	"github.com/drover-org/drover/core/structs"
 )
 
 // ServiceName is the one gRPC service every drover endpoint is registered
@@ -60,7 +62,10 @@ func NewServer(tlsCfg *tls.Config, logger hclog.Logger) *Server {
 	}
 	opts := []grpc.ServerOption{
 		grpc.Creds(newServerCreds(tlsCfg)),
-		grpc.MaxRecvMsgSize(MaxMessageBytes),
+		// Requests are inputs at the edge (forwarded HTTP writes, client
+		// updates) and are capped like them; answers (a node's allocs)
+		// may be larger.
+		grpc.MaxRecvMsgSize(structs.MaxRPCRequestBytes),
 		grpc.MaxSendMsgSize(MaxMessageBytes),
 		grpc.KeepaliveParams(keepalive.ServerParameters{
 			Time:    serverKeepaliveTime,
@@ -91,9 +96,15 @@ func Handle[Req, Resp any](s *Server, method string, fn func(ctx context.Context
 	desc := grpc.MethodDesc{
 		MethodName: method,
 		Handler: func(srv any, ctx context.Context, dec func(any) error, icpt grpc.UnaryServerInterceptor) (any, error) {
+			var raw rawRequest
+			if err := dec(&raw); err != nil {
+				return nil, err
+			}
 			req := new(Req)
-			if err := dec(req); err != nil {
-				return nil, encodeStatus(fmt.Errorf("decode %s request: %w", method, err), codes.InvalidArgument)
+			if err := unmarshal(raw.data, req); err != nil {
+				// A kinded error, so that a forwarded HTTP write
+				// answers 400 rather than 500.
+				return nil, encodeStatus(structs.NewError(structs.ErrInvalid, "decode %s request: %v", method, err), codes.InvalidArgument)
 			}
 			call := func(ctx context.Context, r any) (any, error) {
 				return invoke(ctx, logger, fn, r.(*Req))

@@ -97,6 +97,10 @@ type Config struct {
 	HTTPAddr string
 	// Version is the agent's version, told to peers.
 	Version string
+	// OnFatal is called once, after the server shut itself down because
+	// it cannot go on: its FSM met a committed Raft entry it cannot apply.
+	// The agent exits with the error. Nil: the server only shuts down.
+	OnFatal func(error)
 }
 
 // Server is one drover server.
@@ -129,6 +133,12 @@ type Server struct {
 	shutdownCtx    context.Context
 	shutdownCancel context.CancelFunc
 	wg             sync.WaitGroup
+
+	// fatalCh carries the FSM's stop error from Raft's apply goroutine to
+	// stopOnFatal, which shuts the server down.
+	fatalCh      chan error
+	shutdownOnce sync.Once
+	shutdownErr  error
 }
 
 // New starts a server: it opens Raft, restores state and starts watching
@@ -178,9 +188,17 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.fsm = f
+	s.fatalCh = make(chan error, 1)
+	f.SetFatalHandler(func(err error) {
+		select {
+		case s.fatalCh <- err:
+		default:
+		}
+	})
 	if err := s.setupRaft(); err != nil {
 		return nil, err
 	}
+	go s.stopOnFatal()
 	s.wg.Add(1)
 	go s.monitorLeadership()
 	for i := 0; i < cfg.NumWorkers; i++ {
@@ -362,8 +380,32 @@ func (s *Server) Leave() error {
 }
 
 // Shutdown stops every loop and closes Raft at once, as a crash would look
-// to the other servers.
+// to the other servers. Later calls return the first call's result.
 func (s *Server) Shutdown() error {
+	s.shutdownOnce.Do(func() { s.shutdownErr = s.shutdown() })
+	return s.shutdownErr
+}
+
+// stopOnFatal shuts the server down when its FSM stops at an entry it
+// cannot apply, then tells Config.OnFatal. It runs outside s.wg: Shutdown
+// waits for s.wg.
+func (s *Server) stopOnFatal() {
+	select {
+	case <-s.shutdownCtx.Done():
+	case err := <-s.fatalCh:
+		s.logger.Error("shutting down: the Raft log holds an entry this server cannot apply", "error", err)
+		_ = s.Shutdown()
+		if s.cfg.OnFatal != nil {
+			s.cfg.OnFatal(err)
+		}
+	}
+}
+
+// Failed returns the error the server stopped with when its FSM met an
+// entry it cannot apply, or nil.
+func (s *Server) Failed() error { return s.fsm.Failed() }
+
+func (s *Server) shutdown() error {
 	s.shutdownCancel()
 	s.revokeLeadership()
 	s.wg.Wait()
@@ -399,6 +441,11 @@ func (s *Server) raftApply(t structs.MessageType, msg any) (uint64, error) {
 	buf, err := fsm.Encode(t, msg)
 	if err != nil {
 		return 0, fmt.Errorf("encode raft entry: %w", err)
+	}
+	// What reaches the log must decode on every server forever: an entry
+	// the FSM's own decoder refuses is refused here, not committed.
+	if err := fsm.CheckEntry(buf); err != nil {
+		return 0, structs.NewError(structs.ErrInvalid, "refusing to commit a Raft entry the FSM could not apply: %v", err)
 	}
 	f := s.raft.Apply(buf, 30*time.Second)
 	if err := f.Error(); err != nil {

@@ -15,6 +15,8 @@ var (
 	ErrInvalid          = errors.New("invalid request")
 	ErrConflict         = errors.New("conflict")
 	ErrUnavailable      = errors.New("unavailable")
+	// ErrTooLarge: the input is over a size limit (HTTP 413).
+	ErrTooLarge = errors.New("too large")
 )
 
 // KindError attaches a kind to a message: errors.Is(err, kind) holds and
@@ -42,6 +44,7 @@ var kindNames = map[string]error{
 	"invalid":           ErrInvalid,
 	"conflict":          ErrConflict,
 	"unavailable":       ErrUnavailable,
+	"too_large":         ErrTooLarge,
 }
 
 // KindName returns the wire name of err's kind, or "" for an unkinded error.
@@ -74,6 +77,8 @@ func HTTPStatus(err error) int {
 		return http.StatusOK
 	case errors.As(err, &ve), errors.Is(err, ErrInvalid):
 		return http.StatusBadRequest
+	case errors.Is(err, ErrTooLarge):
+		return http.StatusRequestEntityTooLarge
 	case errors.Is(err, ErrNotFound):
 		return http.StatusNotFound
 	case errors.Is(err, ErrPermissionDenied):

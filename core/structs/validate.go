@@ -89,6 +89,9 @@ func (j *Job) Canonicalize() {
 		p.Payload = DispatchPayloadOptional
 	}
 	for _, tg := range j.TaskGroups {
+		if tg == nil {
+			continue // refused by Validate
+		}
 		if tg.RestartPolicy == nil {
 			tg.RestartPolicy = DefaultRestartPolicy(j.Type)
 		}
@@ -96,6 +99,9 @@ func (j *Job) Canonicalize() {
 			tg.EphemeralDisk = &EphemeralDisk{SizeMB: 300}
 		}
 		for _, t := range tg.Tasks {
+			if t == nil {
+				continue
+			}
 			if t.Resources == nil {
 				t.Resources = &Resources{}
 			}
@@ -147,9 +153,11 @@ func (j *Job) Validate() error {
 			l.add("datacenters: an empty datacenter name is not allowed")
 		}
 	}
-	for _, c := range j.Constraints {
-		validateConstraint(&l, "job constraint", c)
+	for i, c := range j.Constraints {
+		validateConstraint(&l, fmt.Sprintf("job constraint %d", i+1), c)
 	}
+	validateNoNil(&l, "job affinity", j.Affinities)
+	validateSpreads(&l, "job", j.Spreads)
 	nodeType := j.Type == JobTypeSystem || j.Type == JobTypeSysBatch
 	batchLike := j.Type == JobTypeBatch || j.Type == JobTypeSysBatch
 	if j.Type == JobTypeSystem && (len(j.Affinities) > 0 || len(j.Spreads) > 0) {
@@ -175,6 +183,10 @@ func (j *Job) Validate() error {
 	}
 	seen := map[string]bool{}
 	for i, tg := range j.TaskGroups {
+		if tg == nil {
+			l.add("group %d: null is not allowed (TaskGroups[%d])", i+1, i)
+			continue
+		}
 		name := tg.Name
 		if name == "" {
 			l.add("group %d: missing name", i+1)
@@ -224,15 +236,21 @@ func (tg *TaskGroup) validate(l *errList, jobType string, nodeType, batchLike bo
 	} else if tg.EphemeralDisk.SizeMB < 0 {
 		l.add("%s: ephemeral_disk size must not be negative", where)
 	}
-	for _, c := range tg.Constraints {
-		validateConstraint(l, where+": constraint", c)
+	for i, c := range tg.Constraints {
+		validateConstraint(l, fmt.Sprintf("%s: constraint %d", where, i+1), c)
 	}
+	validateNoNil(l, where+": affinity", tg.Affinities)
+	validateSpreads(l, where, tg.Spreads)
 	if len(tg.Tasks) == 0 {
 		l.add("%s: at least one task is required", where)
 	}
 	tasks := map[string]bool{}
 	leaders := 0
 	for i, t := range tg.Tasks {
+		if t == nil {
+			l.add("%s: task %d: null is not allowed (Tasks[%d])", where, i+1, i)
+			continue
+		}
 		if t.Name == "" {
 			l.add("%s: task %d: missing name", where, i+1)
 		} else if tasks[t.Name] {
@@ -256,6 +274,11 @@ func (t *Task) validate(l *errList, where string) {
 	if t.KillTimeout < 0 {
 		l.add("%s: kill_timeout must not be negative", where)
 	}
+	if t.Config != nil {
+		if d := ValueDepth(t.Config); d > MaxTaskConfigDepth {
+			l.add("%s: config nests %d levels; exceeds limit %s (a task config may nest %d)", where, d, DepthLimit(), MaxTaskConfigDepth)
+		}
+	}
 	if r := t.Resources; r != nil {
 		if r.CPU < 0 || r.Cores < 0 {
 			l.add("%s: resources: cpu and cores must not be negative", where)
@@ -270,9 +293,10 @@ func (t *Task) validate(l *errList, where string) {
 	if t.RestartPolicy != nil {
 		t.RestartPolicy.validate(l, where+": restart")
 	}
-	for _, c := range t.Constraints {
-		validateConstraint(l, where+": constraint", c)
+	for i, c := range t.Constraints {
+		validateConstraint(l, fmt.Sprintf("%s: constraint %d", where, i+1), c)
 	}
+	validateNoNil(l, where+": affinity", t.Affinities)
 	if dp := t.DispatchPayload; dp != nil {
 		if dp.File == "" {
 			l.add("%s: dispatch_payload: file is required", where)
@@ -312,6 +336,10 @@ var validOperands = map[string]bool{
 }
 
 func validateConstraint(l *errList, where string, c *Constraint) {
+	if c == nil {
+		l.add("%s: null is not allowed", where)
+		return
+	}
 	if !validOperands[c.Operand] {
 		l.add("%s: unknown operator %q", where, c.Operand)
 		return
@@ -325,6 +353,25 @@ func validateConstraint(l *errList, where string, c *Constraint) {
 	default:
 		if c.LTarget == "" && c.RTarget == "" {
 			l.add("%s: attribute and value are both empty", where)
+		}
+	}
+}
+
+// validateNoNil refuses null elements of a list the server reads element
+// by element.
+func validateNoNil[T any](l *errList, what string, list []*T) {
+	for i, x := range list {
+		if x == nil {
+			l.add("%s %d: null is not allowed", what, i+1)
+		}
+	}
+}
+
+func validateSpreads(l *errList, where string, spreads []*Spread) {
+	validateNoNil(l, where+" spread", spreads)
+	for i, sp := range spreads {
+		if sp != nil {
+			validateNoNil(l, fmt.Sprintf("%s spread %d: target", where, i+1), sp.SpreadTarget)
 		}
 	}
 }
