@@ -186,6 +186,7 @@ func (a *Agent) startServer(ctx context.Context, opts Options, dataDir, advHTTP 
 		HTTPAddr:     advHTTP,
 		Version:      Version,
 	}
+	sc.applySchedulerLimits(&scfg)
 	// Durations were validated when the config was parsed.
 	if sc.HeartbeatGrace != "" {
 		scfg.HeartbeatGrace, _ = time.ParseDuration(sc.HeartbeatGrace)

@@ -53,6 +53,19 @@ type Config struct {
 	// NumWorkers is the number of scheduler workers (default 2).
 	NumWorkers int
 	Schedulers SchedulerRouter
+	// SchedulerCallTimeout bounds one call to a scheduler plugin (default
+	// DefaultSchedulerCallTimeout). A call that runs out is a failed
+	// attempt: the eval is nacked and counts toward the delivery limit.
+	SchedulerCallTimeout time.Duration
+	// MaxAllocsPerJob bounds the allocations one job may ask for: the sum
+	// over its groups of count, times the candidate nodes for job types
+	// whose plugin places per node. A job above it is refused at submit
+	// (default DefaultMaxAllocsPerJob).
+	MaxAllocsPerJob int
+	// MaxAllocsPerEval bounds the new allocations one eval's plan may
+	// place; the rest stay queued for a follow-up eval (default
+	// DefaultMaxAllocsPerEval).
+	MaxAllocsPerEval int
 	// KnownDrivers lists drivers accepted at submit time in addition to
 	// those fingerprinted on registered nodes.
 	KnownDrivers []string
@@ -104,6 +117,7 @@ type Server struct {
 	periodic  *periodicDispatcher
 	heartbeat *heartbeater
 	nodeCache *nodeCache
+	gate      *typeGate
 
 	// leaderMu guards leaderCancel and leaderWG: the leader loops' owner.
 	leaderMu     sync.Mutex
@@ -132,6 +146,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.NumWorkers <= 0 {
 		cfg.NumWorkers = 2
 	}
+	if cfg.SchedulerCallTimeout <= 0 {
+		cfg.SchedulerCallTimeout = DefaultSchedulerCallTimeout
+	}
 	if cfg.HeartbeatTTL <= 0 {
 		cfg.HeartbeatTTL = 10 * time.Second
 	}
@@ -152,6 +169,7 @@ func New(cfg Config) (*Server, error) {
 	s.periodic = newPeriodicDispatcher(s)
 	s.heartbeat = newHeartbeater(s)
 	s.nodeCache = newNodeCache()
+	s.gate = newTypeGate()
 
 	f, err := fsm.New(s.logger.Named("fsm"), &leaderHooks{s: s})
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/drover-org/drover/core/state"
 	"github.com/drover-org/drover/core/structs"
 	pb "github.com/drover-org/drover/sdk/proto/schedulerpb"
+	"github.com/drover-org/drover/sdk/scheduler"
 )
 
 // worker takes evals from the broker and runs them through the scheduler
@@ -33,8 +34,12 @@ func (w *worker) run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		types := w.s.cfg.Schedulers.ServedTypes()
-		ev, token, err := w.s.broker.Dequeue(ctx, types)
+		served := map[string]bool{}
+		for _, t := range w.s.cfg.Schedulers.ServedTypes() {
+			served[t] = true
+		}
+		gate := w.s.gate
+		ev, token, err := w.s.broker.DequeueFunc(ctx, func(t string) bool { return served[t] && gate.admits(t) })
 		if err != nil {
 			// Not the leader (broker disabled) or shutting down: wait a
 			// little before asking again.
@@ -46,7 +51,16 @@ func (w *worker) run(ctx context.Context) {
 			}
 			continue
 		}
+		if !gate.enter(ev.Type) {
+			// Another worker took the degraded type's one slot since the
+			// broker asked; the eval was not tried, so it costs no delivery.
+			if rerr := w.s.broker.Requeue(ev.ID, token, 0); rerr != nil {
+				w.logger.Debug("requeue failed", "eval_id", ev.ID, "error", rerr)
+			}
+			continue
+		}
 		w.process(ctx, ev, token)
+		gate.leave(ev.Type)
 	}
 }
 
@@ -92,9 +106,9 @@ func (w *worker) schedule(ctx context.Context, ev *structs.Evaluation, token str
 		if err != nil {
 			return err
 		}
-		resp, err := sched.Schedule(ctx, req)
+		resp, err := w.callScheduler(ctx, sched, ev, token, req, log)
 		if err != nil {
-			return fmt.Errorf("scheduler plugin: %w", err)
+			return err
 		}
 		if resp.Status != "" {
 			return w.finish(ev, resp.Status, resp.StatusDescription, nil, nil, nil, 0)
@@ -147,6 +161,47 @@ func (w *worker) schedule(ctx context.Context, ev *structs.Evaluation, token str
 			return err
 		}
 	}
+}
+
+// DefaultSchedulerCallTimeout bounds a scheduler plugin call when the
+// config does not. A 10,000-node sysbatch eval takes well under a second.
+const DefaultSchedulerCallTimeout = time.Minute
+
+// callScheduler makes one plugin call, bounded by SchedulerCallTimeout so
+// that a hung plugin (stopped, deadlocked) costs one attempt, not a worker.
+// The broker's nack timer is paused meanwhile: the call has its own bound,
+// and a slow but live plugin must not see its eval redelivered to a second
+// worker while it still works on it.
+func (w *worker) callScheduler(ctx context.Context, sched scheduler.Scheduler, ev *structs.Evaluation, token string,
+	req *pb.ScheduleRequest, log hclog.Logger) (*pb.ScheduleResponse, error) {
+	s := w.s
+	timeout := s.cfg.SchedulerCallTimeout
+	if err := s.broker.PauseNackTimeout(ev.ID, token); err != nil {
+		return nil, fmt.Errorf("eval is no longer ours: %w", err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	resp, err := sched.Schedule(cctx, req)
+	timedOut := err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded)
+	cancel()
+	if rerr := s.broker.ResumeNackTimeout(ev.ID, token); rerr != nil && err == nil {
+		return nil, fmt.Errorf("eval is no longer ours: %w", rerr)
+	}
+	switch {
+	case timedOut:
+		if s.gate.setDegraded(ev.Type, true) {
+			log.Warn("scheduler plugin call timed out; one worker at a time serves the job type until a call returns in time",
+				"timeout", timeout)
+		}
+		return nil, structs.NewError(structs.ErrUnavailable, "scheduler plugin call for job type %q timed out after %s", ev.Type, timeout)
+	case err != nil:
+		return nil, fmt.Errorf("scheduler plugin: %w", err)
+	case resp == nil:
+		return nil, fmt.Errorf("scheduler plugin for job type %q returned no response", ev.Type)
+	}
+	if s.gate.setDegraded(ev.Type, false) {
+		log.Info("scheduler plugin answers in time again; all workers serve the job type")
+	}
+	return resp, nil
 }
 
 // finishScheduled records a successful eval with its blocked evals.
