@@ -83,7 +83,10 @@ func (s *Server) PlanJob(ctx context.Context, in *structs.Job, diff bool) (*stru
 	if out.Status != "" && out.Status != structs.EvalStatusComplete {
 		resp.Warnings = out.StatusDescription
 	}
-	plan, _ := s.convertPlan(snap, ev, "", req.Job, out.Plan)
+	plan, _, err := s.convertPlan(snap, ev, "", job, out.Plan)
+	if err != nil {
+		return nil, fmt.Errorf("scheduler plugin: %v", err) // the plugin's fault, not the caller's
+	}
 	resp.Annotations = plan.Annotations
 	resp.FailedTGAllocs = metricsFromPB(out.FailedTgAllocs)
 	return resp, nil

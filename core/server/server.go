@@ -118,6 +118,8 @@ type Server struct {
 	heartbeat *heartbeater
 	nodeCache *nodeCache
 	gate      *typeGate
+	// nackReasons: why each eval's last delivery failed.
+	nackReasons reasonLog
 
 	// leaderMu guards leaderCancel and leaderWG: the leader loops' owner.
 	leaderMu     sync.Mutex

@@ -4,11 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/drover-org/drover/core/server/evalbroker"
 	"github.com/drover-org/drover/core/state"
 	"github.com/drover-org/drover/core/structs"
 	pb "github.com/drover-org/drover/sdk/proto/schedulerpb"
@@ -70,11 +75,13 @@ func (w *worker) process(ctx context.Context, ev *structs.Evaluation, token stri
 	err := w.schedule(ctx, ev, token, log)
 	if err != nil {
 		log.Warn("eval processing failed; nacking for redelivery", "error", err)
+		w.s.nackReasons.set(ev.ID, err.Error())
 		if nerr := w.s.broker.Nack(ev.ID, token); nerr != nil {
 			log.Debug("nack failed", "error", nerr)
 		}
 		return
 	}
+	w.s.nackReasons.take(ev.ID)
 	if aerr := w.s.broker.Ack(ev.ID, token); aerr != nil {
 		log.Debug("ack failed", "error", aerr)
 	}
@@ -102,7 +109,11 @@ func (w *worker) schedule(ctx context.Context, ev *structs.Evaluation, token str
 	attempts := 0
 	var queued map[string]int
 	for try := 1; ; try++ {
-		req, err := s.buildRequest(snap, ev, try)
+		job, err := snap.JobByID(nil, ev.Namespace, ev.JobID)
+		if err != nil {
+			return fmt.Errorf("read job %q: %w", ev.JobID, err)
+		}
+		req, err := s.buildRequestForJob(snap, ev, job, try)
 		if err != nil {
 			return err
 		}
@@ -117,13 +128,22 @@ func (w *worker) schedule(ctx context.Context, ev *structs.Evaluation, token str
 		for tg, n := range resp.QueuedAllocations {
 			queued[tg] = int(n)
 		}
-		plan, newAllocs := s.convertPlan(snap, ev, token, req.Job, resp.Plan)
+		plan, newAllocs, err := s.convertPlan(snap, ev, token, job, resp.Plan)
+		if err != nil {
+			return err
+		}
 		if plan.IsNoOp() && len(plan.NodePreemptions) == 0 {
 			return w.finishScheduled(ev, resp, queued, plan.Annotations, snap.LatestIndex())
 		}
-		_ = s.broker.PauseNackTimeout(ev.ID, token)
+		if err := s.broker.PauseNackTimeout(ev.ID, token); err != nil {
+			return fmt.Errorf("eval is no longer ours: %w", err)
+		}
 		result, err := s.submitPlan(ctx, plan)
-		_ = s.broker.ResumeNackTimeout(ev.ID, token)
+		if rerr := s.broker.ResumeNackTimeout(ev.ID, token); rerr != nil && err == nil {
+			// The plan is committed, but the eval was redelivered: the
+			// other delivery records the outcome.
+			return fmt.Errorf("eval is no longer ours: %w", rerr)
+		}
 		if err != nil {
 			return fmt.Errorf("submit plan: %w", err)
 		}
@@ -256,9 +276,12 @@ func (s *Server) submitPlan(ctx context.Context, plan *structs.Plan) (*structs.P
 }
 
 // convertPlan turns a plugin's plan into the core's plan. It returns the
-// set of alloc IDs that are new (not in-place updates).
-func (s *Server) convertPlan(snap *state.StateSnapshot, ev *structs.Evaluation, token string, pjob *pb.Job, p *pb.Plan) (*structs.Plan, map[string]bool) {
-	job, _ := snap.JobByID(nil, ev.Namespace, ev.JobID)
+// set of alloc IDs that are new (not in-place updates). A plan that names
+// allocations the job does not have, or task groups its job does not
+// have, is refused whole with an ErrInvalid naming them: dropping those
+// entries would commit a plan the plugin did not make.
+// job is the version the request was built for (nil once purged).
+func (s *Server) convertPlan(snap *state.StateSnapshot, ev *structs.Evaluation, token string, job *structs.Job, p *pb.Plan) (*structs.Plan, map[string]bool, error) {
 	plan := &structs.Plan{
 		EvalID: ev.ID, EvalToken: token, Priority: ev.Priority, Job: job,
 		NodeUpdate: map[string][]*structs.Allocation{}, NodeAllocation: map[string][]*structs.Allocation{},
@@ -269,12 +292,29 @@ func (s *Server) convertPlan(snap *state.StateSnapshot, ev *structs.Evaluation, 
 	}
 	newAllocs := map[string]bool{}
 	if p == nil {
-		return plan, newAllocs
+		return plan, newAllocs, nil
+	}
+	var bad planProblems
+	// jobAlloc reads an alloc the plan stops or updates; it must be one of
+	// the eval's job.
+	jobAlloc := func(id string) (*structs.Allocation, error) {
+		a, err := snap.AllocByID(nil, id)
+		if err != nil {
+			return nil, fmt.Errorf("read alloc %q: %w", id, err)
+		}
+		if a == nil || a.Namespace != ev.Namespace || a.JobID != ev.JobID {
+			bad.allocs = append(bad.allocs, id)
+			return nil, nil
+		}
+		return a, nil
 	}
 	now := s.cfg.Now().UnixNano()
 	shared := metricFromPB(p.PlacementMetric)
 	for _, st := range p.NodeUpdate {
-		a, _ := snap.AllocByID(nil, st.AllocId)
+		a, err := jobAlloc(st.AllocId)
+		if err != nil {
+			return nil, nil, err
+		}
 		if a == nil {
 			continue
 		}
@@ -289,7 +329,10 @@ func (s *Server) convertPlan(snap *state.StateSnapshot, ev *structs.Evaluation, 
 	for _, pa := range p.NodeAllocation {
 		var a *structs.Allocation
 		if pa.InPlace {
-			old, _ := snap.AllocByID(nil, pa.Id)
+			old, err := jobAlloc(pa.Id)
+			if err != nil {
+				return nil, nil, err
+			}
 			if old == nil {
 				continue
 			}
@@ -300,6 +343,10 @@ func (s *Server) convertPlan(snap *state.StateSnapshot, ev *structs.Evaluation, 
 				a.AllocatedResources = allocatedFromPB(pa)
 			}
 		} else {
+			if job == nil || job.LookupTaskGroup(pa.TaskGroup) == nil {
+				bad.groups = append(bad.groups, pa.TaskGroup)
+				continue
+			}
 			a = &structs.Allocation{
 				ID: pa.Id, Namespace: ev.Namespace, EvalID: ev.ID, Name: pa.Name, NodeID: pa.NodeId,
 				NodeName: pa.NodeName, JobID: ev.JobID, TaskGroup: pa.TaskGroup,
@@ -320,11 +367,22 @@ func (s *Server) convertPlan(snap *state.StateSnapshot, ev *structs.Evaluation, 
 		plan.NodeAllocation[a.NodeID] = append(plan.NodeAllocation[a.NodeID], a)
 	}
 	for _, pr := range p.NodePreemptions {
+		victim, err := snap.AllocByID(nil, pr.AllocId)
+		if err != nil {
+			return nil, nil, fmt.Errorf("read alloc %q: %w", pr.AllocId, err)
+		}
+		if victim == nil {
+			bad.allocs = append(bad.allocs, pr.AllocId)
+			continue
+		}
 		plan.NodePreemptions[pr.NodeId] = append(plan.NodePreemptions[pr.NodeId], &structs.Allocation{
 			ID: pr.AllocId, JobID: pr.JobId, Namespace: pr.Namespace, NodeID: pr.NodeId,
 			DesiredStatus: structs.AllocDesiredStatusEvict, PreemptedByAllocation: pr.PreemptedByAllocation,
 			DesiredDescription: "Preempted by alloc ID " + pr.PreemptedByAllocation, ModifyTime: now,
 		})
+	}
+	if err := bad.err(ev.JobID); err != nil {
+		return nil, nil, err
 	}
 	for k, v := range plan.NodeUpdate {
 		if len(v) == 0 {
@@ -341,7 +399,48 @@ func (s *Server) convertPlan(snap *state.StateSnapshot, ev *structs.Evaluation, 
 			}
 		}
 	}
-	return plan, newAllocs
+	return plan, newAllocs, nil
+}
+
+// planProblems collects what a plugin's plan names that does not exist.
+type planProblems struct {
+	allocs []string // alloc IDs unknown, or not of the eval's job
+	groups []string // task groups not in the job
+}
+
+func (b *planProblems) err(jobID string) error {
+	if len(b.allocs) == 0 && len(b.groups) == 0 {
+		return nil
+	}
+	var parts []string
+	if len(b.allocs) > 0 {
+		parts = append(parts, "allocations that are not the job's: "+listSome(b.allocs))
+	}
+	if len(b.groups) > 0 {
+		parts = append(parts, "task groups the job does not have: "+listSome(b.groups))
+	}
+	return structs.NewError(structs.ErrInvalid, "scheduler plugin's plan for job %q names %s",
+		jobID, strings.Join(parts, "; "))
+}
+
+// listSome quotes up to five distinct entries of xs and counts the rest, so
+// a plan naming 10,000 bad entries still gives a readable error.
+func listSome(xs []string) string {
+	slices.Sort(xs)
+	xs = slices.Compact(xs)
+	const show = 5
+	quoted := make([]string, 0, show)
+	for i, x := range xs {
+		if i == show {
+			break
+		}
+		quoted = append(quoted, strconv.Quote(x))
+	}
+	out := strings.Join(quoted, ", ")
+	if len(xs) > show {
+		out += fmt.Sprintf(" and %d more", len(xs)-show)
+	}
+	return out
 }
 
 func allocatedFromPB(pa *pb.PlacedAlloc) *structs.AllocatedResources {
@@ -392,4 +491,47 @@ func metricFromPB(m *pb.AllocMetric) *structs.AllocMetric {
 		CoalescedFailures: int(m.CoalescedFailures), AllocationTime: time.Duration(m.AllocationTimeNs),
 		Scores: m.Scores,
 	}
+}
+
+// reasonLog remembers why each eval's last delivery was nacked, so that an
+// eval failed at the delivery limit tells the operator what went wrong
+// instead of only that something did.
+type reasonLog struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+// maxReasons bounds the log: evals nacked on a leader that then lost
+// leadership are never taken.
+const maxReasons = 10000
+
+func (r *reasonLog) set(evalID, reason string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil || len(r.m) >= maxReasons {
+		r.m = map[string]string{}
+	}
+	r.m[evalID] = reason
+}
+
+func (r *reasonLog) take(evalID string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	reason := r.m[evalID]
+	delete(r.m, evalID)
+	return reason
+}
+
+// deliveryLimitDescription is the StatusDescription of an eval failed at
+// the delivery limit.
+func (s *Server) deliveryLimitDescription(evalID string) string {
+	limit := s.cfg.Broker.DeliveryLimit
+	if limit <= 0 {
+		limit = evalbroker.DefaultDeliveryLimit
+	}
+	desc := fmt.Sprintf("evaluation reached delivery limit (%d)", limit)
+	if reason := s.nackReasons.take(evalID); reason != "" {
+		desc += "; last error: " + reason
+	}
+	return desc
 }
