@@ -40,7 +40,13 @@ type SchedulerSet struct{ h *Host }
 // Schedulers returns the scheduler routing of h.
 func (h *Host) Schedulers() *SchedulerSet { return &SchedulerSet{h: h} }
 
-// Lookup returns the Scheduler serving jobType, or an *UnknownJobTypeError.
+// Lookup returns the Scheduler serving jobType, or an *UnknownJobTypeError
+// when no plugin serves it. While the serving plugin is down (between a
+// crash and its restart, or a failed restart awaiting the next try or a
+// reload) Lookup fails at once with an error wrapping ErrPluginUnavailable,
+// and so structs.ErrUnavailable, together with the type's info: the caller
+// should try later rather than wait on the plugin.
+//
 // The returned Scheduler is a handle, not a process: every call goes to the
 // plugin's current instance (surviving restarts and reloads), and a call
 // that fails because the plugin is down or died wraps ErrPluginUnavailable.
@@ -49,6 +55,9 @@ func (s *SchedulerSet) Lookup(jobType string) (scheduler.Scheduler, JobTypeInfo,
 	info, ok := rt.byType[jobType]
 	if !ok {
 		return nil, JobTypeInfo{}, &UnknownJobTypeError{Type: jobType, Served: slices.Clone(rt.served)}
+	}
+	if m := s.h.byName[info.Plugin]; m != nil && m.isDown() {
+		return nil, info, unavailable(info.Plugin, fmt.Errorf("job type %q: %w", jobType, downErr(m.lastError())))
 	}
 	return routed{h: s.h, plugin: info.Plugin}, info, nil
 }

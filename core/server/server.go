@@ -32,7 +32,9 @@ import (
 type SchedulerRouter interface {
 	// Lookup returns the scheduler serving jobType and its attempt limit.
 	// It returns an error wrapping structs.ErrUnavailable while the plugin
-	// is restarting, so the worker nacks the eval for a later retry.
+	// is restarting, so the worker hands the eval back for a later retry
+	// without spending one of its deliveries; any other error means no
+	// plugin serves the type, and the worker fails the eval saying so.
 	Lookup(jobType string) (scheduler.Scheduler, int, error)
 	// ServedTypes lists the job types some plugin serves, sorted.
 	ServedTypes() []string

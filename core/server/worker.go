@@ -39,12 +39,11 @@ func (w *worker) run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		served := map[string]bool{}
-		for _, t := range w.s.cfg.Schedulers.ServedTypes() {
-			served[t] = true
-		}
+		// Every type is taken, served or not: an eval of a type no plugin
+		// serves (any more) is failed with a reason rather than left in
+		// the broker for good.
 		gate := w.s.gate
-		ev, token, err := w.s.broker.DequeueFunc(ctx, func(t string) bool { return served[t] && gate.admits(t) })
+		ev, token, err := w.s.broker.DequeueFunc(ctx, gate.admits)
 		if err != nil {
 			// Not the leader (broker disabled) or shutting down: wait a
 			// little before asking again.
@@ -73,6 +72,14 @@ func (w *worker) process(ctx context.Context, ev *structs.Evaluation, token stri
 	start := time.Now()
 	log := w.logger.With("eval_id", ev.ID, "job_id", ev.JobID, "type", ev.Type, "triggered_by", ev.TriggeredBy)
 	err := w.schedule(ctx, ev, token, log)
+	var later *retryLater
+	if errors.As(err, &later) {
+		log.Debug("scheduler plugin unavailable; eval handed back without spending a delivery", "error", later.err)
+		if rerr := w.s.broker.Requeue(ev.ID, token, w.s.unavailableRetryDelay()); rerr != nil {
+			log.Debug("requeue failed", "error", rerr)
+		}
+		return
+	}
 	if err != nil {
 		log.Warn("eval processing failed; nacking for redelivery", "error", err)
 		w.s.nackReasons.set(ev.ID, err.Error())
@@ -99,9 +106,18 @@ func (w *worker) schedule(ctx context.Context, ev *structs.Evaluation, token str
 	sched, maxAttempts, err := s.cfg.Schedulers.Lookup(ev.Type)
 	if err != nil {
 		if errors.Is(err, structs.ErrUnavailable) {
-			return err
+			// The plugin is restarting: nothing was tried, so the eval
+			// keeps its deliveries for when the plugin is back.
+			return &retryLater{err: err}
 		}
-		return w.finish(ev, structs.EvalStatusFailed, fmt.Sprintf("no scheduler plugin serves job type %q", ev.Type), nil, nil, nil, 0)
+		served := s.cfg.Schedulers.ServedTypes()
+		list := "none"
+		if len(served) > 0 {
+			list = strings.Join(served, ", ")
+		}
+		log.Warn("no scheduler plugin serves the eval's job type; failing the eval", "served", list)
+		return w.finish(ev, structs.EvalStatusFailed,
+			fmt.Sprintf("no scheduler plugin serves job type %q (served: %s)", ev.Type, list), nil, nil, nil, 0)
 	}
 	if maxAttempts <= 0 {
 		maxAttempts = 1
@@ -206,6 +222,11 @@ func (w *worker) callScheduler(ctx context.Context, sched scheduler.Scheduler, e
 	if rerr := s.broker.ResumeNackTimeout(ev.ID, token); rerr != nil && err == nil {
 		return nil, fmt.Errorf("eval is no longer ours: %w", rerr)
 	}
+	if errors.Is(err, structs.ErrUnavailable) && s.gate.setDegraded(ev.Type, true) {
+		// The call waited for a plugin that did not come back (or died
+		// under it): as with a timeout, one worker probes it.
+		log.Warn("scheduler plugin unavailable during the call; one worker at a time serves the job type until a call succeeds", "error", err)
+	}
 	switch {
 	case timedOut:
 		if s.gate.setDegraded(ev.Type, true) {
@@ -222,6 +243,26 @@ func (w *worker) callScheduler(ctx context.Context, sched scheduler.Scheduler, e
 		log.Info("scheduler plugin answers in time again; all workers serve the job type")
 	}
 	return resp, nil
+}
+
+// retryLater is what schedule returns when the eval could not be tried at
+// all; the worker requeues it without counting a delivery.
+type retryLater struct{ err error }
+
+func (r *retryLater) Error() string { return r.err.Error() }
+func (r *retryLater) Unwrap() error { return r.err }
+
+// unavailableRetryDelay is how long an eval waits after its plugin was
+// found down: the broker's first nack delay, but never a busy loop.
+func (s *Server) unavailableRetryDelay() time.Duration {
+	d := s.cfg.Broker.InitialNackDelay
+	switch {
+	case d == 0:
+		return evalbroker.DefaultInitialNackDelay
+	case d < 10*time.Millisecond:
+		return 10 * time.Millisecond
+	}
+	return d
 }
 
 // finishScheduled records a successful eval with its blocked evals.
