@@ -426,3 +426,8 @@ func (r schedRouter) Lookup(t string) (scheduler.Scheduler, int, error) {
 }
 
 func (r schedRouter) ServedTypes() []string { return r.set.ServedTypes() }
+
+func (r schedRouter) PerNode(t string) (bool, bool) {
+	info, ok := r.set.JobType(t)
+	return info.PerNode, ok
+}

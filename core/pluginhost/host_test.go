@@ -85,18 +85,23 @@ func TestLookupRoutesJobTypes(t *testing.T) {
 		typ      string
 		plugin   string
 		attempts int
+		perNode  bool
 	}{
-		{"fake", "sched-b", 5}, // served by both: the later one wins
-		{"fake-b", "sched-b", 1},
-		{"only-a", "sched-a", 2},
+		{"fake", "sched-b", 5, false}, // served by both: the later one wins
+		{"fake-b", "sched-b", 1, true},
+		{"only-a", "sched-a", 2, false},
 	} {
 		t.Run(tc.typ, func(t *testing.T) {
 			s, info, err := set.Lookup(tc.typ)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := (JobTypeInfo{Type: tc.typ, Plugin: tc.plugin, MaxAttempts: tc.attempts}); info != want {
+			want := JobTypeInfo{Type: tc.typ, Plugin: tc.plugin, MaxAttempts: tc.attempts, PerNode: tc.perNode}
+			if info != want {
 				t.Errorf("info = %+v, want %+v", info, want)
+			}
+			if got, ok := set.JobType(tc.typ); !ok || got != want {
+				t.Errorf("JobType = %+v, %v; want %+v", got, ok, want)
 			}
 			resp, err := s.Schedule(t.Context(), evalReq("e1"))
 			if err != nil {

@@ -20,6 +20,8 @@ type JobTypeInfo struct {
 	// MaxAttempts is the number of scheduling attempts for one eval before
 	// it fails with "maximum attempts reached"; at least 1.
 	MaxAttempts int
+	// PerNode: each group's count is placed on every candidate node.
+	PerNode bool
 }
 
 // routeTable maps job types to the scheduler plugins serving them. It is
@@ -60,6 +62,13 @@ func (s *SchedulerSet) Lookup(jobType string) (scheduler.Scheduler, JobTypeInfo,
 		return nil, info, unavailable(info.Plugin, fmt.Errorf("job type %q: %w", jobType, downErr(m.lastError())))
 	}
 	return routed{h: s.h, plugin: info.Plugin}, info, nil
+}
+
+// JobType returns what the plugin serving jobType declared about it, down
+// or not, and false when no plugin serves it.
+func (s *SchedulerSet) JobType(jobType string) (JobTypeInfo, bool) {
+	info, ok := s.h.routes.Load().byType[jobType]
+	return info, ok
 }
 
 // ServedTypes returns every job type some scheduler plugin serves, sorted.
@@ -136,7 +145,7 @@ func (h *Host) rebuildRoutes() {
 					"plugin", m.name, "job_type", jt.GetName(), "max_attempts", attempts)
 				attempts = 1
 			}
-			byType[jt.GetName()] = JobTypeInfo{Type: jt.GetName(), Plugin: m.name, MaxAttempts: attempts}
+			byType[jt.GetName()] = JobTypeInfo{Type: jt.GetName(), Plugin: m.name, MaxAttempts: attempts, PerNode: jt.GetPerNode()}
 		}
 	}
 	old := h.routes.Load()

@@ -30,6 +30,9 @@ func (s *Server) PlanJob(ctx context.Context, in *structs.Job, diff bool) (*stru
 	if err := s.checkDrivers(job); err != nil {
 		return nil, err
 	}
+	if err := s.checkAllocLimit(job); err != nil {
+		return nil, err
+	}
 	snap, err := s.State().Snapshot()
 	if err != nil {
 		return nil, err

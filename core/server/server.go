@@ -38,6 +38,10 @@ type SchedulerRouter interface {
 	Lookup(jobType string) (scheduler.Scheduler, int, error)
 	// ServedTypes lists the job types some plugin serves, sorted.
 	ServedTypes() []string
+	// PerNode reports whether jobType's plugin declared that it places
+	// each task group's count on every candidate node (so a job asks for
+	// count x nodes allocations), and whether any plugin serves jobType.
+	PerNode(jobType string) (perNode, served bool)
 }
 
 // Config configures a server.
@@ -152,6 +156,12 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.SchedulerCallTimeout <= 0 {
 		cfg.SchedulerCallTimeout = DefaultSchedulerCallTimeout
+	}
+	if cfg.MaxAllocsPerJob <= 0 {
+		cfg.MaxAllocsPerJob = DefaultMaxAllocsPerJob
+	}
+	if cfg.MaxAllocsPerEval <= 0 {
+		cfg.MaxAllocsPerEval = DefaultMaxAllocsPerEval
 	}
 	if cfg.HeartbeatTTL <= 0 {
 		cfg.HeartbeatTTL = 10 * time.Second

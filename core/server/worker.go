@@ -124,6 +124,7 @@ func (w *worker) schedule(ctx context.Context, ev *structs.Evaluation, token str
 	}
 	attempts := 0
 	var queued map[string]int
+	var limited placementCap
 	for try := 1; ; try++ {
 		job, err := snap.JobByID(nil, ev.Namespace, ev.JobID)
 		if err != nil {
@@ -133,12 +134,18 @@ func (w *worker) schedule(ctx context.Context, ev *structs.Evaluation, token str
 		if err != nil {
 			return err
 		}
+		req.MaxPlacements = int32(s.cfg.MaxAllocsPerEval)
 		resp, err := w.callScheduler(ctx, sched, ev, token, req, log)
 		if err != nil {
 			return err
 		}
 		if resp.Status != "" {
 			return w.finish(ev, resp.Status, resp.StatusDescription, nil, nil, nil, 0)
+		}
+		limited = s.capPlacements(req, resp)
+		if limited.dropped > 0 {
+			log.Warn("plan placed more than the allocation limits allow; the rest stays queued",
+				"kept", limited.placed, "dropped", limited.dropped, "limit", limited.limit, "by_job_limit", limited.byJob)
 		}
 		queued = make(map[string]int, len(resp.QueuedAllocations))
 		for tg, n := range resp.QueuedAllocations {
@@ -149,7 +156,7 @@ func (w *worker) schedule(ctx context.Context, ev *structs.Evaluation, token str
 			return err
 		}
 		if plan.IsNoOp() && len(plan.NodePreemptions) == 0 {
-			return w.finishScheduled(ev, resp, queued, plan.Annotations, snap.LatestIndex())
+			return w.finishScheduled(ev, resp, queued, plan.Annotations, snap.LatestIndex(), limited)
 		}
 		if err := s.broker.PauseNackTimeout(ev.ID, token); err != nil {
 			return fmt.Errorf("eval is no longer ours: %w", err)
@@ -178,7 +185,7 @@ func (w *worker) schedule(ctx context.Context, ev *structs.Evaluation, token str
 		}
 		full, expected, actual := result.FullCommit(plan)
 		if full {
-			return w.finishScheduled(ev, resp, queued, plan.Annotations, snap.LatestIndex())
+			return w.finishScheduled(ev, resp, queued, plan.Annotations, snap.LatestIndex(), limited)
 		}
 		log.Debug("plan partially committed", "expected", expected, "actual", actual, "refresh_index", result.RefreshIndex)
 		if result.IsNoOp() {
@@ -265,9 +272,26 @@ func (s *Server) unavailableRetryDelay() time.Duration {
 	return d
 }
 
-// finishScheduled records a successful eval with its blocked evals.
-func (w *worker) finishScheduled(ev *structs.Evaluation, resp *pb.ScheduleResponse, queued map[string]int, ann *structs.PlanAnnotations, snapIndex uint64) error {
-	return w.finish(ev, structs.EvalStatusComplete, "", resp, queued, ann, snapIndex)
+// finishScheduled records a successful eval with its blocked evals. When
+// the allocation limits held placements back, an eval stopped by the
+// per-eval limit gets a follow-up eval that places the next batch, and one
+// stopped by the per-job limit says so: its job asks for more than the
+// server allows, and the rest stays queued.
+func (w *worker) finishScheduled(ev *structs.Evaluation, resp *pb.ScheduleResponse, queued map[string]int, ann *structs.PlanAnnotations, snapIndex uint64, limited placementCap) error {
+	left := 0
+	for _, n := range queued {
+		left += n
+	}
+	if left == 0 || limited.placed < limited.limit && limited.dropped == 0 {
+		return w.finish(ev, structs.EvalStatusComplete, "", resp, queued, ann, snapIndex)
+	}
+	if limited.byJob {
+		desc := fmt.Sprintf("placed up to the server limit max_allocs_per_job = %d; %d allocations left queued",
+			w.s.cfg.MaxAllocsPerJob, left)
+		return w.finish(ev, structs.EvalStatusComplete, desc, resp, queued, ann, snapIndex)
+	}
+	return w.finishWithFollowUp(ev, resp, queued, ann, snapIndex, fmt.Sprintf(
+		"created to place allocations beyond the server limit max_allocs_per_eval = %d", w.s.cfg.MaxAllocsPerEval))
 }
 
 // finish records the eval's outcome and its blocked evals. snapIndex is the
@@ -276,6 +300,16 @@ func (w *worker) finishScheduled(ev *structs.Evaluation, resp *pb.ScheduleRespon
 // an unblock that came after that snapshot. Without it, any node that ever
 // changed would count as a missed unblock, and the eval would loop.
 func (w *worker) finish(ev *structs.Evaluation, status, desc string, resp *pb.ScheduleResponse, queued map[string]int, ann *structs.PlanAnnotations, snapIndex uint64) error {
+	return w.finishEvals(ev, status, desc, resp, queued, ann, snapIndex, "")
+}
+
+// finishWithFollowUp completes the eval and, in the same Raft entry,
+// creates a pending eval of its job that continues where it stopped.
+func (w *worker) finishWithFollowUp(ev *structs.Evaluation, resp *pb.ScheduleResponse, queued map[string]int, ann *structs.PlanAnnotations, snapIndex uint64, followUpDesc string) error {
+	return w.finishEvals(ev, structs.EvalStatusComplete, "", resp, queued, ann, snapIndex, followUpDesc)
+}
+
+func (w *worker) finishEvals(ev *structs.Evaluation, status, desc string, resp *pb.ScheduleResponse, queued map[string]int, ann *structs.PlanAnnotations, snapIndex uint64, followUpDesc string) error {
 	s := w.s
 	up := ev.Copy()
 	up.Status, up.StatusDescription = status, desc
@@ -301,6 +335,17 @@ func (w *worker) finish(ev *structs.Evaluation, status, desc string, resp *pb.Sc
 			}
 			evals = append(evals, be)
 		}
+	}
+	if followUpDesc != "" {
+		now := s.cfg.Now().UnixNano()
+		next := &structs.Evaluation{
+			ID: uuid.NewString(), Namespace: ev.Namespace, Priority: ev.Priority, Type: ev.Type,
+			TriggeredBy: structs.EvalTriggerQueuedAllocs, JobID: ev.JobID, JobModifyIndex: ev.JobModifyIndex,
+			Status: structs.EvalStatusPending, PreviousEval: ev.ID, StatusDescription: followUpDesc,
+			CreateTime: now, ModifyTime: now,
+		}
+		up.NextEval = next.ID
+		evals = append(evals, next)
 	}
 	up.ModifyTime = s.cfg.Now().UnixNano()
 	_, err := s.raftApply(structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: evals})

@@ -28,6 +28,8 @@ func (r *restartingRouter) Lookup(t string) (scheduler.Scheduler, int, error) {
 
 func (*restartingRouter) ServedTypes() []string { return builtin.InProcess{}.ServedTypes() }
 
+func (*restartingRouter) PerNode(t string) (bool, bool) { return builtin.InProcess{}.PerNode(t) }
+
 // An eval whose plugin is restarting waits for it, however long that takes
 // in deliveries: being handed back while the plugin is down costs none.
 func TestWorkerRequeuesWhilePluginUnavailable(t *testing.T) {
@@ -70,7 +72,8 @@ func TestWorkerFailsEvalOfUnservedType(t *testing.T) {
 	if got.Status != structs.EvalStatusFailed || got.StatusDescription != want {
 		t.Fatalf("eval = %q %q, want failed %q", got.Status, got.StatusDescription, want)
 	}
-	if st := s.broker.Stats(); st.TotalReady+st.TotalUnacked+st.TotalWaiting != 0 {
-		t.Fatalf("broker still holds evals: %+v", st)
-	}
+	waitFor(t, 15*time.Second, "the broker to let go of the eval", func() bool {
+		st := s.broker.Stats()
+		return st.TotalReady+st.TotalUnacked+st.TotalWaiting == 0
+	})
 }

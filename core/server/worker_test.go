@@ -58,6 +58,8 @@ func (r fakeRouter) Lookup(t string) (scheduler.Scheduler, int, error) {
 
 func (fakeRouter) ServedTypes() []string { return builtin.InProcess{}.ServedTypes() }
 
+func (fakeRouter) PerNode(t string) (bool, bool) { return builtin.InProcess{}.PerNode(t) }
+
 // placeOnEveryFreeNode places one alloc of cpu MHz on every node of the
 // request that holds no alloc of the job yet, like a sysbatch scheduler
 // that ignores node capacity.

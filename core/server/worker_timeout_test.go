@@ -30,6 +30,11 @@ func (r typeRouter) Lookup(t string) (scheduler.Scheduler, int, error) {
 
 func (r typeRouter) ServedTypes() []string { return slices.Sorted(maps.Keys(r)) }
 
+func (r typeRouter) PerNode(t string) (bool, bool) {
+	_, ok := r[t]
+	return ok, ok
+}
+
 // A plugin that never answers (its Schedule ignores its context, as a
 // SIGSTOPped process would) costs each eval one bounded attempt, and evals
 // of other job types complete meanwhile.
