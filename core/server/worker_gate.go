@@ -72,10 +72,3 @@ func (g *typeGate) setDegraded(t string, on bool) bool {
 	}
 	return true
 }
-
-// isDegraded reports whether t is degraded.
-func (g *typeGate) isDegraded(t string) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.degraded[t]
-}
