@@ -1343,10 +1343,10 @@ type ScheduleRequest struct {
 	// 1-based attempt number for this eval.
 	Attempt int32 `protobuf:"varint,7,opt,name=attempt,proto3" json:"attempt,omitempty"`
 	// At most this many new allocations may be placed by this attempt's plan
-	// (0: no limit). A scheduler stops placing there and counts the rest in
-	// queued_allocations; the core places the rest with a follow-up eval.
-	// The core drops placements past the limit whether or not the plugin
-	// honours it.
+	// (0: no limit; negative: none). A scheduler stops placing there and
+	// counts the rest in queued_allocations; the core places the rest with a
+	// follow-up eval. The core drops placements past the limit whether or
+	// not the plugin honours it.
 	MaxPlacements int32 `protobuf:"varint,8,opt,name=max_placements,json=maxPlacements,proto3" json:"max_placements,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
