@@ -78,7 +78,7 @@ type ServerConfig struct {
 	RaftSnapshotInterval  string      `hcl:"raft_snapshot_interval,optional"`
 	RaftTrailingLogs      int         `hcl:"raft_trailing_logs,optional"`
 	EnabledDrivers        []string    `hcl:"enabled_drivers,optional"`
-	// Scheduler limits; see schedulerLimits in config_sched.go.
+	// Scheduler limits; checked and applied in config_sched.go.
 	SchedulerCallTimeout string `hcl:"scheduler_call_timeout,optional"`
 	MaxAllocsPerJob      int    `hcl:"max_allocs_per_job,optional"`
 	MaxAllocsPerEval     int    `hcl:"max_allocs_per_eval,optional"`
