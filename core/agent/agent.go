@@ -195,6 +195,7 @@ func (a *Agent) startServer(ctx context.Context, opts Options, dataDir, advHTTP 
 			}
 		},
 	}
+	sc.applySchedulerLimits(&scfg)
 	// Durations were validated when the config was parsed.
 	if sc.HeartbeatGrace != "" {
 		scfg.HeartbeatGrace, _ = time.ParseDuration(sc.HeartbeatGrace)
@@ -456,3 +457,8 @@ func (r schedRouter) Lookup(t string) (scheduler.Scheduler, int, error) {
 }
 
 func (r schedRouter) ServedTypes() []string { return r.set.ServedTypes() }
+
+func (r schedRouter) PerNode(t string) (bool, bool) {
+	info, ok := r.set.JobType(t)
+	return info.PerNode, ok
+}

@@ -81,6 +81,10 @@ type ServerConfig struct {
 	RaftSnapshotInterval  string      `hcl:"raft_snapshot_interval,optional"`
 	RaftTrailingLogs      int         `hcl:"raft_trailing_logs,optional"`
 	EnabledDrivers        []string    `hcl:"enabled_drivers,optional"`
+	// Scheduler limits; checked and applied in config_sched.go.
+	SchedulerCallTimeout string `hcl:"scheduler_call_timeout,optional"`
+	MaxAllocsPerJob      int    `hcl:"max_allocs_per_job,optional"`
+	MaxAllocsPerEval     int    `hcl:"max_allocs_per_eval,optional"`
 }
 
 // ClientConfig is the `client { … }` block.
@@ -246,6 +250,9 @@ func (c *Config) validate() error {
 			if _, err := time.ParseDuration(v); err != nil {
 				return fmt.Errorf("server.%s: %v", name, err)
 			}
+		}
+		if err := c.Server.validateSchedulerLimits(); err != nil {
+			return err
 		}
 		if j := c.Server.ServerJoin; j != nil && j.RetryInterval != "" {
 			if _, err := time.ParseDuration(j.RetryInterval); err != nil {

@@ -8,12 +8,16 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/drover-org/drover/core/structs"
 )
 
 // ErrPluginUnavailable means the plugin process is not there to answer: it
-// is down and did not come back within the call wait, or it died during the
-// call. The request may be retried later unchanged; a worker nacks its eval.
-var ErrPluginUnavailable = errors.New("plugin unavailable")
+// is down (restarting) or died during the call. The request may be retried
+// later unchanged; a worker hands its eval back. It is of the kind
+// structs.ErrUnavailable, so callers outside the host, and clients across
+// RPC, need to know only that one kind.
+var ErrPluginUnavailable = structs.NewError(structs.ErrUnavailable, "plugin unavailable")
 
 // ErrUnknownPlugin means no configured plugin has the name, or it does not
 // serve the kind asked for.

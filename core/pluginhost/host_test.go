@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/protobuf/types/known/emptypb"
 
+	"github.com/drover-org/drover/core/structs"
 	"github.com/drover-org/drover/sdk/shared"
 )
 
@@ -84,18 +85,23 @@ func TestLookupRoutesJobTypes(t *testing.T) {
 		typ      string
 		plugin   string
 		attempts int
+		perNode  bool
 	}{
-		{"fake", "sched-b", 5}, // served by both: the later one wins
-		{"fake-b", "sched-b", 1},
-		{"only-a", "sched-a", 2},
+		{"fake", "sched-b", 5, false}, // served by both: the later one wins
+		{"fake-b", "sched-b", 1, true},
+		{"only-a", "sched-a", 2, false},
 	} {
 		t.Run(tc.typ, func(t *testing.T) {
 			s, info, err := set.Lookup(tc.typ)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := (JobTypeInfo{Type: tc.typ, Plugin: tc.plugin, MaxAttempts: tc.attempts}); info != want {
+			want := JobTypeInfo{Type: tc.typ, Plugin: tc.plugin, MaxAttempts: tc.attempts, PerNode: tc.perNode}
+			if info != want {
 				t.Errorf("info = %+v, want %+v", info, want)
+			}
+			if got, ok := set.JobType(tc.typ); !ok || got != want {
+				t.Errorf("JobType = %+v, %v; want %+v", got, ok, want)
 			}
 			resp, err := s.Schedule(t.Context(), evalReq("e1"))
 			if err != nil {
@@ -327,9 +333,13 @@ func TestDownPluginFailsFastAndReloadRevives(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("call while down took %s; with CallWait 0 it must fail at once", d)
 	}
-	// Routes survive the outage: the type is still known.
-	if _, info, err := h.Schedulers().Lookup("fake"); err != nil || info.Plugin != "sched-a" {
-		t.Errorf("Lookup while down = %+v, %v", info, err)
+	// Routes survive the outage: the type is still known, and Lookup says
+	// at once, in the one kind callers outside the host know, that its
+	// plugin is unavailable rather than that the type is unknown.
+	_, info, err := h.Schedulers().Lookup("fake")
+	var unknown *UnknownJobTypeError
+	if !errors.Is(err, structs.ErrUnavailable) || !errors.Is(err, ErrPluginUnavailable) || errors.As(err, &unknown) || info.Plugin != "sched-a" {
+		t.Errorf("Lookup while down = %+v, %v; want sched-a's info and an ErrUnavailable error", info, err)
 	}
 
 	if err := h.Reload(t.Context()); err != nil {
@@ -337,6 +347,13 @@ func TestDownPluginFailsFastAndReloadRevives(t *testing.T) {
 	}
 	if _, err := s.Schedule(t.Context(), evalReq("revived")); err != nil {
 		t.Fatalf("call after Reload: %v", err)
+	}
+	fresh, _, err := h.Schedulers().Lookup("fake")
+	if err != nil {
+		t.Fatalf("Lookup after Reload: %v", err)
+	}
+	if _, err := fresh.Schedule(t.Context(), evalReq("revived-lookup")); err != nil {
+		t.Fatalf("call through a Lookup after Reload: %v", err)
 	}
 }
 

@@ -57,6 +57,7 @@ func (f *fakeScheduler) Info(context.Context) (*schedulerpb.InfoResponse, error)
 		info.JobTypes = []*schedulerpb.JobTypeInfo{jt("fake", 3), jt("only-a", 2)}
 	case "b":
 		info.JobTypes = []*schedulerpb.JobTypeInfo{jt("fake", 5), jt("fake-b", 1)}
+		info.JobTypes[1].PerNode = true
 	case "empty":
 	}
 	return info, nil

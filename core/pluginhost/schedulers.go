@@ -20,6 +20,8 @@ type JobTypeInfo struct {
 	// MaxAttempts is the number of scheduling attempts for one eval before
 	// it fails with "maximum attempts reached"; at least 1.
 	MaxAttempts int
+	// PerNode: each group's count is placed on every candidate node.
+	PerNode bool
 }
 
 // routeTable maps job types to the scheduler plugins serving them. It is
@@ -40,7 +42,13 @@ type SchedulerSet struct{ h *Host }
 // Schedulers returns the scheduler routing of h.
 func (h *Host) Schedulers() *SchedulerSet { return &SchedulerSet{h: h} }
 
-// Lookup returns the Scheduler serving jobType, or an *UnknownJobTypeError.
+// Lookup returns the Scheduler serving jobType, or an *UnknownJobTypeError
+// when no plugin serves it. While the serving plugin is down (between a
+// crash and its restart, or a failed restart awaiting the next try or a
+// reload) Lookup fails at once with an error wrapping ErrPluginUnavailable,
+// and so structs.ErrUnavailable, together with the type's info: the caller
+// should try later rather than wait on the plugin.
+//
 // The returned Scheduler is a handle, not a process: every call goes to the
 // plugin's current instance (surviving restarts and reloads), and a call
 // that fails because the plugin is down or died wraps ErrPluginUnavailable.
@@ -50,7 +58,17 @@ func (s *SchedulerSet) Lookup(jobType string) (scheduler.Scheduler, JobTypeInfo,
 	if !ok {
 		return nil, JobTypeInfo{}, &UnknownJobTypeError{Type: jobType, Served: slices.Clone(rt.served)}
 	}
+	if m := s.h.byName[info.Plugin]; m != nil && m.isDown() {
+		return nil, info, unavailable(info.Plugin, fmt.Errorf("job type %q: %w", jobType, downErr(m.lastError())))
+	}
 	return routed{h: s.h, plugin: info.Plugin}, info, nil
+}
+
+// JobType returns what the plugin serving jobType declared about it, down
+// or not, and false when no plugin serves it.
+func (s *SchedulerSet) JobType(jobType string) (JobTypeInfo, bool) {
+	info, ok := s.h.routes.Load().byType[jobType]
+	return info, ok
 }
 
 // ServedTypes returns every job type some scheduler plugin serves, sorted.
@@ -127,7 +145,7 @@ func (h *Host) rebuildRoutes() {
 					"plugin", m.name, "job_type", jt.GetName(), "max_attempts", attempts)
 				attempts = 1
 			}
-			byType[jt.GetName()] = JobTypeInfo{Type: jt.GetName(), Plugin: m.name, MaxAttempts: attempts}
+			byType[jt.GetName()] = JobTypeInfo{Type: jt.GetName(), Plugin: m.name, MaxAttempts: attempts, PerNode: jt.GetPerNode()}
 		}
 	}
 	old := h.routes.Load()

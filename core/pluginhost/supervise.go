@@ -394,6 +394,19 @@ func (m *managed) acquire(ctx context.Context, kind string) (*instance, any, err
 	}
 }
 
+// isDown reports whether the plugin has no live instance right now.
+func (m *managed) isDown() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.cur == nil || m.cur.down()
+}
+
+func (m *managed) lastError() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.lastErr
+}
+
 func downErr(lastErr error) error {
 	if lastErr == nil {
 		return errors.New("plugin is down")

@@ -33,6 +33,9 @@ func (s *Server) RegisterJob(ctx context.Context, in *structs.Job, enforceIndex 
 	if err := s.checkDrivers(job); err != nil {
 		return nil, err
 	}
+	if err := s.checkAllocLimit(job); err != nil {
+		return nil, err
+	}
 	existing, err := s.State().JobByID(nil, job.Namespace, job.ID)
 	if err != nil {
 		return nil, err

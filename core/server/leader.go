@@ -181,7 +181,7 @@ func (s *Server) reapFailedEvals(ctx context.Context) {
 		}
 		up := ev.Copy()
 		up.Status = structs.EvalStatusFailed
-		up.StatusDescription = "evaluation reached delivery limit (3)"
+		up.StatusDescription = s.deliveryLimitDescription(ev.ID)
 		if _, err := s.raftApply(structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: []*structs.Evaluation{up}}); err != nil {
 			s.logger.Error("failed to mark eval failed", "eval_id", ev.ID, "error", err)
 			_ = s.broker.Nack(ev.ID, token)

@@ -29,6 +29,9 @@ func (s *Server) PlanJob(ctx context.Context, in *structs.Job, diff bool) (*stru
 	if err := s.checkDrivers(job); err != nil {
 		return nil, err
 	}
+	if err := s.checkAllocLimit(job); err != nil {
+		return nil, err
+	}
 	snap, err := s.State().Snapshot()
 	if err != nil {
 		return nil, err
@@ -84,7 +87,10 @@ func (s *Server) PlanJob(ctx context.Context, in *structs.Job, diff bool) (*stru
 	if out.Status != "" && out.Status != structs.EvalStatusComplete {
 		resp.Warnings = out.StatusDescription
 	}
-	plan, _ := s.convertPlan(snap, ev, "", req.Job, out.Plan)
+	plan, _, err := s.convertPlan(snap, ev, "", job, out.Plan)
+	if err != nil {
+		return nil, fmt.Errorf("scheduler plugin: %v", err) // the plugin's fault, not the caller's
+	}
 	resp.Annotations = plan.Annotations
 	if resp.Diff != nil && plan.Annotations != nil {
 		resp.Diff.Annotate(plan.Annotations.DesiredTGUpdates)

@@ -10,19 +10,11 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
-// buildRequest assembles everything one scheduling decision needs from a
-// state snapshot: the eval, the job, the nodes of the job's pool with their
-// usage, every alloc of the job and the job versions those allocs run.
-func (s *Server) buildRequest(snap *state.StateSnapshot, ev *structs.Evaluation, attempt int) (*pb.ScheduleRequest, error) {
-	job, err := snap.JobByID(nil, ev.Namespace, ev.JobID)
-	if err != nil {
-		return nil, err
-	}
-	return s.buildRequestForJob(snap, ev, job, attempt)
-}
-
-// buildRequestForJob builds the request for a given version of the job;
-// dry-run plans pass the submitted, unwritten job.
+// buildRequestForJob assembles everything one scheduling decision needs
+// from a state snapshot: the eval, the given version of the job (dry-run
+// plans pass the submitted, unwritten one), the nodes of the job's pool
+// with their usage, every alloc of the job and the job versions those
+// allocs run.
 func (s *Server) buildRequestForJob(snap *state.StateSnapshot, ev *structs.Evaluation, job *structs.Job, attempt int) (*pb.ScheduleRequest, error) {
 	_, cfg, err := snap.SchedulerConfig()
 	if err != nil {

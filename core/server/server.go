@@ -33,10 +33,16 @@ import (
 type SchedulerRouter interface {
 	// Lookup returns the scheduler serving jobType and its attempt limit.
 	// It returns an error wrapping structs.ErrUnavailable while the plugin
-	// is restarting, so the worker nacks the eval for a later retry.
+	// is restarting, so the worker hands the eval back for a later retry
+	// without spending one of its deliveries; any other error means no
+	// plugin serves the type, and the worker fails the eval saying so.
 	Lookup(jobType string) (scheduler.Scheduler, int, error)
 	// ServedTypes lists the job types some plugin serves, sorted.
 	ServedTypes() []string
+	// PerNode reports whether jobType's plugin declared that it places
+	// each task group's count on every candidate node (so a job asks for
+	// count x nodes allocations), and whether any plugin serves jobType.
+	PerNode(jobType string) (perNode, served bool)
 }
 
 // Config configures a server.
@@ -54,6 +60,19 @@ type Config struct {
 	// NumWorkers is the number of scheduler workers (default 2).
 	NumWorkers int
 	Schedulers SchedulerRouter
+	// SchedulerCallTimeout bounds one call to a scheduler plugin (default
+	// DefaultSchedulerCallTimeout). A call that runs out is a failed
+	// attempt: the eval is nacked and counts toward the delivery limit.
+	SchedulerCallTimeout time.Duration
+	// MaxAllocsPerJob bounds the allocations one job may ask for: the sum
+	// over its groups of count, times the candidate nodes for job types
+	// whose plugin places per node. A job above it is refused at submit
+	// (default DefaultMaxAllocsPerJob).
+	MaxAllocsPerJob int
+	// MaxAllocsPerEval bounds the new allocations one eval's plan may
+	// place; the rest stay queued for a follow-up eval (default
+	// DefaultMaxAllocsPerEval).
+	MaxAllocsPerEval int
 	// KnownDrivers lists drivers accepted at submit time in addition to
 	// those fingerprinted on registered nodes.
 	KnownDrivers []string
@@ -119,6 +138,9 @@ type Server struct {
 	periodic  *periodicDispatcher
 	heartbeat *heartbeater
 	nodeCache *nodeCache
+	gate      *typeGate
+	// nackReasons: why each eval's last delivery failed.
+	nackReasons reasonLog
 
 	// leaderMu guards leaderCancel and leaderWG: the leader loops' owner.
 	leaderMu     sync.Mutex
@@ -156,6 +178,15 @@ func New(cfg Config) (*Server, error) {
 	if cfg.NumWorkers <= 0 {
 		cfg.NumWorkers = 2
 	}
+	if cfg.SchedulerCallTimeout <= 0 {
+		cfg.SchedulerCallTimeout = DefaultSchedulerCallTimeout
+	}
+	if cfg.MaxAllocsPerJob <= 0 {
+		cfg.MaxAllocsPerJob = DefaultMaxAllocsPerJob
+	}
+	if cfg.MaxAllocsPerEval <= 0 {
+		cfg.MaxAllocsPerEval = DefaultMaxAllocsPerEval
+	}
 	if cfg.HeartbeatTTL <= 0 {
 		cfg.HeartbeatTTL = 10 * time.Second
 	}
@@ -182,6 +213,7 @@ func New(cfg Config) (*Server, error) {
 	s.periodic = newPeriodicDispatcher(s)
 	s.heartbeat = newHeartbeater(s)
 	s.nodeCache = newNodeCache()
+	s.gate = newTypeGate()
 
 	f, err := fsm.New(s.logger.Named("fsm"), &leaderHooks{s: s})
 	if err != nil {

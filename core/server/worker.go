@@ -4,14 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/drover-org/drover/core/state"
+	"github.com/drover-org/drover/core/server/evalbroker"
 	"github.com/drover-org/drover/core/structs"
 	pb "github.com/drover-org/drover/sdk/proto/schedulerpb"
+	"github.com/drover-org/drover/sdk/scheduler"
 )
 
 // worker takes evals from the broker and runs them through the scheduler
@@ -33,8 +36,11 @@ func (w *worker) run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		types := w.s.cfg.Schedulers.ServedTypes()
-		ev, token, err := w.s.broker.Dequeue(ctx, types)
+		// Every type is taken, served or not: an eval of a type no plugin
+		// serves (any more) is failed with a reason rather than left in
+		// the broker for good.
+		gate := w.s.gate
+		ev, token, err := w.s.broker.DequeueFunc(ctx, gate.admits)
 		if err != nil {
 			// Not the leader (broker disabled) or shutting down: wait a
 			// little before asking again.
@@ -46,7 +52,16 @@ func (w *worker) run(ctx context.Context) {
 			}
 			continue
 		}
+		if !gate.enter(ev.Type) {
+			// Another worker took the degraded type's one slot since the
+			// broker asked; the eval was not tried, so it costs no delivery.
+			if rerr := w.s.broker.Requeue(ev.ID, token, 0); rerr != nil {
+				w.logger.Debug("requeue failed", "eval_id", ev.ID, "error", rerr)
+			}
+			continue
+		}
 		w.process(ctx, ev, token)
+		gate.leave(ev.Type)
 	}
 }
 
@@ -54,13 +69,23 @@ func (w *worker) process(ctx context.Context, ev *structs.Evaluation, token stri
 	start := time.Now()
 	log := w.logger.With("eval_id", ev.ID, "job_id", ev.JobID, "type", ev.Type, "triggered_by", ev.TriggeredBy)
 	err := w.schedule(ctx, ev, token, log)
+	var later *retryLater
+	if errors.As(err, &later) {
+		log.Debug("scheduler plugin unavailable; eval handed back without spending a delivery", "error", later.err)
+		if rerr := w.s.broker.Requeue(ev.ID, token, w.s.unavailableRetryDelay()); rerr != nil {
+			log.Debug("requeue failed", "error", rerr)
+		}
+		return
+	}
 	if err != nil {
 		log.Warn("eval processing failed; nacking for redelivery", "error", err)
+		w.s.nackReasons.set(ev.ID, err.Error())
 		if nerr := w.s.broker.Nack(ev.ID, token); nerr != nil {
 			log.Debug("nack failed", "error", nerr)
 		}
 		return
 	}
+	w.s.nackReasons.take(ev.ID)
 	if aerr := w.s.broker.Ack(ev.ID, token); aerr != nil {
 		log.Debug("ack failed", "error", aerr)
 	}
@@ -78,38 +103,67 @@ func (w *worker) schedule(ctx context.Context, ev *structs.Evaluation, token str
 	sched, maxAttempts, err := s.cfg.Schedulers.Lookup(ev.Type)
 	if err != nil {
 		if errors.Is(err, structs.ErrUnavailable) {
-			return err
+			// The plugin is restarting: nothing was tried, so the eval
+			// keeps its deliveries for when the plugin is back.
+			return &retryLater{err: err}
 		}
-		return w.finish(ev, structs.EvalStatusFailed, fmt.Sprintf("no scheduler plugin serves job type %q", ev.Type), nil, nil, nil, 0)
+		served := s.cfg.Schedulers.ServedTypes()
+		list := "none"
+		if len(served) > 0 {
+			list = strings.Join(served, ", ")
+		}
+		log.Warn("no scheduler plugin serves the eval's job type; failing the eval", "served", list)
+		return w.finish(ev, structs.EvalStatusFailed,
+			fmt.Sprintf("no scheduler plugin serves job type %q (served: %s)", ev.Type, list), nil, nil, nil, 0)
 	}
 	if maxAttempts <= 0 {
 		maxAttempts = 1
 	}
 	attempts := 0
 	var queued map[string]int
+	var limited placementCap
 	for try := 1; ; try++ {
-		req, err := s.buildRequest(snap, ev, try)
+		job, err := snap.JobByID(nil, ev.Namespace, ev.JobID)
+		if err != nil {
+			return fmt.Errorf("read job %q: %w", ev.JobID, err)
+		}
+		req, err := s.buildRequestForJob(snap, ev, job, try)
 		if err != nil {
 			return err
 		}
-		resp, err := sched.Schedule(ctx, req)
+		req.MaxPlacements = int32(s.cfg.MaxAllocsPerEval)
+		resp, err := w.callScheduler(ctx, sched, ev, token, req, log)
 		if err != nil {
-			return fmt.Errorf("scheduler plugin: %w", err)
+			return err
 		}
 		if resp.Status != "" {
 			return w.finish(ev, resp.Status, resp.StatusDescription, nil, nil, nil, 0)
+		}
+		limited = s.capPlacements(req, resp)
+		if limited.dropped > 0 {
+			log.Warn("plan placed more than the allocation limits allow; the rest stays queued",
+				"kept", limited.placed, "dropped", limited.dropped, "limit", limited.limit, "by_job_limit", limited.byJob)
 		}
 		queued = make(map[string]int, len(resp.QueuedAllocations))
 		for tg, n := range resp.QueuedAllocations {
 			queued[tg] = int(n)
 		}
-		plan, newAllocs := s.convertPlan(snap, ev, token, req.Job, resp.Plan)
-		if plan.IsNoOp() && len(plan.NodePreemptions) == 0 {
-			return w.finishScheduled(ev, resp, queued, plan.Annotations, snap.LatestIndex())
+		plan, newAllocs, err := s.convertPlan(snap, ev, token, job, resp.Plan)
+		if err != nil {
+			return err
 		}
-		_ = s.broker.PauseNackTimeout(ev.ID, token)
+		if plan.IsNoOp() && len(plan.NodePreemptions) == 0 {
+			return w.finishScheduled(ev, resp, queued, plan.Annotations, snap.LatestIndex(), limited)
+		}
+		if err := s.broker.PauseNackTimeout(ev.ID, token); err != nil {
+			return fmt.Errorf("eval is no longer ours: %w", err)
+		}
 		result, err := s.submitPlan(ctx, plan)
-		_ = s.broker.ResumeNackTimeout(ev.ID, token)
+		if rerr := s.broker.ResumeNackTimeout(ev.ID, token); rerr != nil && err == nil {
+			// The plan is committed, but the eval was redelivered: the
+			// other delivery records the outcome.
+			return fmt.Errorf("eval is no longer ours: %w", rerr)
+		}
 		if err != nil {
 			return fmt.Errorf("submit plan: %w", err)
 		}
@@ -128,7 +182,7 @@ func (w *worker) schedule(ctx context.Context, ev *structs.Evaluation, token str
 		}
 		full, expected, actual := result.FullCommit(plan)
 		if full {
-			return w.finishScheduled(ev, resp, queued, plan.Annotations, snap.LatestIndex())
+			return w.finishScheduled(ev, resp, queued, plan.Annotations, snap.LatestIndex(), limited)
 		}
 		log.Debug("plan partially committed", "expected", expected, "actual", actual, "refresh_index", result.RefreshIndex)
 		if result.IsNoOp() {
@@ -149,9 +203,92 @@ func (w *worker) schedule(ctx context.Context, ev *structs.Evaluation, token str
 	}
 }
 
-// finishScheduled records a successful eval with its blocked evals.
-func (w *worker) finishScheduled(ev *structs.Evaluation, resp *pb.ScheduleResponse, queued map[string]int, ann *structs.PlanAnnotations, snapIndex uint64) error {
-	return w.finish(ev, structs.EvalStatusComplete, "", resp, queued, ann, snapIndex)
+// DefaultSchedulerCallTimeout bounds a scheduler plugin call when the
+// config does not. A 10,000-node sysbatch eval takes well under a second.
+const DefaultSchedulerCallTimeout = time.Minute
+
+// callScheduler makes one plugin call, bounded by SchedulerCallTimeout so
+// that a hung plugin (stopped, deadlocked) costs one attempt, not a worker.
+// The broker's nack timer is paused meanwhile: the call has its own bound,
+// and a slow but live plugin must not see its eval redelivered to a second
+// worker while it still works on it.
+func (w *worker) callScheduler(ctx context.Context, sched scheduler.Scheduler, ev *structs.Evaluation, token string,
+	req *pb.ScheduleRequest, log hclog.Logger) (*pb.ScheduleResponse, error) {
+	s := w.s
+	timeout := s.cfg.SchedulerCallTimeout
+	if err := s.broker.PauseNackTimeout(ev.ID, token); err != nil {
+		return nil, fmt.Errorf("eval is no longer ours: %w", err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	resp, err := sched.Schedule(cctx, req)
+	timedOut := err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded)
+	cancel()
+	if rerr := s.broker.ResumeNackTimeout(ev.ID, token); rerr != nil && err == nil {
+		return nil, fmt.Errorf("eval is no longer ours: %w", rerr)
+	}
+	if errors.Is(err, structs.ErrUnavailable) && s.gate.setDegraded(ev.Type, true) {
+		// The call waited for a plugin that did not come back (or died
+		// under it): as with a timeout, one worker probes it.
+		log.Warn("scheduler plugin unavailable during the call; one worker at a time serves the job type until a call succeeds", "error", err)
+	}
+	switch {
+	case timedOut:
+		if s.gate.setDegraded(ev.Type, true) {
+			log.Warn("scheduler plugin call timed out; one worker at a time serves the job type until a call returns in time",
+				"timeout", timeout)
+		}
+		return nil, structs.NewError(structs.ErrUnavailable, "scheduler plugin call for job type %q timed out after %s", ev.Type, timeout)
+	case err != nil:
+		return nil, fmt.Errorf("scheduler plugin: %w", err)
+	case resp == nil:
+		return nil, fmt.Errorf("scheduler plugin for job type %q returned no response", ev.Type)
+	}
+	if s.gate.setDegraded(ev.Type, false) {
+		log.Info("scheduler plugin answers in time again; all workers serve the job type")
+	}
+	return resp, nil
+}
+
+// retryLater is what schedule returns when the eval could not be tried at
+// all; the worker requeues it without counting a delivery.
+type retryLater struct{ err error }
+
+func (r *retryLater) Error() string { return r.err.Error() }
+func (r *retryLater) Unwrap() error { return r.err }
+
+// unavailableRetryDelay is how long an eval waits after its plugin was
+// found down: the broker's first nack delay, but never a busy loop.
+func (s *Server) unavailableRetryDelay() time.Duration {
+	d := s.cfg.Broker.InitialNackDelay
+	switch {
+	case d == 0:
+		return evalbroker.DefaultInitialNackDelay
+	case d < 10*time.Millisecond:
+		return 10 * time.Millisecond
+	}
+	return d
+}
+
+// finishScheduled records a successful eval with its blocked evals. When
+// the allocation limits held placements back, an eval stopped by the
+// per-eval limit gets a follow-up eval that places the next batch, and one
+// stopped by the per-job limit says so: its job asks for more than the
+// server allows, and the rest stays queued.
+func (w *worker) finishScheduled(ev *structs.Evaluation, resp *pb.ScheduleResponse, queued map[string]int, ann *structs.PlanAnnotations, snapIndex uint64, limited placementCap) error {
+	left := 0
+	for _, n := range queued {
+		left += n
+	}
+	if left == 0 || limited.placed < limited.limit && limited.dropped == 0 {
+		return w.finish(ev, structs.EvalStatusComplete, "", resp, queued, ann, snapIndex)
+	}
+	if limited.byJob {
+		desc := fmt.Sprintf("placed up to the server limit max_allocs_per_job = %d; %d allocations left queued",
+			w.s.cfg.MaxAllocsPerJob, left)
+		return w.finish(ev, structs.EvalStatusComplete, desc, resp, queued, ann, snapIndex)
+	}
+	return w.finishWithFollowUp(ev, resp, queued, ann, snapIndex, fmt.Sprintf(
+		"created to place allocations beyond the server limit max_allocs_per_eval = %d", w.s.cfg.MaxAllocsPerEval))
 }
 
 // finish records the eval's outcome and its blocked evals. snapIndex is the
@@ -160,6 +297,16 @@ func (w *worker) finishScheduled(ev *structs.Evaluation, resp *pb.ScheduleRespon
 // an unblock that came after that snapshot. Without it, any node that ever
 // changed would count as a missed unblock, and the eval would loop.
 func (w *worker) finish(ev *structs.Evaluation, status, desc string, resp *pb.ScheduleResponse, queued map[string]int, ann *structs.PlanAnnotations, snapIndex uint64) error {
+	return w.finishEvals(ev, status, desc, resp, queued, ann, snapIndex, "")
+}
+
+// finishWithFollowUp completes the eval and, in the same Raft entry,
+// creates a pending eval of its job that continues where it stopped.
+func (w *worker) finishWithFollowUp(ev *structs.Evaluation, resp *pb.ScheduleResponse, queued map[string]int, ann *structs.PlanAnnotations, snapIndex uint64, followUpDesc string) error {
+	return w.finishEvals(ev, structs.EvalStatusComplete, "", resp, queued, ann, snapIndex, followUpDesc)
+}
+
+func (w *worker) finishEvals(ev *structs.Evaluation, status, desc string, resp *pb.ScheduleResponse, queued map[string]int, ann *structs.PlanAnnotations, snapIndex uint64, followUpDesc string) error {
 	s := w.s
 	up := ev.Copy()
 	up.Status, up.StatusDescription = status, desc
@@ -186,6 +333,17 @@ func (w *worker) finish(ev *structs.Evaluation, status, desc string, resp *pb.Sc
 			evals = append(evals, be)
 		}
 	}
+	if followUpDesc != "" {
+		now := s.cfg.Now().UnixNano()
+		next := &structs.Evaluation{
+			ID: uuid.NewString(), Namespace: ev.Namespace, Priority: ev.Priority, Type: ev.Type,
+			TriggeredBy: structs.EvalTriggerQueuedAllocs, JobID: ev.JobID, JobModifyIndex: ev.JobModifyIndex,
+			Status: structs.EvalStatusPending, PreviousEval: ev.ID, StatusDescription: followUpDesc,
+			CreateTime: now, ModifyTime: now,
+		}
+		up.NextEval = next.ID
+		evals = append(evals, next)
+	}
 	up.ModifyTime = s.cfg.Now().UnixNano()
 	_, err := s.raftApply(structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: evals})
 	return err
@@ -200,141 +358,45 @@ func (s *Server) submitPlan(ctx context.Context, plan *structs.Plan) (*structs.P
 	return fut.Wait(ctx)
 }
 
-// convertPlan turns a plugin's plan into the core's plan. It returns the
-// set of alloc IDs that are new (not in-place updates).
-func (s *Server) convertPlan(snap *state.StateSnapshot, ev *structs.Evaluation, token string, pjob *pb.Job, p *pb.Plan) (*structs.Plan, map[string]bool) {
-	job, _ := snap.JobByID(nil, ev.Namespace, ev.JobID)
-	plan := &structs.Plan{
-		EvalID: ev.ID, EvalToken: token, Priority: ev.Priority, Job: job,
-		NodeUpdate: map[string][]*structs.Allocation{}, NodeAllocation: map[string][]*structs.Allocation{},
-		NodePreemptions: map[string][]*structs.Allocation{}, SnapshotIndex: snap.LatestIndex(),
-	}
-	if job != nil {
-		plan.AllAtOnce = job.AllAtOnce
-	}
-	newAllocs := map[string]bool{}
-	if p == nil {
-		return plan, newAllocs
-	}
-	now := s.cfg.Now().UnixNano()
-	shared := metricFromPB(p.PlacementMetric)
-	for _, st := range p.NodeUpdate {
-		a, _ := snap.AllocByID(nil, st.AllocId)
-		if a == nil {
-			continue
-		}
-		stop := &structs.Allocation{
-			ID: a.ID, Namespace: a.Namespace, EvalID: ev.ID, Name: a.Name, NodeID: a.NodeID, JobID: a.JobID,
-			TaskGroup: a.TaskGroup, DesiredStatus: structs.AllocDesiredStatusStop,
-			DesiredDescription: st.DesiredDescription, ClientStatus: st.ClientStatus, FollowupEvalID: st.FollowupEvalId,
-			ModifyTime: now,
-		}
-		plan.NodeUpdate[a.NodeID] = append(plan.NodeUpdate[a.NodeID], stop)
-	}
-	for _, pa := range p.NodeAllocation {
-		var a *structs.Allocation
-		if pa.InPlace {
-			old, _ := snap.AllocByID(nil, pa.Id)
-			if old == nil {
-				continue
-			}
-			a = old.Copy()
-			a.Job = nil
-			a.EvalID = ev.ID
-			if len(pa.TaskResources) > 0 {
-				a.AllocatedResources = allocatedFromPB(pa)
-			}
-		} else {
-			a = &structs.Allocation{
-				ID: pa.Id, Namespace: ev.Namespace, EvalID: ev.ID, Name: pa.Name, NodeID: pa.NodeId,
-				NodeName: pa.NodeName, JobID: ev.JobID, TaskGroup: pa.TaskGroup,
-				AllocatedResources: allocatedFromPB(pa), Metrics: shared,
-				DesiredStatus: structs.AllocDesiredStatusRun, ClientStatus: structs.AllocClientStatusPending,
-				PreviousAllocation: pa.PreviousAllocation, PreemptedAllocations: pa.PreemptedAllocations,
-				CreateTime: now,
-			}
-			if pa.Metrics != nil {
-				a.Metrics = metricFromPB(pa.Metrics)
-			}
-			newAllocs[a.ID] = true
-		}
-		if pa.ClientStatus != "" {
-			a.ClientStatus = pa.ClientStatus
-		}
-		a.ModifyTime = now
-		plan.NodeAllocation[a.NodeID] = append(plan.NodeAllocation[a.NodeID], a)
-	}
-	for _, pr := range p.NodePreemptions {
-		plan.NodePreemptions[pr.NodeId] = append(plan.NodePreemptions[pr.NodeId], &structs.Allocation{
-			ID: pr.AllocId, JobID: pr.JobId, Namespace: pr.Namespace, NodeID: pr.NodeId,
-			DesiredStatus: structs.AllocDesiredStatusEvict, PreemptedByAllocation: pr.PreemptedByAllocation,
-			DesiredDescription: "Preempted by alloc ID " + pr.PreemptedByAllocation, ModifyTime: now,
-		})
-	}
-	for k, v := range plan.NodeUpdate {
-		if len(v) == 0 {
-			delete(plan.NodeUpdate, k)
-		}
-	}
-	if len(p.DesiredTgUpdates) > 0 {
-		plan.Annotations = &structs.PlanAnnotations{DesiredTGUpdates: map[string]*structs.DesiredUpdates{}}
-		for tg, d := range p.DesiredTgUpdates {
-			plan.Annotations.DesiredTGUpdates[tg] = &structs.DesiredUpdates{
-				Ignore: d.Ignore, Place: d.Place, Migrate: d.Migrate, Stop: d.Stop, InPlaceUpdate: d.InPlaceUpdate,
-				DestructiveUpdate: d.DestructiveUpdate, Canary: d.Canary, Preemptions: d.Preemptions,
-				Disconnect: d.Disconnect, Reconnect: d.Reconnect, RescheduleNow: d.RescheduleNow, RescheduleLater: d.RescheduleLater,
-			}
-		}
-	}
-	return plan, newAllocs
+// reasonLog remembers why each eval's last delivery was nacked, so that an
+// eval failed at the delivery limit tells the operator what went wrong
+// instead of only that something did.
+type reasonLog struct {
+	mu sync.Mutex
+	m  map[string]string
 }
 
-func allocatedFromPB(pa *pb.PlacedAlloc) *structs.AllocatedResources {
-	ar := &structs.AllocatedResources{
-		Tasks:  make(map[string]*structs.AllocatedTaskResources, len(pa.TaskResources)),
-		Shared: structs.AllocatedSharedResources{DiskMB: pa.SharedDiskMb},
+// maxReasons bounds the log: evals nacked on a leader that then lost
+// leadership are never taken.
+const maxReasons = 10000
+
+func (r *reasonLog) set(evalID, reason string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil || len(r.m) >= maxReasons {
+		r.m = map[string]string{}
 	}
-	for name, r := range pa.TaskResources {
-		ar.Tasks[name] = &structs.AllocatedTaskResources{
-			Cpu:    structs.AllocatedCpuResources{CpuShares: r.Cpu},
-			Memory: structs.AllocatedMemoryResources{MemoryMB: r.MemoryMb, MemoryMaxMB: r.MemoryMaxMb},
-		}
-	}
-	return ar
+	r.m[evalID] = reason
 }
 
-func metricsFromPB(m map[string]*pb.AllocMetric) map[string]*structs.AllocMetric {
-	if len(m) == 0 {
-		return nil
-	}
-	out := make(map[string]*structs.AllocMetric, len(m))
-	for k, v := range m {
-		out[k] = metricFromPB(v)
-	}
-	return out
+func (r *reasonLog) take(evalID string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	reason := r.m[evalID]
+	delete(r.m, evalID)
+	return reason
 }
 
-func intMap(m map[string]int32) map[string]int {
-	if len(m) == 0 {
-		return nil
+// deliveryLimitDescription is the StatusDescription of an eval failed at
+// the delivery limit.
+func (s *Server) deliveryLimitDescription(evalID string) string {
+	limit := s.cfg.Broker.DeliveryLimit
+	if limit <= 0 {
+		limit = evalbroker.DefaultDeliveryLimit
 	}
-	out := make(map[string]int, len(m))
-	for k, v := range m {
-		out[k] = int(v)
+	desc := fmt.Sprintf("evaluation reached delivery limit (%d)", limit)
+	if reason := s.nackReasons.take(evalID); reason != "" {
+		desc += "; last error: " + reason
 	}
-	return out
-}
-
-func metricFromPB(m *pb.AllocMetric) *structs.AllocMetric {
-	if m == nil {
-		return nil
-	}
-	return &structs.AllocMetric{
-		NodesEvaluated: int(m.NodesEvaluated), NodesFiltered: int(m.NodesFiltered), NodesInPool: int(m.NodesInPool),
-		NodePool: m.NodePool, NodesAvailable: intMap(m.NodesAvailable), ClassFiltered: intMap(m.ClassFiltered),
-		ConstraintFiltered: intMap(m.ConstraintFiltered), NodesExhausted: int(m.NodesExhausted),
-		ClassExhausted: intMap(m.ClassExhausted), DimensionExhausted: intMap(m.DimensionExhausted),
-		CoalescedFailures: int(m.CoalescedFailures), AllocationTime: time.Duration(m.AllocationTimeNs),
-		Scores: m.Scores,
-	}
+	return desc
 }

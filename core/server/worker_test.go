@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -56,6 +57,8 @@ func (r fakeRouter) Lookup(t string) (scheduler.Scheduler, int, error) {
 }
 
 func (fakeRouter) ServedTypes() []string { return builtin.InProcess{}.ServedTypes() }
+
+func (fakeRouter) PerNode(t string) (bool, bool) { return builtin.InProcess{}.PerNode(t) }
 
 // placeOnEveryFreeNode places one alloc of cpu MHz on every node of the
 // request that holds no alloc of the job yet, like a sysbatch scheduler
@@ -227,7 +230,7 @@ func TestWorkerDeliveryLimitFailsEval(t *testing.T) {
 	})
 	resp := registerJob(t, s, testJob("broken", structs.JobTypeSysBatch))
 	ev := waitEvalTerminal(t, s, resp.EvalID)
-	if ev.Status != structs.EvalStatusFailed || ev.StatusDescription != "evaluation reached delivery limit (3)" {
+	if ev.Status != structs.EvalStatusFailed || ev.StatusDescription != "evaluation reached delivery limit (3); last error: scheduler plugin: always broken" {
 		t.Fatalf("eval = %q %q", ev.Status, ev.StatusDescription)
 	}
 	if n := len(fs.calls()); n != 3 {
@@ -327,5 +330,40 @@ func TestWorkerToleratesMissingQueuedAllocations(t *testing.T) {
 	}
 	if allocs, _ := s.State().AllocsByJob(nil, "default", "noq", true); len(allocs) != 1 {
 		t.Fatalf("allocs = %d", len(allocs))
+	}
+}
+
+// A plan naming allocations the job does not have, or a task group its job
+// does not have, is refused whole, never committed with those entries left
+// out; the eval fails at the delivery limit with the names in its status.
+func TestWorkerRefusesPlanNamingUnknownAllocsAndGroups(t *testing.T) {
+	fs := &funcSched{schedule: func(_ context.Context, _ int, req *pb.ScheduleRequest) (*pb.ScheduleResponse, error) {
+		resp := placeOnEveryFreeNode(req, func(*pb.Node) int64 { return 100 })
+		node := req.Nodes[0]
+		resp.Plan.NodeUpdate = append(resp.Plan.NodeUpdate, &pb.AllocStop{AllocId: "no-such-alloc"})
+		resp.Plan.NodeAllocation = append(resp.Plan.NodeAllocation, &pb.PlacedAlloc{
+			Id: uuid.NewString(), Name: req.Job.Id + ".ghost[0]", NodeId: node.Id, NodeName: node.Name, TaskGroup: "ghost",
+			TaskResources: map[string]*pb.Resources{"t": {Cpu: 100, MemoryMb: 64}},
+		})
+		return resp, nil
+	}}
+	s := testServer(t, func(c *Config) {
+		c.Schedulers = fakeRouter{sched: fs, maxAttempts: 2}
+		c.Broker.InitialNackDelay = -1
+		c.Broker.SubsequentNackDelay = -1
+	})
+	registerNodes(t, s, testNode("a"))
+	resp := registerJob(t, s, testJob("bad-plan", structs.JobTypeSysBatch))
+	ev := waitEvalTerminal(t, s, resp.EvalID)
+	if ev.Status != structs.EvalStatusFailed {
+		t.Fatalf("eval = %q %q, want failed", ev.Status, ev.StatusDescription)
+	}
+	for _, want := range []string{"delivery limit (3)", `"no-such-alloc"`, `"ghost"`} {
+		if !strings.Contains(ev.StatusDescription, want) {
+			t.Errorf("status description %q does not name %s", ev.StatusDescription, want)
+		}
+	}
+	if allocs, _ := s.State().AllocsByJob(nil, "default", "bad-plan", true); len(allocs) != 0 {
+		t.Fatalf("a refused plan committed %d allocs", len(allocs))
 	}
 }

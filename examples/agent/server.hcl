@@ -21,6 +21,14 @@ server {
   bootstrap_expect = 3
   num_schedulers   = 2
 
+  # Scheduler limits (these are the defaults). A plugin call that takes
+  # longer is a failed attempt; a job asking for more allocations (count,
+  # times the nodes for system and sysbatch) is refused at submit; an eval
+  # places at most max_allocs_per_eval and a follow-up eval the rest.
+  # scheduler_call_timeout = "1m"
+  # max_allocs_per_job     = 100000
+  # max_allocs_per_eval    = 25000
+
   server_join {
     retry_join     = ["server1:4647", "server2:4647", "server3:4647"]
     retry_interval = "1s"

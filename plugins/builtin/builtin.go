@@ -70,3 +70,21 @@ func (InProcess) Lookup(jobType string) (scheduler.Scheduler, int, error) {
 
 // ServedTypes lists the job types of the built-in schedulers.
 func (InProcess) ServedTypes() []string { return []string{"sysbatch", "system"} }
+
+// PerNode reports what the built-in scheduler serving jobType declares.
+func (p InProcess) PerNode(jobType string) (perNode, served bool) {
+	s, _, err := p.Lookup(jobType)
+	if err != nil {
+		return false, false
+	}
+	info, err := s.Info(context.Background())
+	if err != nil {
+		return false, false
+	}
+	for _, t := range info.JobTypes {
+		if t.Name == jobType {
+			return t.PerNode, true
+		}
+	}
+	return false, false
+}

@@ -21,6 +21,6 @@ func TestSuite(t *testing.T) {
 	goldentest.Suite(t, New(), "testdata", &schedulerpb.InfoResponse{
 		Name:     "scheduler-sysbatch",
 		Version:  "0.1.0",
-		JobTypes: []*schedulerpb.JobTypeInfo{{Name: "sysbatch", MaxAttempts: 2}},
+		JobTypes: []*schedulerpb.JobTypeInfo{{Name: "sysbatch", MaxAttempts: 2, PerNode: true}},
 	})
 }

@@ -21,6 +21,6 @@ func TestSuite(t *testing.T) {
 	goldentest.Suite(t, New(), "testdata", &schedulerpb.InfoResponse{
 		Name:     "scheduler-system",
 		Version:  "0.1.0",
-		JobTypes: []*schedulerpb.JobTypeInfo{{Name: "system", MaxAttempts: 5}},
+		JobTypes: []*schedulerpb.JobTypeInfo{{Name: "system", MaxAttempts: 5, PerNode: true}},
 	})
 }

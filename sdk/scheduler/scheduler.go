@@ -51,7 +51,17 @@ import (
 // every launch of the plugin process; the answer must not change during the
 // life of the process. Name must be non-empty and at least one job type must
 // be listed, or the core refuses to load the plugin. When two plugins serve
-// the same job type, the one configured later wins.
+// the same job type, the one configured later wins. A type that places each
+// task group's count on every candidate node (as system and sysbatch do)
+// sets per_node: the core then counts count x nodes allocations against its
+// per-job limit when the job is submitted.
+//
+// # Limits
+//
+// The request's max_placements (when not 0) is the most new allocations
+// the plan may place; a scheduler stops there and counts the rest in
+// QueuedAllocations, and the core places them with a follow-up eval. The
+// core drops placements past the limit in any case.
 //
 // # Errors
 //
@@ -72,7 +82,9 @@ import (
 //
 // Every method takes the caller's context: over gRPC its deadline and
 // cancellation reach the plugin process. A long computation should check
-// ctx.Err() now and then and give up when it is set.
+// ctx.Err() now and then and give up when it is set. The core bounds each
+// Schedule call (the server's scheduler_call_timeout); a call that runs
+// out is a failed attempt, retried up to the eval's delivery limit.
 type Scheduler interface {
 	// Info reports the plugin's name, version and served job types.
 	Info(ctx context.Context) (*schedulerpb.InfoResponse, error)

@@ -365,6 +365,26 @@ func (b *Broker) Dequeue(ctx context.Context, types []string) (*structs.Evaluati
 	if len(types) == 0 {
 		return nil, "", ErrNoTypes
 	}
+	return b.dequeue(ctx, func() *entry { return b.dequeueLocked(types) })
+}
+
+// DequeueFunc is Dequeue over every eval type that admit accepts, the
+// failed queue excepted. admit is asked again each time an eval becomes
+// ready, so it may change its mind between wake-ups; it runs with the
+// broker's lock held and must not call back into the broker.
+func (b *Broker) DequeueFunc(ctx context.Context, admit func(evalType string) bool) (*structs.Evaluation, string, error) {
+	return b.dequeue(ctx, func() *entry {
+		var types []string
+		for t, h := range b.ready {
+			if t != FailedQueue && h.Len() > 0 && admit(t) {
+				types = append(types, t)
+			}
+		}
+		return b.dequeueLocked(types)
+	})
+}
+
+func (b *Broker) dequeue(ctx context.Context, pick func() *entry) (*structs.Evaluation, string, error) {
 	b.mu.Lock()
 	if !b.enabled {
 		b.mu.Unlock()
@@ -380,7 +400,7 @@ func (b *Broker) Dequeue(ctx context.Context, types []string) (*structs.Evaluati
 			b.mu.Unlock()
 			return nil, "", ErrNotEnabled
 		}
-		if e := b.dequeueLocked(types); e != nil {
+		if e := pick(); e != nil {
 			ev, token := e.eval, e.token
 			b.mu.Unlock()
 			return ev, token, nil
@@ -467,6 +487,32 @@ func (b *Broker) Nack(evalID, token string) error {
 		return err
 	}
 	b.nackLocked(e)
+	return nil
+}
+
+// Requeue hands a delivered eval back without counting the delivery
+// against DeliveryLimit: the worker could not even start on it (its
+// scheduler plugin is restarting, or the worker's per-type limit was
+// reached), which says nothing about the eval. It is ready again after
+// delay. Like Nack, it keeps its job's slot.
+func (b *Broker) Requeue(evalID, token string, delay time.Duration) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e, err := b.outstandingLocked(evalID, token)
+	if err != nil {
+		return err
+	}
+	b.disarmLocked(e)
+	delete(b.requeue, e.token)
+	e.token = ""
+	e.paused = false
+	e.deliveries--
+	if delay <= 0 {
+		b.pushReadyLocked(e)
+		return nil
+	}
+	e.state = stateWaiting
+	b.armLocked(e, b.clock.Now().Add(delay))
 	return nil
 }
 

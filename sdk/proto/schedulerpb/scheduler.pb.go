@@ -72,7 +72,11 @@ type JobTypeInfo struct {
 	// Scheduling attempts the core makes for one eval before failing it with
 	// "maximum attempts reached (N)". The counter resets whenever a plan made
 	// progress.
-	MaxAttempts   int32 `protobuf:"varint,2,opt,name=max_attempts,json=maxAttempts,proto3" json:"max_attempts,omitempty"`
+	MaxAttempts int32 `protobuf:"varint,2,opt,name=max_attempts,json=maxAttempts,proto3" json:"max_attempts,omitempty"`
+	// Each task group's count is placed on every candidate node (as system
+	// and sysbatch do), so a job asks for count x nodes allocations rather
+	// than count. The core uses it to bound what one job may ask for.
+	PerNode       bool `protobuf:"varint,3,opt,name=per_node,json=perNode,proto3" json:"per_node,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -119,6 +123,13 @@ func (x *JobTypeInfo) GetMaxAttempts() int32 {
 		return x.MaxAttempts
 	}
 	return 0
+}
+
+func (x *JobTypeInfo) GetPerNode() bool {
+	if x != nil {
+		return x.PerNode
+	}
+	return false
 }
 
 type InfoResponse struct {
@@ -1330,7 +1341,13 @@ type ScheduleRequest struct {
 	JobVersions []*Job           `protobuf:"bytes,5,rep,name=job_versions,json=jobVersions,proto3" json:"job_versions,omitempty"`
 	Config      *SchedulerConfig `protobuf:"bytes,6,opt,name=config,proto3" json:"config,omitempty"`
 	// 1-based attempt number for this eval.
-	Attempt       int32 `protobuf:"varint,7,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	Attempt int32 `protobuf:"varint,7,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	// At most this many new allocations may be placed by this attempt's plan
+	// (0: no limit; negative: none). A scheduler stops placing there and
+	// counts the rest in queued_allocations; the core places the rest with a
+	// follow-up eval. The core drops placements past the limit whether or
+	// not the plugin honours it.
+	MaxPlacements int32 `protobuf:"varint,8,opt,name=max_placements,json=maxPlacements,proto3" json:"max_placements,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1410,6 +1427,13 @@ func (x *ScheduleRequest) GetConfig() *SchedulerConfig {
 func (x *ScheduleRequest) GetAttempt() int32 {
 	if x != nil {
 		return x.Attempt
+	}
+	return 0
+}
+
+func (x *ScheduleRequest) GetMaxPlacements() int32 {
+	if x != nil {
+		return x.MaxPlacements
 	}
 	return 0
 }
@@ -2210,10 +2234,11 @@ var File_scheduler_proto protoreflect.FileDescriptor
 const file_scheduler_proto_rawDesc = "" +
 	"\n" +
 	"\x0fscheduler.proto\x12\x13drover.scheduler.v1\"\r\n" +
-	"\vInfoRequest\"D\n" +
+	"\vInfoRequest\"_\n" +
 	"\vJobTypeInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
-	"\fmax_attempts\x18\x02 \x01(\x05R\vmaxAttempts\"{\n" +
+	"\fmax_attempts\x18\x02 \x01(\x05R\vmaxAttempts\x12\x19\n" +
+	"\bper_node\x18\x03 \x01(\bR\aperNode\"{\n" +
 	"\fInfoResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12=\n" +
@@ -2356,7 +2381,7 @@ const file_scheduler_proto_rawDesc = "" +
 	"\x11preemption_system\x18\x01 \x01(\bR\x10preemptionSystem\x12/\n" +
 	"\x13preemption_sysbatch\x18\x02 \x01(\bR\x12preemptionSysbatch\x12)\n" +
 	"\x10preemption_batch\x18\x03 \x01(\bR\x0fpreemptionBatch\x12-\n" +
-	"\x12preemption_service\x18\x04 \x01(\bR\x11preemptionService\"\xf1\x02\n" +
+	"\x12preemption_service\x18\x04 \x01(\bR\x11preemptionService\"\x98\x03\n" +
 	"\x0fScheduleRequest\x123\n" +
 	"\x04eval\x18\x01 \x01(\v2\x1f.drover.scheduler.v1.EvaluationR\x04eval\x12*\n" +
 	"\x03job\x18\x02 \x01(\v2\x18.drover.scheduler.v1.JobR\x03job\x12/\n" +
@@ -2364,7 +2389,8 @@ const file_scheduler_proto_rawDesc = "" +
 	"\x06allocs\x18\x04 \x03(\v2\x1f.drover.scheduler.v1.AllocationR\x06allocs\x12;\n" +
 	"\fjob_versions\x18\x05 \x03(\v2\x18.drover.scheduler.v1.JobR\vjobVersions\x12<\n" +
 	"\x06config\x18\x06 \x01(\v2$.drover.scheduler.v1.SchedulerConfigR\x06config\x12\x18\n" +
-	"\aattempt\x18\a \x01(\x05R\aattempt\"\xeb\t\n" +
+	"\aattempt\x18\a \x01(\x05R\aattempt\x12%\n" +
+	"\x0emax_placements\x18\b \x01(\x05R\rmaxPlacements\"\xeb\t\n" +
 	"\vAllocMetric\x12'\n" +
 	"\x0fnodes_evaluated\x18\x01 \x01(\x05R\x0enodesEvaluated\x12%\n" +
 	"\x0enodes_filtered\x18\x02 \x01(\x05R\rnodesFiltered\x12\"\n" +

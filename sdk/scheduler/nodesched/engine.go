@@ -156,7 +156,8 @@ func (e *Engine) Run(req *schedulerpb.ScheduleRequest) (*Outcome, error) {
 	}
 	e.logger.Debug("evaluation scheduled", "eval_id", eval.GetId(), "job_id", eval.GetJobId(),
 		"attempt", req.GetAttempt(), "placed", r.placed, "stopped", len(r.plan.GetNodeUpdate()),
-		"failed_groups", len(r.failed), "blocked", len(r.blocked), "updates_limited", r.limited)
+		"failed_groups", len(r.failed), "blocked", len(r.blocked), "updates_limited", r.limited,
+		"left_by_max_placements", r.capped)
 	return &Outcome{Response: resp, Filtered: r.filtered, UpdatesLimited: r.limited}, nil
 }
 
@@ -198,6 +199,7 @@ type run struct {
 	escaped   bool
 	limited   bool
 	placed    int
+	capped    int                      // placements left queued by ScheduleRequest.max_placements
 	idBuf     []byte                   // scratch for AllocID
 	okMetric  *schedulerpb.AllocMetric // shared by successful placements
 }

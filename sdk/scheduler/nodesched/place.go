@@ -57,8 +57,16 @@ func (r *run) computePlacements(place []reconcile.AllocTuple) {
 	}
 	var filteredBy map[string]*schedulerpb.AllocMetric
 	var cur *nodeState
+	limit := r.req.GetMaxPlacements()
 	for _, t := range place {
 		tgName := t.TaskGroup.GetName()
+		if limit < 0 || (limit > 0 && int32(r.placed) >= limit) {
+			// The core's per-eval limit: what is left stays queued, and
+			// the core follows up with another eval. Checking the rest
+			// would only cost time.
+			r.capped++
+			continue
+		}
 		g := r.groups[tgName]
 		node := r.ready[t.NodeID]
 		if node == nil || g == nil {

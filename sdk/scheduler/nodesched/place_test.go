@@ -189,3 +189,26 @@ func TestRequestUntouched(t *testing.T) {
 		t.Fatal("same request, different responses")
 	}
 }
+
+// TestMaxPlacements: the core's per-eval limit stops placing, and what is
+// left stays queued for the core's follow-up eval rather than failing.
+func TestMaxPlacements(t *testing.T) {
+	nodes := func() []*schedulerpb.Node {
+		return []*schedulerpb.Node{tNode("n1"), tNode("n2"), tNode("n3")}
+	}
+	limited := func(max int32) func() *schedulerpb.ScheduleRequest {
+		return func() *schedulerpb.ScheduleRequest {
+			r := tReq(tJob("sysbatch"), nodes())
+			r.MaxPlacements = max
+			return r
+		}
+	}
+	runCases(t, []engineCase{
+		{name: "two of three placed, the third queued", engine: sysbatchEngine(), req: limited(2),
+			placed: []string{"n1/j.g[0]", "n2/j.g[0]"}, queued: map[string]int32{"g": 3}},
+		{name: "zero means no limit", engine: sysbatchEngine(), req: limited(0),
+			placed: []string{"n1/j.g[0]", "n2/j.g[0]", "n3/j.g[0]"}, queued: map[string]int32{"g": 3}},
+		{name: "negative places nothing", engine: sysbatchEngine(), req: limited(-1),
+			queued: map[string]int32{"g": 3}},
+	})
+}

@@ -34,12 +34,13 @@ func NewPlugin(id Identity, opts Options) *Plugin {
 	return &Plugin{id: id, engine: New(opts)}
 }
 
-// Info reports the plugin's name, version and job type.
+// Info reports the plugin's name, version and job type. The engine places
+// each group's count on every candidate node, so the type is per node.
 func (p *Plugin) Info(context.Context) (*schedulerpb.InfoResponse, error) {
 	return &schedulerpb.InfoResponse{
 		Name:     p.id.Name,
 		Version:  p.id.Version,
-		JobTypes: []*schedulerpb.JobTypeInfo{{Name: p.id.JobType, MaxAttempts: p.id.MaxAttempts}},
+		JobTypes: []*schedulerpb.JobTypeInfo{{Name: p.id.JobType, MaxAttempts: p.id.MaxAttempts, PerNode: true}},
 	}, nil
 }
 

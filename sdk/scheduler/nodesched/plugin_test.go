@@ -32,7 +32,7 @@ func TestPluginInfo(t *testing.T) {
 			want := &schedulerpb.InfoResponse{
 				Name:     tc.id.Name,
 				Version:  tc.id.Version,
-				JobTypes: []*schedulerpb.JobTypeInfo{{Name: tc.id.JobType, MaxAttempts: tc.id.MaxAttempts}},
+				JobTypes: []*schedulerpb.JobTypeInfo{{Name: tc.id.JobType, MaxAttempts: tc.id.MaxAttempts, PerNode: true}},
 			}
 			if !proto.Equal(got, want) {
 				t.Errorf("Info = %v, want %v", got, want)

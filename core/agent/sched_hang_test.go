@@ -1,0 +1,131 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/drover-org/drover/core/structs"
+)
+
+// A real scheduler plugin process that hangs (SIGSTOP) costs its job type
+// bounded attempts (scheduler_call_timeout); the other type's plugin keeps
+// scheduling meanwhile.
+func TestStoppedSchedulerPluginDoesNotStallOtherTypes(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DevConfig()
+	cfg.DataDir = t.TempDir()
+	cfg.Ports.RPC = freePort(t)
+	cfg.Server.SchedulerCallTimeout = "1s"
+	logs := &lockedBuffer{}
+	a, err := New(cfg, Options{
+		Logger:  hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: logs}),
+		SelfExe: os.Args[0], HTTPListener: ln, PluginEnv: []string{testPluginEnv + "=1"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		a.Shutdown()
+		if t.Failed() {
+			t.Logf("--- agent log ---\n%s", logs)
+		}
+	})
+	waitFor(t, "a ready node", func() (bool, string) {
+		nodes, _ := a.Server().State().Nodes(nil)
+		return len(nodes) == 1 && nodes[0].Ready(), fmt.Sprint(len(nodes))
+	})
+	pid := 0
+	for _, p := range a.Plugins().Status() {
+		if p.Name == "scheduler-system" {
+			pid = p.Pid
+		}
+	}
+	if pid == 0 {
+		t.Fatalf("no scheduler-system plugin in %+v", a.Plugins().Status())
+	}
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) }) // before Shutdown
+	stopProcess(t, pid)
+
+	job := func(id, typ string) *structs.Job {
+		return &structs.Job{ID: id, Type: typ, TaskGroups: []*structs.TaskGroup{{
+			Name: "g", Count: 1,
+			Tasks: []*structs.Task{{Name: "t", Driver: "raw_exec", Config: map[string]any{"command": "/bin/true"},
+				Resources: &structs.Resources{CPU: 20, MemoryMB: 16}}},
+		}}}
+	}
+	var hung []string
+	for i := range 4 {
+		r, err := a.Server().RegisterJob(context.Background(), job(fmt.Sprintf("hung-%d", i), structs.JobTypeSystem), false, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hung = append(hung, r.EvalID)
+	}
+	r, err := a.Server().RegisterJob(context.Background(), job("moves", structs.JobTypeSysBatch), false, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the sysbatch eval to complete while the system plugin is stopped", func() (bool, string) {
+		ev, _ := a.Server().State().EvalByID(nil, r.EvalID)
+		if ev == nil {
+			return false, "no eval"
+		}
+		return ev.Status == structs.EvalStatusComplete, ev.Status
+	})
+	for _, id := range hung {
+		ev, _ := a.Server().State().EvalByID(nil, id)
+		if ev == nil || ev.Status == structs.EvalStatusComplete {
+			t.Fatalf("system eval %s completed with its plugin stopped: %+v; plugins: %+v", id, ev, a.Plugins().Status())
+		}
+	}
+}
+
+// stopProcess sends SIGSTOP and waits until every thread of pid is
+// stopped: the kernel wakes one thread to begin the group stop, and on a
+// loaded machine the others may run on (and answer a call) meanwhile.
+func stopProcess(t *testing.T, pid int) {
+	t.Helper()
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !allThreadsStopped(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("pid %d did not stop", pid)
+		}
+		<-tick.C
+	}
+}
+
+func allThreadsStopped(pid int) bool {
+	stats, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
+	if err != nil || len(stats) == 0 {
+		return false
+	}
+	for _, p := range stats {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return false
+		}
+		// The state follows the parenthesised command name.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 || i+2 >= len(b) || (b[i+2] != 'T' && b[i+2] != 't') {
+			return false
+		}
+	}
+	return true
+}

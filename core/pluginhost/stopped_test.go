@@ -1,0 +1,95 @@
+package pluginhost
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// A plugin process that stops answering (SIGSTOP) holds a call only until
+// the caller's deadline, which the host reports as the caller's own
+// deadline, not as the plugin dying: the instance is kept, and once the
+// process runs again the same handle serves calls.
+func TestStoppedPluginCallEndsAtCallerDeadline(t *testing.T) {
+	h := newHost(t, testConfig(t, fake("sched-a", "a")))
+	s, _, err := h.Schedulers().Lookup("fake")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := statusOf(t, h, "sched-a").Pid
+	stopProcess(t, pid)
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+		}
+	}
+	t.Cleanup(resume)
+
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err = s.Schedule(ctx, evalReq("stopped"))
+	if err == nil || errors.Is(err, ErrPluginUnavailable) {
+		t.Fatalf("call to a stopped plugin: err = %v, want the caller's deadline, not ErrPluginUnavailable", err)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Fatalf("call to a stopped plugin took %s; the deadline was 300ms", d)
+	}
+	if st := statusOf(t, h, "sched-a"); !st.Running || st.Pid != pid || st.Restarts != 0 {
+		t.Fatalf("after a timed-out call Status = %+v; want the same instance, running", st)
+	}
+
+	resume()
+	if err := waitFor(func() bool {
+		_, err := s.Schedule(t.Context(), evalReq("resumed"))
+		return err == nil
+	}); err != nil {
+		t.Fatal("no call succeeded after SIGCONT:", err)
+	}
+}
+
+// stopProcess sends SIGSTOP and waits until every thread of pid is
+// stopped: the kernel wakes one thread to begin the group stop, and on a
+// loaded machine the others may run on (and answer a call) meanwhile.
+func stopProcess(t *testing.T, pid int) {
+	t.Helper()
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !allThreadsStopped(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("pid %d did not stop", pid)
+		}
+		<-tick.C
+	}
+}
+
+func allThreadsStopped(pid int) bool {
+	stats, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
+	if err != nil || len(stats) == 0 {
+		return false
+	}
+	for _, p := range stats {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return false
+		}
+		// The state follows the parenthesised command name.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 || i+2 >= len(b) || (b[i+2] != 'T' && b[i+2] != 't') {
+			return false
+		}
+	}
+	return true
+}

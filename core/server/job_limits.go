@@ -1,0 +1,149 @@
+package server
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/drover-org/drover/core/structs"
+	pb "github.com/drover-org/drover/sdk/proto/schedulerpb"
+	"github.com/drover-org/drover/sdk/scheduler/feasible"
+)
+
+// Defaults of the allocation limits. A job of 100,000 allocations is about
+// 400 MB of state; one plan of 25,000 stays well inside a Raft entry and
+// the gRPC message limit, and holds a 10,000-node sysbatch job.
+const (
+	DefaultMaxAllocsPerJob  = 100_000
+	DefaultMaxAllocsPerEval = 25_000
+)
+
+// checkAllocLimit refuses a job that asks for more allocations than
+// MaxAllocsPerJob: the sum over its groups of count, times the candidate
+// nodes (at least one, as nodes may join later) for a type whose plugin
+// places per node.
+func (s *Server) checkAllocLimit(job *structs.Job) error {
+	limit := s.cfg.MaxAllocsPerJob
+	perNode, _ := s.cfg.Schedulers.PerNode(job.Type)
+	nodes := 1
+	if perNode {
+		n, err := s.candidateNodes(job)
+		if err != nil {
+			return err
+		}
+		nodes = max(n, 1)
+	}
+	total := 0
+	parts := make([]string, 0, len(job.TaskGroups))
+	for _, tg := range job.TaskGroups {
+		total += tg.Count * nodes
+		if perNode {
+			parts = append(parts, fmt.Sprintf("group %q: count %d on each of %d candidate nodes", tg.Name, tg.Count, nodes))
+		} else {
+			parts = append(parts, fmt.Sprintf("group %q: count %d", tg.Name, tg.Count))
+		}
+	}
+	if total <= limit {
+		return nil
+	}
+	return structs.NewError(structs.ErrInvalid,
+		"job %q asks for %d allocations (%s), above the server limit max_allocs_per_job = %d",
+		job.ID, total, strings.Join(parts, "; "), limit)
+}
+
+// candidateNodes counts the nodes a per-node job would run on: those of its
+// pool and datacenters that are not down.
+func (s *Server) candidateNodes(job *structs.Job) (int, error) {
+	snap, err := s.State().Snapshot()
+	if err != nil {
+		return 0, err
+	}
+	nodes, err := nodesOfPool(snap, job.NodePool)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, node := range nodes {
+		if node.Status != structs.NodeStatusDown && feasible.DatacenterMatches(job.Datacenters, node.Datacenter) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// placementCap is what limited one attempt's new placements.
+type placementCap struct {
+	limit   int  // new placements allowed
+	byJob   bool // MaxAllocsPerJob, not MaxAllocsPerEval, set limit
+	dropped int  // placements of the plugin's plan the core dropped
+	placed  int  // new placements kept
+}
+
+// capPlacements enforces the allocation limits on a plugin's plan, whether
+// or not the plugin honoured ScheduleRequest.max_placements: new
+// placements beyond MaxAllocsPerEval, or beyond what MaxAllocsPerJob
+// leaves the job once this plan's stops are counted, are dropped with the
+// preemptions made for them, and counted queued. In-place updates and
+// stops are never limited.
+func (s *Server) capPlacements(req *pb.ScheduleRequest, resp *pb.ScheduleResponse) placementCap {
+	p := resp.GetPlan()
+	c := placementCap{limit: s.cfg.MaxAllocsPerEval}
+	if p == nil {
+		return c
+	}
+	stopping := make(map[string]bool, len(p.NodeUpdate))
+	for _, st := range p.NodeUpdate {
+		stopping[st.AllocId] = true
+	}
+	have := 0
+	for _, a := range req.GetAllocs() {
+		if a.GetDesiredStatus() == structs.AllocDesiredStatusRun && !stopping[a.GetId()] {
+			have++
+		}
+	}
+	if budget := s.cfg.MaxAllocsPerJob - have; budget < c.limit {
+		c.limit, c.byJob = max(budget, 0), true
+	}
+	// The plugin's count of a group it reported includes its placements
+	// (the core counts them down as they commit), so dropping one leaves
+	// it queued; a group it did not report has its dropped ones counted.
+	reported := make(map[string]bool, len(resp.QueuedAllocations))
+	for tg := range resp.QueuedAllocations {
+		reported[tg] = true
+	}
+	var dropped map[string]bool
+	kept := p.NodeAllocation[:0]
+	for _, pa := range p.NodeAllocation {
+		if pa.InPlace || c.placed < c.limit {
+			if !pa.InPlace {
+				c.placed++
+			}
+			kept = append(kept, pa)
+			continue
+		}
+		if dropped == nil {
+			dropped = map[string]bool{}
+		}
+		dropped[pa.Id] = true
+		if !reported[pa.TaskGroup] {
+			if resp.QueuedAllocations == nil {
+				resp.QueuedAllocations = map[string]int32{}
+			}
+			resp.QueuedAllocations[pa.TaskGroup]++
+		}
+	}
+	if dropped == nil {
+		return c
+	}
+	c.dropped = len(dropped)
+	clear(p.NodeAllocation[len(kept):])
+	p.NodeAllocation = kept
+	keptPre := p.NodePreemptions[:0]
+	for _, pr := range p.NodePreemptions {
+		if !dropped[pr.PreemptedByAllocation] {
+			keptPre = append(keptPre, pr)
+		}
+	}
+	clear(p.NodePreemptions[len(keptPre):])
+	p.NodePreemptions = keptPre
+	return c
+}
