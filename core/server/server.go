@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"go.etcd.io/bbolt"
 
 	"github.com/drover-org/drover/core/fsm"
 	"github.com/drover-org/drover/core/rpc"
@@ -159,6 +160,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.fsm = f
 	if err := s.setupRaft(); err != nil {
+		// Nothing runs yet; release what setupRaft opened so a failed
+		// start leaves neither the store locked nor the transport bound.
+		s.closeRaftIO()
 		return nil, err
 	}
 	s.wg.Add(1)
@@ -212,9 +216,13 @@ func (s *Server) setupRaft() error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("raft data dir: %w", err)
 	}
-	bolt, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db")})
+	dbPath := filepath.Join(dir, "raft.db")
+	if err := checkRaftDB(dbPath); err != nil {
+		return err
+	}
+	bolt, err := raftboltdb.New(raftboltdb.Options{Path: dbPath, BoltOptions: &bbolt.Options{Timeout: raftDBLockWait}})
 	if err != nil {
-		return fmt.Errorf("raft log store: %w", err)
+		return fmt.Errorf("raft log store %s: %w", dbPath, err)
 	}
 	s.raftStore = bolt
 	fss, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, s.logger.Named("snapshot"))
@@ -351,13 +359,18 @@ func (s *Server) Shutdown() error {
 	// first revoke ran; its loops saw the cancelled context and ended.
 	s.revokeLeadership()
 	err := s.raft.Shutdown().Error()
+	s.closeRaftIO()
+	return err
+}
+
+// closeRaftIO closes the Raft transport and log store.
+func (s *Server) closeRaftIO() {
 	if c, ok := s.transport.(interface{ Close() error }); ok {
 		_ = c.Close()
 	}
 	if s.raftStore != nil {
 		_ = s.raftStore.Close()
 	}
-	return err
 }
 
 // raftApply commits one typed entry and returns its index. An error the FSM
