@@ -49,7 +49,8 @@ type Advertise struct {
 	RPC  string `hcl:"rpc,optional"`
 }
 
-// TLSConfig is the `tls { … }` block: mutual TLS between agents.
+// TLSConfig is the `tls { … }` block: mutual TLS between agents (rpc) and
+// HTTPS for the HTTP API (http).
 type TLSConfig struct {
 	HTTP                 bool   `hcl:"http,optional"`
 	RPC                  bool   `hcl:"rpc,optional"`
@@ -57,6 +58,9 @@ type TLSConfig struct {
 	CertFile             string `hcl:"cert_file,optional"`
 	KeyFile              string `hcl:"key_file,optional"`
 	VerifyServerHostname bool   `hcl:"verify_server_hostname,optional"`
+	// VerifyHTTPSClient makes the HTTPS API require a client certificate
+	// signed by ca_file, as Nomad's does.
+	VerifyHTTPSClient bool `hcl:"verify_https_client,optional"`
 }
 
 // ServerJoin is the `server_join { … }` block.

@@ -86,6 +86,11 @@ type Config struct {
 	// ReloadPlugins re-launches every plugin of this agent from its binary
 	// (PUT /v1/agent/plugins/reload), as SIGHUP does; nil answers 501.
 	ReloadPlugins func(ctx context.Context) error
+	// LeaderScheme and LeaderTransport reach the leader's HTTP API for
+	// forwarded reads: "https" and a TLS transport when the agents serve
+	// HTTPS; empty, plain HTTP with the default transport.
+	LeaderScheme    string
+	LeaderTransport http.RoundTripper
 }
 
 // HTTPServer serves the v1 API.
@@ -97,7 +102,10 @@ type HTTPServer struct {
 	reload func(ctx context.Context) error
 	// nodeName is Config.NodeName.
 	nodeName string
-	handler  http.Handler
+	// leaderScheme and leaderTransport are Config's.
+	leaderScheme    string
+	leaderTransport http.RoundTripper
+	handler         http.Handler
 	// query runs blocking reads; a field so that it is built once from the
 	// state store and so that the read path has a single seam.
 	query queryFunc
@@ -127,6 +135,12 @@ func New(cfg Config) *HTTPServer {
 		reload: cfg.ReloadPlugins,
 
 		nodeName: cfg.NodeName,
+
+		leaderScheme:    cfg.LeaderScheme,
+		leaderTransport: cfg.LeaderTransport,
+	}
+	if s.leaderScheme == "" {
+		s.leaderScheme = "http"
 	}
 	s.stopping, s.stop = context.WithCancel(context.Background())
 	s.query = storeQuery(cfg.Server)
