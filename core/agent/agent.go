@@ -178,10 +178,18 @@ func (a *Agent) startPlugins(ctx context.Context, opts Options) (*driverSet, err
 		}},
 		PluginDir: a.cfg.PluginDir,
 	}
+	disabled := disabledBuiltins(a.cfg.Plugins)
 	for _, p := range builtin.Catalog {
+		if disabled[p.Name] {
+			a.logger.Info("built-in plugin disabled by config", "plugin", p.Name)
+			continue
+		}
 		hc.Builtins = append(hc.Builtins, pluginhost.Builtin{Name: p.Name, Kind: p.Kind, Env: opts.PluginEnv})
 	}
 	for _, p := range a.cfg.Plugins {
+		if _, ok := nomadDrivers[p.Name]; ok {
+			continue // configures a built-in; the agent consumed it
+		}
 		settings, err := p.PluginSettings()
 		if err != nil {
 			return nil, err
