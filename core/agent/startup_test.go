@@ -137,6 +137,13 @@ var startupCases = []startupCase{
 		writeFile(t, filepath.Join(filepath.Dir(raftDBPath(cfg)), "snapshots"), []byte("x"), 0o600)
 		return cfg, []string{"raft snapshot store"}
 	}},
+	{name: "client state dir unwritable", setup: func(t *testing.T, dir string) (*Config, []string) {
+		// Fails after the server leads: all of it must be stopped again.
+		cfg := serverConfig(t, dir)
+		writeFile(t, filepath.Join(dir, "file"), []byte("x"), 0o600)
+		cfg.Client.StateDir = filepath.Join(dir, "file", "client")
+		return cfg, []string{"client: ", "not a directory"}
+	}},
 	{name: "bad tls files", setup: func(t *testing.T, dir string) (*Config, []string) {
 		cfg := serverConfig(t, dir)
 		ca := filepath.Join(dir, "ca.pem")
