@@ -198,6 +198,9 @@ func ParseConfig(filename string, src []byte) (*Config, error) {
 // no cross-field rules, so that files can be merged first. Everything that
 // can be checked within the file is (syntax, schema, plugin blocks).
 func parseConfigFragment(filename string, src []byte) (*Config, error) {
+	if err := checkShape(filename, src); err != nil {
+		return nil, err
+	}
 	f, diags := hclsyntax.ParseConfig(src, filename, hcl.Pos{Line: 1, Column: 1})
 	if diags.HasErrors() {
 		return nil, diagError(diags)

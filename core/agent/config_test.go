@@ -172,3 +172,32 @@ func TestParseConfigNomadDriverStanza(t *testing.T) {
 		})
 	}
 }
+
+// Input nested or chained deep enough to exhaust the HCL parser's stack
+// is an error, not a crash of the process (found by FuzzParseConfig's
+// follow-up: the fuzzer's small inputs never get that deep).
+func TestParseConfigTooDeep(t *testing.T) {
+	// Each of these crashed the test binary (fatal: stack overflow) before
+	// the check; all stay under the size limit.
+	for name, src := range map[string]string{
+		"brackets":  "data_dir = " + strings.Repeat("[", 150000),
+		"templates": "data_dir = " + strings.Repeat(`"${`, 150000),
+		"negations": "log_json = " + strings.Repeat("!", maxConfigBytes-20) + "true",
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := ParseConfig("deep.hcl", []byte(src))
+			if err == nil || !strings.Contains(err.Error(), "deep.hcl:1:") {
+				t.Fatalf("got %.200v; want a positioned error", err)
+			}
+		})
+	}
+	big := "data_dir = " + strings.Repeat("1+", maxConfigBytes/2) + "1"
+	if _, err := ParseConfig("big.hcl", []byte(big)); err == nil || !strings.Contains(err.Error(), "may be at most") {
+		t.Errorf("a file over the size limit: %.200v", err)
+	}
+	// Real nesting is shallow and passes.
+	ok := "data_dir = \"/x\"\nserver {\n  enabled = true\n  server_join {\n    retry_join = [\"a\", \"${\"b\"}\"]\n  }\n}\n"
+	if _, err := ParseConfig("ok.hcl", []byte(ok)); err != nil {
+		t.Fatal(err)
+	}
+}
