@@ -277,9 +277,10 @@ func (a *Agent) startServer(opts Options, dataDir, advHTTP string, drivers []str
 		ctx, cancel := context.WithTimeout(context.Background(), wait)
 		defer cancel()
 		if err := a.server.WaitForLeader(ctx); err != nil {
-			return fmt.Errorf("server: no cluster leader after %s: this server is alone (bootstrap_expect = 1, no server_join) "+
-				"yet its Raft state in %s cannot elect it; if that data dir belonged to a cluster, start the other servers "+
-				"or configure server_join: %w", wait, filepath.Join(scfg.DataDir, "raft"), err)
+			return fmt.Errorf("server: no cluster leader after %s: this server is configured alone (bootstrap_expect = 1, "+
+				"no server_join), so its Raft state in %s most likely lists other servers it cannot reach or win a vote without; "+
+				"if that data dir belonged to a cluster, start its other servers or configure server_join: %w",
+				wait, filepath.Join(scfg.DataDir, "raft"), err)
 		}
 	}
 	return nil
