@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -21,7 +22,8 @@ func (agentCommand) Synopsis() string { return "Run a drover agent (server, clie
 func (agentCommand) Run(args []string) int {
 	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
 	dev := fs.Bool("dev", false, "run a server and a client in one process with in-memory state")
-	configPath := fs.String("config", "", "path of an HCL agent config file")
+	var configPaths stringList
+	fs.Var(&configPaths, "config", "HCL agent config file or directory of *.hcl files; repeatable, later ones override earlier ones")
 	dataDir := fs.String("data-dir", "", "data directory (overrides the config)")
 	bind := fs.String("bind", "", "address to bind to (overrides the config)")
 	httpPort := fs.Int("http-port", 0, "HTTP API port (overrides the config)")
@@ -32,20 +34,14 @@ func (agentCommand) Run(args []string) int {
 	if err := fs.Parse(args); err != nil {
 		return 1
 	}
-	var cfg *agent.Config
-	switch {
-	case *configPath != "":
-		c, err := agent.ParseConfigFile(*configPath)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "Error loading agent config: %v\n", err)
-			return 1
-		}
-		cfg = c
-		cfg.DevMode = *dev
-	case *dev:
-		cfg = agent.DevConfig()
-	default:
+	if !*dev && len(configPaths) == 0 {
 		fmt.Fprintln(os.Stderr, "Must specify either -dev or -config")
+		return 1
+	}
+	// As in Nomad, -dev supplies the defaults that -config files override.
+	cfg, err := agent.LoadConfig(*dev, configPaths...)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "Error loading agent config: %v\n", err)
 		return 1
 	}
 	if *dataDir != "" {
@@ -68,6 +64,10 @@ func (agentCommand) Run(args []string) int {
 	}
 	if *pluginDir != "" {
 		cfg.PluginDir = *pluginDir
+	}
+	if err := cfg.Validate(); err != nil {
+		fmt.Fprintf(os.Stderr, "Error loading agent config: %v\n", err)
+		return 1
 	}
 	logger := hclog.New(&hclog.LoggerOptions{
 		Name: "drover", Level: hclog.LevelFromString(cfg.LogLevel), JSONFormat: cfg.LogJSON, Output: os.Stderr,
@@ -105,6 +105,16 @@ func (agentCommand) Run(args []string) int {
 			return 0
 		}
 	}
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string { return strings.Join(*l, ",") }
+
+func (l *stringList) Set(v string) error {
+	*l = append(*l, v)
+	return nil
 }
 
 type pluginCommand struct{}

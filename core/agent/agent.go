@@ -43,8 +43,15 @@ type Agent struct {
 	// with plainHTTP (local client endpoints, the rest proxied).
 	mux       *rpc.Mux
 	rpcServer *rpc.Server
+	raftLayer *rpc.RaftLayer
 	pool      *rpc.Pool
 	plainHTTP *http.Server
+
+	// httpsTLS is the HTTP API's server TLS config when tls.http is on;
+	// httpsClient is how this agent reaches other agents' HTTPS APIs.
+	httpsTLS    *tls.Config
+	httpsClient *tls.Config
+	proxyTr     *http.Transport // nil: http.DefaultTransport
 
 	// memberAddr is the host other agents reach this one on (advertised,
 	// never a wildcard bind address), as /v1/agent/self reports it.
@@ -66,30 +73,57 @@ type Options struct {
 	PluginEnv []string
 	// HeartbeatTTL overrides the node heartbeat TTL (tests).
 	HeartbeatTTL time.Duration
+	// LeaderWait bounds how long a lone server waits to lead before New
+	// fails (default one minute).
+	LeaderWait time.Duration
 }
 
-// New starts an agent: plugins, server, client, then the HTTP API.
-func New(cfg *Config, opts Options) (a *Agent, err error) {
+// defaultLeaderWait bounds how long a lone server waits to lead at start.
+const defaultLeaderWait = time.Minute
+
+// New starts an agent: plugins, server, client, then the HTTP API. When a
+// step fails, what the earlier steps started is stopped again (plugin
+// processes, listeners, Raft stores and transport, the dev temp dir) and
+// the step's error is returned.
+func New(cfg *Config, opts Options) (*Agent, error) {
 	logger := opts.Logger
 	if logger == nil {
 		logger = hclog.New(&hclog.LoggerOptions{Name: "drover", Level: hclog.LevelFromString(cfg.LogLevel), JSONFormat: cfg.LogJSON})
 	}
 	// Room for the HTTP server's end and a server's fatal stop.
-	a = &Agent{cfg: cfg, logger: logger, done: make(chan error, 2)}
-	defer func() {
-		if err != nil {
-			a.Shutdown()
-		}
-	}()
-	if opts.SelfExe == "" {
-		if opts.SelfExe, err = os.Executable(); err != nil {
-			return nil, fmt.Errorf("locate drover binary: %w", err)
-		}
+	a := &Agent{cfg: cfg, logger: logger, done: make(chan error, 2)}
+	if err := a.start(opts); err != nil {
+		a.Shutdown()
+		return nil, err
 	}
+	logger.Info("agent started", "http", a.httpLn.Addr().String(), "https", a.httpsTLS != nil, "dev", cfg.DevMode, "version", Version)
+	return a, nil
+}
+
+func (a *Agent) start(opts Options) error {
+	cfg := a.cfg
+	// The caller's listener is the agent's from here on: closed on failure
+	// like one the agent opened.
+	a.httpLn = opts.HTTPListener
+	if opts.SelfExe == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("locate drover binary: %w", err)
+		}
+		opts.SelfExe = exe
+	}
+	// Certificates are read before anything starts: a bad file is the
+	// most common start-up error and costs nothing to report early.
+	tlsCfgs, err := loadTLS(cfg)
+	if err != nil {
+		return err
+	}
+	a.httpsTLS = tlsCfgs.httpServer
+	a.httpsClient = tlsCfgs.httpClient
 	dataDir := cfg.DataDir
 	if cfg.DevMode && dataDir == "" {
 		if a.tmpDir, err = os.MkdirTemp("", "drover-dev-"); err != nil {
-			return nil, err
+			return fmt.Errorf("dev data dir: %w", err)
 		}
 		dataDir = a.tmpDir
 	}
@@ -98,44 +132,35 @@ func New(cfg *Config, opts Options) (a *Agent, err error) {
 	defer cancel()
 	drivers, err := a.startPlugins(ctx, opts)
 	if err != nil {
-		return nil, err
+		return err
 	}
 
-	a.httpLn = opts.HTTPListener
 	if a.httpLn == nil {
 		httpAddr := net.JoinHostPort(cfg.BindAddr, strconv.Itoa(cfg.Ports.HTTP))
 		if a.httpLn, err = net.Listen("tcp", httpAddr); err != nil {
-			return nil, fmt.Errorf("http listener: %w", err)
+			return fmt.Errorf("http listener: %w", err)
 		}
 	}
 	advHTTP := advertiseAddr(cfg, a.httpLn.Addr().String(), cfg.Advertise.httpAddr())
 	a.memberAddr, _, _ = net.SplitHostPort(advHTTP)
 
 	// Outside dev mode agents talk over RPC: one port carries gRPC and Raft.
-	var serverTLS, clientTLS *tls.Config
-	if t := cfg.TLS; t != nil && t.RPC {
-		name := "server." + cfg.Region + ".drover"
-		if serverTLS, clientTLS, err = rpc.TLSConfig(t.CAFile, t.CertFile, t.KeyFile, t.VerifyServerHostname, name); err != nil {
-			return nil, fmt.Errorf("tls: %w", err)
-		}
-	}
 	if !cfg.DevMode {
-		a.pool = rpc.NewPool(clientTLS)
+		a.pool = rpc.NewPool(tlsCfgs.rpcClient)
 	}
 	if cfg.Server != nil && cfg.Server.Enabled {
-		if err := a.startServer(ctx, opts, dataDir, advHTTP, drivers.Names(), serverTLS, clientTLS); err != nil {
-			return nil, err
+		if err := a.startServer(opts, dataDir, advHTTP, drivers.Names(), tlsCfgs.rpcServer, tlsCfgs.rpcClient); err != nil {
+			return err
 		}
 	}
 	var remote *remoteServers
 	if cfg.Client != nil && cfg.Client.Enabled {
 		if remote, err = a.startClient(dataDir, advHTTP, drivers); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	a.startHTTP(remote)
-	logger.Info("agent started", "http", a.httpLn.Addr().String(), "dev", cfg.DevMode, "version", Version)
-	return a, nil
+	return nil
 }
 
 // startPlugins launches the built-in and configured plugins.
@@ -154,10 +179,18 @@ func (a *Agent) startPlugins(ctx context.Context, opts Options) (*driverSet, err
 		}},
 		PluginDir: a.cfg.PluginDir,
 	}
+	disabled := disabledBuiltins(a.cfg.Plugins)
 	for _, p := range builtin.Catalog {
+		if disabled[p.Name] {
+			a.logger.Info("built-in plugin disabled by config", "plugin", p.Name)
+			continue
+		}
 		hc.Builtins = append(hc.Builtins, pluginhost.Builtin{Name: p.Name, Kind: p.Kind, Env: opts.PluginEnv})
 	}
 	for _, p := range a.cfg.Plugins {
+		if _, ok := nomadDrivers[p.Name]; ok {
+			continue // configures a built-in; the agent consumed it
+		}
 		settings, err := p.PluginSettings()
 		if err != nil {
 			return nil, err
@@ -173,7 +206,7 @@ func (a *Agent) startPlugins(ctx context.Context, opts Options) (*driverSet, err
 
 // startServer starts the server; outside dev mode also its RPC port (the
 // mux carrying gRPC and Raft) and its cluster settings.
-func (a *Agent) startServer(ctx context.Context, opts Options, dataDir, advHTTP string, drivers []string, serverTLS, clientTLS *tls.Config) error {
+func (a *Agent) startServer(opts Options, dataDir, advHTTP string, drivers []string, serverTLS, clientTLS *tls.Config) error {
 	cfg := a.cfg
 	sc := cfg.Server
 	scfg := server.Config{
@@ -221,8 +254,9 @@ func (a *Agent) startServer(ctx context.Context, opts Options, dataDir, advHTTP 
 		a.mux = rpc.NewMux(rpcLn, serverTLS, a.logger.Named("rpc"))
 		layer, err := rpc.NewRaftLayer(a.mux.RaftListener(), rpc.HostPort(scfg.RPCAddr), clientTLS)
 		if err != nil {
-			return err
+			return fmt.Errorf("raft transport: %w", err)
 		}
+		a.raftLayer = layer
 		scfg.RaftLayer = layer
 		scfg.RPCPool = a.pool
 		scfg.BootstrapExpect = sc.BootstrapExpect
@@ -246,7 +280,18 @@ func (a *Agent) startServer(ctx context.Context, opts Options, dataDir, advHTTP 
 	// A lone server is ready once it leads; a clustered one forms its
 	// cluster in the background.
 	if cfg.DevMode || (scfg.BootstrapExpect <= 1 && len(scfg.RetryJoin) == 0) {
-		return a.server.WaitForLeader(ctx)
+		wait := opts.LeaderWait
+		if wait <= 0 {
+			wait = defaultLeaderWait
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
+		if err := a.server.WaitForLeader(ctx); err != nil {
+			return fmt.Errorf("server: no cluster leader after %s: this server is configured alone (bootstrap_expect = 1, "+
+				"no server_join), so its Raft state in %s most likely lists other servers it cannot reach or win a vote without; "+
+				"if that data dir belonged to a cluster, start its other servers or configure server_join: %w",
+				wait, filepath.Join(scfg.DataDir, "raft"), err)
+		}
 	}
 	return nil
 }
@@ -291,6 +336,7 @@ func (a *Agent) startClient(dataDir, advHTTP string, drivers *driverSet) (*remot
 
 // startHTTP serves the HTTP API: the full API with a server, or a
 // client-only agent's local endpoints with the rest proxied to a server.
+// With tls.http it is served over HTTPS only.
 func (a *Agent) startHTTP(remote *remoteServers) {
 	hcfg := httpapi.Config{Logger: a.logger.Named("http"), AgentSelf: a.self, NodeName: a.cfg.NodeName, ReloadPlugins: a.ReloadPlugins,
 		MaxBodyBytes: a.cfg.HTTPMaxBodyBytes}
@@ -300,12 +346,20 @@ func (a *Agent) startHTTP(remote *remoteServers) {
 	if a.client != nil {
 		hcfg.Client = a.client
 	}
+	if a.httpsTLS != nil {
+		a.proxyTr = a.proxyTransport()
+		hcfg.LeaderScheme, hcfg.LeaderTransport = a.httpScheme(), a.proxyTr
+		a.httpLn = tls.NewListener(a.httpLn, a.httpsTLS)
+	}
 	a.http = httpapi.New(hcfg)
 	if a.server != nil {
 		go func() { a.done <- a.http.Serve(a.httpLn) }()
 		return
 	}
-	a.plainHTTP = &http.Server{Handler: clientOnlyHandler(a.http.Handler(), remote), ReadHeaderTimeout: 10 * time.Second}
+	a.plainHTTP = &http.Server{
+		Handler:           clientOnlyHandler(a.http.Handler(), remote, a.httpScheme(), a.proxyTr),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
 	go func() { a.done <- a.plainHTTP.Serve(a.httpLn) }()
 }
 
@@ -392,11 +446,17 @@ func (a *Agent) Shutdown() {
 	if a.rpcServer != nil {
 		a.rpcServer.Stop()
 	}
+	if a.raftLayer != nil {
+		_ = a.raftLayer.Close() // already closed by a started server's transport
+	}
 	if a.mux != nil {
 		_ = a.mux.Close()
 	}
 	if a.pool != nil {
 		a.pool.Close()
+	}
+	if a.proxyTr != nil {
+		a.proxyTr.CloseIdleConnections()
 	}
 	if a.host != nil {
 		_ = a.host.Close()

@@ -15,8 +15,9 @@ import (
 // client endpoints (logs) and the agent's own info are served here, and
 // everything else is proxied to a server of the cluster, so the CLI works
 // against any agent.
-func clientOnlyHandler(local http.Handler, servers *remoteServers) http.Handler {
+func clientOnlyHandler(local http.Handler, servers *remoteServers, scheme string, transport http.RoundTripper) http.Handler {
 	proxy := &httputil.ReverseProxy{
+		Transport: transport,
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			target, _ := pr.In.Context().Value(targetKey{}).(*url.URL)
 			pr.SetURL(target)
@@ -36,7 +37,7 @@ func clientOnlyHandler(local http.Handler, servers *remoteServers) http.Handler 
 			http.Error(w, "No path to a server: "+errString(err), http.StatusServiceUnavailable)
 			return
 		}
-		target := &url.URL{Scheme: "http", Host: info.HTTPAddr}
+		target := &url.URL{Scheme: scheme, Host: info.HTTPAddr}
 		proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), targetKey{}, target)))
 	})
 }

@@ -52,7 +52,8 @@ type Advertise struct {
 	RPC  string `hcl:"rpc,optional"`
 }
 
-// TLSConfig is the `tls { … }` block: mutual TLS between agents.
+// TLSConfig is the `tls { … }` block: mutual TLS between agents (rpc) and
+// HTTPS for the HTTP API (http).
 type TLSConfig struct {
 	HTTP                 bool   `hcl:"http,optional"`
 	RPC                  bool   `hcl:"rpc,optional"`
@@ -60,6 +61,9 @@ type TLSConfig struct {
 	CertFile             string `hcl:"cert_file,optional"`
 	KeyFile              string `hcl:"key_file,optional"`
 	VerifyServerHostname bool   `hcl:"verify_server_hostname,optional"`
+	// VerifyHTTPSClient makes the HTTPS API require a client certificate
+	// signed by ca_file, as Nomad's does.
+	VerifyHTTPSClient bool `hcl:"verify_https_client,optional"`
 }
 
 // ServerJoin is the `server_join { … }` block.
@@ -110,6 +114,35 @@ type PluginConfig struct {
 // PluginSettings decodes the stanza's `config { … }` block into a map (nil
 // when absent). Errors name file:line:col.
 func (p *PluginConfig) PluginSettings() (map[string]any, error) {
+	attrs, err := p.configAttrs()
+	if err != nil || attrs == nil {
+		return nil, err
+	}
+	out := make(map[string]any, len(attrs))
+	for name, a := range attrs {
+		v, diags := a.Expr.Value(nil)
+		if diags.HasErrors() {
+			return nil, diagError(diags)
+		}
+		if !v.IsWhollyKnown() {
+			return nil, fmt.Errorf("%s: plugin %q: config %s: the value must be known", rangeString(a.Expr.Range()), p.Name, name)
+		}
+		raw, err := ctyjson.Marshal(v, v.Type())
+		if err != nil {
+			return nil, fmt.Errorf("%s: plugin %q: config %s: %w", rangeString(a.Expr.Range()), p.Name, name, err)
+		}
+		var gv any
+		if err := json.Unmarshal(raw, &gv); err != nil {
+			return nil, err
+		}
+		out[name] = gv
+	}
+	return out, nil
+}
+
+// configAttrs are the attributes of the stanza's config block; nil when
+// there is none.
+func (p *PluginConfig) configAttrs() (hcl.Attributes, error) {
 	if p.Remain == nil {
 		return nil, nil
 	}
@@ -121,30 +154,17 @@ func (p *PluginConfig) PluginSettings() (map[string]any, error) {
 		return nil, nil
 	}
 	if len(content.Blocks) > 1 {
-		b := content.Blocks[1].DefRange
-		return nil, fmt.Errorf("%s:%d:%d: plugin %q: only one config block is allowed", b.Filename, b.Start.Line, b.Start.Column, p.Name)
+		return nil, fmt.Errorf("%s: plugin %q: only one config block is allowed", rangeString(content.Blocks[1].DefRange), p.Name)
 	}
 	attrs, diags := content.Blocks[0].Body.JustAttributes()
 	if diags.HasErrors() {
 		return nil, diagError(diags)
 	}
-	out := make(map[string]any, len(attrs))
-	for name, a := range attrs {
-		v, diags := a.Expr.Value(nil)
-		if diags.HasErrors() {
-			return nil, diagError(diags)
-		}
-		raw, err := ctyjson.Marshal(v, v.Type())
-		if err != nil {
-			return nil, fmt.Errorf("plugin %q: config %s: %w", p.Name, name, err)
-		}
-		var gv any
-		if err := json.Unmarshal(raw, &gv); err != nil {
-			return nil, err
-		}
-		out[name] = gv
-	}
-	return out, nil
+	return attrs, nil
+}
+
+func rangeString(r hcl.Range) string {
+	return fmt.Sprintf("%s:%d:%d", r.Filename, r.Start.Line, r.Start.Column)
 }
 
 // DevConfig is the configuration of `drover agent -dev`.
@@ -167,8 +187,27 @@ func ParseConfigFile(path string) (*Config, error) {
 	return ParseConfig(path, src)
 }
 
-// ParseConfig parses agent config source.
+// ParseConfig parses agent config source, fills in the defaults and
+// validates the result.
 func ParseConfig(filename string, src []byte) (*Config, error) {
+	c, err := parseConfigFragment(filename, src)
+	if err != nil {
+		return nil, err
+	}
+	c.applyDefaults()
+	if err := c.validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", filename, err)
+	}
+	return c, nil
+}
+
+// parseConfigFragment decodes one config file as written: no defaults,
+// no cross-field rules, so that files can be merged first. Everything that
+// can be checked within the file is (syntax, schema, plugin blocks).
+func parseConfigFragment(filename string, src []byte) (*Config, error) {
+	if err := checkShape(filename, src); err != nil {
+		return nil, err
+	}
 	f, diags := hclsyntax.ParseConfig(src, filename, hcl.Pos{Line: 1, Column: 1})
 	if diags.HasErrors() {
 		return nil, diagError(diags)
@@ -177,14 +216,10 @@ func ParseConfig(filename string, src []byte) (*Config, error) {
 	if diags := gohcl.DecodeBody(f.Body, nil, &c); diags.HasErrors() {
 		return nil, diagError(diags)
 	}
-	c.applyDefaults()
 	for _, p := range c.Plugins {
-		if _, err := p.PluginSettings(); err != nil {
+		if err := p.check(); err != nil {
 			return nil, err
 		}
-	}
-	if err := c.validate(); err != nil {
-		return nil, fmt.Errorf("%s: %w", filename, err)
 	}
 	return &c, nil
 }
@@ -229,6 +264,10 @@ func (c *Config) applyDefaults() {
 		c.Ports.RPC = 4647
 	}
 }
+
+// Validate checks the rules across fields, once every file and flag has
+// been merged (data_dir is required outside -dev, and so on).
+func (c *Config) Validate() error { return c.validate() }
 
 func (c *Config) validate() error {
 	serverOn := c.Server != nil && c.Server.Enabled

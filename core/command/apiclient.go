@@ -3,14 +3,19 @@ package command
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -44,6 +49,75 @@ type APIClient struct {
 	// Namespace is added to every request as ?namespace= when not empty.
 	Namespace string
 	HTTP      *http.Client
+	// TLS configures HTTPS to the agent (ignored when HTTP is set).
+	TLS TLSOptions
+
+	tlsOnce   sync.Once
+	tlsClient *http.Client
+	tlsErr    error
+}
+
+// TLSOptions are the CLI's HTTPS settings, after Nomad's -ca-cert,
+// -client-cert, -client-key, -tls-server-name and -tls-skip-verify (and
+// their NOMAD_* variables).
+type TLSOptions struct {
+	CACert     string // PEM file of the CA that signed the agent's certificate
+	ClientCert string // PEM certificate presented to the agent
+	ClientKey  string // its key
+	ServerName string // name checked in the agent's certificate; default the address's host
+	SkipVerify bool   // do not verify the agent's certificate (insecure)
+}
+
+func (o TLSOptions) set() bool {
+	return o.CACert != "" || o.ClientCert != "" || o.ClientKey != "" || o.ServerName != "" || o.SkipVerify
+}
+
+// httpClient is the client requests go through: HTTP when set, else one
+// built from TLS once, else the default client.
+func (c *APIClient) httpClient() (*http.Client, error) {
+	if c.HTTP != nil {
+		return c.HTTP, nil
+	}
+	if !c.TLS.set() {
+		return http.DefaultClient, nil
+	}
+	c.tlsOnce.Do(func() {
+		cfg, err := c.TLS.config()
+		if err != nil {
+			c.tlsErr = err
+			return
+		}
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.TLSClientConfig = cfg
+		c.tlsClient = &http.Client{Transport: tr}
+	})
+	return c.tlsClient, c.tlsErr
+}
+
+func (o TLSOptions) config() (*tls.Config, error) {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: o.ServerName, InsecureSkipVerify: o.SkipVerify}
+	if o.CACert != "" {
+		pem, err := os.ReadFile(o.CACert)
+		if err != nil {
+			return nil, fmt.Errorf("reading CA certificate (-ca-cert): %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("CA certificate %s (-ca-cert) holds no PEM certificate", o.CACert)
+		}
+		cfg.RootCAs = pool
+	}
+	if (o.ClientCert == "") != (o.ClientKey == "") {
+		return nil, errors.New("-client-cert and -client-key must be given together")
+	}
+	if o.ClientCert != "" {
+		pair, err := tls.LoadX509KeyPair(o.ClientCert, o.ClientKey)
+		if err != nil {
+			return nil, fmt.Errorf("loading client certificate (-client-cert, -client-key): %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{pair}
+	}
+	return cfg, nil
 }
 
 // QueryMeta is what a read returns beside its body.
@@ -77,9 +151,9 @@ func (c *APIClient) do(ctx context.Context, method, path string, q url.Values, b
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	hc := c.HTTP
-	if hc == nil {
-		hc = http.DefaultClient
+	hc, err := c.httpClient()
+	if err != nil {
+		return nil, err
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
@@ -169,3 +243,50 @@ func (c *APIClient) Stream(ctx context.Context, path string, q url.Values) (io.R
 
 // escapeID escapes an ID for a path segment; job IDs hold slashes.
 func escapeID(id string) string { return url.PathEscape(id) }
+
+const tlsOptions = `
+  -ca-cert=<path>
+    The CA certificate that signed the agent's HTTPS certificate.
+    Overrides DROVER_CACERT and NOMAD_CACERT.
+
+  -client-cert=<path>, -client-key=<path>
+    A client certificate and key, for agents with verify_https_client.
+    Override DROVER_CLIENT_CERT/NOMAD_CLIENT_CERT and
+    DROVER_CLIENT_KEY/NOMAD_CLIENT_KEY.
+
+  -tls-server-name=<name>
+    The name to check in the agent's certificate instead of the address's
+    host. Overrides DROVER_TLS_SERVER_NAME and NOMAD_TLS_SERVER_NAME.
+
+  -tls-skip-verify
+    Do not verify the agent's certificate (insecure). Overrides
+    DROVER_SKIP_VERIFY and NOMAD_SKIP_VERIFY.`
+
+// tlsFlags registers the HTTPS flags of every API command.
+func (m *meta) tlsFlags(fs *flag.FlagSet) {
+	fs.StringVar(&m.tls.CACert, "ca-cert", "", "")
+	fs.StringVar(&m.tls.ClientCert, "client-cert", "", "")
+	fs.StringVar(&m.tls.ClientKey, "client-key", "", "")
+	fs.StringVar(&m.tls.ServerName, "tls-server-name", "", "")
+	fs.BoolVar(&m.tls.SkipVerify, "tls-skip-verify", false, "")
+}
+
+// tlsOptions are the flags, then the environment.
+func (m *meta) tlsOptions() TLSOptions {
+	o := m.tls
+	fill := func(dst *string, names ...string) {
+		if *dst == "" {
+			*dst = m.env(names...)
+		}
+	}
+	fill(&o.CACert, "DROVER_CACERT", "NOMAD_CACERT")
+	fill(&o.ClientCert, "DROVER_CLIENT_CERT", "NOMAD_CLIENT_CERT")
+	fill(&o.ClientKey, "DROVER_CLIENT_KEY", "NOMAD_CLIENT_KEY")
+	fill(&o.ServerName, "DROVER_TLS_SERVER_NAME", "NOMAD_TLS_SERVER_NAME")
+	if !o.SkipVerify {
+		if v, err := strconv.ParseBool(m.env("DROVER_SKIP_VERIFY", "NOMAD_SKIP_VERIFY")); err == nil {
+			o.SkipVerify = v
+		}
+	}
+	return o
+}

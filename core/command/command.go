@@ -181,6 +181,7 @@ type meta struct {
 	address   string
 	token     string
 	namespace string
+	tls       TLSOptions
 }
 
 // flagSet makes a command's FlagSet with the common API flags; usage is the
@@ -192,6 +193,7 @@ func (m *meta) flagSet(name, usage string) *flag.FlagSet {
 	fs.StringVar(&m.address, "address", "", "")
 	fs.StringVar(&m.token, "token", "", "")
 	fs.StringVar(&m.namespace, "namespace", "", "")
+	m.tlsFlags(fs)
 	return fs
 }
 
@@ -207,7 +209,8 @@ General Options:
 
   -namespace=<namespace>
     The target namespace. Overrides DROVER_NAMESPACE and NOMAD_NAMESPACE.
-    Default = default`
+    Default = default
+` + tlsOptions
 
 // parse parses args and reports the exit code to return when parsing
 // failed (ok false).
@@ -274,7 +277,7 @@ func (m *meta) client() *APIClient {
 	if ns == "" {
 		ns = m.env("DROVER_NAMESPACE", "NOMAD_NAMESPACE")
 	}
-	return &APIClient{Address: addr, Token: token, Namespace: ns, HTTP: m.ui.HTTP}
+	return &APIClient{Address: addr, Token: token, Namespace: ns, HTTP: m.ui.HTTP, TLS: m.tlsOptions()}
 }
 
 // printJSON prints the API's answer at path, indented: what -json shows.

@@ -90,8 +90,9 @@ func (s *HTTPServer) proxyToLeader(w http.ResponseWriter, r *http.Request, leade
 	defer cancel()
 	defer context.AfterFunc(s.stopping, cancel)()
 
-	target := &url.URL{Scheme: "http", Host: leader}
+	target := &url.URL{Scheme: s.leaderScheme, Host: leader}
 	proxy := &httputil.ReverseProxy{
+		Transport: s.leaderTransport,
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
 			pr.SetXForwarded()

@@ -89,6 +89,11 @@ type Config struct {
 	// MaxBodyBytes caps a request body (413 above it); zero is
 	// structs.DefaultMaxRequestBodyBytes.
 	MaxBodyBytes int64
+	// LeaderScheme and LeaderTransport reach the leader's HTTP API for
+	// forwarded reads: "https" and a TLS transport when the agents serve
+	// HTTPS; empty, plain HTTP with the default transport.
+	LeaderScheme    string
+	LeaderTransport http.RoundTripper
 }
 
 // HTTPServer serves the v1 API.
@@ -102,7 +107,10 @@ type HTTPServer struct {
 	nodeName string
 	// maxBody is Config.MaxBodyBytes with its default applied.
 	maxBody int64
-	handler http.Handler
+	// leaderScheme and leaderTransport are Config's.
+	leaderScheme    string
+	leaderTransport http.RoundTripper
+	handler         http.Handler
 	// query runs blocking reads; a field so that it is built once from the
 	// state store and so that the read path has a single seam.
 	query queryFunc
@@ -133,6 +141,12 @@ func New(cfg Config) *HTTPServer {
 
 		nodeName: cfg.NodeName,
 		maxBody:  cfg.MaxBodyBytes,
+
+		leaderScheme:    cfg.LeaderScheme,
+		leaderTransport: cfg.LeaderTransport,
+	}
+	if s.leaderScheme == "" {
+		s.leaderScheme = "http"
 	}
 	if s.maxBody <= 0 {
 		s.maxBody = structs.DefaultMaxRequestBodyBytes

@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"go.etcd.io/bbolt"
 
 	"github.com/drover-org/drover/core/fsm"
 	"github.com/drover-org/drover/core/rpc"
@@ -228,6 +229,9 @@ func New(cfg Config) (*Server, error) {
 		}
 	})
 	if err := s.setupRaft(); err != nil {
+		// Nothing runs yet; release what setupRaft opened so a failed
+		// start leaves neither the store locked nor the transport bound.
+		s.closeRaftIO()
 		return nil, err
 	}
 	go s.stopOnFatal()
@@ -282,9 +286,13 @@ func (s *Server) setupRaft() error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("raft data dir: %w", err)
 	}
-	bolt, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db")})
+	dbPath := filepath.Join(dir, "raft.db")
+	if err := checkRaftDB(dbPath); err != nil {
+		return err
+	}
+	bolt, err := raftboltdb.New(raftboltdb.Options{Path: dbPath, BoltOptions: &bbolt.Options{Timeout: raftDBLockWait}})
 	if err != nil {
-		return fmt.Errorf("raft log store: %w", err)
+		return fmt.Errorf("raft log store %s: %w", dbPath, err)
 	}
 	s.raftStore = bolt
 	fss, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, s.logger.Named("snapshot"))
@@ -450,13 +458,18 @@ func (s *Server) shutdown() error {
 	if c, ok := s.transport.(interface{ CloseStreams() }); ok {
 		c.CloseStreams()
 	}
+	s.closeRaftIO()
+	return err
+}
+
+// closeRaftIO closes the Raft transport and log store.
+func (s *Server) closeRaftIO() {
 	if c, ok := s.transport.(interface{ Close() error }); ok {
 		_ = c.Close()
 	}
 	if s.raftStore != nil {
 		_ = s.raftStore.Close()
 	}
-	return err
 }
 
 // raftApply commits one typed entry and returns its index. An error the FSM

@@ -42,4 +42,6 @@ server {
 #   cert_file              = "/etc/drover/tls/server.pem"
 #   key_file               = "/etc/drover/tls/server-key.pem"
 #   verify_server_hostname = true   # server certs must name server.global.drover
+#   http                   = true   # the HTTP API over HTTPS, same cert and CA
+#   verify_https_client    = true   # ...requiring client certificates of the CA
 # }

@@ -1,0 +1,42 @@
+package agent
+
+import (
+	"testing"
+)
+
+// FuzzParseConfig feeds arbitrary source to the agent config parser and
+// what is built on a parsed config: merging onto the -dev defaults,
+// validation, the plugin stanzas' settings. None may panic, and a config
+// that parsed must parse again from the same source. Parse only: nothing
+// here touches the network or writes a file.
+func FuzzParseConfig(f *testing.F) {
+	f.Add([]byte(""))
+	f.Add([]byte("server { enabled = true }\n"))
+	f.Fuzz(func(t *testing.T, src []byte) {
+		c, err := ParseConfig("fuzz.hcl", src)
+		frag, ferr := parseConfigFragment("fuzz.hcl", src)
+		if err == nil && ferr != nil {
+			t.Fatalf("ParseConfig accepted what parseConfigFragment refused: %v", ferr)
+		}
+		if ferr != nil {
+			return
+		}
+		merged := DevConfig().Merge(frag)
+		merged.applyDefaults()
+		_ = merged.Validate()
+		_ = disabledBuiltins(merged.Plugins)
+		for _, p := range frag.Plugins {
+			if _, err := p.PluginSettings(); err != nil {
+				t.Fatalf("plugin %q: settings failed after the stanza checked out: %v", p.Name, err)
+			}
+		}
+		if err == nil {
+			if _, err := ParseConfig("fuzz.hcl", src); err != nil {
+				t.Fatalf("the same source parsed once, then failed: %v", err)
+			}
+			if c.Ports == nil || c.Region == "" {
+				t.Fatalf("defaults not applied: %+v", c)
+			}
+		}
+	})
+}

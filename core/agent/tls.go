@@ -1,0 +1,72 @@
+package agent
+
+import (
+	"crypto/tls"
+	"net/http"
+	"time"
+
+	"github.com/drover-org/drover/core/rpc"
+)
+
+// tlsConfigs are the TLS settings the agent derives from its `tls` block.
+// A nil field means that side speaks plaintext.
+type tlsConfigs struct {
+	rpcServer, rpcClient *tls.Config
+	// httpServer serves the HTTP API over HTTPS; httpClient is how this
+	// agent reaches another agent's HTTPS API (a follower forwarding a
+	// read to the leader, a client-only agent proxying to a server).
+	httpServer, httpClient *tls.Config
+}
+
+// loadTLS reads the certificates named by cfg.TLS. One key pair and CA
+// serve both RPC and HTTPS, as in Nomad. The HTTPS side asks for client
+// certificates only with verify_https_client: browsers and curl without a
+// certificate must reach the API otherwise.
+func loadTLS(cfg *Config) (tlsConfigs, error) {
+	t := cfg.TLS
+	if t == nil || (!t.RPC && !t.HTTP) {
+		return tlsConfigs{}, nil
+	}
+	srv, cli, err := rpc.TLSConfig(t.CAFile, t.CertFile, t.KeyFile, t.VerifyServerHostname, rpc.ServerName(cfg.Region))
+	if err != nil {
+		return tlsConfigs{}, err
+	}
+	var out tlsConfigs
+	if t.RPC {
+		out.rpcServer, out.rpcClient = srv, cli
+	}
+	if t.HTTP {
+		hs := srv.Clone()
+		hs.NextProtos = []string{"h2", "http/1.1"}
+		if !t.VerifyHTTPSClient {
+			hs.ClientAuth = tls.NoClientCert
+			hs.ClientCAs = nil
+		}
+		out.httpServer = hs
+		hc := cli.Clone()
+		hc.NextProtos = nil
+		out.httpClient = hc
+	}
+	return out, nil
+}
+
+// httpScheme is the scheme of the HTTP API of the cluster's agents: every
+// agent of a cluster has the same tls.http setting.
+func (a *Agent) httpScheme() string {
+	if a.httpsTLS != nil {
+		return "https"
+	}
+	return "http"
+}
+
+// proxyTransport is the transport for requests this agent proxies to
+// another agent's HTTP API.
+func (a *Agent) proxyTransport() *http.Transport {
+	return &http.Transport{
+		Proxy:               nil,
+		TLSClientConfig:     a.httpsClient,
+		TLSHandshakeTimeout: 10 * time.Second,
+		IdleConnTimeout:     90 * time.Second,
+		MaxIdleConnsPerHost: 8,
+	}
+}
