@@ -1,15 +1,19 @@
 GO ?= go
 export PATH := $(PATH):$(shell $(GO) env GOPATH)/bin
 
-.PHONY: build test demo bench proto lint
+.PHONY: build test check-tracked demo bench proto lint
 
 build:
 	$(GO) build -o bin/drover ./cmd/drover
 
 # The test suite: unit, integration and end-to-end tests, with the race detector.
-test:
+test: check-tracked
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 30m ./...
+
+# Fails when git tracks a binary or a file over 1 MB (build outputs).
+check-tracked:
+	./scripts/check-tracked.sh
 
 # Build drover, start the dev agent, run the example jobs, show their status, stop.
 demo: build
