@@ -69,12 +69,14 @@ type Options struct {
 }
 
 // New starts an agent: plugins, server, client, then the HTTP API.
-func New(cfg *Config, opts Options) (a *Agent, err error) {
+func New(cfg *Config, opts Options) (_ *Agent, err error) {
 	logger := opts.Logger
 	if logger == nil {
 		logger = hclog.New(&hclog.LoggerOptions{Name: "drover", Level: hclog.LevelFromString(cfg.LogLevel), JSONFormat: cfg.LogJSON})
 	}
-	a = &Agent{cfg: cfg, logger: logger, done: make(chan error, 1)}
+	// Not the named result: `return nil, err` would nil it before the
+	// deferred Shutdown, which must stop what was started so far.
+	a := &Agent{cfg: cfg, logger: logger, done: make(chan error, 1)}
 	defer func() {
 		if err != nil {
 			a.Shutdown()
