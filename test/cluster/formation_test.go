@@ -104,7 +104,7 @@ func TestWritesViaFollower(t *testing.T) {
 	// Read your writes: a consistent read on a follower goes to the
 	// leader, so a job the leader just acknowledged is there at once.
 	register(l, fmt.Sprintf(trueJob, "via-leader"))
-	if status, err := f.Do(http.MethodGet, "/v1/job/via-leader", nil, nil); err != nil || status != http.StatusOK {
+	if status, err := f.DoRetry(http.MethodGet, "/v1/job/via-leader", nil, nil); err != nil || status != http.StatusOK {
 		t.Errorf("GET a just-registered job via follower %s: status %d, %v; want 200", f, status, err)
 	}
 	// A client agent passes writes on to the servers too.
@@ -118,17 +118,17 @@ func TestWritesViaFollower(t *testing.T) {
 	if err != nil || status != http.StatusBadRequest || !strings.Contains(body, "count") || !strings.Contains(body, "system") {
 		t.Errorf("invalid job via follower: status %d, %v, body %q; want 400 naming the count rule", status, err, body)
 	}
-	if status, err := l.Do(http.MethodGet, "/v1/job/too-many?stale", nil, nil); err != nil || status != http.StatusNotFound {
+	if status, err := l.DoRetry(http.MethodGet, "/v1/job/too-many?stale", nil, nil); err != nil || status != http.StatusNotFound {
 		t.Errorf("the refused job exists on the leader: status %d, %v", status, err)
 	}
 
-	status, raw, err := f.Raw(http.MethodPut, "/v1/job/no-such-job/dispatch", map[string]any{})
+	status, raw, err := f.RawRetry(http.MethodPut, "/v1/job/no-such-job/dispatch", map[string]any{})
 	if err != nil || status != http.StatusNotFound {
 		t.Errorf("dispatch of an unknown job via follower: status %d, %v, %q; want 404", status, err, raw)
 	}
 	// A consistent read of something missing is a 404 through the
 	// follower too.
-	if status, err := f.Do(http.MethodGet, "/v1/job/no-such-job", nil, nil); err != nil || status != http.StatusNotFound {
+	if status, err := f.DoRetry(http.MethodGet, "/v1/job/no-such-job", nil, nil); err != nil || status != http.StatusNotFound {
 		t.Errorf("GET an unknown job via follower: status %d, %v; want 404", status, err)
 	}
 }
