@@ -52,7 +52,11 @@ wait_dead() {
   done
   echo "job $1 did not finish within ${DEMO_TIMEOUT:-120}s" >&2; return 1
 }
-first_alloc() { curl -fsS "$DROVER_ADDR/v1/job/$(printf %s "$1" | sed 's|/|%2F|g')/allocations" | sed -n 's/^\[{"ID":"\([^"]*\)".*/\1/p'; }
+# first_alloc prints the ID of a job's first allocation, from the
+# Allocations table of `job status -verbose` (full IDs).
+first_alloc() {
+  "$DROVER" job status -verbose "$1" | awk '/^Allocations/ { getline; getline; print $1; exit }'
+}
 
 step "drover job run examples/jobs/sysbatch.hcl"
 "$DROVER" job run examples/jobs/sysbatch.hcl
