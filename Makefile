@@ -1,15 +1,28 @@
 GO ?= go
 export PATH := $(PATH):$(shell $(GO) env GOPATH)/bin
 
-.PHONY: build test demo bench proto lint
+.PHONY: build test check-tracked fuzz demo bench proto lint
 
 build:
 	$(GO) build -o bin/drover ./cmd/drover
 
-# The test suite: unit, integration and end-to-end tests, with the race detector.
-test:
+# The test suite: no tracked binaries; vet; unit, integration and end-to-end
+# tests with the race detector; then every fuzz target briefly.
+test: check-tracked
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 30m ./...
+	FUZZTIME=$(TEST_FUZZTIME) GO=$(GO) ./scripts/fuzz.sh
+
+# Every fuzz target of the module, found by scripts/fuzz.sh, for FUZZTIME
+# each; `make test` runs each for TEST_FUZZTIME only.
+FUZZTIME ?= 60s
+TEST_FUZZTIME ?= 5s
+fuzz:
+	FUZZTIME=$(FUZZTIME) GO=$(GO) ./scripts/fuzz.sh
+
+# Fails when git tracks a binary or a file over 1 MB (build outputs).
+check-tracked:
+	./scripts/check-tracked.sh
 
 # Build drover, start the dev agent, run the example jobs, show their status, stop.
 demo: build

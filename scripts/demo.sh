@@ -6,16 +6,37 @@ cd "$(dirname "$0")/.."
 DROVER=${DROVER:-./bin/drover}
 export DROVER_ADDR=${DROVER_ADDR:-http://127.0.0.1:4646}
 log=$(mktemp -t drover-dev.XXXXXX.log)
+# The agent serves the port DROVER_ADDR names (4646 unless set).
+port=${DROVER_ADDR%/}
+port=${port##*:}
+case $port in '' | *[!0-9]*) port=4646 ;; esac
 
-"$DROVER" agent -dev >"$log" 2>&1 &
+"$DROVER" agent -dev -http-port "$port" >"$log" 2>&1 &
 agent=$!
 cleanup() { kill -INT "$agent" 2>/dev/null || true; wait "$agent" 2>/dev/null || true; }
 trap cleanup EXIT
 
+# agent_failed stops the demo with the agent's own output (its error).
+agent_failed() {
+  echo "==> The dev agent $1; its output:" >&2
+  cat "$log" >&2
+  exit 1
+}
+
+# Only our agent counts: another process on the port (say an agent
+# already running) would answer `node status` too. Our agent prints its
+# banner once its HTTP listener is bound, and while it runs it holds the
+# port, so from then on every answer is its own.
 echo "==> Waiting for the dev agent (log: $log)"
-for _ in $(seq 1 100); do
-  if "$DROVER" node status 2>/dev/null | grep -q ready; then break; fi
-  if ! kill -0 "$agent" 2>/dev/null; then cat "$log"; exit 1; fi
+deadline=$((SECONDS + ${DEMO_TIMEOUT:-120}))
+until grep -q '^==> drover agent started!' "$log"; do
+  kill -0 "$agent" 2>/dev/null || agent_failed "exited before it served its API"
+  [ "$SECONDS" -lt "$deadline" ] || agent_failed "did not start within ${DEMO_TIMEOUT:-120}s"
+  sleep 0.1
+done
+until "$DROVER" node status 2>/dev/null | grep -q ready; do
+  kill -0 "$agent" 2>/dev/null || agent_failed "exited before its node was ready"
+  [ "$SECONDS" -lt "$deadline" ] || agent_failed "has no ready node after ${DEMO_TIMEOUT:-120}s"
   sleep 0.1
 done
 "$DROVER" node status
@@ -23,13 +44,19 @@ done
 step() { echo; echo "==> $*"; }
 # wait_dead waits until a batch-like job has finished everywhere.
 wait_dead() {
-  for _ in $(seq 1 100); do
+  local until=$((SECONDS + ${DEMO_TIMEOUT:-120}))
+  while [ "$SECONDS" -lt "$until" ]; do
     if "$DROVER" job status "$1" | grep -q '^Status *= dead'; then return 0; fi
+    kill -0 "$agent" 2>/dev/null || agent_failed "exited during the demo"
     sleep 0.1
   done
-  echo "job $1 did not finish" >&2; return 1
+  echo "job $1 did not finish within ${DEMO_TIMEOUT:-120}s" >&2; return 1
 }
-first_alloc() { curl -fsS "$DROVER_ADDR/v1/job/$(printf %s "$1" | sed 's|/|%2F|g')/allocations" | sed -n 's/^\[{"ID":"\([^"]*\)".*/\1/p'; }
+# first_alloc prints the ID of a job's first allocation, from the
+# Allocations table of `job status -verbose` (full IDs).
+first_alloc() {
+  "$DROVER" job status -verbose "$1" | awk '/^Allocations/ { getline; getline; print $1; exit }'
+}
 
 step "drover job run examples/jobs/sysbatch.hcl"
 "$DROVER" job run examples/jobs/sysbatch.hcl

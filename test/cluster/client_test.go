@@ -196,18 +196,26 @@ func TestDrain(t *testing.T) {
 	}
 	t.Logf("drain completed after %s", took.Round(time.Millisecond))
 
+	// The drain is complete once its allocations are told to stop (as
+	// Nomad's: a desired stop is terminal); the client reports them
+	// stopped when their tasks have been killed, a moment later.
 	for _, al := range []harness.Alloc{batch, system} {
-		var got harness.Alloc
-		l.MustGet("/v1/allocation/"+al.ID, &got)
-		if got.DesiredStatus != "stop" || (got.ClientStatus != "complete" && got.ClientStatus != "failed") {
-			t.Errorf("%s alloc on the drained node: desired %s, client %s; want stopped", al.JobID, got.DesiredStatus, got.ClientStatus)
-		}
+		harness.WaitFor(t, waitTimeout, al.JobID+"'s alloc on the drained node to stop", func() (bool, string) {
+			var got harness.Alloc
+			l.MustGet("/v1/allocation/"+al.ID, &got)
+			if got.DesiredStatus != "stop" {
+				t.Fatalf("%s alloc on the drained node after the drain: desired %s, client %s; want it told to stop", al.JobID, got.DesiredStatus, got.ClientStatus)
+			}
+			return got.ClientStatus == "complete" || got.ClientStatus == "failed", fmt.Sprintf("desired %s, client %s", got.DesiredStatus, got.ClientStatus)
+		})
 	}
 	byNode, err := allocsByNode(l, "batch")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o := byNode[other]; len(o) != 1 || o[0].ClientStatus != "running" || o[0].DesiredStatus != "run" {
+	// Untouched: still meant to run. Its 30s task may have finished on a
+	// slow machine, so complete is as good as running.
+	if o := byNode[other]; len(o) != 1 || o[0].DesiredStatus != "run" || (o[0].ClientStatus != "running" && o[0].ClientStatus != "complete") {
 		t.Errorf("the sysbatch alloc on the other node was touched: %s", describeAllocs(byNode))
 	}
 	if d := byNode[drained]; len(d) != 1 {
@@ -248,7 +256,7 @@ func checkDrainLogged(l *agent, nodeID string) error {
 	var n struct {
 		Events []struct{ Message, Subsystem string }
 	}
-	if status, err := l.Do(http.MethodGet, "/v1/node/"+nodeID, nil, &n); err != nil || status != http.StatusOK {
+	if status, err := l.DoRetry(http.MethodGet, "/v1/node/"+nodeID, nil, &n); err != nil || status != http.StatusOK {
 		return fmt.Errorf("GET node %s: %d %v", nodeID, status, err)
 	}
 	for _, e := range n.Events {

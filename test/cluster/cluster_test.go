@@ -155,11 +155,14 @@ func (c *cluster) form() error {
 
 func (c *cluster) newAgent(name string, server bool, httpPort, rpcPort int) *agent {
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(httpPort))
-	return &agent{
+	a := &agent{
 		API: harness.NewAPI(c.t, addr, droverBin, repoRoot), c: c, Name: name, IsServer: server,
 		HTTPPort: httpPort, RPCPort: rpcPort,
 		DataDir: filepath.Join(c.dir, "data", name), config: filepath.Join(c.dir, name+".hcl"),
 	}
+	// A stopped agent's port stays closed: its requests are not retried.
+	a.Alive = a.Running
+	return a
 }
 
 func (c *cluster) all() []*agent { return append(append([]*agent{}, c.servers...), c.clients...) }
@@ -475,7 +478,7 @@ func (c *cluster) nodeNamed(name string) (harness.NodeStub, error) {
 	var lastErr error = errors.New("no running server")
 	for _, s := range c.runningServers() {
 		var nodes []harness.NodeStub
-		status, err := s.Do(http.MethodGet, "/v1/nodes", nil, &nodes)
+		status, err := s.DoRetry(http.MethodGet, "/v1/nodes", nil, &nodes)
 		if err != nil || status != http.StatusOK {
 			lastErr = fmt.Errorf("GET /v1/nodes on %s: %d %v", s, status, err)
 			continue

@@ -13,36 +13,38 @@ import (
 // Three servers and two clients form one cluster: every server names the
 // same leader, the Raft configuration has three voters, both nodes are
 // ready, and the operator commands answer the same on every server.
+//
+// Each server's views are compared with the leader the servers agree on
+// at that moment, and awaited: on a loaded machine an election may move
+// the leader between two reads, after which the views agree again.
 func TestFormation(t *testing.T) {
 	c := newCluster(t, options{clients: 2})
-	l := c.leader()
+	c.leader()
 
 	for _, s := range c.servers {
-		got, err := leaderOf(s)
-		if err != nil || got != l.RPCAddr() {
-			t.Errorf("%s: /v1/status/leader = %q, %v; want %s", s, got, err, l.RPCAddr())
-		}
-		peers, err := raftPeers(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var leaders []string
-		for _, p := range peers {
-			if p.Leader {
-				leaders = append(leaders, p.Address)
+		harness.WaitFor(t, waitTimeout, s.Name+"'s views to name the cluster's leader", func() (bool, string) {
+			l, err := c.pollLeader(electionTimeout)
+			if err != nil {
+				return false, err.Error()
 			}
-		}
-		if len(peers) != 3 || voters(peers) != 3 || len(leaders) != 1 || leaders[0] != l.RPCAddr() {
-			t.Errorf("%s: raft configuration %+v; want 3 voters led by %s", s, peers, l.RPCAddr())
-		}
+			if why := serverViews(s, l, c.servers); why != "" {
+				return false, why
+			}
+			return true, ""
+		})
 	}
 	// A client agent answers for the cluster too (it proxies to a server).
-	if got, err := leaderOf(c.clients[0]); err != nil || got != l.RPCAddr() {
-		t.Errorf("client %s: /v1/status/leader = %q, %v; want %s", c.clients[0], got, err, l.RPCAddr())
-	}
+	harness.WaitFor(t, waitTimeout, "client "+c.clients[0].Name+" to name the cluster's leader", func() (bool, string) {
+		l, err := c.pollLeader(electionTimeout)
+		if err != nil {
+			return false, err.Error()
+		}
+		got, err := leaderOf(c.clients[0])
+		return err == nil && got == l.RPCAddr(), fmt.Sprintf("/v1/status/leader = %q, %v; want %s", got, err, l.RPCAddr())
+	})
 
 	var nodes []harness.NodeStub
-	l.MustGet("/v1/nodes", &nodes)
+	c.leader().MustGet("/v1/nodes", &nodes)
 	ready := map[string]bool{}
 	for _, n := range nodes {
 		ready[n.Name] = n.Status == "ready" && n.SchedulingEligibility == "eligible"
@@ -50,41 +52,65 @@ func TestFormation(t *testing.T) {
 	if len(nodes) != 2 || !ready["c1"] || !ready["c2"] {
 		t.Errorf("nodes = %+v; want c1 and c2, ready and eligible", nodes)
 	}
+}
 
-	for _, s := range c.servers {
-		members := harness.Table(harness.Lines(s.MustCLI("server", "members").Stdout))
-		var names, leaders []string
-		for _, m := range members {
-			names = append(names, m["Name"])
-			if m["Status"] != "alive" {
-				t.Errorf("server members on %s: %s is %q; want alive", s, m["Name"], m["Status"])
-			}
-			if m["Leader"] == "true" {
-				leaders = append(leaders, m["Name"]+":"+m["Port"])
-			}
-		}
-		want := l.Name + ":" + strconv.Itoa(l.RPCPort)
-		if strings.Join(names, ",") != "s1,s2,s3" || len(leaders) != 1 || leaders[0] != want {
-			t.Errorf("server members on %s: names %v, leaders %v; want s1,s2,s3 led by %s", s, names, leaders, want)
-		}
-
-		peers := harness.Table(harness.Lines(s.MustCLI("operator", "raft", "list-peers").Stdout))
-		var states []string
-		for _, p := range peers {
-			states = append(states, p["Node"]+"="+p["State"]+"/"+p["Voter"])
-		}
-		var wantStates []string
-		for _, srv := range c.servers {
-			state := "follower"
-			if srv == l {
-				state = "leader"
-			}
-			wantStates = append(wantStates, srv.Name+"="+state+"/true")
-		}
-		if strings.Join(states, " ") != strings.Join(wantStates, " ") {
-			t.Errorf("operator raft list-peers on %s: %v; want %v", s, states, wantStates)
+// serverViews compares what server s says about the cluster (its leader,
+// its Raft configuration, `server members`, `operator raft list-peers`)
+// with leader l of servers; it returns the first difference, or "".
+// Members must always be alive; that is failed at once.
+func serverViews(s, l *agent, servers []*agent) string {
+	t := s.c.t
+	t.Helper()
+	if got, err := leaderOf(s); err != nil || got != l.RPCAddr() {
+		return fmt.Sprintf("%s: /v1/status/leader = %q, %v; want %s", s, got, err, l.RPCAddr())
+	}
+	peers, err := raftPeers(s)
+	if err != nil {
+		return err.Error()
+	}
+	var leaders []string
+	for _, p := range peers {
+		if p.Leader {
+			leaders = append(leaders, p.Address)
 		}
 	}
+	if len(peers) != 3 || voters(peers) != 3 || len(leaders) != 1 || leaders[0] != l.RPCAddr() {
+		return fmt.Sprintf("%s: raft configuration %+v; want 3 voters led by %s", s, peers, l.RPCAddr())
+	}
+
+	members := harness.Table(harness.Lines(s.MustCLI("server", "members").Stdout))
+	var names []string
+	leaders = nil
+	for _, m := range members {
+		names = append(names, m["Name"])
+		if m["Status"] != "alive" {
+			t.Errorf("server members on %s: %s is %q; want alive", s, m["Name"], m["Status"])
+		}
+		if m["Leader"] == "true" {
+			leaders = append(leaders, m["Name"]+":"+m["Port"])
+		}
+	}
+	want := l.Name + ":" + strconv.Itoa(l.RPCPort)
+	if strings.Join(names, ",") != "s1,s2,s3" || len(leaders) != 1 || leaders[0] != want {
+		return fmt.Sprintf("server members on %s: names %v, leaders %v; want s1,s2,s3 led by %s", s, names, leaders, want)
+	}
+
+	peerRows := harness.Table(harness.Lines(s.MustCLI("operator", "raft", "list-peers").Stdout))
+	var states, wantStates []string
+	for _, p := range peerRows {
+		states = append(states, p["Node"]+"="+p["State"]+"/"+p["Voter"])
+	}
+	for _, srv := range servers {
+		state := "follower"
+		if srv == l {
+			state = "leader"
+		}
+		wantStates = append(wantStates, srv.Name+"="+state+"/true")
+	}
+	if strings.Join(states, " ") != strings.Join(wantStates, " ") {
+		return fmt.Sprintf("operator raft list-peers on %s: %v; want %v", s, states, wantStates)
+	}
+	return ""
 }
 
 // Writes sent to a follower reach the leader, and so do their errors, kind
@@ -104,7 +130,7 @@ func TestWritesViaFollower(t *testing.T) {
 	// Read your writes: a consistent read on a follower goes to the
 	// leader, so a job the leader just acknowledged is there at once.
 	register(l, fmt.Sprintf(trueJob, "via-leader"))
-	if status, err := f.Do(http.MethodGet, "/v1/job/via-leader", nil, nil); err != nil || status != http.StatusOK {
+	if status, err := f.DoRetry(http.MethodGet, "/v1/job/via-leader", nil, nil); err != nil || status != http.StatusOK {
 		t.Errorf("GET a just-registered job via follower %s: status %d, %v; want 200", f, status, err)
 	}
 	// A client agent passes writes on to the servers too.
@@ -118,17 +144,17 @@ func TestWritesViaFollower(t *testing.T) {
 	if err != nil || status != http.StatusBadRequest || !strings.Contains(body, "count") || !strings.Contains(body, "system") {
 		t.Errorf("invalid job via follower: status %d, %v, body %q; want 400 naming the count rule", status, err, body)
 	}
-	if status, err := l.Do(http.MethodGet, "/v1/job/too-many?stale", nil, nil); err != nil || status != http.StatusNotFound {
+	if status, err := l.DoRetry(http.MethodGet, "/v1/job/too-many?stale", nil, nil); err != nil || status != http.StatusNotFound {
 		t.Errorf("the refused job exists on the leader: status %d, %v", status, err)
 	}
 
-	status, raw, err := f.Raw(http.MethodPut, "/v1/job/no-such-job/dispatch", map[string]any{})
+	status, raw, err := f.RawRetry(http.MethodPut, "/v1/job/no-such-job/dispatch", map[string]any{})
 	if err != nil || status != http.StatusNotFound {
 		t.Errorf("dispatch of an unknown job via follower: status %d, %v, %q; want 404", status, err, raw)
 	}
 	// A consistent read of something missing is a 404 through the
 	// follower too.
-	if status, err := f.Do(http.MethodGet, "/v1/job/no-such-job", nil, nil); err != nil || status != http.StatusNotFound {
+	if status, err := f.DoRetry(http.MethodGet, "/v1/job/no-such-job", nil, nil); err != nil || status != http.StatusNotFound {
 		t.Errorf("GET an unknown job via follower: status %d, %v; want 404", status, err)
 	}
 }

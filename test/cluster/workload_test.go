@@ -189,7 +189,7 @@ func judgeChild(id string, byNode map[string][]harness.Alloc, nodes []string) st
 // allAllocs reads every allocation from the leader, by job and node.
 func allAllocs(l *agent) (map[string]map[string][]harness.Alloc, error) {
 	var allocs []harness.Alloc
-	if status, err := l.Do(http.MethodGet, "/v1/allocations", nil, &allocs); err != nil || status != http.StatusOK {
+	if status, err := l.DoRetry(http.MethodGet, "/v1/allocations", nil, &allocs); err != nil || status != http.StatusOK {
 		return nil, fmt.Errorf("GET /v1/allocations on %s: %d %v", l, status, err)
 	}
 	out := map[string]map[string][]harness.Alloc{}

@@ -78,6 +78,8 @@ func launchAgent(t *testing.T, dataDir, logPath string) *testAgent {
 		t.Fatalf("start agent: %v", err)
 	}
 	a.proc = proc
+	// The agent's port stays closed once it exited: no retries then.
+	a.Alive = proc.Running
 	t.Cleanup(a.stop)
 	return a
 }

@@ -74,14 +74,25 @@ type (
 )
 
 // API is one agent's HTTP API and CLI, bound to the test that uses it: the
-// Must… helpers fail that test. Do and Raw only return errors, so any
+// Must… helpers fail that test. The others only return errors, so any
 // goroutine may use them.
+//
+// Raw and Do send a request once: they observe (is there a leader now?).
+// RawRetry, DoRetry, the Must… helpers and MustCLI act as a client does:
+// they send a request again while the agent cannot serve it yet (see
+// Retryable), so a brief leader loss or a restarting agent does not fail a
+// test that only needs the request done.
 type API struct {
 	T    testing.TB
 	Addr string // host:port of the HTTP API
 	Bin  string // the drover binary the CLI runs
 	Dir  string // the CLI's working directory
 	HTTP *http.Client
+	// RetryTimeout bounds the retries of one request (RetryTimeout when 0).
+	RetryTimeout time.Duration
+	// Alive, when set, says whether the agent's process still runs: a
+	// refused connection to one that does not is final, not retried.
+	Alive func() bool
 }
 
 // NewAPI returns the API of the agent at addr.
@@ -93,6 +104,11 @@ func NewAPI(t testing.TB, addr, bin, dir string) *API {
 // is decoded into out (when not nil). The status is returned whatever it is.
 func (a *API) Do(method, path string, in, out any) (int, error) {
 	status, body, err := a.Raw(method, path, in)
+	return decode(method, path, status, body, err, out)
+}
+
+// decode decodes a 2xx body into out (when not nil).
+func decode(method, path string, status int, body []byte, err error, out any) (int, error) {
 	if err != nil || status/100 != 2 || out == nil {
 		return status, err
 	}
@@ -125,18 +141,27 @@ func (a *API) Raw(method, path string, in any) (int, []byte, error) {
 	return resp.StatusCode, b, err
 }
 
-// MustGet reads path into out and fails the test unless the answer is 200.
+// MustGet reads path into out and fails the test unless the answer is 200,
+// once retries (see Retryable) are over.
 func (a *API) MustGet(path string, out any) {
 	a.T.Helper()
-	if status, err := a.Do(http.MethodGet, path, nil, out); err != nil || status != http.StatusOK {
+	status, body, retried, err := a.rawRetry(http.MethodGet, path, nil)
+	if retried != "" {
+		a.T.Log(retried)
+	}
+	if status, err = decode(http.MethodGet, path, status, body, err, out); err != nil || status != http.StatusOK {
 		a.T.Fatalf("GET %s on %s: status %d, %v", path, a.Addr, status, err)
 	}
 }
 
-// MustWrite sends in with method and fails the test unless the answer is 2xx.
+// MustWrite sends in with method and fails the test unless the answer is
+// 2xx, once retries (see Retryable) are over.
 func (a *API) MustWrite(method, path string, in, out any) {
 	a.T.Helper()
-	status, body, err := a.Raw(method, path, in)
+	status, body, retried, err := a.rawRetry(method, path, in)
+	if retried != "" {
+		a.T.Log(retried)
+	}
 	if err != nil || status/100 != 2 {
 		a.T.Fatalf("%s %s on %s: status %d, %v: %s", method, path, a.Addr, status, err, body)
 	}
@@ -202,10 +227,19 @@ func (a *API) CLI(args ...string) CLIResult {
 	return res
 }
 
-// MustCLI is CLI for a run that must exit 0.
+// MustCLI is CLI for a run that must exit 0. A run that failed because
+// the agent could not serve it yet (a 502/503/504 or a refused connection,
+// see Retryable) is run again, as a user would, up to RetryTimeout.
 func (a *API) MustCLI(args ...string) CLIResult {
 	a.T.Helper()
-	res := a.CLI(args...)
+	var res CLIResult
+	n := a.retryLoop(func(int) (bool, bool) {
+		res = a.CLI(args...)
+		return transientCLI(res)
+	})
+	if n > 1 {
+		a.T.Logf("drover %s (against %s): %d runs, the others failed on a transient error", strings.Join(args, " "), a.Addr, n)
+	}
 	if res.Code != 0 {
 		a.T.Fatalf("drover %s (against %s): %s", strings.Join(args, " "), a.Addr, res)
 	}
