@@ -356,8 +356,14 @@ func (a *Agent) startHTTP(remote *remoteServers) {
 		go func() { a.done <- a.http.Serve(a.httpLn) }()
 		return
 	}
+	// A nil *http.Transport inside the interface would not be nil to the
+	// proxy: plain HTTP leaves the interface itself nil (the default).
+	var proxyTr http.RoundTripper
+	if a.proxyTr != nil {
+		proxyTr = a.proxyTr
+	}
 	a.plainHTTP = &http.Server{
-		Handler:           clientOnlyHandler(a.http.Handler(), remote, a.httpScheme(), a.proxyTr),
+		Handler:           clientOnlyHandler(a.http.Handler(), remote, a.httpScheme(), proxyTr),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	go func() { a.done <- a.plainHTTP.Serve(a.httpLn) }()
