@@ -21,6 +21,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
+	"github.com/drover-org/drover/core/hclguard"
 	"github.com/drover-org/drover/core/structs"
 )
 
@@ -64,7 +65,7 @@ func formatDiag(d *hcl.Diagnostic) string {
 // returned job is canonicalized (defaults of NOMAD-BEHAVIOR §1.3 applied)
 // but not validated; see ParseAndValidate.
 func Parse(filename string, src []byte) (*structs.Job, error) {
-	if diags := checkNesting(src, filename); diags.HasErrors() {
+	if diags := hclguard.Check(filename, src); diags.HasErrors() {
 		return nil, &Error{Diags: diags}
 	}
 	file, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos)

@@ -1,8 +1,6 @@
 package jobspec
 
 import (
-	"fmt"
-
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
@@ -12,38 +10,6 @@ import (
 // The limits of core/structs apply to job files as to JSON bodies: a job
 // that parses here must also be accepted by the HTTP API it is sent to,
 // and nothing may nest deeper than the Raft log's decoder reads back.
-
-// checkNesting refuses a file whose brackets, braces, parentheses or
-// template interpolations nest deeper than structs.MaxNestingDepth, before
-// the recursive parser sees it. It works on tokens, so the error points at
-// the opening that went one level too far.
-func checkNesting(src []byte, filename string) hcl.Diagnostics {
-	// Lexing errors are left to the parser, which words them better; the
-	// depth is still checked, because the parser recurses all the same.
-	tokens, _ := hclsyntax.LexConfig(src, filename, hcl.InitialPos)
-	depth := 0
-	for _, tok := range tokens {
-		switch tok.Type {
-		case hclsyntax.TokenOBrace, hclsyntax.TokenOBrack, hclsyntax.TokenOParen,
-			hclsyntax.TokenTemplateInterp, hclsyntax.TokenTemplateControl:
-			depth++
-			if depth > structs.MaxNestingDepth {
-				rng := tok.Range
-				return hcl.Diagnostics{{
-					Severity: hcl.DiagError,
-					Summary:  "Nesting too deep",
-					Detail:   fmt.Sprintf("Blocks, lists, objects and expressions nest more than %d levels here; exceeds limit %s.", structs.MaxNestingDepth, structs.DepthLimit()),
-					Subject:  &rng,
-				}}
-			}
-		case hclsyntax.TokenCBrace, hclsyntax.TokenCBrack, hclsyntax.TokenCParen, hclsyntax.TokenTemplateSeqEnd:
-			if depth > 0 {
-				depth--
-			}
-		}
-	}
-	return nil
-}
 
 // checkCollections refuses a list, object or body with more than
 // structs.MaxCollectionElements entries, at its position, and a for

@@ -47,6 +47,8 @@ func TestParseLimits(t *testing.T) {
 			"job.hcl:6:34: Nested for expression", "not supported"},
 		{"nested template for", wrapTask("      driver = \"raw_exec\"\n      kill_signal = \"%{for a in [1]}%{for b in [2]}x%{endfor}%{endfor}\"\n"),
 			"job.hcl:5:", "Nested for expression"},
+		{"operator chain that would overflow the parser's stack", wrapTask("      driver = \"raw_exec\"\n      leader = " + strings.Repeat("!", 200000) + "true\n"),
+			"job.hcl:5:", "Too many operators"},
 		{"one for expression", wrapTask("      driver = \"raw_exec\"\n      config {\n        args = [for a in [1, 2]: a * 2]\n      }\n"), "", ""},
 		{"list elements at the limit", wrapTask("      driver = \"raw_exec\"\n      config {\n        args = [" +
 			strings.Repeat("1,", structs.MaxCollectionElements) + "]\n      }\n"), "", ""},

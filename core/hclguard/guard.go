@@ -1,0 +1,64 @@
+// Package hclguard bounds HCL source before it is parsed. HCL's parser and
+// evaluator recurse once per level of nesting and once per operator of a
+// chain (`!!!…`, `a ? b : c ? …`, `1+1+…`); deep enough input exhausts the
+// goroutine stack, which kills the process instead of returning an error.
+// Checking the token stream first is cheap and turns such input into an
+// ordinary diagnostic that points at the token that went too far. Job files
+// and agent config files share these bounds, which are those of every other
+// decoder (structs.MaxNestingDepth).
+package hclguard
+
+import (
+	"fmt"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+
+	"github.com/drover-org/drover/core/structs"
+)
+
+// MaxOperators bounds the operators of one file. A real job or agent
+// config has a handful; ten thousand keeps any chain far from the stack's
+// end while leaving generated files room.
+const MaxOperators = 10_000
+
+// Check returns an error diagnostic when src nests blocks, brackets,
+// parentheses, strings or template sequences deeper than
+// structs.MaxNestingDepth, or holds more than MaxOperators operators.
+// Lexical errors are left to the parser, which words them better; the
+// bounds are still checked, because the parser recurses all the same.
+func Check(filename string, src []byte) hcl.Diagnostics {
+	tokens, _ := hclsyntax.LexConfig(src, filename, hcl.InitialPos)
+	depth, ops := 0, 0
+	for _, tok := range tokens {
+		switch tok.Type {
+		case hclsyntax.TokenOBrace, hclsyntax.TokenOBrack, hclsyntax.TokenOParen,
+			hclsyntax.TokenOQuote, hclsyntax.TokenOHeredoc,
+			hclsyntax.TokenTemplateInterp, hclsyntax.TokenTemplateControl:
+			depth++
+			if depth > structs.MaxNestingDepth {
+				return diag(tok.Range, "Nesting too deep", fmt.Sprintf(
+					"Blocks, lists, objects, strings and expressions nest more than %d levels here; exceeds limit %s.",
+					structs.MaxNestingDepth, structs.DepthLimit()))
+			}
+		case hclsyntax.TokenCBrace, hclsyntax.TokenCBrack, hclsyntax.TokenCParen,
+			hclsyntax.TokenCQuote, hclsyntax.TokenCHeredoc, hclsyntax.TokenTemplateSeqEnd:
+			depth = max(depth-1, 0)
+		case hclsyntax.TokenPlus, hclsyntax.TokenMinus, hclsyntax.TokenStar, hclsyntax.TokenSlash,
+			hclsyntax.TokenPercent, hclsyntax.TokenBang, hclsyntax.TokenAnd, hclsyntax.TokenOr,
+			hclsyntax.TokenEqualOp, hclsyntax.TokenNotEqual, hclsyntax.TokenLessThan,
+			hclsyntax.TokenLessThanEq, hclsyntax.TokenGreaterThan, hclsyntax.TokenGreaterThanEq,
+			hclsyntax.TokenQuestion:
+			ops++
+			if ops > MaxOperators {
+				return diag(tok.Range, "Too many operators", fmt.Sprintf(
+					"More than %d operators in one file; exceeds limit MaxOperators (%d).", MaxOperators, MaxOperators))
+			}
+		}
+	}
+	return nil
+}
+
+func diag(rng hcl.Range, summary, detail string) hcl.Diagnostics {
+	return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: summary, Detail: detail, Subject: &rng}}
+}
