@@ -41,7 +41,7 @@ func (f *FSM) applyJobRegister(index uint64, buf []byte) any {
 			return nil
 		}
 	}
-	err := f.State().At(now).Write(index, func(tx *state.Txn) error {
+	err := f.State().At(now).WriteTxn(index, func(tx *state.Txn) error {
 		if job := req.Job; job != nil {
 			if err := tx.UpsertJob(job); err != nil {
 				return err
@@ -149,7 +149,7 @@ func (f *FSM) applyJobDeregister(index uint64, buf []byte) any {
 		evalTime = req.Eval.ModifyTime
 	}
 	var deleted, stopped bool
-	err := f.State().At(at(req.Now, evalTime)).Write(index, func(tx *state.Txn) error {
+	err := f.State().At(at(req.Now, evalTime)).WriteTxn(index, func(tx *state.Txn) error {
 		job, err := tx.JobByID(req.Namespace, req.JobID)
 		if err != nil {
 			return err
@@ -206,7 +206,7 @@ func (f *FSM) applyJobBatchDeregister(index uint64, buf []byte) any {
 	req := decode[structs.JobBatchDeregisterRequest](structs.JobBatchDeregisterRequestType, index, buf)
 	var deleted []structs.NamespacedID
 	// Without a stamp the evals keep the times they carry.
-	err := f.State().At(at(req.Now)).Write(index, func(tx *state.Txn) error {
+	err := f.State().At(at(req.Now)).WriteTxn(index, func(tx *state.Txn) error {
 		for _, j := range req.Jobs {
 			job, err := tx.JobByID(j.Namespace, j.ID)
 			if err != nil {
@@ -248,7 +248,7 @@ func (f *FSM) applyAllocClientUpdate(index uint64, buf []byte) any {
 		}
 	}
 	st := f.State().At(at(req.Now, allocTime))
-	err := st.Write(index, func(tx *state.Txn) error {
+	err := st.WriteTxn(index, func(tx *state.Txn) error {
 		if err := tx.UpdateAllocsFromClient(req.Alloc); err != nil {
 			return err
 		}

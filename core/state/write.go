@@ -12,13 +12,13 @@ import (
 //
 // Reads through a Txn see its own writes. The deferred work of every write
 // (job statuses, summaries, table indexes) runs once, at commit, over the
-// whole transaction. A Txn is valid only inside the function given to Write.
+// whole transaction. A Txn is valid only inside the function given to WriteTxn.
 type Txn struct{ t *writeTxn }
 
-// Write runs fn in one write transaction at index, stamped with the
+// WriteTxn runs fn in one write transaction at index, stamped with the
 // handle's time (see At), and commits it when fn and the deferred work
 // succeed. On error nothing is written.
-func (s *StateStore) Write(index uint64, fn func(tx *Txn) error) error {
+func (s *StateStore) WriteTxn(index uint64, fn func(tx *Txn) error) error {
 	return s.write(index, func(t *writeTxn) error { return fn(&Txn{t: t}) })
 }
 

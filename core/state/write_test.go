@@ -7,14 +7,14 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
-// Write commits all its writes together, its reads see its own writes, and
+// WriteTxn commits all its writes together, its reads see its own writes, and
 // the deferred work (statuses, summaries, indexes) covers all of it. An
 // error anywhere in it writes nothing.
 func TestWriteIsOneTransaction(t *testing.T) {
 	s := testStore(t)
 	job := mockJob(structs.JobTypeService)
 	ev := mockEval(job, structs.EvalStatusPending)
-	must(t, s.Write(10, func(tx *Txn) error {
+	must(t, s.WriteTxn(10, func(tx *Txn) error {
 		if err := tx.UpsertJob(job); err != nil {
 			return err
 		}
@@ -35,7 +35,7 @@ func TestWriteIsOneTransaction(t *testing.T) {
 	}
 
 	other := mockJob(structs.JobTypeBatch)
-	err := s.Write(11, func(tx *Txn) error {
+	err := s.WriteTxn(11, func(tx *Txn) error {
 		if err := tx.UpsertJob(other); err != nil {
 			return err
 		}
