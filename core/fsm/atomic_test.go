@@ -30,6 +30,7 @@ func hookCount(rec *recorder) int {
 // and table indexes unchanged) and no hook is told; the same entry with a
 // good eval writes everything at its index.
 func TestMultiWriteEntryIsAllOrNothing(t *testing.T) {
+	upsertedThenEvals := []string{"JobUpserted", "EvalsCommitted"}
 	periodic := func() *structs.Job {
 		j := mockJob(structs.JobTypeBatch)
 		j.Periodic = &structs.PeriodicConfig{Enabled: true, Spec: "* * * * *"}
@@ -40,21 +41,23 @@ func TestMultiWriteEntryIsAllOrNothing(t *testing.T) {
 		// setup writes what the entry acts on (indexes below 100) and
 		// returns the entry built around ev, its last write.
 		setup func(t *testing.T, f *FSM, ev func() *structs.Evaluation) entry
+		// hooks are the calls the good entry makes, in order.
+		hooks []string
 	}{
 		{"job register", func(t *testing.T, f *FSM, ev func() *structs.Evaluation) entry {
 			job := mockJob(structs.JobTypeService)
 			return entry{structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: job, Eval: ev()}}
-		}},
+		}, upsertedThenEvals},
 		{"periodic parent register (job, launch, eval)", func(t *testing.T, f *FSM, ev func() *structs.Evaluation) entry {
 			return entry{structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: periodic(), Eval: ev(), Now: time.Now().UnixNano()}}
-		}},
+		}, upsertedThenEvals},
 		{"periodic launch (child, parent's launch, eval)", func(t *testing.T, f *FSM, ev func() *structs.Evaluation) entry {
 			parent := periodic()
 			mustApply(t, f, 10, structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: parent, Now: time.Unix(1700000000, 0).UnixNano()})
 			child := mockJob(structs.JobTypeBatch)
 			child.ID, child.ParentID = parent.ID+"/periodic-1800000000", parent.ID
 			return entry{structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: child, Eval: ev()}}
-		}},
+		}, upsertedThenEvals},
 		{"dispatch (child, eval)", func(t *testing.T, f *FSM, ev func() *structs.Evaluation) entry {
 			parent := mockJob(structs.JobTypeBatch)
 			parent.ParameterizedJob = &structs.ParameterizedJobConfig{}
@@ -63,15 +66,15 @@ func TestMultiWriteEntryIsAllOrNothing(t *testing.T) {
 			c.ID, c.ParentID, c.Dispatched, c.DispatchIdempotencyToken = parent.ID+"/dispatch-1-aaaaaaaa", parent.ID, true, "tok"
 			c.ParameterizedJob = &structs.ParameterizedJobConfig{}
 			return entry{structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: c, Eval: ev()}}
-		}},
+		}, upsertedThenEvals},
 		{"job deregister stop", func(t *testing.T, f *FSM, ev func() *structs.Evaluation) entry {
 			job := registerJob(t, f, 10, mockJob(structs.JobTypeService))
 			return entry{structs.JobDeregisterRequestType, &structs.JobDeregisterRequest{Namespace: job.Namespace, JobID: job.ID, Eval: ev()}}
-		}},
+		}, upsertedThenEvals},
 		{"job deregister purge", func(t *testing.T, f *FSM, ev func() *structs.Evaluation) entry {
 			job := registerJob(t, f, 10, periodic())
 			return entry{structs.JobDeregisterRequestType, &structs.JobDeregisterRequest{Namespace: job.Namespace, JobID: job.ID, Purge: true, Eval: ev()}}
-		}},
+		}, []string{"JobDeleted", "EvalsCommitted"}},
 		{"job batch deregister", func(t *testing.T, f *FSM, ev func() *structs.Evaluation) entry {
 			a := registerJob(t, f, 10, mockJob(structs.JobTypeBatch))
 			b := registerJob(t, f, 11, mockJob(structs.JobTypeBatch))
@@ -79,7 +82,7 @@ func TestMultiWriteEntryIsAllOrNothing(t *testing.T) {
 				Jobs:  []structs.NamespacedID{{ID: a.ID, Namespace: a.Namespace}, {ID: b.ID, Namespace: b.Namespace}},
 				Evals: []*structs.Evaluation{mockEval(a.Namespace, a.ID, structs.EvalStatusPending), ev()},
 			}}
-		}},
+		}, []string{"JobDeleted", "JobDeleted", "EvalsCommitted"}},
 		{"alloc client update (allocs, evals)", func(t *testing.T, f *FSM, ev func() *structs.Evaluation) entry {
 			job := registerJob(t, f, 10, mockJob(structs.JobTypeService))
 			n := mockNode()
@@ -90,7 +93,7 @@ func TestMultiWriteEntryIsAllOrNothing(t *testing.T) {
 				Alloc: []*structs.Allocation{{ID: a.ID, ClientStatus: structs.AllocClientStatusFailed}},
 				Evals: []*structs.Evaluation{ev()},
 			}}
-		}},
+		}, []string{"AllocsClientUpdated", "EvalsCommitted"}},
 		{"plan results (allocs, preemption evals)", func(t *testing.T, f *FSM, ev func() *structs.Evaluation) entry {
 			job := registerJob(t, f, 10, mockJob(structs.JobTypeService))
 			n := mockNode()
@@ -98,7 +101,7 @@ func TestMultiWriteEntryIsAllOrNothing(t *testing.T) {
 			return entry{structs.ApplyPlanResultsRequestType, &structs.ApplyPlanResultsRequest{
 				Job: job, AllocsUpdated: []*structs.Allocation{mockAlloc(job, n.ID)}, PreemptionEvals: []*structs.Evaluation{ev()},
 			}}
-		}},
+		}, []string{"EvalsCommitted"}},
 		{"alloc desired transition (allocs, evals)", func(t *testing.T, f *FSM, ev func() *structs.Evaluation) entry {
 			job := registerJob(t, f, 10, mockJob(structs.JobTypeService))
 			n := mockNode()
@@ -109,10 +112,10 @@ func TestMultiWriteEntryIsAllOrNothing(t *testing.T) {
 			return entry{structs.AllocUpdateDesiredTransitionRequestType, &structs.AllocUpdateDesiredTransitionRequest{
 				Allocs: map[string]*structs.DesiredTransition{a.ID: {Migrate: &yes}}, Evals: []*structs.Evaluation{ev()},
 			}}
-		}},
+		}, []string{"EvalsCommitted"}},
 		{"node register (node, evals)", func(t *testing.T, f *FSM, ev func() *structs.Evaluation) entry {
 			return entry{structs.NodeRegisterRequestType, &structs.NodeRegisterRequest{Node: mockNode(), Evals: []*structs.Evaluation{ev()}}}
-		}},
+		}, []string{"NodeChanged", "EvalsCommitted"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -137,16 +140,27 @@ func TestMultiWriteEntryIsAllOrNothing(t *testing.T) {
 				t.Errorf("a refused entry stopped the FSM: %v", err)
 			}
 
-			// The same entry with a good eval writes everything at once.
-			g, _ := testFSM(t)
+			// The same entry with a good eval writes everything at once,
+			// and tells the hooks after the commit, in order: every hook
+			// call already finds the entry's last write.
+			g, grec := testFSM(t)
 			var good *structs.Evaluation
 			e = tc.setup(t, g, func() *structs.Evaluation {
 				good = mockEval(structs.DefaultNamespace, "", structs.EvalStatusPending)
 				return good
 			})
+			from := len(grec.calls)
+			grec.onCall = func(hook string) {
+				if got, _ := g.State().EvalByID(nil, good.ID); got == nil {
+					t.Errorf("%s called before the entry's eval was committed", hook)
+				}
+			}
 			mustApply(t, g, 100, e.typ, e.msg)
 			if got, _ := g.State().EvalByID(nil, good.ID); got == nil || got.CreateIndex != 100 {
 				t.Errorf("the good entry's eval = %+v, want it created at 100", got)
+			}
+			if calls := grec.calls[from:]; !reflect.DeepEqual(calls, tc.hooks) {
+				t.Errorf("hooks called %v, want %v", calls, tc.hooks)
 			}
 		})
 	}
