@@ -1,8 +1,9 @@
 package server
 
 import (
-	"errors"
 	"time"
+
+	"github.com/drover-org/drover/core/structs"
 )
 
 // ApplyUnchecked proposes an encoded Raft entry as it is, skipping the
@@ -14,7 +15,7 @@ import (
 // own response (the FSM's stop error) is not an error here.
 func (s *Server) ApplyUnchecked(buf []byte, timeout time.Duration) (uint64, error) {
 	if !s.IsLeader() {
-		return 0, errors.New("not the leader")
+		return 0, structs.NewError(structs.ErrNoLeader, "not the leader")
 	}
 	f := s.raft.Apply(buf, timeout)
 	if err := f.Error(); err != nil {
