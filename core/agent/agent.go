@@ -287,6 +287,11 @@ func (a *Agent) startServer(opts Options, dataDir, advHTTP string, drivers []str
 		ctx, cancel := context.WithTimeout(context.Background(), wait)
 		defer cancel()
 		if err := a.server.WaitForLeader(ctx); err != nil {
+			if ferr := a.server.Failed(); ferr != nil {
+				// Not a leader problem: the log holds an entry this
+				// server cannot apply.
+				return fmt.Errorf("server stopped: %w", ferr)
+			}
 			return fmt.Errorf("server: no cluster leader after %s: this server is configured alone (bootstrap_expect = 1, "+
 				"no server_join), so its Raft state in %s most likely lists other servers it cannot reach or win a vote without; "+
 				"if that data dir belonged to a cluster, start its other servers or configure server_join: %w",

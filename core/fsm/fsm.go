@@ -148,9 +148,11 @@ func (f *FSM) Apply(l *raft.Log) (resp any) {
 			resp = f.stop(l.Index, typeName(bad.t), bad.err)
 			return
 		}
-		// An applier or the state store failed on this entry. What it
-		// wrote before is discarded on restart: the state is rebuilt
-		// from the last snapshot, which this stop keeps before the entry.
+		// An applier or the state store failed on this entry. A panic
+		// inside the entry's transaction aborts it, so nothing of the
+		// entry is written; one in a hook after the commit leaves the
+		// entry applied here, and a restart rebuilds the state from the
+		// last snapshot, which this stop keeps before the entry.
 		f.logger.Error("panic applying Raft log entry", "index", l.Index, "panic", p, "stack", string(debug.Stack()))
 		resp = f.stop(l.Index, typeName(structs.MessageType(l.Data[0])), fmt.Errorf("panic: %v", p))
 	}()

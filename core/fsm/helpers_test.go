@@ -22,33 +22,51 @@ type recorder struct {
 	nodes       []*structs.Node
 	upserted    []*structs.Job
 	deleted     []string
+	// calls names every call in order; onCall, when set, runs first (on
+	// the apply goroutine, with mu not held).
+	calls  []string
+	onCall func(hook string)
+}
+
+func (r *recorder) called(hook string) {
+	if r.onCall != nil {
+		r.onCall(hook)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = append(r.calls, hook)
 }
 
 func (r *recorder) EvalsCommitted(evals []*structs.Evaluation) {
+	r.called("EvalsCommitted")
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.evals = append(r.evals, evals...)
 }
 
 func (r *recorder) AllocsClientUpdated(allocs []*structs.Allocation, _ uint64) {
+	r.called("AllocsClientUpdated")
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.clientAlloc = append(r.clientAlloc, allocs...)
 }
 
 func (r *recorder) NodeChanged(node *structs.Node, _ uint64) {
+	r.called("NodeChanged")
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.nodes = append(r.nodes, node)
 }
 
 func (r *recorder) JobUpserted(job *structs.Job) {
+	r.called("JobUpserted")
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.upserted = append(r.upserted, job)
 }
 
 func (r *recorder) JobDeleted(ns, id string) {
+	r.called("JobDeleted")
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.deleted = append(r.deleted, ns+"/"+id)

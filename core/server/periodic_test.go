@@ -251,24 +251,40 @@ func TestPeriodicDispatcherLaunchesOnSchedule(t *testing.T) {
 	s := testServer(t, nil)
 	registerNodes(t, s, testNode("a"))
 	registerJob(t, s, periodicJob("tick", "* * * * * *", false))
+	// A launch is one entry: the child, its eval and the parent's launch
+	// record. Wait for a child whose eval is there (the FSM commits them
+	// together; the deadline covers a loaded machine, not a gap between
+	// them).
 	var child *structs.Job
-	waitFor(t, 10*time.Second, "a scheduled child", func() bool {
-		if c := childrenOf(t, s, "tick"); len(c) > 0 {
-			child = c[0]
-			return true
+	var ev *structs.Evaluation
+	waitFor(t, 60*time.Second, "a scheduled child with its eval", func() bool {
+		for _, c := range childrenOf(t, s, "tick") {
+			evs, err := s.State().EvalsByJob(nil, structs.DefaultNamespace, c.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(evs) > 0 {
+				child, ev = c, evs[0]
+				if len(evs) != 1 {
+					t.Fatalf("child %s has %d evals, want 1", c.ID, len(evs))
+				}
+				return true
+			}
 		}
 		return false
 	})
 	if !structs.IsPeriodicChild("tick", child.ID) {
 		t.Fatalf("child ID %q", child.ID)
 	}
-	evs, _ := s.State().EvalsByJob(nil, "default", child.ID)
-	if len(evs) != 1 || evs[0].TriggeredBy != structs.EvalTriggerPeriodicJob {
-		t.Fatalf("child evals = %v", evs)
+	if ev.TriggeredBy != structs.EvalTriggerPeriodicJob {
+		t.Fatalf("child eval triggered by %q, want %q", ev.TriggeredBy, structs.EvalTriggerPeriodicJob)
 	}
-	waitEvalTerminal(t, s, evs[0].ID)
-	launch, _ := s.State().PeriodicLaunchByID(nil, "default", "tick")
-	if launch == nil || launch.Launch.IsZero() {
-		t.Fatalf("launch record = %+v", launch)
+	launch, err := s.State().PeriodicLaunchByID(nil, structs.DefaultNamespace, "tick")
+	if err != nil {
+		t.Fatal(err)
 	}
+	if launch == nil || launch.Launch.IsZero() || launch.ModifyIndex < child.CreateIndex {
+		t.Fatalf("launch record = %+v, want one moved by the child's entry (index %d)", launch, child.CreateIndex)
+	}
+	waitEvalTerminal(t, s, ev.ID)
 }

@@ -374,11 +374,16 @@ func (s *Server) LeaderAddr() string {
 	return string(addr)
 }
 
-// WaitForLeader blocks until some server leads or ctx ends.
+// WaitForLeader blocks until some server leads or ctx ends. It returns the
+// FSM's stop error as soon as the server met an entry it cannot apply:
+// such a server never leads, and the error is the one to report.
 func (s *Server) WaitForLeader(ctx context.Context) error {
 	t := time.NewTicker(5 * time.Millisecond)
 	defer t.Stop()
 	for {
+		if err := s.Failed(); err != nil {
+			return err
+		}
 		if addr, _ := s.raft.LeaderWithID(); addr != "" && s.leaderReady() {
 			return nil
 		}

@@ -105,7 +105,7 @@ func registerJob(t *testing.T, s *Server, job *structs.Job) *structs.JobRegister
 func waitEvalTerminal(t *testing.T, s *Server, id string) *structs.Evaluation {
 	t.Helper()
 	var ev *structs.Evaluation
-	waitFor(t, 15*time.Second, "eval "+id+" terminal", func() bool {
+	waitFor(t, 60*time.Second, "eval "+id+" terminal", func() bool {
 		ev, _ = s.State().EvalByID(nil, id)
 		return ev != nil && ev.TerminalStatus()
 	})

@@ -21,43 +21,45 @@ func (s *StateStore) UpsertAllocs(index uint64, allocs []*structs.Allocation) er
 // TaskStates, ModifyTime); everything the server decided stays. Updates of
 // unknown allocs are skipped: the alloc may have been reaped meanwhile.
 func (s *StateStore) UpdateAllocsFromClient(index uint64, allocs []*structs.Allocation) error {
-	return s.write(index, func(t *writeTxn) error {
-		t.tables[TableAllocs] = struct{}{}
-		for _, u := range allocs {
-			if u == nil {
-				continue
-			}
-			existing, err := t.alloc(u.ID)
-			if err != nil {
-				return err
-			}
-			if existing == nil {
-				continue
-			}
-			c := *existing
-			if u.ClientStatus != "" {
-				c.ClientStatus = u.ClientStatus
-			}
-			c.ClientDescription = u.ClientDescription
-			if u.TaskStates != nil {
-				c.TaskStates = u.TaskStates
-			}
-			c.ModifyTime = u.ModifyTime
-			if c.ModifyTime == 0 {
-				c.ModifyTime = t.nanos()
-			}
-			c.ModifyIndex = t.index
-			if c.ClientStatus != existing.ClientStatus {
-				c.AllocStates = appendAllocState(existing.AllocStates, &structs.AllocState{
-					Field: "ClientStatus", Value: c.ClientStatus, Time: t.now,
-				})
-			}
-			if err := t.putAlloc(existing, &c); err != nil {
-				return err
-			}
+	return s.write(index, func(t *writeTxn) error { return t.updateAllocsFromClient(allocs) })
+}
+
+func (t *writeTxn) updateAllocsFromClient(allocs []*structs.Allocation) error {
+	t.tables[TableAllocs] = struct{}{}
+	for _, u := range allocs {
+		if u == nil {
+			continue
 		}
-		return nil
-	})
+		existing, err := t.alloc(u.ID)
+		if err != nil {
+			return err
+		}
+		if existing == nil {
+			continue
+		}
+		c := *existing
+		if u.ClientStatus != "" {
+			c.ClientStatus = u.ClientStatus
+		}
+		c.ClientDescription = u.ClientDescription
+		if u.TaskStates != nil {
+			c.TaskStates = u.TaskStates
+		}
+		c.ModifyTime = u.ModifyTime
+		if c.ModifyTime == 0 {
+			c.ModifyTime = t.nanos()
+		}
+		c.ModifyIndex = t.index
+		if c.ClientStatus != existing.ClientStatus {
+			c.AllocStates = appendAllocState(existing.AllocStates, &structs.AllocState{
+				Field: "ClientStatus", Value: c.ClientStatus, Time: t.now,
+			})
+		}
+		if err := t.putAlloc(existing, &c); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // UpdateAllocsDesiredTransitions merges desired transitions into allocs

@@ -7,21 +7,23 @@ import (
 // UpsertPeriodicLaunch records the last launch of a periodic parent. An
 // existing record keeps its CreateIndex.
 func (s *StateStore) UpsertPeriodicLaunch(index uint64, l *structs.PeriodicLaunch) error {
+	return s.write(index, func(t *writeTxn) error { return t.upsertPeriodicLaunch(l) })
+}
+
+func (t *writeTxn) upsertPeriodicLaunch(l *structs.PeriodicLaunch) error {
 	if l == nil || l.ID == "" {
 		return structs.NewError(structs.ErrInvalid, "periodic launch: missing job ID")
 	}
-	return s.write(index, func(t *writeTxn) error {
-		raw, err := t.first(TablePeriodicLaunch, "id", l.Namespace, l.ID)
-		if err != nil {
-			return err
-		}
-		l.CreateIndex = t.index
-		if raw != nil {
-			l.CreateIndex = raw.(*structs.PeriodicLaunch).CreateIndex
-		}
-		l.ModifyIndex = t.index
-		return t.insert(TablePeriodicLaunch, l)
-	})
+	raw, err := t.first(TablePeriodicLaunch, "id", l.Namespace, l.ID)
+	if err != nil {
+		return err
+	}
+	l.CreateIndex = t.index
+	if raw != nil {
+		l.CreateIndex = raw.(*structs.PeriodicLaunch).CreateIndex
+	}
+	l.ModifyIndex = t.index
+	return t.insert(TablePeriodicLaunch, l)
 }
 
 // DeletePeriodicLaunch removes a launch record; structs.ErrNotFound when
