@@ -13,32 +13,59 @@ import (
 // that parses here must also be accepted by the HTTP API it is sent to,
 // and nothing may nest deeper than the Raft log's decoder reads back.
 
-// checkNesting refuses a file whose brackets, braces, parentheses or
-// template interpolations nest deeper than structs.MaxNestingDepth, before
-// the recursive parser sees it. It works on tokens, so the error points at
-// the opening that went one level too far.
+// maxOperators bounds the operators of one job file. HCL's parser and
+// evaluator recurse once per operator of a chain (`- - -1`, `!!!x`,
+// `a ? b : c ? …`, `1+1+…`) however flat the brackets are, and a chain a
+// body limit allows (millions) exhausts the goroutine stack: a fatal error
+// no recover() catches, which would kill the agent serving /v1/jobs/parse.
+// Real job files use a handful.
+const maxOperators = 10_000
+
+// checkNesting refuses a file whose brackets, braces, parentheses,
+// template interpolations or template directives (%{ if }, %{ for }) nest
+// deeper than structs.MaxNestingDepth, or that holds more than
+// maxOperators operators, before the recursive parser sees it. It works on
+// tokens, so the error points at the token that went one too far.
 func checkNesting(src []byte, filename string) hcl.Diagnostics {
 	// Lexing errors are left to the parser, which words them better; the
 	// depth is still checked, because the parser recurses all the same.
 	tokens, _ := hclsyntax.LexConfig(src, filename, hcl.InitialPos)
-	depth := 0
-	for _, tok := range tokens {
+	tooFar := func(tok hclsyntax.Token, summary, detail string) hcl.Diagnostics {
+		rng := tok.Range
+		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: summary, Detail: detail, Subject: &rng}}
+	}
+	// directives counts the open %{ if } and %{ for } sections: their
+	// %{ … } closes at once, but the parser recurses into their bodies.
+	depth, directives, ops := 0, 0, 0
+	for i, tok := range tokens {
 		switch tok.Type {
 		case hclsyntax.TokenOBrace, hclsyntax.TokenOBrack, hclsyntax.TokenOParen,
 			hclsyntax.TokenTemplateInterp, hclsyntax.TokenTemplateControl:
 			depth++
-			if depth > structs.MaxNestingDepth {
-				rng := tok.Range
-				return hcl.Diagnostics{{
-					Severity: hcl.DiagError,
-					Summary:  "Nesting too deep",
-					Detail:   fmt.Sprintf("Blocks, lists, objects and expressions nest more than %d levels here; exceeds limit %s.", structs.MaxNestingDepth, structs.DepthLimit()),
-					Subject:  &rng,
-				}}
+			if tok.Type == hclsyntax.TokenTemplateControl && i+1 < len(tokens) && tokens[i+1].Type == hclsyntax.TokenIdent {
+				switch string(tokens[i+1].Bytes) {
+				case "if", "for":
+					directives++
+				case "endif", "endfor":
+					directives = max(directives-1, 0)
+				}
+			}
+			if depth+directives > structs.MaxNestingDepth {
+				return tooFar(tok, "Nesting too deep",
+					fmt.Sprintf("Blocks, lists, objects and expressions nest more than %d levels here; exceeds limit %s.", structs.MaxNestingDepth, structs.DepthLimit()))
 			}
 		case hclsyntax.TokenCBrace, hclsyntax.TokenCBrack, hclsyntax.TokenCParen, hclsyntax.TokenTemplateSeqEnd:
 			if depth > 0 {
 				depth--
+			}
+		case hclsyntax.TokenPlus, hclsyntax.TokenMinus, hclsyntax.TokenStar, hclsyntax.TokenSlash, hclsyntax.TokenPercent,
+			hclsyntax.TokenBang, hclsyntax.TokenAnd, hclsyntax.TokenOr, hclsyntax.TokenEqualOp, hclsyntax.TokenNotEqual,
+			hclsyntax.TokenLessThan, hclsyntax.TokenLessThanEq, hclsyntax.TokenGreaterThan, hclsyntax.TokenGreaterThanEq,
+			hclsyntax.TokenQuestion:
+			ops++
+			if ops > maxOperators {
+				return tooFar(tok, "Too many operators",
+					fmt.Sprintf("The file has more than %d operators; a job file may have at most %d.", maxOperators, maxOperators))
 			}
 		}
 	}

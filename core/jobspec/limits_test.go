@@ -47,6 +47,18 @@ func TestParseLimits(t *testing.T) {
 			"job.hcl:6:34: Nested for expression", "not supported"},
 		{"nested template for", wrapTask("      driver = \"raw_exec\"\n      kill_signal = \"%{for a in [1]}%{for b in [2]}x%{endfor}%{endfor}\"\n"),
 			"job.hcl:5:", "Nested for expression"},
+		// Operator chains recurse in the parser and evaluator with no
+		// bracket at all; a few million of them (well inside the body
+		// limit) overflowed the stack, a fatal error that killed an agent
+		// serving /v1/jobs/parse. Past maxOperators is refused.
+		{"unary operator chain", wrapTask("      driver = \"raw_exec\"\n      kill_signal = " + strings.Repeat("-", 2*maxOperators) + "1\n"),
+			"job.hcl:5:", "Too many operators"},
+		{"conditional chain", wrapTask("      driver = \"raw_exec\"\n      kill_signal = " + strings.Repeat("true ? 1 : ", maxOperators+1) + "1\n"),
+			"job.hcl:5:", "at most 10000"},
+		{"operators at the limit", wrapTask("      driver = \"raw_exec\"\n      config {\n        args = [1" + strings.Repeat("+1", maxOperators) + "]\n      }\n"), "", ""},
+		{"nested template directives", wrapTask("      driver = \"raw_exec\"\n      kill_signal = \"" + strings.Repeat("%{if true}", 70) + "x" + strings.Repeat("%{endif}", 70) + "\"\n"),
+			"job.hcl:5:", "MaxNestingDepth"},
+		{"sequential template directives", wrapTask("      driver = \"raw_exec\"\n      kill_signal = \"" + strings.Repeat("%{if true}x%{endif}", 200) + "\"\n"), "", ""},
 		{"one for expression", wrapTask("      driver = \"raw_exec\"\n      config {\n        args = [for a in [1, 2]: a * 2]\n      }\n"), "", ""},
 		{"list elements at the limit", wrapTask("      driver = \"raw_exec\"\n      config {\n        args = [" +
 			strings.Repeat("1,", structs.MaxCollectionElements) + "]\n      }\n"), "", ""},
