@@ -2,6 +2,7 @@ package structs
 
 import (
 	"fmt"
+	"math"
 	"path/filepath"
 	"strings"
 	"time"
@@ -120,6 +121,14 @@ func (j *Job) Canonicalize() {
 			}
 			if t.LogConfig == nil {
 				t.LogConfig = &LogConfig{MaxFiles: 10, MaxFileSizeMB: 10}
+			}
+			// A field left out of a JSON logs block is 0, which Nomad's
+			// client fills with its default; negatives stay, for Validate.
+			if t.LogConfig.MaxFiles == 0 {
+				t.LogConfig.MaxFiles = 10
+			}
+			if t.LogConfig.MaxFileSizeMB == 0 {
+				t.LogConfig.MaxFileSizeMB = 10
 			}
 		}
 	}
@@ -261,6 +270,7 @@ func (tg *TaskGroup) validate(l *errList, jobType string, nodeType, batchLike bo
 			leaders++
 		}
 		t.validate(l, fmt.Sprintf("%s: task %q", where, t.Name))
+		t.validateLogs(l, fmt.Sprintf("%s: task %q: logs", where, t.Name), tg.EphemeralDisk)
 	}
 	if leaders > 1 {
 		l.add("%s: only one task may be the leader (found %d)", where, leaders)
@@ -303,6 +313,33 @@ func (t *Task) validate(l *errList, where string) {
 		} else if filepath.IsAbs(dp.File) || strings.HasPrefix(filepath.Clean(dp.File), "..") {
 			l.add("%s: dispatch_payload: file %q must be a relative path inside the task's local/ directory", where, dp.File)
 		}
+	}
+}
+
+// validateLogs holds the logs block to what the driver can rotate (it
+// takes at least one file of at least 1 MB, and 32-bit counts), and, as
+// Nomad does, the logs to less than the group's ephemeral disk: values
+// the client could not honour would otherwise fail or be replaced there.
+func (t *Task) validateLogs(l *errList, where string, disk *EphemeralDisk) {
+	lc := t.LogConfig
+	if lc == nil {
+		return
+	}
+	ok := true
+	if lc.MaxFiles < 1 || lc.MaxFiles > math.MaxInt32 {
+		l.add("%s: max_files must be between 1 and %d (got %d)", where, math.MaxInt32, lc.MaxFiles)
+		ok = false
+	}
+	if lc.MaxFileSizeMB < 1 || lc.MaxFileSizeMB > math.MaxInt32 {
+		l.add("%s: max_file_size must be between 1 and %d MB (got %d)", where, math.MaxInt32, lc.MaxFileSizeMB)
+		ok = false
+	}
+	if !ok || lc.Disabled || disk == nil {
+		return
+	}
+	if usage := int64(lc.MaxFiles) * int64(lc.MaxFileSizeMB); int64(disk.SizeMB) <= usage {
+		l.add("%s: log storage (%d files of %d MB = %d MB) must be less than the group's ephemeral_disk (%d MB)",
+			where, lc.MaxFiles, lc.MaxFileSizeMB, usage, disk.SizeMB)
 	}
 }
 
