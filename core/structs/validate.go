@@ -262,6 +262,8 @@ func (tg *TaskGroup) validate(l *errList, jobType string, nodeType, batchLike bo
 		}
 		if t.Name == "" {
 			l.add("%s: task %d: missing name", where, i+1)
+		} else if why := badTaskName(t.Name); why != "" {
+			l.add("%s: task %q: name %s", where, t.Name, why)
 		} else if tasks[t.Name] {
 			l.add("%s: task %q: defined more than once", where, t.Name)
 		}
@@ -476,6 +478,24 @@ func (p *PeriodicConfig) Next(from time.Time) (time.Time, error) {
 		}
 	}
 	return best, nil
+}
+
+// badTaskName says why a task name cannot be used, empty when it can. The
+// client makes the name a directory of the allocation (next to the shared
+// alloc/), so a name that is a path or a special element would escape it
+// or collide, and fail the task on every node; Nomad refuses slashes too.
+func badTaskName(name string) string {
+	switch {
+	case strings.ContainsAny(name, `/\`):
+		return "must not contain slashes"
+	case strings.ContainsRune(name, 0):
+		return "must not contain NUL characters"
+	case name == "." || name == "..":
+		return "must not be . or .."
+	case name == "alloc":
+		return `must not be "alloc", the allocation's shared directory`
+	}
+	return ""
 }
 
 // badIDChar describes the first character an object ID must not hold:
