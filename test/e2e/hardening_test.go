@@ -75,6 +75,14 @@ func TestHardeningRefusals(t *testing.T) {
 		body:   json.RawMessage(`{"Job":{"ID":"path","Type":"sysbatch","Datacenters":["*"],"TaskGroups":[{"Name":"g","Tasks":[{"Name":"../../etc","Driver":"raw_exec","Config":{"command":"/bin/true"}}]}]}}`),
 		status: http.StatusBadRequest, want: []string{`task "../../etc": name must not contain slashes`},
 	}, {
+		// 100 KB that builds 20 MB; the same shape within the body limit
+		// builds terabytes.
+		name: "a for expression that multiplies its input", path: "/v1/jobs/parse",
+		body: map[string]any{"JobHCL": "job \"amp\" {\n  type = \"sysbatch\"\n  group \"g\" {\n    task \"t\" {\n      driver = \"raw_exec\"\n" +
+			"      config {\n        args = [\"%{for a in [" + strings.Repeat(`"`+strings.Repeat("x", 1000)+`",`, 100) + "]}" +
+			strings.Repeat("${a}", 200) + "%{endfor}\"]\n      }\n    }\n  }\n}\n"},
+		status: http.StatusBadRequest, want: []string{"job.hcl:7:", "For expression too large"},
+	}, {
 		// Last: without the bound it kills the agent.
 		name: "operator chain through /v1/jobs/parse", path: "/v1/jobs/parse",
 		body:   map[string]any{"JobHCL": chain, "Canonicalize": true},
