@@ -78,6 +78,9 @@ func (c *Config) Merge(o *Config) *Config {
 	str(&r.BindAddr, o.BindAddr)
 	str(&r.LogLevel, o.LogLevel)
 	str(&r.PluginDir, o.PluginDir)
+	if o.HTTPMaxBodyBytes != 0 {
+		r.HTTPMaxBodyBytes = o.HTTPMaxBodyBytes
+	}
 	r.LogJSON = r.LogJSON || o.LogJSON
 	r.DevMode = r.DevMode || o.DevMode
 	r.Ports = mergePorts(c.Ports, o.Ports)
@@ -157,6 +160,9 @@ func mergeServer(a, b *ServerConfig) *ServerConfig {
 	num(&r.RaftSnapshotThreshold, b.RaftSnapshotThreshold)
 	str(&r.RaftSnapshotInterval, b.RaftSnapshotInterval)
 	num(&r.RaftTrailingLogs, b.RaftTrailingLogs)
+	str(&r.SchedulerCallTimeout, b.SchedulerCallTimeout)
+	num(&r.MaxAllocsPerJob, b.MaxAllocsPerJob)
+	num(&r.MaxAllocsPerEval, b.MaxAllocsPerEval)
 	if len(b.EnabledDrivers) > 0 {
 		r.EnabledDrivers = slices.Clone(b.EnabledDrivers)
 	}

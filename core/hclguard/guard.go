@@ -29,14 +29,24 @@ const MaxOperators = 10_000
 // bounds are still checked, because the parser recurses all the same.
 func Check(filename string, src []byte) hcl.Diagnostics {
 	tokens, _ := hclsyntax.LexConfig(src, filename, hcl.InitialPos)
-	depth, ops := 0, 0
-	for _, tok := range tokens {
+	// directives counts the open %{ if } and %{ for } sections: their
+	// %{ … } closes at once, but the parser recurses into their bodies.
+	depth, directives, ops := 0, 0, 0
+	for i, tok := range tokens {
 		switch tok.Type {
 		case hclsyntax.TokenOBrace, hclsyntax.TokenOBrack, hclsyntax.TokenOParen,
 			hclsyntax.TokenOQuote, hclsyntax.TokenOHeredoc,
 			hclsyntax.TokenTemplateInterp, hclsyntax.TokenTemplateControl:
 			depth++
-			if depth > structs.MaxNestingDepth {
+			if tok.Type == hclsyntax.TokenTemplateControl && i+1 < len(tokens) && tokens[i+1].Type == hclsyntax.TokenIdent {
+				switch string(tokens[i+1].Bytes) {
+				case "if", "for":
+					directives++
+				case "endif", "endfor":
+					directives = max(directives-1, 0)
+				}
+			}
+			if depth+directives > structs.MaxNestingDepth {
 				return diag(tok.Range, "Nesting too deep", fmt.Sprintf(
 					"Blocks, lists, objects, strings and expressions nest more than %d levels here; exceeds limit %s.",
 					structs.MaxNestingDepth, structs.DepthLimit()))
@@ -52,7 +62,7 @@ func Check(filename string, src []byte) hcl.Diagnostics {
 			ops++
 			if ops > MaxOperators {
 				return diag(tok.Range, "Too many operators", fmt.Sprintf(
-					"More than %d operators in one file; exceeds limit MaxOperators (%d).", MaxOperators, MaxOperators))
+					"The file has more than %d operators; a file may have at most %d (limit MaxOperators).", MaxOperators, MaxOperators))
 			}
 		}
 	}

@@ -27,6 +27,8 @@ func TestCheck(t *testing.T) {
 		{"negations", "x = " + strings.Repeat("!", 100_000) + "true\n", "Too many operators"},
 		{"sums", "x = " + strings.Repeat("1+", 100_000) + "1\n", "Too many operators"},
 		{"conditionals", "x = " + strings.Repeat("true ? 1 : ", 20_000) + "2\n", "Too many operators"},
+		{"nested directives", "x = \"" + strings.Repeat("%{if true}", 70) + "x" + strings.Repeat("%{endif}", 70) + "\"\n", "Nesting too deep"},
+		{"sequential directives", "x = \"" + strings.Repeat("%{if true}x%{endif}", 200) + "\"\n", ""},
 		{"unclosed is the parser's", "x = [[[", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

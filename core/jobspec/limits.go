@@ -38,6 +38,10 @@ func (w *limitWalker) Enter(n hclsyntax.Node) hcl.Diagnostics {
 		if w.forDepth == 2 {
 			w.p.errorf(e.SrcRange, "Nested for expression",
 				"A for expression (or template for directive) inside another is not supported: their results multiply.")
+		} else if est := forOutputEstimate(e); est > maxForOutputBytes {
+			w.p.errorf(e.SrcRange, "For expression too large",
+				"This for expression could build about %.0f bytes (its elements times its body, with each use of the loop variables a copy of an element); a job file's for expression may build at most %d.",
+				est, maxForOutputBytes)
 		}
 	}
 	if count > structs.MaxCollectionElements {
@@ -70,4 +74,54 @@ func (p *parser) checkConfigValue(rng hcl.Range, name string, v any) bool {
 		return false
 	}
 	return true
+}
+
+// maxForOutputBytes bounds what one for expression may build. Its result
+// is its body once per element, and each use of a loop variable copies an
+// element: a file of a few MB (a thousand elements of 4 KB, a body of a
+// million `${v}`) would otherwise build terabytes and exhaust the memory
+// of the agent serving /v1/jobs/parse. Real loops build a few kilobytes.
+const maxForOutputBytes = 16 << 20
+
+// forOutputEstimate is an upper bound, in bytes, of what e builds, from
+// its source alone: elements × (body length + uses of the loop variables
+// × the longest element). For a literal collection these are its entries
+// and the longest entry's source; for any other, at most one element per
+// byte of its source, each as long as all of it. Float, since the product
+// of three lengths overflows int64.
+func forOutputEstimate(e *hclsyntax.ForExpr) float64 {
+	srcLen := func(r hcl.Range) float64 { return float64(r.End.Byte - r.Start.Byte) }
+	// elemLen is the longest element's source; a literal value is never
+	// longer once evaluated.
+	elems, elemLen := srcLen(e.CollExpr.Range()), srcLen(e.CollExpr.Range())
+	switch c := e.CollExpr.(type) {
+	case *hclsyntax.TupleConsExpr:
+		elems, elemLen = float64(len(c.Exprs)), 0
+		for _, x := range c.Exprs {
+			elemLen = max(elemLen, srcLen(x.Range()))
+		}
+	case *hclsyntax.ObjectConsExpr:
+		elems, elemLen = float64(len(c.Items)), 0
+		for _, it := range c.Items {
+			elemLen = max(elemLen, srcLen(it.KeyExpr.Range()), srcLen(it.ValueExpr.Range()))
+		}
+	}
+	var body float64
+	uses := 0
+	for _, x := range []hclsyntax.Expression{e.KeyExpr, e.ValExpr, e.CondExpr} {
+		if x == nil {
+			continue
+		}
+		r := x.Range()
+		body += float64(r.End.Byte - r.Start.Byte)
+		_ = hclsyntax.VisitAll(x, func(n hclsyntax.Node) hcl.Diagnostics {
+			if st, ok := n.(*hclsyntax.ScopeTraversalExpr); ok {
+				if root := st.Traversal.RootName(); root == e.ValVar || (e.KeyVar != "" && root == e.KeyVar) {
+					uses++
+				}
+			}
+			return nil
+		})
+	}
+	return elems * (body + float64(uses)*elemLen)
 }

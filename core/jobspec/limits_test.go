@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/drover-org/drover/core/hclguard"
 	"github.com/drover-org/drover/core/structs"
 )
 
@@ -49,6 +50,27 @@ func TestParseLimits(t *testing.T) {
 			"job.hcl:5:", "Nested for expression"},
 		{"operator chain that would overflow the parser's stack", wrapTask("      driver = \"raw_exec\"\n      leader = " + strings.Repeat("!", 200000) + "true\n"),
 			"job.hcl:5:", "Too many operators"},
+		// Operator chains recurse in the parser and evaluator with no
+		// bracket at all; a few million of them (well inside the body
+		// limit) overflowed the stack, a fatal error that killed an agent
+		// serving /v1/jobs/parse. Past hclguard.MaxOperators is refused.
+		{"unary operator chain", wrapTask("      driver = \"raw_exec\"\n      kill_signal = " + strings.Repeat("-", 2*hclguard.MaxOperators) + "1\n"),
+			"job.hcl:5:", "Too many operators"},
+		{"conditional chain", wrapTask("      driver = \"raw_exec\"\n      kill_signal = " + strings.Repeat("true ? 1 : ", hclguard.MaxOperators+1) + "1\n"),
+			"job.hcl:5:", "at most 10000"},
+		{"operators at the limit", wrapTask("      driver = \"raw_exec\"\n      config {\n        args = [1" + strings.Repeat("+1", hclguard.MaxOperators) + "]\n      }\n"), "", ""},
+		{"nested template directives", wrapTask("      driver = \"raw_exec\"\n      kill_signal = \"" + strings.Repeat("%{if true}", 70) + "x" + strings.Repeat("%{endif}", 70) + "\"\n"),
+			"job.hcl:5:", "MaxNestingDepth"},
+		{"sequential template directives", wrapTask("      driver = \"raw_exec\"\n      kill_signal = \"" + strings.Repeat("%{if true}x%{endif}", 200) + "\"\n"), "", ""},
+		// A for expression's result is its body per element, each use of
+		// the loop variable a copy: 100 KB of source building 20 MB here,
+		// and terabytes within the body limit, exhausting the memory of
+		// the agent serving /v1/jobs/parse.
+		{"for expression building too much", wrapTask("      driver = \"raw_exec\"\n      config {\n        args = [\"%{for a in [" +
+			strings.Repeat(`"`+strings.Repeat("x", 1000)+`",`, 100) + "]}" + strings.Repeat("${a}", 200) + "%{endfor}\"]\n      }\n"),
+			"job.hcl:6:", "For expression too large"},
+		{"for expression of a real size", wrapTask("      driver = \"raw_exec\"\n      config {\n        args = [for a in [" +
+			strings.Repeat(`"abcdefgh",`, 100) + "]: \"${a}-${a}-${a}-${a}-${a}\"]\n      }\n"), "", ""},
 		{"one for expression", wrapTask("      driver = \"raw_exec\"\n      config {\n        args = [for a in [1, 2]: a * 2]\n      }\n"), "", ""},
 		{"list elements at the limit", wrapTask("      driver = \"raw_exec\"\n      config {\n        args = [" +
 			strings.Repeat("1,", structs.MaxCollectionElements) + "]\n      }\n"), "", ""},

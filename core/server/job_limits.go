@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/drover-org/drover/core/structs"
@@ -32,23 +33,45 @@ func (s *Server) checkAllocLimit(job *structs.Job) error {
 		}
 		nodes = max(n, 1)
 	}
-	total := 0
-	parts := make([]string, 0, len(job.TaskGroups))
+	// The sum saturates: counts come from the request, and a wrapped sum
+	// (a count of math.MaxInt next to a count of 1) would pass the check.
+	total, saturated := 0, false
+	parts := make([]string, 0, min(len(job.TaskGroups), maxLimitParts))
 	for _, tg := range job.TaskGroups {
-		total += tg.Count * nodes
+		if tg.Count > 0 && !saturated {
+			if tg.Count > (math.MaxInt-total)/nodes {
+				saturated = true
+			} else {
+				total += tg.Count * nodes
+			}
+		}
+		if len(parts) == maxLimitParts {
+			continue
+		}
 		if perNode {
 			parts = append(parts, fmt.Sprintf("group %q: count %d on each of %d candidate nodes", tg.Name, tg.Count, nodes))
 		} else {
 			parts = append(parts, fmt.Sprintf("group %q: count %d", tg.Name, tg.Count))
 		}
 	}
-	if total <= limit {
+	if !saturated && total <= limit {
 		return nil
 	}
+	if more := len(job.TaskGroups) - len(parts); more > 0 {
+		parts = append(parts, fmt.Sprintf("and %d more groups", more))
+	}
+	asks := fmt.Sprintf("%d", total)
+	if saturated {
+		asks = fmt.Sprintf("more than %d", math.MaxInt)
+	}
 	return structs.NewError(structs.ErrInvalid,
-		"job %q asks for %d allocations (%s), above the server limit max_allocs_per_job = %d",
-		job.ID, total, strings.Join(parts, "; "), limit)
+		"job %q asks for %s allocations (%s), above the server limit max_allocs_per_job = %d",
+		job.ID, asks, strings.Join(parts, "; "), limit)
 }
+
+// maxLimitParts bounds the groups the limit error lists: a job may have
+// thousands, and the error goes back in one HTTP answer and one log line.
+const maxLimitParts = 5
 
 // candidateNodes counts the nodes a per-node job would run on: those of its
 // pool and datacenters that are not down.

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"math"
 	"net/http"
 	"strings"
 	"testing"
@@ -45,6 +46,21 @@ func TestRegisterJobRefusesMoreAllocsThanTheLimit(t *testing.T) {
 	huge.TaskGroups[0].Count = 1_000_000
 	if _, err := empty.RegisterJob(context.Background(), huge, false, 0); !errors.Is(err, structs.ErrInvalid) {
 		t.Fatalf("count 1000000 with no nodes: err = %v, want ErrInvalid", err)
+	}
+
+	// Counts whose sum wraps around past math.MaxInt are still refused
+	// (on one candidate node, MaxInt + 1 wrapped to a negative total).
+	wrap := testJob("wrap", structs.JobTypeSysBatch)
+	second := *wrap.TaskGroups[0]
+	second.Name = "h"
+	wrap.TaskGroups = append(wrap.TaskGroups, &second)
+	wrap.TaskGroups[0].Count, wrap.TaskGroups[1].Count = math.MaxInt, 1
+	if _, err := empty.RegisterJob(context.Background(), wrap, false, 0); !errors.Is(err, structs.ErrInvalid) ||
+		!strings.Contains(err.Error(), "more than") {
+		t.Fatalf("counts MaxInt and 1: err = %v, want ErrInvalid saying more than MaxInt", err)
+	}
+	if j, _ := empty.State().JobByID(nil, "default", "wrap"); j != nil {
+		t.Fatal("the job with a wrapping count was written")
 	}
 
 	ok := testJob("fits", structs.JobTypeSysBatch)

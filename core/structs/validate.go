@@ -2,6 +2,7 @@ package structs
 
 import (
 	"fmt"
+	"math"
 	"path/filepath"
 	"strings"
 	"time"
@@ -120,6 +121,14 @@ func (j *Job) Canonicalize() {
 			}
 			if t.LogConfig == nil {
 				t.LogConfig = &LogConfig{MaxFiles: 10, MaxFileSizeMB: 10}
+			}
+			// A field left out of a JSON logs block is 0, which Nomad's
+			// client fills with its default; negatives stay, for Validate.
+			if t.LogConfig.MaxFiles == 0 {
+				t.LogConfig.MaxFiles = 10
+			}
+			if t.LogConfig.MaxFileSizeMB == 0 {
+				t.LogConfig.MaxFileSizeMB = 10
 			}
 		}
 	}
@@ -253,6 +262,8 @@ func (tg *TaskGroup) validate(l *errList, jobType string, nodeType, batchLike bo
 		}
 		if t.Name == "" {
 			l.add("%s: task %d: missing name", where, i+1)
+		} else if why := badTaskName(t.Name); why != "" {
+			l.add("%s: task %q: name %s", where, t.Name, why)
 		} else if tasks[t.Name] {
 			l.add("%s: task %q: defined more than once", where, t.Name)
 		}
@@ -261,6 +272,7 @@ func (tg *TaskGroup) validate(l *errList, jobType string, nodeType, batchLike bo
 			leaders++
 		}
 		t.validate(l, fmt.Sprintf("%s: task %q", where, t.Name))
+		t.validateLogs(l, fmt.Sprintf("%s: task %q: logs", where, t.Name), tg.EphemeralDisk)
 	}
 	if leaders > 1 {
 		l.add("%s: only one task may be the leader (found %d)", where, leaders)
@@ -303,6 +315,33 @@ func (t *Task) validate(l *errList, where string) {
 		} else if filepath.IsAbs(dp.File) || strings.HasPrefix(filepath.Clean(dp.File), "..") {
 			l.add("%s: dispatch_payload: file %q must be a relative path inside the task's local/ directory", where, dp.File)
 		}
+	}
+}
+
+// validateLogs holds the logs block to what the driver can rotate (it
+// takes at least one file of at least 1 MB, and 32-bit counts), and, as
+// Nomad does, the logs to less than the group's ephemeral disk: values
+// the client could not honour would otherwise fail or be replaced there.
+func (t *Task) validateLogs(l *errList, where string, disk *EphemeralDisk) {
+	lc := t.LogConfig
+	if lc == nil {
+		return
+	}
+	ok := true
+	if lc.MaxFiles < 1 || lc.MaxFiles > math.MaxInt32 {
+		l.add("%s: max_files must be between 1 and %d (got %d)", where, math.MaxInt32, lc.MaxFiles)
+		ok = false
+	}
+	if lc.MaxFileSizeMB < 1 || lc.MaxFileSizeMB > math.MaxInt32 {
+		l.add("%s: max_file_size must be between 1 and %d MB (got %d)", where, math.MaxInt32, lc.MaxFileSizeMB)
+		ok = false
+	}
+	if !ok || lc.Disabled || disk == nil {
+		return
+	}
+	if usage := int64(lc.MaxFiles) * int64(lc.MaxFileSizeMB); int64(disk.SizeMB) <= usage {
+		l.add("%s: log storage (%d files of %d MB = %d MB) must be less than the group's ephemeral_disk (%d MB)",
+			where, lc.MaxFiles, lc.MaxFileSizeMB, usage, disk.SizeMB)
 	}
 }
 
@@ -439,6 +478,24 @@ func (p *PeriodicConfig) Next(from time.Time) (time.Time, error) {
 		}
 	}
 	return best, nil
+}
+
+// badTaskName says why a task name cannot be used, empty when it can. The
+// client makes the name a directory of the allocation (next to the shared
+// alloc/), so a name that is a path or a special element would escape it
+// or collide, and fail the task on every node; Nomad refuses slashes too.
+func badTaskName(name string) string {
+	switch {
+	case strings.ContainsAny(name, `/\`):
+		return "must not contain slashes"
+	case strings.ContainsRune(name, 0):
+		return "must not contain NUL characters"
+	case name == "." || name == "..":
+		return "must not be . or .."
+	case name == "alloc":
+		return `must not be "alloc", the allocation's shared directory`
+	}
+	return ""
 }
 
 // badIDChar describes the first character an object ID must not hold:

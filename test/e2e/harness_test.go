@@ -44,12 +44,13 @@ type testAgent struct {
 // startAgent starts a dev agent on free ports with a data dir of its own and
 // waits until its node is ready. Cleanup stops it (SIGINT, then SIGKILL),
 // removes every process it left, and prints its log if the test failed.
-func startAgent(t *testing.T) *testAgent {
+// extra are more `drover agent` arguments (say -config).
+func startAgent(t *testing.T, extra ...string) *testAgent {
 	t.Helper()
 	dataDir := t.TempDir()
 	logDir := t.TempDir()
 	for attempt := 1; ; attempt++ {
-		a := launchAgent(t, dataDir, filepath.Join(logDir, fmt.Sprintf("agent-%d.log", attempt)))
+		a := launchAgent(t, dataDir, filepath.Join(logDir, fmt.Sprintf("agent-%d.log", attempt)), extra...)
 		err := a.waitReady()
 		if err == nil {
 			return a
@@ -66,14 +67,14 @@ func startAgent(t *testing.T) *testAgent {
 	}
 }
 
-func launchAgent(t *testing.T, dataDir, logPath string) *testAgent {
+func launchAgent(t *testing.T, dataDir, logPath string, extra ...string) *testAgent {
 	t.Helper()
 	ports := harness.FreePorts(t, 2)
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))
 	a := &testAgent{API: harness.NewAPI(t, addr, droverBin, repoRoot), t: t, DataDir: dataDir}
-	proc, err := harness.Start(droverBin, []string{"agent", "-dev",
+	proc, err := harness.Start(droverBin, append([]string{"agent", "-dev",
 		"-http-port", strconv.Itoa(ports[0]), "-rpc-port", strconv.Itoa(ports[1]),
-		"-data-dir", dataDir, "-log-level", "debug"}, logPath)
+		"-data-dir", dataDir, "-log-level", "debug"}, extra...), logPath)
 	if err != nil {
 		t.Fatalf("start agent: %v", err)
 	}
