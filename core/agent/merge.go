@@ -157,6 +157,7 @@ func mergeServer(a, b *ServerConfig) *ServerConfig {
 	num(&r.RaftSnapshotThreshold, b.RaftSnapshotThreshold)
 	str(&r.RaftSnapshotInterval, b.RaftSnapshotInterval)
 	num(&r.RaftTrailingLogs, b.RaftTrailingLogs)
+	num(&r.RaftMultiplier, b.RaftMultiplier)
 	if len(b.EnabledDrivers) > 0 {
 		r.EnabledDrivers = slices.Clone(b.EnabledDrivers)
 	}
