@@ -87,8 +87,8 @@ type ServerConfig struct {
 	RaftSnapshotInterval  string      `hcl:"raft_snapshot_interval,optional"`
 	RaftTrailingLogs      int         `hcl:"raft_trailing_logs,optional"`
 	// RaftMultiplier scales Raft's timers (1..10, default 1), as Nomad's.
-	RaftMultiplier int `hcl:"raft_multiplier,optional"`
-	EnabledDrivers        []string    `hcl:"enabled_drivers,optional"`
+	RaftMultiplier int      `hcl:"raft_multiplier,optional"`
+	EnabledDrivers []string `hcl:"enabled_drivers,optional"`
 	// Scheduler limits; checked and applied in config_sched.go.
 	SchedulerCallTimeout string `hcl:"scheduler_call_timeout,optional"`
 	MaxAllocsPerJob      int    `hcl:"max_allocs_per_job,optional"`
