@@ -242,6 +242,7 @@ func (a *Agent) startServer(opts Options, dataDir, advHTTP string, drivers []str
 	if sc.RaftTrailingLogs > 0 {
 		scfg.TrailingLogs = uint64(sc.RaftTrailingLogs)
 	}
+	scfg.RaftMultiplier = sc.RaftMultiplier
 	if sc.RaftSnapshotInterval != "" {
 		scfg.SnapshotInterval, _ = time.ParseDuration(sc.RaftSnapshotInterval)
 	}

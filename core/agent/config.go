@@ -12,6 +12,8 @@ import (
 	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
+
+	"github.com/drover-org/drover/core/server"
 )
 
 // Config is the agent configuration (the HCL file's schema).
@@ -84,7 +86,9 @@ type ServerConfig struct {
 	RaftSnapshotThreshold int         `hcl:"raft_snapshot_threshold,optional"`
 	RaftSnapshotInterval  string      `hcl:"raft_snapshot_interval,optional"`
 	RaftTrailingLogs      int         `hcl:"raft_trailing_logs,optional"`
-	EnabledDrivers        []string    `hcl:"enabled_drivers,optional"`
+	// RaftMultiplier scales Raft's timers (1..10, default 1), as Nomad's.
+	RaftMultiplier int      `hcl:"raft_multiplier,optional"`
+	EnabledDrivers []string `hcl:"enabled_drivers,optional"`
 	// Scheduler limits; checked and applied in config_sched.go.
 	SchedulerCallTimeout string `hcl:"scheduler_call_timeout,optional"`
 	MaxAllocsPerJob      int    `hcl:"max_allocs_per_job,optional"`
@@ -289,6 +293,9 @@ func (c *Config) validate() error {
 			if _, err := time.ParseDuration(v); err != nil {
 				return fmt.Errorf("server.%s: %v", name, err)
 			}
+		}
+		if err := server.ValidateRaftMultiplier(c.Server.RaftMultiplier); err != nil {
+			return fmt.Errorf("server.%w", err)
 		}
 		if err := c.Server.validateSchedulerLimits(); err != nil {
 			return err

@@ -163,6 +163,7 @@ func mergeServer(a, b *ServerConfig) *ServerConfig {
 	str(&r.SchedulerCallTimeout, b.SchedulerCallTimeout)
 	num(&r.MaxAllocsPerJob, b.MaxAllocsPerJob)
 	num(&r.MaxAllocsPerEval, b.MaxAllocsPerEval)
+	num(&r.RaftMultiplier, b.RaftMultiplier)
 	if len(b.EnabledDrivers) > 0 {
 		r.EnabledDrivers = slices.Clone(b.EnabledDrivers)
 	}

@@ -46,6 +46,8 @@ type Client struct {
 	runners  map[string]*allocRunner
 	started  bool
 	shutdown bool
+	// destroying: Destroy runs; no alloc is started or changed any more.
+	destroying bool
 
 	registeredOnce sync.Once
 	registered     chan struct{}
@@ -208,6 +210,10 @@ func (c *Client) Shutdown() {
 // uses it: its state is in memory, so nothing could recover the tasks.
 func (c *Client) Destroy(ctx context.Context) {
 	c.mu.Lock()
+	// From here no new alloc starts: the server, still up in the dev
+	// agent, may place a replacement for an alloc this kill stops, and a
+	// task started now would outlive the agent.
+	c.destroying = true
 	runners := make([]*allocRunner, 0, len(c.runners))
 	for _, r := range c.runners {
 		runners = append(runners, r)

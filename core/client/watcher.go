@@ -51,7 +51,7 @@ func (c *Client) watchAllocs(ctx context.Context) {
 // them), and runners whose alloc the server no longer lists are destroyed.
 func (c *Client) reconcile(allocs []*structs.Allocation) {
 	c.mu.Lock()
-	if c.shutdown {
+	if c.shutdown || c.destroying {
 		c.mu.Unlock()
 		return
 	}
@@ -105,7 +105,7 @@ func (c *Client) reconcile(allocs []*structs.Allocation) {
 func (c *Client) addRunner(a *structs.Allocation, prior *persistedAlloc) {
 	r := newAllocRunner(c.ctx, c.rcfg, a, prior)
 	c.mu.Lock()
-	if c.shutdown {
+	if c.shutdown || c.destroying {
 		c.mu.Unlock()
 		r.cancel()
 		return

@@ -116,7 +116,19 @@ func (c *AllocLogsCommand) Run(args []string) int {
 		q.Set("plain", "true")
 	}
 
-	body, err := client.Stream(ctx, "/v1/client/fs/logs/"+id, q)
+	var body io.ReadCloser
+	open := func() (err error) {
+		body, err = client.Stream(ctx, "/v1/client/fs/logs/"+id, q)
+		return err
+	}
+	// A follower waits out a moment without a leader before the stream
+	// opens; once it streams, nothing more is retried (resuming would
+	// repeat or skip output).
+	if follow {
+		err = newRetrier().do(ctx, open)
+	} else {
+		err = open()
+	}
 	if err != nil {
 		return c.ui.errorf("Error reading file: %s", err)
 	}

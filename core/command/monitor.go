@@ -47,10 +47,20 @@ func (m *monitor) run(ctx context.Context, evalID string) int {
 		lastStatus string
 		first      = true
 		allocs     = map[string]allocSeen{}
+		// A leader election while the eval runs answers 503 for a moment:
+		// the monitor waits it out rather than giving up on the job.
+		retry = newRetrier()
 	)
 	for {
-		var eval structs.Evaluation
-		meta, err := m.client.BlockingGet(ctx, "/v1/evaluation/"+escapeID(evalID), index, monitorWait, &eval)
+		var (
+			eval structs.Evaluation
+			meta QueryMeta
+		)
+		err := retry.do(ctx, func() (err error) {
+			eval = structs.Evaluation{}
+			meta, err = m.client.BlockingGet(ctx, "/v1/evaluation/"+escapeID(evalID), index, monitorWait, &eval)
+			return err
+		})
 		if err != nil {
 			if IsNotFound(err) {
 				return m.ui.errorf("No evaluation with id %q found", evalID)
@@ -68,7 +78,7 @@ func (m *monitor) run(ctx context.Context, evalID string) int {
 			}
 		}
 		// Allocations first: they are what the status change produced.
-		if err := m.reportAllocs(ctx, &eval, allocs); err != nil {
+		if err := retry.do(ctx, func() error { return m.reportAllocs(ctx, &eval, allocs) }); err != nil {
 			return m.ui.errorf("Error reading allocations: %s", err)
 		}
 		if !first && eval.Status != lastStatus {

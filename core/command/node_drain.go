@@ -171,9 +171,19 @@ func (c *NodeDrainCommand) monitorDrain(ctx context.Context, client *APIClient, 
 	finished := map[string]bool{}
 	allStopped := false
 	var index uint64
+	// A drain outlives leader elections: their 503s, and an agent that
+	// refuses connections for a moment, are retried with backoff.
+	retry := newRetrier()
 	for {
-		var allocs []*structs.Allocation
-		meta, err := client.BlockingGet(ctx, "/v1/node/"+nodeID+"/allocations", index, wait, &allocs)
+		var (
+			allocs []*structs.Allocation
+			meta   QueryMeta
+		)
+		err := retry.do(ctx, func() (err error) {
+			allocs = nil
+			meta, err = client.BlockingGet(ctx, "/v1/node/"+nodeID+"/allocations", index, wait, &allocs)
+			return err
+		})
 		if err != nil {
 			if ctx.Err() != nil {
 				return exitOK
@@ -210,7 +220,12 @@ func (c *NodeDrainCommand) monitorDrain(ctx context.Context, client *APIClient, 
 		}
 
 		var node structs.Node
-		if _, err := client.Get(ctx, "/v1/node/"+nodeID, nil, &node); err != nil {
+		err = retry.do(ctx, func() error {
+			node = structs.Node{}
+			_, err := client.Get(ctx, "/v1/node/"+nodeID, nil, &node)
+			return err
+		})
+		if err != nil {
 			if ctx.Err() != nil {
 				return exitOK
 			}

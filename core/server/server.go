@@ -83,6 +83,15 @@ type Config struct {
 	HeartbeatGrace time.Duration
 	// Broker tunes the eval broker (defaults when zero).
 	Broker evalbroker.Config
+	// RaftMultiplier scales Raft's timers outside dev mode (heartbeat and
+	// election timeouts 1s, leader lease 500ms, commit timeout 50ms, each
+	// times the multiplier), as Nomad's raft_multiplier: 1 (the default
+	// when 0) is the fastest failover; a busy or slow machine wants more.
+	// 1..MaxRaftMultiplier.
+	RaftMultiplier int
+	// RaftTiming, when set, replaces the scaled timers: for tests that
+	// measure failover on purpose. Production leaves it nil.
+	RaftTiming *RaftTiming
 	// SnapshotThreshold and SnapshotInterval tune Raft log compaction.
 	SnapshotThreshold uint64
 	SnapshotInterval  time.Duration
@@ -282,6 +291,9 @@ func (s *Server) setupRaft() error {
 		s.transport = tr
 		return s.startRaft(rc, logs, stable, snaps, addr)
 	}
+	if err := s.cfg.applyRaftTiming(rc); err != nil {
+		return err
+	}
 	dir := filepath.Join(s.cfg.DataDir, "raft")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("raft data dir: %w", err)
@@ -299,9 +311,6 @@ func (s *Server) setupRaft() error {
 	if err != nil {
 		return fmt.Errorf("raft snapshot store: %w", err)
 	}
-	rc.HeartbeatTimeout = 500 * time.Millisecond
-	rc.ElectionTimeout = 500 * time.Millisecond
-	rc.LeaderLeaseTimeout = 250 * time.Millisecond
 	if s.cfg.RaftLayer != nil {
 		tr := raft.NewNetworkTransportWithLogger(s.cfg.RaftLayer, 3, 10*time.Second, s.logger.Named("raft-net"))
 		s.transport = tr

@@ -14,7 +14,13 @@ import (
 // The leader's machine dies. The other two servers elect a new leader,
 // writes through either of them work, no job acknowledged before the crash
 // is lost (and each still runs on both nodes), and the dead server,
-// restarted from its data dir, rejoins as a follower and catches up.
+// restarted from its data dir, rejoins and catches up.
+//
+// Which server leads afterwards is not judged: on a loaded machine a late
+// heartbeat may cause another election at any time, the old leader's
+// return included, and Raft allows it. What must hold is that a leader
+// other than the dead one took writes, and that after the return the
+// cluster, whoever leads it, takes writes that reach the returned server.
 func TestLeaderKill(t *testing.T) {
 	c := newCluster(t, options{clients: 2})
 	nodes := []string{c.nodeID(c.clients[0]), c.nodeID(c.clients[1])}
@@ -31,45 +37,47 @@ func TestLeaderKill(t *testing.T) {
 
 	start := time.Now()
 	old.crash()
+	// pollLeader names only a running server, so this is a new leader.
 	l := c.leader()
 	t.Logf("%s crashed; %s leads after %s", old, l, time.Since(start).Round(time.Millisecond))
-	if l == old {
-		t.Fatalf("the crashed server %s is still named leader", old)
-	}
 
+	// While the old leader is down, writes through each survivor commit.
 	for _, s := range c.runningServers() {
 		id := "after-via-" + s.Name
 		register(s, fmt.Sprintf(trueJob, id))
 		acked = append(acked, id)
 	}
 
-	jobs, err := jobIndexes(l, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, id := range acked {
-		if _, ok := jobs[id]; !ok {
-			t.Errorf("acknowledged job %s is missing on the new leader %s", id, l)
+	checkHas := func(a *agent, stale bool, what string) {
+		t.Helper()
+		jobs, err := jobIndexes(a, stale)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range acked {
+			if _, ok := jobs[id]; !ok {
+				t.Errorf("acknowledged job %s is missing on %s %s", id, what, a)
+			}
 		}
 	}
+	checkHas(c.leader(), false, "the leader")
 	for _, id := range acked {
-		c.waitSysbatchDone(l, id, nodes)
+		c.waitSysbatchDone(c.leader(), id, nodes)
 	}
 
 	old.restart()
 	c.waitRejoined(old)
 	if now := c.leader(); now != l {
-		t.Errorf("leadership moved from %s to %s when %s rejoined", l, now, old)
+		t.Logf("leadership moved from %s to %s while %s rejoined (allowed: a later election)", l, now, old)
 	}
-	got, err := jobIndexes(old, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, id := range acked {
-		if _, ok := got[id]; !ok {
-			t.Errorf("job %s is missing on the rejoined server %s", id, old)
-		}
-	}
+	// The cluster as it is now takes a write, and the returned server
+	// holds it with everything before.
+	id := "after-rejoin"
+	register(c.leader(), fmt.Sprintf(trueJob, id))
+	acked = append(acked, id)
+	c.waitCaughtUp(old)
+	checkHas(old, true, "the rejoined server")
+	c.waitSysbatchDone(c.leader(), id, nodes)
 	c.waitConverged()
 }
 
