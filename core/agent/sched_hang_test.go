@@ -1,15 +1,14 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 	"syscall"
 	"testing"
-	"time"
+
+	"github.com/drover-org/drover/core/internal/proctest"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -56,7 +55,7 @@ func TestStoppedSchedulerPluginDoesNotStallOtherTypes(t *testing.T) {
 		t.Fatalf("no scheduler-system plugin in %+v", a.Plugins().Status())
 	}
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) }) // before Shutdown
-	stopProcess(t, pid)
+	proctest.Stop(t, pid)
 
 	job := func(id, typ string) *structs.Job {
 		return &structs.Job{ID: id, Type: typ, TaskGroups: []*structs.TaskGroup{{
@@ -90,42 +89,4 @@ func TestStoppedSchedulerPluginDoesNotStallOtherTypes(t *testing.T) {
 			t.Fatalf("system eval %s completed with its plugin stopped: %+v; plugins: %+v", id, ev, a.Plugins().Status())
 		}
 	}
-}
-
-// stopProcess sends SIGSTOP and waits until every thread of pid is
-// stopped: the kernel wakes one thread to begin the group stop, and on a
-// loaded machine the others may run on (and answer a call) meanwhile.
-func stopProcess(t *testing.T, pid int) {
-	t.Helper()
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for !allThreadsStopped(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("pid %d did not stop", pid)
-		}
-		<-tick.C
-	}
-}
-
-func allThreadsStopped(pid int) bool {
-	stats, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
-	if err != nil || len(stats) == 0 {
-		return false
-	}
-	for _, p := range stats {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return false
-		}
-		// The state follows the parenthesised command name.
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 || i+2 >= len(b) || (b[i+2] != 'T' && b[i+2] != 't') {
-			return false
-		}
-	}
-	return true
 }

@@ -1,15 +1,13 @@
 package pluginhost
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/drover-org/drover/core/internal/proctest"
 )
 
 // A plugin process that stops answering (SIGSTOP) holds a call only until
@@ -23,7 +21,7 @@ func TestStoppedPluginCallEndsAtCallerDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid := statusOf(t, h, "sched-a").Pid
-	stopProcess(t, pid)
+	proctest.Stop(t, pid)
 	resumed := false
 	resume := func() {
 		if !resumed {
@@ -54,42 +52,4 @@ func TestStoppedPluginCallEndsAtCallerDeadline(t *testing.T) {
 	}); err != nil {
 		t.Fatal("no call succeeded after SIGCONT:", err)
 	}
-}
-
-// stopProcess sends SIGSTOP and waits until every thread of pid is
-// stopped: the kernel wakes one thread to begin the group stop, and on a
-// loaded machine the others may run on (and answer a call) meanwhile.
-func stopProcess(t *testing.T, pid int) {
-	t.Helper()
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for !allThreadsStopped(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("pid %d did not stop", pid)
-		}
-		<-tick.C
-	}
-}
-
-func allThreadsStopped(pid int) bool {
-	stats, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
-	if err != nil || len(stats) == 0 {
-		return false
-	}
-	for _, p := range stats {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return false
-		}
-		// The state follows the parenthesised command name.
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 || i+2 >= len(b) || (b[i+2] != 'T' && b[i+2] != 't') {
-			return false
-		}
-	}
-	return true
 }
