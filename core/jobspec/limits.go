@@ -21,6 +21,15 @@ import (
 // Real job files use a handful.
 const maxOperators = 10_000
 
+// maxFileBytes and maxTokens bound the work of parsing one job file. The
+// lexer and parser hold a few hundred bytes per token and a few kilobytes
+// per block: an 8 MB body of `task "tN" {}` lines took 1.2 GB through
+// /v1/jobs/parse. Real job files, templates included, are far smaller.
+const (
+	maxFileBytes = 1 << 20
+	maxTokens    = 100_000
+)
+
 // checkNesting refuses a file whose brackets, braces, parentheses,
 // template interpolations or template directives (%{ if }, %{ for }) nest
 // deeper than structs.MaxNestingDepth, or that holds more than
@@ -29,6 +38,11 @@ const maxOperators = 10_000
 func checkNesting(src []byte, filename string) hcl.Diagnostics {
 	// Lexing errors are left to the parser, which words them better; the
 	// depth is still checked, because the parser recurses all the same.
+	if len(src) > maxFileBytes {
+		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Job file too large",
+			Detail:  fmt.Sprintf("The file is %d bytes; a job file may be at most %d.", len(src), maxFileBytes),
+			Subject: &hcl.Range{Filename: filename, Start: hcl.InitialPos, End: hcl.InitialPos}}}
+	}
 	tokens, _ := hclsyntax.LexConfig(src, filename, hcl.InitialPos)
 	tooFar := func(tok hclsyntax.Token, summary, detail string) hcl.Diagnostics {
 		rng := tok.Range
@@ -68,6 +82,11 @@ func checkNesting(src []byte, filename string) hcl.Diagnostics {
 					fmt.Sprintf("The file has more than %d operators; a job file may have at most %d.", maxOperators, maxOperators))
 			}
 		}
+	}
+	// Checked last: the nesting and operator errors above say more.
+	if len(tokens) > maxTokens {
+		return tooFar(tokens[maxTokens], "Too many tokens",
+			fmt.Sprintf("The file has %d tokens; a job file may have at most %d.", len(tokens), maxTokens))
 	}
 	return nil
 }
