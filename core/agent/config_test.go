@@ -4,6 +4,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/drover-org/drover/core/hclguard"
 )
 
 func TestParseConfig(t *testing.T) {
@@ -182,7 +184,7 @@ func TestParseConfigTooDeep(t *testing.T) {
 	for name, src := range map[string]string{
 		"brackets":  "data_dir = " + strings.Repeat("[", 150000),
 		"templates": "data_dir = " + strings.Repeat(`"${`, 150000),
-		"negations": "log_json = " + strings.Repeat("!", maxConfigBytes-20) + "true",
+		"negations": "log_json = " + strings.Repeat("!", hclguard.MaxFileBytes-20) + "true",
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := ParseConfig("deep.hcl", []byte(src))
@@ -191,7 +193,7 @@ func TestParseConfigTooDeep(t *testing.T) {
 			}
 		})
 	}
-	big := "data_dir = " + strings.Repeat("1+", maxConfigBytes/2) + "1"
+	big := "data_dir = " + strings.Repeat("1+", hclguard.MaxFileBytes/2) + "1"
 	if _, err := ParseConfig("big.hcl", []byte(big)); err == nil || !strings.Contains(err.Error(), "may be at most") {
 		t.Errorf("a file over the size limit: %.200v", err)
 	}

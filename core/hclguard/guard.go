@@ -17,17 +17,32 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
-// MaxOperators bounds the operators of one file. A real job or agent
-// config has a handful; ten thousand keeps any chain far from the stack's
-// end while leaving generated files room.
-const MaxOperators = 10_000
+const (
+	// MaxOperators bounds the operators of one file. A real job or agent
+	// config has a handful; ten thousand keeps any chain far from the
+	// stack's end while leaving generated files room.
+	MaxOperators = 10_000
 
-// Check returns an error diagnostic when src nests blocks, brackets,
-// parentheses, strings or template sequences deeper than
-// structs.MaxNestingDepth, or holds more than MaxOperators operators.
+	// MaxFileBytes and MaxTokens bound the work of parsing one file. The
+	// lexer and parser hold a few hundred bytes per token and a few
+	// kilobytes per block: an 8 MB body of `task "tN" {}` lines took
+	// 1.2 GB through /v1/jobs/parse. Real files, templates included, are
+	// far smaller.
+	MaxFileBytes = 1 << 20
+	MaxTokens    = 100_000
+)
+
+// Check returns an error diagnostic when src is over MaxFileBytes or
+// MaxTokens, nests blocks, brackets, parentheses, strings or template
+// sequences deeper than structs.MaxNestingDepth, or holds more than
+// MaxOperators operators.
 // Lexical errors are left to the parser, which words them better; the
 // bounds are still checked, because the parser recurses all the same.
 func Check(filename string, src []byte) hcl.Diagnostics {
+	if len(src) > MaxFileBytes {
+		return diag(hcl.Range{Filename: filename, Start: hcl.InitialPos, End: hcl.InitialPos}, "File too large",
+			fmt.Sprintf("The file is %d bytes; a file may be at most %d (limit MaxFileBytes).", len(src), MaxFileBytes))
+	}
 	tokens, _ := hclsyntax.LexConfig(src, filename, hcl.InitialPos)
 	// directives counts the open %{ if } and %{ for } sections: their
 	// %{ … } closes at once, but the parser recurses into their bodies.
@@ -65,6 +80,11 @@ func Check(filename string, src []byte) hcl.Diagnostics {
 					"The file has more than %d operators; a file may have at most %d (limit MaxOperators).", MaxOperators, MaxOperators))
 			}
 		}
+	}
+	// Checked last: the nesting and operator errors above say more.
+	if len(tokens) > MaxTokens {
+		return diag(tokens[MaxTokens].Range, "Too many tokens",
+			fmt.Sprintf("The file has %d tokens; a file may have at most %d (limit MaxTokens).", len(tokens), MaxTokens))
 	}
 	return nil
 }

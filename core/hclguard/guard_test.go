@@ -29,6 +29,9 @@ func TestCheck(t *testing.T) {
 		{"conditionals", "x = " + strings.Repeat("true ? 1 : ", 20_000) + "2\n", "Too many operators"},
 		{"nested directives", "x = \"" + strings.Repeat("%{if true}", 70) + "x" + strings.Repeat("%{endif}", 70) + "\"\n", "Nesting too deep"},
 		{"sequential directives", "x = \"" + strings.Repeat("%{if true}x%{endif}", 200) + "\"\n", ""},
+		{"file too large", "# " + strings.Repeat("x", MaxFileBytes) + "\n", "f.hcl:1:1: File too large"},
+		{"too many tokens", "x = [" + strings.Repeat("1,", MaxTokens/2) + "]\n", "Too many tokens"},
+		{"tokens at a real size", "x = [" + strings.Repeat("1,", MaxTokens/4) + "]\n", ""},
 		{"unclosed is the parser's", "x = [[[", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -71,6 +71,12 @@ func TestParseLimits(t *testing.T) {
 			"job.hcl:6:", "For expression too large"},
 		{"for expression of a real size", wrapTask("      driver = \"raw_exec\"\n      config {\n        args = [for a in [" +
 			strings.Repeat(`"abcdefgh",`, 100) + "]: \"${a}-${a}-${a}-${a}-${a}\"]\n      }\n"), "", ""},
+		// Parsing costs a few hundred bytes per token and kilobytes per
+		// block: 8 MB of `task "tN" {}` took 1.2 GB through /v1/jobs/parse.
+		{"file too large", wrapTask("      driver = \"raw_exec\"\n# " + strings.Repeat("x", hclguard.MaxFileBytes) + "\n"),
+			"job.hcl:1:1: File too large", "at most 1048576"},
+		{"too many tokens", wrapTask("      driver = \"raw_exec\"\n      config {\n" +
+			strings.Repeat("        a = ["+strings.Repeat("1,", 5000)+"]\n", 11) + "      }\n"), "job.hcl:", "Too many tokens"},
 		{"one for expression", wrapTask("      driver = \"raw_exec\"\n      config {\n        args = [for a in [1, 2]: a * 2]\n      }\n"), "", ""},
 		{"list elements at the limit", wrapTask("      driver = \"raw_exec\"\n      config {\n        args = [" +
 			strings.Repeat("1,", structs.MaxCollectionElements) + "]\n      }\n"), "", ""},

@@ -40,11 +40,11 @@ func TestHardeningRefusals(t *testing.T) {
 	a := startAgent(t)
 	before := stateSnapshot(t, a)
 
-	// A few MB of a unary operator chain, well under the body limit, used
-	// to overflow the HCL parser's stack: a fatal error that killed the
+	// A unary operator chain: a few MB of it, under the body limit, used
+	// to overflow the HCL parser's stack, a fatal error that killed the
 	// agent behind /v1/jobs/parse.
 	chain := fmt.Sprintf("job \"chain\" {\n  type = \"sysbatch\"\n  group \"g\" {\n    task \"t\" {\n      driver = \"raw_exec\"\n"+
-		"      kill_signal = %s1\n    }\n  }\n}\n", strings.Repeat("-", 4<<20))
+		"      kill_signal = %s1\n    }\n  }\n}\n", strings.Repeat("-", 900_000))
 	for _, tc := range []struct {
 		name, path string
 		body       any
@@ -82,6 +82,12 @@ func TestHardeningRefusals(t *testing.T) {
 			"      config {\n        args = [\"%{for a in [" + strings.Repeat(`"`+strings.Repeat("x", 1000)+`",`, 100) + "]}" +
 			strings.Repeat("${a}", 200) + "%{endfor}\"]\n      }\n    }\n  }\n}\n"},
 		status: http.StatusBadRequest, want: []string{"job.hcl:7:", "For expression too large"},
+	}, {
+		// Parsed, 6 MB of empty task blocks took the agent 1.2 GB.
+		name: "megabytes of blocks", path: "/v1/jobs/parse",
+		body: map[string]any{"JobHCL": "job \"blocks\" {\n  group \"g\" {\n" +
+			strings.Repeat("    task \"t\" {}\n", 400_000) + "  }\n}\n"},
+		status: http.StatusBadRequest, want: []string{"job.hcl:1:1: Job file too large", "at most 1048576"},
 	}, {
 		// Last: without the bound it kills the agent.
 		name: "operator chain through /v1/jobs/parse", path: "/v1/jobs/parse",
