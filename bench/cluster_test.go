@@ -13,7 +13,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/drover-org/drover/core/agent"
-	"github.com/drover-org/drover/core/server"
 	"github.com/drover-org/drover/core/structs"
 )
 
@@ -126,13 +125,24 @@ func BenchmarkClusterFailover(b *testing.B) {
 	fmt.Printf("leader failover (leader killed → new leader accepting writes): %.0f ms\n", float64(total.Microseconds())/float64(b.N)/1000)
 }
 
-// registerSimNodes registers n simulated nodes through Raft.
-func registerSimNodes(b *testing.B, s *server.Server, n int) {
-	for i := 0; i < n; i++ {
-		if _, err := s.RegisterNode(context.Background(), simNode(i)); err != nil {
-			b.Fatal(err)
+// registerSimNodes registers n simulated nodes through Raft and returns the
+// index of the leader that took the last of them. A leader lost on the way
+// (a loaded machine misses a heartbeat) is waited out: registering a node
+// again is harmless.
+func (c *benchCluster) registerSimNodes(n int) int {
+	leader := c.waitLeader(-1)
+	for i := 0; i < n; {
+		_, err := c.agents[leader].Server().RegisterNode(context.Background(), simNode(i))
+		switch {
+		case err == nil:
+			i++
+		case isNoLeader(err):
+			leader = c.waitLeader(-1)
+		default:
+			c.b.Fatal(err)
 		}
 	}
+	return leader
 }
 
 // BenchmarkClusterPlanThroughput measures allocations committed per second
@@ -141,9 +151,8 @@ func registerSimNodes(b *testing.B, s *server.Server, n int) {
 func BenchmarkClusterPlanThroughput(b *testing.B) {
 	c := startCluster(b)
 	defer c.shutdown()
-	s := c.agents[c.waitLeader(-1)].Server()
 	const nodes = 2000
-	registerSimNodes(b, s, nodes)
+	s := c.agents[c.registerSimNodes(nodes)].Server()
 	runJob(b, s, "warmup", nodes)
 	b.ResetTimer()
 	var total time.Duration
@@ -161,10 +170,9 @@ func BenchmarkClusterPlanThroughput(b *testing.B) {
 func BenchmarkClusterCatchUp(b *testing.B) {
 	c := startCluster(b)
 	defer c.shutdown()
-	leader := c.waitLeader(-1)
-	s := c.agents[leader].Server()
 	const nodes = 10000
-	registerSimNodes(b, s, nodes)
+	leader := c.registerSimNodes(nodes)
+	s := c.agents[leader].Server()
 	follower := (leader + 1) % 3
 	var join []string
 	for _, p := range c.ports {
