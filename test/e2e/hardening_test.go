@@ -87,7 +87,7 @@ func TestHardeningRefusals(t *testing.T) {
 		name: "megabytes of blocks", path: "/v1/jobs/parse",
 		body: map[string]any{"JobHCL": "job \"blocks\" {\n  group \"g\" {\n" +
 			strings.Repeat("    task \"t\" {}\n", 400_000) + "  }\n}\n"},
-		status: http.StatusBadRequest, want: []string{"job.hcl:1:1: Job file too large", "at most 1048576"},
+		status: http.StatusBadRequest, want: []string{"job.hcl:1:1: File too large", "at most 1048576"},
 	}, {
 		// Last: without the bound it kills the agent.
 		name: "operator chain through /v1/jobs/parse", path: "/v1/jobs/parse",
