@@ -8,10 +8,9 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/drover-org/drover/core/internal/proctest"
-
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/drover-org/drover/core/internal/proctest"
 	"github.com/drover-org/drover/core/structs"
 )
 
