@@ -122,21 +122,7 @@ func TestClientOnlyAgentProxiesOverHTTPS(t *testing.T) {
 	srvCert, srvKey := ca.issue(t, dir, "server", "server.global.drover")
 	cliCert, cliKey := ca.issue(t, dir, "client", "client.global.drover")
 	rpcPort := freePort(t)
-	start := func(cfg *Config) *Agent {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		a, err := New(cfg, Options{
-			Logger:  hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: &lockedBuffer{}}),
-			SelfExe: os.Args[0], HTTPListener: ln, PluginEnv: []string{testPluginEnv + "=1"},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(a.Shutdown)
-		return a
-	}
+	start := func(cfg *Config) *Agent { return startTestAgent(t, cfg, hclog.Warn) }
 	tlsBlock := func(cert, key string) *TLSConfig {
 		return &TLSConfig{RPC: true, HTTP: true, CAFile: caPath, CertFile: cert, KeyFile: key, VerifyHTTPSClient: true}
 	}

@@ -3,9 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
-	"os"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
@@ -16,27 +14,10 @@ import (
 // PUT /v1/agent/plugins/reload swaps every plugin process of a running dev
 // agent; scheduling goes on through the new processes.
 func TestReloadPluginsThroughAPI(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg := DevConfig()
 	cfg.DataDir = t.TempDir()
 	cfg.Ports.RPC = freePort(t)
-	logs := &lockedBuffer{}
-	a, err := New(cfg, Options{
-		Logger:  hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: logs}),
-		SelfExe: os.Args[0], HTTPListener: ln, PluginEnv: []string{testPluginEnv + "=1"},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		a.Shutdown()
-		if t.Failed() {
-			t.Logf("--- agent log ---\n%s", logs)
-		}
-	})
+	a := startTestAgent(t, cfg, hclog.Warn)
 	before := map[string]int{}
 	for _, p := range a.Plugins().Status() {
 		before[p.Name] = p.Pid

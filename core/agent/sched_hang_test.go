@@ -3,8 +3,6 @@ package agent
 import (
 	"context"
 	"fmt"
-	"net"
-	"os"
 	"syscall"
 	"testing"
 
@@ -18,28 +16,11 @@ import (
 // bounded attempts (scheduler_call_timeout); the other type's plugin keeps
 // scheduling meanwhile.
 func TestStoppedSchedulerPluginDoesNotStallOtherTypes(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg := DevConfig()
 	cfg.DataDir = t.TempDir()
 	cfg.Ports.RPC = freePort(t)
 	cfg.Server.SchedulerCallTimeout = "1s"
-	logs := &lockedBuffer{}
-	a, err := New(cfg, Options{
-		Logger:  hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: logs}),
-		SelfExe: os.Args[0], HTTPListener: ln, PluginEnv: []string{testPluginEnv + "=1"},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		a.Shutdown()
-		if t.Failed() {
-			t.Logf("--- agent log ---\n%s", logs)
-		}
-	})
+	a := startTestAgent(t, cfg, hclog.Warn)
 	waitFor(t, "a ready node", func() (bool, string) {
 		nodes, _ := a.Server().State().Nodes(nil)
 		return len(nodes) == 1 && nodes[0].Ready(), fmt.Sprint(len(nodes))

@@ -101,21 +101,7 @@ func TestAgentsUseMutualTLS(t *testing.T) {
 	rpcAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
 	_, rpcPort, _ := net.SplitHostPort(rpcAddr)
 	port, _ := strconv.Atoi(rpcPort)
-	start := func(cfg *Config) *Agent {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		a, err := New(cfg, Options{
-			Logger:  hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: &lockedBuffer{}}),
-			SelfExe: os.Args[0], HTTPListener: ln, PluginEnv: []string{testPluginEnv + "=1"},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(a.Shutdown)
-		return a
-	}
+	start := func(cfg *Config) *Agent { return startTestAgent(t, cfg, hclog.Warn) }
 	srv := start(&Config{
 		NodeName: "s1", Region: "global", Datacenter: "dc1", DataDir: filepath.Join(dir, "s1"), BindAddr: "127.0.0.1",
 		LogLevel: "WARN", Ports: &Ports{RPC: port},
