@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -26,18 +25,7 @@ func TestAgentExitsOnAnEntryItCannotApply(t *testing.T) {
 	dir, tmp := t.TempDir(), t.TempDir()
 	ports := harness.FreePorts(t, 2)
 	dataDir := filepath.Join(dir, "data")
-	cfg := harness.WriteFile(t, "server.hcl", fmt.Sprintf(`
-data_dir  = %q
-bind_addr = "127.0.0.1"
-ports {
-  http = %d
-  rpc  = %d
-}
-server {
-  enabled          = true
-  bootstrap_expect = 1
-}
-`, dataDir, ports[0], ports[1]))
+	cfg := loneServerConfig(t, dataDir, ports, "")
 
 	// A first run leaves a real log behind.
 	proc, err := harness.Start(droverBin, []string{"agent", "-config", cfg}, filepath.Join(dir, "first.log"))

@@ -136,21 +136,7 @@ func TestAgentStartRefusesBadRaftDB(t *testing.T) {
 			if err := os.WriteFile(db, content, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			cfg := harness.WriteFile(t, "server.hcl", fmt.Sprintf(`
-data_dir  = %q
-bind_addr = "127.0.0.1"
-ports {
-  http = %d
-  rpc  = %d
-}
-server {
-  enabled          = true
-  bootstrap_expect = 1
-}
-client {
-  enabled = true
-}
-`, dataDir, ports[0], ports[1]))
+			cfg := loneServerConfig(t, dataDir, ports, "client {\n  enabled = true\n}\n")
 			fs := runFailingAgent(t, tmp, "-config", cfg)
 			assertFailedCleanly(t, fs, tmp, ports, db, "refusing to start", "restore "+db+" from a backup")
 			if now, err := os.ReadFile(db); err != nil || !bytes.Equal(now, content) {
@@ -175,20 +161,7 @@ func TestAgentStartBadPlugin(t *testing.T) {
 		t.Fatal(err)
 	}
 	ports := harness.FreePorts(t, 2)
-	cfg := harness.WriteFile(t, "agent.hcl", fmt.Sprintf(`
-data_dir   = %q
-bind_addr  = "127.0.0.1"
-plugin_dir = %q
-ports {
-  http = %d
-  rpc  = %d
-}
-server {
-  enabled          = true
-  bootstrap_expect = 1
-}
-plugin "impostor" {}
-`, filepath.Join(dir, "data"), pluginDir, ports[0], ports[1]))
+	cfg := loneServerConfig(t, filepath.Join(dir, "data"), ports, fmt.Sprintf("plugin_dir = %q\nplugin \"impostor\" {}\n", pluginDir))
 	fs := runFailingAgent(t, tmp, "-config", cfg)
 	b, err := os.ReadFile(pidFile)
 	if err != nil {
@@ -197,4 +170,22 @@ plugin "impostor" {}
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
 	fs.plugins = append(fs.plugins, pid)
 	assertFailedCleanly(t, fs, tmp, ports, `launch plugin "impostor"`, "hello there")
+}
+
+// loneServerConfig writes the config of a one-server agent with its data
+// in dataDir on the given HTTP and RPC ports; extra is appended as is.
+func loneServerConfig(t *testing.T, dataDir string, ports []int, extra string) string {
+	t.Helper()
+	return harness.WriteFile(t, "server.hcl", fmt.Sprintf(`
+data_dir  = %q
+bind_addr = "127.0.0.1"
+ports {
+  http = %d
+  rpc  = %d
+}
+server {
+  enabled          = true
+  bootstrap_expect = 1
+}
+`, dataDir, ports[0], ports[1])+extra)
 }
