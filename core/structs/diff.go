@@ -134,20 +134,30 @@ func diffType(hadOld, hasNew, changed bool) string {
 	return DiffTypeNone
 }
 
+// pairByName pairs the old and the current elements of the same name:
+// [old, cur], either nil when the element is only on the other side.
+func pairByName[T any](old, cur []*T, name func(*T) string) map[string][2]*T {
+	pairs := map[string][2]*T{}
+	for _, e := range old {
+		pairs[name(e)] = [2]*T{e, nil}
+	}
+	for _, e := range cur {
+		p := pairs[name(e)]
+		p[1] = e
+		pairs[name(e)] = p
+	}
+	return pairs
+}
+
 func diffGroups(old, cur *Job, contextual bool) []*TaskGroupDiff {
-	groups := map[string][2]*TaskGroup{}
+	var oldGroups, curGroups []*TaskGroup
 	if old != nil {
-		for _, tg := range old.TaskGroups {
-			groups[tg.Name] = [2]*TaskGroup{tg, nil}
-		}
+		oldGroups = old.TaskGroups
 	}
 	if cur != nil {
-		for _, tg := range cur.TaskGroups {
-			p := groups[tg.Name]
-			p[1] = tg
-			groups[tg.Name] = p
-		}
+		curGroups = cur.TaskGroups
 	}
+	groups := pairByName(oldGroups, curGroups, func(tg *TaskGroup) string { return tg.Name })
 	var out []*TaskGroupDiff
 	for _, name := range sortedKeys(groups) {
 		p := groups[name]
@@ -169,19 +179,14 @@ func diffGroup(name string, old, cur *TaskGroup, contextual bool) *TaskGroupDiff
 			}
 		}
 	}
-	tasks := map[string][2]*Task{}
+	var oldTasks, curTasks []*Task
 	if old != nil {
-		for _, t := range old.Tasks {
-			tasks[t.Name] = [2]*Task{t, nil}
-		}
+		oldTasks = old.Tasks
 	}
 	if cur != nil {
-		for _, t := range cur.Tasks {
-			p := tasks[t.Name]
-			p[1] = t
-			tasks[t.Name] = p
-		}
+		curTasks = cur.Tasks
 	}
+	tasks := pairByName(oldTasks, curTasks, func(t *Task) string { return t.Name })
 	for _, tn := range sortedKeys(tasks) {
 		p := tasks[tn]
 		td := &TaskDiff{Name: tn}
