@@ -61,14 +61,17 @@ func TestFailedAllocReplacement(t *testing.T) {
 			if next.NodeID != node.ID || next.PreviousAllocation != failed.ID || next.Name != failed.Name {
 				t.Fatalf("replacement %+v does not chain to %s on node %s", next, failed.ID, node.ID)
 			}
-			evals, _ := s.State().EvalsByJob(nil, "default", "j")
-			found := false
-			for _, e := range evals {
-				found = found || (e.TriggeredBy == structs.EvalTriggerFailedFollowUp && e.Status == structs.EvalStatusComplete)
-			}
-			if !found {
-				t.Fatal("no completed failed-follow-up eval")
-			}
+			// The plan commits before the worker marks its eval complete (a
+			// later write), so the replacement can be seen first.
+			waitFor(t, 10*time.Second, "a completed failed-follow-up eval", func() bool {
+				evals, _ := s.State().EvalsByJob(nil, "default", "j")
+				for _, e := range evals {
+					if e.TriggeredBy == structs.EvalTriggerFailedFollowUp && e.Status == structs.EvalStatusComplete {
+						return true
+					}
+				}
+				return false
+			})
 		})
 	}
 }
