@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/drover-org/drover/core/structs"
 	"google.golang.org/grpc/codes"
@@ -109,6 +110,12 @@ func fromStatus(ctx context.Context, addr, method string, err error) error {
 	case codes.Canceled, codes.DeadlineExceeded:
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return fmt.Errorf("rpc %s to %s: %w", method, addr, ctxErr)
+		}
+		// The peer enforces the deadline we sent it, and on a loaded
+		// machine its timer can fire (and reset the stream) before ours
+		// has marked ctx done: past our deadline, the deadline is why.
+		if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+			return fmt.Errorf("rpc %s to %s: %w", method, addr, context.DeadlineExceeded)
 		}
 		return structs.NewError(structs.ErrUnavailable, "rpc %s to %s: %s", method, addr, st.Message())
 	case codes.Unavailable:
