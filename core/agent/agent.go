@@ -18,6 +18,7 @@ import (
 	"github.com/drover-org/drover/core/pluginhost"
 	"github.com/drover-org/drover/core/rpc"
 	"github.com/drover-org/drover/core/server"
+	"github.com/drover-org/drover/core/structs"
 	"github.com/drover-org/drover/plugins/builtin"
 	"github.com/drover-org/drover/sdk/driver"
 	"github.com/drover-org/drover/sdk/scheduler"
@@ -530,7 +531,7 @@ func (r schedRouter) Lookup(t string) (scheduler.Scheduler, int, error) {
 
 func (r schedRouter) ServedTypes() []string { return r.set.ServedTypes() }
 
-func (r schedRouter) PerNode(t string) (bool, bool) {
+func (r schedRouter) JobType(t string) (structs.JobTypeBehavior, bool) {
 	info, ok := r.set.JobType(t)
-	return info.PerNode, ok
+	return info.Behavior, ok
 }

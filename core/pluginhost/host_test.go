@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -96,11 +97,12 @@ func TestLookupRoutesJobTypes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := JobTypeInfo{Type: tc.typ, Plugin: tc.plugin, MaxAttempts: tc.attempts, PerNode: tc.perNode}
-			if info != want {
+			want := JobTypeInfo{Type: tc.typ, Plugin: tc.plugin, MaxAttempts: tc.attempts, PerNode: tc.perNode,
+				Behavior: structs.JobTypeBehavior{MaxAttempts: tc.attempts, PerNode: tc.perNode}}
+			if !reflect.DeepEqual(info, want) {
 				t.Errorf("info = %+v, want %+v", info, want)
 			}
-			if got, ok := set.JobType(tc.typ); !ok || got != want {
+			if got, ok := set.JobType(tc.typ); !ok || !reflect.DeepEqual(got, want) {
 				t.Errorf("JobType = %+v, %v; want %+v", got, ok, want)
 			}
 			resp, err := s.Schedule(t.Context(), evalReq("e1"))

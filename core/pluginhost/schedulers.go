@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 
+	"github.com/drover-org/drover/core/structs"
 	"github.com/drover-org/drover/sdk/proto/schedulerpb"
 	"github.com/drover-org/drover/sdk/scheduler"
 	"github.com/drover-org/drover/sdk/shared"
@@ -22,6 +24,8 @@ type JobTypeInfo struct {
 	MaxAttempts int
 	// PerNode: each group's count is placed on every candidate node.
 	PerNode bool
+	// Behavior is the plugin's whole declaration of the type.
+	Behavior structs.JobTypeBehavior
 }
 
 // routeTable maps job types to the scheduler plugins serving them. It is
@@ -145,11 +149,11 @@ func (h *Host) rebuildRoutes() {
 					"plugin", m.name, "job_type", jt.GetName(), "max_attempts", attempts)
 				attempts = 1
 			}
-			byType[jt.GetName()] = JobTypeInfo{Type: jt.GetName(), Plugin: m.name, MaxAttempts: attempts, PerNode: jt.GetPerNode()}
+			byType[jt.GetName()] = JobTypeInfo{Type: jt.GetName(), Plugin: m.name, MaxAttempts: attempts, PerNode: jt.GetPerNode(), Behavior: Behavior(jt)}
 		}
 	}
 	old := h.routes.Load()
-	if old != nil && maps.Equal(old.byType, byType) {
+	if old != nil && maps.EqualFunc(old.byType, byType, func(a, b JobTypeInfo) bool { return reflect.DeepEqual(a, b) }) {
 		return
 	}
 	for _, c := range conflicts {

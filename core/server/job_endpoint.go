@@ -22,12 +22,8 @@ func (s *Server) RegisterJob(ctx context.Context, in *structs.Job, enforceIndex 
 	if in == nil {
 		return nil, structs.NewError(structs.ErrInvalid, "Job: missing job")
 	}
-	job := in.Copy()
-	job.Canonicalize()
-	if err := job.Validate(); err != nil {
-		return nil, err
-	}
-	if err := s.checkJobType(job.Type); err != nil {
+	job, err := s.prepareJob(in)
+	if err != nil {
 		return nil, err
 	}
 	if err := s.checkDrivers(job); err != nil {
@@ -87,15 +83,26 @@ func (s *Server) newEval(job *structs.Job, trigger string) *structs.Evaluation {
 	}
 }
 
-// checkJobType refuses a job type that no loaded scheduler plugin serves.
-func (s *Server) checkJobType(t string) error {
-	served := s.cfg.Schedulers.ServedTypes()
-	for _, st := range served {
-		if st == t {
-			return nil
-		}
+// prepareJob returns a canonical, validated copy of a submitted job,
+// carrying the declaration of the plugin serving its type: the defaults
+// and rules that depend on the type come from that declaration. A type no
+// loaded scheduler plugin serves is refused.
+func (s *Server) prepareJob(in *structs.Job) (*structs.Job, error) {
+	job := in.Copy()
+	if job.Type == "" {
+		job.Type = structs.DefaultJobType
 	}
-	return structs.NewError(structs.ErrInvalid, "job type %q is not served by any scheduler plugin (served: %s)", t, strings.Join(served, ", "))
+	b, ok := s.cfg.Schedulers.JobType(job.Type)
+	if !ok {
+		served := s.cfg.Schedulers.ServedTypes()
+		return nil, structs.NewError(structs.ErrInvalid, "job type %q is not served by any scheduler plugin (served: %s)", job.Type, strings.Join(served, ", "))
+	}
+	job.TypeBehavior = b.Copy()
+	job.Canonicalize()
+	if err := job.Validate(); err != nil {
+		return nil, err
+	}
+	return job, nil
 }
 
 // checkDrivers refuses a task whose driver no plugin of this cluster knows:

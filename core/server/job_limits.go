@@ -24,8 +24,8 @@ const (
 // places per node.
 func (s *Server) checkAllocLimit(job *structs.Job) error {
 	limit := s.cfg.MaxAllocsPerJob
-	perNode, _ := s.cfg.Schedulers.PerNode(job.Type)
 	nodes := 1
+	perNode := job.TypeBehavior != nil && job.TypeBehavior.PerNode
 	if perNode {
 		n, err := s.candidateNodes(job)
 		if err != nil {

@@ -18,12 +18,8 @@ func (s *Server) PlanJob(ctx context.Context, in *structs.Job, diff bool) (*stru
 	if in == nil {
 		return nil, structs.NewError(structs.ErrInvalid, "Job: missing job")
 	}
-	job := in.Copy()
-	job.Canonicalize()
-	if err := job.Validate(); err != nil {
-		return nil, err
-	}
-	if err := s.checkJobType(job.Type); err != nil {
+	job, err := s.prepareJob(in)
+	if err != nil {
 		return nil, err
 	}
 	if err := s.checkDrivers(job); err != nil {

@@ -40,10 +40,9 @@ type SchedulerRouter interface {
 	Lookup(jobType string) (scheduler.Scheduler, int, error)
 	// ServedTypes lists the job types some plugin serves, sorted.
 	ServedTypes() []string
-	// PerNode reports whether jobType's plugin declared that it places
-	// each task group's count on every candidate node (so a job asks for
-	// count x nodes allocations), and whether any plugin serves jobType.
-	PerNode(jobType string) (perNode, served bool)
+	// JobType returns what the plugin serving jobType declares about it,
+	// and whether any plugin serves jobType.
+	JobType(jobType string) (structs.JobTypeBehavior, bool)
 }
 
 // Config configures a server.

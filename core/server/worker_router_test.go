@@ -28,7 +28,9 @@ func (r *restartingRouter) Lookup(t string) (scheduler.Scheduler, int, error) {
 
 func (*restartingRouter) ServedTypes() []string { return builtin.InProcess{}.ServedTypes() }
 
-func (*restartingRouter) PerNode(t string) (bool, bool) { return builtin.InProcess{}.PerNode(t) }
+func (*restartingRouter) JobType(t string) (structs.JobTypeBehavior, bool) {
+	return builtin.InProcess{}.JobType(t)
+}
 
 // An eval whose plugin is restarting waits for it, however long that takes
 // in deliveries: being handed back while the plugin is down costs none.

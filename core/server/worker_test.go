@@ -58,7 +58,9 @@ func (r fakeRouter) Lookup(t string) (scheduler.Scheduler, int, error) {
 
 func (fakeRouter) ServedTypes() []string { return builtin.InProcess{}.ServedTypes() }
 
-func (fakeRouter) PerNode(t string) (bool, bool) { return builtin.InProcess{}.PerNode(t) }
+func (fakeRouter) JobType(t string) (structs.JobTypeBehavior, bool) {
+	return builtin.InProcess{}.JobType(t)
+}
 
 // placeOnEveryFreeNode places one alloc of cpu MHz on every node of the
 // request that holds no alloc of the job yet, like a sysbatch scheduler

@@ -30,9 +30,9 @@ func (r typeRouter) Lookup(t string) (scheduler.Scheduler, int, error) {
 
 func (r typeRouter) ServedTypes() []string { return slices.Sorted(maps.Keys(r)) }
 
-func (r typeRouter) PerNode(t string) (bool, bool) {
+func (r typeRouter) JobType(t string) (structs.JobTypeBehavior, bool) {
 	_, ok := r[t]
-	return ok, ok
+	return structs.JobTypeBehavior{MaxAttempts: 1, PerNode: ok}, ok
 }
 
 // A plugin that never answers (its Schedule ignores its context, as a

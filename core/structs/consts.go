@@ -4,6 +4,9 @@
 // reads drover's answers unchanged.
 package structs
 
+// DefaultJobType is the type of a job that names none, as in Nomad.
+const DefaultJobType = "service"
+
 // Job types.
 const (
 	JobTypeService  = "service"

@@ -39,6 +39,10 @@ type Job struct {
 	CreateIndex              uint64                  `codec:",omitempty"`
 	ModifyIndex              uint64                  `codec:",omitempty"`
 	JobModifyIndex           uint64                  `codec:",omitempty"`
+	// TypeBehavior is the declaration of the plugin serving Type when this
+	// version was registered, copied in by the leader (a submitted value
+	// is replaced). It is drover's, not Nomad's.
+	TypeBehavior *JobTypeBehavior `codec:",omitempty"`
 }
 
 // TaskGroup is a set of tasks placed together on one node.

@@ -7,6 +7,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/drover-org/drover/core/pluginhost"
+	"github.com/drover-org/drover/core/structs"
 	rawexec "github.com/drover-org/drover/plugins/driver-rawexec"
 	sysbatch "github.com/drover-org/drover/plugins/scheduler-sysbatch"
 	system "github.com/drover-org/drover/plugins/scheduler-system"
@@ -71,20 +73,20 @@ func (InProcess) Lookup(jobType string) (scheduler.Scheduler, int, error) {
 // ServedTypes lists the job types of the built-in schedulers.
 func (InProcess) ServedTypes() []string { return []string{"sysbatch", "system"} }
 
-// PerNode reports what the built-in scheduler serving jobType declares.
-func (p InProcess) PerNode(jobType string) (perNode, served bool) {
+// JobType returns what the built-in scheduler serving jobType declares.
+func (p InProcess) JobType(jobType string) (structs.JobTypeBehavior, bool) {
 	s, _, err := p.Lookup(jobType)
 	if err != nil {
-		return false, false
+		return structs.JobTypeBehavior{}, false
 	}
 	info, err := s.Info(context.Background())
 	if err != nil {
-		return false, false
+		return structs.JobTypeBehavior{}, false
 	}
 	for _, t := range info.JobTypes {
 		if t.Name == jobType {
-			return t.PerNode, true
+			return pluginhost.Behavior(t), true
 		}
 	}
-	return false, false
+	return structs.JobTypeBehavior{}, false
 }

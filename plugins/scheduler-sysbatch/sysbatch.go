@@ -6,8 +6,11 @@
 package sysbatch
 
 import (
+	"time"
+
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/drover-org/drover/sdk/proto/schedulerpb"
 	"github.com/drover-org/drover/sdk/scheduler/nodesched"
 )
 
@@ -31,9 +34,27 @@ func New() *Scheduler {
 	return NewWithLogger(hclog.NewNullLogger())
 }
 
+// Declaration is how sysbatch jobs behave once placed: they run to
+// completion once on every eligible node, may be periodic or
+// parameterized, and reach a node that joins while they still run.
+func Declaration() *schedulerpb.JobTypeInfo {
+	return &schedulerpb.JobTypeInfo{
+		RunsToCompletion: true,
+		DefaultRestart: &schedulerpb.RestartPolicy{
+			Attempts: 3, IntervalNs: int64(24 * time.Hour), DelayNs: int64(15 * time.Second), Mode: "fail",
+		},
+		AllowPeriodic:       true,
+		AllowParameterized:  true,
+		AllowMaxRunDuration: true,
+		RefusedBlocks:       []string{"update", "reschedule", "migrate"},
+		EvalOnNodeJoin:      true,
+		PreemptionSwitch:    "SysBatchSchedulerEnabled",
+	}
+}
+
 // NewWithLogger returns the sysbatch scheduler logging to l.
 func NewWithLogger(l hclog.Logger) *Scheduler {
-	id := nodesched.Identity{Name: Name, Version: Version, JobType: JobType, MaxAttempts: MaxAttempts}
+	id := nodesched.Identity{Name: Name, Version: Version, JobType: JobType, MaxAttempts: MaxAttempts, Declares: Declaration()}
 	return &Scheduler{Plugin: nodesched.NewPlugin(id, nodesched.Options{
 		Sysbatch:          true,
 		PreemptionEnabled: nodesched.SysbatchPreemption,

@@ -76,9 +76,52 @@ type JobTypeInfo struct {
 	// Each task group's count is placed on every candidate node (as system
 	// and sysbatch do), so a job asks for count x nodes allocations rather
 	// than count. The core uses it to bound what one job may ask for.
-	PerNode       bool `protobuf:"varint,3,opt,name=per_node,json=perNode,proto3" json:"per_node,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	PerNode bool `protobuf:"varint,3,opt,name=per_node,json=perNode,proto3" json:"per_node,omitempty"`
+	// A task that exits 0 is done and never restarted; the job is dead once
+	// every allocation is terminal; a draining node lets its allocations
+	// finish until the drain deadline.
+	RunsToCompletion bool `protobuf:"varint,4,opt,name=runs_to_completion,json=runsToCompletion,proto3" json:"runs_to_completion,omitempty"`
+	// The job's status is "running" from registration until it is stopped,
+	// whatever its allocations (a node-wide job with no eligible node yet is
+	// still running).
+	RunningUntilStopped bool `protobuf:"varint,5,opt,name=running_until_stopped,json=runningUntilStopped,proto3" json:"running_until_stopped,omitempty"`
+	// Restart policy of a group that sets none; a group's restart block is
+	// laid over it field by field.
+	DefaultRestart *RestartPolicy `protobuf:"bytes,6,opt,name=default_restart,json=defaultRestart,proto3" json:"default_restart,omitempty"`
+	// Reschedule policy of a group that sets none. Unset: allocations of
+	// this type are not rescheduled unless the job says so.
+	DefaultReschedule *ReschedulePolicy `protobuf:"bytes,7,opt,name=default_reschedule,json=defaultReschedule,proto3" json:"default_reschedule,omitempty"`
+	// Whether a job of this type may be periodic, parameterized, or set a
+	// group's max_run_duration.
+	AllowPeriodic       bool `protobuf:"varint,8,opt,name=allow_periodic,json=allowPeriodic,proto3" json:"allow_periodic,omitempty"`
+	AllowParameterized  bool `protobuf:"varint,9,opt,name=allow_parameterized,json=allowParameterized,proto3" json:"allow_parameterized,omitempty"`
+	AllowMaxRunDuration bool `protobuf:"varint,10,opt,name=allow_max_run_duration,json=allowMaxRunDuration,proto3" json:"allow_max_run_duration,omitempty"`
+	// Job file blocks that jobs of this type refuse, at job and group level:
+	// any of "affinity", "spread", "update", "reschedule", "migrate".
+	RefusedBlocks []string `protobuf:"bytes,11,rep,name=refused_blocks,json=refusedBlocks,proto3" json:"refused_blocks,omitempty"`
+	// The largest count a task group may ask for; 0 means no limit.
+	MaxGroupCount int32 `protobuf:"varint,12,opt,name=max_group_count,json=maxGroupCount,proto3" json:"max_group_count,omitempty"`
+	// Triggers. eval_on_node_update: every change of a node (registration,
+	// status, eligibility, drain) evaluates each job of this type that the
+	// node's pool and datacenter take, and each job of this type with a live
+	// allocation on the node. eval_on_node_join: a node becoming schedulable
+	// evaluates each job of this type that takes it and is not dead.
+	// eval_on_alloc_end: an allocation reaching failed or complete on its
+	// node evaluates its job again (trigger "failed-follow-up").
+	EvalOnNodeUpdate bool `protobuf:"varint,13,opt,name=eval_on_node_update,json=evalOnNodeUpdate,proto3" json:"eval_on_node_update,omitempty"`
+	EvalOnNodeJoin   bool `protobuf:"varint,14,opt,name=eval_on_node_join,json=evalOnNodeJoin,proto3" json:"eval_on_node_join,omitempty"`
+	EvalOnAllocEnd   bool `protobuf:"varint,15,opt,name=eval_on_alloc_end,json=evalOnAllocEnd,proto3" json:"eval_on_alloc_end,omitempty"`
+	// On a draining node, allocations of this type leave last, after every
+	// other allocation, and a drain with IgnoreSystemJobs leaves them.
+	DrainLast bool `protobuf:"varint,16,opt,name=drain_last,json=drainLast,proto3" json:"drain_last,omitempty"`
+	// The switch of the operator's scheduler configuration
+	// (PreemptionConfig) that lets jobs of this type preempt lower-priority
+	// allocations: "SystemSchedulerEnabled", "SysBatchSchedulerEnabled",
+	// "BatchSchedulerEnabled" or "ServiceSchedulerEnabled". Empty: jobs of
+	// this type never preempt.
+	PreemptionSwitch string `protobuf:"bytes,17,opt,name=preemption_switch,json=preemptionSwitch,proto3" json:"preemption_switch,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *JobTypeInfo) Reset() {
@@ -132,6 +175,261 @@ func (x *JobTypeInfo) GetPerNode() bool {
 	return false
 }
 
+func (x *JobTypeInfo) GetRunsToCompletion() bool {
+	if x != nil {
+		return x.RunsToCompletion
+	}
+	return false
+}
+
+func (x *JobTypeInfo) GetRunningUntilStopped() bool {
+	if x != nil {
+		return x.RunningUntilStopped
+	}
+	return false
+}
+
+func (x *JobTypeInfo) GetDefaultRestart() *RestartPolicy {
+	if x != nil {
+		return x.DefaultRestart
+	}
+	return nil
+}
+
+func (x *JobTypeInfo) GetDefaultReschedule() *ReschedulePolicy {
+	if x != nil {
+		return x.DefaultReschedule
+	}
+	return nil
+}
+
+func (x *JobTypeInfo) GetAllowPeriodic() bool {
+	if x != nil {
+		return x.AllowPeriodic
+	}
+	return false
+}
+
+func (x *JobTypeInfo) GetAllowParameterized() bool {
+	if x != nil {
+		return x.AllowParameterized
+	}
+	return false
+}
+
+func (x *JobTypeInfo) GetAllowMaxRunDuration() bool {
+	if x != nil {
+		return x.AllowMaxRunDuration
+	}
+	return false
+}
+
+func (x *JobTypeInfo) GetRefusedBlocks() []string {
+	if x != nil {
+		return x.RefusedBlocks
+	}
+	return nil
+}
+
+func (x *JobTypeInfo) GetMaxGroupCount() int32 {
+	if x != nil {
+		return x.MaxGroupCount
+	}
+	return 0
+}
+
+func (x *JobTypeInfo) GetEvalOnNodeUpdate() bool {
+	if x != nil {
+		return x.EvalOnNodeUpdate
+	}
+	return false
+}
+
+func (x *JobTypeInfo) GetEvalOnNodeJoin() bool {
+	if x != nil {
+		return x.EvalOnNodeJoin
+	}
+	return false
+}
+
+func (x *JobTypeInfo) GetEvalOnAllocEnd() bool {
+	if x != nil {
+		return x.EvalOnAllocEnd
+	}
+	return false
+}
+
+func (x *JobTypeInfo) GetDrainLast() bool {
+	if x != nil {
+		return x.DrainLast
+	}
+	return false
+}
+
+func (x *JobTypeInfo) GetPreemptionSwitch() string {
+	if x != nil {
+		return x.PreemptionSwitch
+	}
+	return ""
+}
+
+// RestartPolicy is a group's restart block (durations in nanoseconds).
+type RestartPolicy struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Attempts   int32                  `protobuf:"varint,1,opt,name=attempts,proto3" json:"attempts,omitempty"`
+	IntervalNs int64                  `protobuf:"varint,2,opt,name=interval_ns,json=intervalNs,proto3" json:"interval_ns,omitempty"`
+	DelayNs    int64                  `protobuf:"varint,3,opt,name=delay_ns,json=delayNs,proto3" json:"delay_ns,omitempty"`
+	// "fail" or "delay".
+	Mode          string `protobuf:"bytes,4,opt,name=mode,proto3" json:"mode,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RestartPolicy) Reset() {
+	*x = RestartPolicy{}
+	mi := &file_scheduler_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RestartPolicy) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RestartPolicy) ProtoMessage() {}
+
+func (x *RestartPolicy) ProtoReflect() protoreflect.Message {
+	mi := &file_scheduler_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RestartPolicy.ProtoReflect.Descriptor instead.
+func (*RestartPolicy) Descriptor() ([]byte, []int) {
+	return file_scheduler_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *RestartPolicy) GetAttempts() int32 {
+	if x != nil {
+		return x.Attempts
+	}
+	return 0
+}
+
+func (x *RestartPolicy) GetIntervalNs() int64 {
+	if x != nil {
+		return x.IntervalNs
+	}
+	return 0
+}
+
+func (x *RestartPolicy) GetDelayNs() int64 {
+	if x != nil {
+		return x.DelayNs
+	}
+	return 0
+}
+
+func (x *RestartPolicy) GetMode() string {
+	if x != nil {
+		return x.Mode
+	}
+	return ""
+}
+
+// ReschedulePolicy is a group's reschedule block (durations in
+// nanoseconds).
+type ReschedulePolicy struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Attempts   int32                  `protobuf:"varint,1,opt,name=attempts,proto3" json:"attempts,omitempty"`
+	IntervalNs int64                  `protobuf:"varint,2,opt,name=interval_ns,json=intervalNs,proto3" json:"interval_ns,omitempty"`
+	DelayNs    int64                  `protobuf:"varint,3,opt,name=delay_ns,json=delayNs,proto3" json:"delay_ns,omitempty"`
+	// "constant", "exponential" or "fibonacci".
+	DelayFunction string `protobuf:"bytes,4,opt,name=delay_function,json=delayFunction,proto3" json:"delay_function,omitempty"`
+	MaxDelayNs    int64  `protobuf:"varint,5,opt,name=max_delay_ns,json=maxDelayNs,proto3" json:"max_delay_ns,omitempty"`
+	Unlimited     bool   `protobuf:"varint,6,opt,name=unlimited,proto3" json:"unlimited,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReschedulePolicy) Reset() {
+	*x = ReschedulePolicy{}
+	mi := &file_scheduler_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReschedulePolicy) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReschedulePolicy) ProtoMessage() {}
+
+func (x *ReschedulePolicy) ProtoReflect() protoreflect.Message {
+	mi := &file_scheduler_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReschedulePolicy.ProtoReflect.Descriptor instead.
+func (*ReschedulePolicy) Descriptor() ([]byte, []int) {
+	return file_scheduler_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *ReschedulePolicy) GetAttempts() int32 {
+	if x != nil {
+		return x.Attempts
+	}
+	return 0
+}
+
+func (x *ReschedulePolicy) GetIntervalNs() int64 {
+	if x != nil {
+		return x.IntervalNs
+	}
+	return 0
+}
+
+func (x *ReschedulePolicy) GetDelayNs() int64 {
+	if x != nil {
+		return x.DelayNs
+	}
+	return 0
+}
+
+func (x *ReschedulePolicy) GetDelayFunction() string {
+	if x != nil {
+		return x.DelayFunction
+	}
+	return ""
+}
+
+func (x *ReschedulePolicy) GetMaxDelayNs() int64 {
+	if x != nil {
+		return x.MaxDelayNs
+	}
+	return 0
+}
+
+func (x *ReschedulePolicy) GetUnlimited() bool {
+	if x != nil {
+		return x.Unlimited
+	}
+	return false
+}
+
 type InfoResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -143,7 +441,7 @@ type InfoResponse struct {
 
 func (x *InfoResponse) Reset() {
 	*x = InfoResponse{}
-	mi := &file_scheduler_proto_msgTypes[2]
+	mi := &file_scheduler_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -155,7 +453,7 @@ func (x *InfoResponse) String() string {
 func (*InfoResponse) ProtoMessage() {}
 
 func (x *InfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[2]
+	mi := &file_scheduler_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -168,7 +466,7 @@ func (x *InfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InfoResponse.ProtoReflect.Descriptor instead.
 func (*InfoResponse) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{2}
+	return file_scheduler_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *InfoResponse) GetName() string {
@@ -203,7 +501,7 @@ type Constraint struct {
 
 func (x *Constraint) Reset() {
 	*x = Constraint{}
-	mi := &file_scheduler_proto_msgTypes[3]
+	mi := &file_scheduler_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -215,7 +513,7 @@ func (x *Constraint) String() string {
 func (*Constraint) ProtoMessage() {}
 
 func (x *Constraint) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[3]
+	mi := &file_scheduler_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -228,7 +526,7 @@ func (x *Constraint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Constraint.ProtoReflect.Descriptor instead.
 func (*Constraint) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{3}
+	return file_scheduler_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Constraint) GetLTarget() string {
@@ -266,7 +564,7 @@ type Resources struct {
 
 func (x *Resources) Reset() {
 	*x = Resources{}
-	mi := &file_scheduler_proto_msgTypes[4]
+	mi := &file_scheduler_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -278,7 +576,7 @@ func (x *Resources) String() string {
 func (*Resources) ProtoMessage() {}
 
 func (x *Resources) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[4]
+	mi := &file_scheduler_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -291,7 +589,7 @@ func (x *Resources) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resources.ProtoReflect.Descriptor instead.
 func (*Resources) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{4}
+	return file_scheduler_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Resources) GetCpu() int64 {
@@ -349,7 +647,7 @@ type Task struct {
 
 func (x *Task) Reset() {
 	*x = Task{}
-	mi := &file_scheduler_proto_msgTypes[5]
+	mi := &file_scheduler_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -361,7 +659,7 @@ func (x *Task) String() string {
 func (*Task) ProtoMessage() {}
 
 func (x *Task) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[5]
+	mi := &file_scheduler_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -374,7 +672,7 @@ func (x *Task) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Task.ProtoReflect.Descriptor instead.
 func (*Task) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{5}
+	return file_scheduler_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Task) GetName() string {
@@ -463,7 +761,7 @@ type TaskGroup struct {
 
 func (x *TaskGroup) Reset() {
 	*x = TaskGroup{}
-	mi := &file_scheduler_proto_msgTypes[6]
+	mi := &file_scheduler_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -475,7 +773,7 @@ func (x *TaskGroup) String() string {
 func (*TaskGroup) ProtoMessage() {}
 
 func (x *TaskGroup) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[6]
+	mi := &file_scheduler_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -488,7 +786,7 @@ func (x *TaskGroup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskGroup.ProtoReflect.Descriptor instead.
 func (*TaskGroup) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{6}
+	return file_scheduler_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *TaskGroup) GetName() string {
@@ -565,7 +863,7 @@ type Job struct {
 
 func (x *Job) Reset() {
 	*x = Job{}
-	mi := &file_scheduler_proto_msgTypes[7]
+	mi := &file_scheduler_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -577,7 +875,7 @@ func (x *Job) String() string {
 func (*Job) ProtoMessage() {}
 
 func (x *Job) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[7]
+	mi := &file_scheduler_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -590,7 +888,7 @@ func (x *Job) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Job.ProtoReflect.Descriptor instead.
 func (*Job) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{7}
+	return file_scheduler_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Job) GetId() string {
@@ -738,7 +1036,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_scheduler_proto_msgTypes[8]
+	mi := &file_scheduler_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -750,7 +1048,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[8]
+	mi := &file_scheduler_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -763,7 +1061,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{8}
+	return file_scheduler_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Node) GetId() string {
@@ -886,7 +1184,7 @@ type NodeAlloc struct {
 
 func (x *NodeAlloc) Reset() {
 	*x = NodeAlloc{}
-	mi := &file_scheduler_proto_msgTypes[9]
+	mi := &file_scheduler_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -898,7 +1196,7 @@ func (x *NodeAlloc) String() string {
 func (*NodeAlloc) ProtoMessage() {}
 
 func (x *NodeAlloc) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[9]
+	mi := &file_scheduler_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -911,7 +1209,7 @@ func (x *NodeAlloc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeAlloc.ProtoReflect.Descriptor instead.
 func (*NodeAlloc) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{9}
+	return file_scheduler_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *NodeAlloc) GetId() string {
@@ -988,7 +1286,7 @@ type Allocation struct {
 
 func (x *Allocation) Reset() {
 	*x = Allocation{}
-	mi := &file_scheduler_proto_msgTypes[10]
+	mi := &file_scheduler_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1000,7 +1298,7 @@ func (x *Allocation) String() string {
 func (*Allocation) ProtoMessage() {}
 
 func (x *Allocation) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[10]
+	mi := &file_scheduler_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1013,7 +1311,7 @@ func (x *Allocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Allocation.ProtoReflect.Descriptor instead.
 func (*Allocation) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{10}
+	return file_scheduler_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Allocation) GetId() string {
@@ -1154,7 +1452,7 @@ type Evaluation struct {
 
 func (x *Evaluation) Reset() {
 	*x = Evaluation{}
-	mi := &file_scheduler_proto_msgTypes[11]
+	mi := &file_scheduler_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1166,7 +1464,7 @@ func (x *Evaluation) String() string {
 func (*Evaluation) ProtoMessage() {}
 
 func (x *Evaluation) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[11]
+	mi := &file_scheduler_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1179,7 +1477,7 @@ func (x *Evaluation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Evaluation.ProtoReflect.Descriptor instead.
 func (*Evaluation) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{11}
+	return file_scheduler_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Evaluation) GetId() string {
@@ -1271,7 +1569,7 @@ type SchedulerConfig struct {
 
 func (x *SchedulerConfig) Reset() {
 	*x = SchedulerConfig{}
-	mi := &file_scheduler_proto_msgTypes[12]
+	mi := &file_scheduler_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1283,7 +1581,7 @@ func (x *SchedulerConfig) String() string {
 func (*SchedulerConfig) ProtoMessage() {}
 
 func (x *SchedulerConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[12]
+	mi := &file_scheduler_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1296,7 +1594,7 @@ func (x *SchedulerConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchedulerConfig.ProtoReflect.Descriptor instead.
 func (*SchedulerConfig) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{12}
+	return file_scheduler_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SchedulerConfig) GetPreemptionSystem() bool {
@@ -1354,7 +1652,7 @@ type ScheduleRequest struct {
 
 func (x *ScheduleRequest) Reset() {
 	*x = ScheduleRequest{}
-	mi := &file_scheduler_proto_msgTypes[13]
+	mi := &file_scheduler_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1366,7 +1664,7 @@ func (x *ScheduleRequest) String() string {
 func (*ScheduleRequest) ProtoMessage() {}
 
 func (x *ScheduleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[13]
+	mi := &file_scheduler_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1379,7 +1677,7 @@ func (x *ScheduleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleRequest.ProtoReflect.Descriptor instead.
 func (*ScheduleRequest) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{13}
+	return file_scheduler_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ScheduleRequest) GetEval() *Evaluation {
@@ -1459,7 +1757,7 @@ type AllocMetric struct {
 
 func (x *AllocMetric) Reset() {
 	*x = AllocMetric{}
-	mi := &file_scheduler_proto_msgTypes[14]
+	mi := &file_scheduler_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1471,7 +1769,7 @@ func (x *AllocMetric) String() string {
 func (*AllocMetric) ProtoMessage() {}
 
 func (x *AllocMetric) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[14]
+	mi := &file_scheduler_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1484,7 +1782,7 @@ func (x *AllocMetric) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocMetric.ProtoReflect.Descriptor instead.
 func (*AllocMetric) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{14}
+	return file_scheduler_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *AllocMetric) GetNodesEvaluated() int32 {
@@ -1598,7 +1896,7 @@ type DesiredUpdates struct {
 
 func (x *DesiredUpdates) Reset() {
 	*x = DesiredUpdates{}
-	mi := &file_scheduler_proto_msgTypes[15]
+	mi := &file_scheduler_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1610,7 +1908,7 @@ func (x *DesiredUpdates) String() string {
 func (*DesiredUpdates) ProtoMessage() {}
 
 func (x *DesiredUpdates) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[15]
+	mi := &file_scheduler_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1623,7 +1921,7 @@ func (x *DesiredUpdates) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DesiredUpdates.ProtoReflect.Descriptor instead.
 func (*DesiredUpdates) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{15}
+	return file_scheduler_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *DesiredUpdates) GetIgnore() uint64 {
@@ -1725,7 +2023,7 @@ type AllocStop struct {
 
 func (x *AllocStop) Reset() {
 	*x = AllocStop{}
-	mi := &file_scheduler_proto_msgTypes[16]
+	mi := &file_scheduler_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1737,7 +2035,7 @@ func (x *AllocStop) String() string {
 func (*AllocStop) ProtoMessage() {}
 
 func (x *AllocStop) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[16]
+	mi := &file_scheduler_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1750,7 +2048,7 @@ func (x *AllocStop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocStop.ProtoReflect.Descriptor instead.
 func (*AllocStop) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{16}
+	return file_scheduler_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *AllocStop) GetAllocId() string {
@@ -1812,7 +2110,7 @@ type PlacedAlloc struct {
 
 func (x *PlacedAlloc) Reset() {
 	*x = PlacedAlloc{}
-	mi := &file_scheduler_proto_msgTypes[17]
+	mi := &file_scheduler_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1824,7 +2122,7 @@ func (x *PlacedAlloc) String() string {
 func (*PlacedAlloc) ProtoMessage() {}
 
 func (x *PlacedAlloc) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[17]
+	mi := &file_scheduler_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1837,7 +2135,7 @@ func (x *PlacedAlloc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlacedAlloc.ProtoReflect.Descriptor instead.
 func (*PlacedAlloc) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{17}
+	return file_scheduler_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *PlacedAlloc) GetId() string {
@@ -1937,7 +2235,7 @@ type Preemption struct {
 
 func (x *Preemption) Reset() {
 	*x = Preemption{}
-	mi := &file_scheduler_proto_msgTypes[18]
+	mi := &file_scheduler_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1949,7 +2247,7 @@ func (x *Preemption) String() string {
 func (*Preemption) ProtoMessage() {}
 
 func (x *Preemption) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[18]
+	mi := &file_scheduler_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1962,7 +2260,7 @@ func (x *Preemption) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Preemption.ProtoReflect.Descriptor instead.
 func (*Preemption) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{18}
+	return file_scheduler_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Preemption) GetAllocId() string {
@@ -2016,7 +2314,7 @@ type Plan struct {
 
 func (x *Plan) Reset() {
 	*x = Plan{}
-	mi := &file_scheduler_proto_msgTypes[19]
+	mi := &file_scheduler_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2028,7 +2326,7 @@ func (x *Plan) String() string {
 func (*Plan) ProtoMessage() {}
 
 func (x *Plan) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[19]
+	mi := &file_scheduler_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2041,7 +2339,7 @@ func (x *Plan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Plan.ProtoReflect.Descriptor instead.
 func (*Plan) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{19}
+	return file_scheduler_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Plan) GetNodeUpdate() []*AllocStop {
@@ -2092,7 +2390,7 @@ type BlockedEval struct {
 
 func (x *BlockedEval) Reset() {
 	*x = BlockedEval{}
-	mi := &file_scheduler_proto_msgTypes[20]
+	mi := &file_scheduler_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2104,7 +2402,7 @@ func (x *BlockedEval) String() string {
 func (*BlockedEval) ProtoMessage() {}
 
 func (x *BlockedEval) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[20]
+	mi := &file_scheduler_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2117,7 +2415,7 @@ func (x *BlockedEval) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlockedEval.ProtoReflect.Descriptor instead.
 func (*BlockedEval) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{20}
+	return file_scheduler_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *BlockedEval) GetNodeId() string {
@@ -2159,7 +2457,7 @@ type ScheduleResponse struct {
 
 func (x *ScheduleResponse) Reset() {
 	*x = ScheduleResponse{}
-	mi := &file_scheduler_proto_msgTypes[21]
+	mi := &file_scheduler_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2171,7 +2469,7 @@ func (x *ScheduleResponse) String() string {
 func (*ScheduleResponse) ProtoMessage() {}
 
 func (x *ScheduleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[21]
+	mi := &file_scheduler_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2184,7 +2482,7 @@ func (x *ScheduleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleResponse.ProtoReflect.Descriptor instead.
 func (*ScheduleResponse) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{21}
+	return file_scheduler_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ScheduleResponse) GetStatus() string {
@@ -2234,11 +2532,42 @@ var File_scheduler_proto protoreflect.FileDescriptor
 const file_scheduler_proto_rawDesc = "" +
 	"\n" +
 	"\x0fscheduler.proto\x12\x13drover.scheduler.v1\"\r\n" +
-	"\vInfoRequest\"_\n" +
+	"\vInfoRequest\"\x91\x06\n" +
 	"\vJobTypeInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
 	"\fmax_attempts\x18\x02 \x01(\x05R\vmaxAttempts\x12\x19\n" +
-	"\bper_node\x18\x03 \x01(\bR\aperNode\"{\n" +
+	"\bper_node\x18\x03 \x01(\bR\aperNode\x12,\n" +
+	"\x12runs_to_completion\x18\x04 \x01(\bR\x10runsToCompletion\x122\n" +
+	"\x15running_until_stopped\x18\x05 \x01(\bR\x13runningUntilStopped\x12K\n" +
+	"\x0fdefault_restart\x18\x06 \x01(\v2\".drover.scheduler.v1.RestartPolicyR\x0edefaultRestart\x12T\n" +
+	"\x12default_reschedule\x18\a \x01(\v2%.drover.scheduler.v1.ReschedulePolicyR\x11defaultReschedule\x12%\n" +
+	"\x0eallow_periodic\x18\b \x01(\bR\rallowPeriodic\x12/\n" +
+	"\x13allow_parameterized\x18\t \x01(\bR\x12allowParameterized\x123\n" +
+	"\x16allow_max_run_duration\x18\n" +
+	" \x01(\bR\x13allowMaxRunDuration\x12%\n" +
+	"\x0erefused_blocks\x18\v \x03(\tR\rrefusedBlocks\x12&\n" +
+	"\x0fmax_group_count\x18\f \x01(\x05R\rmaxGroupCount\x12-\n" +
+	"\x13eval_on_node_update\x18\r \x01(\bR\x10evalOnNodeUpdate\x12)\n" +
+	"\x11eval_on_node_join\x18\x0e \x01(\bR\x0eevalOnNodeJoin\x12)\n" +
+	"\x11eval_on_alloc_end\x18\x0f \x01(\bR\x0eevalOnAllocEnd\x12\x1d\n" +
+	"\n" +
+	"drain_last\x18\x10 \x01(\bR\tdrainLast\x12+\n" +
+	"\x11preemption_switch\x18\x11 \x01(\tR\x10preemptionSwitch\"{\n" +
+	"\rRestartPolicy\x12\x1a\n" +
+	"\battempts\x18\x01 \x01(\x05R\battempts\x12\x1f\n" +
+	"\vinterval_ns\x18\x02 \x01(\x03R\n" +
+	"intervalNs\x12\x19\n" +
+	"\bdelay_ns\x18\x03 \x01(\x03R\adelayNs\x12\x12\n" +
+	"\x04mode\x18\x04 \x01(\tR\x04mode\"\xd1\x01\n" +
+	"\x10ReschedulePolicy\x12\x1a\n" +
+	"\battempts\x18\x01 \x01(\x05R\battempts\x12\x1f\n" +
+	"\vinterval_ns\x18\x02 \x01(\x03R\n" +
+	"intervalNs\x12\x19\n" +
+	"\bdelay_ns\x18\x03 \x01(\x03R\adelayNs\x12%\n" +
+	"\x0edelay_function\x18\x04 \x01(\tR\rdelayFunction\x12 \n" +
+	"\fmax_delay_ns\x18\x05 \x01(\x03R\n" +
+	"maxDelayNs\x12\x1c\n" +
+	"\tunlimited\x18\x06 \x01(\bR\tunlimited\"{\n" +
 	"\fInfoResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12=\n" +
@@ -2517,103 +2846,107 @@ func file_scheduler_proto_rawDescGZIP() []byte {
 	return file_scheduler_proto_rawDescData
 }
 
-var file_scheduler_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
+var file_scheduler_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
 var file_scheduler_proto_goTypes = []any{
 	(*InfoRequest)(nil),      // 0: drover.scheduler.v1.InfoRequest
 	(*JobTypeInfo)(nil),      // 1: drover.scheduler.v1.JobTypeInfo
-	(*InfoResponse)(nil),     // 2: drover.scheduler.v1.InfoResponse
-	(*Constraint)(nil),       // 3: drover.scheduler.v1.Constraint
-	(*Resources)(nil),        // 4: drover.scheduler.v1.Resources
-	(*Task)(nil),             // 5: drover.scheduler.v1.Task
-	(*TaskGroup)(nil),        // 6: drover.scheduler.v1.TaskGroup
-	(*Job)(nil),              // 7: drover.scheduler.v1.Job
-	(*Node)(nil),             // 8: drover.scheduler.v1.Node
-	(*NodeAlloc)(nil),        // 9: drover.scheduler.v1.NodeAlloc
-	(*Allocation)(nil),       // 10: drover.scheduler.v1.Allocation
-	(*Evaluation)(nil),       // 11: drover.scheduler.v1.Evaluation
-	(*SchedulerConfig)(nil),  // 12: drover.scheduler.v1.SchedulerConfig
-	(*ScheduleRequest)(nil),  // 13: drover.scheduler.v1.ScheduleRequest
-	(*AllocMetric)(nil),      // 14: drover.scheduler.v1.AllocMetric
-	(*DesiredUpdates)(nil),   // 15: drover.scheduler.v1.DesiredUpdates
-	(*AllocStop)(nil),        // 16: drover.scheduler.v1.AllocStop
-	(*PlacedAlloc)(nil),      // 17: drover.scheduler.v1.PlacedAlloc
-	(*Preemption)(nil),       // 18: drover.scheduler.v1.Preemption
-	(*Plan)(nil),             // 19: drover.scheduler.v1.Plan
-	(*BlockedEval)(nil),      // 20: drover.scheduler.v1.BlockedEval
-	(*ScheduleResponse)(nil), // 21: drover.scheduler.v1.ScheduleResponse
-	nil,                      // 22: drover.scheduler.v1.Task.EnvEntry
-	nil,                      // 23: drover.scheduler.v1.Task.MetaEntry
-	nil,                      // 24: drover.scheduler.v1.TaskGroup.MetaEntry
-	nil,                      // 25: drover.scheduler.v1.Job.MetaEntry
-	nil,                      // 26: drover.scheduler.v1.Node.AttributesEntry
-	nil,                      // 27: drover.scheduler.v1.Node.MetaEntry
-	nil,                      // 28: drover.scheduler.v1.AllocMetric.NodesAvailableEntry
-	nil,                      // 29: drover.scheduler.v1.AllocMetric.ClassFilteredEntry
-	nil,                      // 30: drover.scheduler.v1.AllocMetric.ConstraintFilteredEntry
-	nil,                      // 31: drover.scheduler.v1.AllocMetric.ClassExhaustedEntry
-	nil,                      // 32: drover.scheduler.v1.AllocMetric.DimensionExhaustedEntry
-	nil,                      // 33: drover.scheduler.v1.AllocMetric.ScoresEntry
-	nil,                      // 34: drover.scheduler.v1.PlacedAlloc.TaskResourcesEntry
-	nil,                      // 35: drover.scheduler.v1.Plan.DesiredTgUpdatesEntry
-	nil,                      // 36: drover.scheduler.v1.BlockedEval.ClassEligibilityEntry
-	nil,                      // 37: drover.scheduler.v1.ScheduleResponse.FailedTgAllocsEntry
-	nil,                      // 38: drover.scheduler.v1.ScheduleResponse.QueuedAllocationsEntry
+	(*RestartPolicy)(nil),    // 2: drover.scheduler.v1.RestartPolicy
+	(*ReschedulePolicy)(nil), // 3: drover.scheduler.v1.ReschedulePolicy
+	(*InfoResponse)(nil),     // 4: drover.scheduler.v1.InfoResponse
+	(*Constraint)(nil),       // 5: drover.scheduler.v1.Constraint
+	(*Resources)(nil),        // 6: drover.scheduler.v1.Resources
+	(*Task)(nil),             // 7: drover.scheduler.v1.Task
+	(*TaskGroup)(nil),        // 8: drover.scheduler.v1.TaskGroup
+	(*Job)(nil),              // 9: drover.scheduler.v1.Job
+	(*Node)(nil),             // 10: drover.scheduler.v1.Node
+	(*NodeAlloc)(nil),        // 11: drover.scheduler.v1.NodeAlloc
+	(*Allocation)(nil),       // 12: drover.scheduler.v1.Allocation
+	(*Evaluation)(nil),       // 13: drover.scheduler.v1.Evaluation
+	(*SchedulerConfig)(nil),  // 14: drover.scheduler.v1.SchedulerConfig
+	(*ScheduleRequest)(nil),  // 15: drover.scheduler.v1.ScheduleRequest
+	(*AllocMetric)(nil),      // 16: drover.scheduler.v1.AllocMetric
+	(*DesiredUpdates)(nil),   // 17: drover.scheduler.v1.DesiredUpdates
+	(*AllocStop)(nil),        // 18: drover.scheduler.v1.AllocStop
+	(*PlacedAlloc)(nil),      // 19: drover.scheduler.v1.PlacedAlloc
+	(*Preemption)(nil),       // 20: drover.scheduler.v1.Preemption
+	(*Plan)(nil),             // 21: drover.scheduler.v1.Plan
+	(*BlockedEval)(nil),      // 22: drover.scheduler.v1.BlockedEval
+	(*ScheduleResponse)(nil), // 23: drover.scheduler.v1.ScheduleResponse
+	nil,                      // 24: drover.scheduler.v1.Task.EnvEntry
+	nil,                      // 25: drover.scheduler.v1.Task.MetaEntry
+	nil,                      // 26: drover.scheduler.v1.TaskGroup.MetaEntry
+	nil,                      // 27: drover.scheduler.v1.Job.MetaEntry
+	nil,                      // 28: drover.scheduler.v1.Node.AttributesEntry
+	nil,                      // 29: drover.scheduler.v1.Node.MetaEntry
+	nil,                      // 30: drover.scheduler.v1.AllocMetric.NodesAvailableEntry
+	nil,                      // 31: drover.scheduler.v1.AllocMetric.ClassFilteredEntry
+	nil,                      // 32: drover.scheduler.v1.AllocMetric.ConstraintFilteredEntry
+	nil,                      // 33: drover.scheduler.v1.AllocMetric.ClassExhaustedEntry
+	nil,                      // 34: drover.scheduler.v1.AllocMetric.DimensionExhaustedEntry
+	nil,                      // 35: drover.scheduler.v1.AllocMetric.ScoresEntry
+	nil,                      // 36: drover.scheduler.v1.PlacedAlloc.TaskResourcesEntry
+	nil,                      // 37: drover.scheduler.v1.Plan.DesiredTgUpdatesEntry
+	nil,                      // 38: drover.scheduler.v1.BlockedEval.ClassEligibilityEntry
+	nil,                      // 39: drover.scheduler.v1.ScheduleResponse.FailedTgAllocsEntry
+	nil,                      // 40: drover.scheduler.v1.ScheduleResponse.QueuedAllocationsEntry
 }
 var file_scheduler_proto_depIdxs = []int32{
-	1,  // 0: drover.scheduler.v1.InfoResponse.job_types:type_name -> drover.scheduler.v1.JobTypeInfo
-	22, // 1: drover.scheduler.v1.Task.env:type_name -> drover.scheduler.v1.Task.EnvEntry
-	23, // 2: drover.scheduler.v1.Task.meta:type_name -> drover.scheduler.v1.Task.MetaEntry
-	4,  // 3: drover.scheduler.v1.Task.resources:type_name -> drover.scheduler.v1.Resources
-	3,  // 4: drover.scheduler.v1.Task.constraints:type_name -> drover.scheduler.v1.Constraint
-	3,  // 5: drover.scheduler.v1.TaskGroup.constraints:type_name -> drover.scheduler.v1.Constraint
-	5,  // 6: drover.scheduler.v1.TaskGroup.tasks:type_name -> drover.scheduler.v1.Task
-	24, // 7: drover.scheduler.v1.TaskGroup.meta:type_name -> drover.scheduler.v1.TaskGroup.MetaEntry
-	3,  // 8: drover.scheduler.v1.Job.constraints:type_name -> drover.scheduler.v1.Constraint
-	25, // 9: drover.scheduler.v1.Job.meta:type_name -> drover.scheduler.v1.Job.MetaEntry
-	6,  // 10: drover.scheduler.v1.Job.task_groups:type_name -> drover.scheduler.v1.TaskGroup
-	26, // 11: drover.scheduler.v1.Node.attributes:type_name -> drover.scheduler.v1.Node.AttributesEntry
-	27, // 12: drover.scheduler.v1.Node.meta:type_name -> drover.scheduler.v1.Node.MetaEntry
-	4,  // 13: drover.scheduler.v1.Node.capacity:type_name -> drover.scheduler.v1.Resources
-	4,  // 14: drover.scheduler.v1.Node.used:type_name -> drover.scheduler.v1.Resources
-	9,  // 15: drover.scheduler.v1.Node.others:type_name -> drover.scheduler.v1.NodeAlloc
-	4,  // 16: drover.scheduler.v1.NodeAlloc.resources:type_name -> drover.scheduler.v1.Resources
-	4,  // 17: drover.scheduler.v1.Allocation.resources:type_name -> drover.scheduler.v1.Resources
-	11, // 18: drover.scheduler.v1.ScheduleRequest.eval:type_name -> drover.scheduler.v1.Evaluation
-	7,  // 19: drover.scheduler.v1.ScheduleRequest.job:type_name -> drover.scheduler.v1.Job
-	8,  // 20: drover.scheduler.v1.ScheduleRequest.nodes:type_name -> drover.scheduler.v1.Node
-	10, // 21: drover.scheduler.v1.ScheduleRequest.allocs:type_name -> drover.scheduler.v1.Allocation
-	7,  // 22: drover.scheduler.v1.ScheduleRequest.job_versions:type_name -> drover.scheduler.v1.Job
-	12, // 23: drover.scheduler.v1.ScheduleRequest.config:type_name -> drover.scheduler.v1.SchedulerConfig
-	28, // 24: drover.scheduler.v1.AllocMetric.nodes_available:type_name -> drover.scheduler.v1.AllocMetric.NodesAvailableEntry
-	29, // 25: drover.scheduler.v1.AllocMetric.class_filtered:type_name -> drover.scheduler.v1.AllocMetric.ClassFilteredEntry
-	30, // 26: drover.scheduler.v1.AllocMetric.constraint_filtered:type_name -> drover.scheduler.v1.AllocMetric.ConstraintFilteredEntry
-	31, // 27: drover.scheduler.v1.AllocMetric.class_exhausted:type_name -> drover.scheduler.v1.AllocMetric.ClassExhaustedEntry
-	32, // 28: drover.scheduler.v1.AllocMetric.dimension_exhausted:type_name -> drover.scheduler.v1.AllocMetric.DimensionExhaustedEntry
-	33, // 29: drover.scheduler.v1.AllocMetric.scores:type_name -> drover.scheduler.v1.AllocMetric.ScoresEntry
-	34, // 30: drover.scheduler.v1.PlacedAlloc.task_resources:type_name -> drover.scheduler.v1.PlacedAlloc.TaskResourcesEntry
-	14, // 31: drover.scheduler.v1.PlacedAlloc.metrics:type_name -> drover.scheduler.v1.AllocMetric
-	16, // 32: drover.scheduler.v1.Plan.node_update:type_name -> drover.scheduler.v1.AllocStop
-	17, // 33: drover.scheduler.v1.Plan.node_allocation:type_name -> drover.scheduler.v1.PlacedAlloc
-	18, // 34: drover.scheduler.v1.Plan.node_preemptions:type_name -> drover.scheduler.v1.Preemption
-	35, // 35: drover.scheduler.v1.Plan.desired_tg_updates:type_name -> drover.scheduler.v1.Plan.DesiredTgUpdatesEntry
-	14, // 36: drover.scheduler.v1.Plan.placement_metric:type_name -> drover.scheduler.v1.AllocMetric
-	36, // 37: drover.scheduler.v1.BlockedEval.class_eligibility:type_name -> drover.scheduler.v1.BlockedEval.ClassEligibilityEntry
-	19, // 38: drover.scheduler.v1.ScheduleResponse.plan:type_name -> drover.scheduler.v1.Plan
-	37, // 39: drover.scheduler.v1.ScheduleResponse.failed_tg_allocs:type_name -> drover.scheduler.v1.ScheduleResponse.FailedTgAllocsEntry
-	38, // 40: drover.scheduler.v1.ScheduleResponse.queued_allocations:type_name -> drover.scheduler.v1.ScheduleResponse.QueuedAllocationsEntry
-	20, // 41: drover.scheduler.v1.ScheduleResponse.blocked_evals:type_name -> drover.scheduler.v1.BlockedEval
-	4,  // 42: drover.scheduler.v1.PlacedAlloc.TaskResourcesEntry.value:type_name -> drover.scheduler.v1.Resources
-	15, // 43: drover.scheduler.v1.Plan.DesiredTgUpdatesEntry.value:type_name -> drover.scheduler.v1.DesiredUpdates
-	14, // 44: drover.scheduler.v1.ScheduleResponse.FailedTgAllocsEntry.value:type_name -> drover.scheduler.v1.AllocMetric
-	0,  // 45: drover.scheduler.v1.Scheduler.Info:input_type -> drover.scheduler.v1.InfoRequest
-	13, // 46: drover.scheduler.v1.Scheduler.Schedule:input_type -> drover.scheduler.v1.ScheduleRequest
-	2,  // 47: drover.scheduler.v1.Scheduler.Info:output_type -> drover.scheduler.v1.InfoResponse
-	21, // 48: drover.scheduler.v1.Scheduler.Schedule:output_type -> drover.scheduler.v1.ScheduleResponse
-	47, // [47:49] is the sub-list for method output_type
-	45, // [45:47] is the sub-list for method input_type
-	45, // [45:45] is the sub-list for extension type_name
-	45, // [45:45] is the sub-list for extension extendee
-	0,  // [0:45] is the sub-list for field type_name
+	2,  // 0: drover.scheduler.v1.JobTypeInfo.default_restart:type_name -> drover.scheduler.v1.RestartPolicy
+	3,  // 1: drover.scheduler.v1.JobTypeInfo.default_reschedule:type_name -> drover.scheduler.v1.ReschedulePolicy
+	1,  // 2: drover.scheduler.v1.InfoResponse.job_types:type_name -> drover.scheduler.v1.JobTypeInfo
+	24, // 3: drover.scheduler.v1.Task.env:type_name -> drover.scheduler.v1.Task.EnvEntry
+	25, // 4: drover.scheduler.v1.Task.meta:type_name -> drover.scheduler.v1.Task.MetaEntry
+	6,  // 5: drover.scheduler.v1.Task.resources:type_name -> drover.scheduler.v1.Resources
+	5,  // 6: drover.scheduler.v1.Task.constraints:type_name -> drover.scheduler.v1.Constraint
+	5,  // 7: drover.scheduler.v1.TaskGroup.constraints:type_name -> drover.scheduler.v1.Constraint
+	7,  // 8: drover.scheduler.v1.TaskGroup.tasks:type_name -> drover.scheduler.v1.Task
+	26, // 9: drover.scheduler.v1.TaskGroup.meta:type_name -> drover.scheduler.v1.TaskGroup.MetaEntry
+	5,  // 10: drover.scheduler.v1.Job.constraints:type_name -> drover.scheduler.v1.Constraint
+	27, // 11: drover.scheduler.v1.Job.meta:type_name -> drover.scheduler.v1.Job.MetaEntry
+	8,  // 12: drover.scheduler.v1.Job.task_groups:type_name -> drover.scheduler.v1.TaskGroup
+	28, // 13: drover.scheduler.v1.Node.attributes:type_name -> drover.scheduler.v1.Node.AttributesEntry
+	29, // 14: drover.scheduler.v1.Node.meta:type_name -> drover.scheduler.v1.Node.MetaEntry
+	6,  // 15: drover.scheduler.v1.Node.capacity:type_name -> drover.scheduler.v1.Resources
+	6,  // 16: drover.scheduler.v1.Node.used:type_name -> drover.scheduler.v1.Resources
+	11, // 17: drover.scheduler.v1.Node.others:type_name -> drover.scheduler.v1.NodeAlloc
+	6,  // 18: drover.scheduler.v1.NodeAlloc.resources:type_name -> drover.scheduler.v1.Resources
+	6,  // 19: drover.scheduler.v1.Allocation.resources:type_name -> drover.scheduler.v1.Resources
+	13, // 20: drover.scheduler.v1.ScheduleRequest.eval:type_name -> drover.scheduler.v1.Evaluation
+	9,  // 21: drover.scheduler.v1.ScheduleRequest.job:type_name -> drover.scheduler.v1.Job
+	10, // 22: drover.scheduler.v1.ScheduleRequest.nodes:type_name -> drover.scheduler.v1.Node
+	12, // 23: drover.scheduler.v1.ScheduleRequest.allocs:type_name -> drover.scheduler.v1.Allocation
+	9,  // 24: drover.scheduler.v1.ScheduleRequest.job_versions:type_name -> drover.scheduler.v1.Job
+	14, // 25: drover.scheduler.v1.ScheduleRequest.config:type_name -> drover.scheduler.v1.SchedulerConfig
+	30, // 26: drover.scheduler.v1.AllocMetric.nodes_available:type_name -> drover.scheduler.v1.AllocMetric.NodesAvailableEntry
+	31, // 27: drover.scheduler.v1.AllocMetric.class_filtered:type_name -> drover.scheduler.v1.AllocMetric.ClassFilteredEntry
+	32, // 28: drover.scheduler.v1.AllocMetric.constraint_filtered:type_name -> drover.scheduler.v1.AllocMetric.ConstraintFilteredEntry
+	33, // 29: drover.scheduler.v1.AllocMetric.class_exhausted:type_name -> drover.scheduler.v1.AllocMetric.ClassExhaustedEntry
+	34, // 30: drover.scheduler.v1.AllocMetric.dimension_exhausted:type_name -> drover.scheduler.v1.AllocMetric.DimensionExhaustedEntry
+	35, // 31: drover.scheduler.v1.AllocMetric.scores:type_name -> drover.scheduler.v1.AllocMetric.ScoresEntry
+	36, // 32: drover.scheduler.v1.PlacedAlloc.task_resources:type_name -> drover.scheduler.v1.PlacedAlloc.TaskResourcesEntry
+	16, // 33: drover.scheduler.v1.PlacedAlloc.metrics:type_name -> drover.scheduler.v1.AllocMetric
+	18, // 34: drover.scheduler.v1.Plan.node_update:type_name -> drover.scheduler.v1.AllocStop
+	19, // 35: drover.scheduler.v1.Plan.node_allocation:type_name -> drover.scheduler.v1.PlacedAlloc
+	20, // 36: drover.scheduler.v1.Plan.node_preemptions:type_name -> drover.scheduler.v1.Preemption
+	37, // 37: drover.scheduler.v1.Plan.desired_tg_updates:type_name -> drover.scheduler.v1.Plan.DesiredTgUpdatesEntry
+	16, // 38: drover.scheduler.v1.Plan.placement_metric:type_name -> drover.scheduler.v1.AllocMetric
+	38, // 39: drover.scheduler.v1.BlockedEval.class_eligibility:type_name -> drover.scheduler.v1.BlockedEval.ClassEligibilityEntry
+	21, // 40: drover.scheduler.v1.ScheduleResponse.plan:type_name -> drover.scheduler.v1.Plan
+	39, // 41: drover.scheduler.v1.ScheduleResponse.failed_tg_allocs:type_name -> drover.scheduler.v1.ScheduleResponse.FailedTgAllocsEntry
+	40, // 42: drover.scheduler.v1.ScheduleResponse.queued_allocations:type_name -> drover.scheduler.v1.ScheduleResponse.QueuedAllocationsEntry
+	22, // 43: drover.scheduler.v1.ScheduleResponse.blocked_evals:type_name -> drover.scheduler.v1.BlockedEval
+	6,  // 44: drover.scheduler.v1.PlacedAlloc.TaskResourcesEntry.value:type_name -> drover.scheduler.v1.Resources
+	17, // 45: drover.scheduler.v1.Plan.DesiredTgUpdatesEntry.value:type_name -> drover.scheduler.v1.DesiredUpdates
+	16, // 46: drover.scheduler.v1.ScheduleResponse.FailedTgAllocsEntry.value:type_name -> drover.scheduler.v1.AllocMetric
+	0,  // 47: drover.scheduler.v1.Scheduler.Info:input_type -> drover.scheduler.v1.InfoRequest
+	15, // 48: drover.scheduler.v1.Scheduler.Schedule:input_type -> drover.scheduler.v1.ScheduleRequest
+	4,  // 49: drover.scheduler.v1.Scheduler.Info:output_type -> drover.scheduler.v1.InfoResponse
+	23, // 50: drover.scheduler.v1.Scheduler.Schedule:output_type -> drover.scheduler.v1.ScheduleResponse
+	49, // [49:51] is the sub-list for method output_type
+	47, // [47:49] is the sub-list for method input_type
+	47, // [47:47] is the sub-list for extension type_name
+	47, // [47:47] is the sub-list for extension extendee
+	0,  // [0:47] is the sub-list for field type_name
 }
 
 func init() { file_scheduler_proto_init() }
@@ -2627,7 +2960,7 @@ func file_scheduler_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_scheduler_proto_rawDesc), len(file_scheduler_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   39,
+			NumMessages:   41,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -3,6 +3,8 @@ package nodesched
 import (
 	"context"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/drover-org/drover/sdk/proto/schedulerpb"
 	"github.com/drover-org/drover/sdk/scheduler"
 )
@@ -15,6 +17,10 @@ type Identity struct {
 	Version     string
 	JobType     string
 	MaxAttempts int32
+	// Declares is the rest of the job type's declaration: how its jobs
+	// behave once placed. Info fills its name, max_attempts and per_node
+	// from the fields above.
+	Declares *schedulerpb.JobTypeInfo
 }
 
 // Plugin is a scheduler.Scheduler that serves one job type with an Engine.
@@ -37,10 +43,15 @@ func NewPlugin(id Identity, opts Options) *Plugin {
 // Info reports the plugin's name, version and job type. The engine places
 // each group's count on every candidate node, so the type is per node.
 func (p *Plugin) Info(context.Context) (*schedulerpb.InfoResponse, error) {
+	jt := &schedulerpb.JobTypeInfo{}
+	if p.id.Declares != nil {
+		jt = proto.Clone(p.id.Declares).(*schedulerpb.JobTypeInfo)
+	}
+	jt.Name, jt.MaxAttempts, jt.PerNode = p.id.JobType, p.id.MaxAttempts, true
 	return &schedulerpb.InfoResponse{
 		Name:     p.id.Name,
 		Version:  p.id.Version,
-		JobTypes: []*schedulerpb.JobTypeInfo{{Name: p.id.JobType, MaxAttempts: p.id.MaxAttempts, PerNode: true}},
+		JobTypes: []*schedulerpb.JobTypeInfo{jt},
 	}, nil
 }
 
