@@ -2,6 +2,7 @@ package sysbatch
 
 import (
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -19,8 +20,18 @@ var _ scheduler.Scheduler = (*Scheduler)(nil)
 func TestSuite(t *testing.T) {
 	// §10.8: two scheduling attempts at most for sysbatch.
 	goldentest.Suite(t, New(), "testdata", &schedulerpb.InfoResponse{
-		Name:     "scheduler-sysbatch",
-		Version:  "0.1.0",
-		JobTypes: []*schedulerpb.JobTypeInfo{{Name: "sysbatch", MaxAttempts: 2, PerNode: true}},
+		Name:    "scheduler-sysbatch",
+		Version: "0.1.0",
+		JobTypes: []*schedulerpb.JobTypeInfo{{
+			Name: "sysbatch", MaxAttempts: 2, PerNode: true,
+			RunsToCompletion:    true,
+			DefaultRestart:      &schedulerpb.RestartPolicy{Attempts: 3, IntervalNs: int64(24 * time.Hour), DelayNs: int64(15 * time.Second), Mode: "fail"},
+			AllowPeriodic:       true,
+			AllowParameterized:  true,
+			AllowMaxRunDuration: true,
+			RefusedBlocks:       []string{"update", "reschedule", "migrate"},
+			EvalOnNodeJoin:      true,
+			PreemptionSwitch:    "SysBatchSchedulerEnabled",
+		}},
 	})
 }

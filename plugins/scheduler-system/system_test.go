@@ -2,6 +2,7 @@ package system
 
 import (
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -19,8 +20,18 @@ var _ scheduler.Scheduler = (*Scheduler)(nil)
 func TestSuite(t *testing.T) {
 	// System jobs get five scheduling attempts.
 	goldentest.Suite(t, New(), "testdata", &schedulerpb.InfoResponse{
-		Name:     "scheduler-system",
-		Version:  "0.1.0",
-		JobTypes: []*schedulerpb.JobTypeInfo{{Name: "system", MaxAttempts: 5, PerNode: true}},
+		Name:    "scheduler-system",
+		Version: "0.1.0",
+		JobTypes: []*schedulerpb.JobTypeInfo{{
+			Name: "system", MaxAttempts: 5, PerNode: true,
+			RunningUntilStopped: true,
+			DefaultRestart:      &schedulerpb.RestartPolicy{Attempts: 2, IntervalNs: int64(30 * time.Minute), DelayNs: int64(15 * time.Second), Mode: "fail"},
+			RefusedBlocks:       []string{"affinity", "spread", "reschedule", "migrate"},
+			MaxGroupCount:       1,
+			EvalOnNodeUpdate:    true,
+			EvalOnAllocEnd:      true,
+			DrainLast:           true,
+			PreemptionSwitch:    "SystemSchedulerEnabled",
+		}},
 	})
 }
