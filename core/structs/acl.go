@@ -1,8 +1,13 @@
 package structs
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
 	"regexp"
 	"slices"
 	"strconv"
@@ -136,10 +141,79 @@ type ACLToken struct {
 	ExpirationTime *time.Time `codec:",omitempty" json:",omitempty"`
 	// ExpirationTTL, given at creation, sets ExpirationTime to
 	// CreateTime+ExpirationTTL (see Canonicalize).
-	ExpirationTTL time.Duration `codec:",omitempty" json:",omitempty"`
+	// Its JSON is a duration string, as Nomad's (see MarshalJSON).
+	ExpirationTTL time.Duration `codec:",omitempty"`
 	Hash          []byte        `codec:",omitempty"`
 	CreateIndex   uint64        `codec:",omitempty"`
 	ModifyIndex   uint64        `codec:",omitempty"`
+}
+
+// MarshalJSON writes ExpirationTTL as Nomad does: a duration string
+// ("1h0m0s"), "" when unset.
+func (t ACLToken) MarshalJSON() ([]byte, error) {
+	type plain ACLToken
+	ttl := ""
+	if t.ExpirationTTL != 0 {
+		ttl = t.ExpirationTTL.String()
+	}
+	return json.Marshal(struct {
+		ExpirationTTL string
+		*plain
+	}{ttl, (*plain)(&t)})
+}
+
+// UnmarshalJSON reads ExpirationTTL as a duration string ("10m", as the
+// Nomad CLI and API client send it) or as nanoseconds.
+func (t *ACLToken) UnmarshalJSON(b []byte) error {
+	type plain ACLToken
+	aux := struct {
+		ExpirationTTL json.RawMessage
+		*plain
+	}{plain: (*plain)(t)}
+	if err := json.Unmarshal(b, &aux); err != nil {
+		return err
+	}
+	ttl, err := decodeDuration(aux.ExpirationTTL)
+	if err != nil {
+		return NewError(ErrInvalid, "token ExpirationTTL: %v", err)
+	}
+	t.ExpirationTTL = ttl
+	return nil
+}
+
+// decodeDuration reads a JSON duration: a string time.ParseDuration
+// accepts, "" or null for none, or a number of nanoseconds.
+func decodeDuration(raw json.RawMessage) (time.Duration, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return 0, nil
+	}
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return 0, err
+		}
+		if s == "" {
+			return 0, nil
+		}
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return 0, fmt.Errorf("must be a duration such as \"1h\" (got %s)", quoteBounded(s))
+		}
+		return d, nil
+	}
+	var n json.Number
+	if err := json.Unmarshal(raw, &n); err != nil {
+		return 0, errors.New("must be a duration string or a number of nanoseconds")
+	}
+	if i, err := n.Int64(); err == nil {
+		return time.Duration(i), nil
+	}
+	f, err := n.Float64()
+	if err != nil || f != math.Trunc(f) || f < math.MinInt64 || f >= math.MaxInt64 {
+		return 0, fmt.Errorf("must be a whole number of nanoseconds within range (got %s)", quoteBounded(n.String()))
+	}
+	return time.Duration(f), nil
 }
 
 // ACLTokenListStub is a token in a listing: everything but the secret.

@@ -238,9 +238,13 @@ func TestACLJSONIsNomads(t *testing.T) {
 	if as.AccessorID != testAccessor || as.ExpirationTime == nil || as.ModifyIndex != 9 {
 		t.Errorf("api.ACLTokenListStub = %+v", as)
 	}
-	b, _ := json.Marshal(&ACLToken{Type: ACLManagementToken})
-	if bytes.Contains(b, []byte("Expiration")) {
-		t.Errorf("unset expiration is in the JSON: %s", b)
+	b, _ := json.Marshal(ACLToken{Type: ACLManagementToken})
+	if bytes.Contains(b, []byte("ExpirationTime")) || !bytes.Contains(b, []byte(`"ExpirationTTL":""`)) {
+		t.Errorf("unset expiration is not Nomad's: %s", b)
+	}
+	b, _ = json.Marshal(tok)
+	if !bytes.Contains(b, []byte(`"ExpirationTTL":"1h0m0s"`)) {
+		t.Errorf("TTL is not a duration string: %s", b)
 	}
 
 	pol := &ACLPolicy{Name: "p", Description: "d", Rules: "r", CreateIndex: 3, ModifyIndex: 4}
@@ -260,6 +264,54 @@ func TestACLJSONIsNomads(t *testing.T) {
 	roundTrip(t, ott, &ao)
 	if ao.OneTimeSecretID != testSecret || ao.AccessorID != testAccessor || !ao.ExpiresAt.Equal(exp) || ao.ModifyIndex != 2 {
 		t.Errorf("api.OneTimeToken = %+v", ao)
+	}
+}
+
+// ExpirationTTL reads as Nomad's server reads it: what the Nomad CLI
+// sends (a duration string) or nanoseconds.
+func TestACLTokenJSONTTL(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		want time.Duration
+		err  string
+	}{
+		{`{"ExpirationTTL":"10m"}`, 10 * time.Minute, ""},
+		{`{"ExpirationTTL":""}`, 0, ""},
+		{`{"ExpirationTTL":null}`, 0, ""},
+		{`{}`, 0, ""},
+		{`{"ExpirationTTL":60000000000}`, time.Minute, ""},
+		{`{"ExpirationTTL":6e10}`, time.Minute, ""},
+		{`{"ExpirationTTL":"10 minutes"}`, 0, `token ExpirationTTL: must be a duration such as "1h" (got "10 minutes")`},
+		{`{"ExpirationTTL":1.5}`, 0, "must be a whole number of nanoseconds"},
+		{`{"ExpirationTTL":1e300}`, 0, "must be a whole number of nanoseconds within range"},
+		{`{"ExpirationTTL":true}`, 0, "must be a duration string or a number of nanoseconds"},
+		{`{"ExpirationTTL":"1h","Name":7}`, 0, "cannot unmarshal number"},
+	} {
+		var tok ACLToken
+		err := json.Unmarshal([]byte(tc.body), &tok)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s: error %v; want %q", tc.body, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || tok.ExpirationTTL != tc.want {
+			t.Errorf("%s: TTL %s, error %v; want %s", tc.body, tok.ExpirationTTL, err, tc.want)
+		}
+	}
+	// The other fields still decode beside it.
+	var tok ACLToken
+	if err := json.Unmarshal([]byte(`{"Name":"n","Policies":["a"],"ExpirationTTL":"1h"}`), &tok); err != nil ||
+		tok.Name != "n" || len(tok.Policies) != 1 || tok.ExpirationTTL != time.Hour {
+		t.Errorf("decoded %+v, %v", tok, err)
+	}
+	// What Nomad's API client writes, drover reads.
+	b, err := json.Marshal(&api.ACLToken{Name: "n", ExpirationTTL: 90 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &tok); err != nil || tok.ExpirationTTL != 90*time.Second {
+		t.Errorf("from %s: %+v, %v", b, tok, err)
 	}
 }
 
