@@ -67,6 +67,21 @@ func (s ghostGroup) Schedule(ctx context.Context, req *schedulerpb.ScheduleReque
 	return resp, nil
 }
 
+// notPerNode declares its per-node engine count-based.
+type notPerNode struct{ scheduler.Scheduler }
+
+func (s notPerNode) Info(ctx context.Context) (*schedulerpb.InfoResponse, error) {
+	info, err := s.Scheduler.Info(ctx)
+	if err != nil {
+		return nil, err
+	}
+	info = proto.Clone(info).(*schedulerpb.InfoResponse)
+	for _, jt := range info.GetJobTypes() {
+		jt.PerNode = false
+	}
+	return info, nil
+}
+
 // empty answers every request with an empty plan.
 type empty struct{ scheduler.Scheduler }
 
@@ -86,7 +101,9 @@ func rules(fs []conformance.Failure) []string {
 }
 
 func TestRealSchedulersConform(t *testing.T) {
-	for name, s := range map[string]scheduler.Scheduler{"system": systemSched(), "sysbatch": sysbatchSched()} {
+	for name, s := range map[string]scheduler.Scheduler{
+		"system": systemSched(), "sysbatch": sysbatchSched(), "count-based": countSched{},
+	} {
 		t.Run(name, func(t *testing.T) {
 			for _, f := range conformance.Check(s, conformance.Options{}) {
 				t.Error(f)
@@ -104,8 +121,14 @@ func TestBrokenSchedulersFail(t *testing.T) {
 	}{
 		{"ignores stop", ignoresStop{systemSched()}, []string{conformance.RuleStop},
 			"rule stop: a stopped job keeps 6 allocations running"},
+		{"count-based ignores stop", ignoresStop{countSched{}}, []string{conformance.RuleStop},
+			"rule stop: a stopped job keeps 4 allocations running"},
 		{"ghost group with duplicate IDs", ghostGroup{systemSched()},
 			[]string{conformance.RuleAllocID, conformance.RuleKnownGroup}, `for task group "ghost", which the job does not have`},
+		{"per-node engine declared count-based", notPerNode{systemSched()}, 
+			[]string{conformance.RuleAllocName, conformance.RuleGroupRemoved, conformance.RuleNewVersion,
+				conformance.RuleNodeDown, conformance.RuleNodeDrain, conformance.RuleRegister},
+			`rule register: group "web" has 3 allocations of the current version after the plan, want its count 1`},
 		{"always empty", empty{systemSched()},
 			[]string{conformance.RuleGroupRemoved, conformance.RuleMaxPlacements, conformance.RuleNewVersion,
 				conformance.RuleNoFeasibleNode, conformance.RuleNodeDown, conformance.RuleNodeDrain,
