@@ -125,7 +125,7 @@ func TestBrokenSchedulersFail(t *testing.T) {
 			"rule stop: a stopped job keeps 4 allocations running"},
 		{"ghost group with duplicate IDs", ghostGroup{systemSched()},
 			[]string{conformance.RuleAllocID, conformance.RuleKnownGroup}, `for task group "ghost", which the job does not have`},
-		{"per-node engine declared count-based", notPerNode{systemSched()}, 
+		{"per-node engine declared count-based", notPerNode{systemSched()},
 			[]string{conformance.RuleAllocName, conformance.RuleGroupRemoved, conformance.RuleNewVersion,
 				conformance.RuleNodeDown, conformance.RuleNodeDrain, conformance.RuleRegister},
 			`rule register: group "web" has 3 allocations of the current version after the plan, want its count 1`},
