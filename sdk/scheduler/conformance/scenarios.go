@@ -106,8 +106,9 @@ var scenarios = []Scenario{
 			cur := req.GetJob().GetJobModifyIndex()
 			var out []string
 			if ids := o.liveKept(func(a *schedulerpb.Allocation) bool { return a.GetJobModifyIndex() != cur && !updated[a.GetId()] }); len(ids) > 0 {
-				out = append(out, fmt.Sprintf("%d allocations keep running job version %d (job_modify_index %d) after version %d was registered (%s); each must be updated in place or stopped and replaced",
-					len(ids), req.GetJob().GetVersion()-1, cur-10, req.GetJob().GetVersion(), strings.Join(ids, ", ")))
+				first := o.existing[ids[0]]
+				out = append(out, fmt.Sprintf("%d allocations keep running an older job version (%s: version %d, job_modify_index %d) after version %d (job_modify_index %d) was registered (%s); each must be updated in place or stopped and replaced",
+					len(ids), first.GetId(), first.GetJobVersion(), first.GetJobModifyIndex(), req.GetJob().GetVersion(), cur, strings.Join(ids, ", ")))
 			}
 			return append(out, converged(t, req, resp)...)
 		},
