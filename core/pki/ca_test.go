@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/big"
 	"net"
 	"net/url"
 	"strings"
@@ -130,8 +131,12 @@ func TestCANeverPrintsKey(t *testing.T) {
 	ca := c.ca
 	pkcs8, _ := x509.MarshalPKCS8PrivateKey(ca.key)
 	b64 := base64.StdEncoding.EncodeToString(pkcs8)
-	d := ca.key.D
-	forbidden := []string{d.String(), d.Text(16), hex.EncodeToString(d.Bytes()), b64[40:80], "PRIVATE KEY"}
+	raw, err := ca.key.Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := new(big.Int).SetBytes(raw)
+	forbidden := []string{d.String(), d.Text(16), hex.EncodeToString(raw), b64[40:80], "PRIVATE KEY"}
 
 	var outs []string
 	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%d", "%x", "%q"} {
@@ -160,7 +165,7 @@ func TestCANeverPrintsKey(t *testing.T) {
 		t.Errorf("String() = %q, want cluster and fingerprint", s)
 	}
 	var j struct{ Fingerprint, Certificate string }
-	raw, _ := json.Marshal(ca)
+	raw, _ = json.Marshal(ca)
 	if err := json.Unmarshal(raw, &j); err != nil || j.Fingerprint != ca.Fingerprint() || !strings.Contains(j.Certificate, "BEGIN CERTIFICATE") {
 		t.Errorf("JSON = %s, want fingerprint and certificate", raw)
 	}
