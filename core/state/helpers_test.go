@@ -36,14 +36,14 @@ func mockJob(typ string) *structs.Job {
 }
 
 func mockPeriodic() *structs.Job {
-	j := mockJob(structs.JobTypeBatch)
+	j := mockJob("batch")
 	j.Periodic = &structs.PeriodicConfig{Enabled: true, Spec: "*/5 * * * *"}
 	j.Canonicalize()
 	return j
 }
 
 func mockParameterized() *structs.Job {
-	j := mockJob(structs.JobTypeBatch)
+	j := mockJob("batch")
 	j.ParameterizedJob = &structs.ParameterizedJobConfig{}
 	j.Canonicalize()
 	return j
