@@ -132,6 +132,14 @@ func TestJobStatusDerivation(t *testing.T) {
 		{"system new", func() *structs.Job { return mockJob("system") }, setup{}, structs.JobStatusRunning},
 		{"system allocs done", func() *structs.Job { return mockJob("system") }, setup{allocs: []string{"complete"}, evals: []string{"complete"}}, structs.JobStatusRunning},
 		{"system stopped", func() *structs.Job { return mockJob("system") }, setup{allocs: []string{"running"}, stop: true}, structs.JobStatusDead},
+		// The declaration decides, not the name: a made-up type that runs
+		// until stopped is running with no allocs, and a job named system
+		// without a declaration follows its allocs.
+		{"running-until-stopped type new", func() *structs.Job { return declaredJob("keeper", &structs.JobTypeBehavior{RunningUntilStopped: true}) }, setup{}, structs.JobStatusRunning},
+		{"running-until-stopped type allocs done", func() *structs.Job { return declaredJob("keeper", &structs.JobTypeBehavior{RunningUntilStopped: true}) }, setup{allocs: []string{"failed"}, evals: []string{"complete"}}, structs.JobStatusRunning},
+		{"running-until-stopped type stopped", func() *structs.Job { return declaredJob("keeper", &structs.JobTypeBehavior{RunningUntilStopped: true}) }, setup{stop: true}, structs.JobStatusDead},
+		{"system undeclared new", func() *structs.Job { return declaredJob("system", nil) }, setup{}, structs.JobStatusPending},
+		{"system undeclared allocs done", func() *structs.Job { return declaredJob("system", nil) }, setup{allocs: []string{"complete"}, evals: []string{"complete"}}, structs.JobStatusDead},
 		{"periodic parent", mockPeriodic, setup{}, structs.JobStatusRunning},
 		{"periodic parent stopped", mockPeriodic, setup{stop: true}, structs.JobStatusDead},
 		{"parameterized parent", mockParameterized, setup{evals: []string{"complete"}}, structs.JobStatusRunning},
