@@ -30,9 +30,15 @@ func (r typeRouter) Lookup(t string) (scheduler.Scheduler, int, error) {
 
 func (r typeRouter) ServedTypes() []string { return slices.Sorted(maps.Keys(r)) }
 
+// JobType declares what the built-in plugin of the same name does, with
+// one attempt per eval.
 func (r typeRouter) JobType(t string) (structs.JobTypeBehavior, bool) {
-	_, ok := r[t]
-	return structs.JobTypeBehavior{MaxAttempts: 1, PerNode: ok}, ok
+	if _, ok := r[t]; !ok {
+		return structs.JobTypeBehavior{}, false
+	}
+	b, _ := builtin.InProcess{}.JobType(t)
+	b.MaxAttempts, b.PerNode = 1, true
+	return b, true
 }
 
 // A plugin that never answers (its Schedule ignores its context, as a
