@@ -44,16 +44,6 @@ func (l *errList) err() error {
 	return &ValidationError{Errors: l.errs}
 }
 
-// DefaultRestartPolicy returns the restart defaults of §1.3 for a job type.
-func DefaultRestartPolicy(jobType string) *RestartPolicy {
-	switch jobType {
-	case JobTypeService, JobTypeSystem:
-		return &RestartPolicy{Attempts: 2, Interval: 30 * time.Minute, Delay: 15 * time.Second, Mode: RestartPolicyModeFail}
-	default:
-		return &RestartPolicy{Attempts: 3, Interval: 24 * time.Hour, Delay: 15 * time.Second, Mode: RestartPolicyModeFail}
-	}
-}
-
 // Canonicalize fills the defaults of a submitted job in place. It is
 // idempotent. The defaults that depend on the job type (a group's restart
 // and reschedule policies) come from j.TypeBehavior; without one (a job not
