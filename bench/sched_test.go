@@ -58,7 +58,7 @@ func simNode(i int) *structs.Node {
 
 func benchJob(id string) *structs.Job {
 	return &structs.Job{
-		ID: id, Type: structs.JobTypeSysBatch, Datacenters: []string{"dc*"},
+		ID: id, Type: "sysbatch", Datacenters: []string{"dc*"},
 		Constraints: []*structs.Constraint{{LTarget: "${attr.kernel.name}", Operand: "=", RTarget: "linux"}},
 		TaskGroups: []*structs.TaskGroup{{
 			Name: "g", Count: 1,

@@ -40,7 +40,7 @@ func TestReloadPluginsThroughAPI(t *testing.T) {
 		nodes, _ := a.Server().State().Nodes(nil)
 		return len(nodes) == 1 && nodes[0].Ready(), fmt.Sprint(len(nodes))
 	})
-	job := &structs.Job{ID: "after-reload", Type: structs.JobTypeSysBatch, TaskGroups: []*structs.TaskGroup{{
+	job := &structs.Job{ID: "after-reload", Type: "sysbatch", TaskGroups: []*structs.TaskGroup{{
 		Name: "g", Count: 1,
 		Tasks: []*structs.Task{{Name: "t", Driver: "raw_exec", Config: map[string]any{"command": "/bin/true"},
 			Resources: &structs.Resources{CPU: 20, MemoryMB: 16}}},

@@ -110,7 +110,7 @@ func eventTypes(ts *structs.TaskState) []string {
 }
 
 func TestAllocRunnerTaskExitsZeroCompletes(t *testing.T) {
-	job := testJob(structs.JobTypeBatch, fakeTaskSpec("main", `{"exit_code": 0}`))
+	job := testJob("batch", fakeTaskSpec("main", `{"exit_code": 0}`))
 	h := newARHarness(t, testAlloc("a1", "node-1", job))
 	h.waitDone()
 	a := h.waitStatus(structs.AllocClientStatusComplete)
@@ -134,7 +134,7 @@ func TestAllocRunnerTaskExitsZeroCompletes(t *testing.T) {
 func TestAllocRunnerRestartsThenFails(t *testing.T) {
 	task := fakeTaskSpec("main", `{"exit_code": 1}`)
 	task.RestartPolicy = &structs.RestartPolicy{Attempts: 1, Interval: time.Hour, Delay: time.Millisecond, Mode: structs.RestartPolicyModeFail}
-	h := newARHarness(t, testAlloc("a1", "node-1", testJob(structs.JobTypeBatch, task)))
+	h := newARHarness(t, testAlloc("a1", "node-1", testJob("batch", task)))
 	h.waitDone()
 	a := h.waitStatus(structs.AllocClientStatusFailed)
 	ts := a.TaskStates["main"]
@@ -166,7 +166,7 @@ func TestAllocRunnerRecoversAfterFailures(t *testing.T) {
 	// A task that fails once, then succeeds, ends complete.
 	task := fakeTaskSpec("main", `{"fail_first": 1, "exit_code": 0}`)
 	task.RestartPolicy = &structs.RestartPolicy{Attempts: 2, Interval: time.Hour, Delay: time.Millisecond, Mode: structs.RestartPolicyModeFail}
-	h := newARHarness(t, testAlloc("a1", "node-1", testJob(structs.JobTypeBatch, task)))
+	h := newARHarness(t, testAlloc("a1", "node-1", testJob("batch", task)))
 	h.waitDone()
 	a := h.waitStatus(structs.AllocClientStatusComplete)
 	if ts := a.TaskStates["main"]; ts.Restarts != 1 || ts.Failed {
@@ -175,7 +175,7 @@ func TestAllocRunnerRecoversAfterFailures(t *testing.T) {
 }
 
 func TestAllocRunnerSiblingKilledOnFailure(t *testing.T) {
-	job := testJob(structs.JobTypeService,
+	job := testJob("service",
 		fakeTaskSpec("bad", `{"exit_code": 2}`),
 		fakeTaskSpec("good", `{}`),
 	)
@@ -211,7 +211,7 @@ func TestAllocRunnerStopKillsTasksAndCompletes(t *testing.T) {
 	one := fakeTaskSpec("one", `{}`)
 	one.KillTimeout = 7 * time.Second
 	one.KillSignal = "SIGINT"
-	job := testJob(structs.JobTypeService, one, fakeTaskSpec("two", `{}`))
+	job := testJob("service", one, fakeTaskSpec("two", `{}`))
 	alloc := testAlloc("a1", "node-1", job)
 	h := newARHarness(t, alloc)
 	h.waitStatus(structs.AllocClientStatusRunning)
@@ -248,7 +248,7 @@ func TestAllocRunnerLifecycleOrder(t *testing.T) {
 	side.Lifecycle = &structs.TaskLifecycleConfig{Hook: hookPrestart, Sidecar: true}
 	post := fakeTaskSpec("cleanup", `{"exit_code": 0}`)
 	post.Lifecycle = &structs.TaskLifecycleConfig{Hook: hookPoststop}
-	job := testJob(structs.JobTypeBatch, fakeTaskSpec("main", `{}`), pre, side, post)
+	job := testJob("batch", fakeTaskSpec("main", `{}`), pre, side, post)
 	h := newARHarness(t, testAlloc("a1", "node-1", job))
 
 	h.waitTaskState("init", structs.TaskStateRunning)
@@ -282,7 +282,7 @@ func TestAllocRunnerLifecycleOrder(t *testing.T) {
 func TestAllocRunnerFailedPrestartSkipsMain(t *testing.T) {
 	pre := fakeTaskSpec("init", `{"exit_code": 3}`)
 	pre.Lifecycle = &structs.TaskLifecycleConfig{Hook: hookPrestart}
-	job := testJob(structs.JobTypeBatch, fakeTaskSpec("main", `{}`), pre)
+	job := testJob("batch", fakeTaskSpec("main", `{}`), pre)
 	h := newARHarness(t, testAlloc("a1", "node-1", job))
 	h.waitDone()
 	a := h.waitStatus(structs.AllocClientStatusFailed)
@@ -297,7 +297,7 @@ func TestAllocRunnerFailedPrestartSkipsMain(t *testing.T) {
 func TestAllocRunnerLeaderDeathKillsOthers(t *testing.T) {
 	leader := fakeTaskSpec("leader", `{"exit_code": 0}`)
 	leader.Leader = true
-	job := testJob(structs.JobTypeBatch, leader, fakeTaskSpec("follower", `{}`))
+	job := testJob("batch", leader, fakeTaskSpec("follower", `{}`))
 	h := newARHarness(t, testAlloc("a1", "node-1", job))
 	h.waitDone()
 	a := h.waitStatus(structs.AllocClientStatusComplete)
@@ -309,7 +309,7 @@ func TestAllocRunnerLeaderDeathKillsOthers(t *testing.T) {
 func TestAllocRunnerUnrecoverableStartError(t *testing.T) {
 	task := fakeTaskSpec("main", `{"invalid": true, "start_error": "no such command"}`)
 	task.RestartPolicy = &structs.RestartPolicy{Attempts: 5, Interval: time.Hour, Delay: time.Millisecond, Mode: structs.RestartPolicyModeFail}
-	h := newARHarness(t, testAlloc("a1", "node-1", testJob(structs.JobTypeService, task)))
+	h := newARHarness(t, testAlloc("a1", "node-1", testJob("service", task)))
 	h.waitDone()
 	a := h.waitStatus(structs.AllocClientStatusFailed)
 	ts := a.TaskStates["main"]
@@ -325,7 +325,7 @@ func TestAllocRunnerUnrecoverableStartError(t *testing.T) {
 func TestAllocRunnerRecoverableStartErrorCountsAsFailure(t *testing.T) {
 	task := fakeTaskSpec("main", `{"start_error": "plugin busy"}`)
 	task.RestartPolicy = &structs.RestartPolicy{Attempts: 2, Interval: time.Hour, Delay: time.Millisecond, Mode: structs.RestartPolicyModeFail}
-	h := newARHarness(t, testAlloc("a1", "node-1", testJob(structs.JobTypeService, task)))
+	h := newARHarness(t, testAlloc("a1", "node-1", testJob("service", task)))
 	h.waitDone()
 	a := h.waitStatus(structs.AllocClientStatusFailed)
 	if ts := a.TaskStates["main"]; ts.Restarts != 2 || !ts.StartedAt.IsZero() {
@@ -336,7 +336,7 @@ func TestAllocRunnerRecoverableStartErrorCountsAsFailure(t *testing.T) {
 func TestAllocRunnerUnknownDriver(t *testing.T) {
 	task := fakeTaskSpec("main", `{}`)
 	task.Driver = "docker"
-	h := newARHarness(t, testAlloc("a1", "node-1", testJob(structs.JobTypeBatch, task)))
+	h := newARHarness(t, testAlloc("a1", "node-1", testJob("batch", task)))
 	h.waitDone()
 	a := h.waitStatus(structs.AllocClientStatusFailed)
 	if types := eventTypes(a.TaskStates["main"]); !slices.Contains(types, structs.TaskDriverFailure) {
@@ -345,7 +345,7 @@ func TestAllocRunnerUnknownDriver(t *testing.T) {
 }
 
 func TestAllocRunnerMissingGroupFails(t *testing.T) {
-	alloc := testAlloc("a1", "node-1", testJob(structs.JobTypeBatch, fakeTaskSpec("main", `{}`)))
+	alloc := testAlloc("a1", "node-1", testJob("batch", fakeTaskSpec("main", `{}`)))
 	alloc.TaskGroup = "nope"
 	h := newARHarness(t, alloc)
 	h.waitDone()
@@ -360,7 +360,7 @@ func TestAllocRunnerTaskConfig(t *testing.T) {
 	task.DispatchPayload = &structs.DispatchPayloadConfig{File: "in/payload.txt"}
 	task.Env = map[string]string{"WHERE": "${NOMAD_TASK_DIR}"}
 	task.Meta = map[string]string{"color": "blue"}
-	job := testJob(structs.JobTypeBatch, task)
+	job := testJob("batch", task)
 	job.Payload = snappy.Encode(nil, []byte("dispatched!"))
 	alloc := testAlloc("a1", "node-1", job)
 	h := newARHarness(t, alloc)
@@ -402,7 +402,7 @@ func TestAllocRunnerTaskConfig(t *testing.T) {
 func TestAllocRunnerPayloadEscapeFailsSetup(t *testing.T) {
 	task := fakeTaskSpec("main", `{}`)
 	task.DispatchPayload = &structs.DispatchPayloadConfig{File: "../../x"}
-	job := testJob(structs.JobTypeBatch, task)
+	job := testJob("batch", task)
 	job.Payload = snappy.Encode(nil, []byte("x"))
 	h := newARHarness(t, testAlloc("a1", "node-1", job))
 	h.waitDone()
@@ -418,7 +418,7 @@ func TestAllocRunnerPayloadEscapeFailsSetup(t *testing.T) {
 func TestAllocRunnerStopBeforeRestoreStopsRecoveredTask(t *testing.T) {
 	world := newFakeWorld()
 	drv := newFakeDriver(world)
-	job := testJob(structs.JobTypeService, fakeTaskSpec("main", `{}`))
+	job := testJob("service", fakeTaskSpec("main", `{}`))
 	alloc := testAlloc("a1", "node-1", job)
 	// An earlier client process started the task.
 	h, err := drv.StartTask(context.Background(), &driverpb.TaskConfig{Id: "a1/main", TaskName: "main", ConfigJson: []byte(`{}`)})

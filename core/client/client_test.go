@@ -126,7 +126,7 @@ func TestClientRunsStopsAndDestroysAllocs(t *testing.T) {
 	c := newTestClient(t, srv, world, t.TempDir())
 
 	// A batch alloc that exits 0 completes.
-	batch := testAlloc("batch-1", c.NodeID(), testJob(structs.JobTypeBatch, fakeTaskSpec("main", `{"exit_code": 0}`)))
+	batch := testAlloc("batch-1", c.NodeID(), testJob("batch", fakeTaskSpec("main", `{"exit_code": 0}`)))
 	srv.upsert(batch)
 	waitFor(t, "batch alloc complete", func() bool { return srv.clientStatus("batch-1") == structs.AllocClientStatusComplete })
 	if ts := srv.alloc("batch-1").TaskStates["main"]; ts == nil || ts.State != structs.TaskStateDead {
@@ -134,7 +134,7 @@ func TestClientRunsStopsAndDestroysAllocs(t *testing.T) {
 	}
 
 	// A service alloc runs until the server stops it.
-	svc := testAlloc("svc-1", c.NodeID(), testJob(structs.JobTypeService, fakeTaskSpec("main", `{}`)))
+	svc := testAlloc("svc-1", c.NodeID(), testJob("service", fakeTaskSpec("main", `{}`)))
 	srv.upsert(svc)
 	waitFor(t, "service alloc running", func() bool { return srv.clientStatus("svc-1") == structs.AllocClientStatusRunning })
 	allocDir := filepath.Join(c.cfg.AllocDir, "svc-1")
@@ -166,10 +166,10 @@ func TestClientRunsStopsAndDestroysAllocs(t *testing.T) {
 	}
 
 	// An alloc already stopped by the server is never started.
-	stopped := testAlloc("stopped-1", c.NodeID(), testJob(structs.JobTypeService, fakeTaskSpec("other", `{}`)))
+	stopped := testAlloc("stopped-1", c.NodeID(), testJob("service", fakeTaskSpec("other", `{}`)))
 	stopped.DesiredStatus = structs.AllocDesiredStatusStop
 	srv.upsert(stopped)
-	marker := testAlloc("marker-1", c.NodeID(), testJob(structs.JobTypeBatch, fakeTaskSpec("marker", `{"exit_code": 0}`)))
+	marker := testAlloc("marker-1", c.NodeID(), testJob("batch", fakeTaskSpec("marker", `{"exit_code": 0}`)))
 	srv.upsert(marker)
 	waitFor(t, "marker alloc complete", func() bool { return srv.clientStatus("marker-1") == structs.AllocClientStatusComplete })
 	if n := world.startCount("other"); n != 0 || c.runner("stopped-1") != nil {
@@ -190,7 +190,7 @@ func TestClientRestoresRunningTasks(t *testing.T) {
 	if err := c1.Start(); err != nil {
 		t.Fatal(err)
 	}
-	alloc := testAlloc("svc-1", c1.NodeID(), testJob(structs.JobTypeService, fakeTaskSpec("main", `{}`)))
+	alloc := testAlloc("svc-1", c1.NodeID(), testJob("service", fakeTaskSpec("main", `{}`)))
 	srv.upsert(alloc)
 	waitFor(t, "running", func() bool { return srv.clientStatus("svc-1") == structs.AllocClientStatusRunning })
 	c1.Shutdown()
@@ -231,7 +231,7 @@ func TestClientRestoredTaskLostIsAFailure(t *testing.T) {
 	if err := c1.Start(); err != nil {
 		t.Fatal(err)
 	}
-	srv.upsert(testAlloc("svc-1", c1.NodeID(), testJob(structs.JobTypeService, fakeTaskSpec("main", `{}`))))
+	srv.upsert(testAlloc("svc-1", c1.NodeID(), testJob("service", fakeTaskSpec("main", `{}`))))
 	waitFor(t, "running", func() bool { return srv.clientStatus("svc-1") == structs.AllocClientStatusRunning })
 	c1.Shutdown()
 

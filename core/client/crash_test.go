@@ -107,7 +107,7 @@ func TestCrashInExitPathNeverRerunsFinishedTask(t *testing.T) {
 				name = string(p) + "/plugin-survived"
 			}
 			t.Run(name, func(t *testing.T) {
-				job := testJob(structs.JobTypeBatch, fakeTaskSpec("main", `{"exit_code": 0}`))
+				job := testJob("batch", fakeTaskSpec("main", `{"exit_code": 0}`))
 				alloc := testAlloc("batch-1", "", job)
 				srv, world, c2 := crashAndRecover(t, alloc, p, survives)
 
@@ -147,7 +147,7 @@ func TestCrashInExitPathKeepsPendingRestart(t *testing.T) {
 		t.Run(string(p), func(t *testing.T) {
 			task := fakeTaskSpec("main", `{"fail_first": 1, "exit_code": 0}`)
 			task.RestartPolicy = &structs.RestartPolicy{Attempts: 1, Interval: time.Hour, Delay: time.Millisecond, Mode: structs.RestartPolicyModeFail}
-			alloc := testAlloc("batch-1", "", testJob(structs.JobTypeBatch, task))
+			alloc := testAlloc("batch-1", "", testJob("batch", task))
 			srv, world, _ := crashAndRecover(t, alloc, p, false)
 
 			if n := world.startCount("main"); n != 2 {
@@ -177,7 +177,7 @@ func TestRawExecCrashInExitPathNeverRerunsFinishedTask(t *testing.T) {
 			hook, crashed := crashOnce("main", p)
 			c1 := startClient(t, srv, fakeProvider{rawexec.Name: rawexec.New(nil)}, dir, hook)
 			task := rawTask("main", "/bin/sh", "-c", "echo run >> ${NOMAD_ALLOC_DIR}/runs")
-			srv.upsert(testAlloc("raw-crash", c1.NodeID(), testJob(structs.JobTypeBatch, task)))
+			srv.upsert(testAlloc("raw-crash", c1.NodeID(), testJob("batch", task)))
 			select {
 			case <-crashed:
 			case <-time.After(testTimeout):

@@ -63,7 +63,7 @@ func TestClientDestroyStartsNoNewAlloc(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Shutdown)
-	srv.upsert(testAlloc("svc-1", c.NodeID(), testJob(structs.JobTypeService, fakeTaskSpec("main", `{}`))))
+	srv.upsert(testAlloc("svc-1", c.NodeID(), testJob("service", fakeTaskSpec("main", `{}`))))
 	waitFor(t, "svc-1 running", func() bool { return srv.clientStatus("svc-1") == structs.AllocClientStatusRunning })
 
 	done := make(chan struct{})
@@ -78,7 +78,7 @@ func TestClientDestroyStartsNoNewAlloc(t *testing.T) {
 	case <-time.After(testTimeout):
 		t.Fatal("Destroy did not stop svc-1's task")
 	}
-	repl := testAlloc("repl-1", c.NodeID(), testJob(structs.JobTypeService, fakeTaskSpec("repl", `{}`)))
+	repl := testAlloc("repl-1", c.NodeID(), testJob("service", fakeTaskSpec("repl", `{}`)))
 	srv.upsert(repl)
 	waitFor(t, "the watcher to have seen repl-1", func() bool { return srv.queried(repl.AllocModifyIndex) })
 	if c.runner("repl-1") != nil {

@@ -465,7 +465,7 @@ var (
 // running.
 func testTypeBehavior(jobType string) *structs.JobTypeBehavior {
 	switch jobType {
-	case structs.JobTypeBatch, structs.JobTypeSysBatch:
+	case "batch", "sysbatch":
 		return runsToCompletionBehavior.Copy()
 	}
 	return keepsRunningBehavior.Copy()

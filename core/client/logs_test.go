@@ -146,7 +146,7 @@ func TestLogStreamFollowEndsWithContext(t *testing.T) {
 func TestAllocLogsErrors(t *testing.T) {
 	srv := newFakeServer()
 	c := newTestClient(t, srv, newFakeWorld(), t.TempDir())
-	srv.upsert(testAlloc("a1", c.NodeID(), testJob(structs.JobTypeBatch, fakeTaskSpec("main", `{"exit_code": 0}`))))
+	srv.upsert(testAlloc("a1", c.NodeID(), testJob("batch", fakeTaskSpec("main", `{"exit_code": 0}`))))
 	waitFor(t, "alloc complete", func() bool { return srv.clientStatus("a1") == structs.AllocClientStatusComplete })
 
 	cases := []struct {

@@ -64,7 +64,7 @@ func TestRawExecBatchEchoAndLogs(t *testing.T) {
 	}
 
 	task := rawTask("echo", "/bin/sh", "-c", "echo hi; echo err >&2; echo $NOMAD_TASK_NAME > $NOMAD_TASK_DIR/out")
-	srv.upsert(testAlloc("raw-1", c.NodeID(), testJob(structs.JobTypeBatch, task)))
+	srv.upsert(testAlloc("raw-1", c.NodeID(), testJob("batch", task)))
 	waitFor(t, "alloc complete", func() bool { return srv.clientStatus("raw-1") == structs.AllocClientStatusComplete })
 
 	ts := srv.alloc("raw-1").TaskStates["echo"]
@@ -101,7 +101,7 @@ func TestRawExecFailingCommandRestartsThenFails(t *testing.T) {
 	defer c.Shutdown()
 	task := rawTask("fail", "/bin/sh", "-c", "echo attempt >> ${NOMAD_ALLOC_DIR}/attempts; exit 3")
 	task.RestartPolicy = &structs.RestartPolicy{Attempts: 1, Interval: time.Hour, Delay: time.Millisecond, Mode: structs.RestartPolicyModeFail}
-	srv.upsert(testAlloc("raw-2", c.NodeID(), testJob(structs.JobTypeBatch, task)))
+	srv.upsert(testAlloc("raw-2", c.NodeID(), testJob("batch", task)))
 	waitFor(t, "alloc failed", func() bool { return srv.clientStatus("raw-2") == structs.AllocClientStatusFailed })
 	ts := srv.alloc("raw-2").TaskStates["fail"]
 	if ts.Restarts != 1 {
@@ -129,7 +129,7 @@ func TestRawExecStopSurvivesClientRestart(t *testing.T) {
 	srv := newFakeServer()
 	dir := t.TempDir()
 	c1 := newRawExecClient(t, srv, dir)
-	srv.upsert(testAlloc("raw-3", c1.NodeID(), testJob(structs.JobTypeService, rawTask("sleep", "/bin/sleep", "600"))))
+	srv.upsert(testAlloc("raw-3", c1.NodeID(), testJob("service", rawTask("sleep", "/bin/sleep", "600"))))
 	waitFor(t, "running", func() bool { return srv.clientStatus("raw-3") == structs.AllocClientStatusRunning })
 	_, handle := c1.runner("raw-3").task("sleep").snapshot()
 	pid := int(handle.GetPid())
@@ -185,7 +185,7 @@ func TestRawExecLogRotation(t *testing.T) {
 	const lines = 400000 // about 2.7 MB of output, for 2 files of 1 MB
 	task := rawTask("seq", "/bin/sh", "-c", "seq 1 "+strconv.Itoa(lines))
 	task.LogConfig = &structs.LogConfig{MaxFiles: 2, MaxFileSizeMB: 1}
-	srv.upsert(testAlloc("raw-logs", c.NodeID(), testJob(structs.JobTypeBatch, task)))
+	srv.upsert(testAlloc("raw-logs", c.NodeID(), testJob("batch", task)))
 	waitFor(t, "alloc complete", func() bool { return srv.clientStatus("raw-logs") == structs.AllocClientStatusComplete })
 
 	var want bytes.Buffer

@@ -16,7 +16,7 @@ func TestBuildTaskEnv(t *testing.T) {
 	}
 	job := &structs.Job{
 		ID: "batch/dispatch-1", Name: "batch/dispatch-1", ParentID: "batch", Namespace: "prod", Region: "eu",
-		Type: structs.JobTypeBatch, Meta: map[string]string{"owner": "job", "tier": "job"},
+		Type: "batch", Meta: map[string]string{"owner": "job", "tier": "job"},
 	}
 	group := &structs.TaskGroup{Name: "work", Meta: map[string]string{"tier": "group", "zone": "group"}}
 	task := &structs.Task{

@@ -191,7 +191,7 @@ func TestApplyMessageTypes(t *testing.T) {
 			}
 		}},
 		{"job deregister stop", func(t *testing.T, f *FSM, rec *recorder) {
-			job := registerJob(t, f, 10, mockJob(structs.JobTypeService))
+			job := registerJob(t, f, 10, mockJob("service"))
 			ev := mockEval(structs.DefaultNamespace, job.ID, structs.EvalStatusPending)
 			mustApply(t, f, 11, structs.JobDeregisterRequestType, &structs.JobDeregisterRequest{
 				Namespace: structs.DefaultNamespace, JobID: job.ID, Eval: ev})
@@ -268,7 +268,7 @@ func TestApplyMessageTypes(t *testing.T) {
 			}
 		}},
 		{"plan results and client updates", func(t *testing.T, f *FSM, rec *recorder) {
-			job := registerJob(t, f, 10, mockJob(structs.JobTypeService))
+			job := registerJob(t, f, 10, mockJob("service"))
 			victimJob := registerJob(t, f, 11, mockJob("batch"))
 			victim := mockAlloc(victimJob, "n1")
 			victim.Job = victimJob
@@ -306,7 +306,7 @@ func TestApplyMessageTypes(t *testing.T) {
 			}
 		}},
 		{"desired transitions", func(t *testing.T, f *FSM, rec *recorder) {
-			job := registerJob(t, f, 10, mockJob(structs.JobTypeService))
+			job := registerJob(t, f, 10, mockJob("service"))
 			a := mockAlloc(job, "n1")
 			mustApply(t, f, 11, structs.ApplyPlanResultsRequestType, &structs.ApplyPlanResultsRequest{Job: job, AllocsUpdated: []*structs.Allocation{a}})
 			ev := mockEval(job.Namespace, job.ID, structs.EvalStatusPending)

@@ -45,7 +45,7 @@ func TestMultiWriteEntryIsAllOrNothing(t *testing.T) {
 		hooks []string
 	}{
 		{"job register", func(t *testing.T, f *FSM, ev func() *structs.Evaluation) entry {
-			job := mockJob(structs.JobTypeService)
+			job := mockJob("service")
 			return entry{structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: job, Eval: ev()}}
 		}, upsertedThenEvals},
 		{"periodic parent register (job, launch, eval)", func(t *testing.T, f *FSM, ev func() *structs.Evaluation) entry {
@@ -68,7 +68,7 @@ func TestMultiWriteEntryIsAllOrNothing(t *testing.T) {
 			return entry{structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: c, Eval: ev()}}
 		}, upsertedThenEvals},
 		{"job deregister stop", func(t *testing.T, f *FSM, ev func() *structs.Evaluation) entry {
-			job := registerJob(t, f, 10, mockJob(structs.JobTypeService))
+			job := registerJob(t, f, 10, mockJob("service"))
 			return entry{structs.JobDeregisterRequestType, &structs.JobDeregisterRequest{Namespace: job.Namespace, JobID: job.ID, Eval: ev()}}
 		}, upsertedThenEvals},
 		{"job deregister purge", func(t *testing.T, f *FSM, ev func() *structs.Evaluation) entry {
@@ -84,7 +84,7 @@ func TestMultiWriteEntryIsAllOrNothing(t *testing.T) {
 			}}
 		}, []string{"JobDeleted", "JobDeleted", "EvalsCommitted"}},
 		{"alloc client update (allocs, evals)", func(t *testing.T, f *FSM, ev func() *structs.Evaluation) entry {
-			job := registerJob(t, f, 10, mockJob(structs.JobTypeService))
+			job := registerJob(t, f, 10, mockJob("service"))
 			n := mockNode()
 			mustApply(t, f, 11, structs.NodeRegisterRequestType, &structs.NodeRegisterRequest{Node: n})
 			a := mockAlloc(job, n.ID)
@@ -95,7 +95,7 @@ func TestMultiWriteEntryIsAllOrNothing(t *testing.T) {
 			}}
 		}, []string{"AllocsClientUpdated", "EvalsCommitted"}},
 		{"plan results (allocs, preemption evals)", func(t *testing.T, f *FSM, ev func() *structs.Evaluation) entry {
-			job := registerJob(t, f, 10, mockJob(structs.JobTypeService))
+			job := registerJob(t, f, 10, mockJob("service"))
 			n := mockNode()
 			mustApply(t, f, 11, structs.NodeRegisterRequestType, &structs.NodeRegisterRequest{Node: n})
 			return entry{structs.ApplyPlanResultsRequestType, &structs.ApplyPlanResultsRequest{
@@ -103,7 +103,7 @@ func TestMultiWriteEntryIsAllOrNothing(t *testing.T) {
 			}}
 		}, []string{"EvalsCommitted"}},
 		{"alloc desired transition (allocs, evals)", func(t *testing.T, f *FSM, ev func() *structs.Evaluation) entry {
-			job := registerJob(t, f, 10, mockJob(structs.JobTypeService))
+			job := registerJob(t, f, 10, mockJob("service"))
 			n := mockNode()
 			mustApply(t, f, 11, structs.NodeRegisterRequestType, &structs.NodeRegisterRequest{Node: n})
 			a := mockAlloc(job, n.ID)

@@ -128,7 +128,7 @@ func mockNode() *structs.Node {
 }
 
 func mockEval(ns, jobID, status string) *structs.Evaluation {
-	return &structs.Evaluation{ID: uuid.NewString(), Namespace: ns, JobID: jobID, Type: structs.JobTypeService,
+	return &structs.Evaluation{ID: uuid.NewString(), Namespace: ns, JobID: jobID, Type: "service",
 		Priority: 50, TriggeredBy: structs.EvalTriggerJobRegister, Status: status}
 }
 

@@ -21,7 +21,7 @@ func populate(t *testing.T, f *FSM) {
 	mustApply(t, f, 10, structs.NodeRegisterRequestType, &structs.NodeRegisterRequest{Node: n})
 	mustApply(t, f, 11, structs.NodeUpdateDrainRequestType, &structs.NodeUpdateDrainRequest{
 		NodeID: n.ID, DrainStrategy: &structs.DrainStrategy{DrainSpec: structs.DrainSpec{Deadline: time.Hour}}})
-	job := registerJob(t, f, 12, mockJob(structs.JobTypeService))
+	job := registerJob(t, f, 12, mockJob("service"))
 	job2 := job.Copy()
 	job2.Meta = map[string]string{"v": "2"}
 	mustApply(t, f, 13, structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: job2})

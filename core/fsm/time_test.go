@@ -18,7 +18,7 @@ func stampedLog(t *testing.T, base time.Time) []*raft.Log {
 	t.Helper()
 	ns := func(d time.Duration) int64 { return base.Add(d).UnixNano() }
 	n := mockNode()
-	job := mockJob(structs.JobTypeService)
+	job := mockJob("service")
 	job.Namespace = structs.DefaultNamespace
 	parent := mockJob("batch")
 	parent.Namespace = structs.DefaultNamespace

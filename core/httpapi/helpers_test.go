@@ -186,7 +186,7 @@ func mustOK(t *testing.T, rec *httptest.ResponseRecorder) {
 
 func testJob(ns, id string) *structs.Job {
 	j := &structs.Job{
-		ID: id, Name: id, Namespace: ns, Type: structs.JobTypeBatch,
+		ID: id, Name: id, Namespace: ns, Type: "batch",
 		TaskGroups: []*structs.TaskGroup{{Name: "g", Count: 1, Tasks: []*structs.Task{{Name: "t", Driver: "raw_exec"}}}},
 	}
 	j.Canonicalize()

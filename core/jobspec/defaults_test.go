@@ -170,7 +170,7 @@ func TestTypeDefaultsAfterCanonicalize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := testTypes[structs.JobTypeBatch].DefaultRestart
+	want := testTypes["batch"].DefaultRestart
 	tg := job.TaskGroups[0]
 	if !reflect.DeepEqual(tg.RestartPolicy, want) || !reflect.DeepEqual(tg.Tasks[0].RestartPolicy, want) {
 		t.Errorf("restart = %s / %s, want %s", show(tg.RestartPolicy), show(tg.Tasks[0].RestartPolicy), show(want))

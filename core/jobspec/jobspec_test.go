@@ -87,7 +87,7 @@ func TestExamplesValidate(t *testing.T) {
 		file, id, jobType string
 		check             func(t *testing.T, j *structs.Job)
 	}{
-		{"sysbatch.hcl", "hello-sysbatch", structs.JobTypeSysBatch, func(t *testing.T, j *structs.Job) {
+		{"sysbatch.hcl", "hello-sysbatch", "sysbatch", func(t *testing.T, j *structs.Job) {
 			task := j.TaskGroups[0].Tasks[0]
 			if task.Resources.CPU != 50 || task.Resources.MemoryMB != 32 {
 				t.Errorf("resources = %+v, want cpu 50 memory 32", task.Resources)
@@ -97,7 +97,7 @@ func TestExamplesValidate(t *testing.T) {
 				t.Errorf("args = %q", args)
 			}
 		}},
-		{"system.hcl", "sleeper", structs.JobTypeSystem, func(t *testing.T, j *structs.Job) {
+		{"system.hcl", "sleeper", "system", func(t *testing.T, j *structs.Job) {
 			task := j.TaskGroups[0].Tasks[0]
 			if task.KillTimeout != 2*time.Second {
 				t.Errorf("kill_timeout = %s, want 2s", task.KillTimeout)
@@ -106,7 +106,7 @@ func TestExamplesValidate(t *testing.T) {
 				t.Errorf("command = %v", task.Config["command"])
 			}
 		}},
-		{"periodic.hcl", "tick", structs.JobTypeSysBatch, func(t *testing.T, j *structs.Job) {
+		{"periodic.hcl", "tick", "sysbatch", func(t *testing.T, j *structs.Job) {
 			p := j.Periodic
 			if p == nil || p.Spec != "*/1 * * * *" || !p.ProhibitOverlap || p.TimeZone != "UTC" || !p.Enabled || p.SpecType != "cron" {
 				t.Errorf("periodic = %+v", p)
@@ -115,7 +115,7 @@ func TestExamplesValidate(t *testing.T) {
 				t.Error("periodic job is not active")
 			}
 		}},
-		{"dispatch.hcl", "greet", structs.JobTypeSysBatch, func(t *testing.T, j *structs.Job) {
+		{"dispatch.hcl", "greet", "sysbatch", func(t *testing.T, j *structs.Job) {
 			pj := j.ParameterizedJob
 			if pj == nil || pj.Payload != "optional" || len(pj.MetaRequired) != 1 || pj.MetaRequired[0] != "name" {
 				t.Errorf("parameterized = %+v", pj)

@@ -89,7 +89,7 @@ func TestDefaults(t *testing.T) {
 	if zero.Count != 0 {
 		t.Errorf("count = 0 became %d", zero.Count)
 	}
-	batch := testTypes[structs.JobTypeBatch].DefaultRestart
+	batch := testTypes["batch"].DefaultRestart
 	if !reflect.DeepEqual(a.RestartPolicy, batch) || !reflect.DeepEqual(a.Tasks[0].RestartPolicy, batch) {
 		t.Errorf("default restart = %+v / %+v, want %+v", a.RestartPolicy, a.Tasks[0].RestartPolicy, batch)
 	}

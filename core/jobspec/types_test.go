@@ -14,7 +14,7 @@ import (
 // plugin following Nomad's defaults (NOMAD-BEHAVIOR §1.3) would declare:
 // drover ships no such plugin, but the test files use those types.
 var testTypes = map[string]*structs.JobTypeBehavior{
-	structs.JobTypeSystem: {
+	"system": {
 		MaxAttempts:         5,
 		PerNode:             true,
 		RunningUntilStopped: true,
@@ -26,7 +26,7 @@ var testTypes = map[string]*structs.JobTypeBehavior{
 		DrainLast:           true,
 		PreemptionSwitch:    structs.PreemptSwitchSystem,
 	},
-	structs.JobTypeSysBatch: {
+	"sysbatch": {
 		MaxAttempts:         2,
 		PerNode:             true,
 		RunsToCompletion:    true,
@@ -38,13 +38,13 @@ var testTypes = map[string]*structs.JobTypeBehavior{
 		EvalOnNodeJoin:      true,
 		PreemptionSwitch:    structs.PreemptSwitchSysBatch,
 	},
-	structs.JobTypeService: {
+	"service": {
 		MaxAttempts:       5,
 		DefaultRestart:    &structs.RestartPolicy{Attempts: 2, Interval: 30 * time.Minute, Delay: 15 * time.Second, Mode: structs.RestartPolicyModeFail},
 		DefaultReschedule: &structs.ReschedulePolicy{Delay: 30 * time.Second, DelayFunction: "exponential", MaxDelay: time.Hour, Unlimited: true},
 		PreemptionSwitch:  structs.PreemptSwitchService,
 	},
-	structs.JobTypeBatch: {
+	"batch": {
 		MaxAttempts:         2,
 		RunsToCompletion:    true,
 		DefaultRestart:      &structs.RestartPolicy{Attempts: 3, Interval: 24 * time.Hour, Delay: 15 * time.Second, Mode: structs.RestartPolicyModeFail},

@@ -18,7 +18,7 @@ func testJob() *structs.Job {
 	restart := 30 * time.Second
 	return &structs.Job{
 		Region: "global", Namespace: "default", ID: "web", Name: "web",
-		Type: structs.JobTypeService, Priority: 50, Datacenters: []string{"dc1", "dc2"},
+		Type: "service", Priority: 50, Datacenters: []string{"dc1", "dc2"},
 		Constraints: []*structs.Constraint{{LTarget: "${attr.kernel.name}", RTarget: "linux", Operand: "="}},
 		Meta:        map[string]string{"owner": "team-a", "ünïcode": "✓"},
 		Payload:     []byte{0, 1, 2, 0xff},

@@ -175,7 +175,8 @@ func (s *Server) DeregisterJob(ctx context.Context, ns, jobID string, purge bool
 	req := &structs.JobDeregisterRequest{Namespace: ns, JobID: jobID, Purge: purge}
 	if !job.IsParent() {
 		// drover routes the stop to the job's own scheduler type (Nomad
-		// hard-codes "service"); every built-in plugin handles the trigger.
+		// hard-codes its service scheduler); every plugin handles the
+		// trigger.
 		req.Eval = s.newEval(job, structs.EvalTriggerJobDeregister)
 	}
 	index, err := s.raftApply(structs.JobDeregisterRequestType, req)

@@ -15,7 +15,7 @@ func TestRaftApplyStampsTheLeadersClock(t *testing.T) {
 	clock := time.Date(2001, 2, 3, 4, 5, 6, 789, time.UTC)
 	s := testServer(t, func(c *Config) { c.Now = func() time.Time { return clock } })
 	ev := &structs.Evaluation{ID: uuid.NewString(), Namespace: structs.DefaultNamespace, JobID: "nojob",
-		Type: structs.JobTypeService, Priority: 50, TriggeredBy: structs.EvalTriggerJobRegister, Status: structs.EvalStatusComplete}
+		Type: "service", Priority: 50, TriggeredBy: structs.EvalTriggerJobRegister, Status: structs.EvalStatusComplete}
 	req := &structs.EvalUpdateRequest{Evals: []*structs.Evaluation{ev}}
 	if _, err := s.raftApply(structs.EvalUpdateRequestType, req); err != nil {
 		t.Fatal(err)

@@ -9,7 +9,7 @@ import (
 
 func TestClientUpdateKeepsServerFields(t *testing.T) {
 	s := testStore(t)
-	job := storedJob(t, s, 10, mockJob(structs.JobTypeService))
+	job := storedJob(t, s, 10, mockJob("service"))
 	a := mockAlloc(job, "n1")
 	a.DesiredStatus = structs.AllocDesiredStatusStop
 	a.DesiredDescription = "alloc is being updated"
@@ -62,7 +62,7 @@ func TestServerUpsertKeepsClientFields(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s := testStore(t)
-			job := storedJob(t, s, 10, mockJob(structs.JobTypeService))
+			job := storedJob(t, s, 10, mockJob("service"))
 			a := mockAlloc(job, "n1")
 			must(t, s.UpsertAllocs(11, []*structs.Allocation{a}))
 			states := map[string]*structs.TaskState{"t": {State: structs.TaskStateRunning}}
@@ -93,7 +93,7 @@ func TestServerUpsertKeepsClientFields(t *testing.T) {
 
 func TestUpsertAllocsLinksAndSharesJob(t *testing.T) {
 	s := testStore(t)
-	job := storedJob(t, s, 10, mockJob(structs.JobTypeService))
+	job := storedJob(t, s, 10, mockJob("service"))
 	prev := mockAlloc(job, "n1")
 	must(t, s.UpsertAllocs(11, []*structs.Allocation{prev}))
 	next := mockAlloc(job.Copy(), "n2") // a decoded copy, as from the Raft log
@@ -183,7 +183,7 @@ func TestAllocReaders(t *testing.T) {
 
 func TestUpdateAllocsDesiredTransitions(t *testing.T) {
 	s := testStore(t)
-	job := storedJob(t, s, 10, mockJob(structs.JobTypeService))
+	job := storedJob(t, s, 10, mockJob("service"))
 	a := mockAlloc(job, "n1")
 	no := false
 	a.DesiredTransition.NoShutdownDelay = &no
@@ -205,7 +205,7 @@ func TestUpdateAllocsDesiredTransitions(t *testing.T) {
 
 func TestUpsertPlanResults(t *testing.T) {
 	s := testStore(t)
-	job := storedJob(t, s, 10, mockJob(structs.JobTypeService))
+	job := storedJob(t, s, 10, mockJob("service"))
 	victimJob := storedJob(t, s, 11, mockJob("batch"))
 	stop, lost, victim := mockAlloc(job, "n1"), mockAlloc(job, "n2"), mockAlloc(victimJob, "n1")
 	must(t, s.UpsertAllocs(12, []*structs.Allocation{stop, lost, victim}))

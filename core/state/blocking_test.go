@@ -55,7 +55,7 @@ func waitFor[T any](t *testing.T, ch <-chan T, what string) T {
 
 func TestBlockingQueryWakesOnWrite(t *testing.T) {
 	s := testStore(t)
-	job := storedJob(t, s, 10, mockJob(structs.JobTypeService))
+	job := storedJob(t, s, 10, mockJob("service"))
 	must(t, s.UpsertAllocs(11, []*structs.Allocation{mockAlloc(job, "n1")}))
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -73,7 +73,7 @@ func TestBlockingQueryWakesOnWrite(t *testing.T) {
 
 func TestBlockingQueryDeadline(t *testing.T) {
 	s := testStore(t)
-	job := storedJob(t, s, 10, mockJob(structs.JobTypeService))
+	job := storedJob(t, s, 10, mockJob("service"))
 	must(t, s.UpsertAllocs(11, []*structs.Allocation{mockAlloc(job, "n1")}))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()
@@ -118,7 +118,7 @@ func TestBlockingQueryCancelAndNoBlock(t *testing.T) {
 
 func TestBlockingQueryFollowsRestoredStore(t *testing.T) {
 	old := testStore(t)
-	job := storedJob(t, old, 10, mockJob(structs.JobTypeService))
+	job := storedJob(t, old, 10, mockJob("service"))
 	must(t, old.UpsertAllocs(11, []*structs.Allocation{mockAlloc(job, "n1")}))
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -146,7 +146,7 @@ func TestBlockingQueryFollowsRestoredStore(t *testing.T) {
 
 func TestSnapshotIsolation(t *testing.T) {
 	s := testStore(t)
-	job := storedJob(t, s, 10, mockJob(structs.JobTypeService))
+	job := storedJob(t, s, 10, mockJob("service"))
 	snap, err := s.Snapshot()
 	must(t, err)
 	must(t, s.UpsertAllocs(11, []*structs.Allocation{mockAlloc(job, "n1")}))

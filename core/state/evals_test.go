@@ -56,7 +56,7 @@ func TestCompleteEvalCancelsBlockedEvals(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s := testStore(t)
-			job := storedJob(t, s, 10, mockJob(structs.JobTypeService))
+			job := storedJob(t, s, 10, mockJob("service"))
 			blocked := mockEval(job, structs.EvalStatusBlocked)
 			done := mockEval(job, structs.EvalStatusComplete)
 			tc.done(done)
@@ -130,7 +130,7 @@ func TestEvalReaders(t *testing.T) {
 func TestJobReaders(t *testing.T) {
 	s := testStore(t)
 	mk := func(ns, id string) *structs.Job {
-		j := mockJob(structs.JobTypeService)
+		j := mockJob("service")
 		j.Namespace, j.ID, j.Name = ns, id, id
 		return j
 	}

@@ -10,7 +10,7 @@ import (
 
 func TestWritesBumpTableIndexes(t *testing.T) {
 	s := testStore(t)
-	job := mockJob(structs.JobTypeService)
+	job := mockJob("service")
 	node := mockNode()
 	var alloc *structs.Allocation
 
@@ -58,7 +58,7 @@ func TestWritesBumpTableIndexes(t *testing.T) {
 
 func TestUpsertJobVersions(t *testing.T) {
 	s := testStore(t)
-	job := mockJob(structs.JobTypeService)
+	job := mockJob("service")
 	for i := uint64(0); i < 8; i++ {
 		j := job.Copy()
 		j.Meta = map[string]string{"rev": string(rune('a' + i))}
@@ -114,12 +114,12 @@ func TestJobStatusDerivation(t *testing.T) {
 		setup
 		want string
 	}{
-		{"service new", func() *structs.Job { return mockJob(structs.JobTypeService) }, setup{}, structs.JobStatusPending},
-		{"service pending eval", func() *structs.Job { return mockJob(structs.JobTypeService) }, setup{evals: []string{"pending"}}, structs.JobStatusPending},
-		{"service running alloc", func() *structs.Job { return mockJob(structs.JobTypeService) }, setup{allocs: []string{"running"}, evals: []string{"complete"}}, structs.JobStatusRunning},
-		{"service stopped, alloc still running", func() *structs.Job { return mockJob(structs.JobTypeService) }, setup{allocs: []string{"running"}, stop: true}, structs.JobStatusRunning},
-		{"service stopped, alloc stopped", func() *structs.Job { return mockJob(structs.JobTypeService) }, setup{allocs: []string{"stop:running"}, stop: true, evals: []string{"complete"}}, structs.JobStatusDead},
-		{"service stopped, nothing yet", func() *structs.Job { return mockJob(structs.JobTypeService) }, setup{stop: true}, structs.JobStatusDead},
+		{"service new", func() *structs.Job { return mockJob("service") }, setup{}, structs.JobStatusPending},
+		{"service pending eval", func() *structs.Job { return mockJob("service") }, setup{evals: []string{"pending"}}, structs.JobStatusPending},
+		{"service running alloc", func() *structs.Job { return mockJob("service") }, setup{allocs: []string{"running"}, evals: []string{"complete"}}, structs.JobStatusRunning},
+		{"service stopped, alloc still running", func() *structs.Job { return mockJob("service") }, setup{allocs: []string{"running"}, stop: true}, structs.JobStatusRunning},
+		{"service stopped, alloc stopped", func() *structs.Job { return mockJob("service") }, setup{allocs: []string{"stop:running"}, stop: true, evals: []string{"complete"}}, structs.JobStatusDead},
+		{"service stopped, nothing yet", func() *structs.Job { return mockJob("service") }, setup{stop: true}, structs.JobStatusDead},
 		{"batch new", func() *structs.Job { return mockJob("batch") }, setup{}, structs.JobStatusPending},
 		{"batch pending eval", func() *structs.Job { return mockJob("batch") }, setup{evals: []string{"complete", "pending"}}, structs.JobStatusPending},
 		{"batch running", func() *structs.Job { return mockJob("batch") }, setup{allocs: []string{"complete", "running"}, evals: []string{"complete"}}, structs.JobStatusRunning},
@@ -211,7 +211,7 @@ func TestJobTurnsDeadInTheWriteThatEndsItsLastAlloc(t *testing.T) {
 
 func TestJobSummaryCounts(t *testing.T) {
 	s := testStore(t)
-	job := storedJob(t, s, 10, mockJob(structs.JobTypeService))
+	job := storedJob(t, s, 10, mockJob("service"))
 	ev := mockEval(job, structs.EvalStatusComplete)
 	ev.QueuedAllocations = map[string]int{"web": 3, "unknown-group": 9}
 	must(t, s.UpsertEvals(11, []*structs.Evaluation{ev}))

@@ -68,7 +68,7 @@ func populate(t testing.TB, s *StateStore) {
 	node := mockNode()
 	must(t, s.UpsertNode(10, node))
 	must(t, s.UpdateNodeDrain(11, node.ID, &structs.DrainStrategy{DrainSpec: structs.DrainSpec{Deadline: time.Minute}}, false, 5, nil))
-	job := mockJob(structs.JobTypeService)
+	job := mockJob("service")
 	must(t, s.UpsertJob(12, job))
 	must(t, s.UpsertJob(13, job.Copy()))
 	stored, _ := s.JobByID(nil, job.Namespace, job.ID)

@@ -12,7 +12,7 @@ import (
 // error anywhere in it writes nothing.
 func TestWriteIsOneTransaction(t *testing.T) {
 	s := testStore(t)
-	job := mockJob(structs.JobTypeService)
+	job := mockJob("service")
 	ev := mockEval(job, structs.EvalStatusPending)
 	must(t, s.WriteTxn(10, func(tx *Txn) error {
 		if err := tx.UpsertJob(job); err != nil {

@@ -7,15 +7,6 @@ package structs
 // DefaultJobType is the type of a job that names none, as in Nomad.
 const DefaultJobType = "service"
 
-// Job types.
-const (
-	JobTypeService  = "service"
-	JobTypeBatch    = "batch"
-	JobTypeSystem   = "system"
-	JobTypeSysBatch = "sysbatch"
-	JobTypeCore     = "_core"
-)
-
 // Job statuses.
 const (
 	JobStatusPending = "pending"
