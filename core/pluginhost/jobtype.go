@@ -11,20 +11,21 @@ import (
 // core's JobTypeBehavior. MaxAttempts is at least 1.
 func Behavior(jt *schedulerpb.JobTypeInfo) structs.JobTypeBehavior {
 	b := structs.JobTypeBehavior{
-		MaxAttempts:         max(int(jt.GetMaxAttempts()), 1),
-		PerNode:             jt.GetPerNode(),
-		RunsToCompletion:    jt.GetRunsToCompletion(),
-		RunningUntilStopped: jt.GetRunningUntilStopped(),
-		AllowPeriodic:       jt.GetAllowPeriodic(),
-		AllowParameterized:  jt.GetAllowParameterized(),
-		AllowMaxRunDuration: jt.GetAllowMaxRunDuration(),
-		RefusedBlocks:       append([]string(nil), jt.GetRefusedBlocks()...),
-		MaxGroupCount:       int(jt.GetMaxGroupCount()),
-		EvalOnNodeUpdate:    jt.GetEvalOnNodeUpdate(),
-		EvalOnNodeJoin:      jt.GetEvalOnNodeJoin(),
-		EvalOnAllocEnd:      jt.GetEvalOnAllocEnd(),
-		DrainLast:           jt.GetDrainLast(),
-		PreemptionSwitch:    jt.GetPreemptionSwitch(),
+		MaxAttempts:           max(int(jt.GetMaxAttempts()), 1),
+		PerNode:               jt.GetPerNode(),
+		RunsToCompletion:      jt.GetRunsToCompletion(),
+		RunningUntilStopped:   jt.GetRunningUntilStopped(),
+		AllowPeriodic:         jt.GetAllowPeriodic(),
+		AllowParameterized:    jt.GetAllowParameterized(),
+		AllowMaxRunDuration:   jt.GetAllowMaxRunDuration(),
+		RefusedBlocks:         append([]string(nil), jt.GetRefusedBlocks()...),
+		MaxGroupCount:         int(jt.GetMaxGroupCount()),
+		EvalOnNodeUpdate:      jt.GetEvalOnNodeUpdate(),
+		EvalOnNodeJoin:        jt.GetEvalOnNodeJoin(),
+		EvalOnAllocEnd:        jt.GetEvalOnAllocEnd(),
+		EvalOnAllocNodeChange: jt.GetEvalOnAllocNodeChange(),
+		DrainLast:             jt.GetDrainLast(),
+		PreemptionSwitch:      jt.GetPreemptionSwitch(),
 	}
 	if r := jt.GetDefaultRestart(); r != nil {
 		b.DefaultRestart = &structs.RestartPolicy{

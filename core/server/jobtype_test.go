@@ -68,7 +68,12 @@ var (
 	plain = declaredType{runAs: "system", b: structs.JobTypeBehavior{
 		DefaultRestart: &structs.RestartPolicy{Attempts: 1, Interval: time.Hour, Delay: time.Second, Mode: structs.RestartPolicyModeFail},
 	}}
-	madeUpTypes = declRouter{"oneshot": oneshot, "keeper": keeper, "plain": plain}
+	// follower is evaluated only when a node holding its allocs changes.
+	follower = declaredType{runAs: "system", b: structs.JobTypeBehavior{
+		EvalOnAllocNodeChange: true,
+		DefaultRestart:        &structs.RestartPolicy{Attempts: 1, Interval: time.Hour, Delay: time.Second, Mode: structs.RestartPolicyModeFail},
+	}}
+	madeUpTypes = declRouter{"oneshot": oneshot, "keeper": keeper, "plain": plain, "follower": follower}
 )
 
 func madeUpServer(t *testing.T, mut func(*Config)) *Server {
@@ -173,7 +178,8 @@ func TestPeriodicChildOfDeclaredType(t *testing.T) {
 
 // TestNodeEvalsFollowDeclaredType: which jobs a node change evaluates is
 // what their types declare: EvalOnNodeUpdate on every change, EvalOnNodeJoin
-// when the node joins and the job is not dead, neither for the zero
+// when the node joins and the job is not dead, EvalOnAllocNodeChange when
+// the node holding its allocs changes, none of them for the zero
 // declaration, whatever allocs it has on the node.
 func TestNodeEvalsFollowDeclaredType(t *testing.T) {
 	s := madeUpServer(t, nil)
@@ -183,6 +189,7 @@ func TestNodeEvalsFollowDeclaredType(t *testing.T) {
 	runJobOn(t, s, madeUpJob("done", "oneshot"), a, structs.AllocClientStatusComplete)
 	runJobOn(t, s, madeUpJob("keep", "keeper"), a, structs.AllocClientStatusRunning)
 	runJobOn(t, s, madeUpJob("zero", "plain"), a, structs.AllocClientStatusRunning)
+	runJobOn(t, s, madeUpJob("follow", "follower"), a, structs.AllocClientStatusRunning)
 	waitFor(t, 5*time.Second, "job statuses", func() bool {
 		return jobStatus(s, "once") == structs.JobStatusRunning && jobStatus(s, "done") == structs.JobStatusDead
 	})
@@ -197,7 +204,7 @@ func TestNodeEvalsFollowDeclaredType(t *testing.T) {
 	}{
 		{"a node joins", b, true, []string{"keep", "once"}},
 		{"a node changes", b, false, []string{"keep"}},
-		{"the node holding every alloc changes", a, false, []string{"keep"}},
+		{"the node holding every alloc changes", a, false, []string{"follow", "keep"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -223,7 +230,7 @@ func TestNodeEvalsFollowDeclaredType(t *testing.T) {
 	waitFor(t, 15*time.Second, "the oneshot and keeper jobs placed on the new node", func() bool {
 		return len(allocsOn(t, s, "once", b.ID)) == 1 && len(allocsOn(t, s, "keep", b.ID)) == 1
 	})
-	for _, id := range []string{"done", "zero"} {
+	for _, id := range []string{"done", "zero", "follow"} {
 		if n := len(allocsOn(t, s, id, b.ID)); n != 0 {
 			t.Fatalf("%s got %d allocs on the new node", id, n)
 		}

@@ -331,6 +331,8 @@ func (s *Server) StopAlloc(ctx context.Context, allocID string) (*structs.AllocS
 // them their NodeModifyIndex. What a job's type declares decides:
 // EvalOnNodeUpdate (system) evaluates, on every change, each job of the type
 // whose pool and datacenters take the node and each with live allocs on it;
+// EvalOnAllocNodeChange evaluates each job of the type with live allocs on
+// it;
 // EvalOnNodeJoin (sysbatch) evaluates, when the node joins (becomes
 // schedulable), each job of the type that takes it and is not dead, so a
 // node that joins mid-run receives it. Parents never are.
@@ -343,7 +345,7 @@ func (s *Server) nodeEvals(node *structs.Node, joining bool) ([]*structs.Evaluat
 	}
 	for _, a := range allocs {
 		// The alloc's own job version decides, as it was placed under it.
-		if a.TerminalStatus() || !allocBehavior(a).EvalOnNodeUpdate {
+		if b := allocBehavior(a); a.TerminalStatus() || !(b.EvalOnNodeUpdate || b.EvalOnAllocNodeChange) {
 			continue
 		}
 		j, err := st.JobByID(nil, a.Namespace, a.JobID)

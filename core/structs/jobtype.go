@@ -48,6 +48,10 @@ type JobTypeBehavior struct {
 	// EvalOnNodeJoin: a node becoming schedulable evaluates each job of the
 	// type that takes it and is not dead.
 	EvalOnNodeJoin bool `codec:",omitempty"`
+	// EvalOnAllocNodeChange: every change of a node holding a live
+	// allocation of the type evaluates that allocation's job
+	// (EvalOnNodeUpdate implies it).
+	EvalOnAllocNodeChange bool `codec:",omitempty"`
 	// EvalOnAllocEnd: an allocation ending (failed or complete) on its node
 	// evaluates its job again.
 	EvalOnAllocEnd bool `codec:",omitempty"`

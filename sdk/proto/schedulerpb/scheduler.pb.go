@@ -111,6 +111,11 @@ type JobTypeInfo struct {
 	EvalOnNodeUpdate bool `protobuf:"varint,13,opt,name=eval_on_node_update,json=evalOnNodeUpdate,proto3" json:"eval_on_node_update,omitempty"`
 	EvalOnNodeJoin   bool `protobuf:"varint,14,opt,name=eval_on_node_join,json=evalOnNodeJoin,proto3" json:"eval_on_node_join,omitempty"`
 	EvalOnAllocEnd   bool `protobuf:"varint,15,opt,name=eval_on_alloc_end,json=evalOnAllocEnd,proto3" json:"eval_on_alloc_end,omitempty"`
+	// eval_on_alloc_node_change: every change of a node that holds a live
+	// allocation of this type (it goes down, drains, becomes ineligible)
+	// evaluates that allocation's job, so the plugin can mark it lost or
+	// migrate it. eval_on_node_update implies it.
+	EvalOnAllocNodeChange bool `protobuf:"varint,18,opt,name=eval_on_alloc_node_change,json=evalOnAllocNodeChange,proto3" json:"eval_on_alloc_node_change,omitempty"`
 	// On a draining node, allocations of this type leave last, after every
 	// other allocation, and a drain with IgnoreSystemJobs leaves them.
 	DrainLast bool `protobuf:"varint,16,opt,name=drain_last,json=drainLast,proto3" json:"drain_last,omitempty"`
@@ -255,6 +260,13 @@ func (x *JobTypeInfo) GetEvalOnNodeJoin() bool {
 func (x *JobTypeInfo) GetEvalOnAllocEnd() bool {
 	if x != nil {
 		return x.EvalOnAllocEnd
+	}
+	return false
+}
+
+func (x *JobTypeInfo) GetEvalOnAllocNodeChange() bool {
+	if x != nil {
+		return x.EvalOnAllocNodeChange
 	}
 	return false
 }
@@ -2532,7 +2544,7 @@ var File_scheduler_proto protoreflect.FileDescriptor
 const file_scheduler_proto_rawDesc = "" +
 	"\n" +
 	"\x0fscheduler.proto\x12\x13drover.scheduler.v1\"\r\n" +
-	"\vInfoRequest\"\x91\x06\n" +
+	"\vInfoRequest\"\xcb\x06\n" +
 	"\vJobTypeInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
 	"\fmax_attempts\x18\x02 \x01(\x05R\vmaxAttempts\x12\x19\n" +
@@ -2549,7 +2561,8 @@ const file_scheduler_proto_rawDesc = "" +
 	"\x0fmax_group_count\x18\f \x01(\x05R\rmaxGroupCount\x12-\n" +
 	"\x13eval_on_node_update\x18\r \x01(\bR\x10evalOnNodeUpdate\x12)\n" +
 	"\x11eval_on_node_join\x18\x0e \x01(\bR\x0eevalOnNodeJoin\x12)\n" +
-	"\x11eval_on_alloc_end\x18\x0f \x01(\bR\x0eevalOnAllocEnd\x12\x1d\n" +
+	"\x11eval_on_alloc_end\x18\x0f \x01(\bR\x0eevalOnAllocEnd\x128\n" +
+	"\x19eval_on_alloc_node_change\x18\x12 \x01(\bR\x15evalOnAllocNodeChange\x12\x1d\n" +
 	"\n" +
 	"drain_last\x18\x10 \x01(\bR\tdrainLast\x12+\n" +
 	"\x11preemption_switch\x18\x11 \x01(\tR\x10preemptionSwitch\"{\n" +
