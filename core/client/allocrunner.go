@@ -112,11 +112,14 @@ func (ar *allocRunner) group() *structs.TaskGroup {
 	return a.Job.LookupTaskGroup(a.TaskGroup)
 }
 
-func (ar *allocRunner) jobType() string {
+// typeBehavior is what the plugin serving the alloc's job type declared
+// when the job was registered; nil when the job carries none, which reads
+// as the zero behaviour (a job that keeps running).
+func (ar *allocRunner) typeBehavior() *structs.JobTypeBehavior {
 	if a := ar.allocSnapshot(); a.Job != nil {
-		return a.Job.Type
+		return a.Job.TypeBehavior
 	}
-	return structs.JobTypeService
+	return nil
 }
 
 // allocSnapshot returns the alloc as the server last sent it. The value is

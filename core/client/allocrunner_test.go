@@ -458,3 +458,34 @@ func TestAllocRunnerStopBeforeRestoreStopsRecoveredTask(t *testing.T) {
 		t.Fatalf("events = %v; want the task killed through its driver", types)
 	}
 }
+
+// TestAllocRunnerExitZeroFollowsTypeDeclaration: whether a task that exits
+// 0 is done or restarted is what the job's type declares, whatever its name.
+func TestAllocRunnerExitZeroFollowsTypeDeclaration(t *testing.T) {
+	cases := []struct {
+		name     string
+		behavior *structs.JobTypeBehavior
+		status   string
+		starts   int
+		restarts uint64
+	}{
+		{"runs to completion: complete at once", &structs.JobTypeBehavior{RunsToCompletion: true}, structs.AllocClientStatusComplete, 1, 0},
+		{"keeps running: restarted until the policy fails it", &structs.JobTypeBehavior{}, structs.AllocClientStatusFailed, 3, 2},
+		{"no declaration: restarted until the policy fails it", nil, structs.AllocClientStatusFailed, 3, 2},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			task := fakeTaskSpec("main", `{"exit_code": 0}`)
+			task.RestartPolicy = &structs.RestartPolicy{Attempts: 2, Interval: time.Hour, Delay: time.Millisecond, Mode: structs.RestartPolicyModeFail}
+			h := newARHarness(t, testAlloc("a1", "node-1", testJobWith("gpu-batch", tc.behavior, task)))
+			h.waitDone()
+			a := h.waitStatus(tc.status)
+			if n := h.world.startCount("main"); n != tc.starts {
+				t.Errorf("task started %d times; want %d", n, tc.starts)
+			}
+			if ts := a.TaskStates["main"]; ts.Restarts != tc.restarts {
+				t.Errorf("restarts = %d; want %d", ts.Restarts, tc.restarts)
+			}
+		})
+	}
+}

@@ -445,9 +445,41 @@ func (s *fakeServer) node(id string) *structs.Node {
 	return s.nodes[id].Copy()
 }
 
-// testJob builds a canonicalized job with one group of the given tasks.
+// Job type behaviours as the leader stamps them into registered jobs
+// (Job.TypeBehavior), with the restart-relevant values the built-in
+// sysbatch and system plugins declare. The client reads nothing else about
+// a job's type.
+var (
+	runsToCompletionBehavior = &structs.JobTypeBehavior{
+		RunsToCompletion: true,
+		DefaultRestart:   &structs.RestartPolicy{Attempts: 3, Interval: 24 * time.Hour, Delay: 15 * time.Second, Mode: structs.RestartPolicyModeFail},
+	}
+	keepsRunningBehavior = &structs.JobTypeBehavior{
+		RunningUntilStopped: true,
+		DefaultRestart:      &structs.RestartPolicy{Attempts: 2, Interval: 30 * time.Minute, Delay: 15 * time.Second, Mode: structs.RestartPolicyModeFail},
+	}
+)
+
+// testTypeBehavior returns the declaration a job of jobType carries in the
+// tests: batch and sysbatch run to completion, every other type keeps
+// running.
+func testTypeBehavior(jobType string) *structs.JobTypeBehavior {
+	switch jobType {
+	case structs.JobTypeBatch, structs.JobTypeSysBatch:
+		return runsToCompletionBehavior.Copy()
+	}
+	return keepsRunningBehavior.Copy()
+}
+
+// testJob builds a canonicalized job with one group of the given tasks,
+// carrying testTypeBehavior(jobType) as a registered job does.
 func testJob(jobType string, tasks ...*structs.Task) *structs.Job {
-	j := &structs.Job{ID: "example", Type: jobType, TaskGroups: []*structs.TaskGroup{{
+	return testJobWith(jobType, testTypeBehavior(jobType), tasks...)
+}
+
+// testJobWith is testJob with the type's declaration given.
+func testJobWith(jobType string, behavior *structs.JobTypeBehavior, tasks ...*structs.Task) *structs.Job {
+	j := &structs.Job{ID: "example", Type: jobType, TypeBehavior: behavior, TaskGroups: []*structs.TaskGroup{{
 		Name: "web", Count: 1, Tasks: tasks,
 		RestartPolicy: &structs.RestartPolicy{Attempts: 0, Interval: time.Minute, Delay: time.Millisecond, Mode: structs.RestartPolicyModeFail},
 	}}}

@@ -11,12 +11,12 @@ import (
 // Restart reasons, shown as a task event's RestartReason. The wording is
 // Nomad's, so `alloc status` reads the same.
 const (
-	reasonWithinPolicy   = "Restart within policy"
-	reasonUnrecoverable  = "Error was unrecoverable"
-	reasonNoRestarts     = "Policy allows no restarts"
-	reasonDelayFmt       = "Exceeded allowed attempts %d in interval %v and mode is \"delay\""
-	reasonExhaustedFmt   = "Exceeded allowed attempts %d in interval %v and mode is \"fail\""
-	reasonBatchSucceeded = "Restart unnecessary as task terminated successfully"
+	reasonWithinPolicy  = "Restart within policy"
+	reasonUnrecoverable = "Error was unrecoverable"
+	reasonNoRestarts    = "Policy allows no restarts"
+	reasonDelayFmt      = "Exceeded allowed attempts %d in interval %v and mode is \"delay\""
+	reasonExhaustedFmt  = "Exceeded allowed attempts %d in interval %v and mode is \"fail\""
+	reasonSucceeded     = "Restart unnecessary as task terminated successfully"
 )
 
 // restartAction is what the task runner does after its task ended.
@@ -69,15 +69,18 @@ type taskOutcome struct {
 // for concurrent use: one task runner owns it. The clock and the jitter
 // source are fields so that tests decide them.
 //
-// Semantics (NOMAD-BEHAVIOR §1.3): a batch or sysbatch task that exits 0 is
-// done; any other end counts as an attempt (a service task exiting 0 too,
-// since a service is meant to run forever). Attempts within the policy
-// interval restart after Delay plus up to 25% jitter. Past the budget, mode
-// "fail" fails the task and mode "delay" waits for the interval to end,
-// then starts over with a fresh budget.
+// Semantics (NOMAD-BEHAVIOR §1.3): a task of a job type that declares it
+// runs to completion (JobTypeBehavior.RunsToCompletion, as batch and
+// sysbatch do) is done when it exits 0; any other end counts as an attempt
+// (for a type that keeps running, an exit 0 too: such a task is meant to
+// run until stopped). Attempts within the policy interval restart after
+// Delay plus up to 25% jitter. Past the budget, mode "fail" fails the task
+// and mode "delay" waits for the interval to end, then starts over with a
+// fresh budget.
 type restartTracker struct {
 	policy structs.RestartPolicy
-	batch  bool
+	// runsToCompletion: an exit 0 ends the task for good.
+	runsToCompletion bool
 
 	// count is the attempts used in the interval that began at start.
 	count int
@@ -87,24 +90,33 @@ type restartTracker struct {
 	jitter func() float64 // in [0, 1)
 }
 
-func newRestartTracker(policy *structs.RestartPolicy, jobType string, now time.Time) *restartTracker {
-	p := structs.DefaultRestartPolicy(jobType)
-	if policy != nil {
-		p = policy
+// newRestartTracker applies policy, the task's restart policy, to a task of
+// a job whose type declares behavior (nil: a type that declares nothing,
+// so the zero behaviour). The server fills every task's policy at
+// registration; a task without one falls back to the type's declared
+// DefaultRestart, and without that to the zero policy, which never
+// restarts.
+func newRestartTracker(policy *structs.RestartPolicy, behavior *structs.JobTypeBehavior, now time.Time) *restartTracker {
+	var p structs.RestartPolicy
+	switch {
+	case policy != nil:
+		p = *policy
+	case behavior != nil && behavior.DefaultRestart != nil:
+		p = *behavior.DefaultRestart
 	}
 	return &restartTracker{
-		policy: *p,
-		batch:  jobType == structs.JobTypeBatch || jobType == structs.JobTypeSysBatch,
-		start:  now,
-		now:    time.Now,
-		jitter: rand.Float64,
+		policy:           p,
+		runsToCompletion: behavior != nil && behavior.RunsToCompletion,
+		start:            now,
+		now:              time.Now,
+		jitter:           rand.Float64,
 	}
 }
 
 // next decides what follows a task's end and records the attempt.
 func (rt *restartTracker) next(out taskOutcome) restartDecision {
-	if out.Success && rt.batch {
-		return restartDecision{Action: actionDone, Reason: reasonBatchSucceeded}
+	if out.Success && rt.runsToCompletion {
+		return restartDecision{Action: actionDone, Reason: reasonSucceeded}
 	}
 	if out.Unrecoverable {
 		return restartDecision{Action: actionFail, Reason: reasonUnrecoverable}

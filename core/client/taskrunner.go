@@ -57,7 +57,7 @@ func newTaskRunner(ar *allocRunner, task *structs.Task, prior *persistedTask) *t
 		task:     task,
 		id:       ar.id + "/" + task.Name,
 		logger:   ar.logger.With("task", task.Name),
-		restarts: newRestartTracker(task.RestartPolicy, ar.jobType(), time.Now()),
+		restarts: newRestartTracker(task.RestartPolicy, ar.typeBehavior(), time.Now()),
 		killCh:   make(chan struct{}),
 		doneCh:   make(chan struct{}),
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -13,16 +14,57 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
-// readJobFile parses a job file, or standard input for "-".
-func readJobFile(ui *UI, path string) (*structs.Job, error) {
+// readJobFile parses a job file, or standard input for "-", with the job
+// type declarations of the agent's scheduler plugins (jobTypeOptions).
+func readJobFile(ctx context.Context, ui *UI, client *APIClient, path string) (*structs.Job, error) {
+	var src []byte
+	var err error
 	if path == "-" {
-		src, err := io.ReadAll(ui.In)
+		src, err = io.ReadAll(ui.In)
 		if err != nil {
 			return nil, fmt.Errorf("reading job from stdin: %w", err)
 		}
-		return jobspec.Parse("<stdin>", src)
+		path = "<stdin>"
+	} else if src, err = os.ReadFile(path); err != nil {
+		return nil, fmt.Errorf("reading job file: %w", err)
 	}
-	return jobspec.ParseFile(path)
+	return jobspec.ParseWith(path, src, jobTypeOptions(ctx, client))
+}
+
+// jobTypesTimeout bounds the fetch of the agent's job type declarations.
+// Only `job run` and `job plan` parse job files, and both contact the agent
+// right after, so the fetch costs one short round trip on a working agent;
+// the bound keeps a silent one from adding more than this to the command's
+// own failure.
+const jobTypesTimeout = 2 * time.Second
+
+// jobTypeOptions returns the parse options holding what the agent's
+// scheduler plugins declare about the job types they serve (GET
+// /v1/agent/plugins), so a group's partial restart or reschedule block is
+// laid over the serving plugin's defaults as the server would. It never
+// fails the command: when the list cannot be had (an agent too old to
+// serve it, unreachable, slow or refusing), or names no scheduler plugin
+// (an agent running no server), the file is parsed knowing no type, and
+// the server fills what the file leaves out at registration.
+func jobTypeOptions(ctx context.Context, client *APIClient) jobspec.Options {
+	ctx, cancel := context.WithTimeout(ctx, jobTypesTimeout)
+	defer cancel()
+	var resp struct{ Plugins []structs.AgentPlugin }
+	if _, err := client.Get(ctx, "/v1/agent/plugins", nil, &resp); err != nil {
+		return jobspec.Options{}
+	}
+	types := map[string]*structs.JobTypeBehavior{}
+	for _, p := range resp.Plugins {
+		for _, jt := range p.JobTypes {
+			if _, dup := types[jt.Name]; !dup && jt.Name != "" {
+				types[jt.Name] = jt.Behavior.Copy()
+			}
+		}
+	}
+	if len(types) == 0 {
+		return jobspec.Options{}
+	}
+	return jobspec.Options{Defaults: func(jobType string) *structs.JobTypeBehavior { return types[jobType] }}
 }
 
 // JobRunCommand is `drover job run`.
@@ -67,12 +109,12 @@ func (c *JobRunCommand) Run(args []string) int {
 	enforce := false
 	fs.Visit(func(f *flag.Flag) { enforce = enforce || f.Name == "check-index" })
 
-	job, err := readJobFile(c.ui, path)
+	client := c.client()
+	ctx := context.Background()
+	job, err := readJobFile(ctx, c.ui, client, path)
 	if err != nil {
 		return c.ui.errorf("Error getting job struct: %s", err)
 	}
-	client := c.client()
-	ctx := context.Background()
 	body := map[string]any{"Job": job, "EnforceIndex": enforce, "JobModifyIndex": checkIndex}
 	var resp structs.JobRegisterResponse
 	if err := client.Write(ctx, http.MethodPut, "/v1/jobs", nil, body, &resp); err != nil {
@@ -137,14 +179,16 @@ func (c *JobPlanCommand) Run(args []string) int {
 		}
 		return code
 	}
-	job, err := readJobFile(c.ui, path)
+	client := c.client()
+	ctx := context.Background()
+	job, err := readJobFile(ctx, c.ui, client, path)
 	if err != nil {
 		c.ui.errorf("Error getting job struct: %s", err)
 		return exitPlanError
 	}
 	var resp structs.JobPlanResponse
 	body := map[string]any{"Job": job, "Diff": diff}
-	if err := c.client().Write(context.Background(), http.MethodPut, "/v1/job/"+escapeID(job.ID)+"/plan", nil, body, &resp); err != nil {
+	if err := client.Write(ctx, http.MethodPut, "/v1/job/"+escapeID(job.ID)+"/plan", nil, body, &resp); err != nil {
 		c.ui.errorf("Error during plan: %s", err)
 		return exitPlanError
 	}

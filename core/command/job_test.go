@@ -338,3 +338,76 @@ func TestMonitorFollowsChangesAndNextEval(t *testing.T) {
 		t.Errorf("blocking query %q", q)
 	}
 }
+
+// `job run` and `job plan` parse the job file with the declarations the
+// agent's scheduler plugins make (GET /v1/agent/plugins), and without them
+// when the agent cannot give them.
+func TestJobFileUsesAgentTypeDefaults(t *testing.T) {
+	const src = `job "gpu" {
+  type = "gpu-batch"
+  group "g" {
+    restart {
+      attempts = 1
+    }
+    task "t" {
+      driver = "raw_exec"
+      config { command = "/bin/true" }
+    }
+  }
+}`
+	declared := structs.JobTypeBehavior{
+		RunsToCompletion: true,
+		DefaultRestart:   &structs.RestartPolicy{Attempts: 7, Interval: time.Hour, Delay: 3 * time.Second, Mode: structs.RestartPolicyModeDelay},
+	}
+	plugins := map[string]any{"Plugins": []structs.AgentPlugin{
+		{Name: "rawexec", Kind: "driver", Builtin: true, Health: structs.AgentPluginHealthy},
+		{Name: "gpu", Kind: "scheduler", Path: "/opt/drover/plugins/gpu", Health: structs.AgentPluginHealthy,
+			JobTypes: []structs.AgentJobType{{Name: "gpu-batch", Behavior: declared}}},
+	}}
+	laid := structs.RestartPolicy{Attempts: 1, Interval: time.Hour, Delay: 3 * time.Second, Mode: structs.RestartPolicyModeDelay}
+	offline := structs.RestartPolicy{Attempts: 1}
+
+	tests := []struct {
+		name    string
+		cmd     string
+		serve   func(f *fakeAgent)
+		restart structs.RestartPolicy
+	}{
+		{"run with the agent's declarations", "run", func(f *fakeAgent) { f.json("GET /v1/agent/plugins", plugins) }, laid},
+		{"plan with the agent's declarations", "plan", func(f *fakeAgent) { f.json("GET /v1/agent/plugins", plugins) }, laid},
+		{"agent without the plugin list (404)", "run", func(*fakeAgent) {}, offline},
+		{"agent failing the plugin list", "run", func(f *fakeAgent) { f.fail("GET /v1/agent/plugins", 500, "boom") }, offline},
+		{"agent answering garbage", "run", func(f *fakeAgent) {
+			f.handle("GET /v1/agent/plugins", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("{not json")) })
+		}, offline},
+		{"no scheduler declares the type", "run", func(f *fakeAgent) {
+			f.json("GET /v1/agent/plugins", map[string]any{"Plugins": []structs.AgentPlugin{{Name: "rawexec", Kind: "driver"}}})
+		}, offline},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeAgent(t)
+			tc.serve(f)
+			f.json("PUT /v1/jobs", structs.JobRegisterResponse{EvalID: evalID, Index: 10})
+			f.json("PUT /v1/job/gpu/plan", structs.JobPlanResponse{JobModifyIndex: 0})
+			var key string
+			var r result
+			if tc.cmd == "run" {
+				key = "PUT /v1/jobs"
+				r = f.run(t, "", "job", "run", "-detach", writeJobFile(t, src))
+			} else {
+				key = "PUT /v1/job/gpu/plan"
+				r = f.run(t, "", "job", "plan", writeJobFile(t, src))
+			}
+			wantCode(t, r, 0)
+			f.request("GET /v1/agent/plugins")
+			var body struct{ Job structs.Job }
+			if err := json.Unmarshal(f.request(key).Body, &body); err != nil {
+				t.Fatal(err)
+			}
+			if got := body.Job.TaskGroups[0].RestartPolicy; got == nil || *got != tc.restart {
+				t.Errorf("submitted group restart = %+v, want %+v", got, tc.restart)
+			}
+		})
+	}
+}

@@ -119,6 +119,30 @@ func checkSubmittedJob(job *structs.Job, urlID, mismatch string) error {
 	return nil
 }
 
+// JobTypes is optionally implemented by a Server that routes job types to
+// scheduler plugins. /v1/jobs/parse then parses with the serving plugin's
+// declaration of the job's type (its restart and reschedule defaults,
+// the blocks it refuses); without it, on an agent running no server, or
+// for a type no plugin serves, the job file is parsed knowing no type and
+// the server fills the rest at registration.
+type JobTypes interface {
+	// JobTypeBehavior returns what the plugin serving jobType declares
+	// about it, a copy the caller owns, and whether any plugin serves it.
+	JobTypeBehavior(jobType string) (*structs.JobTypeBehavior, bool)
+}
+
+// parseOptions are the jobspec options of this agent's server.
+func (s *HTTPServer) parseOptions() jobspec.Options {
+	jt, ok := s.srv.(JobTypes)
+	if !ok {
+		return jobspec.Options{}
+	}
+	return jobspec.Options{Defaults: func(jobType string) *structs.JobTypeBehavior {
+		b, _ := jt.JobTypeBehavior(jobType)
+		return b
+	}}
+}
+
 func (s *HTTPServer) jobParse(w http.ResponseWriter, r *http.Request) {
 	var req jobParseRequest
 	if err := decodeBody(r, &req); err != nil {
@@ -129,7 +153,7 @@ func (s *HTTPServer) jobParse(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, badRequest("Job spec is empty"))
 		return
 	}
-	job, err := jobspec.Parse("job.hcl", []byte(req.JobHCL))
+	job, err := jobspec.ParseWith("job.hcl", []byte(req.JobHCL), s.parseOptions())
 	if err != nil {
 		s.writeError(w, badRequest("Failed to parse job: %v", err))
 		return

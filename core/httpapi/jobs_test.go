@@ -2,9 +2,12 @@ package httpapi
 
 import (
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/drover-org/drover/core/state"
 	"github.com/drover-org/drover/core/structs"
 )
 
@@ -328,5 +331,78 @@ func TestJobParse(t *testing.T) {
 		if rec.Code != 400 || !strings.Contains(rec.Body.String(), tc.want) {
 			t.Errorf("%s: %d %q, want 400 %q", tc.body, rec.Code, rec.Body.String(), tc.want)
 		}
+	}
+}
+
+// typedServer is a fakeServer whose scheduler plugins declare types.
+type typedServer struct {
+	*fakeServer
+	types map[string]*structs.JobTypeBehavior
+}
+
+func (s typedServer) JobTypeBehavior(jobType string) (*structs.JobTypeBehavior, bool) {
+	b, ok := s.types[jobType]
+	return b.Copy(), ok
+}
+
+// TestJobParseTypeDefaults: on a server agent the parse endpoint lays a
+// group's blocks over the declaration of the plugin serving the job's type;
+// without one it parses knowing no type.
+func TestJobParseTypeDefaults(t *testing.T) {
+	gpu := &structs.JobTypeBehavior{
+		RunsToCompletion: true,
+		DefaultRestart:   &structs.RestartPolicy{Attempts: 7, Interval: time.Hour, Delay: 3 * time.Second, Mode: structs.RestartPolicyModeDelay},
+	}
+	hcl := `job "example" {
+  type = "gpu-batch"
+  group "g" {
+    restart {
+      attempts = 1
+    }
+    task "t" {
+      driver = "raw_exec"
+    }
+  }
+}`
+	store, err := state.NewStateStore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := &fakeServer{store: store, leader: "127.0.0.1:4647"}
+	tests := []struct {
+		name     string
+		srv      Server
+		restart  structs.RestartPolicy
+		behavior *structs.JobTypeBehavior
+	}{
+		{
+			name:    "declared type",
+			srv:     typedServer{fake, map[string]*structs.JobTypeBehavior{"gpu-batch": gpu}},
+			restart: structs.RestartPolicy{Attempts: 1, Interval: time.Hour, Delay: 3 * time.Second, Mode: structs.RestartPolicyModeDelay}, behavior: gpu,
+		},
+		{
+			name:    "type no plugin serves",
+			srv:     typedServer{fake, map[string]*structs.JobTypeBehavior{"other": gpu}},
+			restart: structs.RestartPolicy{Attempts: 1},
+		},
+		{
+			name:    "server without declarations",
+			srv:     fake,
+			restart: structs.RestartPolicy{Attempts: 1},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			api := New(Config{Server: tc.srv})
+			rec := do(t, api.Handler(), "PUT", "/v1/jobs/parse", toJSONString(map[string]any{"JobHCL": hcl}))
+			mustOK(t, rec)
+			job := decodeJSON[structs.Job](t, rec)
+			if got := job.TaskGroups[0].RestartPolicy; got == nil || *got != tc.restart {
+				t.Errorf("group restart = %+v, want %+v", got, tc.restart)
+			}
+			if !reflect.DeepEqual(job.TypeBehavior, tc.behavior) {
+				t.Errorf("TypeBehavior = %+v, want %+v", job.TypeBehavior, tc.behavior)
+			}
+		})
 	}
 }

@@ -226,6 +226,15 @@ func (p *parser) parameterized(b *hcl.Block) *structs.ParameterizedJobConfig {
 
 var restartAttrs = []string{"attempts", "interval", "delay", "mode", "render_templates"}
 
+// defaultRestart is the base of a group's restart block: what the job's
+// type declares, or zero values when the type is unknown.
+func defaultRestart(b *structs.JobTypeBehavior) structs.RestartPolicy {
+	if b == nil || b.DefaultRestart == nil {
+		return structs.RestartPolicy{}
+	}
+	return *b.DefaultRestart
+}
+
 // restart lays a restart block over base: the job type's defaults for a
 // group, the group's policy for a task.
 func (p *parser) restart(b *hcl.Block, base structs.RestartPolicy) *structs.RestartPolicy {
@@ -241,20 +250,20 @@ func (p *parser) restart(b *hcl.Block, base structs.RestartPolicy) *structs.Rest
 
 var rescheduleAttrs = []string{"attempts", "interval", "delay", "delay_function", "max_delay", "unlimited"}
 
-// defaultReschedule holds Nomad's reschedule defaults (§1.3). System and
-// sysbatch jobs have none: validation refuses their reschedule blocks.
-func defaultReschedule(jobType string) structs.ReschedulePolicy {
-	switch jobType {
-	case structs.JobTypeService:
-		return structs.ReschedulePolicy{Delay: 30 * time.Second, DelayFunction: "exponential", MaxDelay: time.Hour, Unlimited: true}
-	case structs.JobTypeBatch:
-		return structs.ReschedulePolicy{Attempts: 1, Interval: 24 * time.Hour, Delay: 5 * time.Second, DelayFunction: "constant"}
+// defaultReschedule is the base of a group's reschedule block: what the
+// job's type declares, or zero values when the type is unknown or declares
+// none (a type refusing reschedule blocks has the block refused by
+// validation, not dropped here).
+func defaultReschedule(b *structs.JobTypeBehavior) structs.ReschedulePolicy {
+	if b == nil || b.DefaultReschedule == nil {
+		return structs.ReschedulePolicy{}
 	}
-	return structs.ReschedulePolicy{}
+	return *b.DefaultReschedule
 }
 
-func (p *parser) reschedule(b *hcl.Block, jobType string) *structs.ReschedulePolicy {
-	rp := defaultReschedule(jobType)
+// reschedule lays a reschedule block over base.
+func (p *parser) reschedule(b *hcl.Block, base structs.ReschedulePolicy) *structs.ReschedulePolicy {
+	rp := &base
 	attrs, _ := p.content(b.Body, rescheduleAttrs, nil)
 	p.setInt(attrs["attempts"], &rp.Attempts)
 	p.setDuration(attrs["interval"], &rp.Interval)
@@ -262,7 +271,7 @@ func (p *parser) reschedule(b *hcl.Block, jobType string) *structs.ReschedulePol
 	p.setString(attrs["delay_function"], &rp.DelayFunction)
 	p.setDuration(attrs["max_delay"], &rp.MaxDelay)
 	p.setBool(attrs["unlimited"], &rp.Unlimited)
-	return &rp
+	return rp
 }
 
 var migrateAttrs = []string{"max_parallel", "health_check", "min_healthy_time", "healthy_deadline"}

@@ -15,6 +15,7 @@ import (
 type parser struct {
 	src      []byte
 	filename string
+	opts     Options
 	diags    hcl.Diagnostics
 	// configDepth is how many levels of a task config (the config block,
 	// blocks and lists of blocks inside it) enclose what configBody reads.
@@ -167,21 +168,24 @@ func (p *parser) job(b *hcl.Block) *structs.Job {
 		job.ParameterizedJob = p.parameterized(pb)
 	}
 
-	// Defaults that depend on the job type (restart, reschedule) are the
-	// base onto which a group's blocks are laid, as Nomad merges them.
+	// The type's declaration, when the caller knows it, holds the defaults
+	// (restart, reschedule) onto which a group's blocks are laid, as Nomad
+	// merges them.
 	jobType := job.Type
 	if jobType == "" {
-		jobType = structs.JobTypeService
+		jobType = structs.DefaultJobType
 	}
+	behavior := p.opts.behavior(jobType)
+	job.TypeBehavior = behavior
 	// A job-level update block is the base of every group's, so schedulers
-	// read one place (the group). Sysbatch refuses update blocks; copying
-	// would only repeat the refusal for every group.
+	// read one place (the group). A type refusing update blocks has the
+	// job-level refusal; copying would only repeat it for every group.
 	var groupUpdate *structs.UpdateStrategy
-	if jobType != structs.JobTypeSysBatch {
+	if !behavior.Refuses(structs.BlockUpdate) {
 		groupUpdate = job.Update
 	}
 	for _, gb := range blocks["group"] {
-		job.TaskGroups = append(job.TaskGroups, p.group(gb, jobType, groupUpdate))
+		job.TaskGroups = append(job.TaskGroups, p.group(gb, behavior, groupUpdate))
 	}
 	return job
 }
@@ -205,7 +209,9 @@ var (
 	}
 )
 
-func (p *parser) group(b *hcl.Block, jobType string, jobUpdate *structs.UpdateStrategy) *structs.TaskGroup {
+// group parses a group block of a job whose type declares behavior (nil:
+// unknown) and whose update block is jobUpdate (nil: none, or not copied).
+func (p *parser) group(b *hcl.Block, behavior *structs.JobTypeBehavior, jobUpdate *structs.UpdateStrategy) *structs.TaskGroup {
 	// Count defaults to 1 when absent; an explicit 0 is kept.
 	tg := &structs.TaskGroup{Name: b.Labels[0], Count: 1}
 	attrs, blocks := p.content(b.Body, groupAttrs, groupBlocks)
@@ -225,10 +231,10 @@ func (p *parser) group(b *hcl.Block, jobType string, jobUpdate *structs.UpdateSt
 		tg.Update = &u
 	}
 	if rb := first(blocks, "restart"); rb != nil {
-		tg.RestartPolicy = p.restart(rb, *structs.DefaultRestartPolicy(jobType))
+		tg.RestartPolicy = p.restart(rb, defaultRestart(behavior))
 	}
 	if rb := first(blocks, "reschedule"); rb != nil {
-		tg.ReschedulePolicy = p.reschedule(rb, jobType)
+		tg.ReschedulePolicy = p.reschedule(rb, defaultReschedule(behavior))
 	}
 	if mb := first(blocks, "migrate"); mb != nil {
 		tg.Migrate = p.migrate(mb)
@@ -237,10 +243,11 @@ func (p *parser) group(b *hcl.Block, jobType string, jobUpdate *structs.UpdateSt
 		tg.EphemeralDisk = p.ephemeralDisk(eb)
 	}
 
-	// A task's restart block is laid over its group's policy.
-	groupRestart := tg.RestartPolicy
-	if groupRestart == nil {
-		groupRestart = structs.DefaultRestartPolicy(jobType)
+	// A task's restart block is laid over its group's policy, which is
+	// the type's default when the group sets none.
+	groupRestart := defaultRestart(behavior)
+	if tg.RestartPolicy != nil {
+		groupRestart = *tg.RestartPolicy
 	}
 	for _, tb := range blocks["task"] {
 		tg.Tasks = append(tg.Tasks, p.task(tb, groupRestart))
@@ -266,7 +273,7 @@ var (
 	}
 )
 
-func (p *parser) task(b *hcl.Block, groupRestart *structs.RestartPolicy) *structs.Task {
+func (p *parser) task(b *hcl.Block, groupRestart structs.RestartPolicy) *structs.Task {
 	t := &structs.Task{Name: b.Labels[0]}
 	attrs, blocks := p.content(b.Body, taskAttrs, taskBlocks)
 
@@ -285,7 +292,7 @@ func (p *parser) task(b *hcl.Block, groupRestart *structs.RestartPolicy) *struct
 		t.Resources = p.resources(rb)
 	}
 	if rb := first(blocks, "restart"); rb != nil {
-		t.RestartPolicy = p.restart(rb, *groupRestart)
+		t.RestartPolicy = p.restart(rb, groupRestart)
 	}
 	if db := first(blocks, "dispatch_payload"); db != nil {
 		t.DispatchPayload = p.dispatchPayload(db)

@@ -9,6 +9,11 @@
 // Nomad resolves "${node.…}", "${attr.…}", "${meta.…}" and "${NOMAD_…}"
 // on the client, after placement, so those references are kept verbatim in
 // the parsed job; see runtime.go for how.
+//
+// The parser knows no job type by name: what depends on the type (the
+// restart and reschedule defaults a group's blocks are laid over, whether
+// a job-level update block reaches the groups) comes from the declaration
+// of the scheduler plugin serving it, which the caller passes in Options.
 package jobspec
 
 import (
@@ -61,10 +66,50 @@ func formatDiag(d *hcl.Diagnostic) string {
 	return fmt.Sprintf("%s:%d:%d: %s", s.Filename, s.Start.Line, s.Start.Column, msg)
 }
 
-// Parse parses one job file. filename is used only in positions. The
-// returned job is canonicalized (defaults of NOMAD-BEHAVIOR §1.3 applied)
-// but not validated; see ParseAndValidate.
+// Options tell the parser what depends on the cluster it is parsing for.
+// The zero value parses offline, knowing no job type.
+type Options struct {
+	// Defaults returns what the scheduler plugin serving jobType declares
+	// about it (the declaration the server stamps into the registered job),
+	// or nil when the caller does not know the type. The parser knows no job
+	// type by name: with a declaration, a group's restart and reschedule
+	// blocks are laid over its DefaultRestart and DefaultReschedule and the
+	// job carries it as TypeBehavior, so Canonicalize and Validate apply the
+	// type's defaults and rules as the server will; without one, a partial
+	// block is laid over zero values and an absent one is left for the
+	// server to fill. Nil knows no type.
+	Defaults func(jobType string) *structs.JobTypeBehavior
+}
+
+// behavior returns the declaration of jobType, a copy the job may own.
+func (o Options) behavior(jobType string) *structs.JobTypeBehavior {
+	if o.Defaults == nil {
+		return nil
+	}
+	return o.Defaults(jobType).Copy()
+}
+
+// Parse parses one job file offline, knowing no job type (ParseWith with
+// zero Options). filename is used only in positions.
 func Parse(filename string, src []byte) (*structs.Job, error) {
+	return ParseWith(filename, src, Options{})
+}
+
+// ParseWith parses one job file. filename is used only in positions. The
+// returned job is canonicalized (defaults of NOMAD-BEHAVIOR §1.3 applied,
+// those of its type from opts.Defaults) but not validated; see
+// ParseAndValidateWith.
+func ParseWith(filename string, src []byte, opts Options) (*structs.Job, error) {
+	job, err := parse(filename, src, opts)
+	if err != nil {
+		return nil, err
+	}
+	job.Canonicalize()
+	return job, nil
+}
+
+// parse returns the job as the file writes it, before Canonicalize.
+func parse(filename string, src []byte, opts Options) (*structs.Job, error) {
 	if diags := hclguard.Check(filename, src); diags.HasErrors() {
 		return nil, &Error{Diags: diags}
 	}
@@ -72,7 +117,7 @@ func Parse(filename string, src []byte) (*structs.Job, error) {
 	if diags.HasErrors() {
 		return nil, &Error{Diags: diags}
 	}
-	p := &parser{src: src, filename: filename}
+	p := &parser{src: src, filename: filename, opts: opts}
 	body := file.Body.(*hclsyntax.Body)
 	if p.checkCollections(body); p.diags.HasErrors() {
 		return nil, &Error{Diags: p.diags}
@@ -82,7 +127,6 @@ func Parse(filename string, src []byte) (*structs.Job, error) {
 		sortDiags(p.diags)
 		return nil, &Error{Diags: p.diags}
 	}
-	job.Canonicalize()
 	return job, nil
 }
 
@@ -101,21 +145,33 @@ func sortDiags(diags hcl.Diagnostics) {
 	})
 }
 
-// ParseFile reads and parses the job file at path.
+// ParseFile reads and parses the job file at path offline (ParseFileWith
+// with zero Options).
 func ParseFile(path string) (*structs.Job, error) {
+	return ParseFileWith(path, Options{})
+}
+
+// ParseFileWith reads and parses the job file at path.
+func ParseFileWith(path string, opts Options) (*structs.Job, error) {
 	src, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading job file: %w", err)
 	}
-	return Parse(path, src)
+	return ParseWith(path, src, opts)
 }
 
-// ParseAndValidate parses a job file and checks it with job.Validate, the
-// same rules the server applies at submit time, so a CLI can refuse a bad
-// job before it reaches the network. A validation failure is returned as
-// a wrapped *structs.ValidationError.
+// ParseAndValidate is ParseAndValidateWith with zero Options: the rules
+// that depend on the job's type are left to the server.
 func ParseAndValidate(filename string, src []byte) (*structs.Job, error) {
-	job, err := Parse(filename, src)
+	return ParseAndValidateWith(filename, src, Options{})
+}
+
+// ParseAndValidateWith parses a job file and checks it with job.Validate,
+// the same rules the server applies at submit time, so a CLI can refuse a
+// bad job before it reaches the network. A validation failure is returned
+// as a wrapped *structs.ValidationError.
+func ParseAndValidateWith(filename string, src []byte, opts Options) (*structs.Job, error) {
+	job, err := ParseWith(filename, src, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -51,7 +51,7 @@ func TestGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			// A fixed filename keeps positions independent of the path.
-			job, err := Parse(filepath.Base(in), src)
+			job, err := ParseWith(filepath.Base(in), src, testOptions)
 			if err != nil {
 				t.Fatalf("parse: %v", err)
 			}
@@ -137,7 +137,7 @@ func TestExamplesValidate(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			j, err := ParseAndValidate(tt.file, src)
+			j, err := ParseAndValidateWith(tt.file, src, testOptions)
 			if err != nil {
 				t.Fatalf("ParseAndValidate: %v", err)
 			}
@@ -192,14 +192,14 @@ func TestParseAndValidateRefuses(t *testing.T) {
   }
 }`
 	// Parse alone accepts it: the reschedule block is kept for validation.
-	j, err := Parse("x.hcl", []byte(src))
+	j, err := ParseWith("x.hcl", []byte(src), testOptions)
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
 	}
 	if j.TaskGroups[0].ReschedulePolicy == nil {
 		t.Fatal("reschedule block was dropped")
 	}
-	_, err = ParseAndValidate("x.hcl", []byte(src))
+	_, err = ParseAndValidateWith("x.hcl", []byte(src), testOptions)
 	var ve *structs.ValidationError
 	if !errors.As(err, &ve) {
 		t.Fatalf("err = %v, want a *structs.ValidationError", err)

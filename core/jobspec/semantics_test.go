@@ -11,7 +11,7 @@ import (
 
 func mustParse(t *testing.T, src string) *structs.Job {
 	t.Helper()
-	j, err := Parse("job.hcl", []byte(src))
+	j, err := ParseWith("job.hcl", []byte(src), testOptions)
 	if err != nil {
 		t.Fatalf("parse: %v", err)
 	}
@@ -89,7 +89,7 @@ func TestDefaults(t *testing.T) {
 	if zero.Count != 0 {
 		t.Errorf("count = 0 became %d", zero.Count)
 	}
-	batch := structs.DefaultRestartPolicy(structs.JobTypeBatch)
+	batch := testTypes[structs.JobTypeBatch].DefaultRestart
 	if !reflect.DeepEqual(a.RestartPolicy, batch) || !reflect.DeepEqual(a.Tasks[0].RestartPolicy, batch) {
 		t.Errorf("default restart = %+v / %+v, want %+v", a.RestartPolicy, a.Tasks[0].RestartPolicy, batch)
 	}
@@ -156,7 +156,7 @@ func TestUpdateInheritance(t *testing.T) {
 		t.Error("group shares the job's update struct")
 	}
 
-	// Sysbatch refuses update blocks; the job-level refusal is enough.
+	// A type refusing update blocks (sysbatch) has the job-level refusal.
 	j = mustParse(t, fmt.Sprintf(src, "sysbatch"))
 	if j.TaskGroups[0].Update != nil {
 		t.Errorf("sysbatch group inherited update %+v", j.TaskGroups[0].Update)
