@@ -13,7 +13,7 @@ import (
 
 	"github.com/drover-org/drover/sdk/proto/schedulerpb"
 	"github.com/drover-org/drover/sdk/scheduler"
-	"github.com/drover-org/drover/sdk/scheduler/schedulertest"
+	"github.com/drover-org/drover/sdk/scheduler/conformance"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -45,7 +45,7 @@ func TestAdaptersRoundTrip(t *testing.T) {
 			}, nil
 		},
 	}
-	s := schedulertest.Connect(t, impl)
+	s := conformance.Connect(t, impl)
 
 	info, err := s.Info(t.Context())
 	if err != nil {
@@ -56,7 +56,7 @@ func TestAdaptersRoundTrip(t *testing.T) {
 	}
 
 	// A request well past gRPC's 4 MiB default must pass both ways.
-	req := schedulertest.Request("echo")
+	req := conformance.NewBuilder("echo").Nodes(3).Request()
 	big := strings.Repeat("x", 1024)
 	for i := range 6 * 1024 {
 		req.Nodes = append(req.Nodes, &schedulerpb.Node{Id: big, Name: string(rune('a' + i%26))})
@@ -116,12 +116,12 @@ func TestAdaptersErrorsAndContext(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := schedulertest.Connect(t, funcScheduler{schedule: tc.schedule})
+			s := conformance.Connect(t, funcScheduler{schedule: tc.schedule})
 			ctx := t.Context()
 			if tc.ctx != nil {
 				ctx = tc.ctx(t)
 			}
-			_, err := s.Schedule(ctx, schedulertest.Request("x"))
+			_, err := s.Schedule(ctx, conformance.NewBuilder("x").Nodes(3).Request())
 			if got := status.Code(err); got != tc.want {
 				t.Fatalf("code = %v (err %v), want %v", got, err, tc.want)
 			}
@@ -136,7 +136,7 @@ func TestAdaptersErrorsAndContext(t *testing.T) {
 // eval stops burning the plugin's CPU.
 func TestCancellationReachesPlugin(t *testing.T) {
 	started, sawCancel := make(chan struct{}), make(chan struct{})
-	s := schedulertest.Connect(t, funcScheduler{
+	s := conformance.Connect(t, funcScheduler{
 		schedule: func(ctx context.Context, _ *schedulerpb.ScheduleRequest) (*schedulerpb.ScheduleResponse, error) {
 			close(started)
 			<-ctx.Done()
@@ -147,7 +147,7 @@ func TestCancellationReachesPlugin(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	errc := make(chan error, 1)
 	go func() {
-		_, err := s.Schedule(ctx, schedulertest.Request("x"))
+		_, err := s.Schedule(ctx, conformance.NewBuilder("x").Nodes(3).Request())
 		errc <- err
 	}()
 	<-started

@@ -8,7 +8,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/drover-org/drover/sdk/proto/schedulerpb"
-	"github.com/drover-org/drover/sdk/scheduler/schedulertest"
+	"github.com/drover-org/drover/sdk/scheduler/conformance"
 )
 
 var pluginCases = []struct {
@@ -42,17 +42,17 @@ func TestPluginInfo(t *testing.T) {
 }
 
 // TestPluginSchedule checks that the plugin answers as its engine does and
-// refuses a canceled context. The plugins built on Plugin run
-// goldentest.Suite, which adds the conformance checks over gRPC.
+// refuses a canceled context. TestPluginConformance holds it to the
+// contract every scheduler keeps.
 func TestPluginSchedule(t *testing.T) {
 	for _, tc := range pluginCases {
 		t.Run(tc.name, func(t *testing.T) {
 			p := NewPlugin(tc.id, tc.opts)
-			got, err := p.Schedule(t.Context(), schedulertest.Request(tc.id.JobType))
+			got, err := p.Schedule(t.Context(), conformance.NewBuilder(tc.id.JobType).Nodes(3).Request())
 			if err != nil {
 				t.Fatal(err)
 			}
-			want, err := New(tc.opts).Schedule(schedulertest.Request(tc.id.JobType))
+			want, err := New(tc.opts).Schedule(conformance.NewBuilder(tc.id.JobType).Nodes(3).Request())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -62,9 +62,20 @@ func TestPluginSchedule(t *testing.T) {
 
 			ctx, cancel := context.WithCancel(t.Context())
 			cancel()
-			if _, err := p.Schedule(ctx, schedulertest.Request(tc.id.JobType)); !errors.Is(err, context.Canceled) {
+			if _, err := p.Schedule(ctx, conformance.NewBuilder(tc.id.JobType).Nodes(3).Request()); !errors.Is(err, context.Canceled) {
 				t.Errorf("Schedule with a canceled context: err = %v, want context.Canceled", err)
 			}
+		})
+	}
+}
+
+// TestPluginConformance runs the conformance kit over gRPC, with groups of
+// count 2 (no max_group_count is declared here), so each node runs two
+// allocations of each group.
+func TestPluginConformance(t *testing.T) {
+	for _, tc := range pluginCases {
+		t.Run(tc.name, func(t *testing.T) {
+			conformance.Run(t, NewPlugin(tc.id, tc.opts), conformance.Options{})
 		})
 	}
 }

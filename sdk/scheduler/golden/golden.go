@@ -1,35 +1,56 @@
-// Package goldentest runs scheduler scenario files: a request in, the
-// expected response out, both readable JSON, so a change in scheduling
-// behaviour shows up in review as a diff of a golden file.
+// Package golden runs scheduler scenario files against a scheduler plugin:
+// a request in, the expected response out, both readable JSON, so that a
+// change in scheduling behaviour shows up in review as the diff of a golden
+// file. It complements package conformance, which checks the rules every
+// scheduler keeps; golden files pin what one scheduler decides.
 //
-// # Format
+// A plugin's test:
 //
-// A scenario is testdata/<name>.json:
+//	func TestGolden(t *testing.T) {
+//		s := myplugin.New()
+//		golden.Run(t, "testdata", func(req *schedulerpb.ScheduleRequest) (*schedulerpb.ScheduleResponse, error) {
+//			return s.Schedule(t.Context(), req)
+//		})
+//	}
+//
+// # Scenario files
+//
+// A scenario is testdata/<name>.json, one JSON object with exactly two
+// fields (unknown fields are an error, so a typo does not pass silently):
 //
 //	{
 //	  "doc": "what the scenario shows, in a sentence or two",
-//	  "request": { ...a ScheduleRequest in protojson, proto field names... }
+//	  "request": { ...a ScheduleRequest in protojson... }
 //	}
 //
-// Two defaults keep scenarios short: a node without "capacity" gets
-// DefaultCapacity, and a request without "attempt" is attempt 1. Everything
-// else is spelled out.
+// "doc" is required: a scenario nobody can explain cannot be reviewed.
+// "request" is a drover.scheduler.v1.ScheduleRequest as protojson reads it:
+// field names as in sdk/proto/scheduler.proto (job_modify_index; the
+// lowerCamel JSON names are accepted too), 64-bit integers as strings or
+// numbers, bytes (a task's config_json) in base64. Two
+// defaults keep scenarios short: a node without "capacity" gets
+// DefaultCapacity, and a request without "attempt" is attempt 1.
+// Everything else is spelled out; in particular a node's "used" must count
+// the job's live allocations on it, as the core's would.
 //
-// Its expected outcome is testdata/<name>.golden.json: the ScheduleResponse
-// as canonical JSON (proto field names, object keys sorted, two-space
-// indent, 64-bit integers as strings as protojson writes them). Run the
-// tests with -update to rewrite golden files from the current behaviour,
-// then review the diff.
+// # Golden files
 //
-// Suite is a plugin's whole test: its scenarios plus the checks every
-// scheduler plugin shares.
-package goldentest
+// The expected outcome of testdata/<name>.json is testdata/<name>.golden.json:
+// the ScheduleResponse as canonical JSON (see Canonical): proto field names,
+// object keys sorted, two-space indent, a final newline, 64-bit integers as
+// strings as protojson writes them, fields at their zero value left out.
+// Canonical output makes equal responses byte-equal, so the comparison is
+// exact and a failure prints the differing lines.
+//
+// Run the tests with -update to write every golden file from the current
+// behaviour (go test ./plugins/myplugin -run TestGolden -update), then
+// review the diff before committing it. A missing golden file fails the
+// test and says to run -update.
+package golden
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -41,8 +62,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/drover-org/drover/sdk/proto/schedulerpb"
-	"github.com/drover-org/drover/sdk/scheduler"
-	"github.com/drover-org/drover/sdk/scheduler/schedulertest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files from the current output")
@@ -132,42 +151,6 @@ func Run(t *testing.T, dir string, f ScheduleFunc) {
 	if n == 0 {
 		t.Fatalf("no scenarios in %s", dir)
 	}
-}
-
-// Suite tests a scheduler plugin that serves one job type: Info reports
-// exactly want, Schedule refuses a canceled context, the plugin passes
-// schedulertest.Conformance, and every scenario in dir matches its golden
-// file (see Run). Each part is a subtest named Info, CanceledContext,
-// Conformance and Golden.
-func Suite(t *testing.T, s scheduler.Scheduler, dir string, want *schedulerpb.InfoResponse) {
-	t.Helper()
-	if len(want.GetJobTypes()) != 1 {
-		t.Fatalf("goldentest: Suite wants one job type, got %v", want.GetJobTypes())
-	}
-	t.Run("Info", func(t *testing.T) {
-		got, err := s.Info(t.Context())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !proto.Equal(got, want) {
-			t.Errorf("Info = %v, want %v", got, want)
-		}
-	})
-	t.Run("CanceledContext", func(t *testing.T) {
-		ctx, cancel := context.WithCancel(t.Context())
-		cancel()
-		if _, err := s.Schedule(ctx, schedulertest.Request(want.GetJobTypes()[0].GetName())); !errors.Is(err, context.Canceled) {
-			t.Fatalf("Schedule with a canceled context: err = %v, want context.Canceled", err)
-		}
-	})
-	t.Run("Conformance", func(t *testing.T) {
-		schedulertest.Conformance(t, s)
-	})
-	t.Run("Golden", func(t *testing.T) {
-		Run(t, dir, func(req *schedulerpb.ScheduleRequest) (*schedulerpb.ScheduleResponse, error) {
-			return s.Schedule(t.Context(), req)
-		})
-	})
 }
 
 func runOne(t *testing.T, path string, f ScheduleFunc) {
