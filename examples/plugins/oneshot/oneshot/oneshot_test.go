@@ -9,6 +9,7 @@ import (
 
 	"github.com/drover-org/drover/sdk/proto/schedulerpb"
 	"github.com/drover-org/drover/sdk/scheduler/conformance"
+	"github.com/drover-org/drover/sdk/scheduler/golden"
 )
 
 // cluster is three ready nodes and a new job of group "web", count 2.
@@ -178,4 +179,13 @@ func TestInfoDeclaresARunToCompletionType(t *testing.T) {
 		jt.GetEvalOnAllocEnd() || jt.GetPerNode() || jt.GetDefaultRestart().GetMode() != "fail" || jt.GetDefaultRestart().GetAttempts() != 0 {
 		t.Errorf("declaration = %v", jt)
 	}
+}
+
+// Scenario files in testdata: a request in, the expected response out (see
+// package golden; `go test -run Golden -update` rewrites them for review).
+func TestGolden(t *testing.T) {
+	s := New("test")
+	golden.Run(t, "testdata", func(req *schedulerpb.ScheduleRequest) (*schedulerpb.ScheduleResponse, error) {
+		return s.Schedule(t.Context(), req)
+	})
 }
