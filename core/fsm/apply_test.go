@@ -111,7 +111,7 @@ func TestApplyMessageTypes(t *testing.T) {
 			})
 		}},
 		{"job register", func(t *testing.T, f *FSM, rec *recorder) {
-			job := mockJob(structs.JobTypeBatch)
+			job := mockJob("batch")
 			ev := mockEval("", job.ID, structs.EvalStatusPending)
 			ev.Namespace = structs.DefaultNamespace
 			mustApply(t, f, 10, structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: job, Eval: ev})
@@ -141,7 +141,7 @@ func TestApplyMessageTypes(t *testing.T) {
 		}},
 		{"periodic parent and child launches", func(t *testing.T, f *FSM, rec *recorder) {
 			now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-			parent := mockJob(structs.JobTypeBatch)
+			parent := mockJob("batch")
 			parent.Periodic = &structs.PeriodicConfig{Enabled: true, Spec: "* * * * *"}
 			mustApply(t, f, 10, structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: parent, Now: now.UnixNano()})
 			l, _ := f.State().PeriodicLaunchByID(nil, structs.DefaultNamespace, parent.ID)
@@ -156,7 +156,7 @@ func TestApplyMessageTypes(t *testing.T) {
 			if l, _ := f.State().PeriodicLaunchByID(nil, structs.DefaultNamespace, parent.ID); !l.Launch.Equal(now) {
 				t.Errorf("update moved the launch to %v", l.Launch)
 			}
-			child := mockJob(structs.JobTypeBatch)
+			child := mockJob("batch")
 			child.ID = parent.ID + "/periodic-1800000000"
 			child.ParentID = parent.ID
 			registerJob(t, f, 12, child)
@@ -170,11 +170,11 @@ func TestApplyMessageTypes(t *testing.T) {
 			}
 		}},
 		{"dispatch idempotency", func(t *testing.T, f *FSM, rec *recorder) {
-			parent := mockJob(structs.JobTypeBatch)
+			parent := mockJob("batch")
 			parent.ParameterizedJob = &structs.ParameterizedJobConfig{}
 			mustApply(t, f, 10, structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: parent})
 			dispatch := func(index uint64, id string) {
-				c := mockJob(structs.JobTypeBatch)
+				c := mockJob("batch")
 				c.ID, c.ParentID, c.Dispatched, c.DispatchIdempotencyToken = id, parent.ID, true, "tok"
 				c.ParameterizedJob = &structs.ParameterizedJobConfig{}
 				mustApply(t, f, index, structs.JobRegisterRequestType, &structs.JobRegisterRequest{
@@ -212,7 +212,7 @@ func TestApplyMessageTypes(t *testing.T) {
 			}
 		}},
 		{"job deregister purge", func(t *testing.T, f *FSM, rec *recorder) {
-			job := mockJob(structs.JobTypeBatch)
+			job := mockJob("batch")
 			job.Periodic = &structs.PeriodicConfig{Enabled: true, Spec: "* * * * *"}
 			mustApply(t, f, 10, structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: job})
 			mustApply(t, f, 11, structs.JobDeregisterRequestType, &structs.JobDeregisterRequest{
@@ -234,8 +234,8 @@ func TestApplyMessageTypes(t *testing.T) {
 			}
 		}},
 		{"job batch deregister", func(t *testing.T, f *FSM, rec *recorder) {
-			a := registerJob(t, f, 10, mockJob(structs.JobTypeBatch))
-			b := registerJob(t, f, 11, mockJob(structs.JobTypeBatch))
+			a := registerJob(t, f, 10, mockJob("batch"))
+			b := registerJob(t, f, 11, mockJob("batch"))
 			mustApply(t, f, 12, structs.JobBatchDeregisterRequestType, &structs.JobBatchDeregisterRequest{
 				Jobs: []structs.NamespacedID{{ID: a.ID, Namespace: a.Namespace}, {ID: b.ID, Namespace: b.Namespace}, {ID: "gone", Namespace: "default"}},
 			})
@@ -247,7 +247,7 @@ func TestApplyMessageTypes(t *testing.T) {
 			}
 		}},
 		{"eval update and delete", func(t *testing.T, f *FSM, rec *recorder) {
-			job := registerJob(t, f, 10, mockJob(structs.JobTypeBatch))
+			job := registerJob(t, f, 10, mockJob("batch"))
 			blocked := mockEval(job.Namespace, job.ID, structs.EvalStatusBlocked)
 			mustApply(t, f, 11, structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: []*structs.Evaluation{blocked}})
 			done := mockEval(job.Namespace, job.ID, structs.EvalStatusComplete)
@@ -269,7 +269,7 @@ func TestApplyMessageTypes(t *testing.T) {
 		}},
 		{"plan results and client updates", func(t *testing.T, f *FSM, rec *recorder) {
 			job := registerJob(t, f, 10, mockJob(structs.JobTypeService))
-			victimJob := registerJob(t, f, 11, mockJob(structs.JobTypeBatch))
+			victimJob := registerJob(t, f, 11, mockJob("batch"))
 			victim := mockAlloc(victimJob, "n1")
 			victim.Job = victimJob
 			mustApply(t, f, 12, structs.ApplyPlanResultsRequestType, &structs.ApplyPlanResultsRequest{AllocsUpdated: []*structs.Allocation{victim}})

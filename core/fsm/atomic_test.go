@@ -32,7 +32,7 @@ func hookCount(rec *recorder) int {
 func TestMultiWriteEntryIsAllOrNothing(t *testing.T) {
 	upsertedThenEvals := []string{"JobUpserted", "EvalsCommitted"}
 	periodic := func() *structs.Job {
-		j := mockJob(structs.JobTypeBatch)
+		j := mockJob("batch")
 		j.Periodic = &structs.PeriodicConfig{Enabled: true, Spec: "* * * * *"}
 		return j
 	}
@@ -54,15 +54,15 @@ func TestMultiWriteEntryIsAllOrNothing(t *testing.T) {
 		{"periodic launch (child, parent's launch, eval)", func(t *testing.T, f *FSM, ev func() *structs.Evaluation) entry {
 			parent := periodic()
 			mustApply(t, f, 10, structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: parent, Now: time.Unix(1700000000, 0).UnixNano()})
-			child := mockJob(structs.JobTypeBatch)
+			child := mockJob("batch")
 			child.ID, child.ParentID = parent.ID+"/periodic-1800000000", parent.ID
 			return entry{structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: child, Eval: ev()}}
 		}, upsertedThenEvals},
 		{"dispatch (child, eval)", func(t *testing.T, f *FSM, ev func() *structs.Evaluation) entry {
-			parent := mockJob(structs.JobTypeBatch)
+			parent := mockJob("batch")
 			parent.ParameterizedJob = &structs.ParameterizedJobConfig{}
 			mustApply(t, f, 10, structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: parent})
-			c := mockJob(structs.JobTypeBatch)
+			c := mockJob("batch")
 			c.ID, c.ParentID, c.Dispatched, c.DispatchIdempotencyToken = parent.ID+"/dispatch-1-aaaaaaaa", parent.ID, true, "tok"
 			c.ParameterizedJob = &structs.ParameterizedJobConfig{}
 			return entry{structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: c, Eval: ev()}}
@@ -76,8 +76,8 @@ func TestMultiWriteEntryIsAllOrNothing(t *testing.T) {
 			return entry{structs.JobDeregisterRequestType, &structs.JobDeregisterRequest{Namespace: job.Namespace, JobID: job.ID, Purge: true, Eval: ev()}}
 		}, []string{"JobDeleted", "EvalsCommitted"}},
 		{"job batch deregister", func(t *testing.T, f *FSM, ev func() *structs.Evaluation) entry {
-			a := registerJob(t, f, 10, mockJob(structs.JobTypeBatch))
-			b := registerJob(t, f, 11, mockJob(structs.JobTypeBatch))
+			a := registerJob(t, f, 10, mockJob("batch"))
+			b := registerJob(t, f, 11, mockJob("batch"))
 			return entry{structs.JobBatchDeregisterRequestType, &structs.JobBatchDeregisterRequest{
 				Jobs:  []structs.NamespacedID{{ID: a.ID, Namespace: a.Namespace}, {ID: b.ID, Namespace: b.Namespace}},
 				Evals: []*structs.Evaluation{mockEval(a.Namespace, a.ID, structs.EvalStatusPending), ev()},
@@ -201,7 +201,7 @@ func TestWatcherWokenAtIndexSeesWholeEntry(t *testing.T) {
 			g := &gate{done: make(chan struct{})}
 			f, err := New(nil, g)
 			must(t, err)
-			job := mockJob(structs.JobTypeBatch)
+			job := mockJob("batch")
 			job.Namespace = structs.DefaultNamespace
 			job.Periodic = &structs.PeriodicConfig{Enabled: true, Spec: "* * * * *"}
 			ev := mockEval(structs.DefaultNamespace, job.ID, structs.EvalStatusPending)

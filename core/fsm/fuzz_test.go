@@ -13,7 +13,7 @@ import (
 // an entry the check passes never stops the FSM. (The check refuses more:
 // nil elements, which some appliers skip.)
 func FuzzApplyEntry(f *testing.F) {
-	job := mockJob(structs.JobTypeBatch)
+	job := mockJob("batch")
 	if buf, err := Encode(structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: job}); err == nil {
 		f.Add(buf)
 	}

@@ -25,10 +25,10 @@ func populate(t *testing.T, f *FSM) {
 	job2 := job.Copy()
 	job2.Meta = map[string]string{"v": "2"}
 	mustApply(t, f, 13, structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: job2})
-	parent := mockJob(structs.JobTypeBatch)
+	parent := mockJob("batch")
 	parent.Periodic = &structs.PeriodicConfig{Enabled: true, Spec: "@hourly"}
 	mustApply(t, f, 14, structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: parent})
-	child := mockJob(structs.JobTypeBatch)
+	child := mockJob("batch")
 	child.ID, child.ParentID = parent.ID+"/periodic-1700000000", parent.ID
 	registerJob(t, f, 15, child)
 	cur, _ := f.State().JobByID(nil, job.Namespace, job.ID)
@@ -167,7 +167,7 @@ func BenchmarkSnapshot100kAllocs(b *testing.B) {
 		index++
 	}
 	for j := 0; j < 100; j++ {
-		job := mockJob(structs.JobTypeBatch)
+		job := mockJob("batch")
 		job.Canonicalize()
 		must(b, st.UpsertJob(index, job))
 		index++

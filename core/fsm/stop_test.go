@@ -23,7 +23,7 @@ func nestedList(depth int) any {
 // deepJob is a job whose task config nests depth levels of lists, as the
 // report's job did (about 1,100).
 func deepJob(depth int) *structs.Job {
-	j := mockJob(structs.JobTypeBatch)
+	j := mockJob("batch")
 	j.Canonicalize()
 	j.TaskGroups[0].Tasks[0].Config = map[string]any{"args": nestedList(depth)}
 	return j
@@ -144,7 +144,7 @@ func TestCheckersCoverAppliers(t *testing.T) {
 // largest entries, a node scheduler's plan over many nodes, against the
 // encoding the server does anyway.
 func BenchmarkCheckEntryPlan(b *testing.B) {
-	job := mockJob(structs.JobTypeBatch)
+	job := mockJob("batch")
 	job.Canonicalize()
 	req := &structs.ApplyPlanResultsRequest{Job: job, PlacementMetric: &structs.AllocMetric{}}
 	for i := 0; i < 10000; i++ {

@@ -20,7 +20,7 @@ func stampedLog(t *testing.T, base time.Time) []*raft.Log {
 	n := mockNode()
 	job := mockJob(structs.JobTypeService)
 	job.Namespace = structs.DefaultNamespace
-	parent := mockJob(structs.JobTypeBatch)
+	parent := mockJob("batch")
 	parent.Namespace = structs.DefaultNamespace
 	parent.Periodic = &structs.PeriodicConfig{Enabled: true, Spec: "@hourly"}
 	ev := mockEval(job.Namespace, job.ID, structs.EvalStatusPending)

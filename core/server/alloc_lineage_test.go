@@ -12,7 +12,7 @@ import (
 // job runs again rather than counting the purged job's finished allocs as
 // its own.
 func TestRerunAfterPurgeHasNoPreviousAlloc(t *testing.T) {
-	for _, typ := range []string{structs.JobTypeSystem, structs.JobTypeSysBatch} {
+	for _, typ := range []string{"system", "sysbatch"} {
 		t.Run(typ, func(t *testing.T) {
 			s := testServer(t, nil)
 			ctx := context.Background()

@@ -15,7 +15,7 @@ func TestStopSystemAllocReplacesItOnItsNode(t *testing.T) {
 	ctx := context.Background()
 	n := testNode("a")
 	registerNodes(t, s, n)
-	old := runJobOn(t, s, testJob("sys", structs.JobTypeSystem), n, structs.AllocClientStatusRunning)
+	old := runJobOn(t, s, testJob("sys", "system"), n, structs.AllocClientStatusRunning)
 	resp, err := s.StopAlloc(ctx, old.ID)
 	if err != nil {
 		t.Fatal(err)

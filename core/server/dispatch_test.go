@@ -14,7 +14,7 @@ import (
 )
 
 func paramJob(id, payload string) *structs.Job {
-	j := testJob(id, structs.JobTypeSysBatch)
+	j := testJob(id, "sysbatch")
 	j.Meta = map[string]string{"owner": "ops", "color": "parent"}
 	j.ParameterizedJob = &structs.ParameterizedJobConfig{Payload: payload, MetaRequired: []string{"color"}, MetaOptional: []string{"size"}}
 	return j
@@ -37,7 +37,7 @@ func TestDispatchRefusals(t *testing.T) {
 	registerJob(t, s, paramJob("opt", structs.DispatchPayloadOptional))
 	registerJob(t, s, paramJob("forbid", structs.DispatchPayloadForbidden))
 	registerJob(t, s, paramJob("need", structs.DispatchPayloadRequired))
-	plain := registerJob(t, s, testJob("plain", structs.JobTypeSysBatch))
+	plain := registerJob(t, s, testJob("plain", "sysbatch"))
 	waitEvalTerminal(t, s, plain.EvalID) // nothing else writes while refusals are checked
 	registerJob(t, s, paramJob("stopped", structs.DispatchPayloadOptional))
 	if _, err := s.DeregisterJob(ctx, "", "stopped", false); err != nil {

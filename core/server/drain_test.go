@@ -61,8 +61,8 @@ func TestDrain(t *testing.T) {
 			ctx := context.Background()
 			n := testNode("a")
 			registerNodes(t, s, n)
-			sb := runJobOn(t, s, testJob("sb", structs.JobTypeSysBatch), n, structs.AllocClientStatusRunning)
-			sys := runJobOn(t, s, testJob("sys", structs.JobTypeSystem), n, structs.AllocClientStatusRunning)
+			sb := runJobOn(t, s, testJob("sb", "sysbatch"), n, structs.AllocClientStatusRunning)
+			sys := runJobOn(t, s, testJob("sys", "system"), n, structs.AllocClientStatusRunning)
 
 			if _, err := s.UpdateNodeDrain(ctx, n.ID, &structs.DrainSpec{Deadline: time.Hour, IgnoreSystemJobs: tc.ignore}, false, nil); err != nil {
 				t.Fatal(err)
@@ -132,7 +132,7 @@ func TestDrainCancelMarkEligible(t *testing.T) {
 	if _, err := s.UpdateNodeDrain(ctx, n.ID, &structs.DrainSpec{Deadline: time.Hour}, false, nil); err != nil {
 		t.Fatal(err)
 	}
-	resp := registerJob(t, s, testJob("sys", structs.JobTypeSystem))
+	resp := registerJob(t, s, testJob("sys", "system"))
 	waitEvalTerminal(t, s, resp.EvalID)
 	if got := allocsOn(t, s, "sys", n.ID); len(got) != 0 {
 		t.Fatalf("draining node got %d allocs", len(got))

@@ -124,10 +124,11 @@ func (h *heartbeater) invalidate(nodeID string) {
 	}
 }
 
-// runDrainer advances every active drain: batch-like allocs (sysbatch,
-// batch) are left to finish until the deadline; system allocs go last and
-// stay when the drain ignores system jobs. A node with nothing left to
-// migrate has its drain completed.
+// runDrainer advances every active drain, as each alloc's job type declares:
+// allocs that run to completion (sysbatch) are left to finish until the
+// deadline; those that drain last (system) go after all others and stay
+// when the drain ignores system jobs. A node with nothing left to migrate
+// has its drain completed.
 func (s *Server) runDrainer() {
 	st := s.State()
 	nodes, err := st.Nodes(nil)
@@ -147,14 +148,14 @@ func (s *Server) runDrainer() {
 			s.logger.Error("drainer failed to read the node's allocs", "node_id", n.ID, "error", err)
 			continue
 		}
-		var live, system []*structs.Allocation
+		var live, last []*structs.Allocation
 		for _, a := range allocs {
 			if a.TerminalStatus() {
 				continue
 			}
-			if a.Job != nil && a.Job.Type == structs.JobTypeSystem {
+			if allocBehavior(a).DrainLast {
 				if !ds.IgnoreSystemJobs {
-					system = append(system, a)
+					last = append(last, a)
 				}
 				continue
 			}
@@ -162,19 +163,19 @@ func (s *Server) runDrainer() {
 		}
 		var migrate []*structs.Allocation
 		for _, a := range live {
-			batchLike := a.Job != nil && (a.Job.Type == structs.JobTypeBatch || a.Job.Type == structs.JobTypeSysBatch)
-			if (!batchLike || forced) && !a.DesiredTransition.ShouldMigrate() {
+			finishes := allocBehavior(a).RunsToCompletion
+			if (!finishes || forced) && !a.DesiredTransition.ShouldMigrate() {
 				migrate = append(migrate, a)
 			}
 		}
 		if len(live) == 0 || forced {
-			for _, a := range system {
+			for _, a := range last {
 				if !a.DesiredTransition.ShouldMigrate() {
 					migrate = append(migrate, a)
 				}
 			}
 		}
-		if len(live) == 0 && len(system) == 0 {
+		if len(live) == 0 && len(last) == 0 {
 			_, err := s.raftApply(structs.NodeUpdateDrainRequestType, &structs.NodeUpdateDrainRequest{
 				NodeID: n.ID, UpdatedAt: now.Unix(),
 				NodeEvent: &structs.NodeEvent{Message: "Node drain complete", Subsystem: "Drain", Timestamp: now},
@@ -227,4 +228,13 @@ func (s *Server) drainMigration(nodeID string, migrate []*structs.Allocation) (*
 		}
 	}
 	return req, nil
+}
+
+// allocBehavior is the declaration of the alloc's job type as its job
+// version was registered with; the zero behaviour without one.
+func allocBehavior(a *structs.Allocation) structs.JobTypeBehavior {
+	if a.Job == nil || a.Job.TypeBehavior == nil {
+		return structs.JobTypeBehavior{}
+	}
+	return *a.Job.TypeBehavior
 }

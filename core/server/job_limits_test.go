@@ -22,7 +22,7 @@ func TestRegisterJobRefusesMoreAllocsThanTheLimit(t *testing.T) {
 	s := testServer(t, func(c *Config) { c.MaxAllocsPerJob = 10 })
 	registerNodes(t, s, testNode("a"), testNode("b"), testNode("c"))
 
-	big := testJob("big", structs.JobTypeSysBatch)
+	big := testJob("big", "sysbatch")
 	big.TaskGroups[0].Count = 4 // 4 x 3 nodes = 12 > 10
 	_, err := s.RegisterJob(context.Background(), big, false, 0)
 	if !errors.Is(err, structs.ErrInvalid) || structs.HTTPStatus(err) != http.StatusBadRequest {
@@ -42,7 +42,7 @@ func TestRegisterJobRefusesMoreAllocsThanTheLimit(t *testing.T) {
 
 	// A per-node job on a cluster without nodes still counts one node.
 	empty := testServer(t, func(c *Config) { c.MaxAllocsPerJob = 10 })
-	huge := testJob("huge", structs.JobTypeSysBatch)
+	huge := testJob("huge", "sysbatch")
 	huge.TaskGroups[0].Count = 1_000_000
 	if _, err := empty.RegisterJob(context.Background(), huge, false, 0); !errors.Is(err, structs.ErrInvalid) {
 		t.Fatalf("count 1000000 with no nodes: err = %v, want ErrInvalid", err)
@@ -50,7 +50,7 @@ func TestRegisterJobRefusesMoreAllocsThanTheLimit(t *testing.T) {
 
 	// Counts whose sum wraps around past math.MaxInt are still refused
 	// (on one candidate node, MaxInt + 1 wrapped to a negative total).
-	wrap := testJob("wrap", structs.JobTypeSysBatch)
+	wrap := testJob("wrap", "sysbatch")
 	second := *wrap.TaskGroups[0]
 	second.Name = "h"
 	wrap.TaskGroups = append(wrap.TaskGroups, &second)
@@ -63,7 +63,7 @@ func TestRegisterJobRefusesMoreAllocsThanTheLimit(t *testing.T) {
 		t.Fatal("the job with a wrapping count was written")
 	}
 
-	ok := testJob("fits", structs.JobTypeSysBatch)
+	ok := testJob("fits", "sysbatch")
 	ok.TaskGroups[0].Count = 3 // 9 <= 10
 	registerJob(t, s, ok)
 }
@@ -80,7 +80,7 @@ func capIgnoringSched() scheduler.Scheduler {
 // many, and a follow-up eval places the next batch, whether or not the
 // plugin honours the limit it is given.
 func TestWorkerPlacesInBatchesOfMaxAllocsPerEval(t *testing.T) {
-	sysbatch, _, err := builtin.InProcess{}.Lookup(structs.JobTypeSysBatch)
+	sysbatch, _, err := builtin.InProcess{}.Lookup("sysbatch")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestWorkerPlacesInBatchesOfMaxAllocsPerEval(t *testing.T) {
 			for _, n := range []string{"n1", "n2", "n3", "n4", "n5", "n6", "n7"} {
 				registerNodes(t, s, testNode(n))
 			}
-			first := registerJob(t, s, testJob("wide", structs.JobTypeSysBatch)).EvalID
+			first := registerJob(t, s, testJob("wide", "sysbatch")).EvalID
 			waitFor(t, 30*time.Second, "7 allocs placed", func() bool {
 				allocs, _ := s.State().AllocsByJob(nil, "default", "wide", true)
 				return len(allocs) == 7
@@ -133,7 +133,7 @@ func TestWorkerPlacesInBatchesOfMaxAllocsPerEval(t *testing.T) {
 func TestWorkerStopsPlacingAtMaxAllocsPerJob(t *testing.T) {
 	s := testServer(t, func(c *Config) { c.MaxAllocsPerJob = 4 })
 	// Accepted with no nodes: 1 x max(0, 1) <= 4.
-	registerJob(t, s, testJob("grows", structs.JobTypeSystem))
+	registerJob(t, s, testJob("grows", "system"))
 	for _, n := range []string{"n1", "n2", "n3", "n4", "n5", "n6", "n7"} {
 		registerNodes(t, s, testNode(n))
 	}

@@ -11,13 +11,13 @@ import (
 func TestRegisterUnchangedJob(t *testing.T) {
 	s := testServer(t, nil)
 	registerNodes(t, s, testNode("a"))
-	first := registerJob(t, s, testJob("j", structs.JobTypeSysBatch))
+	first := registerJob(t, s, testJob("j", "sysbatch"))
 	waitEvalTerminal(t, s, first.EvalID)
 	if first.Index == 0 || first.JobModifyIndex != first.Index {
 		t.Fatalf("first register = %+v", first)
 	}
 
-	again := registerJob(t, s, testJob("j", structs.JobTypeSysBatch))
+	again := registerJob(t, s, testJob("j", "sysbatch"))
 	if again.Index != 0 || again.JobModifyIndex != first.JobModifyIndex {
 		t.Fatalf("unchanged register = %+v, want Index 0 and JobModifyIndex %d", again, first.JobModifyIndex)
 	}
@@ -38,7 +38,7 @@ func TestRegisterUnchangedJob(t *testing.T) {
 		t.Fatalf("allocs = %d", len(allocs))
 	}
 
-	changed := testJob("j", structs.JobTypeSysBatch)
+	changed := testJob("j", "sysbatch")
 	changed.Meta = map[string]string{"v": "2"}
 	third := registerJob(t, s, changed)
 	job, _ = s.State().JobByID(nil, "default", "j")
@@ -50,13 +50,13 @@ func TestRegisterUnchangedJob(t *testing.T) {
 func TestRegisterEnforceIndex(t *testing.T) {
 	s := testServer(t, nil)
 	ctx := context.Background()
-	if _, err := s.RegisterJob(ctx, testJob("new", structs.JobTypeSysBatch), true, 5); !errors.Is(err, structs.ErrConflict) {
+	if _, err := s.RegisterJob(ctx, testJob("new", "sysbatch"), true, 5); !errors.Is(err, structs.ErrConflict) {
 		t.Fatalf("enforce index on a missing job: %v", err)
 	}
 	if j, _ := s.State().JobByID(nil, "default", "new"); j != nil {
 		t.Fatal("a conflicting register wrote the job")
 	}
-	created, err := s.RegisterJob(ctx, testJob("new", structs.JobTypeSysBatch), true, 0)
+	created, err := s.RegisterJob(ctx, testJob("new", "sysbatch"), true, 0)
 	if err != nil {
 		t.Fatalf("enforce 0 on a new job: %v", err)
 	}
@@ -73,7 +73,7 @@ func TestRegisterEnforceIndex(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			j := testJob("new", structs.JobTypeSysBatch)
+			j := testJob("new", "sysbatch")
 			j.Meta = map[string]string{"case": tc.name}
 			before := s.State().LatestIndex()
 			_, err := s.RegisterJob(ctx, j, true, tc.index)
@@ -104,7 +104,7 @@ func TestDeregisterJob(t *testing.T) {
 			ctx := context.Background()
 			n := testNode("a")
 			registerNodes(t, s, n)
-			a := runJobOn(t, s, testJob("d", structs.JobTypeSysBatch), n, structs.AllocClientStatusRunning)
+			a := runJobOn(t, s, testJob("d", "sysbatch"), n, structs.AllocClientStatusRunning)
 
 			resp, err := s.DeregisterJob(ctx, "", "d", tc.purge)
 			if err != nil {
@@ -144,7 +144,7 @@ func TestPlanJobWritesNothing(t *testing.T) {
 	registerNodes(t, s, testNode("a"), testNode("b"))
 	before := s.State().LatestIndex()
 
-	plan, err := s.PlanJob(ctx, testJob("p", structs.JobTypeSysBatch), true)
+	plan, err := s.PlanJob(ctx, testJob("p", "sysbatch"), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,16 +166,16 @@ func TestPlanJobWritesNothing(t *testing.T) {
 
 	// Against a registered job: unchanged is a no-op, a task change is a
 	// destructive update on both nodes.
-	reg := registerJob(t, s, testJob("p", structs.JobTypeSysBatch))
+	reg := registerJob(t, s, testJob("p", "sysbatch"))
 	waitEvalTerminal(t, s, reg.EvalID)
-	same, err := s.PlanJob(ctx, testJob("p", structs.JobTypeSysBatch), true)
+	same, err := s.PlanJob(ctx, testJob("p", "sysbatch"), true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if d := same.Annotations.DesiredTGUpdates["g"]; d.Place != 0 || d.Ignore != 2 || same.Diff.Type != "None" || same.JobModifyIndex != reg.JobModifyIndex {
 		t.Fatalf("unchanged plan: %+v diff %s", d, same.Diff.Type)
 	}
-	changed := testJob("p", structs.JobTypeSysBatch)
+	changed := testJob("p", "sysbatch")
 	changed.TaskGroups[0].Tasks[0].Config = map[string]any{"command": "/bin/false"}
 	before = s.State().LatestIndex()
 	diff, err := s.PlanJob(ctx, changed, true)

@@ -42,7 +42,7 @@ func TestDeepJobRefused(t *testing.T) {
 	}
 
 	before := s.State().LatestIndex()
-	job := testJob("deep", structs.JobTypeSysBatch)
+	job := testJob("deep", "sysbatch")
 	job.TaskGroups[0].Tasks[0].Config = map[string]any{"args": nestedList(1100)}
 	_, err := s.RegisterJob(context.Background(), job, false, 0)
 	if structs.HTTPStatus(err) != http.StatusBadRequest || !strings.Contains(err.Error(), "MaxNestingDepth") {
@@ -79,7 +79,7 @@ func TestServerStopsAtBadEntry(t *testing.T) {
 		c.OnFatal = func(err error) { fatal <- err }
 	}
 	s := testServer(t, cfg)
-	job := testJob("deep", structs.JobTypeSysBatch)
+	job := testJob("deep", "sysbatch")
 	job.TaskGroups[0].Tasks[0].Config = map[string]any{"args": nestedList(1100)}
 	bad, err := fsm.Encode(structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: job})
 	if err != nil {

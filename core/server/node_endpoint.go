@@ -150,8 +150,9 @@ func (s *Server) Allocs(ctx context.Context, nodeID, secretID string, minIndex u
 	return out, index, nil
 }
 
-// UpdateAllocs records client-side alloc state. A system alloc that ends
-// while still desired is re-evaluated so the scheduler replaces it.
+// UpdateAllocs records client-side alloc state. An alloc that ends while
+// still desired is re-evaluated, so the scheduler replaces it, when its job
+// type declares EvalOnAllocEnd (system does).
 func (s *Server) UpdateAllocs(ctx context.Context, nodeID, secretID string, allocs []*structs.Allocation) error {
 	if _, ok, err := forward[NodeUpdateAllocsArgs, Empty](ctx, s, "Node.UpdateAllocs", &NodeUpdateAllocsArgs{NodeID: nodeID, SecretID: secretID, Allocs: allocs}); ok {
 		return err
@@ -176,7 +177,7 @@ func (s *Server) UpdateAllocs(ctx context.Context, nodeID, secretID string, allo
 		a.ModifyTime = now
 		terminalNow := a.ClientStatus == structs.AllocClientStatusFailed || a.ClientStatus == structs.AllocClientStatusComplete
 		job := stored.Job
-		if !terminalNow || stored.ClientTerminalStatus() || stored.ServerTerminalStatus() || job == nil || job.Type != structs.JobTypeSystem {
+		if !terminalNow || stored.ClientTerminalStatus() || stored.ServerTerminalStatus() || !allocBehavior(stored).EvalOnAllocEnd {
 			continue
 		}
 		key := job.Namespace + "/" + job.ID
@@ -327,11 +328,12 @@ func (s *Server) StopAlloc(ctx context.Context, allocID string) (*structs.AllocS
 // nodeEvals builds one node-update eval per job affected by a change of node
 // (the node as it is or will be; the change does not move it between pools or
 // datacenters), to be written in the change's own entry, which also gives
-// them their NodeModifyIndex:
-// every system job whose pool and datacenters take the node, and every job
-// with live allocs on it. When the node joins (becomes schedulable), drover
-// also evaluates sysbatch jobs that are still running, so a node that
-// joins mid-run receives them; dead sysbatch jobs and parents never do.
+// them their NodeModifyIndex. What a job's type declares decides:
+// EvalOnNodeUpdate (system) evaluates, on every change, each job of the type
+// whose pool and datacenters take the node and each with live allocs on it;
+// EvalOnNodeJoin (sysbatch) evaluates, when the node joins (becomes
+// schedulable), each job of the type that takes it and is not dead, so a
+// node that joins mid-run receives it. Parents never are.
 func (s *Server) nodeEvals(node *structs.Node, joining bool) ([]*structs.Evaluation, error) {
 	st := s.State()
 	jobs := map[structs.NamespacedID]*structs.Job{}
@@ -340,7 +342,8 @@ func (s *Server) nodeEvals(node *structs.Node, joining bool) ([]*structs.Evaluat
 		return nil, err
 	}
 	for _, a := range allocs {
-		if a.TerminalStatus() || a.Job == nil || a.Job.Type != structs.JobTypeSystem {
+		// The alloc's own job version decides, as it was placed under it.
+		if a.TerminalStatus() || !allocBehavior(a).EvalOnNodeUpdate {
 			continue
 		}
 		j, err := st.JobByID(nil, a.Namespace, a.JobID)
@@ -359,9 +362,12 @@ func (s *Server) nodeEvals(node *structs.Node, joining bool) ([]*structs.Evaluat
 		if j.Stop || j.IsParent() || !jobTakesNode(j, node) {
 			continue
 		}
+		b := j.TypeBehavior
 		switch {
-		case j.Type == structs.JobTypeSystem:
-		case j.Type == structs.JobTypeSysBatch && joining && j.Status != structs.JobStatusDead:
+		case b == nil:
+			continue
+		case b.EvalOnNodeUpdate:
+		case b.EvalOnNodeJoin && joining && j.Status != structs.JobStatusDead:
 		default:
 			continue
 		}

@@ -30,7 +30,7 @@ func nodeUpdateEvalAt(t *testing.T, s *Server, job, nodeID string, index uint64)
 func TestNodeChangeAndItsEvalsAreOneEntry(t *testing.T) {
 	s := testServer(t, nil)
 	ctx := context.Background()
-	resp := registerJob(t, s, testJob("sys", structs.JobTypeSystem))
+	resp := registerJob(t, s, testJob("sys", "system"))
 	waitEvalTerminal(t, s, resp.EvalID)
 
 	n := testNode("a")

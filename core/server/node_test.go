@@ -72,12 +72,12 @@ func TestNodeJoinEvals(t *testing.T) {
 	a, b := testNode("a"), testNode("b")
 	registerNodes(t, s, a)
 
-	runJobOn(t, s, testJob("done", structs.JobTypeSysBatch), a, structs.AllocClientStatusComplete)
+	runJobOn(t, s, testJob("done", "sysbatch"), a, structs.AllocClientStatusComplete)
 	waitFor(t, 5*time.Second, "finished sysbatch job dead", func() bool { return jobStatus(s, "done") == structs.JobStatusDead })
-	runJobOn(t, s, testJob("busy", structs.JobTypeSysBatch), a, structs.AllocClientStatusRunning)
+	runJobOn(t, s, testJob("busy", "sysbatch"), a, structs.AllocClientStatusRunning)
 	waitFor(t, 5*time.Second, "busy sysbatch job running", func() bool { return jobStatus(s, "busy") == structs.JobStatusRunning })
-	runJobOn(t, s, testJob("sys", structs.JobTypeSystem), a, structs.AllocClientStatusRunning)
-	other := testJob("elsewhere", structs.JobTypeSystem)
+	runJobOn(t, s, testJob("sys", "system"), a, structs.AllocClientStatusRunning)
+	other := testJob("elsewhere", "system")
 	other.Datacenters = []string{"dc2"}
 	registerJob(t, s, other)
 
@@ -156,7 +156,7 @@ func TestHeartbeatExpiryAndRecovery(t *testing.T) {
 		c.HeartbeatGrace = 200 * time.Millisecond
 	})
 	ctx := context.Background()
-	registerJob(t, s, testJob("sys", structs.JobTypeSystem))
+	registerJob(t, s, testJob("sys", "system"))
 	n := testNode("a")
 	ttl, err := s.RegisterNode(ctx, n)
 	if err != nil || ttl != 200*time.Millisecond {
@@ -212,7 +212,7 @@ func TestNodeEligibility(t *testing.T) {
 	if _, err := s.UpdateNodeEligibility(ctx, n.ID, structs.NodeSchedulingIneligible); err != nil {
 		t.Fatal(err)
 	}
-	resp := registerJob(t, s, testJob("sys", structs.JobTypeSystem))
+	resp := registerJob(t, s, testJob("sys", "system"))
 	waitEvalTerminal(t, s, resp.EvalID)
 	if got := allocsOn(t, s, "sys", n.ID); len(got) != 0 {
 		t.Fatalf("ineligible node got %d allocs", len(got))
@@ -261,7 +261,7 @@ func TestStopAlloc(t *testing.T) {
 	ctx := context.Background()
 	n := testNode("a")
 	registerNodes(t, s, n)
-	a := runJobOn(t, s, testJob("sb", structs.JobTypeSysBatch), n, structs.AllocClientStatusRunning)
+	a := runJobOn(t, s, testJob("sb", "sysbatch"), n, structs.AllocClientStatusRunning)
 
 	resp, err := s.StopAlloc(ctx, a.ID)
 	if err != nil {

@@ -33,7 +33,7 @@ func (c *fakeClock) Set(at time.Time) {
 }
 
 func periodicJob(id, spec string, overlap bool) *structs.Job {
-	j := testJob(id, structs.JobTypeSysBatch)
+	j := testJob(id, "sysbatch")
 	j.Periodic = &structs.PeriodicConfig{Enabled: true, Spec: spec, ProhibitOverlap: overlap}
 	return j
 }
@@ -78,7 +78,7 @@ func TestPeriodicRegisterAndForce(t *testing.T) {
 	}
 	childID := fmt.Sprintf("pj/periodic-%d", t0.Unix())
 	ev := waitEvalTerminal(t, s, fr.EvalID)
-	if ev.JobID != childID || ev.TriggeredBy != structs.EvalTriggerPeriodicJob || ev.Type != structs.JobTypeSysBatch ||
+	if ev.JobID != childID || ev.TriggeredBy != structs.EvalTriggerPeriodicJob || ev.Type != "sysbatch" ||
 		ev.Status != structs.EvalStatusComplete || fr.EvalCreateIndex == 0 {
 		t.Fatalf("forced eval = %+v", ev)
 	}
@@ -101,7 +101,7 @@ func TestPeriodicRegisterAndForce(t *testing.T) {
 	}
 
 	// Refusals.
-	registerJob(t, s, testJob("plain", structs.JobTypeSysBatch))
+	registerJob(t, s, testJob("plain", "sysbatch"))
 	for _, tc := range []struct {
 		id   string
 		kind error

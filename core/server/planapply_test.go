@@ -29,7 +29,7 @@ func newPlanStore(t *testing.T) *planStore {
 		t.Fatal(err)
 	}
 	p := &planStore{t: t, st: st, idx: 100}
-	job := testJob("web", structs.JobTypeSysBatch)
+	job := testJob("web", "sysbatch")
 	job.Canonicalize()
 	p.idx++
 	if err := st.UpsertJob(p.idx, job); err != nil {
@@ -454,7 +454,7 @@ func seedServer(t *testing.T, s *Server, job *structs.Job, nodes []*structs.Node
 
 func TestApplyPlan(t *testing.T) {
 	s := testServer(t, nil)
-	job := testJob("applied", structs.JobTypeSysBatch)
+	job := testJob("applied", "sysbatch")
 	job.Canonicalize()
 	good, full := testNode("good"), testNode("full")
 	for _, n := range []*structs.Node{good, full} {
@@ -531,7 +531,7 @@ func TestApplyPlan(t *testing.T) {
 
 func TestApplyPlanPreemptionCreatesEvals(t *testing.T) {
 	s := testServer(t, nil)
-	low := testJob("low", structs.JobTypeSysBatch)
+	low := testJob("low", "sysbatch")
 	low.Priority = 20
 	low.Canonicalize()
 	n := testNode("n")
@@ -540,7 +540,7 @@ func TestApplyPlanPreemptionCreatesEvals(t *testing.T) {
 	victim.ClientStatus = structs.AllocClientStatusRunning
 	seedServer(t, s, low, []*structs.Node{n}, []*structs.Allocation{victim})
 
-	high := testJob("high", structs.JobTypeSysBatch)
+	high := testJob("high", "sysbatch")
 	high.Priority = 90
 	high.Canonicalize()
 	storedHigh := seedServer(t, s, high, nil, nil)

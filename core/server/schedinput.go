@@ -53,7 +53,7 @@ func (s *Server) buildRequestForJob(snap *state.StateSnapshot, ev *structs.Evalu
 		// nodes its allocs sit on to tell lost from stopped.
 		return req, s.addAllocNodes(snap, req, allocs)
 	}
-	preempt := preemptionEnabled(job.Type, cfg)
+	preempt := job.TypeBehavior.PreemptionEnabled(cfg)
 	nodes, err := nodesOfPool(snap, job.NodePool)
 	if err != nil {
 		return nil, err
@@ -107,20 +107,6 @@ func nodesOfPool(snap *state.StateSnapshot, pool string) ([]*structs.Node, error
 		return snap.Nodes(nil)
 	}
 	return snap.NodesByPool(nil, pool)
-}
-
-func preemptionEnabled(jobType string, cfg *structs.SchedulerConfiguration) bool {
-	switch jobType {
-	case structs.JobTypeSystem:
-		return cfg.PreemptionConfig.SystemSchedulerEnabled
-	case structs.JobTypeSysBatch:
-		return cfg.PreemptionConfig.SysBatchSchedulerEnabled
-	case structs.JobTypeBatch:
-		return cfg.PreemptionConfig.BatchSchedulerEnabled
-	case structs.JobTypeService:
-		return cfg.PreemptionConfig.ServiceSchedulerEnabled
-	}
-	return false
 }
 
 // nodeCache keeps the static part of each node's protobuf record, keyed by

@@ -18,7 +18,7 @@ func TestSysbatchPlacesOnEveryNode(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	resp, err := s.RegisterJob(ctx, testJob("sb", structs.JobTypeSysBatch), false, 0)
+	resp, err := s.RegisterJob(ctx, testJob("sb", "sysbatch"), false, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,12 +54,12 @@ func TestRegisterJobRefusals(t *testing.T) {
 	if !errors.Is(err, structs.ErrInvalid) || !strings.Contains(err.Error(), "served: sysbatch, system") {
 		t.Fatalf("unknown type: %v", err)
 	}
-	drv := testJob("y", structs.JobTypeSysBatch)
+	drv := testJob("y", "sysbatch")
 	drv.TaskGroups[0].Tasks[0].Driver = "docker"
 	if _, err := s.RegisterJob(ctx, drv, false, 0); err == nil || !strings.Contains(err.Error(), `unknown driver "docker"`) {
 		t.Fatalf("unknown driver: %v", err)
 	}
-	sys := testJob("z", structs.JobTypeSystem)
+	sys := testJob("z", "system")
 	sys.TaskGroups[0].Count = 2
 	if _, err := s.RegisterJob(ctx, sys, false, 0); err == nil || structs.HTTPStatus(err) != 400 {
 		t.Fatalf("system count 2: %v", err)

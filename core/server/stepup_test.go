@@ -44,7 +44,7 @@ func TestStepUpSucceedsOnRetry(t *testing.T) {
 	// With the leader's components off, the eval is committed but never
 	// enqueued: it is still pending when the server stops.
 	s.revokeLeadership()
-	resp := registerJob(t, s, testJob("left-pending", structs.JobTypeSysBatch))
+	resp := registerJob(t, s, testJob("left-pending", "sysbatch"))
 	if st := evalStatus(t, s, resp.EvalID); st != structs.EvalStatusPending {
 		t.Fatalf("eval %s before restart, want pending", st)
 	}

@@ -16,8 +16,8 @@ func TestFailedAllocReplacement(t *testing.T) {
 		jobType  string
 		replaced bool
 	}{
-		{structs.JobTypeSystem, true},
-		{structs.JobTypeSysBatch, false},
+		{"system", true},
+		{"sysbatch", false},
 	} {
 		t.Run(tc.jobType, func(t *testing.T) {
 			s := testServer(t, nil)

@@ -56,9 +56,17 @@ func testNode(name string) *structs.Node {
 	}
 }
 
+// testJob is a one-group job of type typ. It carries the built-in
+// declaration of typ, as the leader stamps it on registration, so that a
+// test may also write it to state directly; registering replaces it with
+// the declaration of the router the server runs.
 func testJob(id, typ string) *structs.Job {
+	var b *structs.JobTypeBehavior
+	if d, ok := (builtin.InProcess{}).JobType(typ); ok {
+		b = &d
+	}
 	return &structs.Job{
-		ID: id, Type: typ, Datacenters: []string{"dc1"},
+		ID: id, Type: typ, Datacenters: []string{"dc1"}, TypeBehavior: b,
 		TaskGroups: []*structs.TaskGroup{{
 			Name: "g", Count: 1,
 			Tasks: []*structs.Task{{Name: "t", Driver: "raw_exec", Config: map[string]any{"command": "/bin/true"},

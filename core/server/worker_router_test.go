@@ -20,7 +20,7 @@ type restartingRouter struct {
 }
 
 func (r *restartingRouter) Lookup(t string) (scheduler.Scheduler, int, error) {
-	if t == structs.JobTypeSysBatch && r.lookups.Add(1) <= r.downFor {
+	if t == "sysbatch" && r.lookups.Add(1) <= r.downFor {
 		return nil, 0, structs.NewError(structs.ErrUnavailable, "plugin %q is down", "scheduler-sysbatch")
 	}
 	return builtin.InProcess{}.Lookup(t)
@@ -42,7 +42,7 @@ func TestWorkerRequeuesWhilePluginUnavailable(t *testing.T) {
 		c.Broker.SubsequentNackDelay = -1
 	})
 	registerNodes(t, s, testNode("a"))
-	resp := registerJob(t, s, testJob("waits", structs.JobTypeSysBatch))
+	resp := registerJob(t, s, testJob("waits", "sysbatch"))
 	ev := waitEvalTerminal(t, s, resp.EvalID)
 	if ev.Status != structs.EvalStatusComplete {
 		t.Fatalf("eval = %q %q; want complete once the plugin is back", ev.Status, ev.StatusDescription)

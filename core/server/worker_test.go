@@ -26,7 +26,7 @@ type funcSched struct {
 }
 
 func (f *funcSched) Info(context.Context) (*pb.InfoResponse, error) {
-	return &pb.InfoResponse{Name: "fake", JobTypes: []*pb.JobTypeInfo{{Name: structs.JobTypeSysBatch, MaxAttempts: 1}}}, nil
+	return &pb.InfoResponse{Name: "fake", JobTypes: []*pb.JobTypeInfo{{Name: "sysbatch", MaxAttempts: 1}}}, nil
 }
 
 func (f *funcSched) Schedule(ctx context.Context, req *pb.ScheduleRequest) (*pb.ScheduleResponse, error) {
@@ -50,7 +50,7 @@ type fakeRouter struct {
 }
 
 func (r fakeRouter) Lookup(t string) (scheduler.Scheduler, int, error) {
-	if t == structs.JobTypeSysBatch {
+	if t == "sysbatch" {
 		return r.sched, r.maxAttempts, nil
 	}
 	return builtin.InProcess{}.Lookup(t)
@@ -120,7 +120,7 @@ func TestWorkerRecordsSchedulerFailure(t *testing.T) {
 	}}
 	s := testServer(t, func(c *Config) { c.Schedulers = fakeRouter{sched: fs, maxAttempts: 2} })
 	registerNodes(t, s, testNode("a"))
-	resp := registerJob(t, s, testJob("f", structs.JobTypeSysBatch))
+	resp := registerJob(t, s, testJob("f", "sysbatch"))
 	ev := waitEvalTerminal(t, s, resp.EvalID)
 	if ev.Status != structs.EvalStatusFailed || ev.StatusDescription != "scheduler cannot handle 'job-register' evaluation reason" {
 		t.Fatalf("eval = %q %q", ev.Status, ev.StatusDescription)
@@ -162,7 +162,7 @@ func TestWorkerAttemptLimit(t *testing.T) {
 			if tc.nodes > 1 {
 				registerNodes(t, s, testNode("good"))
 			}
-			resp := registerJob(t, s, testJob("retry", structs.JobTypeSysBatch))
+			resp := registerJob(t, s, testJob("retry", "sysbatch"))
 			ev := waitEvalTerminal(t, s, resp.EvalID)
 			want := fmt.Sprintf("maximum attempts reached (%d)", tc.maxAttempts)
 			if ev.Status != structs.EvalStatusFailed || ev.StatusDescription != want {
@@ -194,7 +194,7 @@ func TestWorkerAttemptLimit(t *testing.T) {
 }
 
 func TestWorkerNacksSchedulerError(t *testing.T) {
-	real, _, _ := builtin.InProcess{}.Lookup(structs.JobTypeSysBatch)
+	real, _, _ := builtin.InProcess{}.Lookup("sysbatch")
 	fs := &funcSched{schedule: func(ctx context.Context, call int, req *pb.ScheduleRequest) (*pb.ScheduleResponse, error) {
 		if call == 1 {
 			return nil, errors.New("plugin crashed")
@@ -206,7 +206,7 @@ func TestWorkerNacksSchedulerError(t *testing.T) {
 		c.Broker.InitialNackDelay = 10 * time.Millisecond
 	})
 	registerNodes(t, s, testNode("a"))
-	resp := registerJob(t, s, testJob("nack", structs.JobTypeSysBatch))
+	resp := registerJob(t, s, testJob("nack", "sysbatch"))
 	ev := waitEvalTerminal(t, s, resp.EvalID)
 	if ev.Status != structs.EvalStatusComplete {
 		t.Fatalf("redelivered eval = %q %q", ev.Status, ev.StatusDescription)
@@ -230,7 +230,7 @@ func TestWorkerDeliveryLimitFailsEval(t *testing.T) {
 		c.Broker.InitialNackDelay = -1
 		c.Broker.SubsequentNackDelay = -1
 	})
-	resp := registerJob(t, s, testJob("broken", structs.JobTypeSysBatch))
+	resp := registerJob(t, s, testJob("broken", "sysbatch"))
 	ev := waitEvalTerminal(t, s, resp.EvalID)
 	if ev.Status != structs.EvalStatusFailed || ev.StatusDescription != "evaluation reached delivery limit (3); last error: scheduler plugin: always broken" {
 		t.Fatalf("eval = %q %q", ev.Status, ev.StatusDescription)
@@ -253,7 +253,7 @@ func TestWorkerBlockedEvalUnblocksOnFreedCapacity(t *testing.T) {
 	small := smallNode("small")
 	registerNodes(t, s, small)
 
-	hogResp := registerJob(t, s, testJob("hog", structs.JobTypeSysBatch))
+	hogResp := registerJob(t, s, testJob("hog", "sysbatch"))
 	if ev := waitEvalTerminal(t, s, hogResp.EvalID); ev.Status != structs.EvalStatusComplete {
 		t.Fatalf("hog eval %q", ev.Status)
 	}
@@ -262,7 +262,7 @@ func TestWorkerBlockedEvalUnblocksOnFreedCapacity(t *testing.T) {
 		t.Fatalf("hog allocs = %d", len(hogAllocs))
 	}
 
-	resp := registerJob(t, s, testJob("waiter", structs.JobTypeSysBatch))
+	resp := registerJob(t, s, testJob("waiter", "sysbatch"))
 	ev := waitEvalTerminal(t, s, resp.EvalID)
 	if ev.Status != structs.EvalStatusComplete || ev.BlockedEval == "" {
 		t.Fatalf("eval = %q, blocked eval %q", ev.Status, ev.BlockedEval)
@@ -320,7 +320,7 @@ func TestWorkerToleratesMissingQueuedAllocations(t *testing.T) {
 	}}
 	s := testServer(t, func(c *Config) { c.Schedulers = fakeRouter{sched: fs, maxAttempts: 2} })
 	registerNodes(t, s, testNode("a"))
-	resp := registerJob(t, s, testJob("noq", structs.JobTypeSysBatch))
+	resp := registerJob(t, s, testJob("noq", "sysbatch"))
 	ev := waitEvalTerminal(t, s, resp.EvalID)
 	if ev.Status != structs.EvalStatusComplete {
 		t.Fatalf("eval = %q %q", ev.Status, ev.StatusDescription)
@@ -355,7 +355,7 @@ func TestWorkerRefusesPlanNamingUnknownAllocsAndGroups(t *testing.T) {
 		c.Broker.SubsequentNackDelay = -1
 	})
 	registerNodes(t, s, testNode("a"))
-	resp := registerJob(t, s, testJob("bad-plan", structs.JobTypeSysBatch))
+	resp := registerJob(t, s, testJob("bad-plan", "sysbatch"))
 	ev := waitEvalTerminal(t, s, resp.EvalID)
 	if ev.Status != structs.EvalStatusFailed {
 		t.Fatalf("eval = %q %q, want failed", ev.Status, ev.StatusDescription)

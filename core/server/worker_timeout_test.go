@@ -30,9 +30,15 @@ func (r typeRouter) Lookup(t string) (scheduler.Scheduler, int, error) {
 
 func (r typeRouter) ServedTypes() []string { return slices.Sorted(maps.Keys(r)) }
 
+// JobType declares what the built-in plugin of the same name does, with
+// one attempt per eval.
 func (r typeRouter) JobType(t string) (structs.JobTypeBehavior, bool) {
-	_, ok := r[t]
-	return structs.JobTypeBehavior{MaxAttempts: 1, PerNode: ok}, ok
+	if _, ok := r[t]; !ok {
+		return structs.JobTypeBehavior{}, false
+	}
+	b, _ := builtin.InProcess{}.JobType(t)
+	b.MaxAttempts, b.PerNode = 1, true
+	return b, true
 }
 
 // A plugin that never answers (its Schedule ignores its context, as a
@@ -46,12 +52,12 @@ func TestWorkerHungPluginTimesOutAndOtherTypesMove(t *testing.T) {
 	}}
 	remote := schedulertest.Connect(t, hung)
 	t.Cleanup(func() { close(release) }) // before Connect's teardown
-	sysbatch, _, err := builtin.InProcess{}.Lookup(structs.JobTypeSysBatch)
+	sysbatch, _, err := builtin.InProcess{}.Lookup("sysbatch")
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := testServer(t, func(c *Config) {
-		c.Schedulers = typeRouter{structs.JobTypeSystem: remote, structs.JobTypeSysBatch: sysbatch}
+		c.Schedulers = typeRouter{"system": remote, "sysbatch": sysbatch}
 		c.NumWorkers = 2
 		c.SchedulerCallTimeout = 500 * time.Millisecond
 		c.Broker.InitialNackDelay = 20 * time.Millisecond
@@ -63,9 +69,9 @@ func TestWorkerHungPluginTimesOutAndOtherTypesMove(t *testing.T) {
 	// type's eval, so without a bound they would hold every worker.
 	var hungEvals []string
 	for i := range 6 {
-		hungEvals = append(hungEvals, registerJob(t, s, testJob(fmt.Sprintf("hung-%d", i), structs.JobTypeSystem)).EvalID)
+		hungEvals = append(hungEvals, registerJob(t, s, testJob(fmt.Sprintf("hung-%d", i), "system")).EvalID)
 	}
-	other := registerJob(t, s, testJob("other", structs.JobTypeSysBatch)).EvalID
+	other := registerJob(t, s, testJob("other", "sysbatch")).EvalID
 
 	waitFor(t, 60*time.Second, "the other type's eval to complete", func() bool {
 		return evalStatus(t, s, other) == structs.EvalStatusComplete

@@ -123,8 +123,8 @@ func TestUpsertAllocsLinksAndSharesJob(t *testing.T) {
 
 func TestAllocReaders(t *testing.T) {
 	s := testStore(t)
-	job := storedJob(t, s, 10, mockJob(structs.JobTypeBatch))
-	other := mockJob(structs.JobTypeBatch)
+	job := storedJob(t, s, 10, mockJob("batch"))
+	other := mockJob("batch")
 	other.Namespace = "prod"
 	other = storedJob(t, s, 11, other)
 	a1, a2, a3 := mockAlloc(job, "n1"), mockAlloc(job, "n2"), mockAlloc(other, "n1")
@@ -206,7 +206,7 @@ func TestUpdateAllocsDesiredTransitions(t *testing.T) {
 func TestUpsertPlanResults(t *testing.T) {
 	s := testStore(t)
 	job := storedJob(t, s, 10, mockJob(structs.JobTypeService))
-	victimJob := storedJob(t, s, 11, mockJob(structs.JobTypeBatch))
+	victimJob := storedJob(t, s, 11, mockJob("batch"))
 	stop, lost, victim := mockAlloc(job, "n1"), mockAlloc(job, "n2"), mockAlloc(victimJob, "n1")
 	must(t, s.UpsertAllocs(12, []*structs.Allocation{stop, lost, victim}))
 	must(t, s.UpdateAllocsFromClient(13, []*structs.Allocation{
@@ -279,7 +279,7 @@ func TestUpsertPlanResults(t *testing.T) {
 // shape of a large system or batch job's first plan.
 func BenchmarkUpsertAllocs(b *testing.B) {
 	s := testStore(b)
-	job := storedJob(b, s, 1, mockJob(structs.JobTypeBatch))
+	job := storedJob(b, s, 1, mockJob("batch"))
 	index := uint64(2)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

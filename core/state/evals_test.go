@@ -9,7 +9,7 @@ import (
 
 func TestUpsertEvalsStamps(t *testing.T) {
 	s := testStore(t)
-	job := storedJob(t, s, 10, mockJob(structs.JobTypeBatch))
+	job := storedJob(t, s, 10, mockJob("batch"))
 	e := mockEval(job, structs.EvalStatusPending)
 	t0 := time.Unix(1700000000, 0)
 	must(t, s.At(t0).UpsertEvals(11, []*structs.Evaluation{e}))
@@ -76,7 +76,7 @@ func TestCompleteEvalCancelsBlockedEvals(t *testing.T) {
 
 func TestDeleteEvalReaps(t *testing.T) {
 	s := testStore(t)
-	job := storedJob(t, s, 10, mockJob(structs.JobTypeBatch))
+	job := storedJob(t, s, 10, mockJob("batch"))
 	e := mockEval(job, structs.EvalStatusComplete)
 	a := mockAlloc(job, "n1")
 	a.EvalID = e.ID
@@ -97,8 +97,8 @@ func TestDeleteEvalReaps(t *testing.T) {
 
 func TestEvalReaders(t *testing.T) {
 	s := testStore(t)
-	job := storedJob(t, s, 10, mockJob(structs.JobTypeBatch))
-	prod := mockJob(structs.JobTypeBatch)
+	job := storedJob(t, s, 10, mockJob("batch"))
+	prod := mockJob("batch")
 	prod.Namespace = "prod"
 	prod = storedJob(t, s, 11, prod)
 	e1, e2, e3 := mockEval(job, "pending"), mockEval(job, "complete"), mockEval(prod, "pending")

@@ -3,6 +3,7 @@ package state
 import (
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -20,11 +21,44 @@ func testStore(t testing.TB) *StateStore {
 	return s
 }
 
+// testBehaviors are the declarations of the built-in system and sysbatch
+// plugins (plugins/scheduler-*/ Declaration, as pluginhost.Behavior turns
+// them), which the leader stamps into every job it registers. The state
+// store takes jobs as they are, so its tests stamp them the same way.
+var testBehaviors = map[string]structs.JobTypeBehavior{
+	"system": {
+		MaxAttempts: 5, PerNode: true, RunningUntilStopped: true,
+		DefaultRestart: &structs.RestartPolicy{Attempts: 2, Interval: 30 * time.Minute, Delay: 15 * time.Second, Mode: structs.RestartPolicyModeFail},
+		RefusedBlocks:  []string{structs.BlockAffinity, structs.BlockSpread, structs.BlockReschedule, structs.BlockMigrate},
+		MaxGroupCount:  1, EvalOnNodeUpdate: true, EvalOnAllocEnd: true, DrainLast: true,
+		PreemptionSwitch: structs.PreemptSwitchSystem,
+	},
+	"sysbatch": {
+		MaxAttempts: 2, PerNode: true, RunsToCompletion: true,
+		DefaultRestart: &structs.RestartPolicy{Attempts: 3, Interval: 24 * time.Hour, Delay: 15 * time.Second, Mode: structs.RestartPolicyModeFail},
+		AllowPeriodic:  true, AllowParameterized: true, AllowMaxRunDuration: true,
+		RefusedBlocks:    []string{structs.BlockUpdate, structs.BlockReschedule, structs.BlockMigrate},
+		EvalOnNodeJoin:   true,
+		PreemptionSwitch: structs.PreemptSwitchSysBatch,
+	},
+}
+
+// behaviorOf returns the test declaration of typ; nil for a type no
+// built-in plugin serves.
+func behaviorOf(typ string) *structs.JobTypeBehavior {
+	b, ok := testBehaviors[typ]
+	if !ok {
+		return nil
+	}
+	return b.Copy()
+}
+
 func mockJob(typ string) *structs.Job {
 	j := &structs.Job{
-		ID:        "job-" + uuid.NewString()[:8],
-		Namespace: structs.DefaultNamespace,
-		Type:      typ,
+		ID:           "job-" + uuid.NewString()[:8],
+		Namespace:    structs.DefaultNamespace,
+		Type:         typ,
+		TypeBehavior: behaviorOf(typ),
 		TaskGroups: []*structs.TaskGroup{{
 			Name:  "web",
 			Count: 2,
@@ -35,15 +69,22 @@ func mockJob(typ string) *structs.Job {
 	return j
 }
 
+// declaredJob is a job of type typ declaring b, whatever its name.
+func declaredJob(typ string, b *structs.JobTypeBehavior) *structs.Job {
+	j := mockJob(typ)
+	j.TypeBehavior = b
+	return j
+}
+
 func mockPeriodic() *structs.Job {
-	j := mockJob(structs.JobTypeBatch)
+	j := mockJob("batch")
 	j.Periodic = &structs.PeriodicConfig{Enabled: true, Spec: "*/5 * * * *"}
 	j.Canonicalize()
 	return j
 }
 
 func mockParameterized() *structs.Job {
-	j := mockJob(structs.JobTypeBatch)
+	j := mockJob("batch")
 	j.ParameterizedJob = &structs.ParameterizedJobConfig{}
 	j.Canonicalize()
 	return j

@@ -170,13 +170,14 @@ func (t *writeTxn) settleJobStatus(k nsKey, deleted bool) error {
 	return nil
 }
 
-// deriveJobStatus implements §2.10. System jobs and periodic or
-// parameterized parents run until stopped. Other jobs are running while any
+// deriveJobStatus implements §2.10. Jobs whose type declares
+// RunningUntilStopped (system) and periodic or parameterized parents run
+// until stopped. Other jobs are running while any
 // allocation is live, pending while any evaluation is, and dead once they
 // had either (or had one reaped) or were stopped; a brand-new job is
 // pending.
 func (t *writeTxn) deriveJobStatus(job *structs.Job, deleted bool) (string, error) {
-	if job.Type == structs.JobTypeSystem || job.IsParent() {
+	if (job.TypeBehavior != nil && job.TypeBehavior.RunningUntilStopped) || job.IsParent() {
 		if job.Stop {
 			return structs.JobStatusDead, nil
 		}

@@ -120,18 +120,26 @@ func TestJobStatusDerivation(t *testing.T) {
 		{"service stopped, alloc still running", func() *structs.Job { return mockJob(structs.JobTypeService) }, setup{allocs: []string{"running"}, stop: true}, structs.JobStatusRunning},
 		{"service stopped, alloc stopped", func() *structs.Job { return mockJob(structs.JobTypeService) }, setup{allocs: []string{"stop:running"}, stop: true, evals: []string{"complete"}}, structs.JobStatusDead},
 		{"service stopped, nothing yet", func() *structs.Job { return mockJob(structs.JobTypeService) }, setup{stop: true}, structs.JobStatusDead},
-		{"batch new", func() *structs.Job { return mockJob(structs.JobTypeBatch) }, setup{}, structs.JobStatusPending},
-		{"batch pending eval", func() *structs.Job { return mockJob(structs.JobTypeBatch) }, setup{evals: []string{"complete", "pending"}}, structs.JobStatusPending},
-		{"batch running", func() *structs.Job { return mockJob(structs.JobTypeBatch) }, setup{allocs: []string{"complete", "running"}, evals: []string{"complete"}}, structs.JobStatusRunning},
-		{"batch all complete", func() *structs.Job { return mockJob(structs.JobTypeBatch) }, setup{allocs: []string{"complete", "failed"}, evals: []string{"complete"}}, structs.JobStatusDead},
-		{"batch eval failed, no allocs", func() *structs.Job { return mockJob(structs.JobTypeBatch) }, setup{evals: []string{"failed"}}, structs.JobStatusDead},
-		{"batch evals reaped", func() *structs.Job { return mockJob(structs.JobTypeBatch) }, setup{evals: []string{"complete"}, reapEvals: true}, structs.JobStatusDead},
-		{"batch allocs reaped", func() *structs.Job { return mockJob(structs.JobTypeBatch) }, setup{allocs: []string{"complete"}, purgeAllocs: true}, structs.JobStatusDead},
-		{"sysbatch running", func() *structs.Job { return mockJob(structs.JobTypeSysBatch) }, setup{allocs: []string{"pending"}}, structs.JobStatusRunning},
-		{"sysbatch done", func() *structs.Job { return mockJob(structs.JobTypeSysBatch) }, setup{allocs: []string{"complete", "complete"}, evals: []string{"complete"}}, structs.JobStatusDead},
-		{"system new", func() *structs.Job { return mockJob(structs.JobTypeSystem) }, setup{}, structs.JobStatusRunning},
-		{"system allocs done", func() *structs.Job { return mockJob(structs.JobTypeSystem) }, setup{allocs: []string{"complete"}, evals: []string{"complete"}}, structs.JobStatusRunning},
-		{"system stopped", func() *structs.Job { return mockJob(structs.JobTypeSystem) }, setup{allocs: []string{"running"}, stop: true}, structs.JobStatusDead},
+		{"batch new", func() *structs.Job { return mockJob("batch") }, setup{}, structs.JobStatusPending},
+		{"batch pending eval", func() *structs.Job { return mockJob("batch") }, setup{evals: []string{"complete", "pending"}}, structs.JobStatusPending},
+		{"batch running", func() *structs.Job { return mockJob("batch") }, setup{allocs: []string{"complete", "running"}, evals: []string{"complete"}}, structs.JobStatusRunning},
+		{"batch all complete", func() *structs.Job { return mockJob("batch") }, setup{allocs: []string{"complete", "failed"}, evals: []string{"complete"}}, structs.JobStatusDead},
+		{"batch eval failed, no allocs", func() *structs.Job { return mockJob("batch") }, setup{evals: []string{"failed"}}, structs.JobStatusDead},
+		{"batch evals reaped", func() *structs.Job { return mockJob("batch") }, setup{evals: []string{"complete"}, reapEvals: true}, structs.JobStatusDead},
+		{"batch allocs reaped", func() *structs.Job { return mockJob("batch") }, setup{allocs: []string{"complete"}, purgeAllocs: true}, structs.JobStatusDead},
+		{"sysbatch running", func() *structs.Job { return mockJob("sysbatch") }, setup{allocs: []string{"pending"}}, structs.JobStatusRunning},
+		{"sysbatch done", func() *structs.Job { return mockJob("sysbatch") }, setup{allocs: []string{"complete", "complete"}, evals: []string{"complete"}}, structs.JobStatusDead},
+		{"system new", func() *structs.Job { return mockJob("system") }, setup{}, structs.JobStatusRunning},
+		{"system allocs done", func() *structs.Job { return mockJob("system") }, setup{allocs: []string{"complete"}, evals: []string{"complete"}}, structs.JobStatusRunning},
+		{"system stopped", func() *structs.Job { return mockJob("system") }, setup{allocs: []string{"running"}, stop: true}, structs.JobStatusDead},
+		// The declaration decides, not the name: a made-up type that runs
+		// until stopped is running with no allocs, and a job named system
+		// without a declaration follows its allocs.
+		{"running-until-stopped type new", func() *structs.Job { return declaredJob("keeper", &structs.JobTypeBehavior{RunningUntilStopped: true}) }, setup{}, structs.JobStatusRunning},
+		{"running-until-stopped type allocs done", func() *structs.Job { return declaredJob("keeper", &structs.JobTypeBehavior{RunningUntilStopped: true}) }, setup{allocs: []string{"failed"}, evals: []string{"complete"}}, structs.JobStatusRunning},
+		{"running-until-stopped type stopped", func() *structs.Job { return declaredJob("keeper", &structs.JobTypeBehavior{RunningUntilStopped: true}) }, setup{stop: true}, structs.JobStatusDead},
+		{"system undeclared new", func() *structs.Job { return declaredJob("system", nil) }, setup{}, structs.JobStatusPending},
+		{"system undeclared allocs done", func() *structs.Job { return declaredJob("system", nil) }, setup{allocs: []string{"complete"}, evals: []string{"complete"}}, structs.JobStatusDead},
 		{"periodic parent", mockPeriodic, setup{}, structs.JobStatusRunning},
 		{"periodic parent stopped", mockPeriodic, setup{stop: true}, structs.JobStatusDead},
 		{"parameterized parent", mockParameterized, setup{evals: []string{"complete"}}, structs.JobStatusRunning},
@@ -182,7 +190,7 @@ func TestJobStatusDerivation(t *testing.T) {
 
 func TestJobTurnsDeadInTheWriteThatEndsItsLastAlloc(t *testing.T) {
 	s := testStore(t)
-	job := storedJob(t, s, 10, mockJob(structs.JobTypeBatch))
+	job := storedJob(t, s, 10, mockJob("batch"))
 	e := mockEval(job, structs.EvalStatusComplete)
 	a := mockAlloc(job, "n1")
 	must(t, s.UpsertEvals(11, []*structs.Evaluation{e}))
@@ -238,7 +246,7 @@ func TestJobSummaryCounts(t *testing.T) {
 
 func TestJobSummaryRestartsForNewInstance(t *testing.T) {
 	s := testStore(t)
-	job := storedJob(t, s, 10, mockJob(structs.JobTypeBatch))
+	job := storedJob(t, s, 10, mockJob("batch"))
 	old := mockAlloc(job, "n1")
 	must(t, s.UpsertAllocs(11, []*structs.Allocation{old}))
 	must(t, s.DeleteJob(12, job.Namespace, job.ID))

@@ -162,7 +162,7 @@ func BenchmarkPersistRestore100kAllocs(b *testing.B) {
 		index++
 	}
 	for j := 0; j < 100; j++ {
-		job := storedJob(b, s, index, mockJob(structs.JobTypeBatch))
+		job := storedJob(b, s, index, mockJob("batch"))
 		index++
 		allocs := make([]*structs.Allocation, 0, 1000)
 		for i := 0; i < 1000; i++ {

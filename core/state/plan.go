@@ -1,8 +1,9 @@
 package state
 
 import (
-	"github.com/drover-org/drover/core/structs"
 	"sort"
+
+	"github.com/drover-org/drover/core/structs"
 )
 
 // UpsertPlanResults applies a committed plan (§9.3, state side) in one

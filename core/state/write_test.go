@@ -34,7 +34,7 @@ func TestWriteIsOneTransaction(t *testing.T) {
 		t.Errorf("indexes jobs %d evals %d, want 10", s.Index(TableJobs), s.Index(TableEvals))
 	}
 
-	other := mockJob(structs.JobTypeBatch)
+	other := mockJob("batch")
 	err := s.WriteTxn(11, func(tx *Txn) error {
 		if err := tx.UpsertJob(other); err != nil {
 			return err

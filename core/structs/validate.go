@@ -44,18 +44,11 @@ func (l *errList) err() error {
 	return &ValidationError{Errors: l.errs}
 }
 
-// DefaultRestartPolicy returns the restart defaults of §1.3 for a job type.
-func DefaultRestartPolicy(jobType string) *RestartPolicy {
-	switch jobType {
-	case JobTypeService, JobTypeSystem:
-		return &RestartPolicy{Attempts: 2, Interval: 30 * time.Minute, Delay: 15 * time.Second, Mode: RestartPolicyModeFail}
-	default:
-		return &RestartPolicy{Attempts: 3, Interval: 24 * time.Hour, Delay: 15 * time.Second, Mode: RestartPolicyModeFail}
-	}
-}
-
 // Canonicalize fills the defaults of a submitted job in place. It is
-// idempotent.
+// idempotent. The defaults that depend on the job type (a group's restart
+// and reschedule policies) come from j.TypeBehavior; without one (a job not
+// yet seen by the server) they stay unset, and the server fills them once
+// it has stamped the serving plugin's declaration.
 func (j *Job) Canonicalize() {
 	if j.Namespace == "" {
 		j.Namespace = DefaultNamespace
@@ -67,7 +60,7 @@ func (j *Job) Canonicalize() {
 		j.Name = j.ID
 	}
 	if j.Type == "" {
-		j.Type = JobTypeService
+		j.Type = DefaultJobType
 	}
 	if j.Priority == 0 {
 		j.Priority = JobDefaultPriority
@@ -94,7 +87,10 @@ func (j *Job) Canonicalize() {
 			continue // refused by Validate
 		}
 		if tg.RestartPolicy == nil {
-			tg.RestartPolicy = DefaultRestartPolicy(j.Type)
+			tg.RestartPolicy = j.TypeBehavior.defaultRestart()
+		}
+		if tg.ReschedulePolicy == nil {
+			tg.ReschedulePolicy = j.TypeBehavior.defaultReschedule()
 		}
 		if tg.EphemeralDisk == nil {
 			tg.EphemeralDisk = &EphemeralDisk{SizeMB: 300}
@@ -112,7 +108,7 @@ func (j *Job) Canonicalize() {
 			if t.Resources.MemoryMB == 0 {
 				t.Resources.MemoryMB = 300
 			}
-			if t.RestartPolicy == nil {
+			if t.RestartPolicy == nil && tg.RestartPolicy != nil {
 				rp := *tg.RestartPolicy
 				t.RestartPolicy = &rp
 			}
@@ -135,8 +131,10 @@ func (j *Job) Canonicalize() {
 }
 
 // Validate checks a canonicalized job against every rule drover enforces at
-// submit time. It does not check the job type against the served scheduler
-// types or the drivers against the known drivers; the server does that.
+// submit time. The rules that depend on the job type come from
+// j.TypeBehavior and are skipped without one (validate_jobtype.go). It does
+// not check the job type against the served scheduler types or the drivers
+// against the known drivers; the server does that.
 func (j *Job) Validate() error {
 	var l errList
 	switch {
@@ -167,24 +165,11 @@ func (j *Job) Validate() error {
 	}
 	validateNoNil(&l, "job affinity", j.Affinities)
 	validateSpreads(&l, "job", j.Spreads)
-	nodeType := j.Type == JobTypeSystem || j.Type == JobTypeSysBatch
-	batchLike := j.Type == JobTypeBatch || j.Type == JobTypeSysBatch
-	if j.Type == JobTypeSystem && (len(j.Affinities) > 0 || len(j.Spreads) > 0) {
-		l.add("system jobs may not have an affinity or spread block")
-	}
-	if j.Type == JobTypeSysBatch && !j.Update.IsEmpty() {
-		l.add("update block: not allowed for sysbatch jobs")
-	}
+	j.validateTypeRules(&l)
 	if j.Periodic != nil {
-		if !batchLike {
-			l.add("periodic block: only allowed for batch and sysbatch jobs, not %s", j.Type)
-		}
 		j.Periodic.validate(&l)
 	}
 	if j.ParameterizedJob != nil {
-		if !batchLike {
-			l.add("parameterized block: only allowed for batch and sysbatch jobs, not %s", j.Type)
-		}
 		j.ParameterizedJob.validate(&l)
 	}
 	if len(j.TaskGroups) == 0 {
@@ -203,7 +188,7 @@ func (j *Job) Validate() error {
 			l.add("group %q: defined more than once", name)
 		}
 		seen[name] = true
-		tg.validate(&l, j.Type, nodeType, batchLike)
+		tg.validate(&l, j.Type, j.TypeBehavior)
 	}
 	return l.err()
 }
@@ -212,32 +197,18 @@ func (j *Job) Validate() error {
 // client sends an all-zero block for every job).
 func (u *UpdateStrategy) IsEmpty() bool { return u == nil || *u == UpdateStrategy{} }
 
-func (tg *TaskGroup) validate(l *errList, jobType string, nodeType, batchLike bool) {
+func (tg *TaskGroup) validate(l *errList, jobType string, b *JobTypeBehavior) {
 	where := fmt.Sprintf("group %q", tg.Name)
 	if tg.Count < 0 {
 		l.add("%s: count must not be negative (got %d)", where, tg.Count)
 	}
-	if jobType == JobTypeSystem && tg.Count > 1 {
-		l.add("%s: count is %d, but system jobs run at most one allocation of a group per node (count must be 0 or 1)", where, tg.Count)
-	}
-	if nodeType && tg.ReschedulePolicy != nil {
-		l.add("%s: System or sysbatch jobs should not have a reschedule policy", where)
-	}
-	if jobType == JobTypeSysBatch && !tg.Update.IsEmpty() {
-		l.add("%s: update block not allowed for sysbatch jobs", where)
-	}
-	if jobType == JobTypeSystem && (len(tg.Affinities) > 0 || len(tg.Spreads) > 0) {
-		l.add("%s: system jobs may not have an affinity or spread block", where)
-	}
-	if tg.Migrate != nil && jobType != JobTypeService {
-		l.add("%s: migrate block only allowed for service jobs", where)
-	}
-	if tg.MaxRunDuration != nil && !batchLike {
-		l.add("%s: max_run_duration only allowed for batch and sysbatch jobs", where)
-	}
-	if tg.RestartPolicy == nil {
-		l.add("%s: missing restart policy", where)
-	} else {
+	tg.validateTypeRules(l, where, jobType, b)
+	switch {
+	case tg.RestartPolicy == nil && b != nil:
+		// Canonicalize fills it from the declaration; a type that declares
+		// no default leaves it to each job.
+		l.add("%s: missing restart policy (%s jobs declare no default restart policy)", where, jobType)
+	case tg.RestartPolicy != nil:
 		tg.RestartPolicy.validate(l, where+": restart")
 	}
 	if tg.EphemeralDisk == nil {

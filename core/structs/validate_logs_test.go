@@ -13,7 +13,7 @@ import (
 // Nomad's defaults.
 func TestValidateLogConfig(t *testing.T) {
 	job := func(lc *LogConfig, diskMB int) *Job {
-		j := &Job{ID: "j", Type: JobTypeSysBatch, Datacenters: []string{"*"}, TaskGroups: []*TaskGroup{{
+		j := &Job{ID: "j", Type: "sysbatch", Datacenters: []string{"*"}, TaskGroups: []*TaskGroup{{
 			Name: "g", Tasks: []*Task{{Name: "t", Driver: "raw_exec", LogConfig: lc}},
 		}}}
 		if diskMB > 0 {

@@ -20,7 +20,7 @@ func TestValidateTaskNames(t *testing.T) {
 		{"alloc", `must not be "alloc"`},
 		{"web-1.front_end", ""},
 	} {
-		j := &Job{ID: "j", Type: JobTypeSysBatch, Datacenters: []string{"*"}, TaskGroups: []*TaskGroup{{
+		j := &Job{ID: "j", Type: "sysbatch", Datacenters: []string{"*"}, TaskGroups: []*TaskGroup{{
 			Name: "g", Tasks: []*Task{{Name: tc.name, Driver: "raw_exec"}},
 		}}}
 		j.Canonicalize()
