@@ -60,8 +60,9 @@ var _ scheduler.Scheduler = (*Scheduler)(nil)
 func New(version string) *Scheduler { return &Scheduler{version: version} }
 
 // Declaration is how oneshot jobs behave once placed: a task that exits 0
-// is done, a task that fails fails its allocation at once, and nothing but
-// the job's own changes and lost allocations evaluates the job again.
+// is done, a task that fails fails its allocation at once, and no node
+// change or allocation end evaluates the job again: only its own changes
+// do (and the evals the core makes for blocked or preempted work).
 func Declaration() *schedulerpb.JobTypeInfo {
 	return &schedulerpb.JobTypeInfo{
 		Name:             JobType,
