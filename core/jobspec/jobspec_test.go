@@ -204,7 +204,7 @@ func TestParseAndValidateRefuses(t *testing.T) {
 	if !errors.As(err, &ve) {
 		t.Fatalf("err = %v, want a *structs.ValidationError", err)
 	}
-	if !strings.Contains(err.Error(), "System or sysbatch jobs should not have a reschedule policy") {
+	if !strings.Contains(err.Error(), "sysbatch jobs should not have a reschedule policy") {
 		t.Errorf("err = %v", err)
 	}
 	if Diagnostics(err) != nil {
