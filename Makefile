@@ -7,10 +7,12 @@ build:
 	$(GO) build -o bin/drover ./cmd/drover
 
 # The test suite: no tracked binaries; vet; unit, integration and end-to-end
-# tests with the race detector; then every fuzz target briefly.
+# tests with the race detector; the example plugin module (its own go.mod,
+# so ./... above leaves it out); then every fuzz target briefly.
 test: check-tracked
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 30m ./...
+	cd examples/plugins/oneshot && $(GO) vet ./... && $(GO) test -race -count=1 -timeout 5m ./...
 	FUZZTIME=$(TEST_FUZZTIME) GO=$(GO) ./scripts/fuzz.sh
 
 # Every fuzz target of the module, found by scripts/fuzz.sh, for FUZZTIME
