@@ -77,6 +77,9 @@ func Declaration() *schedulerpb.JobTypeInfo {
 		// Blocks this scheduler does not implement are refused at submit
 		// time rather than silently ignored.
 		RefusedBlocks: []string{"affinity", "spread", "update", "reschedule", "migrate"},
+		// A node holding a oneshot alloc going down evaluates the job, so
+		// its unfinished allocs there are marked lost and placed again.
+		EvalOnAllocNodeChange: true,
 	}
 }
 
