@@ -307,7 +307,10 @@ func (m *managed) relaunched(inst *instance) {
 func (m *managed) launchFor(req reloadReq) (*instance, error) {
 	args, config := m.args, m.config
 	if req.stanza != nil {
-		args, config = req.stanza.Args, req.stanza.Config
+		config = req.stanza.Config
+		if !m.builtin { // a built-in's args are the serve command's
+			args = req.stanza.Args
+		}
 	}
 	inst, err := m.launchWith(req.ctx, args, config)
 	if err != nil {
@@ -339,7 +342,7 @@ func (m *managed) changedSince(next *Stanza) string {
 	if next == nil {
 		return ""
 	}
-	if !slices.Equal(args, next.Args) {
+	if !m.builtin && !slices.Equal(args, next.Args) {
 		return "args changed"
 	}
 	if (len(config) != 0 || len(next.Config) != 0) && !reflect.DeepEqual(config, next.Config) {
