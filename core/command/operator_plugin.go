@@ -176,7 +176,7 @@ func describeBehavior(bh structs.JobTypeBehavior) []string {
 	out = append(out,
 		yes(bh.PerNode, "Places each group's count on every eligible node", "Places each group's count across the cluster"),
 		yes(bh.RunsToCompletion, "Tasks run to completion: an exit 0 is done, the job is dead once every allocation is",
-			"Tasks keep running: an exit is restarted or rescheduled"),
+			"Tasks keep running: an exit is restarted by the restart policy"),
 	)
 	if bh.RunningUntilStopped {
 		out = append(out, "The job counts as running from registration until it is stopped")

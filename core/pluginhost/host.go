@@ -115,7 +115,9 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	h.plugins = kept
 	if err := errors.Join(fatal...); err != nil {
 		for _, inst := range keptFirst {
-			inst.kill()
+			// A graceful stop: the plugin removes its socket file.
+			inst.cancelReplaced()
+			inst.client.Kill()
 		}
 		h.cancel()
 		return nil, err
@@ -309,12 +311,10 @@ func (h *Host) ReloadPlugin(ctx context.Context, name string) error {
 func (h *Host) ReloadChanged(ctx context.Context, stanzas []Stanza) ([]string, error) {
 	var errs []error
 	byName := map[string]Stanza{}
-	if stanzas != nil {
-		for _, s := range stanzas {
-			byName[s.Name] = s
-			if _, ok := h.byName[s.Name]; !ok {
-				errs = append(errs, fmt.Errorf("plugin %q: new in the config; adding a plugin takes an agent restart", s.Name))
-			}
+	for _, s := range stanzas {
+		byName[s.Name] = s
+		if _, ok := h.byName[s.Name]; !ok {
+			errs = append(errs, fmt.Errorf("plugin %q: new in the config; adding a plugin takes an agent restart", s.Name))
 		}
 	}
 	var todo []*managed
