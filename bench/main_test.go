@@ -9,12 +9,13 @@ import (
 	"os"
 	"testing"
 
+	"github.com/drover-org/drover/core/pluginhost"
 	"github.com/drover-org/drover/plugins/builtin"
 	rawexec "github.com/drover-org/drover/plugins/driver-rawexec"
 )
 
 // pluginEnv makes a re-executed test binary serve a built-in plugin, the
-// way `drover plugin <name>` does.
+// way `drover __plugin <name>` does.
 const pluginEnv = "DROVER_BENCH_PLUGIN=1"
 
 func TestMain(m *testing.M) {
@@ -22,7 +23,7 @@ func TestMain(m *testing.M) {
 		rawexec.Serve() // the raw_exec task shim re-executes this binary
 		os.Exit(0)
 	}
-	if os.Getenv("DROVER_BENCH_PLUGIN") != "" && len(os.Args) > 2 && os.Args[1] == "plugin" {
+	if os.Getenv("DROVER_BENCH_PLUGIN") != "" && len(os.Args) > 2 && os.Args[1] == pluginhost.ServeCommand {
 		p, ok := builtin.Lookup(os.Args[2])
 		if !ok {
 			fmt.Fprintf(os.Stderr, "unknown plugin %q\n", os.Args[2])

@@ -72,7 +72,7 @@ func (agentCommand) Run(args []string) int {
 	logger := hclog.New(&hclog.LoggerOptions{
 		Name: "drover", Level: hclog.LevelFromString(cfg.LogLevel), JSONFormat: cfg.LogJSON, Output: os.Stderr,
 	})
-	a, err := agent.New(cfg, agent.Options{Logger: logger})
+	a, err := agent.New(cfg, agent.Options{Logger: logger, ConfigPaths: configPaths})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "Error starting agent: %v\n", err)
 		return 1
@@ -92,10 +92,9 @@ func (agentCommand) Run(args []string) int {
 		case sig := <-sigs:
 			if sig == syscall.SIGHUP {
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				// Only plugins whose binary or stanza changed are relaunched.
 				if err := a.ReloadPlugins(ctx); err != nil {
 					logger.Error("plugin reload failed", "error", err)
-				} else {
-					logger.Info("plugins reloaded")
 				}
 				cancel()
 				continue
@@ -117,17 +116,18 @@ func (l *stringList) Set(v string) error {
 	return nil
 }
 
-type pluginCommand struct{}
+// pluginStatusCommand holds the place of Nomad's `plugin status`, which
+// lists CSI plugins. drover has no CSI plugins yet; saying so beats
+// running something else under a name Nomad users know.
+type pluginStatusCommand struct{}
 
-func (pluginCommand) Synopsis() string {
-	return "Serve a built-in plugin (run by the agent, not by hand)"
+func (pluginStatusCommand) Synopsis() string {
+	return "Show CSI plugins (not supported yet; see `drover operator plugin list`)"
 }
 
-func (pluginCommand) Run(args []string) int {
-	if len(args) == 0 {
-		fmt.Fprintln(os.Stderr, "usage: drover plugin <name>")
-	} else {
-		fmt.Fprintf(os.Stderr, "unknown built-in plugin %q\n", args[0])
-	}
+func (pluginStatusCommand) Run([]string) int {
+	fmt.Fprintln(os.Stderr, "CSI plugins are not supported yet: `drover plugin status` will list them once they are.\n"+
+		"For the agent's own plugins (schedulers, task drivers), use `drover operator plugin list` or\n"+
+		"`drover operator plugin status <name>`.")
 	return 1
 }

@@ -58,6 +58,8 @@ type Agent struct {
 	// never a wildcard bind address), as /v1/agent/self reports it.
 	memberAddr string
 
+	configPaths []string
+
 	tmpDir string
 	done   chan error
 }
@@ -72,6 +74,11 @@ type Options struct {
 	HTTPListener net.Listener
 	// PluginEnv is added to every built-in plugin's environment (tests).
 	PluginEnv []string
+	// ConfigPaths are the -config files and directories the config came
+	// from. A plugin reload (SIGHUP, PUT /v1/agent/plugins/reload) reads
+	// them again and relaunches the plugins whose stanza changed; without
+	// them only plugins whose binary changed are relaunched.
+	ConfigPaths []string
 	// HeartbeatTTL overrides the node heartbeat TTL (tests).
 	HeartbeatTTL time.Duration
 	// LeaderWait bounds how long a lone server waits to lead before New
@@ -92,7 +99,7 @@ func New(cfg *Config, opts Options) (*Agent, error) {
 		logger = hclog.New(&hclog.LoggerOptions{Name: "drover", Level: hclog.LevelFromString(cfg.LogLevel), JSONFormat: cfg.LogJSON})
 	}
 	// Room for the HTTP server's end and a server's fatal stop.
-	a := &Agent{cfg: cfg, logger: logger, done: make(chan error, 2)}
+	a := &Agent{cfg: cfg, logger: logger, done: make(chan error, 2), configPaths: opts.ConfigPaths}
 	if err := a.start(opts); err != nil {
 		a.Shutdown()
 		return nil, err
@@ -188,7 +195,22 @@ func (a *Agent) startPlugins(ctx context.Context, opts Options) (*driverSet, err
 		}
 		hc.Builtins = append(hc.Builtins, pluginhost.Builtin{Name: p.Name, Kind: p.Kind, Env: opts.PluginEnv})
 	}
-	for _, p := range a.cfg.Plugins {
+	stanzas, err := pluginStanzas(a.cfg)
+	if err != nil {
+		return nil, err
+	}
+	hc.Stanzas = stanzas
+	if a.host, err = pluginhost.New(ctx, hc); err != nil {
+		return nil, fmt.Errorf("plugins: %w", err)
+	}
+	return newDriverSet(ctx, a.host)
+}
+
+// pluginStanzas are the config's plugin stanzas for the plugin host; a
+// Nomad driver's stanza (raw_exec) is the agent's own business.
+func pluginStanzas(cfg *Config) ([]pluginhost.Stanza, error) {
+	var out []pluginhost.Stanza
+	for _, p := range cfg.Plugins {
 		if _, ok := nomadDrivers[p.Name]; ok {
 			continue // configures a built-in; the agent consumed it
 		}
@@ -196,13 +218,9 @@ func (a *Agent) startPlugins(ctx context.Context, opts Options) (*driverSet, err
 		if err != nil {
 			return nil, err
 		}
-		hc.Stanzas = append(hc.Stanzas, pluginhost.Stanza{Name: p.Name, Args: p.Args, Config: settings})
+		out = append(out, pluginhost.Stanza{Name: p.Name, Args: p.Args, Config: settings})
 	}
-	var err error
-	if a.host, err = pluginhost.New(ctx, hc); err != nil {
-		return nil, fmt.Errorf("plugins: %w", err)
-	}
-	return newDriverSet(ctx, a.host)
+	return out, nil
 }
 
 // startServer starts the server; outside dev mode also its RPC port (the
@@ -346,7 +364,7 @@ func (a *Agent) startClient(dataDir, advHTTP string, drivers *driverSet) (*remot
 // With tls.http it is served over HTTPS only.
 func (a *Agent) startHTTP(remote *remoteServers) {
 	hcfg := httpapi.Config{Logger: a.logger.Named("http"), AgentSelf: a.self, NodeName: a.cfg.NodeName, ReloadPlugins: a.ReloadPlugins,
-		MaxBodyBytes: a.cfg.HTTPMaxBodyBytes}
+		Plugins: agentPlugins{a}, MaxBodyBytes: a.cfg.HTTPMaxBodyBytes}
 	if a.server != nil {
 		hcfg.Server = &clusterServer{Server: a.server}
 	}
@@ -391,9 +409,6 @@ func (a *Agent) Plugins() *pluginhost.Host { return a.host }
 // Done reports the agent's end: the HTTP server's, or the server's fatal
 // stop.
 func (a *Agent) Done() <-chan error { return a.done }
-
-// ReloadPlugins re-launches every plugin from its binary (SIGHUP).
-func (a *Agent) ReloadPlugins(ctx context.Context) error { return a.host.Reload(ctx) }
 
 func (a *Agent) self() any {
 	member := map[string]any{"Name": a.memberName(), "Addr": a.memberAddr, "Port": a.cfg.Ports.RPC, "Status": "alive",

@@ -20,6 +20,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"go.uber.org/goleak"
 
+	"github.com/drover-org/drover/core/pluginhost"
 	"github.com/drover-org/drover/plugins/builtin"
 	rawexec "github.com/drover-org/drover/plugins/driver-rawexec"
 )
@@ -28,13 +29,13 @@ import (
 const testPluginEnv = "DROVER_AGENT_TEST_PLUGIN"
 
 // TestMain lets the test binary stand in for the drover binary: the agent
-// re-executes SelfExe (this binary) as `<exe> plugin <name>` with
+// re-executes SelfExe (this binary) as `<exe> __plugin <name>` with
 // testPluginEnv in the environment, and the raw_exec driver re-executes the
 // plugin's command line as its task shim, with rawexec.ShimEnvVar set but
 // without the plugin's environment. Either way, serve the plugin (or shim)
 // instead of running the tests.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 2 && os.Args[1] == "plugin" && (os.Getenv(testPluginEnv) != "" || os.Getenv(rawexec.ShimEnvVar) != "") {
+	if len(os.Args) > 2 && os.Args[1] == pluginhost.ServeCommand && (os.Getenv(testPluginEnv) != "" || os.Getenv(rawexec.ShimEnvVar) != "") {
 		p, ok := builtin.Lookup(os.Args[2])
 		if !ok {
 			fmt.Fprintf(os.Stderr, "no built-in plugin %q\n", os.Args[2])

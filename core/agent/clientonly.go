@@ -26,7 +26,9 @@ func clientOnlyHandler(local http.Handler, servers *remoteServers, scheme string
 		FlushInterval: -1, // stream blocking queries and log follows as they come
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasPrefix(r.URL.Path, "/v1/client/") || r.URL.Path == "/v1/agent/self" {
+		// The agent's own plugins (list, status, reload) are this agent's.
+		if strings.HasPrefix(r.URL.Path, "/v1/client/") || r.URL.Path == "/v1/agent/self" ||
+			strings.HasPrefix(r.URL.Path, "/v1/agent/plugin") {
 			local.ServeHTTP(w, r)
 			return
 		}

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -201,5 +202,31 @@ func TestParseConfigTooDeep(t *testing.T) {
 	ok := "data_dir = \"/x\"\nserver {\n  enabled = true\n  server_join {\n    retry_join = [\"a\", \"${\"b\"}\"]\n  }\n}\n"
 	if _, err := ParseConfig("ok.hcl", []byte(ok)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// `drover agent -dev -config x.hcl`: the file is merged over the -dev
+// defaults, plugin stanzas included, and the result is a valid dev config.
+func TestLoadConfigDevWithFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "x.hcl")
+	src := "plugin_dir = \"/opt/p\"\nlog_level = \"DEBUG\"\nplugin \"gpu\" {\n  config {\n    k = 1\n  }\n}\n"
+	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := LoadConfig(true, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+	stanzas, err := pluginStanzas(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.DevMode || cfg.PluginDir != "/opt/p" || cfg.LogLevel != "DEBUG" || cfg.BindAddr != "127.0.0.1" ||
+		!cfg.Server.Enabled || !cfg.Client.Enabled || len(stanzas) != 1 || stanzas[0].Name != "gpu" || stanzas[0].Config["k"] != float64(1) {
+		t.Errorf("config = %+v, stanzas %+v", cfg, stanzas)
 	}
 }

@@ -91,8 +91,17 @@ func (r *routedDriver) StartTask(ctx context.Context, cfg *driverpb.TaskConfig) 
 	return
 }
 
+// WaitTask lasts as long as the task, so it must not count as a call in
+// flight that a reload of the driver drains: that made every reload wait
+// out the drain timeout (30 s) whenever a task ran. It is a Watch instead:
+// a reload ends it with ErrPluginUnavailable, and the task runner
+// recovers the task on the new driver process and waits again (tasks
+// outlive their driver's process).
 func (r *routedDriver) WaitTask(ctx context.Context, id string) (out *driverpb.ExitResult, err error) {
-	err = r.call(ctx, func(ctx context.Context, d driver.Driver) (e error) { out, e = d.WaitTask(ctx, id); return })
+	err = r.host.Watch(ctx, r.plugin, shared.KindDriver, func(ctx context.Context, raw any) (e error) {
+		out, e = raw.(driver.Driver).WaitTask(ctx, id)
+		return
+	})
 	return
 }
 

@@ -4,7 +4,8 @@
 // -json for scripts.
 //
 // cmd/drover calls Run with the commands that live outside this package
-// (the agent, the plugin launcher), so this package never imports the agent.
+// (the agent, the `plugin status` placeholder), so this package never
+// imports the agent.
 package command
 
 import (
@@ -136,6 +137,9 @@ func Commands(ui *UI) map[string]Command {
 		"server members":            &ServerMembersCommand{ui: ui},
 		"operator raft list-peers":  &OperatorRaftListPeersCommand{ui: ui},
 		"operator raft remove-peer": &OperatorRaftRemovePeerCommand{ui: ui},
+		"operator plugin list":      &OperatorPluginListCommand{ui: ui},
+		"operator plugin status":    &OperatorPluginStatusCommand{ui: ui},
+		"operator plugin reload":    &OperatorPluginReloadCommand{ui: ui},
 		"status":                    &JobStatusCommand{ui: ui, alias: "status"},
 		"version":                   &VersionCommand{ui: ui},
 	}

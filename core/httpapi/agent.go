@@ -9,9 +9,14 @@ import (
 // Agent and status endpoints: facts about this agent and the cluster that
 // do not come from the state store.
 
-// agentReloadPlugins swaps every plugin of this agent for a fresh process
-// of its (possibly new) binary without dropping work.
+// agentReloadPlugins swaps plugins of this agent for a fresh process of
+// their (possibly new) binary without dropping work: with ?name= that one
+// plugin, else every plugin whose binary or config changed.
 func (s *HTTPServer) agentReloadPlugins(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Query().Has("name") {
+		s.agentReloadPlugin(w, r, r.URL.Query().Get("name"))
+		return
+	}
 	if s.reload == nil {
 		writeText(w, http.StatusNotImplemented, "this agent cannot reload plugins")
 		return

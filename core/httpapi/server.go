@@ -83,9 +83,13 @@ type Config struct {
 	// /v1/agent/members; empty, the leader names itself and a follower
 	// leaves it blank.
 	NodeName string
-	// ReloadPlugins re-launches every plugin of this agent from its binary
-	// (PUT /v1/agent/plugins/reload), as SIGHUP does; nil answers 501.
+	// ReloadPlugins relaunches this agent's changed plugins (PUT
+	// /v1/agent/plugins/reload without a name), as SIGHUP does; nil
+	// answers 501.
 	ReloadPlugins func(ctx context.Context) error
+	// Plugins serves /v1/agent/plugins and reloads of one plugin; nil
+	// answers 501.
+	Plugins AgentPlugins
 	// MaxBodyBytes caps a request body (413 above it); zero is
 	// structs.DefaultMaxRequestBodyBytes.
 	MaxBodyBytes int64
@@ -103,6 +107,8 @@ type HTTPServer struct {
 	logger hclog.Logger
 	self   func() any
 	reload func(ctx context.Context) error
+	// plugins is Config.Plugins.
+	plugins AgentPlugins
 	// nodeName is Config.NodeName.
 	nodeName string
 	// maxBody is Config.MaxBodyBytes with its default applied.
@@ -138,6 +144,8 @@ func New(cfg Config) *HTTPServer {
 		logger: logger.Named("http"),
 		self:   cfg.AgentSelf,
 		reload: cfg.ReloadPlugins,
+
+		plugins: cfg.Plugins,
 
 		nodeName: cfg.NodeName,
 		maxBody:  cfg.MaxBodyBytes,
@@ -237,6 +245,7 @@ func (s *HTTPServer) routes() http.Handler {
 	mux.HandleFunc("GET /v1/agent/self", s.agentSelf)
 	mux.HandleFunc("PUT /v1/agent/plugins/reload", s.agentReloadPlugins)
 	mux.HandleFunc("POST /v1/agent/plugins/reload", s.agentReloadPlugins)
+	s.registerPluginRoutes(mux)
 	mux.HandleFunc("GET /v1/status/leader", s.statusLeader)
 	mux.HandleFunc("GET /v1/status/peers", s.statusPeers)
 	mux.HandleFunc("GET /v1/regions", s.regions)

@@ -15,16 +15,20 @@ type Config struct {
 	Logger hclog.Logger
 
 	// SelfExe is the path of the drover binary. A built-in plugin runs as
-	// `<SelfExe> plugin <Name>`: out of process, so a crash in it cannot take
-	// the agent down, yet shipped inside the one binary.
+	// `<SelfExe> __plugin <Name>` (ServeCommand): out of process, so a crash
+	// in it cannot take the agent down, yet shipped inside the one binary.
 	SelfExe string
 
 	// Builtins are the plugins compiled into the drover binary, in the order
 	// that decides job-type ties (see SchedulerSet).
 	Builtins []Builtin
 
-	// PluginDir holds third-party plugin binaries: a stanza named N runs
-	// <PluginDir>/N.
+	// PluginDir holds third-party plugin binaries. Every executable file
+	// in it (hidden files aside) is a plugin named after the file: a stanza
+	// named N configures <PluginDir>/N, and a file no stanza names is loaded
+	// with an empty config, or skipped with a warning when it turns out not
+	// to be a drover plugin. A stanza that names neither a file there nor a
+	// built-in fails New. A missing directory fails New too.
 	PluginDir string
 
 	// Stanzas are the agent config's `plugin "<name>" { ... }` blocks, in
@@ -53,7 +57,8 @@ type Config struct {
 	Backoff Backoff
 
 	// DrainTimeout bounds how long Reload waits for calls in flight on the
-	// old instance before killing it anyway. Default: 30 s.
+	// old instance before killing it anyway. Default: 30 s. Long-lived
+	// calls made with Host.Watch are not waited for.
 	DrainTimeout time.Duration
 
 	// StartTimeout bounds the go-plugin handshake of one launch.
@@ -61,9 +66,14 @@ type Config struct {
 	StartTimeout time.Duration
 }
 
+// ServeCommand is the hidden drover subcommand that serves a built-in
+// plugin: the host runs `<SelfExe> __plugin <Name>`. It is not a name a
+// user types; `drover plugin …` is left to CSI plugins, as in Nomad.
+const ServeCommand = "__plugin"
+
 // Builtin is a plugin compiled into the drover binary.
 type Builtin struct {
-	// Name is passed as `drover plugin <Name>` and names the plugin in logs,
+	// Name is passed as `drover __plugin <Name>` and names the plugin in logs,
 	// in Status and in Dispense.
 	Name string
 	// Kind is the one kind the built-in serves (e.g. shared.KindScheduler).

@@ -246,7 +246,23 @@ func TestNewRefusesBadConfig(t *testing.T) {
 	}{
 		{"missing binary", func(c *Config) {
 			c.PluginDir, c.Stanzas = t.TempDir(), []Stanza{{Name: "ghost"}}
-		}, `launch plugin "ghost"`},
+		}, `plugin "ghost": no executable file "ghost" in plugin_dir`},
+		{"stanza names no file", func(c *Config) {
+			c.PluginDir = t.TempDir()
+			for _, f := range []string{"drover-scheduler-gpu", "notes.txt"} {
+				mode := os.FileMode(0o755)
+				if f == "notes.txt" {
+					mode = 0o644 // not executable: not a candidate, not listed
+				}
+				if err := os.WriteFile(filepath.Join(c.PluginDir, f), []byte("#!/bin/sh\nexit 1\n"), mode); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c.Stanzas = []Stanza{{Name: "gpu"}}
+		}, `(it holds: drover-scheduler-gpu); a plugin stanza's name is the file name of its binary in plugin_dir, or the name of a built-in (ok)`},
+		{"missing plugin_dir", func(c *Config) {
+			c.PluginDir = filepath.Join(t.TempDir(), "nope")
+		}, "plugin_dir: open "},
 		{"scheduler without job types", func(c *Config) {
 			c.Builtins = append(c.Builtins, fake("empty", "empty"))
 		}, "at least one job type"},

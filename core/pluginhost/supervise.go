@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"os/exec"
+	"reflect"
 	"slices"
 	"sync"
 	"time"
@@ -31,6 +32,15 @@ type instance struct {
 	conn    *grpc.ClientConn
 	kinds   map[string]any // kind → dispensed interface
 	infos   map[string]any // kind → what Kind.Init returned
+	// bin is the plugin binary as it was on disk when this instance was
+	// launched; a reload of changed plugins compares it with the file now.
+	bin os.FileInfo
+
+	// replaced is cancelled once the instance is no longer current (a
+	// reload swapped it out, or it is being taken down): long-lived calls
+	// (Host.Watch) end then instead of holding up the drain.
+	replaced       context.Context
+	cancelReplaced context.CancelFunc
 
 	// broken is closed when a call found the connection dead while the
 	// process still looked alive (its exit not yet reaped, or wedged). The
@@ -61,6 +71,7 @@ func (i *instance) down() bool {
 // that stopped answering is sent SIGKILL first. Kill then frees go-plugin's
 // goroutines and connection.
 func (i *instance) kill() {
+	i.cancelReplaced()
 	_ = i.proc.Kill() // a no-op error if it already exited
 	i.client.Kill()
 }
@@ -97,17 +108,27 @@ type managed struct {
 	config  map[string]any
 	reloadc chan reloadReq
 
+	// optional marks a plugin_dir file that no stanza names: one that fails
+	// its first launch is skipped with a warning instead of failing New.
+	optional bool
+
 	mu       sync.Mutex
 	cur      *instance     // nil while down
 	changed  chan struct{} // closed and replaced whenever cur changes
 	infos    map[string]any
 	restarts int
 	lastErr  error
+	// failedLaunches counts launches that failed since the last one that
+	// succeeded; while it is not zero the plugin's health is "failed".
+	failedLaunches int
 }
 
 type reloadReq struct {
-	ctx   context.Context
-	reply chan error // buffered: the owner never blocks on it
+	ctx context.Context
+	// stanza, when set, replaces the plugin's config and args for this and
+	// every later launch, but only if the launch succeeds.
+	stanza *Stanza
+	reply  chan error // buffered: the owner never blocks on it
 }
 
 // exitKind is a host-only pseudo kind. go-plugin hands every GRPCClient the
@@ -135,11 +156,22 @@ func (exitWatch) GRPCClient(ctx context.Context, _ *plugin.GRPCBroker, conn *grp
 // launch starts a new process and readies it: handshake, then Kind.Init of
 // every kind it serves. On error nothing is left running.
 func (m *managed) launch(ctx context.Context) (*instance, error) {
+	return m.launchWith(ctx, m.args, m.config)
+}
+
+// launchWith is launch with the given args and config (a reload's new
+// stanza, not yet adopted).
+func (m *managed) launchWith(ctx context.Context, args []string, config map[string]any) (*instance, error) {
 	ctx, cancel := context.WithTimeout(ctx, m.h.startTimeout)
 	defer cancel()
 	defer context.AfterFunc(m.h.ctx, cancel)() // Close aborts a launch too
 
-	cmd := exec.Command(m.path, m.args...)
+	// Stat before exec: a binary replaced after this is seen as changed.
+	bin, err := os.Stat(m.path)
+	if err != nil {
+		return nil, fmt.Errorf("launch plugin %q: %w", m.name, err)
+	}
+	cmd := exec.Command(m.path, args...)
 	// Built after os.Environ so a plugin's own Env wins on duplicates.
 	cmd.Env = append(os.Environ(), m.env...)
 	dieWithHost(cmd)
@@ -158,16 +190,17 @@ func (m *managed) launch(ctx context.Context) (*instance, error) {
 		Managed:          false, // the owner kills it; plugin.CleanupClients is not used
 		StartTimeout:     m.h.startTimeout,
 	})
-	inst, err := m.ready(ctx, client, cmd)
+	inst, err := m.ready(ctx, client, cmd, config)
 	if err != nil {
 		client.Kill()
 		return nil, fmt.Errorf("launch plugin %q (%s): %w", m.name, m.path, err)
 	}
-	m.log.Info("plugin started", "pid", inst.pid, "kinds", slices.Sorted(maps.Keys(inst.kinds)))
+	inst.bin = bin
+	m.log.Debug("plugin started", "pid", inst.pid, "kinds", slices.Sorted(maps.Keys(inst.kinds)))
 	return inst, nil
 }
 
-func (m *managed) ready(ctx context.Context, client *plugin.Client, cmd *exec.Cmd) (*instance, error) {
+func (m *managed) ready(ctx context.Context, client *plugin.Client, cmd *exec.Cmd, config map[string]any) (*instance, error) {
 	rpc, err := client.Client()
 	if err != nil {
 		return nil, err
@@ -177,10 +210,16 @@ func (m *managed) ready(ctx context.Context, client *plugin.Client, cmd *exec.Cm
 		return nil, err
 	}
 	watch := raw.(exitWatchClient)
+	// The process's pid as go-plugin knows it (the same as cmd's, which
+	// is the fallback should a future go-plugin not report it).
+	pid := cmd.Process.Pid
+	if rc := client.ReattachConfig(); rc != nil && rc.Pid > 0 {
+		pid = rc.Pid
+	}
 	inst := &instance{
 		client:  client,
 		proc:    cmd.Process,
-		pid:     cmd.Process.Pid,
+		pid:     pid,
 		started: time.Now(),
 		done:    watch.exited.Done(),
 		conn:    watch.conn,
@@ -203,7 +242,7 @@ func (m *managed) ready(ctx context.Context, client *plugin.Client, cmd *exec.Cm
 		}
 		var info any
 		if spec.Init != nil {
-			info, err = spec.Init(ctx, raw, m.config)
+			info, err = spec.Init(ctx, raw, config)
 			if !m.builtin && status.Code(err) == codes.Unimplemented {
 				continue // discovery: the plugin does not serve this kind
 			}
@@ -216,17 +255,23 @@ func (m *managed) ready(ctx context.Context, client *plugin.Client, cmd *exec.Cm
 	if len(inst.kinds) == 0 {
 		return nil, fmt.Errorf("serves none of the plugin kinds %v", candidates)
 	}
+	inst.replaced, inst.cancelReplaced = context.WithCancel(context.Background())
 	return inst, nil
 }
 
 // setCurrent makes inst (nil: none) the instance callers get and wakes the
-// callers waiting for a change.
+// callers waiting for a change. The instance it replaces ends its
+// long-lived calls (Host.Watch) now; its other calls in flight go on.
 func (m *managed) setCurrent(inst *instance) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.cur != nil && m.cur != inst {
+		m.cur.cancelReplaced()
+	}
 	m.cur = inst
 	if inst != nil {
 		m.infos = inst.infos
+		m.failedLaunches = 0
 	}
 	close(m.changed)
 	m.changed = make(chan struct{})
@@ -236,6 +281,74 @@ func (m *managed) noteError(err error) {
 	m.mu.Lock()
 	m.lastErr = err
 	m.mu.Unlock()
+}
+
+// noteLaunchFailure records a failed launch while the plugin is down.
+func (m *managed) noteLaunchFailure(err error) {
+	m.mu.Lock()
+	m.lastErr = err
+	m.failedLaunches++
+	m.mu.Unlock()
+}
+
+// relaunched makes a freshly launched instance current after a restart or
+// a reload, counting it.
+func (m *managed) relaunched(inst *instance) {
+	m.mu.Lock()
+	m.restarts++
+	m.mu.Unlock()
+	m.setCurrent(inst)
+	m.h.rebuildRoutes()
+}
+
+// launchFor launches the instance a reload asks for, with the request's
+// stanza when it brings one; the stanza is adopted only if the launch
+// succeeds, so a bad new config leaves the old one in force.
+func (m *managed) launchFor(req reloadReq) (*instance, error) {
+	args, config := m.args, m.config
+	if req.stanza != nil {
+		config = req.stanza.Config
+		if !m.builtin { // a built-in's args are the serve command's
+			args = req.stanza.Args
+		}
+	}
+	inst, err := m.launchWith(req.ctx, args, config)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock() // changedSince reads them from other goroutines
+	m.args, m.config = args, config
+	m.mu.Unlock()
+	return inst, nil
+}
+
+// changedSince says why the plugin needs a reload, or "" when it does not:
+// its binary on disk is not the one its instance runs, its stanza differs
+// from next (nil: not compared), or it is down.
+func (m *managed) changedSince(next *Stanza) string {
+	m.mu.Lock()
+	cur, args, config := m.cur, m.args, m.config
+	m.mu.Unlock()
+	if cur == nil || cur.down() {
+		return "plugin is down"
+	}
+	fi, err := os.Stat(m.path)
+	if err != nil {
+		return "binary: " + err.Error()
+	}
+	if !os.SameFile(fi, cur.bin) || fi.Size() != cur.bin.Size() || !fi.ModTime().Equal(cur.bin.ModTime()) {
+		return "binary " + m.path + " was replaced"
+	}
+	if next == nil {
+		return ""
+	}
+	if !m.builtin && !slices.Equal(args, next.Args) {
+		return "args changed"
+	}
+	if (len(config) != 0 || len(next.Config) != 0) && !reflect.DeepEqual(config, next.Config) {
+		return "config changed"
+	}
+	return ""
 }
 
 // run is the owner goroutine of one plugin. It watches the current instance,
@@ -262,16 +375,13 @@ func (m *managed) run(inst *instance) {
 			}
 			n, err := m.launch(m.h.ctx)
 			if err != nil {
-				m.noteError(err)
+				m.noteLaunchFailure(err)
 				m.log.Error("plugin restart failed", "error", err, "next_delay", m.h.backoff.next(last))
 				continue
 			}
 			inst = n
-			m.mu.Lock()
-			m.restarts++
-			m.mu.Unlock()
-			m.setCurrent(inst)
-			m.h.rebuildRoutes()
+			m.relaunched(inst)
+			m.log.Info("plugin restarted", "pid", inst.pid)
 			continue
 		}
 
@@ -287,16 +397,17 @@ func (m *managed) run(inst *instance) {
 			last = m.lost(inst, last, "lost its connection")
 			inst = nil
 		case req := <-m.reloadc:
-			n, err := m.launch(req.ctx)
+			n, err := m.launchFor(req)
 			if err != nil {
+				m.noteError(err)
 				m.log.Error("plugin reload failed; keeping the running instance", "error", err)
 				req.reply <- err
 				continue
 			}
 			old := inst
 			inst = n
-			m.setCurrent(n)
-			m.h.rebuildRoutes()
+			m.relaunched(n)
+			m.log.Info("plugin reloaded", "pid", n.pid, "old_pid", old.pid)
 			m.retire(old)
 			req.reply <- nil
 		}
@@ -321,14 +432,14 @@ func (m *managed) lost(inst *instance, last time.Duration, what string) time.Dur
 // reloadDown serves a reload that arrives while the plugin is down: launch
 // now instead of waiting out the backoff.
 func (m *managed) reloadDown(req reloadReq) *instance {
-	n, err := m.launch(req.ctx)
+	n, err := m.launchFor(req)
 	req.reply <- err
 	if err != nil {
-		m.noteError(err)
+		m.noteLaunchFailure(err)
 		return nil
 	}
-	m.setCurrent(n)
-	m.h.rebuildRoutes()
+	m.relaunched(n)
+	m.log.Info("plugin reloaded while down", "pid", n.pid)
 	return n
 }
 

@@ -1,6 +1,8 @@
 // Package builtin lists the plugins compiled into the drover binary. They
 // still run out of process: the agent re-executes its own binary as
-// `drover plugin <name>`, which calls the plugin's Serve.
+// `drover __plugin <name>` (pluginhost.ServeCommand), which calls the
+// plugin's Serve. Each also has a standalone main under its package's cmd/
+// for installing a build of it in plugin_dir.
 package builtin
 
 import (

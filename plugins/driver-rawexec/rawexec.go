@@ -45,7 +45,7 @@ type Driver struct {
 
 	// shimExe and shimArgs are how the driver re-executes itself as the
 	// shim: same binary, same arguments, so whichever entry point led here
-	// (a standalone binary, `drover plugin raw_exec`, a test binary) leads
+	// (a standalone binary, `drover __plugin driver-rawexec`, a test binary) leads
 	// the shim to Serve again, which then runs the shim.
 	shimExe    string
 	shimExeErr error

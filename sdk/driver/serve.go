@@ -2,23 +2,48 @@ package driver
 
 import (
 	"fmt"
+	"os"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 
 	"github.com/drover-org/drover/sdk/shared"
 )
 
+// NewLogger returns the logger a driver plugin should log with: hclog
+// writing JSON to stderr, from debug up. go-plugin forwards a plugin's
+// stderr to the agent, which parses these lines and logs them under the
+// plugin's name with their levels and fields intact; the agent's own log
+// level filters what is shown. name is the logger's name ("" for none).
+func NewLogger(name string) hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{
+		Name:       name,
+		Level:      hclog.Debug,
+		Output:     os.Stderr,
+		JSONFormat: true,
+	})
+}
+
 // Serve serves impl as a driver plugin on this process's stdio, as
 // go-plugin expects of a plugin binary, and returns when the host closes
-// the connection. A driver binary's main does little else.
+// the connection. A driver binary's main does little else. A driver that
+// logs builds its logger with NewLogger, hands it to its implementation
+// and calls ServeWithLogger with it.
 func Serve(impl Driver) {
+	ServeWithLogger(impl, NewLogger(shared.KindDriver))
+}
+
+// ServeWithLogger is Serve with the logger go-plugin's server logs with;
+// it should write JSON to stderr, as NewLogger's does.
+func ServeWithLogger(impl Driver, logger hclog.Logger) {
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig: shared.Handshake,
 		Plugins:         plugin.PluginSet{shared.KindDriver: &Plugin{Impl: impl}},
 		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
 			return grpc.NewServer(append(opts, shared.ServerOptions()...)...)
 		},
+		Logger: logger,
 	})
 }
 

@@ -96,12 +96,12 @@ func Descendants(root int) []Proc {
 	return out
 }
 
-// ChildPlugin finds the agent's `drover plugin <name>` process. The raw_exec
+// ChildPlugin finds the agent's `drover __plugin <name>` process. The raw_exec
 // shims run the same command line, but they are the driver plugin's
 // children, never the agent's.
 func ChildPlugin(agentPID int, name string) (Proc, bool) {
 	for _, p := range ListProcs() {
-		if p.PPID == agentPID && p.Alive() && strings.HasSuffix(p.Cmd, " plugin "+name) {
+		if p.PPID == agentPID && p.Alive() && strings.HasSuffix(p.Cmd, " __plugin "+name) {
 			return p, true
 		}
 	}

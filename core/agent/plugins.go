@@ -1,0 +1,100 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/drover-org/drover/core/pluginhost"
+	"github.com/drover-org/drover/core/structs"
+)
+
+// ReloadPlugins is the whole-agent plugin reload (SIGHUP, PUT
+// /v1/agent/plugins/reload without a name). It reads the -config files
+// again and relaunches only the plugins whose binary on disk or whose
+// stanza (config, args) changed: a scheduler swap leaves the task driver
+// and the other schedulers running. Adding or removing a plugin stanza is
+// reported as an error and takes an agent restart.
+func (a *Agent) ReloadPlugins(ctx context.Context) error {
+	var stanzas []pluginhost.Stanza
+	if len(a.configPaths) > 0 {
+		cfg, err := LoadConfig(a.cfg.DevMode, a.configPaths...)
+		if err != nil {
+			return structs.NewError(structs.ErrInvalid, "reload plugins: agent config: %v", err)
+		}
+		if stanzas, err = pluginStanzas(cfg); err != nil {
+			return structs.NewError(structs.ErrInvalid, "reload plugins: agent config: %v", err)
+		}
+		if stanzas == nil {
+			stanzas = []pluginhost.Stanza{} // re-read: no stanza at all
+		}
+	}
+	names, err := a.host.ReloadChanged(ctx, stanzas)
+	if len(names) > 0 {
+		a.logger.Info("plugins reloaded", "plugins", strings.Join(names, ","))
+	}
+	if err != nil {
+		return fmt.Errorf("reload plugins: %w", err)
+	}
+	return nil
+}
+
+// ReloadPlugin relaunches the one plugin name from its binary, draining
+// only its own calls in flight. An unknown name is a not-found error.
+func (a *Agent) ReloadPlugin(ctx context.Context, name string) error {
+	return pluginError(a.host.ReloadPlugin(ctx, name))
+}
+
+// PluginsStatus describes every plugin of the agent, in config order.
+func (a *Agent) PluginsStatus() []structs.AgentPlugin {
+	sts := a.host.Status()
+	out := make([]structs.AgentPlugin, 0, len(sts))
+	for _, st := range sts {
+		out = append(out, agentPlugin(st))
+	}
+	return out
+}
+
+// PluginStatus describes the plugin name; an unknown name is a not-found
+// error.
+func (a *Agent) PluginStatus(name string) (structs.AgentPlugin, error) {
+	st, err := a.host.PluginStatus(name)
+	if err != nil {
+		return structs.AgentPlugin{}, pluginError(err)
+	}
+	return agentPlugin(st), nil
+}
+
+func agentPlugin(st pluginhost.PluginStatus) structs.AgentPlugin {
+	p := structs.AgentPlugin{
+		Name: st.Name, Kind: strings.Join(st.Kinds, ","), Builtin: st.Builtin, Version: st.Version,
+		PID: st.Pid, StartTime: st.Started, Restarts: st.Restarts, LastError: st.LastError, Health: st.Health,
+	}
+	if !st.Builtin {
+		p.Path = st.Path
+	}
+	for _, jt := range st.JobTypes {
+		p.JobTypes = append(p.JobTypes, structs.AgentJobType{Name: jt.Type, Behavior: jt.Behavior})
+	}
+	return p
+}
+
+// pluginError gives an unknown plugin name the not-found kind (HTTP 404).
+func pluginError(err error) error {
+	if errors.Is(err, pluginhost.ErrUnknownPlugin) {
+		return structs.NewError(structs.ErrNotFound, "%v", err)
+	}
+	return err
+}
+
+// agentPlugins is the agent's plugins as the HTTP API sees them.
+type agentPlugins struct{ a *Agent }
+
+func (p agentPlugins) List() []structs.AgentPlugin { return p.a.PluginsStatus() }
+
+func (p agentPlugins) Get(name string) (structs.AgentPlugin, error) { return p.a.PluginStatus(name) }
+
+func (p agentPlugins) Reload(ctx context.Context, name string) error {
+	return p.a.ReloadPlugin(ctx, name)
+}

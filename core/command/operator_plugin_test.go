@@ -1,0 +1,100 @@
+package command
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drover-org/drover/core/structs"
+)
+
+func testPlugins() []structs.AgentPlugin {
+	return []structs.AgentPlugin{
+		{Name: "scheduler-sysbatch", Kind: "scheduler", Builtin: true, Version: "0.1.0", PID: 4242,
+			StartTime: testNow.Add(-time.Minute), Health: structs.AgentPluginHealthy,
+			JobTypes: []structs.AgentJobType{{Name: "sysbatch", Behavior: structs.JobTypeBehavior{
+				MaxAttempts: 2, PerNode: true, RunsToCompletion: true, AllowPeriodic: true, AllowParameterized: true,
+				RefusedBlocks: []string{"update"}, EvalOnNodeJoin: true, PreemptionSwitch: structs.PreemptSwitchSysBatch,
+				DefaultRestart: &structs.RestartPolicy{Attempts: 0, Interval: 24 * time.Hour, Delay: 15 * time.Second, Mode: "fail"},
+			}}}},
+		{Name: "gpu", Kind: "scheduler", Path: "/opt/drover/plugins/gpu", Restarts: 3,
+			LastError: "plugin process 77 exited after 1.2s", Health: structs.AgentPluginFailed},
+	}
+}
+
+func TestOperatorPluginList(t *testing.T) {
+	f := newFakeAgent(t)
+	f.json("GET /v1/agent/plugins", map[string]any{"Plugins": testPlugins()})
+	r := f.run(t, "", "operator", "plugin", "list")
+	wantCode(t, r, 0)
+	want := strings.Join([]string{
+		"Name                Kind       Version  Job Types  PID   Restarts  Health",
+		"scheduler-sysbatch  scheduler  0.1.0    sysbatch   4242  0         healthy",
+		"gpu                 scheduler  <none>   <none>     -     3         failed",
+	}, "\n") + "\n"
+	if r.out != want {
+		t.Errorf("list:\n%s\nwant:\n%s", r.out, want)
+	}
+	r = f.run(t, "", "operator", "plugin", "list", "-json")
+	wantCode(t, r, 0)
+	wantContains(t, "-json", r.out, `"Plugins": [`, `"Name": "gpu"`)
+}
+
+func TestOperatorPluginStatus(t *testing.T) {
+	f := newFakeAgent(t)
+	f.json("GET /v1/agent/plugins/scheduler-sysbatch", testPlugins()[0])
+	f.json("GET /v1/agent/plugins/gpu", testPlugins()[1])
+	f.fail("GET /v1/agent/plugins/nope", http.StatusNotFound, `unknown plugin "nope": this agent's plugins are gpu`)
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want []string
+	}{
+		{"builtin scheduler", []string{"scheduler-sysbatch"}, 0, []string{
+			"Name       = scheduler-sysbatch", "Path       = (built into the drover binary)", "PID        = 4242",
+			"Started    = 2026-05-01T11:59:00Z", "Last Error = <none>",
+			`Job Type "sysbatch"`,
+			"  Places each group's count on every eligible node",
+			"  Tasks run to completion",
+			"  Scheduling attempts per evaluation: 2",
+			"  Default restart policy: 0 attempts in 24h0m0s, 15s apart, then fail",
+			"  Default reschedule policy: none",
+			"  Allows: periodic, parameterized",
+			"  Refuses: max_run_duration, update",
+			"  Re-evaluates jobs when: a node joins",
+			"  May preempt when the scheduler configuration's SysBatchSchedulerEnabled is on",
+		}},
+		{"failed third-party", []string{"gpu"}, 0, []string{
+			"Path       = /opt/drover/plugins/gpu", "Health     = failed", "Last Error = plugin process 77 exited after 1.2s", "PID        = -",
+		}},
+		{"json", []string{"-json", "gpu"}, 0, []string{`"LastError": "plugin process 77 exited after 1.2s"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := f.run(t, "", append([]string{"operator", "plugin", "status"}, tc.args...)...)
+			wantCode(t, r, tc.code)
+			wantContains(t, "status", r.out, tc.want...)
+		})
+	}
+	r := f.run(t, "", "operator", "plugin", "status", "nope")
+	wantCode(t, r, 1)
+	wantContains(t, "stderr", r.errOut, `unknown plugin "nope"`)
+	wantCode(t, f.run(t, "", "operator", "plugin", "status"), 1)
+}
+
+func TestOperatorPluginReload(t *testing.T) {
+	f := newFakeAgent(t)
+	p := testPlugins()[0]
+	f.json("PUT /v1/agent/plugins/reload", map[string]any{"Reloaded": true, "Plugin": p})
+	r := f.run(t, "", "operator", "plugin", "reload", "scheduler-sysbatch")
+	wantCode(t, r, 0)
+	wantContains(t, "stdout", r.out, `Plugin "scheduler-sysbatch" reloaded (pid 4242, version 0.1.0)`)
+	if q := f.request("PUT /v1/agent/plugins/reload").Query; q != "name=scheduler-sysbatch" {
+		t.Errorf("query = %q", q)
+	}
+	f.fail("PUT /v1/agent/plugins/reload", http.StatusNotFound, `unknown plugin "x"`)
+	r = f.run(t, "", "operator", "plugin", "reload", "x")
+	wantCode(t, r, 1)
+	wantContains(t, "stderr", r.errOut, `Error reloading plugin "x"`, `unknown plugin "x"`)
+}

@@ -1,0 +1,323 @@
+package pluginhost
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/drover-org/drover/core/structs"
+	"github.com/drover-org/drover/sdk/scheduler"
+	"github.com/drover-org/drover/sdk/shared"
+)
+
+// installFake writes dir/name, a script that runs the test binary as the
+// fake scheduler of mode (with extra environment), by write and rename so
+// a launch never sees a half-written file.
+func installFake(t *testing.T, dir, name, mode string, env ...string) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := fmt.Sprintf("GORACE=atexit_sleep_ms=0 %s=%s %s exec %q", pluginEnv, mode, strings.Join(env, " "), exe)
+	installScript(t, dir, name, body)
+}
+
+func installScript(t *testing.T, dir, name, body string) {
+	t.Helper()
+	tmp := filepath.Join(dir, ".next-"+name)
+	if err := os.WriteFile(tmp, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// syncBuffer is a log sink the plugins' log goroutines may write to while
+// the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// Every executable in plugin_dir is loaded: a file no stanza names with an
+// empty config, and a stray file that is no plugin is skipped with a
+// warning. A stanza wins a job type over an unnamed file.
+func TestPluginDirLoadsEveryExecutable(t *testing.T) {
+	dir := t.TempDir()
+	installFake(t, dir, "aaa-named", "a")
+	installFake(t, dir, "zzz-unnamed", "b")
+	installScript(t, dir, "stray", "echo not a plugin; exit 1")
+	if err := os.WriteFile(filepath.Join(dir, "README"), []byte("docs"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(t)
+	var logs syncBuffer
+	cfg.Logger = hclog.New(&hclog.LoggerOptions{Name: "pluginhost", Output: &logs, Level: hclog.Info})
+	cfg.PluginDir, cfg.Stanzas = dir, []Stanza{{Name: "aaa-named"}}
+	h := newHost(t, cfg)
+
+	var names []string
+	for _, st := range h.Status() {
+		names = append(names, st.Name)
+	}
+	// Unnamed files first, then stanzas: on a job type both serve (fake),
+	// the configured plugin wins though its file sorts first.
+	if want := []string{"zzz-unnamed", "aaa-named"}; !slices.Equal(names, want) {
+		t.Fatalf("plugins = %v, want %v (the stray file and the README skipped)", names, want)
+	}
+	if info, ok := h.Schedulers().JobType("fake"); !ok || info.Plugin != "aaa-named" {
+		t.Errorf("JobType(fake) = %+v, %v; want it served by the stanza's plugin", info, ok)
+	}
+	if info, ok := h.Schedulers().JobType("fake-b"); !ok || info.Plugin != "zzz-unnamed" {
+		t.Errorf("JobType(fake-b) = %+v, %v; want it served by the unnamed plugin", info, ok)
+	}
+	out := logs.String()
+	for _, want := range []string{
+		"skipping a file in plugin_dir that is not a drover plugin", filepath.Join(dir, "stray"),
+		`plugin loaded: name=zzz-unnamed kind=scheduler version=1 builtin=false path=` + filepath.Join(dir, "zzz-unnamed"),
+		`plugin loaded: name=aaa-named kind=scheduler version=1`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "README") {
+		t.Errorf("a file without an execute bit was tried:\n%s", out)
+	}
+}
+
+// A stanza-named file that fails its handshake fails New (unlike an
+// unnamed one).
+func TestNamedStrayFailsNew(t *testing.T) {
+	dir := t.TempDir()
+	installScript(t, dir, "stray", "echo not a plugin; exit 1")
+	cfg := testConfig(t)
+	cfg.PluginDir, cfg.Stanzas = dir, []Stanza{{Name: "stray"}}
+	h, err := New(t.Context(), cfg)
+	if err == nil {
+		_ = h.Close()
+		t.Fatal("New succeeded with a stanza naming a file that is no plugin")
+	}
+	if !strings.Contains(err.Error(), `launch plugin "stray"`) {
+		t.Errorf("error = %v, want it to name the plugin", err)
+	}
+}
+
+func TestStatusDescribesPlugins(t *testing.T) {
+	before := time.Now()
+	h := newHost(t, testConfig(t, fake("sched-b", "b")))
+	st, err := h.PluginStatus("sched-b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe, _ := os.Executable()
+	if st.Path != exe || !st.Builtin || st.Version != "1" || !slices.Equal(st.Kinds, []string{shared.KindScheduler}) ||
+		st.Health != structs.AgentPluginHealthy || st.Pid == 0 || st.Started.Before(before) || st.Restarts != 0 || st.LastError != "" {
+		t.Errorf("status = %+v", st)
+	}
+	want := []JobTypeInfo{
+		{Type: "fake", Plugin: "sched-b", MaxAttempts: 5, Behavior: structs.JobTypeBehavior{MaxAttempts: 5}},
+		{Type: "fake-b", Plugin: "sched-b", MaxAttempts: 1, PerNode: true, Behavior: structs.JobTypeBehavior{MaxAttempts: 1, PerNode: true}},
+	}
+	if fmt.Sprint(st.JobTypes) != fmt.Sprint(want) {
+		t.Errorf("job types = %+v, want %+v", st.JobTypes, want)
+	}
+	if _, err := h.PluginStatus("nope"); !errors.Is(err, ErrUnknownPlugin) || !strings.Contains(err.Error(), "sched-b") {
+		t.Errorf("PluginStatus(nope) = %v, want ErrUnknownPlugin listing the plugins", err)
+	}
+}
+
+// A plugin whose restarts fail reports "failed" with the launch error, and
+// "healthy" again once a restart succeeds.
+func TestHealthFollowsRestarts(t *testing.T) {
+	dir := t.TempDir()
+	installFake(t, dir, "ext", "a")
+	cfg := testConfig(t)
+	cfg.PluginDir, cfg.Stanzas = dir, []Stanza{{Name: "ext"}}
+	cfg.CallWait = 0
+	h := newHost(t, cfg)
+	s, _, err := h.Schedulers().Lookup("only-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	installScript(t, dir, "ext", "echo broken build >&2; exit 1")
+	if _, err := s.Schedule(t.Context(), evalReq(evalCrash)); !errors.Is(err, ErrPluginUnavailable) {
+		t.Fatalf("crash: %v", err)
+	}
+	if err := waitFor(func() bool {
+		st := statusOf(t, h, "ext")
+		return st.Health == structs.AgentPluginFailed && strings.Contains(st.LastError, `launch plugin "ext"`)
+	}); err != nil {
+		t.Fatalf("never failed: %+v", statusOf(t, h, "ext"))
+	}
+	installFake(t, dir, "ext", "a")
+	if err := waitFor(func() bool { return statusOf(t, h, "ext").Health == structs.AgentPluginHealthy }); err != nil {
+		t.Fatalf("never healthy again: %+v", statusOf(t, h, "ext"))
+	}
+	if st := statusOf(t, h, "ext"); st.Restarts != 1 || !st.Running {
+		t.Errorf("status = %+v, want 1 restart", st)
+	}
+}
+
+// ReloadPlugin swaps one plugin: a call held on another plugin neither
+// holds it up nor is disturbed.
+func TestReloadOnePlugin(t *testing.T) {
+	dir := t.TempDir()
+	h := newHost(t, testConfig(t, fake("sched-a", "a"), fake("sched-b", "b", dirEnv+"="+dir)))
+	pidA, pidB := statusOf(t, h, "sched-a").Pid, statusOf(t, h, "sched-b").Pid
+	held := make(chan error, 1)
+	go func() {
+		held <- h.Call(t.Context(), "sched-b", shared.KindScheduler, func(ctx context.Context, raw any) error {
+			_, err := raw.(scheduler.Scheduler).Schedule(ctx, evalReq(evalHold))
+			return err
+		})
+	}()
+	if err := waitFor(func() bool {
+		_, err := os.Stat(filepath.Join(dir, fmt.Sprintf("held-%d", pidB)))
+		return err == nil
+	}); err != nil {
+		t.Fatal("the held call never reached sched-b:", err)
+	}
+
+	if err := h.ReloadPlugin(t.Context(), "sched-a"); err != nil {
+		t.Fatalf("ReloadPlugin: %v", err)
+	}
+	a, b := statusOf(t, h, "sched-a"), statusOf(t, h, "sched-b")
+	if a.Pid == pidA || a.Restarts != 1 || alive(pidA) {
+		t.Errorf("sched-a after its reload: %+v (was pid %d, alive %v)", a, pidA, alive(pidA))
+	}
+	if b.Pid != pidB || b.Restarts != 0 {
+		t.Errorf("sched-b was touched: %+v (was pid %d)", b, pidB)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "release"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-held; err != nil {
+		t.Errorf("the call on sched-b: %v", err)
+	}
+	if err := h.ReloadPlugin(t.Context(), "nope"); !errors.Is(err, ErrUnknownPlugin) || !strings.Contains(err.Error(), `"nope"`) {
+		t.Errorf("ReloadPlugin(nope) = %v, want ErrUnknownPlugin naming it", err)
+	}
+}
+
+// ReloadChanged relaunches only what changed: a binary replaced on disk, or
+// a stanza's config or args.
+func TestReloadChangedOnly(t *testing.T) {
+	dir := t.TempDir()
+	installFake(t, dir, "ext", "b")
+	installFake(t, dir, "other", "a")
+	cfg := testConfig(t, fake("sched-a", "a"))
+	cfg.PluginDir = dir
+	stanzas := []Stanza{{Name: "ext"}, {Name: "other", Config: map[string]any{"k": "v"}}}
+	cfg.Stanzas = stanzas
+	h := newHost(t, cfg)
+	pids := func() map[string]int {
+		out := map[string]int{}
+		for _, st := range h.Status() {
+			out[st.Name] = st.Pid
+		}
+		return out
+	}
+
+	for _, tc := range []struct {
+		name    string
+		change  func()
+		stanzas []Stanza
+		want    []string
+		wantErr string
+	}{
+		{name: "nothing changed", stanzas: stanzas},
+		{name: "nil stanzas: binaries only"},
+		{name: "new binary", change: func() { installFake(t, dir, "ext", "a") }, stanzas: stanzas, want: []string{"ext"}},
+		{name: "new config", stanzas: []Stanza{{Name: "ext"}, {Name: "other", Config: map[string]any{"k": "w"}}}, want: []string{"other"}},
+		{name: "new args", stanzas: []Stanza{{Name: "ext", Args: []string{"-x"}}, {Name: "other", Config: map[string]any{"k": "w"}}}, want: []string{"ext"}},
+		{name: "config of a built-in", stanzas: []Stanza{{Name: "sched-a", Config: map[string]any{"x": true}}, {Name: "ext", Args: []string{"-x"}}, {Name: "other", Config: map[string]any{"k": "w"}}}, want: []string{"sched-a"}},
+		{name: "added and removed", stanzas: []Stanza{{Name: "sched-a", Config: map[string]any{"x": true}}, {Name: "ext", Args: []string{"-x"}}, {Name: "new"}},
+			wantErr: `plugin "new": new in the config`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.change != nil {
+				tc.change()
+			}
+			before := pids()
+			got, err := h.ReloadChanged(t.Context(), tc.stanzas)
+			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Fatalf("err = %v, want %q", err, tc.wantErr)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("reloaded %v, want %v", got, tc.want)
+			}
+			after := pids()
+			for name, pid := range before {
+				if changed := after[name] != pid; changed != slices.Contains(tc.want, name) {
+					t.Errorf("%s: pid %d → %d", name, pid, after[name])
+				}
+			}
+		})
+	}
+	if err := h.Call(t.Context(), "ext", shared.KindScheduler, func(ctx context.Context, raw any) error {
+		_, err := raw.(scheduler.Scheduler).Schedule(ctx, evalReq("after"))
+		return err
+	}); err != nil {
+		t.Errorf("call after the reloads: %v", err)
+	}
+}
+
+// A Watch call (a driver's task wait) does not hold up a reload: it ends
+// with ErrPluginUnavailable when its instance is replaced, and the reload
+// returns without waiting out DrainTimeout.
+func TestWatchEndsOnReload(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(t, fake("sched-a", "a", dirEnv+"="+dir))
+	cfg.DrainTimeout = 10 * time.Minute
+	h := newHost(t, cfg)
+	pid := statusOf(t, h, "sched-a").Pid
+	watched := make(chan error, 1)
+	go func() {
+		watched <- h.Watch(t.Context(), "sched-a", shared.KindScheduler, func(ctx context.Context, raw any) error {
+			_, err := raw.(scheduler.Scheduler).Schedule(ctx, evalReq(evalHold))
+			return err
+		})
+	}()
+	if err := waitFor(func() bool {
+		_, err := os.Stat(filepath.Join(dir, fmt.Sprintf("held-%d", pid)))
+		return err == nil
+	}); err != nil {
+		t.Fatal("the watched call never reached the plugin:", err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if err := h.ReloadPlugin(ctx, "sched-a"); err != nil {
+		t.Fatalf("ReloadPlugin: %v", err)
+	}
+	if err := <-watched; !errors.Is(err, ErrPluginUnavailable) || !strings.Contains(err.Error(), "replaced") {
+		t.Errorf("watched call = %v, want ErrPluginUnavailable saying the instance was replaced", err)
+	}
+	if alive(pid) {
+		t.Errorf("old pid %d alive after the reload", pid)
+	}
+}

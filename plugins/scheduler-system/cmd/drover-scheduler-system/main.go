@@ -1,0 +1,15 @@
+// Command drover-scheduler-system is the system scheduler as a standalone
+// plugin binary. The drover binary serves the same scheduler built in; this
+// one is for installing a build of it separately: dropped in plugin_dir
+// under a plugin stanza, it takes over the system job type from the
+// built-in (a plugin later in config order wins a type).
+package main
+
+import (
+	system "github.com/drover-org/drover/plugins/scheduler-system"
+	"github.com/drover-org/drover/sdk/scheduler"
+)
+
+func main() {
+	scheduler.Serve(system.New())
+}
