@@ -45,6 +45,7 @@ type agentPlugin struct {
 	Name, Kind, Version, Health string
 	Builtin                     bool
 	PID                         int
+	JobTypes                    []struct{ Name string }
 }
 
 // A plugin built outside the drover module, from examples/plugins/oneshot,
@@ -71,8 +72,8 @@ func TestThirdPartySchedulerPlugin(t *testing.T) {
 
 	t.Run("reload under load loses no eval", func(t *testing.T) {
 		a := a.with(t)
-		before, listed := a.pluginRow(oneshotBinary)
-		if listed && before.Version != "1.0.0" {
+		before := a.pluginRow(oneshotBinary)
+		if before.Version != "1.0.0" || len(before.JobTypes) != 1 || before.JobTypes[0].Name != "oneshot" {
 			t.Errorf("/v1/agent/plugins reports %s version %q; want 1.0.0: %+v", oneshotBinary, before.Version, before)
 		}
 		if _, err := harness.BuildExamplePlugin(repoRoot, "oneshot", pluginDir, oneshotBinary, "-X main.version=2.0.0"); err != nil {
@@ -117,11 +118,8 @@ func TestThirdPartySchedulerPlugin(t *testing.T) {
 		if after := pluginPID(a.PID(), bin); beforePID == 0 || after == 0 || after == beforePID {
 			t.Errorf("plugin process %d before the reload, %d after; want a new process", beforePID, after)
 		}
-		if !listed {
-			t.Skip("GET /v1/agent/plugins is not served yet (issue 10 part b): the reported version is not checked")
-		}
 		harness.WaitFor(t, waitTimeout, "/v1/agent/plugins to report version 2.0.0", func() (bool, string) {
-			p, _ := a.pluginRow(oneshotBinary)
+			p := a.pluginRow(oneshotBinary)
 			return p.Version == "2.0.0" && p.Health == "healthy", fmt.Sprintf("%+v", p)
 		})
 	})
@@ -183,25 +181,21 @@ func (a *testAgent) checkRanOnce(jobID string) {
 	}
 }
 
-// pluginRow is the plugin's row of GET /v1/agent/plugins; ok is false when
-// the agent does not serve that endpoint.
-func (a *testAgent) pluginRow(name string) (agentPlugin, bool) {
+// pluginRow is the plugin's row of GET /v1/agent/plugins.
+func (a *testAgent) pluginRow(name string) agentPlugin {
 	a.t.Helper()
-	var rows []agentPlugin
-	status, err := a.DoRetry(http.MethodGet, "/v1/agent/plugins", nil, &rows)
-	if status == http.StatusNotFound || status == http.StatusMethodNotAllowed {
-		return agentPlugin{}, false
-	}
+	var resp struct{ Plugins []agentPlugin }
+	status, err := a.DoRetry(http.MethodGet, "/v1/agent/plugins", nil, &resp)
 	if err != nil || status != http.StatusOK {
 		a.t.Fatalf("GET /v1/agent/plugins: status %d, %v", status, err)
 	}
-	for _, r := range rows {
+	for _, r := range resp.Plugins {
 		if r.Name == name {
-			return r, true
+			return r
 		}
 	}
-	a.t.Fatalf("GET /v1/agent/plugins does not list %s: %+v", name, rows)
-	return agentPlugin{}, false
+	a.t.Fatalf("GET /v1/agent/plugins does not list %s: %+v", name, resp.Plugins)
+	return agentPlugin{}
 }
 
 // pluginPID is the pid of the agent's child process running bin, or 0.
