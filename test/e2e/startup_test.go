@@ -50,7 +50,7 @@ func runFailingAgent(t *testing.T, tmp string, args ...string) failedStart {
 	default:
 		t.Fatalf("run agent: %v", err)
 	}
-	for _, m := range regexp.MustCompile(`plugin started: pid=(\d+)`).FindAllStringSubmatch(fs.output, -1) {
+	for _, m := range regexp.MustCompile(`plugin loaded: .*\bpid=(\d+)`).FindAllStringSubmatch(fs.output, -1) {
 		pid, _ := strconv.Atoi(m[1])
 		fs.plugins = append(fs.plugins, pid)
 	}
