@@ -48,6 +48,9 @@ type UI struct {
 	HTTP *http.Client
 	// Now is the clock for "5m ago" columns.
 	Now func() time.Time
+	// OpenURL opens an address in a browser (`drover ui`); nil uses the
+	// desktop's opener, and an error prints the address instead.
+	OpenURL func(string) error
 }
 
 // DefaultUI is the process's terminal.
@@ -142,6 +145,7 @@ func Commands(ui *UI) map[string]Command {
 		"operator plugin reload":    &OperatorPluginReloadCommand{ui: ui},
 		"status":                    &JobStatusCommand{ui: ui, alias: "status"},
 		"version":                   &VersionCommand{ui: ui},
+		"ui":                        &UICommand{ui: ui},
 	}
 }
 
