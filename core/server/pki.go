@@ -44,10 +44,14 @@ type (
 )
 
 // Format keeps the secret out of logs.
-func (r JoinTokenReply) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte("JoinTokenReply{redacted}")) }
+func (r JoinTokenReply) Format(f fmt.State, _ rune) {
+	_, _ = f.Write([]byte("JoinTokenReply{redacted}"))
+}
 
 // Format keeps the key out of logs.
-func (a PKIInitArgs) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte("PKIInitArgs{" + a.PKI.String() + "}")) }
+func (a PKIInitArgs) Format(f fmt.State, _ rune) {
+	_, _ = f.Write([]byte("PKIInitArgs{" + a.PKI.String() + "}"))
+}
 
 // serverPKI is the server's CA state: the parsed PKI of the state store,
 // cached per index, and the join challenges this server handed out.
@@ -431,4 +435,3 @@ func (s *Server) registerPKIRPC(rs *rpc.Server) {
 		return &JoinTokenReply{Token: tok}, nil
 	})
 }
-

@@ -33,7 +33,9 @@ type PKIInitRequest struct {
 }
 
 // Format keeps the request redacted.
-func (r PKIInitRequest) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte("PKIInitRequest{" + r.PKI.String() + "}")) }
+func (r PKIInitRequest) Format(f fmt.State, _ rune) {
+	_, _ = f.Write([]byte("PKIInitRequest{" + r.PKI.String() + "}"))
+}
 
 // PKITokensRequest replaces the join tokens (a rotation). CAFingerprint
 // must be the stored CA's: tokens of another CA are refused.
