@@ -255,7 +255,7 @@ func (a *Agent) obtainCert(p *agentPKI, opts Options, dataDir, token string, joi
 	}
 	// A server with no CA, no certificate and no token creates the cluster.
 	if j := a.cfg.Server.ServerJoin; j != nil && len(j.RetryJoin) > 0 {
-		p.logger.Warn("server_join lists servers but no token: this server creates a new cluster CA; "+
+		p.logger.Warn("server_join lists servers but no token: this server creates a new cluster CA; " +
 			"servers joining an existing cluster need server_join { token = ... } (drover operator join-token server)")
 	}
 	ca, err := pki.NewCA(uuid.NewString(), time.Now())

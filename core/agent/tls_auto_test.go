@@ -65,7 +65,7 @@ func pkiClientConfig(dir, name, rpcAddr, token string) *Config {
 	return &Config{
 		NodeName: name, Region: "global", Datacenter: "dc1", DataDir: filepath.Join(dir, name), BindAddr: "127.0.0.1",
 		LogLevel: "INFO",
-		Client: &ClientConfig{Enabled: true, Servers: []string{rpcAddr}, JoinToken: token},
+		Client:   &ClientConfig{Enabled: true, Servers: []string{rpcAddr}, JoinToken: token},
 	}
 }
 
