@@ -163,7 +163,7 @@ func (a *Agent) setupPKI(opts Options, dataDir string) (tlsConfigs, error) {
 		token, joinAddrs = cfg.Client.JoinToken, cfg.Client.Servers
 	}
 	if err := os.MkdirAll(p.dir, 0o700); err != nil {
-		return tlsConfigs{}, fmt.Errorf("pki dir: %w", err)
+		return tlsConfigs{}, fmt.Errorf("pki data dir: %w", err)
 	}
 	if err := a.obtainCert(p, opts, dataDir, token, joinAddrs); err != nil {
 		return tlsConfigs{}, err
