@@ -370,6 +370,9 @@ var rpcAccess = map[string]access{
 	"PKI.JoinChallenge": {public: true},
 	"PKI.Join":          {public: true},
 	"PKI.Renew":         {},
+	// A client-only agent finds its servers' HTTP addresses with it (to
+	// proxy the HTTP API); it tells nothing beyond the members list.
+	"Status.ServerInfo": {},
 	"Node.Register": forNode("register", func(r any) string {
 		if a, ok := r.(*NodeRegisterArgs); ok && a.Node != nil {
 			return a.Node.ID
