@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -217,10 +219,45 @@ func TestPKIJoinAuthorizeRotate(t *testing.T) {
 		}
 	}
 
+	// Raft over the mux needs a server certificate: a client's is cut off.
+	raftConn, err := tls.Dial("tcp", rpcAddr, agentTLS(t, ca))
+	if err == nil {
+		_, _ = raftConn.Write([]byte{rpc.RaftTag, 0, 0, 0})
+		_ = raftConn.SetReadDeadline(time.Now().Add(testTimeout))
+		if n, rerr := raftConn.Read(make([]byte, 1)); rerr == nil {
+			t.Fatalf("a client certificate got a Raft connection (read %d bytes)", n)
+		}
+		raftConn.Close()
+	}
+	if !strings.Contains(srvLogs.String(), "raft connection refused") {
+		waitFor(t, "the mux to log the refused Raft connection", func() (bool, string) {
+			return strings.Contains(srvLogs.String(), "raft connection refused"), "not logged"
+		})
+	}
+
+	// The HTTP API shows the token and rotates it.
+	httpGet := func(method, path string) (int, string) {
+		req, _ := http.NewRequest(method, "http://"+srv.HTTPAddr()+path, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var body struct{ Role, Token string }
+		_ = json.NewDecoder(resp.Body).Decode(&body)
+		return resp.StatusCode, body.Token
+	}
+	if st, got := httpGet(http.MethodGet, "/v1/operator/join-token/client"); st != http.StatusOK || got != clientTok {
+		t.Fatalf("GET join-token/client: %d, same token %v", st, got == clientTok)
+	}
+	if st, _ := httpGet(http.MethodGet, "/v1/operator/join-token/nobody"); st != http.StatusBadRequest {
+		t.Fatalf("GET join-token/nobody: %d, want 400", st)
+	}
+
 	// Rotation: the old client token joins no more; joined agents carry on.
-	newTok, err := srv.Server().RotateJoinToken(ctx, "client")
-	if err != nil {
-		t.Fatal(err)
+	st, newTok := httpGet(http.MethodPut, "/v1/operator/join-token/client/rotate")
+	if st != http.StatusOK || newTok == "" {
+		t.Fatalf("PUT join-token/client/rotate: %d", st)
 	}
 	if newTok == clientTok {
 		t.Fatal("rotation kept the token")
