@@ -238,7 +238,7 @@ func TestPKIJoinAuthorizeRotate(t *testing.T) {
 	// The HTTP API shows the token and rotates it.
 	httpGet := func(method, path string) (int, string) {
 		req, _ := http.NewRequest(method, "http://"+srv.HTTPAddr()+path, nil)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -321,5 +321,25 @@ func TestPKIRenewalKeepsTasks(t *testing.T) {
 	n, _ := srv.Server().State().NodeByID(nil, cli.Client().NodeID())
 	if n == nil || n.Status != structs.NodeStatusReady {
 		t.Fatalf("node after renewal: %v", n)
+	}
+}
+
+// tls { http = true } without operator certificates serves HTTPS with the
+// cluster CA's certificate; the config has no auto opt-out.
+func TestPKIHTTPS(t *testing.T) {
+	dir := t.TempDir()
+	cfg := pkiServerConfig(dir, "s1", freePort(t))
+	cfg.TLS = &TLSConfig{HTTP: true}
+	srv, _ := mustPKIAgent(t, cfg, Options{})
+	pool := srv.pki.trust.Pool()
+	cl := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}, Timeout: testTimeout}
+	defer cl.CloseIdleConnections()
+	resp, err := cl.Get("https://" + srv.HTTPAddr() + "/v1/agent/self")
+	if err != nil {
+		t.Fatalf("HTTPS with the cluster CA: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d", resp.StatusCode)
 	}
 }
