@@ -343,3 +343,41 @@ func TestPKIHTTPS(t *testing.T) {
 		t.Fatalf("status %d", resp.StatusCode)
 	}
 }
+
+func TestValidateAutoTLS(t *testing.T) {
+	ca, err := pki.NewCA("c1", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	toks, err := pki.NewTokens(ca.Fingerprint(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srvTok, cliTok := toks.Get(pki.RoleServer).Reveal(), toks.Get(pki.RoleClient).Reveal()
+	off := false
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want string // "" valid
+	}{
+		{"server token as client token", Config{Client: &ClientConfig{JoinToken: srvTok}}, "client.join_token"},
+		{"client token as server token", Config{Server: &ServerConfig{ServerJoin: &ServerJoin{Token: cliTok}}}, "server.server_join.token"},
+		{"malformed token", Config{Client: &ClientConfig{JoinToken: "DRJT-1-nope"}}, "client.join_token"},
+		{"right tokens", Config{Client: &ClientConfig{JoinToken: cliTok}, Server: &ServerConfig{ServerJoin: &ServerJoin{Token: srvTok}}}, ""},
+		{"some cert files", Config{TLS: &TLSConfig{CAFile: "ca.pem"}}, "tls: ca_file, cert_file and key_file"},
+		{"auto off, tls on, no files", Config{TLS: &TLSConfig{RPC: true, Auto: &off}}, "auto = false"},
+		{"http without files", Config{TLS: &TLSConfig{HTTP: true}}, ""},
+		{"cert_ttl too short", Config{TLS: &TLSConfig{CertTTL: "1s"}}, "tls.cert_ttl"},
+		{"cert_ttl garbage", Config{TLS: &TLSConfig{CertTTL: "soon"}}, "tls.cert_ttl"},
+	} {
+		err := tc.cfg.validateAutoTLS()
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: got %v, want an error naming %q", tc.name, err, tc.want)
+		case err != nil && (strings.Contains(err.Error(), srvTok[len(srvTok)-20:]) || strings.Contains(err.Error(), cliTok[len(cliTok)-20:])):
+			t.Errorf("%s: the error quotes a token secret", tc.name)
+		}
+	}
+}
