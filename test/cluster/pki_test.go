@@ -1,0 +1,70 @@
+package cluster
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/drover-org/drover/test/internal/harness"
+)
+
+// TestJoinTokenRotation: every server shows the cluster's join token
+// (`drover operator join-token`), a rotation through any server refuses the
+// old token to a new client while the joined client keeps working, and the
+// new token joins.
+func TestJoinTokenRotation(t *testing.T) {
+	c := newCluster(t, options{clients: 1})
+	var join []string
+	for _, s := range c.servers {
+		join = append(join, s.RPCAddr())
+	}
+	for _, s := range c.servers {
+		harness.WaitFor(t, formTimeout, s.Name+" to show the client join token", func() (bool, string) {
+			res := s.CLI("operator", "join-token", "client")
+			return res.Code == 0 && strings.TrimSpace(res.Stdout) == c.clientToken, fmt.Sprintf("exit %d", res.Code)
+		})
+	}
+	old := c.clientToken
+	res := c.servers[2].MustCLI("operator", "join-token", "-rotate", "client")
+	rotated := strings.TrimSpace(res.Stdout)
+	if rotated == old || !strings.HasPrefix(rotated, "DRJT-1-") {
+		t.Fatalf("rotation printed no new token (same as before: %v)", rotated == old)
+	}
+
+	ports := harness.FreePorts(t, 2)
+	late := c.newAgent("late-old", false, ports[0], 0)
+	c.clients = append(c.clients, late)
+	if err := late.writeConfig(join, c.opts); err != nil {
+		t.Fatal(err)
+	}
+	if err := late.launch(); err != nil {
+		t.Fatal(err)
+	}
+	harness.WaitFor(t, formTimeout, "the client with the rotated-out token to give up", func() (bool, string) {
+		return !late.Running(), "still running"
+	})
+	logs, _ := os.ReadFile(filepath.Join(c.dir, "logs", "late-old-run1.log"))
+	if !strings.Contains(string(logs), "Permission denied") {
+		t.Fatalf("the refused client does not say why:\n%s", logs)
+	}
+	if strings.Contains(string(logs), old[strings.LastIndex(old, "-")+1:]) {
+		t.Fatal("the refused client's log quotes the token secret")
+	}
+
+	c.clientToken = rotated
+	fresh := c.newAgent("late-new", false, ports[1], 0)
+	c.clients = append(c.clients, fresh)
+	if err := fresh.writeConfig(join, c.opts); err != nil {
+		t.Fatal(err)
+	}
+	if err := fresh.launch(); err != nil {
+		t.Fatal(err)
+	}
+	for _, cl := range []*agent{c.clients[0], fresh} {
+		if _, err := c.pollNodeReady(cl, formTimeout); err != nil {
+			t.Fatalf("%s after the rotation: %v", cl, err)
+		}
+	}
+}
