@@ -459,8 +459,16 @@ func (a *Agent) renewOnce(ctx context.Context, remote *remoteServers) error {
 	if _, _, err := checkStoredWithTrust(cert, p.trust, p.role, p.id); err != nil {
 		return fmt.Errorf("renewed certificate: %w", err)
 	}
+	old := p.store.Current().Leaf
 	if err := p.store.Replace(cert); err != nil {
 		return err
+	}
+	// Servers check a caller's certificate on every call, and an open
+	// connection keeps the certificate of its handshake: move to new
+	// connections before the old certificate expires, leaving calls in
+	// flight half of its remaining life to finish.
+	if a.pool != nil {
+		a.pool.Refresh(max(time.Until(old.NotAfter)/2, time.Second))
 	}
 	if p.persist {
 		if err := saveCert(p.dir, cert); err != nil {

@@ -43,6 +43,9 @@ type options struct {
 	heartbeatTTL, heartbeatGrace string
 	// serverExtra is added verbatim to every server's `server` block.
 	serverExtra string
+	// agentExtra is added verbatim at the top level of every agent's
+	// config (a `tls` block).
+	agentExtra string
 }
 
 func (o options) withDefaults() options {
@@ -216,6 +219,7 @@ func (a *agent) writeConfig(join []string, opts options) error {
 	list := "[" + strings.Join(quoted, ", ") + "]"
 	var b strings.Builder
 	fmt.Fprintf(&b, "name      = %q\ndata_dir  = %q\nbind_addr = \"127.0.0.1\"\nlog_level = \"DEBUG\"\n\n", a.Name, a.DataDir)
+	b.WriteString(opts.agentExtra)
 	if a.IsServer {
 		fmt.Fprintf(&b, "ports {\n  http = %d\n  rpc  = %d\n}\n\n", a.HTTPPort, a.RPCPort)
 		fmt.Fprintf(&b, `server {

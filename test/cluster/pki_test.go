@@ -68,3 +68,37 @@ func TestJoinTokenRotation(t *testing.T) {
 		}
 	}
 }
+
+// TestCertRenewalKeepsTasks: with a 15 s certificate lifetime the client
+// renews its certificate (twice) while its task keeps running as the same
+// process and its node stays ready.
+func TestCertRenewalKeepsTasks(t *testing.T) {
+	c := newCluster(t, options{clients: 1, heartbeatTTL: "5s", heartbeatGrace: "5s", agentExtra: "tls {\n  cert_ttl = \"15s\"\n}\n\n"})
+	cl := c.clients[0]
+	node := c.nodeID(cl)
+	al := c.runSleeper("renewal")[node]
+	var pid int
+	harness.WaitFor(t, waitTimeout, "the task to record its pid", func() (bool, string) {
+		var why string
+		pid, why = taskPID(cl, al.ID)
+		return pid != 0, why
+	})
+	logPath := filepath.Join(c.dir, "logs", cl.Name+"-run1.log")
+	harness.WaitFor(t, 2*formTimeout, "the client to renew its certificate twice", func() (bool, string) {
+		b, _ := os.ReadFile(logPath)
+		n := strings.Count(string(b), "certificate renewed")
+		return n >= 2, fmt.Sprintf("%d renewals", n)
+	})
+	if now, why := taskPID(cl, al.ID); now != pid || !harness.PIDAlive(pid) {
+		t.Fatalf("task after the renewals: pid %d (%s), alive %v; want the same process %d", now, why, harness.PIDAlive(pid), pid)
+	}
+	l := c.leader()
+	var got harness.Alloc
+	l.MustGet("/v1/allocation/"+al.ID, &got)
+	if got.ClientStatus != "running" {
+		t.Fatalf("allocation after the renewals: %s", got.ClientStatus)
+	}
+	if _, err := c.pollNodeReady(cl, formTimeout); err != nil {
+		t.Fatal(err)
+	}
+}
