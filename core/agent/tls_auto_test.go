@@ -219,6 +219,17 @@ func TestPKIJoinAuthorizeRotate(t *testing.T) {
 		}
 	}
 
+	// A join may not take the node ID of a live node.
+	if err := os.MkdirAll(filepath.Join(dir, "squat", "client"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "squat", "client", "node-id"), []byte(nodeA+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, logs, err := startPKIAgent(t, pkiClientConfig(dir, "squat", rpcAddr, clientTok), Options{JoinWait: 20 * time.Second}); !errors.Is(err, structs.ErrPermissionDenied) {
+		t.Fatalf("join as the live node %s: %v\n%s", nodeA, err, logs)
+	}
+
 	// Raft over the mux needs a server certificate: a client's is cut off.
 	raftConn, err := tls.Dial("tcp", rpcAddr, agentTLS(t, ca))
 	if err == nil {
