@@ -203,7 +203,12 @@ func (s *Server) JoinChallenge() (*JoinChallengeReply, error) {
 }
 
 // Join answers a join request made for one of this server's challenges.
-func (s *Server) Join(req *pki.JoinRequest) (*pki.JoinResponse, error) {
+// A follower first catches up with the leader's log, so that a token the
+// leader just rotated out is refused here too.
+func (s *Server) Join(ctx context.Context, req *pki.JoinRequest) (*pki.JoinResponse, error) {
+	if err := s.catchUpWithLeader(ctx); err != nil {
+		return nil, err
+	}
 	ca, toks, err := s.clusterCA()
 	if err != nil {
 		return nil, err
@@ -230,6 +235,34 @@ func (s *Server) Join(req *pki.JoinRequest) (*pki.JoinResponse, error) {
 	}
 	s.logger.Info("join granted", "role", string(grant.Role), "id", grant.ID, "token_id", grant.TokenID)
 	return resp, nil
+}
+
+// catchUpWithLeader waits until this follower applied the leader's last
+// log index. Without a leader (a cluster still forming) it does not wait.
+func (s *Server) catchUpWithLeader(ctx context.Context) error {
+	if s.rpcPool == nil || s.IsLeader() {
+		return nil
+	}
+	addr, _ := s.raft.LeaderWithID()
+	if addr == "" {
+		return nil
+	}
+	info, err := s.peerInfo(ctx, string(addr))
+	if err != nil {
+		return structs.NewError(structs.ErrUnavailable, "join: cannot reach the leader to catch up: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for s.raft.AppliedIndex() < info.LastIndex {
+		select {
+		case <-ctx.Done():
+			return structs.NewError(structs.ErrUnavailable, "join: this server lags the leader (applied %d of %d); try another server", s.raft.AppliedIndex(), info.LastIndex)
+		case <-t.C:
+		}
+	}
+	return nil
 }
 
 func roleOf(r *pki.JoinRequest) string {
@@ -418,7 +451,7 @@ func (s *Server) registerPKIRPC(rs *rpc.Server) {
 		return s.JoinChallenge()
 	})
 	rpc.Handle(rs, "PKI.Join", func(ctx context.Context, a *pki.JoinRequest) (*pki.JoinResponse, error) {
-		return s.Join(a)
+		return s.Join(ctx, a)
 	})
 	rpc.Handle(rs, "PKI.Renew", func(ctx context.Context, a *RenewArgs) (*pki.JoinResponse, error) {
 		id, err := s.peerIdentity(ctx)

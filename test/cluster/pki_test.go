@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/drover-org/drover/test/internal/harness"
 )
@@ -42,9 +43,17 @@ func TestJoinTokenRotation(t *testing.T) {
 	if err := late.launch(); err != nil {
 		t.Fatal(err)
 	}
-	harness.WaitFor(t, formTimeout, "the client with the rotated-out token to give up", func() (bool, string) {
-		return !late.Running(), "still running"
-	})
+	if _, ok := harness.Poll(formTimeout, 100*time.Millisecond, func() (bool, string) { return !late.Running(), "still running" }); !ok {
+		for _, n := range []string{"late-old", "s1", "s2", "s3"} {
+			b, _ := os.ReadFile(filepath.Join(c.dir, "logs", n+"-run1.log"))
+			for _, line := range strings.Split(string(b), "\n") {
+				if strings.Contains(line, "join") || strings.Contains(line, "rotat") || strings.Contains(line, "PKI") {
+					t.Logf("%s: %s", n, line)
+				}
+			}
+		}
+		t.Fatal("the client with the rotated-out token joined")
+	}
 	logs, _ := os.ReadFile(filepath.Join(c.dir, "logs", "late-old-run1.log"))
 	if !strings.Contains(string(logs), "Permission denied") {
 		t.Fatalf("the refused client does not say why:\n%s", logs)
