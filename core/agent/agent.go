@@ -15,6 +15,7 @@ import (
 
 	"github.com/drover-org/drover/core/client"
 	"github.com/drover-org/drover/core/httpapi"
+	"github.com/drover-org/drover/core/pki"
 	"github.com/drover-org/drover/core/pluginhost"
 	"github.com/drover-org/drover/core/rpc"
 	"github.com/drover-org/drover/core/server"
@@ -60,6 +61,11 @@ type Agent struct {
 
 	configPaths []string
 
+	// pki is the agent's identity in the cluster PKI (nil: none); muxOpts
+	// add its checks to the RPC port's mux.
+	pki     *agentPKI
+	muxOpts []rpc.MuxOption
+
 	tmpDir string
 	done   chan error
 }
@@ -84,6 +90,12 @@ type Options struct {
 	// LeaderWait bounds how long a lone server waits to lead before New
 	// fails (default one minute).
 	LeaderWait time.Duration
+	// CertTTL overrides tls.cert_ttl, the lifetime of the certificates
+	// this server issues (tests).
+	CertTTL time.Duration
+	// JoinWait bounds how long a joining agent tries its servers (default
+	// five minutes).
+	JoinWait time.Duration
 }
 
 // defaultLeaderWait bounds how long a lone server waits to lead at start.
@@ -135,6 +147,17 @@ func (a *Agent) start(opts Options) error {
 		}
 		dataDir = a.tmpDir
 	}
+	switch {
+	case usePKI(cfg):
+		if tlsCfgs, err = a.setupPKI(opts, dataDir); err != nil {
+			return err
+		}
+		a.httpsTLS = tlsCfgs.httpServer
+		a.httpsClient = tlsCfgs.httpClient
+	case !cfg.DevMode && autoTLSOff(cfg) && !operatorCerts(cfg):
+		a.logger.Warn("INSECURE: tls { auto = false } and no operator certificates: agents do not authenticate each other; " +
+			"anyone reaching the RPC port can join Raft, register nodes and read their allocations")
+	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -166,6 +189,9 @@ func (a *Agent) start(opts Options) error {
 		if remote, err = a.startClient(dataDir, advHTTP, drivers); err != nil {
 			return err
 		}
+	}
+	if a.pki != nil {
+		a.startRenewal(remote)
 	}
 	a.startHTTP(remote)
 	return nil
@@ -271,7 +297,7 @@ func (a *Agent) startServer(opts Options, dataDir, advHTTP string, drivers []str
 			return fmt.Errorf("rpc listener: %w", err)
 		}
 		scfg.RPCAddr = advertiseAddr(cfg, rpcLn.Addr().String(), cfg.Advertise.rpcAddr())
-		a.mux = rpc.NewMux(rpcLn, serverTLS, a.logger.Named("rpc"))
+		a.mux = rpc.NewMux(rpcLn, serverTLS, a.logger.Named("rpc"), a.muxOpts...)
 		layer, err := rpc.NewRaftLayer(a.mux.RaftListener(), rpc.HostPort(scfg.RPCAddr), clientTLS)
 		if err != nil {
 			return fmt.Errorf("raft transport: %w", err)
@@ -280,6 +306,9 @@ func (a *Agent) startServer(opts Options, dataDir, advHTTP string, drivers []str
 		scfg.RaftLayer = layer
 		scfg.RPCPool = a.pool
 		scfg.BootstrapExpect = sc.BootstrapExpect
+		if a.pki != nil {
+			scfg.PKI = a.pki.serverPKIConfig()
+		}
 		if j := sc.ServerJoin; j != nil {
 			scfg.RetryJoin = j.RetryJoin
 			if j.RetryInterval != "" {
@@ -343,6 +372,11 @@ func (a *Agent) startClient(dataDir, advHTTP string, drivers *driverSet) (*remot
 		NodeClass: cfg.Client.NodeClass, NodePool: cfg.Client.NodePool, Meta: cfg.Client.Meta,
 		Options: cfg.Client.Options, StateDir: cfg.Client.StateDir, AllocDir: cfg.Client.AllocDir,
 		HTTPAddr: advHTTP, Server: conn, Drivers: drivers,
+	}
+	if a.pki != nil && a.pki.role == pki.RoleClient {
+		// The node ID is the certificate's: servers let a client act for
+		// that node only.
+		cc.NodeID = a.pki.id
 	}
 	if cc.StateDir == "" {
 		cc.StateDir = filepath.Join(dataDir, "client")
@@ -465,6 +499,9 @@ func (a *Agent) Shutdown() {
 		} else {
 			a.client.Shutdown()
 		}
+	}
+	if a.pki != nil {
+		a.pki.stop()
 	}
 	if a.server != nil {
 		if err := a.server.Leave(); err != nil {

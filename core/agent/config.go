@@ -66,6 +66,14 @@ type TLSConfig struct {
 	// VerifyHTTPSClient makes the HTTPS API require a client certificate
 	// signed by ca_file, as Nomad's does.
 	VerifyHTTPSClient bool `hcl:"verify_https_client,optional"`
+	// Auto is the cluster PKI (tls_auto.go): on unless set to false.
+	// Without operator certificates, agents then join by token and speak
+	// mutual TLS with certificates of the cluster CA. false runs the
+	// cluster in plaintext, with no authentication between agents.
+	Auto *bool `hcl:"auto,optional"`
+	// CertTTL is the lifetime of the certificates a server of the cluster
+	// PKI issues (default 72h); agents renew at two thirds of it.
+	CertTTL string `hcl:"cert_ttl,optional"`
 }
 
 // ServerJoin is the `server_join { … }` block.
@@ -73,6 +81,9 @@ type ServerJoin struct {
 	RetryJoin     []string `hcl:"retry_join,optional"`
 	RetryInterval string   `hcl:"retry_interval,optional"`
 	RetryMax      int      `hcl:"retry_max,optional"`
+	// Token is the cluster's server join token (drover operator
+	// join-token server), for a server joining a cluster by the PKI.
+	Token string `hcl:"token,optional"`
 }
 
 // ServerConfig is the `server { … }` block.
@@ -105,6 +116,9 @@ type ClientConfig struct {
 	Options   map[string]string `hcl:"options,optional"`
 	StateDir  string            `hcl:"state_dir,optional"`
 	AllocDir  string            `hcl:"alloc_dir,optional"`
+	// JoinToken is the cluster's client join token (drover operator
+	// join-token client).
+	JoinToken string `hcl:"join_token,optional"`
 }
 
 // PluginConfig is a `plugin "<name>" { args = [...] }` block. Its `config`
@@ -312,8 +326,8 @@ func (c *Config) validate() error {
 	if serverOn && c.Server.BootstrapExpect > 1 && (c.Server.ServerJoin == nil || len(c.Server.ServerJoin.RetryJoin) == 0) {
 		return fmt.Errorf("server.server_join.retry_join: bootstrap_expect = %d needs the addresses of the other servers", c.Server.BootstrapExpect)
 	}
-	if t := c.TLS; t != nil && (t.RPC || t.HTTP) && (t.CAFile == "" || t.CertFile == "" || t.KeyFile == "") {
-		return fmt.Errorf("tls: ca_file, cert_file and key_file are required when TLS is enabled")
+	if err := c.validateAutoTLS(); err != nil {
+		return err
 	}
 	return nil
 }

@@ -177,6 +177,7 @@ func mergeServer(a, b *ServerConfig) *ServerConfig {
 		}
 		str(&j.RetryInterval, b.ServerJoin.RetryInterval)
 		num(&j.RetryMax, b.ServerJoin.RetryMax)
+		str(&j.Token, b.ServerJoin.Token)
 		r.ServerJoin = &j
 	}
 	return &r
@@ -199,6 +200,7 @@ func mergeClient(a, b *ClientConfig) *ClientConfig {
 	str(&r.NodePool, b.NodePool)
 	str(&r.StateDir, b.StateDir)
 	str(&r.AllocDir, b.AllocDir)
+	str(&r.JoinToken, b.JoinToken)
 	r.Meta = mergeMap(r.Meta, b.Meta)
 	r.Options = mergeMap(r.Options, b.Options)
 	return &r
@@ -222,6 +224,11 @@ func mergeTLS(a, b *TLSConfig) *TLSConfig {
 	str(&r.KeyFile, b.KeyFile)
 	r.VerifyServerHostname = r.VerifyServerHostname || b.VerifyServerHostname
 	r.VerifyHTTPSClient = r.VerifyHTTPSClient || b.VerifyHTTPSClient
+	if b.Auto != nil {
+		v := *b.Auto
+		r.Auto = &v
+	}
+	str(&r.CertTTL, b.CertTTL)
 	return &r
 }
 

@@ -129,7 +129,7 @@ var startupCases = []startupCase{
 		// A file where a directory must be: root ignores permission bits.
 		writeFile(t, filepath.Join(dir, "file"), []byte("x"), 0o600)
 		cfg.DataDir = filepath.Join(dir, "file", "data")
-		return cfg, []string{"raft data dir", "not a directory"}
+		return cfg, []string{"data dir", "not a directory"}
 	}},
 	{name: "snapshot dir blocked", setup: func(t *testing.T, dir string) (*Config, []string) {
 		cfg := serverConfig(t, dir)

@@ -24,7 +24,8 @@ type tlsConfigs struct {
 // certificate must reach the API otherwise.
 func loadTLS(cfg *Config) (tlsConfigs, error) {
 	t := cfg.TLS
-	if t == nil || (!t.RPC && !t.HTTP) {
+	if t == nil || (!t.RPC && !t.HTTP) || !operatorCerts(cfg) {
+		// Without certificate files the cluster PKI (tls_auto.go) serves.
 		return tlsConfigs{}, nil
 	}
 	srv, cli, err := rpc.TLSConfig(t.CAFile, t.CertFile, t.KeyFile, t.VerifyServerHostname, rpc.ServerName(cfg.Region))

@@ -141,6 +141,7 @@ func Commands(ui *UI) map[string]Command {
 		"operator raft list-peers":  &OperatorRaftListPeersCommand{ui: ui},
 		"operator raft remove-peer": &OperatorRaftRemovePeerCommand{ui: ui},
 		"operator plugin list":      &OperatorPluginListCommand{ui: ui},
+		"operator join-token":       &OperatorJoinTokenCommand{ui: ui},
 		"operator plugin status":    &OperatorPluginStatusCommand{ui: ui},
 		"operator plugin reload":    &OperatorPluginReloadCommand{ui: ui},
 		"status":                    &JobStatusCommand{ui: ui, alias: "status"},

@@ -253,6 +253,8 @@ var checkers = map[structs.MessageType]func([]byte) error{
 	structs.ApplyPlanResultsRequestType:             check[structs.ApplyPlanResultsRequest],
 	structs.AllocUpdateDesiredTransitionRequestType: check[structs.AllocUpdateDesiredTransitionRequest],
 	structs.SchedulerConfigRequestType:              check[structs.SchedulerSetConfigRequest],
+	structs.PKIInitRequestType:                      check[structs.PKIInitRequest],
+	structs.PKITokensRequestType:                    check[structs.PKITokensRequest],
 }
 
 // appliers dispatches on the message type. Each decodes its payload and
@@ -272,6 +274,8 @@ var appliers = map[structs.MessageType]func(f *FSM, index uint64, buf []byte) an
 	structs.ApplyPlanResultsRequestType:             (*FSM).applyPlanResults,
 	structs.AllocUpdateDesiredTransitionRequestType: (*FSM).applyAllocDesiredTransition,
 	structs.SchedulerConfigRequestType:              (*FSM).applySchedulerConfig,
+	structs.PKIInitRequestType:                      (*FSM).applyPKIInit,
+	structs.PKITokensRequestType:                    (*FSM).applyPKITokens,
 }
 
 // decode unmarshals an entry's payload. A payload that does not decode is
@@ -315,6 +319,10 @@ func typeName(t structs.MessageType) string {
 		return "AllocUpdateDesiredTransition"
 	case structs.SchedulerConfigRequestType:
 		return "SchedulerConfig"
+	case structs.PKIInitRequestType:
+		return "PKIInit"
+	case structs.PKITokensRequestType:
+		return "PKITokens"
 	}
 	return fmt.Sprintf("MessageType(%d)", uint8(t))
 }

@@ -20,7 +20,7 @@ import (
 
 // localPrefixes are the paths every agent answers about itself or passes to
 // a node: never the leader's business.
-var localPrefixes = []string{"/v1/agent/", "/v1/status/", "/v1/client/"}
+var localPrefixes = []string{"/v1/agent/", "/v1/status/", "/v1/client/", "/v1/operator/join-token/"}
 
 // leaderRead reports whether r is a read that the leader serves.
 func leaderRead(r *http.Request) bool {

@@ -252,6 +252,7 @@ func (s *HTTPServer) routes() http.Handler {
 	mux.HandleFunc("GET /v1/agent/members", s.agentMembers)
 	mux.HandleFunc("GET /v1/operator/raft/configuration", s.raftConfiguration)
 	mux.HandleFunc("DELETE /v1/operator/raft/peer", s.raftRemovePeer)
+	s.registerJoinTokenRoutes(mux)
 	mux.HandleFunc("GET /v1/operator/scheduler/configuration", s.schedulerConfigGet)
 	mux.HandleFunc("PUT /v1/operator/scheduler/configuration", s.schedulerConfigSet)
 	mux.HandleFunc("POST /v1/operator/scheduler/configuration", s.schedulerConfigSet)

@@ -91,6 +91,9 @@ type Pool struct {
 	mu     sync.Mutex
 	conns  map[string]*Conn
 	closed bool
+	// retired are connections Refresh took out of use, closed after
+	// their grace period or with the pool.
+	retired map[*Conn]*time.Timer
 }
 
 // NewPool returns an empty pool whose connections use tlsCfg (nil:
@@ -130,14 +133,47 @@ func (p *Pool) Remove(addr string) {
 	}
 }
 
+// Refresh makes later Gets dial new connections (which present the TLS
+// config's current certificate, after a renewal); the connections in use
+// are closed after grace, so calls in flight on them, blocking queries
+// included, may finish first.
+func (p *Pool) Refresh(grace time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	if p.retired == nil {
+		p.retired = make(map[*Conn]*time.Timer)
+	}
+	for addr, c := range p.conns {
+		delete(p.conns, addr)
+		c := c
+		p.retired[c] = time.AfterFunc(grace, func() {
+			p.mu.Lock()
+			_, ok := p.retired[c]
+			delete(p.retired, c)
+			p.mu.Unlock()
+			if ok {
+				_ = c.Close()
+			}
+		})
+	}
+}
+
 // Close closes every connection; later Gets fail with ErrUnavailable.
 func (p *Pool) Close() {
 	p.mu.Lock()
 	conns := p.conns
-	p.conns = nil
+	retired := p.retired
+	p.conns, p.retired = nil, nil
 	p.closed = true
 	p.mu.Unlock()
 	for _, c := range conns {
+		_ = c.Close()
+	}
+	for c, t := range retired {
+		t.Stop()
 		_ = c.Close()
 	}
 }

@@ -39,9 +39,10 @@ const HandshakeTimeout = 10 * time.Second
 // goroutine of its own so that a slow handshake cannot stall the others.
 // Close stops all of them.
 type Mux struct {
-	ln     net.Listener
-	tlsCfg *tls.Config
-	logger hclog.Logger
+	ln       net.Listener
+	tlsCfg   *tls.Config
+	raftAuth func(tls.ConnectionState) error
+	logger   hclog.Logger
 
 	grpcL *subListener
 	raftL *subListener
@@ -55,9 +56,21 @@ type Mux struct {
 	closed  bool
 }
 
+// MuxOption tunes a Mux.
+type MuxOption func(*Mux)
+
+// WithRaftAuth makes the mux hand a Raft connection to Raft only when auth
+// accepts the TLS state of the peer (a server's certificate); others are
+// closed. It needs TLS: without a TLS config every Raft connection is
+// refused. Use it when the TLS config lets peers without a certificate in
+// (the join exchange).
+func WithRaftAuth(auth func(tls.ConnectionState) error) MuxOption {
+	return func(m *Mux) { m.raftAuth = auth }
+}
+
 // NewMux starts routing the connections of ln. tlsCfg is the server side of
 // mutual TLS (see TLSConfig), or nil for plaintext. The Mux owns ln.
-func NewMux(ln net.Listener, tlsCfg *tls.Config, logger hclog.Logger) *Mux {
+func NewMux(ln net.Listener, tlsCfg *tls.Config, logger hclog.Logger, opts ...MuxOption) *Mux {
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
@@ -72,6 +85,9 @@ func NewMux(ln net.Listener, tlsCfg *tls.Config, logger hclog.Logger) *Mux {
 		raftL:   newSubListener(ln.Addr()),
 		done:    make(chan struct{}),
 		pending: make(map[net.Conn]struct{}),
+	}
+	for _, o := range opts {
+		o(m)
 	}
 	m.wg.Add(1)
 	go m.run()
@@ -230,6 +246,14 @@ func (m *Mux) classify(raw net.Conn) (*muxConn, *subListener, error) {
 	case grpcFirstByte:
 		return conn, m.grpcL, nil
 	case RaftTag:
+		if m.raftAuth != nil {
+			if conn.tlsState == nil {
+				return nil, nil, errors.New("raft connection without TLS refused")
+			}
+			if err := m.raftAuth(*conn.tlsState); err != nil {
+				return nil, nil, fmt.Errorf("raft connection refused: %w", err)
+			}
+		}
 		if _, err := conn.r.Discard(1); err != nil {
 			return nil, nil, err
 		}

@@ -8,12 +8,15 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/peer"
 
 	"github.com/drover-org/drover/core/structs"
 )
@@ -45,6 +48,9 @@ const (
 type Server struct {
 	logger hclog.Logger
 	grpc   *grpc.Server
+
+	// authz, when set, decides every call before its handler runs.
+	authz atomic.Pointer[Authorizer]
 
 	mu      sync.Mutex
 	methods []grpc.MethodDesc
@@ -83,6 +89,36 @@ func NewServer(tlsCfg *tls.Config, logger hclog.Logger) *Server {
 	}
 }
 
+// Authorizer decides whether the caller of method may make the call req
+// (the decoded request, *Req of the handler). It runs before the handler;
+// an error, which should wrap structs.ErrPermissionDenied, is the call's
+// answer. PeerTLS gives the caller's TLS state.
+type Authorizer func(ctx context.Context, method string, req any) error
+
+// SetAuthorizer makes fn decide every call from now on (nil: every call is
+// allowed, as without one). Set it before Serve.
+func (s *Server) SetAuthorizer(fn Authorizer) {
+	if fn == nil {
+		s.authz.Store(nil)
+		return
+	}
+	s.authz.Store(&fn)
+}
+
+// PeerTLS is the TLS state of the connection a call came in on, or nil for
+// a plaintext connection.
+func PeerTLS(ctx context.Context) *tls.ConnectionState {
+	p, ok := peer.FromContext(ctx)
+	if !ok || p.AuthInfo == nil {
+		return nil
+	}
+	if ti, ok := p.AuthInfo.(credentials.TLSInfo); ok {
+		st := ti.State
+		return &st
+	}
+	return nil
+}
+
 // Handle exposes fn as the unary method named method (e.g. "Job.Register").
 // The error fn returns reaches the caller with its structs kind and message
 // (see Call). Handle panics when called after Serve, for a duplicate method
@@ -105,6 +141,11 @@ func Handle[Req, Resp any](s *Server, method string, fn func(ctx context.Context
 				// A kinded error, so that a forwarded HTTP write
 				// answers 400 rather than 500.
 				return nil, encodeStatus(structs.NewError(structs.ErrInvalid, "decode %s request: %v", method, err), codes.InvalidArgument)
+			}
+			if az := s.authz.Load(); az != nil {
+				if err := (*az)(ctx, method, req); err != nil {
+					return nil, toStatus(err)
+				}
 			}
 			call := func(ctx context.Context, r any) (any, error) {
 				return invoke(ctx, logger, fn, r.(*Req))

@@ -180,4 +180,6 @@ func (s *Server) RegisterRPC(rs *rpc.Server) {
 		return &Empty{}, s.UpdateAllocs(mark(ctx), a.NodeID, a.SecretID, a.Allocs)
 	})
 	s.registerClusterRPC(rs, mark)
+	s.registerPKIRPC(rs)
+	rs.SetAuthorizer(s.Authorizer())
 }

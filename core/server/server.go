@@ -125,6 +125,8 @@ type Config struct {
 	HTTPAddr string
 	// Version is the agent's version, told to peers.
 	Version string
+	// PKI is the server's part of the cluster PKI (nil: none); see pki.go.
+	PKI *PKIConfig
 	// OnFatal is called once, after the server shut itself down because
 	// it cannot go on: its FSM met a committed Raft entry it cannot apply.
 	// The agent exits with the error. Nil: the server only shuts down.
@@ -160,6 +162,7 @@ type Server struct {
 	established atomic.Bool
 
 	rpcPool *rpc.Pool
+	pki     *serverPKI
 
 	shutdownCtx    context.Context
 	shutdownCancel context.CancelFunc
@@ -245,6 +248,7 @@ func New(cfg Config) (*Server, error) {
 	go s.stopOnFatal()
 	s.wg.Add(1)
 	go s.monitorLeadership()
+	s.startPKI()
 	for i := 0; i < cfg.NumWorkers; i++ {
 		w := newWorker(s, i)
 		s.wg.Add(1)

@@ -101,6 +101,7 @@ func schema() *memdb.DBSchema {
 			// A single row: every config indexes as "true".
 			idx("id", true, false, &memdb.ConditionalIndex{Conditional: func(any) (bool, error) { return true, nil }}),
 		)},
+		pkiTableSchema(),
 	}
 	s := &memdb.DBSchema{Tables: map[string]*memdb.TableSchema{}}
 	for _, t := range tables {

@@ -21,6 +21,9 @@ const (
 	AllocUpdateDesiredTransitionRequestType MessageType = 27
 	NodeUpdateEligibilityRequestType        MessageType = 28
 	SchedulerConfigRequestType              MessageType = 30
+	// Cluster PKI (pki_requests.go); 72 is reserved for it.
+	PKIInitRequestType   MessageType = 70
+	PKITokensRequestType MessageType = 71
 
 	// IgnoreUnknownTypeFlag marks entries an older FSM may skip.
 	IgnoreUnknownTypeFlag MessageType = 128

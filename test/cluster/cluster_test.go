@@ -43,6 +43,9 @@ type options struct {
 	heartbeatTTL, heartbeatGrace string
 	// serverExtra is added verbatim to every server's `server` block.
 	serverExtra string
+	// agentExtra is added verbatim at the top level of every agent's
+	// config (a `tls` block).
+	agentExtra string
 }
 
 func (o options) withDefaults() options {
@@ -89,6 +92,31 @@ type cluster struct {
 	servers  []*agent
 	clients  []*agent
 	downOnce sync.Once
+	// serverToken and clientToken are the join tokens of the first
+	// server's cluster CA.
+	serverToken, clientToken string
+}
+
+// readJoinTokens waits for the first server's API and reads both join
+// tokens from it (GET /v1/operator/join-token/{role}).
+func (c *cluster) readJoinTokens(first *agent, timeout time.Duration) error {
+	end := time.Now().Add(timeout)
+	for {
+		var s, cl struct{ Token string }
+		st1, err1 := first.Do(http.MethodGet, "/v1/operator/join-token/server", nil, &s)
+		st2, err2 := first.Do(http.MethodGet, "/v1/operator/join-token/client", nil, &cl)
+		if err1 == nil && err2 == nil && st1 == http.StatusOK && st2 == http.StatusOK && s.Token != "" && cl.Token != "" {
+			c.serverToken, c.clientToken = s.Token, cl.Token
+			return nil
+		}
+		if !first.Running() {
+			return fmt.Errorf("%s exited before showing its join tokens", first)
+		}
+		if time.Now().After(end) {
+			return fmt.Errorf("join tokens of %s: status %d/%d, %v/%v", first, st1, st2, err1, err2)
+		}
+		time.Sleep(100 * time.Millisecond) // polling a process's API; no event to wait on
+	}
 }
 
 // newCluster starts a cluster and waits until it has formed: one leader
@@ -133,7 +161,20 @@ func (c *cluster) form() error {
 	for i := range c.opts.clients {
 		c.clients = append(c.clients, c.newAgent(fmt.Sprintf("c%d", i+1), false, ports[6+i], 0))
 	}
-	for _, a := range c.all() {
+	// The default path of the cluster PKI: the first server creates the
+	// cluster CA; the others join with the join tokens it shows.
+	deadline := time.Now().Add(formTimeout)
+	first := c.servers[0]
+	if err := first.writeConfig(join, c.opts); err != nil {
+		return err
+	}
+	if err := first.launch(); err != nil {
+		return err
+	}
+	if err := c.readJoinTokens(first, time.Until(deadline)); err != nil {
+		return err
+	}
+	for _, a := range c.all()[1:] {
 		if err := a.writeConfig(join, c.opts); err != nil {
 			return err
 		}
@@ -141,7 +182,6 @@ func (c *cluster) form() error {
 			return err
 		}
 	}
-	deadline := time.Now().Add(formTimeout)
 	if _, err := c.pollLeader(time.Until(deadline)); err != nil {
 		return err
 	}
@@ -179,6 +219,7 @@ func (a *agent) writeConfig(join []string, opts options) error {
 	list := "[" + strings.Join(quoted, ", ") + "]"
 	var b strings.Builder
 	fmt.Fprintf(&b, "name      = %q\ndata_dir  = %q\nbind_addr = \"127.0.0.1\"\nlog_level = \"DEBUG\"\n\n", a.Name, a.DataDir)
+	b.WriteString(opts.agentExtra)
 	if a.IsServer {
 		fmt.Fprintf(&b, "ports {\n  http = %d\n  rpc  = %d\n}\n\n", a.HTTPPort, a.RPCPort)
 		fmt.Fprintf(&b, `server {
@@ -190,13 +231,22 @@ func (a *agent) writeConfig(join []string, opts options) error {
   server_join {
     retry_join     = %s
     retry_interval = "200ms"
-  }
+%s  }
 }
-`, opts.heartbeatTTL, opts.heartbeatGrace, opts.serverExtra, list)
+`, opts.heartbeatTTL, opts.heartbeatGrace, opts.serverExtra, list, tokenLine("token", a.c.serverToken))
 	} else {
-		fmt.Fprintf(&b, "ports {\n  http = %d\n}\n\nclient {\n  enabled = true\n  servers = %s\n}\n", a.HTTPPort, list)
+		fmt.Fprintf(&b, "ports {\n  http = %d\n}\n\nclient {\n  enabled = true\n  servers = %s\n%s}\n", a.HTTPPort, list, tokenLine("join_token", a.c.clientToken))
 	}
 	return os.WriteFile(a.config, []byte(b.String()), 0o644)
+}
+
+// tokenLine is an HCL attribute line for a join token, or nothing (the
+// first server, before any token exists).
+func tokenLine(key, token string) string {
+	if token == "" {
+		return ""
+	}
+	return fmt.Sprintf("    %s = %q\n", key, token)
 }
 
 // launch starts a new run of the agent's process; it does not wait.

@@ -77,6 +77,36 @@ type cluster struct {
 	mu       sync.Mutex
 	networks []string // created networks, for teardown
 	downOnce sync.Once
+	// serverToken and clientToken are s1's join tokens.
+	serverToken, clientToken string
+}
+
+// readJoinTokens waits for the first server's API and reads both join
+// tokens (GET /v1/operator/join-token/{role}).
+func (c *cluster) readJoinTokens(first *agent, timeout time.Duration) error {
+	end := time.Now().Add(timeout)
+	for {
+		var s, cl struct{ Token string }
+		st1, err1 := first.Do(http.MethodGet, "/v1/operator/join-token/server", nil, &s)
+		st2, err2 := first.Do(http.MethodGet, "/v1/operator/join-token/client", nil, &cl)
+		if err1 == nil && err2 == nil && st1 == http.StatusOK && st2 == http.StatusOK && s.Token != "" && cl.Token != "" {
+			c.serverToken, c.clientToken = s.Token, cl.Token
+			return nil
+		}
+		if time.Now().After(end) {
+			return fmt.Errorf("join tokens of %s: status %d/%d, %v/%v", first.Name, st1, st2, err1, err2)
+		}
+		time.Sleep(200 * time.Millisecond) // polling a container's API; no event to wait on
+	}
+}
+
+// tokenLine is an HCL attribute line for a join token, or nothing (s1,
+// which creates the cluster CA).
+func tokenLine(key, token string) string {
+	if token == "" {
+		return ""
+	}
+	return fmt.Sprintf("    %s = %q\n", key, token)
 }
 
 // newCluster starts a cluster named after name and waits until it has
@@ -105,15 +135,22 @@ func (c *cluster) form() error {
 	for i := range 2 {
 		c.clients = append(c.clients, c.newAgent(fmt.Sprintf("c%d", i+1), false))
 	}
-	for _, s := range c.servers {
+	// The default path of the cluster PKI: s1 creates the cluster CA, the
+	// other agents join with the join tokens it shows.
+	deadline := time.Now().Add(formTimeout)
+	for i, s := range c.servers {
 		if err := s.writeConfig(c.servers); err != nil {
 			return err
 		}
 		if err := s.start(); err != nil {
 			return err
 		}
+		if i == 0 {
+			if err := c.readJoinTokens(s, time.Until(deadline)); err != nil {
+				return err
+			}
+		}
 	}
-	deadline := time.Now().Add(formTimeout)
 	leader, _, err := c.pollLeader(c.servers, time.Until(deadline))
 	if err != nil {
 		return err
@@ -191,11 +228,11 @@ func (a *agent) writeConfig(servers []*agent) error {
   server_join {
     retry_join     = %s
     retry_interval = "500ms"
-  }
+%s  }
 }
-`, list)
+`, list, tokenLine("token", a.c.serverToken))
 	} else {
-		fmt.Fprintf(&b, "advertise {\n  http = \"%s:%d\"\n}\n\nclient {\n  enabled = true\n  servers = %s\n}\n", a.Container, httpPort, list)
+		fmt.Fprintf(&b, "advertise {\n  http = \"%s:%d\"\n}\n\nclient {\n  enabled = true\n  servers = %s\n%s}\n", a.Container, httpPort, list, tokenLine("join_token", a.c.clientToken))
 	}
 	return os.WriteFile(a.config, []byte(b.String()), 0o644)
 }

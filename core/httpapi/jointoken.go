@@ -1,0 +1,72 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+)
+
+// JoinTokens is what a server of the cluster PKI serves about its join
+// tokens. Both answers are secrets: the routes are operator-write.
+type JoinTokens interface {
+	JoinToken(role string) (string, error)
+	RotateJoinToken(ctx context.Context, role string) (string, error)
+}
+
+// JoinTokenResponse is the answer of both join-token routes.
+type JoinTokenResponse struct {
+	Role  string
+	Token string
+}
+
+// JoinTokenRoutes are the join-token routes, for ACL tables: both reveal
+// a secret and are operator-write.
+var JoinTokenRoutes = []string{
+	"GET /v1/operator/join-token/{role}",
+	"PUT /v1/operator/join-token/{role}/rotate",
+}
+
+// registerJoinTokenRoutes adds the join-token routes.
+func (s *HTTPServer) registerJoinTokenRoutes(mux *http.ServeMux) {
+	mux.HandleFunc(JoinTokenRoutes[0], s.joinTokenGet)
+	mux.HandleFunc(JoinTokenRoutes[1], s.joinTokenRotate)
+	mux.HandleFunc("POST /v1/operator/join-token/{role}/rotate", s.joinTokenRotate)
+}
+
+func (s *HTTPServer) joinTokens(w http.ResponseWriter) (JoinTokens, bool) {
+	jt, ok := s.srv.(JoinTokens)
+	if !ok || s.srv == nil {
+		writeText(w, http.StatusNotImplemented, "This agent runs no server of the cluster PKI")
+		return nil, false
+	}
+	return jt, true
+}
+
+func (s *HTTPServer) joinTokenGet(w http.ResponseWriter, r *http.Request) {
+	jt, ok := s.joinTokens(w)
+	if !ok {
+		return
+	}
+	role := r.PathValue("role")
+	tok, err := jt.JoinToken(role)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, r, http.StatusOK, JoinTokenResponse{Role: role, Token: tok})
+}
+
+func (s *HTTPServer) joinTokenRotate(w http.ResponseWriter, r *http.Request) {
+	jt, ok := s.joinTokens(w)
+	if !ok {
+		return
+	}
+	role := r.PathValue("role")
+	tok, err := jt.RotateJoinToken(r.Context(), role)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, r, http.StatusOK, JoinTokenResponse{Role: role, Token: tok})
+}
