@@ -49,6 +49,9 @@ const (
 	recAlloc           byte = 8
 	recPeriodicLaunch  byte = 9
 	recSchedulerConfig byte = 10
+	recACLPolicy       byte = 20
+	recACLToken        byte = 21
+	recOneTimeToken    byte = 22
 	recEnd             byte = 255
 )
 
@@ -96,6 +99,9 @@ func (s *StateSnapshot) Persist(w io.Writer) error {
 		{TableEvals, recEval},
 		{TablePeriodicLaunch, recPeriodicLaunch},
 		{TableSchedulerConfig, recSchedulerConfig},
+		{TableACLPolicies, recACLPolicy},
+		{TableACLTokens, recACLToken},
+		{TableOneTimeTokens, recOneTimeToken},
 	}
 	for _, tb := range tables {
 		iter, err := txn.Get(tb.table, "id")
@@ -286,6 +292,12 @@ func decodeRecord(typ byte, buf []byte, jobs map[uint64]*structs.Job) (restoreIt
 		it = restoreItem{TablePeriodicLaunch, new(structs.PeriodicLaunch)}
 	case recSchedulerConfig:
 		it = restoreItem{TableSchedulerConfig, new(structs.SchedulerConfiguration)}
+	case recACLPolicy:
+		it = restoreItem{TableACLPolicies, new(structs.ACLPolicy)}
+	case recACLToken:
+		it = restoreItem{TableACLTokens, new(structs.ACLToken)}
+	case recOneTimeToken:
+		it = restoreItem{TableOneTimeTokens, new(structs.OneTimeToken)}
 	case recAllocJob:
 		var rec allocJobRecord
 		if err := json.Unmarshal(buf, &rec); err != nil {

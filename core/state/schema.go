@@ -102,6 +102,7 @@ func schema() *memdb.DBSchema {
 			idx("id", true, false, &memdb.ConditionalIndex{Conditional: func(any) (bool, error) { return true, nil }}),
 		)},
 	}
+	tables = append(tables, aclTables()...)
 	s := &memdb.DBSchema{Tables: map[string]*memdb.TableSchema{}}
 	for _, t := range tables {
 		s.Tables[t.Name] = t
