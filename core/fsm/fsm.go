@@ -253,6 +253,15 @@ var checkers = map[structs.MessageType]func([]byte) error{
 	structs.ApplyPlanResultsRequestType:             check[structs.ApplyPlanResultsRequest],
 	structs.AllocUpdateDesiredTransitionRequestType: check[structs.AllocUpdateDesiredTransitionRequest],
 	structs.SchedulerConfigRequestType:              check[structs.SchedulerSetConfigRequest],
+
+	structs.ACLPolicyUpsertRequestType:    check[structs.ACLPolicyUpsertRequest],
+	structs.ACLPolicyDeleteRequestType:    check[structs.ACLPolicyDeleteRequest],
+	structs.ACLTokenUpsertRequestType:     check[structs.ACLTokenUpsertRequest],
+	structs.ACLTokenDeleteRequestType:     check[structs.ACLTokenDeleteRequest],
+	structs.ACLTokenBootstrapRequestType:  check[structs.ACLTokenBootstrapRequest],
+	structs.OneTimeTokenUpsertRequestType: check[structs.OneTimeTokenUpsertRequest],
+	structs.OneTimeTokenDeleteRequestType: check[structs.OneTimeTokenDeleteRequest],
+	structs.OneTimeTokenExpireRequestType: check[structs.OneTimeTokenExpireRequest],
 }
 
 // appliers dispatches on the message type. Each decodes its payload and
@@ -272,6 +281,15 @@ var appliers = map[structs.MessageType]func(f *FSM, index uint64, buf []byte) an
 	structs.ApplyPlanResultsRequestType:             (*FSM).applyPlanResults,
 	structs.AllocUpdateDesiredTransitionRequestType: (*FSM).applyAllocDesiredTransition,
 	structs.SchedulerConfigRequestType:              (*FSM).applySchedulerConfig,
+
+	structs.ACLPolicyUpsertRequestType:    (*FSM).applyACLPolicyUpsert,
+	structs.ACLPolicyDeleteRequestType:    (*FSM).applyACLPolicyDelete,
+	structs.ACLTokenUpsertRequestType:     (*FSM).applyACLTokenUpsert,
+	structs.ACLTokenDeleteRequestType:     (*FSM).applyACLTokenDelete,
+	structs.ACLTokenBootstrapRequestType:  (*FSM).applyACLTokenBootstrap,
+	structs.OneTimeTokenUpsertRequestType: (*FSM).applyOneTimeTokenUpsert,
+	structs.OneTimeTokenDeleteRequestType: (*FSM).applyOneTimeTokenDelete,
+	structs.OneTimeTokenExpireRequestType: (*FSM).applyOneTimeTokenExpire,
 }
 
 // decode unmarshals an entry's payload. A payload that does not decode is
@@ -315,6 +333,10 @@ func typeName(t structs.MessageType) string {
 		return "AllocUpdateDesiredTransition"
 	case structs.SchedulerConfigRequestType:
 		return "SchedulerConfig"
+	default:
+		if n, ok := aclTypeNames[t&^structs.IgnoreUnknownTypeFlag]; ok {
+			return n
+		}
 	}
 	return fmt.Sprintf("MessageType(%d)", uint8(t))
 }
