@@ -255,6 +255,15 @@ var checkers = map[structs.MessageType]func([]byte) error{
 	structs.SchedulerConfigRequestType:              check[structs.SchedulerSetConfigRequest],
 	structs.PKIInitRequestType:                      check[structs.PKIInitRequest],
 	structs.PKITokensRequestType:                    check[structs.PKITokensRequest],
+
+	structs.ACLPolicyUpsertRequestType:    check[structs.ACLPolicyUpsertRequest],
+	structs.ACLPolicyDeleteRequestType:    check[structs.ACLPolicyDeleteRequest],
+	structs.ACLTokenUpsertRequestType:     check[structs.ACLTokenUpsertRequest],
+	structs.ACLTokenDeleteRequestType:     check[structs.ACLTokenDeleteRequest],
+	structs.ACLTokenBootstrapRequestType:  check[structs.ACLTokenBootstrapRequest],
+	structs.OneTimeTokenUpsertRequestType: check[structs.OneTimeTokenUpsertRequest],
+	structs.OneTimeTokenDeleteRequestType: check[structs.OneTimeTokenDeleteRequest],
+	structs.OneTimeTokenExpireRequestType: check[structs.OneTimeTokenExpireRequest],
 }
 
 // appliers dispatches on the message type. Each decodes its payload and
@@ -276,6 +285,15 @@ var appliers = map[structs.MessageType]func(f *FSM, index uint64, buf []byte) an
 	structs.SchedulerConfigRequestType:              (*FSM).applySchedulerConfig,
 	structs.PKIInitRequestType:                      (*FSM).applyPKIInit,
 	structs.PKITokensRequestType:                    (*FSM).applyPKITokens,
+
+	structs.ACLPolicyUpsertRequestType:    (*FSM).applyACLPolicyUpsert,
+	structs.ACLPolicyDeleteRequestType:    (*FSM).applyACLPolicyDelete,
+	structs.ACLTokenUpsertRequestType:     (*FSM).applyACLTokenUpsert,
+	structs.ACLTokenDeleteRequestType:     (*FSM).applyACLTokenDelete,
+	structs.ACLTokenBootstrapRequestType:  (*FSM).applyACLTokenBootstrap,
+	structs.OneTimeTokenUpsertRequestType: (*FSM).applyOneTimeTokenUpsert,
+	structs.OneTimeTokenDeleteRequestType: (*FSM).applyOneTimeTokenDelete,
+	structs.OneTimeTokenExpireRequestType: (*FSM).applyOneTimeTokenExpire,
 }
 
 // decode unmarshals an entry's payload. A payload that does not decode is
@@ -323,6 +341,10 @@ func typeName(t structs.MessageType) string {
 		return "PKIInit"
 	case structs.PKITokensRequestType:
 		return "PKITokens"
+	default:
+		if n, ok := aclTypeNames[t&^structs.IgnoreUnknownTypeFlag]; ok {
+			return n
+		}
 	}
 	return fmt.Sprintf("MessageType(%d)", uint8(t))
 }

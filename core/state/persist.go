@@ -50,6 +50,9 @@ const (
 	recPeriodicLaunch  byte = 9
 	recSchedulerConfig byte = 10
 	recPKI             byte = 30 // 31 is reserved for the PKI too
+	recACLPolicy       byte = 20
+	recACLToken        byte = 21
+	recOneTimeToken    byte = 22
 	recEnd             byte = 255
 )
 
@@ -98,6 +101,9 @@ func (s *StateSnapshot) Persist(w io.Writer) error {
 		{TablePeriodicLaunch, recPeriodicLaunch},
 		{TableSchedulerConfig, recSchedulerConfig},
 		{TablePKI, recPKI},
+		{TableACLPolicies, recACLPolicy},
+		{TableACLTokens, recACLToken},
+		{TableOneTimeTokens, recOneTimeToken},
 	}
 	for _, tb := range tables {
 		iter, err := txn.Get(tb.table, "id")
@@ -290,6 +296,12 @@ func decodeRecord(typ byte, buf []byte, jobs map[uint64]*structs.Job) (restoreIt
 		it = restoreItem{TableSchedulerConfig, new(structs.SchedulerConfiguration)}
 	case recPKI:
 		it = restoreItem{TablePKI, new(structs.ClusterPKI)}
+	case recACLPolicy:
+		it = restoreItem{TableACLPolicies, new(structs.ACLPolicy)}
+	case recACLToken:
+		it = restoreItem{TableACLTokens, new(structs.ACLToken)}
+	case recOneTimeToken:
+		it = restoreItem{TableOneTimeTokens, new(structs.OneTimeToken)}
 	case recAllocJob:
 		var rec allocJobRecord
 		if err := json.Unmarshal(buf, &rec); err != nil {

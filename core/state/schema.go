@@ -103,6 +103,7 @@ func schema() *memdb.DBSchema {
 		)},
 		pkiTableSchema(),
 	}
+	tables = append(tables, aclTables()...)
 	s := &memdb.DBSchema{Tables: map[string]*memdb.TableSchema{}}
 	for _, t := range tables {
 		s.Tables[t.Name] = t

@@ -25,6 +25,15 @@ const (
 	PKIInitRequestType   MessageType = 70
 	PKITokensRequestType MessageType = 71
 
+	ACLPolicyUpsertRequestType    MessageType = 19
+	ACLPolicyDeleteRequestType    MessageType = 20
+	ACLTokenUpsertRequestType     MessageType = 21
+	ACLTokenDeleteRequestType     MessageType = 22
+	ACLTokenBootstrapRequestType  MessageType = 23
+	OneTimeTokenUpsertRequestType MessageType = 44
+	OneTimeTokenDeleteRequestType MessageType = 45
+	OneTimeTokenExpireRequestType MessageType = 46
+
 	// IgnoreUnknownTypeFlag marks entries an older FSM may skip.
 	IgnoreUnknownTypeFlag MessageType = 128
 )

@@ -1,0 +1,130 @@
+package fsm
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/drover-org/drover/core/structs"
+)
+
+func aclToken(policies ...string) *structs.ACLToken {
+	typ := structs.ACLManagementToken
+	if len(policies) > 0 {
+		typ = structs.ACLClientToken
+	}
+	return &structs.ACLToken{AccessorID: uuid.NewString(), SecretID: uuid.NewString(), Type: typ, Policies: policies}
+}
+
+// Every ACL entry type applies, and a refused one (a second bootstrap, a
+// spent one-time token) answers with an error of the right kind and
+// writes nothing.
+func TestFSM_ACLEntries(t *testing.T) {
+	f, _ := testFSM(t)
+	base := time.Unix(10_000, 0).UTC()
+	boot := aclToken()
+	client := aclToken("readonly")
+	ott := &structs.OneTimeToken{OneTimeSecretID: uuid.NewString(), AccessorID: client.AccessorID, ExpiresAt: base.Add(time.Minute)}
+
+	steps := []struct {
+		name    string
+		typ     structs.MessageType
+		msg     any
+		wantErr error
+		check   func(t *testing.T)
+	}{
+		{"bootstrap", structs.ACLTokenBootstrapRequestType, &structs.ACLTokenBootstrapRequest{Token: boot}, nil, func(t *testing.T) {
+			if f.State().ACLBootstrapIndex() != 1 {
+				t.Errorf("bootstrap index %d, want 1", f.State().ACLBootstrapIndex())
+			}
+		}},
+		{"bootstrap twice", structs.ACLTokenBootstrapRequestType, &structs.ACLTokenBootstrapRequest{Token: aclToken()}, structs.ErrInvalid, func(t *testing.T) {
+			if toks, _ := f.State().ACLTokens(nil, ""); len(toks) != 1 {
+				t.Errorf("%d tokens after a refused bootstrap, want 1", len(toks))
+			}
+		}},
+		{"policy upsert", structs.ACLPolicyUpsertRequestType, &structs.ACLPolicyUpsertRequest{Policies: []*structs.ACLPolicy{{Name: "readonly", Rules: `node { policy = "read" }`}, {Name: "gone"}}}, nil, nil},
+		{"policy delete", structs.ACLPolicyDeleteRequestType, &structs.ACLPolicyDeleteRequest{Names: []string{"gone"}}, nil, func(t *testing.T) {
+			if ps, _ := f.State().ACLPolicies(nil, ""); len(ps) != 1 || ps[0].Name != "readonly" {
+				t.Errorf("policies %+v, want readonly alone", ps)
+			}
+		}},
+		{"token upsert", structs.ACLTokenUpsertRequestType, &structs.ACLTokenUpsertRequest{Tokens: []*structs.ACLToken{client}}, nil, nil},
+		{"ott upsert", structs.OneTimeTokenUpsertRequestType, &structs.OneTimeTokenUpsertRequest{OneTimeToken: ott}, nil, nil},
+		{"exchange after expiry", structs.OneTimeTokenDeleteRequestType, &structs.OneTimeTokenDeleteRequest{AccessorIDs: []string{client.AccessorID}, OneTimeSecretID: ott.OneTimeSecretID, Now: base.Add(time.Hour).UnixNano()}, structs.ErrPermissionDenied, func(t *testing.T) {
+			if o, _ := f.State().OneTimeTokenBySecret(nil, ott.OneTimeSecretID); o == nil {
+				t.Error("expired exchange deleted the OTT")
+			}
+		}},
+		{"exchange", structs.OneTimeTokenDeleteRequestType, &structs.OneTimeTokenDeleteRequest{AccessorIDs: []string{client.AccessorID}, OneTimeSecretID: ott.OneTimeSecretID, Now: base.UnixNano()}, nil, nil},
+		{"exchange again", structs.OneTimeTokenDeleteRequestType, &structs.OneTimeTokenDeleteRequest{AccessorIDs: []string{client.AccessorID}, OneTimeSecretID: ott.OneTimeSecretID, Now: base.UnixNano()}, structs.ErrPermissionDenied, nil},
+		{"ott upsert 2", structs.OneTimeTokenUpsertRequestType, &structs.OneTimeTokenUpsertRequest{OneTimeToken: &structs.OneTimeToken{OneTimeSecretID: uuid.NewString(), AccessorID: boot.AccessorID, ExpiresAt: base}}, nil, nil},
+		{"expire", structs.OneTimeTokenExpireRequestType, &structs.OneTimeTokenExpireRequest{Now: base.Add(time.Second).UnixNano()}, nil, func(t *testing.T) {
+			if o, _ := f.State().OneTimeTokens(nil); len(o) != 0 {
+				t.Errorf("%d OTTs after expire, want 0", len(o))
+			}
+		}},
+		{"ott upsert 3", structs.OneTimeTokenUpsertRequestType, &structs.OneTimeTokenUpsertRequest{OneTimeToken: &structs.OneTimeToken{OneTimeSecretID: uuid.NewString(), AccessorID: client.AccessorID, ExpiresAt: base}}, nil, nil},
+		{"ott delete", structs.OneTimeTokenDeleteRequestType, &structs.OneTimeTokenDeleteRequest{AccessorIDs: []string{client.AccessorID}}, nil, func(t *testing.T) {
+			if o, _ := f.State().OneTimeTokens(nil); len(o) != 0 {
+				t.Errorf("%d OTTs after delete, want 0", len(o))
+			}
+		}},
+		{"token delete", structs.ACLTokenDeleteRequestType, &structs.ACLTokenDeleteRequest{AccessorIDs: []string{client.AccessorID}}, nil, func(t *testing.T) {
+			if tok, _ := f.State().ACLTokenByAccessorID(nil, client.AccessorID); tok != nil {
+				t.Error("deleted token still stored")
+			}
+		}},
+	}
+	for i, st := range steps {
+		resp := apply(t, f, uint64(i+1), st.typ, st.msg)
+		switch {
+		case st.wantErr == nil && resp != nil:
+			t.Fatalf("%s: %v", st.name, resp)
+		case st.wantErr != nil:
+			err, _ := resp.(error)
+			if structs.HTTPStatus(err) != structs.HTTPStatus(st.wantErr) || err == nil {
+				t.Fatalf("%s: response %v, want an error of kind %v", st.name, resp, st.wantErr)
+			}
+		}
+		if f.Failed() != nil {
+			t.Fatalf("%s: FSM stopped: %v", st.name, f.Failed())
+		}
+		if st.check != nil {
+			st.check(t)
+		}
+	}
+}
+
+func TestFSM_ACLSnapshotRoundTrip(t *testing.T) {
+	f, _ := testFSM(t)
+	boot := aclToken()
+	mustApply(t, f, 1, structs.ACLTokenBootstrapRequestType, &structs.ACLTokenBootstrapRequest{Token: boot})
+	mustApply(t, f, 2, structs.ACLPolicyUpsertRequestType, &structs.ACLPolicyUpsertRequest{Policies: []*structs.ACLPolicy{{Name: "p", Rules: `node { policy = "read" }`}}})
+	ott := &structs.OneTimeToken{OneTimeSecretID: uuid.NewString(), AccessorID: boot.AccessorID, ExpiresAt: time.Unix(99, 0).UTC()}
+	mustApply(t, f, 3, structs.OneTimeTokenUpsertRequestType, &structs.OneTimeTokenUpsertRequest{OneTimeToken: ott})
+
+	data := snapshotBytes(t, f)
+	dst, _ := testFSM(t)
+	must(t, dst.Restore(io.NopCloser(bytes.NewReader(data))))
+	st := dst.State()
+	if tok, _ := st.ACLTokenBySecretID(nil, boot.SecretID); tok == nil || tok.CreateIndex != 1 {
+		t.Errorf("token after restore %+v", tok)
+	}
+	if p, _ := st.ACLPolicyByName(nil, "p"); p == nil || p.ModifyIndex != 2 {
+		t.Errorf("policy after restore %+v", p)
+	}
+	if o, _ := st.OneTimeTokenBySecret(nil, ott.OneTimeSecretID); o == nil || o.AccessorID != boot.AccessorID {
+		t.Errorf("OTT after restore %+v", o)
+	}
+	// The bootstrap index survives, so a restored server still refuses a
+	// second bootstrap.
+	resp := apply(t, dst, 4, structs.ACLTokenBootstrapRequestType, &structs.ACLTokenBootstrapRequest{Token: aclToken()})
+	if err, _ := resp.(error); err == nil || !errors.Is(err, structs.ErrInvalid) {
+		t.Errorf("bootstrap after restore: %v, want refused", resp)
+	}
+}
