@@ -28,3 +28,32 @@ func TestUpsertNamespace(t *testing.T) {
 		t.Fatal("invalid name accepted")
 	}
 }
+
+func TestNamespacesDefaultAndDelete(t *testing.T) {
+	s, err := NewStateStore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := s.Namespaces(nil, "")
+	if err != nil || len(list) != 1 || list[0].Name != structs.DefaultNamespace {
+		t.Fatalf("initial list %v, %v", list, err)
+	}
+	if err := s.DeleteNamespace(5, structs.DefaultNamespace); err == nil {
+		t.Fatal("default deleted")
+	}
+	if err := s.DeleteNamespace(5, "missing"); err == nil {
+		t.Fatal("missing deleted")
+	}
+	if err := s.UpsertNamespace(6, &structs.Namespace{Name: "team"}); err != nil {
+		t.Fatal(err)
+	}
+	if list, _ := s.Namespaces(nil, "te"); len(list) != 1 || list[0].Name != "team" {
+		t.Fatalf("prefix list %v", list)
+	}
+	if err := s.DeleteNamespace(7, "team"); err != nil {
+		t.Fatal(err)
+	}
+	if ns, _ := s.NamespaceByName(nil, "team"); ns != nil {
+		t.Fatalf("still there: %v", ns)
+	}
+}
