@@ -57,3 +57,20 @@ func TestNamespacesDefaultAndDelete(t *testing.T) {
 		t.Fatalf("still there: %v", ns)
 	}
 }
+
+func TestDeleteNamespaceWithJobsRefused(t *testing.T) {
+	s, err := NewStateStore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, s.UpsertNamespace(5, &structs.Namespace{Name: "team"}))
+	job := mockJob(structs.JobTypeService)
+	job.Namespace = "team"
+	must(t, s.UpsertJob(6, job))
+	if err := s.DeleteNamespace(7, "team"); err == nil {
+		t.Fatal("namespace with jobs deleted")
+	}
+	if ns, _ := s.NamespaceByName(nil, "team"); ns == nil {
+		t.Fatal("refused delete removed the namespace")
+	}
+}
