@@ -64,7 +64,7 @@ func TestDeleteNamespaceWithJobsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	must(t, s.UpsertNamespace(5, &structs.Namespace{Name: "team"}))
-	job := mockJob(structs.JobTypeService)
+	job := mockJob(structs.DefaultJobType)
 	job.Namespace = "team"
 	must(t, s.UpsertJob(6, job))
 	if err := s.DeleteNamespace(7, "team"); err == nil {
