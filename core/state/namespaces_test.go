@@ -1,6 +1,7 @@
 package state
 
 import (
+	"bytes"
 	"testing"
 
 	"github.com/drover-org/drover/core/structs"
@@ -72,5 +73,25 @@ func TestDeleteNamespaceWithJobsRefused(t *testing.T) {
 	}
 	if ns, _ := s.NamespaceByName(nil, "team"); ns == nil {
 		t.Fatal("refused delete removed the namespace")
+	}
+}
+
+func TestNamespacesSnapshotRestore(t *testing.T) {
+	s, err := NewStateStore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, s.UpsertNamespace(5, &structs.Namespace{Name: "team", Meta: map[string]string{"k": "v"}}))
+	snap, err := s.Snapshot()
+	must(t, err)
+	var buf bytes.Buffer
+	must(t, snap.Persist(&buf))
+	out, err := NewStateStore()
+	must(t, err)
+	must(t, out.Restore(&buf))
+	list, err := out.Namespaces(nil, "")
+	must(t, err)
+	if len(list) != 2 || list[0].Name != "default" || list[1].Name != "team" || list[1].Meta["k"] != "v" || list[1].CreateIndex != 5 {
+		t.Fatalf("restored %+v", list)
 	}
 }

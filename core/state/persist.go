@@ -49,6 +49,7 @@ const (
 	recAlloc           byte = 8
 	recPeriodicLaunch  byte = 9
 	recSchedulerConfig byte = 10
+	recNamespace       byte = 25
 	recEnd             byte = 255
 )
 
@@ -96,6 +97,7 @@ func (s *StateSnapshot) Persist(w io.Writer) error {
 		{TableEvals, recEval},
 		{TablePeriodicLaunch, recPeriodicLaunch},
 		{TableSchedulerConfig, recSchedulerConfig},
+		{TableNamespaces, recNamespace},
 	}
 	for _, tb := range tables {
 		iter, err := txn.Get(tb.table, "id")
@@ -286,6 +288,8 @@ func decodeRecord(typ byte, buf []byte, jobs map[uint64]*structs.Job) (restoreIt
 		it = restoreItem{TablePeriodicLaunch, new(structs.PeriodicLaunch)}
 	case recSchedulerConfig:
 		it = restoreItem{TableSchedulerConfig, new(structs.SchedulerConfiguration)}
+	case recNamespace:
+		it = restoreItem{TableNamespaces, new(structs.Namespace)}
 	case recAllocJob:
 		var rec allocJobRecord
 		if err := json.Unmarshal(buf, &rec); err != nil {
