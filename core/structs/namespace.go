@@ -70,3 +70,15 @@ func (n *Namespace) Copy() *Namespace {
 	}
 	return &c
 }
+
+// NamespaceUpsertRequest is the Raft entry (NamespaceUpsertRequestType)
+// that creates or updates namespaces.
+type NamespaceUpsertRequest struct {
+	Namespaces []*Namespace
+}
+
+// NamespaceDeleteRequest is the Raft entry (NamespaceDeleteRequestType)
+// that deletes namespaces by name.
+type NamespaceDeleteRequest struct {
+	Namespaces []string
+}

@@ -21,6 +21,8 @@ const (
 	AllocUpdateDesiredTransitionRequestType MessageType = 27
 	NodeUpdateEligibilityRequestType        MessageType = 28
 	SchedulerConfigRequestType              MessageType = 30
+	NamespaceUpsertRequestType              MessageType = 64
+	NamespaceDeleteRequestType              MessageType = 65
 
 	// IgnoreUnknownTypeFlag marks entries an older FSM may skip.
 	IgnoreUnknownTypeFlag MessageType = 128
