@@ -53,6 +53,7 @@ const (
 	recACLPolicy       byte = 20
 	recACLToken        byte = 21
 	recOneTimeToken    byte = 22
+	recNamespace       byte = 25
 	recEnd             byte = 255
 )
 
@@ -104,6 +105,7 @@ func (s *StateSnapshot) Persist(w io.Writer) error {
 		{TableACLPolicies, recACLPolicy},
 		{TableACLTokens, recACLToken},
 		{TableOneTimeTokens, recOneTimeToken},
+		{TableNamespaces, recNamespace},
 	}
 	for _, tb := range tables {
 		iter, err := txn.Get(tb.table, "id")
@@ -302,6 +304,8 @@ func decodeRecord(typ byte, buf []byte, jobs map[uint64]*structs.Job) (restoreIt
 		it = restoreItem{TableACLTokens, new(structs.ACLToken)}
 	case recOneTimeToken:
 		it = restoreItem{TableOneTimeTokens, new(structs.OneTimeToken)}
+	case recNamespace:
+		it = restoreItem{TableNamespaces, new(structs.Namespace)}
 	case recAllocJob:
 		var rec allocJobRecord
 		if err := json.Unmarshal(buf, &rec); err != nil {

@@ -20,6 +20,7 @@ const (
 	TableAllocs          = "allocs"
 	TablePeriodicLaunch  = "periodic_launch"
 	TableSchedulerConfig = "scheduler_config"
+	TableNamespaces      = "namespaces"
 )
 
 // AllNamespaces is the namespace wildcard accepted by the list and prefix
@@ -96,6 +97,9 @@ func schema() *memdb.DBSchema {
 			idx("id", true, false, nsID(
 				func(l *structs.PeriodicLaunch) string { return l.Namespace },
 				func(l *structs.PeriodicLaunch) string { return l.ID })),
+		)},
+		{Name: TableNamespaces, Indexes: indexes(
+			idx("id", true, false, str(func(n *structs.Namespace) string { return n.Name })),
 		)},
 		{Name: TableSchedulerConfig, Indexes: indexes(
 			// A single row: every config indexes as "true".

@@ -33,6 +33,8 @@ const (
 	OneTimeTokenUpsertRequestType MessageType = 44
 	OneTimeTokenDeleteRequestType MessageType = 45
 	OneTimeTokenExpireRequestType MessageType = 46
+	NamespaceUpsertRequestType    MessageType = 64
+	NamespaceDeleteRequestType    MessageType = 65
 
 	// IgnoreUnknownTypeFlag marks entries an older FSM may skip.
 	IgnoreUnknownTypeFlag MessageType = 128
