@@ -14,7 +14,7 @@ import (
 	"github.com/drover-org/drover/plugins/builtin"
 	pb "github.com/drover-org/drover/sdk/proto/schedulerpb"
 	"github.com/drover-org/drover/sdk/scheduler"
-	"github.com/drover-org/drover/sdk/scheduler/schedulertest"
+	"github.com/drover-org/drover/sdk/scheduler/conformance"
 )
 
 // typeRouter serves each job type with its own scheduler.
@@ -50,7 +50,7 @@ func TestWorkerHungPluginTimesOutAndOtherTypesMove(t *testing.T) {
 		<-release
 		return nil, errors.New("released at the end of the test")
 	}}
-	remote := schedulertest.Connect(t, hung)
+	remote := conformance.Connect(t, hung)
 	t.Cleanup(func() { close(release) }) // before Connect's teardown
 	sysbatch, _, err := builtin.InProcess{}.Lookup("sysbatch")
 	if err != nil {
