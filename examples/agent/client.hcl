@@ -11,6 +11,9 @@ advertise {
 client {
   enabled    = true
   servers    = ["server1:4647", "server2:4647", "server3:4647"]
+  # The token `drover operator join-token client` prints on a server; the
+  # client trades it for a certificate of the cluster CA on its first start.
+  # join_token = "DRJT-1-..."
   node_class = "general"
   node_pool  = "default"
   meta = {

@@ -32,10 +32,15 @@ server {
   server_join {
     retry_join     = ["server1:4647", "server2:4647", "server3:4647"]
     retry_interval = "1s"
+    # Agents speak mutual TLS with certificates of the cluster CA, which
+    # server1 creates on its first start. server2 and server3 join with the
+    # token `drover operator join-token server` prints on server1 (not
+    # needed again once they hold a certificate):
+    # token = "DRJT-1-..."
   }
 }
 
-# Mutual TLS between all agents (uncomment with real files):
+# Operator-supplied certificates instead of the cluster CA (they win; uncomment with real files):
 # tls {
 #   rpc                    = true
 #   ca_file                = "/etc/drover/tls/ca.pem"
