@@ -53,6 +53,9 @@ type Config struct {
 	NodeName   string
 	// DevMode keeps Raft in memory and tunes its timers for a fast start.
 	DevMode bool
+	// ACLEnabled turns on ACL token resolution (acl_resolve.go); off,
+	// every caller is resolved to the management ACL.
+	ACLEnabled bool
 	// DataDir holds raft/ (log and snapshots) outside dev mode.
 	DataDir string
 	// RPCAddr is the Raft transport address outside dev mode.
@@ -137,6 +140,9 @@ type Config struct {
 type Server struct {
 	cfg    Config
 	logger hclog.Logger
+
+	// acl resolves token secrets (acl_resolve.go).
+	acl aclResolution
 
 	fsm       *fsm.FSM
 	raft      *raft.Raft
