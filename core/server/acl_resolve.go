@@ -2,7 +2,6 @@ package server
 
 import (
 	"sync"
-	"time"
 
 	"github.com/drover-org/drover/core/acl"
 	"github.com/drover-org/drover/core/state"
@@ -66,5 +65,5 @@ func (s *Server) ResolveToken(secretID string) (*structs.ACLToken, *acl.ACL, err
 	if secretID != "" && !structs.IsUUID(secretID) {
 		return nil, nil, acl.ErrTokenNotFound
 	}
-	return r.resolver.ResolveSecret(aclSource{snap}, secretID, time.Now())
+	return r.resolver.ResolveSecret(aclSource{snap}, secretID, s.cfg.Now())
 }

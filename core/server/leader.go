@@ -120,6 +120,9 @@ func (s *Server) establishLeadership() error {
 	s.startLeaderLoop(ctx, s.reapDuplicateEvals)
 	s.startLeaderLoop(ctx, s.periodic.run)
 	s.startLeaderLoop(ctx, s.heartbeat.run)
+	if s.cfg.ACLEnabled {
+		s.startLeaderLoop(ctx, s.expireOneTimeTokens)
+	}
 	s.established.Store(true)
 	s.logger.Info("cluster leadership acquired")
 	return nil

@@ -56,6 +56,9 @@ type Config struct {
 	// ACLEnabled turns on ACL token resolution (acl_resolve.go); off,
 	// every caller is resolved to the management ACL.
 	ACLEnabled bool
+	// OneTimeTokenGCInterval is how often the leader removes expired
+	// one-time tokens (default 10m).
+	OneTimeTokenGCInterval time.Duration
 	// DataDir holds raft/ (log and snapshots) outside dev mode.
 	DataDir string
 	// RPCAddr is the Raft transport address outside dev mode.
