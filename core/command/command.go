@@ -147,6 +147,7 @@ func Commands(ui *UI) map[string]Command {
 		"status":                    &JobStatusCommand{ui: ui, alias: "status"},
 		"version":                   &VersionCommand{ui: ui},
 		"ui":                        &UICommand{ui: ui},
+		"acl bootstrap":             &ACLBootstrapCommand{ui: ui},
 	}
 }
 
