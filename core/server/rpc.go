@@ -180,6 +180,7 @@ func (s *Server) RegisterRPC(rs *rpc.Server) {
 		return &Empty{}, s.UpdateAllocs(mark(ctx), a.NodeID, a.SecretID, a.Allocs)
 	})
 	s.registerClusterRPC(rs, mark)
+	s.registerNamespaceRPC(rs, mark)
 	s.registerPKIRPC(rs)
 	rs.SetAuthorizer(s.Authorizer())
 }
