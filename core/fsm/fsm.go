@@ -264,6 +264,9 @@ var checkers = map[structs.MessageType]func([]byte) error{
 	structs.OneTimeTokenUpsertRequestType: check[structs.OneTimeTokenUpsertRequest],
 	structs.OneTimeTokenDeleteRequestType: check[structs.OneTimeTokenDeleteRequest],
 	structs.OneTimeTokenExpireRequestType: check[structs.OneTimeTokenExpireRequest],
+
+	structs.NamespaceUpsertRequestType: check[structs.NamespaceUpsertRequest],
+	structs.NamespaceDeleteRequestType: check[structs.NamespaceDeleteRequest],
 }
 
 // appliers dispatches on the message type. Each decodes its payload and
@@ -294,6 +297,9 @@ var appliers = map[structs.MessageType]func(f *FSM, index uint64, buf []byte) an
 	structs.OneTimeTokenUpsertRequestType: (*FSM).applyOneTimeTokenUpsert,
 	structs.OneTimeTokenDeleteRequestType: (*FSM).applyOneTimeTokenDelete,
 	structs.OneTimeTokenExpireRequestType: (*FSM).applyOneTimeTokenExpire,
+
+	structs.NamespaceUpsertRequestType: (*FSM).applyNamespaceUpsert,
+	structs.NamespaceDeleteRequestType: (*FSM).applyNamespaceDelete,
 }
 
 // decode unmarshals an entry's payload. A payload that does not decode is
@@ -343,6 +349,9 @@ func typeName(t structs.MessageType) string {
 		return "PKITokens"
 	default:
 		if n, ok := aclTypeNames[t&^structs.IgnoreUnknownTypeFlag]; ok {
+			return n
+		}
+		if n, ok := namespaceTypeNames[t&^structs.IgnoreUnknownTypeFlag]; ok {
 			return n
 		}
 	}

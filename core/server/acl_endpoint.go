@@ -51,6 +51,7 @@ type (
 		OneTimeToken *structs.OneTimeToken
 		Index        uint64
 	}
+	// IndexReply carries the Raft index of a write.
 	IndexReply struct{ Index uint64 }
 )
 

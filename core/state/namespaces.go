@@ -11,21 +11,35 @@ import (
 
 // UpsertNamespace creates or updates a namespace, keeping its CreateIndex.
 func (s *StateStore) UpsertNamespace(index uint64, ns *structs.Namespace) error {
-	if err := ns.Validate(); err != nil {
-		return err
-	}
-	ns = ns.Copy()
-	return s.write(index, func(t *writeTxn) error {
-		raw, err := t.first(TableNamespaces, "id", ns.Name)
-		if err != nil {
+	return s.UpsertNamespaces(index, []*structs.Namespace{ns})
+}
+
+// UpsertNamespaces creates or updates namespaces in one transaction: all
+// of them or, when one does not validate, none.
+func (s *StateStore) UpsertNamespaces(index uint64, namespaces []*structs.Namespace) error {
+	copies := make([]*structs.Namespace, 0, len(namespaces))
+	for _, ns := range namespaces {
+		if err := ns.Validate(); err != nil {
 			return err
 		}
-		ns.CreateIndex = t.index
-		if raw != nil {
-			ns.CreateIndex = raw.(*structs.Namespace).CreateIndex
+		copies = append(copies, ns.Copy())
+	}
+	return s.write(index, func(t *writeTxn) error {
+		for _, ns := range copies {
+			raw, err := t.first(TableNamespaces, "id", ns.Name)
+			if err != nil {
+				return err
+			}
+			ns.CreateIndex = t.index
+			if raw != nil {
+				ns.CreateIndex = raw.(*structs.Namespace).CreateIndex
+			}
+			ns.ModifyIndex = t.index
+			if err := t.insert(TableNamespaces, ns); err != nil {
+				return err
+			}
 		}
-		ns.ModifyIndex = t.index
-		return t.insert(TableNamespaces, ns)
+		return nil
 	})
 }
 
@@ -72,24 +86,41 @@ func (s *StateStore) Namespaces(ws memdb.WatchSet, prefix string) ([]*structs.Na
 // namespace that still holds jobs are refused with structs.ErrInvalid; a
 // missing one with structs.ErrNotFound. Nothing is written on refusal.
 func (s *StateStore) DeleteNamespace(index uint64, name string) error {
-	if name == structs.DefaultNamespace {
-		return structs.NewError(structs.ErrInvalid, "namespace %q: the default namespace cannot be deleted", name)
+	return s.DeleteNamespaces(index, []string{name})
+}
+
+// DeleteNamespaces removes namespaces in one transaction, refusing them
+// all (nothing written) when any one is refused as DeleteNamespace would.
+func (s *StateStore) DeleteNamespaces(index uint64, names []string) error {
+	for _, name := range names {
+		if name == structs.DefaultNamespace {
+			return structs.NewError(structs.ErrInvalid, "namespace %q: the default namespace cannot be deleted", name)
+		}
 	}
 	return s.write(index, func(t *writeTxn) error {
-		raw, err := t.first(TableNamespaces, "id", name)
-		if err != nil {
-			return err
+		for _, name := range names {
+			if err := t.deleteNamespace(name); err != nil {
+				return err
+			}
 		}
-		if raw == nil {
-			return structs.NewError(structs.ErrNotFound, "namespace not found: %s", name)
-		}
-		job, err := t.first(TableJobs, "namespace", name)
-		if err != nil {
-			return err
-		}
-		if job != nil {
-			return structs.NewError(structs.ErrInvalid, "namespace %q: has jobs (e.g. %q); stop and purge them first", name, job.(*structs.Job).ID)
-		}
-		return t.delete(TableNamespaces, raw)
+		return nil
 	})
+}
+
+func (t *writeTxn) deleteNamespace(name string) error {
+	raw, err := t.first(TableNamespaces, "id", name)
+	if err != nil {
+		return err
+	}
+	if raw == nil {
+		return structs.NewError(structs.ErrNotFound, "namespace not found: %s", name)
+	}
+	job, err := t.first(TableJobs, "namespace", name)
+	if err != nil {
+		return err
+	}
+	if job != nil {
+		return structs.NewError(structs.ErrInvalid, "namespace %q: has jobs (e.g. %q); stop and purge them first", name, job.(*structs.Job).ID)
+	}
+	return t.delete(TableNamespaces, raw)
 }
