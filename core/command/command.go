@@ -148,6 +148,10 @@ func Commands(ui *UI) map[string]Command {
 		"version":                   &VersionCommand{ui: ui},
 		"ui":                        &UICommand{ui: ui},
 		"acl bootstrap":             &ACLBootstrapCommand{ui: ui},
+		"namespace list":            &NamespaceListCommand{ui: ui},
+		"namespace status":          &NamespaceStatusCommand{ui: ui},
+		"namespace apply":           &NamespaceApplyCommand{ui: ui},
+		"namespace delete":          &NamespaceDeleteCommand{ui: ui},
 	}
 }
 

@@ -34,6 +34,9 @@ type reader interface {
 	NodeByID(ws memdb.WatchSet, id string) (*structs.Node, error)
 	NodeList(ws memdb.WatchSet, prefix string) ([]*structs.Node, error)
 
+	NamespaceByName(ws memdb.WatchSet, name string) (*structs.Namespace, error)
+	Namespaces(ws memdb.WatchSet, prefix string) ([]*structs.Namespace, error)
+
 	// Index is the last Raft index that wrote the table ("jobs", "allocs",
 	// "evals", "nodes", "job_summary", "job_versions").
 	Index(table string) uint64

@@ -1,0 +1,209 @@
+package command
+
+import (
+	"context"
+	"flag"
+	"net/url"
+	"sort"
+	"time"
+
+	"github.com/drover-org/drover/core/structs"
+)
+
+// The `drover namespace` commands over /v1/namespace(s).
+
+func nsContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 30*time.Second)
+}
+
+// NamespaceListCommand is `drover namespace list [-json]`.
+type NamespaceListCommand struct {
+	meta
+	ui *UI
+}
+
+func (c *NamespaceListCommand) Synopsis() string { return "List namespaces" }
+
+const namespaceListHelp = `
+Usage: drover namespace list [options]
+
+  Lists the namespaces.
+
+List Options:
+
+  -json
+    Prints the namespaces as JSON.`
+
+func (c *NamespaceListCommand) Run(args []string) int {
+	c.meta.ui = c.ui
+	fs := c.flagSet("namespace list", namespaceListHelp)
+	var asJSON bool
+	fs.BoolVar(&asJSON, "json", false, "")
+	if code, ok := c.parse(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() != 0 {
+		return c.usageError(fs, "This command takes no arguments")
+	}
+	ctx, cancel := nsContext()
+	defer cancel()
+	client := c.client()
+	if asJSON {
+		return c.printJSON(ctx, client, "/v1/namespaces", "namespaces")
+	}
+	var list []*structs.Namespace
+	if _, err := client.Get(ctx, "/v1/namespaces", nil, &list); err != nil {
+		return c.ui.errorf("Error retrieving namespaces: %s", err)
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
+	rows := []string{"Name|Description"}
+	for _, ns := range list {
+		rows = append(rows, ns.Name+"|"+ns.Description)
+	}
+	c.ui.printf("%s\n", formatList(rows))
+	return exitOK
+}
+
+// NamespaceStatusCommand is `drover namespace status <name>`.
+type NamespaceStatusCommand struct {
+	meta
+	ui *UI
+}
+
+func (c *NamespaceStatusCommand) Synopsis() string { return "Display a namespace's status" }
+
+const namespaceStatusHelp = `
+Usage: drover namespace status [options] <name>
+
+  Shows a namespace: its description and metadata.
+
+Status Options:
+
+  -json
+    Prints the namespace as JSON.`
+
+func (c *NamespaceStatusCommand) Run(args []string) int {
+	c.meta.ui = c.ui
+	fs := c.flagSet("namespace status", namespaceStatusHelp)
+	var asJSON bool
+	fs.BoolVar(&asJSON, "json", false, "")
+	name, code, ok := c.parseOne(fs, args, "<name>")
+	if !ok {
+		return code
+	}
+	ctx, cancel := nsContext()
+	defer cancel()
+	client := c.client()
+	path := "/v1/namespace/" + escapeID(name)
+	if asJSON {
+		return c.printJSON(ctx, client, path, "namespace")
+	}
+	var ns structs.Namespace
+	if _, err := client.Get(ctx, path, nil, &ns); err != nil {
+		return c.ui.errorf("Error retrieving namespace %q: %s", name, err)
+	}
+	c.ui.printf("%s\n", formatKV([]string{"Name|" + ns.Name, "Description|" + ns.Description}))
+	if len(ns.Meta) > 0 {
+		keys := make([]string, 0, len(ns.Meta))
+		for k := range ns.Meta {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		rows := make([]string, 0, len(keys))
+		for _, k := range keys {
+			rows = append(rows, k+"|"+ns.Meta[k])
+		}
+		c.ui.printf("\nMetadata\n%s\n", formatKV(rows))
+	}
+	return exitOK
+}
+
+// NamespaceApplyCommand is `drover namespace apply [-description d]
+// [-meta k=v]... <name>`.
+type NamespaceApplyCommand struct {
+	meta
+	ui *UI
+}
+
+func (c *NamespaceApplyCommand) Synopsis() string { return "Create or update a namespace" }
+
+const namespaceApplyHelp = `
+Usage: drover namespace apply [options] <name>
+
+  Creates a namespace, or updates one: fields not given keep their values.
+
+Apply Options:
+
+  -description <text>
+    The namespace's description.
+
+  -meta <key>=<value>
+    Metadata; may be repeated. Replaces the namespace's metadata when given.`
+
+func (c *NamespaceApplyCommand) Run(args []string) int {
+	c.meta.ui = c.ui
+	fs := c.flagSet("namespace apply", namespaceApplyHelp)
+	description := fs.String("description", "", "")
+	meta := metaFlags{}
+	fs.Var(meta, "meta", "")
+	name, code, ok := c.parseOne(fs, args, "<name>")
+	if !ok {
+		return code
+	}
+	described := false
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "description" {
+			described = true
+		}
+	})
+	ctx, cancel := nsContext()
+	defer cancel()
+	client := c.client()
+	path := "/v1/namespace/" + escapeID(name)
+	var ns structs.Namespace
+	if _, err := client.Get(ctx, path, nil, &ns); err != nil && !IsNotFound(err) {
+		return c.ui.errorf("Error retrieving namespace %q: %s", name, err)
+	}
+	ns.Name = name
+	if described {
+		ns.Description = *description
+	}
+	if len(meta) > 0 {
+		ns.Meta = meta
+	}
+	if err := client.Write(ctx, "PUT", path, nil, &ns, nil); err != nil {
+		return c.ui.errorf("Error applying namespace %q: %s", name, err)
+	}
+	c.ui.printf("Successfully applied namespace %q!\n", name)
+	return exitOK
+}
+
+// NamespaceDeleteCommand is `drover namespace delete <name>`.
+type NamespaceDeleteCommand struct {
+	meta
+	ui *UI
+}
+
+func (c *NamespaceDeleteCommand) Synopsis() string { return "Delete a namespace" }
+
+const namespaceDeleteHelp = `
+Usage: drover namespace delete [options] <name>
+
+  Deletes a namespace. The default namespace and namespaces that still
+  hold jobs cannot be deleted.`
+
+func (c *NamespaceDeleteCommand) Run(args []string) int {
+	c.meta.ui = c.ui
+	fs := c.flagSet("namespace delete", namespaceDeleteHelp)
+	name, code, ok := c.parseOne(fs, args, "<name>")
+	if !ok {
+		return code
+	}
+	ctx, cancel := nsContext()
+	defer cancel()
+	if err := c.client().Write(ctx, "DELETE", "/v1/namespace/"+escapeID(name), url.Values{}, nil, nil); err != nil {
+		return c.ui.errorf("Error deleting namespace %q: %s", name, err)
+	}
+	c.ui.printf("Successfully deleted namespace %q!\n", name)
+	return exitOK
+}

@@ -1,0 +1,107 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"sort"
+
+	"github.com/hashicorp/go-memdb"
+
+	"github.com/drover-org/drover/core/state"
+	"github.com/drover-org/drover/core/structs"
+)
+
+// NamespaceServer is what a Server implements to write namespaces.
+type NamespaceServer interface {
+	UpsertNamespaces(ctx context.Context, namespaces []*structs.Namespace) (uint64, error)
+	DeleteNamespace(ctx context.Context, name string) (uint64, error)
+}
+
+// NamespaceRoutes are the namespace routes, for ACL tables: reads need the
+// namespace's read capability (a list shows only those), writes a
+// management token, as in Nomad.
+var NamespaceRoutes = []string{
+	"GET /v1/namespaces",
+	"GET /v1/namespace/{name}",
+	"PUT /v1/namespace/{name}",
+	"POST /v1/namespace/{name}",
+	"PUT /v1/namespace",
+	"POST /v1/namespace",
+	"DELETE /v1/namespace/{name}",
+}
+
+func (s *HTTPServer) registerNamespaceRoutes(mux *http.ServeMux) {
+	handlers := []http.HandlerFunc{s.namespaceList, s.namespaceGet, s.namespaceUpsert, s.namespaceUpsert,
+		s.namespaceUpsert, s.namespaceUpsert, s.namespaceDelete}
+	for i, pattern := range NamespaceRoutes {
+		mux.HandleFunc(pattern, handlers[i])
+	}
+}
+
+func (s *HTTPServer) namespaceList(w http.ResponseWriter, r *http.Request) {
+	readList(s, w, r, state.TableNamespaces, func(ns []*structs.Namespace) any {
+		sort.Slice(ns, func(i, j int) bool { return ns[i].Name < ns[j].Name })
+		return ns
+	}, func(ws memdb.WatchSet, st reader, q queryOptions) ([]*structs.Namespace, error) {
+		return st.Namespaces(ws, q.Prefix)
+	})
+}
+
+func (s *HTTPServer) namespaceGet(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	readObject(s, w, r, state.TableNamespaces, "namespace not found",
+		func(n *structs.Namespace) (uint64, any) { return n.ModifyIndex, n },
+		func(ws memdb.WatchSet, st reader, _ queryOptions) (*structs.Namespace, error) {
+			return st.NamespaceByName(ws, name)
+		})
+}
+
+func (s *HTTPServer) namespaceServer(w http.ResponseWriter) (NamespaceServer, bool) {
+	ns, ok := s.srv.(NamespaceServer)
+	if !ok || s.srv == nil {
+		writeText(w, http.StatusNotImplemented, "This agent's server does not write namespaces")
+		return nil, false
+	}
+	return ns, true
+}
+
+// namespaceUpsert is PUT /v1/namespace[/{name}] with the Namespace as
+// the body; a name in the path must match the body's.
+func (s *HTTPServer) namespaceUpsert(w http.ResponseWriter, r *http.Request) {
+	nsrv, ok := s.namespaceServer(w)
+	if !ok {
+		return
+	}
+	var ns structs.Namespace
+	if err := decodeBody(r, &ns); err != nil {
+		s.writeError(w, err)
+		return
+	}
+	if name := r.PathValue("name"); name != "" {
+		if ns.Name == "" {
+			ns.Name = name
+		} else if ns.Name != name {
+			writeText(w, http.StatusBadRequest, "Namespace name does not match request path")
+			return
+		}
+	}
+	idx, err := nsrv.UpsertNamespaces(r.Context(), []*structs.Namespace{&ns})
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	writeWrite(w, r, idx, struct{ Index uint64 }{idx})
+}
+
+func (s *HTTPServer) namespaceDelete(w http.ResponseWriter, r *http.Request) {
+	nsrv, ok := s.namespaceServer(w)
+	if !ok {
+		return
+	}
+	idx, err := nsrv.DeleteNamespace(r.Context(), r.PathValue("name"))
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	writeWrite(w, r, idx, struct{ Index uint64 }{idx})
+}
