@@ -433,12 +433,15 @@ func (m *managed) lost(inst *instance, last time.Duration, what string) time.Dur
 // now instead of waiting out the backoff.
 func (m *managed) reloadDown(req reloadReq) *instance {
 	n, err := m.launchFor(req)
-	req.reply <- err
 	if err != nil {
+		req.reply <- err
 		m.noteLaunchFailure(err)
 		return nil
 	}
+	// The new instance serves before Reload returns, as on the running
+	// path: a call right after Reload must not find the plugin down.
 	m.relaunched(n)
+	req.reply <- nil
 	m.log.Info("plugin reloaded while down", "pid", n.pid)
 	return n
 }
