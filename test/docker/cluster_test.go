@@ -84,20 +84,11 @@ type cluster struct {
 // readJoinTokens waits for the first server's API and reads both join
 // tokens (GET /v1/operator/join-token/{role}).
 func (c *cluster) readJoinTokens(first *agent, timeout time.Duration) error {
-	end := time.Now().Add(timeout)
-	for {
-		var s, cl struct{ Token string }
-		st1, err1 := first.Do(http.MethodGet, "/v1/operator/join-token/server", nil, &s)
-		st2, err2 := first.Do(http.MethodGet, "/v1/operator/join-token/client", nil, &cl)
-		if err1 == nil && err2 == nil && st1 == http.StatusOK && st2 == http.StatusOK && s.Token != "" && cl.Token != "" {
-			c.serverToken, c.clientToken = s.Token, cl.Token
-			return nil
-		}
-		if time.Now().After(end) {
-			return fmt.Errorf("join tokens of %s: status %d/%d, %v/%v", first.Name, st1, st2, err1, err2)
-		}
-		time.Sleep(200 * time.Millisecond) // polling a container's API; no event to wait on
+	var err error
+	if c.serverToken, c.clientToken, err = first.JoinTokens(timeout, nil); err != nil {
+		return fmt.Errorf("%s: %w", first.Name, err)
 	}
+	return nil
 }
 
 // tokenLine is an HCL attribute line for a join token, or nothing (s1,
