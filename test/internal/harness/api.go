@@ -93,6 +93,9 @@ type API struct {
 	// Alive, when set, says whether the agent's process still runs: a
 	// refused connection to one that does not is final, not retried.
 	Alive func() bool
+	// Token, when set, is the ACL secret every request and CLI run
+	// carries (X-Nomad-Token, DROVER_TOKEN).
+	Token string
 }
 
 // NewAPI returns the API of the agent at addr.
@@ -131,6 +134,9 @@ func (a *API) Raw(method, path string, in any) (int, []byte, error) {
 	req, err := http.NewRequest(method, "http://"+a.Addr+path, body)
 	if err != nil {
 		return 0, nil, err
+	}
+	if a.Token != "" {
+		req.Header.Set("X-Nomad-Token", a.Token)
 	}
 	resp, err := a.HTTP.Do(req)
 	if err != nil {
@@ -209,6 +215,9 @@ func (a *API) CLI(args ...string) CLIResult {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, a.Bin, args...)
 	cmd.Env = append(os.Environ(), "DROVER_ADDR=http://"+a.Addr)
+	if a.Token != "" {
+		cmd.Env = append(cmd.Env, "DROVER_TOKEN="+a.Token)
+	}
 	cmd.Dir = a.Dir
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
