@@ -406,6 +406,9 @@ var rpcAccess = map[string]access{
 	// A client-only agent finds its servers' HTTP addresses with it (to
 	// proxy the HTTP API); it tells nothing beyond the members list.
 	"Status.ServerInfo": {},
+	// A client agent authorizes its own HTTP API (logs, agent info) by
+	// the caller's token; the reply holds no secret.
+	"ACL.ResolveToken": {},
 	"Node.Register": forNode("register", func(r any) string {
 		if a, ok := r.(*NodeRegisterArgs); ok && a.Node != nil {
 			return a.Node.ID

@@ -182,6 +182,7 @@ func (s *Server) RegisterRPC(rs *rpc.Server) {
 	s.registerClusterRPC(rs, mark)
 	s.registerACLRPC(rs, mark)
 	s.registerNamespaceRPC(rs, mark)
+	s.registerACLResolveRPC(rs)
 	s.registerPKIRPC(rs)
 	rs.SetAuthorizer(s.Authorizer())
 }
