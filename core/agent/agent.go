@@ -264,6 +264,7 @@ func (a *Agent) startServer(opts Options, dataDir, advHTTP string, drivers []str
 		HeartbeatTTL: opts.HeartbeatTTL,
 		HTTPAddr:     advHTTP,
 		Version:      Version,
+		ACLEnabled:   cfg.aclEnabled(),
 		// The server shut itself down (a Raft entry it cannot apply):
 		// the agent stops with its error.
 		OnFatal: func(err error) {
@@ -404,6 +405,11 @@ func (a *Agent) startHTTP(remote *remoteServers) {
 	}
 	if a.client != nil {
 		hcfg.Client = a.client
+	}
+	if a.server == nil && remote != nil {
+		// A client-only agent authorizes what it serves itself (logs,
+		// agent info, its plugins) with tokens resolved by a server.
+		hcfg.Resolver = newClientACL(a.cfg.aclEnabled(), remote, a.cfg.aclTokenTTL())
 	}
 	if a.httpsTLS != nil {
 		a.proxyTr = a.proxyTransport()

@@ -35,6 +35,7 @@ type Config struct {
 	Server    *ServerConfig   `hcl:"server,block"`
 	Client    *ClientConfig   `hcl:"client,block"`
 	TLS       *TLSConfig      `hcl:"tls,block"`
+	ACL       *ACLConfig      `hcl:"acl,block"`
 	Plugins   []*PluginConfig `hcl:"plugin,block"`
 
 	// DevMode is set by -dev, never from a file.
@@ -74,6 +75,49 @@ type TLSConfig struct {
 	// CertTTL is the lifetime of the certificates a server of the cluster
 	// PKI issues (default 72h); agents renew at two thirds of it.
 	CertTTL string `hcl:"cert_ttl,optional"`
+}
+
+// ACLConfig is the `acl { … }` block, as Nomad's: enabled turns token
+// checks on for every HTTP request this agent serves. token_ttl is how
+// long a client agent keeps a token it resolved through a server (a
+// revoked token may work that long there); policy_ttl is accepted for
+// Nomad's files (policies travel with the token here, so token_ttl bounds
+// both).
+type ACLConfig struct {
+	Enabled   bool   `hcl:"enabled,optional"`
+	TokenTTL  string `hcl:"token_ttl,optional"`
+	PolicyTTL string `hcl:"policy_ttl,optional"`
+}
+
+// aclEnabled reports whether the config turns ACLs on.
+func (c *Config) aclEnabled() bool { return c.ACL != nil && c.ACL.Enabled }
+
+// aclTokenTTL is acl.token_ttl, 30s when unset (validated before).
+func (c *Config) aclTokenTTL() time.Duration {
+	if c.ACL == nil || c.ACL.TokenTTL == "" {
+		return 30 * time.Second
+	}
+	d, _ := time.ParseDuration(c.ACL.TokenTTL)
+	return d
+}
+
+func (a *ACLConfig) validate() error {
+	if a == nil {
+		return nil
+	}
+	for name, v := range map[string]string{"token_ttl": a.TokenTTL, "policy_ttl": a.PolicyTTL} {
+		if v == "" {
+			continue
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return fmt.Errorf("acl.%s: %v", name, err)
+		}
+		if d <= 0 || d > time.Hour {
+			return fmt.Errorf("acl.%s: must be above 0 and at most 1h (got %s)", name, v)
+		}
+	}
+	return nil
 }
 
 // ServerJoin is the `server_join { … }` block.
@@ -329,5 +373,5 @@ func (c *Config) validate() error {
 	if err := c.validateAutoTLS(); err != nil {
 		return err
 	}
-	return nil
+	return c.ACL.validate()
 }

@@ -88,6 +88,7 @@ func (c *Config) Merge(o *Config) *Config {
 	r.Server = mergeServer(c.Server, o.Server)
 	r.Client = mergeClient(c.Client, o.Client)
 	r.TLS = mergeTLS(c.TLS, o.TLS)
+	r.ACL = mergeACL(c.ACL, o.ACL)
 	r.Plugins = slices.Clone(c.Plugins)
 	for _, p := range o.Plugins {
 		if i := slices.IndexFunc(r.Plugins, func(q *PluginConfig) bool { return q.Name == p.Name }); i >= 0 {
@@ -229,6 +230,23 @@ func mergeTLS(a, b *TLSConfig) *TLSConfig {
 		r.Auto = &v
 	}
 	str(&r.CertTTL, b.CertTTL)
+	return &r
+}
+
+func mergeACL(a, b *ACLConfig) *ACLConfig {
+	if a == nil && b == nil {
+		return nil
+	}
+	r := ACLConfig{}
+	if a != nil {
+		r = *a
+	}
+	if b == nil {
+		return &r
+	}
+	r.Enabled = r.Enabled || b.Enabled
+	str(&r.TokenTTL, b.TokenTTL)
+	str(&r.PolicyTTL, b.PolicyTTL)
 	return &r
 }
 

@@ -149,3 +149,15 @@ func (c *Client) runner(allocID string) *allocRunner {
 	defer c.mu.Unlock()
 	return c.runners[allocID]
 }
+
+// AllocNamespace returns the namespace of an allocation this client runs,
+// for the ACL check of its log endpoint; false when it runs no such alloc.
+func (c *Client) AllocNamespace(allocID string) (string, bool) {
+	r := c.runner(allocID)
+	if r == nil {
+		return "", false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.alloc.Namespace, true
+}

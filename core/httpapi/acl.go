@@ -28,7 +28,7 @@ var ACLRoutes = []string{
 	"POST /v1/acl/token/onetime/exchange",
 }
 
-func (s *HTTPServer) registerACLRoutes(mux *http.ServeMux) {
+func (s *HTTPServer) registerACLRoutes(mux *routeMux) {
 	handlers := []http.HandlerFunc{s.aclBootstrap, s.aclBootstrap, s.oneTimeTokenUpsert, s.oneTimeTokenUpsert,
 		s.oneTimeTokenExchange, s.oneTimeTokenExchange}
 	for i, pattern := range ACLRoutes {

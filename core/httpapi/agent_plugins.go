@@ -32,7 +32,7 @@ type AgentPluginResponse struct {
 
 // registerPluginRoutes adds the agent's plugin endpoints. They are about
 // this agent, never forwarded to the leader.
-func (s *HTTPServer) registerPluginRoutes(mux *http.ServeMux) {
+func (s *HTTPServer) registerPluginRoutes(mux *routeMux) {
 	mux.HandleFunc("GET /v1/agent/plugins", s.agentPlugins)
 	mux.HandleFunc("GET /v1/agent/plugin", func(w http.ResponseWriter, r *http.Request) {
 		s.agentPlugin(w, r, r.URL.Query().Get("name"))

@@ -10,6 +10,7 @@ import (
 	"github.com/golang/snappy"
 	"github.com/hashicorp/go-memdb"
 
+	"github.com/drover-org/drover/core/acl"
 	"github.com/drover-org/drover/core/jobspec"
 	"github.com/drover-org/drover/core/state"
 	"github.com/drover-org/drover/core/structs"
@@ -54,12 +55,14 @@ type jobVersionsResponse struct {
 }
 
 func (s *HTTPServer) jobList(w http.ResponseWriter, r *http.Request) {
+	allow := nsFilter(r, acl.NamespaceCapabilityListJobs)
 	s.blockingRead(w, r, func(q queryOptions) readFunc {
 		return func(ws memdb.WatchSet, st reader) (uint64, any, error) {
 			jobs, err := st.JobList(ws, q.Namespace, q.Prefix)
 			if err != nil {
 				return 0, nil, err
 			}
+			jobs = filterNS(jobs, func(j *structs.Job) string { return j.Namespace }, allow)
 			stubs := make([]*structs.JobListStub, 0, len(jobs))
 			for _, j := range jobs {
 				sum, err := st.JobSummaryByID(ws, j.Namespace, j.ID)
@@ -96,6 +99,10 @@ func (s *HTTPServer) register(w http.ResponseWriter, r *http.Request, urlID stri
 		return
 	}
 	req.Job.Namespace = namespaceOf(req.Job.Namespace, r)
+	if !allowNS(r, req.Job.Namespace, acl.NamespaceCapabilitySubmitJob) {
+		s.writeError(w, errPermissionDenied)
+		return
+	}
 	resp, err := s.srv.RegisterJob(r.Context(), req.Job, req.EnforceIndex, req.JobModifyIndex)
 	if err != nil {
 		s.writeError(w, err)
@@ -168,6 +175,9 @@ func (s *HTTPServer) jobParse(w http.ResponseWriter, r *http.Request) {
 type jobAction struct {
 	methods []string
 	serve   func(s *HTTPServer, w http.ResponseWriter, r *http.Request, id string)
+	// capability is what the action needs in the request's namespace
+	// (jobRule); "" is checked by the handler (plan: the body's job).
+	capability string
 }
 
 var (
@@ -179,14 +189,14 @@ var (
 		suffix string
 		jobAction
 	}{
-		{"/allocations", jobAction{readMethods, (*HTTPServer).jobAllocs}},
-		{"/evaluations", jobAction{readMethods, (*HTTPServer).jobEvals}},
-		{"/summary", jobAction{readMethods, (*HTTPServer).jobSummary}},
-		{"/versions", jobAction{readMethods, (*HTTPServer).jobVersions}},
-		{"/plan", jobAction{writeMethods, (*HTTPServer).jobPlan}},
-		{"/evaluate", jobAction{writeMethods, (*HTTPServer).jobEvaluate}},
-		{"/dispatch", jobAction{writeMethods, (*HTTPServer).jobDispatch}},
-		{"/periodic/force", jobAction{writeMethods, (*HTTPServer).jobPeriodicForce}},
+		{"/allocations", jobAction{readMethods, (*HTTPServer).jobAllocs, acl.NamespaceCapabilityReadJob}},
+		{"/evaluations", jobAction{readMethods, (*HTTPServer).jobEvals, acl.NamespaceCapabilityReadJob}},
+		{"/summary", jobAction{readMethods, (*HTTPServer).jobSummary, acl.NamespaceCapabilityReadJob}},
+		{"/versions", jobAction{readMethods, (*HTTPServer).jobVersions, acl.NamespaceCapabilityReadJob}},
+		{"/plan", jobAction{writeMethods, (*HTTPServer).jobPlan, ""}},
+		{"/evaluate", jobAction{writeMethods, (*HTTPServer).jobEvaluate, acl.NamespaceCapabilitySubmitJob}},
+		{"/dispatch", jobAction{writeMethods, (*HTTPServer).jobDispatch, acl.NamespaceCapabilityDispatchJob}},
+		{"/periodic/force", jobAction{writeMethods, (*HTTPServer).jobPeriodicForce, acl.NamespaceCapabilitySubmitJob}},
 	}
 )
 
@@ -194,14 +204,7 @@ var (
 // escaped (%2F, as Nomad's client sends them) or not, so the action is
 // recognised by its suffix and the rest is the ID.
 func (s *HTTPServer) jobRoute(w http.ResponseWriter, r *http.Request) {
-	rest := strings.TrimPrefix(r.URL.EscapedPath(), "/v1/job/")
-	var action *jobAction
-	for i := range jobActions {
-		if trimmed, ok := strings.CutSuffix(rest, jobActions[i].suffix); ok {
-			action, rest = &jobActions[i].jobAction, trimmed
-			break
-		}
-	}
+	action, rest := splitJobPath(r)
 	id, err := url.PathUnescape(rest)
 	if err != nil || id == "" {
 		writeText(w, http.StatusNotFound, "job not found")
@@ -234,8 +237,9 @@ func methodNotAllowed(w http.ResponseWriter, allow string) {
 }
 
 func (s *HTTPServer) jobGet(w http.ResponseWriter, r *http.Request, id string) {
+	view := jobView(r)
 	readObject(s, w, r, state.TableJobs, "job not found",
-		func(j *structs.Job) (uint64, any) { return j.ModifyIndex, userJob(j) },
+		func(j *structs.Job) (uint64, any) { return j.ModifyIndex, view(j) },
 		func(ws memdb.WatchSet, st reader, q queryOptions) (*structs.Job, error) {
 			return st.JobByID(ws, q.Namespace, id)
 		})
@@ -286,6 +290,7 @@ func (s *HTTPServer) jobVersions(w http.ResponseWriter, r *http.Request, id stri
 		s.writeError(w, err)
 		return
 	}
+	view := jobView(r)
 	s.blockingRead(w, r, func(q queryOptions) readFunc {
 		return func(ws memdb.WatchSet, st reader) (uint64, any, error) {
 			versions, err := st.JobVersionsByID(ws, q.Namespace, id)
@@ -298,13 +303,14 @@ func (s *HTTPServer) jobVersions(w http.ResponseWriter, r *http.Request, id stri
 			}
 			out := make([]*structs.Job, len(versions))
 			for i, v := range versions {
-				out[i] = userJob(v)
+				out[i] = view(v)
 			}
 			resp := jobVersionsResponse{Versions: out}
 			if diffs {
+				// Diffs of what the caller sees: a redacted Env stays so.
 				resp.Diffs = []*structs.JobDiff{}
-				for i := 0; i+1 < len(versions); i++ {
-					resp.Diffs = append(resp.Diffs, structs.DiffJobs(versions[i+1], versions[i], true))
+				for i := 0; i+1 < len(out); i++ {
+					resp.Diffs = append(resp.Diffs, structs.DiffJobs(out[i+1], out[i], true))
 				}
 			}
 			return idx, resp, nil
@@ -323,6 +329,10 @@ func (s *HTTPServer) jobPlan(w http.ResponseWriter, r *http.Request, id string) 
 		return
 	}
 	req.Job.Namespace = namespaceOf(req.Job.Namespace, r)
+	if !allowNS(r, req.Job.Namespace, acl.NamespaceCapabilitySubmitJob) {
+		s.writeError(w, errPermissionDenied)
+		return
+	}
 	resp, err := s.srv.PlanJob(r.Context(), req.Job, req.Diff)
 	if err != nil {
 		s.writeError(w, err)

@@ -26,7 +26,7 @@ var JoinTokenRoutes = []string{
 }
 
 // registerJoinTokenRoutes adds the join-token routes.
-func (s *HTTPServer) registerJoinTokenRoutes(mux *http.ServeMux) {
+func (s *HTTPServer) registerJoinTokenRoutes(mux *routeMux) {
 	mux.HandleFunc(JoinTokenRoutes[0], s.joinTokenGet)
 	mux.HandleFunc(JoinTokenRoutes[1], s.joinTokenRotate)
 	mux.HandleFunc("POST /v1/operator/join-token/{role}/rotate", s.joinTokenRotate)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hashicorp/go-memdb"
 
+	"github.com/drover-org/drover/core/acl"
 	"github.com/drover-org/drover/core/structs"
 )
 
@@ -91,6 +92,10 @@ func (s *HTTPServer) allocLogs(w http.ResponseWriter, r *http.Request) {
 	req, err := parseLogsRequest(r)
 	if err != nil {
 		s.writeError(w, err)
+		return
+	}
+	if requestACL(r) != nil && !s.allowLogs(r, req.allocID) {
+		s.writeError(w, errPermissionDenied)
 		return
 	}
 	forwarded := r.Header.Get(headerForwarded) != ""
@@ -308,4 +313,28 @@ func (lw *logWriter) heartbeat(ctx context.Context, every time.Duration) {
 			lw.mu.Unlock()
 		}
 	}
+}
+
+// allocNamespacer is implemented by a ClientAPI that knows the namespace
+// of the allocations it runs (a client-only agent has no state store).
+type allocNamespacer interface {
+	AllocNamespace(allocID string) (string, bool)
+}
+
+// allowLogs reports whether the caller may read the logs of allocID:
+// read-logs in the allocation's namespace, found in the state store, or
+// on a client-only agent from the client. An allocation found nowhere is
+// refused.
+func (s *HTTPServer) allowLogs(r *http.Request, allocID string) bool {
+	if s.srv != nil {
+		if a, err := s.srv.State().AllocByID(nil, allocID); err == nil && a != nil {
+			return allowNS(r, a.Namespace, acl.NamespaceCapabilityReadLogs)
+		}
+	}
+	if c, ok := s.client.(allocNamespacer); ok {
+		if ns, ok := c.AllocNamespace(allocID); ok {
+			return allowNS(r, ns, acl.NamespaceCapabilityReadLogs)
+		}
+	}
+	return false
 }

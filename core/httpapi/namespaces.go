@@ -30,7 +30,7 @@ var NamespaceRoutes = []string{
 	"DELETE /v1/namespace/{name}",
 }
 
-func (s *HTTPServer) registerNamespaceRoutes(mux *http.ServeMux) {
+func (s *HTTPServer) registerNamespaceRoutes(mux *routeMux) {
 	handlers := []http.HandlerFunc{s.namespaceList, s.namespaceGet, s.namespaceUpsert, s.namespaceUpsert,
 		s.namespaceUpsert, s.namespaceUpsert, s.namespaceDelete}
 	for i, pattern := range NamespaceRoutes {
@@ -43,7 +43,12 @@ func (s *HTTPServer) namespaceList(w http.ResponseWriter, r *http.Request) {
 		sort.Slice(ns, func(i, j int) bool { return ns[i].Name < ns[j].Name })
 		return ns
 	}, func(ws memdb.WatchSet, st reader, q queryOptions) ([]*structs.Namespace, error) {
-		return st.Namespaces(ws, q.Prefix)
+		all, err := st.Namespaces(ws, q.Prefix)
+		// A caller sees the namespaces it has any rule for.
+		if a := requestACL(r); a != nil {
+			all = filterNS(all, func(n *structs.Namespace) string { return n.Name }, a.AllowNamespace)
+		}
+		return all, err
 	})
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/hashicorp/go-memdb"
 
+	"github.com/drover-org/drover/core/acl"
 	"github.com/drover-org/drover/core/state"
 	"github.com/drover-org/drover/core/structs"
 )
@@ -14,21 +15,40 @@ import (
 // object's ModifyIndex in X-Nomad-Index (as Nomad does), lists the table's.
 
 func (s *HTTPServer) allocList(w http.ResponseWriter, r *http.Request) {
+	allow := nsFilter(r, acl.NamespaceCapabilityReadJob)
 	readList(s, w, r, state.TableAllocs, allocStubs, func(ws memdb.WatchSet, st reader, q queryOptions) ([]*structs.Allocation, error) {
-		return st.AllocList(ws, q.Namespace, q.Prefix)
+		allocs, err := st.AllocList(ws, q.Namespace, q.Prefix)
+		return filterNS(allocs, allocNS, allow), err
 	})
 }
 
 func (s *HTTPServer) allocGet(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
+	view := allocView(r)
 	readObject(s, w, r, state.TableAllocs, "alloc not found",
-		func(a *structs.Allocation) (uint64, any) { return a.ModifyIndex, userAlloc(a) },
+		func(a *structs.Allocation) (uint64, any) { return a.ModifyIndex, view(a) },
 		func(ws memdb.WatchSet, st reader, _ queryOptions) (*structs.Allocation, error) {
-			return st.AllocByID(ws, id)
+			a, err := st.AllocByID(ws, id)
+			// Another namespace's allocation is as good as missing.
+			if a != nil && !allowNS(r, a.Namespace, acl.NamespaceCapabilityReadJob) {
+				return nil, err
+			}
+			return a, err
 		})
 }
 
 func (s *HTTPServer) allocStop(w http.ResponseWriter, r *http.Request) {
+	if requestACL(r) != nil {
+		a, err := s.srv.State().AllocByID(nil, r.PathValue("id"))
+		if err != nil {
+			s.writeError(w, err)
+			return
+		}
+		if a == nil || !allowNS(r, a.Namespace, acl.NamespaceCapabilityAllocLifecycle) {
+			s.writeError(w, errPermissionDenied)
+			return
+		}
+	}
 	resp, err := s.srv.StopAlloc(r.Context(), r.PathValue("id"))
 	if err != nil {
 		s.writeError(w, err)
@@ -38,8 +58,10 @@ func (s *HTTPServer) allocStop(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *HTTPServer) evalList(w http.ResponseWriter, r *http.Request) {
+	allow := nsFilter(r, acl.NamespaceCapabilityReadJob)
 	readList(s, w, r, state.TableEvals, sortEvals, func(ws memdb.WatchSet, st reader, q queryOptions) ([]*structs.Evaluation, error) {
-		return st.EvalList(ws, q.Namespace, q.Prefix)
+		evals, err := st.EvalList(ws, q.Namespace, q.Prefix)
+		return filterNS(evals, evalNS, allow), err
 	})
 }
 
@@ -48,14 +70,20 @@ func (s *HTTPServer) evalGet(w http.ResponseWriter, r *http.Request) {
 	readObject(s, w, r, state.TableEvals, "eval not found",
 		func(e *structs.Evaluation) (uint64, any) { return e.ModifyIndex, e },
 		func(ws memdb.WatchSet, st reader, _ queryOptions) (*structs.Evaluation, error) {
-			return st.EvalByID(ws, id)
+			e, err := st.EvalByID(ws, id)
+			if e != nil && !allowNS(r, e.Namespace, acl.NamespaceCapabilityReadJob) {
+				return nil, err
+			}
+			return e, err
 		})
 }
 
 func (s *HTTPServer) evalAllocs(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
+	allow := nsFilter(r, acl.NamespaceCapabilityReadJob)
 	readList(s, w, r, state.TableAllocs, allocStubs, func(ws memdb.WatchSet, st reader, _ queryOptions) ([]*structs.Allocation, error) {
-		return st.AllocsByEval(ws, id)
+		allocs, err := st.AllocsByEval(ws, id)
+		return filterNS(allocs, allocNS, allow), err
 	})
 }
 
@@ -78,8 +106,17 @@ func (s *HTTPServer) nodeGet(w http.ResponseWriter, r *http.Request) {
 // agent's watcher needs them.
 func (s *HTTPServer) nodeAllocs(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	readList(s, w, r, state.TableAllocs, sortAllocs, func(ws memdb.WatchSet, st reader, _ queryOptions) ([]*structs.Allocation, error) {
-		return st.AllocsByNode(ws, id)
+	allow := nsFilter(r, acl.NamespaceCapabilityReadJob)
+	view := allocView(r)
+	readList(s, w, r, state.TableAllocs, func(allocs []*structs.Allocation) []*structs.Allocation {
+		out := sortAllocs(allocs)
+		for i, a := range out {
+			out[i] = view(a)
+		}
+		return out
+	}, func(ws memdb.WatchSet, st reader, _ queryOptions) ([]*structs.Allocation, error) {
+		allocs, err := st.AllocsByNode(ws, id)
+		return filterNS(allocs, allocNS, allow), err
 	})
 }
 
@@ -192,6 +229,9 @@ func byCreation[T any](objs []T, key func(T) (createIndex uint64, id string)) []
 	})
 	return objs
 }
+
+func allocNS(a *structs.Allocation) string { return a.Namespace }
+func evalNS(e *structs.Evaluation) string  { return e.Namespace }
 
 // userAlloc is an allocation with its job as the user sent it (userJob).
 func userAlloc(a *structs.Allocation) *structs.Allocation {

@@ -98,6 +98,9 @@ type Config struct {
 	// HTTPS; empty, plain HTTP with the default transport.
 	LeaderScheme    string
 	LeaderTransport http.RoundTripper
+	// Resolver authorizes requests by their ACL token; nil takes the
+	// Server's when it is a TokenResolver, else ACLs are off.
+	Resolver TokenResolver
 }
 
 // HTTPServer serves the v1 API.
@@ -117,6 +120,10 @@ type HTTPServer struct {
 	leaderScheme    string
 	leaderTransport http.RoundTripper
 	handler         http.Handler
+	// resolver is Config.Resolver (or the Server's); nil: ACLs off.
+	resolver TokenResolver
+	// patterns are the registered routes, for the ACL table's test.
+	patterns []string
 	// query runs blocking reads; a field so that it is built once from the
 	// state store and so that the read path has a single seam.
 	query queryFunc
@@ -158,6 +165,10 @@ func New(cfg Config) *HTTPServer {
 	}
 	if s.maxBody <= 0 {
 		s.maxBody = structs.DefaultMaxRequestBodyBytes
+	}
+	s.resolver = cfg.Resolver
+	if tr, ok := cfg.Server.(TokenResolver); ok && s.resolver == nil {
+		s.resolver = tr
 	}
 	s.stopping, s.stop = context.WithCancel(context.Background())
 	s.query = storeQuery(cfg.Server)
@@ -212,7 +223,7 @@ func (s *HTTPServer) Shutdown(ctx context.Context) error {
 }
 
 func (s *HTTPServer) routes() http.Handler {
-	mux := http.NewServeMux()
+	mux := &routeMux{s: s, mux: http.NewServeMux()}
 
 	mux.HandleFunc("GET /v1/jobs", s.jobList)
 	mux.HandleFunc("PUT /v1/jobs", s.jobRegister)
@@ -259,7 +270,8 @@ func (s *HTTPServer) routes() http.Handler {
 	mux.HandleFunc("PUT /v1/operator/scheduler/configuration", s.schedulerConfigSet)
 	mux.HandleFunc("POST /v1/operator/scheduler/configuration", s.schedulerConfigSet)
 
-	return s.logRequests(limitBody(s.maxBody, s.leaderReads(mux)))
+	s.patterns = mux.patterns
+	return s.logRequests(limitBody(s.maxBody, s.leaderReads(mux.mux)))
 }
 
 // logRequests logs every request at debug level, and failures at warn.
