@@ -76,7 +76,9 @@ var jobRule = rule{allow: func(a *acl.ACL, r *http.Request) bool {
 		return true
 	case action == nil && r.Method == http.MethodDelete:
 		capability = acl.NamespaceCapabilitySubmitJob
-	case action != nil && action.capability != "":
+	case action != nil && action.capability == "":
+		return true // plan: checked against the body's job
+	case action != nil:
 		capability = action.capability
 	}
 	return a.AllowNamespaceOperation(namespaceOf("", r), capability)
@@ -238,7 +240,7 @@ func splitJobPath(r *http.Request) (*jobAction, string) {
 }
 
 // redactedValue replaces each task Env value a caller may not read.
-const redactedValue = "<redacted>"
+const redactedValue = "(redacted)"
 
 // jobView is how the request's caller sees jobs: as submitted (userJob),
 // with every task's Env values redacted unless the caller may submit jobs

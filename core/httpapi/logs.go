@@ -326,6 +326,9 @@ type allocNamespacer interface {
 // on a client-only agent from the client. An allocation found nowhere is
 // refused.
 func (s *HTTPServer) allowLogs(r *http.Request, allocID string) bool {
+	if a := requestACL(r); a == nil || a.IsManagement() {
+		return true
+	}
 	if s.srv != nil {
 		if a, err := s.srv.State().AllocByID(nil, allocID); err == nil && a != nil {
 			return allowNS(r, a.Namespace, acl.NamespaceCapabilityReadLogs)

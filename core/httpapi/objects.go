@@ -44,7 +44,8 @@ func (s *HTTPServer) allocStop(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, err)
 			return
 		}
-		if a == nil || !allowNS(r, a.Namespace, acl.NamespaceCapabilityAllocLifecycle) {
+		// A missing allocation is the server's 404, to every caller.
+		if a != nil && !allowNS(r, a.Namespace, acl.NamespaceCapabilityAllocLifecycle) {
 			s.writeError(w, errPermissionDenied)
 			return
 		}
