@@ -17,8 +17,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/drover-org/drover/core/server"
-	"github.com/drover-org/drover/plugins/builtin"
 	"github.com/drover-org/drover/core/structs"
+	"github.com/drover-org/drover/plugins/builtin"
 )
 
 // The five callers of the ACL matrix, in the order of a case's want.
