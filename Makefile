@@ -33,6 +33,7 @@ demo: build
 bench: build
 	$(GO) test -run '^$$' -bench 'Sysbatch|DevAgent|JobRun|ClusterFailover|ClusterPlan' -benchtime 5x -timeout 30m ./bench/...
 	$(GO) test -run '^$$' -bench 'ClusterCatchUp' -benchtime 1x -timeout 30m ./bench/...
+	$(GO) test -run '^$$' -bench 'BlockingQueryACL' -benchtime 3s -timeout 10m ./core/httpapi/
 
 # Regenerate protobuf code (needs protoc, protoc-gen-go, protoc-gen-go-grpc).
 proto:

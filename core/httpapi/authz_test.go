@@ -36,7 +36,7 @@ var callerNames = [numCallers]string{"anonymous", "no-capability", "other-namesp
 // aclWorld is a server with ACLs on, the five callers' secrets, a job,
 // an eval and an allocation in each of "default" and "team".
 type aclWorld struct {
-	t       *testing.T
+	t       testing.TB
 	h       *HTTPServer
 	url     string
 	secrets [numCallers]string
@@ -44,9 +44,13 @@ type aclWorld struct {
 	evals, allocs map[string]string
 }
 
-func newACLWorld(t *testing.T) *aclWorld {
+func newACLWorld(t testing.TB) *aclWorld { return newWorld(t, true) }
+
+// newWorld is newACLWorld with ACLs on or off (the tokens exist either
+// way).
+func newWorld(t testing.TB, aclEnabled bool) *aclWorld {
 	t.Helper()
-	srv, err := server.New(server.Config{Logger: hclog.NewNullLogger(), DevMode: true, ACLEnabled: true,
+	srv, err := server.New(server.Config{Logger: hclog.NewNullLogger(), DevMode: true, ACLEnabled: aclEnabled,
 		Schedulers: builtin.InProcess{}, KnownDrivers: []string{"raw_exec"}, HeartbeatTTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
