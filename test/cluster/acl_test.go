@@ -121,9 +121,11 @@ func TestACLUpgradeAndOneTimeTokenFailover(t *testing.T) {
 		t.Errorf("a third exchange on %s: %d %v %s; want 403", l, status, err, b)
 	}
 
+	for _, s := range c.servers {
+		s.Token = boot.SecretID
+	}
 	old.restart()
 	c.waitPublicQuorum()
-	old.Token = boot.SecretID
 	c.waitCaughtUp(old)
 }
 

@@ -265,8 +265,9 @@ func (a *agent) restart() {
 		if !a.Running() {
 			t.Fatalf("%s exited (%v) after its restart", a, a.proc.Cmd.ProcessState)
 		}
+		// With ACLs on and no token yet, the agent answers 403: it is up.
 		status, err := a.Do(http.MethodGet, "/v1/agent/self", nil, nil)
-		return err == nil && status == http.StatusOK, fmt.Sprintf("status %d, %v", status, err)
+		return err == nil && (status == http.StatusOK || status == http.StatusForbidden), fmt.Sprintf("status %d, %v", status, err)
 	})
 }
 
