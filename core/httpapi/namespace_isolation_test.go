@@ -69,6 +69,8 @@ func ptr[T any](v T) *T { return &v }
 func waitEval(t *testing.T, c *nomadapi.Client, ns, id string) *nomadapi.Evaluation {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
 	for {
 		ev, _, err := c.Evaluations().Info(id, &nomadapi.QueryOptions{Namespace: ns})
 		if err == nil && ev.Status != "pending" && ev.Status != "blocked" {
@@ -80,7 +82,7 @@ func waitEval(t *testing.T, c *nomadapi.Client, ns, id string) *nomadapi.Evaluat
 		if time.Now().After(deadline) {
 			t.Fatalf("eval %s in %s not terminal: %+v, %v", id, ns, ev, err)
 		}
-		time.Sleep(10 * time.Millisecond) // polling interval, not synchronisation
+		<-tick.C
 	}
 }
 
