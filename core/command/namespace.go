@@ -4,7 +4,9 @@ import (
 	"context"
 	"flag"
 	"net/url"
+	"os"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/drover-org/drover/core/structs"
@@ -119,7 +121,7 @@ func (c *NamespaceStatusCommand) Run(args []string) int {
 }
 
 // NamespaceApplyCommand is `drover namespace apply [-description d]
-// [-meta k=v]... <name>`.
+// [-meta k=v]... <name>` or `drover namespace apply <file>`.
 type NamespaceApplyCommand struct {
 	meta
 	ui *UI
@@ -129,8 +131,20 @@ func (c *NamespaceApplyCommand) Synopsis() string { return "Create or update a n
 
 const namespaceApplyHelp = `
 Usage: drover namespace apply [options] <name>
+       drover namespace apply <file>
 
-  Creates a namespace, or updates one: fields not given keep their values.
+  Creates a namespace, or updates one. Given a name, fields not given keep
+  their values. Given a specification file (HCL, or JSON as printed by
+  'drover namespace status -json'; "-" reads standard input), the file is
+  the whole namespace: a description or metadata it leaves out is removed.
+  An argument that is an existing file, or that holds a '.' or '/', is a
+  file. The HCL form:
+
+    name        = "team-a"
+    description = "Team A"
+    meta {
+      owner = "a@example.com"
+    }
 
 Apply Options:
 
@@ -140,13 +154,24 @@ Apply Options:
   -meta <key>=<value>
     Metadata; may be repeated. Replaces the namespace's metadata when given.`
 
+// namespaceArgIsFile reports whether the argument of namespace apply names
+// a specification file rather than a namespace: "-", an existing regular
+// file, or anything a namespace name cannot hold.
+func namespaceArgIsFile(arg string) bool {
+	if arg == "-" || strings.ContainsAny(arg, "./\\") {
+		return true
+	}
+	fi, err := os.Stat(arg)
+	return err == nil && fi.Mode().IsRegular()
+}
+
 func (c *NamespaceApplyCommand) Run(args []string) int {
 	c.meta.ui = c.ui
 	fs := c.flagSet("namespace apply", namespaceApplyHelp)
 	description := fs.String("description", "", "")
 	meta := metaFlags{}
 	fs.Var(meta, "meta", "")
-	name, code, ok := c.parseOne(fs, args, "<name>")
+	arg, code, ok := c.parseOne(fs, args, "<name>")
 	if !ok {
 		return code
 	}
@@ -156,6 +181,13 @@ func (c *NamespaceApplyCommand) Run(args []string) int {
 			described = true
 		}
 	})
+	if namespaceArgIsFile(arg) {
+		if described || len(meta) > 0 {
+			return c.usageError(fs, "-description and -meta cannot be given with a namespace file")
+		}
+		return c.applyFile(arg)
+	}
+	name := arg
 	ctx, cancel := nsContext()
 	defer cancel()
 	client := c.client()
@@ -175,6 +207,21 @@ func (c *NamespaceApplyCommand) Run(args []string) int {
 		return c.ui.errorf("Error applying namespace %q: %s", name, err)
 	}
 	c.ui.printf("Successfully applied namespace %q!\n", name)
+	return exitOK
+}
+
+// applyFile writes the namespace a specification file describes, whole.
+func (c *NamespaceApplyCommand) applyFile(path string) int {
+	ns, err := readNamespaceFile(c.ui.In, path)
+	if err != nil {
+		return c.ui.errorf("Error parsing namespace file:\n%s", err)
+	}
+	ctx, cancel := nsContext()
+	defer cancel()
+	if err := c.client().Write(ctx, "PUT", "/v1/namespace/"+escapeID(ns.Name), nil, ns, nil); err != nil {
+		return c.ui.errorf("Error applying namespace %q: %s", ns.Name, err)
+	}
+	c.ui.printf("Successfully applied namespace %q!\n", ns.Name)
 	return exitOK
 }
 

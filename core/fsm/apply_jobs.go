@@ -13,7 +13,8 @@ import (
 // its launch record and its eval in one transaction. A periodic parent gets
 // a launch record on first registration so that the dispatcher knows where
 // its schedule starts; a periodic child moves its parent's record to the
-// child's launch time.
+// child's launch time. A job or eval in a namespace that does not exist
+// is refused (structs.NamespaceMissingError) and nothing is written.
 func (f *FSM) applyJobRegister(index uint64, buf []byte) any {
 	req := decode[structs.JobRegisterRequest](structs.JobRegisterRequestType, index, buf)
 	var submitted, evalTime int64
@@ -42,6 +43,18 @@ func (f *FSM) applyJobRegister(index uint64, buf []byte) any {
 		}
 	}
 	err := f.State().At(now).WriteTxn(index, func(tx *state.Txn) error {
+		// The endpoint checks the namespace too; the check here, in the
+		// transaction, is the one a concurrent namespace delete cannot
+		// slip past: either the delete saw no job, or this sees no
+		// namespace and writes nothing.
+		if ns == "" {
+			ns = structs.DefaultNamespace
+		}
+		if ok, err := tx.NamespaceExists(ns); err != nil {
+			return err
+		} else if !ok {
+			return structs.NamespaceMissingError(id, ns)
+		}
 		if job := req.Job; job != nil {
 			if err := tx.UpsertJob(job); err != nil {
 				return err

@@ -102,7 +102,27 @@ func (s *Server) prepareJob(in *structs.Job) (*structs.Job, error) {
 	if err := job.Validate(); err != nil {
 		return nil, err
 	}
+	if err := s.checkNamespace(job.Namespace, job.ID); err != nil {
+		return nil, err
+	}
 	return job, nil
+}
+
+// checkNamespace refuses a job in a namespace that does not exist
+// (structs.NamespaceMissingError). The FSM checks again when it applies
+// the register, which a concurrent namespace delete cannot slip past.
+func (s *Server) checkNamespace(ns, jobID string) error {
+	if ns == "" {
+		ns = structs.DefaultNamespace
+	}
+	n, err := s.State().NamespaceByName(nil, ns)
+	if err != nil {
+		return err
+	}
+	if n == nil {
+		return structs.NamespaceMissingError(jobID, ns)
+	}
+	return nil
 }
 
 // checkDrivers refuses a task whose driver no plugin of this cluster knows:
@@ -225,6 +245,9 @@ func (s *Server) DispatchJob(ctx context.Context, ns string, req *structs.JobDis
 	}
 	if ns == "" {
 		ns = structs.DefaultNamespace
+	}
+	if err := s.checkNamespace(ns, req.JobID); err != nil {
+		return nil, err
 	}
 	parent, err := s.State().JobByID(nil, ns, req.JobID)
 	if err != nil {

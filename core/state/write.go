@@ -64,3 +64,13 @@ func (tx *Txn) PeriodicLaunchByID(ns, id string) (*structs.PeriodicLaunch, error
 	}
 	return raw.(*structs.PeriodicLaunch), nil
 }
+
+// NamespaceExists reports whether a namespace exists as the transaction
+// has it so far; the default namespace always does.
+func (tx *Txn) NamespaceExists(name string) (bool, error) {
+	if name == structs.DefaultNamespace {
+		return true, nil
+	}
+	raw, err := tx.t.first(TableNamespaces, "id", name)
+	return raw != nil, err
+}

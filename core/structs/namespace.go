@@ -82,3 +82,9 @@ type NamespaceUpsertRequest struct {
 type NamespaceDeleteRequest struct {
 	Namespaces []string
 }
+
+// NamespaceMissingError is the refusal of a job written into a namespace
+// that does not exist, of kind ErrInvalid (HTTP 400), naming both.
+func NamespaceMissingError(jobID, namespace string) error {
+	return NewError(ErrInvalid, "job %q: namespace %q does not exist", jobID, namespace)
+}
