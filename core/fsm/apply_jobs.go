@@ -47,13 +47,17 @@ func (f *FSM) applyJobRegister(index uint64, buf []byte) any {
 		// transaction, is the one a concurrent namespace delete cannot
 		// slip past: either the delete saw no job, or this sees no
 		// namespace and writes nothing.
+		// Entries from before the check (RequireNamespace unset) replay
+		// as they applied then.
 		if ns == "" {
 			ns = structs.DefaultNamespace
 		}
-		if ok, err := tx.NamespaceExists(ns); err != nil {
-			return err
-		} else if !ok {
-			return structs.NamespaceMissingError(id, ns)
+		if req.RequireNamespace {
+			if ok, err := tx.NamespaceExists(ns); err != nil {
+				return err
+			} else if !ok {
+				return structs.NamespaceMissingError(id, ns)
+			}
 		}
 		if job := req.Job; job != nil {
 			if err := tx.UpsertJob(job); err != nil {

@@ -28,9 +28,9 @@ func TestFSM_JobRegisterRefusesMissingNamespace(t *testing.T) {
 		req  *structs.JobRegisterRequest
 		want string
 	}{
-		{"job and eval", &structs.JobRegisterRequest{Job: job, Eval: ev, Namespace: "team-a", JobID: job.ID}, `job "` + job.ID + `": namespace "team-a" does not exist`},
-		{"job only", &structs.JobRegisterRequest{Job: job}, `namespace "team-a" does not exist`},
-		{"eval only", &structs.JobRegisterRequest{Eval: orphanEval}, `job "x": namespace "gone" does not exist`},
+		{"job and eval", &structs.JobRegisterRequest{Job: job, Eval: ev, Namespace: "team-a", JobID: job.ID, RequireNamespace: true}, `job "` + job.ID + `": namespace "team-a" does not exist`},
+		{"job only", &structs.JobRegisterRequest{Job: job, RequireNamespace: true}, `namespace "team-a" does not exist`},
+		{"eval only", &structs.JobRegisterRequest{Eval: orphanEval, RequireNamespace: true}, `job "x": namespace "gone" does not exist`},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -71,8 +71,17 @@ func TestFSM_JobRegisterRefusesMissingNamespace(t *testing.T) {
 	// The default namespace exists without a row, and an empty namespace
 	// is the default one.
 	def := mockJob("service")
-	mustApply(t, f, 12, structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: def})
+	mustApply(t, f, 12, structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: def, RequireNamespace: true})
 	if got, _ := f.State().JobByID(nil, structs.DefaultNamespace, def.ID); got == nil {
 		t.Fatal("job in the default namespace not written")
+	}
+
+	// An entry proposed before namespaces were checked (no
+	// RequireNamespace) replays as it applied then.
+	old := mockJob("service")
+	old.Namespace = "never-created"
+	mustApply(t, f, 13, structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: old})
+	if got, _ := f.State().JobByID(nil, "never-created", old.ID); got == nil {
+		t.Fatal("an older entry into a missing namespace was refused on replay")
 	}
 }

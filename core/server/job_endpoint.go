@@ -45,7 +45,7 @@ func (s *Server) RegisterJob(ctx context.Context, in *structs.Job, enforceIndex 
 		}
 	}
 	unchanged := existing != nil && !existing.SpecChanged(job)
-	req := &structs.JobRegisterRequest{Namespace: job.Namespace, JobID: job.ID}
+	req := &structs.JobRegisterRequest{Namespace: job.Namespace, JobID: job.ID, RequireNamespace: true}
 	if !unchanged {
 		job.SubmitTime = s.cfg.Now().UnixNano()
 		req.Job = job
@@ -299,7 +299,7 @@ func (s *Server) DispatchJob(ctx context.Context, ns string, req *structs.JobDis
 	} else {
 		child.Payload = nil
 	}
-	rr := &structs.JobRegisterRequest{Job: child, Namespace: ns, JobID: child.ID}
+	rr := &structs.JobRegisterRequest{Job: child, Namespace: ns, JobID: child.ID, RequireNamespace: true}
 	if !child.IsPeriodic() {
 		rr.Eval = s.newEval(child, structs.EvalTriggerJobRegister)
 	}

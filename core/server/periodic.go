@@ -229,7 +229,7 @@ func (p *periodicDispatcher) launch(job *structs.Job, at time.Time, force bool) 
 	child.Version, child.CreateIndex, child.ModifyIndex, child.JobModifyIndex = 0, 0, 0, 0
 	child.SubmitTime = p.s.cfg.Now().UnixNano()
 	ev := p.s.newEval(child, structs.EvalTriggerPeriodicJob)
-	index, err := p.s.raftApply(structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: child, Eval: ev, Namespace: child.Namespace, JobID: child.ID})
+	index, err := p.s.raftApply(structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: child, Eval: ev, Namespace: child.Namespace, JobID: child.ID, RequireNamespace: true})
 	if err != nil {
 		return nil, 0, err
 	}

@@ -155,6 +155,10 @@ type JobRegisterRequest struct {
 	// Now is the leader's clock (unix nanoseconds) when it proposed the
 	// entry; the FSM stamps the times it stores with it (see Stamped).
 	Now int64 `codec:",omitempty"`
+	// RequireNamespace makes the FSM refuse the entry when its namespace
+	// does not exist. Every entry proposed since namespaces are checked
+	// sets it; older entries in a log or snapshot replay as they applied.
+	RequireNamespace bool `codec:",omitempty"`
 }
 
 // JobDeregisterRequest stops or purges a job, with its eval.
