@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/drover-org/drover/core/acl"
@@ -145,7 +146,7 @@ var routeRules = map[string]rule{
 }
 
 func init() {
-	for _, p := range ACLRoutes {
+	for _, p := range append(slices.Clone(ACLRoutes), ACLCRUDRoutes...) {
 		routeRules[p] = self
 	}
 }

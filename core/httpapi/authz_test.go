@@ -40,6 +40,8 @@ type aclWorld struct {
 	h       *HTTPServer
 	url     string
 	secrets [numCallers]string
+	// accessors of the callers' tokens ("" for the anonymous caller).
+	accessors [numCallers]string
 	// evals and allocs by namespace.
 	evals, allocs map[string]string
 }
@@ -92,7 +94,7 @@ operator { policy = "read" }`},
 		} else {
 			tok.Policies = []string{pol}
 		}
-		w.secrets[i] = tok.SecretID
+		w.secrets[i], w.accessors[i] = tok.SecretID, tok.AccessorID
 		tokens = append(tokens, tok)
 	}
 	if err := st.UpsertACLTokens(100001, tokens); err != nil {
@@ -258,7 +260,7 @@ func TestACLMatrix(t *testing.T) {
 		{"PUT /v1/acl/token/onetime/exchange", "PUT", "/v1/acl/token/onetime/exchange", map[string]string{"OneTimeSecretID": nobody}, "-----"},
 		{"POST /v1/acl/token/onetime/exchange", "POST", "/v1/acl/token/onetime/exchange", map[string]string{"OneTimeSecretID": nobody}, "-----"},
 	}
-	cases = append(cases, aclCRUDMatrixCases()...)
+	cases = append(cases, aclCRUDMatrixCases(w, nobody)...)
 
 	covered := map[string]bool{}
 	for _, c := range cases {

@@ -258,6 +258,7 @@ func (s *HTTPServer) routes() http.Handler {
 	mux.HandleFunc("POST /v1/agent/plugins/reload", s.agentReloadPlugins)
 	s.registerPluginRoutes(mux)
 	s.registerACLRoutes(mux)
+	s.registerACLCRUDRoutes(mux)
 	s.registerNamespaceRoutes(mux)
 	mux.HandleFunc("GET /v1/status/leader", s.statusLeader)
 	mux.HandleFunc("GET /v1/status/peers", s.statusPeers)

@@ -183,6 +183,7 @@ func (s *Server) RegisterRPC(rs *rpc.Server) {
 	s.registerACLRPC(rs, mark)
 	s.registerNamespaceRPC(rs, mark)
 	s.registerACLResolveRPC(rs)
+	s.registerACLCRUDRPC(rs, mark)
 	s.registerPKIRPC(rs)
 	rs.SetAuthorizer(s.Authorizer())
 }
