@@ -13,6 +13,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"sort"
@@ -121,7 +122,7 @@ func RunUI(ui *UI, args []string, extra map[string]Command) int {
 
 // Commands returns the built-in commands by name.
 func Commands(ui *UI) map[string]Command {
-	return map[string]Command{
+	cmds := map[string]Command{
 		"job run":                   &JobRunCommand{ui: ui},
 		"job plan":                  &JobPlanCommand{ui: ui},
 		"job status":                &JobStatusCommand{ui: ui},
@@ -153,6 +154,8 @@ func Commands(ui *UI) map[string]Command {
 		"namespace apply":           &NamespaceApplyCommand{ui: ui},
 		"namespace delete":          &NamespaceDeleteCommand{ui: ui},
 	}
+	maps.Copy(cmds, aclCommands(ui))
+	return cmds
 }
 
 func subcommands(group string, cmds map[string]Command) []string {

@@ -1,0 +1,391 @@
+package command
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/drover-org/drover/core/structs"
+)
+
+// maxPolicyFileBytes bounds a policy's rules file; the server refuses
+// larger rules anyway.
+const maxPolicyFileBytes = 64 << 10
+
+// aclCommand is one of `drover acl policy|token …`: they share the
+// flags, the client and a run function.
+type aclCommand struct {
+	meta
+	ui       *UI
+	name     string // "acl policy list"
+	synopsis string
+	help     string
+	// flags adds the command's own flags; run does the work with the
+	// remaining arguments.
+	flags func(fs *flag.FlagSet, o *aclOptions)
+	run   func(c *aclCommand, ctx context.Context, client *APIClient, o *aclOptions, args []string) int
+}
+
+// aclOptions are the flags of the ACL commands (each uses some).
+type aclOptions struct {
+	asJSON      bool
+	description string
+	tokenName   string
+	tokenType   string
+	policies    stringsFlag
+	ttl         time.Duration
+}
+
+// stringsFlag is a flag given any number of times.
+type stringsFlag []string
+
+func (s *stringsFlag) String() string     { return strings.Join(*s, ",") }
+func (s *stringsFlag) Set(v string) error { *s = append(*s, v); return nil }
+
+func (c *aclCommand) Synopsis() string { return c.synopsis }
+
+func (c *aclCommand) Run(args []string) int {
+	c.meta.ui = c.ui
+	fs := c.flagSet(c.name, c.help)
+	var o aclOptions
+	if c.flags != nil {
+		c.flags(fs, &o)
+	}
+	if code, ok := c.parse(fs, args); !ok {
+		return code
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return c.run(c, ctx, c.client(), &o, fs.Args())
+}
+
+func (c *aclCommand) printOut(v any, text func() string, asJSON bool) int {
+	if asJSON {
+		out, err := json.MarshalIndent(v, "", "    ")
+		if err != nil {
+			return c.ui.errorf("Error encoding JSON: %s", err)
+		}
+		c.ui.printf("%s\n", out)
+		return exitOK
+	}
+	c.ui.printf("%s\n", text())
+	return exitOK
+}
+
+func jsonFlag(fs *flag.FlagSet, o *aclOptions) { fs.BoolVar(&o.asJSON, "json", false, "") }
+
+func tokenFlags(fs *flag.FlagSet, o *aclOptions) {
+	jsonFlag(fs, o)
+	fs.StringVar(&o.tokenName, "name", "", "")
+	fs.StringVar(&o.tokenType, "type", "", "")
+	fs.Var(&o.policies, "policy", "")
+	fs.DurationVar(&o.ttl, "ttl", 0, "")
+}
+
+// wantArgs checks the number of arguments.
+func (c *aclCommand) wantArgs(args []string, n int, names string) bool {
+	if len(args) == n {
+		return true
+	}
+	if n == 0 {
+		fmt.Fprintf(c.ui.Err, "This command takes no arguments\n")
+	} else {
+		fmt.Fprintf(c.ui.Err, "This command takes %d argument(s): %s\n", n, names)
+	}
+	return false
+}
+
+func aclCommands(ui *UI) map[string]Command {
+	cmds := []*aclCommand{
+		{name: "acl policy apply", synopsis: "Create or update an ACL policy", help: aclPolicyApplyHelp,
+			flags: func(fs *flag.FlagSet, o *aclOptions) { fs.StringVar(&o.description, "description", "", "") },
+			run:   runACLPolicyApply},
+		{name: "acl policy list", synopsis: "List ACL policies", help: aclPolicyListHelp, flags: jsonFlag, run: runACLPolicyList},
+		{name: "acl policy info", synopsis: "Show an ACL policy", help: aclPolicyInfoHelp, flags: jsonFlag, run: runACLPolicyInfo},
+		{name: "acl policy delete", synopsis: "Delete an ACL policy", help: aclPolicyDeleteHelp, run: runACLPolicyDelete},
+		{name: "acl token create", synopsis: "Create an ACL token", help: aclTokenCreateHelp, flags: tokenFlags, run: runACLTokenCreate},
+		{name: "acl token update", synopsis: "Update an ACL token", help: aclTokenUpdateHelp, flags: tokenFlags, run: runACLTokenUpdate},
+		{name: "acl token list", synopsis: "List ACL tokens", help: aclTokenListHelp, flags: jsonFlag, run: runACLTokenList},
+		{name: "acl token info", synopsis: "Show an ACL token", help: aclTokenInfoHelp, flags: jsonFlag, run: runACLTokenInfo},
+		{name: "acl token self", synopsis: "Show the token in use", help: aclTokenSelfHelp, flags: jsonFlag, run: runACLTokenSelf},
+		{name: "acl token delete", synopsis: "Delete an ACL token", help: aclTokenDeleteHelp, run: runACLTokenDelete},
+	}
+	out := make(map[string]Command, len(cmds))
+	for _, c := range cmds {
+		c.ui = ui
+		out[c.name] = c
+	}
+	return out
+}
+
+const aclPolicyApplyHelp = `
+Usage: drover acl policy apply [options] <name> <path>
+
+  Creates or replaces the ACL policy <name> with the rules in <path> ("-"
+  reads standard input), in Nomad's policy language. Needs a management
+  token.
+
+Apply Options:
+
+  -description
+    A description of the policy.`
+
+func runACLPolicyApply(c *aclCommand, ctx context.Context, client *APIClient, o *aclOptions, args []string) int {
+	if !c.wantArgs(args, 2, "<name> <path>") {
+		return exitError
+	}
+	rules, err := readBounded(c.ui.In, args[1], maxPolicyFileBytes)
+	if err != nil {
+		return c.ui.errorf("Error reading the policy rules: %s", err)
+	}
+	body := structs.ACLPolicy{Name: args[0], Description: o.description, Rules: string(rules)}
+	if err := client.Write(ctx, "PUT", "/v1/acl/policy/"+url.PathEscape(args[0]), nil, &body, nil); err != nil {
+		return c.ui.errorf("Error writing ACL policy: %s", err)
+	}
+	c.ui.printf("Successfully wrote %q ACL policy!\n", args[0])
+	return exitOK
+}
+
+// readBounded reads path ("-": in) up to limit bytes; more is an error.
+func readBounded(in io.Reader, path string, limit int64) ([]byte, error) {
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		in = f
+	}
+	b, err := io.ReadAll(io.LimitReader(in, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%s: larger than %d bytes", path, limit)
+	}
+	return b, nil
+}
+
+const aclPolicyListHelp = `
+Usage: drover acl policy list [-json]
+
+  Lists the ACL policies the token may see (all of them for a management
+  token).`
+
+func runACLPolicyList(c *aclCommand, ctx context.Context, client *APIClient, o *aclOptions, args []string) int {
+	if !c.wantArgs(args, 0, "") {
+		return exitError
+	}
+	var list []*structs.ACLPolicyListStub
+	if _, err := client.Get(ctx, "/v1/acl/policies", nil, &list); err != nil {
+		return c.ui.errorf("Error listing ACL policies: %s", err)
+	}
+	return c.printOut(list, func() string {
+		if len(list) == 0 {
+			return "No policies found"
+		}
+		rows := []string{"Name|Description"}
+		for _, p := range list {
+			rows = append(rows, p.Name+"|"+p.Description)
+		}
+		return formatList(rows)
+	}, o.asJSON)
+}
+
+const aclPolicyInfoHelp = `
+Usage: drover acl policy info [-json] <name>
+
+  Shows an ACL policy and its rules.`
+
+func runACLPolicyInfo(c *aclCommand, ctx context.Context, client *APIClient, o *aclOptions, args []string) int {
+	if !c.wantArgs(args, 1, "<name>") {
+		return exitError
+	}
+	var p structs.ACLPolicy
+	if _, err := client.Get(ctx, "/v1/acl/policy/"+url.PathEscape(args[0]), nil, &p); err != nil {
+		return c.ui.errorf("Error reading ACL policy: %s", err)
+	}
+	return c.printOut(&p, func() string {
+		return formatKV([]string{
+			"Name|" + p.Name,
+			"Description|" + p.Description,
+			fmt.Sprintf("CreateIndex|%d", p.CreateIndex),
+			fmt.Sprintf("ModifyIndex|%d", p.ModifyIndex),
+		}) + "\n\nRules\n\n" + strings.TrimRight(p.Rules, "\n")
+	}, o.asJSON)
+}
+
+const aclPolicyDeleteHelp = `
+Usage: drover acl policy delete <name>
+
+  Deletes an ACL policy. Tokens that name it keep the name and get nothing
+  from it. Needs a management token.`
+
+func runACLPolicyDelete(c *aclCommand, ctx context.Context, client *APIClient, _ *aclOptions, args []string) int {
+	if !c.wantArgs(args, 1, "<name>") {
+		return exitError
+	}
+	if err := client.Write(ctx, "DELETE", "/v1/acl/policy/"+url.PathEscape(args[0]), nil, nil, nil); err != nil {
+		return c.ui.errorf("Error deleting ACL policy: %s", err)
+	}
+	c.ui.printf("Successfully deleted %q ACL policy!\n", args[0])
+	return exitOK
+}
+
+const aclTokenCreateHelp = `
+Usage: drover acl token create [options]
+
+  Creates an ACL token and prints it, secret included. Needs a management
+  token.
+
+Create Options:
+
+  -name
+    A name for the token.
+
+  -type
+    "client" (the default) or "management".
+
+  -policy
+    A policy the token holds; repeat for more. A client token needs one.
+
+  -ttl
+    The token's lifetime ("1h"); without it the token does not expire.
+
+  -json
+    Prints the token as JSON.`
+
+func runACLTokenCreate(c *aclCommand, ctx context.Context, client *APIClient, o *aclOptions, args []string) int {
+	if !c.wantArgs(args, 0, "") {
+		return exitError
+	}
+	tok := structs.ACLToken{Name: o.tokenName, Type: o.tokenType, Policies: o.policies, ExpirationTTL: o.ttl}
+	if tok.Type == "" {
+		tok.Type = structs.ACLClientToken
+	}
+	var out structs.ACLToken
+	if err := client.Write(ctx, "PUT", "/v1/acl/token", nil, &tok, &out); err != nil {
+		return c.ui.errorf("Error creating ACL token: %s", err)
+	}
+	return c.printOut(&out, func() string { return formatACLToken(&out) }, o.asJSON)
+}
+
+const aclTokenUpdateHelp = `
+Usage: drover acl token update [options] <accessor>
+
+  Changes a token's name, type or policies (given -policy flags replace
+  its policies). Its secret and expiry stay. Needs a management token.
+
+Update Options: -name, -type, -policy and -json, as for create.`
+
+func runACLTokenUpdate(c *aclCommand, ctx context.Context, client *APIClient, o *aclOptions, args []string) int {
+	if !c.wantArgs(args, 1, "<accessor>") {
+		return exitError
+	}
+	path := "/v1/acl/token/" + url.PathEscape(args[0])
+	var tok structs.ACLToken
+	if _, err := client.Get(ctx, path, nil, &tok); err != nil {
+		return c.ui.errorf("Error reading ACL token: %s", err)
+	}
+	if o.tokenName != "" {
+		tok.Name = o.tokenName
+	}
+	if o.tokenType != "" {
+		tok.Type = o.tokenType
+	}
+	if len(o.policies) > 0 {
+		tok.Policies = o.policies
+	}
+	if tok.Type == structs.ACLManagementToken {
+		tok.Policies = nil
+	}
+	tok.ExpirationTTL = 0
+	var out structs.ACLToken
+	if err := client.Write(ctx, "PUT", path, nil, &tok, &out); err != nil {
+		return c.ui.errorf("Error updating ACL token: %s", err)
+	}
+	return c.printOut(&out, func() string { return formatACLToken(&out) }, o.asJSON)
+}
+
+const aclTokenListHelp = `
+Usage: drover acl token list [-json]
+
+  Lists the ACL tokens, without their secrets. Needs a management token.`
+
+func runACLTokenList(c *aclCommand, ctx context.Context, client *APIClient, o *aclOptions, args []string) int {
+	if !c.wantArgs(args, 0, "") {
+		return exitError
+	}
+	var list []*structs.ACLTokenListStub
+	if _, err := client.Get(ctx, "/v1/acl/tokens", nil, &list); err != nil {
+		return c.ui.errorf("Error listing ACL tokens: %s", err)
+	}
+	now := c.now()
+	return c.printOut(list, func() string {
+		if len(list) == 0 {
+			return "No tokens found"
+		}
+		rows := []string{"Name|Type|Global|Accessor ID|Expired"}
+		for _, t := range list {
+			expired := t.ExpirationTime != nil && !t.ExpirationTime.After(now)
+			rows = append(rows, fmt.Sprintf("%s|%s|%t|%s|%t", t.Name, t.Type, t.Global, t.AccessorID, expired))
+		}
+		return formatList(rows)
+	}, o.asJSON)
+}
+
+const aclTokenInfoHelp = `
+Usage: drover acl token info [-json] <accessor>
+
+  Shows a token, secret included: a management token may read any, a
+  client token itself.`
+
+func runACLTokenInfo(c *aclCommand, ctx context.Context, client *APIClient, o *aclOptions, args []string) int {
+	if !c.wantArgs(args, 1, "<accessor>") {
+		return exitError
+	}
+	return c.showToken(ctx, client, "/v1/acl/token/"+url.PathEscape(args[0]), o.asJSON)
+}
+
+const aclTokenSelfHelp = `
+Usage: drover acl token self [-json]
+
+  Shows the token this command runs with (-token, DROVER_TOKEN or
+  NOMAD_TOKEN).`
+
+func runACLTokenSelf(c *aclCommand, ctx context.Context, client *APIClient, o *aclOptions, args []string) int {
+	if !c.wantArgs(args, 0, "") {
+		return exitError
+	}
+	return c.showToken(ctx, client, "/v1/acl/token/self", o.asJSON)
+}
+
+func (c *aclCommand) showToken(ctx context.Context, client *APIClient, path string, asJSON bool) int {
+	var tok structs.ACLToken
+	if _, err := client.Get(ctx, path, nil, &tok); err != nil {
+		return c.ui.errorf("Error reading ACL token: %s", err)
+	}
+	return c.printOut(&tok, func() string { return formatACLToken(&tok) }, asJSON)
+}
+
+const aclTokenDeleteHelp = `
+Usage: drover acl token delete <accessor>
+
+  Deletes a token and its one-time token. Needs a management token.`
+
+func runACLTokenDelete(c *aclCommand, ctx context.Context, client *APIClient, _ *aclOptions, args []string) int {
+	if !c.wantArgs(args, 1, "<accessor>") {
+		return exitError
+	}
+	if err := client.Write(ctx, "DELETE", "/v1/acl/token/"+url.PathEscape(args[0]), nil, nil, nil); err != nil {
+		return c.ui.errorf("Error deleting ACL token: %s", err)
+	}
+	c.ui.printf("Token %s successfully deleted\n", args[0])
+	return exitOK
+}
