@@ -234,12 +234,3 @@ func byCreation[T any](objs []T, key func(T) (createIndex uint64, id string)) []
 func allocNS(a *structs.Allocation) string { return a.Namespace }
 func evalNS(e *structs.Evaluation) string  { return e.Namespace }
 
-// userAlloc is an allocation with its job as the user sent it (userJob).
-func userAlloc(a *structs.Allocation) *structs.Allocation {
-	if j := userJob(a.Job); j != a.Job {
-		c := *a
-		c.Job = j
-		return &c
-	}
-	return a
-}
