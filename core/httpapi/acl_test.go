@@ -15,7 +15,9 @@ import (
 )
 
 // aclTestServer is a real dev server with ACLs on, behind the HTTP API.
-func aclTestServer(t *testing.T, aclEnabled bool) *nomadapi.Client {
+// devServer is a real dev-mode server, leader of itself, shut down with
+// the test.
+func devServer(t testing.TB, aclEnabled bool) *server.Server {
 	t.Helper()
 	srv, err := server.New(server.Config{Logger: hclog.NewNullLogger(), DevMode: true, ACLEnabled: aclEnabled,
 		Schedulers: builtin.InProcess{}, KnownDrivers: []string{"raw_exec"}, HeartbeatTTL: time.Minute})
@@ -28,6 +30,12 @@ func aclTestServer(t *testing.T, aclEnabled bool) *nomadapi.Client {
 	if err := srv.WaitForLeader(ctx); err != nil {
 		t.Fatal(err)
 	}
+	return srv
+}
+
+func aclTestServer(t *testing.T, aclEnabled bool) *nomadapi.Client {
+	t.Helper()
+	srv := devServer(t, aclEnabled)
 	h := New(Config{Server: srv})
 	ts := httptest.NewServer(h.Handler())
 	t.Cleanup(ts.Close)

@@ -14,11 +14,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/hashicorp/go-hclog"
 
-	"github.com/drover-org/drover/core/server"
 	"github.com/drover-org/drover/core/structs"
-	"github.com/drover-org/drover/plugins/builtin"
 )
 
 // The five callers of the ACL matrix, in the order of a case's want.
@@ -52,17 +49,8 @@ func newACLWorld(t testing.TB) *aclWorld { return newWorld(t, true) }
 // way).
 func newWorld(t testing.TB, aclEnabled bool) *aclWorld {
 	t.Helper()
-	srv, err := server.New(server.Config{Logger: hclog.NewNullLogger(), DevMode: true, ACLEnabled: aclEnabled,
-		Schedulers: builtin.InProcess{}, KnownDrivers: []string{"raw_exec"}, HeartbeatTTL: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Shutdown() })
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := srv.WaitForLeader(ctx); err != nil {
-		t.Fatal(err)
-	}
+	srv := devServer(t, aclEnabled)
+	ctx := context.Background()
 	if _, err := srv.UpsertNamespaces(ctx, []*structs.Namespace{{Name: "team"}}); err != nil {
 		t.Fatal(err)
 	}

@@ -9,29 +9,17 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/hashicorp/go-hclog"
 	nomadapi "github.com/hashicorp/nomad/api"
 
-	"github.com/drover-org/drover/core/server"
 	"github.com/drover-org/drover/core/structs"
-	"github.com/drover-org/drover/plugins/builtin"
 )
 
 // isolationServer is a real dev server with one registered node behind the
 // HTTP API, and the official client talking to it.
 func isolationServer(t *testing.T) *nomadapi.Client {
 	t.Helper()
-	srv, err := server.New(server.Config{Logger: hclog.NewNullLogger(), DevMode: true,
-		Schedulers: builtin.InProcess{}, KnownDrivers: []string{"raw_exec"}, HeartbeatTTL: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Shutdown() })
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := srv.WaitForLeader(ctx); err != nil {
-		t.Fatal(err)
-	}
+	srv := devServer(t, false)
+	ctx := context.Background()
 	node := &structs.Node{
 		ID: uuid.NewString(), SecretID: uuid.NewString(), Name: "n1", Datacenter: "dc1",
 		Attributes: map[string]string{"kernel.name": "linux", "unique.hostname": "n1"},

@@ -233,4 +233,3 @@ func byCreation[T any](objs []T, key func(T) (createIndex uint64, id string)) []
 
 func allocNS(a *structs.Allocation) string { return a.Namespace }
 func evalNS(e *structs.Evaluation) string  { return e.Namespace }
-
