@@ -12,6 +12,7 @@ import (
 	"github.com/drover-org/drover/core/pluginhost"
 	"github.com/drover-org/drover/core/structs"
 	rawexec "github.com/drover-org/drover/plugins/driver-rawexec"
+	batch "github.com/drover-org/drover/plugins/scheduler-batch"
 	sysbatch "github.com/drover-org/drover/plugins/scheduler-sysbatch"
 	system "github.com/drover-org/drover/plugins/scheduler-system"
 	"github.com/drover-org/drover/sdk/scheduler"
@@ -30,6 +31,7 @@ type Plugin struct {
 var Catalog = []Plugin{
 	{Name: "scheduler-system", Kind: shared.KindScheduler, Serve: func() { scheduler.Serve(system.New()) }},
 	{Name: "scheduler-sysbatch", Kind: shared.KindScheduler, Serve: func() { scheduler.Serve(sysbatch.New()) }},
+	{Name: "scheduler-batch", Kind: shared.KindScheduler, Serve: func() { scheduler.Serve(batch.New()) }},
 	{Name: "driver-rawexec", Kind: shared.KindDriver, Serve: rawexec.Serve},
 }
 
@@ -57,6 +59,8 @@ func (InProcess) Lookup(jobType string) (scheduler.Scheduler, int, error) {
 		s = system.New()
 	case "sysbatch":
 		s = sysbatch.New()
+	case "batch":
+		s = batch.New()
 	default:
 		return nil, 0, fmt.Errorf("job type %q is not served by a built-in scheduler", jobType)
 	}
@@ -73,7 +77,7 @@ func (InProcess) Lookup(jobType string) (scheduler.Scheduler, int, error) {
 }
 
 // ServedTypes lists the job types of the built-in schedulers.
-func (InProcess) ServedTypes() []string { return []string{"sysbatch", "system"} }
+func (InProcess) ServedTypes() []string { return []string{"batch", "sysbatch", "system"} }
 
 // JobType returns what the built-in scheduler serving jobType declares.
 func (p InProcess) JobType(jobType string) (structs.JobTypeBehavior, bool) {

@@ -1,0 +1,108 @@
+// Package batch is the batch scheduler plugin: each task group keeps Count
+// allocations in total, placed by bin-packing (the fullest feasible node
+// that still fits the group's cpu and memory), run to completion. A
+// finished allocation is done and is not re-placed while the job is
+// unchanged; a new job version re-runs only what it changes destructively.
+//
+// This slice does not reschedule failed allocations (the reschedule
+// block): a failed allocation, like a complete one, is done. Lost
+// allocations (down or missing node) and allocations migrating off a
+// draining node are replaced.
+//
+// It imports only sdk/: the core learns everything about the type from
+// Declaration.
+package batch
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/drover-org/drover/sdk/proto/schedulerpb"
+	"github.com/drover-org/drover/sdk/scheduler"
+)
+
+// Plugin identity and the job type served.
+const (
+	Name        = "scheduler-batch"
+	Version     = "0.1.0"
+	JobType     = "batch"
+	MaxAttempts = 2
+)
+
+// Scheduler is the batch scheduler. It is stateless and safe for
+// concurrent use.
+type Scheduler struct {
+	logger hclog.Logger
+}
+
+var _ scheduler.Scheduler = (*Scheduler)(nil)
+
+// New returns the batch scheduler.
+func New() *Scheduler { return NewWithLogger(hclog.NewNullLogger()) }
+
+// NewWithLogger returns the batch scheduler logging to l.
+func NewWithLogger(l hclog.Logger) *Scheduler { return &Scheduler{logger: l.Named(JobType)} }
+
+// Declaration is how batch jobs behave once placed: placed by count (not
+// per node), run to completion, may be periodic or parameterized. A lost
+// allocation's node change evaluates the job so it can be replaced.
+// The reschedule, affinity and spread blocks are refused until they are
+// implemented, so a job file asking for them is told rather than silently
+// ignored; batch jobs never preempt.
+func Declaration() *schedulerpb.JobTypeInfo {
+	return &schedulerpb.JobTypeInfo{
+		Name:             JobType,
+		MaxAttempts:      MaxAttempts,
+		RunsToCompletion: true,
+		DefaultRestart: &schedulerpb.RestartPolicy{
+			Attempts: 3, IntervalNs: int64(24 * time.Hour), DelayNs: int64(15 * time.Second), Mode: "fail",
+		},
+		AllowPeriodic:         true,
+		AllowParameterized:    true,
+		AllowMaxRunDuration:   true,
+		RefusedBlocks:         []string{"update", "reschedule", "affinity", "spread"},
+		EvalOnAllocNodeChange: true,
+	}
+}
+
+// Info reports the plugin's name, version and job type.
+func (s *Scheduler) Info(context.Context) (*schedulerpb.InfoResponse, error) {
+	return &schedulerpb.InfoResponse{Name: Name, Version: Version, JobTypes: []*schedulerpb.JobTypeInfo{Declaration()}}, nil
+}
+
+// Schedule makes one scheduling attempt for one evaluation. A canceled
+// context is an error: the core has given up on the attempt.
+func (s *Scheduler) Schedule(ctx context.Context, req *schedulerpb.ScheduleRequest) (*schedulerpb.ScheduleResponse, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if req.GetEval() == nil {
+		return nil, fmt.Errorf("invalid schedule request: no evaluation")
+	}
+	eval := req.GetEval()
+	if !handles[eval.GetTriggeredBy()] {
+		s.logger.Debug("evaluation refused", "eval_id", eval.GetId(), "triggered_by", eval.GetTriggeredBy())
+		return &schedulerpb.ScheduleResponse{
+			Status:            "failed",
+			StatusDescription: fmt.Sprintf("scheduler cannot handle '%s' evaluation reason", eval.GetTriggeredBy()),
+		}, nil
+	}
+	r := newRun(req)
+	r.schedule()
+	resp := r.response()
+	s.logger.Debug("evaluation scheduled", "eval_id", eval.GetId(), "job_id", eval.GetJobId(),
+		"attempt", req.GetAttempt(), "placed", r.placed, "stopped", len(r.plan.GetNodeUpdate()),
+		"failed_groups", len(r.failed), "blocked", len(resp.GetBlockedEvals()))
+	return resp, nil
+}
+
+// handles lists the eval triggers the scheduler accepts.
+var handles = map[string]bool{
+	"job-register": true, "node-update": true, "failed-follow-up": true, "job-deregister": true,
+	"rolling-update": true, "preemption": true, "deployment-watcher": true, "node-drain": true,
+	"alloc-stop": true, "queued-allocs": true, "job-scaling": true, "reconnect": true,
+	"periodic-job": true,
+}
