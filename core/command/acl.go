@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -81,18 +80,7 @@ func (c *ACLBootstrapCommand) Run(args []string) int {
 // readSecret reads a bootstrap secret from a file or standard input,
 // bounded: a UUID is 36 bytes.
 func (c *ACLBootstrapCommand) readSecret(path string) (string, error) {
-	var raw []byte
-	var err error
-	if path == "-" {
-		buf := make([]byte, 256)
-		n, rerr := c.ui.In.Read(buf)
-		raw, err = buf[:n], rerr
-		if err != nil && n > 0 {
-			err = nil
-		}
-	} else {
-		raw, err = os.ReadFile(path)
-	}
+	raw, err := readInput(c.ui.In, path, 256)
 	if err != nil {
 		return "", err
 	}

@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
@@ -140,7 +138,7 @@ func runACLPolicyApply(c *aclCommand, ctx context.Context, client *APIClient, o 
 	if !c.wantArgs(args, 2, "<name> <path>") {
 		return exitError
 	}
-	rules, err := readBounded(c.ui.In, args[1], maxPolicyFileBytes)
+	rules, err := readInput(c.ui.In, args[1], maxPolicyFileBytes)
 	if err != nil {
 		return c.ui.errorf("Error reading the policy rules: %s", err)
 	}
@@ -150,26 +148,6 @@ func runACLPolicyApply(c *aclCommand, ctx context.Context, client *APIClient, o 
 	}
 	c.ui.printf("Successfully wrote %q ACL policy!\n", args[0])
 	return exitOK
-}
-
-// readBounded reads path ("-": in) up to limit bytes; more is an error.
-func readBounded(in io.Reader, path string, limit int64) ([]byte, error) {
-	if path != "-" {
-		f, err := os.Open(path)
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		in = f
-	}
-	b, err := io.ReadAll(io.LimitReader(in, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%s: larger than %d bytes", path, limit)
-	}
-	return b, nil
 }
 
 const aclPolicyListHelp = `

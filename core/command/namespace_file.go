@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 
@@ -32,23 +31,13 @@ var nomadOnlyNamespaceFields = []string{"quota", "capabilities", "node_pool_conf
 // standard input for "-", bounded by MaxNamespaceFileBytes, and parses it
 // (parseNamespaceSpec).
 func readNamespaceFile(in io.Reader, path string) (*structs.Namespace, error) {
+	src, err := readInput(in, path, MaxNamespaceFileBytes)
+	if err != nil {
+		return nil, fmt.Errorf("reading namespace file: %w", err)
+	}
 	name := path
 	if path == "-" {
 		name = "<stdin>"
-	} else {
-		f, err := os.Open(path)
-		if err != nil {
-			return nil, fmt.Errorf("reading namespace file: %w", err)
-		}
-		defer f.Close()
-		in = f
-	}
-	src, err := io.ReadAll(io.LimitReader(in, MaxNamespaceFileBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading namespace file %s: %w", name, err)
-	}
-	if len(src) > MaxNamespaceFileBytes {
-		return nil, fmt.Errorf("%s: the file is larger than %d bytes (limit MaxNamespaceFileBytes)", name, MaxNamespaceFileBytes)
 	}
 	return parseNamespaceSpec(name, src)
 }
