@@ -267,6 +267,11 @@ var checkers = map[structs.MessageType]func([]byte) error{
 
 	structs.NamespaceUpsertRequestType: check[structs.NamespaceUpsertRequest],
 	structs.NamespaceDeleteRequestType: check[structs.NamespaceDeleteRequest],
+
+	structs.CSIVolumeRegisterRequestType:   check[structs.CSIVolumeRegisterRequest],
+	structs.CSIVolumeDeregisterRequestType: check[structs.CSIVolumeDeregisterRequest],
+	structs.CSIVolumeClaimBatchRequestType: check[structs.CSIVolumeClaimBatchRequest],
+	structs.CSIPluginDeleteRequestType:     check[structs.CSIPluginDeleteRequest],
 }
 
 // appliers dispatches on the message type. Each decodes its payload and
@@ -300,6 +305,11 @@ var appliers = map[structs.MessageType]func(f *FSM, index uint64, buf []byte) an
 
 	structs.NamespaceUpsertRequestType: (*FSM).applyNamespaceUpsert,
 	structs.NamespaceDeleteRequestType: (*FSM).applyNamespaceDelete,
+
+	structs.CSIVolumeRegisterRequestType:   (*FSM).applyCSIVolumeRegister,
+	structs.CSIVolumeDeregisterRequestType: (*FSM).applyCSIVolumeDeregister,
+	structs.CSIVolumeClaimBatchRequestType: (*FSM).applyCSIVolumeClaimBatch,
+	structs.CSIPluginDeleteRequestType:     (*FSM).applyCSIPluginDelete,
 }
 
 // decode unmarshals an entry's payload. A payload that does not decode is
@@ -352,6 +362,9 @@ func typeName(t structs.MessageType) string {
 			return n
 		}
 		if n, ok := namespaceTypeNames[t&^structs.IgnoreUnknownTypeFlag]; ok {
+			return n
+		}
+		if n, ok := csiTypeNames[t&^structs.IgnoreUnknownTypeFlag]; ok {
 			return n
 		}
 	}

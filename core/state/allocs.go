@@ -58,6 +58,11 @@ func (t *writeTxn) updateAllocsFromClient(allocs []*structs.Allocation) error {
 		if err := t.putAlloc(existing, &c); err != nil {
 			return err
 		}
+		if c.ClientTerminalStatus() && !existing.ClientTerminalStatus() {
+			if err := t.dropAllocPlugins(&c); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

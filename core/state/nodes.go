@@ -60,6 +60,9 @@ func (s *StateStore) UpsertNode(index uint64, node *structs.Node, evals ...*stru
 		if err := t.insert(TableNodes, node); err != nil {
 			return err
 		}
+		if err := t.foldNodePlugins(existing, node); err != nil {
+			return err
+		}
 		return t.writeNodeEvals(node.ID, evals)
 	})
 }
@@ -78,6 +81,9 @@ func (s *StateStore) DeleteNode(index uint64, ids []string) error {
 				return structs.NewError(structs.ErrNotFound, "node not found: %s", id)
 			}
 			if err := t.delete(TableNodes, n); err != nil {
+				return err
+			}
+			if err := t.dropNodePlugins(n); err != nil {
 				return err
 			}
 		}

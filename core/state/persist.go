@@ -54,6 +54,8 @@ const (
 	recACLToken        byte = 21
 	recOneTimeToken    byte = 22
 	recNamespace       byte = 25
+	recCSIVolume       byte = 35
+	recCSIPlugin       byte = 36
 	recEnd             byte = 255
 )
 
@@ -106,6 +108,7 @@ func (s *StateSnapshot) Persist(w io.Writer) error {
 		{TableACLTokens, recACLToken},
 		{TableOneTimeTokens, recOneTimeToken},
 		{TableNamespaces, recNamespace},
+		{TableCSIPlugins, recCSIPlugin},
 	}
 	for _, tb := range tables {
 		iter, err := txn.Get(tb.table, "id")
@@ -120,6 +123,15 @@ func (s *StateSnapshot) Persist(w io.Writer) error {
 	}
 	if err := p.allocs(txn); err != nil {
 		return err
+	}
+	vols, err := txn.Get(TableCSIVolumes, "id")
+	if err != nil {
+		return err
+	}
+	for raw := vols.Next(); raw != nil; raw = vols.Next() {
+		if err := p.record(recCSIVolume, newCSIVolumeRecord(raw.(*structs.CSIVolume))); err != nil {
+			return err
+		}
 	}
 	if err := p.record(recEnd, nil); err != nil {
 		return err
@@ -306,6 +318,14 @@ func decodeRecord(typ byte, buf []byte, jobs map[uint64]*structs.Job) (restoreIt
 		it = restoreItem{TableOneTimeTokens, new(structs.OneTimeToken)}
 	case recNamespace:
 		it = restoreItem{TableNamespaces, new(structs.Namespace)}
+	case recCSIPlugin:
+		it = restoreItem{TableCSIPlugins, new(structs.CSIPlugin)}
+	case recCSIVolume:
+		rec := csiVolumeRecord{CSIVolume: new(structs.CSIVolume)}
+		if err := json.Unmarshal(buf, &rec); err != nil {
+			return it, fmt.Errorf("%w: csi volume: %v", ErrBadSnapshot, err)
+		}
+		return restoreItem{TableCSIVolumes, rec.volume()}, nil
 	case recAllocJob:
 		var rec allocJobRecord
 		if err := json.Unmarshal(buf, &rec); err != nil {

@@ -108,6 +108,7 @@ func schema() *memdb.DBSchema {
 		pkiTableSchema(),
 	}
 	tables = append(tables, aclTables()...)
+	tables = append(tables, csiTables()...)
 	s := &memdb.DBSchema{Tables: map[string]*memdb.TableSchema{}}
 	for _, t := range tables {
 		s.Tables[t.Name] = t

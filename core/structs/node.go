@@ -24,8 +24,11 @@ type Node struct {
 	Events                []*NodeEvent           `codec:",omitempty"`
 	Drivers               map[string]*DriverInfo `codec:",omitempty"`
 	LastDrain             *DrainMetadata         `codec:",omitempty"`
-	CreateIndex           uint64                 `codec:",omitempty"`
-	ModifyIndex           uint64                 `codec:",omitempty"`
+	// CSI plugin instances on the node, by plugin ID, from fingerprints.
+	CSIControllerPlugins map[string]*CSIInfo `codec:",omitempty"`
+	CSINodePlugins       map[string]*CSIInfo `codec:",omitempty"`
+	CreateIndex          uint64              `codec:",omitempty"`
+	ModifyIndex          uint64              `codec:",omitempty"`
 }
 
 // NodeResources is a node's total capacity.
@@ -146,7 +149,20 @@ func (n *Node) Copy() *Node {
 		c.DrainStrategy = &d
 	}
 	c.Events = append([]*NodeEvent(nil), n.Events...)
+	c.CSIControllerPlugins = copyCSIInfos(n.CSIControllerPlugins)
+	c.CSINodePlugins = copyCSIInfos(n.CSINodePlugins)
 	return &c
+}
+
+func copyCSIInfos(m map[string]*CSIInfo) map[string]*CSIInfo {
+	if m == nil {
+		return nil
+	}
+	c := make(map[string]*CSIInfo, len(m))
+	for k, v := range m {
+		c[k] = v.Copy()
+	}
+	return c
 }
 
 func copyMap(m map[string]string) map[string]string {

@@ -36,6 +36,11 @@ const (
 	NamespaceUpsertRequestType    MessageType = 64
 	NamespaceDeleteRequestType    MessageType = 65
 
+	CSIVolumeRegisterRequestType   MessageType = 35
+	CSIVolumeDeregisterRequestType MessageType = 36
+	CSIVolumeClaimBatchRequestType MessageType = 39
+	CSIPluginDeleteRequestType     MessageType = 40
+
 	// IgnoreUnknownTypeFlag marks entries an older FSM may skip.
 	IgnoreUnknownTypeFlag MessageType = 128
 )
