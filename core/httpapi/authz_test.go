@@ -249,6 +249,7 @@ func TestACLMatrix(t *testing.T) {
 		{"POST /v1/acl/token/onetime/exchange", "POST", "/v1/acl/token/onetime/exchange", map[string]string{"OneTimeSecretID": nobody}, "-----"},
 	}
 	cases = append(cases, aclCRUDMatrixCases(w, nobody)...)
+	cases = append(cases, csiMatrixCases(w)...)
 
 	covered := map[string]bool{}
 	for _, c := range cases {

@@ -37,6 +37,11 @@ type reader interface {
 	NamespaceByName(ws memdb.WatchSet, name string) (*structs.Namespace, error)
 	Namespaces(ws memdb.WatchSet, prefix string) ([]*structs.Namespace, error)
 
+	CSIVolumeByID(ws memdb.WatchSet, ns, id string) (*structs.CSIVolume, error)
+	CSIVolumes(ws memdb.WatchSet, ns, prefix, pluginID string) ([]*structs.CSIVolume, error)
+	CSIPluginByID(ws memdb.WatchSet, id string) (*structs.CSIPlugin, error)
+	CSIPlugins(ws memdb.WatchSet, prefix string) ([]*structs.CSIPlugin, error)
+
 	// Index is the last Raft index that wrote the table ("jobs", "allocs",
 	// "evals", "nodes", "job_summary", "job_versions").
 	Index(table string) uint64

@@ -260,6 +260,7 @@ func (s *HTTPServer) routes() http.Handler {
 	s.registerACLRoutes(mux)
 	s.registerACLCRUDRoutes(mux)
 	s.registerNamespaceRoutes(mux)
+	s.registerCSIRoutes(mux)
 	mux.HandleFunc("GET /v1/status/leader", s.statusLeader)
 	mux.HandleFunc("GET /v1/status/peers", s.statusPeers)
 	mux.HandleFunc("GET /v1/regions", s.regions)

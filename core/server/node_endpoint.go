@@ -30,6 +30,9 @@ func (s *Server) RegisterNode(ctx context.Context, in *structs.Node) (time.Durat
 	if in.Datacenter == "" {
 		return 0, structs.NewError(structs.ErrInvalid, "Node: missing datacenter")
 	}
+	if err := in.ValidateCSI(); err != nil {
+		return 0, err
+	}
 	existing, err := s.State().NodeByID(nil, in.ID)
 	if err != nil {
 		return 0, err

@@ -182,6 +182,7 @@ func (s *Server) RegisterRPC(rs *rpc.Server) {
 	s.registerClusterRPC(rs, mark)
 	s.registerACLRPC(rs, mark)
 	s.registerNamespaceRPC(rs, mark)
+	s.registerCSIRPC(rs, mark)
 	s.registerACLResolveRPC(rs)
 	s.registerACLCRUDRPC(rs, mark)
 	s.registerPKIRPC(rs)

@@ -354,6 +354,13 @@ func (s *StateStore) DeleteCSIPlugins(index uint64, ids []string) error {
 			if !p.IsEmpty() {
 				return structs.NewError(structs.ErrConflict, "plugin in use: %s", id)
 			}
+			vol, err := t.first(TableCSIVolumes, "plugin_id", id)
+			if err != nil {
+				return err
+			}
+			if vol != nil {
+				return structs.NewError(structs.ErrConflict, "plugin in use: %s (volume %s)", id, vol.(*structs.CSIVolume).ID)
+			}
 			if err := t.delete(TableCSIPlugins, p); err != nil {
 				return err
 			}
@@ -392,12 +399,18 @@ func (t *writeTxn) foldNodePlugins(prev, node *structs.Node) error {
 			p = structs.NewCSIPlugin(id)
 			p.CreateIndex, p.CreateTime = t.index, t.nanos()
 		}
-		p.DeleteNode(node.ID)
+		// An instance reported again replaces the stored one (so that an
+		// instance turning unhealthy is recorded); one no longer reported
+		// is removed.
 		if c := node.CSIControllerPlugins[id]; c != nil {
 			p.AddController(node.ID, c)
+		} else {
+			p.DeleteControllerOn(node.ID)
 		}
 		if n := node.CSINodePlugins[id]; n != nil {
 			p.AddNode(node.ID, n)
+		} else {
+			p.DeleteNodeOn(node.ID)
 		}
 		if err := t.putPlugin(old, p); err != nil {
 			return err

@@ -2,6 +2,7 @@ package structs
 
 import (
 	"maps"
+	"slices"
 	"time"
 )
 
@@ -204,12 +205,22 @@ func (p *CSIPlugin) add(m map[string]*CSIInfo, healthy *int, nodeID string, info
 
 // DeleteNode removes every instance of a node.
 func (p *CSIPlugin) DeleteNode(nodeID string) {
+	p.DeleteControllerOn(nodeID)
+	p.DeleteNodeOn(nodeID)
+}
+
+// DeleteControllerOn removes the controller instance of a node.
+func (p *CSIPlugin) DeleteControllerOn(nodeID string) {
 	if c, ok := p.Controllers[nodeID]; ok {
 		if c.Healthy {
 			p.ControllersHealthy--
 		}
 		delete(p.Controllers, nodeID)
 	}
+}
+
+// DeleteNodeOn removes the node instance of a node.
+func (p *CSIPlugin) DeleteNodeOn(nodeID string) {
 	if n, ok := p.Nodes[nodeID]; ok {
 		if n.Healthy {
 			p.NodesHealthy--
@@ -357,4 +368,26 @@ type CSIVolumeClaimBatchRequest struct {
 // CSIPluginDeleteRequest deletes empty plugins.
 type CSIPluginDeleteRequest struct {
 	IDs []string
+}
+
+func (r *CSIVolumeRegisterRequest) StampNow(n int64)   { stamp(&r.Now, n) }
+func (r *CSIVolumeClaimBatchRequest) StampNow(n int64) { stamp(&r.Now, n) }
+
+// ValidateCSI bounds the CSI plugins a node reports, before they reach
+// Raft.
+func (n *Node) ValidateCSI() error {
+	for _, m := range []struct {
+		kind  string
+		infos map[string]*CSIInfo
+	}{{"controller", n.CSIControllerPlugins}, {"node", n.CSINodePlugins}} {
+		if len(m.infos) > MaxCSIPluginsPerNode {
+			return NewError(ErrInvalid, "Node: %d CSI %s plugins, more than %d", len(m.infos), m.kind, MaxCSIPluginsPerNode)
+		}
+		for _, id := range slices.Sorted(maps.Keys(m.infos)) {
+			if err := m.infos[id].Validate(id); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

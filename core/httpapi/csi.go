@@ -1,0 +1,308 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"sort"
+	"strconv"
+
+	"github.com/hashicorp/go-memdb"
+
+	"github.com/drover-org/drover/core/acl"
+	"github.com/drover-org/drover/core/state"
+	"github.com/drover-org/drover/core/structs"
+)
+
+// CSIServer is what a Server implements to write CSI volumes.
+type CSIServer interface {
+	RegisterCSIVolumes(ctx context.Context, vols []*structs.CSIVolume) (uint64, error)
+	DeregisterCSIVolumes(ctx context.Context, ns string, ids []string, force bool) (uint64, error)
+}
+
+// CSIRoutes are the CSI volume and plugin routes, as in Nomad: volumes
+// need the csi-* capabilities of their namespace, plugins the plugin
+// policy.
+var CSIRoutes = []string{
+	"GET /v1/volumes",
+	"PUT /v1/volumes",
+	"POST /v1/volumes",
+	"GET /v1/volume/csi/{id}",
+	"PUT /v1/volume/csi/{id}",
+	"POST /v1/volume/csi/{id}",
+	"DELETE /v1/volume/csi/{id}",
+	"GET /v1/plugins",
+	"GET /v1/plugin/csi/{id}",
+}
+
+var (
+	pluginList = rule{allow: func(a *acl.ACL, _ *http.Request) bool { return a.AllowPluginList() }}
+	pluginRead = rule{allow: func(a *acl.ACL, _ *http.Request) bool { return a.AllowPluginRead() }}
+)
+
+func init() {
+	rules := []rule{
+		nsCap(acl.NamespaceCapabilityCSIListVolume),
+		anyToken, anyToken, // register: the body's namespaces, in the handler
+		nsCap(acl.NamespaceCapabilityCSIReadVolume),
+		anyToken, anyToken,
+		nsCap(acl.NamespaceCapabilityCSIWriteVolume),
+		pluginList,
+		pluginRead,
+	}
+	for i, p := range CSIRoutes {
+		routeRules[p] = rules[i]
+	}
+}
+
+func (s *HTTPServer) registerCSIRoutes(mux *routeMux) {
+	handlers := []http.HandlerFunc{s.volumeList, s.volumesRegister, s.volumesRegister,
+		s.volumeGet, s.volumeRegister, s.volumeRegister, s.volumeDeregister,
+		s.pluginList, s.pluginGet}
+	for i, pattern := range CSIRoutes {
+		mux.HandleFunc(pattern, handlers[i])
+	}
+}
+
+// volumeList is GET /v1/volumes?type=csi[&prefix=&plugin_id=&node_id=].
+// Without a type, or for host volumes (which drover does not have), the
+// list is empty, as in Nomad.
+func (s *HTTPServer) volumeList(w http.ResponseWriter, r *http.Request) {
+	switch t := r.URL.Query().Get("type"); t {
+	case "csi":
+	case "", "host":
+		s.blockingRead(w, r, func(queryOptions) readFunc {
+			return func(ws memdb.WatchSet, st reader) (uint64, any, error) {
+				return st.Index(state.TableCSIVolumes), []*structs.CSIVolListStub{}, nil
+			}
+		})
+		return
+	default:
+		writeText(w, http.StatusNotFound, "unsupported volume type: "+strconv.Quote(t))
+		return
+	}
+	pluginID, nodeID := r.URL.Query().Get("plugin_id"), r.URL.Query().Get("node_id")
+	allow := nsFilter(r, acl.NamespaceCapabilityCSIListVolume)
+	readList(s, w, r, state.TableCSIVolumes, func(vols []*structs.CSIVolume) any {
+		stubs := make([]*structs.CSIVolListStub, 0, len(vols))
+		for _, v := range vols {
+			stubs = append(stubs, v.Stub())
+		}
+		return stubs
+	}, func(ws memdb.WatchSet, st reader, q queryOptions) ([]*structs.CSIVolume, error) {
+		vols, err := st.CSIVolumes(ws, q.Namespace, q.Prefix, pluginID)
+		if err != nil {
+			return nil, err
+		}
+		vols = filterNS(vols, func(v *structs.CSIVolume) string { return v.Namespace }, allow)
+		if nodeID != "" {
+			out := vols[:0]
+			for _, v := range vols {
+				if volumeOnNode(v, nodeID) {
+					out = append(out, v)
+				}
+			}
+			vols = out
+		}
+		return vols, nil
+	})
+}
+
+// volumeOnNode reports whether a (denormalized) volume has a current
+// claim on node.
+func volumeOnNode(v *structs.CSIVolume, node string) bool {
+	for _, claims := range []map[string]*structs.CSIVolumeClaim{v.ReadClaims, v.WriteClaims} {
+		for _, c := range claims {
+			if c != nil && c.NodeID == node {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// csiVolumeJSON is a volume as the API shows it: secrets and mount flags
+// redacted, the claiming allocations as the caller may see them, and
+// their stubs in Allocations, as Nomad's client expects.
+type csiVolumeJSON struct {
+	*structs.CSIVolume
+	Allocations []*structs.AllocListStub
+}
+
+func newCSIVolumeJSON(r *http.Request, v *structs.CSIVolume) csiVolumeJSON {
+	c := v.Redacted()
+	view := allocView(r)
+	var allocs []*structs.Allocation
+	for _, m := range []map[string]*structs.Allocation{c.ReadAllocs, c.WriteAllocs} {
+		for id, a := range m {
+			if a == nil || !allowNS(r, a.Namespace, acl.NamespaceCapabilityReadJob) {
+				m[id] = nil
+				continue
+			}
+			m[id] = view(a)
+			allocs = append(allocs, a)
+		}
+	}
+	return csiVolumeJSON{CSIVolume: c, Allocations: allocStubs(allocs)}
+}
+
+func (s *HTTPServer) volumeGet(w http.ResponseWriter, r *http.Request) {
+	id, ns := r.PathValue("id"), namespaceOf("", r)
+	readObject(s, w, r, state.TableCSIVolumes, "volume not found",
+		func(v *structs.CSIVolume) (uint64, any) { return v.ModifyIndex, newCSIVolumeJSON(r, v) },
+		func(ws memdb.WatchSet, st reader, _ queryOptions) (*structs.CSIVolume, error) {
+			return st.CSIVolumeByID(ws, ns, id)
+		})
+}
+
+func (s *HTTPServer) csiServer(w http.ResponseWriter) (CSIServer, bool) {
+	cs, ok := s.srv.(CSIServer)
+	if !ok || s.srv == nil {
+		writeText(w, http.StatusNotImplemented, "This agent's server does not write CSI volumes")
+		return nil, false
+	}
+	return cs, true
+}
+
+// csiVolumeRegisterBody is Nomad's CSIVolumeRegisterRequest.
+type csiVolumeRegisterBody struct {
+	Volumes        []*structs.CSIVolume
+	PolicyOverride bool
+}
+
+// volumeRegister is PUT /v1/volume/csi/{id}: the body's one volume must
+// carry the path's ID.
+func (s *HTTPServer) volumeRegister(w http.ResponseWriter, r *http.Request) {
+	s.registerVolumes(w, r, r.PathValue("id"))
+}
+
+// volumesRegister is PUT /v1/volumes, any number of volumes.
+func (s *HTTPServer) volumesRegister(w http.ResponseWriter, r *http.Request) {
+	s.registerVolumes(w, r, "")
+}
+
+func (s *HTTPServer) registerVolumes(w http.ResponseWriter, r *http.Request, pathID string) {
+	cs, ok := s.csiServer(w)
+	if !ok {
+		return
+	}
+	var body csiVolumeRegisterBody
+	if err := decodeBody(r, &body); err != nil {
+		s.writeError(w, err)
+		return
+	}
+	if len(body.Volumes) == 0 {
+		writeText(w, http.StatusBadRequest, "Volumes: at least one volume is required")
+		return
+	}
+	if pathID != "" && (len(body.Volumes) != 1 || body.Volumes[0] == nil || body.Volumes[0].ID != pathID) {
+		writeText(w, http.StatusBadRequest, "Volume ID does not match request path")
+		return
+	}
+	reqNS := r.URL.Query().Get("namespace")
+	for _, v := range body.Volumes {
+		if v == nil {
+			writeText(w, http.StatusBadRequest, "Volumes: a volume is null")
+			return
+		}
+		switch {
+		case v.Namespace == "" && (reqNS == "" || reqNS == state.AllNamespaces):
+			v.Namespace = structs.DefaultNamespace
+		case v.Namespace == "":
+			v.Namespace = reqNS
+		case reqNS != "" && reqNS != state.AllNamespaces && reqNS != v.Namespace:
+			writeText(w, http.StatusBadRequest, "volume "+strconv.Quote(v.ID)+": namespace "+strconv.Quote(v.Namespace)+
+				" does not match the request's "+strconv.Quote(reqNS))
+			return
+		}
+		a := requestACL(r)
+		if a != nil && (!a.AllowNamespaceOperation(v.Namespace, acl.NamespaceCapabilityCSIWriteVolume) || !a.AllowPluginRead()) {
+			s.writeError(w, errPermissionDenied)
+			return
+		}
+	}
+	idx, err := cs.RegisterCSIVolumes(r.Context(), body.Volumes)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	writeWrite(w, r, idx, struct {
+		Volumes  []*structs.CSIVolume
+		Warnings string
+		Index    uint64
+	}{Volumes: []*structs.CSIVolume{}, Index: idx})
+}
+
+// volumeDeregister is DELETE /v1/volume/csi/{id}[?force=true].
+func (s *HTTPServer) volumeDeregister(w http.ResponseWriter, r *http.Request) {
+	cs, ok := s.csiServer(w)
+	if !ok {
+		return
+	}
+	force := false
+	if f := r.URL.Query().Get("force"); f != "" {
+		var err error
+		if force, err = strconv.ParseBool(f); err != nil {
+			writeText(w, http.StatusBadRequest, "Invalid force value "+strconv.Quote(f)+": must be true or false")
+			return
+		}
+	}
+	idx, err := cs.DeregisterCSIVolumes(r.Context(), namespaceOf("", r), []string{r.PathValue("id")}, force)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	writeWrite(w, r, idx, struct{ Index uint64 }{idx})
+}
+
+// pluginList is GET /v1/plugins?type=csi; without that type the list is
+// empty, as in Nomad.
+func (s *HTTPServer) pluginList(w http.ResponseWriter, r *http.Request) {
+	csi := r.URL.Query().Get("type") == "csi"
+	readList(s, w, r, state.TableCSIPlugins, func(ps []*structs.CSIPlugin) any {
+		stubs := make([]*structs.CSIPluginListStub, 0, len(ps))
+		for _, p := range ps {
+			stubs = append(stubs, p.Stub())
+		}
+		sort.Slice(stubs, func(i, j int) bool { return stubs[i].ID < stubs[j].ID })
+		return stubs
+	}, func(ws memdb.WatchSet, st reader, q queryOptions) ([]*structs.CSIPlugin, error) {
+		if !csi {
+			return nil, nil
+		}
+		return st.CSIPlugins(ws, q.Prefix)
+	})
+}
+
+// pluginGet is GET /v1/plugin/csi/{id}, with the stubs of the plugin's
+// allocations the caller may read.
+func (s *HTTPServer) pluginGet(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	readObject(s, w, r, state.TableCSIPlugins, "plugin not found",
+		func(p *structs.CSIPlugin) (uint64, any) { return p.ModifyIndex, p },
+		func(ws memdb.WatchSet, st reader, _ queryOptions) (*structs.CSIPlugin, error) {
+			p, err := st.CSIPluginByID(ws, id)
+			if p == nil || err != nil {
+				return nil, err
+			}
+			c := p.Copy()
+			var allocs []*structs.Allocation
+			seen := map[string]bool{}
+			for _, m := range []map[string]*structs.CSIInfo{p.Controllers, p.Nodes} {
+				for _, info := range m {
+					if info == nil || info.AllocID == "" || seen[info.AllocID] {
+						continue
+					}
+					seen[info.AllocID] = true
+					a, err := st.AllocByID(ws, info.AllocID)
+					if err != nil {
+						return nil, err
+					}
+					if a != nil && allowNS(r, a.Namespace, acl.NamespaceCapabilityReadJob) {
+						allocs = append(allocs, a)
+					}
+				}
+			}
+			c.Allocations = allocStubs(allocs)
+			return c, nil
+		})
+}

@@ -1,0 +1,130 @@
+package state
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/drover-org/drover/core/structs"
+)
+
+func csiPluginNode(plugins ...string) *structs.Node {
+	n := mockNode()
+	n.CSINodePlugins = map[string]*structs.CSIInfo{}
+	for _, p := range plugins {
+		n.CSINodePlugins[p] = &structs.CSIInfo{PluginID: p, Healthy: true, NodeInfo: &structs.CSINodeInfo{ID: "csi-" + n.ID[:8]}}
+	}
+	return n
+}
+
+func csiTestVol(id, plugin string) *structs.CSIVolume {
+	return &structs.CSIVolume{ID: id, Namespace: structs.DefaultNamespace, PluginID: plugin, ExternalID: "ext-" + id,
+		RequestedCapabilities: []*structs.CSIVolumeCapability{{AccessMode: structs.CSIVolumeAccessModeSingleNodeWriter,
+			AttachmentMode: structs.CSIVolumeAttachmentModeFilesystem}}}
+}
+
+// A node's fingerprint builds the plugin; a plugin no node reports is
+// deleted, unless a volume names it.
+func TestCSIPluginsFoldFromNodes(t *testing.T) {
+	s := testStore(t)
+	a, b := csiPluginNode("hp"), csiPluginNode("hp", "other")
+	must(t, s.UpsertNode(10, a))
+	must(t, s.UpsertNode(11, b))
+	p, err := s.CSIPluginByID(nil, "hp")
+	must(t, err)
+	if p == nil || p.NodesHealthy != 2 || len(p.Nodes) != 2 {
+		t.Fatalf("plugin hp: %+v", p)
+	}
+	// b stops reporting "other": it is gone; a turns unhealthy.
+	b2 := b.Copy()
+	delete(b2.CSINodePlugins, "other")
+	must(t, s.UpsertNode(12, b2))
+	if p, _ := s.CSIPluginByID(nil, "other"); p != nil {
+		t.Errorf("plugin other survived its last node: %+v", p)
+	}
+	a2 := a.Copy()
+	a2.CSINodePlugins["hp"].Healthy = false
+	must(t, s.UpsertNode(13, a2))
+	if p, _ := s.CSIPluginByID(nil, "hp"); p.NodesHealthy != 1 || len(p.Nodes) != 2 {
+		t.Errorf("after a turned unhealthy: healthy %d of %d", p.NodesHealthy, len(p.Nodes))
+	}
+	// A volume keeps its plugin when the last node goes.
+	must(t, s.UpsertCSIVolumes(14, []*structs.CSIVolume{csiTestVol("v", "hp")}))
+	must(t, s.DeleteNode(15, []string{a.ID, b.ID}))
+	p, _ = s.CSIPluginByID(nil, "hp")
+	if p == nil || len(p.Nodes) != 0 || p.NodesHealthy != 0 {
+		t.Fatalf("plugin named by a volume after its nodes left: %+v", p)
+	}
+	v, err := s.CSIVolumeByID(nil, "default", "v")
+	must(t, err)
+	if v.Schedulable {
+		t.Error("a volume whose plugin has no nodes is schedulable")
+	}
+	if err := s.DeleteCSIPlugins(16, []string{"hp"}); !errors.Is(err, structs.ErrConflict) {
+		t.Errorf("deleting a plugin in use: %v", err)
+	}
+}
+
+// A snapshot keeps volumes with their claims (which the API hides) and
+// plugins; a restored store answers the same.
+func TestCSISnapshotKeepsClaims(t *testing.T) {
+	s := testStore(t)
+	n := csiPluginNode("hp")
+	must(t, s.UpsertNode(10, n))
+	job := storedJob(t, s, 11, mockJob("system"))
+	alloc := mockAlloc(job, n.ID)
+	alloc.ClientStatus = structs.AllocClientStatusRunning
+	must(t, s.UpsertAllocs(12, []*structs.Allocation{alloc}))
+	must(t, s.UpsertCSIVolumes(13, []*structs.CSIVolume{csiTestVol("v", "hp")}))
+	claim := &structs.CSIVolumeClaim{AllocationID: alloc.ID, Mode: structs.CSIVolumeClaimWrite, ExternalNodeID: "csi-node",
+		AccessMode: structs.CSIVolumeAccessModeSingleNodeWriter, AttachmentMode: structs.CSIVolumeAttachmentModeFilesystem,
+		PublishContext: map[string]string{"device": "/dev/x"}}
+	must(t, s.CSIVolumeClaims(14, []*structs.CSIVolumeClaimRequest{{Namespace: "default", VolumeID: "v", Claim: claim}}))
+
+	out := roundTrip(t, s)
+	v, err := out.CSIVolumeByID(nil, "default", "v")
+	must(t, err)
+	if v == nil {
+		t.Fatal("volume lost")
+	}
+	c := v.WriteClaims[alloc.ID]
+	if c == nil || c.NodeID != n.ID || c.ExternalVolumeID != "ext-v" || c.ExternalNodeID != "csi-node" ||
+		c.PublishContext["device"] != "/dev/x" || c.State != structs.CSIVolumeClaimStateTaken {
+		t.Fatalf("restored claim: %+v", c)
+	}
+	if v.WriteAllocs[alloc.ID] == nil || v.AccessMode != structs.CSIVolumeAccessModeSingleNodeWriter || !v.Schedulable {
+		t.Errorf("restored volume: allocs %v, mode %q, schedulable %v", v.WriteAllocs, v.AccessMode, v.Schedulable)
+	}
+	p, err := out.CSIPluginByID(nil, "hp")
+	must(t, err)
+	if p == nil || p.Nodes[n.ID] == nil || p.NodesHealthy != 1 {
+		t.Errorf("restored plugin: %+v", p)
+	}
+	for _, table := range []string{TableCSIVolumes, TableCSIPlugins} {
+		if s.Index(table) != out.Index(table) || out.Index(table) == 0 {
+			t.Errorf("index of %s: %d, restored %d", table, s.Index(table), out.Index(table))
+		}
+	}
+
+	// The same claim again is idempotent; a second writer is refused and
+	// changes nothing.
+	must(t, s.CSIVolumeClaims(15, []*structs.CSIVolumeClaimRequest{{Namespace: "default", VolumeID: "v", Claim: claim}}))
+	other := mockAlloc(job, n.ID)
+	other.ClientStatus = structs.AllocClientStatusRunning
+	must(t, s.UpsertAllocs(16, []*structs.Allocation{other}))
+	second := claim.Copy()
+	second.AllocationID = other.ID
+	before, _ := s.CSIVolumeRaw(nil, "default", "v")
+	if err := s.CSIVolumeClaims(17, []*structs.CSIVolumeClaimRequest{{Namespace: "default", VolumeID: "v", Claim: second}}); err == nil {
+		t.Fatal("a second single-node writer was accepted")
+	}
+	after, _ := s.CSIVolumeRaw(nil, "default", "v")
+	if after.ModifyIndex != before.ModifyIndex || len(after.WriteClaims) != 1 {
+		t.Errorf("a refused claim changed the volume: index %d → %d, %d write claims", before.ModifyIndex, after.ModifyIndex, len(after.WriteClaims))
+	}
+	// In use: deregistration is refused, forced or not, while the writer runs.
+	for _, force := range []bool{false, true} {
+		if err := s.DeleteCSIVolumes(18, "default", []string{"v"}, force); !errors.Is(err, structs.ErrConflict) {
+			t.Errorf("deregister in use (force %v): %v", force, err)
+		}
+	}
+}
