@@ -115,19 +115,3 @@ func (l *stringList) Set(v string) error {
 	*l = append(*l, v)
 	return nil
 }
-
-// pluginStatusCommand holds the place of Nomad's `plugin status`, which
-// lists CSI plugins. drover has no CSI plugins yet; saying so beats
-// running something else under a name Nomad users know.
-type pluginStatusCommand struct{}
-
-func (pluginStatusCommand) Synopsis() string {
-	return "Show CSI plugins (not supported yet; see `drover operator plugin list`)"
-}
-
-func (pluginStatusCommand) Run([]string) int {
-	fmt.Fprintln(os.Stderr, "CSI plugins are not supported yet: `drover plugin status` will list them once they are.\n"+
-		"For the agent's own plugins (schedulers, task drivers), use `drover operator plugin list` or\n"+
-		"`drover operator plugin status <name>`.")
-	return 1
-}

@@ -21,8 +21,7 @@ func main() {
 		os.Exit(0)
 	}
 	os.Exit(command.Run(os.Args[1:], map[string]command.Command{
-		"agent":         agentCommand{},
-		"plugin status": pluginStatusCommand{},
+		"agent": agentCommand{},
 	}))
 }
 

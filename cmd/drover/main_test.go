@@ -31,9 +31,3 @@ func TestServedBuiltin(t *testing.T) {
 		})
 	}
 }
-
-func TestPluginStatusExplainsCSI(t *testing.T) {
-	if code := (pluginStatusCommand{}).Run(nil); code == 0 {
-		t.Errorf("exit %d, want non-zero", code)
-	}
-}

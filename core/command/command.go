@@ -4,8 +4,7 @@
 // -json for scripts.
 //
 // cmd/drover calls Run with the commands that live outside this package
-// (the agent, the `plugin status` placeholder), so this package never
-// imports the agent.
+// (the agent), so this package never imports the agent.
 package command
 
 import (
@@ -153,6 +152,10 @@ func Commands(ui *UI) map[string]Command {
 		"namespace status":          &NamespaceStatusCommand{ui: ui},
 		"namespace apply":           &NamespaceApplyCommand{ui: ui},
 		"namespace delete":          &NamespaceDeleteCommand{ui: ui},
+		"volume register":           &VolumeRegisterCommand{ui: ui},
+		"volume deregister":         &VolumeDeregisterCommand{ui: ui},
+		"volume status":             &VolumeStatusCommand{ui: ui},
+		"plugin status":             &PluginStatusCommand{ui: ui},
 	}
 	maps.Copy(cmds, aclCommands(ui))
 	return cmds
