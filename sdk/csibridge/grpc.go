@@ -285,6 +285,9 @@ func (s *grpcServer) CreateVolume(ctx context.Context, in *pb.CreateVolumeReques
 	if err != nil {
 		return nil, toStatus(err)
 	}
+	if v == nil {
+		return &pb.CreateVolumeResponse{}, nil
+	}
 	return &pb.CreateVolumeResponse{
 		ExternalId:    v.ExternalID,
 		CapacityBytes: v.CapacityBytes,
