@@ -75,10 +75,10 @@ func (c *conns) get(socket string) (*conn, error) {
 		}
 		cn = &conn{socket: socket, cc: cc}
 		c.m[socket] = cn
-		c.evictLocked()
 	}
 	cn.users++
 	cn.lastUsed = now
+	c.evictLocked() // after users++: never the connection just handed out
 	return cn, nil
 }
 
