@@ -667,3 +667,46 @@ func TestConnectionCache(t *testing.T) {
 		t.Fatalf("Fingerprint after Close = %v", err)
 	}
 }
+
+// TestConcurrentCallsSurviveDrops: calls sharing a cached connection are
+// not cut off when another call's Unavailable drops it from the cache; the
+// connection closes once its last call is done.
+func TestConcurrentCallsSurviveDrops(t *testing.T) {
+	b := newTestBridge(t, Options{})
+	d := newFakeDriver()
+	s := serve(t, d, monolith)
+	const workers, rounds = 8, 20
+	for range rounds / 2 {
+		d.failNext("NodeUnpublishVolume", status.Error(codes.Unavailable, "blip"))
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, workers*rounds)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range rounds {
+				var err error
+				if w%2 == 0 {
+					err = b.NodeUnpublish(testCtx(t), csibridge.NodeUnpublishRequest{Socket: s.socket, VolumeID: "v", TargetPath: "/t"})
+					if errors.Is(err, csibridge.ErrUnavailable) {
+						err = nil // the injected blips
+					}
+				} else {
+					_, err = b.Fingerprint(testCtx(t), csibridge.FingerprintRequest{Socket: s.socket})
+				}
+				if err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("call failed: %v", err)
+	}
+	if n := d.count("NodeUnpublishVolume"); n != workers/2*rounds {
+		t.Errorf("the driver saw %d NodeUnpublish calls, want %d", n, workers/2*rounds)
+	}
+}
