@@ -21,6 +21,7 @@ import (
 	"github.com/drover-org/drover/core/server"
 	"github.com/drover-org/drover/core/structs"
 	"github.com/drover-org/drover/plugins/builtin"
+	"github.com/drover-org/drover/sdk/csibridge"
 	"github.com/drover-org/drover/sdk/driver"
 	"github.com/drover-org/drover/sdk/scheduler"
 	"github.com/drover-org/drover/sdk/shared"
@@ -209,6 +210,12 @@ func (a *Agent) startPlugins(ctx context.Context, opts Options) (*driverSet, err
 			// discovers third-party driver binaries.
 			Init: func(ctx context.Context, raw any, _ map[string]any) (any, error) {
 				return raw.(driver.Driver).Info(ctx)
+			},
+		}, shared.KindCSIBridge: {
+			Plugin: &csibridge.Plugin{},
+			// Ping proves the instance serves the csi-bridge kind.
+			Init: func(ctx context.Context, raw any, _ map[string]any) (any, error) {
+				return nil, csibridge.Ping(ctx, raw.(csibridge.Bridge))
 			},
 		}},
 		PluginDir: a.cfg.PluginDir,

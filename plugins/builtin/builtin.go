@@ -11,6 +11,7 @@ import (
 
 	"github.com/drover-org/drover/core/pluginhost"
 	"github.com/drover-org/drover/core/structs"
+	bridge "github.com/drover-org/drover/plugins/csi-bridge"
 	rawexec "github.com/drover-org/drover/plugins/driver-rawexec"
 	batch "github.com/drover-org/drover/plugins/scheduler-batch"
 	sysbatch "github.com/drover-org/drover/plugins/scheduler-sysbatch"
@@ -33,6 +34,7 @@ var Catalog = []Plugin{
 	{Name: "scheduler-sysbatch", Kind: shared.KindScheduler, Serve: func() { scheduler.Serve(sysbatch.New()) }},
 	{Name: "scheduler-batch", Kind: shared.KindScheduler, Serve: func() { scheduler.Serve(batch.New()) }},
 	{Name: "driver-rawexec", Kind: shared.KindDriver, Serve: rawexec.Serve},
+	{Name: "csi-bridge", Kind: shared.KindCSIBridge, Serve: bridge.Serve},
 }
 
 // Lookup finds a built-in plugin by name.

@@ -26,6 +26,7 @@ var Handshake = plugin.HandshakeConfig{
 const (
 	KindScheduler = "scheduler"
 	KindDriver    = "driver"
+	KindCSIBridge = "csi-bridge"
 )
 
 // MaxMessageBytes bounds one gRPC message in either direction. A scheduling
