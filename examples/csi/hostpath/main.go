@@ -3,9 +3,11 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -21,15 +23,20 @@ import (
 const stopTimeout = 10 * time.Second
 
 func main() {
-	if err := run(os.Args[1:]); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "drover-csi-hostpath:", err)
 		os.Exit(1)
 	}
 }
 
-func run(args []string) error {
+// run serves until ctx ends (SIGTERM or SIGINT in main), then stops
+// gracefully: RPCs in flight get stopTimeout to finish.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	host, _ := os.Hostname()
 	fl := flag.NewFlagSet("drover-csi-hostpath", flag.ContinueOnError)
+	fl.SetOutput(stderr)
 	var (
 		endpoint   = fl.String("endpoint", envOr("CSI_ENDPOINT", "unix:///csi/csi.sock"), "CSI endpoint: unix:///path/csi.sock or a bare socket path (default from $CSI_ENDPOINT)")
 		nodeID     = fl.String("node-id", host, "this node's CSI node ID")
@@ -50,13 +57,14 @@ func run(args []string) error {
 		return fmt.Errorf("unexpected arguments %q", fl.Args())
 	}
 	if *version {
-		fmt.Println(hostpath.DriverName, hostpath.Version)
+		fmt.Fprintln(stdout, hostpath.DriverName, hostpath.Version)
 		return nil
 	}
-	logger := hclog.New(&hclog.LoggerOptions{
-		Name:  "csi-hostpath",
-		Level: hclog.LevelFromString(*logLevel),
-	})
+	level := hclog.LevelFromString(*logLevel)
+	if level == hclog.NoLevel {
+		return fmt.Errorf("unknown log level %q", *logLevel)
+	}
+	logger := hclog.New(&hclog.LoggerOptions{Name: "csi-hostpath", Level: level, Output: stderr})
 	m, err := hostpath.ParseMode(*mode)
 	if err != nil {
 		return err
@@ -88,16 +96,13 @@ func run(args []string) error {
 	}
 	srv := d.NewGRPCServer()
 
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
-	defer signal.Stop(sigs)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(lis) }()
 	logger.Info("serving", "endpoint", sock, "mode", m)
 
 	select {
-	case sig := <-sigs:
-		logger.Info("stopping", "signal", sig.String())
+	case <-ctx.Done():
+		logger.Info("stopping: signal received, finishing RPCs in flight", "deadline", stopTimeout)
 		hostpath.GracefulStop(srv, stopTimeout)
 		<-served
 		_ = os.Remove(sock)
