@@ -1,6 +1,7 @@
 package hostpath_test
 
 import (
+	"flag"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -34,6 +35,9 @@ import (
 // TestListVolumesPagination covers paging instead.
 func TestSanity(t *testing.T) {
 	requireMounts(t)
+	if f := flag.Lookup("test.count"); f != nil && f.Value.String() != "1" {
+		t.Skipf("Ginkgo, which runs the sanity suite, refuses go test -count=%s: run with -count=1", f.Value)
+	}
 	dir := t.TempDir()
 	_, sock := startDriver(t, filepath.Join(dir, "state"), 4)
 
