@@ -274,14 +274,14 @@ func (d *Driver) ControllerPublishVolume(_ context.Context, req *csi.ControllerP
 				id, other, p.AccessMode, mode)
 		}
 	}
-	if max := d.cfg.MaxVolumesPerNode; max > 0 {
+	if limit := d.cfg.MaxVolumesPerNode; limit > 0 {
 		var n int64
 		for _, o := range s.st.Volumes {
 			if _, ok := o.Publishes[node]; ok {
 				n++
 			}
 		}
-		if n >= max {
+		if n >= limit {
 			return nil, status.Errorf(codes.ResourceExhausted, "node %s already has %d volumes published, the most it takes", node, n)
 		}
 	}
@@ -392,9 +392,9 @@ func (d *Driver) ListVolumes(_ context.Context, req *csi.ListVolumesRequest) (*c
 	}
 	ids = ids[start:]
 	resp := &csi.ListVolumesResponse{}
-	if max := int(req.GetMaxEntries()); max > 0 && len(ids) > max {
-		ids = ids[:max]
-		resp.NextToken = listTokenPrefix + ids[max-1]
+	if limit := int(req.GetMaxEntries()); limit > 0 && len(ids) > limit {
+		ids = ids[:limit]
+		resp.NextToken = listTokenPrefix + ids[limit-1]
 	}
 	for _, id := range ids {
 		v := s.st.Volumes[id]
