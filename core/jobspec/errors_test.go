@@ -214,6 +214,36 @@ func TestParseErrors(t *testing.T) {
 			src:  "job \"j\" {\n  group \"g\" {\n    task {\n    }\n  }\n}\n",
 			want: "job.hcl:3:10: Missing name for task",
 		},
+		{
+			name: "host volume",
+			src:  "job \"j\" {\n  group \"g\" {\n    volume \"v\" {\n      type = \"host\"\n      source = \"x\"\n    }\n  }\n}\n",
+			want: "job.hcl:4:14: Unsupported volume type", detail: `type is "host"`,
+		},
+		{
+			name: "volume without source",
+			src:  "job \"j\" {\n  group \"g\" {\n    volume \"v\" {\n      type = \"csi\"\n    }\n  }\n}\n",
+			want: "job.hcl:3:5: Missing required argument", detail: "needs a source",
+		},
+		{
+			name: "bad access mode",
+			src:  "job \"j\" {\n  group \"g\" {\n    volume \"v\" {\n      type = \"csi\"\n      source = \"x\"\n      access_mode = \"rw\"\n    }\n  }\n}\n",
+			want: "job.hcl:6:21: Invalid access_mode", detail: `"rw" is not one of`,
+		},
+		{
+			name: "two volumes of one name",
+			src:  "job \"j\" {\n  group \"g\" {\n    volume \"v\" {\n      type = \"csi\"\n      source = \"a\"\n    }\n    volume \"v\" {\n      type = \"csi\"\n      source = \"a\"\n    }\n  }\n}\n",
+			want: "job.hcl:7:12: Duplicate volume \"v\"",
+		},
+		{
+			name: "volume_mount without destination",
+			src:  "job \"j\" {\n  group \"g\" {\n    task \"t\" {\n      volume_mount {\n        volume = \"v\"\n      }\n    }\n  }\n}\n",
+			want: "job.hcl:4:7: Missing required argument", detail: "needs a destination",
+		},
+		{
+			name: "csi_plugin type",
+			src:  "job \"j\" {\n  group \"g\" {\n    task \"t\" {\n      csi_plugin {\n        id = \"p\"\n        type = \"both\"\n      }\n    }\n  }\n}\n",
+			want: "job.hcl:6:16: Invalid csi_plugin type", detail: `got "both"`,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

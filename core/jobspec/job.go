@@ -193,7 +193,7 @@ func (p *parser) job(b *hcl.Block) *structs.Job {
 var (
 	groupAttrs = []string{"count", "meta", "max_run_duration", "shutdown_delay"}
 	// Blocks of Nomad's group that drover does not model (network, service,
-	// volume, scaling, …) are refused by name rather than ignored, so a job
+	// scaling, …) are refused by name rather than ignored, so a job
 	// never silently loses part of its meaning.
 	groupBlocks = []blockKind{
 		{name: "meta"},
@@ -206,6 +206,7 @@ var (
 		{name: "migrate"},
 		{name: "ephemeral_disk"},
 		{name: "task", labels: []string{"name"}, many: true, unique: true},
+		{name: "volume", labels: []string{"name"}, many: true, unique: true},
 	}
 )
 
@@ -249,6 +250,7 @@ func (p *parser) group(b *hcl.Block, behavior *structs.JobTypeBehavior, jobUpdat
 	if tg.RestartPolicy != nil {
 		groupRestart = *tg.RestartPolicy
 	}
+	tg.Volumes = p.volumes(blocks["volume"])
 	for _, tb := range blocks["task"] {
 		tg.Tasks = append(tg.Tasks, p.task(tb, groupRestart))
 	}
@@ -270,6 +272,8 @@ var (
 		{name: "logs"},
 		{name: "constraint", many: true},
 		{name: "affinity", many: true},
+		{name: "volume_mount", many: true},
+		{name: "csi_plugin"},
 	}
 )
 
@@ -305,5 +309,9 @@ func (p *parser) task(b *hcl.Block, groupRestart structs.RestartPolicy) *structs
 	}
 	t.Constraints = p.constraints(blocks["constraint"])
 	t.Affinities = p.affinities(blocks["affinity"])
+	t.VolumeMounts = p.volumeMounts(blocks["volume_mount"])
+	if cb := first(blocks, "csi_plugin"); cb != nil {
+		t.CSIPluginConfig = p.csiPlugin(cb)
+	}
 	return t
 }

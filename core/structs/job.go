@@ -47,20 +47,21 @@ type Job struct {
 
 // TaskGroup is a set of tasks placed together on one node.
 type TaskGroup struct {
-	Name             string            `codec:",omitempty"`
-	Count            int               `codec:",omitempty"`
-	Update           *UpdateStrategy   `codec:",omitempty"`
-	Constraints      []*Constraint     `codec:",omitempty"`
-	Affinities       []*Affinity       `codec:",omitempty"`
-	Spreads          []*Spread         `codec:",omitempty"`
-	RestartPolicy    *RestartPolicy    `codec:",omitempty"`
-	ReschedulePolicy *ReschedulePolicy `codec:",omitempty"`
-	Migrate          *MigrateStrategy  `codec:",omitempty"`
-	EphemeralDisk    *EphemeralDisk    `codec:",omitempty"`
-	Tasks            []*Task           `codec:",omitempty"`
-	Meta             map[string]string `codec:",omitempty"`
-	MaxRunDuration   *time.Duration    `codec:",omitempty"`
-	ShutdownDelay    *time.Duration    `codec:",omitempty"`
+	Name             string                    `codec:",omitempty"`
+	Count            int                       `codec:",omitempty"`
+	Update           *UpdateStrategy           `codec:",omitempty"`
+	Constraints      []*Constraint             `codec:",omitempty"`
+	Affinities       []*Affinity               `codec:",omitempty"`
+	Spreads          []*Spread                 `codec:",omitempty"`
+	RestartPolicy    *RestartPolicy            `codec:",omitempty"`
+	ReschedulePolicy *ReschedulePolicy         `codec:",omitempty"`
+	Migrate          *MigrateStrategy          `codec:",omitempty"`
+	EphemeralDisk    *EphemeralDisk            `codec:",omitempty"`
+	Tasks            []*Task                   `codec:",omitempty"`
+	Meta             map[string]string         `codec:",omitempty"`
+	MaxRunDuration   *time.Duration            `codec:",omitempty"`
+	ShutdownDelay    *time.Duration            `codec:",omitempty"`
+	Volumes          map[string]*VolumeRequest `codec:",omitempty"`
 }
 
 // Task is one process run by a driver.
@@ -81,6 +82,8 @@ type Task struct {
 	KillSignal      string                 `codec:",omitempty"`
 	LogConfig       *LogConfig             `codec:",omitempty"`
 	Leader          bool                   `codec:",omitempty"`
+	VolumeMounts    []*VolumeMount         `codec:",omitempty"`
+	CSIPluginConfig *TaskCSIPluginConfig   `codec:",omitempty"`
 }
 
 // Resources asked by a task, in MHz and MB.

@@ -99,6 +99,9 @@ func (j *Job) Canonicalize() {
 			if t == nil {
 				continue
 			}
+			if t.CSIPluginConfig != nil {
+				t.CSIPluginConfig.canonicalize()
+			}
 			if t.Resources == nil {
 				t.Resources = &Resources{}
 			}
@@ -248,6 +251,7 @@ func (tg *TaskGroup) validate(l *errList, jobType string, b *JobTypeBehavior) {
 	if leaders > 1 {
 		l.add("%s: only one task may be the leader (found %d)", where, leaders)
 	}
+	tg.validateVolumes(l, where)
 }
 
 func (t *Task) validate(l *errList, where string) {
