@@ -379,7 +379,7 @@ func (a *Agent) startClient(dataDir, advHTTP string, drivers *driverSet) (*remot
 		Logger: a.logger, Region: cfg.Region, Datacenter: cfg.Datacenter, Name: cfg.NodeName,
 		NodeClass: cfg.Client.NodeClass, NodePool: cfg.Client.NodePool, Meta: cfg.Client.Meta,
 		Options: cfg.Client.Options, StateDir: cfg.Client.StateDir, AllocDir: cfg.Client.AllocDir,
-		HTTPAddr: advHTTP, Server: conn, Drivers: drivers,
+		HTTPAddr: advHTTP, Server: conn, Drivers: drivers, CSIBridge: routedBridge{host: a.host},
 	}
 	if a.pki != nil && a.pki.role == pki.RoleClient {
 		// The node ID is the certificate's: servers let a client act for

@@ -34,6 +34,8 @@ type runnerConfig struct {
 	Update func(*structs.Allocation)
 	// Persist, if set, stores the runner's state for a client restart.
 	Persist func(*persistedAlloc)
+	// CSI supervises the plugin tasks (nil: no csi-bridge).
+	CSI *csiPlugins
 	// CrashAt, a test hook, is asked at each kill point of a task's exit
 	// path; true simulates a client crash there (see killpoints.go).
 	CrashAt func(allocID, task string, p killPoint) bool

@@ -13,6 +13,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
@@ -51,6 +52,9 @@ type Client struct {
 
 	registeredOnce sync.Once
 	registered     chan struct{}
+	// nodeChanged is signalled when the node changes between fingerprints
+	// (a CSI plugin became healthy): the node is registered again.
+	nodeChanged chan struct{}
 }
 
 // New prepares a client: it validates cfg, creates the state and alloc
@@ -82,7 +86,8 @@ func New(cfg Config) (*Client, error) {
 		ctx:        ctx,
 		cancel:     cancel,
 		runners:    make(map[string]*allocRunner),
-		registered: make(chan struct{}),
+		registered:  make(chan struct{}),
+		nodeChanged: make(chan struct{}, 1),
 	}
 	c.batcher = newUpdateBatcher(c.sendUpdates, cfg.UpdateBatchInterval, c.logger.Named("updates"))
 	c.rcfg = &runnerConfig{
@@ -98,6 +103,10 @@ func New(cfg Config) (*Client, error) {
 				c.logger.Error("failed to persist alloc state", "alloc_id", p.Alloc.ID, "error", err)
 			}
 		},
+	}
+	if cfg.CSIBridge != nil {
+		c.rcfg.CSI = newCSIPlugins(cfg.CSIBridge, filepath.Join(cfg.StateDir, "csi"), cfg.CSIProbeInterval, cfg.CSIHealthInterval,
+			c.logger.Named("csi"), c.csiChanged)
 	}
 	c.node = c.baseNode()
 	return c, nil
@@ -262,8 +271,21 @@ func (c *Client) run() {
 	}
 	c.goFunc(func() { c.heartbeatLoop(ctx, ttl) })
 	c.goFunc(func() { c.watchAllocs(ctx) })
-	if c.cfg.FingerprintInterval > 0 {
-		c.goFunc(func() { c.fingerprintLoop(ctx) })
+	c.goFunc(func() { c.fingerprintLoop(ctx) })
+}
+
+// csiChanged puts the CSI plugins' instances into the node and asks for
+// the node to be registered again.
+func (c *Client) csiChanged() {
+	controllers, nodes := c.rcfg.CSI.nodePlugins()
+	c.nodeMu.Lock()
+	n := c.node.Copy()
+	n.CSIControllerPlugins, n.CSINodePlugins = controllers, nodes
+	c.node = n
+	c.nodeMu.Unlock()
+	select {
+	case c.nodeChanged <- struct{}{}:
+	default:
 	}
 }
 
@@ -351,26 +373,44 @@ func (c *Client) heartbeatLoop(ctx context.Context, ttl time.Duration) {
 }
 
 // fingerprintLoop re-fingerprints the drivers and re-registers the node
-// when their facts change (a plugin became healthy, or died).
+// when their facts change (a plugin became healthy, or died), or when
+// something else changed the node (nodeChanged). A FingerprintInterval
+// below zero stops the driver re-fingerprints, not the rest.
 func (c *Client) fingerprintLoop(ctx context.Context) {
-	t := time.NewTicker(c.cfg.FingerprintInterval)
-	defer t.Stop()
-	unsent := false // a change the server has not accepted yet
+	var tick <-chan time.Time
+	if c.cfg.FingerprintInterval > 0 {
+		t := time.NewTicker(c.cfg.FingerprintInterval)
+		defer t.Stop()
+		tick = t.C
+	}
+	var retry <-chan time.Time
+	unsent := 0 // consecutive failed updates
 	for {
+		changed := false
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-tick:
+			changed = c.fingerprintDrivers(ctx)
+			if changed {
+				c.logger.Info("driver fingerprint changed; updating node")
+			}
+		case <-c.nodeChanged:
+			changed = true
+		case <-retry:
 		}
-		if changed := c.fingerprintDrivers(ctx); !changed && !unsent {
+		if !changed && unsent == 0 {
 			continue
 		}
-		c.logger.Info("driver fingerprint changed; updating node")
 		_, err := c.cfg.Server.RegisterNode(ctx, c.Node())
+		retry = nil
 		if err != nil && ctx.Err() == nil {
 			c.logger.Warn("failed to update node", "error", err)
+			unsent++
+			retry = time.After(c.retryDelay(unsent))
+			continue
 		}
-		unsent = err != nil
+		unsent = 0
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/drover-org/drover/core/structs"
+	"github.com/drover-org/drover/sdk/csibridge"
 	"github.com/drover-org/drover/sdk/driver"
 )
 
@@ -86,6 +87,9 @@ type Config struct {
 	// Server is required.
 	Server  ServerConn
 	Drivers DriverProvider
+	// CSIBridge speaks CSI to the plugins that tasks run (csi_plugin
+	// blocks); nil runs such tasks without supervising their plugins.
+	CSIBridge csibridge.Bridge
 	// ReservedResources are withheld from scheduling on this node.
 	ReservedResources *structs.NodeReservedResources
 
@@ -106,6 +110,10 @@ type Config struct {
 	FingerprintInterval time.Duration
 	// ProcRoot replaces /proc for the host fingerprint.
 	ProcRoot string
+	// CSIProbeInterval paces the probes of a CSI plugin task until it is
+	// first healthy (5s); CSIHealthInterval after (30s).
+	CSIProbeInterval  time.Duration
+	CSIHealthInterval time.Duration
 }
 
 // ErrInvalidConfig is returned by New for a config it cannot run with.
@@ -162,6 +170,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.LogPollInterval <= 0 {
 		c.LogPollInterval = defaultLogPollInterval
+	}
+	if c.CSIProbeInterval <= 0 {
+		c.CSIProbeInterval = 5 * time.Second
+	}
+	if c.CSIHealthInterval <= 0 {
+		c.CSIHealthInterval = 30 * time.Second
 	}
 	if c.FingerprintInterval == 0 {
 		c.FingerprintInterval = defaultFingerprintInterval

@@ -39,6 +39,9 @@ type taskRunner struct {
 
 	// cfg is built once by prepare and reused by every restart.
 	cfg *driverpb.TaskConfig
+	// csiSocket is where a CSI plugin task listens (csi_plugin), set by
+	// prepare.
+	csiSocket string
 
 	mu       sync.Mutex
 	state    *structs.TaskState
@@ -216,6 +219,9 @@ func (tr *taskRunner) run(ctx context.Context) {
 		tr.finish(true, evSetupFailure(err))
 		return
 	}
+	if stop := tr.superviseCSI(ctx); stop != nil {
+		defer stop()
+	}
 	// A restored task waiting for its restart may still hold the handle
 	// of the run that exited: that driver task goes first.
 	if !tr.dropLeftover(ctx) {
@@ -263,6 +269,18 @@ func (tr *taskRunner) prepare(first bool) error {
 		Node: ar.cfg.Node(), Alloc: alloc, Group: ar.group(), Task: tr.task, Region: ar.cfg.Region,
 		AllocDir: ar.dir.sharedDir(), TaskDir: dirs.Local, SecretsDir: dirs.Secrets, Path: ar.cfg.Path,
 	})
+	if tr.task.CSIPluginConfig != nil && ar.cfg.CSI != nil {
+		sock, err := ar.cfg.CSI.prepare(ar.id, tr.task.Name)
+		if err != nil {
+			return err
+		}
+		tr.csiSocket = sock
+		// A driver without file system isolation is given the host's
+		// socket; the task's own env may still set another endpoint.
+		if _, own := tr.task.Env["CSI_ENDPOINT"]; !own {
+			env.Env["CSI_ENDPOINT"] = "unix://" + sock
+		}
+	}
 	confJSON, err := json.Marshal(interpolateConfig(map[string]any(tr.task.Config), env.lookup))
 	if err != nil {
 		return fmt.Errorf("encode driver config: %w", err)
@@ -474,5 +492,30 @@ func (tr *taskRunner) waitOnce(ctx context.Context, drv driver.Driver, killingSe
 		return r.exit, true, r.err
 	case <-ctx.Done():
 		return nil, true, ctx.Err()
+	}
+}
+
+// superviseCSI starts the supervisor of a CSI plugin task and returns the
+// function that stops it (nil for other tasks). A task dead for good
+// leaves the node's plugins; one merely left behind by a stopping client
+// stays, to be supervised again after the restart.
+func (tr *taskRunner) superviseCSI(ctx context.Context) func() {
+	csi := tr.ar.cfg.CSI
+	if tr.task.CSIPluginConfig == nil || csi == nil || tr.csiSocket == "" {
+		return nil
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		csi.supervise(ctx, stop, tr.ar.id, tr.task.Name, tr.task.CSIPluginConfig, tr.csiSocket, tr.emit)
+	}()
+	return func() {
+		close(stop)
+		wg.Wait()
+		if tr.dead() {
+			csi.remove(tr.ar.id, tr.task.Name)
+		}
 	}
 }
