@@ -35,7 +35,10 @@ func (r routedBridge) Fingerprint(ctx context.Context, req csibridge.Fingerprint
 }
 
 func (r routedBridge) ControllerPublish(ctx context.Context, req csibridge.ControllerPublishRequest) (out map[string]string, err error) {
-	err = r.call(ctx, func(ctx context.Context, b csibridge.Bridge) (e error) { out, e = b.ControllerPublish(ctx, req); return })
+	err = r.call(ctx, func(ctx context.Context, b csibridge.Bridge) (e error) {
+		out, e = b.ControllerPublish(ctx, req)
+		return
+	})
 	return
 }
 

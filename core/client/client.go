@@ -78,14 +78,14 @@ func New(cfg Config) (*Client, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Client{
-		cfg:        cfg,
-		logger:     cfg.Logger.Named("client"),
-		state:      state,
-		nodeID:     nodeID,
-		secretID:   secretID,
-		ctx:        ctx,
-		cancel:     cancel,
-		runners:    make(map[string]*allocRunner),
+		cfg:         cfg,
+		logger:      cfg.Logger.Named("client"),
+		state:       state,
+		nodeID:      nodeID,
+		secretID:    secretID,
+		ctx:         ctx,
+		cancel:      cancel,
+		runners:     make(map[string]*allocRunner),
 		registered:  make(chan struct{}),
 		nodeChanged: make(chan struct{}, 1),
 	}

@@ -53,9 +53,13 @@ func (b *fakeBridge) ControllerPublish(context.Context, csibridge.ControllerPubl
 func (b *fakeBridge) ControllerUnpublish(context.Context, csibridge.ControllerUnpublishRequest) error {
 	return errNotUsed
 }
-func (b *fakeBridge) NodeStage(context.Context, csibridge.NodeStageRequest) error     { return errNotUsed }
-func (b *fakeBridge) NodeUnstage(context.Context, csibridge.NodeUnstageRequest) error { return errNotUsed }
-func (b *fakeBridge) NodePublish(context.Context, csibridge.NodePublishRequest) error { return errNotUsed }
+func (b *fakeBridge) NodeStage(context.Context, csibridge.NodeStageRequest) error { return errNotUsed }
+func (b *fakeBridge) NodeUnstage(context.Context, csibridge.NodeUnstageRequest) error {
+	return errNotUsed
+}
+func (b *fakeBridge) NodePublish(context.Context, csibridge.NodePublishRequest) error {
+	return errNotUsed
+}
 func (b *fakeBridge) NodeUnpublish(context.Context, csibridge.NodeUnpublishRequest) error {
 	return errNotUsed
 }
