@@ -109,3 +109,20 @@ func (r *remoteServers) UpdateAllocs(ctx context.Context, nodeID, secretID strin
 	})
 	return err
 }
+
+func (r *remoteServers) ClaimVolume(ctx context.Context, args *structs.CSIVolumeClaimArgs) (*structs.CSIVolumeClaimReply, error) {
+	return call[structs.CSIVolumeClaimArgs, structs.CSIVolumeClaimReply](ctx, r, "CSIVolume.Claim", args)
+}
+
+func (r *remoteServers) UnpublishVolume(ctx context.Context, args *structs.CSIVolumeUnpublishArgs) (*structs.CSIVolumeUnpublishReply, error) {
+	return call[structs.CSIVolumeUnpublishArgs, structs.CSIVolumeUnpublishReply](ctx, r, "CSIVolume.Unpublish", args)
+}
+
+func (r *remoteServers) ControllerOps(ctx context.Context, args *structs.CSIControllerPollArgs) (*structs.CSIControllerPollReply, error) {
+	return call[structs.CSIControllerPollArgs, structs.CSIControllerPollReply](ctx, r, "CSIController.Poll", args)
+}
+
+func (r *remoteServers) ControllerDone(ctx context.Context, args *structs.CSIControllerDoneArgs) error {
+	_, err := call[structs.CSIControllerDoneArgs, server.Empty](ctx, r, "CSIController.Done", args)
+	return err
+}

@@ -31,6 +31,21 @@ type ServerConn interface {
 	// UpdateAllocs reports client-side alloc state (ID, ClientStatus,
 	// ClientDescription, TaskStates).
 	UpdateAllocs(ctx context.Context, nodeID, secretID string, allocs []*structs.Allocation) error
+
+	// ClaimVolume claims a CSI volume for one of the node's allocations.
+	// For a new claim of a volume that needs a controller, the server has
+	// it published by a controller client first; the reply carries the
+	// publish context.
+	ClaimVolume(ctx context.Context, args *structs.CSIVolumeClaimArgs) (*structs.CSIVolumeClaimReply, error)
+	// UnpublishVolume releases a claim: the client sends it once it has
+	// unpublished and unstaged, and the server does the rest (controller
+	// detach, then frees the claim).
+	UnpublishVolume(ctx context.Context, args *structs.CSIVolumeUnpublishArgs) (*structs.CSIVolumeUnpublishReply, error)
+	// ControllerOps blocks up to args.MaxWait for controller operations
+	// addressed to the node, which runs a controller plugin.
+	ControllerOps(ctx context.Context, args *structs.CSIControllerPollArgs) (*structs.CSIControllerPollReply, error)
+	// ControllerDone reports the results of controller operations.
+	ControllerDone(ctx context.Context, args *structs.CSIControllerDoneArgs) error
 }
 
 // DriverProvider hands out task drivers by name. The agent wires it to the

@@ -503,3 +503,18 @@ func testAlloc(id, nodeID string, job *structs.Job) *structs.Allocation {
 		ClientStatus: structs.AllocClientStatusPending,
 	}
 }
+
+func (s *fakeServer) ClaimVolume(context.Context, *structs.CSIVolumeClaimArgs) (*structs.CSIVolumeClaimReply, error) {
+	return nil, structs.NewError(structs.ErrUnavailable, "fake server: no volumes")
+}
+
+func (s *fakeServer) UnpublishVolume(context.Context, *structs.CSIVolumeUnpublishArgs) (*structs.CSIVolumeUnpublishReply, error) {
+	return nil, structs.NewError(structs.ErrUnavailable, "fake server: no volumes")
+}
+
+func (s *fakeServer) ControllerOps(ctx context.Context, _ *structs.CSIControllerPollArgs) (*structs.CSIControllerPollReply, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+func (s *fakeServer) ControllerDone(context.Context, *structs.CSIControllerDoneArgs) error { return nil }
