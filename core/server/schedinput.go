@@ -58,6 +58,13 @@ func (s *Server) buildRequestForJob(snap *state.StateSnapshot, ev *structs.Evalu
 	if err != nil {
 		return nil, err
 	}
+	csi, err := buildCSIInput(snap, job)
+	if err != nil {
+		return nil, err
+	}
+	if csi != nil {
+		req.CsiVolumes = csi.volumes
+	}
 	req.Nodes = make([]*pb.Node, 0, len(nodes))
 	have := make(map[string]bool, len(nodes))
 	for _, n := range nodes {
@@ -65,6 +72,7 @@ func (s *Server) buildRequestForJob(snap *state.StateSnapshot, ev *structs.Evalu
 		if err != nil {
 			return nil, err
 		}
+		pn.CsiNodePlugins = csi.nodePlugins(n)
 		req.Nodes = append(req.Nodes, pn)
 		have[n.ID] = true
 	}
@@ -225,7 +233,10 @@ func jobToPB(j *structs.Job) *pb.Job {
 		p.UpdateMaxParallel = int32(j.Update.MaxParallel)
 	}
 	for _, tg := range j.TaskGroups {
-		g := &pb.TaskGroup{Name: tg.Name, Count: int32(tg.Count), Constraints: constraintsToPB(tg.Constraints), Meta: tg.Meta}
+		g := &pb.TaskGroup{
+			Name: tg.Name, Count: int32(tg.Count), Constraints: constraintsToPB(tg.Constraints), Meta: tg.Meta,
+			Volumes: volumesToPB(tg.Volumes),
+		}
 		if tg.EphemeralDisk != nil {
 			g.EphemeralDiskMb = int64(tg.EphemeralDisk.SizeMB)
 		}

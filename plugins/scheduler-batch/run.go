@@ -44,6 +44,7 @@ type run struct {
 	versions *reconcile.Versions
 	nodes    map[string]*schedulerpb.Node
 	groups   map[string]*group
+	csi      *feasible.CSIVolumes // the request's volumes and this plan's claims
 	order    []string // group names in job order
 	// used is each node's usage as this plan leaves it.
 	used map[string]feasible.Vec
@@ -76,9 +77,10 @@ func newRun(req *schedulerpb.ScheduleRequest) *run {
 	}
 	if !r.stopped {
 		cache := feasible.NewCache()
+		r.csi = feasible.NewCSIVolumes(req)
 		for _, tg := range job.GetTaskGroups() {
 			g := &group{
-				tg: tg, chain: feasible.NewGroupChain(job, tg, cache), ask: feasible.GroupAsk(tg),
+				tg: tg, chain: feasible.NewGroupChainCSI(job, tg, cache, r.csi), ask: feasible.GroupAsk(tg),
 				taken: map[int]bool{}, previous: map[int]string{}, updating: map[int]bool{},
 			}
 			r.groups[tg.GetName()] = g
@@ -104,6 +106,7 @@ func (r *run) stop(a *schedulerpb.Allocation, desc, clientStatus string) {
 	r.plan.NodeUpdate = append(r.plan.NodeUpdate, &schedulerpb.AllocStop{
 		AllocId: a.GetId(), NodeId: a.GetNodeId(), DesiredDescription: desc, ClientStatus: clientStatus,
 	})
+	r.csi.Release(a.GetId())
 	if !reconcile.Terminal(a) {
 		if u, ok := r.used[a.GetNodeId()]; ok {
 			r.used[a.GetNodeId()] = u.Sub(feasible.VecOf(a.GetResources()))
@@ -245,7 +248,7 @@ func (r *run) inPlace(a *schedulerpb.Allocation, g *group) bool {
 	if n == nil || n.GetStatus() != reconcile.NodeReady {
 		return false
 	}
-	if ok, _ := g.chain.Check(n); !ok {
+	if ok, _ := g.chain.CheckAlloc(n, a.GetName(), a.GetId()); !ok {
 		return false
 	}
 	used := r.used[n.GetId()].Sub(feasible.VecOf(a.GetResources()))
@@ -294,25 +297,26 @@ func (r *run) place() {
 				r.queued[name]++
 				continue
 			}
-			if m := r.failed[name]; m != nil {
+			if m := r.failed[name]; m != nil && !g.chain.PerAlloc() {
 				// The group already failed on every node: the others
 				// would too.
 				m.CoalescedFailures++
 				r.queued[name]++
 				continue
 			}
-			node, metric := r.pick(g, nodes, byDC)
+			allocName := reconcile.AllocName(r.job.GetId(), name, i)
+			node, metric := r.pick(g, allocName, nodes, byDC)
 			if node == nil {
 				r.fail(name, metric)
 				r.queued[name]++
 				continue
 			}
-			allocName := reconcile.AllocName(r.job.GetId(), name, i)
 			p := r.newPlaced(nodesched.AllocID(r.req.GetEval().GetId(), r.req.GetAttempt(), node.GetId(), allocName), allocName, node, g)
 			p.PreviousAllocation = g.previous[i]
 			p.Metrics = metric
 			r.plan.NodeAllocation = append(r.plan.NodeAllocation, p)
 			r.used[node.GetId()] = r.used[node.GetId()].Add(g.ask)
+			g.chain.Placed(node.GetId(), allocName)
 			r.placed++
 		}
 	}
@@ -322,7 +326,7 @@ func (r *run) place() {
 // the group fits, the one that is fullest once it is placed (the sum of its
 // cpu and memory utilisation), ties to the lower node ID. The metric
 // describes the search; with no node chosen it explains the failure.
-func (r *run) pick(g *group, nodes []*schedulerpb.Node, byDC map[string]int32) (*schedulerpb.Node, *schedulerpb.AllocMetric) {
+func (r *run) pick(g *group, allocName string, nodes []*schedulerpb.Node, byDC map[string]int32) (*schedulerpb.Node, *schedulerpb.AllocMetric) {
 	m := &schedulerpb.AllocMetric{
 		NodesAvailable: maps.Clone(byDC),
 		NodesInPool:    int32(len(nodes)),
@@ -332,7 +336,7 @@ func (r *run) pick(g *group, nodes []*schedulerpb.Node, byDC map[string]int32) (
 	var bestScore float64
 	for _, n := range nodes {
 		m.NodesEvaluated++
-		ok, reason := g.chain.Check(n)
+		ok, reason := g.chain.CheckAlloc(n, allocName, "")
 		if cc := n.GetComputedClass(); cc != "" {
 			if prev, seen := r.classElig[cc]; !seen || (ok && !prev) {
 				r.classElig[cc] = ok

@@ -767,8 +767,10 @@ type TaskGroup struct {
 	EphemeralDiskMb int64                  `protobuf:"varint,6,opt,name=ephemeral_disk_mb,json=ephemeralDiskMb,proto3" json:"ephemeral_disk_mb,omitempty"`
 	// update.max_parallel of the group (0 = unset).
 	UpdateMaxParallel int32 `protobuf:"varint,7,opt,name=update_max_parallel,json=updateMaxParallel,proto3" json:"update_max_parallel,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// The group's volume blocks, sorted by name.
+	Volumes       []*VolumeRequest `protobuf:"bytes,8,rep,name=volumes,proto3" json:"volumes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TaskGroup) Reset() {
@@ -850,6 +852,108 @@ func (x *TaskGroup) GetUpdateMaxParallel() int32 {
 	return 0
 }
 
+func (x *TaskGroup) GetVolumes() []*VolumeRequest {
+	if x != nil {
+		return x.Volumes
+	}
+	return nil
+}
+
+// A group's `volume` block.
+type VolumeRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// "csi"; other types are not placed by volume.
+	Type string `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
+	// The volume ID; with per_alloc the alloc's index is appended ("<source>[<i>]").
+	Source         string `protobuf:"bytes,3,opt,name=source,proto3" json:"source,omitempty"`
+	ReadOnly       bool   `protobuf:"varint,4,opt,name=read_only,json=readOnly,proto3" json:"read_only,omitempty"`
+	AccessMode     string `protobuf:"bytes,5,opt,name=access_mode,json=accessMode,proto3" json:"access_mode,omitempty"`
+	AttachmentMode string `protobuf:"bytes,6,opt,name=attachment_mode,json=attachmentMode,proto3" json:"attachment_mode,omitempty"`
+	PerAlloc       bool   `protobuf:"varint,7,opt,name=per_alloc,json=perAlloc,proto3" json:"per_alloc,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *VolumeRequest) Reset() {
+	*x = VolumeRequest{}
+	mi := &file_scheduler_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VolumeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VolumeRequest) ProtoMessage() {}
+
+func (x *VolumeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_scheduler_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VolumeRequest.ProtoReflect.Descriptor instead.
+func (*VolumeRequest) Descriptor() ([]byte, []int) {
+	return file_scheduler_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *VolumeRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *VolumeRequest) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *VolumeRequest) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *VolumeRequest) GetReadOnly() bool {
+	if x != nil {
+		return x.ReadOnly
+	}
+	return false
+}
+
+func (x *VolumeRequest) GetAccessMode() string {
+	if x != nil {
+		return x.AccessMode
+	}
+	return ""
+}
+
+func (x *VolumeRequest) GetAttachmentMode() string {
+	if x != nil {
+		return x.AttachmentMode
+	}
+	return ""
+}
+
+func (x *VolumeRequest) GetPerAlloc() bool {
+	if x != nil {
+		return x.PerAlloc
+	}
+	return false
+}
+
 type Job struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	Id             string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -875,7 +979,7 @@ type Job struct {
 
 func (x *Job) Reset() {
 	*x = Job{}
-	mi := &file_scheduler_proto_msgTypes[9]
+	mi := &file_scheduler_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -887,7 +991,7 @@ func (x *Job) String() string {
 func (*Job) ProtoMessage() {}
 
 func (x *Job) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[9]
+	mi := &file_scheduler_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -900,7 +1004,7 @@ func (x *Job) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Job.ProtoReflect.Descriptor instead.
 func (*Job) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{9}
+	return file_scheduler_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Job) GetId() string {
@@ -1041,14 +1145,17 @@ type Node struct {
 	Used *Resources `protobuf:"bytes,14,opt,name=used,proto3" json:"used,omitempty"`
 	// Non-terminal allocations of other jobs on the node, for preemption.
 	// Only filled when preemption is enabled for the job's type.
-	Others        []*NodeAlloc `protobuf:"bytes,15,rep,name=others,proto3" json:"others,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Others []*NodeAlloc `protobuf:"bytes,15,rep,name=others,proto3" json:"others,omitempty"`
+	// The node's CSI node plugins that a volume of the request uses (only
+	// those: the record stays compact).
+	CsiNodePlugins []*CSINodePlugin `protobuf:"bytes,16,rep,name=csi_node_plugins,json=csiNodePlugins,proto3" json:"csi_node_plugins,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_scheduler_proto_msgTypes[10]
+	mi := &file_scheduler_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1060,7 +1167,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[10]
+	mi := &file_scheduler_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1073,7 +1180,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{10}
+	return file_scheduler_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Node) GetId() string {
@@ -1181,6 +1288,360 @@ func (x *Node) GetOthers() []*NodeAlloc {
 	return nil
 }
 
+func (x *Node) GetCsiNodePlugins() []*CSINodePlugin {
+	if x != nil {
+		return x.CsiNodePlugins
+	}
+	return nil
+}
+
+// One CSI node plugin instance on a node, as placement reads it.
+type CSINodePlugin struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	PluginId string                 `protobuf:"bytes,1,opt,name=plugin_id,json=pluginId,proto3" json:"plugin_id,omitempty"`
+	Healthy  bool                   `protobuf:"varint,2,opt,name=healthy,proto3" json:"healthy,omitempty"`
+	// The most volumes of this plugin the node can hold; 0 = no limit.
+	MaxVolumes int64 `protobuf:"varint,3,opt,name=max_volumes,json=maxVolumes,proto3" json:"max_volumes,omitempty"`
+	// NodeInfo.AccessibleTopology segments.
+	AccessibleTopology map[string]string `protobuf:"bytes,4,rep,name=accessible_topology,json=accessibleTopology,proto3" json:"accessible_topology,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Volumes of this plugin claimed by allocations on this node (any job).
+	VolumesInUse  int32 `protobuf:"varint,5,opt,name=volumes_in_use,json=volumesInUse,proto3" json:"volumes_in_use,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CSINodePlugin) Reset() {
+	*x = CSINodePlugin{}
+	mi := &file_scheduler_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CSINodePlugin) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CSINodePlugin) ProtoMessage() {}
+
+func (x *CSINodePlugin) ProtoReflect() protoreflect.Message {
+	mi := &file_scheduler_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CSINodePlugin.ProtoReflect.Descriptor instead.
+func (*CSINodePlugin) Descriptor() ([]byte, []int) {
+	return file_scheduler_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *CSINodePlugin) GetPluginId() string {
+	if x != nil {
+		return x.PluginId
+	}
+	return ""
+}
+
+func (x *CSINodePlugin) GetHealthy() bool {
+	if x != nil {
+		return x.Healthy
+	}
+	return false
+}
+
+func (x *CSINodePlugin) GetMaxVolumes() int64 {
+	if x != nil {
+		return x.MaxVolumes
+	}
+	return 0
+}
+
+func (x *CSINodePlugin) GetAccessibleTopology() map[string]string {
+	if x != nil {
+		return x.AccessibleTopology
+	}
+	return nil
+}
+
+func (x *CSINodePlugin) GetVolumesInUse() int32 {
+	if x != nil {
+		return x.VolumesInUse
+	}
+	return 0
+}
+
+// A set of topology segments (e.g. zone = a).
+type CSITopology struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Segments      map[string]string      `protobuf:"bytes,1,rep,name=segments,proto3" json:"segments,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CSITopology) Reset() {
+	*x = CSITopology{}
+	mi := &file_scheduler_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CSITopology) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CSITopology) ProtoMessage() {}
+
+func (x *CSITopology) ProtoReflect() protoreflect.Message {
+	mi := &file_scheduler_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CSITopology.ProtoReflect.Descriptor instead.
+func (*CSITopology) Descriptor() ([]byte, []int) {
+	return file_scheduler_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *CSITopology) GetSegments() map[string]string {
+	if x != nil {
+		return x.Segments
+	}
+	return nil
+}
+
+// A claim held on a volume.
+type CSIVolumeClaim struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	AllocId string                 `protobuf:"bytes,1,opt,name=alloc_id,json=allocId,proto3" json:"alloc_id,omitempty"`
+	// Job of the claiming allocation; empty when the allocation is gone
+	// (collected) and its claim is not yet released.
+	JobId         string `protobuf:"bytes,2,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	NodeId        string `protobuf:"bytes,3,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CSIVolumeClaim) Reset() {
+	*x = CSIVolumeClaim{}
+	mi := &file_scheduler_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CSIVolumeClaim) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CSIVolumeClaim) ProtoMessage() {}
+
+func (x *CSIVolumeClaim) ProtoReflect() protoreflect.Message {
+	mi := &file_scheduler_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CSIVolumeClaim.ProtoReflect.Descriptor instead.
+func (*CSIVolumeClaim) Descriptor() ([]byte, []int) {
+	return file_scheduler_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *CSIVolumeClaim) GetAllocId() string {
+	if x != nil {
+		return x.AllocId
+	}
+	return ""
+}
+
+func (x *CSIVolumeClaim) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *CSIVolumeClaim) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+// A CSI volume as placement reads it: plugin facts denormalized, no
+// secrets, parameters or context.
+type CSIVolume struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Namespace string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Id        string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	PluginId  string                 `protobuf:"bytes,3,opt,name=plugin_id,json=pluginId,proto3" json:"plugin_id,omitempty"`
+	// Plugin healthy enough to use the volume (node plugins, and controllers
+	// when required).
+	Schedulable bool `protobuf:"varint,4,opt,name=schedulable,proto3" json:"schedulable,omitempty"`
+	// The current access and attachment modes ("" before the first claim).
+	AccessMode     string `protobuf:"bytes,5,opt,name=access_mode,json=accessMode,proto3" json:"access_mode,omitempty"`
+	AttachmentMode string `protobuf:"bytes,6,opt,name=attachment_mode,json=attachmentMode,proto3" json:"attachment_mode,omitempty"`
+	// Where the volume is accessible; empty = everywhere.
+	Topologies  []*CSITopology    `protobuf:"bytes,7,rep,name=topologies,proto3" json:"topologies,omitempty"`
+	ReadClaims  []*CSIVolumeClaim `protobuf:"bytes,8,rep,name=read_claims,json=readClaims,proto3" json:"read_claims,omitempty"`
+	WriteClaims []*CSIVolumeClaim `protobuf:"bytes,9,rep,name=write_claims,json=writeClaims,proto3" json:"write_claims,omitempty"`
+	// Allocations whose claims are being released.
+	PastClaimAllocIds []string `protobuf:"bytes,10,rep,name=past_claim_alloc_ids,json=pastClaimAllocIds,proto3" json:"past_claim_alloc_ids,omitempty"`
+	// CSIVolume.ReadSchedulable / WriteSchedulable as the core computes them
+	// (schedulable, not exhausted, and for writes a writer mode).
+	ReadSchedulable  bool `protobuf:"varint,11,opt,name=read_schedulable,json=readSchedulable,proto3" json:"read_schedulable,omitempty"`
+	WriteSchedulable bool `protobuf:"varint,12,opt,name=write_schedulable,json=writeSchedulable,proto3" json:"write_schedulable,omitempty"`
+	// Whether a new allocation could take a read / write claim with the
+	// current claims (the mode's claim limits).
+	HasFreeReadClaims  bool `protobuf:"varint,13,opt,name=has_free_read_claims,json=hasFreeReadClaims,proto3" json:"has_free_read_claims,omitempty"`
+	HasFreeWriteClaims bool `protobuf:"varint,14,opt,name=has_free_write_claims,json=hasFreeWriteClaims,proto3" json:"has_free_write_claims,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *CSIVolume) Reset() {
+	*x = CSIVolume{}
+	mi := &file_scheduler_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CSIVolume) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CSIVolume) ProtoMessage() {}
+
+func (x *CSIVolume) ProtoReflect() protoreflect.Message {
+	mi := &file_scheduler_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CSIVolume.ProtoReflect.Descriptor instead.
+func (*CSIVolume) Descriptor() ([]byte, []int) {
+	return file_scheduler_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *CSIVolume) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *CSIVolume) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *CSIVolume) GetPluginId() string {
+	if x != nil {
+		return x.PluginId
+	}
+	return ""
+}
+
+func (x *CSIVolume) GetSchedulable() bool {
+	if x != nil {
+		return x.Schedulable
+	}
+	return false
+}
+
+func (x *CSIVolume) GetAccessMode() string {
+	if x != nil {
+		return x.AccessMode
+	}
+	return ""
+}
+
+func (x *CSIVolume) GetAttachmentMode() string {
+	if x != nil {
+		return x.AttachmentMode
+	}
+	return ""
+}
+
+func (x *CSIVolume) GetTopologies() []*CSITopology {
+	if x != nil {
+		return x.Topologies
+	}
+	return nil
+}
+
+func (x *CSIVolume) GetReadClaims() []*CSIVolumeClaim {
+	if x != nil {
+		return x.ReadClaims
+	}
+	return nil
+}
+
+func (x *CSIVolume) GetWriteClaims() []*CSIVolumeClaim {
+	if x != nil {
+		return x.WriteClaims
+	}
+	return nil
+}
+
+func (x *CSIVolume) GetPastClaimAllocIds() []string {
+	if x != nil {
+		return x.PastClaimAllocIds
+	}
+	return nil
+}
+
+func (x *CSIVolume) GetReadSchedulable() bool {
+	if x != nil {
+		return x.ReadSchedulable
+	}
+	return false
+}
+
+func (x *CSIVolume) GetWriteSchedulable() bool {
+	if x != nil {
+		return x.WriteSchedulable
+	}
+	return false
+}
+
+func (x *CSIVolume) GetHasFreeReadClaims() bool {
+	if x != nil {
+		return x.HasFreeReadClaims
+	}
+	return false
+}
+
+func (x *CSIVolume) GetHasFreeWriteClaims() bool {
+	if x != nil {
+		return x.HasFreeWriteClaims
+	}
+	return false
+}
+
 // An allocation of another job, as preemption sees it.
 type NodeAlloc struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1196,7 +1657,7 @@ type NodeAlloc struct {
 
 func (x *NodeAlloc) Reset() {
 	*x = NodeAlloc{}
-	mi := &file_scheduler_proto_msgTypes[11]
+	mi := &file_scheduler_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1208,7 +1669,7 @@ func (x *NodeAlloc) String() string {
 func (*NodeAlloc) ProtoMessage() {}
 
 func (x *NodeAlloc) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[11]
+	mi := &file_scheduler_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1221,7 +1682,7 @@ func (x *NodeAlloc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeAlloc.ProtoReflect.Descriptor instead.
 func (*NodeAlloc) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{11}
+	return file_scheduler_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *NodeAlloc) GetId() string {
@@ -1298,7 +1759,7 @@ type Allocation struct {
 
 func (x *Allocation) Reset() {
 	*x = Allocation{}
-	mi := &file_scheduler_proto_msgTypes[12]
+	mi := &file_scheduler_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1310,7 +1771,7 @@ func (x *Allocation) String() string {
 func (*Allocation) ProtoMessage() {}
 
 func (x *Allocation) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[12]
+	mi := &file_scheduler_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1323,7 +1784,7 @@ func (x *Allocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Allocation.ProtoReflect.Descriptor instead.
 func (*Allocation) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{12}
+	return file_scheduler_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Allocation) GetId() string {
@@ -1464,7 +1925,7 @@ type Evaluation struct {
 
 func (x *Evaluation) Reset() {
 	*x = Evaluation{}
-	mi := &file_scheduler_proto_msgTypes[13]
+	mi := &file_scheduler_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1476,7 +1937,7 @@ func (x *Evaluation) String() string {
 func (*Evaluation) ProtoMessage() {}
 
 func (x *Evaluation) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[13]
+	mi := &file_scheduler_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1489,7 +1950,7 @@ func (x *Evaluation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Evaluation.ProtoReflect.Descriptor instead.
 func (*Evaluation) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{13}
+	return file_scheduler_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Evaluation) GetId() string {
@@ -1581,7 +2042,7 @@ type SchedulerConfig struct {
 
 func (x *SchedulerConfig) Reset() {
 	*x = SchedulerConfig{}
-	mi := &file_scheduler_proto_msgTypes[14]
+	mi := &file_scheduler_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1593,7 +2054,7 @@ func (x *SchedulerConfig) String() string {
 func (*SchedulerConfig) ProtoMessage() {}
 
 func (x *SchedulerConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[14]
+	mi := &file_scheduler_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1606,7 +2067,7 @@ func (x *SchedulerConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchedulerConfig.ProtoReflect.Descriptor instead.
 func (*SchedulerConfig) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{14}
+	return file_scheduler_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *SchedulerConfig) GetPreemptionSystem() bool {
@@ -1658,13 +2119,16 @@ type ScheduleRequest struct {
 	// follow-up eval. The core drops placements past the limit whether or
 	// not the plugin honours it.
 	MaxPlacements int32 `protobuf:"varint,8,opt,name=max_placements,json=maxPlacements,proto3" json:"max_placements,omitempty"`
+	// The CSI volumes the job's groups name (per_alloc: one per index below
+	// the group's count) that exist, sorted by namespace and ID.
+	CsiVolumes    []*CSIVolume `protobuf:"bytes,9,rep,name=csi_volumes,json=csiVolumes,proto3" json:"csi_volumes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ScheduleRequest) Reset() {
 	*x = ScheduleRequest{}
-	mi := &file_scheduler_proto_msgTypes[15]
+	mi := &file_scheduler_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1676,7 +2140,7 @@ func (x *ScheduleRequest) String() string {
 func (*ScheduleRequest) ProtoMessage() {}
 
 func (x *ScheduleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[15]
+	mi := &file_scheduler_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1689,7 +2153,7 @@ func (x *ScheduleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleRequest.ProtoReflect.Descriptor instead.
 func (*ScheduleRequest) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{15}
+	return file_scheduler_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ScheduleRequest) GetEval() *Evaluation {
@@ -1748,6 +2212,13 @@ func (x *ScheduleRequest) GetMaxPlacements() int32 {
 	return 0
 }
 
+func (x *ScheduleRequest) GetCsiVolumes() []*CSIVolume {
+	if x != nil {
+		return x.CsiVolumes
+	}
+	return nil
+}
+
 type AllocMetric struct {
 	state              protoimpl.MessageState `protogen:"open.v1"`
 	NodesEvaluated     int32                  `protobuf:"varint,1,opt,name=nodes_evaluated,json=nodesEvaluated,proto3" json:"nodes_evaluated,omitempty"`
@@ -1769,7 +2240,7 @@ type AllocMetric struct {
 
 func (x *AllocMetric) Reset() {
 	*x = AllocMetric{}
-	mi := &file_scheduler_proto_msgTypes[16]
+	mi := &file_scheduler_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1781,7 +2252,7 @@ func (x *AllocMetric) String() string {
 func (*AllocMetric) ProtoMessage() {}
 
 func (x *AllocMetric) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[16]
+	mi := &file_scheduler_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1794,7 +2265,7 @@ func (x *AllocMetric) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocMetric.ProtoReflect.Descriptor instead.
 func (*AllocMetric) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{16}
+	return file_scheduler_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *AllocMetric) GetNodesEvaluated() int32 {
@@ -1908,7 +2379,7 @@ type DesiredUpdates struct {
 
 func (x *DesiredUpdates) Reset() {
 	*x = DesiredUpdates{}
-	mi := &file_scheduler_proto_msgTypes[17]
+	mi := &file_scheduler_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1920,7 +2391,7 @@ func (x *DesiredUpdates) String() string {
 func (*DesiredUpdates) ProtoMessage() {}
 
 func (x *DesiredUpdates) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[17]
+	mi := &file_scheduler_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1933,7 +2404,7 @@ func (x *DesiredUpdates) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DesiredUpdates.ProtoReflect.Descriptor instead.
 func (*DesiredUpdates) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{17}
+	return file_scheduler_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *DesiredUpdates) GetIgnore() uint64 {
@@ -2035,7 +2506,7 @@ type AllocStop struct {
 
 func (x *AllocStop) Reset() {
 	*x = AllocStop{}
-	mi := &file_scheduler_proto_msgTypes[18]
+	mi := &file_scheduler_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2047,7 +2518,7 @@ func (x *AllocStop) String() string {
 func (*AllocStop) ProtoMessage() {}
 
 func (x *AllocStop) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[18]
+	mi := &file_scheduler_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2060,7 +2531,7 @@ func (x *AllocStop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocStop.ProtoReflect.Descriptor instead.
 func (*AllocStop) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{18}
+	return file_scheduler_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *AllocStop) GetAllocId() string {
@@ -2122,7 +2593,7 @@ type PlacedAlloc struct {
 
 func (x *PlacedAlloc) Reset() {
 	*x = PlacedAlloc{}
-	mi := &file_scheduler_proto_msgTypes[19]
+	mi := &file_scheduler_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2134,7 +2605,7 @@ func (x *PlacedAlloc) String() string {
 func (*PlacedAlloc) ProtoMessage() {}
 
 func (x *PlacedAlloc) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[19]
+	mi := &file_scheduler_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2147,7 +2618,7 @@ func (x *PlacedAlloc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlacedAlloc.ProtoReflect.Descriptor instead.
 func (*PlacedAlloc) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{19}
+	return file_scheduler_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *PlacedAlloc) GetId() string {
@@ -2247,7 +2718,7 @@ type Preemption struct {
 
 func (x *Preemption) Reset() {
 	*x = Preemption{}
-	mi := &file_scheduler_proto_msgTypes[20]
+	mi := &file_scheduler_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2259,7 +2730,7 @@ func (x *Preemption) String() string {
 func (*Preemption) ProtoMessage() {}
 
 func (x *Preemption) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[20]
+	mi := &file_scheduler_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2272,7 +2743,7 @@ func (x *Preemption) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Preemption.ProtoReflect.Descriptor instead.
 func (*Preemption) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{20}
+	return file_scheduler_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Preemption) GetAllocId() string {
@@ -2326,7 +2797,7 @@ type Plan struct {
 
 func (x *Plan) Reset() {
 	*x = Plan{}
-	mi := &file_scheduler_proto_msgTypes[21]
+	mi := &file_scheduler_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2338,7 +2809,7 @@ func (x *Plan) String() string {
 func (*Plan) ProtoMessage() {}
 
 func (x *Plan) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[21]
+	mi := &file_scheduler_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2351,7 +2822,7 @@ func (x *Plan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Plan.ProtoReflect.Descriptor instead.
 func (*Plan) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{21}
+	return file_scheduler_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Plan) GetNodeUpdate() []*AllocStop {
@@ -2402,7 +2873,7 @@ type BlockedEval struct {
 
 func (x *BlockedEval) Reset() {
 	*x = BlockedEval{}
-	mi := &file_scheduler_proto_msgTypes[22]
+	mi := &file_scheduler_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2414,7 +2885,7 @@ func (x *BlockedEval) String() string {
 func (*BlockedEval) ProtoMessage() {}
 
 func (x *BlockedEval) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[22]
+	mi := &file_scheduler_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2427,7 +2898,7 @@ func (x *BlockedEval) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlockedEval.ProtoReflect.Descriptor instead.
 func (*BlockedEval) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{22}
+	return file_scheduler_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *BlockedEval) GetNodeId() string {
@@ -2469,7 +2940,7 @@ type ScheduleResponse struct {
 
 func (x *ScheduleResponse) Reset() {
 	*x = ScheduleResponse{}
-	mi := &file_scheduler_proto_msgTypes[23]
+	mi := &file_scheduler_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2481,7 +2952,7 @@ func (x *ScheduleResponse) String() string {
 func (*ScheduleResponse) ProtoMessage() {}
 
 func (x *ScheduleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[23]
+	mi := &file_scheduler_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2494,7 +2965,7 @@ func (x *ScheduleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleResponse.ProtoReflect.Descriptor instead.
 func (*ScheduleResponse) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{23}
+	return file_scheduler_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ScheduleResponse) GetStatus() string {
@@ -2614,7 +3085,7 @@ const file_scheduler_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a7\n" +
 	"\tMetaEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xfc\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xba\x03\n" +
 	"\tTaskGroup\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\x05R\x05count\x12A\n" +
@@ -2622,10 +3093,20 @@ const file_scheduler_proto_rawDesc = "" +
 	"\x05tasks\x18\x04 \x03(\v2\x19.drover.scheduler.v1.TaskR\x05tasks\x12<\n" +
 	"\x04meta\x18\x05 \x03(\v2(.drover.scheduler.v1.TaskGroup.MetaEntryR\x04meta\x12*\n" +
 	"\x11ephemeral_disk_mb\x18\x06 \x01(\x03R\x0fephemeralDiskMb\x12.\n" +
-	"\x13update_max_parallel\x18\a \x01(\x05R\x11updateMaxParallel\x1a7\n" +
+	"\x13update_max_parallel\x18\a \x01(\x05R\x11updateMaxParallel\x12<\n" +
+	"\avolumes\x18\b \x03(\v2\".drover.scheduler.v1.VolumeRequestR\avolumes\x1a7\n" +
 	"\tMetaEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xf0\x04\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd3\x01\n" +
+	"\rVolumeRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04type\x18\x02 \x01(\tR\x04type\x12\x16\n" +
+	"\x06source\x18\x03 \x01(\tR\x06source\x12\x1b\n" +
+	"\tread_only\x18\x04 \x01(\bR\breadOnly\x12\x1f\n" +
+	"\vaccess_mode\x18\x05 \x01(\tR\n" +
+	"accessMode\x12'\n" +
+	"\x0fattachment_mode\x18\x06 \x01(\tR\x0eattachmentMode\x12\x1b\n" +
+	"\tper_alloc\x18\a \x01(\bR\bperAlloc\"\xf0\x04\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1c\n" +
@@ -2647,7 +3128,7 @@ const file_scheduler_proto_rawDesc = "" +
 	"\tparent_id\x18\x10 \x01(\tR\bparentId\x1a7\n" +
 	"\tMetaEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xbb\x05\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x89\x06\n" +
 	"\x04Node\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1e\n" +
@@ -2669,13 +3150,53 @@ const file_scheduler_proto_rawDesc = "" +
 	"\adrivers\x18\f \x03(\tR\adrivers\x12:\n" +
 	"\bcapacity\x18\r \x01(\v2\x1e.drover.scheduler.v1.ResourcesR\bcapacity\x122\n" +
 	"\x04used\x18\x0e \x01(\v2\x1e.drover.scheduler.v1.ResourcesR\x04used\x126\n" +
-	"\x06others\x18\x0f \x03(\v2\x1e.drover.scheduler.v1.NodeAllocR\x06others\x1a=\n" +
+	"\x06others\x18\x0f \x03(\v2\x1e.drover.scheduler.v1.NodeAllocR\x06others\x12L\n" +
+	"\x10csi_node_plugins\x18\x10 \x03(\v2\".drover.scheduler.v1.CSINodePluginR\x0ecsiNodePlugins\x1a=\n" +
 	"\x0fAttributesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a7\n" +
 	"\tMetaEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd4\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc1\x02\n" +
+	"\rCSINodePlugin\x12\x1b\n" +
+	"\tplugin_id\x18\x01 \x01(\tR\bpluginId\x12\x18\n" +
+	"\ahealthy\x18\x02 \x01(\bR\ahealthy\x12\x1f\n" +
+	"\vmax_volumes\x18\x03 \x01(\x03R\n" +
+	"maxVolumes\x12k\n" +
+	"\x13accessible_topology\x18\x04 \x03(\v2:.drover.scheduler.v1.CSINodePlugin.AccessibleTopologyEntryR\x12accessibleTopology\x12$\n" +
+	"\x0evolumes_in_use\x18\x05 \x01(\x05R\fvolumesInUse\x1aE\n" +
+	"\x17AccessibleTopologyEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x96\x01\n" +
+	"\vCSITopology\x12J\n" +
+	"\bsegments\x18\x01 \x03(\v2..drover.scheduler.v1.CSITopology.SegmentsEntryR\bsegments\x1a;\n" +
+	"\rSegmentsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"[\n" +
+	"\x0eCSIVolumeClaim\x12\x19\n" +
+	"\balloc_id\x18\x01 \x01(\tR\aallocId\x12\x15\n" +
+	"\x06job_id\x18\x02 \x01(\tR\x05jobId\x12\x17\n" +
+	"\anode_id\x18\x03 \x01(\tR\x06nodeId\"\xff\x04\n" +
+	"\tCSIVolume\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\x12\x1b\n" +
+	"\tplugin_id\x18\x03 \x01(\tR\bpluginId\x12 \n" +
+	"\vschedulable\x18\x04 \x01(\bR\vschedulable\x12\x1f\n" +
+	"\vaccess_mode\x18\x05 \x01(\tR\n" +
+	"accessMode\x12'\n" +
+	"\x0fattachment_mode\x18\x06 \x01(\tR\x0eattachmentMode\x12@\n" +
+	"\n" +
+	"topologies\x18\a \x03(\v2 .drover.scheduler.v1.CSITopologyR\n" +
+	"topologies\x12D\n" +
+	"\vread_claims\x18\b \x03(\v2#.drover.scheduler.v1.CSIVolumeClaimR\n" +
+	"readClaims\x12F\n" +
+	"\fwrite_claims\x18\t \x03(\v2#.drover.scheduler.v1.CSIVolumeClaimR\vwriteClaims\x12/\n" +
+	"\x14past_claim_alloc_ids\x18\n" +
+	" \x03(\tR\x11pastClaimAllocIds\x12)\n" +
+	"\x10read_schedulable\x18\v \x01(\bR\x0freadSchedulable\x12+\n" +
+	"\x11write_schedulable\x18\f \x01(\bR\x10writeSchedulable\x12/\n" +
+	"\x14has_free_read_claims\x18\r \x01(\bR\x11hasFreeReadClaims\x121\n" +
+	"\x15has_free_write_claims\x18\x0e \x01(\bR\x12hasFreeWriteClaims\"\xd4\x01\n" +
 	"\tNodeAlloc\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\tR\x05jobId\x12\x1c\n" +
@@ -2723,7 +3244,7 @@ const file_scheduler_proto_rawDesc = "" +
 	"\x11preemption_system\x18\x01 \x01(\bR\x10preemptionSystem\x12/\n" +
 	"\x13preemption_sysbatch\x18\x02 \x01(\bR\x12preemptionSysbatch\x12)\n" +
 	"\x10preemption_batch\x18\x03 \x01(\bR\x0fpreemptionBatch\x12-\n" +
-	"\x12preemption_service\x18\x04 \x01(\bR\x11preemptionService\"\x98\x03\n" +
+	"\x12preemption_service\x18\x04 \x01(\bR\x11preemptionService\"\xd9\x03\n" +
 	"\x0fScheduleRequest\x123\n" +
 	"\x04eval\x18\x01 \x01(\v2\x1f.drover.scheduler.v1.EvaluationR\x04eval\x12*\n" +
 	"\x03job\x18\x02 \x01(\v2\x18.drover.scheduler.v1.JobR\x03job\x12/\n" +
@@ -2732,7 +3253,9 @@ const file_scheduler_proto_rawDesc = "" +
 	"\fjob_versions\x18\x05 \x03(\v2\x18.drover.scheduler.v1.JobR\vjobVersions\x12<\n" +
 	"\x06config\x18\x06 \x01(\v2$.drover.scheduler.v1.SchedulerConfigR\x06config\x12\x18\n" +
 	"\aattempt\x18\a \x01(\x05R\aattempt\x12%\n" +
-	"\x0emax_placements\x18\b \x01(\x05R\rmaxPlacements\"\xeb\t\n" +
+	"\x0emax_placements\x18\b \x01(\x05R\rmaxPlacements\x12?\n" +
+	"\vcsi_volumes\x18\t \x03(\v2\x1e.drover.scheduler.v1.CSIVolumeR\n" +
+	"csiVolumes\"\xeb\t\n" +
 	"\vAllocMetric\x12'\n" +
 	"\x0fnodes_evaluated\x18\x01 \x01(\x05R\x0enodesEvaluated\x12%\n" +
 	"\x0enodes_filtered\x18\x02 \x01(\x05R\rnodesFiltered\x12\"\n" +
@@ -2859,7 +3382,7 @@ func file_scheduler_proto_rawDescGZIP() []byte {
 	return file_scheduler_proto_rawDescData
 }
 
-var file_scheduler_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
+var file_scheduler_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
 var file_scheduler_proto_goTypes = []any{
 	(*InfoRequest)(nil),      // 0: drover.scheduler.v1.InfoRequest
 	(*JobTypeInfo)(nil),      // 1: drover.scheduler.v1.JobTypeInfo
@@ -2870,96 +3393,111 @@ var file_scheduler_proto_goTypes = []any{
 	(*Resources)(nil),        // 6: drover.scheduler.v1.Resources
 	(*Task)(nil),             // 7: drover.scheduler.v1.Task
 	(*TaskGroup)(nil),        // 8: drover.scheduler.v1.TaskGroup
-	(*Job)(nil),              // 9: drover.scheduler.v1.Job
-	(*Node)(nil),             // 10: drover.scheduler.v1.Node
-	(*NodeAlloc)(nil),        // 11: drover.scheduler.v1.NodeAlloc
-	(*Allocation)(nil),       // 12: drover.scheduler.v1.Allocation
-	(*Evaluation)(nil),       // 13: drover.scheduler.v1.Evaluation
-	(*SchedulerConfig)(nil),  // 14: drover.scheduler.v1.SchedulerConfig
-	(*ScheduleRequest)(nil),  // 15: drover.scheduler.v1.ScheduleRequest
-	(*AllocMetric)(nil),      // 16: drover.scheduler.v1.AllocMetric
-	(*DesiredUpdates)(nil),   // 17: drover.scheduler.v1.DesiredUpdates
-	(*AllocStop)(nil),        // 18: drover.scheduler.v1.AllocStop
-	(*PlacedAlloc)(nil),      // 19: drover.scheduler.v1.PlacedAlloc
-	(*Preemption)(nil),       // 20: drover.scheduler.v1.Preemption
-	(*Plan)(nil),             // 21: drover.scheduler.v1.Plan
-	(*BlockedEval)(nil),      // 22: drover.scheduler.v1.BlockedEval
-	(*ScheduleResponse)(nil), // 23: drover.scheduler.v1.ScheduleResponse
-	nil,                      // 24: drover.scheduler.v1.Task.EnvEntry
-	nil,                      // 25: drover.scheduler.v1.Task.MetaEntry
-	nil,                      // 26: drover.scheduler.v1.TaskGroup.MetaEntry
-	nil,                      // 27: drover.scheduler.v1.Job.MetaEntry
-	nil,                      // 28: drover.scheduler.v1.Node.AttributesEntry
-	nil,                      // 29: drover.scheduler.v1.Node.MetaEntry
-	nil,                      // 30: drover.scheduler.v1.AllocMetric.NodesAvailableEntry
-	nil,                      // 31: drover.scheduler.v1.AllocMetric.ClassFilteredEntry
-	nil,                      // 32: drover.scheduler.v1.AllocMetric.ConstraintFilteredEntry
-	nil,                      // 33: drover.scheduler.v1.AllocMetric.ClassExhaustedEntry
-	nil,                      // 34: drover.scheduler.v1.AllocMetric.DimensionExhaustedEntry
-	nil,                      // 35: drover.scheduler.v1.AllocMetric.ScoresEntry
-	nil,                      // 36: drover.scheduler.v1.PlacedAlloc.TaskResourcesEntry
-	nil,                      // 37: drover.scheduler.v1.Plan.DesiredTgUpdatesEntry
-	nil,                      // 38: drover.scheduler.v1.BlockedEval.ClassEligibilityEntry
-	nil,                      // 39: drover.scheduler.v1.ScheduleResponse.FailedTgAllocsEntry
-	nil,                      // 40: drover.scheduler.v1.ScheduleResponse.QueuedAllocationsEntry
+	(*VolumeRequest)(nil),    // 9: drover.scheduler.v1.VolumeRequest
+	(*Job)(nil),              // 10: drover.scheduler.v1.Job
+	(*Node)(nil),             // 11: drover.scheduler.v1.Node
+	(*CSINodePlugin)(nil),    // 12: drover.scheduler.v1.CSINodePlugin
+	(*CSITopology)(nil),      // 13: drover.scheduler.v1.CSITopology
+	(*CSIVolumeClaim)(nil),   // 14: drover.scheduler.v1.CSIVolumeClaim
+	(*CSIVolume)(nil),        // 15: drover.scheduler.v1.CSIVolume
+	(*NodeAlloc)(nil),        // 16: drover.scheduler.v1.NodeAlloc
+	(*Allocation)(nil),       // 17: drover.scheduler.v1.Allocation
+	(*Evaluation)(nil),       // 18: drover.scheduler.v1.Evaluation
+	(*SchedulerConfig)(nil),  // 19: drover.scheduler.v1.SchedulerConfig
+	(*ScheduleRequest)(nil),  // 20: drover.scheduler.v1.ScheduleRequest
+	(*AllocMetric)(nil),      // 21: drover.scheduler.v1.AllocMetric
+	(*DesiredUpdates)(nil),   // 22: drover.scheduler.v1.DesiredUpdates
+	(*AllocStop)(nil),        // 23: drover.scheduler.v1.AllocStop
+	(*PlacedAlloc)(nil),      // 24: drover.scheduler.v1.PlacedAlloc
+	(*Preemption)(nil),       // 25: drover.scheduler.v1.Preemption
+	(*Plan)(nil),             // 26: drover.scheduler.v1.Plan
+	(*BlockedEval)(nil),      // 27: drover.scheduler.v1.BlockedEval
+	(*ScheduleResponse)(nil), // 28: drover.scheduler.v1.ScheduleResponse
+	nil,                      // 29: drover.scheduler.v1.Task.EnvEntry
+	nil,                      // 30: drover.scheduler.v1.Task.MetaEntry
+	nil,                      // 31: drover.scheduler.v1.TaskGroup.MetaEntry
+	nil,                      // 32: drover.scheduler.v1.Job.MetaEntry
+	nil,                      // 33: drover.scheduler.v1.Node.AttributesEntry
+	nil,                      // 34: drover.scheduler.v1.Node.MetaEntry
+	nil,                      // 35: drover.scheduler.v1.CSINodePlugin.AccessibleTopologyEntry
+	nil,                      // 36: drover.scheduler.v1.CSITopology.SegmentsEntry
+	nil,                      // 37: drover.scheduler.v1.AllocMetric.NodesAvailableEntry
+	nil,                      // 38: drover.scheduler.v1.AllocMetric.ClassFilteredEntry
+	nil,                      // 39: drover.scheduler.v1.AllocMetric.ConstraintFilteredEntry
+	nil,                      // 40: drover.scheduler.v1.AllocMetric.ClassExhaustedEntry
+	nil,                      // 41: drover.scheduler.v1.AllocMetric.DimensionExhaustedEntry
+	nil,                      // 42: drover.scheduler.v1.AllocMetric.ScoresEntry
+	nil,                      // 43: drover.scheduler.v1.PlacedAlloc.TaskResourcesEntry
+	nil,                      // 44: drover.scheduler.v1.Plan.DesiredTgUpdatesEntry
+	nil,                      // 45: drover.scheduler.v1.BlockedEval.ClassEligibilityEntry
+	nil,                      // 46: drover.scheduler.v1.ScheduleResponse.FailedTgAllocsEntry
+	nil,                      // 47: drover.scheduler.v1.ScheduleResponse.QueuedAllocationsEntry
 }
 var file_scheduler_proto_depIdxs = []int32{
 	2,  // 0: drover.scheduler.v1.JobTypeInfo.default_restart:type_name -> drover.scheduler.v1.RestartPolicy
 	3,  // 1: drover.scheduler.v1.JobTypeInfo.default_reschedule:type_name -> drover.scheduler.v1.ReschedulePolicy
 	1,  // 2: drover.scheduler.v1.InfoResponse.job_types:type_name -> drover.scheduler.v1.JobTypeInfo
-	24, // 3: drover.scheduler.v1.Task.env:type_name -> drover.scheduler.v1.Task.EnvEntry
-	25, // 4: drover.scheduler.v1.Task.meta:type_name -> drover.scheduler.v1.Task.MetaEntry
+	29, // 3: drover.scheduler.v1.Task.env:type_name -> drover.scheduler.v1.Task.EnvEntry
+	30, // 4: drover.scheduler.v1.Task.meta:type_name -> drover.scheduler.v1.Task.MetaEntry
 	6,  // 5: drover.scheduler.v1.Task.resources:type_name -> drover.scheduler.v1.Resources
 	5,  // 6: drover.scheduler.v1.Task.constraints:type_name -> drover.scheduler.v1.Constraint
 	5,  // 7: drover.scheduler.v1.TaskGroup.constraints:type_name -> drover.scheduler.v1.Constraint
 	7,  // 8: drover.scheduler.v1.TaskGroup.tasks:type_name -> drover.scheduler.v1.Task
-	26, // 9: drover.scheduler.v1.TaskGroup.meta:type_name -> drover.scheduler.v1.TaskGroup.MetaEntry
-	5,  // 10: drover.scheduler.v1.Job.constraints:type_name -> drover.scheduler.v1.Constraint
-	27, // 11: drover.scheduler.v1.Job.meta:type_name -> drover.scheduler.v1.Job.MetaEntry
-	8,  // 12: drover.scheduler.v1.Job.task_groups:type_name -> drover.scheduler.v1.TaskGroup
-	28, // 13: drover.scheduler.v1.Node.attributes:type_name -> drover.scheduler.v1.Node.AttributesEntry
-	29, // 14: drover.scheduler.v1.Node.meta:type_name -> drover.scheduler.v1.Node.MetaEntry
-	6,  // 15: drover.scheduler.v1.Node.capacity:type_name -> drover.scheduler.v1.Resources
-	6,  // 16: drover.scheduler.v1.Node.used:type_name -> drover.scheduler.v1.Resources
-	11, // 17: drover.scheduler.v1.Node.others:type_name -> drover.scheduler.v1.NodeAlloc
-	6,  // 18: drover.scheduler.v1.NodeAlloc.resources:type_name -> drover.scheduler.v1.Resources
-	6,  // 19: drover.scheduler.v1.Allocation.resources:type_name -> drover.scheduler.v1.Resources
-	13, // 20: drover.scheduler.v1.ScheduleRequest.eval:type_name -> drover.scheduler.v1.Evaluation
-	9,  // 21: drover.scheduler.v1.ScheduleRequest.job:type_name -> drover.scheduler.v1.Job
-	10, // 22: drover.scheduler.v1.ScheduleRequest.nodes:type_name -> drover.scheduler.v1.Node
-	12, // 23: drover.scheduler.v1.ScheduleRequest.allocs:type_name -> drover.scheduler.v1.Allocation
-	9,  // 24: drover.scheduler.v1.ScheduleRequest.job_versions:type_name -> drover.scheduler.v1.Job
-	14, // 25: drover.scheduler.v1.ScheduleRequest.config:type_name -> drover.scheduler.v1.SchedulerConfig
-	30, // 26: drover.scheduler.v1.AllocMetric.nodes_available:type_name -> drover.scheduler.v1.AllocMetric.NodesAvailableEntry
-	31, // 27: drover.scheduler.v1.AllocMetric.class_filtered:type_name -> drover.scheduler.v1.AllocMetric.ClassFilteredEntry
-	32, // 28: drover.scheduler.v1.AllocMetric.constraint_filtered:type_name -> drover.scheduler.v1.AllocMetric.ConstraintFilteredEntry
-	33, // 29: drover.scheduler.v1.AllocMetric.class_exhausted:type_name -> drover.scheduler.v1.AllocMetric.ClassExhaustedEntry
-	34, // 30: drover.scheduler.v1.AllocMetric.dimension_exhausted:type_name -> drover.scheduler.v1.AllocMetric.DimensionExhaustedEntry
-	35, // 31: drover.scheduler.v1.AllocMetric.scores:type_name -> drover.scheduler.v1.AllocMetric.ScoresEntry
-	36, // 32: drover.scheduler.v1.PlacedAlloc.task_resources:type_name -> drover.scheduler.v1.PlacedAlloc.TaskResourcesEntry
-	16, // 33: drover.scheduler.v1.PlacedAlloc.metrics:type_name -> drover.scheduler.v1.AllocMetric
-	18, // 34: drover.scheduler.v1.Plan.node_update:type_name -> drover.scheduler.v1.AllocStop
-	19, // 35: drover.scheduler.v1.Plan.node_allocation:type_name -> drover.scheduler.v1.PlacedAlloc
-	20, // 36: drover.scheduler.v1.Plan.node_preemptions:type_name -> drover.scheduler.v1.Preemption
-	37, // 37: drover.scheduler.v1.Plan.desired_tg_updates:type_name -> drover.scheduler.v1.Plan.DesiredTgUpdatesEntry
-	16, // 38: drover.scheduler.v1.Plan.placement_metric:type_name -> drover.scheduler.v1.AllocMetric
-	38, // 39: drover.scheduler.v1.BlockedEval.class_eligibility:type_name -> drover.scheduler.v1.BlockedEval.ClassEligibilityEntry
-	21, // 40: drover.scheduler.v1.ScheduleResponse.plan:type_name -> drover.scheduler.v1.Plan
-	39, // 41: drover.scheduler.v1.ScheduleResponse.failed_tg_allocs:type_name -> drover.scheduler.v1.ScheduleResponse.FailedTgAllocsEntry
-	40, // 42: drover.scheduler.v1.ScheduleResponse.queued_allocations:type_name -> drover.scheduler.v1.ScheduleResponse.QueuedAllocationsEntry
-	22, // 43: drover.scheduler.v1.ScheduleResponse.blocked_evals:type_name -> drover.scheduler.v1.BlockedEval
-	6,  // 44: drover.scheduler.v1.PlacedAlloc.TaskResourcesEntry.value:type_name -> drover.scheduler.v1.Resources
-	17, // 45: drover.scheduler.v1.Plan.DesiredTgUpdatesEntry.value:type_name -> drover.scheduler.v1.DesiredUpdates
-	16, // 46: drover.scheduler.v1.ScheduleResponse.FailedTgAllocsEntry.value:type_name -> drover.scheduler.v1.AllocMetric
-	0,  // 47: drover.scheduler.v1.Scheduler.Info:input_type -> drover.scheduler.v1.InfoRequest
-	15, // 48: drover.scheduler.v1.Scheduler.Schedule:input_type -> drover.scheduler.v1.ScheduleRequest
-	4,  // 49: drover.scheduler.v1.Scheduler.Info:output_type -> drover.scheduler.v1.InfoResponse
-	23, // 50: drover.scheduler.v1.Scheduler.Schedule:output_type -> drover.scheduler.v1.ScheduleResponse
-	49, // [49:51] is the sub-list for method output_type
-	47, // [47:49] is the sub-list for method input_type
-	47, // [47:47] is the sub-list for extension type_name
-	47, // [47:47] is the sub-list for extension extendee
-	0,  // [0:47] is the sub-list for field type_name
+	31, // 9: drover.scheduler.v1.TaskGroup.meta:type_name -> drover.scheduler.v1.TaskGroup.MetaEntry
+	9,  // 10: drover.scheduler.v1.TaskGroup.volumes:type_name -> drover.scheduler.v1.VolumeRequest
+	5,  // 11: drover.scheduler.v1.Job.constraints:type_name -> drover.scheduler.v1.Constraint
+	32, // 12: drover.scheduler.v1.Job.meta:type_name -> drover.scheduler.v1.Job.MetaEntry
+	8,  // 13: drover.scheduler.v1.Job.task_groups:type_name -> drover.scheduler.v1.TaskGroup
+	33, // 14: drover.scheduler.v1.Node.attributes:type_name -> drover.scheduler.v1.Node.AttributesEntry
+	34, // 15: drover.scheduler.v1.Node.meta:type_name -> drover.scheduler.v1.Node.MetaEntry
+	6,  // 16: drover.scheduler.v1.Node.capacity:type_name -> drover.scheduler.v1.Resources
+	6,  // 17: drover.scheduler.v1.Node.used:type_name -> drover.scheduler.v1.Resources
+	16, // 18: drover.scheduler.v1.Node.others:type_name -> drover.scheduler.v1.NodeAlloc
+	12, // 19: drover.scheduler.v1.Node.csi_node_plugins:type_name -> drover.scheduler.v1.CSINodePlugin
+	35, // 20: drover.scheduler.v1.CSINodePlugin.accessible_topology:type_name -> drover.scheduler.v1.CSINodePlugin.AccessibleTopologyEntry
+	36, // 21: drover.scheduler.v1.CSITopology.segments:type_name -> drover.scheduler.v1.CSITopology.SegmentsEntry
+	13, // 22: drover.scheduler.v1.CSIVolume.topologies:type_name -> drover.scheduler.v1.CSITopology
+	14, // 23: drover.scheduler.v1.CSIVolume.read_claims:type_name -> drover.scheduler.v1.CSIVolumeClaim
+	14, // 24: drover.scheduler.v1.CSIVolume.write_claims:type_name -> drover.scheduler.v1.CSIVolumeClaim
+	6,  // 25: drover.scheduler.v1.NodeAlloc.resources:type_name -> drover.scheduler.v1.Resources
+	6,  // 26: drover.scheduler.v1.Allocation.resources:type_name -> drover.scheduler.v1.Resources
+	18, // 27: drover.scheduler.v1.ScheduleRequest.eval:type_name -> drover.scheduler.v1.Evaluation
+	10, // 28: drover.scheduler.v1.ScheduleRequest.job:type_name -> drover.scheduler.v1.Job
+	11, // 29: drover.scheduler.v1.ScheduleRequest.nodes:type_name -> drover.scheduler.v1.Node
+	17, // 30: drover.scheduler.v1.ScheduleRequest.allocs:type_name -> drover.scheduler.v1.Allocation
+	10, // 31: drover.scheduler.v1.ScheduleRequest.job_versions:type_name -> drover.scheduler.v1.Job
+	19, // 32: drover.scheduler.v1.ScheduleRequest.config:type_name -> drover.scheduler.v1.SchedulerConfig
+	15, // 33: drover.scheduler.v1.ScheduleRequest.csi_volumes:type_name -> drover.scheduler.v1.CSIVolume
+	37, // 34: drover.scheduler.v1.AllocMetric.nodes_available:type_name -> drover.scheduler.v1.AllocMetric.NodesAvailableEntry
+	38, // 35: drover.scheduler.v1.AllocMetric.class_filtered:type_name -> drover.scheduler.v1.AllocMetric.ClassFilteredEntry
+	39, // 36: drover.scheduler.v1.AllocMetric.constraint_filtered:type_name -> drover.scheduler.v1.AllocMetric.ConstraintFilteredEntry
+	40, // 37: drover.scheduler.v1.AllocMetric.class_exhausted:type_name -> drover.scheduler.v1.AllocMetric.ClassExhaustedEntry
+	41, // 38: drover.scheduler.v1.AllocMetric.dimension_exhausted:type_name -> drover.scheduler.v1.AllocMetric.DimensionExhaustedEntry
+	42, // 39: drover.scheduler.v1.AllocMetric.scores:type_name -> drover.scheduler.v1.AllocMetric.ScoresEntry
+	43, // 40: drover.scheduler.v1.PlacedAlloc.task_resources:type_name -> drover.scheduler.v1.PlacedAlloc.TaskResourcesEntry
+	21, // 41: drover.scheduler.v1.PlacedAlloc.metrics:type_name -> drover.scheduler.v1.AllocMetric
+	23, // 42: drover.scheduler.v1.Plan.node_update:type_name -> drover.scheduler.v1.AllocStop
+	24, // 43: drover.scheduler.v1.Plan.node_allocation:type_name -> drover.scheduler.v1.PlacedAlloc
+	25, // 44: drover.scheduler.v1.Plan.node_preemptions:type_name -> drover.scheduler.v1.Preemption
+	44, // 45: drover.scheduler.v1.Plan.desired_tg_updates:type_name -> drover.scheduler.v1.Plan.DesiredTgUpdatesEntry
+	21, // 46: drover.scheduler.v1.Plan.placement_metric:type_name -> drover.scheduler.v1.AllocMetric
+	45, // 47: drover.scheduler.v1.BlockedEval.class_eligibility:type_name -> drover.scheduler.v1.BlockedEval.ClassEligibilityEntry
+	26, // 48: drover.scheduler.v1.ScheduleResponse.plan:type_name -> drover.scheduler.v1.Plan
+	46, // 49: drover.scheduler.v1.ScheduleResponse.failed_tg_allocs:type_name -> drover.scheduler.v1.ScheduleResponse.FailedTgAllocsEntry
+	47, // 50: drover.scheduler.v1.ScheduleResponse.queued_allocations:type_name -> drover.scheduler.v1.ScheduleResponse.QueuedAllocationsEntry
+	27, // 51: drover.scheduler.v1.ScheduleResponse.blocked_evals:type_name -> drover.scheduler.v1.BlockedEval
+	6,  // 52: drover.scheduler.v1.PlacedAlloc.TaskResourcesEntry.value:type_name -> drover.scheduler.v1.Resources
+	22, // 53: drover.scheduler.v1.Plan.DesiredTgUpdatesEntry.value:type_name -> drover.scheduler.v1.DesiredUpdates
+	21, // 54: drover.scheduler.v1.ScheduleResponse.FailedTgAllocsEntry.value:type_name -> drover.scheduler.v1.AllocMetric
+	0,  // 55: drover.scheduler.v1.Scheduler.Info:input_type -> drover.scheduler.v1.InfoRequest
+	20, // 56: drover.scheduler.v1.Scheduler.Schedule:input_type -> drover.scheduler.v1.ScheduleRequest
+	4,  // 57: drover.scheduler.v1.Scheduler.Info:output_type -> drover.scheduler.v1.InfoResponse
+	28, // 58: drover.scheduler.v1.Scheduler.Schedule:output_type -> drover.scheduler.v1.ScheduleResponse
+	57, // [57:59] is the sub-list for method output_type
+	55, // [55:57] is the sub-list for method input_type
+	55, // [55:55] is the sub-list for extension type_name
+	55, // [55:55] is the sub-list for extension extendee
+	0,  // [0:55] is the sub-list for field type_name
 }
 
 func init() { file_scheduler_proto_init() }
@@ -2973,7 +3511,7 @@ func file_scheduler_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_scheduler_proto_rawDesc), len(file_scheduler_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   41,
+			NumMessages:   48,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

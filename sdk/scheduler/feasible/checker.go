@@ -21,6 +21,8 @@ type Checker interface {
 var (
 	_ Checker = ConstraintChecker(nil)
 	_ Checker = (*DriverChecker)(nil)
+	_ Checker = (*CSIChecker)(nil)
+	_ Checker = (*GroupChain)(nil)
 	_ Checker = Chain(nil)
 )
 
@@ -88,18 +90,29 @@ func (c Chain) Check(n *schedulerpb.Node) (bool, string) {
 }
 
 // GroupChain is the compiled feasibility chain of one task group: job
-// constraints, then drivers, then the group's and its tasks' constraints,
-// the order Nomad's system stack uses, so the first reason reported for a
-// node is the same.
+// constraints, then drivers, then the group's CSI volumes, then the group's
+// and its tasks' constraints, the order Nomad's system stack uses, so the
+// first reason reported for a node is the same.
 type GroupChain struct {
 	Chain
-	// Escaped is true when a constraint reads a per-node unique value, so a
-	// result for one node says nothing about others of its computed class.
+	// Escaped is true when a constraint reads a per-node unique value, or
+	// the group claims CSI volumes, so a result for one node says nothing
+	// about others of its computed class.
 	Escaped bool
+	csi     *CSIChecker
 }
 
-// NewGroupChain compiles the feasibility chain of tg within job.
+// NewGroupChain compiles the feasibility chain of tg within job, for a
+// request that carries no CSI volumes: a group that asks for one finds it
+// missing on every node. Use NewGroupChainCSI to place by volume.
 func NewGroupChain(job *schedulerpb.Job, tg *schedulerpb.TaskGroup, cache *Cache) *GroupChain {
+	return NewGroupChainCSI(job, tg, cache, nil)
+}
+
+// NewGroupChainCSI compiles the feasibility chain of tg within job against
+// the request's CSI volumes (NewCSIVolumes, shared by the request's
+// groups).
+func NewGroupChainCSI(job *schedulerpb.Job, tg *schedulerpb.TaskGroup, cache *Cache, vols *CSIVolumes) *GroupChain {
 	jobCons := NewConstraintChecker(job.GetConstraints(), cache)
 	groupCons := make([]*schedulerpb.Constraint, 0, len(tg.GetConstraints()))
 	groupCons = append(groupCons, tg.GetConstraints()...)
@@ -107,13 +120,57 @@ func NewGroupChain(job *schedulerpb.Job, tg *schedulerpb.TaskGroup, cache *Cache
 		groupCons = append(groupCons, t.GetConstraints()...)
 	}
 	tgCons := NewConstraintChecker(groupCons, cache)
-	gc := &GroupChain{Chain: Chain{jobCons, NewDriverChecker(tg), tgCons}}
+	gc := &GroupChain{Chain: Chain{jobCons, NewDriverChecker(tg)}}
+	if csi := NewCSIChecker(tg, vols); csi != nil {
+		gc.csi = csi
+		gc.Chain = append(gc.Chain, csi)
+		gc.Escaped = true
+	}
+	gc.Chain = append(gc.Chain, tgCons)
 	for _, cc := range []ConstraintChecker{jobCons, tgCons} {
 		for _, c := range cc {
 			gc.Escaped = gc.Escaped || c.Unique()
 		}
 	}
 	return gc
+}
+
+// Check implements Checker for the group's allocation of index 0.
+func (gc *GroupChain) Check(n *schedulerpb.Node) (bool, string) {
+	return gc.CheckAlloc(n, "", "")
+}
+
+// CheckAlloc checks the node for the group's allocation named allocName
+// ("job.group[i]"; its index picks per_alloc volumes). self, when set, is
+// the existing allocation kept on the node (an in-place update), whose own
+// volume claims do not count against it.
+func (gc *GroupChain) CheckAlloc(n *schedulerpb.Node, allocName, self string) (bool, string) {
+	for _, ch := range gc.Chain {
+		var ok bool
+		var reason string
+		if csi, isCSI := ch.(*CSIChecker); isCSI {
+			ok, reason = csi.CheckIndex(n, AllocIndex(allocName), self)
+		} else {
+			ok, reason = ch.Check(n)
+		}
+		if !ok {
+			return false, reason
+		}
+	}
+	return true, ""
+}
+
+// PerAlloc reports whether the group's feasibility depends on the
+// allocation's index (per_alloc volumes): a node that fails one index may
+// take another.
+func (gc *GroupChain) PerAlloc() bool { return gc.csi != nil && gc.csi.perAlloc }
+
+// Placed records that the plan places the allocation named allocName on
+// node, so its volume claims count for the placements that follow.
+func (gc *GroupChain) Placed(node, allocName string) {
+	if gc.csi != nil {
+		gc.csi.Claim(node, AllocIndex(allocName))
+	}
 }
 
 // DefaultNodePool is the pool of a job or node that names none.

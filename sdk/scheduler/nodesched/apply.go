@@ -24,6 +24,7 @@ func (r *run) stop(a *schedulerpb.Allocation, desc, clientStatus string) {
 		DesiredDescription: desc,
 		ClientStatus:       clientStatus,
 	})
+	r.csi.Release(a.GetId())
 	if !reconcile.Terminal(a) {
 		r.adjust[a.GetNodeId()] = r.adjust[a.GetNodeId()].Sub(feasible.VecOf(a.GetResources()))
 	}
@@ -127,7 +128,7 @@ func (r *run) inPlace(t reconcile.AllocTuple) bool {
 	// The alloc's own resources are free for its new version.
 	old := feasible.VecOf(a.GetResources())
 	used := r.baseUsed(node).Sub(old)
-	if sel := r.check(g, node, used); sel.filter != "" || sel.dimension != "" {
+	if sel := r.check(g, node, t.Name, a.GetId(), used); sel.filter != "" || sel.dimension != "" {
 		return false
 	}
 	r.adjust[node.GetId()] = r.adjust[node.GetId()].Sub(old).Add(g.ask)

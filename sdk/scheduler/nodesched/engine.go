@@ -185,6 +185,7 @@ type run struct {
 	tainted   map[string]*schedulerpb.Node // reconcile.Tainted of the job's allocs
 	nodesByDC map[string]int32
 	groups    map[string]*group
+	csi       *feasible.CSIVolumes // the request's volumes and this plan's claims
 
 	// adjust is the per-node change to node.used made by this plan before
 	// placement: stops free resources, in-place updates change them.
@@ -240,8 +241,9 @@ func newRun(e *Engine, req *schedulerpb.ScheduleRequest) *run {
 	if !r.stopped {
 		r.readyNodes()
 		cache := feasible.NewCache()
+		r.csi = feasible.NewCSIVolumes(req)
 		for _, tg := range job.GetTaskGroups() {
-			g := &group{tg: tg, chain: feasible.NewGroupChain(job, tg, cache), ask: feasible.GroupAsk(tg)}
+			g := &group{tg: tg, chain: feasible.NewGroupChainCSI(job, tg, cache, r.csi), ask: feasible.GroupAsk(tg)}
 			r.groups[tg.GetName()] = g
 			r.escaped = r.escaped || g.chain.Escaped
 		}

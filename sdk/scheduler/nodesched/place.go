@@ -19,8 +19,10 @@ type selection struct {
 // check runs the group's feasibility chain and the resource fit on node,
 // given what the node already has in use. It records the node's computed
 // class eligibility for blocked evals.
-func (r *run) check(g *group, node *schedulerpb.Node, used feasible.Vec) selection {
-	ok, reason := g.chain.Check(node)
+// allocName picks per_alloc volumes; self is the alloc updated in place,
+// if any, whose own volume claims do not count against it.
+func (r *run) check(g *group, node *schedulerpb.Node, allocName, self string, used feasible.Vec) selection {
+	ok, reason := g.chain.CheckAlloc(node, allocName, self)
 	if cc := node.GetComputedClass(); cc != "" {
 		if prev, seen := r.classElig[cc]; !seen || (ok && !prev) {
 			r.classElig[cc] = ok
@@ -78,7 +80,7 @@ func (r *run) computePlacements(place []reconcile.AllocTuple) {
 		if cur == nil || cur.node != node {
 			cur = &nodeState{node: node, used: r.baseUsed(node)}
 		}
-		sel := r.check(g, node, cur.used)
+		sel := r.check(g, node, t.Name, "", cur.used)
 		if sel.dimension != "" && r.preempt {
 			if v := pickVictims(node, r.job.GetPriority(), cur.used, g.ask, cur.isPreempted); v != nil {
 				sel = selection{victims: v}
@@ -199,6 +201,7 @@ func (r *run) placeOn(t reconcile.AllocTuple, g *group, cur *nodeState, victims 
 		r.desired(g.tg.GetName()).Preemptions += uint64(len(victims))
 	}
 	cur.used = cur.used.Add(g.ask)
+	g.chain.Placed(node.GetId(), t.Name)
 	r.plan.NodeAllocation = append(r.plan.NodeAllocation, p)
 	r.placed++
 }

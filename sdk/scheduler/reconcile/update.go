@@ -3,6 +3,9 @@ package reconcile
 import (
 	"bytes"
 	"maps"
+	"slices"
+
+	"google.golang.org/protobuf/proto"
 
 	"github.com/drover-org/drover/sdk/proto/schedulerpb"
 )
@@ -46,7 +49,11 @@ func Destructive(oldJob, newJob *schedulerpb.Job, group string) bool {
 		return true
 	}
 	if len(oldTG.GetTasks()) != len(newTG.GetTasks()) ||
-		oldTG.GetEphemeralDiskMb() != newTG.GetEphemeralDiskMb() {
+		oldTG.GetEphemeralDiskMb() != newTG.GetEphemeralDiskMb() ||
+		!slices.EqualFunc(oldTG.GetVolumes(), newTG.GetVolumes(), func(a, b *schedulerpb.VolumeRequest) bool {
+			return proto.Equal(a, b)
+		}) {
+		// A changed volume block needs new claims: a new allocation.
 		return true
 	}
 	for _, nt := range newTG.GetTasks() {
