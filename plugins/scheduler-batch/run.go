@@ -45,7 +45,7 @@ type run struct {
 	nodes    map[string]*schedulerpb.Node
 	groups   map[string]*group
 	csi      *feasible.CSIVolumes // the request's volumes and this plan's claims
-	order    []string // group names in job order
+	order    []string             // group names in job order
 	// used is each node's usage as this plan leaves it.
 	used map[string]feasible.Vec
 
