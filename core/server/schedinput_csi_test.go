@@ -137,4 +137,3 @@ func TestScheduleInputCSI(t *testing.T) {
 		t.Errorf("plain job request has CSI facts")
 	}
 }
-
