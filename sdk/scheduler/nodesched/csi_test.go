@@ -81,3 +81,51 @@ func TestCSIFilterReasons(t *testing.T) {
 		})
 	}
 }
+
+// TestCSISingleWriterHeldBySystemAlloc: the job's running alloc on n1 holds
+// a single-node-writer volume, so a node that joins later is filtered
+// rather than given a second writer; a destructive update on n1 replaces
+// the alloc there (its claim no longer blocks once the plan stops it).
+func TestCSISingleWriterHeldBySystemAlloc(t *testing.T) {
+	withVolume := func(j *schedulerpb.Job) {
+		j.TaskGroups[0].Volumes = []*schedulerpb.VolumeRequest{{Name: "data", Type: "csi", Source: "vol",
+			AccessMode: "single-node-writer", AttachmentMode: "file-system"}}
+	}
+	plugin := func(n *schedulerpb.Node) {
+		n.CsiNodePlugins = []*schedulerpb.CSINodePlugin{{PluginId: "hp", Healthy: true}}
+	}
+	vol := &schedulerpb.CSIVolume{Namespace: "default", Id: "vol", PluginId: "hp", Schedulable: true,
+		ReadSchedulable: true, WriteSchedulable: true, AccessMode: "single-node-writer",
+		WriteClaims: []*schedulerpb.CSIVolumeClaim{{AllocId: "a1", JobId: "j", NodeId: "n1"}}}
+	const reason = "CSI volume vol is unschedulable or has exhausted its available writer claims"
+
+	j := tJob("system", withVolume)
+	req := tReq(j, []*schedulerpb.Node{tNode("n1", plugin), tNode("n2", plugin)}, tAlloc("a1", "n1"))
+	req.CsiVolumes = []*schedulerpb.CSIVolume{vol}
+	out, err := systemEngine().Run(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(out.Response.GetPlan().GetNodeAllocation()); n != 0 {
+		t.Fatalf("placed %d, want none: n2 may not take a second writer", n)
+	}
+	if got := out.Filtered["g"].GetConstraintFiltered()[reason]; got != 1 {
+		t.Errorf("filtered = %v, want n2 for the writer reason", out.Filtered["g"].GetConstraintFiltered())
+	}
+
+	// A destructive update on n1: the old alloc is stopped by the plan and
+	// its replacement takes the volume on n1; n2 stays filtered because
+	// the replacement's claim is now the plan's.
+	old := tOld(j, true)
+	withVolume(old)
+	req = withVersions(tReq(j, []*schedulerpb.Node{tNode("n1", plugin), tNode("n2", plugin)}, tAlloc("a1", "n1", at(10))), old)
+	req.CsiVolumes = []*schedulerpb.CSIVolume{vol}
+	out, err = systemEngine().Run(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	placed := out.Response.GetPlan().GetNodeAllocation()
+	if len(placed) != 1 || placed[0].GetNodeId() != "n1" {
+		t.Fatalf("placed = %v, want the replacement on n1 only", placed)
+	}
+}

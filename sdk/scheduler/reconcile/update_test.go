@@ -61,6 +61,9 @@ func TestDestructive(t *testing.T) {
 		{"dispatch payload file", func(j *schedulerpb.Job) { j.TaskGroups[0].Tasks[0].DispatchPayloadFile = "x" }, true},
 		{"lifecycle", func(j *schedulerpb.Job) { j.TaskGroups[0].Tasks[0].LifecycleHook = "prestart" }, true},
 		{"group gone", func(j *schedulerpb.Job) { j.TaskGroups[0].Name = "h" }, true},
+		{"volume added", func(j *schedulerpb.Job) {
+			j.TaskGroups[0].Volumes = []*schedulerpb.VolumeRequest{{Name: "d", Type: "csi", Source: "v"}}
+		}, true},
 	}
 	for _, c := range cases {
 		old := versionedJob()
