@@ -27,7 +27,8 @@ const ns = structs.DefaultNamespace
 // unpublisher, and a watcher with small intervals.
 type harness struct {
 	t     *testing.T
-	store atomic.Pointer[state.StateStore]
+	store atomic.Pointer[state.StateStore] // the store the test writes
+	live  atomic.Pointer[state.StateStore] // the store the watcher reads
 	index atomic.Uint64
 	node  *structs.Node
 	job   *structs.Job
@@ -42,6 +43,7 @@ func newHarness(t *testing.T, tune func(*Config)) *harness {
 	s, err := state.NewStateStore()
 	must(t, err)
 	h.store.Store(s)
+	h.live.Store(s)
 	h.node = &structs.Node{
 		ID: uuid.NewString(), SecretID: uuid.NewString(), Name: "n1", Datacenter: "dc1",
 		NodePool: structs.NodePoolDefault, Status: structs.NodeStatusReady,
@@ -58,7 +60,7 @@ func newHarness(t *testing.T, tune func(*Config)) *harness {
 	must(t, err)
 	h.un = &fakeUnpublisher{h: h}
 	cfg := Config{
-		State:       h.store.Load,
+		State:       h.live.Load,
 		Unpublisher: h.un,
 		Logger:      hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: testWriter{t}}),
 		Rate:        1000,

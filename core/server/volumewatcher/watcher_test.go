@@ -205,11 +205,12 @@ func TestStoreReplaced(t *testing.T) {
 	h.ok(err)
 	h.ok(next.UpsertNode(h.next(), h.node.Copy()))
 	h.ok(next.UpsertJob(h.next(), h.job.Copy()))
-	h.store.Store(next)
+	h.store.Store(next) // the test's writes go to next; the watcher still reads old
 	h.volume("v", writer)
 	a := h.alloc()
 	h.claim("v", a, structs.CSIVolumeClaimWrite, writer)
 	h.finish(a)
+	h.live.Store(next)
 	old.Abandon(next)
 
 	waitFor(t, "the claim freed in the new store", func() bool { return h.freed("v", a.ID) })
