@@ -2,27 +2,474 @@ package server
 
 import (
 	"context"
+	"errors"
+	"hash/fnv"
+	"maps"
+	"slices"
+	"sync"
+	"time"
 
+	"github.com/drover-org/drover/core/rpc"
 	"github.com/drover-org/drover/core/structs"
 )
 
-// ClaimVolume claims a volume for a client's allocation.
+// Claims and releases of CSI volumes (Nomad's CSIVolume.Claim and
+// CSIVolume.Unpublish). Both run on the leader. A claim is checked against
+// the stored volume first, then published by a controller when the plugin
+// needs it, and then written through Raft together with everything a
+// release needs (CSI node ID, external volume ID, publish context,
+// controller node), so a release never has to look them up. A release is
+// checkpointed through Raft at every step: node detached → controller
+// detached → freed.
+
+// claimLocks serializes claims and releases of one volume on the leader,
+// so a claim's check and its write see no other claim in between. Striped:
+// bounded whatever the number of volumes.
+type claimLocks [64]sync.Mutex
+
+func (l *claimLocks) lock(ns, id string) func() {
+	h := fnv.New32a()
+	h.Write([]byte(ns))
+	h.Write([]byte{0})
+	h.Write([]byte(id))
+	m := &l[h.Sum32()%uint32(len(l))]
+	m.Lock()
+	return m.Unlock
+}
+
+// needsController reports whether claims of v go through a controller's
+// publish and unpublish.
+func needsController(p *structs.CSIPlugin) bool {
+	if p == nil || !p.ControllerRequired {
+		return false
+	}
+	for _, info := range p.Controllers {
+		if info != nil && info.ControllerInfo != nil && !info.ControllerInfo.SupportsAttachDetach {
+			return false
+		}
+	}
+	return true
+}
+
+func validClaimMode(m structs.CSIVolumeClaimMode) bool {
+	return m == structs.CSIVolumeClaimRead || m == structs.CSIVolumeClaimWrite
+}
+
+// ClaimVolume claims a volume for one of the calling node's allocations.
+// It is idempotent: a claim the allocation already holds is answered from
+// state. A follower forwards to the leader.
 func (s *Server) ClaimVolume(ctx context.Context, args *structs.CSIVolumeClaimArgs) (*structs.CSIVolumeClaimReply, error) {
-	return nil, structs.NewError(structs.ErrUnavailable, "claiming CSI volumes is not served yet")
+	if r, ok, err := forward[structs.CSIVolumeClaimArgs, structs.CSIVolumeClaimReply](ctx, s, "CSIVolume.Claim", args); ok {
+		return r, err
+	}
+	switch {
+	case args == nil:
+		return nil, structs.NewError(structs.ErrInvalid, "missing claim")
+	case !structs.ValidCSIID(args.VolumeID):
+		return nil, structs.NewError(structs.ErrInvalid, "VolumeID %q: must be 1 to %d bytes of letters, digits and _ . - [ ]", args.VolumeID, structs.MaxCSIVolumeIDBytes)
+	case args.AllocationID == "":
+		return nil, structs.NewError(structs.ErrInvalid, "AllocationID: missing")
+	case !validClaimMode(args.Mode):
+		return nil, structs.NewError(structs.ErrInvalid, "Mode: %s is not a claim a client may take (read or write)", args.Mode)
+	case args.AccessMode != structs.CSIVolumeAccessModeUnknown && !args.AccessMode.Valid():
+		return nil, structs.NewError(structs.ErrInvalid, "AccessMode: %q is not one of %s", args.AccessMode, "single-node-reader-only, single-node-writer, multi-node-reader-only, multi-node-single-writer, multi-node-multi-writer")
+	case args.AttachmentMode != structs.CSIVolumeAttachmentModeUnknown && !args.AttachmentMode.Valid():
+		return nil, structs.NewError(structs.ErrInvalid, "AttachmentMode: %q is not file-system or block-device", args.AttachmentMode)
+	case len(args.ExternalNodeID) > structs.MaxCSIExternalIDBytes:
+		return nil, structs.NewError(structs.ErrInvalid, "ExternalNodeID: longer than %d bytes", structs.MaxCSIExternalIDBytes)
+	}
+	node, err := s.authNode(args.NodeID, args.SecretID)
+	if err != nil {
+		return nil, err
+	}
+	st := s.State()
+	alloc, err := st.AllocByID(nil, args.AllocationID)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case alloc == nil || alloc.NodeID != node.ID:
+		return nil, structs.NewError(structs.ErrNotFound, "allocation %s not found on node %s", args.AllocationID, node.ID)
+	case alloc.Namespace != args.Namespace:
+		return nil, structs.NewError(structs.ErrInvalid, "allocation %s is in namespace %q, not %q", alloc.ID, alloc.Namespace, args.Namespace)
+	case alloc.TerminalStatus():
+		return nil, structs.NewError(structs.ErrInvalid, "allocation %s is terminal: it may not claim volumes", alloc.ID)
+	}
+
+	defer s.claimLocks.lock(args.Namespace, args.VolumeID)()
+	vol, err := st.CSIVolumeByID(nil, args.Namespace, args.VolumeID)
+	if err != nil {
+		return nil, err
+	}
+	if vol == nil {
+		return nil, structs.NewError(structs.ErrNotFound, "volume not found: %s", args.VolumeID)
+	}
+	if c := vol.ClaimFor(alloc.ID); c != nil && vol.PastClaims[alloc.ID] == nil {
+		return &structs.CSIVolumeClaimReply{Volume: vol, Claim: c, PublishContext: maps.Clone(c.PublishContext), Index: vol.ModifyIndex}, nil
+	}
+	plugin, err := st.CSIPluginByID(nil, vol.PluginID)
+	if err != nil {
+		return nil, err
+	}
+	claim := &structs.CSIVolumeClaim{
+		AllocationID: alloc.ID, NodeID: node.ID, ExternalNodeID: args.ExternalNodeID,
+		Mode: args.Mode, AccessMode: args.AccessMode, AttachmentMode: args.AttachmentMode,
+		State: structs.CSIVolumeClaimStateTaken, ExternalVolumeID: vol.RemoteID(),
+	}
+	if claim.ExternalNodeID == "" {
+		if info := node.CSINodePlugins[vol.PluginID]; info != nil && info.NodeInfo != nil {
+			claim.ExternalNodeID = info.NodeInfo.ID
+		}
+	}
+	// Check before publishing: the write below applies the same rules, and
+	// nothing else claims this volume while the lock is held.
+	if err := vol.Copy().Claim(claim, alloc); err != nil {
+		return nil, err
+	}
+	published := false
+	if needsController(plugin) {
+		if claim.ExternalNodeID == "" {
+			return nil, structs.NewError(structs.ErrUnavailable, "volume %q: node %s reports no CSI node ID for plugin %s yet", vol.ID, node.ID, vol.PluginID)
+		}
+		op := &structs.CSIControllerOp{
+			Kind: structs.CSIControllerOpPublish, PluginID: vol.PluginID,
+			ExternalVolumeID: claim.ExternalVolumeID, ExternalNodeID: claim.ExternalNodeID,
+			AccessMode: claim.AccessMode, AttachmentMode: claim.AttachmentMode, MountOptions: vol.MountOptions,
+			ReadOnly: claim.Mode == structs.CSIVolumeClaimRead, Secrets: vol.Secrets, VolumeContext: vol.Context,
+		}
+		r, by, err := s.controllerCall(ctx, op)
+		if err != nil {
+			return nil, structs.NewError(kindOf(err), "volume %q: controller publish: %v", vol.ID, err)
+		}
+		if len(r.PublishContext) > structs.MaxCSIPublishContextEntries {
+			return nil, structs.NewError(structs.ErrInvalid, "volume %q: controller publish context has %d entries, more than %d", vol.ID, len(r.PublishContext), structs.MaxCSIPublishContextEntries)
+		}
+		claim.PublishContext, claim.ControllerNodeID = r.PublishContext, by
+		published = true
+	}
+	idx, err := s.raftApply(structs.CSIVolumeClaimBatchRequestType, &structs.CSIVolumeClaimBatchRequest{
+		Claims: []*structs.CSIVolumeClaimRequest{{Namespace: vol.Namespace, VolumeID: vol.ID, Claim: claim}},
+	})
+	if err != nil {
+		if published && refused(err) {
+			// The claim was refused for good: undo the attach.
+			s.controllerUnpublish(ctx, vol, claim)
+		}
+		return nil, err
+	}
+	s.logger.Info("csi volume claimed", "namespace", vol.Namespace, "volume", vol.ID, "alloc_id", alloc.ID,
+		"node_id", node.ID, "mode", claim.Mode.String(), "controller_node_id", claim.ControllerNodeID, "index", idx)
+	out, err := s.State().CSIVolumeByID(nil, vol.Namespace, vol.ID)
+	if err != nil {
+		return nil, err
+	}
+	stored := claim
+	if out != nil {
+		if c := out.ClaimFor(alloc.ID); c != nil {
+			stored = c
+		}
+	}
+	return &structs.CSIVolumeClaimReply{Volume: out, Claim: stored, PublishContext: maps.Clone(claim.PublishContext), Index: idx}, nil
 }
 
-// UnpublishVolume releases a client's claim.
+// refused reports a deterministic refusal by the FSM (as opposed to an
+// apply whose outcome is unknown).
+func refused(err error) bool {
+	return errors.Is(err, structs.ErrInvalid) || errors.Is(err, structs.ErrConflict) || errors.Is(err, structs.ErrNotFound)
+}
+
+// kindOf returns err's kind, ErrUnavailable for an unkinded one.
+func kindOf(err error) error {
+	for _, k := range []error{structs.ErrNotFound, structs.ErrPermissionDenied, structs.ErrNoLeader, structs.ErrInvalid,
+		structs.ErrConflict, structs.ErrTooLarge} {
+		if errors.Is(err, k) {
+			return k
+		}
+	}
+	return structs.ErrUnavailable
+}
+
+func (s *Server) controllerUnpublish(ctx context.Context, vol *structs.CSIVolume, c *structs.CSIVolumeClaim) {
+	_, _, err := s.controllerCall(ctx, &structs.CSIControllerOp{
+		Kind: structs.CSIControllerOpUnpublish, PluginID: vol.PluginID,
+		ExternalVolumeID: c.ExternalVolumeID, ExternalNodeID: c.ExternalNodeID, Secrets: vol.Secrets,
+	})
+	if err != nil && !errors.Is(err, structs.ErrNotFound) {
+		s.logger.Warn("csi controller unpublish of a refused claim failed; the volume may stay attached",
+			"namespace", vol.Namespace, "volume", vol.ID, "node_id", c.NodeID, "error", err)
+	}
+}
+
+// UnpublishVolume is a client's release of one of its node's claims. A
+// follower forwards to the leader.
 func (s *Server) UnpublishVolume(ctx context.Context, args *structs.CSIVolumeUnpublishArgs) (*structs.CSIVolumeUnpublishReply, error) {
-	return nil, structs.NewError(structs.ErrUnavailable, "releasing CSI volumes is not served yet")
+	if r, ok, err := forward[structs.CSIVolumeUnpublishArgs, structs.CSIVolumeUnpublishReply](ctx, s, "CSIVolume.Unpublish", args); ok {
+		return r, err
+	}
+	if args == nil || args.Claim == nil {
+		return nil, structs.NewError(structs.ErrInvalid, "missing volume claim")
+	}
+	node, err := s.authNode(args.NodeID, args.SecretID)
+	if err != nil {
+		return nil, err
+	}
+	c := args.Claim
+	switch {
+	case c.AllocationID == "":
+		return nil, structs.NewError(structs.ErrInvalid, "Claim.AllocationID: missing")
+	case c.NodeID != "" && c.NodeID != node.ID:
+		return nil, structs.NewError(structs.ErrPermissionDenied, "a client releases only its own node's claims")
+	case !validClaimMode(c.Mode):
+		return nil, structs.NewError(structs.ErrInvalid, "Claim.Mode: %s is not a claim a client releases (read or write)", c.Mode)
+	case c.State != structs.CSIVolumeClaimStateUnpublishing && c.State != structs.CSIVolumeClaimStateNodeDetached:
+		return nil, structs.NewError(structs.ErrInvalid, "Claim.State: a client reports unpublishing or node-detached, not %s", c.State)
+	}
+	st := s.State()
+	vol, err := st.CSIVolumeRaw(nil, args.Namespace, args.VolumeID)
+	if err != nil {
+		return nil, err
+	}
+	if vol == nil {
+		return nil, structs.NewError(structs.ErrNotFound, "volume not found: %s", args.VolumeID)
+	}
+	held := vol.ClaimFor(c.AllocationID)
+	if held == nil {
+		return &structs.CSIVolumeUnpublishReply{Index: vol.ModifyIndex}, nil // already freed
+	}
+	if held.NodeID != node.ID {
+		return nil, structs.NewError(structs.ErrPermissionDenied, "the claim of allocation %s is on another node", c.AllocationID)
+	}
+	// Only what the client knows is taken from it: the rest is stored.
+	claim := &structs.CSIVolumeClaim{AllocationID: c.AllocationID, NodeID: node.ID, Mode: held.Mode, State: c.State}
+	idx, err := s.UnpublishClaim(ctx, args.Namespace, args.VolumeID, claim)
+	if err != nil {
+		return nil, err
+	}
+	return &structs.CSIVolumeUnpublishReply{Index: idx}, nil
 }
 
-// ControllerOps hands a controller client its operations.
+// UnpublishClaim drives one claim towards freed, checkpointing each step
+// through Raft. A claim without an allocation ID (Mode GC, with NodeID:
+// `volume detach`) releases every claim of that node. It is what the
+// volume watcher calls. It must run on the leader.
+func (s *Server) UnpublishClaim(ctx context.Context, ns, volID string, claim *structs.CSIVolumeClaim) (uint64, error) {
+	if claim == nil {
+		return 0, structs.NewError(structs.ErrInvalid, "missing volume claim")
+	}
+	if volID == "" {
+		return 0, structs.NewError(structs.ErrInvalid, "missing volume ID")
+	}
+	defer s.claimLocks.lock(ns, volID)()
+	vol, err := s.State().CSIVolumeRaw(nil, ns, volID)
+	if err != nil {
+		return 0, err
+	}
+	if vol == nil {
+		return 0, structs.NewError(structs.ErrNotFound, "no such volume: %s", volID)
+	}
+	if claim.AllocationID != "" {
+		return s.releaseOne(ctx, vol, claim)
+	}
+	if claim.NodeID == "" {
+		return 0, structs.NewError(structs.ErrInvalid, "detach requires node ID")
+	}
+	var ids []string
+	for _, m := range []map[string]*structs.CSIVolumeClaim{vol.ReadClaims, vol.WriteClaims, vol.PastClaims} {
+		for id, c := range m {
+			if c != nil && c.NodeID == claim.NodeID && !slices.Contains(ids, id) {
+				ids = append(ids, id)
+			}
+		}
+	}
+	slices.Sort(ids)
+	idx := vol.ModifyIndex
+	for _, id := range ids {
+		cur := vol.ClaimFor(id)
+		step := &structs.CSIVolumeClaim{AllocationID: id, NodeID: claim.NodeID, Mode: cur.Mode, State: structs.CSIVolumeClaimStateUnpublishing}
+		if p := vol.PastClaims[id]; p != nil {
+			step.State = p.State
+		}
+		if idx, err = s.releaseOne(ctx, vol, step); err != nil {
+			return idx, err
+		}
+		if vol, err = s.State().CSIVolumeRaw(nil, ns, volID); err != nil || vol == nil {
+			return idx, err
+		}
+	}
+	return idx, nil
+}
+
+// releaseOne runs the remaining steps of one allocation's release.
+func (s *Server) releaseOne(ctx context.Context, vol *structs.CSIVolume, in *structs.CSIVolumeClaim) (uint64, error) {
+	held := vol.ClaimFor(in.AllocationID)
+	if held == nil {
+		return vol.ModifyIndex, nil // freed already
+	}
+	claim := held.Copy()
+	claim.State = structs.CSIVolumeClaimStateUnpublishing
+	if past := vol.PastClaims[in.AllocationID]; past != nil && releaseRank(past.State) > releaseRank(claim.State) {
+		claim.State = past.State
+	}
+	if releaseRank(in.State) > releaseRank(claim.State) {
+		claim.State = in.State
+	}
+	idx := vol.ModifyIndex
+	checkpoint := func(state structs.CSIVolumeClaimState) error {
+		c := claim.Copy()
+		c.State = state
+		i, err := s.raftApply(structs.CSIVolumeClaimBatchRequestType, &structs.CSIVolumeClaimBatchRequest{
+			Claims: []*structs.CSIVolumeClaimRequest{{Namespace: vol.Namespace, VolumeID: vol.ID, Claim: c}},
+		})
+		if err != nil {
+			return err
+		}
+		idx, claim.State = i, state
+		return nil
+	}
+	if past := vol.PastClaims[in.AllocationID]; past == nil || past.State != claim.State {
+		if err := checkpoint(claim.State); err != nil {
+			return idx, err
+		}
+	}
+
+	if claim.State == structs.CSIVolumeClaimStateUnpublishing {
+		// The node unpublishes its own mounts: a client sends
+		// NodeDetached once it has. Without it, the node must be gone or
+		// down before the claim moves on.
+		node, err := s.State().NodeByID(nil, claim.NodeID)
+		if err != nil {
+			return idx, err
+		}
+		if node != nil && !node.TerminalStatus() {
+			return idx, structs.NewError(structs.ErrUnavailable, "volume %q: waiting for node %s to unpublish the claim of allocation %s",
+				vol.ID, claim.NodeID, claim.AllocationID)
+		}
+		if err := checkpoint(structs.CSIVolumeClaimStateNodeDetached); err != nil {
+			return idx, err
+		}
+	}
+
+	if claim.State == structs.CSIVolumeClaimStateNodeDetached {
+		plugin, err := s.State().CSIPluginByID(nil, vol.PluginID)
+		if err != nil {
+			return idx, err
+		}
+		if needsController(plugin) && claim.ExternalNodeID != "" && !s.otherLiveClaimOnNode(vol, claim) {
+			_, _, err := s.controllerCall(ctx, &structs.CSIControllerOp{
+				Kind: structs.CSIControllerOpUnpublish, PluginID: vol.PluginID,
+				ExternalVolumeID: claim.ExternalVolumeID, ExternalNodeID: claim.ExternalNodeID, Secrets: vol.Secrets,
+			})
+			if err != nil && !errors.Is(err, structs.ErrNotFound) {
+				return idx, structs.NewError(kindOf(err), "could not detach from controller: %v", err)
+			}
+		}
+		if err := checkpoint(structs.CSIVolumeClaimStateControllerDetached); err != nil {
+			return idx, err
+		}
+	}
+	if err := checkpoint(structs.CSIVolumeClaimStateReadyToFree); err != nil {
+		return idx, err
+	}
+	s.logger.Info("csi volume claim freed", "namespace", vol.Namespace, "volume", vol.ID, "alloc_id", claim.AllocationID,
+		"node_id", claim.NodeID, "mode", claim.Mode.String(), "index", idx)
+	return idx, nil
+}
+
+// releaseRank orders the states of a release (the wire numbers do not).
+func releaseRank(st structs.CSIVolumeClaimState) int {
+	switch st {
+	case structs.CSIVolumeClaimStateUnpublishing:
+		return 1
+	case structs.CSIVolumeClaimStateNodeDetached:
+		return 2
+	case structs.CSIVolumeClaimStateControllerDetached:
+		return 3
+	case structs.CSIVolumeClaimStateReadyToFree:
+		return 4
+	}
+	return 0
+}
+
+// otherLiveClaimOnNode reports whether another allocation that is not
+// terminal still claims vol on claim's node: the volume stays attached.
+func (s *Server) otherLiveClaimOnNode(vol *structs.CSIVolume, claim *structs.CSIVolumeClaim) bool {
+	for _, m := range []map[string]*structs.CSIVolumeClaim{vol.ReadClaims, vol.WriteClaims} {
+		for id, c := range m {
+			if id == claim.AllocationID || c == nil || c.NodeID != claim.NodeID || vol.PastClaims[id] != nil {
+				continue
+			}
+			a, err := s.State().AllocByID(nil, id)
+			if err == nil && a != nil && !a.ClientTerminalStatus() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// ControllerOps hands a controller client the calls queued for its node.
+// Polls go to the leader, where the queue is.
 func (s *Server) ControllerOps(ctx context.Context, args *structs.CSIControllerPollArgs) (*structs.CSIControllerPollReply, error) {
-	<-ctx.Done()
-	return &structs.CSIControllerPollReply{}, nil
+	if r, ok, err := forward[structs.CSIControllerPollArgs, structs.CSIControllerPollReply](ctx, s, "CSIController.Poll", args); ok {
+		return r, err
+	}
+	if args == nil {
+		return nil, structs.NewError(structs.ErrInvalid, "missing poll")
+	}
+	if _, err := s.authNode(args.NodeID, args.SecretID); err != nil {
+		return nil, err
+	}
+	ops, err := s.controllers.poll(ctx, args.NodeID, time.Duration(args.MaxWait))
+	if err != nil {
+		return nil, err
+	}
+	return &structs.CSIControllerPollReply{Ops: ops}, nil
 }
 
 // ControllerDone takes a controller client's results.
 func (s *Server) ControllerDone(ctx context.Context, args *structs.CSIControllerDoneArgs) error {
+	if _, ok, err := forward[structs.CSIControllerDoneArgs, Empty](ctx, s, "CSIController.Done", args); ok {
+		return err
+	}
+	if args == nil {
+		return structs.NewError(structs.ErrInvalid, "missing results")
+	}
+	if len(args.Results) > structs.MaxCSIControllerOpsPerPoll {
+		return structs.NewError(structs.ErrInvalid, "Results: %d, more than %d", len(args.Results), structs.MaxCSIControllerOpsPerPoll)
+	}
+	if _, err := s.authNode(args.NodeID, args.SecretID); err != nil {
+		return err
+	}
+	for _, r := range args.Results {
+		if r != nil && len(r.Error) > structs.MaxCSIErrorBytes {
+			r.Error = r.Error[:structs.MaxCSIErrorBytes]
+		}
+	}
+	s.controllers.done(args.NodeID, args.Results)
 	return nil
+}
+
+// registerCSIClaimRPC exposes the client side of volumes; rpcAccess lets
+// a client call them for its own node only.
+func (s *Server) registerCSIClaimRPC(rs *rpc.Server, mark func(context.Context) context.Context) {
+	rpc.Handle(rs, "CSIVolume.Claim", func(ctx context.Context, a *structs.CSIVolumeClaimArgs) (*structs.CSIVolumeClaimReply, error) {
+		return s.ClaimVolume(mark(ctx), a)
+	})
+	rpc.Handle(rs, "CSIVolume.Unpublish", func(ctx context.Context, a *structs.CSIVolumeUnpublishArgs) (*structs.CSIVolumeUnpublishReply, error) {
+		return s.UnpublishVolume(mark(ctx), a)
+	})
+	rpc.Handle(rs, "CSIController.Poll", func(ctx context.Context, a *structs.CSIControllerPollArgs) (*structs.CSIControllerPollReply, error) {
+		return s.ControllerOps(mark(ctx), a)
+	})
+	rpc.Handle(rs, "CSIController.Done", func(ctx context.Context, a *structs.CSIControllerDoneArgs) (*Empty, error) {
+		return &Empty{}, s.ControllerDone(mark(ctx), a)
+	})
+}
+
+// watcherUnpublisher is the volume watcher's view of the server.
+type watcherUnpublisher struct{ s *Server }
+
+func (w watcherUnpublisher) UnpublishClaim(ctx context.Context, ns, volID string, claim *structs.CSIVolumeClaim) error {
+	_, err := w.s.UnpublishClaim(ctx, ns, volID, claim)
+	return err
 }

@@ -119,19 +119,3 @@ func TestCSIVolumeRegisterDeregister(t *testing.T) {
 		t.Errorf("volume still there: %+v", got)
 	}
 }
-
-// A job claiming a volume is refused until placement by volume is served:
-// it must never run without its storage.
-func TestJobWithVolumeRefused(t *testing.T) {
-	s := testServer(t, nil)
-	j := testJob("vol", "sysbatch")
-	j.TaskGroups[0].Volumes = map[string]*structs.VolumeRequest{"data": {Name: "data", Type: "csi", Source: "data",
-		AccessMode: structs.CSIVolumeAccessModeSingleNodeWriter, AttachmentMode: structs.CSIVolumeAttachmentModeFilesystem}}
-	_, err := s.RegisterJob(context.Background(), j, false, 0)
-	if !errors.Is(err, structs.ErrInvalid) || !strings.Contains(err.Error(), `volume "data": claiming CSI volumes from jobs is not served yet`) {
-		t.Fatalf("err = %v", err)
-	}
-	if got, _ := s.State().JobByID(nil, "default", "vol"); got != nil {
-		t.Error("the refused job was stored")
-	}
-}

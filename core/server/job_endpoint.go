@@ -3,8 +3,6 @@ package server
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 	"sort"
 	"strings"
 
@@ -102,9 +100,6 @@ func (s *Server) prepareJob(in *structs.Job) (*structs.Job, error) {
 	job.TypeBehavior = b.Copy()
 	job.Canonicalize()
 	if err := job.Validate(); err != nil {
-		return nil, err
-	}
-	if err := refuseUnservedVolumes(job); err != nil {
 		return nil, err
 	}
 	if err := s.checkNamespace(job.Namespace, job.ID); err != nil {
@@ -437,19 +432,4 @@ func (s *Server) childWithToken(ns, parent, token string) (*structs.Job, error) 
 		}
 	}
 	return nil, nil
-}
-
-// refuseUnservedVolumes refuses a job whose groups claim CSI volumes:
-// drover registers volumes and tracks plugins, but does not yet place
-// allocations by their volumes nor mount them, and a job must never run
-// without the storage it asked for.
-func refuseUnservedVolumes(job *structs.Job) error {
-	for _, tg := range job.TaskGroups {
-		for _, name := range slices.Sorted(maps.Keys(tg.Volumes)) {
-			return structs.NewError(structs.ErrInvalid,
-				"group %q: volume %q: claiming CSI volumes from jobs is not served yet (volumes can be registered; placement and mounts are coming)",
-				tg.Name, name)
-		}
-	}
-	return nil
 }

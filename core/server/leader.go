@@ -103,6 +103,7 @@ func (s *Server) establishLeadership() error {
 	s.planQueue.SetEnabled(true)
 	s.broker.SetEnabled(true)
 	s.blocked.SetEnabled(true)
+	s.controllers.setEnabled(true)
 	if f := s.cfg.stepUpFault; f != nil {
 		if err := f(); err != nil {
 			return err
@@ -123,6 +124,7 @@ func (s *Server) establishLeadership() error {
 	if s.cfg.ACLEnabled {
 		s.startLeaderLoop(ctx, s.expireOneTimeTokens)
 	}
+	s.volumes.SetEnabled(true)
 	s.established.Store(true)
 	s.logger.Info("cluster leadership acquired")
 	return nil
@@ -147,6 +149,8 @@ func (s *Server) revokeLeadership() {
 	}
 	s.established.Store(false)
 	cancel()
+	s.volumes.SetEnabled(false)
+	s.controllers.setEnabled(false)
 	s.broker.SetEnabled(false)
 	s.blocked.SetEnabled(false)
 	s.planQueue.SetEnabled(false)

@@ -417,6 +417,12 @@ var rpcAccess = map[string]access{
 	}),
 	"Node.Heartbeat": forNode("heartbeat", func(r any) string { return r.(*NodeAuthArgs).NodeID }),
 	"Node.GetAllocs": forNode("read the allocations", func(r any) string { return r.(*NodeAllocsArgs).NodeID }),
+	"CSIVolume.Claim": forNode("claim volumes", func(r any) string { return r.(*structs.CSIVolumeClaimArgs).NodeID }),
+	"CSIVolume.Unpublish": forNode("release volume claims", func(r any) string {
+		return r.(*structs.CSIVolumeUnpublishArgs).NodeID
+	}),
+	"CSIController.Poll": forNode("take CSI controller calls", func(r any) string { return r.(*structs.CSIControllerPollArgs).NodeID }),
+	"CSIController.Done": forNode("report CSI controller calls", func(r any) string { return r.(*structs.CSIControllerDoneArgs).NodeID }),
 	"Node.UpdateAllocs": forNode("update the allocations", func(r any) string {
 		return r.(*NodeUpdateAllocsArgs).NodeID
 	}),

@@ -183,6 +183,7 @@ func (s *Server) RegisterRPC(rs *rpc.Server) {
 	s.registerACLRPC(rs, mark)
 	s.registerNamespaceRPC(rs, mark)
 	s.registerCSIRPC(rs, mark)
+	s.registerCSIClaimRPC(rs, mark)
 	s.registerACLResolveRPC(rs)
 	s.registerACLCRUDRPC(rs, mark)
 	s.registerPKIRPC(rs)

@@ -24,6 +24,7 @@ import (
 	"github.com/drover-org/drover/core/server/blockedevals"
 	"github.com/drover-org/drover/core/server/evalbroker"
 	"github.com/drover-org/drover/core/server/planqueue"
+	"github.com/drover-org/drover/core/server/volumewatcher"
 	"github.com/drover-org/drover/core/state"
 	"github.com/drover-org/drover/core/structs"
 	"github.com/drover-org/drover/sdk/scheduler"
@@ -159,6 +160,11 @@ type Server struct {
 	heartbeat *heartbeater
 	nodeCache *nodeCache
 	gate      *typeGate
+	// controllers queues the CSI controller calls for controller clients;
+	// volumes reaps released claims (both leader-only).
+	controllers *controllerQueue
+	claimLocks  claimLocks
+	volumes     *volumewatcher.Watcher
 	// nackReasons: why each eval's last delivery failed.
 	nackReasons reasonLog
 
@@ -235,6 +241,10 @@ func New(cfg Config) (*Server, error) {
 	s.heartbeat = newHeartbeater(s)
 	s.nodeCache = newNodeCache()
 	s.gate = newTypeGate()
+	s.controllers = newControllerQueue()
+	s.volumes = volumewatcher.New(volumewatcher.Config{
+		State: s.State, Unpublisher: watcherUnpublisher{s}, Logger: s.logger.Named("volume_watcher"),
+	})
 
 	f, err := fsm.New(s.logger.Named("fsm"), &leaderHooks{s: s})
 	if err != nil {
@@ -474,6 +484,7 @@ func (s *Server) Failed() error { return s.fsm.Failed() }
 func (s *Server) shutdown() error {
 	s.shutdownCancel()
 	s.revokeLeadership()
+	s.volumes.Stop()
 	s.wg.Wait()
 	// monitorLeadership may have established leadership again while the
 	// first revoke ran; its loops saw the cancelled context and ended.

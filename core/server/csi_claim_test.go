@@ -1,0 +1,270 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/drover-org/drover/core/structs"
+)
+
+// fakeController is a controller client: it polls the leader for
+// controller calls and answers them through answer.
+type fakeController struct {
+	mu  sync.Mutex
+	ops []*structs.CSIControllerOp
+	wg  sync.WaitGroup
+}
+
+func startFakeController(t *testing.T, s *Server, node *structs.Node, answer func(op *structs.CSIControllerOp) *structs.CSIControllerOpResult) *fakeController {
+	t.Helper()
+	fc := &fakeController{}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(func() { cancel(); fc.wg.Wait() })
+	fc.wg.Add(1)
+	go func() {
+		defer fc.wg.Done()
+		for ctx.Err() == nil {
+			r, err := s.ControllerOps(ctx, &structs.CSIControllerPollArgs{NodeID: node.ID, SecretID: node.SecretID, MaxWait: int64(time.Second)})
+			if err != nil {
+				return
+			}
+			var res []*structs.CSIControllerOpResult
+			for _, op := range r.Ops {
+				fc.mu.Lock()
+				fc.ops = append(fc.ops, op)
+				fc.mu.Unlock()
+				out := answer(op)
+				out.ID = op.ID
+				res = append(res, out)
+			}
+			if len(res) > 0 {
+				if err := s.ControllerDone(ctx, &structs.CSIControllerDoneArgs{NodeID: node.ID, SecretID: node.SecretID, Results: res}); err != nil {
+					return
+				}
+			}
+		}
+	}()
+	return fc
+}
+
+func (fc *fakeController) calls() []*structs.CSIControllerOp {
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	return append([]*structs.CSIControllerOp(nil), fc.ops...)
+}
+
+// csiSetup registers a node running a monolith plugin hp (node and
+// controller, attach/detach), a volume v1 of it, and a sysbatch job
+// claiming v1, and waits for the job's alloc on the node.
+func csiSetup(t *testing.T, s *Server) (*structs.Node, *structs.Allocation) {
+	t.Helper()
+	ctx := context.Background()
+	node := csiNode("a", "hp", true)
+	node.CSINodePlugins["hp"].RequiresControllerPlugin = true
+	node.CSIControllerPlugins = map[string]*structs.CSIInfo{"hp": {PluginID: "hp", Healthy: true, RequiresControllerPlugin: true,
+		ControllerInfo: &structs.CSIControllerInfo{SupportsAttachDetach: true}}}
+	if _, err := s.RegisterNode(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	vol := csiVol("v1", "hp")
+	vol.ExternalID = "ext-1"
+	vol.Secrets = map[string]string{"token": "s3cret"}
+	if _, err := s.RegisterCSIVolumes(ctx, []*structs.CSIVolume{vol}); err != nil {
+		t.Fatal(err)
+	}
+	j := testJob("writer", "sysbatch")
+	j.TaskGroups[0].Volumes = map[string]*structs.VolumeRequest{"data": {Name: "data", Type: "csi", Source: "v1",
+		AccessMode: structs.CSIVolumeAccessModeSingleNodeWriter, AttachmentMode: structs.CSIVolumeAttachmentModeFilesystem}}
+	if _, err := s.RegisterJob(ctx, j, false, 0); err != nil {
+		t.Fatal(err)
+	}
+	var alloc *structs.Allocation
+	waitFor(t, 10*time.Second, "the job's alloc on the plugin node", func() bool {
+		as, _ := s.State().AllocsByJob(nil, structs.DefaultNamespace, "writer", true)
+		if len(as) == 1 {
+			alloc = as[0]
+		}
+		return alloc != nil
+	})
+	if alloc.NodeID != node.ID {
+		t.Fatalf("alloc on %s, want %s", alloc.NodeID, node.ID)
+	}
+	return node, alloc
+}
+
+func claimArgs(node *structs.Node, alloc *structs.Allocation) *structs.CSIVolumeClaimArgs {
+	return &structs.CSIVolumeClaimArgs{NodeID: node.ID, SecretID: node.SecretID, Namespace: structs.DefaultNamespace,
+		VolumeID: "v1", AllocationID: alloc.ID, Mode: structs.CSIVolumeClaimWrite,
+		AccessMode: structs.CSIVolumeAccessModeSingleNodeWriter, AttachmentMode: structs.CSIVolumeAttachmentModeFilesystem}
+}
+
+// A claim is published by the controller client before it is stored with
+// everything a release needs; a repeated claim is answered from state; the
+// release detaches through the controller with the stored IDs and frees.
+func TestCSIClaimAndReleaseThroughController(t *testing.T) {
+	s := testServer(t, nil)
+	node, alloc := csiSetup(t, s)
+	fc := startFakeController(t, s, node, func(op *structs.CSIControllerOp) *structs.CSIControllerOpResult {
+		if op.Kind == structs.CSIControllerOpPublish {
+			return &structs.CSIControllerOpResult{PublishContext: map[string]string{"device": "/dev/fake"}}
+		}
+		return &structs.CSIControllerOpResult{}
+	})
+	ctx := context.Background()
+	r, err := s.ClaimVolume(ctx, claimArgs(node, alloc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.PublishContext["device"] != "/dev/fake" || r.Volume == nil || r.Volume.Secrets["token"] != "s3cret" {
+		t.Fatalf("reply = %+v", r)
+	}
+	c := r.Claim
+	if c.ExternalNodeID != "csi-a" || c.ExternalVolumeID != "ext-1" || c.ControllerNodeID != node.ID || c.PublishContext["device"] != "/dev/fake" {
+		t.Fatalf("stored claim = %+v", c)
+	}
+	ops := fc.calls()
+	if len(ops) != 1 || ops[0].Kind != structs.CSIControllerOpPublish || ops[0].ExternalNodeID != "csi-a" ||
+		ops[0].ExternalVolumeID != "ext-1" || ops[0].Secrets["token"] != "s3cret" || ops[0].ReadOnly {
+		t.Fatalf("controller ops = %+v", ops)
+	}
+	if _, err := s.ClaimVolume(ctx, claimArgs(node, alloc)); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(fc.calls()); n != 1 {
+		t.Fatalf("a repeated claim made %d controller calls, want none", n-1)
+	}
+
+	_, err = s.UnpublishVolume(ctx, &structs.CSIVolumeUnpublishArgs{NodeID: node.ID, SecretID: node.SecretID,
+		Namespace: structs.DefaultNamespace, VolumeID: "v1",
+		Claim: &structs.CSIVolumeClaim{AllocationID: alloc.ID, Mode: structs.CSIVolumeClaimWrite, State: structs.CSIVolumeClaimStateNodeDetached}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops = fc.calls()
+	if len(ops) != 2 || ops[1].Kind != structs.CSIControllerOpUnpublish || ops[1].ExternalNodeID != "csi-a" || ops[1].ExternalVolumeID != "ext-1" {
+		t.Fatalf("controller ops = %+v", ops)
+	}
+	v, _ := s.State().CSIVolumeByID(nil, structs.DefaultNamespace, "v1")
+	if v.InUse() || len(v.PastClaims) != 0 || v.AccessMode != structs.CSIVolumeAccessModeUnknown {
+		t.Fatalf("volume after release: write=%v past=%v mode=%q", v.WriteClaims, v.PastClaims, v.AccessMode)
+	}
+}
+
+// Bad claims are refused with their kind and change nothing.
+func TestCSIClaimRefusals(t *testing.T) {
+	s := testServer(t, nil)
+	node, alloc := csiSetup(t, s)
+	other := csiNode("b", "hp", true)
+	if _, err := s.RegisterNode(context.Background(), other); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		mut  func(a *structs.CSIVolumeClaimArgs)
+		kind error
+		want string
+	}{
+		{"wrong secret", func(a *structs.CSIVolumeClaimArgs) { a.SecretID = "nope" }, structs.ErrPermissionDenied, "secret"},
+		{"another node's alloc", func(a *structs.CSIVolumeClaimArgs) { a.NodeID, a.SecretID = other.ID, other.SecretID }, structs.ErrNotFound, "not found on node"},
+		{"gc mode", func(a *structs.CSIVolumeClaimArgs) { a.Mode = structs.CSIVolumeClaimGC }, structs.ErrInvalid, "not a claim a client may take"},
+		{"no volume", func(a *structs.CSIVolumeClaimArgs) { a.VolumeID = "nosuch" }, structs.ErrNotFound, "volume not found"},
+		{"bad volume ID", func(a *structs.CSIVolumeClaimArgs) { a.VolumeID = "a/b" }, structs.ErrInvalid, "VolumeID"},
+		{"other namespace", func(a *structs.CSIVolumeClaimArgs) { a.Namespace = "other" }, structs.ErrInvalid, "namespace"},
+		{"bad access mode", func(a *structs.CSIVolumeClaimArgs) { a.AccessMode = "sideways" }, structs.ErrInvalid, "AccessMode"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a := claimArgs(node, alloc)
+			tc.mut(a)
+			_, err := s.ClaimVolume(context.Background(), a)
+			if !errors.Is(err, tc.kind) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want %v containing %q", err, tc.kind, tc.want)
+			}
+			v, _ := s.State().CSIVolumeByID(nil, structs.DefaultNamespace, "v1")
+			if v.InUse() {
+				t.Fatal("a refused claim was stored")
+			}
+		})
+	}
+}
+
+// A controller that fails the detach leaves the claim node-detached (the
+// volume still claimed); a later release finishes it. NotFound from the
+// driver counts as detached.
+func TestCSIReleaseControllerFailureKeepsCheckpoint(t *testing.T) {
+	s := testServer(t, nil)
+	node, alloc := csiSetup(t, s)
+	var mu sync.Mutex
+	fails := 2
+	startFakeController(t, s, node, func(op *structs.CSIControllerOp) *structs.CSIControllerOpResult {
+		if op.Kind != structs.CSIControllerOpUnpublish {
+			return &structs.CSIControllerOpResult{}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if fails > 0 {
+			fails--
+			return &structs.CSIControllerOpResult{ErrorKind: "unavailable", Error: "controller busy"}
+		}
+		return &structs.CSIControllerOpResult{ErrorKind: "not_found", Error: "no such attachment"}
+	})
+	ctx := context.Background()
+	if _, err := s.ClaimVolume(ctx, claimArgs(node, alloc)); err != nil {
+		t.Fatal(err)
+	}
+	rel := &structs.CSIVolumeClaim{AllocationID: alloc.ID, Mode: structs.CSIVolumeClaimWrite, State: structs.CSIVolumeClaimStateNodeDetached}
+	_, err := s.UnpublishVolume(ctx, &structs.CSIVolumeUnpublishArgs{NodeID: node.ID, SecretID: node.SecretID,
+		Namespace: structs.DefaultNamespace, VolumeID: "v1", Claim: rel})
+	if !errors.Is(err, structs.ErrUnavailable) || !strings.Contains(err.Error(), "could not detach from controller") {
+		t.Fatalf("err = %v", err)
+	}
+	v, _ := s.State().CSIVolumeByID(nil, structs.DefaultNamespace, "v1")
+	if p := v.PastClaims[alloc.ID]; p == nil || p.State != structs.CSIVolumeClaimStateNodeDetached || p.ExternalNodeID != "csi-a" ||
+		p.Mode != structs.CSIVolumeClaimWrite {
+		t.Fatalf("past claim = %+v", p)
+	}
+	// The watcher retries with backoff; the second failure, then NotFound.
+	waitFor(t, 30*time.Second, "the claim freed", func() bool {
+		v, _ := s.State().CSIVolumeByID(nil, structs.DefaultNamespace, "v1")
+		return v != nil && !v.InUse() && len(v.PastClaims) == 0
+	})
+}
+
+// A client's release of a claim waits for its node while the node is up
+// and has not unpublished; the volume stays claimed.
+func TestCSIReleaseWaitsForNode(t *testing.T) {
+	s := testServer(t, nil)
+	node, alloc := csiSetup(t, s)
+	startFakeController(t, s, node, func(*structs.CSIControllerOp) *structs.CSIControllerOpResult {
+		return &structs.CSIControllerOpResult{}
+	})
+	ctx := context.Background()
+	if _, err := s.ClaimVolume(ctx, claimArgs(node, alloc)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.UnpublishVolume(ctx, &structs.CSIVolumeUnpublishArgs{NodeID: node.ID, SecretID: node.SecretID,
+		Namespace: structs.DefaultNamespace, VolumeID: "v1",
+		Claim: &structs.CSIVolumeClaim{AllocationID: alloc.ID, Mode: structs.CSIVolumeClaimWrite, State: structs.CSIVolumeClaimStateUnpublishing}})
+	if !errors.Is(err, structs.ErrUnavailable) || !strings.Contains(err.Error(), "waiting for node") {
+		t.Fatalf("err = %v", err)
+	}
+	v, _ := s.State().CSIVolumeByID(nil, structs.DefaultNamespace, "v1")
+	if p := v.PastClaims[alloc.ID]; p == nil || p.State != structs.CSIVolumeClaimStateUnpublishing {
+		t.Fatalf("past claim = %+v", p)
+	}
+	// Another client cannot release it.
+	other := csiNode("b", "hp", true)
+	if _, err := s.RegisterNode(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.UnpublishVolume(ctx, &structs.CSIVolumeUnpublishArgs{NodeID: other.ID, SecretID: other.SecretID,
+		Namespace: structs.DefaultNamespace, VolumeID: "v1",
+		Claim: &structs.CSIVolumeClaim{AllocationID: alloc.ID, Mode: structs.CSIVolumeClaimWrite, State: structs.CSIVolumeClaimStateNodeDetached}})
+	if !errors.Is(err, structs.ErrPermissionDenied) {
+		t.Fatalf("err = %v", err)
+	}
+}
