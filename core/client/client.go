@@ -195,6 +195,9 @@ func (c *Client) Start() error {
 	c.restore()
 	c.goFunc(func() { c.batcher.run(c.ctx) })
 	c.goFunc(c.run)
+	if c.rcfg.CSI != nil && c.rcfg.Volumes != nil {
+		c.goFunc(func() { c.controllerLoop(c.ctx) })
+	}
 	return nil
 }
 
