@@ -340,3 +340,28 @@ func TestCSIControllerExecutor(t *testing.T) {
 		t.Errorf("controller publish: %+v", h.bridge.ctrlPublish)
 	}
 }
+
+// A failed unpublish releases the claim as unpublishing at once and is
+// retried in the background until it passes, then released as
+// node-detached.
+func TestCSIVolumeReleaseRetry(t *testing.T) {
+	h := newVolHarness(t)
+	a := h.volAlloc("alloc-eeee-0001", false)
+	h.srv.upsert(a)
+	waitFor(t, "alloc running", func() bool { return h.srv.clientStatus(a.ID) == structs.AllocClientStatusRunning })
+	h.bridge.mu.Lock()
+	h.bridge.unpublishErr = errors.Join(csibridge.ErrFailedPrecondition, errors.New("busy"))
+	h.bridge.mu.Unlock()
+	h.srv.setDesired(a.ID, structs.AllocDesiredStatusStop)
+	waitFor(t, "released as unpublishing", func() bool { return h.has("release vol " + a.ID + " unpublishing") })
+	if h.has("release vol " + a.ID + " node-detached") {
+		t.Fatal("node-detached before the node steps passed")
+	}
+	h.bridge.mu.Lock()
+	h.bridge.unpublishErr = nil
+	h.bridge.mu.Unlock()
+	waitFor(t, "released as node-detached", func() bool { return h.has("release vol " + a.ID + " node-detached") })
+	if !slices.ContainsFunc(h.log.snapshot(), func(s string) bool { return strings.HasPrefix(s, "unstage ext-vol") }) {
+		t.Errorf("not unstaged: %q", h.log.snapshot())
+	}
+}
