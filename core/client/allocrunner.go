@@ -36,6 +36,8 @@ type runnerConfig struct {
 	Persist func(*persistedAlloc)
 	// CSI supervises the plugin tasks (nil: no csi-bridge).
 	CSI *csiPlugins
+	// Volumes mounts the groups' CSI volumes (nil: no csi-bridge).
+	Volumes *csiManager
 	// CrashAt, a test hook, is asked at each kill point of a task's exit
 	// path; true simulates a client crash there (see killpoints.go).
 	CrashAt func(allocID, task string, p killPoint) bool
@@ -70,6 +72,11 @@ type allocRunner struct {
 	destroyR bool
 	status   string
 	crashed  bool // a simulated crash: no more reports or writes
+	removed  bool // the alloc's state was deleted: no more writes
+
+	// csi is how far the alloc's CSI volumes got (see csi_hook.go).
+	csiMu sync.Mutex
+	csi   []*csiMountState
 
 	changed chan struct{} // wakes run; capacity 1
 	taskWG  sync.WaitGroup
@@ -89,6 +96,13 @@ func newAllocRunner(parent context.Context, cfg *runnerConfig, alloc *structs.Al
 		status:  structs.AllocClientStatusPending,
 		changed: make(chan struct{}, 1),
 		doneCh:  make(chan struct{}),
+	}
+	if prior != nil {
+		for _, m := range prior.CSI {
+			if m != nil {
+				ar.csi = append(ar.csi, m.copy())
+			}
+		}
 	}
 	tg := ar.group()
 	if tg == nil {
@@ -200,7 +214,7 @@ func (ar *allocRunner) taskChanged() {
 		return
 	}
 	states := make(map[string]*structs.TaskState, len(ar.tasks))
-	snap := &persistedAlloc{Alloc: ar.alloc, Tasks: make(map[string]*persistedTask, len(ar.tasks))}
+	snap := &persistedAlloc{Alloc: ar.alloc, Tasks: make(map[string]*persistedTask, len(ar.tasks)), CSI: ar.csiSnapshot()}
 	for _, tr := range ar.tasks {
 		st, h := tr.snapshot()
 		states[tr.task.Name] = st
@@ -219,7 +233,7 @@ func (ar *allocRunner) taskChanged() {
 	if ar.cfg.Update != nil {
 		ar.cfg.Update(upd)
 	}
-	if ar.cfg.Persist != nil {
+	if ar.cfg.Persist != nil && !ar.removed {
 		ar.cfg.Persist(snap)
 	}
 	ar.mu.Unlock()
@@ -233,10 +247,10 @@ func (ar *allocRunner) persist() {
 	}
 	ar.mu.Lock()
 	defer ar.mu.Unlock()
-	if ar.crashed {
+	if ar.crashed || ar.removed {
 		return
 	}
-	snap := &persistedAlloc{Alloc: ar.alloc, Tasks: make(map[string]*persistedTask, len(ar.tasks))}
+	snap := &persistedAlloc{Alloc: ar.alloc, Tasks: make(map[string]*persistedTask, len(ar.tasks)), CSI: ar.csiSnapshot()}
 	for _, tr := range ar.tasks {
 		st, h := tr.snapshot()
 		snap.Tasks[tr.task.Name] = newPersistedTask(st, h)
@@ -279,6 +293,14 @@ func (ar *allocRunner) run() {
 		return
 	}
 	ar.taskChanged()
+	// The group's CSI volumes are mounted before any task starts (a
+	// restored alloc keeps those it had); a failure fails the tasks.
+	if !ar.allDone() {
+		ar.runVolumeSetup()
+		if ar.ctx.Err() != nil {
+			return
+		}
+	}
 	// Restored tasks that were running (or, holding the handle of their
 	// last run, pending a restart) are resumed now, whatever their phase:
 	// their phase came in the earlier client process.
@@ -304,6 +326,7 @@ func (ar *allocRunner) run() {
 		ar.supervise(&ps)
 		ar.advance(&ps)
 		if ar.allDone() {
+			ar.releaseVolumes()
 			return
 		}
 		select {
@@ -312,6 +335,18 @@ func (ar *allocRunner) run() {
 			return
 		}
 	}
+}
+
+// releaseVolumes undoes the alloc's CSI volumes once its tasks are dead.
+func (ar *allocRunner) releaseVolumes() {
+	if len(ar.csiSnapshot()) == 0 {
+		return
+	}
+	if ar.cfg.Volumes == nil {
+		ar.logger.Warn("cannot release CSI volumes: no csi-bridge")
+		return
+	}
+	ar.cfg.Volumes.release(ar.ctx, ar)
 }
 
 func (ar *allocRunner) allDone() bool {

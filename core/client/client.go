@@ -107,6 +107,8 @@ func New(cfg Config) (*Client, error) {
 	if cfg.CSIBridge != nil {
 		c.rcfg.CSI = newCSIPlugins(cfg.CSIBridge, filepath.Join(cfg.StateDir, "csi"), cfg.CSIProbeInterval, cfg.CSIHealthInterval,
 			c.logger.Named("csi"), c.csiChanged)
+		c.rcfg.Volumes = newCSIManager(ctx, c.goFunc, c.rcfg.CSI, cfg.CSIBridge, cfg.Server, nodeID, secretID, cfg.StateDir,
+			cfg.CSIPluginWait, backoff{Base: cfg.CSIRetryInterval, Max: cfg.CSIMaxRetryInterval}, c.logger.Named("csi_volumes"))
 	}
 	c.node = c.baseNode()
 	return c, nil
@@ -193,6 +195,9 @@ func (c *Client) Start() error {
 	c.restore()
 	c.goFunc(func() { c.batcher.run(c.ctx) })
 	c.goFunc(c.run)
+	if c.rcfg.CSI != nil && c.rcfg.Volumes != nil {
+		c.goFunc(func() { c.controllerLoop(c.ctx) })
+	}
 	return nil
 }
 
@@ -253,6 +258,17 @@ func (c *Client) restore() {
 	allocs, errs := c.state.allocs()
 	for _, err := range errs {
 		c.logger.Error("failed to restore alloc state", "error", err)
+	}
+	// Every staging target's users are counted before any alloc can
+	// release one.
+	if v := c.rcfg.Volumes; v != nil {
+		for _, p := range allocs {
+			for _, m := range p.CSI {
+				if m != nil {
+					v.adopt(p.Alloc.ID, m)
+				}
+			}
+		}
 	}
 	for _, p := range allocs {
 		c.logger.Info("restoring allocation", "alloc_id", p.Alloc.ID)

@@ -129,6 +129,13 @@ type Config struct {
 	// first healthy (5s); CSIHealthInterval after (30s).
 	CSIProbeInterval  time.Duration
 	CSIHealthInterval time.Duration
+	// CSIPluginWait bounds the wait for a volume's node plugin (2m).
+	CSIPluginWait time.Duration
+	// CSIRetryInterval is the first retry delay of volume claims, release
+	// retries and the controller loop (1s); it doubles up to
+	// CSIMaxRetryInterval (1m).
+	CSIRetryInterval    time.Duration
+	CSIMaxRetryInterval time.Duration
 }
 
 // ErrInvalidConfig is returned by New for a config it cannot run with.

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -37,6 +38,7 @@ const maxSocketPath = 107
 // csiInstance is one supervised plugin task.
 type csiInstance struct {
 	allocID string
+	sock    string
 	cfg     *structs.TaskCSIPluginConfig
 	fp      *csibridge.Fingerprint // last answer; nil before the first
 	healthy bool
@@ -56,11 +58,64 @@ type csiPlugins struct {
 
 	mu        sync.Mutex
 	instances map[string]*csiInstance // by alloc ID + "/" + task
+	// wake is closed (and replaced) at every change of instances.
+	wake chan struct{}
 }
 
 func newCSIPlugins(bridge csibridge.Bridge, root string, fast, slow time.Duration, logger hclog.Logger, changed func()) *csiPlugins {
 	return &csiPlugins{bridge: bridge, root: root, fast: fast, slow: slow, logger: logger, changed: changed,
-		instances: map[string]*csiInstance{}}
+		instances: map[string]*csiInstance{}, wake: make(chan struct{})}
+}
+
+// watch returns a channel closed at the next change of the instances.
+func (p *csiPlugins) watch() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.wake
+}
+
+// wakeLocked tells the watchers; it needs p.mu.
+func (p *csiPlugins) wakeLocked() {
+	close(p.wake)
+	p.wake = make(chan struct{})
+}
+
+// healthyInstance finds a healthy instance of plugin id serving the node
+// (node true) or controller service, and returns its socket and
+// fingerprint.
+func (p *csiPlugins) healthyInstance(id string, node bool) (string, csibridge.Fingerprint, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, key := range sortedKeys(p.instances) {
+		inst := p.instances[key]
+		if inst.cfg.ID != id || !inst.healthy || inst.fp == nil || inst.sock == "" {
+			continue
+		}
+		if node && inst.cfg.HasNode() && inst.fp.HasNode || !node && inst.cfg.HasController() && inst.fp.HasController {
+			return inst.sock, *inst.fp, true
+		}
+	}
+	return "", csibridge.Fingerprint{}, false
+}
+
+// controllerIDs lists the plugins with a healthy controller instance here.
+func (p *csiPlugins) controllerIDs() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	seen := map[string]bool{}
+	var out []string
+	for _, key := range sortedKeys(p.instances) {
+		inst := p.instances[key]
+		if inst.healthy && inst.fp != nil && inst.fp.HasController && inst.cfg.HasController() && !seen[inst.cfg.ID] {
+			seen[inst.cfg.ID] = true
+			out = append(out, inst.cfg.ID)
+		}
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
 }
 
 // socketDir is the host directory of a plugin task's socket. It is short
@@ -93,7 +148,7 @@ func (p *csiPlugins) supervise(ctx context.Context, stop <-chan struct{}, allocI
 	cfg *structs.TaskCSIPluginConfig, sock string, emit func(*structs.TaskEvent)) {
 	key := allocID + "/" + task
 	log := p.logger.With("plugin_id", cfg.ID, "alloc_id", allocID, "task", task)
-	inst := &csiInstance{allocID: allocID, cfg: cfg}
+	inst := &csiInstance{allocID: allocID, sock: sock, cfg: cfg}
 	deadline := time.Now().Add(cfg.HealthTimeout)
 	everHealthy, toldUnhealthy := false, false
 	timer := time.NewTimer(0)
@@ -172,6 +227,7 @@ func (p *csiPlugins) put(key string, inst *csiInstance) {
 	c := *inst
 	p.mu.Lock()
 	p.instances[key] = &c
+	p.wakeLocked()
 	p.mu.Unlock()
 	p.changed()
 }
@@ -183,6 +239,9 @@ func (p *csiPlugins) remove(allocID, task string) {
 	p.mu.Lock()
 	_, had := p.instances[key]
 	delete(p.instances, key)
+	if had {
+		p.wakeLocked()
+	}
 	p.mu.Unlock()
 	if err := os.RemoveAll(p.socketDir(allocID, task)); err != nil {
 		p.logger.Warn("failed to remove csi socket dir", "error", err)

@@ -312,6 +312,7 @@ type fakeServer struct {
 	index   uint64
 	wake    chan struct{}
 	batches [][]*structs.Allocation
+	csi     fakeCSI
 }
 
 func newFakeServer() *fakeServer {
@@ -504,17 +505,88 @@ func testAlloc(id, nodeID string, job *structs.Job) *structs.Allocation {
 	}
 }
 
-func (s *fakeServer) ClaimVolume(context.Context, *structs.CSIVolumeClaimArgs) (*structs.CSIVolumeClaimReply, error) {
-	return nil, structs.NewError(structs.ErrUnavailable, "fake server: no volumes")
+// fakeCSI is the volume side of fakeServer: claims answer from vols
+// (after the queued claimErrs), and every call is recorded in log.
+type fakeCSI struct {
+	mu          sync.Mutex
+	log         *callLog
+	vols        map[string]*structs.CSIVolume
+	claimErrs   []error
+	claims      []*structs.CSIVolumeClaimArgs
+	unpublishes []*structs.CSIVolumeUnpublishArgs
+	opsCh       chan []*structs.CSIControllerOp
+	done        []*structs.CSIControllerDoneArgs
 }
 
-func (s *fakeServer) UnpublishVolume(context.Context, *structs.CSIVolumeUnpublishArgs) (*structs.CSIVolumeUnpublishReply, error) {
-	return nil, structs.NewError(structs.ErrUnavailable, "fake server: no volumes")
+// callLog records calls in order, across fakes.
+type callLog struct {
+	mu    sync.Mutex
+	calls []string
 }
 
-func (s *fakeServer) ControllerOps(ctx context.Context, _ *structs.CSIControllerPollArgs) (*structs.CSIControllerPollReply, error) {
-	<-ctx.Done()
-	return nil, ctx.Err()
+func (l *callLog) add(format string, args ...any) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	l.calls = append(l.calls, fmt.Sprintf(format, args...))
+	l.mu.Unlock()
 }
 
-func (s *fakeServer) ControllerDone(context.Context, *structs.CSIControllerDoneArgs) error { return nil }
+func (l *callLog) snapshot() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.calls...)
+}
+
+func (s *fakeServer) ClaimVolume(_ context.Context, args *structs.CSIVolumeClaimArgs) (*structs.CSIVolumeClaimReply, error) {
+	f := &s.csi
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.claims = append(f.claims, args)
+	if len(f.claimErrs) > 0 {
+		err := f.claimErrs[0]
+		f.claimErrs = f.claimErrs[1:]
+		f.log.add("claim-error %s", args.VolumeID)
+		return nil, err
+	}
+	v, ok := f.vols[args.VolumeID]
+	if !ok {
+		return nil, structs.NewError(structs.ErrNotFound, "no such volume %q", args.VolumeID)
+	}
+	f.log.add("claim %s %s", args.VolumeID, args.Mode)
+	return &structs.CSIVolumeClaimReply{Volume: v.Copy(), PublishContext: map[string]string{"dev": "x"},
+		Claim: &structs.CSIVolumeClaim{AllocationID: args.AllocationID, NodeID: args.NodeID, Mode: args.Mode}}, nil
+}
+
+func (s *fakeServer) UnpublishVolume(_ context.Context, args *structs.CSIVolumeUnpublishArgs) (*structs.CSIVolumeUnpublishReply, error) {
+	f := &s.csi
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.unpublishes = append(f.unpublishes, args)
+	f.log.add("release %s %s %s", args.VolumeID, args.Claim.AllocationID, args.Claim.State)
+	return &structs.CSIVolumeUnpublishReply{}, nil
+}
+
+func (s *fakeServer) ControllerOps(ctx context.Context, args *structs.CSIControllerPollArgs) (*structs.CSIControllerPollReply, error) {
+	s.csi.mu.Lock()
+	ch := s.csi.opsCh
+	s.csi.mu.Unlock()
+	t := time.NewTimer(time.Duration(args.MaxWait))
+	defer t.Stop()
+	select {
+	case ops := <-ch:
+		return &structs.CSIControllerPollReply{Ops: ops}, nil
+	case <-t.C:
+		return &structs.CSIControllerPollReply{}, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (s *fakeServer) ControllerDone(_ context.Context, args *structs.CSIControllerDoneArgs) error {
+	s.csi.mu.Lock()
+	defer s.csi.mu.Unlock()
+	s.csi.done = append(s.csi.done, args)
+	return nil
+}

@@ -28,6 +28,8 @@ const (
 type persistedAlloc struct {
 	Alloc *structs.Allocation
 	Tasks map[string]*persistedTask
+	// CSI is how far the alloc's CSI volumes got, for their release.
+	CSI []*csiMountState `json:",omitempty"`
 }
 
 // persistedTask is one task's resumable state.

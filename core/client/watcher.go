@@ -133,6 +133,15 @@ func (c *Client) destroyRunner(r *allocRunner) {
 		if c.ctx.Err() != nil || !r.allDone() {
 			return
 		}
+		if r.csiHeld() {
+			// A task bind mount may remain: removing the dir would
+			// empty the volume. The release retry unmounts it.
+			c.logger.Warn("keeping alloc dir: a CSI volume may still be mounted in it", "alloc_id", r.id)
+			return
+		}
+		r.mu.Lock()
+		r.removed = true
+		r.mu.Unlock()
 		if err := r.dir.destroy(); err != nil {
 			c.logger.Warn("failed to remove alloc dir", "alloc_id", r.id, "error", err)
 		}

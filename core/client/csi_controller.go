@@ -1,0 +1,236 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/drover-org/drover/core/structs"
+	"github.com/drover-org/drover/sdk/csibridge"
+)
+
+// The controller executor: the leader cannot call a client, so a client
+// running a healthy controller plugin polls the leader for controller
+// operations addressed to it, runs each through the csi-bridge against
+// the plugin's socket and reports the results. Ops of one plugin run one
+// at a time, in the order given.
+
+const csiControllerPollWait = 30 * time.Second
+
+// controllerLoop runs until ctx ends.
+func (c *Client) controllerLoop(ctx context.Context) {
+	p := c.rcfg.CSI
+	retry := backoff{Base: c.rcfg.Volumes.retry.Base, Max: c.rcfg.Volumes.retry.Max}
+	fails := 0
+	for {
+		ch := p.watch()
+		if len(p.controllerIDs()) == 0 {
+			select {
+			case <-ch:
+				continue
+			case <-ctx.Done():
+				return
+			}
+		}
+		pctx, cancel := context.WithTimeout(ctx, csiControllerPollWait+30*time.Second)
+		reply, err := c.cfg.Server.ControllerOps(pctx, &structs.CSIControllerPollArgs{
+			NodeID: c.nodeID, SecretID: c.secretID, MaxWait: int64(csiControllerPollWait)})
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			fails++
+			wait := retry.next(fails)
+			c.logger.Warn("failed to poll controller operations; retrying", "error", err, "retry_in", wait)
+			if !waitOrDone(ctx, wait) {
+				return
+			}
+			continue
+		}
+		fails = 0
+		if reply == nil || len(reply.Ops) == 0 {
+			continue
+		}
+		results := runControllerOps(ctx, p, c.cfg.CSIBridge, reply.Ops)
+		if ctx.Err() != nil {
+			return
+		}
+		for n := 1; n <= 5; n++ {
+			dctx, cancel := context.WithTimeout(ctx, csiCallTimeout)
+			err = c.cfg.Server.ControllerDone(dctx, &structs.CSIControllerDoneArgs{NodeID: c.nodeID, SecretID: c.secretID, Results: results})
+			cancel()
+			if err == nil || ctx.Err() != nil {
+				break
+			}
+			c.logger.Warn("failed to report controller results; retrying", "error", err)
+			if !waitOrDone(ctx, retry.next(n)) {
+				return
+			}
+		}
+	}
+}
+
+// runControllerOps runs ops, one plugin's after another in order and
+// the plugins in parallel; results are in the order of ops.
+func runControllerOps(ctx context.Context, p *csiPlugins, bridge csibridge.Bridge, ops []*structs.CSIControllerOp) []*structs.CSIControllerOpResult {
+	results := make([]*structs.CSIControllerOpResult, len(ops))
+	byPlugin := map[string][]int{}
+	for i, op := range ops {
+		if op == nil {
+			results[i] = &structs.CSIControllerOpResult{ErrorKind: "invalid", Error: "empty operation"}
+			continue
+		}
+		byPlugin[op.PluginID] = append(byPlugin[op.PluginID], i)
+	}
+	var wg sync.WaitGroup
+	for _, idx := range byPlugin {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, i := range idx {
+				results[i] = runControllerOp(ctx, p, bridge, ops[i])
+			}
+		}()
+	}
+	wg.Wait()
+	return results
+}
+
+// runControllerOp runs one op against the plugin's healthy controller.
+func runControllerOp(ctx context.Context, p *csiPlugins, bridge csibridge.Bridge, op *structs.CSIControllerOp) *structs.CSIControllerOpResult {
+	res := &structs.CSIControllerOpResult{ID: op.ID}
+	sock, _, ok := p.healthyInstance(op.PluginID, false)
+	if !ok {
+		return failResult(res, structs.NewError(structs.ErrUnavailable, "no healthy controller of plugin %q on this node", op.PluginID))
+	}
+	cctx, cancel := context.WithTimeout(ctx, csiCallTimeout)
+	defer cancel()
+	capab := csibridge.Capability{AccessMode: string(op.AccessMode), AttachmentMode: string(op.AttachmentMode)}
+	if op.MountOptions != nil && op.AttachmentMode == structs.CSIVolumeAttachmentModeFilesystem {
+		capab.FSType, capab.MountFlags = op.MountOptions.FSType, append([]string(nil), op.MountOptions.MountFlags...)
+	}
+	var err error
+	switch op.Kind {
+	case structs.CSIControllerOpPublish:
+		var pc map[string]string
+		pc, err = bridge.ControllerPublish(cctx, csibridge.ControllerPublishRequest{Socket: sock, VolumeID: op.ExternalVolumeID,
+			NodeID: op.ExternalNodeID, Capability: capab, ReadOnly: op.ReadOnly, Secrets: maps.Clone(op.Secrets),
+			VolumeContext: maps.Clone(op.VolumeContext)})
+		if err == nil && len(pc) > structs.MaxCSIPublishContextEntries {
+			err = structs.NewError(structs.ErrInvalid, "publish context of %d entries, more than %d", len(pc), structs.MaxCSIPublishContextEntries)
+		}
+		if err == nil {
+			res.PublishContext = pc
+		}
+	case structs.CSIControllerOpUnpublish:
+		err = bridge.ControllerUnpublish(cctx, csibridge.ControllerUnpublishRequest{Socket: sock, VolumeID: op.ExternalVolumeID,
+			NodeID: op.ExternalNodeID, Secrets: maps.Clone(op.Secrets)})
+		if errors.Is(err, csibridge.ErrNotFound) {
+			err = nil // already detached
+		}
+	case structs.CSIControllerOpDelete:
+		err = bridge.DeleteVolume(cctx, csibridge.DeleteVolumeRequest{Socket: sock, ExternalID: op.ExternalVolumeID, Secrets: maps.Clone(op.Secrets)})
+		if errors.Is(err, csibridge.ErrNotFound) {
+			err = nil // already gone
+		}
+	case structs.CSIControllerOpCreate:
+		res.Created, err = createVolume(cctx, bridge, sock, op)
+	default:
+		err = structs.NewError(structs.ErrInvalid, "unknown controller operation %q", op.Kind)
+	}
+	if err != nil {
+		return failResult(res, err)
+	}
+	return res
+}
+
+func createVolume(ctx context.Context, bridge csibridge.Bridge, sock string, op *structs.CSIControllerOp) (*structs.CSIVolume, error) {
+	v := op.Create
+	if v == nil {
+		return nil, structs.NewError(structs.ErrInvalid, "create operation without a volume")
+	}
+	req := csibridge.CreateVolumeRequest{Socket: sock, Name: v.Name, CapacityMin: v.RequestedCapacityMin, CapacityMax: v.RequestedCapacityMax,
+		Parameters: maps.Clone(v.Parameters), Secrets: maps.Clone(op.Secrets)}
+	if req.Secrets == nil {
+		req.Secrets = maps.Clone(v.Secrets)
+	}
+	for _, rc := range v.RequestedCapabilities {
+		if rc == nil {
+			continue
+		}
+		c := csibridge.Capability{AccessMode: string(rc.AccessMode), AttachmentMode: string(rc.AttachmentMode)}
+		if v.MountOptions != nil && rc.AttachmentMode == structs.CSIVolumeAttachmentModeFilesystem {
+			c.FSType, c.MountFlags = v.MountOptions.FSType, append([]string(nil), v.MountOptions.MountFlags...)
+		}
+		req.Capabilities = append(req.Capabilities, c)
+	}
+	switch {
+	case v.SnapshotID != "":
+		req.ContentSource = &csibridge.ContentSource{SnapshotID: v.SnapshotID}
+	case v.CloneID != "":
+		req.ContentSource = &csibridge.ContentSource{VolumeID: v.CloneID}
+	}
+	if rt := v.RequestedTopologies; rt != nil {
+		for _, t := range rt.Required {
+			if t != nil {
+				req.TopologyRequired = append(req.TopologyRequired, maps.Clone(t.Segments))
+			}
+		}
+		for _, t := range rt.Preferred {
+			if t != nil {
+				req.TopologyPreferred = append(req.TopologyPreferred, maps.Clone(t.Segments))
+			}
+		}
+	}
+	cv, err := bridge.CreateVolume(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if cv == nil {
+		return nil, errors.New("the plugin created no volume")
+	}
+	out := &structs.CSIVolume{ExternalID: cv.ExternalID, Capacity: cv.CapacityBytes, Context: maps.Clone(cv.Context)}
+	for _, t := range cv.Topologies {
+		out.Topologies = append(out.Topologies, &structs.CSITopology{Segments: maps.Clone(t)})
+	}
+	return out, nil
+}
+
+// csiErrorKind is the wire kind of a controller op's error.
+func csiErrorKind(err error) string {
+	switch {
+	case errors.Is(err, csibridge.ErrNotFound):
+		return "not_found"
+	case errors.Is(err, csibridge.ErrUnavailable), errors.Is(err, csibridge.ErrAborted),
+		errors.Is(err, csibridge.ErrFailedPrecondition), errors.Is(err, csibridge.ErrResourceExhausted),
+		errors.Is(err, context.DeadlineExceeded):
+		return "unavailable"
+	case errors.Is(err, csibridge.ErrInvalidArgument), errors.Is(err, csibridge.ErrOutOfRange), errors.Is(err, csibridge.ErrUnimplemented):
+		return "invalid"
+	case errors.Is(err, csibridge.ErrAlreadyExists):
+		return "conflict"
+	}
+	return structs.KindName(err)
+}
+
+func failResult(res *structs.CSIControllerOpResult, err error) *structs.CSIControllerOpResult {
+	res.ErrorKind = csiErrorKind(err)
+	msg := err.Error()
+	if msg == "" {
+		msg = fmt.Sprintf("%T", err)
+	}
+	if len(msg) > structs.MaxCSIErrorBytes {
+		msg = msg[:structs.MaxCSIErrorBytes]
+		for len(msg) > 0 && !utf8.ValidString(msg) {
+			msg = msg[:len(msg)-1]
+		}
+	}
+	res.Error = msg
+	res.PublishContext, res.Created = nil, nil
+	return res
+}
