@@ -48,7 +48,9 @@ type APIClient struct {
 	Token string
 	// Namespace is added to every request as ?namespace= when not empty.
 	Namespace string
-	HTTP      *http.Client
+	// Headers are added to every request.
+	Headers map[string]string
+	HTTP    *http.Client
 	// TLS configures HTTPS to the agent (ignored when HTTP is set).
 	TLS TLSOptions
 
@@ -147,6 +149,9 @@ func (c *APIClient) do(ctx context.Context, method, path string, q url.Values, b
 	}
 	if c.Token != "" {
 		req.Header.Set("X-Nomad-Token", c.Token)
+	}
+	for k, v := range c.Headers {
+		req.Header.Set(k, v)
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")

@@ -155,6 +155,9 @@ func Commands(ui *UI) map[string]Command {
 		"volume register":           &VolumeRegisterCommand{ui: ui},
 		"volume deregister":         &VolumeDeregisterCommand{ui: ui},
 		"volume status":             &VolumeStatusCommand{ui: ui},
+		"volume create":             &VolumeCreateCommand{ui: ui},
+		"volume delete":             &VolumeDeleteCommand{ui: ui},
+		"volume detach":             &VolumeDetachCommand{ui: ui},
 		"plugin status":             &PluginStatusCommand{ui: ui},
 	}
 	maps.Copy(cmds, aclCommands(ui))

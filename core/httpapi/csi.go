@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/hashicorp/go-memdb"
 
@@ -17,6 +18,9 @@ import (
 type CSIServer interface {
 	RegisterCSIVolumes(ctx context.Context, vols []*structs.CSIVolume) (uint64, error)
 	DeregisterCSIVolumes(ctx context.Context, ns string, ids []string, force bool) (uint64, error)
+	CreateCSIVolumes(ctx context.Context, vols []*structs.CSIVolume) ([]*structs.CSIVolume, uint64, error)
+	DeleteCSIVolume(ctx context.Context, ns, id string, secrets map[string]string) (uint64, error)
+	DetachCSIVolume(ctx context.Context, ns, id, nodeID string) (uint64, error)
 }
 
 // CSIRoutes are the CSI volume and plugin routes, as in Nomad: volumes
@@ -32,6 +36,10 @@ var CSIRoutes = []string{
 	"DELETE /v1/volume/csi/{id}",
 	"GET /v1/plugins",
 	"GET /v1/plugin/csi/{id}",
+	"PUT /v1/volume/csi/{id}/create",
+	"POST /v1/volume/csi/{id}/create",
+	"DELETE /v1/volume/csi/{id}/delete",
+	"DELETE /v1/volume/csi/{id}/detach",
 }
 
 var (
@@ -48,6 +56,9 @@ func init() {
 		nsCap(acl.NamespaceCapabilityCSIWriteVolume),
 		pluginList,
 		pluginRead,
+		anyToken, anyToken, // create: the body's namespaces, in the handler
+		nsCap(acl.NamespaceCapabilityCSIWriteVolume),
+		nsCap(acl.NamespaceCapabilityCSIWriteVolume),
 	}
 	for i, p := range CSIRoutes {
 		routeRules[p] = rules[i]
@@ -57,7 +68,7 @@ func init() {
 func (s *HTTPServer) registerCSIRoutes(mux *routeMux) {
 	handlers := []http.HandlerFunc{s.volumeList, s.volumesRegister, s.volumesRegister,
 		s.volumeGet, s.volumeRegister, s.volumeRegister, s.volumeDeregister,
-		s.pluginList, s.pluginGet}
+		s.pluginList, s.pluginGet, s.volumeCreate, s.volumeCreate, s.volumeDelete, s.volumeDetach}
 	for i, pattern := range CSIRoutes {
 		mux.HandleFunc(pattern, handlers[i])
 	}
@@ -180,7 +191,17 @@ func (s *HTTPServer) volumesRegister(w http.ResponseWriter, r *http.Request) {
 	s.registerVolumes(w, r, "")
 }
 
+// volumeCreate is PUT /v1/volume/csi/{id}/create: the controller
+// provisions the body's one volume, which is then registered.
+func (s *HTTPServer) volumeCreate(w http.ResponseWriter, r *http.Request) {
+	s.writeVolumes(w, r, r.PathValue("id"), true)
+}
+
 func (s *HTTPServer) registerVolumes(w http.ResponseWriter, r *http.Request, pathID string) {
+	s.writeVolumes(w, r, pathID, false)
+}
+
+func (s *HTTPServer) writeVolumes(w http.ResponseWriter, r *http.Request, pathID string, create bool) {
 	cs, ok := s.csiServer(w)
 	if !ok {
 		return
@@ -220,7 +241,18 @@ func (s *HTTPServer) registerVolumes(w http.ResponseWriter, r *http.Request, pat
 			return
 		}
 	}
-	idx, err := cs.RegisterCSIVolumes(r.Context(), body.Volumes)
+	out := []*structs.CSIVolume{}
+	var idx uint64
+	var err error
+	if create {
+		var vols []*structs.CSIVolume
+		vols, idx, err = cs.CreateCSIVolumes(r.Context(), body.Volumes)
+		for _, v := range vols {
+			out = append(out, v.Redacted())
+		}
+	} else {
+		idx, err = cs.RegisterCSIVolumes(r.Context(), body.Volumes)
+	}
 	if err != nil {
 		s.writeError(w, err)
 		return
@@ -229,7 +261,54 @@ func (s *HTTPServer) registerVolumes(w http.ResponseWriter, r *http.Request, pat
 		Volumes  []*structs.CSIVolume
 		Warnings string
 		Index    uint64
-	}{Volumes: []*structs.CSIVolume{}, Index: idx})
+	}{Volumes: out, Index: idx})
+}
+
+// volumeDelete is DELETE /v1/volume/csi/{id}/delete: the controller
+// deletes the unclaimed volume, which is then deregistered. Secrets come
+// in the X-Nomad-CSI-Secrets header (k=v,k2=v2).
+func (s *HTTPServer) volumeDelete(w http.ResponseWriter, r *http.Request) {
+	cs, ok := s.csiServer(w)
+	if !ok {
+		return
+	}
+	var secrets map[string]string
+	if h := r.Header.Get("X-Nomad-CSI-Secrets"); h != "" {
+		secrets = map[string]string{}
+		for _, kv := range strings.Split(h, ",") {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok || k == "" {
+				writeText(w, http.StatusBadRequest, "X-Nomad-CSI-Secrets: each entry must be key=value")
+				return
+			}
+			secrets[k] = v
+		}
+	}
+	idx, err := cs.DeleteCSIVolume(r.Context(), namespaceOf("", r), r.PathValue("id"), secrets)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	writeWrite(w, r, idx, struct{ Index uint64 }{idx})
+}
+
+// volumeDetach is DELETE /v1/volume/csi/{id}/detach?node=<node ID>.
+func (s *HTTPServer) volumeDetach(w http.ResponseWriter, r *http.Request) {
+	cs, ok := s.csiServer(w)
+	if !ok {
+		return
+	}
+	node := r.URL.Query().Get("node")
+	if node == "" {
+		writeText(w, http.StatusBadRequest, "detach requires node ID")
+		return
+	}
+	idx, err := cs.DetachCSIVolume(r.Context(), namespaceOf("", r), r.PathValue("id"), node)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	writeWrite(w, r, idx, struct{ Index uint64 }{idx})
 }
 
 // volumeDeregister is DELETE /v1/volume/csi/{id}[?force=true].

@@ -415,8 +415,8 @@ var rpcAccess = map[string]access{
 		}
 		return ""
 	}),
-	"Node.Heartbeat": forNode("heartbeat", func(r any) string { return r.(*NodeAuthArgs).NodeID }),
-	"Node.GetAllocs": forNode("read the allocations", func(r any) string { return r.(*NodeAllocsArgs).NodeID }),
+	"Node.Heartbeat":  forNode("heartbeat", func(r any) string { return r.(*NodeAuthArgs).NodeID }),
+	"Node.GetAllocs":  forNode("read the allocations", func(r any) string { return r.(*NodeAllocsArgs).NodeID }),
 	"CSIVolume.Claim": forNode("claim volumes", func(r any) string { return r.(*structs.CSIVolumeClaimArgs).NodeID }),
 	"CSIVolume.Unpublish": forNode("release volume claims", func(r any) string {
 		return r.(*structs.CSIVolumeUnpublishArgs).NodeID
