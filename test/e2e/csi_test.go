@@ -123,3 +123,130 @@ func TestCSIHostpathPluginOnDevAgent(t *testing.T) {
 	}
 	_ = os.Remove(bin)
 }
+
+const hostpathCreateVolume = `id        = "e2e-vol"
+name      = "e2e-vol"
+type      = "csi"
+plugin_id = "hostpath"
+
+capability {
+  access_mode     = "single-node-writer"
+  attachment_mode = "file-system"
+}
+
+capability {
+  access_mode     = "single-node-reader-only"
+  attachment_mode = "file-system"
+}
+`
+
+// volumeJob is a sysbatch job whose one task runs script with the volume
+// mounted at <task dir>/data.
+const volumeJob = `job %q {
+  type        = "sysbatch"
+  datacenters = ["*"]
+
+  group "g" {
+    volume "data" {
+      type            = "csi"
+      source          = "e2e-vol"
+      access_mode     = %q
+      attachment_mode = "file-system"
+      read_only       = %t
+    }
+
+    task "t" {
+      driver = "raw_exec"
+
+      config {
+        command = "/bin/sh"
+        args    = ["-c", %q]
+      }
+
+      volume_mount {
+        volume      = "data"
+        destination = "/data"
+        read_only   = %t
+      }
+
+      resources {
+        cpu    = 50
+        memory = 32
+      }
+    }
+  }
+}
+`
+
+// A volume created through the hostpath controller is claimed by a writer
+// job (controller publish, node stage and publish, bind mount into the
+// task), released when the job's task ends (every claim freed), and then
+// read by a second job that finds the writer's file; the volume is then
+// deleted through the controller.
+func TestCSIVolumeClaimOnDevAgent(t *testing.T) {
+	t.Parallel()
+	binDir := t.TempDir()
+	bin := filepath.Join(binDir, "drover-csi-hostpath")
+	build := exec.Command(harness.GoTool(), "build", "-o", bin, "./examples/csi/hostpath")
+	build.Dir = repoRoot
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the hostpath driver: %v\n%s", err, out)
+	}
+	a := startAgent(t)
+	a.MustCLI("job", "run", harness.WriteFile(t, "plugin.hcl", fmt.Sprintf(hostpathPluginJob, bin)))
+	harness.WaitFor(t, waitTimeout, "the hostpath plugin to be healthy", func() (bool, string) {
+		var p struct{ ControllersHealthy, NodesHealthy int }
+		status, err := a.Do("GET", "/v1/plugin/csi/hostpath", nil, &p)
+		return err == nil && status == 200 && p.NodesHealthy == 1 && p.ControllersHealthy == 1, fmt.Sprintf("%d %v %+v", status, err, p)
+	})
+	out := a.MustCLI("volume", "create", harness.WriteFile(t, "vol.hcl", hostpathCreateVolume))
+	if !strings.Contains(out.Stdout, "Created external volume") {
+		t.Fatalf("volume create:\n%s", out.Stdout)
+	}
+
+	type volume struct {
+		ExternalID              string
+		ReadAllocs, WriteAllocs map[string]any
+		PastClaims              map[string]any
+		AccessMode, Schedulable any
+	}
+	claimsFreed := func() (bool, string) {
+		var v volume
+		status, err := a.Do("GET", "/v1/volume/csi/e2e-vol", nil, &v)
+		return err == nil && status == 200 && len(v.ReadAllocs)+len(v.WriteAllocs)+len(v.PastClaims) == 0,
+			fmt.Sprintf("%d %v %+v", status, err, v)
+	}
+	allocDone := func(job string) string {
+		var status string
+		harness.WaitFor(t, waitTimeout, job+"'s alloc to finish", func() (bool, string) {
+			var allocs []struct{ ClientStatus string }
+			code, err := a.Do("GET", "/v1/job/"+job+"/allocations", nil, &allocs)
+			if err != nil || code != 200 || len(allocs) != 1 {
+				return false, fmt.Sprintf("%d %v %+v", code, err, allocs)
+			}
+			status = allocs[0].ClientStatus
+			return status == "complete" || status == "failed", status
+		})
+		return status
+	}
+
+	a.MustCLI("job", "run", "-detach", harness.WriteFile(t, "writer.hcl", fmt.Sprintf(volumeJob, "writer", "single-node-writer", false,
+		`echo hello-from-writer > "${NOMAD_TASK_DIR}/../data/hello.txt"`, false)))
+	if st := allocDone("writer"); st != "complete" {
+		t.Fatalf("writer alloc %s", st)
+	}
+	harness.WaitFor(t, waitTimeout, "the writer's claim to be freed", claimsFreed)
+
+	a.MustCLI("job", "run", "-detach", harness.WriteFile(t, "reader.hcl", fmt.Sprintf(volumeJob, "reader", "single-node-reader-only", true,
+		`grep -q hello-from-writer "${NOMAD_TASK_DIR}/../data/hello.txt" && ! touch "${NOMAD_TASK_DIR}/../data/other"`, true)))
+	if st := allocDone("reader"); st != "complete" {
+		t.Fatalf("reader alloc %s: the file was not there, or the read-only mount was writable", st)
+	}
+	harness.WaitFor(t, waitTimeout, "the reader's claim to be freed", claimsFreed)
+
+	a.MustCLI("volume", "delete", "e2e-vol")
+	if status, _ := a.Do("GET", "/v1/volume/csi/e2e-vol", nil, nil); status != 404 {
+		t.Errorf("deleted volume answers %d", status)
+	}
+	a.MustCLI("job", "stop", "-purge", "hostpath-plugin")
+}
