@@ -253,6 +253,11 @@ func csiMatrixCases(w *aclWorld) []matrixCase {
 		{"DELETE /v1/volume/csi/{id}", "DELETE", "/v1/volume/csi/vol?namespace=team", nil, "--x-x"}, // then 404
 		{"GET /v1/plugins", "GET", "/v1/plugins?type=csi", nil, "----2"},
 		{"GET /v1/plugin/csi/{id}", "GET", "/v1/plugin/csi/hp", nil, "----2"},
+		// The plugin has no controller: allowed callers get the server's refusal.
+		{"PUT /v1/volume/csi/{id}/create", "PUT", "/v1/volume/csi/vol/create", body("default"), "----x"},
+		{"POST /v1/volume/csi/{id}/create", "POST", "/v1/volume/csi/vol/create?namespace=team", body("team"), "----x"},
+		{"DELETE /v1/volume/csi/{id}/delete", "DELETE", "/v1/volume/csi/vol/delete?namespace=team", nil, "--x-x"},
+		{"DELETE /v1/volume/csi/{id}/detach", "DELETE", "/v1/volume/csi/vol/detach?namespace=team&node=n1", nil, "--x-x"},
 	}
 }
 

@@ -42,6 +42,8 @@ type controllerCall struct {
 
 type controllerQueue struct {
 	seq atomic.Uint64
+	// pickup is csiControllerPickup; tests shorten it.
+	pickup time.Duration
 
 	mu       sync.Mutex
 	enabled  bool
@@ -53,6 +55,7 @@ type controllerQueue struct {
 
 func newControllerQueue() *controllerQueue {
 	return &controllerQueue{
+		pickup:  csiControllerPickup,
 		pending: map[string][]*controllerCall{}, inflight: map[string]*controllerCall{},
 		wake: map[string]chan struct{}{}, plugins: map[string]chan struct{}{},
 	}
@@ -126,7 +129,7 @@ func (q *controllerQueue) call(ctx context.Context, node string, op *structs.CSI
 	q.mu.Unlock()
 	defer q.forget(c)
 
-	pickup := time.NewTimer(csiControllerPickup)
+	pickup := time.NewTimer(q.pickup)
 	defer pickup.Stop()
 	for {
 		select {
@@ -139,7 +142,7 @@ func (q *controllerQueue) call(ctx context.Context, node string, op *structs.CSI
 			c.taken = nil // polled: wait for the result alone
 		case <-pickup.C:
 			if c.taken != nil {
-				return nil, structs.NewError(structs.ErrUnavailable, "CSI controller on node %s did not take the call within %s", node, csiControllerPickup)
+				return nil, structs.NewError(structs.ErrUnavailable, "CSI controller on node %s did not take the call within %s", node, q.pickup)
 			}
 		case <-ctx.Done():
 			return nil, structs.NewError(structs.ErrUnavailable, "CSI controller call %s on node %s: %v", op.Kind, node, ctx.Err())
