@@ -46,14 +46,36 @@ if [ ${#targets[@]} -eq 0 ]; then
   exit 0
 fi
 
+# go1.26's fuzz coordinator can fail a target at the end of a duration
+# -fuzztime with a bare "context deadline exceeded" when a worker is slow
+# to stop (a loaded machine): go.dev/issue/75804, fixed in go1.27. Such a
+# run found nothing (go writes a failing input and says so when it does),
+# so the target's seed corpus and saved inputs are replayed instead, and
+# only a failure there counts. Any other failure counts as it is.
+deadline_flake() {
+  grep -q 'context deadline exceeded' "$1" &&
+    ! grep -q -E 'Failing input written|panic:|_test\.go:[0-9]+:' "$1"
+}
+
 echo "fuzz: ${#targets[@]} targets, $FUZZTIME each"
 failed=()
+flaked=0
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
 for t in "${targets[@]}"; do
   pkg=${t% *} name=${t#* }
   echo "==> fuzz $pkg $name ($FUZZTIME)"
-  if ! "$GO" test -run '^$' -fuzz "^${name}\$" -fuzztime "$FUZZTIME" "$pkg"; then
-    failed+=("$pkg $name")
+  if "$GO" test -run '^$' -fuzz "^${name}\$" -fuzztime "$FUZZTIME" "$pkg" 2>&1 | tee "$out"; then
+    continue
   fi
+  if deadline_flake "$out"; then
+    echo "fuzz: $name stopped on go's fuzztime deadline race (go.dev/issue/75804) with no failing input; replaying its corpus"
+    if "$GO" test -count=1 -run "^${name}\$" "$pkg"; then
+      flaked=$((flaked + 1))
+      continue
+    fi
+  fi
+  failed+=("$pkg $name")
 done
 
 if [ ${#failed[@]} -gt 0 ]; then
@@ -62,4 +84,4 @@ if [ ${#failed[@]} -gt 0 ]; then
   echo "fuzz: go saved each failing input in the package's testdata/fuzz/<Target>/ (the lines above name it); fix the bug, then commit the input as a regression case" >&2
   exit 1
 fi
-echo "fuzz: ${#targets[@]} targets passed"
+echo "fuzz: ${#targets[@]} targets passed ($flaked replayed after go's deadline race)"
