@@ -12,7 +12,12 @@ import (
 
 func (f *FSM) applyCSIVolumeRegister(index uint64, buf []byte) any {
 	req := decode[structs.CSIVolumeRegisterRequest](structs.CSIVolumeRegisterRequestType, index, buf)
-	return f.State().At(at(req.Now)).UpsertCSIVolumes(index, req.Volumes)
+	if err := f.State().At(at(req.Now)).UpsertCSIVolumes(index, req.Volumes, req.Evals...); err != nil {
+		return err
+	}
+	f.evalsCommitted(req.Evals)
+	f.hooks.VolumesFreed(index)
+	return nil
 }
 
 func (f *FSM) applyCSIVolumeDeregister(index uint64, buf []byte) any {
@@ -22,7 +27,19 @@ func (f *FSM) applyCSIVolumeDeregister(index uint64, buf []byte) any {
 
 func (f *FSM) applyCSIVolumeClaimBatch(index uint64, buf []byte) any {
 	req := decode[structs.CSIVolumeClaimBatchRequest](structs.CSIVolumeClaimBatchRequestType, index, buf)
-	return f.State().At(at(req.Now)).CSIVolumeClaims(index, req.Claims)
+	if err := f.State().At(at(req.Now)).CSIVolumeClaims(index, req.Claims, req.Evals...); err != nil {
+		return err
+	}
+	f.evalsCommitted(req.Evals)
+	// Only a freed claim gives a slot back: the checkpoints before it
+	// still hold the claim's place.
+	for _, c := range req.Claims {
+		if c != nil && c.Claim != nil && c.Claim.State == structs.CSIVolumeClaimStateReadyToFree {
+			f.hooks.VolumesFreed(index)
+			break
+		}
+	}
+	return nil
 }
 
 func (f *FSM) applyCSIPluginDelete(index uint64, buf []byte) any {

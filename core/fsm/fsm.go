@@ -44,6 +44,9 @@ type Hooks interface {
 	JobUpserted(job *structs.Job)
 	// JobDeleted: the job was purged.
 	JobDeleted(ns, id string)
+	// VolumesFreed: a CSI volume was registered or one of its claims was
+	// freed, so evals blocked on a volume's claims may fit now.
+	VolumesFreed(index uint64)
 }
 
 // NoopHooks ignores every change; followers and tests use it.
@@ -54,6 +57,7 @@ func (NoopHooks) AllocsClientUpdated([]*structs.Allocation, uint64) {}
 func (NoopHooks) NodeChanged(*structs.Node, uint64)                 {}
 func (NoopHooks) JobUpserted(*structs.Job)                          {}
 func (NoopHooks) JobDeleted(string, string)                         {}
+func (NoopHooks) VolumesFreed(uint64)                               {}
 
 // FSM applies Raft log entries to the state store. It implements raft.FSM.
 type FSM struct {

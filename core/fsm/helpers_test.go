@@ -16,12 +16,13 @@ import (
 
 // recorder is a Hooks that remembers every call.
 type recorder struct {
-	mu          sync.Mutex
-	evals       []*structs.Evaluation
-	clientAlloc []*structs.Allocation
-	nodes       []*structs.Node
-	upserted    []*structs.Job
-	deleted     []string
+	mu           sync.Mutex
+	evals        []*structs.Evaluation
+	clientAlloc  []*structs.Allocation
+	nodes        []*structs.Node
+	upserted     []*structs.Job
+	deleted      []string
+	volumesFreed []uint64
 	// calls names every call in order; onCall, when set, runs first (on
 	// the apply goroutine, with mu not held).
 	calls  []string
@@ -63,6 +64,13 @@ func (r *recorder) JobUpserted(job *structs.Job) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.upserted = append(r.upserted, job)
+}
+
+func (r *recorder) VolumesFreed(index uint64) {
+	r.called("VolumesFreed")
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.volumesFreed = append(r.volumesFreed, index)
 }
 
 func (r *recorder) JobDeleted(ns, id string) {

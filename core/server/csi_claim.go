@@ -317,9 +317,17 @@ func (s *Server) releaseOne(ctx context.Context, vol *structs.CSIVolume, in *str
 	checkpoint := func(state structs.CSIVolumeClaimState) error {
 		c := claim.Copy()
 		c.State = state
-		i, err := s.raftApply(structs.CSIVolumeClaimBatchRequestType, &structs.CSIVolumeClaimBatchRequest{
+		req := &structs.CSIVolumeClaimBatchRequest{
 			Claims: []*structs.CSIVolumeClaimRequest{{Namespace: vol.Namespace, VolumeID: vol.ID, Claim: c}},
-		})
+		}
+		if state == structs.CSIVolumeClaimStateReadyToFree {
+			evals, err := s.volumeWaiterEvals(vol.Namespace, []string{vol.ID})
+			if err != nil {
+				return err
+			}
+			req.Evals = evals
+		}
+		i, err := s.raftApply(structs.CSIVolumeClaimBatchRequestType, req)
 		if err != nil {
 			return err
 		}

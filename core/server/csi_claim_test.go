@@ -268,3 +268,103 @@ func TestCSIReleaseWaitsForNode(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// A second writer of a single-node-writer volume cannot be placed while
+// the first holds the claim, through the first alloc's end (its claim is
+// still being released), and is placed once the claim is freed: the write
+// that frees it carries an eval of the waiting job. Sysbatch jobs never
+// block, so nothing else would evaluate it again.
+func TestCSIWaitingWriterPlacedWhenClaimFreed(t *testing.T) {
+	s := testServer(t, nil)
+	node, alloc := csiSetup(t, s)
+	startFakeController(t, s, node, func(*structs.CSIControllerOp) *structs.CSIControllerOpResult {
+		return &structs.CSIControllerOpResult{}
+	})
+	ctx := context.Background()
+	if _, err := s.ClaimVolume(ctx, claimArgs(node, alloc)); err != nil {
+		t.Fatal(err)
+	}
+	j := testJob("second", "sysbatch")
+	j.TaskGroups[0].Volumes = map[string]*structs.VolumeRequest{"data": {Name: "data", Type: "csi", Source: "v1",
+		AccessMode: structs.CSIVolumeAccessModeSingleNodeWriter, AttachmentMode: structs.CSIVolumeAttachmentModeFilesystem}}
+	if _, err := s.RegisterJob(ctx, j, false, 0); err != nil {
+		t.Fatal(err)
+	}
+	failedEvals := func() int {
+		evs, _ := s.State().EvalsByJob(nil, structs.DefaultNamespace, "second")
+		n := 0
+		for _, ev := range evs {
+			if ev.Status == structs.EvalStatusComplete && len(ev.FailedTGAllocs) > 0 {
+				n++
+			}
+		}
+		return n
+	}
+	secondAllocs := func() int {
+		as, _ := s.State().AllocsByJob(nil, structs.DefaultNamespace, "second", true)
+		return len(as)
+	}
+	waitFor(t, 10*time.Second, "the second writer's eval to fail its placement", func() bool { return failedEvals() == 1 })
+
+	// The first alloc ends; its claim is held until it is released.
+	u := alloc.Copy()
+	u.ClientStatus = structs.AllocClientStatusComplete
+	if err := s.UpdateAllocs(ctx, node.ID, node.SecretID, []*structs.Allocation{u}); err != nil {
+		t.Fatal(err)
+	}
+	if n := secondAllocs(); n != 0 {
+		t.Fatalf("the second writer was placed while the first's claim was held (%d allocs)", n)
+	}
+
+	// The client releases the claim: freed, and the waiting writer placed.
+	_, err := s.UnpublishVolume(ctx, &structs.CSIVolumeUnpublishArgs{NodeID: node.ID, SecretID: node.SecretID,
+		Namespace: structs.DefaultNamespace, VolumeID: "v1",
+		Claim: &structs.CSIVolumeClaim{AllocationID: alloc.ID, Mode: structs.CSIVolumeClaimWrite, State: structs.CSIVolumeClaimStateNodeDetached}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the second writer placed", func() bool { return secondAllocs() == 1 })
+	evs, _ := s.State().EvalsByJob(nil, structs.DefaultNamespace, "second")
+	triggers := map[string]int{}
+	for _, ev := range evs {
+		triggers[ev.TriggeredBy]++
+	}
+	if triggers[structs.EvalTriggerQueuedAllocs] != 1 {
+		t.Errorf("eval triggers = %v, want one %s", triggers, structs.EvalTriggerQueuedAllocs)
+	}
+	// The first writer's job, which placed everything, was not evaluated again.
+	first, _ := s.State().EvalsByJob(nil, structs.DefaultNamespace, "writer")
+	for _, ev := range first {
+		if ev.TriggeredBy == structs.EvalTriggerQueuedAllocs {
+			t.Errorf("the writer's job got a %s eval", ev.TriggeredBy)
+		}
+	}
+}
+
+// A job that asks for a volume not registered yet cannot place; the
+// registration carries an eval of it, and it is placed.
+func TestCSIJobPlacedWhenVolumeRegistered(t *testing.T) {
+	s := testServer(t, nil)
+	ctx := context.Background()
+	node := csiNode("a", "hp", true)
+	if _, err := s.RegisterNode(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	j := testJob("early", "sysbatch")
+	j.TaskGroups[0].Volumes = map[string]*structs.VolumeRequest{"data": {Name: "data", Type: "csi", Source: "later",
+		AccessMode: structs.CSIVolumeAccessModeSingleNodeWriter, AttachmentMode: structs.CSIVolumeAttachmentModeFilesystem}}
+	if _, err := s.RegisterJob(ctx, j, false, 0); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the job's eval to fail its placement", func() bool {
+		evs, _ := s.State().EvalsByJob(nil, structs.DefaultNamespace, "early")
+		return len(evs) == 1 && evs[0].Status == structs.EvalStatusComplete && len(evs[0].FailedTGAllocs) > 0
+	})
+	if _, err := s.RegisterCSIVolumes(ctx, []*structs.CSIVolume{csiVol("later", "hp")}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the job placed", func() bool {
+		as, _ := s.State().AllocsByJob(nil, structs.DefaultNamespace, "early", true)
+		return len(as) == 1 && as[0].NodeID == node.ID
+	})
+}

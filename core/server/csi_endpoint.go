@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"maps"
+	"slices"
 
 	"github.com/drover-org/drover/core/rpc"
 	"github.com/drover-org/drover/core/structs"
@@ -83,7 +85,19 @@ func (s *Server) RegisterCSIVolumes(ctx context.Context, vols []*structs.CSIVolu
 		v.CreateIndex, v.ModifyIndex = 0, 0
 		out = append(out, v)
 	}
-	idx, err := s.raftApply(structs.CSIVolumeRegisterRequestType, &structs.CSIVolumeRegisterRequest{Volumes: out})
+	req := &structs.CSIVolumeRegisterRequest{Volumes: out}
+	byNS := map[string][]string{}
+	for _, v := range out {
+		byNS[v.Namespace] = append(byNS[v.Namespace], v.ID)
+	}
+	for _, ns := range slices.Sorted(maps.Keys(byNS)) {
+		evals, err := s.volumeWaiterEvals(ns, byNS[ns])
+		if err != nil {
+			return 0, err
+		}
+		req.Evals = append(req.Evals, evals...)
+	}
+	idx, err := s.raftApply(structs.CSIVolumeRegisterRequestType, req)
 	if err != nil {
 		return 0, err
 	}

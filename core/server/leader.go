@@ -286,3 +286,13 @@ func (h *leaderHooks) NodeChanged(node *structs.Node, index uint64) {
 func (h *leaderHooks) JobUpserted(job *structs.Job) { h.s.periodic.jobChanged(job) }
 
 func (h *leaderHooks) JobDeleted(ns, id string) { h.s.periodic.jobRemoved(ns, id) }
+
+// VolumesFreed releases every blocked eval: which of them wait on a
+// volume is not recorded (a volume check is per node, not per class), and
+// freed claims are rare next to node and alloc changes. An eval that still
+// does not fit blocks again.
+func (h *leaderHooks) VolumesFreed(index uint64) {
+	if h.s.broker.Enabled() {
+		h.s.blocked.UnblockAll(index)
+	}
+}

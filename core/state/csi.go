@@ -56,7 +56,7 @@ func (r *csiVolumeRecord) volume() *structs.CSIVolume {
 // none. The caller has merged updates (structs.CSIVolume.Merge); the store
 // still refuses a change of identity and keeps the stored claims: a
 // registration never changes who holds a volume.
-func (s *StateStore) UpsertCSIVolumes(index uint64, vols []*structs.CSIVolume) error {
+func (s *StateStore) UpsertCSIVolumes(index uint64, vols []*structs.CSIVolume, evals ...*structs.Evaluation) error {
 	copies := make([]*structs.CSIVolume, 0, len(vols))
 	for _, v := range vols {
 		if err := v.Validate(); err != nil {
@@ -96,6 +96,9 @@ func (s *StateStore) UpsertCSIVolumes(index uint64, vols []*structs.CSIVolume) e
 			if err := t.insert(TableCSIVolumes, v); err != nil {
 				return err
 			}
+		}
+		if len(evals) > 0 {
+			return t.upsertEvals(evals)
 		}
 		return nil
 	})
@@ -156,8 +159,9 @@ func (s *StateStore) DeleteCSIVolumes(index uint64, ns string, ids []string, for
 // CSIVolumeClaims applies claims in order, all or none (see
 // structs.CSIVolume.Claim). A taken claim without a node gets its
 // allocation's. Every claim, even one that changes no claim (a GC
-// pseudo-claim), writes its volume: the new index wakes the watcher.
-func (s *StateStore) CSIVolumeClaims(index uint64, claims []*structs.CSIVolumeClaimRequest) error {
+// pseudo-claim), writes its volume: the new index wakes the watcher. evals
+// are written in the same transaction.
+func (s *StateStore) CSIVolumeClaims(index uint64, claims []*structs.CSIVolumeClaimRequest, evals ...*structs.Evaluation) error {
 	return s.write(index, func(t *writeTxn) error {
 		for _, req := range claims {
 			if req == nil || req.Claim == nil {
@@ -204,6 +208,9 @@ func (s *StateStore) CSIVolumeClaims(index uint64, claims []*structs.CSIVolumeCl
 			if err := t.insert(TableCSIVolumes, v); err != nil {
 				return err
 			}
+		}
+		if len(evals) > 0 {
+			return t.upsertEvals(evals)
 		}
 		return nil
 	})

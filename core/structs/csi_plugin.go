@@ -341,7 +341,10 @@ func (v *CSIVolume) Denormalize(p *CSIPlugin) {
 // CSIVolumeRegisterRequest registers or updates volumes (all or none).
 type CSIVolumeRegisterRequest struct {
 	Volumes []*CSIVolume
-	Now     int64 `codec:",omitempty"`
+	// Evals re-evaluate the jobs that could not place for want of the
+	// volumes, written with them.
+	Evals []*Evaluation `codec:",omitempty"`
+	Now   int64         `codec:",omitempty"`
 }
 
 // CSIVolumeDeregisterRequest deletes volumes (all or none). Force removes
@@ -362,7 +365,10 @@ type CSIVolumeClaimRequest struct {
 // CSIVolumeClaimBatchRequest applies claims in order, all or none.
 type CSIVolumeClaimBatchRequest struct {
 	Claims []*CSIVolumeClaimRequest
-	Now    int64 `codec:",omitempty"`
+	// Evals re-evaluate the jobs waiting for a claim this batch frees,
+	// written with it.
+	Evals []*Evaluation `codec:",omitempty"`
+	Now   int64         `codec:",omitempty"`
 }
 
 // CSIPluginDeleteRequest deletes empty plugins.
