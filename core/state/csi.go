@@ -1,6 +1,7 @@
 package state
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 
@@ -26,6 +27,8 @@ func csiTables() []*memdb.TableSchema {
 				func(v *structs.CSIVolume) string { return v.Namespace },
 				func(v *structs.CSIVolume) string { return v.ID })),
 			idx("plugin_id", false, false, str(func(v *structs.CSIVolume) string { return v.PluginID })),
+			// The volume watcher reads only what changed since its last read.
+			idx("modify_index", false, false, &memdb.UintFieldIndex{Field: "ModifyIndex"}),
 		)},
 		{Name: TableCSIPlugins, Indexes: indexes(
 			idx("id", true, false, str(func(p *structs.CSIPlugin) string { return p.ID })),
@@ -323,6 +326,27 @@ func (s *StateStore) CSIVolumes(ws memdb.WatchSet, ns, prefix, pluginID string) 
 // not modify them.
 func (s *StateStore) CSIVolumesRaw(ws memdb.WatchSet) ([]*structs.CSIVolume, error) {
 	return list[*structs.CSIVolume](s, ws, nil, TableCSIVolumes, "id")
+}
+
+// CSIVolumesModifiedAfter lists the stored volumes written after index, in
+// index order; ws watches the whole table (any write, a deletion too,
+// fires it). Its cost is that of the changes, not of the table.
+func (s *StateStore) CSIVolumesModifiedAfter(ws memdb.WatchSet, index uint64) ([]*structs.CSIVolume, error) {
+	txn := s.db.Txn(false)
+	all, err := txn.Get(TableCSIVolumes, "id")
+	if err != nil {
+		return nil, fmt.Errorf("state: read %s: %w", TableCSIVolumes, err)
+	}
+	ws.Add(all.WatchCh())
+	iter, err := txn.LowerBound(TableCSIVolumes, "modify_index", index+1)
+	if err != nil {
+		return nil, fmt.Errorf("state: read %s: %w", TableCSIVolumes, err)
+	}
+	var out []*structs.CSIVolume
+	for raw := iter.Next(); raw != nil; raw = iter.Next() {
+		out = append(out, raw.(*structs.CSIVolume))
+	}
+	return out, nil
 }
 
 // CSIPluginByID returns a plugin (the stored object: do not modify), or nil.

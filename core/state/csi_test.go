@@ -2,7 +2,11 @@ package state
 
 import (
 	"errors"
+	"fmt"
 	"testing"
+	"time"
+
+	"github.com/hashicorp/go-memdb"
 
 	"github.com/drover-org/drover/core/structs"
 )
@@ -126,5 +130,40 @@ func TestCSISnapshotKeepsClaims(t *testing.T) {
 		if err := s.DeleteCSIVolumes(18, "default", []string{"v"}, force); !errors.Is(err, structs.ErrConflict) {
 			t.Errorf("deregister in use (force %v): %v", force, err)
 		}
+	}
+}
+
+// The volume watcher's read: what was written after an index, deletions
+// firing the watch.
+func TestCSIVolumesModifiedAfter(t *testing.T) {
+	s := testStore(t)
+	must(t, s.UpsertCSIVolumes(10, []*structs.CSIVolume{csiTestVol("a", "hp"), csiTestVol("b", "hp")}))
+	must(t, s.UpsertCSIVolumes(12, []*structs.CSIVolume{csiTestVol("c", "hp")}))
+	must(t, s.CSIVolumeClaims(14, []*structs.CSIVolumeClaimRequest{{Namespace: "default", VolumeID: "a",
+		Claim: &structs.CSIVolumeClaim{AllocationID: "x", State: structs.CSIVolumeClaimStateReadyToFree}}}))
+	ids := func(after uint64) []string {
+		vs, err := s.CSIVolumesModifiedAfter(memdb.NewWatchSet(), after)
+		must(t, err)
+		var out []string
+		for _, v := range vs {
+			out = append(out, v.ID)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		after uint64
+		want  string
+	}{{0, "[b c a]"}, {10, "[c a]"}, {12, "[a]"}, {14, "[]"}} {
+		if got := fmt.Sprint(ids(tc.after)); got != tc.want {
+			t.Errorf("after %d: %s, want %s", tc.after, got, tc.want)
+		}
+	}
+	ws := memdb.NewWatchSet()
+	if _, err := s.CSIVolumesModifiedAfter(ws, 14); err != nil {
+		t.Fatal(err)
+	}
+	must(t, s.DeleteCSIVolumes(15, "default", []string{"b"}, false))
+	if ws.Watch(time.After(5 * time.Second)) {
+		t.Fatal("a deletion did not fire the watch")
 	}
 }

@@ -28,7 +28,8 @@ import (
 // detached, ready to free), each a CSIVolumeClaims write on the store under
 // one lock with the next index, as the FSM applies Raft entries one at a
 // time; the controller call itself is free. Every one of those writes
-// wakes the watcher's loop, which re-lists the whole volumes table. The
+// wakes the watcher's loop, which reads the volumes written since its
+// last read (the whole table only at step-up). The
 // watcher runs with the server's settings (Config defaults). Reported:
 // ns/op (wall), cpu-ms/op (user+system CPU of the whole process over the
 // timed part, from getrusage: the watcher's loop and workers and the

@@ -201,7 +201,8 @@ func (w *Watcher) disable() {
 func (w *Watcher) watch(p *period) {
 	defer p.wg.Done()
 	var (
-		minIndex uint64
+		minIndex uint64 // the index of the last answer
+		seen     uint64 // the table's index at the last read
 		last     *state.StateStore
 	)
 	for {
@@ -213,21 +214,34 @@ func (w *Watcher) watch(p *period) {
 			continue
 		}
 		var (
-			vols []*structs.CSIVolume
-			from *state.StateStore
+			vols     []*structs.CSIVolume
+			from     *state.StateStore
+			full     bool
+			tableIdx uint64
 		)
-		// The index reported is the table's plus one, so that an empty
-		// table (index 0) still blocks. A store other than the one last
-		// read (a snapshot restore) always answers: anything may have
-		// changed, whatever its index.
+		// A store other than the one last read (the first, or a snapshot
+		// restore) is read whole and always answers: anything may have
+		// changed, whatever its index. Otherwise only the volumes written
+		// since the last read are, so that a write costs what it changed,
+		// not the size of the table. The index reported is the table's
+		// plus one, so that an empty table (index 0) still blocks.
 		index, err := store.BlockingQuery(p.ctx, minIndex, func(ws memdb.WatchSet, s *state.StateStore) (uint64, error) {
-			vs, err := s.CSIVolumesRaw(ws)
+			full = s != last
+			var (
+				vs  []*structs.CSIVolume
+				err error
+			)
+			if full {
+				vs, err = s.CSIVolumesRaw(ws)
+			} else {
+				vs, err = s.CSIVolumesModifiedAfter(ws, seen)
+			}
 			if err != nil {
 				return 0, err
 			}
-			vols, from = vs, s
-			i := s.Index(state.TableCSIVolumes) + 1
-			if s != last && i <= minIndex {
+			vols, from, tableIdx = vs, s, s.Index(state.TableCSIVolumes)
+			i := tableIdx + 1
+			if full && i <= minIndex {
 				i = minIndex + 1
 			}
 			return i, nil
@@ -250,24 +264,30 @@ func (w *Watcher) watch(p *period) {
 			}
 			continue
 		}
-		w.notify(p, vols, from != last)
-		minIndex, last = index, from
+		w.notify(p, vols, full, from)
+		minIndex, seen, last = index, tableIdx, from
 	}
 }
 
-// notify wakes the worker of every volume that changed since its worker
-// last heard, starting one for a volume with claims that has none, and
-// wakes the workers of volumes that are gone. all wakes every worker.
-func (w *Watcher) notify(p *period, vols []*structs.CSIVolume, all bool) {
+// notify wakes the worker of every volume in vols that changed since its
+// worker last heard, starting one for a volume with claims that has none,
+// and wakes the workers of volumes that are gone. all says vols is the
+// whole table (of a new store): every worker is woken.
+func (w *Watcher) notify(p *period, vols []*structs.CSIVolume, all bool, store *state.StateStore) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.run != p {
 		return // disabled meanwhile
 	}
-	present := make(map[volKey]struct{}, len(vols))
+	var present map[volKey]struct{}
+	if all {
+		present = make(map[volKey]struct{}, len(vols))
+	}
 	for _, v := range vols {
 		k := volKey{v.Namespace, v.ID}
-		present[k] = struct{}{}
+		if all {
+			present[k] = struct{}{}
+		}
 		wk := p.workers[k]
 		switch {
 		case wk == nil && !v.InUse():
@@ -280,8 +300,21 @@ func (w *Watcher) notify(p *period, vols []*structs.CSIVolume, all bool) {
 		wk.seen, wk.goneSeen = v.ModifyIndex, false
 		wk.poke()
 	}
+	// A deletion leaves nothing in a partial read: the workers' own
+	// volumes are looked up instead (there are far fewer workers than
+	// volumes).
 	for k, wk := range p.workers {
-		if _, ok := present[k]; !ok && !wk.goneSeen {
+		if wk.goneSeen {
+			continue
+		}
+		gone := false
+		if all {
+			_, ok := present[k]
+			gone = !ok
+		} else if v, err := store.CSIVolumeRaw(nil, k.ns, k.id); err == nil && v == nil {
+			gone = true
+		}
+		if gone {
 			wk.goneSeen = true
 			wk.poke()
 		}
