@@ -242,7 +242,22 @@ func (s *StateStore) CSIVolumeByID(ws memdb.WatchSet, ns, id string) (*structs.C
 	if v == nil || err != nil {
 		return nil, err
 	}
-	return s.denormalizeVolume(ws, v, true)
+	return s.denormalizeVolume(ws, v, true, s.pluginCache(ws))
+}
+
+// pluginCache reads each plugin once, for denormalizing many volumes.
+func (s *StateStore) pluginCache(ws memdb.WatchSet) func(id string) (*structs.CSIPlugin, error) {
+	seen := map[string]*structs.CSIPlugin{}
+	return func(id string) (*structs.CSIPlugin, error) {
+		if p, ok := seen[id]; ok {
+			return p, nil
+		}
+		p, err := s.CSIPluginByID(ws, id)
+		if err == nil {
+			seen[id] = p
+		}
+		return p, err
+	}
 }
 
 // CSIVolumeRaw returns the stored volume without copying it, or nil. The
@@ -255,9 +270,9 @@ func (s *StateStore) CSIVolumeRaw(ws memdb.WatchSet, ns, id string) (*structs.CS
 // allocs, the claiming allocations. A claim whose allocation is gone or
 // terminal on its client gets a past claim (Unpublishing) in the copy: that
 // is what the watcher releases.
-func (s *StateStore) denormalizeVolume(ws memdb.WatchSet, v *structs.CSIVolume, allocs bool) (*structs.CSIVolume, error) {
+func (s *StateStore) denormalizeVolume(ws memdb.WatchSet, v *structs.CSIVolume, allocs bool, plugin func(string) (*structs.CSIPlugin, error)) (*structs.CSIVolume, error) {
 	c := v.Copy()
-	p, err := s.CSIPluginByID(ws, v.PluginID)
+	p, err := plugin(v.PluginID)
 	if err != nil {
 		return nil, err
 	}
@@ -300,6 +315,7 @@ func (s *StateStore) CSIVolumes(ws memdb.WatchSet, ns, prefix, pluginID string) 
 		return nil, err
 	}
 	out := make([]*structs.CSIVolume, 0, len(all))
+	plugins := s.pluginCache(ws)
 	for _, v := range all {
 		if ns != AllNamespaces && ns != "" && v.Namespace != ns {
 			continue
@@ -307,7 +323,7 @@ func (s *StateStore) CSIVolumes(ws memdb.WatchSet, ns, prefix, pluginID string) 
 		if !strings.HasPrefix(v.ID, prefix) {
 			continue
 		}
-		d, err := s.denormalizeVolume(ws, v, true)
+		d, err := s.denormalizeVolume(ws, v, true, plugins)
 		if err != nil {
 			return nil, err
 		}
@@ -349,9 +365,59 @@ func (s *StateStore) CSIVolumesModifiedAfter(ws memdb.WatchSet, index uint64) ([
 	return out, nil
 }
 
-// CSIPluginByID returns a plugin (the stored object: do not modify), or nil.
+// CSIPluginByID returns a copy of a plugin with its expected counts, or nil.
 func (s *StateStore) CSIPluginByID(ws memdb.WatchSet, id string) (*structs.CSIPlugin, error) {
-	return first[*structs.CSIPlugin](s, ws, TableCSIPlugins, "id", id)
+	p, err := first[*structs.CSIPlugin](s, ws, TableCSIPlugins, "id", id)
+	if p == nil || err != nil {
+		return nil, err
+	}
+	return s.withExpected(ws, p)
+}
+
+// withExpected copies p with its expected counts filled in: for every
+// job not stopped whose tasks run the plugin, the job's allocations of
+// those tasks' groups that are to run (not terminal), as controllers, as
+// nodes or (monolith) as both.
+func (s *StateStore) withExpected(ws memdb.WatchSet, p *structs.CSIPlugin) (*structs.CSIPlugin, error) {
+	jobs, err := list[*structs.Job](s, ws, nil, TableJobs, "csi_plugin", p.ID)
+	if err != nil {
+		return nil, err
+	}
+	c := p.Copy()
+	c.ControllerJobs, c.NodeJobs = nil, nil
+	c.ControllersExpected, c.NodesExpected = 0, 0
+	for _, j := range jobs {
+		if j.Stop {
+			continue
+		}
+		groups := map[string]*structs.TaskCSIPluginConfig{}
+		for _, tg := range j.TaskGroups {
+			for _, t := range tg.Tasks {
+				if t != nil && t.CSIPluginConfig != nil && t.CSIPluginConfig.ID == p.ID {
+					groups[tg.Name] = t.CSIPluginConfig
+				}
+			}
+		}
+		allocs, err := s.AllocsByJob(ws, j.Namespace, j.ID, false)
+		if err != nil {
+			return nil, err
+		}
+		var controllers, nodes int
+		for _, a := range allocs {
+			cfg := groups[a.TaskGroup]
+			if cfg == nil || a.TerminalStatus() {
+				continue
+			}
+			if cfg.HasController() {
+				controllers++
+			}
+			if cfg.HasNode() {
+				nodes++
+			}
+		}
+		c.SetJobCounts(j.Namespace, j.ID, controllers, nodes)
+	}
+	return c, nil
 }
 
 // CSIPlugins lists the plugins whose ID starts with prefix, sorted.
@@ -363,7 +429,11 @@ func (s *StateStore) CSIPlugins(ws memdb.WatchSet, prefix string) ([]*structs.CS
 	out := all[:0:0]
 	for _, p := range all {
 		if strings.HasPrefix(p.ID, prefix) {
-			out = append(out, p)
+			c, err := s.withExpected(ws, p)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, c)
 		}
 	}
 	return out, nil

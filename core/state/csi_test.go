@@ -167,3 +167,52 @@ func TestCSIVolumesModifiedAfter(t *testing.T) {
 		t.Fatal("a deletion did not fire the watch")
 	}
 }
+
+// A plugin's expected counts come from the jobs that run it: their
+// allocations to run, as controllers and nodes by the task's plugin type,
+// none once the job is stopped.
+func TestCSIPluginExpectedFromJobs(t *testing.T) {
+	s := testStore(t)
+	must(t, s.UpsertNode(9, csiPluginNode("hp")))
+	mono := mockJob("system")
+	mono.TaskGroups[0].Tasks[0].CSIPluginConfig = &structs.TaskCSIPluginConfig{ID: "hp", Type: structs.CSIPluginTypeMonolith}
+	mono = storedJob(t, s, 10, mono)
+	ctrl := mockJob("service")
+	ctrl.TaskGroups[0].Tasks[0].CSIPluginConfig = &structs.TaskCSIPluginConfig{ID: "hp", Type: structs.CSIPluginTypeController}
+	ctrl = storedJob(t, s, 11, ctrl)
+	other := storedJob(t, s, 12, mockJob("service"))
+
+	a1, a2, a3 := mockAlloc(mono, "n1"), mockAlloc(mono, "n2"), mockAlloc(ctrl, "n1")
+	must(t, s.UpsertAllocs(13, []*structs.Allocation{a1, a2, a3, mockAlloc(other, "n1")}))
+	expected := func() (int, int) {
+		p, err := s.CSIPluginByID(nil, "hp")
+		must(t, err)
+		ps, err := s.CSIPlugins(nil, "h")
+		must(t, err)
+		if len(ps) != 1 || ps[0].ControllersExpected != p.ControllersExpected || ps[0].NodesExpected != p.NodesExpected {
+			t.Fatalf("the list and the read disagree: %+v vs %+v", ps, p)
+		}
+		return p.ControllersExpected, p.NodesExpected
+	}
+	if c, n := expected(); c != 3 || n != 2 {
+		t.Fatalf("expected controllers %d nodes %d, want 3 and 2", c, n)
+	}
+	done := a2.Copy()
+	done.ClientStatus = structs.AllocClientStatusComplete
+	must(t, s.UpdateAllocsFromClient(14, []*structs.Allocation{done}))
+	if c, n := expected(); c != 2 || n != 1 {
+		t.Fatalf("after an alloc ended: controllers %d nodes %d, want 2 and 1", c, n)
+	}
+	stopped := ctrl.Copy()
+	stopped.Stop = true
+	must(t, s.UpsertJob(15, stopped))
+	if c, n := expected(); c != 1 || n != 1 {
+		t.Fatalf("after the controller job stopped: controllers %d nodes %d, want 1 and 1", c, n)
+	}
+	// The stored plugin is left alone.
+	raw, err := first[*structs.CSIPlugin](s, nil, TableCSIPlugins, "id", "hp")
+	must(t, err)
+	if raw.ControllersExpected != 0 || raw.NodesExpected != 0 {
+		t.Errorf("the stored plugin was changed: %+v", raw)
+	}
+}

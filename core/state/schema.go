@@ -2,6 +2,7 @@ package state
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/hashicorp/go-memdb"
 
@@ -55,6 +56,8 @@ func schema() *memdb.DBSchema {
 			idx("parent", false, true, nsID(
 				func(j *structs.Job) string { return j.Namespace },
 				func(j *structs.Job) string { return j.ParentID })),
+			// The CSI plugins a job's tasks run: a plugin's expected counts.
+			idx("csi_plugin", false, true, strs(jobCSIPlugins)),
 		)},
 		{Name: TableJobVersions, Indexes: indexes(
 			idx("id", true, false, &memdb.CompoundIndex{Indexes: []memdb.Indexer{
@@ -174,6 +177,43 @@ func (s *stringIndexer[T]) PrefixFromArgs(args ...any) ([]byte, error) {
 		return nil, err
 	}
 	return v[:len(v)-1], nil
+}
+
+// stringsIndexer indexes each of several non-empty strings of an object
+// (a multi-index), NUL-terminated like stringIndexer.
+type stringsIndexer[T any] struct{ get func(T) []string }
+
+func strs[T any](get func(T) []string) *stringsIndexer[T] { return &stringsIndexer[T]{get: get} }
+
+func (s *stringsIndexer[T]) FromObject(obj any) (bool, [][]byte, error) {
+	o, ok := obj.(T)
+	if !ok {
+		return false, nil, fmt.Errorf("indexer: unexpected object type %T", obj)
+	}
+	var out [][]byte
+	for _, v := range s.get(o) {
+		if v != "" {
+			out = append(out, append([]byte(v), 0))
+		}
+	}
+	return len(out) > 0, out, nil
+}
+
+func (s *stringsIndexer[T]) FromArgs(args ...any) ([]byte, error) {
+	return (&stringIndexer[T]{}).FromArgs(args...)
+}
+
+// jobCSIPlugins lists the distinct CSI plugin IDs a job's tasks run.
+func jobCSIPlugins(j *structs.Job) []string {
+	var out []string
+	for _, tg := range j.TaskGroups {
+		for _, t := range tg.Tasks {
+			if t != nil && t.CSIPluginConfig != nil && !slices.Contains(out, t.CSIPluginConfig.ID) {
+				out = append(out, t.CSIPluginConfig.ID)
+			}
+		}
+	}
+	return out
 }
 
 // nsID indexes (namespace, id); a prefix scan with (ns, p) matches every ID

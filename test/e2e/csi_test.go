@@ -75,11 +75,12 @@ func TestCSIHostpathPluginOnDevAgent(t *testing.T) {
 	a.MustCLI("job", "run", harness.WriteFile(t, "plugin.hcl", fmt.Sprintf(hostpathPluginJob, bin)))
 
 	type plugin struct {
-		ID                               string
-		ControllersHealthy, NodesHealthy int
-		Provider                         string
-		Nodes, Controllers               map[string]struct{ Healthy bool }
-		Allocations                      []struct{ ID string }
+		ID                                 string
+		ControllersHealthy, NodesHealthy   int
+		ControllersExpected, NodesExpected int
+		Provider                           string
+		Nodes, Controllers                 map[string]struct{ Healthy bool }
+		Allocations                        []struct{ ID string }
 	}
 	var p plugin
 	harness.WaitFor(t, waitTimeout, "the hostpath plugin to be healthy", func() (bool, string) {
@@ -89,11 +90,13 @@ func TestCSIHostpathPluginOnDevAgent(t *testing.T) {
 		}
 		return p.NodesHealthy == 1 && p.ControllersHealthy == 1, fmt.Sprintf("%+v", p)
 	})
-	if p.Provider != "hostpath.csi.drover.dev" || p.Nodes[a.NodeID()].Healthy != true || len(p.Allocations) != 1 {
+	if p.Provider != "hostpath.csi.drover.dev" || p.Nodes[a.NodeID()].Healthy != true || len(p.Allocations) != 1 ||
+		p.ControllersExpected != 1 || p.NodesExpected != 1 {
 		t.Errorf("plugin: %+v", p)
 	}
 	out := a.MustCLI("plugin", "status")
-	if !strings.Contains(out.Stdout, "hostpath") || !strings.Contains(out.Stdout, "1/0") {
+	// Healthy/expected: the plugin job's one alloc is expected as both.
+	if !strings.Contains(out.Stdout, "hostpath") || strings.Count(out.Stdout, "1/1") != 2 {
 		t.Errorf("plugin status:\n%s", out.Stdout)
 	}
 
