@@ -1,0 +1,124 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/drover-org/drover/test/internal/harness"
+)
+
+// restartingPluginJob is hostpathPluginJob restarted 5 s after its driver
+// dies: long enough for a release to find it gone.
+var restartingPluginJob = strings.Replace(hostpathPluginJob, `  group "nodes" {
+`, `  group "nodes" {
+    restart {
+      attempts = 5
+      interval = "5m"
+      delay    = "5s"
+      mode     = "fail"
+    }
+
+`, 1)
+
+// The node plugin is killed while a task has its volume mounted, and the
+// task is stopped while the plugin is gone: the client unmounts the task's
+// bind mount, cannot unpublish, and retries in the background; once the
+// plugin job has restarted the driver, the release completes through it
+// and the claim is freed. No mount of the volume is left behind.
+func TestCSINodePluginKilledDuringRelease(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("the hostpath driver's mounts need root")
+	}
+	bin := filepath.Join(t.TempDir(), "drover-csi-hostpath")
+	build := exec.Command(harness.GoTool(), "build", "-o", bin, "./examples/csi/hostpath")
+	build.Dir = repoRoot
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the hostpath driver: %v\n%s", err, out)
+	}
+	a := startAgent(t)
+	a.MustCLI("job", "run", harness.WriteFile(t, "plugin.hcl", fmt.Sprintf(restartingPluginJob, bin)))
+	healthy := func() (bool, string) {
+		var p struct{ ControllersHealthy, NodesHealthy int }
+		status, err := a.Do("GET", "/v1/plugin/csi/hostpath", nil, &p)
+		return err == nil && status == 200 && p.NodesHealthy == 1 && p.ControllersHealthy == 1, fmt.Sprintf("%d %v %+v", status, err, p)
+	}
+	harness.WaitFor(t, waitTimeout, "the hostpath plugin to be healthy", healthy)
+	a.MustCLI("volume", "create", harness.WriteFile(t, "vol.hcl", hostpathCreateVolume))
+
+	a.MustCLI("job", "run", "-detach", harness.WriteFile(t, "holder.hcl", fmt.Sprintf(volumeJob, "holder", "single-node-writer", false,
+		`echo held > "${NOMAD_TASK_DIR}/../data/held.txt" && exec sleep 3600`, false)))
+	var allocID string
+	harness.WaitFor(t, waitTimeout, "the holder running with its file written", func() (bool, string) {
+		var allocs []struct{ ID, ClientStatus string }
+		code, err := a.Do("GET", "/v1/job/holder/allocations", nil, &allocs)
+		if err != nil || code != 200 || len(allocs) != 1 || allocs[0].ClientStatus != "running" {
+			return false, fmt.Sprintf("%d %v %+v", code, err, allocs)
+		}
+		allocID = allocs[0].ID
+		return len(mountsUnder(t, allocID)) > 0, "no mount of the alloc yet"
+	})
+
+	drivers := harness.ProcsOf(bin)
+	if len(drivers) != 1 {
+		t.Fatalf("hostpath driver processes: %v", drivers)
+	}
+	if err := syscall.Kill(drivers[0].PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	harness.WaitFor(t, waitTimeout, "the killed driver gone", func() (bool, string) {
+		left := harness.StillAlive(drivers)
+		return len(left) == 0, fmt.Sprint(left)
+	})
+	a.MustCLI("job", "stop", "holder")
+
+	// The plugin comes back (its task restarts) and the release finishes.
+	harness.WaitFor(t, waitTimeout, "the plugin healthy again", healthy)
+	harness.WaitFor(t, waitTimeout, "the holder's claim freed", func() (bool, string) {
+		var v struct{ ReadAllocs, WriteAllocs, PastClaims map[string]any }
+		status, err := a.Do("GET", "/v1/volume/csi/e2e-vol", nil, &v)
+		return err == nil && status == 200 && len(v.ReadAllocs)+len(v.WriteAllocs)+len(v.PastClaims) == 0,
+			fmt.Sprintf("%d %v %+v", status, err, v)
+	})
+	harness.WaitFor(t, waitTimeout, "the holder's mounts gone", func() (bool, string) {
+		left := mountsUnder(t, allocID)
+		return len(left) == 0, fmt.Sprint(left)
+	})
+	// The release did meet the dead plugin, and was retried.
+	failed := false
+	for _, line := range strings.Split(a.log(), "\n") {
+		if strings.Contains(line, "failed to release volume claim") && strings.Contains(line, allocID) {
+			failed = true
+		}
+	}
+	if !failed {
+		t.Errorf("no failed release of %s was logged: the plugin was back before the job stopped", allocID)
+	}
+	if ds := harness.ProcsOf(bin); len(ds) != 1 || ds[0].PID == drivers[0].PID {
+		t.Errorf("driver processes after the restart: %v (killed %d)", ds, drivers[0].PID)
+	}
+	a.MustCLI("volume", "delete", "e2e-vol")
+	a.MustCLI("job", "stop", "-purge", "hostpath-plugin")
+}
+
+// mountsUnder lists the mount points whose path names the allocation: its
+// task's bind mount and the node plugin's per-alloc publish target.
+func mountsUnder(t *testing.T, allocID string) []string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && strings.Contains(f[4], allocID) {
+			out = append(out, f[4])
+		}
+	}
+	return out
+}
