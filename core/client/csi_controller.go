@@ -56,7 +56,7 @@ func (c *Client) controllerLoop(ctx context.Context) {
 		if reply == nil || len(reply.Ops) == 0 {
 			continue
 		}
-		results := runControllerOps(ctx, p, c.cfg.CSIBridge, reply.Ops)
+		results := runControllerOps(ctx, p, c.cfg.CSIBridge, reply.Ops, csiCallTimeout)
 		if ctx.Err() != nil {
 			return
 		}
@@ -76,8 +76,10 @@ func (c *Client) controllerLoop(ctx context.Context) {
 }
 
 // runControllerOps runs ops, one plugin's after another in order and
-// the plugins in parallel; results are in the order of ops.
-func runControllerOps(ctx context.Context, p *csiPlugins, bridge csibridge.Bridge, ops []*structs.CSIControllerOp) []*structs.CSIControllerOpResult {
+// the plugins in parallel, each op within timeout; results are in the
+// order of ops.
+func runControllerOps(ctx context.Context, p *csiPlugins, bridge csibridge.Bridge, ops []*structs.CSIControllerOp,
+	timeout time.Duration) []*structs.CSIControllerOpResult {
 	results := make([]*structs.CSIControllerOpResult, len(ops))
 	byPlugin := map[string][]int{}
 	for i, op := range ops {
@@ -93,7 +95,7 @@ func runControllerOps(ctx context.Context, p *csiPlugins, bridge csibridge.Bridg
 		go func() {
 			defer wg.Done()
 			for _, i := range idx {
-				results[i] = runControllerOp(ctx, p, bridge, ops[i])
+				results[i] = runControllerOp(ctx, p, bridge, ops[i], timeout)
 			}
 		}()
 	}
@@ -101,14 +103,16 @@ func runControllerOps(ctx context.Context, p *csiPlugins, bridge csibridge.Bridg
 	return results
 }
 
-// runControllerOp runs one op against the plugin's healthy controller.
-func runControllerOp(ctx context.Context, p *csiPlugins, bridge csibridge.Bridge, op *structs.CSIControllerOp) *structs.CSIControllerOpResult {
+// runControllerOp runs one op against the plugin's healthy controller,
+// within timeout.
+func runControllerOp(ctx context.Context, p *csiPlugins, bridge csibridge.Bridge, op *structs.CSIControllerOp,
+	timeout time.Duration) *structs.CSIControllerOpResult {
 	res := &structs.CSIControllerOpResult{ID: op.ID}
 	sock, _, ok := p.healthyInstance(op.PluginID, false)
 	if !ok {
 		return failResult(res, structs.NewError(structs.ErrUnavailable, "no healthy controller of plugin %q on this node", op.PluginID))
 	}
-	cctx, cancel := context.WithTimeout(ctx, csiCallTimeout)
+	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	capab := csibridge.Capability{AccessMode: string(op.AccessMode), AttachmentMode: string(op.AttachmentMode)}
 	if op.MountOptions != nil && op.AttachmentMode == structs.CSIVolumeAttachmentModeFilesystem {

@@ -95,6 +95,13 @@ type volHarness struct {
 // newVolHarness starts a client running the healthy plugin "hp".
 func newVolHarness(t *testing.T) *volHarness {
 	t.Helper()
+	return newVolHarnessWith(t, nil)
+}
+
+// newVolHarnessWith is newVolHarness with wrap(the fake bridge) as the
+// client's bridge; a nil wrap uses the fake bridge itself.
+func newVolHarnessWith(t *testing.T, wrap func(*volBridge) csibridge.Bridge) *volHarness {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("bind mounts need root")
 	}
@@ -106,9 +113,13 @@ func newVolHarness(t *testing.T) *volHarness {
 	}
 	srv.csi.opsCh = make(chan []*structs.CSIControllerOp, 1)
 	bridge := &volBridge{log: log}
+	var cb csibridge.Bridge = bridge
+	if wrap != nil {
+		cb = wrap(bridge)
+	}
 	state := t.TempDir()
 	c, err := New(Config{
-		StateDir: state, Server: srv, Drivers: fakeProvider{"fake": newFakeDriver(newFakeWorld())}, CSIBridge: bridge,
+		StateDir: state, Server: srv, Drivers: fakeProvider{"fake": newFakeDriver(newFakeWorld())}, CSIBridge: cb,
 		UpdateBatchInterval: 5 * time.Millisecond, RetryInterval: 5 * time.Millisecond, MaxRetryInterval: 20 * time.Millisecond,
 		FingerprintInterval: -1, CSIProbeInterval: 5 * time.Millisecond, CSIHealthInterval: time.Hour,
 		CSIRetryInterval: 5 * time.Millisecond, CSIMaxRetryInterval: 20 * time.Millisecond, CSIPluginWait: 5 * time.Second,

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-org/drover/core/server/volumewatcher"
 	"github.com/drover-org/drover/core/structs"
 )
 
@@ -193,29 +194,39 @@ func TestCSIClaimRefusals(t *testing.T) {
 }
 
 // A controller that fails the detach leaves the claim node-detached (the
-// volume still claimed); a later release finishes it. NotFound from the
-// driver counts as detached.
+// volume still claimed); the volume watcher retries it with a doubling
+// backoff, never in a tight loop, and frees it. NotFound from the driver
+// counts as detached.
 func TestCSIReleaseControllerFailureKeepsCheckpoint(t *testing.T) {
 	s := testServer(t, nil)
 	node, alloc := csiSetup(t, s)
 	var mu sync.Mutex
-	fails := 2
+	const failures = 3
+	fails := failures
+	var detaches []time.Time
 	startFakeController(t, s, node, func(op *structs.CSIControllerOp) *structs.CSIControllerOpResult {
 		if op.Kind != structs.CSIControllerOpUnpublish {
 			return &structs.CSIControllerOpResult{}
 		}
 		mu.Lock()
 		defer mu.Unlock()
+		detaches = append(detaches, time.Now())
 		if fails > 0 {
 			fails--
 			return &structs.CSIControllerOpResult{ErrorKind: "unavailable", Error: "controller busy"}
 		}
 		return &structs.CSIControllerOpResult{ErrorKind: "not_found", Error: "no such attachment"}
 	})
+	calls := func() []time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]time.Time(nil), detaches...)
+	}
 	ctx := context.Background()
 	if _, err := s.ClaimVolume(ctx, claimArgs(node, alloc)); err != nil {
 		t.Fatal(err)
 	}
+	start := time.Now()
 	rel := &structs.CSIVolumeClaim{AllocationID: alloc.ID, Mode: structs.CSIVolumeClaimWrite, State: structs.CSIVolumeClaimStateNodeDetached}
 	_, err := s.UnpublishVolume(ctx, &structs.CSIVolumeUnpublishArgs{NodeID: node.ID, SecretID: node.SecretID,
 		Namespace: structs.DefaultNamespace, VolumeID: "v1", Claim: rel})
@@ -227,11 +238,30 @@ func TestCSIReleaseControllerFailureKeepsCheckpoint(t *testing.T) {
 		p.Mode != structs.CSIVolumeClaimWrite {
 		t.Fatalf("past claim = %+v", p)
 	}
-	// The watcher retries with backoff; the second failure, then NotFound.
+	// The watcher retries: the further failures, then NotFound.
 	waitFor(t, 30*time.Second, "the claim freed", func() bool {
 		v, _ := s.State().CSIVolumeByID(nil, structs.DefaultNamespace, "v1")
 		return v != nil && !v.InUse() && len(v.PastClaims) == 0
 	})
+	elapsed := time.Since(start)
+	at := calls()
+	if len(at) != failures+1 {
+		t.Fatalf("%d controller detaches, want %d (%d failures, then NotFound)", len(at), failures+1, failures)
+	}
+	// The client's release makes the first attempt and the watcher, woken
+	// by its checkpoint, the second at once; from there the watcher waits
+	// its backoff (1s), doubling: 1s, 2s.
+	backoff := volumewatcher.DefaultBackoff
+	for i := 2; i < len(at); i++ {
+		if gap := at[i].Sub(at[i-1]); gap < backoff {
+			t.Errorf("detach %d came %v after the previous, want at least %v", i+1, gap, backoff)
+		}
+		backoff *= 2
+	}
+	// Never a tight loop: no more attempts than the backoff allows.
+	if bound := 2 + int(elapsed/volumewatcher.DefaultBackoff); len(at) > bound {
+		t.Errorf("%d detaches in %v, more than %d", len(at), elapsed, bound)
+	}
 }
 
 // A client's release of a claim waits for its node while the node is up
@@ -367,4 +397,99 @@ func TestCSIJobPlacedWhenVolumeRegistered(t *testing.T) {
 		as, _ := s.State().AllocsByJob(nil, structs.DefaultNamespace, "early", true)
 		return len(as) == 1 && as[0].NodeID == node.ID
 	})
+}
+
+// A slow controller: a publish the controller client takes but does not
+// answer before the claim's deadline fails the claim with ErrUnavailable
+// naming the deadline, and stores nothing. The plugin is free again at
+// once: the late result of the timed-out call is dropped, and the
+// client's retried claim is published by a fresh call and stored.
+func TestCSIClaimSlowControllerTimesOut(t *testing.T) {
+	s := testServer(t, nil)
+	node, alloc := csiSetup(t, s)
+	handed := make(chan *structs.CSIControllerOp, 4)
+	pctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for pctx.Err() == nil {
+			r, err := s.ControllerOps(pctx, &structs.CSIControllerPollArgs{NodeID: node.ID, SecretID: node.SecretID, MaxWait: int64(time.Second)})
+			if err != nil {
+				return
+			}
+			for _, op := range r.Ops {
+				handed <- op
+			}
+		}
+	}()
+	answer := func(op *structs.CSIControllerOp) {
+		t.Helper()
+		err := s.ControllerDone(context.Background(), &structs.CSIControllerDoneArgs{NodeID: node.ID, SecretID: node.SecretID,
+			Results: []*structs.CSIControllerOpResult{{ID: op.ID, PublishContext: map[string]string{"device": "/dev/" + op.ID}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	next := func() *structs.CSIControllerOp {
+		t.Helper()
+		select {
+		case op := <-handed:
+			return op
+		case <-time.After(20 * time.Second):
+			t.Fatal("no controller call handed out")
+			return nil
+		}
+	}
+
+	const deadline = 300 * time.Millisecond
+	ctx, cancelClaim := context.WithTimeout(context.Background(), deadline)
+	defer cancelClaim()
+	claimErr := make(chan error, 1)
+	go func() {
+		_, err := s.ClaimVolume(ctx, claimArgs(node, alloc))
+		claimErr <- err
+	}()
+	slow := next() // taken, never answered in time
+	if slow.Kind != structs.CSIControllerOpPublish {
+		t.Fatalf("op = %+v", slow)
+	}
+	select {
+	case err := <-claimErr:
+		if !errors.Is(err, structs.ErrUnavailable) || !strings.Contains(err.Error(), "deadline exceeded") {
+			t.Fatalf("slow claim: %v, want ErrUnavailable naming the deadline", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the slow claim never ended")
+	}
+	if v, _ := s.State().CSIVolumeByID(nil, structs.DefaultNamespace, "v1"); v.InUse() {
+		t.Fatal("a timed-out claim was stored")
+	}
+	answer(slow) // late: dropped
+
+	claimed := make(chan error, 1)
+	go func() {
+		r, err := s.ClaimVolume(context.Background(), claimArgs(node, alloc))
+		if err == nil && r.PublishContext["device"] == "/dev/"+slow.ID {
+			err = errors.New("the claim took the timed-out call's result")
+		}
+		claimed <- err
+	}()
+	retry := next()
+	if retry.ID == slow.ID || retry.Kind != structs.CSIControllerOpPublish {
+		t.Fatalf("retried claim's call = %+v", retry)
+	}
+	answer(retry)
+	select {
+	case err := <-claimed:
+		if err != nil {
+			t.Fatalf("retried claim: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the retried claim never ended")
+	}
+	if v, _ := s.State().CSIVolumeByID(nil, structs.DefaultNamespace, "v1"); v.ClaimFor(alloc.ID) == nil {
+		t.Fatal("the retried claim was not stored")
+	}
 }
