@@ -45,6 +45,10 @@ type controllerQueue struct {
 	// pickup is csiControllerPickup; tests shorten it.
 	pickup time.Duration
 
+	// lingering counts the calls given up on while their client runs
+	// them (see linger).
+	lingering sync.WaitGroup
+
 	mu       sync.Mutex
 	enabled  bool
 	pending  map[string][]*controllerCall // by node ID, oldest first
@@ -110,15 +114,17 @@ func (q *controllerQueue) lockPlugin(ctx context.Context, plugin string) (func()
 }
 
 // call queues op for node and waits for its result. It fails with
-// ErrUnavailable when the node does not poll within the pickup time.
-func (q *controllerQueue) call(ctx context.Context, node string, op *structs.CSIControllerOp) (*structs.CSIControllerOpResult, error) {
+// ErrUnavailable when the node does not poll within the pickup time. When
+// ctx ends after the client took the call, the call still runs there: it
+// is returned as running, still awaited, for the caller to linger on.
+func (q *controllerQueue) call(ctx context.Context, node string, op *structs.CSIControllerOp) (*structs.CSIControllerOpResult, *controllerCall, error) {
 	op = op.Copy()
 	op.ID = strconv.FormatUint(q.seq.Add(1), 10)
 	c := &controllerCall{op: op, node: node, taken: make(chan struct{}), result: make(chan *structs.CSIControllerOpResult, 1)}
 	q.mu.Lock()
 	if !q.enabled {
 		q.mu.Unlock()
-		return nil, structs.NewError(structs.ErrNoLeader, "No cluster leader")
+		return nil, nil, structs.NewError(structs.ErrNoLeader, "No cluster leader")
 	}
 	q.pending[node] = append(q.pending[node], c)
 	q.inflight[op.ID] = c
@@ -127,27 +133,53 @@ func (q *controllerQueue) call(ctx context.Context, node string, op *structs.CSI
 		delete(q.wake, node)
 	}
 	q.mu.Unlock()
-	defer q.forget(c)
 
 	pickup := time.NewTimer(q.pickup)
 	defer pickup.Stop()
 	for {
 		select {
 		case r := <-c.result:
+			q.forget(c)
 			if r.ErrorKind != "" || r.Error != "" {
-				return r, structs.FromKind(r.ErrorKind, r.Error)
+				return r, nil, structs.FromKind(r.ErrorKind, r.Error)
 			}
-			return r, nil
+			return r, nil, nil
 		case <-c.taken:
 			c.taken = nil // polled: wait for the result alone
 		case <-pickup.C:
 			if c.taken != nil {
-				return nil, structs.NewError(structs.ErrUnavailable, "CSI controller on node %s did not take the call within %s", node, q.pickup)
+				q.forget(c)
+				return nil, nil, structs.NewError(structs.ErrUnavailable, "CSI controller on node %s did not take the call within %s", node, q.pickup)
 			}
 		case <-ctx.Done():
-			return nil, structs.NewError(structs.ErrUnavailable, "CSI controller call %s on node %s: %v", op.Kind, node, ctx.Err())
+			err := structs.NewError(structs.ErrUnavailable, "CSI controller call %s on node %s: %v", op.Kind, node, ctx.Err())
+			if c.taken == nil {
+				return nil, c, err // running on the client
+			}
+			q.forget(c)
+			return nil, nil, err
 		}
 	}
+}
+
+// linger waits, in the background, for the end of a call its caller gave
+// up on while the client ran it, then runs unlock: the plugin's next call
+// must not start, on this client or another, while the driver may still
+// be in this one. It ends with the call's result (delivered by done, or
+// at step-down), or after csiControllerTimeout, the client's own bound.
+func (q *controllerQueue) linger(c *controllerCall, unlock func()) {
+	q.lingering.Add(1)
+	go func() {
+		defer q.lingering.Done()
+		defer unlock()
+		defer q.forget(c)
+		t := time.NewTimer(csiControllerTimeout)
+		defer t.Stop()
+		select {
+		case <-c.result:
+		case <-t.C:
+		}
+	}()
 }
 
 func (q *controllerQueue) forget(c *controllerCall) {
@@ -262,14 +294,24 @@ func (s *Server) controllerCall(ctx context.Context, op *structs.CSIControllerOp
 	if err != nil {
 		return nil, "", err
 	}
-	defer unlock()
+	held := true
+	defer func() {
+		if held {
+			unlock()
+		}
+	}()
 	nodes, err := s.controllerNodes(op.PluginID)
 	if err != nil {
 		return nil, "", err
 	}
 	var lastErr error
 	for _, node := range nodes {
-		r, err := s.controllers.call(ctx, node, op)
+		r, running, err := s.controllers.call(ctx, node, op)
+		if running != nil {
+			held = false
+			s.controllers.linger(running, unlock)
+			return nil, node, err
+		}
 		if err == nil {
 			return r, node, nil
 		}

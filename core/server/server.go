@@ -489,6 +489,9 @@ func (s *Server) shutdown() error {
 	// monitorLeadership may have established leadership again while the
 	// first revoke ran; its loops saw the cancelled context and ended.
 	s.revokeLeadership()
+	// The controller calls given up on while running end with the queue
+	// (disabled above, which delivers them a result).
+	s.controllers.lingering.Wait()
 	err := s.raft.Shutdown().Error()
 	// Pooled connections to peers stay open past Close; a peer's goroutine
 	// reading one would wait for it for good.
