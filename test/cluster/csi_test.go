@@ -234,22 +234,42 @@ func (e *csiEnv) run(id, typ, node, volume, access string, readOnly bool, script
 		if err != nil {
 			return false, err.Error()
 		}
+		for _, allocs := range byNode {
+			for _, a := range allocs {
+				if a.ClientStatus == "failed" {
+					e.t.Fatalf("%s: alloc %s failed: %s\nall: %s", id, shortID(a.ID), e.taskEvents(a.ID), describeAllocs(byNode))
+				}
+			}
+		}
 		all := byNode[node]
 		if len(byNode) != 1 || len(all) != 1 {
 			return false, describeAllocs(byNode)
 		}
 		al = all[0]
-		for _, s := range want {
-			if al.ClientStatus == s {
-				return true, ""
-			}
-		}
-		if al.ClientStatus == "failed" {
-			e.t.Fatalf("%s failed: %s", id, describeAllocs(byNode))
-		}
-		return false, describeAllocs(byNode)
+		return slices.Contains(want, al.ClientStatus), describeAllocs(byNode)
 	})
 	return al
+}
+
+// taskEvents renders the task events of an allocation, for a failure.
+func (e *csiEnv) taskEvents(allocID string) string {
+	var al struct {
+		TaskStates map[string]struct {
+			State  string
+			Events []struct{ Type, DisplayMessage string }
+		}
+	}
+	if status, err := e.l.DoRetry(http.MethodGet, "/v1/allocation/"+allocID, nil, &al); err != nil || status != http.StatusOK {
+		return fmt.Sprintf("GET allocation: %d %v", status, err)
+	}
+	var b strings.Builder
+	for task, ts := range al.TaskStates {
+		fmt.Fprintf(&b, "task %s %s:", task, ts.State)
+		for _, ev := range ts.Events {
+			fmt.Fprintf(&b, " [%s: %s]", ev.Type, ev.DisplayMessage)
+		}
+	}
+	return b.String()
 }
 
 // stopPurge stops and purges a job: its allocations go from the state with
