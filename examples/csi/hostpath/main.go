@@ -41,6 +41,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		endpoint   = fl.String("endpoint", envOr("CSI_ENDPOINT", "unix:///csi/csi.sock"), "CSI endpoint: unix:///path/csi.sock or a bare socket path (default from $CSI_ENDPOINT)")
 		nodeID     = fl.String("node-id", host, "this node's CSI node ID")
 		stateDir   = fl.String("state-dir", "/var/lib/drover-csi-hostpath", "directory for the volumes' data and the state files")
+		volumesDir = fl.String("volumes-dir", "", "directory for the volumes' data, named volumes (default <state-dir>/volumes); may be shared by the drivers of several nodes")
 		mode       = fl.String("mode", string(hostpath.ModeMonolith), "services to serve: monolith, controller or node")
 		maxVolumes = fl.Int64("max-volumes-per-node", 0, "most volumes published to one node; 0 means no limit")
 		knownNodes = fl.String("known-nodes", "", "comma-separated further node IDs the controller accepts (shared state directory only)")
@@ -83,6 +84,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		NodeID:            *nodeID,
 		KnownNodes:        known,
 		StateDir:          *stateDir,
+		VolumesDir:        *volumesDir,
 		Mode:              m,
 		MaxVolumesPerNode: *maxVolumes,
 		Logger:            logger,

@@ -35,6 +35,10 @@ const (
 	// maxIDLength bounds volume and node IDs that the driver accepts, so an ID
 	// always makes a sane file name.
 	maxIDLength = 128
+
+	// volumesDirName is the name of the directory that holds the volumes'
+	// directories; mountEntry.volumeID relies on it.
+	volumesDirName = "volumes"
 )
 
 // Version is the driver's vendor version; the build may override it with
@@ -74,8 +78,14 @@ type Config struct {
 	// ControllerPublishVolume: useful only when the state directory is shared
 	// between hosts. NodeID is always known.
 	KnownNodes []string
-	// StateDir holds the volumes (StateDir/volumes/<id>) and the state files.
+	// StateDir holds the state files, and the volumes (StateDir/volumes/<id>)
+	// unless VolumesDir is set.
 	StateDir string
+	// VolumesDir, when set, holds the volumes' directories instead of
+	// StateDir/volumes. Drivers on several nodes may share it (each with its
+	// own StateDir) so that every node sees every volume. Its last element
+	// must be "volumes": the driver recognises its mounts by that name.
+	VolumesDir string
 	// Mode selects the services served; empty means monolith.
 	Mode Mode
 	// MaxVolumesPerNode is reported by NodeGetInfo and enforced by
@@ -128,8 +138,20 @@ func New(cfg Config) (*Driver, error) {
 		return nil, fmt.Errorf("state directory %q: %w", cfg.StateDir, err)
 	}
 	cfg.StateDir = dir
-	if err := os.MkdirAll(filepath.Join(dir, "volumes"), 0o755); err != nil {
+	if cfg.VolumesDir == "" {
+		cfg.VolumesDir = filepath.Join(dir, volumesDirName)
+	}
+	if cfg.VolumesDir, err = filepath.Abs(cfg.VolumesDir); err != nil {
+		return nil, fmt.Errorf("volumes directory %q: %w", cfg.VolumesDir, err)
+	}
+	if filepath.Base(cfg.VolumesDir) != volumesDirName {
+		return nil, fmt.Errorf("volumes directory %q: its last element must be %q", cfg.VolumesDir, volumesDirName)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create state directory: %w", err)
+	}
+	if err := os.MkdirAll(cfg.VolumesDir, 0o755); err != nil {
+		return nil, fmt.Errorf("create volumes directory: %w", err)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
@@ -156,13 +178,13 @@ func New(cfg Config) (*Driver, error) {
 		}
 	}
 	d.logger.Info("driver ready", "name", DriverName, "version", Version, "mode", cfg.Mode,
-		"node_id", cfg.NodeID, "state_dir", dir)
+		"node_id", cfg.NodeID, "state_dir", dir, "volumes_dir", cfg.VolumesDir)
 	return d, nil
 }
 
 // volumePath is where the volume's data lives.
 func (d *Driver) volumePath(id string) string {
-	return filepath.Join(d.cfg.StateDir, "volumes", id)
+	return filepath.Join(d.cfg.VolumesDir, id)
 }
 
 // volumeDirExists tells whether the volume's data directory is there: the

@@ -99,3 +99,20 @@ func TestWriteStateAtomic(t *testing.T) {
 		t.Fatalf("directory holds %v, want only s.json (no temp files)", names)
 	}
 }
+
+// A node state file of the driver's first layout, stages keyed by volume
+// ID, loads with its stages keyed by staging path.
+func TestLoadNodeStoreRekeysStages(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "node-state.json")
+	old := `{"version": 1, "stages": {"v1": {"volume_id": "v1", "staging_path": "/s/v1", "access_mode": "SINGLE_NODE_WRITER"}}, "publishes": {}}`
+	if err := os.WriteFile(path, []byte(old), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := loadNodeStore(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec, ok := s.st.Stages["/s/v1"]; !ok || rec.VolumeID != "v1" || len(s.st.Stages) != 1 {
+		t.Fatalf("stages = %+v; want v1 keyed by its staging path", s.st.Stages)
+	}
+}

@@ -39,7 +39,7 @@ func (m mountEntry) readOnly() bool {
 // not one. A bind of <state>/volumes/<id>, and a bind of that bind, carry the
 // volume's directory as their root.
 func (m mountEntry) volumeID() string {
-	if filepath.Base(filepath.Dir(m.Root)) != "volumes" {
+	if filepath.Base(filepath.Dir(m.Root)) != volumesDirName {
 		return ""
 	}
 	id := filepath.Base(m.Root)

@@ -77,14 +77,13 @@ func (d *Driver) NodeStageVolume(_ context.Context, req *csi.NodeStageVolumeRequ
 	if !d.volumeDirExists(id) {
 		return nil, status.Errorf(codes.NotFound, "volume %s does not exist on node %s", id, d.cfg.NodeID)
 	}
+	// A volume may be staged at several paths at once: a Nomad-compatible
+	// client stages once per usage (read-only or read-write, access and
+	// attachment mode), so a reader and a writer of one volume on one node
+	// each have their own staging path. Each is a bind of the volume.
 	s := d.node
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if rec, ok := s.st.Stages[id]; ok && rec.StagingPath != sp {
-		if m, mounted, _ := mountAt(rec.StagingPath); mounted && m.volumeID() == id {
-			return nil, status.Errorf(codes.FailedPrecondition, "volume %s is already staged at %s", id, rec.StagingPath)
-		}
-	}
 	rec := stageRecord{VolumeID: id, StagingPath: sp, AccessMode: req.GetVolumeCapability().GetAccessMode().GetMode().String()}
 	m, mounted, err := mountAt(sp)
 	if err != nil {
@@ -112,16 +111,16 @@ func (d *Driver) NodeStageVolume(_ context.Context, req *csi.NodeStageVolumeRequ
 
 func (d *Driver) recordStage(rec stageRecord) error {
 	s := d.node
-	if old, ok := s.st.Stages[rec.VolumeID]; ok && old == rec {
+	old, had := s.st.Stages[rec.StagingPath]
+	if had && old == rec {
 		return nil
 	}
-	old, had := s.st.Stages[rec.VolumeID]
-	s.st.Stages[rec.VolumeID] = rec
+	s.st.Stages[rec.StagingPath] = rec
 	if err := s.save(); err != nil {
 		if had {
-			s.st.Stages[rec.VolumeID] = old
+			s.st.Stages[rec.StagingPath] = old
 		} else {
-			delete(s.st.Stages, rec.VolumeID)
+			delete(s.st.Stages, rec.StagingPath)
 		}
 		return status.Errorf(codes.Internal, "record stage of volume %s: %v", rec.VolumeID, err)
 	}
@@ -145,8 +144,9 @@ func (d *Driver) NodeUnstageVolume(_ context.Context, req *csi.NodeUnstageVolume
 	s := d.node
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	rec, staged := s.st.Stages[id]
-	if !staged && !d.volumeDirExists(id) {
+	rec, staged := s.st.Stages[sp]
+	staged = staged && rec.VolumeID == id
+	if !staged && len(s.stagesOf(id)) == 0 && !d.volumeDirExists(id) {
 		return nil, status.Errorf(codes.NotFound, "volume %s does not exist on node %s", id, d.cfg.NodeID)
 	}
 	for _, p := range s.publishesOf(id) {
@@ -157,10 +157,10 @@ func (d *Driver) NodeUnstageVolume(_ context.Context, req *csi.NodeUnstageVolume
 	if err := unmountVolume(id, sp); err != nil {
 		return nil, err
 	}
-	if staged && rec.StagingPath == sp {
-		delete(s.st.Stages, id)
+	if staged {
+		delete(s.st.Stages, sp)
 		if err := s.save(); err != nil {
-			s.st.Stages[id] = rec
+			s.st.Stages[sp] = rec
 			return nil, status.Errorf(codes.Internal, "record unstage of volume %s: %v", id, err)
 		}
 	}

@@ -92,8 +92,9 @@ type nodePublishRecord struct {
 
 type nodeState struct {
 	Version int `json:"version"`
-	// Stages maps a volume ID to where it is staged: a volume is staged at
-	// most once per node.
+	// Stages maps a staging path to the volume staged there; a volume may
+	// be staged at several paths. (Files of earlier versions of the driver
+	// keyed it by volume ID: loadNodeStore re-keys them.)
 	Stages map[string]stageRecord `json:"stages"`
 	// Publishes maps a target path to the volume published there.
 	Publishes map[string]nodePublishRecord `json:"publishes"`
@@ -113,9 +114,11 @@ func loadNodeStore(path string) (*nodeStore, error) {
 	if s.st.Version != stateVersion {
 		return nil, fmt.Errorf("state file %s has version %d, want %d", path, s.st.Version, stateVersion)
 	}
-	if s.st.Stages == nil {
-		s.st.Stages = map[string]stageRecord{}
+	stages := make(map[string]stageRecord, len(s.st.Stages))
+	for _, rec := range s.st.Stages {
+		stages[rec.StagingPath] = rec
 	}
+	s.st.Stages = stages
 	if s.st.Publishes == nil {
 		s.st.Publishes = map[string]nodePublishRecord{}
 	}
@@ -123,6 +126,17 @@ func loadNodeStore(path string) (*nodeStore, error) {
 }
 
 func (s *nodeStore) save() error { return writeState(s.path, &s.st) }
+
+// stagesOf lists the stages of one volume.
+func (s *nodeStore) stagesOf(volumeID string) []stageRecord {
+	var out []stageRecord
+	for _, r := range s.st.Stages {
+		if r.VolumeID == volumeID {
+			out = append(out, r)
+		}
+	}
+	return out
+}
 
 // publishesOf lists the node publishes of one volume.
 func (s *nodeStore) publishesOf(volumeID string) []nodePublishRecord {
