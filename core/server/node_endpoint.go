@@ -155,7 +155,9 @@ func (s *Server) Allocs(ctx context.Context, nodeID, secretID string, minIndex u
 
 // UpdateAllocs records client-side alloc state. An alloc that ends while
 // still desired is re-evaluated, so the scheduler replaces it, when its job
-// type declares EvalOnAllocEnd (system does).
+// type declares EvalOnAllocEnd (system does). The follow-up waits longer
+// each time the job's allocs keep ending on the node (allocEndBackoff): a
+// task that cannot start must not be replaced in a tight loop.
 func (s *Server) UpdateAllocs(ctx context.Context, nodeID, secretID string, allocs []*structs.Allocation) error {
 	if _, ok, err := forward[NodeUpdateAllocsArgs, Empty](ctx, s, "Node.UpdateAllocs", &NodeUpdateAllocsArgs{NodeID: nodeID, SecretID: secretID, Allocs: allocs}); ok {
 		return err
@@ -200,6 +202,13 @@ func (s *Server) UpdateAllocs(ctx context.Context, nodeID, secretID string, allo
 		ev := s.newEval(cur, structs.EvalTriggerFailedFollowUp)
 		ev.JobModifyIndex = cur.JobModifyIndex
 		ev.NodeID = nodeID
+		delay, err := s.allocEndBackoff(cur, nodeID, now)
+		if err != nil {
+			return err
+		}
+		if delay > 0 {
+			ev.WaitUntil = time.Unix(0, now).Add(delay).UTC()
+		}
 		evals = append(evals, ev)
 	}
 	_, err := s.raftApply(structs.AllocClientUpdateRequestType, &structs.AllocUpdateRequest{Alloc: allocs, Evals: evals})
@@ -446,4 +455,44 @@ func ttlOf(r *TTLReply) time.Duration {
 		return 0
 	}
 	return r.TTL
+}
+
+// Backoff of the replacement of allocs that keep ending on a node.
+const (
+	allocEndWindow    = time.Hour
+	allocEndBaseDelay = 10 * time.Second
+	allocEndMaxDelay  = 10 * time.Minute
+	allocEndFreeEnds  = 1 // ends in the window replaced at once
+)
+
+// allocEndBackoff is how long the follow-up of an alloc of job ending on
+// node waits: nothing for the first end within allocEndWindow, then
+// allocEndBaseDelay doubling with each further end, up to allocEndMaxDelay.
+// The ends counted are the job's allocs on the node that ended in the
+// window, the one ending now included.
+func (s *Server) allocEndBackoff(job *structs.Job, nodeID string, now int64) (time.Duration, error) {
+	allocs, err := s.State().AllocsByNode(nil, nodeID)
+	if err != nil {
+		return 0, err
+	}
+	since := now - int64(allocEndWindow)
+	ends := 1 // the alloc ending now, not yet stored as ended
+	for _, a := range allocs {
+		if a.Namespace == job.Namespace && a.JobID == job.ID && a.ClientTerminalStatus() && a.ModifyTime >= since {
+			ends++
+		}
+	}
+	return allocEndDelay(ends), nil
+}
+
+// allocEndDelay is the backoff after ends ends in the window.
+func allocEndDelay(ends int) time.Duration {
+	if ends <= allocEndFreeEnds {
+		return 0
+	}
+	delay := allocEndBaseDelay
+	for i := allocEndFreeEnds + 1; i < ends && delay < allocEndMaxDelay; i++ {
+		delay *= 2
+	}
+	return min(delay, allocEndMaxDelay)
 }

@@ -9,8 +9,9 @@ import (
 )
 
 // A system alloc that fails on its client (restarts exhausted) is replaced
-// on the same node, chained through PreviousAllocation; a sysbatch alloc
-// that fails is left alone.
+// on the same node, chained through PreviousAllocation, and when that one
+// fails too its replacement waits; a sysbatch alloc that fails is left
+// alone.
 func TestFailedAllocReplacement(t *testing.T) {
 	for _, tc := range []struct {
 		jobType  string
@@ -72,6 +73,42 @@ func TestFailedAllocReplacement(t *testing.T) {
 				}
 				return false
 			})
+
+			// It fails too: the next follow-up is held back.
+			again := next.Copy()
+			again.ClientStatus = structs.AllocClientStatusFailed
+			before := time.Now()
+			if err := s.UpdateAllocs(ctx, node.ID, node.SecretID, []*structs.Allocation{again}); err != nil {
+				t.Fatal(err)
+			}
+			evals, _ := s.State().EvalsByJob(nil, "default", "j")
+			var delayed *structs.Evaluation
+			for _, e := range evals {
+				if e.TriggeredBy == structs.EvalTriggerFailedFollowUp && !e.WaitUntil.IsZero() {
+					delayed = e
+				}
+			}
+			if delayed == nil || delayed.WaitUntil.Before(before.Add(allocEndBaseDelay-time.Second)) {
+				t.Fatalf("the second failure's follow-up is not delayed by %s: %+v", allocEndBaseDelay, delayed)
+			}
+			if delayed.Status != structs.EvalStatusPending {
+				t.Errorf("delayed follow-up ran already: %s", delayed.Status)
+			}
 		})
+	}
+}
+
+// Allocs that keep ending on a node are replaced ever more slowly.
+func TestAllocEndDelay(t *testing.T) {
+	for _, tc := range []struct {
+		ends int
+		want time.Duration
+	}{
+		{1, 0}, {2, 10 * time.Second}, {3, 20 * time.Second}, {4, 40 * time.Second},
+		{7, 320 * time.Second}, {8, 10 * time.Minute}, {100, 10 * time.Minute},
+	} {
+		if got := allocEndDelay(tc.ends); got != tc.want {
+			t.Errorf("allocEndDelay(%d) = %s, want %s", tc.ends, got, tc.want)
+		}
 	}
 }
