@@ -2,9 +2,11 @@ package e2e
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -25,25 +27,25 @@ var restartingPluginJob = strings.Replace(hostpathPluginJob, `  group "nodes" {
 
 `, 1)
 
-// The node plugin is killed while a task has its volume mounted, and the
-// task is stopped while the plugin is gone: the client unmounts the task's
-// bind mount, cannot unpublish, and retries in the background; once the
-// plugin job has restarted the driver, the release completes through it
-// and the claim is freed. No mount of the volume is left behind.
-func TestCSINodePluginKilledDuringRelease(t *testing.T) {
-	t.Parallel()
+// holderSetup builds the hostpath driver, starts a dev agent running it as
+// restartingPluginJob, creates e2e-vol and runs the holder job, which
+// writes a file through its mount and keeps running. It returns the agent,
+// the driver binary, the holder's alloc ID and a check that the plugin is
+// healthy.
+func holderSetup(t *testing.T) (a *testAgent, bin, allocID string, healthy func() (bool, string)) {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("the hostpath driver's mounts need root")
 	}
-	bin := filepath.Join(t.TempDir(), "drover-csi-hostpath")
+	bin = filepath.Join(t.TempDir(), "drover-csi-hostpath")
 	build := exec.Command(harness.GoTool(), "build", "-o", bin, "./examples/csi/hostpath")
 	build.Dir = repoRoot
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building the hostpath driver: %v\n%s", err, out)
 	}
-	a := startAgent(t)
+	a = startAgent(t)
 	a.MustCLI("job", "run", harness.WriteFile(t, "plugin.hcl", fmt.Sprintf(restartingPluginJob, bin)))
-	healthy := func() (bool, string) {
+	healthy = func() (bool, string) {
 		var p struct{ ControllersHealthy, NodesHealthy int }
 		status, err := a.Do("GET", "/v1/plugin/csi/hostpath", nil, &p)
 		return err == nil && status == 200 && p.NodesHealthy == 1 && p.ControllersHealthy == 1, fmt.Sprintf("%d %v %+v", status, err, p)
@@ -53,7 +55,6 @@ func TestCSINodePluginKilledDuringRelease(t *testing.T) {
 
 	a.MustCLI("job", "run", "-detach", harness.WriteFile(t, "holder.hcl", fmt.Sprintf(volumeJob, "holder", "single-node-writer", false,
 		`echo held > "${NOMAD_TASK_DIR}/../data/held.txt" && exec sleep 3600`, false)))
-	var allocID string
 	harness.WaitFor(t, waitTimeout, "the holder running with its file written", func() (bool, string) {
 		var allocs []struct{ ID, ClientStatus string }
 		code, err := a.Do("GET", "/v1/job/holder/allocations", nil, &allocs)
@@ -63,6 +64,33 @@ func TestCSINodePluginKilledDuringRelease(t *testing.T) {
 		allocID = allocs[0].ID
 		return len(mountsUnder(t, allocID)) > 0, "no mount of the alloc yet"
 	})
+	return a, bin, allocID, healthy
+}
+
+// holderReleased waits until e2e-vol holds no claim and nothing of the
+// holder's alloc is mounted.
+func holderReleased(t *testing.T, a *testAgent, allocID string) {
+	t.Helper()
+	harness.WaitFor(t, waitTimeout, "the holder's claim freed", func() (bool, string) {
+		var v struct{ ReadAllocs, WriteAllocs, PastClaims map[string]any }
+		status, err := a.Do("GET", "/v1/volume/csi/e2e-vol", nil, &v)
+		return err == nil && status == 200 && len(v.ReadAllocs)+len(v.WriteAllocs)+len(v.PastClaims) == 0,
+			fmt.Sprintf("%d %v %+v", status, err, v)
+	})
+	harness.WaitFor(t, waitTimeout, "the holder's mounts gone", func() (bool, string) {
+		left := mountsUnder(t, allocID)
+		return len(left) == 0, fmt.Sprint(left)
+	})
+}
+
+// The node plugin is killed while a task has its volume mounted, and the
+// task is stopped while the plugin is gone: the client unmounts the task's
+// bind mount, cannot unpublish, and retries in the background; once the
+// plugin job has restarted the driver, the release completes through it
+// and the claim is freed. No mount of the volume is left behind.
+func TestCSINodePluginKilledDuringRelease(t *testing.T) {
+	t.Parallel()
+	a, bin, allocID, healthy := holderSetup(t)
 
 	drivers := harness.ProcsOf(bin)
 	if len(drivers) != 1 {
@@ -79,16 +107,7 @@ func TestCSINodePluginKilledDuringRelease(t *testing.T) {
 
 	// The plugin comes back (its task restarts) and the release finishes.
 	harness.WaitFor(t, waitTimeout, "the plugin healthy again", healthy)
-	harness.WaitFor(t, waitTimeout, "the holder's claim freed", func() (bool, string) {
-		var v struct{ ReadAllocs, WriteAllocs, PastClaims map[string]any }
-		status, err := a.Do("GET", "/v1/volume/csi/e2e-vol", nil, &v)
-		return err == nil && status == 200 && len(v.ReadAllocs)+len(v.WriteAllocs)+len(v.PastClaims) == 0,
-			fmt.Sprintf("%d %v %+v", status, err, v)
-	})
-	harness.WaitFor(t, waitTimeout, "the holder's mounts gone", func() (bool, string) {
-		left := mountsUnder(t, allocID)
-		return len(left) == 0, fmt.Sprint(left)
-	})
+	holderReleased(t, a, allocID)
 	// The release did meet the dead plugin, and was retried.
 	failed := false
 	for _, line := range strings.Split(a.log(), "\n") {
@@ -121,4 +140,37 @@ func mountsUnder(t *testing.T, allocID string) []string {
 		}
 	}
 	return out
+}
+
+// The csi-bridge plugin is replaced (PUT /v1/agent/plugins/reload) while a
+// task has a volume mounted: the mount and the task stay, the plugin stays
+// healthy through the new bridge, and the task's later release
+// unpublishes through it.
+func TestCSIBridgeReloadKeepsMounts(t *testing.T) {
+	t.Parallel()
+	a, _, allocID, healthy := holderSetup(t)
+	old, ok := harness.ChildPlugin(a.PID(), "csi-bridge")
+	if !ok {
+		t.Fatal("the agent's csi-bridge plugin not found")
+	}
+	mounts := mountsUnder(t, allocID)
+	a.MustWrite(http.MethodPut, "/v1/agent/plugins/reload?name=csi-bridge", nil, nil)
+	harness.WaitFor(t, waitTimeout, "a new csi-bridge process", func() (bool, string) {
+		p, ok := harness.ChildPlugin(a.PID(), "csi-bridge")
+		return ok && p.PID != old.PID && !old.Alive(), fmt.Sprintf("old %d alive %v, now %+v", old.PID, old.Alive(), p)
+	})
+	if now := mountsUnder(t, allocID); !slices.Equal(now, mounts) {
+		t.Fatalf("mounts after the reload: %v, before: %v", now, mounts)
+	}
+	var allocs []struct{ ID, ClientStatus string }
+	a.MustGet("/v1/job/holder/allocations", &allocs)
+	if len(allocs) != 1 || allocs[0].ID != allocID || allocs[0].ClientStatus != "running" {
+		t.Fatalf("holder allocs after the reload: %+v", allocs)
+	}
+	harness.WaitFor(t, waitTimeout, "the plugin healthy through the new bridge", healthy)
+
+	a.MustCLI("job", "stop", "holder")
+	holderReleased(t, a, allocID)
+	a.MustCLI("volume", "delete", "e2e-vol")
+	a.MustCLI("job", "stop", "-purge", "hostpath-plugin")
 }
