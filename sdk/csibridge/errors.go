@@ -1,12 +1,11 @@
 package csibridge
 
 import (
-	"context"
 	"errors"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
+
+	"github.com/drover-org/drover/sdk/shared"
 )
 
 // Errors a caller of a Bridge acts on. They mirror the CSI status codes a
@@ -47,121 +46,48 @@ var Kinds = []error{
 	ErrUnavailable, ErrOutOfRange, ErrResourceExhausted, ErrAborted, ErrUnimplemented,
 }
 
-// errorDomain names drover's CSI bridge errors in a gRPC ErrorInfo detail.
-const errorDomain = "csibridge.drover.io"
-
-// errorKinds maps each sentinel to its gRPC code and ErrorInfo reason.
-// Every kind has a code of its own, so the code alone maps back for a
-// bridge written without this SDK, except Unimplemented: without the
-// detail it means the plugin does not serve the protocol, and stays a
-// plain status.
-var errorKinds = []struct {
-	err    error
-	code   codes.Code
-	reason string
-}{
-	{ErrNotFound, codes.NotFound, "NOT_FOUND"},
-	{ErrInvalidArgument, codes.InvalidArgument, "INVALID_ARGUMENT"},
-	{ErrFailedPrecondition, codes.FailedPrecondition, "FAILED_PRECONDITION"},
-	{ErrAlreadyExists, codes.AlreadyExists, "ALREADY_EXISTS"},
-	{ErrUnavailable, codes.Unavailable, "UNAVAILABLE"},
-	{ErrOutOfRange, codes.OutOfRange, "OUT_OF_RANGE"},
-	{ErrResourceExhausted, codes.ResourceExhausted, "RESOURCE_EXHAUSTED"},
-	{ErrAborted, codes.Aborted, "ABORTED"},
-	{ErrUnimplemented, codes.Unimplemented, "UNIMPLEMENTED"},
-}
-
-// toStatus converts an implementation's error into a gRPC status error for
-// the wire. Errors that already are statuses pass through unchanged.
-func toStatus(err error) error {
-	if err == nil {
+// errorCodec carries the kinds across the plugin boundary. Every kind has
+// a code of its own, so the code alone maps back for a bridge written
+// without this SDK, except Unimplemented and Unavailable: without the
+// detail they come from gRPC itself (the plugin does not serve the
+// protocol, or its process is gone), not from the driver, and stay plain
+// statuses.
+var errorCodec = &shared.ErrorCodec{
+	Domain: "csibridge.drover.io",
+	Kinds: []shared.ErrorKind{
+		{Err: ErrNotFound, Code: codes.NotFound, Reason: "NOT_FOUND"},
+		{Err: ErrInvalidArgument, Code: codes.InvalidArgument, Reason: "INVALID_ARGUMENT"},
+		{Err: ErrFailedPrecondition, Code: codes.FailedPrecondition, Reason: "FAILED_PRECONDITION"},
+		{Err: ErrAlreadyExists, Code: codes.AlreadyExists, Reason: "ALREADY_EXISTS"},
+		{Err: ErrUnavailable, Code: codes.Unavailable, Reason: "UNAVAILABLE"},
+		{Err: ErrOutOfRange, Code: codes.OutOfRange, Reason: "OUT_OF_RANGE"},
+		{Err: ErrResourceExhausted, Code: codes.ResourceExhausted, Reason: "RESOURCE_EXHAUSTED"},
+		{Err: ErrAborted, Code: codes.Aborted, Reason: "ABORTED"},
+		{Err: ErrUnimplemented, Code: codes.Unimplemented, Reason: "UNIMPLEMENTED"},
+	},
+	ByCode: func(c codes.Code) error {
+		switch c {
+		case codes.NotFound:
+			return ErrNotFound
+		case codes.InvalidArgument:
+			return ErrInvalidArgument
+		case codes.FailedPrecondition:
+			return ErrFailedPrecondition
+		case codes.AlreadyExists:
+			return ErrAlreadyExists
+		case codes.OutOfRange:
+			return ErrOutOfRange
+		case codes.ResourceExhausted:
+			return ErrResourceExhausted
+		case codes.Aborted:
+			return ErrAborted
+		}
 		return nil
-	}
-	if _, ok := status.FromError(err); ok {
-		return err
-	}
-	switch {
-	case errors.Is(err, context.Canceled):
-		return status.Error(codes.Canceled, err.Error())
-	case errors.Is(err, context.DeadlineExceeded):
-		return status.Error(codes.DeadlineExceeded, err.Error())
-	}
-	for _, k := range errorKinds {
-		if !errors.Is(err, k.err) {
-			continue
-		}
-		st, derr := status.New(k.code, err.Error()).WithDetails(&errdetails.ErrorInfo{
-			Reason: k.reason,
-			Domain: errorDomain,
-		})
-		if derr != nil {
-			return status.Error(k.code, err.Error())
-		}
-		return st.Err()
-	}
-	return status.Error(codes.Unknown, err.Error())
+	},
 }
 
-// fromStatus converts an error returned by a gRPC call back into an error
-// that unwraps to the matching sentinel (or context error) and still
-// reports its gRPC status, so status.Code keeps working too.
-func fromStatus(err error) error {
-	if err == nil {
-		return nil
-	}
-	st, ok := status.FromError(err)
-	if !ok {
-		return err
-	}
-	kind := kindOf(st)
-	if kind == nil {
-		// Transport and unclassified failures keep gRPC's full text,
-		// which names the code (e.g. Unavailable when the plugin died).
-		return err
-	}
-	return &rpcError{st: st, kind: kind}
-}
+// toStatus converts an implementation's error into a status for the wire.
+func toStatus(err error) error { return errorCodec.ToStatus(err) }
 
-func kindOf(st *status.Status) error {
-	for _, d := range st.Details() {
-		info, ok := d.(*errdetails.ErrorInfo)
-		if !ok || info.GetDomain() != errorDomain {
-			continue
-		}
-		for _, k := range errorKinds {
-			if k.reason == info.GetReason() {
-				return k.err
-			}
-		}
-	}
-	switch st.Code() {
-	case codes.Canceled:
-		return context.Canceled
-	case codes.DeadlineExceeded:
-		return context.DeadlineExceeded
-	case codes.Unimplemented, codes.Unavailable:
-		// Without the detail these come from gRPC itself: the plugin does
-		// not serve the protocol, or the plugin process is gone. Neither
-		// is the driver's doing.
-		return nil
-	}
-	for _, k := range errorKinds {
-		if k.code == st.Code() {
-			return k.err
-		}
-	}
-	return nil
-}
-
-// rpcError is a bridge error that crossed the plugin boundary.
-type rpcError struct {
-	st   *status.Status
-	kind error
-}
-
-func (e *rpcError) Error() string { return e.st.Message() }
-
-func (e *rpcError) Unwrap() error { return e.kind }
-
-// GRPCStatus lets status.FromError and status.Code see the original status.
-func (e *rpcError) GRPCStatus() *status.Status { return e.st }
+// fromStatus converts a call's error back into one that unwraps to its kind.
+func fromStatus(err error) error { return errorCodec.FromStatus(err) }
