@@ -27,6 +27,7 @@ const (
 	KindScheduler = "scheduler"
 	KindDriver    = "driver"
 	KindCSIBridge = "csi-bridge"
+	KindGC        = "gc"
 )
 
 // MaxMessageBytes bounds one gRPC message in either direction. A scheduling
