@@ -67,6 +67,10 @@ type Config struct {
 	// NumWorkers is the number of scheduler workers (default 2).
 	NumWorkers int
 	Schedulers SchedulerRouter
+	// GC hands the leader's core GC jobs their plugin (nil: nothing is
+	// collected); GCConfig holds their thresholds and intervals.
+	GC       GCRouter
+	GCConfig GCConfig
 	// SchedulerCallTimeout bounds one call to a scheduler plugin (default
 	// DefaultSchedulerCallTimeout). A call that runs out is a failed
 	// attempt: the eval is nacked and counts toward the delivery limit.
