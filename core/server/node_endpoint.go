@@ -368,7 +368,7 @@ func (s *Server) nodeEvals(node *structs.Node, joining bool) ([]*structs.Evaluat
 			jobs[structs.NamespacedID{ID: j.ID, Namespace: j.Namespace}] = j
 		}
 	}
-	all, err := st.Jobs(nil)
+	all, err := st.JobsEvaluatedOnNodeChange(nil)
 	if err != nil {
 		return nil, err
 	}

@@ -18,6 +18,12 @@ func (s *StateStore) Jobs(ws memdb.WatchSet) ([]*structs.Job, error) {
 	return list[*structs.Job](s, ws, nil, TableJobs, "id")
 }
 
+// JobsEvaluatedOnNodeChange returns the jobs whose type declares an eval on
+// node updates or joins (EvalOnNodeUpdate, EvalOnNodeJoin).
+func (s *StateStore) JobsEvaluatedOnNodeChange(ws memdb.WatchSet) ([]*structs.Job, error) {
+	return list[*structs.Job](s, ws, nil, TableJobs, "node_evals", true)
+}
+
 // JobsByNamespace returns the jobs of ns; AllNamespaces (or "") lists every
 // job.
 func (s *StateStore) JobsByNamespace(ws memdb.WatchSet, ns string) ([]*structs.Job, error) {

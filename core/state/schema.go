@@ -58,6 +58,13 @@ func schema() *memdb.DBSchema {
 				func(j *structs.Job) string { return j.ParentID })),
 			// The CSI plugins a job's tasks run: a plugin's expected counts.
 			idx("csi_plugin", false, true, strs(jobCSIPlugins)),
+			// Jobs whose type evaluates them on node changes (Nomad's jobs
+			// by scheduler type, by declared behaviour): a node event reads
+			// these, not every job.
+			idx("node_evals", false, false, &memdb.ConditionalIndex{Conditional: func(obj any) (bool, error) {
+				b := obj.(*structs.Job).TypeBehavior
+				return b != nil && (b.EvalOnNodeUpdate || b.EvalOnNodeJoin), nil
+			}}),
 		)},
 		{Name: TableJobVersions, Indexes: indexes(
 			idx("id", true, false, &memdb.CompoundIndex{Indexes: []memdb.Indexer{
