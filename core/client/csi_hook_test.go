@@ -87,6 +87,8 @@ type volHarness struct {
 	t      *testing.T
 	srv    *fakeServer
 	bridge *volBridge
+	cb     csibridge.Bridge // what the client calls: bridge, or a wrap of it
+	world  *fakeWorld
 	log    *callLog
 	c      *Client
 	state  string
@@ -118,8 +120,25 @@ func newVolHarnessWith(t *testing.T, wrap func(*volBridge) csibridge.Bridge) *vo
 		cb = wrap(bridge)
 	}
 	state := t.TempDir()
+	world := newFakeWorld()
+	c := startVolClient(t, srv, cb, world, state)
+	task := fakeTaskSpec("plugin", `{}`)
+	task.CSIPluginConfig = &structs.TaskCSIPluginConfig{ID: "hp", Type: structs.CSIPluginTypeMonolith, HealthTimeout: time.Minute}
+	pa := testAlloc("plugin-alloc-0001", c.NodeID(), testJob("system", task))
+	srv.upsert(pa)
+	waitFor(t, "plugin healthy", func() bool {
+		_, _, ok := c.rcfg.CSI.healthyInstance("hp", true)
+		return ok
+	})
+	return &volHarness{t: t, srv: srv, bridge: bridge, cb: cb, world: world, log: log, c: c, state: state}
+}
+
+// startVolClient starts a client over srv, bridge and world with its
+// state in state, with the volume hook's timings shortened.
+func startVolClient(t *testing.T, srv *fakeServer, bridge csibridge.Bridge, world *fakeWorld, state string) *Client {
+	t.Helper()
 	c, err := New(Config{
-		StateDir: state, Server: srv, Drivers: fakeProvider{"fake": newFakeDriver(newFakeWorld())}, CSIBridge: cb,
+		StateDir: state, Server: srv, Drivers: fakeProvider{"fake": newFakeDriver(world)}, CSIBridge: bridge,
 		UpdateBatchInterval: 5 * time.Millisecond, RetryInterval: 5 * time.Millisecond, MaxRetryInterval: 20 * time.Millisecond,
 		FingerprintInterval: -1, CSIProbeInterval: 5 * time.Millisecond, CSIHealthInterval: time.Hour,
 		CSIRetryInterval: 5 * time.Millisecond, CSIMaxRetryInterval: 20 * time.Millisecond, CSIPluginWait: 5 * time.Second,
@@ -131,15 +150,7 @@ func newVolHarnessWith(t *testing.T, wrap func(*volBridge) csibridge.Bridge) *vo
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Shutdown)
-	task := fakeTaskSpec("plugin", `{}`)
-	task.CSIPluginConfig = &structs.TaskCSIPluginConfig{ID: "hp", Type: structs.CSIPluginTypeMonolith, HealthTimeout: time.Minute}
-	pa := testAlloc("plugin-alloc-0001", c.NodeID(), testJob("system", task))
-	srv.upsert(pa)
-	waitFor(t, "plugin healthy", func() bool {
-		_, _, ok := c.rcfg.CSI.healthyInstance("hp", true)
-		return ok
-	})
-	return &volHarness{t: t, srv: srv, bridge: bridge, log: log, c: c, state: state}
+	return c
 }
 
 // volAlloc is an alloc of a job with volume "data" (source vol) mounted
