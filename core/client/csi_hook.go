@@ -42,7 +42,6 @@ const (
 	defaultCSIRetryBase    = time.Second
 	defaultCSIRetryMax     = time.Minute
 	csiCallTimeout         = 2 * time.Minute
-	csiNodeRetryFor        = 24 * time.Hour
 	csiNodeCallAttempts    = 3
 	csiNodeCallRetryBase   = 100 * time.Millisecond
 	csiNodeDirName         = "node"
@@ -515,10 +514,11 @@ func (mgr *csiManager) release(ctx context.Context, ar *allocRunner) {
 }
 
 // retryRelease retries the node steps of a volume with backoff until
-// they pass, the client stops or csiNodeRetryFor passes.
+// they pass or the client stops (a restarted client resumes them from the
+// persisted state). It never gives up: the claim stays unpublishing on the
+// servers until this node says it has unpublished, or is down.
 func (mgr *csiManager) retryRelease(ar *allocRunner, m *csiMountState, save func()) {
-	ctx, cancel := context.WithTimeout(mgr.ctx, csiNodeRetryFor)
-	defer cancel()
+	ctx := mgr.ctx
 	for n := 1; ; n++ {
 		if !waitOrDone(ctx, mgr.retry.next(n)) {
 			return
