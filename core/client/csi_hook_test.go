@@ -28,6 +28,9 @@ type volBridge struct {
 	ctrlPublish  []csibridge.ControllerPublishRequest
 	deleteErr    error
 	unpublishErr error
+	validations  []csibridge.ValidateVolumeCapabilitiesRequest
+	validation   *csibridge.Validation // nil: confirmed
+	validateErr  error
 }
 
 func (b *volBridge) Fingerprint(context.Context, csibridge.FingerprintRequest) (*csibridge.Fingerprint, error) {
@@ -81,6 +84,19 @@ func (b *volBridge) DeleteVolume(context.Context, csibridge.DeleteVolumeRequest)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.deleteErr
+}
+func (b *volBridge) ValidateVolumeCapabilities(_ context.Context, req csibridge.ValidateVolumeCapabilitiesRequest) (*csibridge.Validation, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.validations = append(b.validations, req)
+	if b.validateErr != nil {
+		return nil, b.validateErr
+	}
+	if b.validation != nil {
+		v := *b.validation
+		return &v, nil
+	}
+	return &csibridge.Validation{Confirmed: true}, nil
 }
 
 type volHarness struct {
