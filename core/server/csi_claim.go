@@ -452,6 +452,9 @@ func (s *Server) ControllerDone(ctx context.Context, args *structs.CSIController
 		if r != nil && len(r.Error) > structs.MaxCSIErrorBytes {
 			r.Error = r.Error[:structs.MaxCSIErrorBytes]
 		}
+		if r != nil && r.Validation != nil && len(r.Validation.Message) > structs.MaxCSIErrorBytes {
+			r.Validation.Message = r.Validation.Message[:structs.MaxCSIErrorBytes]
+		}
 	}
 	s.controllers.done(args.NodeID, args.Results)
 	return nil
