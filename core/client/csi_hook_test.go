@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/drover-org/drover/core/structs"
 	"github.com/drover-org/drover/sdk/csibridge"
@@ -407,6 +409,13 @@ func TestCSIControllerExecutorValidate(t *testing.T) {
 			b.validation, b.validateErr = nil, fmt.Errorf("%w: csi ValidateVolumeCapabilities", csibridge.ErrUnimplemented)
 		}, func(t *testing.T, r *structs.CSIControllerOpResult) {
 			if r.ErrorKind != "" || r.Validation == nil || !r.Validation.Unsupported || r.Validation.Confirmed {
+				t.Errorf("result: %+v %+v", r, r.Validation)
+			}
+		}},
+		{"bridge without the RPC", func(b *volBridge) {
+			b.validateErr = status.Error(codes.Unimplemented, "unknown method ValidateVolumeCapabilities")
+		}, func(t *testing.T, r *structs.CSIControllerOpResult) {
+			if r.ErrorKind != "" || r.Validation == nil || !r.Validation.Unsupported {
 				t.Errorf("result: %+v %+v", r, r.Validation)
 			}
 		}},
