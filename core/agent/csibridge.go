@@ -70,3 +70,11 @@ func (r routedBridge) CreateVolume(ctx context.Context, req csibridge.CreateVolu
 func (r routedBridge) DeleteVolume(ctx context.Context, req csibridge.DeleteVolumeRequest) error {
 	return r.call(ctx, func(ctx context.Context, b csibridge.Bridge) error { return b.DeleteVolume(ctx, req) })
 }
+
+func (r routedBridge) ValidateVolumeCapabilities(ctx context.Context, req csibridge.ValidateVolumeCapabilitiesRequest) (out *csibridge.Validation, err error) {
+	err = r.call(ctx, func(ctx context.Context, b csibridge.Bridge) (e error) {
+		out, e = b.ValidateVolumeCapabilities(ctx, req)
+		return
+	})
+	return
+}

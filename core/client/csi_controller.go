@@ -9,6 +9,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"github.com/drover-org/drover/core/structs"
 	"github.com/drover-org/drover/sdk/csibridge"
 )
@@ -144,6 +147,8 @@ func runControllerOp(ctx context.Context, p *csiPlugins, bridge csibridge.Bridge
 		}
 	case structs.CSIControllerOpCreate:
 		res.Created, err = createVolume(cctx, bridge, sock, op)
+	case structs.CSIControllerOpValidate:
+		res.Validation, err = validateVolume(cctx, bridge, sock, op)
 	default:
 		err = structs.NewError(structs.ErrInvalid, "unknown controller operation %q", op.Kind)
 	}
@@ -205,6 +210,47 @@ func createVolume(ctx context.Context, bridge csibridge.Bridge, sock string, op 
 	return out, nil
 }
 
+// validateVolume asks the driver whether the volume supports the op's
+// capabilities. A driver (or csi-bridge) without the call is answered as
+// Unsupported rather than failed: ValidateVolumeCapabilities is mandatory
+// in CSI, but a volume registered against such a driver worked before
+// validation existed and must keep working.
+func validateVolume(ctx context.Context, bridge csibridge.Bridge, sock string, op *structs.CSIControllerOp) (*structs.CSIVolumeValidation, error) {
+	req := csibridge.ValidateVolumeCapabilitiesRequest{Socket: sock, VolumeID: op.ExternalVolumeID,
+		Parameters: maps.Clone(op.Parameters), VolumeContext: maps.Clone(op.VolumeContext), Secrets: maps.Clone(op.Secrets)}
+	for _, rc := range op.Capabilities {
+		if rc == nil {
+			continue
+		}
+		c := csibridge.Capability{AccessMode: string(rc.AccessMode), AttachmentMode: string(rc.AttachmentMode)}
+		if op.MountOptions != nil && rc.AttachmentMode == structs.CSIVolumeAttachmentModeFilesystem {
+			c.FSType, c.MountFlags = op.MountOptions.FSType, append([]string(nil), op.MountOptions.MountFlags...)
+		}
+		req.Capabilities = append(req.Capabilities, c)
+	}
+	v, err := bridge.ValidateVolumeCapabilities(ctx, req)
+	switch {
+	case errors.Is(err, csibridge.ErrUnimplemented), status.Code(err) == codes.Unimplemented:
+		return &structs.CSIVolumeValidation{Unsupported: true, Message: boundText(err.Error())}, nil
+	case err != nil:
+		return nil, err
+	case v == nil:
+		return nil, errors.New("the plugin gave no answer to ValidateVolumeCapabilities")
+	}
+	return &structs.CSIVolumeValidation{Confirmed: v.Confirmed, Message: boundText(v.Message)}, nil
+}
+
+// boundText cuts s to MaxCSIErrorBytes on a rune boundary.
+func boundText(s string) string {
+	if len(s) > structs.MaxCSIErrorBytes {
+		s = s[:structs.MaxCSIErrorBytes]
+		for len(s) > 0 && !utf8.ValidString(s) {
+			s = s[:len(s)-1]
+		}
+	}
+	return s
+}
+
 // csiErrorKind is the wire kind of a controller op's error.
 func csiErrorKind(err error) string {
 	switch {
@@ -228,13 +274,7 @@ func failResult(res *structs.CSIControllerOpResult, err error) *structs.CSIContr
 	if msg == "" {
 		msg = fmt.Sprintf("%T", err)
 	}
-	if len(msg) > structs.MaxCSIErrorBytes {
-		msg = msg[:structs.MaxCSIErrorBytes]
-		for len(msg) > 0 && !utf8.ValidString(msg) {
-			msg = msg[:len(msg)-1]
-		}
-	}
-	res.Error = msg
-	res.PublishContext, res.Created = nil, nil
+	res.Error = boundText(msg)
+	res.PublishContext, res.Created, res.Validation = nil, nil, nil
 	return res
 }

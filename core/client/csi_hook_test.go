@@ -3,8 +3,10 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -12,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/drover-org/drover/core/structs"
 	"github.com/drover-org/drover/sdk/csibridge"
@@ -28,6 +32,9 @@ type volBridge struct {
 	ctrlPublish  []csibridge.ControllerPublishRequest
 	deleteErr    error
 	unpublishErr error
+	validations  []csibridge.ValidateVolumeCapabilitiesRequest
+	validation   *csibridge.Validation // nil: confirmed
+	validateErr  error
 }
 
 func (b *volBridge) Fingerprint(context.Context, csibridge.FingerprintRequest) (*csibridge.Fingerprint, error) {
@@ -81,6 +88,19 @@ func (b *volBridge) DeleteVolume(context.Context, csibridge.DeleteVolumeRequest)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.deleteErr
+}
+func (b *volBridge) ValidateVolumeCapabilities(_ context.Context, req csibridge.ValidateVolumeCapabilitiesRequest) (*csibridge.Validation, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.validations = append(b.validations, req)
+	if b.validateErr != nil {
+		return nil, b.validateErr
+	}
+	if b.validation != nil {
+		v := *b.validation
+		return &v, nil
+	}
+	return &csibridge.Validation{Confirmed: true}, nil
 }
 
 type volHarness struct {
@@ -360,6 +380,98 @@ func TestCSIControllerExecutor(t *testing.T) {
 	defer h.bridge.mu.Unlock()
 	if len(h.bridge.ctrlPublish) != 1 || h.bridge.ctrlPublish[0].NodeID != "csi-node-1" || h.bridge.ctrlPublish[0].VolumeID != "ext-vol" {
 		t.Errorf("controller publish: %+v", h.bridge.ctrlPublish)
+	}
+}
+
+// Validate ops reach the bridge with every capability (mount options on
+// file-system ones only), the parameters, context and secrets; the
+// driver's refusal is an answer, not an op error; a driver (or bridge)
+// without the call is answered as unsupported; a volume the driver does
+// not know keeps its kind.
+func TestCSIControllerExecutorValidate(t *testing.T) {
+	h := newVolHarness(t)
+	op := func(id string) *structs.CSIControllerOp {
+		return &structs.CSIControllerOp{ID: id, Kind: structs.CSIControllerOpValidate, PluginID: "hp", ExternalVolumeID: "ext-vol",
+			Capabilities: []*structs.CSIVolumeCapability{
+				{AccessMode: structs.CSIVolumeAccessModeSingleNodeWriter, AttachmentMode: structs.CSIVolumeAttachmentModeFilesystem},
+				{AccessMode: structs.CSIVolumeAccessModeMultiNodeReader, AttachmentMode: structs.CSIVolumeAttachmentModeBlockDevice}},
+			MountOptions: &structs.CSIMountOptions{FSType: "ext4", MountFlags: []string{"noatime"}},
+			Parameters:   map[string]string{"type": "ssd"}, VolumeContext: map[string]string{"share": "/x"},
+			Secrets: map[string]string{"token": "s3cret"}}
+	}
+	steps := []struct {
+		name  string
+		setup func(b *volBridge)
+		check func(t *testing.T, r *structs.CSIControllerOpResult)
+	}{
+		{"confirmed", func(*volBridge) {}, func(t *testing.T, r *structs.CSIControllerOpResult) {
+			if r.ErrorKind != "" || r.Validation == nil || !r.Validation.Confirmed || r.Validation.Unsupported {
+				t.Errorf("result: %+v %+v", r, r.Validation)
+			}
+		}},
+		{"refused", func(b *volBridge) {
+			b.validation = &csibridge.Validation{Message: "block access is not supported"}
+		}, func(t *testing.T, r *structs.CSIControllerOpResult) {
+			if r.ErrorKind != "" || r.Validation == nil || r.Validation.Confirmed || r.Validation.Message != "block access is not supported" {
+				t.Errorf("result: %+v %+v", r, r.Validation)
+			}
+		}},
+		{"unimplemented", func(b *volBridge) {
+			b.validation, b.validateErr = nil, fmt.Errorf("%w: csi ValidateVolumeCapabilities", csibridge.ErrUnimplemented)
+		}, func(t *testing.T, r *structs.CSIControllerOpResult) {
+			if r.ErrorKind != "" || r.Validation == nil || !r.Validation.Unsupported || r.Validation.Confirmed {
+				t.Errorf("result: %+v %+v", r, r.Validation)
+			}
+		}},
+		{"bridge without the RPC", func(b *volBridge) {
+			b.validateErr = status.Error(codes.Unimplemented, "unknown method ValidateVolumeCapabilities")
+		}, func(t *testing.T, r *structs.CSIControllerOpResult) {
+			if r.ErrorKind != "" || r.Validation == nil || !r.Validation.Unsupported {
+				t.Errorf("result: %+v %+v", r, r.Validation)
+			}
+		}},
+		{"unknown volume", func(b *volBridge) {
+			b.validateErr = fmt.Errorf("%w: volume ext-vol does not exist", csibridge.ErrNotFound)
+		}, func(t *testing.T, r *structs.CSIControllerOpResult) {
+			if r.ErrorKind != "not_found" || !strings.Contains(r.Error, "ext-vol does not exist") || r.Validation != nil {
+				t.Errorf("result: %+v", r)
+			}
+		}},
+	}
+	for i, st := range steps {
+		h.bridge.mu.Lock()
+		st.setup(h.bridge)
+		h.bridge.mu.Unlock()
+		id := fmt.Sprintf("v%d", i)
+		h.srv.csi.opsCh <- []*structs.CSIControllerOp{op(id)}
+		var r *structs.CSIControllerOpResult
+		waitFor(t, st.name+" reported", func() bool {
+			h.srv.csi.mu.Lock()
+			defer h.srv.csi.mu.Unlock()
+			for _, d := range h.srv.csi.done {
+				for _, res := range d.Results {
+					if res.ID == id {
+						r = res
+					}
+				}
+			}
+			return r != nil
+		})
+		st.check(t, r)
+	}
+	h.bridge.mu.Lock()
+	defer h.bridge.mu.Unlock()
+	if len(h.bridge.validations) != len(steps) {
+		t.Fatalf("%d validations reached the bridge, want %d", len(h.bridge.validations), len(steps))
+	}
+	got := h.bridge.validations[0]
+	want := []csibridge.Capability{
+		{AccessMode: "single-node-writer", AttachmentMode: "file-system", FSType: "ext4", MountFlags: []string{"noatime"}},
+		{AccessMode: "multi-node-reader-only", AttachmentMode: "block-device"},
+	}
+	if got.VolumeID != "ext-vol" || !reflect.DeepEqual(got.Capabilities, want) || got.Parameters["type"] != "ssd" ||
+		got.VolumeContext["share"] != "/x" || got.Secrets["token"] != "s3cret" || got.Socket == "" {
+		t.Errorf("validate request: %+v", got)
 	}
 }
 

@@ -69,6 +69,9 @@ func (b *fakeBridge) CreateVolume(context.Context, csibridge.CreateVolumeRequest
 func (b *fakeBridge) DeleteVolume(context.Context, csibridge.DeleteVolumeRequest) error {
 	return errNotUsed
 }
+func (b *fakeBridge) ValidateVolumeCapabilities(context.Context, csibridge.ValidateVolumeCapabilitiesRequest) (*csibridge.Validation, error) {
+	return nil, errNotUsed
+}
 
 // A csi_plugin task gets its socket, is probed until healthy (reported
 // unhealthy once its health_timeout passes), and its controller and node

@@ -28,13 +28,40 @@ import (
 type claimLocks [64]sync.Mutex
 
 func (l *claimLocks) lock(ns, id string) func() {
+	m := &l[l.stripe(ns, id)]
+	m.Lock()
+	return m.Unlock
+}
+
+func (l *claimLocks) stripe(ns, id string) int {
 	h := fnv.New32a()
 	h.Write([]byte(ns))
 	h.Write([]byte{0})
 	h.Write([]byte(id))
-	m := &l[h.Sum32()%uint32(len(l))]
-	m.Lock()
-	return m.Unlock
+	return int(h.Sum32() % uint32(len(l)))
+}
+
+// lockAll locks the stripes of several volumes, each once and in stripe
+// order, so two callers locking overlapping sets cannot deadlock, and
+// returns the unlock. Nothing holding a stripe takes another but through
+// lockAll.
+func (l *claimLocks) lockAll(keys [][2]string) func() {
+	var held [len(claimLocks{})]bool
+	for _, k := range keys {
+		held[l.stripe(k[0], k[1])] = true
+	}
+	for i := range held {
+		if held[i] {
+			l[i].Lock()
+		}
+	}
+	return func() {
+		for i := len(held) - 1; i >= 0; i-- {
+			if held[i] {
+				l[i].Unlock()
+			}
+		}
+	}
 }
 
 // needsController reports whether claims of v go through a controller's
@@ -451,6 +478,9 @@ func (s *Server) ControllerDone(ctx context.Context, args *structs.CSIController
 	for _, r := range args.Results {
 		if r != nil && len(r.Error) > structs.MaxCSIErrorBytes {
 			r.Error = r.Error[:structs.MaxCSIErrorBytes]
+		}
+		if r != nil && r.Validation != nil && len(r.Validation.Message) > structs.MaxCSIErrorBytes {
+			r.Validation.Message = r.Validation.Message[:structs.MaxCSIErrorBytes]
 		}
 	}
 	s.controllers.done(args.NodeID, args.Results)

@@ -15,16 +15,24 @@ import (
 // fakeController is a controller client: it polls the leader for
 // controller calls and answers them through answer.
 type fakeController struct {
-	mu  sync.Mutex
-	ops []*structs.CSIControllerOp
-	wg  sync.WaitGroup
+	mu     sync.Mutex
+	ops    []*structs.CSIControllerOp
+	wg     sync.WaitGroup
+	cancel context.CancelFunc
+}
+
+// stop ends the controller's polling and waits for it.
+func (fc *fakeController) stop() {
+	fc.cancel()
+	fc.wg.Wait()
 }
 
 func startFakeController(t *testing.T, s *Server, node *structs.Node, answer func(op *structs.CSIControllerOp) *structs.CSIControllerOpResult) *fakeController {
 	t.Helper()
 	fc := &fakeController{}
 	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(func() { cancel(); fc.wg.Wait() })
+	fc.cancel = cancel
+	t.Cleanup(fc.stop)
 	fc.wg.Add(1)
 	go func() {
 		defer fc.wg.Done()
@@ -58,9 +66,19 @@ func (fc *fakeController) calls() []*structs.CSIControllerOp {
 	return append([]*structs.CSIControllerOp(nil), fc.ops...)
 }
 
+// confirmValidate answers a validate op as confirmed, any other op with
+// success.
+func confirmValidate(op *structs.CSIControllerOp) *structs.CSIControllerOpResult {
+	if op.Kind == structs.CSIControllerOpValidate {
+		return &structs.CSIControllerOpResult{Validation: &structs.CSIVolumeValidation{Confirmed: true}}
+	}
+	return &structs.CSIControllerOpResult{}
+}
+
 // csiSetup registers a node running a monolith plugin hp (node and
-// controller, attach/detach), a volume v1 of it, and a sysbatch job
-// claiming v1, and waits for the job's alloc on the node.
+// controller, attach/detach), a volume v1 of it (its validation answered
+// by a controller client that stops again), and a sysbatch job claiming
+// v1, and waits for the job's alloc on the node.
 func csiSetup(t *testing.T, s *Server) (*structs.Node, *structs.Allocation) {
 	t.Helper()
 	ctx := context.Background()
@@ -74,7 +92,10 @@ func csiSetup(t *testing.T, s *Server) (*structs.Node, *structs.Allocation) {
 	vol := csiVol("v1", "hp")
 	vol.ExternalID = "ext-1"
 	vol.Secrets = map[string]string{"token": "s3cret"}
-	if _, err := s.RegisterCSIVolumes(ctx, []*structs.CSIVolume{vol}); err != nil {
+	validator := startFakeController(t, s, node, confirmValidate)
+	_, err := s.RegisterCSIVolumes(ctx, []*structs.CSIVolume{vol})
+	validator.stop()
+	if err != nil {
 		t.Fatal(err)
 	}
 	j := testJob("writer", "sysbatch")

@@ -13,11 +13,11 @@ import (
 )
 
 // Controller work is pulled. A server cannot call a client, so the leader
-// queues each controller call (publish, unpublish, create, delete) for a
-// client that runs a healthy controller instance of the volume's plugin;
-// that client long-polls CSIController.Poll, runs the call through its
-// csi-bridge and reports the result with CSIController.Done. The caller on
-// the leader waits for the result. Calls to one plugin are serialized. The
+// queues each controller call (publish, unpublish, create, delete,
+// validate) for a client that runs a healthy controller instance of the
+// volume's plugin; that client long-polls CSIController.Poll, runs the
+// call through its csi-bridge and reports the result with
+// CSIController.Done. The caller on the leader waits for the result. Calls to one plugin are serialized. The
 // queue is the leader's alone and in memory: a call in flight when the
 // leader steps down fails with ErrNoLeader, and its caller (a client's
 // claim, the volume watcher) retries against the new leader.

@@ -40,6 +40,7 @@ func (s *Server) createCSIVolumes(ctx context.Context, vols []*structs.CSIVolume
 	}
 	st := s.State()
 	out := make([]*structs.CSIVolume, 0, len(vols))
+	fresh := map[csiVolumeKey]bool{}
 	for _, in := range vols {
 		if err := in.Validate(); err != nil {
 			return nil, err
@@ -81,8 +82,11 @@ func (s *Server) createCSIVolumes(ctx context.Context, vols []*structs.CSIVolume
 		v.ExternalID, v.Capacity, v.Context, v.Topologies = c.ExternalID, c.Capacity, c.Context, c.Topologies
 		s.logger.Info("csi volume created", "namespace", v.Namespace, "volume", v.ID, "plugin", v.PluginID, "external_id", v.ExternalID)
 		out = append(out, v)
+		fresh[csiVolumeKey{v.Namespace, v.ID}] = true
 	}
-	idx, err := s.RegisterCSIVolumes(ctx, out)
+	// The driver just made the fresh ones with these capabilities: only
+	// updates of volumes created before are validated.
+	idx, err := s.registerCSIVolumes(ctx, out, fresh)
 	if err != nil {
 		return nil, err
 	}

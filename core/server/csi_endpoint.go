@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/drover-org/drover/core/rpc"
 	"github.com/drover-org/drover/core/structs"
@@ -19,13 +20,40 @@ type (
 	}
 )
 
+// csiValidateTimeout bounds the controller validation of one register
+// request, all its volumes together. It is shorter than a controller
+// call's own bound (csiControllerTimeout): a register is an operator
+// waiting on the API, and a controller that has not answered within it
+// gets a retryable refusal (unavailable) rather than a hung request. A
+// call its client is still running when the bound passes keeps the
+// plugin locked until the client reports (controllerQueue.linger).
+const csiValidateTimeout = time.Minute
+
 // RegisterCSIVolumes registers volumes, or updates registered ones by the
 // rules of an update (structs.CSIVolume.Merge), all of them in one Raft
 // entry, and returns its index. Each volume names its namespace. The
 // plugin must be known to the cluster (a node has fingerprinted it), and a
 // volume whose plugin needs a controller is refused while none has ever
 // been seen. A follower forwards to the leader.
+//
+// When the plugin needs a controller, each new volume, and each update
+// that changes the capabilities or mount options, is first validated by
+// the driver through a controller client (ValidateVolumeCapabilities, as
+// Nomad's register does): a refusal fails the request with ErrInvalid
+// naming the volume and the driver's reason, a controller that cannot be
+// reached with ErrUnavailable, and nothing is written. A driver without
+// the call is not validated (logged). The request's volumes are locked
+// against claims and other writes from the read to the write.
 func (s *Server) RegisterCSIVolumes(ctx context.Context, vols []*structs.CSIVolume) (uint64, error) {
+	return s.registerCSIVolumes(ctx, vols, nil)
+}
+
+type csiVolumeKey struct{ ns, id string }
+
+// registerCSIVolumes is RegisterCSIVolumes; the volumes in fresh were just
+// provisioned by their driver with these capabilities and are not
+// validated again.
+func (s *Server) registerCSIVolumes(ctx context.Context, vols []*structs.CSIVolume, fresh map[csiVolumeKey]bool) (uint64, error) {
 	if r, ok, err := forward[CSIVolumeRegisterArgs, IndexReply](ctx, s, "CSIVolume.Register", &CSIVolumeRegisterArgs{Volumes: vols}); ok {
 		if err != nil {
 			return 0, err
@@ -38,19 +66,31 @@ func (s *Server) RegisterCSIVolumes(ctx context.Context, vols []*structs.CSIVolu
 	case len(vols) > structs.MaxCSIVolumesPerRequest:
 		return 0, structs.NewError(structs.ErrInvalid, "Volumes: %d volumes, more than %d per request", len(vols), structs.MaxCSIVolumesPerRequest)
 	}
-	st := s.State()
-	type key struct{ ns, id string }
-	seen := make(map[key]bool, len(vols))
-	out := make([]*structs.CSIVolume, 0, len(vols))
+	seen := make(map[csiVolumeKey]bool, len(vols))
 	for _, in := range vols {
 		if err := in.Validate(); err != nil {
 			return 0, err
 		}
-		k := key{in.Namespace, in.ID}
+		k := csiVolumeKey{in.Namespace, in.ID}
 		if seen[k] {
 			return 0, structs.NewError(structs.ErrInvalid, "volume %q: named twice in one request", in.ID)
 		}
 		seen[k] = true
+	}
+	// Claims of these volumes wait from the read to the write, through the
+	// controller validation: what is validated and checked is what is
+	// written.
+	keys := make([][2]string, 0, len(seen))
+	for k := range seen {
+		keys = append(keys, [2]string{k.ns, k.id})
+	}
+	defer s.claimLocks.lockAll(keys)()
+
+	st := s.State()
+	out := make([]*structs.CSIVolume, 0, len(vols))
+	var validate []*structs.CSIVolume
+	plugins := map[string]*structs.CSIPlugin{}
+	for _, in := range vols {
 		ns, err := st.NamespaceByName(nil, in.Namespace)
 		if err != nil {
 			return 0, err
@@ -68,6 +108,7 @@ func (s *Server) RegisterCSIVolumes(ctx context.Context, vols []*structs.CSIVolu
 		if plugin.ControllerRequired && len(plugin.Controllers) == 0 {
 			return 0, structs.NewError(structs.ErrInvalid, "volume %q: plugin %q requires a controller plugin, and none is running", in.ID, in.PluginID)
 		}
+		plugins[plugin.ID] = plugin
 		old, err := st.CSIVolumeRaw(nil, in.Namespace, in.ID)
 		if err != nil {
 			return 0, err
@@ -84,6 +125,18 @@ func (s *Server) RegisterCSIVolumes(ctx context.Context, vols []*structs.CSIVolu
 		v.ReadClaims, v.WriteClaims, v.PastClaims = nil, nil, nil
 		v.CreateIndex, v.ModifyIndex = 0, 0
 		out = append(out, v)
+		if plugin.ControllerRequired && !fresh[csiVolumeKey{v.Namespace, v.ID}] && (old == nil || !old.SameCapabilities(v)) {
+			validate = append(validate, v)
+		}
+	}
+	if len(validate) > 0 {
+		vctx, cancel := context.WithTimeout(ctx, csiValidateTimeout)
+		defer cancel()
+		for _, v := range validate {
+			if err := s.controllerValidate(vctx, v, plugins[v.PluginID]); err != nil {
+				return 0, err
+			}
+		}
 	}
 	req := &structs.CSIVolumeRegisterRequest{Volumes: out}
 	byNS := map[string][]string{}
@@ -105,6 +158,39 @@ func (s *Server) RegisterCSIVolumes(ctx context.Context, vols []*structs.CSIVolu
 		s.logger.Info("csi volume registered", "namespace", v.Namespace, "volume", v.ID, "plugin", v.PluginID, "index", idx)
 	}
 	return idx, nil
+}
+
+// controllerValidate asks a controller client of the volume's plugin
+// whether the driver supports the volume's capabilities. The driver's
+// refusal, or a volume it does not know, is ErrInvalid naming the volume
+// and the driver's message; a controller that cannot be reached keeps its
+// kind (unavailable, no leader).
+func (s *Server) controllerValidate(ctx context.Context, v *structs.CSIVolume, plugin *structs.CSIPlugin) error {
+	r, by, err := s.controllerCall(ctx, &structs.CSIControllerOp{
+		Kind: structs.CSIControllerOpValidate, PluginID: v.PluginID, ExternalVolumeID: v.RemoteID(),
+		Capabilities: v.RequestedCapabilities, MountOptions: v.MountOptions,
+		Parameters: v.Parameters, VolumeContext: v.Context, Secrets: v.Secrets,
+	})
+	if err != nil {
+		kind := kindOf(err)
+		if kind == structs.ErrNotFound {
+			kind = structs.ErrInvalid // the driver's volume, not a drover object, is missing
+		}
+		return structs.NewError(kind, "volume %q: controller validate: %v", v.ID, err)
+	}
+	val := r.Validation
+	switch {
+	case val == nil:
+		return structs.NewError(structs.ErrUnavailable, "volume %q: controller validate: the controller client on node %s gave no answer", v.ID, by)
+	case val.Unsupported:
+		s.logger.Warn("csi plugin cannot validate volume capabilities; registering without validation",
+			"namespace", v.Namespace, "volume", v.ID, "plugin", plugin.ID, "node_id", by, "message", val.Message)
+		return nil
+	case !val.Confirmed:
+		return structs.NewError(structs.ErrInvalid, "volume %q: plugin %q does not support the volume's capabilities: %s", v.ID, plugin.ID, val.Message)
+	}
+	s.logger.Debug("csi volume capabilities validated", "namespace", v.Namespace, "volume", v.ID, "plugin", plugin.ID, "node_id", by)
+	return nil
 }
 
 // DeregisterCSIVolumes deletes volumes of one namespace, all or none. A

@@ -818,6 +818,22 @@ func (v *CSIVolume) Merge(u *CSIVolume) error {
 	return nil
 }
 
+// SameCapabilities reports whether u asks for the same uses of the volume
+// as v: the same set of capability pairs and the same mount options (the
+// file system type and flags a file-system capability is validated and
+// mounted with).
+func (v *CSIVolume) SameCapabilities(u *CSIVolume) bool {
+	covers := func(a, b *CSIVolume) bool {
+		for _, c := range a.RequestedCapabilities {
+			if c != nil && !b.HasCapability(c.AccessMode, c.AttachmentMode) {
+				return false
+			}
+		}
+		return true
+	}
+	return covers(v, u) && covers(u, v) && mountOptionsEqual(v.MountOptions, u.MountOptions)
+}
+
 func mountOptionsEqual(a, b *CSIMountOptions) bool {
 	if a == nil || b == nil {
 		return a == b

@@ -72,6 +72,9 @@ const (
 	CSIControllerOpUnpublish = "unpublish"
 	CSIControllerOpCreate    = "create"
 	CSIControllerOpDelete    = "delete"
+	// CSIControllerOpValidate asks the driver whether an existing volume
+	// supports its capabilities (ValidateVolumeCapabilities), at register.
+	CSIControllerOpValidate = "validate"
 )
 
 // CSIControllerOp is one controller call the leader asks a controller
@@ -81,7 +84,8 @@ type CSIControllerOp struct {
 	Kind     string
 	PluginID string
 	// ExternalVolumeID is the driver's volume ID (publish, unpublish,
-	// delete); ExternalNodeID the CSI node ID (publish, unpublish).
+	// delete, validate); ExternalNodeID the CSI node ID (publish,
+	// unpublish).
 	ExternalVolumeID string
 	ExternalNodeID   string
 	AccessMode       CSIVolumeAccessMode
@@ -93,6 +97,10 @@ type CSIControllerOp struct {
 	// Create is the volume to provision (create only): its Name,
 	// capacities, capabilities, parameters and topology request.
 	Create *CSIVolume
+	// Capabilities and Parameters are what to validate (validate only),
+	// with MountOptions, VolumeContext and Secrets.
+	Capabilities []*CSIVolumeCapability
+	Parameters   map[string]string
 }
 
 // Copy returns a deep copy.
@@ -109,6 +117,16 @@ func (o *CSIControllerOp) Copy() *CSIControllerOp {
 		out.MountOptions = &mo
 	}
 	out.Create = o.Create.Copy()
+	out.Parameters = maps.Clone(o.Parameters)
+	if o.Capabilities != nil {
+		out.Capabilities = make([]*CSIVolumeCapability, len(o.Capabilities))
+		for i, c := range o.Capabilities {
+			if c != nil {
+				cc := *c
+				out.Capabilities[i] = &cc
+			}
+		}
+	}
 	return &out
 }
 
@@ -124,6 +142,21 @@ type CSIControllerOpResult struct {
 	// Created is the provisioned volume (create only): ExternalID,
 	// Capacity, Context and AccessibleTopology.
 	Created *CSIVolume
+	// Validation is the driver's answer (validate only).
+	Validation *CSIVolumeValidation
+}
+
+// CSIVolumeValidation is a controller's answer to a validate op. A
+// refusal by the driver is an answer, not an op error.
+type CSIVolumeValidation struct {
+	// Confirmed: the driver supports every capability asked about.
+	Confirmed bool
+	// Message is the driver's (at most MaxCSIErrorBytes): why it did not
+	// confirm, what it could not check, or a note.
+	Message string
+	// Unsupported: the driver (or the client's csi-bridge) does not
+	// implement the call, so nothing was checked.
+	Unsupported bool
 }
 
 // CSIControllerPollArgs asks for the controller ops addressed to a node,

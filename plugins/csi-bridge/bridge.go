@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"time"
+	"unicode/utf8"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/hashicorp/go-hclog"
@@ -180,14 +181,24 @@ func driverError(rpc, socket string, err error) error {
 	if !ok {
 		return fmt.Errorf("csi %s at %s: %w", rpc, socket, err)
 	}
-	msg := st.Message()
-	if len(msg) > maxDriverMessage {
-		msg = msg[:maxDriverMessage] + "..."
-	}
+	msg := driverMessage(st.Message())
 	if kind, ok := codeKinds[st.Code()]; ok {
 		return fmt.Errorf("%w: csi %s at %s: %s", kind, rpc, socket, msg)
 	}
 	return fmt.Errorf("csi %s at %s: %s: %s", rpc, socket, st.Code(), msg)
+}
+
+// driverMessage bounds a message of the driver's to maxDriverMessage
+// bytes, cut on a rune boundary.
+func driverMessage(msg string) string {
+	if len(msg) <= maxDriverMessage {
+		return msg
+	}
+	msg = msg[:maxDriverMessage]
+	for len(msg) > 0 && !utf8.ValidString(msg) {
+		msg = msg[:len(msg)-1]
+	}
+	return msg + "..."
 }
 
 // kindName names err's kind for the log.

@@ -33,6 +33,9 @@ type fakeDriver struct {
 
 	publishCtx map[string]string
 	created    *csi.Volume
+	// validate answers ValidateVolumeCapabilities; nil confirms the
+	// request as sent.
+	validate func(*csi.ValidateVolumeCapabilitiesRequest) *csi.ValidateVolumeCapabilitiesResponse
 
 	mu sync.Mutex
 	// failures are returned, first to last, by the RPC's next calls.
@@ -171,6 +174,21 @@ func (d *fakeDriver) DeleteVolume(ctx context.Context, req *csi.DeleteVolumeRequ
 		return nil, err
 	}
 	return &csi.DeleteVolumeResponse{}, nil
+}
+
+func (d *fakeDriver) ValidateVolumeCapabilities(ctx context.Context, req *csi.ValidateVolumeCapabilitiesRequest) (*csi.ValidateVolumeCapabilitiesResponse, error) {
+	if err := d.enter(ctx, "ValidateVolumeCapabilities", req); err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	fn := d.validate
+	d.mu.Unlock()
+	if fn != nil {
+		return fn(req), nil
+	}
+	return &csi.ValidateVolumeCapabilitiesResponse{Confirmed: &csi.ValidateVolumeCapabilitiesResponse_Confirmed{
+		VolumeContext: req.GetVolumeContext(), VolumeCapabilities: req.GetVolumeCapabilities(), Parameters: req.GetParameters(),
+	}}, nil
 }
 
 func (d *fakeDriver) NodeGetInfo(ctx context.Context, req *csi.NodeGetInfoRequest) (*csi.NodeGetInfoResponse, error) {

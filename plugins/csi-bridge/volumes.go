@@ -2,6 +2,9 @@ package bridge
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 
@@ -184,4 +187,96 @@ func (b *Bridge) DeleteVolume(ctx context.Context, req csibridge.DeleteVolumeReq
 		})
 		return err
 	})
+}
+
+// ValidateVolumeCapabilities implements csibridge.Bridge
+// (ValidateVolumeCapabilities). By the spec, an answer without confirmed
+// means the driver does not support the capabilities: that is a
+// Validation with Confirmed false and a message naming the capabilities
+// asked about and the driver's reason. A confirmation that lists
+// capabilities must list every one asked about (by access mode and access
+// type); a confirmation that lists none confirms the request as sent.
+func (b *Bridge) ValidateVolumeCapabilities(ctx context.Context, req csibridge.ValidateVolumeCapabilitiesRequest) (*csibridge.Validation, error) {
+	if req.VolumeID == "" {
+		return nil, invalid("ValidateVolumeCapabilities needs a volume ID")
+	}
+	if len(req.Capabilities) == 0 {
+		return nil, invalid("ValidateVolumeCapabilities needs at least one capability")
+	}
+	in := &csi.ValidateVolumeCapabilitiesRequest{
+		VolumeId: req.VolumeID, VolumeContext: req.VolumeContext,
+		Parameters: req.Parameters, Secrets: req.Secrets,
+	}
+	for _, c := range req.Capabilities {
+		vc, err := volumeCapability(c)
+		if err != nil {
+			return nil, err
+		}
+		in.VolumeCapabilities = append(in.VolumeCapabilities, vc)
+	}
+	var out *csibridge.Validation
+	err := b.call(ctx, "ValidateVolumeCapabilities", req.Socket, req.VolumeID, func(ctx context.Context, c clients) error {
+		resp, err := c.controller.ValidateVolumeCapabilities(ctx, in)
+		if err != nil {
+			return err
+		}
+		out = validation(req.Capabilities, in.VolumeCapabilities, resp)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// validation reads a driver's answer to ValidateVolumeCapabilities for
+// the capabilities asked (caps, and as sent, sent).
+func validation(caps []csibridge.Capability, sent []*csi.VolumeCapability, resp *csi.ValidateVolumeCapabilitiesResponse) *csibridge.Validation {
+	msg := driverMessage(resp.GetMessage())
+	conf := resp.GetConfirmed()
+	if conf == nil {
+		if msg == "" {
+			msg = "the driver gave no reason"
+		}
+		return &csibridge.Validation{Message: fmt.Sprintf("capabilities not confirmed (%s): %s", capabilityList(caps), msg)}
+	}
+	if got := conf.GetVolumeCapabilities(); len(got) > 0 {
+		var missing []csibridge.Capability
+		for i, vc := range sent {
+			if !slices.ContainsFunc(got, func(g *csi.VolumeCapability) bool { return sameCapability(g, vc) }) {
+				missing = append(missing, caps[i])
+			}
+		}
+		if len(missing) > 0 {
+			m := fmt.Sprintf("the driver's confirmation leaves out %s", capabilityList(missing))
+			if msg != "" {
+				m += ": " + msg
+			}
+			return &csibridge.Validation{Message: m}
+		}
+	}
+	return &csibridge.Validation{Confirmed: true, Message: msg}
+}
+
+// sameCapability compares what a confirmation must keep of a capability:
+// its access mode and access type. File system types and mount flags are
+// the driver's to normalise.
+func sameCapability(a, b *csi.VolumeCapability) bool {
+	return a.GetAccessMode().GetMode() == b.GetAccessMode().GetMode() &&
+		(a.GetBlock() != nil) == (b.GetBlock() != nil) && (a.GetMount() != nil) == (b.GetMount() != nil)
+}
+
+// capabilityList names capabilities as access/attachment mode pairs, with
+// the file system type when set; never the mount flags, which may be
+// sensitive.
+func capabilityList(caps []csibridge.Capability) string {
+	parts := make([]string, 0, len(caps))
+	for _, c := range caps {
+		s := c.AccessMode + "/" + c.AttachmentMode
+		if c.FSType != "" {
+			s += " (" + c.FSType + ")"
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, ", ")
 }

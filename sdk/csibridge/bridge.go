@@ -62,6 +62,12 @@ type Bridge interface {
 	CreateVolume(ctx context.Context, req CreateVolumeRequest) (*CreatedVolume, error)
 	// DeleteVolume deprovisions a volume.
 	DeleteVolume(ctx context.Context, req DeleteVolumeRequest) error
+
+	// ValidateVolumeCapabilities asks the controller whether an existing
+	// volume can be used in every one of req's capabilities. The driver's
+	// refusal is a result (Confirmed false, with its message), not an
+	// error; ErrNotFound means the driver knows no such volume.
+	ValidateVolumeCapabilities(ctx context.Context, req ValidateVolumeCapabilitiesRequest) (*Validation, error)
 }
 
 // FingerprintRequest names the driver to fingerprint.
@@ -219,4 +225,25 @@ type DeleteVolumeRequest struct {
 	Socket     string
 	ExternalID string
 	Secrets    map[string]string
+}
+
+// ValidateVolumeCapabilitiesRequest asks whether volume VolumeID can be
+// used in every one of Capabilities.
+type ValidateVolumeCapabilitiesRequest struct {
+	Socket        string
+	VolumeID      string // the external (driver) ID
+	Capabilities  []Capability
+	Parameters    map[string]string
+	VolumeContext map[string]string
+	Secrets       map[string]string
+}
+
+// Validation is a controller's answer to ValidateVolumeCapabilities.
+type Validation struct {
+	// Confirmed: the driver supports every capability asked about.
+	Confirmed bool
+	// Message is the driver's message: why it did not confirm (a bridge
+	// supplies one when the driver gave none), or a note. Bounded to
+	// MaxStringBytes.
+	Message string
 }

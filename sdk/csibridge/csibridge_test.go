@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
@@ -36,6 +37,7 @@ type fake struct {
 	fingerprint *csibridge.Fingerprint
 	publishCtx  map[string]string
 	created     *csibridge.CreatedVolume
+	validation  *csibridge.Validation
 }
 
 var _ csibridge.Bridge = (*fake)(nil)
@@ -98,6 +100,13 @@ func (f *fake) DeleteVolume(_ context.Context, req csibridge.DeleteVolumeRequest
 	return f.record(req)
 }
 
+func (f *fake) ValidateVolumeCapabilities(_ context.Context, req csibridge.ValidateVolumeCapabilitiesRequest) (*csibridge.Validation, error) {
+	if err := f.record(req); err != nil {
+		return nil, err
+	}
+	return f.validation, nil
+}
+
 func testCtx(t *testing.T) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
@@ -144,6 +153,7 @@ func TestRoundTrip(t *testing.T) {
 			Context:    map[string]string{"k": "v"},
 			Topologies: []map[string]string{{"zone": "a"}, {"zone": "b"}},
 		},
+		validation: &csibridge.Validation{Confirmed: false, Message: "block access is not supported"},
 	}
 	b := csibridgetest.Connect(t, impl)
 	ctx := testCtx(t)
@@ -207,6 +217,27 @@ func TestRoundTrip(t *testing.T) {
 	if got := impl.last(); !reflect.DeepEqual(got, create) {
 		t.Fatalf("CreateVolume request arrived as\n%+v\nwant\n%+v", got, create)
 	}
+
+	validate := csibridge.ValidateVolumeCapabilitiesRequest{Socket: sock, VolumeID: "vol-ext-1",
+		Capabilities: []csibridge.Capability{fsCap, blockCap}, Parameters: map[string]string{"type": "ssd"},
+		VolumeContext: volCtx, Secrets: secrets}
+	val, err := b.ValidateVolumeCapabilities(ctx, validate)
+	if err != nil || !reflect.DeepEqual(val, impl.validation) {
+		t.Fatalf("ValidateVolumeCapabilities = %+v, %v", val, err)
+	}
+	if got := impl.last(); !reflect.DeepEqual(got, validate) {
+		t.Fatalf("ValidateVolumeCapabilities request arrived as\n%+v\nwant\n%+v", got, validate)
+	}
+	impl.validation = &csibridge.Validation{Confirmed: true}
+	if val, err := b.ValidateVolumeCapabilities(ctx, validate); err != nil || !val.Confirmed || val.Message != "" {
+		t.Fatalf("confirmed ValidateVolumeCapabilities = %+v, %v", val, err)
+	}
+	// A driver's message is bounded on the way back.
+	impl.validation = &csibridge.Validation{Message: strings.Repeat("é", csibridge.MaxStringBytes)}
+	if val, err := b.ValidateVolumeCapabilities(ctx, validate); err != nil || val.Confirmed ||
+		len(val.Message) > csibridge.MaxStringBytes || !utf8.ValidString(val.Message) || val.Message == "" {
+		t.Fatalf("long message: %d bytes, valid %v, %v", len(val.Message), utf8.ValidString(val.Message), err)
+	}
 }
 
 // TestNilResultsAreEmpty checks that an implementation returning nil
@@ -222,6 +253,10 @@ func TestNilResultsAreEmpty(t *testing.T) {
 	}
 	if v, err := b.CreateVolume(ctx, csibridge.CreateVolumeRequest{Socket: sock, Name: "x"}); err != nil || v == nil || v.ExternalID != "" {
 		t.Fatalf("CreateVolume = %+v, %v", v, err)
+	}
+	// No answer is no confirmation.
+	if v, err := b.ValidateVolumeCapabilities(ctx, csibridge.ValidateVolumeCapabilitiesRequest{Socket: sock}); err != nil || v == nil || v.Confirmed {
+		t.Fatalf("ValidateVolumeCapabilities = %+v, %v", v, err)
 	}
 }
 
@@ -249,6 +284,9 @@ func callWith(ctx context.Context, b csibridge.Bridge, req any) error {
 		return err
 	case csibridge.DeleteVolumeRequest:
 		return b.DeleteVolume(ctx, r)
+	case csibridge.ValidateVolumeCapabilitiesRequest:
+		_, err := b.ValidateVolumeCapabilities(ctx, r)
+		return err
 	}
 	panic(fmt.Sprintf("no Bridge method takes %T", req))
 }
@@ -264,6 +302,7 @@ var validRequests = []any{
 	csibridge.NodeUnpublishRequest{Socket: sock, VolumeID: "v", TargetPath: "/t"},
 	csibridge.CreateVolumeRequest{Socket: sock, Name: "v", Capabilities: []csibridge.Capability{fsCap}},
 	csibridge.DeleteVolumeRequest{Socket: sock, ExternalID: "v"},
+	csibridge.ValidateVolumeCapabilitiesRequest{Socket: sock, VolumeID: "v", Capabilities: []csibridge.Capability{fsCap}},
 }
 
 // TestErrorKindsCrossTheWire checks that every sentinel an implementation
@@ -359,6 +398,11 @@ func TestBoundsAreEnforced(t *testing.T) {
 		{"two content sources", csibridge.CreateVolumeRequest{Socket: sock,
 			ContentSource: &csibridge.ContentSource{SnapshotID: "s", VolumeID: "v"}}, "content source"},
 		{"too many topologies", csibridge.CreateVolumeRequest{Socket: sock, TopologyPreferred: make([]map[string]string, csibridge.MaxListLen+1)}, "preferred topologies"},
+		{"too many validate capabilities", csibridge.ValidateVolumeCapabilitiesRequest{Socket: sock,
+			Capabilities: make([]csibridge.Capability, csibridge.MaxListLen+1)}, "capabilities"},
+		{"bad validate capability", csibridge.ValidateVolumeCapabilitiesRequest{Socket: sock,
+			Capabilities: []csibridge.Capability{blockCap, {AccessMode: "everyone", AttachmentMode: csibridge.AttachFileSystem}}}, "capability 1"},
+		{"huge validate secrets", csibridge.ValidateVolumeCapabilitiesRequest{Socket: sock, Secrets: bigSecrets}, "secrets"},
 		{"huge topology", csibridge.CreateVolumeRequest{Socket: sock, TopologyRequired: []map[string]string{{"zone": secret}}}, "required topologies"},
 	}
 	impl := &fake{}

@@ -150,6 +150,21 @@ func (c *grpcClient) DeleteVolume(ctx context.Context, req DeleteVolumeRequest) 
 	return fromStatus(err)
 }
 
+func (c *grpcClient) ValidateVolumeCapabilities(ctx context.Context, req ValidateVolumeCapabilitiesRequest) (*Validation, error) {
+	caps := make([]*pb.Capability, len(req.Capabilities))
+	for i, cp := range req.Capabilities {
+		caps[i] = capabilityToPB(cp)
+	}
+	resp, err := c.client.ValidateVolumeCapabilities(ctx, &pb.ValidateVolumeCapabilitiesRequest{
+		Socket: req.Socket, VolumeId: req.VolumeID, Capabilities: caps,
+		Parameters: req.Parameters, VolumeContext: req.VolumeContext, Secrets: req.Secrets,
+	})
+	if err != nil {
+		return nil, fromStatus(err)
+	}
+	return &Validation{Confirmed: resp.GetConfirmed(), Message: boundMessage(resp.GetMessage())}, nil
+}
+
 // grpcServer adapts a Bridge to the generated server interface. It bounds
 // every request (limits.go) before the implementation sees it.
 type grpcServer struct {
@@ -305,4 +320,30 @@ func (s *grpcServer) DeleteVolume(ctx context.Context, in *pb.DeleteVolumeReques
 		return nil, toStatus(err)
 	}
 	return &pb.DeleteVolumeResponse{}, nil
+}
+
+func (s *grpcServer) ValidateVolumeCapabilities(ctx context.Context, in *pb.ValidateVolumeCapabilitiesRequest) (*pb.ValidateVolumeCapabilitiesResponse, error) {
+	var l limiter
+	l.list("capabilities", len(in.GetCapabilities()))
+	if l.err != nil {
+		return nil, toStatus(l.err)
+	}
+	req := ValidateVolumeCapabilitiesRequest{
+		Socket: in.GetSocket(), VolumeID: in.GetVolumeId(),
+		Parameters: in.GetParameters(), VolumeContext: in.GetVolumeContext(), Secrets: in.GetSecrets(),
+	}
+	for _, c := range in.GetCapabilities() {
+		req.Capabilities = append(req.Capabilities, capabilityFromPB(c))
+	}
+	if err := req.check(); err != nil {
+		return nil, toStatus(err)
+	}
+	v, err := s.impl.ValidateVolumeCapabilities(ctx, req)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if v == nil {
+		return &pb.ValidateVolumeCapabilitiesResponse{}, nil
+	}
+	return &pb.ValidateVolumeCapabilitiesResponse{Confirmed: v.Confirmed, Message: boundMessage(v.Message)}, nil
 }

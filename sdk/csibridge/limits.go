@@ -3,6 +3,7 @@ package csibridge
 import (
 	"fmt"
 	"path/filepath"
+	"unicode/utf8"
 )
 
 // Bounds on one request, enforced by the server side of the gRPC adapter
@@ -22,6 +23,19 @@ const (
 	// request.
 	MaxListLen = 64
 )
+
+// boundMessage cuts a driver's message to MaxStringBytes, on a rune
+// boundary, both where a bridge answers and where the caller reads it.
+func boundMessage(s string) string {
+	if len(s) <= MaxStringBytes {
+		return s
+	}
+	s = s[:MaxStringBytes]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s
+}
 
 // limiter totals one request's map bytes and reports the first bound
 // broken. Its messages name the field and the sizes, never the contents:
@@ -187,6 +201,20 @@ func (r DeleteVolumeRequest) check() error {
 	var l limiter
 	l.socket(r.Socket)
 	l.str("external id", r.ExternalID)
+	l.kv("secrets", r.Secrets)
+	return l.err
+}
+
+func (r ValidateVolumeCapabilitiesRequest) check() error {
+	var l limiter
+	l.socket(r.Socket)
+	l.str("volume id", r.VolumeID)
+	l.list("capabilities", len(r.Capabilities))
+	for i, c := range r.Capabilities {
+		l.capability(fmt.Sprintf("capability %d", i), c)
+	}
+	l.kv("parameters", r.Parameters)
+	l.kv("volume context", r.VolumeContext)
 	l.kv("secrets", r.Secrets)
 	return l.err
 }

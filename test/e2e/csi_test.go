@@ -42,11 +42,12 @@ const hostpathPluginJob = `job "hostpath-plugin" {
 }
 `
 
+// hostpathVolume registers volume e2e-data with the external ID given.
 const hostpathVolume = `id          = "e2e-data"
 name        = "e2e-data"
 type        = "csi"
 plugin_id   = "hostpath"
-external_id = "e2e-data"
+external_id = %q
 
 capability {
   access_mode     = "single-node-writer"
@@ -58,10 +59,23 @@ secrets {
 }
 `
 
+// hostpathSourceVolume is a volume made through the controller, to be
+// registered again by its external ID.
+const hostpathSourceVolume = `id        = "e2e-src"
+type      = "csi"
+plugin_id = "hostpath"
+
+capability {
+  access_mode     = "single-node-writer"
+  attachment_mode = "file-system"
+}
+`
+
 // The hostpath driver runs as a job on the dev agent: its plugin becomes
 // healthy with a controller and a node instance, a volume registers
-// against it (secrets never shown), and stopping the plugin job takes the
-// instances away.
+// against it (secrets never shown) once its controller confirms the
+// driver has it and supports its capabilities, and stopping the plugin
+// job takes the instances away.
 func TestCSIHostpathPluginOnDevAgent(t *testing.T) {
 	t.Parallel()
 	binDir := t.TempDir()
@@ -100,7 +114,25 @@ func TestCSIHostpathPluginOnDevAgent(t *testing.T) {
 		t.Errorf("plugin status:\n%s", out.Stdout)
 	}
 
-	a.MustCLI("volume", "register", harness.WriteFile(t, "vol.hcl", hostpathVolume))
+	// The controller validates at register: an external ID the driver
+	// never made is refused, naming the volume and the driver's reason.
+	bad := a.CLI("volume", "register", harness.WriteFile(t, "unknown.hcl", fmt.Sprintf(hostpathVolume, "e2e-nosuch")))
+	if bad.Code == 0 || !strings.Contains(bad.Stdout+bad.Stderr, `volume "e2e-data"`) ||
+		!strings.Contains(bad.Stdout+bad.Stderr, "does not exist") {
+		t.Fatalf("register of a volume unknown to the driver: %s", bad)
+	}
+	if status, _ := a.Do("GET", "/v1/volume/csi/e2e-data", nil, nil); status != 404 {
+		t.Fatalf("the refused volume answers %d", status)
+	}
+	// One the driver made (deregistering keeps it in the driver) is
+	// confirmed and registered.
+	a.MustCLI("volume", "create", harness.WriteFile(t, "src.hcl", hostpathSourceVolume))
+	var src struct{ ExternalID string }
+	if status, err := a.Do("GET", "/v1/volume/csi/e2e-src", nil, &src); err != nil || status != 200 || src.ExternalID == "" {
+		t.Fatalf("created volume: %d %v %+v", status, err, src)
+	}
+	a.MustCLI("volume", "deregister", "e2e-src")
+	a.MustCLI("volume", "register", harness.WriteFile(t, "vol.hcl", fmt.Sprintf(hostpathVolume, src.ExternalID)))
 	st := a.MustCLI("volume", "status", "e2e-data")
 	for _, want := range []string{"Schedulable          = true", "Plugin ID            = hostpath", "Nodes Healthy        = 1"} {
 		if !strings.Contains(st.Stdout, want) {
@@ -109,6 +141,23 @@ func TestCSIHostpathPluginOnDevAgent(t *testing.T) {
 	}
 	if raw := a.MustCLI("volume", "status", "-json", "e2e-data"); strings.Contains(raw.Stdout, "s3cr3t") || !strings.Contains(raw.Stdout, "[REDACTED]") {
 		t.Errorf("volume JSON shows its secret:\n%s", raw.Stdout)
+	}
+	// An update to a capability the driver cannot serve is refused with
+	// 400 and the driver's reason, and the volume stays as it was.
+	update := map[string]any{"Volumes": []map[string]any{{
+		"ID": "e2e-data", "Name": "e2e-data", "PluginID": "hostpath", "ExternalID": src.ExternalID,
+		"RequestedCapabilities": []map[string]string{{"AccessMode": "single-node-writer", "AttachmentMode": "block-device"}},
+	}}}
+	status, body, err := a.Raw("PUT", "/v1/volume/csi/e2e-data", update)
+	if err != nil || status != 400 || !strings.Contains(string(body), "block access type is not supported") {
+		t.Errorf("block-device update: %d %v %s", status, err, body)
+	}
+	var kept struct {
+		RequestedCapabilities []struct{ AttachmentMode string }
+	}
+	if status, err := a.Do("GET", "/v1/volume/csi/e2e-data", nil, &kept); err != nil || status != 200 ||
+		len(kept.RequestedCapabilities) != 1 || kept.RequestedCapabilities[0].AttachmentMode != "file-system" {
+		t.Errorf("after the refused update: %d %v %+v", status, err, kept)
 	}
 	a.MustCLI("volume", "deregister", "e2e-data")
 

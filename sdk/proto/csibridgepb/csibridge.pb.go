@@ -1706,6 +1706,147 @@ func (*DeleteVolumeResponse) Descriptor() ([]byte, []int) {
 	return file_csibridge_proto_rawDescGZIP(), []int{24}
 }
 
+type ValidateVolumeCapabilitiesRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Socket string                 `protobuf:"bytes,1,opt,name=socket,proto3" json:"socket,omitempty"`
+	// The volume's external (driver) ID.
+	VolumeId string `protobuf:"bytes,2,opt,name=volume_id,json=volumeId,proto3" json:"volume_id,omitempty"`
+	// Every way the volume is to be used; at least one.
+	Capabilities  []*Capability     `protobuf:"bytes,3,rep,name=capabilities,proto3" json:"capabilities,omitempty"`
+	Parameters    map[string]string `protobuf:"bytes,4,rep,name=parameters,proto3" json:"parameters,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	VolumeContext map[string]string `protobuf:"bytes,5,rep,name=volume_context,json=volumeContext,proto3" json:"volume_context,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Secrets       map[string]string `protobuf:"bytes,6,rep,name=secrets,proto3" json:"secrets,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ValidateVolumeCapabilitiesRequest) Reset() {
+	*x = ValidateVolumeCapabilitiesRequest{}
+	mi := &file_csibridge_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ValidateVolumeCapabilitiesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ValidateVolumeCapabilitiesRequest) ProtoMessage() {}
+
+func (x *ValidateVolumeCapabilitiesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_csibridge_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ValidateVolumeCapabilitiesRequest.ProtoReflect.Descriptor instead.
+func (*ValidateVolumeCapabilitiesRequest) Descriptor() ([]byte, []int) {
+	return file_csibridge_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *ValidateVolumeCapabilitiesRequest) GetSocket() string {
+	if x != nil {
+		return x.Socket
+	}
+	return ""
+}
+
+func (x *ValidateVolumeCapabilitiesRequest) GetVolumeId() string {
+	if x != nil {
+		return x.VolumeId
+	}
+	return ""
+}
+
+func (x *ValidateVolumeCapabilitiesRequest) GetCapabilities() []*Capability {
+	if x != nil {
+		return x.Capabilities
+	}
+	return nil
+}
+
+func (x *ValidateVolumeCapabilitiesRequest) GetParameters() map[string]string {
+	if x != nil {
+		return x.Parameters
+	}
+	return nil
+}
+
+func (x *ValidateVolumeCapabilitiesRequest) GetVolumeContext() map[string]string {
+	if x != nil {
+		return x.VolumeContext
+	}
+	return nil
+}
+
+func (x *ValidateVolumeCapabilitiesRequest) GetSecrets() map[string]string {
+	if x != nil {
+		return x.Secrets
+	}
+	return nil
+}
+
+type ValidateVolumeCapabilitiesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The driver confirmed every capability (CSI's confirmed is set).
+	Confirmed bool `protobuf:"varint,1,opt,name=confirmed,proto3" json:"confirmed,omitempty"`
+	// The driver's message: why it did not confirm, or a note. Bounded by
+	// the bridge; never carries secrets.
+	Message       string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ValidateVolumeCapabilitiesResponse) Reset() {
+	*x = ValidateVolumeCapabilitiesResponse{}
+	mi := &file_csibridge_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ValidateVolumeCapabilitiesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ValidateVolumeCapabilitiesResponse) ProtoMessage() {}
+
+func (x *ValidateVolumeCapabilitiesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_csibridge_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ValidateVolumeCapabilitiesResponse.ProtoReflect.Descriptor instead.
+func (*ValidateVolumeCapabilitiesResponse) Descriptor() ([]byte, []int) {
+	return file_csibridge_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *ValidateVolumeCapabilitiesResponse) GetConfirmed() bool {
+	if x != nil {
+		return x.Confirmed
+	}
+	return false
+}
+
+func (x *ValidateVolumeCapabilitiesResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 var File_csibridge_proto protoreflect.FileDescriptor
 
 const file_csibridge_proto_rawDesc = "" +
@@ -1898,7 +2039,28 @@ const file_csibridge_proto_rawDesc = "" +
 	"\fSecretsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x16\n" +
-	"\x14DeleteVolumeResponse2\xfa\a\n" +
+	"\x14DeleteVolumeResponse\"\x93\x05\n" +
+	"!ValidateVolumeCapabilitiesRequest\x12\x16\n" +
+	"\x06socket\x18\x01 \x01(\tR\x06socket\x12\x1b\n" +
+	"\tvolume_id\x18\x02 \x01(\tR\bvolumeId\x12C\n" +
+	"\fcapabilities\x18\x03 \x03(\v2\x1f.drover.csibridge.v1.CapabilityR\fcapabilities\x12f\n" +
+	"\n" +
+	"parameters\x18\x04 \x03(\v2F.drover.csibridge.v1.ValidateVolumeCapabilitiesRequest.ParametersEntryR\n" +
+	"parameters\x12p\n" +
+	"\x0evolume_context\x18\x05 \x03(\v2I.drover.csibridge.v1.ValidateVolumeCapabilitiesRequest.VolumeContextEntryR\rvolumeContext\x12]\n" +
+	"\asecrets\x18\x06 \x03(\v2C.drover.csibridge.v1.ValidateVolumeCapabilitiesRequest.SecretsEntryR\asecrets\x1a=\n" +
+	"\x0fParametersEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a@\n" +
+	"\x12VolumeContextEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a:\n" +
+	"\fSecretsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\\\n" +
+	"\"ValidateVolumeCapabilitiesResponse\x12\x1c\n" +
+	"\tconfirmed\x18\x01 \x01(\bR\tconfirmed\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage2\x8a\t\n" +
 	"\tCSIBridge\x12K\n" +
 	"\x04Ping\x12 .drover.csibridge.v1.PingRequest\x1a!.drover.csibridge.v1.PingResponse\x12`\n" +
 	"\vFingerprint\x12'.drover.csibridge.v1.FingerprintRequest\x1a(.drover.csibridge.v1.FingerprintResponse\x12r\n" +
@@ -1909,7 +2071,8 @@ const file_csibridge_proto_rawDesc = "" +
 	"\vNodePublish\x12'.drover.csibridge.v1.NodePublishRequest\x1a(.drover.csibridge.v1.NodePublishResponse\x12f\n" +
 	"\rNodeUnpublish\x12).drover.csibridge.v1.NodeUnpublishRequest\x1a*.drover.csibridge.v1.NodeUnpublishResponse\x12c\n" +
 	"\fCreateVolume\x12(.drover.csibridge.v1.CreateVolumeRequest\x1a).drover.csibridge.v1.CreateVolumeResponse\x12c\n" +
-	"\fDeleteVolume\x12(.drover.csibridge.v1.DeleteVolumeRequest\x1a).drover.csibridge.v1.DeleteVolumeResponseB4Z2github.com/drover-org/drover/sdk/proto/csibridgepbb\x06proto3"
+	"\fDeleteVolume\x12(.drover.csibridge.v1.DeleteVolumeRequest\x1a).drover.csibridge.v1.DeleteVolumeResponse\x12\x8d\x01\n" +
+	"\x1aValidateVolumeCapabilities\x126.drover.csibridge.v1.ValidateVolumeCapabilitiesRequest\x1a7.drover.csibridge.v1.ValidateVolumeCapabilitiesResponseB4Z2github.com/drover-org/drover/sdk/proto/csibridgepbb\x06proto3"
 
 var (
 	file_csibridge_proto_rawDescOnce sync.Once
@@ -1923,102 +2086,113 @@ func file_csibridge_proto_rawDescGZIP() []byte {
 	return file_csibridge_proto_rawDescData
 }
 
-var file_csibridge_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
+var file_csibridge_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
 var file_csibridge_proto_goTypes = []any{
-	(*PingRequest)(nil),                 // 0: drover.csibridge.v1.PingRequest
-	(*PingResponse)(nil),                // 1: drover.csibridge.v1.PingResponse
-	(*Capability)(nil),                  // 2: drover.csibridge.v1.Capability
-	(*Topology)(nil),                    // 3: drover.csibridge.v1.Topology
-	(*FingerprintRequest)(nil),          // 4: drover.csibridge.v1.FingerprintRequest
-	(*ControllerCaps)(nil),              // 5: drover.csibridge.v1.ControllerCaps
-	(*NodeCaps)(nil),                    // 6: drover.csibridge.v1.NodeCaps
-	(*FingerprintResponse)(nil),         // 7: drover.csibridge.v1.FingerprintResponse
-	(*ControllerPublishRequest)(nil),    // 8: drover.csibridge.v1.ControllerPublishRequest
-	(*ControllerPublishResponse)(nil),   // 9: drover.csibridge.v1.ControllerPublishResponse
-	(*ControllerUnpublishRequest)(nil),  // 10: drover.csibridge.v1.ControllerUnpublishRequest
-	(*ControllerUnpublishResponse)(nil), // 11: drover.csibridge.v1.ControllerUnpublishResponse
-	(*NodeStageRequest)(nil),            // 12: drover.csibridge.v1.NodeStageRequest
-	(*NodeStageResponse)(nil),           // 13: drover.csibridge.v1.NodeStageResponse
-	(*NodeUnstageRequest)(nil),          // 14: drover.csibridge.v1.NodeUnstageRequest
-	(*NodeUnstageResponse)(nil),         // 15: drover.csibridge.v1.NodeUnstageResponse
-	(*NodePublishRequest)(nil),          // 16: drover.csibridge.v1.NodePublishRequest
-	(*NodePublishResponse)(nil),         // 17: drover.csibridge.v1.NodePublishResponse
-	(*NodeUnpublishRequest)(nil),        // 18: drover.csibridge.v1.NodeUnpublishRequest
-	(*NodeUnpublishResponse)(nil),       // 19: drover.csibridge.v1.NodeUnpublishResponse
-	(*ContentSource)(nil),               // 20: drover.csibridge.v1.ContentSource
-	(*CreateVolumeRequest)(nil),         // 21: drover.csibridge.v1.CreateVolumeRequest
-	(*CreateVolumeResponse)(nil),        // 22: drover.csibridge.v1.CreateVolumeResponse
-	(*DeleteVolumeRequest)(nil),         // 23: drover.csibridge.v1.DeleteVolumeRequest
-	(*DeleteVolumeResponse)(nil),        // 24: drover.csibridge.v1.DeleteVolumeResponse
-	nil,                                 // 25: drover.csibridge.v1.Topology.SegmentsEntry
-	nil,                                 // 26: drover.csibridge.v1.FingerprintResponse.AccessibleTopologyEntry
-	nil,                                 // 27: drover.csibridge.v1.ControllerPublishRequest.SecretsEntry
-	nil,                                 // 28: drover.csibridge.v1.ControllerPublishRequest.VolumeContextEntry
-	nil,                                 // 29: drover.csibridge.v1.ControllerPublishResponse.PublishContextEntry
-	nil,                                 // 30: drover.csibridge.v1.ControllerUnpublishRequest.SecretsEntry
-	nil,                                 // 31: drover.csibridge.v1.NodeStageRequest.PublishContextEntry
-	nil,                                 // 32: drover.csibridge.v1.NodeStageRequest.SecretsEntry
-	nil,                                 // 33: drover.csibridge.v1.NodeStageRequest.VolumeContextEntry
-	nil,                                 // 34: drover.csibridge.v1.NodePublishRequest.PublishContextEntry
-	nil,                                 // 35: drover.csibridge.v1.NodePublishRequest.SecretsEntry
-	nil,                                 // 36: drover.csibridge.v1.NodePublishRequest.VolumeContextEntry
-	nil,                                 // 37: drover.csibridge.v1.CreateVolumeRequest.ParametersEntry
-	nil,                                 // 38: drover.csibridge.v1.CreateVolumeRequest.SecretsEntry
-	nil,                                 // 39: drover.csibridge.v1.CreateVolumeResponse.ContextEntry
-	nil,                                 // 40: drover.csibridge.v1.DeleteVolumeRequest.SecretsEntry
+	(*PingRequest)(nil),                        // 0: drover.csibridge.v1.PingRequest
+	(*PingResponse)(nil),                       // 1: drover.csibridge.v1.PingResponse
+	(*Capability)(nil),                         // 2: drover.csibridge.v1.Capability
+	(*Topology)(nil),                           // 3: drover.csibridge.v1.Topology
+	(*FingerprintRequest)(nil),                 // 4: drover.csibridge.v1.FingerprintRequest
+	(*ControllerCaps)(nil),                     // 5: drover.csibridge.v1.ControllerCaps
+	(*NodeCaps)(nil),                           // 6: drover.csibridge.v1.NodeCaps
+	(*FingerprintResponse)(nil),                // 7: drover.csibridge.v1.FingerprintResponse
+	(*ControllerPublishRequest)(nil),           // 8: drover.csibridge.v1.ControllerPublishRequest
+	(*ControllerPublishResponse)(nil),          // 9: drover.csibridge.v1.ControllerPublishResponse
+	(*ControllerUnpublishRequest)(nil),         // 10: drover.csibridge.v1.ControllerUnpublishRequest
+	(*ControllerUnpublishResponse)(nil),        // 11: drover.csibridge.v1.ControllerUnpublishResponse
+	(*NodeStageRequest)(nil),                   // 12: drover.csibridge.v1.NodeStageRequest
+	(*NodeStageResponse)(nil),                  // 13: drover.csibridge.v1.NodeStageResponse
+	(*NodeUnstageRequest)(nil),                 // 14: drover.csibridge.v1.NodeUnstageRequest
+	(*NodeUnstageResponse)(nil),                // 15: drover.csibridge.v1.NodeUnstageResponse
+	(*NodePublishRequest)(nil),                 // 16: drover.csibridge.v1.NodePublishRequest
+	(*NodePublishResponse)(nil),                // 17: drover.csibridge.v1.NodePublishResponse
+	(*NodeUnpublishRequest)(nil),               // 18: drover.csibridge.v1.NodeUnpublishRequest
+	(*NodeUnpublishResponse)(nil),              // 19: drover.csibridge.v1.NodeUnpublishResponse
+	(*ContentSource)(nil),                      // 20: drover.csibridge.v1.ContentSource
+	(*CreateVolumeRequest)(nil),                // 21: drover.csibridge.v1.CreateVolumeRequest
+	(*CreateVolumeResponse)(nil),               // 22: drover.csibridge.v1.CreateVolumeResponse
+	(*DeleteVolumeRequest)(nil),                // 23: drover.csibridge.v1.DeleteVolumeRequest
+	(*DeleteVolumeResponse)(nil),               // 24: drover.csibridge.v1.DeleteVolumeResponse
+	(*ValidateVolumeCapabilitiesRequest)(nil),  // 25: drover.csibridge.v1.ValidateVolumeCapabilitiesRequest
+	(*ValidateVolumeCapabilitiesResponse)(nil), // 26: drover.csibridge.v1.ValidateVolumeCapabilitiesResponse
+	nil, // 27: drover.csibridge.v1.Topology.SegmentsEntry
+	nil, // 28: drover.csibridge.v1.FingerprintResponse.AccessibleTopologyEntry
+	nil, // 29: drover.csibridge.v1.ControllerPublishRequest.SecretsEntry
+	nil, // 30: drover.csibridge.v1.ControllerPublishRequest.VolumeContextEntry
+	nil, // 31: drover.csibridge.v1.ControllerPublishResponse.PublishContextEntry
+	nil, // 32: drover.csibridge.v1.ControllerUnpublishRequest.SecretsEntry
+	nil, // 33: drover.csibridge.v1.NodeStageRequest.PublishContextEntry
+	nil, // 34: drover.csibridge.v1.NodeStageRequest.SecretsEntry
+	nil, // 35: drover.csibridge.v1.NodeStageRequest.VolumeContextEntry
+	nil, // 36: drover.csibridge.v1.NodePublishRequest.PublishContextEntry
+	nil, // 37: drover.csibridge.v1.NodePublishRequest.SecretsEntry
+	nil, // 38: drover.csibridge.v1.NodePublishRequest.VolumeContextEntry
+	nil, // 39: drover.csibridge.v1.CreateVolumeRequest.ParametersEntry
+	nil, // 40: drover.csibridge.v1.CreateVolumeRequest.SecretsEntry
+	nil, // 41: drover.csibridge.v1.CreateVolumeResponse.ContextEntry
+	nil, // 42: drover.csibridge.v1.DeleteVolumeRequest.SecretsEntry
+	nil, // 43: drover.csibridge.v1.ValidateVolumeCapabilitiesRequest.ParametersEntry
+	nil, // 44: drover.csibridge.v1.ValidateVolumeCapabilitiesRequest.VolumeContextEntry
+	nil, // 45: drover.csibridge.v1.ValidateVolumeCapabilitiesRequest.SecretsEntry
 }
 var file_csibridge_proto_depIdxs = []int32{
-	25, // 0: drover.csibridge.v1.Topology.segments:type_name -> drover.csibridge.v1.Topology.SegmentsEntry
+	27, // 0: drover.csibridge.v1.Topology.segments:type_name -> drover.csibridge.v1.Topology.SegmentsEntry
 	5,  // 1: drover.csibridge.v1.FingerprintResponse.controller_caps:type_name -> drover.csibridge.v1.ControllerCaps
 	6,  // 2: drover.csibridge.v1.FingerprintResponse.node_caps:type_name -> drover.csibridge.v1.NodeCaps
-	26, // 3: drover.csibridge.v1.FingerprintResponse.accessible_topology:type_name -> drover.csibridge.v1.FingerprintResponse.AccessibleTopologyEntry
+	28, // 3: drover.csibridge.v1.FingerprintResponse.accessible_topology:type_name -> drover.csibridge.v1.FingerprintResponse.AccessibleTopologyEntry
 	2,  // 4: drover.csibridge.v1.ControllerPublishRequest.capability:type_name -> drover.csibridge.v1.Capability
-	27, // 5: drover.csibridge.v1.ControllerPublishRequest.secrets:type_name -> drover.csibridge.v1.ControllerPublishRequest.SecretsEntry
-	28, // 6: drover.csibridge.v1.ControllerPublishRequest.volume_context:type_name -> drover.csibridge.v1.ControllerPublishRequest.VolumeContextEntry
-	29, // 7: drover.csibridge.v1.ControllerPublishResponse.publish_context:type_name -> drover.csibridge.v1.ControllerPublishResponse.PublishContextEntry
-	30, // 8: drover.csibridge.v1.ControllerUnpublishRequest.secrets:type_name -> drover.csibridge.v1.ControllerUnpublishRequest.SecretsEntry
-	31, // 9: drover.csibridge.v1.NodeStageRequest.publish_context:type_name -> drover.csibridge.v1.NodeStageRequest.PublishContextEntry
+	29, // 5: drover.csibridge.v1.ControllerPublishRequest.secrets:type_name -> drover.csibridge.v1.ControllerPublishRequest.SecretsEntry
+	30, // 6: drover.csibridge.v1.ControllerPublishRequest.volume_context:type_name -> drover.csibridge.v1.ControllerPublishRequest.VolumeContextEntry
+	31, // 7: drover.csibridge.v1.ControllerPublishResponse.publish_context:type_name -> drover.csibridge.v1.ControllerPublishResponse.PublishContextEntry
+	32, // 8: drover.csibridge.v1.ControllerUnpublishRequest.secrets:type_name -> drover.csibridge.v1.ControllerUnpublishRequest.SecretsEntry
+	33, // 9: drover.csibridge.v1.NodeStageRequest.publish_context:type_name -> drover.csibridge.v1.NodeStageRequest.PublishContextEntry
 	2,  // 10: drover.csibridge.v1.NodeStageRequest.capability:type_name -> drover.csibridge.v1.Capability
-	32, // 11: drover.csibridge.v1.NodeStageRequest.secrets:type_name -> drover.csibridge.v1.NodeStageRequest.SecretsEntry
-	33, // 12: drover.csibridge.v1.NodeStageRequest.volume_context:type_name -> drover.csibridge.v1.NodeStageRequest.VolumeContextEntry
-	34, // 13: drover.csibridge.v1.NodePublishRequest.publish_context:type_name -> drover.csibridge.v1.NodePublishRequest.PublishContextEntry
+	34, // 11: drover.csibridge.v1.NodeStageRequest.secrets:type_name -> drover.csibridge.v1.NodeStageRequest.SecretsEntry
+	35, // 12: drover.csibridge.v1.NodeStageRequest.volume_context:type_name -> drover.csibridge.v1.NodeStageRequest.VolumeContextEntry
+	36, // 13: drover.csibridge.v1.NodePublishRequest.publish_context:type_name -> drover.csibridge.v1.NodePublishRequest.PublishContextEntry
 	2,  // 14: drover.csibridge.v1.NodePublishRequest.capability:type_name -> drover.csibridge.v1.Capability
-	35, // 15: drover.csibridge.v1.NodePublishRequest.secrets:type_name -> drover.csibridge.v1.NodePublishRequest.SecretsEntry
-	36, // 16: drover.csibridge.v1.NodePublishRequest.volume_context:type_name -> drover.csibridge.v1.NodePublishRequest.VolumeContextEntry
+	37, // 15: drover.csibridge.v1.NodePublishRequest.secrets:type_name -> drover.csibridge.v1.NodePublishRequest.SecretsEntry
+	38, // 16: drover.csibridge.v1.NodePublishRequest.volume_context:type_name -> drover.csibridge.v1.NodePublishRequest.VolumeContextEntry
 	2,  // 17: drover.csibridge.v1.CreateVolumeRequest.capabilities:type_name -> drover.csibridge.v1.Capability
-	37, // 18: drover.csibridge.v1.CreateVolumeRequest.parameters:type_name -> drover.csibridge.v1.CreateVolumeRequest.ParametersEntry
-	38, // 19: drover.csibridge.v1.CreateVolumeRequest.secrets:type_name -> drover.csibridge.v1.CreateVolumeRequest.SecretsEntry
+	39, // 18: drover.csibridge.v1.CreateVolumeRequest.parameters:type_name -> drover.csibridge.v1.CreateVolumeRequest.ParametersEntry
+	40, // 19: drover.csibridge.v1.CreateVolumeRequest.secrets:type_name -> drover.csibridge.v1.CreateVolumeRequest.SecretsEntry
 	20, // 20: drover.csibridge.v1.CreateVolumeRequest.content_source:type_name -> drover.csibridge.v1.ContentSource
 	3,  // 21: drover.csibridge.v1.CreateVolumeRequest.topology_required:type_name -> drover.csibridge.v1.Topology
 	3,  // 22: drover.csibridge.v1.CreateVolumeRequest.topology_preferred:type_name -> drover.csibridge.v1.Topology
-	39, // 23: drover.csibridge.v1.CreateVolumeResponse.context:type_name -> drover.csibridge.v1.CreateVolumeResponse.ContextEntry
+	41, // 23: drover.csibridge.v1.CreateVolumeResponse.context:type_name -> drover.csibridge.v1.CreateVolumeResponse.ContextEntry
 	3,  // 24: drover.csibridge.v1.CreateVolumeResponse.topologies:type_name -> drover.csibridge.v1.Topology
-	40, // 25: drover.csibridge.v1.DeleteVolumeRequest.secrets:type_name -> drover.csibridge.v1.DeleteVolumeRequest.SecretsEntry
-	0,  // 26: drover.csibridge.v1.CSIBridge.Ping:input_type -> drover.csibridge.v1.PingRequest
-	4,  // 27: drover.csibridge.v1.CSIBridge.Fingerprint:input_type -> drover.csibridge.v1.FingerprintRequest
-	8,  // 28: drover.csibridge.v1.CSIBridge.ControllerPublish:input_type -> drover.csibridge.v1.ControllerPublishRequest
-	10, // 29: drover.csibridge.v1.CSIBridge.ControllerUnpublish:input_type -> drover.csibridge.v1.ControllerUnpublishRequest
-	12, // 30: drover.csibridge.v1.CSIBridge.NodeStage:input_type -> drover.csibridge.v1.NodeStageRequest
-	14, // 31: drover.csibridge.v1.CSIBridge.NodeUnstage:input_type -> drover.csibridge.v1.NodeUnstageRequest
-	16, // 32: drover.csibridge.v1.CSIBridge.NodePublish:input_type -> drover.csibridge.v1.NodePublishRequest
-	18, // 33: drover.csibridge.v1.CSIBridge.NodeUnpublish:input_type -> drover.csibridge.v1.NodeUnpublishRequest
-	21, // 34: drover.csibridge.v1.CSIBridge.CreateVolume:input_type -> drover.csibridge.v1.CreateVolumeRequest
-	23, // 35: drover.csibridge.v1.CSIBridge.DeleteVolume:input_type -> drover.csibridge.v1.DeleteVolumeRequest
-	1,  // 36: drover.csibridge.v1.CSIBridge.Ping:output_type -> drover.csibridge.v1.PingResponse
-	7,  // 37: drover.csibridge.v1.CSIBridge.Fingerprint:output_type -> drover.csibridge.v1.FingerprintResponse
-	9,  // 38: drover.csibridge.v1.CSIBridge.ControllerPublish:output_type -> drover.csibridge.v1.ControllerPublishResponse
-	11, // 39: drover.csibridge.v1.CSIBridge.ControllerUnpublish:output_type -> drover.csibridge.v1.ControllerUnpublishResponse
-	13, // 40: drover.csibridge.v1.CSIBridge.NodeStage:output_type -> drover.csibridge.v1.NodeStageResponse
-	15, // 41: drover.csibridge.v1.CSIBridge.NodeUnstage:output_type -> drover.csibridge.v1.NodeUnstageResponse
-	17, // 42: drover.csibridge.v1.CSIBridge.NodePublish:output_type -> drover.csibridge.v1.NodePublishResponse
-	19, // 43: drover.csibridge.v1.CSIBridge.NodeUnpublish:output_type -> drover.csibridge.v1.NodeUnpublishResponse
-	22, // 44: drover.csibridge.v1.CSIBridge.CreateVolume:output_type -> drover.csibridge.v1.CreateVolumeResponse
-	24, // 45: drover.csibridge.v1.CSIBridge.DeleteVolume:output_type -> drover.csibridge.v1.DeleteVolumeResponse
-	36, // [36:46] is the sub-list for method output_type
-	26, // [26:36] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	42, // 25: drover.csibridge.v1.DeleteVolumeRequest.secrets:type_name -> drover.csibridge.v1.DeleteVolumeRequest.SecretsEntry
+	2,  // 26: drover.csibridge.v1.ValidateVolumeCapabilitiesRequest.capabilities:type_name -> drover.csibridge.v1.Capability
+	43, // 27: drover.csibridge.v1.ValidateVolumeCapabilitiesRequest.parameters:type_name -> drover.csibridge.v1.ValidateVolumeCapabilitiesRequest.ParametersEntry
+	44, // 28: drover.csibridge.v1.ValidateVolumeCapabilitiesRequest.volume_context:type_name -> drover.csibridge.v1.ValidateVolumeCapabilitiesRequest.VolumeContextEntry
+	45, // 29: drover.csibridge.v1.ValidateVolumeCapabilitiesRequest.secrets:type_name -> drover.csibridge.v1.ValidateVolumeCapabilitiesRequest.SecretsEntry
+	0,  // 30: drover.csibridge.v1.CSIBridge.Ping:input_type -> drover.csibridge.v1.PingRequest
+	4,  // 31: drover.csibridge.v1.CSIBridge.Fingerprint:input_type -> drover.csibridge.v1.FingerprintRequest
+	8,  // 32: drover.csibridge.v1.CSIBridge.ControllerPublish:input_type -> drover.csibridge.v1.ControllerPublishRequest
+	10, // 33: drover.csibridge.v1.CSIBridge.ControllerUnpublish:input_type -> drover.csibridge.v1.ControllerUnpublishRequest
+	12, // 34: drover.csibridge.v1.CSIBridge.NodeStage:input_type -> drover.csibridge.v1.NodeStageRequest
+	14, // 35: drover.csibridge.v1.CSIBridge.NodeUnstage:input_type -> drover.csibridge.v1.NodeUnstageRequest
+	16, // 36: drover.csibridge.v1.CSIBridge.NodePublish:input_type -> drover.csibridge.v1.NodePublishRequest
+	18, // 37: drover.csibridge.v1.CSIBridge.NodeUnpublish:input_type -> drover.csibridge.v1.NodeUnpublishRequest
+	21, // 38: drover.csibridge.v1.CSIBridge.CreateVolume:input_type -> drover.csibridge.v1.CreateVolumeRequest
+	23, // 39: drover.csibridge.v1.CSIBridge.DeleteVolume:input_type -> drover.csibridge.v1.DeleteVolumeRequest
+	25, // 40: drover.csibridge.v1.CSIBridge.ValidateVolumeCapabilities:input_type -> drover.csibridge.v1.ValidateVolumeCapabilitiesRequest
+	1,  // 41: drover.csibridge.v1.CSIBridge.Ping:output_type -> drover.csibridge.v1.PingResponse
+	7,  // 42: drover.csibridge.v1.CSIBridge.Fingerprint:output_type -> drover.csibridge.v1.FingerprintResponse
+	9,  // 43: drover.csibridge.v1.CSIBridge.ControllerPublish:output_type -> drover.csibridge.v1.ControllerPublishResponse
+	11, // 44: drover.csibridge.v1.CSIBridge.ControllerUnpublish:output_type -> drover.csibridge.v1.ControllerUnpublishResponse
+	13, // 45: drover.csibridge.v1.CSIBridge.NodeStage:output_type -> drover.csibridge.v1.NodeStageResponse
+	15, // 46: drover.csibridge.v1.CSIBridge.NodeUnstage:output_type -> drover.csibridge.v1.NodeUnstageResponse
+	17, // 47: drover.csibridge.v1.CSIBridge.NodePublish:output_type -> drover.csibridge.v1.NodePublishResponse
+	19, // 48: drover.csibridge.v1.CSIBridge.NodeUnpublish:output_type -> drover.csibridge.v1.NodeUnpublishResponse
+	22, // 49: drover.csibridge.v1.CSIBridge.CreateVolume:output_type -> drover.csibridge.v1.CreateVolumeResponse
+	24, // 50: drover.csibridge.v1.CSIBridge.DeleteVolume:output_type -> drover.csibridge.v1.DeleteVolumeResponse
+	26, // 51: drover.csibridge.v1.CSIBridge.ValidateVolumeCapabilities:output_type -> drover.csibridge.v1.ValidateVolumeCapabilitiesResponse
+	41, // [41:52] is the sub-list for method output_type
+	30, // [30:41] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_csibridge_proto_init() }
@@ -2032,7 +2206,7 @@ func file_csibridge_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_csibridge_proto_rawDesc), len(file_csibridge_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   41,
+			NumMessages:   46,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

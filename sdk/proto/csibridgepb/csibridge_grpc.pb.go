@@ -48,16 +48,17 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	CSIBridge_Ping_FullMethodName                = "/drover.csibridge.v1.CSIBridge/Ping"
-	CSIBridge_Fingerprint_FullMethodName         = "/drover.csibridge.v1.CSIBridge/Fingerprint"
-	CSIBridge_ControllerPublish_FullMethodName   = "/drover.csibridge.v1.CSIBridge/ControllerPublish"
-	CSIBridge_ControllerUnpublish_FullMethodName = "/drover.csibridge.v1.CSIBridge/ControllerUnpublish"
-	CSIBridge_NodeStage_FullMethodName           = "/drover.csibridge.v1.CSIBridge/NodeStage"
-	CSIBridge_NodeUnstage_FullMethodName         = "/drover.csibridge.v1.CSIBridge/NodeUnstage"
-	CSIBridge_NodePublish_FullMethodName         = "/drover.csibridge.v1.CSIBridge/NodePublish"
-	CSIBridge_NodeUnpublish_FullMethodName       = "/drover.csibridge.v1.CSIBridge/NodeUnpublish"
-	CSIBridge_CreateVolume_FullMethodName        = "/drover.csibridge.v1.CSIBridge/CreateVolume"
-	CSIBridge_DeleteVolume_FullMethodName        = "/drover.csibridge.v1.CSIBridge/DeleteVolume"
+	CSIBridge_Ping_FullMethodName                       = "/drover.csibridge.v1.CSIBridge/Ping"
+	CSIBridge_Fingerprint_FullMethodName                = "/drover.csibridge.v1.CSIBridge/Fingerprint"
+	CSIBridge_ControllerPublish_FullMethodName          = "/drover.csibridge.v1.CSIBridge/ControllerPublish"
+	CSIBridge_ControllerUnpublish_FullMethodName        = "/drover.csibridge.v1.CSIBridge/ControllerUnpublish"
+	CSIBridge_NodeStage_FullMethodName                  = "/drover.csibridge.v1.CSIBridge/NodeStage"
+	CSIBridge_NodeUnstage_FullMethodName                = "/drover.csibridge.v1.CSIBridge/NodeUnstage"
+	CSIBridge_NodePublish_FullMethodName                = "/drover.csibridge.v1.CSIBridge/NodePublish"
+	CSIBridge_NodeUnpublish_FullMethodName              = "/drover.csibridge.v1.CSIBridge/NodeUnpublish"
+	CSIBridge_CreateVolume_FullMethodName               = "/drover.csibridge.v1.CSIBridge/CreateVolume"
+	CSIBridge_DeleteVolume_FullMethodName               = "/drover.csibridge.v1.CSIBridge/DeleteVolume"
+	CSIBridge_ValidateVolumeCapabilities_FullMethodName = "/drover.csibridge.v1.CSIBridge/ValidateVolumeCapabilities"
 )
 
 // CSIBridgeClient is the client API for CSIBridge service.
@@ -88,6 +89,13 @@ type CSIBridgeClient interface {
 	CreateVolume(ctx context.Context, in *CreateVolumeRequest, opts ...grpc.CallOption) (*CreateVolumeResponse, error)
 	// DeleteVolume deprovisions a volume (DeleteVolume).
 	DeleteVolume(ctx context.Context, in *DeleteVolumeRequest, opts ...grpc.CallOption) (*DeleteVolumeResponse, error)
+	// ValidateVolumeCapabilities asks the controller whether an existing
+	// volume can be used in every one of the given ways
+	// (ValidateVolumeCapabilities). A refusal is an answer, not an error:
+	// confirmed = false with the driver's message. Errors are for a call
+	// that could not be answered (NOT_FOUND: the driver knows no such
+	// volume).
+	ValidateVolumeCapabilities(ctx context.Context, in *ValidateVolumeCapabilitiesRequest, opts ...grpc.CallOption) (*ValidateVolumeCapabilitiesResponse, error)
 }
 
 type cSIBridgeClient struct {
@@ -198,6 +206,16 @@ func (c *cSIBridgeClient) DeleteVolume(ctx context.Context, in *DeleteVolumeRequ
 	return out, nil
 }
 
+func (c *cSIBridgeClient) ValidateVolumeCapabilities(ctx context.Context, in *ValidateVolumeCapabilitiesRequest, opts ...grpc.CallOption) (*ValidateVolumeCapabilitiesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ValidateVolumeCapabilitiesResponse)
+	err := c.cc.Invoke(ctx, CSIBridge_ValidateVolumeCapabilities_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // CSIBridgeServer is the server API for CSIBridge service.
 // All implementations must embed UnimplementedCSIBridgeServer
 // for forward compatibility.
@@ -226,6 +244,13 @@ type CSIBridgeServer interface {
 	CreateVolume(context.Context, *CreateVolumeRequest) (*CreateVolumeResponse, error)
 	// DeleteVolume deprovisions a volume (DeleteVolume).
 	DeleteVolume(context.Context, *DeleteVolumeRequest) (*DeleteVolumeResponse, error)
+	// ValidateVolumeCapabilities asks the controller whether an existing
+	// volume can be used in every one of the given ways
+	// (ValidateVolumeCapabilities). A refusal is an answer, not an error:
+	// confirmed = false with the driver's message. Errors are for a call
+	// that could not be answered (NOT_FOUND: the driver knows no such
+	// volume).
+	ValidateVolumeCapabilities(context.Context, *ValidateVolumeCapabilitiesRequest) (*ValidateVolumeCapabilitiesResponse, error)
 	mustEmbedUnimplementedCSIBridgeServer()
 }
 
@@ -265,6 +290,9 @@ func (UnimplementedCSIBridgeServer) CreateVolume(context.Context, *CreateVolumeR
 }
 func (UnimplementedCSIBridgeServer) DeleteVolume(context.Context, *DeleteVolumeRequest) (*DeleteVolumeResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeleteVolume not implemented")
+}
+func (UnimplementedCSIBridgeServer) ValidateVolumeCapabilities(context.Context, *ValidateVolumeCapabilitiesRequest) (*ValidateVolumeCapabilitiesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ValidateVolumeCapabilities not implemented")
 }
 func (UnimplementedCSIBridgeServer) mustEmbedUnimplementedCSIBridgeServer() {}
 func (UnimplementedCSIBridgeServer) testEmbeddedByValue()                   {}
@@ -467,6 +495,24 @@ func _CSIBridge_DeleteVolume_Handler(srv interface{}, ctx context.Context, dec f
 	return interceptor(ctx, in, info, handler)
 }
 
+func _CSIBridge_ValidateVolumeCapabilities_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ValidateVolumeCapabilitiesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CSIBridgeServer).ValidateVolumeCapabilities(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CSIBridge_ValidateVolumeCapabilities_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CSIBridgeServer).ValidateVolumeCapabilities(ctx, req.(*ValidateVolumeCapabilitiesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // CSIBridge_ServiceDesc is the grpc.ServiceDesc for CSIBridge service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -513,6 +559,10 @@ var CSIBridge_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DeleteVolume",
 			Handler:    _CSIBridge_DeleteVolume_Handler,
+		},
+		{
+			MethodName: "ValidateVolumeCapabilities",
+			Handler:    _CSIBridge_ValidateVolumeCapabilities_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
