@@ -471,7 +471,7 @@ func (mgr *csiManager) unmountNode(ctx context.Context, allocID string, m *csiMo
 }
 
 // unpublish tells the servers the claim is released up to state.
-func (mgr *csiManager) unpublish(ctx context.Context, allocID string, m *csiMountState, state structs.CSIVolumeClaimState) {
+func (mgr *csiManager) unpublish(ctx context.Context, allocID string, m *csiMountState, state structs.CSIVolumeClaimState) error {
 	cctx, cancel := context.WithTimeout(ctx, csiCallTimeout)
 	defer cancel()
 	_, err := mgr.server.UnpublishVolume(cctx, &structs.CSIVolumeUnpublishArgs{
@@ -480,8 +480,54 @@ func (mgr *csiManager) unpublish(ctx context.Context, allocID string, m *csiMoun
 			AccessMode: m.AccessMode, AttachmentMode: m.AttachmentMode, State: state},
 	})
 	if err != nil {
-		// The servers' volume watcher finishes the release.
 		mgr.logger.Warn("failed to release volume claim", "alloc_id", allocID, "volume_id", m.VolumeID, "state", state, "error", err)
+	}
+	return err
+}
+
+// finalReleaseErr tells a release the servers refused for good (the
+// volume or its claim is gone, or the node may not release it) from one
+// that may pass later (no leader, a server unreachable).
+func finalReleaseErr(err error) bool {
+	return errors.Is(err, structs.ErrNotFound) || errors.Is(err, structs.ErrPermissionDenied) || errors.Is(err, structs.ErrInvalid)
+}
+
+// detached reports the node steps of a volume done (node-detached) and
+// forgets the volume. A report that may pass later is retried in the
+// background with backoff: while the node lives, the servers' watcher
+// cannot move the claim past unpublishing without it, and the volume's
+// next claim waits for it. The volume stays in the alloc's state until
+// then, so that a restarted client reports it again.
+func (mgr *csiManager) detached(ctx context.Context, ar *allocRunner, m *csiMountState) {
+	if m.Claimed {
+		if err := mgr.unpublish(ctx, ar.id, m, structs.CSIVolumeClaimStateNodeDetached); err != nil && !finalReleaseErr(err) && ctx.Err() == nil {
+			ar.persist()
+			mgr.spawn(func() { mgr.retryDetached(ar, m) })
+			return
+		}
+	}
+	ar.csiDrop(m.Alias)
+	ar.persist()
+}
+
+// retryDetached retries a node-detached report until it passes, is
+// refused for good, the client stops or csiNodeRetryFor passes.
+func (mgr *csiManager) retryDetached(ar *allocRunner, m *csiMountState) {
+	ctx, cancel := context.WithTimeout(mgr.ctx, csiNodeRetryFor)
+	defer cancel()
+	for n := 1; ; n++ {
+		if !waitOrDone(ctx, mgr.retry.next(n)) {
+			return
+		}
+		err := mgr.unpublish(ctx, ar.id, m, structs.CSIVolumeClaimStateNodeDetached)
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil || finalReleaseErr(err) {
+			ar.csiDrop(m.Alias)
+			ar.persist()
+			return
+		}
 	}
 }
 
@@ -497,17 +543,13 @@ func (mgr *csiManager) release(ctx context.Context, ar *allocRunner) {
 			return // a client shutdown: the next process releases
 		}
 		if err == nil {
-			if m.Claimed {
-				mgr.unpublish(ctx, ar.id, m, structs.CSIVolumeClaimStateNodeDetached)
-			}
-			ar.csiDrop(m.Alias)
-			ar.persist()
+			mgr.detached(ctx, ar, m)
 			continue
 		}
 		ar.persist()
 		mgr.logger.Warn("failed to unmount volume; retrying in the background", "alloc_id", ar.id, "volume_id", m.VolumeID, "error", err)
 		if m.Claimed {
-			mgr.unpublish(ctx, ar.id, m, structs.CSIVolumeClaimStateUnpublishing)
+			_ = mgr.unpublish(ctx, ar.id, m, structs.CSIVolumeClaimStateUnpublishing)
 		}
 		mgr.spawn(func() { mgr.retryRelease(ar, m, save) })
 	}
@@ -531,11 +573,7 @@ func (mgr *csiManager) retryRelease(ar *allocRunner, m *csiMountState, save func
 			mgr.logger.Warn("failed to unmount volume; retrying", "alloc_id", ar.id, "volume_id", m.VolumeID, "error", err)
 			continue
 		}
-		if m.Claimed {
-			mgr.unpublish(ctx, ar.id, m, structs.CSIVolumeClaimStateNodeDetached)
-		}
-		ar.csiDrop(m.Alias)
-		ar.persist()
+		mgr.detached(ctx, ar, m)
 		return
 	}
 }

@@ -499,3 +499,30 @@ func TestCSIVolumeReleaseRetry(t *testing.T) {
 		t.Errorf("not unstaged: %q", h.log.snapshot())
 	}
 }
+
+// A node-detached report the servers cannot take now (no leader, the
+// leader unreachable) is sent again until it passes: while the node
+// lives, nothing else moves the claim on. The volume stays in the alloc's
+// state until then.
+func TestCSIVolumeReleaseRetriedPastNoLeader(t *testing.T) {
+	h := newVolHarness(t)
+	a := h.volAlloc("alloc-rrrr-0001", false)
+	h.srv.upsert(a)
+	waitFor(t, "alloc running", func() bool { return h.srv.clientStatus(a.ID) == structs.AllocClientStatusRunning })
+	h.srv.csi.mu.Lock()
+	h.srv.csi.releaseErrs = []error{structs.NewError(structs.ErrNoLeader, "No cluster leader"),
+		structs.NewError(structs.ErrUnavailable, "connection refused")}
+	h.srv.csi.mu.Unlock()
+
+	h.srv.setDesired(a.ID, structs.AllocDesiredStatusStop)
+	failed, rel := "release-error vol "+a.ID+" node-detached", "release vol "+a.ID+" node-detached"
+	waitFor(t, "the release sent again until it passed", func() bool { return h.has(rel) })
+	calls := h.log.snapshot()
+	if n := slices.Index(calls, rel); n < 2 || calls[n-1] != failed || calls[n-2] != failed {
+		t.Fatalf("calls: %q; want two failed node-detached reports, then one that passed", calls)
+	}
+	waitFor(t, "the volume forgotten once released", func() bool {
+		ar := h.c.runner(a.ID)
+		return ar == nil || ar.csiGet("data") == nil
+	})
+}

@@ -512,6 +512,7 @@ type fakeCSI struct {
 	log         *callLog
 	vols        map[string]*structs.CSIVolume
 	claimErrs   []error
+	releaseErrs []error // answers of the next UnpublishVolume calls
 	claims      []*structs.CSIVolumeClaimArgs
 	unpublishes []*structs.CSIVolumeUnpublishArgs
 	opsCh       chan []*structs.CSIControllerOp
@@ -564,6 +565,12 @@ func (s *fakeServer) UnpublishVolume(_ context.Context, args *structs.CSIVolumeU
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.unpublishes = append(f.unpublishes, args)
+	if len(f.releaseErrs) > 0 {
+		err := f.releaseErrs[0]
+		f.releaseErrs = f.releaseErrs[1:]
+		f.log.add("release-error %s %s %s", args.VolumeID, args.Claim.AllocationID, args.Claim.State)
+		return nil, err
+	}
 	f.log.add("release %s %s %s", args.VolumeID, args.Claim.AllocationID, args.Claim.State)
 	return &structs.CSIVolumeUnpublishReply{}, nil
 }

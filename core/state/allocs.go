@@ -176,6 +176,17 @@ func (t *writeTxn) putAlloc(existing, a *structs.Allocation) error {
 		return err
 	}
 	t.touchJob(a.Namespace, a.JobID, false)
+	// An allocation that ends on a node that is down or gone (lost) has
+	// no client to release its volume claims: they are the watcher's.
+	if existing != nil && a.ClientTerminalStatus() && !existing.ClientTerminalStatus() {
+		n, err := t.node(a.NodeID)
+		if err != nil {
+			return err
+		}
+		if n == nil || n.TerminalStatus() {
+			return t.touchClaimedVolumes(a)
+		}
+	}
 	return nil
 }
 

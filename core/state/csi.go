@@ -2,6 +2,8 @@ package state
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -600,4 +602,61 @@ func sortedKeys(m map[string]struct{}) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// touchClaimedVolumes writes every CSI volume that allocation a still
+// claims (found through its group's volume requests), changing nothing
+// but the volume's index, so that the volume watcher, which wakes only on
+// writes of the volumes table, looks at the claim again. It is called
+// where a claim becomes the watcher's to release without any client
+// release writing the volume: the allocation ends while its node is down
+// or gone (a lost allocation), it is reaped, or its node goes down or is
+// deleted.
+func (t *writeTxn) touchClaimedVolumes(a *structs.Allocation) error {
+	if a == nil || a.Job == nil {
+		return nil
+	}
+	tg := a.Job.LookupTaskGroup(a.TaskGroup)
+	if tg == nil {
+		return nil
+	}
+	for _, name := range slices.Sorted(maps.Keys(tg.Volumes)) {
+		req := tg.Volumes[name]
+		if req == nil || req.Type != structs.VolumeTypeCSI {
+			continue
+		}
+		v, err := t.csiVolume(a.Namespace, req.VolumeID(a.Name))
+		if err != nil {
+			return err
+		}
+		if v == nil || v.ModifyIndex == t.index || v.ClaimFor(a.ID) == nil {
+			continue
+		}
+		c := v.Copy()
+		c.ModifyIndex, c.ModifyTime = t.index, t.stampNanos(v.ModifyTime)
+		if err := t.insert(TableCSIVolumes, c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// touchNodeClaims is touchClaimedVolumes for every allocation of a node.
+func (t *writeTxn) touchNodeClaims(nodeID string) error {
+	for _, terminal := range []bool{false, true} {
+		it, err := t.txn.Get(TableAllocs, "node_terminal", nodeID, terminal)
+		if err != nil {
+			return fmt.Errorf("state: read %s: %w", TableAllocs, err)
+		}
+		var allocs []*structs.Allocation
+		for raw := it.Next(); raw != nil; raw = it.Next() {
+			allocs = append(allocs, raw.(*structs.Allocation))
+		}
+		for _, a := range allocs {
+			if err := t.touchClaimedVolumes(a); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

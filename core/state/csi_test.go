@@ -216,3 +216,85 @@ func TestCSIPluginExpectedFromJobs(t *testing.T) {
 		t.Errorf("the stored plugin was changed: %+v", raw)
 	}
 }
+
+// A claim that no client will release writes its volume, so that the
+// volume watcher (which wakes on writes of the volumes table) frees it:
+// its allocation ends while its node is down (lost), its node goes down,
+// or the allocation is reaped. An allocation that ends on a live node
+// leaves the volume to its client's release.
+func TestCSIClaimsLeftToTheWatcherWriteTheirVolume(t *testing.T) {
+	s := testStore(t)
+	n1, n2 := csiPluginNode("hp"), csiPluginNode("hp")
+	must(t, s.UpsertNode(10, n1))
+	must(t, s.UpsertNode(11, n2))
+	withVolume := func(index uint64, vol string) *structs.Job {
+		j := mockJob("system")
+		j.TaskGroups[0].Volumes = map[string]*structs.VolumeRequest{"data": {Name: "data", Type: structs.VolumeTypeCSI, Source: vol,
+			AccessMode: structs.CSIVolumeAccessModeSingleNodeWriter, AttachmentMode: structs.CSIVolumeAttachmentModeFilesystem}}
+		return storedJob(t, s, index, j)
+	}
+	jobV, jobW := withVolume(12, "v"), withVolume(13, "w")
+	a1, a2 := mockAlloc(jobV, n1.ID), mockAlloc(jobW, n2.ID)
+	a1.ClientStatus, a2.ClientStatus = structs.AllocClientStatusRunning, structs.AllocClientStatusRunning
+	must(t, s.UpsertAllocs(14, []*structs.Allocation{a1, a2}))
+	must(t, s.UpsertCSIVolumes(15, []*structs.CSIVolume{csiTestVol("v", "hp"), csiTestVol("w", "hp"), csiTestVol("idle", "hp")}))
+	claim := func(a *structs.Allocation, vol string) *structs.CSIVolumeClaimRequest {
+		return &structs.CSIVolumeClaimRequest{Namespace: "default", VolumeID: vol, Claim: &structs.CSIVolumeClaim{
+			AllocationID: a.ID, Mode: structs.CSIVolumeClaimWrite,
+			AccessMode: structs.CSIVolumeAccessModeSingleNodeWriter, AttachmentMode: structs.CSIVolumeAttachmentModeFilesystem}}
+	}
+	must(t, s.CSIVolumeClaims(16, []*structs.CSIVolumeClaimRequest{claim(a1, "v"), claim(a2, "w")}))
+
+	indexes := func() (v, w, idle uint64) {
+		t.Helper()
+		var out [3]uint64
+		for i, id := range []string{"v", "w", "idle"} {
+			vol, err := s.CSIVolumeRaw(nil, "default", id)
+			must(t, err)
+			out[i] = vol.ModifyIndex
+		}
+		return out[0], out[1], out[2]
+	}
+	check := func(what string, wantV, wantW uint64) {
+		t.Helper()
+		v, w, idle := indexes()
+		if v != wantV || w != wantW || idle != 15 {
+			t.Errorf("%s: volume indexes v %d, w %d, idle %d; want %d, %d, 15", what, v, w, idle, wantV, wantW)
+		}
+	}
+
+	// a1 ends on its live node: its client releases the claim itself.
+	done := a1.Copy()
+	done.ClientStatus = structs.AllocClientStatusComplete
+	must(t, s.UpdateAllocsFromClient(17, []*structs.Allocation{done}))
+	check("an alloc ended on a live node", 16, 16)
+
+	// n1 goes down with the ended a1's claim unreleased.
+	must(t, s.UpdateNodeStatus(18, n1.ID, structs.NodeStatusDown, 0, nil))
+	check("the node of an ended claimer went down", 18, 16)
+
+	// n2 goes down under the running a2, which the scheduler then marks
+	// lost: both write w.
+	must(t, s.UpdateNodeStatus(19, n2.ID, structs.NodeStatusDown, 0, nil))
+	check("the node of a running claimer went down", 18, 19)
+	lost := a2.Copy()
+	lost.DesiredStatus, lost.ClientStatus = structs.AllocDesiredStatusStop, structs.AllocClientStatusLost
+	must(t, s.UpsertAllocs(20, []*structs.Allocation{lost}))
+	check("a claimer lost on its down node", 18, 20)
+
+	// Reaped: a1 still claims v, a2's claim is freed first.
+	free := claim(a2, "w")
+	free.Claim.State = structs.CSIVolumeClaimStateReadyToFree
+	must(t, s.CSIVolumeClaims(21, []*structs.CSIVolumeClaimRequest{free}))
+	must(t, s.DeleteEval(22, nil, []string{a1.ID, a2.ID}))
+	check("claimers reaped", 22, 21)
+
+	// A deleted node's claims are the watcher's too.
+	must(t, s.UpsertNode(23, n1.Copy()))
+	a3 := mockAlloc(jobW, n1.ID)
+	a3.ClientStatus = structs.AllocClientStatusRunning
+	must(t, s.UpsertAllocs(24, []*structs.Allocation{a3}))
+	must(t, s.CSIVolumeClaims(25, []*structs.CSIVolumeClaimRequest{claim(a3, "w")}))
+	must(t, s.DeleteNode(26, []string{n1.ID}))
+	check("the node of a claimer deleted", 22, 26)
+}

@@ -48,6 +48,10 @@ func (s *StateStore) DeleteEval(index uint64, evalIDs, allocIDs []string) error 
 			if a == nil {
 				continue
 			}
+			// A claim of a reaped allocation is the watcher's to free.
+			if err := t.touchClaimedVolumes(a); err != nil {
+				return err
+			}
 			if err := t.delete(TableAllocs, a); err != nil {
 				return err
 			}

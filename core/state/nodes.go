@@ -86,6 +86,10 @@ func (s *StateStore) DeleteNode(index uint64, ids []string) error {
 			if err := t.dropNodePlugins(n); err != nil {
 				return err
 			}
+			// Its allocations' claims have no client left to release them.
+			if err := t.touchNodeClaims(n.ID); err != nil {
+				return err
+			}
 		}
 		return nil
 	})
@@ -195,6 +199,14 @@ func (s *StateStore) updateNode(index uint64, nodeID string, ev *structs.NodeEve
 		c.ModifyIndex = t.index
 		if err := t.insert(TableNodes, &c); err != nil {
 			return err
+		}
+		// A node going down releases nothing itself: the claims of its
+		// allocations (those that ended before, and those the scheduler
+		// marks lost next) are the watcher's.
+		if c.TerminalStatus() && !existing.TerminalStatus() {
+			if err := t.touchNodeClaims(nodeID); err != nil {
+				return err
+			}
 		}
 		return t.writeNodeEvals(nodeID, evals)
 	})

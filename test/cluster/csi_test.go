@@ -226,8 +226,23 @@ func (e *csiEnv) waitNoCSIMounts(after string) {
 // client status is one of want.
 func (e *csiEnv) run(id, typ, node, volume, access string, readOnly bool, script string, want ...string) harness.Alloc {
 	e.t.Helper()
+	e.submit(id, typ, node, volume, access, readOnly, script)
+	return e.waitAlloc(id, node, want...)
+}
+
+// submit registers a job of one task on one node (see csiVolumeJob) and
+// does not wait.
+func (e *csiEnv) submit(id, typ, node, volume, access string, readOnly bool, script string) {
+	e.t.Helper()
 	e.l.MustCLI("job", "run", "-detach", harness.WriteFile(e.t, id+".hcl",
 		fmt.Sprintf(csiVolumeJob, id, typ, node, volume, access, readOnly, script)))
+}
+
+// waitAlloc waits until the job has one allocation, on node, whose client
+// status is one of want, and returns it. A failed allocation fails the
+// test.
+func (e *csiEnv) waitAlloc(id, node string, want ...string) harness.Alloc {
+	e.t.Helper()
 	var al harness.Alloc
 	harness.WaitFor(e.t, waitTimeout, id+" "+strings.Join(want, " or ")+" on its node", func() (bool, string) {
 		byNode, err := allocsByNode(e.l, id)
@@ -306,10 +321,8 @@ func newCSIEnv(t *testing.T, volumes ...string) *csiEnv {
 		t.Fatalf("building the hostpath driver: %v\n%s", err, out)
 	}
 	shared := filepath.Join(work, "shared", "volumes")
-	for _, v := range volumes {
-		if err := os.MkdirAll(filepath.Join(shared, v), 0o755); err != nil {
-			t.Fatal(err)
-		}
+	if err := os.MkdirAll(shared, 0o755); err != nil {
+		t.Fatal(err)
 	}
 
 	c := newCluster(t, options{clients: 2})
@@ -333,10 +346,22 @@ func newCSIEnv(t *testing.T, volumes ...string) *csiEnv {
 		return p.NodesHealthy == 2 && p.Nodes[e.nodeA].Healthy && p.Nodes[e.nodeB].Healthy, fmt.Sprintf("%+v", p)
 	})
 	for _, v := range volumes {
-		e.l.MustCLI("volume", "register", harness.WriteFile(t, v+"-vol.hcl", fmt.Sprintf(csiVolumeSpec, v, v, v)))
-		e.waitVolume(v, v+" schedulable and unclaimed", func(s csiVolumeState) bool { return s.Schedulable && s.free() })
+		e.register(v, csiVolumeSpec)
 	}
 	return e
+}
+
+// register makes the volume's directory in the shared volumes dir and
+// registers it from spec (csiVolumeSpec or the like: its arguments are the
+// volume's ID, name and external ID, all id), then waits until it is
+// schedulable and unclaimed.
+func (e *csiEnv) register(id, spec string) {
+	e.t.Helper()
+	if err := os.MkdirAll(filepath.Join(e.volumes, id), 0o755); err != nil {
+		e.t.Fatal(err)
+	}
+	e.l.MustCLI("volume", "register", harness.WriteFile(e.t, id+"-vol.hcl", fmt.Sprintf(spec, id, id, id)))
+	e.waitVolume(id, id+" schedulable and unclaimed", func(s csiVolumeState) bool { return s.Schedulable && s.free() })
 }
 
 // The CSI claim cycle across the nodes of a multi-process cluster, with

@@ -17,8 +17,10 @@
 // starts a new one.
 //
 // The watcher only wakes on writes to the volumes table: an allocation
-// turning terminal is seen on the next write to its volume (the client's
-// unpublish, or the claim GC's pseudo-claim).
+// turning terminal is seen on the next write to its volume. That is the
+// client's unpublish, or, for a claim no client will release, the write the
+// state store makes of the volume when the allocation ends on a node that
+// is down or gone, is reaped, or its node goes down or is deleted.
 package volumewatcher
 
 import (
