@@ -511,10 +511,10 @@ func (mgr *csiManager) detached(ctx context.Context, ar *allocRunner, m *csiMoun
 }
 
 // retryDetached retries a node-detached report until it passes, is
-// refused for good, the client stops or csiNodeRetryFor passes.
+// refused for good or the client stops (a restarted client reports it
+// again from the persisted state).
 func (mgr *csiManager) retryDetached(ar *allocRunner, m *csiMountState) {
-	ctx, cancel := context.WithTimeout(mgr.ctx, csiNodeRetryFor)
-	defer cancel()
+	ctx := mgr.ctx
 	for n := 1; ; n++ {
 		if !waitOrDone(ctx, mgr.retry.next(n)) {
 			return
