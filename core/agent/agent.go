@@ -289,6 +289,7 @@ func (a *Agent) startServer(opts Options, dataDir, advHTTP string, drivers []str
 		},
 	}
 	sc.applySchedulerLimits(&scfg)
+	scfg.GCConfig = sc.gcConfig()
 	// Durations were validated when the config was parsed.
 	if sc.HeartbeatGrace != "" {
 		scfg.HeartbeatGrace, _ = time.ParseDuration(sc.HeartbeatGrace)
