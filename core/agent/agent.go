@@ -201,23 +201,10 @@ func (a *Agent) start(opts Options) error {
 // startPlugins launches the built-in and configured plugins.
 func (a *Agent) startPlugins(ctx context.Context, opts Options) (*driverSet, error) {
 	hc := pluginhost.Config{
-		Logger:   a.logger.Named("plugins"),
-		SelfExe:  opts.SelfExe,
-		CallWait: 5 * time.Second,
-		Kinds: map[string]pluginhost.Kind{shared.KindDriver: {
-			Plugin: &driver.Plugin{},
-			// Info both proves the instance serves the driver kind and
-			// discovers third-party driver binaries.
-			Init: func(ctx context.Context, raw any, _ map[string]any) (any, error) {
-				return raw.(driver.Driver).Info(ctx)
-			},
-		}, shared.KindCSIBridge: {
-			Plugin: &csibridge.Plugin{},
-			// Ping proves the instance serves the csi-bridge kind.
-			Init: func(ctx context.Context, raw any, _ map[string]any) (any, error) {
-				return nil, csibridge.Ping(ctx, raw.(csibridge.Bridge))
-			},
-		}},
+		Logger:    a.logger.Named("plugins"),
+		SelfExe:   opts.SelfExe,
+		CallWait:  5 * time.Second,
+		Kinds:     pluginKinds(),
 		PluginDir: a.cfg.PluginDir,
 	}
 	disabled := disabledBuiltins(a.cfg.Plugins)
@@ -237,6 +224,25 @@ func (a *Agent) startPlugins(ctx context.Context, opts Options) (*driverSet, err
 		return nil, fmt.Errorf("plugins: %w", err)
 	}
 	return newDriverSet(ctx, a.host)
+}
+
+// pluginKinds are the plugin kinds the agent's host dispenses besides the
+// scheduler kind, which the host always registers.
+func pluginKinds() map[string]pluginhost.Kind {
+	return map[string]pluginhost.Kind{shared.KindDriver: {
+		Plugin: &driver.Plugin{},
+		// Info both proves the instance serves the driver kind and
+		// discovers third-party driver binaries.
+		Init: func(ctx context.Context, raw any, _ map[string]any) (any, error) {
+			return raw.(driver.Driver).Info(ctx)
+		},
+	}, shared.KindCSIBridge: {
+		Plugin: &csibridge.Plugin{},
+		// Ping proves the instance serves the csi-bridge kind.
+		Init: func(ctx context.Context, raw any, _ map[string]any) (any, error) {
+			return nil, csibridge.Ping(ctx, raw.(csibridge.Bridge))
+		},
+	}, shared.KindGC: gcKind()}
 }
 
 // pluginStanzas are the config's plugin stanzas for the plugin host; a
@@ -267,6 +273,7 @@ func (a *Agent) startServer(opts Options, dataDir, advHTTP string, drivers []str
 		RPCAddr:      net.JoinHostPort(advertiseHost(cfg.BindAddr), strconv.Itoa(cfg.Ports.RPC)),
 		NumWorkers:   sc.NumSchedulers,
 		Schedulers:   SchedulerRouter(a.host.Schedulers()),
+		GC:           GCRouter(a.host),
 		KnownDrivers: drivers,
 		HeartbeatTTL: opts.HeartbeatTTL,
 		HTTPAddr:     advHTTP,
@@ -282,6 +289,7 @@ func (a *Agent) startServer(opts Options, dataDir, advHTTP string, drivers []str
 		},
 	}
 	sc.applySchedulerLimits(&scfg)
+	scfg.GCConfig = sc.gcConfig()
 	// Durations were validated when the config was parsed.
 	if sc.HeartbeatGrace != "" {
 		scfg.HeartbeatGrace, _ = time.ParseDuration(sc.HeartbeatGrace)

@@ -36,6 +36,10 @@ const testPluginEnv = "DROVER_AGENT_TEST_PLUGIN"
 // instead of running the tests.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 2 && os.Args[1] == pluginhost.ServeCommand && (os.Getenv(testPluginEnv) != "" || os.Getenv(rawexec.ShimEnvVar) != "") {
+		if serve, ok := testPlugins[os.Args[2]]; ok {
+			serve()
+			os.Exit(0)
+		}
 		p, ok := builtin.Lookup(os.Args[2])
 		if !ok {
 			fmt.Fprintf(os.Stderr, "no built-in plugin %q\n", os.Args[2])

@@ -148,6 +148,18 @@ type ServerConfig struct {
 	SchedulerCallTimeout string `hcl:"scheduler_call_timeout,optional"`
 	MaxAllocsPerJob      int    `hcl:"max_allocs_per_job,optional"`
 	MaxAllocsPerEval     int    `hcl:"max_allocs_per_eval,optional"`
+	// Garbage collection (Nomad's keys, duration strings); checked and
+	// applied in config_gc.go.
+	EvalGCThreshold           string `hcl:"eval_gc_threshold,optional"`
+	BatchEvalGCThreshold      string `hcl:"batch_eval_gc_threshold,optional"`
+	JobGCThreshold            string `hcl:"job_gc_threshold,optional"`
+	NodeGCThreshold           string `hcl:"node_gc_threshold,optional"`
+	DeploymentGCThreshold     string `hcl:"deployment_gc_threshold,optional"`
+	CSIVolumeClaimGCThreshold string `hcl:"csi_volume_claim_gc_threshold,optional"`
+	CSIPluginGCThreshold      string `hcl:"csi_plugin_gc_threshold,optional"`
+	ACLTokenGCThreshold       string `hcl:"acl_token_gc_threshold,optional"`
+	JobGCInterval             string `hcl:"job_gc_interval,optional"`
+	CSIVolumeClaimGCInterval  string `hcl:"csi_volume_claim_gc_interval,optional"`
 }
 
 // ClientConfig is the `client { … }` block.
@@ -283,6 +295,9 @@ func parseConfigFragment(filename string, src []byte) (*Config, error) {
 			return nil, err
 		}
 	}
+	if err := checkGCSettingsAt(f.Body, c.Server); err != nil {
+		return nil, err
+	}
 	return &c, nil
 }
 
@@ -356,6 +371,9 @@ func (c *Config) validate() error {
 			return fmt.Errorf("server.%w", err)
 		}
 		if err := c.Server.validateSchedulerLimits(); err != nil {
+			return err
+		}
+		if err := c.Server.validateGC(); err != nil {
 			return err
 		}
 		if j := c.Server.ServerJoin; j != nil && j.RetryInterval != "" {

@@ -12,6 +12,7 @@ import (
 func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte(""))
 	f.Add([]byte("server { enabled = true }\n"))
+	f.Add([]byte("data_dir = \"/x\"\nserver {\n enabled = true\n eval_gc_threshold = \"1h\"\n job_gc_interval = \"5m\"\n}\n"))
 	f.Fuzz(func(t *testing.T, src []byte) {
 		c, err := ParseConfig("fuzz.hcl", src)
 		frag, ferr := parseConfigFragment("fuzz.hcl", src)

@@ -165,6 +165,9 @@ func mergeServer(a, b *ServerConfig) *ServerConfig {
 	num(&r.MaxAllocsPerJob, b.MaxAllocsPerJob)
 	num(&r.MaxAllocsPerEval, b.MaxAllocsPerEval)
 	num(&r.RaftMultiplier, b.RaftMultiplier)
+	for _, g := range gcSettings {
+		str(g.value(&r), *g.value(b))
+	}
 	if len(b.EnabledDrivers) > 0 {
 		r.EnabledDrivers = slices.Clone(b.EnabledDrivers)
 	}

@@ -159,6 +159,7 @@ func Commands(ui *UI) map[string]Command {
 		"volume delete":             &VolumeDeleteCommand{ui: ui},
 		"volume detach":             &VolumeDetachCommand{ui: ui},
 		"plugin status":             &PluginStatusCommand{ui: ui},
+		"system gc":                 &SystemGCCommand{ui: ui},
 	}
 	maps.Copy(cmds, aclCommands(ui))
 	return cmds

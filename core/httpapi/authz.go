@@ -136,6 +136,9 @@ var routeRules = map[string]rule{
 	"PUT /v1/operator/join-token/{role}/rotate":  opWrite,
 	"POST /v1/operator/join-token/{role}/rotate": opWrite,
 
+	// Force GC deletes cluster state: management only, as in Nomad.
+	"PUT /v1/system/gc": mgmt,
+
 	"GET /v1/namespaces":          anyToken, // filtered to the caller's namespaces
 	"GET /v1/namespace/{name}":    rule{allow: func(a *acl.ACL, r *http.Request) bool { return a.AllowNamespace(r.PathValue("name")) }},
 	"PUT /v1/namespace/{name}":    mgmt,

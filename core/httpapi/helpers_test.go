@@ -135,6 +135,8 @@ func (f *fakeServer) SetSchedulerConfig(_ context.Context, cfg *structs.Schedule
 	return true, 49, nil
 }
 
+func (f *fakeServer) ForceGC(context.Context) error { return f.record("ForceGC") }
+
 func (f *fakeServer) State() *state.StateStore { return f.store }
 func (f *fakeServer) LeaderAddr() string       { return f.leader }
 func (f *fakeServer) Region() string           { return "global" }

@@ -42,6 +42,9 @@ type Server interface {
 	// SetSchedulerConfig replaces the scheduler configuration; with cas
 	// only when the stored one is at index. It reports whether it wrote.
 	SetSchedulerConfig(ctx context.Context, cfg *structs.SchedulerConfiguration, cas bool, index uint64) (bool, uint64, error)
+	// ForceGC runs every core GC job now with the force threshold (PUT
+	// /v1/system/gc); a follower forwards it to the leader.
+	ForceGC(ctx context.Context) error
 	State() *state.StateStore
 	// LeaderAddr is the leader's RPC address ("127.0.0.1:4647"), or "" when
 	// the cluster has no leader.
@@ -271,6 +274,7 @@ func (s *HTTPServer) routes() http.Handler {
 	mux.HandleFunc("GET /v1/operator/scheduler/configuration", s.schedulerConfigGet)
 	mux.HandleFunc("PUT /v1/operator/scheduler/configuration", s.schedulerConfigSet)
 	mux.HandleFunc("POST /v1/operator/scheduler/configuration", s.schedulerConfigSet)
+	mux.HandleFunc("PUT /v1/system/gc", s.systemGC)
 
 	s.patterns = mux.patterns
 	return s.logRequests(limitBody(s.maxBody, s.leaderReads(mux.mux)))

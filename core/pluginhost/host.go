@@ -466,6 +466,29 @@ func (h *Host) Plugins(kind string) []string {
 	return names
 }
 
+// Info returns what Kind.Init returned for plugin name's kind at the
+// plugin's last successful launch (for a scheduler, its
+// *schedulerpb.InfoResponse), and false when the plugin is unknown or does
+// not serve kind. A plugin that is down keeps the info of its last
+// instance; a reload replaces it once the new instance is current.
+func (h *Host) Info(name, kind string) (any, bool) {
+	m, ok := h.byName[name]
+	if !ok {
+		return nil, false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	info, ok := m.infos[kind]
+	return info, ok
+}
+
+// Running reports whether plugin name has a live instance right now; false
+// for an unknown plugin and while it is down (crashed, restarting).
+func (h *Host) Running(name string) bool {
+	m, ok := h.byName[name]
+	return ok && !m.isDown()
+}
+
 // PluginStatus describes one plugin for `drover operator plugin list` and
 // logs.
 type PluginStatus struct {

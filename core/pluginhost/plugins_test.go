@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/drover-org/drover/core/structs"
+	"github.com/drover-org/drover/sdk/proto/schedulerpb"
 	"github.com/drover-org/drover/sdk/scheduler"
 	"github.com/drover-org/drover/sdk/shared"
 )
@@ -319,5 +320,52 @@ func TestWatchEndsOnReload(t *testing.T) {
 	}
 	if alive(pid) {
 		t.Errorf("old pid %d alive after the reload", pid)
+	}
+}
+
+// Info is what Kind.Init recorded at the last launch, kept while the plugin
+// is down; Running follows the instance.
+func TestInfoAndRunning(t *testing.T) {
+	cfg := testConfig(t, fake("sched-a", "a"))
+	cfg.CallWait = 0
+	cfg.Backoff = Backoff{Initial: time.Hour} // stays down until Reload
+	h := newHost(t, cfg)
+	name := func(name, kind string) string {
+		info, ok := h.Info(name, kind)
+		if !ok {
+			return "<none>"
+		}
+		return info.(*schedulerpb.InfoResponse).GetName()
+	}
+	for _, tc := range []struct{ plugin, kind, want string }{
+		{"sched-a", shared.KindScheduler, "fake-a"},
+		{"sched-a", shared.KindDriver, "<none>"},
+		{"nope", shared.KindScheduler, "<none>"},
+	} {
+		if got := name(tc.plugin, tc.kind); got != tc.want {
+			t.Errorf("Info(%s, %s) = %s, want %s", tc.plugin, tc.kind, got, tc.want)
+		}
+	}
+	if !h.Running("sched-a") || h.Running("nope") {
+		t.Errorf("Running(sched-a) = %v, Running(nope) = %v; want true, false", h.Running("sched-a"), h.Running("nope"))
+	}
+	s, _, err := h.Schedulers().Lookup("fake")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Schedule(t.Context(), evalReq(evalCrash)); !errors.Is(err, ErrPluginUnavailable) {
+		t.Fatalf("crash: err = %v, want ErrPluginUnavailable", err)
+	}
+	if err := waitFor(func() bool { return !h.Running("sched-a") }); err != nil {
+		t.Fatal("plugin never reported down:", err)
+	}
+	if got := name("sched-a", shared.KindScheduler); got != "fake-a" {
+		t.Errorf("Info while down = %s, want the last instance's fake-a", got)
+	}
+	if err := h.Reload(t.Context()); err != nil {
+		t.Fatalf("Reload: %v", err)
+	}
+	if !h.Running("sched-a") {
+		t.Error("Running after Reload = false")
 	}
 }

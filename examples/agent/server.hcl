@@ -29,6 +29,20 @@ server {
   # max_allocs_per_job     = 100000
   # max_allocs_per_eval    = 25000
 
+  # Garbage collection (Nomad's keys; these are the defaults). An object is
+  # collected once it is terminal and its last change is older than its
+  # threshold (>= 0); the core jobs run every interval (1s..24h).
+  # eval_gc_threshold             = "1h"
+  # batch_eval_gc_threshold       = "24h"
+  # job_gc_threshold              = "4h"
+  # node_gc_threshold             = "24h"
+  # deployment_gc_threshold       = "1h"
+  # csi_volume_claim_gc_threshold = "5m"
+  # csi_plugin_gc_threshold       = "1h"
+  # acl_token_gc_threshold        = "1h"
+  # job_gc_interval               = "5m"
+  # csi_volume_claim_gc_interval  = "5m"
+
   server_join {
     retry_join     = ["server1:4647", "server2:4647", "server3:4647"]
     retry_interval = "1s"

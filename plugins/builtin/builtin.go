@@ -13,9 +13,11 @@ import (
 	"github.com/drover-org/drover/core/structs"
 	bridge "github.com/drover-org/drover/plugins/csi-bridge"
 	rawexec "github.com/drover-org/drover/plugins/driver-rawexec"
+	gc "github.com/drover-org/drover/plugins/gc"
 	batch "github.com/drover-org/drover/plugins/scheduler-batch"
 	sysbatch "github.com/drover-org/drover/plugins/scheduler-sysbatch"
 	system "github.com/drover-org/drover/plugins/scheduler-system"
+	sdkgc "github.com/drover-org/drover/sdk/gc"
 	"github.com/drover-org/drover/sdk/scheduler"
 	"github.com/drover-org/drover/sdk/shared"
 )
@@ -35,6 +37,7 @@ var Catalog = []Plugin{
 	{Name: "scheduler-batch", Kind: shared.KindScheduler, Serve: func() { scheduler.Serve(batch.New()) }},
 	{Name: "driver-rawexec", Kind: shared.KindDriver, Serve: rawexec.Serve},
 	{Name: "csi-bridge", Kind: shared.KindCSIBridge, Serve: bridge.Serve},
+	{Name: "gc", Kind: shared.KindGC, Serve: func() { sdkgc.Serve(gc.New()) }},
 }
 
 // Lookup finds a built-in plugin by name.

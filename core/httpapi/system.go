@@ -1,0 +1,16 @@
+package httpapi
+
+import "net/http"
+
+// systemGC is PUT /v1/system/gc (Nomad's System.GarbageCollect, `drover
+// system gc`): every core GC job runs at once with the force threshold. It
+// needs a management token. Nomad's client sends an empty object as the
+// body, which is ignored; the answer is an empty 200. Errors keep their
+// kind: a cluster without a leader or a GC plugin answers 503.
+func (s *HTTPServer) systemGC(w http.ResponseWriter, r *http.Request) {
+	if err := s.srv.ForceGC(r.Context()); err != nil {
+		s.writeError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
