@@ -46,7 +46,9 @@ type hookCollector struct {
 	pages  atomic.Int64
 }
 
-func (h *hookCollector) Info(ctx context.Context) (*gcpb.InfoResponse, error) { return gc.New().Info(ctx) }
+func (h *hookCollector) Info(ctx context.Context) (*gcpb.InfoResponse, error) {
+	return gc.New().Info(ctx)
+}
 
 func (h *hookCollector) Decide(ctx context.Context, req *gcpb.DecideRequest) (*gcpb.DecideResponse, error) {
 	h.pages.Add(1)
