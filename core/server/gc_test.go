@@ -351,3 +351,52 @@ func TestGCPeriodicEvalGCHonoursThreshold(t *testing.T) {
 		return len(left) == 0
 	})
 }
+
+// A claim whose allocation finished is marked by claim GC (a GC
+// pseudo-claim, to the volume's past claims); the release then completes
+// as any other (node unpublish, controller detach, free).
+func TestGCReleasesClaimOfTerminalAlloc(t *testing.T) {
+	s, _ := gcServer(t, gc.New(), nil)
+	node, alloc := csiSetup(t, s)
+	startFakeController(t, s, node, func(op *structs.CSIControllerOp) *structs.CSIControllerOpResult {
+		return &structs.CSIControllerOpResult{}
+	})
+	ctx := context.Background()
+	if _, err := s.ClaimVolume(ctx, claimArgs(node, alloc)); err != nil {
+		t.Fatal(err)
+	}
+	// Still running: the claim stays.
+	u := alloc.Copy()
+	u.ClientStatus = structs.AllocClientStatusRunning
+	if err := s.UpdateAllocs(ctx, node.ID, node.SecretID, []*structs.Allocation{u}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.runGC(ctx, []string{"csi-volume-claim-gc"}, true); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := s.State().CSIVolumeRaw(nil, structs.DefaultNamespace, "v1"); len(v.WriteClaims) != 1 || len(v.PastClaims) != 0 {
+		t.Fatalf("claim of a running alloc released: write %v past %v", v.WriteClaims, v.PastClaims)
+	}
+	u.ClientStatus = structs.AllocClientStatusComplete
+	if err := s.UpdateAllocs(ctx, node.ID, node.SecretID, []*structs.Allocation{u}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.runGC(ctx, []string{"csi-volume-claim-gc"}, true); err != nil {
+		t.Fatal(err)
+	}
+	v, _ := s.State().CSIVolumeRaw(nil, structs.DefaultNamespace, "v1")
+	if c := v.PastClaims[alloc.ID]; c == nil || c.State != structs.CSIVolumeClaimStateUnpublishing {
+		t.Fatalf("claim not marked for release: past %v", v.PastClaims)
+	}
+	// The watcher waits for the live node to unpublish; once it has, the
+	// claim is detached through the controller and freed.
+	if _, err := s.UnpublishVolume(ctx, &structs.CSIVolumeUnpublishArgs{NodeID: node.ID, SecretID: node.SecretID,
+		Namespace: structs.DefaultNamespace, VolumeID: "v1",
+		Claim: &structs.CSIVolumeClaim{AllocationID: alloc.ID, Mode: structs.CSIVolumeClaimWrite, State: structs.CSIVolumeClaimStateNodeDetached}}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the released claim freed", func() bool {
+		v, _ := s.State().CSIVolumeRaw(nil, structs.DefaultNamespace, "v1")
+		return v != nil && !v.InUse()
+	})
+}
