@@ -246,6 +246,40 @@ func TestApplyMessageTypes(t *testing.T) {
 				t.Errorf("JobDeleted calls = %v", rec.deleted)
 			}
 		}},
+		{"gc reap", func(t *testing.T, f *FSM, rec *recorder) {
+			job := mockJob("batch")
+			job.Stop = true
+			stored := registerJob(t, f, 10, job)
+			evals, _ := f.State().EvalsByJob(nil, stored.Namespace, stored.ID)
+			done := evals[0].Copy()
+			done.Status = structs.EvalStatusComplete
+			mustApply(t, f, 11, structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: []*structs.Evaluation{done}})
+			stored, _ = f.State().JobByID(nil, stored.Namespace, stored.ID)
+			e, _ := f.State().EvalByID(nil, done.ID)
+			req := &structs.GCReapRequest{
+				Evals: []structs.GCRef{{Namespace: e.Namespace, ID: e.ID, ModifyIndex: e.ModifyIndex}},
+				Jobs:  []structs.GCRef{{Namespace: stored.Namespace, ID: stored.ID, ModifyIndex: stored.ModifyIndex}, {Namespace: "default", ID: "gone", ModifyIndex: 1}},
+			}
+			resp, ok := apply(t, f, 12, structs.GCReapRequestType, req).(*structs.GCReapResponse)
+			if !ok || resp.Evals != 1 || resp.Jobs != 1 || resp.Skipped != 1 {
+				t.Fatalf("response %+v", resp)
+			}
+			if len(rec.deleted) != 1 {
+				t.Errorf("JobDeleted calls = %v", rec.deleted)
+			}
+			// Over its bounds: an error response, never a stop.
+			big := &structs.GCReapRequest{Allocs: make([]structs.GCRef, structs.MaxGCReapObjects+1)}
+			if err, _ := apply(t, f, 13, structs.GCReapRequestType, big).(error); !errors.Is(err, structs.ErrInvalid) || f.Failed() != nil {
+				t.Errorf("oversized reap: %v, failed %v", err, f.Failed())
+			}
+			buf, _ := Encode(structs.GCReapRequestType, big)
+			if CheckEntry(buf) == nil {
+				t.Error("CheckEntry passes an oversized reap")
+			}
+			if typeName(structs.GCReapRequestType) != "GCReap" {
+				t.Errorf("type name %q", typeName(structs.GCReapRequestType))
+			}
+		}},
 		{"eval update and delete", func(t *testing.T, f *FSM, rec *recorder) {
 			job := registerJob(t, f, 10, mockJob("batch"))
 			blocked := mockEval(job.Namespace, job.ID, structs.EvalStatusBlocked)

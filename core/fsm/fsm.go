@@ -276,6 +276,8 @@ var checkers = map[structs.MessageType]func([]byte) error{
 	structs.CSIVolumeDeregisterRequestType: check[structs.CSIVolumeDeregisterRequest],
 	structs.CSIVolumeClaimBatchRequestType: check[structs.CSIVolumeClaimBatchRequest],
 	structs.CSIPluginDeleteRequestType:     check[structs.CSIPluginDeleteRequest],
+
+	structs.GCReapRequestType: checkGCReap,
 }
 
 // appliers dispatches on the message type. Each decodes its payload and
@@ -314,6 +316,8 @@ var appliers = map[structs.MessageType]func(f *FSM, index uint64, buf []byte) an
 	structs.CSIVolumeDeregisterRequestType: (*FSM).applyCSIVolumeDeregister,
 	structs.CSIVolumeClaimBatchRequestType: (*FSM).applyCSIVolumeClaimBatch,
 	structs.CSIPluginDeleteRequestType:     (*FSM).applyCSIPluginDelete,
+
+	structs.GCReapRequestType: (*FSM).applyGCReap,
 }
 
 // decode unmarshals an entry's payload. A payload that does not decode is
@@ -369,6 +373,9 @@ func typeName(t structs.MessageType) string {
 			return n
 		}
 		if n, ok := csiTypeNames[t&^structs.IgnoreUnknownTypeFlag]; ok {
+			return n
+		}
+		if n, ok := gcTypeNames[t&^structs.IgnoreUnknownTypeFlag]; ok {
 			return n
 		}
 	}

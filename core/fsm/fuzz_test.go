@@ -17,6 +17,11 @@ func FuzzApplyEntry(f *testing.F) {
 	if buf, err := Encode(structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: job}); err == nil {
 		f.Add(buf)
 	}
+	if buf, err := Encode(structs.GCReapRequestType, &structs.GCReapRequest{
+		Allocs: []structs.GCRef{{ID: "a", ModifyIndex: 1}}, Jobs: []structs.GCRef{{Namespace: "default", ID: "j", ModifyIndex: 2}}, Now: 1,
+	}); err == nil {
+		f.Add(buf)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkErr := CheckEntry(data)
 		fsm, err := New(nil, nil)

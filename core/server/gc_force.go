@@ -3,13 +3,76 @@ package server
 import (
 	"context"
 
+	"github.com/drover-org/drover/core/rpc"
 	"github.com/drover-org/drover/core/structs"
 )
 
 // ForceGC runs every core GC job at once with the force threshold
 // (sdk/gc.ForceThreshold), node GC last: `drover system gc`, PUT
 // /v1/system/gc. A follower forwards it to the leader
-// (System.GarbageCollect); errors keep their kind across the forward.
+// (System.GarbageCollect); errors keep their kind across the forward. It
+// returns once every job ran. A CSI plugin or volume still in use is kept,
+// never an error; a GC plugin that is missing or unavailable is
+// structs.ErrUnavailable, and nothing is collected.
+//
+// The RPC is server-only (rpcAccess does not list it): the HTTP API that
+// calls ForceGC checks the caller's management token first.
 func (s *Server) ForceGC(ctx context.Context) error {
-	return structs.NewError(structs.ErrUnavailable, "garbage collection is not implemented yet")
+	if _, ok, err := forward[Empty, Empty](ctx, s, "System.GarbageCollect", &Empty{}); ok {
+		return err
+	}
+	if s.cfg.GC == nil {
+		return structs.NewError(structs.ErrUnavailable, "garbage collection: no GC plugin configured")
+	}
+	return s.runGC(ctx, nil, true)
+}
+
+// gcRequest asks the leader's GC loop to run jobs (nil: all, in order).
+type gcRequest struct {
+	jobs  []string
+	force bool
+	res   chan error
+}
+
+// runGC has this leader's GC loop run jobs now and waits for them.
+func (s *Server) runGC(ctx context.Context, jobs []string, force bool) error {
+	if !s.IsLeader() {
+		return structs.NewError(structs.ErrNoLeader, "No cluster leader")
+	}
+	s.leaderMu.Lock()
+	g := s.gc
+	s.leaderMu.Unlock()
+	if g == nil {
+		return structs.NewError(structs.ErrNoLeader, "No cluster leader: leadership is not established yet")
+	}
+	req := &gcRequest{jobs: jobs, force: force, res: make(chan error, 1)}
+	select {
+	case g.force <- req:
+	case <-g.done:
+		return structs.NewError(structs.ErrNoLeader, "No cluster leader: leadership lost")
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-req.res:
+		return err
+	case <-g.done:
+		// run answers a request it took before returning; the buffered
+		// answer may be there already.
+		select {
+		case err := <-req.res:
+			return err
+		default:
+		}
+		return structs.NewError(structs.ErrNoLeader, "No cluster leader: leadership lost during garbage collection")
+	case <-ctx.Done():
+		// The run goes on; its answer is dropped (res is buffered).
+		return ctx.Err()
+	}
+}
+
+func (s *Server) registerGCRPC(rs *rpc.Server, mark func(context.Context) context.Context) {
+	rpc.Handle(rs, "System.GarbageCollect", func(ctx context.Context, _ *Empty) (*Empty, error) {
+		return &Empty{}, s.ForceGC(mark(ctx))
+	})
 }

@@ -121,7 +121,14 @@ func (s *Server) establishLeadership() error {
 	s.startLeaderLoop(ctx, s.reapDuplicateEvals)
 	s.startLeaderLoop(ctx, s.periodic.run)
 	s.startLeaderLoop(ctx, s.heartbeat.run)
-	if s.cfg.ACLEnabled {
+	if s.cfg.GC != nil {
+		// The GC engine owns one-time token expiry (one-time-token-gc)
+		// along with every other collection.
+		s.gc = newGCEngine(s)
+		s.startLeaderLoop(ctx, s.gc.run)
+	} else if s.cfg.ACLEnabled {
+		// Without a GC plugin, expired one-time tokens still go: they
+		// are credentials, not history.
 		s.startLeaderLoop(ctx, s.expireOneTimeTokens)
 	}
 	s.volumes.SetEnabled(true)
@@ -143,6 +150,7 @@ func (s *Server) revokeLeadership() {
 	s.leaderMu.Lock()
 	cancel := s.leaderCancel
 	s.leaderCancel = nil
+	s.gc = nil
 	s.leaderMu.Unlock()
 	if cancel == nil {
 		return

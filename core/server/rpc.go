@@ -188,5 +188,6 @@ func (s *Server) RegisterRPC(rs *rpc.Server) {
 	s.registerACLResolveRPC(rs)
 	s.registerACLCRUDRPC(rs, mark)
 	s.registerPKIRPC(rs)
+	s.registerGCRPC(rs, mark)
 	rs.SetAuthorizer(s.Authorizer())
 }

@@ -117,6 +117,9 @@ type Config struct {
 	// StepUpBackoff is the wait after the first failed attempt; it doubles
 	// after each further one, up to 30s (default 1s).
 	StepUpBackoff time.Duration
+	// gcPacing, when set, replaces the garbage collector's batch sizes,
+	// pauses and page bounds (tests).
+	gcPacing *gcPacing
 	// stepUpFault, when set, runs in every step-up attempt after the
 	// components are enabled; an error fails the attempt (tests).
 	stepUpFault func() error
@@ -176,6 +179,9 @@ type Server struct {
 	leaderMu     sync.Mutex
 	leaderCancel context.CancelFunc
 	leaderWG     sync.WaitGroup
+	// gc is this leadership term's garbage collector (nil when not
+	// leading or without a GC plugin); guarded by leaderMu.
+	gc *gcEngine
 	// established is set once a step-up completed and cleared on revoke:
 	// during a failing attempt the components are briefly enabled.
 	established atomic.Bool
@@ -521,32 +527,40 @@ func (s *Server) closeRaftIO() {
 // stores times (structs.Stamped) gets the leader's clock here, so that every
 // server applying the entry, now or in a replay, stores the same times.
 func (s *Server) raftApply(t structs.MessageType, msg any) (uint64, error) {
+	idx, _, err := s.raftApplyResponse(t, msg)
+	return idx, err
+}
+
+// raftApplyResponse is raftApply that also returns the entry's response
+// when it is not an error (the FSM's answer, e.g. what a GC reap deleted).
+func (s *Server) raftApplyResponse(t structs.MessageType, msg any) (uint64, any, error) {
 	if !s.IsLeader() {
-		return 0, structs.NewError(structs.ErrNoLeader, "No cluster leader")
+		return 0, nil, structs.NewError(structs.ErrNoLeader, "No cluster leader")
 	}
 	if st, ok := msg.(structs.Stamped); ok {
 		st.StampNow(s.cfg.Now().UnixNano())
 	}
 	buf, err := fsm.Encode(t, msg)
 	if err != nil {
-		return 0, fmt.Errorf("encode raft entry: %w", err)
+		return 0, nil, fmt.Errorf("encode raft entry: %w", err)
 	}
 	// What reaches the log must decode on every server forever: an entry
 	// the FSM's own decoder refuses is refused here, not committed.
 	if err := fsm.CheckEntry(buf); err != nil {
-		return 0, structs.NewError(structs.ErrInvalid, "refusing to commit a Raft entry the FSM could not apply: %v", err)
+		return 0, nil, structs.NewError(structs.ErrInvalid, "refusing to commit a Raft entry the FSM could not apply: %v", err)
 	}
 	f := s.raft.Apply(buf, 30*time.Second)
 	if err := f.Error(); err != nil {
 		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
-			return 0, structs.NewError(structs.ErrNoLeader, "No cluster leader: %v", err)
+			return 0, nil, structs.NewError(structs.ErrNoLeader, "No cluster leader: %v", err)
 		}
-		return 0, err
+		return 0, nil, err
 	}
-	if rerr, ok := f.Response().(error); ok && rerr != nil {
-		return f.Index(), rerr
+	resp := f.Response()
+	if rerr, ok := resp.(error); ok && rerr != nil {
+		return f.Index(), nil, rerr
 	}
-	return f.Index(), nil
+	return f.Index(), resp, nil
 }
 
 // snapshotMinIndex returns a state snapshot whose index is at least index,

@@ -202,10 +202,12 @@ func (a *Allocation) Copy() *Allocation {
 	if a == nil {
 		return nil
 	}
+	// Marshal a shallow copy without the job: a is often a stored alloc
+	// that other goroutines read, so it is never written, even briefly.
+	shallow := *a
+	shallow.Job = nil
 	job := a.Job
-	a.Job = nil
-	b, err := json.Marshal(a)
-	a.Job = job
+	b, err := json.Marshal(&shallow)
 	if err != nil {
 		panic(err)
 	}

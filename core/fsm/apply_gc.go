@@ -1,0 +1,39 @@
+package fsm
+
+import (
+	"github.com/drover-org/drover/core/structs"
+)
+
+// applyGCReap deletes what the leader's garbage collector decided, each
+// object re-checked as the entry applies (state.GCReap). Its response is
+// the *structs.GCReapResponse, or the store's error for a request over its
+// bounds (which the leader never proposes): an error response, never a
+// stop.
+func (f *FSM) applyGCReap(index uint64, buf []byte) any {
+	req := decode[structs.GCReapRequest](structs.GCReapRequestType, index, buf)
+	out, err := f.State().At(at(req.Now)).GCReap(index, req)
+	if err != nil {
+		return err
+	}
+	for _, j := range out.DeletedJobs {
+		f.hooks.JobDeleted(j.Namespace, j.ID)
+	}
+	return out
+}
+
+// checkGCReap decodes as applyGCReap does and refuses a request over its
+// bounds, so that the leader never commits one.
+func checkGCReap(buf []byte) error {
+	if err := check[structs.GCReapRequest](buf); err != nil {
+		return err
+	}
+	req := new(structs.GCReapRequest)
+	if err := unmarshal(buf, req); err != nil {
+		return err
+	}
+	return req.Validate()
+}
+
+var gcTypeNames = map[structs.MessageType]string{
+	structs.GCReapRequestType: "GCReap",
+}

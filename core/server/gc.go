@@ -1,0 +1,531 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/drover-org/drover/core/structs"
+	sdkgc "github.com/drover-org/drover/sdk/gc"
+	"github.com/drover-org/drover/sdk/proto/gcpb"
+)
+
+// The garbage collector: the leader's core GC jobs. Each job reads the
+// candidates of its collection from one state snapshot, hands them to the
+// GC plugin deciding the collection one page at a time (gc_pages.go),
+// checks the answer against the page (sdk/gc.ValidateResponse: the safety
+// floor holds whatever the plugin), and applies the reaps through Raft as
+// GCReap entries (structs.GCReapRequestType) of bounded size, paced so that
+// a large backlog never holds the Raft apply loop for long. Each entry is
+// re-checked object by object as it applies (state.GCReap): an object that
+// changed since its page was built is not deleted. CSI claims the plugin
+// releases are marked with a GC pseudo-claim (CSIVolumeClaimBatch) for the
+// volume watcher, which unpublishes and frees them; GC never calls a driver.
+//
+// One goroutine per leadership term (gcEngine.run) runs every job on its
+// interval, and force GC (ForceGC) on request, one job at a time. It is
+// started by establishLeadership and stopped by revokeLeadership (and so by
+// Shutdown). Without a GC plugin (Config.GC nil) nothing is collected; with
+// its plugin unavailable a job keeps everything and runs again at its next
+// interval.
+
+// gcPacing tunes the batches and the pauses between them. Tests shorten it
+// (Config.gcPacing).
+type gcPacing struct {
+	// BatchObjects and BatchJobs bound one GCReap entry (at most
+	// structs.MaxGCReapObjects and structs.MaxGCReapJobs).
+	BatchObjects int
+	BatchJobs    int
+	// Share is the largest share of the leader's time reap entries take
+	// while a backlog drains: after an entry that took d to commit, the
+	// next waits d*(1-Share)/Share, within [MinPause, MaxPause]. As
+	// containerd's GC scheduler pauses in proportion to the last
+	// collection, a slow (loaded) Raft makes GC back off by itself.
+	Share              float64
+	MinPause, MaxPause time.Duration
+	// DecideTimeout bounds one Decide call.
+	DecideTimeout time.Duration
+	// Limits are the page bounds (sdk/gc's).
+	Limits gcLimits
+}
+
+func defaultGCPacing() gcPacing {
+	return gcPacing{
+		BatchObjects: structs.MaxGCReapObjects, BatchJobs: structs.MaxGCReapJobs,
+		Share: 0.2, MinPause: 10 * time.Millisecond, MaxPause: 2 * time.Second,
+		DecideTimeout: 30 * time.Second, Limits: defaultGCLimits(),
+	}
+}
+
+func (p gcPacing) withDefaults() gcPacing {
+	d := defaultGCPacing()
+	if p.BatchObjects <= 0 || p.BatchObjects > structs.MaxGCReapObjects {
+		p.BatchObjects = d.BatchObjects
+	}
+	if p.BatchJobs <= 0 || p.BatchJobs > structs.MaxGCReapJobs {
+		p.BatchJobs = d.BatchJobs
+	}
+	if p.Share <= 0 || p.Share > 1 {
+		p.Share = d.Share
+	}
+	if p.MaxPause < p.MinPause {
+		p.MaxPause = p.MinPause
+	}
+	if p.DecideTimeout <= 0 {
+		p.DecideTimeout = d.DecideTimeout
+	}
+	if p.Limits.candidates <= 0 || p.Limits.candidates > sdkgc.MaxCandidates {
+		p.Limits.candidates = d.Limits.candidates
+	}
+	if p.Limits.objects <= 0 || p.Limits.objects > sdkgc.MaxObjects {
+		p.Limits.objects = d.Limits.objects
+	}
+	return p
+}
+
+// gcJob is one core GC job.
+type gcJob struct {
+	name       string
+	collection gcpb.Collection
+	interval   func(s *Server) time.Duration
+	// enabled: nil is always.
+	enabled func(s *Server) bool
+}
+
+func jobGCInterval(s *Server) time.Duration { return s.gcConfig().JobGCInterval }
+
+// gcJobs in the order force GC runs them: node GC last, so that the
+// allocations of a node are gone first.
+var gcJobs = []gcJob{
+	{name: "job-gc", collection: gcpb.Collection_COLLECTION_JOB, interval: jobGCInterval},
+	{name: "eval-gc", collection: gcpb.Collection_COLLECTION_EVAL, interval: jobGCInterval},
+	{name: "csi-plugin-gc", collection: gcpb.Collection_COLLECTION_CSI_PLUGIN, interval: jobGCInterval},
+	{name: "csi-volume-claim-gc", collection: gcpb.Collection_COLLECTION_CSI_VOLUME_CLAIM,
+		interval: func(s *Server) time.Duration { return s.gcConfig().CSIVolumeClaimGCInterval }},
+	{name: "one-time-token-gc", collection: gcpb.Collection_COLLECTION_ONE_TIME_TOKEN,
+		interval: func(s *Server) time.Duration {
+			if s.cfg.OneTimeTokenGCInterval > 0 {
+				return s.cfg.OneTimeTokenGCInterval
+			}
+			return oneTimeTokenGCInterval
+		}},
+	{name: "expired-acl-token-gc", collection: gcpb.Collection_COLLECTION_ACL_TOKEN, interval: jobGCInterval,
+		enabled: func(s *Server) bool { return s.cfg.ACLEnabled }},
+	{name: "node-gc", collection: gcpb.Collection_COLLECTION_NODE, interval: jobGCInterval},
+}
+
+func (s *Server) gcConfig() GCConfig { return s.cfg.GCConfig.withDefaults() }
+
+// gcThresholds are the thresholds in force; force GC sends
+// sdk/gc.ForceThreshold for all.
+func (s *Server) gcThresholds(force bool) *gcpb.Thresholds {
+	if force {
+		f := int64(sdkgc.ForceThreshold)
+		return &gcpb.Thresholds{EvalNs: f, BatchEvalNs: f, JobNs: f, NodeNs: f, DeploymentNs: f,
+			CsiVolumeClaimNs: f, CsiPluginNs: f, AclTokenNs: f}
+	}
+	c := s.gcConfig()
+	return &gcpb.Thresholds{
+		EvalNs: int64(c.EvalGCThreshold), BatchEvalNs: int64(c.BatchEvalGCThreshold), JobNs: int64(c.JobGCThreshold),
+		NodeNs: int64(c.NodeGCThreshold), DeploymentNs: int64(c.DeploymentGCThreshold),
+		CsiVolumeClaimNs: int64(c.CSIVolumeClaimGCThreshold), CsiPluginNs: int64(c.CSIPluginGCThreshold),
+		AclTokenNs: int64(c.ACLTokenGCThreshold),
+	}
+}
+
+// gcEngine is one leadership term's collector.
+type gcEngine struct {
+	s      *Server
+	pacing gcPacing
+	// force carries ForceGC's requests to run; done is closed when run
+	// returns.
+	force chan *gcRequest
+	done  chan struct{}
+}
+
+func newGCEngine(s *Server) *gcEngine {
+	p := defaultGCPacing()
+	if s.cfg.gcPacing != nil {
+		p = *s.cfg.gcPacing
+	}
+	return &gcEngine{s: s, pacing: p.withDefaults(), force: make(chan *gcRequest), done: make(chan struct{})}
+}
+
+// run runs the jobs on their intervals, and force GC when asked, until ctx
+// (the leadership term) ends.
+func (g *gcEngine) run(ctx context.Context) {
+	defer close(g.done)
+	next := make([]time.Time, len(gcJobs))
+	start := time.Now()
+	for i, j := range gcJobs {
+		next[i] = start.Add(j.interval(g.s))
+	}
+	timer := time.NewTimer(time.Until(earliest(next)))
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case req := <-g.force:
+			req.res <- g.runSome(ctx, req.jobs, req.force)
+		case <-timer.C:
+			for i, j := range gcJobs {
+				if ctx.Err() != nil {
+					return
+				}
+				if time.Now().Before(next[i]) {
+					continue
+				}
+				g.runJob(ctx, j, false)
+				next[i] = time.Now().Add(j.interval(g.s))
+			}
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		timer.Reset(time.Until(earliest(next)))
+	}
+}
+
+func earliest(ts []time.Time) time.Time {
+	e := ts[0]
+	for _, t := range ts[1:] {
+		if t.Before(e) {
+			e = t
+		}
+	}
+	return e
+}
+
+// runSome runs the named jobs (nil: every job) once, in gcJobs order
+// (node GC last), and returns the first error; later jobs still run.
+func (g *gcEngine) runSome(ctx context.Context, names []string, force bool) error {
+	var first error
+	for _, j := range gcJobs {
+		if names != nil && !slices.Contains(names, j.name) {
+			continue
+		}
+		if err := g.runJob(ctx, j, force); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// runJob runs one job and logs what it did. A plugin that is unavailable
+// keeps everything until the next run; that is logged at debug level only,
+// once per run, so a plugin restart causes no error storm.
+func (g *gcEngine) runJob(ctx context.Context, j gcJob, force bool) error {
+	if j.enabled != nil && !j.enabled(g.s) {
+		return nil
+	}
+	st, err := g.collect(ctx, j, force)
+	log := g.s.logger.With("job", j.name, "force", force)
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		return structs.NewError(structs.ErrNoLeader, "No cluster leader: leadership lost during garbage collection")
+	case errors.Is(err, structs.ErrUnavailable):
+		log.Debug("garbage collection skipped: plugin unavailable", "error", err)
+	default:
+		log.Warn("garbage collection failed; it runs again at its next interval", "error", err)
+	}
+	if st.reaped > 0 || st.released > 0 {
+		log.Info("garbage collected", "reaped", st.reaped, "released_claims", st.released, "skipped", st.skipped, "entries", st.entries)
+	}
+	return err
+}
+
+// gcStats counts what one job did.
+type gcStats struct{ reaped, released, skipped, entries int }
+
+// gcItem is one object to reap, in the order to reap it.
+type gcItem struct {
+	kind gcpb.ObjectKind
+	ref  structs.GCRef
+}
+
+// collect runs one job: page, decide, check, apply.
+func (g *gcEngine) collect(ctx context.Context, j gcJob, force bool) (gcStats, error) {
+	var st gcStats
+	if g.s.cfg.GC == nil {
+		return st, structs.NewError(structs.ErrUnavailable, "no GC plugin configured")
+	}
+	col, err := g.s.cfg.GC.Collector(j.collection)
+	if err != nil {
+		return st, err
+	}
+	snap, err := g.s.State().Snapshot()
+	if err != nil {
+		return st, err
+	}
+	now := g.s.cfg.Now().UnixNano()
+	th := g.s.gcThresholds(force)
+	newReq := func() *gcpb.DecideRequest {
+		// One region: this one is the authoritative one.
+		return &gcpb.DecideRequest{Collection: j.collection, NowUnixNano: now, Thresholds: th, AuthoritativeRegion: true}
+	}
+	facts := &gcFacts{s: g.s, snap: snap, jobs: map[structs.NamespacedID]*structs.Job{}}
+	lim := g.pacing.Limits
+	var pages []*gcpb.DecideRequest
+	switch j.collection {
+	case gcpb.Collection_COLLECTION_EVAL:
+		pages, err = facts.evalPages(lim, newReq)
+	case gcpb.Collection_COLLECTION_JOB:
+		pages, err = facts.jobPages(lim, newReq)
+	case gcpb.Collection_COLLECTION_NODE:
+		pages, err = facts.nodePages(lim, newReq)
+	case gcpb.Collection_COLLECTION_CSI_VOLUME_CLAIM:
+		pages, err = facts.volumePages(lim, newReq)
+	case gcpb.Collection_COLLECTION_CSI_PLUGIN:
+		pages, err = facts.pluginPages(lim, newReq)
+	case gcpb.Collection_COLLECTION_ONE_TIME_TOKEN:
+		pages, err = facts.oneTimeTokenPages(lim, newReq)
+	case gcpb.Collection_COLLECTION_ACL_TOKEN:
+		pages, err = facts.aclTokenPages(lim, newReq)
+	default:
+		return st, fmt.Errorf("gc: no pages for collection %s", j.collection)
+	}
+	if err != nil {
+		return st, fmt.Errorf("gc: read candidates: %w", err)
+	}
+	pace := &gcPacer{p: g.pacing}
+	for _, page := range pages {
+		if ctx.Err() != nil {
+			return st, ctx.Err()
+		}
+		checked, err := sdkgc.ValidateRequest(page)
+		if err != nil {
+			// A page the core built outside the protocol is a bug here;
+			// skip the collection rather than send it.
+			return st, fmt.Errorf("gc: built an invalid page: %w", err)
+		}
+		dctx, cancel := context.WithTimeout(ctx, g.pacing.DecideTimeout)
+		resp, err := col.Decide(dctx, page)
+		cancel()
+		if err != nil {
+			return st, fmt.Errorf("gc: %s: decide: %w", j.name, err)
+		}
+		if err := sdkgc.ValidateResponse(checked, resp); err != nil {
+			return st, fmt.Errorf("gc: %s: %w", j.name, err)
+		}
+		if err := g.apply(ctx, page, resp, pace, &st); err != nil {
+			return st, err
+		}
+	}
+	return st, nil
+}
+
+// apply reaps (and releases) what a checked response decided, children
+// before their parents.
+func (g *gcEngine) apply(ctx context.Context, page *gcpb.DecideRequest, resp *gcpb.DecideResponse, pace *gcPacer, st *gcStats) error {
+	dec := make(map[sdkgc.Key]*gcpb.Decision, len(resp.GetDecisions()))
+	for _, d := range resp.GetDecisions() {
+		if d.GetAction() == gcpb.Action_ACTION_REAP || d.GetAction() == gcpb.Action_ACTION_RELEASE {
+			dec[sdkgc.DecisionKey(d)] = d
+		}
+	}
+	if len(dec) == 0 {
+		return nil
+	}
+	var items []gcItem
+	add := func(kind gcpb.ObjectKind, ns, id string) {
+		k := sdkgc.Key{Kind: kind, Namespace: ns, ID: id}
+		if d := dec[k]; d != nil {
+			items = append(items, gcItem{kind: kind, ref: structs.GCRef{Namespace: ns, ID: id, ModifyIndex: d.GetModifyIndex()}})
+		}
+	}
+	const (
+		kAlloc = gcpb.ObjectKind_OBJECT_KIND_ALLOC
+		kEval  = gcpb.ObjectKind_OBJECT_KIND_EVAL
+	)
+	for _, c := range page.GetEvals() {
+		for _, a := range c.GetAllocs() {
+			add(kAlloc, a.GetNamespace(), a.GetId())
+		}
+		add(kEval, c.GetEval().GetNamespace(), c.GetEval().GetId())
+	}
+	for _, c := range page.GetJobs() {
+		for _, a := range c.GetAllocs() {
+			add(kAlloc, a.GetNamespace(), a.GetId())
+		}
+		for _, e := range c.GetEvals() {
+			add(kEval, e.GetNamespace(), e.GetId())
+		}
+		add(gcpb.ObjectKind_OBJECT_KIND_JOB, c.GetJob().GetNamespace(), c.GetJob().GetId())
+	}
+	for _, n := range page.GetNodes() {
+		add(gcpb.ObjectKind_OBJECT_KIND_NODE, "", n.GetId())
+	}
+	for _, p := range page.GetCsiPlugins() {
+		add(gcpb.ObjectKind_OBJECT_KIND_CSI_PLUGIN, "", p.GetId())
+	}
+	for _, t := range page.GetOneTimeTokens() {
+		add(gcpb.ObjectKind_OBJECT_KIND_ONE_TIME_TOKEN, "", t.GetAccessorId())
+	}
+	for _, t := range page.GetAclTokens() {
+		add(gcpb.ObjectKind_OBJECT_KIND_ACL_TOKEN, "", t.GetAccessorId())
+	}
+	if err := g.reap(ctx, items, pace, st); err != nil {
+		return err
+	}
+	return g.release(ctx, page, dec, pace, st)
+}
+
+// reap proposes items as GCReap entries of at most BatchObjects objects
+// and BatchJobs jobs, in order, pausing between entries.
+func (g *gcEngine) reap(ctx context.Context, items []gcItem, pace *gcPacer, st *gcStats) error {
+	var batch structs.GCReapRequest
+	flush := func() error {
+		if batch.Len() == 0 {
+			return nil
+		}
+		req := batch
+		batch = structs.GCReapRequest{}
+		if err := req.Validate(); err != nil {
+			return err // a bug in the batching; never proposed
+		}
+		if err := pace.wait(ctx); err != nil {
+			return err
+		}
+		start := time.Now()
+		_, resp, err := g.s.raftApplyResponse(structs.GCReapRequestType, &req)
+		pace.took(time.Since(start))
+		if err != nil {
+			return fmt.Errorf("gc: reap: %w", err)
+		}
+		st.entries++
+		if r, ok := resp.(*structs.GCReapResponse); ok {
+			st.reaped += r.Reaped()
+			st.skipped += r.Skipped
+		}
+		return nil
+	}
+	for _, it := range items {
+		if batch.Len() >= g.pacing.BatchObjects || (it.kind == gcpb.ObjectKind_OBJECT_KIND_JOB && len(batch.Jobs) >= g.pacing.BatchJobs) {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		switch it.kind {
+		case gcpb.ObjectKind_OBJECT_KIND_ALLOC:
+			batch.Allocs = append(batch.Allocs, it.ref)
+		case gcpb.ObjectKind_OBJECT_KIND_EVAL:
+			batch.Evals = append(batch.Evals, it.ref)
+		case gcpb.ObjectKind_OBJECT_KIND_JOB:
+			batch.Jobs = append(batch.Jobs, it.ref)
+		case gcpb.ObjectKind_OBJECT_KIND_NODE:
+			batch.Nodes = append(batch.Nodes, it.ref)
+		case gcpb.ObjectKind_OBJECT_KIND_CSI_PLUGIN:
+			batch.CSIPlugins = append(batch.CSIPlugins, it.ref)
+		case gcpb.ObjectKind_OBJECT_KIND_ONE_TIME_TOKEN:
+			batch.OneTimeTokens = append(batch.OneTimeTokens, it.ref)
+		case gcpb.ObjectKind_OBJECT_KIND_ACL_TOKEN:
+			batch.ACLTokens = append(batch.ACLTokens, it.ref)
+		}
+	}
+	return flush()
+}
+
+// release marks the claims the plugin released, one entry per volume: a
+// GC pseudo-claim moves each to the volume's past claims and wakes the
+// volume watcher, which unpublishes and frees it. Each volume is re-checked
+// first: still at the decided index, and each claim's allocation gone or
+// client-terminal. A volume gone since is skipped, not an error.
+func (g *gcEngine) release(ctx context.Context, page *gcpb.DecideRequest, dec map[sdkgc.Key]*gcpb.Decision, pace *gcPacer, st *gcStats) error {
+	for _, v := range page.GetCsiVolumes() {
+		var claims []*structs.CSIVolumeClaimRequest
+		var index uint64
+		for _, c := range v.GetClaims() {
+			d := dec[sdkgc.Key{Kind: gcpb.ObjectKind_OBJECT_KIND_CSI_CLAIM, Namespace: v.GetNamespace(), VolumeID: v.GetId(), ID: c.GetAllocId()}]
+			if d == nil || d.GetAction() != gcpb.Action_ACTION_RELEASE {
+				continue
+			}
+			index = d.GetModifyIndex()
+			claims = append(claims, &structs.CSIVolumeClaimRequest{Namespace: v.GetNamespace(), VolumeID: v.GetId(),
+				Claim: &structs.CSIVolumeClaim{AllocationID: c.GetAllocId(), NodeID: c.GetNodeId(),
+					Mode: structs.CSIVolumeClaimGC, State: structs.CSIVolumeClaimStateUnpublishing}})
+		}
+		if len(claims) == 0 {
+			continue
+		}
+		store := g.s.State()
+		cur, err := store.CSIVolumeRaw(nil, v.GetNamespace(), v.GetId())
+		if err != nil {
+			return err
+		}
+		if cur == nil || cur.ModifyIndex != index {
+			st.skipped += len(claims)
+			continue
+		}
+		kept := claims[:0]
+		for _, c := range claims {
+			a, err := store.AllocByID(nil, c.Claim.AllocationID)
+			if err != nil {
+				return err
+			}
+			if a != nil && !a.ClientTerminalStatus() {
+				st.skipped++
+				continue
+			}
+			kept = append(kept, c)
+		}
+		if len(kept) == 0 {
+			continue
+		}
+		if err := pace.wait(ctx); err != nil {
+			return err
+		}
+		start := time.Now()
+		_, err = g.s.raftApply(structs.CSIVolumeClaimBatchRequestType, &structs.CSIVolumeClaimBatchRequest{Claims: kept})
+		pace.took(time.Since(start))
+		switch {
+		case errors.Is(err, structs.ErrNotFound):
+			st.skipped += len(kept) // deleted since the check
+		case err != nil:
+			return fmt.Errorf("gc: release claims of volume %s: %w", v.GetId(), err)
+		default:
+			st.entries++
+			st.released += len(kept)
+		}
+	}
+	return nil
+}
+
+// gcPacer spaces one job's Raft entries: before every entry but the first
+// it waits in proportion to how long the last one took (gcPacing.Share).
+type gcPacer struct {
+	p    gcPacing
+	last time.Duration
+	used bool
+}
+
+func (p *gcPacer) took(d time.Duration) { p.last, p.used = d, true }
+
+func (p *gcPacer) pause() time.Duration {
+	d := time.Duration(float64(p.last) * (1 - p.p.Share) / p.p.Share)
+	return min(max(d, p.p.MinPause), p.p.MaxPause)
+}
+
+func (p *gcPacer) wait(ctx context.Context) error {
+	if !p.used {
+		return ctx.Err()
+	}
+	d := p.pause()
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

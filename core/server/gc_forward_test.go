@@ -1,0 +1,103 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/drover-org/drover/core/rpc"
+	"github.com/drover-org/drover/core/structs"
+	"github.com/drover-org/drover/plugins/builtin"
+	"github.com/drover-org/drover/plugins/gc"
+)
+
+// clusterServer is one server of a plaintext test cluster: Raft and RPC
+// share one port through the agent's mux, as in production.
+func clusterServer(t *testing.T, name string, ln net.Listener, peers []string, router GCRouter) *Server {
+	t.Helper()
+	logger := hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: testWriter{t}})
+	mux := rpc.NewMux(ln, nil, logger)
+	layer, err := rpc.NewRaftLayer(mux.RaftListener(), ln.Addr(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := rpc.NewPool(nil)
+	rs := rpc.NewServer(nil, logger)
+	s, err := New(Config{
+		Logger: logger, NodeName: name, DataDir: t.TempDir(), RPCAddr: ln.Addr().String(),
+		RaftLayer: layer, RPCPool: pool, BootstrapExpect: len(peers), RetryJoin: peers,
+		RetryInterval: 50 * time.Millisecond, Schedulers: builtin.InProcess{}, GC: router,
+		RaftTiming: &RaftTiming{HeartbeatTimeout: 200 * time.Millisecond, ElectionTimeout: 200 * time.Millisecond,
+			LeaderLeaseTimeout: 100 * time.Millisecond, CommitTimeout: 10 * time.Millisecond},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.RegisterRPC(rs)
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = rs.Serve(mux.GRPCListener())
+	}()
+	t.Cleanup(func() {
+		_ = s.Shutdown()
+		rs.Stop()
+		<-served
+		pool.Close()
+		_ = mux.Close()
+	})
+	return s
+}
+
+// Force GC sent to a follower runs on the leader; its errors keep their
+// kind across the forward.
+func TestForceGCForwardsToLeader(t *testing.T) {
+	var lns []net.Listener
+	var addrs []string
+	for i := 0; i < 2; i++ {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns, addrs = append(lns, ln), append(addrs, ln.Addr().String())
+	}
+	r := &gcRouter{col: gc.New()}
+	a := clusterServer(t, "a", lns[0], addrs, r)
+	b := clusterServer(t, "b", lns[1], addrs, r)
+	var leader, follower *Server
+	waitFor(t, 30*time.Second, "a leader", func() bool {
+		switch {
+		case a.IsLeader() && a.established.Load():
+			leader, follower = a, b
+		case b.IsLeader() && b.established.Load():
+			leader, follower = b, a
+		default:
+			return false
+		}
+		return true
+	})
+	waitFor(t, 10*time.Second, "the follower to know the leader", func() bool { return follower.LeaderAddr() != "" })
+
+	evals := []*structs.Evaluation{{ID: "00000000-0000-0000-0000-000000000001", Namespace: structs.DefaultNamespace, JobID: "gone",
+		Type: "system", Priority: 50, TriggeredBy: structs.EvalTriggerJobRegister, Status: structs.EvalStatusComplete}}
+	if _, err := leader.raftApply(structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: evals}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := follower.ForceGC(ctx); err != nil {
+		t.Fatalf("ForceGC through the follower: %v", err)
+	}
+	if e, _ := leader.State().EvalByID(nil, evals[0].ID); e != nil {
+		t.Error("eval kept")
+	}
+
+	r.set(nil, structs.NewError(structs.ErrUnavailable, "gc plugin restarting"))
+	if err := follower.ForceGC(ctx); !errors.Is(err, structs.ErrUnavailable) {
+		t.Fatalf("forwarded ForceGC with the plugin unavailable: %v, want ErrUnavailable", err)
+	}
+}
