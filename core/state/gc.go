@@ -142,6 +142,10 @@ func (g *gcTxn) reap(req *structs.GCReapRequest) error {
 		if err := t.delete(TableAllocs, a); err != nil {
 			return err
 		}
+		// A claim it still holds is the volume watcher's now.
+		if err := t.touchClaimedVolumes(a); err != nil {
+			return err
+		}
 		t.touchJob(a.Namespace, a.JobID, true)
 		g.out.Allocs++
 	}
@@ -166,6 +170,9 @@ func (g *gcTxn) reap(req *structs.GCReapRequest) error {
 	}
 	for _, n := range nodes {
 		if err := t.delete(TableNodes, n); err != nil {
+			return err
+		}
+		if err := t.touchNodeClaims(n.ID); err != nil {
 			return err
 		}
 		if err := t.dropNodePlugins(n); err != nil {

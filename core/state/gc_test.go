@@ -234,3 +234,37 @@ func TestGCReapBounds(t *testing.T) {
 		t.Error("a refused entry wrote")
 	}
 }
+
+// A reaped allocation whose claim is not freed yet writes its volume, so
+// the volume watcher, which wakes on volume writes only, releases it.
+func TestGCReapWakesClaimedVolume(t *testing.T) {
+	s := testStore(t)
+	n := csiPluginNode("hp")
+	must(t, s.UpsertNode(10, n))
+	j := mockJob("sysbatch")
+	j.TaskGroups[0].Volumes = map[string]*structs.VolumeRequest{"data": {Name: "data", Type: structs.VolumeTypeCSI, Source: "v",
+		AccessMode: structs.CSIVolumeAccessModeSingleNodeWriter, AttachmentMode: structs.CSIVolumeAttachmentModeFilesystem}}
+	j = storedJob(t, s, 11, j)
+	a := mockAlloc(j, n.ID)
+	a.ClientStatus = structs.AllocClientStatusRunning
+	must(t, s.UpsertAllocs(12, []*structs.Allocation{a}))
+	must(t, s.UpsertCSIVolumes(13, []*structs.CSIVolume{csiTestVol("v", "hp")}))
+	must(t, s.CSIVolumeClaims(14, []*structs.CSIVolumeClaimRequest{{Namespace: "default", VolumeID: "v", Claim: &structs.CSIVolumeClaim{
+		AllocationID: a.ID, Mode: structs.CSIVolumeClaimWrite,
+		AccessMode: structs.CSIVolumeAccessModeSingleNodeWriter, AttachmentMode: structs.CSIVolumeAttachmentModeFilesystem}}}))
+	done := a.Copy()
+	done.ClientStatus = structs.AllocClientStatusComplete
+	must(t, s.UpdateAllocsFromClient(15, []*structs.Allocation{done}))
+	stored, err := s.AllocByID(nil, a.ID)
+	must(t, err)
+	out, err := s.GCReap(16, &structs.GCReapRequest{Allocs: []structs.GCRef{{ID: a.ID, ModifyIndex: stored.ModifyIndex}}})
+	must(t, err)
+	if out.Allocs != 1 {
+		t.Fatalf("reaped %+v, want the alloc", out)
+	}
+	v, err := s.CSIVolumeRaw(nil, "default", "v")
+	must(t, err)
+	if v.ModifyIndex != 16 || v.ClaimFor(a.ID) == nil {
+		t.Fatalf("volume after the reap: index %d, claim %+v; want index 16 with the claim still there for the watcher", v.ModifyIndex, v.ClaimFor(a.ID))
+	}
+}
