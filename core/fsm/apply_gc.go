@@ -34,6 +34,13 @@ func checkGCReap(buf []byte) error {
 	return req.Validate()
 }
 
+// applyReconcileJobSummaries rebuilds every job summary from the state.
+func (f *FSM) applyReconcileJobSummaries(index uint64, buf []byte) any {
+	decode[structs.ReconcileJobSummariesRequest](structs.ReconcileJobSummariesRequestType, index, buf)
+	return f.State().ReconcileJobSummaries(index)
+}
+
 var gcTypeNames = map[structs.MessageType]string{
-	structs.GCReapRequestType: "GCReap",
+	structs.GCReapRequestType:                "GCReap",
+	structs.ReconcileJobSummariesRequestType: "ReconcileJobSummaries",
 }

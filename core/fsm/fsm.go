@@ -277,7 +277,8 @@ var checkers = map[structs.MessageType]func([]byte) error{
 	structs.CSIVolumeClaimBatchRequestType: check[structs.CSIVolumeClaimBatchRequest],
 	structs.CSIPluginDeleteRequestType:     check[structs.CSIPluginDeleteRequest],
 
-	structs.GCReapRequestType: checkGCReap,
+	structs.GCReapRequestType:                checkGCReap,
+	structs.ReconcileJobSummariesRequestType: check[structs.ReconcileJobSummariesRequest],
 }
 
 // appliers dispatches on the message type. Each decodes its payload and
@@ -317,7 +318,8 @@ var appliers = map[structs.MessageType]func(f *FSM, index uint64, buf []byte) an
 	structs.CSIVolumeClaimBatchRequestType: (*FSM).applyCSIVolumeClaimBatch,
 	structs.CSIPluginDeleteRequestType:     (*FSM).applyCSIPluginDelete,
 
-	structs.GCReapRequestType: (*FSM).applyGCReap,
+	structs.GCReapRequestType:                (*FSM).applyGCReap,
+	structs.ReconcileJobSummariesRequestType: (*FSM).applyReconcileJobSummaries,
 }
 
 // decode unmarshals an entry's payload. A payload that does not decode is

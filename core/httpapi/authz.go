@@ -137,7 +137,8 @@ var routeRules = map[string]rule{
 	"POST /v1/operator/join-token/{role}/rotate": opWrite,
 
 	// Force GC deletes cluster state: management only, as in Nomad.
-	"PUT /v1/system/gc": mgmt,
+	"PUT /v1/system/gc":                  mgmt,
+	"PUT /v1/system/reconcile/summaries": mgmt,
 
 	"GET /v1/namespaces":          anyToken, // filtered to the caller's namespaces
 	"GET /v1/namespace/{name}":    rule{allow: func(a *acl.ACL, r *http.Request) bool { return a.AllowNamespace(r.PathValue("name")) }},

@@ -235,6 +235,7 @@ func TestACLMatrix(t *testing.T) {
 		// The dev server's ForceGC answers 503 until the GC engine lands:
 		// only the management token gets past the rule to it.
 		{"PUT /v1/system/gc", "PUT", "/v1/system/gc", map[string]any{}, "----x"},
+		{"PUT /v1/system/reconcile/summaries", "PUT", "/v1/system/reconcile/summaries", map[string]any{}, "----x"},
 
 		{"GET /v1/namespaces", "GET", "/v1/namespaces", nil, "22222"},
 		{"GET /v1/namespace/{name}", "GET", "/v1/namespace/team", nil, "--2-2"},

@@ -136,6 +136,9 @@ func (f *fakeServer) SetSchedulerConfig(_ context.Context, cfg *structs.Schedule
 }
 
 func (f *fakeServer) ForceGC(context.Context) error { return f.record("ForceGC") }
+func (f *fakeServer) ReconcileJobSummaries(context.Context) error {
+	return f.record("ReconcileJobSummaries")
+}
 
 func (f *fakeServer) State() *state.StateStore { return f.store }
 func (f *fakeServer) LeaderAddr() string       { return f.leader }

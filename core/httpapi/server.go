@@ -45,6 +45,9 @@ type Server interface {
 	// ForceGC runs every core GC job now with the force threshold (PUT
 	// /v1/system/gc); a follower forwards it to the leader.
 	ForceGC(ctx context.Context) error
+	// ReconcileJobSummaries rebuilds every job summary (PUT
+	// /v1/system/reconcile/summaries); a follower forwards it.
+	ReconcileJobSummaries(ctx context.Context) error
 	State() *state.StateStore
 	// LeaderAddr is the leader's RPC address ("127.0.0.1:4647"), or "" when
 	// the cluster has no leader.
@@ -275,6 +278,7 @@ func (s *HTTPServer) routes() http.Handler {
 	mux.HandleFunc("PUT /v1/operator/scheduler/configuration", s.schedulerConfigSet)
 	mux.HandleFunc("POST /v1/operator/scheduler/configuration", s.schedulerConfigSet)
 	mux.HandleFunc("PUT /v1/system/gc", s.systemGC)
+	mux.HandleFunc("PUT /v1/system/reconcile/summaries", s.systemReconcileSummaries)
 
 	s.patterns = mux.patterns
 	return s.logRequests(limitBody(s.maxBody, s.leaderReads(mux.mux)))

@@ -14,3 +14,14 @@ func (s *HTTPServer) systemGC(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(http.StatusOK)
 }
+
+// systemReconcileSummaries is PUT /v1/system/reconcile/summaries (Nomad's
+// System.ReconcileJobSummaries): every job summary is rebuilt from the
+// state. It needs a management token; the answer is an empty 200.
+func (s *HTTPServer) systemReconcileSummaries(w http.ResponseWriter, r *http.Request) {
+	if err := s.srv.ReconcileJobSummaries(r.Context()); err != nil {
+		s.writeError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}

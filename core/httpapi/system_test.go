@@ -12,9 +12,19 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
-// PUT /v1/system/gc calls the server's ForceGC and maps its error kinds to
-// statuses as every write does; any body is ignored.
+// PUT /v1/system/gc calls the server's ForceGC, PUT
+// /v1/system/reconcile/summaries its ReconcileJobSummaries; both map error
+// kinds to statuses as every write does, and ignore any body.
 func TestSystemGC(t *testing.T) {
+	for _, route := range []struct{ path, method string }{
+		{"/v1/system/gc", "ForceGC"},
+		{"/v1/system/reconcile/summaries", "ReconcileJobSummaries"},
+	} {
+		testSystemRoute(t, route.path, route.method)
+	}
+}
+
+func testSystemRoute(t *testing.T, path, method string) {
 	for _, tc := range []struct {
 		name     string
 		method   string
@@ -35,10 +45,10 @@ func TestSystemGC(t *testing.T) {
 		{"GET is not routed", "GET", "", nil, http.StatusMethodNotAllowed, "", false},
 		{"POST is not routed", "POST", "", nil, http.StatusMethodNotAllowed, "", false},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
+		t.Run(path+" "+tc.name, func(t *testing.T) {
 			h, fake := newTestAPI(t, Config{})
 			fake.err = tc.err
-			rec := do(t, h.Handler(), tc.method, "/v1/system/gc", tc.body)
+			rec := do(t, h.Handler(), tc.method, path, tc.body)
 			if rec.Code != tc.wantCode {
 				t.Fatalf("status %d %q, want %d", rec.Code, rec.Body.String(), tc.wantCode)
 			}
@@ -49,10 +59,10 @@ func TestSystemGC(t *testing.T) {
 				t.Errorf("body %q, want it to contain %q", rec.Body.String(), tc.wantBody)
 			}
 			if called := fake.numCalls() == 1; called != tc.called {
-				t.Fatalf("ForceGC called: %v, want %v", called, tc.called)
+				t.Fatalf("%s called: %v, want %v", method, called, tc.called)
 			}
-			if tc.called && fake.lastCall(t).Method != "ForceGC" {
-				t.Errorf("server got %s, want ForceGC", fake.lastCall(t).Method)
+			if tc.called && fake.lastCall(t).Method != method {
+				t.Errorf("server got %s, want %s", fake.lastCall(t).Method, method)
 			}
 		})
 	}
@@ -74,6 +84,12 @@ func TestSystemGCWithNomadClient(t *testing.T) {
 	}
 	if got := fake.lastCall(t).Method; got != "ForceGC" {
 		t.Errorf("server got %s, want ForceGC", got)
+	}
+	if err := c.System().ReconcileSummaries(); err != nil {
+		t.Fatalf("ReconcileSummaries: %v", err)
+	}
+	if got := fake.lastCall(t).Method; got != "ReconcileJobSummaries" {
+		t.Errorf("server got %s, want ReconcileJobSummaries", got)
 	}
 	fake.err = structs.NewError(structs.ErrUnavailable, "gc plugin \"gc\" is restarting")
 	if err := c.System().GarbageCollect(); err == nil || !strings.Contains(err.Error(), "503") || !strings.Contains(err.Error(), "restarting") {

@@ -71,8 +71,22 @@ func (s *Server) runGC(ctx context.Context, jobs []string, force bool) error {
 	}
 }
 
+// ReconcileJobSummaries rebuilds every job summary from the allocations and
+// children in the state (PUT /v1/system/reconcile/summaries), in one Raft
+// entry. A follower forwards it to the leader (System.ReconcileSummaries).
+func (s *Server) ReconcileJobSummaries(ctx context.Context) error {
+	if _, ok, err := forward[Empty, Empty](ctx, s, "System.ReconcileSummaries", &Empty{}); ok {
+		return err
+	}
+	_, err := s.raftApply(structs.ReconcileJobSummariesRequestType, &structs.ReconcileJobSummariesRequest{})
+	return err
+}
+
 func (s *Server) registerGCRPC(rs *rpc.Server, mark func(context.Context) context.Context) {
 	rpc.Handle(rs, "System.GarbageCollect", func(ctx context.Context, _ *Empty) (*Empty, error) {
 		return &Empty{}, s.ForceGC(mark(ctx))
+	})
+	rpc.Handle(rs, "System.ReconcileSummaries", func(ctx context.Context, _ *Empty) (*Empty, error) {
+		return &Empty{}, s.ReconcileJobSummaries(mark(ctx))
 	})
 }

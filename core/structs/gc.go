@@ -96,3 +96,7 @@ type GCReapResponse struct {
 func (r *GCReapResponse) Reaped() int {
 	return r.Allocs + r.Evals + r.Jobs + r.Nodes + r.CSIPlugins + r.OneTimeTokens + r.ACLTokens
 }
+
+// ReconcileJobSummariesRequest rebuilds every job summary from the state
+// (PUT /v1/system/reconcile/summaries).
+type ReconcileJobSummariesRequest struct{}

@@ -16,6 +16,7 @@ const (
 	EvalUpdateRequestType                   MessageType = 6
 	EvalDeleteRequestType                   MessageType = 7
 	AllocClientUpdateRequestType            MessageType = 9
+	ReconcileJobSummariesRequestType        MessageType = 10
 	ApplyPlanResultsRequestType             MessageType = 13
 	JobBatchDeregisterRequestType           MessageType = 26
 	AllocUpdateDesiredTransitionRequestType MessageType = 27
