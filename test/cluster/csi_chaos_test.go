@@ -227,7 +227,10 @@ func (e *csiEnv) waitClaimFreed(id, alloc, why string) time.Duration {
 // freed claim brings the waiting job an evaluation: it is placed on the
 // other node and writes through the volume. Throughout, the volume is
 // never claimed from both nodes. The lost client comes back: it releases
-// what its dead node plugin had mounted, and no CSI mount is left.
+// what its dead node plugin had mounted, and no CSI mount is left. Last,
+// the CSI plugin reaper: with the plugin job purged, system gc keeps the
+// plugin while the volume names it and deletes it once the volume is
+// deregistered (gcPluginAfterVolume).
 func TestCSIClientLossFreesClaim(t *testing.T) {
 	const vol = "lone"
 	e := newCSIEnv(t)
@@ -299,6 +302,46 @@ func TestCSIClientLossFreesClaim(t *testing.T) {
 		t.Errorf("the claim watch saw claims of %s from %d nodes over the test; want both, one at a time", vol, n)
 	}
 	t.Logf("%d samples of the volume's claims; kept client %s", watch.stop(t), kept)
+
+	e.gcPluginAfterVolume(vol)
+}
+
+// gcPluginAfterVolume checks the CSI plugin reaper once the test is done
+// with the plugin: with its job stopped and purged and no instance left,
+// `drover system gc` keeps the plugin while vol still names it (and says
+// nothing of it: keeping is no error), and deletes it once vol is
+// deregistered.
+func (e *csiEnv) gcPluginAfterVolume(vol string) {
+	e.t.Helper()
+	e.stopPurge("hostpath-nodes")
+	harness.WaitFor(e.t, waitTimeout, "no instance of the hostpath plugin left", func() (bool, string) {
+		var p struct {
+			Nodes, Controllers map[string]any
+		}
+		status, err := e.l.DoRetry(http.MethodGet, "/v1/plugin/csi/hostpath", nil, &p)
+		if err != nil || status != http.StatusOK {
+			return false, fmt.Sprintf("%d %v", status, err)
+		}
+		return len(p.Nodes)+len(p.Controllers) == 0, fmt.Sprintf("%+v", p)
+	})
+	if out := e.l.MustCLI("system", "gc"); out.Stdout != "" || out.Stderr != "" {
+		e.t.Errorf("system gc with a volume naming the plugin printed %s", out)
+	}
+	if status, err := e.l.DoRetry(http.MethodGet, "/v1/plugin/csi/hostpath", nil, nil); err != nil || status != http.StatusOK {
+		e.t.Fatalf("the plugin after system gc, while volume %s names it: %d %v, want it kept", vol, status, err)
+	}
+	if _, err := e.volume(vol); err != nil {
+		e.t.Fatalf("volume %s after system gc: %v", vol, err)
+	}
+
+	e.l.MustCLI("volume", "deregister", vol)
+	e.l.MustCLI("system", "gc")
+	for _, s := range e.c.runningServers() {
+		harness.WaitFor(e.t, waitTimeout, "the empty hostpath plugin gone from "+s.Name, func() (bool, string) {
+			status, err := s.DoRetry(http.MethodGet, "/v1/plugin/csi/hostpath?stale", nil, nil)
+			return err == nil && status == http.StatusNotFound, fmt.Sprintf("%d %v", status, err)
+		})
+	}
 }
 
 // waitUnplaced waits until the job's newest evaluation is complete with a
