@@ -235,7 +235,9 @@ func (g *gcEngine) runJob(ctx context.Context, j gcJob, force bool) error {
 	default:
 		log.Warn("garbage collection failed; it runs again at its next interval", "error", err)
 	}
-	if st.reaped > 0 || st.released > 0 {
+	if st.reaped > 0 || st.released > 0 || st.skipped > 0 {
+		// Skipped objects changed, or went, between the page and the
+		// entry: a concurrent run or a new plugin may have taken them.
 		log.Info("garbage collected", "reaped", st.reaped, "released_claims", st.released, "skipped", st.skipped, "entries", st.entries)
 	}
 	return err
