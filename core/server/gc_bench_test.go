@@ -159,8 +159,9 @@ func BenchmarkGCBacklog(b *testing.B) {
 
 // placeOne registers a one-alloc batch job and returns how long it took
 // from the submission until its alloc is in state (a state watch, no
-// polling).
-func placeOne(b *testing.B, s *Server, id string) time.Duration {
+// polling). The client then reports the alloc complete, so that the node
+// holds no more live allocs from one sample to the next.
+func placeOne(b *testing.B, s *Server, node *structs.Node, id string) time.Duration {
 	b.Helper()
 	job := testJob(id, "batch")
 	start := time.Now()
@@ -176,10 +177,20 @@ func placeOne(b *testing.B, s *Server, id string) time.Duration {
 			b.Fatal(err)
 		}
 		if len(allocs) > 0 {
-			return time.Since(start)
+			d := time.Since(start)
+			u := allocs[0].Copy()
+			u.ClientStatus = structs.AllocClientStatusComplete
+			if err := s.UpdateAllocs(context.Background(), node.ID, node.SecretID, []*structs.Allocation{u}); err != nil {
+				b.Fatal(err)
+			}
+			return d
 		}
 		if err := ws.WatchCtx(ctx); err != nil {
-			b.Fatalf("job %s not placed: %v", id, err)
+			evals, _ := s.State().EvalsByJob(nil, structs.DefaultNamespace, id)
+			for _, e := range evals {
+				b.Logf("eval %s: %s %s", e.ID, e.Status, e.StatusDescription)
+			}
+			b.Fatalf("job %s (%s) not placed: %v", id, jobStatus(s, id), err)
 		}
 	}
 }
@@ -194,7 +205,7 @@ func percentile(d []time.Duration, p float64) time.Duration {
 }
 
 // gcLatencyIdleSamples is how many jobs are placed with GC idle.
-const gcLatencyIdleSamples = 200
+const gcLatencyIdleSamples = 1000
 
 // BenchmarkGCSchedulingLatency: the p50 and p99 of job submission →
 // placement with GC idle, then while ForceGC reaps a backlog of
@@ -215,6 +226,7 @@ func gcSchedulingLatency(b *testing.B, pacing *gcPacing) {
 		node := testNode("ready")
 		node.NodeResources.Cpu.CpuShares = 1 << 30
 		node.NodeResources.Memory.MemoryMB = 1 << 30
+		node.NodeResources.Disk.DiskMB = 1 << 40
 		if _, err := s.RegisterNode(context.Background(), node); err != nil {
 			b.Fatal(err)
 		}
@@ -222,9 +234,9 @@ func gcSchedulingLatency(b *testing.B, pacing *gcPacing) {
 		b.StartTimer()
 
 		// Warm up, then GC idle.
-		placeOne(b, s, fmt.Sprintf("warm-%d", i))
+		placeOne(b, s, node, fmt.Sprintf("warm-%d", i))
 		for k := 0; k < gcLatencyIdleSamples; k++ {
-			idle = append(idle, placeOne(b, s, fmt.Sprintf("idle-%d-%d", i, k)))
+			idle = append(idle, placeOne(b, s, node, fmt.Sprintf("idle-%d-%d", i, k)))
 		}
 
 		// GC running: submit until ForceGC returns; only the samples
@@ -239,7 +251,7 @@ func gcSchedulingLatency(b *testing.B, pacing *gcPacing) {
 			done <- err
 		}()
 		for k := 0; ; k++ {
-			d := placeOne(b, s, fmt.Sprintf("busy-%d-%d", i, k))
+			d := placeOne(b, s, node, fmt.Sprintf("busy-%d-%d", i, k))
 			if !running.Load() {
 				break
 			}
