@@ -26,7 +26,27 @@ import (
 //
 // -gcbench.objects sets the backlog (evals plus allocs).
 
-var gcBenchObjects = flag.Int("gcbench.objects", 100_000, "GC benchmarks: evals plus allocs in the backlog")
+var (
+	gcBenchObjects = flag.Int("gcbench.objects", 100_000, "GC benchmarks: evals plus allocs in the backlog")
+	gcBenchBatch   = flag.Int("gcbench.batch", 0, "GC benchmarks: objects per GCReap entry (0: the default pacing's)")
+	gcBenchShare   = flag.Float64("gcbench.share", 0, "GC benchmarks: pacing Share (0: the default pacing's)")
+)
+
+// gcBenchPacing is the default pacing with the flags' overrides, nil
+// without any.
+func gcBenchPacing() *gcPacing {
+	if *gcBenchBatch == 0 && *gcBenchShare == 0 {
+		return nil
+	}
+	p := defaultGCPacing()
+	if *gcBenchBatch > 0 {
+		p.BatchObjects = *gcBenchBatch
+	}
+	if *gcBenchShare > 0 {
+		p.Share = *gcBenchShare
+	}
+	return &p
+}
 
 // gcBenchEvalsPerJob: each finished job of the backlog has this many
 // complete evals, each with one complete alloc.
@@ -136,7 +156,7 @@ func BenchmarkGCBacklog(b *testing.B) {
 	var took time.Duration
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		s := gcBenchServer(b, nil)
+		s := gcBenchServer(b, gcBenchPacing())
 		seedStart := time.Now()
 		seeded := seedGCBacklog(b, s, n)
 		b.Logf("seeded %d objects in %v", seeded, time.Since(seedStart))
@@ -213,7 +233,7 @@ const gcLatencyIdleSamples = 1000
 // the ratio of the p99s. Jobs are submitted one at a time, each placed on
 // the one ready node before the next.
 func BenchmarkGCSchedulingLatency(b *testing.B) {
-	gcSchedulingLatency(b, nil)
+	gcSchedulingLatency(b, gcBenchPacing())
 }
 
 func gcSchedulingLatency(b *testing.B, pacing *gcPacing) {
