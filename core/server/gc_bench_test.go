@@ -224,8 +224,26 @@ func percentile(d []time.Duration, p float64) time.Duration {
 	return d[i]
 }
 
-// gcLatencyIdleSamples is how many jobs are placed with GC idle.
-const gcLatencyIdleSamples = 1000
+// gcLatencySamples bounds the jobs placed while GC runs (and so with GC
+// idle).
+var gcLatencySamples = flag.Int("gcbench.samples", 1000, "GC latency benchmark: at most this many jobs placed with GC running, as many idle")
+
+// gcLatencyServer is a GC bench server with one ready node, roomy enough
+// for every sample, and the backlog of objects seeded.
+func gcLatencyServer(b *testing.B, pacing *gcPacing, objects int) (*Server, *structs.Node) {
+	b.Helper()
+	b.StopTimer()
+	s := gcBenchServer(b, pacing)
+	node := testNode("ready")
+	node.NodeResources.Cpu.CpuShares = 1 << 30
+	node.NodeResources.Memory.MemoryMB = 1 << 30
+	node.NodeResources.Disk.DiskMB = 1 << 40
+	if _, err := s.RegisterNode(context.Background(), node); err != nil {
+		b.Fatal(err)
+	}
+	seedGCBacklog(b, s, objects)
+	return s, node
+}
 
 // BenchmarkGCSchedulingLatency: the p50 and p99 of job submission →
 // placement with GC idle, then while ForceGC reaps a backlog of
@@ -241,26 +259,12 @@ func gcSchedulingLatency(b *testing.B, pacing *gcPacing) {
 	var idle, busy []time.Duration
 	var gcTook time.Duration
 	for i := 0; i < b.N; i++ {
-		b.StopTimer()
-		s := gcBenchServer(b, pacing)
-		node := testNode("ready")
-		node.NodeResources.Cpu.CpuShares = 1 << 30
-		node.NodeResources.Memory.MemoryMB = 1 << 30
-		node.NodeResources.Disk.DiskMB = 1 << 40
-		if _, err := s.RegisterNode(context.Background(), node); err != nil {
-			b.Fatal(err)
-		}
-		seedGCBacklog(b, s, n)
+		// GC running, on one server: submit until ForceGC returns or
+		// -gcbench.samples jobs are placed; only the samples taken
+		// entirely while it ran count.
+		s, node := gcLatencyServer(b, pacing, n)
 		b.StartTimer()
-
-		// Warm up, then GC idle.
-		placeOne(b, s, node, fmt.Sprintf("warm-%d", i))
-		for k := 0; k < gcLatencyIdleSamples; k++ {
-			idle = append(idle, placeOne(b, s, node, fmt.Sprintf("idle-%d-%d", i, k)))
-		}
-
-		// GC running: submit until ForceGC returns; only the samples
-		// taken entirely while it ran count.
+		placeOne(b, s, node, "warm")
 		var running atomic.Bool
 		running.Store(true)
 		done := make(chan error, 1)
@@ -270,19 +274,21 @@ func gcSchedulingLatency(b *testing.B, pacing *gcPacing) {
 			running.Store(false)
 			done <- err
 		}()
-		for k := 0; ; k++ {
-			d := placeOne(b, s, node, fmt.Sprintf("busy-%d-%d", i, k))
+		var m int
+		for k := 0; m < *gcLatencySamples; k++ {
+			d := placeOne(b, s, node, fmt.Sprintf("busy-%d", k))
 			if !running.Load() {
 				break
 			}
 			busy = append(busy, d)
+			m++
 		}
 		if err := <-done; err != nil {
 			b.Fatal(err)
 		}
 		gcTook += time.Since(start)
 		b.StopTimer()
-		// The placed jobs' evals and allocs are live: only the backlog goes.
+		// The placed jobs' allocs are not the backlog's: only it goes.
 		allocs, err := s.State().Allocs(nil)
 		if err != nil {
 			b.Fatal(err)
@@ -292,6 +298,18 @@ func gcSchedulingLatency(b *testing.B, pacing *gcPacing) {
 				b.Fatalf("backlog alloc %s left after ForceGC", a.ID)
 			}
 		}
+		_ = s.Shutdown()
+
+		// GC idle, on a second server with the same backlog: as many
+		// placements. Placement slows as placed (terminal) allocs pile up
+		// on the node, so both sides place the same number of jobs.
+		s, node = gcLatencyServer(b, pacing, n)
+		b.StartTimer()
+		placeOne(b, s, node, "warm")
+		for k := 0; k < m; k++ {
+			idle = append(idle, placeOne(b, s, node, fmt.Sprintf("idle-%d", k)))
+		}
+		b.StopTimer()
 		_ = s.Shutdown()
 	}
 	if len(busy) == 0 {
