@@ -1,0 +1,330 @@
+package server
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-memdb"
+
+	"github.com/drover-org/drover/core/structs"
+	"github.com/drover-org/drover/plugins/builtin"
+	"github.com/drover-org/drover/plugins/gc"
+)
+
+// The GC benchmarks (make bench): a backlog of terminal evals and allocs of
+// finished sysbatch jobs, seeded through Raft in large entries outside the
+// timer, then reaped by ForceGC with the default plugin and the default
+// pacing (gcPacing).
+//
+// -gcbench.objects sets the backlog (evals plus allocs).
+
+var (
+	gcBenchObjects = flag.Int("gcbench.objects", 100_000, "GC benchmarks: evals plus allocs in the backlog")
+	gcBenchBatch   = flag.Int("gcbench.batch", 0, "GC benchmarks: objects per GCReap entry (0: the default pacing's)")
+	gcBenchShare   = flag.Float64("gcbench.share", 0, "GC benchmarks: pacing Share (0: the default pacing's)")
+)
+
+// gcBenchPacing is the default pacing with the flags' overrides, nil
+// without any.
+func gcBenchPacing() *gcPacing {
+	if *gcBenchBatch == 0 && *gcBenchShare == 0 {
+		return nil
+	}
+	p := defaultGCPacing()
+	if *gcBenchBatch > 0 {
+		p.BatchObjects = *gcBenchBatch
+	}
+	if *gcBenchShare > 0 {
+		p.Share = *gcBenchShare
+	}
+	return &p
+}
+
+// gcBenchEvalsPerJob: each finished job of the backlog has this many
+// complete evals, each with one complete alloc.
+const gcBenchEvalsPerJob = 100
+
+// benchWriter logs a server's warnings through the benchmark.
+type benchWriter struct{ b *testing.B }
+
+func (w benchWriter) Write(p []byte) (int, error) { w.b.Log(string(p)); return len(p), nil }
+
+// gcBenchServer is testServer for a benchmark: a dev server whose GC is the
+// default plugin, with the default pacing and jobs that run only when
+// forced.
+func gcBenchServer(b *testing.B, pacing *gcPacing) *Server {
+	b.Helper()
+	s, err := New(Config{
+		Logger:       hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: benchWriter{b}}),
+		DevMode:      true,
+		Schedulers:   builtin.InProcess{},
+		KnownDrivers: []string{"raw_exec"},
+		HeartbeatTTL: time.Hour,
+		GC:           &gcRouter{col: gc.New()},
+		GCConfig:     GCConfig{JobGCInterval: time.Hour, CSIVolumeClaimGCInterval: time.Hour},
+		gcPacing:     pacing,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Shutdown() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.WaitForLeader(ctx); err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+// seedGCBacklog commits objects/2 complete evals and as many complete
+// allocs, in dead sysbatch jobs of gcBenchEvalsPerJob evals each, through
+// Raft: per job one registration (no eval, so no scheduler runs), one plan
+// result with its allocs and one eval update. The allocs are on nodes that
+// are gone (never registered): the backlog is not in the way of the
+// scheduler's node reads. It returns the objects seeded.
+func seedGCBacklog(b *testing.B, s *Server, objects int) int {
+	b.Helper()
+	jobs := max(1, objects/(2*gcBenchEvalsPerJob))
+	gone := make([]string, 16)
+	for i := range gone {
+		gone[i] = uuid.NewString()
+	}
+	for j := 0; j < jobs; j++ {
+		job := testJob(fmt.Sprintf("backlog-%d", j), "sysbatch")
+		job.Canonicalize()
+		if _, err := s.raftApply(structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: job, Namespace: job.Namespace, JobID: job.ID}); err != nil {
+			b.Fatal(err)
+		}
+		stored, err := s.State().JobByID(nil, job.Namespace, job.ID)
+		if err != nil || stored == nil {
+			b.Fatalf("job %s not stored: %v", job.ID, err)
+		}
+		evals := make([]*structs.Evaluation, gcBenchEvalsPerJob)
+		allocs := make([]*structs.Allocation, gcBenchEvalsPerJob)
+		for i := range evals {
+			evals[i] = &structs.Evaluation{ID: uuid.NewString(), Namespace: job.Namespace, JobID: job.ID, Type: job.Type,
+				Priority: 50, TriggeredBy: structs.EvalTriggerJobRegister, Status: structs.EvalStatusComplete}
+			a := newPlanAlloc(stored, gone[i%len(gone)], 100, 64)
+			a.EvalID = evals[i].ID
+			a.ClientStatus = structs.AllocClientStatusComplete
+			allocs[i] = a
+		}
+		if _, err := s.raftApply(structs.ApplyPlanResultsRequestType, &structs.ApplyPlanResultsRequest{Job: stored, AllocsUpdated: allocs}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.raftApply(structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: evals}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	n := gcBacklogLeft(b, s)
+	if want := jobs * 2 * gcBenchEvalsPerJob; n != want {
+		b.Fatalf("seeded %d objects, want %d", n, want)
+	}
+	if st := jobStatus(s, "backlog-0"); st != structs.JobStatusDead {
+		b.Fatalf("backlog job %s, want dead", st)
+	}
+	return n
+}
+
+// gcBacklogLeft counts the evals and allocs in state.
+func gcBacklogLeft(b *testing.B, s *Server) int {
+	b.Helper()
+	evals, err := s.State().Evals(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	allocs, err := s.State().Allocs(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return len(evals) + len(allocs)
+}
+
+// BenchmarkGCBacklog: objects reaped per second by ForceGC on a backlog of
+// -gcbench.objects terminal evals and allocs.
+func BenchmarkGCBacklog(b *testing.B) {
+	n := *gcBenchObjects
+	var reaped int
+	var took time.Duration
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		s := gcBenchServer(b, gcBenchPacing())
+		seedStart := time.Now()
+		seeded := seedGCBacklog(b, s, n)
+		b.Logf("seeded %d objects in %v", seeded, time.Since(seedStart))
+		b.StartTimer()
+		start := time.Now()
+		if err := s.ForceGC(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		took += time.Since(start)
+		b.StopTimer()
+		if left := gcBacklogLeft(b, s); left != 0 {
+			b.Fatalf("%d of %d objects left after ForceGC", left, seeded)
+		}
+		reaped += seeded
+		_ = s.Shutdown()
+	}
+	b.ReportMetric(float64(reaped)/took.Seconds(), "objects/s")
+	b.ReportMetric(float64(n), "backlog")
+}
+
+// placeOne registers a one-alloc batch job and returns how long it took
+// from the submission until its alloc is in state (a state watch, no
+// polling). The client then reports the alloc complete, so that the node
+// holds no more live allocs from one sample to the next.
+func placeOne(b *testing.B, s *Server, node *structs.Node, id string) time.Duration {
+	b.Helper()
+	job := testJob(id, "batch")
+	start := time.Now()
+	if _, err := s.RegisterJob(context.Background(), job, false, 0); err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for {
+		ws := memdb.NewWatchSet()
+		allocs, err := s.State().AllocsByJob(ws, structs.DefaultNamespace, id, true)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(allocs) > 0 {
+			d := time.Since(start)
+			u := allocs[0].Copy()
+			u.ClientStatus = structs.AllocClientStatusComplete
+			if err := s.UpdateAllocs(context.Background(), node.ID, node.SecretID, []*structs.Allocation{u}); err != nil {
+				b.Fatal(err)
+			}
+			return d
+		}
+		if err := ws.WatchCtx(ctx); err != nil {
+			evals, _ := s.State().EvalsByJob(nil, structs.DefaultNamespace, id)
+			for _, e := range evals {
+				b.Logf("eval %s: %s %s", e.ID, e.Status, e.StatusDescription)
+			}
+			b.Fatalf("job %s (%s) not placed: %v", id, jobStatus(s, id), err)
+		}
+	}
+}
+
+// percentile of sorted durations.
+func percentile(d []time.Duration, p float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	i := int(float64(len(d)-1) * p)
+	return d[i]
+}
+
+// gcLatencySamples bounds the jobs placed while GC runs (and so with GC
+// idle).
+var gcLatencySamples = flag.Int("gcbench.samples", 1000, "GC latency benchmark: at most this many jobs placed with GC running, as many idle")
+
+// gcLatencyServer is a GC bench server with one ready node, roomy enough
+// for every sample, and the backlog of objects seeded.
+func gcLatencyServer(b *testing.B, pacing *gcPacing, objects int) (*Server, *structs.Node) {
+	b.Helper()
+	b.StopTimer()
+	s := gcBenchServer(b, pacing)
+	node := testNode("ready")
+	node.NodeResources.Cpu.CpuShares = 1 << 30
+	node.NodeResources.Memory.MemoryMB = 1 << 30
+	node.NodeResources.Disk.DiskMB = 1 << 40
+	if _, err := s.RegisterNode(context.Background(), node); err != nil {
+		b.Fatal(err)
+	}
+	seedGCBacklog(b, s, objects)
+	return s, node
+}
+
+// BenchmarkGCSchedulingLatency: the p50 and p99 of job submission →
+// placement with GC idle, then while ForceGC reaps a backlog of
+// -gcbench.objects, on one server (the same backlog in state for both), and
+// the ratio of the p99s. Jobs are submitted one at a time, each placed on
+// the one ready node before the next.
+func BenchmarkGCSchedulingLatency(b *testing.B) {
+	gcSchedulingLatency(b, gcBenchPacing())
+}
+
+func gcSchedulingLatency(b *testing.B, pacing *gcPacing) {
+	n := *gcBenchObjects
+	var idle, busy []time.Duration
+	var gcTook time.Duration
+	for i := 0; i < b.N; i++ {
+		// GC running, on one server: submit until ForceGC returns or
+		// -gcbench.samples jobs are placed; only the samples taken
+		// entirely while it ran count.
+		s, node := gcLatencyServer(b, pacing, n)
+		b.StartTimer()
+		placeOne(b, s, node, "warm")
+		var running atomic.Bool
+		running.Store(true)
+		done := make(chan error, 1)
+		start := time.Now()
+		go func() {
+			err := s.ForceGC(context.Background())
+			running.Store(false)
+			done <- err
+		}()
+		var m int
+		for k := 0; m < *gcLatencySamples; k++ {
+			d := placeOne(b, s, node, fmt.Sprintf("busy-%d", k))
+			if !running.Load() {
+				break
+			}
+			busy = append(busy, d)
+			m++
+		}
+		if err := <-done; err != nil {
+			b.Fatal(err)
+		}
+		gcTook += time.Since(start)
+		b.StopTimer()
+		// The placed jobs' allocs are not the backlog's: only it goes.
+		allocs, err := s.State().Allocs(nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, a := range allocs {
+			if strings.HasPrefix(a.JobID, "backlog-") {
+				b.Fatalf("backlog alloc %s left after ForceGC", a.ID)
+			}
+		}
+		_ = s.Shutdown()
+
+		// GC idle, on a second server with the same backlog: as many
+		// placements. Placement slows as placed (terminal) allocs pile up
+		// on the node, so both sides place the same number of jobs.
+		s, node = gcLatencyServer(b, pacing, n)
+		b.StartTimer()
+		placeOne(b, s, node, "warm")
+		for k := 0; k < m; k++ {
+			idle = append(idle, placeOne(b, s, node, fmt.Sprintf("idle-%d", k)))
+		}
+		b.StopTimer()
+		_ = s.Shutdown()
+	}
+	if len(busy) == 0 {
+		b.Fatal("ForceGC finished before the first placement: no samples with GC running (raise -gcbench.objects)")
+	}
+	slices.Sort(idle)
+	slices.Sort(busy)
+	ip50, ip99 := percentile(idle, 0.50), percentile(idle, 0.99)
+	bp50, bp99 := percentile(busy, 0.50), percentile(busy, 0.99)
+	b.Logf("backlog %d: idle n=%d p50=%v p99=%v; gc running n=%d p50=%v p99=%v; ForceGC took %v",
+		n, len(idle), ip50, ip99, len(busy), bp50, bp99, gcTook/time.Duration(b.N))
+	b.ReportMetric(float64(ip50.Microseconds())/1000, "idle-p50-ms")
+	b.ReportMetric(float64(ip99.Microseconds())/1000, "idle-p99-ms")
+	b.ReportMetric(float64(bp50.Microseconds())/1000, "gc-p50-ms")
+	b.ReportMetric(float64(bp99.Microseconds())/1000, "gc-p99-ms")
+	b.ReportMetric(float64(bp99)/float64(ip99), "p99-ratio")
+	b.ReportMetric(float64(len(busy)), "gc-samples")
+}
