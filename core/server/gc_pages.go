@@ -20,9 +20,14 @@ import (
 // volumes without claims, tokens that never expire): sending them would
 // cost a page and change no decision.
 
-// pager accumulates candidates into pages.
+// pager accumulates candidates into pages. With emit set, each page is
+// handed to emit as soon as it is full (and not kept), so that a run holds
+// one page at a time however large the backlog; the first error emit
+// returns is kept in *failed and no later page is emitted.
 type pager struct {
 	maxCandidates, maxObjects int
+	emit                      func(*gcpb.DecideRequest) error
+	failed                    *error
 	pages                     []*gcpb.DecideRequest
 	cur                       *gcpb.DecideRequest
 	n, objects                int
@@ -52,7 +57,12 @@ func (p *pager) added(objects int) {
 
 func (p *pager) flush() {
 	if p.cur != nil && p.n > 0 {
-		p.pages = append(p.pages, p.cur)
+		switch {
+		case p.emit == nil:
+			p.pages = append(p.pages, p.cur)
+		case *p.failed == nil:
+			*p.failed = p.emit(p.cur)
+		}
 	}
 	p.cur, p.n, p.objects = nil, 0, 0
 }
@@ -62,6 +72,22 @@ func (p *pager) done() []*gcpb.DecideRequest {
 	return p.pages
 }
 
+// newPager is a pager emitting through f.emit (when set).
+func (f *gcFacts) newPager(limits gcLimits, newReq func() *gcpb.DecideRequest) *pager {
+	p := newPager(limits, newReq)
+	if f.emit != nil {
+		p.emit, p.failed = f.emit, &f.err
+	}
+	return p
+}
+
+// finish flushes the last page and returns the pages kept (none when
+// emitting) with the first emit error.
+func (f *gcFacts) finish(p *pager) ([]*gcpb.DecideRequest, error) {
+	pages := p.done()
+	return pages, f.err
+}
+
 // gcLimits are the page bounds (sdk/gc's; tests shrink them).
 type gcLimits struct{ candidates, objects int }
 
@@ -69,6 +95,10 @@ type gcLimits struct{ candidates, objects int }
 type gcFacts struct {
 	s    *Server
 	snap *state.StateSnapshot
+	// emit, when set, takes each page as it is built (see pager); err is
+	// the first error it returned.
+	emit func(*gcpb.DecideRequest) error
+	err  error
 	// jobs caches the jobs looked up for evals.
 	jobs map[structs.NamespacedID]*structs.Job
 }
@@ -158,8 +188,11 @@ func (f *gcFacts) evalPages(limits gcLimits, newReq func() *gcpb.DecideRequest) 
 	if err != nil {
 		return nil, err
 	}
-	p := newPager(limits, newReq)
+	p := f.newPager(limits, newReq)
 	for _, e := range evals {
+		if f.err != nil {
+			break // a page failed: the run stops
+		}
 		if !e.TerminalStatus() {
 			continue
 		}
@@ -182,7 +215,7 @@ func (f *gcFacts) evalPages(limits gcLimits, newReq func() *gcpb.DecideRequest) 
 		p.cur.Evals = append(p.cur.Evals, c)
 		p.added(1 + len(allocs))
 	}
-	return p.done(), nil
+	return f.finish(p)
 }
 
 // jobPages: jobs dead or stopped, each with every eval and allocation of
@@ -192,8 +225,11 @@ func (f *gcFacts) jobPages(limits gcLimits, newReq func() *gcpb.DecideRequest) (
 	if err != nil {
 		return nil, err
 	}
-	p := newPager(limits, newReq)
+	p := f.newPager(limits, newReq)
 	for _, j := range jobs {
+		if f.err != nil {
+			break // a page failed: the run stops
+		}
 		if j.Status != structs.JobStatusDead && !j.Stop {
 			continue
 		}
@@ -224,7 +260,7 @@ func (f *gcFacts) jobPages(limits gcLimits, newReq func() *gcpb.DecideRequest) (
 		p.cur.Jobs = append(p.cur.Jobs, c)
 		p.added(1 + len(evals) + len(allocs))
 	}
-	return p.done(), nil
+	return f.finish(p)
 }
 
 // nodePages: down nodes with their count of live allocations.
@@ -233,8 +269,11 @@ func (f *gcFacts) nodePages(limits gcLimits, newReq func() *gcpb.DecideRequest) 
 	if err != nil {
 		return nil, err
 	}
-	p := newPager(limits, newReq)
+	p := f.newPager(limits, newReq)
 	for _, n := range nodes {
+		if f.err != nil {
+			break // a page failed: the run stops
+		}
 		if n.Status != structs.NodeStatusDown {
 			continue
 		}
@@ -255,7 +294,7 @@ func (f *gcFacts) nodePages(limits gcLimits, newReq func() *gcpb.DecideRequest) 
 		})
 		p.added(1)
 	}
-	return p.done(), nil
+	return f.finish(p)
 }
 
 // volumePages: volumes with claims, current and past, each with what its
@@ -265,8 +304,11 @@ func (f *gcFacts) volumePages(limits gcLimits, newReq func() *gcpb.DecideRequest
 	if err != nil {
 		return nil, err
 	}
-	p := newPager(limits, newReq)
+	p := f.newPager(limits, newReq)
 	for _, v := range vols {
+		if f.err != nil {
+			break // a page failed: the run stops
+		}
 		claims := map[string]*structs.CSIVolumeClaim{}
 		for _, m := range []map[string]*structs.CSIVolumeClaim{v.PastClaims, v.ReadClaims, v.WriteClaims} {
 			for id, c := range m {
@@ -302,7 +344,7 @@ func (f *gcFacts) volumePages(limits gcLimits, newReq func() *gcpb.DecideRequest
 		p.cur.CsiVolumes = append(p.cur.CsiVolumes, out)
 		p.added(len(ids))
 	}
-	return p.done(), nil
+	return f.finish(p)
 }
 
 // pluginPages: every CSI plugin with its instances, jobs and volumes.
@@ -311,8 +353,11 @@ func (f *gcFacts) pluginPages(limits gcLimits, newReq func() *gcpb.DecideRequest
 	if err != nil {
 		return nil, err
 	}
-	p := newPager(limits, newReq)
+	p := f.newPager(limits, newReq)
 	for _, pl := range plugins {
+		if f.err != nil {
+			break // a page failed: the run stops
+		}
 		vols, err := f.snap.CSIVolumes(nil, "", "", pl.ID)
 		if err != nil {
 			return nil, err
@@ -339,7 +384,7 @@ func (f *gcFacts) pluginPages(limits gcLimits, newReq func() *gcpb.DecideRequest
 		})
 		p.added(1)
 	}
-	return p.done(), nil
+	return f.finish(p)
 }
 
 // oneTimeTokenPages: every one-time token.
@@ -348,15 +393,18 @@ func (f *gcFacts) oneTimeTokenPages(limits gcLimits, newReq func() *gcpb.DecideR
 	if err != nil {
 		return nil, err
 	}
-	p := newPager(limits, newReq)
+	p := f.newPager(limits, newReq)
 	for _, o := range otts {
+		if f.err != nil {
+			break // a page failed: the run stops
+		}
 		p.room(1)
 		p.cur.OneTimeTokens = append(p.cur.OneTimeTokens, &gcpb.OneTimeToken{
 			AccessorId: o.AccessorID, ExpiresAtUnixNano: o.ExpiresAt.UnixNano(), ModifyIndex: o.ModifyIndex,
 		})
 		p.added(1)
 	}
-	return p.done(), nil
+	return f.finish(p)
 }
 
 // aclTokenPages: ACL tokens that expire.
@@ -365,8 +413,11 @@ func (f *gcFacts) aclTokenPages(limits gcLimits, newReq func() *gcpb.DecideReque
 	if err != nil {
 		return nil, err
 	}
-	p := newPager(limits, newReq)
+	p := f.newPager(limits, newReq)
 	for _, t := range toks {
+		if f.err != nil {
+			break // a page failed: the run stops
+		}
 		if t.ExpirationTime == nil || t.ExpirationTime.IsZero() {
 			continue
 		}
@@ -377,7 +428,7 @@ func (f *gcFacts) aclTokenPages(limits gcLimits, newReq func() *gcpb.DecideReque
 		})
 		p.added(1)
 	}
-	return p.done(), nil
+	return f.finish(p)
 }
 
 func sortedKeysOf[V any](m map[string]V) []string {
