@@ -1,11 +1,7 @@
 package csibridge
 
 import (
-	"os"
-
 	"github.com/hashicorp/go-hclog"
-	"github.com/hashicorp/go-plugin"
-	"google.golang.org/grpc"
 
 	"github.com/drover-org/drover/sdk/shared"
 )
@@ -15,14 +11,7 @@ import (
 // stderr to the agent, which parses these lines and logs them under the
 // plugin's name with their levels and fields intact; the agent's own log
 // level filters what is shown. name is the logger's name ("" for none).
-func NewLogger(name string) hclog.Logger {
-	return hclog.New(&hclog.LoggerOptions{
-		Name:       name,
-		Level:      hclog.Debug,
-		Output:     os.Stderr,
-		JSONFormat: true,
-	})
-}
+func NewLogger(name string) hclog.Logger { return shared.NewPluginLogger(name) }
 
 // Serve serves impl as a csi-bridge plugin on this process's stdio, as
 // go-plugin expects of a plugin binary, and returns when the host closes
@@ -36,12 +25,5 @@ func Serve(impl Bridge) {
 // ServeWithLogger is Serve with the logger go-plugin's server logs with;
 // it should write JSON to stderr, as NewLogger's does.
 func ServeWithLogger(impl Bridge, logger hclog.Logger) {
-	plugin.Serve(&plugin.ServeConfig{
-		HandshakeConfig: shared.Handshake,
-		Plugins:         plugin.PluginSet{shared.KindCSIBridge: &Plugin{Impl: impl}},
-		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
-			return grpc.NewServer(append(opts, shared.ServerOptions()...)...)
-		},
-		Logger: logger,
-	})
+	shared.ServePlugin(shared.KindCSIBridge, &Plugin{Impl: impl}, logger)
 }

@@ -1,11 +1,7 @@
 package gc
 
 import (
-	"os"
-
 	"github.com/hashicorp/go-hclog"
-	"github.com/hashicorp/go-plugin"
-	"google.golang.org/grpc"
 
 	"github.com/drover-org/drover/sdk/shared"
 )
@@ -13,14 +9,7 @@ import (
 // NewLogger returns the logger a GC plugin should log with: hclog writing
 // JSON to stderr, which go-plugin forwards to the agent. name is the
 // logger's name ("" for none).
-func NewLogger(name string) hclog.Logger {
-	return hclog.New(&hclog.LoggerOptions{
-		Name:       name,
-		Level:      hclog.Debug,
-		Output:     os.Stderr,
-		JSONFormat: true,
-	})
-}
+func NewLogger(name string) hclog.Logger { return shared.NewPluginLogger(name) }
 
 // Serve serves impl as a GC plugin and returns when the host tells the
 // plugin to exit. Call it from the plugin's main function.
@@ -31,12 +20,5 @@ func Serve(impl Collector) {
 // ServeWithLogger is Serve with the logger go-plugin's server logs with;
 // it should write JSON to stderr, as NewLogger's does.
 func ServeWithLogger(impl Collector, logger hclog.Logger) {
-	plugin.Serve(&plugin.ServeConfig{
-		HandshakeConfig: shared.Handshake,
-		Plugins:         plugin.PluginSet{shared.KindGC: &Plugin{Impl: impl}},
-		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
-			return plugin.DefaultGRPCServer(append(opts, shared.ServerOptions()...))
-		},
-		Logger: logger,
-	})
+	shared.ServePlugin(shared.KindGC, &Plugin{Impl: impl}, logger)
 }

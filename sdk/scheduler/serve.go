@@ -1,11 +1,7 @@
 package scheduler
 
 import (
-	"os"
-
 	"github.com/hashicorp/go-hclog"
-	"github.com/hashicorp/go-plugin"
-	"google.golang.org/grpc"
 
 	"github.com/drover-org/drover/sdk/shared"
 )
@@ -17,14 +13,7 @@ import (
 // unstructured debug lines). It logs from debug up; the agent's own log
 // level filters what is shown.
 // name is the logger's name ("" for none).
-func NewLogger(name string) hclog.Logger {
-	return hclog.New(&hclog.LoggerOptions{
-		Name:       name,
-		Level:      hclog.Debug,
-		Output:     os.Stderr,
-		JSONFormat: true,
-	})
-}
+func NewLogger(name string) hclog.Logger { return shared.NewPluginLogger(name) }
 
 // Serve serves impl as a scheduler plugin and returns when the host tells the
 // plugin to exit. Call it from the plugin's main function; it never returns
@@ -46,12 +35,5 @@ func Serve(impl Scheduler) {
 // ServeWithLogger is Serve with the logger go-plugin's server logs with;
 // it should write JSON to stderr, as NewLogger's does.
 func ServeWithLogger(impl Scheduler, logger hclog.Logger) {
-	plugin.Serve(&plugin.ServeConfig{
-		HandshakeConfig: shared.Handshake,
-		Plugins:         plugin.PluginSet{shared.KindScheduler: &Plugin{Impl: impl}},
-		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
-			return plugin.DefaultGRPCServer(append(opts, shared.ServerOptions()...))
-		},
-		Logger: logger,
-	})
+	shared.ServePlugin(shared.KindScheduler, &Plugin{Impl: impl}, logger)
 }
