@@ -152,6 +152,13 @@ func runControllerOp(ctx context.Context, p *csiPlugins, bridge csibridge.Bridge
 	default:
 		err = structs.NewError(structs.ErrInvalid, "unknown controller operation %q", op.Kind)
 	}
+	if err != nil && errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+		// The call ran out of its time: how gRPC words that depends on
+		// which side saw it first (deadline exceeded, or a cancelled
+		// stream); say it once, with the bound.
+		err = structs.NewError(structs.ErrUnavailable, "controller %s of volume %q: deadline exceeded after %s: %v",
+			op.Kind, op.ExternalVolumeID, timeout, err)
+	}
 	if err != nil {
 		return failResult(res, err)
 	}

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -176,7 +177,17 @@ func TestCSIControllerSlowPublishSerialized(t *testing.T) {
 		fp:  &csibridge.Fingerprint{Healthy: true, HasController: true}, healthy: true}
 
 	var running, most atomic.Int32
+	// A timed-out call's handler may still be unwinding in the driver
+	// (its context ends a moment after the client's) when the next call
+	// arrives: a call that finds another in the driver waits up to
+	// unwind for it to leave before it counts as concurrent. A second
+	// call the executor really ran at once would stay for the slow
+	// call's whole timeout.
+	const unwind = 100 * time.Millisecond
 	enter := func() func() {
+		for deadline := time.Now().Add(unwind); running.Load() > 0 && time.Now().Before(deadline); {
+			runtime.Gosched()
+		}
 		n := running.Add(1)
 		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
 		}
