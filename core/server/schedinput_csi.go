@@ -86,7 +86,7 @@ func buildCSIInput(snap *state.StateSnapshot, job *structs.Job) (*csiInput, erro
 	}
 	in := &csiInput{inUse: map[string]map[string]int32{}}
 	for _, id := range ids {
-		v, err := snap.CSIVolumeByID(nil, job.Namespace, id)
+		v, err := snap.CSIVolumeForPlacement(nil, job.Namespace, id)
 		if err != nil {
 			return nil, err
 		}
@@ -100,7 +100,9 @@ func buildCSIInput(snap *state.StateSnapshot, job *structs.Job) (*csiInput, erro
 	}
 	sort.Strings(in.plugins)
 	for _, p := range in.plugins {
-		vols, err := snap.CSIVolumes(nil, state.AllNamespaces, "", p)
+		// The stored claims are all a count needs: no copies, no
+		// denormalizing, on every eval of a job with volumes.
+		vols, err := snap.CSIVolumesByPluginRaw(nil, p)
 		if err != nil {
 			return nil, err
 		}

@@ -247,6 +247,26 @@ func (s *StateStore) CSIVolumeByID(ws memdb.WatchSet, ns, id string) (*structs.C
 	return s.denormalizeVolume(ws, v, true, s.pluginCache(ws))
 }
 
+// CSIVolumeForPlacement is CSIVolumeByID for the scheduler's input: the
+// plugin facts placement reads (health, schedulability) without the
+// plugin's expected counts, which cost a read of the allocations of every
+// job that runs the plugin and which placement never looks at.
+func (s *StateStore) CSIVolumeForPlacement(ws memdb.WatchSet, ns, id string) (*structs.CSIVolume, error) {
+	v, err := first[*structs.CSIVolume](s, ws, TableCSIVolumes, "id", ns, id)
+	if v == nil || err != nil {
+		return nil, err
+	}
+	return s.denormalizeVolume(ws, v, true, func(pluginID string) (*structs.CSIPlugin, error) {
+		return first[*structs.CSIPlugin](s, ws, TableCSIPlugins, "id", pluginID)
+	})
+}
+
+// CSIVolumesByPluginRaw lists the stored volumes of a plugin, in every
+// namespace, without copies; the caller must not modify them.
+func (s *StateStore) CSIVolumesByPluginRaw(ws memdb.WatchSet, pluginID string) ([]*structs.CSIVolume, error) {
+	return list[*structs.CSIVolume](s, ws, nil, TableCSIVolumes, "plugin_id", pluginID)
+}
+
 // pluginCache reads each plugin once, for denormalizing many volumes.
 func (s *StateStore) pluginCache(ws memdb.WatchSet) func(id string) (*structs.CSIPlugin, error) {
 	seen := map[string]*structs.CSIPlugin{}

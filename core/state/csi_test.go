@@ -298,3 +298,30 @@ func TestCSIClaimsLeftToTheWatcherWriteTheirVolume(t *testing.T) {
 	must(t, s.DeleteNode(26, []string{n1.ID}))
 	check("the node of a claimer deleted", 22, 26)
 }
+
+// The scheduler's read of a volume has the same plugin facts and claims
+// as the API's, without the expected counts it does not use.
+func TestCSIVolumeForPlacement(t *testing.T) {
+	s := testStore(t)
+	must(t, s.UpsertNode(9, csiPluginNode("hp")))
+	plug := mockJob("system")
+	plug.TaskGroups[0].Tasks[0].CSIPluginConfig = &structs.TaskCSIPluginConfig{ID: "hp", Type: structs.CSIPluginTypeNode}
+	plug = storedJob(t, s, 10, plug)
+	must(t, s.UpsertAllocs(11, []*structs.Allocation{mockAlloc(plug, "n1")}))
+	must(t, s.UpsertCSIVolumes(12, []*structs.CSIVolume{csiTestVol("v", "hp")}))
+	api, err := s.CSIVolumeByID(nil, "default", "v")
+	must(t, err)
+	placed, err := s.CSIVolumeForPlacement(nil, "default", "v")
+	must(t, err)
+	if api.NodesExpected != 1 || placed.NodesExpected != 0 {
+		t.Fatalf("expected nodes: API %d (want 1), placement %d (want 0)", api.NodesExpected, placed.NodesExpected)
+	}
+	if placed.Schedulable != api.Schedulable || placed.NodesHealthy != api.NodesHealthy || !placed.Schedulable {
+		t.Fatalf("placement facts %+v differ from the API's %+v", placed, api)
+	}
+	raw, err := s.CSIVolumesByPluginRaw(nil, "hp")
+	must(t, err)
+	if len(raw) != 1 || raw[0].ID != "v" {
+		t.Fatalf("volumes of hp: %+v", raw)
+	}
+}
