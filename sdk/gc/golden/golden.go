@@ -56,6 +56,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/drover-org/drover/sdk/gc"
+	"github.com/drover-org/drover/sdk/internal/goldenfile"
 	"github.com/drover-org/drover/sdk/proto/gcpb"
 )
 
@@ -235,36 +236,5 @@ func runOne(t *testing.T, path string, f DecideFunc) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden := strings.TrimSuffix(path, ".json") + ".golden.json"
-	if *update {
-		if err := os.WriteFile(golden, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("response differs from %s (run with -update to accept):\n%s", golden, lineDiff(string(want), string(got)))
-	}
-}
-
-func lineDiff(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	var b strings.Builder
-	for i := 0; i < max(len(w), len(g)); i++ {
-		var wl, gl string
-		if i < len(w) {
-			wl = w[i]
-		}
-		if i < len(g) {
-			gl = g[i]
-		}
-		if wl != gl {
-			fmt.Fprintf(&b, "line %d:\n- %s\n+ %s\n", i+1, wl, gl)
-		}
-	}
-	return b.String()
+	goldenfile.Check(t, strings.TrimSuffix(path, ".json")+".golden.json", got, *update)
 }
