@@ -514,3 +514,41 @@ func TestCSIClaimSlowControllerTimesOut(t *testing.T) {
 		t.Fatal("the retried claim was not stored")
 	}
 }
+
+// A volume write carries at most maxVolumeWaiterEvals evals of waiting
+// jobs; the others wait for a later write.
+func TestCSIVolumeWaiterEvalsBounded(t *testing.T) {
+	old := maxVolumeWaiterEvals
+	maxVolumeWaiterEvals = 2
+	t.Cleanup(func() { maxVolumeWaiterEvals = old })
+	s := testServer(t, nil)
+	ctx := context.Background()
+	if _, err := s.RegisterNode(ctx, csiNode("a", "hp", true)); err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{"w1", "w2", "w3"}
+	for _, id := range ids {
+		j := testJob(id, "sysbatch")
+		j.TaskGroups[0].Volumes = map[string]*structs.VolumeRequest{"data": {Name: "data", Type: "csi", Source: "later",
+			AccessMode: structs.CSIVolumeAccessModeMultiNodeReader, AttachmentMode: structs.CSIVolumeAttachmentModeFilesystem, ReadOnly: true}}
+		if _, err := s.RegisterJob(ctx, j, false, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 10*time.Second, "every job's placement to fail", func() bool {
+		for _, id := range ids {
+			evs, _ := s.State().EvalsByJob(nil, structs.DefaultNamespace, id)
+			if !lastEvalFailedPlacement(evs) || len(evs) != 1 || evs[0].Status != structs.EvalStatusComplete {
+				return false
+			}
+		}
+		return true
+	})
+	evals, err := s.volumeWaiterEvals(structs.DefaultNamespace, []string{"later"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evals) != 2 {
+		t.Fatalf("%d evals for 3 waiting jobs, want the bound of 2", len(evals))
+	}
+}

@@ -6,6 +6,9 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
+// maxVolumeWaiterEvals bounds the evals one volume write carries.
+var maxVolumeWaiterEvals = 128 // tests lower it
+
 // volumeWaiterEvals builds an eval (queued-allocs, what an unblocked eval
 // carries and every scheduler takes) for every job of ns that
 // asks for one of the volumes and could not place all it wanted at its
@@ -14,6 +17,11 @@ import (
 // job of a type that blocks its failed evals is left to the blocked-eval
 // tracker, which the same write wakes. System and sysbatch jobs never
 // block: without these evals they would wait for the next node change.
+//
+// At most maxVolumeWaiterEvals go with one write, so that the entry stays
+// small however many jobs wait: the others are evaluated at the next
+// write that frees a claim of the volume (or a node change), and a job
+// placed meanwhile needs none.
 func (s *Server) volumeWaiterEvals(ns string, volIDs []string) ([]*structs.Evaluation, error) {
 	if len(volIDs) == 0 {
 		return nil, nil
@@ -34,6 +42,11 @@ func (s *Server) volumeWaiterEvals(ns string, volIDs []string) ([]*structs.Evalu
 		}
 		if !lastEvalFailedPlacement(evs) {
 			continue
+		}
+		if len(out) == maxVolumeWaiterEvals {
+			s.logger.Warn("more jobs wait for CSI volumes than one write evaluates; the rest wait for the next",
+				"namespace", ns, "volumes", volIDs, "evaluated", len(out))
+			break
 		}
 		out = append(out, s.newEval(j, structs.EvalTriggerQueuedAllocs))
 		out[len(out)-1].JobModifyIndex = j.JobModifyIndex
