@@ -39,11 +39,13 @@ func (p *Plugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, conn *grpc.
 }
 
 // NewGRPCClient returns a Collector that calls the GC service over conn.
-// It validates each request before sending it (codes.InvalidArgument) and
-// each response against its request (codes.Internal: the plugin answered
-// outside the protocol or below the safety floor), so the core only ever
-// sees decisions about objects it sent. Other errors are the plugin's gRPC
-// status errors (codes.Unavailable for a dead plugin).
+// It passes requests and responses through as they are: the host checks
+// them (ValidateRequest before it sends a page, ValidateResponse on the
+// answer, as drover's core does for every collector, in process or not),
+// once. Errors are the plugin's gRPC status errors (codes.Unavailable for
+// a dead plugin; an SDK plugin's adapter refuses a page outside the bounds
+// with codes.InvalidArgument and its own response below the floor with
+// codes.Internal).
 func NewGRPCClient(conn grpc.ClientConnInterface) Collector {
 	return &grpcClient{client: gcpb.NewGCClient(conn)}
 }
@@ -58,18 +60,7 @@ func (c *grpcClient) Info(ctx context.Context) (*gcpb.InfoResponse, error) {
 }
 
 func (c *grpcClient) Decide(ctx context.Context, req *gcpb.DecideRequest) (*gcpb.DecideResponse, error) {
-	page, err := ValidateRequest(req)
-	if err != nil {
-		return nil, status.Error(codes.InvalidArgument, err.Error())
-	}
-	resp, err := c.client.Decide(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	if err := ValidateResponse(page, resp); err != nil {
-		return nil, status.Error(codes.Internal, err.Error())
-	}
-	return resp, nil
+	return c.client.Decide(ctx, req)
 }
 
 // grpcServer is the plugin-side adapter: gRPC → Collector. It refuses a
