@@ -45,6 +45,13 @@ type gcPacing struct {
 	// collection, a slow (loaded) Raft makes GC back off by itself.
 	Share              float64
 	MinPause, MaxPause time.Duration
+	// Scheduling comes first: after its pause, a step waits until the
+	// eval broker has had nothing ready or in flight for Quiet, or until
+	// it has waited MaxYield (so a cluster that never stops scheduling
+	// still collects, one step per MaxYield at least). A Go garbage
+	// collection cycle or a Raft entry that a step causes then rarely
+	// lands on a placement. Quiet 0 never yields.
+	Quiet, MaxYield time.Duration
 	// DecideTimeout bounds one Decide call.
 	DecideTimeout time.Duration
 	// Limits are the page bounds (sdk/gc's).
@@ -62,6 +69,7 @@ func defaultGCPacing() gcPacing {
 	return gcPacing{
 		BatchObjects: gcBatchObjects, BatchJobs: structs.MaxGCReapJobs,
 		Share: 0.2, MinPause: 10 * time.Millisecond, MaxPause: 2 * time.Second,
+		Quiet: 20 * time.Millisecond, MaxYield: 500 * time.Millisecond,
 		DecideTimeout: 30 * time.Second, Limits: defaultGCLimits(),
 	}
 }
@@ -79,6 +87,12 @@ func (p gcPacing) withDefaults() gcPacing {
 	}
 	if p.MaxPause < p.MinPause {
 		p.MaxPause = p.MinPause
+	}
+	if p.Quiet < 0 {
+		p.Quiet = 0
+	}
+	if p.MaxYield < 0 {
+		p.MaxYield = 0
 	}
 	if p.DecideTimeout <= 0 {
 		p.DecideTimeout = d.DecideTimeout
@@ -245,13 +259,14 @@ func (g *gcEngine) runJob(ctx context.Context, j gcJob, force bool) error {
 	if st.reaped > 0 || st.released > 0 || st.skipped > 0 {
 		// Skipped objects changed, or went, between the page and the
 		// entry: a concurrent run or a new plugin may have taken them.
-		log.Info("garbage collected", "reaped", st.reaped, "released_claims", st.released, "skipped", st.skipped, "entries", st.entries)
+		log.Info("garbage collected", "reaped", st.reaped, "released_claims", st.released, "skipped", st.skipped, "entries", st.entries,
+			"steps_past_scheduling", st.forced)
 	}
 	return err
 }
 
 // gcStats counts what one job did.
-type gcStats struct{ reaped, released, skipped, entries int }
+type gcStats struct{ reaped, released, skipped, entries, forced int }
 
 // gcItem is one object to reap, in the order to reap it.
 type gcItem struct {
@@ -279,7 +294,7 @@ func (g *gcEngine) collect(ctx context.Context, j gcJob, force bool) (gcStats, e
 		// One region: this one is the authoritative one.
 		return &gcpb.DecideRequest{Collection: j.collection, NowUnixNano: now, Thresholds: th, AuthoritativeRegion: true}
 	}
-	pace := &gcPacer{p: g.pacing}
+	pace := &gcPacer{p: g.pacing, idle: g.s.broker.Idle, stats: &st}
 	built := time.Now()
 	// Each page is decided and applied as soon as it is built: a run
 	// holds one page, not the whole backlog, and the time spent building
@@ -511,12 +526,21 @@ func (g *gcEngine) release(ctx context.Context, page *gcpb.DecideRequest, dec ma
 	return nil
 }
 
-// gcPacer spaces one job's Raft entries: before every entry but the first
-// it waits in proportion to how long the last one took (gcPacing.Share).
+// gcPacer spaces one job's steps (page decisions and Raft entries): before
+// every step but the first it waits in proportion to how long the last one
+// took (gcPacing.Share), then yields to scheduling (gcPacing.Quiet,
+// MaxYield).
 type gcPacer struct {
-	p    gcPacing
-	last time.Duration
-	used bool
+	p gcPacing
+	// idle reports whether the eval broker has nothing ready or in
+	// flight, and since when (evalbroker.Broker.Idle); nil never yields.
+	idle  func() (bool, time.Time)
+	stats *gcStats // counts the steps taken past MaxYield; may be nil
+	// now and sleep default to the wall clock.
+	now   func() time.Time
+	sleep func(ctx context.Context, d time.Duration) error
+	last  time.Duration
+	used  bool
 }
 
 func (p *gcPacer) took(d time.Duration) { p.last, p.used = d, true }
@@ -530,7 +554,53 @@ func (p *gcPacer) wait(ctx context.Context) error {
 	if !p.used {
 		return ctx.Err()
 	}
-	d := p.pause()
+	if err := p.doSleep(ctx, p.pause()); err != nil {
+		return err
+	}
+	return p.yield(ctx)
+}
+
+// yield waits until scheduling has been quiet for Quiet, for MaxYield at
+// most.
+func (p *gcPacer) yield(ctx context.Context) error {
+	if p.idle == nil || p.p.Quiet <= 0 {
+		return ctx.Err()
+	}
+	deadline := p.clock().Add(p.p.MaxYield)
+	for {
+		idle, since := p.idle()
+		now := p.clock()
+		quietFor := now.Sub(since)
+		if idle && quietFor >= p.p.Quiet {
+			return ctx.Err()
+		}
+		if !now.Before(deadline) {
+			if p.stats != nil {
+				p.stats.forced++
+			}
+			return ctx.Err()
+		}
+		d := p.p.Quiet
+		if idle {
+			d -= quietFor
+		}
+		if err := p.doSleep(ctx, min(d, deadline.Sub(now))); err != nil {
+			return err
+		}
+	}
+}
+
+func (p *gcPacer) clock() time.Time {
+	if p.now != nil {
+		return p.now()
+	}
+	return time.Now()
+}
+
+func (p *gcPacer) doSleep(ctx context.Context, d time.Duration) error {
+	if p.sleep != nil {
+		return p.sleep(ctx, d)
+	}
 	if d <= 0 {
 		return ctx.Err()
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -258,6 +259,11 @@ func gcSchedulingLatency(b *testing.B, pacing *gcPacing) {
 	n := *gcBenchObjects
 	var idle, busy []time.Duration
 	var gcTook time.Duration
+	// Go's own garbage collector, per phase: the reaping allocates (memdb
+	// copies radix nodes on every delete), and each collection cycle slows
+	// whatever runs meanwhile.
+	var busyCycles, idleCycles uint32
+	var busyTime, idleTime time.Duration
 	for i := 0; i < b.N; i++ {
 		// GC running, on one server: submit until ForceGC returns or
 		// -gcbench.samples jobs are placed; only the samples taken
@@ -275,6 +281,7 @@ func gcSchedulingLatency(b *testing.B, pacing *gcPacing) {
 			done <- err
 		}()
 		var m int
+		c0, t0 := numGC(), time.Now()
 		for k := 0; m < *gcLatencySamples; k++ {
 			d := placeOne(b, s, node, fmt.Sprintf("busy-%d", k))
 			if !running.Load() {
@@ -283,6 +290,8 @@ func gcSchedulingLatency(b *testing.B, pacing *gcPacing) {
 			busy = append(busy, d)
 			m++
 		}
+		busyCycles += numGC() - c0
+		busyTime += time.Since(t0)
 		if err := <-done; err != nil {
 			b.Fatal(err)
 		}
@@ -306,9 +315,12 @@ func gcSchedulingLatency(b *testing.B, pacing *gcPacing) {
 		s, node = gcLatencyServer(b, pacing, n)
 		b.StartTimer()
 		placeOne(b, s, node, "warm")
+		c0, t0 = numGC(), time.Now()
 		for k := 0; k < m; k++ {
 			idle = append(idle, placeOne(b, s, node, fmt.Sprintf("idle-%d", k)))
 		}
+		idleCycles += numGC() - c0
+		idleTime += time.Since(t0)
 		b.StopTimer()
 		_ = s.Shutdown()
 	}
@@ -319,12 +331,22 @@ func gcSchedulingLatency(b *testing.B, pacing *gcPacing) {
 	slices.Sort(busy)
 	ip50, ip99 := percentile(idle, 0.50), percentile(idle, 0.99)
 	bp50, bp99 := percentile(busy, 0.50), percentile(busy, 0.99)
-	b.Logf("backlog %d: idle n=%d p50=%v p99=%v; gc running n=%d p50=%v p99=%v; ForceGC took %v",
-		n, len(idle), ip50, ip99, len(busy), bp50, bp99, gcTook/time.Duration(b.N))
+	b.Logf("backlog %d: idle n=%d p50=%v p99=%v (%d Go GC cycles in %v); gc running n=%d p50=%v p99=%v (%d Go GC cycles in %v); ForceGC took %v",
+		n, len(idle), ip50, ip99, idleCycles, idleTime.Round(time.Millisecond), len(busy), bp50, bp99, busyCycles,
+		busyTime.Round(time.Millisecond), gcTook/time.Duration(b.N))
 	b.ReportMetric(float64(ip50.Microseconds())/1000, "idle-p50-ms")
 	b.ReportMetric(float64(ip99.Microseconds())/1000, "idle-p99-ms")
 	b.ReportMetric(float64(bp50.Microseconds())/1000, "gc-p50-ms")
 	b.ReportMetric(float64(bp99.Microseconds())/1000, "gc-p99-ms")
 	b.ReportMetric(float64(bp99)/float64(ip99), "p99-ratio")
 	b.ReportMetric(float64(len(busy)), "gc-samples")
+	b.ReportMetric(float64(idleCycles)/idleTime.Seconds(), "idle-gocycles/s")
+	b.ReportMetric(float64(busyCycles)/busyTime.Seconds(), "gc-gocycles/s")
+}
+
+// numGC is the number of Go garbage collection cycles completed so far.
+func numGC() uint32 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.NumGC
 }

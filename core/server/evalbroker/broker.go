@@ -119,6 +119,7 @@ type entry struct {
 	deliveries int
 	token      string // set while unacked
 	paused     bool   // nack timer paused while unacked
+	working    bool   // counted in Broker.working
 	due        time.Time
 	timerIdx   int // slot in the timer heap, -1 when not armed
 }
@@ -155,6 +156,10 @@ type Broker struct {
 	timers     timerHeap
 	cancelable []*structs.Evaluation
 	seq        uint64
+	// working counts the evals ready for a worker (FailedQueue excluded)
+	// or delivered to one; idleSince is when it last fell to zero.
+	working   int
+	idleSince time.Time
 }
 
 // New returns a disabled broker.
@@ -176,6 +181,41 @@ func (b *Broker) resetLocked() {
 	b.requeue = make(map[string]*structs.Evaluation)
 	b.timers = nil
 	b.cancelable = nil
+	b.working = 0
+	b.idleSince = b.clock.Now()
+}
+
+// trackLocked keeps Broker.working in step with e's state; every state
+// change of an entry held in evals calls it.
+func (b *Broker) trackLocked(e *entry) {
+	want := e.queue != FailedQueue && (e.state == stateReady || e.state == stateUnacked)
+	switch {
+	case want && !e.working:
+		b.working++
+	case !want && e.working:
+		b.working--
+		if b.working == 0 {
+			b.idleSince = b.clock.Now()
+		}
+	}
+	e.working = want
+}
+
+// forgetLocked drops e from evals.
+func (b *Broker) forgetLocked(e *entry) {
+	delete(b.evals, e.eval.ID)
+	e.state = statePending
+	b.trackLocked(e)
+}
+
+// Idle reports whether no eval is ready for a worker or being scheduled by
+// one (evals of FailedQueue, held back by time, or waiting for their job's
+// outstanding eval do not count), and since when. Background work such as
+// the garbage collector yields to scheduling through it.
+func (b *Broker) Idle() (bool, time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.working == 0, b.idleSince
 }
 
 // SetEnabled starts the broker (with its timer goroutine) or stops it. Stopping
@@ -294,6 +334,7 @@ func (b *Broker) admitLocked(e *entry) {
 		return
 	}
 	e.state = statePending
+	b.trackLocked(e)
 	cur := b.pending[key]
 	if cur == nil {
 		b.pending[key] = e
@@ -304,7 +345,7 @@ func (b *Broker) admitLocked(e *entry) {
 		keep, drop = e, cur
 	}
 	b.pending[key] = keep
-	delete(b.evals, drop.eval.ID)
+	b.forgetLocked(drop)
 	b.cancelable = append(b.cancelable, drop.eval)
 	b.logger.Debug("eval superseded by another pending eval of its job",
 		"eval_id", drop.eval.ID, "kept_eval_id", keep.eval.ID, "job_id", key.id, "namespace", key.ns)
@@ -324,6 +365,7 @@ func pendingBetter(a, b *entry) bool {
 
 func (b *Broker) pushReadyLocked(e *entry) {
 	e.state = stateReady
+	b.trackLocked(e)
 	e.seq = b.nextSeq()
 	h := b.ready[e.queue]
 	if h == nil {
@@ -433,6 +475,7 @@ func (b *Broker) dequeueLocked(types []string) *entry {
 	}
 	e := heap.Pop(best).(*entry)
 	e.state = stateUnacked
+	b.trackLocked(e)
 	e.deliveries++
 	e.token = uuid.NewString()
 	e.paused = false
@@ -466,7 +509,7 @@ func (b *Broker) Ack(evalID, token string) error {
 		return err
 	}
 	b.disarmLocked(e)
-	delete(b.evals, evalID)
+	b.forgetLocked(e)
 	b.releaseJobLocked(e)
 	if again, ok := b.requeue[token]; ok {
 		delete(b.requeue, token)
@@ -512,6 +555,7 @@ func (b *Broker) Requeue(evalID, token string, delay time.Duration) error {
 		return nil
 	}
 	e.state = stateWaiting
+	b.trackLocked(e)
 	b.armLocked(e, b.clock.Now().Add(delay))
 	return nil
 }
@@ -539,6 +583,7 @@ func (b *Broker) nackLocked(e *entry) {
 		return
 	}
 	e.state = stateWaiting
+	b.trackLocked(e)
 	b.armLocked(e, b.clock.Now().Add(delay))
 }
 
