@@ -227,7 +227,7 @@ func percentile(d []time.Duration, p float64) time.Duration {
 
 // gcLatencySamples bounds the jobs placed while GC runs (and so with GC
 // idle).
-var gcLatencySamples = flag.Int("gcbench.samples", 1000, "GC latency benchmark: at most this many jobs placed with GC running, as many idle")
+var gcLatencySamples = flag.Int("gcbench.samples", 0, "GC latency benchmark: at most this many jobs placed with GC running, as many idle (0: as many as ForceGC's run takes)")
 
 // gcLatencyServer is a GC bench server with one ready node, roomy enough
 // for every sample, and the backlog of objects seeded.
@@ -282,7 +282,7 @@ func gcSchedulingLatency(b *testing.B, pacing *gcPacing) {
 		}()
 		var m int
 		c0, t0 := numGC(), time.Now()
-		for k := 0; m < *gcLatencySamples; k++ {
+		for k := 0; *gcLatencySamples <= 0 || m < *gcLatencySamples; k++ {
 			d := placeOne(b, s, node, fmt.Sprintf("busy-%d", k))
 			if !running.Load() {
 				break
