@@ -34,10 +34,30 @@ func checkGCReap(buf []byte) error {
 	return req.Validate()
 }
 
-// applyReconcileJobSummaries rebuilds every job summary from the state.
+// applyReconcileJobSummaries rebuilds the job summaries the request
+// bounds from the state; its response is the
+// *structs.ReconcileJobSummariesResponse, or the store's error for a
+// request over its bounds (which the leader never proposes).
 func (f *FSM) applyReconcileJobSummaries(index uint64, buf []byte) any {
-	decode[structs.ReconcileJobSummariesRequest](structs.ReconcileJobSummariesRequestType, index, buf)
-	return f.State().ReconcileJobSummaries(index)
+	req := decode[structs.ReconcileJobSummariesRequest](structs.ReconcileJobSummariesRequestType, index, buf)
+	out, err := f.State().ReconcileJobSummaries(index, req)
+	if err != nil {
+		return err
+	}
+	return out
+}
+
+// checkReconcileJobSummaries refuses a request over its bounds, so that
+// the leader never commits one.
+func checkReconcileJobSummaries(buf []byte) error {
+	if err := check[structs.ReconcileJobSummariesRequest](buf); err != nil {
+		return err
+	}
+	req := new(structs.ReconcileJobSummariesRequest)
+	if err := unmarshal(buf, req); err != nil {
+		return err
+	}
+	return req.Validate()
 }
 
 var gcTypeNames = map[structs.MessageType]string{

@@ -280,6 +280,27 @@ func TestApplyMessageTypes(t *testing.T) {
 				t.Errorf("type name %q", typeName(structs.GCReapRequestType))
 			}
 		}},
+		{"reconcile summaries", func(t *testing.T, f *FSM, rec *recorder) {
+			registerJob(t, f, 10, mockJob("batch"))
+			registerJob(t, f, 11, mockJob("batch"))
+			// An entry written before paging (no limit): every job at once.
+			all, ok := apply(t, f, 12, structs.ReconcileJobSummariesRequestType, &structs.ReconcileJobSummariesRequest{}).(*structs.ReconcileJobSummariesResponse)
+			if !ok || all.Reconciled != 2 || !all.Done {
+				t.Fatalf("unpaged response %+v", all)
+			}
+			first, ok := apply(t, f, 13, structs.ReconcileJobSummariesRequestType, &structs.ReconcileJobSummariesRequest{Limit: 1}).(*structs.ReconcileJobSummariesResponse)
+			if !ok || first.Reconciled != 1 || first.Done || first.NextID == "" {
+				t.Fatalf("first page %+v", first)
+			}
+			bad := &structs.ReconcileJobSummariesRequest{Limit: structs.MaxReconcileJobs + 1}
+			if err, _ := apply(t, f, 14, structs.ReconcileJobSummariesRequestType, bad).(error); !errors.Is(err, structs.ErrInvalid) || f.Failed() != nil {
+				t.Errorf("limit over its bound: %v, failed %v", err, f.Failed())
+			}
+			buf, _ := Encode(structs.ReconcileJobSummariesRequestType, bad)
+			if CheckEntry(buf) == nil {
+				t.Error("CheckEntry passes a limit over its bound")
+			}
+		}},
 		{"eval update and delete", func(t *testing.T, f *FSM, rec *recorder) {
 			job := registerJob(t, f, 10, mockJob("batch"))
 			blocked := mockEval(job.Namespace, job.ID, structs.EvalStatusBlocked)

@@ -278,7 +278,7 @@ var checkers = map[structs.MessageType]func([]byte) error{
 	structs.CSIPluginDeleteRequestType:     check[structs.CSIPluginDeleteRequest],
 
 	structs.GCReapRequestType:                checkGCReap,
-	structs.ReconcileJobSummariesRequestType: check[structs.ReconcileJobSummariesRequest],
+	structs.ReconcileJobSummariesRequestType: checkReconcileJobSummaries,
 }
 
 // appliers dispatches on the message type. Each decodes its payload and

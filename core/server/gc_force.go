@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"fmt"
+	"time"
 
 	"github.com/drover-org/drover/core/rpc"
 	"github.com/drover-org/drover/core/structs"
@@ -71,15 +73,45 @@ func (s *Server) runGC(ctx context.Context, jobs []string, force bool) error {
 	}
 }
 
+// reconcileJobsPerEntry is how many jobs one ReconcileJobSummaries entry
+// reconciles: each reads every alloc of its job, so the entry stays short
+// next to the scheduler's.
+const reconcileJobsPerEntry = 500
+
 // ReconcileJobSummaries rebuilds every job summary from the allocations and
-// children in the state (PUT /v1/system/reconcile/summaries), in one Raft
-// entry. A follower forwards it to the leader (System.ReconcileSummaries).
+// children in the state (PUT /v1/system/reconcile/summaries), in entries of
+// reconcileJobsPerEntry jobs paced as the GC's (a share of the leader's
+// time, yielding to scheduling). A follower forwards it to the leader
+// (System.ReconcileSummaries).
 func (s *Server) ReconcileJobSummaries(ctx context.Context) error {
 	if _, ok, err := forward[Empty, Empty](ctx, s, "System.ReconcileSummaries", &Empty{}); ok {
 		return err
 	}
-	_, err := s.raftApply(structs.ReconcileJobSummariesRequestType, &structs.ReconcileJobSummariesRequest{})
-	return err
+	p := defaultGCPacing()
+	if s.cfg.gcPacing != nil {
+		p = s.cfg.gcPacing.withDefaults()
+	}
+	pace := &gcPacer{p: p, idle: s.broker.Idle}
+	req := &structs.ReconcileJobSummariesRequest{Limit: reconcileJobsPerEntry}
+	for {
+		if err := pace.wait(ctx); err != nil {
+			return err
+		}
+		start := time.Now()
+		_, resp, err := s.raftApplyResponse(structs.ReconcileJobSummariesRequestType, req)
+		if err != nil {
+			return err
+		}
+		pace.took(time.Since(start))
+		out, ok := resp.(*structs.ReconcileJobSummariesResponse)
+		if !ok {
+			return fmt.Errorf("reconcile summaries: unexpected response %T", resp)
+		}
+		if out.Done {
+			return nil
+		}
+		req = &structs.ReconcileJobSummariesRequest{AfterNamespace: out.NextNamespace, AfterID: out.NextID, Limit: reconcileJobsPerEntry}
+	}
 }
 
 func (s *Server) registerGCRPC(rs *rpc.Server, mark func(context.Context) context.Context) {

@@ -11,23 +11,45 @@ import (
 // allocations of its current instance, a parent's children counts from
 // its children's statuses. A group's queued count is the scheduler's and
 // is kept. Summaries that already match are left as they are.
-func (s *StateStore) ReconcileJobSummaries(index uint64) error {
-	return s.write(index, func(t *writeTxn) error {
-		it, err := t.txn.Get(TableJobs, "id")
+func (s *StateStore) ReconcileJobSummaries(index uint64, req *structs.ReconcileJobSummariesRequest) (*structs.ReconcileJobSummariesResponse, error) {
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	out := &structs.ReconcileJobSummariesResponse{}
+	err := s.write(index, func(t *writeTxn) error {
+		it, err := t.txn.LowerBound(TableJobs, "id", req.AfterNamespace, req.AfterID)
 		if err != nil {
 			return fmt.Errorf("state: read %s: %w", TableJobs, err)
 		}
 		var jobs []*structs.Job
+		more := false
 		for raw := it.Next(); raw != nil; raw = it.Next() {
-			jobs = append(jobs, raw.(*structs.Job))
+			j := raw.(*structs.Job)
+			if j.Namespace == req.AfterNamespace && j.ID == req.AfterID {
+				continue // the last one of the previous entry
+			}
+			if req.Limit > 0 && len(jobs) == req.Limit {
+				more = true
+				break
+			}
+			jobs = append(jobs, j)
 		}
+		out.Done = !more
 		for _, j := range jobs {
 			if err := t.reconcileSummary(j); err != nil {
 				return err
 			}
 		}
+		out.Reconciled = len(jobs)
+		if n := len(jobs); n > 0 {
+			out.NextNamespace, out.NextID = jobs[n-1].Namespace, jobs[n-1].ID
+		}
 		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 func (t *writeTxn) reconcileSummary(j *structs.Job) error {

@@ -97,6 +97,37 @@ func (r *GCReapResponse) Reaped() int {
 	return r.Allocs + r.Evals + r.Jobs + r.Nodes + r.CSIPlugins + r.OneTimeTokens + r.ACLTokens
 }
 
-// ReconcileJobSummariesRequest rebuilds every job summary from the state
-// (PUT /v1/system/reconcile/summaries).
-type ReconcileJobSummariesRequest struct{}
+// ReconcileJobSummariesRequest rebuilds job summaries from the state
+// (PUT /v1/system/reconcile/summaries): those of at most Limit jobs after
+// (AfterNamespace, AfterID) in (namespace, ID) order, so a large state is
+// reconciled in bounded entries the leader paces. Limit 0 is every job in
+// one entry (as entries written before paging ask).
+type ReconcileJobSummariesRequest struct {
+	AfterNamespace string `codec:",omitempty"`
+	AfterID        string `codec:",omitempty"`
+	Limit          int    `codec:",omitempty"`
+}
+
+// MaxReconcileJobs bounds ReconcileJobSummariesRequest.Limit.
+const MaxReconcileJobs = 10_000
+
+// Validate refuses a request over its bounds.
+func (r *ReconcileJobSummariesRequest) Validate() error {
+	if r.Limit < 0 || r.Limit > MaxReconcileJobs {
+		return NewError(ErrInvalid, "Limit: %d is out of range (0 to %d)", r.Limit, MaxReconcileJobs)
+	}
+	if len(r.AfterNamespace)+len(r.AfterID) > DefaultMaxRequestBodyBytes {
+		return NewError(ErrInvalid, "AfterNamespace, AfterID: longer than %d bytes", DefaultMaxRequestBodyBytes)
+	}
+	return nil
+}
+
+// ReconcileJobSummariesResponse says where a bounded reconciliation
+// stopped: Done when no job is left after the last one it reconciled
+// (NextNamespace, NextID).
+type ReconcileJobSummariesResponse struct {
+	Reconciled    int
+	NextNamespace string
+	NextID        string
+	Done          bool
+}
