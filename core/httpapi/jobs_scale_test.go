@@ -25,7 +25,7 @@ func TestJobScaleRevertRouting(t *testing.T) {
 		check                      func(t *testing.T, c call)
 	}{
 		{name: "scale", method: "PUT", target: "/v1/job/web/scale?namespace=team",
-			body: `{"Count":3,"Target":{"Group":"g","Job":"web"},"Message":"m","Meta":{"k":"v"},"PolicyOverride":true}`,
+			body:   `{"Count":3,"Target":{"Group":"g","Job":"web"},"Message":"m","Meta":{"k":"v"},"PolicyOverride":true}`,
 			status: 200, want: `"EvalID":"eval-7"`, call: "ScaleJob", check: func(t *testing.T, c call) {
 				req := c.Args[2].(*structs.ScalingRequest)
 				if c.Args[0] != "team" || c.Args[1] != "web" || *req.Count != 3 || req.Target["Group"] != "g" || req.Message != "m" || req.Meta["k"] != "v" {
