@@ -89,6 +89,12 @@ func (c *JobScaleCommand) Run(args []string) int {
 	if err := client.Write(ctx, http.MethodPut, "/v1/job/"+escapeID(stub.ID)+"/scale", q, &req, &resp); err != nil {
 		return c.ui.errorf("Error scaling job: %s", err)
 	}
+	if resp.EvalID == "" {
+		// A periodic or parameterized parent: its next children run the
+		// new count; nothing is evaluated now.
+		c.ui.printf("Job scale successful\n")
+		return exitOK
+	}
 	if detach {
 		c.ui.printf("Job scale successful\nEvaluation ID: %s\n", resp.EvalID)
 		return exitOK

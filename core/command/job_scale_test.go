@@ -23,6 +23,7 @@ func TestJobScale(t *testing.T) {
 		wantGroup string
 		wantCount int64
 		wantIndex uint64
+		noEval    bool
 	}{
 		{name: "group and count, detached", args: []string{"-detach", "web", "g", "3"}, code: 0,
 			wantOut: []string{"Job scale successful", "Evaluation ID: " + evalID}, wantGroup: "g", wantCount: 3},
@@ -32,6 +33,8 @@ func TestJobScale(t *testing.T) {
 			wantGroup: "g", wantCount: 2, wantIndex: 12},
 		{name: "monitors the eval", args: []string{"web", "g", "2"}, code: 0,
 			wantOut: []string{`==> Monitoring evaluation "4f6c9e5e"`, `finished with status "complete"`}, wantGroup: "g", wantCount: 2},
+		{name: "periodic parent: no eval to monitor", args: []string{"cron", "g", "2"}, jobs: []*structs.JobListStub{{ID: "cron", Namespace: "default", Periodic: true}},
+			noEval: true, code: 0, wantOut: []string{"Job scale successful"}},
 		{name: "group required with several", args: []string{"web", "2"}, job: twoGroups, code: 1,
 			wantErr: `Job "web" has 2 task groups: name the one to scale`},
 		{name: "count not a number", args: []string{"web", "g", "many"}, code: 1, wantErr: `Count must be a non-negative whole number, got "many"`},
@@ -51,9 +54,12 @@ func TestJobScale(t *testing.T) {
 			if tc.job != nil {
 				f.json("GET /v1/job/web", tc.job)
 			}
-			if tc.scaleErr != "" {
+			switch {
+			case tc.noEval:
+				f.json("PUT /v1/job/cron/scale", structs.JobRegisterResponse{Index: 10})
+			case tc.scaleErr != "":
 				f.fail("PUT /v1/job/web/scale", 400, tc.scaleErr)
-			} else {
+			default:
 				f.json("PUT /v1/job/web/scale", structs.JobRegisterResponse{EvalID: evalID, Index: 10})
 			}
 			serveEval(f, complete, nil)

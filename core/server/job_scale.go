@@ -12,7 +12,9 @@ import (
 // the job that differs only in that count, checked as a registration is
 // (the type's max_group_count, the allocation limits), with a job-scaling
 // eval and a scaling event, in one Raft entry. A request without a count
-// records only its message or error as an event. A job whose type places
+// records only its message or error as an event. Scaling a periodic or
+// parameterized parent changes the count its next children get, with no
+// eval. A job whose type places
 // per node (JobTypeBehavior.PerNode) has no count to scale and is refused,
 // as is a stopped job (Nomad would change the spec of a job that runs
 // nothing; drover asks for a run or a revert first).
@@ -60,9 +62,6 @@ func (s *Server) ScaleJob(ctx context.Context, ns, jobID string, req *structs.Sc
 		if job.TypeBehavior != nil && job.TypeBehavior.PerNode {
 			return nil, perNodeScaleError(job)
 		}
-		if job.IsParent() {
-			return nil, structs.NewError(structs.ErrInvalid, "job %q: can't scale a periodic or parameterized job; its children run the count it is registered with", jobID)
-		}
 		if job.Stop {
 			return nil, structs.NewError(structs.ErrInvalid, "job %q is stopped: run it again or revert it to a version that runs before scaling it", jobID)
 		}
@@ -73,9 +72,14 @@ func (s *Server) ScaleJob(ctx context.Context, ns, jobID string, req *structs.Sc
 		if next != nil {
 			entry.Job = next
 		}
-		entry.Eval = s.newEval(job, structs.EvalTriggerJobScaling)
-		id := entry.Eval.ID
-		entry.Event.EvalID = &id
+		// A periodic or parameterized parent places nothing itself: its
+		// new count is for the children it launches next, and no eval
+		// runs (as a registration of a parent makes none).
+		if !job.IsParent() {
+			entry.Eval = s.newEval(job, structs.EvalTriggerJobScaling)
+			id := entry.Eval.ID
+			entry.Event.EvalID = &id
+		}
 	}
 	index, err := s.raftApply(structs.JobScaleRequestType, entry)
 	if err != nil {

@@ -347,3 +347,25 @@ func TestScaleAndRevertForwardToLeader(t *testing.T) {
 		t.Fatalf("leader's job after a forwarded revert: count %d version %d", j.TaskGroups[0].Count, j.Version)
 	}
 }
+
+// Scaling a periodic parent changes the count of its next children and
+// evaluates nothing now.
+func TestScalePeriodicParent(t *testing.T) {
+	s, _ := scaleFixture(t, nil)
+	parent := testJob("cron", "batch")
+	parent.Periodic = &structs.PeriodicConfig{Enabled: true, Spec: "0 * * * *"}
+	registerJob(t, s, parent)
+	two := int64(2)
+	resp, err := s.ScaleJob(context.Background(), "", "cron", &structs.ScalingRequest{Count: &two, Target: map[string]string{"Group": "g"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job, _ := s.State().JobByID(nil, "default", "cron")
+	if resp.EvalID != "" || job.Version != 1 || job.TaskGroups[0].Count != 2 || resp.JobModifyIndex != job.JobModifyIndex {
+		t.Fatalf("scaled parent: eval %q version %d count %d", resp.EvalID, job.Version, job.TaskGroups[0].Count)
+	}
+	row, _ := s.State().ScalingEventsByJob(nil, "default", "cron")
+	if row == nil || len(row.ScalingEvents["g"]) != 1 || row.ScalingEvents["g"][0].EvalID != nil {
+		t.Fatalf("parent's events %+v, want one without an eval", row)
+	}
+}
