@@ -129,6 +129,8 @@ func Commands(ui *UI) map[string]Command {
 		"job dispatch":              &JobDispatchCommand{ui: ui},
 		"job periodic force":        &JobPeriodicForceCommand{ui: ui},
 		"job inspect":               &JobInspectCommand{ui: ui},
+		"job scale":                 &JobScaleCommand{ui: ui},
+		"job revert":                &JobRevertCommand{ui: ui},
 		"alloc status":              &AllocStatusCommand{ui: ui},
 		"alloc logs":                &AllocLogsCommand{ui: ui},
 		"alloc stop":                &AllocStopCommand{ui: ui},

@@ -299,3 +299,66 @@ func (f *FSM) applyAllocClientUpdate(index uint64, buf []byte) any {
 	f.evalsCommitted(req.Evals)
 	return nil
 }
+
+// applyJobScale writes a scaling action: the job's new version (when the
+// count changed), its eval and the scaling event, in one transaction, and
+// only while the job is the version the leader scaled. A job purged or
+// changed since is refused (ErrNotFound, ErrConflict) and nothing is
+// written: a scale never resurrects a job nor overwrites a newer version.
+func (f *FSM) applyJobScale(index uint64, buf []byte) any {
+	req := decode[structs.JobScaleRequest](structs.JobScaleRequestType, index, buf)
+	var evalTime int64
+	if req.Eval != nil {
+		evalTime = req.Eval.ModifyTime
+	}
+	ns := req.Namespace
+	if ns == "" {
+		ns = structs.DefaultNamespace
+	}
+	if req.Job != nil {
+		req.Job.Canonicalize()
+		if req.Job.Namespace != ns || req.Job.ID != req.JobID {
+			return structs.NewError(structs.ErrInvalid, "job scale: job %q in namespace %q is not the scaled job %q in %q", req.Job.ID, req.Job.Namespace, req.JobID, ns)
+		}
+	}
+	err := f.State().At(at(req.Now, evalTime)).WriteTxn(index, func(tx *state.Txn) error {
+		cur, err := tx.JobByID(ns, req.JobID)
+		if err != nil {
+			return err
+		}
+		if cur == nil {
+			return structs.NewError(structs.ErrNotFound, "job %q in namespace %q not found", req.JobID, ns)
+		}
+		if cur.JobModifyIndex != req.JobModifyIndex {
+			return structs.NewError(structs.ErrConflict, "job %q changed while it was being scaled (job modify index %d, scaled %d); try again", req.JobID, cur.JobModifyIndex, req.JobModifyIndex)
+		}
+		if req.Job != nil {
+			if err := tx.UpsertJob(req.Job); err != nil {
+				return err
+			}
+			if cur, err = tx.JobByID(ns, req.JobID); err != nil {
+				return err
+			}
+		}
+		if req.Eval != nil {
+			req.Eval.JobModifyIndex = cur.JobModifyIndex
+			if err := tx.UpsertEvals([]*structs.Evaluation{req.Eval}); err != nil {
+				return err
+			}
+		}
+		if req.Event == nil {
+			return nil
+		}
+		return tx.AddScalingEvent(ns, req.JobID, req.Group, req.Event)
+	})
+	if err != nil {
+		return err
+	}
+	if req.Job != nil {
+		f.jobUpserted(index, ns, req.JobID)
+	}
+	if req.Eval != nil {
+		f.evalsCommitted([]*structs.Evaluation{req.Eval})
+	}
+	return nil
+}

@@ -251,6 +251,7 @@ var checkers = map[structs.MessageType]func([]byte) error{
 	structs.JobRegisterRequestType:                  check[structs.JobRegisterRequest],
 	structs.JobDeregisterRequestType:                check[structs.JobDeregisterRequest],
 	structs.JobBatchDeregisterRequestType:           check[structs.JobBatchDeregisterRequest],
+	structs.JobScaleRequestType:                     check[structs.JobScaleRequest],
 	structs.EvalUpdateRequestType:                   check[structs.EvalUpdateRequest],
 	structs.EvalDeleteRequestType:                   check[structs.EvalDeleteRequest],
 	structs.AllocClientUpdateRequestType:            check[structs.AllocUpdateRequest],
@@ -292,6 +293,7 @@ var appliers = map[structs.MessageType]func(f *FSM, index uint64, buf []byte) an
 	structs.JobRegisterRequestType:                  (*FSM).applyJobRegister,
 	structs.JobDeregisterRequestType:                (*FSM).applyJobDeregister,
 	structs.JobBatchDeregisterRequestType:           (*FSM).applyJobBatchDeregister,
+	structs.JobScaleRequestType:                     (*FSM).applyJobScale,
 	structs.EvalUpdateRequestType:                   (*FSM).applyEvalUpdate,
 	structs.EvalDeleteRequestType:                   (*FSM).applyEvalDelete,
 	structs.AllocClientUpdateRequestType:            (*FSM).applyAllocClientUpdate,
@@ -351,6 +353,8 @@ func typeName(t structs.MessageType) string {
 		return "JobDeregister"
 	case structs.JobBatchDeregisterRequestType:
 		return "JobBatchDeregister"
+	case structs.JobScaleRequestType:
+		return "JobScale"
 	case structs.EvalUpdateRequestType:
 		return "EvalUpdate"
 	case structs.EvalDeleteRequestType:

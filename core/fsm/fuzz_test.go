@@ -17,6 +17,11 @@ func FuzzApplyEntry(f *testing.F) {
 	if buf, err := Encode(structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: job}); err == nil {
 		f.Add(buf)
 	}
+	four := int64(4)
+	if buf, err := Encode(structs.JobScaleRequestType, &structs.JobScaleRequest{Namespace: "default", JobID: job.ID, Group: "web",
+		Job: job, Event: &structs.ScalingEvent{Count: &four, Meta: map[string]any{"k": 1.5}}}); err == nil {
+		f.Add(buf)
+	}
 	if buf, err := Encode(structs.GCReapRequestType, &structs.GCReapRequest{
 		Allocs: []structs.GCRef{{ID: "a", ModifyIndex: 1}}, Jobs: []structs.GCRef{{Namespace: "default", ID: "j", ModifyIndex: 2}}, Now: 1,
 	}); err == nil {

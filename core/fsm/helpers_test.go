@@ -190,6 +190,8 @@ func dump(t testing.TB, s *state.StateStore) map[string]string {
 		add("versions:"+j.ID, v, err)
 		sum, err := s.JobSummaryByID(nil, j.Namespace, j.ID)
 		add("summary:"+j.ID, sum, err)
+		sev, err := s.ScalingEventsByJob(nil, j.Namespace, j.ID)
+		add("scaling:"+j.ID, sev, err)
 	}
 	allocs, err := s.Allocs(nil)
 	add("allocs", allocs, err)

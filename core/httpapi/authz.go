@@ -77,10 +77,11 @@ var jobRule = rule{allow: func(a *acl.ACL, r *http.Request) bool {
 		return true
 	case action == nil && r.Method == http.MethodDelete:
 		capability = acl.NamespaceCapabilitySubmitJob
-	case action != nil && action.capability == "":
+	case action != nil && len(action.anyOf) == 0:
 		return true // plan: checked against the body's job
 	case action != nil:
-		capability = action.capability
+		ns := namespaceOf("", r)
+		return slices.ContainsFunc(action.anyOf, func(c string) bool { return a.AllowNamespaceOperation(ns, c) })
 	}
 	return a.AllowNamespaceOperation(namespaceOf("", r), capability)
 }}
@@ -233,15 +234,39 @@ func (s *HTTPServer) authorize(rl rule, next http.HandlerFunc) http.Handler {
 	})
 }
 
-// splitJobPath splits /v1/job/<id>[/<action>] as jobRoute does.
+// splitJobPath splits /v1/job/<id>[/<action>] as jobRoute does. Of the
+// actions with the matching suffix it takes the one serving the request's
+// method, else the first (which then answers 405).
 func splitJobPath(r *http.Request) (*jobAction, string) {
 	rest := strings.TrimPrefix(r.URL.EscapedPath(), "/v1/job/")
 	for i := range jobActions {
-		if trimmed, ok := strings.CutSuffix(rest, jobActions[i].suffix); ok {
-			return &jobActions[i].jobAction, trimmed
+		trimmed, ok := strings.CutSuffix(rest, jobActions[i].suffix)
+		if !ok {
+			continue
 		}
+		for j := i; j < len(jobActions); j++ {
+			if jobActions[j].suffix == jobActions[i].suffix && slices.Contains(jobActions[j].methods, r.Method) {
+				return &jobActions[j].jobAction, trimmed
+			}
+		}
+		return &jobActions[i].jobAction, trimmed
 	}
 	return nil, rest
+}
+
+// actionMethods lists the methods served on the action's suffix.
+func actionMethods(action *jobAction) []string {
+	var out []string
+	for i := range jobActions {
+		if &jobActions[i].jobAction == action {
+			for j := range jobActions {
+				if jobActions[j].suffix == jobActions[i].suffix {
+					out = append(out, jobActions[j].methods...)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // redactedValue replaces each task Env value a caller may not read.

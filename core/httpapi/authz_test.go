@@ -188,6 +188,12 @@ func TestACLMatrix(t *testing.T) {
 		{"/v1/job/", "PUT", "/v1/job/web/evaluate?namespace=team", nil, "--2-2"},
 		{"/v1/job/", "PUT", "/v1/job/web/dispatch", nil, "----x"},
 		{"/v1/job/", "PUT", "/v1/job/web/periodic/force", nil, "----x"},
+		{"/v1/job/", "GET", "/v1/job/web/scale", nil, "---22"},
+		{"/v1/job/", "GET", "/v1/job/web/scale?namespace=team", nil, "--2-2"},
+		{"/v1/job/", "PUT", "/v1/job/web/scale?namespace=team", map[string]any{"Count": 2, "Target": map[string]string{"Group": "g"}}, "--x-x"},
+		{"/v1/job/", "POST", "/v1/job/web/scale", map[string]any{"Count": 2, "Target": map[string]string{"Group": "g"}}, "----x"},
+		{"/v1/job/", "PUT", "/v1/job/web/revert", map[string]any{"JobVersion": 0}, "----x"},
+		{"/v1/job/", "PUT", "/v1/job/web/revert?namespace=team", map[string]any{"JobVersion": 0}, "--x-x"},
 		{"/v1/job/", "DELETE", "/v1/job/nojob", nil, "----x"},
 		{"/v1/job/", "PUT", "/v1/job/web", jobBody("default"), "----2"},
 

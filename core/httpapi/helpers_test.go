@@ -81,6 +81,20 @@ func (f *fakeServer) EvaluateJob(_ context.Context, ns, id string) (*structs.Job
 	return &structs.JobRegisterResponse{EvalID: "eval-3", Index: 42}, nil
 }
 
+func (f *fakeServer) ScaleJob(_ context.Context, ns, id string, req *structs.ScalingRequest) (*structs.JobRegisterResponse, error) {
+	if err := f.record("ScaleJob", ns, id, req); err != nil {
+		return nil, err
+	}
+	return &structs.JobRegisterResponse{EvalID: "eval-7", EvalCreateIndex: 50, JobModifyIndex: 50, Index: 50}, nil
+}
+
+func (f *fakeServer) RevertJob(_ context.Context, ns, id string, version uint64, enforce *uint64) (*structs.JobRegisterResponse, error) {
+	if err := f.record("RevertJob", ns, id, version, enforce); err != nil {
+		return nil, err
+	}
+	return &structs.JobRegisterResponse{EvalID: "eval-8", EvalCreateIndex: 51, JobModifyIndex: 51, Index: 51}, nil
+}
+
 func (f *fakeServer) DispatchJob(_ context.Context, ns string, req *structs.JobDispatchRequest) (*structs.JobDispatchResponse, error) {
 	if err := f.record("DispatchJob", ns, req); err != nil {
 		return nil, err

@@ -175,28 +175,37 @@ func (s *HTTPServer) jobParse(w http.ResponseWriter, r *http.Request) {
 type jobAction struct {
 	methods []string
 	serve   func(s *HTTPServer, w http.ResponseWriter, r *http.Request, id string)
-	// capability is what the action needs in the request's namespace
-	// (jobRule); "" is checked by the handler (plan: the body's job).
-	capability string
+	// anyOf lists the capabilities of which the action needs one in the
+	// request's namespace (jobRule); none: checked by the handler (plan:
+	// the body's job).
+	anyOf []string
 }
+
+func caps(c ...string) []string { return c }
 
 var (
 	readMethods  = []string{http.MethodGet, http.MethodHead}
 	writeMethods = []string{http.MethodPut, http.MethodPost}
 
-	// jobActions are matched as path suffixes, in this order.
+	// jobActions are matched as path suffixes, in this order; a suffix
+	// may appear once per method set (splitJobPath).
 	jobActions = []struct {
 		suffix string
 		jobAction
 	}{
-		{"/allocations", jobAction{readMethods, (*HTTPServer).jobAllocs, acl.NamespaceCapabilityReadJob}},
-		{"/evaluations", jobAction{readMethods, (*HTTPServer).jobEvals, acl.NamespaceCapabilityReadJob}},
-		{"/summary", jobAction{readMethods, (*HTTPServer).jobSummary, acl.NamespaceCapabilityReadJob}},
-		{"/versions", jobAction{readMethods, (*HTTPServer).jobVersions, acl.NamespaceCapabilityReadJob}},
-		{"/plan", jobAction{writeMethods, (*HTTPServer).jobPlan, ""}},
-		{"/evaluate", jobAction{writeMethods, (*HTTPServer).jobEvaluate, acl.NamespaceCapabilitySubmitJob}},
-		{"/dispatch", jobAction{writeMethods, (*HTTPServer).jobDispatch, acl.NamespaceCapabilityDispatchJob}},
-		{"/periodic/force", jobAction{writeMethods, (*HTTPServer).jobPeriodicForce, acl.NamespaceCapabilitySubmitJob}},
+		{"/allocations", jobAction{readMethods, (*HTTPServer).jobAllocs, caps(acl.NamespaceCapabilityReadJob)}},
+		{"/evaluations", jobAction{readMethods, (*HTTPServer).jobEvals, caps(acl.NamespaceCapabilityReadJob)}},
+		{"/summary", jobAction{readMethods, (*HTTPServer).jobSummary, caps(acl.NamespaceCapabilityReadJob)}},
+		{"/versions", jobAction{readMethods, (*HTTPServer).jobVersions, caps(acl.NamespaceCapabilityReadJob)}},
+		{"/plan", jobAction{writeMethods, (*HTTPServer).jobPlan, nil}},
+		{"/evaluate", jobAction{writeMethods, (*HTTPServer).jobEvaluate, caps(acl.NamespaceCapabilitySubmitJob)}},
+		{"/dispatch", jobAction{writeMethods, (*HTTPServer).jobDispatch, caps(acl.NamespaceCapabilityDispatchJob)}},
+		// Nomad: reading the scale status takes read-job or
+		// read-job-scaling; scaling takes scale-job or submit-job.
+		{"/scale", jobAction{readMethods, (*HTTPServer).jobScaleStatus, caps(acl.NamespaceCapabilityReadJob, acl.NamespaceCapabilityReadJobScaling)}},
+		{"/scale", jobAction{writeMethods, (*HTTPServer).jobScale, caps(acl.NamespaceCapabilityScaleJob, acl.NamespaceCapabilitySubmitJob)}},
+		{"/revert", jobAction{writeMethods, (*HTTPServer).jobRevert, caps(acl.NamespaceCapabilitySubmitJob)}},
+		{"/periodic/force", jobAction{writeMethods, (*HTTPServer).jobPeriodicForce, caps(acl.NamespaceCapabilitySubmitJob)}},
 	}
 )
 
@@ -225,7 +234,7 @@ func (s *HTTPServer) jobRoute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !slices.Contains(action.methods, r.Method) {
-		methodNotAllowed(w, strings.Join(action.methods, ", "))
+		methodNotAllowed(w, strings.Join(actionMethods(action), ", "))
 		return
 	}
 	action.serve(s, w, r, id)

@@ -20,6 +20,7 @@ type reader interface {
 	JobsByParent(ws memdb.WatchSet, ns, parent string) ([]*structs.Job, error)
 	JobVersionsByID(ws memdb.WatchSet, ns, id string) ([]*structs.Job, error)
 	JobSummaryByID(ws memdb.WatchSet, ns, id string) (*structs.JobSummary, error)
+	ScalingEventsByJob(ws memdb.WatchSet, ns, id string) (*structs.JobScalingEvents, error)
 
 	AllocByID(ws memdb.WatchSet, id string) (*structs.Allocation, error)
 	AllocList(ws memdb.WatchSet, ns, prefix string) ([]*structs.Allocation, error)

@@ -33,6 +33,11 @@ type Server interface {
 	RegisterJob(ctx context.Context, job *structs.Job, enforceIndex bool, jobModifyIndex uint64) (*structs.JobRegisterResponse, error)
 	DeregisterJob(ctx context.Context, ns, jobID string, purge bool) (*structs.JobDeregisterResponse, error)
 	EvaluateJob(ctx context.Context, ns, jobID string) (*structs.JobRegisterResponse, error)
+	// ScaleJob sets a group's count or records a scaling event (PUT
+	// /v1/job/<id>/scale); RevertJob registers a kept version again (PUT
+	// /v1/job/<id>/revert).
+	ScaleJob(ctx context.Context, ns, jobID string, req *structs.ScalingRequest) (*structs.JobRegisterResponse, error)
+	RevertJob(ctx context.Context, ns, jobID string, version uint64, enforcePrior *uint64) (*structs.JobRegisterResponse, error)
 	DispatchJob(ctx context.Context, ns string, req *structs.JobDispatchRequest) (*structs.JobDispatchResponse, error)
 	ForcePeriodic(ctx context.Context, ns, jobID string) (*structs.PeriodicForceResponse, error)
 	PlanJob(ctx context.Context, job *structs.Job, diff bool) (*structs.JobPlanResponse, error)

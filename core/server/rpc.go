@@ -72,6 +72,17 @@ type (
 		JobID     string
 		Purge     bool
 	}
+	JobScaleArgs struct {
+		Namespace string
+		JobID     string
+		Request   *structs.ScalingRequest
+	}
+	JobRevertArgs struct {
+		Namespace           string
+		JobID               string
+		Version             uint64
+		EnforcePriorVersion *uint64
+	}
 	JobDispatchArgs struct {
 		Namespace string
 		Request   *structs.JobDispatchRequest
@@ -135,6 +146,12 @@ func (s *Server) RegisterRPC(rs *rpc.Server) {
 	})
 	rpc.Handle(rs, "Job.Evaluate", func(ctx context.Context, a *JobRefArgs) (*structs.JobRegisterResponse, error) {
 		return s.EvaluateJob(mark(ctx), a.Namespace, a.JobID)
+	})
+	rpc.Handle(rs, "Job.Scale", func(ctx context.Context, a *JobScaleArgs) (*structs.JobRegisterResponse, error) {
+		return s.ScaleJob(mark(ctx), a.Namespace, a.JobID, a.Request)
+	})
+	rpc.Handle(rs, "Job.Revert", func(ctx context.Context, a *JobRevertArgs) (*structs.JobRegisterResponse, error) {
+		return s.RevertJob(mark(ctx), a.Namespace, a.JobID, a.Version, a.EnforcePriorVersion)
 	})
 	rpc.Handle(rs, "Job.Dispatch", func(ctx context.Context, a *JobDispatchArgs) (*structs.JobDispatchResponse, error) {
 		return s.DispatchJob(mark(ctx), a.Namespace, a.Request)

@@ -17,8 +17,8 @@ func (s *StateStore) UpsertJob(index uint64, job *structs.Job) error {
 	return s.write(index, func(t *writeTxn) error { return t.upsertJob(job) })
 }
 
-// DeleteJob removes a job, its versions, its summary and its periodic
-// launch. It fails with structs.ErrNotFound when the job does not exist.
+// DeleteJob removes a job, its versions, its summary, its scaling events
+// and its periodic launch. It fails with structs.ErrNotFound when the job does not exist.
 func (s *StateStore) DeleteJob(index uint64, ns, id string) error {
 	return s.write(index, func(t *writeTxn) error { return t.deleteJob(ns, id) })
 }
@@ -121,6 +121,9 @@ func (t *writeTxn) deleteJob(ns, id string) error {
 		return err
 	}
 	t.tables[TableJobSummary] = struct{}{}
+	if err := t.deleteScalingEvents(ns, id); err != nil {
+		return err
+	}
 	launch, err := t.first(TablePeriodicLaunch, "id", ns, id)
 	if err != nil {
 		return err

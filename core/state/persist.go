@@ -56,6 +56,7 @@ const (
 	recNamespace       byte = 25
 	recCSIVolume       byte = 35
 	recCSIPlugin       byte = 36
+	recScalingEvents   byte = 40
 	recEnd             byte = 255
 )
 
@@ -109,6 +110,7 @@ func (s *StateSnapshot) Persist(w io.Writer) error {
 		{TableOneTimeTokens, recOneTimeToken},
 		{TableNamespaces, recNamespace},
 		{TableCSIPlugins, recCSIPlugin},
+		{TableScalingEvents, recScalingEvents},
 	}
 	for _, tb := range tables {
 		iter, err := txn.Get(tb.table, "id")
@@ -320,6 +322,8 @@ func decodeRecord(typ byte, buf []byte, jobs map[uint64]*structs.Job) (restoreIt
 		it = restoreItem{TableNamespaces, new(structs.Namespace)}
 	case recCSIPlugin:
 		it = restoreItem{TableCSIPlugins, new(structs.CSIPlugin)}
+	case recScalingEvents:
+		it = restoreItem{TableScalingEvents, new(structs.JobScalingEvents)}
 	case recCSIVolume:
 		rec := csiVolumeRecord{CSIVolume: new(structs.CSIVolume)}
 		if err := json.Unmarshal(buf, &rec); err != nil {
