@@ -55,6 +55,10 @@ type JobTypeBehavior struct {
 	// EvalOnAllocEnd: an allocation ending (failed or complete) on its node
 	// evaluates its job again.
 	EvalOnAllocEnd bool `codec:",omitempty"`
+	// EvalOnAllocRunning: an allocation starting to run on its node
+	// (pending to running) evaluates its job again, so paced updates and
+	// migrations go on once their replacements run.
+	EvalOnAllocRunning bool `codec:",omitempty"`
 	// DrainLast: on a draining node these allocations leave after all
 	// others, and IgnoreSystemJobs leaves them in place.
 	DrainLast bool `codec:",omitempty"`

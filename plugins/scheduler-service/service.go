@@ -56,7 +56,8 @@ func NewWithLogger(l hclog.Logger) *Scheduler { return &Scheduler{logger: l.Name
 // Declaration is how service jobs behave once placed: they keep running,
 // are neither periodic nor parameterized, are evaluated when a node of
 // one of their allocations changes (lost, draining) and when an
-// allocation ends on its client (to replace it). Restart and reschedule
+// allocation ends on its client (to replace it) or starts to run (so a
+// paced rolling update or drain goes on once replacements run). Restart and reschedule
 // defaults are Nomad's for service jobs. Every placement block is
 // accepted; jobs of this type preempt under ServiceSchedulerEnabled.
 func Declaration() *schedulerpb.JobTypeInfo {
@@ -71,6 +72,7 @@ func Declaration() *schedulerpb.JobTypeInfo {
 		},
 		EvalOnAllocNodeChange: true,
 		EvalOnAllocEnd:        true,
+		EvalOnAllocRunning:    true,
 		PreemptionSwitch:      "ServiceSchedulerEnabled",
 	}
 }

@@ -30,6 +30,7 @@ func TestInfo(t *testing.T) {
 			},
 			EvalOnAllocNodeChange: true,
 			EvalOnAllocEnd:        true,
+			EvalOnAllocRunning:    true,
 			PreemptionSwitch:      "ServiceSchedulerEnabled",
 		}},
 	}

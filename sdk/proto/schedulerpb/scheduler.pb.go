@@ -116,6 +116,11 @@ type JobTypeInfo struct {
 	// evaluates that allocation's job, so the plugin can mark it lost or
 	// migrate it. eval_on_node_update implies it.
 	EvalOnAllocNodeChange bool `protobuf:"varint,18,opt,name=eval_on_alloc_node_change,json=evalOnAllocNodeChange,proto3" json:"eval_on_alloc_node_change,omitempty"`
+	// eval_on_alloc_running: an allocation starting to run on its node
+	// (pending -> running) evaluates its job again (trigger
+	// "rolling-update"), so that destructive updates and drain migrations
+	// the plugin paces (max_parallel) go on once their replacements run.
+	EvalOnAllocRunning bool `protobuf:"varint,19,opt,name=eval_on_alloc_running,json=evalOnAllocRunning,proto3" json:"eval_on_alloc_running,omitempty"`
 	// On a draining node, allocations of this type leave last, after every
 	// other allocation, and a drain with IgnoreSystemJobs leaves them.
 	DrainLast bool `protobuf:"varint,16,opt,name=drain_last,json=drainLast,proto3" json:"drain_last,omitempty"`
@@ -267,6 +272,13 @@ func (x *JobTypeInfo) GetEvalOnAllocEnd() bool {
 func (x *JobTypeInfo) GetEvalOnAllocNodeChange() bool {
 	if x != nil {
 		return x.EvalOnAllocNodeChange
+	}
+	return false
+}
+
+func (x *JobTypeInfo) GetEvalOnAllocRunning() bool {
+	if x != nil {
+		return x.EvalOnAllocRunning
 	}
 	return false
 }
@@ -3253,7 +3265,7 @@ var File_scheduler_proto protoreflect.FileDescriptor
 const file_scheduler_proto_rawDesc = "" +
 	"\n" +
 	"\x0fscheduler.proto\x12\x13drover.scheduler.v1\"\r\n" +
-	"\vInfoRequest\"\xcb\x06\n" +
+	"\vInfoRequest\"\xfe\x06\n" +
 	"\vJobTypeInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
 	"\fmax_attempts\x18\x02 \x01(\x05R\vmaxAttempts\x12\x19\n" +
@@ -3271,7 +3283,8 @@ const file_scheduler_proto_rawDesc = "" +
 	"\x13eval_on_node_update\x18\r \x01(\bR\x10evalOnNodeUpdate\x12)\n" +
 	"\x11eval_on_node_join\x18\x0e \x01(\bR\x0eevalOnNodeJoin\x12)\n" +
 	"\x11eval_on_alloc_end\x18\x0f \x01(\bR\x0eevalOnAllocEnd\x128\n" +
-	"\x19eval_on_alloc_node_change\x18\x12 \x01(\bR\x15evalOnAllocNodeChange\x12\x1d\n" +
+	"\x19eval_on_alloc_node_change\x18\x12 \x01(\bR\x15evalOnAllocNodeChange\x121\n" +
+	"\x15eval_on_alloc_running\x18\x13 \x01(\bR\x12evalOnAllocRunning\x12\x1d\n" +
 	"\n" +
 	"drain_last\x18\x10 \x01(\bR\tdrainLast\x12+\n" +
 	"\x11preemption_switch\x18\x11 \x01(\tR\x10preemptionSwitch\"{\n" +
