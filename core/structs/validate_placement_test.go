@@ -60,3 +60,38 @@ func TestValidatePlacementBlocks(t *testing.T) {
 		})
 	}
 }
+
+// TestCanaryRefused: a type refusing "canary" accepts an update block
+// that paces updates and refuses one asking for canaries, at job and group
+// level; a type that does not refuse it accepts both.
+func TestCanaryRefused(t *testing.T) {
+	noCanary := &JobTypeBehavior{RefusedBlocks: []string{BlockCanary}}
+	open := &JobTypeBehavior{}
+	tests := []struct {
+		name string
+		b    *JobTypeBehavior
+		edit func(*Job)
+		want string
+	}{
+		{"paced update accepted", noCanary, func(j *Job) { j.Update = &UpdateStrategy{MaxParallel: 2} }, ""},
+		{"job canary refused", noCanary, func(j *Job) { j.Update = &UpdateStrategy{MaxParallel: 1, Canary: 1} },
+			"update block: canary = 1, but pacer jobs place no canaries (canary must be 0)"},
+		{"group canary refused", noCanary, func(j *Job) { j.TaskGroups[0].Update = &UpdateStrategy{Canary: 2} },
+			`group "g": update block: canary = 2, but pacer jobs place no canaries (canary must be 0)`},
+		{"canary accepted where not refused", open, func(j *Job) { j.Update = &UpdateStrategy{Canary: 1} }, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := typedJob("pacer", tc.b, tc.edit).Validate()
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("Validate = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Validate = %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}

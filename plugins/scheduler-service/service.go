@@ -10,9 +10,9 @@
 //
 // Deployments (canaries, health checks, auto-revert, promotion) are not
 // implemented: the update block paces destructive updates only, and a
-// replacement counts as done once it runs. The declaration offers no way
-// to refuse update.canary alone, so a canary count is accepted and
-// ignored (no canaries are placed) until deployments exist.
+// replacement counts as done once it runs. A job asking for canaries
+// (update.canary > 0) is refused at submit (refused block "canary") until
+// deployments exist.
 //
 // It imports only sdk/: the core learns everything about the type from
 // Declaration.
@@ -59,7 +59,8 @@ func NewWithLogger(l hclog.Logger) *Scheduler { return &Scheduler{logger: l.Name
 // allocation ends on its client (to replace it) or starts to run (so a
 // paced rolling update or drain goes on once replacements run). Restart and reschedule
 // defaults are Nomad's for service jobs. Every placement block is
-// accepted; jobs of this type preempt under ServiceSchedulerEnabled.
+// accepted; only canaries are refused, as there are no deployments to
+// promote them. Jobs of this type preempt under ServiceSchedulerEnabled.
 func Declaration() *schedulerpb.JobTypeInfo {
 	return &schedulerpb.JobTypeInfo{
 		Name:        JobType,
@@ -70,6 +71,7 @@ func Declaration() *schedulerpb.JobTypeInfo {
 		DefaultReschedule: &schedulerpb.ReschedulePolicy{
 			DelayNs: int64(30 * time.Second), DelayFunction: "exponential", MaxDelayNs: int64(time.Hour), Unlimited: true,
 		},
+		RefusedBlocks:         []string{"canary"},
 		EvalOnAllocNodeChange: true,
 		EvalOnAllocEnd:        true,
 		EvalOnAllocRunning:    true,

@@ -149,3 +149,19 @@ func TestServiceLifecycle(t *testing.T) {
 		return done, strings.Join(desc, "; ")
 	})
 }
+
+// A service job asking for canaries is refused at submit, naming the rule,
+// until deployments exist; nothing is registered.
+func TestServiceRefusesCanary(t *testing.T) {
+	t.Parallel()
+	a := startAgent(t)
+	const id = "e2e-canary"
+	hcl := strings.Replace(fmt.Sprintf(serviceJob, id, 1, "300"), "max_parallel = 2", "max_parallel = 2\n    canary       = 1", 1)
+	res := a.CLI("job", "run", "-detach", harness.WriteFile(t, "canary.hcl", hcl))
+	if res.Code == 0 || !strings.Contains(res.String(), "canary = 1, but service jobs place no canaries (canary must be 0)") {
+		t.Fatalf("job run with canary = 1: want a refusal naming the rule:\n%s", res)
+	}
+	if status, err := a.Do(http.MethodGet, "/v1/job/"+id, nil, nil); err == nil && status != http.StatusNotFound {
+		t.Errorf("GET refused job: HTTP %d, want 404", status)
+	}
+}

@@ -97,7 +97,9 @@ type JobTypeInfo struct {
 	AllowParameterized  bool `protobuf:"varint,9,opt,name=allow_parameterized,json=allowParameterized,proto3" json:"allow_parameterized,omitempty"`
 	AllowMaxRunDuration bool `protobuf:"varint,10,opt,name=allow_max_run_duration,json=allowMaxRunDuration,proto3" json:"allow_max_run_duration,omitempty"`
 	// Job file blocks that jobs of this type refuse, at job and group level:
-	// any of "affinity", "spread", "update", "reschedule", "migrate".
+	// any of "affinity", "spread", "update", "reschedule", "migrate", and
+	// "canary", which refuses only an update block asking for canaries
+	// (canary > 0).
 	RefusedBlocks []string `protobuf:"bytes,11,rep,name=refused_blocks,json=refusedBlocks,proto3" json:"refused_blocks,omitempty"`
 	// The largest count a task group may ask for; 0 means no limit.
 	MaxGroupCount int32 `protobuf:"varint,12,opt,name=max_group_count,json=maxGroupCount,proto3" json:"max_group_count,omitempty"`
