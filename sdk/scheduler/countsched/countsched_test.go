@@ -6,9 +6,15 @@ import (
 	"slices"
 	"testing"
 
+	"go.uber.org/goleak"
+
 	"github.com/drover-org/drover/sdk/proto/schedulerpb"
 	"github.com/drover-org/drover/sdk/scheduler/conformance"
 )
+
+// The conformance kit serves the engine over gRPC: its goroutines must end
+// with each test.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // engine serves the engine with cfg as a scheduler, so the conformance
 // kit can hold each configuration to the rules every scheduler keeps.
