@@ -74,6 +74,10 @@ type Config struct {
 	// as Nomad's default). A migration is in flight from its stop until
 	// its replacement runs.
 	PaceMigrations bool
+	// NoJobAntiAffinity leaves the job-anti-affinity score out, so a
+	// group packs onto as few nodes as fit it (bin-packing alone). The
+	// zero value scores as Nomad does.
+	NoJobAntiAffinity bool
 }
 
 // DefaultMigrateMaxParallel is migrate.max_parallel when a group sets none.

@@ -187,3 +187,21 @@ func TestMalformedNameStopped(t *testing.T) {
 		t.Errorf("stopped %v placed %v; want alloc-1 stopped and index 0 placed", got.stopped, got.placed)
 	}
 }
+
+// Job anti-affinity spreads a group over equally fitting nodes; without it
+// the group packs onto the fullest node.
+func TestJobAntiAffinitySwitch(t *testing.T) {
+	req := conformance.NewBuilder("count").Node("n1").Node("n2").Group("web", 3).
+		OtherJobAlloc("n1", "other-1", 50, &schedulerpb.Resources{Cpu: 500, MemoryMb: 500}).Request()
+	for _, c := range []struct {
+		cfg  Config
+		want map[string]string
+	}{
+		{Config{}, map[string]string{"kit.web[0]": "n1", "kit.web[1]": "n2", "kit.web[2]": "n1"}},
+		{Config{NoJobAntiAffinity: true}, map[string]string{"kit.web[0]": "n1", "kit.web[1]": "n1", "kit.web[2]": "n1"}},
+	} {
+		if got := schedule(req, c.cfg).nodes; !maps.Equal(got, c.want) {
+			t.Errorf("NoJobAntiAffinity=%v: placed %v, want %v", c.cfg.NoJobAntiAffinity, got, c.want)
+		}
+	}
+}

@@ -89,6 +89,7 @@ func newRun(req *schedulerpb.ScheduleRequest, cfg Config) *run {
 			ask: feasible.GroupAsk(tg), taken: map[int]bool{}, previous: map[int]string{}, penalized: map[int]string{},
 			updating: map[int]bool{}, updateLimit: -1, migrationLimit: -1,
 		}
+		g.rank.SetJobAntiAffinity(!cfg.NoJobAntiAffinity)
 		if cfg.PaceUpdates {
 			g.updateLimit = reconcile.UpdateLimit(job, tg)
 		}

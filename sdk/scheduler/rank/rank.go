@@ -72,6 +72,7 @@ func AntiAffinity(collisions, count int) float64 {
 // Add, and score a candidate node with Score.
 type Group struct {
 	count      int
+	noAnti     bool
 	affinities []affinity
 	affSum     float64
 	spreads    []*spread
@@ -116,6 +117,11 @@ func NewGroup(job *schedulerpb.Job, tg *schedulerpb.TaskGroup, cache *feasible.C
 	}
 	return g
 }
+
+// SetJobAntiAffinity turns the job-anti-affinity component on (the
+// default, as Nomad scores service and batch placements) or off, for a
+// scheduler that packs a group onto as few nodes as it can.
+func (g *Group) SetJobAntiAffinity(on bool) { g.noAnti = !on }
 
 // HasAffinities reports whether the group's placements are scored by
 // affinity.
@@ -187,7 +193,7 @@ type Options struct {
 func (g *Group) Score(n *schedulerpb.Node, o Options) float64 {
 	sum := BinPack(o.Capacity, o.UsedAfter)
 	parts := 1.0
-	if g.count > 1 {
+	if g.count > 1 && !g.noAnti {
 		sum += AntiAffinity(g.onNode[n.GetId()], g.count)
 		parts++
 	}

@@ -143,17 +143,20 @@ func TestScoreAverages(t *testing.T) {
 		tg     *schedulerpb.TaskGroup
 		onNode int
 		o      Options
+		noAnti bool
 		want   float64
 	}{
-		{"binpack alone for count 1", &schedulerpb.TaskGroup{Count: 1}, 0, Options{Capacity: capa, UsedAfter: half}, 0.5},
-		{"anti-affinity applies from count 2", &schedulerpb.TaskGroup{Count: 4}, 1, Options{Capacity: capa, UsedAfter: half}, 0 /* (binpack 0.5 + anti-affinity -0.5) / 2 */},
-		{"no collision still averaged", &schedulerpb.TaskGroup{Count: 4}, 0, Options{Capacity: capa, UsedAfter: half}, 0.25},
-		{"reschedule penalty on the old node", &schedulerpb.TaskGroup{Count: 1}, 0, Options{Capacity: capa, UsedAfter: half, Penalty: true, Penalized: true}, (0.5 - 1) / 2},
-		{"reschedule penalty elsewhere", &schedulerpb.TaskGroup{Count: 1}, 0, Options{Capacity: capa, UsedAfter: half, Penalty: true}, 0.25},
-		{"affinity", &schedulerpb.TaskGroup{Count: 1, Affinities: aff}, 0, Options{Capacity: capa, UsedAfter: half}, 0.75},
+		{"binpack alone for count 1", &schedulerpb.TaskGroup{Count: 1}, 0, Options{Capacity: capa, UsedAfter: half}, false, 0.5},
+		{"anti-affinity applies from count 2", &schedulerpb.TaskGroup{Count: 4}, 1, Options{Capacity: capa, UsedAfter: half}, false, 0 /* (binpack 0.5 + anti-affinity -0.5) / 2 */},
+		{"no collision still averaged", &schedulerpb.TaskGroup{Count: 4}, 0, Options{Capacity: capa, UsedAfter: half}, false, 0.25},
+		{"anti-affinity off", &schedulerpb.TaskGroup{Count: 4}, 1, Options{Capacity: capa, UsedAfter: half}, true, 0.5},
+		{"reschedule penalty on the old node", &schedulerpb.TaskGroup{Count: 1}, 0, Options{Capacity: capa, UsedAfter: half, Penalty: true, Penalized: true}, false, (0.5 - 1) / 2},
+		{"reschedule penalty elsewhere", &schedulerpb.TaskGroup{Count: 1}, 0, Options{Capacity: capa, UsedAfter: half, Penalty: true}, false, 0.25},
+		{"affinity", &schedulerpb.TaskGroup{Count: 1, Affinities: aff}, 0, Options{Capacity: capa, UsedAfter: half}, false, 0.75},
 	}
 	for _, c := range cases {
 		g := NewGroup(&schedulerpb.Job{}, c.tg, feasible.NewCache())
+		g.SetJobAntiAffinity(!c.noAnti)
 		n := node("a", "dc1", nil)
 		for range c.onNode {
 			g.Add(n)
