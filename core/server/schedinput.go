@@ -222,12 +222,42 @@ func constraintsToPB(cs []*structs.Constraint) []*pb.Constraint {
 	return out
 }
 
+// affinitiesToPB converts affinity blocks; nil for none, so a job without
+// any sends nothing.
+func affinitiesToPB(as []*structs.Affinity) []*pb.Affinity {
+	if len(as) == 0 {
+		return nil
+	}
+	out := make([]*pb.Affinity, len(as))
+	for i, a := range as {
+		out[i] = &pb.Affinity{LTarget: a.LTarget, Operand: a.Operand, RTarget: a.RTarget, Weight: int32(a.Weight)}
+	}
+	return out
+}
+
+// spreadsToPB converts spread blocks; nil for none.
+func spreadsToPB(ss []*structs.Spread) []*pb.Spread {
+	if len(ss) == 0 {
+		return nil
+	}
+	out := make([]*pb.Spread, len(ss))
+	for i, s := range ss {
+		p := &pb.Spread{Attribute: s.Attribute, Weight: int32(s.Weight)}
+		for _, t := range s.SpreadTarget {
+			p.Targets = append(p.Targets, &pb.SpreadTarget{Value: t.Value, Percent: int32(t.Percent)})
+		}
+		out[i] = p
+	}
+	return out
+}
+
 func jobToPB(j *structs.Job) *pb.Job {
 	p := &pb.Job{
 		Id: j.ID, Name: j.Name, Namespace: j.Namespace, Type: j.Type, Priority: int32(j.Priority),
 		Datacenters: j.Datacenters, NodePool: j.NodePool, Constraints: constraintsToPB(j.Constraints),
 		Meta: j.Meta, Stop: j.Stop, JobModifyIndex: j.JobModifyIndex, Version: j.Version,
 		AllAtOnce: j.AllAtOnce, ParentId: j.ParentID,
+		Affinities: affinitiesToPB(j.Affinities), Spreads: spreadsToPB(j.Spreads),
 	}
 	if j.Update != nil {
 		p.UpdateMaxParallel = int32(j.Update.MaxParallel)
@@ -235,7 +265,11 @@ func jobToPB(j *structs.Job) *pb.Job {
 	for _, tg := range j.TaskGroups {
 		g := &pb.TaskGroup{
 			Name: tg.Name, Count: int32(tg.Count), Constraints: constraintsToPB(tg.Constraints), Meta: tg.Meta,
-			Volumes: volumesToPB(tg.Volumes),
+			Volumes:    volumesToPB(tg.Volumes),
+			Affinities: affinitiesToPB(tg.Affinities), Spreads: spreadsToPB(tg.Spreads),
+		}
+		if tg.Migrate != nil {
+			g.MigrateMaxParallel = int32(tg.Migrate.MaxParallel)
 		}
 		if tg.EphemeralDisk != nil {
 			g.EphemeralDiskMb = int64(tg.EphemeralDisk.SizeMB)
@@ -247,7 +281,7 @@ func jobToPB(j *structs.Job) *pb.Job {
 			cfg, _ := json.Marshal(t.Config) // map keys are sorted: canonical
 			pt := &pb.Task{
 				Name: t.Name, Driver: t.Driver, User: t.User, ConfigJson: cfg, Env: t.Env, Meta: t.Meta,
-				Constraints: constraintsToPB(t.Constraints),
+				Constraints: constraintsToPB(t.Constraints), Affinities: affinitiesToPB(t.Affinities),
 			}
 			if t.Resources != nil {
 				pt.Resources = resToPB(*t.Resources)

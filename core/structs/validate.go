@@ -166,7 +166,7 @@ func (j *Job) Validate() error {
 	for i, c := range j.Constraints {
 		validateConstraint(&l, fmt.Sprintf("job constraint %d", i+1), c)
 	}
-	validateNoNil(&l, "job affinity", j.Affinities)
+	validateAffinities(&l, "job affinity", j.Affinities)
 	validateSpreads(&l, "job", j.Spreads)
 	j.validateTypeRules(&l)
 	if j.Periodic != nil {
@@ -222,7 +222,7 @@ func (tg *TaskGroup) validate(l *errList, jobType string, b *JobTypeBehavior) {
 	for i, c := range tg.Constraints {
 		validateConstraint(l, fmt.Sprintf("%s: constraint %d", where, i+1), c)
 	}
-	validateNoNil(l, where+": affinity", tg.Affinities)
+	validateAffinities(l, where+": affinity", tg.Affinities)
 	validateSpreads(l, where, tg.Spreads)
 	if len(tg.Tasks) == 0 {
 		l.add("%s: at least one task is required", where)
@@ -283,7 +283,7 @@ func (t *Task) validate(l *errList, where string) {
 	for i, c := range t.Constraints {
 		validateConstraint(l, fmt.Sprintf("%s: constraint %d", where, i+1), c)
 	}
-	validateNoNil(l, where+": affinity", t.Affinities)
+	validateAffinities(l, where+": affinity", t.Affinities)
 	if dp := t.DispatchPayload; dp != nil {
 		if dp.File == "" {
 			l.add("%s: dispatch_payload: file is required", where)
@@ -388,6 +388,7 @@ func validateSpreads(l *errList, where string, spreads []*Spread) {
 			validateNoNil(l, fmt.Sprintf("%s spread %d: target", where, i+1), sp.SpreadTarget)
 		}
 	}
+	validateSpreadRules(l, where, spreads)
 }
 
 func (p *PeriodicConfig) validate(l *errList) {
