@@ -235,7 +235,7 @@ func jobToPB(j *structs.Job) *pb.Job {
 	for _, tg := range j.TaskGroups {
 		g := &pb.TaskGroup{
 			Name: tg.Name, Count: int32(tg.Count), Constraints: constraintsToPB(tg.Constraints), Meta: tg.Meta,
-			Volumes: volumesToPB(tg.Volumes),
+			Volumes: volumesToPB(tg.Volumes), ReschedulePolicy: reschedulePolicyToPB(tg.ReschedulePolicy),
 		}
 		if tg.EphemeralDisk != nil {
 			g.EphemeralDiskMb = int64(tg.EphemeralDisk.SizeMB)
@@ -271,12 +271,50 @@ func allocToPB(a *structs.Allocation) *pb.Allocation {
 		JobId: a.JobID, Namespace: a.Namespace, DesiredStatus: a.DesiredStatus, ClientStatus: a.ClientStatus,
 		Migrate: a.DesiredTransition.ShouldMigrate(), RanSuccessfully: a.RanSuccessfully(),
 		Resources: resToPB(a.ComparableResources()), CreateIndex: a.CreateIndex, ModifyIndex: a.ModifyIndex,
-		EvalId: a.EvalID,
+		EvalId: a.EvalID, FollowupEvalId: a.FollowupEvalID, NextAllocation: a.NextAllocation,
+		ModifyTimeNs: allocChangeTime(a),
 	}
 	if a.Job != nil {
 		p.JobModifyIndex, p.JobVersion = a.Job.JobModifyIndex, a.Job.Version
 	}
+	if a.RescheduleTracker != nil && len(a.RescheduleTracker.Events) > 0 {
+		p.RescheduleEvents = make([]*pb.RescheduleEvent, 0, len(a.RescheduleTracker.Events))
+		for _, e := range a.RescheduleTracker.Events {
+			if e == nil {
+				continue
+			}
+			p.RescheduleEvents = append(p.RescheduleEvents, &pb.RescheduleEvent{
+				RescheduleTimeNs: e.RescheduleTime, PrevAllocId: e.PrevAllocID, PrevNodeId: e.PrevNodeID, DelayNs: int64(e.Delay),
+			})
+		}
+	}
 	return p
+}
+
+// allocChangeTime is when the client last changed the alloc: for one that
+// finished, the latest finish time of its tasks (the failure time a
+// reschedule delay counts from), else its ModifyTime.
+func allocChangeTime(a *structs.Allocation) int64 {
+	var latest int64
+	for _, ts := range a.TaskStates {
+		if ts != nil && !ts.FinishedAt.IsZero() {
+			latest = max(latest, ts.FinishedAt.UnixNano())
+		}
+	}
+	if latest == 0 {
+		return a.ModifyTime
+	}
+	return latest
+}
+
+func reschedulePolicyToPB(rp *structs.ReschedulePolicy) *pb.ReschedulePolicy {
+	if rp == nil {
+		return nil
+	}
+	return &pb.ReschedulePolicy{
+		Attempts: int32(rp.Attempts), IntervalNs: int64(rp.Interval), DelayNs: int64(rp.Delay),
+		DelayFunction: rp.DelayFunction, MaxDelayNs: int64(rp.MaxDelay), Unlimited: rp.Unlimited,
+	}
 }
 
 // dropPurgedIncarnations leaves out the finished allocs of an earlier job
