@@ -25,8 +25,8 @@ func TestInfo(t *testing.T) {
 		Version: "0.1.0",
 		JobTypes: []*schedulerpb.JobTypeInfo{{
 			Name: "batch", MaxAttempts: 2, PerNode: false,
-			RunsToCompletion:      true,
-			DefaultRestart:        &schedulerpb.RestartPolicy{Attempts: 3, IntervalNs: int64(24 * time.Hour), DelayNs: int64(15 * time.Second), Mode: "fail"},
+			RunsToCompletion: true,
+			DefaultRestart:   &schedulerpb.RestartPolicy{Attempts: 3, IntervalNs: int64(24 * time.Hour), DelayNs: int64(15 * time.Second), Mode: "fail"},
 			// Nomad's batch default: one reschedule in 24h, 5s later.
 			DefaultReschedule: &schedulerpb.ReschedulePolicy{
 				Attempts: 1, IntervalNs: int64(24 * time.Hour), DelayNs: int64(5 * time.Second), DelayFunction: "constant",
