@@ -139,7 +139,9 @@ func TestConvertFollowups(t *testing.T) {
 	resp := func(fes []*pb.FollowupEval, marks ...*pb.AllocFollowup) *pb.ScheduleResponse {
 		return &pb.ScheduleResponse{FollowupEvals: fes, Plan: &pb.Plan{AllocFollowups: marks}}
 	}
-	mark := func(alloc, eval string) *pb.AllocFollowup { return &pb.AllocFollowup{AllocId: alloc, FollowupEvalId: eval} }
+	mark := func(alloc, eval string) *pb.AllocFollowup {
+		return &pb.AllocFollowup{AllocId: alloc, FollowupEvalId: eval}
+	}
 	many := make([]*pb.FollowupEval, MaxFollowupEvals+1)
 	for i := range many {
 		many[i] = &pb.FollowupEval{Id: uuid.NewString(), WaitUntilNs: later}
