@@ -98,7 +98,9 @@ func TestBatchReschedulesFailedAllocs(t *testing.T) {
 		var full nomadapi.Allocation
 		a.MustGet("/v1/allocation/"+s.ID, &full)
 		byID[full.ID] = &full
-		var raw struct{ RescheduleTracker *struct{ Events []struct{ Delay int64 } } }
+		var raw struct {
+			RescheduleTracker *struct{ Events []struct{ Delay int64 } }
+		}
 		a.MustGet("/v1/allocation/"+s.ID, &raw)
 		if raw.RescheduleTracker != nil {
 			for _, e := range raw.RescheduleTracker.Events {
