@@ -22,7 +22,7 @@ const (
 	// MaxFollowupWait is the furthest in the future a follow-up eval may
 	// be due: a reschedule delay beyond a year is a mistake, and an eval
 	// that far out would sit in the broker's delay heap for good.
-	MaxFollowupWait = 365 * 24 * time.Hour
+	MaxFollowupWait = structs.MaxRescheduleDelay
 )
 
 // followupEvalDesc is the status description of a follow-up eval, as

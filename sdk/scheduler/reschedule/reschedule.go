@@ -26,6 +26,12 @@ const (
 	DelayFibonacci   = "fibonacci"
 )
 
+// MaxWait is the longest delay NextDelay gives, whatever the policy: the
+// core refuses a follow-up eval due further ahead (and a job's delay and
+// max_delay beyond it), so an uncapped exponential series stops growing
+// there.
+const MaxWait = 365 * 24 * time.Hour
+
 // MaxUnlimitedEvents is how many past events the tracker of an allocation
 // with an unlimited policy keeps: they no longer count attempts, only
 // feed the delay function.
@@ -117,11 +123,11 @@ func Attempted(policy *pb.ReschedulePolicy, events []*pb.RescheduleEvent, t time
 //   - fibonacci: delay, delay, then the sum of the two previous delays
 //     (d, d, 2d, 3d, 5d …);
 //
-// capped by max_delay when it is set. Once capped, an allocation that ran
+// capped by max_delay when it is set, and always by MaxWait. Once capped, an allocation that ran
 // longer than the cap since its last reschedule starts the series again at
 // delay: it failed after a healthy spell, not in a crash loop.
 func NextDelay(policy *pb.ReschedulePolicy, events []*pb.RescheduleEvent, failed time.Time) time.Duration {
-	base := time.Duration(policy.GetDelayNs())
+	base := min(time.Duration(policy.GetDelayNs()), MaxWait)
 	if len(events) == 0 {
 		return base
 	}
@@ -154,7 +160,7 @@ func NextDelay(policy *pb.ReschedulePolicy, events []*pb.RescheduleEvent, failed
 			d = base
 		}
 	}
-	return d
+	return min(d, MaxWait)
 }
 
 // NextEvents builds the reschedule tracker of the allocation that replaces

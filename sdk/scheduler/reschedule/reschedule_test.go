@@ -78,6 +78,8 @@ func TestNextDelayResetAfterHealthySpell(t *testing.T) {
 			[]*pb.RescheduleEvent{ev(t0, 40*s)}, t0.Add(time.Hour), 80 * s},
 		{"fibonacci restarts its series after a reset", policy(0, 0, 5*s, DelayFibonacci, 12*s, true),
 			[]*pb.RescheduleEvent{ev(t0, 12*s), ev(t0.Add(time.Minute), 5*s)}, t0.Add(time.Minute + s), 5 * s},
+		{"uncapped exponential stops at MaxWait", policy(0, 0, 5*s, DelayExponential, 0, true),
+			[]*pb.RescheduleEvent{ev(t0, MaxWait-s)}, t0.Add(s), MaxWait},
 		{"corrupt negative delay never shortens the wait", policy(0, 0, 5*s, DelayExponential, 0, true),
 			[]*pb.RescheduleEvent{ev(t0, -10*s)}, t0.Add(s), 5 * s},
 	}
