@@ -56,11 +56,19 @@ func TestConformance(t *testing.T) {
 }
 
 // TestGolden runs the scenarios in testdata; see package golden for their
-// format and -update.
+// format and -update. Every response also keeps the conformance kit's
+// invariants (the reschedule scenarios' follow-ups among them).
 func TestGolden(t *testing.T) {
 	s := New()
+	target := conformance.Target{JobType: JobType, Info: Declaration()}
 	golden.Run(t, "testdata", func(req *schedulerpb.ScheduleRequest) (*schedulerpb.ScheduleResponse, error) {
-		return s.Schedule(t.Context(), req)
+		resp, err := s.Schedule(t.Context(), req)
+		if err == nil {
+			for _, f := range conformance.Invariants(target, req, resp) {
+				t.Errorf("%s: %v", req.GetEval().GetTriggeredBy(), f)
+			}
+		}
+		return resp, err
 	})
 }
 
