@@ -21,7 +21,7 @@ func BenchmarkReschedule(b *testing.B) {
 			Datacenters: []string{"dc1"}, NodePool: "default", JobModifyIndex: 10,
 			TaskGroups: []*schedulerpb.TaskGroup{{Name: "g", Count: count,
 				ReschedulePolicy: &schedulerpb.ReschedulePolicy{Attempts: 3, IntervalNs: int64(time.Hour), DelayNs: int64(30 * time.Second), DelayFunction: "exponential"},
-				Tasks: []*schedulerpb.Task{{Name: "t", Driver: "raw_exec", Resources: &schedulerpb.Resources{Cpu: 10, MemoryMb: 10}}},
+				Tasks:            []*schedulerpb.Task{{Name: "t", Driver: "raw_exec", Resources: &schedulerpb.Resources{Cpu: 10, MemoryMb: 10}}},
 			}}},
 		Attempt: 1,
 	}
