@@ -322,3 +322,52 @@ func TestGCFactsRescheduleEvents(t *testing.T) {
 		t.Fatalf("no tracker: facts = %v", r)
 	}
 }
+
+// TestRequestClearsSpentFollowup: an alloc's follow-up eval reaches the
+// plugin while it is still to run, or when it is the eval being scheduled;
+// once it finished without replacing the alloc it is left out, so the
+// plugin decides afresh instead of waiting for it forever.
+func TestRequestClearsSpentFollowup(t *testing.T) {
+	s := testServer(t, nil)
+	job, failed := seedFailed(t, s, "spent")
+	pending := s.newEval(job, structs.EvalTriggerRetryFailedAlloc)
+	pending.WaitUntil = time.Now().Add(time.Hour)
+	done := s.newEval(job, structs.EvalTriggerRetryFailedAlloc)
+	done.Status = structs.EvalStatusComplete
+	if _, err := s.raftApply(structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: []*structs.Evaluation{pending, done}}); err != nil {
+		t.Fatal(err)
+	}
+	other := s.newEval(job, structs.EvalTriggerQueuedAllocs)
+	cases := []struct {
+		name     string
+		followup string
+		running  *structs.Evaluation
+		want     string
+	}{
+		{"still to run", pending.ID, other, pending.ID},
+		{"finished", done.ID, other, ""},
+		{"gone", uuid.NewString(), other, ""},
+		{"the eval being scheduled", done.ID, done, done.ID},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := s.applyPlan(context.Background(), &structs.Plan{
+				EvalID: uuid.NewString(), Job: job,
+				AllocFollowups: []*structs.AllocFollowup{{AllocID: failed.ID, FollowupEvalID: tc.followup}},
+			}); err != nil {
+				t.Fatal(err)
+			}
+			snap, err := s.State().Snapshot()
+			if err != nil {
+				t.Fatal(err)
+			}
+			req, err := s.buildRequestForJob(snap, tc.running, job, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(req.Allocs) != 1 || req.Allocs[0].FollowupEvalId != tc.want {
+				t.Fatalf("followup_eval_id = %q, want %q", req.Allocs[0].GetFollowupEvalId(), tc.want)
+			}
+		})
+	}
+}

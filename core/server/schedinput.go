@@ -42,7 +42,11 @@ func (s *Server) buildRequestForJob(snap *state.StateSnapshot, ev *structs.Evalu
 	allocs = dropPurgedIncarnations(allocs, job)
 	req.Allocs = make([]*pb.Allocation, 0, len(allocs))
 	for _, a := range allocs {
-		req.Allocs = append(req.Allocs, allocToPB(a))
+		pa := allocToPB(a)
+		if err := clearSpentFollowup(snap, ev, pa); err != nil {
+			return nil, err
+		}
+		req.Allocs = append(req.Allocs, pa)
 		if a.Job != nil && !versions[a.Job.JobModifyIndex] {
 			versions[a.Job.JobModifyIndex] = true
 			req.JobVersions = append(req.JobVersions, jobToPB(a.Job))
@@ -289,6 +293,25 @@ func allocToPB(a *structs.Allocation) *pb.Allocation {
 		}
 	}
 	return p
+}
+
+// clearSpentFollowup leaves out an alloc's follow-up eval once that eval
+// finished without replacing it (its placement failed, say, and a blocked
+// eval took over): it never will, so the scheduler must decide for the
+// alloc afresh rather than wait for it. The eval being scheduled is never
+// spent.
+func clearSpentFollowup(snap *state.StateSnapshot, ev *structs.Evaluation, pa *pb.Allocation) error {
+	if pa.FollowupEvalId == "" || pa.FollowupEvalId == ev.ID || pa.NextAllocation != "" {
+		return nil
+	}
+	fe, err := snap.EvalByID(nil, pa.FollowupEvalId)
+	if err != nil {
+		return err
+	}
+	if fe == nil || fe.TerminalStatus() {
+		pa.FollowupEvalId = ""
+	}
+	return nil
 }
 
 // allocChangeTime is when the client last changed the alloc: for one that

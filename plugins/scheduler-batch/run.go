@@ -239,20 +239,24 @@ func (r *run) finished(a *schedulerpb.Allocation, g *group, idx int) {
 // due now, it is replaced by this plan; due later, it holds
 // its index and is marked with the follow-up eval that will replace it;
 // not eligible, it stays failed and its index is done. An alloc already
-// marked with a follow-up eval waits for that eval; when that eval is the
-// one running, the alloc is due (the eval was due at the earliest time of
-// its batch).
+// marked with a follow-up eval waits for that eval unless the request shows
+// it is due (as Nomad, which reschedules it then whichever eval runs); when
+// that eval is the one running, the alloc is due (the eval was due at the
+// earliest time of its batch). The core unsets a follow-up eval that
+// finished without replacing the alloc, so it is decided afresh.
 func (r *run) rescheduleFailed(a *schedulerpb.Allocation, g *group, idx int) {
 	name := g.tg.GetName()
-	due := a.GetFollowupEvalId() != "" && a.GetFollowupEvalId() == r.req.GetEval().GetId()
-	if a.GetFollowupEvalId() != "" && !due {
-		g.taken[idx] = true
-		r.desired(name).Ignore++
-		return
-	}
+	followup := a.GetFollowupEvalId()
+	due := followup != "" && followup == r.req.GetEval().GetId()
 	d := reschedule.Decide(g.tg.GetReschedulePolicy(), a, r.now)
 	if due && d.Kind == reschedule.Later {
 		d.Kind = reschedule.Now
+	}
+	if followup != "" && !due && d.Kind != reschedule.Now {
+		// Its follow-up eval will come; nothing proves it is due sooner.
+		g.taken[idx] = true
+		r.desired(name).Ignore++
+		return
 	}
 	switch d.Kind {
 	case reschedule.Now:

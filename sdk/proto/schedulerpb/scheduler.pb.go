@@ -1767,7 +1767,9 @@ type Allocation struct {
 	// The reschedule tracker: one event per earlier reschedule of this
 	// allocation's lineage, oldest first.
 	RescheduleEvents []*RescheduleEvent `protobuf:"bytes,18,rep,name=reschedule_events,json=rescheduleEvents,proto3" json:"reschedule_events,omitempty"`
-	// The delayed eval that will replace this (failed) allocation.
+	// The delayed eval that will replace this (failed) allocation. Unset once
+	// that eval finished (unless it is the eval being scheduled): it will
+	// not replace the alloc any more, so decide for it afresh.
 	FollowupEvalId string `protobuf:"bytes,19,opt,name=followup_eval_id,json=followupEvalId,proto3" json:"followup_eval_id,omitempty"`
 	// When the client last changed the alloc (Unix ns): for a failed alloc,
 	// when it failed (the latest task finish time the core has, else the
