@@ -118,7 +118,8 @@ func (s *StateStore) UpsertPlanResults(index uint64, req *structs.ApplyPlanResul
 func (t *writeTxn) createFollowupEvals(evals []*structs.Evaluation) error {
 	var fresh []*structs.Evaluation
 	for _, e := range evals {
-		if e == nil {
+		if e == nil || e.ID == "" {
+			// The server checked every ID; an entry must apply anyway.
 			continue
 		}
 		raw, err := t.first(TableEvals, "id", e.ID)
