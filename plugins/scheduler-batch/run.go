@@ -45,7 +45,7 @@ type group struct {
 // rescheduling is a failed alloc being replaced now.
 type rescheduling struct {
 	prev  *schedulerpb.Allocation
-	delay int64 // ns
+	delay time.Duration
 	// avoid are the nodes the lineage failed on: the replacement goes
 	// elsewhere when another node fits.
 	avoid map[string]bool
@@ -208,7 +208,7 @@ func boolInt(b bool) int {
 // finished handles an alloc its client has finished (complete, failed or
 // lost). Complete ones of the current job (or of an older one the job did
 // not change destructively) hold their index: batch work runs once. Failed
-// ones are rescheduled by the group's policy (see failed); one already
+// ones are rescheduled by the group's policy (see rescheduleFailed); one already
 // replaced leaves its index to the replacement.
 func (r *run) finished(a *schedulerpb.Allocation, g *group, idx int) {
 	if g == nil || idx < 0 || idx >= int(g.tg.GetCount()) || g.taken[idx] {
@@ -235,10 +235,10 @@ func (r *run) finished(a *schedulerpb.Allocation, g *group, idx int) {
 	r.desired(g.tg.GetName()).Ignore++
 }
 
-// rescheduleFailed decides for a failed alloc by its group's reschedule policy:
-// due now, it is replaced by this plan; due later, it holds
-// its index and is marked with the follow-up eval that will replace it;
-// not eligible, it stays failed and its index is done. An alloc already
+// rescheduleFailed decides for a failed alloc by its group's reschedule
+// policy: due now, it is replaced by this plan; due later, it holds its
+// index and is marked with the follow-up eval that will replace it; not
+// eligible, it stays failed and its index is done. An alloc already
 // marked with a follow-up eval waits for that eval unless the request shows
 // it is due (as Nomad, which reschedules it then whichever eval runs); when
 // that eval is the one running, the alloc is due (the eval was due at the
@@ -264,7 +264,7 @@ func (r *run) rescheduleFailed(a *schedulerpb.Allocation, g *group, idx int) {
 		for _, e := range a.GetRescheduleEvents() {
 			avoid[e.GetPrevNodeId()] = true
 		}
-		g.resched[idx] = &rescheduling{prev: a, delay: int64(d.Delay), avoid: avoid}
+		g.resched[idx] = &rescheduling{prev: a, delay: d.Delay, avoid: avoid}
 		g.previous[idx] = a.GetId()
 		r.desired(name).RescheduleNow++
 	case reschedule.Later:
@@ -397,7 +397,7 @@ func (r *run) place() {
 			if rs != nil {
 				// The reschedule happens when it is due, or when the
 				// request shows it is later than that.
-				at := time.Unix(0, rs.prev.GetModifyTimeNs()+rs.delay)
+				at := time.Unix(0, rs.prev.GetModifyTimeNs()).Add(rs.delay)
 				if r.now.After(at) {
 					at = r.now
 				}
@@ -405,7 +405,7 @@ func (r *run) place() {
 				// the replacement (NextAllocation) when the placement
 				// commits, and a placement its node rejects leaves it
 				// failed and unlinked, to be rescheduled again.
-				p.RescheduleEvents = reschedule.NextEvents(g.tg.GetReschedulePolicy(), rs.prev, at, time.Duration(rs.delay))
+				p.RescheduleEvents = reschedule.NextEvents(g.tg.GetReschedulePolicy(), rs.prev, at, rs.delay)
 			}
 			r.plan.NodeAllocation = append(r.plan.NodeAllocation, p)
 			r.used[node.GetId()] = r.used[node.GetId()].Add(g.ask)
