@@ -2,7 +2,6 @@ package server
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -141,15 +140,14 @@ func checkRescheduleEvents(jobID string, p *pb.Plan) error {
 	for i, pa := range p.GetNodeAllocation() {
 		if n := len(pa.GetRescheduleEvents()); n > MaxRescheduleEvents {
 			return structs.NewError(structs.ErrInvalid,
-				"scheduler plugin's plan for job %q: node_allocation[%d] (%s) has %d reschedule_events, more than the %d allowed",
-				jobID, i, strings.TrimSpace(pa.GetName()), n, MaxRescheduleEvents)
+				"scheduler plugin's plan for job %q: node_allocation[%d] (%q) has %d reschedule_events, more than the %d allowed",
+				jobID, i, pa.GetName(), n, MaxRescheduleEvents)
 		}
 	}
 	return nil
 }
 
 // MaxRescheduleEvents is the longest reschedule tracker a new alloc may
-// carry. A plugin keeps only the events within the policy's interval (or a
-// few, when unlimited), so it takes a policy of that many attempts to
-// come near it.
-const MaxRescheduleEvents = 1024
+// carry: a plugin keeps only the events within the policy's interval (or a
+// few, when unlimited), which a valid policy's attempts bound.
+const MaxRescheduleEvents = structs.MaxRescheduleAttempts
