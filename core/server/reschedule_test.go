@@ -231,6 +231,15 @@ func TestPlacedRescheduleTracker(t *testing.T) {
 	if !errors.Is(err, structs.ErrInvalid) || !strings.Contains(err.Error(), otherAlloc.ID) {
 		t.Fatalf("a previous_allocation of another job: err = %v, want ErrInvalid naming it", err)
 	}
+	long := placed(failed.ID)
+	pa := long.NodeAllocation[0]
+	for len(pa.RescheduleEvents) <= MaxRescheduleEvents {
+		pa.RescheduleEvents = append(pa.RescheduleEvents, pa.RescheduleEvents[0])
+	}
+	_, _, err = s.convertPlan(snap, ev, "", job, long)
+	if !errors.Is(err, structs.ErrInvalid) || !strings.Contains(err.Error(), "node_allocation[0]") || !strings.Contains(err.Error(), "more than the 1024 allowed") {
+		t.Fatalf("a tracker over the bound: err = %v, want ErrInvalid naming the placement and the bound", err)
+	}
 }
 
 // TestRescheduleInputToPB: the request carries the group's policy and
