@@ -39,6 +39,10 @@ type Allocation struct {
 	AllocModifyIndex      uint64                `codec:",omitempty"`
 	CreateTime            int64                 `codec:",omitempty"`
 	ModifyTime            int64                 `codec:",omitempty"`
+
+	// DeploymentStatus is the alloc's part in its deployment (canary,
+	// health); nil outside a deployment.
+	DeploymentStatus *AllocDeploymentStatus `codec:",omitempty"`
 }
 
 // AllocatedResources is what the plan applier reserved for the alloc.
@@ -249,6 +253,8 @@ type AllocListStub struct {
 	ModifyIndex           uint64                `codec:",omitempty"`
 	CreateTime            int64                 `codec:",omitempty"`
 	ModifyTime            int64                 `codec:",omitempty"`
+
+	DeploymentStatus *AllocDeploymentStatus `codec:",omitempty"`
 }
 
 // Stub summarises the alloc for list endpoints.
@@ -262,6 +268,7 @@ func (a *Allocation) Stub() *AllocListStub {
 		TaskStates: a.TaskStates, FollowupEvalID: a.FollowupEvalID, NextAllocation: a.NextAllocation,
 		PreemptedAllocations: a.PreemptedAllocations, PreemptedByAllocation: a.PreemptedByAllocation,
 		CreateIndex: a.CreateIndex, ModifyIndex: a.ModifyIndex, CreateTime: a.CreateTime, ModifyTime: a.ModifyTime,
+		DeploymentStatus: a.DeploymentStatus,
 	}
 	if a.Job != nil {
 		s.JobType, s.JobVersion = a.Job.Type, a.Job.Version

@@ -61,6 +61,10 @@ type JobTypeBehavior struct {
 	// PreemptionSwitch names the PreemptionConfig field that lets jobs of
 	// the type preempt (PreemptSwitch*); empty: never.
 	PreemptionSwitch string `codec:",omitempty"`
+	// Deployments: jobs of the type with an update block roll out through
+	// deployments (canaries, health, auto-revert). A type that does not
+	// declare it refuses update.canary > 0.
+	Deployments bool `codec:",omitempty"`
 }
 
 // Job file blocks a job type may refuse (JobTypeBehavior.RefusedBlocks).

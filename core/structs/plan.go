@@ -13,6 +13,11 @@ type Plan struct {
 	NodePreemptions map[string][]*Allocation `codec:",omitempty"`
 	Annotations     *PlanAnnotations         `codec:",omitempty"`
 	SnapshotIndex   uint64                   `codec:",omitempty"`
+	// Deployment is a deployment the plan creates (it cancels the job's
+	// older active one), DeploymentUpdates the status changes it makes to
+	// the job's deployments; both commit with the plan.
+	Deployment        *Deployment               `codec:",omitempty"`
+	DeploymentUpdates []*DeploymentStatusUpdate `codec:",omitempty"`
 }
 
 // PlanAnnotations explains a plan.
@@ -39,7 +44,7 @@ type DesiredUpdates struct {
 
 // IsNoOp reports whether the plan changes nothing.
 func (p *Plan) IsNoOp() bool {
-	return len(p.NodeUpdate) == 0 && len(p.NodeAllocation) == 0
+	return len(p.NodeUpdate) == 0 && len(p.NodeAllocation) == 0 && p.Deployment == nil && len(p.DeploymentUpdates) == 0
 }
 
 // PlanResult is what the applier committed.
