@@ -49,6 +49,7 @@ const (
 	recAlloc           byte = 8
 	recPeriodicLaunch  byte = 9
 	recSchedulerConfig byte = 10
+	recDeployment      byte = 11
 	recPKI             byte = 30 // 31 is reserved for the PKI too
 	recACLPolicy       byte = 20
 	recACLToken        byte = 21
@@ -109,6 +110,7 @@ func (s *StateSnapshot) Persist(w io.Writer) error {
 		{TableOneTimeTokens, recOneTimeToken},
 		{TableNamespaces, recNamespace},
 		{TableCSIPlugins, recCSIPlugin},
+		{TableDeployments, recDeployment},
 	}
 	for _, tb := range tables {
 		iter, err := txn.Get(tb.table, "id")
@@ -320,6 +322,8 @@ func decodeRecord(typ byte, buf []byte, jobs map[uint64]*structs.Job) (restoreIt
 		it = restoreItem{TableNamespaces, new(structs.Namespace)}
 	case recCSIPlugin:
 		it = restoreItem{TableCSIPlugins, new(structs.CSIPlugin)}
+	case recDeployment:
+		it = restoreItem{TableDeployments, new(structs.Deployment)}
 	case recCSIVolume:
 		rec := csiVolumeRecord{CSIVolume: new(structs.CSIVolume)}
 		if err := json.Unmarshal(buf, &rec); err != nil {
