@@ -283,3 +283,92 @@ func TestCanaryRefusedForTypesWithoutDeployments(t *testing.T) {
 		t.Errorf("without canaries the job is accepted: %v", err)
 	}
 }
+
+func TestConvertPlanDeploymentRefusesBadPlugins(t *testing.T) {
+	s, _, node := rolloutServer(t)
+	ctx := context.Background()
+	if _, err := s.RegisterJob(ctx, rolloutJob("web"), false, 0); err != nil {
+		t.Fatal(err)
+	}
+	var d *structs.Deployment
+	waitFor(t, 10*time.Second, "the deployment", func() bool {
+		d, _ = s.State().LatestDeploymentByJob(nil, structs.DefaultNamespace, "web")
+		return d != nil
+	})
+	// A second job, whose deployment the first one's plans may not touch.
+	if _, err := s.RegisterJob(ctx, rolloutJob("other"), false, 0); err != nil {
+		t.Fatal(err)
+	}
+	var otherD *structs.Deployment
+	waitFor(t, 10*time.Second, "the other deployment", func() bool {
+		otherD, _ = s.State().LatestDeploymentByJob(nil, structs.DefaultNamespace, "other")
+		return otherD != nil
+	})
+	snap, err := s.State().Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	job, _ := snap.JobByID(nil, structs.DefaultNamespace, "web")
+	ev := &structs.Evaluation{ID: uuid.NewString(), Namespace: job.Namespace, JobID: job.ID, Priority: 50}
+	group := func(total, canaries int32) map[string]*schedulerpb.DeploymentGroupState {
+		return map[string]*schedulerpb.DeploymentGroupState{"g": {DesiredTotal: total, DesiredCanaries: canaries}}
+	}
+	placed := func(canary bool) []*schedulerpb.PlacedAlloc {
+		return []*schedulerpb.PlacedAlloc{{Id: uuid.NewString(), NodeId: node.ID, TaskGroup: "g", Canary: canary}}
+	}
+	tests := []struct {
+		name string
+		plan *schedulerpb.Plan
+		want string // "" = accepted
+	}{
+		{"valid creation", &schedulerpb.Plan{CreateDeployment: &schedulerpb.Deployment{TaskGroups: group(2, 1)}, NodeAllocation: placed(true)}, ""},
+		{"unknown group", &schedulerpb.Plan{CreateDeployment: &schedulerpb.Deployment{TaskGroups: map[string]*schedulerpb.DeploymentGroupState{"db": {}}}}, `group "db"`},
+		{"no groups", &schedulerpb.Plan{CreateDeployment: &schedulerpb.Deployment{}}, "task_groups is empty"},
+		{"total over count", &schedulerpb.Plan{CreateDeployment: &schedulerpb.Deployment{TaskGroups: group(3, 0)}}, "desired_total is 3"},
+		{"negative canaries", &schedulerpb.Plan{CreateDeployment: &schedulerpb.Deployment{TaskGroups: group(2, -1)}}, "desired_canaries is -1"},
+		{"bad id", &schedulerpb.Plan{CreateDeployment: &schedulerpb.Deployment{Id: "x", TaskGroups: group(2, 1)}}, "not a UUID"},
+		{"id of another job's deployment", &schedulerpb.Plan{CreateDeployment: &schedulerpb.Deployment{Id: otherD.ID, TaskGroups: group(2, 1)}}, "already names"},
+		{"update of another job's deployment", &schedulerpb.Plan{DeploymentUpdates: []*schedulerpb.DeploymentStatusUpdate{
+			{DeploymentId: otherD.ID, Status: structs.DeploymentStatusCancelled}}}, "not a deployment of the job"},
+		{"unknown status", &schedulerpb.Plan{DeploymentUpdates: []*schedulerpb.DeploymentStatusUpdate{
+			{DeploymentId: d.ID, Status: "done"}}}, `status "done"`},
+		{"canary without a deployment of the group", &schedulerpb.Plan{DeploymentUpdates: []*schedulerpb.DeploymentStatusUpdate{
+			{DeploymentId: d.ID, Status: structs.DeploymentStatusCancelled}}, NodeAllocation: placed(true)}, "is a canary"},
+		{"placement joins the active deployment", &schedulerpb.Plan{NodeAllocation: placed(false)}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			plan, _, err := s.convertPlan(snap, ev, "tok", job, tt.plan)
+			if tt.want != "" {
+				if !errors.Is(err, structs.ErrInvalid) || !strings.Contains(err.Error(), tt.want) {
+					t.Fatalf("err = %v, want ErrInvalid naming %q", err, tt.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, allocs := range plan.NodeAllocation {
+				for _, a := range allocs {
+					wantID := d.ID
+					if plan.Deployment != nil {
+						wantID = plan.Deployment.ID
+					}
+					if a.DeploymentID != wantID {
+						t.Errorf("placed alloc in deployment %q, want %q", a.DeploymentID, wantID)
+					}
+				}
+			}
+			if pd := plan.Deployment; pd != nil {
+				if pd.JobID != "web" || pd.JobVersion != job.Version || pd.Status != structs.DeploymentStatusRunning ||
+					pd.TaskGroups["g"].ProgressDeadline != 10*time.Minute || pd.TaskGroups["g"].RequireProgressBy.IsZero() {
+					t.Errorf("created deployment %+v", pd)
+				}
+				again, _, _ := s.convertPlan(snap, ev, "tok", job, tt.plan)
+				if again.Deployment.ID != pd.ID {
+					t.Errorf("deployment ID %s then %s: not derived from the eval", pd.ID, again.Deployment.ID)
+				}
+			}
+		})
+	}
+}
