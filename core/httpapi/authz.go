@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"maps"
 	"fmt"
 	"net/http"
 	"slices"
@@ -153,6 +154,7 @@ func init() {
 	for _, p := range append(slices.Clone(ACLRoutes), ACLCRUDRoutes...) {
 		routeRules[p] = self
 	}
+	maps.Copy(routeRules, deploymentRoutes)
 }
 
 // aclKey carries a request's resolved ACL in its context.

@@ -193,6 +193,8 @@ var (
 		{"/evaluations", jobAction{readMethods, (*HTTPServer).jobEvals, acl.NamespaceCapabilityReadJob}},
 		{"/summary", jobAction{readMethods, (*HTTPServer).jobSummary, acl.NamespaceCapabilityReadJob}},
 		{"/versions", jobAction{readMethods, (*HTTPServer).jobVersions, acl.NamespaceCapabilityReadJob}},
+		{"/deployments", jobAction{readMethods, (*HTTPServer).jobDeployments, acl.NamespaceCapabilityReadJob}},
+		{"/deployment", jobAction{readMethods, (*HTTPServer).jobLatestDeployment, acl.NamespaceCapabilityReadJob}},
 		{"/plan", jobAction{writeMethods, (*HTTPServer).jobPlan, ""}},
 		{"/evaluate", jobAction{writeMethods, (*HTTPServer).jobEvaluate, acl.NamespaceCapabilitySubmitJob}},
 		{"/dispatch", jobAction{writeMethods, (*HTTPServer).jobDispatch, acl.NamespaceCapabilityDispatchJob}},
