@@ -2,8 +2,8 @@ package httpapi
 
 import (
 	"context"
-	"maps"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"

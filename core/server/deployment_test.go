@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/drover-org/drover/core/structs"
+	"github.com/drover-org/drover/plugins/gc"
 	"github.com/drover-org/drover/sdk/proto/schedulerpb"
 	"github.com/drover-org/drover/sdk/scheduler"
 )
@@ -370,5 +371,51 @@ func TestConvertPlanDeploymentRefusesBadPlugins(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestGCReapsFinishedDeployments(t *testing.T) {
+	s, _ := gcServer(t, gc.New(), nil)
+	node := testNode("a")
+	registerNodes(t, s, node)
+	if _, err := s.RegisterJob(context.Background(), testJob("j", "sysbatch"), false, 0); err != nil {
+		t.Fatal(err)
+	}
+	job, _ := s.State().JobByID(nil, structs.DefaultNamespace, "j")
+	mk := func() *structs.Deployment {
+		return &structs.Deployment{ID: uuid.NewString(), Namespace: job.Namespace, JobID: job.ID, JobCreateIndex: job.CreateIndex,
+			Status: structs.DeploymentStatusRunning, TaskGroups: map[string]*structs.DeploymentState{"g": {DesiredTotal: 1}}}
+	}
+	apply := func(typ structs.MessageType, msg any) {
+		t.Helper()
+		if _, err := s.raftApply(typ, msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	end := func(d *structs.Deployment) {
+		apply(structs.DeploymentStatusUpdateRequestType, &structs.DeploymentStatusUpdateRequest{DeploymentUpdate: &structs.DeploymentStatusUpdate{
+			DeploymentID: d.ID, Status: structs.DeploymentStatusFailed}})
+	}
+	// done: failed, nothing live. running: active. busy: failed with a
+	// live alloc. (Each new deployment cancels the job's older active
+	// one, so they are created in this order.)
+	done, busy, running := mk(), mk(), mk()
+	apply(structs.ApplyPlanResultsRequestType, &structs.ApplyPlanResultsRequest{Job: job, Deployment: done})
+	end(done)
+	live := &structs.Allocation{ID: uuid.NewString(), Namespace: job.Namespace, JobID: job.ID, Job: job, NodeID: node.ID,
+		TaskGroup: "g", Name: "j.g[0]", DeploymentID: busy.ID, ClientStatus: structs.AllocClientStatusRunning}
+	apply(structs.ApplyPlanResultsRequestType, &structs.ApplyPlanResultsRequest{Job: job, Deployment: busy, AllocsUpdated: []*structs.Allocation{live}})
+	end(busy)
+	apply(structs.ApplyPlanResultsRequestType, &structs.ApplyPlanResultsRequest{Job: job, Deployment: running})
+
+	forceGC(t, s)
+	for _, tt := range []struct {
+		d    *structs.Deployment
+		kept bool
+	}{{done, false}, {busy, true}, {running, true}} {
+		got, _ := s.State().DeploymentByID(nil, tt.d.ID)
+		if (got != nil) != tt.kept {
+			t.Errorf("deployment %s (%s): kept %v, want %v", tt.d.ID, tt.d.Status, got != nil, tt.kept)
+		}
 	}
 }

@@ -489,3 +489,44 @@ func keepHealth(existing, a *structs.Allocation) *structs.AllocDeploymentStatus 
 	c.ModifyIndex = existing.DeploymentStatus.ModifyIndex
 	return c
 }
+
+// reapDeployments deletes the GC's deployments that are still at their
+// decided index, terminal, and without a live allocation.
+func (g *gcTxn) reapDeployments(refs []structs.GCRef) error {
+	t := g.t
+	for _, r := range refs {
+		raw, err := t.first(TableDeployments, "id", r.ID)
+		if err != nil {
+			return err
+		}
+		if raw == nil {
+			g.skip()
+			continue
+		}
+		d := raw.(*structs.Deployment)
+		if d.ModifyIndex != r.ModifyIndex || d.Active() {
+			g.skip()
+			continue
+		}
+		live := false
+		iter, err := t.txn.Get(TableAllocs, "job", d.Namespace, d.JobID)
+		if err != nil {
+			return err
+		}
+		for obj := iter.Next(); obj != nil; obj = iter.Next() {
+			if a := obj.(*structs.Allocation); a.DeploymentID == d.ID && !a.ClientTerminalStatus() {
+				live = true
+				break
+			}
+		}
+		if live {
+			g.skip()
+			continue
+		}
+		if err := t.delete(TableDeployments, d); err != nil {
+			return err
+		}
+		g.out.Deployments++
+	}
+	return nil
+}
