@@ -590,10 +590,16 @@ func (x *DeploymentGroupState) GetProgressDeadlineNs() int64 {
 // A deployment of one job version. In ScheduleRequest.deployment it is the
 // job's latest deployment, active or not. In Plan.create_deployment the
 // plugin proposes a new deployment for the job's current version: it sets
-// task_groups (desired counts, auto_revert, auto_promote, progress
-// deadline) and may set id (a UUID, otherwise the core derives one from the
-// eval ID); the core fills in the job fields, status running and
-// require_progress_by from each group's progress deadline.
+// task_groups with each group's desired_total and desired_canaries (at
+// most the larger of the group's count and update.canary; every group
+// named must exist and have an update block with max_parallel > 0) and may
+// set id (a UUID; otherwise the core derives one from the eval ID, so a
+// retried eval proposes the same deployment, and a proposal of an existing
+// active deployment of the version is taken as that one). The core fills
+// in the job fields, status running, auto_revert, auto_promote and
+// progress_deadline from each group's update block, and
+// require_progress_by from the progress deadline; the counters are the
+// core's, kept as allocations are placed and report health.
 type Deployment struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	Id             string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
