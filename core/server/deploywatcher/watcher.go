@@ -117,11 +117,14 @@ func (w *Watcher) pass(ws memdb.WatchSet, st *state.StateStore) (time.Time, erro
 	return next, errors.Join(errs...)
 }
 
+// signature is what of a deployment makes an eval when it changes: the
+// health counts. Placements alone do not (the plan that placed them knows),
+// nor does a promotion (its entry carries its own eval).
 func signature(d *structs.Deployment) string {
 	s := ""
 	for _, name := range d.SortedGroups() {
 		g := d.TaskGroups[name]
-		s += fmt.Sprintf("%s:%d/%d/%d/%v;", name, g.PlacedAllocs, g.HealthyAllocs, g.UnhealthyAllocs, g.Promoted)
+		s += fmt.Sprintf("%s:%d/%d;", name, g.HealthyAllocs, g.UnhealthyAllocs)
 	}
 	return s
 }

@@ -360,3 +360,28 @@ func TestRunActsOnChangesAndStops(t *testing.T) {
 		t.Errorf("description %q", h.deployment(d.ID).StatusDescription)
 	}
 }
+
+func TestWatcherNoEvalForPlacementsOrPromotion(t *testing.T) {
+	h := newHarness(t)
+	job := h.register("web", 3, false, "1")
+	d, allocs := h.deploy(job, structs.DeploymentState{DesiredTotal: 3, DesiredCanaries: 1}, 1, 1)
+	h.tick()
+	// More placements in the deployment: no eval.
+	more := &structs.Allocation{ID: uuid.NewString(), Namespace: job.Namespace, JobID: job.ID, Job: job, NodeID: h.node.ID,
+		TaskGroup: "web", Name: "web.web[1]", DeploymentID: d.ID, DeploymentStatus: &structs.AllocDeploymentStatus{}}
+	h.mustApply(structs.ApplyPlanResultsRequestType, &structs.ApplyPlanResultsRequest{Job: job, AllocsUpdated: []*structs.Allocation{more}})
+	h.tick()
+	if n := h.watcherEvals(job); n != 0 {
+		t.Fatalf("evals after a placement: %d, want 0", n)
+	}
+	h.health(allocs[0], true)
+	h.tick() // needs promotion: described, no eval
+	h.mustApply(structs.DeploymentPromoteRequestType, &structs.DeploymentPromoteRequest{DeploymentID: d.ID, All: true})
+	h.tick()
+	if n := h.watcherEvals(job); n != 0 {
+		t.Errorf("evals after promotion by an entry without one: %d, want 0 (the promote entry carries its own)", n)
+	}
+	if got := h.deployment(d.ID); got.TaskGroups["web"].PlacedAllocs != 2 || !got.TaskGroups["web"].Promoted {
+		t.Errorf("deployment %+v", got.TaskGroups["web"])
+	}
+}
