@@ -173,7 +173,9 @@ func (s *Server) FailDeployment(ctx context.Context, id string) (*structs.Deploy
 	s.logger.Info("deployment failed by operator", "deployment_id", id, "reverted", req.Job != nil)
 	var reverted *structs.Job
 	if req.Job != nil {
-		reverted, _ = s.State().JobByID(nil, job.Namespace, job.ID)
+		if reverted, err = s.State().JobByID(nil, job.Namespace, job.ID); err != nil {
+			return nil, err
+		}
 	}
 	return deploymentResponse(index, req.Eval, reverted), nil
 }
