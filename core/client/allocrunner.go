@@ -177,10 +177,17 @@ func (ar *allocRunner) done() <-chan struct{} { return ar.doneCh }
 // evict stops it.
 func (ar *allocRunner) update(a *structs.Allocation) {
 	ar.mu.Lock()
+	moved := a.DeploymentID != "" && a.DeploymentID != ar.alloc.DeploymentID
 	ar.alloc = a
 	ar.mu.Unlock()
 	if a.ServerTerminalStatus() {
 		ar.stop()
+	}
+	if moved {
+		// Joined a deployment in place: judge and report its health
+		// (taskChanged persists too).
+		ar.taskChanged()
+		return
 	}
 	ar.persist()
 }

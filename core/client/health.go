@@ -94,9 +94,10 @@ func healthTracked(t *structs.Task) bool {
 
 // allocHealth is an alloc runner's health tracking (guarded by ar.mu).
 type allocHealth struct {
-	start   time.Time
-	verdict healthVerdict
-	at      time.Time
+	deployment string // the deployment the verdict is for
+	start      time.Time
+	verdict    healthVerdict
+	at         time.Time
 }
 
 // status is the DeploymentStatus to report, or nil while pending.
@@ -119,8 +120,10 @@ func (ar *allocRunner) evalHealthLocked(states map[string]*structs.TaskState) ti
 		return time.Time{}
 	}
 	now := ar.now()
-	if ar.health == nil {
-		ar.health = &allocHealth{start: now}
+	if ar.health == nil || ar.health.deployment != ar.alloc.DeploymentID {
+		// First look, or the alloc moved to another deployment (an
+		// in-place update): health is judged afresh.
+		ar.health = &allocHealth{deployment: ar.alloc.DeploymentID, start: now}
 	}
 	// Decided once; and an alloc the server stops is not judged by its
 	// tasks' deaths.

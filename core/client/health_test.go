@@ -111,3 +111,29 @@ func TestRawExecDeploymentHealth(t *testing.T) {
 		t.Errorf("health lost on stop: %+v", srv.alloc("healthy-1").DeploymentStatus)
 	}
 }
+
+// An alloc that joins a deployment by an in-place update is judged for it
+// afresh, without waiting for a task change.
+func TestRawExecHealthAfterJoiningDeployment(t *testing.T) {
+	srv := newFakeServer()
+	c := newRawExecClient(t, srv, t.TempDir())
+	defer c.Shutdown()
+	select {
+	case <-c.Registered():
+	case <-time.After(testTimeout):
+		t.Fatal("client did not register")
+	}
+	job := testJob("service", rawTask("web", "/bin/sleep", "30"))
+	job.TaskGroups[0].Update = &structs.UpdateStrategy{MaxParallel: 1, MinHealthyTime: 100 * time.Millisecond, HealthyDeadline: time.Minute}
+	srv.upsert(testAlloc("join-1", c.NodeID(), job))
+	waitFor(t, "running", func() bool { return srv.clientStatus("join-1") == structs.AllocClientStatusRunning })
+	if st := srv.alloc("join-1").DeploymentStatus; st != nil {
+		t.Fatalf("health reported outside a deployment: %+v", st)
+	}
+	a := srv.alloc("join-1")
+	a.DeploymentID = "dep-2"
+	srv.upsert(a)
+	waitFor(t, "health in the new deployment", func() bool { return srv.alloc("join-1").DeploymentStatus.IsHealthy() })
+	srv.setDesired("join-1", structs.AllocDesiredStatusStop)
+	waitFor(t, "stopped", func() bool { return srv.clientStatus("join-1") == structs.AllocClientStatusComplete })
+}
