@@ -419,3 +419,15 @@ func TestGCReapsFinishedDeployments(t *testing.T) {
 		}
 	}
 }
+
+func TestSubmittedStableIsIgnored(t *testing.T) {
+	s, _, _ := rolloutServer(t)
+	job := rolloutJob("web")
+	job.Stable = true
+	if _, err := s.RegisterJob(context.Background(), job, false, 0); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.State().JobByID(nil, structs.DefaultNamespace, "web"); got.Stable {
+		t.Errorf("a submitted Stable flag was stored")
+	}
+}
