@@ -104,6 +104,8 @@ func Decide(d *structs.Deployment, job *structs.Job, now time.Time, healthChange
 		return Decision{Action: Promote, Next: next}
 	case canaryGroups > 0 && canariesHealthy && d.StatusDescription != structs.DeploymentStatusDescriptionRunningNeedsPromotion:
 		return Decision{Action: Describe, Description: structs.DeploymentStatusDescriptionRunningNeedsPromotion, Next: next}
+	case canaryGroups > 0 && autoPromote && !canariesHealthy && d.StatusDescription == structs.DeploymentStatusDescriptionRunning:
+		return Decision{Action: Describe, Description: structs.DeploymentStatusDescriptionRunningAutoPromotion, Next: next}
 	case canaryGroups == 0 && allDone(d):
 		return Decision{Action: Succeed, Description: structs.DeploymentStatusDescriptionSuccessful}
 	case healthChanged:

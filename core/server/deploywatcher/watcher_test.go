@@ -320,8 +320,11 @@ func TestDecide(t *testing.T) {
 		{"progress", base(structs.DeploymentState{DesiredTotal: 2, HealthyAllocs: 1}), job, true, Eval},
 		{"canaries healthy, auto", base(structs.DeploymentState{DesiredTotal: 2, DesiredCanaries: 1, AutoPromote: true,
 			PlacedCanaries: []string{"c"}, HealthyAllocs: 1}), job, true, Promote},
-		{"canaries pending", base(structs.DeploymentState{DesiredTotal: 2, DesiredCanaries: 1, AutoPromote: true,
+		{"canaries pending, auto", base(structs.DeploymentState{DesiredTotal: 2, DesiredCanaries: 1, AutoPromote: true,
 			PlacedCanaries: []string{"c"}}), job, false, None},
+		{"canaries pending, auto, described once", &structs.Deployment{JobVersion: 3, JobCreateIndex: 7, Status: structs.DeploymentStatusRunning,
+			StatusDescription: structs.DeploymentStatusDescriptionRunning, TaskGroups: map[string]*structs.DeploymentState{"web": {
+				DesiredTotal: 2, DesiredCanaries: 1, AutoPromote: true, PlacedCanaries: []string{"c"}}}}, job, false, Describe},
 		{"promoted, all healthy", base(structs.DeploymentState{DesiredTotal: 2, DesiredCanaries: 1, Promoted: true,
 			PlacedCanaries: []string{"c"}, HealthyAllocs: 2}), job, true, Succeed},
 	}
