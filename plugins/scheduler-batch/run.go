@@ -89,7 +89,7 @@ func newRun(req *schedulerpb.ScheduleRequest) *run {
 		plan:      &schedulerpb.Plan{DesiredTgUpdates: map[string]*schedulerpb.DesiredUpdates{}},
 		queued:    map[string]int32{},
 		classElig: map[string]bool{},
-		now:       reschedule.LatestTime(req),
+		now:       reschedule.Clock(req),
 	}
 	for _, n := range req.GetNodes() {
 		r.nodes[n.GetId()] = n

@@ -2029,8 +2029,12 @@ type Allocation struct {
 	ModifyTimeNs int64 `protobuf:"varint,20,opt,name=modify_time_ns,json=modifyTimeNs,proto3" json:"modify_time_ns,omitempty"`
 	// The allocation that replaced this one.
 	NextAllocation string `protobuf:"bytes,21,opt,name=next_allocation,json=nextAllocation,proto3" json:"next_allocation,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// DesiredTransition.ForceReschedule: an operator asked that this failed
+	// allocation be rescheduled now, whatever its reschedule policy and the
+	// attempts its lineage used.
+	ForceReschedule bool `protobuf:"varint,25,opt,name=force_reschedule,json=forceReschedule,proto3" json:"force_reschedule,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Allocation) Reset() {
@@ -2208,6 +2212,13 @@ func (x *Allocation) GetNextAllocation() string {
 		return x.NextAllocation
 	}
 	return ""
+}
+
+func (x *Allocation) GetForceReschedule() bool {
+	if x != nil {
+		return x.ForceReschedule
+	}
+	return false
 }
 
 // One reschedule of an allocation: when it happened, the allocation it
@@ -2495,7 +2506,12 @@ type ScheduleRequest struct {
 	MaxPlacements int32 `protobuf:"varint,8,opt,name=max_placements,json=maxPlacements,proto3" json:"max_placements,omitempty"`
 	// The CSI volumes the job's groups name (per_alloc: one per index below
 	// the group's count) that exist, sorted by namespace and ID.
-	CsiVolumes    []*CSIVolume `protobuf:"bytes,9,rep,name=csi_volumes,json=csiVolumes,proto3" json:"csi_volumes,omitempty"`
+	CsiVolumes []*CSIVolume `protobuf:"bytes,9,rep,name=csi_volumes,json=csiVolumes,proto3" json:"csi_volumes,omitempty"`
+	// The core's clock when it built the request (Unix ns): the "now" of
+	// time-based decisions (a reschedule's delay). 0 from a core older than
+	// the field; a plugin then falls back to what the request proves has
+	// passed (reschedule.LatestTime).
+	NowNs         int64 `protobuf:"varint,11,opt,name=now_ns,json=nowNs,proto3" json:"now_ns,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2591,6 +2607,13 @@ func (x *ScheduleRequest) GetCsiVolumes() []*CSIVolume {
 		return x.CsiVolumes
 	}
 	return nil
+}
+
+func (x *ScheduleRequest) GetNowNs() int64 {
+	if x != nil {
+		return x.NowNs
+	}
+	return 0
 }
 
 type AllocMetric struct {
@@ -3745,7 +3768,7 @@ const file_scheduler_proto_rawDesc = "" +
 	"\tnamespace\x18\x03 \x01(\tR\tnamespace\x12!\n" +
 	"\fjob_priority\x18\x04 \x01(\x05R\vjobPriority\x12<\n" +
 	"\tresources\x18\x05 \x01(\v2\x1e.drover.scheduler.v1.ResourcesR\tresources\x12!\n" +
-	"\fcreate_index\x18\x06 \x01(\x04R\vcreateIndex\"\xff\x05\n" +
+	"\fcreate_index\x18\x06 \x01(\x04R\vcreateIndex\"\xaa\x06\n" +
 	"\n" +
 	"Allocation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
@@ -3771,7 +3794,8 @@ const file_scheduler_proto_rawDesc = "" +
 	"\x11reschedule_events\x18\x12 \x03(\v2$.drover.scheduler.v1.RescheduleEventR\x10rescheduleEvents\x12(\n" +
 	"\x10followup_eval_id\x18\x13 \x01(\tR\x0efollowupEvalId\x12$\n" +
 	"\x0emodify_time_ns\x18\x14 \x01(\x03R\fmodifyTimeNs\x12'\n" +
-	"\x0fnext_allocation\x18\x15 \x01(\tR\x0enextAllocation\"\xa0\x01\n" +
+	"\x0fnext_allocation\x18\x15 \x01(\tR\x0enextAllocation\x12)\n" +
+	"\x10force_reschedule\x18\x19 \x01(\bR\x0fforceReschedule\"\xa0\x01\n" +
 	"\x0fRescheduleEvent\x12,\n" +
 	"\x12reschedule_time_ns\x18\x01 \x01(\x03R\x10rescheduleTimeNs\x12\"\n" +
 	"\rprev_alloc_id\x18\x02 \x01(\tR\vprevAllocId\x12 \n" +
@@ -3796,7 +3820,7 @@ const file_scheduler_proto_rawDesc = "" +
 	"\x11preemption_system\x18\x01 \x01(\bR\x10preemptionSystem\x12/\n" +
 	"\x13preemption_sysbatch\x18\x02 \x01(\bR\x12preemptionSysbatch\x12)\n" +
 	"\x10preemption_batch\x18\x03 \x01(\bR\x0fpreemptionBatch\x12-\n" +
-	"\x12preemption_service\x18\x04 \x01(\bR\x11preemptionService\"\xd9\x03\n" +
+	"\x12preemption_service\x18\x04 \x01(\bR\x11preemptionService\"\xf0\x03\n" +
 	"\x0fScheduleRequest\x123\n" +
 	"\x04eval\x18\x01 \x01(\v2\x1f.drover.scheduler.v1.EvaluationR\x04eval\x12*\n" +
 	"\x03job\x18\x02 \x01(\v2\x18.drover.scheduler.v1.JobR\x03job\x12/\n" +
@@ -3807,7 +3831,8 @@ const file_scheduler_proto_rawDesc = "" +
 	"\aattempt\x18\a \x01(\x05R\aattempt\x12%\n" +
 	"\x0emax_placements\x18\b \x01(\x05R\rmaxPlacements\x12?\n" +
 	"\vcsi_volumes\x18\t \x03(\v2\x1e.drover.scheduler.v1.CSIVolumeR\n" +
-	"csiVolumes\"\xeb\t\n" +
+	"csiVolumes\x12\x15\n" +
+	"\x06now_ns\x18\v \x01(\x03R\x05nowNs\"\xeb\t\n" +
 	"\vAllocMetric\x12'\n" +
 	"\x0fnodes_evaluated\x18\x01 \x01(\x05R\x0enodesEvaluated\x12%\n" +
 	"\x0enodes_filtered\x18\x02 \x01(\x05R\rnodesFiltered\x12\"\n" +
