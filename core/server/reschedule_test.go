@@ -294,6 +294,11 @@ func TestReschedulesByPolicy(t *testing.T) {
 	with := testJob("w", "batch")
 	with.TaskGroups[0].ReschedulePolicy = &structs.ReschedulePolicy{Attempts: 1}
 	without := testJob("wo", "system")
+	// A service group that sets no reschedule block gets the type's
+	// declared default at canonicalisation, so its failures skip the
+	// backoff too.
+	service := testJob("svc", "service")
+	service.Canonicalize()
 	cases := []struct {
 		name   string
 		alloc  *structs.Allocation
@@ -303,6 +308,7 @@ func TestReschedulesByPolicy(t *testing.T) {
 		{"failed with a policy", &structs.Allocation{Job: with, TaskGroup: "g"}, structs.AllocClientStatusFailed, true},
 		{"complete with a policy", &structs.Allocation{Job: with, TaskGroup: "g"}, structs.AllocClientStatusComplete, false},
 		{"failed without a policy", &structs.Allocation{Job: without, TaskGroup: "g"}, structs.AllocClientStatusFailed, false},
+		{"service failed, default policy", &structs.Allocation{Job: service, TaskGroup: "g"}, structs.AllocClientStatusFailed, true},
 		{"failed, group gone", &structs.Allocation{Job: with, TaskGroup: "x"}, structs.AllocClientStatusFailed, false},
 		{"failed, no job", &structs.Allocation{TaskGroup: "g"}, structs.AllocClientStatusFailed, false},
 	}
