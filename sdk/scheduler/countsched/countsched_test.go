@@ -285,3 +285,34 @@ func TestJobAntiAffinitySwitch(t *testing.T) {
 		}
 	}
 }
+
+// A single-node-writer CSI volume is claimed by the first placement of the
+// plan: the group's second allocation finds it taken on every node, so the
+// verdict of the feasibility chain is taken per placement, not once.
+func TestCSIClaimsOfThePlan(t *testing.T) {
+	req := conformance.NewBuilder("count").Nodes(3).Group("g", 2).Edit(func(r *schedulerpb.ScheduleRequest) {
+		for _, tg := range r.GetJob().GetTaskGroups() {
+			if tg.GetName() == "g" { // the builder's "web" claims nothing
+				tg.Volumes = []*schedulerpb.VolumeRequest{{Name: "data", Type: "csi", Source: "vol",
+					AccessMode: "single-node-writer", AttachmentMode: "file-system"}}
+			}
+		}
+		for _, n := range r.GetNodes() {
+			n.CsiNodePlugins = []*schedulerpb.CSINodePlugin{{PluginId: "hp", Healthy: true}}
+		}
+		r.CsiVolumes = []*schedulerpb.CSIVolume{{Namespace: conformance.Namespace, Id: "vol", PluginId: "hp", Schedulable: true,
+			ReadSchedulable: true, WriteSchedulable: true, HasFreeReadClaims: true, HasFreeWriteClaims: true}}
+	}).Request()
+	for name, cfg := range map[string]Config{"batch-like": {NoJobAntiAffinity: true}, "service-like": {PaceUpdates: true}} {
+		resp := Schedule(req, cfg).Response
+		n := 0
+		for _, p := range resp.GetPlan().GetNodeAllocation() {
+			if p.GetTaskGroup() == "g" {
+				n++
+			}
+		}
+		if n != 1 || resp.GetFailedTgAllocs()["g"] == nil {
+			t.Errorf("%s: placed %d, failed %v; want 1 placed and the other failed", name, n, resp.GetFailedTgAllocs())
+		}
+	}
+}

@@ -13,8 +13,8 @@ import (
 )
 
 // candidate is a node new work may go to, with the group's static
-// feasibility on it (the chain's verdict, which only per_alloc volumes make
-// depend on the allocation).
+// feasibility on it (the chain's verdict, which CSI volumes make depend on
+// the allocation's index and on the plan's own claims).
 type candidate struct {
 	*node
 	ok     bool
@@ -95,7 +95,7 @@ func (r *run) staticCheck(g *group, nodes []*node) []candidate {
 	feasibleNodes := make([]*schedulerpb.Node, 0, len(nodes))
 	for i, n := range nodes {
 		out[i].node = n
-		if g.chain.PerAlloc() {
+		if g.chain.Claims() {
 			out[i].ok = true // checked per allocation
 			feasibleNodes = append(feasibleNodes, n.n)
 			continue
@@ -128,7 +128,7 @@ func (r *run) pick(g *group, idx int, allocName string, cands []candidate, byDC 
 		n := c.n
 		m.NodesEvaluated++
 		ok, reason := c.ok, c.reason
-		if ok && g.chain.PerAlloc() {
+		if ok && g.chain.Claims() {
 			ok, reason = g.chain.CheckAlloc(n, allocName, "")
 		}
 		if ok {
