@@ -165,6 +165,7 @@ func Commands(ui *UI) map[string]Command {
 		"system gc":                 &SystemGCCommand{ui: ui},
 	}
 	maps.Copy(cmds, aclCommands(ui))
+	maps.Copy(cmds, deploymentCommands(ui))
 	return cmds
 }
 

@@ -197,6 +197,8 @@ var (
 		{"/evaluations", jobAction{readMethods, (*HTTPServer).jobEvals, caps(acl.NamespaceCapabilityReadJob)}},
 		{"/summary", jobAction{readMethods, (*HTTPServer).jobSummary, caps(acl.NamespaceCapabilityReadJob)}},
 		{"/versions", jobAction{readMethods, (*HTTPServer).jobVersions, caps(acl.NamespaceCapabilityReadJob)}},
+		{"/deployments", jobAction{readMethods, (*HTTPServer).jobDeployments, caps(acl.NamespaceCapabilityReadJob)}},
+		{"/deployment", jobAction{readMethods, (*HTTPServer).jobLatestDeployment, caps(acl.NamespaceCapabilityReadJob)}},
 		{"/plan", jobAction{writeMethods, (*HTTPServer).jobPlan, nil}},
 		{"/evaluate", jobAction{writeMethods, (*HTTPServer).jobEvaluate, caps(acl.NamespaceCapabilitySubmitJob)}},
 		{"/dispatch", jobAction{writeMethods, (*HTTPServer).jobDispatch, caps(acl.NamespaceCapabilityDispatchJob)}},

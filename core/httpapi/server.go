@@ -53,6 +53,7 @@ type Server interface {
 	// ReconcileJobSummaries rebuilds every job summary (PUT
 	// /v1/system/reconcile/summaries); a follower forwards it.
 	ReconcileJobSummaries(ctx context.Context) error
+	DeploymentServer
 	State() *state.StateStore
 	// LeaderAddr is the leader's RPC address ("127.0.0.1:4647"), or "" when
 	// the cluster has no leader.
@@ -244,6 +245,10 @@ func (s *HTTPServer) routes() http.Handler {
 	// Job IDs may contain slashes (periodic and dispatched children), so
 	// /v1/job/ is routed by suffix rather than by pattern.
 	mux.HandleFunc("/v1/job/", s.jobRoute)
+
+	for pattern, h := range s.deploymentHandlers() {
+		mux.HandleFunc(pattern, h)
+	}
 
 	mux.HandleFunc("GET /v1/allocations", s.allocList)
 	mux.HandleFunc("GET /v1/allocation/{id}", s.allocGet)

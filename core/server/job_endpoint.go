@@ -98,6 +98,8 @@ func (s *Server) prepareJob(in *structs.Job) (*structs.Job, error) {
 		return nil, structs.NewError(structs.ErrInvalid, "job type %q is not served by any scheduler plugin (served: %s)", job.Type, strings.Join(served, ", "))
 	}
 	job.TypeBehavior = b.Copy()
+	// Stable is earned by a successful deployment, never submitted.
+	job.Stable = false
 	job.Canonicalize()
 	if err := job.Validate(); err != nil {
 		return nil, err

@@ -208,5 +208,6 @@ func (s *Server) RegisterRPC(rs *rpc.Server) {
 	s.registerACLCRUDRPC(rs, mark)
 	s.registerPKIRPC(rs)
 	s.registerGCRPC(rs, mark)
+	s.registerDeploymentRPC(rs, mark)
 	rs.SetAuthorizer(s.Authorizer())
 }

@@ -55,6 +55,9 @@ func (s *Server) buildRequestForJob(snap *state.StateSnapshot, ev *structs.Evalu
 			req.JobVersions = append(req.JobVersions, jobToPB(a.Job))
 		}
 	}
+	if req.Deployment, err = deploymentInput(snap, job); err != nil {
+		return nil, err
+	}
 	if job == nil || job.Stop {
 		// A stopped job places nothing, but the scheduler still needs the
 		// nodes its allocs sit on to tell lost from stopped.
@@ -284,6 +287,7 @@ func jobToPB(j *structs.Job) *pb.Job {
 		if tg.Update != nil {
 			g.UpdateMaxParallel = int32(tg.Update.MaxParallel)
 		}
+		g.Update = updateToPB(tg.Update)
 		for _, t := range tg.Tasks {
 			cfg, _ := json.Marshal(t.Config) // map keys are sorted: canonical
 			pt := &pb.Task{
@@ -330,6 +334,7 @@ func allocToPB(a *structs.Allocation) *pb.Allocation {
 			})
 		}
 	}
+	allocDeploymentToPB(a, p)
 	return p
 }
 

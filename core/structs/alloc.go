@@ -40,6 +40,10 @@ type Allocation struct {
 	AllocModifyIndex      uint64                `codec:",omitempty"`
 	CreateTime            int64                 `codec:",omitempty"`
 	ModifyTime            int64                 `codec:",omitempty"`
+
+	// DeploymentStatus is the alloc's part in its deployment (canary,
+	// health); nil outside a deployment.
+	DeploymentStatus *AllocDeploymentStatus `codec:",omitempty"`
 }
 
 // RescheduleTracker is the history of reschedules of an allocation's
@@ -274,6 +278,8 @@ type AllocListStub struct {
 	ModifyIndex           uint64                `codec:",omitempty"`
 	CreateTime            int64                 `codec:",omitempty"`
 	ModifyTime            int64                 `codec:",omitempty"`
+
+	DeploymentStatus *AllocDeploymentStatus `codec:",omitempty"`
 }
 
 // Stub summarises the alloc for list endpoints.
@@ -287,6 +293,7 @@ func (a *Allocation) Stub() *AllocListStub {
 		TaskStates: a.TaskStates, FollowupEvalID: a.FollowupEvalID, NextAllocation: a.NextAllocation,
 		RescheduleTracker: a.RescheduleTracker, PreemptedAllocations: a.PreemptedAllocations, PreemptedByAllocation: a.PreemptedByAllocation,
 		CreateIndex: a.CreateIndex, ModifyIndex: a.ModifyIndex, CreateTime: a.CreateTime, ModifyTime: a.ModifyTime,
+		DeploymentStatus: a.DeploymentStatus,
 	}
 	if a.Job != nil {
 		s.JobType, s.JobVersion = a.Job.Type, a.Job.Version

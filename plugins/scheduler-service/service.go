@@ -14,9 +14,9 @@
 //
 // Deployments (canaries, health checks, auto-revert, promotion) are not
 // implemented: the update block paces destructive updates only, and a
-// replacement counts as done once it runs. A job asking for canaries
-// (update.canary > 0) is refused at submit (refused block "canary") until
-// deployments exist.
+// replacement counts as done once it runs. The type does not declare
+// deployments yet, so the core refuses a job asking for canaries
+// (update.canary > 0) at submit.
 //
 // It imports only sdk/: the core learns everything about the type from
 // Declaration.
@@ -75,7 +75,6 @@ func Declaration() *schedulerpb.JobTypeInfo {
 		DefaultReschedule: &schedulerpb.ReschedulePolicy{
 			DelayNs: int64(30 * time.Second), DelayFunction: "exponential", MaxDelayNs: int64(time.Hour), Unlimited: true,
 		},
-		RefusedBlocks:         []string{"canary"},
 		EvalOnAllocNodeChange: true,
 		EvalOnAllocEnd:        true,
 		EvalOnAllocRunning:    true,

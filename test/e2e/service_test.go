@@ -160,7 +160,7 @@ func TestServiceRefusesCanary(t *testing.T) {
 	const id = "e2e-canary"
 	hcl := strings.Replace(fmt.Sprintf(serviceJob, id, 1, "300"), "max_parallel = 2", "max_parallel = 2\n    canary       = 1", 1)
 	res := a.CLI("job", "run", "-detach", harness.WriteFile(t, "canary.hcl", hcl))
-	if res.Code == 0 || !strings.Contains(res.String(), "canary = 1, but service jobs place no canaries (canary must be 0)") {
+	if res.Code == 0 || !strings.Contains(res.String(), "update.canary is 1, but service jobs do not roll out through deployments") {
 		t.Fatalf("job run with canary = 1: want a refusal naming the rule:\n%s", res)
 	}
 	if status, err := a.Do(http.MethodGet, "/v1/job/"+id, nil, nil); err == nil && status != http.StatusNotFound {
