@@ -1,0 +1,261 @@
+package docker
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/moby/moby/client"
+)
+
+// logSpec says where a task's container output goes: the files the client
+// reads for `drover alloc logs`, with the same rotation as raw_exec's, and
+// the checkpoint that lets a new driver process resume the copy without
+// repeating what was written.
+type logSpec struct {
+	Stdout     string `json:"stdout"`
+	Stderr     string `json:"stderr"`
+	MaxFiles   int    `json:"max_files"`
+	MaxSize    int64  `json:"max_size"`
+	Checkpoint string `json:"checkpoint"`
+}
+
+// checkpointEvery paces checkpoint writes: a driver that dies repeats at
+// most this much output after recovery, never loses any.
+const checkpointEvery = 250 * time.Millisecond
+
+// checkpoint is the timestamp (engine clock, ns) of the last log record
+// copied; records at or before it are skipped when the copy resumes.
+type checkpoint struct {
+	Since int64 `json:"since_unix_nano"`
+}
+
+func readCheckpoint(path string) int64 {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	var c checkpoint
+	if json.Unmarshal(raw, &c) != nil {
+		return 0
+	}
+	return c.Since
+}
+
+func writeCheckpoint(path string, since int64) error {
+	raw, _ := json.Marshal(checkpoint{Since: since})
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, raw, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// openLog opens one stream's writer: rotated files <base>.<n> when
+// rotation is set, else the file itself in append mode, else a discard.
+func openLog(base string, maxFiles int, maxSize int64) (io.WriteCloser, error) {
+	switch {
+	case base == "":
+		return nopCloser{io.Discard}, nil
+	case maxFiles > 0:
+		return openRotator(base, maxFiles, maxSize)
+	default:
+		f, err := os.OpenFile(base, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		if err != nil {
+			return nil, fmt.Errorf("open task log: %w", err)
+		}
+		return f, nil
+	}
+}
+
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }
+
+// copyLogs follows the container's output into the task's log files until
+// the container's output ends (it exited) or ctx ends. It resumes after
+// the checkpoint left by an earlier copy.
+func copyLogs(ctx context.Context, eng *client.Client, containerID string, spec logSpec) error {
+	stdout, err := openLog(spec.Stdout, spec.MaxFiles, spec.MaxSize)
+	if err != nil {
+		return err
+	}
+	defer stdout.Close()
+	stderr, err := openLog(spec.Stderr, spec.MaxFiles, spec.MaxSize)
+	if err != nil {
+		return err
+	}
+	defer stderr.Close()
+
+	since := readCheckpoint(spec.Checkpoint)
+	opts := client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true, Follow: true, Timestamps: true}
+	if since > 0 {
+		opts.Since = fmt.Sprintf("%d.%09d", since/1e9, since%1e9)
+	}
+	rc, err := eng.ContainerLogs(ctx, containerID, opts)
+	if err != nil {
+		return fmt.Errorf("follow container logs: %w", err)
+	}
+	defer rc.Close()
+	last := since
+	lastSaved := time.Now()
+	save := func() {
+		if spec.Checkpoint != "" && last > since {
+			_ = writeCheckpoint(spec.Checkpoint, last)
+		}
+	}
+	defer save()
+	return demux(bufio.NewReaderSize(rc, 64<<10), func(stream byte, ts int64, msg []byte) {
+		if ts != 0 && ts <= since {
+			return // copied before the driver restarted
+		}
+		w := stdout
+		if stream == 2 {
+			w = stderr
+		}
+		_, _ = w.Write(msg)
+		if ts > last {
+			last = ts
+		}
+		if time.Since(lastSaved) >= checkpointEvery {
+			save()
+			lastSaved = time.Now()
+		}
+	})
+}
+
+// demux splits the engine's multiplexed log stream (an 8-byte header:
+// stream type, 3 zero bytes, big-endian payload size) into records whose
+// payload starts with an RFC 3339 timestamp and a space.
+func demux(r io.Reader, emit func(stream byte, ts int64, msg []byte)) error {
+	var hdr [8]byte
+	buf := make([]byte, 32<<10)
+	for {
+		if _, err := io.ReadFull(r, hdr[:]); err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
+				return nil
+			}
+			return err
+		}
+		n := int(binary.BigEndian.Uint32(hdr[4:]))
+		if n > len(buf) {
+			buf = make([]byte, n)
+		}
+		if _, err := io.ReadFull(r, buf[:n]); err != nil {
+			return err
+		}
+		payload := buf[:n]
+		var ts int64
+		if i := bytes.IndexByte(payload, ' '); i > 0 {
+			if t, err := time.Parse(time.RFC3339Nano, string(payload[:i])); err == nil {
+				ts = t.UnixNano()
+				payload = payload[i+1:]
+			}
+		}
+		emit(hdr[0], ts, payload)
+	}
+}
+
+// rotator writes one stream to <base>.<n> as the client expects of every
+// driver (see LogRotation in driver.proto): no file grows past maxSize,
+// only the newest maxFiles are kept, and a restarted writer resumes at
+// the highest existing <n>.
+type rotator struct {
+	base     string
+	maxFiles int
+	maxSize  int64
+	f        *os.File
+	idx      int
+	size     int64
+}
+
+func openRotator(base string, maxFiles int, maxSize int64) (*rotator, error) {
+	if maxFiles < 1 || maxSize < 1 {
+		return nil, fmt.Errorf("log rotation needs max_files and max_file_size of at least 1, got %d and %d", maxFiles, maxSize)
+	}
+	r := &rotator{base: base, maxFiles: maxFiles, maxSize: maxSize}
+	if idxs := r.indices(); len(idxs) > 0 {
+		r.idx = idxs[len(idxs)-1]
+	}
+	if err := r.open(os.O_APPEND); err != nil {
+		return nil, err
+	}
+	r.purge()
+	return r, nil
+}
+
+func (r *rotator) path(i int) string { return r.base + "." + strconv.Itoa(i) }
+
+func (r *rotator) indices() []int {
+	dir, prefix := filepath.Dir(r.base), filepath.Base(r.base)+"."
+	entries, _ := os.ReadDir(dir)
+	var out []int
+	for _, e := range entries {
+		s, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok || e.IsDir() {
+			continue
+		}
+		if n, err := strconv.Atoi(s); err == nil && n >= 0 && strconv.Itoa(n) == s {
+			out = append(out, n)
+		}
+	}
+	sort.Ints(out)
+	return out
+}
+
+func (r *rotator) open(mode int) error {
+	f, err := os.OpenFile(r.path(r.idx), os.O_WRONLY|os.O_CREATE|mode, 0o644)
+	if err != nil {
+		return fmt.Errorf("open task log: %w", err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		_ = f.Close()
+		return fmt.Errorf("open task log: %w", err)
+	}
+	r.f, r.size = f, fi.Size()
+	return nil
+}
+
+func (r *rotator) Write(p []byte) (int, error) {
+	written := 0
+	for len(p) > 0 {
+		if r.size >= r.maxSize {
+			_ = r.f.Close()
+			r.idx++
+			if err := r.open(os.O_TRUNC); err != nil {
+				return written, err
+			}
+			r.purge()
+		}
+		n, err := r.f.Write(p[:min(int64(len(p)), r.maxSize-r.size)])
+		written += n
+		r.size += int64(n)
+		if err != nil {
+			return written, err
+		}
+		p = p[n:]
+	}
+	return written, nil
+}
+
+func (r *rotator) purge() {
+	for _, n := range r.indices() {
+		if n <= r.idx-r.maxFiles {
+			_ = os.Remove(r.path(n))
+		}
+	}
+}
+
+func (r *rotator) Close() error { return r.f.Close() }
