@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/distribution/reference"
+
 	"github.com/drover-org/drover/sdk/driver"
 )
 
@@ -241,8 +243,8 @@ func parseTaskConfig(raw []byte, pc *PluginConfig) (*TaskConfig, error) {
 	if strings.TrimSpace(tc.Image) == "" {
 		return nil, bad("image is required")
 	}
-	if strings.ContainsAny(tc.Image, " \t\n") {
-		return nil, bad("image %q must not contain whitespace", tc.Image)
+	if _, err := reference.ParseNormalizedNamed(tc.Image); err != nil {
+		return nil, bad("image %q is not a valid image reference: %v", tc.Image, err)
 	}
 	if len(tc.Ports) > 0 && string(tc.Ports) != "null" {
 		return nil, bad("ports is not supported until network blocks are (drover allocates no ports yet)")
@@ -284,9 +286,6 @@ func parseTaskConfig(raw []byte, pc *PluginConfig) (*TaskConfig, error) {
 	}
 	for i, c := range tc.CapAdd {
 		n := normCap(c)
-		if n == "all" {
-			n = "all"
-		}
 		if !slices.Contains(pc.AllowCaps, n) && !slices.Contains(pc.AllowCaps, "all") {
 			return nil, bad("cap_add[%d] %q is not in the docker plugin's allow_caps (%s)", i, c, strings.Join(pc.AllowCaps, ", "))
 		}

@@ -35,8 +35,16 @@ const minCPUShares = 2
 
 // containerName is unique per task run on the node, as Nomad's
 // "<task>-<alloc_id>".
+// Characters the engine refuses in a name become '_'.
 func containerName(cfg *driverpb.TaskConfig) string {
-	return cfg.GetTaskName() + "-" + cfg.GetAllocId()
+	name := []byte(cfg.GetTaskName() + "-" + cfg.GetAllocId())
+	for i, c := range name {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || (i > 0 && (c == '_' || c == '.' || c == '-'))
+		if !ok {
+			name[i] = '_'
+		}
+	}
+	return string(name)
 }
 
 // createOptions turns a validated task config into the engine's create

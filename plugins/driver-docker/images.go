@@ -19,6 +19,7 @@ import (
 type imageRef struct {
 	count int
 	timer *time.Timer
+	gen   int // bumped by every acquire, so a stale timer does nothing
 }
 
 // ensureImage returns the id of the task's image, pulling it when it is
@@ -73,6 +74,7 @@ func (d *Driver) acquireImage(id string) {
 		d.images[id] = r
 	}
 	r.count++
+	r.gen++
 	if r.timer != nil {
 		r.timer.Stop()
 		r.timer = nil
@@ -97,19 +99,18 @@ func (d *Driver) releaseImage(id string) {
 		delete(d.images, id)
 		return
 	}
-	var timer *time.Timer
-	timer = time.AfterFunc(d.cfg.GC.imageDelay, func() { d.removeImage(id, timer) })
-	r.timer = timer
+	gen := r.gen
+	r.timer = time.AfterFunc(d.cfg.GC.imageDelay, func() { d.removeImage(id, gen) })
 }
 
 // removeImage removes an image whose delay ran out, unless a task took it
-// up again meanwhile (the timer is then no longer the ref's). The engine
+// up again meanwhile (its generation moved on). The engine
 // refuses to remove an image a container still uses, which protects
 // containers drover does not track.
-func (d *Driver) removeImage(id string, timer *time.Timer) {
+func (d *Driver) removeImage(id string, gen int) {
 	d.mu.Lock()
 	r := d.images[id]
-	if r == nil || r.count > 0 || r.timer != timer || d.bg.Err() != nil {
+	if r == nil || r.count > 0 || r.gen != gen || d.bg.Err() != nil {
 		d.mu.Unlock()
 		return
 	}
