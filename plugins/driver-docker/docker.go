@@ -15,7 +15,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -74,7 +73,9 @@ func New(logger hclog.Logger, cfg *PluginConfig) (*Driver, error) {
 			return nil, err
 		}
 	}
-	opts := []client.Opt{client.WithAPIVersionNegotiation()}
+	// The client negotiates the API version with the engine on first
+	// contact (Docker 20.10 speaks 1.41, below the client's default).
+	var opts []client.Opt
 	if cfg.Endpoint != "" {
 		opts = append(opts, client.WithHost(cfg.Endpoint))
 	} else {
@@ -249,14 +250,4 @@ func decodeState(h *driverpb.TaskHandle) (*handleState, error) {
 // ownedBy reports whether a container's labels say it runs this task.
 func ownedBy(labels map[string]string, allocID, taskName string) bool {
 	return labels[LabelAllocID] == allocID && labels[LabelTaskName] == taskName
-}
-
-// sortedKeys is for stable log lines and messages.
-func sortedKeys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }

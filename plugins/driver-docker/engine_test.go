@@ -45,7 +45,7 @@ func needEngine(t *testing.T) *client.Client {
 		t.Skip("docker engine tests are skipped in -short mode")
 	}
 	imagesOnce.Do(func() {
-		cli, err := client.New(client.WithHostFromEnv(), client.WithAPIVersionNegotiation())
+		cli, err := client.New(client.WithHostFromEnv())
 		if err != nil {
 			imagesErr = fmt.Errorf("docker client: %w", err)
 			return
