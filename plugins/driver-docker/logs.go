@@ -31,8 +31,11 @@ type logSpec struct {
 	Checkpoint string `json:"checkpoint"`
 }
 
-// checkpointEvery paces checkpoint writes: a driver that dies repeats at
-// most this much output after recovery, never loses any.
+// checkpointEvery paces checkpoint writes while output streams without a
+// pause; whenever the copy has caught up with the engine the checkpoint is
+// written at once. A driver killed between a write and its checkpoint
+// repeats that output after recovery (at most checkpointEvery's worth),
+// and never loses any.
 const checkpointEvery = 250 * time.Millisecond
 
 // checkpoint is the timestamp (engine clock, ns) of the last log record
@@ -108,15 +111,27 @@ func copyLogs(ctx context.Context, eng *client.Client, containerID string, spec 
 		return fmt.Errorf("follow container logs: %w", err)
 	}
 	defer rc.Close()
-	last := since
-	lastSaved := time.Now()
-	save := func() {
-		if spec.Checkpoint != "" && last > since {
+	return copyStream(bufio.NewReaderSize(rc, 64<<10), since, stdout, stderr, func(last int64) {
+		if spec.Checkpoint != "" {
 			_ = writeCheckpoint(spec.Checkpoint, last)
 		}
+	})
+}
+
+// copyStream copies the records after since to their stream's writer and
+// calls save with the newest record's timestamp whenever the copy has
+// caught up with its input, at least every checkpointEvery, and at the end.
+func copyStream(br *bufio.Reader, since int64, stdout, stderr io.Writer, save func(last int64)) error {
+	last, saved := since, since
+	lastSaved := time.Now()
+	flush := func() {
+		if last > saved {
+			save(last)
+			saved, lastSaved = last, time.Now()
+		}
 	}
-	defer save()
-	return demux(bufio.NewReaderSize(rc, 64<<10), func(stream byte, ts int64, msg []byte) {
+	defer flush()
+	return demux(br, func(stream byte, ts int64, msg []byte) {
 		if ts != 0 && ts <= since {
 			return // copied before the driver restarted
 		}
@@ -128,9 +143,8 @@ func copyLogs(ctx context.Context, eng *client.Client, containerID string, spec 
 		if ts > last {
 			last = ts
 		}
-		if time.Since(lastSaved) >= checkpointEvery {
-			save()
-			lastSaved = time.Now()
+		if br.Buffered() == 0 || time.Since(lastSaved) >= checkpointEvery {
+			flush()
 		}
 	})
 }
