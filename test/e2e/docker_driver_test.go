@@ -222,3 +222,88 @@ func TestDockerDriverHealth(t *testing.T) {
 		t.Errorf("allocs placed on a node without a healthy docker driver: %+v", allocs)
 	}
 }
+
+// taskEvents reads the alloc's task events for one task.
+func taskEvents(t *testing.T, a *testAgent, allocID, task string) []struct{ Type, DisplayMessage, Message string } {
+	t.Helper()
+	var alloc struct {
+		TaskStates map[string]struct {
+			State  string
+			Events []struct{ Type, DisplayMessage, Message string }
+		}
+	}
+	a.MustGet("/v1/allocation/"+allocID, &alloc)
+	return alloc.TaskStates[task].Events
+}
+
+// A docker task over its memory limit is OOM killed, which the user sees
+// as a task event; an image that cannot be pulled fails the task with an
+// event that says so.
+func TestDockerTaskEvents(t *testing.T) {
+	t.Parallel()
+	needDockerImage(t)
+	a := startAgent(t)
+	job := writeJobFile(t, `job "docker-events" {
+  type        = "batch"
+  datacenters = ["*"]
+  group "g" {
+    restart {
+      attempts = 0
+      mode     = "fail"
+    }
+    task "hog" {
+      driver = "docker"
+      config {
+        image   = "`+e2eBusybox+`"
+        command = "sh"
+        # A 256 MB shell variable in a 32 MB container.
+        args    = ["-c", "x=$(head -c 268435456 /dev/zero | tr '\\0' a); echo survived $${#x}"]
+      }
+      resources {
+        cpu    = 50
+        memory = 32
+      }
+    }
+    task "nopull" {
+      driver = "docker"
+      config {
+        image = "drover-e2e/no-such-image:nope"
+      }
+    }
+  }
+}
+`)
+	if run := a.CLI("job", "run", job); !strings.Contains(run.Stdout, "Allocation") {
+		t.Fatalf("job run:\n%s", run)
+	}
+	var allocs []harness.Alloc
+	harness.WaitFor(t, waitTimeout, "both tasks to fail", func() (bool, string) {
+		allocs = a.AllocsOf("docker-events")
+		if len(allocs) == 0 {
+			return false, "no alloc"
+		}
+		st := allocs[0].TaskStates
+		return st["hog"] != nil && st["hog"].State == "dead" && st["nopull"] != nil && st["nopull"].State == "dead",
+			fmt.Sprintf("%+v", allocs)
+	})
+	var sawOOM bool
+	hogEvents := taskEvents(t, a, allocs[0].ID, "hog")
+	for _, ev := range hogEvents {
+		if ev.Type == "Terminated" && strings.Contains(ev.DisplayMessage+ev.Message, "OOM Killed") {
+			sawOOM = true
+		}
+	}
+	if !sawOOM {
+		t.Errorf("hog events %+v: no Terminated event saying OOM Killed", hogEvents)
+	}
+	var sawPull bool
+	pullEvents := taskEvents(t, a, allocs[0].ID, "nopull")
+	for _, ev := range pullEvents {
+		if ev.Type == "Driver Failure" && strings.Contains(ev.DisplayMessage+ev.Message, `failed to pull image "drover-e2e/no-such-image:nope"`) {
+			sawPull = true
+		}
+	}
+	if !sawPull {
+		t.Errorf("nopull events %+v: no Driver Failure naming the image pull", pullEvents)
+	}
+}
