@@ -189,9 +189,7 @@ func (d *Driver) watch(ctx context.Context, t *task) {
 	go func() {
 		defer d.wg.Done()
 		defer close(logsDone)
-		if err := copyLogs(logCtx, d.engine, t.st.ContainerID, t.st.Logs); err != nil && logCtx.Err() == nil {
-			d.logger.Warn("container log copy ended", "task_id", t.id, "error", err)
-		}
+		d.followLogs(logCtx, t)
 	}()
 
 	var state *container.State
@@ -247,6 +245,29 @@ func (d *Driver) watch(ctx context.Context, t *task) {
 	}
 	timer.Stop()
 	d.finish(t, exitResult(state, t.wasKilled()), finishedAt(state))
+}
+
+// followLogs copies the container's output until it ends with the
+// container. A copy cut short while the container still runs (the engine
+// restarted, a connection dropped) resumes from its checkpoint.
+func (d *Driver) followLogs(ctx context.Context, t *task) {
+	for {
+		err := copyLogs(ctx, d.engine, t.st.ContainerID, t.st.Logs)
+		if ctx.Err() != nil {
+			return
+		}
+		insp, ierr := d.engine.ContainerInspect(ctx, t.st.ContainerID, client.ContainerInspectOptions{})
+		if ierr == nil && (insp.Container.State == nil || !insp.Container.State.Running) {
+			return // the output ended with the container
+		}
+		if cerrdefs.IsNotFound(ierr) {
+			return
+		}
+		d.logger.Warn("container log copy cut short; resuming", "task_id", t.id, "error", err)
+		if !sleepCtx(ctx, engineRetry) {
+			return
+		}
+	}
 }
 
 func (t *task) wasKilled() bool {
