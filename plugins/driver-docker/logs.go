@@ -10,13 +10,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"sort"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/moby/moby/client"
+
+	"github.com/drover-org/drover/sdk/driver"
 )
 
 // logSpec says where a task's container output goes: the files the client
@@ -72,7 +70,7 @@ func openLog(base string, maxFiles int, maxSize int64) (io.WriteCloser, error) {
 	case base == "":
 		return nopCloser{io.Discard}, nil
 	case maxFiles > 0:
-		return openRotator(base, maxFiles, maxSize)
+		return driver.OpenRotatingLog(base, maxFiles, maxSize)
 	default:
 		f, err := os.OpenFile(base, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 		if err != nil {
@@ -180,96 +178,3 @@ func demux(r io.Reader, emit func(stream byte, ts int64, msg []byte)) error {
 		emit(hdr[0], ts, payload)
 	}
 }
-
-// rotator writes one stream to <base>.<n> as the client expects of every
-// driver (see LogRotation in driver.proto): no file grows past maxSize,
-// only the newest maxFiles are kept, and a restarted writer resumes at
-// the highest existing <n>.
-type rotator struct {
-	base     string
-	maxFiles int
-	maxSize  int64
-	f        *os.File
-	idx      int
-	size     int64
-}
-
-func openRotator(base string, maxFiles int, maxSize int64) (*rotator, error) {
-	if maxFiles < 1 || maxSize < 1 {
-		return nil, fmt.Errorf("log rotation needs max_files and max_file_size of at least 1, got %d and %d", maxFiles, maxSize)
-	}
-	r := &rotator{base: base, maxFiles: maxFiles, maxSize: maxSize}
-	if idxs := r.indices(); len(idxs) > 0 {
-		r.idx = idxs[len(idxs)-1]
-	}
-	if err := r.open(os.O_APPEND); err != nil {
-		return nil, err
-	}
-	r.purge()
-	return r, nil
-}
-
-func (r *rotator) path(i int) string { return r.base + "." + strconv.Itoa(i) }
-
-func (r *rotator) indices() []int {
-	dir, prefix := filepath.Dir(r.base), filepath.Base(r.base)+"."
-	entries, _ := os.ReadDir(dir)
-	var out []int
-	for _, e := range entries {
-		s, ok := strings.CutPrefix(e.Name(), prefix)
-		if !ok || e.IsDir() {
-			continue
-		}
-		if n, err := strconv.Atoi(s); err == nil && n >= 0 && strconv.Itoa(n) == s {
-			out = append(out, n)
-		}
-	}
-	sort.Ints(out)
-	return out
-}
-
-func (r *rotator) open(mode int) error {
-	f, err := os.OpenFile(r.path(r.idx), os.O_WRONLY|os.O_CREATE|mode, 0o644)
-	if err != nil {
-		return fmt.Errorf("open task log: %w", err)
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		_ = f.Close()
-		return fmt.Errorf("open task log: %w", err)
-	}
-	r.f, r.size = f, fi.Size()
-	return nil
-}
-
-func (r *rotator) Write(p []byte) (int, error) {
-	written := 0
-	for len(p) > 0 {
-		if r.size >= r.maxSize {
-			_ = r.f.Close()
-			r.idx++
-			if err := r.open(os.O_TRUNC); err != nil {
-				return written, err
-			}
-			r.purge()
-		}
-		n, err := r.f.Write(p[:min(int64(len(p)), r.maxSize-r.size)])
-		written += n
-		r.size += int64(n)
-		if err != nil {
-			return written, err
-		}
-		p = p[n:]
-	}
-	return written, nil
-}
-
-func (r *rotator) purge() {
-	for _, n := range r.indices() {
-		if n <= r.idx-r.maxFiles {
-			_ = os.Remove(r.path(n))
-		}
-	}
-}
-
-func (r *rotator) Close() error { return r.f.Close() }
