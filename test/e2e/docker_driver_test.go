@@ -60,6 +60,17 @@ func needDockerImage(t *testing.T) {
 	}
 }
 
+// startDockerAgent starts a dev agent whose docker driver keeps images:
+// the shared test image must survive any one test's agent.
+func startDockerAgent(t *testing.T) *testAgent {
+	t.Helper()
+	cfg := filepath.Join(t.TempDir(), "docker.hcl")
+	if err := os.WriteFile(cfg, []byte("plugin \"docker\" {\n  config {\n    gc {\n      image = false\n    }\n  }\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return startAgent(t, "-config", cfg)
+}
+
 func writeJobFile(t *testing.T, src string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "job.hcl")
@@ -85,7 +96,7 @@ func containersLabelled(t *testing.T, key, value string) []string {
 func TestDockerSysbatchJob(t *testing.T) {
 	t.Parallel()
 	needDockerImage(t)
-	a := startAgent(t)
+	a := startDockerAgent(t)
 	job := writeJobFile(t, `job "docker-sysbatch" {
   type        = "sysbatch"
   datacenters = ["*"]
@@ -125,7 +136,7 @@ func TestDockerSysbatchJob(t *testing.T) {
 func TestDockerSystemJobStop(t *testing.T) {
 	t.Parallel()
 	needDockerImage(t)
-	a := startAgent(t)
+	a := startDockerAgent(t)
 	job := writeJobFile(t, `job "docker-system" {
   type        = "system"
   datacenters = ["*"]
@@ -182,7 +193,7 @@ func TestDockerSystemJobStop(t *testing.T) {
 func TestDockerDriverHealth(t *testing.T) {
 	t.Parallel()
 	needDockerImage(t)
-	a := startAgent(t)
+	a := startDockerAgent(t)
 	var nodes []harness.NodeStub
 	harness.WaitFor(t, waitTimeout, "the node to report a healthy docker driver", func() (bool, string) {
 		a.MustGet("/v1/nodes", &nodes)
@@ -242,7 +253,7 @@ func taskEvents(t *testing.T, a *testAgent, allocID, task string) []struct{ Type
 func TestDockerTaskEvents(t *testing.T) {
 	t.Parallel()
 	needDockerImage(t)
-	a := startAgent(t)
+	a := startDockerAgent(t)
 	job := writeJobFile(t, `job "docker-events" {
   type        = "batch"
   datacenters = ["*"]
