@@ -21,13 +21,17 @@ import (
 // agent, which sets it; a standalone build reads the same variable.
 const ConfigEnvVar = "DROVER_DOCKER_PLUGIN_CONFIG"
 
-// defaultCaps is Docker's default capability set, which Nomad's
-// allow_caps defaults to: a task may drop any capability but add only
-// these unless the operator allows more.
+// defaultCaps is what Nomad's allow_caps defaults to: Docker's default
+// capability set without net_raw. A task may drop any capability but add
+// only these unless the operator allows more.
 var defaultCaps = []string{
 	"audit_write", "chown", "dac_override", "fowner", "fsetid", "kill", "mknod",
 	"net_bind_service", "setfcap", "setgid", "setpcap", "setuid", "sys_chroot",
 }
+
+// engineDefaultCaps is the set the engine grants a container unless told
+// otherwise; what allow_caps leaves out of it is dropped.
+var engineDefaultCaps = append(slices.Clone(defaultCaps), "net_raw")
 
 // PluginConfig is the driver's configuration, Nomad's names.
 type PluginConfig struct {

@@ -257,6 +257,28 @@ func TestContainerName(t *testing.T) {
 	}
 }
 
+func TestCapDrop(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		drop, allow []string
+		want        []string
+	}{
+		{"nomad's default allow_caps drops net_raw", nil, defaultCaps, []string{"net_raw"}},
+		{"task drops net_raw itself", []string{"NET_RAW"}, defaultCaps, []string{"NET_RAW"}},
+		{"net_raw allowed", nil, append(slices.Clone(defaultCaps), "net_raw"), nil},
+		{"allow_caps narrower than the defaults", nil, []string{"chown", "kill"}, []string{
+			"audit_write", "dac_override", "fowner", "fsetid", "mknod", "net_bind_service", "setfcap", "setgid", "setpcap", "setuid", "sys_chroot", "net_raw"}},
+		{"already dropped", []string{"CAP_MKNOD", "all"}, []string{"chown"}, []string{"CAP_MKNOD", "all"}},
+		{"allow all", nil, []string{"all"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := capDrop(tc.drop, tc.allow); !slices.Equal(got, tc.want) {
+				t.Errorf("capDrop = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestOwnedBy(t *testing.T) {
 	for _, tc := range []struct {
 		labels map[string]string

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -97,7 +98,7 @@ func createOptions(cfg *driverpb.TaskConfig, tc *TaskConfig, pc *PluginConfig) (
 		Privileged:  tc.Privileged,
 		NetworkMode: container.NetworkMode(tc.NetworkMode),
 		CapAdd:      tc.CapAdd,
-		CapDrop:     tc.CapDrop,
+		CapDrop:     capDrop(tc.CapDrop, pc.AllowCaps),
 		DNS:         dns,
 		ExtraHosts:  tc.ExtraHosts,
 		IpcMode:     container.IpcMode(tc.IPCMode),
@@ -123,6 +124,29 @@ func createOptions(cfg *driverpb.TaskConfig, tc *TaskConfig, pc *PluginConfig) (
 		}
 	}
 	return client.ContainerCreateOptions{Name: containerName(cfg), Config: cc, HostConfig: hc}, nil
+}
+
+// capDrop adds to the task's cap_drop every capability of the engine's
+// default set that allow_caps leaves out, as Nomad does: allow_caps bounds
+// what a container holds, not only what cap_add may add.
+func capDrop(taskDrop, allow []string) []string {
+	if slices.Contains(allow, "all") {
+		return taskDrop
+	}
+	out := slices.Clone(taskDrop)
+	dropped := map[string]bool{}
+	for _, c := range taskDrop {
+		dropped[normCap(c)] = true
+	}
+	if dropped["all"] {
+		return out
+	}
+	for _, c := range engineDefaultCaps {
+		if !slices.Contains(allow, c) && !dropped[c] {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // containerEnv is the task env for the container: the NOMAD_*_DIR

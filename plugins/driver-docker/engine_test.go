@@ -597,3 +597,46 @@ func TestEngineOverGRPC(t *testing.T) {
 		t.Errorf("StartTask(privileged) = %v", err)
 	}
 }
+
+// TestEngineCapabilities: the container holds what allow_caps and the
+// task's cap_add/cap_drop leave it, read from its own /proc status.
+func TestEngineCapabilities(t *testing.T) {
+	needEngine(t)
+	const chown, netRaw, netAdmin = 0, 13, 12 // capability bit numbers
+	for _, tc := range []struct {
+		name, plugin, capCfg string
+		has, lacks           []uint
+	}{
+		{"nomad's defaults drop net_raw", "", "", []uint{chown}, []uint{netRaw, netAdmin}},
+		{"cap_drop", "", `,"cap_drop":["CHOWN"]`, nil, []uint{chown, netRaw}},
+		{"cap_add within allow_caps", `,"allow_caps":["chown","net_admin"]`, `,"cap_add":["NET_ADMIN"]`, []uint{chown, netAdmin}, []uint{netRaw}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newEngineDriver(t, tc.plugin)
+			cfg := newEngineTask(t, "caps", busyboxImage, fmt.Sprintf(`{"image":%q,"command":"sh","args":["-c","grep CapEff /proc/self/status"]%s}`, busyboxImage, tc.capCfg))
+			ctx := ctxFor(t, time.Minute)
+			if _, err := d.StartTask(ctx, cfg); err != nil {
+				t.Fatal(err)
+			}
+			destroyAfter(t, d, cfg.GetId())
+			if res, err := d.WaitTask(ctx, cfg.GetId()); err != nil || res.GetExitCode() != 0 {
+				t.Fatalf("WaitTask = %v, %v", res, err)
+			}
+			var caps uint64
+			out := readLog(t, cfg.GetStdoutPath())
+			if _, err := fmt.Sscanf(strings.TrimSpace(strings.TrimPrefix(out, "CapEff:")), "%x", &caps); err != nil {
+				t.Fatalf("parse %q: %v", out, err)
+			}
+			for _, b := range tc.has {
+				if caps&(1<<b) == 0 {
+					t.Errorf("CapEff %x lacks capability %d", caps, b)
+				}
+			}
+			for _, b := range tc.lacks {
+				if caps&(1<<b) != 0 {
+					t.Errorf("CapEff %x holds capability %d", caps, b)
+				}
+			}
+		})
+	}
+}
