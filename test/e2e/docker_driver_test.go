@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/drover-org/drover/test/internal/harness"
@@ -317,4 +318,88 @@ func TestDockerTaskEvents(t *testing.T) {
 	if !sawPull {
 		t.Errorf("nopull events %+v: no Driver Failure naming the image pull", pullEvents)
 	}
+}
+
+// The docker plugin process is SIGKILLed while a system job's container
+// runs: the agent restarts the plugin, the client recovers the task on
+// it, and the container neither stops nor doubles; the recovered task
+// still logs and is stopped by `job stop`.
+func TestDockerTaskSurvivesPluginKill(t *testing.T) {
+	t.Parallel()
+	needDockerImage(t)
+	a := startDockerAgent(t)
+	job := writeJobFile(t, `job "docker-survivor" {
+  type        = "system"
+  datacenters = ["*"]
+  group "g" {
+    task "survivor" {
+      driver       = "docker"
+      kill_timeout = "1s"
+      config {
+        image   = "`+e2eBusybox+`"
+        command = "sh"
+        args    = ["-c", "echo first; while [ ! -f /local/go ]; do sleep 0.05; done; echo second; sleep 1000"]
+      }
+    }
+  }
+}
+`)
+	a.MustCLI("job", "run", job)
+	var allocs []harness.Alloc
+	harness.WaitFor(t, waitTimeout, "the docker alloc to run and log", func() (bool, string) {
+		allocs = a.AllocsOf("docker-survivor")
+		if len(allocs) != 1 || allocs[0].ClientStatus != "running" {
+			return false, fmt.Sprintf("%+v", allocs)
+		}
+		logs := a.CLI("alloc", "logs", allocs[0].ID)
+		return logs.Stdout == "first\n", logs.String()
+	})
+	allocID := allocs[0].ID
+	t.Cleanup(func() {
+		for _, id := range containersLabelled(t, "com.drover.alloc_id", allocID) {
+			_ = exec.Command("docker", "rm", "-f", id).Run()
+		}
+	})
+	before := containersLabelled(t, "com.drover.alloc_id", allocID)
+	if len(before) != 1 {
+		t.Fatalf("containers before the kill: %v", before)
+	}
+	plug, ok := harness.ChildPlugin(a.PID(), "driver-docker")
+	if !ok {
+		t.Fatalf("no driver-docker plugin under agent %d", a.PID())
+	}
+	if err := syscall.Kill(plug.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	harness.WaitFor(t, waitTimeout, "the docker plugin to come back", func() (bool, string) {
+		p, ok := harness.ChildPlugin(a.PID(), "driver-docker")
+		return ok && p.PID != plug.PID, fmt.Sprintf("plugin: %v (killed %d)", p, plug.PID)
+	})
+
+	// Release the task: its later output reaches the logs through the new
+	// plugin process, once.
+	out, err := exec.Command("docker", "inspect", "-f", `{{range .Mounts}}{{if eq .Destination "/local"}}{{.Source}}{{end}}{{end}}`, before[0]).Output()
+	dir := strings.TrimSpace(string(out))
+	if err != nil || dir == "" {
+		t.Fatalf("the container's /local source: %q, %v", out, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	harness.WaitFor(t, waitTimeout, "the recovered task's later output", func() (bool, string) {
+		logs := a.CLI("alloc", "logs", allocID)
+		return logs.Stdout == "first\nsecond\n", logs.String()
+	})
+	if after := containersLabelled(t, "com.drover.alloc_id", allocID); len(after) != 1 || after[0] != before[0] {
+		t.Fatalf("containers after the plugin restart: %v, want the same one %v", after, before)
+	}
+	if allocs = a.AllocsOf("docker-survivor"); len(allocs) != 1 || allocs[0].ClientStatus != "running" {
+		t.Fatalf("alloc after the plugin restart: %+v", allocs)
+	}
+
+	a.MustCLI("job", "stop", "docker-survivor")
+	harness.WaitFor(t, waitTimeout, "the container to be removed", func() (bool, string) {
+		ids := containersLabelled(t, "com.drover.alloc_id", allocID)
+		return len(ids) == 0, fmt.Sprint(ids)
+	})
 }
