@@ -39,7 +39,7 @@ var (
 
 // needEngine skips the test without a reachable engine and builds the
 // test images once per test binary.
-func needEngine(t *testing.T) *client.Client {
+func needEngine(t testing.TB) *client.Client {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("docker engine tests are skipped in -short mode")
@@ -150,7 +150,7 @@ func newEngineDriver(t *testing.T, extra string) *Driver {
 
 // taskDirs lays out an alloc dir as the client does and returns a task
 // config for it, with rotated logs in alloc/logs.
-func newEngineTask(t *testing.T, name, image string, config string) *driverpb.TaskConfig {
+func newEngineTask(t testing.TB, name, image string, config string) *driverpb.TaskConfig {
 	t.Helper()
 	root := t.TempDir()
 	allocID := fmt.Sprintf("%s-%d", strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")), time.Now().UnixNano())
@@ -174,7 +174,7 @@ func newEngineTask(t *testing.T, name, image string, config string) *driverpb.Ta
 	}
 }
 
-func shTask(t *testing.T, name, script string) *driverpb.TaskConfig {
+func shTask(t testing.TB, name, script string) *driverpb.TaskConfig {
 	t.Helper()
 	return newEngineTask(t, name, busyboxImage, fmt.Sprintf(`{"image":%q,"command":"sh","args":["-c",%q]}`, busyboxImage, script))
 }
