@@ -272,10 +272,13 @@ func touch(t *testing.T, path string) {
 func TestEngineBadImage(t *testing.T) {
 	needEngine(t)
 	d := newEngineDriver(t, "")
-	for _, tc := range []struct{ image, want string }{
-		{"drover-test/no-such-image:nope", `failed to pull image "drover-test/no-such-image:nope"`},
+	for _, tc := range []struct{ image, config, want string }{
+		{"drover-test/no-such-image:nope", "", `failed to pull image "drover-test/no-such-image:nope"`},
+		// force_pull pulls even a present image, which fails here: no
+		// registry is reachable.
+		{busyboxImage, `{"image":"` + busyboxImage + `","force_pull":true}`, `failed to pull image "` + busyboxImage + `"`},
 	} {
-		cfg := newEngineTask(t, "bad", tc.image, "")
+		cfg := newEngineTask(t, "bad", tc.image, tc.config)
 		_, err := d.StartTask(ctxFor(t, time.Minute), cfg)
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, ErrImagePull) {
 			t.Errorf("StartTask(%s) = %v, want an ErrImagePull containing %q", tc.image, err, tc.want)
@@ -463,5 +466,28 @@ func TestEngineContainerKeptAndRestarted(t *testing.T) {
 	}
 	if got := readLog(t, cfg.GetStdoutPath()); got != "run\nrun\n" {
 		t.Errorf("log over two runs = %q", got)
+	}
+}
+
+// TestEngineHostSettings: hostname, extra_hosts and dns_servers reach the
+// container's /etc files.
+func TestEngineHostSettings(t *testing.T) {
+	needEngine(t)
+	d := newEngineDriver(t, "")
+	cfg := newEngineTask(t, "net", busyboxImage, fmt.Sprintf(`{"image":%q,"command":"sh","args":["-c","cat /etc/hostname /etc/hosts /etc/resolv.conf"],
+		"hostname":"drover-box","extra_hosts":["db.internal:10.1.2.3"],"dns_servers":["10.9.9.9"]}`, busyboxImage))
+	ctx := ctxFor(t, time.Minute)
+	if _, err := d.StartTask(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	destroyAfter(t, d, cfg.GetId())
+	if res, err := d.WaitTask(ctx, cfg.GetId()); err != nil || res.GetExitCode() != 0 {
+		t.Fatalf("WaitTask = %v, %v", res, err)
+	}
+	out := readLog(t, cfg.GetStdoutPath())
+	for _, want := range []string{"drover-box\n", "10.1.2.3\tdb.internal", "nameserver 10.9.9.9"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("container /etc files lack %q:\n%s", want, out)
+		}
 	}
 }
