@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moby/moby/api/pkg/authconfig"
 	"github.com/moby/moby/api/types/container"
 
 	"github.com/drover-org/drover/sdk/driver"
@@ -147,6 +148,25 @@ func TestAuthNeverPrinted(t *testing.T) {
 		if strings.Contains(s, "hunter2") {
 			t.Errorf("password printed: %s", s)
 		}
+	}
+}
+
+func TestPullOptionsCarryAuth(t *testing.T) {
+	def, _ := ParsePluginConfig(nil)
+	tc, err := parseTaskConfig([]byte(`{"image":"r.example/app:1","auth":{"username":"u","password":"hunter2","server_address":"r.example"}}`), def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts, err := pullOptions(tc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := authconfig.Decode(opts.RegistryAuth)
+	if err != nil || got.Username != "u" || got.Password != "hunter2" || got.ServerAddress != "r.example" {
+		t.Errorf("registry auth = %+v, %v", got, err)
+	}
+	if opts, _ := pullOptions(&TaskConfig{Image: "x"}); opts.RegistryAuth != "" {
+		t.Errorf("auth sent without an auth block: %q", opts.RegistryAuth)
 	}
 }
 

@@ -34,14 +34,9 @@ func (d *Driver) ensureImage(ctx context.Context, tc *TaskConfig) (string, error
 			return "", fmt.Errorf("inspect image %q: %w", tc.Image, err)
 		}
 	}
-	opts := client.ImagePullOptions{}
-	if len(tc.Auth) == 1 {
-		a := tc.Auth[0]
-		enc, err := authconfig.Encode(registry.AuthConfig{Username: a.Username, Password: a.Password, ServerAddress: a.ServerAddress})
-		if err != nil {
-			return "", fmt.Errorf("encode registry auth: %w", err)
-		}
-		opts.RegistryAuth = enc
+	opts, err := pullOptions(tc)
+	if err != nil {
+		return "", err
 	}
 	d.logger.Info("pulling image", "image", tc.Image, "force_pull", tc.ForcePull, "with_auth", len(tc.Auth) == 1)
 	resp, err := d.engine.ImagePull(ctx, tc.Image, opts)
@@ -56,6 +51,21 @@ func (d *Driver) ensureImage(ctx context.Context, tc *TaskConfig) (string, error
 		return "", fmt.Errorf("%w: image %q is missing after its pull: %v", ErrImagePull, tc.Image, err)
 	}
 	return insp.ID, nil
+}
+
+// pullOptions carries the task's registry credentials, if any, to the
+// engine in the encoding its API takes.
+func pullOptions(tc *TaskConfig) (client.ImagePullOptions, error) {
+	var opts client.ImagePullOptions
+	if len(tc.Auth) == 1 {
+		a := tc.Auth[0]
+		enc, err := authconfig.Encode(registry.AuthConfig{Username: a.Username, Password: a.Password, ServerAddress: a.ServerAddress})
+		if err != nil {
+			return opts, fmt.Errorf("encode registry auth: %w", err)
+		}
+		opts.RegistryAuth = enc
+	}
+	return opts, nil
 }
 
 // ErrImagePull is wrapped by StartTask's error when the image could not
