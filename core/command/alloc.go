@@ -91,6 +91,9 @@ func formatAllocStatus(a *structs.Allocation, verbose bool, now time.Time) strin
 		if a.NextAllocation != "" {
 			rows = append(rows, "Next Allocation|"+limitID(a.NextAllocation, verbose))
 		}
+		if r := rescheduleAttempts(a); r != "" {
+			rows = append(rows, "Reschedule Attempts|"+r)
+		}
 		sections[0] += "\n" + formatKV(rows)
 	}
 	if len(a.TaskStates) == 0 {
@@ -100,6 +103,19 @@ func formatAllocStatus(a *structs.Allocation, verbose bool, now time.Time) strin
 		sections = append(sections, formatTaskState(a, name, a.TaskStates[name], verbose))
 	}
 	return strings.Join(sections, "\n\n")
+}
+
+// rescheduleAttempts is "<used>/<allowed>" for a rescheduled alloc whose
+// group limits its reschedules, as Nomad's alloc status shows it; "" else.
+func rescheduleAttempts(a *structs.Allocation) string {
+	if a.RescheduleTracker == nil || len(a.RescheduleTracker.Events) == 0 || a.Job == nil {
+		return ""
+	}
+	tg := a.Job.LookupTaskGroup(a.TaskGroup)
+	if tg == nil || tg.ReschedulePolicy == nil || tg.ReschedulePolicy.Unlimited {
+		return ""
+	}
+	return fmt.Sprintf("%d/%d", len(a.RescheduleTracker.Events), tg.ReschedulePolicy.Attempts)
 }
 
 // formatTaskState is one task's block of alloc status.

@@ -166,3 +166,21 @@ func TestAllocLogs(t *testing.T) {
 		})
 	}
 }
+
+// A rescheduled alloc shows its lineage and how many of its group's
+// reschedule attempts it used, as Nomad's alloc status does.
+func TestAllocStatusRescheduled(t *testing.T) {
+	f := newFakeAgent(t)
+	a := testAlloc("t")
+	a.Job.TaskGroups[0].ReschedulePolicy = &structs.ReschedulePolicy{Attempts: 2, Interval: time.Hour}
+	a.ClientStatus = "failed"
+	a.PreviousAllocation = "11111111-aaaa-bbbb-cccc-000000000000"
+	a.RescheduleTracker = &structs.RescheduleTracker{Events: []*structs.RescheduleEvent{{RescheduleTime: 1, PrevAllocID: a.PreviousAllocation}}}
+	serveAlloc(f, a)
+	r := f.run(t, "", "alloc", "status", "8ba8")
+	wantCode(t, r, 0)
+	wantContains(t, "stdout", r.out,
+		"Previous Allocation = 11111111",
+		"Reschedule Attempts = 1/2",
+	)
+}

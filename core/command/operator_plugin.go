@@ -222,6 +222,9 @@ func describeBehavior(bh structs.JobTypeBehavior) []string {
 	if bh.EvalOnAllocEnd {
 		evals = append(evals, "an allocation ends")
 	}
+	if bh.EvalOnAllocRunning {
+		evals = append(evals, "an allocation starts running")
+	}
 	out = append(out, "Re-evaluates jobs when: "+orNone(strings.Join(evals, ", ")))
 	if bh.DrainLast {
 		out = append(out, "Leaves a draining node last")

@@ -127,7 +127,24 @@ func (f *FSM) applyPlanResults(index uint64, buf []byte) any {
 	if len(req.PreemptionEvals) > 0 {
 		f.hooks.EvalsCommitted(req.PreemptionEvals)
 	}
+	f.evalsCommitted(f.writtenAt(index, req.FollowupEvals))
 	return nil
+}
+
+// writtenAt returns the stored evals of those given that the entry at
+// index wrote: a follow-up eval that an earlier attempt already created
+// (and that may have run since) must not reach the broker again.
+func (f *FSM) writtenAt(index uint64, evals []*structs.Evaluation) []*structs.Evaluation {
+	var out []*structs.Evaluation
+	for _, e := range evals {
+		if e == nil {
+			continue
+		}
+		if stored, err := f.State().EvalByID(nil, e.ID); err == nil && stored != nil && stored.ModifyIndex == index {
+			out = append(out, stored)
+		}
+	}
+	return out
 }
 
 func (f *FSM) applyAllocDesiredTransition(index uint64, buf []byte) any {

@@ -301,6 +301,25 @@ func TestApplyMessageTypes(t *testing.T) {
 				t.Error("CheckEntry passes a limit over its bound")
 			}
 		}},
+		{"plan follow-ups reach the broker once", func(t *testing.T, f *FSM, rec *recorder) {
+			job := registerJob(t, f, 10, mockJob("batch"))
+			fu := mockEval(job.Namespace, job.ID, structs.EvalStatusPending)
+			req := func() *structs.ApplyPlanResultsRequest {
+				c := *fu
+				return &structs.ApplyPlanResultsRequest{Job: job, FollowupEvals: []*structs.Evaluation{&c}}
+			}
+			seen := len(rec.evals)
+			mustApply(t, f, 11, structs.ApplyPlanResultsRequestType, req())
+			if n := len(rec.evals) - seen; n != 1 || rec.evals[seen].ID != fu.ID || rec.evals[seen].CreateIndex != 11 {
+				t.Fatalf("EvalsCommitted saw %d evals from the first plan, want the follow-up", n)
+			}
+			// A retried attempt names the same eval: stored already, it
+			// is not handed to the broker again.
+			mustApply(t, f, 12, structs.ApplyPlanResultsRequestType, req())
+			if n := len(rec.evals) - seen; n != 1 {
+				t.Errorf("EvalsCommitted saw %d evals from both plans, want the follow-up once", n)
+			}
+		}},
 		{"eval update and delete", func(t *testing.T, f *FSM, rec *recorder) {
 			job := registerJob(t, f, 10, mockJob("batch"))
 			blocked := mockEval(job.Namespace, job.ID, structs.EvalStatusBlocked)

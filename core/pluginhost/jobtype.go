@@ -23,6 +23,7 @@ func Behavior(jt *schedulerpb.JobTypeInfo) structs.JobTypeBehavior {
 		EvalOnNodeUpdate:      jt.GetEvalOnNodeUpdate(),
 		EvalOnNodeJoin:        jt.GetEvalOnNodeJoin(),
 		EvalOnAllocEnd:        jt.GetEvalOnAllocEnd(),
+		EvalOnAllocRunning:    jt.GetEvalOnAllocRunning(),
 		EvalOnAllocNodeChange: jt.GetEvalOnAllocNodeChange(),
 		DrainLast:             jt.GetDrainLast(),
 		PreemptionSwitch:      jt.GetPreemptionSwitch(),

@@ -175,8 +175,13 @@ func allocFacts(a *structs.Allocation, job *structs.Job) *gcpb.Alloc {
 	}
 	r := &gcpb.Reschedule{}
 	if policy != nil {
-		// Drover records no reschedule events yet: events stay 0.
 		r.PolicySet, r.Attempts, r.IntervalNs, r.Unlimited = true, int32(policy.Attempts), int64(policy.Interval), policy.Unlimited
+	}
+	if t := a.RescheduleTracker; t != nil && len(t.Events) > 0 {
+		r.Events = int32(len(t.Events))
+		if last := t.Events[len(t.Events)-1]; last != nil {
+			r.LastEventUnixNano = last.RescheduleTime
+		}
 	}
 	out.Reschedule = r
 	return out

@@ -63,7 +63,9 @@ func (h *hookCollector) Decide(ctx context.Context, req *gcpb.DecideRequest) (*g
 func gcServer(t *testing.T, col sdkgc.Collector, mut func(*Config)) (*Server, *gcRouter) {
 	t.Helper()
 	r := &gcRouter{col: col}
+	skew := new(atomic.Int64)
 	s := testServer(t, func(c *Config) {
+		c.Now = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
 		c.GC = r
 		c.GCConfig = GCConfig{JobGCInterval: time.Hour, CSIVolumeClaimGCInterval: time.Hour}
 		c.gcPacing = &gcPacing{MinPause: time.Microsecond, MaxPause: time.Millisecond}
@@ -71,11 +73,22 @@ func gcServer(t *testing.T, col sdkgc.Collector, mut func(*Config)) (*Server, *g
 			mut(c)
 		}
 	})
+	gcSkews.Store(s, skew)
+	t.Cleanup(func() { gcSkews.Delete(s) })
 	return s, r
 }
 
+// gcSkews holds the clock offset of each gcServer: forceGC moves it past
+// sdk/gc.ForceThreshold, so what a test wrote just before counts as old
+// however fast the machine (a server whose test set its own clock has
+// none).
+var gcSkews sync.Map // *Server → *atomic.Int64
+
 func forceGC(t *testing.T, s *Server) {
 	t.Helper()
+	if skew, ok := gcSkews.Load(s); ok {
+		skew.(*atomic.Int64).Add(int64(2 * sdkgc.ForceThreshold))
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := s.ForceGC(ctx); err != nil {

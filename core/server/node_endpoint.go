@@ -180,6 +180,11 @@ func (s *Server) UpdateAllocs(ctx context.Context, nodeID, secretID string, allo
 			return structs.NewError(structs.ErrPermissionDenied, "alloc %s is not on node %s", a.ID, nodeID)
 		}
 		a.ModifyTime = now
+		if ev, err := s.allocRunningEval(stored, a, seen); err != nil {
+			return err
+		} else if ev != nil {
+			evals = append(evals, ev)
+		}
 		terminalNow := a.ClientStatus == structs.AllocClientStatusFailed || a.ClientStatus == structs.AllocClientStatusComplete
 		job := stored.Job
 		if !terminalNow || stored.ClientTerminalStatus() || stored.ServerTerminalStatus() || !allocBehavior(stored).EvalOnAllocEnd {
@@ -202,9 +207,11 @@ func (s *Server) UpdateAllocs(ctx context.Context, nodeID, secretID string, allo
 		ev := s.newEval(cur, structs.EvalTriggerFailedFollowUp)
 		ev.JobModifyIndex = cur.JobModifyIndex
 		ev.NodeID = nodeID
-		delay, err := s.allocEndBackoff(cur, nodeID, now)
-		if err != nil {
-			return err
+		var delay time.Duration
+		if !reschedulesByPolicy(stored, a.ClientStatus) {
+			if delay, err = s.allocEndBackoff(cur, nodeID, now); err != nil {
+				return err
+			}
 		}
 		if delay > 0 {
 			ev.WaitUntil = time.Unix(0, now).Add(delay).UTC()
@@ -455,6 +462,18 @@ func ttlOf(r *TTLReply) time.Duration {
 		return 0
 	}
 	return r.TTL
+}
+
+// reschedulesByPolicy reports whether an alloc failing now is replaced
+// by its group's reschedule policy, whose delay paces the replacement: the
+// scheduler must see the failure at once to schedule its follow-up, so the
+// crash-loop backoff does not apply.
+func reschedulesByPolicy(stored *structs.Allocation, clientStatus string) bool {
+	if clientStatus != structs.AllocClientStatusFailed || stored.Job == nil {
+		return false
+	}
+	tg := stored.Job.LookupTaskGroup(stored.TaskGroup)
+	return tg != nil && tg.ReschedulePolicy != nil
 }
 
 // Backoff of the replacement of allocs that keep ending on a node.

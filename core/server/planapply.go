@@ -41,7 +41,10 @@ func (s *Server) applyPlan(ctx context.Context, plan *structs.Plan) (*structs.Pl
 	if result.IsNoOp() {
 		return result, nil
 	}
-	req := &structs.ApplyPlanResultsRequest{Job: plan.Job, EvalID: plan.EvalID, UpdatedAt: s.cfg.Now().UnixNano()}
+	req := &structs.ApplyPlanResultsRequest{
+		Job: plan.Job, EvalID: plan.EvalID, UpdatedAt: s.cfg.Now().UnixNano(),
+		FollowupEvals: result.FollowupEvals, AllocFollowups: result.AllocFollowups,
+	}
 	for _, allocs := range result.NodeUpdate {
 		req.AllocsStopped = append(req.AllocsStopped, allocs...)
 	}
@@ -167,6 +170,9 @@ func evaluatePlanReasons(snap *state.StateSnapshot, plan *structs.Plan) (*struct
 	if partial {
 		result.RefreshIndex = maxIndex(snap)
 	}
+	// Follow-ups reserve nothing on a node: they commit with whatever
+	// part of the plan does.
+	result.FollowupEvals, result.AllocFollowups = plan.FollowupEvals, plan.AllocFollowups
 	return result, reasons
 }
 

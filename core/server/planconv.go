@@ -31,6 +31,9 @@ func (s *Server) convertPlan(snap *state.StateSnapshot, ev *structs.Evaluation, 
 	if p == nil {
 		return plan, newAllocs, nil
 	}
+	if err := checkRescheduleEvents(ev.JobID, p); err != nil {
+		return nil, nil, err
+	}
 	var bad planProblems
 	// jobAlloc reads an alloc the plan stops or updates; it must be one of
 	// the eval's job.
@@ -84,13 +87,24 @@ func (s *Server) convertPlan(snap *state.StateSnapshot, ev *structs.Evaluation, 
 				bad.groups = append(bad.groups, pa.TaskGroup)
 				continue
 			}
+			if pa.PreviousAllocation != "" {
+				// The state store links the previous alloc to this one:
+				// it must be the job's.
+				prev, err := jobAlloc(pa.PreviousAllocation)
+				if err != nil {
+					return nil, nil, err
+				}
+				if prev == nil {
+					continue
+				}
+			}
 			a = &structs.Allocation{
 				ID: pa.Id, Namespace: ev.Namespace, EvalID: ev.ID, Name: pa.Name, NodeID: pa.NodeId,
 				NodeName: pa.NodeName, JobID: ev.JobID, TaskGroup: pa.TaskGroup,
 				AllocatedResources: allocatedFromPB(pa), Metrics: shared,
 				DesiredStatus: structs.AllocDesiredStatusRun, ClientStatus: structs.AllocClientStatusPending,
 				PreviousAllocation: pa.PreviousAllocation, PreemptedAllocations: pa.PreemptedAllocations,
-				CreateTime: now,
+				RescheduleTracker: rescheduleTrackerFromPB(pa.RescheduleEvents), CreateTime: now,
 			}
 			if pa.Metrics != nil {
 				a.Metrics = metricFromPB(pa.Metrics)

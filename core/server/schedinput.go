@@ -42,7 +42,11 @@ func (s *Server) buildRequestForJob(snap *state.StateSnapshot, ev *structs.Evalu
 	allocs = dropPurgedIncarnations(allocs, job)
 	req.Allocs = make([]*pb.Allocation, 0, len(allocs))
 	for _, a := range allocs {
-		req.Allocs = append(req.Allocs, allocToPB(a))
+		pa := allocToPB(a)
+		if err := clearSpentFollowup(snap, ev, pa); err != nil {
+			return nil, err
+		}
+		req.Allocs = append(req.Allocs, pa)
 		if a.Job != nil && !versions[a.Job.JobModifyIndex] {
 			versions[a.Job.JobModifyIndex] = true
 			req.JobVersions = append(req.JobVersions, jobToPB(a.Job))
@@ -222,12 +226,42 @@ func constraintsToPB(cs []*structs.Constraint) []*pb.Constraint {
 	return out
 }
 
+// affinitiesToPB converts affinity blocks; nil for none, so a job without
+// any sends nothing.
+func affinitiesToPB(as []*structs.Affinity) []*pb.Affinity {
+	if len(as) == 0 {
+		return nil
+	}
+	out := make([]*pb.Affinity, len(as))
+	for i, a := range as {
+		out[i] = &pb.Affinity{LTarget: a.LTarget, Operand: a.Operand, RTarget: a.RTarget, Weight: int32(a.Weight)}
+	}
+	return out
+}
+
+// spreadsToPB converts spread blocks; nil for none.
+func spreadsToPB(ss []*structs.Spread) []*pb.Spread {
+	if len(ss) == 0 {
+		return nil
+	}
+	out := make([]*pb.Spread, len(ss))
+	for i, s := range ss {
+		p := &pb.Spread{Attribute: s.Attribute, Weight: int32(s.Weight)}
+		for _, t := range s.SpreadTarget {
+			p.Targets = append(p.Targets, &pb.SpreadTarget{Value: t.Value, Percent: int32(t.Percent)})
+		}
+		out[i] = p
+	}
+	return out
+}
+
 func jobToPB(j *structs.Job) *pb.Job {
 	p := &pb.Job{
 		Id: j.ID, Name: j.Name, Namespace: j.Namespace, Type: j.Type, Priority: int32(j.Priority),
 		Datacenters: j.Datacenters, NodePool: j.NodePool, Constraints: constraintsToPB(j.Constraints),
 		Meta: j.Meta, Stop: j.Stop, JobModifyIndex: j.JobModifyIndex, Version: j.Version,
 		AllAtOnce: j.AllAtOnce, ParentId: j.ParentID,
+		Affinities: affinitiesToPB(j.Affinities), Spreads: spreadsToPB(j.Spreads),
 	}
 	if j.Update != nil {
 		p.UpdateMaxParallel = int32(j.Update.MaxParallel)
@@ -235,7 +269,11 @@ func jobToPB(j *structs.Job) *pb.Job {
 	for _, tg := range j.TaskGroups {
 		g := &pb.TaskGroup{
 			Name: tg.Name, Count: int32(tg.Count), Constraints: constraintsToPB(tg.Constraints), Meta: tg.Meta,
-			Volumes: volumesToPB(tg.Volumes),
+			Volumes: volumesToPB(tg.Volumes), ReschedulePolicy: reschedulePolicyToPB(tg.ReschedulePolicy),
+			Affinities: affinitiesToPB(tg.Affinities), Spreads: spreadsToPB(tg.Spreads),
+		}
+		if tg.Migrate != nil {
+			g.MigrateMaxParallel = int32(tg.Migrate.MaxParallel)
 		}
 		if tg.EphemeralDisk != nil {
 			g.EphemeralDiskMb = int64(tg.EphemeralDisk.SizeMB)
@@ -247,7 +285,7 @@ func jobToPB(j *structs.Job) *pb.Job {
 			cfg, _ := json.Marshal(t.Config) // map keys are sorted: canonical
 			pt := &pb.Task{
 				Name: t.Name, Driver: t.Driver, User: t.User, ConfigJson: cfg, Env: t.Env, Meta: t.Meta,
-				Constraints: constraintsToPB(t.Constraints),
+				Constraints: constraintsToPB(t.Constraints), Affinities: affinitiesToPB(t.Affinities),
 			}
 			if t.Resources != nil {
 				pt.Resources = resToPB(*t.Resources)
@@ -271,12 +309,69 @@ func allocToPB(a *structs.Allocation) *pb.Allocation {
 		JobId: a.JobID, Namespace: a.Namespace, DesiredStatus: a.DesiredStatus, ClientStatus: a.ClientStatus,
 		Migrate: a.DesiredTransition.ShouldMigrate(), RanSuccessfully: a.RanSuccessfully(),
 		Resources: resToPB(a.ComparableResources()), CreateIndex: a.CreateIndex, ModifyIndex: a.ModifyIndex,
-		EvalId: a.EvalID,
+		EvalId: a.EvalID, FollowupEvalId: a.FollowupEvalID, NextAllocation: a.NextAllocation,
+		ModifyTimeNs: allocChangeTime(a),
 	}
 	if a.Job != nil {
 		p.JobModifyIndex, p.JobVersion = a.Job.JobModifyIndex, a.Job.Version
 	}
+	if a.RescheduleTracker != nil && len(a.RescheduleTracker.Events) > 0 {
+		p.RescheduleEvents = make([]*pb.RescheduleEvent, 0, len(a.RescheduleTracker.Events))
+		for _, e := range a.RescheduleTracker.Events {
+			if e == nil {
+				continue
+			}
+			p.RescheduleEvents = append(p.RescheduleEvents, &pb.RescheduleEvent{
+				RescheduleTimeNs: e.RescheduleTime, PrevAllocId: e.PrevAllocID, PrevNodeId: e.PrevNodeID, DelayNs: int64(e.Delay),
+			})
+		}
+	}
 	return p
+}
+
+// clearSpentFollowup leaves out an alloc's follow-up eval once that eval
+// finished without replacing it (its placement failed, say, and a blocked
+// eval took over): it never will, so the scheduler must decide for the
+// alloc afresh rather than wait for it. The eval being scheduled is never
+// spent.
+func clearSpentFollowup(snap *state.StateSnapshot, ev *structs.Evaluation, pa *pb.Allocation) error {
+	if pa.FollowupEvalId == "" || pa.FollowupEvalId == ev.ID || pa.NextAllocation != "" {
+		return nil
+	}
+	fe, err := snap.EvalByID(nil, pa.FollowupEvalId)
+	if err != nil {
+		return err
+	}
+	if fe == nil || fe.TerminalStatus() {
+		pa.FollowupEvalId = ""
+	}
+	return nil
+}
+
+// allocChangeTime is when the client last changed the alloc: for one that
+// finished, the latest finish time of its tasks (the failure time a
+// reschedule delay counts from), else its ModifyTime.
+func allocChangeTime(a *structs.Allocation) int64 {
+	var latest int64
+	for _, ts := range a.TaskStates {
+		if ts != nil && !ts.FinishedAt.IsZero() {
+			latest = max(latest, ts.FinishedAt.UnixNano())
+		}
+	}
+	if latest == 0 {
+		return a.ModifyTime
+	}
+	return latest
+}
+
+func reschedulePolicyToPB(rp *structs.ReschedulePolicy) *pb.ReschedulePolicy {
+	if rp == nil {
+		return nil
+	}
+	return &pb.ReschedulePolicy{
+		Attempts: int32(rp.Attempts), IntervalNs: int64(rp.Interval), DelayNs: int64(rp.Delay),
+		DelayFunction: rp.DelayFunction, MaxDelayNs: int64(rp.MaxDelay), Unlimited: rp.Unlimited,
+	}
 }
 
 // dropPurgedIncarnations leaves out the finished allocs of an earlier job

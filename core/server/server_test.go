@@ -51,7 +51,7 @@ func TestRegisterJobRefusals(t *testing.T) {
 	ctx := context.Background()
 	bad := testJob("x", "gpu-batch")
 	_, err := s.RegisterJob(ctx, bad, false, 0)
-	if !errors.Is(err, structs.ErrInvalid) || !strings.Contains(err.Error(), "served: batch, sysbatch, system") {
+	if !errors.Is(err, structs.ErrInvalid) || !strings.Contains(err.Error(), "served: batch, service, sysbatch, system") {
 		t.Fatalf("unknown type: %v", err)
 	}
 	drv := testJob("y", "sysbatch")

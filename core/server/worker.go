@@ -152,6 +152,9 @@ func (w *worker) schedule(ctx context.Context, ev *structs.Evaluation, token str
 		if err != nil {
 			return err
 		}
+		if err := s.convertFollowups(snap, ev, job, resp, plan); err != nil {
+			return err
+		}
 		if plan.IsNoOp() && len(plan.NodePreemptions) == 0 {
 			return w.finishScheduled(ev, resp, queued, plan.Annotations, snap.LatestIndex(), limited)
 		}

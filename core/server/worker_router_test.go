@@ -70,7 +70,7 @@ func TestWorkerFailsEvalOfUnservedType(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := waitEvalTerminal(t, s, ev.ID)
-	want := `no scheduler plugin serves job type "retired" (served: batch, sysbatch, system)`
+	want := `no scheduler plugin serves job type "retired" (served: batch, service, sysbatch, system)`
 	if got.Status != structs.EvalStatusFailed || got.StatusDescription != want {
 		t.Fatalf("eval = %q %q, want failed %q", got.Status, got.StatusDescription, want)
 	}

@@ -18,7 +18,12 @@ import (
 //     "Preempted by alloc ID <id>";
 //   - AllocsUpdated are full allocs (new or in-place updates); one without a
 //     Job gets req.Job;
-//   - PreemptionEvals are written like UpsertEvals.
+//   - PreemptionEvals are written like UpsertEvals;
+//   - FollowupEvals are created like UpsertEvals, except one whose ID is
+//     already stored, which is left as it is (a retried scheduling attempt
+//     names the same follow-up evals, which may have run meanwhile);
+//   - AllocFollowups set the FollowupEvalID of stored allocs, after
+//     everything above, and change nothing else of them.
 //
 // Diffs of allocs that no longer exist are skipped. Every alloc goes through
 // UpsertAllocs' rules, so the client's fields survive.
@@ -98,8 +103,62 @@ func (s *StateStore) UpsertPlanResults(index uint64, req *structs.ApplyPlanResul
 			return err
 		}
 		if len(req.PreemptionEvals) > 0 {
-			return t.upsertEvals(req.PreemptionEvals)
+			if err := t.upsertEvals(req.PreemptionEvals); err != nil {
+				return err
+			}
 		}
-		return nil
+		if err := t.createFollowupEvals(req.FollowupEvals); err != nil {
+			return err
+		}
+		return t.markFollowups(req.AllocFollowups)
 	})
+}
+
+// createFollowupEvals writes the evals whose IDs are not stored yet.
+func (t *writeTxn) createFollowupEvals(evals []*structs.Evaluation) error {
+	var fresh []*structs.Evaluation
+	for _, e := range evals {
+		if e == nil || e.ID == "" {
+			// The server checked every ID; an entry must apply anyway.
+			continue
+		}
+		raw, err := t.first(TableEvals, "id", e.ID)
+		if err != nil {
+			return err
+		}
+		if raw == nil {
+			fresh = append(fresh, e)
+		}
+	}
+	if len(fresh) == 0 {
+		return nil
+	}
+	return t.upsertEvals(fresh)
+}
+
+// markFollowups sets the FollowupEvalID of each named alloc that exists.
+func (t *writeTxn) markFollowups(marks []*structs.AllocFollowup) error {
+	if len(marks) == 0 {
+		return nil
+	}
+	t.tables[TableAllocs] = struct{}{}
+	for _, m := range marks {
+		if m == nil {
+			continue
+		}
+		existing, err := t.alloc(m.AllocID)
+		if err != nil {
+			return err
+		}
+		if existing == nil || existing.FollowupEvalID == m.FollowupEvalID {
+			continue
+		}
+		c := *existing
+		c.FollowupEvalID = m.FollowupEvalID
+		c.ModifyIndex = t.index
+		if err := t.insert(TableAllocs, &c); err != nil {
+			return err
+		}
+	}
+	return nil
 }

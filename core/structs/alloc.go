@@ -32,6 +32,7 @@ type Allocation struct {
 	NextAllocation        string                `codec:",omitempty"`
 	DeploymentID          string                `codec:",omitempty"`
 	FollowupEvalID        string                `codec:",omitempty"`
+	RescheduleTracker     *RescheduleTracker    `codec:",omitempty"`
 	PreemptedAllocations  []string              `codec:",omitempty"`
 	PreemptedByAllocation string                `codec:",omitempty"`
 	CreateIndex           uint64                `codec:",omitempty"`
@@ -39,6 +40,21 @@ type Allocation struct {
 	AllocModifyIndex      uint64                `codec:",omitempty"`
 	CreateTime            int64                 `codec:",omitempty"`
 	ModifyTime            int64                 `codec:",omitempty"`
+}
+
+// RescheduleTracker is the history of reschedules of an allocation's
+// lineage that still counts toward its reschedule policy, oldest first.
+type RescheduleTracker struct {
+	Events []*RescheduleEvent `codec:",omitempty"`
+}
+
+// RescheduleEvent is one reschedule: when, from which allocation on which
+// node, and the delay waited before it.
+type RescheduleEvent struct {
+	RescheduleTime int64         `codec:",omitempty"` // Unix ns
+	PrevAllocID    string        `codec:",omitempty"`
+	PrevNodeID     string        `codec:",omitempty"`
+	Delay          time.Duration `codec:",omitempty"`
 }
 
 // AllocatedResources is what the plan applier reserved for the alloc.
@@ -243,6 +259,7 @@ type AllocListStub struct {
 	TaskStates            map[string]*TaskState `codec:",omitempty"`
 	FollowupEvalID        string                `codec:",omitempty"`
 	NextAllocation        string                `codec:",omitempty"`
+	RescheduleTracker     *RescheduleTracker    `codec:",omitempty"`
 	PreemptedAllocations  []string              `codec:",omitempty"`
 	PreemptedByAllocation string                `codec:",omitempty"`
 	CreateIndex           uint64                `codec:",omitempty"`
@@ -260,7 +277,7 @@ func (a *Allocation) Stub() *AllocListStub {
 		DesiredDescription: a.DesiredDescription, ClientStatus: a.ClientStatus,
 		ClientDescription: a.ClientDescription, DesiredTransition: a.DesiredTransition,
 		TaskStates: a.TaskStates, FollowupEvalID: a.FollowupEvalID, NextAllocation: a.NextAllocation,
-		PreemptedAllocations: a.PreemptedAllocations, PreemptedByAllocation: a.PreemptedByAllocation,
+		RescheduleTracker: a.RescheduleTracker, PreemptedAllocations: a.PreemptedAllocations, PreemptedByAllocation: a.PreemptedByAllocation,
 		CreateIndex: a.CreateIndex, ModifyIndex: a.ModifyIndex, CreateTime: a.CreateTime, ModifyTime: a.ModifyTime,
 	}
 	if a.Job != nil {

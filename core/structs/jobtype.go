@@ -36,8 +36,8 @@ type JobTypeBehavior struct {
 	AllowParameterized  bool `codec:",omitempty"`
 	AllowMaxRunDuration bool `codec:",omitempty"`
 	// RefusedBlocks lists job file blocks refused at job and group level,
-	// among BlockAffinity, BlockSpread, BlockUpdate, BlockReschedule and
-	// BlockMigrate.
+	// among BlockAffinity, BlockSpread, BlockUpdate, BlockReschedule,
+	// BlockMigrate and BlockCanary.
 	RefusedBlocks []string `codec:",omitempty"`
 	// MaxGroupCount bounds a group's count; 0: no bound.
 	MaxGroupCount int `codec:",omitempty"`
@@ -55,6 +55,10 @@ type JobTypeBehavior struct {
 	// EvalOnAllocEnd: an allocation ending (failed or complete) on its node
 	// evaluates its job again.
 	EvalOnAllocEnd bool `codec:",omitempty"`
+	// EvalOnAllocRunning: an allocation starting to run on its node
+	// (pending to running) evaluates its job again, so paced updates and
+	// migrations go on once their replacements run.
+	EvalOnAllocRunning bool `codec:",omitempty"`
 	// DrainLast: on a draining node these allocations leave after all
 	// others, and IgnoreSystemJobs leaves them in place.
 	DrainLast bool `codec:",omitempty"`
@@ -70,6 +74,10 @@ const (
 	BlockUpdate     = "update"
 	BlockReschedule = "reschedule"
 	BlockMigrate    = "migrate"
+	// BlockCanary refuses an update block that asks for canaries
+	// (canary > 0) while accepting the rest of the block: a type that
+	// paces updates without deployments.
+	BlockCanary = "canary"
 )
 
 // The PreemptionConfig switches a job type may name.

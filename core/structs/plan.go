@@ -13,6 +13,18 @@ type Plan struct {
 	NodePreemptions map[string][]*Allocation `codec:",omitempty"`
 	Annotations     *PlanAnnotations         `codec:",omitempty"`
 	SnapshotIndex   uint64                   `codec:",omitempty"`
+	// FollowupEvals are delayed evals that reschedule failed allocs;
+	// AllocFollowups mark those allocs with them. Both commit with the
+	// plan's first Raft entry, whatever its nodes' fate: they reserve
+	// nothing on a node.
+	FollowupEvals  []*Evaluation    `codec:",omitempty"`
+	AllocFollowups []*AllocFollowup `codec:",omitempty"`
+}
+
+// AllocFollowup sets the FollowupEvalID of an allocation, and nothing else.
+type AllocFollowup struct {
+	AllocID        string `codec:",omitempty"`
+	FollowupEvalID string `codec:",omitempty"`
 }
 
 // PlanAnnotations explains a plan.
@@ -39,7 +51,7 @@ type DesiredUpdates struct {
 
 // IsNoOp reports whether the plan changes nothing.
 func (p *Plan) IsNoOp() bool {
-	return len(p.NodeUpdate) == 0 && len(p.NodeAllocation) == 0
+	return len(p.NodeUpdate) == 0 && len(p.NodeAllocation) == 0 && len(p.FollowupEvals) == 0 && len(p.AllocFollowups) == 0
 }
 
 // PlanResult is what the applier committed.
@@ -51,6 +63,8 @@ type PlanResult struct {
 	IneligibleNodes []string                 `codec:",omitempty"`
 	RefreshIndex    uint64                   `codec:",omitempty"`
 	AllocIndex      uint64                   `codec:",omitempty"`
+	FollowupEvals   []*Evaluation            `codec:",omitempty"`
+	AllocFollowups  []*AllocFollowup         `codec:",omitempty"`
 }
 
 // FullCommit reports whether every planned allocation was committed, and
@@ -66,7 +80,8 @@ func (r *PlanResult) FullCommit(p *Plan) (bool, int, int) {
 
 // IsNoOp reports whether nothing was committed.
 func (r *PlanResult) IsNoOp() bool {
-	return len(r.NodeUpdate) == 0 && len(r.NodeAllocation) == 0 && len(r.NodePreemptions) == 0
+	return len(r.NodeUpdate) == 0 && len(r.NodeAllocation) == 0 && len(r.NodePreemptions) == 0 &&
+		len(r.FollowupEvals) == 0 && len(r.AllocFollowups) == 0
 }
 
 // SchedulerConfiguration is the operator's scheduler settings.

@@ -228,6 +228,11 @@ type ApplyPlanResultsRequest struct {
 	AllocsUpdated   []*Allocation `codec:",omitempty"`
 	AllocsPreempted []*Allocation `codec:",omitempty"`
 	PreemptionEvals []*Evaluation `codec:",omitempty"`
+	// FollowupEvals are created unless an eval of that ID exists (a
+	// retried attempt names the same ones); AllocFollowups set the
+	// FollowupEvalID of existing allocs.
+	FollowupEvals  []*Evaluation    `codec:",omitempty"`
+	AllocFollowups []*AllocFollowup `codec:",omitempty"`
 	// PlacementMetric is the Metrics of every new alloc that has none in
 	// the entry: node schedulers place thousands of allocs with one
 	// identical metric, written once here.

@@ -166,7 +166,7 @@ func (j *Job) Validate() error {
 	for i, c := range j.Constraints {
 		validateConstraint(&l, fmt.Sprintf("job constraint %d", i+1), c)
 	}
-	validateNoNil(&l, "job affinity", j.Affinities)
+	validateAffinities(&l, "job affinity", j.Affinities)
 	validateSpreads(&l, "job", j.Spreads)
 	j.validateTypeRules(&l)
 	if j.Periodic != nil {
@@ -214,6 +214,9 @@ func (tg *TaskGroup) validate(l *errList, jobType string, b *JobTypeBehavior) {
 	case tg.RestartPolicy != nil:
 		tg.RestartPolicy.validate(l, where+": restart")
 	}
+	if tg.ReschedulePolicy != nil && !b.Refuses(BlockReschedule) {
+		tg.ReschedulePolicy.validate(l, where+": reschedule")
+	}
 	if tg.EphemeralDisk == nil {
 		l.add("%s: missing ephemeral disk", where)
 	} else if tg.EphemeralDisk.SizeMB < 0 {
@@ -222,7 +225,7 @@ func (tg *TaskGroup) validate(l *errList, jobType string, b *JobTypeBehavior) {
 	for i, c := range tg.Constraints {
 		validateConstraint(l, fmt.Sprintf("%s: constraint %d", where, i+1), c)
 	}
-	validateNoNil(l, where+": affinity", tg.Affinities)
+	validateAffinities(l, where+": affinity", tg.Affinities)
 	validateSpreads(l, where, tg.Spreads)
 	if len(tg.Tasks) == 0 {
 		l.add("%s: at least one task is required", where)
@@ -283,7 +286,7 @@ func (t *Task) validate(l *errList, where string) {
 	for i, c := range t.Constraints {
 		validateConstraint(l, fmt.Sprintf("%s: constraint %d", where, i+1), c)
 	}
-	validateNoNil(l, where+": affinity", t.Affinities)
+	validateAffinities(l, where+": affinity", t.Affinities)
 	if dp := t.DispatchPayload; dp != nil {
 		if dp.File == "" {
 			l.add("%s: dispatch_payload: file is required", where)
@@ -317,6 +320,44 @@ func (t *Task) validateLogs(l *errList, where string, disk *EphemeralDisk) {
 	if usage := int64(lc.MaxFiles) * int64(lc.MaxFileSizeMB); int64(disk.SizeMB) <= usage {
 		l.add("%s: log storage (%d files of %d MB = %d MB) must be less than the group's ephemeral_disk (%d MB)",
 			where, lc.MaxFiles, lc.MaxFileSizeMB, usage, disk.SizeMB)
+	}
+}
+
+// Bounds of a reschedule block, so that what a scheduler derives from it
+// stays within what the core accepts of a plan: a follow-up eval is due at
+// most MaxRescheduleDelay ahead, and a new alloc's tracker holds at most
+// MaxRescheduleAttempts events.
+const (
+	MaxRescheduleDelay    = 365 * 24 * time.Hour
+	MaxRescheduleAttempts = 1024
+)
+
+// validate checks a reschedule block: Nomad's delay functions, no negative
+// durations, max_delay not below delay, and the bounds above. An empty
+// delay_function is constant. Nomad's 5s floor on delay is not enforced:
+// the scheduler paces reschedules by the delay given.
+func (r *ReschedulePolicy) validate(l *errList, where string) {
+	switch r.DelayFunction {
+	case "", "constant", "exponential", "fibonacci":
+	default:
+		l.add("%s: delay_function %q is not valid (must be \"constant\", \"exponential\" or \"fibonacci\")", where, r.DelayFunction)
+	}
+	if r.Attempts < 0 || r.Attempts > MaxRescheduleAttempts {
+		l.add("%s: attempts must be between 0 and %d (got %d); use unlimited = true for more", where, MaxRescheduleAttempts, r.Attempts)
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"interval", r.Interval}, {"delay", r.Delay}, {"max_delay", r.MaxDelay}} {
+		if d.v < 0 {
+			l.add("%s: %s must not be negative (got %s)", where, d.name, d.v)
+		}
+	}
+	if r.Delay > MaxRescheduleDelay || r.MaxDelay > MaxRescheduleDelay {
+		l.add("%s: delay and max_delay must be at most %s", where, MaxRescheduleDelay)
+	}
+	if r.MaxDelay > 0 && r.MaxDelay < r.Delay {
+		l.add("%s: max_delay (%s) must not be less than delay (%s)", where, r.MaxDelay, r.Delay)
 	}
 }
 
@@ -388,6 +429,7 @@ func validateSpreads(l *errList, where string, spreads []*Spread) {
 			validateNoNil(l, fmt.Sprintf("%s spread %d: target", where, i+1), sp.SpreadTarget)
 		}
 	}
+	validateSpreadRules(l, where, spreads)
 }
 
 func (p *PeriodicConfig) validate(l *errList) {

@@ -26,7 +26,9 @@ func TestValidateBuiltinDeclarations(t *testing.T) {
 	}{
 		{"system", nil, ""},
 		{"system", func(j *structs.Job) { j.TaskGroups[0].Count = 2 }, "count is 2, but system jobs run at most 1 allocation(s) of a group"},
-		{"system", func(j *structs.Job) { j.Affinities = []*structs.Affinity{{LTarget: "a", RTarget: "b", Operand: "="}} }, "system jobs may not have an affinity block"},
+		{"system", func(j *structs.Job) {
+			j.Affinities = []*structs.Affinity{{LTarget: "a", RTarget: "b", Operand: "=", Weight: 50}}
+		}, "system jobs may not have an affinity block"},
 		{"system", func(j *structs.Job) { j.TaskGroups[0].Spreads = []*structs.Spread{{Attribute: "a"}} }, `group "g": system jobs may not have a spread block`},
 		{"system", func(j *structs.Job) { j.TaskGroups[0].ReschedulePolicy = &structs.ReschedulePolicy{} }, `group "g": system jobs should not have a reschedule policy`},
 		{"system", func(j *structs.Job) { j.TaskGroups[0].Migrate = &structs.MigrateStrategy{} }, `group "g": migrate block not allowed for system jobs`},
@@ -39,7 +41,9 @@ func TestValidateBuiltinDeclarations(t *testing.T) {
 		{"sysbatch", func(j *structs.Job) { j.Periodic = &structs.PeriodicConfig{Spec: "@hourly"} }, ""},
 		{"sysbatch", func(j *structs.Job) { j.ParameterizedJob = &structs.ParameterizedJobConfig{} }, ""},
 		{"sysbatch", func(j *structs.Job) { d := time.Hour; j.TaskGroups[0].MaxRunDuration = &d }, ""},
-		{"sysbatch", func(j *structs.Job) { j.Affinities = []*structs.Affinity{{LTarget: "a", RTarget: "b", Operand: "="}} }, ""},
+		{"sysbatch", func(j *structs.Job) {
+			j.Affinities = []*structs.Affinity{{LTarget: "a", RTarget: "b", Operand: "=", Weight: 50}}
+		}, ""},
 		{"sysbatch", func(j *structs.Job) { j.Update = &structs.UpdateStrategy{Stagger: time.Second} }, "update block: not allowed for sysbatch jobs"},
 		{"sysbatch", func(j *structs.Job) { j.Update = &structs.UpdateStrategy{} }, ""},
 		{"sysbatch", func(j *structs.Job) { j.TaskGroups[0].Update = &structs.UpdateStrategy{MaxParallel: 1} }, `group "g": update block not allowed for sysbatch jobs`},

@@ -38,11 +38,13 @@ func TestValidateFollowsTypeDeclaration(t *testing.T) {
 	param := func(j *Job) { j.ParameterizedJob = &ParameterizedJobConfig{} }
 	maxRun := func(j *Job) { d := time.Hour; j.TaskGroups[0].MaxRunDuration = &d }
 	count := func(n int) func(*Job) { return func(j *Job) { j.TaskGroups[0].Count = n } }
-	jobAffinity := func(j *Job) { j.Affinities = []*Affinity{{LTarget: "a", RTarget: "b", Operand: "="}} }
+	jobAffinity := func(j *Job) { j.Affinities = []*Affinity{{LTarget: "a", RTarget: "b", Operand: "=", Weight: 50}} }
 	jobSpread := func(j *Job) { j.Spreads = []*Spread{{Attribute: "a"}} }
 	jobUpdate := func(j *Job) { j.Update = &UpdateStrategy{MaxParallel: 2} }
 	emptyUpdate := func(j *Job) { j.Update = &UpdateStrategy{}; j.TaskGroups[0].Update = &UpdateStrategy{} }
-	groupAffinity := func(j *Job) { j.TaskGroups[0].Affinities = []*Affinity{{LTarget: "a", RTarget: "b", Operand: "="}} }
+	groupAffinity := func(j *Job) {
+		j.TaskGroups[0].Affinities = []*Affinity{{LTarget: "a", RTarget: "b", Operand: "=", Weight: 50}}
+	}
 	groupSpread := func(j *Job) { j.TaskGroups[0].Spreads = []*Spread{{Attribute: "a"}} }
 	groupUpdate := func(j *Job) { j.TaskGroups[0].Update = &UpdateStrategy{MaxParallel: 1} }
 	reschedule := func(j *Job) { j.TaskGroups[0].ReschedulePolicy = &ReschedulePolicy{Attempts: 1} }

@@ -16,6 +16,7 @@ import (
 	rawexec "github.com/drover-org/drover/plugins/driver-rawexec"
 	gc "github.com/drover-org/drover/plugins/gc"
 	batch "github.com/drover-org/drover/plugins/scheduler-batch"
+	service "github.com/drover-org/drover/plugins/scheduler-service"
 	sysbatch "github.com/drover-org/drover/plugins/scheduler-sysbatch"
 	system "github.com/drover-org/drover/plugins/scheduler-system"
 	sdkgc "github.com/drover-org/drover/sdk/gc"
@@ -36,6 +37,7 @@ var Catalog = []Plugin{
 	{Name: "scheduler-system", Kind: shared.KindScheduler, Serve: func() { scheduler.Serve(system.New()) }},
 	{Name: "scheduler-sysbatch", Kind: shared.KindScheduler, Serve: func() { scheduler.Serve(sysbatch.New()) }},
 	{Name: "scheduler-batch", Kind: shared.KindScheduler, Serve: func() { scheduler.Serve(batch.New()) }},
+	{Name: "scheduler-service", Kind: shared.KindScheduler, Serve: func() { scheduler.Serve(service.New()) }},
 	{Name: "driver-rawexec", Kind: shared.KindDriver, Serve: rawexec.Serve},
 	{Name: "driver-docker", Kind: shared.KindDriver, Serve: docker.Serve},
 	{Name: "csi-bridge", Kind: shared.KindCSIBridge, Serve: bridge.Serve},
@@ -68,6 +70,8 @@ func (InProcess) Lookup(jobType string) (scheduler.Scheduler, int, error) {
 		s = sysbatch.New()
 	case "batch":
 		s = batch.New()
+	case "service":
+		s = service.New()
 	default:
 		return nil, 0, fmt.Errorf("job type %q is not served by a built-in scheduler", jobType)
 	}
@@ -84,7 +88,7 @@ func (InProcess) Lookup(jobType string) (scheduler.Scheduler, int, error) {
 }
 
 // ServedTypes lists the job types of the built-in schedulers.
-func (InProcess) ServedTypes() []string { return []string{"batch", "sysbatch", "system"} }
+func (InProcess) ServedTypes() []string { return []string{"batch", "service", "sysbatch", "system"} }
 
 // JobType returns what the built-in scheduler serving jobType declares.
 func (p InProcess) JobType(jobType string) (structs.JobTypeBehavior, bool) {

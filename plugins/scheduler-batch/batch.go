@@ -4,10 +4,13 @@
 // finished allocation is done and is not re-placed while the job is
 // unchanged; a new job version re-runs only what it changes destructively.
 //
-// This slice does not reschedule failed allocations (the reschedule
-// block): a failed allocation, like a complete one, is done. Lost
-// allocations (down or missing node) and allocations migrating off a
-// draining node are replaced.
+// A failed allocation is rescheduled by its group's reschedule block
+// (Nomad's batch default: once in 24h, after 5s): due now, it is replaced
+// on another node when one fits; due later, it is marked with a delayed
+// follow-up eval that replaces it then; with its attempts used up it stays
+// failed and its work is done. Lost allocations (down or missing node) and
+// allocations migrating off a draining node are replaced whatever the
+// policy.
 //
 // It imports only sdk/: the core learns everything about the type from
 // Declaration.
@@ -22,6 +25,7 @@ import (
 
 	"github.com/drover-org/drover/sdk/proto/schedulerpb"
 	"github.com/drover-org/drover/sdk/scheduler"
+	"github.com/drover-org/drover/sdk/scheduler/reschedule"
 )
 
 // Plugin identity and the job type served.
@@ -49,9 +53,10 @@ func NewWithLogger(l hclog.Logger) *Scheduler { return &Scheduler{logger: l.Name
 // Declaration is how batch jobs behave once placed: placed by count (not
 // per node), run to completion, may be periodic or parameterized. A lost
 // allocation's node change evaluates the job so it can be replaced.
-// The reschedule, affinity and spread blocks are refused until they are
-// implemented, so a job file asking for them is told rather than silently
-// ignored; batch jobs never preempt.
+// The affinity and spread blocks are refused until they are implemented,
+// so a job file asking for them is told rather than silently ignored;
+// batch jobs never preempt. An alloc ending evaluates the job
+// (eval_on_alloc_end), so that a failure is rescheduled.
 func Declaration() *schedulerpb.JobTypeInfo {
 	return &schedulerpb.JobTypeInfo{
 		Name:             JobType,
@@ -60,10 +65,15 @@ func Declaration() *schedulerpb.JobTypeInfo {
 		DefaultRestart: &schedulerpb.RestartPolicy{
 			Attempts: 3, IntervalNs: int64(24 * time.Hour), DelayNs: int64(15 * time.Second), Mode: "fail",
 		},
+		DefaultReschedule: &schedulerpb.ReschedulePolicy{
+			Attempts: 1, IntervalNs: int64(24 * time.Hour), DelayNs: int64(5 * time.Second),
+			DelayFunction: reschedule.DelayConstant, Unlimited: false,
+		},
 		AllowPeriodic:         true,
 		AllowParameterized:    true,
 		AllowMaxRunDuration:   true,
-		RefusedBlocks:         []string{"update", "reschedule", "affinity", "spread"},
+		RefusedBlocks:         []string{"update", "affinity", "spread"},
+		EvalOnAllocEnd:        true,
 		EvalOnAllocNodeChange: true,
 	}
 }
@@ -95,7 +105,8 @@ func (s *Scheduler) Schedule(ctx context.Context, req *schedulerpb.ScheduleReque
 	resp := r.response()
 	s.logger.Debug("evaluation scheduled", "eval_id", eval.GetId(), "job_id", eval.GetJobId(),
 		"attempt", req.GetAttempt(), "placed", r.placed, "stopped", len(r.plan.GetNodeUpdate()),
-		"failed_groups", len(r.failed), "blocked", len(resp.GetBlockedEvals()))
+		"failed_groups", len(r.failed), "blocked", len(resp.GetBlockedEvals()),
+		"followup_evals", len(resp.GetFollowupEvals()))
 	return resp, nil
 }
 
@@ -104,5 +115,5 @@ var handles = map[string]bool{
 	"job-register": true, "node-update": true, "failed-follow-up": true, "job-deregister": true,
 	"rolling-update": true, "preemption": true, "deployment-watcher": true, "node-drain": true,
 	"alloc-stop": true, "queued-allocs": true, "job-scaling": true, "reconnect": true,
-	"periodic-job": true,
+	"periodic-job": true, "alloc-failure": true,
 }

@@ -25,12 +25,17 @@ func TestInfo(t *testing.T) {
 		Version: "0.1.0",
 		JobTypes: []*schedulerpb.JobTypeInfo{{
 			Name: "batch", MaxAttempts: 2, PerNode: false,
-			RunsToCompletion:      true,
-			DefaultRestart:        &schedulerpb.RestartPolicy{Attempts: 3, IntervalNs: int64(24 * time.Hour), DelayNs: int64(15 * time.Second), Mode: "fail"},
+			RunsToCompletion: true,
+			DefaultRestart:   &schedulerpb.RestartPolicy{Attempts: 3, IntervalNs: int64(24 * time.Hour), DelayNs: int64(15 * time.Second), Mode: "fail"},
+			// Nomad's batch default: one reschedule in 24h, 5s later.
+			DefaultReschedule: &schedulerpb.ReschedulePolicy{
+				Attempts: 1, IntervalNs: int64(24 * time.Hour), DelayNs: int64(5 * time.Second), DelayFunction: "constant",
+			},
 			AllowPeriodic:         true,
 			AllowParameterized:    true,
 			AllowMaxRunDuration:   true,
-			RefusedBlocks:         []string{"update", "reschedule", "affinity", "spread"},
+			RefusedBlocks:         []string{"update", "affinity", "spread"},
+			EvalOnAllocEnd:        true,
 			EvalOnAllocNodeChange: true,
 		}},
 	}
@@ -51,11 +56,19 @@ func TestConformance(t *testing.T) {
 }
 
 // TestGolden runs the scenarios in testdata; see package golden for their
-// format and -update.
+// format and -update. Every response also keeps the conformance kit's
+// invariants (the reschedule scenarios' follow-ups among them).
 func TestGolden(t *testing.T) {
 	s := New()
+	target := conformance.Target{JobType: JobType, Info: Declaration()}
 	golden.Run(t, "testdata", func(req *schedulerpb.ScheduleRequest) (*schedulerpb.ScheduleResponse, error) {
-		return s.Schedule(t.Context(), req)
+		resp, err := s.Schedule(t.Context(), req)
+		if err == nil {
+			for _, f := range conformance.Invariants(target, req, resp) {
+				t.Errorf("%s: %v", req.GetEval().GetTriggeredBy(), f)
+			}
+		}
+		return resp, err
 	})
 }
 

@@ -6,11 +6,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/drover-org/drover/sdk/proto/schedulerpb"
 	"github.com/drover-org/drover/sdk/scheduler/feasible"
 	"github.com/drover-org/drover/sdk/scheduler/nodesched"
 	"github.com/drover-org/drover/sdk/scheduler/reconcile"
+	"github.com/drover-org/drover/sdk/scheduler/reschedule"
 )
 
 // Stop descriptions, as users see them on allocations.
@@ -34,6 +36,19 @@ type group struct {
 	// updating marks the indexes whose replacement is a destructive update
 	// (annotated as such, not as a placement).
 	updating map[int]bool
+	// resched holds the failed alloc each index reschedules now.
+	resched map[int]*rescheduling
+	// later are the failed allocs due for a reschedule later.
+	later []reschedule.Pending
+}
+
+// rescheduling is a failed alloc being replaced now.
+type rescheduling struct {
+	prev  *schedulerpb.Allocation
+	delay time.Duration
+	// avoid are the nodes the lineage failed on: the replacement goes
+	// elsewhere when another node fits.
+	avoid map[string]bool
 }
 
 // run is the state of one scheduling attempt.
@@ -55,6 +70,10 @@ type run struct {
 	classElig map[string]bool
 	escaped   bool
 	placed    int
+	// now is the latest time the request proves has passed (the plugin
+	// reads no clock): what reschedule decisions are taken against.
+	now       time.Time
+	followups []*schedulerpb.FollowupEval
 }
 
 func newRun(req *schedulerpb.ScheduleRequest) *run {
@@ -70,6 +89,7 @@ func newRun(req *schedulerpb.ScheduleRequest) *run {
 		plan:      &schedulerpb.Plan{DesiredTgUpdates: map[string]*schedulerpb.DesiredUpdates{}},
 		queued:    map[string]int32{},
 		classElig: map[string]bool{},
+		now:       reschedule.LatestTime(req),
 	}
 	for _, n := range req.GetNodes() {
 		r.nodes[n.GetId()] = n
@@ -82,6 +102,7 @@ func newRun(req *schedulerpb.ScheduleRequest) *run {
 			g := &group{
 				tg: tg, chain: feasible.NewGroupChainCSI(job, tg, cache, r.csi), ask: feasible.GroupAsk(tg),
 				taken: map[int]bool{}, previous: map[int]string{}, updating: map[int]bool{},
+				resched: map[int]*rescheduling{},
 			}
 			r.groups[tg.GetName()] = g
 			r.order = append(r.order, tg.GetName())
@@ -185,11 +206,17 @@ func boolInt(b bool) int {
 }
 
 // finished handles an alloc its client has finished (complete, failed or
-// lost). Complete and failed ones of the current job (or of an older one
-// the job did not change destructively) hold their index: batch work runs
-// once. Failed allocs are not rescheduled in this version.
+// lost). Complete ones of the current job (or of an older one the job did
+// not change destructively) hold their index: batch work runs once. Failed
+// ones are rescheduled by the group's policy (see rescheduleFailed); one already
+// replaced leaves its index to the replacement.
 func (r *run) finished(a *schedulerpb.Allocation, g *group, idx int) {
 	if g == nil || idx < 0 || idx >= int(g.tg.GetCount()) || g.taken[idx] {
+		return
+	}
+	if a.GetNextAllocation() != "" {
+		// Replaced: the replacement, later in the order, holds the
+		// index; if it is gone, the index is placed afresh.
 		return
 	}
 	if a.GetClientStatus() == reconcile.ClientLost {
@@ -200,8 +227,56 @@ func (r *run) finished(a *schedulerpb.Allocation, g *group, idx int) {
 		g.previous[idx] = a.GetId()
 		return
 	}
+	if a.GetClientStatus() == reconcile.ClientFailed && !a.GetRanSuccessfully() {
+		r.rescheduleFailed(a, g, idx)
+		return
+	}
 	g.taken[idx] = true
 	r.desired(g.tg.GetName()).Ignore++
+}
+
+// rescheduleFailed decides for a failed alloc by its group's reschedule
+// policy: due now, it is replaced by this plan; due later, it holds its
+// index and is marked with the follow-up eval that will replace it; not
+// eligible, it stays failed and its index is done. An alloc already
+// marked with a follow-up eval waits for that eval unless the request shows
+// it is due (as Nomad, which reschedules it then whichever eval runs); when
+// that eval is the one running, the alloc is due (the eval was due at the
+// earliest time of its batch). The core unsets a follow-up eval that
+// finished without replacing the alloc, so it is decided afresh.
+func (r *run) rescheduleFailed(a *schedulerpb.Allocation, g *group, idx int) {
+	name := g.tg.GetName()
+	followup := a.GetFollowupEvalId()
+	due := followup != "" && followup == r.req.GetEval().GetId()
+	d := reschedule.Decide(g.tg.GetReschedulePolicy(), a, r.now)
+	if due && d.Kind == reschedule.Later {
+		d.Kind = reschedule.Now
+	}
+	if followup != "" && !due && d.Kind != reschedule.Now {
+		// Its follow-up eval will come; nothing proves it is due sooner.
+		g.taken[idx] = true
+		r.desired(name).Ignore++
+		return
+	}
+	switch d.Kind {
+	case reschedule.Now:
+		avoid := map[string]bool{a.GetNodeId(): true}
+		for _, e := range a.GetRescheduleEvents() {
+			avoid[e.GetPrevNodeId()] = true
+		}
+		g.resched[idx] = &rescheduling{prev: a, delay: d.Delay, avoid: avoid}
+		g.previous[idx] = a.GetId()
+		r.desired(name).RescheduleNow++
+	case reschedule.Later:
+		g.later = append(g.later, reschedule.Pending{AllocID: a.GetId(), At: d.At})
+		g.taken[idx] = true
+		d := r.desired(name)
+		d.Ignore++
+		d.RescheduleLater++
+	default:
+		g.taken[idx] = true
+		r.desired(name).Ignore++
+	}
 }
 
 // live handles an alloc that runs or is about to.
@@ -305,7 +380,12 @@ func (r *run) place() {
 				continue
 			}
 			allocName := reconcile.AllocName(r.job.GetId(), name, i)
-			node, metric := r.pick(g, allocName, nodes, byDC)
+			rs := g.resched[i]
+			var avoid map[string]bool
+			if rs != nil {
+				avoid = rs.avoid
+			}
+			node, metric := r.pick(g, allocName, nodes, byDC, avoid)
 			if node == nil {
 				r.fail(name, metric)
 				r.queued[name]++
@@ -314,6 +394,19 @@ func (r *run) place() {
 			p := r.newPlaced(nodesched.AllocID(r.req.GetEval().GetId(), r.req.GetAttempt(), node.GetId(), allocName), allocName, node, g)
 			p.PreviousAllocation = g.previous[i]
 			p.Metrics = metric
+			if rs != nil {
+				// The reschedule happens when it is due, or when the
+				// request shows it is later than that.
+				at := time.Unix(0, rs.prev.GetModifyTimeNs()).Add(rs.delay)
+				if r.now.After(at) {
+					at = r.now
+				}
+				// The failed alloc is left as it is: the core links it to
+				// the replacement (NextAllocation) when the placement
+				// commits, and a placement its node rejects leaves it
+				// failed and unlinked, to be rescheduled again.
+				p.RescheduleEvents = reschedule.NextEvents(g.tg.GetReschedulePolicy(), rs.prev, at, rs.delay)
+			}
 			r.plan.NodeAllocation = append(r.plan.NodeAllocation, p)
 			r.used[node.GetId()] = r.used[node.GetId()].Add(g.ask)
 			g.chain.Placed(node.GetId(), allocName)
@@ -324,16 +417,18 @@ func (r *run) place() {
 
 // pick chooses the node for one alloc of g: of the feasible nodes where
 // the group fits, the one that is fullest once it is placed (the sum of its
-// cpu and memory utilisation), ties to the lower node ID. The metric
-// describes the search; with no node chosen it explains the failure.
-func (r *run) pick(g *group, allocName string, nodes []*schedulerpb.Node, byDC map[string]int32) (*schedulerpb.Node, *schedulerpb.AllocMetric) {
+// cpu and memory utilisation), ties to the lower node ID. A node in avoid
+// (where a rescheduled alloc's lineage failed) is chosen only when no other
+// fits. The metric describes the search; with no node chosen it explains
+// the failure.
+func (r *run) pick(g *group, allocName string, nodes []*schedulerpb.Node, byDC map[string]int32, avoid map[string]bool) (*schedulerpb.Node, *schedulerpb.AllocMetric) {
 	m := &schedulerpb.AllocMetric{
 		NodesAvailable: maps.Clone(byDC),
 		NodesInPool:    int32(len(nodes)),
 		NodePool:       r.job.GetNodePool(),
 	}
-	var best *schedulerpb.Node
-	var bestScore float64
+	var best, fallback *schedulerpb.Node
+	var bestScore, fallbackScore float64
 	for _, n := range nodes {
 		m.NodesEvaluated++
 		ok, reason := g.chain.CheckAlloc(n, allocName, "")
@@ -372,9 +467,18 @@ func (r *run) pick(g *group, allocName string, nodes []*schedulerpb.Node, byDC m
 			}
 			continue
 		}
-		if s := packScore(capacity, used.Add(g.ask)); best == nil || s > bestScore {
+		s := packScore(capacity, used.Add(g.ask))
+		switch {
+		case avoid[n.GetId()]:
+			if fallback == nil || s > fallbackScore {
+				fallback, fallbackScore = n, s
+			}
+		case best == nil || s > bestScore:
 			best, bestScore = n, s
 		}
+	}
+	if best == nil {
+		best = fallback
 	}
 	return best, m
 }
@@ -418,7 +522,14 @@ func (r *run) newPlaced(id, name string, node *schedulerpb.Node, g *group) *sche
 // response assembles the answer: one blocked eval when any group failed,
 // carrying the class eligibility seen, so new capacity unblocks the job.
 func (r *run) response() *schedulerpb.ScheduleResponse {
-	resp := &schedulerpb.ScheduleResponse{Plan: r.plan, FailedTgAllocs: r.failed, QueuedAllocations: r.queued}
+	for _, name := range r.order {
+		evals, marks := reschedule.Followups(r.req.GetEval().GetId(), name, r.groups[name].later)
+		r.followups = append(r.followups, evals...)
+		r.plan.AllocFollowups = append(r.plan.AllocFollowups, marks...)
+	}
+	resp := &schedulerpb.ScheduleResponse{
+		Plan: r.plan, FailedTgAllocs: r.failed, QueuedAllocations: r.queued, FollowupEvals: r.followups,
+	}
 	if len(r.failed) > 0 {
 		resp.BlockedEvals = []*schedulerpb.BlockedEval{{
 			ClassEligibility: maps.Clone(r.classElig), EscapedComputedClass: r.escaped,

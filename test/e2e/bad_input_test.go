@@ -47,7 +47,7 @@ func TestBadJobFilesAreRefused(t *testing.T) {
 		name: "unknown job type",
 		file: "type.hcl",
 		hcl:  strings.Replace(sleeper, `"system"`, `"gpu-batch"`, 1),
-		want: []*regexp.Regexp{regexp.MustCompile(`"gpu-batch"`), regexp.MustCompile(`batch, sysbatch, system`)},
+		want: []*regexp.Regexp{regexp.MustCompile(`"gpu-batch"`), regexp.MustCompile(`batch, service, sysbatch, system`)},
 	}} {
 		// Not subtests: the agent's helpers fail the test that owns it.
 		res := a.CLI("job", "run", harness.WriteFile(t, tc.file, tc.hcl))

@@ -97,7 +97,9 @@ type JobTypeInfo struct {
 	AllowParameterized  bool `protobuf:"varint,9,opt,name=allow_parameterized,json=allowParameterized,proto3" json:"allow_parameterized,omitempty"`
 	AllowMaxRunDuration bool `protobuf:"varint,10,opt,name=allow_max_run_duration,json=allowMaxRunDuration,proto3" json:"allow_max_run_duration,omitempty"`
 	// Job file blocks that jobs of this type refuse, at job and group level:
-	// any of "affinity", "spread", "update", "reschedule", "migrate".
+	// any of "affinity", "spread", "update", "reschedule", "migrate", and
+	// "canary", which refuses only an update block asking for canaries
+	// (canary > 0).
 	RefusedBlocks []string `protobuf:"bytes,11,rep,name=refused_blocks,json=refusedBlocks,proto3" json:"refused_blocks,omitempty"`
 	// The largest count a task group may ask for; 0 means no limit.
 	MaxGroupCount int32 `protobuf:"varint,12,opt,name=max_group_count,json=maxGroupCount,proto3" json:"max_group_count,omitempty"`
@@ -116,6 +118,11 @@ type JobTypeInfo struct {
 	// evaluates that allocation's job, so the plugin can mark it lost or
 	// migrate it. eval_on_node_update implies it.
 	EvalOnAllocNodeChange bool `protobuf:"varint,18,opt,name=eval_on_alloc_node_change,json=evalOnAllocNodeChange,proto3" json:"eval_on_alloc_node_change,omitempty"`
+	// eval_on_alloc_running: an allocation starting to run on its node
+	// (pending -> running) evaluates its job again (trigger
+	// "rolling-update"), so that destructive updates and drain migrations
+	// the plugin paces (max_parallel) go on once their replacements run.
+	EvalOnAllocRunning bool `protobuf:"varint,19,opt,name=eval_on_alloc_running,json=evalOnAllocRunning,proto3" json:"eval_on_alloc_running,omitempty"`
 	// On a draining node, allocations of this type leave last, after every
 	// other allocation, and a drain with IgnoreSystemJobs leaves them.
 	DrainLast bool `protobuf:"varint,16,opt,name=drain_last,json=drainLast,proto3" json:"drain_last,omitempty"`
@@ -267,6 +274,13 @@ func (x *JobTypeInfo) GetEvalOnAllocEnd() bool {
 func (x *JobTypeInfo) GetEvalOnAllocNodeChange() bool {
 	if x != nil {
 		return x.EvalOnAllocNodeChange
+	}
+	return false
+}
+
+func (x *JobTypeInfo) GetEvalOnAllocRunning() bool {
+	if x != nil {
+		return x.EvalOnAllocRunning
 	}
 	return false
 }
@@ -562,6 +576,194 @@ func (x *Constraint) GetRTarget() string {
 	return ""
 }
 
+// An affinity block: a soft constraint. Nodes that satisfy it (the
+// operands of Constraint) score weight/100 toward placement, a negative
+// weight repels. weight is in [-100, 100] and never 0.
+type Affinity struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	LTarget       string                 `protobuf:"bytes,1,opt,name=l_target,json=lTarget,proto3" json:"l_target,omitempty"`
+	Operand       string                 `protobuf:"bytes,2,opt,name=operand,proto3" json:"operand,omitempty"`
+	RTarget       string                 `protobuf:"bytes,3,opt,name=r_target,json=rTarget,proto3" json:"r_target,omitempty"`
+	Weight        int32                  `protobuf:"varint,4,opt,name=weight,proto3" json:"weight,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Affinity) Reset() {
+	*x = Affinity{}
+	mi := &file_scheduler_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Affinity) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Affinity) ProtoMessage() {}
+
+func (x *Affinity) ProtoReflect() protoreflect.Message {
+	mi := &file_scheduler_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Affinity.ProtoReflect.Descriptor instead.
+func (*Affinity) Descriptor() ([]byte, []int) {
+	return file_scheduler_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *Affinity) GetLTarget() string {
+	if x != nil {
+		return x.LTarget
+	}
+	return ""
+}
+
+func (x *Affinity) GetOperand() string {
+	if x != nil {
+		return x.Operand
+	}
+	return ""
+}
+
+func (x *Affinity) GetRTarget() string {
+	if x != nil {
+		return x.RTarget
+	}
+	return ""
+}
+
+func (x *Affinity) GetWeight() int32 {
+	if x != nil {
+		return x.Weight
+	}
+	return 0
+}
+
+// One value of a spread and the share of the group's count it should hold.
+type SpreadTarget struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Value         string                 `protobuf:"bytes,1,opt,name=value,proto3" json:"value,omitempty"`
+	Percent       int32                  `protobuf:"varint,2,opt,name=percent,proto3" json:"percent,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SpreadTarget) Reset() {
+	*x = SpreadTarget{}
+	mi := &file_scheduler_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SpreadTarget) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SpreadTarget) ProtoMessage() {}
+
+func (x *SpreadTarget) ProtoReflect() protoreflect.Message {
+	mi := &file_scheduler_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SpreadTarget.ProtoReflect.Descriptor instead.
+func (*SpreadTarget) Descriptor() ([]byte, []int) {
+	return file_scheduler_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *SpreadTarget) GetValue() string {
+	if x != nil {
+		return x.Value
+	}
+	return ""
+}
+
+func (x *SpreadTarget) GetPercent() int32 {
+	if x != nil {
+		return x.Percent
+	}
+	return 0
+}
+
+// A spread block: allocations spread over the values of attribute (a
+// target such as "${node.datacenter}" or "${meta.rack}"), to the targets'
+// percentages, or evenly over the values seen without targets. weight is
+// in [0, 100].
+type Spread struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Attribute     string                 `protobuf:"bytes,1,opt,name=attribute,proto3" json:"attribute,omitempty"`
+	Weight        int32                  `protobuf:"varint,2,opt,name=weight,proto3" json:"weight,omitempty"`
+	Targets       []*SpreadTarget        `protobuf:"bytes,3,rep,name=targets,proto3" json:"targets,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Spread) Reset() {
+	*x = Spread{}
+	mi := &file_scheduler_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Spread) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Spread) ProtoMessage() {}
+
+func (x *Spread) ProtoReflect() protoreflect.Message {
+	mi := &file_scheduler_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Spread.ProtoReflect.Descriptor instead.
+func (*Spread) Descriptor() ([]byte, []int) {
+	return file_scheduler_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *Spread) GetAttribute() string {
+	if x != nil {
+		return x.Attribute
+	}
+	return ""
+}
+
+func (x *Spread) GetWeight() int32 {
+	if x != nil {
+		return x.Weight
+	}
+	return 0
+}
+
+func (x *Spread) GetTargets() []*SpreadTarget {
+	if x != nil {
+		return x.Targets
+	}
+	return nil
+}
+
 // Resources in Nomad's units: CPU in MHz, memory and disk in MB.
 type Resources struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -576,7 +778,7 @@ type Resources struct {
 
 func (x *Resources) Reset() {
 	*x = Resources{}
-	mi := &file_scheduler_proto_msgTypes[6]
+	mi := &file_scheduler_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -588,7 +790,7 @@ func (x *Resources) String() string {
 func (*Resources) ProtoMessage() {}
 
 func (x *Resources) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[6]
+	mi := &file_scheduler_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -601,7 +803,7 @@ func (x *Resources) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resources.ProtoReflect.Descriptor instead.
 func (*Resources) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{6}
+	return file_scheduler_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Resources) GetCpu() int64 {
@@ -653,13 +855,14 @@ type Task struct {
 	Constraints         []*Constraint     `protobuf:"bytes,8,rep,name=constraints,proto3" json:"constraints,omitempty"`
 	DispatchPayloadFile string            `protobuf:"bytes,9,opt,name=dispatch_payload_file,json=dispatchPayloadFile,proto3" json:"dispatch_payload_file,omitempty"`
 	LifecycleHook       string            `protobuf:"bytes,10,opt,name=lifecycle_hook,json=lifecycleHook,proto3" json:"lifecycle_hook,omitempty"`
+	Affinities          []*Affinity       `protobuf:"bytes,11,rep,name=affinities,proto3" json:"affinities,omitempty"`
 	unknownFields       protoimpl.UnknownFields
 	sizeCache           protoimpl.SizeCache
 }
 
 func (x *Task) Reset() {
 	*x = Task{}
-	mi := &file_scheduler_proto_msgTypes[7]
+	mi := &file_scheduler_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -671,7 +874,7 @@ func (x *Task) String() string {
 func (*Task) ProtoMessage() {}
 
 func (x *Task) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[7]
+	mi := &file_scheduler_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -684,7 +887,7 @@ func (x *Task) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Task.ProtoReflect.Descriptor instead.
 func (*Task) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{7}
+	return file_scheduler_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Task) GetName() string {
@@ -757,6 +960,13 @@ func (x *Task) GetLifecycleHook() string {
 	return ""
 }
 
+func (x *Task) GetAffinities() []*Affinity {
+	if x != nil {
+		return x.Affinities
+	}
+	return nil
+}
+
 type TaskGroup struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
 	Name            string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -768,14 +978,23 @@ type TaskGroup struct {
 	// update.max_parallel of the group (0 = unset).
 	UpdateMaxParallel int32 `protobuf:"varint,7,opt,name=update_max_parallel,json=updateMaxParallel,proto3" json:"update_max_parallel,omitempty"`
 	// The group's volume blocks, sorted by name.
-	Volumes       []*VolumeRequest `protobuf:"bytes,8,rep,name=volumes,proto3" json:"volumes,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Volumes []*VolumeRequest `protobuf:"bytes,8,rep,name=volumes,proto3" json:"volumes,omitempty"`
+	// The group's reschedule policy (the job type's default when the group
+	// sets none); unset: failed allocations of the group are not
+	// rescheduled.
+	ReschedulePolicy *ReschedulePolicy `protobuf:"bytes,9,opt,name=reschedule_policy,json=reschedulePolicy,proto3" json:"reschedule_policy,omitempty"`
+	Affinities       []*Affinity       `protobuf:"bytes,10,rep,name=affinities,proto3" json:"affinities,omitempty"`
+	Spreads          []*Spread         `protobuf:"bytes,11,rep,name=spreads,proto3" json:"spreads,omitempty"`
+	// migrate.max_parallel of the group (0 = unset): how many of its
+	// allocations may migrate off draining nodes at once.
+	MigrateMaxParallel int32 `protobuf:"varint,12,opt,name=migrate_max_parallel,json=migrateMaxParallel,proto3" json:"migrate_max_parallel,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *TaskGroup) Reset() {
 	*x = TaskGroup{}
-	mi := &file_scheduler_proto_msgTypes[8]
+	mi := &file_scheduler_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -787,7 +1006,7 @@ func (x *TaskGroup) String() string {
 func (*TaskGroup) ProtoMessage() {}
 
 func (x *TaskGroup) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[8]
+	mi := &file_scheduler_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -800,7 +1019,7 @@ func (x *TaskGroup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskGroup.ProtoReflect.Descriptor instead.
 func (*TaskGroup) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{8}
+	return file_scheduler_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *TaskGroup) GetName() string {
@@ -859,6 +1078,34 @@ func (x *TaskGroup) GetVolumes() []*VolumeRequest {
 	return nil
 }
 
+func (x *TaskGroup) GetReschedulePolicy() *ReschedulePolicy {
+	if x != nil {
+		return x.ReschedulePolicy
+	}
+	return nil
+}
+
+func (x *TaskGroup) GetAffinities() []*Affinity {
+	if x != nil {
+		return x.Affinities
+	}
+	return nil
+}
+
+func (x *TaskGroup) GetSpreads() []*Spread {
+	if x != nil {
+		return x.Spreads
+	}
+	return nil
+}
+
+func (x *TaskGroup) GetMigrateMaxParallel() int32 {
+	if x != nil {
+		return x.MigrateMaxParallel
+	}
+	return 0
+}
+
 // A group's `volume` block.
 type VolumeRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -877,7 +1124,7 @@ type VolumeRequest struct {
 
 func (x *VolumeRequest) Reset() {
 	*x = VolumeRequest{}
-	mi := &file_scheduler_proto_msgTypes[9]
+	mi := &file_scheduler_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -889,7 +1136,7 @@ func (x *VolumeRequest) String() string {
 func (*VolumeRequest) ProtoMessage() {}
 
 func (x *VolumeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[9]
+	mi := &file_scheduler_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -902,7 +1149,7 @@ func (x *VolumeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VolumeRequest.ProtoReflect.Descriptor instead.
 func (*VolumeRequest) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{9}
+	return file_scheduler_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *VolumeRequest) GetName() string {
@@ -970,16 +1217,18 @@ type Job struct {
 	JobModifyIndex uint64                 `protobuf:"varint,12,opt,name=job_modify_index,json=jobModifyIndex,proto3" json:"job_modify_index,omitempty"`
 	Version        uint64                 `protobuf:"varint,13,opt,name=version,proto3" json:"version,omitempty"`
 	// update.max_parallel of the job (0 = unset).
-	UpdateMaxParallel int32  `protobuf:"varint,14,opt,name=update_max_parallel,json=updateMaxParallel,proto3" json:"update_max_parallel,omitempty"`
-	AllAtOnce         bool   `protobuf:"varint,15,opt,name=all_at_once,json=allAtOnce,proto3" json:"all_at_once,omitempty"`
-	ParentId          string `protobuf:"bytes,16,opt,name=parent_id,json=parentId,proto3" json:"parent_id,omitempty"`
+	UpdateMaxParallel int32       `protobuf:"varint,14,opt,name=update_max_parallel,json=updateMaxParallel,proto3" json:"update_max_parallel,omitempty"`
+	AllAtOnce         bool        `protobuf:"varint,15,opt,name=all_at_once,json=allAtOnce,proto3" json:"all_at_once,omitempty"`
+	ParentId          string      `protobuf:"bytes,16,opt,name=parent_id,json=parentId,proto3" json:"parent_id,omitempty"`
+	Affinities        []*Affinity `protobuf:"bytes,17,rep,name=affinities,proto3" json:"affinities,omitempty"`
+	Spreads           []*Spread   `protobuf:"bytes,18,rep,name=spreads,proto3" json:"spreads,omitempty"`
 	unknownFields     protoimpl.UnknownFields
 	sizeCache         protoimpl.SizeCache
 }
 
 func (x *Job) Reset() {
 	*x = Job{}
-	mi := &file_scheduler_proto_msgTypes[10]
+	mi := &file_scheduler_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -991,7 +1240,7 @@ func (x *Job) String() string {
 func (*Job) ProtoMessage() {}
 
 func (x *Job) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[10]
+	mi := &file_scheduler_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1004,7 +1253,7 @@ func (x *Job) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Job.ProtoReflect.Descriptor instead.
 func (*Job) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{10}
+	return file_scheduler_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Job) GetId() string {
@@ -1119,6 +1368,20 @@ func (x *Job) GetParentId() string {
 	return ""
 }
 
+func (x *Job) GetAffinities() []*Affinity {
+	if x != nil {
+		return x.Affinities
+	}
+	return nil
+}
+
+func (x *Job) GetSpreads() []*Spread {
+	if x != nil {
+		return x.Spreads
+	}
+	return nil
+}
+
 // A compact node record.
 type Node struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1155,7 +1418,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_scheduler_proto_msgTypes[11]
+	mi := &file_scheduler_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1167,7 +1430,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[11]
+	mi := &file_scheduler_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1180,7 +1443,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{11}
+	return file_scheduler_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Node) GetId() string {
@@ -1312,7 +1575,7 @@ type CSINodePlugin struct {
 
 func (x *CSINodePlugin) Reset() {
 	*x = CSINodePlugin{}
-	mi := &file_scheduler_proto_msgTypes[12]
+	mi := &file_scheduler_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1324,7 +1587,7 @@ func (x *CSINodePlugin) String() string {
 func (*CSINodePlugin) ProtoMessage() {}
 
 func (x *CSINodePlugin) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[12]
+	mi := &file_scheduler_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1337,7 +1600,7 @@ func (x *CSINodePlugin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CSINodePlugin.ProtoReflect.Descriptor instead.
 func (*CSINodePlugin) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{12}
+	return file_scheduler_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CSINodePlugin) GetPluginId() string {
@@ -1385,7 +1648,7 @@ type CSITopology struct {
 
 func (x *CSITopology) Reset() {
 	*x = CSITopology{}
-	mi := &file_scheduler_proto_msgTypes[13]
+	mi := &file_scheduler_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1397,7 +1660,7 @@ func (x *CSITopology) String() string {
 func (*CSITopology) ProtoMessage() {}
 
 func (x *CSITopology) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[13]
+	mi := &file_scheduler_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1410,7 +1673,7 @@ func (x *CSITopology) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CSITopology.ProtoReflect.Descriptor instead.
 func (*CSITopology) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{13}
+	return file_scheduler_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CSITopology) GetSegments() map[string]string {
@@ -1434,7 +1697,7 @@ type CSIVolumeClaim struct {
 
 func (x *CSIVolumeClaim) Reset() {
 	*x = CSIVolumeClaim{}
-	mi := &file_scheduler_proto_msgTypes[14]
+	mi := &file_scheduler_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1446,7 +1709,7 @@ func (x *CSIVolumeClaim) String() string {
 func (*CSIVolumeClaim) ProtoMessage() {}
 
 func (x *CSIVolumeClaim) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[14]
+	mi := &file_scheduler_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1459,7 +1722,7 @@ func (x *CSIVolumeClaim) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CSIVolumeClaim.ProtoReflect.Descriptor instead.
 func (*CSIVolumeClaim) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{14}
+	return file_scheduler_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CSIVolumeClaim) GetAllocId() string {
@@ -1516,7 +1779,7 @@ type CSIVolume struct {
 
 func (x *CSIVolume) Reset() {
 	*x = CSIVolume{}
-	mi := &file_scheduler_proto_msgTypes[15]
+	mi := &file_scheduler_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1528,7 +1791,7 @@ func (x *CSIVolume) String() string {
 func (*CSIVolume) ProtoMessage() {}
 
 func (x *CSIVolume) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[15]
+	mi := &file_scheduler_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1541,7 +1804,7 @@ func (x *CSIVolume) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CSIVolume.ProtoReflect.Descriptor instead.
 func (*CSIVolume) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{15}
+	return file_scheduler_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CSIVolume) GetNamespace() string {
@@ -1657,7 +1920,7 @@ type NodeAlloc struct {
 
 func (x *NodeAlloc) Reset() {
 	*x = NodeAlloc{}
-	mi := &file_scheduler_proto_msgTypes[16]
+	mi := &file_scheduler_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1669,7 +1932,7 @@ func (x *NodeAlloc) String() string {
 func (*NodeAlloc) ProtoMessage() {}
 
 func (x *NodeAlloc) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[16]
+	mi := &file_scheduler_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1682,7 +1945,7 @@ func (x *NodeAlloc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeAlloc.ProtoReflect.Descriptor instead.
 func (*NodeAlloc) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{16}
+	return file_scheduler_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *NodeAlloc) GetId() string {
@@ -1753,13 +2016,26 @@ type Allocation struct {
 	ModifyIndex     uint64     `protobuf:"varint,15,opt,name=modify_index,json=modifyIndex,proto3" json:"modify_index,omitempty"`
 	EvalId          string     `protobuf:"bytes,16,opt,name=eval_id,json=evalId,proto3" json:"eval_id,omitempty"`
 	NodeName        string     `protobuf:"bytes,17,opt,name=node_name,json=nodeName,proto3" json:"node_name,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The reschedule tracker: one event per earlier reschedule of this
+	// allocation's lineage, oldest first.
+	RescheduleEvents []*RescheduleEvent `protobuf:"bytes,18,rep,name=reschedule_events,json=rescheduleEvents,proto3" json:"reschedule_events,omitempty"`
+	// The delayed eval that will replace this (failed) allocation. Unset once
+	// that eval finished (unless it is the eval being scheduled): it will
+	// not replace the alloc any more, so decide for it afresh.
+	FollowupEvalId string `protobuf:"bytes,19,opt,name=followup_eval_id,json=followupEvalId,proto3" json:"followup_eval_id,omitempty"`
+	// When the client last changed the alloc (Unix ns): for a failed alloc,
+	// when it failed (the latest task finish time the core has, else the
+	// alloc's modify time).
+	ModifyTimeNs int64 `protobuf:"varint,20,opt,name=modify_time_ns,json=modifyTimeNs,proto3" json:"modify_time_ns,omitempty"`
+	// The allocation that replaced this one.
+	NextAllocation string `protobuf:"bytes,21,opt,name=next_allocation,json=nextAllocation,proto3" json:"next_allocation,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Allocation) Reset() {
 	*x = Allocation{}
-	mi := &file_scheduler_proto_msgTypes[17]
+	mi := &file_scheduler_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1771,7 +2047,7 @@ func (x *Allocation) String() string {
 func (*Allocation) ProtoMessage() {}
 
 func (x *Allocation) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[17]
+	mi := &file_scheduler_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1784,7 +2060,7 @@ func (x *Allocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Allocation.ProtoReflect.Descriptor instead.
 func (*Allocation) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{17}
+	return file_scheduler_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Allocation) GetId() string {
@@ -1906,6 +2182,104 @@ func (x *Allocation) GetNodeName() string {
 	return ""
 }
 
+func (x *Allocation) GetRescheduleEvents() []*RescheduleEvent {
+	if x != nil {
+		return x.RescheduleEvents
+	}
+	return nil
+}
+
+func (x *Allocation) GetFollowupEvalId() string {
+	if x != nil {
+		return x.FollowupEvalId
+	}
+	return ""
+}
+
+func (x *Allocation) GetModifyTimeNs() int64 {
+	if x != nil {
+		return x.ModifyTimeNs
+	}
+	return 0
+}
+
+func (x *Allocation) GetNextAllocation() string {
+	if x != nil {
+		return x.NextAllocation
+	}
+	return ""
+}
+
+// One reschedule of an allocation: when it happened, the allocation it
+// replaced and the delay waited before it.
+type RescheduleEvent struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	RescheduleTimeNs int64                  `protobuf:"varint,1,opt,name=reschedule_time_ns,json=rescheduleTimeNs,proto3" json:"reschedule_time_ns,omitempty"`
+	PrevAllocId      string                 `protobuf:"bytes,2,opt,name=prev_alloc_id,json=prevAllocId,proto3" json:"prev_alloc_id,omitempty"`
+	PrevNodeId       string                 `protobuf:"bytes,3,opt,name=prev_node_id,json=prevNodeId,proto3" json:"prev_node_id,omitempty"`
+	DelayNs          int64                  `protobuf:"varint,4,opt,name=delay_ns,json=delayNs,proto3" json:"delay_ns,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *RescheduleEvent) Reset() {
+	*x = RescheduleEvent{}
+	mi := &file_scheduler_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RescheduleEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RescheduleEvent) ProtoMessage() {}
+
+func (x *RescheduleEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_scheduler_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RescheduleEvent.ProtoReflect.Descriptor instead.
+func (*RescheduleEvent) Descriptor() ([]byte, []int) {
+	return file_scheduler_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *RescheduleEvent) GetRescheduleTimeNs() int64 {
+	if x != nil {
+		return x.RescheduleTimeNs
+	}
+	return 0
+}
+
+func (x *RescheduleEvent) GetPrevAllocId() string {
+	if x != nil {
+		return x.PrevAllocId
+	}
+	return ""
+}
+
+func (x *RescheduleEvent) GetPrevNodeId() string {
+	if x != nil {
+		return x.PrevNodeId
+	}
+	return ""
+}
+
+func (x *RescheduleEvent) GetDelayNs() int64 {
+	if x != nil {
+		return x.DelayNs
+	}
+	return 0
+}
+
 type Evaluation struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	Id             string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -1925,7 +2299,7 @@ type Evaluation struct {
 
 func (x *Evaluation) Reset() {
 	*x = Evaluation{}
-	mi := &file_scheduler_proto_msgTypes[18]
+	mi := &file_scheduler_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1937,7 +2311,7 @@ func (x *Evaluation) String() string {
 func (*Evaluation) ProtoMessage() {}
 
 func (x *Evaluation) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[18]
+	mi := &file_scheduler_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1950,7 +2324,7 @@ func (x *Evaluation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Evaluation.ProtoReflect.Descriptor instead.
 func (*Evaluation) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{18}
+	return file_scheduler_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Evaluation) GetId() string {
@@ -2042,7 +2416,7 @@ type SchedulerConfig struct {
 
 func (x *SchedulerConfig) Reset() {
 	*x = SchedulerConfig{}
-	mi := &file_scheduler_proto_msgTypes[19]
+	mi := &file_scheduler_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2054,7 +2428,7 @@ func (x *SchedulerConfig) String() string {
 func (*SchedulerConfig) ProtoMessage() {}
 
 func (x *SchedulerConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[19]
+	mi := &file_scheduler_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2067,7 +2441,7 @@ func (x *SchedulerConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchedulerConfig.ProtoReflect.Descriptor instead.
 func (*SchedulerConfig) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{19}
+	return file_scheduler_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *SchedulerConfig) GetPreemptionSystem() bool {
@@ -2128,7 +2502,7 @@ type ScheduleRequest struct {
 
 func (x *ScheduleRequest) Reset() {
 	*x = ScheduleRequest{}
-	mi := &file_scheduler_proto_msgTypes[20]
+	mi := &file_scheduler_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2140,7 +2514,7 @@ func (x *ScheduleRequest) String() string {
 func (*ScheduleRequest) ProtoMessage() {}
 
 func (x *ScheduleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[20]
+	mi := &file_scheduler_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2153,7 +2527,7 @@ func (x *ScheduleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleRequest.ProtoReflect.Descriptor instead.
 func (*ScheduleRequest) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{20}
+	return file_scheduler_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ScheduleRequest) GetEval() *Evaluation {
@@ -2240,7 +2614,7 @@ type AllocMetric struct {
 
 func (x *AllocMetric) Reset() {
 	*x = AllocMetric{}
-	mi := &file_scheduler_proto_msgTypes[21]
+	mi := &file_scheduler_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2252,7 +2626,7 @@ func (x *AllocMetric) String() string {
 func (*AllocMetric) ProtoMessage() {}
 
 func (x *AllocMetric) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[21]
+	mi := &file_scheduler_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2265,7 +2639,7 @@ func (x *AllocMetric) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocMetric.ProtoReflect.Descriptor instead.
 func (*AllocMetric) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{21}
+	return file_scheduler_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *AllocMetric) GetNodesEvaluated() int32 {
@@ -2379,7 +2753,7 @@ type DesiredUpdates struct {
 
 func (x *DesiredUpdates) Reset() {
 	*x = DesiredUpdates{}
-	mi := &file_scheduler_proto_msgTypes[22]
+	mi := &file_scheduler_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2391,7 +2765,7 @@ func (x *DesiredUpdates) String() string {
 func (*DesiredUpdates) ProtoMessage() {}
 
 func (x *DesiredUpdates) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[22]
+	mi := &file_scheduler_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2404,7 +2778,7 @@ func (x *DesiredUpdates) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DesiredUpdates.ProtoReflect.Descriptor instead.
 func (*DesiredUpdates) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{22}
+	return file_scheduler_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *DesiredUpdates) GetIgnore() uint64 {
@@ -2506,7 +2880,7 @@ type AllocStop struct {
 
 func (x *AllocStop) Reset() {
 	*x = AllocStop{}
-	mi := &file_scheduler_proto_msgTypes[23]
+	mi := &file_scheduler_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2518,7 +2892,7 @@ func (x *AllocStop) String() string {
 func (*AllocStop) ProtoMessage() {}
 
 func (x *AllocStop) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[23]
+	mi := &file_scheduler_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2531,7 +2905,7 @@ func (x *AllocStop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocStop.ProtoReflect.Descriptor instead.
 func (*AllocStop) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{23}
+	return file_scheduler_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *AllocStop) GetAllocId() string {
@@ -2586,14 +2960,17 @@ type PlacedAlloc struct {
 	// True when this updates an existing allocation in place.
 	InPlace bool `protobuf:"varint,11,opt,name=in_place,json=inPlace,proto3" json:"in_place,omitempty"`
 	// Optional client status to set (e.g. "unknown" for disconnecting allocs).
-	ClientStatus  string `protobuf:"bytes,12,opt,name=client_status,json=clientStatus,proto3" json:"client_status,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ClientStatus string `protobuf:"bytes,12,opt,name=client_status,json=clientStatus,proto3" json:"client_status,omitempty"`
+	// The new alloc's reschedule tracker when it reschedules
+	// previous_allocation: the previous one's events plus this reschedule.
+	RescheduleEvents []*RescheduleEvent `protobuf:"bytes,13,rep,name=reschedule_events,json=rescheduleEvents,proto3" json:"reschedule_events,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *PlacedAlloc) Reset() {
 	*x = PlacedAlloc{}
-	mi := &file_scheduler_proto_msgTypes[24]
+	mi := &file_scheduler_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2605,7 +2982,7 @@ func (x *PlacedAlloc) String() string {
 func (*PlacedAlloc) ProtoMessage() {}
 
 func (x *PlacedAlloc) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[24]
+	mi := &file_scheduler_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2618,7 +2995,7 @@ func (x *PlacedAlloc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlacedAlloc.ProtoReflect.Descriptor instead.
 func (*PlacedAlloc) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{24}
+	return file_scheduler_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *PlacedAlloc) GetId() string {
@@ -2705,6 +3082,13 @@ func (x *PlacedAlloc) GetClientStatus() string {
 	return ""
 }
 
+func (x *PlacedAlloc) GetRescheduleEvents() []*RescheduleEvent {
+	if x != nil {
+		return x.RescheduleEvents
+	}
+	return nil
+}
+
 type Preemption struct {
 	state                 protoimpl.MessageState `protogen:"open.v1"`
 	AllocId               string                 `protobuf:"bytes,1,opt,name=alloc_id,json=allocId,proto3" json:"alloc_id,omitempty"`
@@ -2718,7 +3102,7 @@ type Preemption struct {
 
 func (x *Preemption) Reset() {
 	*x = Preemption{}
-	mi := &file_scheduler_proto_msgTypes[25]
+	mi := &file_scheduler_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2730,7 +3114,7 @@ func (x *Preemption) String() string {
 func (*Preemption) ProtoMessage() {}
 
 func (x *Preemption) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[25]
+	mi := &file_scheduler_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2743,7 +3127,7 @@ func (x *Preemption) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Preemption.ProtoReflect.Descriptor instead.
 func (*Preemption) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{25}
+	return file_scheduler_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Preemption) GetAllocId() string {
@@ -2791,13 +3175,16 @@ type Plan struct {
 	// scheduler places thousands of allocs with one identical metric; sending
 	// it once keeps the response small.
 	PlacementMetric *AllocMetric `protobuf:"bytes,5,opt,name=placement_metric,json=placementMetric,proto3" json:"placement_metric,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Failed allocations to mark with the delayed eval that will replace
+	// them. Nothing else of the alloc changes (desired status stays).
+	AllocFollowups []*AllocFollowup `protobuf:"bytes,6,rep,name=alloc_followups,json=allocFollowups,proto3" json:"alloc_followups,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Plan) Reset() {
 	*x = Plan{}
-	mi := &file_scheduler_proto_msgTypes[26]
+	mi := &file_scheduler_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2809,7 +3196,7 @@ func (x *Plan) String() string {
 func (*Plan) ProtoMessage() {}
 
 func (x *Plan) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[26]
+	mi := &file_scheduler_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2822,7 +3209,7 @@ func (x *Plan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Plan.ProtoReflect.Descriptor instead.
 func (*Plan) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{26}
+	return file_scheduler_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Plan) GetNodeUpdate() []*AllocStop {
@@ -2860,6 +3247,67 @@ func (x *Plan) GetPlacementMetric() *AllocMetric {
 	return nil
 }
 
+func (x *Plan) GetAllocFollowups() []*AllocFollowup {
+	if x != nil {
+		return x.AllocFollowups
+	}
+	return nil
+}
+
+// Marks an alloc with the follow-up eval that will reschedule it.
+type AllocFollowup struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	AllocId string                 `protobuf:"bytes,1,opt,name=alloc_id,json=allocId,proto3" json:"alloc_id,omitempty"`
+	// One of ScheduleResponse.followup_evals.
+	FollowupEvalId string `protobuf:"bytes,2,opt,name=followup_eval_id,json=followupEvalId,proto3" json:"followup_eval_id,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *AllocFollowup) Reset() {
+	*x = AllocFollowup{}
+	mi := &file_scheduler_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AllocFollowup) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AllocFollowup) ProtoMessage() {}
+
+func (x *AllocFollowup) ProtoReflect() protoreflect.Message {
+	mi := &file_scheduler_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AllocFollowup.ProtoReflect.Descriptor instead.
+func (*AllocFollowup) Descriptor() ([]byte, []int) {
+	return file_scheduler_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *AllocFollowup) GetAllocId() string {
+	if x != nil {
+		return x.AllocId
+	}
+	return ""
+}
+
+func (x *AllocFollowup) GetFollowupEvalId() string {
+	if x != nil {
+		return x.FollowupEvalId
+	}
+	return ""
+}
+
 // A blocked eval to create: the core fills in ID, job, priority and links.
 type BlockedEval struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2873,7 +3321,7 @@ type BlockedEval struct {
 
 func (x *BlockedEval) Reset() {
 	*x = BlockedEval{}
-	mi := &file_scheduler_proto_msgTypes[27]
+	mi := &file_scheduler_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2885,7 +3333,7 @@ func (x *BlockedEval) String() string {
 func (*BlockedEval) ProtoMessage() {}
 
 func (x *BlockedEval) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[27]
+	mi := &file_scheduler_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2898,7 +3346,7 @@ func (x *BlockedEval) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlockedEval.ProtoReflect.Descriptor instead.
 func (*BlockedEval) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{27}
+	return file_scheduler_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *BlockedEval) GetNodeId() string {
@@ -2934,13 +3382,19 @@ type ScheduleResponse struct {
 	// subtracts what the committed plan actually placed.
 	QueuedAllocations map[string]int32 `protobuf:"bytes,5,rep,name=queued_allocations,json=queuedAllocations,proto3" json:"queued_allocations,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
 	BlockedEvals      []*BlockedEval   `protobuf:"bytes,6,rep,name=blocked_evals,json=blockedEvals,proto3" json:"blocked_evals,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Delayed evals to create with the plan, in the same Raft entry: the core
+	// gives each the eval's job, namespace, priority and type, trigger
+	// "alloc-failure", status pending and wait_until. The ID is the plugin's
+	// (a UUID derived from the eval, so a retried attempt names the same
+	// eval); the core creates an eval whose ID already exists only once.
+	FollowupEvals []*FollowupEval `protobuf:"bytes,7,rep,name=followup_evals,json=followupEvals,proto3" json:"followup_evals,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ScheduleResponse) Reset() {
 	*x = ScheduleResponse{}
-	mi := &file_scheduler_proto_msgTypes[28]
+	mi := &file_scheduler_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2952,7 +3406,7 @@ func (x *ScheduleResponse) String() string {
 func (*ScheduleResponse) ProtoMessage() {}
 
 func (x *ScheduleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[28]
+	mi := &file_scheduler_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2965,7 +3419,7 @@ func (x *ScheduleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleResponse.ProtoReflect.Descriptor instead.
 func (*ScheduleResponse) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{28}
+	return file_scheduler_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ScheduleResponse) GetStatus() string {
@@ -3010,12 +3464,73 @@ func (x *ScheduleResponse) GetBlockedEvals() []*BlockedEval {
 	return nil
 }
 
+func (x *ScheduleResponse) GetFollowupEvals() []*FollowupEval {
+	if x != nil {
+		return x.FollowupEvals
+	}
+	return nil
+}
+
+// A delayed eval that reschedules failed allocations when it is due.
+type FollowupEval struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Unix ns before which the eval is not scheduled.
+	WaitUntilNs   int64 `protobuf:"varint,2,opt,name=wait_until_ns,json=waitUntilNs,proto3" json:"wait_until_ns,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FollowupEval) Reset() {
+	*x = FollowupEval{}
+	mi := &file_scheduler_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FollowupEval) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FollowupEval) ProtoMessage() {}
+
+func (x *FollowupEval) ProtoReflect() protoreflect.Message {
+	mi := &file_scheduler_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FollowupEval.ProtoReflect.Descriptor instead.
+func (*FollowupEval) Descriptor() ([]byte, []int) {
+	return file_scheduler_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *FollowupEval) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *FollowupEval) GetWaitUntilNs() int64 {
+	if x != nil {
+		return x.WaitUntilNs
+	}
+	return 0
+}
+
 var File_scheduler_proto protoreflect.FileDescriptor
 
 const file_scheduler_proto_rawDesc = "" +
 	"\n" +
 	"\x0fscheduler.proto\x12\x13drover.scheduler.v1\"\r\n" +
-	"\vInfoRequest\"\xcb\x06\n" +
+	"\vInfoRequest\"\xfe\x06\n" +
 	"\vJobTypeInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
 	"\fmax_attempts\x18\x02 \x01(\x05R\vmaxAttempts\x12\x19\n" +
@@ -3033,7 +3548,8 @@ const file_scheduler_proto_rawDesc = "" +
 	"\x13eval_on_node_update\x18\r \x01(\bR\x10evalOnNodeUpdate\x12)\n" +
 	"\x11eval_on_node_join\x18\x0e \x01(\bR\x0eevalOnNodeJoin\x12)\n" +
 	"\x11eval_on_alloc_end\x18\x0f \x01(\bR\x0eevalOnAllocEnd\x128\n" +
-	"\x19eval_on_alloc_node_change\x18\x12 \x01(\bR\x15evalOnAllocNodeChange\x12\x1d\n" +
+	"\x19eval_on_alloc_node_change\x18\x12 \x01(\bR\x15evalOnAllocNodeChange\x121\n" +
+	"\x15eval_on_alloc_running\x18\x13 \x01(\bR\x12evalOnAllocRunning\x12\x1d\n" +
 	"\n" +
 	"drain_last\x18\x10 \x01(\bR\tdrainLast\x12+\n" +
 	"\x11preemption_switch\x18\x11 \x01(\tR\x10preemptionSwitch\"{\n" +
@@ -3060,13 +3576,25 @@ const file_scheduler_proto_rawDesc = "" +
 	"Constraint\x12\x19\n" +
 	"\bl_target\x18\x01 \x01(\tR\alTarget\x12\x18\n" +
 	"\aoperand\x18\x02 \x01(\tR\aoperand\x12\x19\n" +
-	"\br_target\x18\x03 \x01(\tR\arTarget\"\x8d\x01\n" +
+	"\br_target\x18\x03 \x01(\tR\arTarget\"r\n" +
+	"\bAffinity\x12\x19\n" +
+	"\bl_target\x18\x01 \x01(\tR\alTarget\x12\x18\n" +
+	"\aoperand\x18\x02 \x01(\tR\aoperand\x12\x19\n" +
+	"\br_target\x18\x03 \x01(\tR\arTarget\x12\x16\n" +
+	"\x06weight\x18\x04 \x01(\x05R\x06weight\">\n" +
+	"\fSpreadTarget\x12\x14\n" +
+	"\x05value\x18\x01 \x01(\tR\x05value\x12\x18\n" +
+	"\apercent\x18\x02 \x01(\x05R\apercent\"{\n" +
+	"\x06Spread\x12\x1c\n" +
+	"\tattribute\x18\x01 \x01(\tR\tattribute\x12\x16\n" +
+	"\x06weight\x18\x02 \x01(\x05R\x06weight\x12;\n" +
+	"\atargets\x18\x03 \x03(\v2!.drover.scheduler.v1.SpreadTargetR\atargets\"\x8d\x01\n" +
 	"\tResources\x12\x10\n" +
 	"\x03cpu\x18\x01 \x01(\x03R\x03cpu\x12\x1b\n" +
 	"\tmemory_mb\x18\x02 \x01(\x03R\bmemoryMb\x12\"\n" +
 	"\rmemory_max_mb\x18\x03 \x01(\x03R\vmemoryMaxMb\x12\x17\n" +
 	"\adisk_mb\x18\x04 \x01(\x03R\x06diskMb\x12\x14\n" +
-	"\x05cores\x18\x05 \x01(\x03R\x05cores\"\xa3\x04\n" +
+	"\x05cores\x18\x05 \x01(\x03R\x05cores\"\xe2\x04\n" +
 	"\x04Task\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06driver\x18\x02 \x01(\tR\x06driver\x12\x12\n" +
@@ -3079,13 +3607,16 @@ const file_scheduler_proto_rawDesc = "" +
 	"\vconstraints\x18\b \x03(\v2\x1f.drover.scheduler.v1.ConstraintR\vconstraints\x122\n" +
 	"\x15dispatch_payload_file\x18\t \x01(\tR\x13dispatchPayloadFile\x12%\n" +
 	"\x0elifecycle_hook\x18\n" +
-	" \x01(\tR\rlifecycleHook\x1a6\n" +
+	" \x01(\tR\rlifecycleHook\x12=\n" +
+	"\n" +
+	"affinities\x18\v \x03(\v2\x1d.drover.scheduler.v1.AffinityR\n" +
+	"affinities\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a7\n" +
 	"\tMetaEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xba\x03\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb6\x05\n" +
 	"\tTaskGroup\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\x05R\x05count\x12A\n" +
@@ -3094,7 +3625,14 @@ const file_scheduler_proto_rawDesc = "" +
 	"\x04meta\x18\x05 \x03(\v2(.drover.scheduler.v1.TaskGroup.MetaEntryR\x04meta\x12*\n" +
 	"\x11ephemeral_disk_mb\x18\x06 \x01(\x03R\x0fephemeralDiskMb\x12.\n" +
 	"\x13update_max_parallel\x18\a \x01(\x05R\x11updateMaxParallel\x12<\n" +
-	"\avolumes\x18\b \x03(\v2\".drover.scheduler.v1.VolumeRequestR\avolumes\x1a7\n" +
+	"\avolumes\x18\b \x03(\v2\".drover.scheduler.v1.VolumeRequestR\avolumes\x12R\n" +
+	"\x11reschedule_policy\x18\t \x01(\v2%.drover.scheduler.v1.ReschedulePolicyR\x10reschedulePolicy\x12=\n" +
+	"\n" +
+	"affinities\x18\n" +
+	" \x03(\v2\x1d.drover.scheduler.v1.AffinityR\n" +
+	"affinities\x125\n" +
+	"\aspreads\x18\v \x03(\v2\x1b.drover.scheduler.v1.SpreadR\aspreads\x120\n" +
+	"\x14migrate_max_parallel\x18\f \x01(\x05R\x12migrateMaxParallel\x1a7\n" +
 	"\tMetaEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd3\x01\n" +
@@ -3106,7 +3644,7 @@ const file_scheduler_proto_rawDesc = "" +
 	"\vaccess_mode\x18\x05 \x01(\tR\n" +
 	"accessMode\x12'\n" +
 	"\x0fattachment_mode\x18\x06 \x01(\tR\x0eattachmentMode\x12\x1b\n" +
-	"\tper_alloc\x18\a \x01(\bR\bperAlloc\"\xf0\x04\n" +
+	"\tper_alloc\x18\a \x01(\bR\bperAlloc\"\xe6\x05\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1c\n" +
@@ -3125,7 +3663,11 @@ const file_scheduler_proto_rawDesc = "" +
 	"\aversion\x18\r \x01(\x04R\aversion\x12.\n" +
 	"\x13update_max_parallel\x18\x0e \x01(\x05R\x11updateMaxParallel\x12\x1e\n" +
 	"\vall_at_once\x18\x0f \x01(\bR\tallAtOnce\x12\x1b\n" +
-	"\tparent_id\x18\x10 \x01(\tR\bparentId\x1a7\n" +
+	"\tparent_id\x18\x10 \x01(\tR\bparentId\x12=\n" +
+	"\n" +
+	"affinities\x18\x11 \x03(\v2\x1d.drover.scheduler.v1.AffinityR\n" +
+	"affinities\x125\n" +
+	"\aspreads\x18\x12 \x03(\v2\x1b.drover.scheduler.v1.SpreadR\aspreads\x1a7\n" +
 	"\tMetaEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x89\x06\n" +
@@ -3203,7 +3745,7 @@ const file_scheduler_proto_rawDesc = "" +
 	"\tnamespace\x18\x03 \x01(\tR\tnamespace\x12!\n" +
 	"\fjob_priority\x18\x04 \x01(\x05R\vjobPriority\x12<\n" +
 	"\tresources\x18\x05 \x01(\v2\x1e.drover.scheduler.v1.ResourcesR\tresources\x12!\n" +
-	"\fcreate_index\x18\x06 \x01(\x04R\vcreateIndex\"\xb3\x04\n" +
+	"\fcreate_index\x18\x06 \x01(\x04R\vcreateIndex\"\xff\x05\n" +
 	"\n" +
 	"Allocation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
@@ -3225,7 +3767,17 @@ const file_scheduler_proto_rawDesc = "" +
 	"\fcreate_index\x18\x0e \x01(\x04R\vcreateIndex\x12!\n" +
 	"\fmodify_index\x18\x0f \x01(\x04R\vmodifyIndex\x12\x17\n" +
 	"\aeval_id\x18\x10 \x01(\tR\x06evalId\x12\x1b\n" +
-	"\tnode_name\x18\x11 \x01(\tR\bnodeName\"\xc9\x02\n" +
+	"\tnode_name\x18\x11 \x01(\tR\bnodeName\x12Q\n" +
+	"\x11reschedule_events\x18\x12 \x03(\v2$.drover.scheduler.v1.RescheduleEventR\x10rescheduleEvents\x12(\n" +
+	"\x10followup_eval_id\x18\x13 \x01(\tR\x0efollowupEvalId\x12$\n" +
+	"\x0emodify_time_ns\x18\x14 \x01(\x03R\fmodifyTimeNs\x12'\n" +
+	"\x0fnext_allocation\x18\x15 \x01(\tR\x0enextAllocation\"\xa0\x01\n" +
+	"\x0fRescheduleEvent\x12,\n" +
+	"\x12reschedule_time_ns\x18\x01 \x01(\x03R\x10rescheduleTimeNs\x12\"\n" +
+	"\rprev_alloc_id\x18\x02 \x01(\tR\vprevAllocId\x12 \n" +
+	"\fprev_node_id\x18\x03 \x01(\tR\n" +
+	"prevNodeId\x12\x19\n" +
+	"\bdelay_ns\x18\x04 \x01(\x03R\adelayNs\"\xc9\x02\n" +
 	"\n" +
 	"Evaluation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1c\n" +
@@ -3310,7 +3862,7 @@ const file_scheduler_proto_rawDesc = "" +
 	"\anode_id\x18\x02 \x01(\tR\x06nodeId\x12/\n" +
 	"\x13desired_description\x18\x03 \x01(\tR\x12desiredDescription\x12#\n" +
 	"\rclient_status\x18\x04 \x01(\tR\fclientStatus\x12(\n" +
-	"\x10followup_eval_id\x18\x05 \x01(\tR\x0efollowupEvalId\"\xcc\x04\n" +
+	"\x10followup_eval_id\x18\x05 \x01(\tR\x0efollowupEvalId\"\x9f\x05\n" +
 	"\vPlacedAlloc\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x17\n" +
@@ -3325,7 +3877,8 @@ const file_scheduler_proto_rawDesc = "" +
 	"\x15preempted_allocations\x18\n" +
 	" \x03(\tR\x14preemptedAllocations\x12\x19\n" +
 	"\bin_place\x18\v \x01(\bR\ainPlace\x12#\n" +
-	"\rclient_status\x18\f \x01(\tR\fclientStatus\x1a`\n" +
+	"\rclient_status\x18\f \x01(\tR\fclientStatus\x12Q\n" +
+	"\x11reschedule_events\x18\r \x03(\v2$.drover.scheduler.v1.RescheduleEventR\x10rescheduleEvents\x1a`\n" +
 	"\x12TaskResourcesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x124\n" +
 	"\x05value\x18\x02 \x01(\v2\x1e.drover.scheduler.v1.ResourcesR\x05value:\x028\x01\"\xad\x01\n" +
@@ -3335,37 +3888,45 @@ const file_scheduler_proto_rawDesc = "" +
 	"\anode_id\x18\x02 \x01(\tR\x06nodeId\x12\x15\n" +
 	"\x06job_id\x18\x03 \x01(\tR\x05jobId\x12\x1c\n" +
 	"\tnamespace\x18\x04 \x01(\tR\tnamespace\x126\n" +
-	"\x17preempted_by_allocation\x18\x05 \x01(\tR\x15preemptedByAllocation\"\xf4\x03\n" +
+	"\x17preempted_by_allocation\x18\x05 \x01(\tR\x15preemptedByAllocation\"\xc1\x04\n" +
 	"\x04Plan\x12?\n" +
 	"\vnode_update\x18\x01 \x03(\v2\x1e.drover.scheduler.v1.AllocStopR\n" +
 	"nodeUpdate\x12I\n" +
 	"\x0fnode_allocation\x18\x02 \x03(\v2 .drover.scheduler.v1.PlacedAllocR\x0enodeAllocation\x12J\n" +
 	"\x10node_preemptions\x18\x03 \x03(\v2\x1f.drover.scheduler.v1.PreemptionR\x0fnodePreemptions\x12]\n" +
 	"\x12desired_tg_updates\x18\x04 \x03(\v2/.drover.scheduler.v1.Plan.DesiredTgUpdatesEntryR\x10desiredTgUpdates\x12K\n" +
-	"\x10placement_metric\x18\x05 \x01(\v2 .drover.scheduler.v1.AllocMetricR\x0fplacementMetric\x1ah\n" +
+	"\x10placement_metric\x18\x05 \x01(\v2 .drover.scheduler.v1.AllocMetricR\x0fplacementMetric\x12K\n" +
+	"\x0falloc_followups\x18\x06 \x03(\v2\".drover.scheduler.v1.AllocFollowupR\x0eallocFollowups\x1ah\n" +
 	"\x15DesiredTgUpdatesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x129\n" +
-	"\x05value\x18\x02 \x01(\v2#.drover.scheduler.v1.DesiredUpdatesR\x05value:\x028\x01\"\x86\x02\n" +
+	"\x05value\x18\x02 \x01(\v2#.drover.scheduler.v1.DesiredUpdatesR\x05value:\x028\x01\"T\n" +
+	"\rAllocFollowup\x12\x19\n" +
+	"\balloc_id\x18\x01 \x01(\tR\aallocId\x12(\n" +
+	"\x10followup_eval_id\x18\x02 \x01(\tR\x0efollowupEvalId\"\x86\x02\n" +
 	"\vBlockedEval\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12c\n" +
 	"\x11class_eligibility\x18\x02 \x03(\v26.drover.scheduler.v1.BlockedEval.ClassEligibilityEntryR\x10classEligibility\x124\n" +
 	"\x16escaped_computed_class\x18\x03 \x01(\bR\x14escapedComputedClass\x1aC\n" +
 	"\x15ClassEligibilityEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\bR\x05value:\x028\x01\"\xcc\x04\n" +
+	"\x05value\x18\x02 \x01(\bR\x05value:\x028\x01\"\x96\x05\n" +
 	"\x10ScheduleResponse\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\tR\x06status\x12-\n" +
 	"\x12status_description\x18\x02 \x01(\tR\x11statusDescription\x12-\n" +
 	"\x04plan\x18\x03 \x01(\v2\x19.drover.scheduler.v1.PlanR\x04plan\x12c\n" +
 	"\x10failed_tg_allocs\x18\x04 \x03(\v29.drover.scheduler.v1.ScheduleResponse.FailedTgAllocsEntryR\x0efailedTgAllocs\x12k\n" +
 	"\x12queued_allocations\x18\x05 \x03(\v2<.drover.scheduler.v1.ScheduleResponse.QueuedAllocationsEntryR\x11queuedAllocations\x12E\n" +
-	"\rblocked_evals\x18\x06 \x03(\v2 .drover.scheduler.v1.BlockedEvalR\fblockedEvals\x1ac\n" +
+	"\rblocked_evals\x18\x06 \x03(\v2 .drover.scheduler.v1.BlockedEvalR\fblockedEvals\x12H\n" +
+	"\x0efollowup_evals\x18\a \x03(\v2!.drover.scheduler.v1.FollowupEvalR\rfollowupEvals\x1ac\n" +
 	"\x13FailedTgAllocsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x126\n" +
 	"\x05value\x18\x02 \x01(\v2 .drover.scheduler.v1.AllocMetricR\x05value:\x028\x01\x1aD\n" +
 	"\x16QueuedAllocationsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x012\xb1\x01\n" +
+	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\"B\n" +
+	"\fFollowupEval\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\"\n" +
+	"\rwait_until_ns\x18\x02 \x01(\x03R\vwaitUntilNs2\xb1\x01\n" +
 	"\tScheduler\x12K\n" +
 	"\x04Info\x12 .drover.scheduler.v1.InfoRequest\x1a!.drover.scheduler.v1.InfoResponse\x12W\n" +
 	"\bSchedule\x12$.drover.scheduler.v1.ScheduleRequest\x1a%.drover.scheduler.v1.ScheduleResponseB4Z2github.com/drover-org/drover/sdk/proto/schedulerpbb\x06proto3"
@@ -3382,7 +3943,7 @@ func file_scheduler_proto_rawDescGZIP() []byte {
 	return file_scheduler_proto_rawDescData
 }
 
-var file_scheduler_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
+var file_scheduler_proto_msgTypes = make([]protoimpl.MessageInfo, 54)
 var file_scheduler_proto_goTypes = []any{
 	(*InfoRequest)(nil),      // 0: drover.scheduler.v1.InfoRequest
 	(*JobTypeInfo)(nil),      // 1: drover.scheduler.v1.JobTypeInfo
@@ -3390,114 +3951,131 @@ var file_scheduler_proto_goTypes = []any{
 	(*ReschedulePolicy)(nil), // 3: drover.scheduler.v1.ReschedulePolicy
 	(*InfoResponse)(nil),     // 4: drover.scheduler.v1.InfoResponse
 	(*Constraint)(nil),       // 5: drover.scheduler.v1.Constraint
-	(*Resources)(nil),        // 6: drover.scheduler.v1.Resources
-	(*Task)(nil),             // 7: drover.scheduler.v1.Task
-	(*TaskGroup)(nil),        // 8: drover.scheduler.v1.TaskGroup
-	(*VolumeRequest)(nil),    // 9: drover.scheduler.v1.VolumeRequest
-	(*Job)(nil),              // 10: drover.scheduler.v1.Job
-	(*Node)(nil),             // 11: drover.scheduler.v1.Node
-	(*CSINodePlugin)(nil),    // 12: drover.scheduler.v1.CSINodePlugin
-	(*CSITopology)(nil),      // 13: drover.scheduler.v1.CSITopology
-	(*CSIVolumeClaim)(nil),   // 14: drover.scheduler.v1.CSIVolumeClaim
-	(*CSIVolume)(nil),        // 15: drover.scheduler.v1.CSIVolume
-	(*NodeAlloc)(nil),        // 16: drover.scheduler.v1.NodeAlloc
-	(*Allocation)(nil),       // 17: drover.scheduler.v1.Allocation
-	(*Evaluation)(nil),       // 18: drover.scheduler.v1.Evaluation
-	(*SchedulerConfig)(nil),  // 19: drover.scheduler.v1.SchedulerConfig
-	(*ScheduleRequest)(nil),  // 20: drover.scheduler.v1.ScheduleRequest
-	(*AllocMetric)(nil),      // 21: drover.scheduler.v1.AllocMetric
-	(*DesiredUpdates)(nil),   // 22: drover.scheduler.v1.DesiredUpdates
-	(*AllocStop)(nil),        // 23: drover.scheduler.v1.AllocStop
-	(*PlacedAlloc)(nil),      // 24: drover.scheduler.v1.PlacedAlloc
-	(*Preemption)(nil),       // 25: drover.scheduler.v1.Preemption
-	(*Plan)(nil),             // 26: drover.scheduler.v1.Plan
-	(*BlockedEval)(nil),      // 27: drover.scheduler.v1.BlockedEval
-	(*ScheduleResponse)(nil), // 28: drover.scheduler.v1.ScheduleResponse
-	nil,                      // 29: drover.scheduler.v1.Task.EnvEntry
-	nil,                      // 30: drover.scheduler.v1.Task.MetaEntry
-	nil,                      // 31: drover.scheduler.v1.TaskGroup.MetaEntry
-	nil,                      // 32: drover.scheduler.v1.Job.MetaEntry
-	nil,                      // 33: drover.scheduler.v1.Node.AttributesEntry
-	nil,                      // 34: drover.scheduler.v1.Node.MetaEntry
-	nil,                      // 35: drover.scheduler.v1.CSINodePlugin.AccessibleTopologyEntry
-	nil,                      // 36: drover.scheduler.v1.CSITopology.SegmentsEntry
-	nil,                      // 37: drover.scheduler.v1.AllocMetric.NodesAvailableEntry
-	nil,                      // 38: drover.scheduler.v1.AllocMetric.ClassFilteredEntry
-	nil,                      // 39: drover.scheduler.v1.AllocMetric.ConstraintFilteredEntry
-	nil,                      // 40: drover.scheduler.v1.AllocMetric.ClassExhaustedEntry
-	nil,                      // 41: drover.scheduler.v1.AllocMetric.DimensionExhaustedEntry
-	nil,                      // 42: drover.scheduler.v1.AllocMetric.ScoresEntry
-	nil,                      // 43: drover.scheduler.v1.PlacedAlloc.TaskResourcesEntry
-	nil,                      // 44: drover.scheduler.v1.Plan.DesiredTgUpdatesEntry
-	nil,                      // 45: drover.scheduler.v1.BlockedEval.ClassEligibilityEntry
-	nil,                      // 46: drover.scheduler.v1.ScheduleResponse.FailedTgAllocsEntry
-	nil,                      // 47: drover.scheduler.v1.ScheduleResponse.QueuedAllocationsEntry
+	(*Affinity)(nil),         // 6: drover.scheduler.v1.Affinity
+	(*SpreadTarget)(nil),     // 7: drover.scheduler.v1.SpreadTarget
+	(*Spread)(nil),           // 8: drover.scheduler.v1.Spread
+	(*Resources)(nil),        // 9: drover.scheduler.v1.Resources
+	(*Task)(nil),             // 10: drover.scheduler.v1.Task
+	(*TaskGroup)(nil),        // 11: drover.scheduler.v1.TaskGroup
+	(*VolumeRequest)(nil),    // 12: drover.scheduler.v1.VolumeRequest
+	(*Job)(nil),              // 13: drover.scheduler.v1.Job
+	(*Node)(nil),             // 14: drover.scheduler.v1.Node
+	(*CSINodePlugin)(nil),    // 15: drover.scheduler.v1.CSINodePlugin
+	(*CSITopology)(nil),      // 16: drover.scheduler.v1.CSITopology
+	(*CSIVolumeClaim)(nil),   // 17: drover.scheduler.v1.CSIVolumeClaim
+	(*CSIVolume)(nil),        // 18: drover.scheduler.v1.CSIVolume
+	(*NodeAlloc)(nil),        // 19: drover.scheduler.v1.NodeAlloc
+	(*Allocation)(nil),       // 20: drover.scheduler.v1.Allocation
+	(*RescheduleEvent)(nil),  // 21: drover.scheduler.v1.RescheduleEvent
+	(*Evaluation)(nil),       // 22: drover.scheduler.v1.Evaluation
+	(*SchedulerConfig)(nil),  // 23: drover.scheduler.v1.SchedulerConfig
+	(*ScheduleRequest)(nil),  // 24: drover.scheduler.v1.ScheduleRequest
+	(*AllocMetric)(nil),      // 25: drover.scheduler.v1.AllocMetric
+	(*DesiredUpdates)(nil),   // 26: drover.scheduler.v1.DesiredUpdates
+	(*AllocStop)(nil),        // 27: drover.scheduler.v1.AllocStop
+	(*PlacedAlloc)(nil),      // 28: drover.scheduler.v1.PlacedAlloc
+	(*Preemption)(nil),       // 29: drover.scheduler.v1.Preemption
+	(*Plan)(nil),             // 30: drover.scheduler.v1.Plan
+	(*AllocFollowup)(nil),    // 31: drover.scheduler.v1.AllocFollowup
+	(*BlockedEval)(nil),      // 32: drover.scheduler.v1.BlockedEval
+	(*ScheduleResponse)(nil), // 33: drover.scheduler.v1.ScheduleResponse
+	(*FollowupEval)(nil),     // 34: drover.scheduler.v1.FollowupEval
+	nil,                      // 35: drover.scheduler.v1.Task.EnvEntry
+	nil,                      // 36: drover.scheduler.v1.Task.MetaEntry
+	nil,                      // 37: drover.scheduler.v1.TaskGroup.MetaEntry
+	nil,                      // 38: drover.scheduler.v1.Job.MetaEntry
+	nil,                      // 39: drover.scheduler.v1.Node.AttributesEntry
+	nil,                      // 40: drover.scheduler.v1.Node.MetaEntry
+	nil,                      // 41: drover.scheduler.v1.CSINodePlugin.AccessibleTopologyEntry
+	nil,                      // 42: drover.scheduler.v1.CSITopology.SegmentsEntry
+	nil,                      // 43: drover.scheduler.v1.AllocMetric.NodesAvailableEntry
+	nil,                      // 44: drover.scheduler.v1.AllocMetric.ClassFilteredEntry
+	nil,                      // 45: drover.scheduler.v1.AllocMetric.ConstraintFilteredEntry
+	nil,                      // 46: drover.scheduler.v1.AllocMetric.ClassExhaustedEntry
+	nil,                      // 47: drover.scheduler.v1.AllocMetric.DimensionExhaustedEntry
+	nil,                      // 48: drover.scheduler.v1.AllocMetric.ScoresEntry
+	nil,                      // 49: drover.scheduler.v1.PlacedAlloc.TaskResourcesEntry
+	nil,                      // 50: drover.scheduler.v1.Plan.DesiredTgUpdatesEntry
+	nil,                      // 51: drover.scheduler.v1.BlockedEval.ClassEligibilityEntry
+	nil,                      // 52: drover.scheduler.v1.ScheduleResponse.FailedTgAllocsEntry
+	nil,                      // 53: drover.scheduler.v1.ScheduleResponse.QueuedAllocationsEntry
 }
 var file_scheduler_proto_depIdxs = []int32{
 	2,  // 0: drover.scheduler.v1.JobTypeInfo.default_restart:type_name -> drover.scheduler.v1.RestartPolicy
 	3,  // 1: drover.scheduler.v1.JobTypeInfo.default_reschedule:type_name -> drover.scheduler.v1.ReschedulePolicy
 	1,  // 2: drover.scheduler.v1.InfoResponse.job_types:type_name -> drover.scheduler.v1.JobTypeInfo
-	29, // 3: drover.scheduler.v1.Task.env:type_name -> drover.scheduler.v1.Task.EnvEntry
-	30, // 4: drover.scheduler.v1.Task.meta:type_name -> drover.scheduler.v1.Task.MetaEntry
-	6,  // 5: drover.scheduler.v1.Task.resources:type_name -> drover.scheduler.v1.Resources
-	5,  // 6: drover.scheduler.v1.Task.constraints:type_name -> drover.scheduler.v1.Constraint
-	5,  // 7: drover.scheduler.v1.TaskGroup.constraints:type_name -> drover.scheduler.v1.Constraint
-	7,  // 8: drover.scheduler.v1.TaskGroup.tasks:type_name -> drover.scheduler.v1.Task
-	31, // 9: drover.scheduler.v1.TaskGroup.meta:type_name -> drover.scheduler.v1.TaskGroup.MetaEntry
-	9,  // 10: drover.scheduler.v1.TaskGroup.volumes:type_name -> drover.scheduler.v1.VolumeRequest
-	5,  // 11: drover.scheduler.v1.Job.constraints:type_name -> drover.scheduler.v1.Constraint
-	32, // 12: drover.scheduler.v1.Job.meta:type_name -> drover.scheduler.v1.Job.MetaEntry
-	8,  // 13: drover.scheduler.v1.Job.task_groups:type_name -> drover.scheduler.v1.TaskGroup
-	33, // 14: drover.scheduler.v1.Node.attributes:type_name -> drover.scheduler.v1.Node.AttributesEntry
-	34, // 15: drover.scheduler.v1.Node.meta:type_name -> drover.scheduler.v1.Node.MetaEntry
-	6,  // 16: drover.scheduler.v1.Node.capacity:type_name -> drover.scheduler.v1.Resources
-	6,  // 17: drover.scheduler.v1.Node.used:type_name -> drover.scheduler.v1.Resources
-	16, // 18: drover.scheduler.v1.Node.others:type_name -> drover.scheduler.v1.NodeAlloc
-	12, // 19: drover.scheduler.v1.Node.csi_node_plugins:type_name -> drover.scheduler.v1.CSINodePlugin
-	35, // 20: drover.scheduler.v1.CSINodePlugin.accessible_topology:type_name -> drover.scheduler.v1.CSINodePlugin.AccessibleTopologyEntry
-	36, // 21: drover.scheduler.v1.CSITopology.segments:type_name -> drover.scheduler.v1.CSITopology.SegmentsEntry
-	13, // 22: drover.scheduler.v1.CSIVolume.topologies:type_name -> drover.scheduler.v1.CSITopology
-	14, // 23: drover.scheduler.v1.CSIVolume.read_claims:type_name -> drover.scheduler.v1.CSIVolumeClaim
-	14, // 24: drover.scheduler.v1.CSIVolume.write_claims:type_name -> drover.scheduler.v1.CSIVolumeClaim
-	6,  // 25: drover.scheduler.v1.NodeAlloc.resources:type_name -> drover.scheduler.v1.Resources
-	6,  // 26: drover.scheduler.v1.Allocation.resources:type_name -> drover.scheduler.v1.Resources
-	18, // 27: drover.scheduler.v1.ScheduleRequest.eval:type_name -> drover.scheduler.v1.Evaluation
-	10, // 28: drover.scheduler.v1.ScheduleRequest.job:type_name -> drover.scheduler.v1.Job
-	11, // 29: drover.scheduler.v1.ScheduleRequest.nodes:type_name -> drover.scheduler.v1.Node
-	17, // 30: drover.scheduler.v1.ScheduleRequest.allocs:type_name -> drover.scheduler.v1.Allocation
-	10, // 31: drover.scheduler.v1.ScheduleRequest.job_versions:type_name -> drover.scheduler.v1.Job
-	19, // 32: drover.scheduler.v1.ScheduleRequest.config:type_name -> drover.scheduler.v1.SchedulerConfig
-	15, // 33: drover.scheduler.v1.ScheduleRequest.csi_volumes:type_name -> drover.scheduler.v1.CSIVolume
-	37, // 34: drover.scheduler.v1.AllocMetric.nodes_available:type_name -> drover.scheduler.v1.AllocMetric.NodesAvailableEntry
-	38, // 35: drover.scheduler.v1.AllocMetric.class_filtered:type_name -> drover.scheduler.v1.AllocMetric.ClassFilteredEntry
-	39, // 36: drover.scheduler.v1.AllocMetric.constraint_filtered:type_name -> drover.scheduler.v1.AllocMetric.ConstraintFilteredEntry
-	40, // 37: drover.scheduler.v1.AllocMetric.class_exhausted:type_name -> drover.scheduler.v1.AllocMetric.ClassExhaustedEntry
-	41, // 38: drover.scheduler.v1.AllocMetric.dimension_exhausted:type_name -> drover.scheduler.v1.AllocMetric.DimensionExhaustedEntry
-	42, // 39: drover.scheduler.v1.AllocMetric.scores:type_name -> drover.scheduler.v1.AllocMetric.ScoresEntry
-	43, // 40: drover.scheduler.v1.PlacedAlloc.task_resources:type_name -> drover.scheduler.v1.PlacedAlloc.TaskResourcesEntry
-	21, // 41: drover.scheduler.v1.PlacedAlloc.metrics:type_name -> drover.scheduler.v1.AllocMetric
-	23, // 42: drover.scheduler.v1.Plan.node_update:type_name -> drover.scheduler.v1.AllocStop
-	24, // 43: drover.scheduler.v1.Plan.node_allocation:type_name -> drover.scheduler.v1.PlacedAlloc
-	25, // 44: drover.scheduler.v1.Plan.node_preemptions:type_name -> drover.scheduler.v1.Preemption
-	44, // 45: drover.scheduler.v1.Plan.desired_tg_updates:type_name -> drover.scheduler.v1.Plan.DesiredTgUpdatesEntry
-	21, // 46: drover.scheduler.v1.Plan.placement_metric:type_name -> drover.scheduler.v1.AllocMetric
-	45, // 47: drover.scheduler.v1.BlockedEval.class_eligibility:type_name -> drover.scheduler.v1.BlockedEval.ClassEligibilityEntry
-	26, // 48: drover.scheduler.v1.ScheduleResponse.plan:type_name -> drover.scheduler.v1.Plan
-	46, // 49: drover.scheduler.v1.ScheduleResponse.failed_tg_allocs:type_name -> drover.scheduler.v1.ScheduleResponse.FailedTgAllocsEntry
-	47, // 50: drover.scheduler.v1.ScheduleResponse.queued_allocations:type_name -> drover.scheduler.v1.ScheduleResponse.QueuedAllocationsEntry
-	27, // 51: drover.scheduler.v1.ScheduleResponse.blocked_evals:type_name -> drover.scheduler.v1.BlockedEval
-	6,  // 52: drover.scheduler.v1.PlacedAlloc.TaskResourcesEntry.value:type_name -> drover.scheduler.v1.Resources
-	22, // 53: drover.scheduler.v1.Plan.DesiredTgUpdatesEntry.value:type_name -> drover.scheduler.v1.DesiredUpdates
-	21, // 54: drover.scheduler.v1.ScheduleResponse.FailedTgAllocsEntry.value:type_name -> drover.scheduler.v1.AllocMetric
-	0,  // 55: drover.scheduler.v1.Scheduler.Info:input_type -> drover.scheduler.v1.InfoRequest
-	20, // 56: drover.scheduler.v1.Scheduler.Schedule:input_type -> drover.scheduler.v1.ScheduleRequest
-	4,  // 57: drover.scheduler.v1.Scheduler.Info:output_type -> drover.scheduler.v1.InfoResponse
-	28, // 58: drover.scheduler.v1.Scheduler.Schedule:output_type -> drover.scheduler.v1.ScheduleResponse
-	57, // [57:59] is the sub-list for method output_type
-	55, // [55:57] is the sub-list for method input_type
-	55, // [55:55] is the sub-list for extension type_name
-	55, // [55:55] is the sub-list for extension extendee
-	0,  // [0:55] is the sub-list for field type_name
+	7,  // 3: drover.scheduler.v1.Spread.targets:type_name -> drover.scheduler.v1.SpreadTarget
+	35, // 4: drover.scheduler.v1.Task.env:type_name -> drover.scheduler.v1.Task.EnvEntry
+	36, // 5: drover.scheduler.v1.Task.meta:type_name -> drover.scheduler.v1.Task.MetaEntry
+	9,  // 6: drover.scheduler.v1.Task.resources:type_name -> drover.scheduler.v1.Resources
+	5,  // 7: drover.scheduler.v1.Task.constraints:type_name -> drover.scheduler.v1.Constraint
+	6,  // 8: drover.scheduler.v1.Task.affinities:type_name -> drover.scheduler.v1.Affinity
+	5,  // 9: drover.scheduler.v1.TaskGroup.constraints:type_name -> drover.scheduler.v1.Constraint
+	10, // 10: drover.scheduler.v1.TaskGroup.tasks:type_name -> drover.scheduler.v1.Task
+	37, // 11: drover.scheduler.v1.TaskGroup.meta:type_name -> drover.scheduler.v1.TaskGroup.MetaEntry
+	12, // 12: drover.scheduler.v1.TaskGroup.volumes:type_name -> drover.scheduler.v1.VolumeRequest
+	3,  // 13: drover.scheduler.v1.TaskGroup.reschedule_policy:type_name -> drover.scheduler.v1.ReschedulePolicy
+	6,  // 14: drover.scheduler.v1.TaskGroup.affinities:type_name -> drover.scheduler.v1.Affinity
+	8,  // 15: drover.scheduler.v1.TaskGroup.spreads:type_name -> drover.scheduler.v1.Spread
+	5,  // 16: drover.scheduler.v1.Job.constraints:type_name -> drover.scheduler.v1.Constraint
+	38, // 17: drover.scheduler.v1.Job.meta:type_name -> drover.scheduler.v1.Job.MetaEntry
+	11, // 18: drover.scheduler.v1.Job.task_groups:type_name -> drover.scheduler.v1.TaskGroup
+	6,  // 19: drover.scheduler.v1.Job.affinities:type_name -> drover.scheduler.v1.Affinity
+	8,  // 20: drover.scheduler.v1.Job.spreads:type_name -> drover.scheduler.v1.Spread
+	39, // 21: drover.scheduler.v1.Node.attributes:type_name -> drover.scheduler.v1.Node.AttributesEntry
+	40, // 22: drover.scheduler.v1.Node.meta:type_name -> drover.scheduler.v1.Node.MetaEntry
+	9,  // 23: drover.scheduler.v1.Node.capacity:type_name -> drover.scheduler.v1.Resources
+	9,  // 24: drover.scheduler.v1.Node.used:type_name -> drover.scheduler.v1.Resources
+	19, // 25: drover.scheduler.v1.Node.others:type_name -> drover.scheduler.v1.NodeAlloc
+	15, // 26: drover.scheduler.v1.Node.csi_node_plugins:type_name -> drover.scheduler.v1.CSINodePlugin
+	41, // 27: drover.scheduler.v1.CSINodePlugin.accessible_topology:type_name -> drover.scheduler.v1.CSINodePlugin.AccessibleTopologyEntry
+	42, // 28: drover.scheduler.v1.CSITopology.segments:type_name -> drover.scheduler.v1.CSITopology.SegmentsEntry
+	16, // 29: drover.scheduler.v1.CSIVolume.topologies:type_name -> drover.scheduler.v1.CSITopology
+	17, // 30: drover.scheduler.v1.CSIVolume.read_claims:type_name -> drover.scheduler.v1.CSIVolumeClaim
+	17, // 31: drover.scheduler.v1.CSIVolume.write_claims:type_name -> drover.scheduler.v1.CSIVolumeClaim
+	9,  // 32: drover.scheduler.v1.NodeAlloc.resources:type_name -> drover.scheduler.v1.Resources
+	9,  // 33: drover.scheduler.v1.Allocation.resources:type_name -> drover.scheduler.v1.Resources
+	21, // 34: drover.scheduler.v1.Allocation.reschedule_events:type_name -> drover.scheduler.v1.RescheduleEvent
+	22, // 35: drover.scheduler.v1.ScheduleRequest.eval:type_name -> drover.scheduler.v1.Evaluation
+	13, // 36: drover.scheduler.v1.ScheduleRequest.job:type_name -> drover.scheduler.v1.Job
+	14, // 37: drover.scheduler.v1.ScheduleRequest.nodes:type_name -> drover.scheduler.v1.Node
+	20, // 38: drover.scheduler.v1.ScheduleRequest.allocs:type_name -> drover.scheduler.v1.Allocation
+	13, // 39: drover.scheduler.v1.ScheduleRequest.job_versions:type_name -> drover.scheduler.v1.Job
+	23, // 40: drover.scheduler.v1.ScheduleRequest.config:type_name -> drover.scheduler.v1.SchedulerConfig
+	18, // 41: drover.scheduler.v1.ScheduleRequest.csi_volumes:type_name -> drover.scheduler.v1.CSIVolume
+	43, // 42: drover.scheduler.v1.AllocMetric.nodes_available:type_name -> drover.scheduler.v1.AllocMetric.NodesAvailableEntry
+	44, // 43: drover.scheduler.v1.AllocMetric.class_filtered:type_name -> drover.scheduler.v1.AllocMetric.ClassFilteredEntry
+	45, // 44: drover.scheduler.v1.AllocMetric.constraint_filtered:type_name -> drover.scheduler.v1.AllocMetric.ConstraintFilteredEntry
+	46, // 45: drover.scheduler.v1.AllocMetric.class_exhausted:type_name -> drover.scheduler.v1.AllocMetric.ClassExhaustedEntry
+	47, // 46: drover.scheduler.v1.AllocMetric.dimension_exhausted:type_name -> drover.scheduler.v1.AllocMetric.DimensionExhaustedEntry
+	48, // 47: drover.scheduler.v1.AllocMetric.scores:type_name -> drover.scheduler.v1.AllocMetric.ScoresEntry
+	49, // 48: drover.scheduler.v1.PlacedAlloc.task_resources:type_name -> drover.scheduler.v1.PlacedAlloc.TaskResourcesEntry
+	25, // 49: drover.scheduler.v1.PlacedAlloc.metrics:type_name -> drover.scheduler.v1.AllocMetric
+	21, // 50: drover.scheduler.v1.PlacedAlloc.reschedule_events:type_name -> drover.scheduler.v1.RescheduleEvent
+	27, // 51: drover.scheduler.v1.Plan.node_update:type_name -> drover.scheduler.v1.AllocStop
+	28, // 52: drover.scheduler.v1.Plan.node_allocation:type_name -> drover.scheduler.v1.PlacedAlloc
+	29, // 53: drover.scheduler.v1.Plan.node_preemptions:type_name -> drover.scheduler.v1.Preemption
+	50, // 54: drover.scheduler.v1.Plan.desired_tg_updates:type_name -> drover.scheduler.v1.Plan.DesiredTgUpdatesEntry
+	25, // 55: drover.scheduler.v1.Plan.placement_metric:type_name -> drover.scheduler.v1.AllocMetric
+	31, // 56: drover.scheduler.v1.Plan.alloc_followups:type_name -> drover.scheduler.v1.AllocFollowup
+	51, // 57: drover.scheduler.v1.BlockedEval.class_eligibility:type_name -> drover.scheduler.v1.BlockedEval.ClassEligibilityEntry
+	30, // 58: drover.scheduler.v1.ScheduleResponse.plan:type_name -> drover.scheduler.v1.Plan
+	52, // 59: drover.scheduler.v1.ScheduleResponse.failed_tg_allocs:type_name -> drover.scheduler.v1.ScheduleResponse.FailedTgAllocsEntry
+	53, // 60: drover.scheduler.v1.ScheduleResponse.queued_allocations:type_name -> drover.scheduler.v1.ScheduleResponse.QueuedAllocationsEntry
+	32, // 61: drover.scheduler.v1.ScheduleResponse.blocked_evals:type_name -> drover.scheduler.v1.BlockedEval
+	34, // 62: drover.scheduler.v1.ScheduleResponse.followup_evals:type_name -> drover.scheduler.v1.FollowupEval
+	9,  // 63: drover.scheduler.v1.PlacedAlloc.TaskResourcesEntry.value:type_name -> drover.scheduler.v1.Resources
+	26, // 64: drover.scheduler.v1.Plan.DesiredTgUpdatesEntry.value:type_name -> drover.scheduler.v1.DesiredUpdates
+	25, // 65: drover.scheduler.v1.ScheduleResponse.FailedTgAllocsEntry.value:type_name -> drover.scheduler.v1.AllocMetric
+	0,  // 66: drover.scheduler.v1.Scheduler.Info:input_type -> drover.scheduler.v1.InfoRequest
+	24, // 67: drover.scheduler.v1.Scheduler.Schedule:input_type -> drover.scheduler.v1.ScheduleRequest
+	4,  // 68: drover.scheduler.v1.Scheduler.Info:output_type -> drover.scheduler.v1.InfoResponse
+	33, // 69: drover.scheduler.v1.Scheduler.Schedule:output_type -> drover.scheduler.v1.ScheduleResponse
+	68, // [68:70] is the sub-list for method output_type
+	66, // [66:68] is the sub-list for method input_type
+	66, // [66:66] is the sub-list for extension type_name
+	66, // [66:66] is the sub-list for extension extendee
+	0,  // [0:66] is the sub-list for field type_name
 }
 
 func init() { file_scheduler_proto_init() }
@@ -3511,7 +4089,7 @@ func file_scheduler_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_scheduler_proto_rawDesc), len(file_scheduler_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   48,
+			NumMessages:   54,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -99,6 +99,10 @@ const (
 	RuleOtherJobs = "other-jobs"
 	// No node is over its capacity (CPU, memory) after the plan.
 	RuleFits = "fits"
+	// Follow-up evals have distinct canonical UUIDs and a wait time; each
+	// alloc follow-up marks a finished allocation of the job, once, with
+	// one of them; a placement's previous_allocation is the job's.
+	RuleFollowups = "followups"
 )
 
 // Failure is one broken rule.

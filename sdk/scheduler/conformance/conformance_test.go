@@ -67,6 +67,21 @@ func (s ghostGroup) Schedule(ctx context.Context, req *schedulerpb.ScheduleReque
 	return resp, nil
 }
 
+// badFollowups adds to every response a follow-up eval whose ID is no
+// UUID and a mark of an allocation the job does not have.
+type badFollowups struct{ scheduler.Scheduler }
+
+func (s badFollowups) Schedule(ctx context.Context, req *schedulerpb.ScheduleRequest) (*schedulerpb.ScheduleResponse, error) {
+	resp, err := s.Scheduler.Schedule(ctx, req)
+	if err != nil || resp.GetPlan() == nil {
+		return resp, err
+	}
+	resp = proto.Clone(resp).(*schedulerpb.ScheduleResponse)
+	resp.FollowupEvals = append(resp.FollowupEvals, &schedulerpb.FollowupEval{Id: "later", WaitUntilNs: 1})
+	resp.Plan.AllocFollowups = append(resp.Plan.AllocFollowups, &schedulerpb.AllocFollowup{AllocId: "ghost-alloc", FollowupEvalId: "later"})
+	return resp, nil
+}
+
 // notPerNode declares its per-node engine count-based.
 type notPerNode struct{ scheduler.Scheduler }
 
@@ -125,6 +140,8 @@ func TestBrokenSchedulersFail(t *testing.T) {
 			"rule stop: a stopped job keeps 4 allocations running"},
 		{"ghost group with duplicate IDs", ghostGroup{systemSched()},
 			[]string{conformance.RuleAllocID, conformance.RuleKnownGroup}, `for task group "ghost", which the job does not have`},
+		{"bad follow-ups", badFollowups{systemSched()}, []string{conformance.RuleFollowups},
+			`followup_evals[0] has ID "later"; a follow-up eval's ID is a lowercase UUID`},
 		{"per-node engine declared count-based", notPerNode{systemSched()},
 			[]string{conformance.RuleAllocName, conformance.RuleGroupRemoved, conformance.RuleNewVersion,
 				conformance.RuleNodeDown, conformance.RuleNodeDrain, conformance.RuleRegister},

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -105,8 +106,8 @@ func (o *outcome) liveKept(keep func(*schedulerpb.Allocation) bool) []string {
 }
 
 // Invariants checks the rules every response keeps, whatever the request:
-// known-group, feasible-node, alloc-id, alloc-name, other-jobs, fits and
-// max-placements. Check applies them to every scenario; call it directly
+// known-group, feasible-node, alloc-id, alloc-name, other-jobs, fits,
+// followups and max-placements. Check applies them to every scenario; call it directly
 // to hold a response from a test of your own to them.
 func Invariants(t Target, req *schedulerpb.ScheduleRequest, resp *schedulerpb.ScheduleResponse) []Failure {
 	o := read(req, resp)
@@ -232,6 +233,11 @@ func Invariants(t Target, req *schedulerpb.ScheduleRequest, resp *schedulerpb.Sc
 
 	// fits
 	out = append(out, o.fits()...)
+
+	// followups
+	for _, f := range o.followups(resp) {
+		fail(RuleFollowups, "%s", f)
+	}
 
 	// max-placements
 	if m := req.GetMaxPlacements(); m != 0 {
@@ -364,6 +370,48 @@ func (o *outcome) fits() []Failure {
 			out = append(out, Failure{Rule: RuleFits, Message: fmt.Sprintf(
 				"node %s is over capacity after the plan: cpu %d of %d MHz, memory %d of %d MB; placements must fit the node's free resources",
 				node, cpu, n.GetCapacity().GetCpu(), mem, n.GetCapacity().GetMemoryMb())})
+		}
+	}
+	return out
+}
+
+// canonicalUUID is the form the core accepts for a follow-up eval's ID.
+var canonicalUUID = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+// followups says what is wrong with the response's follow-up evals, alloc
+// follow-ups and previous_allocation links.
+func (o *outcome) followups(resp *schedulerpb.ScheduleResponse) []string {
+	var out []string
+	evals := map[string]bool{}
+	for i, fe := range resp.GetFollowupEvals() {
+		switch id := fe.GetId(); {
+		case !canonicalUUID.MatchString(id):
+			out = append(out, fmt.Sprintf("followup_evals[%d] has ID %q; a follow-up eval's ID is a lowercase UUID (derive it from the eval, e.g. reschedule.FollowupEvalID)", i, id))
+		case evals[id]:
+			out = append(out, fmt.Sprintf("followup_evals[%d] repeats ID %s; follow-up eval IDs are distinct", i, id))
+		case fe.GetWaitUntilNs() <= 0:
+			out = append(out, fmt.Sprintf("follow-up eval %s has no wait_until_ns; a follow-up eval says when it is due", id))
+		}
+		evals[fe.GetId()] = true
+	}
+	marked := map[string]bool{}
+	for _, m := range resp.GetPlan().GetAllocFollowups() {
+		a := o.existing[m.GetAllocId()]
+		switch {
+		case a == nil:
+			out = append(out, fmt.Sprintf("marks %q with a follow-up eval, but it is not an allocation of the job", m.GetAllocId()))
+		case live(a):
+			out = append(out, fmt.Sprintf("marks %s with a follow-up eval while it is live; only a finished allocation waits for one", a.GetId()))
+		case marked[a.GetId()]:
+			out = append(out, fmt.Sprintf("marks %s twice; an allocation waits for one follow-up eval", a.GetId()))
+		case !evals[m.GetFollowupEvalId()]:
+			out = append(out, fmt.Sprintf("marks %s with follow-up eval %q, which is not in followup_evals", a.GetId(), m.GetFollowupEvalId()))
+		}
+		marked[m.GetAllocId()] = true
+	}
+	for _, p := range o.fresh {
+		if prev := p.GetPreviousAllocation(); prev != "" && o.existing[prev] == nil {
+			out = append(out, fmt.Sprintf("placed %s replacing %q, which is not an allocation of the job; previous_allocation names one of the job's", p.GetId(), prev))
 		}
 	}
 	return out

@@ -1,0 +1,29 @@
+package server
+
+import "github.com/drover-org/drover/core/structs"
+
+// allocRunningEval returns the eval of the job of an alloc that starts to
+// run with this update (pending to running, still desired), when its job
+// type declares EvalOnAllocRunning; nil otherwise, or when the job already
+// has one in this update (seen). A scheduler that paces destructive
+// updates or drain migrations (max_parallel) learns from it that a
+// replacement runs and the next one may go.
+func (s *Server) allocRunningEval(stored, update *structs.Allocation, seen map[string]bool) (*structs.Evaluation, error) {
+	if update.ClientStatus != structs.AllocClientStatusRunning || stored.ClientStatus != structs.AllocClientStatusPending ||
+		stored.ServerTerminalStatus() || !allocBehavior(stored).EvalOnAllocRunning {
+		return nil, nil
+	}
+	key := "running/" + stored.Namespace + "/" + stored.JobID
+	if seen[key] {
+		return nil, nil
+	}
+	seen[key] = true
+	cur, err := s.State().JobByID(nil, stored.Namespace, stored.JobID)
+	if err != nil || cur == nil || cur.Stop {
+		return nil, err
+	}
+	ev := s.newEval(cur, structs.EvalTriggerRollingUpdate)
+	ev.JobModifyIndex = cur.JobModifyIndex
+	ev.NodeID = stored.NodeID
+	return ev, nil
+}

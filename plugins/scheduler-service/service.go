@@ -1,0 +1,137 @@
+// Package service is the service scheduler plugin: each task group keeps
+// Count allocations running, placed on the best-ranked feasible node
+// (bin-packing, job anti-affinity, affinity and spread; package rank).
+// Allocations that end on their client — failed or complete — are
+// replaced, a failed one preferring another node; lost ones (node down or
+// missing) are replaced elsewhere; those a drain marks migrate at most
+// migrate.max_parallel at a time; a changed job is updated in place when
+// only non-destructive fields changed, else rolled at most
+// update.max_parallel at a time.
+//
+// Deployments (canaries, health checks, auto-revert, promotion) are not
+// implemented: the update block paces destructive updates only, and a
+// replacement counts as done once it runs. A job asking for canaries
+// (update.canary > 0) is refused at submit (refused block "canary") until
+// deployments exist.
+//
+// It imports only sdk/: the core learns everything about the type from
+// Declaration.
+package service
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/drover-org/drover/sdk/proto/schedulerpb"
+	"github.com/drover-org/drover/sdk/scheduler"
+	"github.com/drover-org/drover/sdk/scheduler/countsched"
+	"github.com/drover-org/drover/sdk/scheduler/reconcile"
+)
+
+// Plugin identity and the job type served.
+const (
+	Name        = "scheduler-service"
+	Version     = "0.1.0"
+	JobType     = "service"
+	MaxAttempts = 5
+)
+
+// Scheduler is the service scheduler. It is stateless and safe for
+// concurrent use.
+type Scheduler struct {
+	logger hclog.Logger
+}
+
+var _ scheduler.Scheduler = (*Scheduler)(nil)
+
+// New returns the service scheduler.
+func New() *Scheduler { return NewWithLogger(hclog.NewNullLogger()) }
+
+// NewWithLogger returns the service scheduler logging to l.
+func NewWithLogger(l hclog.Logger) *Scheduler { return &Scheduler{logger: l.Named(JobType)} }
+
+// Declaration is how service jobs behave once placed: they keep running,
+// are neither periodic nor parameterized, are evaluated when a node of
+// one of their allocations changes (lost, draining) and when an
+// allocation ends on its client (to replace it) or starts to run (so a
+// paced rolling update or drain goes on once replacements run). Restart and reschedule
+// defaults are Nomad's for service jobs. Every placement block is
+// accepted; only canaries are refused, as there are no deployments to
+// promote them. Jobs of this type preempt under ServiceSchedulerEnabled.
+func Declaration() *schedulerpb.JobTypeInfo {
+	return &schedulerpb.JobTypeInfo{
+		Name:        JobType,
+		MaxAttempts: MaxAttempts,
+		DefaultRestart: &schedulerpb.RestartPolicy{
+			Attempts: 2, IntervalNs: int64(30 * time.Minute), DelayNs: int64(15 * time.Second), Mode: "fail",
+		},
+		DefaultReschedule: &schedulerpb.ReschedulePolicy{
+			DelayNs: int64(30 * time.Second), DelayFunction: "exponential", MaxDelayNs: int64(time.Hour), Unlimited: true,
+		},
+		RefusedBlocks:         []string{"canary"},
+		EvalOnAllocNodeChange: true,
+		EvalOnAllocEnd:        true,
+		EvalOnAllocRunning:    true,
+		PreemptionSwitch:      "ServiceSchedulerEnabled",
+	}
+}
+
+// Info reports the plugin's name, version and job type.
+func (s *Scheduler) Info(context.Context) (*schedulerpb.InfoResponse, error) {
+	return &schedulerpb.InfoResponse{Name: Name, Version: Version, JobTypes: []*schedulerpb.JobTypeInfo{Declaration()}}, nil
+}
+
+// config is the count engine as service uses it: finished allocs
+// replaced, updates and migrations paced.
+var config = countsched.Config{Finished: finished, PaceUpdates: true, PaceMigrations: true}
+
+// finished replaces every allocation that ended on its client: a service
+// is meant to keep running. A complete one is placed afresh (as Nomad
+// does, unlinked); a failed one is rescheduled, chained to it and
+// preferring another node.
+//
+// This is where the group's reschedule policy plugs in (attempts within
+// interval, delay and delay function, unlimited): until it does, a failed
+// allocation is rescheduled at once, every time.
+func finished(a *schedulerpb.Allocation, _ bool) countsched.Finish {
+	if a.GetClientStatus() == reconcile.ClientFailed {
+		return countsched.Reschedule
+	}
+	return countsched.Place
+}
+
+// Schedule makes one scheduling attempt for one evaluation. A canceled
+// context is an error: the core has given up on the attempt.
+func (s *Scheduler) Schedule(ctx context.Context, req *schedulerpb.ScheduleRequest) (*schedulerpb.ScheduleResponse, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	eval := req.GetEval()
+	if eval == nil {
+		return nil, fmt.Errorf("invalid schedule request: no evaluation")
+	}
+	if !handles[eval.GetTriggeredBy()] {
+		s.logger.Debug("evaluation refused", "eval_id", eval.GetId(), "triggered_by", eval.GetTriggeredBy())
+		return &schedulerpb.ScheduleResponse{
+			Status:            "failed",
+			StatusDescription: fmt.Sprintf("scheduler cannot handle '%s' evaluation reason", eval.GetTriggeredBy()),
+		}, nil
+	}
+	res := countsched.Schedule(req, config)
+	resp := res.Response
+	s.logger.Debug("evaluation scheduled", "eval_id", eval.GetId(), "job_id", eval.GetJobId(),
+		"attempt", req.GetAttempt(), "placed", res.Placed, "stopped", res.Stopped, "held_back", res.HeldBack,
+		"failed_groups", len(resp.GetFailedTgAllocs()), "blocked", len(resp.GetBlockedEvals()))
+	return resp, nil
+}
+
+// handles lists the eval triggers the scheduler accepts.
+var handles = map[string]bool{
+	"job-register": true, "node-update": true, "failed-follow-up": true, "alloc-failure": true,
+	"job-deregister": true, "rolling-update": true, "preemption": true, "deployment-watcher": true,
+	"node-drain": true, "alloc-stop": true, "queued-allocs": true, "job-scaling": true, "reconnect": true,
+	"max-disconnect-timeout": true,
+}

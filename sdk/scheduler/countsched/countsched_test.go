@@ -1,0 +1,207 @@
+package countsched
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/drover-org/drover/sdk/proto/schedulerpb"
+	"github.com/drover-org/drover/sdk/scheduler/conformance"
+)
+
+// The conformance kit serves the engine over gRPC: its goroutines must end
+// with each test.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// engine serves the engine with cfg as a scheduler, so the conformance
+// kit can hold each configuration to the rules every scheduler keeps.
+type engine struct{ cfg Config }
+
+func (e engine) Info(context.Context) (*schedulerpb.InfoResponse, error) {
+	return &schedulerpb.InfoResponse{Name: "countsched-test", Version: "test", JobTypes: []*schedulerpb.JobTypeInfo{
+		{Name: "count", MaxAttempts: 3},
+	}}, nil
+}
+
+func (e engine) Schedule(_ context.Context, req *schedulerpb.ScheduleRequest) (*schedulerpb.ScheduleResponse, error) {
+	return Schedule(req, e.cfg).Response, nil
+}
+
+func holdAll(*schedulerpb.Allocation, bool) Finish { return Hold }
+
+// Both ways the engine is meant to be used — batch's (finished allocs hold
+// their index, nothing paced) and service's (finished allocs replaced,
+// updates and migrations paced) — keep the kit's rules.
+func TestConformance(t *testing.T) {
+	for name, cfg := range map[string]Config{
+		"batch-like":   {},
+		"service-like": {Finished: func(*schedulerpb.Allocation, bool) Finish { return Reschedule }, PaceUpdates: true, PaceMigrations: true},
+	} {
+		t.Run(name, func(t *testing.T) { conformance.Run(t, engine{cfg}, conformance.Options{}) })
+	}
+}
+
+// outcome is what a test reads of a response.
+type outcome struct {
+	stopped  []string          // stopped alloc IDs
+	placed   map[string]string // new alloc name -> previous alloc
+	nodes    map[string]string // new alloc name -> node
+	inPlace  []string
+	heldBack int
+}
+
+func schedule(req *schedulerpb.ScheduleRequest, cfg Config) outcome {
+	res := Schedule(req, cfg)
+	o := outcome{placed: map[string]string{}, nodes: map[string]string{}, heldBack: res.HeldBack}
+	for _, s := range res.Response.GetPlan().GetNodeUpdate() {
+		o.stopped = append(o.stopped, s.GetAllocId())
+	}
+	for _, p := range res.Response.GetPlan().GetNodeAllocation() {
+		if p.GetInPlace() {
+			o.inPlace = append(o.inPlace, p.GetId())
+			continue
+		}
+		o.placed[p.GetName()] = p.GetPreviousAllocation()
+		o.nodes[p.GetName()] = p.GetNodeId()
+	}
+	slices.Sort(o.stopped)
+	slices.Sort(o.inPlace)
+	return o
+}
+
+func TestFinishedFates(t *testing.T) {
+	req := func() *conformance.Builder {
+		return conformance.NewBuilder("count").Node("n1").Node("n2").Group("web", 2).
+			Alloc("web", "n1", 0, conformance.ClientStatus("failed")).
+			Alloc("web", "n1", 1, conformance.ClientStatus("complete"))
+	}
+	fate := func(failed, complete Finish) FinishedFunc {
+		return func(a *schedulerpb.Allocation, _ bool) Finish {
+			if a.GetClientStatus() == "failed" {
+				return failed
+			}
+			return complete
+		}
+	}
+	cases := []struct {
+		name   string
+		req    *schedulerpb.ScheduleRequest
+		cfg    Config
+		placed map[string]string
+	}{
+		{"nil hook holds", req().Request(), Config{}, map[string]string{}},
+		{"hold", req().Request(), Config{Finished: holdAll}, map[string]string{}},
+		{"place and replace", req().Request(), Config{Finished: fate(Replace, Place)},
+			map[string]string{"kit.web[0]": "alloc-1", "kit.web[1]": ""}},
+		{"reschedule", req().Request(), Config{Finished: fate(Reschedule, Hold)}, map[string]string{"kit.web[0]": "alloc-1"}},
+		{"nil hook replaces after a destructive change", req().NewVersion(conformance.DestructiveChange).Request(), Config{},
+			map[string]string{"kit.web[0]": "alloc-1", "kit.web[1]": "alloc-2"}},
+	}
+	for _, c := range cases {
+		if got := schedule(c.req, c.cfg); !maps.Equal(got.placed, c.placed) {
+			t.Errorf("%s: placed %v, want %v", c.name, got.placed, c.placed)
+		}
+	}
+}
+
+// A rescheduled alloc's replacement avoids the node it failed on, which is
+// otherwise the better (fuller) one.
+func TestReschedulePrefersAnotherNode(t *testing.T) {
+	req := conformance.NewBuilder("count").Node("n1").Node("n2").Group("web", 1).
+		Alloc("web", "n1", 0, conformance.ClientStatus("failed")).
+		OtherJobAlloc("n1", "other-1", 50, &schedulerpb.Resources{Cpu: 1000, MemoryMb: 1000}).Request()
+	for fate, want := range map[Finish]string{Replace: "n1", Reschedule: "n2"} {
+		cfg := Config{Finished: func(*schedulerpb.Allocation, bool) Finish { return fate }}
+		if got := schedule(req, cfg).nodes["kit.web[0]"]; got != want {
+			t.Errorf("fate %d: placed on %s, want %s", fate, got, want)
+		}
+	}
+}
+
+func TestPacing(t *testing.T) {
+	changed := func(pace int32) *schedulerpb.ScheduleRequest {
+		return conformance.NewBuilder("count").Node("n1").Group("web", 3).
+			Alloc("web", "n1", 0).Alloc("web", "n1", 1).Alloc("web", "n1", 2).
+			NewVersion(func(j *schedulerpb.Job) {
+				conformance.DestructiveChange(j)
+				j.UpdateMaxParallel = pace
+			}).Request()
+	}
+	draining := func(pace int32) *schedulerpb.ScheduleRequest {
+		return conformance.NewBuilder("count").Node("n1", conformance.Draining()).Node("n2").Group("web", 3).
+			Edit(func(r *schedulerpb.ScheduleRequest) { r.Job.TaskGroups[0].MigrateMaxParallel = pace }).
+			Alloc("web", "n1", 0, conformance.Migrate()).Alloc("web", "n1", 1, conformance.Migrate()).
+			Alloc("web", "n1", 2, conformance.Migrate()).Request()
+	}
+	paced := Config{PaceUpdates: true, PaceMigrations: true}
+	cases := []struct {
+		name            string
+		req             *schedulerpb.ScheduleRequest
+		cfg             Config
+		stopped, placed int
+		heldBack        int
+	}{
+		{"updates unpaced", changed(1), Config{}, 3, 3, 0},
+		{"updates paced by job max_parallel", changed(1), paced, 1, 1, 2},
+		{"updates unset max_parallel unlimited", changed(0), paced, 3, 3, 0},
+		{"migrations unpaced", draining(2), Config{}, 3, 3, 0},
+		{"migrations paced", draining(2), paced, 2, 2, 1},
+		{"migrations default one", draining(0), paced, 1, 1, 2},
+	}
+	for _, c := range cases {
+		got := schedule(c.req, c.cfg)
+		if len(got.stopped) != c.stopped || len(got.placed) != c.placed || got.heldBack != c.heldBack {
+			t.Errorf("%s: stopped %d placed %d held back %d, want %d %d %d", c.name,
+				len(got.stopped), len(got.placed), got.heldBack, c.stopped, c.placed, c.heldBack)
+		}
+	}
+}
+
+// Updates and migrations in flight (stopped, replacement not running yet)
+// count against the limit; once the replacement runs, they do not.
+func TestInFlight(t *testing.T) {
+	b := func(replacement string) *schedulerpb.ScheduleRequest {
+		return conformance.NewBuilder("count").Node("n1", conformance.Draining()).Node("n2").Group("web", 2).
+			Alloc("web", "n1", 0, conformance.Migrate(), func(a *schedulerpb.Allocation) { a.DesiredStatus = "stop"; a.ClientStatus = "complete" }).
+			Alloc("web", "n2", 0, conformance.ClientStatus(replacement), func(a *schedulerpb.Allocation) { a.CreateIndex = 50 }).
+			Alloc("web", "n1", 1, conformance.Migrate()).Request()
+	}
+	cfg := Config{PaceMigrations: true}
+	if got := schedule(b("pending"), cfg); len(got.stopped) != 0 || got.heldBack != 1 {
+		t.Errorf("replacement pending: stopped %v held back %d, want none stopped, 1 held back", got.stopped, got.heldBack)
+	}
+	if got := schedule(b("running"), cfg); !slices.Equal(got.stopped, []string{"alloc-3"}) || got.heldBack != 0 {
+		t.Errorf("replacement running: stopped %v held back %d, want alloc-3, 0", got.stopped, got.heldBack)
+	}
+}
+
+// An alloc whose name carries no index is stopped, not taken for index 0.
+func TestMalformedNameStopped(t *testing.T) {
+	req := conformance.NewBuilder("count").Node("n1").Group("web", 1).Alloc("web", "n1", 0).
+		Edit(func(r *schedulerpb.ScheduleRequest) { r.Allocs[0].Name = "kit.web" }).Request()
+	got := schedule(req, Config{})
+	if !slices.Equal(got.stopped, []string{"alloc-1"}) || got.placed["kit.web[0]"] != "" || len(got.placed) != 1 {
+		t.Errorf("stopped %v placed %v; want alloc-1 stopped and index 0 placed", got.stopped, got.placed)
+	}
+}
+
+// Job anti-affinity spreads a group over equally fitting nodes; without it
+// the group packs onto the fullest node.
+func TestJobAntiAffinitySwitch(t *testing.T) {
+	req := conformance.NewBuilder("count").Node("n1").Node("n2").Group("web", 3).
+		OtherJobAlloc("n1", "other-1", 50, &schedulerpb.Resources{Cpu: 500, MemoryMb: 500}).Request()
+	for _, c := range []struct {
+		cfg  Config
+		want map[string]string
+	}{
+		{Config{}, map[string]string{"kit.web[0]": "n1", "kit.web[1]": "n2", "kit.web[2]": "n1"}},
+		{Config{NoJobAntiAffinity: true}, map[string]string{"kit.web[0]": "n1", "kit.web[1]": "n1", "kit.web[2]": "n1"}},
+	} {
+		if got := schedule(req, c.cfg).nodes; !maps.Equal(got, c.want) {
+			t.Errorf("NoJobAntiAffinity=%v: placed %v, want %v", c.cfg.NoJobAntiAffinity, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,218 @@
+package countsched
+
+import (
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/drover-org/drover/sdk/proto/schedulerpb"
+	"github.com/drover-org/drover/sdk/scheduler/feasible"
+	"github.com/drover-org/drover/sdk/scheduler/nodesched"
+	"github.com/drover-org/drover/sdk/scheduler/rank"
+	"github.com/drover-org/drover/sdk/scheduler/reconcile"
+)
+
+// candidate is a node new work may go to, with the group's static
+// feasibility on it (the chain's verdict, which only per_alloc volumes make
+// depend on the allocation).
+type candidate struct {
+	*node
+	ok     bool
+	reason string
+}
+
+// candidates are the nodes new work may go to: ready, eligible, not
+// draining, in the job's pool and datacenters, in ID order.
+func (r *run) candidates() ([]*node, map[string]int32) {
+	var out []*node
+	byDC := map[string]int32{}
+	for _, n := range r.req.GetNodes() {
+		if !feasible.PoolMatches(r.job.GetNodePool(), n.GetNodePool()) || !reconcile.NodeIsReady(n) ||
+			!feasible.DatacenterMatches(r.job.GetDatacenters(), n.GetDatacenter()) {
+			continue
+		}
+		out = append(out, r.nodes[n.GetId()])
+		byDC[n.GetDatacenter()]++
+	}
+	slices.SortFunc(out, func(a, b *node) int { return strings.Compare(a.n.GetId(), b.n.GetId()) })
+	return out, byDC
+}
+
+// place places every missing index of every group on its best node.
+func (r *run) place() {
+	nodes, byDC := r.candidates()
+	limit := r.req.GetMaxPlacements()
+	for _, name := range r.order {
+		g := r.groups[name]
+		r.queued[name] = 0
+		var cands []candidate
+		for i := range int(g.tg.GetCount()) {
+			if g.taken[i] {
+				continue
+			}
+			if !g.updating[i] {
+				r.desired(name).Place++
+			}
+			if limit < 0 || (limit > 0 && int32(r.placed) >= limit) {
+				r.queued[name]++
+				continue
+			}
+			if m := r.failed[name]; m != nil && !g.chain.PerAlloc() {
+				// The group already failed on every node: the others
+				// would too.
+				m.CoalescedFailures++
+				r.queued[name]++
+				continue
+			}
+			if cands == nil {
+				cands = r.staticCheck(g, nodes)
+			}
+			allocName := reconcile.AllocName(r.job.GetId(), name, i)
+			best, metric := r.pick(g, i, allocName, cands, byDC)
+			if best == nil {
+				r.fail(name, metric)
+				r.queued[name]++
+				continue
+			}
+			p := r.newPlaced(nodesched.AllocID(r.req.GetEval().GetId(), r.req.GetAttempt(), best.n.GetId(), allocName), allocName, best.n, g)
+			p.PreviousAllocation = g.previous[i]
+			p.Metrics = metric
+			r.plan.NodeAllocation = append(r.plan.NodeAllocation, p)
+			best.used = best.used.Add(g.ask)
+			g.chain.Placed(best.n.GetId(), allocName)
+			g.rank.Add(best.n)
+			r.distinct.Add(name, best.n)
+			r.placed++
+		}
+	}
+}
+
+// staticCheck runs the group's feasibility chain once per candidate node
+// and tells the spread scoring the values the feasible nodes offer.
+func (r *run) staticCheck(g *group, nodes []*node) []candidate {
+	out := make([]candidate, len(nodes))
+	feasibleNodes := make([]*schedulerpb.Node, 0, len(nodes))
+	for i, n := range nodes {
+		out[i].node = n
+		if g.chain.PerAlloc() {
+			out[i].ok = true // checked per allocation
+			feasibleNodes = append(feasibleNodes, n.n)
+			continue
+		}
+		out[i].ok, out[i].reason = g.chain.CheckAlloc(n.n, "", "")
+		if out[i].ok {
+			feasibleNodes = append(feasibleNodes, n.n)
+		}
+	}
+	g.rank.Observe(feasibleNodes)
+	return out
+}
+
+// pick chooses the node for index idx of g: of the feasible nodes where
+// the group fits, the best ranked (package rank), ties to the lower node
+// ID. The metric describes the search; with no node chosen it explains
+// the failure.
+func (r *run) pick(g *group, idx int, allocName string, cands []candidate, byDC map[string]int32) (*node, *schedulerpb.AllocMetric) {
+	m := &schedulerpb.AllocMetric{
+		NodesAvailable: maps.Clone(byDC),
+		NodesInPool:    int32(len(cands)),
+		NodePool:       r.job.GetNodePool(),
+	}
+	penalized, penalty := g.penalized[idx]
+	top := rank.NewTop(rank.MaxRetainedScores)
+	var best *node
+	var bestScore float64
+	for i := range cands {
+		c := &cands[i]
+		n := c.n
+		m.NodesEvaluated++
+		ok, reason := c.ok, c.reason
+		if ok && g.chain.PerAlloc() {
+			ok, reason = g.chain.CheckAlloc(n, allocName, "")
+		}
+		if ok {
+			ok, reason = r.distinct.Check(g.tg.GetName(), n)
+		}
+		if cc := n.GetComputedClass(); cc != "" {
+			if prev, seen := r.classElig[cc]; !seen || (ok && !prev) {
+				r.classElig[cc] = ok
+			}
+		}
+		if !ok {
+			m.NodesFiltered++
+			if m.ConstraintFiltered == nil {
+				m.ConstraintFiltered = map[string]int32{}
+			}
+			m.ConstraintFiltered[reason]++
+			if cl := n.GetNodeClass(); cl != "" {
+				if m.ClassFiltered == nil {
+					m.ClassFiltered = map[string]int32{}
+				}
+				m.ClassFiltered[cl]++
+			}
+			continue
+		}
+		if fits, dim := feasible.Fits(c.capacity, c.used, g.ask); !fits {
+			m.NodesExhausted++
+			if m.DimensionExhausted == nil {
+				m.DimensionExhausted = map[string]int32{}
+			}
+			m.DimensionExhausted[dim]++
+			if cl := n.GetNodeClass(); cl != "" {
+				if m.ClassExhausted == nil {
+					m.ClassExhausted = map[string]int32{}
+				}
+				m.ClassExhausted[cl]++
+			}
+			continue
+		}
+		s := g.rank.Score(n, rank.Options{
+			Capacity: c.capacity, UsedAfter: c.used.Add(g.ask),
+			Penalty: penalty, Penalized: penalty && n.GetId() == penalized,
+		})
+		top.Offer(n.GetId(), s)
+		if best == nil || s > bestScore {
+			best, bestScore = c.node, s
+		}
+	}
+	if best != nil {
+		m.Scores = top.Scores()
+	}
+	return best, m
+}
+
+func (r *run) fail(tg string, m *schedulerpb.AllocMetric) {
+	if r.failed == nil {
+		r.failed = map[string]*schedulerpb.AllocMetric{}
+	}
+	r.failed[tg] = m
+}
+
+// newPlaced builds the plan entry of an allocation of g on n.
+func (r *run) newPlaced(id, name string, n *schedulerpb.Node, g *group) *schedulerpb.PlacedAlloc {
+	tasks := g.tg.GetTasks()
+	res := make(map[string]*schedulerpb.Resources, len(tasks))
+	for _, t := range tasks {
+		tr := t.GetResources()
+		res[t.GetName()] = &schedulerpb.Resources{
+			Cpu: tr.GetCpu(), MemoryMb: tr.GetMemoryMb(), MemoryMaxMb: tr.GetMemoryMaxMb(),
+			DiskMb: tr.GetDiskMb(), Cores: tr.GetCores(),
+		}
+	}
+	return &schedulerpb.PlacedAlloc{
+		Id: id, Name: name, NodeId: n.GetId(), NodeName: n.GetName(), TaskGroup: g.tg.GetName(),
+		TaskResources: res, SharedDiskMb: g.tg.GetEphemeralDiskMb(),
+	}
+}
+
+// response assembles the answer: one blocked eval when any group failed,
+// carrying the class eligibility seen, so new capacity unblocks the job.
+func (r *run) response() *schedulerpb.ScheduleResponse {
+	resp := &schedulerpb.ScheduleResponse{Plan: r.plan, FailedTgAllocs: r.failed, QueuedAllocations: r.queued}
+	if len(r.failed) > 0 {
+		resp.BlockedEvals = []*schedulerpb.BlockedEval{{
+			ClassEligibility: maps.Clone(r.classElig), EscapedComputedClass: r.escaped,
+		}}
+	}
+	return resp
+}
