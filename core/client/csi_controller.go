@@ -152,7 +152,7 @@ func runControllerOp(ctx context.Context, p *csiPlugins, bridge csibridge.Bridge
 	default:
 		err = structs.NewError(structs.ErrInvalid, "unknown controller operation %q", op.Kind)
 	}
-	if err != nil && errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+	if err != nil && ctx.Err() == nil && ranOutOfTime(cctx) {
 		// The call ran out of its time: how gRPC words that depends on
 		// which side saw it first (deadline exceeded, or a cancelled
 		// stream); say it once, with the bound.
@@ -163,6 +163,22 @@ func runControllerOp(ctx context.Context, p *csiPlugins, bridge csibridge.Bridge
 		return failResult(res, err)
 	}
 	return res
+}
+
+// deadlineSlack: a call that fails this close to its deadline ran out of
+// its time. The far side may act on the deadline a moment before this side
+// does (gRPC carries the timeout with coarse precision, through the
+// csi-bridge process), cancelling the stream while this side's context is
+// still live.
+const deadlineSlack = 100 * time.Millisecond
+
+// ranOutOfTime reports whether a call under cctx failed for its deadline.
+func ranOutOfTime(cctx context.Context) bool {
+	if errors.Is(cctx.Err(), context.DeadlineExceeded) {
+		return true
+	}
+	dl, ok := cctx.Deadline()
+	return ok && time.Until(dl) < deadlineSlack
 }
 
 func createVolume(ctx context.Context, bridge csibridge.Bridge, sock string, op *structs.CSIControllerOp) (*structs.CSIVolume, error) {
