@@ -141,6 +141,9 @@ var routeRules = map[string]rule{
 	"PUT /v1/system/gc":                  mgmt,
 	"PUT /v1/system/reconcile/summaries": mgmt,
 
+	// Checked per topic and per event in the handler.
+	"GET /v1/event/stream": anyToken,
+
 	"GET /v1/namespaces":          anyToken, // filtered to the caller's namespaces
 	"GET /v1/namespace/{name}":    rule{allow: func(a *acl.ACL, r *http.Request) bool { return a.AllowNamespace(r.PathValue("name")) }},
 	"PUT /v1/namespace/{name}":    mgmt,

@@ -16,6 +16,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/drover-org/drover/core/events"
 	"github.com/drover-org/drover/core/state"
 	"github.com/drover-org/drover/core/structs"
 )
@@ -112,6 +113,11 @@ type Config struct {
 	// Resolver authorizes requests by their ACL token; nil takes the
 	// Server's when it is a TokenResolver, else ACLs are off.
 	Resolver TokenResolver
+	// Events is this server's event buffer (/v1/event/stream); nil on an
+	// agent without a server (501). EventHeartbeat overrides the 10 s
+	// heartbeat, for tests.
+	Events         *events.Buffer
+	EventHeartbeat time.Duration
 }
 
 // HTTPServer serves the v1 API.
@@ -140,6 +146,9 @@ type HTTPServer struct {
 	query queryFunc
 	// logHeartbeat overrides the idle interval of followed log streams.
 	logHeartbeat time.Duration
+	// events and eventHeartbeat are Config's.
+	events         *events.Buffer
+	eventHeartbeat time.Duration
 
 	// stopping ends blocking queries and log streams when Shutdown starts,
 	// so that long polls answer at once instead of holding the shutdown.
@@ -170,6 +179,9 @@ func New(cfg Config) *HTTPServer {
 
 		leaderScheme:    cfg.LeaderScheme,
 		leaderTransport: cfg.LeaderTransport,
+
+		events:         cfg.Events,
+		eventHeartbeat: cfg.EventHeartbeat,
 	}
 	if s.leaderScheme == "" {
 		s.leaderScheme = "http"
@@ -180,6 +192,9 @@ func New(cfg Config) *HTTPServer {
 	s.resolver = cfg.Resolver
 	if tr, ok := cfg.Server.(TokenResolver); ok && s.resolver == nil {
 		s.resolver = tr
+	}
+	if es, ok := cfg.Server.(interface{ Events() *events.Buffer }); ok && s.events == nil {
+		s.events = es.Events()
 	}
 	s.stopping, s.stop = context.WithCancel(context.Background())
 	s.query = storeQuery(cfg.Server)
@@ -272,6 +287,7 @@ func (s *HTTPServer) routes() http.Handler {
 	s.registerACLCRUDRoutes(mux)
 	s.registerNamespaceRoutes(mux)
 	s.registerCSIRoutes(mux)
+	s.registerEventRoutes(mux)
 	mux.HandleFunc("GET /v1/status/leader", s.statusLeader)
 	mux.HandleFunc("GET /v1/status/peers", s.statusPeers)
 	mux.HandleFunc("GET /v1/regions", s.regions)

@@ -19,6 +19,7 @@ import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"go.etcd.io/bbolt"
 
+	"github.com/drover-org/drover/core/events"
 	"github.com/drover-org/drover/core/fsm"
 	"github.com/drover-org/drover/core/rpc"
 	"github.com/drover-org/drover/core/server/blockedevals"
@@ -124,6 +125,10 @@ type Config struct {
 	// components are enabled; an error fails the attempt (tests).
 	stepUpFault func() error
 
+	// EventBufferSize is how many Raft entries' events the server keeps
+	// for /v1/event/stream (events.DefaultBufferSize when zero).
+	EventBufferSize int
+
 	// Clustering (ignored in dev mode).
 	// BootstrapExpect is the number of servers that form the cluster.
 	BootstrapExpect int
@@ -156,6 +161,7 @@ type Server struct {
 	acl aclResolution
 
 	fsm       *fsm.FSM
+	events    *events.Buffer
 	raft      *raft.Raft
 	raftStore interface{ Close() error }
 	transport raft.Transport
@@ -261,6 +267,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.fsm = f
+	s.initEvents()
 	s.fatalCh = make(chan error, 1)
 	f.SetFatalHandler(func(err error) {
 		select {
@@ -493,6 +500,7 @@ func (s *Server) Failed() error { return s.fsm.Failed() }
 
 func (s *Server) shutdown() error {
 	s.shutdownCancel()
+	s.events.Close()
 	s.revokeLeadership()
 	s.volumes.Stop()
 	s.wg.Wait()

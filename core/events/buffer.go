@@ -1,0 +1,219 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+)
+
+// DefaultBufferSize is the number of Raft entries' batches a server keeps.
+const DefaultBufferSize = 1024
+
+// DefaultMaxSubscribers bounds the subscriptions of one server.
+const DefaultMaxSubscribers = 512
+
+// ErrSubscriberLagged ends a subscription that fell a whole ring behind
+// the publisher: the events it had not read were overwritten. It resumes
+// by subscribing again from the last index it saw.
+var ErrSubscriberLagged = errors.New("subscription closed by server, client is too slow: events it had not read were dropped from the buffer")
+
+// ErrTooManySubscribers refuses a subscription beyond the bound.
+var ErrTooManySubscribers = errors.New("too many event stream subscribers")
+
+// ErrClosed ends subscriptions when the buffer is closed (agent stop).
+var ErrClosed = errors.New("event stream closed: server stopping")
+
+// Buffer is the ring of the last batches published. Publish never blocks
+// on readers: each subscription keeps its own position and reads the ring
+// under the lock; the publisher only overwrites the oldest slot and wakes
+// waiters by closing a channel.
+type Buffer struct {
+	mu   sync.Mutex
+	ring []*Batch
+	// next is the sequence number the next batch gets; batch seq lives in
+	// ring[seq%len(ring)], and the ring holds seqs [next-len, next).
+	next uint64
+	// wake is closed (and replaced) on every publish and on Close.
+	wake   chan struct{}
+	closed bool
+
+	subs    int
+	maxSubs int
+
+	// dropped counts subscriptions ended by ErrSubscriberLagged.
+	dropped uint64
+	// published counts events published.
+	published uint64
+}
+
+// NewBuffer returns a ring of size batches (DefaultBufferSize if <= 0)
+// serving at most maxSubs subscriptions (DefaultMaxSubscribers if <= 0).
+func NewBuffer(size, maxSubs int) *Buffer {
+	if size <= 0 {
+		size = DefaultBufferSize
+	}
+	if maxSubs <= 0 {
+		maxSubs = DefaultMaxSubscribers
+	}
+	return &Buffer{ring: make([]*Batch, size), wake: make(chan struct{}), maxSubs: maxSubs}
+}
+
+// Publish appends the events of the entry at index. Empty batches are
+// skipped. It is called by the FSM in commit order and never waits.
+func (b *Buffer) Publish(index uint64, evs []*Event) {
+	if b == nil || len(evs) == 0 {
+		return
+	}
+	batch := newBatch(index, evs)
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return
+	}
+	b.ring[b.next%uint64(len(b.ring))] = batch
+	b.next++
+	b.published += uint64(len(evs))
+	wake := b.wake
+	b.wake = make(chan struct{})
+	b.mu.Unlock()
+	close(wake)
+}
+
+// Close ends every subscription with ErrClosed.
+func (b *Buffer) Close() {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return
+	}
+	b.closed = true
+	close(b.wake)
+}
+
+// Stats is a snapshot of the buffer's counters.
+type Stats struct {
+	Subscribers int
+	Published   uint64
+	Dropped     uint64
+	OldestIndex uint64
+	LatestIndex uint64
+}
+
+// Stats reports the buffer's counters.
+func (b *Buffer) Stats() Stats {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	st := Stats{Subscribers: b.subs, Published: b.published, Dropped: b.dropped}
+	if b.next > 0 {
+		st.OldestIndex = b.ring[b.oldestSeq()%uint64(len(b.ring))].Index
+		st.LatestIndex = b.ring[(b.next-1)%uint64(len(b.ring))].Index
+	}
+	return st
+}
+
+func (b *Buffer) oldestSeq() uint64 {
+	if n := uint64(len(b.ring)); b.next > n {
+		return b.next - n
+	}
+	return 0
+}
+
+// Subscription reads batches from a Buffer in order. It is owned by one
+// goroutine; Close releases its slot.
+type Subscription struct {
+	b      *Buffer
+	seq    uint64
+	filter *Filter
+	once   sync.Once
+	// Truncated is set when the index asked for was no longer in the
+	// buffer: the subscription starts at the oldest batch kept
+	// (StartIndex), and events in between were missed.
+	Truncated  bool
+	StartIndex uint64
+}
+
+// Subscribe starts a subscription at the first batch whose index is at
+// least index (index 0: the oldest batch kept, the server's backlog, as
+// Nomad). An index older than the buffer starts at the oldest batch and
+// sets Truncated. filter may be nil (everything).
+func (b *Buffer) Subscribe(index uint64, filter *Filter) (*Subscription, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil, ErrClosed
+	}
+	if b.subs >= b.maxSubs {
+		return nil, fmt.Errorf("%w (at most %d)", ErrTooManySubscribers, b.maxSubs)
+	}
+	b.subs++
+	s := &Subscription{b: b, filter: filter}
+	oldest := b.oldestSeq()
+	s.seq = b.next
+	for seq := oldest; seq < b.next; seq++ {
+		if b.ring[seq%uint64(len(b.ring))].Index >= index {
+			s.seq = seq
+			break
+		}
+	}
+	if b.next > oldest {
+		oldestIdx := b.ring[oldest%uint64(len(b.ring))].Index
+		// Only a full ring has lost batches: until it wraps it holds
+		// everything this server published.
+		if index > 0 && index < oldestIdx && b.next > uint64(len(b.ring)) {
+			s.Truncated = true
+		}
+		if s.seq < b.next {
+			s.StartIndex = b.ring[s.seq%uint64(len(b.ring))].Index
+		}
+	}
+	return s, nil
+}
+
+// Close releases the subscription's slot; it is idempotent.
+func (s *Subscription) Close() {
+	s.once.Do(func() {
+		s.b.mu.Lock()
+		s.b.subs--
+		s.b.mu.Unlock()
+	})
+}
+
+// Next returns the next batch with events that pass the filter (only
+// those events), waiting until one is published or ctx ends. It returns
+// ErrSubscriberLagged when the publisher overwrote batches this
+// subscription had not read, and ErrClosed after Buffer.Close.
+func (s *Subscription) Next(ctx context.Context) (*Batch, error) {
+	for {
+		b := s.b
+		b.mu.Lock()
+		if b.closed {
+			b.mu.Unlock()
+			return nil, ErrClosed
+		}
+		if s.seq < b.oldestSeq() {
+			b.dropped++
+			b.mu.Unlock()
+			return nil, ErrSubscriberLagged
+		}
+		if s.seq < b.next {
+			batch := b.ring[s.seq%uint64(len(b.ring))]
+			s.seq++
+			b.mu.Unlock()
+			if out := s.filter.Apply(batch); out != nil {
+				return out, nil
+			}
+			continue
+		}
+		wake := b.wake
+		b.mu.Unlock()
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
