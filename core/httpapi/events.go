@@ -72,15 +72,6 @@ func eventAllowed(a *acl.ACL) func(e *events.Event) bool {
 // sent {"Error": "..."} and the stream ends.
 func (s *HTTPServer) eventStream(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	var index uint64
-	if v := q.Get("index"); v != "" {
-		n, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			s.writeError(w, badRequest("Invalid index query parameter %q: must be a non-negative integer", v))
-			return
-		}
-		index = n
-	}
 	topics, err := events.ParseTopics(q["topic"])
 	if err != nil {
 		s.writeError(w, badRequest("Invalid topic query parameter: %v", err))
@@ -96,6 +87,15 @@ func (s *HTTPServer) eventStream(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, errPermissionDenied)
 			return
 		}
+	}
+	var index uint64
+	if v := q.Get("index"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			s.writeError(w, badRequest("Invalid index query parameter %q: must be a non-negative integer", v))
+			return
+		}
+		index = n
 	}
 	if s.events == nil {
 		http.Error(w, "event stream not served by this agent (no server)", http.StatusNotImplemented)
