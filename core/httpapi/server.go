@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/drover-org/drover/core/events"
+	"github.com/drover-org/drover/core/metrics"
 	"github.com/drover-org/drover/core/state"
 	"github.com/drover-org/drover/core/structs"
 )
@@ -118,6 +119,11 @@ type Config struct {
 	// heartbeat, for tests.
 	Events         *events.Buffer
 	EventHeartbeat time.Duration
+	// Metrics is the agent's registry (/v1/metrics, request metrics);
+	// nil answers /v1/metrics 501. Prometheus serves
+	// ?format=prometheus (telemetry.prometheus_metrics).
+	Metrics    *metrics.Metrics
+	Prometheus bool
 }
 
 // HTTPServer serves the v1 API.
@@ -149,6 +155,9 @@ type HTTPServer struct {
 	// events and eventHeartbeat are Config's.
 	events         *events.Buffer
 	eventHeartbeat time.Duration
+	// metrics and prometheus are Config's.
+	metrics    *metrics.Metrics
+	prometheus bool
 
 	// stopping ends blocking queries and log streams when Shutdown starts,
 	// so that long polls answer at once instead of holding the shutdown.
@@ -182,6 +191,8 @@ func New(cfg Config) *HTTPServer {
 
 		events:         cfg.Events,
 		eventHeartbeat: cfg.EventHeartbeat,
+		metrics:        cfg.Metrics,
+		prometheus:     cfg.Prometheus,
 	}
 	if s.leaderScheme == "" {
 		s.leaderScheme = "http"
@@ -288,6 +299,7 @@ func (s *HTTPServer) routes() http.Handler {
 	s.registerNamespaceRoutes(mux)
 	s.registerCSIRoutes(mux)
 	s.registerEventRoutes(mux)
+	s.registerMetricsRoutes(mux)
 	mux.HandleFunc("GET /v1/status/leader", s.statusLeader)
 	mux.HandleFunc("GET /v1/status/peers", s.statusPeers)
 	mux.HandleFunc("GET /v1/regions", s.regions)
@@ -310,7 +322,13 @@ func (s *HTTPServer) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		r, route := withRoute(r)
 		next.ServeHTTP(rec, r)
+		if *route == "" {
+			// Proxied to the leader, or no route matched (404/405).
+			*route = "other"
+		}
+		s.metrics.HTTPRequest(*route, rec.status, time.Since(start))
 		args := []any{"method", r.Method, "path", r.URL.Path, "status", rec.status, "duration", time.Since(start)}
 		if rec.status >= 500 {
 			s.logger.Warn("request failed", args...)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/drover-org/drover/core/events"
 	"github.com/drover-org/drover/core/fsm"
+	"github.com/drover-org/drover/core/metrics"
 	"github.com/drover-org/drover/core/rpc"
 	"github.com/drover-org/drover/core/server/blockedevals"
 	"github.com/drover-org/drover/core/server/evalbroker"
@@ -125,6 +126,8 @@ type Config struct {
 	// components are enabled; an error fails the attempt (tests).
 	stepUpFault func() error
 
+	// Metrics is the agent's metrics registry; nil observes nothing.
+	Metrics *metrics.Metrics
 	// EventBufferSize is how many Raft entries' events the server keeps
 	// for /v1/event/stream (events.DefaultBufferSize when zero).
 	EventBufferSize int
@@ -268,6 +271,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.fsm = f
 	s.initEvents()
+	s.registerMetrics(cfg.Metrics)
 	s.fatalCh = make(chan error, 1)
 	f.SetFatalHandler(func(err error) {
 		select {
@@ -557,8 +561,11 @@ func (s *Server) raftApplyResponse(t structs.MessageType, msg any) (uint64, any,
 	if err := fsm.CheckEntry(buf); err != nil {
 		return 0, nil, structs.NewError(structs.ErrInvalid, "refusing to commit a Raft entry the FSM could not apply: %v", err)
 	}
+	start := time.Now()
 	f := s.raft.Apply(buf, 30*time.Second)
-	if err := f.Error(); err != nil {
+	err = f.Error()
+	s.cfg.Metrics.RaftApplied(time.Since(start))
+	if err != nil {
 		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
 			return 0, nil, structs.NewError(structs.ErrNoLeader, "No cluster leader: %v", err)
 		}
