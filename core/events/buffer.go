@@ -129,6 +129,10 @@ type Subscription struct {
 	seq    uint64
 	filter *Filter
 	once   sync.Once
+	// ahead holds batches taken from the ring; those from pos on are not
+	// returned yet.
+	ahead []*Batch
+	pos   int
 	// Truncated is set when the index asked for was no longer in the
 	// buffer: the subscription starts at the oldest batch kept
 	// (StartIndex), and events in between were missed.
@@ -182,38 +186,62 @@ func (s *Subscription) Close() {
 	})
 }
 
+// readAhead is how many batches a subscription takes from the ring per
+// lock: readers then contend with the publisher once per readAhead batches.
+const readAhead = 64
+
 // Next returns the next batch with events that pass the filter (only
 // those events), waiting until one is published or ctx ends. It returns
 // ErrSubscriberLagged when the publisher overwrote batches this
 // subscription had not read, and ErrClosed after Buffer.Close.
 func (s *Subscription) Next(ctx context.Context) (*Batch, error) {
 	for {
-		b := s.b
+		for s.pos < len(s.ahead) {
+			batch := s.ahead[s.pos]
+			s.ahead[s.pos] = nil
+			s.pos++
+			if out := s.filter.Apply(batch); out != nil {
+				return out, nil
+			}
+		}
+		if err := s.fill(ctx); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// fill takes up to readAhead unread batches from the ring, waiting for one
+// if there is none.
+func (s *Subscription) fill(ctx context.Context) error {
+	b := s.b
+	for {
 		b.mu.Lock()
 		if b.closed {
 			b.mu.Unlock()
-			return nil, ErrClosed
+			return ErrClosed
 		}
 		if s.seq < b.oldestSeq() {
 			b.dropped++
 			b.mu.Unlock()
-			return nil, ErrSubscriberLagged
+			return ErrSubscriberLagged
 		}
 		if s.seq < b.next {
-			batch := b.ring[s.seq%uint64(len(b.ring))]
-			s.seq++
-			b.mu.Unlock()
-			if out := s.filter.Apply(batch); out != nil {
-				return out, nil
+			if s.ahead == nil {
+				s.ahead = make([]*Batch, 0, readAhead)
 			}
-			continue
+			s.ahead, s.pos = s.ahead[:0], 0
+			for ; s.seq < b.next && len(s.ahead) < readAhead; s.seq++ {
+				s.ahead = append(s.ahead, b.ring[s.seq%uint64(len(b.ring))])
+			}
+			b.mu.Unlock()
+			return nil
 		}
 		wake := b.wake
 		b.mu.Unlock()
 		select {
 		case <-wake:
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return ctx.Err()
 		}
 	}
 }
