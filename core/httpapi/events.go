@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/drover-org/drover/core/acl"
@@ -49,12 +50,14 @@ func eventTopicAllowed(a *acl.ACL, topic, ns string) bool {
 	return false // *, ACLToken, ACLPolicy: management only
 }
 
-// eventAllowed decides one event for the caller's ACL.
-func eventAllowed(a *acl.ACL) func(e *events.Event) bool {
-	if a == nil || a.IsManagement() {
+// eventAllowed decides one event for the caller's ACL, as cur holds it
+// now (the stream re-resolves the token as it goes).
+func eventAllowed(cur *atomic.Pointer[acl.ACL]) func(e *events.Event) bool {
+	if a := cur.Load(); a == nil {
 		return nil
 	}
 	return func(e *events.Event) bool {
+		a := cur.Load()
 		switch e.Topic {
 		case events.TopicNamespace:
 			return a.AllowNamespace(e.Key)
@@ -82,6 +85,8 @@ func (s *HTTPServer) eventStream(w http.ResponseWriter, r *http.Request) {
 		ns = structs.DefaultNamespace
 	}
 	a := requestACL(r)
+	var cur atomic.Pointer[acl.ACL]
+	cur.Store(a)
 	for topic := range topics {
 		if !eventTopicAllowed(a, topic, ns) {
 			s.writeError(w, errPermissionDenied)
@@ -101,7 +106,7 @@ func (s *HTTPServer) eventStream(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "event stream not served by this agent (no server)", http.StatusNotImplemented)
 		return
 	}
-	sub, err := s.events.Subscribe(index, &events.Filter{Topics: topics, Namespace: ns, Allow: eventAllowed(a)})
+	sub, err := s.events.Subscribe(index, &events.Filter{Topics: topics, Namespace: ns, Allow: eventAllowed(&cur)})
 	if err != nil {
 		if errors.Is(err, events.ErrTooManySubscribers) {
 			http.Error(w, err.Error(), http.StatusTooManyRequests)
@@ -140,7 +145,28 @@ func (s *HTTPServer) eventStream(w http.ResponseWriter, r *http.Request) {
 		}
 		return rc.Flush() == nil
 	}
+	// The token is resolved again every heartbeat interval: a deleted or
+	// expired token ends the stream, and a changed policy applies from
+	// then on (as Nomad closes subscriptions of changed tokens).
+	lastCheck := time.Now()
+	recheck := func() bool {
+		if a == nil || time.Since(lastCheck) < hb {
+			return true
+		}
+		lastCheck = time.Now()
+		_, fresh, err := s.resolver.ResolveToken(requestToken(r))
+		if err != nil || fresh == nil {
+			msg, _ := json.Marshal(map[string]string{"Error": "ACL token no longer valid: stream closed"})
+			write(append(msg, '\n'))
+			return false
+		}
+		cur.Store(fresh)
+		return true
+	}
 	for {
+		if !recheck() {
+			return
+		}
 		wctx, wcancel := context.WithTimeout(ctx, hb)
 		batch, err := sub.Next(wctx)
 		wcancel()

@@ -251,3 +251,33 @@ func TestEventStreamNomadClient(t *testing.T) {
 		}
 	}
 }
+
+// A stream ends once its token is deleted: it is resolved again every
+// heartbeat interval.
+func TestEventStreamTokenDeleted(t *testing.T) {
+	w := newACLWorld(t)
+	h := New(Config{Server: w.h.srv, EventHeartbeat: 50 * time.Millisecond})
+	ts := httptest.NewServer(h.Handler())
+	t.Cleanup(ts.Close)
+	resp, sc := openStream(t, ts.URL+"/v1/event/stream?topic=Job&namespace=*", w.secrets[callerOtherNS])
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	untilHeartbeat(t, sc)
+	st := w.h.srv.State()
+	if err := st.DeleteACLTokens(st.LatestIndex()+1, []string{w.accessors[callerOtherNS]}); err != nil {
+		t.Fatal(err)
+	}
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), `"Error"`) {
+			if !strings.Contains(sc.Text(), "ACL token no longer valid") {
+				t.Fatalf("error line %q", sc.Text())
+			}
+			if sc.Scan() {
+				t.Fatalf("stream went on after the error: %q", sc.Text())
+			}
+			return
+		}
+	}
+	t.Fatalf("stream ended without an error line: %v", sc.Err())
+}
