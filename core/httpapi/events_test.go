@@ -281,3 +281,16 @@ func TestEventStreamTokenDeleted(t *testing.T) {
 	}
 	t.Fatalf("stream ended without an error line: %v", sc.Err())
 }
+
+// Every server serves its own event stream and metrics: neither is
+// forwarded to the leader.
+func TestEventStreamAndMetricsServedLocally(t *testing.T) {
+	for _, target := range []string{"/v1/event/stream?topic=Job", "/v1/metrics", "/v1/metrics?format=prometheus"} {
+		if leaderRead(httptest.NewRequest("GET", target, nil)) {
+			t.Errorf("GET %s is forwarded to the leader; every server answers it", target)
+		}
+	}
+	if !leaderRead(httptest.NewRequest("GET", "/v1/jobs", nil)) {
+		t.Error("GET /v1/jobs is no longer a leader read: the check above proves nothing")
+	}
+}
