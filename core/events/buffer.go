@@ -13,6 +13,12 @@ const DefaultBufferSize = 1024
 // DefaultMaxSubscribers bounds the subscriptions of one server.
 const DefaultMaxSubscribers = 512
 
+// DefaultMaxEvents bounds the events the ring holds across its batches: a
+// placement of a large system job is one entry with thousands of events,
+// and a ring of such batches must not hold gigabytes. Past it the oldest
+// batches are dropped (the newest is always kept).
+const DefaultMaxEvents = 64 * 1024
+
 // ErrSubscriberLagged ends a subscription that fell a whole ring behind
 // the publisher: the events it had not read were overwritten. It resumes
 // by subscribing again from the last index it saw.
@@ -32,8 +38,13 @@ type Buffer struct {
 	mu   sync.Mutex
 	ring []*Batch
 	// next is the sequence number the next batch gets; batch seq lives in
-	// ring[seq%len(ring)], and the ring holds seqs [next-len, next).
+	// ring[seq%len(ring)], and the ring holds seqs [oldestSeq(), next).
 	next uint64
+	// first is the oldest seq not evicted for the event bound.
+	first uint64
+	// events counts the events of the batches held; maxEvents bounds it.
+	events    int
+	maxEvents int
 	// wake is closed (and replaced) on every publish and on Close.
 	wake   chan struct{}
 	closed bool
@@ -56,7 +67,7 @@ func NewBuffer(size, maxSubs int) *Buffer {
 	if maxSubs <= 0 {
 		maxSubs = DefaultMaxSubscribers
 	}
-	return &Buffer{ring: make([]*Batch, size), wake: make(chan struct{}), maxSubs: maxSubs}
+	return &Buffer{ring: make([]*Batch, size), wake: make(chan struct{}), maxSubs: maxSubs, maxEvents: DefaultMaxEvents}
 }
 
 // Publish appends the events of the entry at index. Empty batches are
@@ -71,13 +82,32 @@ func (b *Buffer) Publish(index uint64, evs []*Event) {
 		b.mu.Unlock()
 		return
 	}
-	b.ring[b.next%uint64(len(b.ring))] = batch
+	slot := b.next % uint64(len(b.ring))
+	if old := b.ring[slot]; old != nil && b.next-uint64(len(b.ring)) >= b.first {
+		b.events -= len(old.Events)
+	}
+	b.ring[slot] = batch
 	b.next++
+	b.events += len(evs)
 	b.published += uint64(len(evs))
+	for b.events > b.maxEvents && b.oldestSeq() < b.next-1 {
+		seq := b.oldestSeq()
+		b.events -= len(b.ring[seq%uint64(len(b.ring))].Events)
+		b.ring[seq%uint64(len(b.ring))] = nil
+		b.first = seq + 1
+	}
 	wake := b.wake
 	b.wake = make(chan struct{})
 	b.mu.Unlock()
 	close(wake)
+}
+
+// SetMaxEvents changes the event bound (DefaultMaxEvents); call it before
+// publishing.
+func (b *Buffer) SetMaxEvents(n int) {
+	b.mu.Lock()
+	b.maxEvents = n
+	b.mu.Unlock()
 }
 
 // Close ends every subscription with ErrClosed.
@@ -116,10 +146,10 @@ func (b *Buffer) Stats() Stats {
 }
 
 func (b *Buffer) oldestSeq() uint64 {
-	if n := uint64(len(b.ring)); b.next > n {
+	if n := uint64(len(b.ring)); b.next > n && b.next-n > b.first {
 		return b.next - n
 	}
-	return 0
+	return b.first
 }
 
 // Subscription reads batches from a Buffer in order. It is owned by one
@@ -165,9 +195,9 @@ func (b *Buffer) Subscribe(index uint64, filter *Filter) (*Subscription, error) 
 	}
 	if b.next > oldest {
 		oldestIdx := b.ring[oldest%uint64(len(b.ring))].Index
-		// Only a full ring has lost batches: until it wraps it holds
-		// everything this server published.
-		if index > 0 && index < oldestIdx && b.next > uint64(len(b.ring)) {
+		// Only a ring that dropped batches has lost any: until then it
+		// holds everything this server published.
+		if index > 0 && index < oldestIdx && oldest > 0 {
 			s.Truncated = true
 		}
 		if s.seq < b.next {

@@ -193,3 +193,38 @@ func TestNextEndsWithContext(t *testing.T) {
 		t.Fatalf("Next = %v, want context.Canceled", err)
 	}
 }
+
+// The ring holds at most maxEvents events across its batches: the oldest
+// batches go first, the newest always stays.
+func TestBufferEventBound(t *testing.T) {
+	b := NewBuffer(8, 0)
+	defer b.Close()
+	b.SetMaxEvents(5)
+	two := func() []*Event { return []*Event{ev(TopicJob, "a", "default"), ev(TopicJob, "b", "default")} }
+	for i := uint64(1); i <= 4; i++ {
+		b.Publish(i, two())
+	}
+	if st := b.Stats(); st.OldestIndex != 3 || st.LatestIndex != 4 {
+		t.Fatalf("after 8 events with a bound of 5: oldest %d latest %d, want 3 and 4", st.OldestIndex, st.LatestIndex)
+	}
+	big := make([]*Event, 10)
+	for i := range big {
+		big[i] = ev(TopicNode, "n", "")
+	}
+	b.Publish(5, big)
+	if st := b.Stats(); st.OldestIndex != 5 || st.LatestIndex != 5 {
+		t.Fatalf("after a batch over the bound: oldest %d latest %d, want 5 alone", st.OldestIndex, st.LatestIndex)
+	}
+	s, _ := b.Subscribe(1, nil)
+	defer s.Close()
+	if got := indexes(t, s, 1); got[0] != 5 || !s.Truncated {
+		t.Fatalf("resume from 1 = %v truncated %v, want [5] true", got, s.Truncated)
+	}
+	// Wrapping still counts right: 20 more small batches keep the bound.
+	for i := uint64(6); i < 26; i++ {
+		b.Publish(i, []*Event{ev(TopicJob, "c", "default")})
+	}
+	if st := b.Stats(); st.OldestIndex != 21 || st.LatestIndex != 25 {
+		t.Fatalf("after wrapping: oldest %d latest %d, want 21 and 25", st.OldestIndex, st.LatestIndex)
+	}
+}
