@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -43,6 +44,8 @@ type runnerConfig struct {
 	// CrashAt, a test hook, is asked at each kill point of a task's exit
 	// path; true simulates a client crash there (see killpoints.go).
 	CrashAt func(allocID, task string, p killPoint) bool
+	// Now is the clock of deployment health (nil: time.Now).
+	Now func() time.Time
 }
 
 // allocRunner runs the tasks of one allocation in lifecycle order and
@@ -79,6 +82,11 @@ type allocRunner struct {
 	// csi is how far the alloc's CSI volumes got (see csi_hook.go).
 	csiMu sync.Mutex
 	csi   []*csiMountState
+
+	// health is the alloc's deployment health tracking (health.go);
+	// healthNext is when to evaluate it again without a task change.
+	health     *allocHealth
+	healthNext time.Time
 
 	changed chan struct{} // wakes run; capacity 1
 	taskWG  sync.WaitGroup
@@ -171,10 +179,17 @@ func (ar *allocRunner) done() <-chan struct{} { return ar.doneCh }
 // evict stops it.
 func (ar *allocRunner) update(a *structs.Allocation) {
 	ar.mu.Lock()
+	moved := a.DeploymentID != "" && a.DeploymentID != ar.alloc.DeploymentID
 	ar.alloc = a
 	ar.mu.Unlock()
 	if a.ServerTerminalStatus() {
 		ar.stop()
+	}
+	if moved {
+		// Joined a deployment in place: judge and report its health
+		// (taskChanged persists too).
+		ar.taskChanged()
+		return
 	}
 	ar.persist()
 }
@@ -228,9 +243,10 @@ func (ar *allocRunner) taskChanged() {
 	}
 	ar.status = status
 	a := ar.alloc
+	ar.healthNext = ar.evalHealthLocked(states)
 	upd := &structs.Allocation{
 		ID: a.ID, Namespace: a.Namespace, NodeID: a.NodeID, JobID: a.JobID, TaskGroup: a.TaskGroup,
-		ClientStatus: status, ClientDescription: desc, TaskStates: states,
+		ClientStatus: status, ClientDescription: desc, TaskStates: states, DeploymentStatus: ar.health.status(),
 	}
 	if ar.cfg.Update != nil {
 		ar.cfg.Update(upd)
@@ -331,12 +347,33 @@ func (ar *allocRunner) run() {
 			ar.releaseVolumes()
 			return
 		}
+		var healthTimer <-chan time.Time
+		var timer *time.Timer
+		if next := ar.nextHealthCheck(); !next.IsZero() {
+			timer = time.NewTimer(max(next.Sub(ar.now()), time.Millisecond))
+			healthTimer = timer.C
+		}
 		select {
 		case <-ar.changed:
+		case <-healthTimer:
+			ar.taskChanged() // evaluates health again and reports it
 		case <-ar.ctx.Done():
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		if ar.ctx.Err() != nil {
 			return
 		}
 	}
+}
+
+// nextHealthCheck is when health must be evaluated again (zero: never
+// without a task change).
+func (ar *allocRunner) nextHealthCheck() time.Time {
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	return ar.healthNext
 }
 
 // releaseVolumes undoes the alloc's CSI volumes once its tasks are dead.

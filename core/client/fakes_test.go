@@ -384,6 +384,9 @@ func (s *fakeServer) UpdateAllocs(_ context.Context, _, _ string, allocs []*stru
 	for _, u := range allocs {
 		if a, ok := s.allocs[u.ID]; ok {
 			a.ClientStatus, a.ClientDescription, a.TaskStates = u.ClientStatus, u.ClientDescription, u.TaskStates
+			if u.DeploymentStatus != nil {
+				a.DeploymentStatus = u.DeploymentStatus
+			}
 		}
 	}
 	return nil

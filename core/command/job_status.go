@@ -176,6 +176,11 @@ func (c *JobStatusCommand) describe(ctx context.Context, client *APIClient, id s
 		return strings.Join(sections, "\n\n"), nil
 	}
 	sections = append(sections, "Summary\n"+formatSummary(&job, &summary))
+	if dep, err := latestDeploymentSection(ctx, client, &job, verbose); err != nil {
+		return "", err
+	} else if dep != "" {
+		sections = append(sections, dep)
+	}
 
 	var evals []*structs.Evaluation
 	if _, err := client.Get(ctx, "/v1/job/"+escapeID(id)+"/evaluations", nil, &evals); err != nil {

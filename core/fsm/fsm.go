@@ -257,7 +257,7 @@ var checkers = map[structs.MessageType]func([]byte) error{
 	structs.EvalUpdateRequestType:                   check[structs.EvalUpdateRequest],
 	structs.EvalDeleteRequestType:                   check[structs.EvalDeleteRequest],
 	structs.AllocClientUpdateRequestType:            check[structs.AllocUpdateRequest],
-	structs.ApplyPlanResultsRequestType:             check[structs.ApplyPlanResultsRequest],
+	structs.ApplyPlanResultsRequestType:             checkPlanResults,
 	structs.AllocUpdateDesiredTransitionRequestType: check[structs.AllocUpdateDesiredTransitionRequest],
 	structs.SchedulerConfigRequestType:              check[structs.SchedulerSetConfigRequest],
 	structs.PKIInitRequestType:                      check[structs.PKIInitRequest],
@@ -282,6 +282,11 @@ var checkers = map[structs.MessageType]func([]byte) error{
 
 	structs.GCReapRequestType:                checkGCReap,
 	structs.ReconcileJobSummariesRequestType: checkReconcileJobSummaries,
+
+	structs.DeploymentStatusUpdateRequestType: checkDeploymentStatusUpdate,
+	structs.DeploymentPromoteRequestType:      checkDeploymentPromote,
+	structs.DeploymentAllocHealthRequestType:  checkDeploymentAllocHealth,
+	structs.DeploymentDeleteRequestType:       checkDeploymentDelete,
 }
 
 // appliers dispatches on the message type. Each decodes its payload and
@@ -324,6 +329,11 @@ var appliers = map[structs.MessageType]func(f *FSM, index uint64, buf []byte) an
 
 	structs.GCReapRequestType:                (*FSM).applyGCReap,
 	structs.ReconcileJobSummariesRequestType: (*FSM).applyReconcileJobSummaries,
+
+	structs.DeploymentStatusUpdateRequestType: (*FSM).applyDeploymentStatusUpdate,
+	structs.DeploymentPromoteRequestType:      (*FSM).applyDeploymentPromote,
+	structs.DeploymentAllocHealthRequestType:  (*FSM).applyDeploymentAllocHealth,
+	structs.DeploymentDeleteRequestType:       (*FSM).applyDeploymentDelete,
 }
 
 // decode unmarshals an entry's payload. A payload that does not decode is
@@ -384,6 +394,9 @@ func typeName(t structs.MessageType) string {
 			return n
 		}
 		if n, ok := gcTypeNames[t&^structs.IgnoreUnknownTypeFlag]; ok {
+			return n
+		}
+		if n, ok := deploymentTypeNames[t&^structs.IgnoreUnknownTypeFlag]; ok {
 			return n
 		}
 	}

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -159,6 +160,7 @@ func init() {
 	for _, p := range append(slices.Clone(ACLRoutes), ACLCRUDRoutes...) {
 		routeRules[p] = self
 	}
+	maps.Copy(routeRules, deploymentRoutes)
 }
 
 // aclKey carries a request's resolved ACL in its context.

@@ -268,6 +268,7 @@ func TestACLMatrix(t *testing.T) {
 	}
 	cases = append(cases, aclCRUDMatrixCases(w, nobody)...)
 	cases = append(cases, csiMatrixCases(w)...)
+	cases = append(cases, deploymentMatrixCases(w)...)
 
 	covered := map[string]bool{}
 	for _, c := range cases {

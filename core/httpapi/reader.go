@@ -43,6 +43,8 @@ type reader interface {
 	CSIPluginByID(ws memdb.WatchSet, id string) (*structs.CSIPlugin, error)
 	CSIPlugins(ws memdb.WatchSet, prefix string) ([]*structs.CSIPlugin, error)
 
+	deploymentReader
+
 	// Index is the last Raft index that wrote the table ("jobs", "allocs",
 	// "evals", "nodes", "job_summary", "job_versions").
 	Index(table string) uint64

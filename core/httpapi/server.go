@@ -34,7 +34,7 @@ import (
 type Server interface {
 	RegisterJob(ctx context.Context, job *structs.Job, enforceIndex bool, jobModifyIndex uint64) (*structs.JobRegisterResponse, error)
 	DeregisterJob(ctx context.Context, ns, jobID string, purge bool) (*structs.JobDeregisterResponse, error)
-	EvaluateJob(ctx context.Context, ns, jobID string) (*structs.JobRegisterResponse, error)
+	EvaluateJob(ctx context.Context, ns, jobID string, opts structs.EvalOptions) (*structs.JobRegisterResponse, error)
 	// ScaleJob sets a group's count or records a scaling event (PUT
 	// /v1/job/<id>/scale); RevertJob registers a kept version again (PUT
 	// /v1/job/<id>/revert).
@@ -55,6 +55,7 @@ type Server interface {
 	// ReconcileJobSummaries rebuilds every job summary (PUT
 	// /v1/system/reconcile/summaries); a follower forwards it.
 	ReconcileJobSummaries(ctx context.Context) error
+	DeploymentServer
 	State() *state.StateStore
 	// LeaderAddr is the leader's RPC address ("127.0.0.1:4647"), or "" when
 	// the cluster has no leader.
@@ -270,6 +271,10 @@ func (s *HTTPServer) routes() http.Handler {
 	// Job IDs may contain slashes (periodic and dispatched children), so
 	// /v1/job/ is routed by suffix rather than by pattern.
 	mux.HandleFunc("/v1/job/", s.jobRoute)
+
+	for pattern, h := range s.deploymentHandlers() {
+		mux.HandleFunc(pattern, h)
+	}
 
 	mux.HandleFunc("GET /v1/allocations", s.allocList)
 	mux.HandleFunc("GET /v1/allocation/{id}", s.allocGet)

@@ -27,6 +27,7 @@ func Behavior(jt *schedulerpb.JobTypeInfo) structs.JobTypeBehavior {
 		EvalOnAllocNodeChange: jt.GetEvalOnAllocNodeChange(),
 		DrainLast:             jt.GetDrainLast(),
 		PreemptionSwitch:      jt.GetPreemptionSwitch(),
+		Deployments:           jt.GetDeployments(),
 	}
 	if r := jt.GetDefaultRestart(); r != nil {
 		b.DefaultRestart = &structs.RestartPolicy{

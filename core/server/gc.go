@@ -134,6 +134,7 @@ var gcJobs = []gcJob{
 		}},
 	{name: "expired-acl-token-gc", collection: gcpb.Collection_COLLECTION_ACL_TOKEN, interval: jobGCInterval,
 		enabled: func(s *Server) bool { return s.cfg.ACLEnabled }},
+	{name: "deployment-gc", collection: gcpb.Collection_COLLECTION_DEPLOYMENT, interval: jobGCInterval},
 	{name: "node-gc", collection: gcpb.Collection_COLLECTION_NODE, interval: jobGCInterval},
 }
 
@@ -344,6 +345,8 @@ func (g *gcEngine) collect(ctx context.Context, j gcJob, force bool) (gcStats, e
 		_, err = facts.oneTimeTokenPages(lim, newReq)
 	case gcpb.Collection_COLLECTION_ACL_TOKEN:
 		_, err = facts.aclTokenPages(lim, newReq)
+	case gcpb.Collection_COLLECTION_DEPLOYMENT:
+		_, err = facts.deploymentPages(lim, newReq)
 	default:
 		return st, fmt.Errorf("gc: no pages for collection %s", j.collection)
 	}
@@ -403,6 +406,9 @@ func (g *gcEngine) apply(ctx context.Context, page *gcpb.DecideRequest, resp *gc
 	for _, t := range page.GetAclTokens() {
 		add(gcpb.ObjectKind_OBJECT_KIND_ACL_TOKEN, "", t.GetAccessorId())
 	}
+	for _, d := range page.GetDeployments() {
+		add(gcpb.ObjectKind_OBJECT_KIND_DEPLOYMENT, d.GetNamespace(), d.GetId())
+	}
 	if err := g.reap(ctx, items, pace, st); err != nil {
 		return err
 	}
@@ -459,6 +465,8 @@ func (g *gcEngine) reap(ctx context.Context, items []gcItem, pace *gcPacer, st *
 			batch.OneTimeTokens = append(batch.OneTimeTokens, it.ref)
 		case gcpb.ObjectKind_OBJECT_KIND_ACL_TOKEN:
 			batch.ACLTokens = append(batch.ACLTokens, it.ref)
+		case gcpb.ObjectKind_OBJECT_KIND_DEPLOYMENT:
+			batch.Deployments = append(batch.Deployments, it.ref)
 		}
 	}
 	return flush()

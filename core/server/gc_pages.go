@@ -449,3 +449,37 @@ func sortedKeysOf[V any](m map[string]V) []string {
 func defaultGCLimits() gcLimits {
 	return gcLimits{candidates: sdkgc.MaxCandidates, objects: sdkgc.MaxObjects}
 }
+
+// deploymentPages: every deployment, with whether it is active and how
+// many of its allocations are still live on their clients.
+func (f *gcFacts) deploymentPages(limits gcLimits, newReq func() *gcpb.DecideRequest) ([]*gcpb.DecideRequest, error) {
+	ds, err := f.snap.DeploymentsByIDPrefix(nil, state.AllNamespaces, "")
+	if err != nil {
+		return nil, err
+	}
+	p := f.newPager(limits, newReq)
+	for _, d := range ds {
+		if f.err != nil {
+			break // a page failed: the run stops
+		}
+		var live int32
+		if !d.Active() {
+			allocs, err := f.snap.AllocsByDeployment(nil, d)
+			if err != nil {
+				return nil, err
+			}
+			for _, a := range allocs {
+				if !a.ClientTerminalStatus() {
+					live++
+				}
+			}
+		}
+		p.room(1)
+		p.cur.Deployments = append(p.cur.Deployments, &gcpb.Deployment{
+			Id: d.ID, Namespace: d.Namespace, JobId: d.JobID, Active: d.Active(),
+			ModifyTimeUnixNano: d.ModifyTime, LiveAllocs: live, ModifyIndex: d.ModifyIndex,
+		})
+		p.added(1)
+	}
+	return f.finish(p)
+}

@@ -45,12 +45,18 @@ func (s *Server) applyPlan(ctx context.Context, plan *structs.Plan) (*structs.Pl
 	for node, why := range reasons {
 		s.logger.Debug("plan rejected on node", "eval_id", plan.EvalID, "node_id", node, "reason", why)
 	}
-	if result.IsNoOp() {
+	// The deployment part commits with whatever of the plan commits,
+	// unless an all-at-once plan was refused.
+	deploy := (plan.Deployment != nil || len(plan.DeploymentUpdates) > 0) && !(plan.AllAtOnce && len(result.RejectedNodes) > 0)
+	if result.IsNoOp() && !deploy {
 		return result, nil
 	}
 	req := &structs.ApplyPlanResultsRequest{
 		Job: plan.Job, EvalID: plan.EvalID, UpdatedAt: s.cfg.Now().UnixNano(),
 		FollowupEvals: result.FollowupEvals, AllocFollowups: result.AllocFollowups,
+	}
+	if deploy {
+		req.Deployment, req.DeploymentUpdates = plan.Deployment, plan.DeploymentUpdates
 	}
 	for _, allocs := range result.NodeUpdate {
 		req.AllocsStopped = append(req.AllocsStopped, allocs...)

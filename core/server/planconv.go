@@ -135,6 +135,9 @@ func (s *Server) convertPlan(snap *state.StateSnapshot, ev *structs.Evaluation, 
 	if err := bad.err(ev.JobID); err != nil {
 		return nil, nil, err
 	}
+	if err := s.convertPlanDeployment(snap, ev, job, p, plan, newAllocs); err != nil {
+		return nil, nil, err
+	}
 	for k, v := range plan.NodeUpdate {
 		if len(v) == 0 {
 			delete(plan.NodeUpdate, k)

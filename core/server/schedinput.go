@@ -23,6 +23,9 @@ func (s *Server) buildRequestForJob(snap *state.StateSnapshot, ev *structs.Evalu
 	req := &pb.ScheduleRequest{
 		Eval:    evalToPB(ev),
 		Attempt: int32(attempt),
+		// The plugins read no clock: time-based decisions (a reschedule's
+		// delay) are taken against the core's.
+		NowNs: s.cfg.Now().UnixNano(),
 		Config: &pb.SchedulerConfig{
 			PreemptionSystem:   cfg.PreemptionConfig.SystemSchedulerEnabled,
 			PreemptionSysbatch: cfg.PreemptionConfig.SysBatchSchedulerEnabled,
@@ -51,6 +54,9 @@ func (s *Server) buildRequestForJob(snap *state.StateSnapshot, ev *structs.Evalu
 			versions[a.Job.JobModifyIndex] = true
 			req.JobVersions = append(req.JobVersions, jobToPB(a.Job))
 		}
+	}
+	if req.Deployment, err = deploymentInput(snap, job); err != nil {
+		return nil, err
 	}
 	if job == nil || job.Stop {
 		// A stopped job places nothing, but the scheduler still needs the
@@ -281,6 +287,7 @@ func jobToPB(j *structs.Job) *pb.Job {
 		if tg.Update != nil {
 			g.UpdateMaxParallel = int32(tg.Update.MaxParallel)
 		}
+		g.Update = updateToPB(tg.Update)
 		for _, t := range tg.Tasks {
 			cfg, _ := json.Marshal(t.Config) // map keys are sorted: canonical
 			pt := &pb.Task{
@@ -310,7 +317,8 @@ func allocToPB(a *structs.Allocation) *pb.Allocation {
 		Migrate: a.DesiredTransition.ShouldMigrate(), RanSuccessfully: a.RanSuccessfully(),
 		Resources: resToPB(a.ComparableResources()), CreateIndex: a.CreateIndex, ModifyIndex: a.ModifyIndex,
 		EvalId: a.EvalID, FollowupEvalId: a.FollowupEvalID, NextAllocation: a.NextAllocation,
-		ModifyTimeNs: allocChangeTime(a),
+		ModifyTimeNs:    allocChangeTime(a),
+		ForceReschedule: a.DesiredTransition.ForceReschedule != nil && *a.DesiredTransition.ForceReschedule,
 	}
 	if a.Job != nil {
 		p.JobModifyIndex, p.JobVersion = a.Job.JobModifyIndex, a.Job.Version
@@ -326,6 +334,7 @@ func allocToPB(a *structs.Allocation) *pb.Allocation {
 			})
 		}
 	}
+	allocDeploymentToPB(a, p)
 	return p
 }
 

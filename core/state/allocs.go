@@ -45,6 +45,7 @@ func (t *writeTxn) updateAllocsFromClient(allocs []*structs.Allocation) error {
 		if u.TaskStates != nil {
 			c.TaskStates = u.TaskStates
 		}
+		c.DeploymentStatus = clientHealth(existing, u, t)
 		c.ModifyTime = u.ModifyTime
 		if c.ModifyTime == 0 {
 			c.ModifyTime = t.nanos()
@@ -147,6 +148,7 @@ func (t *writeTxn) upsertAllocs(allocs []*structs.Allocation) error {
 			if a.Job == nil {
 				a.Job = existing.Job
 			}
+			a.DeploymentStatus = keepHealth(existing, a)
 		}
 		a.ModifyIndex = t.index
 		a.AllocModifyIndex = t.index
@@ -170,6 +172,9 @@ func (t *writeTxn) upsertAllocs(allocs []*structs.Allocation) error {
 // it in the job summary and the job status.
 func (t *writeTxn) putAlloc(existing, a *structs.Allocation) error {
 	if err := t.countAlloc(existing, a); err != nil {
+		return err
+	}
+	if err := t.countDeployment(existing, a); err != nil {
 		return err
 	}
 	if err := t.insert(TableAllocs, a); err != nil {

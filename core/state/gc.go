@@ -186,6 +186,9 @@ func (g *gcTxn) reap(req *structs.GCReapRequest) error {
 	if err := g.reapOneTimeTokens(req.OneTimeTokens); err != nil {
 		return err
 	}
+	if err := g.reapDeployments(req.Deployments); err != nil {
+		return err
+	}
 	return g.reapACLTokens(req.ACLTokens)
 }
 

@@ -49,6 +49,7 @@ const (
 	recAlloc           byte = 8
 	recPeriodicLaunch  byte = 9
 	recSchedulerConfig byte = 10
+	recDeployment      byte = 11
 	recPKI             byte = 30 // 31 is reserved for the PKI too
 	recACLPolicy       byte = 20
 	recACLToken        byte = 21
@@ -111,6 +112,7 @@ func (s *StateSnapshot) Persist(w io.Writer) error {
 		{TableNamespaces, recNamespace},
 		{TableCSIPlugins, recCSIPlugin},
 		{TableScalingEvents, recScalingEvents},
+		{TableDeployments, recDeployment},
 	}
 	for _, tb := range tables {
 		iter, err := txn.Get(tb.table, "id")
@@ -324,6 +326,8 @@ func decodeRecord(typ byte, buf []byte, jobs map[uint64]*structs.Job) (restoreIt
 		it = restoreItem{TableCSIPlugins, new(structs.CSIPlugin)}
 	case recScalingEvents:
 		it = restoreItem{TableScalingEvents, new(structs.JobScalingEvents)}
+	case recDeployment:
+		it = restoreItem{TableDeployments, new(structs.Deployment)}
 	case recCSIVolume:
 		rec := csiVolumeRecord{CSIVolume: new(structs.CSIVolume)}
 		if err := json.Unmarshal(buf, &rec); err != nil {

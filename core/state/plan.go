@@ -41,6 +41,17 @@ func (s *StateStore) UpsertPlanResults(index uint64, req *structs.ApplyPlanResul
 			}
 			return t.nanos()
 		}
+		// The deployment first: the allocs placed in it count in it.
+		if req.Deployment != nil {
+			if err := t.upsertDeployment(req.Deployment); err != nil {
+				return err
+			}
+		}
+		for _, u := range req.DeploymentUpdates {
+			if err := t.setDeploymentStatus(u, true); err != nil {
+				return err
+			}
+		}
 		all := make([]*structs.Allocation, 0, len(req.AllocsStopped)+len(req.AllocsPreempted)+len(req.AllocsUpdated))
 		for _, d := range req.AllocsStopped {
 			existing, err := t.alloc(d.ID)

@@ -120,6 +120,7 @@ func schema() *memdb.DBSchema {
 	}
 	tables = append(tables, aclTables()...)
 	tables = append(tables, csiTables()...)
+	tables = append(tables, deploymentTables()...)
 	s := &memdb.DBSchema{Tables: map[string]*memdb.TableSchema{}}
 	for _, t := range tables {
 		s.Tables[t.Name] = t

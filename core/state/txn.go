@@ -33,6 +33,9 @@ type writeTxn struct {
 	// records whether an eval or alloc of the job was deleted (§2.10: a
 	// job whose evals were reaped is dead, not pending).
 	touched map[nsKey]bool
+	// deploys holds private copies of the deployments this write changes
+	// (deployments.go); they are stored at the end.
+	deploys map[string]*structs.Deployment
 }
 
 // write runs fn in a write transaction at index and commits it if fn and the
@@ -189,6 +192,9 @@ func (t *writeTxn) finish() error {
 		if err := t.settleJobStatus(k, t.touched[k]); err != nil {
 			return err
 		}
+	}
+	if err := t.flushDeployments(); err != nil {
+		return err
 	}
 	for k, s := range t.summaries {
 		if orig := t.summaryOrig[k]; orig != nil && sameCounts(orig, s) {

@@ -40,6 +40,10 @@ type Allocation struct {
 	AllocModifyIndex      uint64                `codec:",omitempty"`
 	CreateTime            int64                 `codec:",omitempty"`
 	ModifyTime            int64                 `codec:",omitempty"`
+
+	// DeploymentStatus is the alloc's part in its deployment (canary,
+	// health); nil outside a deployment.
+	DeploymentStatus *AllocDeploymentStatus `codec:",omitempty"`
 }
 
 // RescheduleTracker is the history of reschedules of an allocation's
@@ -99,6 +103,14 @@ func (a *AllocatedResources) Comparable() Resources {
 	}
 	r.DiskMB = int(a.Shared.DiskMB)
 	return r
+}
+
+// EvalOptions are the options of a forced evaluation of a job
+// (/v1/job/<id>/evaluate).
+type EvalOptions struct {
+	// ForceReschedule reschedules the job's failed allocations now,
+	// whatever their reschedule policy and the attempts they used.
+	ForceReschedule bool
 }
 
 // DesiredTransition carries server intents the scheduler acts on.
@@ -266,6 +278,8 @@ type AllocListStub struct {
 	ModifyIndex           uint64                `codec:",omitempty"`
 	CreateTime            int64                 `codec:",omitempty"`
 	ModifyTime            int64                 `codec:",omitempty"`
+
+	DeploymentStatus *AllocDeploymentStatus `codec:",omitempty"`
 }
 
 // Stub summarises the alloc for list endpoints.
@@ -279,6 +293,7 @@ func (a *Allocation) Stub() *AllocListStub {
 		TaskStates: a.TaskStates, FollowupEvalID: a.FollowupEvalID, NextAllocation: a.NextAllocation,
 		RescheduleTracker: a.RescheduleTracker, PreemptedAllocations: a.PreemptedAllocations, PreemptedByAllocation: a.PreemptedByAllocation,
 		CreateIndex: a.CreateIndex, ModifyIndex: a.ModifyIndex, CreateTime: a.CreateTime, ModifyTime: a.ModifyTime,
+		DeploymentStatus: a.DeploymentStatus,
 	}
 	if a.Job != nil {
 		s.JobType, s.JobVersion = a.Job.Type, a.Job.Version

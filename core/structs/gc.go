@@ -56,6 +56,9 @@ type GCReapRequest struct {
 	CSIPlugins    []GCRef `codec:",omitempty"`
 	OneTimeTokens []GCRef `codec:",omitempty"`
 	ACLTokens     []GCRef `codec:",omitempty"`
+	// Deployments that are terminal and have no allocation whose client
+	// status is not terminal (other than those this entry reaps).
+	Deployments []GCRef `codec:",omitempty"`
 	// Now is the leader's clock (unix nanoseconds) when it proposed the
 	// entry: tokens are expired relative to it (see Stamped).
 	Now int64 `codec:",omitempty"`
@@ -67,7 +70,7 @@ func (r *GCReapRequest) StampNow(n int64) { stamp(&r.Now, n) }
 // Len is the number of objects the request names.
 func (r *GCReapRequest) Len() int {
 	return len(r.Allocs) + len(r.Evals) + len(r.Jobs) + len(r.Nodes) + len(r.CSIPlugins) +
-		len(r.OneTimeTokens) + len(r.ACLTokens)
+		len(r.OneTimeTokens) + len(r.ACLTokens) + len(r.Deployments)
 }
 
 // Validate checks the request's bounds (MaxGCReapObjects, MaxGCReapJobs).
@@ -87,6 +90,7 @@ func (r *GCReapRequest) Validate() error {
 // and how many it skipped because they changed or were already gone.
 type GCReapResponse struct {
 	Allocs, Evals, Jobs, Nodes, CSIPlugins, OneTimeTokens, ACLTokens int
+	Deployments                                                      int
 	Skipped                                                          int
 	// DeletedJobs lists the jobs purged, for the FSM's hooks.
 	DeletedJobs []NamespacedID
@@ -94,7 +98,7 @@ type GCReapResponse struct {
 
 // Reaped is the number of objects deleted.
 func (r *GCReapResponse) Reaped() int {
-	return r.Allocs + r.Evals + r.Jobs + r.Nodes + r.CSIPlugins + r.OneTimeTokens + r.ACLTokens
+	return r.Allocs + r.Evals + r.Jobs + r.Nodes + r.CSIPlugins + r.OneTimeTokens + r.ACLTokens + r.Deployments
 }
 
 // ReconcileJobSummariesRequest rebuilds job summaries from the state

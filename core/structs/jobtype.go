@@ -36,8 +36,8 @@ type JobTypeBehavior struct {
 	AllowParameterized  bool `codec:",omitempty"`
 	AllowMaxRunDuration bool `codec:",omitempty"`
 	// RefusedBlocks lists job file blocks refused at job and group level,
-	// among BlockAffinity, BlockSpread, BlockUpdate, BlockReschedule,
-	// BlockMigrate and BlockCanary.
+	// among BlockAffinity, BlockSpread, BlockUpdate, BlockReschedule and
+	// BlockMigrate. Canaries are refused by not declaring Deployments.
 	RefusedBlocks []string `codec:",omitempty"`
 	// MaxGroupCount bounds a group's count; 0: no bound.
 	MaxGroupCount int `codec:",omitempty"`
@@ -65,6 +65,10 @@ type JobTypeBehavior struct {
 	// PreemptionSwitch names the PreemptionConfig field that lets jobs of
 	// the type preempt (PreemptSwitch*); empty: never.
 	PreemptionSwitch string `codec:",omitempty"`
+	// Deployments: jobs of the type with an update block roll out through
+	// deployments (canaries, health, auto-revert). A type that does not
+	// declare it refuses update.canary > 0.
+	Deployments bool `codec:",omitempty"`
 }
 
 // Job file blocks a job type may refuse (JobTypeBehavior.RefusedBlocks).
@@ -74,10 +78,6 @@ const (
 	BlockUpdate     = "update"
 	BlockReschedule = "reschedule"
 	BlockMigrate    = "migrate"
-	// BlockCanary refuses an update block that asks for canaries
-	// (canary > 0) while accepting the rest of the block: a type that
-	// paces updates without deployments.
-	BlockCanary = "canary"
 )
 
 // The PreemptionConfig switches a job type may name.

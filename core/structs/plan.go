@@ -19,6 +19,11 @@ type Plan struct {
 	// nothing on a node.
 	FollowupEvals  []*Evaluation    `codec:",omitempty"`
 	AllocFollowups []*AllocFollowup `codec:",omitempty"`
+	// Deployment is a deployment the plan creates (it cancels the job's
+	// older active one), DeploymentUpdates the status changes it makes to
+	// the job's deployments; both commit with the plan.
+	Deployment        *Deployment               `codec:",omitempty"`
+	DeploymentUpdates []*DeploymentStatusUpdate `codec:",omitempty"`
 }
 
 // AllocFollowup sets the FollowupEvalID of an allocation, and nothing else.
@@ -51,7 +56,8 @@ type DesiredUpdates struct {
 
 // IsNoOp reports whether the plan changes nothing.
 func (p *Plan) IsNoOp() bool {
-	return len(p.NodeUpdate) == 0 && len(p.NodeAllocation) == 0 && len(p.FollowupEvals) == 0 && len(p.AllocFollowups) == 0
+	return len(p.NodeUpdate) == 0 && len(p.NodeAllocation) == 0 && len(p.FollowupEvals) == 0 && len(p.AllocFollowups) == 0 &&
+		p.Deployment == nil && len(p.DeploymentUpdates) == 0
 }
 
 // PlanResult is what the applier committed.

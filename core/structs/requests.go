@@ -239,6 +239,10 @@ type ApplyPlanResultsRequest struct {
 	PlacementMetric *AllocMetric `codec:",omitempty"`
 	EvalID          string       `codec:",omitempty"`
 	UpdatedAt       int64        `codec:",omitempty"`
+	// Deployment is created with the plan (cancelling the job's older
+	// active deployment); DeploymentUpdates change deployments' statuses.
+	Deployment        *Deployment               `codec:",omitempty"`
+	DeploymentUpdates []*DeploymentStatusUpdate `codec:",omitempty"`
 }
 
 // SchedulerSetConfigRequest replaces the scheduler configuration.

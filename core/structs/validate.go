@@ -206,6 +206,7 @@ func (tg *TaskGroup) validate(l *errList, jobType string, b *JobTypeBehavior) {
 		l.add("%s: count must not be negative (got %d)", where, tg.Count)
 	}
 	tg.validateTypeRules(l, where, jobType, b)
+	tg.Update.validate(l, where)
 	switch {
 	case tg.RestartPolicy == nil && b != nil:
 		// Canonicalize fills it from the declaration; a type that declares

@@ -45,8 +45,8 @@ func (j *Job) validateTypeRules(l *errList) {
 	if b.Refuses(BlockUpdate) && !j.Update.IsEmpty() {
 		l.add("update block: not allowed for %s jobs", j.Type)
 	}
-	if b.Refuses(BlockCanary) && j.Update != nil && j.Update.Canary > 0 {
-		l.add("update block: canary = %d, but %s jobs place no canaries (canary must be 0)", j.Update.Canary, j.Type)
+	if !b.Deployments && j.Update != nil && j.Update.Canary > 0 {
+		l.add("update.canary is %d, but %s jobs do not roll out through deployments (the job type's scheduler plugin does not declare deployments): canary must be 0", j.Update.Canary, j.Type)
 	}
 	if j.Periodic != nil && !b.AllowPeriodic {
 		l.add("periodic block: not allowed for %s jobs (the job type does not allow periodic jobs)", j.Type)
@@ -75,8 +75,8 @@ func (tg *TaskGroup) validateTypeRules(l *errList, where, jobType string, b *Job
 	if b.Refuses(BlockUpdate) && !tg.Update.IsEmpty() {
 		l.add("%s: update block not allowed for %s jobs", where, jobType)
 	}
-	if b.Refuses(BlockCanary) && tg.Update != nil && tg.Update.Canary > 0 {
-		l.add("%s: update block: canary = %d, but %s jobs place no canaries (canary must be 0)", where, tg.Update.Canary, jobType)
+	if !b.Deployments && tg.Update != nil && tg.Update.Canary > 0 {
+		l.add("%s: update.canary is %d, but %s jobs do not roll out through deployments (the job type's scheduler plugin does not declare deployments): canary must be 0", where, tg.Update.Canary, jobType)
 	}
 	if b.Refuses(BlockAffinity) && len(tg.Affinities) > 0 {
 		l.add("%s: %s jobs may not have an affinity block", where, jobType)

@@ -61,12 +61,12 @@ func TestValidatePlacementBlocks(t *testing.T) {
 	}
 }
 
-// TestCanaryRefused: a type refusing "canary" accepts an update block
+// TestCanaryRefused: a type without deployments accepts an update block
 // that paces updates and refuses one asking for canaries, at job and group
-// level; a type that does not refuse it accepts both.
+// level; a type with deployments accepts both.
 func TestCanaryRefused(t *testing.T) {
-	noCanary := &JobTypeBehavior{RefusedBlocks: []string{BlockCanary}}
-	open := &JobTypeBehavior{}
+	noCanary := &JobTypeBehavior{}
+	open := &JobTypeBehavior{Deployments: true}
 	tests := []struct {
 		name string
 		b    *JobTypeBehavior
@@ -75,9 +75,9 @@ func TestCanaryRefused(t *testing.T) {
 	}{
 		{"paced update accepted", noCanary, func(j *Job) { j.Update = &UpdateStrategy{MaxParallel: 2} }, ""},
 		{"job canary refused", noCanary, func(j *Job) { j.Update = &UpdateStrategy{MaxParallel: 1, Canary: 1} },
-			"update block: canary = 1, but pacer jobs place no canaries (canary must be 0)"},
+			"update.canary is 1, but pacer jobs do not roll out through deployments"},
 		{"group canary refused", noCanary, func(j *Job) { j.TaskGroups[0].Update = &UpdateStrategy{Canary: 2} },
-			`group "g": update block: canary = 2, but pacer jobs place no canaries (canary must be 0)`},
+			`group "g": update.canary is 2, but pacer jobs do not roll out through deployments`},
 		{"canary accepted where not refused", open, func(j *Job) { j.Update = &UpdateStrategy{Canary: 1} }, ""},
 	}
 	for _, tc := range tests {

@@ -28,7 +28,6 @@ func TestInfo(t *testing.T) {
 			DefaultReschedule: &schedulerpb.ReschedulePolicy{
 				DelayNs: int64(30 * time.Second), DelayFunction: "exponential", MaxDelayNs: int64(time.Hour), Unlimited: true,
 			},
-			RefusedBlocks:         []string{"canary"},
 			EvalOnAllocNodeChange: true,
 			EvalOnAllocEnd:        true,
 			EvalOnAllocRunning:    true,

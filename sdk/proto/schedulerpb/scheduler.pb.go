@@ -29,6 +29,55 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type AllocHealth int32
+
+const (
+	AllocHealth_ALLOC_HEALTH_UNSET     AllocHealth = 0
+	AllocHealth_ALLOC_HEALTH_HEALTHY   AllocHealth = 1
+	AllocHealth_ALLOC_HEALTH_UNHEALTHY AllocHealth = 2
+)
+
+// Enum value maps for AllocHealth.
+var (
+	AllocHealth_name = map[int32]string{
+		0: "ALLOC_HEALTH_UNSET",
+		1: "ALLOC_HEALTH_HEALTHY",
+		2: "ALLOC_HEALTH_UNHEALTHY",
+	}
+	AllocHealth_value = map[string]int32{
+		"ALLOC_HEALTH_UNSET":     0,
+		"ALLOC_HEALTH_HEALTHY":   1,
+		"ALLOC_HEALTH_UNHEALTHY": 2,
+	}
+)
+
+func (x AllocHealth) Enum() *AllocHealth {
+	p := new(AllocHealth)
+	*p = x
+	return p
+}
+
+func (x AllocHealth) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (AllocHealth) Descriptor() protoreflect.EnumDescriptor {
+	return file_scheduler_proto_enumTypes[0].Descriptor()
+}
+
+func (AllocHealth) Type() protoreflect.EnumType {
+	return &file_scheduler_proto_enumTypes[0]
+}
+
+func (x AllocHealth) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use AllocHealth.Descriptor instead.
+func (AllocHealth) EnumDescriptor() ([]byte, []int) {
+	return file_scheduler_proto_rawDescGZIP(), []int{0}
+}
+
 type InfoRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -132,8 +181,16 @@ type JobTypeInfo struct {
 	// "BatchSchedulerEnabled" or "ServiceSchedulerEnabled". Empty: jobs of
 	// this type never preempt.
 	PreemptionSwitch string `protobuf:"bytes,17,opt,name=preemption_switch,json=preemptionSwitch,proto3" json:"preemption_switch,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// Jobs of this type whose groups have an update block roll out through
+	// deployments: the core sends the job's latest deployment in
+	// ScheduleRequest.deployment, accepts Plan.create_deployment and
+	// deployment_updates, tracks placements and client-reported health, and
+	// runs the deployment watcher (progress deadlines, auto-revert,
+	// promotion, success). A job of a type that does not declare it is
+	// refused at submit when a group asks for canaries (update.canary > 0).
+	Deployments   bool `protobuf:"varint,20,opt,name=deployments,proto3" json:"deployments,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JobTypeInfo) Reset() {
@@ -299,6 +356,436 @@ func (x *JobTypeInfo) GetPreemptionSwitch() string {
 	return ""
 }
 
+func (x *JobTypeInfo) GetDeployments() bool {
+	if x != nil {
+		return x.Deployments
+	}
+	return false
+}
+
+// UpdateStrategy is a group's update block (durations in nanoseconds).
+type UpdateStrategy struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	MaxParallel int32                  `protobuf:"varint,1,opt,name=max_parallel,json=maxParallel,proto3" json:"max_parallel,omitempty"`
+	// "checks", "task_states" or "manual".
+	HealthCheck        string `protobuf:"bytes,2,opt,name=health_check,json=healthCheck,proto3" json:"health_check,omitempty"`
+	MinHealthyTimeNs   int64  `protobuf:"varint,3,opt,name=min_healthy_time_ns,json=minHealthyTimeNs,proto3" json:"min_healthy_time_ns,omitempty"`
+	HealthyDeadlineNs  int64  `protobuf:"varint,4,opt,name=healthy_deadline_ns,json=healthyDeadlineNs,proto3" json:"healthy_deadline_ns,omitempty"`
+	ProgressDeadlineNs int64  `protobuf:"varint,5,opt,name=progress_deadline_ns,json=progressDeadlineNs,proto3" json:"progress_deadline_ns,omitempty"`
+	AutoRevert         bool   `protobuf:"varint,6,opt,name=auto_revert,json=autoRevert,proto3" json:"auto_revert,omitempty"`
+	AutoPromote        bool   `protobuf:"varint,7,opt,name=auto_promote,json=autoPromote,proto3" json:"auto_promote,omitempty"`
+	Canary             int32  `protobuf:"varint,8,opt,name=canary,proto3" json:"canary,omitempty"`
+	StaggerNs          int64  `protobuf:"varint,9,opt,name=stagger_ns,json=staggerNs,proto3" json:"stagger_ns,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *UpdateStrategy) Reset() {
+	*x = UpdateStrategy{}
+	mi := &file_scheduler_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateStrategy) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateStrategy) ProtoMessage() {}
+
+func (x *UpdateStrategy) ProtoReflect() protoreflect.Message {
+	mi := &file_scheduler_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateStrategy.ProtoReflect.Descriptor instead.
+func (*UpdateStrategy) Descriptor() ([]byte, []int) {
+	return file_scheduler_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *UpdateStrategy) GetMaxParallel() int32 {
+	if x != nil {
+		return x.MaxParallel
+	}
+	return 0
+}
+
+func (x *UpdateStrategy) GetHealthCheck() string {
+	if x != nil {
+		return x.HealthCheck
+	}
+	return ""
+}
+
+func (x *UpdateStrategy) GetMinHealthyTimeNs() int64 {
+	if x != nil {
+		return x.MinHealthyTimeNs
+	}
+	return 0
+}
+
+func (x *UpdateStrategy) GetHealthyDeadlineNs() int64 {
+	if x != nil {
+		return x.HealthyDeadlineNs
+	}
+	return 0
+}
+
+func (x *UpdateStrategy) GetProgressDeadlineNs() int64 {
+	if x != nil {
+		return x.ProgressDeadlineNs
+	}
+	return 0
+}
+
+func (x *UpdateStrategy) GetAutoRevert() bool {
+	if x != nil {
+		return x.AutoRevert
+	}
+	return false
+}
+
+func (x *UpdateStrategy) GetAutoPromote() bool {
+	if x != nil {
+		return x.AutoPromote
+	}
+	return false
+}
+
+func (x *UpdateStrategy) GetCanary() int32 {
+	if x != nil {
+		return x.Canary
+	}
+	return 0
+}
+
+func (x *UpdateStrategy) GetStaggerNs() int64 {
+	if x != nil {
+		return x.StaggerNs
+	}
+	return 0
+}
+
+// One task group's progress in a deployment.
+type DeploymentGroupState struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Promoted        bool                   `protobuf:"varint,1,opt,name=promoted,proto3" json:"promoted,omitempty"`
+	DesiredCanaries int32                  `protobuf:"varint,2,opt,name=desired_canaries,json=desiredCanaries,proto3" json:"desired_canaries,omitempty"`
+	DesiredTotal    int32                  `protobuf:"varint,3,opt,name=desired_total,json=desiredTotal,proto3" json:"desired_total,omitempty"`
+	// IDs of the canaries placed so far.
+	PlacedCanaries  []string `protobuf:"bytes,4,rep,name=placed_canaries,json=placedCanaries,proto3" json:"placed_canaries,omitempty"`
+	PlacedAllocs    int32    `protobuf:"varint,5,opt,name=placed_allocs,json=placedAllocs,proto3" json:"placed_allocs,omitempty"`
+	HealthyAllocs   int32    `protobuf:"varint,6,opt,name=healthy_allocs,json=healthyAllocs,proto3" json:"healthy_allocs,omitempty"`
+	UnhealthyAllocs int32    `protobuf:"varint,7,opt,name=unhealthy_allocs,json=unhealthyAllocs,proto3" json:"unhealthy_allocs,omitempty"`
+	AutoRevert      bool     `protobuf:"varint,8,opt,name=auto_revert,json=autoRevert,proto3" json:"auto_revert,omitempty"`
+	AutoPromote     bool     `protobuf:"varint,9,opt,name=auto_promote,json=autoPromote,proto3" json:"auto_promote,omitempty"`
+	// When the group fails unless an allocation becomes healthy first
+	// (unix nanoseconds; 0: no progress deadline).
+	RequireProgressByNs int64 `protobuf:"varint,10,opt,name=require_progress_by_ns,json=requireProgressByNs,proto3" json:"require_progress_by_ns,omitempty"`
+	ProgressDeadlineNs  int64 `protobuf:"varint,11,opt,name=progress_deadline_ns,json=progressDeadlineNs,proto3" json:"progress_deadline_ns,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *DeploymentGroupState) Reset() {
+	*x = DeploymentGroupState{}
+	mi := &file_scheduler_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeploymentGroupState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeploymentGroupState) ProtoMessage() {}
+
+func (x *DeploymentGroupState) ProtoReflect() protoreflect.Message {
+	mi := &file_scheduler_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeploymentGroupState.ProtoReflect.Descriptor instead.
+func (*DeploymentGroupState) Descriptor() ([]byte, []int) {
+	return file_scheduler_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *DeploymentGroupState) GetPromoted() bool {
+	if x != nil {
+		return x.Promoted
+	}
+	return false
+}
+
+func (x *DeploymentGroupState) GetDesiredCanaries() int32 {
+	if x != nil {
+		return x.DesiredCanaries
+	}
+	return 0
+}
+
+func (x *DeploymentGroupState) GetDesiredTotal() int32 {
+	if x != nil {
+		return x.DesiredTotal
+	}
+	return 0
+}
+
+func (x *DeploymentGroupState) GetPlacedCanaries() []string {
+	if x != nil {
+		return x.PlacedCanaries
+	}
+	return nil
+}
+
+func (x *DeploymentGroupState) GetPlacedAllocs() int32 {
+	if x != nil {
+		return x.PlacedAllocs
+	}
+	return 0
+}
+
+func (x *DeploymentGroupState) GetHealthyAllocs() int32 {
+	if x != nil {
+		return x.HealthyAllocs
+	}
+	return 0
+}
+
+func (x *DeploymentGroupState) GetUnhealthyAllocs() int32 {
+	if x != nil {
+		return x.UnhealthyAllocs
+	}
+	return 0
+}
+
+func (x *DeploymentGroupState) GetAutoRevert() bool {
+	if x != nil {
+		return x.AutoRevert
+	}
+	return false
+}
+
+func (x *DeploymentGroupState) GetAutoPromote() bool {
+	if x != nil {
+		return x.AutoPromote
+	}
+	return false
+}
+
+func (x *DeploymentGroupState) GetRequireProgressByNs() int64 {
+	if x != nil {
+		return x.RequireProgressByNs
+	}
+	return 0
+}
+
+func (x *DeploymentGroupState) GetProgressDeadlineNs() int64 {
+	if x != nil {
+		return x.ProgressDeadlineNs
+	}
+	return 0
+}
+
+// A deployment of one job version. In ScheduleRequest.deployment it is the
+// job's latest deployment, active or not. In Plan.create_deployment the
+// plugin proposes a new deployment for the job's current version: it sets
+// task_groups with each group's desired_total and desired_canaries (at
+// most the larger of the group's count and update.canary; every group
+// named must exist and have an update block with max_parallel > 0) and may
+// set id (a UUID; otherwise the core derives one from the eval ID, so a
+// retried eval proposes the same deployment, and a proposal of an existing
+// active deployment of the version is taken as that one). The core fills
+// in the job fields, status running, auto_revert, auto_promote and
+// progress_deadline from each group's update block, and
+// require_progress_by from the progress deadline; the counters are the
+// core's, kept as allocations are placed and report health.
+type Deployment struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Id             string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	JobVersion     uint64                 `protobuf:"varint,2,opt,name=job_version,json=jobVersion,proto3" json:"job_version,omitempty"`
+	JobModifyIndex uint64                 `protobuf:"varint,3,opt,name=job_modify_index,json=jobModifyIndex,proto3" json:"job_modify_index,omitempty"`
+	JobCreateIndex uint64                 `protobuf:"varint,4,opt,name=job_create_index,json=jobCreateIndex,proto3" json:"job_create_index,omitempty"`
+	// running | paused | failed | successful | cancelled | pending | blocked
+	// | unblocking
+	Status            string                           `protobuf:"bytes,5,opt,name=status,proto3" json:"status,omitempty"`
+	StatusDescription string                           `protobuf:"bytes,6,opt,name=status_description,json=statusDescription,proto3" json:"status_description,omitempty"`
+	TaskGroups        map[string]*DeploymentGroupState `protobuf:"bytes,7,rep,name=task_groups,json=taskGroups,proto3" json:"task_groups,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	CreateIndex       uint64                           `protobuf:"varint,8,opt,name=create_index,json=createIndex,proto3" json:"create_index,omitempty"`
+	ModifyIndex       uint64                           `protobuf:"varint,9,opt,name=modify_index,json=modifyIndex,proto3" json:"modify_index,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *Deployment) Reset() {
+	*x = Deployment{}
+	mi := &file_scheduler_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Deployment) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Deployment) ProtoMessage() {}
+
+func (x *Deployment) ProtoReflect() protoreflect.Message {
+	mi := &file_scheduler_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Deployment.ProtoReflect.Descriptor instead.
+func (*Deployment) Descriptor() ([]byte, []int) {
+	return file_scheduler_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *Deployment) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Deployment) GetJobVersion() uint64 {
+	if x != nil {
+		return x.JobVersion
+	}
+	return 0
+}
+
+func (x *Deployment) GetJobModifyIndex() uint64 {
+	if x != nil {
+		return x.JobModifyIndex
+	}
+	return 0
+}
+
+func (x *Deployment) GetJobCreateIndex() uint64 {
+	if x != nil {
+		return x.JobCreateIndex
+	}
+	return 0
+}
+
+func (x *Deployment) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *Deployment) GetStatusDescription() string {
+	if x != nil {
+		return x.StatusDescription
+	}
+	return ""
+}
+
+func (x *Deployment) GetTaskGroups() map[string]*DeploymentGroupState {
+	if x != nil {
+		return x.TaskGroups
+	}
+	return nil
+}
+
+func (x *Deployment) GetCreateIndex() uint64 {
+	if x != nil {
+		return x.CreateIndex
+	}
+	return 0
+}
+
+func (x *Deployment) GetModifyIndex() uint64 {
+	if x != nil {
+		return x.ModifyIndex
+	}
+	return 0
+}
+
+// A status change of one of the job's deployments, e.g. cancelling an old
+// deployment, or marking the current one successful.
+type DeploymentStatusUpdate struct {
+	state             protoimpl.MessageState `protogen:"open.v1"`
+	DeploymentId      string                 `protobuf:"bytes,1,opt,name=deployment_id,json=deploymentId,proto3" json:"deployment_id,omitempty"`
+	Status            string                 `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
+	StatusDescription string                 `protobuf:"bytes,3,opt,name=status_description,json=statusDescription,proto3" json:"status_description,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *DeploymentStatusUpdate) Reset() {
+	*x = DeploymentStatusUpdate{}
+	mi := &file_scheduler_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeploymentStatusUpdate) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeploymentStatusUpdate) ProtoMessage() {}
+
+func (x *DeploymentStatusUpdate) ProtoReflect() protoreflect.Message {
+	mi := &file_scheduler_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeploymentStatusUpdate.ProtoReflect.Descriptor instead.
+func (*DeploymentStatusUpdate) Descriptor() ([]byte, []int) {
+	return file_scheduler_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *DeploymentStatusUpdate) GetDeploymentId() string {
+	if x != nil {
+		return x.DeploymentId
+	}
+	return ""
+}
+
+func (x *DeploymentStatusUpdate) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *DeploymentStatusUpdate) GetStatusDescription() string {
+	if x != nil {
+		return x.StatusDescription
+	}
+	return ""
+}
+
 // RestartPolicy is a group's restart block (durations in nanoseconds).
 type RestartPolicy struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
@@ -313,7 +800,7 @@ type RestartPolicy struct {
 
 func (x *RestartPolicy) Reset() {
 	*x = RestartPolicy{}
-	mi := &file_scheduler_proto_msgTypes[2]
+	mi := &file_scheduler_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -325,7 +812,7 @@ func (x *RestartPolicy) String() string {
 func (*RestartPolicy) ProtoMessage() {}
 
 func (x *RestartPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[2]
+	mi := &file_scheduler_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -338,7 +825,7 @@ func (x *RestartPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartPolicy.ProtoReflect.Descriptor instead.
 func (*RestartPolicy) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{2}
+	return file_scheduler_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *RestartPolicy) GetAttempts() int32 {
@@ -386,7 +873,7 @@ type ReschedulePolicy struct {
 
 func (x *ReschedulePolicy) Reset() {
 	*x = ReschedulePolicy{}
-	mi := &file_scheduler_proto_msgTypes[3]
+	mi := &file_scheduler_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -398,7 +885,7 @@ func (x *ReschedulePolicy) String() string {
 func (*ReschedulePolicy) ProtoMessage() {}
 
 func (x *ReschedulePolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[3]
+	mi := &file_scheduler_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -411,7 +898,7 @@ func (x *ReschedulePolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReschedulePolicy.ProtoReflect.Descriptor instead.
 func (*ReschedulePolicy) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{3}
+	return file_scheduler_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ReschedulePolicy) GetAttempts() int32 {
@@ -467,7 +954,7 @@ type InfoResponse struct {
 
 func (x *InfoResponse) Reset() {
 	*x = InfoResponse{}
-	mi := &file_scheduler_proto_msgTypes[4]
+	mi := &file_scheduler_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -479,7 +966,7 @@ func (x *InfoResponse) String() string {
 func (*InfoResponse) ProtoMessage() {}
 
 func (x *InfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[4]
+	mi := &file_scheduler_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -492,7 +979,7 @@ func (x *InfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InfoResponse.ProtoReflect.Descriptor instead.
 func (*InfoResponse) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{4}
+	return file_scheduler_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *InfoResponse) GetName() string {
@@ -527,7 +1014,7 @@ type Constraint struct {
 
 func (x *Constraint) Reset() {
 	*x = Constraint{}
-	mi := &file_scheduler_proto_msgTypes[5]
+	mi := &file_scheduler_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -539,7 +1026,7 @@ func (x *Constraint) String() string {
 func (*Constraint) ProtoMessage() {}
 
 func (x *Constraint) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[5]
+	mi := &file_scheduler_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -552,7 +1039,7 @@ func (x *Constraint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Constraint.ProtoReflect.Descriptor instead.
 func (*Constraint) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{5}
+	return file_scheduler_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Constraint) GetLTarget() string {
@@ -591,7 +1078,7 @@ type Affinity struct {
 
 func (x *Affinity) Reset() {
 	*x = Affinity{}
-	mi := &file_scheduler_proto_msgTypes[6]
+	mi := &file_scheduler_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -603,7 +1090,7 @@ func (x *Affinity) String() string {
 func (*Affinity) ProtoMessage() {}
 
 func (x *Affinity) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[6]
+	mi := &file_scheduler_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -616,7 +1103,7 @@ func (x *Affinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Affinity.ProtoReflect.Descriptor instead.
 func (*Affinity) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{6}
+	return file_scheduler_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Affinity) GetLTarget() string {
@@ -658,7 +1145,7 @@ type SpreadTarget struct {
 
 func (x *SpreadTarget) Reset() {
 	*x = SpreadTarget{}
-	mi := &file_scheduler_proto_msgTypes[7]
+	mi := &file_scheduler_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -670,7 +1157,7 @@ func (x *SpreadTarget) String() string {
 func (*SpreadTarget) ProtoMessage() {}
 
 func (x *SpreadTarget) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[7]
+	mi := &file_scheduler_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -683,7 +1170,7 @@ func (x *SpreadTarget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SpreadTarget.ProtoReflect.Descriptor instead.
 func (*SpreadTarget) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{7}
+	return file_scheduler_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SpreadTarget) GetValue() string {
@@ -715,7 +1202,7 @@ type Spread struct {
 
 func (x *Spread) Reset() {
 	*x = Spread{}
-	mi := &file_scheduler_proto_msgTypes[8]
+	mi := &file_scheduler_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -727,7 +1214,7 @@ func (x *Spread) String() string {
 func (*Spread) ProtoMessage() {}
 
 func (x *Spread) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[8]
+	mi := &file_scheduler_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -740,7 +1227,7 @@ func (x *Spread) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Spread.ProtoReflect.Descriptor instead.
 func (*Spread) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{8}
+	return file_scheduler_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Spread) GetAttribute() string {
@@ -778,7 +1265,7 @@ type Resources struct {
 
 func (x *Resources) Reset() {
 	*x = Resources{}
-	mi := &file_scheduler_proto_msgTypes[9]
+	mi := &file_scheduler_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -790,7 +1277,7 @@ func (x *Resources) String() string {
 func (*Resources) ProtoMessage() {}
 
 func (x *Resources) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[9]
+	mi := &file_scheduler_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -803,7 +1290,7 @@ func (x *Resources) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resources.ProtoReflect.Descriptor instead.
 func (*Resources) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{9}
+	return file_scheduler_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Resources) GetCpu() int64 {
@@ -862,7 +1349,7 @@ type Task struct {
 
 func (x *Task) Reset() {
 	*x = Task{}
-	mi := &file_scheduler_proto_msgTypes[10]
+	mi := &file_scheduler_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -874,7 +1361,7 @@ func (x *Task) String() string {
 func (*Task) ProtoMessage() {}
 
 func (x *Task) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[10]
+	mi := &file_scheduler_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -887,7 +1374,7 @@ func (x *Task) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Task.ProtoReflect.Descriptor instead.
 func (*Task) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{10}
+	return file_scheduler_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Task) GetName() string {
@@ -988,13 +1475,16 @@ type TaskGroup struct {
 	// migrate.max_parallel of the group (0 = unset): how many of its
 	// allocations may migrate off draining nodes at once.
 	MigrateMaxParallel int32 `protobuf:"varint,12,opt,name=migrate_max_parallel,json=migrateMaxParallel,proto3" json:"migrate_max_parallel,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// The group's update block (the job's laid over by the group's); unset
+	// without one.
+	Update        *UpdateStrategy `protobuf:"bytes,13,opt,name=update,proto3" json:"update,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TaskGroup) Reset() {
 	*x = TaskGroup{}
-	mi := &file_scheduler_proto_msgTypes[11]
+	mi := &file_scheduler_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1006,7 +1496,7 @@ func (x *TaskGroup) String() string {
 func (*TaskGroup) ProtoMessage() {}
 
 func (x *TaskGroup) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[11]
+	mi := &file_scheduler_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1019,7 +1509,7 @@ func (x *TaskGroup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskGroup.ProtoReflect.Descriptor instead.
 func (*TaskGroup) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{11}
+	return file_scheduler_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *TaskGroup) GetName() string {
@@ -1106,6 +1596,13 @@ func (x *TaskGroup) GetMigrateMaxParallel() int32 {
 	return 0
 }
 
+func (x *TaskGroup) GetUpdate() *UpdateStrategy {
+	if x != nil {
+		return x.Update
+	}
+	return nil
+}
+
 // A group's `volume` block.
 type VolumeRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1124,7 +1621,7 @@ type VolumeRequest struct {
 
 func (x *VolumeRequest) Reset() {
 	*x = VolumeRequest{}
-	mi := &file_scheduler_proto_msgTypes[12]
+	mi := &file_scheduler_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1136,7 +1633,7 @@ func (x *VolumeRequest) String() string {
 func (*VolumeRequest) ProtoMessage() {}
 
 func (x *VolumeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[12]
+	mi := &file_scheduler_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1149,7 +1646,7 @@ func (x *VolumeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VolumeRequest.ProtoReflect.Descriptor instead.
 func (*VolumeRequest) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{12}
+	return file_scheduler_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *VolumeRequest) GetName() string {
@@ -1228,7 +1725,7 @@ type Job struct {
 
 func (x *Job) Reset() {
 	*x = Job{}
-	mi := &file_scheduler_proto_msgTypes[13]
+	mi := &file_scheduler_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1240,7 +1737,7 @@ func (x *Job) String() string {
 func (*Job) ProtoMessage() {}
 
 func (x *Job) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[13]
+	mi := &file_scheduler_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1253,7 +1750,7 @@ func (x *Job) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Job.ProtoReflect.Descriptor instead.
 func (*Job) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{13}
+	return file_scheduler_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Job) GetId() string {
@@ -1418,7 +1915,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_scheduler_proto_msgTypes[14]
+	mi := &file_scheduler_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1430,7 +1927,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[14]
+	mi := &file_scheduler_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1443,7 +1940,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{14}
+	return file_scheduler_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Node) GetId() string {
@@ -1575,7 +2072,7 @@ type CSINodePlugin struct {
 
 func (x *CSINodePlugin) Reset() {
 	*x = CSINodePlugin{}
-	mi := &file_scheduler_proto_msgTypes[15]
+	mi := &file_scheduler_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1587,7 +2084,7 @@ func (x *CSINodePlugin) String() string {
 func (*CSINodePlugin) ProtoMessage() {}
 
 func (x *CSINodePlugin) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[15]
+	mi := &file_scheduler_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1600,7 +2097,7 @@ func (x *CSINodePlugin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CSINodePlugin.ProtoReflect.Descriptor instead.
 func (*CSINodePlugin) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{15}
+	return file_scheduler_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CSINodePlugin) GetPluginId() string {
@@ -1648,7 +2145,7 @@ type CSITopology struct {
 
 func (x *CSITopology) Reset() {
 	*x = CSITopology{}
-	mi := &file_scheduler_proto_msgTypes[16]
+	mi := &file_scheduler_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1660,7 +2157,7 @@ func (x *CSITopology) String() string {
 func (*CSITopology) ProtoMessage() {}
 
 func (x *CSITopology) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[16]
+	mi := &file_scheduler_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1673,7 +2170,7 @@ func (x *CSITopology) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CSITopology.ProtoReflect.Descriptor instead.
 func (*CSITopology) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{16}
+	return file_scheduler_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CSITopology) GetSegments() map[string]string {
@@ -1697,7 +2194,7 @@ type CSIVolumeClaim struct {
 
 func (x *CSIVolumeClaim) Reset() {
 	*x = CSIVolumeClaim{}
-	mi := &file_scheduler_proto_msgTypes[17]
+	mi := &file_scheduler_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1709,7 +2206,7 @@ func (x *CSIVolumeClaim) String() string {
 func (*CSIVolumeClaim) ProtoMessage() {}
 
 func (x *CSIVolumeClaim) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[17]
+	mi := &file_scheduler_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1722,7 +2219,7 @@ func (x *CSIVolumeClaim) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CSIVolumeClaim.ProtoReflect.Descriptor instead.
 func (*CSIVolumeClaim) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{17}
+	return file_scheduler_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CSIVolumeClaim) GetAllocId() string {
@@ -1779,7 +2276,7 @@ type CSIVolume struct {
 
 func (x *CSIVolume) Reset() {
 	*x = CSIVolume{}
-	mi := &file_scheduler_proto_msgTypes[18]
+	mi := &file_scheduler_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1791,7 +2288,7 @@ func (x *CSIVolume) String() string {
 func (*CSIVolume) ProtoMessage() {}
 
 func (x *CSIVolume) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[18]
+	mi := &file_scheduler_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1804,7 +2301,7 @@ func (x *CSIVolume) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CSIVolume.ProtoReflect.Descriptor instead.
 func (*CSIVolume) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{18}
+	return file_scheduler_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *CSIVolume) GetNamespace() string {
@@ -1920,7 +2417,7 @@ type NodeAlloc struct {
 
 func (x *NodeAlloc) Reset() {
 	*x = NodeAlloc{}
-	mi := &file_scheduler_proto_msgTypes[19]
+	mi := &file_scheduler_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1932,7 +2429,7 @@ func (x *NodeAlloc) String() string {
 func (*NodeAlloc) ProtoMessage() {}
 
 func (x *NodeAlloc) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[19]
+	mi := &file_scheduler_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1945,7 +2442,7 @@ func (x *NodeAlloc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeAlloc.ProtoReflect.Descriptor instead.
 func (*NodeAlloc) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{19}
+	return file_scheduler_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *NodeAlloc) GetId() string {
@@ -2029,13 +2526,23 @@ type Allocation struct {
 	ModifyTimeNs int64 `protobuf:"varint,20,opt,name=modify_time_ns,json=modifyTimeNs,proto3" json:"modify_time_ns,omitempty"`
 	// The allocation that replaced this one.
 	NextAllocation string `protobuf:"bytes,21,opt,name=next_allocation,json=nextAllocation,proto3" json:"next_allocation,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The deployment the alloc was placed in ("" outside one).
+	DeploymentId string `protobuf:"bytes,22,opt,name=deployment_id,json=deploymentId,proto3" json:"deployment_id,omitempty"`
+	// The health reported for the alloc in its deployment.
+	Healthy AllocHealth `protobuf:"varint,23,opt,name=healthy,proto3,enum=drover.scheduler.v1.AllocHealth" json:"healthy,omitempty"`
+	// Placed as a canary of its deployment.
+	Canary bool `protobuf:"varint,24,opt,name=canary,proto3" json:"canary,omitempty"`
+	// DesiredTransition.ForceReschedule: an operator asked that this failed
+	// allocation be rescheduled now, whatever its reschedule policy and the
+	// attempts its lineage used.
+	ForceReschedule bool `protobuf:"varint,25,opt,name=force_reschedule,json=forceReschedule,proto3" json:"force_reschedule,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Allocation) Reset() {
 	*x = Allocation{}
-	mi := &file_scheduler_proto_msgTypes[20]
+	mi := &file_scheduler_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2047,7 +2554,7 @@ func (x *Allocation) String() string {
 func (*Allocation) ProtoMessage() {}
 
 func (x *Allocation) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[20]
+	mi := &file_scheduler_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2060,7 +2567,7 @@ func (x *Allocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Allocation.ProtoReflect.Descriptor instead.
 func (*Allocation) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{20}
+	return file_scheduler_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Allocation) GetId() string {
@@ -2210,6 +2717,34 @@ func (x *Allocation) GetNextAllocation() string {
 	return ""
 }
 
+func (x *Allocation) GetDeploymentId() string {
+	if x != nil {
+		return x.DeploymentId
+	}
+	return ""
+}
+
+func (x *Allocation) GetHealthy() AllocHealth {
+	if x != nil {
+		return x.Healthy
+	}
+	return AllocHealth_ALLOC_HEALTH_UNSET
+}
+
+func (x *Allocation) GetCanary() bool {
+	if x != nil {
+		return x.Canary
+	}
+	return false
+}
+
+func (x *Allocation) GetForceReschedule() bool {
+	if x != nil {
+		return x.ForceReschedule
+	}
+	return false
+}
+
 // One reschedule of an allocation: when it happened, the allocation it
 // replaced and the delay waited before it.
 type RescheduleEvent struct {
@@ -2224,7 +2759,7 @@ type RescheduleEvent struct {
 
 func (x *RescheduleEvent) Reset() {
 	*x = RescheduleEvent{}
-	mi := &file_scheduler_proto_msgTypes[21]
+	mi := &file_scheduler_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2236,7 +2771,7 @@ func (x *RescheduleEvent) String() string {
 func (*RescheduleEvent) ProtoMessage() {}
 
 func (x *RescheduleEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[21]
+	mi := &file_scheduler_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2249,7 +2784,7 @@ func (x *RescheduleEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RescheduleEvent.ProtoReflect.Descriptor instead.
 func (*RescheduleEvent) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{21}
+	return file_scheduler_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RescheduleEvent) GetRescheduleTimeNs() int64 {
@@ -2299,7 +2834,7 @@ type Evaluation struct {
 
 func (x *Evaluation) Reset() {
 	*x = Evaluation{}
-	mi := &file_scheduler_proto_msgTypes[22]
+	mi := &file_scheduler_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2311,7 +2846,7 @@ func (x *Evaluation) String() string {
 func (*Evaluation) ProtoMessage() {}
 
 func (x *Evaluation) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[22]
+	mi := &file_scheduler_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2324,7 +2859,7 @@ func (x *Evaluation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Evaluation.ProtoReflect.Descriptor instead.
 func (*Evaluation) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{22}
+	return file_scheduler_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Evaluation) GetId() string {
@@ -2416,7 +2951,7 @@ type SchedulerConfig struct {
 
 func (x *SchedulerConfig) Reset() {
 	*x = SchedulerConfig{}
-	mi := &file_scheduler_proto_msgTypes[23]
+	mi := &file_scheduler_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2428,7 +2963,7 @@ func (x *SchedulerConfig) String() string {
 func (*SchedulerConfig) ProtoMessage() {}
 
 func (x *SchedulerConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[23]
+	mi := &file_scheduler_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2441,7 +2976,7 @@ func (x *SchedulerConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchedulerConfig.ProtoReflect.Descriptor instead.
 func (*SchedulerConfig) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{23}
+	return file_scheduler_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *SchedulerConfig) GetPreemptionSystem() bool {
@@ -2495,14 +3030,22 @@ type ScheduleRequest struct {
 	MaxPlacements int32 `protobuf:"varint,8,opt,name=max_placements,json=maxPlacements,proto3" json:"max_placements,omitempty"`
 	// The CSI volumes the job's groups name (per_alloc: one per index below
 	// the group's count) that exist, sorted by namespace and ID.
-	CsiVolumes    []*CSIVolume `protobuf:"bytes,9,rep,name=csi_volumes,json=csiVolumes,proto3" json:"csi_volumes,omitempty"`
+	CsiVolumes []*CSIVolume `protobuf:"bytes,9,rep,name=csi_volumes,json=csiVolumes,proto3" json:"csi_volumes,omitempty"`
+	// The job's latest deployment, active or not; unset when it has none or
+	// its type does not declare deployments.
+	Deployment *Deployment `protobuf:"bytes,10,opt,name=deployment,proto3" json:"deployment,omitempty"`
+	// The core's clock when it built the request (Unix ns): the "now" of
+	// time-based decisions (a reschedule's delay). 0 from a core older than
+	// the field; a plugin then falls back to what the request proves has
+	// passed (reschedule.LatestTime).
+	NowNs         int64 `protobuf:"varint,11,opt,name=now_ns,json=nowNs,proto3" json:"now_ns,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ScheduleRequest) Reset() {
 	*x = ScheduleRequest{}
-	mi := &file_scheduler_proto_msgTypes[24]
+	mi := &file_scheduler_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2514,7 +3057,7 @@ func (x *ScheduleRequest) String() string {
 func (*ScheduleRequest) ProtoMessage() {}
 
 func (x *ScheduleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[24]
+	mi := &file_scheduler_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2527,7 +3070,7 @@ func (x *ScheduleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleRequest.ProtoReflect.Descriptor instead.
 func (*ScheduleRequest) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{24}
+	return file_scheduler_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ScheduleRequest) GetEval() *Evaluation {
@@ -2593,6 +3136,20 @@ func (x *ScheduleRequest) GetCsiVolumes() []*CSIVolume {
 	return nil
 }
 
+func (x *ScheduleRequest) GetDeployment() *Deployment {
+	if x != nil {
+		return x.Deployment
+	}
+	return nil
+}
+
+func (x *ScheduleRequest) GetNowNs() int64 {
+	if x != nil {
+		return x.NowNs
+	}
+	return 0
+}
+
 type AllocMetric struct {
 	state              protoimpl.MessageState `protogen:"open.v1"`
 	NodesEvaluated     int32                  `protobuf:"varint,1,opt,name=nodes_evaluated,json=nodesEvaluated,proto3" json:"nodes_evaluated,omitempty"`
@@ -2614,7 +3171,7 @@ type AllocMetric struct {
 
 func (x *AllocMetric) Reset() {
 	*x = AllocMetric{}
-	mi := &file_scheduler_proto_msgTypes[25]
+	mi := &file_scheduler_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2626,7 +3183,7 @@ func (x *AllocMetric) String() string {
 func (*AllocMetric) ProtoMessage() {}
 
 func (x *AllocMetric) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[25]
+	mi := &file_scheduler_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2639,7 +3196,7 @@ func (x *AllocMetric) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocMetric.ProtoReflect.Descriptor instead.
 func (*AllocMetric) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{25}
+	return file_scheduler_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *AllocMetric) GetNodesEvaluated() int32 {
@@ -2753,7 +3310,7 @@ type DesiredUpdates struct {
 
 func (x *DesiredUpdates) Reset() {
 	*x = DesiredUpdates{}
-	mi := &file_scheduler_proto_msgTypes[26]
+	mi := &file_scheduler_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2765,7 +3322,7 @@ func (x *DesiredUpdates) String() string {
 func (*DesiredUpdates) ProtoMessage() {}
 
 func (x *DesiredUpdates) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[26]
+	mi := &file_scheduler_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2778,7 +3335,7 @@ func (x *DesiredUpdates) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DesiredUpdates.ProtoReflect.Descriptor instead.
 func (*DesiredUpdates) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{26}
+	return file_scheduler_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *DesiredUpdates) GetIgnore() uint64 {
@@ -2880,7 +3437,7 @@ type AllocStop struct {
 
 func (x *AllocStop) Reset() {
 	*x = AllocStop{}
-	mi := &file_scheduler_proto_msgTypes[27]
+	mi := &file_scheduler_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2892,7 +3449,7 @@ func (x *AllocStop) String() string {
 func (*AllocStop) ProtoMessage() {}
 
 func (x *AllocStop) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[27]
+	mi := &file_scheduler_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2905,7 +3462,7 @@ func (x *AllocStop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocStop.ProtoReflect.Descriptor instead.
 func (*AllocStop) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{27}
+	return file_scheduler_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *AllocStop) GetAllocId() string {
@@ -2964,13 +3521,17 @@ type PlacedAlloc struct {
 	// The new alloc's reschedule tracker when it reschedules
 	// previous_allocation: the previous one's events plus this reschedule.
 	RescheduleEvents []*RescheduleEvent `protobuf:"bytes,13,rep,name=reschedule_events,json=rescheduleEvents,proto3" json:"reschedule_events,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// A new alloc placed as a canary of the deployment. The core sets the
+	// alloc's deployment itself: the plan's create_deployment, or else the
+	// job's active deployment of its current version.
+	Canary        bool `protobuf:"varint,14,opt,name=canary,proto3" json:"canary,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PlacedAlloc) Reset() {
 	*x = PlacedAlloc{}
-	mi := &file_scheduler_proto_msgTypes[28]
+	mi := &file_scheduler_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2982,7 +3543,7 @@ func (x *PlacedAlloc) String() string {
 func (*PlacedAlloc) ProtoMessage() {}
 
 func (x *PlacedAlloc) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[28]
+	mi := &file_scheduler_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2995,7 +3556,7 @@ func (x *PlacedAlloc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlacedAlloc.ProtoReflect.Descriptor instead.
 func (*PlacedAlloc) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{28}
+	return file_scheduler_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *PlacedAlloc) GetId() string {
@@ -3089,6 +3650,13 @@ func (x *PlacedAlloc) GetRescheduleEvents() []*RescheduleEvent {
 	return nil
 }
 
+func (x *PlacedAlloc) GetCanary() bool {
+	if x != nil {
+		return x.Canary
+	}
+	return false
+}
+
 type Preemption struct {
 	state                 protoimpl.MessageState `protogen:"open.v1"`
 	AllocId               string                 `protobuf:"bytes,1,opt,name=alloc_id,json=allocId,proto3" json:"alloc_id,omitempty"`
@@ -3102,7 +3670,7 @@ type Preemption struct {
 
 func (x *Preemption) Reset() {
 	*x = Preemption{}
-	mi := &file_scheduler_proto_msgTypes[29]
+	mi := &file_scheduler_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3114,7 +3682,7 @@ func (x *Preemption) String() string {
 func (*Preemption) ProtoMessage() {}
 
 func (x *Preemption) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[29]
+	mi := &file_scheduler_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3127,7 +3695,7 @@ func (x *Preemption) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Preemption.ProtoReflect.Descriptor instead.
 func (*Preemption) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{29}
+	return file_scheduler_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Preemption) GetAllocId() string {
@@ -3178,13 +3746,18 @@ type Plan struct {
 	// Failed allocations to mark with the delayed eval that will replace
 	// them. Nothing else of the alloc changes (desired status stays).
 	AllocFollowups []*AllocFollowup `protobuf:"bytes,6,rep,name=alloc_followups,json=allocFollowups,proto3" json:"alloc_followups,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// A new deployment for the job's current version (see Deployment). It
+	// cancels the job's older active deployment.
+	CreateDeployment *Deployment `protobuf:"bytes,7,opt,name=create_deployment,json=createDeployment,proto3" json:"create_deployment,omitempty"`
+	// Status changes of the job's deployments.
+	DeploymentUpdates []*DeploymentStatusUpdate `protobuf:"bytes,8,rep,name=deployment_updates,json=deploymentUpdates,proto3" json:"deployment_updates,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *Plan) Reset() {
 	*x = Plan{}
-	mi := &file_scheduler_proto_msgTypes[30]
+	mi := &file_scheduler_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3196,7 +3769,7 @@ func (x *Plan) String() string {
 func (*Plan) ProtoMessage() {}
 
 func (x *Plan) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[30]
+	mi := &file_scheduler_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3209,7 +3782,7 @@ func (x *Plan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Plan.ProtoReflect.Descriptor instead.
 func (*Plan) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{30}
+	return file_scheduler_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Plan) GetNodeUpdate() []*AllocStop {
@@ -3254,6 +3827,20 @@ func (x *Plan) GetAllocFollowups() []*AllocFollowup {
 	return nil
 }
 
+func (x *Plan) GetCreateDeployment() *Deployment {
+	if x != nil {
+		return x.CreateDeployment
+	}
+	return nil
+}
+
+func (x *Plan) GetDeploymentUpdates() []*DeploymentStatusUpdate {
+	if x != nil {
+		return x.DeploymentUpdates
+	}
+	return nil
+}
+
 // Marks an alloc with the follow-up eval that will reschedule it.
 type AllocFollowup struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
@@ -3266,7 +3853,7 @@ type AllocFollowup struct {
 
 func (x *AllocFollowup) Reset() {
 	*x = AllocFollowup{}
-	mi := &file_scheduler_proto_msgTypes[31]
+	mi := &file_scheduler_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3278,7 +3865,7 @@ func (x *AllocFollowup) String() string {
 func (*AllocFollowup) ProtoMessage() {}
 
 func (x *AllocFollowup) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[31]
+	mi := &file_scheduler_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3291,7 +3878,7 @@ func (x *AllocFollowup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocFollowup.ProtoReflect.Descriptor instead.
 func (*AllocFollowup) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{31}
+	return file_scheduler_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *AllocFollowup) GetAllocId() string {
@@ -3321,7 +3908,7 @@ type BlockedEval struct {
 
 func (x *BlockedEval) Reset() {
 	*x = BlockedEval{}
-	mi := &file_scheduler_proto_msgTypes[32]
+	mi := &file_scheduler_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3333,7 +3920,7 @@ func (x *BlockedEval) String() string {
 func (*BlockedEval) ProtoMessage() {}
 
 func (x *BlockedEval) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[32]
+	mi := &file_scheduler_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3346,7 +3933,7 @@ func (x *BlockedEval) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlockedEval.ProtoReflect.Descriptor instead.
 func (*BlockedEval) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{32}
+	return file_scheduler_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *BlockedEval) GetNodeId() string {
@@ -3394,7 +3981,7 @@ type ScheduleResponse struct {
 
 func (x *ScheduleResponse) Reset() {
 	*x = ScheduleResponse{}
-	mi := &file_scheduler_proto_msgTypes[33]
+	mi := &file_scheduler_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3406,7 +3993,7 @@ func (x *ScheduleResponse) String() string {
 func (*ScheduleResponse) ProtoMessage() {}
 
 func (x *ScheduleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[33]
+	mi := &file_scheduler_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3419,7 +4006,7 @@ func (x *ScheduleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleResponse.ProtoReflect.Descriptor instead.
 func (*ScheduleResponse) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{33}
+	return file_scheduler_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ScheduleResponse) GetStatus() string {
@@ -3483,7 +4070,7 @@ type FollowupEval struct {
 
 func (x *FollowupEval) Reset() {
 	*x = FollowupEval{}
-	mi := &file_scheduler_proto_msgTypes[34]
+	mi := &file_scheduler_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3495,7 +4082,7 @@ func (x *FollowupEval) String() string {
 func (*FollowupEval) ProtoMessage() {}
 
 func (x *FollowupEval) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[34]
+	mi := &file_scheduler_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3508,7 +4095,7 @@ func (x *FollowupEval) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FollowupEval.ProtoReflect.Descriptor instead.
 func (*FollowupEval) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{34}
+	return file_scheduler_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *FollowupEval) GetId() string {
@@ -3530,7 +4117,7 @@ var File_scheduler_proto protoreflect.FileDescriptor
 const file_scheduler_proto_rawDesc = "" +
 	"\n" +
 	"\x0fscheduler.proto\x12\x13drover.scheduler.v1\"\r\n" +
-	"\vInfoRequest\"\xfe\x06\n" +
+	"\vInfoRequest\"\xa0\a\n" +
 	"\vJobTypeInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
 	"\fmax_attempts\x18\x02 \x01(\x05R\vmaxAttempts\x12\x19\n" +
@@ -3552,7 +4139,54 @@ const file_scheduler_proto_rawDesc = "" +
 	"\x15eval_on_alloc_running\x18\x13 \x01(\bR\x12evalOnAllocRunning\x12\x1d\n" +
 	"\n" +
 	"drain_last\x18\x10 \x01(\bR\tdrainLast\x12+\n" +
-	"\x11preemption_switch\x18\x11 \x01(\tR\x10preemptionSwitch\"{\n" +
+	"\x11preemption_switch\x18\x11 \x01(\tR\x10preemptionSwitch\x12 \n" +
+	"\vdeployments\x18\x14 \x01(\bR\vdeployments\"\xe2\x02\n" +
+	"\x0eUpdateStrategy\x12!\n" +
+	"\fmax_parallel\x18\x01 \x01(\x05R\vmaxParallel\x12!\n" +
+	"\fhealth_check\x18\x02 \x01(\tR\vhealthCheck\x12-\n" +
+	"\x13min_healthy_time_ns\x18\x03 \x01(\x03R\x10minHealthyTimeNs\x12.\n" +
+	"\x13healthy_deadline_ns\x18\x04 \x01(\x03R\x11healthyDeadlineNs\x120\n" +
+	"\x14progress_deadline_ns\x18\x05 \x01(\x03R\x12progressDeadlineNs\x12\x1f\n" +
+	"\vauto_revert\x18\x06 \x01(\bR\n" +
+	"autoRevert\x12!\n" +
+	"\fauto_promote\x18\a \x01(\bR\vautoPromote\x12\x16\n" +
+	"\x06canary\x18\b \x01(\x05R\x06canary\x12\x1d\n" +
+	"\n" +
+	"stagger_ns\x18\t \x01(\x03R\tstaggerNs\"\xcd\x03\n" +
+	"\x14DeploymentGroupState\x12\x1a\n" +
+	"\bpromoted\x18\x01 \x01(\bR\bpromoted\x12)\n" +
+	"\x10desired_canaries\x18\x02 \x01(\x05R\x0fdesiredCanaries\x12#\n" +
+	"\rdesired_total\x18\x03 \x01(\x05R\fdesiredTotal\x12'\n" +
+	"\x0fplaced_canaries\x18\x04 \x03(\tR\x0eplacedCanaries\x12#\n" +
+	"\rplaced_allocs\x18\x05 \x01(\x05R\fplacedAllocs\x12%\n" +
+	"\x0ehealthy_allocs\x18\x06 \x01(\x05R\rhealthyAllocs\x12)\n" +
+	"\x10unhealthy_allocs\x18\a \x01(\x05R\x0funhealthyAllocs\x12\x1f\n" +
+	"\vauto_revert\x18\b \x01(\bR\n" +
+	"autoRevert\x12!\n" +
+	"\fauto_promote\x18\t \x01(\bR\vautoPromote\x123\n" +
+	"\x16require_progress_by_ns\x18\n" +
+	" \x01(\x03R\x13requireProgressByNs\x120\n" +
+	"\x14progress_deadline_ns\x18\v \x01(\x03R\x12progressDeadlineNs\"\xda\x03\n" +
+	"\n" +
+	"Deployment\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
+	"\vjob_version\x18\x02 \x01(\x04R\n" +
+	"jobVersion\x12(\n" +
+	"\x10job_modify_index\x18\x03 \x01(\x04R\x0ejobModifyIndex\x12(\n" +
+	"\x10job_create_index\x18\x04 \x01(\x04R\x0ejobCreateIndex\x12\x16\n" +
+	"\x06status\x18\x05 \x01(\tR\x06status\x12-\n" +
+	"\x12status_description\x18\x06 \x01(\tR\x11statusDescription\x12P\n" +
+	"\vtask_groups\x18\a \x03(\v2/.drover.scheduler.v1.Deployment.TaskGroupsEntryR\n" +
+	"taskGroups\x12!\n" +
+	"\fcreate_index\x18\b \x01(\x04R\vcreateIndex\x12!\n" +
+	"\fmodify_index\x18\t \x01(\x04R\vmodifyIndex\x1ah\n" +
+	"\x0fTaskGroupsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12?\n" +
+	"\x05value\x18\x02 \x01(\v2).drover.scheduler.v1.DeploymentGroupStateR\x05value:\x028\x01\"\x84\x01\n" +
+	"\x16DeploymentStatusUpdate\x12#\n" +
+	"\rdeployment_id\x18\x01 \x01(\tR\fdeploymentId\x12\x16\n" +
+	"\x06status\x18\x02 \x01(\tR\x06status\x12-\n" +
+	"\x12status_description\x18\x03 \x01(\tR\x11statusDescription\"{\n" +
 	"\rRestartPolicy\x12\x1a\n" +
 	"\battempts\x18\x01 \x01(\x05R\battempts\x12\x1f\n" +
 	"\vinterval_ns\x18\x02 \x01(\x03R\n" +
@@ -3616,7 +4250,7 @@ const file_scheduler_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a7\n" +
 	"\tMetaEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb6\x05\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xf3\x05\n" +
 	"\tTaskGroup\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\x05R\x05count\x12A\n" +
@@ -3632,7 +4266,8 @@ const file_scheduler_proto_rawDesc = "" +
 	" \x03(\v2\x1d.drover.scheduler.v1.AffinityR\n" +
 	"affinities\x125\n" +
 	"\aspreads\x18\v \x03(\v2\x1b.drover.scheduler.v1.SpreadR\aspreads\x120\n" +
-	"\x14migrate_max_parallel\x18\f \x01(\x05R\x12migrateMaxParallel\x1a7\n" +
+	"\x14migrate_max_parallel\x18\f \x01(\x05R\x12migrateMaxParallel\x12;\n" +
+	"\x06update\x18\r \x01(\v2#.drover.scheduler.v1.UpdateStrategyR\x06update\x1a7\n" +
 	"\tMetaEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd3\x01\n" +
@@ -3745,7 +4380,7 @@ const file_scheduler_proto_rawDesc = "" +
 	"\tnamespace\x18\x03 \x01(\tR\tnamespace\x12!\n" +
 	"\fjob_priority\x18\x04 \x01(\x05R\vjobPriority\x12<\n" +
 	"\tresources\x18\x05 \x01(\v2\x1e.drover.scheduler.v1.ResourcesR\tresources\x12!\n" +
-	"\fcreate_index\x18\x06 \x01(\x04R\vcreateIndex\"\xff\x05\n" +
+	"\fcreate_index\x18\x06 \x01(\x04R\vcreateIndex\"\xa3\a\n" +
 	"\n" +
 	"Allocation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
@@ -3771,7 +4406,11 @@ const file_scheduler_proto_rawDesc = "" +
 	"\x11reschedule_events\x18\x12 \x03(\v2$.drover.scheduler.v1.RescheduleEventR\x10rescheduleEvents\x12(\n" +
 	"\x10followup_eval_id\x18\x13 \x01(\tR\x0efollowupEvalId\x12$\n" +
 	"\x0emodify_time_ns\x18\x14 \x01(\x03R\fmodifyTimeNs\x12'\n" +
-	"\x0fnext_allocation\x18\x15 \x01(\tR\x0enextAllocation\"\xa0\x01\n" +
+	"\x0fnext_allocation\x18\x15 \x01(\tR\x0enextAllocation\x12#\n" +
+	"\rdeployment_id\x18\x16 \x01(\tR\fdeploymentId\x12:\n" +
+	"\ahealthy\x18\x17 \x01(\x0e2 .drover.scheduler.v1.AllocHealthR\ahealthy\x12\x16\n" +
+	"\x06canary\x18\x18 \x01(\bR\x06canary\x12)\n" +
+	"\x10force_reschedule\x18\x19 \x01(\bR\x0fforceReschedule\"\xa0\x01\n" +
 	"\x0fRescheduleEvent\x12,\n" +
 	"\x12reschedule_time_ns\x18\x01 \x01(\x03R\x10rescheduleTimeNs\x12\"\n" +
 	"\rprev_alloc_id\x18\x02 \x01(\tR\vprevAllocId\x12 \n" +
@@ -3796,7 +4435,7 @@ const file_scheduler_proto_rawDesc = "" +
 	"\x11preemption_system\x18\x01 \x01(\bR\x10preemptionSystem\x12/\n" +
 	"\x13preemption_sysbatch\x18\x02 \x01(\bR\x12preemptionSysbatch\x12)\n" +
 	"\x10preemption_batch\x18\x03 \x01(\bR\x0fpreemptionBatch\x12-\n" +
-	"\x12preemption_service\x18\x04 \x01(\bR\x11preemptionService\"\xd9\x03\n" +
+	"\x12preemption_service\x18\x04 \x01(\bR\x11preemptionService\"\xb1\x04\n" +
 	"\x0fScheduleRequest\x123\n" +
 	"\x04eval\x18\x01 \x01(\v2\x1f.drover.scheduler.v1.EvaluationR\x04eval\x12*\n" +
 	"\x03job\x18\x02 \x01(\v2\x18.drover.scheduler.v1.JobR\x03job\x12/\n" +
@@ -3807,7 +4446,12 @@ const file_scheduler_proto_rawDesc = "" +
 	"\aattempt\x18\a \x01(\x05R\aattempt\x12%\n" +
 	"\x0emax_placements\x18\b \x01(\x05R\rmaxPlacements\x12?\n" +
 	"\vcsi_volumes\x18\t \x03(\v2\x1e.drover.scheduler.v1.CSIVolumeR\n" +
-	"csiVolumes\"\xeb\t\n" +
+	"csiVolumes\x12?\n" +
+	"\n" +
+	"deployment\x18\n" +
+	" \x01(\v2\x1f.drover.scheduler.v1.DeploymentR\n" +
+	"deployment\x12\x15\n" +
+	"\x06now_ns\x18\v \x01(\x03R\x05nowNs\"\xeb\t\n" +
 	"\vAllocMetric\x12'\n" +
 	"\x0fnodes_evaluated\x18\x01 \x01(\x05R\x0enodesEvaluated\x12%\n" +
 	"\x0enodes_filtered\x18\x02 \x01(\x05R\rnodesFiltered\x12\"\n" +
@@ -3862,7 +4506,7 @@ const file_scheduler_proto_rawDesc = "" +
 	"\anode_id\x18\x02 \x01(\tR\x06nodeId\x12/\n" +
 	"\x13desired_description\x18\x03 \x01(\tR\x12desiredDescription\x12#\n" +
 	"\rclient_status\x18\x04 \x01(\tR\fclientStatus\x12(\n" +
-	"\x10followup_eval_id\x18\x05 \x01(\tR\x0efollowupEvalId\"\x9f\x05\n" +
+	"\x10followup_eval_id\x18\x05 \x01(\tR\x0efollowupEvalId\"\xb7\x05\n" +
 	"\vPlacedAlloc\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x17\n" +
@@ -3878,7 +4522,8 @@ const file_scheduler_proto_rawDesc = "" +
 	" \x03(\tR\x14preemptedAllocations\x12\x19\n" +
 	"\bin_place\x18\v \x01(\bR\ainPlace\x12#\n" +
 	"\rclient_status\x18\f \x01(\tR\fclientStatus\x12Q\n" +
-	"\x11reschedule_events\x18\r \x03(\v2$.drover.scheduler.v1.RescheduleEventR\x10rescheduleEvents\x1a`\n" +
+	"\x11reschedule_events\x18\r \x03(\v2$.drover.scheduler.v1.RescheduleEventR\x10rescheduleEvents\x12\x16\n" +
+	"\x06canary\x18\x0e \x01(\bR\x06canary\x1a`\n" +
 	"\x12TaskResourcesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x124\n" +
 	"\x05value\x18\x02 \x01(\v2\x1e.drover.scheduler.v1.ResourcesR\x05value:\x028\x01\"\xad\x01\n" +
@@ -3888,7 +4533,7 @@ const file_scheduler_proto_rawDesc = "" +
 	"\anode_id\x18\x02 \x01(\tR\x06nodeId\x12\x15\n" +
 	"\x06job_id\x18\x03 \x01(\tR\x05jobId\x12\x1c\n" +
 	"\tnamespace\x18\x04 \x01(\tR\tnamespace\x126\n" +
-	"\x17preempted_by_allocation\x18\x05 \x01(\tR\x15preemptedByAllocation\"\xc1\x04\n" +
+	"\x17preempted_by_allocation\x18\x05 \x01(\tR\x15preemptedByAllocation\"\xeb\x05\n" +
 	"\x04Plan\x12?\n" +
 	"\vnode_update\x18\x01 \x03(\v2\x1e.drover.scheduler.v1.AllocStopR\n" +
 	"nodeUpdate\x12I\n" +
@@ -3896,7 +4541,9 @@ const file_scheduler_proto_rawDesc = "" +
 	"\x10node_preemptions\x18\x03 \x03(\v2\x1f.drover.scheduler.v1.PreemptionR\x0fnodePreemptions\x12]\n" +
 	"\x12desired_tg_updates\x18\x04 \x03(\v2/.drover.scheduler.v1.Plan.DesiredTgUpdatesEntryR\x10desiredTgUpdates\x12K\n" +
 	"\x10placement_metric\x18\x05 \x01(\v2 .drover.scheduler.v1.AllocMetricR\x0fplacementMetric\x12K\n" +
-	"\x0falloc_followups\x18\x06 \x03(\v2\".drover.scheduler.v1.AllocFollowupR\x0eallocFollowups\x1ah\n" +
+	"\x0falloc_followups\x18\x06 \x03(\v2\".drover.scheduler.v1.AllocFollowupR\x0eallocFollowups\x12L\n" +
+	"\x11create_deployment\x18\a \x01(\v2\x1f.drover.scheduler.v1.DeploymentR\x10createDeployment\x12Z\n" +
+	"\x12deployment_updates\x18\b \x03(\v2+.drover.scheduler.v1.DeploymentStatusUpdateR\x11deploymentUpdates\x1ah\n" +
 	"\x15DesiredTgUpdatesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x129\n" +
 	"\x05value\x18\x02 \x01(\v2#.drover.scheduler.v1.DesiredUpdatesR\x05value:\x028\x01\"T\n" +
@@ -3926,7 +4573,11 @@ const file_scheduler_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\"B\n" +
 	"\fFollowupEval\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\"\n" +
-	"\rwait_until_ns\x18\x02 \x01(\x03R\vwaitUntilNs2\xb1\x01\n" +
+	"\rwait_until_ns\x18\x02 \x01(\x03R\vwaitUntilNs*[\n" +
+	"\vAllocHealth\x12\x16\n" +
+	"\x12ALLOC_HEALTH_UNSET\x10\x00\x12\x18\n" +
+	"\x14ALLOC_HEALTH_HEALTHY\x10\x01\x12\x1a\n" +
+	"\x16ALLOC_HEALTH_UNHEALTHY\x10\x022\xb1\x01\n" +
 	"\tScheduler\x12K\n" +
 	"\x04Info\x12 .drover.scheduler.v1.InfoRequest\x1a!.drover.scheduler.v1.InfoResponse\x12W\n" +
 	"\bSchedule\x12$.drover.scheduler.v1.ScheduleRequest\x1a%.drover.scheduler.v1.ScheduleResponseB4Z2github.com/drover-org/drover/sdk/proto/schedulerpbb\x06proto3"
@@ -3943,139 +4594,153 @@ func file_scheduler_proto_rawDescGZIP() []byte {
 	return file_scheduler_proto_rawDescData
 }
 
-var file_scheduler_proto_msgTypes = make([]protoimpl.MessageInfo, 54)
+var file_scheduler_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_scheduler_proto_msgTypes = make([]protoimpl.MessageInfo, 59)
 var file_scheduler_proto_goTypes = []any{
-	(*InfoRequest)(nil),      // 0: drover.scheduler.v1.InfoRequest
-	(*JobTypeInfo)(nil),      // 1: drover.scheduler.v1.JobTypeInfo
-	(*RestartPolicy)(nil),    // 2: drover.scheduler.v1.RestartPolicy
-	(*ReschedulePolicy)(nil), // 3: drover.scheduler.v1.ReschedulePolicy
-	(*InfoResponse)(nil),     // 4: drover.scheduler.v1.InfoResponse
-	(*Constraint)(nil),       // 5: drover.scheduler.v1.Constraint
-	(*Affinity)(nil),         // 6: drover.scheduler.v1.Affinity
-	(*SpreadTarget)(nil),     // 7: drover.scheduler.v1.SpreadTarget
-	(*Spread)(nil),           // 8: drover.scheduler.v1.Spread
-	(*Resources)(nil),        // 9: drover.scheduler.v1.Resources
-	(*Task)(nil),             // 10: drover.scheduler.v1.Task
-	(*TaskGroup)(nil),        // 11: drover.scheduler.v1.TaskGroup
-	(*VolumeRequest)(nil),    // 12: drover.scheduler.v1.VolumeRequest
-	(*Job)(nil),              // 13: drover.scheduler.v1.Job
-	(*Node)(nil),             // 14: drover.scheduler.v1.Node
-	(*CSINodePlugin)(nil),    // 15: drover.scheduler.v1.CSINodePlugin
-	(*CSITopology)(nil),      // 16: drover.scheduler.v1.CSITopology
-	(*CSIVolumeClaim)(nil),   // 17: drover.scheduler.v1.CSIVolumeClaim
-	(*CSIVolume)(nil),        // 18: drover.scheduler.v1.CSIVolume
-	(*NodeAlloc)(nil),        // 19: drover.scheduler.v1.NodeAlloc
-	(*Allocation)(nil),       // 20: drover.scheduler.v1.Allocation
-	(*RescheduleEvent)(nil),  // 21: drover.scheduler.v1.RescheduleEvent
-	(*Evaluation)(nil),       // 22: drover.scheduler.v1.Evaluation
-	(*SchedulerConfig)(nil),  // 23: drover.scheduler.v1.SchedulerConfig
-	(*ScheduleRequest)(nil),  // 24: drover.scheduler.v1.ScheduleRequest
-	(*AllocMetric)(nil),      // 25: drover.scheduler.v1.AllocMetric
-	(*DesiredUpdates)(nil),   // 26: drover.scheduler.v1.DesiredUpdates
-	(*AllocStop)(nil),        // 27: drover.scheduler.v1.AllocStop
-	(*PlacedAlloc)(nil),      // 28: drover.scheduler.v1.PlacedAlloc
-	(*Preemption)(nil),       // 29: drover.scheduler.v1.Preemption
-	(*Plan)(nil),             // 30: drover.scheduler.v1.Plan
-	(*AllocFollowup)(nil),    // 31: drover.scheduler.v1.AllocFollowup
-	(*BlockedEval)(nil),      // 32: drover.scheduler.v1.BlockedEval
-	(*ScheduleResponse)(nil), // 33: drover.scheduler.v1.ScheduleResponse
-	(*FollowupEval)(nil),     // 34: drover.scheduler.v1.FollowupEval
-	nil,                      // 35: drover.scheduler.v1.Task.EnvEntry
-	nil,                      // 36: drover.scheduler.v1.Task.MetaEntry
-	nil,                      // 37: drover.scheduler.v1.TaskGroup.MetaEntry
-	nil,                      // 38: drover.scheduler.v1.Job.MetaEntry
-	nil,                      // 39: drover.scheduler.v1.Node.AttributesEntry
-	nil,                      // 40: drover.scheduler.v1.Node.MetaEntry
-	nil,                      // 41: drover.scheduler.v1.CSINodePlugin.AccessibleTopologyEntry
-	nil,                      // 42: drover.scheduler.v1.CSITopology.SegmentsEntry
-	nil,                      // 43: drover.scheduler.v1.AllocMetric.NodesAvailableEntry
-	nil,                      // 44: drover.scheduler.v1.AllocMetric.ClassFilteredEntry
-	nil,                      // 45: drover.scheduler.v1.AllocMetric.ConstraintFilteredEntry
-	nil,                      // 46: drover.scheduler.v1.AllocMetric.ClassExhaustedEntry
-	nil,                      // 47: drover.scheduler.v1.AllocMetric.DimensionExhaustedEntry
-	nil,                      // 48: drover.scheduler.v1.AllocMetric.ScoresEntry
-	nil,                      // 49: drover.scheduler.v1.PlacedAlloc.TaskResourcesEntry
-	nil,                      // 50: drover.scheduler.v1.Plan.DesiredTgUpdatesEntry
-	nil,                      // 51: drover.scheduler.v1.BlockedEval.ClassEligibilityEntry
-	nil,                      // 52: drover.scheduler.v1.ScheduleResponse.FailedTgAllocsEntry
-	nil,                      // 53: drover.scheduler.v1.ScheduleResponse.QueuedAllocationsEntry
+	(AllocHealth)(0),               // 0: drover.scheduler.v1.AllocHealth
+	(*InfoRequest)(nil),            // 1: drover.scheduler.v1.InfoRequest
+	(*JobTypeInfo)(nil),            // 2: drover.scheduler.v1.JobTypeInfo
+	(*UpdateStrategy)(nil),         // 3: drover.scheduler.v1.UpdateStrategy
+	(*DeploymentGroupState)(nil),   // 4: drover.scheduler.v1.DeploymentGroupState
+	(*Deployment)(nil),             // 5: drover.scheduler.v1.Deployment
+	(*DeploymentStatusUpdate)(nil), // 6: drover.scheduler.v1.DeploymentStatusUpdate
+	(*RestartPolicy)(nil),          // 7: drover.scheduler.v1.RestartPolicy
+	(*ReschedulePolicy)(nil),       // 8: drover.scheduler.v1.ReschedulePolicy
+	(*InfoResponse)(nil),           // 9: drover.scheduler.v1.InfoResponse
+	(*Constraint)(nil),             // 10: drover.scheduler.v1.Constraint
+	(*Affinity)(nil),               // 11: drover.scheduler.v1.Affinity
+	(*SpreadTarget)(nil),           // 12: drover.scheduler.v1.SpreadTarget
+	(*Spread)(nil),                 // 13: drover.scheduler.v1.Spread
+	(*Resources)(nil),              // 14: drover.scheduler.v1.Resources
+	(*Task)(nil),                   // 15: drover.scheduler.v1.Task
+	(*TaskGroup)(nil),              // 16: drover.scheduler.v1.TaskGroup
+	(*VolumeRequest)(nil),          // 17: drover.scheduler.v1.VolumeRequest
+	(*Job)(nil),                    // 18: drover.scheduler.v1.Job
+	(*Node)(nil),                   // 19: drover.scheduler.v1.Node
+	(*CSINodePlugin)(nil),          // 20: drover.scheduler.v1.CSINodePlugin
+	(*CSITopology)(nil),            // 21: drover.scheduler.v1.CSITopology
+	(*CSIVolumeClaim)(nil),         // 22: drover.scheduler.v1.CSIVolumeClaim
+	(*CSIVolume)(nil),              // 23: drover.scheduler.v1.CSIVolume
+	(*NodeAlloc)(nil),              // 24: drover.scheduler.v1.NodeAlloc
+	(*Allocation)(nil),             // 25: drover.scheduler.v1.Allocation
+	(*RescheduleEvent)(nil),        // 26: drover.scheduler.v1.RescheduleEvent
+	(*Evaluation)(nil),             // 27: drover.scheduler.v1.Evaluation
+	(*SchedulerConfig)(nil),        // 28: drover.scheduler.v1.SchedulerConfig
+	(*ScheduleRequest)(nil),        // 29: drover.scheduler.v1.ScheduleRequest
+	(*AllocMetric)(nil),            // 30: drover.scheduler.v1.AllocMetric
+	(*DesiredUpdates)(nil),         // 31: drover.scheduler.v1.DesiredUpdates
+	(*AllocStop)(nil),              // 32: drover.scheduler.v1.AllocStop
+	(*PlacedAlloc)(nil),            // 33: drover.scheduler.v1.PlacedAlloc
+	(*Preemption)(nil),             // 34: drover.scheduler.v1.Preemption
+	(*Plan)(nil),                   // 35: drover.scheduler.v1.Plan
+	(*AllocFollowup)(nil),          // 36: drover.scheduler.v1.AllocFollowup
+	(*BlockedEval)(nil),            // 37: drover.scheduler.v1.BlockedEval
+	(*ScheduleResponse)(nil),       // 38: drover.scheduler.v1.ScheduleResponse
+	(*FollowupEval)(nil),           // 39: drover.scheduler.v1.FollowupEval
+	nil,                            // 40: drover.scheduler.v1.Deployment.TaskGroupsEntry
+	nil,                            // 41: drover.scheduler.v1.Task.EnvEntry
+	nil,                            // 42: drover.scheduler.v1.Task.MetaEntry
+	nil,                            // 43: drover.scheduler.v1.TaskGroup.MetaEntry
+	nil,                            // 44: drover.scheduler.v1.Job.MetaEntry
+	nil,                            // 45: drover.scheduler.v1.Node.AttributesEntry
+	nil,                            // 46: drover.scheduler.v1.Node.MetaEntry
+	nil,                            // 47: drover.scheduler.v1.CSINodePlugin.AccessibleTopologyEntry
+	nil,                            // 48: drover.scheduler.v1.CSITopology.SegmentsEntry
+	nil,                            // 49: drover.scheduler.v1.AllocMetric.NodesAvailableEntry
+	nil,                            // 50: drover.scheduler.v1.AllocMetric.ClassFilteredEntry
+	nil,                            // 51: drover.scheduler.v1.AllocMetric.ConstraintFilteredEntry
+	nil,                            // 52: drover.scheduler.v1.AllocMetric.ClassExhaustedEntry
+	nil,                            // 53: drover.scheduler.v1.AllocMetric.DimensionExhaustedEntry
+	nil,                            // 54: drover.scheduler.v1.AllocMetric.ScoresEntry
+	nil,                            // 55: drover.scheduler.v1.PlacedAlloc.TaskResourcesEntry
+	nil,                            // 56: drover.scheduler.v1.Plan.DesiredTgUpdatesEntry
+	nil,                            // 57: drover.scheduler.v1.BlockedEval.ClassEligibilityEntry
+	nil,                            // 58: drover.scheduler.v1.ScheduleResponse.FailedTgAllocsEntry
+	nil,                            // 59: drover.scheduler.v1.ScheduleResponse.QueuedAllocationsEntry
 }
 var file_scheduler_proto_depIdxs = []int32{
-	2,  // 0: drover.scheduler.v1.JobTypeInfo.default_restart:type_name -> drover.scheduler.v1.RestartPolicy
-	3,  // 1: drover.scheduler.v1.JobTypeInfo.default_reschedule:type_name -> drover.scheduler.v1.ReschedulePolicy
-	1,  // 2: drover.scheduler.v1.InfoResponse.job_types:type_name -> drover.scheduler.v1.JobTypeInfo
-	7,  // 3: drover.scheduler.v1.Spread.targets:type_name -> drover.scheduler.v1.SpreadTarget
-	35, // 4: drover.scheduler.v1.Task.env:type_name -> drover.scheduler.v1.Task.EnvEntry
-	36, // 5: drover.scheduler.v1.Task.meta:type_name -> drover.scheduler.v1.Task.MetaEntry
-	9,  // 6: drover.scheduler.v1.Task.resources:type_name -> drover.scheduler.v1.Resources
-	5,  // 7: drover.scheduler.v1.Task.constraints:type_name -> drover.scheduler.v1.Constraint
-	6,  // 8: drover.scheduler.v1.Task.affinities:type_name -> drover.scheduler.v1.Affinity
-	5,  // 9: drover.scheduler.v1.TaskGroup.constraints:type_name -> drover.scheduler.v1.Constraint
-	10, // 10: drover.scheduler.v1.TaskGroup.tasks:type_name -> drover.scheduler.v1.Task
-	37, // 11: drover.scheduler.v1.TaskGroup.meta:type_name -> drover.scheduler.v1.TaskGroup.MetaEntry
-	12, // 12: drover.scheduler.v1.TaskGroup.volumes:type_name -> drover.scheduler.v1.VolumeRequest
-	3,  // 13: drover.scheduler.v1.TaskGroup.reschedule_policy:type_name -> drover.scheduler.v1.ReschedulePolicy
-	6,  // 14: drover.scheduler.v1.TaskGroup.affinities:type_name -> drover.scheduler.v1.Affinity
-	8,  // 15: drover.scheduler.v1.TaskGroup.spreads:type_name -> drover.scheduler.v1.Spread
-	5,  // 16: drover.scheduler.v1.Job.constraints:type_name -> drover.scheduler.v1.Constraint
-	38, // 17: drover.scheduler.v1.Job.meta:type_name -> drover.scheduler.v1.Job.MetaEntry
-	11, // 18: drover.scheduler.v1.Job.task_groups:type_name -> drover.scheduler.v1.TaskGroup
-	6,  // 19: drover.scheduler.v1.Job.affinities:type_name -> drover.scheduler.v1.Affinity
-	8,  // 20: drover.scheduler.v1.Job.spreads:type_name -> drover.scheduler.v1.Spread
-	39, // 21: drover.scheduler.v1.Node.attributes:type_name -> drover.scheduler.v1.Node.AttributesEntry
-	40, // 22: drover.scheduler.v1.Node.meta:type_name -> drover.scheduler.v1.Node.MetaEntry
-	9,  // 23: drover.scheduler.v1.Node.capacity:type_name -> drover.scheduler.v1.Resources
-	9,  // 24: drover.scheduler.v1.Node.used:type_name -> drover.scheduler.v1.Resources
-	19, // 25: drover.scheduler.v1.Node.others:type_name -> drover.scheduler.v1.NodeAlloc
-	15, // 26: drover.scheduler.v1.Node.csi_node_plugins:type_name -> drover.scheduler.v1.CSINodePlugin
-	41, // 27: drover.scheduler.v1.CSINodePlugin.accessible_topology:type_name -> drover.scheduler.v1.CSINodePlugin.AccessibleTopologyEntry
-	42, // 28: drover.scheduler.v1.CSITopology.segments:type_name -> drover.scheduler.v1.CSITopology.SegmentsEntry
-	16, // 29: drover.scheduler.v1.CSIVolume.topologies:type_name -> drover.scheduler.v1.CSITopology
-	17, // 30: drover.scheduler.v1.CSIVolume.read_claims:type_name -> drover.scheduler.v1.CSIVolumeClaim
-	17, // 31: drover.scheduler.v1.CSIVolume.write_claims:type_name -> drover.scheduler.v1.CSIVolumeClaim
-	9,  // 32: drover.scheduler.v1.NodeAlloc.resources:type_name -> drover.scheduler.v1.Resources
-	9,  // 33: drover.scheduler.v1.Allocation.resources:type_name -> drover.scheduler.v1.Resources
-	21, // 34: drover.scheduler.v1.Allocation.reschedule_events:type_name -> drover.scheduler.v1.RescheduleEvent
-	22, // 35: drover.scheduler.v1.ScheduleRequest.eval:type_name -> drover.scheduler.v1.Evaluation
-	13, // 36: drover.scheduler.v1.ScheduleRequest.job:type_name -> drover.scheduler.v1.Job
-	14, // 37: drover.scheduler.v1.ScheduleRequest.nodes:type_name -> drover.scheduler.v1.Node
-	20, // 38: drover.scheduler.v1.ScheduleRequest.allocs:type_name -> drover.scheduler.v1.Allocation
-	13, // 39: drover.scheduler.v1.ScheduleRequest.job_versions:type_name -> drover.scheduler.v1.Job
-	23, // 40: drover.scheduler.v1.ScheduleRequest.config:type_name -> drover.scheduler.v1.SchedulerConfig
-	18, // 41: drover.scheduler.v1.ScheduleRequest.csi_volumes:type_name -> drover.scheduler.v1.CSIVolume
-	43, // 42: drover.scheduler.v1.AllocMetric.nodes_available:type_name -> drover.scheduler.v1.AllocMetric.NodesAvailableEntry
-	44, // 43: drover.scheduler.v1.AllocMetric.class_filtered:type_name -> drover.scheduler.v1.AllocMetric.ClassFilteredEntry
-	45, // 44: drover.scheduler.v1.AllocMetric.constraint_filtered:type_name -> drover.scheduler.v1.AllocMetric.ConstraintFilteredEntry
-	46, // 45: drover.scheduler.v1.AllocMetric.class_exhausted:type_name -> drover.scheduler.v1.AllocMetric.ClassExhaustedEntry
-	47, // 46: drover.scheduler.v1.AllocMetric.dimension_exhausted:type_name -> drover.scheduler.v1.AllocMetric.DimensionExhaustedEntry
-	48, // 47: drover.scheduler.v1.AllocMetric.scores:type_name -> drover.scheduler.v1.AllocMetric.ScoresEntry
-	49, // 48: drover.scheduler.v1.PlacedAlloc.task_resources:type_name -> drover.scheduler.v1.PlacedAlloc.TaskResourcesEntry
-	25, // 49: drover.scheduler.v1.PlacedAlloc.metrics:type_name -> drover.scheduler.v1.AllocMetric
-	21, // 50: drover.scheduler.v1.PlacedAlloc.reschedule_events:type_name -> drover.scheduler.v1.RescheduleEvent
-	27, // 51: drover.scheduler.v1.Plan.node_update:type_name -> drover.scheduler.v1.AllocStop
-	28, // 52: drover.scheduler.v1.Plan.node_allocation:type_name -> drover.scheduler.v1.PlacedAlloc
-	29, // 53: drover.scheduler.v1.Plan.node_preemptions:type_name -> drover.scheduler.v1.Preemption
-	50, // 54: drover.scheduler.v1.Plan.desired_tg_updates:type_name -> drover.scheduler.v1.Plan.DesiredTgUpdatesEntry
-	25, // 55: drover.scheduler.v1.Plan.placement_metric:type_name -> drover.scheduler.v1.AllocMetric
-	31, // 56: drover.scheduler.v1.Plan.alloc_followups:type_name -> drover.scheduler.v1.AllocFollowup
-	51, // 57: drover.scheduler.v1.BlockedEval.class_eligibility:type_name -> drover.scheduler.v1.BlockedEval.ClassEligibilityEntry
-	30, // 58: drover.scheduler.v1.ScheduleResponse.plan:type_name -> drover.scheduler.v1.Plan
-	52, // 59: drover.scheduler.v1.ScheduleResponse.failed_tg_allocs:type_name -> drover.scheduler.v1.ScheduleResponse.FailedTgAllocsEntry
-	53, // 60: drover.scheduler.v1.ScheduleResponse.queued_allocations:type_name -> drover.scheduler.v1.ScheduleResponse.QueuedAllocationsEntry
-	32, // 61: drover.scheduler.v1.ScheduleResponse.blocked_evals:type_name -> drover.scheduler.v1.BlockedEval
-	34, // 62: drover.scheduler.v1.ScheduleResponse.followup_evals:type_name -> drover.scheduler.v1.FollowupEval
-	9,  // 63: drover.scheduler.v1.PlacedAlloc.TaskResourcesEntry.value:type_name -> drover.scheduler.v1.Resources
-	26, // 64: drover.scheduler.v1.Plan.DesiredTgUpdatesEntry.value:type_name -> drover.scheduler.v1.DesiredUpdates
-	25, // 65: drover.scheduler.v1.ScheduleResponse.FailedTgAllocsEntry.value:type_name -> drover.scheduler.v1.AllocMetric
-	0,  // 66: drover.scheduler.v1.Scheduler.Info:input_type -> drover.scheduler.v1.InfoRequest
-	24, // 67: drover.scheduler.v1.Scheduler.Schedule:input_type -> drover.scheduler.v1.ScheduleRequest
-	4,  // 68: drover.scheduler.v1.Scheduler.Info:output_type -> drover.scheduler.v1.InfoResponse
-	33, // 69: drover.scheduler.v1.Scheduler.Schedule:output_type -> drover.scheduler.v1.ScheduleResponse
-	68, // [68:70] is the sub-list for method output_type
-	66, // [66:68] is the sub-list for method input_type
-	66, // [66:66] is the sub-list for extension type_name
-	66, // [66:66] is the sub-list for extension extendee
-	0,  // [0:66] is the sub-list for field type_name
+	7,  // 0: drover.scheduler.v1.JobTypeInfo.default_restart:type_name -> drover.scheduler.v1.RestartPolicy
+	8,  // 1: drover.scheduler.v1.JobTypeInfo.default_reschedule:type_name -> drover.scheduler.v1.ReschedulePolicy
+	40, // 2: drover.scheduler.v1.Deployment.task_groups:type_name -> drover.scheduler.v1.Deployment.TaskGroupsEntry
+	2,  // 3: drover.scheduler.v1.InfoResponse.job_types:type_name -> drover.scheduler.v1.JobTypeInfo
+	12, // 4: drover.scheduler.v1.Spread.targets:type_name -> drover.scheduler.v1.SpreadTarget
+	41, // 5: drover.scheduler.v1.Task.env:type_name -> drover.scheduler.v1.Task.EnvEntry
+	42, // 6: drover.scheduler.v1.Task.meta:type_name -> drover.scheduler.v1.Task.MetaEntry
+	14, // 7: drover.scheduler.v1.Task.resources:type_name -> drover.scheduler.v1.Resources
+	10, // 8: drover.scheduler.v1.Task.constraints:type_name -> drover.scheduler.v1.Constraint
+	11, // 9: drover.scheduler.v1.Task.affinities:type_name -> drover.scheduler.v1.Affinity
+	10, // 10: drover.scheduler.v1.TaskGroup.constraints:type_name -> drover.scheduler.v1.Constraint
+	15, // 11: drover.scheduler.v1.TaskGroup.tasks:type_name -> drover.scheduler.v1.Task
+	43, // 12: drover.scheduler.v1.TaskGroup.meta:type_name -> drover.scheduler.v1.TaskGroup.MetaEntry
+	17, // 13: drover.scheduler.v1.TaskGroup.volumes:type_name -> drover.scheduler.v1.VolumeRequest
+	8,  // 14: drover.scheduler.v1.TaskGroup.reschedule_policy:type_name -> drover.scheduler.v1.ReschedulePolicy
+	11, // 15: drover.scheduler.v1.TaskGroup.affinities:type_name -> drover.scheduler.v1.Affinity
+	13, // 16: drover.scheduler.v1.TaskGroup.spreads:type_name -> drover.scheduler.v1.Spread
+	3,  // 17: drover.scheduler.v1.TaskGroup.update:type_name -> drover.scheduler.v1.UpdateStrategy
+	10, // 18: drover.scheduler.v1.Job.constraints:type_name -> drover.scheduler.v1.Constraint
+	44, // 19: drover.scheduler.v1.Job.meta:type_name -> drover.scheduler.v1.Job.MetaEntry
+	16, // 20: drover.scheduler.v1.Job.task_groups:type_name -> drover.scheduler.v1.TaskGroup
+	11, // 21: drover.scheduler.v1.Job.affinities:type_name -> drover.scheduler.v1.Affinity
+	13, // 22: drover.scheduler.v1.Job.spreads:type_name -> drover.scheduler.v1.Spread
+	45, // 23: drover.scheduler.v1.Node.attributes:type_name -> drover.scheduler.v1.Node.AttributesEntry
+	46, // 24: drover.scheduler.v1.Node.meta:type_name -> drover.scheduler.v1.Node.MetaEntry
+	14, // 25: drover.scheduler.v1.Node.capacity:type_name -> drover.scheduler.v1.Resources
+	14, // 26: drover.scheduler.v1.Node.used:type_name -> drover.scheduler.v1.Resources
+	24, // 27: drover.scheduler.v1.Node.others:type_name -> drover.scheduler.v1.NodeAlloc
+	20, // 28: drover.scheduler.v1.Node.csi_node_plugins:type_name -> drover.scheduler.v1.CSINodePlugin
+	47, // 29: drover.scheduler.v1.CSINodePlugin.accessible_topology:type_name -> drover.scheduler.v1.CSINodePlugin.AccessibleTopologyEntry
+	48, // 30: drover.scheduler.v1.CSITopology.segments:type_name -> drover.scheduler.v1.CSITopology.SegmentsEntry
+	21, // 31: drover.scheduler.v1.CSIVolume.topologies:type_name -> drover.scheduler.v1.CSITopology
+	22, // 32: drover.scheduler.v1.CSIVolume.read_claims:type_name -> drover.scheduler.v1.CSIVolumeClaim
+	22, // 33: drover.scheduler.v1.CSIVolume.write_claims:type_name -> drover.scheduler.v1.CSIVolumeClaim
+	14, // 34: drover.scheduler.v1.NodeAlloc.resources:type_name -> drover.scheduler.v1.Resources
+	14, // 35: drover.scheduler.v1.Allocation.resources:type_name -> drover.scheduler.v1.Resources
+	26, // 36: drover.scheduler.v1.Allocation.reschedule_events:type_name -> drover.scheduler.v1.RescheduleEvent
+	0,  // 37: drover.scheduler.v1.Allocation.healthy:type_name -> drover.scheduler.v1.AllocHealth
+	27, // 38: drover.scheduler.v1.ScheduleRequest.eval:type_name -> drover.scheduler.v1.Evaluation
+	18, // 39: drover.scheduler.v1.ScheduleRequest.job:type_name -> drover.scheduler.v1.Job
+	19, // 40: drover.scheduler.v1.ScheduleRequest.nodes:type_name -> drover.scheduler.v1.Node
+	25, // 41: drover.scheduler.v1.ScheduleRequest.allocs:type_name -> drover.scheduler.v1.Allocation
+	18, // 42: drover.scheduler.v1.ScheduleRequest.job_versions:type_name -> drover.scheduler.v1.Job
+	28, // 43: drover.scheduler.v1.ScheduleRequest.config:type_name -> drover.scheduler.v1.SchedulerConfig
+	23, // 44: drover.scheduler.v1.ScheduleRequest.csi_volumes:type_name -> drover.scheduler.v1.CSIVolume
+	5,  // 45: drover.scheduler.v1.ScheduleRequest.deployment:type_name -> drover.scheduler.v1.Deployment
+	49, // 46: drover.scheduler.v1.AllocMetric.nodes_available:type_name -> drover.scheduler.v1.AllocMetric.NodesAvailableEntry
+	50, // 47: drover.scheduler.v1.AllocMetric.class_filtered:type_name -> drover.scheduler.v1.AllocMetric.ClassFilteredEntry
+	51, // 48: drover.scheduler.v1.AllocMetric.constraint_filtered:type_name -> drover.scheduler.v1.AllocMetric.ConstraintFilteredEntry
+	52, // 49: drover.scheduler.v1.AllocMetric.class_exhausted:type_name -> drover.scheduler.v1.AllocMetric.ClassExhaustedEntry
+	53, // 50: drover.scheduler.v1.AllocMetric.dimension_exhausted:type_name -> drover.scheduler.v1.AllocMetric.DimensionExhaustedEntry
+	54, // 51: drover.scheduler.v1.AllocMetric.scores:type_name -> drover.scheduler.v1.AllocMetric.ScoresEntry
+	55, // 52: drover.scheduler.v1.PlacedAlloc.task_resources:type_name -> drover.scheduler.v1.PlacedAlloc.TaskResourcesEntry
+	30, // 53: drover.scheduler.v1.PlacedAlloc.metrics:type_name -> drover.scheduler.v1.AllocMetric
+	26, // 54: drover.scheduler.v1.PlacedAlloc.reschedule_events:type_name -> drover.scheduler.v1.RescheduleEvent
+	32, // 55: drover.scheduler.v1.Plan.node_update:type_name -> drover.scheduler.v1.AllocStop
+	33, // 56: drover.scheduler.v1.Plan.node_allocation:type_name -> drover.scheduler.v1.PlacedAlloc
+	34, // 57: drover.scheduler.v1.Plan.node_preemptions:type_name -> drover.scheduler.v1.Preemption
+	56, // 58: drover.scheduler.v1.Plan.desired_tg_updates:type_name -> drover.scheduler.v1.Plan.DesiredTgUpdatesEntry
+	30, // 59: drover.scheduler.v1.Plan.placement_metric:type_name -> drover.scheduler.v1.AllocMetric
+	36, // 60: drover.scheduler.v1.Plan.alloc_followups:type_name -> drover.scheduler.v1.AllocFollowup
+	5,  // 61: drover.scheduler.v1.Plan.create_deployment:type_name -> drover.scheduler.v1.Deployment
+	6,  // 62: drover.scheduler.v1.Plan.deployment_updates:type_name -> drover.scheduler.v1.DeploymentStatusUpdate
+	57, // 63: drover.scheduler.v1.BlockedEval.class_eligibility:type_name -> drover.scheduler.v1.BlockedEval.ClassEligibilityEntry
+	35, // 64: drover.scheduler.v1.ScheduleResponse.plan:type_name -> drover.scheduler.v1.Plan
+	58, // 65: drover.scheduler.v1.ScheduleResponse.failed_tg_allocs:type_name -> drover.scheduler.v1.ScheduleResponse.FailedTgAllocsEntry
+	59, // 66: drover.scheduler.v1.ScheduleResponse.queued_allocations:type_name -> drover.scheduler.v1.ScheduleResponse.QueuedAllocationsEntry
+	37, // 67: drover.scheduler.v1.ScheduleResponse.blocked_evals:type_name -> drover.scheduler.v1.BlockedEval
+	39, // 68: drover.scheduler.v1.ScheduleResponse.followup_evals:type_name -> drover.scheduler.v1.FollowupEval
+	4,  // 69: drover.scheduler.v1.Deployment.TaskGroupsEntry.value:type_name -> drover.scheduler.v1.DeploymentGroupState
+	14, // 70: drover.scheduler.v1.PlacedAlloc.TaskResourcesEntry.value:type_name -> drover.scheduler.v1.Resources
+	31, // 71: drover.scheduler.v1.Plan.DesiredTgUpdatesEntry.value:type_name -> drover.scheduler.v1.DesiredUpdates
+	30, // 72: drover.scheduler.v1.ScheduleResponse.FailedTgAllocsEntry.value:type_name -> drover.scheduler.v1.AllocMetric
+	1,  // 73: drover.scheduler.v1.Scheduler.Info:input_type -> drover.scheduler.v1.InfoRequest
+	29, // 74: drover.scheduler.v1.Scheduler.Schedule:input_type -> drover.scheduler.v1.ScheduleRequest
+	9,  // 75: drover.scheduler.v1.Scheduler.Info:output_type -> drover.scheduler.v1.InfoResponse
+	38, // 76: drover.scheduler.v1.Scheduler.Schedule:output_type -> drover.scheduler.v1.ScheduleResponse
+	75, // [75:77] is the sub-list for method output_type
+	73, // [73:75] is the sub-list for method input_type
+	73, // [73:73] is the sub-list for extension type_name
+	73, // [73:73] is the sub-list for extension extendee
+	0,  // [0:73] is the sub-list for field type_name
 }
 
 func init() { file_scheduler_proto_init() }
@@ -4088,13 +4753,14 @@ func file_scheduler_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_scheduler_proto_rawDesc), len(file_scheduler_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   54,
+			NumEnums:      1,
+			NumMessages:   59,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_scheduler_proto_goTypes,
 		DependencyIndexes: file_scheduler_proto_depIdxs,
+		EnumInfos:         file_scheduler_proto_enumTypes,
 		MessageInfos:      file_scheduler_proto_msgTypes,
 	}.Build()
 	File_scheduler_proto = out.File

@@ -1,10 +1,6 @@
 package nodesched
 
-import (
-	"crypto/sha256"
-	"encoding/hex"
-	"strconv"
-)
+import "github.com/drover-org/drover/sdk/scheduler/derivedid"
 
 // AllocID derives the ID of a new allocation from what makes it unique in
 // one scheduling attempt: the eval, the attempt number, the node and the
@@ -21,26 +17,5 @@ func AllocID(evalID string, attempt int32, nodeID, name string) string {
 
 // appendAllocID is AllocID with a reusable scratch buffer.
 func appendAllocID(buf []byte, evalID string, attempt int32, nodeID, name string) (string, []byte) {
-	// Length prefixes keep ("ab","c") and ("a","bc") apart.
-	for _, s := range [...]string{evalID, nodeID, name} {
-		buf = strconv.AppendInt(buf, int64(len(s)), 10)
-		buf = append(buf, ':')
-		buf = append(buf, s...)
-	}
-	buf = strconv.AppendInt(buf, int64(attempt), 10)
-	sum := sha256.Sum256(buf)
-	sum[6] = sum[6]&0x0f | 0x80 // version 8
-	sum[8] = sum[8]&0x3f | 0x80 // RFC 9562 variant
-
-	var out [36]byte
-	hex.Encode(out[0:8], sum[0:4])
-	out[8] = '-'
-	hex.Encode(out[9:13], sum[4:6])
-	out[13] = '-'
-	hex.Encode(out[14:18], sum[6:8])
-	out[18] = '-'
-	hex.Encode(out[19:23], sum[8:10])
-	out[23] = '-'
-	hex.Encode(out[24:36], sum[10:16])
-	return string(out[:]), buf
+	return derivedid.Append(buf, int64(attempt), evalID, nodeID, name)
 }

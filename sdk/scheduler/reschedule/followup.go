@@ -2,14 +2,12 @@ package reschedule
 
 import (
 	"cmp"
-	"crypto/sha256"
-	"encoding/hex"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	pb "github.com/drover-org/drover/sdk/proto/schedulerpb"
+	"github.com/drover-org/drover/sdk/scheduler/derivedid"
 )
 
 // BatchWindow is how far apart the due times of failed allocations of one
@@ -61,26 +59,5 @@ func Followups(evalID, group string, pending []Pending) ([]*pb.FollowupEval, []*
 //
 // The result is an RFC 9562 version-8 (custom) UUID.
 func FollowupEvalID(evalID, group string, waitUntilNs int64) string {
-	var buf []byte
-	// Length prefixes keep ("ab","c") and ("a","bc") apart.
-	for _, s := range [...]string{"followup", evalID, group} {
-		buf = strconv.AppendInt(buf, int64(len(s)), 10)
-		buf = append(buf, ':')
-		buf = append(buf, s...)
-	}
-	buf = strconv.AppendInt(buf, waitUntilNs, 10)
-	sum := sha256.Sum256(buf)
-	sum[6] = sum[6]&0x0f | 0x80 // version 8
-	sum[8] = sum[8]&0x3f | 0x80 // RFC 9562 variant
-	var out [36]byte
-	hex.Encode(out[0:8], sum[0:4])
-	out[8] = '-'
-	hex.Encode(out[9:13], sum[4:6])
-	out[13] = '-'
-	hex.Encode(out[14:18], sum[6:8])
-	out[18] = '-'
-	hex.Encode(out[19:23], sum[8:10])
-	out[23] = '-'
-	hex.Encode(out[24:36], sum[10:16])
-	return string(out[:])
+	return derivedid.Of(waitUntilNs, "followup", evalID, group)
 }

@@ -1,0 +1,234 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"sort"
+
+	"github.com/hashicorp/go-memdb"
+
+	"github.com/drover-org/drover/core/acl"
+	"github.com/drover-org/drover/core/state"
+	"github.com/drover-org/drover/core/structs"
+)
+
+// DeploymentServer is the write side of deployments (Nomad's
+// /v1/deployment/* writes); a follower forwards each to the leader.
+type DeploymentServer interface {
+	PromoteDeployment(ctx context.Context, id string, all bool, groups []string) (*structs.DeploymentUpdateResponse, error)
+	PauseDeployment(ctx context.Context, id string, pause bool) (*structs.DeploymentUpdateResponse, error)
+	FailDeployment(ctx context.Context, id string) (*structs.DeploymentUpdateResponse, error)
+	SetDeploymentAllocHealth(ctx context.Context, id string, healthy, unhealthy []string) (*structs.DeploymentUpdateResponse, error)
+}
+
+// deploymentReader is the read side of deployments.
+type deploymentReader interface {
+	DeploymentByID(ws memdb.WatchSet, id string) (*structs.Deployment, error)
+	DeploymentsByIDPrefix(ws memdb.WatchSet, ns, prefix string) ([]*structs.Deployment, error)
+	DeploymentsByJob(ws memdb.WatchSet, ns, jobID string) ([]*structs.Deployment, error)
+	LatestDeploymentByJob(ws memdb.WatchSet, ns, jobID string) (*structs.Deployment, error)
+	AllocsByDeployment(ws memdb.WatchSet, d *structs.Deployment) ([]*structs.Allocation, error)
+}
+
+// deploymentRoutes are the deployment endpoints with their authorization:
+// reads need read-job and writes submit-job in the deployment's namespace,
+// checked in the handler once the deployment is read.
+var deploymentRoutes = map[string]rule{
+	"GET /v1/deployments":                        nsCap(acl.NamespaceCapabilityReadJob),
+	"GET /v1/deployment/{id}":                    anyToken,
+	"GET /v1/deployment/allocations/{id}":        anyToken,
+	"POST /v1/deployment/promote/{id}":           anyToken,
+	"PUT /v1/deployment/promote/{id}":            anyToken,
+	"POST /v1/deployment/fail/{id}":              anyToken,
+	"PUT /v1/deployment/fail/{id}":               anyToken,
+	"POST /v1/deployment/pause/{id}":             anyToken,
+	"PUT /v1/deployment/pause/{id}":              anyToken,
+	"POST /v1/deployment/allocation-health/{id}": anyToken,
+	"PUT /v1/deployment/allocation-health/{id}":  anyToken,
+}
+
+func (s *HTTPServer) deploymentHandlers() map[string]http.HandlerFunc {
+	return map[string]http.HandlerFunc{
+		"GET /v1/deployments":                        s.deploymentList,
+		"GET /v1/deployment/{id}":                    s.deploymentGet,
+		"GET /v1/deployment/allocations/{id}":        s.deploymentAllocs,
+		"POST /v1/deployment/promote/{id}":           s.deploymentPromote,
+		"PUT /v1/deployment/promote/{id}":            s.deploymentPromote,
+		"POST /v1/deployment/fail/{id}":              s.deploymentFail,
+		"PUT /v1/deployment/fail/{id}":               s.deploymentFail,
+		"POST /v1/deployment/pause/{id}":             s.deploymentPause,
+		"PUT /v1/deployment/pause/{id}":              s.deploymentPause,
+		"POST /v1/deployment/allocation-health/{id}": s.deploymentAllocHealth,
+		"PUT /v1/deployment/allocation-health/{id}":  s.deploymentAllocHealth,
+	}
+}
+
+func deploymentNS(d *structs.Deployment) string { return d.Namespace }
+
+// byNewest orders deployments newest first, as Nomad lists them.
+func byNewest(ds []*structs.Deployment) []*structs.Deployment {
+	out := append(make([]*structs.Deployment, 0, len(ds)), ds...)
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].CreateIndex != out[j].CreateIndex {
+			return out[i].CreateIndex > out[j].CreateIndex
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out
+}
+
+func (s *HTTPServer) deploymentList(w http.ResponseWriter, r *http.Request) {
+	allow := nsFilter(r, acl.NamespaceCapabilityReadJob)
+	readList(s, w, r, state.TableDeployments, byNewest, func(ws memdb.WatchSet, st reader, q queryOptions) ([]*structs.Deployment, error) {
+		ds, err := st.DeploymentsByIDPrefix(ws, q.Namespace, q.Prefix)
+		return filterNS(ds, deploymentNS, allow), err
+	})
+}
+
+// lookupDeployment finds a deployment by ID or by a prefix that names one
+// deployment alone.
+func lookupDeployment(ws memdb.WatchSet, st reader, id string) (*structs.Deployment, error) {
+	d, err := st.DeploymentByID(ws, id)
+	if err != nil || d != nil || id == "" {
+		return d, err
+	}
+	matches, err := st.DeploymentsByIDPrefix(ws, state.AllNamespaces, id)
+	if err != nil || len(matches) != 1 {
+		return nil, err
+	}
+	return matches[0], nil
+}
+
+func (s *HTTPServer) deploymentGet(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	readObject(s, w, r, state.TableDeployments, "deployment not found",
+		func(d *structs.Deployment) (uint64, any) { return d.ModifyIndex, d },
+		func(ws memdb.WatchSet, st reader, _ queryOptions) (*structs.Deployment, error) {
+			d, err := lookupDeployment(ws, st, id)
+			if d != nil && !allowNS(r, d.Namespace, acl.NamespaceCapabilityReadJob) {
+				return nil, err
+			}
+			return d, err
+		})
+}
+
+func (s *HTTPServer) deploymentAllocs(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	readList(s, w, r, state.TableAllocs, allocStubs, func(ws memdb.WatchSet, st reader, _ queryOptions) ([]*structs.Allocation, error) {
+		d, err := lookupDeployment(ws, st, id)
+		if err != nil || d == nil || !allowNS(r, d.Namespace, acl.NamespaceCapabilityReadJob) {
+			return nil, err
+		}
+		return st.AllocsByDeployment(ws, d)
+	})
+}
+
+// Request bodies (Nomad's api.Deployment*Request).
+type (
+	deploymentPromoteBody struct {
+		DeploymentID string
+		All          bool
+		Groups       []string
+	}
+	deploymentPauseBody struct {
+		DeploymentID string
+		Pause        bool
+	}
+	deploymentFailBody        struct{ DeploymentID string }
+	deploymentAllocHealthBody struct {
+		DeploymentID           string
+		HealthyAllocationIDs   []string
+		UnhealthyAllocationIDs []string
+	}
+)
+
+// deploymentWrite decodes a write's body, checks that it names the URL's
+// deployment and that the caller may submit jobs in its namespace, then
+// runs do. An unknown deployment is a 404.
+func deploymentWrite[B any](s *HTTPServer, w http.ResponseWriter, r *http.Request, bodyID func(*B) string,
+	do func(ds DeploymentServer, id string, body *B) (*structs.DeploymentUpdateResponse, error)) {
+	id := r.PathValue("id")
+	body := new(B)
+	if err := decodeOptionalBody(r, body); err != nil {
+		s.writeError(w, err)
+		return
+	}
+	if bid := bodyID(body); bid != "" && bid != id {
+		s.writeError(w, badRequest("DeploymentID %q does not match the deployment %q in the URL", bid, id))
+		return
+	}
+	d, err := s.srv.State().DeploymentByID(nil, id)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	if d == nil || !allowNS(r, d.Namespace, acl.NamespaceCapabilityReadJob) {
+		writeText(w, http.StatusNotFound, "deployment not found")
+		return
+	}
+	if !allowNS(r, d.Namespace, acl.NamespaceCapabilitySubmitJob) {
+		s.writeError(w, errPermissionDenied)
+		return
+	}
+	resp, err := do(s.srv, id, body)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	writeWrite(w, r, resp.Index, resp)
+}
+
+func (s *HTTPServer) deploymentPromote(w http.ResponseWriter, r *http.Request) {
+	deploymentWrite(s, w, r, func(b *deploymentPromoteBody) string { return b.DeploymentID },
+		func(ds DeploymentServer, id string, b *deploymentPromoteBody) (*structs.DeploymentUpdateResponse, error) {
+			if len(b.Groups) > structs.MaxCollectionElements {
+				return nil, badRequest("Groups: %d groups, at most %d", len(b.Groups), structs.MaxCollectionElements)
+			}
+			return ds.PromoteDeployment(r.Context(), id, b.All, b.Groups)
+		})
+}
+
+func (s *HTTPServer) deploymentFail(w http.ResponseWriter, r *http.Request) {
+	deploymentWrite(s, w, r, func(b *deploymentFailBody) string { return b.DeploymentID },
+		func(ds DeploymentServer, id string, _ *deploymentFailBody) (*structs.DeploymentUpdateResponse, error) {
+			return ds.FailDeployment(r.Context(), id)
+		})
+}
+
+func (s *HTTPServer) deploymentPause(w http.ResponseWriter, r *http.Request) {
+	deploymentWrite(s, w, r, func(b *deploymentPauseBody) string { return b.DeploymentID },
+		func(ds DeploymentServer, id string, b *deploymentPauseBody) (*structs.DeploymentUpdateResponse, error) {
+			return ds.PauseDeployment(r.Context(), id, b.Pause)
+		})
+}
+
+func (s *HTTPServer) deploymentAllocHealth(w http.ResponseWriter, r *http.Request) {
+	deploymentWrite(s, w, r, func(b *deploymentAllocHealthBody) string { return b.DeploymentID },
+		func(ds DeploymentServer, id string, b *deploymentAllocHealthBody) (*structs.DeploymentUpdateResponse, error) {
+			return ds.SetDeploymentAllocHealth(r.Context(), id, b.HealthyAllocationIDs, b.UnhealthyAllocationIDs)
+		})
+}
+
+// jobDeployments serves GET /v1/job/<id>/deployments.
+func (s *HTTPServer) jobDeployments(w http.ResponseWriter, r *http.Request, id string) {
+	readList(s, w, r, state.TableDeployments, byNewest, func(ws memdb.WatchSet, st reader, q queryOptions) ([]*structs.Deployment, error) {
+		return st.DeploymentsByJob(ws, q.Namespace, id)
+	})
+}
+
+// jobLatestDeployment serves GET /v1/job/<id>/deployment: the latest
+// deployment, or null.
+func (s *HTTPServer) jobLatestDeployment(w http.ResponseWriter, r *http.Request, id string) {
+	s.blockingRead(w, r, func(q queryOptions) readFunc {
+		return func(ws memdb.WatchSet, st reader) (uint64, any, error) {
+			d, err := st.LatestDeploymentByJob(ws, q.Namespace, id)
+			if err != nil {
+				return 0, nil, err
+			}
+			if d == nil {
+				return st.Index(state.TableDeployments), nil, nil
+			}
+			return d.ModifyIndex, d, nil
+		}
+	})
+}
