@@ -34,12 +34,16 @@ var entryTypes = map[structs.MessageType]map[string]string{
 	structs.JobDeregisterRequestType:                {tableJobs: TypeJobDeregistered},
 	structs.JobBatchDeregisterRequestType:           {tableJobs: TypeJobBatchDeregistered},
 	structs.JobScaleRequestType:                     {tableJobs: TypeJobRegistered},
-	structs.ApplyPlanResultsRequestType:             {tableAllocs: TypePlanResult, tableEvals: TypePlanResult},
+	structs.ApplyPlanResultsRequestType:             {tableAllocs: TypePlanResult, tableEvals: TypePlanResult, tableDeploys: TypePlanResult},
 	structs.AllocClientUpdateRequestType:            {tableAllocs: TypeAllocationUpdated},
 	structs.AllocUpdateDesiredTransitionRequestType: {tableAllocs: TypeAllocationDesiredStatus},
 	structs.CSIVolumeRegisterRequestType:            {tableCSIVolumes: TypeCSIVolumeRegistered},
 	structs.CSIVolumeDeregisterRequestType:          {tableCSIVolumes: TypeCSIVolumeDeregistered},
 	structs.CSIVolumeClaimBatchRequestType:          {tableCSIVolumes: TypeCSIVolumeClaim},
+
+	structs.DeploymentStatusUpdateRequestType: {tableDeploys: TypeDeploymentUpdate},
+	structs.DeploymentPromoteRequestType:      {tableDeploys: TypeDeploymentPromotion, tableAllocs: TypeDeploymentPromotion},
+	structs.DeploymentAllocHealthRequestType:  {tableDeploys: TypeDeploymentAllocHealth, tableAllocs: TypeDeploymentAllocHealth},
 }
 
 // genericType is the event of a change that its entry type does not name.
@@ -91,7 +95,10 @@ func genericType(table string, deleted bool) string {
 		}
 		return TypeNamespaceUpserted
 	case tableDeploys:
-		return "DeploymentStatusUpdate"
+		if deleted {
+			return TypeDeploymentDeleted
+		}
+		return TypeDeploymentUpdate
 	}
 	return ""
 }
@@ -137,6 +144,9 @@ func toEvent(table, typ string, obj any) *Event {
 	case *structs.Evaluation:
 		return &Event{Topic: TopicEvaluation, Type: typ, Key: o.ID, Namespace: o.Namespace,
 			FilterKeys: nonEmpty(o.JobID, o.DeploymentID), Payload: map[string]any{"Evaluation": o}}
+	case *structs.Deployment:
+		return &Event{Topic: TopicDeployment, Type: typ, Key: o.ID, Namespace: o.Namespace,
+			FilterKeys: nonEmpty(o.JobID), Payload: map[string]any{"Deployment": o}}
 	case *structs.Node:
 		c := *o
 		c.SecretID = ""

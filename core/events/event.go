@@ -61,6 +61,10 @@ const (
 	TypeACLPolicyDeleted        = "ACLPolicyDeleted"
 	TypeNamespaceUpserted       = "NamespaceUpserted"
 	TypeNamespaceDeleted        = "NamespaceDeleted"
+	TypeDeploymentUpdate        = "DeploymentStatusUpdate"
+	TypeDeploymentPromotion     = "DeploymentPromotion"
+	TypeDeploymentAllocHealth   = "DeploymentAllocHealth"
+	TypeDeploymentDeleted       = "DeploymentDeleted"
 	// Deletions by entries that have no type of their own (GC reaps,
 	// eval deletes).
 	TypeEvalDeleted       = "EvaluationDeleted"

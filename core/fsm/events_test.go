@@ -135,3 +135,38 @@ func TestEventsAfterRestore(t *testing.T) {
 		t.Fatalf("stats after restore = %+v, want latest 6, 2 published", st)
 	}
 }
+
+// Deployment entries give Deployment events keyed by the deployment and
+// filterable by its job.
+func TestDeploymentEvents(t *testing.T) {
+	f, _, job, d, canary := deployFSM(t)
+	mustApply(t, f, 4, structs.AllocClientUpdateRequestType, &structs.AllocUpdateRequest{Now: 4, Alloc: []*structs.Allocation{{
+		ID: canary.ID, ClientStatus: structs.AllocClientStatusRunning,
+		DeploymentStatus: &structs.AllocDeploymentStatus{Healthy: boolp(true)},
+	}}})
+	buf := events.NewBuffer(16, 0)
+	defer buf.Close()
+	f.SetEventBuffer(buf)
+	sub, err := buf.Subscribe(0, &events.Filter{Topics: map[string][]string{events.TopicDeployment: {job.ID}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	mustApply(t, f, 5, structs.DeploymentPromoteRequestType, &structs.DeploymentPromoteRequest{DeploymentID: d.ID, All: true,
+		Eval: mockEval(job.Namespace, job.ID, structs.EvalStatusPending), Now: 5})
+	mustApply(t, f, 6, structs.DeploymentStatusUpdateRequestType, &structs.DeploymentStatusUpdateRequest{
+		DeploymentUpdate: &structs.DeploymentStatusUpdate{DeploymentID: d.ID, Status: structs.DeploymentStatusSuccessful}, Now: 6,
+	})
+	for _, want := range []struct {
+		index uint64
+		typ   string
+	}{{5, events.TypeDeploymentPromotion}, {6, events.TypeDeploymentUpdate}} {
+		b := nextBatch(t, sub)
+		if b.Index != want.index || len(b.Events) != 1 || b.Events[0].Type != want.typ || b.Events[0].Key != d.ID {
+			t.Fatalf("batch %d: %+v; want one %s of %s at %d", b.Index, b.Events, want.typ, d.ID, want.index)
+		}
+		if got := b.Events[0].Payload["Deployment"].(*structs.Deployment); got.ID != d.ID {
+			t.Fatalf("payload %+v", got)
+		}
+	}
+}
