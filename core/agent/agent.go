@@ -16,6 +16,7 @@ import (
 
 	"github.com/drover-org/drover/core/client"
 	"github.com/drover-org/drover/core/httpapi"
+	"github.com/drover-org/drover/core/metrics"
 	"github.com/drover-org/drover/core/pki"
 	"github.com/drover-org/drover/core/pluginhost"
 	"github.com/drover-org/drover/core/rpc"
@@ -38,9 +39,11 @@ type Agent struct {
 
 	host   *pluginhost.Host
 	server *server.Server
-	client *client.Client
-	http   *httpapi.HTTPServer
-	httpLn net.Listener
+	// metrics is this agent's own registry (metrics.go).
+	metrics *metrics.Metrics
+	client  *client.Client
+	http    *httpapi.HTTPServer
+	httpLn  net.Listener
 
 	// Cluster mode: the RPC port's mux, the RPC server on it, and the
 	// connection pool to other agents. A client-only agent serves HTTP
@@ -113,7 +116,7 @@ func New(cfg *Config, opts Options) (*Agent, error) {
 		logger = hclog.New(&hclog.LoggerOptions{Name: "drover", Level: hclog.LevelFromString(cfg.LogLevel), JSONFormat: cfg.LogJSON})
 	}
 	// Room for the HTTP server's end and a server's fatal stop.
-	a := &Agent{cfg: cfg, logger: logger, done: make(chan error, 2), configPaths: opts.ConfigPaths}
+	a := &Agent{cfg: cfg, logger: logger, done: make(chan error, 2), configPaths: opts.ConfigPaths, metrics: metrics.New()}
 	if err := a.start(opts); err != nil {
 		a.Shutdown()
 		return nil, err
@@ -225,7 +228,10 @@ func (a *Agent) startPlugins(ctx context.Context, opts Options) (*driverSet, err
 		return nil, err
 	}
 	hc.Stanzas = stanzas
-	if a.host, err = pluginhost.New(ctx, hc); err != nil {
+	if a.host, err = pluginhost.New(ctx, hc); err == nil {
+		a.registerPluginMetrics()
+	}
+	if err != nil {
 		return nil, fmt.Errorf("plugins: %w", err)
 	}
 	return newDriverSet(ctx, a.host)
@@ -273,7 +279,8 @@ func (a *Agent) startServer(opts Options, dataDir, advHTTP string, drivers []str
 	cfg := a.cfg
 	sc := cfg.Server
 	scfg := server.Config{
-		Logger: a.logger, Region: cfg.Region, Datacenter: cfg.Datacenter, NodeName: cfg.NodeName,
+		Metrics: a.metrics,
+		Logger:  a.logger, Region: cfg.Region, Datacenter: cfg.Datacenter, NodeName: cfg.NodeName,
 		DevMode: cfg.DevMode, DataDir: filepath.Join(dataDir, "server"),
 		RPCAddr:      net.JoinHostPort(advertiseHost(cfg.BindAddr), strconv.Itoa(cfg.Ports.RPC)),
 		NumWorkers:   sc.NumSchedulers,
@@ -389,7 +396,8 @@ func (a *Agent) startClient(dataDir, advHTTP string, drivers *driverSet) (*remot
 		conn = remote
 	}
 	cc := client.Config{
-		Logger: a.logger, Region: cfg.Region, Datacenter: cfg.Datacenter, Name: cfg.NodeName,
+		Metrics: a.metrics,
+		Logger:  a.logger, Region: cfg.Region, Datacenter: cfg.Datacenter, Name: cfg.NodeName,
 		NodeClass: cfg.Client.NodeClass, NodePool: cfg.Client.NodePool, Meta: cfg.Client.Meta,
 		Options: cfg.Client.Options, StateDir: cfg.Client.StateDir, AllocDir: cfg.Client.AllocDir,
 		HTTPAddr: advHTTP, Server: conn, Drivers: drivers, CSIBridge: routedBridge{host: a.host},
@@ -405,7 +413,10 @@ func (a *Agent) startClient(dataDir, advHTTP string, drivers *driverSet) (*remot
 	if cc.AllocDir == "" {
 		cc.AllocDir = filepath.Join(dataDir, "alloc")
 	}
-	if a.client, err = client.New(cc); err != nil {
+	if a.client, err = client.New(cc); err == nil {
+		a.client.RegisterMetrics(a.metrics)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}
 	if err := a.client.Start(); err != nil {
@@ -419,7 +430,8 @@ func (a *Agent) startClient(dataDir, advHTTP string, drivers *driverSet) (*remot
 // With tls.http it is served over HTTPS only.
 func (a *Agent) startHTTP(remote *remoteServers) {
 	hcfg := httpapi.Config{Logger: a.logger.Named("http"), AgentSelf: a.self, NodeName: a.cfg.NodeName, ReloadPlugins: a.ReloadPlugins,
-		Plugins: agentPlugins{a}, MaxBodyBytes: a.cfg.HTTPMaxBodyBytes}
+		Plugins: agentPlugins{a}, MaxBodyBytes: a.cfg.HTTPMaxBodyBytes,
+		Metrics: a.metrics, Prometheus: a.cfg.prometheusMetrics()}
 	if a.server != nil {
 		hcfg.Server = &clusterServer{Server: a.server}
 	}

@@ -36,6 +36,7 @@ type Config struct {
 	Client    *ClientConfig   `hcl:"client,block"`
 	TLS       *TLSConfig      `hcl:"tls,block"`
 	ACL       *ACLConfig      `hcl:"acl,block"`
+	Telemetry *Telemetry      `hcl:"telemetry,block"`
 	Plugins   []*PluginConfig `hcl:"plugin,block"`
 
 	// DevMode is set by -dev, never from a file.

@@ -89,6 +89,7 @@ func (c *Config) Merge(o *Config) *Config {
 	r.Client = mergeClient(c.Client, o.Client)
 	r.TLS = mergeTLS(c.TLS, o.TLS)
 	r.ACL = mergeACL(c.ACL, o.ACL)
+	r.Telemetry = mergeTelemetry(c.Telemetry, o.Telemetry)
 	r.Plugins = slices.Clone(c.Plugins)
 	for _, p := range o.Plugins {
 		if i := slices.IndexFunc(r.Plugins, func(q *PluginConfig) bool { return q.Name == p.Name }); i >= 0 {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/drover-org/drover/core/metrics"
 	"github.com/drover-org/drover/core/structs"
 	"github.com/drover-org/drover/sdk/driver"
 )
@@ -24,6 +25,7 @@ const (
 // runners are testable on their own.
 type runnerConfig struct {
 	Logger  hclog.Logger
+	Metrics *metrics.Metrics
 	Drivers DriverProvider
 	// Node returns the node as last fingerprinted, for the task env.
 	Node      func() *structs.Node

@@ -92,6 +92,7 @@ func New(cfg Config) (*Client, error) {
 	c.batcher = newUpdateBatcher(c.sendUpdates, cfg.UpdateBatchInterval, c.logger.Named("updates"))
 	c.rcfg = &runnerConfig{
 		Logger:    c.logger.Named("alloc_runner"),
+		Metrics:   cfg.Metrics,
 		Drivers:   cfg.Drivers,
 		Node:      c.Node,
 		Region:    cfg.Region,

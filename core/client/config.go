@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/drover-org/drover/core/metrics"
 	"github.com/drover-org/drover/core/structs"
 	"github.com/drover-org/drover/sdk/csibridge"
 	"github.com/drover-org/drover/sdk/driver"
@@ -74,6 +75,8 @@ const (
 
 // Config configures a Client. Zero values take the documented defaults.
 type Config struct {
+	// Metrics is the agent's metrics registry; nil observes nothing.
+	Metrics *metrics.Metrics
 	// NodeID fixes the node's ID. When empty the ID persisted in
 	// <StateDir>/node-id is used, or a new one is created and persisted,
 	// so a restarted client keeps its identity (and its allocations).

@@ -237,6 +237,7 @@ func (tr *taskRunner) run(ctx context.Context) {
 			return
 		}
 		tr.logger.Info("restarting task", "delay", v.delay, "reason", v.reason)
+		tr.ar.cfg.Metrics.TaskRestarted()
 		timer := time.NewTimer(v.delay)
 		select {
 		case <-timer.C:

@@ -147,6 +147,7 @@ func Commands(ui *UI) map[string]Command {
 		"operator join-token":       &OperatorJoinTokenCommand{ui: ui},
 		"operator plugin status":    &OperatorPluginStatusCommand{ui: ui},
 		"operator plugin reload":    &OperatorPluginReloadCommand{ui: ui},
+		"operator events":           &OperatorEventsCommand{ui: ui},
 		"status":                    &JobStatusCommand{ui: ui, alias: "status"},
 		"version":                   &VersionCommand{ui: ui},
 		"ui":                        &UICommand{ui: ui},

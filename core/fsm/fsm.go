@@ -73,6 +73,8 @@ type FSM struct {
 	failed atomic.Pointer[error]
 	// onFatal is told about that entry once (SetFatalHandler).
 	onFatal func(error)
+	// stream is the event stream fed from applied entries (events.go).
+	stream eventFeed
 }
 
 var _ raft.FSM = (*FSM)(nil)
@@ -124,7 +126,7 @@ func Encode(t structs.MessageType, msg any) ([]byte, error) {
 	return append(append(out, byte(t)), b...), nil
 }
 
-// Apply applies one committed entry. The returned value is the entry's
+// applyEntry applies one committed entry. The returned value is the entry's
 // response: nil, or the error the state store refused the entry with (for
 // example structs.ErrNotFound for a status update of an unknown node),
 // which the server hands back to the caller.
@@ -136,7 +138,7 @@ func Encode(t structs.MessageType, msg any) ([]byte, error) {
 // server diverge from the others. The error names the index and type, is
 // logged once and handed to the fatal handler; every later entry is refused
 // with it.
-func (f *FSM) Apply(l *raft.Log) (resp any) {
+func (f *FSM) applyEntry(l *raft.Log) (resp any) {
 	if l.Type != raft.LogCommand {
 		return nil
 	}
@@ -440,6 +442,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	if err := fresh.Restore(rc); err != nil {
 		return fmt.Errorf("fsm: restore: %w", err)
 	}
+	f.stream.attach(fresh)
 	old := f.state.Swap(fresh)
 	old.Abandon(fresh)
 	f.logger.Info("restored state from snapshot", "index", fresh.LatestIndex())

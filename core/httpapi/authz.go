@@ -142,6 +142,11 @@ var routeRules = map[string]rule{
 	"PUT /v1/system/gc":                  mgmt,
 	"PUT /v1/system/reconcile/summaries": mgmt,
 
+	// Checked per topic and per event in the handler.
+	"GET /v1/event/stream": anyToken,
+	// Scrapers send no token; nothing in it names an object (no IDs).
+	"GET /v1/metrics": public,
+
 	"GET /v1/namespaces":          anyToken, // filtered to the caller's namespaces
 	"GET /v1/namespace/{name}":    rule{allow: func(a *acl.ACL, r *http.Request) bool { return a.AllowNamespace(r.PathValue("name")) }},
 	"PUT /v1/namespace/{name}":    mgmt,
@@ -209,7 +214,11 @@ func (m *routeMux) HandleFunc(pattern string, h http.HandlerFunc) {
 		panic(fmt.Sprintf("httpapi: route %q has no entry in routeRules", pattern))
 	}
 	m.patterns = append(m.patterns, pattern)
-	m.mux.Handle(pattern, m.s.authorize(r, h))
+	inner := m.s.authorize(r, h)
+	m.mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		setRoute(req, pattern)
+		inner.ServeHTTP(w, req)
+	}))
 }
 
 // authorize resolves the caller's token and applies rule before next.

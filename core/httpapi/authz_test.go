@@ -244,6 +244,15 @@ func TestACLMatrix(t *testing.T) {
 		{"PUT /v1/system/reconcile/summaries", "PUT", "/v1/system/reconcile/summaries", map[string]any{}, "----x"},
 
 		{"GET /v1/namespaces", "GET", "/v1/namespaces", nil, "22222"},
+		// A stream never ends: the bad index (checked after the ACL)
+		// answers allowed callers 400.
+		{"GET /v1/event/stream", "GET", "/v1/event/stream?index=-1", nil, "----x"},
+		{"GET /v1/event/stream", "GET", "/v1/event/stream?topic=Job&namespace=team&index=-1", nil, "--x-x"},
+		{"GET /v1/event/stream", "GET", "/v1/event/stream?topic=Job&namespace=*&index=-1", nil, "xxxxx"}, // filtered per event,
+		{"GET /v1/event/stream", "GET", "/v1/event/stream?topic=Node&index=-1", nil, "---xx"},
+		{"GET /v1/event/stream", "GET", "/v1/event/stream?topic=ACLToken&index=-1", nil, "----x"},
+		// Public, as scrapers send no token (501 here: no registry).
+		{"GET /v1/metrics", "GET", "/v1/metrics", nil, "xxxxx"},
 		{"GET /v1/namespace/{name}", "GET", "/v1/namespace/team", nil, "--2-2"},
 		{"PUT /v1/namespace/{name}", "PUT", "/v1/namespace/extra", map[string]string{"Name": "extra"}, "----2"},
 		{"POST /v1/namespace/{name}", "POST", "/v1/namespace/extra", map[string]string{"Name": "extra"}, "----2"},

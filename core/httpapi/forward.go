@@ -20,7 +20,10 @@ import (
 
 // localPrefixes are the paths every agent answers about itself or passes to
 // a node: never the leader's business.
-var localPrefixes = []string{"/v1/agent/", "/v1/status/", "/v1/client/", "/v1/operator/join-token/"}
+var localPrefixes = []string{"/v1/agent/", "/v1/status/", "/v1/client/", "/v1/operator/join-token/",
+	// Every server streams its own events (followers apply the same
+	// log) and reports its own metrics.
+	"/v1/event/", "/v1/metrics"}
 
 // leaderRead reports whether r is a read that the leader serves.
 func leaderRead(r *http.Request) bool {

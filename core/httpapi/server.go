@@ -16,6 +16,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/drover-org/drover/core/events"
+	"github.com/drover-org/drover/core/metrics"
 	"github.com/drover-org/drover/core/state"
 	"github.com/drover-org/drover/core/structs"
 )
@@ -113,6 +115,16 @@ type Config struct {
 	// Resolver authorizes requests by their ACL token; nil takes the
 	// Server's when it is a TokenResolver, else ACLs are off.
 	Resolver TokenResolver
+	// Events is this server's event buffer (/v1/event/stream); nil on an
+	// agent without a server (501). EventHeartbeat overrides the 10 s
+	// heartbeat, for tests.
+	Events         *events.Buffer
+	EventHeartbeat time.Duration
+	// Metrics is the agent's registry (/v1/metrics, request metrics);
+	// nil answers /v1/metrics 501. Prometheus serves
+	// ?format=prometheus (telemetry.prometheus_metrics).
+	Metrics    *metrics.Metrics
+	Prometheus bool
 }
 
 // HTTPServer serves the v1 API.
@@ -141,6 +153,12 @@ type HTTPServer struct {
 	query queryFunc
 	// logHeartbeat overrides the idle interval of followed log streams.
 	logHeartbeat time.Duration
+	// events and eventHeartbeat are Config's.
+	events         *events.Buffer
+	eventHeartbeat time.Duration
+	// metrics and prometheus are Config's.
+	metrics    *metrics.Metrics
+	prometheus bool
 
 	// stopping ends blocking queries and log streams when Shutdown starts,
 	// so that long polls answer at once instead of holding the shutdown.
@@ -171,6 +189,11 @@ func New(cfg Config) *HTTPServer {
 
 		leaderScheme:    cfg.LeaderScheme,
 		leaderTransport: cfg.LeaderTransport,
+
+		events:         cfg.Events,
+		eventHeartbeat: cfg.EventHeartbeat,
+		metrics:        cfg.Metrics,
+		prometheus:     cfg.Prometheus,
 	}
 	if s.leaderScheme == "" {
 		s.leaderScheme = "http"
@@ -181,6 +204,9 @@ func New(cfg Config) *HTTPServer {
 	s.resolver = cfg.Resolver
 	if tr, ok := cfg.Server.(TokenResolver); ok && s.resolver == nil {
 		s.resolver = tr
+	}
+	if es, ok := cfg.Server.(interface{ Events() *events.Buffer }); ok && s.events == nil {
+		s.events = es.Events()
 	}
 	s.stopping, s.stop = context.WithCancel(context.Background())
 	s.query = storeQuery(cfg.Server)
@@ -277,6 +303,8 @@ func (s *HTTPServer) routes() http.Handler {
 	s.registerACLCRUDRoutes(mux)
 	s.registerNamespaceRoutes(mux)
 	s.registerCSIRoutes(mux)
+	s.registerEventRoutes(mux)
+	s.registerMetricsRoutes(mux)
 	mux.HandleFunc("GET /v1/status/leader", s.statusLeader)
 	mux.HandleFunc("GET /v1/status/peers", s.statusPeers)
 	mux.HandleFunc("GET /v1/regions", s.regions)
@@ -299,7 +327,13 @@ func (s *HTTPServer) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		r, route := withRoute(r)
 		next.ServeHTTP(rec, r)
+		if *route == "" {
+			// Proxied to the leader, or no route matched (404/405).
+			*route = "other"
+		}
+		s.metrics.HTTPRequest(*route, rec.status, time.Since(start))
 		args := []any{"method", r.Method, "path", r.URL.Path, "status", rec.status, "duration", time.Since(start)}
 		if rec.status >= 500 {
 			s.logger.Warn("request failed", args...)

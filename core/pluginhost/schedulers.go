@@ -86,6 +86,9 @@ type routed struct {
 	plugin string
 }
 
+// PluginName names the plugin the handle routes to (metrics label it).
+func (r routed) PluginName() string { return r.plugin }
+
 func (r routed) Info(ctx context.Context) (resp *schedulerpb.InfoResponse, err error) {
 	err = r.h.Call(ctx, r.plugin, shared.KindScheduler, func(ctx context.Context, raw any) error {
 		resp, err = raw.(scheduler.Scheduler).Info(ctx)

@@ -246,7 +246,10 @@ func (g *gcEngine) runJob(ctx context.Context, j gcJob, force bool) error {
 	if j.enabled != nil && !j.enabled(g.s) {
 		return nil
 	}
+	start := time.Now()
 	st, err := g.collect(ctx, j, force)
+	g.s.cfg.Metrics.GCRun(j.name, time.Since(start))
+	g.s.cfg.Metrics.GCReaped(j.name, st.reaped)
 	log := g.s.logger.With("job", j.name, "force", force)
 	switch {
 	case err == nil:

@@ -19,6 +19,7 @@ func (s *Server) monitorLeadership() {
 		case <-s.shutdownCtx.Done():
 			return
 		case isLeader := <-ch:
+			s.cfg.Metrics.LeaderChanged()
 			if isLeader {
 				s.stepUp(ch)
 			} else {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"time"
 
 	"github.com/drover-org/drover/core/state"
 	"github.com/drover-org/drover/core/structs"
@@ -19,7 +20,13 @@ func (s *Server) planApplier(ctx context.Context) {
 		if err != nil {
 			return
 		}
+		start := time.Now()
 		result, err := s.applyPlan(ctx, pending.Plan)
+		rejected := 0
+		if result != nil {
+			rejected = len(result.RejectedNodes)
+		}
+		s.cfg.Metrics.PlanApplied(time.Since(start), rejected)
 		pending.Respond(result, err)
 	}
 }

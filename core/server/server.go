@@ -19,7 +19,9 @@ import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"go.etcd.io/bbolt"
 
+	"github.com/drover-org/drover/core/events"
 	"github.com/drover-org/drover/core/fsm"
+	"github.com/drover-org/drover/core/metrics"
 	"github.com/drover-org/drover/core/rpc"
 	"github.com/drover-org/drover/core/server/blockedevals"
 	"github.com/drover-org/drover/core/server/evalbroker"
@@ -124,6 +126,12 @@ type Config struct {
 	// components are enabled; an error fails the attempt (tests).
 	stepUpFault func() error
 
+	// Metrics is the agent's metrics registry; nil observes nothing.
+	Metrics *metrics.Metrics
+	// EventBufferSize is how many Raft entries' events the server keeps
+	// for /v1/event/stream (events.DefaultBufferSize when zero).
+	EventBufferSize int
+
 	// Clustering (ignored in dev mode).
 	// BootstrapExpect is the number of servers that form the cluster.
 	BootstrapExpect int
@@ -156,6 +164,7 @@ type Server struct {
 	acl aclResolution
 
 	fsm       *fsm.FSM
+	events    *events.Buffer
 	raft      *raft.Raft
 	raftStore interface{ Close() error }
 	transport raft.Transport
@@ -261,6 +270,8 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.fsm = f
+	s.initEvents()
+	s.registerMetrics(cfg.Metrics)
 	s.fatalCh = make(chan error, 1)
 	f.SetFatalHandler(func(err error) {
 		select {
@@ -493,6 +504,7 @@ func (s *Server) Failed() error { return s.fsm.Failed() }
 
 func (s *Server) shutdown() error {
 	s.shutdownCancel()
+	s.events.Close()
 	s.revokeLeadership()
 	s.volumes.Stop()
 	s.wg.Wait()
@@ -549,8 +561,11 @@ func (s *Server) raftApplyResponse(t structs.MessageType, msg any) (uint64, any,
 	if err := fsm.CheckEntry(buf); err != nil {
 		return 0, nil, structs.NewError(structs.ErrInvalid, "refusing to commit a Raft entry the FSM could not apply: %v", err)
 	}
+	start := time.Now()
 	f := s.raft.Apply(buf, 30*time.Second)
-	if err := f.Error(); err != nil {
+	err = f.Error()
+	s.cfg.Metrics.RaftApplied(time.Since(start))
+	if err != nil {
 		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
 			return 0, nil, structs.NewError(structs.ErrNoLeader, "No cluster leader: %v", err)
 		}

@@ -223,7 +223,9 @@ func (w *worker) callScheduler(ctx context.Context, sched scheduler.Scheduler, e
 		return nil, fmt.Errorf("eval is no longer ours: %w", err)
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
+	start := time.Now()
 	resp, err := sched.Schedule(cctx, req)
+	s.cfg.Metrics.SchedulerCall(schedulerPluginName(sched), ev.Type, time.Since(start), err != nil)
 	timedOut := err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded)
 	cancel()
 	if rerr := s.broker.ResumeNackTimeout(ev.ID, token); rerr != nil && err == nil {

@@ -40,7 +40,21 @@ type StateStore struct {
 	// now is the time writes through this handle stamp (see At); zero
 	// when the writer gave none.
 	now time.Time
+
+	// changes, when set, is told what each committed write changed (see
+	// SetChangeSink). Snapshots never have one.
+	changes ChangeSink
 }
+
+// ChangeSink receives the changes of each committed write, with its Raft
+// index, on the writer's goroutine right after the commit. It must not
+// block and must not modify the objects.
+type ChangeSink func(index uint64, changes memdb.Changes)
+
+// SetChangeSink makes every later write through this store (and handles
+// taken from it with At) report its changes to fn. Set it before the store
+// is shared; the FSM sets it to derive the event stream.
+func (s *StateStore) SetChangeSink(fn ChangeSink) { s.changes = fn }
 
 // StateSnapshot is a point-in-time copy of the store. Later writes to the
 // store do not show in it. It has every reader of StateStore, and its

@@ -43,6 +43,9 @@ type writeTxn struct {
 func (s *StateStore) write(index uint64, fn func(t *writeTxn) error) error {
 	txn := s.db.Txn(true)
 	defer txn.Abort() // no-op after Commit
+	if s.changes != nil {
+		txn.TrackChanges()
+	}
 	t := &writeTxn{
 		txn:   txn,
 		index: index,
@@ -61,7 +64,11 @@ func (s *StateStore) write(index uint64, fn func(t *writeTxn) error) error {
 	if err := t.finish(); err != nil {
 		return err
 	}
+	changes := txn.Changes()
 	txn.Commit()
+	if s.changes != nil {
+		s.changes(index, changes)
+	}
 	return nil
 }
 
