@@ -84,6 +84,7 @@ func (r *run) place() {
 			r.distinct.Add(name, best.n)
 			r.placed++
 		}
+		r.placeCanaries(g, nodes, byDC, &cands, limit)
 	}
 }
 
