@@ -30,6 +30,8 @@
 package rollout
 
 import (
+	"slices"
+
 	"github.com/drover-org/drover/sdk/proto/schedulerpb"
 )
 
@@ -115,9 +117,14 @@ func Live(a *schedulerpb.Allocation) bool {
 	return true
 }
 
-// IsCanary reports whether a is a live canary of deployment d (not nil).
+// IsCanary reports whether a is a live canary of deployment d (not nil):
+// marked as one, or, since promotion clears the mark (as Nomad does),
+// listed in its group's placed_canaries.
 func IsCanary(a *schedulerpb.Allocation, d *schedulerpb.Deployment) bool {
-	return d != nil && a.GetCanary() && a.GetDeploymentId() == d.GetId() && Live(a)
+	if d == nil || a.GetDeploymentId() != d.GetId() || !Live(a) {
+		return false
+	}
+	return a.GetCanary() || slices.Contains(d.GetTaskGroups()[a.GetTaskGroup()].GetPlacedCanaries(), a.GetId())
 }
 
 // Decide answers for one group; see the package comment.

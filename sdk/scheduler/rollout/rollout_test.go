@@ -122,9 +122,9 @@ func TestDecide(t *testing.T) {
 		{
 			name: "promoted, canary healthy: replace max_parallel",
 			g: Group{Job: job(3, 1, 1), Destructive: 3,
-				Deployment: dep(StatusRunning, &pb.DeploymentGroupState{DesiredTotal: 3, DesiredCanaries: 1, Promoted: true}),
-				Allocs:     append(old(3), alloc("c", newIndex, "running", "d2", true, healthy))},
-			want: Answer{Managed: true, Promoted: true, Limit: 1, Deployment: dep(StatusRunning, &pb.DeploymentGroupState{DesiredTotal: 3, DesiredCanaries: 1, Promoted: true})},
+				Deployment: dep(StatusRunning, &pb.DeploymentGroupState{DesiredTotal: 3, DesiredCanaries: 1, Promoted: true, PlacedCanaries: []string{"c"}}),
+				Allocs:     append(old(3), alloc("c", newIndex, "running", "d2", false, healthy))},
+			want: Answer{Managed: true, Promoted: true, Limit: 1, Deployment: dep(StatusRunning, &pb.DeploymentGroupState{DesiredTotal: 3, DesiredCanaries: 1, Promoted: true, PlacedCanaries: []string{"c"}})},
 		},
 		{
 			name: "two placed, not healthy yet (running): nothing more starts",
@@ -225,7 +225,7 @@ func TestProposal(t *testing.T) {
 
 func TestCurrentAndCanary(t *testing.T) {
 	j := job(3, 1, 1)
-	d := dep(StatusRunning, &pb.DeploymentGroupState{})
+	d := dep(StatusRunning, &pb.DeploymentGroupState{PlacedCanaries: []string{"promoted"}})
 	if Current(j, d) != d {
 		t.Error("deployment of the job's version is not current")
 	}
@@ -244,6 +244,9 @@ func TestCurrentAndCanary(t *testing.T) {
 		{alloc("c", newIndex, "running", "d2", false, unset), false},
 		{alloc("c", newIndex, "failed", "d2", true, unset), false},
 		{&pb.Allocation{Canary: true, DeploymentId: "d2", DesiredStatus: "stop", ClientStatus: "running"}, false},
+		// Promotion clears the mark; placed_canaries still names it.
+		{alloc("promoted", newIndex, "running", "d2", false, healthy), true},
+		{alloc("promoted", newIndex, "running", "d1", false, healthy), false},
 	}
 	for i, tt := range tests {
 		if got := IsCanary(tt.a, d); got != tt.want {
