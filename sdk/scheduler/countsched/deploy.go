@@ -24,6 +24,9 @@ type rollGroup struct {
 	// promoted (an older allocation of their name still runs), or of a
 	// failed deployment, as Nomad stops them.
 	stale map[string]bool
+	// failedHere are the failed allocations of the current deployment when
+	// it failed: they are not rescheduled.
+	failedHere map[string]bool
 }
 
 // prepareRollout answers, for each group rolling out through deployments,
@@ -53,7 +56,7 @@ func (r *run) prepareRollout(sorted []*schedulerpb.Allocation) {
 				owner[idx] = a
 			}
 		}
-		rg := &rollGroup{promoted: map[int]bool{}, stale: map[string]bool{}}
+		rg := &rollGroup{promoted: map[int]bool{}, stale: map[string]bool{}, failedHere: map[string]bool{}}
 		var destructive []int
 		canaryAt := map[int]bool{}
 		for _, a := range allocs {
@@ -81,6 +84,9 @@ func (r *run) prepareRollout(sorted []*schedulerpb.Allocation) {
 			continue
 		}
 		for _, a := range allocs {
+			if cur.GetStatus() == rollout.StatusFailed && a.GetDeploymentId() == cur.GetId() && a.GetClientStatus() == reconcile.ClientFailed {
+				rg.failedHere[a.GetId()] = true
+			}
 			if !rollout.IsCanary(a, cur) {
 				continue
 			}
@@ -145,6 +151,20 @@ func (r *run) rolloutLive(a *schedulerpb.Allocation, g *group, idx int) bool {
 		return true
 	}
 	return false
+}
+
+// rolloutHolds reports whether the missing index i of g waits while its
+// deployment places canaries or is halted, as Nomad holds placements then:
+// only lost, migrating and failed allocations are replaced meanwhile (a
+// failed one not when it failed in the failed deployment); new indexes
+// (a count raised, a completed allocation placed afresh) wait.
+func (r *run) rolloutHolds(g *group, i int) bool {
+	rg := g.roll
+	if rg == nil || (rg.ans.Promoted && !rg.ans.Halted) {
+		return false
+	}
+	prev := g.previous[i]
+	return prev == "" || rg.failedHere[prev]
 }
 
 // placeCanaries places the canaries the deployment still wants, each on
