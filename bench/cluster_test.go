@@ -85,7 +85,7 @@ func (c *benchCluster) waitLeader(skip int) int {
 			if i == skip || a == nil || !a.Server().IsLeader() {
 				continue
 			}
-			_, err := a.Server().EvaluateJob(context.Background(), "default", "missing-job")
+			_, err := a.Server().EvaluateJob(context.Background(), "default", "missing-job", structs.EvalOptions{})
 			if err == nil || !isNoLeader(err) {
 				return i
 			}

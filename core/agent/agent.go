@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -213,7 +214,11 @@ func (a *Agent) startPlugins(ctx context.Context, opts Options) (*driverSet, err
 			a.logger.Info("built-in plugin disabled by config", "plugin", p.Name)
 			continue
 		}
-		hc.Builtins = append(hc.Builtins, pluginhost.Builtin{Name: p.Name, Kind: p.Kind, Env: opts.PluginEnv})
+		env := opts.PluginEnv
+		if p.Name == dockerPlugin {
+			env = append(slices.Clone(env), dockerEnv(a.cfg.Plugins)...)
+		}
+		hc.Builtins = append(hc.Builtins, pluginhost.Builtin{Name: p.Name, Kind: p.Kind, Env: env})
 	}
 	stanzas, err := pluginStanzas(a.cfg)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	docker "github.com/drover-org/drover/plugins/driver-docker"
 	rawexec "github.com/drover-org/drover/plugins/driver-rawexec"
 )
 
@@ -23,11 +24,17 @@ type builtinDriver struct {
 
 var nomadDrivers = map[string]builtinDriver{
 	rawexec.Name: {plugin: "driver-rawexec", keys: map[string]cty.Type{"enabled": cty.Bool}},
+	// docker's config has blocks (gc, volumes); dockerConfigJSON checks it.
+	docker.Name: {plugin: dockerPlugin},
 }
 
 // check validates the stanza within its file: its config block and, for a
 // Nomad driver name, the keys and types that driver accepts.
 func (p *PluginConfig) check() error {
+	if p.Name == docker.Name {
+		_, err := p.dockerConfigJSON()
+		return err
+	}
 	if _, err := p.PluginSettings(); err != nil {
 		return err
 	}

@@ -182,8 +182,9 @@ func TestCSIControllerSlowPublishSerialized(t *testing.T) {
 	// arrives: a call that finds another in the driver waits up to
 	// unwind for it to leave before it counts as concurrent. A second
 	// call the executor really ran at once would stay for the slow
-	// call's whole timeout.
-	const unwind = 100 * time.Millisecond
+	// call's whole timeout, so unwind is half of it: long enough for a
+	// loaded machine, short enough to tell the two apart.
+	const unwind = 500 * time.Millisecond
 	enter := func() func() {
 		for deadline := time.Now().Add(unwind); running.Load() > 0 && time.Now().Before(deadline); {
 			runtime.Gosched()
@@ -231,7 +232,7 @@ func TestCSIControllerSlowPublishSerialized(t *testing.T) {
 		{ID: "op2", Kind: structs.CSIControllerOpUnpublish, PluginID: "hp", ExternalVolumeID: "ext-2", ExternalNodeID: "csi-node-1"},
 		publish("op3", "ext-3"),
 	}
-	const timeout = 250 * time.Millisecond
+	const timeout = time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	start := time.Now()

@@ -128,6 +128,7 @@ func Commands(ui *UI) map[string]Command {
 		"job stop":                  &JobStopCommand{ui: ui},
 		"job dispatch":              &JobDispatchCommand{ui: ui},
 		"job periodic force":        &JobPeriodicForceCommand{ui: ui},
+		"job eval":                  &JobEvalCommand{ui: ui},
 		"job inspect":               &JobInspectCommand{ui: ui},
 		"job scale":                 &JobScaleCommand{ui: ui},
 		"job revert":                &JobRevertCommand{ui: ui},

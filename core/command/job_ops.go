@@ -251,6 +251,58 @@ func (c *JobPeriodicForceCommand) Run(args []string) int {
 	return c.followEval(ctx, client, resp.EvalID, "Force periodic successful", detach, verbose)
 }
 
+// JobEvalCommand is `drover job eval`.
+type JobEvalCommand struct {
+	meta
+	ui *UI
+}
+
+func (c *JobEvalCommand) Synopsis() string { return "Force an evaluation of a job" }
+
+const jobEvalHelp = `
+Usage: drover job eval [options] <job>
+
+  Creates a new evaluation of the job, so its scheduler runs again, and
+  monitors it.
+
+Eval Options:
+
+  -force-reschedule
+    Reschedule the job's failed allocations now, whatever their reschedule
+    policy and the attempts they used.
+
+  -detach
+    Return right after the evaluation is created, printing its ID.
+
+  -verbose
+    Show full IDs.`
+
+func (c *JobEvalCommand) Run(args []string) int {
+	c.meta.ui = c.ui
+	fs := c.flagSet("job eval", jobEvalHelp)
+	var force, detach, verbose bool
+	fs.BoolVar(&force, "force-reschedule", false, "")
+	fs.BoolVar(&detach, "detach", false, "")
+	fs.BoolVar(&verbose, "verbose", false, "")
+	arg, code, ok := c.parseOne(fs, args, "<job>")
+	if !ok {
+		return code
+	}
+	client := c.client()
+	ctx := context.Background()
+	job, err := resolveJob(ctx, client, arg)
+	if err != nil {
+		return c.ui.errorf("%s", lookupError("job", err))
+	}
+	body := map[string]any{"JobID": job.ID, "EvalOptions": structs.EvalOptions{ForceReschedule: force}}
+	var resp structs.JobRegisterResponse
+	q := url.Values{"namespace": {job.Namespace}}
+	if err := client.Write(ctx, http.MethodPut, "/v1/job/"+escapeID(job.ID)+"/evaluate", q, body, &resp); err != nil {
+		return c.ui.errorf("Error evaluating job %q: %s", job.ID, err)
+	}
+	return c.followEval(ctx, client, resp.EvalID, "Evaluation created", detach, verbose)
+}
+
 // JobInspectCommand is `drover job inspect`.
 type JobInspectCommand struct {
 	meta

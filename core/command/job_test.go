@@ -272,6 +272,35 @@ func TestJobPeriodicForce(t *testing.T) {
 	wantContains(t, "stderr", r.errOut, `Job "web" is not periodic`)
 }
 
+func TestJobEval(t *testing.T) {
+	for _, tc := range []struct {
+		args  []string
+		force bool
+	}{
+		{[]string{"job", "eval", "-detach", "web"}, false},
+		{[]string{"job", "eval", "-detach", "-force-reschedule", "web"}, true},
+	} {
+		f := newFakeAgent(t)
+		f.json("GET /v1/jobs", []*structs.JobListStub{{ID: "web", Namespace: "default"}})
+		var got struct {
+			JobID       string
+			EvalOptions structs.EvalOptions
+		}
+		f.handle("PUT /v1/job/web/evaluate", func(w http.ResponseWriter, r *http.Request) {
+			if err := json.NewDecoder(r.Body).Decode(&got); err != nil {
+				t.Errorf("body: %v", err)
+			}
+			_ = json.NewEncoder(w).Encode(structs.JobRegisterResponse{EvalID: evalID})
+		})
+		r := f.run(t, "", tc.args...)
+		wantCode(t, r, 0)
+		wantContains(t, "stdout", r.out, "Evaluation created", "Evaluation ID: "+evalID)
+		if got.JobID != "web" || got.EvalOptions.ForceReschedule != tc.force {
+			t.Errorf("%v: body %+v, want JobID web and ForceReschedule %v", tc.args, got, tc.force)
+		}
+	}
+}
+
 func TestJobInspect(t *testing.T) {
 	f := newFakeAgent(t)
 	f.json("GET /v1/jobs", []*structs.JobListStub{{ID: "web"}})

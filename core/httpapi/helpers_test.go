@@ -74,8 +74,8 @@ func (f *fakeServer) DeregisterJob(_ context.Context, ns, id string, purge bool)
 	return &structs.JobDeregisterResponse{EvalID: "eval-2", EvalCreateIndex: 41, Index: 41}, nil
 }
 
-func (f *fakeServer) EvaluateJob(_ context.Context, ns, id string) (*structs.JobRegisterResponse, error) {
-	if err := f.record("EvaluateJob", ns, id); err != nil {
+func (f *fakeServer) EvaluateJob(_ context.Context, ns, id string, opts structs.EvalOptions) (*structs.JobRegisterResponse, error) {
+	if err := f.record("EvaluateJob", ns, id, opts); err != nil {
 		return nil, err
 	}
 	return &structs.JobRegisterResponse{EvalID: "eval-3", Index: 42}, nil

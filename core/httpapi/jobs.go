@@ -352,8 +352,23 @@ func (s *HTTPServer) jobPlan(w http.ResponseWriter, r *http.Request, id string) 
 	writeWrite(w, r, resp.Index, resp)
 }
 
+// jobEvaluateRequest is the optional body of /v1/job/<id>/evaluate.
+type jobEvaluateRequest struct {
+	JobID       string
+	EvalOptions structs.EvalOptions
+}
+
 func (s *HTTPServer) jobEvaluate(w http.ResponseWriter, r *http.Request, id string) {
-	resp, err := s.srv.EvaluateJob(r.Context(), namespaceOf("", r), id)
+	var body jobEvaluateRequest
+	if err := decodeOptionalBody(r, &body); err != nil {
+		s.writeError(w, err)
+		return
+	}
+	if body.JobID != "" && body.JobID != id {
+		s.writeError(w, structs.NewError(structs.ErrInvalid, "JobID %q in the body does not match the job %q of the URL", body.JobID, id))
+		return
+	}
+	resp, err := s.srv.EvaluateJob(r.Context(), namespaceOf("", r), id, body.EvalOptions)
 	if err != nil {
 		s.writeError(w, err)
 		return

@@ -249,7 +249,20 @@ func TestJobWrites(t *testing.T) {
 				}
 			}},
 		{name: "bad purge", method: "DELETE", target: "/v1/job/web?purge=maybe", code: 400},
-		{name: "evaluate", method: "POST", target: "/v1/job/web/evaluate", code: 200, wantCall: "EvaluateJob", wantIndex: "42"},
+		{name: "evaluate", method: "POST", target: "/v1/job/web/evaluate", code: 200, wantCall: "EvaluateJob", wantIndex: "42",
+			check: func(t *testing.T, c call) {
+				if c.Args[2] != (structs.EvalOptions{}) {
+					t.Errorf("args %v", c.Args)
+				}
+			}},
+		{name: "evaluate force reschedule", method: "PUT", target: "/v1/job/web/evaluate",
+			body: `{"JobID":"web","EvalOptions":{"ForceReschedule":true}}`, code: 200, wantCall: "EvaluateJob", wantIndex: "42",
+			check: func(t *testing.T, c call) {
+				if c.Args[2] != (structs.EvalOptions{ForceReschedule: true}) {
+					t.Errorf("args %v", c.Args)
+				}
+			}},
+		{name: "evaluate ID mismatch", method: "PUT", target: "/v1/job/web/evaluate", body: `{"JobID":"other"}`, code: 400},
 		{name: "periodic force", method: "PUT", target: "/v1/job/cron/periodic/force", code: 200, wantCall: "ForcePeriodic", wantIndex: "44",
 			check: func(t *testing.T, c call) {
 				if c.Args[1] != "cron" {

@@ -32,7 +32,7 @@ import (
 type Server interface {
 	RegisterJob(ctx context.Context, job *structs.Job, enforceIndex bool, jobModifyIndex uint64) (*structs.JobRegisterResponse, error)
 	DeregisterJob(ctx context.Context, ns, jobID string, purge bool) (*structs.JobDeregisterResponse, error)
-	EvaluateJob(ctx context.Context, ns, jobID string) (*structs.JobRegisterResponse, error)
+	EvaluateJob(ctx context.Context, ns, jobID string, opts structs.EvalOptions) (*structs.JobRegisterResponse, error)
 	// ScaleJob sets a group's count or records a scaling event (PUT
 	// /v1/job/<id>/scale); RevertJob registers a kept version again (PUT
 	// /v1/job/<id>/revert).

@@ -276,8 +276,13 @@ func (p *parser) reschedule(b *hcl.Block, base structs.ReschedulePolicy) *struct
 
 var migrateAttrs = []string{"max_parallel", "health_check", "min_healthy_time", "healthy_deadline"}
 
-func (p *parser) migrate(b *hcl.Block) *structs.MigrateStrategy {
+// migrate parses a migrate block laid over base (the job's block for a
+// group's; nil: none).
+func (p *parser) migrate(b *hcl.Block, base *structs.MigrateStrategy) *structs.MigrateStrategy {
 	m := &structs.MigrateStrategy{}
+	if base != nil {
+		*m = *base
+	}
 	attrs, _ := p.content(b.Body, migrateAttrs, nil)
 	p.setInt(attrs["max_parallel"], &m.MaxParallel)
 	p.setString(attrs["health_check"], &m.HealthCheck)

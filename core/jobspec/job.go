@@ -135,6 +135,7 @@ var (
 		{name: "affinity", many: true},
 		{name: "spread", many: true},
 		{name: "update"},
+		{name: "migrate"},
 		{name: "periodic"},
 		{name: "parameterized"},
 		{name: "group", labels: []string{"name"}, many: true, unique: true},
@@ -184,8 +185,14 @@ func (p *parser) job(b *hcl.Block) *structs.Job {
 	if !behavior.Refuses(structs.BlockUpdate) {
 		groupUpdate = job.Update
 	}
+	// A job-level migrate block, as in Nomad, is the base of every
+	// group's: a group's own block sets only what it names over it.
+	var jobMigrate *structs.MigrateStrategy
+	if mb := first(blocks, "migrate"); mb != nil {
+		jobMigrate = p.migrate(mb, nil)
+	}
 	for _, gb := range blocks["group"] {
-		job.TaskGroups = append(job.TaskGroups, p.group(gb, behavior, groupUpdate))
+		job.TaskGroups = append(job.TaskGroups, p.group(gb, behavior, groupUpdate, jobMigrate))
 	}
 	return job
 }
@@ -211,8 +218,9 @@ var (
 )
 
 // group parses a group block of a job whose type declares behavior (nil:
-// unknown) and whose update block is jobUpdate (nil: none, or not copied).
-func (p *parser) group(b *hcl.Block, behavior *structs.JobTypeBehavior, jobUpdate *structs.UpdateStrategy) *structs.TaskGroup {
+// unknown), whose update block is jobUpdate (nil: none, or not copied) and
+// whose migrate block is jobMigrate (nil: none).
+func (p *parser) group(b *hcl.Block, behavior *structs.JobTypeBehavior, jobUpdate *structs.UpdateStrategy, jobMigrate *structs.MigrateStrategy) *structs.TaskGroup {
 	// Count defaults to 1 when absent; an explicit 0 is kept.
 	tg := &structs.TaskGroup{Name: b.Labels[0], Count: 1}
 	attrs, blocks := p.content(b.Body, groupAttrs, groupBlocks)
@@ -238,7 +246,10 @@ func (p *parser) group(b *hcl.Block, behavior *structs.JobTypeBehavior, jobUpdat
 		tg.ReschedulePolicy = p.reschedule(rb, defaultReschedule(behavior))
 	}
 	if mb := first(blocks, "migrate"); mb != nil {
-		tg.Migrate = p.migrate(mb)
+		tg.Migrate = p.migrate(mb, jobMigrate)
+	} else if jobMigrate != nil {
+		m := *jobMigrate
+		tg.Migrate = &m
 	}
 	if eb := first(blocks, "ephemeral_disk"); eb != nil {
 		tg.EphemeralDisk = p.ephemeralDisk(eb)

@@ -163,6 +163,40 @@ func TestUpdateInheritance(t *testing.T) {
 	}
 }
 
+// A job-level migrate block, as Nomad takes it, is the base of every
+// group's: a group without one gets a copy, a group's own sets only what it
+// names over it.
+func TestMigrateInheritance(t *testing.T) {
+	j := mustParse(t, `job "m" {
+  migrate {
+    max_parallel     = 2
+    min_healthy_time = "20s"
+  }
+  group "inherits" {
+    task "t" { driver = "raw_exec" }
+  }
+  group "overrides" {
+    migrate {
+      max_parallel = 1
+    }
+    task "t" { driver = "raw_exec" }
+  }
+  group "plain" {
+    task "t" { driver = "raw_exec" }
+  }
+}`)
+	inh, over := j.TaskGroups[0].Migrate, j.TaskGroups[1].Migrate
+	if inh == nil || inh.MaxParallel != 2 || inh.MinHealthyTime != 20*time.Second {
+		t.Errorf("inherited migrate = %+v", inh)
+	}
+	if over == nil || over.MaxParallel != 1 || over.MinHealthyTime != 20*time.Second {
+		t.Errorf("overridden migrate = %+v, want max_parallel 1 and the job's min_healthy_time", over)
+	}
+	if inh == j.TaskGroups[2].Migrate {
+		t.Error("groups share one migrate struct")
+	}
+}
+
 func TestConstraintShorthands(t *testing.T) {
 	tests := []struct {
 		body string

@@ -130,6 +130,7 @@ func swapServer(t *testing.T, col sdkgc.Collector) (*Server, *gcRouter, *gcEngin
 	if _, err := s.raftApply(structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: evals}); err != nil {
 		t.Fatal(err)
 	}
+	agePastForce(s) // the forced runs below find them old however fast the machine
 	s.leaderMu.Lock()
 	g := s.gc
 	s.leaderMu.Unlock()

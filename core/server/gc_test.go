@@ -84,11 +84,16 @@ func gcServer(t *testing.T, col sdkgc.Collector, mut func(*Config)) (*Server, *g
 // none).
 var gcSkews sync.Map // *Server → *atomic.Int64
 
-func forceGC(t *testing.T, s *Server) {
-	t.Helper()
+// agePastForce moves a gcServer's clock past sdk/gc.ForceThreshold.
+func agePastForce(s *Server) {
 	if skew, ok := gcSkews.Load(s); ok {
 		skew.(*atomic.Int64).Add(int64(2 * sdkgc.ForceThreshold))
 	}
+}
+
+func forceGC(t *testing.T, s *Server) {
+	t.Helper()
+	agePastForce(s)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := s.ForceGC(ctx); err != nil {
@@ -231,6 +236,7 @@ func TestGCRecheckKeepsObjectModifiedSincePage(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	agePastForce(s)
 	if err := s.runGC(ctx, []string{"job-gc"}, true); err != nil {
 		t.Fatal(err)
 	}
@@ -258,6 +264,7 @@ func TestGCBatchesLargeBacklog(t *testing.T) {
 	before := s.State().LatestIndex()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	agePastForce(s)
 	if err := s.runGC(ctx, []string{"eval-gc"}, true); err != nil {
 		t.Fatal(err)
 	}
@@ -384,6 +391,7 @@ func TestGCReleasesClaimOfTerminalAlloc(t *testing.T) {
 	if err := s.UpdateAllocs(ctx, node.ID, node.SecretID, []*structs.Allocation{u}); err != nil {
 		t.Fatal(err)
 	}
+	agePastForce(s)
 	if err := s.runGC(ctx, []string{"csi-volume-claim-gc"}, true); err != nil {
 		t.Fatal(err)
 	}
@@ -394,6 +402,7 @@ func TestGCReleasesClaimOfTerminalAlloc(t *testing.T) {
 	if err := s.UpdateAllocs(ctx, node.ID, node.SecretID, []*structs.Allocation{u}); err != nil {
 		t.Fatal(err)
 	}
+	agePastForce(s)
 	if err := s.runGC(ctx, []string{"csi-volume-claim-gc"}, true); err != nil {
 		t.Fatal(err)
 	}

@@ -213,9 +213,13 @@ func (s *Server) DeregisterJob(ctx context.Context, ns, jobID string, purge bool
 	return resp, nil
 }
 
-// EvaluateJob forces a new evaluation of a job.
-func (s *Server) EvaluateJob(ctx context.Context, ns, jobID string) (*structs.JobRegisterResponse, error) {
-	if r, ok, err := forward[JobRefArgs, structs.JobRegisterResponse](ctx, s, "Job.Evaluate", &JobRefArgs{Namespace: ns, JobID: jobID}); ok {
+// EvaluateJob forces a new evaluation of a job. With ForceReschedule, the
+// job's failed allocations not yet replaced are marked
+// DesiredTransition.ForceReschedule in the same Raft entry as the eval, so
+// the scheduler that runs it reschedules them now.
+func (s *Server) EvaluateJob(ctx context.Context, ns, jobID string, opts structs.EvalOptions) (*structs.JobRegisterResponse, error) {
+	if r, ok, err := forward[JobRefArgs, structs.JobRegisterResponse](ctx, s, "Job.Evaluate",
+		&JobRefArgs{Namespace: ns, JobID: jobID, ForceReschedule: opts.ForceReschedule}); ok {
 		return r, err
 	}
 	if ns == "" {
@@ -233,11 +237,39 @@ func (s *Server) EvaluateJob(ctx context.Context, ns, jobID string) (*structs.Jo
 	}
 	ev := s.newEval(job, structs.EvalTriggerJobRegister)
 	ev.JobModifyIndex = job.JobModifyIndex
-	index, err := s.raftApply(structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: []*structs.Evaluation{ev}})
-	if err != nil {
+	var index uint64
+	if opts.ForceReschedule {
+		force, err := s.forceRescheduleMarks(ns, jobID)
+		if err != nil {
+			return nil, err
+		}
+		index, err = s.raftApply(structs.AllocUpdateDesiredTransitionRequestType, &structs.AllocUpdateDesiredTransitionRequest{
+			Allocs: force, Evals: []*structs.Evaluation{ev},
+		})
+		if err != nil {
+			return nil, err
+		}
+	} else if index, err = s.raftApply(structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: []*structs.Evaluation{ev}}); err != nil {
 		return nil, err
 	}
 	return &structs.JobRegisterResponse{EvalID: ev.ID, EvalCreateIndex: index, JobModifyIndex: job.JobModifyIndex, Index: index}, nil
+}
+
+// forceRescheduleMarks are the desired transitions that force the
+// reschedule of a job's failed allocations still desired and not replaced.
+func (s *Server) forceRescheduleMarks(ns, jobID string) (map[string]*structs.DesiredTransition, error) {
+	allocs, err := s.State().AllocsByJob(nil, ns, jobID, false)
+	if err != nil {
+		return nil, err
+	}
+	force := true
+	out := map[string]*structs.DesiredTransition{}
+	for _, a := range allocs {
+		if a.ClientStatus == structs.AllocClientStatusFailed && a.DesiredStatus == structs.AllocDesiredStatusRun && a.NextAllocation == "" {
+			out[a.ID] = &structs.DesiredTransition{ForceReschedule: &force}
+		}
+	}
+	return out, nil
 }
 
 // DispatchJob creates a child of a parameterized job (§3).

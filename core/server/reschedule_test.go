@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -293,6 +294,11 @@ func TestReschedulesByPolicy(t *testing.T) {
 	with := testJob("w", "batch")
 	with.TaskGroups[0].ReschedulePolicy = &structs.ReschedulePolicy{Attempts: 1}
 	without := testJob("wo", "system")
+	// A service group that sets no reschedule block gets the type's
+	// declared default at canonicalisation, so its failures skip the
+	// backoff too.
+	service := testJob("svc", "service")
+	service.Canonicalize()
 	cases := []struct {
 		name   string
 		alloc  *structs.Allocation
@@ -302,6 +308,7 @@ func TestReschedulesByPolicy(t *testing.T) {
 		{"failed with a policy", &structs.Allocation{Job: with, TaskGroup: "g"}, structs.AllocClientStatusFailed, true},
 		{"complete with a policy", &structs.Allocation{Job: with, TaskGroup: "g"}, structs.AllocClientStatusComplete, false},
 		{"failed without a policy", &structs.Allocation{Job: without, TaskGroup: "g"}, structs.AllocClientStatusFailed, false},
+		{"service failed, default policy", &structs.Allocation{Job: service, TaskGroup: "g"}, structs.AllocClientStatusFailed, true},
 		{"failed, group gone", &structs.Allocation{Job: with, TaskGroup: "x"}, structs.AllocClientStatusFailed, false},
 		{"failed, no job", &structs.Allocation{TaskGroup: "g"}, structs.AllocClientStatusFailed, false},
 	}
@@ -376,6 +383,68 @@ func TestRequestClearsSpentFollowup(t *testing.T) {
 			}
 			if len(req.Allocs) != 1 || req.Allocs[0].FollowupEvalId != tc.want {
 				t.Fatalf("followup_eval_id = %q, want %q", req.Allocs[0].GetFollowupEvalId(), tc.want)
+			}
+		})
+	}
+}
+
+// TestRequestClockAndForceReschedule: the request carries the core's clock
+// (now_ns) and an alloc's DesiredTransition.ForceReschedule, the two facts
+// a reschedule decision needs beyond the alloc's own history.
+func TestRequestClockAndForceReschedule(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for _, force := range []bool{false, true} {
+		t.Run(fmt.Sprintf("force=%v", force), func(t *testing.T) {
+			s := testServer(t, func(c *Config) { c.Now = func() time.Time { return now } })
+			job, failed := seedFailed(t, s, "clock")
+			if force {
+				if _, err := s.raftApply(structs.AllocUpdateDesiredTransitionRequestType, &structs.AllocUpdateDesiredTransitionRequest{
+					Allocs: map[string]*structs.DesiredTransition{failed.ID: {ForceReschedule: &force}},
+				}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			snap, err := s.State().Snapshot()
+			if err != nil {
+				t.Fatal(err)
+			}
+			req, err := s.buildRequestForJob(snap, s.newEval(job, structs.EvalTriggerJobRegister), job, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if req.GetNowNs() != now.UnixNano() {
+				t.Fatalf("now_ns = %d, want %d", req.GetNowNs(), now.UnixNano())
+			}
+			if len(req.GetAllocs()) != 1 || req.GetAllocs()[0].GetForceReschedule() != force {
+				t.Fatalf("force_reschedule = %v, want %v", req.GetAllocs()[0].GetForceReschedule(), force)
+			}
+		})
+	}
+}
+
+// TestEvaluateForceReschedule: a forced evaluation with ForceReschedule
+// marks the job's failed allocs not yet replaced in the same Raft entry as
+// its eval; without it nothing is marked.
+func TestEvaluateForceReschedule(t *testing.T) {
+	for _, force := range []bool{false, true} {
+		t.Run(fmt.Sprintf("force=%v", force), func(t *testing.T) {
+			s := testServer(t, nil)
+			job, failed := seedFailed(t, s, "force")
+			resp, err := s.EvaluateJob(context.Background(), job.Namespace, job.ID, structs.EvalOptions{ForceReschedule: force})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ev, err := s.State().EvalByID(nil, resp.EvalID)
+			if err != nil || ev == nil {
+				t.Fatalf("eval %s: %v %v", resp.EvalID, ev, err)
+			}
+			a, _ := s.State().AllocByID(nil, failed.ID)
+			marked := a.DesiredTransition.ForceReschedule != nil && *a.DesiredTransition.ForceReschedule
+			if marked != force {
+				t.Fatalf("ForceReschedule = %v, want %v", marked, force)
+			}
+			if force && (a.ModifyIndex != ev.CreateIndex || ev.CreateIndex != resp.EvalCreateIndex) {
+				t.Fatalf("alloc modify index %d, eval create index %d, response %d: not one entry", a.ModifyIndex, ev.CreateIndex, resp.EvalCreateIndex)
 			}
 		})
 	}

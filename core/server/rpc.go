@@ -71,6 +71,8 @@ type (
 		Namespace string
 		JobID     string
 		Purge     bool
+		// Evaluate: EvalOptions.ForceReschedule.
+		ForceReschedule bool
 	}
 	JobScaleArgs struct {
 		Namespace string
@@ -145,7 +147,7 @@ func (s *Server) RegisterRPC(rs *rpc.Server) {
 		return s.DeregisterJob(mark(ctx), a.Namespace, a.JobID, a.Purge)
 	})
 	rpc.Handle(rs, "Job.Evaluate", func(ctx context.Context, a *JobRefArgs) (*structs.JobRegisterResponse, error) {
-		return s.EvaluateJob(mark(ctx), a.Namespace, a.JobID)
+		return s.EvaluateJob(mark(ctx), a.Namespace, a.JobID, structs.EvalOptions{ForceReschedule: a.ForceReschedule})
 	})
 	rpc.Handle(rs, "Job.Scale", func(ctx context.Context, a *JobScaleArgs) (*structs.JobRegisterResponse, error) {
 		return s.ScaleJob(mark(ctx), a.Namespace, a.JobID, a.Request)

@@ -23,6 +23,9 @@ func (s *Server) buildRequestForJob(snap *state.StateSnapshot, ev *structs.Evalu
 	req := &pb.ScheduleRequest{
 		Eval:    evalToPB(ev),
 		Attempt: int32(attempt),
+		// The plugins read no clock: time-based decisions (a reschedule's
+		// delay) are taken against the core's.
+		NowNs: s.cfg.Now().UnixNano(),
 		Config: &pb.SchedulerConfig{
 			PreemptionSystem:   cfg.PreemptionConfig.SystemSchedulerEnabled,
 			PreemptionSysbatch: cfg.PreemptionConfig.SysBatchSchedulerEnabled,
@@ -314,7 +317,8 @@ func allocToPB(a *structs.Allocation) *pb.Allocation {
 		Migrate: a.DesiredTransition.ShouldMigrate(), RanSuccessfully: a.RanSuccessfully(),
 		Resources: resToPB(a.ComparableResources()), CreateIndex: a.CreateIndex, ModifyIndex: a.ModifyIndex,
 		EvalId: a.EvalID, FollowupEvalId: a.FollowupEvalID, NextAllocation: a.NextAllocation,
-		ModifyTimeNs: allocChangeTime(a),
+		ModifyTimeNs:    allocChangeTime(a),
+		ForceReschedule: a.DesiredTransition.ForceReschedule != nil && *a.DesiredTransition.ForceReschedule,
 	}
 	if a.Job != nil {
 		p.JobModifyIndex, p.JobVersion = a.Job.JobModifyIndex, a.Job.Version

@@ -3,6 +3,7 @@ package server
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/drover-org/drover/core/state"
 	"github.com/drover-org/drover/core/structs"
@@ -65,7 +66,7 @@ func TestScheduleInputCSI(t *testing.T) {
 		AccessMode: structs.CSIVolumeAccessModeSingleNodeWriter, AttachmentMode: structs.CSIVolumeAttachmentModeFilesystem}}
 	job.TaskGroups = append(job.TaskGroups, pa)
 
-	s := &Server{nodeCache: newNodeCache()}
+	s := &Server{nodeCache: newNodeCache(), cfg: Config{Now: time.Now}}
 	snap, err := st.Snapshot()
 	if err != nil {
 		t.Fatal(err)

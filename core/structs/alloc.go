@@ -105,6 +105,14 @@ func (a *AllocatedResources) Comparable() Resources {
 	return r
 }
 
+// EvalOptions are the options of a forced evaluation of a job
+// (/v1/job/<id>/evaluate).
+type EvalOptions struct {
+	// ForceReschedule reschedules the job's failed allocations now,
+	// whatever their reschedule policy and the attempts they used.
+	ForceReschedule bool
+}
+
 // DesiredTransition carries server intents the scheduler acts on.
 type DesiredTransition struct {
 	Migrate         *bool `codec:",omitempty"`

@@ -12,6 +12,7 @@ import (
 	"github.com/drover-org/drover/core/pluginhost"
 	"github.com/drover-org/drover/core/structs"
 	bridge "github.com/drover-org/drover/plugins/csi-bridge"
+	docker "github.com/drover-org/drover/plugins/driver-docker"
 	rawexec "github.com/drover-org/drover/plugins/driver-rawexec"
 	gc "github.com/drover-org/drover/plugins/gc"
 	batch "github.com/drover-org/drover/plugins/scheduler-batch"
@@ -38,6 +39,7 @@ var Catalog = []Plugin{
 	{Name: "scheduler-batch", Kind: shared.KindScheduler, Serve: func() { scheduler.Serve(batch.New()) }},
 	{Name: "scheduler-service", Kind: shared.KindScheduler, Serve: func() { scheduler.Serve(service.New()) }},
 	{Name: "driver-rawexec", Kind: shared.KindDriver, Serve: rawexec.Serve},
+	{Name: "driver-docker", Kind: shared.KindDriver, Serve: docker.Serve},
 	{Name: "csi-bridge", Kind: shared.KindCSIBridge, Serve: bridge.Serve},
 	{Name: "gc", Kind: shared.KindGC, Serve: func() { sdkgc.Serve(gc.New()) }},
 }

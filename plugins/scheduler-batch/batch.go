@@ -12,6 +12,10 @@
 // allocations migrating off a draining node are replaced whatever the
 // policy.
 //
+// The scheduling itself is package countsched's, configured for batch:
+// finished allocations hold their index (Finished), no job anti-affinity
+// (a group packs onto as few nodes as fit it), nothing paced.
+//
 // It imports only sdk/: the core learns everything about the type from
 // Declaration.
 package batch
@@ -25,6 +29,8 @@ import (
 
 	"github.com/drover-org/drover/sdk/proto/schedulerpb"
 	"github.com/drover-org/drover/sdk/scheduler"
+	"github.com/drover-org/drover/sdk/scheduler/countsched"
+	"github.com/drover-org/drover/sdk/scheduler/reconcile"
 	"github.com/drover-org/drover/sdk/scheduler/reschedule"
 )
 
@@ -83,6 +89,27 @@ func (s *Scheduler) Info(context.Context) (*schedulerpb.InfoResponse, error) {
 	return &schedulerpb.InfoResponse{Name: Name, Version: Version, JobTypes: []*schedulerpb.JobTypeInfo{Declaration()}}, nil
 }
 
+// config is the count engine as batch uses it: bin-packing alone, nothing
+// paced (batch jobs have no update block; migrations go as drains mark
+// them).
+var config = countsched.Config{Finished: finished, NoJobAntiAffinity: true}
+
+// finished decides for an allocation that ended on its client. Batch work
+// runs once: a complete allocation, or a failed one whose tasks all
+// finished successfully, holds its index. A failed one is rescheduled by
+// its group's reschedule policy (countsched.Reschedule: now, later or,
+// attempts used up, never — its work then done, failed). A job version
+// that changed the group destructively re-runs the index, replacing it.
+func finished(a *schedulerpb.Allocation, changed bool) countsched.Finish {
+	switch {
+	case changed:
+		return countsched.Replace
+	case a.GetClientStatus() == reconcile.ClientFailed && !a.GetRanSuccessfully():
+		return countsched.Reschedule
+	}
+	return countsched.Hold
+}
+
 // Schedule makes one scheduling attempt for one evaluation. A canceled
 // context is an error: the core has given up on the attempt.
 func (s *Scheduler) Schedule(ctx context.Context, req *schedulerpb.ScheduleRequest) (*schedulerpb.ScheduleResponse, error) {
@@ -100,12 +127,11 @@ func (s *Scheduler) Schedule(ctx context.Context, req *schedulerpb.ScheduleReque
 			StatusDescription: fmt.Sprintf("scheduler cannot handle '%s' evaluation reason", eval.GetTriggeredBy()),
 		}, nil
 	}
-	r := newRun(req)
-	r.schedule()
-	resp := r.response()
+	res := countsched.Schedule(req, config)
+	resp := res.Response
 	s.logger.Debug("evaluation scheduled", "eval_id", eval.GetId(), "job_id", eval.GetJobId(),
-		"attempt", req.GetAttempt(), "placed", r.placed, "stopped", len(r.plan.GetNodeUpdate()),
-		"failed_groups", len(r.failed), "blocked", len(resp.GetBlockedEvals()),
+		"attempt", req.GetAttempt(), "placed", res.Placed, "stopped", res.Stopped,
+		"failed_groups", len(resp.GetFailedTgAllocs()), "blocked", len(resp.GetBlockedEvals()),
 		"followup_evals", len(resp.GetFollowupEvals()))
 	return resp, nil
 }

@@ -1,8 +1,12 @@
 // Package service is the service scheduler plugin: each task group keeps
 // Count allocations running, placed on the best-ranked feasible node
 // (bin-packing, job anti-affinity, affinity and spread; package rank).
-// Allocations that end on their client — failed or complete — are
-// replaced, a failed one preferring another node; lost ones (node down or
+// An allocation that completes on its client is replaced at once; a
+// failed one is rescheduled by its group's reschedule block (service's
+// default: after 30s, doubling up to 1h, unlimited) — at once when its
+// delay has passed, on another node when one fits; later through a
+// follow-up eval; not at all once its attempts are used up, leaving the
+// group short of its count. Lost ones (node down or
 // missing) are replaced elsewhere; those a drain marks migrate at most
 // migrate.max_parallel at a time; a changed job is updated in place when
 // only non-destructive fields changed, else replaced.
@@ -95,14 +99,11 @@ func (s *Scheduler) Info(context.Context) (*schedulerpb.InfoResponse, error) {
 // rolled out through deployments.
 var config = countsched.Config{Finished: finished, PaceUpdates: true, PaceMigrations: true, Deployments: true}
 
-// finished replaces every allocation that ended on its client: a service
+// finished decides for an allocation that ended on its client: a service
 // is meant to keep running. A complete one is placed afresh (as Nomad
-// does, unlinked); a failed one is rescheduled, chained to it and
+// does, unlinked); a failed one is rescheduled by its group's reschedule
+// policy (countsched.Reschedule: now, later or never), chained to it and
 // preferring another node.
-//
-// This is where the group's reschedule policy plugs in (attempts within
-// interval, delay and delay function, unlimited): until it does, a failed
-// allocation is rescheduled at once, every time.
 func finished(a *schedulerpb.Allocation, _ bool) countsched.Finish {
 	if a.GetClientStatus() == reconcile.ClientFailed {
 		return countsched.Reschedule

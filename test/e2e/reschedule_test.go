@@ -148,3 +148,80 @@ func TestBatchReschedulesFailedAllocs(t *testing.T) {
 		t.Fatalf("the last alloc, with its attempts used up, has a follow-up eval %s", cur.FollowupEvalID)
 	}
 }
+
+// A service job (no type) whose task always fails, with two reschedules
+// allowed within the hour: the original and its two reschedules fail, and
+// then the group stays one short of its count — no fourth allocation, no
+// eval left to run — as Nomad leaves it. An operator then forces a
+// reschedule (PUT /v1/job/:id/evaluate with EvalOptions.ForceReschedule):
+// the last failed allocation is replaced once more, whatever its policy.
+func TestServiceReschedulesPerPolicyAndForce(t *testing.T) {
+	t.Parallel()
+	a := startAgent(t)
+	const id = "e2e-svc-resched"
+	hcl := strings.Replace(fmt.Sprintf(failingBatchJob, id), `  type        = "batch"`+"\n", "", 1)
+	a.MustCLI("job", "run", "-detach", harness.WriteFile(t, "svc-resched.hcl", hcl))
+
+	settled := func(want int) func() (bool, string) {
+		return func() (bool, string) {
+			stubs := a.AllocsOf(id)
+			var evals []evaluation
+			a.MustGet("/v1/job/"+id+"/evaluations", &evals)
+			var open []string
+			for _, e := range evals {
+				if e.Status != "complete" && e.Status != "failed" && e.Status != "canceled" {
+					open = append(open, e.TriggeredBy+":"+e.Status)
+				}
+			}
+			failed := 0
+			for _, al := range stubs {
+				if al.ClientStatus == "failed" {
+					failed++
+				}
+			}
+			return len(stubs) >= want && failed == len(stubs) && len(open) == 0,
+				fmt.Sprintf("%d allocs (%d failed), open evals %v", len(stubs), failed, open)
+		}
+	}
+	harness.WaitFor(t, waitTimeout, "three failed allocs and no eval left to run", settled(3))
+	stubs := a.AllocsOf(id)
+	if len(stubs) != 3 {
+		t.Fatalf("%d allocs, want 3 (the original and two reschedules)", len(stubs))
+	}
+	var j job
+	a.MustGet("/v1/job/"+id, &j)
+	if j.Type != "service" {
+		t.Fatalf("job type %q, want service", j.Type)
+	}
+	var last nomadapi.Allocation
+	for _, s := range stubs {
+		var full nomadapi.Allocation
+		a.MustGet("/v1/allocation/"+s.ID, &full)
+		if full.NextAllocation == "" {
+			last = full
+		}
+	}
+	if last.ID == "" || last.PreviousAllocation == "" {
+		t.Fatalf("no last rescheduled alloc: %+v", last)
+	}
+
+	body := map[string]any{"JobID": id, "EvalOptions": map[string]bool{"ForceReschedule": true}}
+	if status, err := a.Do(http.MethodPut, "/v1/job/"+id+"/evaluate", body, nil); err != nil || status != http.StatusOK {
+		t.Fatalf("PUT evaluate with ForceReschedule: %d %v", status, err)
+	}
+	harness.WaitFor(t, waitTimeout, "a fourth alloc, forced, and no eval left to run", settled(4))
+	var forced nomadapi.Allocation
+	for _, s := range a.AllocsOf(id) {
+		var full nomadapi.Allocation
+		a.MustGet("/v1/allocation/"+s.ID, &full)
+		if full.PreviousAllocation == last.ID {
+			forced = full
+		}
+	}
+	if forced.ID == "" {
+		t.Fatalf("no alloc replaces %s after the forced reschedule", last.ID)
+	}
+	if n := len(a.AllocsOf(id)); n != 4 {
+		t.Errorf("%d allocs after the forced reschedule, want 4 (one forced, then the policy again)", n)
+	}
+}

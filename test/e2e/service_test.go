@@ -3,8 +3,10 @@ package e2e
 import (
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/drover-org/drover/test/internal/harness"
 )
@@ -164,4 +166,72 @@ func TestServiceAcceptsCanary(t *testing.T) {
 	if d == nil || d.JobVersion != 0 || d.TaskGroups["g"].DesiredTotal != 2 || d.TaskGroups["g"].DesiredCanaries != 0 {
 		t.Errorf("first deployment: %v; want version 0, desired_total 2, no canaries", d)
 	}
+}
+
+// A user runs examples/jobs/service.hcl — Nomad's example job in shape
+// (job "example", group "cache", update, migrate, restart, reschedule and
+// ephemeral_disk blocks, no type) on raw_exec — then changes its task: the
+// three allocations run as a service with the job file's policies, and the
+// change rolls one allocation at a time (update.max_parallel = 1).
+func TestExampleServiceJobRollingUpdate(t *testing.T) {
+	t.Parallel()
+	a := startAgent(t)
+	const id = "example"
+	src, err := os.ReadFile(exampleJob("service.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.MustCLI("job", "run", "-detach", exampleJob("service.hcl"))
+	first := a.waitServiceRunning(id, 3, 0)
+
+	var j struct {
+		Type       string
+		TaskGroups []struct {
+			Name             string
+			Count            int
+			ReschedulePolicy struct {
+				Delay         int64
+				DelayFunction string
+				MaxDelay      int64
+				Unlimited     bool
+			}
+			RestartPolicy struct {
+				Attempts int
+				Mode     string
+			}
+		}
+	}
+	mustJSON(t, "job status -json", a.MustCLI("job", "status", "-json", id).Stdout, &j)
+	if j.Type != "service" || len(j.TaskGroups) != 1 {
+		t.Fatalf("job = %+v, want one group of a service job", j)
+	}
+	g := j.TaskGroups[0]
+	rp := g.ReschedulePolicy
+	if g.Name != "cache" || g.Count != 3 || rp.Delay != int64(30*time.Second) || rp.DelayFunction != "exponential" ||
+		rp.MaxDelay != int64(time.Hour) || !rp.Unlimited || g.RestartPolicy.Attempts != 2 || g.RestartPolicy.Mode != "fail" {
+		t.Errorf("group = %+v, want the job file's count, restart and reschedule", g)
+	}
+
+	changed := strings.Replace(string(src), `args    = ["3600"]`, `args    = ["3601"]`, 1)
+	if changed == string(src) {
+		t.Fatal("examples/jobs/service.hcl no longer has the task args this test changes")
+	}
+	a.MustCLI("job", "run", "-detach", harness.WriteFile(t, "service.hcl", changed))
+	rolled := a.waitServiceRunning(id, 3, 1)
+	old := map[string]bool{}
+	for _, al := range first {
+		old[al.ID] = true
+	}
+	perEval := map[string]int{}
+	for _, al := range rolled {
+		if old[al.ID] {
+			t.Errorf("alloc %s (%s) survived a destructive change", al.ID, al.Name)
+		}
+		perEval[al.EvalID]++
+	}
+	t.Logf("replacements per eval: %v", perEval)
+	if len(perEval) != 3 {
+		t.Errorf("3 allocs replaced by %d evals; with max_parallel 1 each eval replaces one: %v", len(perEval), perEval)
+	}
+	a.MustCLI("job", "stop", "-detach", id)
 }

@@ -2531,9 +2531,13 @@ type Allocation struct {
 	// The health reported for the alloc in its deployment.
 	Healthy AllocHealth `protobuf:"varint,23,opt,name=healthy,proto3,enum=drover.scheduler.v1.AllocHealth" json:"healthy,omitempty"`
 	// Placed as a canary of its deployment.
-	Canary        bool `protobuf:"varint,24,opt,name=canary,proto3" json:"canary,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Canary bool `protobuf:"varint,24,opt,name=canary,proto3" json:"canary,omitempty"`
+	// DesiredTransition.ForceReschedule: an operator asked that this failed
+	// allocation be rescheduled now, whatever its reschedule policy and the
+	// attempts its lineage used.
+	ForceReschedule bool `protobuf:"varint,25,opt,name=force_reschedule,json=forceReschedule,proto3" json:"force_reschedule,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Allocation) Reset() {
@@ -2730,6 +2734,13 @@ func (x *Allocation) GetHealthy() AllocHealth {
 func (x *Allocation) GetCanary() bool {
 	if x != nil {
 		return x.Canary
+	}
+	return false
+}
+
+func (x *Allocation) GetForceReschedule() bool {
+	if x != nil {
+		return x.ForceReschedule
 	}
 	return false
 }
@@ -3022,7 +3033,12 @@ type ScheduleRequest struct {
 	CsiVolumes []*CSIVolume `protobuf:"bytes,9,rep,name=csi_volumes,json=csiVolumes,proto3" json:"csi_volumes,omitempty"`
 	// The job's latest deployment, active or not; unset when it has none or
 	// its type does not declare deployments.
-	Deployment    *Deployment `protobuf:"bytes,10,opt,name=deployment,proto3" json:"deployment,omitempty"`
+	Deployment *Deployment `protobuf:"bytes,10,opt,name=deployment,proto3" json:"deployment,omitempty"`
+	// The core's clock when it built the request (Unix ns): the "now" of
+	// time-based decisions (a reschedule's delay). 0 from a core older than
+	// the field; a plugin then falls back to what the request proves has
+	// passed (reschedule.LatestTime).
+	NowNs         int64 `protobuf:"varint,11,opt,name=now_ns,json=nowNs,proto3" json:"now_ns,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3125,6 +3141,13 @@ func (x *ScheduleRequest) GetDeployment() *Deployment {
 		return x.Deployment
 	}
 	return nil
+}
+
+func (x *ScheduleRequest) GetNowNs() int64 {
+	if x != nil {
+		return x.NowNs
+	}
+	return 0
 }
 
 type AllocMetric struct {
@@ -4357,7 +4380,7 @@ const file_scheduler_proto_rawDesc = "" +
 	"\tnamespace\x18\x03 \x01(\tR\tnamespace\x12!\n" +
 	"\fjob_priority\x18\x04 \x01(\x05R\vjobPriority\x12<\n" +
 	"\tresources\x18\x05 \x01(\v2\x1e.drover.scheduler.v1.ResourcesR\tresources\x12!\n" +
-	"\fcreate_index\x18\x06 \x01(\x04R\vcreateIndex\"\xf8\x06\n" +
+	"\fcreate_index\x18\x06 \x01(\x04R\vcreateIndex\"\xa3\a\n" +
 	"\n" +
 	"Allocation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
@@ -4386,7 +4409,8 @@ const file_scheduler_proto_rawDesc = "" +
 	"\x0fnext_allocation\x18\x15 \x01(\tR\x0enextAllocation\x12#\n" +
 	"\rdeployment_id\x18\x16 \x01(\tR\fdeploymentId\x12:\n" +
 	"\ahealthy\x18\x17 \x01(\x0e2 .drover.scheduler.v1.AllocHealthR\ahealthy\x12\x16\n" +
-	"\x06canary\x18\x18 \x01(\bR\x06canary\"\xa0\x01\n" +
+	"\x06canary\x18\x18 \x01(\bR\x06canary\x12)\n" +
+	"\x10force_reschedule\x18\x19 \x01(\bR\x0fforceReschedule\"\xa0\x01\n" +
 	"\x0fRescheduleEvent\x12,\n" +
 	"\x12reschedule_time_ns\x18\x01 \x01(\x03R\x10rescheduleTimeNs\x12\"\n" +
 	"\rprev_alloc_id\x18\x02 \x01(\tR\vprevAllocId\x12 \n" +
@@ -4411,7 +4435,7 @@ const file_scheduler_proto_rawDesc = "" +
 	"\x11preemption_system\x18\x01 \x01(\bR\x10preemptionSystem\x12/\n" +
 	"\x13preemption_sysbatch\x18\x02 \x01(\bR\x12preemptionSysbatch\x12)\n" +
 	"\x10preemption_batch\x18\x03 \x01(\bR\x0fpreemptionBatch\x12-\n" +
-	"\x12preemption_service\x18\x04 \x01(\bR\x11preemptionService\"\x9a\x04\n" +
+	"\x12preemption_service\x18\x04 \x01(\bR\x11preemptionService\"\xb1\x04\n" +
 	"\x0fScheduleRequest\x123\n" +
 	"\x04eval\x18\x01 \x01(\v2\x1f.drover.scheduler.v1.EvaluationR\x04eval\x12*\n" +
 	"\x03job\x18\x02 \x01(\v2\x18.drover.scheduler.v1.JobR\x03job\x12/\n" +
@@ -4426,7 +4450,8 @@ const file_scheduler_proto_rawDesc = "" +
 	"\n" +
 	"deployment\x18\n" +
 	" \x01(\v2\x1f.drover.scheduler.v1.DeploymentR\n" +
-	"deployment\"\xeb\t\n" +
+	"deployment\x12\x15\n" +
+	"\x06now_ns\x18\v \x01(\x03R\x05nowNs\"\xeb\t\n" +
 	"\vAllocMetric\x12'\n" +
 	"\x0fnodes_evaluated\x18\x01 \x01(\x05R\x0enodesEvaluated\x12%\n" +
 	"\x0enodes_filtered\x18\x02 \x01(\x05R\rnodesFiltered\x12\"\n" +

@@ -11,8 +11,10 @@
 //     the node still takes the group) or destructively (stopped and
 //     replaced);
 //   - what a client-finished allocation (complete or failed) does is the
-//     type's choice, Config.Finished: batch holds its index (the work is
-//     done), service replaces it;
+//     type's choice, Config.Finished: hold its index (batch work that is
+//     done), place it again (a service that completed), or reschedule it
+//     by the group's reschedule policy — now, later through a follow-up
+//     eval, or not at all (package reschedule; see Reschedule);
 //   - destructive updates and drain migrations can be paced (update and
 //     migrate max_parallel), counting those already in flight;
 //   - missing indexes are placed on the best-ranked feasible node (package
@@ -49,8 +51,11 @@ const (
 	// Replace: the index is placed again as the allocation's replacement
 	// (PreviousAllocation).
 	Replace
-	// Reschedule: as Replace, and the replacement prefers another node
-	// than the one the allocation failed on.
+	// Reschedule: by the group's reschedule policy (package reschedule):
+	// due now, as Replace, the replacement preferring nodes the lineage
+	// did not fail on and carrying its reschedule_events; due later, the
+	// index is held and the allocation marked with a follow-up eval;
+	// not eligible, the index is held and the allocation stays failed.
 	Reschedule
 )
 

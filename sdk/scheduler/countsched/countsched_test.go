@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -72,11 +73,21 @@ func schedule(req *schedulerpb.ScheduleRequest, cfg Config) outcome {
 	return o
 }
 
+// immediate is a reschedule policy whose every failure is due at once.
+func immediate(b *conformance.Builder) *conformance.Builder {
+	return b.Edit(func(r *schedulerpb.ScheduleRequest) {
+		r.NowNs = 1
+		for _, tg := range r.GetJob().GetTaskGroups() {
+			tg.ReschedulePolicy = &schedulerpb.ReschedulePolicy{DelayFunction: "constant", Unlimited: true}
+		}
+	})
+}
+
 func TestFinishedFates(t *testing.T) {
 	req := func() *conformance.Builder {
-		return conformance.NewBuilder("count").Node("n1").Node("n2").Group("web", 2).
+		return immediate(conformance.NewBuilder("count").Node("n1").Node("n2").Group("web", 2).
 			Alloc("web", "n1", 0, conformance.ClientStatus("failed")).
-			Alloc("web", "n1", 1, conformance.ClientStatus("complete"))
+			Alloc("web", "n1", 1, conformance.ClientStatus("complete")))
 	}
 	fate := func(failed, complete Finish) FinishedFunc {
 		return func(a *schedulerpb.Allocation, _ bool) Finish {
@@ -110,14 +121,83 @@ func TestFinishedFates(t *testing.T) {
 // A rescheduled alloc's replacement avoids the node it failed on, which is
 // otherwise the better (fuller) one.
 func TestReschedulePrefersAnotherNode(t *testing.T) {
-	req := conformance.NewBuilder("count").Node("n1").Node("n2").Group("web", 1).
+	req := immediate(conformance.NewBuilder("count").Node("n1").Node("n2").Group("web", 1).
 		Alloc("web", "n1", 0, conformance.ClientStatus("failed")).
-		OtherJobAlloc("n1", "other-1", 50, &schedulerpb.Resources{Cpu: 1000, MemoryMb: 1000}).Request()
+		OtherJobAlloc("n1", "other-1", 50, &schedulerpb.Resources{Cpu: 1000, MemoryMb: 1000})).Request()
 	for fate, want := range map[Finish]string{Replace: "n1", Reschedule: "n2"} {
 		cfg := Config{Finished: func(*schedulerpb.Allocation, bool) Finish { return fate }}
 		if got := schedule(req, cfg).nodes["kit.web[0]"]; got != want {
 			t.Errorf("fate %d: placed on %s, want %s", fate, got, want)
 		}
+	}
+}
+
+// TestRescheduleByPolicy: Reschedule follows the group's reschedule
+// policy against the request's clock (now_ns): due now, the index is
+// replaced with the lineage's tracker; due later, it is held and marked
+// with one follow-up eval due then; not eligible, it is held and the count
+// runs short; forced, it is replaced whatever the policy; already marked,
+// it waits for its eval unless that eval is the one running.
+func TestRescheduleByPolicy(t *testing.T) {
+	const failedAt = int64(1_000_000_000_000)
+	const s = int64(time.Second)
+	policy := &schedulerpb.ReschedulePolicy{Attempts: 1, IntervalNs: 3600 * s, DelayNs: 10 * s, DelayFunction: "constant"}
+	build := func(nowNs int64, edit func(a *schedulerpb.Allocation)) *schedulerpb.ScheduleRequest {
+		return conformance.NewBuilder("count").Node("n1").Node("n2").Group("web", 1).
+			Alloc("web", "n1", 0, conformance.ClientStatus("failed")).
+			Edit(func(r *schedulerpb.ScheduleRequest) {
+				r.NowNs = nowNs
+				r.GetJob().GetTaskGroups()[0].ReschedulePolicy = policy
+				a := r.GetAllocs()[0]
+				a.ModifyTimeNs = failedAt
+				if edit != nil {
+					edit(a)
+				}
+			}).Request()
+	}
+	used := func(a *schedulerpb.Allocation) {
+		a.RescheduleEvents = []*schedulerpb.RescheduleEvent{{RescheduleTimeNs: failedAt - 60*s, PrevNodeId: "n2", DelayNs: 10 * s}}
+	}
+	cases := []struct {
+		name         string
+		req          *schedulerpb.ScheduleRequest
+		placedOn     string // "" when nothing is placed
+		events       int
+		followupAtNs int64 // 0 when no follow-up eval
+		later, now   uint64
+	}{
+		{"due", build(failedAt+10*s, nil), "n2", 1, 0, 0, 1},
+		{"not yet due", build(failedAt+9*s, nil), "", 0, failedAt + 10*s, 1, 0},
+		{"older core: no clock, nothing past the failure", build(0, nil), "", 0, failedAt + 10*s, 1, 0},
+		{"attempts used up", build(failedAt+time.Hour.Nanoseconds(), used), "", 0, 0, 0, 0},
+		{"forced", build(failedAt+s, func(a *schedulerpb.Allocation) { used(a); a.ForceReschedule = true }), "n1", 2, 0, 0, 1},
+		{"marked, its eval pending", build(failedAt+s, func(a *schedulerpb.Allocation) { a.FollowupEvalId = "other-eval" }), "", 0, 0, 0, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := Schedule(tc.req, Config{Finished: func(*schedulerpb.Allocation, bool) Finish { return Reschedule }}).Response
+			placed := resp.GetPlan().GetNodeAllocation()
+			switch {
+			case tc.placedOn == "" && len(placed) != 0:
+				t.Fatalf("placed %v, want nothing", placed)
+			case tc.placedOn != "" && (len(placed) != 1 || placed[0].GetNodeId() != tc.placedOn ||
+				placed[0].GetPreviousAllocation() != tc.req.GetAllocs()[0].GetId() || len(placed[0].GetRescheduleEvents()) != tc.events):
+				t.Fatalf("placed %v, want one replacement on %s with %d events", placed, tc.placedOn, tc.events)
+			}
+			evals := resp.GetFollowupEvals()
+			if tc.followupAtNs == 0 {
+				if len(evals) != 0 || len(resp.GetPlan().GetAllocFollowups()) != 0 {
+					t.Fatalf("follow-ups %v %v, want none", evals, resp.GetPlan().GetAllocFollowups())
+				}
+			} else if len(evals) != 1 || evals[0].GetWaitUntilNs() != tc.followupAtNs ||
+				len(resp.GetPlan().GetAllocFollowups()) != 1 || resp.GetPlan().GetAllocFollowups()[0].GetFollowupEvalId() != evals[0].GetId() {
+				t.Fatalf("follow-ups %v %v, want one due at %d marking the alloc", evals, resp.GetPlan().GetAllocFollowups(), tc.followupAtNs)
+			}
+			d := resp.GetPlan().GetDesiredTgUpdates()["web"]
+			if d.GetRescheduleLater() != tc.later || d.GetRescheduleNow() != tc.now {
+				t.Fatalf("desired %v, want reschedule_later %d reschedule_now %d", d, tc.later, tc.now)
+			}
+		})
 	}
 }
 
@@ -202,6 +282,37 @@ func TestJobAntiAffinitySwitch(t *testing.T) {
 	} {
 		if got := schedule(req, c.cfg).nodes; !maps.Equal(got, c.want) {
 			t.Errorf("NoJobAntiAffinity=%v: placed %v, want %v", c.cfg.NoJobAntiAffinity, got, c.want)
+		}
+	}
+}
+
+// A single-node-writer CSI volume is claimed by the first placement of the
+// plan: the group's second allocation finds it taken on every node, so the
+// verdict of the feasibility chain is taken per placement, not once.
+func TestCSIClaimsOfThePlan(t *testing.T) {
+	req := conformance.NewBuilder("count").Nodes(3).Group("g", 2).Edit(func(r *schedulerpb.ScheduleRequest) {
+		for _, tg := range r.GetJob().GetTaskGroups() {
+			if tg.GetName() == "g" { // the builder's "web" claims nothing
+				tg.Volumes = []*schedulerpb.VolumeRequest{{Name: "data", Type: "csi", Source: "vol",
+					AccessMode: "single-node-writer", AttachmentMode: "file-system"}}
+			}
+		}
+		for _, n := range r.GetNodes() {
+			n.CsiNodePlugins = []*schedulerpb.CSINodePlugin{{PluginId: "hp", Healthy: true}}
+		}
+		r.CsiVolumes = []*schedulerpb.CSIVolume{{Namespace: conformance.Namespace, Id: "vol", PluginId: "hp", Schedulable: true,
+			ReadSchedulable: true, WriteSchedulable: true, HasFreeReadClaims: true, HasFreeWriteClaims: true}}
+	}).Request()
+	for name, cfg := range map[string]Config{"batch-like": {NoJobAntiAffinity: true}, "service-like": {PaceUpdates: true}} {
+		resp := Schedule(req, cfg).Response
+		n := 0
+		for _, p := range resp.GetPlan().GetNodeAllocation() {
+			if p.GetTaskGroup() == "g" {
+				n++
+			}
+		}
+		if n != 1 || resp.GetFailedTgAllocs()["g"] == nil {
+			t.Errorf("%s: placed %d, failed %v; want 1 placed and the other failed", name, n, resp.GetFailedTgAllocs())
 		}
 	}
 }

@@ -13,8 +13,8 @@ import (
 )
 
 // candidate is a node new work may go to, with the group's static
-// feasibility on it (the chain's verdict, which only per_alloc volumes make
-// depend on the allocation).
+// feasibility on it (the chain's verdict, which CSI volumes make depend on
+// the allocation's index and on the plan's own claims).
 type candidate struct {
 	*node
 	ok     bool
@@ -76,6 +76,7 @@ func (r *run) place() {
 			}
 			p := r.newPlaced(nodesched.AllocID(r.req.GetEval().GetId(), r.req.GetAttempt(), best.n.GetId(), allocName), allocName, best.n, g)
 			p.PreviousAllocation = g.previous[i]
+			p.RescheduleEvents = r.rescheduleEvents(g, i)
 			p.Metrics = metric
 			r.plan.NodeAllocation = append(r.plan.NodeAllocation, p)
 			best.used = best.used.Add(g.ask)
@@ -95,7 +96,7 @@ func (r *run) staticCheck(g *group, nodes []*node) []candidate {
 	feasibleNodes := make([]*schedulerpb.Node, 0, len(nodes))
 	for i, n := range nodes {
 		out[i].node = n
-		if g.chain.PerAlloc() {
+		if g.chain.Claims() {
 			out[i].ok = true // checked per allocation
 			feasibleNodes = append(feasibleNodes, n.n)
 			continue
@@ -128,7 +129,7 @@ func (r *run) pick(g *group, idx int, allocName string, cands []candidate, byDC 
 		n := c.n
 		m.NodesEvaluated++
 		ok, reason := c.ok, c.reason
-		if ok && g.chain.PerAlloc() {
+		if ok && g.chain.Claims() {
 			ok, reason = g.chain.CheckAlloc(n, allocName, "")
 		}
 		if ok {
@@ -169,7 +170,7 @@ func (r *run) pick(g *group, idx int, allocName string, cands []candidate, byDC 
 		}
 		s := g.rank.Score(n, rank.Options{
 			Capacity: c.capacity, UsedAfter: c.used.Add(g.ask),
-			Penalty: penalty, Penalized: penalty && n.GetId() == penalized,
+			Penalty: penalty, Penalized: penalized[n.GetId()],
 		})
 		top.Offer(n.GetId(), s)
 		if best == nil || s > bestScore {
@@ -209,7 +210,11 @@ func (r *run) newPlaced(id, name string, n *schedulerpb.Node, g *group) *schedul
 // response assembles the answer: one blocked eval when any group failed,
 // carrying the class eligibility seen, so new capacity unblocks the job.
 func (r *run) response() *schedulerpb.ScheduleResponse {
-	resp := &schedulerpb.ScheduleResponse{Plan: r.plan, FailedTgAllocs: r.failed, QueuedAllocations: r.queued}
+	evals, marks := r.followups()
+	r.plan.AllocFollowups = append(r.plan.AllocFollowups, marks...)
+	resp := &schedulerpb.ScheduleResponse{
+		Plan: r.plan, FailedTgAllocs: r.failed, QueuedAllocations: r.queued, FollowupEvals: evals,
+	}
 	if len(r.failed) > 0 {
 		resp.BlockedEvals = []*schedulerpb.BlockedEval{{
 			ClassEligibility: maps.Clone(r.classElig), EscapedComputedClass: r.escaped,

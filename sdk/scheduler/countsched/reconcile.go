@@ -4,11 +4,13 @@ import (
 	"cmp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/drover-org/drover/sdk/proto/schedulerpb"
 	"github.com/drover-org/drover/sdk/scheduler/feasible"
 	"github.com/drover-org/drover/sdk/scheduler/rank"
 	"github.com/drover-org/drover/sdk/scheduler/reconcile"
+	"github.com/drover-org/drover/sdk/scheduler/reschedule"
 )
 
 // node is a node of the request and its usage as this plan leaves it.
@@ -28,8 +30,12 @@ type group struct {
 	taken map[int]bool
 	// previous is the alloc each missing index replaces, if any.
 	previous map[int]string
-	// penalized is the node a rescheduled index's failed alloc ran on.
-	penalized map[int]string
+	// penalized are the nodes a rescheduled index's lineage failed on.
+	penalized map[int]map[string]bool
+	// resched is the failed alloc each index replaces now by its
+	// reschedule policy; later are those due for a reschedule later.
+	resched map[int]*rescheduling
+	later   []reschedule.Pending
 	// updating marks the indexes whose replacement is a destructive update
 	// (annotated as such, not as a placement).
 	updating map[int]bool
@@ -60,6 +66,9 @@ type run struct {
 	escaped   bool
 	placed    int
 	heldBack  int
+	// now is the time reschedule decisions are taken against: the core's
+	// clock as the request carries it (reschedule.Clock).
+	now time.Time
 }
 
 func newRun(req *schedulerpb.ScheduleRequest, cfg Config) *run {
@@ -75,6 +84,7 @@ func newRun(req *schedulerpb.ScheduleRequest, cfg Config) *run {
 		plan:      &schedulerpb.Plan{DesiredTgUpdates: map[string]*schedulerpb.DesiredUpdates{}},
 		queued:    map[string]int32{},
 		classElig: map[string]bool{},
+		now:       reschedule.Clock(req),
 	}
 	for _, n := range req.GetNodes() {
 		r.nodes[n.GetId()] = &node{n: n, capacity: feasible.VecOf(n.GetCapacity()), used: feasible.VecOf(n.GetUsed())}
@@ -88,8 +98,8 @@ func newRun(req *schedulerpb.ScheduleRequest, cfg Config) *run {
 	for _, tg := range job.GetTaskGroups() {
 		g := &group{
 			tg: tg, chain: feasible.NewGroupChainCSI(job, tg, cache, r.csi), rank: rank.NewGroup(job, tg, cache),
-			ask: feasible.GroupAsk(tg), taken: map[int]bool{}, previous: map[int]string{}, penalized: map[int]string{},
-			updating: map[int]bool{}, updateLimit: -1, migrationLimit: -1,
+			ask: feasible.GroupAsk(tg), taken: map[int]bool{}, previous: map[int]string{}, penalized: map[int]map[string]bool{},
+			resched: map[int]*rescheduling{}, updating: map[int]bool{}, updateLimit: -1, migrationLimit: -1,
 		}
 		g.rank.SetJobAntiAffinity(!cfg.NoJobAntiAffinity)
 		if cfg.PaceUpdates {
@@ -249,6 +259,11 @@ func (r *run) finished(a *schedulerpb.Allocation, g *group, idx int) {
 	if g == nil || idx < 0 || idx >= int(g.tg.GetCount()) || g.taken[idx] {
 		return
 	}
+	if a.GetNextAllocation() != "" {
+		// Replaced: the replacement, later in the order, holds the index;
+		// if it is gone, the index is placed afresh.
+		return
+	}
 	if a.GetClientStatus() == reconcile.ClientLost {
 		g.previous[idx] = a.GetId()
 		return
@@ -271,8 +286,7 @@ func (r *run) finished(a *schedulerpb.Allocation, g *group, idx int) {
 		g.previous[idx] = a.GetId()
 		delete(g.penalized, idx)
 	case Reschedule:
-		g.previous[idx] = a.GetId()
-		g.penalized[idx] = a.GetNodeId()
+		r.reschedule(a, g, idx)
 	}
 }
 

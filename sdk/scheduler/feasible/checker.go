@@ -165,6 +165,11 @@ func (gc *GroupChain) CheckAlloc(n *schedulerpb.Node, allocName, self string) (b
 // take another.
 func (gc *GroupChain) PerAlloc() bool { return gc.csi != nil && gc.csi.perAlloc }
 
+// Claims reports whether the group's feasibility on a node changes with
+// the plan's own placements (it asks for CSI volumes, whose claims Placed
+// records): a verdict taken before a placement may not hold after it.
+func (gc *GroupChain) Claims() bool { return gc.csi != nil }
+
 // Placed records that the plan places the allocation named allocName on
 // node, so its volume claims count for the placements that follow.
 func (gc *GroupChain) Placed(node, allocName string) {

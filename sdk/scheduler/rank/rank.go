@@ -9,8 +9,8 @@
 //   - job-anti-affinity: a penalty on nodes that already run allocations
 //     of the same task group, (collisions+1)/count, so a group does not
 //     pile onto one node when others are as good;
-//   - node-reschedule-penalty: -1 on the node a failed allocation ran on,
-//     so its replacement prefers another node;
+//   - node-reschedule-penalty: -1 on the nodes a failed allocation's
+//     lineage ran on, so its replacement prefers another node;
 //   - node-affinity: the weights of the affinity blocks the node matches
 //     over the sum of all the blocks' absolute weights;
 //   - allocation-spread: how far the node's value of each spread
@@ -181,7 +181,8 @@ type Options struct {
 	// Capacity and UsedAfter are the node's capacity and its usage with
 	// the placement on it.
 	Capacity, UsedAfter feasible.Vec
-	// Penalized marks the node a failed allocation being replaced ran on.
+	// Penalized marks a node a failed allocation being replaced, or an
+	// earlier one of its lineage, ran on.
 	Penalized bool
 	// Penalty is whether the placement replaces a failed allocation, so
 	// the reschedule penalty applies to it (on every node, 0 on most).

@@ -6,9 +6,10 @@
 // plugin's.
 //
 // Times are the caller's: a scheduler plugin reads no clock, so "now" is
-// whatever the request proves has passed (see LatestTime). A decision of
-// Later whose time has in fact passed costs one follow-up eval, which the
-// core runs at once; it never reschedules early.
+// the core's clock as the request carries it (now_ns; see Clock), or, from a
+// core older than that field, whatever the request proves has passed (see
+// LatestTime). A decision of Later whose time has in fact passed costs one
+// follow-up eval, which the core runs at once; it never reschedules early.
 //
 // It imports only sdk/proto and the standard library.
 package reschedule
@@ -82,7 +83,13 @@ type Decision struct {
 // and fewer than `attempts` of them (with a next delay shorter than the
 // interval) allow one more. Eligibility does not depend on now; only Now
 // versus Later does.
+//
+// An allocation an operator forced (force_reschedule) is due now whatever
+// the policy and the attempts used, with no delay.
 func Decide(policy *pb.ReschedulePolicy, alloc *pb.Allocation, now time.Time) Decision {
+	if alloc.GetForceReschedule() {
+		return Decision{Kind: Now, At: now}
+	}
 	if policy == nil || (!policy.GetUnlimited() && policy.GetAttempts() <= 0) {
 		return Decision{Kind: NotEligible}
 	}
@@ -194,6 +201,21 @@ func NextEvents(policy *pb.ReschedulePolicy, prev *pb.Allocation, at time.Time, 
 	return append(out, &pb.RescheduleEvent{
 		RescheduleTimeNs: at.UnixNano(), PrevAllocId: prev.GetId(), PrevNodeId: prev.GetNodeId(), DelayNs: int64(delay),
 	})
+}
+
+// Clock is the time reschedule decisions of req are taken against: the
+// core's clock (now_ns) when the core sets it, else LatestTime. Never
+// earlier than LatestTime: a clock behind the allocations' own times (a
+// leader change to a server whose clock lags) does not make a due
+// allocation wait again.
+func Clock(req *pb.ScheduleRequest) time.Time {
+	latest := LatestTime(req)
+	if ns := req.GetNowNs(); ns > 0 {
+		if now := time.Unix(0, ns); now.After(latest) {
+			return now
+		}
+	}
+	return latest
 }
 
 // LatestTime is the latest time the request proves has passed: the

@@ -120,6 +120,9 @@ func TestDecide(t *testing.T) {
 		{"unlimited ignores attempts and interval", policy(0, 0, 5*s, DelayConstant, 0, true),
 			failedAt(t0, ev(t0.Add(-3*s), 5*s), ev(t0.Add(-2*s), 5*s), ev(t0.Add(-s), 5*s)), t0.Add(h), Now, t0.Add(5 * s)},
 		{"zero delay is due at the failure", policy(1, h, 0, DelayConstant, 0, false), failedAt(t0), t0, Now, t0},
+		{"forced: attempts used up", batch, forced(failedAt(t0, ev(t0.Add(-h), 5*s))), t0.Add(s), Now, t0.Add(s)},
+		{"forced: not yet due", batch, forced(failedAt(t0)), t0.Add(s), Now, t0.Add(s)},
+		{"forced: no policy", nil, forced(failedAt(t0)), t0.Add(s), Now, t0.Add(s)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -226,6 +229,33 @@ func TestFollowupEvalID(t *testing.T) {
 			t.Fatalf("collision: %s", id)
 		}
 		distinct[id] = true
+	}
+}
+
+func forced(a *pb.Allocation) *pb.Allocation {
+	a.ForceReschedule = true
+	return a
+}
+
+// TestClock: the core's clock when it sends one, never before what the
+// allocations prove has passed; LatestTime from an older core.
+func TestClock(t *testing.T) {
+	allocs := []*pb.Allocation{{ModifyTimeNs: 100}}
+	cases := []struct {
+		name  string
+		nowNs int64
+		want  int64
+	}{
+		{"older core: latest alloc time", 0, 100},
+		{"core clock", 500, 500},
+		{"core clock behind the allocs", 50, 100},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Clock(&pb.ScheduleRequest{NowNs: tc.nowNs, Allocs: allocs}).UnixNano(); got != tc.want {
+				t.Fatalf("Clock = %d, want %d", got, tc.want)
+			}
+		})
 	}
 }
 
