@@ -155,16 +155,26 @@ func (r *run) rolloutLive(a *schedulerpb.Allocation, g *group, idx int) bool {
 
 // rolloutHolds reports whether the missing index i of g waits while its
 // deployment places canaries or is halted, as Nomad holds placements then:
-// only lost, migrating and failed allocations are replaced meanwhile (a
-// failed one not when it failed in the failed deployment); new indexes
-// (a count raised, a completed allocation placed afresh) wait.
+// only lost, migrating and failed allocations are replaced meanwhile; new
+// indexes (a count raised, a completed allocation placed afresh) wait.
 func (r *run) rolloutHolds(g *group, i int) bool {
 	rg := g.roll
 	if rg == nil || (rg.ans.Promoted && !rg.ans.Halted) {
 		return false
 	}
-	prev := g.previous[i]
-	return prev == "" || rg.failedHere[prev]
+	return g.previous[i] == ""
+}
+
+// rolloutKeepsFailed holds the index of an allocation that failed in the
+// group's failed deployment: as in Nomad, it is not rescheduled (the
+// rollout stopped; a new version or a revert moves the group on).
+func (r *run) rolloutKeepsFailed(a *schedulerpb.Allocation, g *group, idx int) bool {
+	if g.roll == nil || !g.roll.failedHere[a.GetId()] {
+		return false
+	}
+	g.taken[idx] = true
+	r.desired(g.tg.GetName()).Ignore++
+	return true
 }
 
 // placeCanaries places the canaries the deployment still wants, each on

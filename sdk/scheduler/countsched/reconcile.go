@@ -268,6 +268,9 @@ func (r *run) finished(a *schedulerpb.Allocation, g *group, idx int) {
 		g.previous[idx] = a.GetId()
 		return
 	}
+	if r.rolloutKeepsFailed(a, g, idx) {
+		return
+	}
 	changed := reconcile.Destructive(r.versions.JobOf(a), r.job, g.tg.GetName())
 	fate := Hold
 	if r.cfg.Finished != nil {
