@@ -172,7 +172,9 @@ func TestServiceAcceptsCanary(t *testing.T) {
 // (job "example", group "cache", update, migrate, restart, reschedule and
 // ephemeral_disk blocks, no type) on raw_exec — then changes its task: the
 // three allocations run as a service with the job file's policies, and the
-// change rolls one allocation at a time (update.max_parallel = 1).
+// change rolls one allocation at a time (update.max_parallel = 1) through
+// a deployment, each once the one before has been healthy for
+// min_healthy_time (10s).
 func TestExampleServiceJobRollingUpdate(t *testing.T) {
 	t.Parallel()
 	a := startAgent(t)
