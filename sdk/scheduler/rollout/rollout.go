@@ -72,7 +72,8 @@ type Answer struct {
 	// takes part in; nil when there is none yet (Create may propose it).
 	Deployment *schedulerpb.Deployment
 	// Halted: the deployment is failed, paused, cancelled or waiting, and
-	// neither canaries nor destructive updates start.
+	// neither canaries nor destructive updates start (Promoted is still
+	// set).
 	Halted bool
 	// Canaries is how many canaries to place in this evaluation.
 	Canaries int
@@ -165,9 +166,13 @@ func Decide(g Group) Answer {
 		ans.Promoted, ans.Limit = true, maxParallel
 		return ans
 	}
+	desired := int(st.GetDesiredCanaries())
+	ans.Promoted = desired == 0 || st.GetPromoted()
 	switch cur.GetStatus() {
 	case StatusRunning, StatusSuccessful:
 	default:
+		// Promoted still tells the caller whether the canaries count
+		// toward the group's count.
 		ans.Halted = true
 		return ans
 	}
@@ -181,8 +186,6 @@ func Decide(g Group) Answer {
 			ans.InFlight++
 		}
 	}
-	desired := int(st.GetDesiredCanaries())
-	ans.Promoted = desired == 0 || st.GetPromoted()
 	if !ans.Promoted {
 		ans.Canaries = max(desired-live, 0)
 		return ans

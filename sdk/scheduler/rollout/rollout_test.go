@@ -164,7 +164,15 @@ func TestDecide(t *testing.T) {
 			g: Group{Job: job(3, 1, 0), Destructive: 2,
 				Deployment: dep(StatusFailed, &pb.DeploymentGroupState{DesiredTotal: 3}),
 				Allocs:     append(old(2), alloc("n0", newIndex, "running", "d2", false, healthy))},
-			want: Answer{Managed: true, Halted: true, Deployment: dep(StatusFailed, &pb.DeploymentGroupState{DesiredTotal: 3})},
+			want: Answer{Managed: true, Halted: true, Promoted: true, Deployment: dep(StatusFailed, &pb.DeploymentGroupState{DesiredTotal: 3})},
+		},
+		{
+			name: "failed after promotion: halted, the canaries still promoted",
+			g: Group{Job: job(3, 1, 1), Destructive: 1,
+				Deployment: dep(StatusFailed, &pb.DeploymentGroupState{DesiredTotal: 3, DesiredCanaries: 1, Promoted: true}),
+				Allocs:     append(old(1), alloc("c", newIndex, "running", "d2", false, healthy))},
+			want: Answer{Managed: true, Halted: true, Promoted: true,
+				Deployment: dep(StatusFailed, &pb.DeploymentGroupState{DesiredTotal: 3, DesiredCanaries: 1, Promoted: true})},
 		},
 		{
 			name: "paused deployment: nothing moves",
@@ -176,7 +184,7 @@ func TestDecide(t *testing.T) {
 			name: "cancelled deployment of this version: nothing moves",
 			g: Group{Job: job(3, 1, 0), Destructive: 3, Allocs: old(3),
 				Deployment: dep(StatusCancelled, &pb.DeploymentGroupState{DesiredTotal: 3})},
-			want: Answer{Managed: true, Halted: true, Deployment: dep(StatusCancelled, &pb.DeploymentGroupState{DesiredTotal: 3})},
+			want: Answer{Managed: true, Halted: true, Promoted: true, Deployment: dep(StatusCancelled, &pb.DeploymentGroupState{DesiredTotal: 3})},
 		},
 		{
 			name: "deployment of this version without the group: paced by max_parallel alone",
