@@ -5,9 +5,8 @@
 job "example" {
   datacenters = ["*"]
 
-  # Rolling updates: replace one allocation at a time. drover has no
-  # deployments yet, so the health settings are accepted and a
-  # replacement counts as done once it runs.
+  # Rolling updates through a deployment: replace one allocation at a
+  # time, the next once the replacement has been healthy for 10s.
   update {
     max_parallel      = 1
     min_healthy_time  = "10s"

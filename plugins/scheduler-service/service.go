@@ -9,14 +9,19 @@
 // group short of its count. Lost ones (node down or
 // missing) are replaced elsewhere; those a drain marks migrate at most
 // migrate.max_parallel at a time; a changed job is updated in place when
-// only non-destructive fields changed, else rolled at most
-// update.max_parallel at a time.
+// only non-destructive fields changed, else replaced.
 //
-// Deployments (canaries, health checks, auto-revert, promotion) are not
-// implemented: the update block paces destructive updates only, and a
-// replacement counts as done once it runs. The type does not declare
-// deployments yet, so the core refuses a job asking for canaries
-// (update.canary > 0) at submit.
+// A group with an update block (max_parallel > 0) rolls a destructive
+// change out through a deployment, as Nomad does (package rollout): the
+// plan proposes the deployment of the new version; canaries, when asked
+// for, run next to the old allocations until the deployment is promoted
+// (drover deployment promote, or auto_promote); then the old allocations
+// are replaced at most max_parallel at a time, a replacement counting as
+// in flight until its client reports it healthy; a failed deployment stops
+// the rollout (the core's watcher reverts the job with auto_revert). A
+// group without an update block, or with max_parallel 0, is replaced
+// without a deployment, at once or paced by the job's update max_parallel
+// counting a replacement done once it runs.
 //
 // It imports only sdk/: the core learns everything about the type from
 // Declaration.
@@ -63,8 +68,9 @@ func NewWithLogger(l hclog.Logger) *Scheduler { return &Scheduler{logger: l.Name
 // allocation ends on its client (to replace it) or starts to run (so a
 // paced rolling update or drain goes on once replacements run). Restart and reschedule
 // defaults are Nomad's for service jobs. Every placement block is
-// accepted; only canaries are refused, as there are no deployments to
-// promote them. Jobs of this type preempt under ServiceSchedulerEnabled.
+// accepted, canaries too: the type declares deployments, so the core
+// tracks allocation health and runs the deployment watcher. Jobs of this
+// type preempt under ServiceSchedulerEnabled.
 func Declaration() *schedulerpb.JobTypeInfo {
 	return &schedulerpb.JobTypeInfo{
 		Name:        JobType,
@@ -79,6 +85,7 @@ func Declaration() *schedulerpb.JobTypeInfo {
 		EvalOnAllocEnd:        true,
 		EvalOnAllocRunning:    true,
 		PreemptionSwitch:      "ServiceSchedulerEnabled",
+		Deployments:           true,
 	}
 }
 
@@ -88,8 +95,9 @@ func (s *Scheduler) Info(context.Context) (*schedulerpb.InfoResponse, error) {
 }
 
 // config is the count engine as service uses it: finished allocs
-// replaced, updates and migrations paced.
-var config = countsched.Config{Finished: finished, PaceUpdates: true, PaceMigrations: true}
+// replaced, updates and migrations paced, groups with an update block
+// rolled out through deployments.
+var config = countsched.Config{Finished: finished, PaceUpdates: true, PaceMigrations: true, Deployments: true}
 
 // finished decides for an allocation that ended on its client: a service
 // is meant to keep running. A complete one is placed afresh (as Nomad

@@ -32,6 +32,7 @@ func TestInfo(t *testing.T) {
 			EvalOnAllocEnd:        true,
 			EvalOnAllocRunning:    true,
 			PreemptionSwitch:      "ServiceSchedulerEnabled",
+			Deployments:           true,
 		}},
 	}
 	got, err := New().Info(t.Context())

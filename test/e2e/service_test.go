@@ -152,19 +152,19 @@ func TestServiceLifecycle(t *testing.T) {
 	})
 }
 
-// A service job asking for canaries is refused at submit, naming the rule,
-// until deployments exist; nothing is registered.
-func TestServiceRefusesCanary(t *testing.T) {
+// A service job asking for canaries is accepted now that service jobs roll
+// out through deployments; its first version places its count without
+// canaries (there is no older version to compare with), in a deployment.
+func TestServiceAcceptsCanary(t *testing.T) {
 	t.Parallel()
 	a := startAgent(t)
 	const id = "e2e-canary"
-	hcl := strings.Replace(fmt.Sprintf(serviceJob, id, 1, "300"), "max_parallel = 2", "max_parallel = 2\n    canary       = 1", 1)
-	res := a.CLI("job", "run", "-detach", harness.WriteFile(t, "canary.hcl", hcl))
-	if res.Code == 0 || !strings.Contains(res.String(), "update.canary is 1, but service jobs do not roll out through deployments") {
-		t.Fatalf("job run with canary = 1: want a refusal naming the rule:\n%s", res)
-	}
-	if status, err := a.Do(http.MethodGet, "/v1/job/"+id, nil, nil); err == nil && status != http.StatusNotFound {
-		t.Errorf("GET refused job: HTTP %d, want 404", status)
+	hcl := strings.Replace(fmt.Sprintf(serviceJob, id, 2, "300"), "max_parallel = 2", "max_parallel = 2\n    canary       = 1", 1)
+	a.MustCLI("job", "run", "-detach", harness.WriteFile(t, "canary.hcl", hcl))
+	a.waitServiceRunning(id, 2, 0)
+	d := a.latestDeployment(id)
+	if d == nil || d.JobVersion != 0 || d.TaskGroups["g"].DesiredTotal != 2 || d.TaskGroups["g"].DesiredCanaries != 0 {
+		t.Errorf("first deployment: %v; want version 0, desired_total 2, no canaries", d)
 	}
 }
 
@@ -172,7 +172,9 @@ func TestServiceRefusesCanary(t *testing.T) {
 // (job "example", group "cache", update, migrate, restart, reschedule and
 // ephemeral_disk blocks, no type) on raw_exec — then changes its task: the
 // three allocations run as a service with the job file's policies, and the
-// change rolls one allocation at a time (update.max_parallel = 1).
+// change rolls one allocation at a time (update.max_parallel = 1) through
+// a deployment, each once the one before has been healthy for
+// min_healthy_time (10s).
 func TestExampleServiceJobRollingUpdate(t *testing.T) {
 	t.Parallel()
 	a := startAgent(t)

@@ -79,6 +79,12 @@ type Config struct {
 	// as Nomad's default). A migration is in flight from its stop until
 	// its replacement runs.
 	PaceMigrations bool
+	// Deployments rolls the groups with an update block (max_parallel >
+	// 0) out through the job's deployment (package rollout): canaries
+	// placed next to the old allocations until promoted, destructive
+	// updates gated by health instead of PaceUpdates' running, a deployment
+	// proposed for a new version. The type must declare deployments.
+	Deployments bool
 	// NoJobAntiAffinity leaves the job-anti-affinity score out, so a
 	// group packs onto as few nodes as fit it (bin-packing alone). The
 	// zero value scores as Nomad does.

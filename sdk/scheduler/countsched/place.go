@@ -47,7 +47,7 @@ func (r *run) place() {
 		r.queued[name] = 0
 		var cands []candidate
 		for i := range int(g.tg.GetCount()) {
-			if g.taken[i] {
+			if g.taken[i] || r.rolloutHolds(g, i) {
 				continue
 			}
 			if !g.updating[i] {
@@ -85,6 +85,7 @@ func (r *run) place() {
 			r.distinct.Add(name, best.n)
 			r.placed++
 		}
+		r.placeCanaries(g, nodes, byDC, &cands, limit)
 	}
 }
 

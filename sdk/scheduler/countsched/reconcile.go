@@ -42,6 +42,8 @@ type group struct {
 	// updates and migrations in flight, against their limits (-1: none).
 	updates, updateLimit       int
 	migrations, migrationLimit int
+	// roll is the group's rollout through the deployment (nil: none).
+	roll *rollGroup
 }
 
 // run is the state of one scheduling attempt.
@@ -176,6 +178,7 @@ func (r *run) reconcile() {
 	})
 	if !r.stopped {
 		r.countInFlight(allocs)
+		r.prepareRollout(allocs)
 	}
 	for _, a := range allocs {
 		if reconcile.ServerTerminal(a) {
@@ -265,6 +268,9 @@ func (r *run) finished(a *schedulerpb.Allocation, g *group, idx int) {
 		g.previous[idx] = a.GetId()
 		return
 	}
+	if r.rolloutKeepsFailed(a, g, idx) {
+		return
+	}
 	changed := reconcile.Destructive(r.versions.JobOf(a), r.job, g.tg.GetName())
 	fate := Hold
 	if r.cfg.Finished != nil {
@@ -289,6 +295,9 @@ func (r *run) finished(a *schedulerpb.Allocation, g *group, idx int) {
 
 // live handles an alloc that runs or is about to.
 func (r *run) live(a *schedulerpb.Allocation, g *group, idx int) {
+	if r.rolloutLive(a, g, idx) {
+		return
+	}
 	switch {
 	case g == nil:
 		r.stop(a, DescNotNeeded, "")
