@@ -4,7 +4,6 @@ import (
 	"slices"
 
 	"github.com/drover-org/drover/sdk/proto/schedulerpb"
-	"github.com/drover-org/drover/sdk/scheduler/nodesched"
 	"github.com/drover-org/drover/sdk/scheduler/reconcile"
 	"github.com/drover-org/drover/sdk/scheduler/rollout"
 )
@@ -187,35 +186,6 @@ func (r *run) placeCanaries(g *group, nodes []*node, byDC map[string]int32, cand
 	name := g.tg.GetName()
 	for _, i := range g.roll.canaryIdx {
 		r.desired(name).Canary++
-		if limit < 0 || (limit > 0 && int32(r.placed) >= limit) {
-			r.queued[name]++
-			continue
-		}
-		if m := r.failed[name]; m != nil && !g.chain.PerAlloc() {
-			m.CoalescedFailures++
-			r.queued[name]++
-			continue
-		}
-		if *cands == nil {
-			*cands = r.staticCheck(g, nodes)
-		}
-		allocName := reconcile.AllocName(r.job.GetId(), name, i)
-		best, metric := r.pick(g, i, allocName, *cands, byDC)
-		if best == nil {
-			r.fail(name, metric)
-			r.queued[name]++
-			continue
-		}
-		// A canary may share its name with a placement of the same plan
-		// (a failed allocation replaced): its ID is derived apart.
-		p := r.newPlaced(nodesched.AllocID(r.req.GetEval().GetId(), r.req.GetAttempt(), best.n.GetId(), allocName+"#canary"), allocName, best.n, g)
-		p.Canary = true
-		p.Metrics = metric
-		r.plan.NodeAllocation = append(r.plan.NodeAllocation, p)
-		best.used = best.used.Add(g.ask)
-		g.chain.Placed(best.n.GetId(), allocName)
-		g.rank.Add(best.n)
-		r.distinct.Add(name, best.n)
-		r.placed++
+		r.placeIndex(g, i, nodes, byDC, cands, limit, true)
 	}
 }

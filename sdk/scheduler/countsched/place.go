@@ -53,40 +53,57 @@ func (r *run) place() {
 			if !g.updating[i] {
 				r.desired(name).Place++
 			}
-			if limit < 0 || (limit > 0 && int32(r.placed) >= limit) {
-				r.queued[name]++
-				continue
+			if p := r.placeIndex(g, i, nodes, byDC, &cands, limit, false); p != nil {
+				p.PreviousAllocation = g.previous[i]
+				p.RescheduleEvents = r.rescheduleEvents(g, i)
 			}
-			if m := r.failed[name]; m != nil && !g.chain.PerAlloc() {
-				// The group already failed on every node: the others
-				// would too.
-				m.CoalescedFailures++
-				r.queued[name]++
-				continue
-			}
-			if cands == nil {
-				cands = r.staticCheck(g, nodes)
-			}
-			allocName := reconcile.AllocName(r.job.GetId(), name, i)
-			best, metric := r.pick(g, i, allocName, cands, byDC)
-			if best == nil {
-				r.fail(name, metric)
-				r.queued[name]++
-				continue
-			}
-			p := r.newPlaced(nodesched.AllocID(r.req.GetEval().GetId(), r.req.GetAttempt(), best.n.GetId(), allocName), allocName, best.n, g)
-			p.PreviousAllocation = g.previous[i]
-			p.RescheduleEvents = r.rescheduleEvents(g, i)
-			p.Metrics = metric
-			r.plan.NodeAllocation = append(r.plan.NodeAllocation, p)
-			best.used = best.used.Add(g.ask)
-			g.chain.Placed(best.n.GetId(), allocName)
-			g.rank.Add(best.n)
-			r.distinct.Add(name, best.n)
-			r.placed++
 		}
 		r.placeCanaries(g, nodes, byDC, &cands, limit)
 	}
+}
+
+// placeIndex places index i of g (as a canary when canary is set) on the
+// best candidate: within the request's placement limit, and not once the
+// group has failed on every node. It returns the placement, or nil when
+// the index is queued instead (its failure recorded).
+func (r *run) placeIndex(g *group, i int, nodes []*node, byDC map[string]int32, cands *[]candidate, limit int32, canary bool) *schedulerpb.PlacedAlloc {
+	name := g.tg.GetName()
+	if limit < 0 || (limit > 0 && int32(r.placed) >= limit) {
+		r.queued[name]++
+		return nil
+	}
+	if m := r.failed[name]; m != nil && !g.chain.PerAlloc() {
+		// The group already failed on every node: the others would too.
+		m.CoalescedFailures++
+		r.queued[name]++
+		return nil
+	}
+	if *cands == nil {
+		*cands = r.staticCheck(g, nodes)
+	}
+	allocName := reconcile.AllocName(r.job.GetId(), name, i)
+	best, metric := r.pick(g, i, allocName, *cands, byDC)
+	if best == nil {
+		r.fail(name, metric)
+		r.queued[name]++
+		return nil
+	}
+	idName := allocName
+	if canary {
+		// A canary may share its name with a placement of the same plan
+		// (a failed allocation replaced): its ID is derived apart.
+		idName += "#canary"
+	}
+	p := r.newPlaced(nodesched.AllocID(r.req.GetEval().GetId(), r.req.GetAttempt(), best.n.GetId(), idName), allocName, best.n, g)
+	p.Canary = canary
+	p.Metrics = metric
+	r.plan.NodeAllocation = append(r.plan.NodeAllocation, p)
+	best.used = best.used.Add(g.ask)
+	g.chain.Placed(best.n.GetId(), allocName)
+	g.rank.Add(best.n)
+	r.distinct.Add(name, best.n)
+	r.placed++
+	return p
 }
 
 // staticCheck runs the group's feasibility chain once per candidate node
