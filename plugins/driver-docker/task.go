@@ -244,7 +244,11 @@ func (d *Driver) watch(ctx context.Context, t *task) {
 		return
 	}
 	timer.Stop()
-	d.finish(t, exitResult(state, t.wasKilled()), finishedAt(state))
+	killed := t.wasKilled()
+	if state != nil && state.ExitCode == 137 && !state.OOMKilled && !killed {
+		state = d.settleOOM(ctx, t, state)
+	}
+	d.finish(t, exitResult(state, killed), finishedAt(state))
 }
 
 // followLogs copies the container's output until it ends with the
@@ -268,6 +272,30 @@ func (d *Driver) followLogs(ctx context.Context, t *task) {
 			return
 		}
 	}
+}
+
+// oomSettle bounds how long an exit by SIGKILL that drover did not send
+// waits for the engine to record an OOM kill: the engine learns of the
+// kernel's OOM kill by an event that may reach it after the exit.
+const oomSettle = 2 * time.Second
+
+// settleOOM inspects the exited container again until it reports an OOM
+// kill or oomSettle passes, and returns the latest state.
+func (d *Driver) settleOOM(ctx context.Context, t *task, state *container.State) *container.State {
+	deadline := time.Now().Add(oomSettle)
+	for time.Now().Before(deadline) {
+		if !sleepCtx(ctx, 100*time.Millisecond) {
+			return state
+		}
+		insp, err := d.engine.ContainerInspect(ctx, t.st.ContainerID, client.ContainerInspectOptions{})
+		if err != nil || insp.Container.State == nil {
+			return state
+		}
+		if insp.Container.State.OOMKilled {
+			return insp.Container.State
+		}
+	}
+	return state
 }
 
 func (t *task) wasKilled() bool {
