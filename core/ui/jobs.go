@@ -96,11 +96,18 @@ type groupRow struct {
 	Bar   bar
 }
 
-// allocGroup is the job's allocations of one client status.
+// allocGroup is the job's allocations of one client status: the first
+// maxAllocsPerStatus of them, and how many more there are.
 type allocGroup struct {
 	Status string
+	Total  int
 	Allocs []*structs.Allocation
+	More   int
 }
+
+// maxAllocsPerStatus bounds a job page: a job with thousands of
+// allocations still renders in milliseconds, and its bar counts them all.
+const maxAllocsPerStatus = 100
 
 type evalRow struct {
 	*structs.Evaluation
@@ -168,7 +175,11 @@ func (u *UI) jobPage(q *request) (*view, error) {
 		slices.SortFunc(list, func(a, b *structs.Allocation) int {
 			return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.ID, b.ID))
 		})
-		d.AllocGroups = append(d.AllocGroups, allocGroup{Status: s, Allocs: list})
+		g := allocGroup{Status: s, Total: len(list), Allocs: list}
+		if len(list) > maxAllocsPerStatus {
+			g.Allocs, g.More = list[:maxAllocsPerStatus], len(list)-maxAllocsPerStatus
+		}
+		d.AllocGroups = append(d.AllocGroups, g)
 	}
 	slices.SortStableFunc(d.AllocGroups, func(a, b allocGroup) int {
 		return cmp.Compare(clientStatusRank(a.Status), clientStatusRank(b.Status))
