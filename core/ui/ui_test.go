@@ -46,6 +46,8 @@ func newTestUI(t testing.TB, st *state.StateStore) *UI {
 		}})
 }
 
+func newCookie(secret string) *http.Cookie { return &http.Cookie{Name: cookieName, Value: secret} }
+
 func get(u http.Handler, path, token string) *httptest.ResponseRecorder {
 	req := httptest.NewRequest("GET", path, nil)
 	if token != "" {
