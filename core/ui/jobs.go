@@ -109,6 +109,9 @@ type allocGroup struct {
 // allocations still renders in milliseconds, and its bar counts them all.
 const maxAllocsPerStatus = 100
 
+// maxEvals is how many of a job's newest evaluations its page lists.
+const maxEvals = 20
+
 type evalRow struct {
 	*structs.Evaluation
 	// Failures are the placement failures in words, by group.
@@ -129,6 +132,7 @@ type jobData struct {
 	AllocCount  int
 	Versions    []*structs.Job
 	Evals       []evalRow
+	OlderEvals  int
 	Deployment  *structs.Deployment
 	DeployTGs   []deploymentGroup
 }
@@ -193,6 +197,9 @@ func (u *UI) jobPage(q *request) (*view, error) {
 		return nil, err
 	}
 	slices.SortFunc(evals, func(a, b *structs.Evaluation) int { return cmp.Compare(b.CreateIndex, a.CreateIndex) })
+	if len(evals) > maxEvals {
+		evals, d.OlderEvals = evals[:maxEvals], len(evals)-maxEvals
+	}
 	for _, e := range evals {
 		row := evalRow{Evaluation: e}
 		for _, g := range sortedKeys(e.FailedTGAllocs) {

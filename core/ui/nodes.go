@@ -60,6 +60,10 @@ func (u *UI) nodesPage(q *request) (*view, error) {
 	return &view{tmpl: "nodes", title: "Nodes", data: d}, nil
 }
 
+// maxNodeAllocs is how many allocations a node page lists, the ones that
+// need a look (failed, lost) first.
+const maxNodeAllocs = 200
+
 type kv struct{ Key, Value string }
 
 type driverRow struct {
@@ -72,6 +76,7 @@ type nodeData struct {
 	Usage      []usage
 	Allocs     []*structs.Allocation
 	Hidden     int
+	More       int
 	Attributes []kv
 	Meta       []kv
 	Drivers    []driverRow
@@ -106,6 +111,9 @@ func (u *UI) nodePage(q *request) (*view, error) {
 	slices.SortFunc(d.Allocs, func(a, b *structs.Allocation) int {
 		return cmp.Or(cmp.Compare(clientStatusRank(a.ClientStatus), clientStatusRank(b.ClientStatus)), cmp.Compare(a.Name, b.Name), cmp.Compare(a.ID, b.ID))
 	})
+	if len(d.Allocs) > maxNodeAllocs {
+		d.Allocs, d.More = d.Allocs[:maxNodeAllocs], len(d.Allocs)-maxNodeAllocs
+	}
 	for _, k := range sortedKeys(n.Attributes) {
 		d.Attributes = append(d.Attributes, kv{k, n.Attributes[k]})
 	}

@@ -175,3 +175,43 @@ func TestStaticAndRouting(t *testing.T) {
 		})
 	}
 }
+
+// TestJobPageCapsEvaluations: a job page lists its newest evaluations
+// and counts the older ones.
+func TestJobPageCapsEvaluations(t *testing.T) {
+	st := benchStore(t, 1, 1)
+	var evals []*structs.Evaluation
+	for i := range maxEvals + 5 {
+		evals = append(evals, &structs.Evaluation{ID: fmt.Sprintf("e%07d-0000", i), Namespace: "default", JobID: "job-0000",
+			Status: "complete", TriggeredBy: "job-register"})
+	}
+	if err := st.UpsertEvals(1000, evals); err != nil {
+		t.Fatal(err)
+	}
+	body := get(newTestUI(t, st), "/ui/jobs/default/job-0000", "reader").Body.String()
+	if got := strings.Count(body, `<code>e`); got != maxEvals {
+		t.Errorf("%d evaluations listed, want %d", got, maxEvals)
+	}
+	if !strings.Contains(body, "5 older evaluations are not listed.") {
+		t.Error("page does not count the older evaluations")
+	}
+}
+
+// TestNodePageCapsAllocations: a node page lists at most maxNodeAllocs
+// allocations, and its usage bars still count every live one.
+func TestNodePageCapsAllocations(t *testing.T) {
+	st := benchStore(t, maxNodeAllocs+50, 1) // every allocation on node-000
+	node := &structs.Node{ID: "node-000", Name: "n0", Status: structs.NodeStatusReady, SchedulingEligibility: structs.NodeSchedulingEligible,
+		NodeResources: &structs.NodeResources{Cpu: structs.NodeCpuResources{CpuShares: 1000}}}
+	if err := st.UpsertNode(5000, node); err != nil {
+		t.Fatal(err)
+	}
+	u := New(Config{State: func() *state.StateStore { return st }})
+	body := get(u, "/ui/nodes/node-000", "").Body.String()
+	if got := strings.Count(body, `<a href="/ui/allocations/`); got != maxNodeAllocs {
+		t.Errorf("%d allocations listed, want %d", got, maxNodeAllocs)
+	}
+	if !strings.Contains(body, "50 more allocations are not listed.") {
+		t.Error("page does not count the allocations left out")
+	}
+}
