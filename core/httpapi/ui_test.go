@@ -201,8 +201,9 @@ func TestUIPages(t *testing.T) {
 		forbidden []string // substrings that must not appear
 	}{
 		{name: "jobs, management sees both namespaces", caller: callerMgmt, path: "/ui/jobs", status: 200,
-			rows:  []string{"api-svc | service | pending | default | no allocations", "web | sysbatch | running | default | 1 starting, 1 running", "web | sysbatch | running | team", "<script>alert(1)</script> | batch"},
-			links: []string{webURL, "/ui/jobs/team/web", "/ui/jobs/default/api-svc"}},
+			rows:     []string{"api-svc | service | pending | default | no allocations", "web | sysbatch | running | default | 1 starting, 1 running", "web | sysbatch | running | team", "<script>alert(1)</script> | batch"},
+			links:    []string{webURL, "/ui/jobs/team/web", "/ui/jobs/default/api-svc", "/ui/jobs/default/%3Cscript%3Ealert%281%29%3C/script%3E"},
+			contains: []string{"&lt;script&gt;alert(1)&lt;/script&gt;"}, forbidden: []string{"<script>"}},
 		{name: "jobs filtered by status and type", caller: callerMgmt, path: "/ui/jobs?status=pending&type=service", status: 200,
 			rows: []string{"api-svc | service | pending"}, noRows: []string{"web |", "<script>"}},
 		{name: "jobs filtered by status", caller: callerMgmt, path: "/ui/jobs?status=running", status: 200,

@@ -215,3 +215,25 @@ func TestNodePageCapsAllocations(t *testing.T) {
 		t.Error("page does not count the allocations left out")
 	}
 }
+
+// TestJobIDWithSlashes: periodic and dispatched children have slashes in
+// their IDs; their links lead to their pages.
+func TestJobIDWithSlashes(t *testing.T) {
+	st := benchStore(t, 1, 0)
+	child := &structs.Job{ID: "nightly/periodic-1700000000", Namespace: "default", Type: "batch",
+		TaskGroups: []*structs.TaskGroup{{Name: "g", Count: 1, Tasks: []*structs.Task{{Name: "t", Driver: "raw_exec"}}}}}
+	child.Canonicalize()
+	if err := st.UpsertJob(2000, child); err != nil {
+		t.Fatal(err)
+	}
+	u := newTestUI(t, st)
+	list := get(u, "/ui/jobs", "reader").Body.String()
+	link := `href="/ui/jobs/default/nightly/periodic-1700000000"`
+	if !strings.Contains(list, link) {
+		t.Fatalf("jobs page lacks %s", link)
+	}
+	rec := get(u, "/ui/jobs/default/nightly/periodic-1700000000", "reader")
+	if rec.Code != 200 || !strings.Contains(rec.Body.String(), "<h1>Job nightly/periodic-1700000000</h1>") {
+		t.Fatalf("child job page: %d\n%s", rec.Code, rec.Body.String())
+	}
+}
