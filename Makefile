@@ -42,6 +42,7 @@ bench: build
 	$(GO) test -run '^$$' -bench 'GCBacklog|GCSchedulingLatency' -benchtime 1x -timeout 30m ./core/server/
 	$(GO) test -run '^$$' -bench 'ServicePlace|ServiceRollingUpdate' -benchtime 3x -timeout 10m ./plugins/scheduler-service/
 	$(GO) test -run '^$$' -bench 'ApplyEvents' -benchtime 5000x -count 3 -timeout 10m ./core/fsm/
+	$(GO) test -run '^$$' -bench 'UIRender' -benchtime 20x -timeout 10m ./core/ui/
 
 # Regenerate protobuf code (needs protoc, protoc-gen-go, protoc-gen-go-grpc).
 proto:

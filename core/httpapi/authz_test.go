@@ -271,6 +271,7 @@ func TestACLMatrix(t *testing.T) {
 	cases = append(cases, aclCRUDMatrixCases(w, nobody)...)
 	cases = append(cases, csiMatrixCases(w)...)
 	cases = append(cases, deploymentMatrixCases(w)...)
+	cases = append(cases, uiMatrixCases(w, nobody)...)
 
 	covered := map[string]bool{}
 	for _, c := range cases {

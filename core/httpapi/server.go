@@ -312,6 +312,8 @@ func (s *HTTPServer) routes() http.Handler {
 	mux.HandleFunc("GET /v1/operator/raft/configuration", s.raftConfiguration)
 	mux.HandleFunc("DELETE /v1/operator/raft/peer", s.raftRemovePeer)
 	s.registerJoinTokenRoutes(mux)
+	uiH := s.uiHandler()
+	mux.HandleFunc("/ui/", uiH.ServeHTTP)
 	mux.HandleFunc("GET /v1/operator/scheduler/configuration", s.schedulerConfigGet)
 	mux.HandleFunc("PUT /v1/operator/scheduler/configuration", s.schedulerConfigSet)
 	mux.HandleFunc("POST /v1/operator/scheduler/configuration", s.schedulerConfigSet)

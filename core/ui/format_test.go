@@ -1,0 +1,93 @@
+package ui
+
+import (
+	"testing"
+
+	"github.com/drover-org/drover/core/structs"
+)
+
+func TestExplainFailure(t *testing.T) {
+	cases := []struct {
+		name string
+		m    *structs.AllocMetric
+		want string
+	}{
+		{"nil", nil, ""},
+		{"no reason recorded", &structs.AllocMetric{NodesEvaluated: 3}, "1 allocation could not be placed"},
+		{"exhausted and filtered", &structs.AllocMetric{NodesEvaluated: 8, CoalescedFailures: 1, NodesExhausted: 3,
+			DimensionExhausted: map[string]int{"memory": 3}, ConstraintFiltered: map[string]int{"${attr.kernel.name} = windows": 5}},
+			"2 allocations could not be placed: memory exhausted on 3 nodes; constraint ${attr.kernel.name} = windows filtered 5 nodes"},
+		{"exhausted without a dimension", &structs.AllocMetric{NodesEvaluated: 1, NodesExhausted: 1},
+			"1 allocation could not be placed: resources exhausted on 1 node"},
+		{"no nodes", &structs.AllocMetric{NodePool: "gpu", NodesAvailable: map[string]int{"dc2": 0, "dc1": 4}},
+			"1 allocation could not be placed: node pool gpu has no nodes; no nodes were eligible for evaluation; no nodes are available in datacenter dc2"},
+		{"sorted reasons, classes and quota", &structs.AllocMetric{NodesEvaluated: 9,
+			DimensionExhausted: map[string]int{"memory": 2, "cpu": 1},
+			ClassFiltered:      map[string]int{"small": 4}, ClassExhausted: map[string]int{"large": 2}, QuotaExhausted: []string{"team-q"}},
+			"1 allocation could not be placed: cpu exhausted on 1 node; memory exhausted on 2 nodes; node class small filtered 4 nodes; node class large exhausted on 2 nodes; quota team-q reached"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := explainFailure(c.m); got != c.want {
+				t.Errorf("got  %q\nwant %q", got, c.want)
+			}
+		})
+	}
+}
+
+func TestNewBar(t *testing.T) {
+	cases := []struct {
+		name   string
+		counts map[string]int
+		label  string
+		widths map[string]int
+	}{
+		{"empty", nil, "no allocations", nil},
+		{"one status", map[string]int{"running": 4}, "4 running", map[string]int{"running": 100}},
+		{"ordered by status, not map", map[string]int{"failed": 1, "running": 3}, "3 running, 1 failed", map[string]int{"running": 75, "failed": 25}},
+		// A sliver still shows: 1 of 1000 is 1%, not 0%.
+		{"sliver", map[string]int{"running": 999, "lost": 1}, "999 running, 1 lost", map[string]int{"running": 99, "lost": 1}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b := newBar(c.counts)
+			if b.Label != c.label {
+				t.Errorf("label %q, want %q", b.Label, c.label)
+			}
+			if len(b.Segments) != len(c.widths) {
+				t.Fatalf("segments %+v, want %v", b.Segments, c.widths)
+			}
+			for _, s := range b.Segments {
+				if s.Width != c.widths[s.Status] {
+					t.Errorf("%s width %d, want %d", s.Status, s.Width, c.widths[s.Status])
+				}
+			}
+		})
+	}
+}
+
+func TestJobURL(t *testing.T) {
+	cases := []struct{ ns, id, want string }{
+		{"default", "web", "/ui/jobs/default/web"},
+		{"default", "batch/periodic-1700000000", "/ui/jobs/default/batch/periodic-1700000000"},
+		{"team a", "a?b#c", "/ui/jobs/team%20a/a%3Fb%23c"},
+		{"default", "<script>", "/ui/jobs/default/%3Cscript%3E"},
+	}
+	for _, c := range cases {
+		if got := jobURL(c.ns, c.id); got != c.want {
+			t.Errorf("jobURL(%q, %q) = %q, want %q", c.ns, c.id, got, c.want)
+		}
+	}
+}
+
+func TestNewUsage(t *testing.T) {
+	cases := []struct {
+		used, total int64
+		want        int
+	}{{0, 0, 0}, {1000, 4000, 25}, {5000, 4000, 100}, {0, 100, 0}}
+	for _, c := range cases {
+		if got := newUsage("CPU", "MHz", c.used, c.total).Percent; got != c.want {
+			t.Errorf("usage %d/%d = %d%%, want %d%%", c.used, c.total, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,270 @@
+// Package ui serves drover's web UI: server-rendered HTML pages over the
+// same state store and ACL resolution the HTTP API uses. Pages are GET
+// only; the one form that writes is the login form, which only sets a
+// cookie. No page runs script: the Content-Security-Policy forbids it.
+package ui
+
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/drover-org/drover/core/acl"
+	"github.com/drover-org/drover/core/state"
+	"github.com/drover-org/drover/core/structs"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static/ui.css
+var baseCSS []byte
+
+// Resolver turns a token's secret into its ACL; it is the HTTP API's
+// resolver, so the UI and the API authorize alike.
+type Resolver interface {
+	ResolveToken(secretID string) (*structs.ACLToken, *acl.ACL, error)
+	ACLEnabled() bool
+}
+
+// Peer is one server of the Raft configuration.
+type Peer struct {
+	ID      string
+	Node    string
+	Address string
+	Leader  bool
+	Voter   bool
+}
+
+// Config wires the UI to an agent's server.
+type Config struct {
+	// State returns the current state store; it is called per request
+	// because a snapshot restore swaps the store.
+	State func() *state.StateStore
+	// Resolver authorizes requests; nil (or not ACLEnabled) turns ACLs off.
+	Resolver Resolver
+	// Token returns the secret a request carries in its headers (the
+	// API's X-Nomad-Token / Bearer parsing); the UI falls back to its
+	// cookie.
+	Token func(r *http.Request) string
+	// Peers lists the Raft configuration; nil shows the leader alone.
+	Peers func() ([]Peer, error)
+	// LeaderAddr is the leader's RPC address, "" without a leader.
+	LeaderAddr func() string
+	Region     string
+}
+
+// cookieName holds the token set by /ui/login.
+const cookieName = "drover_token"
+
+// csp forbids every script and every inline style: the pages need none.
+const csp = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+// UI is the http.Handler of /ui/.
+type UI struct {
+	cfg  Config
+	mux  *http.ServeMux
+	tmpl map[string]*template.Template
+	css  []byte
+}
+
+// New builds the UI; it panics when a template does not parse, which is a
+// build defect caught by every test.
+func New(cfg Config) *UI {
+	u := &UI{cfg: cfg, mux: http.NewServeMux(), tmpl: parseTemplates(), css: buildCSS()}
+	u.mux.HandleFunc("GET /ui/{$}", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/ui/jobs", http.StatusFound)
+	})
+	u.mux.HandleFunc("GET /ui/ui.css", u.serveCSS)
+	u.mux.HandleFunc("GET /ui/login", u.loginForm)
+	u.mux.HandleFunc("POST /ui/login", u.login)
+	u.mux.HandleFunc("POST /ui/logout", u.logout)
+	u.mux.HandleFunc("GET /ui/logout", u.logout)
+	u.mux.HandleFunc("GET /ui/jobs", u.page(u.jobsPage))
+	u.mux.HandleFunc("GET /ui/jobs/{ns}/{id...}", u.page(u.jobPage))
+	u.mux.HandleFunc("GET /ui/allocations/{id}", u.page(u.allocPage))
+	u.mux.HandleFunc("GET /ui/nodes", u.page(u.nodesPage))
+	u.mux.HandleFunc("GET /ui/nodes/{id}", u.page(u.nodePage))
+	u.mux.HandleFunc("GET /ui/servers", u.page(u.serversPage))
+	return u
+}
+
+func parseTemplates() map[string]*template.Template {
+	base := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html"))
+	out := map[string]*template.Template{}
+	for _, name := range []string{"jobs", "job", "alloc", "nodes", "node", "servers", "login", "error"} {
+		t := template.Must(base.Clone())
+		out[name] = template.Must(t.ParseFS(templateFS, "templates/"+name+".html"))
+	}
+	return out
+}
+
+// buildCSS appends the width classes the bars use (w0 … w100): widths as
+// classes keep style-src free of 'unsafe-inline'.
+func buildCSS() []byte {
+	var b bytes.Buffer
+	b.Write(baseCSS)
+	for i := 0; i <= 100; i++ {
+		fmt.Fprintf(&b, ".w%d{width:%d%%}\n", i, i)
+	}
+	return b.Bytes()
+}
+
+func (u *UI) serveCSS(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/css; charset=utf-8")
+	w.Header().Set("Cache-Control", "max-age=300")
+	_, _ = w.Write(u.css)
+}
+
+// ServeHTTP sets the headers every answer carries and routes.
+func (u *UI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", csp)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("X-Frame-Options", "DENY")
+	u.mux.ServeHTTP(w, r)
+}
+
+// request is what a page handler gets: the caller's ACL (nil with ACLs
+// off: every check passes) and the state store.
+type request struct {
+	*http.Request
+	acl   *acl.ACL
+	aclOn bool
+	st    *state.StateStore
+}
+
+// allowNS reports whether the caller has capability in ns.
+func (q *request) allowNS(ns, capability string) bool {
+	return !q.aclOn || q.acl.AllowNamespaceOperation(ns, capability)
+}
+
+func (q *request) allowNodeRead() bool     { return !q.aclOn || q.acl.AllowNodeRead() }
+func (q *request) allowOperatorRead() bool { return !q.aclOn || q.acl.AllowOperatorRead() }
+
+// view is a rendered page: its template and data, or an error page.
+type view struct {
+	tmpl  string
+	title string
+	data  any
+}
+
+// pageError is a page that could not be shown, with its status and the
+// sentence that says why.
+type pageError struct {
+	status int
+	msg    string
+}
+
+func (e *pageError) Error() string { return e.msg }
+
+func notFound(format string, args ...any) error {
+	return &pageError{status: http.StatusNotFound, msg: fmt.Sprintf(format, args...)}
+}
+
+func forbidden(format string, args ...any) error {
+	return &pageError{status: http.StatusForbidden, msg: fmt.Sprintf(format, args...)}
+}
+
+// page resolves the caller's token, runs fn and renders its view.
+func (u *UI) page(fn func(q *request) (*view, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		q := &request{Request: r, st: u.cfg.State()}
+		if u.cfg.Resolver != nil && u.cfg.Resolver.ACLEnabled() {
+			q.aclOn = true
+			_, a, err := u.cfg.Resolver.ResolveToken(u.token(r))
+			if err != nil {
+				u.renderError(w, r, q, resolveError(err))
+				return
+			}
+			q.acl = a
+		}
+		v, err := fn(q)
+		if err != nil {
+			u.renderError(w, r, q, err)
+			return
+		}
+		u.render(w, r, q, http.StatusOK, v, start)
+	}
+}
+
+// resolveError words a token that did not resolve; the secret itself is
+// never echoed.
+func resolveError(err error) error {
+	if structs.HTTPStatus(err) >= 500 {
+		return &pageError{status: structs.HTTPStatus(err), msg: "The token could not be checked: " + err.Error()}
+	}
+	return forbidden("Your token is not valid (it may have expired or been deleted). Sign in with another token.")
+}
+
+// token is the request's secret: the API's headers, else the cookie.
+func (u *UI) token(r *http.Request) string {
+	if u.cfg.Token != nil {
+		if t := u.cfg.Token(r); t != "" {
+			return t
+		}
+	}
+	if c, err := r.Cookie(cookieName); err == nil {
+		return strings.TrimSpace(c.Value)
+	}
+	return ""
+}
+
+// layoutData is what layout.html reads around a page's content.
+type layoutData struct {
+	Title    string
+	Nav      string
+	ACL      bool
+	SignedIn bool
+	Region   string
+	Page     any
+	Rendered string
+}
+
+func (u *UI) render(w http.ResponseWriter, r *http.Request, q *request, status int, v *view, start time.Time) {
+	var buf bytes.Buffer
+	ld := layoutData{Title: v.title, Nav: navOf(r.URL.Path), ACL: q != nil && q.aclOn, SignedIn: u.token(r) != "", Region: u.cfg.Region, Page: v.data}
+	if err := u.tmpl[v.tmpl].ExecuteTemplate(&buf, "layout.html", ld); err != nil {
+		http.Error(w, "rendering the page failed: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Server-Timing", fmt.Sprintf("render;dur=%.1f", float64(time.Since(start).Microseconds())/1000))
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+func (u *UI) renderError(w http.ResponseWriter, r *http.Request, q *request, err error) {
+	pe := &pageError{status: http.StatusInternalServerError, msg: err.Error()}
+	if !errors.As(err, &pe) && structs.HTTPStatus(err) != http.StatusInternalServerError {
+		pe.status = structs.HTTPStatus(err)
+	}
+	title := http.StatusText(pe.status)
+	u.render(w, r, q, pe.status, &view{tmpl: "error", title: title, data: struct {
+		Status  int
+		Title   string
+		Message string
+		Login   bool
+	}{pe.status, title, pe.msg, pe.status == http.StatusForbidden && q != nil && q.aclOn}}, time.Now())
+}
+
+// navOf names the section a path belongs to, to mark it current.
+func navOf(path string) string {
+	for _, s := range []string{"jobs", "allocations", "nodes", "servers", "login"} {
+		if strings.HasPrefix(path, "/ui/"+s) {
+			if s == "allocations" {
+				return "jobs"
+			}
+			return s
+		}
+	}
+	return ""
+}
