@@ -46,6 +46,9 @@ type options struct {
 	// agentExtra is added verbatim at the top level of every agent's
 	// config (a `tls` block).
 	agentExtra string
+	// clientDatacenters is the i-th client's datacenter (the agent's
+	// default, dc1, past its end or when empty).
+	clientDatacenters []string
 }
 
 func (o options) withDefaults() options {
@@ -69,8 +72,10 @@ type agent struct {
 	RPCPort  int // servers only
 	DataDir  string
 	config   string
-	proc     *harness.Process // the current (or last) run
-	runs     int
+	// datacenter is the agent's datacenter; empty: the default (dc1).
+	datacenter string
+	proc       *harness.Process // the current (or last) run
+	runs       int
 }
 
 // RPCAddr is a server's RPC address, as /v1/status/leader names it.
@@ -147,7 +152,11 @@ func (c *cluster) form() error {
 		join = append(join, a.RPCAddr())
 	}
 	for i := range c.opts.clients {
-		c.clients = append(c.clients, c.newAgent(fmt.Sprintf("c%d", i+1), false, ports[6+i], 0))
+		cl := c.newAgent(fmt.Sprintf("c%d", i+1), false, ports[6+i], 0)
+		if i < len(c.opts.clientDatacenters) {
+			cl.datacenter = c.opts.clientDatacenters[i]
+		}
+		c.clients = append(c.clients, cl)
 	}
 	// The default path of the cluster PKI: the first server creates the
 	// cluster CA; the others join with the join tokens it shows.
@@ -207,6 +216,9 @@ func (a *agent) writeConfig(join []string, opts options) error {
 	list := "[" + strings.Join(quoted, ", ") + "]"
 	var b strings.Builder
 	fmt.Fprintf(&b, "name      = %q\ndata_dir  = %q\nbind_addr = \"127.0.0.1\"\nlog_level = \"DEBUG\"\n\n", a.Name, a.DataDir)
+	if a.datacenter != "" {
+		fmt.Fprintf(&b, "datacenter = %q\n\n", a.datacenter)
+	}
 	b.WriteString(opts.agentExtra)
 	if a.IsServer {
 		fmt.Fprintf(&b, "ports {\n  http = %d\n  rpc  = %d\n}\n\n", a.HTTPPort, a.RPCPort)

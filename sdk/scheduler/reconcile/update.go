@@ -42,23 +42,30 @@ func (v *Versions) JobOf(a *schedulerpb.Allocation) *schedulerpb.Job {
 //
 // Constraints are deliberately not compared: an in-place update re-checks
 // feasibility on the node, and a node that no longer fits turns it into a
-// destructive update there.
+// destructive update there. Affinities and spreads are, as Nomad does: they
+// only score nodes, so no feasibility check would ever move an alloc placed
+// by the old ones, and a changed spread (say its percentages) would never
+// be reached by the allocs already running.
 func Destructive(oldJob, newJob *schedulerpb.Job, group string) bool {
 	oldTG, newTG := jobGroup(oldJob, group), jobGroup(newJob, group)
 	if oldTG == nil || newTG == nil {
 		return true
 	}
+	if !protoSlicesEqual(oldJob.GetSpreads(), newJob.GetSpreads()) ||
+		!protoSlicesEqual(oldTG.GetSpreads(), newTG.GetSpreads()) ||
+		!protoSlicesEqual(oldJob.GetAffinities(), newJob.GetAffinities()) ||
+		!protoSlicesEqual(oldTG.GetAffinities(), newTG.GetAffinities()) {
+		return true
+	}
 	if len(oldTG.GetTasks()) != len(newTG.GetTasks()) ||
 		oldTG.GetEphemeralDiskMb() != newTG.GetEphemeralDiskMb() ||
-		!slices.EqualFunc(oldTG.GetVolumes(), newTG.GetVolumes(), func(a, b *schedulerpb.VolumeRequest) bool {
-			return proto.Equal(a, b)
-		}) {
+		!protoSlicesEqual(oldTG.GetVolumes(), newTG.GetVolumes()) {
 		// A changed volume block needs new claims: a new allocation.
 		return true
 	}
 	for _, nt := range newTG.GetTasks() {
 		ot := findTask(oldTG, nt.GetName())
-		if ot == nil || taskChanged(ot, nt) {
+		if ot == nil || taskChanged(ot, nt) || !protoSlicesEqual(ot.GetAffinities(), nt.GetAffinities()) {
 			return true
 		}
 		if !maps.Equal(combinedMeta(oldJob, oldTG, ot), combinedMeta(newJob, newTG, nt)) {
@@ -66,6 +73,11 @@ func Destructive(oldJob, newJob *schedulerpb.Job, group string) bool {
 		}
 	}
 	return false
+}
+
+// protoSlicesEqual reports whether a and b hold equal messages in order.
+func protoSlicesEqual[M proto.Message](a, b []M) bool {
+	return slices.EqualFunc(a, b, func(x, y M) bool { return proto.Equal(x, y) })
 }
 
 func findTask(tg *schedulerpb.TaskGroup, name string) *schedulerpb.Task {

@@ -38,6 +38,16 @@ func TestDestructive(t *testing.T) {
 			j.Constraints = []*schedulerpb.Constraint{{LTarget: "a", Operand: "=", RTarget: "b"}}
 		}, false},
 		{"priority only", func(j *schedulerpb.Job) { j.Priority = 90 }, false},
+		{"job spread replaced", func(j *schedulerpb.Job) {
+			j.Spreads = []*schedulerpb.Spread{{Attribute: "${node.datacenter}", Weight: 50}}
+		}, true},
+		{"job spread percent", func(j *schedulerpb.Job) { j.Spreads[0].Targets[0].Percent = 20 }, true},
+		{"group spread removed", func(j *schedulerpb.Job) { j.TaskGroups[0].Spreads = nil }, true},
+		{"job affinity weight", func(j *schedulerpb.Job) { j.Affinities[0].Weight = -50 }, true},
+		{"group affinity added", func(j *schedulerpb.Job) {
+			j.TaskGroups[0].Affinities = []*schedulerpb.Affinity{{LTarget: "${meta.rack}", Operand: "=", RTarget: "r1", Weight: 10}}
+		}, true},
+		{"task affinity", func(j *schedulerpb.Job) { j.TaskGroups[0].Tasks[0].Affinities[0].RTarget = "r3" }, true},
 		{"task added", func(j *schedulerpb.Job) {
 			j.TaskGroups[0].Tasks = append(j.TaskGroups[0].Tasks, &schedulerpb.Task{Name: "u", Driver: "exec"})
 		}, true},
@@ -67,6 +77,11 @@ func TestDestructive(t *testing.T) {
 	}
 	for _, c := range cases {
 		old := versionedJob()
+		old.Spreads = []*schedulerpb.Spread{{Attribute: "${node.datacenter}", Weight: 100,
+			Targets: []*schedulerpb.SpreadTarget{{Value: "dc1", Percent: 75}, {Value: "dc2", Percent: 25}}}}
+		old.Affinities = []*schedulerpb.Affinity{{LTarget: "${node.class}", Operand: "=", RTarget: "big", Weight: 50}}
+		old.TaskGroups[0].Spreads = []*schedulerpb.Spread{{Attribute: "${meta.rack}", Weight: 20}}
+		old.TaskGroups[0].Tasks[0].Affinities = []*schedulerpb.Affinity{{LTarget: "${meta.rack}", Operand: "=", RTarget: "r2", Weight: 10}}
 		next := proto.CloneOf(old)
 		next.JobModifyIndex = jobIndex + 1
 		c.change(next)
