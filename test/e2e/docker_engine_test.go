@@ -15,9 +15,9 @@ import (
 	"github.com/drover-org/drover/test/internal/harness"
 )
 
-// fingerprintPeriod is the client's driver re-fingerprint period (core/
-// client's default); a change of the engine shows within one of them.
-const fingerprintPeriod = 30 * time.Second
+// fingerprintPeriod is the test agent's client fingerprint_interval (the
+// default is 30s): a change of the engine shows within one of them.
+const fingerprintPeriod = 2 * time.Second
 
 // engineProxy stands between the driver and the Docker engine: it accepts
 // on a unix socket of its own and copies each connection to and from
@@ -142,7 +142,7 @@ func TestDockerEngineGoneAndBack(t *testing.T) {
 	needDockerImage(t)
 	proxy := newEngineProxy(t)
 	cfg := filepath.Join(t.TempDir(), "docker.hcl")
-	if err := os.WriteFile(cfg, []byte("plugin \"docker\" {\n  config {\n    endpoint = \"unix://"+proxy.path+"\"\n    gc {\n      image = false\n    }\n  }\n}\n"), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte("client {\n  fingerprint_interval = \""+fingerprintPeriod.String()+"\"\n}\nplugin \"docker\" {\n  config {\n    endpoint = \"unix://"+proxy.path+"\"\n    gc {\n      image = false\n    }\n  }\n}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	a := startAgent(t, "-config", cfg)
