@@ -407,6 +407,10 @@ func (a *Agent) startClient(dataDir, advHTTP string, drivers *driverSet) (*remot
 		// that node only.
 		cc.NodeID = a.pki.id
 	}
+	if cfg.Client.FingerprintInterval != "" {
+		// Validate checked it: a positive duration.
+		cc.FingerprintInterval, _ = time.ParseDuration(cfg.Client.FingerprintInterval)
+	}
 	if cc.StateDir == "" {
 		cc.StateDir = filepath.Join(dataDir, "client")
 	}

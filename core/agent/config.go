@@ -173,6 +173,11 @@ type ClientConfig struct {
 	Options   map[string]string `hcl:"options,optional"`
 	StateDir  string            `hcl:"state_dir,optional"`
 	AllocDir  string            `hcl:"alloc_dir,optional"`
+	// FingerprintInterval is how often the client asks its drivers for a
+	// fingerprint (default 30s): how long a driver that turned unhealthy
+	// (a Docker engine gone) may still be offered work. A drover
+	// extension; Nomad's drivers pace their own fingerprints.
+	FingerprintInterval string `hcl:"fingerprint_interval,optional"`
 	// JoinToken is the cluster's client join token (drover operator
 	// join-token client).
 	JoinToken string `hcl:"join_token,optional"`
@@ -381,6 +386,13 @@ func (c *Config) validate() error {
 			if _, err := time.ParseDuration(j.RetryInterval); err != nil {
 				return fmt.Errorf("server.server_join.retry_interval: %v", err)
 			}
+		}
+	}
+	if clientOn && c.Client.FingerprintInterval != "" {
+		if d, err := time.ParseDuration(c.Client.FingerprintInterval); err != nil {
+			return fmt.Errorf("client.fingerprint_interval: %v", err)
+		} else if d <= 0 {
+			return fmt.Errorf("client.fingerprint_interval: must be positive (got %s)", c.Client.FingerprintInterval)
 		}
 	}
 	if clientOn && !serverOn && len(c.Client.Servers) == 0 {

@@ -25,6 +25,7 @@ client {
   enabled    = true
   node_class = "batch"
   meta = { rack = "r1" }
+  fingerprint_interval = "5s"
 }
 plugin_dir = "/opt/drover/plugins"
 plugin "gpu-batch" {
@@ -42,7 +43,7 @@ plugin "gpu-batch" {
 	if c.DataDir != "/var/lib/drover" || c.Ports.HTTP != 5646 || c.Ports.RPC != 4647 || c.Server.NumSchedulers != 4 {
 		t.Fatalf("config: %+v ports %+v server %+v", c, c.Ports, c.Server)
 	}
-	if c.Client.NodeClass != "batch" || c.Client.Meta["rack"] != "r1" {
+	if c.Client.NodeClass != "batch" || c.Client.Meta["rack"] != "r1" || c.Client.FingerprintInterval != "5s" {
 		t.Fatalf("client: %+v", c.Client)
 	}
 	if len(c.Plugins) != 1 || c.Plugins[0].Name != "gpu-batch" || c.Plugins[0].Args[0] != "-v" {
@@ -64,6 +65,8 @@ func TestParseConfigErrors(t *testing.T) {
 		{"unknown attribute", "data_dir = \"/x\"\nserver { enabeld = true }\n", "agent.hcl:2:10"},
 		{"nothing enabled", "data_dir = \"/x\"\n", "at least one of server.enabled or client.enabled"},
 		{"no data dir", "server { enabled = true }\n", "data_dir: required"},
+		{"bad fingerprint interval", "data_dir = \"/x\"\nclient {\n  enabled = true\n  servers = [\"s:4647\"]\n  fingerprint_interval = \"soon\"\n}\n", "client.fingerprint_interval: time: invalid duration"},
+		{"zero fingerprint interval", "data_dir = \"/x\"\nclient {\n  enabled = true\n  servers = [\"s:4647\"]\n  fingerprint_interval = \"0s\"\n}\n", "client.fingerprint_interval: must be positive"},
 		{"two config blocks", "data_dir = \"/x\"\nserver { enabled = true }\nplugin \"p\" {\n config {}\n config {}\n}\n", "agent.hcl:5:2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

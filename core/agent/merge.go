@@ -206,6 +206,7 @@ func mergeClient(a, b *ClientConfig) *ClientConfig {
 	str(&r.StateDir, b.StateDir)
 	str(&r.AllocDir, b.AllocDir)
 	str(&r.JoinToken, b.JoinToken)
+	str(&r.FingerprintInterval, b.FingerprintInterval)
 	r.Meta = mergeMap(r.Meta, b.Meta)
 	r.Options = mergeMap(r.Options, b.Options)
 	return &r

@@ -51,6 +51,9 @@ type agent struct {
 	Container string
 	IsServer  bool
 	config    string // the host file mounted at configPath
+	// dataDir is the agent's data_dir inside its container; with
+	// dockerTasks, a client's is a host directory of the same path.
+	dataDir string
 	// ctlNet is the network that keeps a cut-off server's published port
 	// (see isolate); "" while the agent is on the cluster network only.
 	ctlNet string
@@ -79,6 +82,9 @@ type cluster struct {
 	downOnce sync.Once
 	// serverToken and clientToken are s1's join tokens.
 	serverToken, clientToken string
+	// dockerTasks gives the clients the host's Docker engine for their
+	// docker driver (see newDockerTaskCluster).
+	dockerTasks bool
 }
 
 // readJoinTokens waits for the first server's API and reads both join
@@ -104,8 +110,23 @@ func tokenLine(key, token string) string {
 // formed. Everything it creates is removed when the test ends.
 func newCluster(t *testing.T, name string) *cluster {
 	t.Helper()
+	return startCluster(t, name, false)
+}
+
+// newDockerTaskCluster is newCluster with clients that run docker tasks on
+// the host's engine: each client container mounts the host's Docker socket,
+// and its data dir is a host directory mounted at the same path, so that
+// the alloc, task and secrets dirs the driver bind-mounts into a task's
+// container name paths the engine (on the host) can see.
+func newDockerTaskCluster(t *testing.T, name string) *cluster {
+	t.Helper()
+	return startCluster(t, name, true)
+}
+
+func startCluster(t *testing.T, name string, dockerTasks bool) *cluster {
+	t.Helper()
 	needDocker(t)
-	c := &cluster{t: t, prefix: "drover-e2e-" + runID + "-" + name, dir: t.TempDir()}
+	c := &cluster{t: t, prefix: "drover-e2e-" + runID + "-" + name, dir: t.TempDir(), dockerTasks: dockerTasks}
 	t.Cleanup(c.teardown)
 	start := time.Now()
 	if err := c.form(); err != nil {
@@ -173,7 +194,10 @@ func (c *cluster) form() error {
 
 func (c *cluster) newAgent(name string, server bool) *agent {
 	a := &agent{c: c, Name: name, Container: c.prefix + "-" + name, IsServer: server,
-		config: filepath.Join(c.dir, name+".hcl")}
+		config: filepath.Join(c.dir, name+".hcl"), dataDir: "/var/lib/drover"}
+	if c.dockerTasks && !server {
+		a.dataDir = filepath.Join(c.dir, name+"-data")
+	}
 	a.API = harness.NewAPI(c.t, "", "", "")
 	// One connection per request: a container's host port moves when its
 	// networks change, and no idle connection outlives the test.
@@ -203,7 +227,7 @@ func (a *agent) writeConfig(servers []*agent) error {
 	}
 	list := "[" + strings.Join(join, ", ") + "]"
 	var b strings.Builder
-	fmt.Fprintf(&b, "name      = %q\ndata_dir  = \"/var/lib/drover\"\nbind_addr = \"0.0.0.0\"\nlog_level = \"DEBUG\"\n\n", a.Name)
+	fmt.Fprintf(&b, "name      = %q\ndata_dir  = %q\nbind_addr = \"0.0.0.0\"\nlog_level = \"DEBUG\"\n\n", a.Name, a.dataDir)
 	fmt.Fprintf(&b, "ports {\n  http = %d\n  rpc  = %d\n}\n\n", httpPort, rpcPort)
 	if a.IsServer {
 		fmt.Fprintf(&b, "advertise {\n  http = \"%s:%d\"\n  rpc  = %q\n}\n\n", a.Container, httpPort, a.RPCAddr())
@@ -224,6 +248,11 @@ func (a *agent) writeConfig(servers []*agent) error {
 `, list, tokenLine("token", a.c.serverToken))
 	} else {
 		fmt.Fprintf(&b, "advertise {\n  http = \"%s:%d\"\n}\n\nclient {\n  enabled = true\n  servers = %s\n%s}\n", a.Container, httpPort, list, tokenLine("join_token", a.c.clientToken))
+		if a.c.dockerTasks {
+			// The suite's image is the task image too, shared by every
+			// client and removed by the suite: the driver must keep it.
+			b.WriteString("\nplugin \"docker\" {\n  config {\n    gc {\n      image = false\n    }\n  }\n}\n")
+		}
 	}
 	return os.WriteFile(a.config, []byte(b.String()), 0o644)
 }
@@ -233,8 +262,14 @@ func (a *agent) start() error {
 	args := append([]string{"run", "-d"}, labelArgs(runID)...)
 	args = append(args, "--network", a.c.net, "--name", a.Container, "--hostname", a.Name,
 		"-p", fmt.Sprintf("127.0.0.1::%d", httpPort),
-		"-v", a.config+":"+configPath+":ro",
-		image, "/bin/drover", "agent", "-config", configPath)
+		"-v", a.config+":"+configPath+":ro")
+	if a.c.dockerTasks && !a.IsServer {
+		if err := os.MkdirAll(a.dataDir, 0o755); err != nil {
+			return err
+		}
+		args = append(args, "-v", "/var/run/docker.sock:/var/run/docker.sock", "-v", a.dataDir+":"+a.dataDir)
+	}
+	args = append(args, image, "/bin/drover", "agent", "-config", configPath)
 	if _, err := docker(args...); err != nil {
 		return err
 	}

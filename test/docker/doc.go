@@ -20,5 +20,12 @@
 // ports, so a server about to be cut off is first attached to a network of
 // its own, which then carries the port (Docker moves it to a new host port).
 //
+// newDockerTaskCluster gives the clients the host's engine for their docker
+// driver: each client mounts /var/run/docker.sock, and its data dir is a host
+// directory mounted at the same path, since the alloc dirs the driver
+// bind-mounts into a task's container are resolved by the engine on the
+// host. The task image is the suite's own; task containers carry the
+// driver's labels, not the suite's, so the tests remove them.
+//
 // The package has no non-test code; this file only carries its doc.
 package docker

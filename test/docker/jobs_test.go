@@ -44,11 +44,17 @@ func sysbatchJob(id string) string {
 // sent again until it is accepted. A 4xx is the test's bug and fails it.
 func (c *cluster) register(via *agent, id string) harness.RegisterResponse {
 	c.t.Helper()
+	return c.registerHCL(via, id, sysbatchJob(id))
+}
+
+// registerHCL is register for a job of the given HCL.
+func (c *cluster) registerHCL(via *agent, id, hcl string) harness.RegisterResponse {
+	c.t.Helper()
 	var parsed json.RawMessage
 	var resp harness.RegisterResponse
 	harness.WaitFor(c.t, electionTimeout, "job "+id+" accepted by "+via.Name, func() (bool, string) {
 		if parsed == nil {
-			status, body, err := via.Raw(http.MethodPost, "/v1/jobs/parse", map[string]any{"JobHCL": sysbatchJob(id), "Canonicalize": true})
+			status, body, err := via.Raw(http.MethodPost, "/v1/jobs/parse", map[string]any{"JobHCL": hcl, "Canonicalize": true})
 			switch {
 			case err != nil || status/100 == 5:
 				return false, fmt.Sprintf("parse: status %d, %v: %s", status, err, body)
