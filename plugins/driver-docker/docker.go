@@ -53,10 +53,10 @@ type Driver struct {
 	stopBg context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu       sync.Mutex
-	tasks    map[string]*task
-	starting map[string]struct{}
-	images   map[string]*imageRef // image id → tasks using it
+	tasks driver.Tasks[*task]
+
+	mu     sync.Mutex
+	images map[string]*imageRef // image id → tasks using it
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -87,14 +87,12 @@ func New(logger hclog.Logger, cfg *PluginConfig) (*Driver, error) {
 	}
 	bg, stop := context.WithCancel(context.Background())
 	return &Driver{
-		logger:   logger.Named(Name),
-		cfg:      cfg,
-		engine:   eng,
-		bg:       bg,
-		stopBg:   stop,
-		tasks:    map[string]*task{},
-		starting: map[string]struct{}{},
-		images:   map[string]*imageRef{},
+		logger: logger.Named(Name),
+		cfg:    cfg,
+		engine: eng,
+		bg:     bg,
+		stopBg: stop,
+		images: map[string]*imageRef{},
 	}, nil
 }
 
@@ -193,34 +191,12 @@ func boolAttr(b bool) string {
 }
 
 // lookup returns the tracked task with this id.
-func (d *Driver) lookup(id string) (*task, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	t, ok := d.tasks[id]
-	if !ok {
-		return nil, fmt.Errorf("%w: %q", driver.ErrTaskNotFound, id)
-	}
-	return t, nil
-}
+func (d *Driver) lookup(id string) (*task, error) { return d.tasks.Get(id) }
 
-// reserve claims id for a StartTask or RecoverTask in flight, so two
-// concurrent calls for one id cannot both create a container. release
-// must be called.
+// reserve claims id for a StartTask or RecoverTask in flight
+// (driver.Tasks.Reserve).
 func (d *Driver) reserve(id string) (tracked bool, release func(), err error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if _, ok := d.tasks[id]; ok {
-		return true, nil, nil
-	}
-	if _, ok := d.starting[id]; ok {
-		return false, nil, fmt.Errorf("%w: %q is being started or recovered", driver.ErrTaskExists, id)
-	}
-	d.starting[id] = struct{}{}
-	return false, func() {
-		d.mu.Lock()
-		delete(d.starting, id)
-		d.mu.Unlock()
-	}, nil
+	return d.tasks.Reserve(id)
 }
 
 // handleState is the driver-private part of a task handle.

@@ -168,9 +168,7 @@ func (d *Driver) createContainer(ctx context.Context, cfg *driverpb.TaskConfig, 
 func (d *Driver) track(t *task) {
 	ctx, cancel := context.WithCancel(d.bg)
 	t.stopWatch = cancel
-	d.mu.Lock()
-	d.tasks[t.id] = t
-	d.mu.Unlock()
+	d.tasks.Add(t.id, t)
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
@@ -446,13 +444,9 @@ func (d *Driver) DestroyTask(ctx context.Context, id string, force bool) error {
 			return err
 		}
 	}
-	d.mu.Lock()
-	if d.tasks[id] != t {
-		d.mu.Unlock()
+	if !d.tasks.Remove(id, t) {
 		return nil // a concurrent destroy won
 	}
-	delete(d.tasks, id)
-	d.mu.Unlock()
 	t.stopWatch()
 	if d.cfg.GC.gcContainer() {
 		if _, err := d.engine.ContainerRemove(ctx, t.st.ContainerID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) {

@@ -16,7 +16,6 @@ import (
 	"os"
 	"runtime"
 	"sort"
-	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -56,9 +55,7 @@ type Driver struct {
 
 	pollInterval time.Duration
 
-	mu       sync.Mutex
-	tasks    map[string]*task
-	starting map[string]struct{} // ids reserved by StartTask calls in flight
+	tasks driver.Tasks[*task]
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -76,8 +73,6 @@ func New(logger hclog.Logger) *Driver {
 		shimExeErr:   err,
 		shimArgs:     append([]string(nil), os.Args[1:]...),
 		pollInterval: defaultPollInterval,
-		tasks:        make(map[string]*task),
-		starting:     make(map[string]struct{}),
 	}
 }
 
@@ -125,42 +120,18 @@ func (d *Driver) Fingerprint(context.Context) (*driverpb.FingerprintResponse, er
 }
 
 // lookup returns the tracked task with this id.
-func (d *Driver) lookup(id string) (*task, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	t, ok := d.tasks[id]
-	if !ok {
-		return nil, fmt.Errorf("%w: %q", driver.ErrTaskNotFound, id)
-	}
-	return t, nil
-}
+func (d *Driver) lookup(id string) (*task, error) { return d.tasks.Get(id) }
 
-// reserve claims id for a StartTask or RecoverTask in flight, so two
-// concurrent calls for one id cannot both spawn. The returned release must
-// be called; track, if called before, makes the claim permanent.
+// reserve claims id for a StartTask or RecoverTask in flight
+// (driver.Tasks.Reserve).
 func (d *Driver) reserve(id string) (tracked bool, release func(), err error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if _, ok := d.tasks[id]; ok {
-		return true, nil, nil
-	}
-	if _, ok := d.starting[id]; ok {
-		return false, nil, fmt.Errorf("%w: %q is being started or recovered", driver.ErrTaskExists, id)
-	}
-	d.starting[id] = struct{}{}
-	return false, func() {
-		d.mu.Lock()
-		delete(d.starting, id)
-		d.mu.Unlock()
-	}, nil
+	return d.tasks.Reserve(id)
 }
 
 // track registers a started or recovered task and starts its watcher;
 // watch is nil for a task that has already exited.
 func (d *Driver) track(t *task, watch func()) {
-	d.mu.Lock()
-	d.tasks[t.id] = t
-	d.mu.Unlock()
+	d.tasks.Add(t.id, t)
 	if watch != nil {
 		go watch()
 	}

@@ -205,11 +205,7 @@ func (d *Driver) DestroyTask(ctx context.Context, id string, force bool) error {
 			return err
 		}
 	}
-	d.mu.Lock()
-	if d.tasks[id] == t {
-		delete(d.tasks, id)
-	}
-	d.mu.Unlock()
+	d.tasks.Remove(id, t)
 	if err := os.Remove(t.state.ExitFile); err != nil && !errors.Is(err, os.ErrNotExist) {
 		d.logger.Warn("could not remove exit file", "task_id", id, "error", err)
 	}
