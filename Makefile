@@ -41,6 +41,7 @@ bench: build
 	$(GO) test -run '^$$' -bench 'VolumeWatcherIdle' -benchtime 2s -timeout 10m ./core/server/volumewatcher/
 	$(GO) test -run '^$$' -bench 'GCBacklog|GCSchedulingLatency' -benchtime 1x -timeout 30m ./core/server/
 	$(GO) test -run '^$$' -bench 'ServicePlace|ServiceRollingUpdate' -benchtime 3x -timeout 10m ./plugins/scheduler-service/
+	$(GO) test -run '^$$' -bench 'Reschedule' -benchtime 3x -timeout 10m ./plugins/scheduler-batch/
 	$(GO) test -run '^$$' -bench 'ApplyEvents' -benchtime 5000x -count 3 -timeout 10m ./core/fsm/
 	$(GO) test -run '^$$' -bench 'UIRender' -benchtime 20x -timeout 10m ./core/ui/
 
