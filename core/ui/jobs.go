@@ -2,6 +2,7 @@ package ui
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"strings"
 
@@ -28,7 +29,6 @@ type jobsData struct {
 
 var (
 	jobStatuses = []string{structs.JobStatusPending, structs.JobStatusRunning, structs.JobStatusDead}
-	jobTypes    = []string{"service", "batch", "system", "sysbatch"}
 )
 
 // jobsPage is /ui/jobs?namespace=&status=&type=&prefix=. Without a
@@ -39,7 +39,7 @@ func (u *UI) jobsPage(q *request) (*view, error) {
 	qs := q.URL.Query()
 	d := &jobsData{
 		Status: qs.Get("status"), Type: qs.Get("type"), Namespace: qs.Get("namespace"),
-		Prefix: strings.TrimSpace(qs.Get("prefix")), Statuses: jobStatuses, Types: jobTypes,
+		Prefix: strings.TrimSpace(qs.Get("prefix")), Statuses: jobStatuses,
 	}
 	if d.Namespace == "*" {
 		d.Namespace = ""
@@ -71,10 +71,17 @@ func (u *UI) jobsPage(q *request) (*view, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The type choices are the types of the jobs listed (the core knows
+	// no type names: any plugin's type shows up as soon as a job has it).
+	types := map[string]bool{}
+	if d.Type != "" {
+		types[d.Type] = true
+	}
 	for _, j := range jobs {
 		if d.Namespace == "" && !allowed[j.Namespace] {
 			continue
 		}
+		types[j.Type] = true
 		if (d.Status != "" && j.Status != d.Status) || (d.Type != "" && j.Type != d.Type) {
 			continue
 		}
@@ -87,6 +94,7 @@ func (u *UI) jobsPage(q *request) (*view, error) {
 	slices.SortFunc(d.Rows, func(a, b jobRow) int {
 		return cmp.Or(cmp.Compare(a.ID, b.ID), cmp.Compare(a.Namespace, b.Namespace))
 	})
+	d.Types = slices.Sorted(maps.Keys(types))
 	return &view{tmpl: "jobs", title: "Jobs", data: d}, nil
 }
 
