@@ -12,8 +12,8 @@ import (
 // one fails, restarts or stops, or when healthy_deadline passes first. The
 // "checks" check behaves the same (drover has no service checks yet); with
 // "manual" the client reports nothing and an operator sets health through
-// the API. Health is decided once per alloc and then reported with every
-// update.
+// the API. Health is decided once per alloc (afresh when it moves to
+// another deployment) and then reported with every update.
 
 // healthVerdict is the outcome of one health evaluation.
 type healthVerdict int
@@ -111,12 +111,26 @@ func (h *allocHealth) status() *structs.AllocDeploymentStatus {
 
 // evalHealthLocked updates the runner's health verdict from its tasks'
 // states (ar.mu held) and returns when to look again (zero: on a change).
+//
+// Outside a deployment the group's migrate block is the strategy (Nomad's
+// migrate health_check, min_healthy_time and healthy_deadline), so that a
+// drain migrating the group's allocations waits for each replacement to
+// be healthy; without a migrate block nothing is judged.
 func (ar *allocRunner) evalHealthLocked(states map[string]*structs.TaskState) time.Time {
-	if ar.alloc.DeploymentID == "" || ar.alloc.Job == nil {
+	if ar.alloc.Job == nil {
 		return time.Time{}
 	}
 	tg := ar.alloc.Job.LookupTaskGroup(ar.alloc.TaskGroup)
-	if tg == nil || !tg.Update.HasDeployment() {
+	if tg == nil {
+		return time.Time{}
+	}
+	strategy := tg.Update
+	if ar.alloc.DeploymentID == "" {
+		strategy = tg.Migrate.HealthStrategy()
+	} else if !tg.Update.HasDeployment() {
+		strategy = nil
+	}
+	if strategy == nil {
 		return time.Time{}
 	}
 	now := ar.now()
@@ -134,10 +148,10 @@ func (ar *allocRunner) evalHealthLocked(states map[string]*structs.TaskState) ti
 	for _, tr := range ar.tasks {
 		tasks = append(tasks, healthTask{state: states[tr.task.Name], tracked: healthTracked(tr.task)})
 	}
-	v, next := decideHealth(tg.Update, tasks, ar.health.start, now)
+	v, next := decideHealth(strategy, tasks, ar.health.start, now)
 	if v != healthPending {
 		ar.health.verdict, ar.health.at = v, now
-		ar.logger.Info("allocation deployment health decided", "deployment_id", ar.alloc.DeploymentID, "healthy", v == healthHealthy)
+		ar.logger.Info("allocation health decided", "deployment_id", ar.alloc.DeploymentID, "healthy", v == healthHealthy)
 	}
 	return next
 }

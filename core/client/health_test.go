@@ -91,7 +91,18 @@ func TestRawExecDeploymentHealth(t *testing.T) {
 			t.Errorf("%s: reported %+v, want healthy=%v with a time", tt.id, st, tt.healthy)
 		}
 	}
-	// An alloc outside a deployment reports no health.
+	// Outside a deployment, a group with a migrate block has its allocs'
+	// health judged by that block (a drain waits for it).
+	migJob := testJob("service", rawTask("web", "/bin/sleep", "30"))
+	migJob.TaskGroups[0].Migrate = &structs.MigrateStrategy{MaxParallel: 1, HealthCheck: structs.UpdateHealthCheckTaskStates,
+		MinHealthyTime: 200 * time.Millisecond, HealthyDeadline: time.Minute}
+	srv.upsert(testAlloc("migrating-1", c.NodeID(), migJob))
+	waitFor(t, "migrating-1 health", func() bool { return srv.alloc("migrating-1").DeploymentStatus.HasHealth() })
+	if st := srv.alloc("migrating-1").DeploymentStatus; !st.IsHealthy() || st.Timestamp.IsZero() {
+		t.Errorf("alloc with a migrate block reported %+v, want healthy with a time", st)
+	}
+	// An alloc outside a deployment and without a migrate block reports
+	// no health.
 	plain := testAlloc("plain-1", c.NodeID(), testJob("service", rawTask("web", "/bin/sleep", "30")))
 	srv.upsert(plain)
 	waitFor(t, "plain alloc running", func() bool { return srv.clientStatus("plain-1") == structs.AllocClientStatusRunning })
@@ -100,10 +111,11 @@ func TestRawExecDeploymentHealth(t *testing.T) {
 	}
 	// Stop the long-running tasks: the client's shutdown leaves tasks
 	// running, by design.
-	for _, id := range []string{"healthy-1", "plain-1"} {
+	long := []string{"healthy-1", "migrating-1", "plain-1"}
+	for _, id := range long {
 		srv.setDesired(id, structs.AllocDesiredStatusStop)
 	}
-	for _, id := range []string{"healthy-1", "plain-1"} {
+	for _, id := range long {
 		waitFor(t, id+" stopped", func() bool { return srv.clientStatus(id) == structs.AllocClientStatusComplete })
 	}
 	// A stopped alloc keeps the health it reported.

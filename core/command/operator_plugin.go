@@ -196,6 +196,10 @@ func describeBehavior(bh structs.JobTypeBehavior) []string {
 	} else {
 		out = append(out, "Default reschedule policy: none (failed allocations are not rescheduled)")
 	}
+	if m := bh.DefaultMigrate; m != nil {
+		out = append(out, fmt.Sprintf("Default migrate block: max_parallel %d, health by %s, healthy after %s within %s",
+			m.MaxParallel, orNone(m.HealthCheck), m.MinHealthyTime, m.HealthyDeadline))
+	}
 	var allowed, refused []string
 	for _, f := range []struct {
 		on   bool

@@ -47,5 +47,13 @@ func Behavior(jt *schedulerpb.JobTypeInfo) structs.JobTypeBehavior {
 			Unlimited:     r.GetUnlimited(),
 		}
 	}
+	if m := jt.GetDefaultMigrate(); m != nil {
+		b.DefaultMigrate = &structs.MigrateStrategy{
+			MaxParallel:     int(m.GetMaxParallel()),
+			HealthCheck:     m.GetHealthCheck(),
+			MinHealthyTime:  time.Duration(m.GetMinHealthyTimeNs()),
+			HealthyDeadline: time.Duration(m.GetHealthyDeadlineNs()),
+		}
+	}
 	return b
 }

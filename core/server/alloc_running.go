@@ -27,3 +27,34 @@ func (s *Server) allocRunningEval(stored, update *structs.Allocation, seen map[s
 	ev.NodeID = stored.NodeID
 	return ev, nil
 }
+
+// migrationHealthyEval returns the eval of the job of an alloc whose client
+// reports it healthy with this update, outside a deployment, when it
+// replaces an alloc a drain migrated and its job type declares
+// EvalOnAllocRunning; nil otherwise, or when the job already has one in
+// this update (seen). With a migrate block a scheduler holds a drain
+// migration in flight until its replacement is healthy (health judged by
+// the client per the block): this tells it the next one may go.
+func (s *Server) migrationHealthyEval(stored, update *structs.Allocation, seen map[string]bool) (*structs.Evaluation, error) {
+	if stored.DeploymentID != "" || stored.PreviousAllocation == "" || stored.DeploymentStatus.HasHealth() ||
+		!update.DeploymentStatus.IsHealthy() || stored.ServerTerminalStatus() || !allocBehavior(stored).EvalOnAllocRunning {
+		return nil, nil
+	}
+	key := "running/" + stored.Namespace + "/" + stored.JobID
+	if seen[key] {
+		return nil, nil
+	}
+	prev, err := s.State().AllocByID(nil, stored.PreviousAllocation)
+	if err != nil || prev == nil || !prev.DesiredTransition.ShouldMigrate() {
+		return nil, err
+	}
+	seen[key] = true
+	cur, err := s.State().JobByID(nil, stored.Namespace, stored.JobID)
+	if err != nil || cur == nil || cur.Stop {
+		return nil, err
+	}
+	ev := s.newEval(cur, structs.EvalTriggerNodeDrain)
+	ev.JobModifyIndex = cur.JobModifyIndex
+	ev.NodeID = prev.NodeID
+	return ev, nil
+}

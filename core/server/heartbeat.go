@@ -130,6 +130,8 @@ func (h *heartbeater) invalidate(nodeID string) {
 // when the drain ignores system jobs. A node with nothing left to migrate
 // has its drain completed.
 func (s *Server) runDrainer() {
+	s.drainMu.Lock()
+	defer s.drainMu.Unlock()
 	st := s.State()
 	nodes, err := st.Nodes(nil)
 	if err != nil {
@@ -137,12 +139,22 @@ func (s *Server) runDrainer() {
 		return
 	}
 	now := s.cfg.Now()
+	forcedBefore := s.forcedDrains
+	s.forcedDrains = map[string]time.Time{}
 	for _, n := range nodes {
 		ds := n.DrainStrategy
 		if ds == nil {
 			continue
 		}
 		forced := !ds.ForceDeadline.IsZero() && !now.Before(ds.ForceDeadline)
+		// The first tick past the deadline evaluates the jobs of the
+		// allocs already marked too: their scheduler paced them
+		// (migrate.max_parallel, waiting for healthy replacements) and
+		// learns from the node that they now leave at once.
+		forcedNow := forced && !forcedBefore[n.ID].Equal(ds.ForceDeadline)
+		if forced && !forcedNow {
+			s.forcedDrains[n.ID] = ds.ForceDeadline
+		}
 		allocs, err := st.AllocsByNode(nil, n.ID)
 		if err != nil {
 			s.logger.Error("drainer failed to read the node's allocs", "node_id", n.ID, "error", err)
@@ -164,7 +176,7 @@ func (s *Server) runDrainer() {
 		var migrate []*structs.Allocation
 		for _, a := range live {
 			finishes := allocBehavior(a).RunsToCompletion
-			if (!finishes || forced) && !a.DesiredTransition.ShouldMigrate() {
+			if (!finishes || forced) && (!a.DesiredTransition.ShouldMigrate() || forcedNow) {
 				migrate = append(migrate, a)
 			}
 		}
@@ -188,6 +200,9 @@ func (s *Server) runDrainer() {
 			continue
 		}
 		if len(migrate) == 0 {
+			if forcedNow {
+				s.forcedDrains[n.ID] = ds.ForceDeadline
+			}
 			continue
 		}
 		req, err := s.drainMigration(n.ID, migrate)
@@ -199,6 +214,10 @@ func (s *Server) runDrainer() {
 		}
 		if _, err := s.raftApply(structs.AllocUpdateDesiredTransitionRequestType, req); err != nil {
 			s.logger.Warn("failed to migrate allocs for drain", "node_id", n.ID, "error", err)
+			continue
+		}
+		if forcedNow {
+			s.forcedDrains[n.ID] = ds.ForceDeadline
 		}
 	}
 }

@@ -180,10 +180,14 @@ func (s *Server) UpdateAllocs(ctx context.Context, nodeID, secretID string, allo
 			return structs.NewError(structs.ErrPermissionDenied, "alloc %s is not on node %s", a.ID, nodeID)
 		}
 		a.ModifyTime = now
-		if ev, err := s.allocRunningEval(stored, a, seen); err != nil {
-			return err
-		} else if ev != nil {
-			evals = append(evals, ev)
+		for _, trigger := range []func(stored, update *structs.Allocation, seen map[string]bool) (*structs.Evaluation, error){
+			s.allocRunningEval, s.migrationHealthyEval,
+		} {
+			if ev, err := trigger(stored, a, seen); err != nil {
+				return err
+			} else if ev != nil {
+				evals = append(evals, ev)
+			}
 		}
 		terminalNow := a.ClientStatus == structs.AllocClientStatusFailed || a.ClientStatus == structs.AllocClientStatusComplete
 		job := stored.Job

@@ -177,6 +177,9 @@ func (s *Server) nodeToPB(snap *state.StateSnapshot, n *structs.Node, job *struc
 		ComputedClass: st.ComputedClass, Status: st.Status, Draining: st.Draining, Eligible: st.Eligible,
 		Attributes: st.Attributes, Meta: st.Meta, Drivers: st.Drivers, Capacity: st.Capacity,
 	}
+	if ds := n.DrainStrategy; ds != nil && !ds.ForceDeadline.IsZero() {
+		p.DrainDeadlinePassed = !s.cfg.Now().Before(ds.ForceDeadline)
+	}
 	allocs, err := snap.AllocsByNode(nil, n.ID)
 	if err != nil {
 		return nil, err
@@ -278,8 +281,12 @@ func jobToPB(j *structs.Job) *pb.Job {
 			Volumes: volumesToPB(tg.Volumes), ReschedulePolicy: reschedulePolicyToPB(tg.ReschedulePolicy),
 			Affinities: affinitiesToPB(tg.Affinities), Spreads: spreadsToPB(tg.Spreads),
 		}
-		if tg.Migrate != nil {
-			g.MigrateMaxParallel = int32(tg.Migrate.MaxParallel)
+		if m := tg.Migrate; m != nil {
+			g.MigrateMaxParallel = int32(m.MaxParallel)
+			g.Migrate = &pb.MigrateStrategy{
+				MaxParallel: int32(m.MaxParallel), HealthCheck: m.HealthCheck,
+				MinHealthyTimeNs: int64(m.MinHealthyTime), HealthyDeadlineNs: int64(m.HealthyDeadline),
+			}
 		}
 		if tg.EphemeralDisk != nil {
 			g.EphemeralDiskMb = int64(tg.EphemeralDisk.SizeMB)

@@ -176,6 +176,10 @@ type Server struct {
 	heartbeat *heartbeater
 	nodeCache *nodeCache
 	gate      *typeGate
+	// drainMu serializes runDrainer; forcedDrains, which it guards, is the
+	// drain deadline each node's allocations were last evaluated past.
+	drainMu      sync.Mutex
+	forcedDrains map[string]time.Time
 	// controllers queues the CSI controller calls for controller clients;
 	// volumes reaps released claims (both leader-only).
 	controllers *controllerQueue

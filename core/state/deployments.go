@@ -449,11 +449,12 @@ func (s *StateStore) AllocsByDeployment(ws memdb.WatchSet, d *structs.Deployment
 }
 
 // clientHealth is the deployment status of an alloc after a client update
-// u: the client reports health only (Healthy and Timestamp); the server's
-// part (Canary) stays, and an alloc outside a deployment has none.
+// u: the client reports health only (Healthy and Timestamp), in the
+// alloc's deployment or, outside one, per its group's migrate block; the
+// server's part (Canary) stays.
 func clientHealth(existing, u *structs.Allocation, t *writeTxn) *structs.AllocDeploymentStatus {
 	cur := existing.DeploymentStatus
-	if existing.DeploymentID == "" || !u.DeploymentStatus.HasHealth() {
+	if !u.DeploymentStatus.HasHealth() {
 		return cur
 	}
 	if cur.HasHealth() && *cur.Healthy == *u.DeploymentStatus.Healthy {

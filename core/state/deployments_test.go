@@ -144,12 +144,21 @@ func TestDeploymentClientHealthCounters(t *testing.T) {
 	if !a.DeploymentStatus.IsCanary() || !a.DeploymentStatus.IsUnhealthy() || a.DeploymentStatus.Timestamp.Equal(time.Unix(1, 0)) {
 		t.Errorf("canary's status %+v: want canary kept, unhealthy, stamped with the leader's time", a.DeploymentStatus)
 	}
-	// A client cannot give health to an alloc outside a deployment.
+	// Outside a deployment the client reports health per the group's
+	// migrate block: it is kept on the alloc (a drain waits for it) and
+	// counts in no deployment.
+	before := *f.deployment(t, f.d.ID).TaskGroups["web"]
 	lone := mockAlloc(f.job, f.node.ID)
 	must(t, f.s.UpsertAllocs(30, []*structs.Allocation{lone}))
 	must(t, f.s.UpdateAllocsFromClient(31, []*structs.Allocation{{ID: lone.ID, DeploymentStatus: &structs.AllocDeploymentStatus{Healthy: boolp(true)}}}))
-	if got, _ := f.s.AllocByID(nil, lone.ID); got.DeploymentStatus != nil {
-		t.Errorf("alloc outside a deployment got health %+v", got.DeploymentStatus)
+	got, err := f.s.AllocByID(nil, lone.ID)
+	must(t, err)
+	if !got.DeploymentStatus.IsHealthy() || got.DeploymentStatus.ModifyIndex != 31 || got.DeploymentID != "" {
+		t.Errorf("alloc outside a deployment: status %+v in deployment %q, want healthy at index 31 in none", got.DeploymentStatus, got.DeploymentID)
+	}
+	if after := f.deployment(t, f.d.ID).TaskGroups["web"]; after.HealthyAllocs != before.HealthyAllocs || after.PlacedAllocs != before.PlacedAllocs {
+		t.Errorf("alloc outside the deployment moved its counters: healthy %d -> %d, placed %d -> %d",
+			before.HealthyAllocs, after.HealthyAllocs, before.PlacedAllocs, after.PlacedAllocs)
 	}
 }
 

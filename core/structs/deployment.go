@@ -345,6 +345,40 @@ func (u *UpdateStrategy) validate(l *errList, where string) {
 	}
 }
 
+// validate checks a migrate block's values (Nomad's rules).
+func (m *MigrateStrategy) validate(l *errList, where string) {
+	if m == nil {
+		return
+	}
+	where += ": migrate"
+	switch m.HealthCheck {
+	case "", UpdateHealthCheckChecks, UpdateHealthCheckTaskStates:
+	default:
+		l.add("%s: health_check is %q, must be %q or %q", where, m.HealthCheck, UpdateHealthCheckChecks, UpdateHealthCheckTaskStates)
+	}
+	if m.MaxParallel < 0 {
+		l.add("%s: max_parallel is %d, must not be negative", where, m.MaxParallel)
+	}
+	if m.MinHealthyTime < 0 {
+		l.add("%s: min_healthy_time is %s, must not be negative", where, m.MinHealthyTime)
+	}
+	if m.HealthyDeadline < 0 {
+		l.add("%s: healthy_deadline is %s, must not be negative", where, m.HealthyDeadline)
+	}
+	if m.HealthyDeadline > 0 && m.MinHealthyTime >= m.HealthyDeadline {
+		l.add("%s: min_healthy_time (%s) must be less than healthy_deadline (%s)", where, m.MinHealthyTime, m.HealthyDeadline)
+	}
+}
+
+// HealthStrategy is the migrate block as the update block its health
+// check reads (health_check, min_healthy_time, healthy_deadline).
+func (m *MigrateStrategy) HealthStrategy() *UpdateStrategy {
+	if m == nil {
+		return nil
+	}
+	return &UpdateStrategy{HealthCheck: m.HealthCheck, MinHealthyTime: m.MinHealthyTime, HealthyDeadline: m.HealthyDeadline}
+}
+
 // HasDeployment reports whether a group's update block makes it roll out
 // through a deployment: max_parallel > 0, as in Nomad.
 func (u *UpdateStrategy) HasDeployment() bool { return u != nil && u.MaxParallel > 0 }

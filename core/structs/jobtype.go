@@ -57,7 +57,8 @@ type JobTypeBehavior struct {
 	EvalOnAllocEnd bool `codec:",omitempty"`
 	// EvalOnAllocRunning: an allocation starting to run on its node
 	// (pending to running) evaluates its job again, so paced updates and
-	// migrations go on once their replacements run.
+	// migrations go on once their replacements run; so does a drain
+	// migration's replacement reported healthy (outside a deployment).
 	EvalOnAllocRunning bool `codec:",omitempty"`
 	// DrainLast: on a draining node these allocations leave after all
 	// others, and IgnoreSystemJobs leaves them in place.
@@ -69,6 +70,11 @@ type JobTypeBehavior struct {
 	// deployments (canaries, health, auto-revert). A type that does not
 	// declare it refuses update.canary > 0.
 	Deployments bool `codec:",omitempty"`
+	// DefaultMigrate is the migrate block of a group that sets none; the
+	// fields a job's or group's block leaves unset are taken from it. With
+	// a migrate block, clients judge allocation health outside deployments
+	// too, so a drain can wait for replacements to be healthy. nil: none.
+	DefaultMigrate *MigrateStrategy `codec:",omitempty"`
 }
 
 // Job file blocks a job type may refuse (JobTypeBehavior.RefusedBlocks).
@@ -106,6 +112,10 @@ func (b *JobTypeBehavior) Copy() *JobTypeBehavior {
 	if b.DefaultReschedule != nil {
 		r := *b.DefaultReschedule
 		c.DefaultReschedule = &r
+	}
+	if b.DefaultMigrate != nil {
+		m := *b.DefaultMigrate
+		c.DefaultMigrate = &m
 	}
 	c.RefusedBlocks = slices.Clone(b.RefusedBlocks)
 	return &c

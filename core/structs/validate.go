@@ -92,6 +92,7 @@ func (j *Job) Canonicalize() {
 		if tg.ReschedulePolicy == nil {
 			tg.ReschedulePolicy = j.TypeBehavior.defaultReschedule()
 		}
+		tg.Migrate = j.TypeBehavior.canonicalMigrate(tg.Migrate)
 		if tg.EphemeralDisk == nil {
 			tg.EphemeralDisk = &EphemeralDisk{SizeMB: 300}
 		}
@@ -207,6 +208,7 @@ func (tg *TaskGroup) validate(l *errList, jobType string, b *JobTypeBehavior) {
 	}
 	tg.validateTypeRules(l, where, jobType, b)
 	tg.Update.validate(l, where)
+	tg.Migrate.validate(l, where)
 	switch {
 	case tg.RestartPolicy == nil && b != nil:
 		// Canonicalize fills it from the declaration; a type that declares

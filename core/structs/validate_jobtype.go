@@ -30,6 +30,34 @@ func (b *JobTypeBehavior) defaultReschedule() *ReschedulePolicy {
 	return &rp
 }
 
+// canonicalMigrate lays a group's migrate block over the type's declared
+// default, field by field (a zero field is unset, as in Nomad's API where
+// they are pointers): nil when the group has none and the type declares
+// none or refuses the block.
+func (b *JobTypeBehavior) canonicalMigrate(m *MigrateStrategy) *MigrateStrategy {
+	if b == nil || b.DefaultMigrate == nil || b.Refuses(BlockMigrate) {
+		return m
+	}
+	d := *b.DefaultMigrate
+	if m == nil {
+		return &d
+	}
+	c := *m
+	if c.MaxParallel == 0 {
+		c.MaxParallel = d.MaxParallel
+	}
+	if c.HealthCheck == "" {
+		c.HealthCheck = d.HealthCheck
+	}
+	if c.MinHealthyTime == 0 {
+		c.MinHealthyTime = d.MinHealthyTime
+	}
+	if c.HealthyDeadline == 0 {
+		c.HealthyDeadline = d.HealthyDeadline
+	}
+	return &c
+}
+
 // validateTypeRules holds the job-level blocks to what its type declares.
 func (j *Job) validateTypeRules(l *errList) {
 	b := j.TypeBehavior

@@ -66,8 +66,10 @@ func NewWithLogger(l hclog.Logger) *Scheduler { return &Scheduler{logger: l.Name
 // are neither periodic nor parameterized, are evaluated when a node of
 // one of their allocations changes (lost, draining) and when an
 // allocation ends on its client (to replace it) or starts to run (so a
-// paced rolling update or drain goes on once replacements run). Restart and reschedule
-// defaults are Nomad's for service jobs. Every placement block is
+// paced rolling update or drain goes on once replacements run). Restart,
+// reschedule and migrate defaults are Nomad's for service jobs; with the
+// migrate block, a drain migration is in flight until its replacement is
+// healthy (judged by its client per the block). Every placement block is
 // accepted, canaries too: the type declares deployments, so the core
 // tracks allocation health and runs the deployment watcher. Jobs of this
 // type preempt under ServiceSchedulerEnabled.
@@ -86,6 +88,10 @@ func Declaration() *schedulerpb.JobTypeInfo {
 		EvalOnAllocRunning:    true,
 		PreemptionSwitch:      "ServiceSchedulerEnabled",
 		Deployments:           true,
+		DefaultMigrate: &schedulerpb.MigrateStrategy{
+			MaxParallel: 1, HealthCheck: "checks",
+			MinHealthyTimeNs: int64(10 * time.Second), HealthyDeadlineNs: int64(5 * time.Minute),
+		},
 	}
 }
 

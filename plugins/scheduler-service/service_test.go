@@ -33,6 +33,9 @@ func TestInfo(t *testing.T) {
 			EvalOnAllocRunning:    true,
 			PreemptionSwitch:      "ServiceSchedulerEnabled",
 			Deployments:           true,
+			DefaultMigrate: &schedulerpb.MigrateStrategy{
+				MaxParallel: 1, HealthCheck: "checks", MinHealthyTimeNs: int64(10 * time.Second), HealthyDeadlineNs: int64(5 * time.Minute),
+			},
 		}},
 	}
 	got, err := New().Info(t.Context())

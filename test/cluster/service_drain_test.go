@@ -49,15 +49,22 @@ type drainAlloc struct {
 	ID, NodeID, Name            string
 	DesiredStatus, ClientStatus string
 	DesiredTransition           struct{ Migrate *bool }
+	DeploymentStatus            *struct{ Healthy *bool }
 	PreviousAllocation          string
+}
+
+// healthy reports whether the alloc's client reported it healthy.
+func (a drainAlloc) healthy() bool {
+	return a.DeploymentStatus != nil && a.DeploymentStatus.Healthy != nil && *a.DeploymentStatus.Healthy
 }
 
 // A client holding half of a service job's allocations is drained: its
 // allocations move to the other client one at a time (migrate.max_parallel
 // = 1) — sampled all along, never more than one of the drained node's
-// allocations is on its way out without a running replacement — the drain
-// completes, and the four run on the other client, each replacing one of
-// the drained node's.
+// allocations is on its way out without a healthy replacement (running
+// for min_healthy_time, as its client reports per the migrate block) — the
+// drain completes, and the four run on the other client, each replacing one
+// of the drained node's and reported healthy.
 func TestServiceDrainMigratesOneAtATime(t *testing.T) {
 	c := newCluster(t, options{clients: 2})
 	const id = "migrating"
@@ -92,6 +99,9 @@ func TestServiceDrainMigratesOneAtATime(t *testing.T) {
 			mig := ""
 			if m := al.DesiredTransition.Migrate; m != nil && *m {
 				mig = " migrate"
+			}
+			if al.healthy() {
+				mig += " healthy"
 			}
 			parts = append(parts, fmt.Sprintf("%s %s@%.8s:%s/%s%s<-%s", al.Name, shortID(al.ID), al.NodeID,
 				al.DesiredStatus, al.ClientStatus, mig, shortID(al.PreviousAllocation)))
@@ -135,8 +145,8 @@ func TestServiceDrainMigratesOneAtATime(t *testing.T) {
 	t.Logf("draining %s with %d of 4 allocations", drainedClient, len(onDrained))
 
 	l.MustCLI("node", "drain", "-enable", "-yes", "-detach", drained)
-	// Sampled often: a migration is in flight only from its stop until
-	// its replacement's task runs.
+	// Sampled often: a migration is in flight from its stop until its
+	// replacement is healthy (3s after its task runs).
 	maxInFlight := 0
 	last, ok := harness.Poll(waitTimeout, 25*time.Millisecond, func() (bool, string) {
 		allocs, err := list()
@@ -153,7 +163,7 @@ func TestServiceDrainMigratesOneAtATime(t *testing.T) {
 		for _, al := range allocs {
 			// The drain marks every alloc of the node for migration at
 			// once; the scheduler paces them by stopping max_parallel.
-			if onDrained[al.ID] && al.DesiredStatus == "stop" && replacement[al.ID].ClientStatus != "running" {
+			if r := replacement[al.ID]; onDrained[al.ID] && al.DesiredStatus == "stop" && (r.ClientStatus != "running" || !r.healthy()) {
 				inFlight++
 			}
 			if al.NodeID == kept && al.DesiredStatus == "run" && al.ClientStatus == "running" {
@@ -194,6 +204,9 @@ func TestServiceDrainMigratesOneAtATime(t *testing.T) {
 			t.Errorf("%s placed on the draining node: %s", al.Name, describe(allocs))
 		case onDrained[al.PreviousAllocation]:
 			replaced[al.PreviousAllocation] = true
+			if !al.healthy() {
+				t.Errorf("replacement %s not reported healthy: %s", al.Name, describe(allocs))
+			}
 		}
 	}
 	if len(replaced) != len(onDrained) || len(allocs) != 4+len(onDrained) {

@@ -170,7 +170,10 @@ type JobTypeInfo struct {
 	// eval_on_alloc_running: an allocation starting to run on its node
 	// (pending -> running) evaluates its job again (trigger
 	// "rolling-update"), so that destructive updates and drain migrations
-	// the plugin paces (max_parallel) go on once their replacements run.
+	// the plugin paces (max_parallel) go on once their replacements run;
+	// and the replacement of a drain-migrated allocation reported healthy
+	// outside a deployment (its group has a migrate block) evaluates it too
+	// (trigger "node-drain"), for migrations paced on health.
 	EvalOnAllocRunning bool `protobuf:"varint,19,opt,name=eval_on_alloc_running,json=evalOnAllocRunning,proto3" json:"eval_on_alloc_running,omitempty"`
 	// On a draining node, allocations of this type leave last, after every
 	// other allocation, and a drain with IgnoreSystemJobs leaves them.
@@ -188,9 +191,16 @@ type JobTypeInfo struct {
 	// runs the deployment watcher (progress deadlines, auto-revert,
 	// promotion, success). A job of a type that does not declare it is
 	// refused at submit when a group asks for canaries (update.canary > 0).
-	Deployments   bool `protobuf:"varint,20,opt,name=deployments,proto3" json:"deployments,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Deployments bool `protobuf:"varint,20,opt,name=deployments,proto3" json:"deployments,omitempty"`
+	// Migrate block of a group that sets none (fields a group's or job's
+	// migrate block leaves unset are taken from it). Unset: none. A group
+	// with a migrate block has its allocations' health judged by their
+	// clients outside deployments too (Allocation.healthy), so that a
+	// plugin can hold a drain migration in flight until its replacement is
+	// healthy.
+	DefaultMigrate *MigrateStrategy `protobuf:"bytes,21,opt,name=default_migrate,json=defaultMigrate,proto3" json:"default_migrate,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *JobTypeInfo) Reset() {
@@ -363,6 +373,83 @@ func (x *JobTypeInfo) GetDeployments() bool {
 	return false
 }
 
+func (x *JobTypeInfo) GetDefaultMigrate() *MigrateStrategy {
+	if x != nil {
+		return x.DefaultMigrate
+	}
+	return nil
+}
+
+// MigrateStrategy is a group's migrate block (durations in nanoseconds).
+type MigrateStrategy struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	MaxParallel int32                  `protobuf:"varint,1,opt,name=max_parallel,json=maxParallel,proto3" json:"max_parallel,omitempty"`
+	// "checks" or "task_states".
+	HealthCheck       string `protobuf:"bytes,2,opt,name=health_check,json=healthCheck,proto3" json:"health_check,omitempty"`
+	MinHealthyTimeNs  int64  `protobuf:"varint,3,opt,name=min_healthy_time_ns,json=minHealthyTimeNs,proto3" json:"min_healthy_time_ns,omitempty"`
+	HealthyDeadlineNs int64  `protobuf:"varint,4,opt,name=healthy_deadline_ns,json=healthyDeadlineNs,proto3" json:"healthy_deadline_ns,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *MigrateStrategy) Reset() {
+	*x = MigrateStrategy{}
+	mi := &file_scheduler_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MigrateStrategy) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MigrateStrategy) ProtoMessage() {}
+
+func (x *MigrateStrategy) ProtoReflect() protoreflect.Message {
+	mi := &file_scheduler_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MigrateStrategy.ProtoReflect.Descriptor instead.
+func (*MigrateStrategy) Descriptor() ([]byte, []int) {
+	return file_scheduler_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *MigrateStrategy) GetMaxParallel() int32 {
+	if x != nil {
+		return x.MaxParallel
+	}
+	return 0
+}
+
+func (x *MigrateStrategy) GetHealthCheck() string {
+	if x != nil {
+		return x.HealthCheck
+	}
+	return ""
+}
+
+func (x *MigrateStrategy) GetMinHealthyTimeNs() int64 {
+	if x != nil {
+		return x.MinHealthyTimeNs
+	}
+	return 0
+}
+
+func (x *MigrateStrategy) GetHealthyDeadlineNs() int64 {
+	if x != nil {
+		return x.HealthyDeadlineNs
+	}
+	return 0
+}
+
 // UpdateStrategy is a group's update block (durations in nanoseconds).
 type UpdateStrategy struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
@@ -382,7 +469,7 @@ type UpdateStrategy struct {
 
 func (x *UpdateStrategy) Reset() {
 	*x = UpdateStrategy{}
-	mi := &file_scheduler_proto_msgTypes[2]
+	mi := &file_scheduler_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -394,7 +481,7 @@ func (x *UpdateStrategy) String() string {
 func (*UpdateStrategy) ProtoMessage() {}
 
 func (x *UpdateStrategy) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[2]
+	mi := &file_scheduler_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -407,7 +494,7 @@ func (x *UpdateStrategy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateStrategy.ProtoReflect.Descriptor instead.
 func (*UpdateStrategy) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{2}
+	return file_scheduler_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *UpdateStrategy) GetMaxParallel() int32 {
@@ -496,7 +583,7 @@ type DeploymentGroupState struct {
 
 func (x *DeploymentGroupState) Reset() {
 	*x = DeploymentGroupState{}
-	mi := &file_scheduler_proto_msgTypes[3]
+	mi := &file_scheduler_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -508,7 +595,7 @@ func (x *DeploymentGroupState) String() string {
 func (*DeploymentGroupState) ProtoMessage() {}
 
 func (x *DeploymentGroupState) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[3]
+	mi := &file_scheduler_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -521,7 +608,7 @@ func (x *DeploymentGroupState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeploymentGroupState.ProtoReflect.Descriptor instead.
 func (*DeploymentGroupState) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{3}
+	return file_scheduler_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *DeploymentGroupState) GetPromoted() bool {
@@ -633,7 +720,7 @@ type Deployment struct {
 
 func (x *Deployment) Reset() {
 	*x = Deployment{}
-	mi := &file_scheduler_proto_msgTypes[4]
+	mi := &file_scheduler_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -645,7 +732,7 @@ func (x *Deployment) String() string {
 func (*Deployment) ProtoMessage() {}
 
 func (x *Deployment) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[4]
+	mi := &file_scheduler_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -658,7 +745,7 @@ func (x *Deployment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Deployment.ProtoReflect.Descriptor instead.
 func (*Deployment) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{4}
+	return file_scheduler_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Deployment) GetId() string {
@@ -737,7 +824,7 @@ type DeploymentStatusUpdate struct {
 
 func (x *DeploymentStatusUpdate) Reset() {
 	*x = DeploymentStatusUpdate{}
-	mi := &file_scheduler_proto_msgTypes[5]
+	mi := &file_scheduler_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -749,7 +836,7 @@ func (x *DeploymentStatusUpdate) String() string {
 func (*DeploymentStatusUpdate) ProtoMessage() {}
 
 func (x *DeploymentStatusUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[5]
+	mi := &file_scheduler_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -762,7 +849,7 @@ func (x *DeploymentStatusUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeploymentStatusUpdate.ProtoReflect.Descriptor instead.
 func (*DeploymentStatusUpdate) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{5}
+	return file_scheduler_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *DeploymentStatusUpdate) GetDeploymentId() string {
@@ -800,7 +887,7 @@ type RestartPolicy struct {
 
 func (x *RestartPolicy) Reset() {
 	*x = RestartPolicy{}
-	mi := &file_scheduler_proto_msgTypes[6]
+	mi := &file_scheduler_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -812,7 +899,7 @@ func (x *RestartPolicy) String() string {
 func (*RestartPolicy) ProtoMessage() {}
 
 func (x *RestartPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[6]
+	mi := &file_scheduler_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -825,7 +912,7 @@ func (x *RestartPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartPolicy.ProtoReflect.Descriptor instead.
 func (*RestartPolicy) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{6}
+	return file_scheduler_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RestartPolicy) GetAttempts() int32 {
@@ -873,7 +960,7 @@ type ReschedulePolicy struct {
 
 func (x *ReschedulePolicy) Reset() {
 	*x = ReschedulePolicy{}
-	mi := &file_scheduler_proto_msgTypes[7]
+	mi := &file_scheduler_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -885,7 +972,7 @@ func (x *ReschedulePolicy) String() string {
 func (*ReschedulePolicy) ProtoMessage() {}
 
 func (x *ReschedulePolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[7]
+	mi := &file_scheduler_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -898,7 +985,7 @@ func (x *ReschedulePolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReschedulePolicy.ProtoReflect.Descriptor instead.
 func (*ReschedulePolicy) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{7}
+	return file_scheduler_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ReschedulePolicy) GetAttempts() int32 {
@@ -954,7 +1041,7 @@ type InfoResponse struct {
 
 func (x *InfoResponse) Reset() {
 	*x = InfoResponse{}
-	mi := &file_scheduler_proto_msgTypes[8]
+	mi := &file_scheduler_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -966,7 +1053,7 @@ func (x *InfoResponse) String() string {
 func (*InfoResponse) ProtoMessage() {}
 
 func (x *InfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[8]
+	mi := &file_scheduler_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -979,7 +1066,7 @@ func (x *InfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InfoResponse.ProtoReflect.Descriptor instead.
 func (*InfoResponse) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{8}
+	return file_scheduler_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *InfoResponse) GetName() string {
@@ -1014,7 +1101,7 @@ type Constraint struct {
 
 func (x *Constraint) Reset() {
 	*x = Constraint{}
-	mi := &file_scheduler_proto_msgTypes[9]
+	mi := &file_scheduler_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1026,7 +1113,7 @@ func (x *Constraint) String() string {
 func (*Constraint) ProtoMessage() {}
 
 func (x *Constraint) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[9]
+	mi := &file_scheduler_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1039,7 +1126,7 @@ func (x *Constraint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Constraint.ProtoReflect.Descriptor instead.
 func (*Constraint) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{9}
+	return file_scheduler_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Constraint) GetLTarget() string {
@@ -1078,7 +1165,7 @@ type Affinity struct {
 
 func (x *Affinity) Reset() {
 	*x = Affinity{}
-	mi := &file_scheduler_proto_msgTypes[10]
+	mi := &file_scheduler_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1090,7 +1177,7 @@ func (x *Affinity) String() string {
 func (*Affinity) ProtoMessage() {}
 
 func (x *Affinity) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[10]
+	mi := &file_scheduler_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1103,7 +1190,7 @@ func (x *Affinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Affinity.ProtoReflect.Descriptor instead.
 func (*Affinity) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{10}
+	return file_scheduler_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Affinity) GetLTarget() string {
@@ -1145,7 +1232,7 @@ type SpreadTarget struct {
 
 func (x *SpreadTarget) Reset() {
 	*x = SpreadTarget{}
-	mi := &file_scheduler_proto_msgTypes[11]
+	mi := &file_scheduler_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1157,7 +1244,7 @@ func (x *SpreadTarget) String() string {
 func (*SpreadTarget) ProtoMessage() {}
 
 func (x *SpreadTarget) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[11]
+	mi := &file_scheduler_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1170,7 +1257,7 @@ func (x *SpreadTarget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SpreadTarget.ProtoReflect.Descriptor instead.
 func (*SpreadTarget) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{11}
+	return file_scheduler_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *SpreadTarget) GetValue() string {
@@ -1202,7 +1289,7 @@ type Spread struct {
 
 func (x *Spread) Reset() {
 	*x = Spread{}
-	mi := &file_scheduler_proto_msgTypes[12]
+	mi := &file_scheduler_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1214,7 +1301,7 @@ func (x *Spread) String() string {
 func (*Spread) ProtoMessage() {}
 
 func (x *Spread) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[12]
+	mi := &file_scheduler_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1227,7 +1314,7 @@ func (x *Spread) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Spread.ProtoReflect.Descriptor instead.
 func (*Spread) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{12}
+	return file_scheduler_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Spread) GetAttribute() string {
@@ -1265,7 +1352,7 @@ type Resources struct {
 
 func (x *Resources) Reset() {
 	*x = Resources{}
-	mi := &file_scheduler_proto_msgTypes[13]
+	mi := &file_scheduler_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1277,7 +1364,7 @@ func (x *Resources) String() string {
 func (*Resources) ProtoMessage() {}
 
 func (x *Resources) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[13]
+	mi := &file_scheduler_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1290,7 +1377,7 @@ func (x *Resources) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resources.ProtoReflect.Descriptor instead.
 func (*Resources) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{13}
+	return file_scheduler_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Resources) GetCpu() int64 {
@@ -1349,7 +1436,7 @@ type Task struct {
 
 func (x *Task) Reset() {
 	*x = Task{}
-	mi := &file_scheduler_proto_msgTypes[14]
+	mi := &file_scheduler_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1361,7 +1448,7 @@ func (x *Task) String() string {
 func (*Task) ProtoMessage() {}
 
 func (x *Task) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[14]
+	mi := &file_scheduler_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1374,7 +1461,7 @@ func (x *Task) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Task.ProtoReflect.Descriptor instead.
 func (*Task) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{14}
+	return file_scheduler_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Task) GetName() string {
@@ -1477,14 +1564,19 @@ type TaskGroup struct {
 	MigrateMaxParallel int32 `protobuf:"varint,12,opt,name=migrate_max_parallel,json=migrateMaxParallel,proto3" json:"migrate_max_parallel,omitempty"`
 	// The group's update block (the job's laid over by the group's); unset
 	// without one.
-	Update        *UpdateStrategy `protobuf:"bytes,13,opt,name=update,proto3" json:"update,omitempty"`
+	Update *UpdateStrategy `protobuf:"bytes,13,opt,name=update,proto3" json:"update,omitempty"`
+	// The group's migrate block (the job's laid over by the group's, then
+	// the type's default_migrate); unset without one. With it the
+	// allocations' health outside deployments is judged by their clients
+	// per its health_check, min_healthy_time and healthy_deadline.
+	Migrate       *MigrateStrategy `protobuf:"bytes,30,opt,name=migrate,proto3" json:"migrate,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TaskGroup) Reset() {
 	*x = TaskGroup{}
-	mi := &file_scheduler_proto_msgTypes[15]
+	mi := &file_scheduler_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1496,7 +1588,7 @@ func (x *TaskGroup) String() string {
 func (*TaskGroup) ProtoMessage() {}
 
 func (x *TaskGroup) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[15]
+	mi := &file_scheduler_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1509,7 +1601,7 @@ func (x *TaskGroup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskGroup.ProtoReflect.Descriptor instead.
 func (*TaskGroup) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{15}
+	return file_scheduler_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *TaskGroup) GetName() string {
@@ -1603,6 +1695,13 @@ func (x *TaskGroup) GetUpdate() *UpdateStrategy {
 	return nil
 }
 
+func (x *TaskGroup) GetMigrate() *MigrateStrategy {
+	if x != nil {
+		return x.Migrate
+	}
+	return nil
+}
+
 // A group's `volume` block.
 type VolumeRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1621,7 +1720,7 @@ type VolumeRequest struct {
 
 func (x *VolumeRequest) Reset() {
 	*x = VolumeRequest{}
-	mi := &file_scheduler_proto_msgTypes[16]
+	mi := &file_scheduler_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1633,7 +1732,7 @@ func (x *VolumeRequest) String() string {
 func (*VolumeRequest) ProtoMessage() {}
 
 func (x *VolumeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[16]
+	mi := &file_scheduler_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1646,7 +1745,7 @@ func (x *VolumeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VolumeRequest.ProtoReflect.Descriptor instead.
 func (*VolumeRequest) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{16}
+	return file_scheduler_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *VolumeRequest) GetName() string {
@@ -1725,7 +1824,7 @@ type Job struct {
 
 func (x *Job) Reset() {
 	*x = Job{}
-	mi := &file_scheduler_proto_msgTypes[17]
+	mi := &file_scheduler_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1737,7 +1836,7 @@ func (x *Job) String() string {
 func (*Job) ProtoMessage() {}
 
 func (x *Job) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[17]
+	mi := &file_scheduler_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1750,7 +1849,7 @@ func (x *Job) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Job.ProtoReflect.Descriptor instead.
 func (*Job) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{17}
+	return file_scheduler_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Job) GetId() string {
@@ -1909,13 +2008,16 @@ type Node struct {
 	// The node's CSI node plugins that a volume of the request uses (only
 	// those: the record stays compact).
 	CsiNodePlugins []*CSINodePlugin `protobuf:"bytes,16,rep,name=csi_node_plugins,json=csiNodePlugins,proto3" json:"csi_node_plugins,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The node's drain deadline has passed: its allocations leave now,
+	// whatever migrate.max_parallel (the deadline forces the drain).
+	DrainDeadlinePassed bool `protobuf:"varint,30,opt,name=drain_deadline_passed,json=drainDeadlinePassed,proto3" json:"drain_deadline_passed,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_scheduler_proto_msgTypes[18]
+	mi := &file_scheduler_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1927,7 +2029,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[18]
+	mi := &file_scheduler_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1940,7 +2042,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{18}
+	return file_scheduler_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Node) GetId() string {
@@ -2055,6 +2157,13 @@ func (x *Node) GetCsiNodePlugins() []*CSINodePlugin {
 	return nil
 }
 
+func (x *Node) GetDrainDeadlinePassed() bool {
+	if x != nil {
+		return x.DrainDeadlinePassed
+	}
+	return false
+}
+
 // One CSI node plugin instance on a node, as placement reads it.
 type CSINodePlugin struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
@@ -2072,7 +2181,7 @@ type CSINodePlugin struct {
 
 func (x *CSINodePlugin) Reset() {
 	*x = CSINodePlugin{}
-	mi := &file_scheduler_proto_msgTypes[19]
+	mi := &file_scheduler_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2084,7 +2193,7 @@ func (x *CSINodePlugin) String() string {
 func (*CSINodePlugin) ProtoMessage() {}
 
 func (x *CSINodePlugin) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[19]
+	mi := &file_scheduler_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2097,7 +2206,7 @@ func (x *CSINodePlugin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CSINodePlugin.ProtoReflect.Descriptor instead.
 func (*CSINodePlugin) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{19}
+	return file_scheduler_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CSINodePlugin) GetPluginId() string {
@@ -2145,7 +2254,7 @@ type CSITopology struct {
 
 func (x *CSITopology) Reset() {
 	*x = CSITopology{}
-	mi := &file_scheduler_proto_msgTypes[20]
+	mi := &file_scheduler_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2157,7 +2266,7 @@ func (x *CSITopology) String() string {
 func (*CSITopology) ProtoMessage() {}
 
 func (x *CSITopology) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[20]
+	mi := &file_scheduler_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2170,7 +2279,7 @@ func (x *CSITopology) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CSITopology.ProtoReflect.Descriptor instead.
 func (*CSITopology) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{20}
+	return file_scheduler_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CSITopology) GetSegments() map[string]string {
@@ -2194,7 +2303,7 @@ type CSIVolumeClaim struct {
 
 func (x *CSIVolumeClaim) Reset() {
 	*x = CSIVolumeClaim{}
-	mi := &file_scheduler_proto_msgTypes[21]
+	mi := &file_scheduler_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2206,7 +2315,7 @@ func (x *CSIVolumeClaim) String() string {
 func (*CSIVolumeClaim) ProtoMessage() {}
 
 func (x *CSIVolumeClaim) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[21]
+	mi := &file_scheduler_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2219,7 +2328,7 @@ func (x *CSIVolumeClaim) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CSIVolumeClaim.ProtoReflect.Descriptor instead.
 func (*CSIVolumeClaim) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{21}
+	return file_scheduler_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *CSIVolumeClaim) GetAllocId() string {
@@ -2276,7 +2385,7 @@ type CSIVolume struct {
 
 func (x *CSIVolume) Reset() {
 	*x = CSIVolume{}
-	mi := &file_scheduler_proto_msgTypes[22]
+	mi := &file_scheduler_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2288,7 +2397,7 @@ func (x *CSIVolume) String() string {
 func (*CSIVolume) ProtoMessage() {}
 
 func (x *CSIVolume) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[22]
+	mi := &file_scheduler_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2301,7 +2410,7 @@ func (x *CSIVolume) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CSIVolume.ProtoReflect.Descriptor instead.
 func (*CSIVolume) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{22}
+	return file_scheduler_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *CSIVolume) GetNamespace() string {
@@ -2417,7 +2526,7 @@ type NodeAlloc struct {
 
 func (x *NodeAlloc) Reset() {
 	*x = NodeAlloc{}
-	mi := &file_scheduler_proto_msgTypes[23]
+	mi := &file_scheduler_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2429,7 +2538,7 @@ func (x *NodeAlloc) String() string {
 func (*NodeAlloc) ProtoMessage() {}
 
 func (x *NodeAlloc) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[23]
+	mi := &file_scheduler_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2442,7 +2551,7 @@ func (x *NodeAlloc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeAlloc.ProtoReflect.Descriptor instead.
 func (*NodeAlloc) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{23}
+	return file_scheduler_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *NodeAlloc) GetId() string {
@@ -2528,7 +2637,8 @@ type Allocation struct {
 	NextAllocation string `protobuf:"bytes,21,opt,name=next_allocation,json=nextAllocation,proto3" json:"next_allocation,omitempty"`
 	// The deployment the alloc was placed in ("" outside one).
 	DeploymentId string `protobuf:"bytes,22,opt,name=deployment_id,json=deploymentId,proto3" json:"deployment_id,omitempty"`
-	// The health reported for the alloc in its deployment.
+	// The health its client reported for the alloc: in its deployment, or
+	// outside one per its group's migrate block.
 	Healthy AllocHealth `protobuf:"varint,23,opt,name=healthy,proto3,enum=drover.scheduler.v1.AllocHealth" json:"healthy,omitempty"`
 	// Placed as a canary of its deployment.
 	Canary bool `protobuf:"varint,24,opt,name=canary,proto3" json:"canary,omitempty"`
@@ -2542,7 +2652,7 @@ type Allocation struct {
 
 func (x *Allocation) Reset() {
 	*x = Allocation{}
-	mi := &file_scheduler_proto_msgTypes[24]
+	mi := &file_scheduler_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2554,7 +2664,7 @@ func (x *Allocation) String() string {
 func (*Allocation) ProtoMessage() {}
 
 func (x *Allocation) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[24]
+	mi := &file_scheduler_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2567,7 +2677,7 @@ func (x *Allocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Allocation.ProtoReflect.Descriptor instead.
 func (*Allocation) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{24}
+	return file_scheduler_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Allocation) GetId() string {
@@ -2759,7 +2869,7 @@ type RescheduleEvent struct {
 
 func (x *RescheduleEvent) Reset() {
 	*x = RescheduleEvent{}
-	mi := &file_scheduler_proto_msgTypes[25]
+	mi := &file_scheduler_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2771,7 +2881,7 @@ func (x *RescheduleEvent) String() string {
 func (*RescheduleEvent) ProtoMessage() {}
 
 func (x *RescheduleEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[25]
+	mi := &file_scheduler_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2784,7 +2894,7 @@ func (x *RescheduleEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RescheduleEvent.ProtoReflect.Descriptor instead.
 func (*RescheduleEvent) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{25}
+	return file_scheduler_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RescheduleEvent) GetRescheduleTimeNs() int64 {
@@ -2834,7 +2944,7 @@ type Evaluation struct {
 
 func (x *Evaluation) Reset() {
 	*x = Evaluation{}
-	mi := &file_scheduler_proto_msgTypes[26]
+	mi := &file_scheduler_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2846,7 +2956,7 @@ func (x *Evaluation) String() string {
 func (*Evaluation) ProtoMessage() {}
 
 func (x *Evaluation) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[26]
+	mi := &file_scheduler_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2859,7 +2969,7 @@ func (x *Evaluation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Evaluation.ProtoReflect.Descriptor instead.
 func (*Evaluation) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{26}
+	return file_scheduler_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Evaluation) GetId() string {
@@ -2951,7 +3061,7 @@ type SchedulerConfig struct {
 
 func (x *SchedulerConfig) Reset() {
 	*x = SchedulerConfig{}
-	mi := &file_scheduler_proto_msgTypes[27]
+	mi := &file_scheduler_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2963,7 +3073,7 @@ func (x *SchedulerConfig) String() string {
 func (*SchedulerConfig) ProtoMessage() {}
 
 func (x *SchedulerConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[27]
+	mi := &file_scheduler_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2976,7 +3086,7 @@ func (x *SchedulerConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchedulerConfig.ProtoReflect.Descriptor instead.
 func (*SchedulerConfig) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{27}
+	return file_scheduler_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *SchedulerConfig) GetPreemptionSystem() bool {
@@ -3045,7 +3155,7 @@ type ScheduleRequest struct {
 
 func (x *ScheduleRequest) Reset() {
 	*x = ScheduleRequest{}
-	mi := &file_scheduler_proto_msgTypes[28]
+	mi := &file_scheduler_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3057,7 +3167,7 @@ func (x *ScheduleRequest) String() string {
 func (*ScheduleRequest) ProtoMessage() {}
 
 func (x *ScheduleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[28]
+	mi := &file_scheduler_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3070,7 +3180,7 @@ func (x *ScheduleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleRequest.ProtoReflect.Descriptor instead.
 func (*ScheduleRequest) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{28}
+	return file_scheduler_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ScheduleRequest) GetEval() *Evaluation {
@@ -3171,7 +3281,7 @@ type AllocMetric struct {
 
 func (x *AllocMetric) Reset() {
 	*x = AllocMetric{}
-	mi := &file_scheduler_proto_msgTypes[29]
+	mi := &file_scheduler_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3183,7 +3293,7 @@ func (x *AllocMetric) String() string {
 func (*AllocMetric) ProtoMessage() {}
 
 func (x *AllocMetric) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[29]
+	mi := &file_scheduler_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3196,7 +3306,7 @@ func (x *AllocMetric) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocMetric.ProtoReflect.Descriptor instead.
 func (*AllocMetric) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{29}
+	return file_scheduler_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *AllocMetric) GetNodesEvaluated() int32 {
@@ -3310,7 +3420,7 @@ type DesiredUpdates struct {
 
 func (x *DesiredUpdates) Reset() {
 	*x = DesiredUpdates{}
-	mi := &file_scheduler_proto_msgTypes[30]
+	mi := &file_scheduler_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3322,7 +3432,7 @@ func (x *DesiredUpdates) String() string {
 func (*DesiredUpdates) ProtoMessage() {}
 
 func (x *DesiredUpdates) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[30]
+	mi := &file_scheduler_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3335,7 +3445,7 @@ func (x *DesiredUpdates) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DesiredUpdates.ProtoReflect.Descriptor instead.
 func (*DesiredUpdates) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{30}
+	return file_scheduler_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *DesiredUpdates) GetIgnore() uint64 {
@@ -3437,7 +3547,7 @@ type AllocStop struct {
 
 func (x *AllocStop) Reset() {
 	*x = AllocStop{}
-	mi := &file_scheduler_proto_msgTypes[31]
+	mi := &file_scheduler_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3449,7 +3559,7 @@ func (x *AllocStop) String() string {
 func (*AllocStop) ProtoMessage() {}
 
 func (x *AllocStop) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[31]
+	mi := &file_scheduler_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3462,7 +3572,7 @@ func (x *AllocStop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocStop.ProtoReflect.Descriptor instead.
 func (*AllocStop) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{31}
+	return file_scheduler_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *AllocStop) GetAllocId() string {
@@ -3531,7 +3641,7 @@ type PlacedAlloc struct {
 
 func (x *PlacedAlloc) Reset() {
 	*x = PlacedAlloc{}
-	mi := &file_scheduler_proto_msgTypes[32]
+	mi := &file_scheduler_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3543,7 +3653,7 @@ func (x *PlacedAlloc) String() string {
 func (*PlacedAlloc) ProtoMessage() {}
 
 func (x *PlacedAlloc) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[32]
+	mi := &file_scheduler_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3556,7 +3666,7 @@ func (x *PlacedAlloc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlacedAlloc.ProtoReflect.Descriptor instead.
 func (*PlacedAlloc) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{32}
+	return file_scheduler_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *PlacedAlloc) GetId() string {
@@ -3670,7 +3780,7 @@ type Preemption struct {
 
 func (x *Preemption) Reset() {
 	*x = Preemption{}
-	mi := &file_scheduler_proto_msgTypes[33]
+	mi := &file_scheduler_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3682,7 +3792,7 @@ func (x *Preemption) String() string {
 func (*Preemption) ProtoMessage() {}
 
 func (x *Preemption) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[33]
+	mi := &file_scheduler_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3695,7 +3805,7 @@ func (x *Preemption) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Preemption.ProtoReflect.Descriptor instead.
 func (*Preemption) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{33}
+	return file_scheduler_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Preemption) GetAllocId() string {
@@ -3757,7 +3867,7 @@ type Plan struct {
 
 func (x *Plan) Reset() {
 	*x = Plan{}
-	mi := &file_scheduler_proto_msgTypes[34]
+	mi := &file_scheduler_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3769,7 +3879,7 @@ func (x *Plan) String() string {
 func (*Plan) ProtoMessage() {}
 
 func (x *Plan) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[34]
+	mi := &file_scheduler_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3782,7 +3892,7 @@ func (x *Plan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Plan.ProtoReflect.Descriptor instead.
 func (*Plan) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{34}
+	return file_scheduler_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *Plan) GetNodeUpdate() []*AllocStop {
@@ -3853,7 +3963,7 @@ type AllocFollowup struct {
 
 func (x *AllocFollowup) Reset() {
 	*x = AllocFollowup{}
-	mi := &file_scheduler_proto_msgTypes[35]
+	mi := &file_scheduler_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3865,7 +3975,7 @@ func (x *AllocFollowup) String() string {
 func (*AllocFollowup) ProtoMessage() {}
 
 func (x *AllocFollowup) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[35]
+	mi := &file_scheduler_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3878,7 +3988,7 @@ func (x *AllocFollowup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocFollowup.ProtoReflect.Descriptor instead.
 func (*AllocFollowup) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{35}
+	return file_scheduler_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *AllocFollowup) GetAllocId() string {
@@ -3908,7 +4018,7 @@ type BlockedEval struct {
 
 func (x *BlockedEval) Reset() {
 	*x = BlockedEval{}
-	mi := &file_scheduler_proto_msgTypes[36]
+	mi := &file_scheduler_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3920,7 +4030,7 @@ func (x *BlockedEval) String() string {
 func (*BlockedEval) ProtoMessage() {}
 
 func (x *BlockedEval) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[36]
+	mi := &file_scheduler_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3933,7 +4043,7 @@ func (x *BlockedEval) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlockedEval.ProtoReflect.Descriptor instead.
 func (*BlockedEval) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{36}
+	return file_scheduler_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *BlockedEval) GetNodeId() string {
@@ -3981,7 +4091,7 @@ type ScheduleResponse struct {
 
 func (x *ScheduleResponse) Reset() {
 	*x = ScheduleResponse{}
-	mi := &file_scheduler_proto_msgTypes[37]
+	mi := &file_scheduler_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3993,7 +4103,7 @@ func (x *ScheduleResponse) String() string {
 func (*ScheduleResponse) ProtoMessage() {}
 
 func (x *ScheduleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[37]
+	mi := &file_scheduler_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4006,7 +4116,7 @@ func (x *ScheduleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleResponse.ProtoReflect.Descriptor instead.
 func (*ScheduleResponse) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{37}
+	return file_scheduler_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ScheduleResponse) GetStatus() string {
@@ -4070,7 +4180,7 @@ type FollowupEval struct {
 
 func (x *FollowupEval) Reset() {
 	*x = FollowupEval{}
-	mi := &file_scheduler_proto_msgTypes[38]
+	mi := &file_scheduler_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4082,7 +4192,7 @@ func (x *FollowupEval) String() string {
 func (*FollowupEval) ProtoMessage() {}
 
 func (x *FollowupEval) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[38]
+	mi := &file_scheduler_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4095,7 +4205,7 @@ func (x *FollowupEval) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FollowupEval.ProtoReflect.Descriptor instead.
 func (*FollowupEval) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{38}
+	return file_scheduler_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *FollowupEval) GetId() string {
@@ -4117,7 +4227,7 @@ var File_scheduler_proto protoreflect.FileDescriptor
 const file_scheduler_proto_rawDesc = "" +
 	"\n" +
 	"\x0fscheduler.proto\x12\x13drover.scheduler.v1\"\r\n" +
-	"\vInfoRequest\"\xa0\a\n" +
+	"\vInfoRequest\"\xef\a\n" +
 	"\vJobTypeInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
 	"\fmax_attempts\x18\x02 \x01(\x05R\vmaxAttempts\x12\x19\n" +
@@ -4140,7 +4250,13 @@ const file_scheduler_proto_rawDesc = "" +
 	"\n" +
 	"drain_last\x18\x10 \x01(\bR\tdrainLast\x12+\n" +
 	"\x11preemption_switch\x18\x11 \x01(\tR\x10preemptionSwitch\x12 \n" +
-	"\vdeployments\x18\x14 \x01(\bR\vdeployments\"\xe2\x02\n" +
+	"\vdeployments\x18\x14 \x01(\bR\vdeployments\x12M\n" +
+	"\x0fdefault_migrate\x18\x15 \x01(\v2$.drover.scheduler.v1.MigrateStrategyR\x0edefaultMigrate\"\xb6\x01\n" +
+	"\x0fMigrateStrategy\x12!\n" +
+	"\fmax_parallel\x18\x01 \x01(\x05R\vmaxParallel\x12!\n" +
+	"\fhealth_check\x18\x02 \x01(\tR\vhealthCheck\x12-\n" +
+	"\x13min_healthy_time_ns\x18\x03 \x01(\x03R\x10minHealthyTimeNs\x12.\n" +
+	"\x13healthy_deadline_ns\x18\x04 \x01(\x03R\x11healthyDeadlineNs\"\xe2\x02\n" +
 	"\x0eUpdateStrategy\x12!\n" +
 	"\fmax_parallel\x18\x01 \x01(\x05R\vmaxParallel\x12!\n" +
 	"\fhealth_check\x18\x02 \x01(\tR\vhealthCheck\x12-\n" +
@@ -4250,7 +4366,7 @@ const file_scheduler_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a7\n" +
 	"\tMetaEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xf3\x05\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb3\x06\n" +
 	"\tTaskGroup\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\x05R\x05count\x12A\n" +
@@ -4267,7 +4383,8 @@ const file_scheduler_proto_rawDesc = "" +
 	"affinities\x125\n" +
 	"\aspreads\x18\v \x03(\v2\x1b.drover.scheduler.v1.SpreadR\aspreads\x120\n" +
 	"\x14migrate_max_parallel\x18\f \x01(\x05R\x12migrateMaxParallel\x12;\n" +
-	"\x06update\x18\r \x01(\v2#.drover.scheduler.v1.UpdateStrategyR\x06update\x1a7\n" +
+	"\x06update\x18\r \x01(\v2#.drover.scheduler.v1.UpdateStrategyR\x06update\x12>\n" +
+	"\amigrate\x18\x1e \x01(\v2$.drover.scheduler.v1.MigrateStrategyR\amigrate\x1a7\n" +
 	"\tMetaEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd3\x01\n" +
@@ -4305,7 +4422,7 @@ const file_scheduler_proto_rawDesc = "" +
 	"\aspreads\x18\x12 \x03(\v2\x1b.drover.scheduler.v1.SpreadR\aspreads\x1a7\n" +
 	"\tMetaEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x89\x06\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xbd\x06\n" +
 	"\x04Node\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1e\n" +
@@ -4328,7 +4445,8 @@ const file_scheduler_proto_rawDesc = "" +
 	"\bcapacity\x18\r \x01(\v2\x1e.drover.scheduler.v1.ResourcesR\bcapacity\x122\n" +
 	"\x04used\x18\x0e \x01(\v2\x1e.drover.scheduler.v1.ResourcesR\x04used\x126\n" +
 	"\x06others\x18\x0f \x03(\v2\x1e.drover.scheduler.v1.NodeAllocR\x06others\x12L\n" +
-	"\x10csi_node_plugins\x18\x10 \x03(\v2\".drover.scheduler.v1.CSINodePluginR\x0ecsiNodePlugins\x1a=\n" +
+	"\x10csi_node_plugins\x18\x10 \x03(\v2\".drover.scheduler.v1.CSINodePluginR\x0ecsiNodePlugins\x122\n" +
+	"\x15drain_deadline_passed\x18\x1e \x01(\bR\x13drainDeadlinePassed\x1a=\n" +
 	"\x0fAttributesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a7\n" +
@@ -4595,152 +4713,155 @@ func file_scheduler_proto_rawDescGZIP() []byte {
 }
 
 var file_scheduler_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_scheduler_proto_msgTypes = make([]protoimpl.MessageInfo, 59)
+var file_scheduler_proto_msgTypes = make([]protoimpl.MessageInfo, 60)
 var file_scheduler_proto_goTypes = []any{
 	(AllocHealth)(0),               // 0: drover.scheduler.v1.AllocHealth
 	(*InfoRequest)(nil),            // 1: drover.scheduler.v1.InfoRequest
 	(*JobTypeInfo)(nil),            // 2: drover.scheduler.v1.JobTypeInfo
-	(*UpdateStrategy)(nil),         // 3: drover.scheduler.v1.UpdateStrategy
-	(*DeploymentGroupState)(nil),   // 4: drover.scheduler.v1.DeploymentGroupState
-	(*Deployment)(nil),             // 5: drover.scheduler.v1.Deployment
-	(*DeploymentStatusUpdate)(nil), // 6: drover.scheduler.v1.DeploymentStatusUpdate
-	(*RestartPolicy)(nil),          // 7: drover.scheduler.v1.RestartPolicy
-	(*ReschedulePolicy)(nil),       // 8: drover.scheduler.v1.ReschedulePolicy
-	(*InfoResponse)(nil),           // 9: drover.scheduler.v1.InfoResponse
-	(*Constraint)(nil),             // 10: drover.scheduler.v1.Constraint
-	(*Affinity)(nil),               // 11: drover.scheduler.v1.Affinity
-	(*SpreadTarget)(nil),           // 12: drover.scheduler.v1.SpreadTarget
-	(*Spread)(nil),                 // 13: drover.scheduler.v1.Spread
-	(*Resources)(nil),              // 14: drover.scheduler.v1.Resources
-	(*Task)(nil),                   // 15: drover.scheduler.v1.Task
-	(*TaskGroup)(nil),              // 16: drover.scheduler.v1.TaskGroup
-	(*VolumeRequest)(nil),          // 17: drover.scheduler.v1.VolumeRequest
-	(*Job)(nil),                    // 18: drover.scheduler.v1.Job
-	(*Node)(nil),                   // 19: drover.scheduler.v1.Node
-	(*CSINodePlugin)(nil),          // 20: drover.scheduler.v1.CSINodePlugin
-	(*CSITopology)(nil),            // 21: drover.scheduler.v1.CSITopology
-	(*CSIVolumeClaim)(nil),         // 22: drover.scheduler.v1.CSIVolumeClaim
-	(*CSIVolume)(nil),              // 23: drover.scheduler.v1.CSIVolume
-	(*NodeAlloc)(nil),              // 24: drover.scheduler.v1.NodeAlloc
-	(*Allocation)(nil),             // 25: drover.scheduler.v1.Allocation
-	(*RescheduleEvent)(nil),        // 26: drover.scheduler.v1.RescheduleEvent
-	(*Evaluation)(nil),             // 27: drover.scheduler.v1.Evaluation
-	(*SchedulerConfig)(nil),        // 28: drover.scheduler.v1.SchedulerConfig
-	(*ScheduleRequest)(nil),        // 29: drover.scheduler.v1.ScheduleRequest
-	(*AllocMetric)(nil),            // 30: drover.scheduler.v1.AllocMetric
-	(*DesiredUpdates)(nil),         // 31: drover.scheduler.v1.DesiredUpdates
-	(*AllocStop)(nil),              // 32: drover.scheduler.v1.AllocStop
-	(*PlacedAlloc)(nil),            // 33: drover.scheduler.v1.PlacedAlloc
-	(*Preemption)(nil),             // 34: drover.scheduler.v1.Preemption
-	(*Plan)(nil),                   // 35: drover.scheduler.v1.Plan
-	(*AllocFollowup)(nil),          // 36: drover.scheduler.v1.AllocFollowup
-	(*BlockedEval)(nil),            // 37: drover.scheduler.v1.BlockedEval
-	(*ScheduleResponse)(nil),       // 38: drover.scheduler.v1.ScheduleResponse
-	(*FollowupEval)(nil),           // 39: drover.scheduler.v1.FollowupEval
-	nil,                            // 40: drover.scheduler.v1.Deployment.TaskGroupsEntry
-	nil,                            // 41: drover.scheduler.v1.Task.EnvEntry
-	nil,                            // 42: drover.scheduler.v1.Task.MetaEntry
-	nil,                            // 43: drover.scheduler.v1.TaskGroup.MetaEntry
-	nil,                            // 44: drover.scheduler.v1.Job.MetaEntry
-	nil,                            // 45: drover.scheduler.v1.Node.AttributesEntry
-	nil,                            // 46: drover.scheduler.v1.Node.MetaEntry
-	nil,                            // 47: drover.scheduler.v1.CSINodePlugin.AccessibleTopologyEntry
-	nil,                            // 48: drover.scheduler.v1.CSITopology.SegmentsEntry
-	nil,                            // 49: drover.scheduler.v1.AllocMetric.NodesAvailableEntry
-	nil,                            // 50: drover.scheduler.v1.AllocMetric.ClassFilteredEntry
-	nil,                            // 51: drover.scheduler.v1.AllocMetric.ConstraintFilteredEntry
-	nil,                            // 52: drover.scheduler.v1.AllocMetric.ClassExhaustedEntry
-	nil,                            // 53: drover.scheduler.v1.AllocMetric.DimensionExhaustedEntry
-	nil,                            // 54: drover.scheduler.v1.AllocMetric.ScoresEntry
-	nil,                            // 55: drover.scheduler.v1.PlacedAlloc.TaskResourcesEntry
-	nil,                            // 56: drover.scheduler.v1.Plan.DesiredTgUpdatesEntry
-	nil,                            // 57: drover.scheduler.v1.BlockedEval.ClassEligibilityEntry
-	nil,                            // 58: drover.scheduler.v1.ScheduleResponse.FailedTgAllocsEntry
-	nil,                            // 59: drover.scheduler.v1.ScheduleResponse.QueuedAllocationsEntry
+	(*MigrateStrategy)(nil),        // 3: drover.scheduler.v1.MigrateStrategy
+	(*UpdateStrategy)(nil),         // 4: drover.scheduler.v1.UpdateStrategy
+	(*DeploymentGroupState)(nil),   // 5: drover.scheduler.v1.DeploymentGroupState
+	(*Deployment)(nil),             // 6: drover.scheduler.v1.Deployment
+	(*DeploymentStatusUpdate)(nil), // 7: drover.scheduler.v1.DeploymentStatusUpdate
+	(*RestartPolicy)(nil),          // 8: drover.scheduler.v1.RestartPolicy
+	(*ReschedulePolicy)(nil),       // 9: drover.scheduler.v1.ReschedulePolicy
+	(*InfoResponse)(nil),           // 10: drover.scheduler.v1.InfoResponse
+	(*Constraint)(nil),             // 11: drover.scheduler.v1.Constraint
+	(*Affinity)(nil),               // 12: drover.scheduler.v1.Affinity
+	(*SpreadTarget)(nil),           // 13: drover.scheduler.v1.SpreadTarget
+	(*Spread)(nil),                 // 14: drover.scheduler.v1.Spread
+	(*Resources)(nil),              // 15: drover.scheduler.v1.Resources
+	(*Task)(nil),                   // 16: drover.scheduler.v1.Task
+	(*TaskGroup)(nil),              // 17: drover.scheduler.v1.TaskGroup
+	(*VolumeRequest)(nil),          // 18: drover.scheduler.v1.VolumeRequest
+	(*Job)(nil),                    // 19: drover.scheduler.v1.Job
+	(*Node)(nil),                   // 20: drover.scheduler.v1.Node
+	(*CSINodePlugin)(nil),          // 21: drover.scheduler.v1.CSINodePlugin
+	(*CSITopology)(nil),            // 22: drover.scheduler.v1.CSITopology
+	(*CSIVolumeClaim)(nil),         // 23: drover.scheduler.v1.CSIVolumeClaim
+	(*CSIVolume)(nil),              // 24: drover.scheduler.v1.CSIVolume
+	(*NodeAlloc)(nil),              // 25: drover.scheduler.v1.NodeAlloc
+	(*Allocation)(nil),             // 26: drover.scheduler.v1.Allocation
+	(*RescheduleEvent)(nil),        // 27: drover.scheduler.v1.RescheduleEvent
+	(*Evaluation)(nil),             // 28: drover.scheduler.v1.Evaluation
+	(*SchedulerConfig)(nil),        // 29: drover.scheduler.v1.SchedulerConfig
+	(*ScheduleRequest)(nil),        // 30: drover.scheduler.v1.ScheduleRequest
+	(*AllocMetric)(nil),            // 31: drover.scheduler.v1.AllocMetric
+	(*DesiredUpdates)(nil),         // 32: drover.scheduler.v1.DesiredUpdates
+	(*AllocStop)(nil),              // 33: drover.scheduler.v1.AllocStop
+	(*PlacedAlloc)(nil),            // 34: drover.scheduler.v1.PlacedAlloc
+	(*Preemption)(nil),             // 35: drover.scheduler.v1.Preemption
+	(*Plan)(nil),                   // 36: drover.scheduler.v1.Plan
+	(*AllocFollowup)(nil),          // 37: drover.scheduler.v1.AllocFollowup
+	(*BlockedEval)(nil),            // 38: drover.scheduler.v1.BlockedEval
+	(*ScheduleResponse)(nil),       // 39: drover.scheduler.v1.ScheduleResponse
+	(*FollowupEval)(nil),           // 40: drover.scheduler.v1.FollowupEval
+	nil,                            // 41: drover.scheduler.v1.Deployment.TaskGroupsEntry
+	nil,                            // 42: drover.scheduler.v1.Task.EnvEntry
+	nil,                            // 43: drover.scheduler.v1.Task.MetaEntry
+	nil,                            // 44: drover.scheduler.v1.TaskGroup.MetaEntry
+	nil,                            // 45: drover.scheduler.v1.Job.MetaEntry
+	nil,                            // 46: drover.scheduler.v1.Node.AttributesEntry
+	nil,                            // 47: drover.scheduler.v1.Node.MetaEntry
+	nil,                            // 48: drover.scheduler.v1.CSINodePlugin.AccessibleTopologyEntry
+	nil,                            // 49: drover.scheduler.v1.CSITopology.SegmentsEntry
+	nil,                            // 50: drover.scheduler.v1.AllocMetric.NodesAvailableEntry
+	nil,                            // 51: drover.scheduler.v1.AllocMetric.ClassFilteredEntry
+	nil,                            // 52: drover.scheduler.v1.AllocMetric.ConstraintFilteredEntry
+	nil,                            // 53: drover.scheduler.v1.AllocMetric.ClassExhaustedEntry
+	nil,                            // 54: drover.scheduler.v1.AllocMetric.DimensionExhaustedEntry
+	nil,                            // 55: drover.scheduler.v1.AllocMetric.ScoresEntry
+	nil,                            // 56: drover.scheduler.v1.PlacedAlloc.TaskResourcesEntry
+	nil,                            // 57: drover.scheduler.v1.Plan.DesiredTgUpdatesEntry
+	nil,                            // 58: drover.scheduler.v1.BlockedEval.ClassEligibilityEntry
+	nil,                            // 59: drover.scheduler.v1.ScheduleResponse.FailedTgAllocsEntry
+	nil,                            // 60: drover.scheduler.v1.ScheduleResponse.QueuedAllocationsEntry
 }
 var file_scheduler_proto_depIdxs = []int32{
-	7,  // 0: drover.scheduler.v1.JobTypeInfo.default_restart:type_name -> drover.scheduler.v1.RestartPolicy
-	8,  // 1: drover.scheduler.v1.JobTypeInfo.default_reschedule:type_name -> drover.scheduler.v1.ReschedulePolicy
-	40, // 2: drover.scheduler.v1.Deployment.task_groups:type_name -> drover.scheduler.v1.Deployment.TaskGroupsEntry
-	2,  // 3: drover.scheduler.v1.InfoResponse.job_types:type_name -> drover.scheduler.v1.JobTypeInfo
-	12, // 4: drover.scheduler.v1.Spread.targets:type_name -> drover.scheduler.v1.SpreadTarget
-	41, // 5: drover.scheduler.v1.Task.env:type_name -> drover.scheduler.v1.Task.EnvEntry
-	42, // 6: drover.scheduler.v1.Task.meta:type_name -> drover.scheduler.v1.Task.MetaEntry
-	14, // 7: drover.scheduler.v1.Task.resources:type_name -> drover.scheduler.v1.Resources
-	10, // 8: drover.scheduler.v1.Task.constraints:type_name -> drover.scheduler.v1.Constraint
-	11, // 9: drover.scheduler.v1.Task.affinities:type_name -> drover.scheduler.v1.Affinity
-	10, // 10: drover.scheduler.v1.TaskGroup.constraints:type_name -> drover.scheduler.v1.Constraint
-	15, // 11: drover.scheduler.v1.TaskGroup.tasks:type_name -> drover.scheduler.v1.Task
-	43, // 12: drover.scheduler.v1.TaskGroup.meta:type_name -> drover.scheduler.v1.TaskGroup.MetaEntry
-	17, // 13: drover.scheduler.v1.TaskGroup.volumes:type_name -> drover.scheduler.v1.VolumeRequest
-	8,  // 14: drover.scheduler.v1.TaskGroup.reschedule_policy:type_name -> drover.scheduler.v1.ReschedulePolicy
-	11, // 15: drover.scheduler.v1.TaskGroup.affinities:type_name -> drover.scheduler.v1.Affinity
-	13, // 16: drover.scheduler.v1.TaskGroup.spreads:type_name -> drover.scheduler.v1.Spread
-	3,  // 17: drover.scheduler.v1.TaskGroup.update:type_name -> drover.scheduler.v1.UpdateStrategy
-	10, // 18: drover.scheduler.v1.Job.constraints:type_name -> drover.scheduler.v1.Constraint
-	44, // 19: drover.scheduler.v1.Job.meta:type_name -> drover.scheduler.v1.Job.MetaEntry
-	16, // 20: drover.scheduler.v1.Job.task_groups:type_name -> drover.scheduler.v1.TaskGroup
-	11, // 21: drover.scheduler.v1.Job.affinities:type_name -> drover.scheduler.v1.Affinity
-	13, // 22: drover.scheduler.v1.Job.spreads:type_name -> drover.scheduler.v1.Spread
-	45, // 23: drover.scheduler.v1.Node.attributes:type_name -> drover.scheduler.v1.Node.AttributesEntry
-	46, // 24: drover.scheduler.v1.Node.meta:type_name -> drover.scheduler.v1.Node.MetaEntry
-	14, // 25: drover.scheduler.v1.Node.capacity:type_name -> drover.scheduler.v1.Resources
-	14, // 26: drover.scheduler.v1.Node.used:type_name -> drover.scheduler.v1.Resources
-	24, // 27: drover.scheduler.v1.Node.others:type_name -> drover.scheduler.v1.NodeAlloc
-	20, // 28: drover.scheduler.v1.Node.csi_node_plugins:type_name -> drover.scheduler.v1.CSINodePlugin
-	47, // 29: drover.scheduler.v1.CSINodePlugin.accessible_topology:type_name -> drover.scheduler.v1.CSINodePlugin.AccessibleTopologyEntry
-	48, // 30: drover.scheduler.v1.CSITopology.segments:type_name -> drover.scheduler.v1.CSITopology.SegmentsEntry
-	21, // 31: drover.scheduler.v1.CSIVolume.topologies:type_name -> drover.scheduler.v1.CSITopology
-	22, // 32: drover.scheduler.v1.CSIVolume.read_claims:type_name -> drover.scheduler.v1.CSIVolumeClaim
-	22, // 33: drover.scheduler.v1.CSIVolume.write_claims:type_name -> drover.scheduler.v1.CSIVolumeClaim
-	14, // 34: drover.scheduler.v1.NodeAlloc.resources:type_name -> drover.scheduler.v1.Resources
-	14, // 35: drover.scheduler.v1.Allocation.resources:type_name -> drover.scheduler.v1.Resources
-	26, // 36: drover.scheduler.v1.Allocation.reschedule_events:type_name -> drover.scheduler.v1.RescheduleEvent
-	0,  // 37: drover.scheduler.v1.Allocation.healthy:type_name -> drover.scheduler.v1.AllocHealth
-	27, // 38: drover.scheduler.v1.ScheduleRequest.eval:type_name -> drover.scheduler.v1.Evaluation
-	18, // 39: drover.scheduler.v1.ScheduleRequest.job:type_name -> drover.scheduler.v1.Job
-	19, // 40: drover.scheduler.v1.ScheduleRequest.nodes:type_name -> drover.scheduler.v1.Node
-	25, // 41: drover.scheduler.v1.ScheduleRequest.allocs:type_name -> drover.scheduler.v1.Allocation
-	18, // 42: drover.scheduler.v1.ScheduleRequest.job_versions:type_name -> drover.scheduler.v1.Job
-	28, // 43: drover.scheduler.v1.ScheduleRequest.config:type_name -> drover.scheduler.v1.SchedulerConfig
-	23, // 44: drover.scheduler.v1.ScheduleRequest.csi_volumes:type_name -> drover.scheduler.v1.CSIVolume
-	5,  // 45: drover.scheduler.v1.ScheduleRequest.deployment:type_name -> drover.scheduler.v1.Deployment
-	49, // 46: drover.scheduler.v1.AllocMetric.nodes_available:type_name -> drover.scheduler.v1.AllocMetric.NodesAvailableEntry
-	50, // 47: drover.scheduler.v1.AllocMetric.class_filtered:type_name -> drover.scheduler.v1.AllocMetric.ClassFilteredEntry
-	51, // 48: drover.scheduler.v1.AllocMetric.constraint_filtered:type_name -> drover.scheduler.v1.AllocMetric.ConstraintFilteredEntry
-	52, // 49: drover.scheduler.v1.AllocMetric.class_exhausted:type_name -> drover.scheduler.v1.AllocMetric.ClassExhaustedEntry
-	53, // 50: drover.scheduler.v1.AllocMetric.dimension_exhausted:type_name -> drover.scheduler.v1.AllocMetric.DimensionExhaustedEntry
-	54, // 51: drover.scheduler.v1.AllocMetric.scores:type_name -> drover.scheduler.v1.AllocMetric.ScoresEntry
-	55, // 52: drover.scheduler.v1.PlacedAlloc.task_resources:type_name -> drover.scheduler.v1.PlacedAlloc.TaskResourcesEntry
-	30, // 53: drover.scheduler.v1.PlacedAlloc.metrics:type_name -> drover.scheduler.v1.AllocMetric
-	26, // 54: drover.scheduler.v1.PlacedAlloc.reschedule_events:type_name -> drover.scheduler.v1.RescheduleEvent
-	32, // 55: drover.scheduler.v1.Plan.node_update:type_name -> drover.scheduler.v1.AllocStop
-	33, // 56: drover.scheduler.v1.Plan.node_allocation:type_name -> drover.scheduler.v1.PlacedAlloc
-	34, // 57: drover.scheduler.v1.Plan.node_preemptions:type_name -> drover.scheduler.v1.Preemption
-	56, // 58: drover.scheduler.v1.Plan.desired_tg_updates:type_name -> drover.scheduler.v1.Plan.DesiredTgUpdatesEntry
-	30, // 59: drover.scheduler.v1.Plan.placement_metric:type_name -> drover.scheduler.v1.AllocMetric
-	36, // 60: drover.scheduler.v1.Plan.alloc_followups:type_name -> drover.scheduler.v1.AllocFollowup
-	5,  // 61: drover.scheduler.v1.Plan.create_deployment:type_name -> drover.scheduler.v1.Deployment
-	6,  // 62: drover.scheduler.v1.Plan.deployment_updates:type_name -> drover.scheduler.v1.DeploymentStatusUpdate
-	57, // 63: drover.scheduler.v1.BlockedEval.class_eligibility:type_name -> drover.scheduler.v1.BlockedEval.ClassEligibilityEntry
-	35, // 64: drover.scheduler.v1.ScheduleResponse.plan:type_name -> drover.scheduler.v1.Plan
-	58, // 65: drover.scheduler.v1.ScheduleResponse.failed_tg_allocs:type_name -> drover.scheduler.v1.ScheduleResponse.FailedTgAllocsEntry
-	59, // 66: drover.scheduler.v1.ScheduleResponse.queued_allocations:type_name -> drover.scheduler.v1.ScheduleResponse.QueuedAllocationsEntry
-	37, // 67: drover.scheduler.v1.ScheduleResponse.blocked_evals:type_name -> drover.scheduler.v1.BlockedEval
-	39, // 68: drover.scheduler.v1.ScheduleResponse.followup_evals:type_name -> drover.scheduler.v1.FollowupEval
-	4,  // 69: drover.scheduler.v1.Deployment.TaskGroupsEntry.value:type_name -> drover.scheduler.v1.DeploymentGroupState
-	14, // 70: drover.scheduler.v1.PlacedAlloc.TaskResourcesEntry.value:type_name -> drover.scheduler.v1.Resources
-	31, // 71: drover.scheduler.v1.Plan.DesiredTgUpdatesEntry.value:type_name -> drover.scheduler.v1.DesiredUpdates
-	30, // 72: drover.scheduler.v1.ScheduleResponse.FailedTgAllocsEntry.value:type_name -> drover.scheduler.v1.AllocMetric
-	1,  // 73: drover.scheduler.v1.Scheduler.Info:input_type -> drover.scheduler.v1.InfoRequest
-	29, // 74: drover.scheduler.v1.Scheduler.Schedule:input_type -> drover.scheduler.v1.ScheduleRequest
-	9,  // 75: drover.scheduler.v1.Scheduler.Info:output_type -> drover.scheduler.v1.InfoResponse
-	38, // 76: drover.scheduler.v1.Scheduler.Schedule:output_type -> drover.scheduler.v1.ScheduleResponse
-	75, // [75:77] is the sub-list for method output_type
-	73, // [73:75] is the sub-list for method input_type
-	73, // [73:73] is the sub-list for extension type_name
-	73, // [73:73] is the sub-list for extension extendee
-	0,  // [0:73] is the sub-list for field type_name
+	8,  // 0: drover.scheduler.v1.JobTypeInfo.default_restart:type_name -> drover.scheduler.v1.RestartPolicy
+	9,  // 1: drover.scheduler.v1.JobTypeInfo.default_reschedule:type_name -> drover.scheduler.v1.ReschedulePolicy
+	3,  // 2: drover.scheduler.v1.JobTypeInfo.default_migrate:type_name -> drover.scheduler.v1.MigrateStrategy
+	41, // 3: drover.scheduler.v1.Deployment.task_groups:type_name -> drover.scheduler.v1.Deployment.TaskGroupsEntry
+	2,  // 4: drover.scheduler.v1.InfoResponse.job_types:type_name -> drover.scheduler.v1.JobTypeInfo
+	13, // 5: drover.scheduler.v1.Spread.targets:type_name -> drover.scheduler.v1.SpreadTarget
+	42, // 6: drover.scheduler.v1.Task.env:type_name -> drover.scheduler.v1.Task.EnvEntry
+	43, // 7: drover.scheduler.v1.Task.meta:type_name -> drover.scheduler.v1.Task.MetaEntry
+	15, // 8: drover.scheduler.v1.Task.resources:type_name -> drover.scheduler.v1.Resources
+	11, // 9: drover.scheduler.v1.Task.constraints:type_name -> drover.scheduler.v1.Constraint
+	12, // 10: drover.scheduler.v1.Task.affinities:type_name -> drover.scheduler.v1.Affinity
+	11, // 11: drover.scheduler.v1.TaskGroup.constraints:type_name -> drover.scheduler.v1.Constraint
+	16, // 12: drover.scheduler.v1.TaskGroup.tasks:type_name -> drover.scheduler.v1.Task
+	44, // 13: drover.scheduler.v1.TaskGroup.meta:type_name -> drover.scheduler.v1.TaskGroup.MetaEntry
+	18, // 14: drover.scheduler.v1.TaskGroup.volumes:type_name -> drover.scheduler.v1.VolumeRequest
+	9,  // 15: drover.scheduler.v1.TaskGroup.reschedule_policy:type_name -> drover.scheduler.v1.ReschedulePolicy
+	12, // 16: drover.scheduler.v1.TaskGroup.affinities:type_name -> drover.scheduler.v1.Affinity
+	14, // 17: drover.scheduler.v1.TaskGroup.spreads:type_name -> drover.scheduler.v1.Spread
+	4,  // 18: drover.scheduler.v1.TaskGroup.update:type_name -> drover.scheduler.v1.UpdateStrategy
+	3,  // 19: drover.scheduler.v1.TaskGroup.migrate:type_name -> drover.scheduler.v1.MigrateStrategy
+	11, // 20: drover.scheduler.v1.Job.constraints:type_name -> drover.scheduler.v1.Constraint
+	45, // 21: drover.scheduler.v1.Job.meta:type_name -> drover.scheduler.v1.Job.MetaEntry
+	17, // 22: drover.scheduler.v1.Job.task_groups:type_name -> drover.scheduler.v1.TaskGroup
+	12, // 23: drover.scheduler.v1.Job.affinities:type_name -> drover.scheduler.v1.Affinity
+	14, // 24: drover.scheduler.v1.Job.spreads:type_name -> drover.scheduler.v1.Spread
+	46, // 25: drover.scheduler.v1.Node.attributes:type_name -> drover.scheduler.v1.Node.AttributesEntry
+	47, // 26: drover.scheduler.v1.Node.meta:type_name -> drover.scheduler.v1.Node.MetaEntry
+	15, // 27: drover.scheduler.v1.Node.capacity:type_name -> drover.scheduler.v1.Resources
+	15, // 28: drover.scheduler.v1.Node.used:type_name -> drover.scheduler.v1.Resources
+	25, // 29: drover.scheduler.v1.Node.others:type_name -> drover.scheduler.v1.NodeAlloc
+	21, // 30: drover.scheduler.v1.Node.csi_node_plugins:type_name -> drover.scheduler.v1.CSINodePlugin
+	48, // 31: drover.scheduler.v1.CSINodePlugin.accessible_topology:type_name -> drover.scheduler.v1.CSINodePlugin.AccessibleTopologyEntry
+	49, // 32: drover.scheduler.v1.CSITopology.segments:type_name -> drover.scheduler.v1.CSITopology.SegmentsEntry
+	22, // 33: drover.scheduler.v1.CSIVolume.topologies:type_name -> drover.scheduler.v1.CSITopology
+	23, // 34: drover.scheduler.v1.CSIVolume.read_claims:type_name -> drover.scheduler.v1.CSIVolumeClaim
+	23, // 35: drover.scheduler.v1.CSIVolume.write_claims:type_name -> drover.scheduler.v1.CSIVolumeClaim
+	15, // 36: drover.scheduler.v1.NodeAlloc.resources:type_name -> drover.scheduler.v1.Resources
+	15, // 37: drover.scheduler.v1.Allocation.resources:type_name -> drover.scheduler.v1.Resources
+	27, // 38: drover.scheduler.v1.Allocation.reschedule_events:type_name -> drover.scheduler.v1.RescheduleEvent
+	0,  // 39: drover.scheduler.v1.Allocation.healthy:type_name -> drover.scheduler.v1.AllocHealth
+	28, // 40: drover.scheduler.v1.ScheduleRequest.eval:type_name -> drover.scheduler.v1.Evaluation
+	19, // 41: drover.scheduler.v1.ScheduleRequest.job:type_name -> drover.scheduler.v1.Job
+	20, // 42: drover.scheduler.v1.ScheduleRequest.nodes:type_name -> drover.scheduler.v1.Node
+	26, // 43: drover.scheduler.v1.ScheduleRequest.allocs:type_name -> drover.scheduler.v1.Allocation
+	19, // 44: drover.scheduler.v1.ScheduleRequest.job_versions:type_name -> drover.scheduler.v1.Job
+	29, // 45: drover.scheduler.v1.ScheduleRequest.config:type_name -> drover.scheduler.v1.SchedulerConfig
+	24, // 46: drover.scheduler.v1.ScheduleRequest.csi_volumes:type_name -> drover.scheduler.v1.CSIVolume
+	6,  // 47: drover.scheduler.v1.ScheduleRequest.deployment:type_name -> drover.scheduler.v1.Deployment
+	50, // 48: drover.scheduler.v1.AllocMetric.nodes_available:type_name -> drover.scheduler.v1.AllocMetric.NodesAvailableEntry
+	51, // 49: drover.scheduler.v1.AllocMetric.class_filtered:type_name -> drover.scheduler.v1.AllocMetric.ClassFilteredEntry
+	52, // 50: drover.scheduler.v1.AllocMetric.constraint_filtered:type_name -> drover.scheduler.v1.AllocMetric.ConstraintFilteredEntry
+	53, // 51: drover.scheduler.v1.AllocMetric.class_exhausted:type_name -> drover.scheduler.v1.AllocMetric.ClassExhaustedEntry
+	54, // 52: drover.scheduler.v1.AllocMetric.dimension_exhausted:type_name -> drover.scheduler.v1.AllocMetric.DimensionExhaustedEntry
+	55, // 53: drover.scheduler.v1.AllocMetric.scores:type_name -> drover.scheduler.v1.AllocMetric.ScoresEntry
+	56, // 54: drover.scheduler.v1.PlacedAlloc.task_resources:type_name -> drover.scheduler.v1.PlacedAlloc.TaskResourcesEntry
+	31, // 55: drover.scheduler.v1.PlacedAlloc.metrics:type_name -> drover.scheduler.v1.AllocMetric
+	27, // 56: drover.scheduler.v1.PlacedAlloc.reschedule_events:type_name -> drover.scheduler.v1.RescheduleEvent
+	33, // 57: drover.scheduler.v1.Plan.node_update:type_name -> drover.scheduler.v1.AllocStop
+	34, // 58: drover.scheduler.v1.Plan.node_allocation:type_name -> drover.scheduler.v1.PlacedAlloc
+	35, // 59: drover.scheduler.v1.Plan.node_preemptions:type_name -> drover.scheduler.v1.Preemption
+	57, // 60: drover.scheduler.v1.Plan.desired_tg_updates:type_name -> drover.scheduler.v1.Plan.DesiredTgUpdatesEntry
+	31, // 61: drover.scheduler.v1.Plan.placement_metric:type_name -> drover.scheduler.v1.AllocMetric
+	37, // 62: drover.scheduler.v1.Plan.alloc_followups:type_name -> drover.scheduler.v1.AllocFollowup
+	6,  // 63: drover.scheduler.v1.Plan.create_deployment:type_name -> drover.scheduler.v1.Deployment
+	7,  // 64: drover.scheduler.v1.Plan.deployment_updates:type_name -> drover.scheduler.v1.DeploymentStatusUpdate
+	58, // 65: drover.scheduler.v1.BlockedEval.class_eligibility:type_name -> drover.scheduler.v1.BlockedEval.ClassEligibilityEntry
+	36, // 66: drover.scheduler.v1.ScheduleResponse.plan:type_name -> drover.scheduler.v1.Plan
+	59, // 67: drover.scheduler.v1.ScheduleResponse.failed_tg_allocs:type_name -> drover.scheduler.v1.ScheduleResponse.FailedTgAllocsEntry
+	60, // 68: drover.scheduler.v1.ScheduleResponse.queued_allocations:type_name -> drover.scheduler.v1.ScheduleResponse.QueuedAllocationsEntry
+	38, // 69: drover.scheduler.v1.ScheduleResponse.blocked_evals:type_name -> drover.scheduler.v1.BlockedEval
+	40, // 70: drover.scheduler.v1.ScheduleResponse.followup_evals:type_name -> drover.scheduler.v1.FollowupEval
+	5,  // 71: drover.scheduler.v1.Deployment.TaskGroupsEntry.value:type_name -> drover.scheduler.v1.DeploymentGroupState
+	15, // 72: drover.scheduler.v1.PlacedAlloc.TaskResourcesEntry.value:type_name -> drover.scheduler.v1.Resources
+	32, // 73: drover.scheduler.v1.Plan.DesiredTgUpdatesEntry.value:type_name -> drover.scheduler.v1.DesiredUpdates
+	31, // 74: drover.scheduler.v1.ScheduleResponse.FailedTgAllocsEntry.value:type_name -> drover.scheduler.v1.AllocMetric
+	1,  // 75: drover.scheduler.v1.Scheduler.Info:input_type -> drover.scheduler.v1.InfoRequest
+	30, // 76: drover.scheduler.v1.Scheduler.Schedule:input_type -> drover.scheduler.v1.ScheduleRequest
+	10, // 77: drover.scheduler.v1.Scheduler.Info:output_type -> drover.scheduler.v1.InfoResponse
+	39, // 78: drover.scheduler.v1.Scheduler.Schedule:output_type -> drover.scheduler.v1.ScheduleResponse
+	77, // [77:79] is the sub-list for method output_type
+	75, // [75:77] is the sub-list for method input_type
+	75, // [75:75] is the sub-list for extension type_name
+	75, // [75:75] is the sub-list for extension extendee
+	0,  // [0:75] is the sub-list for field type_name
 }
 
 func init() { file_scheduler_proto_init() }
@@ -4754,7 +4875,7 @@ func file_scheduler_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_scheduler_proto_rawDesc), len(file_scheduler_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   59,
+			NumMessages:   60,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

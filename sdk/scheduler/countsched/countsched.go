@@ -77,7 +77,8 @@ type Config struct {
 	// PaceMigrations limits the allocations of a group migrating off
 	// draining nodes at once to its migrate max_parallel (1 when unset,
 	// as Nomad's default). A migration is in flight from its stop until
-	// its replacement runs.
+	// its replacement runs or, when the group has a migrate block, is
+	// reported healthy. A node whose drain deadline passed is not paced.
 	PaceMigrations bool
 	// Deployments rolls the groups with an update block (max_parallel >
 	// 0) out through the job's deployment (package rollout): canaries

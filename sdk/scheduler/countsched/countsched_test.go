@@ -241,20 +241,46 @@ func TestPacing(t *testing.T) {
 }
 
 // Updates and migrations in flight (stopped, replacement not running yet)
-// count against the limit; once the replacement runs, they do not.
+// count against the limit; once the replacement runs, they do not. With a
+// migrate block, a migration is in flight until its replacement is healthy
+// (an unhealthy one keeps it so); past the drain deadline nothing is paced.
 func TestInFlight(t *testing.T) {
-	b := func(replacement string) *schedulerpb.ScheduleRequest {
-		return conformance.NewBuilder("count").Node("n1", conformance.Draining()).Node("n2").Group("web", 2).
-			Alloc("web", "n1", 0, conformance.Migrate(), func(a *schedulerpb.Allocation) { a.DesiredStatus = "stop"; a.ClientStatus = "complete" }).
-			Alloc("web", "n2", 0, conformance.ClientStatus(replacement), func(a *schedulerpb.Allocation) { a.CreateIndex = 50 }).
-			Alloc("web", "n1", 1, conformance.Migrate()).Request()
+	healthy, unhealthy := schedulerpb.AllocHealth_ALLOC_HEALTH_HEALTHY, schedulerpb.AllocHealth_ALLOC_HEALTH_UNHEALTHY
+	migrate := &schedulerpb.MigrateStrategy{MaxParallel: 1, HealthCheck: "task_states", MinHealthyTimeNs: int64(10 * time.Second)}
+	cases := []struct {
+		name        string
+		replacement string
+		health      schedulerpb.AllocHealth
+		block       *schedulerpb.MigrateStrategy
+		forced      bool
+		wantStopped []string
+		wantHeld    int
+	}{
+		{"replacement pending", "pending", 0, nil, false, nil, 1},
+		{"replacement running", "running", 0, nil, false, []string{"alloc-3"}, 0},
+		{"migrate block: running, health not yet judged", "running", 0, migrate, false, nil, 1},
+		{"migrate block: running and healthy", "running", healthy, migrate, false, []string{"alloc-3"}, 0},
+		{"migrate block: running but unhealthy", "running", unhealthy, migrate, false, nil, 1},
+		{"migrate block: healthy but pending again", "pending", healthy, migrate, false, nil, 1},
+		{"drain deadline passed", "pending", 0, migrate, true, []string{"alloc-3"}, 0},
 	}
-	cfg := Config{PaceMigrations: true}
-	if got := schedule(b("pending"), cfg); len(got.stopped) != 0 || got.heldBack != 1 {
-		t.Errorf("replacement pending: stopped %v held back %d, want none stopped, 1 held back", got.stopped, got.heldBack)
-	}
-	if got := schedule(b("running"), cfg); !slices.Equal(got.stopped, []string{"alloc-3"}) || got.heldBack != 0 {
-		t.Errorf("replacement running: stopped %v held back %d, want alloc-3, 0", got.stopped, got.heldBack)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var nodeOpts []conformance.NodeOption
+			nodeOpts = append(nodeOpts, conformance.Draining())
+			if c.forced {
+				nodeOpts = append(nodeOpts, func(n *schedulerpb.Node) { n.DrainDeadlinePassed = true })
+			}
+			req := conformance.NewBuilder("count").Node("n1", nodeOpts...).Node("n2").Group("web", 2).
+				Edit(func(r *schedulerpb.ScheduleRequest) { r.Job.TaskGroups[0].Migrate = c.block }).
+				Alloc("web", "n1", 0, conformance.Migrate(), func(a *schedulerpb.Allocation) { a.DesiredStatus = "stop"; a.ClientStatus = "complete" }).
+				Alloc("web", "n2", 0, conformance.ClientStatus(c.replacement), func(a *schedulerpb.Allocation) { a.CreateIndex = 50; a.Healthy = c.health }).
+				Alloc("web", "n1", 1, conformance.Migrate()).Request()
+			got := schedule(req, Config{PaceMigrations: true})
+			if !slices.Equal(got.stopped, c.wantStopped) || got.heldBack != c.wantHeld {
+				t.Errorf("stopped %v held back %d, want %v, %d", got.stopped, got.heldBack, c.wantStopped, c.wantHeld)
+			}
+		})
 	}
 }
 

@@ -151,6 +151,13 @@ func (r *run) keep(a *schedulerpb.Allocation, g *group, idx int) {
 	}
 }
 
+// drainForced reports whether the alloc's node's drain deadline passed:
+// its allocations leave now, unpaced.
+func (r *run) drainForced(id string) bool {
+	n := r.nodes[id]
+	return n != nil && n.n.GetDrainDeadlinePassed()
+}
+
 // nodeGone reports whether an alloc's node is missing or down.
 func (r *run) nodeGone(id string) bool {
 	n := r.nodes[id]
@@ -217,7 +224,10 @@ func boolInt(b bool) int {
 // countInFlight counts, per group, the destructive updates and drain
 // migrations still in flight: an index whose newest stopped alloc was
 // stopped for that reason and whose replacement is not running yet (not
-// placed, or pending).
+// placed, or pending) or, for a migration of a group with a migrate block
+// (whose health the client judges by it), not healthy yet. An unhealthy
+// replacement keeps its migration in flight, as Nomad's drain waits; the
+// drain deadline ends the wait (drain_deadline_passed).
 func (r *run) countInFlight(sorted []*schedulerpb.Allocation) {
 	type index struct {
 		group string
@@ -225,6 +235,7 @@ func (r *run) countInFlight(sorted []*schedulerpb.Allocation) {
 	}
 	stopped := map[index]*schedulerpb.Allocation{} // newest server-stopped alloc
 	running := map[index]bool{}
+	healthy := map[index]bool{}
 	live := map[index]bool{}
 	for _, a := range sorted {
 		k := index{a.GetTaskGroup(), allocIndex(a.GetName())}
@@ -235,17 +246,22 @@ func (r *run) countInFlight(sorted []*schedulerpb.Allocation) {
 			}
 		case !reconcile.ClientTerminal(a):
 			live[k] = true
-			running[k] = running[k] || a.GetClientStatus() == reconcile.ClientRunning
+			run := a.GetClientStatus() == reconcile.ClientRunning
+			running[k] = running[k] || run
+			healthy[k] = healthy[k] || run && a.GetHealthy() == schedulerpb.AllocHealth_ALLOC_HEALTH_HEALTHY
 		}
 	}
 	for k, a := range stopped {
 		g := r.groups[k.group]
-		if g == nil || k.idx < 0 || k.idx >= int(g.tg.GetCount()) || running[k] {
+		if g == nil || k.idx < 0 || k.idx >= int(g.tg.GetCount()) {
 			continue
 		}
 		switch {
 		case a.GetMigrate() && r.draining(a.GetNodeId()):
-			g.migrations++
+			if !running[k] || g.tg.GetMigrate() != nil && !healthy[k] {
+				g.migrations++
+			}
+		case running[k]:
 		case live[k] && a.GetJobModifyIndex() != r.job.GetJobModifyIndex():
 			// Stopped at an older version and replaced: an update.
 			g.updates++
@@ -312,10 +328,10 @@ func (r *run) live(a *schedulerpb.Allocation, g *group, idx int) {
 		g.previous[idx] = a.GetId()
 		return
 	case a.GetMigrate():
-		if r.draining(a.GetNodeId()) && g.migrationLimit >= 0 {
+		if r.draining(a.GetNodeId()) && g.migrationLimit >= 0 && !r.drainForced(a.GetNodeId()) {
 			if g.migrations >= g.migrationLimit {
 				// Paced: it migrates once one in flight has a running
-				// replacement.
+				// (with a migrate block: healthy) replacement.
 				r.heldBack++
 				r.keep(a, g, idx)
 				r.desired(g.tg.GetName()).Ignore++
