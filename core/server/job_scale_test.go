@@ -47,6 +47,10 @@ func scaleFixture(t *testing.T, mut func(*Config)) (*Server, *httptest.Server) {
 	if _, err := s.DeregisterJob(context.Background(), "", "old", false); err != nil {
 		t.Fatal(err)
 	}
+	// The registrations' evals are done before a test compares indexes.
+	for _, id := range []string{"web", "sb", "old"} {
+		waitJobEvalsTerminal(t, s, id)
+	}
 	ts := httptest.NewServer(httpapi.New(httpapi.Config{Server: s}).Handler())
 	t.Cleanup(ts.Close)
 	return s, ts

@@ -38,11 +38,12 @@ func TestJobToPBPlacementBlocks(t *testing.T) {
 			g.Affinities = []*pb.Affinity{{LTarget: "${meta.rack}", Operand: "set_contains", RTarget: "r1,r2", Weight: 100}}
 			g.Spreads = []*pb.Spread{{Attribute: "${meta.rack}", Weight: 50}}
 			g.MigrateMaxParallel = 2
+			g.Migrate = &pb.MigrateStrategy{MaxParallel: 2}
 			g.Tasks[0].Affinities = []*pb.Affinity{{LTarget: "${attr.kernel.name}", Operand: "=", RTarget: "linux", Weight: 10}}
 		}},
 		{"migrate block without max_parallel", func(j *structs.Job) {
 			j.TaskGroups[0].Migrate = &structs.MigrateStrategy{}
-		}, func(*pb.Job) {}},
+		}, func(p *pb.Job) { p.TaskGroups[0].Migrate = &pb.MigrateStrategy{} }},
 	}
 	base := func() *structs.Job {
 		return &structs.Job{ID: "web", Name: "web", Namespace: "default", Type: "service", TaskGroups: []*structs.TaskGroup{{
