@@ -37,13 +37,6 @@ type actionTarget struct {
 	Deployment *structs.Deployment
 }
 
-func (t *actionTarget) namespace() string {
-	if t.Job != nil {
-		return t.Job.Namespace
-	}
-	return t.Deployment.Namespace
-}
-
 // maxActionBody bounds an action's form: a dispatch payload is at most
 // 16 KiB (Nomad's limit), with room for its meta.
 const maxActionBody = 64 << 10

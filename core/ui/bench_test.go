@@ -46,7 +46,9 @@ func benchStore(tb testing.TB, jobs, allocsPerJob int) *state.StateStore {
 			allocs = append(allocs, &structs.Allocation{ID: fmt.Sprintf("%08d-0000-0000-0000-%012d", i, k), Namespace: "default",
 				JobID: j.ID, Job: stored, TaskGroup: tg, Name: fmt.Sprintf("%s.%s[%d]", j.ID, tg, k),
 				NodeID: fmt.Sprintf("node-%03d", k%100), DesiredStatus: "run", ClientStatus: statuses[(i+k)%len(statuses)],
-				TaskStates: map[string]*structs.TaskState{"t": {State: "running"}}})
+				TaskStates: map[string]*structs.TaskState{"t": {State: "running"}},
+				AllocatedResources: &structs.AllocatedResources{Tasks: map[string]*structs.AllocatedTaskResources{
+					"t": {Cpu: structs.AllocatedCpuResources{CpuShares: 100}, Memory: structs.AllocatedMemoryResources{MemoryMB: 64}}}}})
 		}
 	}
 	index++

@@ -27,12 +27,22 @@ var funcs = template.FuncMap{
 	"actionURL":     actionURL,
 	"csrfField":     func() string { return csrfField },
 	"logTypes":      func() []string { return []string{"stdout", "stderr"} },
+	"healthy":       healthyOf,
 	"evalStatuses": func() []string {
 		return []string{structs.EvalStatusPending, structs.EvalStatusBlocked, structs.EvalStatusComplete, structs.EvalStatusFailed, structs.EvalStatusCancelled}
 	},
 	"logsURL": func(alloc, task, typ string) string {
 		return "/ui/allocations/" + url.PathEscape(alloc) + "/logs?" + url.Values{"task": {task}, "type": {typ}}.Encode()
 	},
+}
+
+// healthyOf words healthy plugin instances of those expected; with no
+// job declaring a count, only the healthy ones are known.
+func healthyOf(healthy, expected int) string {
+	if expected == 0 {
+		return fmt.Sprintf("%d healthy", healthy)
+	}
+	return fmt.Sprintf("%d of %d healthy", healthy, expected)
 }
 
 func evalURL(id string) string       { return "/ui/evaluations/" + url.PathEscape(id) }

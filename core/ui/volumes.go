@@ -5,8 +5,30 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
+// volumeRow is a volume with its claims counted: a claim being released
+// is counted as releasing, not as a current read or write.
+type volumeRow struct {
+	*structs.CSIVolume
+	Reads, Writes, Releasing int
+}
+
+func newVolumeRow(v *structs.CSIVolume) volumeRow {
+	r := volumeRow{CSIVolume: v, Releasing: len(v.PastClaims)}
+	for id := range v.ReadClaims {
+		if v.PastClaims[id] == nil {
+			r.Reads++
+		}
+	}
+	for id := range v.WriteClaims {
+		if v.PastClaims[id] == nil {
+			r.Writes++
+		}
+	}
+	return r
+}
+
 type volumesData struct {
-	Rows []*structs.CSIVolume
+	Rows []volumeRow
 }
 
 // volumesPage is /ui/volumes: the CSI volumes of every namespace the
@@ -26,7 +48,7 @@ func (u *UI) volumesPage(q *request) (*view, error) {
 	d := &volumesData{}
 	for _, v := range vols {
 		if allowed[v.Namespace] {
-			d.Rows = append(d.Rows, v)
+			d.Rows = append(d.Rows, newVolumeRow(v))
 		}
 	}
 	return &view{tmpl: "volumes", title: "Volumes", data: d}, nil
@@ -65,6 +87,9 @@ func (u *UI) volumePage(q *request) (*view, error) {
 		var out []claimRow
 		for _, k := range sortedKeys(claims) {
 			c := claims[k]
+			if kind != "past" && v.PastClaims[k] != nil {
+				continue // being released: listed with the past claims
+			}
 			r := claimRow{CSIVolumeClaim: c, Kind: kind}
 			if c.AllocationID != "" {
 				a, err := q.st.AllocByID(nil, c.AllocationID)
