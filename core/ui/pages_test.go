@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/drover-org/drover/core/acl"
 	"github.com/drover-org/drover/core/state"
@@ -339,5 +340,60 @@ func TestLogout(t *testing.T) {
 	cs := rec.Result().Cookies()
 	if rec.Code != 303 || len(cs) != 1 || cs[0].Name != cookieName || cs[0].MaxAge >= 0 || cs[0].Value != "" {
 		t.Fatalf("%d, cookies %+v: want the session cookie deleted", rec.Code, cs)
+	}
+}
+
+// TestLogStream: the followed log is plain text, authorized like the
+// page, with a clear refusal for bad input.
+func TestLogStream(t *testing.T) {
+	u := newWorldUI(t, benchWorld(t, 1, 2), &fakeActions{})
+	base := "/ui/allocations/" + allocRunning + "/logs/stream?task=t&type=stdout"
+	cases := []struct {
+		name, path, token string
+		status            int
+		want              string
+	}{
+		{"follows", base + "&offset=0", "writer", 200, ""},
+		{"from an offset before the end", base + "&offset=5", "writer", 200, "two>\n"},
+		{"bad offset", base + "&offset=-1", "writer", 400, "offset must be a non-negative number of bytes"},
+		{"read-only token", base, "reader", 403, "Your token may not read logs in namespace default (it needs read-logs)."},
+		{"unknown allocation", "/ui/allocations/nosuch/logs/stream?task=t", "writer", 404, "No allocation nosuch."},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rec := get(u, c.path, c.token)
+			if rec.Code != c.status || !strings.Contains(rec.Body.String(), c.want) {
+				t.Fatalf("%d, want %d with %q\n%s", rec.Code, c.status, c.want, rec.Body.String())
+			}
+			if c.status == 200 {
+				if ct := rec.Header().Get("Content-Type"); ct != "text/plain; charset=utf-8" {
+					t.Errorf("Content-Type %q", ct)
+				}
+				if c.want == "" && rec.Body.Len() != 0 {
+					t.Errorf("offset 0 from the end sent %q, want only what comes next", rec.Body.String())
+				}
+			}
+		})
+	}
+}
+
+// TestLogsPageTail: without script the page shows the end of a long log,
+// says so, and never starts inside a character.
+func TestLogsPageTail(t *testing.T) {
+	st := benchWorld(t, 1, 2)
+	long := strings.Repeat("é", tailBytes) // two bytes each
+	res := fakeResolver{"writer": compile(t, worldPolicies["writer"])}
+	u := New(Config{State: func() *state.StateStore { return st }, Resolver: res,
+		Token: func(r *http.Request) string { return r.Header.Get("X-Nomad-Token") },
+		Logs:  fakeLogs{allocRunning + "/t/stdout": "x" + long + "y"}}) // the last 64 KiB start inside an é
+	rec := get(u, "/ui/allocations/"+allocRunning+"/logs?task=t", "writer")
+	body := rec.Body.String()
+	if rec.Code != 200 || !strings.Contains(body, "The last 64 KiB of stdout.") {
+		t.Fatalf("%d\n%.300s", rec.Code, body)
+	}
+	start := strings.Index(body, `data-stream=`)
+	text := body[strings.Index(body[start:], ">")+start+1 : strings.Index(body, "</pre>")]
+	if !utf8.ValidString(text) || strings.Contains(text, "x") || !strings.HasSuffix(text, "éy") || len(text) != tailBytes-1 {
+		t.Errorf("tail of %d bytes (valid UTF-8 %v), want the last %d bytes from the first whole é", len(text), utf8.ValidString(text), tailBytes-1)
 	}
 }
