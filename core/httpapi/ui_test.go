@@ -2,9 +2,11 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -31,6 +33,21 @@ func uiMatrixCases(w *aclWorld, nobody string) []matrixCase {
 		{"/ui/", "GET", "/ui/servers", nil, "---22"},
 		{"/ui/", "GET", "/ui/login", nil, "22222"},
 		{"/ui/", "GET", "/ui/ui.css", nil, "22222"},
+		{"/ui/", "GET", "/ui/logs.js", nil, "22222"},
+		{"/ui/", "GET", "/ui/settings/tokens", nil, "22222"},
+		{"/ui/", "GET", "/ui/evaluations", nil, "--222"}, // read-job anywhere, as GET /v1/evaluations
+		{"/ui/", "GET", "/ui/evaluations/" + w.evals["team"], nil, "--2-2"},
+		{"/ui/", "GET", "/ui/evaluations/" + nobody, nil, "44444"},
+		{"/ui/", "GET", "/ui/deployments", nil, "--222"},
+		{"/ui/", "GET", "/ui/deployments/" + nobody, nil, "44444"},
+		{"/ui/", "GET", "/ui/volumes", nil, "--222"}, // csi-list-volume anywhere
+		{"/ui/", "GET", "/ui/volumes/team/novol", nil, "--4-4"},
+		{"/ui/", "GET", "/ui/plugins", nil, "---22"}, // agent:read or plugin:list
+		{"/ui/", "GET", "/ui/plugins/csi/noplugin", nil, "----4"},
+		{"/ui/", "GET", "/ui/topology", nil, "---22"}, // node:read
+		{"/ui/", "GET", "/ui/allocations/" + w.allocs["team"] + "/logs?task=t", nil, "--2-2"}, // read-logs
+		{"/ui/", "GET", "/ui/actions/job-stop?namespace=team&job=web", nil, "--2-2"}, // submit-job
+		{"/ui/", "GET", "/ui/actions/job-dispatch?namespace=team&job=web", nil, "--x-x"}, // dispatch-job; web is not parameterized (400)
 	}
 }
 
@@ -377,4 +394,103 @@ func TestUIOnlyGET(t *testing.T) {
 	if p := w.getPage(callerNone, "/ui/jobs"); p.status != 200 || !p.hasRow("web |") {
 		t.Errorf("ACLs off: %d, rows %v", p.status, p.rows())
 	}
+}
+
+// TestUIStopJob: a job stopped from its page, through the confirmation
+// form, is stopped in the server's state; the same form without the
+// session's CSRF token is refused and changes nothing.
+func TestUIStopJob(t *testing.T) {
+	w := newACLWorld(t)
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	base, _ := url.Parse(w.url + "/ui/")
+	jar.SetCookies(base, []*http.Cookie{{Name: "drover_token", Value: w.secrets[callerOtherNS], Path: "/ui/"}})
+	resp, err := c.Get(w.url + "/ui/actions/job-stop?namespace=team&job=web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	_, rest, ok := strings.Cut(string(b), `name="csrf" value="`)
+	if resp.StatusCode != 200 || !ok {
+		t.Fatalf("confirmation: %d\n%s", resp.StatusCode, b)
+	}
+	csrf, _, _ := strings.Cut(rest, `"`)
+	stopped := func() bool {
+		j, err := w.h.srv.State().JobByID(nil, "team", "web")
+		if err != nil || j == nil {
+			t.Fatalf("job team/web: %v", err)
+		}
+		return j.Stop
+	}
+	form := url.Values{"namespace": {"team"}, "job": {"web"}, "csrf": {"forged"}}
+	resp, err = c.PostForm(w.url+"/ui/actions/job-stop", form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden || stopped() {
+		t.Fatalf("forged form: %d, stopped %v; want 403 and the job running", resp.StatusCode, stopped())
+	}
+	form.Set("csrf", csrf)
+	resp, err = c.PostForm(w.url+"/ui/actions/job-stop", form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(b), "Job web is stopping.") || !stopped() {
+		t.Fatalf("confirmed stop: %d, stopped %v\n%s", resp.StatusCode, stopped(), b)
+	}
+}
+
+// TestUILogsThroughTheAPI: the logs page and its followed stream read
+// through the agent's own log route, so the client's log reaches them
+// (escaped on the page, as sent in the stream).
+func TestUILogsThroughTheAPI(t *testing.T) {
+	const allocID = "aaaa1111-0000-0000-0000-000000000000"
+	client := &fakeClient{allocID: allocID, chunks: []string{"hello <from> the task\n"}}
+	api, fake := newTestAPI(t, Config{Client: client})
+	job := testJob("default", "web")
+	seedJob(t, fake.store, 10, job)
+	stored, err := fake.store.JobByID(nil, "default", "web")
+	if err != nil || stored == nil {
+		t.Fatal("no job", err)
+	}
+	seedAlloc(t, fake.store, 11, &structs.Allocation{ID: allocID, Namespace: "default", JobID: "web", Job: stored,
+		TaskGroup: "g", Name: "web.g[0]", DesiredStatus: "run", ClientStatus: "running"})
+
+	rec := do(t, api.Handler(), "GET", "/ui/allocations/"+allocID+"/logs?task=t&type=stderr", "")
+	if rec.Code != 200 || !strings.Contains(rec.Body.String(), "hello &lt;from&gt; the task\n</pre>") {
+		t.Fatalf("logs page: %d\n%s", rec.Code, rec.Body.String())
+	}
+	if got := client.lastArgs(); fmt.Sprint(got) != fmt.Sprint([]any{allocID, "t", "stderr", "end", int64(64 << 10), false}) {
+		t.Errorf("client asked %v, want the stderr tail of 64 KiB", got)
+	}
+
+	ts := httptest.NewServer(api.Handler())
+	defer ts.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", ts.URL+"/ui/allocations/"+allocID+"/logs/stream?task=t&type=stdout&offset=0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	buf := make([]byte, 64)
+	n, err := io.ReadAtLeast(resp.Body, buf, len("hello <from> the task\n"))
+	if err != nil || string(buf[:n]) != "hello <from> the task\n" || resp.Header.Get("Content-Type") != "text/plain; charset=utf-8" {
+		t.Fatalf("stream: %q, %v, %s", buf[:n], err, resp.Header.Get("Content-Type"))
+	}
+	if got := client.lastArgs(); got[5] != true {
+		t.Errorf("the stream did not follow: %v", got)
+	}
+	cancel() // the fake client returns once the request ends
 }

@@ -53,7 +53,7 @@ func (u *UI) logsPage(q *request) (*view, error) {
 	d.StreamURL = "/ui/allocations/" + url.PathEscape(a.ID) + "/logs/stream?" + url.Values{"task": {task}, "type": {typ}}.Encode()
 	if u.cfg.Logs == nil {
 		d.Error = "This agent cannot read task logs."
-		return &view{tmpl: "logs", title: "Logs of " + task, data: d}, nil
+		return &view{tmpl: "logs", title: "Logs of " + task, data: d, script: true}, nil
 	}
 	ctx, cancel := context.WithTimeout(q.Context(), 20*time.Second)
 	defer cancel()
@@ -78,7 +78,7 @@ func (u *UI) logsPage(q *request) (*view, error) {
 		b = b[1:]
 	}
 	d.Text = string(b)
-	return &view{tmpl: "logs", title: "Logs of " + task, data: d}, nil
+	return &view{tmpl: "logs", title: "Logs of " + task, data: d, script: true}, nil
 }
 
 // logTarget reads and checks what a log request names.

@@ -240,6 +240,13 @@ func TestPages(t *testing.T) {
 					t.Errorf("page has %q", w)
 				}
 			}
+			wantCSP := csp
+			if strings.Contains(c.path, "/logs") && c.status == 200 {
+				wantCSP = scriptCSP
+			}
+			if got := rec.Header().Get("Content-Security-Policy"); got != wantCSP {
+				t.Errorf("CSP %q, want %q", got, wantCSP)
+			}
 			if t.Failed() {
 				t.Log(body)
 			}

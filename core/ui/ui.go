@@ -1,7 +1,7 @@
 // Package ui serves drover's web UI: server-rendered HTML pages over the
 // same state store and ACL resolution the HTTP API uses. Reading works
 // without JavaScript; the one script (logs.js, following a task's log) is
-// served from /ui/ and is the only one the Content-Security-Policy allows.
+// served from /ui/ and allowed on the logs page alone.
 // Writes (stop, purge, force a periodic launch, dispatch, promote or fail
 // a deployment) go through a confirmation page and a POST form guarded
 // against cross-site requests (csrf.go), and are authorized with the
@@ -97,10 +97,14 @@ type Actions interface {
 // cookieName holds the token set by /ui/login.
 const cookieName = "drover_token"
 
-// csp allows only the UI's own stylesheet and script (no inline script or
-// style: bar widths are classes) and fetches back to this origin (the
-// followed log).
-const csp = "default-src 'none'; style-src 'self'; script-src 'self'; connect-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+// csp forbids every script and every inline style (bar widths are
+// classes): the pages need none. The logs page alone answers with
+// scriptCSP, which allows the UI's own logs.js and its fetch of the
+// followed log from this origin (still no inline script).
+const (
+	csp       = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+	scriptCSP = "default-src 'none'; style-src 'self'; script-src 'self'; connect-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+)
 
 // UI is the http.Handler of /ui/.
 type UI struct {
@@ -222,6 +226,8 @@ type view struct {
 	data  any
 	// status is the answer's status; zero is 200.
 	status int
+	// script allows the UI's own script on this page (scriptCSP).
+	script bool
 }
 
 // pageError is a page that could not be shown, with its status and the
@@ -320,6 +326,9 @@ func (u *UI) render(w http.ResponseWriter, r *http.Request, q *request, status i
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
+	if v.script {
+		w.Header().Set("Content-Security-Policy", scriptCSP)
+	}
 	w.Header().Set("Server-Timing", fmt.Sprintf("render;dur=%.1f", float64(time.Since(start).Microseconds())/1000))
 	w.WriteHeader(status)
 	_, _ = w.Write(buf.Bytes())
