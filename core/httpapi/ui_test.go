@@ -44,10 +44,10 @@ func uiMatrixCases(w *aclWorld, nobody string) []matrixCase {
 		{"/ui/", "GET", "/ui/volumes/team/novol", nil, "--4-4"},
 		{"/ui/", "GET", "/ui/plugins", nil, "---22"}, // agent:read or plugin:list
 		{"/ui/", "GET", "/ui/plugins/csi/noplugin", nil, "----4"},
-		{"/ui/", "GET", "/ui/topology", nil, "---22"}, // node:read
+		{"/ui/", "GET", "/ui/topology", nil, "---22"},                                         // node:read
 		{"/ui/", "GET", "/ui/allocations/" + w.allocs["team"] + "/logs?task=t", nil, "--2-2"}, // read-logs
-		{"/ui/", "GET", "/ui/actions/job-stop?namespace=team&job=web", nil, "--2-2"}, // submit-job
-		{"/ui/", "GET", "/ui/actions/job-dispatch?namespace=team&job=web", nil, "--x-x"}, // dispatch-job; web is not parameterized (400)
+		{"/ui/", "GET", "/ui/actions/job-stop?namespace=team&job=web", nil, "--2-2"},          // submit-job
+		{"/ui/", "GET", "/ui/actions/job-dispatch?namespace=team&job=web", nil, "--x-x"},      // dispatch-job; web is not parameterized (400)
 	}
 }
 
