@@ -67,7 +67,9 @@ func benchUI(tb testing.TB) *UI {
 		AgentPlugins: func() []structs.AgentPlugin {
 			return []structs.AgentPlugin{{Name: "system", Kind: "scheduler", Builtin: true, Version: "0.4.0", Health: structs.AgentPluginHealthy}}
 		},
-		Peers: func() ([]Peer, error) { return []Peer{{ID: "a", Address: "10.0.0.1:4647", Leader: true, Voter: true}}, nil }})
+		Peers: func() ([]Peer, error) {
+			return []Peer{{ID: "a", Address: "10.0.0.1:4647", Leader: true, Voter: true}}, nil
+		}})
 }
 
 // benchPages are the pages the benchmark renders: every page of the UI.
