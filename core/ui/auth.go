@@ -134,6 +134,11 @@ func (u *UI) login(w http.ResponseWriter, r *http.Request) {
 }
 
 func (u *UI) logout(w http.ResponseWriter, r *http.Request) {
+	if !sameOrigin(r) {
+		// Another site may not sign the browser out.
+		http.Error(w, "The sign-out was sent from another site.", http.StatusForbidden)
+		return
+	}
 	http.SetCookie(w, &http.Cookie{
 		Name: cookieName, Value: "", Path: "/ui/", MaxAge: -1,
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,

@@ -158,7 +158,8 @@ func TestPages(t *testing.T) {
 		{"deployment to promote", "/ui/deployments/" + worldDepID(0), "writer", 200, []string{
 			"<td>1 of 1</td>", "Deployment is running but requires manual promotion",
 			`href="/ui/actions/deployment-promote?deployment=` + worldDepID(0) + `"`, `href="/ui/actions/deployment-fail?deployment=` + worldDepID(0) + `"`,
-			"<td>1</td><td>no</td>",
+			"<td>1</td><td>no</td>", "Allocations (2)",
+			"<td>yes</td><td><span class=\"status healthy\">healthy</span></td>", "<td>no</td><td>not yet known</td>",
 		}, nil},
 		{"deployment read only", "/ui/deployments/" + worldDepID(0), "reader", 200, []string{"Your token may not promote or fail deployments in namespace default (it needs submit-job)."}, []string{"/ui/actions/"}},
 		{"deployment done has no actions", "/ui/deployments/" + worldDepID(1), "writer", 200, []string{"successful"}, []string{"/ui/actions/"}},
@@ -347,6 +348,14 @@ func TestLogout(t *testing.T) {
 	cs := rec.Result().Cookies()
 	if rec.Code != 303 || len(cs) != 1 || cs[0].Name != cookieName || cs[0].MaxAge >= 0 || cs[0].Value != "" {
 		t.Fatalf("%d, cookies %+v: want the session cookie deleted", rec.Code, cs)
+	}
+	// Another site may not sign the browser out.
+	req = httptest.NewRequest("POST", "/ui/logout", nil)
+	req.Header.Set("Sec-Fetch-Site", "cross-site")
+	rec = httptest.NewRecorder()
+	u.ServeHTTP(rec, req)
+	if rec.Code != 403 || len(rec.Result().Cookies()) != 0 {
+		t.Fatalf("cross-site sign-out: %d, cookies %v; want 403 and none", rec.Code, rec.Result().Cookies())
 	}
 }
 

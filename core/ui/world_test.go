@@ -97,6 +97,23 @@ func benchWorld(tb testing.TB, jobs, allocsPerJob int) *state.StateStore {
 		}
 		must(st.UpsertDeployment(next(), d))
 	}
+	if jobs > 0 && allocsPerJob > 1 {
+		// job-0000's deployment holds its first two allocations: a
+		// healthy canary and one whose health is not known yet.
+		var upd []*structs.Allocation
+		for _, id := range []string{allocRunning, allocPast} {
+			a, err := st.AllocByID(nil, id)
+			must(err)
+			a = a.Copy()
+			a.DeploymentID = worldDepID(0)
+			if id == allocRunning {
+				healthy := true
+				a.DeploymentStatus = &structs.AllocDeploymentStatus{Healthy: &healthy, Canary: true}
+			}
+			upd = append(upd, a)
+		}
+		must(st.UpsertAllocs(next(), upd))
+	}
 	must(st.UpsertDeployment(next(), &structs.Deployment{ID: depTeam, Namespace: "team", JobID: "secret", Status: structs.DeploymentStatusRunning}))
 
 	var vols []*structs.CSIVolume
