@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// UICommand is `drover ui [-authenticate] [-show-url]`.
+// UICommand is `drover ui [-authenticate] [-show-url] [<job-id>]`.
 type UICommand struct {
 	meta
 	ui *UI
@@ -20,18 +20,20 @@ type UICommand struct {
 func (c *UICommand) Synopsis() string { return "Open the web UI" }
 
 const uiHelp = `
-Usage: drover ui [options]
+Usage: drover ui [options] [<job-id>]
 
   Opens the agent's web UI in a browser, or prints its address where no
-  browser can be started.
+  browser can be started. With a job ID (or a unique prefix of one) it
+  opens that job's page.
 
 UI Options:
 
   -authenticate
     Creates a one-time token from the current ACL token and adds it to the
-    address, so that the browser logs in as the caller without the secret
-    ever appearing in the address. The one-time token expires after ten
-    minutes and can be exchanged once.
+    address (/ui/settings/tokens?ott=…), so that the browser signs in as
+    the caller without the ACL token's secret ever appearing in the
+    address. The one-time token expires after ten minutes and can be
+    exchanged once: a second use of the address is refused.
 
   -show-url
     Prints the address instead of opening a browser.`
@@ -54,25 +56,36 @@ func (c *UICommand) Run(args []string) int {
 	if code, ok := c.parse(fs, args); !ok {
 		return code
 	}
-	if fs.NArg() != 0 {
-		return c.usageError(fs, "This command takes no arguments")
+	if fs.NArg() > 1 {
+		return c.usageError(fs, "This command takes at most one argument: <job-id>")
 	}
 	client := c.client()
 	u, err := url.Parse(client.Address)
 	if err != nil {
 		return c.ui.errorf("Error parsing the agent address %q: %s", client.Address, err)
 	}
-	u.Path = strings.TrimSuffix(u.Path, "/") + "/ui/"
-	q := url.Values{}
-	if client.Namespace != "" && client.Namespace != "default" {
-		q.Set("namespace", client.Namespace)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// page is the UI page to open, as a path and query under /ui/.
+	page := &url.URL{Path: "/ui/jobs"}
+	if ns := client.Namespace; ns != "" && ns != "default" {
+		page.RawQuery = url.Values{"namespace": {ns}}.Encode()
+	}
+	if fs.NArg() == 1 {
+		job, err := resolveJob(ctx, client, fs.Arg(0))
+		if err != nil {
+			return c.ui.errorf("Error looking up job: %s", err)
+		}
+		page = &url.URL{Path: uiJobPath(job.Namespace, job.ID)}
+	}
+	target := page.Path
+	if page.RawQuery != "" {
+		target += "?" + page.RawQuery
 	}
 	if authenticate {
 		if client.Token == "" {
 			return c.ui.errorf("Error: -authenticate needs an ACL token (-token, DROVER_TOKEN or NOMAD_TOKEN)")
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
 		var resp oneTimeTokenResponse
 		if err := client.Write(ctx, "PUT", "/v1/acl/token/onetime", nil, nil, &resp); err != nil {
 			return c.ui.errorf("Error creating a one-time token: %s", err)
@@ -80,10 +93,17 @@ func (c *UICommand) Run(args []string) int {
 		if resp.OneTimeToken == nil || resp.OneTimeToken.OneTimeSecretID == "" {
 			return c.ui.errorf("Error creating a one-time token: the agent answered without one")
 		}
-		q.Set("ott", resp.OneTimeToken.OneTimeSecretID)
+		q := url.Values{"ott": {resp.OneTimeToken.OneTimeSecretID}}
+		if target != "/ui/jobs" {
+			q.Set("next", target)
+		}
+		target = "/ui/settings/tokens?" + q.Encode()
 	}
-	u.RawQuery = q.Encode()
-	addr := u.String()
+	// The paths are escaped already: join them as text.
+	addr := strings.TrimSuffix((&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String(), "/") + target
+	if authenticate {
+		c.ui.printf("The address holds a one-time token: it signs a browser in once, within ten minutes.\n")
+	}
 	if showURL {
 		c.ui.printf("URL for web UI: %s\n", addr)
 		return exitOK
@@ -100,6 +120,16 @@ func (c *UICommand) Run(args []string) int {
 	}
 	c.ui.printf("Opening URL %q\n", addr)
 	return exitOK
+}
+
+// uiJobPath is a job page's path; a child job's ID keeps its slashes as
+// path separators, as the UI routes them.
+func uiJobPath(ns, id string) string {
+	segs := strings.Split(id, "/")
+	for i, seg := range segs {
+		segs[i] = url.PathEscape(seg)
+	}
+	return "/ui/jobs/" + url.PathEscape(ns) + "/" + strings.Join(segs, "/")
 }
 
 // errNoBrowser reports that this machine has no way to open a browser.

@@ -2,9 +2,11 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -31,6 +33,21 @@ func uiMatrixCases(w *aclWorld, nobody string) []matrixCase {
 		{"/ui/", "GET", "/ui/servers", nil, "---22"},
 		{"/ui/", "GET", "/ui/login", nil, "22222"},
 		{"/ui/", "GET", "/ui/ui.css", nil, "22222"},
+		{"/ui/", "GET", "/ui/logs.js", nil, "22222"},
+		{"/ui/", "GET", "/ui/settings/tokens", nil, "22222"},
+		{"/ui/", "GET", "/ui/evaluations", nil, "--222"}, // read-job anywhere, as GET /v1/evaluations
+		{"/ui/", "GET", "/ui/evaluations/" + w.evals["team"], nil, "--2-2"},
+		{"/ui/", "GET", "/ui/evaluations/" + nobody, nil, "44444"},
+		{"/ui/", "GET", "/ui/deployments", nil, "--222"},
+		{"/ui/", "GET", "/ui/deployments/" + nobody, nil, "44444"},
+		{"/ui/", "GET", "/ui/volumes", nil, "--222"}, // csi-list-volume anywhere
+		{"/ui/", "GET", "/ui/volumes/team/novol", nil, "--4-4"},
+		{"/ui/", "GET", "/ui/plugins", nil, "---22"}, // agent:read or plugin:list
+		{"/ui/", "GET", "/ui/plugins/csi/noplugin", nil, "----4"},
+		{"/ui/", "GET", "/ui/topology", nil, "---22"},                                         // node:read
+		{"/ui/", "GET", "/ui/allocations/" + w.allocs["team"] + "/logs?task=t", nil, "--2-2"}, // read-logs
+		{"/ui/", "GET", "/ui/actions/job-stop?namespace=team&job=web", nil, "--2-2"},          // submit-job
+		{"/ui/", "GET", "/ui/actions/job-dispatch?namespace=team&job=web", nil, "--x-x"},      // dispatch-job; web is not parameterized (400)
 	}
 }
 
@@ -139,8 +156,10 @@ func seedUI(t *testing.T, w *aclWorld) (nodeID, allocID string) {
 	t.Helper()
 	st := w.h.srv.State()
 	nodeID = uuid.NewString()
+	// Ineligible: the dev server's scheduler would otherwise place the
+	// world's sysbatch jobs on it while the test reads its usage.
 	node := &structs.Node{ID: nodeID, SecretID: "node-secret-must-not-show", Name: "worker-1", Datacenter: "dc1", NodePool: "default",
-		Status: structs.NodeStatusReady, SchedulingEligibility: structs.NodeSchedulingEligible,
+		Status: structs.NodeStatusReady, SchedulingEligibility: structs.NodeSchedulingIneligible,
 		Attributes:    map[string]string{"kernel.name": "linux", "cpu.arch": "amd64"},
 		NodeResources: &structs.NodeResources{Cpu: structs.NodeCpuResources{CpuShares: 4000}, Memory: structs.NodeMemoryResources{MemoryMB: 8192}, Disk: structs.NodeDiskResources{DiskMB: 10000}},
 		Drivers: map[string]*structs.DriverInfo{
@@ -150,12 +169,18 @@ func seedUI(t *testing.T, w *aclWorld) (nodeID, allocID string) {
 	if err := st.UpsertNode(200000, node); err != nil {
 		t.Fatal(err)
 	}
-	job, err := st.JobByID(nil, "default", "web")
+	// The pages' job is seeded into the state store with no pending
+	// evaluation, so that the dev server's scheduler never revisits it
+	// (it would stop the seeded allocation) while the test reads.
+	uiJob := testJob("default", "ui-web")
+	uiJob.Type = "sysbatch"
+	seedJob(t, st, 199999, uiJob)
+	job, err := st.JobByID(nil, "default", "ui-web")
 	if err != nil || job == nil {
-		t.Fatal("no job web", err)
+		t.Fatal("no job ui-web", err)
 	}
 	allocID = uuid.NewString()
-	alloc := &structs.Allocation{ID: allocID, Namespace: "default", JobID: "web", Job: job, TaskGroup: "g", Name: "web.g[1]",
+	alloc := &structs.Allocation{ID: allocID, Namespace: "default", JobID: "ui-web", Job: job, TaskGroup: "g", Name: "ui-web.g[0]",
 		NodeID: nodeID, NodeName: "worker-1", DesiredStatus: "run", ClientStatus: structs.AllocClientStatusRunning,
 		AllocatedResources: &structs.AllocatedResources{Tasks: map[string]*structs.AllocatedTaskResources{
 			"t": {Cpu: structs.AllocatedCpuResources{CpuShares: 1000}, Memory: structs.AllocatedMemoryResources{MemoryMB: 2048}}}},
@@ -170,7 +195,7 @@ func seedUI(t *testing.T, w *aclWorld) (nodeID, allocID string) {
 	seedJob(t, st, 200002, svc)
 	xss := testJob("default", `<script>alert(1)</script>`)
 	seedJob(t, st, 200003, xss)
-	seedEval(t, st, 200004, &structs.Evaluation{ID: uuid.NewString(), Namespace: "default", JobID: "web", Type: "sysbatch",
+	seedEval(t, st, 200004, &structs.Evaluation{ID: uuid.NewString(), Namespace: "default", JobID: "ui-web", Type: "sysbatch",
 		TriggeredBy: "job-register", Status: "complete", CreateIndex: 200004,
 		FailedTGAllocs: map[string]*structs.AllocMetric{"g": {
 			NodesEvaluated: 8, CoalescedFailures: 1,
@@ -178,7 +203,7 @@ func seedUI(t *testing.T, w *aclWorld) (nodeID, allocID string) {
 			NodesExhausted:     3,
 			ConstraintFiltered: map[string]int{"${attr.kernel.name} = windows": 5},
 		}}})
-	if err := st.UpsertDeployment(200005, &structs.Deployment{ID: uuid.NewString(), Namespace: "default", JobID: "web", Status: "running",
+	if err := st.UpsertDeployment(200005, &structs.Deployment{ID: uuid.NewString(), Namespace: "default", JobID: "ui-web", Status: "running",
 		StatusDescription: "Deployment is running", TaskGroups: map[string]*structs.DeploymentState{"g": {DesiredTotal: 2, PlacedAllocs: 1, HealthyAllocs: 1}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +213,7 @@ func seedUI(t *testing.T, w *aclWorld) (nodeID, allocID string) {
 func TestUIPages(t *testing.T) {
 	w := newACLWorld(t)
 	nodeID, allocID := seedUI(t, w)
-	webURL := "/ui/jobs/default/web"
+	webURL := "/ui/jobs/default/ui-web"
 	cases := []struct {
 		name      string
 		caller    int
@@ -201,14 +226,16 @@ func TestUIPages(t *testing.T) {
 		forbidden []string // substrings that must not appear
 	}{
 		{name: "jobs, management sees both namespaces", caller: callerMgmt, path: "/ui/jobs", status: 200,
-			rows:      []string{"api-svc | service | pending | default | no allocations", "web | sysbatch | running | default | 1 starting, 1 running", "web | sysbatch | running | team", "<script>alert(1)</script> | batch"},
-			links:     []string{webURL, "/ui/jobs/team/web", "/ui/jobs/default/api-svc", "/ui/jobs/default/%3Cscript%3Ealert%281%29%3C/script%3E"},
+			rows: []string{"api-svc | service | pending | default | no allocations", "ui-web | sysbatch | running | default | 1 running", "<script>alert(1)</script> | batch"},
+			// The world's web jobs are left out of rows: the dev server's
+			// scheduler changes their status while the test reads.
+			links:     []string{webURL, "/ui/jobs/default/web", "/ui/jobs/team/web", "/ui/jobs/default/api-svc", "/ui/jobs/default/%3Cscript%3Ealert%281%29%3C/script%3E"},
 			contains:  []string{"&lt;script&gt;alert(1)&lt;/script&gt;", "<option>batch</option>", "<option>service</option>", "<option>sysbatch</option>"},
 			forbidden: []string{"<script>", "<option>system</option>"}},
 		{name: "jobs filtered by status and type", caller: callerMgmt, path: "/ui/jobs?status=pending&type=service", status: 200,
-			rows: []string{"api-svc | service | pending"}, noRows: []string{"web |", "<script>"}},
+			rows: []string{"api-svc | service | pending"}, noRows: []string{"web |", "ui-web |", "<script>"}},
 		{name: "jobs filtered by status", caller: callerMgmt, path: "/ui/jobs?status=running", status: 200,
-			rows: []string{"web | sysbatch | running"}, noRows: []string{"api-svc"}, contains: []string{`<option selected>running</option>`}},
+			rows: []string{"ui-web | sysbatch | running"}, noRows: []string{"api-svc"}, contains: []string{`<option selected>running</option>`}},
 		{name: "jobs filtered by namespace: the type choices are its jobs' types", caller: callerMgmt, path: "/ui/jobs?namespace=team", status: 200,
 			links: []string{"/ui/jobs/team/web"}, noRows: []string{"api-svc"},
 			contains: []string{"<option>sysbatch</option>"}, forbidden: []string{"<option>service</option>", "<option>batch</option>"}},
@@ -237,7 +264,7 @@ func TestUIPages(t *testing.T) {
 			contains: []string{"Restarts: 3"}},
 		{name: "unknown allocation", caller: callerMgmt, path: "/ui/allocations/" + uuid.NewString(), status: 404},
 		{name: "nodes", caller: callerReadOnly, path: "/ui/nodes", status: 200,
-			rows:      []string{"worker-1 | ready | eligible | no | dc1 | 1 | "},
+			rows:      []string{"worker-1 | ready | ineligible | no | dc1 | 1 | "},
 			contains:  []string{"1000 / 4000 MHz (25%)", "2048 / 8192 MB (25%)", `class="fill w25"`},
 			forbidden: []string{"node-secret-must-not-show"}},
 		{name: "nodes without node:read", caller: callerOtherNS, path: "/ui/nodes", status: 403, contains: []string{"Your token may not read nodes."}},
@@ -377,4 +404,103 @@ func TestUIOnlyGET(t *testing.T) {
 	if p := w.getPage(callerNone, "/ui/jobs"); p.status != 200 || !p.hasRow("web |") {
 		t.Errorf("ACLs off: %d, rows %v", p.status, p.rows())
 	}
+}
+
+// TestUIStopJob: a job stopped from its page, through the confirmation
+// form, is stopped in the server's state; the same form without the
+// session's CSRF token is refused and changes nothing.
+func TestUIStopJob(t *testing.T) {
+	w := newACLWorld(t)
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	base, _ := url.Parse(w.url + "/ui/")
+	jar.SetCookies(base, []*http.Cookie{{Name: "drover_token", Value: w.secrets[callerOtherNS], Path: "/ui/"}})
+	resp, err := c.Get(w.url + "/ui/actions/job-stop?namespace=team&job=web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	_, rest, ok := strings.Cut(string(b), `name="csrf" value="`)
+	if resp.StatusCode != 200 || !ok {
+		t.Fatalf("confirmation: %d\n%s", resp.StatusCode, b)
+	}
+	csrf, _, _ := strings.Cut(rest, `"`)
+	stopped := func() bool {
+		j, err := w.h.srv.State().JobByID(nil, "team", "web")
+		if err != nil || j == nil {
+			t.Fatalf("job team/web: %v", err)
+		}
+		return j.Stop
+	}
+	form := url.Values{"namespace": {"team"}, "job": {"web"}, "csrf": {"forged"}}
+	resp, err = c.PostForm(w.url+"/ui/actions/job-stop", form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden || stopped() {
+		t.Fatalf("forged form: %d, stopped %v; want 403 and the job running", resp.StatusCode, stopped())
+	}
+	form.Set("csrf", csrf)
+	resp, err = c.PostForm(w.url+"/ui/actions/job-stop", form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(b), "Job web is stopping.") || !stopped() {
+		t.Fatalf("confirmed stop: %d, stopped %v\n%s", resp.StatusCode, stopped(), b)
+	}
+}
+
+// TestUILogsThroughTheAPI: the logs page and its followed stream read
+// through the agent's own log route, so the client's log reaches them
+// (escaped on the page, as sent in the stream).
+func TestUILogsThroughTheAPI(t *testing.T) {
+	const allocID = "aaaa1111-0000-0000-0000-000000000000"
+	client := &fakeClient{allocID: allocID, chunks: []string{"hello <from> the task\n"}}
+	api, fake := newTestAPI(t, Config{Client: client})
+	job := testJob("default", "web")
+	seedJob(t, fake.store, 10, job)
+	stored, err := fake.store.JobByID(nil, "default", "web")
+	if err != nil || stored == nil {
+		t.Fatal("no job", err)
+	}
+	seedAlloc(t, fake.store, 11, &structs.Allocation{ID: allocID, Namespace: "default", JobID: "web", Job: stored,
+		TaskGroup: "g", Name: "web.g[0]", DesiredStatus: "run", ClientStatus: "running"})
+
+	rec := do(t, api.Handler(), "GET", "/ui/allocations/"+allocID+"/logs?task=t&type=stderr", "")
+	if rec.Code != 200 || !strings.Contains(rec.Body.String(), "hello &lt;from&gt; the task\n</pre>") {
+		t.Fatalf("logs page: %d\n%s", rec.Code, rec.Body.String())
+	}
+	if got := client.lastArgs(); fmt.Sprint(got) != fmt.Sprint([]any{allocID, "t", "stderr", "end", int64(64 << 10), false}) {
+		t.Errorf("client asked %v, want the stderr tail of 64 KiB", got)
+	}
+
+	ts := httptest.NewServer(api.Handler())
+	defer ts.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", ts.URL+"/ui/allocations/"+allocID+"/logs/stream?task=t&type=stdout&offset=0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	buf := make([]byte, 64)
+	n, err := io.ReadAtLeast(resp.Body, buf, len("hello <from> the task\n"))
+	if err != nil || string(buf[:n]) != "hello <from> the task\n" || resp.Header.Get("Content-Type") != "text/plain; charset=utf-8" {
+		t.Fatalf("stream: %q, %v, %s", buf[:n], err, resp.Header.Get("Content-Type"))
+	}
+	if got := client.lastArgs(); got[5] != true {
+		t.Errorf("the stream did not follow: %v", got)
+	}
+	cancel() // the fake client returns once the request ends
 }

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"io"
 	"net/http/httptest"
 	"os/exec"
 	"strings"
@@ -115,5 +116,82 @@ func TestBrowserKeyboard(t *testing.T) {
 	}
 	if rows := eval[int](t, ctx, `document.querySelectorAll('tbody tr').length`); rows != 10 { // job-0010 … job-0019
 		t.Errorf("%d rows after filtering by job-001, want 10", rows)
+	}
+}
+
+// followLogs serves a tail, then, followed, each string sent on more
+// until the request or the test ends.
+type followLogs struct {
+	more chan string
+	done chan struct{}
+}
+
+func (f followLogs) TaskLogs(ctx context.Context, _, _, _, _, _ string, _ int64, follow bool, w io.Writer) error {
+	if !follow {
+		_, err := io.WriteString(w, "the tail\n")
+		return err
+	}
+	for {
+		select {
+		case s := <-f.more:
+			if _, err := io.WriteString(w, s); err != nil {
+				return err
+			}
+		case <-ctx.Done():
+			return nil
+		case <-f.done:
+			return nil
+		}
+	}
+}
+
+// TestBrowserFollowLogs: with script on, the Follow button (reached by
+// keyboard) appends what the task writes next to the tail the server
+// rendered, under the logs page's CSP.
+func TestBrowserFollowLogs(t *testing.T) {
+	_, step := browser(t)
+	st := benchWorld(t, 1, 2)
+	fl := followLogs{more: make(chan string), done: make(chan struct{})}
+	ts := httptest.NewServer(New(Config{State: func() *state.StateStore { return st }, Logs: fl}))
+	defer ts.Close()
+	defer close(fl.done) // ends the followed request before the server closes
+	ctx, cancel := step()
+	defer cancel()
+	err := chromedp.Do(ctx, chromedp.Navigate(ts.URL+"/ui/allocations/"+allocRunning+"/logs?task=t"),
+		chromedp.WaitVisible(chromedp.ID("follow-button")),
+		chromedp.Focus(chromedp.ID("follow-button")), chromedp.KeyEvent(kb.Enter),
+		chromedp.Poll[chromedp.Void](`document.getElementById('follow-button').getAttribute('aria-pressed') === 'true'`))
+	if err != nil {
+		t.Fatalf("the Follow button did not start following: %v", err)
+	}
+	select {
+	case fl.more <- "a followed line\n":
+	case <-ctx.Done():
+		t.Fatal("the page never opened the followed stream")
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](`document.getElementById('log').textContent === 'the tail\na followed line\n'`)); err != nil {
+		t.Fatalf("the followed line did not appear after the tail: %q", eval[string](t, ctx, `document.getElementById('log').textContent`))
+	}
+}
+
+// TestBrowserNewPagesNarrow: the pages added with issue 12 do not scroll
+// sideways at 375 px either.
+func TestBrowserNewPagesNarrow(t *testing.T) {
+	_, step := browser(t)
+	st := benchWorld(t, 20, 4)
+	ts := httptest.NewServer(New(Config{State: func() *state.StateStore { return st }, Actions: &fakeActions{}}))
+	defer ts.Close()
+	for _, path := range []string{"/ui/topology", "/ui/evaluations", "/ui/evaluations/" + worldEvalID(0), "/ui/deployments",
+		"/ui/deployments/" + worldDepID(0), "/ui/volumes/default/vol-000", "/ui/plugins",
+		"/ui/actions/job-dispatch?namespace=default&job=batchp"} {
+		ctx, cancel := step()
+		if err := chromedp.Do(ctx, chromedp.Navigate(ts.URL+path), chromedp.WaitReady(chromedp.CSS("main"))); err != nil {
+			cancel()
+			t.Fatalf("%s: %v", path, err)
+		}
+		if eval[bool](t, ctx, `document.documentElement.scrollWidth > window.innerWidth`) {
+			t.Errorf("%s scrolls sideways at 375 px", path)
+		}
+		cancel()
 	}
 }

@@ -12,14 +12,53 @@ import (
 )
 
 var funcs = template.FuncMap{
-	"jobURL":   jobURL,
-	"allocURL": func(id string) string { return "/ui/allocations/" + url.PathEscape(id) },
-	"nodeURL":  func(id string) string { return "/ui/nodes/" + url.PathEscape(id) },
-	"short":    shortID,
-	"nanotime": nanoTime,
-	"time":     goTime,
-	"isoNano":  func(ns int64) string { return time.Unix(0, ns).UTC().Format(time.RFC3339) },
-	"isoTime":  func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	"jobURL":        jobURL,
+	"allocURL":      func(id string) string { return "/ui/allocations/" + url.PathEscape(id) },
+	"nodeURL":       func(id string) string { return "/ui/nodes/" + url.PathEscape(id) },
+	"short":         shortID,
+	"nanotime":      nanoTime,
+	"time":          goTime,
+	"isoNano":       func(ns int64) string { return time.Unix(0, ns).UTC().Format(time.RFC3339) },
+	"isoTime":       func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	"evalURL":       evalURL,
+	"deploymentURL": deploymentURL,
+	"volumeURL":     func(ns, id string) string { return "/ui/volumes/" + url.PathEscape(ns) + "/" + url.PathEscape(id) },
+	"csiPluginURL":  func(id string) string { return "/ui/plugins/csi/" + url.PathEscape(id) },
+	"actionURL":     actionURL,
+	"csrfField":     func() string { return csrfField },
+	"logTypes":      func() []string { return []string{"stdout", "stderr"} },
+	"healthy":       healthyOf,
+	"evalStatuses": func() []string {
+		return []string{structs.EvalStatusPending, structs.EvalStatusBlocked, structs.EvalStatusComplete, structs.EvalStatusFailed, structs.EvalStatusCancelled}
+	},
+	"logsURL": func(alloc, task, typ string) string {
+		return "/ui/allocations/" + url.PathEscape(alloc) + "/logs?" + url.Values{"task": {task}, "type": {typ}}.Encode()
+	},
+}
+
+// healthyOf words healthy plugin instances of those expected; with no
+// job declaring a count, only the healthy ones are known.
+func healthyOf(healthy, expected int) string {
+	if expected == 0 {
+		return fmt.Sprintf("%d healthy", healthy)
+	}
+	return fmt.Sprintf("%d of %d healthy", healthy, expected)
+}
+
+func evalURL(id string) string       { return "/ui/evaluations/" + url.PathEscape(id) }
+func deploymentURL(id string) string { return "/ui/deployments/" + url.PathEscape(id) }
+
+// actionURL is an action's confirmation page for a job (ns, id) or, with
+// ns empty, a deployment (id).
+func actionURL(action, ns, id string) string {
+	v := url.Values{}
+	if ns == "" {
+		v.Set("deployment", id)
+	} else {
+		v.Set("namespace", ns)
+		v.Set("job", id)
+	}
+	return "/ui/actions/" + action + "?" + v.Encode()
 }
 
 // jobURL is a job page's path. A job ID may hold slashes (periodic and

@@ -91,3 +91,64 @@ func TestNewUsage(t *testing.T) {
 		}
 	}
 }
+
+func TestParseMeta(t *testing.T) {
+	cases := []struct {
+		name, text string
+		want       map[string]string
+		err        string
+	}{
+		{"empty", "", nil, ""},
+		{"pairs, spaces and blank lines", " who = world \n\nwhen=now\r\n", map[string]string{"who": "world", "when": "now"}, ""},
+		{"value with =", "q=a=b", map[string]string{"q": "a=b"}, ""},
+		{"empty value", "k=", map[string]string{"k": ""}, ""},
+		{"no =", "who", nil, "Meta line 1: write key=value."},
+		{"no key", "ok=1\n=x", nil, "Meta line 2: write key=value."},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := parseMeta(c.text)
+			if c.err != "" {
+				if err == nil || err.Error() != c.err || errStatus(err) != 400 {
+					t.Fatalf("err %v, want 400 %q", err, c.err)
+				}
+				return
+			}
+			if err != nil || len(got) != len(c.want) {
+				t.Fatalf("%v, %v; want %v", got, err, c.want)
+			}
+			for k, v := range c.want {
+				if got[k] != v {
+					t.Errorf("%s = %q, want %q", k, got[k], v)
+				}
+			}
+		})
+	}
+}
+
+func TestHealthyOfAndActionURL(t *testing.T) {
+	cases := []struct{ got, want string }{
+		{healthyOf(2, 0), "2 healthy"},
+		{healthyOf(1, 3), "1 of 3 healthy"},
+		{actionURL("job-stop", "team", "a/b"), "/ui/actions/job-stop?job=a%2Fb&namespace=team"},
+		{actionURL("deployment-fail", "", "d1"), "/ui/actions/deployment-fail?deployment=d1"},
+	}
+	for _, c := range cases {
+		if c.got != c.want {
+			t.Errorf("%q, want %q", c.got, c.want)
+		}
+	}
+}
+
+func TestDetailFailure(t *testing.T) {
+	d := detailFailure("g", &structs.AllocMetric{NodesEvaluated: 1, NodesExhausted: 1, DimensionExhausted: map[string]int{"cpu": 1}})
+	want := []string{"1 node was evaluated", "1 node was too full (resources exhausted)", `dimension "cpu" exhausted on 1 node`}
+	if d.Group != "g" || d.Summary != "1 allocation could not be placed: cpu exhausted on 1 node" || len(d.Facts) != len(want) {
+		t.Fatalf("%+v", d)
+	}
+	for i, w := range want {
+		if d.Facts[i] != w {
+			t.Errorf("fact %d: %q, want %q", i, d.Facts[i], w)
+		}
+	}
+}

@@ -143,7 +143,17 @@ type jobData struct {
 	OlderEvals  int
 	Deployment  *structs.Deployment
 	DeployTGs   []deploymentGroup
+	// Children are the periodic launches or dispatched instances of a
+	// periodic or parameterized job, newest first.
+	Children     []*structs.Job
+	MoreChildren int
+	// What the token may do to the job (the actions' confirmation pages
+	// check again).
+	CanSubmit, CanDispatch bool
 }
+
+// maxChildren is how many of a job's children its page lists.
+const maxChildren = 50
 
 // jobPage is /ui/jobs/<ns>/<id>: needs read-job in the namespace.
 func (u *UI) jobPage(q *request) (*view, error) {
@@ -209,11 +219,20 @@ func (u *UI) jobPage(q *request) (*view, error) {
 		evals, d.OlderEvals = evals[:maxEvals], len(evals)-maxEvals
 	}
 	for _, e := range evals {
-		row := evalRow{Evaluation: e}
-		for _, g := range sortedKeys(e.FailedTGAllocs) {
-			row.Failures = append(row.Failures, failureRow{Group: g, Text: explainFailure(e.FailedTGAllocs[g])})
+		d.Evals = append(d.Evals, newEvalRow(e))
+	}
+	d.CanSubmit = q.allowNS(ns, acl.NamespaceCapabilitySubmitJob)
+	d.CanDispatch = q.allowNS(ns, acl.NamespaceCapabilityDispatchJob)
+	if job.IsPeriodic() || job.IsParameterized() {
+		if d.Children, err = q.st.JobsByParent(nil, ns, id); err != nil {
+			return nil, err
 		}
-		d.Evals = append(d.Evals, row)
+		slices.SortFunc(d.Children, func(a, b *structs.Job) int {
+			return cmp.Or(cmp.Compare(b.SubmitTime, a.SubmitTime), cmp.Compare(b.ID, a.ID))
+		})
+		if len(d.Children) > maxChildren {
+			d.Children, d.MoreChildren = d.Children[:maxChildren], len(d.Children)-maxChildren
+		}
 	}
 	if d.Deployment, err = q.st.LatestDeploymentByJob(nil, ns, id); err != nil {
 		return nil, err

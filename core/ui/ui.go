@@ -1,11 +1,17 @@
 // Package ui serves drover's web UI: server-rendered HTML pages over the
-// same state store and ACL resolution the HTTP API uses. Pages are GET
-// only; the one form that writes is the login form, which only sets a
-// cookie. No page runs script: the Content-Security-Policy forbids it.
+// same state store and ACL resolution the HTTP API uses. Reading works
+// without JavaScript; the one script (logs.js, following a task's log) is
+// served from /ui/ and allowed on the logs page alone.
+// Writes (stop, purge, force a periodic launch, dispatch, promote or fail
+// a deployment) go through a confirmation page and a POST form guarded
+// against cross-site requests (csrf.go), and are authorized with the
+// caller's ACL exactly as the HTTP API authorizes the same write.
 package ui
 
 import (
 	"bytes"
+	"cmp"
+	"context"
 	"embed"
 	"errors"
 	"fmt"
@@ -24,6 +30,9 @@ var templateFS embed.FS
 
 //go:embed static/ui.css
 var baseCSS []byte
+
+//go:embed static/logs.js
+var logsJS []byte
 
 // Resolver turns a token's secret into its ACL; it is the HTTP API's
 // resolver, so the UI and the API authorize alike.
@@ -57,13 +66,45 @@ type Config struct {
 	// LeaderAddr is the leader's RPC address, "" without a leader.
 	LeaderAddr func() string
 	Region     string
+	// Actions makes the writes of the UI's forms and exchanges one-time
+	// tokens; nil answers every action with 501.
+	Actions Actions
+	// AgentPlugins lists this agent's own plugins (scheduler, driver, CSI
+	// bridge, GC) with their versions; nil shows none.
+	AgentPlugins func() []structs.AgentPlugin
+	// Logs reads a task's log with the caller's token through the HTTP
+	// API's /v1/client/fs/logs (so it is authorized and forwarded to the
+	// allocation's node as the API is); nil shows no logs.
+	Logs LogReader
+}
+
+// Actions are the writes the UI makes on the caller's behalf. The UI has
+// already checked the caller's ACL when it calls them; errors carry a
+// structs error kind (ErrNotFound, ErrPermissionDenied, ErrInvalid, …)
+// that decides the page's status.
+type Actions interface {
+	// ExchangeOneTimeToken spends a one-time token and returns the ACL
+	// token it stands for; a spent, expired or unknown one is an error of
+	// kind structs.ErrPermissionDenied.
+	ExchangeOneTimeToken(ctx context.Context, secret string) (*structs.ACLToken, error)
+	StopJob(ctx context.Context, ns, id string, purge bool) (*structs.JobDeregisterResponse, error)
+	ForcePeriodic(ctx context.Context, ns, id string) (*structs.PeriodicForceResponse, error)
+	DispatchJob(ctx context.Context, ns string, req *structs.JobDispatchRequest) (*structs.JobDispatchResponse, error)
+	PromoteDeployment(ctx context.Context, id string) (*structs.DeploymentUpdateResponse, error)
+	FailDeployment(ctx context.Context, id string) (*structs.DeploymentUpdateResponse, error)
 }
 
 // cookieName holds the token set by /ui/login.
 const cookieName = "drover_token"
 
-// csp forbids every script and every inline style: the pages need none.
-const csp = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+// csp forbids every script and every inline style (bar widths are
+// classes): the pages need none. The logs page alone answers with
+// scriptCSP, which allows the UI's own logs.js and its fetch of the
+// followed log from this origin (still no inline script).
+const (
+	csp       = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+	scriptCSP = "default-src 'none'; style-src 'self'; script-src 'self'; connect-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+)
 
 // UI is the http.Handler of /ui/.
 type UI struct {
@@ -81,7 +122,9 @@ func New(cfg Config) *UI {
 		http.Redirect(w, r, "/ui/jobs", http.StatusFound)
 	})
 	u.mux.HandleFunc("GET /ui/ui.css", u.serveCSS)
+	u.mux.HandleFunc("GET /ui/logs.js", u.serveJS)
 	u.mux.HandleFunc("GET /ui/login", u.loginForm)
+	u.mux.HandleFunc("GET /ui/settings/tokens", u.tokensPage)
 	u.mux.HandleFunc("POST /ui/login", u.login)
 	u.mux.HandleFunc("POST /ui/logout", u.logout)
 	u.mux.HandleFunc("GET /ui/logout", u.logout)
@@ -91,13 +134,28 @@ func New(cfg Config) *UI {
 	u.mux.HandleFunc("GET /ui/nodes", u.page(u.nodesPage))
 	u.mux.HandleFunc("GET /ui/nodes/{id}", u.page(u.nodePage))
 	u.mux.HandleFunc("GET /ui/servers", u.page(u.serversPage))
+	u.mux.HandleFunc("GET /ui/evaluations", u.page(u.evalsPage))
+	u.mux.HandleFunc("GET /ui/evaluations/{id}", u.page(u.evalPage))
+	u.mux.HandleFunc("GET /ui/deployments", u.page(u.deploymentsPage))
+	u.mux.HandleFunc("GET /ui/deployments/{id}", u.page(u.deploymentPage))
+	u.mux.HandleFunc("GET /ui/volumes", u.page(u.volumesPage))
+	u.mux.HandleFunc("GET /ui/volumes/{ns}/{id}", u.page(u.volumePage))
+	u.mux.HandleFunc("GET /ui/plugins", u.page(u.pluginsPage))
+	u.mux.HandleFunc("GET /ui/plugins/csi/{id}", u.page(u.csiPluginPage))
+	u.mux.HandleFunc("GET /ui/topology", u.page(u.topologyPage))
+	u.mux.HandleFunc("GET /ui/allocations/{id}/logs", u.page(u.logsPage))
+	u.mux.HandleFunc("GET /ui/allocations/{id}/logs/stream", u.logStream)
+	u.mux.HandleFunc("GET /ui/actions/{action}", u.page(u.confirmAction))
+	u.mux.HandleFunc("POST /ui/actions/{action}", u.page(u.doAction))
 	return u
 }
 
 func parseTemplates() map[string]*template.Template {
 	base := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html"))
 	out := map[string]*template.Template{}
-	for _, name := range []string{"jobs", "job", "alloc", "nodes", "node", "servers", "login", "error"} {
+	for _, name := range []string{"jobs", "job", "alloc", "nodes", "node", "servers", "login", "error",
+		"evals", "eval", "deployments", "deployment", "volumes", "volume", "plugins", "csiplugin", "topology",
+		"logs", "confirm", "done"} {
 		t := template.Must(base.Clone())
 		out[name] = template.Must(t.ParseFS(templateFS, "templates/"+name+".html"))
 	}
@@ -113,6 +171,12 @@ func buildCSS() []byte {
 		fmt.Fprintf(&b, ".w%d{width:%d%%}\n", i, i)
 	}
 	return b.Bytes()
+}
+
+func (u *UI) serveJS(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
+	w.Header().Set("Cache-Control", "max-age=300")
+	_, _ = w.Write(logsJS)
 }
 
 func (u *UI) serveCSS(w http.ResponseWriter, _ *http.Request) {
@@ -138,6 +202,10 @@ type request struct {
 	acl   *acl.ACL
 	aclOn bool
 	st    *state.StateStore
+	// w lets a handler set cookies (the CSRF cookie of a form page).
+	w http.ResponseWriter
+	// secret is the caller's token, for the log reader.
+	secret string
 }
 
 // allowNS reports whether the caller has capability in ns.
@@ -147,12 +215,19 @@ func (q *request) allowNS(ns, capability string) bool {
 
 func (q *request) allowNodeRead() bool     { return !q.aclOn || q.acl.AllowNodeRead() }
 func (q *request) allowOperatorRead() bool { return !q.aclOn || q.acl.AllowOperatorRead() }
+func (q *request) allowAgentRead() bool    { return !q.aclOn || q.acl.AllowAgentRead() }
+func (q *request) allowPluginRead() bool   { return !q.aclOn || q.acl.AllowPluginRead() }
+func (q *request) allowPluginList() bool   { return !q.aclOn || q.acl.AllowPluginList() }
 
 // view is a rendered page: its template and data, or an error page.
 type view struct {
 	tmpl  string
 	title string
 	data  any
+	// status is the answer's status; zero is 200.
+	status int
+	// script allows the UI's own script on this page (scriptCSP).
+	script bool
 }
 
 // pageError is a page that could not be shown, with its status and the
@@ -168,30 +243,44 @@ func notFound(format string, args ...any) error {
 	return &pageError{status: http.StatusNotFound, msg: fmt.Sprintf(format, args...)}
 }
 
+func badRequest(format string, args ...any) error {
+	return &pageError{status: http.StatusBadRequest, msg: fmt.Sprintf(format, args...)}
+}
+
 func forbidden(format string, args ...any) error {
 	return &pageError{status: http.StatusForbidden, msg: fmt.Sprintf(format, args...)}
+}
+
+// resolve reads the caller's token and ACL; on a token that does not
+// resolve it answers the error page and reports false.
+func (u *UI) resolve(w http.ResponseWriter, r *http.Request) (*request, bool) {
+	q := &request{Request: r, st: u.cfg.State(), w: w, secret: u.token(r)}
+	if u.cfg.Resolver != nil && u.cfg.Resolver.ACLEnabled() {
+		q.aclOn = true
+		_, a, err := u.cfg.Resolver.ResolveToken(q.secret)
+		if err != nil {
+			u.renderError(w, r, q, resolveError(err))
+			return nil, false
+		}
+		q.acl = a
+	}
+	return q, true
 }
 
 // page resolves the caller's token, runs fn and renders its view.
 func (u *UI) page(fn func(q *request) (*view, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		q := &request{Request: r, st: u.cfg.State()}
-		if u.cfg.Resolver != nil && u.cfg.Resolver.ACLEnabled() {
-			q.aclOn = true
-			_, a, err := u.cfg.Resolver.ResolveToken(u.token(r))
-			if err != nil {
-				u.renderError(w, r, q, resolveError(err))
-				return
-			}
-			q.acl = a
+		q, ok := u.resolve(w, r)
+		if !ok {
+			return
 		}
 		v, err := fn(q)
 		if err != nil {
 			u.renderError(w, r, q, err)
 			return
 		}
-		u.render(w, r, q, http.StatusOK, v, start)
+		u.render(w, r, q, cmp.Or(v.status, http.StatusOK), v, start)
 	}
 }
 
@@ -237,9 +326,22 @@ func (u *UI) render(w http.ResponseWriter, r *http.Request, q *request, status i
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
+	if v.script {
+		w.Header().Set("Content-Security-Policy", scriptCSP)
+	}
 	w.Header().Set("Server-Timing", fmt.Sprintf("render;dur=%.1f", float64(time.Since(start).Microseconds())/1000))
 	w.WriteHeader(status)
 	_, _ = w.Write(buf.Bytes())
+}
+
+// errStatus is the status an error answers with: a pageError's own, else
+// the one its structs error kind maps to.
+func errStatus(err error) int {
+	var pe *pageError
+	if errors.As(err, &pe) {
+		return pe.status
+	}
+	return structs.HTTPStatus(err)
 }
 
 func (u *UI) renderError(w http.ResponseWriter, r *http.Request, q *request, err error) {
@@ -258,10 +360,13 @@ func (u *UI) renderError(w http.ResponseWriter, r *http.Request, q *request, err
 
 // navOf names the section a path belongs to, to mark it current.
 func navOf(path string) string {
-	for _, s := range []string{"jobs", "allocations", "nodes", "servers", "login"} {
+	for _, s := range []string{"jobs", "allocations", "evaluations", "deployments", "nodes", "topology", "volumes", "plugins", "servers", "login", "settings"} {
 		if strings.HasPrefix(path, "/ui/"+s) {
-			if s == "allocations" {
+			switch s {
+			case "allocations":
 				return "jobs"
+			case "settings":
+				return "login"
 			}
 			return s
 		}
