@@ -285,6 +285,8 @@ var (
 		{name: "affinity", many: true},
 		{name: "volume_mount", many: true},
 		{name: "csi_plugin"},
+		{name: "artifact", many: true},
+		{name: "template", many: true},
 	}
 )
 
@@ -324,5 +326,7 @@ func (p *parser) task(b *hcl.Block, groupRestart structs.RestartPolicy) *structs
 	if cb := first(blocks, "csi_plugin"); cb != nil {
 		t.CSIPluginConfig = p.csiPlugin(cb)
 	}
+	t.Artifacts = p.artifacts(blocks["artifact"])
+	t.Templates = p.templates(blocks["template"])
 	return t
 }

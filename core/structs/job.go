@@ -84,6 +84,8 @@ type Task struct {
 	Leader          bool                   `codec:",omitempty"`
 	VolumeMounts    []*VolumeMount         `codec:",omitempty"`
 	CSIPluginConfig *TaskCSIPluginConfig   `codec:",omitempty"`
+	Artifacts       []*TaskArtifact        `codec:",omitempty"`
+	Templates       []*Template            `codec:",omitempty"`
 }
 
 // Resources asked by a task, in MHz and MB.

@@ -103,6 +103,16 @@ func (j *Job) Canonicalize() {
 			if t.CSIPluginConfig != nil {
 				t.CSIPluginConfig.canonicalize()
 			}
+			for _, a := range t.Artifacts {
+				if a != nil {
+					a.Canonicalize()
+				}
+			}
+			for _, tm := range t.Templates {
+				if tm != nil {
+					tm.Canonicalize()
+				}
+			}
 			if t.Resources == nil {
 				t.Resources = &Resources{}
 			}
@@ -290,6 +300,7 @@ func (t *Task) validate(l *errList, where string) {
 		validateConstraint(l, fmt.Sprintf("%s: constraint %d", where, i+1), c)
 	}
 	validateAffinities(l, where+": affinity", t.Affinities)
+	t.validateFiles(l, where)
 	if dp := t.DispatchPayload; dp != nil {
 		if dp.File == "" {
 			l.add("%s: dispatch_payload: file is required", where)
