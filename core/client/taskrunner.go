@@ -214,9 +214,13 @@ func (tr *taskRunner) run(ctx context.Context) {
 	if !restored {
 		tr.emit(evSetup())
 	}
-	if err := tr.prepare(!restored); err != nil {
+	if err := tr.prepare(ctx, !restored); err != nil {
 		tr.logger.Error("task setup failed", "error", err)
-		tr.finish(true, evSetupFailure(err))
+		ev := evSetupFailure(err)
+		if errors.Is(err, errArtifact) {
+			ev.Type = structs.TaskArtifactDownloadFailed
+		}
+		tr.finish(true, ev)
 		return
 	}
 	if stop := tr.superviseCSI(ctx); stop != nil {
@@ -252,9 +256,10 @@ func (tr *taskRunner) run(ctx context.Context) {
 	}
 }
 
-// prepare builds the task's directories and driver config; on a first run
-// it also writes the dispatch payload.
-func (tr *taskRunner) prepare(first bool) error {
+// prepare builds the task's directories and driver config and renders its
+// templates; on a first run it also writes the dispatch payload and
+// fetches the artifacts (a kill or the client's shutdown cancels them).
+func (tr *taskRunner) prepare(ctx context.Context, first bool) error {
 	ar := tr.ar
 	dirs, err := ar.dir.buildTask(tr.task.Name)
 	if err != nil {
@@ -280,6 +285,34 @@ func (tr *taskRunner) prepare(first bool) error {
 		// socket; the task's own env may still set another endpoint.
 		if _, own := tr.task.Env["CSI_ENDPOINT"]; !own {
 			env.Env["CSI_ENDPOINT"] = "unix://" + sock
+		}
+	}
+	if first && len(tr.task.Artifacts) > 0 {
+		tr.emit(structs.NewTaskEvent(structs.TaskArtifactDownloadFn, "Client is downloading artifacts"))
+		fctx, cancel := context.WithCancel(ctx)
+		stopped := make(chan struct{})
+		go func() {
+			defer close(stopped)
+			select {
+			case <-tr.killCh:
+				cancel()
+			case <-fctx.Done():
+			}
+		}()
+		err := fetchArtifacts(fctx, ar.dir.root, dirs.Dir, tr.task.Artifacts, env.lookup)
+		cancel()
+		<-stopped
+		if err != nil {
+			return err
+		}
+	}
+	if len(tr.task.Templates) > 0 {
+		vars, err := renderTemplates(ar.dir.root, dirs.Dir, tr.task.Templates, env.Env)
+		if err != nil {
+			return fmt.Errorf("template: %w", err)
+		}
+		for k, v := range vars {
+			env.Env[k] = v
 		}
 	}
 	confJSON, err := json.Marshal(interpolateConfig(map[string]any(tr.task.Config), env.lookup))

@@ -114,6 +114,8 @@ const (
 	TaskHookFailed         = "Task hook failed"
 	TaskBuildingTaskDir    = "Task Setup"
 	TaskArtifactDownloadFn = "Downloading Artifacts"
+	// TaskArtifactDownloadFailed: an artifact could not be fetched.
+	TaskArtifactDownloadFailed = "Failed Artifact Download"
 )
 
 // Restart modes.
