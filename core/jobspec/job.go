@@ -129,7 +129,7 @@ var (
 	jobAttrs = []string{
 		"name", "type", "datacenters", "node_pool", "priority", "namespace", "region", "all_at_once", "meta",
 	}
-	jobBlocks = []blockKind{
+	jobBlocks = append([]blockKind{
 		{name: "meta"},
 		{name: "constraint", many: true},
 		{name: "affinity", many: true},
@@ -139,12 +139,13 @@ var (
 		{name: "periodic"},
 		{name: "parameterized"},
 		{name: "group", labels: []string{"name"}, many: true, unique: true},
-	}
+	}, integrationKinds("vault", "consul", "multiregion")...)
 )
 
 func (p *parser) job(b *hcl.Block) *structs.Job {
 	job := &structs.Job{ID: b.Labels[0]}
 	attrs, blocks := p.content(b.Body, jobAttrs, jobBlocks)
+	p.refuseIntegrations(blocks)
 
 	p.setString(attrs["name"], &job.Name)
 	p.setString(attrs["type"], &job.Type)
@@ -202,7 +203,7 @@ var (
 	// Blocks of Nomad's group that drover does not model (network, service,
 	// scaling, …) are refused by name rather than ignored, so a job
 	// never silently loses part of its meaning.
-	groupBlocks = []blockKind{
+	groupBlocks = append([]blockKind{
 		{name: "meta"},
 		{name: "constraint", many: true},
 		{name: "affinity", many: true},
@@ -214,7 +215,7 @@ var (
 		{name: "ephemeral_disk"},
 		{name: "task", labels: []string{"name"}, many: true, unique: true},
 		{name: "volume", labels: []string{"name"}, many: true, unique: true},
-	}
+	}, integrationKinds("vault", "consul")...)
 )
 
 // group parses a group block of a job whose type declares behavior (nil:
@@ -224,6 +225,7 @@ func (p *parser) group(b *hcl.Block, behavior *structs.JobTypeBehavior, jobUpdat
 	// Count defaults to 1 when absent; an explicit 0 is kept.
 	tg := &structs.TaskGroup{Name: b.Labels[0], Count: 1}
 	attrs, blocks := p.content(b.Body, groupAttrs, groupBlocks)
+	p.refuseIntegrations(blocks)
 
 	p.setInt(attrs["count"], &tg.Count)
 	p.setDurationPtr(attrs["max_run_duration"], &tg.MaxRunDuration)
@@ -272,7 +274,7 @@ var (
 	taskAttrs = []string{
 		"driver", "user", "kill_timeout", "kill_signal", "leader", "meta", "env",
 	}
-	taskBlocks = []blockKind{
+	taskBlocks = append([]blockKind{
 		{name: "config"},
 		{name: "env"},
 		{name: "meta"},
@@ -287,12 +289,13 @@ var (
 		{name: "csi_plugin"},
 		{name: "artifact", many: true},
 		{name: "template", many: true},
-	}
+	}, integrationKinds("vault", "consul", "identity")...)
 )
 
 func (p *parser) task(b *hcl.Block, groupRestart structs.RestartPolicy) *structs.Task {
 	t := &structs.Task{Name: b.Labels[0]}
 	attrs, blocks := p.content(b.Body, taskAttrs, taskBlocks)
+	p.refuseIntegrations(blocks)
 
 	p.setString(attrs["driver"], &t.Driver)
 	p.setString(attrs["user"], &t.User)
