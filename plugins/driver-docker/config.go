@@ -110,26 +110,28 @@ func normCap(c string) string {
 // TaskConfig is the jobspec task `config` block of a docker task, with
 // Nomad's names.
 type TaskConfig struct {
-	Image       string             `json:"image"`
-	Command     string             `json:"command"`
-	Args        []string           `json:"args"`
-	Entrypoint  []string           `json:"entrypoint"`
-	WorkDir     string             `json:"work_dir"`
-	Volumes     []string           `json:"volumes"`
-	Mounts      oneOrMany[Mount]   `json:"mount"`
-	Labels      map[string]string  `json:"labels"`
-	Privileged  bool               `json:"privileged"`
-	NetworkMode string             `json:"network_mode"`
-	ForcePull   bool               `json:"force_pull"`
-	Auth        oneOrMany[Auth]    `json:"auth"`
-	Logging     oneOrMany[Logging] `json:"logging"`
-	Hostname    string             `json:"hostname"`
-	ExtraHosts  []string           `json:"extra_hosts"`
-	DNSServers  []string           `json:"dns_servers"`
-	CapAdd      []string           `json:"cap_add"`
-	CapDrop     []string           `json:"cap_drop"`
-	IPCMode     string             `json:"ipc_mode"`
-	PIDMode     string             `json:"pid_mode"`
+	Image       string            `json:"image"`
+	Command     string            `json:"command"`
+	Args        []string          `json:"args"`
+	Entrypoint  []string          `json:"entrypoint"`
+	WorkDir     string            `json:"work_dir"`
+	Volumes     []string          `json:"volumes"`
+	Mounts      oneOrMany[Mount]  `json:"mount"`
+	Labels      map[string]string `json:"labels"`
+	Privileged  bool              `json:"privileged"`
+	NetworkMode string            `json:"network_mode"`
+	ForcePull   bool              `json:"force_pull"`
+	// ImagePullTimeout bounds a pull ("5m", Nomad's default, when unset).
+	ImagePullTimeout string             `json:"image_pull_timeout"`
+	Auth             oneOrMany[Auth]    `json:"auth"`
+	Logging          oneOrMany[Logging] `json:"logging"`
+	Hostname         string             `json:"hostname"`
+	ExtraHosts       []string           `json:"extra_hosts"`
+	DNSServers       []string           `json:"dns_servers"`
+	CapAdd           []string           `json:"cap_add"`
+	CapDrop          []string           `json:"cap_drop"`
+	IPCMode          string             `json:"ipc_mode"`
+	PIDMode          string             `json:"pid_mode"`
 	// Ports is refused: drover has no port allocation yet.
 	Ports json.RawMessage `json:"ports"`
 }
@@ -252,6 +254,12 @@ func parseTaskConfig(raw []byte, pc *PluginConfig) (*TaskConfig, error) {
 	}
 	if len(tc.Ports) > 0 && string(tc.Ports) != "null" {
 		return nil, bad("ports is not supported until network blocks are (drover allocates no ports yet)")
+	}
+	if tc.ImagePullTimeout != "" {
+		d, err := time.ParseDuration(tc.ImagePullTimeout)
+		if err != nil || d <= 0 {
+			return nil, bad("image_pull_timeout %q must be a positive duration such as \"5m\"", tc.ImagePullTimeout)
+		}
 	}
 	if tc.Privileged && !pc.AllowPrivileged {
 		return nil, bad("privileged is refused: the docker plugin config does not set allow_privileged = true")

@@ -96,6 +96,18 @@ func TestParseTaskConfig(t *testing.T) {
 					t.Errorf("mounts = %+v", c.Mounts)
 				}
 			}},
+		{name: "image_pull_timeout", raw: `{"image":"x","image_pull_timeout":"90s"}`, check: func(t *testing.T, c *TaskConfig) {
+			if c.pullTimeout() != 90*time.Second {
+				t.Errorf("pull timeout = %s, want 90s", c.pullTimeout())
+			}
+		}},
+		{name: "image_pull_timeout default", raw: `{"image":"x"}`, check: func(t *testing.T, c *TaskConfig) {
+			if c.pullTimeout() != 5*time.Minute {
+				t.Errorf("pull timeout = %s, want Nomad's 5m", c.pullTimeout())
+			}
+		}},
+		{name: "bad image_pull_timeout", raw: `{"image":"x","image_pull_timeout":"soon"}`, wantErr: `image_pull_timeout "soon" must be a positive duration`},
+		{name: "negative image_pull_timeout", raw: `{"image":"x","image_pull_timeout":"-1s"}`, wantErr: "must be a positive duration"},
 		{name: "empty", raw: ``, wantErr: "config: image is required"},
 		{name: "no image", raw: `{"command":"sh"}`, wantErr: "config: image is required"},
 		{name: "bad image reference", raw: `{"image":"Bad_Image"}`, wantErr: `image "Bad_Image" is not a valid image reference`},

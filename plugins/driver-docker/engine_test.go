@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"net"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -489,5 +491,46 @@ func TestEngineHostSettings(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("container /etc files lack %q:\n%s", want, out)
 		}
+	}
+}
+
+// A registry that accepts the connection and never answers is given up
+// after image_pull_timeout, with the reason.
+func TestEngineImagePullTimeout(t *testing.T) {
+	needEngine(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c) // held open, never answered
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	d := newEngineDriver(t, "")
+	image := ln.Addr().String() + "/drover-test/hangs:1"
+	cfg := newEngineTask(t, "hang", image, `{"image":"`+image+`","image_pull_timeout":"2s"}`)
+	_, err = d.StartTask(ctxFor(t, time.Minute), cfg)
+	if err == nil || !errors.Is(err, ErrImagePull) || !strings.Contains(err.Error(), "image_pull_timeout (2s) reached") {
+		t.Fatalf("StartTask = %v, want an ErrImagePull naming image_pull_timeout", err)
 	}
 }

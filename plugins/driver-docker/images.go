@@ -38,12 +38,18 @@ func (d *Driver) ensureImage(ctx context.Context, tc *TaskConfig) (string, error
 	if err != nil {
 		return "", err
 	}
-	d.logger.Info("pulling image", "image", tc.Image, "force_pull", tc.ForcePull, "with_auth", len(tc.Auth) == 1)
-	resp, err := d.engine.ImagePull(ctx, tc.Image, opts)
+	timeout := tc.pullTimeout()
+	d.logger.Info("pulling image", "image", tc.Image, "force_pull", tc.ForcePull, "with_auth", len(tc.Auth) == 1, "timeout", timeout)
+	pctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	resp, err := d.engine.ImagePull(pctx, tc.Image, opts)
 	if err == nil {
-		err = resp.Wait(ctx)
+		err = resp.Wait(pctx)
 	}
 	if err != nil {
+		if pctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
+			return "", fmt.Errorf("%w: failed to pull image %q: image_pull_timeout (%s) reached", ErrImagePull, tc.Image, timeout)
+		}
 		return "", fmt.Errorf("%w: failed to pull image %q: %v", ErrImagePull, tc.Image, err)
 	}
 	insp, err := d.engine.ImageInspect(ctx, tc.Image)
@@ -51,6 +57,18 @@ func (d *Driver) ensureImage(ctx context.Context, tc *TaskConfig) (string, error
 		return "", fmt.Errorf("%w: image %q is missing after its pull: %v", ErrImagePull, tc.Image, err)
 	}
 	return insp.ID, nil
+}
+
+// defaultImagePullTimeout is Nomad's image_pull_timeout.
+const defaultImagePullTimeout = 5 * time.Minute
+
+// pullTimeout is the task's image_pull_timeout (checked when the config
+// was parsed), or the default.
+func (tc *TaskConfig) pullTimeout() time.Duration {
+	if d, err := time.ParseDuration(tc.ImagePullTimeout); err == nil && d > 0 {
+		return d
+	}
+	return defaultImagePullTimeout
 }
 
 // pullOptions carries the task's registry credentials, if any, to the
