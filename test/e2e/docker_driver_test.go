@@ -276,6 +276,14 @@ func TestDockerTaskEvents(t *testing.T) {
         memory = 32
       }
     }
+  }
+  # A group of its own: a failed sibling would kill the hog before its
+  # memory ran out.
+  group "p" {
+    restart {
+      attempts = 0
+      mode     = "fail"
+    }
     task "nopull" {
       driver = "docker"
       config {
@@ -289,17 +297,20 @@ func TestDockerTaskEvents(t *testing.T) {
 		t.Fatalf("job run:\n%s", run)
 	}
 	var allocs []harness.Alloc
+	byTask := map[string]string{} // task -> its alloc
 	harness.WaitFor(t, waitTimeout, "both tasks to fail", func() (bool, string) {
 		allocs = a.AllocsOf("docker-events")
-		if len(allocs) == 0 {
-			return false, "no alloc"
+		for _, al := range allocs {
+			for name, st := range al.TaskStates {
+				if st != nil && st.State == "dead" {
+					byTask[name] = al.ID
+				}
+			}
 		}
-		st := allocs[0].TaskStates
-		return st["hog"] != nil && st["hog"].State == "dead" && st["nopull"] != nil && st["nopull"].State == "dead",
-			fmt.Sprintf("%+v", allocs)
+		return byTask["hog"] != "" && byTask["nopull"] != "", fmt.Sprintf("%+v", allocs)
 	})
 	var sawOOM bool
-	hogEvents := taskEvents(t, a, allocs[0].ID, "hog")
+	hogEvents := taskEvents(t, a, byTask["hog"], "hog")
 	for _, ev := range hogEvents {
 		if ev.Type == "Terminated" && strings.Contains(ev.DisplayMessage+ev.Message, "OOM Killed") {
 			sawOOM = true
@@ -309,7 +320,7 @@ func TestDockerTaskEvents(t *testing.T) {
 		t.Errorf("hog events %+v: no Terminated event saying OOM Killed", hogEvents)
 	}
 	var sawPull bool
-	pullEvents := taskEvents(t, a, allocs[0].ID, "nopull")
+	pullEvents := taskEvents(t, a, byTask["nopull"], "nopull")
 	for _, ev := range pullEvents {
 		if ev.Type == "Driver Failure" && strings.Contains(ev.DisplayMessage+ev.Message, `failed to pull image "drover-e2e/no-such-image:nope"`) {
 			sawPull = true
