@@ -203,16 +203,19 @@ func (a *AllocatedResources) PortValues() []int {
 }
 
 // PortCollision names the first host port that two of allocs hold, or
-// that the node reserves; "" when none does. Terminal allocs hold none.
-func PortCollision(reserved []PortRange, allocs []*Allocation) string {
+// that the node reserves and a new alloc (one that fresh names) holds;
+// "" when none does. Terminal allocs hold none. An alloc placed before
+// the node reserved its port keeps it.
+func PortCollision(reserved []PortRange, allocs []*Allocation, fresh func(*Allocation) bool) string {
 	held := map[int]string{}
 	for _, a := range allocs {
 		if a == nil || a.TerminalStatus() || a.AllocatedResources == nil {
 			continue
 		}
+		isNew := fresh(a)
 		for _, p := range a.AllocatedResources.Shared.Ports {
 			for _, r := range reserved {
-				if p.Value >= r.From && p.Value <= r.To {
+				if isNew && p.Value >= r.From && p.Value <= r.To {
 					return fmt.Sprintf("network: reserved port collision %s=%d", p.Label, p.Value)
 				}
 			}

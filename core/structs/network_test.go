@@ -100,9 +100,10 @@ func TestPortCollision(t *testing.T) {
 		{"same port", []*Allocation{alloc("a", "running", 80), alloc("b", "pending", 80)}, "network: port collision http=80"},
 		{"terminal holds none", []*Allocation{alloc("a", "complete", 80), alloc("b", "pending", 80)}, ""},
 		{"reserved", []*Allocation{alloc("a", "pending", 8550)}, "network: reserved port collision http=8550"},
+		{"reserved after placement", []*Allocation{alloc("old", "running", 8550)}, ""},
 	}
 	for _, tc := range tests {
-		if got := PortCollision(reserved, tc.allocs); got != tc.want {
+		if got := PortCollision(reserved, tc.allocs, func(a *Allocation) bool { return a.ID != "old" }); got != tc.want {
 			t.Errorf("%s: PortCollision = %q, want %q", tc.name, got, tc.want)
 		}
 	}
