@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/drover-org/drover/core/structs"
+	"github.com/drover-org/drover/sdk/proto/driverpb"
 )
 
 // fingerprintNetwork finds the address the node offers ports on and
@@ -127,4 +128,16 @@ func defaultRouteInterface(r io.Reader) string {
 		}
 	}
 	return best
+}
+
+// driverPorts is the alloc's ports as drivers read them.
+func driverPorts(a *structs.Allocation) []*driverpb.PortMapping {
+	if a.AllocatedResources == nil || len(a.AllocatedResources.Shared.Ports) == 0 {
+		return nil
+	}
+	out := make([]*driverpb.PortMapping, 0, len(a.AllocatedResources.Shared.Ports))
+	for _, p := range a.AllocatedResources.Shared.Ports {
+		out = append(out, &driverpb.PortMapping{Label: p.Label, Value: int32(p.Value), To: int32(p.To), HostIp: p.HostIP})
+	}
+	return out
 }
