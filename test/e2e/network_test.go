@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	nomadapi "github.com/hashicorp/nomad/api"
+
 	"github.com/drover-org/drover/test/internal/harness"
 )
 
@@ -112,4 +114,37 @@ func TestNetworkPortsOnDevAgent(t *testing.T) {
 	if allocs, _, _ := nc.Jobs().Allocations(other, false, nil); len(allocs) != 0 {
 		t.Errorf("%s got %d allocs, want none", other, len(allocs))
 	}
+
+	// The official client's job with a network block: its dynamic port is
+	// allocated and served like the job file's.
+	const apiJob = "e2e-net-api"
+	job := nomadapi.NewServiceJob(apiJob, apiJob, "global", 50)
+	job.Datacenters = []string{"*"}
+	tg := nomadapi.NewTaskGroup("g", 1)
+	tg.Networks = []*nomadapi.NetworkResource{{Mode: "host", DynamicPorts: []nomadapi.Port{{Label: "api"}}}}
+	task := nomadapi.NewTask("web", "raw_exec")
+	task.Config = map[string]any{"command": py, "args": []string{"-m", "http.server", "${NOMAD_PORT_api}", "--bind", "${NOMAD_IP_api}"}}
+	cpu, mem := 20, 32
+	task.Require(&nomadapi.Resources{CPU: &cpu, MemoryMB: &mem})
+	job.AddTaskGroup(tg.AddTask(task))
+	if _, _, err := nc.Jobs().Register(job, nil); err != nil {
+		t.Fatalf("register through nomad/api: %v", err)
+	}
+	apiAlloc := a.waitServiceRunning(apiJob, 1, 0)[0]
+	info, _, err := nc.Allocations().Info(apiAlloc.ID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := info.AllocatedResources.Shared.Ports; len(p) != 1 || p[0].Label != "api" || p[0].Value == ports["http"] {
+		t.Fatalf("nomad/api job ports = %+v, want one port api, not the first job's", p)
+	}
+	apiURL := fmt.Sprintf("http://%s:%d/", info.AllocatedResources.Shared.Ports[0].HostIP, info.AllocatedResources.Shared.Ports[0].Value)
+	harness.WaitFor(t, waitTimeout, "the nomad/api job answering at "+apiURL, func() (bool, string) {
+		resp, err := http.Get(apiURL)
+		if err != nil {
+			return false, err.Error()
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, resp.Status
+	})
 }
