@@ -401,6 +401,9 @@ func (a *Agent) startClient(dataDir, advHTTP string, drivers *driverSet) (*remot
 		NodeClass: cfg.Client.NodeClass, NodePool: cfg.Client.NodePool, Meta: cfg.Client.Meta,
 		Options: cfg.Client.Options, StateDir: cfg.Client.StateDir, AllocDir: cfg.Client.AllocDir,
 		HTTPAddr: advHTTP, Server: conn, Drivers: drivers, CSIBridge: routedBridge{host: a.host},
+		NetworkInterface: cfg.Client.NetworkInterface, LoopbackNetwork: cfg.DevMode,
+		MinDynamicPort: cfg.Client.MinDynamicPort, MaxDynamicPort: cfg.Client.MaxDynamicPort,
+		ReservedResources: cfg.Client.reservedResources(),
 	}
 	if a.pki != nil && a.pki.role == pki.RoleClient {
 		// The node ID is the certificate's: servers let a client act for

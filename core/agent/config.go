@@ -181,6 +181,23 @@ type ClientConfig struct {
 	// JoinToken is the cluster's client join token (drover operator
 	// join-token client).
 	JoinToken string `hcl:"join_token,optional"`
+	// NetworkInterface is the interface whose address the node offers
+	// ports on (default: the default route's; loopback in -dev).
+	NetworkInterface string `hcl:"network_interface,optional"`
+	// The range dynamic ports are picked from (Nomad's 20000-32000).
+	MinDynamicPort int `hcl:"min_dynamic_port,optional"`
+	MaxDynamicPort int `hcl:"max_dynamic_port,optional"`
+	// Reserved is what the node keeps from scheduling.
+	Reserved *ReservedConfig `hcl:"reserved,block"`
+}
+
+// ReservedConfig is the client's `reserved { … }` block: CPU (MHz),
+// memory and disk (MB), and host ports ("22,80,8500-8600").
+type ReservedConfig struct {
+	CPU           int    `hcl:"cpu,optional"`
+	MemoryMB      int    `hcl:"memory,optional"`
+	DiskMB        int    `hcl:"disk,optional"`
+	ReservedPorts string `hcl:"reserved_ports,optional"`
 }
 
 // PluginConfig is a `plugin "<name>" { args = [...] }` block. Its `config`
@@ -393,6 +410,11 @@ func (c *Config) validate() error {
 			return fmt.Errorf("client.fingerprint_interval: %v", err)
 		} else if d <= 0 {
 			return fmt.Errorf("client.fingerprint_interval: must be positive (got %s)", c.Client.FingerprintInterval)
+		}
+	}
+	if clientOn {
+		if err := c.Client.validateNetwork(); err != nil {
+			return err
 		}
 	}
 	if clientOn && !serverOn && len(c.Client.Servers) == 0 {

@@ -207,6 +207,17 @@ func mergeClient(a, b *ClientConfig) *ClientConfig {
 	str(&r.AllocDir, b.AllocDir)
 	str(&r.JoinToken, b.JoinToken)
 	str(&r.FingerprintInterval, b.FingerprintInterval)
+	str(&r.NetworkInterface, b.NetworkInterface)
+	if b.MinDynamicPort != 0 {
+		r.MinDynamicPort = b.MinDynamicPort
+	}
+	if b.MaxDynamicPort != 0 {
+		r.MaxDynamicPort = b.MaxDynamicPort
+	}
+	if b.Reserved != nil {
+		rv := *b.Reserved
+		r.Reserved = &rv
+	}
 	r.Meta = mergeMap(r.Meta, b.Meta)
 	r.Options = mergeMap(r.Options, b.Options)
 	return &r

@@ -132,6 +132,7 @@ func (c *Client) Registered() <-chan struct{} { return c.registered }
 // baseNode builds the node from the config and the host fingerprint.
 func (c *Client) baseNode() *structs.Node {
 	facts := fingerprintHost(c.cfg.ProcRoot, c.cfg.AllocDir, c.cfg.Version)
+	c.fingerprintNetwork(facts)
 	n := &structs.Node{
 		ID: c.nodeID, SecretID: c.secretID, Datacenter: c.cfg.Datacenter, Name: c.cfg.Name,
 		HTTPAddr: c.cfg.HTTPAddr, Attributes: facts.Attributes, NodeResources: facts.Resources,

@@ -110,6 +110,13 @@ type Config struct {
 	CSIBridge csibridge.Bridge
 	// ReservedResources are withheld from scheduling on this node.
 	ReservedResources *structs.NodeReservedResources
+	// NetworkInterface names the interface whose address the node offers
+	// ports on; empty: the default route's interface, or loopback with
+	// LoopbackNetwork (dev mode).
+	NetworkInterface string
+	LoopbackNetwork  bool
+	// The range dynamic ports are picked from (0: Nomad's 20000-32000).
+	MinDynamicPort, MaxDynamicPort int
 
 	// Test knobs.
 

@@ -2,6 +2,7 @@ package client
 
 import (
 	"maps"
+	"net"
 	"strconv"
 	"strings"
 
@@ -80,6 +81,8 @@ func buildTaskEnv(in taskEnvInput) *taskEnv {
 		env["NOMAD_MEMORY_MAX_LIMIT"] = strconv.FormatInt(memMax, 10)
 	}
 
+	addPortEnv(env, a)
+
 	// Meta: job < group < task. Nomad exports each key as written and
 	// upper-cased, so tasks can use either spelling.
 	meta := map[string]string{}
@@ -105,6 +108,30 @@ func buildTaskEnv(in taskEnvInput) *taskEnv {
 		env[k] = interpolate(v, lookup)
 	}
 	return te
+}
+
+// addPortEnv exports the ports the alloc holds, as Nomad names them:
+// NOMAD_PORT_<label> is the port the task listens on (the port's `to`
+// when set, else the host port), NOMAD_IP_ and NOMAD_ADDR_ the address
+// to reach it at, NOMAD_HOST_PORT_, NOMAD_HOST_IP_ and NOMAD_HOST_ADDR_
+// the host side.
+func addPortEnv(env map[string]string, a *structs.Allocation) {
+	if a.AllocatedResources == nil {
+		return
+	}
+	for _, p := range a.AllocatedResources.Shared.Ports {
+		host := strconv.Itoa(p.Value)
+		port := host
+		if p.To > 0 {
+			port = strconv.Itoa(p.To)
+		}
+		env["NOMAD_PORT_"+p.Label] = port
+		env["NOMAD_IP_"+p.Label] = p.HostIP
+		env["NOMAD_ADDR_"+p.Label] = net.JoinHostPort(p.HostIP, port)
+		env["NOMAD_HOST_PORT_"+p.Label] = host
+		env["NOMAD_HOST_IP_"+p.Label] = p.HostIP
+		env["NOMAD_HOST_ADDR_"+p.Label] = net.JoinHostPort(p.HostIP, host)
+	}
 }
 
 // taskLimits returns the task's CPU (MHz) and memory (MB) reservation: what

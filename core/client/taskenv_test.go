@@ -158,3 +158,33 @@ func TestInterpolateConfig(t *testing.T) {
 		t.Fatal("interpolateConfig modified its input")
 	}
 }
+
+// TestPortEnv: the alloc's ports as Nomad exports them, and
+// ${NOMAD_PORT_<label>} in the driver config and the env block.
+func TestPortEnv(t *testing.T) {
+	alloc := &structs.Allocation{ID: "a", Name: "j.g[0]", JobID: "j", AllocatedResources: &structs.AllocatedResources{
+		Shared: structs.AllocatedSharedResources{Ports: []structs.AllocatedPortMapping{
+			{Label: "http", Value: 8080, To: 80, HostIP: "10.0.0.5"},
+			{Label: "dyn", Value: 23456, HostIP: "10.0.0.5"},
+			{Label: "v6", Value: 9000, HostIP: "2001:db8::1"},
+		}},
+	}}
+	task := &structs.Task{Name: "t", Env: map[string]string{"LISTEN": ":${NOMAD_PORT_dyn}"}}
+	te := buildTaskEnv(taskEnvInput{Alloc: alloc, Task: task})
+	want := map[string]string{
+		"NOMAD_PORT_http": "80", "NOMAD_HOST_PORT_http": "8080", "NOMAD_IP_http": "10.0.0.5", "NOMAD_HOST_IP_http": "10.0.0.5",
+		"NOMAD_ADDR_http": "10.0.0.5:80", "NOMAD_HOST_ADDR_http": "10.0.0.5:8080",
+		"NOMAD_PORT_dyn": "23456", "NOMAD_HOST_PORT_dyn": "23456", "NOMAD_ADDR_dyn": "10.0.0.5:23456", "NOMAD_HOST_ADDR_dyn": "10.0.0.5:23456",
+		"NOMAD_ADDR_v6": "[2001:db8::1]:9000",
+		"LISTEN":        ":23456",
+	}
+	for k, v := range want {
+		if got := te.Env[k]; got != v {
+			t.Errorf("%s = %q, want %q", k, got, v)
+		}
+	}
+	cfg := interpolateConfig(map[string]any{"args": []any{"-listen", "${NOMAD_ADDR_http}"}}, te.lookup).(map[string]any)
+	if got := cfg["args"].([]any)[1]; got != "10.0.0.5:80" {
+		t.Errorf("config arg = %v, want the interpolated address", got)
+	}
+}

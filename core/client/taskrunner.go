@@ -326,6 +326,7 @@ func (tr *taskRunner) prepare(ctx context.Context, first bool) error {
 		AllocDir: ar.dir.root, TaskDir: dirs.Dir,
 		KillSignal: tr.task.KillSignal,
 		Resources:  &driverpb.Resources{Cpu: cpu, MemoryMb: mem, MemoryMaxMb: memMax},
+		Ports:      driverPorts(alloc),
 	}
 	if rot := logRotation(tr.task.LogConfig); rot != nil {
 		tr.cfg.StdoutPath = ar.dir.logBase(tr.task.Name, "stdout")

@@ -3,8 +3,10 @@ package command
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -96,6 +98,9 @@ func formatAllocStatus(a *structs.Allocation, verbose bool, now time.Time) strin
 		}
 		sections[0] += "\n" + formatKV(rows)
 	}
+	if addrs := allocAddresses(a); addrs != "" {
+		sections = append(sections, "Allocation Addresses:\n"+addrs)
+	}
 	if len(a.TaskStates) == 0 {
 		sections = append(sections, "No task states reported yet")
 	}
@@ -103,6 +108,37 @@ func formatAllocStatus(a *structs.Allocation, verbose bool, now time.Time) strin
 		sections = append(sections, formatTaskState(a, name, a.TaskStates[name], verbose))
 	}
 	return strings.Join(sections, "\n\n")
+}
+
+// allocAddresses lists the ports the alloc holds, as Nomad's alloc status
+// does: label, whether the port was picked dynamically, and host address
+// (with the port the task listens on when it differs). "" without ports.
+func allocAddresses(a *structs.Allocation) string {
+	if a.AllocatedResources == nil || len(a.AllocatedResources.Shared.Ports) == 0 {
+		return ""
+	}
+	static := map[string]bool{}
+	for _, n := range a.AllocatedResources.Shared.Networks {
+		if n == nil {
+			continue
+		}
+		for _, p := range n.ReservedPorts {
+			static[p.Label] = true
+		}
+	}
+	rows := []string{"Label|Dynamic|Address"}
+	for _, p := range structs.SortedPorts(a.AllocatedResources.Shared.Ports) {
+		addr := net.JoinHostPort(p.HostIP, strconv.Itoa(p.Value))
+		if p.To > 0 && p.To != p.Value {
+			addr += fmt.Sprintf(" -> %d", p.To)
+		}
+		dynamic := "yes"
+		if static[p.Label] {
+			dynamic = "no"
+		}
+		rows = append(rows, "*"+p.Label+"|"+dynamic+"|"+addr)
+	}
+	return formatList(rows)
 }
 
 // rescheduleAttempts is "<used>/<allowed>" for a rescheduled alloc whose

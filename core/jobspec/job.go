@@ -215,6 +215,7 @@ var (
 		{name: "ephemeral_disk"},
 		{name: "task", labels: []string{"name"}, many: true, unique: true},
 		{name: "volume", labels: []string{"name"}, many: true, unique: true},
+		{name: "network"},
 	}, integrationKinds("vault", "consul")...)
 )
 
@@ -264,6 +265,7 @@ func (p *parser) group(b *hcl.Block, behavior *structs.JobTypeBehavior, jobUpdat
 		groupRestart = *tg.RestartPolicy
 	}
 	tg.Volumes = p.volumes(blocks["volume"])
+	tg.Networks = p.network(first(blocks, "network"))
 	for _, tb := range blocks["task"] {
 		tg.Tasks = append(tg.Tasks, p.task(tb, groupRestart))
 	}

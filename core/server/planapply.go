@@ -278,6 +278,9 @@ func evaluateNodePlan(snap *state.StateSnapshot, plan *structs.Plan, nodeID stri
 	for _, a := range placing {
 		add(a.ComparableResources())
 	}
+	if why := portCollision(node, existing, remove, placing); why != "" {
+		return false, why
+	}
 	capa := node.Capacity()
 	switch {
 	case used.CPU > capa.CPU:

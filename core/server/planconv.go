@@ -80,11 +80,27 @@ func (s *Server) convertPlan(snap *state.StateSnapshot, ev *structs.Evaluation, 
 			a.Job = nil
 			a.EvalID = ev.ID
 			if len(pa.TaskResources) > 0 {
+				// An in-place update keeps the ports the alloc holds,
+				// whatever the plugin sends.
+				var shared structs.AllocatedSharedResources
+				if old.AllocatedResources != nil {
+					shared = old.AllocatedResources.Shared
+				}
 				a.AllocatedResources = allocatedFromPB(pa)
+				a.AllocatedResources.Shared.Networks, a.AllocatedResources.Shared.Ports = shared.Networks, shared.Ports
 			}
 		} else {
-			if job == nil || job.LookupTaskGroup(pa.TaskGroup) == nil {
+			var tg *structs.TaskGroup
+			if job != nil {
+				tg = job.LookupTaskGroup(pa.TaskGroup)
+			}
+			if tg == nil {
 				bad.groups = append(bad.groups, pa.TaskGroup)
+				continue
+			}
+			nets, ports, err := placedPorts(tg, pa.Ports)
+			if err != nil {
+				bad.ports = append(bad.ports, err.Error())
 				continue
 			}
 			if pa.PreviousAllocation != "" {
@@ -109,6 +125,7 @@ func (s *Server) convertPlan(snap *state.StateSnapshot, ev *structs.Evaluation, 
 			if pa.Metrics != nil {
 				a.Metrics = metricFromPB(pa.Metrics)
 			}
+			a.AllocatedResources.Shared.Networks, a.AllocatedResources.Shared.Ports = nets, ports
 			newAllocs[a.ID] = true
 		}
 		if pa.ClientStatus != "" {
@@ -160,10 +177,11 @@ func (s *Server) convertPlan(snap *state.StateSnapshot, ev *structs.Evaluation, 
 type planProblems struct {
 	allocs []string // alloc IDs unknown, or not of the eval's job
 	groups []string // task groups not in the job
+	ports  []string // ports that are not the groups' asks
 }
 
 func (b *planProblems) err(jobID string) error {
-	if len(b.allocs) == 0 && len(b.groups) == 0 {
+	if len(b.allocs) == 0 && len(b.groups) == 0 && len(b.ports) == 0 {
 		return nil
 	}
 	var parts []string
@@ -172,6 +190,9 @@ func (b *planProblems) err(jobID string) error {
 	}
 	if len(b.groups) > 0 {
 		parts = append(parts, "task groups the job does not have: "+listSome(b.groups))
+	}
+	if len(b.ports) > 0 {
+		parts = append(parts, "ports the groups do not ask for: "+listSome(b.ports))
 	}
 	return structs.NewError(structs.ErrInvalid, "scheduler plugin's plan for job %q names %s",
 		jobID, strings.Join(parts, "; "))

@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"slices"
 	"sync"
 
 	pb "github.com/drover-org/drover/sdk/proto/schedulerpb"
@@ -159,6 +160,7 @@ func staticNodeToPB(n *structs.Node) *pb.Node {
 		ComputedClass: n.ComputedClass, Status: n.Status, Draining: n.DrainStrategy != nil,
 		Eligible:   n.SchedulingEligibility == structs.NodeSchedulingEligible,
 		Attributes: n.Attributes, Meta: n.Meta, Capacity: resToPB(n.Capacity()),
+		Network: nodeNetworkToPB(n),
 	}
 	for name, d := range n.Drivers {
 		if d != nil && d.Detected && d.Healthy {
@@ -176,6 +178,7 @@ func (s *Server) nodeToPB(snap *state.StateSnapshot, n *structs.Node, job *struc
 		Id: st.Id, Name: st.Name, Datacenter: st.Datacenter, NodeClass: st.NodeClass, NodePool: st.NodePool,
 		ComputedClass: st.ComputedClass, Status: st.Status, Draining: st.Draining, Eligible: st.Eligible,
 		Attributes: st.Attributes, Meta: st.Meta, Drivers: st.Drivers, Capacity: st.Capacity,
+		Network: st.Network,
 	}
 	if ds := n.DrainStrategy; ds != nil && !ds.ForceDeadline.IsZero() {
 		p.DrainDeadlinePassed = !s.cfg.Now().Before(ds.ForceDeadline)
@@ -193,6 +196,11 @@ func (s *Server) nodeToPB(snap *state.StateSnapshot, n *structs.Node, job *struc
 		used.CPU += r.CPU
 		used.MemoryMB += r.MemoryMB
 		used.DiskMB += r.DiskMB
+		if a.AllocatedResources != nil {
+			for _, port := range a.AllocatedResources.Shared.Ports {
+				p.UsedPorts = append(p.UsedPorts, int32(port.Value))
+			}
+		}
 		if preempt && job != nil && (a.JobID != job.ID || a.Namespace != job.Namespace) {
 			prio := 0
 			if a.Job != nil {
@@ -204,6 +212,7 @@ func (s *Server) nodeToPB(snap *state.StateSnapshot, n *structs.Node, job *struc
 			})
 		}
 	}
+	slices.Sort(p.UsedPorts)
 	if len(allocs) > 0 {
 		p.Used = resToPB(used)
 	} else {
@@ -280,6 +289,7 @@ func jobToPB(j *structs.Job) *pb.Job {
 			Name: tg.Name, Count: int32(tg.Count), Constraints: constraintsToPB(tg.Constraints), Meta: tg.Meta,
 			Volumes: volumesToPB(tg.Volumes), ReschedulePolicy: reschedulePolicyToPB(tg.ReschedulePolicy),
 			Affinities: affinitiesToPB(tg.Affinities), Spreads: spreadsToPB(tg.Spreads),
+			Networks: networksToPB(tg.Networks),
 		}
 		if m := tg.Migrate; m != nil {
 			g.MigrateMaxParallel = int32(m.MaxParallel)
@@ -326,6 +336,7 @@ func allocToPB(a *structs.Allocation) *pb.Allocation {
 		EvalId: a.EvalID, FollowupEvalId: a.FollowupEvalID, NextAllocation: a.NextAllocation,
 		ModifyTimeNs:    allocChangeTime(a),
 		ForceReschedule: a.DesiredTransition.ForceReschedule != nil && *a.DesiredTransition.ForceReschedule,
+		Ports:           allocPortsToPB(a),
 	}
 	if a.Job != nil {
 		p.JobModifyIndex, p.JobVersion = a.Job.JobModifyIndex, a.Job.Version

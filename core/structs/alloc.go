@@ -88,7 +88,9 @@ type AllocatedMemoryResources struct {
 
 // AllocatedSharedResources is the group's shared reservation.
 type AllocatedSharedResources struct {
-	DiskMB int64 `codec:",omitempty"`
+	DiskMB   int64                  `codec:",omitempty"`
+	Networks []*NetworkResource     `codec:",omitempty"`
+	Ports    []AllocatedPortMapping `codec:",omitempty"`
 }
 
 // Comparable sums the reservation into one Resources value.

@@ -62,6 +62,7 @@ type TaskGroup struct {
 	MaxRunDuration   *time.Duration            `codec:",omitempty"`
 	ShutdownDelay    *time.Duration            `codec:",omitempty"`
 	Volumes          map[string]*VolumeRequest `codec:",omitempty"`
+	Networks         []*NetworkResource        `codec:",omitempty"`
 }
 
 // Task is one process run by a driver.

@@ -33,9 +33,13 @@ type Node struct {
 
 // NodeResources is a node's total capacity.
 type NodeResources struct {
-	Cpu    NodeCpuResources    `codec:",omitempty"`
-	Memory NodeMemoryResources `codec:",omitempty"`
-	Disk   NodeDiskResources   `codec:",omitempty"`
+	Cpu      NodeCpuResources    `codec:",omitempty"`
+	Memory   NodeMemoryResources `codec:",omitempty"`
+	Disk     NodeDiskResources   `codec:",omitempty"`
+	Networks []*NetworkResource  `codec:",omitempty"`
+	// The range dynamic ports are picked from (0: Nomad's defaults).
+	MinDynamicPort int `codec:",omitempty"`
+	MaxDynamicPort int `codec:",omitempty"`
 }
 
 // NodeCpuResources is CPU capacity in MHz.
@@ -53,9 +57,10 @@ type NodeDiskResources struct{ DiskMB int64 }
 
 // NodeReservedResources is capacity withheld from scheduling.
 type NodeReservedResources struct {
-	Cpu    NodeReservedCpuResources    `codec:",omitempty"`
-	Memory NodeReservedMemoryResources `codec:",omitempty"`
-	Disk   NodeReservedDiskResources   `codec:",omitempty"`
+	Cpu      NodeReservedCpuResources     `codec:",omitempty"`
+	Memory   NodeReservedMemoryResources  `codec:",omitempty"`
+	Disk     NodeReservedDiskResources    `codec:",omitempty"`
+	Networks NodeReservedNetworkResources `codec:",omitempty"`
 }
 
 // NodeReservedCpuResources in MHz.

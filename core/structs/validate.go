@@ -268,6 +268,7 @@ func (tg *TaskGroup) validate(l *errList, jobType string, b *JobTypeBehavior) {
 		l.add("%s: only one task may be the leader (found %d)", where, leaders)
 	}
 	tg.validateVolumes(l, where)
+	tg.validateNetworks(l, where)
 }
 
 func (t *Task) validate(l *errList, where string) {

@@ -132,8 +132,9 @@ type TaskConfig struct {
 	CapDrop          []string           `json:"cap_drop"`
 	IPCMode          string             `json:"ipc_mode"`
 	PIDMode          string             `json:"pid_mode"`
-	// Ports is refused: drover has no port allocation yet.
-	Ports json.RawMessage `json:"ports"`
+	// Ports are labels of the group's network block whose host ports are
+	// forwarded to the container (to the port's `to`, else the same port).
+	Ports []string `json:"ports"`
 }
 
 // Mount is a `mount { … }` block. Only bind mounts are supported.
@@ -251,9 +252,6 @@ func parseTaskConfig(raw []byte, pc *PluginConfig) (*TaskConfig, error) {
 	}
 	if _, err := reference.ParseNormalizedNamed(tc.Image); err != nil {
 		return nil, bad("image %q is not a valid image reference: %v", tc.Image, err)
-	}
-	if len(tc.Ports) > 0 && string(tc.Ports) != "null" {
-		return nil, bad("ports is not supported until network blocks are (drover allocates no ports yet)")
 	}
 	if tc.ImagePullTimeout != "" {
 		d, err := time.ParseDuration(tc.ImagePullTimeout)

@@ -114,7 +114,7 @@ func TestParseTaskConfig(t *testing.T) {
 		{name: "unknown field", raw: `{"image":"x","comand":"sh"}`, wantErr: `unknown field "comand"`},
 		{name: "unknown mount field", raw: `{"image":"x","mount":{"src":"a","target":"/a"}}`, wantErr: `unknown field "src"`},
 		{name: "args not a list", raw: `{"image":"x","args":"-c"}`, wantErr: "args: must be a list, got string"},
-		{name: "ports refused", raw: `{"image":"x","ports":["http"]}`, wantErr: "ports is not supported until network blocks are"},
+		{name: "ports not a list", raw: `{"image":"x","ports":"http"}`, wantErr: "ports: must be a list, got string"},
 		{name: "privileged refused", raw: `{"image":"x","privileged":true}`, wantErr: "privileged is refused: the docker plugin config does not set allow_privileged = true"},
 		{name: "privileged allowed", raw: `{"image":"x","privileged":true}`, pc: priv},
 		{name: "cap_add outside allow_caps", raw: `{"image":"x","cap_add":["NET_ADMIN"]}`, wantErr: `cap_add[0] "NET_ADMIN" is not in the docker plugin's allow_caps`},

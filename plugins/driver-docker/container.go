@@ -104,6 +104,9 @@ func createOptions(cfg *driverpb.TaskConfig, tc *TaskConfig, pc *PluginConfig) (
 		IpcMode:     container.IpcMode(tc.IPCMode),
 		PidMode:     container.PidMode(tc.PIDMode),
 	}
+	if err := portBindings(cfg, tc, cc, hc); err != nil {
+		return client.ContainerCreateOptions{}, err
+	}
 	if len(tc.Logging) == 1 {
 		hc.LogConfig = container.LogConfig{Type: tc.Logging[0].Type, Config: tc.Logging[0].Config}
 	}

@@ -375,7 +375,10 @@ type TaskConfig struct {
 	// deletes all but the newest max_files files. A driver resumes at the
 	// highest existing <n>, so a restarted task appends to its log. The
 	// writer must outlive the driver process, as the task does.
-	LogRotation   *LogRotation `protobuf:"bytes,13,opt,name=log_rotation,json=logRotation,proto3" json:"log_rotation,omitempty"`
+	LogRotation *LogRotation `protobuf:"bytes,13,opt,name=log_rotation,json=logRotation,proto3" json:"log_rotation,omitempty"`
+	// The ports the task's allocation holds on its node (the group's
+	// network block), for drivers that map them (docker's `ports`).
+	Ports         []*PortMapping `protobuf:"bytes,14,rep,name=ports,proto3" json:"ports,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -501,6 +504,83 @@ func (x *TaskConfig) GetLogRotation() *LogRotation {
 	return nil
 }
 
+func (x *TaskConfig) GetPorts() []*PortMapping {
+	if x != nil {
+		return x.Ports
+	}
+	return nil
+}
+
+// One port of an allocation: host_ip:value on the node, to inside the
+// task's network (0: the same port).
+type PortMapping struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Label         string                 `protobuf:"bytes,1,opt,name=label,proto3" json:"label,omitempty"`
+	Value         int32                  `protobuf:"varint,2,opt,name=value,proto3" json:"value,omitempty"`
+	To            int32                  `protobuf:"varint,3,opt,name=to,proto3" json:"to,omitempty"`
+	HostIp        string                 `protobuf:"bytes,4,opt,name=host_ip,json=hostIp,proto3" json:"host_ip,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PortMapping) Reset() {
+	*x = PortMapping{}
+	mi := &file_driver_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PortMapping) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PortMapping) ProtoMessage() {}
+
+func (x *PortMapping) ProtoReflect() protoreflect.Message {
+	mi := &file_driver_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PortMapping.ProtoReflect.Descriptor instead.
+func (*PortMapping) Descriptor() ([]byte, []int) {
+	return file_driver_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *PortMapping) GetLabel() string {
+	if x != nil {
+		return x.Label
+	}
+	return ""
+}
+
+func (x *PortMapping) GetValue() int32 {
+	if x != nil {
+		return x.Value
+	}
+	return 0
+}
+
+func (x *PortMapping) GetTo() int32 {
+	if x != nil {
+		return x.To
+	}
+	return 0
+}
+
+func (x *PortMapping) GetHostIp() string {
+	if x != nil {
+		return x.HostIp
+	}
+	return ""
+}
+
 type LogRotation struct {
 	state            protoimpl.MessageState `protogen:"open.v1"`
 	MaxFiles         int32                  `protobuf:"varint,1,opt,name=max_files,json=maxFiles,proto3" json:"max_files,omitempty"`
@@ -511,7 +591,7 @@ type LogRotation struct {
 
 func (x *LogRotation) Reset() {
 	*x = LogRotation{}
-	mi := &file_driver_proto_msgTypes[6]
+	mi := &file_driver_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -523,7 +603,7 @@ func (x *LogRotation) String() string {
 func (*LogRotation) ProtoMessage() {}
 
 func (x *LogRotation) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[6]
+	mi := &file_driver_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -536,7 +616,7 @@ func (x *LogRotation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogRotation.ProtoReflect.Descriptor instead.
 func (*LogRotation) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{6}
+	return file_driver_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *LogRotation) GetMaxFiles() int32 {
@@ -567,7 +647,7 @@ type TaskHandle struct {
 
 func (x *TaskHandle) Reset() {
 	*x = TaskHandle{}
-	mi := &file_driver_proto_msgTypes[7]
+	mi := &file_driver_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -579,7 +659,7 @@ func (x *TaskHandle) String() string {
 func (*TaskHandle) ProtoMessage() {}
 
 func (x *TaskHandle) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[7]
+	mi := &file_driver_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -592,7 +672,7 @@ func (x *TaskHandle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskHandle.ProtoReflect.Descriptor instead.
 func (*TaskHandle) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{7}
+	return file_driver_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *TaskHandle) GetId() string {
@@ -640,7 +720,7 @@ type ExitResult struct {
 
 func (x *ExitResult) Reset() {
 	*x = ExitResult{}
-	mi := &file_driver_proto_msgTypes[8]
+	mi := &file_driver_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -652,7 +732,7 @@ func (x *ExitResult) String() string {
 func (*ExitResult) ProtoMessage() {}
 
 func (x *ExitResult) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[8]
+	mi := &file_driver_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -665,7 +745,7 @@ func (x *ExitResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExitResult.ProtoReflect.Descriptor instead.
 func (*ExitResult) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{8}
+	return file_driver_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ExitResult) GetExitCode() int32 {
@@ -705,7 +785,7 @@ type StartTaskRequest struct {
 
 func (x *StartTaskRequest) Reset() {
 	*x = StartTaskRequest{}
-	mi := &file_driver_proto_msgTypes[9]
+	mi := &file_driver_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -717,7 +797,7 @@ func (x *StartTaskRequest) String() string {
 func (*StartTaskRequest) ProtoMessage() {}
 
 func (x *StartTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[9]
+	mi := &file_driver_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -730,7 +810,7 @@ func (x *StartTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartTaskRequest.ProtoReflect.Descriptor instead.
 func (*StartTaskRequest) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{9}
+	return file_driver_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *StartTaskRequest) GetTask() *TaskConfig {
@@ -749,7 +829,7 @@ type StartTaskResponse struct {
 
 func (x *StartTaskResponse) Reset() {
 	*x = StartTaskResponse{}
-	mi := &file_driver_proto_msgTypes[10]
+	mi := &file_driver_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -761,7 +841,7 @@ func (x *StartTaskResponse) String() string {
 func (*StartTaskResponse) ProtoMessage() {}
 
 func (x *StartTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[10]
+	mi := &file_driver_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -774,7 +854,7 @@ func (x *StartTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartTaskResponse.ProtoReflect.Descriptor instead.
 func (*StartTaskResponse) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{10}
+	return file_driver_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *StartTaskResponse) GetHandle() *TaskHandle {
@@ -793,7 +873,7 @@ type WaitTaskRequest struct {
 
 func (x *WaitTaskRequest) Reset() {
 	*x = WaitTaskRequest{}
-	mi := &file_driver_proto_msgTypes[11]
+	mi := &file_driver_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -805,7 +885,7 @@ func (x *WaitTaskRequest) String() string {
 func (*WaitTaskRequest) ProtoMessage() {}
 
 func (x *WaitTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[11]
+	mi := &file_driver_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -818,7 +898,7 @@ func (x *WaitTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitTaskRequest.ProtoReflect.Descriptor instead.
 func (*WaitTaskRequest) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{11}
+	return file_driver_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *WaitTaskRequest) GetId() string {
@@ -837,7 +917,7 @@ type WaitTaskResponse struct {
 
 func (x *WaitTaskResponse) Reset() {
 	*x = WaitTaskResponse{}
-	mi := &file_driver_proto_msgTypes[12]
+	mi := &file_driver_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -849,7 +929,7 @@ func (x *WaitTaskResponse) String() string {
 func (*WaitTaskResponse) ProtoMessage() {}
 
 func (x *WaitTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[12]
+	mi := &file_driver_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -862,7 +942,7 @@ func (x *WaitTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitTaskResponse.ProtoReflect.Descriptor instead.
 func (*WaitTaskResponse) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{12}
+	return file_driver_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *WaitTaskResponse) GetResult() *ExitResult {
@@ -885,7 +965,7 @@ type StopTaskRequest struct {
 
 func (x *StopTaskRequest) Reset() {
 	*x = StopTaskRequest{}
-	mi := &file_driver_proto_msgTypes[13]
+	mi := &file_driver_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -897,7 +977,7 @@ func (x *StopTaskRequest) String() string {
 func (*StopTaskRequest) ProtoMessage() {}
 
 func (x *StopTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[13]
+	mi := &file_driver_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -910,7 +990,7 @@ func (x *StopTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopTaskRequest.ProtoReflect.Descriptor instead.
 func (*StopTaskRequest) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{13}
+	return file_driver_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *StopTaskRequest) GetId() string {
@@ -942,7 +1022,7 @@ type StopTaskResponse struct {
 
 func (x *StopTaskResponse) Reset() {
 	*x = StopTaskResponse{}
-	mi := &file_driver_proto_msgTypes[14]
+	mi := &file_driver_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -954,7 +1034,7 @@ func (x *StopTaskResponse) String() string {
 func (*StopTaskResponse) ProtoMessage() {}
 
 func (x *StopTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[14]
+	mi := &file_driver_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -967,7 +1047,7 @@ func (x *StopTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopTaskResponse.ProtoReflect.Descriptor instead.
 func (*StopTaskResponse) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{14}
+	return file_driver_proto_rawDescGZIP(), []int{15}
 }
 
 type DestroyTaskRequest struct {
@@ -980,7 +1060,7 @@ type DestroyTaskRequest struct {
 
 func (x *DestroyTaskRequest) Reset() {
 	*x = DestroyTaskRequest{}
-	mi := &file_driver_proto_msgTypes[15]
+	mi := &file_driver_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -992,7 +1072,7 @@ func (x *DestroyTaskRequest) String() string {
 func (*DestroyTaskRequest) ProtoMessage() {}
 
 func (x *DestroyTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[15]
+	mi := &file_driver_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1005,7 +1085,7 @@ func (x *DestroyTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DestroyTaskRequest.ProtoReflect.Descriptor instead.
 func (*DestroyTaskRequest) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{15}
+	return file_driver_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *DestroyTaskRequest) GetId() string {
@@ -1030,7 +1110,7 @@ type DestroyTaskResponse struct {
 
 func (x *DestroyTaskResponse) Reset() {
 	*x = DestroyTaskResponse{}
-	mi := &file_driver_proto_msgTypes[16]
+	mi := &file_driver_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1042,7 +1122,7 @@ func (x *DestroyTaskResponse) String() string {
 func (*DestroyTaskResponse) ProtoMessage() {}
 
 func (x *DestroyTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[16]
+	mi := &file_driver_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1055,7 +1135,7 @@ func (x *DestroyTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DestroyTaskResponse.ProtoReflect.Descriptor instead.
 func (*DestroyTaskResponse) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{16}
+	return file_driver_proto_rawDescGZIP(), []int{17}
 }
 
 type InspectTaskRequest struct {
@@ -1067,7 +1147,7 @@ type InspectTaskRequest struct {
 
 func (x *InspectTaskRequest) Reset() {
 	*x = InspectTaskRequest{}
-	mi := &file_driver_proto_msgTypes[17]
+	mi := &file_driver_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1079,7 +1159,7 @@ func (x *InspectTaskRequest) String() string {
 func (*InspectTaskRequest) ProtoMessage() {}
 
 func (x *InspectTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[17]
+	mi := &file_driver_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1092,7 +1172,7 @@ func (x *InspectTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InspectTaskRequest.ProtoReflect.Descriptor instead.
 func (*InspectTaskRequest) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{17}
+	return file_driver_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *InspectTaskRequest) GetId() string {
@@ -1118,7 +1198,7 @@ type TaskStatus struct {
 
 func (x *TaskStatus) Reset() {
 	*x = TaskStatus{}
-	mi := &file_driver_proto_msgTypes[18]
+	mi := &file_driver_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1130,7 +1210,7 @@ func (x *TaskStatus) String() string {
 func (*TaskStatus) ProtoMessage() {}
 
 func (x *TaskStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[18]
+	mi := &file_driver_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1143,7 +1223,7 @@ func (x *TaskStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskStatus.ProtoReflect.Descriptor instead.
 func (*TaskStatus) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{18}
+	return file_driver_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *TaskStatus) GetId() string {
@@ -1197,7 +1277,7 @@ type InspectTaskResponse struct {
 
 func (x *InspectTaskResponse) Reset() {
 	*x = InspectTaskResponse{}
-	mi := &file_driver_proto_msgTypes[19]
+	mi := &file_driver_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1209,7 +1289,7 @@ func (x *InspectTaskResponse) String() string {
 func (*InspectTaskResponse) ProtoMessage() {}
 
 func (x *InspectTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[19]
+	mi := &file_driver_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1222,7 +1302,7 @@ func (x *InspectTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InspectTaskResponse.ProtoReflect.Descriptor instead.
 func (*InspectTaskResponse) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{19}
+	return file_driver_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *InspectTaskResponse) GetStatus() *TaskStatus {
@@ -1243,7 +1323,7 @@ type SignalTaskRequest struct {
 
 func (x *SignalTaskRequest) Reset() {
 	*x = SignalTaskRequest{}
-	mi := &file_driver_proto_msgTypes[20]
+	mi := &file_driver_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1255,7 +1335,7 @@ func (x *SignalTaskRequest) String() string {
 func (*SignalTaskRequest) ProtoMessage() {}
 
 func (x *SignalTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[20]
+	mi := &file_driver_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1268,7 +1348,7 @@ func (x *SignalTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignalTaskRequest.ProtoReflect.Descriptor instead.
 func (*SignalTaskRequest) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{20}
+	return file_driver_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SignalTaskRequest) GetId() string {
@@ -1293,7 +1373,7 @@ type SignalTaskResponse struct {
 
 func (x *SignalTaskResponse) Reset() {
 	*x = SignalTaskResponse{}
-	mi := &file_driver_proto_msgTypes[21]
+	mi := &file_driver_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1305,7 +1385,7 @@ func (x *SignalTaskResponse) String() string {
 func (*SignalTaskResponse) ProtoMessage() {}
 
 func (x *SignalTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[21]
+	mi := &file_driver_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1318,7 +1398,7 @@ func (x *SignalTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignalTaskResponse.ProtoReflect.Descriptor instead.
 func (*SignalTaskResponse) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{21}
+	return file_driver_proto_rawDescGZIP(), []int{22}
 }
 
 type RecoverTaskRequest struct {
@@ -1330,7 +1410,7 @@ type RecoverTaskRequest struct {
 
 func (x *RecoverTaskRequest) Reset() {
 	*x = RecoverTaskRequest{}
-	mi := &file_driver_proto_msgTypes[22]
+	mi := &file_driver_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1342,7 +1422,7 @@ func (x *RecoverTaskRequest) String() string {
 func (*RecoverTaskRequest) ProtoMessage() {}
 
 func (x *RecoverTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[22]
+	mi := &file_driver_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1355,7 +1435,7 @@ func (x *RecoverTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecoverTaskRequest.ProtoReflect.Descriptor instead.
 func (*RecoverTaskRequest) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{22}
+	return file_driver_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *RecoverTaskRequest) GetHandle() *TaskHandle {
@@ -1373,7 +1453,7 @@ type RecoverTaskResponse struct {
 
 func (x *RecoverTaskResponse) Reset() {
 	*x = RecoverTaskResponse{}
-	mi := &file_driver_proto_msgTypes[23]
+	mi := &file_driver_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1385,7 +1465,7 @@ func (x *RecoverTaskResponse) String() string {
 func (*RecoverTaskResponse) ProtoMessage() {}
 
 func (x *RecoverTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[23]
+	mi := &file_driver_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1398,7 +1478,7 @@ func (x *RecoverTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecoverTaskResponse.ProtoReflect.Descriptor instead.
 func (*RecoverTaskResponse) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{23}
+	return file_driver_proto_rawDescGZIP(), []int{24}
 }
 
 var File_driver_proto protoreflect.FileDescriptor
@@ -1424,7 +1504,7 @@ const file_driver_proto_rawDesc = "" +
 	"\tResources\x12\x10\n" +
 	"\x03cpu\x18\x01 \x01(\x03R\x03cpu\x12\x1b\n" +
 	"\tmemory_mb\x18\x02 \x01(\x03R\bmemoryMb\x12\"\n" +
-	"\rmemory_max_mb\x18\x03 \x01(\x03R\vmemoryMaxMb\"\x92\x04\n" +
+	"\rmemory_max_mb\x18\x03 \x01(\x03R\vmemoryMaxMb\"\xc7\x04\n" +
 	"\n" +
 	"TaskConfig\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x19\n" +
@@ -1444,10 +1524,16 @@ const file_driver_proto_rawDesc = "" +
 	"\vkill_signal\x18\v \x01(\tR\n" +
 	"killSignal\x129\n" +
 	"\tresources\x18\f \x01(\v2\x1b.drover.driver.v1.ResourcesR\tresources\x12@\n" +
-	"\flog_rotation\x18\r \x01(\v2\x1d.drover.driver.v1.LogRotationR\vlogRotation\x1a6\n" +
+	"\flog_rotation\x18\r \x01(\v2\x1d.drover.driver.v1.LogRotationR\vlogRotation\x123\n" +
+	"\x05ports\x18\x0e \x03(\v2\x1d.drover.driver.v1.PortMappingR\x05ports\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"Y\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"b\n" +
+	"\vPortMapping\x12\x14\n" +
+	"\x05label\x18\x01 \x01(\tR\x05label\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x05R\x05value\x12\x0e\n" +
+	"\x02to\x18\x03 \x01(\x05R\x02to\x12\x17\n" +
+	"\ahost_ip\x18\x04 \x01(\tR\x06hostIp\"Y\n" +
 	"\vLogRotation\x12\x1b\n" +
 	"\tmax_files\x18\x01 \x01(\x05R\bmaxFiles\x12-\n" +
 	"\x13max_file_size_bytes\x18\x02 \x01(\x03R\x10maxFileSizeBytes\"u\n" +
@@ -1531,7 +1617,7 @@ func file_driver_proto_rawDescGZIP() []byte {
 }
 
 var file_driver_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_driver_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_driver_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_driver_proto_goTypes = []any{
 	(TaskState)(0),              // 0: drover.driver.v1.TaskState
 	(*InfoRequest)(nil),         // 1: drover.driver.v1.InfoRequest
@@ -1540,62 +1626,64 @@ var file_driver_proto_goTypes = []any{
 	(*FingerprintResponse)(nil), // 4: drover.driver.v1.FingerprintResponse
 	(*Resources)(nil),           // 5: drover.driver.v1.Resources
 	(*TaskConfig)(nil),          // 6: drover.driver.v1.TaskConfig
-	(*LogRotation)(nil),         // 7: drover.driver.v1.LogRotation
-	(*TaskHandle)(nil),          // 8: drover.driver.v1.TaskHandle
-	(*ExitResult)(nil),          // 9: drover.driver.v1.ExitResult
-	(*StartTaskRequest)(nil),    // 10: drover.driver.v1.StartTaskRequest
-	(*StartTaskResponse)(nil),   // 11: drover.driver.v1.StartTaskResponse
-	(*WaitTaskRequest)(nil),     // 12: drover.driver.v1.WaitTaskRequest
-	(*WaitTaskResponse)(nil),    // 13: drover.driver.v1.WaitTaskResponse
-	(*StopTaskRequest)(nil),     // 14: drover.driver.v1.StopTaskRequest
-	(*StopTaskResponse)(nil),    // 15: drover.driver.v1.StopTaskResponse
-	(*DestroyTaskRequest)(nil),  // 16: drover.driver.v1.DestroyTaskRequest
-	(*DestroyTaskResponse)(nil), // 17: drover.driver.v1.DestroyTaskResponse
-	(*InspectTaskRequest)(nil),  // 18: drover.driver.v1.InspectTaskRequest
-	(*TaskStatus)(nil),          // 19: drover.driver.v1.TaskStatus
-	(*InspectTaskResponse)(nil), // 20: drover.driver.v1.InspectTaskResponse
-	(*SignalTaskRequest)(nil),   // 21: drover.driver.v1.SignalTaskRequest
-	(*SignalTaskResponse)(nil),  // 22: drover.driver.v1.SignalTaskResponse
-	(*RecoverTaskRequest)(nil),  // 23: drover.driver.v1.RecoverTaskRequest
-	(*RecoverTaskResponse)(nil), // 24: drover.driver.v1.RecoverTaskResponse
-	nil,                         // 25: drover.driver.v1.FingerprintResponse.AttributesEntry
-	nil,                         // 26: drover.driver.v1.TaskConfig.EnvEntry
+	(*PortMapping)(nil),         // 7: drover.driver.v1.PortMapping
+	(*LogRotation)(nil),         // 8: drover.driver.v1.LogRotation
+	(*TaskHandle)(nil),          // 9: drover.driver.v1.TaskHandle
+	(*ExitResult)(nil),          // 10: drover.driver.v1.ExitResult
+	(*StartTaskRequest)(nil),    // 11: drover.driver.v1.StartTaskRequest
+	(*StartTaskResponse)(nil),   // 12: drover.driver.v1.StartTaskResponse
+	(*WaitTaskRequest)(nil),     // 13: drover.driver.v1.WaitTaskRequest
+	(*WaitTaskResponse)(nil),    // 14: drover.driver.v1.WaitTaskResponse
+	(*StopTaskRequest)(nil),     // 15: drover.driver.v1.StopTaskRequest
+	(*StopTaskResponse)(nil),    // 16: drover.driver.v1.StopTaskResponse
+	(*DestroyTaskRequest)(nil),  // 17: drover.driver.v1.DestroyTaskRequest
+	(*DestroyTaskResponse)(nil), // 18: drover.driver.v1.DestroyTaskResponse
+	(*InspectTaskRequest)(nil),  // 19: drover.driver.v1.InspectTaskRequest
+	(*TaskStatus)(nil),          // 20: drover.driver.v1.TaskStatus
+	(*InspectTaskResponse)(nil), // 21: drover.driver.v1.InspectTaskResponse
+	(*SignalTaskRequest)(nil),   // 22: drover.driver.v1.SignalTaskRequest
+	(*SignalTaskResponse)(nil),  // 23: drover.driver.v1.SignalTaskResponse
+	(*RecoverTaskRequest)(nil),  // 24: drover.driver.v1.RecoverTaskRequest
+	(*RecoverTaskResponse)(nil), // 25: drover.driver.v1.RecoverTaskResponse
+	nil,                         // 26: drover.driver.v1.FingerprintResponse.AttributesEntry
+	nil,                         // 27: drover.driver.v1.TaskConfig.EnvEntry
 }
 var file_driver_proto_depIdxs = []int32{
-	25, // 0: drover.driver.v1.FingerprintResponse.attributes:type_name -> drover.driver.v1.FingerprintResponse.AttributesEntry
-	26, // 1: drover.driver.v1.TaskConfig.env:type_name -> drover.driver.v1.TaskConfig.EnvEntry
+	26, // 0: drover.driver.v1.FingerprintResponse.attributes:type_name -> drover.driver.v1.FingerprintResponse.AttributesEntry
+	27, // 1: drover.driver.v1.TaskConfig.env:type_name -> drover.driver.v1.TaskConfig.EnvEntry
 	5,  // 2: drover.driver.v1.TaskConfig.resources:type_name -> drover.driver.v1.Resources
-	7,  // 3: drover.driver.v1.TaskConfig.log_rotation:type_name -> drover.driver.v1.LogRotation
-	6,  // 4: drover.driver.v1.StartTaskRequest.task:type_name -> drover.driver.v1.TaskConfig
-	8,  // 5: drover.driver.v1.StartTaskResponse.handle:type_name -> drover.driver.v1.TaskHandle
-	9,  // 6: drover.driver.v1.WaitTaskResponse.result:type_name -> drover.driver.v1.ExitResult
-	0,  // 7: drover.driver.v1.TaskStatus.state:type_name -> drover.driver.v1.TaskState
-	9,  // 8: drover.driver.v1.TaskStatus.exit_result:type_name -> drover.driver.v1.ExitResult
-	19, // 9: drover.driver.v1.InspectTaskResponse.status:type_name -> drover.driver.v1.TaskStatus
-	8,  // 10: drover.driver.v1.RecoverTaskRequest.handle:type_name -> drover.driver.v1.TaskHandle
-	1,  // 11: drover.driver.v1.Driver.Info:input_type -> drover.driver.v1.InfoRequest
-	3,  // 12: drover.driver.v1.Driver.Fingerprint:input_type -> drover.driver.v1.FingerprintRequest
-	10, // 13: drover.driver.v1.Driver.StartTask:input_type -> drover.driver.v1.StartTaskRequest
-	12, // 14: drover.driver.v1.Driver.WaitTask:input_type -> drover.driver.v1.WaitTaskRequest
-	14, // 15: drover.driver.v1.Driver.StopTask:input_type -> drover.driver.v1.StopTaskRequest
-	16, // 16: drover.driver.v1.Driver.DestroyTask:input_type -> drover.driver.v1.DestroyTaskRequest
-	18, // 17: drover.driver.v1.Driver.InspectTask:input_type -> drover.driver.v1.InspectTaskRequest
-	21, // 18: drover.driver.v1.Driver.SignalTask:input_type -> drover.driver.v1.SignalTaskRequest
-	23, // 19: drover.driver.v1.Driver.RecoverTask:input_type -> drover.driver.v1.RecoverTaskRequest
-	2,  // 20: drover.driver.v1.Driver.Info:output_type -> drover.driver.v1.InfoResponse
-	4,  // 21: drover.driver.v1.Driver.Fingerprint:output_type -> drover.driver.v1.FingerprintResponse
-	11, // 22: drover.driver.v1.Driver.StartTask:output_type -> drover.driver.v1.StartTaskResponse
-	13, // 23: drover.driver.v1.Driver.WaitTask:output_type -> drover.driver.v1.WaitTaskResponse
-	15, // 24: drover.driver.v1.Driver.StopTask:output_type -> drover.driver.v1.StopTaskResponse
-	17, // 25: drover.driver.v1.Driver.DestroyTask:output_type -> drover.driver.v1.DestroyTaskResponse
-	20, // 26: drover.driver.v1.Driver.InspectTask:output_type -> drover.driver.v1.InspectTaskResponse
-	22, // 27: drover.driver.v1.Driver.SignalTask:output_type -> drover.driver.v1.SignalTaskResponse
-	24, // 28: drover.driver.v1.Driver.RecoverTask:output_type -> drover.driver.v1.RecoverTaskResponse
-	20, // [20:29] is the sub-list for method output_type
-	11, // [11:20] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	8,  // 3: drover.driver.v1.TaskConfig.log_rotation:type_name -> drover.driver.v1.LogRotation
+	7,  // 4: drover.driver.v1.TaskConfig.ports:type_name -> drover.driver.v1.PortMapping
+	6,  // 5: drover.driver.v1.StartTaskRequest.task:type_name -> drover.driver.v1.TaskConfig
+	9,  // 6: drover.driver.v1.StartTaskResponse.handle:type_name -> drover.driver.v1.TaskHandle
+	10, // 7: drover.driver.v1.WaitTaskResponse.result:type_name -> drover.driver.v1.ExitResult
+	0,  // 8: drover.driver.v1.TaskStatus.state:type_name -> drover.driver.v1.TaskState
+	10, // 9: drover.driver.v1.TaskStatus.exit_result:type_name -> drover.driver.v1.ExitResult
+	20, // 10: drover.driver.v1.InspectTaskResponse.status:type_name -> drover.driver.v1.TaskStatus
+	9,  // 11: drover.driver.v1.RecoverTaskRequest.handle:type_name -> drover.driver.v1.TaskHandle
+	1,  // 12: drover.driver.v1.Driver.Info:input_type -> drover.driver.v1.InfoRequest
+	3,  // 13: drover.driver.v1.Driver.Fingerprint:input_type -> drover.driver.v1.FingerprintRequest
+	11, // 14: drover.driver.v1.Driver.StartTask:input_type -> drover.driver.v1.StartTaskRequest
+	13, // 15: drover.driver.v1.Driver.WaitTask:input_type -> drover.driver.v1.WaitTaskRequest
+	15, // 16: drover.driver.v1.Driver.StopTask:input_type -> drover.driver.v1.StopTaskRequest
+	17, // 17: drover.driver.v1.Driver.DestroyTask:input_type -> drover.driver.v1.DestroyTaskRequest
+	19, // 18: drover.driver.v1.Driver.InspectTask:input_type -> drover.driver.v1.InspectTaskRequest
+	22, // 19: drover.driver.v1.Driver.SignalTask:input_type -> drover.driver.v1.SignalTaskRequest
+	24, // 20: drover.driver.v1.Driver.RecoverTask:input_type -> drover.driver.v1.RecoverTaskRequest
+	2,  // 21: drover.driver.v1.Driver.Info:output_type -> drover.driver.v1.InfoResponse
+	4,  // 22: drover.driver.v1.Driver.Fingerprint:output_type -> drover.driver.v1.FingerprintResponse
+	12, // 23: drover.driver.v1.Driver.StartTask:output_type -> drover.driver.v1.StartTaskResponse
+	14, // 24: drover.driver.v1.Driver.WaitTask:output_type -> drover.driver.v1.WaitTaskResponse
+	16, // 25: drover.driver.v1.Driver.StopTask:output_type -> drover.driver.v1.StopTaskResponse
+	18, // 26: drover.driver.v1.Driver.DestroyTask:output_type -> drover.driver.v1.DestroyTaskResponse
+	21, // 27: drover.driver.v1.Driver.InspectTask:output_type -> drover.driver.v1.InspectTaskResponse
+	23, // 28: drover.driver.v1.Driver.SignalTask:output_type -> drover.driver.v1.SignalTaskResponse
+	25, // 29: drover.driver.v1.Driver.RecoverTask:output_type -> drover.driver.v1.RecoverTaskResponse
+	21, // [21:30] is the sub-list for method output_type
+	12, // [12:21] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_driver_proto_init() }
@@ -1609,7 +1697,7 @@ func file_driver_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_driver_proto_rawDesc), len(file_driver_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   26,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1569,7 +1569,10 @@ type TaskGroup struct {
 	// the type's default_migrate); unset without one. With it the
 	// allocations' health outside deployments is judged by their clients
 	// per its health_check, min_healthy_time and healthy_deadline.
-	Migrate       *MigrateStrategy `protobuf:"bytes,30,opt,name=migrate,proto3" json:"migrate,omitempty"`
+	Migrate *MigrateStrategy `protobuf:"bytes,30,opt,name=migrate,proto3" json:"migrate,omitempty"`
+	// The group's network block (host mode): the ports each allocation
+	// holds on its node. Empty: the group asks for no ports.
+	Networks      []*NetworkAsk `protobuf:"bytes,14,rep,name=networks,proto3" json:"networks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1702,6 +1705,342 @@ func (x *TaskGroup) GetMigrate() *MigrateStrategy {
 	return nil
 }
 
+func (x *TaskGroup) GetNetworks() []*NetworkAsk {
+	if x != nil {
+		return x.Networks
+	}
+	return nil
+}
+
+// A group's network block as placement reads it.
+type NetworkAsk struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "host" (the only mode served).
+	Mode string `protobuf:"bytes,1,opt,name=mode,proto3" json:"mode,omitempty"`
+	// Static ports: each must be free on the node.
+	ReservedPorts []*PortAsk `protobuf:"bytes,2,rep,name=reserved_ports,json=reservedPorts,proto3" json:"reserved_ports,omitempty"`
+	// Dynamic ports: the scheduler picks each in the node's dynamic range.
+	DynamicPorts  []*PortAsk `protobuf:"bytes,3,rep,name=dynamic_ports,json=dynamicPorts,proto3" json:"dynamic_ports,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NetworkAsk) Reset() {
+	*x = NetworkAsk{}
+	mi := &file_scheduler_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NetworkAsk) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NetworkAsk) ProtoMessage() {}
+
+func (x *NetworkAsk) ProtoReflect() protoreflect.Message {
+	mi := &file_scheduler_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NetworkAsk.ProtoReflect.Descriptor instead.
+func (*NetworkAsk) Descriptor() ([]byte, []int) {
+	return file_scheduler_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *NetworkAsk) GetMode() string {
+	if x != nil {
+		return x.Mode
+	}
+	return ""
+}
+
+func (x *NetworkAsk) GetReservedPorts() []*PortAsk {
+	if x != nil {
+		return x.ReservedPorts
+	}
+	return nil
+}
+
+func (x *NetworkAsk) GetDynamicPorts() []*PortAsk {
+	if x != nil {
+		return x.DynamicPorts
+	}
+	return nil
+}
+
+// One port a group asks for.
+type PortAsk struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Label string                 `protobuf:"bytes,1,opt,name=label,proto3" json:"label,omitempty"`
+	// The static host port; 0 for a dynamic port.
+	Value int32 `protobuf:"varint,2,opt,name=value,proto3" json:"value,omitempty"`
+	// The port the task listens on (0: the host port).
+	To            int32  `protobuf:"varint,3,opt,name=to,proto3" json:"to,omitempty"`
+	HostNetwork   string `protobuf:"bytes,4,opt,name=host_network,json=hostNetwork,proto3" json:"host_network,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PortAsk) Reset() {
+	*x = PortAsk{}
+	mi := &file_scheduler_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PortAsk) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PortAsk) ProtoMessage() {}
+
+func (x *PortAsk) ProtoReflect() protoreflect.Message {
+	mi := &file_scheduler_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PortAsk.ProtoReflect.Descriptor instead.
+func (*PortAsk) Descriptor() ([]byte, []int) {
+	return file_scheduler_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *PortAsk) GetLabel() string {
+	if x != nil {
+		return x.Label
+	}
+	return ""
+}
+
+func (x *PortAsk) GetValue() int32 {
+	if x != nil {
+		return x.Value
+	}
+	return 0
+}
+
+func (x *PortAsk) GetTo() int32 {
+	if x != nil {
+		return x.To
+	}
+	return 0
+}
+
+func (x *PortAsk) GetHostNetwork() string {
+	if x != nil {
+		return x.HostNetwork
+	}
+	return ""
+}
+
+// A port an allocation holds on its node.
+type AllocatedPort struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Label string                 `protobuf:"bytes,1,opt,name=label,proto3" json:"label,omitempty"`
+	// The host port.
+	Value int32 `protobuf:"varint,2,opt,name=value,proto3" json:"value,omitempty"`
+	To    int32 `protobuf:"varint,3,opt,name=to,proto3" json:"to,omitempty"`
+	// The node address the port is on.
+	HostIp        string `protobuf:"bytes,4,opt,name=host_ip,json=hostIp,proto3" json:"host_ip,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AllocatedPort) Reset() {
+	*x = AllocatedPort{}
+	mi := &file_scheduler_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AllocatedPort) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AllocatedPort) ProtoMessage() {}
+
+func (x *AllocatedPort) ProtoReflect() protoreflect.Message {
+	mi := &file_scheduler_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AllocatedPort.ProtoReflect.Descriptor instead.
+func (*AllocatedPort) Descriptor() ([]byte, []int) {
+	return file_scheduler_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *AllocatedPort) GetLabel() string {
+	if x != nil {
+		return x.Label
+	}
+	return ""
+}
+
+func (x *AllocatedPort) GetValue() int32 {
+	if x != nil {
+		return x.Value
+	}
+	return 0
+}
+
+func (x *AllocatedPort) GetTo() int32 {
+	if x != nil {
+		return x.To
+	}
+	return 0
+}
+
+func (x *AllocatedPort) GetHostIp() string {
+	if x != nil {
+		return x.HostIp
+	}
+	return ""
+}
+
+// An inclusive range of ports.
+type PortRange struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	From          int32                  `protobuf:"varint,1,opt,name=from,proto3" json:"from,omitempty"`
+	To            int32                  `protobuf:"varint,2,opt,name=to,proto3" json:"to,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PortRange) Reset() {
+	*x = PortRange{}
+	mi := &file_scheduler_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PortRange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PortRange) ProtoMessage() {}
+
+func (x *PortRange) ProtoReflect() protoreflect.Message {
+	mi := &file_scheduler_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PortRange.ProtoReflect.Descriptor instead.
+func (*PortRange) Descriptor() ([]byte, []int) {
+	return file_scheduler_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *PortRange) GetFrom() int32 {
+	if x != nil {
+		return x.From
+	}
+	return 0
+}
+
+func (x *PortRange) GetTo() int32 {
+	if x != nil {
+		return x.To
+	}
+	return 0
+}
+
+// A node's network as placement reads it: its address, the range dynamic
+// ports come from, and the host ports it keeps from scheduling.
+type NodeNetwork struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Ip             string                 `protobuf:"bytes,1,opt,name=ip,proto3" json:"ip,omitempty"`
+	MinDynamicPort int32                  `protobuf:"varint,2,opt,name=min_dynamic_port,json=minDynamicPort,proto3" json:"min_dynamic_port,omitempty"`
+	MaxDynamicPort int32                  `protobuf:"varint,3,opt,name=max_dynamic_port,json=maxDynamicPort,proto3" json:"max_dynamic_port,omitempty"`
+	ReservedPorts  []*PortRange           `protobuf:"bytes,4,rep,name=reserved_ports,json=reservedPorts,proto3" json:"reserved_ports,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *NodeNetwork) Reset() {
+	*x = NodeNetwork{}
+	mi := &file_scheduler_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeNetwork) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeNetwork) ProtoMessage() {}
+
+func (x *NodeNetwork) ProtoReflect() protoreflect.Message {
+	mi := &file_scheduler_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeNetwork.ProtoReflect.Descriptor instead.
+func (*NodeNetwork) Descriptor() ([]byte, []int) {
+	return file_scheduler_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *NodeNetwork) GetIp() string {
+	if x != nil {
+		return x.Ip
+	}
+	return ""
+}
+
+func (x *NodeNetwork) GetMinDynamicPort() int32 {
+	if x != nil {
+		return x.MinDynamicPort
+	}
+	return 0
+}
+
+func (x *NodeNetwork) GetMaxDynamicPort() int32 {
+	if x != nil {
+		return x.MaxDynamicPort
+	}
+	return 0
+}
+
+func (x *NodeNetwork) GetReservedPorts() []*PortRange {
+	if x != nil {
+		return x.ReservedPorts
+	}
+	return nil
+}
+
 // A group's `volume` block.
 type VolumeRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1720,7 +2059,7 @@ type VolumeRequest struct {
 
 func (x *VolumeRequest) Reset() {
 	*x = VolumeRequest{}
-	mi := &file_scheduler_proto_msgTypes[17]
+	mi := &file_scheduler_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1732,7 +2071,7 @@ func (x *VolumeRequest) String() string {
 func (*VolumeRequest) ProtoMessage() {}
 
 func (x *VolumeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[17]
+	mi := &file_scheduler_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1745,7 +2084,7 @@ func (x *VolumeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VolumeRequest.ProtoReflect.Descriptor instead.
 func (*VolumeRequest) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{17}
+	return file_scheduler_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *VolumeRequest) GetName() string {
@@ -1824,7 +2163,7 @@ type Job struct {
 
 func (x *Job) Reset() {
 	*x = Job{}
-	mi := &file_scheduler_proto_msgTypes[18]
+	mi := &file_scheduler_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1836,7 +2175,7 @@ func (x *Job) String() string {
 func (*Job) ProtoMessage() {}
 
 func (x *Job) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[18]
+	mi := &file_scheduler_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1849,7 +2188,7 @@ func (x *Job) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Job.ProtoReflect.Descriptor instead.
 func (*Job) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{18}
+	return file_scheduler_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Job) GetId() string {
@@ -2011,13 +2350,19 @@ type Node struct {
 	// The node's drain deadline has passed: its allocations leave now,
 	// whatever migrate.max_parallel (the deadline forces the drain).
 	DrainDeadlinePassed bool `protobuf:"varint,30,opt,name=drain_deadline_passed,json=drainDeadlinePassed,proto3" json:"drain_deadline_passed,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// The node's network; unset when the node fingerprinted none (a group
+	// asking for ports does not fit there).
+	Network *NodeNetwork `protobuf:"bytes,17,opt,name=network,proto3" json:"network,omitempty"`
+	// Host ports held by the non-terminal allocations on the node, of every
+	// job, sorted (a port held twice is listed twice).
+	UsedPorts     []int32 `protobuf:"varint,18,rep,packed,name=used_ports,json=usedPorts,proto3" json:"used_ports,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_scheduler_proto_msgTypes[19]
+	mi := &file_scheduler_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2029,7 +2374,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[19]
+	mi := &file_scheduler_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2042,7 +2387,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{19}
+	return file_scheduler_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Node) GetId() string {
@@ -2164,6 +2509,20 @@ func (x *Node) GetDrainDeadlinePassed() bool {
 	return false
 }
 
+func (x *Node) GetNetwork() *NodeNetwork {
+	if x != nil {
+		return x.Network
+	}
+	return nil
+}
+
+func (x *Node) GetUsedPorts() []int32 {
+	if x != nil {
+		return x.UsedPorts
+	}
+	return nil
+}
+
 // One CSI node plugin instance on a node, as placement reads it.
 type CSINodePlugin struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
@@ -2181,7 +2540,7 @@ type CSINodePlugin struct {
 
 func (x *CSINodePlugin) Reset() {
 	*x = CSINodePlugin{}
-	mi := &file_scheduler_proto_msgTypes[20]
+	mi := &file_scheduler_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2193,7 +2552,7 @@ func (x *CSINodePlugin) String() string {
 func (*CSINodePlugin) ProtoMessage() {}
 
 func (x *CSINodePlugin) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[20]
+	mi := &file_scheduler_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2206,7 +2565,7 @@ func (x *CSINodePlugin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CSINodePlugin.ProtoReflect.Descriptor instead.
 func (*CSINodePlugin) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{20}
+	return file_scheduler_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *CSINodePlugin) GetPluginId() string {
@@ -2254,7 +2613,7 @@ type CSITopology struct {
 
 func (x *CSITopology) Reset() {
 	*x = CSITopology{}
-	mi := &file_scheduler_proto_msgTypes[21]
+	mi := &file_scheduler_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2266,7 +2625,7 @@ func (x *CSITopology) String() string {
 func (*CSITopology) ProtoMessage() {}
 
 func (x *CSITopology) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[21]
+	mi := &file_scheduler_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2279,7 +2638,7 @@ func (x *CSITopology) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CSITopology.ProtoReflect.Descriptor instead.
 func (*CSITopology) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{21}
+	return file_scheduler_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *CSITopology) GetSegments() map[string]string {
@@ -2303,7 +2662,7 @@ type CSIVolumeClaim struct {
 
 func (x *CSIVolumeClaim) Reset() {
 	*x = CSIVolumeClaim{}
-	mi := &file_scheduler_proto_msgTypes[22]
+	mi := &file_scheduler_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2315,7 +2674,7 @@ func (x *CSIVolumeClaim) String() string {
 func (*CSIVolumeClaim) ProtoMessage() {}
 
 func (x *CSIVolumeClaim) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[22]
+	mi := &file_scheduler_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2328,7 +2687,7 @@ func (x *CSIVolumeClaim) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CSIVolumeClaim.ProtoReflect.Descriptor instead.
 func (*CSIVolumeClaim) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{22}
+	return file_scheduler_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *CSIVolumeClaim) GetAllocId() string {
@@ -2385,7 +2744,7 @@ type CSIVolume struct {
 
 func (x *CSIVolume) Reset() {
 	*x = CSIVolume{}
-	mi := &file_scheduler_proto_msgTypes[23]
+	mi := &file_scheduler_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2397,7 +2756,7 @@ func (x *CSIVolume) String() string {
 func (*CSIVolume) ProtoMessage() {}
 
 func (x *CSIVolume) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[23]
+	mi := &file_scheduler_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2410,7 +2769,7 @@ func (x *CSIVolume) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CSIVolume.ProtoReflect.Descriptor instead.
 func (*CSIVolume) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{23}
+	return file_scheduler_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CSIVolume) GetNamespace() string {
@@ -2526,7 +2885,7 @@ type NodeAlloc struct {
 
 func (x *NodeAlloc) Reset() {
 	*x = NodeAlloc{}
-	mi := &file_scheduler_proto_msgTypes[24]
+	mi := &file_scheduler_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2538,7 +2897,7 @@ func (x *NodeAlloc) String() string {
 func (*NodeAlloc) ProtoMessage() {}
 
 func (x *NodeAlloc) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[24]
+	mi := &file_scheduler_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2551,7 +2910,7 @@ func (x *NodeAlloc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeAlloc.ProtoReflect.Descriptor instead.
 func (*NodeAlloc) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{24}
+	return file_scheduler_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *NodeAlloc) GetId() string {
@@ -2646,13 +3005,15 @@ type Allocation struct {
 	// allocation be rescheduled now, whatever its reschedule policy and the
 	// attempts its lineage used.
 	ForceReschedule bool `protobuf:"varint,25,opt,name=force_reschedule,json=forceReschedule,proto3" json:"force_reschedule,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The ports the allocation holds on its node.
+	Ports         []*AllocatedPort `protobuf:"bytes,26,rep,name=ports,proto3" json:"ports,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Allocation) Reset() {
 	*x = Allocation{}
-	mi := &file_scheduler_proto_msgTypes[25]
+	mi := &file_scheduler_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2664,7 +3025,7 @@ func (x *Allocation) String() string {
 func (*Allocation) ProtoMessage() {}
 
 func (x *Allocation) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[25]
+	mi := &file_scheduler_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2677,7 +3038,7 @@ func (x *Allocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Allocation.ProtoReflect.Descriptor instead.
 func (*Allocation) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{25}
+	return file_scheduler_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Allocation) GetId() string {
@@ -2855,6 +3216,13 @@ func (x *Allocation) GetForceReschedule() bool {
 	return false
 }
 
+func (x *Allocation) GetPorts() []*AllocatedPort {
+	if x != nil {
+		return x.Ports
+	}
+	return nil
+}
+
 // One reschedule of an allocation: when it happened, the allocation it
 // replaced and the delay waited before it.
 type RescheduleEvent struct {
@@ -2869,7 +3237,7 @@ type RescheduleEvent struct {
 
 func (x *RescheduleEvent) Reset() {
 	*x = RescheduleEvent{}
-	mi := &file_scheduler_proto_msgTypes[26]
+	mi := &file_scheduler_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2881,7 +3249,7 @@ func (x *RescheduleEvent) String() string {
 func (*RescheduleEvent) ProtoMessage() {}
 
 func (x *RescheduleEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[26]
+	mi := &file_scheduler_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2894,7 +3262,7 @@ func (x *RescheduleEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RescheduleEvent.ProtoReflect.Descriptor instead.
 func (*RescheduleEvent) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{26}
+	return file_scheduler_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *RescheduleEvent) GetRescheduleTimeNs() int64 {
@@ -2944,7 +3312,7 @@ type Evaluation struct {
 
 func (x *Evaluation) Reset() {
 	*x = Evaluation{}
-	mi := &file_scheduler_proto_msgTypes[27]
+	mi := &file_scheduler_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2956,7 +3324,7 @@ func (x *Evaluation) String() string {
 func (*Evaluation) ProtoMessage() {}
 
 func (x *Evaluation) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[27]
+	mi := &file_scheduler_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2969,7 +3337,7 @@ func (x *Evaluation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Evaluation.ProtoReflect.Descriptor instead.
 func (*Evaluation) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{27}
+	return file_scheduler_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Evaluation) GetId() string {
@@ -3061,7 +3429,7 @@ type SchedulerConfig struct {
 
 func (x *SchedulerConfig) Reset() {
 	*x = SchedulerConfig{}
-	mi := &file_scheduler_proto_msgTypes[28]
+	mi := &file_scheduler_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3073,7 +3441,7 @@ func (x *SchedulerConfig) String() string {
 func (*SchedulerConfig) ProtoMessage() {}
 
 func (x *SchedulerConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[28]
+	mi := &file_scheduler_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3086,7 +3454,7 @@ func (x *SchedulerConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchedulerConfig.ProtoReflect.Descriptor instead.
 func (*SchedulerConfig) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{28}
+	return file_scheduler_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *SchedulerConfig) GetPreemptionSystem() bool {
@@ -3155,7 +3523,7 @@ type ScheduleRequest struct {
 
 func (x *ScheduleRequest) Reset() {
 	*x = ScheduleRequest{}
-	mi := &file_scheduler_proto_msgTypes[29]
+	mi := &file_scheduler_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3167,7 +3535,7 @@ func (x *ScheduleRequest) String() string {
 func (*ScheduleRequest) ProtoMessage() {}
 
 func (x *ScheduleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[29]
+	mi := &file_scheduler_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3180,7 +3548,7 @@ func (x *ScheduleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleRequest.ProtoReflect.Descriptor instead.
 func (*ScheduleRequest) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{29}
+	return file_scheduler_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ScheduleRequest) GetEval() *Evaluation {
@@ -3281,7 +3649,7 @@ type AllocMetric struct {
 
 func (x *AllocMetric) Reset() {
 	*x = AllocMetric{}
-	mi := &file_scheduler_proto_msgTypes[30]
+	mi := &file_scheduler_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3293,7 +3661,7 @@ func (x *AllocMetric) String() string {
 func (*AllocMetric) ProtoMessage() {}
 
 func (x *AllocMetric) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[30]
+	mi := &file_scheduler_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3306,7 +3674,7 @@ func (x *AllocMetric) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocMetric.ProtoReflect.Descriptor instead.
 func (*AllocMetric) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{30}
+	return file_scheduler_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *AllocMetric) GetNodesEvaluated() int32 {
@@ -3420,7 +3788,7 @@ type DesiredUpdates struct {
 
 func (x *DesiredUpdates) Reset() {
 	*x = DesiredUpdates{}
-	mi := &file_scheduler_proto_msgTypes[31]
+	mi := &file_scheduler_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3432,7 +3800,7 @@ func (x *DesiredUpdates) String() string {
 func (*DesiredUpdates) ProtoMessage() {}
 
 func (x *DesiredUpdates) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[31]
+	mi := &file_scheduler_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3445,7 +3813,7 @@ func (x *DesiredUpdates) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DesiredUpdates.ProtoReflect.Descriptor instead.
 func (*DesiredUpdates) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{31}
+	return file_scheduler_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *DesiredUpdates) GetIgnore() uint64 {
@@ -3547,7 +3915,7 @@ type AllocStop struct {
 
 func (x *AllocStop) Reset() {
 	*x = AllocStop{}
-	mi := &file_scheduler_proto_msgTypes[32]
+	mi := &file_scheduler_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3559,7 +3927,7 @@ func (x *AllocStop) String() string {
 func (*AllocStop) ProtoMessage() {}
 
 func (x *AllocStop) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[32]
+	mi := &file_scheduler_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3572,7 +3940,7 @@ func (x *AllocStop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocStop.ProtoReflect.Descriptor instead.
 func (*AllocStop) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{32}
+	return file_scheduler_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *AllocStop) GetAllocId() string {
@@ -3634,14 +4002,17 @@ type PlacedAlloc struct {
 	// A new alloc placed as a canary of the deployment. The core sets the
 	// alloc's deployment itself: the plan's create_deployment, or else the
 	// job's active deployment of its current version.
-	Canary        bool `protobuf:"varint,14,opt,name=canary,proto3" json:"canary,omitempty"`
+	Canary bool `protobuf:"varint,14,opt,name=canary,proto3" json:"canary,omitempty"`
+	// The ports the allocation holds on its node: picked for a new alloc,
+	// the alloc's own for an in-place update.
+	Ports         []*AllocatedPort `protobuf:"bytes,15,rep,name=ports,proto3" json:"ports,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PlacedAlloc) Reset() {
 	*x = PlacedAlloc{}
-	mi := &file_scheduler_proto_msgTypes[33]
+	mi := &file_scheduler_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3653,7 +4024,7 @@ func (x *PlacedAlloc) String() string {
 func (*PlacedAlloc) ProtoMessage() {}
 
 func (x *PlacedAlloc) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[33]
+	mi := &file_scheduler_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3666,7 +4037,7 @@ func (x *PlacedAlloc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlacedAlloc.ProtoReflect.Descriptor instead.
 func (*PlacedAlloc) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{33}
+	return file_scheduler_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *PlacedAlloc) GetId() string {
@@ -3767,6 +4138,13 @@ func (x *PlacedAlloc) GetCanary() bool {
 	return false
 }
 
+func (x *PlacedAlloc) GetPorts() []*AllocatedPort {
+	if x != nil {
+		return x.Ports
+	}
+	return nil
+}
+
 type Preemption struct {
 	state                 protoimpl.MessageState `protogen:"open.v1"`
 	AllocId               string                 `protobuf:"bytes,1,opt,name=alloc_id,json=allocId,proto3" json:"alloc_id,omitempty"`
@@ -3780,7 +4158,7 @@ type Preemption struct {
 
 func (x *Preemption) Reset() {
 	*x = Preemption{}
-	mi := &file_scheduler_proto_msgTypes[34]
+	mi := &file_scheduler_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3792,7 +4170,7 @@ func (x *Preemption) String() string {
 func (*Preemption) ProtoMessage() {}
 
 func (x *Preemption) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[34]
+	mi := &file_scheduler_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3805,7 +4183,7 @@ func (x *Preemption) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Preemption.ProtoReflect.Descriptor instead.
 func (*Preemption) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{34}
+	return file_scheduler_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *Preemption) GetAllocId() string {
@@ -3867,7 +4245,7 @@ type Plan struct {
 
 func (x *Plan) Reset() {
 	*x = Plan{}
-	mi := &file_scheduler_proto_msgTypes[35]
+	mi := &file_scheduler_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3879,7 +4257,7 @@ func (x *Plan) String() string {
 func (*Plan) ProtoMessage() {}
 
 func (x *Plan) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[35]
+	mi := &file_scheduler_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3892,7 +4270,7 @@ func (x *Plan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Plan.ProtoReflect.Descriptor instead.
 func (*Plan) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{35}
+	return file_scheduler_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *Plan) GetNodeUpdate() []*AllocStop {
@@ -3963,7 +4341,7 @@ type AllocFollowup struct {
 
 func (x *AllocFollowup) Reset() {
 	*x = AllocFollowup{}
-	mi := &file_scheduler_proto_msgTypes[36]
+	mi := &file_scheduler_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3975,7 +4353,7 @@ func (x *AllocFollowup) String() string {
 func (*AllocFollowup) ProtoMessage() {}
 
 func (x *AllocFollowup) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[36]
+	mi := &file_scheduler_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3988,7 +4366,7 @@ func (x *AllocFollowup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocFollowup.ProtoReflect.Descriptor instead.
 func (*AllocFollowup) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{36}
+	return file_scheduler_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *AllocFollowup) GetAllocId() string {
@@ -4018,7 +4396,7 @@ type BlockedEval struct {
 
 func (x *BlockedEval) Reset() {
 	*x = BlockedEval{}
-	mi := &file_scheduler_proto_msgTypes[37]
+	mi := &file_scheduler_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4030,7 +4408,7 @@ func (x *BlockedEval) String() string {
 func (*BlockedEval) ProtoMessage() {}
 
 func (x *BlockedEval) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[37]
+	mi := &file_scheduler_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4043,7 +4421,7 @@ func (x *BlockedEval) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlockedEval.ProtoReflect.Descriptor instead.
 func (*BlockedEval) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{37}
+	return file_scheduler_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *BlockedEval) GetNodeId() string {
@@ -4091,7 +4469,7 @@ type ScheduleResponse struct {
 
 func (x *ScheduleResponse) Reset() {
 	*x = ScheduleResponse{}
-	mi := &file_scheduler_proto_msgTypes[38]
+	mi := &file_scheduler_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4103,7 +4481,7 @@ func (x *ScheduleResponse) String() string {
 func (*ScheduleResponse) ProtoMessage() {}
 
 func (x *ScheduleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[38]
+	mi := &file_scheduler_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4116,7 +4494,7 @@ func (x *ScheduleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleResponse.ProtoReflect.Descriptor instead.
 func (*ScheduleResponse) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{38}
+	return file_scheduler_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ScheduleResponse) GetStatus() string {
@@ -4180,7 +4558,7 @@ type FollowupEval struct {
 
 func (x *FollowupEval) Reset() {
 	*x = FollowupEval{}
-	mi := &file_scheduler_proto_msgTypes[39]
+	mi := &file_scheduler_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4192,7 +4570,7 @@ func (x *FollowupEval) String() string {
 func (*FollowupEval) ProtoMessage() {}
 
 func (x *FollowupEval) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[39]
+	mi := &file_scheduler_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4205,7 +4583,7 @@ func (x *FollowupEval) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FollowupEval.ProtoReflect.Descriptor instead.
 func (*FollowupEval) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{39}
+	return file_scheduler_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *FollowupEval) GetId() string {
@@ -4366,7 +4744,7 @@ const file_scheduler_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a7\n" +
 	"\tMetaEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb3\x06\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xf0\x06\n" +
 	"\tTaskGroup\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\x05R\x05count\x12A\n" +
@@ -4384,10 +4762,34 @@ const file_scheduler_proto_rawDesc = "" +
 	"\aspreads\x18\v \x03(\v2\x1b.drover.scheduler.v1.SpreadR\aspreads\x120\n" +
 	"\x14migrate_max_parallel\x18\f \x01(\x05R\x12migrateMaxParallel\x12;\n" +
 	"\x06update\x18\r \x01(\v2#.drover.scheduler.v1.UpdateStrategyR\x06update\x12>\n" +
-	"\amigrate\x18\x1e \x01(\v2$.drover.scheduler.v1.MigrateStrategyR\amigrate\x1a7\n" +
+	"\amigrate\x18\x1e \x01(\v2$.drover.scheduler.v1.MigrateStrategyR\amigrate\x12;\n" +
+	"\bnetworks\x18\x0e \x03(\v2\x1f.drover.scheduler.v1.NetworkAskR\bnetworks\x1a7\n" +
 	"\tMetaEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd3\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa8\x01\n" +
+	"\n" +
+	"NetworkAsk\x12\x12\n" +
+	"\x04mode\x18\x01 \x01(\tR\x04mode\x12C\n" +
+	"\x0ereserved_ports\x18\x02 \x03(\v2\x1c.drover.scheduler.v1.PortAskR\rreservedPorts\x12A\n" +
+	"\rdynamic_ports\x18\x03 \x03(\v2\x1c.drover.scheduler.v1.PortAskR\fdynamicPorts\"h\n" +
+	"\aPortAsk\x12\x14\n" +
+	"\x05label\x18\x01 \x01(\tR\x05label\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x05R\x05value\x12\x0e\n" +
+	"\x02to\x18\x03 \x01(\x05R\x02to\x12!\n" +
+	"\fhost_network\x18\x04 \x01(\tR\vhostNetwork\"d\n" +
+	"\rAllocatedPort\x12\x14\n" +
+	"\x05label\x18\x01 \x01(\tR\x05label\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x05R\x05value\x12\x0e\n" +
+	"\x02to\x18\x03 \x01(\x05R\x02to\x12\x17\n" +
+	"\ahost_ip\x18\x04 \x01(\tR\x06hostIp\"/\n" +
+	"\tPortRange\x12\x12\n" +
+	"\x04from\x18\x01 \x01(\x05R\x04from\x12\x0e\n" +
+	"\x02to\x18\x02 \x01(\x05R\x02to\"\xb8\x01\n" +
+	"\vNodeNetwork\x12\x0e\n" +
+	"\x02ip\x18\x01 \x01(\tR\x02ip\x12(\n" +
+	"\x10min_dynamic_port\x18\x02 \x01(\x05R\x0eminDynamicPort\x12(\n" +
+	"\x10max_dynamic_port\x18\x03 \x01(\x05R\x0emaxDynamicPort\x12E\n" +
+	"\x0ereserved_ports\x18\x04 \x03(\v2\x1e.drover.scheduler.v1.PortRangeR\rreservedPorts\"\xd3\x01\n" +
 	"\rVolumeRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12\x16\n" +
@@ -4422,7 +4824,7 @@ const file_scheduler_proto_rawDesc = "" +
 	"\aspreads\x18\x12 \x03(\v2\x1b.drover.scheduler.v1.SpreadR\aspreads\x1a7\n" +
 	"\tMetaEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xbd\x06\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x98\a\n" +
 	"\x04Node\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1e\n" +
@@ -4446,7 +4848,10 @@ const file_scheduler_proto_rawDesc = "" +
 	"\x04used\x18\x0e \x01(\v2\x1e.drover.scheduler.v1.ResourcesR\x04used\x126\n" +
 	"\x06others\x18\x0f \x03(\v2\x1e.drover.scheduler.v1.NodeAllocR\x06others\x12L\n" +
 	"\x10csi_node_plugins\x18\x10 \x03(\v2\".drover.scheduler.v1.CSINodePluginR\x0ecsiNodePlugins\x122\n" +
-	"\x15drain_deadline_passed\x18\x1e \x01(\bR\x13drainDeadlinePassed\x1a=\n" +
+	"\x15drain_deadline_passed\x18\x1e \x01(\bR\x13drainDeadlinePassed\x12:\n" +
+	"\anetwork\x18\x11 \x01(\v2 .drover.scheduler.v1.NodeNetworkR\anetwork\x12\x1d\n" +
+	"\n" +
+	"used_ports\x18\x12 \x03(\x05R\tusedPorts\x1a=\n" +
 	"\x0fAttributesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a7\n" +
@@ -4498,7 +4903,7 @@ const file_scheduler_proto_rawDesc = "" +
 	"\tnamespace\x18\x03 \x01(\tR\tnamespace\x12!\n" +
 	"\fjob_priority\x18\x04 \x01(\x05R\vjobPriority\x12<\n" +
 	"\tresources\x18\x05 \x01(\v2\x1e.drover.scheduler.v1.ResourcesR\tresources\x12!\n" +
-	"\fcreate_index\x18\x06 \x01(\x04R\vcreateIndex\"\xa3\a\n" +
+	"\fcreate_index\x18\x06 \x01(\x04R\vcreateIndex\"\xdd\a\n" +
 	"\n" +
 	"Allocation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
@@ -4528,7 +4933,8 @@ const file_scheduler_proto_rawDesc = "" +
 	"\rdeployment_id\x18\x16 \x01(\tR\fdeploymentId\x12:\n" +
 	"\ahealthy\x18\x17 \x01(\x0e2 .drover.scheduler.v1.AllocHealthR\ahealthy\x12\x16\n" +
 	"\x06canary\x18\x18 \x01(\bR\x06canary\x12)\n" +
-	"\x10force_reschedule\x18\x19 \x01(\bR\x0fforceReschedule\"\xa0\x01\n" +
+	"\x10force_reschedule\x18\x19 \x01(\bR\x0fforceReschedule\x128\n" +
+	"\x05ports\x18\x1a \x03(\v2\".drover.scheduler.v1.AllocatedPortR\x05ports\"\xa0\x01\n" +
 	"\x0fRescheduleEvent\x12,\n" +
 	"\x12reschedule_time_ns\x18\x01 \x01(\x03R\x10rescheduleTimeNs\x12\"\n" +
 	"\rprev_alloc_id\x18\x02 \x01(\tR\vprevAllocId\x12 \n" +
@@ -4624,7 +5030,7 @@ const file_scheduler_proto_rawDesc = "" +
 	"\anode_id\x18\x02 \x01(\tR\x06nodeId\x12/\n" +
 	"\x13desired_description\x18\x03 \x01(\tR\x12desiredDescription\x12#\n" +
 	"\rclient_status\x18\x04 \x01(\tR\fclientStatus\x12(\n" +
-	"\x10followup_eval_id\x18\x05 \x01(\tR\x0efollowupEvalId\"\xb7\x05\n" +
+	"\x10followup_eval_id\x18\x05 \x01(\tR\x0efollowupEvalId\"\xf1\x05\n" +
 	"\vPlacedAlloc\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x17\n" +
@@ -4641,7 +5047,8 @@ const file_scheduler_proto_rawDesc = "" +
 	"\bin_place\x18\v \x01(\bR\ainPlace\x12#\n" +
 	"\rclient_status\x18\f \x01(\tR\fclientStatus\x12Q\n" +
 	"\x11reschedule_events\x18\r \x03(\v2$.drover.scheduler.v1.RescheduleEventR\x10rescheduleEvents\x12\x16\n" +
-	"\x06canary\x18\x0e \x01(\bR\x06canary\x1a`\n" +
+	"\x06canary\x18\x0e \x01(\bR\x06canary\x128\n" +
+	"\x05ports\x18\x0f \x03(\v2\".drover.scheduler.v1.AllocatedPortR\x05ports\x1a`\n" +
 	"\x12TaskResourcesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x124\n" +
 	"\x05value\x18\x02 \x01(\v2\x1e.drover.scheduler.v1.ResourcesR\x05value:\x028\x01\"\xad\x01\n" +
@@ -4713,7 +5120,7 @@ func file_scheduler_proto_rawDescGZIP() []byte {
 }
 
 var file_scheduler_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_scheduler_proto_msgTypes = make([]protoimpl.MessageInfo, 60)
+var file_scheduler_proto_msgTypes = make([]protoimpl.MessageInfo, 65)
 var file_scheduler_proto_goTypes = []any{
 	(AllocHealth)(0),               // 0: drover.scheduler.v1.AllocHealth
 	(*InfoRequest)(nil),            // 1: drover.scheduler.v1.InfoRequest
@@ -4733,135 +5140,147 @@ var file_scheduler_proto_goTypes = []any{
 	(*Resources)(nil),              // 15: drover.scheduler.v1.Resources
 	(*Task)(nil),                   // 16: drover.scheduler.v1.Task
 	(*TaskGroup)(nil),              // 17: drover.scheduler.v1.TaskGroup
-	(*VolumeRequest)(nil),          // 18: drover.scheduler.v1.VolumeRequest
-	(*Job)(nil),                    // 19: drover.scheduler.v1.Job
-	(*Node)(nil),                   // 20: drover.scheduler.v1.Node
-	(*CSINodePlugin)(nil),          // 21: drover.scheduler.v1.CSINodePlugin
-	(*CSITopology)(nil),            // 22: drover.scheduler.v1.CSITopology
-	(*CSIVolumeClaim)(nil),         // 23: drover.scheduler.v1.CSIVolumeClaim
-	(*CSIVolume)(nil),              // 24: drover.scheduler.v1.CSIVolume
-	(*NodeAlloc)(nil),              // 25: drover.scheduler.v1.NodeAlloc
-	(*Allocation)(nil),             // 26: drover.scheduler.v1.Allocation
-	(*RescheduleEvent)(nil),        // 27: drover.scheduler.v1.RescheduleEvent
-	(*Evaluation)(nil),             // 28: drover.scheduler.v1.Evaluation
-	(*SchedulerConfig)(nil),        // 29: drover.scheduler.v1.SchedulerConfig
-	(*ScheduleRequest)(nil),        // 30: drover.scheduler.v1.ScheduleRequest
-	(*AllocMetric)(nil),            // 31: drover.scheduler.v1.AllocMetric
-	(*DesiredUpdates)(nil),         // 32: drover.scheduler.v1.DesiredUpdates
-	(*AllocStop)(nil),              // 33: drover.scheduler.v1.AllocStop
-	(*PlacedAlloc)(nil),            // 34: drover.scheduler.v1.PlacedAlloc
-	(*Preemption)(nil),             // 35: drover.scheduler.v1.Preemption
-	(*Plan)(nil),                   // 36: drover.scheduler.v1.Plan
-	(*AllocFollowup)(nil),          // 37: drover.scheduler.v1.AllocFollowup
-	(*BlockedEval)(nil),            // 38: drover.scheduler.v1.BlockedEval
-	(*ScheduleResponse)(nil),       // 39: drover.scheduler.v1.ScheduleResponse
-	(*FollowupEval)(nil),           // 40: drover.scheduler.v1.FollowupEval
-	nil,                            // 41: drover.scheduler.v1.Deployment.TaskGroupsEntry
-	nil,                            // 42: drover.scheduler.v1.Task.EnvEntry
-	nil,                            // 43: drover.scheduler.v1.Task.MetaEntry
-	nil,                            // 44: drover.scheduler.v1.TaskGroup.MetaEntry
-	nil,                            // 45: drover.scheduler.v1.Job.MetaEntry
-	nil,                            // 46: drover.scheduler.v1.Node.AttributesEntry
-	nil,                            // 47: drover.scheduler.v1.Node.MetaEntry
-	nil,                            // 48: drover.scheduler.v1.CSINodePlugin.AccessibleTopologyEntry
-	nil,                            // 49: drover.scheduler.v1.CSITopology.SegmentsEntry
-	nil,                            // 50: drover.scheduler.v1.AllocMetric.NodesAvailableEntry
-	nil,                            // 51: drover.scheduler.v1.AllocMetric.ClassFilteredEntry
-	nil,                            // 52: drover.scheduler.v1.AllocMetric.ConstraintFilteredEntry
-	nil,                            // 53: drover.scheduler.v1.AllocMetric.ClassExhaustedEntry
-	nil,                            // 54: drover.scheduler.v1.AllocMetric.DimensionExhaustedEntry
-	nil,                            // 55: drover.scheduler.v1.AllocMetric.ScoresEntry
-	nil,                            // 56: drover.scheduler.v1.PlacedAlloc.TaskResourcesEntry
-	nil,                            // 57: drover.scheduler.v1.Plan.DesiredTgUpdatesEntry
-	nil,                            // 58: drover.scheduler.v1.BlockedEval.ClassEligibilityEntry
-	nil,                            // 59: drover.scheduler.v1.ScheduleResponse.FailedTgAllocsEntry
-	nil,                            // 60: drover.scheduler.v1.ScheduleResponse.QueuedAllocationsEntry
+	(*NetworkAsk)(nil),             // 18: drover.scheduler.v1.NetworkAsk
+	(*PortAsk)(nil),                // 19: drover.scheduler.v1.PortAsk
+	(*AllocatedPort)(nil),          // 20: drover.scheduler.v1.AllocatedPort
+	(*PortRange)(nil),              // 21: drover.scheduler.v1.PortRange
+	(*NodeNetwork)(nil),            // 22: drover.scheduler.v1.NodeNetwork
+	(*VolumeRequest)(nil),          // 23: drover.scheduler.v1.VolumeRequest
+	(*Job)(nil),                    // 24: drover.scheduler.v1.Job
+	(*Node)(nil),                   // 25: drover.scheduler.v1.Node
+	(*CSINodePlugin)(nil),          // 26: drover.scheduler.v1.CSINodePlugin
+	(*CSITopology)(nil),            // 27: drover.scheduler.v1.CSITopology
+	(*CSIVolumeClaim)(nil),         // 28: drover.scheduler.v1.CSIVolumeClaim
+	(*CSIVolume)(nil),              // 29: drover.scheduler.v1.CSIVolume
+	(*NodeAlloc)(nil),              // 30: drover.scheduler.v1.NodeAlloc
+	(*Allocation)(nil),             // 31: drover.scheduler.v1.Allocation
+	(*RescheduleEvent)(nil),        // 32: drover.scheduler.v1.RescheduleEvent
+	(*Evaluation)(nil),             // 33: drover.scheduler.v1.Evaluation
+	(*SchedulerConfig)(nil),        // 34: drover.scheduler.v1.SchedulerConfig
+	(*ScheduleRequest)(nil),        // 35: drover.scheduler.v1.ScheduleRequest
+	(*AllocMetric)(nil),            // 36: drover.scheduler.v1.AllocMetric
+	(*DesiredUpdates)(nil),         // 37: drover.scheduler.v1.DesiredUpdates
+	(*AllocStop)(nil),              // 38: drover.scheduler.v1.AllocStop
+	(*PlacedAlloc)(nil),            // 39: drover.scheduler.v1.PlacedAlloc
+	(*Preemption)(nil),             // 40: drover.scheduler.v1.Preemption
+	(*Plan)(nil),                   // 41: drover.scheduler.v1.Plan
+	(*AllocFollowup)(nil),          // 42: drover.scheduler.v1.AllocFollowup
+	(*BlockedEval)(nil),            // 43: drover.scheduler.v1.BlockedEval
+	(*ScheduleResponse)(nil),       // 44: drover.scheduler.v1.ScheduleResponse
+	(*FollowupEval)(nil),           // 45: drover.scheduler.v1.FollowupEval
+	nil,                            // 46: drover.scheduler.v1.Deployment.TaskGroupsEntry
+	nil,                            // 47: drover.scheduler.v1.Task.EnvEntry
+	nil,                            // 48: drover.scheduler.v1.Task.MetaEntry
+	nil,                            // 49: drover.scheduler.v1.TaskGroup.MetaEntry
+	nil,                            // 50: drover.scheduler.v1.Job.MetaEntry
+	nil,                            // 51: drover.scheduler.v1.Node.AttributesEntry
+	nil,                            // 52: drover.scheduler.v1.Node.MetaEntry
+	nil,                            // 53: drover.scheduler.v1.CSINodePlugin.AccessibleTopologyEntry
+	nil,                            // 54: drover.scheduler.v1.CSITopology.SegmentsEntry
+	nil,                            // 55: drover.scheduler.v1.AllocMetric.NodesAvailableEntry
+	nil,                            // 56: drover.scheduler.v1.AllocMetric.ClassFilteredEntry
+	nil,                            // 57: drover.scheduler.v1.AllocMetric.ConstraintFilteredEntry
+	nil,                            // 58: drover.scheduler.v1.AllocMetric.ClassExhaustedEntry
+	nil,                            // 59: drover.scheduler.v1.AllocMetric.DimensionExhaustedEntry
+	nil,                            // 60: drover.scheduler.v1.AllocMetric.ScoresEntry
+	nil,                            // 61: drover.scheduler.v1.PlacedAlloc.TaskResourcesEntry
+	nil,                            // 62: drover.scheduler.v1.Plan.DesiredTgUpdatesEntry
+	nil,                            // 63: drover.scheduler.v1.BlockedEval.ClassEligibilityEntry
+	nil,                            // 64: drover.scheduler.v1.ScheduleResponse.FailedTgAllocsEntry
+	nil,                            // 65: drover.scheduler.v1.ScheduleResponse.QueuedAllocationsEntry
 }
 var file_scheduler_proto_depIdxs = []int32{
 	8,  // 0: drover.scheduler.v1.JobTypeInfo.default_restart:type_name -> drover.scheduler.v1.RestartPolicy
 	9,  // 1: drover.scheduler.v1.JobTypeInfo.default_reschedule:type_name -> drover.scheduler.v1.ReschedulePolicy
 	3,  // 2: drover.scheduler.v1.JobTypeInfo.default_migrate:type_name -> drover.scheduler.v1.MigrateStrategy
-	41, // 3: drover.scheduler.v1.Deployment.task_groups:type_name -> drover.scheduler.v1.Deployment.TaskGroupsEntry
+	46, // 3: drover.scheduler.v1.Deployment.task_groups:type_name -> drover.scheduler.v1.Deployment.TaskGroupsEntry
 	2,  // 4: drover.scheduler.v1.InfoResponse.job_types:type_name -> drover.scheduler.v1.JobTypeInfo
 	13, // 5: drover.scheduler.v1.Spread.targets:type_name -> drover.scheduler.v1.SpreadTarget
-	42, // 6: drover.scheduler.v1.Task.env:type_name -> drover.scheduler.v1.Task.EnvEntry
-	43, // 7: drover.scheduler.v1.Task.meta:type_name -> drover.scheduler.v1.Task.MetaEntry
+	47, // 6: drover.scheduler.v1.Task.env:type_name -> drover.scheduler.v1.Task.EnvEntry
+	48, // 7: drover.scheduler.v1.Task.meta:type_name -> drover.scheduler.v1.Task.MetaEntry
 	15, // 8: drover.scheduler.v1.Task.resources:type_name -> drover.scheduler.v1.Resources
 	11, // 9: drover.scheduler.v1.Task.constraints:type_name -> drover.scheduler.v1.Constraint
 	12, // 10: drover.scheduler.v1.Task.affinities:type_name -> drover.scheduler.v1.Affinity
 	11, // 11: drover.scheduler.v1.TaskGroup.constraints:type_name -> drover.scheduler.v1.Constraint
 	16, // 12: drover.scheduler.v1.TaskGroup.tasks:type_name -> drover.scheduler.v1.Task
-	44, // 13: drover.scheduler.v1.TaskGroup.meta:type_name -> drover.scheduler.v1.TaskGroup.MetaEntry
-	18, // 14: drover.scheduler.v1.TaskGroup.volumes:type_name -> drover.scheduler.v1.VolumeRequest
+	49, // 13: drover.scheduler.v1.TaskGroup.meta:type_name -> drover.scheduler.v1.TaskGroup.MetaEntry
+	23, // 14: drover.scheduler.v1.TaskGroup.volumes:type_name -> drover.scheduler.v1.VolumeRequest
 	9,  // 15: drover.scheduler.v1.TaskGroup.reschedule_policy:type_name -> drover.scheduler.v1.ReschedulePolicy
 	12, // 16: drover.scheduler.v1.TaskGroup.affinities:type_name -> drover.scheduler.v1.Affinity
 	14, // 17: drover.scheduler.v1.TaskGroup.spreads:type_name -> drover.scheduler.v1.Spread
 	4,  // 18: drover.scheduler.v1.TaskGroup.update:type_name -> drover.scheduler.v1.UpdateStrategy
 	3,  // 19: drover.scheduler.v1.TaskGroup.migrate:type_name -> drover.scheduler.v1.MigrateStrategy
-	11, // 20: drover.scheduler.v1.Job.constraints:type_name -> drover.scheduler.v1.Constraint
-	45, // 21: drover.scheduler.v1.Job.meta:type_name -> drover.scheduler.v1.Job.MetaEntry
-	17, // 22: drover.scheduler.v1.Job.task_groups:type_name -> drover.scheduler.v1.TaskGroup
-	12, // 23: drover.scheduler.v1.Job.affinities:type_name -> drover.scheduler.v1.Affinity
-	14, // 24: drover.scheduler.v1.Job.spreads:type_name -> drover.scheduler.v1.Spread
-	46, // 25: drover.scheduler.v1.Node.attributes:type_name -> drover.scheduler.v1.Node.AttributesEntry
-	47, // 26: drover.scheduler.v1.Node.meta:type_name -> drover.scheduler.v1.Node.MetaEntry
-	15, // 27: drover.scheduler.v1.Node.capacity:type_name -> drover.scheduler.v1.Resources
-	15, // 28: drover.scheduler.v1.Node.used:type_name -> drover.scheduler.v1.Resources
-	25, // 29: drover.scheduler.v1.Node.others:type_name -> drover.scheduler.v1.NodeAlloc
-	21, // 30: drover.scheduler.v1.Node.csi_node_plugins:type_name -> drover.scheduler.v1.CSINodePlugin
-	48, // 31: drover.scheduler.v1.CSINodePlugin.accessible_topology:type_name -> drover.scheduler.v1.CSINodePlugin.AccessibleTopologyEntry
-	49, // 32: drover.scheduler.v1.CSITopology.segments:type_name -> drover.scheduler.v1.CSITopology.SegmentsEntry
-	22, // 33: drover.scheduler.v1.CSIVolume.topologies:type_name -> drover.scheduler.v1.CSITopology
-	23, // 34: drover.scheduler.v1.CSIVolume.read_claims:type_name -> drover.scheduler.v1.CSIVolumeClaim
-	23, // 35: drover.scheduler.v1.CSIVolume.write_claims:type_name -> drover.scheduler.v1.CSIVolumeClaim
-	15, // 36: drover.scheduler.v1.NodeAlloc.resources:type_name -> drover.scheduler.v1.Resources
-	15, // 37: drover.scheduler.v1.Allocation.resources:type_name -> drover.scheduler.v1.Resources
-	27, // 38: drover.scheduler.v1.Allocation.reschedule_events:type_name -> drover.scheduler.v1.RescheduleEvent
-	0,  // 39: drover.scheduler.v1.Allocation.healthy:type_name -> drover.scheduler.v1.AllocHealth
-	28, // 40: drover.scheduler.v1.ScheduleRequest.eval:type_name -> drover.scheduler.v1.Evaluation
-	19, // 41: drover.scheduler.v1.ScheduleRequest.job:type_name -> drover.scheduler.v1.Job
-	20, // 42: drover.scheduler.v1.ScheduleRequest.nodes:type_name -> drover.scheduler.v1.Node
-	26, // 43: drover.scheduler.v1.ScheduleRequest.allocs:type_name -> drover.scheduler.v1.Allocation
-	19, // 44: drover.scheduler.v1.ScheduleRequest.job_versions:type_name -> drover.scheduler.v1.Job
-	29, // 45: drover.scheduler.v1.ScheduleRequest.config:type_name -> drover.scheduler.v1.SchedulerConfig
-	24, // 46: drover.scheduler.v1.ScheduleRequest.csi_volumes:type_name -> drover.scheduler.v1.CSIVolume
-	6,  // 47: drover.scheduler.v1.ScheduleRequest.deployment:type_name -> drover.scheduler.v1.Deployment
-	50, // 48: drover.scheduler.v1.AllocMetric.nodes_available:type_name -> drover.scheduler.v1.AllocMetric.NodesAvailableEntry
-	51, // 49: drover.scheduler.v1.AllocMetric.class_filtered:type_name -> drover.scheduler.v1.AllocMetric.ClassFilteredEntry
-	52, // 50: drover.scheduler.v1.AllocMetric.constraint_filtered:type_name -> drover.scheduler.v1.AllocMetric.ConstraintFilteredEntry
-	53, // 51: drover.scheduler.v1.AllocMetric.class_exhausted:type_name -> drover.scheduler.v1.AllocMetric.ClassExhaustedEntry
-	54, // 52: drover.scheduler.v1.AllocMetric.dimension_exhausted:type_name -> drover.scheduler.v1.AllocMetric.DimensionExhaustedEntry
-	55, // 53: drover.scheduler.v1.AllocMetric.scores:type_name -> drover.scheduler.v1.AllocMetric.ScoresEntry
-	56, // 54: drover.scheduler.v1.PlacedAlloc.task_resources:type_name -> drover.scheduler.v1.PlacedAlloc.TaskResourcesEntry
-	31, // 55: drover.scheduler.v1.PlacedAlloc.metrics:type_name -> drover.scheduler.v1.AllocMetric
-	27, // 56: drover.scheduler.v1.PlacedAlloc.reschedule_events:type_name -> drover.scheduler.v1.RescheduleEvent
-	33, // 57: drover.scheduler.v1.Plan.node_update:type_name -> drover.scheduler.v1.AllocStop
-	34, // 58: drover.scheduler.v1.Plan.node_allocation:type_name -> drover.scheduler.v1.PlacedAlloc
-	35, // 59: drover.scheduler.v1.Plan.node_preemptions:type_name -> drover.scheduler.v1.Preemption
-	57, // 60: drover.scheduler.v1.Plan.desired_tg_updates:type_name -> drover.scheduler.v1.Plan.DesiredTgUpdatesEntry
-	31, // 61: drover.scheduler.v1.Plan.placement_metric:type_name -> drover.scheduler.v1.AllocMetric
-	37, // 62: drover.scheduler.v1.Plan.alloc_followups:type_name -> drover.scheduler.v1.AllocFollowup
-	6,  // 63: drover.scheduler.v1.Plan.create_deployment:type_name -> drover.scheduler.v1.Deployment
-	7,  // 64: drover.scheduler.v1.Plan.deployment_updates:type_name -> drover.scheduler.v1.DeploymentStatusUpdate
-	58, // 65: drover.scheduler.v1.BlockedEval.class_eligibility:type_name -> drover.scheduler.v1.BlockedEval.ClassEligibilityEntry
-	36, // 66: drover.scheduler.v1.ScheduleResponse.plan:type_name -> drover.scheduler.v1.Plan
-	59, // 67: drover.scheduler.v1.ScheduleResponse.failed_tg_allocs:type_name -> drover.scheduler.v1.ScheduleResponse.FailedTgAllocsEntry
-	60, // 68: drover.scheduler.v1.ScheduleResponse.queued_allocations:type_name -> drover.scheduler.v1.ScheduleResponse.QueuedAllocationsEntry
-	38, // 69: drover.scheduler.v1.ScheduleResponse.blocked_evals:type_name -> drover.scheduler.v1.BlockedEval
-	40, // 70: drover.scheduler.v1.ScheduleResponse.followup_evals:type_name -> drover.scheduler.v1.FollowupEval
-	5,  // 71: drover.scheduler.v1.Deployment.TaskGroupsEntry.value:type_name -> drover.scheduler.v1.DeploymentGroupState
-	15, // 72: drover.scheduler.v1.PlacedAlloc.TaskResourcesEntry.value:type_name -> drover.scheduler.v1.Resources
-	32, // 73: drover.scheduler.v1.Plan.DesiredTgUpdatesEntry.value:type_name -> drover.scheduler.v1.DesiredUpdates
-	31, // 74: drover.scheduler.v1.ScheduleResponse.FailedTgAllocsEntry.value:type_name -> drover.scheduler.v1.AllocMetric
-	1,  // 75: drover.scheduler.v1.Scheduler.Info:input_type -> drover.scheduler.v1.InfoRequest
-	30, // 76: drover.scheduler.v1.Scheduler.Schedule:input_type -> drover.scheduler.v1.ScheduleRequest
-	10, // 77: drover.scheduler.v1.Scheduler.Info:output_type -> drover.scheduler.v1.InfoResponse
-	39, // 78: drover.scheduler.v1.Scheduler.Schedule:output_type -> drover.scheduler.v1.ScheduleResponse
-	77, // [77:79] is the sub-list for method output_type
-	75, // [75:77] is the sub-list for method input_type
-	75, // [75:75] is the sub-list for extension type_name
-	75, // [75:75] is the sub-list for extension extendee
-	0,  // [0:75] is the sub-list for field type_name
+	18, // 20: drover.scheduler.v1.TaskGroup.networks:type_name -> drover.scheduler.v1.NetworkAsk
+	19, // 21: drover.scheduler.v1.NetworkAsk.reserved_ports:type_name -> drover.scheduler.v1.PortAsk
+	19, // 22: drover.scheduler.v1.NetworkAsk.dynamic_ports:type_name -> drover.scheduler.v1.PortAsk
+	21, // 23: drover.scheduler.v1.NodeNetwork.reserved_ports:type_name -> drover.scheduler.v1.PortRange
+	11, // 24: drover.scheduler.v1.Job.constraints:type_name -> drover.scheduler.v1.Constraint
+	50, // 25: drover.scheduler.v1.Job.meta:type_name -> drover.scheduler.v1.Job.MetaEntry
+	17, // 26: drover.scheduler.v1.Job.task_groups:type_name -> drover.scheduler.v1.TaskGroup
+	12, // 27: drover.scheduler.v1.Job.affinities:type_name -> drover.scheduler.v1.Affinity
+	14, // 28: drover.scheduler.v1.Job.spreads:type_name -> drover.scheduler.v1.Spread
+	51, // 29: drover.scheduler.v1.Node.attributes:type_name -> drover.scheduler.v1.Node.AttributesEntry
+	52, // 30: drover.scheduler.v1.Node.meta:type_name -> drover.scheduler.v1.Node.MetaEntry
+	15, // 31: drover.scheduler.v1.Node.capacity:type_name -> drover.scheduler.v1.Resources
+	15, // 32: drover.scheduler.v1.Node.used:type_name -> drover.scheduler.v1.Resources
+	30, // 33: drover.scheduler.v1.Node.others:type_name -> drover.scheduler.v1.NodeAlloc
+	26, // 34: drover.scheduler.v1.Node.csi_node_plugins:type_name -> drover.scheduler.v1.CSINodePlugin
+	22, // 35: drover.scheduler.v1.Node.network:type_name -> drover.scheduler.v1.NodeNetwork
+	53, // 36: drover.scheduler.v1.CSINodePlugin.accessible_topology:type_name -> drover.scheduler.v1.CSINodePlugin.AccessibleTopologyEntry
+	54, // 37: drover.scheduler.v1.CSITopology.segments:type_name -> drover.scheduler.v1.CSITopology.SegmentsEntry
+	27, // 38: drover.scheduler.v1.CSIVolume.topologies:type_name -> drover.scheduler.v1.CSITopology
+	28, // 39: drover.scheduler.v1.CSIVolume.read_claims:type_name -> drover.scheduler.v1.CSIVolumeClaim
+	28, // 40: drover.scheduler.v1.CSIVolume.write_claims:type_name -> drover.scheduler.v1.CSIVolumeClaim
+	15, // 41: drover.scheduler.v1.NodeAlloc.resources:type_name -> drover.scheduler.v1.Resources
+	15, // 42: drover.scheduler.v1.Allocation.resources:type_name -> drover.scheduler.v1.Resources
+	32, // 43: drover.scheduler.v1.Allocation.reschedule_events:type_name -> drover.scheduler.v1.RescheduleEvent
+	0,  // 44: drover.scheduler.v1.Allocation.healthy:type_name -> drover.scheduler.v1.AllocHealth
+	20, // 45: drover.scheduler.v1.Allocation.ports:type_name -> drover.scheduler.v1.AllocatedPort
+	33, // 46: drover.scheduler.v1.ScheduleRequest.eval:type_name -> drover.scheduler.v1.Evaluation
+	24, // 47: drover.scheduler.v1.ScheduleRequest.job:type_name -> drover.scheduler.v1.Job
+	25, // 48: drover.scheduler.v1.ScheduleRequest.nodes:type_name -> drover.scheduler.v1.Node
+	31, // 49: drover.scheduler.v1.ScheduleRequest.allocs:type_name -> drover.scheduler.v1.Allocation
+	24, // 50: drover.scheduler.v1.ScheduleRequest.job_versions:type_name -> drover.scheduler.v1.Job
+	34, // 51: drover.scheduler.v1.ScheduleRequest.config:type_name -> drover.scheduler.v1.SchedulerConfig
+	29, // 52: drover.scheduler.v1.ScheduleRequest.csi_volumes:type_name -> drover.scheduler.v1.CSIVolume
+	6,  // 53: drover.scheduler.v1.ScheduleRequest.deployment:type_name -> drover.scheduler.v1.Deployment
+	55, // 54: drover.scheduler.v1.AllocMetric.nodes_available:type_name -> drover.scheduler.v1.AllocMetric.NodesAvailableEntry
+	56, // 55: drover.scheduler.v1.AllocMetric.class_filtered:type_name -> drover.scheduler.v1.AllocMetric.ClassFilteredEntry
+	57, // 56: drover.scheduler.v1.AllocMetric.constraint_filtered:type_name -> drover.scheduler.v1.AllocMetric.ConstraintFilteredEntry
+	58, // 57: drover.scheduler.v1.AllocMetric.class_exhausted:type_name -> drover.scheduler.v1.AllocMetric.ClassExhaustedEntry
+	59, // 58: drover.scheduler.v1.AllocMetric.dimension_exhausted:type_name -> drover.scheduler.v1.AllocMetric.DimensionExhaustedEntry
+	60, // 59: drover.scheduler.v1.AllocMetric.scores:type_name -> drover.scheduler.v1.AllocMetric.ScoresEntry
+	61, // 60: drover.scheduler.v1.PlacedAlloc.task_resources:type_name -> drover.scheduler.v1.PlacedAlloc.TaskResourcesEntry
+	36, // 61: drover.scheduler.v1.PlacedAlloc.metrics:type_name -> drover.scheduler.v1.AllocMetric
+	32, // 62: drover.scheduler.v1.PlacedAlloc.reschedule_events:type_name -> drover.scheduler.v1.RescheduleEvent
+	20, // 63: drover.scheduler.v1.PlacedAlloc.ports:type_name -> drover.scheduler.v1.AllocatedPort
+	38, // 64: drover.scheduler.v1.Plan.node_update:type_name -> drover.scheduler.v1.AllocStop
+	39, // 65: drover.scheduler.v1.Plan.node_allocation:type_name -> drover.scheduler.v1.PlacedAlloc
+	40, // 66: drover.scheduler.v1.Plan.node_preemptions:type_name -> drover.scheduler.v1.Preemption
+	62, // 67: drover.scheduler.v1.Plan.desired_tg_updates:type_name -> drover.scheduler.v1.Plan.DesiredTgUpdatesEntry
+	36, // 68: drover.scheduler.v1.Plan.placement_metric:type_name -> drover.scheduler.v1.AllocMetric
+	42, // 69: drover.scheduler.v1.Plan.alloc_followups:type_name -> drover.scheduler.v1.AllocFollowup
+	6,  // 70: drover.scheduler.v1.Plan.create_deployment:type_name -> drover.scheduler.v1.Deployment
+	7,  // 71: drover.scheduler.v1.Plan.deployment_updates:type_name -> drover.scheduler.v1.DeploymentStatusUpdate
+	63, // 72: drover.scheduler.v1.BlockedEval.class_eligibility:type_name -> drover.scheduler.v1.BlockedEval.ClassEligibilityEntry
+	41, // 73: drover.scheduler.v1.ScheduleResponse.plan:type_name -> drover.scheduler.v1.Plan
+	64, // 74: drover.scheduler.v1.ScheduleResponse.failed_tg_allocs:type_name -> drover.scheduler.v1.ScheduleResponse.FailedTgAllocsEntry
+	65, // 75: drover.scheduler.v1.ScheduleResponse.queued_allocations:type_name -> drover.scheduler.v1.ScheduleResponse.QueuedAllocationsEntry
+	43, // 76: drover.scheduler.v1.ScheduleResponse.blocked_evals:type_name -> drover.scheduler.v1.BlockedEval
+	45, // 77: drover.scheduler.v1.ScheduleResponse.followup_evals:type_name -> drover.scheduler.v1.FollowupEval
+	5,  // 78: drover.scheduler.v1.Deployment.TaskGroupsEntry.value:type_name -> drover.scheduler.v1.DeploymentGroupState
+	15, // 79: drover.scheduler.v1.PlacedAlloc.TaskResourcesEntry.value:type_name -> drover.scheduler.v1.Resources
+	37, // 80: drover.scheduler.v1.Plan.DesiredTgUpdatesEntry.value:type_name -> drover.scheduler.v1.DesiredUpdates
+	36, // 81: drover.scheduler.v1.ScheduleResponse.FailedTgAllocsEntry.value:type_name -> drover.scheduler.v1.AllocMetric
+	1,  // 82: drover.scheduler.v1.Scheduler.Info:input_type -> drover.scheduler.v1.InfoRequest
+	35, // 83: drover.scheduler.v1.Scheduler.Schedule:input_type -> drover.scheduler.v1.ScheduleRequest
+	10, // 84: drover.scheduler.v1.Scheduler.Info:output_type -> drover.scheduler.v1.InfoResponse
+	44, // 85: drover.scheduler.v1.Scheduler.Schedule:output_type -> drover.scheduler.v1.ScheduleResponse
+	84, // [84:86] is the sub-list for method output_type
+	82, // [82:84] is the sub-list for method input_type
+	82, // [82:82] is the sub-list for extension type_name
+	82, // [82:82] is the sub-list for extension extendee
+	0,  // [0:82] is the sub-list for field type_name
 }
 
 func init() { file_scheduler_proto_init() }
@@ -4875,7 +5294,7 @@ func file_scheduler_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_scheduler_proto_rawDesc), len(file_scheduler_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   60,
+			NumMessages:   65,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -80,6 +80,10 @@ const (
 	RuleNoPreemption = "no-preemption"
 	// A plan places no more than max_placements new allocations.
 	RuleMaxPlacements = "max-placements"
+	// A group asking for a static port is not placed on a node that
+	// already holds it (node-1), and every placement's ports keep the
+	// ports invariant.
+	RulePortHeld = "port-held"
 
 	// Invariants, checked on every response.
 
@@ -99,6 +103,11 @@ const (
 	RuleOtherJobs = "other-jobs"
 	// No node is over its capacity (CPU, memory) after the plan.
 	RuleFits = "fits"
+	// A new allocation holds exactly its group's ports (static ones at
+	// their value, dynamic ones in the node's range), none of them held
+	// on the node after the plan's stops, reserved there, or given to
+	// another allocation of the plan; an in-place update keeps its ports.
+	RulePorts = "ports"
 	// Follow-up evals have distinct canonical UUIDs and a wait time; each
 	// alloc follow-up marks a finished allocation of the job, once, with
 	// one of them; a placement's previous_allocation is the job's.

@@ -167,3 +167,33 @@ func TestBrokenSchedulersFail(t *testing.T) {
 		})
 	}
 }
+
+// samePort gives every new placement static port 8080 only.
+type samePort struct{ scheduler.Scheduler }
+
+func (s samePort) Schedule(ctx context.Context, req *schedulerpb.ScheduleRequest) (*schedulerpb.ScheduleResponse, error) {
+	resp, err := s.Scheduler.Schedule(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range resp.GetPlan().GetNodeAllocation() {
+		if len(p.GetPorts()) > 0 && !p.GetInPlace() {
+			p.Ports = []*schedulerpb.AllocatedPort{{Label: "http", Value: 8080}, {Label: "admin", Value: 8080}}
+		}
+	}
+	return resp, nil
+}
+
+func TestPortsInvariant(t *testing.T) {
+	fs := conformance.Check(samePort{systemSched()}, conformance.Options{})
+	var all []string
+	for _, f := range fs {
+		all = append(all, f.String())
+	}
+	if got := rules(fs); !slices.Equal(got, []string{conformance.RulePorts}) {
+		t.Errorf("broken rules = %q, want only %q; failures:\n%s", got, conformance.RulePorts, strings.Join(all, "\n"))
+	}
+	if want := "holds dynamic port \"admin\" at 8080, outside the node's range 20000-20100"; !strings.Contains(strings.Join(all, "\n"), want) {
+		t.Errorf("no failure says %q; failures:\n%s", want, strings.Join(all, "\n"))
+	}
+}

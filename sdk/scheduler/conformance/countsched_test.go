@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/drover-org/drover/sdk/proto/schedulerpb"
+	"github.com/drover-org/drover/sdk/scheduler/feasible"
 )
 
 // countSched is a minimal count-based scheduler (a "service" type without
@@ -46,8 +47,10 @@ func (countSched) Schedule(_ context.Context, req *schedulerpb.ScheduleRequest) 
 		}
 		return nil
 	}
+	ports := feasible.NewPorts(req) // the sdk's port book, as a third-party plugin would use it
 	stop := func(a *schedulerpb.Allocation, why, status string) {
 		plan.NodeUpdate = append(plan.NodeUpdate, &schedulerpb.AllocStop{AllocId: a.GetId(), NodeId: a.GetNodeId(), DesiredDescription: why, ClientStatus: status})
+		ports.Release(a.GetId())
 		f := free[a.GetNodeId()]
 		free[a.GetNodeId()] = [2]int64{f[0] + a.GetResources().GetCpu(), f[1] + a.GetResources().GetMemoryMb()}
 	}
@@ -73,7 +76,7 @@ func (countSched) Schedule(_ context.Context, req *schedulerpb.ScheduleRequest) 
 			}
 			plan.NodeAllocation = append(plan.NodeAllocation, &schedulerpb.PlacedAlloc{
 				Id: a.GetId(), Name: a.GetName(), NodeId: a.GetNodeId(), NodeName: a.GetNodeName(),
-				TaskGroup: tg.GetName(), TaskResources: taskResources(tg), InPlace: true,
+				TaskGroup: tg.GetName(), TaskResources: taskResources(tg), InPlace: true, Ports: ports.Of(a.GetId()),
 			})
 			kept[a.GetName()] = true
 		default:
@@ -100,11 +103,16 @@ func (countSched) Schedule(_ context.Context, req *schedulerpb.ScheduleRequest) 
 				continue
 			}
 			var node *schedulerpb.Node
+			var held []*schedulerpb.AllocatedPort
 			for k := range ids {
 				n := nodes[ids[(next+k)%len(ids)]]
 				f := free[n.GetId()]
 				if n.GetStatus() == "ready" && n.GetEligible() && !n.GetDraining() && f[0] >= cpu && f[1] >= mem {
-					node, next = n, (next+k+1)%len(ids)
+					p, dim := ports.Pick(n, feasible.GroupPorts(tg), name)
+					if dim != "" {
+						continue
+					}
+					node, held, next = n, p, (next+k+1)%len(ids)
 					break
 				}
 			}
@@ -118,8 +126,9 @@ func (countSched) Schedule(_ context.Context, req *schedulerpb.ScheduleRequest) 
 			sum := sha256.Sum256([]byte(fmt.Sprint(req.GetEval().GetId(), req.GetAttempt(), name)))
 			plan.NodeAllocation = append(plan.NodeAllocation, &schedulerpb.PlacedAlloc{
 				Id: fmt.Sprintf("%x", sum[:16]), Name: name, NodeId: node.GetId(), NodeName: node.GetName(),
-				TaskGroup: tg.GetName(), TaskResources: taskResources(tg), SharedDiskMb: tg.GetEphemeralDiskMb(),
+				TaskGroup: tg.GetName(), TaskResources: taskResources(tg), SharedDiskMb: tg.GetEphemeralDiskMb(), Ports: held,
 			})
+			ports.Hold(node, held)
 			placed++
 		}
 	}

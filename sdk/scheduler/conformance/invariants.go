@@ -234,6 +234,11 @@ func Invariants(t Target, req *schedulerpb.ScheduleRequest, resp *schedulerpb.Sc
 	// fits
 	out = append(out, o.fits()...)
 
+	// ports
+	for _, m := range o.ports() {
+		fail(RulePorts, "%s", m)
+	}
+
 	// followups
 	for _, f := range o.followups(resp) {
 		fail(RuleFollowups, "%s", f)

@@ -10,6 +10,33 @@ import (
 // scenarios are the kit's own, in the order they run.
 var scenarios = []Scenario{
 	{
+		Name: RulePortHeld,
+		Request: func(t Target) *schedulerpb.ScheduleRequest {
+			return t.Cluster().Edit(func(req *schedulerpb.ScheduleRequest) {
+				for _, tg := range req.GetJob().GetTaskGroups() {
+					tg.Networks = []*schedulerpb.NetworkAsk{{Mode: "host",
+						ReservedPorts: []*schedulerpb.PortAsk{{Label: "http", Value: 8080}},
+						DynamicPorts:  []*schedulerpb.PortAsk{{Label: "admin"}}}}
+				}
+				for _, n := range req.GetNodes() {
+					n.Network = &schedulerpb.NodeNetwork{Ip: "10.0.0.1", MinDynamicPort: 20000, MaxDynamicPort: 20100}
+					if n.GetId() == "node-1" {
+						n.UsedPorts = []int32{8080}
+					}
+				}
+			}).Request()
+		},
+		Expect: func(_ Target, req *schedulerpb.ScheduleRequest, resp *schedulerpb.ScheduleResponse) []string {
+			var out []string
+			for _, p := range read(req, resp).fresh {
+				if p.GetNodeId() == "node-1" {
+					out = append(out, fmt.Sprintf("%s is placed on node-1, which already holds its static port 8080; a port is held once per node", p.GetId()))
+				}
+			}
+			return out
+		},
+	},
+	{
 		Name:    RuleRegister,
 		Request: func(t Target) *schedulerpb.ScheduleRequest { return t.Cluster().Request() },
 		Expect:  converged,

@@ -82,7 +82,7 @@ func (r *run) placeIndex(g *group, i int, nodes []*node, byDC map[string]int32, 
 		*cands = r.staticCheck(g, nodes)
 	}
 	allocName := reconcile.AllocName(r.job.GetId(), name, i)
-	best, metric := r.pick(g, i, allocName, *cands, byDC)
+	best, ports, metric := r.pick(g, i, allocName, *cands, byDC)
 	if best == nil {
 		r.fail(name, metric)
 		r.queued[name]++
@@ -97,6 +97,8 @@ func (r *run) placeIndex(g *group, i int, nodes []*node, byDC map[string]int32, 
 	p := r.newPlaced(nodesched.AllocID(r.req.GetEval().GetId(), r.req.GetAttempt(), best.n.GetId(), idName), allocName, best.n, g)
 	p.Canary = canary
 	p.Metrics = metric
+	p.Ports = ports
+	r.ports.Hold(best.n, ports)
 	r.plan.NodeAllocation = append(r.plan.NodeAllocation, p)
 	best.used = best.used.Add(g.ask)
 	g.chain.Placed(best.n.GetId(), allocName)
@@ -130,8 +132,8 @@ func (r *run) staticCheck(g *group, nodes []*node) []candidate {
 // pick chooses the node for index idx of g: of the feasible nodes where
 // the group fits, the best ranked (package rank), ties to the lower node
 // ID. The metric describes the search; with no node chosen it explains
-// the failure.
-func (r *run) pick(g *group, idx int, allocName string, cands []candidate, byDC map[string]int32) (*node, *schedulerpb.AllocMetric) {
+// the failure. ports are the host ports picked on the chosen node.
+func (r *run) pick(g *group, idx int, allocName string, cands []candidate, byDC map[string]int32) (*node, []*schedulerpb.AllocatedPort, *schedulerpb.AllocMetric) {
 	m := &schedulerpb.AllocMetric{
 		NodesAvailable: maps.Clone(byDC),
 		NodesInPool:    int32(len(cands)),
@@ -140,6 +142,7 @@ func (r *run) pick(g *group, idx int, allocName string, cands []candidate, byDC 
 	penalized, penalty := g.penalized[idx]
 	top := rank.NewTop(rank.MaxRetainedScores)
 	var best *node
+	var bestPorts []*schedulerpb.AllocatedPort
 	var bestScore float64
 	for i := range cands {
 		c := &cands[i]
@@ -171,7 +174,13 @@ func (r *run) pick(g *group, idx int, allocName string, cands []candidate, byDC 
 			}
 			continue
 		}
-		if fits, dim := feasible.Fits(c.capacity, c.used, g.ask); !fits {
+		fits, dim := feasible.Fits(c.capacity, c.used, g.ask)
+		var ports []*schedulerpb.AllocatedPort
+		if fits {
+			ports, dim = r.ports.Pick(n, g.ports, allocName)
+			fits = dim == ""
+		}
+		if !fits {
 			m.NodesExhausted++
 			if m.DimensionExhausted == nil {
 				m.DimensionExhausted = map[string]int32{}
@@ -191,13 +200,13 @@ func (r *run) pick(g *group, idx int, allocName string, cands []candidate, byDC 
 		})
 		top.Offer(n.GetId(), s)
 		if best == nil || s > bestScore {
-			best, bestScore = c.node, s
+			best, bestPorts, bestScore = c.node, ports, s
 		}
 	}
 	if best != nil {
 		m.Scores = top.Scores()
 	}
-	return best, m
+	return best, bestPorts, m
 }
 
 func (r *run) fail(tg string, m *schedulerpb.AllocMetric) {

@@ -26,6 +26,7 @@ type group struct {
 	chain *feasible.GroupChain
 	rank  *rank.Group
 	ask   feasible.Vec
+	ports feasible.PortAsks
 	// taken marks the indexes held by a kept live alloc or a finished one.
 	taken map[int]bool
 	// previous is the alloc each missing index replaces, if any.
@@ -58,6 +59,7 @@ type run struct {
 	order    []string // group names in job order
 	csi      *feasible.CSIVolumes
 	distinct *feasible.Distinct
+	ports    *feasible.Ports // host ports held per node as this plan leaves them
 
 	plan      *schedulerpb.Plan
 	queued    map[string]int32
@@ -85,6 +87,7 @@ func newRun(req *schedulerpb.ScheduleRequest, cfg Config) *run {
 		queued:    map[string]int32{},
 		classElig: map[string]bool{},
 		now:       reschedule.Clock(req),
+		ports:     feasible.NewPorts(req),
 	}
 	for _, n := range req.GetNodes() {
 		r.nodes[n.GetId()] = &node{n: n, capacity: feasible.VecOf(n.GetCapacity()), used: feasible.VecOf(n.GetUsed())}
@@ -98,7 +101,7 @@ func newRun(req *schedulerpb.ScheduleRequest, cfg Config) *run {
 	for _, tg := range job.GetTaskGroups() {
 		g := &group{
 			tg: tg, chain: feasible.NewGroupChainCSI(job, tg, cache, r.csi), rank: rank.NewGroup(job, tg, cache),
-			ask: feasible.GroupAsk(tg), taken: map[int]bool{}, previous: map[int]string{}, penalized: map[int]map[string]bool{},
+			ask: feasible.GroupAsk(tg), ports: feasible.GroupPorts(tg), taken: map[int]bool{}, previous: map[int]string{}, penalized: map[int]map[string]bool{},
 			resched: map[int]*rescheduling{}, updating: map[int]bool{}, updateLimit: -1, migrationLimit: -1,
 		}
 		g.rank.SetJobAntiAffinity(!cfg.NoJobAntiAffinity)
@@ -135,6 +138,7 @@ func (r *run) stop(a *schedulerpb.Allocation, desc, clientStatus string) {
 	})
 	r.csi.Release(a.GetId())
 	if !reconcile.Terminal(a) {
+		r.ports.Release(a.GetId())
 		if n := r.nodes[a.GetNodeId()]; n != nil {
 			n.used = n.used.Sub(feasible.VecOf(a.GetResources()))
 		}
@@ -384,6 +388,7 @@ func (r *run) inPlace(a *schedulerpb.Allocation, g *group) bool {
 	n.used = used.Add(g.ask)
 	p := r.newPlaced(a.GetId(), a.GetName(), n.n, g)
 	p.InPlace = true
+	p.Ports = r.ports.Of(a.GetId())
 	r.plan.NodeAllocation = append(r.plan.NodeAllocation, p)
 	return true
 }

@@ -26,6 +26,7 @@ func (r *run) stop(a *schedulerpb.Allocation, desc, clientStatus string) {
 	})
 	r.csi.Release(a.GetId())
 	if !reconcile.Terminal(a) {
+		r.ports.Release(a.GetId())
 		r.adjust[a.GetNodeId()] = r.adjust[a.GetNodeId()].Sub(feasible.VecOf(a.GetResources()))
 	}
 }
@@ -134,6 +135,7 @@ func (r *run) inPlace(t reconcile.AllocTuple) bool {
 	r.adjust[node.GetId()] = r.adjust[node.GetId()].Sub(old).Add(g.ask)
 	p := r.newPlaced(a.GetId(), t.Name, node, g)
 	p.InPlace = true
+	p.Ports = r.ports.Of(a.GetId())
 	r.plan.NodeAllocation = append(r.plan.NodeAllocation, p)
 	return true
 }

@@ -166,6 +166,7 @@ type group struct {
 	tg       *schedulerpb.TaskGroup
 	chain    *feasible.GroupChain
 	ask      feasible.Vec
+	ports    feasible.PortAsks
 	existing bool // has ignored or in-place allocs: filtered-only is no failure
 }
 
@@ -186,6 +187,7 @@ type run struct {
 	nodesByDC map[string]int32
 	groups    map[string]*group
 	csi       *feasible.CSIVolumes // the request's volumes and this plan's claims
+	ports     *feasible.Ports      // host ports held per node as this plan leaves them
 
 	// adjust is the per-node change to node.used made by this plan before
 	// placement: stops free resources, in-place updates change them.
@@ -223,6 +225,7 @@ func newRun(e *Engine, req *schedulerpb.ScheduleRequest) *run {
 		plan:      &schedulerpb.Plan{DesiredTgUpdates: map[string]*schedulerpb.DesiredUpdates{}},
 		queued:    map[string]int32{},
 		classElig: map[string]bool{},
+		ports:     feasible.NewPorts(req),
 	}
 	if e.opts.PreemptionEnabled != nil {
 		r.preempt = e.opts.PreemptionEnabled(req.GetConfig())
@@ -243,7 +246,7 @@ func newRun(e *Engine, req *schedulerpb.ScheduleRequest) *run {
 		cache := feasible.NewCache()
 		r.csi = feasible.NewCSIVolumes(req)
 		for _, tg := range job.GetTaskGroups() {
-			g := &group{tg: tg, chain: feasible.NewGroupChainCSI(job, tg, cache, r.csi), ask: feasible.GroupAsk(tg)}
+			g := &group{tg: tg, chain: feasible.NewGroupChainCSI(job, tg, cache, r.csi), ask: feasible.GroupAsk(tg), ports: feasible.GroupPorts(tg)}
 			r.groups[tg.GetName()] = g
 			r.escaped = r.escaped || g.chain.Escaped
 		}

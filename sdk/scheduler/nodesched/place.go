@@ -14,6 +14,7 @@ type selection struct {
 	filter    string // feasibility reason when the node was filtered
 	dimension string // exhausted dimension when the group did not fit
 	victims   []*schedulerpb.NodeAlloc
+	ports     []*schedulerpb.AllocatedPort // picked, not yet held
 }
 
 // check runs the group's feasibility chain and the resource fit on node,
@@ -34,7 +35,16 @@ func (r *run) check(g *group, node *schedulerpb.Node, allocName, self string, us
 	if fits, dim := feasible.Fits(feasible.VecOf(node.GetCapacity()), used, g.ask); !fits {
 		return selection{dimension: dim}
 	}
-	return selection{}
+	if self != "" {
+		return selection{} // an in-place update keeps its ports
+	}
+	return r.pickPorts(g, node, allocName)
+}
+
+// pickPorts picks the ports of a new allocation of g on node.
+func (r *run) pickPorts(g *group, node *schedulerpb.Node, allocName string) selection {
+	ports, dim := r.ports.Pick(node, g.ports, allocName)
+	return selection{dimension: dim, ports: ports}
 }
 
 // nodeState tracks a node while its placements are made, so several groups
@@ -81,9 +91,15 @@ func (r *run) computePlacements(place []reconcile.AllocTuple) {
 			cur = &nodeState{node: node, used: r.baseUsed(node)}
 		}
 		sel := r.check(g, node, t.Name, "", cur.used)
-		if sel.dimension != "" && r.preempt {
+		if sel.dimension != "" && r.preempt && !feasible.IsNetworkDimension(sel.dimension) {
 			if v := pickVictims(node, r.job.GetPriority(), cur.used, g.ask, cur.isPreempted); v != nil {
-				sel = selection{victims: v}
+				// Preemption frees resources, not ports: a victim's
+				// ports stay held until the plan is applied.
+				sel = r.pickPorts(g, node, t.Name)
+				sel.victims = v
+				if sel.dimension != "" {
+					sel.victims = nil
+				}
 			}
 		}
 		switch {
@@ -117,7 +133,7 @@ func (r *run) computePlacements(place []reconcile.AllocTuple) {
 		case sel.dimension != "":
 			r.exhausted(g, node, sel.dimension)
 		default:
-			r.placeOn(t, g, cur, sel.victims)
+			r.placeOn(t, g, cur, sel)
 		}
 	}
 	r.filtered = filteredBy
@@ -178,13 +194,16 @@ func (r *run) placedMetric() *schedulerpb.AllocMetric {
 }
 
 // placeOn adds a new allocation for t on the node of cur.
-func (r *run) placeOn(t reconcile.AllocTuple, g *group, cur *nodeState, victims []*schedulerpb.NodeAlloc) {
+func (r *run) placeOn(t reconcile.AllocTuple, g *group, cur *nodeState, sel selection) {
 	node := cur.node
+	victims := sel.victims
 	var id string
 	id, r.idBuf = appendAllocID(r.idBuf[:0], r.eval.GetId(), r.req.GetAttempt(), node.GetId(), t.Name)
 	p := r.newPlaced(id, t.Name, node, g)
 	r.plan.PlacementMetric = r.placedMetric()
 	p.PreviousAllocation = t.Alloc.GetId()
+	p.Ports = sel.ports
+	r.ports.Hold(node, sel.ports)
 	for _, v := range victims {
 		p.PreemptedAllocations = append(p.PreemptedAllocations, v.GetId())
 		r.plan.NodePreemptions = append(r.plan.NodePreemptions, &schedulerpb.Preemption{

@@ -59,8 +59,10 @@ func Destructive(oldJob, newJob *schedulerpb.Job, group string) bool {
 	}
 	if len(oldTG.GetTasks()) != len(newTG.GetTasks()) ||
 		oldTG.GetEphemeralDiskMb() != newTG.GetEphemeralDiskMb() ||
-		!protoSlicesEqual(oldTG.GetVolumes(), newTG.GetVolumes()) {
-		// A changed volume block needs new claims: a new allocation.
+		!protoSlicesEqual(oldTG.GetVolumes(), newTG.GetVolumes()) ||
+		!protoSlicesEqual(oldTG.GetNetworks(), newTG.GetNetworks()) {
+		// A changed volume block needs new claims, a changed network
+		// block new ports: a new allocation.
 		return true
 	}
 	for _, nt := range newTG.GetTasks() {

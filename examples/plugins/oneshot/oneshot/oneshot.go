@@ -99,6 +99,7 @@ func (s *Scheduler) Schedule(ctx context.Context, req *schedulerpb.ScheduleReque
 		req:    req,
 		nodes:  map[string]*schedulerpb.Node{},
 		used:   map[string]feasible.Vec{},
+		ports:  feasible.NewPorts(req),
 		spread: map[string]int{},
 		slots:  map[string]slot{},
 		resp: &schedulerpb.ScheduleResponse{
@@ -134,6 +135,7 @@ type planner struct {
 	req     *schedulerpb.ScheduleRequest
 	nodes   map[string]*schedulerpb.Node
 	used    map[string]feasible.Vec // per node, as the plan leaves it
+	ports   *feasible.Ports         // host ports per node, as the plan leaves them
 	spread  map[string]int          // live allocs of the job per node
 	slots   map[string]slot         // by allocation name
 	placed  int32                   // new allocations, against max_placements
@@ -189,6 +191,7 @@ func (p *planner) stop(a *schedulerpb.Allocation, desc, clientStatus string) {
 		AllocId: a.GetId(), NodeId: a.GetNodeId(), DesiredDescription: desc, ClientStatus: clientStatus,
 	})
 	p.used[a.GetNodeId()] = p.used[a.GetNodeId()].Sub(feasible.VecOf(a.GetResources()))
+	p.ports.Release(a.GetId())
 	p.desired(a.GetTaskGroup()).Stop++
 }
 
@@ -216,7 +219,7 @@ func (p *planner) placeGroup(tg *schedulerpb.TaskGroup) {
 		if limit := p.req.GetMaxPlacements(); limit < 0 || limit > 0 && p.placed >= limit {
 			continue // left queued: the core places it with a follow-up eval
 		}
-		node := p.pick(candidates, ask, metric)
+		node, ports := p.pick(candidates, tg, name, ask, metric)
 		if node == nil {
 			if f := p.resp.FailedTgAllocs[tg.GetName()]; f != nil {
 				f.CoalescedFailures++
@@ -229,7 +232,10 @@ func (p *planner) placeGroup(tg *schedulerpb.TaskGroup) {
 		p.spread[node.GetId()]++
 		p.placed++
 		p.desired(tg.GetName()).Place++
-		p.resp.Plan.NodeAllocation = append(p.resp.Plan.NodeAllocation, newAlloc(p.req, node, tg, name, p.slots[name].prev))
+		a := newAlloc(p.req, node, tg, name, p.slots[name].prev)
+		a.Ports = ports
+		p.ports.Hold(node, ports)
+		p.resp.Plan.NodeAllocation = append(p.resp.Plan.NodeAllocation, a)
 	}
 }
 
@@ -280,17 +286,25 @@ func (p *planner) feasibleNodes(tg *schedulerpb.TaskGroup) ([]*schedulerpb.Node,
 
 // pick returns the candidate with room for ask that runs the fewest
 // allocations of the job, the first in seeded order among equals. With no
-// room anywhere it records the exhaustion in m and returns nil.
-func (p *planner) pick(candidates []*schedulerpb.Node, ask feasible.Vec, m *schedulerpb.AllocMetric) *schedulerpb.Node {
+// room anywhere it records the exhaustion in m and returns nil. Room
+// includes the group's ports (the sdk's port book picks them); the
+// chosen node's are returned.
+func (p *planner) pick(candidates []*schedulerpb.Node, tg *schedulerpb.TaskGroup, name string, ask feasible.Vec, m *schedulerpb.AllocMetric) (*schedulerpb.Node, []*schedulerpb.AllocatedPort) {
 	var best *schedulerpb.Node
+	var bestPorts []*schedulerpb.AllocatedPort
 	exhausted := map[string]string{}
 	for _, n := range candidates {
 		if ok, dim := feasible.Fits(feasible.VecOf(n.GetCapacity()), p.used[n.GetId()], ask); !ok {
 			exhausted[n.GetId()] = dim
 			continue
 		}
+		ports, dim := p.ports.Pick(n, feasible.GroupPorts(tg), name)
+		if dim != "" {
+			exhausted[n.GetId()] = dim
+			continue
+		}
 		if best == nil || p.spread[n.GetId()] < p.spread[best.GetId()] {
-			best = n
+			best, bestPorts = n, ports
 		}
 	}
 	if best == nil && m.NodesExhausted == 0 {
@@ -300,7 +314,7 @@ func (p *planner) pick(candidates []*schedulerpb.Node, ask feasible.Vec, m *sche
 			m.ClassExhausted[n.GetNodeClass()]++
 		}
 	}
-	return best
+	return best, bestPorts
 }
 
 // newAlloc is the plan entry of a new allocation of tg on node. Its ID is

@@ -1,0 +1,82 @@
+package jobspec
+
+import (
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/drover-org/drover/core/structs"
+)
+
+// A group's `network { mode = "host" port "http" { static = 8080 } }`.
+// Values the parser can point at (mode, port numbers, repeated static
+// ports, the number of ports) are checked here with their position;
+// structs' validation repeats the rules for jobs sent as JSON.
+
+var (
+	networkAttrs  = []string{"mode", "mbits", "hostname"}
+	networkBlocks = []blockKind{{name: "port", labels: []string{"label"}, many: true, unique: true}}
+	portAttrs     = []string{"static", "to", "host_network"}
+)
+
+func (p *parser) network(b *hcl.Block) []*structs.NetworkResource {
+	if b == nil {
+		return nil
+	}
+	n := &structs.NetworkResource{Mode: structs.NetworkModeHost}
+	attrs, blocks := p.content(b.Body, networkAttrs, networkBlocks)
+	if p.setString(attrs["mode"], &n.Mode) {
+		switch n.Mode {
+		case structs.NetworkModeHost:
+		case "":
+			n.Mode = structs.NetworkModeHost
+		default:
+			p.errorf(attrs["mode"].Expr.Range(), "Unsupported network mode",
+				"mode is %q; drover serves host networking only (mode = \"host\").", n.Mode)
+		}
+	}
+	p.setIntRange(attrs["mbits"], 0, 1<<20, func(i int64) { n.MBits = int(i) })
+	p.setString(attrs["hostname"], &n.Hostname)
+
+	ports := blocks["port"]
+	if len(ports) > structs.MaxPortsPerGroup {
+		p.errorf(ports[structs.MaxPortsPerGroup].DefRange, "Too many ports",
+			"A network block may ask for at most %d ports; this one asks for %d.", structs.MaxPortsPerGroup, len(ports))
+		return []*structs.NetworkResource{n}
+	}
+	static := map[int]*hcl.Attribute{}
+	for _, pb := range ports {
+		label := pb.Labels[0]
+		if !validLabel(label) {
+			p.errorf(pb.LabelRanges[0], "Invalid port label",
+				"The port label %q must be letters, digits and underscores: it names NOMAD_PORT_%s.", label, label)
+		}
+		port := structs.Port{Label: label}
+		pa, _ := p.content(pb.Body, portAttrs, nil)
+		if a := pa["static"]; a != nil && p.setIntRange(a, structs.MinPort, structs.MaxPort, func(i int64) { port.Value = int(i) }) {
+			if prev := static[port.Value]; prev != nil {
+				p.errorf(a.Expr.Range(), "Duplicate static port",
+					"Static port %d is already asked for at %s; each port of a node can be held once.", port.Value, posString(prev.Expr.Range()))
+			}
+			static[port.Value] = a
+		}
+		p.setIntRange(pa["to"], -1, structs.MaxPort, func(i int64) { port.To = int(i) })
+		if p.setString(pa["host_network"], &port.HostNetwork) && port.HostNetwork != structs.HostNetworkDefault {
+			p.errorf(pa["host_network"].Expr.Range(), "Unsupported host_network",
+				"host_network is %q; drover serves the node's default network only (host_network = %q).", port.HostNetwork, structs.HostNetworkDefault)
+		}
+		if port.Value != 0 {
+			n.ReservedPorts = append(n.ReservedPorts, port)
+		} else {
+			n.DynamicPorts = append(n.DynamicPorts, port)
+		}
+	}
+	return []*structs.NetworkResource{n}
+}
+
+func validLabel(s string) bool {
+	for _, r := range s {
+		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
+}

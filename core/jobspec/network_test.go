@@ -1,0 +1,80 @@
+package jobspec
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// wrapNetwork puts body inside a group's network block; line 4 is the
+// first line of body.
+func wrapNetwork(body string) string {
+	return "job \"j\" {\n  group \"g\" {\n    network {\n" + body + "    }\n    task \"t\" {\n      driver = \"raw_exec\"\n    }\n  }\n}\n"
+}
+
+func TestNetworkParse(t *testing.T) {
+	src := wrapNetwork("      port \"http\" {\n        static = 8080\n        to = 80\n      }\n      port \"dyn\" {}\n      port \"b\" {\n        to = 9000\n      }\n")
+	job, err := Parse("job.hcl", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nets := job.TaskGroups[0].Networks
+	if len(nets) != 1 {
+		t.Fatalf("networks = %d, want 1", len(nets))
+	}
+	n := nets[0]
+	got := fmt.Sprintf("%s %+v %+v", n.Mode, n.ReservedPorts, n.DynamicPorts)
+	want := "host [{Label:http Value:8080 To:80 HostNetwork:}] [{Label:dyn Value:0 To:0 HostNetwork:} {Label:b Value:0 To:9000 HostNetwork:}]"
+	if got != want {
+		t.Errorf("network =\n  %s\nwant\n  %s", got, want)
+	}
+}
+
+func TestNetworkErrors(t *testing.T) {
+	tests := []struct {
+		name, body, want, detail string
+	}{
+		{"bridge mode", "      mode = \"bridge\"\n", "job.hcl:4:14: Unsupported network mode", `mode is "bridge"`},
+		{"cni mode", "      mode = \"cni/mynet\"\n", "job.hcl:4:14: Unsupported network mode", "host networking only"},
+		{"duplicate label", "      port \"a\" {}\n      port \"a\" {}\n", "job.hcl:5:12: Duplicate port \"a\"", "already defined at job.hcl:4:7"},
+		{"duplicate static port", "      port \"a\" {\n        static = 80\n      }\n      port \"b\" {\n        static = 80\n      }\n",
+			"job.hcl:8:18: Duplicate static port", "already asked for at job.hcl:5:18"},
+		{"static port zero", "      port \"a\" {\n        static = 0\n      }\n", "job.hcl:5:18: Value out of range", "between 1 and 65535, got 0"},
+		{"static port too large", "      port \"a\" {\n        static = 70000\n      }\n", "job.hcl:5:18: Value out of range", "got 70000"},
+		{"to too large", "      port \"a\" {\n        to = 65536\n      }\n", "job.hcl:5:14: Value out of range", "between -1 and 65535"},
+		{"static not a number", "      port \"a\" {\n        static = \"http\"\n      }\n", "job.hcl:5:18: Incorrect attribute value type", "a number is required"},
+		{"bad label", "      port \"a-b\" {}\n", "job.hcl:4:12: Invalid port label", "NOMAD_PORT_a-b"},
+		{"other host network", "      port \"a\" {\n        host_network = \"public\"\n      }\n", "job.hcl:5:24: Unsupported host_network", `"public"`},
+		{"unknown port attribute", "      port \"a\" {\n        value = 1\n      }\n", "job.hcl:5:9: Unsupported argument", `"value"`},
+		{"dns unsupported", "      dns {\n      }\n", "job.hcl:4:7: Unsupported block type", `"dns"`},
+		{"too many ports", manyPorts(129), "job.hcl:132:7: Too many ports", "at most 128 ports"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			job, err := Parse("job.hcl", []byte(wrapNetwork(tt.body)))
+			if err == nil {
+				t.Fatalf("no error; parsed %+v", job)
+			}
+			first := strings.SplitN(err.Error(), "\n", 2)[0]
+			if !strings.HasPrefix(first, tt.want) || !strings.Contains(first, tt.detail) {
+				t.Errorf("first error line:\n  %s\nwant prefix %q containing %q", first, tt.want, tt.detail)
+			}
+		})
+	}
+}
+
+func TestNetworkTwoBlocks(t *testing.T) {
+	src := "job \"j\" {\n  group \"g\" {\n    network {}\n    network {}\n  }\n}\n"
+	_, err := Parse("job.hcl", []byte(src))
+	if err == nil || !strings.HasPrefix(err.Error(), "job.hcl:4:5: Duplicate network block") {
+		t.Fatalf("err = %v, want a duplicate network block at 4:5", err)
+	}
+}
+
+func manyPorts(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "      port \"p%d\" {}\n", i)
+	}
+	return b.String()
+}

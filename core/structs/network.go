@@ -1,0 +1,236 @@
+package structs
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Network modes. Only host networking is served: a group's ports are
+// ports of the node's own address.
+const (
+	NetworkModeHost   = "host"
+	NetworkModeBridge = "bridge"
+	NetworkModeNone   = "none"
+
+	// HostNetworkDefault is the only host_network a port may name: the
+	// node's fingerprinted address.
+	HostNetworkDefault = "default"
+)
+
+// Port bounds. A group asks for at most MaxPortsPerGroup ports, each in
+// [MinPort, MaxPort]; the dynamic range defaults to Nomad's.
+const (
+	MinPort                = 1
+	MaxPort                = 65535
+	MaxPortsPerGroup       = 128
+	DefaultMinDynamicPort  = 20000
+	DefaultMaxDynamicPort  = 32000
+	maxReservedPortsString = 4096
+)
+
+// NetworkResource is a group's network block (TaskGroup.Networks) or one
+// of a node's addresses (NodeResources.Networks), as Nomad's API spells it.
+type NetworkResource struct {
+	Mode          string `codec:",omitempty"`
+	Device        string `codec:",omitempty"`
+	CIDR          string `codec:",omitempty"`
+	IP            string `codec:",omitempty"`
+	Hostname      string `codec:",omitempty"`
+	MBits         int    `codec:",omitempty"`
+	ReservedPorts []Port `codec:",omitempty"`
+	DynamicPorts  []Port `codec:",omitempty"`
+}
+
+// Port is one port a group asks for: Value is the host port (static for a
+// reserved port, 0 for a dynamic one until it is picked) and To the port
+// the task listens on inside its network namespace (0: the host port).
+type Port struct {
+	Label       string `codec:",omitempty"`
+	Value       int    `codec:",omitempty"`
+	To          int    `codec:",omitempty"`
+	HostNetwork string `codec:",omitempty"`
+}
+
+// AllocatedPortMapping is one port an allocation holds on its node
+// (AllocatedResources.Shared.Ports).
+type AllocatedPortMapping struct {
+	Label  string `codec:",omitempty"`
+	Value  int    `codec:",omitempty"`
+	To     int    `codec:",omitempty"`
+	HostIP string `codec:",omitempty"`
+}
+
+// NodeReservedNetworkResources is the host ports a node keeps from
+// scheduling, in the agent's syntax ("22,80,8500-8600").
+type NodeReservedNetworkResources struct {
+	ReservedHostPorts string `codec:",omitempty"`
+}
+
+// PortRange is an inclusive range of ports.
+type PortRange struct{ From, To int }
+
+// ParsePortRanges reads a list such as "22,80,8500-8600". Every port must
+// be in [1, 65535] and every range ascending.
+func ParsePortRanges(s string) ([]PortRange, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return nil, nil
+	}
+	if len(s) > maxReservedPortsString {
+		return nil, fmt.Errorf("port list is %d characters long, at most %d are allowed", len(s), maxReservedPortsString)
+	}
+	var out []PortRange
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		lo, hi, isRange := strings.Cut(part, "-")
+		from, err := parsePort(lo)
+		if err != nil {
+			return nil, fmt.Errorf("%q: %w", part, err)
+		}
+		to := from
+		if isRange {
+			if to, err = parsePort(hi); err != nil {
+				return nil, fmt.Errorf("%q: %w", part, err)
+			}
+			if to < from {
+				return nil, fmt.Errorf("%q: range must be ascending", part)
+			}
+		}
+		out = append(out, PortRange{From: from, To: to})
+	}
+	return out, nil
+}
+
+func parsePort(s string) (int, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil {
+		return 0, fmt.Errorf("not a port number")
+	}
+	if n < MinPort || n > MaxPort {
+		return 0, fmt.Errorf("port %d is outside %d-%d", n, MinPort, MaxPort)
+	}
+	return n, nil
+}
+
+// validateNetworks checks a group's network blocks: host mode only (until
+// other modes are served), at most one block, labels unique and usable
+// in environment variable names, static ports in range and not repeated,
+// and a bounded number of ports.
+func (tg *TaskGroup) validateNetworks(l *errList, where string) {
+	if len(tg.Networks) == 0 {
+		return
+	}
+	if len(tg.Networks) > 1 {
+		l.add("%s: network: only one network block is allowed (got %d)", where, len(tg.Networks))
+	}
+	labels := map[string]bool{}
+	static := map[int]string{}
+	for i, n := range tg.Networks {
+		w := fmt.Sprintf("%s: network %d", where, i+1)
+		if n == nil {
+			l.add("%s: null is not allowed (Networks[%d])", w, i)
+			continue
+		}
+		switch n.Mode {
+		case "", NetworkModeHost:
+		default:
+			l.add("%s: mode %q is not supported yet (only \"host\")", w, n.Mode)
+		}
+		if total := len(n.ReservedPorts) + len(n.DynamicPorts); total > MaxPortsPerGroup {
+			l.add("%s: %d ports asked, at most %d are allowed", w, total, MaxPortsPerGroup)
+			continue
+		}
+		check := func(p Port, reserved bool) {
+			pw := fmt.Sprintf("%s: port %q", w, p.Label)
+			switch {
+			case p.Label == "":
+				l.add("%s: port: missing label", w)
+			case !validPortLabel(p.Label):
+				l.add("%s: label must be letters, digits and underscores", pw)
+			case labels[p.Label]:
+				l.add("%s: label defined more than once", pw)
+			}
+			labels[p.Label] = true
+			if reserved {
+				if p.Value < MinPort || p.Value > MaxPort {
+					l.add("%s: static port %d is outside %d-%d", pw, p.Value, MinPort, MaxPort)
+				} else if other, dup := static[p.Value]; dup {
+					l.add("%s: static port %d is also asked by port %q", pw, p.Value, other)
+				} else {
+					static[p.Value] = p.Label
+				}
+			} else if p.Value != 0 {
+				l.add("%s: a dynamic port must not set a value (got %d)", pw, p.Value)
+			}
+			if p.To < -1 || p.To > MaxPort {
+				l.add("%s: to %d is outside 0-%d (-1 or 0: the host port)", pw, p.To, MaxPort)
+			}
+			if p.HostNetwork != "" && p.HostNetwork != HostNetworkDefault {
+				l.add("%s: host_network %q is not supported (only %q)", pw, p.HostNetwork, HostNetworkDefault)
+			}
+		}
+		for _, p := range n.ReservedPorts {
+			check(p, true)
+		}
+		for _, p := range n.DynamicPorts {
+			check(p, false)
+		}
+	}
+}
+
+// validPortLabel: a label ends up in NOMAD_PORT_<label>.
+func validPortLabel(s string) bool {
+	for _, r := range s {
+		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// Ports are the host ports the allocation holds.
+func (a *AllocatedResources) PortValues() []int {
+	if a == nil {
+		return nil
+	}
+	out := make([]int, 0, len(a.Shared.Ports))
+	for _, p := range a.Shared.Ports {
+		out = append(out, p.Value)
+	}
+	return out
+}
+
+// PortCollision names the first host port that two of allocs hold, or
+// that the node reserves and a new alloc (one that fresh names) holds;
+// "" when none does. Terminal allocs hold none. An alloc placed before
+// the node reserved its port keeps it.
+func PortCollision(reserved []PortRange, allocs []*Allocation, fresh func(*Allocation) bool) string {
+	held := map[int]string{}
+	for _, a := range allocs {
+		if a == nil || a.TerminalStatus() || a.AllocatedResources == nil {
+			continue
+		}
+		isNew := fresh(a)
+		for _, p := range a.AllocatedResources.Shared.Ports {
+			for _, r := range reserved {
+				if isNew && p.Value >= r.From && p.Value <= r.To {
+					return fmt.Sprintf("network: reserved port collision %s=%d", p.Label, p.Value)
+				}
+			}
+			if other, ok := held[p.Value]; ok && other != a.ID {
+				return fmt.Sprintf("network: port collision %s=%d", p.Label, p.Value)
+			}
+			held[p.Value] = a.ID
+		}
+	}
+	return ""
+}
+
+// SortedPorts returns the mappings ordered by label, for display.
+func SortedPorts(ps []AllocatedPortMapping) []AllocatedPortMapping {
+	out := append([]AllocatedPortMapping(nil), ps...)
+	sort.Slice(out, func(i, j int) bool { return out[i].Label < out[j].Label })
+	return out
+}
