@@ -29,13 +29,13 @@ type pager struct {
 	// fill is how many objects a page is filled to before the next
 	// candidate starts a new one: a candidate alone may take up to
 	// maxObjects.
-	fill int
-	emit                      func(*gcpb.DecideRequest) error
-	failed                    *error
-	pages                     []*gcpb.DecideRequest
-	cur                       *gcpb.DecideRequest
-	n, objects                int
-	newReq                    func() *gcpb.DecideRequest
+	fill       int
+	emit       func(*gcpb.DecideRequest) error
+	failed     *error
+	pages      []*gcpb.DecideRequest
+	cur        *gcpb.DecideRequest
+	n, objects int
+	newReq     func() *gcpb.DecideRequest
 }
 
 func newPager(limits gcLimits, newReq func() *gcpb.DecideRequest) *pager {
