@@ -38,6 +38,16 @@ type gcPacing struct {
 	// structs.MaxGCReapObjects and structs.MaxGCReapJobs).
 	BatchObjects int
 	BatchJobs    int
+	// EntryTarget, when set, sizes each GCReap entry so that it commits in
+	// about this long (gcSizer): the cost of a delete grows with the
+	// state (memdb copies a longer radix path per index), so a fixed
+	// count that commits in a few milliseconds on a small state holds the
+	// Raft apply loop, and the placements queued behind it, for tens of
+	// milliseconds on a state of a million objects. Entries hold
+	// MinBatch to BatchObjects objects. 0 keeps every entry at
+	// BatchObjects.
+	EntryTarget time.Duration
+	MinBatch    int
 	// Share is the largest share of the leader's time reap entries take
 	// while a backlog drains: after an entry that took d to commit, the
 	// next waits d*(1-Share)/Share, within [MinPause, MaxPause]. As
@@ -58,18 +68,33 @@ type gcPacing struct {
 	Limits gcLimits
 }
 
-// gcBatchObjects is the default size of one reap entry: well below
+// gcBatchObjects is the largest reap entry by default: well below
 // structs.MaxGCReapObjects, since a memdb write that touches more than
 // some 8,000 radix nodes notifies watchers by walking whole trees (its
-// cost then grows with the state, not the entry); measured 10-25 % faster
-// reaping at 100,000 objects (BenchmarkGCBacklog).
+// cost then grows with the state, not the entry).
 const gcBatchObjects = 2000
+
+// gcEntryTarget is the default time one reap entry takes to commit: the
+// most a placement waits behind one. At a million objects a delete costs
+// 20-40 µs on a loaded 2-core leader (BenchmarkGCReapEntry in core/state),
+// so entries hold some 25-50 objects there, and up to gcBatchObjects on a
+// small state.
+const gcEntryTarget = time.Millisecond
+
+// gcPageObjects is how many objects the core fills a page to (sdk/gc
+// allows up to MaxObjects, which one candidate alone may still take, so
+// that a job with that many children is still collected in one run):
+// building and deciding a page is one step that takes a core for as long
+// as it lasts, and a page of 65,536 objects takes it for about half a
+// second.
+const gcPageObjects = 8192
 
 func defaultGCPacing() gcPacing {
 	return gcPacing{
 		BatchObjects: gcBatchObjects, BatchJobs: structs.MaxGCReapJobs,
-		Share: 0.2, MinPause: 10 * time.Millisecond, MaxPause: 2 * time.Second,
-		Quiet: 20 * time.Millisecond, MaxYield: 500 * time.Millisecond,
+		EntryTarget: gcEntryTarget, MinBatch: 16,
+		Share: 0.2, MinPause: time.Millisecond, MaxPause: 2 * time.Second,
+		Quiet: 2 * time.Millisecond, MaxYield: 500 * time.Millisecond,
 		DecideTimeout: 30 * time.Second, Limits: defaultGCLimits(),
 	}
 }
@@ -82,6 +107,13 @@ func (p gcPacing) withDefaults() gcPacing {
 	if p.BatchJobs <= 0 || p.BatchJobs > structs.MaxGCReapJobs {
 		p.BatchJobs = d.BatchJobs
 	}
+	if p.EntryTarget < 0 {
+		p.EntryTarget = 0
+	}
+	if p.MinBatch <= 0 {
+		p.MinBatch = d.MinBatch
+	}
+	p.MinBatch = min(p.MinBatch, p.BatchObjects)
 	if p.Share <= 0 || p.Share > 1 {
 		p.Share = d.Share
 	}
@@ -165,6 +197,9 @@ type gcEngine struct {
 	// returns.
 	force chan *gcRequest
 	done  chan struct{}
+	// size sizes the reap entries of every job of the term: what an
+	// entry cost is a fact about the state, whichever job measured it.
+	size *gcSizer
 }
 
 func newGCEngine(s *Server) *gcEngine {
@@ -172,7 +207,8 @@ func newGCEngine(s *Server) *gcEngine {
 	if s.cfg.gcPacing != nil {
 		p = *s.cfg.gcPacing
 	}
-	return &gcEngine{s: s, pacing: p.withDefaults(), force: make(chan *gcRequest), done: make(chan struct{})}
+	p = p.withDefaults()
+	return &gcEngine{s: s, pacing: p, force: make(chan *gcRequest), done: make(chan struct{}), size: newGCSizer(p)}
 }
 
 // run runs the jobs on their intervals, and force GC when asked, until ctx
@@ -298,7 +334,7 @@ func (g *gcEngine) collect(ctx context.Context, j gcJob, force bool) (gcStats, e
 		// One region: this one is the authoritative one.
 		return &gcpb.DecideRequest{Collection: j.collection, NowUnixNano: now, Thresholds: th, AuthoritativeRegion: true}
 	}
-	pace := &gcPacer{p: g.pacing, idle: g.s.broker.Idle, stats: &st}
+	pace := &gcPacer{p: g.pacing, idle: g.s.broker.Idle, stats: &st, size: g.size}
 	built := time.Now()
 	// Each page is decided and applied as soon as it is built: a run
 	// holds one page, not the whole backlog, and the time spent building
@@ -433,7 +469,9 @@ func (g *gcEngine) reap(ctx context.Context, items []gcItem, pace *gcPacer, st *
 		}
 		start := time.Now()
 		_, resp, err := g.s.raftApplyResponse(structs.GCReapRequestType, &req)
-		pace.took(time.Since(start))
+		took := time.Since(start)
+		pace.took(took)
+		pace.size.committed(req.Len(), took)
 		if err != nil {
 			return fmt.Errorf("gc: reap: %w", err)
 		}
@@ -444,8 +482,12 @@ func (g *gcEngine) reap(ctx context.Context, items []gcItem, pace *gcPacer, st *
 		}
 		return nil
 	}
+	size := g.pacing.BatchObjects
 	for _, it := range items {
-		if batch.Len() >= g.pacing.BatchObjects || (it.kind == gcpb.ObjectKind_OBJECT_KIND_JOB && len(batch.Jobs) >= g.pacing.BatchJobs) {
+		if pace.size != nil {
+			size = pace.size.next()
+		}
+		if batch.Len() >= size || (it.kind == gcpb.ObjectKind_OBJECT_KIND_JOB && len(batch.Jobs) >= g.pacing.BatchJobs) {
 			if err := flush(); err != nil {
 				return err
 			}
@@ -547,6 +589,7 @@ type gcPacer struct {
 	// flight, and since when (evalbroker.Broker.Idle); nil never yields.
 	idle  func() (bool, time.Time)
 	stats *gcStats // counts the steps taken past MaxYield; may be nil
+	size  *gcSizer // sizes reap entries; nil: BatchObjects each
 	// now and sleep default to the wall clock.
 	now   func() time.Time
 	sleep func(ctx context.Context, d time.Duration) error
@@ -623,4 +666,39 @@ func (p *gcPacer) doSleep(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// gcSizer sizes reap entries to gcPacing.EntryTarget: each entry's commit
+// time gives the cost of one object on the state as it is now, and the
+// next entry holds as many objects as that cost fits in the target,
+// within [MinBatch, BatchObjects]. It grows at most twofold from one entry
+// to the next, so that one entry that committed fast by chance does not
+// make the next a long one, and shrinks at once. An entry's commit time
+// includes the wait behind entries ahead of it in the Raft queue, so a
+// busy leader gets smaller entries. Without a target every entry holds
+// BatchObjects.
+type gcSizer struct {
+	target      time.Duration
+	lo, hi, cur int
+}
+
+func newGCSizer(p gcPacing) *gcSizer {
+	z := &gcSizer{target: p.EntryTarget, lo: p.MinBatch, hi: p.BatchObjects, cur: p.BatchObjects}
+	if z.target > 0 {
+		z.cur = z.lo // nothing measured yet: start small
+	}
+	return z
+}
+
+// next is the size of the next entry.
+func (z *gcSizer) next() int { return z.cur }
+
+// committed records that an entry of n objects took d to commit.
+func (z *gcSizer) committed(n int, d time.Duration) {
+	if z == nil || z.target <= 0 || n <= 0 {
+		return
+	}
+	per := max(d/time.Duration(n), time.Nanosecond)
+	fit := int(z.target / per)
+	z.cur = min(max(fit, z.lo), z.hi, 2*z.cur)
 }

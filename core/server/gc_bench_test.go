@@ -225,38 +225,65 @@ func percentile(d []time.Duration, p float64) time.Duration {
 	return d[i]
 }
 
-// gcLatencySamples bounds the jobs placed while GC runs (and so with GC
-// idle).
-var gcLatencySamples = flag.Int("gcbench.samples", 0, "GC latency benchmark: at most this many jobs placed with GC running, as many idle (0: as many as ForceGC's run takes)")
+// gcLatencySamples is how many jobs the idle phase of the latency
+// benchmark places, and how many the GC phase places on one node.
+var gcLatencySamples = flag.Int("gcbench.samples", 2000, "GC latency benchmark: jobs placed with GC idle, and on each node with GC running")
 
-// gcLatencyServer is a GC bench server with one ready node, roomy enough
-// for every sample, and the backlog of objects seeded.
-func gcLatencyServer(b *testing.B, pacing *gcPacing, objects int) (*Server, *structs.Node) {
+// gcLatencyServer is a GC bench server with the backlog of objects seeded,
+// then a Raft snapshot taken and Go's heap collected, so that neither
+// phase pays for the seeding: the snapshot that the seeding's entries make
+// due, and the garbage that they leave.
+func gcLatencyServer(b *testing.B, pacing *gcPacing, objects int) *Server {
 	b.Helper()
 	b.StopTimer()
 	s := gcBenchServer(b, pacing)
-	node := testNode("ready")
+	seedGCBacklog(b, s, objects)
+	if err := s.raft.Snapshot().Error(); err != nil {
+		b.Fatal(err)
+	}
+	runtime.GC()
+	return s
+}
+
+// latencyNode registers a ready node, roomy enough for every sample.
+func latencyNode(b *testing.B, s *Server, name string) *structs.Node {
+	b.Helper()
+	node := testNode(name)
 	node.NodeResources.Cpu.CpuShares = 1 << 30
 	node.NodeResources.Memory.MemoryMB = 1 << 30
 	node.NodeResources.Disk.DiskMB = 1 << 40
 	if _, err := s.RegisterNode(context.Background(), node); err != nil {
 		b.Fatal(err)
 	}
-	seedGCBacklog(b, s, objects)
-	return s, node
+	return node
 }
 
 // BenchmarkGCSchedulingLatency: the p50 and p99 of job submission →
 // placement with GC idle, then while ForceGC reaps a backlog of
-// -gcbench.objects, on one server (the same backlog in state for both), and
-// the ratio of the p99s. Jobs are submitted one at a time, each placed on
-// the one ready node before the next.
+// -gcbench.objects terminal evals and allocs, and the ratio of the p99s.
+//
+// Both phases run on one server, one after the other, so that both see the
+// same backlog in state (the GC phase sees less and less of it) and the
+// same Go heap; the seeding's Raft snapshot and garbage are done with
+// before either starts (gcLatencyServer). Jobs are submitted one at a
+// time, each placed on the one eligible node before the next, which is the
+// worst case for GC: scheduling is never quiet, so every GC step waits its
+// MaxYield and then lands on a placement.
+//
+// The idle phase places -gcbench.samples jobs. The GC phase places jobs
+// from ForceGC's start until it returns, so that its samples cover the
+// whole run (only samples taken entirely while it ran count). Placement
+// slows as placed (terminal) allocs pile up on the node, so every
+// -gcbench.samples placements go to a fresh node (the previous one is made
+// ineligible), the idle phase's included: both phases place on nodes
+// holding 0 to -gcbench.samples allocs.
 func BenchmarkGCSchedulingLatency(b *testing.B) {
 	gcSchedulingLatency(b, gcBenchPacing())
 }
 
 func gcSchedulingLatency(b *testing.B, pacing *gcPacing) {
 	n := *gcBenchObjects
+	m := max(1, *gcLatencySamples)
 	var idle, busy []time.Duration
 	var gcTook time.Duration
 	// Go's own garbage collector, per phase: the reaping allocates (memdb
@@ -265,12 +292,27 @@ func gcSchedulingLatency(b *testing.B, pacing *gcPacing) {
 	var busyCycles, idleCycles uint32
 	var busyTime, idleTime time.Duration
 	for i := 0; i < b.N; i++ {
-		// GC running, on one server: submit until ForceGC returns or
-		// -gcbench.samples jobs are placed; only the samples taken
-		// entirely while it ran count.
-		s, node := gcLatencyServer(b, pacing, n)
+		s := gcLatencyServer(b, pacing, n)
 		b.StartTimer()
-		placeOne(b, s, node, "warm")
+
+		// GC idle.
+		node := latencyNode(b, s, "idle")
+		placeOne(b, s, node, "warm-idle")
+		var idleRun []time.Duration
+		c0, t0 := numGC(), time.Now()
+		for k := 0; k < m; k++ {
+			idleRun = append(idleRun, placeOne(b, s, node, fmt.Sprintf("idle-%d", k)))
+		}
+		idleCycles += numGC() - c0
+		idleTime += time.Since(t0)
+		if _, err := s.UpdateNodeEligibility(context.Background(), node.ID, structs.NodeSchedulingIneligible); err != nil {
+			b.Fatal(err)
+		}
+
+		// GC running: submit until ForceGC returns, on a fresh node every
+		// m placements.
+		node = latencyNode(b, s, "busy-0")
+		placeOne(b, s, node, "warm-busy")
 		var running atomic.Bool
 		running.Store(true)
 		done := make(chan error, 1)
@@ -280,15 +322,19 @@ func gcSchedulingLatency(b *testing.B, pacing *gcPacing) {
 			running.Store(false)
 			done <- err
 		}()
-		var m int
-		c0, t0 := numGC(), time.Now()
-		for k := 0; *gcLatencySamples <= 0 || m < *gcLatencySamples; k++ {
+		c0, t0 = numGC(), time.Now()
+		for k := 0; running.Load(); k++ {
+			if k > 0 && k%m == 0 {
+				if _, err := s.UpdateNodeEligibility(context.Background(), node.ID, structs.NodeSchedulingIneligible); err != nil {
+					b.Fatal(err)
+				}
+				node = latencyNode(b, s, fmt.Sprintf("busy-%d", k/m))
+			}
 			d := placeOne(b, s, node, fmt.Sprintf("busy-%d", k))
 			if !running.Load() {
 				break
 			}
 			busy = append(busy, d)
-			m++
 		}
 		busyCycles += numGC() - c0
 		busyTime += time.Since(t0)
@@ -297,6 +343,7 @@ func gcSchedulingLatency(b *testing.B, pacing *gcPacing) {
 		}
 		gcTook += time.Since(start)
 		b.StopTimer()
+		idle = append(idle, idleRun...)
 		// The placed jobs' allocs are not the backlog's: only it goes.
 		allocs, err := s.State().Allocs(nil)
 		if err != nil {
@@ -308,21 +355,6 @@ func gcSchedulingLatency(b *testing.B, pacing *gcPacing) {
 			}
 		}
 		_ = s.Shutdown()
-
-		// GC idle, on a second server with the same backlog: as many
-		// placements. Placement slows as placed (terminal) allocs pile up
-		// on the node, so both sides place the same number of jobs.
-		s, node = gcLatencyServer(b, pacing, n)
-		b.StartTimer()
-		placeOne(b, s, node, "warm")
-		c0, t0 = numGC(), time.Now()
-		for k := 0; k < m; k++ {
-			idle = append(idle, placeOne(b, s, node, fmt.Sprintf("idle-%d", k)))
-		}
-		idleCycles += numGC() - c0
-		idleTime += time.Since(t0)
-		b.StopTimer()
-		_ = s.Shutdown()
 	}
 	if len(busy) == 0 {
 		b.Fatal("ForceGC finished before the first placement: no samples with GC running (raise -gcbench.objects)")
@@ -331,8 +363,8 @@ func gcSchedulingLatency(b *testing.B, pacing *gcPacing) {
 	slices.Sort(busy)
 	ip50, ip99 := percentile(idle, 0.50), percentile(idle, 0.99)
 	bp50, bp99 := percentile(busy, 0.50), percentile(busy, 0.99)
-	b.Logf("backlog %d: idle n=%d p50=%v p99=%v (%d Go GC cycles in %v); gc running n=%d p50=%v p99=%v (%d Go GC cycles in %v); ForceGC took %v",
-		n, len(idle), ip50, ip99, idleCycles, idleTime.Round(time.Millisecond), len(busy), bp50, bp99, busyCycles,
+	b.Logf("backlog %d: idle n=%d p50=%v p99=%v max=%v (%d Go GC cycles in %v); gc running n=%d p50=%v p99=%v max=%v (%d Go GC cycles in %v); ForceGC took %v",
+		n, len(idle), ip50, ip99, idle[len(idle)-1], idleCycles, idleTime.Round(time.Millisecond), len(busy), bp50, bp99, busy[len(busy)-1], busyCycles,
 		busyTime.Round(time.Millisecond), gcTook/time.Duration(b.N))
 	b.ReportMetric(float64(ip50.Microseconds())/1000, "idle-p50-ms")
 	b.ReportMetric(float64(ip99.Microseconds())/1000, "idle-p99-ms")

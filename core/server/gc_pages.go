@@ -26,22 +26,30 @@ import (
 // returns is kept in *failed and no later page is emitted.
 type pager struct {
 	maxCandidates, maxObjects int
-	emit                      func(*gcpb.DecideRequest) error
-	failed                    *error
-	pages                     []*gcpb.DecideRequest
-	cur                       *gcpb.DecideRequest
-	n, objects                int
-	newReq                    func() *gcpb.DecideRequest
+	// fill is how many objects a page is filled to before the next
+	// candidate starts a new one: a candidate alone may take up to
+	// maxObjects.
+	fill       int
+	emit       func(*gcpb.DecideRequest) error
+	failed     *error
+	pages      []*gcpb.DecideRequest
+	cur        *gcpb.DecideRequest
+	n, objects int
+	newReq     func() *gcpb.DecideRequest
 }
 
 func newPager(limits gcLimits, newReq func() *gcpb.DecideRequest) *pager {
-	return &pager{maxCandidates: limits.candidates, maxObjects: limits.objects, newReq: newReq}
+	fill := limits.fill
+	if fill <= 0 || fill > limits.objects {
+		fill = limits.objects
+	}
+	return &pager{maxCandidates: limits.candidates, maxObjects: limits.objects, fill: fill, newReq: newReq}
 }
 
 // room makes room for a candidate of objects objects (one page at least)
 // and returns how many nested objects it may carry.
 func (p *pager) room(objects int) int {
-	if p.cur == nil || p.n >= p.maxCandidates || p.objects+objects > p.maxObjects {
+	if p.cur == nil || p.n >= p.maxCandidates || p.objects+objects > p.fill {
 		if p.cur == nil || p.n > 0 {
 			p.flush()
 			p.cur = p.newReq()
@@ -88,8 +96,9 @@ func (f *gcFacts) finish(p *pager) ([]*gcpb.DecideRequest, error) {
 	return pages, f.err
 }
 
-// gcLimits are the page bounds (sdk/gc's; tests shrink them).
-type gcLimits struct{ candidates, objects int }
+// gcLimits are the page bounds (sdk/gc's; tests shrink them), and fill,
+// the objects a page is filled to (0: objects).
+type gcLimits struct{ candidates, objects, fill int }
 
 // gcFacts reads facts from one snapshot.
 type gcFacts struct {
@@ -445,9 +454,10 @@ func sortedKeysOf[V any](m map[string]V) []string {
 	return out
 }
 
-// defaultGCLimits are sdk/gc's page bounds.
+// defaultGCLimits are sdk/gc's page bounds, pages filled to
+// gcPageObjects.
 func defaultGCLimits() gcLimits {
-	return gcLimits{candidates: sdkgc.MaxCandidates, objects: sdkgc.MaxObjects}
+	return gcLimits{candidates: sdkgc.MaxCandidates, objects: sdkgc.MaxObjects, fill: gcPageObjects}
 }
 
 // deploymentPages: every deployment, with whether it is active and how

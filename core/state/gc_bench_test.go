@@ -1,0 +1,93 @@
+package state
+
+import (
+	"flag"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-memdb"
+
+	"github.com/drover-org/drover/core/structs"
+)
+
+var (
+	gcReapObjects = flag.Int("gcreap.objects", 200_000, "BenchmarkGCReapEntry: evals plus allocs in state")
+	gcReapBatch   = flag.Int("gcreap.batch", 2000, "BenchmarkGCReapEntry: objects per GCReap entry")
+)
+
+// BenchmarkGCReapEntry: the time one GCReap entry of -gcreap.batch objects
+// (whole jobs: their allocs, evals and the job) takes to apply on a state
+// of -gcreap.objects terminal evals and allocs, with changes tracked as
+// the FSM's event feed tracks them. The cost per entry should follow the
+// entry's size, not the state's.
+func BenchmarkGCReapEntry(b *testing.B) {
+	s := testStore(b)
+	s.SetChangeSink(func(uint64, memdb.Changes) {})
+	const perJob = 100
+	jobs := max(1, *gcReapObjects/(2*perJob))
+	var index uint64 = 10
+	var all []structs.GCReapRequest
+	for j := 0; j < jobs; j++ {
+		job := mockJob("sysbatch")
+		job.Stop = true
+		index++
+		job = storedJob(b, s, index, job)
+		evals := make([]*structs.Evaluation, perJob)
+		allocs := make([]*structs.Allocation, perJob)
+		for i := range evals {
+			evals[i] = mockEval(job, structs.EvalStatusComplete)
+			a := mockAlloc(job, "gone")
+			a.EvalID = evals[i].ID
+			a.ClientStatus = structs.AllocClientStatusComplete
+			allocs[i] = a
+		}
+		index++
+		must(b, s.UpsertEvals(index, evals))
+		index++
+		must(b, s.UpsertAllocs(index, allocs))
+		var r structs.GCReapRequest
+		for _, a := range allocs {
+			got, err := s.AllocByID(nil, a.ID)
+			must(b, err)
+			r.Allocs = append(r.Allocs, ref(got.Namespace, got.ID, got.ModifyIndex))
+		}
+		for _, e := range evals {
+			got, err := s.EvalByID(nil, e.ID)
+			must(b, err)
+			r.Evals = append(r.Evals, ref(got.Namespace, got.ID, got.ModifyIndex))
+		}
+		got, err := s.JobByID(nil, job.Namespace, job.ID)
+		must(b, err)
+		r.Jobs = append(r.Jobs, ref(got.Namespace, got.ID, got.ModifyIndex))
+		all = append(all, r)
+	}
+	per := max(1, *gcReapBatch/(2*perJob+1))
+	b.ResetTimer()
+	var took, worst time.Duration
+	var reaped, entries int
+	for i := 0; i < b.N && len(all) > 0; i++ {
+		var req structs.GCReapRequest
+		n := min(per, len(all))
+		for _, r := range all[:n] {
+			req.Allocs = append(req.Allocs, r.Allocs...)
+			req.Evals = append(req.Evals, r.Evals...)
+			req.Jobs = append(req.Jobs, r.Jobs...)
+		}
+		all = all[n:]
+		index++
+		start := time.Now()
+		out, err := s.GCReap(index, &req)
+		d := time.Since(start)
+		must(b, err)
+		if out.Reaped() != req.Len() {
+			b.Fatalf("reaped %d of %d (skipped %d)", out.Reaped(), req.Len(), out.Skipped)
+		}
+		took += d
+		worst = max(worst, d)
+		reaped += out.Reaped()
+		entries++
+	}
+	b.ReportMetric(float64(took.Microseconds())/1000/float64(entries), "ms/entry")
+	b.ReportMetric(float64(worst.Microseconds())/1000, "worst-ms")
+	b.ReportMetric(float64(took.Nanoseconds())/1000/float64(reaped), "µs/object")
+}
