@@ -79,6 +79,19 @@ type Options struct {
 	// block is laid over zero values and an absent one is left for the
 	// server to fill. Nil knows no type.
 	Defaults func(jobType string) *structs.JobTypeBehavior
+
+	// Vars are "name=value" assignments of the file's input variables,
+	// as `-var` gives them, applied in order after VarFiles. A value is a
+	// string unless the variable's type is a collection or structural
+	// type, in which case it is HCL syntax ("[1, 2]").
+	Vars []string
+	// VarFiles are var files, applied in order after Env. /v1/jobs/parse
+	// passes its Variables as one.
+	VarFiles []VarFile
+	// Env is the environment ("NAME=value"); NOMAD_VAR_<name> entries set
+	// variables, at the lowest precedence after defaults. Entries naming
+	// no declared variable are ignored, as Nomad ignores them.
+	Env []string
 }
 
 // behavior returns the declaration of jobType, a copy the job may own.
@@ -117,17 +130,43 @@ func parse(filename string, src []byte, opts Options) (*structs.Job, error) {
 	if diags.HasErrors() {
 		return nil, &Error{Diags: diags}
 	}
-	p := &parser{src: src, filename: filename, opts: opts}
+	p := &parser{src: src, filename: filename, opts: opts, bodies: map[int]*hclsyntax.Body{}}
 	body := file.Body.(*hclsyntax.Body)
 	if p.checkCollections(body); p.diags.HasErrors() {
 		return nil, &Error{Diags: p.diags}
 	}
+	p.indexBodies(body)
 	job := p.file(body)
 	if p.diags.HasErrors() {
+		p.redact(p.diags)
 		sortDiags(p.diags)
 		return nil, &Error{Diags: p.diags}
 	}
 	return job, nil
+}
+
+// indexBodies fills p.bodies.
+func (p *parser) indexBodies(body *hclsyntax.Body) {
+	_ = hclsyntax.VisitAll(body, func(n hclsyntax.Node) hcl.Diagnostics {
+		if b, ok := n.(*hclsyntax.Body); ok {
+			p.bodies[b.SrcRange.Start.Byte] = b
+		}
+		return nil
+	})
+}
+
+// syntaxOf returns the source body behind b, which a dynamic block may
+// have wrapped (a wrapped body reports the original's start as its
+// MissingItemRange), or nil for a body not of this file.
+func (p *parser) syntaxOf(b hcl.Body) *hclsyntax.Body {
+	if sb, ok := b.(*hclsyntax.Body); ok {
+		return sb
+	}
+	r := b.MissingItemRange()
+	if r.Filename != p.filename {
+		return nil
+	}
+	return p.bodies[r.Start.Byte]
 }
 
 // sortDiags orders diagnostics by position: HCL reports the unknown names of
