@@ -65,7 +65,7 @@ func (p *parser) functions() map[string]function.Function {
 		"chunklist": stdlib.ChunklistFunc, "coalesce": stdlib.CoalesceFunc, "coalescelist": stdlib.CoalesceListFunc,
 		"compact": stdlib.CompactFunc, "concat": stdlib.ConcatFunc, "contains": stdlib.ContainsFunc,
 		"distinct": stdlib.DistinctFunc, "element": stdlib.ElementFunc, "flatten": stdlib.FlattenFunc,
-		"index": stdlib.IndexFunc, "keys": stdlib.KeysFunc, "length": stdlib.LengthFunc,
+		"index": stdlib.IndexFunc, "keys": stdlib.KeysFunc, "length": lengthFunc,
 		"lookup": stdlib.LookupFunc, "merge": stdlib.MergeFunc, "reverse": stdlib.ReverseListFunc,
 		"setintersection": stdlib.SetIntersectionFunc, "setsubtract": stdlib.SetSubtractFunc,
 		"setunion": stdlib.SetUnionFunc, "slice": stdlib.SliceFunc, "sort": stdlib.SortFunc,
@@ -472,6 +472,25 @@ func refusedFunc(name string) function.Function {
 		},
 	})
 }
+
+// lengthFunc is length as Nomad documents it: of a list, set, tuple, map
+// or object, or the characters of a string.
+var lengthFunc = function.New(&function.Spec{
+	Params: []function.Parameter{{Name: "value", Type: cty.DynamicPseudoType, AllowDynamicType: true, AllowUnknown: true, AllowMarked: true}},
+	Type: func(args []cty.Value) (cty.Type, error) {
+		ty := args[0].Type()
+		if ty == cty.String || ty == cty.DynamicPseudoType || ty.IsCollectionType() || ty.IsTupleType() || ty.IsObjectType() {
+			return cty.Number, nil
+		}
+		return cty.NilType, fmt.Errorf("the argument must be a string, collection or structural value, not %s", ty.FriendlyName())
+	},
+	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+		if args[0].Type() == cty.String {
+			return stdlib.Strlen(args[0])
+		}
+		return stdlib.Length(args[0])
+	},
+})
 
 func stringFunc(f func(string) (string, error)) function.Function {
 	return function.New(&function.Spec{

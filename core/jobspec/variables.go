@@ -56,6 +56,7 @@ type variable struct {
 	validations []*hcl.Block
 	value       cty.Value
 	source      string // where value came from, for messages
+	bad         bool   // a value given was refused
 }
 
 var (
@@ -152,6 +153,8 @@ func (p *parser) assign() {
 	set := func(v *variable, val cty.Value, rng hcl.Range, what string) {
 		if cv, ok := p.convertVar(v, val, rng, what); ok {
 			v.value, v.source = cv, what
+		} else {
+			v.bad = true
 		}
 	}
 	// A value written as text (environment, -var) is a string unless the
@@ -220,6 +223,11 @@ func (p *parser) assign() {
 
 	for _, name := range p.varNames() {
 		v := p.vars[name]
+		if v.bad {
+			// Reported; what refers to it fails without more errors.
+			v.value = cty.DynamicVal
+			continue
+		}
 		if v.value == cty.NilVal {
 			if v.def == cty.NilVal {
 				p.errorf(v.decl.DefRange, "Missing value for variable",
@@ -311,13 +319,14 @@ func checkJSON(filename string, src []byte) hcl.Diagnostics {
 func (p *parser) validateVars() {
 	for _, name := range p.varNames() {
 		v := p.vars[name]
-		if v.value == cty.NilVal {
+		if v.value == cty.NilVal || !v.value.IsWhollyKnown() {
 			continue
 		}
 		ctx := &hcl.EvalContext{
 			Variables: map[string]cty.Value{"var": cty.ObjectVal(map[string]cty.Value{name: v.value})},
 			Functions: p.funcs,
 		}
+		failed := false
 		for _, vb := range v.validations {
 			attrs, _ := vb.Body.JustAttributes()
 			cond := attrs["condition"]
@@ -341,6 +350,11 @@ func (p *parser) validateVars() {
 			}
 			p.errorf(cond.Expr.Range(), "Invalid value for variable",
 				"%s (variable %q, value from %s)", msg, name, v.source)
+			failed = true
+		}
+		if failed {
+			// Unknown: what refers to it fails without more errors.
+			v.value = cty.DynamicVal
 		}
 	}
 }
