@@ -42,6 +42,10 @@ type parser struct {
 	// bodies indexes the file's bodies by their start, so a body that a
 	// dynamic block wraps can be read for its shape (configBody).
 	bodies map[int]*hclsyntax.Body
+	// blockAt holds the positions of the job ("") and of its groups and
+	// tasks, by the names validation messages start with (`group "g"`,
+	// `group "g": task "t"`); see Check.
+	blockAt map[string]hcl.Range
 }
 
 // blockKind describes one block type a body accepts.
@@ -184,6 +188,7 @@ var (
 
 func (p *parser) job(b *hcl.Block) *structs.Job {
 	job := &structs.Job{ID: b.Labels[0]}
+	p.blockAt[""] = b.DefRange
 	attrs, blocks := p.content(b.Body, jobAttrs, jobBlocks)
 
 	p.setString(attrs["name"], &job.Name)
@@ -263,6 +268,7 @@ var (
 func (p *parser) group(b *hcl.Block, behavior *structs.JobTypeBehavior, jobUpdate *structs.UpdateStrategy, jobMigrate *structs.MigrateStrategy) *structs.TaskGroup {
 	// Count defaults to 1 when absent; an explicit 0 is kept.
 	tg := &structs.TaskGroup{Name: b.Labels[0], Count: 1}
+	p.blockAt[fmt.Sprintf("group %q", tg.Name)] = b.DefRange
 	attrs, blocks := p.content(b.Body, groupAttrs, groupBlocks)
 
 	p.setInt(attrs["count"], &tg.Count)
@@ -303,6 +309,7 @@ func (p *parser) group(b *hcl.Block, behavior *structs.JobTypeBehavior, jobUpdat
 	}
 	tg.Volumes = p.volumes(blocks["volume"])
 	for _, tb := range blocks["task"] {
+		p.blockAt[fmt.Sprintf("group %q: task %q", tg.Name, tb.Labels[0])] = tb.DefRange
 		tg.Tasks = append(tg.Tasks, p.task(tb, groupRestart))
 	}
 	return tg

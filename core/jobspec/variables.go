@@ -60,10 +60,9 @@ type variable struct {
 }
 
 var (
-	variableAttrs      = []string{"type", "default", "description", "sensitive"}
-	variableBlocks     = []blockKind{{name: "validation", many: true}}
-	validationAttrs    = []string{"condition", "error_message"}
-	reservedVariableNm = map[string]bool{"count": true, "for_each": true, "source": true, "version": true}
+	variableAttrs   = []string{"type", "default", "description", "sensitive"}
+	variableBlocks  = []blockKind{{name: "validation", many: true}}
+	validationAttrs = []string{"condition", "error_message"}
 )
 
 // declare reads the variable blocks of a file.
@@ -79,10 +78,6 @@ func (p *parser) declare(blocks hcl.Blocks) {
 		if !hclsyntax.ValidIdentifier(name) {
 			p.errorf(b.LabelRanges[0], "Invalid variable name",
 				"%q is not a valid name: use letters, digits, underscores and dashes, starting with a letter.", name)
-			continue
-		}
-		if reservedVariableNm[name] {
-			p.errorf(b.LabelRanges[0], "Invalid variable name", "%q is reserved; choose another name.", name)
 			continue
 		}
 		v := &variable{name: name, decl: b, ty: cty.DynamicPseudoType}

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 	"unicode"
-
 )
 
 // ValidationError lists every rule a submitted object breaks. Each entry
