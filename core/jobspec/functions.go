@@ -65,7 +65,7 @@ func (p *parser) functions() map[string]function.Function {
 		"chunklist": stdlib.ChunklistFunc, "coalesce": stdlib.CoalesceFunc, "coalescelist": stdlib.CoalesceListFunc,
 		"compact": stdlib.CompactFunc, "concat": stdlib.ConcatFunc, "contains": stdlib.ContainsFunc,
 		"distinct": stdlib.DistinctFunc, "element": stdlib.ElementFunc, "flatten": stdlib.FlattenFunc,
-		"index": stdlib.IndexFunc, "keys": stdlib.KeysFunc, "length": lengthFunc,
+		"index": indexFunc, "keys": stdlib.KeysFunc, "length": lengthFunc,
 		"lookup": stdlib.LookupFunc, "merge": stdlib.MergeFunc, "reverse": stdlib.ReverseListFunc,
 		"setintersection": stdlib.SetIntersectionFunc, "setsubtract": stdlib.SetSubtractFunc,
 		"setunion": stdlib.SetUnionFunc, "slice": stdlib.SliceFunc, "sort": stdlib.SortFunc,
@@ -472,6 +472,29 @@ func refusedFunc(name string) function.Function {
 		},
 	})
 }
+
+// indexFunc is index(list, value) as Nomad documents it: the position of
+// the first element equal to value (go-cty's IndexFunc is element access).
+var indexFunc = function.New(&function.Spec{
+	Params: []function.Parameter{
+		{Name: "list", Type: cty.DynamicPseudoType},
+		{Name: "value", Type: cty.DynamicPseudoType},
+	},
+	Type: function.StaticReturnType(cty.Number),
+	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+		ty := args[0].Type()
+		if !(ty.IsListType() || ty.IsTupleType()) {
+			return cty.NilVal, fmt.Errorf("the first argument must be a list or tuple, not %s", ty.FriendlyName())
+		}
+		for it := args[0].ElementIterator(); it.Next(); {
+			i, el := it.Element()
+			if eq := el.Equals(args[1]); eq.IsKnown() && eq.True() {
+				return i, nil
+			}
+		}
+		return cty.NilVal, fmt.Errorf("the value is not in the list")
+	},
+})
 
 // lengthFunc is length as Nomad documents it: of a list, set, tuple, map
 // or object, or the characters of a string.

@@ -113,6 +113,23 @@ func (p *parser) runtimeContext(expr hcl.Expression, extra map[string]cty.Value)
 		})
 	}
 
+	// The type argument of convert() is a type expression (string,
+	// list(number)), not a reference.
+	typeArgs := map[int]bool{}
+	if node, ok := hcl.UnwrapExpression(expr).(hclsyntax.Node); ok {
+		hclsyntax.VisitAll(node, func(n hclsyntax.Node) hcl.Diagnostics {
+			if call, ok := n.(*hclsyntax.FunctionCallExpr); ok && call.Name == "convert" && len(call.Args) == 2 {
+				hclsyntax.VisitAll(call.Args[1], func(n hclsyntax.Node) hcl.Diagnostics {
+					if st, ok := n.(*hclsyntax.ScopeTraversalExpr); ok {
+						typeArgs[st.SrcRange.Start.Byte] = true
+					}
+					return nil
+				})
+			}
+			return nil
+		})
+	}
+
 	roots := map[string]*refNode{}
 	ok := true
 	for _, trav := range vars {
@@ -120,7 +137,7 @@ func (p *parser) runtimeContext(expr hcl.Expression, extra map[string]cty.Value)
 		root := trav.RootName()
 		text := string(rng.SliceBytes(p.src))
 		switch {
-		case isExtra(extra, root):
+		case isExtra(extra, root) || typeArgs[rng.Start.Byte]:
 			continue
 		case languageRoots[root]:
 			if !p.declared(trav, text) {
