@@ -170,8 +170,8 @@ func (p *parser) checkForEach(v cty.Value, expr hcl.Expression, _ *hcl.EvalConte
 // for expression over a variable, a local or a function call is as large
 // as that value, which the source does not show. A collection that
 // cannot be evaluated on its own (it refers to a dynamic block's
-// iterator) is taken as large as the largest value an expression may
-// refer to.
+// iterator) is taken to have structs.MaxCollectionElements elements, each
+// as large as the largest value an expression may refer to.
 func (p *parser) checkForValues(expr hcl.Expression, ctx *hcl.EvalContext) bool {
 	node, ok := hcl.UnwrapExpression(expr).(hclsyntax.Node)
 	if !ok {
@@ -187,7 +187,10 @@ func (p *parser) checkForValues(expr hcl.Expression, ctx *hcl.EvalContext) bool 
 		case *hclsyntax.TupleConsExpr, *hclsyntax.ObjectConsExpr:
 			return nil // checkCollections bounded it from its source
 		}
-		elems, elemLen := float64(p.maxRefElems), float64(p.maxRefBytes)
+		// Not evaluable alone: a function of the iterator may make up to
+		// the most elements a value may hold, each as large as the
+		// largest value referred to.
+		elems, elemLen := float64(max(p.maxRefElems, structs.MaxCollectionElements)), float64(p.maxRefBytes)
 		if coll, diags := e.CollExpr.Value(ctx); !diags.HasErrors() && coll.IsWhollyKnown() && !coll.IsNull() && coll.CanIterateElements() {
 			elems, elemLen = float64(coll.LengthInt()), 0
 			for it := coll.ElementIterator(); it.Next(); {
