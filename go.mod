@@ -10,6 +10,7 @@ require (
 	github.com/golang/snappy v1.0.0
 	github.com/google/uuid v1.6.0
 	github.com/hashicorp/consul-template v0.41.1
+	github.com/hashicorp/cronexpr v1.1.3
 	github.com/hashicorp/go-getter/v2 v2.2.5
 	github.com/hashicorp/go-hclog v1.6.3
 	github.com/hashicorp/go-memdb v1.3.5
@@ -25,8 +26,8 @@ require (
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.72.0
-	github.com/robfig/cron/v3 v3.0.1
 	github.com/zclconf/go-cty v1.19.0
+	github.com/zclconf/go-cty-yaml v1.2.0
 	go.etcd.io/bbolt v1.3.5
 	go.uber.org/goleak v1.3.0
 	go.uber.org/mock v0.6.0
@@ -71,7 +72,6 @@ require (
 	github.com/google/pprof v0.0.0-20260402051712-545e8a4df936 // indirect
 	github.com/gorilla/websocket v1.5.3 // indirect
 	github.com/hashicorp/consul/api v1.32.1 // indirect
-	github.com/hashicorp/cronexpr v1.1.3 // indirect
 	github.com/hashicorp/errwrap v1.1.0 // indirect
 	github.com/hashicorp/go-cleanhttp v0.5.2 // indirect
 	github.com/hashicorp/go-immutable-radix v1.3.1 // indirect

@@ -86,6 +86,13 @@ step "drover job run examples/jobs/periodic.hcl; drover job periodic force tick"
 "$DROVER" job periodic force tick
 "$DROVER" job status tick
 
+step "drover job validate examples/jobs/variables.hcl; drover job run -var 'names=[\"ann\",\"bob\"]' examples/jobs/variables.hcl"
+"$DROVER" job validate examples/jobs/variables.hcl
+"$DROVER" job run -var 'names=["ann","bob"]' examples/jobs/variables.hcl
+wait_dead greetings
+step "drover alloc logs (greet-bob, from a dynamic task block)"
+"$DROVER" alloc logs "$(first_alloc greetings)" greet-bob
+
 step "drover job stop -purge sleeper"
 "$DROVER" job stop -purge sleeper
 echo

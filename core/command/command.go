@@ -44,6 +44,9 @@ type UI struct {
 	In  io.Reader
 	// Getenv reads the environment (DROVER_ADDR, NOMAD_ADDR, …).
 	Getenv func(string) string
+	// Environ lists the environment, for the NOMAD_VAR_<name> values of
+	// a job file's variables; nil has none.
+	Environ func() []string
 	// HTTP is the client used to reach the agent; nil uses a default.
 	HTTP *http.Client
 	// Now is the clock for "5m ago" columns.
@@ -55,7 +58,7 @@ type UI struct {
 
 // DefaultUI is the process's terminal.
 func DefaultUI() *UI {
-	return &UI{Out: os.Stdout, Err: os.Stderr, In: os.Stdin, Getenv: os.Getenv, Now: time.Now}
+	return &UI{Out: os.Stdout, Err: os.Stderr, In: os.Stdin, Getenv: os.Getenv, Environ: os.Environ, Now: time.Now}
 }
 
 func (u *UI) printf(format string, args ...any) { fmt.Fprintf(u.Out, format, args...) }
@@ -124,6 +127,7 @@ func Commands(ui *UI) map[string]Command {
 	cmds := map[string]Command{
 		"job run":                   &JobRunCommand{ui: ui},
 		"job plan":                  &JobPlanCommand{ui: ui},
+		"job validate":              &JobValidateCommand{ui: ui},
 		"job status":                &JobStatusCommand{ui: ui},
 		"job stop":                  &JobStopCommand{ui: ui},
 		"job dispatch":              &JobDispatchCommand{ui: ui},

@@ -117,7 +117,14 @@ func runCLI(t *testing.T, env map[string]string, stdin string, extra map[string]
 	ui := &UI{
 		Out: &out, Err: &errOut, In: strings.NewReader(stdin),
 		Getenv: func(k string) string { return env[k] },
-		Now:    func() time.Time { return testNow },
+		Environ: func() []string {
+			var out []string
+			for k, v := range env {
+				out = append(out, k+"="+v)
+			}
+			return out
+		},
+		Now: func() time.Time { return testNow },
 	}
 	code := RunUI(ui, args, extra)
 	return result{code: code, out: out.String(), errOut: errOut.String()}

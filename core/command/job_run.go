@@ -4,32 +4,13 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/drover-org/drover/core/jobspec"
 	"github.com/drover-org/drover/core/structs"
 )
-
-// readJobFile parses a job file, or standard input for "-", with the job
-// type declarations of the agent's scheduler plugins (jobTypeOptions).
-func readJobFile(ctx context.Context, ui *UI, client *APIClient, path string) (*structs.Job, error) {
-	var src []byte
-	var err error
-	if path == "-" {
-		src, err = io.ReadAll(ui.In)
-		if err != nil {
-			return nil, fmt.Errorf("reading job from stdin: %w", err)
-		}
-		path = "<stdin>"
-	} else if src, err = os.ReadFile(path); err != nil {
-		return nil, fmt.Errorf("reading job file: %w", err)
-	}
-	return jobspec.ParseWith(path, src, jobTypeOptions(ctx, client))
-}
 
 // jobTypesTimeout bounds the fetch of the agent's job type declarations.
 // Only `job run` and `job plan` parse job files, and both contact the agent
@@ -92,7 +73,8 @@ Run Options:
     (0 means the job must not exist yet). "drover job plan" prints it.
 
   -verbose
-    Show full IDs.`
+    Show full IDs.
+` + jobFileHelp
 
 func (c *JobRunCommand) Run(args []string) int {
 	c.meta.ui = c.ui
@@ -102,6 +84,8 @@ func (c *JobRunCommand) Run(args []string) int {
 	fs.BoolVar(&detach, "detach", false, "")
 	fs.BoolVar(&verbose, "verbose", false, "")
 	fs.Uint64Var(&checkIndex, "check-index", 0, "")
+	var vf jobFileFlags
+	vf.register(fs)
 	path, code, ok := c.parseOne(fs, args, "<path>")
 	if !ok {
 		return code
@@ -111,7 +95,7 @@ func (c *JobRunCommand) Run(args []string) int {
 
 	client := c.client()
 	ctx := context.Background()
-	job, err := readJobFile(ctx, c.ui, client, path)
+	job, err := parseJobFile(ctx, c.ui, client, path, &vf)
 	if err != nil {
 		return c.ui.errorf("Error getting job struct: %s", err)
 	}
@@ -163,7 +147,8 @@ Plan Options:
 
   -verbose
     Show the whole diff: the fields of added jobs, groups and tasks, and
-    unchanged fields next to changed ones.`
+    unchanged fields next to changed ones.
+` + jobFileHelp
 
 func (c *JobPlanCommand) Run(args []string) int {
 	c.meta.ui = c.ui
@@ -172,6 +157,8 @@ func (c *JobPlanCommand) Run(args []string) int {
 	var verbose bool
 	fs.BoolVar(&diff, "diff", true, "")
 	fs.BoolVar(&verbose, "verbose", false, "")
+	var vf jobFileFlags
+	vf.register(fs)
 	path, code, ok := c.parseOne(fs, args, "<path>")
 	if !ok {
 		if code == exitError {
@@ -181,7 +168,7 @@ func (c *JobPlanCommand) Run(args []string) int {
 	}
 	client := c.client()
 	ctx := context.Background()
-	job, err := readJobFile(ctx, c.ui, client, path)
+	job, err := parseJobFile(ctx, c.ui, client, path, &vf)
 	if err != nil {
 		c.ui.errorf("Error getting job struct: %s", err)
 		return exitPlanError

@@ -31,11 +31,19 @@ type jobPlanRequest struct {
 	Diff bool
 }
 
-// jobParseRequest is the body of PUT /v1/jobs/parse.
+// jobParseRequest is the body of PUT /v1/jobs/parse. Variables holds
+// values of the job file's input variables as HCL assignments
+// (`image = "redis:7"`), the content of a var file, as Nomad's API takes
+// them; the agent's environment never sets them.
 type jobParseRequest struct {
 	JobHCL       string
 	Canonicalize bool
+	Variables    string
 }
+
+// parseVariablesName is the name positions in jobParseRequest.Variables
+// are given in.
+const parseVariablesName = "Variables"
 
 // jobDispatchRequest is the body of PUT /v1/job/:id/dispatch.
 type jobDispatchRequest struct {
@@ -160,7 +168,11 @@ func (s *HTTPServer) jobParse(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, badRequest("Job spec is empty"))
 		return
 	}
-	job, err := jobspec.ParseWith("job.hcl", []byte(req.JobHCL), s.parseOptions())
+	opts := s.parseOptions()
+	if req.Variables != "" {
+		opts.VarFiles = []jobspec.VarFile{{Name: parseVariablesName, Src: []byte(req.Variables)}}
+	}
+	job, err := jobspec.ParseWith("job.hcl", []byte(req.JobHCL), opts)
 	if err != nil {
 		s.writeError(w, badRequest("Failed to parse job: %v", err))
 		return

@@ -419,3 +419,59 @@ func TestJobParseTypeDefaults(t *testing.T) {
 		})
 	}
 }
+
+// TestJobParseVariables: Variables holds var-file assignments for the job
+// file's variables; a bad or missing value is a 400 naming its position,
+// and the agent's environment never sets a variable.
+func TestJobParseVariables(t *testing.T) {
+	api, _ := newTestAPI(t, Config{})
+	hcl := `variable "image" {
+  type = string
+}
+variable "count" {
+  type    = number
+  default = 1
+  validation {
+    condition     = var.count > 0
+    error_message = "count must be positive."
+  }
+}
+job "example" {
+  group "g" {
+    count = var.count
+    task "t" {
+      driver = "docker"
+      config { image = var.image }
+    }
+  }
+}`
+	t.Setenv("NOMAD_VAR_image", "from-the-agent-env")
+	tests := []struct {
+		name      string
+		variables string
+		code      int
+		want      string // in the body
+	}{
+		{name: "values", variables: "image = \"redis:7\"\ncount = 3\n", code: 200, want: `"image":"redis:7"`},
+		{name: "missing required", variables: "count = 2\n", code: 400, want: `job.hcl:1:1: Missing value for variable; Variable "image" has no default`},
+		{name: "validation fails", variables: "image = \"x\"\ncount = 0\n", code: 400, want: "job.hcl:8:21: Invalid value for variable; count must be positive."},
+		{name: "undeclared", variables: "image = \"x\"\nimage_tag = 2\n", code: 400, want: `Variables:2:1: Undeclared variable`},
+		{name: "wrong type", variables: "image = \"x\"\ncount = \"many\"\n", code: 400, want: `Variables:2:9: Invalid value for variable`},
+		{name: "bad syntax", variables: "image = \n", code: 400, want: "Variables:1:"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			body := toJSONString(map[string]any{"JobHCL": hcl, "Variables": tc.variables})
+			rec := do(t, api.Handler(), "PUT", "/v1/jobs/parse", body)
+			if rec.Code != tc.code || !strings.Contains(rec.Body.String(), tc.want) {
+				t.Fatalf("%d %s, want %d with %q", rec.Code, rec.Body.String(), tc.code, tc.want)
+			}
+			if tc.code == 200 {
+				job := decodeJSON[structs.Job](t, rec)
+				if job.TaskGroups[0].Count != 3 {
+					t.Errorf("count = %d, want 3", job.TaskGroups[0].Count)
+				}
+			}
+		})
+	}
+}

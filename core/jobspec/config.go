@@ -3,7 +3,7 @@ package jobspec
 import (
 	"sort"
 
-	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/hashicorp/hcl/v2"
 
 	"github.com/drover-org/drover/core/structs"
 )
@@ -20,23 +20,61 @@ import (
 //
 // Labelled blocks inside config are refused: no driver drover ships needs
 // them, and guessing a shape for them would bind drivers to an accident.
-func (p *parser) configBody(body *hclsyntax.Body) map[string]any {
+func (p *parser) configBody(body hcl.Body) map[string]any {
 	p.configDepth++
 	defer func() { p.configDepth-- }()
 	out := map[string]any{}
+	syn := p.syntaxOf(body)
+	if syn == nil {
+		return out
+	}
 	if p.configDepth > structs.MaxTaskConfigDepth {
-		p.errorf(body.SrcRange, "Nesting too deep",
+		p.errorf(syn.SrcRange, "Nesting too deep",
 			"Config blocks nest %d levels below the task; exceeds limit %s (a task config may nest %d).",
 			p.configDepth, structs.DepthLimit(), structs.MaxTaskConfigDepth)
 		return out
 	}
-	names := make([]string, 0, len(body.Attributes))
-	for n := range body.Attributes {
+
+	// The schema is the body's own shape: its attributes, and its block
+	// types, those that dynamic blocks make included. Reading it through
+	// body (not syn) expands those dynamic blocks.
+	schema := &hcl.BodySchema{}
+	for name := range syn.Attributes {
+		schema.Attributes = append(schema.Attributes, hcl.AttributeSchema{Name: name})
+	}
+	types := map[string]bool{}
+	for _, b := range syn.Blocks {
+		typ := b.Type
+		if typ == "dynamic" {
+			if len(b.Labels) != 1 {
+				continue // dynblock reports it
+			}
+			typ = b.Labels[0]
+		} else if len(b.Labels) > 0 {
+			p.errorf(b.LabelRanges[0], "Unsupported config block",
+				"Blocks inside config take no labels; write %s { … } or %s = { … }.", b.Type, b.Type)
+			continue
+		}
+		if attr, dup := syn.Attributes[typ]; dup {
+			p.errorf(b.TypeRange, "Duplicate config key",
+				"%q is already set as an attribute at %s.", typ, posString(attr.NameRange))
+			continue
+		}
+		if !types[typ] {
+			types[typ] = true
+			schema.Blocks = append(schema.Blocks, hcl.BlockHeaderSchema{Type: typ})
+		}
+	}
+	content, _, diags := body.PartialContent(schema)
+	p.diags = append(p.diags, diags...)
+
+	names := make([]string, 0, len(content.Attributes))
+	for n := range content.Attributes {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		attr := body.Attributes[name]
+		attr := content.Attributes[name]
 		v, ok := p.value(attr.Expr)
 		if !ok {
 			continue
@@ -53,16 +91,11 @@ func (p *parser) configBody(body *hclsyntax.Body) map[string]any {
 	}
 
 	var order []string
-	blocks := map[string][]*hclsyntax.Block{}
-	for _, b := range body.Blocks {
+	blocks := map[string][]*hcl.Block{}
+	for _, b := range content.Blocks {
 		if len(b.Labels) > 0 {
 			p.errorf(b.LabelRanges[0], "Unsupported config block",
 				"Blocks inside config take no labels; write %s { … } or %s = { … }.", b.Type, b.Type)
-			continue
-		}
-		if attr, dup := body.Attributes[b.Type]; dup {
-			p.errorf(b.TypeRange, "Duplicate config key",
-				"%q is already set as an attribute at %s.", b.Type, posString(attr.NameRange))
 			continue
 		}
 		if _, seen := blocks[b.Type]; !seen {

@@ -105,9 +105,9 @@ func TestParseErrors(t *testing.T) {
 			want: "job.hcl:1:1: Unsupported argument",
 		},
 		{
-			name: "HCL variable",
+			name: "undeclared variable",
 			src:  "job \"j\" {\n  region = \"${var.region}\"\n}\n",
-			want: "job.hcl:2:15: Variables not supported", detail: "var.region refers to an HCL variable",
+			want: "job.hcl:2:15: Reference to undeclared input variable", detail: `no variable "region" block`,
 		},
 		{
 			name: "runtime reference outside a string",
@@ -125,9 +125,9 @@ func TestParseErrors(t *testing.T) {
 			want: "job.hcl:2:25: Conflicting runtime references", detail: "reference at job.hcl:2:15",
 		},
 		{
-			name: "function call",
-			src:  "job \"j\" {\n  region = upper(\"eu\")\n}\n",
-			want: "job.hcl:2:12: Function calls not allowed",
+			name: "unknown function",
+			src:  "job \"j\" {\n  region = uper(\"eu\")\n}\n",
+			want: "job.hcl:2:12: Call to unknown function", detail: `Did you mean "upper"?`,
 		},
 		{
 			name: "two operator shorthands",

@@ -26,3 +26,48 @@ func FuzzParse(f *testing.F) {
 		_ = job.Validate()
 	})
 }
+
+// FuzzParseVars: with any var file, -var argument and environment value,
+// a job file with variables either parses or fails with a positioned
+// *Error of kind invalid; it never panics.
+func FuzzParseVars(f *testing.F) {
+	src := []byte(`variable "a" {
+  type    = list(string)
+  default = ["x"]
+}
+variable "b" {}
+locals {
+  c = join(",", [for s in var.a : upper(s)])
+}
+job "j" {
+  meta = { c = local.c, b = var.b }
+  dynamic "constraint" {
+    for_each = var.a
+    content {
+      attribute = "${meta.k}"
+      value     = constraint.value
+    }
+  }
+}
+`)
+	f.Add(src, []byte(`a = ["p", "q"]`), "b=1", "NOMAD_VAR_b=2")
+	f.Add(src, []byte(`{"a": ["p"], "b": "x"}`), `a=["z"]`, "NOMAD_VAR_a=[1]")
+	f.Fuzz(func(t *testing.T, src, varFile []byte, arg, env string) {
+		name := "v.hcl"
+		if len(varFile) > 0 && varFile[0] == '{' {
+			name = "v.json"
+		}
+		opts := Options{Vars: []string{arg}, VarFiles: []VarFile{{Name: name, Src: varFile}}, Env: []string{env}}
+		job, err := ParseWith("fuzz.hcl", src, opts)
+		if err != nil {
+			if !errors.Is(err, structs.ErrInvalid) {
+				t.Fatalf("error without the invalid kind: %v", err)
+			}
+			return
+		}
+		if job == nil {
+			t.Fatal("nil job without an error")
+		}
+		_ = job.Validate()
+	})
+}

@@ -5,7 +5,10 @@ import (
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/ext/dynblock"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/function"
 
 	"github.com/drover-org/drover/core/structs"
 )
@@ -20,6 +23,29 @@ type parser struct {
 	// configDepth is how many levels of a task config (the config block,
 	// blocks and lists of blocks inside it) enclose what configBody reads.
 	configDepth int
+
+	// ctx holds var, local and the functions; every expression is
+	// evaluated in a child of it (runtimeContext).
+	ctx       *hcl.EvalContext
+	funcs     map[string]function.Function
+	vars      map[string]*variable
+	localVals map[string]*local
+	// sensitive holds the string forms of sensitive variables' values,
+	// which diagnostics never show.
+	sensitive []string
+	// spent is what function calls have built (maxFunctionBytes);
+	// dynBlocks what dynamic blocks have made (maxDynamicBlocks).
+	spent, dynBlocks int
+	// maxRefBytes and maxRefElems are the size of the largest value an
+	// expression may refer to (a variable, local or for_each value).
+	maxRefBytes, maxRefElems int
+	// bodies indexes the file's bodies by their start, so a body that a
+	// dynamic block wraps can be read for its shape (configBody).
+	bodies map[int]*hclsyntax.Body
+	// blockAt holds the positions of the job ("") and of its groups and
+	// tasks, by the names validation messages start with (`group "g"`,
+	// `group "g": task "t"`); see Check.
+	blockAt map[string]hcl.Range
 }
 
 // blockKind describes one block type a body accepts.
@@ -106,10 +132,26 @@ func (p *parser) stringMap(attrs hcl.Attributes, blocks map[string]hcl.Blocks, n
 	return nil
 }
 
-var fileBlocks = []blockKind{{name: "job", labels: []string{"name"}, many: true}}
+var fileBlocks = []blockKind{
+	{name: "job", labels: []string{"name"}, many: true},
+	{name: "variable", labels: []string{"name"}, many: true, unique: true},
+	{name: "locals", many: true},
+}
 
 func (p *parser) file(body *hclsyntax.Body) *structs.Job {
 	_, blocks := p.content(body, nil, fileBlocks)
+
+	// Variables and locals first: the job's expressions refer to them,
+	// and so do the for_each of its dynamic blocks.
+	p.funcs = p.functions()
+	p.ctx = &hcl.EvalContext{Variables: map[string]cty.Value{}, Functions: p.funcs}
+	p.declare(blocks["variable"])
+	p.assign()
+	p.validateVars()
+	p.buildContext()
+	p.locals(blocks["locals"])
+	p.buildLocals()
+
 	jobs := blocks["job"]
 	if len(jobs) == 0 {
 		if !p.diags.HasErrors() {
@@ -122,7 +164,9 @@ func (p *parser) file(body *hclsyntax.Body) *structs.Job {
 		p.errorf(jobs[1].DefRange, "Duplicate job block",
 			"A job file defines exactly one job; another was defined at %s.", posString(jobs[0].DefRange))
 	}
-	return p.job(jobs[0])
+	jb := *jobs[0]
+	jb.Body = dynblock.Expand(jb.Body, p.ctx, dynblock.OptCheckForEach(p.checkForEach))
+	return p.job(&jb)
 }
 
 var (
@@ -144,6 +188,7 @@ var (
 
 func (p *parser) job(b *hcl.Block) *structs.Job {
 	job := &structs.Job{ID: b.Labels[0]}
+	p.blockAt[""] = b.DefRange
 	attrs, blocks := p.content(b.Body, jobAttrs, jobBlocks)
 	p.refuseIntegrations(blocks)
 
@@ -225,6 +270,7 @@ var (
 func (p *parser) group(b *hcl.Block, behavior *structs.JobTypeBehavior, jobUpdate *structs.UpdateStrategy, jobMigrate *structs.MigrateStrategy) *structs.TaskGroup {
 	// Count defaults to 1 when absent; an explicit 0 is kept.
 	tg := &structs.TaskGroup{Name: b.Labels[0], Count: 1}
+	p.blockAt[fmt.Sprintf("group %q", tg.Name)] = b.DefRange
 	attrs, blocks := p.content(b.Body, groupAttrs, groupBlocks)
 	p.refuseIntegrations(blocks)
 
@@ -267,6 +313,7 @@ func (p *parser) group(b *hcl.Block, behavior *structs.JobTypeBehavior, jobUpdat
 	tg.Volumes = p.volumes(blocks["volume"])
 	tg.Networks = p.network(first(blocks, "network"))
 	for _, tb := range blocks["task"] {
+		p.blockAt[fmt.Sprintf("group %q: task %q", tg.Name, tb.Labels[0])] = tb.DefRange
 		tg.Tasks = append(tg.Tasks, p.task(tb, groupRestart))
 	}
 	return tg
@@ -308,7 +355,7 @@ func (p *parser) task(b *hcl.Block, groupRestart structs.RestartPolicy) *structs
 	t.Env = p.stringMap(attrs, blocks, "env")
 
 	if cb := first(blocks, "config"); cb != nil {
-		t.Config = p.configBody(syntaxBody(cb.Body))
+		t.Config = p.configBody(cb.Body)
 	}
 	if rb := first(blocks, "resources"); rb != nil {
 		t.Resources = p.resources(rb)

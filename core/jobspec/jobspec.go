@@ -79,6 +79,19 @@ type Options struct {
 	// block is laid over zero values and an absent one is left for the
 	// server to fill. Nil knows no type.
 	Defaults func(jobType string) *structs.JobTypeBehavior
+
+	// Vars are "name=value" assignments of the file's input variables,
+	// as `-var` gives them, applied in order after VarFiles. A value is a
+	// string unless the variable's type is a collection or structural
+	// type, in which case it is HCL syntax ("[1, 2]").
+	Vars []string
+	// VarFiles are var files, applied in order after Env. /v1/jobs/parse
+	// passes its Variables as one.
+	VarFiles []VarFile
+	// Env is the environment ("NAME=value"); NOMAD_VAR_<name> entries set
+	// variables, at the lowest precedence after defaults. Entries naming
+	// no declared variable are ignored, as Nomad ignores them.
+	Env []string
 }
 
 // behavior returns the declaration of jobType, a copy the job may own.
@@ -110,24 +123,57 @@ func ParseWith(filename string, src []byte, opts Options) (*structs.Job, error) 
 
 // parse returns the job as the file writes it, before Canonicalize.
 func parse(filename string, src []byte, opts Options) (*structs.Job, error) {
+	job, _, err := parseFile(filename, src, opts)
+	return job, err
+}
+
+// parseFile is parse, also returning the parser (for the positions of
+// the job's blocks) when the file parsed.
+func parseFile(filename string, src []byte, opts Options) (*structs.Job, *parser, error) {
 	if diags := hclguard.Check(filename, src); diags.HasErrors() {
-		return nil, &Error{Diags: diags}
+		return nil, nil, &Error{Diags: diags}
 	}
 	file, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
 	if diags.HasErrors() {
-		return nil, &Error{Diags: diags}
+		return nil, nil, &Error{Diags: diags}
 	}
-	p := &parser{src: src, filename: filename, opts: opts}
+	p := &parser{src: src, filename: filename, opts: opts, bodies: map[int]*hclsyntax.Body{}, blockAt: map[string]hcl.Range{}}
 	body := file.Body.(*hclsyntax.Body)
 	if p.checkCollections(body); p.diags.HasErrors() {
-		return nil, &Error{Diags: p.diags}
+		return nil, nil, &Error{Diags: p.diags}
 	}
+	p.indexBodies(body)
 	job := p.file(body)
 	if p.diags.HasErrors() {
+		p.redact(p.diags)
 		sortDiags(p.diags)
-		return nil, &Error{Diags: p.diags}
+		return nil, nil, &Error{Diags: p.diags}
 	}
-	return job, nil
+	return job, p, nil
+}
+
+// indexBodies fills p.bodies.
+func (p *parser) indexBodies(body *hclsyntax.Body) {
+	_ = hclsyntax.VisitAll(body, func(n hclsyntax.Node) hcl.Diagnostics {
+		if b, ok := n.(*hclsyntax.Body); ok {
+			p.bodies[b.SrcRange.Start.Byte] = b
+		}
+		return nil
+	})
+}
+
+// syntaxOf returns the source body behind b, which a dynamic block may
+// have wrapped (a wrapped body reports the original's start as its
+// MissingItemRange), or nil for a body not of this file.
+func (p *parser) syntaxOf(b hcl.Body) *hclsyntax.Body {
+	if sb, ok := b.(*hclsyntax.Body); ok {
+		return sb
+	}
+	r := b.MissingItemRange()
+	if r.Filename != p.filename {
+		return nil
+	}
+	return p.bodies[r.Start.Byte]
 }
 
 // sortDiags orders diagnostics by position: HCL reports the unknown names of
@@ -179,6 +225,48 @@ func ParseAndValidateWith(filename string, src []byte, opts Options) (*structs.J
 		return nil, fmt.Errorf("%s: invalid job: %w", filename, err)
 	}
 	return job, nil
+}
+
+// Check parses a job file and validates it as ParseAndValidateWith does,
+// but returns every problem as a positioned *Error: the parse errors, or,
+// when the file parses, each of the job's validation errors at the block
+// it names (a task, a group, or the job). It is what `job validate`
+// prints.
+func Check(filename string, src []byte, opts Options) (*structs.Job, error) {
+	job, p, err := parseFile(filename, src, opts)
+	if err != nil {
+		return nil, err
+	}
+	job.Canonicalize()
+	verr := job.Validate()
+	if verr == nil {
+		return job, nil
+	}
+	var ve *structs.ValidationError
+	msgs := []string{verr.Error()}
+	if errors.As(verr, &ve) {
+		msgs = ve.Errors
+	}
+	var diags hcl.Diagnostics
+	for _, m := range msgs {
+		rng := p.blockFor(m)
+		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid job", Detail: m, Subject: &rng})
+	}
+	p.redact(diags)
+	sortDiags(diags)
+	return nil, &Error{Diags: diags}
+}
+
+// blockFor returns the position of the block a validation message names
+// by its prefix (`group "g": task "t": …`), the job's by default.
+func (p *parser) blockFor(msg string) hcl.Range {
+	best, at := -1, p.blockAt[""]
+	for key, rng := range p.blockAt {
+		if key != "" && strings.HasPrefix(msg, key+":") && len(key) > best {
+			best, at = len(key), rng
+		}
+	}
+	return at
 }
 
 // Diagnostics extracts the positioned diagnostics from an error returned by

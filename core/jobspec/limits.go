@@ -1,8 +1,11 @@
 package jobspec
 
 import (
+	"fmt"
+
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
 
 	"github.com/drover-org/drover/core/structs"
 )
@@ -124,4 +127,107 @@ func forOutputEstimate(e *hclsyntax.ForExpr) float64 {
 		})
 	}
 	return elems * (body + float64(uses)*elemLen)
+}
+
+// Bounds of the HCL2 language features (variables, locals, functions,
+// dynamic blocks), which compute values the source does not spell out.
+const (
+	// maxValueBytes bounds one computed value: a variable's, a local's or
+	// a function call's result (valueSize's estimate). A job file is at
+	// most hclguard.MaxFileBytes; no value of it needs to be larger.
+	maxValueBytes = 1 << 20
+	// maxFunctionBytes bounds what all function calls of one parse build
+	// together, so a file of many large calls cannot add up to gigabytes.
+	maxFunctionBytes = 32 << 20
+	// maxDynamicBlocks bounds the blocks all dynamic blocks of a file
+	// make together: nested ones multiply.
+	maxDynamicBlocks = structs.MaxCollectionElements
+	// maxVarFiles and maxVarArgs bound the var files and -var arguments
+	// of one parse; each is also bounded in size (hclguard.MaxFileBytes).
+	maxVarFiles = 64
+	maxVarArgs  = 1_000
+)
+
+// checkForEach bounds a dynamic block's for_each: its elements, and the
+// blocks of every dynamic block of the file together.
+func (p *parser) checkForEach(v cty.Value, expr hcl.Expression, _ *hcl.EvalContext) hcl.Diagnostics {
+	if v.IsNull() || !v.IsKnown() || !v.CanIterateElements() {
+		return nil // dynblock words these itself
+	}
+	n := v.LengthInt()
+	p.dynBlocks += n
+	if p.dynBlocks > maxDynamicBlocks {
+		r := expr.Range()
+		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Too many dynamic blocks", Subject: &r,
+			Detail: fmt.Sprintf("The dynamic blocks of this file make more than %d blocks together (this for_each has %d elements); exceeds limit %s.",
+				maxDynamicBlocks, n, structs.ElementsLimit())}}
+	}
+	p.noteSize(v)
+	return nil
+}
+
+// checkForValues is forOutputEstimate with the values of the context: a
+// for expression over a variable, a local or a function call is as large
+// as that value, which the source does not show. A collection that
+// cannot be evaluated on its own (it refers to a dynamic block's
+// iterator) is taken to have structs.MaxCollectionElements elements, each
+// as large as the largest value an expression may refer to.
+func (p *parser) checkForValues(expr hcl.Expression, ctx *hcl.EvalContext) bool {
+	node, ok := hcl.UnwrapExpression(expr).(hclsyntax.Node)
+	if !ok {
+		return true
+	}
+	good := true
+	_ = hclsyntax.VisitAll(node, func(n hclsyntax.Node) hcl.Diagnostics {
+		e, ok := n.(*hclsyntax.ForExpr)
+		if !ok || !good {
+			return nil
+		}
+		switch e.CollExpr.(type) {
+		case *hclsyntax.TupleConsExpr, *hclsyntax.ObjectConsExpr:
+			return nil // checkCollections bounded it from its source
+		}
+		// Not evaluable alone: a function of the iterator may make up to
+		// the most elements a value may hold, each as large as the
+		// largest value referred to.
+		elems, elemLen := float64(max(p.maxRefElems, structs.MaxCollectionElements)), float64(p.maxRefBytes)
+		if coll, diags := e.CollExpr.Value(ctx); !diags.HasErrors() && coll.IsWhollyKnown() && !coll.IsNull() && coll.CanIterateElements() {
+			elems, elemLen = float64(coll.LengthInt()), 0
+			for it := coll.ElementIterator(); it.Next(); {
+				k, el := it.Element()
+				kn, _ := valueSize(k, maxValueBytes)
+				vn, _ := valueSize(el, maxValueBytes)
+				elemLen = max(elemLen, float64(kn), float64(vn))
+			}
+		}
+		var body float64
+		for _, x := range []hclsyntax.Expression{e.KeyExpr, e.ValExpr, e.CondExpr} {
+			if x == nil {
+				continue
+			}
+			r := x.Range()
+			body += float64(r.End.Byte - r.Start.Byte)
+			_ = hclsyntax.VisitAll(x, func(n hclsyntax.Node) hcl.Diagnostics {
+				st, ok := n.(*hclsyntax.ScopeTraversalExpr)
+				if !ok {
+					return nil
+				}
+				if root := st.Traversal.RootName(); root == e.ValVar || (e.KeyVar != "" && root == e.KeyVar) {
+					body += elemLen
+				} else if v, diags := st.Traversal.TraverseAbs(ctx); !diags.HasErrors() {
+					sz, _ := valueSize(v, maxValueBytes)
+					body += float64(sz)
+				}
+				return nil
+			})
+		}
+		if est := elems * body; est > maxForOutputBytes {
+			p.errorf(e.SrcRange, "For expression too large",
+				"This for expression could build about %.0f bytes (%.0f elements times its body with the values it refers to); a job file's for expression may build at most %d.",
+				est, elems, maxForOutputBytes)
+			good = false
+		}
+		return nil
+	})
+	return good
 }

@@ -25,23 +25,47 @@ import (
 // so a reference anywhere else (an operand, a function argument, a bare
 // `attribute = attr.kernel.name`) is refused with its position.
 //
-// HCL variables (var.x, local.x) are not supported: drover's jobspec has no
-// variable blocks, and keeping "${var.x}" literally would hide the mistake.
+// HCL's own roots (var, local, and a dynamic block's iterator) are real
+// values of the evaluation context and are never kept as text; see
+// variables.go.
 
-// unsupportedRoots are HCL-language roots that would be mistaken for runtime
-// references if kept verbatim.
-var unsupportedRoots = map[string]bool{"var": true, "local": true, "locals": true}
+// languageRoots are the roots the evaluation context defines.
+var languageRoots = map[string]bool{"var": true, "local": true}
+
+// unsupportedRoots are names that look like HCL roots but are not: kept
+// verbatim they would hide the mistake.
+var unsupportedRoots = map[string]string{"locals": "local", "vars": "var", "variable": "var"}
 
 // value evaluates expr, preserving runtime references as text.
 func (p *parser) value(expr hcl.Expression) (cty.Value, bool) {
-	ctx, ok := p.runtimeContext(expr)
+	return p.evalWith(expr, nil)
+}
+
+// evalWith is value with extra variables (a local's dependencies) laid
+// over the context.
+func (p *parser) evalWith(expr hcl.Expression, extra map[string]cty.Value) (cty.Value, bool) {
+	ctx, ok := p.runtimeContext(expr, extra)
 	if !ok {
+		return cty.NilVal, false
+	}
+	if !p.checkForValues(expr, ctx) {
 		return cty.NilVal, false
 	}
 	v, diags := expr.Value(ctx)
 	p.diags = append(p.diags, diags...)
 	if diags.HasErrors() {
 		return cty.NilVal, false
+	}
+	if !v.IsWhollyKnown() {
+		// Only a variable or local that failed (and was reported) is
+		// unknown; say so when nothing was reported.
+		if !p.diags.HasErrors() {
+			p.errorf(expr.Range(), "Value not known", "This value depends on a variable or local value that could not be evaluated.")
+		}
+		return cty.NilVal, false
+	}
+	if v.IsMarked() {
+		v, _ = v.UnmarkDeep()
 	}
 	return v, true
 }
@@ -53,8 +77,15 @@ type refNode struct {
 	at   hcl.Range
 }
 
-func (p *parser) runtimeContext(expr hcl.Expression) (*hcl.EvalContext, bool) {
-	ctx := &hcl.EvalContext{Variables: map[string]cty.Value{}}
+func (p *parser) runtimeContext(expr hcl.Expression, extra map[string]cty.Value) (*hcl.EvalContext, bool) {
+	ctx := p.ctx.NewChild()
+	ctx.Variables = map[string]cty.Value{}
+	// HCL suggests names for a misspelt function only from the context
+	// it is given, not its parents.
+	ctx.Functions = p.ctx.Functions
+	for k, v := range extra {
+		ctx.Variables[k] = v
+	}
 	vars := expr.Variables()
 	if len(vars) == 0 {
 		return ctx, true
@@ -63,7 +94,8 @@ func (p *parser) runtimeContext(expr hcl.Expression) (*hcl.EvalContext, bool) {
 	// Start offsets of the references that stand alone in a template
 	// interpolation ("${x.y}"), the only place where they may appear.
 	whole := map[int]bool{}
-	if node, ok := expr.(hclsyntax.Node); ok {
+	// A dynamic block wraps the expressions of the blocks it makes.
+	if node, ok := hcl.UnwrapExpression(expr).(hclsyntax.Node); ok {
 		hclsyntax.VisitAll(node, func(n hclsyntax.Node) hcl.Diagnostics {
 			switch t := n.(type) {
 			case *hclsyntax.TemplateExpr:
@@ -81,6 +113,23 @@ func (p *parser) runtimeContext(expr hcl.Expression) (*hcl.EvalContext, bool) {
 		})
 	}
 
+	// The type argument of convert() is a type expression (string,
+	// list(number)), not a reference.
+	typeArgs := map[int]bool{}
+	if node, ok := hcl.UnwrapExpression(expr).(hclsyntax.Node); ok {
+		hclsyntax.VisitAll(node, func(n hclsyntax.Node) hcl.Diagnostics {
+			if call, ok := n.(*hclsyntax.FunctionCallExpr); ok && call.Name == "convert" && len(call.Args) == 2 {
+				hclsyntax.VisitAll(call.Args[1], func(n hclsyntax.Node) hcl.Diagnostics {
+					if st, ok := n.(*hclsyntax.ScopeTraversalExpr); ok {
+						typeArgs[st.SrcRange.Start.Byte] = true
+					}
+					return nil
+				})
+			}
+			return nil
+		})
+	}
+
 	roots := map[string]*refNode{}
 	ok := true
 	for _, trav := range vars {
@@ -88,9 +137,16 @@ func (p *parser) runtimeContext(expr hcl.Expression) (*hcl.EvalContext, bool) {
 		root := trav.RootName()
 		text := string(rng.SliceBytes(p.src))
 		switch {
-		case unsupportedRoots[root]:
-			p.errorf(rng, "Variables not supported",
-				"%s refers to an HCL variable, but drover job files have no variable or locals blocks; write the value in place.", text)
+		case isExtra(extra, root) || typeArgs[rng.Start.Byte]:
+			continue
+		case languageRoots[root]:
+			if !p.declared(trav, text) {
+				ok = false
+			}
+			continue
+		case unsupportedRoots[root] != "":
+			p.errorf(rng, "Unknown variable",
+				"There is no variable named %q; did you mean %s.%s?", root, unsupportedRoots[root], strings.TrimPrefix(strings.TrimPrefix(text, root), "."))
 			ok = false
 		case !whole[rng.Start.Byte]:
 			p.errorf(rng, "Invalid runtime reference",
@@ -159,6 +215,36 @@ func (p *parser) addRef(roots map[string]*refNode, trav hcl.Traversal, text stri
 	}
 	node.text = text
 	return true
+}
+
+// declared refuses a reference to a variable or local value the file does
+// not define, in words that say how to define it.
+func (p *parser) declared(trav hcl.Traversal, text string) bool {
+	root := trav.RootName()
+	if len(trav) < 2 {
+		p.errorf(trav.SourceRange(), "Invalid reference", "%s must be followed by the name of a %s, as in %s.name.", root, map[string]string{"var": "variable", "local": "local value"}[root], root)
+		return false
+	}
+	step, ok := trav[1].(hcl.TraverseAttr)
+	if !ok {
+		return true // HCL reports it
+	}
+	if root == "var" && p.vars[step.Name] == nil {
+		p.errorf(trav.SourceRange(), "Reference to undeclared input variable",
+			"%s: the file has no variable %q block; declare it at the top level of the file.", text, step.Name)
+		return false
+	}
+	if root == "local" && p.localVals[step.Name] == nil {
+		p.errorf(trav.SourceRange(), "Reference to undeclared local value",
+			"%s: no locals block defines %q.", text, step.Name)
+		return false
+	}
+	return true
+}
+
+func isExtra(extra map[string]cty.Value, root string) bool {
+	_, ok := extra[root]
+	return ok
 }
 
 func (p *parser) conflict(existing *refNode, trav hcl.Traversal, text string) bool {

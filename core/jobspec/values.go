@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
 )
@@ -180,6 +179,16 @@ func (p *parser) stringMapAttr(attr *hcl.Attribute) map[string]string {
 func (p *parser) stringMapBlock(block *hcl.Block) map[string]string {
 	attrs, diags := block.Body.JustAttributes()
 	p.diags = append(p.diags, diags...)
+	// A body inside a dynamic block passes JustAttributes through to
+	// its source, whose expressions cannot see the block's iterator;
+	// reading the same names with Content gives the ones that can.
+	schema := &hcl.BodySchema{}
+	for name := range attrs {
+		schema.Attributes = append(schema.Attributes, hcl.AttributeSchema{Name: name})
+	}
+	if c, _, diags := block.Body.PartialContent(schema); !diags.HasErrors() {
+		attrs = c.Attributes
+	}
 	out := map[string]string{}
 	for _, name := range sortedAttrNames(attrs) {
 		attr := attrs[name]
@@ -271,7 +280,3 @@ func goValue(v cty.Value) (any, error) {
 	}
 	return nil, fmt.Errorf("values of type %s are not supported", ty.FriendlyName())
 }
-
-// syntaxBody returns the native-syntax body behind an hcl.Body; the parser
-// only reads native syntax, so the assertion holds for every body it sees.
-func syntaxBody(b hcl.Body) *hclsyntax.Body { return b.(*hclsyntax.Body) }

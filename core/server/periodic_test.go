@@ -211,7 +211,15 @@ func TestPeriodicNextTimeZone(t *testing.T) {
 		{"tokyo, later today", []string{"0 22 * * *"}, "Asia/Tokyo", winter, time.Date(2030, 1, 15, 13, 0, 0, 0, time.UTC)},
 		{"earliest of several crons", []string{"0 23 * * *", "30 12 * * *"}, "UTC", winter, time.Date(2030, 1, 15, 12, 30, 0, 0, time.UTC)},
 		{"strictly after from", []string{"0 12 * * *"}, "UTC", winter, time.Date(2030, 1, 16, 12, 0, 0, 0, time.UTC)},
-		{"six fields: seconds", []string{"*/10 * * * * *"}, "UTC", winter, winter.Add(10 * time.Second)},
+		// As Nomad reads them: a sixth field is a year, a seventh puts
+		// seconds first.
+		{"six fields: minutes and a year", []string{"*/10 * * * * *"}, "UTC", winter, winter.Add(10 * time.Minute)},
+		{"six fields: a later year", []string{"0 0 1 1 * 2031"}, "UTC", winter, time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)},
+		{"seven fields: seconds", []string{"*/5 * * * * ? *"}, "UTC", winter, winter.Add(5 * time.Second)},
+		{"question mark in day of month", []string{"0 0 ? * MON"}, "UTC", winter, time.Date(2030, 1, 21, 0, 0, 0, 0, time.UTC)},
+		{"@weekly", []string{"@weekly"}, "UTC", winter, time.Date(2030, 1, 20, 0, 0, 0, 0, time.UTC)},
+		{"@annually", []string{"@annually"}, "UTC", winter, time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)},
+		{"no launch ever", []string{"0 0 30 2 *"}, "UTC", winter, time.Time{}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 	"unicode"
-
-	"github.com/robfig/cron/v3"
 )
 
 // ValidationError lists every rule a submitted object breaks. Each entry
@@ -484,12 +482,6 @@ func (p *ParameterizedJobConfig) validate(l *errList) {
 		}
 	}
 }
-
-var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
-
-// ParseCron parses a cron expression with 5 or 6 fields (optional leading
-// seconds) or a descriptor such as @hourly.
-func ParseCron(spec string) (cron.Schedule, error) { return cronParser.Parse(spec) }
 
 // Next returns the earliest launch strictly after from, evaluated in the
 // configured time zone. It returns the zero time when no spec ever fires.

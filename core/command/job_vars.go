@@ -1,0 +1,150 @@
+package command
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/drover-org/drover/core/hclguard"
+	"github.com/drover-org/drover/core/jobspec"
+	"github.com/drover-org/drover/core/structs"
+)
+
+// jobFileFlags are the flags of the commands that parse a job file: the
+// values of its input variables.
+type jobFileFlags struct {
+	vars     stringList
+	varFiles stringList
+}
+
+const jobFileHelp = `
+  -var 'key=value'
+    Sets a variable of the job file. Repeatable; the last one for a name
+    wins, over -var-file values, NOMAD_VAR_<key> environment variables
+    and the variable's default.
+
+  -var-file=<path>
+    Reads variable values from a file: HCL assignments (key = "value"),
+    or JSON when the name ends in .json. Repeatable; later files win.`
+
+func (f *jobFileFlags) register(fs *flag.FlagSet) {
+	fs.Var(&f.vars, "var", "")
+	fs.Var(&f.varFiles, "var-file", "")
+}
+
+// options adds the variables to opts: the -var arguments, the var files'
+// contents (read up to one byte past jobspec's limit, which refuses them
+// with the file's name) and the environment.
+func (f *jobFileFlags) options(ui *UI, opts jobspec.Options) (jobspec.Options, error) {
+	opts.Vars = append([]string(nil), f.vars...)
+	for _, path := range f.varFiles {
+		src, err := readLimited(path, hclguard.MaxFileBytes+1)
+		if err != nil {
+			return opts, fmt.Errorf("reading var file: %w", err)
+		}
+		opts.VarFiles = append(opts.VarFiles, jobspec.VarFile{Name: path, Src: src})
+	}
+	if ui.Environ != nil {
+		for _, e := range ui.Environ() {
+			if strings.HasPrefix(e, jobspec.EnvVarPrefix) {
+				opts.Env = append(opts.Env, e)
+			}
+		}
+	}
+	return opts, nil
+}
+
+func readLimited(path string, n int64) ([]byte, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	return io.ReadAll(io.LimitReader(fh, n))
+}
+
+// jobSource reads a job file, or standard input for "-", up to one byte
+// past jobspec's limit; it returns the name positions are given in.
+func jobSource(ui *UI, path string) (string, []byte, error) {
+	if path == "-" {
+		src, err := io.ReadAll(io.LimitReader(ui.In, hclguard.MaxFileBytes+1))
+		if err != nil {
+			return "", nil, fmt.Errorf("reading job from stdin: %w", err)
+		}
+		return "<stdin>", src, nil
+	}
+	src, err := readLimited(path, hclguard.MaxFileBytes+1)
+	if err != nil {
+		return "", nil, fmt.Errorf("reading job file: %w", err)
+	}
+	return path, src, nil
+}
+
+// JobValidateCommand is `drover job validate`.
+type JobValidateCommand struct {
+	meta
+	ui *UI
+}
+
+func (c *JobValidateCommand) Synopsis() string { return "Checks if a given job specification is valid" }
+
+const jobValidateHelp = `
+Usage: drover job validate [options] <path>
+
+  Checks the job file (HCL, Nomad's jobspec; "-" reads standard input)
+  as the server would at submission, and lists every problem found, each
+  at its file:line:col. Exits 0 and prints "Job validation successful"
+  when there is none, 1 otherwise. The agent is asked only for its job
+  types' defaults; an unreachable agent does not fail the check.
+
+Validate Options:
+` + jobFileHelp
+
+func (c *JobValidateCommand) Run(args []string) int {
+	c.meta.ui = c.ui
+	fs := c.flagSet("job validate", jobValidateHelp)
+	var vf jobFileFlags
+	vf.register(fs)
+	path, code, ok := c.parseOne(fs, args, "<path>")
+	if !ok {
+		return code
+	}
+	name, src, err := jobSource(c.ui, path)
+	if err != nil {
+		return c.ui.errorf("Error getting job struct: %s", err)
+	}
+	opts, err := vf.options(c.ui, jobTypeOptions(context.Background(), c.client()))
+	if err != nil {
+		return c.ui.errorf("Error getting job struct: %s", err)
+	}
+	if _, err := jobspec.Check(name, src, opts); err != nil {
+		c.ui.errorf("Job validation errors:")
+		diags := jobspec.Diagnostics(err)
+		if diags == nil {
+			return c.ui.errorf("  %s", err)
+		}
+		for _, line := range strings.Split(err.Error(), "\n") {
+			c.ui.errorf("  %s", line)
+		}
+		return exitError
+	}
+	c.ui.printf("Job validation successful\n")
+	return exitOK
+}
+
+// parseJobFile parses a job file with the agent's job type defaults and
+// the variables of vf.
+func parseJobFile(ctx context.Context, ui *UI, client *APIClient, path string, vf *jobFileFlags) (*structs.Job, error) {
+	name, src, err := jobSource(ui, path)
+	if err != nil {
+		return nil, err
+	}
+	opts, err := vf.options(ui, jobTypeOptions(ctx, client))
+	if err != nil {
+		return nil, err
+	}
+	return jobspec.ParseWith(name, src, opts)
+}

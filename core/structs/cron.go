@@ -1,0 +1,65 @@
+package structs
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/cronexpr"
+)
+
+// Cron expressions are read as Nomad reads them (hashicorp/cronexpr):
+//
+//   - 5 fields: minute hour day-of-month month day-of-week;
+//   - 6 fields: the same and a year;
+//   - 7 fields: a second, the five, and a year;
+//   - @yearly (@annually), @monthly, @weekly, @daily and @hourly.
+//
+// Fields take lists, ranges, steps and names (JAN, MON), "?" for "any"
+// in the day fields, L, W and # as in Quartz. A six-field expression is
+// therefore not "seconds first" as in some cron libraries: "*/15 * * * * *"
+// is every fifteen minutes, as Nomad's documentation writes it.
+
+// MaxCronLength bounds a cron expression; real ones are a few dozen bytes.
+const MaxCronLength = 256
+
+// CronSchedule is a parsed cron expression.
+type CronSchedule interface {
+	// Next returns the first time strictly after from that the expression
+	// matches, in from's location, or the zero time when none does.
+	Next(from time.Time) time.Time
+}
+
+// ParseCron parses a cron expression (see above).
+func ParseCron(spec string) (sched CronSchedule, err error) {
+	if len(spec) > MaxCronLength {
+		return nil, fmt.Errorf("the expression is %d bytes; at most %d are allowed", len(spec), MaxCronLength)
+	}
+	if strings.TrimSpace(spec) == "" {
+		return nil, fmt.Errorf("the expression is empty")
+	}
+	// The parser is a third party's; a panic on odd input must not take
+	// the server down with it.
+	defer func() {
+		if r := recover(); r != nil {
+			sched, err = nil, fmt.Errorf("the expression cannot be parsed")
+		}
+	}()
+	expr, err := cronexpr.Parse(spec)
+	if err != nil {
+		return nil, err
+	}
+	return safeSchedule{expr}, nil
+}
+
+// safeSchedule turns a panic of the library's Next into "never".
+type safeSchedule struct{ expr *cronexpr.Expression }
+
+func (s safeSchedule) Next(from time.Time) (next time.Time) {
+	defer func() {
+		if r := recover(); r != nil {
+			next = time.Time{}
+		}
+	}()
+	return s.expr.Next(from)
+}
