@@ -55,10 +55,7 @@ func fetchArtifact(ctx context.Context, allocDir, taskDir string, a *structs.Tas
 		// Options travel in the URL's query, as go-getter reads them
 		// (checksum, archive, ref, depth, …); the forced getter prefix
 		// (git::) stays in front.
-		prefix, rest := "", src
-		if i := strings.Index(src, "::"); i > 0 && !strings.Contains(src[:i], "/") {
-			prefix, rest = src[:i+2], src[i+2:]
-		}
+		prefix, rest := splitForced(src)
 		u, err := url.Parse(rest)
 		if err != nil {
 			return fmt.Errorf("source: %v", err)
@@ -113,13 +110,19 @@ func fetchArtifact(ctx context.Context, allocDir, taskDir string, a *structs.Tas
 	return err
 }
 
+// splitForced splits a go-getter source into its forced getter prefix
+// ("git::", or "") and the URL.
+func splitForced(src string) (prefix, rest string) {
+	if i := strings.Index(src, "::"); i > 0 && !strings.Contains(src[:i], "/") {
+		return src[:i+2], src[i+2:]
+	}
+	return "", src
+}
+
 // redactURL drops a URL's user info and query (credentials, signed
 // tokens) for messages and logs.
 func redactURL(s string) string {
-	prefix, rest := "", s
-	if i := strings.Index(s, "::"); i > 0 && !strings.Contains(s[:i], "/") {
-		prefix, rest = s[:i+2], s[i+2:]
-	}
+	prefix, rest := splitForced(s)
 	u, err := url.Parse(rest)
 	if err != nil || u.Host == "" {
 		return prefix + strings.SplitN(rest, "?", 2)[0]
