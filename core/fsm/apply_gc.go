@@ -1,6 +1,8 @@
 package fsm
 
 import (
+	"time"
+
 	"github.com/drover-org/drover/core/structs"
 )
 
@@ -10,11 +12,13 @@ import (
 // bounds (which the leader never proposes): an error response, never a
 // stop.
 func (f *FSM) applyGCReap(index uint64, buf []byte) any {
+	start := time.Now()
 	req := decode[structs.GCReapRequest](structs.GCReapRequestType, index, buf)
 	out, err := f.State().At(at(req.Now)).GCReap(index, req)
 	if err != nil {
 		return err
 	}
+	out.Apply = time.Since(start)
 	for _, j := range out.DeletedJobs {
 		f.hooks.JobDeleted(j.Namespace, j.ID)
 	}

@@ -471,12 +471,16 @@ func (g *gcEngine) reap(ctx context.Context, items []gcItem, pace *gcPacer, st *
 		_, resp, err := g.s.raftApplyResponse(structs.GCReapRequestType, &req)
 		took := time.Since(start)
 		pace.took(took)
-		pace.size.committed(req.Len(), took)
 		if err != nil {
 			return fmt.Errorf("gc: reap: %w", err)
 		}
 		st.entries++
 		if r, ok := resp.(*structs.GCReapResponse); ok {
+			// Sized by the time the entry held the state machine, not
+			// its commit: the commit adds the log's write and the
+			// queue, which do not grow with the entry and would shrink
+			// every entry to the floor.
+			pace.size.committed(req.Len(), r.Apply)
 			st.reaped += r.Reaped()
 			st.skipped += r.Skipped
 		}
@@ -668,14 +672,13 @@ func (p *gcPacer) doSleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// gcSizer sizes reap entries to gcPacing.EntryTarget: each entry's commit
-// time gives the cost of one object on the state as it is now, and the
-// next entry holds as many objects as that cost fits in the target,
-// within [MinBatch, BatchObjects]. It grows at most twofold from one entry
-// to the next, so that one entry that committed fast by chance does not
-// make the next a long one, and shrinks at once. An entry's commit time
-// includes the wait behind entries ahead of it in the Raft queue, so a
-// busy leader gets smaller entries. Without a target every entry holds
+// gcSizer sizes reap entries to gcPacing.EntryTarget: the time an entry
+// held the state machine (GCReapResponse.Apply) gives the cost of one
+// object on the state as it is now, and the next entry holds as many
+// objects as that cost fits in the target, within [MinBatch,
+// BatchObjects]. It grows at most twofold from one entry to the next, so
+// that one entry that applied fast by chance does not make the next a
+// long one, and shrinks at once. Without a target every entry holds
 // BatchObjects.
 type gcSizer struct {
 	target      time.Duration

@@ -1,6 +1,9 @@
 package structs
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // GCReapRequestType is the Raft entry of the leader's garbage collector: a
 // conditional delete of allocations, evals, jobs, nodes, CSI plugins and
@@ -94,6 +97,9 @@ type GCReapResponse struct {
 	Skipped                                                          int
 	// DeletedJobs lists the jobs purged, for the FSM's hooks.
 	DeletedJobs []NamespacedID
+	// Apply is how long the entry held the state machine (the leader's
+	// own apply; not replicated), for the collector's entry sizing.
+	Apply time.Duration `codec:"-" json:"-"`
 }
 
 // Reaped is the number of objects deleted.
