@@ -34,6 +34,7 @@ bench: build
 	$(GO) test -run '^$$' -bench 'Sysbatch|DevAgent|JobRun|ClusterFailover|ClusterPlan' -benchtime 5x -timeout 30m ./bench/...
 	$(GO) test -run '^$$' -bench 'ClusterCatchUp' -benchtime 1x -timeout 30m ./bench/...
 	$(GO) test -run '^$$' -bench 'TaskStart' -benchtime 10x -timeout 10m ./bench/
+	$(GO) test -run '^$$' -bench 'Dispatch100' -benchtime 1x -timeout 20m ./bench/
 	$(GO) test -run '^$$' -bench 'StartTask' -benchtime 10x -timeout 10m ./plugins/driver-docker/
 	$(GO) test -run '^$$' -bench 'BlockingQueryACL' -benchtime 3s -timeout 10m ./core/httpapi/
 	$(GO) test -run '^$$' -bench 'CSIVolumeClaim' -benchtime 20x -timeout 10m ./bench/...
@@ -43,6 +44,7 @@ bench: build
 	$(GO) test -run '^$$' -bench 'ServicePlace|ServiceRollingUpdate' -benchtime 3x -timeout 10m ./plugins/scheduler-service/
 	$(GO) test -run '^$$' -bench 'Reschedule' -benchtime 3x -timeout 10m ./plugins/scheduler-batch/
 	$(GO) test -run '^$$' -bench 'ApplyEvents' -benchtime 5000x -count 3 -timeout 10m ./core/fsm/
+	$(GO) test -run '^$$' -bench 'DispatchBurstEvents' -benchtime 3x -timeout 10m ./core/fsm/
 	$(GO) test -run '^$$' -bench 'UIRender' -benchtime 20x -timeout 10m ./core/ui/
 
 # Regenerate protobuf code (needs protoc, protoc-gen-go, protoc-gen-go-grpc).

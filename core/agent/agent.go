@@ -410,6 +410,10 @@ func (a *Agent) startClient(dataDir, advHTTP string, drivers *driverSet) (*remot
 		// that node only.
 		cc.NodeID = a.pki.id
 	}
+	if cfg.Client.MaxKillTimeout != "" {
+		// Validate checked it: a positive duration.
+		cc.MaxKillTimeout, _ = time.ParseDuration(cfg.Client.MaxKillTimeout)
+	}
 	if cfg.Client.FingerprintInterval != "" {
 		// Validate checked it: a positive duration.
 		cc.FingerprintInterval, _ = time.ParseDuration(cfg.Client.FingerprintInterval)

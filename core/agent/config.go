@@ -178,6 +178,8 @@ type ClientConfig struct {
 	// (a Docker engine gone) may still be offered work. A drover
 	// extension; Nomad's drivers pace their own fingerprints.
 	FingerprintInterval string `hcl:"fingerprint_interval,optional"`
+	// MaxKillTimeout caps every task's kill_timeout (Nomad's key, 30s).
+	MaxKillTimeout string `hcl:"max_kill_timeout,optional"`
 	// JoinToken is the cluster's client join token (drover operator
 	// join-token client).
 	JoinToken string `hcl:"join_token,optional"`
@@ -403,6 +405,13 @@ func (c *Config) validate() error {
 			if _, err := time.ParseDuration(j.RetryInterval); err != nil {
 				return fmt.Errorf("server.server_join.retry_interval: %v", err)
 			}
+		}
+	}
+	if clientOn && c.Client.MaxKillTimeout != "" {
+		if d, err := time.ParseDuration(c.Client.MaxKillTimeout); err != nil {
+			return fmt.Errorf("client.max_kill_timeout: %v", err)
+		} else if d <= 0 {
+			return fmt.Errorf("client.max_kill_timeout: must be positive (got %s)", c.Client.MaxKillTimeout)
 		}
 	}
 	if clientOn && c.Client.FingerprintInterval != "" {

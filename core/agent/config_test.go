@@ -26,6 +26,7 @@ client {
   node_class = "batch"
   meta = { rack = "r1" }
   fingerprint_interval = "5s"
+  max_kill_timeout     = "2m"
 }
 plugin_dir = "/opt/drover/plugins"
 plugin "gpu-batch" {
@@ -43,7 +44,7 @@ plugin "gpu-batch" {
 	if c.DataDir != "/var/lib/drover" || c.Ports.HTTP != 5646 || c.Ports.RPC != 4647 || c.Server.NumSchedulers != 4 {
 		t.Fatalf("config: %+v ports %+v server %+v", c, c.Ports, c.Server)
 	}
-	if c.Client.NodeClass != "batch" || c.Client.Meta["rack"] != "r1" || c.Client.FingerprintInterval != "5s" {
+	if c.Client.NodeClass != "batch" || c.Client.Meta["rack"] != "r1" || c.Client.FingerprintInterval != "5s" || c.Client.MaxKillTimeout != "2m" {
 		t.Fatalf("client: %+v", c.Client)
 	}
 	if len(c.Plugins) != 1 || c.Plugins[0].Name != "gpu-batch" || c.Plugins[0].Args[0] != "-v" {
@@ -66,6 +67,8 @@ func TestParseConfigErrors(t *testing.T) {
 		{"nothing enabled", "data_dir = \"/x\"\n", "at least one of server.enabled or client.enabled"},
 		{"no data dir", "server { enabled = true }\n", "data_dir: required"},
 		{"bad fingerprint interval", "data_dir = \"/x\"\nclient {\n  enabled = true\n  servers = [\"s:4647\"]\n  fingerprint_interval = \"soon\"\n}\n", "client.fingerprint_interval: time: invalid duration"},
+		{"bad max kill timeout", "data_dir = \"/x\"\nclient {\n  enabled = true\n  servers = [\"s:4647\"]\n  max_kill_timeout = \"long\"\n}\n", "client.max_kill_timeout: time: invalid duration"},
+		{"zero max kill timeout", "data_dir = \"/x\"\nclient {\n  enabled = true\n  servers = [\"s:4647\"]\n  max_kill_timeout = \"0s\"\n}\n", "client.max_kill_timeout: must be positive"},
 		{"zero fingerprint interval", "data_dir = \"/x\"\nclient {\n  enabled = true\n  servers = [\"s:4647\"]\n  fingerprint_interval = \"0s\"\n}\n", "client.fingerprint_interval: must be positive"},
 		{"two config blocks", "data_dir = \"/x\"\nserver { enabled = true }\nplugin \"p\" {\n config {}\n config {}\n}\n", "agent.hcl:5:2"},
 	} {

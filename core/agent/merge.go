@@ -207,6 +207,7 @@ func mergeClient(a, b *ClientConfig) *ClientConfig {
 	str(&r.AllocDir, b.AllocDir)
 	str(&r.JoinToken, b.JoinToken)
 	str(&r.FingerprintInterval, b.FingerprintInterval)
+	str(&r.MaxKillTimeout, b.MaxKillTimeout)
 	str(&r.NetworkInterface, b.NetworkInterface)
 	if b.MinDynamicPort != 0 {
 		r.MinDynamicPort = b.MinDynamicPort

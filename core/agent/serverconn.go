@@ -126,3 +126,12 @@ func (r *remoteServers) ControllerDone(ctx context.Context, args *structs.CSICon
 	_, err := call[structs.CSIControllerDoneArgs, server.Empty](ctx, r, "CSIController.Done", args)
 	return err
 }
+
+func (r *remoteServers) UpdateServices(ctx context.Context, args *structs.ServiceRegistrationNodeArgs) error {
+	_, err := call[structs.ServiceRegistrationNodeArgs, server.Empty](ctx, r, "ServiceRegistration.NodeUpdate", args)
+	return err
+}
+
+func (r *remoteServers) LookupServices(ctx context.Context, args *structs.ServiceLookupArgs) (*structs.ServiceLookupReply, error) {
+	return call[structs.ServiceLookupArgs, structs.ServiceLookupReply](ctx, r, "ServiceRegistration.Lookup", args)
+}

@@ -46,6 +46,14 @@ type runnerConfig struct {
 	CrashAt func(allocID, task string, p killPoint) bool
 	// Now is the clock of deployment health (nil: time.Now).
 	Now func() time.Time
+	// Services registers the allocs' native services with the servers
+	// (nil: services are not registered and their checks do not run).
+	Services *serviceRegistrar
+	// LookupServices reads a service's registrations for templates'
+	// nomadService (nil: templates cannot use it).
+	LookupServices func(ctx context.Context, args *structs.ServiceLookupArgs) (*structs.ServiceLookupReply, error)
+	// MaxKillTimeout caps the tasks' kill_timeout (0: no cap).
+	MaxKillTimeout time.Duration
 }
 
 // allocRunner runs the tasks of one allocation in lifecycle order and
@@ -88,6 +96,10 @@ type allocRunner struct {
 	health     *allocHealth
 	healthNext time.Time
 
+	// svc is the alloc's native services (services.go); nil when its
+	// group declares none.
+	svc *allocServices
+
 	changed chan struct{} // wakes run; capacity 1
 	taskWG  sync.WaitGroup
 	doneCh  chan struct{}
@@ -118,6 +130,13 @@ func newAllocRunner(parent context.Context, cfg *runnerConfig, alloc *structs.Al
 	if tg == nil {
 		ar.setupErr = fmt.Errorf("allocation has no task group %q in its job", alloc.TaskGroup)
 		return ar
+	}
+	if hasServices(tg) {
+		var ps *persistedServices
+		if prior != nil {
+			ps = prior.Services
+		}
+		ar.svc = newAllocServices(ar, ps)
 	}
 	for _, t := range tg.Tasks {
 		var pt *persistedTask
@@ -192,6 +211,8 @@ func (ar *allocRunner) update(a *structs.Allocation) {
 		return
 	}
 	ar.persist()
+	// The run loop follows the new version (its services).
+	ar.notify()
 }
 
 // stop kills every task with its kill timeout; poststop tasks then run.
@@ -231,7 +252,7 @@ func (ar *allocRunner) taskChanged() {
 		return
 	}
 	states := make(map[string]*structs.TaskState, len(ar.tasks))
-	snap := &persistedAlloc{Alloc: ar.alloc, Tasks: make(map[string]*persistedTask, len(ar.tasks)), CSI: ar.csiSnapshot()}
+	snap := &persistedAlloc{Alloc: ar.alloc, Tasks: make(map[string]*persistedTask, len(ar.tasks)), CSI: ar.csiSnapshot(), Services: ar.svc.persisted()}
 	for _, tr := range ar.tasks {
 		st, h := tr.snapshot()
 		states[tr.task.Name] = st
@@ -268,7 +289,7 @@ func (ar *allocRunner) persist() {
 	if ar.crashed || ar.removed {
 		return
 	}
-	snap := &persistedAlloc{Alloc: ar.alloc, Tasks: make(map[string]*persistedTask, len(ar.tasks)), CSI: ar.csiSnapshot()}
+	snap := &persistedAlloc{Alloc: ar.alloc, Tasks: make(map[string]*persistedTask, len(ar.tasks)), CSI: ar.csiSnapshot(), Services: ar.svc.persisted()}
 	for _, tr := range ar.tasks {
 		st, h := tr.snapshot()
 		snap.Tasks[tr.task.Name] = newPersistedTask(st, h)
@@ -290,6 +311,9 @@ type phases struct {
 	mainDeadHandled, stopHandled        bool
 	destroyHandled                      bool
 	failHandled, leaderHandled          bool
+	// stopAt is when a stop kills the tasks: after the group's
+	// shutdown_delay, which starts with the services' deregistration.
+	stopAt time.Time
 }
 
 // run drives the alloc until every task is dead, or until the client
@@ -297,6 +321,7 @@ type phases struct {
 func (ar *allocRunner) run() {
 	defer close(ar.doneCh)
 	defer ar.taskWG.Wait()
+	defer ar.svc.close()
 
 	if ar.setupErr != nil {
 		ar.logger.Error("cannot run allocation", "error", ar.setupErr)
@@ -343,29 +368,75 @@ func (ar *allocRunner) run() {
 	for {
 		ar.supervise(&ps)
 		ar.advance(&ps)
+		ar.syncServices(&ps)
 		if ar.allDone() {
 			ar.releaseVolumes()
 			return
 		}
-		var healthTimer <-chan time.Time
-		var timer *time.Timer
+		var healthTimer, stopTimer <-chan time.Time
+		var timer, stopT *time.Timer
 		if next := ar.nextHealthCheck(); !next.IsZero() {
 			timer = time.NewTimer(max(next.Sub(ar.now()), time.Millisecond))
 			healthTimer = timer.C
+		}
+		if !ps.stopAt.IsZero() && !ps.stopHandled {
+			stopT = time.NewTimer(max(ps.stopAt.Sub(ar.now()), time.Millisecond))
+			stopTimer = stopT.C
 		}
 		select {
 		case <-ar.changed:
 		case <-healthTimer:
 			ar.taskChanged() // evaluates health again and reports it
+		case <-stopTimer:
 		case <-ar.ctx.Done():
 		}
 		if timer != nil {
 			timer.Stop()
 		}
+		if stopT != nil {
+			stopT.Stop()
+		}
 		if ar.ctx.Err() != nil {
 			return
 		}
 	}
+}
+
+// stopRequested reports whether the alloc is stopping (not destroyed).
+func (ar *allocRunner) stopRequested() bool {
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	return ar.stopReq && !ar.destroyR
+}
+
+// shutdownDelay is d unless the alloc's stop asked for none
+// (no_shutdown_delay) or the alloc is being destroyed.
+func (ar *allocRunner) shutdownDelay(d *time.Duration) time.Duration {
+	if d == nil || *d <= 0 {
+		return 0
+	}
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	if ar.destroyR {
+		return 0
+	}
+	if nd := ar.alloc.DesiredTransition.NoShutdownDelay; nd != nil && *nd {
+		return 0
+	}
+	return *d
+}
+
+// syncServices registers, updates or deregisters the alloc's services
+// after a change: they go when the alloc stops or its main tasks end.
+func (ar *allocRunner) syncServices(ps *phases) {
+	if ar.svc == nil || ar.ctx.Err() != nil {
+		return
+	}
+	ar.mu.Lock()
+	stopping := ar.stopReq || ar.destroyR || ar.alloc.ServerTerminalStatus()
+	ar.mu.Unlock()
+	stopping = stopping || ps.mainDeadHandled || ps.failHandled || ps.leaderHandled || ar.allDone()
+	ar.svc.sync(stopping)
 }
 
 // nextHealthCheck is when health must be evaluated again (zero: never
@@ -439,7 +510,16 @@ func (ar *allocRunner) supervise(ps *phases) {
 	stopReq, destroyReq := ar.stopReq, ar.destroyR
 	ar.mu.Unlock()
 
-	if stopReq && !ps.stopHandled {
+	if stopReq && !ps.stopHandled && !destroyReq {
+		if d := ar.shutdownDelay(ar.group().ShutdownDelay); d > 0 {
+			if ps.stopAt.IsZero() {
+				ps.stopAt = ar.now().Add(d)
+				ar.logger.Info("waiting for the group's shutdown_delay before killing the tasks", "delay", d)
+				ar.syncServices(ps) // deregisters them first
+			}
+		}
+	}
+	if stopReq && !ps.stopHandled && (destroyReq || ps.stopAt.IsZero() || !ar.now().Before(ps.stopAt)) {
 		ps.stopHandled = true
 		ar.logger.Info("stopping allocation")
 		ar.killWhere(nil, notPoststop)

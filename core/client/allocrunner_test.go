@@ -489,3 +489,19 @@ func TestAllocRunnerExitZeroFollowsTypeDeclaration(t *testing.T) {
 		})
 	}
 }
+
+// A prestart task of a job that keeps running (a service) is an init step:
+// its exit 0 ends it, and the main task starts.
+func TestAllocRunnerServicePrestartRunsToCompletion(t *testing.T) {
+	pre := fakeTaskSpec("init", `{"exit_code": 0}`)
+	pre.Lifecycle = &structs.TaskLifecycleConfig{Hook: hookPrestart}
+	job := testJob("service", fakeTaskSpec("main", `{}`), pre)
+	h := newARHarness(t, testAlloc("a1", "node-1", job))
+	h.waitTaskState("main", structs.TaskStateRunning)
+	a := h.waitStatus(structs.AllocClientStatusRunning)
+	if ts := a.TaskStates["init"]; ts.State != structs.TaskStateDead || ts.Failed {
+		t.Fatalf("init = %+v; want dead, not failed", ts)
+	}
+	h.world.finish("a1/main", 0)
+	h.waitDone()
+}

@@ -33,8 +33,9 @@ type Client struct {
 
 	nodeID, secretID string
 
-	batcher *updateBatcher
-	rcfg    *runnerConfig
+	batcher  *updateBatcher
+	services *serviceRegistrar
+	rcfg     *runnerConfig
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -90,15 +91,24 @@ func New(cfg Config) (*Client, error) {
 		nodeChanged: make(chan struct{}, 1),
 	}
 	c.batcher = newUpdateBatcher(c.sendUpdates, cfg.UpdateBatchInterval, c.logger.Named("updates"))
+	c.services = newServiceRegistrar(cfg.Server.UpdateServices, nodeID, secretID,
+		backoff{Base: cfg.RetryInterval, Max: cfg.MaxRetryInterval}, c.logger.Named("services"))
 	c.rcfg = &runnerConfig{
-		Logger:    c.logger.Named("alloc_runner"),
-		Metrics:   cfg.Metrics,
-		Drivers:   cfg.Drivers,
-		Node:      c.Node,
-		Region:    cfg.Region,
-		Path:      os.Getenv("PATH"),
-		AllocRoot: cfg.AllocDir,
-		Update:    c.batcher.Enqueue,
+		Services: c.services,
+		LookupServices: func(ctx context.Context, args *structs.ServiceLookupArgs) (*structs.ServiceLookupReply, error) {
+			a := *args
+			a.NodeID, a.SecretID = nodeID, secretID
+			return cfg.Server.LookupServices(ctx, &a)
+		},
+		Logger:         c.logger.Named("alloc_runner"),
+		Metrics:        cfg.Metrics,
+		Drivers:        cfg.Drivers,
+		Node:           c.Node,
+		Region:         cfg.Region,
+		Path:           os.Getenv("PATH"),
+		AllocRoot:      cfg.AllocDir,
+		Update:         c.batcher.Enqueue,
+		MaxKillTimeout: cfg.MaxKillTimeout,
 		Persist: func(p *persistedAlloc) {
 			if err := c.state.putAlloc(p); err != nil {
 				c.logger.Error("failed to persist alloc state", "alloc_id", p.Alloc.ID, "error", err)
@@ -196,6 +206,7 @@ func (c *Client) Start() error {
 
 	c.restore()
 	c.goFunc(func() { c.batcher.run(c.ctx) })
+	c.goFunc(func() { c.services.run(c.ctx) })
 	c.goFunc(c.run)
 	if c.rcfg.CSI != nil && c.rcfg.Volumes != nil {
 		c.goFunc(func() { c.controllerLoop(c.ctx) })

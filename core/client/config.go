@@ -47,6 +47,12 @@ type ServerConn interface {
 	ControllerOps(ctx context.Context, args *structs.CSIControllerPollArgs) (*structs.CSIControllerPollReply, error)
 	// ControllerDone reports the results of controller operations.
 	ControllerDone(ctx context.Context, args *structs.CSIControllerDoneArgs) error
+	// UpdateServices upserts and deletes native service registrations of
+	// the node's allocations.
+	UpdateServices(ctx context.Context, args *structs.ServiceRegistrationNodeArgs) error
+	// LookupServices reads the registrations of one service (templates'
+	// nomadService), blocking while MinIndex is set and not yet passed.
+	LookupServices(ctx context.Context, args *structs.ServiceLookupArgs) (*structs.ServiceLookupReply, error)
 }
 
 // DriverProvider hands out task drivers by name. The agent wires it to the
@@ -70,6 +76,7 @@ const (
 	defaultAllocWatchWait      = 5 * time.Minute
 	defaultLogPollInterval     = 250 * time.Millisecond
 	defaultFingerprintInterval = 30 * time.Second
+	defaultMaxKillTimeout      = 30 * time.Second
 	defaultHeartbeatTTL        = 10 * time.Second
 )
 
@@ -133,6 +140,9 @@ type Config struct {
 	// FingerprintInterval paces driver re-fingerprinting (30s); a negative
 	// value disables it.
 	FingerprintInterval time.Duration
+	// MaxKillTimeout caps a task's kill_timeout (Nomad's client
+	// max_kill_timeout, 30s).
+	MaxKillTimeout time.Duration
 	// ProcRoot replaces /proc for the host fingerprint.
 	ProcRoot string
 	// CSIProbeInterval paces the probes of a CSI plugin task until it is
@@ -211,6 +221,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.FingerprintInterval == 0 {
 		c.FingerprintInterval = defaultFingerprintInterval
+	}
+	if c.MaxKillTimeout <= 0 {
+		c.MaxKillTimeout = defaultMaxKillTimeout
 	}
 	if c.ProcRoot == "" {
 		c.ProcRoot = "/proc"

@@ -129,3 +129,7 @@ func copyTaskState(ts *structs.TaskState) *structs.TaskState {
 	c.Events = append([]*structs.TaskEvent(nil), ts.Events...)
 	return &c
 }
+
+// taskWaitingShutdownDelay is Nomad's event of a task that waits out its
+// shutdown_delay before it is killed.
+const taskWaitingShutdownDelay = "Waiting for shutdown delay"

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -313,6 +315,16 @@ type fakeServer struct {
 	wake    chan struct{}
 	batches [][]*structs.Allocation
 	csi     fakeCSI
+	// services: the client's service registration updates, in order.
+	services struct {
+		mu      sync.Mutex
+		updates []*structs.ServiceRegistrationNodeArgs
+		// fail makes the next UpdateServices calls fail.
+		fail int
+		// wake is closed (and replaced) by each accepted update, for
+		// blocking lookups.
+		wake chan struct{}
+	}
 }
 
 func newFakeServer() *fakeServer {
@@ -599,4 +611,82 @@ func (s *fakeServer) ControllerDone(_ context.Context, args *structs.CSIControll
 	defer s.csi.mu.Unlock()
 	s.csi.done = append(s.csi.done, args)
 	return nil
+}
+
+// UpdateServices records the client's service registration updates.
+func (s *fakeServer) UpdateServices(_ context.Context, args *structs.ServiceRegistrationNodeArgs) error {
+	s.services.mu.Lock()
+	defer s.services.mu.Unlock()
+	if s.services.fail > 0 {
+		s.services.fail--
+		return structs.NewError(structs.ErrUnavailable, "no leader")
+	}
+	s.services.updates = append(s.services.updates, args)
+	if s.services.wake != nil {
+		close(s.services.wake)
+	}
+	s.services.wake = make(chan struct{})
+	return nil
+}
+
+// LookupServices answers from the registrations the client upserted
+// and has not deleted; with MinIndex set it blocks until an update passes
+// it (or MaxWait or ctx ends).
+func (s *fakeServer) LookupServices(ctx context.Context, args *structs.ServiceLookupArgs) (*structs.ServiceLookupReply, error) {
+	s.services.mu.Lock()
+	defer s.services.mu.Unlock()
+	if args.MinIndex > 0 {
+		var timeout <-chan time.Time
+		if args.MaxWait > 0 {
+			t := time.NewTimer(args.MaxWait)
+			defer t.Stop()
+			timeout = t.C
+		}
+		for uint64(len(s.services.updates)) <= args.MinIndex {
+			if s.services.wake == nil {
+				s.services.wake = make(chan struct{})
+			}
+			wake := s.services.wake
+			s.services.mu.Unlock()
+			select {
+			case <-wake:
+			case <-timeout:
+			case <-ctx.Done():
+			}
+			s.services.mu.Lock()
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			select {
+			case <-timeout:
+				timeout = nil
+				args = &structs.ServiceLookupArgs{Namespace: args.Namespace, ServiceName: args.ServiceName}
+			default:
+			}
+			if args.MinIndex == 0 {
+				break
+			}
+		}
+	}
+	byID := map[string]*structs.ServiceRegistration{}
+	for _, u := range s.services.updates {
+		for _, r := range u.Upsert {
+			byID[r.ID] = r
+		}
+		for _, id := range u.DeleteAllocIDs {
+			for k, r := range byID {
+				if r.AllocID == id {
+					delete(byID, k)
+				}
+			}
+		}
+	}
+	out := &structs.ServiceLookupReply{Index: uint64(len(s.services.updates))}
+	for _, r := range byID {
+		if r.ServiceName == args.ServiceName && r.Namespace == args.Namespace {
+			out.Services = append(out.Services, r)
+		}
+	}
+	slices.SortFunc(out.Services, func(a, b *structs.ServiceRegistration) int { return strings.Compare(a.ID, b.ID) })
+	return out, nil
 }

@@ -10,7 +10,8 @@ import (
 // it: healthy once every main task (and sidecar) has been running for the
 // group's update.min_healthy_time without a restart; unhealthy as soon as
 // one fails, restarts or stops, or when healthy_deadline passes first. The
-// "checks" check behaves the same (drover has no service checks yet); with
+// "checks" check (the default) also waits for every check of the alloc's
+// native services to pass for min_healthy_time (decideChecksHealth); with
 // "manual" the client reports nothing and an operator sets health through
 // the API. Health is decided once per alloc (afresh when it moves to
 // another deployment) and then reported with every update.
@@ -84,6 +85,35 @@ func decideHealth(u *structs.UpdateStrategy, tasks []healthTask, start, now time
 	return healthPending, next
 }
 
+// decideChecksHealth is the "checks" verdict of an alloc whose tasks are
+// healthy: every check of its services must have passed for
+// min_healthy_time (passingSince is zero while one does not pass) before
+// healthy_deadline.
+func decideChecksHealth(u *structs.UpdateStrategy, start, passingSince, now time.Time) (healthVerdict, time.Time) {
+	var deadline, ready time.Time
+	if u.HealthyDeadline > 0 {
+		deadline = start.Add(u.HealthyDeadline)
+	}
+	if !passingSince.IsZero() {
+		from := passingSince
+		if from.Before(start) {
+			from = start
+		}
+		ready = from.Add(u.MinHealthyTime)
+	}
+	switch {
+	case !ready.IsZero() && !now.Before(ready) && (deadline.IsZero() || !ready.After(deadline)):
+		return healthHealthy, time.Time{}
+	case !deadline.IsZero() && !now.Before(deadline):
+		return healthUnhealthy, time.Time{}
+	}
+	next := deadline
+	if !ready.IsZero() && (next.IsZero() || ready.Before(next)) {
+		next = ready
+	}
+	return healthPending, next
+}
+
 // healthTracked reports whether a task counts for health: main tasks and
 // sidecars; prestart, poststart and poststop tasks that run to completion
 // do not.
@@ -149,6 +179,11 @@ func (ar *allocRunner) evalHealthLocked(states map[string]*structs.TaskState) ti
 		tasks = append(tasks, healthTask{state: states[tr.task.Name], tracked: healthTracked(tr.task)})
 	}
 	v, next := decideHealth(strategy, tasks, ar.health.start, now)
+	if v == healthHealthy && strategy.HealthCheck != structs.UpdateHealthCheckTaskStates {
+		if any, since := ar.svc.checksHealth(); any {
+			v, next = decideChecksHealth(strategy, ar.health.start, since, now)
+		}
+	}
 	if v != healthPending {
 		ar.health.verdict, ar.health.at = v, now
 		ar.logger.Info("allocation health decided", "deployment_id", ar.alloc.DeploymentID, "healthy", v == healthHealthy)

@@ -30,6 +30,8 @@ type persistedAlloc struct {
 	Tasks map[string]*persistedTask
 	// CSI is how far the alloc's CSI volumes got, for their release.
 	CSI []*csiMountState `json:",omitempty"`
+	// Services is the alloc's native services' check statuses.
+	Services *persistedServices `json:",omitempty"`
 }
 
 // persistedTask is one task's resumable state.

@@ -46,10 +46,26 @@ func (tr *taskRunner) judge(res attemptResult) verdict {
 		}
 		return v
 	}
+	if tr.takeCheckRestart() {
+		out := taskOutcome{}
+		return tr.policyVerdict(v, out)
+	}
+	if tr.takeTemplateRestart() && res.err == nil {
+		// A template's change_mode restart: at once, and not counted
+		// by the restart policy.
+		v.reason = "Template with change_mode restart re-rendered"
+		v.events = append(v.events, evRestarting(0, v.reason))
+		return v
+	}
 	out := taskOutcome{Unrecoverable: res.unrecoverable}
 	if res.err == nil {
 		out.Success = res.exit.GetExitCode() == 0 && res.exit.GetSignal() == 0 && res.exit.GetErr() == ""
 	}
+	return tr.policyVerdict(v, out)
+}
+
+// policyVerdict completes v with the restart policy's decision on out.
+func (tr *taskRunner) policyVerdict(v verdict, out taskOutcome) verdict {
 	d := tr.restarts.next(out)
 	switch d.Action {
 	case actionDone:

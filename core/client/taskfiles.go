@@ -15,7 +15,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hashicorp/consul-template/template"
 	getter "github.com/hashicorp/go-getter/v2"
 
 	"github.com/drover-org/drover/core/structs"
@@ -129,118 +128,6 @@ func redactURL(s string) string {
 	}
 	u.User, u.RawQuery = nil, ""
 	return prefix + u.String()
-}
-
-// templateDenied are consul-template functions a task's template may not
-// call: they run programs or write files outside the rendering (Nomad's
-// default function_denylist).
-var templateDenied = []string{"plugin", "writeToFile"}
-
-// renderTemplates renders each template into the task's directory with the
-// task's environment (and only it: the client's own environment is not
-// visible to `env`) and returns the variables of the templates with env =
-// true. A template whose data needs Consul, Vault or Nomad services or
-// variables fails the task with the reason: drover serves none of them to
-// templates.
-func renderTemplates(allocDir, taskDir string, tmpls []*structs.Template, env map[string]string) (map[string]string, error) {
-	var vars map[string]string
-	envList := make([]string, 0, len(env))
-	for k, v := range env {
-		envList = append(envList, k+"="+v)
-	}
-	sort.Strings(envList)
-	lookupEnv := func(k string) string { return env[k] }
-	taskRel := filepath.Base(taskDir)
-	for i, t := range tmpls {
-		where := fmt.Sprintf("template %d (%s)", i+1, t.DestPath)
-		dst, err := containedPath(allocDir, filepath.Join(taskRel, t.DestPath))
-		if err != nil {
-			return nil, fmt.Errorf("%s: destination: %v", where, err)
-		}
-		contents := t.EmbeddedTmpl
-		if t.SourcePath != "" {
-			src, err := containedPath(allocDir, filepath.Join(taskRel, t.SourcePath))
-			if err != nil {
-				return nil, fmt.Errorf("%s: source: %v", where, err)
-			}
-			b, err := readBounded(src, structs.MaxTemplateBytes)
-			if err != nil {
-				return nil, fmt.Errorf("%s: source: %v", where, err)
-			}
-			contents = string(b)
-		}
-		left, right := t.LeftDelim, t.RightDelim
-		if left == "" || right == "" {
-			left, right = "{{", "}}"
-		}
-		tm, err := template.NewTemplate(&template.NewTemplateInput{
-			Contents: contents, Destination: dst, ErrMissingKey: t.ErrMissingKey,
-			LeftDelim: left, RightDelim: right, FunctionDenylist: templateDenied, SandboxPath: taskDir,
-			ExtFuncMap: map[string]any{
-				"env": func(k string) string { return lookupEnv(k) },
-				"envOrDefault": func(k, def string) string {
-					if v, ok := env[k]; ok && v != "" {
-						return v
-					}
-					return def
-				},
-				"mustEnv": func(k string) (string, error) {
-					if v := env[k]; v != "" {
-						return v, nil
-					}
-					return "", fmt.Errorf("environment variable %s is not set", k)
-				},
-			},
-		})
-		if err != nil {
-			return nil, fmt.Errorf("%s: %v", where, err)
-		}
-		res, err := tm.Execute(&template.ExecuteInput{Brain: template.NewBrain(), Env: envList})
-		if err != nil {
-			return nil, fmt.Errorf("%s: %v", where, err)
-		}
-		if res.Missing != nil && res.Missing.Len() > 0 {
-			var names []string
-			for _, d := range res.Missing.List() {
-				names = append(names, d.String())
-			}
-			return nil, fmt.Errorf("%s: needs data drover does not serve to templates (Consul, Vault or Nomad services and variables): %s", where, strings.Join(names, ", "))
-		}
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return nil, fmt.Errorf("%s: %v", where, err)
-		}
-		if err := writeFileAtomic(dst, res.Output); err != nil {
-			return nil, fmt.Errorf("%s: %v", where, err)
-		}
-		if err := os.Chmod(dst, os.FileMode(t.FileMode())); err != nil {
-			return nil, fmt.Errorf("%s: %v", where, err)
-		}
-		if t.Uid != nil || t.Gid != nil {
-			uid, gid := -1, -1
-			if t.Uid != nil {
-				uid = *t.Uid
-			}
-			if t.Gid != nil {
-				gid = *t.Gid
-			}
-			if err := os.Lchown(dst, uid, gid); err != nil {
-				return nil, fmt.Errorf("%s: set owner: %v", where, err)
-			}
-		}
-		if t.Envvars {
-			parsed, err := parseEnvFile(res.Output)
-			if err != nil {
-				return nil, fmt.Errorf("%s: env: %v", where, err)
-			}
-			if vars == nil {
-				vars = map[string]string{}
-			}
-			for k, v := range parsed {
-				vars[k] = v
-			}
-		}
-	}
-	return vars, nil
 }
 
 // readBounded reads a file of at most limit bytes.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -49,6 +50,23 @@ type taskRunner struct {
 	launched bool
 	killed   bool
 	restored bool // resumed from a persisted state: no setup again
+	// execEnv and execDir are the task's environment and directory once
+	// prepared, for script checks run beside it.
+	execEnv map[string]string
+	execDir string
+	// tplRestart: a template with change_mode restart was rendered
+	// anew; the run's end is a restart that the policy does not count.
+	tplRestart bool
+	// tplStopIssued: the run was stopped for tplRestart (or
+	// checkRestart) already.
+	tplStopIssued bool
+	// checkRestart: a check_restart stopped the run; the restart counts
+	// against the restart policy, as a failure.
+	checkRestart bool
+
+	// tpl renders the task's templates (nil without templates); set by
+	// prepare, used by the run goroutine and its template watcher.
+	tpl *templateRenderer
 
 	killCh chan struct{} // closed by kill
 	doneCh chan struct{} // closed when the runner is finished
@@ -60,7 +78,7 @@ func newTaskRunner(ar *allocRunner, task *structs.Task, prior *persistedTask) *t
 		task:     task,
 		id:       ar.id + "/" + task.Name,
 		logger:   ar.logger.With("task", task.Name),
-		restarts: newRestartTracker(task.RestartPolicy, ar.typeBehavior(), time.Now()),
+		restarts: newTaskRestartTracker(task, ar.typeBehavior()),
 		killCh:   make(chan struct{}),
 		doneCh:   make(chan struct{}),
 	}
@@ -78,6 +96,17 @@ func newTaskRunner(ar *allocRunner, task *structs.Task, prior *persistedTask) *t
 		tr.appendEvent(evReceived())
 	}
 	return tr
+}
+
+// newTaskRestartTracker is the task's restart tracker. A lifecycle task
+// that is not a sidecar (an init or cleanup step) runs to completion
+// whatever its job's type, as in Nomad: its exit 0 ends it for good.
+func newTaskRestartTracker(task *structs.Task, behavior *structs.JobTypeBehavior) *restartTracker {
+	rt := newRestartTracker(task.RestartPolicy, behavior, time.Now())
+	if hook, sidecar := lifecycle(task); hook != "" && !sidecar {
+		rt.runsToCompletion = true
+	}
+	return rt
 }
 
 // killRequested reports whether kill was called.
@@ -109,6 +138,14 @@ func (tr *taskRunner) dead() bool {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	return tr.state.State == structs.TaskStateDead
+}
+
+// execContext is the environment and directory a command run in the
+// task sees (nil before the task is prepared).
+func (tr *taskRunner) execContext() (map[string]string, string) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.execEnv, tr.execDir
 }
 
 // launch starts the runner's goroutine, once. A task that is already dead
@@ -215,6 +252,12 @@ func (tr *taskRunner) run(ctx context.Context) {
 		tr.emit(evSetup())
 	}
 	if err := tr.prepare(ctx, !restored); err != nil {
+		if tr.killRequested() && ctx.Err() == nil {
+			// Killed while its setup waited (a template's service): dead,
+			// not failed.
+			tr.finish(false)
+			return
+		}
 		tr.logger.Error("task setup failed", "error", err)
 		ev := evSetupFailure(err)
 		if errors.Is(err, errArtifact) {
@@ -226,12 +269,16 @@ func (tr *taskRunner) run(ctx context.Context) {
 	if stop := tr.superviseCSI(ctx); stop != nil {
 		defer stop()
 	}
+	if stop := tr.watchTemplates(ctx); stop != nil {
+		defer stop()
+	}
 	// A restored task waiting for its restart may still hold the handle
 	// of the run that exited: that driver task goes first.
 	if !tr.dropLeftover(ctx) {
 		return
 	}
 	for {
+		tr.applyTemplateEnv()
 		res := tr.attempt(ctx)
 		if res.shutdown || tr.crashAt(kpExited) {
 			return
@@ -307,14 +354,33 @@ func (tr *taskRunner) prepare(ctx context.Context, first bool) error {
 		}
 	}
 	if len(tr.task.Templates) > 0 {
-		vars, err := renderTemplates(ar.dir.root, dirs.Dir, tr.task.Templates, env.Env)
+		r := newTemplateRenderer(ar.dir.root, dirs.Dir, tr.task.Templates, maps.Clone(env.Env), ar.lookupServices(), allocNamespace(alloc), tr.logger)
+		// A template waiting for a service ends with a kill or the
+		// client's shutdown; a restored task does not wait.
+		rctx, cancel := context.WithCancel(ctx)
+		stopped := make(chan struct{})
+		go func() {
+			defer close(stopped)
+			select {
+			case <-tr.killCh:
+				cancel()
+			case <-rctx.Done():
+			}
+		}()
+		_, err := r.render(rctx, first)
+		cancel()
+		<-stopped
 		if err != nil {
 			return fmt.Errorf("template: %w", err)
 		}
-		for k, v := range vars {
+		tr.tpl = r
+		for k, v := range r.envVars() {
 			env.Env[k] = v
 		}
 	}
+	tr.mu.Lock()
+	tr.execEnv, tr.execDir = maps.Clone(env.Env), dirs.Dir
+	tr.mu.Unlock()
 	confJSON, err := json.Marshal(interpolateConfig(map[string]any(tr.task.Config), env.lookup))
 	if err != nil {
 		return fmt.Errorf("encode driver config: %w", err)
@@ -401,6 +467,11 @@ func (tr *taskRunner) attempt(ctx context.Context) attemptResult {
 		}
 		tr.logger.Info("recovered task", "pid", handle.GetPid())
 	} else {
+		// The run starts with the templates' latest files: a restart
+		// asked for before this point is served by the start itself.
+		tr.mu.Lock()
+		tr.tplRestart, tr.tplStopIssued, tr.checkRestart = false, false, false
+		tr.mu.Unlock()
 		handle, err = tr.start(ctx, drv)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -418,6 +489,11 @@ func (tr *taskRunner) attempt(ctx context.Context) attemptResult {
 			}
 			tr.appendEvent(evStarted())
 		})
+		// A template changed while the task was starting: it may have
+		// read the old file.
+		if tr.claimTemplateStop(false) {
+			tr.stopForTemplate(ctx, drv)
+		}
 	}
 
 	exit, killed, err := tr.wait(ctx, drv)
@@ -512,7 +588,27 @@ func (tr *taskRunner) waitOnce(ctx context.Context, drv driver.Driver, killingSe
 	case <-tr.killCh:
 	}
 
-	timeout := tr.task.KillTimeout
+	// The task's shutdown_delay: it keeps running for a while after its
+	// services were deregistered (an alloc stop; a sibling's failure or
+	// a destroy does not wait).
+	if !*killingSent && tr.ar.stopRequested() {
+		d := tr.task.ShutdownDelay
+		if d = tr.ar.shutdownDelay(&d); d > 0 {
+			tr.emit(structs.NewTaskEvent(taskWaitingShutdownDelay, fmt.Sprintf("Waiting for shutdown_delay of %s before killing the task", d)))
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case r := <-resCh:
+				t.Stop()
+				got = &r
+				return r.exit, true, r.err
+			case <-ctx.Done():
+				t.Stop()
+				return nil, true, ctx.Err()
+			}
+		}
+	}
+	timeout := tr.killTimeout()
 	if !*killingSent {
 		*killingSent = true
 		tr.emit(evKilling(timeout))
@@ -553,4 +649,18 @@ func (tr *taskRunner) superviseCSI(ctx context.Context) func() {
 			csi.remove(tr.ar.id, tr.task.Name)
 		}
 	}
+}
+
+// killTimeout is the task's kill_timeout, capped by the client's
+// max_kill_timeout.
+func (tr *taskRunner) killTimeout() time.Duration {
+	return capKillTimeout(tr.task.KillTimeout, tr.ar.cfg.MaxKillTimeout)
+}
+
+// capKillTimeout caps d at limit (no cap without a limit).
+func capKillTimeout(d, limit time.Duration) time.Duration {
+	if limit > 0 && d > limit {
+		return limit
+	}
+	return d
 }

@@ -171,6 +171,8 @@ func Commands(ui *UI) map[string]Command {
 	}
 	maps.Copy(cmds, aclCommands(ui))
 	maps.Copy(cmds, deploymentCommands(ui))
+	maps.Copy(cmds, serviceCommands(ui))
+	maps.Copy(cmds, scalingCommands(ui))
 	return cmds
 }
 

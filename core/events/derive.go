@@ -19,6 +19,7 @@ const (
 	tableACLPolicy  = "acl_policies"
 	tableNamespaces = "namespaces"
 	tableDeploys    = "deployments"
+	tableServices   = "service_registrations"
 )
 
 // entryTypes names the event of each changed table for the entry types
@@ -99,6 +100,11 @@ func genericType(table string, deleted bool) string {
 			return TypeDeploymentDeleted
 		}
 		return TypeDeploymentUpdate
+	case tableServices:
+		if deleted {
+			return TypeServiceDeregistration
+		}
+		return TypeServiceRegistration
 	}
 	return ""
 }
@@ -166,6 +172,9 @@ func toEvent(table, typ string, obj any) *Event {
 		return &Event{Topic: TopicACLPolicy, Type: typ, Key: o.Name, Payload: map[string]any{"ACLPolicy": o}}
 	case *structs.Namespace:
 		return &Event{Topic: TopicNamespace, Type: typ, Key: o.Name, Payload: map[string]any{"Namespace": o}}
+	case *structs.ServiceRegistration:
+		return &Event{Topic: TopicService, Type: typ, Key: o.ServiceName, Namespace: o.Namespace,
+			FilterKeys: nonEmpty(o.JobID, o.AllocID, o.NodeID), Payload: map[string]any{"Service": o}}
 	}
 	return nil
 }

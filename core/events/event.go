@@ -26,6 +26,7 @@ const (
 	TopicACLToken   = "ACLToken"
 	TopicACLPolicy  = "ACLPolicy"
 	TopicNamespace  = "Namespace"
+	TopicService    = "Service"
 	// TopicAll subscribes to every topic (management tokens only).
 	TopicAll = "*"
 )
@@ -34,6 +35,7 @@ const (
 var Topics = []string{
 	TopicJob, TopicAllocation, TopicEvaluation, TopicNode, TopicDeployment,
 	TopicCSIVolume, TopicCSIPlugin, TopicACLToken, TopicACLPolicy, TopicNamespace,
+	TopicService,
 }
 
 // Event types, as Nomad names them where Nomad has the event.
@@ -65,6 +67,8 @@ const (
 	TypeDeploymentPromotion     = "DeploymentPromotion"
 	TypeDeploymentAllocHealth   = "DeploymentAllocHealth"
 	TypeDeploymentDeleted       = "DeploymentDeleted"
+	TypeServiceRegistration     = "ServiceRegistration"
+	TypeServiceDeregistration   = "ServiceDeregistration"
 	// Deletions by entries that have no type of their own (GC reaps,
 	// eval deletes).
 	TypeEvalDeleted       = "EvaluationDeleted"

@@ -287,6 +287,11 @@ var checkers = map[structs.MessageType]func([]byte) error{
 	structs.DeploymentPromoteRequestType:      checkDeploymentPromote,
 	structs.DeploymentAllocHealthRequestType:  checkDeploymentAllocHealth,
 	structs.DeploymentDeleteRequestType:       checkDeploymentDelete,
+
+	structs.ServiceRegistrationUpsertRequestType:           check[structs.ServiceRegistrationUpsertRequest],
+	structs.ServiceRegistrationDeleteByIDRequestType:       check[structs.ServiceRegistrationDeleteByIDRequest],
+	structs.ServiceRegistrationDeleteByNodeIDRequestType:   check[structs.ServiceRegistrationDeleteByNodeIDRequest],
+	structs.ServiceRegistrationDeleteByAllocIDsRequestType: check[structs.ServiceRegistrationDeleteByAllocIDsRequest],
 }
 
 // appliers dispatches on the message type. Each decodes its payload and
@@ -334,6 +339,11 @@ var appliers = map[structs.MessageType]func(f *FSM, index uint64, buf []byte) an
 	structs.DeploymentPromoteRequestType:      (*FSM).applyDeploymentPromote,
 	structs.DeploymentAllocHealthRequestType:  (*FSM).applyDeploymentAllocHealth,
 	structs.DeploymentDeleteRequestType:       (*FSM).applyDeploymentDelete,
+
+	structs.ServiceRegistrationUpsertRequestType:           (*FSM).applyServiceRegistrationUpsert,
+	structs.ServiceRegistrationDeleteByIDRequestType:       (*FSM).applyServiceRegistrationDeleteByID,
+	structs.ServiceRegistrationDeleteByNodeIDRequestType:   (*FSM).applyServiceRegistrationDeleteByNodeID,
+	structs.ServiceRegistrationDeleteByAllocIDsRequestType: (*FSM).applyServiceRegistrationDeleteByAllocIDs,
 }
 
 // decode unmarshals an entry's payload. A payload that does not decode is
@@ -397,6 +407,9 @@ func typeName(t structs.MessageType) string {
 			return n
 		}
 		if n, ok := deploymentTypeNames[t&^structs.IgnoreUnknownTypeFlag]; ok {
+			return n
+		}
+		if n, ok := serviceTypeNames[t&^structs.IgnoreUnknownTypeFlag]; ok {
 			return n
 		}
 	}

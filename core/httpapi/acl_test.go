@@ -19,8 +19,14 @@ import (
 // the test.
 func devServer(t testing.TB, aclEnabled bool) *server.Server {
 	t.Helper()
+	return devServerDrivers(t, aclEnabled, "raw_exec")
+}
+
+// devServerDrivers is devServer knowing the given task drivers.
+func devServerDrivers(t testing.TB, aclEnabled bool, drivers ...string) *server.Server {
+	t.Helper()
 	srv, err := server.New(server.Config{Logger: hclog.NewNullLogger(), DevMode: true, ACLEnabled: aclEnabled,
-		Schedulers: builtin.InProcess{}, KnownDrivers: []string{"raw_exec"}, HeartbeatTTL: time.Minute})
+		Schedulers: builtin.InProcess{}, KnownDrivers: drivers, HeartbeatTTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -161,6 +161,8 @@ func init() {
 		routeRules[p] = self
 	}
 	maps.Copy(routeRules, deploymentRoutes)
+	maps.Copy(routeRules, serviceRoutes)
+	maps.Copy(routeRules, scalingRoutes)
 }
 
 // aclKey carries a request's resolved ACL in its context.

@@ -271,6 +271,8 @@ func TestACLMatrix(t *testing.T) {
 	cases = append(cases, aclCRUDMatrixCases(w, nobody)...)
 	cases = append(cases, csiMatrixCases(w)...)
 	cases = append(cases, deploymentMatrixCases(w)...)
+	cases = append(cases, serviceMatrixCases(w)...)
+	cases = append(cases, scalingMatrixCases()...)
 	cases = append(cases, uiMatrixCases(w, nobody)...)
 
 	covered := map[string]bool{}

@@ -36,7 +36,7 @@ func eventTopicAllowed(a *acl.ACL, topic, ns string) bool {
 		return true
 	}
 	switch topic {
-	case events.TopicJob, events.TopicAllocation, events.TopicEvaluation, events.TopicDeployment:
+	case events.TopicJob, events.TopicAllocation, events.TopicEvaluation, events.TopicDeployment, events.TopicService:
 		return ns == "*" || a.AllowNamespaceOperation(ns, acl.NamespaceCapabilityReadJob)
 	case events.TopicCSIVolume:
 		return ns == "*" || a.AllowNamespaceOperation(ns, acl.NamespaceCapabilityCSIReadVolume)

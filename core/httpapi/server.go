@@ -275,6 +275,12 @@ func (s *HTTPServer) routes() http.Handler {
 	for pattern, h := range s.deploymentHandlers() {
 		mux.HandleFunc(pattern, h)
 	}
+	for pattern, h := range s.serviceHandlers() {
+		mux.HandleFunc(pattern, h)
+	}
+	for pattern, h := range s.scalingHandlers() {
+		mux.HandleFunc(pattern, h)
+	}
 
 	mux.HandleFunc("GET /v1/allocations", s.allocList)
 	mux.HandleFunc("GET /v1/allocation/{id}", s.allocGet)

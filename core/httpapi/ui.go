@@ -89,6 +89,14 @@ func (a uiActions) FailDeployment(ctx context.Context, id string) (*structs.Depl
 	return a.s.srv.FailDeployment(ctx, id)
 }
 
+func (a uiActions) UpdateNodeDrain(ctx context.Context, nodeID string, spec *structs.DrainSpec, markEligible bool) (*structs.NodeEligibilityUpdateResponse, error) {
+	return a.s.srv.UpdateNodeDrain(ctx, nodeID, spec, markEligible, nil)
+}
+
+func (a uiActions) UpdateNodeEligibility(ctx context.Context, nodeID, eligibility string) (*structs.NodeEligibilityUpdateResponse, error) {
+	return a.s.srv.UpdateNodeEligibility(ctx, nodeID, eligibility)
+}
+
 // uiLogs reads task logs through this agent's own GET
 // /v1/client/fs/logs route, so that the UI's reads are authorized (with
 // the caller's token) and forwarded to the allocation's node exactly as

@@ -150,9 +150,11 @@ var updateAttrs = []string{
 }
 
 // update decodes an update block laid over base (the job's block, for a
-// group), so a group inherits what it does not override.
+// group), so a group inherits what it does not override; without a base,
+// over Nomad's defaults (structs.DefaultUpdateStrategy), as Nomad fills
+// what a block leaves unset.
 func (p *parser) update(b *hcl.Block, base *structs.UpdateStrategy) *structs.UpdateStrategy {
-	u := &structs.UpdateStrategy{}
+	u := structs.DefaultUpdateStrategy()
 	if base != nil {
 		*u = *base
 	}
@@ -303,17 +305,31 @@ func (p *parser) ephemeralDisk(b *hcl.Block) *structs.EphemeralDisk {
 	return d
 }
 
-var resourceAttrs = []string{"cpu", "cores", "memory", "memory_max", "disk", "iops"}
+var (
+	resourceAttrs  = []string{"cpu", "cores", "memory", "memory_max", "disk", "iops", "secrets"}
+	resourceBlocks = []blockKind{
+		{name: "device", labels: []string{"name"}, many: true, unique: true}, {name: "numa"}, {name: "network", many: true},
+	}
+)
 
 func (p *parser) resources(b *hcl.Block) *structs.Resources {
 	r := &structs.Resources{}
-	attrs, _ := p.content(b.Body, resourceAttrs, nil)
+	attrs, blocks := p.content(b.Body, resourceAttrs, resourceBlocks)
 	p.setInt(attrs["cpu"], &r.CPU)
 	p.setInt(attrs["cores"], &r.Cores)
 	p.setInt(attrs["memory"], &r.MemoryMB)
 	p.setInt(attrs["memory_max"], &r.MemoryMaxMB)
 	p.setInt(attrs["disk"], &r.DiskMB)
 	p.setInt(attrs["iops"], &r.IOPS)
+	p.setIntRange(attrs["secrets"], 0, structs.MaxSecretsMB, func(i int64) { r.SecretsMB = int(i) })
+	for _, nb := range blocks["network"] {
+		p.errorf(nb.DefRange, "Unsupported block type",
+			"A network block inside resources is Nomad's deprecated task-level network, which drover does not support: write it in the group.")
+	}
+	r.Devices = p.devices(blocks["device"])
+	if nb := first(blocks, "numa"); nb != nil {
+		r.NUMA = p.numa(nb)
+	}
 	return r
 }
 
@@ -344,9 +360,19 @@ func (p *parser) lifecycle(b *hcl.Block) *structs.TaskLifecycleConfig {
 func (p *parser) logs(b *hcl.Block) *structs.LogConfig {
 	// Unset fields keep Nomad's defaults rather than becoming zero.
 	l := &structs.LogConfig{MaxFiles: 10, MaxFileSizeMB: 10}
-	attrs, _ := p.content(b.Body, []string{"max_files", "max_file_size", "disabled"}, nil)
+	attrs, _ := p.content(b.Body, []string{"max_files", "max_file_size", "disabled", "enabled"}, nil)
 	p.setIntRange(attrs["max_files"], 1, math.MaxInt32, func(i int64) { l.MaxFiles = int(i) })
 	p.setIntRange(attrs["max_file_size"], 1, math.MaxInt32, func(i int64) { l.MaxFileSizeMB = int(i) })
 	p.setBool(attrs["disabled"], &l.Disabled)
+	// enabled is the deprecated inverse of disabled.
+	if a := attrs["enabled"]; a != nil {
+		var enabled bool
+		if attrs["disabled"] != nil {
+			p.errorf(a.NameRange, "Conflicting attributes",
+				"Set disabled or its deprecated inverse enabled, not both (disabled is set at %s).", posString(attrs["disabled"].NameRange))
+		} else if p.setBool(a, &enabled) {
+			l.Disabled = !enabled
+		}
+	}
 	return l
 }

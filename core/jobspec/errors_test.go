@@ -66,8 +66,8 @@ func TestParseErrors(t *testing.T) {
 		},
 		{
 			name: "unknown block",
-			src:  "job \"j\" {\n  group \"g\" {\n    service {\n    }\n  }\n}\n",
-			want: "job.hcl:3:5: Unsupported block type", detail: `Blocks of type "service" are not expected here.`,
+			src:  "job \"j\" {\n  group \"g\" {\n    autoscale {\n    }\n  }\n}\n",
+			want: "job.hcl:3:5: Unsupported block type", detail: `Blocks of type "autoscale" are not expected here.`,
 		},
 		{
 			name: "two jobs in one file",

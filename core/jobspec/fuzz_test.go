@@ -12,6 +12,8 @@ import (
 // validated without panicking.
 func FuzzParse(f *testing.F) {
 	f.Add([]byte("job \"j\" {\n  group \"g\" {\n    task \"t\" {\n      driver = \"raw_exec\"\n    }\n  }\n}\n"))
+	f.Add([]byte("job \"j\" {\n  group \"g\" {\n    network {\n      port \"http\" {}\n    }\n    service {\n      provider = \"nomad\"\n      port = \"http\"\n      check_restart {\n        limit = 1\n      }\n      check {\n        type = \"http\"\n        path = \"/\"\n        interval = \"10s\"\n        timeout = \"1s\"\n        header {\n          A = [\"b\"]\n        }\n      }\n    }\n    task \"t\" {\n      driver = \"raw_exec\"\n      service {\n        provider = \"nomad\"\n      }\n    }\n  }\n}\n"))
+	f.Add([]byte("job \"j\" {\n  ui {\n    description = \"d\"\n    link {\n      url = \"u\"\n    }\n  }\n  reschedule {\n    attempts = 1\n  }\n  group \"g\" {\n    scaling {\n      min = 1\n      max = 2\n      policy {\n        check \"c\" {\n          strategy \"s\" {\n            t = 1\n          }\n        }\n      }\n    }\n    disconnect {\n      reconcile = \"best_score\"\n    }\n    task \"t\" {\n      driver = \"raw_exec\"\n      kind = \"k\"\n      action \"a\" {\n        command = \"c\"\n      }\n      resources {\n        secrets = 1\n        numa {\n          affinity = \"none\"\n        }\n      }\n    }\n  }\n}\n"))
 	f.Fuzz(func(t *testing.T, src []byte) {
 		job, err := Parse("fuzz.hcl", src)
 		if err != nil {

@@ -14,6 +14,7 @@ var integrations = map[string]struct{ needs, instead string }{
 	"consul":      {"Consul", "use provider = \"nomad\" services for discovery"},
 	"identity":    {"workload identity (for Consul and Vault)", "remove the block"},
 	"multiregion": {"multi-region federation", "run the job in one region"},
+	"connect":     {"Consul Connect", "use provider = \"nomad\" services and reach them at their address and port"},
 }
 
 // integrationKinds are the block kinds of the named integrations, for a

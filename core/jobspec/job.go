@@ -44,8 +44,12 @@ type parser struct {
 	bodies map[int]*hclsyntax.Body
 	// blockAt holds the positions of the job ("") and of its groups and
 	// tasks, by the names validation messages start with (`group "g"`,
-	// `group "g": task "t"`); see Check.
+	// `group "g": task "t"`), and of their services and checks
+	// (`group "g": service "s": check "c"`); see Check.
 	blockAt map[string]hcl.Range
+	// jobName is the job's name (its ID when it sets none), the start of
+	// a default service name.
+	jobName string
 }
 
 // blockKind describes one block type a body accepts.
@@ -172,6 +176,7 @@ func (p *parser) file(body *hclsyntax.Body) *structs.Job {
 var (
 	jobAttrs = []string{
 		"name", "type", "datacenters", "node_pool", "priority", "namespace", "region", "all_at_once", "meta",
+		"vault_token", "consul_token",
 	}
 	jobBlocks = append([]blockKind{
 		{name: "meta"},
@@ -180,6 +185,8 @@ var (
 		{name: "spread", many: true},
 		{name: "update"},
 		{name: "migrate"},
+		{name: "reschedule"},
+		{name: "ui"},
 		{name: "periodic"},
 		{name: "parameterized"},
 		{name: "group", labels: []string{"name"}, many: true, unique: true},
@@ -192,7 +199,18 @@ func (p *parser) job(b *hcl.Block) *structs.Job {
 	attrs, blocks := p.content(b.Body, jobAttrs, jobBlocks)
 	p.refuseIntegrations(blocks)
 
+	for _, n := range []string{"consul_token", "vault_token"} {
+		if a := attrs[n]; a != nil {
+			in := integrations[strings.TrimSuffix(n, "_token")]
+			p.errorf(a.NameRange, "Integration not available",
+				"%s is a token for %s, and drover has no %s integration: remove it.", n, in.needs, in.needs)
+		}
+	}
 	p.setString(attrs["name"], &job.Name)
+	p.jobName = job.Name
+	if p.jobName == "" {
+		p.jobName = job.ID
+	}
 	p.setString(attrs["type"], &job.Type)
 	p.setStrings(attrs["datacenters"], &job.Datacenters)
 	p.setString(attrs["node_pool"], &job.NodePool)
@@ -213,6 +231,9 @@ func (p *parser) job(b *hcl.Block) *structs.Job {
 	}
 	if pb := first(blocks, "parameterized"); pb != nil {
 		job.ParameterizedJob = p.parameterized(pb)
+	}
+	if ub := first(blocks, "ui"); ub != nil {
+		job.UI = p.ui(ub)
 	}
 
 	// The type's declaration, when the caller knows it, holds the defaults
@@ -237,14 +258,22 @@ func (p *parser) job(b *hcl.Block) *structs.Job {
 	if mb := first(blocks, "migrate"); mb != nil {
 		jobMigrate = p.migrate(mb, nil)
 	}
+	// So is a job-level reschedule block, laid over the type's default.
+	var jobReschedule *structs.ReschedulePolicy
+	if rb := first(blocks, "reschedule"); rb != nil {
+		jobReschedule = p.reschedule(rb, defaultReschedule(behavior))
+	}
 	for _, gb := range blocks["group"] {
-		job.TaskGroups = append(job.TaskGroups, p.group(gb, behavior, groupUpdate, jobMigrate))
+		job.TaskGroups = append(job.TaskGroups, p.group(gb, behavior, groupUpdate, jobMigrate, jobReschedule))
 	}
 	return job
 }
 
 var (
-	groupAttrs = []string{"count", "meta", "max_run_duration", "shutdown_delay"}
+	groupAttrs = []string{
+		"count", "meta", "max_run_duration", "shutdown_delay",
+		"max_client_disconnect", "stop_after_client_disconnect", "prevent_reschedule_on_lost",
+	}
 	// Blocks of Nomad's group that drover does not model (network, service,
 	// scaling, …) are refused by name rather than ignored, so a job
 	// never silently loses part of its meaning.
@@ -261,13 +290,17 @@ var (
 		{name: "task", labels: []string{"name"}, many: true, unique: true},
 		{name: "volume", labels: []string{"name"}, many: true, unique: true},
 		{name: "network"},
+		{name: "service", many: true},
+		{name: "disconnect"},
+		{name: "scaling"},
 	}, integrationKinds("vault", "consul")...)
 )
 
 // group parses a group block of a job whose type declares behavior (nil:
 // unknown), whose update block is jobUpdate (nil: none, or not copied) and
-// whose migrate block is jobMigrate (nil: none).
-func (p *parser) group(b *hcl.Block, behavior *structs.JobTypeBehavior, jobUpdate *structs.UpdateStrategy, jobMigrate *structs.MigrateStrategy) *structs.TaskGroup {
+// whose migrate and reschedule blocks are jobMigrate and jobReschedule
+// (nil: none).
+func (p *parser) group(b *hcl.Block, behavior *structs.JobTypeBehavior, jobUpdate *structs.UpdateStrategy, jobMigrate *structs.MigrateStrategy, jobReschedule *structs.ReschedulePolicy) *structs.TaskGroup {
 	// Count defaults to 1 when absent; an explicit 0 is kept.
 	tg := &structs.TaskGroup{Name: b.Labels[0], Count: 1}
 	p.blockAt[fmt.Sprintf("group %q", tg.Name)] = b.DefRange
@@ -291,8 +324,14 @@ func (p *parser) group(b *hcl.Block, behavior *structs.JobTypeBehavior, jobUpdat
 	if rb := first(blocks, "restart"); rb != nil {
 		tg.RestartPolicy = p.restart(rb, defaultRestart(behavior))
 	}
-	if rb := first(blocks, "reschedule"); rb != nil {
+	switch rb := first(blocks, "reschedule"); {
+	case rb != nil && jobReschedule != nil:
+		tg.ReschedulePolicy = p.reschedule(rb, *jobReschedule)
+	case rb != nil:
 		tg.ReschedulePolicy = p.reschedule(rb, defaultReschedule(behavior))
+	case jobReschedule != nil:
+		r := *jobReschedule
+		tg.ReschedulePolicy = &r
 	}
 	if mb := first(blocks, "migrate"); mb != nil {
 		tg.Migrate = p.migrate(mb, jobMigrate)
@@ -303,6 +342,10 @@ func (p *parser) group(b *hcl.Block, behavior *structs.JobTypeBehavior, jobUpdat
 	if eb := first(blocks, "ephemeral_disk"); eb != nil {
 		tg.EphemeralDisk = p.ephemeralDisk(eb)
 	}
+	p.groupDisconnect(tg, attrs, first(blocks, "disconnect"))
+	if sb := first(blocks, "scaling"); sb != nil {
+		p.scaling(tg, sb, attrs["count"])
+	}
 
 	// A task's restart block is laid over its group's policy, which is
 	// the type's default when the group sets none.
@@ -312,16 +355,17 @@ func (p *parser) group(b *hcl.Block, behavior *structs.JobTypeBehavior, jobUpdat
 	}
 	tg.Volumes = p.volumes(blocks["volume"])
 	tg.Networks = p.network(first(blocks, "network"))
+	tg.Services = p.services(blocks["service"], tg.Name, "")
 	for _, tb := range blocks["task"] {
 		p.blockAt[fmt.Sprintf("group %q: task %q", tg.Name, tb.Labels[0])] = tb.DefRange
-		tg.Tasks = append(tg.Tasks, p.task(tb, groupRestart))
+		tg.Tasks = append(tg.Tasks, p.task(tb, tg.Name, groupRestart))
 	}
 	return tg
 }
 
 var (
 	taskAttrs = []string{
-		"driver", "user", "kill_timeout", "kill_signal", "leader", "meta", "env",
+		"driver", "user", "kill_timeout", "kill_signal", "leader", "meta", "env", "kind", "shutdown_delay",
 	}
 	taskBlocks = append([]blockKind{
 		{name: "config"},
@@ -338,19 +382,27 @@ var (
 		{name: "csi_plugin"},
 		{name: "artifact", many: true},
 		{name: "template", many: true},
+		{name: "service", many: true},
+		{name: "action", labels: []string{"name"}, many: true, unique: true},
+		{name: "scaling", labels: []string{"name"}, many: true},
+		{name: "schedule"},
+		{name: "secret", labels: []string{"name"}, many: true},
 	}, integrationKinds("vault", "consul", "identity")...)
 )
 
-func (p *parser) task(b *hcl.Block, groupRestart structs.RestartPolicy) *structs.Task {
+func (p *parser) task(b *hcl.Block, group string, groupRestart structs.RestartPolicy) *structs.Task {
 	t := &structs.Task{Name: b.Labels[0]}
 	attrs, blocks := p.content(b.Body, taskAttrs, taskBlocks)
 	p.refuseIntegrations(blocks)
+	p.refuseTaskBlocks(blocks)
 
 	p.setString(attrs["driver"], &t.Driver)
 	p.setString(attrs["user"], &t.User)
 	p.setDuration(attrs["kill_timeout"], &t.KillTimeout)
 	p.setString(attrs["kill_signal"], &t.KillSignal)
 	p.setBool(attrs["leader"], &t.Leader)
+	p.taskKind(attrs["kind"], &t.Kind)
+	p.setDuration(attrs["shutdown_delay"], &t.ShutdownDelay)
 	t.Meta = p.stringMap(attrs, blocks, "meta")
 	t.Env = p.stringMap(attrs, blocks, "env")
 
@@ -380,5 +432,7 @@ func (p *parser) task(b *hcl.Block, groupRestart structs.RestartPolicy) *structs
 	}
 	t.Artifacts = p.artifacts(blocks["artifact"])
 	t.Templates = p.templates(blocks["template"])
+	t.Services = p.services(blocks["service"], group, t.Name)
+	t.Actions = p.actions(blocks["action"])
 	return t
 }

@@ -13,8 +13,11 @@ import (
 
 var (
 	networkAttrs  = []string{"mode", "mbits", "hostname"}
-	networkBlocks = []blockKind{{name: "port", labels: []string{"label"}, many: true, unique: true}}
-	portAttrs     = []string{"static", "to", "host_network"}
+	networkBlocks = []blockKind{
+		{name: "port", labels: []string{"label"}, many: true, unique: true},
+		{name: "dns"}, {name: "cni"},
+	}
+	portAttrs = []string{"static", "to", "host_network", "ignore_collision"}
 )
 
 func (p *parser) network(b *hcl.Block) []*structs.NetworkResource {
@@ -35,6 +38,25 @@ func (p *parser) network(b *hcl.Block) []*structs.NetworkResource {
 	}
 	p.setIntRange(attrs["mbits"], 0, 1<<20, func(i int64) { n.MBits = int(i) })
 	p.setString(attrs["hostname"], &n.Hostname)
+	if db := first(blocks, "dns"); db != nil {
+		d := &structs.DNSConfig{}
+		da, _ := p.content(db.Body, []string{"servers", "searches", "options"}, nil)
+		p.setStrings(da["servers"], &d.Servers)
+		p.setStrings(da["searches"], &d.Searches)
+		p.setStrings(da["options"], &d.Options)
+		n.DNS = d
+		p.errorf(db.DefRange, "Unsupported block type",
+			"dns is not supported: drover does not set a task's DNS configuration, which is the node's in host networking.")
+	}
+	if cb := first(blocks, "cni"); cb != nil {
+		ca, _ := p.content(cb.Body, []string{"args"}, nil)
+		n.CNI = &structs.CNIConfig{}
+		if a := ca["args"]; a != nil {
+			n.CNI.Args = p.stringMapAttr(a)
+		}
+		p.errorf(cb.DefRange, "Unsupported block type",
+			"cni is not supported: cni args are for CNI network modes, and drover serves host networking only.")
+	}
 
 	ports := blocks["port"]
 	if len(ports) > structs.MaxPortsPerGroup {
@@ -62,6 +84,10 @@ func (p *parser) network(b *hcl.Block) []*structs.NetworkResource {
 		if p.setString(pa["host_network"], &port.HostNetwork) && port.HostNetwork != structs.HostNetworkDefault {
 			p.errorf(pa["host_network"].Expr.Range(), "Unsupported host_network",
 				"host_network is %q; drover serves the node's default network only (host_network = %q).", port.HostNetwork, structs.HostNetworkDefault)
+		}
+		if a := pa["ignore_collision"]; a != nil && p.setBool(a, &port.IgnoreCollision) && port.IgnoreCollision {
+			p.errorf(a.NameRange, "Unsupported argument",
+				"ignore_collision = true is not supported: drover never places two allocations on the same port of a node.")
 		}
 		if port.Value != 0 {
 			n.ReservedPorts = append(n.ReservedPorts, port)

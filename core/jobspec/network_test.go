@@ -24,7 +24,7 @@ func TestNetworkParse(t *testing.T) {
 	}
 	n := nets[0]
 	got := fmt.Sprintf("%s %+v %+v", n.Mode, n.ReservedPorts, n.DynamicPorts)
-	want := "host [{Label:http Value:8080 To:80 HostNetwork:}] [{Label:dyn Value:0 To:0 HostNetwork:} {Label:b Value:0 To:9000 HostNetwork:}]"
+	want := "host [{Label:http Value:8080 To:80 HostNetwork: IgnoreCollision:false}] [{Label:dyn Value:0 To:0 HostNetwork: IgnoreCollision:false} {Label:b Value:0 To:9000 HostNetwork: IgnoreCollision:false}]"
 	if got != want {
 		t.Errorf("network =\n  %s\nwant\n  %s", got, want)
 	}
@@ -46,7 +46,7 @@ func TestNetworkErrors(t *testing.T) {
 		{"bad label", "      port \"a-b\" {}\n", "job.hcl:4:12: Invalid port label", "NOMAD_PORT_a-b"},
 		{"other host network", "      port \"a\" {\n        host_network = \"public\"\n      }\n", "job.hcl:5:24: Unsupported host_network", `"public"`},
 		{"unknown port attribute", "      port \"a\" {\n        value = 1\n      }\n", "job.hcl:5:9: Unsupported argument", `"value"`},
-		{"dns unsupported", "      dns {\n      }\n", "job.hcl:4:7: Unsupported block type", `"dns"`},
+		{"dns unsupported", "      dns {\n      }\n", "job.hcl:4:7: Unsupported block type", `dns is not supported: drover does not set a task's DNS configuration`},
 		{"too many ports", manyPorts(129), "job.hcl:132:7: Too many ports", "at most 128 ports"},
 	}
 	for _, tt := range tests {

@@ -11,7 +11,7 @@ import (
 // agree).
 
 var (
-	artifactAttrs  = []string{"source", "destination", "mode", "options", "headers"}
+	artifactAttrs  = []string{"source", "destination", "mode", "options", "headers", "insecure", "chown"}
 	artifactBlocks = []blockKind{{name: "options"}, {name: "headers"}}
 )
 
@@ -27,6 +27,14 @@ func (p *parser) artifacts(bs hcl.Blocks) []*structs.TaskArtifact {
 		p.setString(attrs["mode"], &a.GetterMode)
 		a.GetterOptions = p.stringMap(attrs, blocks, "options")
 		a.GetterHeaders = p.stringMap(attrs, blocks, "headers")
+		if at := attrs["insecure"]; at != nil && p.setBool(at, &a.GetterInsecure) && a.GetterInsecure {
+			p.errorf(at.NameRange, "Unsupported argument",
+				"insecure = true is not supported: drover's client always verifies the TLS certificate of an artifact's server.")
+		}
+		if at := attrs["chown"]; at != nil && p.setBool(at, &a.Chown) && a.Chown {
+			p.errorf(at.NameRange, "Unsupported argument",
+				"chown = true is not supported: drover's client does not change the owner of downloaded artifacts.")
+		}
 		out = append(out, a)
 	}
 	return out
@@ -35,7 +43,7 @@ func (p *parser) artifacts(bs hcl.Blocks) []*structs.TaskArtifact {
 var (
 	templateAttrs = []string{
 		"data", "source", "destination", "change_mode", "change_signal", "splay", "perms", "uid", "gid",
-		"left_delimiter", "right_delimiter", "env", "error_on_missing_key", "vault_grace",
+		"left_delimiter", "right_delimiter", "env", "error_on_missing_key", "vault_grace", "once",
 	}
 	templateBlocks = []blockKind{{name: "wait"}, {name: "change_script"}}
 )
@@ -73,6 +81,10 @@ func (p *parser) templates(bs hcl.Blocks) []*structs.Template {
 		p.setString(attrs["right_delimiter"], &t.RightDelim)
 		p.setBool(attrs["env"], &t.Envvars)
 		p.setBool(attrs["error_on_missing_key"], &t.ErrMissingKey)
+		if a := attrs["once"]; a != nil && p.setBool(a, &t.Once) && t.Once {
+			p.errorf(a.NameRange, "Unsupported argument",
+				"once = true is not supported: drover's client re-renders a template whenever its data changes.")
+		}
 		if a := attrs["vault_grace"]; a != nil {
 			p.errorf(a.NameRange, "Unsupported argument",
 				"vault_grace needs Vault, and drover has no Vault integration; remove it.")

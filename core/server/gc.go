@@ -56,7 +56,8 @@ type gcPacing struct {
 	Share              float64
 	MinPause, MaxPause time.Duration
 	// Scheduling comes first: after its pause, a step waits until the
-	// eval broker has had nothing ready or in flight for Quiet, or until
+	// eval broker has had nothing ready or in flight, and no other Raft
+	// write has been in flight (Server.quietForGC), for Quiet, or until
 	// it has waited MaxYield (so a cluster that never stops scheduling
 	// still collects, one step per MaxYield at least). A Go garbage
 	// collection cycle or a Raft entry that a step causes then rarely
@@ -283,7 +284,9 @@ func (g *gcEngine) runJob(ctx context.Context, j gcJob, force bool) error {
 		return nil
 	}
 	start := time.Now()
+	restore := g.s.deferSnapshots()
 	st, err := g.collect(ctx, j, force)
+	restore()
 	g.s.cfg.Metrics.GCRun(j.name, time.Since(start))
 	g.s.cfg.Metrics.GCReaped(j.name, st.reaped)
 	log := g.s.logger.With("job", j.name, "force", force)
@@ -334,7 +337,7 @@ func (g *gcEngine) collect(ctx context.Context, j gcJob, force bool) (gcStats, e
 		// One region: this one is the authoritative one.
 		return &gcpb.DecideRequest{Collection: j.collection, NowUnixNano: now, Thresholds: th, AuthoritativeRegion: true}
 	}
-	pace := &gcPacer{p: g.pacing, idle: g.s.broker.Idle, stats: &st, size: g.size}
+	pace := &gcPacer{p: g.pacing, idle: g.s.quietForGC(), stats: &st, size: g.size}
 	built := time.Now()
 	// Each page is decided and applied as soon as it is built: a run
 	// holds one page, not the whole backlog, and the time spent building
@@ -468,7 +471,7 @@ func (g *gcEngine) reap(ctx context.Context, items []gcItem, pace *gcPacer, st *
 			return err
 		}
 		start := time.Now()
-		_, resp, err := g.s.raftApplyResponse(structs.GCReapRequestType, &req)
+		_, resp, err := g.s.gcApply(structs.GCReapRequestType, &req)
 		took := time.Since(start)
 		pace.took(took)
 		if err != nil {
@@ -568,7 +571,7 @@ func (g *gcEngine) release(ctx context.Context, page *gcpb.DecideRequest, dec ma
 			return err
 		}
 		start := time.Now()
-		_, err = g.s.raftApply(structs.CSIVolumeClaimBatchRequestType, &structs.CSIVolumeClaimBatchRequest{Claims: kept})
+		_, _, err = g.s.gcApply(structs.CSIVolumeClaimBatchRequestType, &structs.CSIVolumeClaimBatchRequest{Claims: kept})
 		pace.took(time.Since(start))
 		switch {
 		case errors.Is(err, structs.ErrNotFound):

@@ -31,12 +31,15 @@ var (
 	gcBenchObjects = flag.Int("gcbench.objects", 100_000, "GC benchmarks: evals plus allocs in the backlog")
 	gcBenchBatch   = flag.Int("gcbench.batch", 0, "GC benchmarks: objects per GCReap entry (0: the default pacing's)")
 	gcBenchShare   = flag.Float64("gcbench.share", 0, "GC benchmarks: pacing Share (0: the default pacing's)")
+	gcBenchTarget  = flag.Duration("gcbench.target", 0, "GC benchmarks: pacing EntryTarget, the time one reap entry holds the state machine (0: the default pacing's)")
+	gcBenchMin     = flag.Int("gcbench.minbatch", 0, "GC benchmarks: pacing MinBatch, the fewest objects in a reap entry (0: the default pacing's)")
+	gcBenchSnapAt  = flag.Uint64("gcbench.snapshot-threshold", 0, "GC benchmarks: Raft SnapshotThreshold, log entries between snapshots (0: Raft's default)")
 )
 
 // gcBenchPacing is the default pacing with the flags' overrides, nil
 // without any.
 func gcBenchPacing() *gcPacing {
-	if *gcBenchBatch == 0 && *gcBenchShare == 0 {
+	if *gcBenchBatch == 0 && *gcBenchShare == 0 && *gcBenchTarget == 0 && *gcBenchMin == 0 {
 		return nil
 	}
 	p := defaultGCPacing()
@@ -45,6 +48,12 @@ func gcBenchPacing() *gcPacing {
 	}
 	if *gcBenchShare > 0 {
 		p.Share = *gcBenchShare
+	}
+	if *gcBenchTarget > 0 {
+		p.EntryTarget = *gcBenchTarget
+	}
+	if *gcBenchMin > 0 {
+		p.MinBatch = *gcBenchMin
 	}
 	return &p
 }
@@ -64,14 +73,15 @@ func (w benchWriter) Write(p []byte) (int, error) { w.b.Log(string(p)); return l
 func gcBenchServer(b *testing.B, pacing *gcPacing) *Server {
 	b.Helper()
 	s, err := New(Config{
-		Logger:       hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: benchWriter{b}}),
-		DevMode:      true,
-		Schedulers:   builtin.InProcess{},
-		KnownDrivers: []string{"raw_exec"},
-		HeartbeatTTL: time.Hour,
-		GC:           &gcRouter{col: gc.New()},
-		GCConfig:     GCConfig{JobGCInterval: time.Hour, CSIVolumeClaimGCInterval: time.Hour},
-		gcPacing:     pacing,
+		Logger:            hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: benchWriter{b}}),
+		DevMode:           true,
+		Schedulers:        builtin.InProcess{},
+		KnownDrivers:      []string{"raw_exec"},
+		HeartbeatTTL:      time.Hour,
+		GC:                &gcRouter{col: gc.New()},
+		GCConfig:          GCConfig{JobGCInterval: time.Hour, CSIVolumeClaimGCInterval: time.Hour},
+		gcPacing:          pacing,
+		SnapshotThreshold: *gcBenchSnapAt,
 	})
 	if err != nil {
 		b.Fatal(err)
@@ -229,6 +239,36 @@ func percentile(d []time.Duration, p float64) time.Duration {
 // benchmark places, and how many the GC phase places on one node.
 var gcLatencySamples = flag.Int("gcbench.samples", 2000, "GC latency benchmark: jobs placed with GC idle, and on each node with GC running")
 
+// gcLatencyInterval is the arrival rate of the latency benchmark's jobs:
+// one submitted every interval (or as soon as the previous one is placed,
+// when that took longer). 0 submits back to back, the worst case for GC:
+// scheduling is then never quiet and every GC step waits its MaxYield, so
+// a large backlog takes hours to reap.
+var gcLatencyInterval = flag.Duration("gcbench.interval", 20*time.Millisecond, "GC latency benchmark: time between job submissions in both phases (0: back to back)")
+
+// arrivals paces the latency benchmark's submissions at
+// gcLatencyInterval.
+type arrivals struct {
+	every time.Duration
+	next  time.Time
+}
+
+func newArrivals() *arrivals { return &arrivals{every: *gcLatencyInterval, next: time.Now()} }
+
+// wait returns when the next job is due.
+func (a *arrivals) wait() {
+	if a.every <= 0 {
+		return
+	}
+	now := time.Now()
+	if d := a.next.Sub(now); d > 0 {
+		t := time.NewTimer(d)
+		<-t.C
+		now = a.next
+	}
+	a.next = now.Add(a.every)
+}
+
 // gcLatencyServer is a GC bench server with the backlog of objects seeded,
 // then a Raft snapshot taken and Go's heap collected, so that neither
 // phase pays for the seeding: the snapshot that the seeding's entries make
@@ -242,6 +282,9 @@ func gcLatencyServer(b *testing.B, pacing *gcPacing, objects int) *Server {
 		b.Fatal(err)
 	}
 	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	b.Logf("backlog %d seeded: Go heap %d MB in use after a collection", objects, ms.HeapAlloc>>20)
 	return s
 }
 
@@ -266,9 +309,12 @@ func latencyNode(b *testing.B, s *Server, name string) *structs.Node {
 // same backlog in state (the GC phase sees less and less of it) and the
 // same Go heap; the seeding's Raft snapshot and garbage are done with
 // before either starts (gcLatencyServer). Jobs are submitted one at a
-// time, each placed on the one eligible node before the next, which is the
-// worst case for GC: scheduling is never quiet, so every GC step waits its
-// MaxYield and then lands on a placement.
+// time, each placed on the one eligible node before the next.
+//
+// Jobs arrive one every -gcbench.interval in both phases (20 ms: 50 jobs a
+// second, a busy cluster), so that scheduling has quiet gaps for the GC
+// to step in, as it does outside a load test; -gcbench.interval=0 submits
+// back to back, which leaves the GC one step per MaxYield.
 //
 // The idle phase places -gcbench.samples jobs. The GC phase places jobs
 // from ForceGC's start until it returns, so that its samples cover the
@@ -300,7 +346,9 @@ func gcSchedulingLatency(b *testing.B, pacing *gcPacing) {
 		placeOne(b, s, node, "warm-idle")
 		var idleRun []time.Duration
 		c0, t0 := numGC(), time.Now()
+		arrive := newArrivals()
 		for k := 0; k < m; k++ {
+			arrive.wait()
 			idleRun = append(idleRun, placeOne(b, s, node, fmt.Sprintf("idle-%d", k)))
 		}
 		idleCycles += numGC() - c0
@@ -323,7 +371,9 @@ func gcSchedulingLatency(b *testing.B, pacing *gcPacing) {
 			done <- err
 		}()
 		c0, t0 = numGC(), time.Now()
+		arrive = newArrivals()
 		for k := 0; running.Load(); k++ {
+			arrive.wait()
 			if k > 0 && k%m == 0 {
 				if _, err := s.UpdateNodeEligibility(context.Background(), node.ID, structs.NodeSchedulingIneligible); err != nil {
 					b.Fatal(err)

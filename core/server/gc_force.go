@@ -91,14 +91,14 @@ func (s *Server) ReconcileJobSummaries(ctx context.Context) error {
 	if s.cfg.gcPacing != nil {
 		p = s.cfg.gcPacing.withDefaults()
 	}
-	pace := &gcPacer{p: p, idle: s.broker.Idle}
+	pace := &gcPacer{p: p, idle: s.quietForGC()}
 	req := &structs.ReconcileJobSummariesRequest{Limit: reconcileJobsPerEntry}
 	for {
 		if err := pace.wait(ctx); err != nil {
 			return err
 		}
 		start := time.Now()
-		_, resp, err := s.raftApplyResponse(structs.ReconcileJobSummariesRequestType, req)
+		_, resp, err := s.gcApply(structs.ReconcileJobSummariesRequestType, req)
 		if err != nil {
 			return err
 		}

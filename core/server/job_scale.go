@@ -12,7 +12,8 @@ import (
 // the job that differs only in that count, checked as a registration is
 // (the type's max_group_count, the allocation limits), with a job-scaling
 // eval and a scaling event, in one Raft entry. A request without a count
-// records only its message or error as an event. Scaling a periodic or
+// records only its message or error as an event; a count outside the
+// group's scaling block (min, max) is refused. Scaling a periodic or
 // parameterized parent changes the count its next children get, with no
 // eval. A job whose type places
 // per node (JobTypeBehavior.PerNode) has no count to scale and is refused,
@@ -64,6 +65,10 @@ func (s *Server) ScaleJob(ctx context.Context, ns, jobID string, req *structs.Sc
 		}
 		if job.Stop {
 			return nil, structs.NewError(structs.ErrInvalid, "job %q is stopped: run it again or revert it to a version that runs before scaling it", jobID)
+		}
+		// A group's scaling block bounds every count it is scaled to.
+		if err := tg.CheckScaleCount(*req.Count); err != nil {
+			return nil, err
 		}
 		next, err := s.scaledJob(job, group, *req.Count)
 		if err != nil {

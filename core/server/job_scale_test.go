@@ -373,3 +373,54 @@ func TestScalePeriodicParent(t *testing.T) {
 		t.Fatalf("parent's events %+v, want one without an eval", row)
 	}
 }
+
+// A group's scaling block bounds `job scale`: a count outside [min, max]
+// is refused with the bound named, through Nomad's client too, and
+// nothing is written; a count inside is scaled to.
+func TestScaleWithinScalingPolicy(t *testing.T) {
+	s, ts := scaleFixture(t, nil)
+	job := testJob("bounded", "batch")
+	job.TaskGroups[0].Count = 2
+	job.TaskGroups[0].Scaling = &structs.ScalingPolicy{Min: 1, Max: 4, Enabled: true}
+	registerJob(t, s, job)
+	waitJobEvalsTerminal(t, s, "bounded")
+	stored, _ := s.State().JobByID(nil, "default", "bounded")
+	sp := stored.TaskGroups[0].Scaling
+	if sp == nil || sp.Type != "horizontal" || sp.ID != structs.ScalingPolicyID("default", "bounded", "g") ||
+		sp.Target["Job"] != "bounded" || sp.Target["Group"] != "g" || sp.Target["Namespace"] != "default" {
+		t.Fatalf("stored scaling policy %+v, want a horizontal policy targeting default/bounded/g", sp)
+	}
+
+	before := s.State().LatestIndex()
+	for _, tc := range []struct {
+		body, want string
+	}{
+		{`{"Count":5,"Target":{"Group":"g"}}`, `Count: 5 is greater than the maximum of group "g"'s scaling policy (max = 4)`},
+		{`{"Count":0,"Target":{"Group":"g"}}`, `Count: 0 is less than the minimum of group "g"'s scaling policy (min = 1)`},
+	} {
+		code, body := send(t, "PUT", ts.URL+"/v1/job/bounded/scale", tc.body)
+		if code != 400 || !strings.Contains(body, tc.want) {
+			t.Errorf("scale %s = %d %q, want 400 containing %q", tc.body, code, body, tc.want)
+		}
+	}
+	c, err := nomadapi.NewClient(&nomadapi.Config{Address: ts.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ten := 10
+	if _, _, err := c.Jobs().Scale("bounded", "g", &ten, "", false, nil, nil); err == nil || !strings.Contains(err.Error(), "max = 4") {
+		t.Errorf("scale to 10 through Nomad's client: %v, want the maximum named", err)
+	}
+	if after := s.State().LatestIndex(); after != before {
+		t.Errorf("refused scales moved the state from index %d to %d", before, after)
+	}
+
+	four := 4
+	if _, _, err := c.Jobs().Scale("bounded", "g", &four, "", false, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	stored, _ = s.State().JobByID(nil, "default", "bounded")
+	if stored.TaskGroups[0].Count != 4 || stored.TaskGroups[0].Scaling.Max != 4 {
+		t.Errorf("after scaling to the max: count %d, policy %+v", stored.TaskGroups[0].Count, stored.TaskGroups[0].Scaling)
+	}
+}

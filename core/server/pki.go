@@ -426,6 +426,12 @@ var rpcAccess = map[string]access{
 	"Node.UpdateAllocs": forNode("update the allocations", func(r any) string {
 		return r.(*NodeUpdateAllocsArgs).NodeID
 	}),
+	"ServiceRegistration.NodeUpdate": forNode("register services", func(r any) string {
+		return r.(*structs.ServiceRegistrationNodeArgs).NodeID
+	}),
+	"ServiceRegistration.Lookup": forNode("read services", func(r any) string {
+		return r.(*structs.ServiceLookupArgs).NodeID
+	}),
 }
 
 // Authorizer decides every RPC by the caller's certificate (see rpcAccess).

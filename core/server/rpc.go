@@ -203,6 +203,7 @@ func (s *Server) RegisterRPC(rs *rpc.Server) {
 	s.registerNamespaceRPC(rs, mark)
 	s.registerCSIRPC(rs, mark)
 	s.registerCSIClaimRPC(rs, mark)
+	s.registerServiceRPC(rs, mark)
 	s.registerCSICreateRPC(rs, mark)
 	s.registerACLResolveRPC(rs)
 	s.registerACLCRUDRPC(rs, mark)

@@ -169,7 +169,10 @@ type Server struct {
 	raftStore interface{ Close() error }
 	transport raft.Transport
 
-	broker    *evalbroker.Broker
+	broker *evalbroker.Broker
+	// writes tracks Raft writes other than the GC's, which GC steps
+	// yield to.
+	writes    *writeQuiet
 	blocked   *blockedevals.BlockedEvals
 	planQueue *planqueue.Queue
 	periodic  *periodicDispatcher
@@ -258,6 +261,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, logger: cfg.Logger.Named("server"), rpcPool: cfg.RPCPool}
 	s.shutdownCtx, s.shutdownCancel = context.WithCancel(context.Background())
 	s.broker = evalbroker.New(cfg.Broker, s.logger.Named("broker"))
+	s.writes = newWriteQuiet()
 	s.blocked = blockedevals.New(s.broker, s.logger.Named("blocked_evals"))
 	s.planQueue = planqueue.New()
 	s.periodic = newPeriodicDispatcher(s)
@@ -550,6 +554,17 @@ func (s *Server) raftApply(t structs.MessageType, msg any) (uint64, error) {
 // raftApplyResponse is raftApply that also returns the entry's response
 // when it is not an error (the FSM's answer, e.g. what a GC reap deleted).
 func (s *Server) raftApplyResponse(t structs.MessageType, msg any) (uint64, any, error) {
+	defer s.writes.begin()()
+	return s.applyEntry(t, msg)
+}
+
+// gcApply is raftApplyResponse for the garbage collector's own entries:
+// they are not writes that GC steps yield to.
+func (s *Server) gcApply(t structs.MessageType, msg any) (uint64, any, error) {
+	return s.applyEntry(t, msg)
+}
+
+func (s *Server) applyEntry(t structs.MessageType, msg any) (uint64, any, error) {
 	if !s.IsLeader() {
 		return 0, nil, structs.NewError(structs.ErrNoLeader, "No cluster leader")
 	}

@@ -183,7 +183,11 @@ func (t *writeTxn) putAlloc(existing, a *structs.Allocation) error {
 	t.touchJob(a.Namespace, a.JobID, false)
 	// An allocation that ends on a node that is down or gone (lost) has
 	// no client to release its volume claims: they are the watcher's.
+	// Its services end with it, whoever reports the end.
 	if existing != nil && a.ClientTerminalStatus() && !existing.ClientTerminalStatus() {
+		if err := t.deleteServicesBy("alloc", a.ID); err != nil {
+			return err
+		}
 		n, err := t.node(a.NodeID)
 		if err != nil {
 			return err

@@ -55,6 +55,9 @@ func (s *StateStore) DeleteEval(index uint64, evalIDs, allocIDs []string) error 
 			if err := t.delete(TableAllocs, a); err != nil {
 				return err
 			}
+			if err := t.deleteServicesBy("alloc", a.ID); err != nil {
+				return err
+			}
 			t.touchJob(a.Namespace, a.JobID, true)
 		}
 		return nil

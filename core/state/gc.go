@@ -142,6 +142,9 @@ func (g *gcTxn) reap(req *structs.GCReapRequest) error {
 		if err := t.delete(TableAllocs, a); err != nil {
 			return err
 		}
+		if err := t.deleteServicesBy("alloc", a.ID); err != nil {
+			return err
+		}
 		// A claim it still holds is the volume watcher's now.
 		if err := t.touchClaimedVolumes(a); err != nil {
 			return err

@@ -90,6 +90,9 @@ func (s *StateStore) DeleteNode(index uint64, ids []string) error {
 			if err := t.touchNodeClaims(n.ID); err != nil {
 				return err
 			}
+			if err := t.deleteServicesBy("node", n.ID); err != nil {
+				return err
+			}
 		}
 		return nil
 	})
@@ -101,6 +104,10 @@ func (s *StateStore) UpdateNodeStatus(index uint64, nodeID, status string, updat
 	return s.updateNode(index, nodeID, ev, evals, func(t *writeTxn, existing, n *structs.Node) error {
 		n.Status = status
 		n.StatusUpdatedAt = updatedAt
+		// A node that is down serves none of its services.
+		if status == structs.NodeStatusDown {
+			return t.deleteServicesBy("node", n.ID)
+		}
 		return nil
 	})
 }

@@ -58,6 +58,7 @@ const (
 	recCSIVolume       byte = 35
 	recCSIPlugin       byte = 36
 	recScalingEvents   byte = 40
+	recServiceReg      byte = 45
 	recEnd             byte = 255
 )
 
@@ -113,6 +114,7 @@ func (s *StateSnapshot) Persist(w io.Writer) error {
 		{TableCSIPlugins, recCSIPlugin},
 		{TableScalingEvents, recScalingEvents},
 		{TableDeployments, recDeployment},
+		{TableServiceRegistrations, recServiceReg},
 	}
 	for _, tb := range tables {
 		iter, err := txn.Get(tb.table, "id")
@@ -328,6 +330,8 @@ func decodeRecord(typ byte, buf []byte, jobs map[uint64]*structs.Job) (restoreIt
 		it = restoreItem{TableScalingEvents, new(structs.JobScalingEvents)}
 	case recDeployment:
 		it = restoreItem{TableDeployments, new(structs.Deployment)}
+	case recServiceReg:
+		it = restoreItem{TableServiceRegistrations, new(structs.ServiceRegistration)}
 	case recCSIVolume:
 		rec := csiVolumeRecord{CSIVolume: new(structs.CSIVolume)}
 		if err := json.Unmarshal(buf, &rec); err != nil {

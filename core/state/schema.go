@@ -117,6 +117,7 @@ func schema() *memdb.DBSchema {
 		)},
 		pkiTableSchema(),
 		scalingEventsTable(),
+		serviceRegistrationsTable(),
 	}
 	tables = append(tables, aclTables()...)
 	tables = append(tables, csiTables()...)

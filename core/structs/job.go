@@ -2,6 +2,7 @@ package structs
 
 import (
 	"encoding/json"
+	"math"
 	"strings"
 	"time"
 )
@@ -30,6 +31,7 @@ type Job struct {
 	DispatchIdempotencyToken string                  `codec:",omitempty"`
 	Payload                  []byte                  `codec:",omitempty"`
 	Meta                     map[string]string       `codec:",omitempty"`
+	UI                       *JobUIConfig            `codec:",omitempty"`
 	Stop                     bool                    `codec:",omitempty"`
 	Status                   string                  `codec:",omitempty"`
 	StatusDescription        string                  `codec:",omitempty"`
@@ -63,6 +65,14 @@ type TaskGroup struct {
 	ShutdownDelay    *time.Duration            `codec:",omitempty"`
 	Volumes          map[string]*VolumeRequest `codec:",omitempty"`
 	Networks         []*NetworkResource        `codec:",omitempty"`
+	Services         []*Service                `codec:",omitempty"`
+	Scaling          *ScalingPolicy            `codec:",omitempty"`
+	Disconnect       *DisconnectStrategy       `codec:",omitempty"`
+	// The deprecated forms of Disconnect's fields, kept for job files
+	// that still use them.
+	MaxClientDisconnect       *time.Duration `codec:",omitempty"`
+	StopAfterClientDisconnect *time.Duration `codec:",omitempty"`
+	PreventRescheduleOnLost   bool           `codec:",omitempty"`
 }
 
 // Task is one process run by a driver.
@@ -81,12 +91,18 @@ type Task struct {
 	Meta            map[string]string      `codec:",omitempty"`
 	KillTimeout     time.Duration          `codec:",omitempty"`
 	KillSignal      string                 `codec:",omitempty"`
-	LogConfig       *LogConfig             `codec:",omitempty"`
-	Leader          bool                   `codec:",omitempty"`
-	VolumeMounts    []*VolumeMount         `codec:",omitempty"`
-	CSIPluginConfig *TaskCSIPluginConfig   `codec:",omitempty"`
-	Artifacts       []*TaskArtifact        `codec:",omitempty"`
-	Templates       []*Template            `codec:",omitempty"`
+	// ShutdownDelay: how long the task keeps running after its services
+	// are deregistered, before it is killed.
+	ShutdownDelay   time.Duration        `codec:",omitempty"`
+	LogConfig       *LogConfig           `codec:",omitempty"`
+	Leader          bool                 `codec:",omitempty"`
+	VolumeMounts    []*VolumeMount       `codec:",omitempty"`
+	CSIPluginConfig *TaskCSIPluginConfig `codec:",omitempty"`
+	Artifacts       []*TaskArtifact      `codec:",omitempty"`
+	Templates       []*Template          `codec:",omitempty"`
+	Services        []*Service           `codec:",omitempty"`
+	Kind            string               `codec:",omitempty"`
+	Actions         []*Action            `codec:",omitempty"`
 }
 
 // Resources asked by a task, in MHz and MB.
@@ -97,6 +113,10 @@ type Resources struct {
 	MemoryMaxMB int `codec:",omitempty"`
 	DiskMB      int `codec:",omitempty"`
 	IOPS        int `codec:",omitempty"`
+	// SecretsMB is the size asked for the task's secrets directory.
+	SecretsMB int                `codec:",omitempty"`
+	Devices   []*RequestedDevice `codec:",omitempty"`
+	NUMA      *NUMAResource      `codec:",omitempty"`
 }
 
 // Constraint restricts placement; String() is the key shown in
@@ -172,6 +192,19 @@ type UpdateStrategy struct {
 	AutoRevert       bool          `codec:",omitempty"`
 	AutoPromote      bool          `codec:",omitempty"`
 	Canary           int           `codec:",omitempty"`
+}
+
+// DefaultUpdateStrategy is Nomad's update block: what an update block
+// leaves unset takes these values.
+func DefaultUpdateStrategy() *UpdateStrategy {
+	return &UpdateStrategy{
+		Stagger:          30 * time.Second,
+		MaxParallel:      1,
+		HealthCheck:      UpdateHealthCheckChecks,
+		MinHealthyTime:   10 * time.Second,
+		HealthyDeadline:  5 * time.Minute,
+		ProgressDeadline: 10 * time.Minute,
+	}
 }
 
 // EphemeralDisk is the group's shared scratch disk.
@@ -391,7 +424,8 @@ type JobChildrenSummary struct {
 
 // UnmarshalJSON decodes a task group as Nomad's API does: a group sent
 // without Count runs one allocation (Nomad's client canonicalizes an absent
-// count to 1), while an explicit 0 is kept and runs none.
+// count to 1, or to its scaling block's min), while an explicit 0 is kept
+// and runs none.
 func (tg *TaskGroup) UnmarshalJSON(b []byte) error {
 	type plain TaskGroup // no methods: no recursion
 	if err := json.Unmarshal(b, (*plain)(tg)); err != nil {
@@ -400,12 +434,19 @@ func (tg *TaskGroup) UnmarshalJSON(b []byte) error {
 	if tg.Count != 0 {
 		return nil // present: the common case decodes once
 	}
-	var count struct{ Count *int }
+	var count struct {
+		Count   *int
+		Scaling *struct{ Min *int64 }
+	}
 	if err := json.Unmarshal(b, &count); err != nil {
 		return err
 	}
 	if count.Count == nil {
+		// As Nomad's client: a scaling block's min, else one.
 		tg.Count = 1
+		if s := count.Scaling; s != nil && s.Min != nil && *s.Min >= 0 && *s.Min <= math.MaxInt32 {
+			tg.Count = int(*s.Min)
+		}
 	}
 	return nil
 }

@@ -41,6 +41,22 @@ type NetworkResource struct {
 	MBits         int    `codec:",omitempty"`
 	ReservedPorts []Port `codec:",omitempty"`
 	DynamicPorts  []Port `codec:",omitempty"`
+	// DNS and CNI are Nomad's; drover sets neither, so a job setting them
+	// is refused.
+	DNS *DNSConfig `codec:",omitempty"`
+	CNI *CNIConfig `codec:",omitempty"`
+}
+
+// DNSConfig is a network's dns block.
+type DNSConfig struct {
+	Servers  []string `codec:",omitempty"`
+	Searches []string `codec:",omitempty"`
+	Options  []string `codec:",omitempty"`
+}
+
+// CNIConfig is a network's cni block.
+type CNIConfig struct {
+	Args map[string]string `codec:",omitempty"`
 }
 
 // Port is one port a group asks for: Value is the host port (static for a
@@ -51,6 +67,10 @@ type Port struct {
 	Value       int    `codec:",omitempty"`
 	To          int    `codec:",omitempty"`
 	HostNetwork string `codec:",omitempty"`
+	// IgnoreCollision (share a static port with other allocations) is
+	// Nomad's; drover holds each port of a node once, so a port setting
+	// it is refused.
+	IgnoreCollision bool `codec:",omitempty"`
 }
 
 // AllocatedPortMapping is one port an allocation holds on its node
@@ -138,6 +158,12 @@ func (tg *TaskGroup) validateNetworks(l *errList, where string) {
 		default:
 			l.add("%s: mode %q is not supported yet (only \"host\")", w, n.Mode)
 		}
+		if n.DNS != nil {
+			l.add("%s: dns is not supported: drover does not set a task's DNS configuration, which is the node's in host networking", w)
+		}
+		if n.CNI != nil {
+			l.add("%s: cni is not supported: cni args are for CNI network modes, and drover serves host networking only", w)
+		}
 		if total := len(n.ReservedPorts) + len(n.DynamicPorts); total > MaxPortsPerGroup {
 			l.add("%s: %d ports asked, at most %d are allowed", w, total, MaxPortsPerGroup)
 			continue
@@ -163,6 +189,9 @@ func (tg *TaskGroup) validateNetworks(l *errList, where string) {
 				}
 			} else if p.Value != 0 {
 				l.add("%s: a dynamic port must not set a value (got %d)", pw, p.Value)
+			}
+			if p.IgnoreCollision {
+				l.add("%s: ignore_collision is not supported: drover never places two allocations on the same port of a node", pw)
 			}
 			if p.To < -1 || p.To > MaxPort {
 				l.add("%s: to %d is outside 0-%d (-1 or 0: the host port)", pw, p.To, MaxPort)

@@ -21,6 +21,11 @@ type TaskArtifact struct {
 	// RelativeDest is relative to the task's directory ("local/" by
 	// default).
 	RelativeDest string `codec:",omitempty"`
+	// GetterInsecure (skip TLS verification) and Chown (give the files to
+	// the task's user) are Nomad's; drover's client does neither, so a job
+	// setting them is refused.
+	GetterInsecure bool `codec:",omitempty"`
+	Chown          bool `codec:",omitempty"`
 }
 
 // Template is a task's template block, rendered into the task's directory
@@ -45,6 +50,9 @@ type Template struct {
 	Envvars       bool          `codec:",omitempty"`
 	ErrMissingKey bool          `codec:",omitempty"`
 	Wait          *TemplateWait `codec:",omitempty"`
+	// Once (render once, never re-render) is Nomad's; drover's client
+	// re-renders on every change, so a job setting it is refused.
+	Once bool `codec:",omitempty"`
 }
 
 // TemplateWait is a template's wait block: how long a re-render waits for
@@ -141,6 +149,12 @@ func (t *Task) validateFiles(l *errList, where string) {
 		if a.RelativeDest != "" && !insideAllocDir(a.RelativeDest) {
 			l.add("%s: destination %q escapes the allocation directory (it is relative to the task directory)", w, a.RelativeDest)
 		}
+		if a.GetterInsecure {
+			l.add("%s: insecure is not supported: drover's client always verifies the TLS certificate of an artifact's server", w)
+		}
+		if a.Chown {
+			l.add("%s: chown is not supported: drover's client does not change the owner of downloaded artifacts", w)
+		}
 	}
 	if len(t.Templates) > MaxTemplatesPerTask {
 		l.add("%s: %d template blocks, more than %d", where, len(t.Templates), MaxTemplatesPerTask)
@@ -151,6 +165,9 @@ func (t *Task) validateFiles(l *errList, where string) {
 		if tm == nil {
 			l.add("%s: empty", w)
 			continue
+		}
+		if tm.Once {
+			l.add("%s: once is not supported: drover's client re-renders a template whenever its data changes", w)
 		}
 		switch {
 		case tm.SourcePath == "" && tm.EmbeddedTmpl == "":

@@ -91,9 +91,19 @@ func (j *Job) Canonicalize() {
 			tg.ReschedulePolicy = j.TypeBehavior.defaultReschedule()
 		}
 		tg.Migrate = j.TypeBehavior.canonicalMigrate(tg.Migrate)
+		// A group without an update block takes the job's, as Nomad's
+		// canonicalization does (the HCL parser already copies it; a job
+		// sent as JSON comes here with the job's block alone), unless the
+		// type refuses the block.
+		if tg.Update == nil && !j.Update.IsEmpty() && j.TypeBehavior != nil && !j.TypeBehavior.Refuses(BlockUpdate) {
+			u := *j.Update
+			tg.Update = &u
+		}
 		if tg.EphemeralDisk == nil {
 			tg.EphemeralDisk = &EphemeralDisk{SizeMB: 300}
 		}
+		tg.canonicalizeServices(j.Name)
+		tg.canonicalizeBlocks(j)
 		for _, t := range tg.Tasks {
 			if t == nil {
 				continue
@@ -104,6 +114,11 @@ func (j *Job) Canonicalize() {
 			for _, a := range t.Artifacts {
 				if a != nil {
 					a.Canonicalize()
+				}
+			}
+			for _, m := range t.VolumeMounts {
+				if m != nil && m.PropagationMode == "" {
+					m.PropagationMode = "private"
 				}
 			}
 			for _, tm := range t.Templates {
@@ -178,6 +193,7 @@ func (j *Job) Validate() error {
 	validateAffinities(&l, "job affinity", j.Affinities)
 	validateSpreads(&l, "job", j.Spreads)
 	j.validateTypeRules(&l)
+	j.UI.validate(&l)
 	if j.Periodic != nil {
 		j.Periodic.validate(&l)
 	}
@@ -260,6 +276,7 @@ func (tg *TaskGroup) validate(l *errList, jobType string, b *JobTypeBehavior) {
 			leaders++
 		}
 		t.validate(l, fmt.Sprintf("%s: task %q", where, t.Name))
+		t.validateBlocks(l, fmt.Sprintf("%s: task %q", where, t.Name))
 		t.validateLogs(l, fmt.Sprintf("%s: task %q: logs", where, t.Name), tg.EphemeralDisk)
 	}
 	if leaders > 1 {
@@ -267,6 +284,8 @@ func (tg *TaskGroup) validate(l *errList, jobType string, b *JobTypeBehavior) {
 	}
 	tg.validateVolumes(l, where)
 	tg.validateNetworks(l, where)
+	tg.validateServices(l, where)
+	tg.validateBlocks(l, where)
 }
 
 func (t *Task) validate(l *errList, where string) {

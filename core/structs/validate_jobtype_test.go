@@ -168,3 +168,37 @@ func equalPtr[T comparable](a, b *T) bool {
 	}
 	return *a == *b
 }
+
+// TestCanonicalizeJobUpdate: a group without an update block takes a copy
+// of the job's (a job sent as JSON), keeps its own, and takes none when
+// the type refuses the block or is not known yet.
+func TestCanonicalizeJobUpdate(t *testing.T) {
+	jobU := &UpdateStrategy{MaxParallel: 2, Canary: 1, HealthCheck: UpdateHealthCheckTaskStates}
+	ownU := &UpdateStrategy{MaxParallel: 3}
+	tests := []struct {
+		name string
+		b    *JobTypeBehavior
+		own  *UpdateStrategy
+		want *UpdateStrategy
+	}{
+		{"inherits the job's", &JobTypeBehavior{Deployments: true}, nil, jobU},
+		{"keeps its own", &JobTypeBehavior{Deployments: true}, ownU, ownU},
+		{"refused by the type", &JobTypeBehavior{RefusedBlocks: []string{BlockUpdate}}, nil, nil},
+		{"type not known yet", nil, nil, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			j := &Job{ID: "j", Type: "made-up", TypeBehavior: tc.b, Update: jobU, TaskGroups: []*TaskGroup{{
+				Name: "g", Count: 1, Update: tc.own, Tasks: []*Task{{Name: "t", Driver: "raw_exec"}},
+			}}}
+			j.Canonicalize()
+			got := j.TaskGroups[0].Update
+			if !equalPtr(got, tc.want) {
+				t.Fatalf("group update = %+v, want %+v", got, tc.want)
+			}
+			if got != nil && got == j.Update {
+				t.Error("the group shares the job's update block instead of a copy")
+			}
+		})
+	}
+}

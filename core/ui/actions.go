@@ -13,12 +13,14 @@ import (
 )
 
 // An action is a write behind a confirmation step: GET
-// /ui/actions/<name>?namespace=&job= (or ?deployment=) shows what it will
-// do and a form; POST to the same path does it. Both check the caller's
-// ACL as the HTTP API route of the same write does; the POST also checks
-// the CSRF token (csrf.go).
+// /ui/actions/<name>?namespace=&job= (or ?deployment=, ?node=) shows what
+// it will do and a form; POST to the same path does it. Both check the
+// caller's ACL as the HTTP API route of the same write does; the POST
+// also checks the CSRF token (csrf.go).
 type actionSpec struct {
-	kind       string // "job" or "deployment"
+	kind string // "job", "deployment" or "node"
+	// capability is the namespace capability a job or deployment action
+	// needs; a node action needs node:write, as the API's node writes.
 	capability string
 	// verb words the capability's refusal: "stop jobs".
 	verb   string
@@ -35,6 +37,7 @@ type actionSpec struct {
 type actionTarget struct {
 	Job        *structs.Job
 	Deployment *structs.Deployment
+	Node       *structs.Node
 }
 
 // maxActionBody bounds an action's form: a dispatch payload is at most
@@ -139,6 +142,131 @@ var actions = map[string]actionSpec{
 			return &doneData{Message: fmt.Sprintf("Deployment %s was marked as failed.", shortID(t.Deployment.ID)),
 				Links: []link{{"Back to deployment " + shortID(t.Deployment.ID), deploymentURL(t.Deployment.ID)}}}, nil
 		}},
+	"node-drain": {kind: "node", verb: "drain nodes", button: "Drain node", danger: true,
+		explain: func(t *actionTarget) string {
+			s := fmt.Sprintf("Draining node %s marks it ineligible for new allocations and migrates its allocations to other nodes. "+
+				"When the deadline passes, the allocations still on it are stopped.", t.Node.Name)
+			if t.Node.DrainStrategy != nil {
+				s += " The node is draining already: confirming replaces its drain (and deadline)."
+			}
+			return s
+		},
+		run: func(ctx context.Context, a Actions, t *actionTarget, form url.Values) (*doneData, error) {
+			spec, words, err := drainSpecOf(form)
+			if err != nil {
+				return nil, err
+			}
+			resp, err := a.UpdateNodeDrain(ctx, t.Node.ID, spec, false)
+			if err != nil {
+				return nil, err
+			}
+			return nodeDone(t.Node, fmt.Sprintf("Node %s is draining (%s).", t.Node.Name, words), resp), nil
+		}},
+	"node-drain-stop": {kind: "node", verb: "stop node drains", button: "Stop drain",
+		explain: func(t *actionTarget) string {
+			return fmt.Sprintf("Stops the drain of node %s: allocations not yet migrated stay on it. The node becomes eligible again unless you keep it ineligible below.", t.Node.Name)
+		},
+		check: func(t *actionTarget) error {
+			if t.Node.DrainStrategy == nil {
+				return &pageError{status: http.StatusConflict, msg: fmt.Sprintf("Node %s is not draining: there is no drain to stop.", t.Node.Name)}
+			}
+			return nil
+		},
+		run: func(ctx context.Context, a Actions, t *actionTarget, form url.Values) (*doneData, error) {
+			keep := form.Get("keep_ineligible") != ""
+			resp, err := a.UpdateNodeDrain(ctx, t.Node.ID, nil, !keep)
+			if err != nil {
+				return nil, err
+			}
+			msg := fmt.Sprintf("The drain of node %s was stopped; the node is eligible again.", t.Node.Name)
+			if keep {
+				msg = fmt.Sprintf("The drain of node %s was stopped; the node stays ineligible.", t.Node.Name)
+			}
+			return nodeDone(t.Node, msg, resp), nil
+		}},
+	"node-eligible":   eligibilityAction(structs.NodeSchedulingEligible),
+	"node-ineligible": eligibilityAction(structs.NodeSchedulingIneligible),
+}
+
+// eligibilityAction marks a node eligible or ineligible for new
+// allocations; its allocations stay where they are.
+func eligibilityAction(elig string) actionSpec {
+	spec := actionSpec{kind: "node", verb: "change the eligibility of nodes", button: "Mark eligible",
+		explain: func(t *actionTarget) string {
+			return fmt.Sprintf("Marks node %s eligible: the schedulers may place new allocations on it again.", t.Node.Name)
+		},
+		check: func(t *actionTarget) error {
+			switch {
+			case t.Node.SchedulingEligibility == elig:
+				return &pageError{status: http.StatusConflict, msg: fmt.Sprintf("Node %s is %s already.", t.Node.Name, elig)}
+			case t.Node.DrainStrategy != nil && elig == structs.NodeSchedulingEligible:
+				return &pageError{status: http.StatusConflict, msg: fmt.Sprintf("Node %s is draining: stop its drain to make it eligible again.", t.Node.Name)}
+			}
+			return nil
+		},
+		run: func(ctx context.Context, a Actions, t *actionTarget, _ url.Values) (*doneData, error) {
+			resp, err := a.UpdateNodeEligibility(ctx, t.Node.ID, elig)
+			if err != nil {
+				return nil, err
+			}
+			return nodeDone(t.Node, fmt.Sprintf("Node %s is now %s.", t.Node.Name, elig), resp), nil
+		}}
+	if elig == structs.NodeSchedulingIneligible {
+		spec.button, spec.danger = "Mark ineligible", true
+		spec.explain = func(t *actionTarget) string {
+			return fmt.Sprintf("Marks node %s ineligible: no new allocation is placed on it; the ones it runs keep running.", t.Node.Name)
+		}
+	}
+	return spec
+}
+
+func nodeDone(n *structs.Node, msg string, resp *structs.NodeEligibilityUpdateResponse) *doneData {
+	d := &doneData{Message: msg, Links: []link{{"Back to node " + n.Name, "/ui/nodes/" + url.PathEscape(n.ID)}}}
+	if resp != nil {
+		for _, id := range resp.EvalIDs {
+			d.Links = append(d.Links, link{"Evaluation " + shortID(id), evalURL(id)})
+		}
+	}
+	return d
+}
+
+// drainDeadline is one of the drain form's deadline choices: Nomad's
+// -deadline, -no-deadline (0) and -force (negative) in one list.
+type drainDeadline struct {
+	Value, Label string
+	d            time.Duration
+}
+
+// drainDeadlines are the choices of the drain form; the first is the
+// default, Nomad's one hour.
+var drainDeadlines = []drainDeadline{
+	{"1h", "in 1 hour (the default)", time.Hour},
+	{"10m", "in 10 minutes", 10 * time.Minute},
+	{"4h", "in 4 hours", 4 * time.Hour},
+	{"24h", "in 24 hours", 24 * time.Hour},
+	{"none", "no deadline: wait for every allocation to migrate", 0},
+	{"force", "now: stop every allocation at once (force)", -1},
+}
+
+// drainSpecOf reads the drain form: its deadline choice and whether
+// system jobs' allocations stay. It returns the spec and its wording.
+func drainSpecOf(form url.Values) (*structs.DrainSpec, string, error) {
+	choice := form.Get("deadline")
+	for _, c := range drainDeadlines {
+		if c.Value == choice {
+			spec := &structs.DrainSpec{Deadline: c.d, IgnoreSystemJobs: form.Get("ignore_system") != ""}
+			words := "deadline " + c.Label
+			if spec.IgnoreSystemJobs {
+				words += ", system jobs stay"
+			}
+			return spec, words, nil
+		}
+	}
+	values := make([]string, len(drainDeadlines))
+	for i, c := range drainDeadlines {
+		values[i] = c.Value
+	}
+	return nil, "", badRequest("Deadline: %q is not one of the choices (%s).", choice, strings.Join(values, ", "))
 }
 
 func activeDeployment(t *actionTarget) error {
@@ -171,14 +299,18 @@ func parseMeta(text string) (map[string]string, error) {
 type link struct{ Text, URL string }
 
 type confirmData struct {
-	Action, Title, Explain, Button string
-	Danger                         bool
-	Namespace, JobID, Deployment   string
-	CSRF                           string
-	Dispatch                       bool
-	Meta, Payload                  string
-	Error                          string
-	Back                           link
+	Action, Title, Explain, Button       string
+	Danger                               bool
+	Namespace, JobID, Deployment, NodeID string
+	CSRF                                 string
+	Dispatch                             bool
+	Meta, Payload                        string
+	// Drain asks for a drain's deadline and system jobs; DrainStop
+	// whether the node stays ineligible.
+	Drain, DrainStop bool
+	Deadlines        []drainDeadline
+	Error            string
+	Back             link
 }
 
 type doneData struct {
@@ -230,6 +362,22 @@ func (u *UI) resolveAction(q *request, params url.Values) (actionSpec, *actionTa
 			return spec, nil, forbidden("Your token may not %s in namespace %s (it needs %s).", spec.verb, d.Namespace, spec.capability)
 		}
 		t.Deployment = d
+	case "node":
+		id := params.Get("node")
+		if id == "" {
+			return spec, nil, badRequest("Name the node: the node parameter is missing.")
+		}
+		if !q.allowNodeWrite() {
+			return spec, nil, forbidden("Your token may not %s (it needs node:write).", spec.verb)
+		}
+		n, err := q.st.NodeByID(nil, id)
+		if err != nil {
+			return spec, nil, err
+		}
+		if n == nil {
+			return spec, nil, notFound("No node %s.", id)
+		}
+		t.Node = n
 	}
 	if spec.check != nil {
 		if err := spec.check(t); err != nil {
@@ -240,13 +388,23 @@ func (u *UI) resolveAction(q *request, params url.Values) (actionSpec, *actionTa
 }
 
 func (u *UI) confirmData(q *request, spec actionSpec, t *actionTarget) *confirmData {
-	d := &confirmData{Action: q.PathValue("action"), Explain: spec.explain(t), Button: spec.button, Danger: spec.danger,
-		CSRF: csrfToken(q.w, q.Request), Dispatch: q.PathValue("action") == "job-dispatch"}
-	if t.Job != nil {
+	action := q.PathValue("action")
+	d := &confirmData{Action: action, Explain: spec.explain(t), Button: spec.button, Danger: spec.danger,
+		CSRF: csrfToken(q.w, q.Request), Dispatch: action == "job-dispatch",
+		Drain: action == "node-drain", DrainStop: action == "node-drain-stop"}
+	if d.Drain {
+		d.Deadlines = drainDeadlines
+	}
+	switch {
+	case t.Node != nil:
+		d.NodeID = t.Node.ID
+		d.Title = spec.button + ": " + t.Node.Name
+		d.Back = link{"Back to node " + t.Node.Name, "/ui/nodes/" + url.PathEscape(t.Node.ID)}
+	case t.Job != nil:
 		d.Namespace, d.JobID = t.Job.Namespace, t.Job.ID
 		d.Title = spec.button + ": job " + t.Job.ID
 		d.Back = link{"Back to job " + t.Job.ID, jobURL(t.Job.Namespace, t.Job.ID)}
-	} else {
+	default:
 		d.Deployment = t.Deployment.ID
 		d.Title = spec.button + ": deployment " + shortID(t.Deployment.ID)
 		d.Back = link{"Back to deployment " + shortID(t.Deployment.ID), deploymentURL(t.Deployment.ID)}

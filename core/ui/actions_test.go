@@ -8,6 +8,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/drover-org/drover/core/state"
+	"github.com/drover-org/drover/core/structs"
 )
 
 var csrfInput = regexp.MustCompile(`<input type="hidden" name="csrf" value="([0-9a-f]{64})">`)
@@ -179,5 +183,183 @@ func TestConfirmationPage(t *testing.T) {
 	}
 	if len(rec.Result().Cookies()) != 0 {
 		t.Errorf("a session that has a CSRF cookie got a new one: %v", rec.Result().Cookies())
+	}
+}
+
+// TestNodeActions: drain (each deadline choice, system jobs kept or
+// not), stop drain (eligible again or kept ineligible) and the
+// eligibility toggle confirm first, then write once the CSRF token
+// matches, with node:write checked as the API's node writes check it.
+func TestNodeActions(t *testing.T) {
+	draining := func(st *state.StateStore) {
+		ds := &structs.DrainStrategy{DrainSpec: structs.DrainSpec{Deadline: time.Hour}, StartedAt: time.Unix(1700000000, 0)}
+		if err := st.UpdateNodeDrain(200000, "node-001", ds, false, 1700000000, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		name, action string
+		form         url.Values
+		setup        func(*state.StateStore)
+		status       int
+		want         string
+		call         string
+	}{
+		{"drain with the default deadline", "node-drain", url.Values{"deadline": {"1h"}}, nil, 200,
+			"Node n001 is draining (deadline in 1 hour (the default)).", "drain node-001 deadline=1h0m0s ignore-system=false"},
+		{"drain keeping system jobs", "node-drain", url.Values{"deadline": {"10m"}, "ignore_system": {"1"}}, nil, 200,
+			"system jobs stay", "drain node-001 deadline=10m0s ignore-system=true"},
+		{"drain without deadline", "node-drain", url.Values{"deadline": {"none"}}, nil, 200, "no deadline", "drain node-001 deadline=0s ignore-system=false"},
+		{"forced drain", "node-drain", url.Values{"deadline": {"force"}}, nil, 200, "now: stop every allocation", "drain node-001 deadline=-1ns ignore-system=false"},
+		{"drain with a deadline not offered", "node-drain", url.Values{"deadline": {"999h"}}, nil, 400,
+			"Deadline: &#34;999h&#34; is not one of the choices (1h, 10m, 4h, 24h, none, force).", ""},
+		{"drain without a deadline field", "node-drain", url.Values{}, nil, 400, "Deadline: &#34;&#34; is not one of the choices", ""},
+		{"redrain", "node-drain", url.Values{"deadline": {"4h"}}, draining, 200, "Node n001 is draining", "drain node-001 deadline=4h0m0s ignore-system=false"},
+		{"stop drain", "node-drain-stop", url.Values{}, draining, 200, "the node is eligible again", "drain-stop node-001 eligible=true"},
+		{"stop drain keeping ineligible", "node-drain-stop", url.Values{"keep_ineligible": {"1"}}, draining, 200, "the node stays ineligible", "drain-stop node-001 eligible=false"},
+		{"stop a drain that is not", "node-drain-stop", url.Values{}, nil, 409, "Node n001 is not draining", ""},
+		{"mark ineligible", "node-ineligible", url.Values{}, nil, 200, "Node n001 is now ineligible.", "eligibility node-001 ineligible"},
+		{"mark eligible when eligible", "node-eligible", url.Values{}, nil, 409, "Node n001 is eligible already.", ""},
+		{"mark a draining node eligible", "node-eligible", url.Values{}, draining, 409, "Node n001 is draining: stop its drain", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			fa := &fakeActions{}
+			st := benchWorld(t, 2, 2)
+			if c.setup != nil {
+				c.setup(st)
+			}
+			u := newWorldUI(t, st, fa)
+			// A refused precondition refuses the confirmation page too.
+			if c.status == 409 {
+				rec := get(u, "/ui/actions/"+c.action+"?node=node-001", "nodew")
+				if rec.Code != 409 || !strings.Contains(rec.Body.String(), c.want) {
+					t.Fatalf("confirmation: %d, want 409 with %q\n%s", rec.Code, c.want, rec.Body.String())
+				}
+				return
+			}
+			cookie, tok := confirm(t, u, "/ui/actions/"+c.action+"?node=node-001", "nodew")
+			form := url.Values{"node": {"node-001"}, csrfField: {tok}}
+			for k, v := range c.form {
+				form[k] = v
+			}
+			rec := post(u, "/ui/actions/"+c.action, "nodew", form, cookie, nil)
+			if rec.Code != c.status || !strings.Contains(rec.Body.String(), c.want) {
+				t.Fatalf("%d, want %d with %q\n%s", rec.Code, c.status, c.want, rec.Body.String())
+			}
+			var want []string
+			if c.call != "" {
+				want = []string{c.call}
+			}
+			if got := fa.called(); !slices.Equal(got, want) {
+				t.Errorf("writes %q, want %q", got, want)
+			}
+			if c.status == 200 && !strings.Contains(rec.Body.String(), `<a href="/ui/nodes/node-001">Back to node n001</a>`) {
+				t.Errorf("the done page lacks the way back to the node\n%s", rec.Body.String())
+			}
+		})
+	}
+}
+
+// TestNodeActionRefusals: without node:write, or without CSRF, nothing
+// is written and the page says why; the node page offers the actions to
+// a token that may use them and says why not to one that may not.
+func TestNodeActionRefusals(t *testing.T) {
+	fa := &fakeActions{}
+	u := newWorldUI(t, benchWorld(t, 2, 2), fa)
+	cookie, tok := confirm(t, u, "/ui/actions/node-drain?node=node-001", "nodew")
+	form := url.Values{"node": {"node-001"}, "deadline": {"1h"}, csrfField: {tok}}
+	cases := []struct {
+		name, path, token string
+		form              url.Values
+		cookie            *http.Cookie
+		status            int
+		want              string
+	}{
+		{"read-only token", "/ui/actions/node-drain", "nodes", form, cookie, 403, "Your token may not drain nodes (it needs node:write)."},
+		{"namespace writer", "/ui/actions/node-ineligible", "writer", form, cookie, 403, "Your token may not change the eligibility of nodes (it needs node:write)."},
+		{"no CSRF cookie", "/ui/actions/node-drain", "nodew", form, nil, 403, "The form has no session"},
+		{"unknown node", "/ui/actions/node-drain", "nodew", url.Values{"node": {"nosuch"}, "deadline": {"1h"}, csrfField: {tok}}, cookie, 404, "No node nosuch."},
+		{"no node named", "/ui/actions/node-drain", "nodew", url.Values{"deadline": {"1h"}, csrfField: {tok}}, cookie, 400, "the node parameter is missing"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rec := post(u, c.path, c.token, c.form, c.cookie, nil)
+			if rec.Code != c.status || !strings.Contains(rec.Body.String(), c.want) {
+				t.Fatalf("%d, want %d with %q\n%s", rec.Code, c.status, c.want, rec.Body.String())
+			}
+		})
+	}
+	if got := fa.called(); len(got) != 0 {
+		t.Errorf("refused requests wrote %q", got)
+	}
+	rec := get(u, "/ui/actions/node-drain?node=node-001", "nodes")
+	if rec.Code != 403 || csrfInput.MatchString(rec.Body.String()) {
+		t.Errorf("confirmation for a read-only token: %d\n%s", rec.Code, rec.Body.String())
+	}
+
+	pages := []struct {
+		token         string
+		want, notWant []string
+	}{
+		{"nodew", []string{`href="/ui/actions/node-drain?node=node-001">Drain…</a>`, `href="/ui/actions/node-ineligible?node=node-001">Mark ineligible…</a>`},
+			[]string{"node-drain-stop", "may not drain this node"}},
+		{"nodes", []string{"Your token may not drain this node or change its eligibility (it needs node:write)."}, []string{"/ui/actions/"}},
+	}
+	for _, p := range pages {
+		body := get(u, "/ui/nodes/node-001", p.token).Body.String()
+		for _, w := range p.want {
+			if !strings.Contains(body, w) {
+				t.Errorf("node page for %s lacks %q", p.token, w)
+			}
+		}
+		for _, w := range p.notWant {
+			if strings.Contains(body, w) {
+				t.Errorf("node page for %s has %q", p.token, w)
+			}
+		}
+	}
+	// The drain form offers every deadline, the default checked.
+	body := get(u, "/ui/actions/node-drain?node=node-001", "nodew").Body.String()
+	for _, w := range []string{`<input type="radio" id="deadline-1h" name="deadline" value="1h" checked>`, `<label for="deadline-force">`,
+		`<input type="hidden" name="node" value="node-001">`, `<input type="checkbox" id="ignore_system" name="ignore_system" value="1">`} {
+		if !strings.Contains(body, w) {
+			t.Errorf("drain form lacks %q", w)
+		}
+	}
+}
+
+// TestSameOrigin: Sec-Fetch-Site decides where a browser sends it (a
+// form on a no-referrer page posts "Origin: null" to its own origin);
+// without it, Origin decides, and an opaque origin is another site.
+func TestSameOrigin(t *testing.T) {
+	cases := []struct {
+		name          string
+		fetchSite, or string
+		want          bool
+	}{
+		{"same origin", "same-origin", "http://example.com", true},
+		{"no-referrer page's own form", "same-origin", "null", true},
+		{"typed address", "none", "", true},
+		{"same site, other origin", "same-site", "http://other.example.com", false},
+		{"cross site", "cross-site", "https://evil.example", false},
+		{"old browser, same origin", "", "http://example.com", true},
+		{"old browser, other origin", "", "https://evil.example", false},
+		{"old browser, opaque origin", "", "null", false},
+		{"curl", "", "", true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := httptest.NewRequest("POST", "http://example.com/ui/login", nil)
+			if c.fetchSite != "" {
+				r.Header.Set("Sec-Fetch-Site", c.fetchSite)
+			}
+			if c.or != "" {
+				r.Header.Set("Origin", c.or)
+			}
+			if got := sameOrigin(r); got != c.want {
+				t.Errorf("sameOrigin = %v, want %v", got, c.want)
+			}
+		})
 	}
 }

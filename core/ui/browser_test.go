@@ -31,7 +31,9 @@ func browser(t *testing.T) (tab context.Context, step func() (context.Context, c
 		t.Skip("no Chromium on PATH: browser tests need it (apt-get install chromium)")
 	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox,
-		chromedp.Flag("disable-gpu", true), chromedp.WindowSize(375, 800))
+		chromedp.Flag("disable-gpu", true), chromedp.WindowSize(375, 800),
+		// A container's /dev/shm is often too small for Chromium's pages.
+		chromedp.Flag("disable-dev-shm-usage", true))
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelCtx := chromedp.NewContext(actx)
 	t.Cleanup(func() { cancelCtx(); cancelAlloc() })
@@ -119,16 +121,19 @@ func TestBrowserKeyboard(t *testing.T) {
 	}
 }
 
-// followLogs serves a tail, then, followed, each string sent on more
-// until the request or the test ends.
+// followLogs serves a tail (from offset bytes before the end), then,
+// followed, each string sent on more until the request or the test ends.
 type followLogs struct {
 	more chan string
 	done chan struct{}
 }
 
-func (f followLogs) TaskLogs(ctx context.Context, _, _, _, _, _ string, _ int64, follow bool, w io.Writer) error {
-	if !follow {
-		_, err := io.WriteString(w, "the tail\n")
+func (f followLogs) TaskLogs(ctx context.Context, _, _, _, _, origin string, offset int64, follow bool, w io.Writer) error {
+	tail := "the tail\n"
+	if origin == "end" && offset < int64(len(tail)) {
+		tail = tail[int64(len(tail))-offset:]
+	}
+	if _, err := io.WriteString(w, tail); err != nil || !follow {
 		return err
 	}
 	for {
@@ -183,7 +188,7 @@ func TestBrowserNewPagesNarrow(t *testing.T) {
 	defer ts.Close()
 	for _, path := range []string{"/ui/topology", "/ui/evaluations", "/ui/evaluations/" + worldEvalID(0), "/ui/deployments",
 		"/ui/deployments/" + worldDepID(0), "/ui/volumes/default/vol-000", "/ui/plugins",
-		"/ui/actions/job-dispatch?namespace=default&job=batchp"} {
+		"/ui/actions/job-dispatch?namespace=default&job=batchp", "/ui/actions/node-drain?node=node-001", "/ui/nodes/node-001"} {
 		ctx, cancel := step()
 		if err := chromedp.Do(ctx, chromedp.Navigate(ts.URL+path), chromedp.WaitReady(chromedp.CSS("main"))); err != nil {
 			cancel()

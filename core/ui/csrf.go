@@ -53,11 +53,18 @@ func checkCSRF(r *http.Request) string {
 }
 
 // sameOrigin reports whether a browser that says where the request comes
-// from says it is this origin. A request without those headers (an old
+// from says it is this origin. Sec-Fetch-Site, which no page's script can
+// set, decides where the browser sends it: a form posted from a page
+// with Referrer-Policy no-referrer (the sign-in page, whose address may
+// hold a one-time token) carries "Origin: null" even to its own origin.
+// Without it, Origin decides, and "null" (an opaque origin, such as a
+// sandboxed frame's) is another site. A request with neither (an old
 // browser, curl) passes here and is left to the CSRF token.
 func sameOrigin(r *http.Request) bool {
 	switch r.Header.Get("Sec-Fetch-Site") {
-	case "", "same-origin", "none":
+	case "same-origin", "none":
+		return true
+	case "":
 	default:
 		return false
 	}
@@ -66,5 +73,5 @@ func sameOrigin(r *http.Request) bool {
 		return true
 	}
 	u, err := url.Parse(o)
-	return err == nil && u.Host == r.Host
+	return err == nil && u.Scheme != "" && u.Host == r.Host
 }

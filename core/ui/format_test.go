@@ -152,3 +152,29 @@ func TestDetailFailure(t *testing.T) {
 		}
 	}
 }
+
+// TestBarHTML: the bar drawn in Go is the markup the template drew, with
+// every text escaped.
+func TestBarHTML(t *testing.T) {
+	cases := []struct {
+		name string
+		bar  bar
+		want string
+	}{
+		{"two statuses", newBar(map[string]int{"running": 3, "failed": 1}),
+			`<div class="bar" role="img" aria-label="3 running, 1 failed"><span class="seg running w75" title="3 running"></span>` +
+				`<span class="seg failed w25" title="1 failed"></span></div><span class="barlabel">3 running, 1 failed</span>`},
+		{"empty", newBar(nil), `<div class="bar" role="img" aria-label="no allocations"></div><span class="barlabel">no allocations</span>`},
+		{"hostile text", bar{Label: `<b>"x"</b> & 'y'`, Segments: []segment{{Status: `a" onclick="z`, N: 1, Width: 100}}},
+			`<div class="bar" role="img" aria-label="&lt;b&gt;&#34;x&#34;&lt;/b&gt; &amp; &#39;y&#39;">` +
+				`<span class="seg a&#34; onclick=&#34;z w100" title="1 a&#34; onclick=&#34;z"></span></div>` +
+				`<span class="barlabel">&lt;b&gt;&#34;x&#34;&lt;/b&gt; &amp; &#39;y&#39;</span>`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := string(c.bar.HTML()); got != c.want {
+				t.Errorf("got  %s\nwant %s", got, c.want)
+			}
+		})
+	}
+}

@@ -36,6 +36,9 @@ type logsData struct {
 	Truncated bool
 	Error     string
 	StreamURL string
+	// Tail is how far back from the end the page's text reaches; the
+	// followed stream starts there again.
+	Tail int
 }
 
 // logsPage is /ui/allocations/<id>/logs?task=&type=stdout|stderr: the last
@@ -46,7 +49,7 @@ func (u *UI) logsPage(q *request) (*view, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &logsData{Alloc: a, Task: task, Type: typ}
+	d := &logsData{Alloc: a, Task: task, Type: typ, Tail: tailBytes}
 	for _, t := range a.Job.LookupTaskGroup(a.TaskGroup).Tasks {
 		d.Tasks = append(d.Tasks, t.Name)
 	}

@@ -80,6 +80,8 @@ type nodeData struct {
 	Attributes []kv
 	Meta       []kv
 	Drivers    []driverRow
+	// CanWrite: the token may drain the node and change its eligibility.
+	CanWrite bool
 }
 
 // nodePage is /ui/nodes/<id>: needs node:read; the node's allocations are
@@ -99,7 +101,7 @@ func (u *UI) nodePage(q *request) (*view, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &nodeData{Node: n}
+	d := &nodeData{Node: n, CanWrite: q.allowNodeWrite()}
 	d.Usage, _ = nodeUsage(n, allocs)
 	for _, a := range allocs {
 		if q.allowNS(a.Namespace, acl.NamespaceCapabilityReadJob) {

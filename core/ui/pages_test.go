@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -76,6 +77,18 @@ func (f *fakeActions) FailDeployment(_ context.Context, id string) (*structs.Dep
 	return &structs.DeploymentUpdateResponse{}, f.record("fail " + id)
 }
 
+func (f *fakeActions) UpdateNodeDrain(_ context.Context, nodeID string, spec *structs.DrainSpec, markEligible bool) (*structs.NodeEligibilityUpdateResponse, error) {
+	if spec == nil {
+		return &structs.NodeEligibilityUpdateResponse{}, f.record(fmt.Sprintf("drain-stop %s eligible=%v", nodeID, markEligible))
+	}
+	return &structs.NodeEligibilityUpdateResponse{EvalIDs: []string{"77777777-0000-0000-0000-000000000000"}},
+		f.record(fmt.Sprintf("drain %s deadline=%s ignore-system=%v", nodeID, spec.Deadline, spec.IgnoreSystemJobs))
+}
+
+func (f *fakeActions) UpdateNodeEligibility(_ context.Context, nodeID, elig string) (*structs.NodeEligibilityUpdateResponse, error) {
+	return &structs.NodeEligibilityUpdateResponse{}, f.record("eligibility " + nodeID + " " + elig)
+}
+
 // fakeLogs serves one log per alloc/task/type, checking the secret as the
 // API would: only "writer" may read logs.
 type fakeLogs map[string]string
@@ -100,6 +113,7 @@ var worldPolicies = map[string]string{
 	"writer":  `namespace "default" { policy = "write" }`,
 	"team":    `namespace "team" { policy = "read" }`,
 	"nodes":   `node { policy = "read" }`,
+	"nodew":   `node { policy = "write" }`,
 	"plugins": `plugin { policy = "read" }` + "\n" + `agent { policy = "read" }`,
 	"agent":   `agent { policy = "read" }`,
 }
@@ -240,6 +254,9 @@ func TestPages(t *testing.T) {
 				if strings.Contains(body, w) {
 					t.Errorf("page has %q", w)
 				}
+			}
+			if err := checkWellFormed(rec.Body.Bytes()); err != nil {
+				t.Errorf("the page is not well formed: %v", err)
 			}
 			wantCSP := csp
 			if strings.Contains(c.path, "/logs") && c.status == 200 {

@@ -3,7 +3,7 @@
 // without JavaScript; the one script (logs.js, following a task's log) is
 // served from /ui/ and allowed on the logs page alone.
 // Writes (stop, purge, force a periodic launch, dispatch, promote or fail
-// a deployment) go through a confirmation page and a POST form guarded
+// a deployment, drain a node or change its eligibility) go through a confirmation page and a POST form guarded
 // against cross-site requests (csrf.go), and are authorized with the
 // caller's ACL exactly as the HTTP API authorizes the same write.
 package ui
@@ -33,6 +33,12 @@ var baseCSS []byte
 
 //go:embed static/logs.js
 var logsJS []byte
+
+// favicon is the pages' icon; linking it keeps the browser from asking
+// for /favicon.ico, which is no UI page.
+//
+//go:embed static/favicon.svg
+var favicon []byte
 
 // Resolver turns a token's secret into its ACL; it is the HTTP API's
 // resolver, so the UI and the API authorize alike.
@@ -92,6 +98,10 @@ type Actions interface {
 	DispatchJob(ctx context.Context, ns string, req *structs.JobDispatchRequest) (*structs.JobDispatchResponse, error)
 	PromoteDeployment(ctx context.Context, id string) (*structs.DeploymentUpdateResponse, error)
 	FailDeployment(ctx context.Context, id string) (*structs.DeploymentUpdateResponse, error)
+	// UpdateNodeDrain sets a node's drain (spec) or, with spec nil, stops
+	// it, marking the node eligible again when markEligible is set.
+	UpdateNodeDrain(ctx context.Context, nodeID string, spec *structs.DrainSpec, markEligible bool) (*structs.NodeEligibilityUpdateResponse, error)
+	UpdateNodeEligibility(ctx context.Context, nodeID, eligibility string) (*structs.NodeEligibilityUpdateResponse, error)
 }
 
 // cookieName holds the token set by /ui/login.
@@ -123,6 +133,7 @@ func New(cfg Config) *UI {
 	})
 	u.mux.HandleFunc("GET /ui/ui.css", u.serveCSS)
 	u.mux.HandleFunc("GET /ui/logs.js", u.serveJS)
+	u.mux.HandleFunc("GET /ui/favicon.svg", serveFavicon)
 	u.mux.HandleFunc("GET /ui/login", u.loginForm)
 	u.mux.HandleFunc("GET /ui/settings/tokens", u.tokensPage)
 	u.mux.HandleFunc("POST /ui/login", u.login)
@@ -179,6 +190,12 @@ func (u *UI) serveJS(w http.ResponseWriter, _ *http.Request) {
 	_, _ = w.Write(logsJS)
 }
 
+func serveFavicon(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "image/svg+xml")
+	w.Header().Set("Cache-Control", "max-age=86400")
+	_, _ = w.Write(favicon)
+}
+
 func (u *UI) serveCSS(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/css; charset=utf-8")
 	w.Header().Set("Cache-Control", "max-age=300")
@@ -214,6 +231,7 @@ func (q *request) allowNS(ns, capability string) bool {
 }
 
 func (q *request) allowNodeRead() bool     { return !q.aclOn || q.acl.AllowNodeRead() }
+func (q *request) allowNodeWrite() bool    { return !q.aclOn || q.acl.AllowNodeWrite() }
 func (q *request) allowOperatorRead() bool { return !q.aclOn || q.acl.AllowOperatorRead() }
 func (q *request) allowAgentRead() bool    { return !q.aclOn || q.acl.AllowAgentRead() }
 func (q *request) allowPluginRead() bool   { return !q.aclOn || q.acl.AllowPluginRead() }

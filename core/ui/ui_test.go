@@ -153,9 +153,11 @@ func TestStaticAndRouting(t *testing.T) {
 	}{
 		{"/ui/ui.css", "", 200, "Content-Type: text/css; charset=utf-8", ".w37{width:37%}"},
 		{"/ui/", "", 302, "Location: /ui/jobs", ""},
+		{"/ui/favicon.svg", "", 200, "Content-Type: image/svg+xml", "<svg"},
 		{"/ui/login", "", 200, "Content-Security-Policy: " + csp, `<label for="token">`},
 		{"/ui/nosuch", "reader", 404, "", ""},
 		{"/ui/jobs", "reader", 200, "X-Frame-Options: DENY", `<link rel="stylesheet" href="/ui/ui.css">`},
+		{"/ui/login", "", 200, "", `<link rel="icon" href="/ui/favicon.svg" type="image/svg+xml">`},
 	}
 	for _, c := range cases {
 		t.Run(c.path, func(t *testing.T) {
@@ -235,5 +237,37 @@ func TestJobIDWithSlashes(t *testing.T) {
 	rec := get(u, "/ui/jobs/default/nightly/periodic-1700000000", "reader")
 	if rec.Code != 200 || !strings.Contains(rec.Body.String(), "<h1>Job nightly/periodic-1700000000</h1>") {
 		t.Fatalf("child job page: %d\n%s", rec.Code, rec.Body.String())
+	}
+}
+
+// TestJobUIBlock: a job's ui block shows its description and links on the
+// job page, escaped, and a link to a script is not followed.
+func TestJobUIBlock(t *testing.T) {
+	st := benchStore(t, 1, 0)
+	job := &structs.Job{ID: "documented", Namespace: "default", Type: "batch",
+		UI: &structs.JobUIConfig{Description: "Nightly <reports> for finance", Links: []*structs.JobUILink{
+			{Label: "Runbook", URL: "https://wiki.example/runbook?a=1&b=2"},
+			{Label: "Bad", URL: "javascript:alert(1)"},
+		}},
+		TaskGroups: []*structs.TaskGroup{{Name: "g", Count: 1, Tasks: []*structs.Task{{Name: "t", Driver: "raw_exec"}}}}}
+	job.Canonicalize()
+	if err := st.UpsertJob(2000, job); err != nil {
+		t.Fatal(err)
+	}
+	rec := get(newTestUI(t, st), "/ui/jobs/default/documented", "reader")
+	body := rec.Body.String()
+	for _, want := range []string{
+		`<p class="description">Nightly &lt;reports&gt; for finance</p>`,
+		`<a href="https://wiki.example/runbook?a=1&amp;b=2" rel="noopener noreferrer">Runbook</a>`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("job page lacks %s", want)
+		}
+	}
+	if rec.Code != 200 || strings.Contains(body, "javascript:") {
+		t.Errorf("job page %d, a javascript: link left followable:\n%s", rec.Code, body)
+	}
+	if err := checkWellFormed([]byte(body)); err != nil {
+		t.Error(err)
 	}
 }

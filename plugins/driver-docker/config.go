@@ -42,7 +42,20 @@ type PluginConfig struct {
 	AllowCaps       []string  `json:"allow_caps"`
 	GC              GCConfig  `json:"gc"`
 	Volumes         VolConfig `json:"volumes"`
+	// EngineOutageTimeout bounds how long a running task's container is
+	// still tracked while the engine does not answer (a drover extension;
+	// default "10m"). Past it the task ends with an error, so its restart
+	// policy and rescheduling can move the work; its container is removed
+	// when the engine answers again.
+	EngineOutageTimeout string `json:"engine_outage_timeout"`
+
+	engineOutage time.Duration
 }
+
+// defaultEngineOutage is engine_outage_timeout's default: far longer than
+// an engine restart or upgrade takes, short enough that a service on a
+// node whose engine died moves elsewhere within minutes.
+const defaultEngineOutage = 10 * time.Minute
 
 // GCConfig says what DestroyTask removes.
 type GCConfig struct {
@@ -83,6 +96,14 @@ func ParsePluginConfig(raw []byte) (*PluginConfig, error) {
 			return nil, fmt.Errorf("docker plugin config: gc.image_delay %q must be a non-negative duration such as \"3m\"", cfg.GC.ImageDelay)
 		}
 		cfg.GC.imageDelay = d
+	}
+	cfg.engineOutage = defaultEngineOutage
+	if cfg.EngineOutageTimeout != "" {
+		d, err := time.ParseDuration(cfg.EngineOutageTimeout)
+		if err != nil || d < time.Second {
+			return nil, fmt.Errorf("docker plugin config: engine_outage_timeout %q must be a duration of at least 1s such as \"10m\"", cfg.EngineOutageTimeout)
+		}
+		cfg.engineOutage = d
 	}
 	if cfg.Endpoint != "" && !strings.HasPrefix(cfg.Endpoint, "unix://") &&
 		!strings.HasPrefix(cfg.Endpoint, "tcp://") && !strings.HasPrefix(cfg.Endpoint, "http://") {

@@ -29,13 +29,19 @@ func TestParsePluginConfig(t *testing.T) {
 			if c.AllowPrivileged || c.Volumes.Enabled {
 				t.Errorf("privileged/volumes default on: %+v", c)
 			}
+			if c.engineOutage != 10*time.Minute {
+				t.Errorf("engine_outage_timeout default = %v, want 10m", c.engineOutage)
+			}
 			if !slices.Contains(c.AllowCaps, "chown") || slices.Contains(c.AllowCaps, "net_admin") {
 				t.Errorf("allow_caps default = %v", c.AllowCaps)
 			}
 		}},
 		{name: "full", raw: `{"endpoint":"unix:///var/run/docker.sock","allow_privileged":true,"allow_caps":["CAP_NET_ADMIN","chown"],
-			"gc":{"image":false,"image_delay":"10s","container":false},"volumes":{"enabled":true}}`,
+			"gc":{"image":false,"image_delay":"10s","container":false},"volumes":{"enabled":true},"engine_outage_timeout":"90s"}`,
 			check: func(t *testing.T, c *PluginConfig) {
+				if c.engineOutage != 90*time.Second {
+					t.Errorf("engine_outage_timeout = %v, want 90s", c.engineOutage)
+				}
 				if c.GC.gcImage() || c.GC.gcContainer() || c.GC.imageDelay != 10*time.Second {
 					t.Errorf("gc = %+v", c.GC)
 				}
@@ -49,6 +55,8 @@ func TestParsePluginConfig(t *testing.T) {
 		{name: "unknown key", raw: `{"endpoint":"unix:///x","allow_privilegd":true}`, wantErr: `unknown field "allow_privilegd"`},
 		{name: "unknown gc key", raw: `{"gc":{"images":true}}`, wantErr: `unknown field "images"`},
 		{name: "bad delay", raw: `{"gc":{"image_delay":"soon"}}`, wantErr: `gc.image_delay "soon" must be a non-negative duration`},
+		{name: "bad outage timeout", raw: `{"engine_outage_timeout":"forever"}`, wantErr: `engine_outage_timeout "forever" must be a duration of at least 1s`},
+		{name: "outage timeout too short", raw: `{"engine_outage_timeout":"10ms"}`, wantErr: `engine_outage_timeout "10ms" must be a duration of at least 1s`},
 		{name: "bad endpoint", raw: `{"endpoint":"/var/run/docker.sock"}`, wantErr: `must start with unix://`},
 		{name: "bad type", raw: `{"allow_privileged":"yes"}`, wantErr: `allow_privileged: must be a bool, got string`},
 	} {
@@ -193,6 +201,7 @@ func testTaskConfig(env map[string]string, res *driverpb.Resources) *driverpb.Ta
 func TestCreateOptions(t *testing.T) {
 	def, _ := ParsePluginConfig(nil)
 	vols, _ := ParsePluginConfig([]byte(`{"volumes":{"enabled":true}}`))
+	priv, _ := ParsePluginConfig([]byte(`{"allow_privileged":true}`))
 	env := map[string]string{
 		"PATH": "/host/bin", "NOMAD_ALLOC_DIR": "/data/allocs/a1/alloc", "NOMAD_TASK_DIR": "/data/allocs/a1/web/local",
 		"NOMAD_SECRETS_DIR": "/data/allocs/a1/web/secrets", "NOMAD_ALLOC_ID": "a1", "FOO": "bar",
@@ -208,8 +217,10 @@ func TestCreateOptions(t *testing.T) {
 		wantCmd   []string
 		wantMem   [3]int64 // memory, reservation, swap
 		wantCPU   int64
+		wantPriv  bool
 	}{
 		{name: "layout and env", raw: `{"image":"x"}`, wantBinds: baseBinds},
+		{name: "privileged allowed", raw: `{"image":"x","privileged":true}`, pc: priv, wantBinds: baseBinds, wantPriv: true},
 		{name: "command and args", raw: `{"image":"x","command":"sh","args":["-c","exit 3"]}`, wantBinds: baseBinds, wantCmd: []string{"sh", "-c", "exit 3"}},
 		{name: "args alone", raw: `{"image":"x","args":["hello"]}`, wantBinds: baseBinds, wantCmd: []string{"hello"}},
 		{name: "memory limit", raw: `{"image":"x"}`, res: &driverpb.Resources{Cpu: 500, MemoryMb: 64}, wantBinds: baseBinds,
@@ -257,6 +268,9 @@ func TestCreateOptions(t *testing.T) {
 			hc := opts.HostConfig
 			if got := [3]int64{hc.Memory, hc.MemoryReservation, hc.MemorySwap}; got != tc.wantMem {
 				t.Errorf("memory/reservation/swap = %v, want %v", got, tc.wantMem)
+			}
+			if hc.Privileged != tc.wantPriv {
+				t.Errorf("privileged = %v, want %v", hc.Privileged, tc.wantPriv)
 			}
 			if hc.CPUShares != tc.wantCPU {
 				t.Errorf("cpu shares = %d, want %d", hc.CPUShares, tc.wantCPU)

@@ -57,6 +57,9 @@ type Driver struct {
 
 	mu     sync.Mutex
 	images map[string]*imageRef // image id → tasks using it
+	// pendingRemovals are containers of destroyed tasks that removeLater
+	// removes once the engine answers again.
+	pendingRemovals map[string]struct{}
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -93,6 +96,8 @@ func New(logger hclog.Logger, cfg *PluginConfig) (*Driver, error) {
 		bg:     bg,
 		stopBg: stop,
 		images: map[string]*imageRef{},
+
+		pendingRemovals: map[string]struct{}{},
 	}, nil
 }
 

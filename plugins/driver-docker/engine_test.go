@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -532,5 +533,87 @@ func TestEngineImagePullTimeout(t *testing.T) {
 	_, err = d.StartTask(ctxFor(t, time.Minute), cfg)
 	if err == nil || !errors.Is(err, ErrImagePull) || !strings.Contains(err.Error(), "image_pull_timeout (2s) reached") {
 		t.Fatalf("StartTask = %v, want an ErrImagePull naming image_pull_timeout", err)
+	}
+}
+
+// TestEngineContainerSettings: entrypoint, args, work_dir, labels,
+// network_mode and logging reach the engine's container, as its inspect
+// and the task's own view show. (privileged is not run: this machine's
+// engine cannot start a privileged container.)
+func TestEngineContainerSettings(t *testing.T) {
+	cli := needEngine(t)
+	d := newEngineDriver(t, "")
+	cfg := newEngineTask(t, "set", busyboxImage, fmt.Sprintf(`{"image":%q,"entrypoint":["sh","-c"],
+		"args":["pwd; ls /sys/class/net"],"work_dir":"/srv/app",
+		"labels":{"team":"web"},"network_mode":"none",
+		"logging":{"type":"json-file","config":{"max-size":"1m"}}}`, busyboxImage))
+	ctx := ctxFor(t, time.Minute)
+	h, err := d.StartTask(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	destroyAfter(t, d, cfg.GetId())
+	if res, err := d.WaitTask(ctx, cfg.GetId()); err != nil || res.GetExitCode() != 0 {
+		t.Fatalf("WaitTask = %v, %v (stderr %q)", res, err, readLog(t, cfg.GetStderrPath()))
+	}
+	// The task ran in work_dir and saw only the loopback (network_mode =
+	// "none").
+	if out := readLog(t, cfg.GetStdoutPath()); out != "/srv/app\nlo\n" {
+		t.Errorf("task output = %q; want work_dir, then only lo", out)
+	}
+	insp, err := cli.ContainerInspect(ctx, containerIDOf(t, h), client.ContainerInspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, hc := insp.Container.Config, insp.Container.HostConfig
+	if !slices.Equal(c.Entrypoint, []string{"sh", "-c"}) || len(c.Cmd) != 1 || c.WorkingDir != "/srv/app" {
+		t.Errorf("entrypoint %q, cmd %q, work dir %q", c.Entrypoint, c.Cmd, c.WorkingDir)
+	}
+	if c.Labels["team"] != "web" || c.Labels[LabelAllocID] != cfg.GetAllocId() {
+		t.Errorf("labels = %v", c.Labels)
+	}
+	if string(hc.NetworkMode) != "none" {
+		t.Errorf("network mode %q", hc.NetworkMode)
+	}
+	if hc.LogConfig.Type != "json-file" || hc.LogConfig.Config["max-size"] != "1m" {
+		t.Errorf("log config = %+v", hc.LogConfig)
+	}
+}
+
+// TestEngineVolumesAndMounts: a relative `volumes` entry and a read-only
+// bind `mount` under the task dir are the container's paths: what the task
+// writes to the volume lands in the task dir, the mount's file is read,
+// and writing to the read-only mount fails.
+func TestEngineVolumesAndMounts(t *testing.T) {
+	needEngine(t)
+	d := newEngineDriver(t, "")
+	cfg := newEngineTask(t, "vol", busyboxImage, fmt.Sprintf(`{"image":%q,"command":"sh",
+		"args":["-c","cat /etc/cfg/app.conf; echo written > /data/out; if echo x > /etc/cfg/new 2>/dev/null; then echo ro-writable; else echo ro-refused; fi"],
+		"volumes":["data:/data"],"mount":{"type":"bind","source":"local/cfg","target":"/etc/cfg","readonly":true}}`, busyboxImage))
+	for _, dir := range []string{"data", "local/cfg"} {
+		if err := os.MkdirAll(filepath.Join(cfg.GetTaskDir(), dir), 0o777); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The container's root user writes into the volume.
+	if err := os.Chmod(filepath.Join(cfg.GetTaskDir(), "data"), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(cfg.GetTaskDir(), "local/cfg/app.conf"), []byte("port=8080\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxFor(t, time.Minute)
+	if _, err := d.StartTask(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	destroyAfter(t, d, cfg.GetId())
+	if res, err := d.WaitTask(ctx, cfg.GetId()); err != nil || res.GetExitCode() != 0 {
+		t.Fatalf("WaitTask = %v, %v (stderr %q)", res, err, readLog(t, cfg.GetStderrPath()))
+	}
+	if out := readLog(t, cfg.GetStdoutPath()); out != "port=8080\nro-refused\n" {
+		t.Errorf("task output = %q, want the mounted file and the read-only mount refusing a write", out)
+	}
+	if got, err := os.ReadFile(filepath.Join(cfg.GetTaskDir(), "data/out")); err != nil || string(got) != "written\n" {
+		t.Errorf("volume file on the host = %q, %v", got, err)
 	}
 }

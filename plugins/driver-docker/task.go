@@ -22,8 +22,6 @@ const (
 	// logDrainTimeout bounds how long the watcher waits for the log copy
 	// to finish after the container exited before reporting the exit.
 	logDrainTimeout = 5 * time.Second
-	// engineRetry paces the watcher when the engine is unreachable.
-	engineRetry = time.Second
 )
 
 // task is one tracked container.
@@ -154,7 +152,9 @@ func (d *Driver) createContainer(ctx context.Context, cfg *driverpb.TaskConfig, 
 		if c.Config == nil || !ownedBy(c.Config.Labels, cfg.GetAllocId(), cfg.GetTaskName()) {
 			return "", false, fmt.Errorf("create container: name %q is taken by a container drover did not create for this task", opts.Name)
 		}
-		if c.State != nil && c.State.Running {
+		// A container a destroyed run left for removal (the engine did
+		// not answer then) is replaced, never adopted.
+		if c.State != nil && c.State.Running && !d.removalPending(c.ID) {
 			return c.ID, true, nil
 		}
 		if _, err := d.engine.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
@@ -179,6 +179,11 @@ func (d *Driver) track(t *task) {
 // watch copies the container's logs and waits for it to exit, then
 // records the exit result from inspect (exit code, OOM kill). It returns
 // without a result when ctx ends (destroy, shutdown).
+//
+// While the engine does not answer the task stays running: the wait is
+// re-established with backoff, and a container that exited meanwhile is
+// reported with its real exit code once the engine answers. Only an
+// outage longer than engine_outage_timeout ends the task, with an error.
 func (d *Driver) watch(ctx context.Context, t *task) {
 	logsDone := make(chan struct{})
 	logCtx, stopLogs := context.WithCancel(ctx)
@@ -190,42 +195,75 @@ func (d *Driver) watch(ctx context.Context, t *task) {
 		d.followLogs(logCtx, t)
 	}()
 
-	var state *container.State
+	var (
+		state       *container.State
+		bo          backoff
+		outageSince time.Time
+	)
 	for {
+		began := time.Now()
 		wr := d.engine.ContainerWait(ctx, t.st.ContainerID, client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
+		var waitErr error
 		select {
 		case <-ctx.Done():
 			return
 		case <-wr.Result:
-		case err := <-wr.Error:
+		case waitErr = <-wr.Error:
 			if ctx.Err() != nil {
 				return
 			}
-			if !cerrdefs.IsNotFound(err) {
-				d.logger.Warn("waiting on container failed; retrying", "task_id", t.id, "error", err)
-				if !sleepCtx(ctx, engineRetry) {
-					return
-				}
-				continue
-			}
 		}
+		// Inspect is the truth either way: the exit state after a wait
+		// that ended, whether the engine answers after one that failed.
 		insp, err := d.engine.ContainerInspect(ctx, t.st.ContainerID, client.ContainerInspectOptions{})
 		if err != nil {
 			if ctx.Err() != nil {
 				return
 			}
 			if cerrdefs.IsNotFound(err) {
+				stopLogs()
+				<-logsDone
 				d.finish(t, &driverpb.ExitResult{ExitCode: -1, Err: "container was removed outside drover; its exit status is lost"}, time.Now())
 				return
 			}
-			d.logger.Warn("inspecting exited container failed; retrying", "task_id", t.id, "error", err)
-			if !sleepCtx(ctx, engineRetry) {
+			if outageSince.IsZero() {
+				// The outage starts now, not when the broken wait began:
+				// that wait may have held for hours.
+				outageSince = time.Now()
+				d.logger.Warn("docker engine does not answer; the task stays running and its container is watched again when it does",
+					"task_id", t.id, "container_id", shortID(t.st.ContainerID), "engine_outage_timeout", d.cfg.engineOutage, "error", err)
+			}
+			if out := time.Since(outageSince); out >= d.cfg.engineOutage {
+				stopLogs()
+				<-logsDone
+				d.finish(t, &driverpb.ExitResult{ExitCode: -1, Err: fmt.Sprintf(
+					"docker engine unreachable for %s (engine_outage_timeout %s), the container's state is unknown: %v",
+					out.Round(time.Second), d.cfg.engineOutage, err)}, time.Now())
+				return
+			}
+			if !bo.wait(ctx) {
 				return
 			}
 			continue
 		}
+		if !outageSince.IsZero() {
+			d.logger.Info("docker engine answers again; watching the container", "task_id", t.id,
+				"container_id", shortID(t.st.ContainerID), "outage", time.Since(outageSince).Round(time.Millisecond))
+			outageSince = time.Time{}
+		}
 		if insp.Container.State != nil && insp.Container.State.Running {
-			continue // woke early (engine restart); wait again
+			// Woke early (engine restart) or the wait broke: wait again.
+			// A wait that held for a while was established; one that
+			// fails at once is paced.
+			if waitErr == nil || time.Since(began) >= engineBackoffMax {
+				bo.reset()
+				continue
+			}
+			d.logger.Warn("waiting on container failed; retrying", "task_id", t.id, "error", waitErr)
+			if !bo.wait(ctx) {
+				return
+			}
+			continue
 		}
 		state = insp.Container.State
 		break
@@ -251,9 +289,12 @@ func (d *Driver) watch(ctx context.Context, t *task) {
 
 // followLogs copies the container's output until it ends with the
 // container. A copy cut short while the container still runs (the engine
-// restarted, a connection dropped) resumes from its checkpoint.
+// restarted, a connection dropped) resumes from its checkpoint, retrying
+// with backoff while the engine does not answer.
 func (d *Driver) followLogs(ctx context.Context, t *task) {
-	for {
+	var bo backoff
+	for failing := false; ; {
+		began := time.Now()
 		err := copyLogs(ctx, d.engine, t.st.ContainerID, t.st.Logs)
 		if ctx.Err() != nil {
 			return
@@ -265,8 +306,16 @@ func (d *Driver) followLogs(ctx context.Context, t *task) {
 		if cerrdefs.IsNotFound(ierr) {
 			return
 		}
-		d.logger.Warn("container log copy cut short; resuming", "task_id", t.id, "error", err)
-		if !sleepCtx(ctx, engineRetry) {
+		if ierr == nil && time.Since(began) >= engineBackoffMax {
+			bo.reset() // the copy held for a while: resume at once
+			failing = false
+		}
+		// Once per run of failures: an outage would repeat it every pause.
+		if !failing {
+			d.logger.Warn("container log copy cut short; resuming", "task_id", t.id, "error", err, "engine_error", ierr)
+			failing = true
+		}
+		if !bo.wait(ctx) {
 			return
 		}
 	}
@@ -403,13 +452,43 @@ func (d *Driver) StopTask(ctx context.Context, id string, timeout time.Duration,
 }
 
 // kill sends signal to the container's main process; a container that is
-// no longer running is not an error.
+// no longer running is not an error. While the engine does not answer it
+// retries with backoff, so a stop asked for during an outage reaches the
+// container when the engine is back; it gives up when the task ends (the
+// watcher's engine_outage_timeout bounds that) or ctx does.
 func (d *Driver) kill(ctx context.Context, t *task, signal string) error {
-	_, err := d.engine.ContainerKill(ctx, t.st.ContainerID, client.ContainerKillOptions{Signal: signal})
-	if err == nil || cerrdefs.IsConflict(err) || cerrdefs.IsNotFound(err) || t.exited() {
-		return nil
+	var bo backoff
+	for logged := false; ; logged = true {
+		_, err := d.engine.ContainerKill(ctx, t.st.ContainerID, client.ContainerKillOptions{Signal: signal})
+		if err == nil || cerrdefs.IsConflict(err) || cerrdefs.IsNotFound(err) || t.exited() {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if !engineUnreachable(err) {
+			return fmt.Errorf("signal %s to container %s: %w", signal, shortID(t.st.ContainerID), err)
+		}
+		if !logged {
+			d.logger.Warn("docker engine does not answer; the signal is sent when it does", "task_id", t.id, "signal", signal, "error", err)
+		}
+		wctx, cancel := context.WithCancel(ctx)
+		go func() {
+			select {
+			case <-t.done:
+				cancel()
+			case <-wctx.Done():
+			}
+		}()
+		ok := bo.wait(wctx)
+		cancel()
+		if !ok {
+			if t.exited() {
+				return nil
+			}
+			return ctx.Err()
+		}
 	}
-	return fmt.Errorf("signal %s to container %s: %w", signal, shortID(t.st.ContainerID), err)
 }
 
 // SignalTask implements driver.Driver.
@@ -449,7 +528,15 @@ func (d *Driver) DestroyTask(ctx context.Context, id string, force bool) error {
 	}
 	t.stopWatch()
 	if d.cfg.GC.gcContainer() {
-		if _, err := d.engine.ContainerRemove(ctx, t.st.ContainerID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) {
+		_, err := d.engine.ContainerRemove(ctx, t.st.ContainerID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+		switch {
+		case err == nil || cerrdefs.IsNotFound(err):
+		case engineUnreachable(err):
+			// The task ended without the engine (engine_outage_timeout):
+			// its container may still run, and must not outlive it.
+			d.logger.Warn("docker engine does not answer; the task's container is removed when it does", "task_id", id, "container_id", shortID(t.st.ContainerID))
+			d.removeLater(t.st.ContainerID)
+		default:
 			d.logger.Warn("removing container failed", "task_id", id, "container_id", shortID(t.st.ContainerID), "error", err)
 		}
 	}
@@ -488,7 +575,9 @@ func (d *Driver) InspectTask(_ context.Context, id string) (*driverpb.TaskStatus
 // RecoverTask implements driver.Driver: it finds the handle's container
 // and watches it again (resuming the log copy at its checkpoint). A
 // container that exited meanwhile is reported with its exit code from
-// the engine; a removed one is ErrTaskNotFound. Nothing is ever started.
+// the engine; a removed one is ErrTaskNotFound. While the engine does not
+// answer the task is recovered from its handle alone, as running. Nothing
+// is ever started.
 func (d *Driver) RecoverTask(ctx context.Context, h *driverpb.TaskHandle) error {
 	if h.GetId() == "" {
 		return fmt.Errorf("%w: handle id is required", driver.ErrInvalidConfig)
@@ -509,17 +598,26 @@ func (d *Driver) RecoverTask(ctx context.Context, h *driverpb.TaskHandle) error 
 	if cerrdefs.IsNotFound(err) {
 		return fmt.Errorf("%w: container %s of task %q is gone", driver.ErrTaskNotFound, shortID(st.ContainerID), h.GetId())
 	}
-	if err != nil {
+	running := false
+	switch {
+	case err == nil:
+		if c := insp.Container; c.Config == nil || !ownedBy(c.Config.Labels, st.AllocID, st.TaskName) {
+			return fmt.Errorf("%w: container %s does not carry the labels of task %q", driver.ErrInvalidConfig, shortID(st.ContainerID), h.GetId())
+		}
+		running = insp.Container.State != nil && insp.Container.State.Running
+	case engineUnreachable(err) && ctx.Err() == nil:
+		// The engine is away, not the container: the task is tracked
+		// from its handle, and the watcher finds the container when the
+		// engine answers (or ends the task after engine_outage_timeout).
+		d.logger.Warn("docker engine does not answer; recovering the task from its handle", "task_id", h.GetId(),
+			"container_id", shortID(st.ContainerID), "error", err)
+	default:
 		return fmt.Errorf("inspect container %s: %w", shortID(st.ContainerID), err)
-	}
-	if c := insp.Container; c.Config == nil || !ownedBy(c.Config.Labels, st.AllocID, st.TaskName) {
-		return fmt.Errorf("%w: container %s does not carry the labels of task %q", driver.ErrInvalidConfig, shortID(st.ContainerID), h.GetId())
 	}
 	t := &task{id: h.GetId(), st: *st, startedAt: time.Unix(0, h.GetStartedAtUnixNano()), done: make(chan struct{})}
 	d.acquireImage(st.ImageID)
 	d.track(t)
-	d.logger.Info("task recovered", "task_id", t.id, "container_id", shortID(st.ContainerID),
-		"running", insp.Container.State != nil && insp.Container.State.Running)
+	d.logger.Info("task recovered", "task_id", t.id, "container_id", shortID(st.ContainerID), "running", running, "engine_answered", err == nil)
 	return nil
 }
 

@@ -18,7 +18,8 @@ const serviceJob = `job %q {
   datacenters = ["*"]
 
   update {
-    max_parallel = 2
+    max_parallel     = 2
+    min_healthy_time = "1s"
   }
 
   group "g" {

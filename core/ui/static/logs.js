@@ -35,13 +35,19 @@
     status.textContent = message || "";
   }
 
+  // follow streams the log from as far back as the page shows (its
+  // last data-tail bytes, read again now) and replaces the page's text
+  // with it when the first bytes come: the lines the task wrote between
+  // the page's load and the click are neither lost nor shown twice.
   function follow() {
     controller = new AbortController();
     button.textContent = "Stop following";
     button.setAttribute("aria-pressed", "true");
     status.textContent = "Following…";
     var decoder = new TextDecoder();
-    fetch(pre.dataset.stream + "&offset=0", { credentials: "same-origin", signal: controller.signal })
+    var fresh = true;
+    var back = parseInt(pre.dataset.tail, 10) || 0;
+    fetch(pre.dataset.stream + "&offset=" + back, { credentials: "same-origin", signal: controller.signal })
       .then(function (resp) {
         if (!resp.ok) {
           return resp.text().then(function (t) { throw new Error(t || resp.statusText); });
@@ -53,7 +59,14 @@
               stop("The log ended.");
               return;
             }
-            append(decoder.decode(r.value, { stream: true }));
+            var text = decoder.decode(r.value, { stream: true });
+            if (fresh && text) {
+              fresh = false;
+              // The window may start inside a character.
+              pre.textContent = "";
+              text = text.replace(/^\uFFFD+/, "");
+            }
+            append(text);
             return pump();
           });
         }

@@ -1,0 +1,300 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drover-org/drover/core/structs"
+)
+
+// registerDirect upserts registrations on the fake server as another
+// node's client would.
+func registerDirect(t *testing.T, srv *fakeServer, regs ...*structs.ServiceRegistration) {
+	t.Helper()
+	if err := srv.UpdateServices(context.Background(), &structs.ServiceRegistrationNodeArgs{NodeID: "other", Upsert: regs}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func deleteDirect(t *testing.T, srv *fakeServer, allocs ...string) {
+	t.Helper()
+	if err := srv.UpdateServices(context.Background(), &structs.ServiceRegistrationNodeArgs{NodeID: "other", DeleteAllocIDs: allocs}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func reg(id, alloc, name, ns, addr string, port int, tags ...string) *structs.ServiceRegistration {
+	return &structs.ServiceRegistration{ID: id, AllocID: alloc, ServiceName: name, Namespace: ns, Address: addr, Port: port,
+		Tags: tags, NodeID: "n-1", Datacenter: "dc1", JobID: "api"}
+}
+
+func TestTemplateNomadService(t *testing.T) {
+	srv := newFakeServer()
+	registerDirect(t, srv,
+		reg("s1", "a1", "api", "default", "10.0.0.1", 8001, "v2", "blue"),
+		reg("s2", "a2", "api", "default", "10.0.0.2", 8002, "v1"),
+		reg("s3", "a3", "api", "other", "10.0.0.3", 8003),
+		reg("s4", "a4", "db", "default", "10.0.0.4", 5432))
+	tests := []struct {
+		name, tmpl, want, wantErr string
+	}{
+		{name: "all instances", tmpl: `{{ range nomadService "api" }}{{ .Address }}:{{ .Port }} {{ end }}`, want: "10.0.0.1:8001 10.0.0.2:8002 "},
+		{name: "fields as consul-template's", tmpl: `{{ range nomadService "api" }}{{ if eq .ID "s1" }}{{ .ID }} {{ .Name }} {{ .Node }} {{ .Datacenter }} {{ .JobID }} {{ .AllocID }} {{ .Tags }}{{ end }}{{ end }}`,
+			want: "s1 api n-1 dc1 api a1 [blue v2]"},
+		{name: "by tag", tmpl: `{{ range nomadService "v1.api" }}{{ .Address }}{{ end }}`, want: "10.0.0.2"},
+		{name: "another namespace", tmpl: `{{ range nomadService "api@other" }}{{ .Address }}{{ end }}`, want: "10.0.0.3"},
+		{name: "two services", tmpl: `{{ range nomadService "db" }}{{ .Port }}{{ end }}-{{ len (nomadService "api") }}`, want: "5432-2"},
+		{name: "count and key form refused", tmpl: `{{ range nomadService 1 "k" "api" }}{{ end }}`, wantErr: "form of nomadService is not supported"},
+		{name: "service listing refused", tmpl: `{{ range nomadServices }}{{ end }}`, wantErr: "needs data drover does not serve to templates"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			allocDir, taskDir := taskDirFixture(t)
+			r := newTemplateRenderer(allocDir, taskDir, []*structs.Template{{EmbeddedTmpl: tc.tmpl, DestPath: "local/out"}},
+				map[string]string{}, srv.LookupServices, "default", nil)
+			ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+			defer cancel()
+			_, err := r.render(ctx, true)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(filepath.Join(taskDir, "local", "out"))
+			if err != nil || string(b) != tc.want {
+				t.Fatalf("rendered %q (%v), want %q", b, err, tc.want)
+			}
+		})
+	}
+}
+
+// A template reading a service that has no registration yet waits for one
+// (bounded by its context); without a lookup it is refused.
+func TestTemplateWaitsForService(t *testing.T) {
+	srv := newFakeServer()
+	allocDir, taskDir := taskDirFixture(t)
+	tmpl := []*structs.Template{{EmbeddedTmpl: `{{ range nomadService "late" }}{{ .Address }}:{{ .Port }}{{ end }}`, DestPath: "local/out"}}
+	r := newTemplateRenderer(allocDir, taskDir, tmpl, map[string]string{}, srv.LookupServices, "default", nil)
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.render(context.Background(), true)
+		done <- err
+	}()
+	// Unrelated updates do not end the wait.
+	registerDirect(t, srv, reg("x", "ax", "other", "default", "10.9.9.9", 1))
+	select {
+	case err := <-done:
+		t.Fatalf("render returned (%v) before the service existed", err)
+	default:
+	}
+	registerDirect(t, srv, reg("l1", "al", "late", "default", "10.1.1.1", 9000))
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(testTimeout):
+		t.Fatal("render did not end once the service was registered")
+	}
+	if b, _ := os.ReadFile(filepath.Join(taskDir, "local", "out")); string(b) != "10.1.1.1:9000" {
+		t.Fatalf("rendered %q", b)
+	}
+
+	// The wait ends with its context.
+	ctx, cancel := context.WithCancel(context.Background())
+	r2 := newTemplateRenderer(allocDir, taskDir, []*structs.Template{{EmbeddedTmpl: `{{ nomadService "never" }}`, DestPath: "local/n"}},
+		map[string]string{}, srv.LookupServices, "default", nil)
+	go func() { _, err := r2.render(ctx, true); done <- err }()
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("err = %v, want canceled", err)
+		}
+	case <-time.After(testTimeout):
+		t.Fatal("render did not end with its context")
+	}
+}
+
+// readFile returns a file's content, or "" when it cannot be read.
+func readFile(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// Real tasks whose templates read a service: the task starts once the
+// service exists, and a change of its registrations renders the file
+// again and applies the change_mode.
+func TestTemplateChangeModes(t *testing.T) {
+	srv := newFakeServer()
+	c := newRawExecClient(t, srv, t.TempDir())
+	defer c.Shutdown()
+	body := `{{ range nomadService "api" }}{{ .Address }}:{{ .Port }}
+{{ end }}`
+	// Each task records its starts and its SIGHUPs in its local dir.
+	script := `trap 'echo hup >> local/hups' HUP; echo start >> local/starts; while true; do sleep 0.05; done`
+	mk := func(name, mode string) *structs.Task {
+		tk := rawTask(name, "/bin/sh", "-c", script)
+		// A splay of 1ms: TestWaitSplay covers longer ones.
+		tk.Templates = []*structs.Template{{EmbeddedTmpl: body, DestPath: "local/api.conf", ChangeMode: mode, ChangeSignal: "SIGHUP", Splay: time.Millisecond}}
+		tk.KillTimeout = 2 * time.Second
+		return tk
+	}
+	job := testJob("service", mk("restart", "restart"), mk("signal", "signal"), mk("noop", "noop"))
+	srv.upsert(testAlloc("tpl-1", c.NodeID(), job))
+	ar := func() *allocRunner { return c.runner("tpl-1") }
+	waitFor(t, "runner", func() bool { return ar() != nil })
+	taskFile := func(task, f string) string {
+		_, dir := ar().task(task).execContext()
+		if dir == "" {
+			return ""
+		}
+		return readFile(filepath.Join(dir, "local", f))
+	}
+	// No registration yet: the tasks wait.
+	waitFor(t, "tasks prepared", func() bool {
+		st, _ := ar().task("restart").snapshot()
+		return len(st.Events) >= 2
+	})
+	if st, _ := ar().task("restart").snapshot(); st.State != structs.TaskStatePending {
+		t.Fatalf("task %s before its template's service exists", st.State)
+	}
+	registerDirect(t, srv, reg("s1", "a1", "api", "default", "10.0.0.1", 8001))
+	for _, tk := range []string{"restart", "signal", "noop"} {
+		waitFor(t, tk+" started", func() bool {
+			st, h := ar().task(tk).snapshot()
+			return st.State == structs.TaskStateRunning && h != nil && taskFile(tk, "starts") == "start\n"
+		})
+		if got := taskFile(tk, "api.conf"); got != "10.0.0.1:8001\n" {
+			t.Fatalf("%s rendered %q", tk, got)
+		}
+	}
+	registerDirect(t, srv, reg("s2", "a2", "api", "default", "10.0.0.2", 8002))
+	want := "10.0.0.1:8001\n10.0.0.2:8002\n"
+	for _, tk := range []string{"restart", "signal", "noop"} {
+		waitFor(t, tk+" rendered again", func() bool { return taskFile(tk, "api.conf") == want })
+	}
+	runningAgain := func() bool {
+		st, h := ar().task("restart").snapshot()
+		return st.State == structs.TaskStateRunning && h != nil && taskFile("restart", "starts") == "start\nstart\n"
+	}
+	waitFor(t, "restart task restarted", runningAgain)
+	waitFor(t, "signal task signalled", func() bool { return taskFile("signal", "hups") == "hup\n" })
+	st, _ := ar().task("restart").snapshot()
+	if !hasEvent(st, structs.TaskRestartSignal) || st.State != structs.TaskStateRunning {
+		t.Errorf("restart task %s, events %v", st.State, eventTypes(st))
+	}
+	// An unrelated change (another service) renders nothing new.
+	registerDirect(t, srv, reg("o1", "ao", "other", "default", "10.0.0.9", 1))
+	deleteDirect(t, srv, "a1")
+	waitFor(t, "rendered after a deregistration", func() bool { return taskFile("noop", "api.conf") == "10.0.0.2:8002\n" })
+	waitFor(t, "restart task restarted again", func() bool {
+		st, h := ar().task("restart").snapshot()
+		return st.State == structs.TaskStateRunning && h != nil && taskFile("restart", "starts") == "start\nstart\nstart\n"
+	})
+	waitFor(t, "signal task signalled again", func() bool { return taskFile("signal", "hups") == "hup\nhup\n" })
+	if got := taskFile("noop", "starts"); got != "start\n" {
+		t.Errorf("noop task started %q", got)
+	}
+	if got := taskFile("signal", "starts"); got != "start\n" {
+		t.Errorf("signal task started %q", got)
+	}
+	if st, _ := ar().task("restart").snapshot(); st.Failed || st.State != structs.TaskStateRunning {
+		t.Errorf("restart task after template restarts: %+v", st)
+	}
+	srv.setDesired("tpl-1", structs.AllocDesiredStatusStop)
+	waitFor(t, "stopped", func() bool { return srv.clientStatus("tpl-1") == structs.AllocClientStatusComplete })
+}
+
+func hasEvent(st *structs.TaskState, typ string) bool {
+	for _, e := range st.Events {
+		if e.Type == typ {
+			return true
+		}
+	}
+	return false
+}
+
+// A task whose template waits for a service that never comes stops with
+// its alloc, dead but not failed.
+func TestTemplateWaitEndsWithStop(t *testing.T) {
+	srv := newFakeServer()
+	world := newFakeWorld()
+	c := newTestClient(t, srv, world, t.TempDir())
+	tk := fakeTaskSpec("web", `{}`)
+	tk.Templates = []*structs.Template{{EmbeddedTmpl: `{{ range nomadService "never" }}{{ .Port }}{{ end }}`, DestPath: "local/x"}}
+	srv.upsert(testAlloc("tw-1", c.NodeID(), testJob("service", tk)))
+	waitFor(t, "setup", func() bool {
+		r := c.runner("tw-1")
+		if r == nil {
+			return false
+		}
+		st, _ := r.task("web").snapshot()
+		return hasEvent(st, structs.TaskSetup)
+	})
+	srv.setDesired("tw-1", structs.AllocDesiredStatusStop)
+	waitFor(t, "stopped", func() bool { return srv.clientStatus("tw-1") == structs.AllocClientStatusComplete })
+	if ts := srv.alloc("tw-1").TaskStates["web"]; ts.Failed || ts.State != structs.TaskStateDead {
+		t.Fatalf("task %+v, want dead and not failed", ts)
+	}
+	if world.startCount("web") != 0 {
+		t.Fatalf("task started without its template")
+	}
+}
+
+func TestTemplateSplay(t *testing.T) {
+	ts := []*structs.Template{{Splay: time.Second}, {Splay: 3 * time.Second}, nil, {Splay: 2 * time.Second}}
+	for _, c := range []struct {
+		changed []int
+		want    time.Duration
+	}{
+		{nil, 0},
+		{[]int{0}, time.Second},
+		{[]int{0, 3}, 2 * time.Second},
+		{[]int{1, 3}, 3 * time.Second},
+		{[]int{2, 9, -1}, 0},
+	} {
+		if got := templateSplay(ts, c.changed); got != c.want {
+			t.Errorf("templateSplay(%v) = %v, want %v", c.changed, got, c.want)
+		}
+	}
+	for range 100 {
+		if d := randUpTo(time.Millisecond); d < 0 || d >= time.Millisecond {
+			t.Fatalf("randUpTo(1ms) = %v, outside [0, 1ms)", d)
+		}
+	}
+	if d := randUpTo(0); d != 0 {
+		t.Errorf("randUpTo(0) = %v", d)
+	}
+}
+
+// waitSplay waits what it picked, and no longer than its context lives.
+func TestWaitSplay(t *testing.T) {
+	start := time.Now()
+	if !waitSplay(context.Background(), time.Hour, func(time.Duration) time.Duration { return 50 * time.Millisecond }) {
+		t.Fatal("waitSplay gave up with a live context")
+	}
+	if el := time.Since(start); el < 50*time.Millisecond {
+		t.Errorf("waited %v, want at least the 50ms picked", el)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if waitSplay(ctx, time.Hour, func(d time.Duration) time.Duration { return d }) {
+		t.Error("waitSplay went on with a cancelled context")
+	}
+	if !waitSplay(context.Background(), 0, randUpTo) {
+		t.Error("a zero splay did not go on at once")
+	}
+}

@@ -1,0 +1,176 @@
+package command
+
+import (
+	"encoding/json"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/drover-org/drover/core/structs"
+)
+
+// The `drover scaling policy` commands over /v1/scaling/policies and
+// /v1/scaling/policy/<id>: the groups' scaling blocks, as Nomad's.
+
+func scalingCommands(ui *UI) map[string]Command {
+	return map[string]Command{
+		"scaling policy list": &ScalingPolicyListCommand{ui: ui},
+		"scaling policy info": &ScalingPolicyInfoCommand{ui: ui},
+	}
+}
+
+// ScalingPolicyListCommand is `drover scaling policy list [-job] [-type] [-json]`.
+type ScalingPolicyListCommand struct {
+	meta
+	ui *UI
+}
+
+func (c *ScalingPolicyListCommand) Synopsis() string { return "List scaling policies" }
+
+const scalingPolicyListHelp = `
+Usage: drover scaling policy list [options]
+
+  Lists the scaling policies of the namespace's jobs (-namespace,
+  NOMAD_NAMESPACE; "*" lists every namespace the token may read): one
+  per group with a scaling block.
+
+List Options:
+
+  -job <job_id>
+    Lists only the policies of this job.
+
+  -type <type>
+    Lists only the policies whose type starts with this ("horizontal").
+
+  -json
+    Prints the policies as JSON.`
+
+// scalingPolicyStub is an entry of /v1/scaling/policies.
+type scalingPolicyStub struct {
+	ID      string
+	Enabled bool
+	Type    string
+	Target  map[string]string
+}
+
+func (c *ScalingPolicyListCommand) Run(args []string) int {
+	c.meta.ui = c.ui
+	fs := c.flagSet("scaling policy list", scalingPolicyListHelp)
+	var asJSON bool
+	var job, typ string
+	fs.BoolVar(&asJSON, "json", false, "")
+	fs.StringVar(&job, "job", "", "")
+	fs.StringVar(&typ, "type", "", "")
+	if code, ok := c.parse(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() != 0 {
+		return c.usageError(fs, "This command takes no arguments")
+	}
+	q := url.Values{}
+	if job != "" {
+		q.Set("job", job)
+	}
+	if typ != "" {
+		q.Set("type", typ)
+	}
+	ctx, cancel := nsContext()
+	defer cancel()
+	client := c.client()
+	if asJSON {
+		raw, err := client.GetRaw(ctx, "/v1/scaling/policies", q)
+		if err != nil {
+			return c.ui.errorf("Error listing scaling policies: %s", err)
+		}
+		c.ui.printf("%s\n", prettyJSON(raw))
+		return exitOK
+	}
+	var list []scalingPolicyStub
+	if _, err := client.Get(ctx, "/v1/scaling/policies", q, &list); err != nil {
+		return c.ui.errorf("Error listing scaling policies: %s", err)
+	}
+	if len(list) == 0 {
+		c.ui.printf("No policies found\n")
+		return exitOK
+	}
+	rows := []string{"ID|Enabled|Type|Target"}
+	for _, p := range list {
+		rows = append(rows, p.ID+"|"+strconv.FormatBool(p.Enabled)+"|"+p.Type+"|"+formatTarget(p.Target))
+	}
+	c.ui.printf("%s\n", formatList(rows))
+	return exitOK
+}
+
+// formatTarget renders a policy's target as Nomad's CLI does: key:value
+// pairs, sorted by key.
+func formatTarget(t map[string]string) string {
+	keys := make([]string, 0, len(t))
+	for k := range t {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, k+":"+t[k])
+	}
+	return strings.Join(parts, ",")
+}
+
+// ScalingPolicyInfoCommand is `drover scaling policy info [-json] <id>`.
+type ScalingPolicyInfoCommand struct {
+	meta
+	ui *UI
+}
+
+func (c *ScalingPolicyInfoCommand) Synopsis() string { return "Display an individual scaling policy" }
+
+const scalingPolicyInfoHelp = `
+Usage: drover scaling policy info [options] <policy_id>
+
+  Shows a scaling policy: its target, its bounds and the policy an
+  autoscaler reads.
+
+Info Options:
+
+  -json
+    Prints the policy as JSON.`
+
+func (c *ScalingPolicyInfoCommand) Run(args []string) int {
+	c.meta.ui = c.ui
+	fs := c.flagSet("scaling policy info", scalingPolicyInfoHelp)
+	var asJSON bool
+	fs.BoolVar(&asJSON, "json", false, "")
+	id, code, ok := c.parseOne(fs, args, "<policy_id>")
+	if !ok {
+		return code
+	}
+	ctx, cancel := nsContext()
+	defer cancel()
+	client := c.client()
+	path := "/v1/scaling/policy/" + url.PathEscape(id)
+	if asJSON {
+		return c.printJSON(ctx, client, path, "scaling policy")
+	}
+	var p structs.ScalingPolicy
+	if _, err := client.Get(ctx, path, nil, &p); err != nil {
+		return c.ui.errorf("Error querying scaling policy: %s", err)
+	}
+	c.ui.printf("%s\n", formatKV([]string{
+		"ID|" + p.ID,
+		"Enabled|" + strconv.FormatBool(p.Enabled),
+		"Target|" + formatTarget(p.Target),
+		"Min|" + strconv.FormatInt(p.Min, 10),
+		"Max|" + strconv.FormatInt(p.Max, 10),
+	}))
+	policy := "No policy found"
+	if len(p.Policy) > 0 {
+		b, err := json.MarshalIndent(p.Policy, "", "  ")
+		if err != nil {
+			return c.ui.errorf("Error formatting the policy: %s", err)
+		}
+		policy = string(b)
+	}
+	c.ui.printf("\nPolicy:\n%s\n", policy)
+	return exitOK
+}

@@ -1,0 +1,316 @@
+package jobspec
+
+import (
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/drover-org/drover/core/structs"
+)
+
+// The blocks of Nomad 1.6 and later that drover keeps as data (a job's
+// ui, a task's kind and actions, a group's scaling policy) and those it
+// parses only to refuse them at their position with the reason (devices,
+// NUMA placement, the disconnect blocks). structs' validation repeats
+// every rule for jobs sent as JSON.
+
+var (
+	uiAttrs  = []string{"description"}
+	uiBlocks = []blockKind{{name: "link", many: true}}
+)
+
+func (p *parser) ui(b *hcl.Block) *structs.JobUIConfig {
+	u := &structs.JobUIConfig{}
+	attrs, blocks := p.content(b.Body, uiAttrs, uiBlocks)
+	if p.setString(attrs["description"], &u.Description) && len(u.Description) > structs.MaxUIDescriptionBytes {
+		p.errorf(attrs["description"].Expr.Range(), "Value too long",
+			"description is %d bytes; exceeds limit of %d.", len(u.Description), structs.MaxUIDescriptionBytes)
+	}
+	links := blocks["link"]
+	if len(links) > structs.MaxUILinks {
+		p.errorf(links[structs.MaxUILinks].DefRange, "Too many links",
+			"A ui block may have at most %d links; this one has %d.", structs.MaxUILinks, len(links))
+		return u
+	}
+	for _, lb := range links {
+		la, _ := p.content(lb.Body, []string{"label", "url"}, nil)
+		l := &structs.JobUILink{}
+		for n, dst := range map[string]*string{"label": &l.Label, "url": &l.URL} {
+			if a := la[n]; a != nil && p.setString(a, dst) && len(*dst) > structs.MaxUILinkBytes {
+				p.errorf(a.Expr.Range(), "Value too long", "%s is %d bytes; exceeds limit of %d.", n, len(*dst), structs.MaxUILinkBytes)
+			}
+		}
+		u.Links = append(u.Links, l)
+	}
+	return u
+}
+
+// The group attributes of Nomad's disconnect handling that drover does not
+// have: a node that stops heartbeating has its allocations marked lost and
+// replaced, and a client keeps its allocations running while it is cut
+// off. Their zero values ask for exactly that and are accepted.
+const (
+	whyLostAfter    = "drover marks the allocations of a node that stops heartbeating lost and does not keep them as disconnected"
+	whyStopOnClient = "drover's client does not stop its allocations when it loses its servers"
+	whyReplace      = "drover always replaces the allocations of a lost node"
+)
+
+// groupDisconnect parses a group's disconnect attributes and block into tg,
+// refusing at their position what drover cannot honour.
+func (p *parser) groupDisconnect(tg *structs.TaskGroup, attrs hcl.Attributes, b *hcl.Block) {
+	if a := attrs["max_client_disconnect"]; a != nil {
+		p.setDurationPtr(a, &tg.MaxClientDisconnect)
+		p.errorf(a.NameRange, "Unsupported argument", "max_client_disconnect is not supported: %s.", whyLostAfter)
+	}
+	if a := attrs["stop_after_client_disconnect"]; a != nil {
+		p.setDurationPtr(a, &tg.StopAfterClientDisconnect)
+		p.errorf(a.NameRange, "Unsupported argument", "stop_after_client_disconnect is not supported: %s.", whyStopOnClient)
+	}
+	if a := attrs["prevent_reschedule_on_lost"]; a != nil && p.setBool(a, &tg.PreventRescheduleOnLost) && tg.PreventRescheduleOnLost {
+		p.errorf(a.NameRange, "Unsupported argument",
+			"prevent_reschedule_on_lost = true is not supported: drover replaces the allocations of a lost node and has no disconnected state to wait in.")
+	}
+	if b == nil {
+		return
+	}
+	d := &structs.DisconnectStrategy{}
+	da, _ := p.content(b.Body, []string{"lost_after", "stop_on_client_after", "replace", "reconcile"}, nil)
+	if a := da["lost_after"]; a != nil && p.setDuration(a, &d.LostAfter) {
+		switch {
+		case d.LostAfter < 0:
+			p.errorf(a.Expr.Range(), "Invalid duration", "lost_after must not be negative.")
+		case d.LostAfter > 0:
+			p.errorf(a.NameRange, "Unsupported argument", "disconnect.lost_after is not supported: %s.", whyLostAfter)
+		}
+		if mcd := attrs["max_client_disconnect"]; mcd != nil {
+			p.errorf(a.NameRange, "Conflicting attributes",
+				"Set lost_after or the group's max_client_disconnect (its deprecated form, at %s), not both.", posString(mcd.NameRange))
+		}
+	}
+	if a := da["stop_on_client_after"]; a != nil {
+		p.setDurationPtr(a, &d.StopOnClientAfter)
+		p.errorf(a.NameRange, "Unsupported argument", "disconnect.stop_on_client_after is not supported: %s.", whyStopOnClient)
+	}
+	var replace bool
+	if a := da["replace"]; a != nil && p.setBool(a, &replace) {
+		d.Replace = &replace
+		if !replace {
+			p.errorf(a.NameRange, "Unsupported argument", "disconnect.replace = false is not supported: %s.", whyReplace)
+		}
+	}
+	if a := da["reconcile"]; a != nil && p.setString(a, &d.Reconcile) {
+		switch d.Reconcile {
+		case structs.ReconcileBestScore, structs.ReconcileKeepOriginal, structs.ReconcileKeepReplacement, structs.ReconcileLongestRunning:
+		default:
+			p.errorf(a.Expr.Range(), "Invalid reconcile option", "reconcile must be %q, %q, %q or %q, got %q.",
+				structs.ReconcileBestScore, structs.ReconcileKeepOriginal, structs.ReconcileKeepReplacement, structs.ReconcileLongestRunning, d.Reconcile)
+		}
+	}
+	tg.Disconnect = d
+}
+
+var (
+	scalingAttrs  = []string{"min", "max", "enabled", "type"}
+	scalingBlocks = []blockKind{{name: "policy"}}
+)
+
+// scaling parses a group's scaling block. countAttr is the group's count
+// attribute (nil: absent), to which the policy's bounds are held: an
+// absent count takes min, as in Nomad, and an absent min takes the count.
+func (p *parser) scaling(tg *structs.TaskGroup, b *hcl.Block, countAttr *hcl.Attribute) {
+	s := &structs.ScalingPolicy{Enabled: true, Type: structs.ScalingPolicyTypeHorizontal}
+	attrs, blocks := p.content(b.Body, scalingAttrs, scalingBlocks)
+	p.setBool(attrs["enabled"], &s.Enabled)
+	if a := attrs["type"]; a != nil && p.setString(a, &s.Type) && s.Type != structs.ScalingPolicyTypeHorizontal {
+		p.errorf(a.Expr.Range(), "Invalid scaling type",
+			"A group's scaling block is of type %q, got %q (other types scale a task's resources, which needs Nomad Enterprise's dynamic application sizing).",
+			structs.ScalingPolicyTypeHorizontal, s.Type)
+	}
+	okMin := p.setIntRange(attrs["min"], 0, math.MaxInt32, func(i int64) { s.Min = i })
+	okMax := p.setIntRange(attrs["max"], 0, math.MaxInt32, func(i int64) { s.Max = i })
+	if attrs["max"] == nil {
+		p.errorf(b.DefRange, "Missing required argument", "A scaling block needs max, the largest count the group may be scaled to.")
+	}
+	if pb := first(blocks, "policy"); pb != nil {
+		s.Policy = p.policyBody(pb.Body, 1)
+	}
+	minAttr, maxAttr := attrs["min"], attrs["max"]
+	switch {
+	case countAttr == nil && okMin:
+		tg.Count = int(s.Min)
+	case minAttr == nil:
+		s.Min = int64(tg.Count)
+		okMin = true
+	}
+	if !okMin || !okMax {
+		tg.Scaling = s
+		return
+	}
+	c := int64(tg.Count)
+	switch {
+	case minAttr != nil && s.Min > s.Max:
+		p.errorf(minAttr.Expr.Range(), "Invalid scaling bounds", "min (%d) must not be greater than max (%d).", s.Min, s.Max)
+	case countAttr != nil && c > s.Max:
+		p.errorf(countAttr.Expr.Range(), "Count outside scaling bounds",
+			"count (%d) must not be greater than the scaling block's max (%d, at %s).", c, s.Max, posString(maxAttr.Expr.Range()))
+	case countAttr != nil && c < s.Min:
+		p.errorf(countAttr.Expr.Range(), "Count outside scaling bounds",
+			"count (%d) must not be less than the scaling block's min (%d, at %s).", c, s.Min, posString(minAttr.Expr.Range()))
+	case c > s.Max:
+		p.errorf(maxAttr.Expr.Range(), "Count outside scaling bounds",
+			"max (%d) is below the group's count (%d, the default when neither count nor min is set).", s.Max, c)
+	}
+	tg.Scaling = s
+}
+
+// policyBody decodes a scaling policy block, which belongs to the
+// autoscaler, not to drover, in the shape Nomad gives it: attributes as
+// written, and each block type a list of its blocks, a labelled block
+// nested in a one-entry map per label (`check "cpu" { … }` is
+// check = [{cpu = [{…}]}]).
+func (p *parser) policyBody(body hcl.Body, depth int) map[string]any {
+	out := map[string]any{}
+	syn := p.syntaxOf(body)
+	if syn == nil {
+		return out
+	}
+	if depth > structs.MaxScalingPolicyDepth/2 {
+		p.errorf(syn.SrcRange, "Nesting too deep",
+			"A scaling policy's blocks may nest at most %d levels.", structs.MaxScalingPolicyDepth/2)
+		return out
+	}
+	names := make([]string, 0, len(syn.Attributes))
+	for n := range syn.Attributes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		attr := syn.Attributes[name]
+		v, ok := p.value(attr.Expr)
+		if !ok {
+			continue
+		}
+		g, err := goValue(v)
+		if err != nil {
+			p.errorf(attr.Expr.Range(), "Unsupported policy value", "policy key %q: %v.", name, err)
+			continue
+		}
+		if d := depth + structs.ValueDepth(g); d > structs.MaxScalingPolicyDepth {
+			p.errorf(attr.Expr.Range(), "Nesting too deep", "policy key %q nests %d levels; exceeds limit of %d.", name, d, structs.MaxScalingPolicyDepth)
+			continue
+		}
+		out[name] = g
+	}
+	for _, b := range syn.Blocks {
+		if attr, dup := syn.Attributes[b.Type]; dup {
+			p.errorf(b.TypeRange, "Duplicate policy key", "%q is already set as an attribute at %s.", b.Type, posString(attr.NameRange))
+			continue
+		}
+		var v any = p.policyBody(b.Body, depth+1+len(b.Labels))
+		for i := len(b.Labels) - 1; i >= 0; i-- {
+			v = map[string]any{b.Labels[i]: []any{v}}
+		}
+		list, _ := out[b.Type].([]any)
+		out[b.Type] = append(list, v)
+	}
+	return out
+}
+
+var (
+	actionAttrs  = []string{"command", "args"}
+	deviceAttrs  = []string{"count"}
+	deviceBlocks = []blockKind{{name: "constraint", many: true}, {name: "affinity", many: true}}
+)
+
+func (p *parser) actions(bs hcl.Blocks) []*structs.Action {
+	if len(bs) > structs.MaxActionsPerTask {
+		p.errorf(bs[structs.MaxActionsPerTask].DefRange, "Too many actions",
+			"A task may have at most %d actions; this one has %d.", structs.MaxActionsPerTask, len(bs))
+		return nil
+	}
+	var out []*structs.Action
+	for _, b := range bs {
+		a := &structs.Action{Name: b.Labels[0]}
+		attrs, _ := p.content(b.Body, actionAttrs, nil)
+		if !p.setString(attrs["command"], &a.Command) && attrs["command"] == nil {
+			p.errorf(b.DefRange, "Missing required argument", "An action needs a command.")
+		}
+		p.setStrings(attrs["args"], &a.Args)
+		out = append(out, a)
+	}
+	return out
+}
+
+// devices parses a task's device blocks, each refused: drover has no
+// device plugins, so no node has a device to give.
+func (p *parser) devices(bs hcl.Blocks) []*structs.RequestedDevice {
+	var out []*structs.RequestedDevice
+	for _, b := range bs {
+		d := &structs.RequestedDevice{Name: b.Labels[0], Count: 1}
+		attrs, blocks := p.content(b.Body, deviceAttrs, deviceBlocks)
+		p.setIntRange(attrs["count"], 0, math.MaxInt32, func(i int64) { d.Count = uint64(i) })
+		d.Constraints = p.constraints(blocks["constraint"])
+		d.Affinities = p.affinities(blocks["affinity"])
+		p.errorf(b.DefRange, "Unsupported block type",
+			"device %q is not supported: drover has no device plugins, so no node offers devices.", d.Name)
+		out = append(out, d)
+	}
+	return out
+}
+
+func (p *parser) numa(b *hcl.Block) *structs.NUMAResource {
+	n := &structs.NUMAResource{Affinity: structs.NUMAAffinityNone}
+	attrs, _ := p.content(b.Body, []string{"affinity", "devices"}, nil)
+	if a := attrs["affinity"]; a != nil && p.setString(a, &n.Affinity) {
+		switch n.Affinity {
+		case structs.NUMAAffinityNone:
+		case "prefer", "require":
+			p.errorf(a.Expr.Range(), "Unsupported NUMA affinity",
+				"affinity %q is not supported: drover does not place tasks by NUMA topology (affinity = %q is accepted).", n.Affinity, structs.NUMAAffinityNone)
+		default:
+			p.errorf(a.Expr.Range(), "Invalid NUMA affinity", "affinity must be %q, %q or %q, got %q.", structs.NUMAAffinityNone, "prefer", "require", n.Affinity)
+		}
+	}
+	p.setStrings(attrs["devices"], &n.Devices)
+	if len(n.Devices) == 0 {
+		n.Devices = nil
+	}
+	return n
+}
+
+// taskKind parses a task's kind: kept, except Consul Connect's kinds.
+func (p *parser) taskKind(a *hcl.Attribute, dst *string) {
+	if a == nil || !p.setString(a, dst) {
+		return
+	}
+	switch {
+	case len(*dst) > structs.MaxTaskKindBytes:
+		p.errorf(a.Expr.Range(), "Value too long", "kind is %d bytes; exceeds limit of %d.", len(*dst), structs.MaxTaskKindBytes)
+	case strings.HasPrefix(*dst, "connect-"):
+		p.errorf(a.Expr.Range(), "Integration not available",
+			"kind %q is a Consul Connect task kind, and drover has no Consul Connect integration: remove it.", *dst)
+	}
+}
+
+// Blocks of Nomad Enterprise or of integrations drover does not have,
+// found inside a task: refused by name with why.
+var unsupportedTaskBlocks = map[string]string{
+	"scaling":  "a task's scaling block sizes its resources with Nomad Enterprise's dynamic application sizing, which drover does not have",
+	"schedule": "a task's schedule block is Nomad Enterprise's time-based task execution, which drover does not have",
+	"secret":   "a task's secret block reads secrets from a provider (Vault or a plugin), and drover has no secrets providers",
+}
+
+func (p *parser) refuseTaskBlocks(blocks map[string]hcl.Blocks) {
+	names := make([]string, 0, len(unsupportedTaskBlocks))
+	for n := range unsupportedTaskBlocks {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		for _, b := range blocks[n] {
+			p.errorf(b.DefRange, "Unsupported block type", "%s: remove it.", unsupportedTaskBlocks[n])
+		}
+	}
+}
