@@ -505,12 +505,17 @@ func TestDeploymentHealthWaitsForChecks(t *testing.T) {
 	hs, code, hits := checkServer(t)
 	code.Store(500)
 	host, port := hostPort(t, hs.Listener.Addr().String())
-	task := rawTask("web", "/bin/sleep", "600")
-	task.Services = []*structs.Service{{Name: "web", PortLabel: "http", Provider: "nomad", Checks: []*structs.ServiceCheck{
-		{Name: "http", Type: "http", Path: "/health", Method: "POST", Header: map[string][]string{"X-Probe": {"yes"}},
-			Interval: 50 * time.Millisecond, Timeout: 5 * time.Second},
-	}}}
-	job := testJob("service", task)
+	// Each job gets its own task: Canonicalize writes into it while the
+	// client may be encoding the other job.
+	checkedTask := func() *structs.Task {
+		task := rawTask("web", "/bin/sleep", "600")
+		task.Services = []*structs.Service{{Name: "web", PortLabel: "http", Provider: "nomad", Checks: []*structs.ServiceCheck{
+			{Name: "http", Type: "http", Path: "/health", Method: "POST", Header: map[string][]string{"X-Probe": {"yes"}},
+				Interval: 50 * time.Millisecond, Timeout: 5 * time.Second},
+		}}}
+		return task
+	}
+	job := testJob("service", checkedTask())
 	job.TaskGroups[0].Update = &structs.UpdateStrategy{MaxParallel: 1, HealthCheck: structs.UpdateHealthCheckChecks,
 		MinHealthyTime: 100 * time.Millisecond, HealthyDeadline: 5 * time.Minute}
 	a := portAlloc(testAlloc("dh-1", c.NodeID(), job), structs.AllocatedPortMapping{Label: "http", Value: port, HostIP: host})
@@ -518,7 +523,7 @@ func TestDeploymentHealthWaitsForChecks(t *testing.T) {
 	srv.upsert(a)
 	// Without min_healthy_time the verdict still waits for the checks to
 	// start and pass.
-	job0 := testJob("service", task)
+	job0 := testJob("service", checkedTask())
 	job0.ID = "zero"
 	job0.TaskGroups[0].Update = &structs.UpdateStrategy{MaxParallel: 1, HealthCheck: structs.UpdateHealthCheckChecks, HealthyDeadline: 5 * time.Minute}
 	a0 := portAlloc(testAlloc("dh-0", c.NodeID(), job0), structs.AllocatedPortMapping{Label: "http", Value: port, HostIP: host})

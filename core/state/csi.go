@@ -367,24 +367,34 @@ func (s *StateStore) CSIVolumesRaw(ws memdb.WatchSet) ([]*structs.CSIVolume, err
 }
 
 // CSIVolumesModifiedAfter lists the stored volumes written after index, in
-// index order; ws watches the whole table (any write, a deletion too,
-// fires it). Its cost is that of the changes, not of the table.
-func (s *StateStore) CSIVolumesModifiedAfter(ws memdb.WatchSet, index uint64) ([]*structs.CSIVolume, error) {
+// index order (after 0: every volume), with the table's index read in the
+// same transaction, so that the next call's after (that index) misses no
+// write; ws watches the whole table (any write, a deletion too, fires
+// it). Its cost is that of the changes, not of the table.
+func (s *StateStore) CSIVolumesModifiedAfter(ws memdb.WatchSet, index uint64) ([]*structs.CSIVolume, uint64, error) {
 	txn := s.db.Txn(false)
 	all, err := txn.Get(TableCSIVolumes, "id")
 	if err != nil {
-		return nil, fmt.Errorf("state: read %s: %w", TableCSIVolumes, err)
+		return nil, 0, fmt.Errorf("state: read %s: %w", TableCSIVolumes, err)
 	}
 	ws.Add(all.WatchCh())
+	var tableIdx uint64
+	raw, err := txn.First(TableIndex, "id", TableCSIVolumes)
+	if err != nil {
+		return nil, 0, fmt.Errorf("state: read %s index: %w", TableCSIVolumes, err)
+	}
+	if raw != nil {
+		tableIdx = raw.(*IndexEntry).Value
+	}
 	iter, err := txn.LowerBound(TableCSIVolumes, "modify_index", index+1)
 	if err != nil {
-		return nil, fmt.Errorf("state: read %s: %w", TableCSIVolumes, err)
+		return nil, 0, fmt.Errorf("state: read %s: %w", TableCSIVolumes, err)
 	}
 	var out []*structs.CSIVolume
 	for raw := iter.Next(); raw != nil; raw = iter.Next() {
 		out = append(out, raw.(*structs.CSIVolume))
 	}
-	return out, nil
+	return out, tableIdx, nil
 }
 
 // CSIPluginByID returns a copy of a plugin with its expected counts, or nil.

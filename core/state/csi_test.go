@@ -142,8 +142,11 @@ func TestCSIVolumesModifiedAfter(t *testing.T) {
 	must(t, s.CSIVolumeClaims(14, []*structs.CSIVolumeClaimRequest{{Namespace: "default", VolumeID: "a",
 		Claim: &structs.CSIVolumeClaim{AllocationID: "x", State: structs.CSIVolumeClaimStateReadyToFree}}}))
 	ids := func(after uint64) []string {
-		vs, err := s.CSIVolumesModifiedAfter(memdb.NewWatchSet(), after)
+		vs, idx, err := s.CSIVolumesModifiedAfter(memdb.NewWatchSet(), after)
 		must(t, err)
+		if idx != 14 {
+			t.Errorf("table index %d, want 14", idx)
+		}
 		var out []string
 		for _, v := range vs {
 			out = append(out, v.ID)
@@ -159,7 +162,7 @@ func TestCSIVolumesModifiedAfter(t *testing.T) {
 		}
 	}
 	ws := memdb.NewWatchSet()
-	if _, err := s.CSIVolumesModifiedAfter(ws, 14); err != nil {
+	if _, _, err := s.CSIVolumesModifiedAfter(ws, 14); err != nil {
 		t.Fatal(err)
 	}
 	must(t, s.DeleteCSIVolumes(15, "default", []string{"b"}, false))

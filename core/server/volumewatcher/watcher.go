@@ -229,19 +229,17 @@ func (w *Watcher) watch(p *period) {
 		// plus one, so that an empty table (index 0) still blocks.
 		index, err := store.BlockingQuery(p.ctx, minIndex, func(ws memdb.WatchSet, s *state.StateStore) (uint64, error) {
 			full = s != last
-			var (
-				vs  []*structs.CSIVolume
-				err error
-			)
+			// The volumes and the table's index come from one read:
+			// an index read apart could count a write the list missed.
+			after := seen
 			if full {
-				vs, err = s.CSIVolumesRaw(ws)
-			} else {
-				vs, err = s.CSIVolumesModifiedAfter(ws, seen)
+				after = 0
 			}
+			vs, idx, err := s.CSIVolumesModifiedAfter(ws, after)
 			if err != nil {
 				return 0, err
 			}
-			vols, from, tableIdx = vs, s, s.Index(state.TableCSIVolumes)
+			vols, from, tableIdx = vs, s, idx
 			i := tableIdx + 1
 			if full && i <= minIndex {
 				i = minIndex + 1
