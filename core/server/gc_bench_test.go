@@ -239,6 +239,14 @@ func percentile(d []time.Duration, p float64) time.Duration {
 // benchmark places, and how many the GC phase places on one node.
 var gcLatencySamples = flag.Int("gcbench.samples", 2000, "GC latency benchmark: jobs placed with GC idle, and on each node with GC running")
 
+// gcLatencyIdleFor, when set, runs the idle phase for that long instead of
+// for -gcbench.samples jobs. A p99 is only comparable between windows of
+// about the same length: scheduling's own garbage makes Go collect its
+// heap every so often, and a short idle window (2,000 jobs at 50 a second
+// is 40 s) sees none of those cycles where a GC phase of minutes sees
+// several. For a large backlog, set it to about ForceGC's duration.
+var gcLatencyIdleFor = flag.Duration("gcbench.idle", 0, "GC latency benchmark: how long the idle phase places jobs (0: -gcbench.samples jobs)")
+
 // gcLatencyInterval is the arrival rate of the latency benchmark's jobs:
 // one submitted every interval (or as soon as the previous one is placed,
 // when that took longer). 0 submits back to back, the worst case for GC:
@@ -316,7 +324,8 @@ func latencyNode(b *testing.B, s *Server, name string) *structs.Node {
 // to step in, as it does outside a load test; -gcbench.interval=0 submits
 // back to back, which leaves the GC one step per MaxYield.
 //
-// The idle phase places -gcbench.samples jobs. The GC phase places jobs
+// The idle phase places -gcbench.samples jobs, or places jobs for
+// -gcbench.idle. The GC phase places jobs
 // from ForceGC's start until it returns, so that its samples cover the
 // whole run (only samples taken entirely while it ran count). Placement
 // slows as placed (terminal) allocs pile up on the node, so every
@@ -347,8 +356,14 @@ func gcSchedulingLatency(b *testing.B, pacing *gcPacing) {
 		var idleRun []time.Duration
 		c0, t0 := numGC(), time.Now()
 		arrive := newArrivals()
-		for k := 0; k < m; k++ {
+		for k := 0; idleMore(k, m, t0); k++ {
 			arrive.wait()
+			if k > 0 && k%m == 0 {
+				if _, err := s.UpdateNodeEligibility(context.Background(), node.ID, structs.NodeSchedulingIneligible); err != nil {
+					b.Fatal(err)
+				}
+				node = latencyNode(b, s, fmt.Sprintf("idle-%d", k/m))
+			}
 			idleRun = append(idleRun, placeOne(b, s, node, fmt.Sprintf("idle-%d", k)))
 		}
 		idleCycles += numGC() - c0
@@ -424,6 +439,15 @@ func gcSchedulingLatency(b *testing.B, pacing *gcPacing) {
 	b.ReportMetric(float64(len(busy)), "gc-samples")
 	b.ReportMetric(float64(idleCycles)/idleTime.Seconds(), "idle-gocycles/s")
 	b.ReportMetric(float64(busyCycles)/busyTime.Seconds(), "gc-gocycles/s")
+}
+
+// idleMore says whether the idle phase, started at start, places its k-th
+// job: k < m, or for -gcbench.idle when that is set.
+func idleMore(k, m int, start time.Time) bool {
+	if *gcLatencyIdleFor > 0 {
+		return time.Since(start) < *gcLatencyIdleFor
+	}
+	return k < m
 }
 
 // numGC is the number of Go garbage collection cycles completed so far.
