@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"runtime"
+	"runtime/metrics"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -346,6 +347,7 @@ func gcSchedulingLatency(b *testing.B, pacing *gcPacing) {
 	// whatever runs meanwhile.
 	var busyCycles, idleCycles uint32
 	var busyTime, idleTime time.Duration
+	var busyCPU, idleCPU cpuClasses
 	for i := 0; i < b.N; i++ {
 		s := gcLatencyServer(b, pacing, n)
 		b.StartTimer()
@@ -354,7 +356,7 @@ func gcSchedulingLatency(b *testing.B, pacing *gcPacing) {
 		node := latencyNode(b, s, "idle")
 		placeOne(b, s, node, "warm-idle")
 		var idleRun []time.Duration
-		c0, t0 := numGC(), time.Now()
+		c0, t0, u0 := numGC(), time.Now(), readCPUClasses()
 		arrive := newArrivals()
 		for k := 0; idleMore(k, m, t0); k++ {
 			arrive.wait()
@@ -368,6 +370,7 @@ func gcSchedulingLatency(b *testing.B, pacing *gcPacing) {
 		}
 		idleCycles += numGC() - c0
 		idleTime += time.Since(t0)
+		idleCPU = idleCPU.add(readCPUClasses().sub(u0))
 		if _, err := s.UpdateNodeEligibility(context.Background(), node.ID, structs.NodeSchedulingIneligible); err != nil {
 			b.Fatal(err)
 		}
@@ -385,7 +388,7 @@ func gcSchedulingLatency(b *testing.B, pacing *gcPacing) {
 			running.Store(false)
 			done <- err
 		}()
-		c0, t0 = numGC(), time.Now()
+		c0, t0, u0 = numGC(), time.Now(), readCPUClasses()
 		arrive = newArrivals()
 		for k := 0; running.Load(); k++ {
 			arrive.wait()
@@ -403,6 +406,7 @@ func gcSchedulingLatency(b *testing.B, pacing *gcPacing) {
 		}
 		busyCycles += numGC() - c0
 		busyTime += time.Since(t0)
+		busyCPU = busyCPU.add(readCPUClasses().sub(u0))
 		if err := <-done; err != nil {
 			b.Fatal(err)
 		}
@@ -431,6 +435,7 @@ func gcSchedulingLatency(b *testing.B, pacing *gcPacing) {
 	b.Logf("backlog %d: idle n=%d p50=%v p99=%v max=%v (%d Go GC cycles in %v); gc running n=%d p50=%v p99=%v max=%v (%d Go GC cycles in %v); ForceGC took %v",
 		n, len(idle), ip50, ip99, idle[len(idle)-1], idleCycles, idleTime.Round(time.Millisecond), len(busy), bp50, bp99, busy[len(busy)-1], busyCycles,
 		busyTime.Round(time.Millisecond), gcTook/time.Duration(b.N))
+	b.Logf("CPU per second of each phase: idle %s; gc running %s", idleCPU.per(idleTime), busyCPU.per(busyTime))
 	b.ReportMetric(float64(ip50.Microseconds())/1000, "idle-p50-ms")
 	b.ReportMetric(float64(ip99.Microseconds())/1000, "idle-p99-ms")
 	b.ReportMetric(float64(bp50.Microseconds())/1000, "gc-p50-ms")
@@ -448,6 +453,43 @@ func idleMore(k, m int, start time.Time) bool {
 		return time.Since(start) < *gcLatencyIdleFor
 	}
 	return k < m
+}
+
+// cpuClasses is the process's CPU time by runtime/metrics class.
+type cpuClasses struct{ gc, user, scavenge, idle float64 }
+
+func readCPUClasses() cpuClasses {
+	samples := []metrics.Sample{
+		{Name: "/cpu/classes/gc/total:cpu-seconds"},
+		{Name: "/cpu/classes/user:cpu-seconds"},
+		{Name: "/cpu/classes/scavenge/total:cpu-seconds"},
+		{Name: "/cpu/classes/idle:cpu-seconds"},
+	}
+	metrics.Read(samples)
+	f := func(i int) float64 {
+		if samples[i].Value.Kind() != metrics.KindFloat64 {
+			return 0
+		}
+		return samples[i].Value.Float64()
+	}
+	return cpuClasses{gc: f(0), user: f(1), scavenge: f(2), idle: f(3)}
+}
+
+func (c cpuClasses) sub(o cpuClasses) cpuClasses {
+	return cpuClasses{c.gc - o.gc, c.user - o.user, c.scavenge - o.scavenge, c.idle - o.idle}
+}
+
+func (c cpuClasses) add(o cpuClasses) cpuClasses {
+	return cpuClasses{c.gc + o.gc, c.user + o.user, c.scavenge + o.scavenge, c.idle + o.idle}
+}
+
+// per formats the CPU seconds spent per second of d, by class.
+func (c cpuClasses) per(d time.Duration) string {
+	s := d.Seconds()
+	if s <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("go-gc %.3f, user %.3f, scavenge %.3f, idle %.3f", c.gc/s, c.user/s, c.scavenge/s, c.idle/s)
 }
 
 // numGC is the number of Go garbage collection cycles completed so far.

@@ -82,12 +82,31 @@ func (p *Page) ModifyIndex(k Key) (uint64, bool) {
 // ValidateRequest checks a request against the protocol and the bounds and
 // indexes its objects.
 func ValidateRequest(req *gcpb.DecideRequest) (*Page, error) {
-	v := &validator{page: &Page{objects: map[Key]*object{}}}
+	// Sized up front (bounded: MaxObjects): the maps and slices of a
+	// page of thousands of objects would otherwise grow a dozen times.
+	n := min(pageObjects(req), MaxObjects+1)
+	v := &validator{page: &Page{objects: make(map[Key]*object, n), order: make([]Key, 0, n)}}
 	v.request(req)
 	if v.err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidRequest, v.err)
 	}
 	return v.page, nil
+}
+
+// pageObjects counts the objects of req, nested ones included.
+func pageObjects(req *gcpb.DecideRequest) int {
+	n := len(req.GetNodes()) + len(req.GetDeployments()) + len(req.GetCsiPlugins()) +
+		len(req.GetOneTimeTokens()) + len(req.GetAclTokens())
+	for _, c := range req.GetEvals() {
+		n += 1 + len(c.GetAllocs())
+	}
+	for _, c := range req.GetJobs() {
+		n += 1 + len(c.GetEvals()) + len(c.GetAllocs())
+	}
+	for _, vol := range req.GetCsiVolumes() {
+		n += len(vol.GetClaims())
+	}
+	return n
 }
 
 type validator struct {
@@ -228,11 +247,13 @@ func (v *validator) alloc(a *gcpb.Alloc) {
 		return
 	}
 	v.id("alloc id", a.GetId())
-	for f, s := range map[string]string{"alloc namespace": a.GetNamespace(), "alloc eval_id": a.GetEvalId(),
-		"alloc job_id": a.GetJobId(), "alloc node_id": a.GetNodeId(), "alloc desired_status": a.GetDesiredStatus(),
-		"alloc client_status": a.GetClientStatus(), "alloc next_allocation": a.GetNextAllocation()} {
-		v.str(f, s)
-	}
+	v.str("alloc namespace", a.GetNamespace())
+	v.str("alloc eval_id", a.GetEvalId())
+	v.str("alloc job_id", a.GetJobId())
+	v.str("alloc node_id", a.GetNodeId())
+	v.str("alloc desired_status", a.GetDesiredStatus())
+	v.str("alloc client_status", a.GetClientStatus())
+	v.str("alloc next_allocation", a.GetNextAllocation())
 	status := a.GetClientStatus()
 	v.add(allocKey(a), &object{modifyIndex: a.GetModifyIndex(), floor: func(func(Key) bool) string {
 		if !ClientTerminal(status) {
@@ -242,7 +263,21 @@ func (v *validator) alloc(a *gcpb.Alloc) {
 	}})
 }
 
-func (v *validator) eval(e *gcpb.Eval, allocs []*gcpb.Alloc, more bool) {
+// allocsByEval groups the keys of allocs by their eval ID, once per
+// candidate (not once per eval: a job's evals times its allocs).
+func allocsByEval(allocs []*gcpb.Alloc) map[string][]Key {
+	out := make(map[string][]Key)
+	for _, a := range allocs {
+		if a != nil {
+			out[a.GetEvalId()] = append(out[a.GetEvalId()], allocKey(a))
+		}
+	}
+	return out
+}
+
+// eval checks e; mine are its allocations in the page, which its reap
+// needs reaped too.
+func (v *validator) eval(e *gcpb.Eval, mine []Key, more bool) {
 	if e == nil {
 		v.fail("nil eval")
 		return
@@ -251,12 +286,6 @@ func (v *validator) eval(e *gcpb.Eval, allocs []*gcpb.Alloc, more bool) {
 	v.str("eval namespace", e.GetNamespace())
 	v.str("eval job_id", e.GetJobId())
 	v.str("eval status", e.GetStatus())
-	var mine []Key
-	for _, a := range allocs {
-		if a.GetEvalId() == e.GetId() {
-			mine = append(mine, allocKey(a))
-		}
-	}
 	status := e.GetStatus()
 	v.add(evalKey(e), &object{modifyIndex: e.GetModifyIndex(), floor: func(reaped func(Key) bool) string {
 		if !EvalTerminal(status) {
@@ -282,10 +311,14 @@ func (v *validator) evalCandidate(c *gcpb.EvalCandidate) {
 	if c.GetJob() != nil {
 		v.job(c.GetJob())
 	}
+	var mine []Key
 	for _, a := range c.GetAllocs() {
 		v.alloc(a)
+		if a != nil && a.GetEvalId() == c.GetEval().GetId() {
+			mine = append(mine, allocKey(a))
+		}
 	}
-	v.eval(c.GetEval(), c.GetAllocs(), c.GetMoreAllocs())
+	v.eval(c.GetEval(), mine, c.GetMoreAllocs())
 }
 
 func (v *validator) jobCandidate(c *gcpb.JobCandidate) {
@@ -295,13 +328,16 @@ func (v *validator) jobCandidate(c *gcpb.JobCandidate) {
 		return
 	}
 	v.job(j)
-	var children []Key
+	children := make([]Key, 0, len(c.GetAllocs())+len(c.GetEvals()))
 	for _, a := range c.GetAllocs() {
 		v.alloc(a)
-		children = append(children, allocKey(a))
+		if a != nil {
+			children = append(children, allocKey(a))
+		}
 	}
+	byEval := allocsByEval(c.GetAllocs())
 	for _, e := range c.GetEvals() {
-		v.eval(e, c.GetAllocs(), c.GetMore())
+		v.eval(e, byEval[e.GetId()], c.GetMore())
 		if e != nil {
 			children = append(children, evalKey(e))
 		}
@@ -379,10 +415,11 @@ func (v *validator) volume(vol *gcpb.CSIVolume) {
 			return
 		}
 		v.id("claim alloc_id", c.GetAllocId())
-		for f, s := range map[string]string{"claim node_id": c.GetNodeId(), "claim mode": c.GetMode(), "claim state": c.GetState(),
-			"claim alloc_client_status": c.GetAllocClientStatus(), "claim alloc_desired_status": c.GetAllocDesiredStatus()} {
-			v.str(f, s)
-		}
+		v.str("claim node_id", c.GetNodeId())
+		v.str("claim mode", c.GetMode())
+		v.str("claim state", c.GetState())
+		v.str("claim alloc_client_status", c.GetAllocClientStatus())
+		v.str("claim alloc_desired_status", c.GetAllocDesiredStatus())
 		exists, status := c.GetAllocExists(), c.GetAllocClientStatus()
 		v.add(Key{Kind: gcpb.ObjectKind_OBJECT_KIND_CSI_CLAIM, Namespace: vol.GetNamespace(), VolumeID: vol.GetId(), ID: c.GetAllocId()}, &object{
 			modifyIndex: vol.GetModifyIndex(), claim: true,
