@@ -55,6 +55,18 @@ type gcPacing struct {
 	// collection, a slow (loaded) Raft makes GC back off by itself.
 	Share              float64
 	MinPause, MaxPause time.Duration
+	// BusyShare replaces Share while the cluster schedules: when the
+	// eval broker or another Raft write was busy within BusyWindow of a
+	// step (0: Share throughout). A reap step costs scheduling more than
+	// its own time: its garbage brings Go's next collection cycle
+	// closer, and on a heap of gigabytes a cycle's mark phase lasts
+	// seconds, during which placements run twice as slow at the median
+	// and several times at the tail (BenchmarkGCSchedulingLatency with
+	// -gcbench.trace and GODEBUG=gctrace=1 lines them up). So while jobs
+	// are being placed the GC makes garbage more slowly; on a quiet
+	// cluster it goes at Share.
+	BusyShare  float64
+	BusyWindow time.Duration
 	// Scheduling comes first: after its pause, a step waits until the
 	// eval broker has had nothing ready or in flight, and no other Raft
 	// write has been in flight (Server.quietForGC), for Quiet, or until
@@ -95,6 +107,7 @@ func defaultGCPacing() gcPacing {
 		BatchObjects: gcBatchObjects, BatchJobs: structs.MaxGCReapJobs,
 		EntryTarget: gcEntryTarget, MinBatch: 16,
 		Share: 0.2, MinPause: time.Millisecond, MaxPause: 2 * time.Second,
+		BusyShare: 0.05, BusyWindow: time.Second,
 		Quiet: 2 * time.Millisecond, MaxYield: 500 * time.Millisecond,
 		DecideTimeout: 30 * time.Second, Limits: defaultGCLimits(),
 	}
@@ -117,6 +130,12 @@ func (p gcPacing) withDefaults() gcPacing {
 	p.MinBatch = min(p.MinBatch, p.BatchObjects)
 	if p.Share <= 0 || p.Share > 1 {
 		p.Share = d.Share
+	}
+	if p.BusyShare <= 0 || p.BusyShare > 1 {
+		p.BusyShare = d.BusyShare
+	}
+	if p.BusyWindow <= 0 {
+		p.BusyWindow = d.BusyWindow
 	}
 	if p.MaxPause < p.MinPause {
 		p.MaxPause = p.MinPause
@@ -308,6 +327,13 @@ func (g *gcEngine) runJob(ctx context.Context, j gcJob, force bool) error {
 	return err
 }
 
+// trace reports a step that started at start (Config.gcTrace).
+func (g *gcEngine) trace(step string, start time.Time) {
+	if t := g.s.cfg.gcTrace; t != nil {
+		t(step, start, time.Since(start))
+	}
+}
+
 // gcStats counts what one job did.
 type gcStats struct{ reaped, released, skipped, entries, forced int }
 
@@ -345,9 +371,11 @@ func (g *gcEngine) collect(ctx context.Context, j gcJob, force bool) (gcStats, e
 	// with scheduling for the leader's CPU just the same).
 	process := func(page *gcpb.DecideRequest) error {
 		pace.took(time.Since(built))
+		g.trace("page", built)
 		if err := pace.wait(ctx); err != nil {
 			return err
 		}
+		decided := time.Now()
 		checked, err := sdkgc.ValidateRequest(page)
 		if err != nil {
 			// A page the core built outside the protocol is a bug here;
@@ -363,6 +391,7 @@ func (g *gcEngine) collect(ctx context.Context, j gcJob, force bool) (gcStats, e
 		if err := sdkgc.ValidateResponse(checked, resp); err != nil {
 			return fmt.Errorf("gc: %s: %w", j.name, err)
 		}
+		g.trace("decide", decided)
 		err = g.apply(ctx, page, resp, pace, &st)
 		built = time.Now()
 		return err
@@ -473,6 +502,7 @@ func (g *gcEngine) reap(ctx context.Context, items []gcItem, pace *gcPacer, st *
 		start := time.Now()
 		_, resp, err := g.s.gcApply(structs.GCReapRequestType, &req)
 		took := time.Since(start)
+		g.trace("entry", start)
 		pace.took(took)
 		if err != nil {
 			return fmt.Errorf("gc: reap: %w", err)
@@ -607,8 +637,21 @@ type gcPacer struct {
 func (p *gcPacer) took(d time.Duration) { p.last, p.used = d, true }
 
 func (p *gcPacer) pause() time.Duration {
-	d := time.Duration(float64(p.last) * (1 - p.p.Share) / p.p.Share)
+	share := p.p.Share
+	if p.p.BusyShare > 0 && p.busy() {
+		share = p.p.BusyShare
+	}
+	d := time.Duration(float64(p.last) * (1 - share) / share)
 	return min(max(d, p.p.MinPause), p.p.MaxPause)
+}
+
+// busy reports whether scheduling is under way or was within BusyWindow.
+func (p *gcPacer) busy() bool {
+	if p.idle == nil {
+		return false
+	}
+	idle, since := p.idle()
+	return !idle || p.clock().Sub(since) < p.p.BusyWindow
 }
 
 func (p *gcPacer) wait(ctx context.Context) error {

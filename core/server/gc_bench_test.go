@@ -4,10 +4,12 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
 	"runtime"
 	"runtime/metrics"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -34,13 +36,16 @@ var (
 	gcBenchShare   = flag.Float64("gcbench.share", 0, "GC benchmarks: pacing Share (0: the default pacing's)")
 	gcBenchTarget  = flag.Duration("gcbench.target", 0, "GC benchmarks: pacing EntryTarget, the time one reap entry holds the state machine (0: the default pacing's)")
 	gcBenchMin     = flag.Int("gcbench.minbatch", 0, "GC benchmarks: pacing MinBatch, the fewest objects in a reap entry (0: the default pacing's)")
+	gcBenchBusy    = flag.Float64("gcbench.busyshare", 0, "GC benchmarks: pacing BusyShare, the share while scheduling (0: the default pacing's)")
+	gcBenchPage    = flag.Int("gcbench.page", 0, "GC benchmarks: objects a page is filled to (0: the default pacing's)")
+	gcBenchTrace   = flag.String("gcbench.trace", "", "GC latency benchmark: write every sample and GC step, with its start in ms since the process started, to this file (to line up with GODEBUG=gctrace=1)")
 	gcBenchSnapAt  = flag.Uint64("gcbench.snapshot-threshold", 0, "GC benchmarks: Raft SnapshotThreshold, log entries between snapshots (0: Raft's default)")
 )
 
 // gcBenchPacing is the default pacing with the flags' overrides, nil
 // without any.
 func gcBenchPacing() *gcPacing {
-	if *gcBenchBatch == 0 && *gcBenchShare == 0 && *gcBenchTarget == 0 && *gcBenchMin == 0 {
+	if *gcBenchBatch == 0 && *gcBenchShare == 0 && *gcBenchTarget == 0 && *gcBenchMin == 0 && *gcBenchPage == 0 && *gcBenchBusy == 0 {
 		return nil
 	}
 	p := defaultGCPacing()
@@ -55,6 +60,12 @@ func gcBenchPacing() *gcPacing {
 	}
 	if *gcBenchMin > 0 {
 		p.MinBatch = *gcBenchMin
+	}
+	if *gcBenchBusy > 0 {
+		p.BusyShare = *gcBenchBusy
+	}
+	if *gcBenchPage > 0 {
+		p.Limits.fill = *gcBenchPage
 	}
 	return &p
 }
@@ -82,6 +93,7 @@ func gcBenchServer(b *testing.B, pacing *gcPacing) *Server {
 		GC:                &gcRouter{col: gc.New()},
 		GCConfig:          GCConfig{JobGCInterval: time.Hour, CSIVolumeClaimGCInterval: time.Hour},
 		gcPacing:          pacing,
+		gcTrace:           benchTrace.step,
 		SnapshotThreshold: *gcBenchSnapAt,
 	})
 	if err != nil {
@@ -366,7 +378,10 @@ func gcSchedulingLatency(b *testing.B, pacing *gcPacing) {
 				}
 				node = latencyNode(b, s, fmt.Sprintf("idle-%d", k/m))
 			}
-			idleRun = append(idleRun, placeOne(b, s, node, fmt.Sprintf("idle-%d", k)))
+			at := time.Now()
+			d := placeOne(b, s, node, fmt.Sprintf("idle-%d", k))
+			benchTrace.sample("idle", at, d)
+			idleRun = append(idleRun, d)
 		}
 		idleCycles += numGC() - c0
 		idleTime += time.Since(t0)
@@ -398,10 +413,12 @@ func gcSchedulingLatency(b *testing.B, pacing *gcPacing) {
 				}
 				node = latencyNode(b, s, fmt.Sprintf("busy-%d", k/m))
 			}
+			at := time.Now()
 			d := placeOne(b, s, node, fmt.Sprintf("busy-%d", k))
 			if !running.Load() {
 				break
 			}
+			benchTrace.sample("busy", at, d)
 			busy = append(busy, d)
 		}
 		busyCycles += numGC() - c0
@@ -425,6 +442,7 @@ func gcSchedulingLatency(b *testing.B, pacing *gcPacing) {
 		}
 		_ = s.Shutdown()
 	}
+	benchTrace.write(b)
 	if len(busy) == 0 {
 		b.Fatal("ForceGC finished before the first placement: no samples with GC running (raise -gcbench.objects)")
 	}
@@ -490,6 +508,48 @@ func (c cpuClasses) per(d time.Duration) string {
 		return "-"
 	}
 	return fmt.Sprintf("go-gc %.3f, user %.3f, scavenge %.3f, idle %.3f", c.gc/s, c.user/s, c.scavenge/s, c.idle/s)
+}
+
+// procStart approximates the process's start, the origin of gctrace's
+// times.
+var procStart = time.Now()
+
+// traceLog keeps what -gcbench.trace writes; the nil log keeps nothing.
+type traceLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+var benchTrace = &traceLog{}
+
+func sinceStart(t time.Time) float64 { return float64(t.Sub(procStart).Microseconds()) / 1000 }
+
+func (l *traceLog) add(format string, args ...any) {
+	if *gcBenchTrace == "" {
+		return
+	}
+	l.mu.Lock()
+	l.lines = append(l.lines, fmt.Sprintf(format, args...))
+	l.mu.Unlock()
+}
+
+func (l *traceLog) step(step string, start time.Time, d time.Duration) {
+	l.add("step %s %.3f %d", step, sinceStart(start), d.Microseconds())
+}
+
+func (l *traceLog) sample(phase string, start time.Time, d time.Duration) {
+	l.add("sample %s %.3f %d", phase, sinceStart(start), d.Microseconds())
+}
+
+func (l *traceLog) write(b *testing.B) {
+	if *gcBenchTrace == "" {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := os.WriteFile(*gcBenchTrace, []byte(strings.Join(l.lines, "\n")+"\n"), 0o644); err != nil {
+		b.Error(err)
+	}
 }
 
 // numGC is the number of Go garbage collection cycles completed so far.

@@ -122,6 +122,11 @@ type Config struct {
 	// gcPacing, when set, replaces the garbage collector's batch sizes,
 	// pauses and page bounds (tests).
 	gcPacing *gcPacing
+	// gcTrace, when set, is told of each GC step as it ends: what it was
+	// ("page": building a page; "decide": the plugin's decision and its
+	// checks; "entry": a reap entry's commit), when it started and how
+	// long it took (benchmarks).
+	gcTrace func(step string, start time.Time, d time.Duration)
 	// stepUpFault, when set, runs in every step-up attempt after the
 	// components are enabled; an error fails the attempt (tests).
 	stepUpFault func() error
