@@ -55,18 +55,6 @@ type gcPacing struct {
 	// collection, a slow (loaded) Raft makes GC back off by itself.
 	Share              float64
 	MinPause, MaxPause time.Duration
-	// BusyShare replaces Share while the cluster schedules: when the
-	// eval broker or another Raft write was busy within BusyWindow of a
-	// step (0: Share throughout). A reap step costs scheduling more than
-	// its own time: its garbage brings Go's next collection cycle
-	// closer, and on a heap of gigabytes a cycle's mark phase lasts
-	// seconds, during which placements run twice as slow at the median
-	// and several times at the tail (BenchmarkGCSchedulingLatency with
-	// -gcbench.trace and GODEBUG=gctrace=1 lines them up). So while jobs
-	// are being placed the GC makes garbage more slowly; on a quiet
-	// cluster it goes at Share.
-	BusyShare  float64
-	BusyWindow time.Duration
 	// Scheduling comes first: after its pause, a step waits until the
 	// eval broker has had nothing ready or in flight, and no other Raft
 	// write has been in flight (Server.quietForGC), for Quiet, or until
@@ -107,7 +95,6 @@ func defaultGCPacing() gcPacing {
 		BatchObjects: gcBatchObjects, BatchJobs: structs.MaxGCReapJobs,
 		EntryTarget: gcEntryTarget, MinBatch: 16,
 		Share: 0.2, MinPause: time.Millisecond, MaxPause: 2 * time.Second,
-		BusyShare: 0.05, BusyWindow: time.Second,
 		Quiet: 2 * time.Millisecond, MaxYield: 500 * time.Millisecond,
 		DecideTimeout: 30 * time.Second, Limits: defaultGCLimits(),
 	}
@@ -130,12 +117,6 @@ func (p gcPacing) withDefaults() gcPacing {
 	p.MinBatch = min(p.MinBatch, p.BatchObjects)
 	if p.Share <= 0 || p.Share > 1 {
 		p.Share = d.Share
-	}
-	if p.BusyShare <= 0 || p.BusyShare > 1 {
-		p.BusyShare = d.BusyShare
-	}
-	if p.BusyWindow <= 0 {
-		p.BusyWindow = d.BusyWindow
 	}
 	if p.MaxPause < p.MinPause {
 		p.MaxPause = p.MinPause
@@ -637,21 +618,8 @@ type gcPacer struct {
 func (p *gcPacer) took(d time.Duration) { p.last, p.used = d, true }
 
 func (p *gcPacer) pause() time.Duration {
-	share := p.p.Share
-	if p.p.BusyShare > 0 && p.busy() {
-		share = p.p.BusyShare
-	}
-	d := time.Duration(float64(p.last) * (1 - share) / share)
+	d := time.Duration(float64(p.last) * (1 - p.p.Share) / p.p.Share)
 	return min(max(d, p.p.MinPause), p.p.MaxPause)
-}
-
-// busy reports whether scheduling is under way or was within BusyWindow.
-func (p *gcPacer) busy() bool {
-	if p.idle == nil {
-		return false
-	}
-	idle, since := p.idle()
-	return !idle || p.clock().Sub(since) < p.p.BusyWindow
 }
 
 func (p *gcPacer) wait(ctx context.Context) error {

@@ -65,39 +65,6 @@ func TestGCPacerYieldsToScheduling(t *testing.T) {
 	}
 }
 
-// TestGCPacerBusyShare: while scheduling is under way, or was within
-// BusyWindow, the pause follows BusyShare; on a quiet cluster, Share.
-func TestGCPacerBusyShare(t *testing.T) {
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	const ms = time.Millisecond
-	cases := []struct {
-		name      string
-		idle      bool
-		since     time.Duration // before t0
-		wantPause time.Duration
-	}{
-		{"quiet for long: Share", true, time.Hour, 40 * ms},                // 10ms * 0.8 / 0.2
-		{"quiet, but busy 100ms ago: BusyShare", true, 100 * ms, 190 * ms}, // 10ms * 0.95 / 0.05
-		{"scheduling now: BusyShare", false, time.Hour, 190 * ms},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			p := &gcPacer{
-				p:    gcPacing{Share: 0.2, BusyShare: 0.05, BusyWindow: time.Second, MinPause: ms, MaxPause: 2 * time.Second},
-				idle: func() (bool, time.Time) { return tc.idle, t0.Add(-tc.since) },
-				now:  func() time.Time { return t0 },
-			}
-			p.took(10 * ms)
-			if got := p.pause(); got != tc.wantPause {
-				t.Errorf("pause %v, want %v", got, tc.wantPause)
-			}
-		})
-	}
-	if d := defaultGCPacing(); d.BusyShare >= d.Share || d.BusyWindow <= 0 {
-		t.Errorf("default pacing: BusyShare %v, Share %v, BusyWindow %v", d.BusyShare, d.Share, d.BusyWindow)
-	}
-}
-
 // TestGCPacerCanceled: a canceled context ends the wait with its error.
 func TestGCPacerCanceled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
