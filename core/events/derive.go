@@ -1,6 +1,8 @@
 package events
 
 import (
+	"encoding/json"
+
 	"github.com/hashicorp/go-memdb"
 
 	"github.com/drover-org/drover/core/structs"
@@ -143,10 +145,8 @@ func toEvent(table, typ string, obj any) *Event {
 		return &Event{Topic: TopicJob, Type: typ, Key: o.ID, Namespace: o.Namespace,
 			Payload: map[string]any{"Job": o}}
 	case *structs.Allocation:
-		c := *o
-		c.Job = nil // sent with the Job events
 		return &Event{Topic: TopicAllocation, Type: typ, Key: o.ID, Namespace: o.Namespace,
-			FilterKeys: nonEmpty(o.JobID, o.DeploymentID), Payload: map[string]any{"Allocation": &c}}
+			FilterKeys: nonEmpty(o.JobID, o.DeploymentID), Payload: map[string]any{"Allocation": AllocationPayload{o}}}
 	case *structs.Evaluation:
 		return &Event{Topic: TopicEvaluation, Type: typ, Key: o.ID, Namespace: o.Namespace,
 			FilterKeys: nonEmpty(o.JobID, o.DeploymentID), Payload: map[string]any{"Evaluation": o}}
@@ -187,4 +187,22 @@ func nonEmpty(keys ...string) []string {
 		}
 	}
 	return out
+}
+
+// AllocationPayload is an allocation event's payload: the stored
+// allocation, encoded without its Job (the Job events carry it). It holds
+// the stored object rather than a copy: the copy without the Job is made
+// when the event is first encoded, so the events of a large write (a GC
+// entry deletes thousands of allocations) cost no copies while no one
+// subscribes.
+type AllocationPayload struct{ Alloc *structs.Allocation }
+
+// MarshalJSON encodes the allocation without its Job.
+func (p AllocationPayload) MarshalJSON() ([]byte, error) {
+	if p.Alloc == nil {
+		return []byte("null"), nil
+	}
+	c := *p.Alloc
+	c.Job = nil
+	return json.Marshal(&c)
 }
