@@ -318,6 +318,16 @@ func latencyNode(b *testing.B, s *Server, name string) *structs.Node {
 	return node
 }
 
+// freshNode makes node ineligible and registers a new one named name in
+// its place.
+func freshNode(b *testing.B, s *Server, node *structs.Node, name string) *structs.Node {
+	b.Helper()
+	if _, err := s.UpdateNodeEligibility(context.Background(), node.ID, structs.NodeSchedulingIneligible); err != nil {
+		b.Fatal(err)
+	}
+	return latencyNode(b, s, name)
+}
+
 // BenchmarkGCSchedulingLatency: the p50 and p99 of job submission →
 // placement with GC idle, then while ForceGC reaps a backlog of
 // -gcbench.objects terminal evals and allocs, and the ratio of the p99s.
@@ -369,10 +379,7 @@ func gcSchedulingLatency(b *testing.B, pacing *gcPacing) {
 		for k := 0; idleMore(k, m, t0); k++ {
 			arrive.wait()
 			if k > 0 && k%m == 0 {
-				if _, err := s.UpdateNodeEligibility(context.Background(), node.ID, structs.NodeSchedulingIneligible); err != nil {
-					b.Fatal(err)
-				}
-				node = latencyNode(b, s, fmt.Sprintf("idle-%d", k/m))
+				node = freshNode(b, s, node, fmt.Sprintf("idle-%d", k/m))
 			}
 			at := time.Now()
 			d := placeOne(b, s, node, fmt.Sprintf("idle-%d", k))
@@ -404,10 +411,7 @@ func gcSchedulingLatency(b *testing.B, pacing *gcPacing) {
 		for k := 0; running.Load(); k++ {
 			arrive.wait()
 			if k > 0 && k%m == 0 {
-				if _, err := s.UpdateNodeEligibility(context.Background(), node.ID, structs.NodeSchedulingIneligible); err != nil {
-					b.Fatal(err)
-				}
-				node = latencyNode(b, s, fmt.Sprintf("busy-%d", k/m))
+				node = freshNode(b, s, node, fmt.Sprintf("busy-%d", k/m))
 			}
 			at := time.Now()
 			d := placeOne(b, s, node, fmt.Sprintf("busy-%d", k))
