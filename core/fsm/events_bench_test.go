@@ -57,27 +57,7 @@ func BenchmarkApplyEvents(b *testing.B) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					defer func() { sub.Close() }()
-					for {
-						batch, err := sub.Next(ctx)
-						if errors.Is(err, events.ErrSubscriberLagged) {
-							dropped.Add(1)
-							sub.Close()
-							if sub, err = buf.Subscribe(^uint64(0), nil); err != nil {
-								return
-							}
-							continue
-						}
-						if err != nil {
-							return
-						}
-						for _, e := range batch.Events {
-							if _, err := e.JSON(); err != nil {
-								panic(err)
-							}
-						}
-						delivered.Add(int64(len(batch.Events)))
-					}
+					readEvents(ctx, buf, sub, &delivered, &dropped, nil)
 				}()
 			}
 			b.ResetTimer()
@@ -104,6 +84,37 @@ func BenchmarkApplyEvents(b *testing.B) {
 				b.ReportMetric(float64(dropped.Load()), "drops")
 			}
 		})
+	}
+}
+
+// readEvents is one subscriber of the benchmarks, reading until ctx ends
+// as /v1/event/stream does: it JSON-encodes every event, counts them in
+// delivered, and after falling a ring behind (counted in dropped)
+// resubscribes at the head. read, when set, is told each batch's index.
+func readEvents(ctx context.Context, buf *events.Buffer, sub *events.Subscription, delivered, dropped *atomic.Int64, read func(index uint64)) {
+	defer func() { sub.Close() }()
+	for {
+		batch, err := sub.Next(ctx)
+		if errors.Is(err, events.ErrSubscriberLagged) {
+			dropped.Add(1)
+			sub.Close()
+			if sub, err = buf.Subscribe(^uint64(0), nil); err != nil {
+				return
+			}
+			continue
+		}
+		if err != nil {
+			return
+		}
+		for _, e := range batch.Events {
+			if _, err := e.JSON(); err != nil {
+				panic(err)
+			}
+		}
+		delivered.Add(int64(len(batch.Events)))
+		if read != nil {
+			read(batch.Index)
+		}
 	}
 }
 
@@ -154,28 +165,7 @@ func dispatchBurst(b *testing.B, dispatches, subs int) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer func() { sub.Close() }()
-			for {
-				batch, err := sub.Next(ctx)
-				if errors.Is(err, events.ErrSubscriberLagged) {
-					dropped.Add(1)
-					sub.Close()
-					if sub, err = buf.Subscribe(^uint64(0), nil); err != nil {
-						return
-					}
-					continue
-				}
-				if err != nil {
-					return
-				}
-				for _, e := range batch.Events {
-					if _, err := e.JSON(); err != nil {
-						panic(err)
-					}
-				}
-				delivered.Add(int64(len(batch.Events)))
-				seen[i].Store(batch.Index)
-			}
+			readEvents(ctx, buf, sub, &delivered, &dropped, func(index uint64) { seen[i].Store(index) })
 		}()
 	}
 	defer func() { cancel(); wg.Wait() }()
