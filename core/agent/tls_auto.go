@@ -459,6 +459,13 @@ func (a *Agent) renewOnce(ctx context.Context, remote *remoteServers) error {
 	if _, _, err := checkStoredWithTrust(cert, p.trust, p.role, p.id); err != nil {
 		return fmt.Errorf("renewed certificate: %w", err)
 	}
+	// Stored first: the certificate in use is always the one a restart
+	// would find.
+	if p.persist {
+		if err := saveCert(p.dir, cert); err != nil {
+			return err
+		}
+	}
 	old := p.store.Current().Leaf
 	if err := p.store.Replace(cert); err != nil {
 		return err
@@ -469,11 +476,6 @@ func (a *Agent) renewOnce(ctx context.Context, remote *remoteServers) error {
 	// flight half of its remaining life to finish.
 	if a.pool != nil {
 		a.pool.Refresh(max(time.Until(old.NotAfter)/2, time.Second))
-	}
-	if p.persist {
-		if err := saveCert(p.dir, cert); err != nil {
-			return err
-		}
 	}
 	p.logger.Info("certificate renewed", "serial", cert.Leaf.SerialNumber.Text(16), "not_after", cert.Leaf.NotAfter.UTC())
 	return nil
@@ -566,15 +568,26 @@ func saveLocalCA(dir string, ca *pki.CA, toks *pki.Tokens) error {
 	return writeSecret(filepath.Join(dir, "ca.json"), caBytes)
 }
 
+// The agent's certificate chain and its key live in one file, written
+// atomically, so a crash or a reader during a renewal never sees the key of
+// one certificate beside another's chain. Agents before this kept them in
+// cert.pem and key.pem; those are still read, and removed on the next save.
+const (
+	storedCertFile   = "identity.pem"
+	legacyCertFile   = "cert.pem"
+	legacyKeyFile    = "key.pem"
+	storedKeyPEMType = "EC PRIVATE KEY"
+)
+
 func loadStoredCert(dir string) (*tls.Certificate, error) {
-	certPEM, err := os.ReadFile(filepath.Join(dir, "cert.pem"))
+	certPEM, err := os.ReadFile(filepath.Join(dir, storedCertFile))
+	keyPEM := certPEM
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+		certPEM, keyPEM, err = loadLegacyCert(dir)
+		if certPEM == nil && err == nil {
+			return nil, nil
+		}
 	}
-	if err != nil {
-		return nil, err
-	}
-	keyPEM, err := os.ReadFile(filepath.Join(dir, "key.pem"))
 	if err != nil {
 		return nil, err
 	}
@@ -585,10 +598,25 @@ func loadStoredCert(dir string) (*tls.Certificate, error) {
 	return &cert, nil
 }
 
+func loadLegacyCert(dir string) (certPEM, keyPEM []byte, err error) {
+	certPEM, err = os.ReadFile(filepath.Join(dir, legacyCertFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	keyPEM, err = os.ReadFile(filepath.Join(dir, legacyKeyFile))
+	if err != nil {
+		return nil, nil, err
+	}
+	return certPEM, keyPEM, nil
+}
+
 func saveCert(dir string, cert *tls.Certificate) error {
-	var chain []byte
+	var data []byte
 	for _, der := range cert.Certificate {
-		chain = append(chain, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})...)
+		data = append(data, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})...)
 	}
 	k, ok := cert.PrivateKey.(*ecdsa.PrivateKey)
 	if !ok {
@@ -598,19 +626,38 @@ func saveCert(dir string, cert *tls.Certificate) error {
 	if err != nil {
 		return err
 	}
-	if err := writeSecret(filepath.Join(dir, "key.pem"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der})); err != nil {
+	data = append(data, pem.EncodeToMemory(&pem.Block{Type: storedKeyPEMType, Bytes: der})...)
+	if err := writeSecret(filepath.Join(dir, storedCertFile), data); err != nil {
 		return err
 	}
-	return writeSecret(filepath.Join(dir, "cert.pem"), chain)
+	for _, name := range []string{legacyCertFile, legacyKeyFile} {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
 }
 
-// writeSecret writes a file of mode 0600 atomically.
+// writeSecret writes a file of mode 0600 atomically and durably: the data
+// reaches the disk before the rename makes it the file.
 func writeSecret(path string, data []byte) error {
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
 		return err
 	}
-	if err := os.Chmod(tmp, 0o600); err != nil {
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(0o600)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp)
 		return err
 	}
 	return os.Rename(tmp, path)

@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"net"
 	"net/http"
@@ -318,8 +320,9 @@ func TestPKIRenewalKeepsTasks(t *testing.T) {
 	}
 	// The renewed certificate is persisted and the node keeps working on
 	// new connections.
+	// (or a later one: renewals go on every 8 s here).
 	stored, err := loadStoredCert(filepath.Join(dir, "c1", "pki"))
-	if err != nil || stored == nil || stored.Leaf.SerialNumber.Cmp(renewed.SerialNumber) != 0 {
+	if err != nil || stored == nil || stored.Leaf.NotAfter.Before(renewed.NotAfter) {
 		t.Fatalf("stored certificate is not the renewed one: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
@@ -391,4 +394,100 @@ func TestValidateAutoTLS(t *testing.T) {
 			t.Errorf("%s: the error quotes a token secret", tc.name)
 		}
 	}
+}
+
+// The stored certificate is one file: a renewal replaces chain and key
+// together; the two files of older agents are still read and are removed by
+// the next save.
+func TestStoredCertFile(t *testing.T) {
+	ca, err := pki.NewCA("c1", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	issue := func(t *testing.T) *tls.Certificate {
+		t.Helper()
+		key, err := pki.NewKey()
+		if err != nil {
+			t.Fatal(err)
+		}
+		leaf, err := ca.Issue(pki.IssueRequest{PublicKey: key.Public(), Role: pki.RoleClient, ID: "n1"}, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		cert, err := pki.TLSCertificate(leaf.Raw, ca.Trust().Certificate().Raw, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cert
+	}
+	dir := t.TempDir()
+	if got, err := loadStoredCert(dir); got != nil || err != nil {
+		t.Fatalf("empty dir: %v, %v", got, err)
+	}
+
+	// An older agent's pair is read.
+	old := issue(t)
+	if err := saveCert(dir, old); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, storedCertFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyAt := strings.Index(string(data), "-----BEGIN "+storedKeyPEMType)
+	if keyAt < 0 {
+		t.Fatalf("no key in %s", storedCertFile)
+	}
+	for name, b := range map[string][]byte{legacyCertFile: data[:keyAt], legacyKeyFile: data[keyAt:]} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Remove(filepath.Join(dir, storedCertFile)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := loadStoredCert(dir)
+	if err != nil || got == nil || got.Leaf.SerialNumber.Cmp(old.Leaf.SerialNumber) != 0 {
+		t.Fatalf("legacy pair: %v, %v", got, err)
+	}
+
+	// A save writes one 0600 file and removes the pair.
+	renewed := issue(t)
+	if err := saveCert(dir, renewed); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{legacyCertFile, legacyKeyFile, storedCertFile + ".tmp"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s after a save: %v", name, err)
+		}
+	}
+	fi, err := os.Stat(filepath.Join(dir, storedCertFile))
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("%s: %v, %v", storedCertFile, fi, err)
+	}
+	got, err = loadStoredCert(dir)
+	if err != nil || got == nil || got.Leaf.SerialNumber.Cmp(renewed.Leaf.SerialNumber) != 0 || len(got.Certificate) != 2 {
+		t.Fatalf("after a save: %v, %v", got, err)
+	}
+
+	// A pair that does not match is an error naming the directory.
+	if err := os.WriteFile(filepath.Join(dir, storedCertFile), append(data[:keyAt:keyAt], mustKeyPEM(t)...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadStoredCert(dir); err == nil || !strings.Contains(err.Error(), dir) {
+		t.Fatalf("mismatched key: %v", err)
+	}
+}
+
+func mustKeyPEM(t *testing.T) []byte {
+	t.Helper()
+	key, err := pki.NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: storedKeyPEMType, Bytes: der})
 }
