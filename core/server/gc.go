@@ -63,6 +63,11 @@ type gcPacing struct {
 	// collection cycle or a Raft entry that a step causes then rarely
 	// lands on a placement. Quiet 0 never yields.
 	Quiet, MaxYield time.Duration
+	// MarkWait: a step also waits while Go's own collector is marking
+	// (goMarkWatch), for MarkWait at most. A mark phase on a large state's
+	// heap lasts seconds and takes a core; a reap step during it leaves
+	// the placements less than what is left. 0 never waits.
+	MarkWait time.Duration
 	// DecideTimeout bounds one Decide call.
 	DecideTimeout time.Duration
 	// Limits are the page bounds (sdk/gc's).
@@ -95,7 +100,7 @@ func defaultGCPacing() gcPacing {
 		BatchObjects: gcBatchObjects, BatchJobs: structs.MaxGCReapJobs,
 		EntryTarget: gcEntryTarget, MinBatch: 16,
 		Share: 0.2, MinPause: time.Millisecond, MaxPause: 2 * time.Second,
-		Quiet: 2 * time.Millisecond, MaxYield: 500 * time.Millisecond,
+		Quiet: 2 * time.Millisecond, MaxYield: 500 * time.Millisecond, MarkWait: 15 * time.Second,
 		DecideTimeout: 30 * time.Second, Limits: defaultGCLimits(),
 	}
 }
@@ -126,6 +131,9 @@ func (p gcPacing) withDefaults() gcPacing {
 	}
 	if p.MaxYield < 0 {
 		p.MaxYield = 0
+	}
+	if p.MarkWait < 0 {
+		p.MarkWait = 0
 	}
 	if p.DecideTimeout <= 0 {
 		p.DecideTimeout = d.DecideTimeout
@@ -201,6 +209,8 @@ type gcEngine struct {
 	// size sizes the reap entries of every job of the term: what an
 	// entry cost is a fact about the state, whichever job measured it.
 	size *gcSizer
+	// gomark tells when Go's collector marks (gcPacing.MarkWait).
+	gomark *goMarkWatch
 }
 
 func newGCEngine(s *Server) *gcEngine {
@@ -209,7 +219,7 @@ func newGCEngine(s *Server) *gcEngine {
 		p = *s.cfg.gcPacing
 	}
 	p = p.withDefaults()
-	return &gcEngine{s: s, pacing: p, force: make(chan *gcRequest), done: make(chan struct{}), size: newGCSizer(p)}
+	return &gcEngine{s: s, pacing: p, force: make(chan *gcRequest), done: make(chan struct{}), size: newGCSizer(p), gomark: newGoMarkWatch()}
 }
 
 // run runs the jobs on their intervals, and force GC when asked, until ctx
@@ -344,7 +354,7 @@ func (g *gcEngine) collect(ctx context.Context, j gcJob, force bool) (gcStats, e
 		// One region: this one is the authoritative one.
 		return &gcpb.DecideRequest{Collection: j.collection, NowUnixNano: now, Thresholds: th, AuthoritativeRegion: true}
 	}
-	pace := &gcPacer{p: g.pacing, idle: g.s.quietForGC(), stats: &st, size: g.size}
+	pace := &gcPacer{p: g.pacing, idle: g.s.quietForGC(), marking: g.gomark.marking, stats: &st, size: g.size}
 	built := time.Now()
 	// Each page is decided and applied as soon as it is built: a run
 	// holds one page, not the whole backlog, and the time spent building
@@ -605,9 +615,11 @@ type gcPacer struct {
 	p gcPacing
 	// idle reports whether the eval broker has nothing ready or in
 	// flight, and since when (evalbroker.Broker.Idle); nil never yields.
-	idle  func() (bool, time.Time)
-	stats *gcStats // counts the steps taken past MaxYield; may be nil
-	size  *gcSizer // sizes reap entries; nil: BatchObjects each
+	idle func() (bool, time.Time)
+	// marking reports whether Go's collector is marking; nil never waits.
+	marking func() bool
+	stats   *gcStats // counts the steps taken past MaxYield or MarkWait; may be nil
+	size    *gcSizer // sizes reap entries; nil: BatchObjects each
 	// now and sleep default to the wall clock.
 	now   func() time.Time
 	sleep func(ctx context.Context, d time.Duration) error
@@ -629,7 +641,35 @@ func (p *gcPacer) wait(ctx context.Context) error {
 	if err := p.doSleep(ctx, p.pause()); err != nil {
 		return err
 	}
-	return p.yield(ctx)
+	if err := p.yield(ctx); err != nil {
+		return err
+	}
+	return p.waitMark(ctx)
+}
+
+// gcMarkPoll is how often a step waiting for Go's mark phase to end looks.
+const gcMarkPoll = 5 * time.Millisecond
+
+// waitMark waits until Go's collector is not marking, for MarkWait at
+// most.
+func (p *gcPacer) waitMark(ctx context.Context) error {
+	if p.marking == nil || p.p.MarkWait <= 0 {
+		return ctx.Err()
+	}
+	deadline := p.clock().Add(p.p.MarkWait)
+	for p.marking() {
+		now := p.clock()
+		if !now.Before(deadline) {
+			if p.stats != nil {
+				p.stats.forced++
+			}
+			return ctx.Err()
+		}
+		if err := p.doSleep(ctx, min(gcMarkPoll, deadline.Sub(now))); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
 }
 
 // yield waits until scheduling has been quiet for Quiet, for MaxYield at

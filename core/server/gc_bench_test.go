@@ -37,6 +37,7 @@ var (
 	gcBenchTarget  = flag.Duration("gcbench.target", 0, "GC benchmarks: pacing EntryTarget, the time one reap entry holds the state machine (0: the default pacing's)")
 	gcBenchMin     = flag.Int("gcbench.minbatch", 0, "GC benchmarks: pacing MinBatch, the fewest objects in a reap entry (0: the default pacing's)")
 	gcBenchPage    = flag.Int("gcbench.page", 0, "GC benchmarks: objects a page is filled to (0: the default pacing's)")
+	gcBenchMark    = flag.Duration("gcbench.markwait", -1, "GC benchmarks: pacing MarkWait, the longest a step waits for Go's mark phase to end (0: never waits; negative: the default pacing's)")
 	gcBenchTrace   = flag.String("gcbench.trace", "", "GC latency benchmark: write every sample and GC step, with its start in ms since the process started, to this file (to line up with GODEBUG=gctrace=1)")
 	gcBenchSnapAt  = flag.Uint64("gcbench.snapshot-threshold", 0, "GC benchmarks: Raft SnapshotThreshold, log entries between snapshots (0: Raft's default)")
 )
@@ -44,7 +45,7 @@ var (
 // gcBenchPacing is the default pacing with the flags' overrides, nil
 // without any.
 func gcBenchPacing() *gcPacing {
-	if *gcBenchBatch == 0 && *gcBenchShare == 0 && *gcBenchTarget == 0 && *gcBenchMin == 0 && *gcBenchPage == 0 {
+	if *gcBenchBatch == 0 && *gcBenchShare == 0 && *gcBenchTarget == 0 && *gcBenchMin == 0 && *gcBenchPage == 0 && *gcBenchMark < 0 {
 		return nil
 	}
 	p := defaultGCPacing()
@@ -62,6 +63,9 @@ func gcBenchPacing() *gcPacing {
 	}
 	if *gcBenchPage > 0 {
 		p.Limits.fill = *gcBenchPage
+	}
+	if *gcBenchMark >= 0 {
+		p.MarkWait = *gcBenchMark
 	}
 	return &p
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -73,5 +74,83 @@ func TestGCPacerCanceled(t *testing.T) {
 	p.took(time.Millisecond)
 	if err := p.wait(ctx); err != context.Canceled {
 		t.Fatalf("wait on a canceled context = %v, want context.Canceled", err)
+	}
+}
+
+// TestGCPacerWaitsForGoMark: after the share pause and the yield, a step
+// waits while Go's collector marks, and goes anyway after MarkWait.
+func TestGCPacerWaitsForGoMark(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	const ms = time.Millisecond
+	for _, tc := range []struct {
+		name       string
+		markUntil  time.Duration // marking until t0+markUntil
+		markWait   time.Duration
+		wantWaited time.Duration // share pause (40ms) included
+		wantForced int
+	}{
+		{name: "not marking", markUntil: 0, markWait: time.Second, wantWaited: 40 * ms},
+		{name: "mark ends during the pause", markUntil: 30 * ms, markWait: time.Second, wantWaited: 40 * ms},
+		{name: "mark ends after the pause", markUntil: 72 * ms, markWait: time.Second, wantWaited: 75 * ms},
+		{name: "mark outlasts MarkWait", markUntil: time.Hour, markWait: 100 * ms, wantWaited: 140 * ms, wantForced: 1},
+		{name: "MarkWait 0 never waits", markUntil: time.Hour, markWait: 0, wantWaited: 40 * ms},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			now := t0
+			var st gcStats
+			p := &gcPacer{
+				p:       gcPacing{Share: 0.2, MinPause: 10 * ms, MaxPause: 2 * time.Second, MarkWait: tc.markWait},
+				marking: func() bool { return now.Before(t0.Add(tc.markUntil)) },
+				stats:   &st,
+				now:     func() time.Time { return now },
+				sleep: func(_ context.Context, d time.Duration) error {
+					if d <= 0 {
+						t.Fatalf("slept %v", d)
+					}
+					now = now.Add(d)
+					return nil
+				},
+			}
+			p.took(10 * ms)
+			if err := p.wait(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if got := now.Sub(t0); got != tc.wantWaited {
+				t.Errorf("waited %v, want %v", got, tc.wantWaited)
+			}
+			if st.forced != tc.wantForced {
+				t.Errorf("steps past Go's mark = %d, want %d", st.forced, tc.wantForced)
+			}
+		})
+	}
+}
+
+// TestGoMarkWatch: the arithmetic, and the runtime's own counters once a
+// collection has finished.
+func TestGoMarkWatch(t *testing.T) {
+	for _, tc := range []struct {
+		pauses, cycles uint64
+		want           bool
+	}{
+		{0, 0, false}, {1, 0, true}, {2, 1, false}, {7, 3, true}, {8, 4, false},
+		{5, 3, false}, // read between a cycle's count and its second pause
+	} {
+		if got := markInProgress(tc.pauses, tc.cycles); got != tc.want {
+			t.Errorf("markInProgress(%d, %d) = %v, want %v", tc.pauses, tc.cycles, got, tc.want)
+		}
+	}
+	w := newGoMarkWatch()
+	runtime.GC()
+	// Nothing else in this test allocates enough to start a cycle, but
+	// the package's other goroutines might: look a few times.
+	deadline := time.Now().Add(5 * time.Second)
+	for w.marking() {
+		if time.Now().After(deadline) {
+			t.Fatal("Go's collector reported marking for 5s after runtime.GC returned")
+		}
+		runtime.GC()
+	}
+	if w.samples[1].Value.Uint64() == 0 {
+		t.Fatalf("cycles after runtime.GC: %d", w.samples[1].Value.Uint64())
 	}
 }
