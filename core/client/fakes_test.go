@@ -23,11 +23,20 @@ const testTimeout = 20 * time.Second
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
+	waitForDiag(t, what, cond, nil)
+}
+
+// waitForDiag is waitFor that says what it saw (diag) when it times out.
+func waitForDiag(t testing.TB, what string, cond func() bool, diag func() string) {
+	t.Helper()
 	deadline := time.Now().Add(testTimeout)
 	tick := time.NewTicker(2 * time.Millisecond)
 	defer tick.Stop()
 	for !cond() {
 		if time.Now().After(deadline) {
+			if diag != nil {
+				t.Fatalf("timed out waiting for %s: %s", what, diag())
+			}
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		<-tick.C
@@ -316,15 +325,7 @@ type fakeServer struct {
 	batches [][]*structs.Allocation
 	csi     fakeCSI
 	// services: the client's service registration updates, in order.
-	services struct {
-		mu      sync.Mutex
-		updates []*structs.ServiceRegistrationNodeArgs
-		// fail makes the next UpdateServices calls fail.
-		fail int
-		// wake is closed (and replaced) by each accepted update, for
-		// blocking lookups.
-		wake chan struct{}
-	}
+	services fakeServices
 }
 
 func newFakeServer() *fakeServer {
@@ -613,6 +614,20 @@ func (s *fakeServer) ControllerDone(_ context.Context, args *structs.CSIControll
 	return nil
 }
 
+// fakeServices is the fake server's service registrations.
+type fakeServices struct {
+	mu      sync.Mutex
+	updates []*structs.ServiceRegistrationNodeArgs
+	// fail makes the next UpdateServices calls fail.
+	fail int
+	// wake is closed (and replaced) by each accepted update, for
+	// blocking lookups.
+	wake chan struct{}
+}
+
+// index is the lookups' index (mu held).
+func (s *fakeServices) index() uint64 { return uint64(len(s.updates)) + 1 }
+
 // UpdateServices records the client's service registration updates.
 func (s *fakeServer) UpdateServices(_ context.Context, args *structs.ServiceRegistrationNodeArgs) error {
 	s.services.mu.Lock()
@@ -631,7 +646,9 @@ func (s *fakeServer) UpdateServices(_ context.Context, args *structs.ServiceRegi
 
 // LookupServices answers from the registrations the client upserted
 // and has not deleted; with MinIndex set it blocks until an update passes
-// it (or MaxWait or ctx ends).
+// it (or MaxWait or ctx ends). Its index is 1 + the updates so far: as a
+// real server's, never 0, so that a client blocking on max(index, 1)
+// wakes at the first update.
 func (s *fakeServer) LookupServices(ctx context.Context, args *structs.ServiceLookupArgs) (*structs.ServiceLookupReply, error) {
 	s.services.mu.Lock()
 	defer s.services.mu.Unlock()
@@ -642,7 +659,7 @@ func (s *fakeServer) LookupServices(ctx context.Context, args *structs.ServiceLo
 			defer t.Stop()
 			timeout = t.C
 		}
-		for uint64(len(s.services.updates)) <= args.MinIndex {
+		for s.services.index() <= args.MinIndex {
 			if s.services.wake == nil {
 				s.services.wake = make(chan struct{})
 			}
@@ -681,7 +698,7 @@ func (s *fakeServer) LookupServices(ctx context.Context, args *structs.ServiceLo
 			}
 		}
 	}
-	out := &structs.ServiceLookupReply{Index: uint64(len(s.services.updates))}
+	out := &structs.ServiceLookupReply{Index: s.services.index()}
 	for _, r := range byID {
 		if r.ServiceName == args.ServiceName && r.Namespace == args.Namespace {
 			out.Services = append(out.Services, r)

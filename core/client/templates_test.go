@@ -1,6 +1,7 @@
 package client
 
 import (
+	"fmt"
 	"context"
 	"errors"
 	"os"
@@ -173,9 +174,12 @@ func TestTemplateChangeModes(t *testing.T) {
 	}
 	registerDirect(t, srv, reg("s1", "a1", "api", "default", "10.0.0.1", 8001))
 	for _, tk := range []string{"restart", "signal", "noop"} {
-		waitFor(t, tk+" started", func() bool {
+		waitForDiag(t, tk+" started", func() bool {
 			st, h := ar().task(tk).snapshot()
 			return st.State == structs.TaskStateRunning && h != nil && taskFile(tk, "starts") == "start\n"
+		}, func() string {
+			st, h := ar().task(tk).snapshot()
+			return fmt.Sprintf("state %s handle %v starts %q events %v conf %q", st.State, h != nil, taskFile(tk, "starts"), eventTypes(st), taskFile(tk, "api.conf"))
 		})
 		if got := taskFile(tk, "api.conf"); got != "10.0.0.1:8001\n" {
 			t.Fatalf("%s rendered %q", tk, got)
