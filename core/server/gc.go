@@ -65,8 +65,8 @@ type gcPacing struct {
 	Quiet, MaxYield time.Duration
 	// MarkWait: a step also waits while Go's own collector is marking
 	// (goMarkWatch), for MarkWait at most. A mark phase on a large state's
-	// heap lasts seconds and takes a core; a reap step during it leaves
-	// the placements less than what is left. 0 never waits.
+	// heap lasts seconds and takes a core; a reap step during it competes
+	// with both, and placements get what is left. 0 never waits.
 	MarkWait time.Duration
 	// DecideTimeout bounds one Decide call.
 	DecideTimeout time.Duration
