@@ -623,6 +623,15 @@ type fakeServices struct {
 	// wake is closed (and replaced) by each accepted update, for
 	// blocking lookups.
 	wake chan struct{}
+	// waiting counts the blocking lookups begun.
+	waiting int
+}
+
+// blockingLookups is how many blocking service lookups have begun.
+func (s *fakeServer) blockingLookups() int {
+	s.services.mu.Lock()
+	defer s.services.mu.Unlock()
+	return s.services.waiting
 }
 
 // index is the lookups' index (mu held).
@@ -653,6 +662,7 @@ func (s *fakeServer) LookupServices(ctx context.Context, args *structs.ServiceLo
 	s.services.mu.Lock()
 	defer s.services.mu.Unlock()
 	if args.MinIndex > 0 {
+		s.services.waiting++
 		var timeout <-chan time.Time
 		if args.MaxWait > 0 {
 			t := time.NewTimer(args.MaxWait)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-org/drover/core/internal/proctest"
 	"github.com/drover-org/drover/core/structs"
 	rawexec "github.com/drover-org/drover/plugins/driver-rawexec"
 )
@@ -30,6 +31,8 @@ func rawTask(name, command string, args ...string) *structs.Task {
 
 func newRawExecClient(t *testing.T, srv *fakeServer, stateDir string) *Client {
 	t.Helper()
+	// Tasks outlive their client by design; not the test.
+	proctest.KillUnder(t, stateDir)
 	c, err := New(Config{
 		StateDir:            stateDir,
 		Server:              srv,

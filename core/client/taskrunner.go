@@ -247,12 +247,20 @@ func (tr *taskRunner) finish(failed bool, evs ...*structs.TaskEvent) {
 func (tr *taskRunner) run(ctx context.Context) {
 	tr.mu.Lock()
 	restored := tr.restored
+	// A task restored before it ever started (the client stopped while its
+	// setup waited, for a template's service say) sets up as a new one.
+	neverStarted := tr.handle == nil && tr.state.StartedAt.IsZero()
 	tr.mu.Unlock()
 	if !restored {
 		tr.emit(evSetup())
 	}
-	if err := tr.prepare(ctx, !restored); err != nil {
-		if tr.killRequested() && ctx.Err() == nil {
+	if err := tr.prepare(ctx, !restored || neverStarted); err != nil {
+		if ctx.Err() != nil {
+			// The client is shutting down: the task stays pending, and
+			// the next client process sets it up again.
+			return
+		}
+		if tr.killRequested() {
 			// Killed while its setup waited (a template's service): dead,
 			// not failed.
 			tr.finish(false)

@@ -302,3 +302,59 @@ func TestWaitSplay(t *testing.T) {
 		t.Error("a zero splay did not go on at once")
 	}
 }
+
+// A client stopped while a task's setup waits for its template's service
+// leaves the task pending, not failed; the next client process sets it up
+// again, waits again, and starts it once the service exists.
+func TestTemplateWaitAcrossClientRestart(t *testing.T) {
+	srv := newFakeServer()
+	dir := t.TempDir()
+	c1 := newRawExecClient(t, srv, dir)
+	tk := rawTask("w", "/bin/sh", "-c", `echo start >> local/starts; while true; do sleep 0.05; done`)
+	tk.Templates = []*structs.Template{{EmbeddedTmpl: `{{ range nomadService "api" }}{{ .Address }}:{{ .Port }}{{ end }}`, DestPath: "local/api.conf", ChangeMode: "restart"}}
+	srv.upsert(testAlloc("tw-1", c1.NodeID(), testJob("service", tk)))
+	waitFor(t, "setup waiting", func() bool {
+		ar := c1.runner("tw-1")
+		if ar == nil {
+			return false
+		}
+		st, _ := ar.task("w").snapshot()
+		return hasEvent(st, structs.TaskSetup)
+	})
+	c1.Shutdown()
+	st, _ := c1.runner("tw-1").task("w").snapshot()
+	if st.State != structs.TaskStatePending || st.Failed || hasEvent(st, structs.TaskSetupFailure) {
+		t.Fatalf("after the client stopped: %s failed=%v events %v; want pending", st.State, st.Failed, eventTypes(st))
+	}
+
+	waiting := srv.blockingLookups()
+	c2 := newRawExecClient(t, srv, dir)
+	defer c2.Shutdown()
+	waitFor(t, "restored", func() bool { return c2.runner("tw-1") != nil })
+	waitFor(t, "the restored task's lookup", func() bool { return srv.blockingLookups() > waiting })
+	ar := c2.runner("tw-1")
+	taskFile := func(f string) string {
+		_, d := ar.task("w").execContext()
+		if d == "" {
+			return ""
+		}
+		return readFile(filepath.Join(d, "local", f))
+	}
+	// Still waiting: a task set up without the wait renders the file
+	// (empty) before its next lookup, which follows the service.
+	conf := filepath.Join(dir, "alloc", "tw-1", "w", "local", "api.conf")
+	if _, err := os.Stat(conf); !errors.Is(err, os.ErrNotExist) {
+		st, _ := ar.task("w").snapshot()
+		t.Fatalf("the restored task rendered its template before the service existed (%v): %s events %v", err, st.State, eventTypes(st))
+	}
+	registerDirect(t, srv, reg("s1", "a1", "api", "default", "10.0.0.1", 8001))
+	waitFor(t, "started after the registration", func() bool {
+		st, h := ar.task("w").snapshot()
+		return st.State == structs.TaskStateRunning && h != nil && taskFile("starts") == "start\n"
+	})
+	if got := readFile(conf); got != "10.0.0.1:8001" {
+		t.Fatalf("rendered %q", got)
+	}
+	srv.setDesired("tw-1", structs.AllocDesiredStatusStop)
+	waitFor(t, "stopped", func() bool { return srv.clientStatus("tw-1") == structs.AllocClientStatusComplete })
+}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -48,4 +50,58 @@ func allThreadsStopped(pid int) bool {
 		}
 	}
 	return true
+}
+
+// KillUnder registers a cleanup that kills (SIGKILL, with its process
+// group) every process whose working directory is under dir once the test
+// is over: task processes a client leaves running by design, which a test
+// that failed half-way would otherwise leave behind to load the machine.
+func KillUnder(t testing.TB, dir string) {
+	t.Helper()
+	root, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			pids := procsUnder(root)
+			if len(pids) == 0 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("processes under %s still running: %v", dir, pids)
+				return
+			}
+			for _, pid := range pids {
+				_ = syscall.Kill(-pid, syscall.SIGKILL) // its group, when it leads one
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+}
+
+// procsUnder lists the live processes whose working directory is root or
+// under it (zombies have none).
+func procsUnder(root string) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid))
+		if err != nil {
+			continue
+		}
+		if cwd == root || strings.HasPrefix(cwd, root+string(filepath.Separator)) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
