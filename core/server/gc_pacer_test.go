@@ -8,8 +8,9 @@ import (
 )
 
 // TestGCPacerYieldsToScheduling drives the pacer on a fake clock: after
-// the share pause, a step waits for the broker to be quiet for Quiet, and
-// goes anyway after MaxYield.
+// the share pause, a step waits for the broker to be quiet for Quiet (and
+// goes anyway after MaxYield), then while Go's collector marks (and goes
+// anyway after MarkWait).
 func TestGCPacerYieldsToScheduling(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	const ms = time.Millisecond
@@ -17,21 +18,28 @@ func TestGCPacerYieldsToScheduling(t *testing.T) {
 		name string
 		// busyUntil: the broker is busy until t0+busyUntil, then idle
 		// from that moment; negative: idle since long before.
-		busyUntil  time.Duration
-		wantWaited time.Duration // share pause included
-		wantForced int
+		busyUntil time.Duration
+		// markUntil: Go marks until t0+markUntil; markWait: MarkWait.
+		markUntil, markWait time.Duration
+		wantWaited          time.Duration // share pause included
+		wantForced          int
 	}{
 		{name: "idle long before: only the share pause", busyUntil: -1, wantWaited: 40 * ms},
 		{name: "busy through the pause, quiet after", busyUntil: 100 * ms, wantWaited: 120 * ms},
 		{name: "idle just before the pause ends", busyUntil: 35 * ms, wantWaited: 55 * ms},
 		{name: "never idle: past scheduling after MaxYield", busyUntil: time.Hour, wantWaited: 40*ms + 500*ms, wantForced: 1},
+		{name: "Go's mark ends during the pause", busyUntil: -1, markUntil: 30 * ms, markWait: time.Second, wantWaited: 40 * ms},
+		{name: "Go's mark ends after the pause", busyUntil: -1, markUntil: 72 * ms, markWait: time.Second, wantWaited: 75 * ms},
+		{name: "Go's mark outlasts MarkWait", busyUntil: -1, markUntil: time.Hour, markWait: 100 * ms, wantWaited: 140 * ms, wantForced: 1},
+		{name: "MarkWait 0 never waits for Go's mark", busyUntil: -1, markUntil: time.Hour, wantWaited: 40 * ms},
+		{name: "quiet first, then Go's mark", busyUntil: 100 * ms, markUntil: 150 * ms, markWait: time.Second, wantWaited: 150 * ms},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			now := t0
 			var st gcStats
 			p := &gcPacer{
-				p: gcPacing{Share: 0.2, MinPause: 10 * ms, MaxPause: 2 * time.Second, Quiet: 20 * ms, MaxYield: 500 * ms},
+				p: gcPacing{Share: 0.2, MinPause: 10 * ms, MaxPause: 2 * time.Second, Quiet: 20 * ms, MaxYield: 500 * ms, MarkWait: tc.markWait},
 				idle: func() (bool, time.Time) {
 					if tc.busyUntil < 0 {
 						return true, t0.Add(-time.Hour)
@@ -39,8 +47,9 @@ func TestGCPacerYieldsToScheduling(t *testing.T) {
 					end := t0.Add(tc.busyUntil)
 					return !now.Before(end), end
 				},
-				stats: &st,
-				now:   func() time.Time { return now },
+				marking: func() bool { return now.Before(t0.Add(tc.markUntil)) },
+				stats:   &st,
+				now:     func() time.Time { return now },
 				sleep: func(_ context.Context, d time.Duration) error {
 					if d <= 0 {
 						t.Fatalf("slept %v", d)
@@ -48,6 +57,9 @@ func TestGCPacerYieldsToScheduling(t *testing.T) {
 					now = now.Add(d)
 					return nil
 				},
+			}
+			if tc.markUntil == 0 {
+				p.marking = nil
 			}
 			if err := p.wait(context.Background()); err != nil || now != t0 {
 				t.Fatalf("first step waited %v (err %v); want none", now.Sub(t0), err)
@@ -60,7 +72,7 @@ func TestGCPacerYieldsToScheduling(t *testing.T) {
 				t.Errorf("waited %v, want %v", got, tc.wantWaited)
 			}
 			if st.forced != tc.wantForced {
-				t.Errorf("steps past scheduling = %d, want %d", st.forced, tc.wantForced)
+				t.Errorf("steps past scheduling or Go's mark = %d, want %d", st.forced, tc.wantForced)
 			}
 		})
 	}
@@ -74,54 +86,6 @@ func TestGCPacerCanceled(t *testing.T) {
 	p.took(time.Millisecond)
 	if err := p.wait(ctx); err != context.Canceled {
 		t.Fatalf("wait on a canceled context = %v, want context.Canceled", err)
-	}
-}
-
-// TestGCPacerWaitsForGoMark: after the share pause and the yield, a step
-// waits while Go's collector marks, and goes anyway after MarkWait.
-func TestGCPacerWaitsForGoMark(t *testing.T) {
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	const ms = time.Millisecond
-	for _, tc := range []struct {
-		name       string
-		markUntil  time.Duration // marking until t0+markUntil
-		markWait   time.Duration
-		wantWaited time.Duration // share pause (40ms) included
-		wantForced int
-	}{
-		{name: "not marking", markUntil: 0, markWait: time.Second, wantWaited: 40 * ms},
-		{name: "mark ends during the pause", markUntil: 30 * ms, markWait: time.Second, wantWaited: 40 * ms},
-		{name: "mark ends after the pause", markUntil: 72 * ms, markWait: time.Second, wantWaited: 75 * ms},
-		{name: "mark outlasts MarkWait", markUntil: time.Hour, markWait: 100 * ms, wantWaited: 140 * ms, wantForced: 1},
-		{name: "MarkWait 0 never waits", markUntil: time.Hour, markWait: 0, wantWaited: 40 * ms},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			now := t0
-			var st gcStats
-			p := &gcPacer{
-				p:       gcPacing{Share: 0.2, MinPause: 10 * ms, MaxPause: 2 * time.Second, MarkWait: tc.markWait},
-				marking: func() bool { return now.Before(t0.Add(tc.markUntil)) },
-				stats:   &st,
-				now:     func() time.Time { return now },
-				sleep: func(_ context.Context, d time.Duration) error {
-					if d <= 0 {
-						t.Fatalf("slept %v", d)
-					}
-					now = now.Add(d)
-					return nil
-				},
-			}
-			p.took(10 * ms)
-			if err := p.wait(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			if got := now.Sub(t0); got != tc.wantWaited {
-				t.Errorf("waited %v, want %v", got, tc.wantWaited)
-			}
-			if st.forced != tc.wantForced {
-				t.Errorf("steps past Go's mark = %d, want %d", st.forced, tc.wantForced)
-			}
-		})
 	}
 }
 
