@@ -64,6 +64,8 @@ func KillUnder(t testing.TB, dir string) {
 	}
 	t.Cleanup(func() {
 		deadline := time.Now().Add(10 * time.Second)
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
 		for {
 			pids := procsUnder(root)
 			if len(pids) == 0 {
@@ -77,7 +79,7 @@ func KillUnder(t testing.TB, dir string) {
 				_ = syscall.Kill(-pid, syscall.SIGKILL) // its group, when it leads one
 				_ = syscall.Kill(pid, syscall.SIGKILL)
 			}
-			time.Sleep(10 * time.Millisecond)
+			<-tick.C // until they are gone
 		}
 	})
 }
