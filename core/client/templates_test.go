@@ -240,14 +240,7 @@ func TestTemplateWaitEndsWithStop(t *testing.T) {
 	tk := fakeTaskSpec("web", `{}`)
 	tk.Templates = []*structs.Template{{EmbeddedTmpl: `{{ range nomadService "never" }}{{ .Port }}{{ end }}`, DestPath: "local/x"}}
 	srv.upsert(testAlloc("tw-1", c.NodeID(), testJob("service", tk)))
-	waitFor(t, "setup", func() bool {
-		r := c.runner("tw-1")
-		if r == nil {
-			return false
-		}
-		st, _ := r.task("web").snapshot()
-		return hasEvent(st, structs.TaskSetup)
-	})
+	waitTaskSetup(t, c, "tw-1", "web")
 	srv.setDesired("tw-1", structs.AllocDesiredStatusStop)
 	waitFor(t, "stopped", func() bool { return srv.clientStatus("tw-1") == structs.AllocClientStatusComplete })
 	if ts := srv.alloc("tw-1").TaskStates["web"]; ts.Failed || ts.State != structs.TaskStateDead {
@@ -313,14 +306,7 @@ func TestTemplateWaitAcrossClientRestart(t *testing.T) {
 	tk := rawTask("w", "/bin/sh", "-c", `echo start >> local/starts; while true; do sleep 0.05; done`)
 	tk.Templates = []*structs.Template{{EmbeddedTmpl: `{{ range nomadService "api" }}{{ .Address }}:{{ .Port }}{{ end }}`, DestPath: "local/api.conf", ChangeMode: "restart"}}
 	srv.upsert(testAlloc("tw-1", c1.NodeID(), testJob("service", tk)))
-	waitFor(t, "setup waiting", func() bool {
-		ar := c1.runner("tw-1")
-		if ar == nil {
-			return false
-		}
-		st, _ := ar.task("w").snapshot()
-		return hasEvent(st, structs.TaskSetup)
-	})
+	waitTaskSetup(t, c1, "tw-1", "w")
 	c1.Shutdown()
 	st, _ := c1.runner("tw-1").task("w").snapshot()
 	if st.State != structs.TaskStatePending || st.Failed || hasEvent(st, structs.TaskSetupFailure) {
@@ -357,4 +343,17 @@ func TestTemplateWaitAcrossClientRestart(t *testing.T) {
 	}
 	srv.setDesired("tw-1", structs.AllocDesiredStatusStop)
 	waitFor(t, "stopped", func() bool { return srv.clientStatus("tw-1") == structs.AllocClientStatusComplete })
+}
+
+// waitTaskSetup waits until a task of an alloc has begun its setup.
+func waitTaskSetup(t *testing.T, c *Client, allocID, task string) {
+	t.Helper()
+	waitFor(t, task+" set up", func() bool {
+		ar := c.runner(allocID)
+		if ar == nil {
+			return false
+		}
+		st, _ := ar.task(task).snapshot()
+		return hasEvent(st, structs.TaskSetup)
+	})
 }
