@@ -73,7 +73,12 @@ var (
 		EvalOnAllocNodeChange: true,
 		DefaultRestart:        &structs.RestartPolicy{Attempts: 1, Interval: time.Hour, Delay: time.Second, Mode: structs.RestartPolicyModeFail},
 	}}
-	madeUpTypes = declRouter{"oneshot": oneshot, "keeper": keeper, "plain": plain, "follower": follower}
+	// finisher runs to completion and is evaluated again when an alloc
+	// ends, as batch is, so a failed one is rescheduled.
+	finisher = declaredType{runAs: "sysbatch", b: structs.JobTypeBehavior{
+		RunsToCompletion: true, EvalOnAllocEnd: true, DefaultRestart: oneshotRestart,
+	}}
+	madeUpTypes = declRouter{"oneshot": oneshot, "keeper": keeper, "plain": plain, "follower": follower, "finisher": finisher}
 )
 
 func madeUpServer(t *testing.T, mut func(*Config)) *Server {
@@ -261,16 +266,21 @@ func TestAllocEndFollowsDeclaredType(t *testing.T) {
 	n := testNode("a")
 	registerNodes(t, s, n)
 	for _, tc := range []struct {
-		id, typ string
-		want    bool
+		id, typ, status string
+		want            bool
 	}{
-		{"keep", "keeper", true},
-		{"zero", "plain", false},
-		{"once", "oneshot", false},
+		{"keep", "keeper", structs.AllocClientStatusFailed, true},
+		{"keep-done", "keeper", structs.AllocClientStatusComplete, true},
+		{"zero", "plain", structs.AllocClientStatusFailed, false},
+		{"once", "oneshot", structs.AllocClientStatusFailed, false},
+		{"retry", "finisher", structs.AllocClientStatusFailed, true},
+		// A completed alloc of a type that runs to completion is done:
+		// a follow-up would hold the job pending (issue 27).
+		{"retry-done", "finisher", structs.AllocClientStatusComplete, false},
 	} {
 		// UpdateAllocs writes the follow-up eval with the alloc update,
 		// so its absence is final once runJobOn returns.
-		runJobOn(t, s, madeUpJob(tc.id, tc.typ), n, structs.AllocClientStatusFailed)
+		runJobOn(t, s, madeUpJob(tc.id, tc.typ), n, tc.status)
 		evs, err := s.State().EvalsByJob(nil, structs.DefaultNamespace, tc.id)
 		if err != nil {
 			t.Fatal(err)
@@ -280,7 +290,7 @@ func TestAllocEndFollowsDeclaredType(t *testing.T) {
 			got = got || (e.TriggeredBy == structs.EvalTriggerFailedFollowUp && e.NodeID == n.ID)
 		}
 		if got != tc.want {
-			t.Errorf("%s (%s): failed-follow-up eval made = %v, want %v", tc.id, tc.typ, got, tc.want)
+			t.Errorf("%s (%s, %s): failed-follow-up eval made = %v, want %v", tc.id, tc.typ, tc.status, got, tc.want)
 		}
 	}
 }

@@ -155,7 +155,8 @@ func (s *Server) Allocs(ctx context.Context, nodeID, secretID string, minIndex u
 
 // UpdateAllocs records client-side alloc state. An alloc that ends while
 // still desired is re-evaluated, so the scheduler replaces it, when its job
-// type declares EvalOnAllocEnd (system does). The follow-up waits longer
+// type declares EvalOnAllocEnd (system does); one that completes under a
+// type that runs to completion is done, and needs no eval. The follow-up waits longer
 // each time the job's allocs keep ending on the node (allocEndBackoff): a
 // task that cannot start must not be replaced in a tight loop.
 func (s *Server) UpdateAllocs(ctx context.Context, nodeID, secretID string, allocs []*structs.Allocation) error {
@@ -191,7 +192,14 @@ func (s *Server) UpdateAllocs(ctx context.Context, nodeID, secretID string, allo
 		}
 		terminalNow := a.ClientStatus == structs.AllocClientStatusFailed || a.ClientStatus == structs.AllocClientStatusComplete
 		job := stored.Job
-		if !terminalNow || stored.ClientTerminalStatus() || stored.ServerTerminalStatus() || !allocBehavior(stored).EvalOnAllocEnd {
+		b := allocBehavior(stored)
+		if !terminalNow || stored.ClientTerminalStatus() || stored.ServerTerminalStatus() || !b.EvalOnAllocEnd {
+			continue
+		}
+		if b.RunsToCompletion && a.ClientStatus == structs.AllocClientStatusComplete {
+			// Its work is done: nothing replaces it, and an eval (delayed
+			// by allocEndBackoff when allocs keep ending on the node)
+			// would keep the job pending after its last alloc finished.
 			continue
 		}
 		key := job.Namespace + "/" + job.ID

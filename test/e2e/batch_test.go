@@ -75,4 +75,14 @@ func TestBatchRunsToCompletion(t *testing.T) {
 	if j.ID != id || j.Type != "batch" || j.Status != "dead" {
 		t.Errorf("job status -json = %+v; want %s, batch, dead", j, id)
 	}
+	// A complete alloc of a type that runs to completion is done: it
+	// makes no follow-up eval (each one, delayed longer than the last,
+	// held the job pending for minutes).
+	var evals []struct{ ID, TriggeredBy, Status string }
+	a.MustGet("/v1/job/"+id+"/evaluations", &evals)
+	for _, e := range evals {
+		if e.TriggeredBy == "failed-follow-up" {
+			t.Errorf("eval %s (%s) follows up a complete alloc; want none", e.ID, e.Status)
+		}
+	}
 }
