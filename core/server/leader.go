@@ -3,7 +3,10 @@ package server
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/drover-org/drover/core/server/evalbroker"
 	"github.com/drover-org/drover/core/structs"
@@ -189,22 +192,54 @@ func (s *Server) restoreEvals() error {
 	return nil
 }
 
-// reapFailedEvals marks evals that hit the broker's delivery limit failed.
+// Defaults of the delay before an eval failed at the delivery limit is
+// tried again (Config.FailedEvalFollowupBaseline, …Range).
+const (
+	DefaultFailedEvalFollowupBaseline = time.Minute
+	DefaultFailedEvalFollowupRange    = 5 * time.Minute
+)
+
+// reapFailedEvals marks evals that hit the broker's delivery limit failed
+// and, in the same entry, creates each one's follow-up: an eval of the
+// same job due after the baseline delay plus a random part of the range,
+// so that a job whose scheduler plugin was down (or hung) for a while is
+// placed once the plugin is back, and the evals failed together do not all
+// come back at once. A follow-up that fails again gets its own.
 func (s *Server) reapFailedEvals(ctx context.Context) {
 	for {
 		ev, token, err := s.broker.Dequeue(ctx, []string{evalbroker.FailedQueue})
 		if err != nil {
 			return
 		}
+		follow := s.failedEvalFollowup(ev)
 		up := ev.Copy()
 		up.Status = structs.EvalStatusFailed
 		up.StatusDescription = s.deliveryLimitDescription(ev.ID)
-		if _, err := s.raftApply(structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: []*structs.Evaluation{up}}); err != nil {
+		up.NextEval = follow.ID
+		if _, err := s.raftApply(structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: []*structs.Evaluation{up, follow}}); err != nil {
 			s.logger.Error("failed to mark eval failed", "eval_id", ev.ID, "error", err)
 			_ = s.broker.Nack(ev.ID, token)
 			continue
 		}
+		s.logger.Warn("eval failed at the delivery limit; follow-up scheduled", "eval_id", ev.ID, "job_id", ev.JobID,
+			"namespace", ev.Namespace, "followup_eval_id", follow.ID, "wait_until", follow.WaitUntil)
 		_ = s.broker.Ack(ev.ID, token)
+	}
+}
+
+// failedEvalFollowup is the follow-up of ev, failed at the delivery limit.
+func (s *Server) failedEvalFollowup(ev *structs.Evaluation) *structs.Evaluation {
+	now := s.cfg.Now()
+	wait := s.cfg.FailedEvalFollowupBaseline
+	if r := s.cfg.FailedEvalFollowupRange; r > 0 {
+		wait += rand.N(r)
+	}
+	return &structs.Evaluation{
+		ID: uuid.NewString(), Namespace: ev.Namespace, Priority: ev.Priority, Type: ev.Type,
+		TriggeredBy: structs.EvalTriggerFailedFollowUp, JobID: ev.JobID, JobModifyIndex: ev.JobModifyIndex,
+		NodeID: ev.NodeID, Status: structs.EvalStatusPending, WaitUntil: now.Add(wait).UTC(),
+		StatusDescription: "created to retry an evaluation that reached the delivery limit",
+		PreviousEval:      ev.ID, CreateTime: now.UnixNano(), ModifyTime: now.UnixNano(),
 	}
 }
 

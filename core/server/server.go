@@ -95,6 +95,12 @@ type Config struct {
 	HeartbeatGrace time.Duration
 	// Broker tunes the eval broker (defaults when zero).
 	Broker evalbroker.Config
+	// FailedEvalFollowupBaseline and FailedEvalFollowupRange delay the
+	// follow-up of an eval failed at the delivery limit: due after the
+	// baseline plus a random part of the range (defaults 1m and 5m, as
+	// Nomad's; a negative range is none).
+	FailedEvalFollowupBaseline time.Duration
+	FailedEvalFollowupRange    time.Duration
 	// RaftMultiplier scales Raft's timers outside dev mode (heartbeat and
 	// election timeouts 1s, leader lease 500ms, commit timeout 50ms, each
 	// times the multiplier), as Nomad's raft_multiplier: 1 (the default
@@ -253,6 +259,12 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.FailedEvalFollowupBaseline <= 0 {
+		cfg.FailedEvalFollowupBaseline = DefaultFailedEvalFollowupBaseline
+	}
+	if cfg.FailedEvalFollowupRange == 0 {
+		cfg.FailedEvalFollowupRange = DefaultFailedEvalFollowupRange
 	}
 	if cfg.StepUpAttempts <= 0 {
 		cfg.StepUpAttempts = defaultStepUpAttempts

@@ -240,6 +240,40 @@ func TestWorkerDeliveryLimitFailsEval(t *testing.T) {
 	}
 }
 
+// An eval failed at the delivery limit is not the end of its job: the
+// leader creates a delayed follow-up in the same entry, which places the
+// job once its plugin works again (as Nomad reaps failed evals).
+func TestDeliveryLimitFollowup(t *testing.T) {
+	real, _, _ := builtin.InProcess{}.Lookup("sysbatch")
+	fs := &funcSched{schedule: func(ctx context.Context, call int, req *pb.ScheduleRequest) (*pb.ScheduleResponse, error) {
+		if call <= 3 {
+			return nil, errors.New("plugin hung")
+		}
+		return real.Schedule(ctx, req)
+	}}
+	s := testServer(t, func(c *Config) {
+		c.Schedulers = fakeRouter{sched: fs, maxAttempts: 2}
+		c.Broker.InitialNackDelay = -1
+		c.Broker.SubsequentNackDelay = -1
+		c.FailedEvalFollowupBaseline = 50 * time.Millisecond
+		c.FailedEvalFollowupRange = -1
+	})
+	registerNodes(t, s, testNode("a"))
+	resp := registerJob(t, s, testJob("comes-back", "sysbatch"))
+	ev := waitEvalTerminal(t, s, resp.EvalID)
+	if ev.Status != structs.EvalStatusFailed || ev.NextEval == "" {
+		t.Fatalf("eval = %q %q next %q; want failed with a follow-up", ev.Status, ev.StatusDescription, ev.NextEval)
+	}
+	next := waitEvalTerminal(t, s, ev.NextEval)
+	if next.Status != structs.EvalStatusComplete || next.PreviousEval != ev.ID || next.TriggeredBy != structs.EvalTriggerFailedFollowUp || next.WaitUntil.IsZero() {
+		t.Fatalf("follow-up = %+v; want a complete, delayed failed-follow-up of %s", next, ev.ID)
+	}
+	waitFor(t, 10*time.Second, "the job's alloc", func() bool {
+		allocs, _ := s.State().AllocsByJob(nil, "default", "comes-back", true)
+		return len(allocs) == 1
+	})
+}
+
 // smallNode has room for exactly one 100 MHz / 64 MB task.
 func smallNode(name string) *structs.Node {
 	n := testNode(name)
