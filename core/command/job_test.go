@@ -143,6 +143,54 @@ func TestJobRunFromStdin(t *testing.T) {
 	}
 }
 
+// A job file that names no namespace goes to the CLI's: -namespace, then
+// DROVER_NAMESPACE / NOMAD_NAMESPACE, as Nomad's CLI does; a file's own
+// namespace wins. job plan posts the same job.
+func TestJobFileNamespace(t *testing.T) {
+	own := strings.Replace(batchHCL, `type = "batch"`, `type = "batch"
+  namespace = "own"`, 1)
+	for _, tc := range []struct {
+		name, src, want string
+		args            []string
+		env             map[string]string
+	}{
+		{name: "none", src: batchHCL, want: "default"},
+		{name: "flag", src: batchHCL, args: []string{"-namespace", "team"}, want: "team"},
+		{name: "NOMAD_NAMESPACE", src: batchHCL, env: map[string]string{"NOMAD_NAMESPACE": "ops"}, want: "ops"},
+		{name: "DROVER_NAMESPACE", src: batchHCL, env: map[string]string{"DROVER_NAMESPACE": "ops2"}, want: "ops2"},
+		{name: "file wins", src: own, args: []string{"-namespace", "team"}, want: "own"},
+	} {
+		for _, cmd := range []string{"run", "plan"} {
+			t.Run(tc.name+"/"+cmd, func(t *testing.T) {
+				f := newFakeAgent(t)
+				route := "PUT /v1/jobs"
+				if cmd == "plan" {
+					route = "PUT /v1/job/web/plan"
+					f.json(route, &structs.JobPlanResponse{Diff: &structs.JobDiff{Type: "None", ID: "web"}})
+				} else {
+					f.json(route, structs.JobRegisterResponse{EvalID: evalID, Index: 10})
+				}
+				env := map[string]string{"DROVER_ADDR": f.srv.URL}
+				for k, v := range tc.env {
+					env[k] = v
+				}
+				args := append(append([]string{"job", cmd, "-detach"}, tc.args...), writeJobFile(t, tc.src))
+				if cmd == "plan" {
+					args = append(append([]string{"job", cmd}, tc.args...), writeJobFile(t, tc.src))
+				}
+				runCLI(t, env, "", nil, args...)
+				var body struct{ Job struct{ Namespace string } }
+				if err := json.Unmarshal(f.request(route).Body, &body); err != nil {
+					t.Fatal(err)
+				}
+				if body.Job.Namespace != tc.want {
+					t.Fatalf("posted job namespace %q, want %q", body.Job.Namespace, tc.want)
+				}
+			})
+		}
+	}
+}
+
 func TestJobPlan(t *testing.T) {
 	tests := []struct {
 		name    string

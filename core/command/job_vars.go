@@ -116,10 +116,12 @@ func (c *JobValidateCommand) Run(args []string) int {
 	if err != nil {
 		return c.ui.errorf("Error getting job struct: %s", err)
 	}
-	opts, err := vf.options(c.ui, jobTypeOptions(context.Background(), c.client()))
+	client := c.client()
+	opts, err := vf.options(c.ui, jobTypeOptions(context.Background(), client))
 	if err != nil {
 		return c.ui.errorf("Error getting job struct: %s", err)
 	}
+	opts.Namespace = fileNamespace(client)
 	if _, err := jobspec.Check(name, src, opts); err != nil {
 		c.ui.errorf("Job validation errors:")
 		diags := jobspec.Diagnostics(err)
@@ -135,6 +137,15 @@ func (c *JobValidateCommand) Run(args []string) int {
 	return exitOK
 }
 
+// fileNamespace is the namespace of a job file that names none: the
+// -namespace flag's or NOMAD_NAMESPACE's, as Nomad's CLI sets it.
+func fileNamespace(client *APIClient) string {
+	if client.Namespace == "*" {
+		return ""
+	}
+	return client.Namespace
+}
+
 // parseJobFile parses a job file with the agent's job type defaults and
 // the variables of vf.
 func parseJobFile(ctx context.Context, ui *UI, client *APIClient, path string, vf *jobFileFlags) (*structs.Job, error) {
@@ -146,5 +157,6 @@ func parseJobFile(ctx context.Context, ui *UI, client *APIClient, path string, v
 	if err != nil {
 		return nil, err
 	}
+	opts.Namespace = fileNamespace(client)
 	return jobspec.ParseWith(name, src, opts)
 }

@@ -88,6 +88,10 @@ type Options struct {
 	// VarFiles are var files, applied in order after Env. /v1/jobs/parse
 	// passes its Variables as one.
 	VarFiles []VarFile
+	// Namespace is the namespace of a job whose file names none (the
+	// CLI's -namespace, NOMAD_NAMESPACE); empty: the default namespace.
+	Namespace string
+
 	// Env is the environment ("NAME=value"); NOMAD_VAR_<name> entries set
 	// variables, at the lowest precedence after defaults. Entries naming
 	// no declared variable are ignored, as Nomad ignores them.
@@ -148,6 +152,9 @@ func parseFile(filename string, src []byte, opts Options) (*structs.Job, *parser
 		p.redact(p.diags)
 		sortDiags(p.diags)
 		return nil, nil, &Error{Diags: p.diags}
+	}
+	if job.Namespace == "" {
+		job.Namespace = opts.Namespace
 	}
 	return job, p, nil
 }
