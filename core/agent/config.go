@@ -270,10 +270,12 @@ func rangeString(r hcl.Range) string {
 func DevConfig() *Config {
 	return &Config{
 		Region: "global", Datacenter: "dc1", BindAddr: "127.0.0.1", LogLevel: "INFO",
-		Ports:   &Ports{HTTP: 4646, RPC: 4647},
-		Server:  &ServerConfig{Enabled: true, BootstrapExpect: 1},
-		Client:  &ClientConfig{Enabled: true},
-		DevMode: true,
+		Ports:  &Ports{HTTP: 4646, RPC: 4647},
+		Server: &ServerConfig{Enabled: true, BootstrapExpect: 1},
+		Client: &ClientConfig{Enabled: true},
+		// As Nomad's dev agent: /v1/metrics?format=prometheus is on.
+		Telemetry: &Telemetry{PrometheusMetrics: true},
+		DevMode:   true,
 	}
 }
 

@@ -219,10 +219,24 @@ func TestEventStreamAndMetricsEndToEnd(t *testing.T) {
 	}
 }
 
+// The dev agent serves the Prometheus format, as Nomad's does.
+func TestMetricsPrometheusDev(t *testing.T) {
+	a := startDevAgentWith(t, func(*Config) {})
+	resp, err := http.Get("http://" + a.HTTPAddr() + "/v1/metrics?format=prometheus")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") || !strings.Contains(string(b), "# TYPE ") {
+		t.Fatalf("dev agent, format=prometheus: %d %q %.200s", resp.StatusCode, resp.Header.Get("Content-Type"), b)
+	}
+}
+
 // Without telemetry.prometheus_metrics the Prometheus format is refused
 // with 400 (as Nomad); the JSON summary is always served.
 func TestMetricsPrometheusOff(t *testing.T) {
-	a := startDevAgentWith(t, func(*Config) {})
+	a := startDevAgentWith(t, func(c *Config) { c.Telemetry = nil })
 	resp, err := http.Get("http://" + a.HTTPAddr() + "/v1/metrics?format=prometheus")
 	if err != nil {
 		t.Fatal(err)
