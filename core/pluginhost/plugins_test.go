@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -140,11 +141,14 @@ func TestStatusDescribesPlugins(t *testing.T) {
 		st.Health != structs.AgentPluginHealthy || st.Pid == 0 || st.Started.Before(before) || st.Restarts != 0 || st.LastError != "" {
 		t.Errorf("status = %+v", st)
 	}
+	// The fake declares no policies: the status shows the defaults in
+	// force (Nomad's service defaults, as neither runs to completion).
+	restart, resched := serviceRestart, serviceResched
 	want := []JobTypeInfo{
-		{Type: "fake", Plugin: "sched-b", MaxAttempts: 5, Behavior: structs.JobTypeBehavior{MaxAttempts: 5}},
-		{Type: "fake-b", Plugin: "sched-b", MaxAttempts: 1, PerNode: true, Behavior: structs.JobTypeBehavior{MaxAttempts: 1, PerNode: true}},
+		{Type: "fake", Plugin: "sched-b", MaxAttempts: 5, Behavior: structs.JobTypeBehavior{MaxAttempts: 5, DefaultRestart: &restart, DefaultReschedule: &resched}},
+		{Type: "fake-b", Plugin: "sched-b", MaxAttempts: 1, PerNode: true, Behavior: structs.JobTypeBehavior{MaxAttempts: 1, PerNode: true, DefaultRestart: &restart, DefaultReschedule: &resched}},
 	}
-	if fmt.Sprint(st.JobTypes) != fmt.Sprint(want) {
+	if !reflect.DeepEqual(st.JobTypes, want) {
 		t.Errorf("job types = %+v, want %+v", st.JobTypes, want)
 	}
 	if _, err := h.PluginStatus("nope"); !errors.Is(err, ErrUnknownPlugin) || !strings.Contains(err.Error(), "sched-b") {

@@ -135,10 +135,13 @@ type JobTypeInfo struct {
 	// still running).
 	RunningUntilStopped bool `protobuf:"varint,5,opt,name=running_until_stopped,json=runningUntilStopped,proto3" json:"running_until_stopped,omitempty"`
 	// Restart policy of a group that sets none; a group's restart block is
-	// laid over it field by field.
+	// laid over it field by field. Unset (or a duration or mode left zero):
+	// Nomad's batch default for a type that runs to completion, its service
+	// default otherwise.
 	DefaultRestart *RestartPolicy `protobuf:"bytes,6,opt,name=default_restart,json=defaultRestart,proto3" json:"default_restart,omitempty"`
-	// Reschedule policy of a group that sets none. Unset: allocations of
-	// this type are not rescheduled unless the job says so.
+	// Reschedule policy of a group that sets none. Unset: Nomad's batch or
+	// service default, as for default_restart, unless "reschedule" is in
+	// refused_blocks (then allocations are never rescheduled).
 	DefaultReschedule *ReschedulePolicy `protobuf:"bytes,7,opt,name=default_reschedule,json=defaultReschedule,proto3" json:"default_reschedule,omitempty"`
 	// Whether a job of this type may be periodic, parameterized, or set a
 	// group's max_run_duration.
