@@ -302,3 +302,50 @@ func TestCSIVolumeClaimOnDevAgent(t *testing.T) {
 	}
 	a.MustCLI("job", "stop", "-purge", "hostpath-plugin")
 }
+
+// The CSI walk-through of examples/csi runs as its files are written: the
+// hostpath plugin job (its binary and state dir given by -var), the
+// scratch volume created through its controller, and a batch job that
+// writes into the volume and lists it; the claim is freed once it ends.
+func TestCSIExamplesOnDevAgent(t *testing.T) {
+	t.Parallel()
+	binDir := t.TempDir()
+	bin := filepath.Join(binDir, "drover-csi-hostpath")
+	build := exec.Command(harness.GoTool(), "build", "-o", bin, "./examples/csi/hostpath")
+	build.Dir = repoRoot
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the hostpath driver: %v\n%s", err, out)
+	}
+	example := func(name string) string { return filepath.Join(repoRoot, "examples", "csi", name) }
+	a := startAgent(t)
+	a.MustCLI("job", "run", "-var", "driver="+bin, "-var", "state_dir="+t.TempDir(), example("hostpath-plugin.hcl"))
+	harness.WaitFor(t, waitTimeout, "the hostpath plugin to be healthy", func() (bool, string) {
+		var p struct{ ControllersHealthy, NodesHealthy int }
+		status, err := a.Do("GET", "/v1/plugin/csi/hostpath", nil, &p)
+		return err == nil && status == 200 && p.NodesHealthy == 1 && p.ControllersHealthy == 1, fmt.Sprintf("%d %v %+v", status, err, p)
+	})
+	if out := a.MustCLI("volume", "create", example("scratch-volume.hcl")); !strings.Contains(out.Stdout, "Created external volume") {
+		t.Fatalf("volume create:\n%s", out.Stdout)
+	}
+	a.MustCLI("job", "run", "-detach", example("scratch-writer.hcl"))
+	var allocID string
+	harness.WaitFor(t, waitTimeout, "the writer's alloc to complete", func() (bool, string) {
+		var allocs []struct{ ID, ClientStatus string }
+		code, err := a.Do("GET", "/v1/job/scratch-writer/allocations", nil, &allocs)
+		if err != nil || code != 200 || len(allocs) != 1 {
+			return false, fmt.Sprintf("%d %v %+v", code, err, allocs)
+		}
+		allocID = allocs[0].ID
+		return allocs[0].ClientStatus == "complete", allocs[0].ClientStatus
+	})
+	if logs := a.MustCLI("alloc", "logs", allocID, "write"); !strings.Contains(logs.Stdout, "written-by-"+allocID) {
+		t.Errorf("the writer's listing of the volume lacks its file:\n%s", logs.Stdout)
+	}
+	harness.WaitFor(t, waitTimeout, "the writer's claim to be freed", func() (bool, string) {
+		var v struct{ ReadAllocs, WriteAllocs, PastClaims map[string]any }
+		status, err := a.Do("GET", "/v1/volume/csi/scratch", nil, &v)
+		return err == nil && status == 200 && len(v.ReadAllocs)+len(v.WriteAllocs)+len(v.PastClaims) == 0, fmt.Sprintf("%d %v %+v", status, err, v)
+	})
+	a.MustCLI("volume", "delete", "scratch")
+	a.MustCLI("job", "stop", "-purge", "csi-hostpath")
+}
