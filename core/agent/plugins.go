@@ -69,7 +69,7 @@ func (a *Agent) PluginStatus(name string) (structs.AgentPlugin, error) {
 func agentPlugin(st pluginhost.PluginStatus) structs.AgentPlugin {
 	p := structs.AgentPlugin{
 		Name: st.Name, Kind: strings.Join(st.Kinds, ","), Builtin: st.Builtin, Version: st.Version,
-		PID: st.Pid, StartTime: st.Started, Restarts: st.Restarts, LastError: st.LastError, Health: st.Health,
+		PID: st.Pid, StartTime: st.Started, Restarts: st.Restarts, LastError: st.LastError, Health: st.Health, HealthDescription: st.HealthDescription,
 	}
 	if !st.Builtin {
 		p.Path = st.Path

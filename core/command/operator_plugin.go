@@ -151,7 +151,7 @@ func formatPluginStatus(p structs.AgentPlugin) string {
 		"PID|" + pid,
 		"Started|" + started,
 		"Restarts|" + strconv.Itoa(p.Restarts),
-		"Health|" + p.Health,
+		"Health|" + p.Health + describeHealth(p.HealthDescription),
 		"Last Error|" + orNone(p.LastError),
 	}))
 	for _, jt := range p.JobTypes {
@@ -281,4 +281,12 @@ func (c *OperatorPluginReloadCommand) Run(args []string) int {
 		c.ui.printf("Plugin %q reloaded\n", name)
 	}
 	return exitOK
+}
+
+// describeHealth is the reason beside an unhealthy plugin's health.
+func describeHealth(why string) string {
+	if why == "" {
+		return ""
+	}
+	return " (" + why + ")"
 }

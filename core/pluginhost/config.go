@@ -64,6 +64,13 @@ type Config struct {
 	// StartTimeout bounds the go-plugin handshake of one launch.
 	// Default: go-plugin's (1 min).
 	StartTimeout time.Duration
+
+	// UnansweredAfter is how long a scheduler's Schedule call may go
+	// unanswered before the plugin is reported unhealthy; ProbeInterval is
+	// how often each running plugin's health service is asked. Defaults:
+	// DefaultUnansweredAfter, DefaultProbeInterval. See health.go.
+	UnansweredAfter time.Duration
+	ProbeInterval   time.Duration
 }
 
 // ServeCommand is the hidden drover subcommand that serves a built-in

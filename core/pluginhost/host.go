@@ -39,7 +39,9 @@ type Host struct {
 	callWait     time.Duration
 	drainTimeout time.Duration
 	startTimeout time.Duration
-	backoff      Backoff
+	// unansweredAfter and probeInterval: Config's (health.go).
+	unansweredAfter, probeInterval time.Duration
+	backoff                        Backoff
 
 	routesMu sync.Mutex // serialises rebuilds
 	routes   atomic.Pointer[routeTable]
@@ -72,6 +74,13 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	}
 	if h.startTimeout <= 0 {
 		h.startTimeout = time.Minute
+	}
+	h.unansweredAfter, h.probeInterval = cfg.UnansweredAfter, cfg.ProbeInterval
+	if h.unansweredAfter <= 0 {
+		h.unansweredAfter = DefaultUnansweredAfter
+	}
+	if h.probeInterval <= 0 {
+		h.probeInterval = DefaultProbeInterval
 	}
 	for name, k := range cfg.Kinds {
 		if _, taken := h.kinds[name]; taken || name == exitKind {
@@ -510,8 +519,11 @@ type PluginStatus struct {
 	LastError string // the last crash, failed launch or failed reload; "" if none
 	// Health is structs.AgentPluginHealthy while an instance runs,
 	// AgentPluginRestarting while it is down awaiting its restart, and
-	// AgentPluginFailed once a relaunch has failed (it is still retried).
-	Health string
+	// AgentPluginFailed once a relaunch has failed (it is still retried),
+	// AgentPluginUnhealthy while it runs but does not answer (health.go),
+	// with the reason in HealthDescription.
+	Health            string
+	HealthDescription string
 }
 
 // Status reports every plugin, in config order.
@@ -560,6 +572,9 @@ func (m *managed) status() PluginStatus {
 	case m.cur != nil && !m.cur.down():
 		st.Running, st.Pid, st.Started = true, m.cur.pid, m.cur.started
 		st.Health = structs.AgentPluginHealthy
+		if why := m.unhealthyLocked(time.Now()); why != "" {
+			st.Health, st.HealthDescription = structs.AgentPluginUnhealthy, why
+		}
 	case m.failedLaunches > 0:
 		st.Health = structs.AgentPluginFailed
 	}

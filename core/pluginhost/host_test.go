@@ -97,8 +97,10 @@ func TestLookupRoutesJobTypes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// The fakes declare no policies: Nomad's service defaults fill them.
+			restart, resched := serviceRestart, serviceResched
 			want := JobTypeInfo{Type: tc.typ, Plugin: tc.plugin, MaxAttempts: tc.attempts, PerNode: tc.perNode,
-				Behavior: structs.JobTypeBehavior{MaxAttempts: tc.attempts, PerNode: tc.perNode}}
+				Behavior: structs.JobTypeBehavior{MaxAttempts: tc.attempts, PerNode: tc.perNode, DefaultRestart: &restart, DefaultReschedule: &resched}}
 			if !reflect.DeepEqual(info, want) {
 				t.Errorf("info = %+v, want %+v", info, want)
 			}

@@ -98,6 +98,9 @@ func (r routed) Info(ctx context.Context) (resp *schedulerpb.InfoResponse, err e
 }
 
 func (r routed) Schedule(ctx context.Context, req *schedulerpb.ScheduleRequest) (resp *schedulerpb.ScheduleResponse, err error) {
+	if m := r.h.byName[r.plugin]; m != nil {
+		defer m.trackCall("Schedule")()
+	}
 	err = r.h.Call(ctx, r.plugin, shared.KindScheduler, func(ctx context.Context, raw any) error {
 		resp, err = raw.(scheduler.Scheduler).Schedule(ctx, req)
 		return err

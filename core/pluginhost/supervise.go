@@ -81,8 +81,11 @@ func (i *instance) markBroken() { i.breakOnce.Do(func() { close(i.broken) }) }
 // healthy asks go-plugin's health service over the instance's connection.
 // It tells a plugin that answered Unavailable itself from a connection that
 // died with the process.
-func (i *instance) healthy(ctx context.Context) bool {
-	ctx, cancel := context.WithTimeout(ctx, healthTimeout)
+func (i *instance) healthy(ctx context.Context) bool { return i.healthyWithin(ctx, healthTimeout) }
+
+// healthyWithin is healthy with its own bound.
+func (i *instance) healthyWithin(ctx context.Context, timeout time.Duration) bool {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	_, err := grpc_health_v1.NewHealthClient(i.conn).Check(ctx,
 		&grpc_health_v1.HealthCheckRequest{Service: plugin.GRPCServiceName})
@@ -121,6 +124,11 @@ type managed struct {
 	// failedLaunches counts launches that failed since the last one that
 	// succeeded; while it is not zero the plugin's health is "failed".
 	failedLaunches int
+	// inflight are the quick calls outstanding (health.go); probeMissed
+	// counts the current instance's unanswered health probes in a row.
+	inflight    map[uint64]inflightCall
+	callSeq     uint64
+	probeMissed int
 }
 
 type reloadReq struct {
@@ -269,6 +277,7 @@ func (m *managed) setCurrent(inst *instance) {
 		m.cur.cancelReplaced()
 	}
 	m.cur = inst
+	m.probeMissed = 0
 	if inst != nil {
 		m.infos = inst.infos
 		m.failedLaunches = 0
@@ -357,6 +366,8 @@ func (m *managed) changedSince(next *Stanza) string {
 func (m *managed) run(inst *instance) {
 	defer m.h.wg.Done()
 	stopped := m.h.ctx.Done()
+	probe := time.NewTicker(m.h.probeInterval)
+	defer probe.Stop()
 	var last time.Duration // delay of the last restart; 0: none yet
 	for {
 		if inst == nil {
@@ -390,6 +401,8 @@ func (m *managed) run(inst *instance) {
 			m.setCurrent(nil)
 			inst.client.Kill()
 			return
+		case <-probe.C:
+			m.probe(inst)
 		case <-inst.done:
 			last = m.lost(inst, last, "exited")
 			inst = nil

@@ -101,6 +101,10 @@ type Config struct {
 	// Nomad's; a negative range is none).
 	FailedEvalFollowupBaseline time.Duration
 	FailedEvalFollowupRange    time.Duration
+	// SlowSchedulerCall is how long a scheduler plugin call may go
+	// unanswered before its type is degraded and a spare worker stands in
+	// for the worker it holds (default DefaultSlowSchedulerCall).
+	SlowSchedulerCall time.Duration
 	// RaftMultiplier scales Raft's timers outside dev mode (heartbeat and
 	// election timeouts 1s, leader lease 500ms, commit timeout 50ms, each
 	// times the multiplier), as Nomad's raft_multiplier: 1 (the default
@@ -190,6 +194,9 @@ type Server struct {
 	heartbeat *heartbeater
 	nodeCache *nodeCache
 	gate      *typeGate
+	// spares counts the spare workers standing in for workers held by slow
+	// plugin calls (worker.go, watchSlowCall).
+	spares atomic.Int32
 	// drainMu serializes runDrainer; forcedDrains, which it guards, is the
 	// drain deadline each node's allocations were last evaluated past.
 	drainMu      sync.Mutex
@@ -260,6 +267,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.SlowSchedulerCall <= 0 {
+		cfg.SlowSchedulerCall = DefaultSlowSchedulerCall
+	}
 	if cfg.FailedEvalFollowupBaseline <= 0 {
 		cfg.FailedEvalFollowupBaseline = DefaultFailedEvalFollowupBaseline
 	}
@@ -319,7 +329,7 @@ func New(cfg Config) (*Server, error) {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			w.run(s.shutdownCtx)
+			w.run(s.shutdownCtx, nil)
 		}()
 	}
 	return s, nil

@@ -29,19 +29,37 @@ func newWorker(s *Server, id int) *worker {
 	return &worker{s: s, id: id, logger: s.logger.Named("worker").With("worker_id", id)}
 }
 
-func (w *worker) run(ctx context.Context) {
+// run takes and processes evals until ctx ends or, for a spare worker,
+// until until is closed (nil: never); a spare finishes the eval it holds.
+func (w *worker) run(ctx context.Context, until <-chan struct{}) {
 	backoff := time.NewTimer(0)
 	defer backoff.Stop()
+	deq := ctx
+	if until != nil {
+		var cancel context.CancelFunc
+		deq, cancel = context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			select {
+			case <-until:
+				cancel()
+			case <-deq.Done():
+			}
+		}()
+	}
 	for {
-		if ctx.Err() != nil {
+		if deq.Err() != nil {
 			return
 		}
 		// Every type is taken, served or not: an eval of a type no plugin
 		// serves (any more) is failed with a reason rather than left in
 		// the broker for good.
 		gate := w.s.gate
-		ev, token, err := w.s.broker.DequeueFunc(ctx, gate.admits)
+		ev, token, err := w.s.broker.DequeueFunc(deq, gate.admits)
 		if err != nil {
+			if deq.Err() != nil {
+				return
+			}
 			// Not the leader (broker disabled) or shutting down: wait a
 			// little before asking again.
 			backoff.Reset(100 * time.Millisecond)
@@ -224,7 +242,9 @@ func (w *worker) callScheduler(ctx context.Context, sched scheduler.Scheduler, e
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	start := time.Now()
+	stopWatch := w.watchSlowCall(ev, log)
 	resp, err := sched.Schedule(cctx, req)
+	stopWatch()
 	s.cfg.Metrics.SchedulerCall(schedulerPluginName(sched), ev.Type, time.Since(start), err != nil)
 	timedOut := err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded)
 	cancel()
@@ -252,6 +272,61 @@ func (w *worker) callScheduler(ctx context.Context, sched scheduler.Scheduler, e
 		log.Info("scheduler plugin answers in time again; all workers serve the job type")
 	}
 	return resp, nil
+}
+
+// DefaultSlowSchedulerCall is Config.SlowSchedulerCall's default.
+const DefaultSlowSchedulerCall = 5 * time.Second
+
+// maxSpareWorkers bounds the spares standing in for workers held by slow
+// plugin calls. A degraded type holds at most one call at a time, so the
+// calls held are at most the workers plus the types; the bound only guards
+// against a bug.
+const maxSpareWorkers = 32
+
+// watchSlowCall watches the plugin call the worker is about to make: once
+// it has run SlowSchedulerCall (a hung or stopped plugin, long before the
+// call's own timeout), the eval's type is degraded (no other worker takes
+// an eval of it) and a spare worker takes this one's place until the call
+// returns, so one type's plugin never holds up the evals of other types.
+// The returned func ends the watch; it returns once the watch is over, so
+// the spare is started only while this worker is still running.
+func (w *worker) watchSlowCall(ev *structs.Evaluation, log hclog.Logger) (stop func()) {
+	s := w.s
+	done := make(chan struct{})
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		t := time.NewTimer(s.cfg.SlowSchedulerCall)
+		defer t.Stop()
+		select {
+		case <-done:
+			return
+		case <-s.shutdownCtx.Done():
+			return
+		case <-t.C:
+		}
+		if s.gate.setDegraded(ev.Type, true) {
+			log.Warn("scheduler plugin call unanswered; one worker at a time serves the job type until a call returns in time",
+				"after", s.cfg.SlowSchedulerCall)
+		}
+		if s.spares.Add(1) > maxSpareWorkers {
+			s.spares.Add(-1)
+			log.Warn("no spare worker left to stand in for a worker held by a slow plugin call", "spares", maxSpareWorkers)
+			return
+		}
+		log.Info("a spare worker stands in while the plugin call is unanswered")
+		spare := newWorker(s, -1)
+		s.wg.Add(1) // this worker still runs, so the count is not zero
+		go func() {
+			defer s.wg.Done()
+			defer s.spares.Add(-1)
+			spare.run(s.shutdownCtx, done)
+		}()
+	}()
+	return func() {
+		close(done)
+		<-watched
+	}
 }
 
 // retryLater is what schedule returns when the eval could not be tried at

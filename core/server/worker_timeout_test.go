@@ -106,3 +106,43 @@ func TestWorkerHungPluginTimesOutAndOtherTypesMove(t *testing.T) {
 		t.Fatalf("the hung plugin saw eval %s %d times, want once per delivery (3)", first, n)
 	}
 }
+
+// A plugin that stops answering holds no worker from the other job types
+// for its call timeout: past SlowSchedulerCall its type is degraded and a
+// spare worker stands in for each worker it holds, so the other type's
+// eval completes long before any hung call could time out.
+func TestWorkerHungPluginHoldsNoOtherType(t *testing.T) {
+	release := make(chan struct{})
+	hung := &funcSched{schedule: func(context.Context, int, *pb.ScheduleRequest) (*pb.ScheduleResponse, error) {
+		<-release
+		return nil, errors.New("released at the end of the test")
+	}}
+	remote := conformance.Connect(t, hung)
+	t.Cleanup(func() { close(release) })
+	sysbatch, _, err := builtin.InProcess{}.Lookup("sysbatch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := testServer(t, func(c *Config) {
+		c.Schedulers = typeRouter{"system": remote, "sysbatch": sysbatch}
+		c.NumWorkers = 2
+		c.SchedulerCallTimeout = time.Hour // the test would time out first
+		c.SlowSchedulerCall = 100 * time.Millisecond
+	})
+	registerNodes(t, s, testNode("a"))
+	// Both workers take a hung eval before the other type's arrives.
+	for i := range 2 {
+		registerJob(t, s, testJob(fmt.Sprintf("hung-%d", i), "system"))
+	}
+	waitFor(t, 30*time.Second, "both workers in a hung call", func() bool { return len(hung.calls()) == 2 })
+	for i := 2; i < 6; i++ {
+		registerJob(t, s, testJob(fmt.Sprintf("hung-%d", i), "system"))
+	}
+	other := registerJob(t, s, testJob("other", "sysbatch")).EvalID
+	waitFor(t, 30*time.Second, "the other type's eval to complete", func() bool {
+		return evalStatus(t, s, other) == structs.EvalStatusComplete
+	})
+	if n := len(hung.calls()); n != 2 {
+		t.Errorf("the hung plugin got %d calls; a degraded type gets no more workers than those it holds (2)", n)
+	}
+}

@@ -22,9 +22,11 @@ type AgentPlugin struct {
 	// started.
 	Restarts  int
 	LastError string `json:",omitempty"`
-	// Health is AgentPluginHealthy, AgentPluginRestarting or
-	// AgentPluginFailed.
-	Health string
+	// Health is AgentPluginHealthy, AgentPluginRestarting,
+	// AgentPluginFailed or AgentPluginUnhealthy (running but not
+	// answering; HealthDescription says why).
+	Health            string
+	HealthDescription string `json:",omitempty"`
 }
 
 // AgentJobType is one job type a scheduler plugin serves.
@@ -38,4 +40,5 @@ const (
 	AgentPluginHealthy    = "healthy"
 	AgentPluginRestarting = "restarting"
 	AgentPluginFailed     = "failed"
+	AgentPluginUnhealthy  = "unhealthy"
 )

@@ -1,0 +1,88 @@
+package pluginhost
+
+import (
+	"context"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/drover-org/drover/core/structs"
+	"github.com/drover-org/drover/sdk/proto/schedulerpb"
+)
+
+// waitHealth waits until the plugin's health is want and returns its
+// status.
+func waitHealth(t *testing.T, h *Host, name, want string) PluginStatus {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st := statusOf(t, h, name)
+		if st.Health == want {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("plugin %s health %q (%s), want %q", name, st.Health, st.HealthDescription, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A stopped plugin (SIGSTOP) runs but answers nothing: its status says so
+// with a reason within seconds, by the health probe when it is idle and by
+// the age of an unanswered Schedule call when work waits on it; it is
+// healthy again once it answers (SIGCONT), and nothing was restarted.
+func TestStoppedPluginReportedUnhealthy(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		probe      time.Duration
+		unanswered time.Duration
+		call       bool
+		reason     string
+	}{
+		{name: "idle, by the probe", probe: 50 * time.Millisecond, unanswered: time.Hour, reason: "did not answer its health check"},
+		{name: "a Schedule call waits", probe: time.Hour, unanswered: 200 * time.Millisecond, call: true, reason: "a Schedule call has not been answered"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(t, fake("sched-b", "b"))
+			cfg.ProbeInterval, cfg.UnansweredAfter = tc.probe, tc.unanswered
+			h := newHost(t, cfg)
+			st := waitHealth(t, h, "sched-b", structs.AgentPluginHealthy)
+			pid := st.Pid
+			if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+			cont := func() { _ = syscall.Kill(pid, syscall.SIGCONT) }
+			t.Cleanup(cont)
+			called := make(chan error, 1)
+			if tc.call {
+				sched, _, err := h.Schedulers().Lookup("fake-b")
+				if err != nil {
+					t.Fatal(err)
+				}
+				go func() {
+					ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+					defer cancel()
+					_, err := sched.Schedule(ctx, &schedulerpb.ScheduleRequest{Eval: &schedulerpb.Evaluation{Id: "e", Type: "fake-b"}})
+					called <- err
+				}()
+			}
+			st = waitHealth(t, h, "sched-b", structs.AgentPluginUnhealthy)
+			if !strings.Contains(st.HealthDescription, tc.reason) || !st.Running || st.Pid != pid {
+				t.Fatalf("status %+v; want running pid %d, unhealthy because %q", st, pid, tc.reason)
+			}
+			cont()
+			if tc.call {
+				select {
+				case <-called:
+				case <-time.After(time.Minute):
+					t.Fatal("the Schedule call did not return after SIGCONT")
+				}
+			}
+			st = waitHealth(t, h, "sched-b", structs.AgentPluginHealthy)
+			if st.Pid != pid || st.Restarts != 0 || st.HealthDescription != "" {
+				t.Fatalf("status after SIGCONT %+v; want the same process, healthy, not restarted", st)
+			}
+		})
+	}
+}
