@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -69,6 +70,7 @@ type templateRenderer struct {
 	logger            hclog.Logger
 
 	mu       sync.Mutex
+	budget   renderBudget // the current execution's (mu held)
 	compiled []*template.Template
 	brain    *template.Brain
 	deps     map[string]*serviceDep // by the dependency's String()
@@ -157,24 +159,33 @@ func (r *templateRenderer) compile() error {
 		if left == "" || right == "" {
 			left, right = "{{", "}}"
 		}
-		tm, err := template.NewTemplate(&template.NewTemplateInput{
-			Contents: contents, Destination: dst, ErrMissingKey: t.ErrMissingKey,
-			LeftDelim: left, RightDelim: right, FunctionDenylist: templateDenied, SandboxPath: r.taskDir,
-			ExtFuncMap: map[string]any{
-				"env": func(k string) string { return env[k] },
-				"envOrDefault": func(k, def string) string {
-					if v, ok := env[k]; ok && v != "" {
-						return v
-					}
-					return def
-				},
-				"mustEnv": func(k string) (string, error) {
-					if v := env[k]; v != "" {
-						return v, nil
-					}
-					return "", fmt.Errorf("environment variable %s is not set", k)
-				},
+		// Rewritten so that the render counts its output and stops at
+		// its bound (template_bound.go); the rewrite uses the default
+		// delimiters.
+		bounded, err := boundTemplate(contents, left, right)
+		if err != nil {
+			return fmt.Errorf("%s: parse: %v", r.where(i), err)
+		}
+		funcs := boundedFuncs(&r.budget)
+		maps.Copy(funcs, map[string]any{
+			"env": func(k string) string { return env[k] },
+			"envOrDefault": func(k, def string) string {
+				if v, ok := env[k]; ok && v != "" {
+					return v
+				}
+				return def
 			},
+			"mustEnv": func(k string) (string, error) {
+				if v := env[k]; v != "" {
+					return v, nil
+				}
+				return "", fmt.Errorf("environment variable %s is not set", k)
+			},
+		})
+		tm, err := template.NewTemplate(&template.NewTemplateInput{
+			Contents: bounded, Destination: dst, ErrMissingKey: t.ErrMissingKey,
+			LeftDelim: "{{", RightDelim: "}}", FunctionDenylist: templateDenied, SandboxPath: r.taskDir,
+			ExtFuncMap: funcs,
 		})
 		if err != nil {
 			return fmt.Errorf("%s: %v", r.where(i), err)
@@ -195,7 +206,13 @@ func (r *templateRenderer) execute() ([]string, []dep.Dependency, error) {
 	var missing []dep.Dependency
 	seen := map[string]bool{}
 	for i, tm := range r.compiled {
+		r.budget.reset()
 		res, err := tm.Execute(&template.ExecuteInput{Brain: r.brain, Env: r.envList})
+		if r.budget.err != nil {
+			// Stopped by its bound: say which, not where the counter
+			// was.
+			return nil, nil, fmt.Errorf("%s: %w", r.where(i), r.budget.err)
+		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %v", r.where(i), err)
 		}
