@@ -57,7 +57,10 @@ func TestArtifactLocalSourcesRefused(t *testing.T) {
 	} {
 		t.Run(tc.src, func(t *testing.T) {
 			allocDir, taskDir := taskDirFixture(t)
-			err := fetchArtifacts(context.Background(), allocDir, taskDir, []*structs.TaskArtifact{{GetterSource: tc.src, RelativeDest: "local/"}}, nil)
+			// Through the task's environment as well: the rule applies to
+			// the interpolated source.
+			lookup := func(k string) (string, bool) { return tc.src, k == "SRC" }
+			err := fetchArtifacts(context.Background(), allocDir, taskDir, []*structs.TaskArtifact{{GetterSource: "${SRC}", RelativeDest: "local/"}}, lookup)
 			if err == nil || !errors.Is(err, errArtifact) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "artifact 1") {
 				t.Fatalf("err = %v, want an artifact 1 error containing %q", err, tc.want)
 			}
@@ -223,5 +226,35 @@ func TestCheckArtifactTree(t *testing.T) {
 				t.Fatalf("err = %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// An archive's symlink entries are not unpacked as symlinks: one leading
+// to a host path, and a file "through" it, reach nothing on the host.
+func TestArtifactArchiveSymlinkDropped(t *testing.T) {
+	host := t.TempDir()
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	if err := tw.WriteHeader(&tar.Header{Name: "link", Linkname: host, Typeflag: tar.TypeSymlink, Mode: 0o777}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.WriteHeader(&tar.Header{Name: "ok.txt", Mode: 0o644, Size: 2, Typeflag: tar.TypeReg}); err != nil {
+		t.Fatal(err)
+	}
+	tw.Write([]byte("ok"))
+	tw.Close()
+	gz.Close()
+	srv := newArtifactServer(t, map[string][]byte{"/a.tar.gz": buf.Bytes()})
+	allocDir, taskDir := taskDirFixture(t)
+	err := fetchArtifacts(context.Background(), allocDir, taskDir, []*structs.TaskArtifact{{GetterSource: srv.URL + "/a.tar.gz", RelativeDest: "local/"}}, nil)
+	if err != nil && !errors.Is(err, errArtifact) {
+		t.Fatalf("err = %v", err)
+	}
+	if fi, lerr := os.Lstat(filepath.Join(taskDir, "local", "link")); lerr == nil && fi.Mode()&os.ModeSymlink != 0 {
+		t.Fatalf("the archive's symlink was unpacked as a symlink")
+	}
+	if ents, _ := os.ReadDir(host); len(ents) != 0 {
+		t.Fatalf("the host directory holds %v", ents)
 	}
 }
