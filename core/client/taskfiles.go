@@ -120,6 +120,10 @@ func fetchArtifact(ctx context.Context, allocDir, taskDir string, a *structs.Tas
 	for k, v := range a.GetterHeaders {
 		header.Set(k, interpolate(v, lookup))
 	}
+	if budget.bytes <= 0 || budget.entries <= 0 {
+		// (A getter's limit of 0 means none.)
+		return fmt.Errorf("%w: the task's artifacts already hold %d bytes or %d files and directories", errArtifactBound, int64(artifactMaxBytes), artifactMaxEntries)
+	}
 	limitGitProtocols()
 	client := &getter.Client{
 		Getters: []getter.Getter{

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/drover-org/drover/core/structs"
 	"github.com/drover-org/drover/sdk/safefs"
@@ -256,5 +257,55 @@ func TestArtifactArchiveSymlinkDropped(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(host); len(ents) != 0 {
 		t.Fatalf("the host directory holds %v", ents)
+	}
+}
+
+// The byte budget is the task's: what one artifact used is not available
+// to the next, and an exhausted budget fetches nothing.
+func TestArtifactBudgetIsPerTask(t *testing.T) {
+	srv := newArtifactServer(t, map[string][]byte{"/a.txt": []byte("1234567"), "/b.txt": []byte("7654321")})
+	allocDir, taskDir := taskDirFixture(t)
+	budget := &artifactBudget{bytes: 10, entries: 100}
+	if err := fetchArtifact(context.Background(), allocDir, taskDir, &structs.TaskArtifact{GetterSource: srv.URL + "/a.txt", RelativeDest: "local/"}, nil, budget); err != nil {
+		t.Fatal(err)
+	}
+	if budget.bytes != 3 {
+		t.Fatalf("budget left %d bytes, want 3", budget.bytes)
+	}
+	if err := fetchArtifact(context.Background(), allocDir, taskDir, &structs.TaskArtifact{GetterSource: srv.URL + "/b.txt", RelativeDest: "local/"}, nil, budget); err == nil {
+		t.Fatal("the second artifact passed the task's budget")
+	}
+	if _, err := os.Stat(filepath.Join(taskDir, "local", "b.txt")); !os.IsNotExist(err) {
+		t.Fatalf("b.txt reached local/ (stat: %v)", err)
+	}
+	budget.bytes = 0
+	err := fetchArtifact(context.Background(), allocDir, taskDir, &structs.TaskArtifact{GetterSource: srv.URL + "/b.txt", RelativeDest: "local/"}, nil, budget)
+	if !errors.Is(err, errArtifactBound) {
+		t.Fatalf("err = %v, want the bound", err)
+	}
+}
+
+// The size watcher stops a fetch that grows past the budget while the
+// getter still writes (a git clone has no limit of its own).
+func TestWatchArtifactSizeStopsTheFetch(t *testing.T) {
+	dir := t.TempDir()
+	ctx, stop := context.WithCancelCause(context.Background())
+	defer stop(nil)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		watchArtifactSize(ctx, dir, artifactBudget{bytes: 1 << 20, entries: 100}, stop)
+	}()
+	if err := os.WriteFile(filepath.Join(dir, "big"), make([]byte, 2<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the watcher did not stop the fetch")
+	}
+	<-done
+	if cause := context.Cause(ctx); !errors.Is(cause, errArtifactBound) || !strings.Contains(cause.Error(), "more than 1048576 bytes") {
+		t.Fatalf("cause = %v, want the byte bound", cause)
 	}
 }
