@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/drover-org/drover/core/structs"
 	"github.com/drover-org/drover/sdk/driver"
+	"github.com/drover-org/drover/sdk/safefs"
 )
 
 // A task's templates, rendered with consul-template's engine before the
@@ -68,6 +70,7 @@ type templateRenderer struct {
 	logger            hclog.Logger
 
 	mu       sync.Mutex
+	budget   renderBudget // the current execution's (mu held)
 	compiled []*template.Template
 	brain    *template.Brain
 	deps     map[string]*serviceDep // by the dependency's String()
@@ -114,6 +117,17 @@ func (r *templateRenderer) envVars() map[string]string {
 	return out
 }
 
+// readBeneath reads rel, a path beneath the trusted directory root, of at
+// most limit bytes, refusing a symlink on the way.
+func readBeneath(root, rel string, limit int64) ([]byte, error) {
+	d, err := safefs.Open(root)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return d.ReadFile(rel, limit)
+}
+
 func (r *templateRenderer) where(i int) string {
 	return fmt.Sprintf("template %d (%s)", i+1, r.tmpls[i].DestPath)
 }
@@ -133,13 +147,11 @@ func (r *templateRenderer) compile() error {
 		}
 		contents := t.EmbeddedTmpl
 		if t.SourcePath != "" {
-			src, err := containedPath(r.allocDir, filepath.Join(taskRel, t.SourcePath))
+			// Read beneath the allocation directory without following a
+			// symlink: the task directory is writable by tasks.
+			b, err := readBeneath(r.allocDir, filepath.Join(taskRel, t.SourcePath), structs.MaxTemplateBytes)
 			if err != nil {
-				return fmt.Errorf("%s: source: %v", r.where(i), err)
-			}
-			b, err := readBounded(src, structs.MaxTemplateBytes)
-			if err != nil {
-				return fmt.Errorf("%s: source: %v", r.where(i), err)
+				return fmt.Errorf("%s: source %s: %w", r.where(i), t.SourcePath, err)
 			}
 			contents = string(b)
 		}
@@ -147,24 +159,33 @@ func (r *templateRenderer) compile() error {
 		if left == "" || right == "" {
 			left, right = "{{", "}}"
 		}
-		tm, err := template.NewTemplate(&template.NewTemplateInput{
-			Contents: contents, Destination: dst, ErrMissingKey: t.ErrMissingKey,
-			LeftDelim: left, RightDelim: right, FunctionDenylist: templateDenied, SandboxPath: r.taskDir,
-			ExtFuncMap: map[string]any{
-				"env": func(k string) string { return env[k] },
-				"envOrDefault": func(k, def string) string {
-					if v, ok := env[k]; ok && v != "" {
-						return v
-					}
-					return def
-				},
-				"mustEnv": func(k string) (string, error) {
-					if v := env[k]; v != "" {
-						return v, nil
-					}
-					return "", fmt.Errorf("environment variable %s is not set", k)
-				},
+		// Rewritten so that the render counts its output and stops at
+		// its bound (template_bound.go); the rewrite uses the default
+		// delimiters.
+		bounded, err := boundTemplate(contents, left, right)
+		if err != nil {
+			return fmt.Errorf("%s: parse: %v", r.where(i), err)
+		}
+		funcs := boundedFuncs(&r.budget)
+		maps.Copy(funcs, map[string]any{
+			"env": func(k string) string { return env[k] },
+			"envOrDefault": func(k, def string) string {
+				if v, ok := env[k]; ok && v != "" {
+					return v
+				}
+				return def
 			},
+			"mustEnv": func(k string) (string, error) {
+				if v := env[k]; v != "" {
+					return v, nil
+				}
+				return "", fmt.Errorf("environment variable %s is not set", k)
+			},
+		})
+		tm, err := template.NewTemplate(&template.NewTemplateInput{
+			Contents: bounded, Destination: dst, ErrMissingKey: t.ErrMissingKey,
+			LeftDelim: "{{", RightDelim: "}}", FunctionDenylist: templateDenied, SandboxPath: r.taskDir,
+			ExtFuncMap: funcs,
 		})
 		if err != nil {
 			return fmt.Errorf("%s: %v", r.where(i), err)
@@ -185,7 +206,13 @@ func (r *templateRenderer) execute() ([]string, []dep.Dependency, error) {
 	var missing []dep.Dependency
 	seen := map[string]bool{}
 	for i, tm := range r.compiled {
+		r.budget.reset()
 		res, err := tm.Execute(&template.ExecuteInput{Brain: r.brain, Env: r.envList})
+		if r.budget.err != nil {
+			// Stopped by its bound: say which, not where the counter
+			// was.
+			return nil, nil, fmt.Errorf("%s: %w", r.where(i), r.budget.err)
+		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %v", r.where(i), err)
 		}
@@ -369,17 +396,27 @@ func (r *templateRenderer) write(outs []string) ([]int, error) {
 func (r *templateRenderer) writeOne(i int, out string) error {
 	t := r.tmpls[i]
 	where := r.where(i)
-	dst, err := containedPath(r.allocDir, filepath.Join(filepath.Base(r.taskDir), t.DestPath))
+	root, err := safefs.Open(r.allocDir)
 	if err != nil {
-		return fmt.Errorf("%s: destination: %v", where, err)
-	}
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return fmt.Errorf("%s: %v", where, err)
 	}
-	if err := writeFileAtomic(dst, []byte(out)); err != nil {
+	defer root.Close()
+	mode := os.FileMode(t.FileMode()).Perm()
+	// Beneath the allocation directory, crossing no symlink a task
+	// planted (alloc/ and the task's directories are writable by tasks),
+	// into a new file renamed over the destination: a symlink at the
+	// destination is replaced, never written through. The mode and owner
+	// are set on the open file, not by path.
+	f, commit, err := root.CreateAtomic(r.destRel(i), mode)
+	if err != nil {
+		return fmt.Errorf("%s: destination: %w", where, err)
+	}
+	if _, err := f.WriteString(out); err != nil {
+		commit(false)
 		return fmt.Errorf("%s: %v", where, err)
 	}
-	if err := os.Chmod(dst, os.FileMode(t.FileMode())); err != nil {
+	if err := f.Chmod(mode); err != nil {
+		commit(false)
 		return fmt.Errorf("%s: %v", where, err)
 	}
 	if t.Uid != nil || t.Gid != nil {
@@ -390,11 +427,21 @@ func (r *templateRenderer) writeOne(i int, out string) error {
 		if t.Gid != nil {
 			gid = *t.Gid
 		}
-		if err := os.Lchown(dst, uid, gid); err != nil {
+		if err := f.Chown(uid, gid); err != nil {
+			commit(false)
 			return fmt.Errorf("%s: set owner: %v", where, err)
 		}
 	}
+	if err := commit(true); err != nil {
+		return fmt.Errorf("%s: destination: %w", where, err)
+	}
 	return nil
+}
+
+// destRel is template i's destination relative to the allocation
+// directory (its DestPath is relative to the task's directory).
+func (r *templateRenderer) destRel(i int) string {
+	return filepath.Join(filepath.Base(r.taskDir), r.tmpls[i].DestPath)
 }
 
 // watched reports whether the templates read any service.

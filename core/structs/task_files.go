@@ -140,6 +140,11 @@ func (t *Task) validateFiles(l *errList, where string) {
 		}
 		if a.GetterSource == "" {
 			l.add("%s: source is required", w)
+		} else if !strings.Contains(a.GetterSource, "${") {
+			// An interpolated source is checked by the client once known.
+			if err := CheckArtifactSource(a.GetterSource); err != nil {
+				l.add("%s: source: %v", w, err)
+			}
 		}
 		switch a.GetterMode {
 		case "", GetterModeAny, GetterModeFile, GetterModeDir:
