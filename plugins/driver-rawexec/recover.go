@@ -99,6 +99,8 @@ func (d *Driver) RecoverTask(_ context.Context, h *driverpb.TaskHandle) error {
 		d.track(t, func() { d.watchOrphan(t) })
 		return nil
 	}
+	// Nobody is left to remove its cgroup (both were killed at once).
+	d.destroyCgroup(t.id, st.Cgroup)
 	return fmt.Errorf("%w: %q: neither its shim (pid %d) nor its process (pid %d) runs, and it left no exit result",
 		driver.ErrTaskNotFound, t.id, st.ShimPID, st.TaskPID)
 }

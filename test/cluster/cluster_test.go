@@ -380,6 +380,9 @@ func (c *cluster) teardown() {
 		if still := waitGone(left); len(still) > 0 {
 			c.t.Errorf("teardown: could not kill %v", still)
 		}
+		for _, a := range c.clients {
+			harness.RemoveTaskCgroups(a.DataDir)
+		}
 		if c.t.Failed() {
 			c.dumpLogs()
 		}

@@ -45,7 +45,10 @@ func startClusterAgent(t *testing.T, extra string) *testAgent {
 		t:   t, DataDir: dataDir, proc: proc, leftoversChecked: true,
 	}
 	a.Alive = proc.Running
-	t.Cleanup(a.stop)
+	t.Cleanup(func() {
+		a.stop()
+		harness.RemoveTaskCgroups(dataDir)
+	})
 	harness.WaitFor(t, agentReadyTimeout, "a ready node", func() (bool, string) {
 		if !proc.Running() {
 			t.Fatalf("agent exited:\n%s", proc.Log())
