@@ -125,6 +125,9 @@ func Serve() {
 	d := NewConfigured(logger, cfg)
 	d.logger.Info("raw_exec configured", "enabled", cfg.Enabled, ConfigKeyNoCgroups, cfg.NoCgroups,
 		ConfigKeyDeniedHostUsers, cfg.DeniedHostUsers, "cgroups_optional", cfg.CgroupsOptional)
+	if cfg.Enabled && cfg.NoCgroups {
+		d.logger.Warn("no_cgroups is set: tasks run without memory or cpu limits, and processes that leave a task's process group survive it")
+	}
 	driver.Serve(d)
 }
 
