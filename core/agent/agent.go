@@ -211,15 +211,20 @@ func (a *Agent) startPlugins(ctx context.Context, opts Options) (*driverSet, err
 		Kinds:     pluginKinds(),
 		PluginDir: a.cfg.PluginDir,
 	}
-	disabled := disabledBuiltins(a.cfg.Plugins)
 	for _, p := range builtin.Catalog {
-		if disabled[p.Name] {
-			a.logger.Info("built-in plugin disabled by config", "plugin", p.Name)
-			continue
-		}
 		env := opts.PluginEnv
-		if p.Name == dockerPlugin {
+		switch p.Name {
+		case dockerPlugin:
 			env = append(slices.Clone(env), dockerEnv(a.cfg.Plugins)...)
+		case rawexecPlugin:
+			// A disabled raw_exec still runs: it fingerprints as
+			// undetected, with the reason, so `node status` tells why
+			// nothing is placed on it.
+			re, err := rawexecEnv(a.cfg.Plugins, a.cfg.DevMode)
+			if err != nil {
+				return nil, err
+			}
+			env = append(slices.Clone(env), re...)
 		}
 		hc.Builtins = append(hc.Builtins, pluginhost.Builtin{Name: p.Name, Kind: p.Kind, Env: env})
 	}

@@ -169,8 +169,11 @@ func TestParseConfigNomadDriverStanza(t *testing.T) {
 		t.Fatalf("Nomad raw_exec stanza: %v", err)
 	}
 	for _, tc := range []struct{ name, body, want string }{
-		{"unknown key", "no_cgroups = true", `agent.hcl:8:5: plugin "raw_exec": config no_cgroups is not supported`},
+		{"unknown key", `denied_host_uids = "0"`, `agent.hcl:8:5: plugin "raw_exec": config denied_host_uids is not supported`},
 		{"wrong type", `enabled = "yes"`, `agent.hcl:8:15: plugin "raw_exec": config enabled must be a bool`},
+		{"not a list", `denied_host_users = "root"`, `agent.hcl:8:25: plugin "raw_exec": config denied_host_users must be a list of string`},
+		{"not strings", `denied_host_users = [0]`, `agent.hcl:8:25: plugin "raw_exec": config denied_host_users must be a list of string`},
+		{"empty user", `denied_host_users = [""]`, `denied_host_users[0] is empty`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := "data_dir = \"/x\"\nclient {\n enabled = true\n servers = [\"s:1\"]\n}\nplugin \"raw_exec\" {\n  config {\n    " + tc.body + "\n  }\n}\n"

@@ -25,7 +25,11 @@ func FuzzParseConfig(f *testing.F) {
 		merged := DevConfig().Merge(frag)
 		merged.applyDefaults()
 		_ = merged.Validate()
-		_ = disabledBuiltins(merged.Plugins)
+		for _, dev := range []bool{false, true} {
+			if _, err := rawexecEnv(merged.Plugins, dev); err != nil {
+				t.Fatalf("raw_exec plugin config failed after its stanzas checked out (dev %v): %v", dev, err)
+			}
+		}
 		for _, p := range frag.Plugins {
 			if _, err := p.PluginSettings(); err != nil {
 				t.Fatalf("plugin %q: settings failed after the stanza checked out: %v", p.Name, err)

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -23,7 +24,11 @@ type builtinDriver struct {
 }
 
 var nomadDrivers = map[string]builtinDriver{
-	rawexec.Name: {plugin: "driver-rawexec", keys: map[string]cty.Type{"enabled": cty.Bool}},
+	rawexec.Name: {plugin: rawexecPlugin, keys: map[string]cty.Type{
+		rawexec.ConfigKeyEnabled:         cty.Bool,
+		rawexec.ConfigKeyNoCgroups:       cty.Bool,
+		rawexec.ConfigKeyDeniedHostUsers: cty.List(cty.String),
+	}},
 	// docker's config has blocks (gc, volumes); dockerConfigJSON checks it.
 	docker.Name: {plugin: dockerPlugin},
 }
@@ -64,30 +69,83 @@ func (p *PluginConfig) check() error {
 		if diags.HasErrors() {
 			return diagError(diags)
 		}
-		if v.IsNull() || !v.Type().Equals(want) {
+		if v.IsNull() || !hasType(v, want) {
 			return fmt.Errorf("%s: plugin %q: config %s must be a %s", rangeString(a.Expr.Range()), p.Name, name, want.FriendlyName())
+		}
+	}
+	if p.Name == rawexec.Name {
+		if _, err := rawexecConfigJSON([]*PluginConfig{p}, false); err != nil {
+			return fmt.Errorf("%s: %w", rangeString(p.Remain.MissingItemRange()), err)
 		}
 	}
 	return nil
 }
 
-// disabledBuiltins lists the built-in plugins a Nomad driver stanza turns
-// off (`enabled = false`). Drover enables raw_exec by default, Nomad only
-// in -dev; an explicit false is honoured either way.
-func disabledBuiltins(plugins []*PluginConfig) map[string]bool {
-	out := map[string]bool{}
+// hasType reports whether v is of type want; for a list of strings, an
+// HCL tuple literal (["a", "b"], []) of strings is one.
+func hasType(v cty.Value, want cty.Type) bool {
+	if v.Type().Equals(want) {
+		return true
+	}
+	if !want.IsListType() || !(v.Type().IsTupleType() || v.Type().IsListType() || v.Type().IsSetType()) {
+		return false
+	}
+	for it := v.ElementIterator(); it.Next(); {
+		_, ev := it.Element()
+		if ev.IsNull() || !ev.Type().Equals(want.ElementType()) {
+			return false
+		}
+	}
+	return true
+}
+
+// rawexecPlugin is the built-in plugin serving Nomad's raw_exec driver.
+const rawexecPlugin = "driver-rawexec"
+
+// rawexecConfigJSON renders the raw_exec plugin config from the config's
+// `plugin "raw_exec"` stanzas (later ones win, key by key) over the
+// defaults: outside -dev the plugin's own (disabled, root denied, cgroups
+// required); in -dev rawexec.DevConfig (enabled, no user denied, cgroups
+// where the host has them), as Nomad's -dev agent enables raw_exec.
+func rawexecConfigJSON(plugins []*PluginConfig, dev bool) ([]byte, error) {
+	m := map[string]any{}
+	if dev {
+		raw, err := json.Marshal(rawexec.DevConfig())
+		if err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return nil, err
+		}
+	}
 	for _, p := range plugins {
-		d, ok := nomadDrivers[p.Name]
-		if !ok {
+		if p.Name != rawexec.Name {
 			continue
 		}
 		settings, err := p.PluginSettings()
 		if err != nil {
-			continue // validated at parse time
+			return nil, err
 		}
-		if en, ok := settings["enabled"].(bool); ok && !en {
-			out[d.plugin] = true
+		for k, v := range settings {
+			m[k] = v
 		}
 	}
-	return out
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := rawexec.ParsePluginConfig(raw); err != nil {
+		return nil, fmt.Errorf("plugin %q: %v", rawexec.Name, err)
+	}
+	return raw, nil
+}
+
+// rawexecEnv is the environment that hands the raw_exec config to the
+// built-in plugin (the driver protocol has no config call).
+func rawexecEnv(plugins []*PluginConfig, dev bool) ([]string, error) {
+	raw, err := rawexecConfigJSON(plugins, dev)
+	if err != nil {
+		return nil, err
+	}
+	return []string{rawexec.ConfigEnvVar + "=" + string(raw)}, nil
 }

@@ -1,29 +1,32 @@
 package agent
 
 import (
+	"encoding/json"
+	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
 
+	rawexec "github.com/drover-org/drover/plugins/driver-rawexec"
 	"github.com/drover-org/drover/sdk/shared"
 )
 
 // A Nomad client config's `plugin "raw_exec" { config { enabled = … } }`
 // configures the built-in raw_exec driver: no binary in plugin_dir is
-// looked for, and enabled = false turns the driver off.
+// looked for, and enabled = false leaves the driver running but
+// undetected, so the node tells why nothing raw_exec is placed on it.
 func TestAgentNomadRawExecStanza(t *testing.T) {
 	for _, enabled := range []bool{true, false} {
 		t.Run(map[bool]string{true: "enabled", false: "disabled"}[enabled], func(t *testing.T) {
 			dir := t.TempDir()
 			path := filepath.Join(dir, "extra.hcl")
-			src := "plugin \"raw_exec\" {\n  config {\n    enabled = false\n  }\n}\n"
-			if enabled {
-				src = "plugin \"raw_exec\" {\n  config {\n    enabled = true\n  }\n}\n"
-			}
+			src := fmt.Sprintf("plugin \"raw_exec\" {\n  config {\n    enabled = %v\n  }\n}\n", enabled)
 			writeFile(t, path, []byte(src), 0o600)
 			cfg, err := LoadConfig(true, path)
 			if err != nil {
@@ -45,8 +48,73 @@ func TestAgentNomadRawExecStanza(t *testing.T) {
 			}
 			defer a.Shutdown()
 			drivers := a.Plugins().Plugins(shared.KindDriver)
-			if got := slices.Contains(drivers, "driver-rawexec"); got != enabled {
-				t.Errorf("driver plugins %v; want driver-rawexec running: %v", drivers, enabled)
+			if !slices.Contains(drivers, "driver-rawexec") {
+				t.Errorf("driver plugins %v; want driver-rawexec running", drivers)
+			}
+			transport := &http.Transport{}
+			defer transport.CloseIdleConnections()
+			api := &testAPI{t: t, base: "http://" + a.HTTPAddr(), http: &http.Client{Transport: transport, Timeout: testTimeout}}
+			waitFor(t, "the node's raw_exec driver info", func() (bool, string) {
+				var nodes []struct{ ID string }
+				api.get("/v1/nodes", &nodes)
+				if len(nodes) != 1 {
+					return false, fmt.Sprintf("%d nodes", len(nodes))
+				}
+				var node struct {
+					Drivers map[string]struct {
+						Detected, Healthy bool
+						HealthDescription string
+					}
+				}
+				api.get("/v1/node/"+nodes[0].ID, &node)
+				d, ok := node.Drivers[rawexec.Name]
+				want := ok && d.Detected == enabled && d.Healthy == enabled &&
+					strings.Contains(d.HealthDescription, "disabled") != enabled
+				return want, fmt.Sprintf("%+v", node.Drivers)
+			})
+		})
+	}
+}
+
+// The raw_exec plugin's config: outside -dev the plugin's defaults
+// (disabled, root denied, cgroups required), in -dev Nomad's (enabled) and
+// no user denied; the stanza wins key by key either way.
+func TestRawExecConfigDefaults(t *testing.T) {
+	stanza := func(body string) []*PluginConfig {
+		src := "data_dir = \"/x\"\nclient {\n enabled = true\n servers = [\"s:1\"]\n}\nplugin \"raw_exec\" {\n  config {\n" + body + "\n  }\n}\n"
+		c, err := ParseConfig("agent.hcl", []byte(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.Plugins
+	}
+	for _, tc := range []struct {
+		name    string
+		plugins []*PluginConfig
+		dev     bool
+		want    rawexec.PluginConfig
+	}{
+		{"no stanza", nil, false, rawexec.PluginConfig{DeniedHostUsers: []string{"root"}}},
+		{"no stanza, dev", nil, true, rawexec.PluginConfig{Enabled: true, DeniedHostUsers: []string{}, CgroupsOptional: true}},
+		{"enabled", stanza("enabled = true"), false, rawexec.PluginConfig{Enabled: true, DeniedHostUsers: []string{"root"}}},
+		{"dev, disabled", stanza("enabled = false"), true, rawexec.PluginConfig{DeniedHostUsers: []string{}, CgroupsOptional: true}},
+		{"all keys", stanza("enabled = true\nno_cgroups = true\ndenied_host_users = [\"root\", \"admin\"]"), false,
+			rawexec.PluginConfig{Enabled: true, NoCgroups: true, DeniedHostUsers: []string{"root", "admin"}}},
+		{"root allowed", stanza("enabled = true\ndenied_host_users = []"), false, rawexec.PluginConfig{Enabled: true, DeniedHostUsers: []string{}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			raw, err := rawexecConfigJSON(tc.plugins, tc.dev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := rawexec.ParsePluginConfig(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gj, _ := json.Marshal(got)
+			wj, _ := json.Marshal(tc.want)
+			if string(gj) != string(wj) {
+				t.Errorf("config %s\n got %s\nwant %s", raw, gj, wj)
 			}
 		})
 	}

@@ -20,3 +20,15 @@ client {
     rack = "r1"
   }
 }
+
+# raw_exec runs tasks directly on the host, so it is off outside -dev
+# (docs/rawexec.md). Enabled, each task runs in a cgroup of its own with its
+# memory and cpu limits, as the `user` it names; root is denied unless
+# denied_host_users says otherwise.
+plugin "raw_exec" {
+  config {
+    enabled           = true
+    denied_host_users = ["root"] # the default
+    # no_cgroups      = true     # only where no cgroup hierarchy is writable
+  }
+}

@@ -103,7 +103,7 @@ type pluginProcess struct {
 func startPluginProcess(t *testing.T) *pluginProcess {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), serveEnvVar+"=1", "GORACE=atexit_sleep_ms=0")
+	cmd.Env = append(os.Environ(), serveEnvVar+"=1", "GORACE=atexit_sleep_ms=0", ConfigEnvVar+`={"enabled":true,"denied_host_users":[]}`)
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  shared.Handshake,
 		Plugins:          map[string]plugin.Plugin{shared.KindDriver: &driver.Plugin{}},

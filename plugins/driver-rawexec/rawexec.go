@@ -1,6 +1,9 @@
 // Package rawexec is the raw_exec task driver: it runs a task's command as
-// a plain process on the host, without isolation or resource limits, like
-// Nomad's raw_exec.
+// a plain process on the host, like Nomad's raw_exec, but not as a back
+// door: the driver is off unless the operator enables it, each task runs
+// as the user it names (root only where the operator allows it), in a
+// cgroup of its own that carries its memory and cpu limits and through
+// which its whole process tree is killed on stop.
 //
 // Tasks must outlive the driver plugin process, so a task is never the
 // driver's own child. The driver re-executes its own binary as a small shim
@@ -16,6 +19,7 @@ import (
 	"os"
 	"runtime"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -32,6 +36,9 @@ const (
 	// AttrDriver is the node attribute whose presence tells the scheduler
 	// the driver is usable on the node.
 	AttrDriver = "driver.raw_exec"
+	// AttrCgroups tells which cgroup version isolates the tasks: "v1",
+	// "v2", or "off" (no_cgroups).
+	AttrCgroups = "driver.raw_exec.cgroups"
 
 	// defaultPollInterval paces watching a recovered task, which is not
 	// our child and so cannot be waited for.
@@ -55,16 +62,34 @@ type Driver struct {
 
 	pollInterval time.Duration
 
+	cfg *PluginConfig
+	// cgroupRoot is where the hierarchies are looked for; tests point it
+	// at a directory that is not one.
+	cgroupRoot string
+
+	cgMu sync.Mutex
+	cg   *cgroupHost // found on first use; nil until found
+
 	tasks driver.Tasks[*task]
 }
 
 var _ driver.Driver = (*Driver)(nil)
 
-// New returns a raw_exec driver that tracks no task yet. A nil logger
-// discards logs.
+// New returns a raw_exec driver with the -dev agent's configuration
+// (DevConfig: enabled, any user, cgroups where the host has them), for
+// embedding in tests. A nil logger discards logs.
 func New(logger hclog.Logger) *Driver {
+	return NewConfigured(logger, DevConfig())
+}
+
+// NewConfigured returns a raw_exec driver that tracks no task yet, with
+// the given plugin config (nil: the defaults, which leave it disabled).
+func NewConfigured(logger hclog.Logger, cfg *PluginConfig) *Driver {
 	if logger == nil {
 		logger = hclog.NewNullLogger()
+	}
+	if cfg == nil {
+		cfg, _ = ParsePluginConfig(nil)
 	}
 	exe, err := os.Executable()
 	return &Driver{
@@ -73,12 +98,16 @@ func New(logger hclog.Logger) *Driver {
 		shimExeErr:   err,
 		shimArgs:     append([]string(nil), os.Args[1:]...),
 		pollInterval: defaultPollInterval,
+		cfg:          cfg,
+		cgroupRoot:   cgroupRoot,
 	}
 }
 
-// Serve runs this process as the raw_exec plugin, or as a task shim when the
-// driver started it as one. Entry points must call it before doing anything
-// else that a shim should not do (parse flags, open files, log).
+// Serve runs this process as the raw_exec plugin, configured from
+// ConfigEnvVar, or as a task shim when the driver started it as one. Entry
+// points must call it before doing anything else that a shim should not do
+// (parse flags, open files, log). A bad config is fatal: the agent
+// validated it already, so it can only come from a hand-started plugin.
 func Serve() {
 	if os.Getenv(ShimEnvVar) != "" {
 		os.Exit(runShim())
@@ -88,7 +117,45 @@ func Serve() {
 		Output:     os.Stderr,
 		JSONFormat: true, // go-plugin re-emits JSON log lines in the host's logger
 	})
-	driver.Serve(New(logger))
+	cfg, err := ParsePluginConfig([]byte(os.Getenv(ConfigEnvVar)))
+	if err != nil {
+		logger.Error("invalid plugin config", "error", err)
+		os.Exit(1)
+	}
+	d := NewConfigured(logger, cfg)
+	d.logger.Info("raw_exec configured", "enabled", cfg.Enabled, ConfigKeyNoCgroups, cfg.NoCgroups,
+		ConfigKeyDeniedHostUsers, cfg.DeniedHostUsers, "cgroups_optional", cfg.CgroupsOptional)
+	if cfg.Enabled && cfg.NoCgroups {
+		d.logger.Warn("no_cgroups is set: tasks run without memory or cpu limits, and processes that leave a task's process group survive it")
+	}
+	driver.Serve(d)
+}
+
+// DisabledDescription is the health description of a driver the operator
+// has not enabled.
+const DisabledDescription = `disabled: raw_exec runs tasks directly on the host; enable it with plugin "raw_exec" { config { enabled = true } } in the agent config`
+
+// cgroups returns the host's cgroup layout; nil with a nil error when the
+// driver runs tasks without cgroups (no_cgroups, or -dev on a host without
+// a writable hierarchy). The error names the missing controller.
+func (d *Driver) cgroups() (*cgroupHost, error) {
+	if d.cfg.NoCgroups {
+		return nil, nil
+	}
+	d.cgMu.Lock()
+	defer d.cgMu.Unlock()
+	if d.cg != nil {
+		return d.cg, nil
+	}
+	h, err := detectCgroups(d.cgroupRoot)
+	if err != nil {
+		if d.cfg.CgroupsOptional {
+			return nil, nil
+		}
+		return nil, err
+	}
+	d.cg = h
+	return h, nil
 }
 
 // Info implements driver.Driver.
@@ -96,10 +163,15 @@ func (d *Driver) Info(context.Context) (*driverpb.InfoResponse, error) {
 	return &driverpb.InfoResponse{Name: Name, Version: Version}, nil
 }
 
-// Fingerprint implements driver.Driver. raw_exec needs nothing but the
-// kernel, so it is healthy wherever its process bookkeeping works: Linux,
-// whose /proc lets the driver tell a live task from a recycled pid.
+// Fingerprint implements driver.Driver. A driver the operator has not
+// enabled is undetected, with the reason, so the scheduler places nothing
+// on it. Enabled, it is healthy where its process bookkeeping works
+// (Linux, whose /proc lets the driver tell a live task from a recycled
+// pid) and, unless no_cgroups, where a cgroup hierarchy is writable.
 func (d *Driver) Fingerprint(context.Context) (*driverpb.FingerprintResponse, error) {
+	if !d.cfg.Enabled {
+		return &driverpb.FingerprintResponse{HealthDescription: DisabledDescription}, nil
+	}
 	if runtime.GOOS != "linux" {
 		return &driverpb.FingerprintResponse{
 			HealthDescription: fmt.Sprintf("raw_exec is not supported on %s", runtime.GOOS),
@@ -111,11 +183,22 @@ func (d *Driver) Fingerprint(context.Context) (*driverpb.FingerprintResponse, er
 			HealthDescription: fmt.Sprintf("cannot locate own executable for the task shim: %v", d.shimExeErr),
 		}, nil
 	}
+	cg, err := d.cgroups()
+	if err != nil {
+		return &driverpb.FingerprintResponse{Detected: true, HealthDescription: err.Error()}, nil
+	}
+	mode := "off"
+	switch {
+	case cg != nil && cg.v2:
+		mode = "v2"
+	case cg != nil:
+		mode = "v1"
+	}
 	return &driverpb.FingerprintResponse{
 		Detected:          true,
 		Healthy:           true,
 		HealthDescription: "Healthy",
-		Attributes:        map[string]string{AttrDriver: "1"},
+		Attributes:        map[string]string{AttrDriver: "1", AttrCgroups: mode},
 	}, nil
 }
 

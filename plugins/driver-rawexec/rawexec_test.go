@@ -27,6 +27,9 @@ const serveEnvVar = "RAWEXEC_TEST_SERVE"
 // re-executes os.Executable() as the task shim, and Serve dispatches to the
 // shim when ShimEnvVar is set, exactly as in production.
 func TestMain(m *testing.M) {
+	if mb := os.Getenv(hogEnvVar); mb != "" {
+		os.Exit(hog(mb))
+	}
 	if os.Getenv(ShimEnvVar) != "" || os.Getenv(serveEnvVar) == "1" {
 		Serve()
 		os.Exit(0)

@@ -26,6 +26,9 @@ type handleState struct {
 	BootID         string `json:"boot_id,omitempty"`
 	ExitFile       string `json:"exit_file"`
 	KillSignal     string `json:"kill_signal,omitempty"`
+	// Cgroup is the task's cgroup; nil for a task run without one (and
+	// for tasks of drivers before cgroups).
+	Cgroup *taskCgroup `json:"cgroup,omitempty"`
 }
 
 func encodeState(st handleState) ([]byte, error) {
@@ -96,6 +99,8 @@ func (d *Driver) RecoverTask(_ context.Context, h *driverpb.TaskHandle) error {
 		d.track(t, func() { d.watchOrphan(t) })
 		return nil
 	}
+	// Nobody is left to remove its cgroup (both were killed at once).
+	d.destroyCgroup(t.id, st.Cgroup)
 	return fmt.Errorf("%w: %q: neither its shim (pid %d) nor its process (pid %d) runs, and it left no exit result",
 		driver.ErrTaskNotFound, t.id, st.ShimPID, st.TaskPID)
 }
@@ -129,8 +134,10 @@ func (d *Driver) watchOrphan(t *task) {
 	for procAlive(t.state.TaskPID, t.state.TaskStartTicks) {
 		<-ticker.C
 	}
-	// Do what the shim would have: end the rest of the task's group.
+	// Do what the shim would have: end the rest of the task's group and
+	// of its cgroup.
 	_ = t.signalGroup(syscall.SIGKILL)
+	d.destroyCgroup(t.id, t.state.Cgroup)
 	t.finish(&exitRecord{
 		ExitCode:    -1,
 		Err:         "exit status lost: the task's raw_exec shim died before the task",

@@ -35,6 +35,9 @@ type shimSpec struct {
 	Stderr     string          `json:"stderr,omitempty"`
 	ExitFile   string          `json:"exit_file"`
 	Credential *shimCredential `json:"credential,omitempty"`
+	// Cgroup is the task's cgroup, created by the driver; nil runs the
+	// task without one (no_cgroups).
+	Cgroup *taskCgroup `json:"cgroup,omitempty"`
 	// With LogMaxFiles set, Stdout and Stderr are base paths of rotated
 	// logs (see rotator), which the shim writes from pipes.
 	LogMaxFiles    int   `json:"log_max_files,omitempty"`
@@ -59,12 +62,13 @@ type shimStarted struct {
 type exitRecord struct {
 	ExitCode    int32  `json:"exit_code"`
 	Signal      int32  `json:"signal"`
+	OOMKilled   bool   `json:"oom_killed,omitempty"`
 	Err         string `json:"err,omitempty"`
 	CompletedAt int64  `json:"completed_at_unix_nano"`
 }
 
 func (r *exitRecord) result() *driverpb.ExitResult {
-	return &driverpb.ExitResult{ExitCode: r.ExitCode, Signal: r.Signal, Err: r.Err}
+	return &driverpb.ExitResult{ExitCode: r.ExitCode, Signal: r.Signal, OomKilled: r.OOMKilled, Err: r.Err}
 }
 
 // runShim is the shim process's main. It starts the command in a new
@@ -98,12 +102,36 @@ func runShim() int {
 		report(shimStarted{Err: err.Error()})
 		return 1
 	}
-	if err := cmd.Start(); err != nil {
+	// The task is born in its cgroup: the shim joins it for the fork and
+	// leaves right after, so the shim itself is neither limited nor killed
+	// with the task.
+	var leave func() error
+	if spec.Cgroup != nil {
+		if leave, err = spec.Cgroup.join(); err != nil {
+			closeOutputs(cmd)
+			for _, l := range logs {
+				l.close()
+			}
+			report(shimStarted{Err: err.Error()})
+			return 1
+		}
+	}
+	startErr := cmd.Start()
+	if leave != nil {
+		if err := leave(); err != nil && startErr == nil {
+			// A shim left in the task's cgroup would die with it and lose
+			// the exit result: do not run the task that way.
+			_ = cmd.Process.Kill()
+			_, _ = cmd.Process.Wait()
+			startErr = fmt.Errorf("leave the task's cgroup: %w", err)
+		}
+	}
+	if startErr != nil {
 		closeOutputs(cmd)
 		for _, l := range logs {
 			l.close()
 		}
-		report(shimStarted{Err: err.Error()})
+		report(shimStarted{Err: startErr.Error()})
 		return 1
 	}
 	closeOutputs(cmd) // the task holds its own copies
@@ -119,6 +147,18 @@ func runShim() int {
 	// supervisor that owns the group; this also reaps what the task
 	// backgrounded. ESRCH just means nothing was left.
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	if spec.Cgroup != nil {
+		// So does everything else the task started, however it detached
+		// (setsid, double fork): whatever is in its cgroup. Then the
+		// cgroup goes, after the OOM killer's verdict is read from it.
+		if err := spec.Cgroup.killAll(); err != nil && rec.Err == "" {
+			rec.Err = err.Error()
+		}
+		rec.OOMKilled = spec.Cgroup.oomKilled()
+		if err := spec.Cgroup.destroy(); err != nil && rec.Err == "" {
+			rec.Err = err.Error()
+		}
+	}
 	// The whole output is in the log before the exit is recorded: a task
 	// reported dead has a complete log.
 	for _, p := range pumps {

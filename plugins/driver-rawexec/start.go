@@ -108,14 +108,30 @@ func checkExecutable(path string) error {
 }
 
 // resolveUser returns the credential to run the task as, or nil to run it
-// as the driver's own user.
-func resolveUser(name string) (*shimCredential, error) {
+// as the driver's own user. The task's user (the driver's own when the
+// task names none) must not be on denied_host_users: a task running as
+// root reads every other task's environment and the node's credentials.
+func (d *Driver) resolveUser(name string) (*shimCredential, error) {
+	var u *user.User
+	var err error
+	if name == "" {
+		u, err = user.LookupId(strconv.Itoa(os.Getuid()))
+		if err != nil {
+			u = &user.User{Uid: strconv.Itoa(os.Getuid()), Username: strconv.Itoa(os.Getuid())}
+		}
+	} else if u, err = user.Lookup(name); err != nil {
+		return nil, fmt.Errorf("%w: user %q: %v", driver.ErrInvalidConfig, name, err)
+	}
+	if d.userDenied(u) {
+		who := fmt.Sprintf("user %q", u.Username)
+		if name == "" {
+			who = fmt.Sprintf("the task sets no user, so it would run as the driver's user %q, which", u.Username)
+		}
+		return nil, fmt.Errorf("%w: %s is denied by the raw_exec plugin config %s %q; set the task's user to another account, or change %s in the agent's plugin \"raw_exec\" stanza",
+			driver.ErrInvalidConfig, who, ConfigKeyDeniedHostUsers, d.cfg.DeniedHostUsers, ConfigKeyDeniedHostUsers)
+	}
 	if name == "" {
 		return nil, nil
-	}
-	u, err := user.Lookup(name)
-	if err != nil {
-		return nil, fmt.Errorf("%w: user %q: %v", driver.ErrInvalidConfig, name, err)
 	}
 	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
 	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
@@ -140,8 +156,26 @@ func resolveUser(name string) (*shimCredential, error) {
 	return cred, nil
 }
 
+// userDenied reports whether u is on denied_host_users, by name or uid (an
+// entry naming a user resolves to its uid, so "root" also denies any other
+// name for uid 0).
+func (d *Driver) userDenied(u *user.User) bool {
+	for _, e := range d.cfg.DeniedHostUsers {
+		if e == u.Username || e == u.Uid {
+			return true
+		}
+		if du, err := user.Lookup(e); err == nil && du.Uid == u.Uid {
+			return true
+		}
+	}
+	return false
+}
+
 // StartTask implements driver.Driver.
 func (d *Driver) StartTask(ctx context.Context, cfg *driverpb.TaskConfig) (*driverpb.TaskHandle, error) {
+	if !d.cfg.Enabled {
+		return nil, fmt.Errorf("%w: raw_exec is %s", driver.ErrInvalidConfig, DisabledDescription)
+	}
 	spec, killSignal, err := d.prepare(cfg)
 	if err != nil {
 		return nil, err
@@ -160,8 +194,32 @@ func (d *Driver) StartTask(ctx context.Context, cfg *driverpb.TaskConfig) (*driv
 	if err := os.Remove(spec.ExitFile); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("remove stale exit file: %w", err)
 	}
+	cgHost, err := d.cgroups()
+	if err != nil {
+		return nil, fmt.Errorf("task %q: %w", cfg.GetId(), err)
+	}
+	if cgHost == nil && !d.cfg.NoCgroups {
+		d.logger.Warn("no writable cgroup hierarchy: the task runs without resource limits, and processes that leave its process group survive it",
+			"task_id", cfg.GetId())
+	}
+	if cgHost != nil {
+		res := cfg.GetResources()
+		spec.Cgroup, err = cgHost.create(cfg.GetId(), cgroupResources{
+			CPUMHz: res.GetCpu(), MemoryMB: res.GetMemoryMb(), MemoryMaxMB: res.GetMemoryMaxMb(),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("task %q: %w", cfg.GetId(), err)
+		}
+	}
+	if spec.Credential != nil {
+		if err := shareTaskDirs(cfg, spec.Credential); err != nil {
+			d.destroyCgroup(cfg.GetId(), spec.Cgroup)
+			return nil, err
+		}
+	}
 	shim, started, err := d.launchShim(ctx, spec)
 	if err != nil {
+		d.destroyCgroup(cfg.GetId(), spec.Cgroup)
 		return nil, err
 	}
 	startedAt := time.Now()
@@ -174,6 +232,7 @@ func (d *Driver) StartTask(ctx context.Context, cfg *driverpb.TaskConfig) (*driv
 		BootID:         bootID(),
 		ExitFile:       spec.ExitFile,
 		KillSignal:     killSignal,
+		Cgroup:         spec.Cgroup,
 	}
 	t := newTask(cfg.GetId(), st, startedAt)
 	handle, err := t.handle()
@@ -181,12 +240,13 @@ func (d *Driver) StartTask(ctx context.Context, cfg *driverpb.TaskConfig) (*driv
 		// Unreachable in practice (the state is plain data); do not leave
 		// an untracked task running.
 		_ = syscall.Kill(-started.PID, syscall.SIGKILL)
+		d.destroyCgroup(cfg.GetId(), spec.Cgroup)
 		_ = shim.Wait()
 		return nil, err
 	}
 	d.track(t, func() { d.watchChild(t, shim) })
 	d.logger.Info("task started", "task_id", t.id, "pid", started.PID, "shim_pid", st.ShimPID,
-		"command", spec.Path)
+		"command", spec.Path, "cgroup", spec.Cgroup.procsDirOrEmpty())
 	return handle, nil
 }
 
@@ -221,7 +281,7 @@ func (d *Driver) prepare(cfg *driverpb.TaskConfig) (*shimSpec, string, error) {
 	if _, err := driver.ParseSignal(killSignal); err != nil {
 		return nil, "", fmt.Errorf("%w: kill_signal: %v", driver.ErrInvalidConfig, err)
 	}
-	cred, err := resolveUser(cfg.GetUser())
+	cred, err := d.resolveUser(cfg.GetUser())
 	if err != nil {
 		return nil, "", err
 	}

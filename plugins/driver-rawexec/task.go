@@ -84,6 +84,21 @@ func (t *task) signalGroup(sig syscall.Signal) error {
 	return t.kill(-t.state.TaskPID, sig)
 }
 
+// killTree SIGKILLs the task's process group and, with a cgroup, every
+// process in it, including those that left the group (setsid). While the
+// shim lives, the cgroup is its business: it empties it once the main
+// process dies, and a second party freezing and thawing the same cgroup
+// would only get in its way.
+func (t *task) killTree() error {
+	err := t.signalGroup(syscall.SIGKILL)
+	if cg := t.state.Cgroup; cg != nil && !procAlive(t.state.ShimPID, t.state.ShimStartTicks) {
+		if cerr := cg.killAll(); cerr != nil && err == nil {
+			err = fmt.Errorf("kill task %q: %w", t.id, cerr)
+		}
+	}
+	return err
+}
+
 func (t *task) kill(pid int, sig syscall.Signal) error {
 	if t.gone() {
 		return nil
@@ -181,7 +196,7 @@ func (d *Driver) StopTask(ctx context.Context, id string, timeout time.Duration,
 	}
 	if !t.exited() {
 		d.logger.Info("task outlived its kill timeout; killing it", "task_id", id, "timeout", timeout)
-		if err := t.signalGroup(syscall.SIGKILL); err != nil {
+		if err := t.killTree(); err != nil {
 			return err
 		}
 	}
@@ -198,7 +213,7 @@ func (d *Driver) DestroyTask(ctx context.Context, id string, force bool) error {
 		if !force {
 			return fmt.Errorf("%w: destroy %q without force", driver.ErrTaskRunning, id)
 		}
-		if err := t.signalGroup(syscall.SIGKILL); err != nil {
+		if err := t.killTree(); err != nil {
 			return err
 		}
 		if err := t.waitDone(ctx); err != nil {

@@ -204,6 +204,18 @@ func (c *cluster) newAgent(name string, server bool, httpPort, rpcPort int) *age
 
 func (c *cluster) all() []*agent { return append(append([]*agent{}, c.servers...), c.clients...) }
 
+// rawExecStanza turns raw_exec on for the clients, which is off by default
+// outside -dev, and lets its tasks run as root (they name no user), which
+// is denied by default: the suite's tasks are its own.
+const rawExecStanza = `
+plugin "raw_exec" {
+  config {
+    enabled           = true
+    denied_host_users = []
+  }
+}
+`
+
 // writeConfig writes the agent's HCL config file.
 func (a *agent) writeConfig(join []string, opts options) error {
 	if err := os.MkdirAll(filepath.Join(a.c.dir, "logs"), 0o755); err != nil {
@@ -236,6 +248,7 @@ func (a *agent) writeConfig(join []string, opts options) error {
 `, opts.heartbeatTTL, opts.heartbeatGrace, opts.serverExtra, list, tokenLine("token", a.c.serverToken))
 	} else {
 		fmt.Fprintf(&b, "ports {\n  http = %d\n}\n\nclient {\n  enabled = true\n  servers = %s\n%s}\n", a.HTTPPort, list, tokenLine("join_token", a.c.clientToken))
+		b.WriteString(rawExecStanza)
 	}
 	return os.WriteFile(a.config, []byte(b.String()), 0o644)
 }
@@ -366,6 +379,9 @@ func (c *cluster) teardown() {
 		harness.KillAll(left)
 		if still := waitGone(left); len(still) > 0 {
 			c.t.Errorf("teardown: could not kill %v", still)
+		}
+		for _, a := range c.clients {
+			harness.RemoveTaskCgroups(a.DataDir)
 		}
 		if c.t.Failed() {
 			c.dumpLogs()

@@ -248,6 +248,12 @@ func (a *agent) writeConfig(servers []*agent) error {
 `, list, tokenLine("token", a.c.serverToken))
 	} else {
 		fmt.Fprintf(&b, "advertise {\n  http = \"%s:%d\"\n}\n\nclient {\n  enabled = true\n  servers = %s\n%s}\n", a.Container, httpPort, list, tokenLine("join_token", a.c.clientToken))
+		// raw_exec is off by default outside -dev and denies root; the
+		// suite's tasks run as the container's root. The container's
+		// cgroup hierarchies are read-only, so its tasks run without
+		// cgroups, as an operator of a containerised client would
+		// configure it.
+		b.WriteString("\nplugin \"raw_exec\" {\n  config {\n    enabled           = true\n    no_cgroups        = true\n    denied_host_users = []\n  }\n}\n")
 		if a.c.dockerTasks {
 			// The suite's image is the task image too, shared by every
 			// client and removed by the suite: the driver must keep it.

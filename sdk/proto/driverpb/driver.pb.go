@@ -283,8 +283,10 @@ func (x *FingerprintResponse) GetAttributes() map[string]string {
 	return nil
 }
 
-// Resources in Nomad's units: CPU in MHz, memory in MB. Drivers without
-// isolation (raw_exec) receive but do not enforce them.
+// Resources in Nomad's units: CPU in MHz, memory in MB. raw_exec enforces
+// them through the task's cgroup (memory_max_mb, else memory_mb, is the
+// hard memory limit; cpu is the cpu shares) unless the operator set
+// no_cgroups.
 type Resources struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Cpu           int64                  `protobuf:"varint,1,opt,name=cpu,proto3" json:"cpu,omitempty"`
