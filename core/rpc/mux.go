@@ -42,10 +42,12 @@ type Mux struct {
 	ln       net.Listener
 	tlsCfg   *tls.Config
 	raftAuth func(tls.ConnectionState) error
+	split    bool
 	logger   hclog.Logger
 
 	grpcL *subListener
 	raftL *subListener
+	pubL  *subListener
 
 	done      chan struct{}
 	closeOnce sync.Once
@@ -68,6 +70,16 @@ func WithRaftAuth(auth func(tls.ConnectionState) error) MuxOption {
 	return func(m *Mux) { m.raftAuth = auth }
 }
 
+// WithPublicSplit makes the mux hand the gRPC connections of peers that
+// presented no verified certificate to PublicListener instead of
+// GRPCListener, so that a server of their own (Server.ServePublic) serves
+// them under tight limits and the main server only ever sees
+// authenticated peers. Use it with a TLS config that lets peers without a
+// certificate in (the join exchange); without TLS it has no effect.
+func WithPublicSplit() MuxOption {
+	return func(m *Mux) { m.split = true }
+}
+
 // NewMux starts routing the connections of ln. tlsCfg is the server side of
 // mutual TLS (see TLSConfig), or nil for plaintext. The Mux owns ln.
 func NewMux(ln net.Listener, tlsCfg *tls.Config, logger hclog.Logger, opts ...MuxOption) *Mux {
@@ -83,6 +95,7 @@ func NewMux(ln net.Listener, tlsCfg *tls.Config, logger hclog.Logger, opts ...Mu
 		logger:  logger.Named("rpc-mux"),
 		grpcL:   newSubListener(ln.Addr()),
 		raftL:   newSubListener(ln.Addr()),
+		pubL:    newSubListener(ln.Addr()),
 		done:    make(chan struct{}),
 		pending: make(map[net.Conn]struct{}),
 	}
@@ -96,6 +109,11 @@ func NewMux(ln net.Listener, tlsCfg *tls.Config, logger hclog.Logger, opts ...Mu
 
 // GRPCListener yields the gRPC connections, for Server.Serve.
 func (m *Mux) GRPCListener() net.Listener { return m.grpcL }
+
+// PublicListener yields the gRPC connections of peers without a verified
+// certificate, with WithPublicSplit (none otherwise), for
+// Server.ServePublic.
+func (m *Mux) PublicListener() net.Listener { return m.pubL }
 
 // RaftListener yields the Raft connections, tag byte consumed, for
 // NewRaftLayer.
@@ -132,6 +150,7 @@ func (m *Mux) run() {
 	// rather than block in Accept forever.
 	defer m.grpcL.Close()
 	defer m.raftL.Close()
+	defer m.pubL.Close()
 
 	var delay time.Duration
 	for {
@@ -244,6 +263,9 @@ func (m *Mux) classify(raw net.Conn) (*muxConn, *subListener, error) {
 	}
 	switch first {
 	case grpcFirstByte:
+		if m.split && m.tlsCfg != nil && (conn.tlsState == nil || len(conn.tlsState.VerifiedChains) == 0) {
+			return conn, m.pubL, nil
+		}
 		return conn, m.grpcL, nil
 	case RaftTag:
 		if m.raftAuth != nil {
@@ -276,6 +298,8 @@ func newMuxConn(c net.Conn) *muxConn {
 }
 
 func (c *muxConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+func (c *muxConn) connTLSState() *tls.ConnectionState { return c.tlsState }
 
 func (c *muxConn) peekByte() (byte, error) {
 	b, err := c.r.Peek(1)

@@ -56,6 +56,9 @@ type Server struct {
 	methods []grpc.MethodDesc
 	names   map[string]bool
 	serving bool
+	// public serves callers without a certificate (ServePublic).
+	public  *grpc.Server
+	stopped bool
 }
 
 // NewServer returns a server. tlsCfg is the server side of mutual TLS (see
@@ -192,21 +195,38 @@ func invoke[Req, Resp any](ctx context.Context, logger hclog.Logger, fn func(con
 // listeners; the first call freezes the set of handlers.
 func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Lock()
-	if !s.serving {
-		s.serving = true
-		s.grpc.RegisterService(&grpc.ServiceDesc{
-			ServiceName: ServiceName,
-			HandlerType: (*any)(nil),
-			Methods:     s.methods,
-			Metadata:    "drover/core/rpc",
-		}, nil)
-	}
+	s.freezeLocked()
 	s.mu.Unlock()
 	s.logger.Debug("serving", "addr", ln.Addr().String())
 	return s.grpc.Serve(ln)
 }
 
-// Stop closes the listeners and every connection at once; in-flight calls
-// see their context canceled. There is no graceful variant on purpose: a
-// graceful stop would wait out every five-minute blocking query.
-func (s *Server) Stop() { s.grpc.Stop() }
+// freezeLocked registers the handlers on the main server, once. s.mu is
+// held.
+func (s *Server) freezeLocked() {
+	if s.serving {
+		return
+	}
+	s.serving = true
+	s.grpc.RegisterService(&grpc.ServiceDesc{
+		ServiceName: ServiceName,
+		HandlerType: (*any)(nil),
+		Methods:     s.methods,
+		Metadata:    "drover/core/rpc",
+	}, nil)
+}
+
+// Stop closes the listeners and every connection at once, the public
+// server's too; in-flight calls see their context canceled. There is no
+// graceful variant on purpose: a graceful stop would wait out every
+// five-minute blocking query.
+func (s *Server) Stop() {
+	s.mu.Lock()
+	s.stopped = true
+	pub := s.public
+	s.mu.Unlock()
+	if pub != nil {
+		pub.Stop()
+	}
+	s.grpc.Stop()
+}

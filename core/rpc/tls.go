@@ -133,9 +133,9 @@ func newServerCreds(cfg *tls.Config) credentials.TransportCredentials {
 }
 
 func (c *serverCreds) ServerHandshake(conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
-	if mc, ok := conn.(*muxConn); ok && mc.tlsState != nil {
+	if st := tlsStateOf(conn); st != nil {
 		return conn, credentials.TLSInfo{
-			State:          *mc.tlsState,
+			State:          *st,
 			CommonAuthInfo: credentials.CommonAuthInfo{SecurityLevel: credentials.PrivacyAndIntegrity},
 		}, nil
 	}
