@@ -386,3 +386,63 @@ func (ca *testCA) issueExpired(t *testing.T, dir, name string) string {
 	}
 	return path
 }
+
+// A client whose server is unreachable when it starts keeps trying to join,
+// with a WARN line per attempt, and joins once the server is back (that a
+// wrong token ends the start at once is TestPKIJoinAuthorizeRotate's).
+func TestJoinRetriesUnreachableServer(t *testing.T) {
+	dir := t.TempDir()
+	rpcPort := freePort(t)
+	rpcAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(rpcPort))
+	srvCfg := pkiServerConfig(dir, "s1", rpcPort)
+	srv, _ := mustPKIAgent(t, srvCfg, Options{})
+	tok, err := srv.Server().JoinToken("client")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Shutdown()
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &lockedBuffer{}
+	type result struct {
+		a   *Agent
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		a, err := New(pkiClientConfig(dir, "c1", rpcAddr, tok), Options{
+			Logger:  hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: logs}),
+			SelfExe: os.Args[0], HTTPListener: ln, PluginEnv: []string{testPluginEnv + "=1"}, JoinWait: 2 * testTimeout,
+		})
+		done <- result{a, err}
+	}()
+	var cli *Agent
+	t.Cleanup(func() {
+		if cli == nil {
+			if r := <-done; r.a != nil {
+				r.a.Shutdown()
+			}
+		}
+	})
+	waitFor(t, "the client to retry its join", func() (bool, string) {
+		return strings.Count(logs.String(), "join failed; retrying") >= 2, "not yet"
+	})
+	srv, _ = mustPKIAgent(t, srvCfg, Options{})
+	select {
+	case r := <-done:
+		if r.err != nil {
+			t.Fatalf("client start: %v\n%s", r.err, logs)
+		}
+		cli = r.a
+		t.Cleanup(cli.Shutdown)
+	case <-time.After(2 * testTimeout):
+		t.Fatalf("the client did not join once the server was back\n%s", logs)
+	}
+	waitNodeReady(t, srv, cli)
+	if !strings.Contains(logs.String(), "[WARN]") || !strings.Contains(logs.String(), "attempt=") {
+		t.Fatalf("the retries are not logged as warnings with their attempt:\n%s", logs)
+	}
+}
