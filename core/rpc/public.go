@@ -212,7 +212,7 @@ func (publicCreds) ClientHandshake(context.Context, string, net.Conn) (net.Conn,
 }
 
 func (publicCreds) Info() credentials.ProtocolInfo {
-	return credentials.ProtocolInfo{SecurityProtocol: "tls", SecurityVersion: "1.2"}
+	return credentials.ProtocolInfo{SecurityProtocol: "tls"}
 }
 
 func (c publicCreds) Clone() credentials.TransportCredentials { return c }
