@@ -274,7 +274,8 @@ func TestTLSFilesCheckedAtStart(t *testing.T) {
 
 // An unauthenticated caller cannot make a server read a large request:
 // 60 MB to a server-only method, or to the join method, is refused after
-// at most a flow-control window of it was sent, not after all of it.
+// at most a flow-control window of it was sent, not after all of it. Nor
+// can a client's certificate, for a method only servers may call.
 func TestUnauthenticatedLargeRequestRefusedBeforeRead(t *testing.T) {
 	dir := t.TempDir()
 	rpcPort := freePort(t)
@@ -304,6 +305,33 @@ func TestUnauthenticatedLargeRequestRefusedBeforeRead(t *testing.T) {
 		if n := c.sent.Load(); n > 2<<20 {
 			t.Fatalf("%s: the server let a caller without a certificate send %d bytes before refusing it", tc.method, n)
 		}
+	}
+
+	// A client's certificate is refused a server-only method from the
+	// call's headers too, before its body is read.
+	key, err := pki.NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := srv.pki.localCA.Issue(pki.IssueRequest{PublicKey: key.Public(), Role: pki.RoleClient, ID: "node-x"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := pki.TLSCertificate(leaf.Raw, srv.pki.trust.Certificate().Raw, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := pki.NewCertStore(cert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dialRaw(t, rpcAddr, pki.ClientTLSConfig(store, srv.pki.trust, pki.RoleServer), "")
+	err = c.call(ctx, "Operator.RaftAddPeer", &server.RaftPeerArgs{ID: strings.Repeat("x", size), Address: "127.0.0.1:1"}, &server.Empty{})
+	if status.Code(err) != codes.PermissionDenied {
+		t.Fatalf("a client certificate, 60 MB to a server-only method: %v, want PermissionDenied", err)
+	}
+	if n := c.sent.Load(); n > 2<<20 {
+		t.Fatalf("the server let a client certificate send %d bytes to a server-only method before refusing it", n)
 	}
 	if peers, _ := srv.Server().RaftPeers(); len(peers.Servers) != 1 {
 		t.Fatalf("raft peers: %+v", peers.Servers)

@@ -195,3 +195,41 @@ func TestPublicConnLimit(t *testing.T) {
 		return err == nil
 	})
 }
+
+// A PreAuthorizer refuses a call from its headers: the caller could send
+// no more than a window of a 60 MB request, and the handler never ran.
+func TestPreAuthorizerRefusesBeforeRead(t *testing.T) {
+	srv := NewServer(nil, nil)
+	var calls atomic.Int64
+	Handle(srv, "Secret.Echo", func(_ context.Context, b *blob) (*blob, error) { calls.Add(1); return &blob{}, nil })
+	Handle(srv, "Open.Echo", func(_ context.Context, b *blob) (*blob, error) { calls.Add(1); return &blob{}, nil })
+	srv.SetPreAuthorizer(func(_ context.Context, method string) error {
+		if strings.HasPrefix(method, "Secret.") {
+			return structs.NewError(structs.ErrPermissionDenied, "Permission denied: %s", method)
+		}
+		return nil
+	})
+	ln := listen(t)
+	serve(t, srv, ln)
+	var sent atomic.Int64
+	c, err := newConn(ln.Addr().String(), nil, countingDialer(&sent))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err = Call[blob, blob](ctx, c, "Secret.Echo", &blob{Data: make([]byte, 60<<20)})
+	if !errors.Is(err, structs.ErrPermissionDenied) {
+		t.Fatalf("refused method: %v, want ErrPermissionDenied", err)
+	}
+	if n := sent.Load(); n > 2<<20 {
+		t.Fatalf("the caller sent %d bytes before the refusal", n)
+	}
+	if _, err := Call[blob, blob](ctx, c, "Open.Echo", &blob{Data: make([]byte, 1<<20)}); err != nil {
+		t.Fatalf("allowed method: %v", err)
+	}
+	if calls.Load() != 1 {
+		t.Fatalf("handlers ran %d times, want 1", calls.Load())
+	}
+}

@@ -477,6 +477,26 @@ func (s *Server) Authorizer() rpc.Authorizer {
 	}
 }
 
+// PreAuthorizer refuses, before the request is read, a call whose method
+// the caller's certificate can never be allowed: server-only methods to a
+// client (or to a caller without a valid identity). Calls that the
+// Authorizer decides from the request pass.
+func (s *Server) PreAuthorizer() rpc.PreAuthorizer {
+	if !s.pkiEnabled() {
+		return nil
+	}
+	return func(ctx context.Context, method string) error {
+		if _, listed := rpcAccess[method]; listed {
+			return nil
+		}
+		id, err := s.peerIdentity(ctx)
+		if err != nil {
+			return err
+		}
+		return id.RequireServer("call " + method)
+	}
+}
+
 func (s *Server) registerPKIRPC(rs *rpc.Server) {
 	rpc.Handle(rs, "PKI.JoinChallenge", func(ctx context.Context, _ *Empty) (*JoinChallengeReply, error) {
 		return s.JoinChallenge(rpc.PeerHost(ctx))
