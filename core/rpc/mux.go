@@ -55,7 +55,33 @@ type Mux struct {
 
 	mu      sync.Mutex
 	pending map[net.Conn]struct{} // accepted, not yet handed out
+	byHost  map[string]int        // pending connections per source host
 	closed  bool
+
+	maxPending, maxPendingPerHost int
+	handshakeTimeout              time.Duration
+}
+
+// Bounds on the connections a mux holds before they are classified (the
+// TLS handshake and first byte, at most HandshakeTimeout each): nobody is
+// authenticated yet, so these bound what anyone who reaches the port can
+// make it hold. A connection over a bound is closed at once.
+const (
+	DefaultMaxPendingConns        = 1024
+	DefaultMaxPendingConnsPerHost = 128
+)
+
+// WithPendingLimits sets the bounds on connections not yet classified, in
+// all and per source host (zero: the defaults).
+func WithPendingLimits(total, perHost int) MuxOption {
+	return func(m *Mux) {
+		if total > 0 {
+			m.maxPending = total
+		}
+		if perHost > 0 {
+			m.maxPendingPerHost = perHost
+		}
+	}
 }
 
 // MuxOption tunes a Mux.
@@ -80,6 +106,11 @@ func WithPublicSplit() MuxOption {
 	return func(m *Mux) { m.split = true }
 }
 
+// withHandshakeTimeout replaces HandshakeTimeout (tests).
+func withHandshakeTimeout(d time.Duration) MuxOption {
+	return func(m *Mux) { m.handshakeTimeout = d }
+}
+
 // NewMux starts routing the connections of ln. tlsCfg is the server side of
 // mutual TLS (see TLSConfig), or nil for plaintext. The Mux owns ln.
 func NewMux(ln net.Listener, tlsCfg *tls.Config, logger hclog.Logger, opts ...MuxOption) *Mux {
@@ -98,6 +129,11 @@ func NewMux(ln net.Listener, tlsCfg *tls.Config, logger hclog.Logger, opts ...Mu
 		pubL:    newSubListener(ln.Addr()),
 		done:    make(chan struct{}),
 		pending: make(map[net.Conn]struct{}),
+		byHost:  make(map[string]int),
+
+		maxPending:        DefaultMaxPendingConns,
+		maxPendingPerHost: DefaultMaxPendingConnsPerHost,
+		handshakeTimeout:  HandshakeTimeout,
 	}
 	for _, o := range opts {
 		o(m)
@@ -179,28 +215,52 @@ func (m *Mux) run() {
 			continue
 		}
 		delay = 0
-		if !m.track(conn) {
+		switch m.track(conn) {
+		case trackClosed:
 			_ = conn.Close()
 			return
+		case trackFull:
+			m.logger.Debug("too many connections awaiting their handshake; closed one", "remote_addr", conn.RemoteAddr().String())
+			_ = conn.Close()
+			continue
 		}
 		m.wg.Add(1)
 		go m.route(conn)
 	}
 }
 
-func (m *Mux) track(c net.Conn) bool {
+type trackResult int
+
+const (
+	tracked trackResult = iota
+	trackClosed
+	trackFull
+)
+
+func (m *Mux) track(c net.Conn) trackResult {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
-		return false
+		return trackClosed
+	}
+	host := hostOf(c.RemoteAddr())
+	if len(m.pending) >= m.maxPending || m.byHost[host] >= m.maxPendingPerHost {
+		return trackFull
 	}
 	m.pending[c] = struct{}{}
-	return true
+	m.byHost[host]++
+	return tracked
 }
 
 func (m *Mux) untrack(c net.Conn) {
 	m.mu.Lock()
-	delete(m.pending, c)
+	if _, ok := m.pending[c]; ok {
+		delete(m.pending, c)
+		host := hostOf(c.RemoteAddr())
+		if m.byHost[host]--; m.byHost[host] <= 0 {
+			delete(m.byHost, host)
+		}
+	}
 	m.mu.Unlock()
 }
 
@@ -235,7 +295,7 @@ func (e errUnknownFirstByte) Error() string {
 }
 
 func (m *Mux) classify(raw net.Conn) (*muxConn, *subListener, error) {
-	if err := raw.SetDeadline(time.Now().Add(HandshakeTimeout)); err != nil {
+	if err := raw.SetDeadline(time.Now().Add(m.handshakeTimeout)); err != nil {
 		return nil, nil, err
 	}
 	conn := newMuxConn(raw)
