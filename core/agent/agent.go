@@ -66,6 +66,9 @@ type Agent struct {
 
 	configPaths []string
 
+	// rpcAuth is how RPC is authenticated (rpcAuthPKI, …), shown in
+	// agent self and the member tags.
+	rpcAuth string
 	// pki is the agent's identity in the cluster PKI (nil: none); muxOpts
 	// add its checks to the RPC port's mux.
 	pki     *agentPKI
@@ -152,16 +155,22 @@ func (a *Agent) start(opts Options) error {
 		}
 		dataDir = a.tmpDir
 	}
-	switch {
-	case usePKI(cfg):
-		if tlsCfgs, err = a.setupPKI(opts, dataDir); err != nil {
+	if usePKI(cfg) {
+		auto, err := a.setupPKI(opts, dataDir)
+		if err != nil {
 			return err
+		}
+		tlsCfgs.rpcServer, tlsCfgs.rpcClient = auto.rpcServer, auto.rpcClient
+		if tlsCfgs.httpServer == nil {
+			tlsCfgs.httpServer, tlsCfgs.httpClient = auto.httpServer, auto.httpClient
 		}
 		a.httpsTLS = tlsCfgs.httpServer
 		a.httpsClient = tlsCfgs.httpClient
-	case !cfg.DevMode && autoTLSOff(cfg) && !operatorCerts(cfg):
-		a.logger.Warn("INSECURE: tls { auto = false } and no operator certificates: agents do not authenticate each other; " +
-			"anyone reaching the RPC port can join Raft, register nodes and read their allocations")
+	}
+	a.rpcAuth = rpcAuthMode(cfg, tlsCfgs)
+	if a.rpcAuth == rpcAuthNone {
+		a.logger.Warn("INSECURE: RPC is plaintext and unauthenticated (tls { auto = false } without rpc = true and certificates): " +
+			"anyone reaching the RPC port can join Raft, register nodes, deregister jobs and read allocations")
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -358,6 +367,13 @@ func (a *Agent) startServer(opts Options, dataDir, advHTTP string, drivers []str
 		a.rpcServer = rpc.NewServer(serverTLS, a.logger.Named("rpc"))
 		a.server.RegisterRPC(a.rpcServer)
 		go func() { _ = a.rpcServer.Serve(a.mux.GRPCListener()) }()
+		if a.pki != nil {
+			// Callers without a certificate: the join exchange only
+			// (the mux splits them off with rpc.WithPublicSplit).
+			go func() {
+				_ = a.rpcServer.ServePublic(a.mux.PublicListener(), server.PublicMethods(), rpc.PublicLimits{})
+			}()
+		}
 	}
 	// A lone server is ready once it leads; a clustered one forms its
 	// cluster in the background.
@@ -500,8 +516,8 @@ func (a *Agent) Done() <-chan error { return a.done }
 
 func (a *Agent) self() any {
 	member := map[string]any{"Name": a.memberName(), "Addr": a.memberAddr, "Port": a.cfg.Ports.RPC, "Status": "alive",
-		"Tags": map[string]string{"region": a.cfg.Region, "dc": a.cfg.Datacenter, "build": Version}}
-	stats := map[string]any{}
+		"Tags": map[string]string{"region": a.cfg.Region, "dc": a.cfg.Datacenter, "build": Version, "rpc_auth": a.rpcAuth}}
+	stats := map[string]any{"rpc": map[string]string{"auth": a.rpcAuth}}
 	if a.client != nil {
 		stats["client"] = map[string]string{"node_id": a.client.NodeID()}
 	}

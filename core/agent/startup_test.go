@@ -149,7 +149,7 @@ var startupCases = []startupCase{
 		ca := filepath.Join(dir, "ca.pem")
 		writeFile(t, ca, []byte("not a certificate"), 0o600)
 		cfg.TLS = &TLSConfig{RPC: true, CAFile: ca, CertFile: filepath.Join(dir, "cert.pem"), KeyFile: filepath.Join(dir, "key.pem")}
-		return cfg, []string{"CA file " + ca + " holds no PEM certificate"}
+		return cfg, []string{"tls.ca_file " + ca + ": holds no PEM certificate"}
 	}},
 	{name: "plugin that is not a plugin", setup: func(t *testing.T, dir string) (*Config, []string) {
 		cfg := serverConfig(t, dir)

@@ -22,9 +22,14 @@ type tlsConfigs struct {
 // serve both RPC and HTTPS, as in Nomad. The HTTPS side asks for client
 // certificates only with verify_https_client: browsers and curl without a
 // certificate must reach the API otherwise.
+//
+// Files named in the block are read and checked whatever the block turns
+// on, so that a wrong file is a start-up error and not a surprise the day
+// rpc or http is switched on. They serve RPC only with rpc = true: without
+// it RPC stays on the cluster PKI (usePKI), never plaintext by accident.
 func loadTLS(cfg *Config) (tlsConfigs, error) {
 	t := cfg.TLS
-	if t == nil || (!t.RPC && !t.HTTP) || !operatorCerts(cfg) {
+	if t == nil || !operatorCerts(cfg) {
 		// Without certificate files the cluster PKI (tls_auto.go) serves.
 		return tlsConfigs{}, nil
 	}
@@ -49,6 +54,28 @@ func loadTLS(cfg *Config) (tlsConfigs, error) {
 		out.httpClient = hc
 	}
 	return out, nil
+}
+
+// rpcAuth names how this agent's RPC is authenticated, for operators
+// (agent self, members tags) and the start-up log.
+const (
+	rpcAuthPKI      = "cluster_pki"
+	rpcAuthOperator = "operator_tls"
+	rpcAuthNone     = "none"
+	rpcAuthDev      = "dev"
+)
+
+// rpcAuthMode is how the agent's RPC ends up authenticated.
+func rpcAuthMode(cfg *Config, t tlsConfigs) string {
+	switch {
+	case cfg.DevMode:
+		return rpcAuthDev
+	case usePKI(cfg):
+		return rpcAuthPKI
+	case t.rpcServer != nil || t.rpcClient != nil:
+		return rpcAuthOperator
+	}
+	return rpcAuthNone
 }
 
 // httpScheme is the scheme of the HTTP API of the cluster's agents: every

@@ -88,11 +88,18 @@ func checkToken(s string, role pki.Role) error {
 	return nil
 }
 
-// operatorCerts reports whether the tls block names certificate files:
-// they win over the cluster PKI.
+// operatorCerts reports whether the tls block names certificate files
+// (read and checked at start whatever they serve; see loadTLS).
 func operatorCerts(cfg *Config) bool {
 	t := cfg.TLS
 	return t != nil && (t.CAFile != "" || t.CertFile != "" || t.KeyFile != "")
+}
+
+// operatorRPC reports whether RPC uses the operator's certificates: only
+// with rpc = true. Certificates for HTTPS alone leave RPC on the cluster
+// PKI.
+func operatorRPC(cfg *Config) bool {
+	return operatorCerts(cfg) && cfg.TLS.RPC
 }
 
 // autoTLSOff reports the opt-out `tls { auto = false }`.
@@ -100,10 +107,12 @@ func autoTLSOff(cfg *Config) bool {
 	return cfg.TLS != nil && cfg.TLS.Auto != nil && !*cfg.TLS.Auto
 }
 
-// usePKI: the cluster PKI runs outside dev mode unless operator
-// certificates are configured or it is turned off.
+// usePKI: the cluster PKI authenticates RPC outside dev mode unless the
+// operator's certificates do (rpc = true) or it is explicitly turned off
+// (auto = false). Whatever else the tls block holds, RPC never falls back
+// to plaintext.
 func usePKI(cfg *Config) bool {
-	return !cfg.DevMode && !operatorCerts(cfg) && !autoTLSOff(cfg)
+	return !cfg.DevMode && !operatorRPC(cfg) && !autoTLSOff(cfg)
 }
 
 // agentPKI is the agent's identity in the cluster PKI.
@@ -180,9 +189,13 @@ func (a *Agent) setupPKI(opts Options, dataDir string) (tlsConfigs, error) {
 				return err
 			}
 			return id.RequireServer("speak Raft")
-		}))
+		}),
+			// Peers without a certificate reach only the join exchange,
+			// on a server of their own with tight limits (startServer).
+			rpc.WithPublicSplit())
 	}
-	if cfg.TLS != nil && cfg.TLS.HTTP {
+	// HTTPS with the cluster certificate, unless the operator's serve it.
+	if cfg.TLS != nil && cfg.TLS.HTTP && !operatorCerts(cfg) {
 		store := p.store
 		out.httpServer = &tls.Config{
 			MinVersion:     tls.VersionTLS12,
@@ -310,8 +323,12 @@ func (p *agentPKI) issueLocal() error {
 }
 
 // join obtains a certificate with token from one of addrs, trying them in
-// turn until one grants it or wait has passed. A refusal (wrong or rotated
-// token, node ID in use) ends it at once.
+// turn with backoff until one grants it or wait has passed, with a log
+// line per failed attempt. A failure that trying again may cure (a server
+// unreachable or without a leader, a rate limit, a challenge lost to a
+// flood: ErrUnavailable or a transport error) is retried; a refusal (wrong
+// or rotated token, node ID in use: ErrPermissionDenied, ErrInvalid) ends
+// it at once.
 func (a *Agent) join(p *agentPKI, token string, addrs []string, wait time.Duration) error {
 	tok, err := pki.ParseJoinToken(token)
 	if err != nil {
@@ -324,7 +341,7 @@ func (a *Agent) join(p *agentPKI, token string, addrs []string, wait time.Durati
 	defer cancel()
 	params := pki.JoinParams{ID: p.id, DNSNames: p.dns, IPAddresses: p.ips}
 	delay := 200 * time.Millisecond
-	for {
+	for attempt := 1; ; attempt++ {
 		var lastErr error
 		for _, addr := range addrs {
 			key, err := pki.NewKey()
@@ -344,19 +361,32 @@ func (a *Agent) join(p *agentPKI, token string, addrs []string, wait time.Durati
 					"token_id", tok.ID(), "ca_fingerprint", trust.Fingerprint(), "not_after", cert.Leaf.NotAfter.UTC())
 				return nil
 			}
-			if errors.Is(err, structs.ErrPermissionDenied) || errors.Is(err, structs.ErrInvalid) {
+			if permanentJoinError(err) {
 				return fmt.Errorf("join the cluster through %s: %w", addr, err)
 			}
 			lastErr = fmt.Errorf("%s: %w", addr, err)
-			p.logger.Info("join attempt failed; retrying", "server", addr, "error", err)
 		}
+		left := time.Until(deadlineOf(ctx))
+		p.logger.Warn("join failed; retrying", "attempt", attempt, "error", lastErr, "retry_in", delay, "gives_up_in", left.Round(time.Second))
+		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("join the cluster: no server granted a certificate within %s: %w", wait, lastErr)
-		case <-time.After(delay):
+			t.Stop()
+			return fmt.Errorf("join the cluster: no server granted a certificate within %s (%d attempts): %w", wait, attempt, lastErr)
+		case <-t.C:
 		}
 		delay = min(2*delay, 5*time.Second)
 	}
+}
+
+// permanentJoinError: a refusal that trying again will not cure.
+func permanentJoinError(err error) bool {
+	return errors.Is(err, structs.ErrPermissionDenied) || errors.Is(err, structs.ErrInvalid)
+}
+
+func deadlineOf(ctx context.Context) time.Time {
+	d, _ := ctx.Deadline()
+	return d
 }
 
 func joinOnce(ctx context.Context, addr string, tok *pki.JoinToken, key crypto.Signer, params pki.JoinParams) (*tls.Certificate, *pki.Trust, error) {

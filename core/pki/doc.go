@@ -52,8 +52,10 @@
 //     certificate, and the server's chain must contain the CA whose
 //     fingerprint is in the token and a server-role leaf signed by it.
 //  2. The server hands out a Challenge (Challenges.New): a 32-byte nonce,
-//     single use, valid for ChallengeTTL. Challenges live in the memory of
-//     the server that issued them, so both steps go to the same server.
+//     single use, valid for ChallengeTTL (seconds). Challenges live in the
+//     memory of the server that issued them, so both steps go to the same
+//     server; the table is bounded per caller and in all, a new challenge
+//     evicting the oldest, so a flood cannot lock joiners out.
 //  3. The joiner sends BuildJoinRequest(token, challenge, key, params).
 //  4. The server calls VerifyJoinRequest, which burns the challenge,
 //     checks the MAC against its copy of the token for the requested role

@@ -9,7 +9,8 @@ import (
 
 // Reasons a caller may act on. Every error of this package that refuses a
 // peer or an input wraps one of them and also a structs kind
-// (ErrPermissionDenied or ErrInvalid), so an RPC layer maps it to the right
+// (ErrPermissionDenied, ErrInvalid, or ErrUnavailable for a
+// failure that trying again cures), so an RPC layer maps it to the right
 // status without knowing this package.
 var (
 	// ErrMalformedToken: a join token is not in the DRJT-1 format.
@@ -40,6 +41,11 @@ func (e *pkiError) Unwrap() []error { return []error{e.kind, e.reason} }
 
 func denied(reason error, format string, args ...any) error {
 	return &pkiError{kind: structs.ErrPermissionDenied, reason: reason, msg: fmt.Sprintf(format, args...)}
+}
+
+// retry is a failure the caller cures by trying again (a new challenge).
+func retry(reason error, format string, args ...any) error {
+	return &pkiError{kind: structs.ErrUnavailable, reason: reason, msg: fmt.Sprintf(format, args...)}
 }
 
 func invalid(reason error, format string, args ...any) error {

@@ -2,6 +2,7 @@ package pki
 
 import (
 	"bytes"
+	"container/list"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -20,13 +21,19 @@ import (
 )
 
 const (
-	// ChallengeTTL is how long a join challenge may be answered.
-	ChallengeTTL = 60 * time.Second
+	// ChallengeTTL is how long a join challenge may be answered. A joiner
+	// answers at once over the same connection, so seconds are plenty;
+	// short lives keep a flood of unanswered challenges from lasting.
+	ChallengeTTL = 15 * time.Second
 	// MaxPendingChallenges bounds the challenges one server holds, so that
 	// unauthenticated callers cannot grow its memory.
 	MaxPendingChallenges = 4096
-	nonceBytes           = 32
-	macDomain            = "drover join proof v1"
+	// MaxChallengesPerCaller bounds the challenges one caller (a source
+	// address) holds: its next one replaces its oldest, so one source can
+	// neither fill the table nor keep another's challenge from being made.
+	MaxChallengesPerCaller = 4
+	nonceBytes             = 32
+	macDomain              = "drover join proof v1"
 )
 
 // Challenge is a server's single-use nonce that a join request must answer.
@@ -38,69 +45,126 @@ type Challenge struct {
 // Challenges hands out and redeems join challenges; it is the replay guard
 // of the join exchange. It is safe for concurrent use and starts no
 // goroutine: expired challenges are swept whenever a new one is made.
+//
+// The table is bounded per caller and in all: a caller's new challenge
+// evicts its own oldest once it holds MaxChallengesPerCaller, and a full
+// table evicts its oldest challenge. Making a challenge therefore never
+// fails for lack of room, and a flood (from one source or many) can at worst
+// evict a challenge that is older than the flood's last limit-many ones,
+// which a joiner that answers at once does not hold: it asks again.
 type Challenges struct {
-	ttl   time.Duration
-	limit int
+	ttl       time.Duration
+	limit     int
+	perCaller int
 
-	mu      sync.Mutex
-	pending map[string]time.Time // hex nonce → expiry
+	mu       sync.Mutex
+	order    *list.List               // of *pendingChallenge, oldest first
+	byNonce  map[string]*list.Element // hex nonce → element of order
+	byCaller map[string][]*list.Element
 }
 
-// NewChallenges returns an empty guard. Zero ttl or limit mean ChallengeTTL
-// and MaxPendingChallenges.
-func NewChallenges(ttl time.Duration, limit int) *Challenges {
+type pendingChallenge struct {
+	nonce  string
+	caller string
+	exp    time.Time
+}
+
+// NewChallenges returns an empty guard. Zero ttl, limit or perCaller mean
+// ChallengeTTL, MaxPendingChallenges and MaxChallengesPerCaller.
+func NewChallenges(ttl time.Duration, limit, perCaller int) *Challenges {
 	if ttl <= 0 {
 		ttl = ChallengeTTL
 	}
 	if limit <= 0 {
 		limit = MaxPendingChallenges
 	}
-	return &Challenges{ttl: ttl, limit: limit, pending: make(map[string]time.Time)}
+	if perCaller <= 0 {
+		perCaller = MaxChallengesPerCaller
+	}
+	return &Challenges{ttl: ttl, limit: limit, perCaller: min(perCaller, limit),
+		order: list.New(), byNonce: make(map[string]*list.Element), byCaller: make(map[string][]*list.Element)}
 }
 
-// New makes a challenge valid until now plus the guard's TTL. It fails when
-// too many challenges are outstanding.
-func (c *Challenges) New(now time.Time) (Challenge, error) {
+// New makes a challenge for caller (its source address: the key of the
+// per-caller bound) valid until now plus the guard's TTL.
+func (c *Challenges) New(caller string, now time.Time) (Challenge, error) {
 	nonce := make([]byte, nonceBytes)
 	if _, err := rand.Read(nonce); err != nil {
 		return Challenge{}, fmt.Errorf("join challenge: %w", err)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for k, exp := range c.pending {
-		if !now.Before(exp) {
-			delete(c.pending, k)
-		}
+	// Challenges expire in the order they were made.
+	for e := c.order.Front(); e != nil && !now.Before(e.Value.(*pendingChallenge).exp); e = c.order.Front() {
+		c.remove(e)
 	}
-	if len(c.pending) >= c.limit {
-		return Challenge{}, denied(ErrChallenge, "join challenge: %d challenges are outstanding, the limit; retry in %s", len(c.pending), c.ttl)
+	if mine := c.byCaller[caller]; len(mine) >= c.perCaller {
+		c.remove(mine[0])
+	}
+	if c.order.Len() >= c.limit {
+		c.remove(c.order.Front())
 	}
 	exp := now.Add(c.ttl)
-	c.pending[hex.EncodeToString(nonce)] = exp
+	p := &pendingChallenge{nonce: hex.EncodeToString(nonce), caller: caller, exp: exp}
+	e := c.order.PushBack(p)
+	c.byNonce[p.nonce] = e
+	c.byCaller[caller] = append(c.byCaller[caller], e)
 	return Challenge{Nonce: nonce, ExpiresAt: exp}, nil
 }
 
-// Pending is the number of challenges issued and neither redeemed nor
-// swept.
+// remove drops e from every index. c.mu is held.
+func (c *Challenges) remove(e *list.Element) {
+	p := e.Value.(*pendingChallenge)
+	c.order.Remove(e)
+	delete(c.byNonce, p.nonce)
+	mine := c.byCaller[p.caller]
+	for i, x := range mine {
+		if x == e {
+			mine = append(mine[:i:i], mine[i+1:]...)
+			break
+		}
+	}
+	if len(mine) == 0 {
+		delete(c.byCaller, p.caller)
+	} else {
+		c.byCaller[p.caller] = mine
+	}
+}
+
+// Pending is the number of challenges issued and neither redeemed, evicted
+// nor swept.
 func (c *Challenges) Pending() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.pending)
+	return c.order.Len()
+}
+
+// PendingFor is the number of caller's pending challenges.
+func (c *Challenges) PendingFor(caller string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.byCaller[caller])
 }
 
 // redeem consumes a nonce: a second redeem of the same nonce fails, and so
-// does one after its expiry.
+// does one after its expiry or eviction. These failures are the joiner's
+// cue to ask for a new challenge, so their kind is ErrUnavailable (try
+// again), not a refusal.
 func (c *Challenges) redeem(nonce []byte, now time.Time) error {
 	k := hex.EncodeToString(nonce)
 	c.mu.Lock()
-	exp, ok := c.pending[k]
-	delete(c.pending, k)
+	var exp time.Time
+	e, ok := c.byNonce[k]
+	if ok {
+		exp = e.Value.(*pendingChallenge).exp
+		c.remove(e)
+	}
 	c.mu.Unlock()
 	switch {
 	case !ok:
-		return denied(ErrChallenge, "Permission denied: join challenge is unknown or already used; ask for a new one")
+		return retry(ErrChallenge, "join challenge is unknown, already used or replaced by newer ones; ask for a new one")
 	case !now.Before(exp):
-		return denied(ErrChallenge, "Permission denied: join challenge expired %s ago; ask for a new one", now.Sub(exp).Round(time.Millisecond))
+		return retry(ErrChallenge, "join challenge expired %s ago; ask for a new one", now.Sub(exp).Round(time.Millisecond))
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"sync"
@@ -64,7 +65,7 @@ func startServer(t *testing.T, c *cluster, cert *tls.Certificate) *testServer {
 	}
 	logs := &syncBuffer{}
 	s := &testServer{
-		t: t, ca: c.ca, store: store, challenges: NewChallenges(0, 0), logs: logs,
+		t: t, ca: c.ca, store: store, challenges: NewChallenges(0, 0, 0), logs: logs,
 		logger: hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Debug}),
 		ln:     tls.NewListener(inner, JoinServerTLSConfig(store, c.ca.Trust())),
 		conns:  make(map[net.Conn]bool),
@@ -130,7 +131,7 @@ func (s *testServer) handle(conn *tls.Conn) {
 		switch req.Op {
 		case "challenge":
 			var ch Challenge
-			ch, err = s.challenges.New(s.now())
+			ch, err = s.challenges.New(conn.RemoteAddr().String(), s.now())
 			resp.Challenge = &ch
 		case "join":
 			var g *JoinGrant
@@ -275,7 +276,7 @@ func TestJoinOverTLS(t *testing.T) {
 			wantErr: "the join token is for the cluster CA " + testFP, wantIs: ErrJoinRefused},
 		{name: "first use of a request", j: joiner{token: clientTok, params: JoinParams{ID: "node-5"}, tamper: func(r *JoinRequest) { replay = r }}, wantRole: RoleClient},
 		{name: "replayed challenge", j: joiner{token: clientTok, params: JoinParams{ID: "node-6"}, tamper: func(r *JoinRequest) { *r = *replay }},
-			wantErr: "join challenge is unknown or already used", wantIs: ErrChallenge},
+			wantErr: "join challenge is unknown, already used", wantIs: ErrChallenge},
 		{name: "expired challenge", j: joiner{token: clientTok, params: JoinParams{ID: "node-7"}, skew: ChallengeTTL + time.Second},
 			wantErr: "join challenge expired", wantIs: ErrChallenge},
 	}
@@ -323,7 +324,7 @@ func TestJoinOverTLS(t *testing.T) {
 
 	// The same refusals, checked on the library's errors directly, keep
 	// their kinds for the RPC layer.
-	ch, _ := srv.challenges.New(time.Now())
+	ch, _ := srv.challenges.New("test", time.Now())
 	key, _ := NewKey()
 	req, _ := BuildJoinRequest(wrong, ch, key, JoinParams{ID: "n"})
 	_, err = VerifyJoinRequest(req, srv.challenges, c.tokens, time.Now())
@@ -421,5 +422,71 @@ func TestJoinPinning(t *testing.T) {
 			}
 			assertNoSecret(t, "pin error", err.Error(), token)
 		})
+	}
+}
+
+// A flood of challenges cannot lock a joiner out: one caller holds at most
+// its few newest ones, the table never passes its limit, a joiner's
+// challenge made during the flood is still redeemable, and a lost
+// challenge is a "try again", not a refusal.
+func TestChallengeFlood(t *testing.T) {
+	c := NewChallenges(0, 0, 0)
+	now := time.Now()
+	legit, err := c.New("10.0.0.1", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2*MaxPendingChallenges; i++ {
+		if _, err := c.New("10.6.6.6", now); err != nil {
+			t.Fatalf("challenge %d of a flood: %v", i, err)
+		}
+	}
+	if got := c.PendingFor("10.6.6.6"); got != MaxChallengesPerCaller {
+		t.Fatalf("one flooding caller holds %d challenges, want %d", got, MaxChallengesPerCaller)
+	}
+	if got := c.Pending(); got != MaxChallengesPerCaller+1 {
+		t.Fatalf("pending %d after a one-source flood, want %d", got, MaxChallengesPerCaller+1)
+	}
+	if err := c.redeem(legit.Nonce, now.Add(time.Second)); err != nil {
+		t.Fatalf("the joiner's challenge after a one-source flood: %v", err)
+	}
+
+	// Many sources: the table stays at its limit and evicts its oldest;
+	// a challenge made during the flood survives the next limit-1 ones.
+	c = NewChallenges(0, 64, 0)
+	for i := 0; i < 1000; i++ {
+		if _, err := c.New(fmt.Sprintf("10.1.%d.%d", i/256, i%256), now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	legit, _ = c.New("10.0.0.1", now)
+	for i := 0; i < 63; i++ {
+		_, _ = c.New(fmt.Sprintf("10.2.0.%d", i), now)
+	}
+	if got := c.Pending(); got != 64 {
+		t.Fatalf("pending %d, want the limit 64", got)
+	}
+	if err := c.redeem(legit.Nonce, now); err != nil {
+		t.Fatalf("the joiner's challenge during a many-source flood: %v", err)
+	}
+
+	// Challenges expire within seconds, and a lost one asks for a retry.
+	old, _ := c.New("10.0.0.1", now)
+	err = c.redeem(old.Nonce, now.Add(ChallengeTTL))
+	if !errors.Is(err, ErrChallenge) || !errors.Is(err, structs.ErrUnavailable) || errors.Is(err, structs.ErrPermissionDenied) {
+		t.Fatalf("expired challenge: %v, want ErrChallenge of kind unavailable", err)
+	}
+	if ChallengeTTL > 30*time.Second {
+		t.Fatalf("ChallengeTTL %s: challenges must expire within seconds", ChallengeTTL)
+	}
+	if _, err := c.New("10.0.0.1", now.Add(ChallengeTTL+time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Pending(); got != 1 {
+		t.Fatalf("pending %d after every earlier challenge expired, want 1", got)
+	}
+	err = c.redeem(old.Nonce, now)
+	if !errors.Is(err, structs.ErrUnavailable) {
+		t.Fatalf("replayed challenge: %v, want kind unavailable", err)
 	}
 }

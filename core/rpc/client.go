@@ -31,13 +31,18 @@ type Conn struct {
 // peer that is down is still a valid Conn. tlsCfg is the client side of
 // mutual TLS (see TLSConfig), or nil for plaintext.
 func Dial(addr string, tlsCfg *tls.Config) (*Conn, error) {
+	return newConn(addr, tlsCfg)
+}
+
+// newConn is Dial with extra gRPC options (tests count the bytes sent).
+func newConn(addr string, tlsCfg *tls.Config, extra ...grpc.DialOption) (*Conn, error) {
 	creds := insecure.NewCredentials()
 	if tlsCfg != nil {
 		creds = credentials.NewTLS(tlsCfg)
 	}
 	bo := backoff.DefaultConfig
 	bo.MaxDelay = reconnectMaxDelay
-	cc, err := grpc.NewClient("passthrough:///"+addr,
+	opts := append([]grpc.DialOption{
 		grpc.WithTransportCredentials(creds),
 		grpc.WithConnectParams(grpc.ConnectParams{Backoff: bo}),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{
@@ -50,7 +55,8 @@ func Dial(addr string, tlsCfg *tls.Config) (*Conn, error) {
 			grpc.MaxCallRecvMsgSize(MaxMessageBytes),
 			grpc.MaxCallSendMsgSize(MaxMessageBytes),
 		),
-	)
+	}, extra...)
+	cc, err := grpc.NewClient("passthrough:///"+addr, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("rpc dial %s: %w", addr, err)
 	}

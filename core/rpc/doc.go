@@ -12,4 +12,11 @@
 //	go srv.Serve(mux.GRPCListener())
 //	layer, _ := rpc.NewRaftLayer(mux.RaftListener(), nil, clientTLS)
 //	trans := raft.NewNetworkTransportWithLogger(layer, 3, 10*time.Second, logger)
+//
+// When the TLS config lets peers without a certificate in (a join
+// exchange), NewMux(..., rpc.WithPublicSplit()) hands their connections to
+// mux.PublicListener(), and srv.ServePublic serves them only the methods
+// named for them, under PublicLimits decided before any message is read
+// (see public.go). A PreAuthorizer refuses, from the headers, calls that an
+// authenticated peer may never make.
 package rpc

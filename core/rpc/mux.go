@@ -42,10 +42,12 @@ type Mux struct {
 	ln       net.Listener
 	tlsCfg   *tls.Config
 	raftAuth func(tls.ConnectionState) error
+	split    bool
 	logger   hclog.Logger
 
 	grpcL *subListener
 	raftL *subListener
+	pubL  *subListener
 
 	done      chan struct{}
 	closeOnce sync.Once
@@ -53,7 +55,33 @@ type Mux struct {
 
 	mu      sync.Mutex
 	pending map[net.Conn]struct{} // accepted, not yet handed out
+	byHost  map[string]int        // pending connections per source host
 	closed  bool
+
+	maxPending, maxPendingPerHost int
+	handshakeTimeout              time.Duration
+}
+
+// Bounds on the connections a mux holds before they are classified (the
+// TLS handshake and first byte, at most HandshakeTimeout each): nobody is
+// authenticated yet, so these bound what anyone who reaches the port can
+// make it hold. A connection over a bound is closed at once.
+const (
+	DefaultMaxPendingConns        = 1024
+	DefaultMaxPendingConnsPerHost = 128
+)
+
+// WithPendingLimits sets the bounds on connections not yet classified, in
+// all and per source host (zero: the defaults).
+func WithPendingLimits(total, perHost int) MuxOption {
+	return func(m *Mux) {
+		if total > 0 {
+			m.maxPending = total
+		}
+		if perHost > 0 {
+			m.maxPendingPerHost = perHost
+		}
+	}
 }
 
 // MuxOption tunes a Mux.
@@ -66,6 +94,21 @@ type MuxOption func(*Mux)
 // (the join exchange).
 func WithRaftAuth(auth func(tls.ConnectionState) error) MuxOption {
 	return func(m *Mux) { m.raftAuth = auth }
+}
+
+// WithPublicSplit makes the mux hand the gRPC connections of peers that
+// presented no verified certificate to PublicListener instead of
+// GRPCListener, so that a server of their own (Server.ServePublic) serves
+// them under tight limits and the main server only ever sees
+// authenticated peers. Use it with a TLS config that lets peers without a
+// certificate in (the join exchange); without TLS it has no effect.
+func WithPublicSplit() MuxOption {
+	return func(m *Mux) { m.split = true }
+}
+
+// withHandshakeTimeout replaces HandshakeTimeout (tests).
+func withHandshakeTimeout(d time.Duration) MuxOption {
+	return func(m *Mux) { m.handshakeTimeout = d }
 }
 
 // NewMux starts routing the connections of ln. tlsCfg is the server side of
@@ -83,8 +126,14 @@ func NewMux(ln net.Listener, tlsCfg *tls.Config, logger hclog.Logger, opts ...Mu
 		logger:  logger.Named("rpc-mux"),
 		grpcL:   newSubListener(ln.Addr()),
 		raftL:   newSubListener(ln.Addr()),
+		pubL:    newSubListener(ln.Addr()),
 		done:    make(chan struct{}),
 		pending: make(map[net.Conn]struct{}),
+		byHost:  make(map[string]int),
+
+		maxPending:        DefaultMaxPendingConns,
+		maxPendingPerHost: DefaultMaxPendingConnsPerHost,
+		handshakeTimeout:  HandshakeTimeout,
 	}
 	for _, o := range opts {
 		o(m)
@@ -96,6 +145,11 @@ func NewMux(ln net.Listener, tlsCfg *tls.Config, logger hclog.Logger, opts ...Mu
 
 // GRPCListener yields the gRPC connections, for Server.Serve.
 func (m *Mux) GRPCListener() net.Listener { return m.grpcL }
+
+// PublicListener yields the gRPC connections of peers without a verified
+// certificate, with WithPublicSplit (none otherwise), for
+// Server.ServePublic.
+func (m *Mux) PublicListener() net.Listener { return m.pubL }
 
 // RaftListener yields the Raft connections, tag byte consumed, for
 // NewRaftLayer.
@@ -132,6 +186,7 @@ func (m *Mux) run() {
 	// rather than block in Accept forever.
 	defer m.grpcL.Close()
 	defer m.raftL.Close()
+	defer m.pubL.Close()
 
 	var delay time.Duration
 	for {
@@ -160,28 +215,52 @@ func (m *Mux) run() {
 			continue
 		}
 		delay = 0
-		if !m.track(conn) {
+		switch m.track(conn) {
+		case trackClosed:
 			_ = conn.Close()
 			return
+		case trackFull:
+			m.logger.Debug("too many connections awaiting their handshake; closed one", "remote_addr", conn.RemoteAddr().String())
+			_ = conn.Close()
+			continue
 		}
 		m.wg.Add(1)
 		go m.route(conn)
 	}
 }
 
-func (m *Mux) track(c net.Conn) bool {
+type trackResult int
+
+const (
+	tracked trackResult = iota
+	trackClosed
+	trackFull
+)
+
+func (m *Mux) track(c net.Conn) trackResult {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
-		return false
+		return trackClosed
+	}
+	host := hostOf(c.RemoteAddr())
+	if len(m.pending) >= m.maxPending || m.byHost[host] >= m.maxPendingPerHost {
+		return trackFull
 	}
 	m.pending[c] = struct{}{}
-	return true
+	m.byHost[host]++
+	return tracked
 }
 
 func (m *Mux) untrack(c net.Conn) {
 	m.mu.Lock()
-	delete(m.pending, c)
+	if _, ok := m.pending[c]; ok {
+		delete(m.pending, c)
+		host := hostOf(c.RemoteAddr())
+		if m.byHost[host]--; m.byHost[host] <= 0 {
+			delete(m.byHost, host)
+		}
+	}
 	m.mu.Unlock()
 }
 
@@ -216,7 +295,7 @@ func (e errUnknownFirstByte) Error() string {
 }
 
 func (m *Mux) classify(raw net.Conn) (*muxConn, *subListener, error) {
-	if err := raw.SetDeadline(time.Now().Add(HandshakeTimeout)); err != nil {
+	if err := raw.SetDeadline(time.Now().Add(m.handshakeTimeout)); err != nil {
 		return nil, nil, err
 	}
 	conn := newMuxConn(raw)
@@ -244,6 +323,9 @@ func (m *Mux) classify(raw net.Conn) (*muxConn, *subListener, error) {
 	}
 	switch first {
 	case grpcFirstByte:
+		if m.split && m.tlsCfg != nil && (conn.tlsState == nil || len(conn.tlsState.VerifiedChains) == 0) {
+			return conn, m.pubL, nil
+		}
 		return conn, m.grpcL, nil
 	case RaftTag:
 		if m.raftAuth != nil {
@@ -276,6 +358,8 @@ func newMuxConn(c net.Conn) *muxConn {
 }
 
 func (c *muxConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+func (c *muxConn) connTLSState() *tls.ConnectionState { return c.tlsState }
 
 func (c *muxConn) peekByte() (byte, error) {
 	b, err := c.r.Peek(1)

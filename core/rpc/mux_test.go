@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -228,4 +229,39 @@ func TestMuxClose(t *testing.T) {
 	if _, err := silent.Read(make([]byte, 1)); err != io.EOF {
 		t.Errorf("pending connection not closed: %v", err)
 	}
+}
+
+// Connections that have not finished their handshake are bounded per
+// source host and in all: one over a bound is closed at once, while the
+// others wait, and another host still gets in.
+func TestMuxPendingLimits(t *testing.T) {
+	m := NewMux(listen(t), nil, nil, WithPendingLimits(4, 2), withHandshakeTimeout(10*time.Minute))
+	defer m.Close()
+	pending := func() int {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return len(m.pending)
+	}
+	dialFrom := func(ip string) net.Conn {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 10 * time.Second}
+		c, err := d.Dial("tcp", m.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	dialFrom("127.0.0.1")
+	dialFrom("127.0.0.1")
+	waitFor(t, 30*time.Second, "two pending connections", func() bool { return pending() == 2 })
+	over := dialFrom("127.0.0.1")
+	_ = over.SetReadDeadline(time.Now().Add(time.Minute))
+	if _, err := over.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("a third pending connection from one host: read %v, want it closed", err)
+	}
+	if got := pending(); got != 2 {
+		t.Fatalf("pending %d after the refusal, want the first two still waiting", got)
+	}
+	dialFrom("127.0.0.2")
+	waitFor(t, 30*time.Second, "another host's connection pending", func() bool { return pending() == 3 })
 }

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/tap"
 
 	"github.com/drover-org/drover/core/structs"
 )
@@ -51,11 +52,17 @@ type Server struct {
 
 	// authz, when set, decides every call before its handler runs.
 	authz atomic.Pointer[Authorizer]
+	// preauthz, when set, decides every call from its method and peer
+	// alone, before its message is read.
+	preauthz atomic.Pointer[PreAuthorizer]
 
 	mu      sync.Mutex
 	methods []grpc.MethodDesc
 	names   map[string]bool
 	serving bool
+	// public serves callers without a certificate (ServePublic).
+	public  *grpc.Server
+	stopped bool
 }
 
 // NewServer returns a server. tlsCfg is the server side of mutual TLS (see
@@ -66,8 +73,13 @@ func NewServer(tlsCfg *tls.Config, logger hclog.Logger) *Server {
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
+	s := &Server{
+		logger: logger.Named("rpc"),
+		names:  make(map[string]bool),
+	}
 	opts := []grpc.ServerOption{
 		grpc.Creds(newServerCreds(tlsCfg)),
+		grpc.InTapHandle(s.tap),
 		// Requests are inputs at the edge (forwarded HTTP writes, client
 		// updates) and are capped like them; answers (a node's allocs)
 		// may be larger.
@@ -82,11 +94,41 @@ func NewServer(tlsCfg *tls.Config, logger hclog.Logger) *Server {
 			PermitWithoutStream: true,
 		}),
 	}
-	return &Server{
-		logger: logger.Named("rpc"),
-		grpc:   grpc.NewServer(opts...),
-		names:  make(map[string]bool),
+	s.grpc = grpc.NewServer(opts...)
+	return s
+}
+
+// PreAuthorizer decides whether the caller (PeerTLS(ctx)) may call method
+// at all, from the call's headers: it runs before the request is read, so
+// a caller refused here cannot make the server receive or decode a large
+// message. An error, which should wrap structs.ErrPermissionDenied, is the
+// call's answer. Decisions that need the request belong to the Authorizer.
+type PreAuthorizer func(ctx context.Context, method string) error
+
+// SetPreAuthorizer makes fn decide every call from now on, before its
+// message is read (nil: none).
+func (s *Server) SetPreAuthorizer(fn PreAuthorizer) {
+	if fn == nil {
+		s.preauthz.Store(nil)
+		return
 	}
+	s.preauthz.Store(&fn)
+}
+
+// tap runs the PreAuthorizer on a call's headers.
+func (s *Server) tap(ctx context.Context, info *tap.Info) (context.Context, error) {
+	pa := s.preauthz.Load()
+	if pa == nil {
+		return ctx, nil
+	}
+	method, ok := strings.CutPrefix(info.FullMethodName, "/"+ServiceName+"/")
+	if !ok {
+		return ctx, nil // not ours: gRPC answers Unimplemented
+	}
+	if err := (*pa)(ctx, method); err != nil {
+		return nil, toStatus(err)
+	}
+	return ctx, nil
 }
 
 // Authorizer decides whether the caller of method may make the call req
@@ -192,21 +234,38 @@ func invoke[Req, Resp any](ctx context.Context, logger hclog.Logger, fn func(con
 // listeners; the first call freezes the set of handlers.
 func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Lock()
-	if !s.serving {
-		s.serving = true
-		s.grpc.RegisterService(&grpc.ServiceDesc{
-			ServiceName: ServiceName,
-			HandlerType: (*any)(nil),
-			Methods:     s.methods,
-			Metadata:    "drover/core/rpc",
-		}, nil)
-	}
+	s.freezeLocked()
 	s.mu.Unlock()
 	s.logger.Debug("serving", "addr", ln.Addr().String())
 	return s.grpc.Serve(ln)
 }
 
-// Stop closes the listeners and every connection at once; in-flight calls
-// see their context canceled. There is no graceful variant on purpose: a
-// graceful stop would wait out every five-minute blocking query.
-func (s *Server) Stop() { s.grpc.Stop() }
+// freezeLocked registers the handlers on the main server, once. s.mu is
+// held.
+func (s *Server) freezeLocked() {
+	if s.serving {
+		return
+	}
+	s.serving = true
+	s.grpc.RegisterService(&grpc.ServiceDesc{
+		ServiceName: ServiceName,
+		HandlerType: (*any)(nil),
+		Methods:     s.methods,
+		Metadata:    "drover/core/rpc",
+	}, nil)
+}
+
+// Stop closes the listeners and every connection at once, the public
+// server's too; in-flight calls see their context canceled. There is no
+// graceful variant on purpose: a graceful stop would wait out every
+// five-minute blocking query.
+func (s *Server) Stop() {
+	s.mu.Lock()
+	s.stopped = true
+	pub := s.public
+	s.mu.Unlock()
+	if pub != nil {
+		pub.Stop()
+	}
+	s.grpc.Stop()
+}

@@ -4,11 +4,14 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"net"
 	"os"
 	"slices"
+	"strings"
+	"time"
 
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
@@ -48,17 +51,13 @@ func TLSConfig(ca, cert, key string, verifyServerHostname bool, serverName strin
 	if verifyServerHostname && serverName == "" {
 		return nil, nil, errors.New("tls: verify_server_hostname needs a server name")
 	}
-	caPEM, err := os.ReadFile(ca)
+	pool, err := LoadCAFile(ca)
 	if err != nil {
-		return nil, nil, fmt.Errorf("tls: read CA: %w", err)
+		return nil, nil, err
 	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(caPEM) {
-		return nil, nil, fmt.Errorf("tls: CA file %s holds no PEM certificate", ca)
-	}
-	pair, err := tls.LoadX509KeyPair(cert, key)
+	pair, err := LoadKeyPair(cert, key, time.Now())
 	if err != nil {
-		return nil, nil, fmt.Errorf("tls: load key pair: %w", err)
+		return nil, nil, err
 	}
 
 	server = &tls.Config{
@@ -84,6 +83,82 @@ func TLSConfig(ca, cert, key string, verifyServerHostname bool, serverName strin
 		}
 	}
 	return server, client, nil
+}
+
+// LoadCAFile reads a CA bundle: PEM certificates, at least one, every
+// CERTIFICATE block parseable. Errors name the file (tls.ca_file) and the
+// problem.
+func LoadCAFile(path string) (*x509.CertPool, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("tls.ca_file %s: %w", path, err)
+	}
+	pool := x509.NewCertPool()
+	n := 0
+	for rest := data; ; {
+		var b *pem.Block
+		if b, rest = pem.Decode(rest); b == nil {
+			break
+		}
+		if b.Type != "CERTIFICATE" {
+			continue
+		}
+		c, err := x509.ParseCertificate(b.Bytes)
+		if err != nil {
+			return nil, fmt.Errorf("tls.ca_file %s: certificate %d does not parse: %v", path, n+1, err)
+		}
+		pool.AddCert(c)
+		n++
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("tls.ca_file %s: holds no PEM certificate (want -----BEGIN CERTIFICATE----- blocks)", path)
+	}
+	return pool, nil
+}
+
+// LoadKeyPair reads a certificate (chain, leaf first) and its private key,
+// and checks that they parse, that the key is the certificate's and that
+// the certificate is valid at now. Errors name the file (tls.cert_file or
+// tls.key_file) and the problem, never the key's contents.
+func LoadKeyPair(certFile, keyFile string, now time.Time) (tls.Certificate, error) {
+	certPEM, err := os.ReadFile(certFile)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("tls.cert_file %s: %w", certFile, err)
+	}
+	var leafDER []byte
+	for rest := certPEM; ; {
+		var b *pem.Block
+		if b, rest = pem.Decode(rest); b == nil {
+			break
+		}
+		if b.Type == "CERTIFICATE" {
+			leafDER = b.Bytes
+			break
+		}
+	}
+	if leafDER == nil {
+		return tls.Certificate{}, fmt.Errorf("tls.cert_file %s: holds no PEM certificate (want a -----BEGIN CERTIFICATE----- block)", certFile)
+	}
+	leaf, err := x509.ParseCertificate(leafDER)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("tls.cert_file %s: the certificate does not parse: %v", certFile, err)
+	}
+	if now.After(leaf.NotAfter) {
+		return tls.Certificate{}, fmt.Errorf("tls.cert_file %s: the certificate expired at %s", certFile, leaf.NotAfter.UTC().Format(time.RFC3339))
+	}
+	keyPEM, err := os.ReadFile(keyFile)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("tls.key_file %s: %w", keyFile, err)
+	}
+	if b, _ := pem.Decode(keyPEM); b == nil || !strings.Contains(b.Type, "PRIVATE KEY") {
+		return tls.Certificate{}, fmt.Errorf("tls.key_file %s: holds no PEM private key (want a -----BEGIN ... PRIVATE KEY----- block)", keyFile)
+	}
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		// The error of crypto/tls names no file and quotes no key.
+		return tls.Certificate{}, fmt.Errorf("tls.cert_file %s with tls.key_file %s: %v", certFile, keyFile, err)
+	}
+	return pair, nil
 }
 
 func verifyChain(cs tls.ConnectionState, roots *x509.CertPool) error {
@@ -133,9 +208,9 @@ func newServerCreds(cfg *tls.Config) credentials.TransportCredentials {
 }
 
 func (c *serverCreds) ServerHandshake(conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
-	if mc, ok := conn.(*muxConn); ok && mc.tlsState != nil {
+	if st := tlsStateOf(conn); st != nil {
 		return conn, credentials.TLSInfo{
-			State:          *mc.tlsState,
+			State:          *st,
 			CommonAuthInfo: credentials.CommonAuthInfo{SecurityLevel: credentials.PrivacyAndIntegrity},
 		}, nil
 	}

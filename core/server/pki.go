@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"sort"
 	"sync"
 	"time"
 
@@ -72,7 +73,7 @@ func (s *Server) startPKI() {
 	if !s.pkiEnabled() {
 		return
 	}
-	s.pki = &serverPKI{cfg: s.cfg.PKI, challenges: pki.NewChallenges(0, 0)}
+	s.pki = &serverPKI{cfg: s.cfg.PKI, challenges: pki.NewChallenges(0, 0, 0)}
 	if s.cfg.PKI.LocalCA == nil {
 		return
 	}
@@ -190,12 +191,13 @@ func (s *Server) initPKI(ctx context.Context, a *PKIInitArgs) error {
 	return nil
 }
 
-// JoinChallenge hands out a join challenge, when this server can issue.
-func (s *Server) JoinChallenge() (*JoinChallengeReply, error) {
+// JoinChallenge hands out a join challenge to caller (the source host of
+// the call: the key of the per-caller bound), when this server can issue.
+func (s *Server) JoinChallenge(caller string) (*JoinChallengeReply, error) {
 	if _, _, err := s.clusterCA(); err != nil {
 		return nil, err
 	}
-	ch, err := s.pki.challenges.New(time.Now())
+	ch, err := s.pki.challenges.New(caller, time.Now())
 	if err != nil {
 		return nil, err
 	}
@@ -434,6 +436,20 @@ var rpcAccess = map[string]access{
 	}),
 }
 
+// PublicMethods are the methods a caller without a certificate may reach:
+// the join exchange. The agent serves them, and nothing else, to such
+// callers (rpc.Server.ServePublic), with tight limits.
+func PublicMethods() []string {
+	var out []string
+	for m, rule := range rpcAccess {
+		if rule.public {
+			out = append(out, m)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // Authorizer decides every RPC by the caller's certificate (see rpcAccess).
 // Only with the cluster PKI: with operator-supplied certificates, which
 // carry no drover identity, any certificate of the CA may call anything,
@@ -461,9 +477,29 @@ func (s *Server) Authorizer() rpc.Authorizer {
 	}
 }
 
+// PreAuthorizer refuses, before the request is read, a call whose method
+// the caller's certificate can never be allowed: server-only methods to a
+// client (or to a caller without a valid identity). Calls that the
+// Authorizer decides from the request pass.
+func (s *Server) PreAuthorizer() rpc.PreAuthorizer {
+	if !s.pkiEnabled() {
+		return nil
+	}
+	return func(ctx context.Context, method string) error {
+		if _, listed := rpcAccess[method]; listed {
+			return nil
+		}
+		id, err := s.peerIdentity(ctx)
+		if err != nil {
+			return err
+		}
+		return id.RequireServer("call " + method)
+	}
+}
+
 func (s *Server) registerPKIRPC(rs *rpc.Server) {
 	rpc.Handle(rs, "PKI.JoinChallenge", func(ctx context.Context, _ *Empty) (*JoinChallengeReply, error) {
-		return s.JoinChallenge()
+		return s.JoinChallenge(rpc.PeerHost(ctx))
 	})
 	rpc.Handle(rs, "PKI.Join", func(ctx context.Context, a *pki.JoinRequest) (*pki.JoinResponse, error) {
 		return s.Join(ctx, a)

@@ -211,4 +211,5 @@ func (s *Server) RegisterRPC(rs *rpc.Server) {
 	s.registerGCRPC(rs, mark)
 	s.registerDeploymentRPC(rs, mark)
 	rs.SetAuthorizer(s.Authorizer())
+	rs.SetPreAuthorizer(s.PreAuthorizer())
 }
