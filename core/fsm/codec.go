@@ -40,7 +40,7 @@ func unmarshal(b []byte, v any) error {
 
 // The log entry envelope. An entry as drover writes it since format 1:
 //
-//	byte 0     entryMarker (0x7f)
+//	byte 0     entryMarker (0x7e)
 //	byte 1     entryFormat (1)
 //	bytes 2-5  CRC-32C (Castagnoli) of bytes 6.., big-endian
 //	byte 6     the message type (structs.MessageType)
@@ -49,18 +49,20 @@ func unmarshal(b []byte, v any) error {
 // Older drover wrote the type byte and the MessagePack alone (the legacy
 // format), and those entries still apply: a log written before an upgrade
 // is replayed after it. The marker tells the two apart: no version of
-// drover ever wrote 0x7f as a type (the highest type is 80, and the flag
+// drover ever wrote 0x7e as a type (the highest type is 80, and the flag
 // IgnoreUnknownTypeFlag is the high bit), and an older FSM meeting a
 // checksummed entry sees an unknown type without the ignore flag and stops
 // rather than skip it. The marker with that flag set (0xff, one flipped
 // bit away) is refused too, never ignored as a newer server's optional
 // entry: it can only be a damaged checksummed entry.
 //
-// A single bit flip of the marker lands on a type no drover defines, so a
-// damaged marker stops the FSM as an unknown type; damage anywhere else
-// fails the checksum.
+// A single bit flip of the marker lands on a type no drover defines (0x7f,
+// 0x7c, 0x7a, 0x76, 0x6e, 0x5e, 0x3e), so a damaged marker stops the FSM
+// as an unknown type; damage anywhere else fails the checksum. (Tests use
+// 0x7f as the unknown type that stops a server.) A new message type must
+// not take 0x7e.
 const (
-	entryMarker     byte = 0x7f
+	entryMarker     byte = 0x7e
 	entryFormat     byte = 1
 	entryHeaderSize      = 6 // marker, format, CRC-32C
 )

@@ -144,3 +144,19 @@ func TestRestoreLegacySnapshot(t *testing.T) {
 		}
 	}
 }
+
+// TestEntryMarkerIsNoType: the envelope's marker, with or without the
+// ignore flag, and every single-bit flip of it, is no message type: an old
+// entry is never read as a checksummed one, and a damaged marker never
+// applies as some other entry.
+func TestEntryMarkerIsNoType(t *testing.T) {
+	for bit := -1; bit < 8; bit++ {
+		b := entryMarker
+		if bit >= 0 {
+			b ^= 1 << bit
+		}
+		if _, ok := appliers[structs.MessageType(b)&^structs.IgnoreUnknownTypeFlag]; ok {
+			t.Errorf("marker %#x (bit %d flipped) is the message type %s", b, bit, typeName(structs.MessageType(b)))
+		}
+	}
+}
