@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
+	"github.com/zclconf/go-cty/cty"
 
 	"github.com/drover-org/drover/core/structs"
 )
@@ -350,6 +351,11 @@ func recordOrigins(body hcl.Body, v any, prefix string, origins map[string]strin
 		return
 	}
 	for name, a := range content.Attributes {
+		// A zero value (0, "", false, []) does not override an earlier
+		// file's (see Merge): the origin stays the earlier file's.
+		if v, diags := a.Expr.Value(nil); !diags.HasErrors() && isZero(v) {
+			continue
+		}
 		origins[prefix+name] = rangeString(a.Expr.Range())
 	}
 	t := reflect.TypeOf(v).Elem()
@@ -365,6 +371,23 @@ func recordOrigins(body hcl.Body, v any, prefix string, origins map[string]strin
 		origins[key] = rangeString(b.DefRange)
 		recordOrigins(b.Body, reflect.New(ft).Interface(), key+".", origins)
 	}
+}
+
+func isZero(v cty.Value) bool {
+	if v.IsNull() || !v.IsWhollyKnown() {
+		return true
+	}
+	switch {
+	case v.Type() == cty.String:
+		return v.AsString() == ""
+	case v.Type() == cty.Number:
+		return v.Equals(cty.Zero).True()
+	case v.Type() == cty.Bool:
+		return v.False()
+	case v.CanIterateElements():
+		return v.LengthInt() == 0
+	}
+	return false
 }
 
 // blockType is the struct type of t's field decoded from blocks of type

@@ -281,3 +281,26 @@ func TestConfigRulesFlag(t *testing.T) {
 		t.Errorf("Validate = %v", err)
 	}
 }
+
+// TestConfigRulesOriginAcrossFiles: in a -config directory, the line named
+// is that of the file whose value is in effect; a later file's zero value
+// (which does not override) does not take it.
+func TestConfigRulesOriginAcrossFiles(t *testing.T) {
+	dir := t.TempDir()
+	first := filepath.Join(dir, "10-a.hcl")
+	writeFile(t, first, []byte("data_dir = \"/x\"\nserver {\n  enabled = true\n  num_schedulers = 500\n}\n"), 0o600)
+	writeFile(t, filepath.Join(dir, "20-b.json"), []byte(`{"server": {"num_schedulers": 0, "heartbeat_grace": "-1s"}}`), 0o600)
+	c, err := LoadConfig(false, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.Validate()
+	for _, want := range []string{
+		first + ":4:20: server.num_schedulers: must be 0 (the default) or between 1 and 128 (got 500)",
+		filepath.Join(dir, "20-b.json") + ":1:53: server.heartbeat_grace: must not be negative",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate = %v\nwant %q", err, want)
+		}
+	}
+}
