@@ -2,9 +2,11 @@ package agent
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -195,9 +197,9 @@ func (p *problems) strMap(key string, m map[string]string) {
 		p.add(key, "must have at most %d entries (got %d)", maxMap, len(m))
 		return
 	}
-	for k, v := range m {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		p.str(key+" key "+strconv.Quote(k), k, maxName)
-		p.str(key+"."+k, v, maxValue)
+		p.str(key+"."+k, m[k], maxValue)
 	}
 }
 

@@ -72,13 +72,13 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // errChecksum marks an entry whose checksum does not match its bytes.
 var errChecksum = errors.New("checksum mismatch")
 
-// seal wraps a legacy-format body (type byte, then MessagePack) in the
-// checksummed envelope.
-func seal(body []byte) []byte {
-	out := make([]byte, entryHeaderSize, entryHeaderSize+len(body))
-	out[0], out[1] = entryMarker, entryFormat
-	binary.BigEndian.PutUint32(out[2:6], crc32.Checksum(body, castagnoli))
-	return append(out, body...)
+// seal fills in the envelope's header of entry, whose first
+// entryHeaderSize bytes are reserved for it and whose rest is the body
+// (type byte, then MessagePack). Writing in place spares a copy of what
+// can be a large plan result.
+func seal(entry []byte) {
+	entry[0], entry[1] = entryMarker, entryFormat
+	binary.BigEndian.PutUint32(entry[2:6], crc32.Checksum(entry[entryHeaderSize:], castagnoli))
 }
 
 // open returns an entry's body (type byte, then MessagePack), checking

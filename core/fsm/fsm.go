@@ -121,8 +121,10 @@ func Encode(t structs.MessageType, msg any) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fsm: encode %s: %w", typeName(t), err)
 	}
-	body := make([]byte, 0, len(b)+1)
-	return seal(append(append(body, byte(t)), b...)), nil
+	out := make([]byte, entryHeaderSize, entryHeaderSize+1+len(b))
+	out = append(append(out, byte(t)), b...)
+	seal(out)
+	return out, nil
 }
 
 // applyEntry applies one committed entry. The returned value is the entry's
