@@ -46,24 +46,30 @@ func (agentCommand) Run(args []string) int {
 	}
 	if *dataDir != "" {
 		cfg.DataDir = *dataDir
+		cfg.SetByFlag("data_dir", "-data-dir")
 	}
 	if *bind != "" {
 		cfg.BindAddr = *bind
+		cfg.SetByFlag("bind_addr", "-bind")
 	}
 	if *httpPort != 0 {
 		cfg.Ports.HTTP = *httpPort
+		cfg.SetByFlag("ports.http", "-http-port")
 	}
 	if *rpcPort != 0 {
 		cfg.Ports.RPC = *rpcPort
+		cfg.SetByFlag("ports.rpc", "-rpc-port")
 	}
 	if *logLevel != "" {
 		cfg.LogLevel = *logLevel
+		cfg.SetByFlag("log_level", "-log-level")
 	}
 	if *logJSON {
 		cfg.LogJSON = true
 	}
 	if *pluginDir != "" {
 		cfg.PluginDir = *pluginDir
+		cfg.SetByFlag("plugin_dir", "-plugin-dir")
 	}
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintf(os.Stderr, "Error loading agent config: %v\n", err)

@@ -133,6 +133,11 @@ func (a *Agent) start(opts Options) error {
 	// The caller's listener is the agent's from here on: closed on failure
 	// like one the agent opened.
 	a.httpLn = opts.HTTPListener
+	// Nothing starts on a config that breaks a rule: a bound exists to
+	// keep what the setting would start from starting.
+	if err := cfg.validate(); err != nil {
+		return err
+	}
 	if opts.SelfExe == "" {
 		exe, err := os.Executable()
 		if err != nil {

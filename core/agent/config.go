@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+	hcljson "github.com/hashicorp/hcl/v2/json"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
 	"github.com/drover-org/drover/core/server"
@@ -41,6 +43,10 @@ type Config struct {
 
 	// DevMode is set by -dev, never from a file.
 	DevMode bool
+	// Origins says where each setting was given, by key path
+	// ("server.num_schedulers" → "agent.hcl:3:20"), for the errors of
+	// validate. The parser fills it, never a file.
+	Origins map[string]string
 }
 
 // Ports are the agent's listening ports.
@@ -100,25 +106,6 @@ func (c *Config) aclTokenTTL() time.Duration {
 	}
 	d, _ := time.ParseDuration(c.ACL.TokenTTL)
 	return d
-}
-
-func (a *ACLConfig) validate() error {
-	if a == nil {
-		return nil
-	}
-	for name, v := range map[string]string{"token_ttl": a.TokenTTL, "policy_ttl": a.PolicyTTL} {
-		if v == "" {
-			continue
-		}
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			return fmt.Errorf("acl.%s: %v", name, err)
-		}
-		if d <= 0 || d > time.Hour {
-			return fmt.Errorf("acl.%s: must be above 0 and at most 1h (got %s)", name, v)
-		}
-	}
-	return nil
 }
 
 // ServerJoin is the `server_join { … }` block.
@@ -296,8 +283,10 @@ func ParseConfig(filename string, src []byte) (*Config, error) {
 		return nil, err
 	}
 	c.applyDefaults()
-	if err := c.validate(); err != nil {
-		return nil, fmt.Errorf("%s: %w", filename, err)
+	p := &problems{origins: c.Origins, fallback: filename}
+	c.validateInto(p)
+	if err := p.err(); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
@@ -309,7 +298,13 @@ func parseConfigFragment(filename string, src []byte) (*Config, error) {
 	if err := checkShape(filename, src); err != nil {
 		return nil, err
 	}
-	f, diags := hclsyntax.ParseConfig(src, filename, hcl.Pos{Line: 1, Column: 1})
+	var f *hcl.File
+	var diags hcl.Diagnostics
+	if strings.HasSuffix(filename, ".json") {
+		f, diags = hcljson.Parse(src, filename)
+	} else {
+		f, diags = hclsyntax.ParseConfig(src, filename, hcl.Pos{Line: 1, Column: 1})
+	}
 	if diags.HasErrors() {
 		return nil, diagError(diags)
 	}
@@ -317,13 +312,15 @@ func parseConfigFragment(filename string, src []byte) (*Config, error) {
 	if diags := gohcl.DecodeBody(f.Body, nil, &c); diags.HasErrors() {
 		return nil, diagError(diags)
 	}
+	c.Origins = map[string]string{}
+	recordOrigins(f.Body, &c, "", c.Origins)
+	if len(c.Plugins) > maxPlugins {
+		return nil, fmt.Errorf("%s: at most %d plugin stanzas (got %d)", filename, maxPlugins, len(c.Plugins))
+	}
 	for _, p := range c.Plugins {
 		if err := p.check(); err != nil {
 			return nil, err
 		}
-	}
-	if err := checkGCSettingsAt(f.Body, c.Server); err != nil {
-		return nil, err
 	}
 	return &c, nil
 }
@@ -369,73 +366,40 @@ func (c *Config) applyDefaults() {
 	}
 }
 
-// Validate checks the rules across fields, once every file and flag has
-// been merged (data_dir is required outside -dev, and so on).
+// Validate checks every setting's rule and the rules across settings, once
+// every file and flag has been merged (data_dir is required outside -dev,
+// and so on). The error is a *ConfigError with one line per problem.
 func (c *Config) Validate() error { return c.validate() }
 
 func (c *Config) validate() error {
+	p := &problems{origins: c.Origins}
+	c.validateInto(p)
+	return p.err()
+}
+
+func (c *Config) validateInto(p *problems) {
 	serverOn := c.Server != nil && c.Server.Enabled
 	clientOn := c.Client != nil && c.Client.Enabled
 	if !serverOn && !clientOn {
-		return fmt.Errorf("at least one of server.enabled or client.enabled must be true")
+		p.add("", "at least one of server.enabled or client.enabled must be true")
 	}
 	if !c.DevMode && c.DataDir == "" {
-		return fmt.Errorf("data_dir: required outside -dev mode")
+		p.add("data_dir", "required outside -dev mode")
 	}
-	if c.HTTPMaxBodyBytes < 0 {
-		return fmt.Errorf("http_max_body_bytes: must not be negative (got %d)", c.HTTPMaxBodyBytes)
-	}
-	if serverOn {
-		for name, v := range map[string]string{"heartbeat_grace": c.Server.HeartbeatGrace, "min_heartbeat_ttl": c.Server.MinHeartbeatTTL, "raft_snapshot_interval": c.Server.RaftSnapshotInterval} {
-			if v == "" {
-				continue
-			}
-			if _, err := time.ParseDuration(v); err != nil {
-				return fmt.Errorf("server.%s: %v", name, err)
-			}
-		}
+	c.checkBounds(p)
+	if c.Server != nil {
 		if err := server.ValidateRaftMultiplier(c.Server.RaftMultiplier); err != nil {
-			return fmt.Errorf("server.%w", err)
-		}
-		if err := c.Server.validateSchedulerLimits(); err != nil {
-			return err
-		}
-		if err := c.Server.validateGC(); err != nil {
-			return err
-		}
-		if j := c.Server.ServerJoin; j != nil && j.RetryInterval != "" {
-			if _, err := time.ParseDuration(j.RetryInterval); err != nil {
-				return fmt.Errorf("server.server_join.retry_interval: %v", err)
-			}
+			p.addErr(fmt.Errorf("server.%w", err))
 		}
 	}
-	if clientOn && c.Client.MaxKillTimeout != "" {
-		if d, err := time.ParseDuration(c.Client.MaxKillTimeout); err != nil {
-			return fmt.Errorf("client.max_kill_timeout: %v", err)
-		} else if d <= 0 {
-			return fmt.Errorf("client.max_kill_timeout: must be positive (got %s)", c.Client.MaxKillTimeout)
-		}
-	}
-	if clientOn && c.Client.FingerprintInterval != "" {
-		if d, err := time.ParseDuration(c.Client.FingerprintInterval); err != nil {
-			return fmt.Errorf("client.fingerprint_interval: %v", err)
-		} else if d <= 0 {
-			return fmt.Errorf("client.fingerprint_interval: must be positive (got %s)", c.Client.FingerprintInterval)
-		}
-	}
-	if clientOn {
-		if err := c.Client.validateNetwork(); err != nil {
-			return err
-		}
+	if c.Client != nil {
+		p.addErr(c.Client.validateNetwork())
 	}
 	if clientOn && !serverOn && len(c.Client.Servers) == 0 {
-		return fmt.Errorf("client.servers: a client-only agent needs the RPC addresses of its servers")
+		p.add("client.servers", "a client-only agent needs the RPC addresses of its servers")
 	}
 	if serverOn && c.Server.BootstrapExpect > 1 && (c.Server.ServerJoin == nil || len(c.Server.ServerJoin.RetryJoin) == 0) {
-		return fmt.Errorf("server.server_join.retry_join: bootstrap_expect = %d needs the addresses of the other servers", c.Server.BootstrapExpect)
+		p.add("server.server_join.retry_join", "bootstrap_expect = %d needs the addresses of the other servers", c.Server.BootstrapExpect)
 	}
-	if err := c.validateAutoTLS(); err != nil {
-		return err
-	}
-	return c.ACL.validate()
+	p.addErr(c.validateAutoTLS())
 }

@@ -4,9 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/hclsyntax"
-
 	"github.com/drover-org/drover/core/server"
 )
 
@@ -16,10 +13,14 @@ import (
 const (
 	minGCInterval = time.Second
 	maxGCInterval = 24 * time.Hour
+	// maxGCThreshold: ten years, which is "keep it"; beyond that a value
+	// is a typo (and near time.Duration's end).
+	maxGCThreshold = 10 * 365 * 24 * time.Hour
 )
 
 // gcSetting is one of the server block's GC keys (Nomad's): a threshold
-// (an object is old enough to collect once its last change is older, >= 0)
+// (an object is old enough to collect once its last change is older,
+// 0..maxGCThreshold)
 // or the interval of a core job (minGCInterval..maxGCInterval). Values are
 // duration strings ("1h", "30m").
 type gcSetting struct {
@@ -65,50 +66,10 @@ func (g gcSetting) check(v string) (time.Duration, error) {
 		return 0, fmt.Errorf("server.%s: must be at most %s, got %q", g.key, maxGCInterval, v)
 	case d < 0:
 		return 0, fmt.Errorf("server.%s: must not be negative, got %q", g.key, v)
+	case d > maxGCThreshold:
+		return 0, fmt.Errorf("server.%s: must be at most %s, got %q", g.key, maxGCThreshold, v)
 	}
 	return d, nil
-}
-
-// checkGCSettingsAt checks the GC settings of the one file whose body is
-// body and that decoded into sc, naming file:line:col of a bad value.
-func checkGCSettingsAt(body hcl.Body, sc *ServerConfig) error {
-	if sc == nil {
-		return nil
-	}
-	var attrs hclsyntax.Attributes
-	if b, ok := body.(*hclsyntax.Body); ok {
-		for _, blk := range b.Blocks {
-			if blk.Type == "server" {
-				attrs = blk.Body.Attributes
-			}
-		}
-	}
-	for _, g := range gcSettings {
-		v := *g.value(sc)
-		if v == "" {
-			continue
-		}
-		if _, err := g.check(v); err != nil {
-			if a, ok := attrs[g.key]; ok {
-				return fmt.Errorf("%s: %w", rangeString(a.Expr.Range()), err)
-			}
-			return err
-		}
-	}
-	return nil
-}
-
-// validateGC checks the merged GC settings (a file's were checked with
-// their position when it was parsed).
-func (sc *ServerConfig) validateGC() error {
-	for _, g := range gcSettings {
-		if v := *g.value(sc); v != "" {
-			if _, err := g.check(v); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }
 
 // gcConfig is the server's GC config: Nomad's defaults, overridden by the

@@ -67,6 +67,7 @@ func TestGCConfigErrors(t *testing.T) {
 		{`job_gc_interval = "999ms"`, "server.job_gc_interval: must be at least 1s"},
 		{`job_gc_interval = "-1m"`, "server.job_gc_interval: must be at least 1s"},
 		{`csi_volume_claim_gc_interval = "25h"`, `agent.hcl:4:33: server.csi_volume_claim_gc_interval: must be at most 24h0m0s, got "25h"`},
+		{`job_gc_threshold = "87601h"`, `server.job_gc_threshold: must be at most 87600h0m0s, got "87601h"`},
 		{`csi_volume_claim_gc_interval = "never"`, "server.csi_volume_claim_gc_interval: \"never\" is not a duration"},
 		{`job_gc_interval = 5`, "agent.hcl:4:"}, // not a string: HCL says so at the value
 	} {
@@ -102,8 +103,12 @@ func TestGCConfigAcrossFiles(t *testing.T) {
 	}
 	bad := filepath.Join(dir, "30-bad.hcl")
 	writeFile(t, bad, []byte("server {\n  job_gc_interval = \"100ms\"\n}\n"), 0o600)
-	if _, err := LoadConfig(false, dir); err == nil || !strings.Contains(err.Error(), bad+":2:21: server.job_gc_interval: must be at least 1s") {
-		t.Errorf("LoadConfig with a bad file: %v", err)
+	c2, err := LoadConfig(false, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c2.Validate(); err == nil || !strings.Contains(err.Error(), bad+":2:21: server.job_gc_interval: must be at least 1s") {
+		t.Errorf("Validate with a bad file: %v", err)
 	}
 	// A config built in code is held to the same rules by Validate.
 	c.Server.NodeGCThreshold = "-1h"

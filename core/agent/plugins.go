@@ -23,6 +23,11 @@ func (a *Agent) ReloadPlugins(ctx context.Context) error {
 		if err != nil {
 			return structs.NewError(structs.ErrInvalid, "reload plugins: agent config: %v", err)
 		}
+		p := &problems{origins: cfg.Origins}
+		cfg.checkPlugins(p)
+		if err := p.err(); err != nil {
+			return structs.NewError(structs.ErrInvalid, "reload plugins: agent config: %v", err)
+		}
 		if stanzas, err = pluginStanzas(cfg); err != nil {
 			return structs.NewError(structs.ErrInvalid, "reload plugins: agent config: %v", err)
 		}

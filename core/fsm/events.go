@@ -8,7 +8,6 @@ import (
 
 	"github.com/drover-org/drover/core/events"
 	"github.com/drover-org/drover/core/state"
-	"github.com/drover-org/drover/core/structs"
 )
 
 // eventFeed derives each applied entry's events from the changes its
@@ -67,10 +66,14 @@ func (e *eventFeed) publish(l *raft.Log) {
 	e.pending = nil
 	e.pendingIndex = 0
 	e.mu.Unlock()
-	if len(ch) == 0 || len(l.Data) == 0 {
+	if len(ch) == 0 {
 		return
 	}
-	e.buf.Publish(l.Index, events.FromChanges(structs.MessageType(l.Data[0]), ch))
+	t, ok := entryType(l.Data)
+	if !ok {
+		return
+	}
+	e.buf.Publish(l.Index, events.FromChanges(t, ch))
 }
 
 // Apply applies one committed entry (see applyEntry) and publishes its

@@ -8,7 +8,6 @@ package fsm
 import (
 	"errors"
 	"fmt"
-	"io"
 	"runtime/debug"
 	"sync/atomic"
 
@@ -115,15 +114,17 @@ func (f *FSM) Failed() error {
 	return nil
 }
 
-// Encode builds a log entry: the message type byte, then the MessagePack
-// of msg.
+// Encode builds a log entry: the message type byte and the MessagePack of
+// msg, in the checksummed envelope (see codec.go) that Apply verifies.
 func Encode(t structs.MessageType, msg any) ([]byte, error) {
 	b, err := marshal(msg)
 	if err != nil {
 		return nil, fmt.Errorf("fsm: encode %s: %w", typeName(t), err)
 	}
-	out := make([]byte, 0, len(b)+1)
-	return append(append(out, byte(t)), b...), nil
+	out := make([]byte, entryHeaderSize, entryHeaderSize+1+len(b))
+	out = append(append(out, byte(t)), b...)
+	seal(out)
+	return out, nil
 }
 
 // applyEntry applies one committed entry. The returned value is the entry's
@@ -135,15 +136,21 @@ func Encode(t structs.MessageType, msg any) ([]byte, error) {
 // structs.IgnoreUnknownTypeFlag (a newer server's optional entry). Any
 // other entry that cannot be applied (unknown type, empty, undecodable)
 // stops the FSM: applying the rest of the log without it would make this
-// server diverge from the others. The error names the index and type, is
-// logged once and handed to the fatal handler; every later entry is refused
-// with it.
+// server diverge from the others. So does an entry whose checksum does not
+// match its bytes: it was altered after it was written, and applying it
+// would serve what no server was asked to store. The error names the index
+// and type, is logged once and handed to the fatal handler; every later
+// entry is refused with it.
 func (f *FSM) applyEntry(l *raft.Log) (resp any) {
 	if l.Type != raft.LogCommand {
 		return nil
 	}
 	if err := f.Failed(); err != nil {
 		return err
+	}
+	data, err := open(l.Data)
+	if err != nil {
+		return f.stop(l.Index, rawTypeName(l.Data), err)
 	}
 	defer func() {
 		p := recover()
@@ -160,13 +167,13 @@ func (f *FSM) applyEntry(l *raft.Log) (resp any) {
 		// entry applied here, and a restart rebuilds the state from the
 		// last snapshot, which this stop keeps before the entry.
 		f.logger.Error("panic applying Raft log entry", "index", l.Index, "panic", p, "stack", string(debug.Stack()))
-		resp = f.stop(l.Index, typeName(structs.MessageType(l.Data[0])), fmt.Errorf("panic: %v", p))
+		resp = f.stop(l.Index, typeName(structs.MessageType(data[0])), fmt.Errorf("panic: %v", p))
 	}()
-	if len(l.Data) == 0 {
+	if len(data) == 0 {
 		return f.stop(l.Index, "none", errors.New("empty entry"))
 	}
-	t := structs.MessageType(l.Data[0])
-	if t == structs.IgnoreUnknownTypeFlag && len(l.Data) == 1 {
+	t := structs.MessageType(data[0])
+	if t == structs.IgnoreUnknownTypeFlag && len(data) == 1 {
 		// The flag alone, without a payload, marks an entry with nothing
 		// to apply (Nomad uses it for test setup). With a payload it is
 		// a flagged NodeRegister (type 0).
@@ -182,7 +189,17 @@ func (f *FSM) applyEntry(l *raft.Log) (resp any) {
 		}
 		return f.stop(l.Index, typeName(t), errors.New("unknown message type"))
 	}
-	return apply(f, l.Index, l.Data[1:])
+	return apply(f, l.Index, data[1:])
+}
+
+// rawTypeName names the type an entry whose envelope is damaged claims to
+// be, for the stop error: it cannot be trusted, but it helps find the
+// entry.
+func rawTypeName(buf []byte) string {
+	if len(buf) > entryHeaderSize && buf[0] == entryMarker {
+		return typeName(structs.MessageType(buf[entryHeaderSize]))
+	}
+	return "unknown"
 }
 
 // badEntry is what decode panics with for a payload it cannot read; Apply
@@ -211,6 +228,10 @@ func (f *FSM) stop(index uint64, typ string, cause error) error {
 // before proposing it: an entry that reached the log but cannot be decoded
 // stops every server, on every restart.
 func CheckEntry(buf []byte) error {
+	buf, err := open(buf)
+	if err != nil {
+		return fmt.Errorf("fsm: %w", err)
+	}
 	if len(buf) == 0 {
 		return errors.New("fsm: empty entry")
 	}
@@ -414,50 +435,4 @@ func typeName(t structs.MessageType) string {
 		}
 	}
 	return fmt.Sprintf("MessageType(%d)", uint8(t))
-}
-
-// Snapshot captures the state for Raft. It only takes a memdb snapshot (a
-// pointer copy); the encoding happens in Persist, concurrently with Apply.
-func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
-	if err := f.Failed(); err != nil {
-		// Raft would record the snapshot at its last applied index, past
-		// the entry that failed, and the restart would skip it.
-		return nil, err
-	}
-	snap, err := f.State().Snapshot()
-	if err != nil {
-		return nil, err
-	}
-	return &fsmSnapshot{snap: snap}, nil
-}
-
-type fsmSnapshot struct{ snap *state.StateSnapshot }
-
-func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
-	if err := s.snap.Persist(sink); err != nil {
-		_ = sink.Cancel()
-		return err
-	}
-	return sink.Close()
-}
-
-func (s *fsmSnapshot) Release() {}
-
-// Restore replaces the state with a snapshot's. The snapshot is loaded into
-// a fresh store that is then swapped in; the old store is abandoned, which
-// wakes its blocking queries so that they continue on the new one.
-func (f *FSM) Restore(rc io.ReadCloser) error {
-	defer rc.Close()
-	fresh, err := state.NewStateStore()
-	if err != nil {
-		return err
-	}
-	if err := fresh.Restore(rc); err != nil {
-		return fmt.Errorf("fsm: restore: %w", err)
-	}
-	f.stream.attach(fresh)
-	old := f.state.Swap(fresh)
-	old.Abandon(fresh)
-	f.logger.Info("restored state from snapshot", "index", fresh.LatestIndex())
-	return nil
 }

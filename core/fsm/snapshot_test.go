@@ -89,10 +89,9 @@ func TestSnapshotIsConsistentWhileApplying(t *testing.T) {
 	mustApply(t, f, 30, structs.NodeRegisterRequestType, &structs.NodeRegisterRequest{Node: mockNode()})
 	sink := &memSink{}
 	must(t, snap.Persist(sink))
-	restored, err := state.NewStateStore()
-	must(t, err)
-	must(t, restored.Restore(&sink.Buffer))
-	after := dump(t, restored)
+	restored, _ := testFSM(t)
+	must(t, restored.Restore(io.NopCloser(&sink.Buffer)))
+	after := dump(t, restored.State())
 	if after["nodes"] != before["nodes"] || after["index:nodes"] != "11" {
 		t.Errorf("snapshot includes a later write: nodes index %s", after["index:nodes"])
 	}
