@@ -90,7 +90,7 @@ type Task struct {
 	Lifecycle       *TaskLifecycleConfig   `codec:",omitempty"`
 	Meta            map[string]string      `codec:",omitempty"`
 	KillTimeout     time.Duration          `codec:",omitempty"`
-	KillSignal      string                 `codec:",omitempty" bound:"id"`
+	KillSignal      string                 `codec:",omitempty"`
 	// ShutdownDelay: how long the task keeps running after its services
 	// are deregistered, before it is killed.
 	ShutdownDelay   time.Duration        `codec:",omitempty"`
@@ -368,15 +368,21 @@ type JobListStub struct {
 	Meta              map[string]string `codec:",omitempty"`
 }
 
-// Stub summarises the job for list endpoints.
-func (j *Job) Stub(summary *JobSummary) *JobListStub {
+// Stub summarises the job for list endpoints. Meta is shared with the job,
+// not copied, and only with withMeta: as Nomad does, a list shows it only
+// when asked (GET /v1/jobs?meta=true), for a job's meta may be most of it.
+func (j *Job) Stub(summary *JobSummary, withMeta bool) *JobListStub {
+	var meta map[string]string
+	if withMeta {
+		meta = j.Meta
+	}
 	return &JobListStub{
 		ID: j.ID, ParentID: j.ParentID, Name: j.Name, Namespace: j.Namespace,
 		Datacenters: j.Datacenters, NodePool: j.NodePool, Type: j.Type, Priority: j.Priority,
 		Periodic: j.IsPeriodic(), ParameterizedJob: j.IsParameterized(), Stop: j.Stop,
 		Status: j.Status, StatusDescription: j.StatusDescription, JobSummary: summary,
 		CreateIndex: j.CreateIndex, ModifyIndex: j.ModifyIndex, JobModifyIndex: j.JobModifyIndex,
-		SubmitTime: j.SubmitTime, Meta: j.Meta,
+		SubmitTime: j.SubmitTime, Meta: meta,
 	}
 }
 
