@@ -95,7 +95,7 @@ type ScalingRequest struct {
 	Target         map[string]string `bound:"id"`
 	Message        string            `bound:"-"` // MaxScalingMessageBytes
 	Error          bool
-	Meta           map[string]any
+	Meta           map[string]any `bound:"-"` // MaxScalingMetaBytes, encoded
 	PolicyOverride bool
 	// JobModifyIndex, when set, scales only a job still at that index.
 	JobModifyIndex uint64
