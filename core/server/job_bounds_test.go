@@ -129,3 +129,39 @@ func TestDispatchBounds(t *testing.T) {
 	}
 	assertNoChildren(t, s, "p", before)
 }
+
+// TestNodeRegisterBounds: a node registration over a field's bound is
+// refused naming the field, and no node is written.
+func TestNodeRegisterBounds(t *testing.T) {
+	s := testServer(t, nil)
+	before := s.State().LatestIndex()
+	cases := []struct {
+		name string
+		mut  func(n *structs.Node)
+		want string
+	}{
+		{"attribute value", func(n *structs.Node) { n.Attributes["big"] = strings.Repeat("x", 1<<20) },
+			`Node.Attributes["big"]: 1048576 bytes; exceeds limit MaxTextBytes (8192)`},
+		{"meta key", func(n *structs.Node) { n.Meta = map[string]string{strings.Repeat("k", 200): "v"} }, "200 bytes in the key; exceeds limit MaxIdentifierBytes"},
+		{"node class", func(n *structs.Node) { n.NodeClass = strings.Repeat("c", 129) }, "Node.NodeClass: 129 bytes; exceeds limit MaxIdentifierBytes (128)"},
+		{"driver attributes", func(n *structs.Node) {
+			n.Drivers["raw_exec"].Attributes = map[string]string{}
+			for i := range structs.MaxEntries + 1 {
+				n.Drivers["raw_exec"].Attributes[fmt.Sprintf("a%d", i)] = "1"
+			}
+		}, `Node.Drivers["raw_exec"].Attributes: 1025 entries; exceeds limit MaxEntries (1024)`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			n := testNode("n1")
+			tc.mut(n)
+			_, err := s.RegisterNode(context.Background(), n)
+			if err == nil || structs.HTTPStatus(err) != 400 || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("RegisterNode: %.300v, want an invalid-request error containing %q", err, tc.want)
+			}
+		})
+	}
+	if after := s.State().LatestIndex(); after != before {
+		t.Fatalf("refused registrations wrote to state: index %d -> %d", before, after)
+	}
+}

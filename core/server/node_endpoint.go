@@ -30,6 +30,11 @@ func (s *Server) RegisterNode(ctx context.Context, in *structs.Node) (time.Durat
 	if in.Datacenter == "" {
 		return 0, structs.NewError(structs.ErrInvalid, "Node: missing datacenter")
 	}
+	// A node is copied into every scheduling request: its strings, lists
+	// and maps are bounded as a job's are.
+	if err := structs.CheckBounds("Node", in); err != nil {
+		return 0, err
+	}
 	if err := in.ValidateCSI(); err != nil {
 		return 0, err
 	}
