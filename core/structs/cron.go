@@ -4,6 +4,11 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	// A periodic job's time_zone is checked at submit and loaded again by
+	// whichever server leads when it launches: the zone database goes in
+	// the binary, so that a zone accepted by one server loads on all,
+	// whatever zoneinfo their hosts have.
+	_ "time/tzdata"
 
 	"github.com/hashicorp/cronexpr"
 )
