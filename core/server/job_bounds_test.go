@@ -164,4 +164,16 @@ func TestNodeRegisterBounds(t *testing.T) {
 	if after := s.State().LatestIndex(); after != before {
 		t.Fatalf("refused registrations wrote to state: index %d -> %d", before, after)
 	}
+
+	// A drain's meta is kept in the node's LastDrain.
+	n := testNode("n2")
+	registerNodes(t, s, n)
+	before = s.State().LatestIndex()
+	_, err := s.UpdateNodeDrain(context.Background(), n.ID, &structs.DrainSpec{}, false, map[string]string{"why": strings.Repeat("x", 1<<20)})
+	if want := `Meta["why"]: 1048576 bytes; exceeds limit MaxTextBytes (8192)`; err == nil || structs.HTTPStatus(err) != 400 || !strings.Contains(err.Error(), want) {
+		t.Fatalf("UpdateNodeDrain: %.300v, want an invalid-request error containing %q", err, want)
+	}
+	if after := s.State().LatestIndex(); after != before {
+		t.Fatalf("a refused drain wrote to state: index %d -> %d", before, after)
+	}
 }

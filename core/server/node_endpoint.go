@@ -272,6 +272,9 @@ func (s *Server) UpdateNodeDrain(ctx context.Context, nodeID string, spec *struc
 	if r, ok, err := forward[NodeDrainArgs, structs.NodeEligibilityUpdateResponse](ctx, s, "Node.UpdateDrain", &NodeDrainArgs{NodeID: nodeID, Spec: spec, MarkEligible: markEligible, Meta: meta}); ok {
 		return r, err
 	}
+	if err := structs.CheckBounds("Meta", meta); err != nil {
+		return nil, err // kept in the node's LastDrain
+	}
 	node, err := s.State().NodeByID(nil, nodeID)
 	if err != nil {
 		return nil, err
