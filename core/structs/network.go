@@ -37,7 +37,7 @@ type NetworkResource struct {
 	Device        string `codec:",omitempty" bound:"id"`
 	CIDR          string `codec:",omitempty" bound:"id"`
 	IP            string `codec:",omitempty" bound:"id"`
-	Hostname      string `codec:",omitempty" bound:"id"`
+	Hostname      string `codec:",omitempty"`
 	MBits         int    `codec:",omitempty"`
 	ReservedPorts []Port `codec:",omitempty"`
 	DynamicPorts  []Port `codec:",omitempty"`

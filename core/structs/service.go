@@ -43,7 +43,7 @@ type Service struct {
 // ServiceCheck is a service's check block: http, tcp or script, run by
 // the client on the allocation's node.
 type ServiceCheck struct {
-	Name string `codec:",omitempty" bound:"id"`
+	Name string `codec:",omitempty"`
 	// Type is "http", "tcp" or "script" ("grpc" is refused).
 	Type string `codec:",omitempty" bound:"id"`
 	// Command and Args of a script check, run in TaskName's task.
