@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/base64"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -86,8 +87,16 @@ func TestDecodeLimits(t *testing.T) {
 // TestBodyLimit: a body over the configured cap is a 413 naming the limit,
 // before the server sees it; the default cap applies when none is set.
 func TestBodyLimit(t *testing.T) {
+	// n bytes of meta, in values of 2 KiB at most (a meta value's bound is
+	// MaxTextBytes).
 	bigMeta := func(n int) string {
-		return `{"Job":{"ID":"web","Meta":{"blob":"` + strings.Repeat("x", n) + `"}}}`
+		var entries []string
+		for i := 0; n > 0; i++ {
+			c := min(n, 2048)
+			entries = append(entries, fmt.Sprintf(`"k%d":"%s"`, i, strings.Repeat("x", c)))
+			n -= c
+		}
+		return `{"Job":{"ID":"web","Meta":{` + strings.Join(entries, ",") + `}}}`
 	}
 	tests := []struct {
 		name  string

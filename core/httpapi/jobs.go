@@ -64,6 +64,11 @@ type jobVersionsResponse struct {
 
 func (s *HTTPServer) jobList(w http.ResponseWriter, r *http.Request) {
 	allow := nsFilter(r, acl.NamespaceCapabilityListJobs)
+	withMeta, err := parseBool(r, "meta")
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
 	s.blockingRead(w, r, func(q queryOptions) readFunc {
 		return func(ws memdb.WatchSet, st reader) (uint64, any, error) {
 			jobs, err := st.JobList(ws, q.Namespace, q.Prefix)
@@ -71,13 +76,13 @@ func (s *HTTPServer) jobList(w http.ResponseWriter, r *http.Request) {
 				return 0, nil, err
 			}
 			jobs = filterNS(jobs, func(j *structs.Job) string { return j.Namespace }, allow)
-			stubs := make([]*structs.JobListStub, 0, len(jobs))
+			stubs := make(jobStubs, 0, len(jobs))
 			for _, j := range jobs {
 				sum, err := st.JobSummaryByID(ws, j.Namespace, j.ID)
 				if err != nil {
 					return 0, nil, err
 				}
-				stubs = append(stubs, j.Stub(sum))
+				stubs = append(stubs, j.Stub(sum, withMeta))
 			}
 			sort.SliceStable(stubs, func(a, b int) bool {
 				if stubs[a].ID != stubs[b].ID {
@@ -89,6 +94,12 @@ func (s *HTTPServer) jobList(w http.ResponseWriter, r *http.Request) {
 		}
 	})
 }
+
+// jobStubs is the answer of GET /v1/jobs, written stub by stub.
+type jobStubs []*structs.JobListStub
+
+func (l jobStubs) Len() int       { return len(l) }
+func (l jobStubs) Elem(i int) any { return l[i] }
 
 func (s *HTTPServer) jobRegister(w http.ResponseWriter, r *http.Request) {
 	s.register(w, r, "")
@@ -109,6 +120,12 @@ func (s *HTTPServer) register(w http.ResponseWriter, r *http.Request, urlID stri
 	req.Job.Namespace = namespaceOf(req.Job.Namespace, r)
 	if !allowNS(r, req.Job.Namespace, acl.NamespaceCapabilitySubmitJob) {
 		s.writeError(w, errPermissionDenied)
+		return
+	}
+	// The server checks again (a job also arrives by RPC); here a job
+	// over its bounds costs no forward to the leader.
+	if err := req.Job.CheckBounds(); err != nil {
+		s.writeError(w, err)
 		return
 	}
 	resp, err := s.srv.RegisterJob(r.Context(), req.Job, req.EnforceIndex, req.JobModifyIndex)
@@ -356,6 +373,12 @@ func (s *HTTPServer) jobPlan(w http.ResponseWriter, r *http.Request, id string) 
 		s.writeError(w, errPermissionDenied)
 		return
 	}
+	// The server checks again (a job also arrives by RPC); here a job
+	// over its bounds costs no forward to the leader.
+	if err := req.Job.CheckBounds(); err != nil {
+		s.writeError(w, err)
+		return
+	}
 	resp, err := s.srv.PlanJob(r.Context(), req.Job, req.Diff)
 	if err != nil {
 		s.writeError(w, err)
@@ -409,6 +432,10 @@ func (s *HTTPServer) jobDispatch(w http.ResponseWriter, r *http.Request, id stri
 		IdPrefixTemplate: body.IdPrefixTemplate,
 		Priority:         body.Priority,
 		IdempotencyToken: r.URL.Query().Get("idempotency_token"),
+	}
+	if err := structs.CheckBounds("Dispatch", req); err != nil {
+		s.writeError(w, err)
+		return
 	}
 	resp, err := s.srv.DispatchJob(r.Context(), namespaceOf("", r), req)
 	if err != nil {

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -216,11 +217,42 @@ func writeWrite(w http.ResponseWriter, r *http.Request, index uint64, body any) 
 func writeJSON(w http.ResponseWriter, r *http.Request, status int, body any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
+	_, pretty := r.URL.Query()["pretty"]
+	if l, ok := body.(streamedList); ok && !pretty {
+		writeStreamed(w, l)
+		return
+	}
 	enc := json.NewEncoder(w)
-	if _, ok := r.URL.Query()["pretty"]; ok {
+	if pretty {
 		enc.SetIndent("", "    ")
 	}
 	_ = enc.Encode(body)
+}
+
+// streamedList is a list answer written element by element: encoder.Encode
+// builds a whole answer in one buffer before it writes it, so a large
+// list (jobs with their meta) would cost each of its concurrent readers
+// a buffer of the whole answer.
+type streamedList interface {
+	Len() int
+	Elem(i int) any
+}
+
+// writeStreamed writes l as a JSON array, one element at a time.
+func writeStreamed(w http.ResponseWriter, l streamedList) {
+	bw := bufio.NewWriterSize(w, 32<<10)
+	enc := json.NewEncoder(bw)
+	_ = bw.WriteByte('[')
+	for i := range l.Len() {
+		if i > 0 {
+			_ = bw.WriteByte(',')
+		}
+		if enc.Encode(l.Elem(i)) != nil {
+			return // the elements are plain structs: only a gone client fails
+		}
+	}
+	_, _ = bw.WriteString("]\n")
+	_ = bw.Flush()
 }
 
 // writeText writes a plain-text body, the form of every Nomad error.

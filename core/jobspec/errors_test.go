@@ -155,6 +155,11 @@ func TestParseErrors(t *testing.T) {
 			want: "job.hcl:3:12: Invalid cron expression", detail: `"* * *"`,
 		},
 		{
+			name: "cron of eight fields",
+			src:  "job \"j\" {\n  periodic {\n    crons = [\"@daily\", \"0 0 0 * * * 2030 x\"]\n  }\n}\n",
+			want: "job.hcl:3:13: Invalid cron expression", detail: `has 8 fields`,
+		},
+		{
 			name: "cron and crons",
 			src:  "job \"j\" {\n  periodic {\n    cron = \"@daily\"\n    crons = [\"@hourly\"]\n  }\n}\n",
 			want: "job.hcl:4:5: Conflicting attributes", detail: "Set cron or crons, not both",

@@ -20,7 +20,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -256,7 +258,7 @@ func Check(filename string, src []byte, opts Options) (*structs.Job, error) {
 	}
 	var diags hcl.Diagnostics
 	for _, m := range msgs {
-		rng := p.blockFor(m)
+		rng := p.blockFor(blockKeyOf(job, m))
 		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid job", Detail: m, Subject: &rng})
 	}
 	p.redact(diags)
@@ -274,6 +276,33 @@ func (p *parser) blockFor(msg string) hcl.Range {
 		}
 	}
 	return at
+}
+
+// boundsPath matches the group and task of a field path in a bounds error
+// (structs.CheckBounds): `Job.TaskGroups[0].Tasks[1].Env["X"]: …`.
+var boundsPath = regexp.MustCompile(`^Job\.TaskGroups\[(\d+)\](?:\.Tasks\[(\d+)\])?`)
+
+// blockKeyOf prefixes a bounds error with the block its path is in
+// (`group "g": task "t": `), the way the other validation errors name it,
+// so that blockFor finds the block's position; other messages are
+// returned as they are.
+func blockKeyOf(job *structs.Job, msg string) string {
+	m := boundsPath.FindStringSubmatch(msg)
+	if m == nil {
+		return msg
+	}
+	gi, _ := strconv.Atoi(m[1])
+	if gi >= len(job.TaskGroups) || job.TaskGroups[gi] == nil {
+		return msg
+	}
+	tg := job.TaskGroups[gi]
+	key := fmt.Sprintf("group %q", tg.Name)
+	if m[2] != "" {
+		if ti, _ := strconv.Atoi(m[2]); ti < len(tg.Tasks) && tg.Tasks[ti] != nil {
+			key += fmt.Sprintf(": task %q", tg.Tasks[ti].Name)
+		}
+	}
+	return key + ": " + msg
 }
 
 // Diagnostics extracts the positioned diagnostics from an error returned by

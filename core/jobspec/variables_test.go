@@ -330,3 +330,24 @@ func TestCheck(t *testing.T) {
 		t.Fatalf("a valid job: %v", err)
 	}
 }
+
+// TestCheckBoundsPositions: a field over its bound is reported at the block
+// that holds it, with its path and the bound.
+func TestCheckBoundsPositions(t *testing.T) {
+	big := strings.Repeat("x", structs.MaxTextBytes+1)
+	src := "job \"j\" {\n  meta {\n    k = \"" + big + "\"\n  }\n  group \"a\" {\n    meta {\n      k = \"" + big + "\"\n    }\n" +
+		"    task \"t\" {\n      driver = \"raw_exec\"\n      env {\n        V = \"" + big + "\"\n      }\n    }\n  }\n}\n"
+	_, err := Check("job.hcl", []byte(src), testOptions)
+	if err == nil {
+		t.Fatal("valid")
+	}
+	for _, w := range []string{
+		`job.hcl:1:1: Invalid job; Job.Meta["k"]: 8193 bytes; exceeds limit MaxTextBytes (8192)`,
+		`job.hcl:5:3: Invalid job; Job.TaskGroups[0].Meta["k"]: 8193 bytes`,
+		`job.hcl:9:5: Invalid job; Job.TaskGroups[0].Tasks[0].Env["V"]: 8193 bytes`,
+	} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error lacks %q:\n%.2000s", w, err)
+		}
+	}
+}

@@ -280,6 +280,10 @@ func (s *Server) DispatchJob(ctx context.Context, ns string, req *structs.JobDis
 	if ns == "" {
 		ns = structs.DefaultNamespace
 	}
+	// The request's meta, token and prefix end up in the child job.
+	if err := structs.CheckBounds("Dispatch", req); err != nil {
+		return nil, err
+	}
 	if err := s.checkNamespace(ns, req.JobID); err != nil {
 		return nil, err
 	}

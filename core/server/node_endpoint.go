@@ -30,6 +30,11 @@ func (s *Server) RegisterNode(ctx context.Context, in *structs.Node) (time.Durat
 	if in.Datacenter == "" {
 		return 0, structs.NewError(structs.ErrInvalid, "Node: missing datacenter")
 	}
+	// A node is copied into every scheduling request: its strings, lists
+	// and maps are bounded as a job's are.
+	if err := structs.CheckBounds("Node", in); err != nil {
+		return 0, err
+	}
 	if err := in.ValidateCSI(); err != nil {
 		return 0, err
 	}
@@ -274,6 +279,9 @@ func (s *Server) UpdateNodeEligibility(ctx context.Context, nodeID, elig string)
 func (s *Server) UpdateNodeDrain(ctx context.Context, nodeID string, spec *structs.DrainSpec, markEligible bool, meta map[string]string) (*structs.NodeEligibilityUpdateResponse, error) {
 	if r, ok, err := forward[NodeDrainArgs, structs.NodeEligibilityUpdateResponse](ctx, s, "Node.UpdateDrain", &NodeDrainArgs{NodeID: nodeID, Spec: spec, MarkEligible: markEligible, Meta: meta}); ok {
 		return r, err
+	}
+	if err := structs.CheckBounds("Meta", meta); err != nil {
+		return nil, err // kept in the node's LastDrain
 	}
 	node, err := s.State().NodeByID(nil, nodeID)
 	if err != nil {

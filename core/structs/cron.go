@@ -4,6 +4,11 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	// A periodic job's time_zone is checked at submit and loaded again by
+	// whichever server leads when it launches: the zone database goes in
+	// the binary, so that a zone accepted by one server loads on all,
+	// whatever zoneinfo their hosts have.
+	_ "time/tzdata"
 
 	"github.com/hashicorp/cronexpr"
 )
@@ -37,6 +42,16 @@ func ParseCron(spec string) (sched CronSchedule, err error) {
 	}
 	if strings.TrimSpace(spec) == "" {
 		return nil, fmt.Errorf("the expression is empty")
+	}
+	// cronexpr reads the first seven fields and drops the rest unread, so
+	// "0 0 * * * 2030 2031 junk" would run as if the junk were not there.
+	// So does it after a macro ("@daily 0").
+	fields := strings.Fields(spec)
+	switch {
+	case strings.HasPrefix(fields[0], "@") && len(fields) > 1:
+		return nil, fmt.Errorf("%s stands alone: the expression has %d more fields after it", fields[0], len(fields)-1)
+	case !strings.HasPrefix(fields[0], "@") && (len(fields) < 5 || len(fields) > 7):
+		return nil, fmt.Errorf("the expression has %d fields; a cron expression has 5 (minute hour day-of-month month day-of-week), 6 (the five and a year) or 7 (a second, the five and a year)", len(fields))
 	}
 	// The parser is a third party's; a panic on odd input must not take
 	// the server down with it.

@@ -27,7 +27,11 @@ func TestParseCron(t *testing.T) {
 		{spec: "@annually", want: time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)},
 		{spec: "0 0 1 1 * 2029"}, // only in the past
 		{spec: "0 0 30 2 *"},     // February 30th
-		{spec: "* * * *", err: "missing field"},
+		{spec: "* * * *", err: "has 4 fields; a cron expression has 5"},
+		{spec: "0 0 0 * * * 2030 junk", err: "has 8 fields"}, // cronexpr drops the eighth unread
+		{spec: "0 0 0 * * * 2030 2031 2032", err: "has 9 fields"},
+		{spec: "@daily 0", err: "@daily"},
+		{spec: "\t*/15  *\t* * *  ", want: from.Add(15 * time.Minute)}, // any white space separates fields
 		{spec: "61 * * * *", err: "syntax error"},
 		{spec: "", err: "empty"},
 		{spec: strings.Repeat("1,", 200) + "1 * * * *", err: "at most 256"},

@@ -10,16 +10,16 @@ import (
 // Job is a user's declaration of work. A job is identified by
 // (Namespace, ID); every write bumps Version and JobModifyIndex.
 type Job struct {
-	Region                   string                  `codec:",omitempty"`
-	Namespace                string                  `codec:",omitempty"`
-	ID                       string                  `codec:",omitempty"`
-	ParentID                 string                  `codec:",omitempty"`
-	Name                     string                  `codec:",omitempty"`
-	Type                     string                  `codec:",omitempty"`
+	Region                   string                  `codec:",omitempty" bound:"id"`
+	Namespace                string                  `codec:",omitempty" bound:"id"`
+	ID                       string                  `codec:",omitempty" bound:"jobid"`
+	ParentID                 string                  `codec:",omitempty" bound:"jobid"`
+	Name                     string                  `codec:",omitempty" bound:"jobid"`
+	Type                     string                  `codec:",omitempty" bound:"id"`
 	Priority                 int                     `codec:",omitempty"`
 	AllAtOnce                bool                    `codec:",omitempty"`
-	Datacenters              []string                `codec:",omitempty"`
-	NodePool                 string                  `codec:",omitempty"`
+	Datacenters              []string                `codec:",omitempty" bound:"id"`
+	NodePool                 string                  `codec:",omitempty" bound:"id"`
 	Constraints              []*Constraint           `codec:",omitempty"`
 	Affinities               []*Affinity             `codec:",omitempty"`
 	Spreads                  []*Spread               `codec:",omitempty"`
@@ -28,12 +28,12 @@ type Job struct {
 	Periodic                 *PeriodicConfig         `codec:",omitempty"`
 	ParameterizedJob         *ParameterizedJobConfig `codec:",omitempty"`
 	Dispatched               bool                    `codec:",omitempty"`
-	DispatchIdempotencyToken string                  `codec:",omitempty"`
-	Payload                  []byte                  `codec:",omitempty"`
+	DispatchIdempotencyToken string                  `codec:",omitempty" bound:"id"`
+	Payload                  []byte                  `codec:",omitempty" bound:"payload"`
 	Meta                     map[string]string       `codec:",omitempty"`
 	UI                       *JobUIConfig            `codec:",omitempty"`
 	Stop                     bool                    `codec:",omitempty"`
-	Status                   string                  `codec:",omitempty"`
+	Status                   string                  `codec:",omitempty" bound:"id"`
 	StatusDescription        string                  `codec:",omitempty"`
 	Stable                   bool                    `codec:",omitempty"`
 	Version                  uint64                  `codec:",omitempty"`
@@ -44,12 +44,12 @@ type Job struct {
 	// TypeBehavior is the declaration of the plugin serving Type when this
 	// version was registered, copied in by the leader (a submitted value
 	// is replaced). It is drover's, not Nomad's.
-	TypeBehavior *JobTypeBehavior `codec:",omitempty"`
+	TypeBehavior *JobTypeBehavior `codec:",omitempty" bound:"-"`
 }
 
 // TaskGroup is a set of tasks placed together on one node.
 type TaskGroup struct {
-	Name             string                    `codec:",omitempty"`
+	Name             string                    `codec:",omitempty" bound:"id"`
 	Count            int                       `codec:",omitempty"`
 	Update           *UpdateStrategy           `codec:",omitempty"`
 	Constraints      []*Constraint             `codec:",omitempty"`
@@ -77,10 +77,10 @@ type TaskGroup struct {
 
 // Task is one process run by a driver.
 type Task struct {
-	Name            string                 `codec:",omitempty"`
-	Driver          string                 `codec:",omitempty"`
-	User            string                 `codec:",omitempty"`
-	Config          map[string]any         `codec:",omitempty"`
+	Name            string                 `codec:",omitempty" bound:"id"`
+	Driver          string                 `codec:",omitempty" bound:"id"`
+	User            string                 `codec:",omitempty" bound:"id"`
+	Config          map[string]any         `codec:",omitempty" bound:"blob"`
 	Env             map[string]string      `codec:",omitempty"`
 	Constraints     []*Constraint          `codec:",omitempty"`
 	Affinities      []*Affinity            `codec:",omitempty"`
@@ -98,11 +98,11 @@ type Task struct {
 	Leader          bool                 `codec:",omitempty"`
 	VolumeMounts    []*VolumeMount       `codec:",omitempty"`
 	CSIPluginConfig *TaskCSIPluginConfig `codec:",omitempty"`
-	Artifacts       []*TaskArtifact      `codec:",omitempty"`
-	Templates       []*Template          `codec:",omitempty"`
+	Artifacts       []*TaskArtifact      `codec:",omitempty" bound:"max=MaxArtifactsPerTask"`
+	Templates       []*Template          `codec:",omitempty" bound:"max=MaxTemplatesPerTask"`
 	Services        []*Service           `codec:",omitempty"`
-	Kind            string               `codec:",omitempty"`
-	Actions         []*Action            `codec:",omitempty"`
+	Kind            string               `codec:",omitempty" bound:"bytes=MaxTaskKindBytes"`
+	Actions         []*Action            `codec:",omitempty" bound:"max=MaxActionsPerTask"`
 }
 
 // Resources asked by a task, in MHz and MB.
@@ -115,7 +115,7 @@ type Resources struct {
 	IOPS        int `codec:",omitempty"`
 	// SecretsMB is the size asked for the task's secrets directory.
 	SecretsMB int                `codec:",omitempty"`
-	Devices   []*RequestedDevice `codec:",omitempty"`
+	Devices   []*RequestedDevice `codec:",omitempty" bound:"max=MaxDevicesPerTask"`
 	NUMA      *NUMAResource      `codec:",omitempty"`
 }
 
@@ -124,7 +124,7 @@ type Resources struct {
 type Constraint struct {
 	LTarget string `codec:",omitempty"`
 	RTarget string `codec:",omitempty"`
-	Operand string `codec:",omitempty"`
+	Operand string `codec:",omitempty" bound:"id"`
 }
 
 func (c *Constraint) String() string {
@@ -136,7 +136,7 @@ func (c *Constraint) String() string {
 type Affinity struct {
 	LTarget string `codec:",omitempty"`
 	RTarget string `codec:",omitempty"`
-	Operand string `codec:",omitempty"`
+	Operand string `codec:",omitempty" bound:"id"`
 	Weight  int8   `codec:",omitempty"`
 }
 
@@ -158,7 +158,7 @@ type RestartPolicy struct {
 	Attempts        int           `codec:",omitempty"`
 	Interval        time.Duration `codec:",omitempty"`
 	Delay           time.Duration `codec:",omitempty"`
-	Mode            string        `codec:",omitempty"`
+	Mode            string        `codec:",omitempty" bound:"id"`
 	RenderTemplates bool          `codec:",omitempty"`
 }
 
@@ -168,7 +168,7 @@ type ReschedulePolicy struct {
 	Attempts      int           `codec:",omitempty"`
 	Interval      time.Duration `codec:",omitempty"`
 	Delay         time.Duration `codec:",omitempty"`
-	DelayFunction string        `codec:",omitempty"`
+	DelayFunction string        `codec:",omitempty" bound:"id"`
 	MaxDelay      time.Duration `codec:",omitempty"`
 	Unlimited     bool          `codec:",omitempty"`
 }
@@ -176,7 +176,7 @@ type ReschedulePolicy struct {
 // MigrateStrategy is accepted for service jobs only.
 type MigrateStrategy struct {
 	MaxParallel     int           `codec:",omitempty"`
-	HealthCheck     string        `codec:",omitempty"`
+	HealthCheck     string        `codec:",omitempty" bound:"id"`
 	MinHealthyTime  time.Duration `codec:",omitempty"`
 	HealthyDeadline time.Duration `codec:",omitempty"`
 }
@@ -185,7 +185,7 @@ type MigrateStrategy struct {
 type UpdateStrategy struct {
 	Stagger          time.Duration `codec:",omitempty"`
 	MaxParallel      int           `codec:",omitempty"`
-	HealthCheck      string        `codec:",omitempty"`
+	HealthCheck      string        `codec:",omitempty" bound:"id"`
 	MinHealthyTime   time.Duration `codec:",omitempty"`
 	HealthyDeadline  time.Duration `codec:",omitempty"`
 	ProgressDeadline time.Duration `codec:",omitempty"`
@@ -217,11 +217,11 @@ type EphemeralDisk struct {
 // PeriodicConfig launches children of a job on a cron schedule.
 type PeriodicConfig struct {
 	Enabled         bool     `codec:",omitempty"`
-	Spec            string   `codec:",omitempty"`
-	Specs           []string `codec:",omitempty"`
-	SpecType        string   `codec:",omitempty"`
+	Spec            string   `codec:",omitempty" bound:"bytes=MaxCronLength"`
+	Specs           []string `codec:",omitempty" bound:"bytes=MaxCronLength"`
+	SpecType        string   `codec:",omitempty" bound:"id"`
 	ProhibitOverlap bool     `codec:",omitempty"`
-	TimeZone        string   `codec:",omitempty"`
+	TimeZone        string   `codec:",omitempty" bound:"id"`
 }
 
 // AllSpecs returns Spec and Specs together.
@@ -238,9 +238,9 @@ func (p *PeriodicConfig) AllSpecs() []string {
 
 // ParameterizedJobConfig makes a job a template for dispatched children.
 type ParameterizedJobConfig struct {
-	Payload      string   `codec:",omitempty"`
-	MetaRequired []string `codec:",omitempty"`
-	MetaOptional []string `codec:",omitempty"`
+	Payload      string   `codec:",omitempty" bound:"id"`
+	MetaRequired []string `codec:",omitempty" bound:"id"`
+	MetaOptional []string `codec:",omitempty" bound:"id"`
 }
 
 // DispatchPayloadConfig names the file, relative to local/, that receives a
@@ -251,7 +251,7 @@ type DispatchPayloadConfig struct {
 
 // TaskLifecycleConfig orders tasks inside a group.
 type TaskLifecycleConfig struct {
-	Hook    string `codec:",omitempty"`
+	Hook    string `codec:",omitempty" bound:"id"`
 	Sidecar bool   `codec:",omitempty"`
 }
 
@@ -368,15 +368,21 @@ type JobListStub struct {
 	Meta              map[string]string `codec:",omitempty"`
 }
 
-// Stub summarises the job for list endpoints.
-func (j *Job) Stub(summary *JobSummary) *JobListStub {
+// Stub summarises the job for list endpoints. Meta is shared with the job,
+// not copied, and only with withMeta: as Nomad does, a list shows it only
+// when asked (GET /v1/jobs?meta=true), for a job's meta may be most of it.
+func (j *Job) Stub(summary *JobSummary, withMeta bool) *JobListStub {
+	var meta map[string]string
+	if withMeta {
+		meta = j.Meta
+	}
 	return &JobListStub{
 		ID: j.ID, ParentID: j.ParentID, Name: j.Name, Namespace: j.Namespace,
 		Datacenters: j.Datacenters, NodePool: j.NodePool, Type: j.Type, Priority: j.Priority,
 		Periodic: j.IsPeriodic(), ParameterizedJob: j.IsParameterized(), Stop: j.Stop,
 		Status: j.Status, StatusDescription: j.StatusDescription, JobSummary: summary,
 		CreateIndex: j.CreateIndex, ModifyIndex: j.ModifyIndex, JobModifyIndex: j.JobModifyIndex,
-		SubmitTime: j.SubmitTime, Meta: j.Meta,
+		SubmitTime: j.SubmitTime, Meta: meta,
 	}
 }
 

@@ -47,28 +47,28 @@ const NUMAAffinityNone = "none"
 
 // JobUIConfig is a job's ui block: what the web UI shows about the job.
 type JobUIConfig struct {
-	Description string       `codec:",omitempty"`
-	Links       []*JobUILink `codec:",omitempty"`
+	Description string       `codec:",omitempty" bound:"bytes=MaxUIDescriptionBytes"`
+	Links       []*JobUILink `codec:",omitempty" bound:"max=MaxUILinks"`
 }
 
 // JobUILink is one link of a job's ui block.
 type JobUILink struct {
-	Label string `codec:",omitempty"`
-	URL   string `codec:",omitempty"`
+	Label string `codec:",omitempty" bound:"bytes=MaxUILinkBytes"`
+	URL   string `codec:",omitempty" bound:"bytes=MaxUILinkBytes"`
 }
 
 // Action is a task's action block: a command an operator may run in the
 // task by name. drover keeps and shows actions; it does not run them.
 type Action struct {
-	Name    string   `codec:",omitempty"`
-	Command string   `codec:",omitempty"`
-	Args    []string `codec:",omitempty"`
+	Name    string   `codec:",omitempty" bound:"id,bytes=MaxActionNameBytes"`
+	Command string   `codec:",omitempty" bound:"bytes=MaxActionCommandBytes"`
+	Args    []string `codec:",omitempty" bound:"max=MaxActionArgs,bytes=MaxActionArgBytes"`
 }
 
 // RequestedDevice is a task's resources.device block. drover has no
 // device plugins, so a job asking for a device is refused at submit.
 type RequestedDevice struct {
-	Name        string        `codec:",omitempty"`
+	Name        string        `codec:",omitempty" bound:"id"`
 	Count       uint64        `codec:",omitempty"`
 	Constraints []*Constraint `codec:",omitempty"`
 	Affinities  []*Affinity   `codec:",omitempty"`
@@ -77,7 +77,7 @@ type RequestedDevice struct {
 // NUMAResource is a task's resources.numa block.
 type NUMAResource struct {
 	Affinity string   `codec:",omitempty"`
-	Devices  []string `codec:",omitempty"`
+	Devices  []string `codec:",omitempty" bound:"max=MaxDevicesPerTask,bytes=MaxActionNameBytes"`
 }
 
 // DisconnectStrategy is a group's disconnect block: what happens to its
@@ -86,18 +86,18 @@ type DisconnectStrategy struct {
 	LostAfter         time.Duration  `codec:",omitempty"`
 	StopOnClientAfter *time.Duration `codec:",omitempty"`
 	Replace           *bool          `codec:",omitempty"`
-	Reconcile         string         `codec:",omitempty"`
+	Reconcile         string         `codec:",omitempty" bound:"id"`
 }
 
 // ScalingPolicy is a group's scaling block, kept as Nomad stores it: the
 // bounds of the group's count (which `job scale` honours) and the policy an
 // autoscaler reads. Target, ID and Namespace are filled at canonicalization.
 type ScalingPolicy struct {
-	ID          string            `codec:",omitempty"`
-	Namespace   string            `codec:",omitempty"`
-	Type        string            `codec:",omitempty"`
-	Target      map[string]string `codec:",omitempty"`
-	Policy      map[string]any    `codec:",omitempty"`
+	ID          string            `codec:",omitempty" bound:"-"`
+	Namespace   string            `codec:",omitempty" bound:"-"`
+	Type        string            `codec:",omitempty" bound:"id"`
+	Target      map[string]string `codec:",omitempty" bound:"-"`
+	Policy      map[string]any    `codec:",omitempty" bound:"blob"`
 	Min         int64             `codec:",omitempty"`
 	Max         int64             `codec:",omitempty"`
 	Enabled     bool              `codec:",omitempty"`
@@ -240,16 +240,13 @@ func (tg *TaskGroup) CheckScaleCount(count int64) error {
 }
 
 // validateBlocks checks a task's kind, actions and the resources drover
-// cannot provide.
+// cannot provide. Their sizes are bounded by their fields' bound tags
+// (CheckBounds).
 func (t *Task) validateBlocks(l *errList, where string) {
-	if len(t.Kind) > MaxTaskKindBytes {
-		l.add("%s: kind is %d bytes; exceeds limit of %d", where, len(t.Kind), MaxTaskKindBytes)
-	} else if strings.HasPrefix(t.Kind, "connect-") {
+	if strings.HasPrefix(t.Kind, "connect-") {
 		l.add("%s: kind %q is a Consul Connect task kind, and drover has no Consul Connect integration", where, t.Kind)
 	}
-	if len(t.Actions) > MaxActionsPerTask {
-		l.add("%s: %d actions; exceeds limit of %d", where, len(t.Actions), MaxActionsPerTask)
-	} else {
+	{
 		seen := map[string]bool{}
 		for i, a := range t.Actions {
 			if a == nil {
@@ -260,24 +257,12 @@ func (t *Task) validateBlocks(l *errList, where string) {
 			switch {
 			case a.Name == "":
 				l.add("%s: action %d: missing name", where, i+1)
-			case len(a.Name) > MaxActionNameBytes:
-				l.add("%s: action %d: name is %d bytes; exceeds limit of %d", where, i+1, len(a.Name), MaxActionNameBytes)
 			case seen[a.Name]:
 				l.add("%s: defined more than once", w)
 			}
 			seen[a.Name] = true
 			if a.Command == "" {
 				l.add("%s: command is required", w)
-			} else if len(a.Command) > MaxActionCommandBytes {
-				l.add("%s: command is %d bytes; exceeds limit of %d", w, len(a.Command), MaxActionCommandBytes)
-			}
-			if len(a.Args) > MaxActionArgs {
-				l.add("%s: %d args; exceeds limit of %d", w, len(a.Args), MaxActionArgs)
-			}
-			for j, arg := range a.Args {
-				if len(arg) > MaxActionArgBytes {
-					l.add("%s: arg %d is %d bytes; exceeds limit of %d", w, j+1, len(arg), MaxActionArgBytes)
-				}
 			}
 		}
 	}
@@ -285,9 +270,7 @@ func (t *Task) validateBlocks(l *errList, where string) {
 	if r == nil {
 		return
 	}
-	if len(r.Devices) > MaxDevicesPerTask {
-		l.add("%s: resources: %d devices; exceeds limit of %d", where, len(r.Devices), MaxDevicesPerTask)
-	} else {
+	{
 		for i, d := range r.Devices {
 			if d == nil {
 				l.add("%s: resources: device %d: null is not allowed", where, i+1)
@@ -298,15 +281,6 @@ func (t *Task) validateBlocks(l *errList, where string) {
 				continue
 			}
 			l.add("%s: resources: device %q is not supported: drover has no device plugins, so no node offers devices", where, d.Name)
-		}
-	}
-	if n := r.NUMA; n != nil && len(n.Devices) > MaxDevicesPerTask {
-		l.add("%s: resources: numa lists %d devices; exceeds limit of %d", where, len(n.Devices), MaxDevicesPerTask)
-	} else if n != nil {
-		for i, d := range n.Devices {
-			if len(d) > MaxActionNameBytes {
-				l.add("%s: resources: numa device %d is %d bytes; exceeds limit of %d", where, i+1, len(d), MaxActionNameBytes)
-			}
 		}
 	}
 	if n := r.NUMA; n != nil && n.Affinity != NUMAAffinityNone && n.Affinity != "" {
@@ -322,25 +296,15 @@ func (t *Task) validateBlocks(l *errList, where string) {
 	}
 }
 
-// validate checks a job's ui block against its bounds.
+// validate checks a job's ui block; its sizes are bounded by its fields'
+// bound tags (CheckBounds).
 func (u *JobUIConfig) validate(l *errList) {
 	if u == nil {
-		return
-	}
-	if len(u.Description) > MaxUIDescriptionBytes {
-		l.add("ui: description is %d bytes; exceeds limit of %d", len(u.Description), MaxUIDescriptionBytes)
-	}
-	if len(u.Links) > MaxUILinks {
-		l.add("ui: %d links; exceeds limit of %d", len(u.Links), MaxUILinks)
 		return
 	}
 	for i, k := range u.Links {
 		if k == nil {
 			l.add("ui: link %d: null is not allowed", i+1)
-			continue
-		}
-		if len(k.Label) > MaxUILinkBytes || len(k.URL) > MaxUILinkBytes {
-			l.add("ui: link %d: label and url may be at most %d bytes each", i+1, MaxUILinkBytes)
 		}
 	}
 }

@@ -36,16 +36,16 @@ func TestValidateBlocks(t *testing.T) {
 		}, "resources: device 1: missing name"},
 		{"too many devices", func(j *Job) {
 			j.TaskGroups[0].Tasks[0].Resources = &Resources{Devices: make([]*RequestedDevice, MaxDevicesPerTask+1)}
-		}, "17 devices; exceeds limit of 16"},
+		}, "Resources.Devices: 17 entries; exceeds limit MaxDevicesPerTask (16)"},
 		{"numa prefer", func(j *Job) {
 			j.TaskGroups[0].Tasks[0].Resources = &Resources{NUMA: &NUMAResource{Affinity: "prefer"}}
 		}, `numa affinity "prefer" is not supported`},
 		{"numa devices", func(j *Job) {
 			j.TaskGroups[0].Tasks[0].Resources = &Resources{NUMA: &NUMAResource{Devices: make([]string, MaxDevicesPerTask+1)}}
-		}, "numa lists 17 devices; exceeds limit of 16"},
+		}, "Resources.NUMA.Devices: 17 entries; exceeds limit MaxDevicesPerTask (16)"},
 		{"numa device name", func(j *Job) {
 			j.TaskGroups[0].Tasks[0].Resources = &Resources{NUMA: &NUMAResource{Devices: []string{strings.Repeat("d", 200)}}}
-		}, "numa device 1 is 200 bytes"},
+		}, "Resources.NUMA.Devices[0]: 200 bytes; exceeds limit MaxActionNameBytes (128)"},
 		{"unencodable policy", func(j *Job) {
 			j.TaskGroups[0].Scaling = &ScalingPolicy{Min: 1, Max: 4, Policy: map[string]any{"f": func() {}}}
 		}, "policy is not encodable as JSON"},
@@ -88,10 +88,10 @@ func TestValidateBlocks(t *testing.T) {
 		{"null action", func(j *Job) { j.TaskGroups[0].Tasks[0].Actions = []*Action{nil} }, "action 1: null is not allowed"},
 		{"too many actions", func(j *Job) {
 			j.TaskGroups[0].Tasks[0].Actions = make([]*Action, MaxActionsPerTask+1)
-		}, "33 actions; exceeds limit of 32"},
+		}, "Actions: 33 entries; exceeds limit MaxActionsPerTask (32)"},
 		{"action arg too long", func(j *Job) {
 			j.TaskGroups[0].Tasks[0].Actions = []*Action{{Name: "a", Command: "x", Args: []string{strings.Repeat("a", MaxActionArgBytes+1)}}}
-		}, "arg 1 is 4097 bytes"},
+		}, "Actions[0].Args[0]: 4097 bytes; exceeds limit MaxActionArgBytes (4096)"},
 		{"artifact insecure", func(j *Job) {
 			j.TaskGroups[0].Tasks[0].Artifacts = []*TaskArtifact{{GetterSource: "https://x/a", GetterInsecure: true}}
 		}, "artifact 1: insecure is not supported"},
@@ -115,8 +115,8 @@ func TestValidateBlocks(t *testing.T) {
 			j.TaskGroups[0].Services = []*Service{{Name: "s", Provider: "nomad", PortLabel: "p", Checks: []*ServiceCheck{{
 				Name: "c", Type: "tcp", Interval: 10 * time.Second, Timeout: time.Second, Advertise: "10.0.0.1"}}}}
 		}, "advertise is not supported"},
-		{"ui description too long", func(j *Job) { j.UI = &JobUIConfig{Description: strings.Repeat("d", MaxUIDescriptionBytes+1)} }, "ui: description is 4097 bytes"},
-		{"ui too many links", func(j *Job) { j.UI = &JobUIConfig{Links: make([]*JobUILink, MaxUILinks+1)} }, "ui: 33 links; exceeds limit of 32"},
+		{"ui description too long", func(j *Job) { j.UI = &JobUIConfig{Description: strings.Repeat("d", MaxUIDescriptionBytes+1)} }, "Job.UI.Description: 4097 bytes; exceeds limit MaxUIDescriptionBytes (4096)"},
+		{"ui too many links", func(j *Job) { j.UI = &JobUIConfig{Links: make([]*JobUILink, MaxUILinks+1)} }, "Job.UI.Links: 33 entries; exceeds limit MaxUILinks (32)"},
 		{"ui null link", func(j *Job) { j.UI = &JobUIConfig{Links: []*JobUILink{nil}} }, "ui: link 1: null is not allowed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -35,7 +35,7 @@ const (
 
 // CSIMountOptions are the file system and flags a volume is mounted with.
 type CSIMountOptions struct {
-	FSType     string   `codec:",omitempty"`
+	FSType     string   `codec:",omitempty" bound:"id"`
 	MountFlags []string `codec:",omitempty"`
 }
 
@@ -55,12 +55,12 @@ const (
 // VolumeRequest is a group's `volume "<name>" { … }` block: the volume
 // the group's allocations claim.
 type VolumeRequest struct {
-	Name           string                  `codec:",omitempty"`
-	Type           string                  `codec:",omitempty"`
+	Name           string                  `codec:",omitempty" bound:"id"`
+	Type           string                  `codec:",omitempty" bound:"id"`
 	Source         string                  `codec:",omitempty"`
 	ReadOnly       bool                    `codec:",omitempty"`
-	AccessMode     CSIVolumeAccessMode     `codec:",omitempty"`
-	AttachmentMode CSIVolumeAttachmentMode `codec:",omitempty"`
+	AccessMode     CSIVolumeAccessMode     `codec:",omitempty" bound:"id"`
+	AttachmentMode CSIVolumeAttachmentMode `codec:",omitempty" bound:"id"`
 	MountOptions   *CSIMountOptions        `codec:",omitempty"`
 	PerAlloc       bool                    `codec:",omitempty"`
 	Sticky         bool                    `codec:",omitempty"`
@@ -93,11 +93,11 @@ func AllocIndex(name string) uint {
 // VolumeMount is a task's `volume_mount { … }`: where a group volume
 // appears in the task.
 type VolumeMount struct {
-	Volume          string `codec:",omitempty"`
+	Volume          string `codec:",omitempty" bound:"id"`
 	Destination     string `codec:",omitempty"`
 	ReadOnly        bool   `codec:",omitempty"`
-	PropagationMode string `codec:",omitempty"`
-	SELinuxLabel    string `codec:",omitempty"`
+	PropagationMode string `codec:",omitempty" bound:"id"`
+	SELinuxLabel    string `codec:",omitempty" bound:"id"`
 }
 
 // CSIPluginType is what a task's CSI plugin serves.
@@ -113,8 +113,8 @@ const (
 // TaskCSIPluginConfig is a task's `csi_plugin { … }`: the task runs a CSI
 // driver whose socket the client finds in MountDir.
 type TaskCSIPluginConfig struct {
-	ID                  string        `codec:",omitempty"`
-	Type                CSIPluginType `codec:",omitempty"`
+	ID                  string        `codec:",omitempty" bound:"id"`
+	Type                CSIPluginType `codec:",omitempty" bound:"id"`
 	MountDir            string        `codec:",omitempty"`
 	StagePublishBaseDir string        `codec:",omitempty"`
 	HealthTimeout       time.Duration `codec:",omitempty"`

@@ -33,10 +33,10 @@ const (
 // NetworkResource is a group's network block (TaskGroup.Networks) or one
 // of a node's addresses (NodeResources.Networks), as Nomad's API spells it.
 type NetworkResource struct {
-	Mode          string `codec:",omitempty"`
-	Device        string `codec:",omitempty"`
-	CIDR          string `codec:",omitempty"`
-	IP            string `codec:",omitempty"`
+	Mode          string `codec:",omitempty" bound:"id"`
+	Device        string `codec:",omitempty" bound:"id"`
+	CIDR          string `codec:",omitempty" bound:"id"`
+	IP            string `codec:",omitempty" bound:"id"`
 	Hostname      string `codec:",omitempty"`
 	MBits         int    `codec:",omitempty"`
 	ReservedPorts []Port `codec:",omitempty"`
@@ -63,10 +63,10 @@ type CNIConfig struct {
 // reserved port, 0 for a dynamic one until it is picked) and To the port
 // the task listens on inside its network namespace (0: the host port).
 type Port struct {
-	Label       string `codec:",omitempty"`
+	Label       string `codec:",omitempty" bound:"id"`
 	Value       int    `codec:",omitempty"`
 	To          int    `codec:",omitempty"`
-	HostNetwork string `codec:",omitempty"`
+	HostNetwork string `codec:",omitempty" bound:"id"`
 	// IgnoreCollision (share a static port with other allocations) is
 	// Nomad's; drover holds each port of a node once, so a port setting
 	// it is refused.

@@ -4,21 +4,21 @@ import "time"
 
 // Node is a client machine that runs allocations.
 type Node struct {
-	ID                    string                 `codec:",omitempty"`
-	SecretID              string                 `codec:",omitempty"`
-	Datacenter            string                 `codec:",omitempty"`
+	ID                    string                 `codec:",omitempty" bound:"id"`
+	SecretID              string                 `codec:",omitempty" bound:"id"`
+	Datacenter            string                 `codec:",omitempty" bound:"id"`
 	Name                  string                 `codec:",omitempty"`
 	HTTPAddr              string                 `codec:",omitempty"`
 	Attributes            map[string]string      `codec:",omitempty"`
 	NodeResources         *NodeResources         `codec:",omitempty"`
 	ReservedResources     *NodeReservedResources `codec:",omitempty"`
 	Meta                  map[string]string      `codec:",omitempty"`
-	NodeClass             string                 `codec:",omitempty"`
-	NodePool              string                 `codec:",omitempty"`
+	NodeClass             string                 `codec:",omitempty" bound:"id"`
+	NodePool              string                 `codec:",omitempty" bound:"id"`
 	ComputedClass         string                 `codec:",omitempty"`
 	DrainStrategy         *DrainStrategy         `codec:",omitempty"`
-	SchedulingEligibility string                 `codec:",omitempty"`
-	Status                string                 `codec:",omitempty"`
+	SchedulingEligibility string                 `codec:",omitempty" bound:"id"`
+	Status                string                 `codec:",omitempty" bound:"id"`
 	StatusDescription     string                 `codec:",omitempty"`
 	StatusUpdatedAt       int64                  `codec:",omitempty"`
 	Events                []*NodeEvent           `codec:",omitempty"`

@@ -271,12 +271,12 @@ type JobDeregisterResponse struct {
 
 // JobDispatchRequest asks to dispatch a parameterized job.
 type JobDispatchRequest struct {
-	JobID            string            `codec:",omitempty"`
-	Payload          []byte            `codec:",omitempty"`
+	JobID            string            `codec:",omitempty" bound:"jobid"`
+	Payload          []byte            `codec:",omitempty" bound:"-"`
 	Meta             map[string]string `codec:",omitempty"`
-	IdPrefixTemplate string            `codec:",omitempty"`
+	IdPrefixTemplate string            `codec:",omitempty" bound:"bytes=MaxDispatchPrefixBytes"`
 	Priority         int               `codec:",omitempty"`
-	IdempotencyToken string            `codec:",omitempty"`
+	IdempotencyToken string            `codec:",omitempty" bound:"id"`
 }
 
 // JobDispatchResponse answers a dispatch.

@@ -92,10 +92,10 @@ func (r *JobScaleRequest) StampNow(n int64) { stamp(&r.Now, n) }
 // ScalingRequest is the body of PUT /v1/job/<id>/scale (Nomad's).
 type ScalingRequest struct {
 	Count          *int64
-	Target         map[string]string
-	Message        string
+	Target         map[string]string `bound:"id"`
+	Message        string            `bound:"-"` // MaxScalingMessageBytes
 	Error          bool
-	Meta           map[string]any
+	Meta           map[string]any `bound:"-"` // MaxScalingMetaBytes, encoded
 	PolicyOverride bool
 	// JobModifyIndex, when set, scales only a job still at that index.
 	JobModifyIndex uint64
@@ -104,6 +104,9 @@ type ScalingRequest struct {
 // Validate checks what a scaling request carries on its own (the job's
 // facts are the server's to check), naming the field and the rule.
 func (r *ScalingRequest) Validate() error {
+	if err := CheckBounds("ScalingRequest", r); err != nil {
+		return err
+	}
 	var l errList
 	if r.Target[ScalingTargetGroup] == "" {
 		l.add("Target.Group: the task group to scale is required")

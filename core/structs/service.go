@@ -8,17 +8,17 @@ import "time"
 // tasks run, runs the service's checks, and deregisters it when the
 // allocation stops. Fields are Nomad's API names.
 type Service struct {
-	Name string `codec:",omitempty"`
+	Name string `codec:",omitempty" bound:"id"`
 	// TaskName is the task a group service's checks run in (script
 	// checks); a task service's own task.
-	TaskName string `codec:",omitempty"`
+	TaskName string `codec:",omitempty" bound:"id"`
 	// PortLabel names a port of the group's network block (or is a
 	// number). Empty: the service has no port (port 0).
-	PortLabel string `codec:",omitempty"`
+	PortLabel string `codec:",omitempty" bound:"id"`
 	// AddressMode is "auto", "host", "alloc" or "driver"; drover
 	// registers the host address in every mode but "alloc" and
 	// "driver", which are refused until they mean something different.
-	AddressMode string   `codec:",omitempty"`
+	AddressMode string   `codec:",omitempty" bound:"id"`
 	Address     string   `codec:",omitempty"`
 	Tags        []string `codec:",omitempty"`
 	CanaryTags  []string `codec:",omitempty"`
@@ -29,12 +29,12 @@ type Service struct {
 	CanaryMeta        map[string]string `codec:",omitempty"`
 	// Provider is "nomad"; "consul" (the default in Nomad) is refused
 	// at submit: drover has no Consul integration.
-	Provider string `codec:",omitempty"`
+	Provider string `codec:",omitempty" bound:"id"`
 	// OnUpdate is "require_healthy", "ignore_warnings" or "ignore".
-	OnUpdate string `codec:",omitempty"`
+	OnUpdate string `codec:",omitempty" bound:"id"`
 	// Connect is Consul Connect's block, kept only so that a job sent as
 	// JSON with one is refused rather than silently losing it.
-	Connect map[string]any `codec:",omitempty"`
+	Connect map[string]any `codec:",omitempty" bound:"blob"`
 	// CheckRestart is the service's check_restart, which Canonicalize
 	// lays under each check's own and then clears: the checks hold it.
 	CheckRestart *CheckRestart `codec:",omitempty"`
@@ -45,33 +45,33 @@ type Service struct {
 type ServiceCheck struct {
 	Name string `codec:",omitempty"`
 	// Type is "http", "tcp" or "script" ("grpc" is refused).
-	Type string `codec:",omitempty"`
+	Type string `codec:",omitempty" bound:"id"`
 	// Command and Args of a script check, run in TaskName's task.
 	Command string   `codec:",omitempty"`
 	Args    []string `codec:",omitempty"`
 	// Path, Method, Header, Body and Protocol ("http" or "https") of an
 	// http check.
 	Path      string              `codec:",omitempty"`
-	Method    string              `codec:",omitempty"`
+	Method    string              `codec:",omitempty" bound:"id"`
 	Header    map[string][]string `codec:",omitempty"`
 	Body      string              `codec:",omitempty"`
-	Protocol  string              `codec:",omitempty"`
-	PortLabel string              `codec:",omitempty"`
+	Protocol  string              `codec:",omitempty" bound:"id"`
+	PortLabel string              `codec:",omitempty" bound:"id"`
 	// AddressMode as Service.AddressMode.
-	AddressMode   string        `codec:",omitempty"`
+	AddressMode   string        `codec:",omitempty" bound:"id"`
 	Interval      time.Duration `codec:",omitempty"`
 	Timeout       time.Duration `codec:",omitempty"`
-	InitialStatus string        `codec:",omitempty"`
+	InitialStatus string        `codec:",omitempty" bound:"id"`
 	TLSServerName string        `codec:",omitempty"`
 	TLSSkipVerify bool          `codec:",omitempty"`
-	TaskName      string        `codec:",omitempty"`
+	TaskName      string        `codec:",omitempty" bound:"id"`
 	// SuccessBeforePassing and FailuresBeforeCritical: consecutive
 	// results before the status flips.
 	SuccessBeforePassing   int `codec:",omitempty"`
 	FailuresBeforeCritical int `codec:",omitempty"`
 	FailuresBeforeWarning  int `codec:",omitempty"`
 	// OnUpdate as Service.OnUpdate.
-	OnUpdate string `codec:",omitempty"`
+	OnUpdate string `codec:",omitempty" bound:"id"`
 	// CheckRestart restarts the check's task after consecutive failures.
 	CheckRestart *CheckRestart `codec:",omitempty"`
 	// GRPCService is a grpc check's; kept so that a grpc check sent as

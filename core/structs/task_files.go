@@ -17,7 +17,7 @@ type TaskArtifact struct {
 	GetterOptions map[string]string `codec:",omitempty"`
 	GetterHeaders map[string]string `codec:",omitempty"`
 	// GetterMode is "any" (by the URL), "file" or "dir".
-	GetterMode string `codec:",omitempty"`
+	GetterMode string `codec:",omitempty" bound:"id"`
 	// RelativeDest is relative to the task's directory ("local/" by
 	// default).
 	RelativeDest string `codec:",omitempty"`
@@ -33,18 +33,18 @@ type TaskArtifact struct {
 type Template struct {
 	SourcePath   string `codec:",omitempty"`
 	DestPath     string `codec:",omitempty"`
-	EmbeddedTmpl string `codec:",omitempty"`
+	EmbeddedTmpl string `codec:",omitempty" bound:"bytes=MaxTemplateBytes"`
 	// ChangeMode is "restart", "signal", "script" or "noop": what a
 	// re-render does to the task.
-	ChangeMode   string        `codec:",omitempty"`
-	ChangeSignal string        `codec:",omitempty"`
+	ChangeMode   string        `codec:",omitempty" bound:"id"`
+	ChangeSignal string        `codec:",omitempty" bound:"id"`
 	Splay        time.Duration `codec:",omitempty"`
 	// Perms is the octal mode of the rendered file ("0644").
-	Perms      string `codec:",omitempty"`
+	Perms      string `codec:",omitempty" bound:"id"`
 	Uid        *int   `codec:",omitempty"`
 	Gid        *int   `codec:",omitempty"`
-	LeftDelim  string `codec:",omitempty"`
-	RightDelim string `codec:",omitempty"`
+	LeftDelim  string `codec:",omitempty" bound:"id"`
+	RightDelim string `codec:",omitempty" bound:"id"`
 	// Envvars: the rendered file is KEY=value lines added to the task's
 	// environment.
 	Envvars       bool          `codec:",omitempty"`
@@ -129,9 +129,6 @@ func insideAllocDir(p string) bool {
 }
 
 func (t *Task) validateFiles(l *errList, where string) {
-	if len(t.Artifacts) > MaxArtifactsPerTask {
-		l.add("%s: %d artifact blocks, more than %d", where, len(t.Artifacts), MaxArtifactsPerTask)
-	}
 	for i, a := range t.Artifacts {
 		w := fmt.Sprintf("%s: artifact %d", where, i+1)
 		if a == nil {
@@ -161,9 +158,6 @@ func (t *Task) validateFiles(l *errList, where string) {
 			l.add("%s: chown is not supported: drover's client does not change the owner of downloaded artifacts", w)
 		}
 	}
-	if len(t.Templates) > MaxTemplatesPerTask {
-		l.add("%s: %d template blocks, more than %d", where, len(t.Templates), MaxTemplatesPerTask)
-	}
 	dests := map[string]int{}
 	for i, tm := range t.Templates {
 		w := fmt.Sprintf("%s: template %d", where, i+1)
@@ -179,9 +173,6 @@ func (t *Task) validateFiles(l *errList, where string) {
 			l.add("%s: data or source is required", w)
 		case tm.SourcePath != "" && tm.EmbeddedTmpl != "":
 			l.add("%s: set data or source, not both", w)
-		}
-		if len(tm.EmbeddedTmpl) > MaxTemplateBytes {
-			l.add("%s: data is %d bytes, more than %d", w, len(tm.EmbeddedTmpl), MaxTemplateBytes)
 		}
 		if tm.SourcePath != "" && !insideAllocDir(tm.SourcePath) {
 			l.add("%s: source %q must be a path inside the allocation directory, relative to the task directory", w, tm.SourcePath)

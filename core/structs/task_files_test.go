@@ -21,7 +21,7 @@ func TestValidateTaskFiles(t *testing.T) {
 		{"artifact bad mode", []*TaskArtifact{{GetterSource: "x", GetterMode: "tree"}}, nil, `artifact 1: mode is "tree"`},
 		{"artifact escaping", []*TaskArtifact{{GetterSource: "x", RelativeDest: "../../etc"}}, nil, `destination "../../etc" escapes the allocation directory`},
 		{"artifact absolute", []*TaskArtifact{{GetterSource: "x", RelativeDest: "/etc"}}, nil, "escapes the allocation directory"},
-		{"too many artifacts", make([]*TaskArtifact, MaxArtifactsPerTask+1), nil, "33 artifact blocks, more than 32"},
+		{"too many artifacts", make([]*TaskArtifact, MaxArtifactsPerTask+1), nil, "Artifacts: 33 entries; exceeds limit MaxArtifactsPerTask (32)"},
 		{"template without data or source", nil, []*Template{{DestPath: "local/a"}}, "template 1: data or source is required"},
 		{"template with both", nil, []*Template{{DestPath: "local/a", EmbeddedTmpl: "x", SourcePath: "local/t.tpl"}}, "set data or source, not both"},
 		{"template escaping", nil, []*Template{tmpl("../../../etc/passwd")}, "escapes the allocation directory"},
@@ -30,7 +30,7 @@ func TestValidateTaskFiles(t *testing.T) {
 		{"template script", nil, []*Template{{EmbeddedTmpl: "x", DestPath: "local/a", ChangeMode: "script"}}, `change_mode "script" is not supported`},
 		{"template bad perms", nil, []*Template{{EmbeddedTmpl: "x", DestPath: "local/a", Perms: "rw-r--r--"}}, `perms "rw-r--r--": must be an octal file mode`},
 		{"template one delimiter", nil, []*Template{{EmbeddedTmpl: "x", DestPath: "local/a", LeftDelim: "[["}}, ""},
-		{"template too large", nil, []*Template{{EmbeddedTmpl: strings.Repeat("x", MaxTemplateBytes+1), DestPath: "local/a"}}, "more than 262144"},
+		{"template too large", nil, []*Template{{EmbeddedTmpl: strings.Repeat("x", MaxTemplateBytes+1), DestPath: "local/a"}}, "EmbeddedTmpl: 262145 bytes; exceeds limit MaxTemplateBytes (262144)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			j := &Job{ID: "j", Type: "sysbatch", Datacenters: []string{"*"}, TaskGroups: []*TaskGroup{{

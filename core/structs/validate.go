@@ -4,9 +4,13 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/drover-org/drover/sdk/scheduler/feasible"
 )
 
 // ValidationError lists every rule a submitted object breaks. Each entry
@@ -163,6 +167,11 @@ func (j *Job) Canonicalize() {
 // not check the job type against the served scheduler types or the drivers
 // against the known drivers; the server does that.
 func (j *Job) Validate() error {
+	// The bounds first, and alone: the other rules quote the values they
+	// refuse, which must not echo a megabyte back.
+	if err := j.CheckBounds(); err != nil {
+		return err
+	}
 	var l errList
 	switch {
 	case j.ID == "":
@@ -437,9 +446,38 @@ func validateConstraint(l *errList, where string, c *Constraint) {
 		if c.LTarget == "" {
 			l.add("%s: distinct_property needs an attribute", where)
 		}
+		if c.RTarget != "" {
+			if n, err := strconv.ParseUint(c.RTarget, 10, 64); err != nil || n < 1 {
+				l.add("%s: distinct_property value %s must be a count of at least 1", where, shortQuote(c.RTarget))
+			}
+		}
 	default:
 		if c.LTarget == "" && c.RTarget == "" {
 			l.add("%s: attribute and value are both empty", where)
+		}
+	}
+	// The right-hand sides the scheduler compiles are compiled here, so
+	// that a typo is refused at submit rather than filter every node. A
+	// value read from the node (${meta.v}) is checked when it is read.
+	literal := feasible.ParseTarget(c.RTarget).Literal()
+	switch c.Operand {
+	case "regexp":
+		if !literal {
+			break
+		}
+		if _, err := regexp.Compile(c.RTarget); err != nil {
+			l.add("%s: regexp %s does not compile: %v", where, shortQuote(c.RTarget), err)
+		}
+	case "version", "semver":
+		if !literal {
+			break
+		}
+		if err := feasible.CheckVersionConstraint(c.RTarget, c.Operand == "semver"); err != nil {
+			l.add("%s: %s constraint %s is invalid (expected e.g. \">= 1.2, < 2.0\"): %v", where, c.Operand, shortQuote(c.RTarget), err)
+		}
+	case "set_contains", "set_contains_all", "set_contains_any":
+		if strings.TrimSpace(c.RTarget) == "" {
+			l.add("%s: %s needs a value: a comma-separated list of the items the attribute must contain", where, c.Operand)
 		}
 	}
 }

@@ -243,3 +243,11 @@ func pessimistic(c, v version, cmp int) bool {
 	}
 	return true
 }
+
+// CheckVersionConstraint reports whether s parses as the right-hand side
+// of a "version" (semver false) or "semver" constraint, so that a job can
+// be refused at submit rather than have the constraint filter every node.
+func CheckVersionConstraint(s string, semver bool) error {
+	_, err := parseVersionConstraint(s, semver)
+	return err
+}
