@@ -211,6 +211,11 @@ func (d *Dir) OpenFile(rel string, flag int, perm os.FileMode) (*os.File, error)
 	}
 	name := filepath.Join(d.name, c)
 	fd, err := openBeneath(d.Fd(), c, flag|unix.O_NONBLOCK, uint32(perm.Perm()))
+	if err == unix.ENXIO {
+		// A FIFO without a reader opened for writing, or a device with
+		// nothing behind it: neither is a regular file.
+		return nil, d.refuse("open", c, "not a regular file")
+	}
 	if err != nil {
 		return nil, pathErr("open", name, err)
 	}

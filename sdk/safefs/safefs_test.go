@@ -71,6 +71,9 @@ func TestOpenRefuses(t *testing.T) {
 			{"dir/../../host/secret", os.O_RDONLY},   // ".." out after a component
 			{"/etc/passwd", os.O_RDONLY},             // absolute
 			{"fifo", os.O_RDONLY},                    // would block
+			{"fifo", os.O_WRONLY},                    // no reader: ENXIO
+			{"fifo", os.O_WRONLY | os.O_APPEND},      // as a log writer resumes
+			{"fifo", os.O_RDWR},                      // never blocks, still refused
 			{"link/new", os.O_WRONLY | os.O_CREATE},  // create through a symlinked dir
 			{"dir/flink", os.O_WRONLY | os.O_TRUNC},  // write through a symlink
 			{"dir/flink", os.O_WRONLY | os.O_APPEND}, // append through a symlink
