@@ -81,7 +81,7 @@ func (d *Driver) StartTask(ctx context.Context, cfg *driverpb.TaskConfig) (*driv
 	if err != nil {
 		return nil, err
 	}
-	logs := logSpec{Stdout: cfg.GetStdoutPath(), Stderr: cfg.GetStderrPath(), Checkpoint: filepath.Join(cfg.GetTaskDir(), checkpointFile)}
+	logs := logSpec{AllocDir: cfg.GetAllocDir(), Stdout: cfg.GetStdoutPath(), Stderr: cfg.GetStderrPath(), Checkpoint: filepath.Join(cfg.GetTaskDir(), checkpointFile)}
 	if lr := cfg.GetLogRotation(); lr != nil {
 		if lr.GetMaxFiles() < 1 || lr.GetMaxFileSizeBytes() < 1 {
 			return nil, fmt.Errorf("%w: log_rotation needs max_files and max_file_size_bytes of at least 1", driver.ErrInvalidConfig)
