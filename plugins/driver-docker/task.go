@@ -102,6 +102,14 @@ func (d *Driver) StartTask(ctx context.Context, cfg *driverpb.TaskConfig) (*driv
 	if err != nil {
 		return nil, err
 	}
+	// The bind sources are checked (and, where a task could swap them,
+	// pinned) only now, right before the engine mounts them.
+	binds, releaseBinds, err := pinBinds(cfg, opts.HostConfig.Binds)
+	if err != nil {
+		return nil, err
+	}
+	defer releaseBinds()
+	opts.HostConfig.Binds = binds
 	containerID, adopted, err := d.createContainer(ctx, cfg, opts)
 	if err != nil {
 		return nil, err
