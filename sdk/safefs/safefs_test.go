@@ -207,3 +207,31 @@ func TestOpenRootRefusesSymlink(t *testing.T) {
 		t.Fatalf("Open of a symlink: %v", err)
 	}
 }
+
+func TestOpenPath(t *testing.T) {
+	modes(t, func(t *testing.T) {
+		root, _, d := fixture(t)
+		for _, rel := range []string{"dir/flink", "link/secret", "../host/secret", "/etc"} {
+			if f, err := d.OpenPath(rel); !errors.Is(err, ErrUnsafePath) {
+				if f != nil {
+					f.Close()
+				}
+				t.Errorf("%s: %v, want ErrUnsafePath", rel, err)
+			}
+		}
+		// A FIFO opens without blocking; the descriptor names the file.
+		f, err := d.OpenPath("fifo")
+		must(t, err)
+		defer f.Close()
+		fi, err := f.Stat()
+		must(t, err)
+		want, err := os.Lstat(filepath.Join(root, "fifo"))
+		must(t, err)
+		if !os.SameFile(fi, want) {
+			t.Errorf("OpenPath(fifo) names %v, want %v", fi, want)
+		}
+		if _, err := d.OpenPath("missing"); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("missing: %v", err)
+		}
+	})
+}
