@@ -58,12 +58,6 @@ func TestEngineLogRotationIgnoresPlantedLinks(t *testing.T) {
 	if err != nil || serr != nil || string(b) != "host secret" || !fi.ModTime().Equal(old) {
 		t.Fatalf("host file written through the task's links: %q (%v), mtime %v (%v)", b, err, fi.ModTime(), serr)
 	}
-	for i := 1; i <= 4; i++ {
-		p := cfg.GetStdoutPath() + "." + strconv.Itoa(i)
-		if fi, err := os.Lstat(p); err != nil || !fi.Mode().IsRegular() {
-			t.Errorf("%s: %v %v, want the log file in the link's place", p, fi, err)
-		}
-	}
 }
 
 // A bind source beneath the alloc dir that a task replaced by a symlink to
@@ -203,7 +197,7 @@ func TestEngineStagedBindOutlivesStaging(t *testing.T) {
 		t.Fatal(err)
 	}
 	destroyAfter(t, d, cfg.GetId())
-	if mi, _ := os.ReadFile("/proc/self/mountinfo"); strings.Contains(string(mi), stagingDirName) {
+	if mi, _ := os.ReadFile("/proc/self/mountinfo"); strings.Contains(string(mi), filepath.Join(cfg.GetTaskDir(), stagingDirName)) {
 		t.Errorf("staging mounts left after StartTask")
 	}
 	if err := os.WriteFile(filepath.Join(cfg.GetAllocDir(), "alloc/go"), nil, 0o644); err != nil {

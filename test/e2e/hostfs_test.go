@@ -217,3 +217,77 @@ func TestRawExecLogRotationSparesHostFile(t *testing.T) {
 	t.Parallel()
 	testRotationSparesHostFile(t, startAgent(t), "raw_exec")
 }
+
+// A docker task that replaces the source of one of its relative volumes
+// (local/data) by a symlink to a host directory, then fails, is restarted
+// without the host directory bound into its container: the restart is
+// refused naming the source, and the host file never reaches the task.
+func TestDockerBindSourceSwappedBeforeRestart(t *testing.T) {
+	t.Parallel()
+	needDockerImage(t)
+	a := startDockerAgent(t)
+	hostDir := t.TempDir()
+	secret := fmt.Sprintf("drover-host-dir-secret-%d", time.Now().UnixNano())
+	if err := os.WriteFile(filepath.Join(hostDir, "secret"), []byte(secret), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	script := fmt.Sprintf("if [ -e /local/marker ]; then echo second run; cat /data/secret; exit 0; fi; "+
+		"touch /local/marker; rm -rf /local/data; ln -s %s /local/data; echo first run; exit 1", hostDir)
+	src := fmt.Sprintf(`job "bind-swap" {
+  type        = "batch"
+  datacenters = ["*"]
+  group "g" {
+    restart {
+      attempts = 1
+      delay    = "1s"
+      mode     = "fail"
+    }
+    reschedule {
+      attempts  = 0
+      unlimited = false
+    }
+    task "t" {
+      driver = "docker"
+      config {
+        image   = %q
+        command = "sh"
+        args    = ["-c", %q]
+        volumes = ["local/data:/data"]
+      }
+      resources {
+        cpu    = 50
+        memory = 32
+      }
+    }
+  }
+}
+`, e2eBusybox, script)
+	a.MustCLI("job", "run", "-detach", writeJobFile(t, src))
+	var alloc harness.Alloc
+	harness.WaitFor(t, waitTimeout, "the alloc to end", func() (bool, string) {
+		allocs := a.AllocsOf("bind-swap")
+		if len(allocs) != 1 {
+			return false, fmt.Sprintf("%+v", allocs)
+		}
+		alloc = allocs[0]
+		return alloc.ClientStatus == "failed" || alloc.ClientStatus == "complete", fmt.Sprintf("%+v", allocs)
+	})
+	removeContainersOf(t, alloc.ID)
+	logs := a.CLI("alloc", "logs", alloc.ID).String() + a.CLI("alloc", "logs", "-stderr", alloc.ID).String()
+	if strings.Contains(logs, secret) || strings.Contains(logs, "second run") {
+		t.Fatalf("the restarted task ran with the host directory bound: %s", logs)
+	}
+	if alloc.ClientStatus != "failed" {
+		t.Errorf("alloc %s, want failed (the restart refused)", alloc.ClientStatus)
+	}
+	var refused bool
+	for _, ev := range taskEvents(t, a, alloc.ID, "t") {
+		if strings.Contains(ev.DisplayMessage+ev.Message, filepath.Join(alloc.ID, "t", "local", "data")) &&
+			strings.Contains(ev.DisplayMessage+ev.Message, "unsafe path") {
+			refused = true
+		}
+	}
+	if !refused {
+		t.Errorf("no task event names the refused bind source: %+v", taskEvents(t, a, alloc.ID, "t"))
+	}
+}
