@@ -115,7 +115,11 @@ func testLogsRefusePlantedSymlink(t *testing.T, a *testAgent, driver string) {
 		dir = "$NOMAD_ALLOC_DIR/logs"
 	}
 	id := "planted-read-" + strings.ReplaceAll(driver, "_", "-")
-	script := fmt.Sprintf("echo before; ln -sf %s %s/t.stdout.0 && echo planted >&2; sleep 600", host, dir)
+	// The link replaces the log file once the writer has it open (its
+	// first line is in it): a writer that opens the log after the link
+	// was planted replaces the link itself.
+	script := fmt.Sprintf("echo before; while ! grep -q before %[2]s/t.stdout.0; do sleep 0.1; done; "+
+		"ln -sf %[1]s %[2]s/t.stdout.0 && echo planted >&2; sleep 600", host, dir)
 	alloc := runPlanted(t, a, id, plantedJob(id, driver, script), "running")
 	defer a.CLI("job", "stop", "-purge", id)
 	link := filepath.Join(logsFor(a, alloc.ID), "t.stdout.0")
