@@ -57,10 +57,10 @@ func TestCSIBindMountRefusesPlantedLinks(t *testing.T) {
 				t.Fatal(err)
 			}
 			target := filepath.Join(td.Dir, c.dest)
-			err = d.bindMount(src, target, false, false)
+			id, err := d.bindMount(src, target, false, false)
 			overHost := mounted(t, hostDir) || mounted(t, filepath.Join(hostDir, "vol"))
 			if err == nil {
-				_ = d.unbind(target)
+				_ = d.unbind(target, id)
 			}
 			if overHost {
 				t.Errorf("the volume was mounted over the host directory %s", hostDir)
@@ -89,17 +89,18 @@ func TestCSIBindMountAndUnbind(t *testing.T) {
 		t.Fatal(err)
 	}
 	target := filepath.Join(td.Local, "deep", "vol")
-	if err := d.bindMount(src, target, false, true); err != nil {
+	id, err := d.bindMount(src, target, false, true)
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = d.unbind(target) })
+	t.Cleanup(func() { _ = d.unbind(target, id) })
 	if b, err := os.ReadFile(filepath.Join(target, "vol-file")); err != nil || string(b) != "volume" {
 		t.Fatalf("through the mount: %q, %v", b, err)
 	}
 	if err := os.WriteFile(filepath.Join(target, "new"), nil, 0o644); err == nil {
 		t.Error("the read-only mount took a write")
 	}
-	if err := d.unbind(target); err != nil {
+	if err := d.unbind(target, id); err != nil {
 		t.Fatal(err)
 	}
 	if mounted(t, target) {
@@ -109,7 +110,58 @@ func TestCSIBindMountAndUnbind(t *testing.T) {
 		t.Errorf("mount point left: %v", err)
 	}
 	// Undone twice is done.
-	if err := d.unbind(target); err != nil {
+	if err := d.unbind(target, id); err != nil {
 		t.Errorf("second unbind: %v", err)
+	}
+}
+
+// A task that renames a directory above its volume's bind (moving the
+// mount) and plants a link to a host directory in its place does not get
+// the host directory unmounted nor followed: unbind finds the mount where
+// it went, by its ID, and undoes it there.
+func TestCSIUnbindFindsMovedMount(t *testing.T) {
+	needRoot(t)
+	src := t.TempDir()
+	hostDir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(hostDir, "vol"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d := newAllocDir(t.TempDir(), "a1")
+	td, err := d.buildTask("t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(td.Local, "a", "vol")
+	id, err := d.bindMount(src, target, false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := filepath.Join(td.Local, "b", "vol")
+	t.Cleanup(func() { _ = d.unbind(moved, id) })
+	if err := os.Rename(filepath.Join(td.Local, "a"), filepath.Join(td.Local, "b")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(hostDir, filepath.Join(td.Local, "a")); err != nil {
+		t.Fatal(err)
+	}
+	if !mounted(t, moved) {
+		t.Fatalf("the mount did not move to %s", moved)
+	}
+	if err := d.unbind(target, id); err != nil {
+		t.Fatal(err)
+	}
+	if mounted(t, moved) {
+		t.Errorf("the moved mount at %s is left", moved)
+	}
+	if _, err := os.Stat(filepath.Join(hostDir, "vol")); err != nil {
+		t.Errorf("host directory touched: %v", err)
+	}
+}
+
+func TestUnescapeMountPath(t *testing.T) {
+	for in, want := range map[string]string{`/a/b`: "/a/b", `/a\040b`: "/a b", `/x\134y`: `/x\y`, `/tail\04`: `/tail\04`} {
+		if got := unescapeMountPath(in); got != want {
+			t.Errorf("unescapeMountPath(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

@@ -4,22 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"golang.org/x/sys/unix"
 
 	"github.com/drover-org/drover/core/structs"
 	"github.com/drover-org/drover/sdk/csibridge"
-	"github.com/drover-org/drover/sdk/driver"
 )
 
 // The CSI volume hook of an alloc runner. Before any task of an alloc
@@ -75,12 +71,17 @@ type csiMountState struct {
 	Staged    bool     `json:",omitempty"`
 	Published bool     `json:",omitempty"`
 	Binds     []string `json:",omitempty"`
-	Ready     bool     `json:",omitempty"`
+	// BindIDs are the kernel's mount IDs of the Binds made (by target):
+	// a task that renames a directory above a bind moves the mount, and
+	// unbind finds it by its ID.
+	BindIDs map[string]uint64 `json:",omitempty"`
+	Ready   bool              `json:",omitempty"`
 }
 
 func (m *csiMountState) copy() *csiMountState {
 	c := *m
 	c.Binds = slices.Clone(m.Binds)
+	c.BindIDs = maps.Clone(m.BindIDs)
 	return &c
 }
 
@@ -366,10 +367,16 @@ func (mgr *csiManager) mount(ctx context.Context, ar *allocRunner, alloc *struct
 			}
 			m.Binds = append(m.Binds, target)
 			save()
-			if err := ar.dir.bindMount(m.TargetPath, target, m.AttachmentMode == structs.CSIVolumeAttachmentModeBlockDevice,
-				m.ReadOnly || vm.ReadOnly); err != nil {
+			id, err := ar.dir.bindMount(m.TargetPath, target, m.AttachmentMode == structs.CSIVolumeAttachmentModeBlockDevice,
+				m.ReadOnly || vm.ReadOnly)
+			if err != nil {
 				return fmt.Errorf("task %q: mount at %s: %w", t.Name, vm.Destination, err)
 			}
+			if m.BindIDs == nil {
+				m.BindIDs = map[string]uint64{}
+			}
+			m.BindIDs[target] = id
+			save()
 		}
 	}
 	m.Ready = true
@@ -377,110 +384,16 @@ func (mgr *csiManager) mount(ctx context.Context, ar *allocRunner, alloc *struct
 	return nil
 }
 
-// bindMount makes src visible at target, a path in a task dir, read-only
-// if asked. The task can write where target is (its local/, say), so the
-// target is created beneath the alloc dir without following a symlink,
-// and the mount is made on the descriptor of the checked target (through
-// /proc/self/fd, which names that very file), never on a path a task could
-// redirect to a host directory in between.
-func (d *allocDir) bindMount(src, target string, file, readOnly bool) error {
-	root, err := d.open()
-	if err != nil {
-		return err
-	}
-	defer root.Close()
-	rel, err := driver.RelBeneath(root.Name(), target)
-	if err != nil {
-		return err
-	}
-	if file {
-		if err := root.MkdirAll(filepath.Dir(rel), 0o755); err != nil {
-			return err
-		}
-		f, err := root.OpenFile(rel, os.O_CREATE|os.O_EXCL|os.O_RDONLY, 0o600)
-		if err != nil && !errors.Is(err, fs.ErrExist) {
-			return err
-		}
-		if f != nil {
-			f.Close()
-		}
-	} else if err := root.MkdirAll(rel, 0o755); err != nil {
-		return err
-	}
-	t, err := root.OpenPath(rel)
-	if err != nil {
-		return err
-	}
-	fi, err := t.Stat()
-	if err == nil && fi.IsDir() == file {
-		err = &fs.PathError{Op: "mount", Path: target, Err: errors.New("the mount point is of the wrong kind")}
-	}
-	if err == nil {
-		if merr := unix.Mount(src, procFD(t), "", unix.MS_BIND, ""); merr != nil {
-			err = fmt.Errorf("bind mount: %w", merr)
-		}
-	}
-	t.Close()
-	if err != nil || !readOnly {
-		return err
-	}
-	// The mount's own root, opened again beneath the alloc dir.
-	t, err = root.OpenPath(rel)
-	if err != nil {
-		return err
-	}
-	defer t.Close()
-	if err := unix.Mount("", procFD(t), "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
-		_ = unix.Unmount(procFD(t), unix.MNT_DETACH)
-		return fmt.Errorf("remount read-only: %w", err)
-	}
-	return nil
-}
-
-func procFD(f *os.File) string { return "/proc/self/fd/" + strconv.Itoa(int(f.Fd())) }
-
-// unbind undoes bindMount; a target that is not (or no more) a mount
-// point counts as done. The target is found beneath the alloc dir without
-// following a symlink (a link a task planted on the way is refused, naming
-// it) and unmounted through its descriptor.
-func (d *allocDir) unbind(target string) error {
-	root, err := d.open()
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("unmount %s: %w", target, err)
-	}
-	defer root.Close()
-	rel, err := driver.RelBeneath(root.Name(), target)
-	if err != nil {
-		return fmt.Errorf("unmount: %w", err)
-	}
-	t, err := root.OpenPath(rel)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("unmount: %w", err)
-	}
-	// Lazily: the descriptor itself keeps the mount busy.
-	err = unix.Unmount(procFD(t), unix.MNT_DETACH)
-	t.Close()
-	if err == nil || err == unix.EINVAL {
-		_ = root.Remove(rel)
-		return nil
-	}
-	return fmt.Errorf("unmount %s: %w", target, err)
-}
-
 // unmountNode undoes the node side of m: the task bind mounts, the
 // publication and, for the last user, the staging.
 func (mgr *csiManager) unmountNode(ctx context.Context, allocID string, dir *allocDir, m *csiMountState, save func()) error {
 	for len(m.Binds) > 0 {
-		if err := dir.unbind(m.Binds[len(m.Binds)-1]); err != nil {
+		target := m.Binds[len(m.Binds)-1]
+		if err := dir.unbind(target, m.BindIDs[target]); err != nil {
 			return err
 		}
 		m.Binds = m.Binds[:len(m.Binds)-1]
+		delete(m.BindIDs, target)
 		save()
 	}
 	sock := ""
