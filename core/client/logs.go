@@ -55,6 +55,9 @@ func (c *Client) AllocLogs(ctx context.Context, allocID, task, logType, origin s
 		return structs.NewError(structs.ErrNotFound, "unknown task %q in allocation %q", task, allocID)
 	}
 	root, err := ar.dir.open()
+	if errors.Is(err, os.ErrNotExist) {
+		return nil // no alloc dir (yet, or any more): no logs
+	}
 	if err != nil {
 		return logsErr(err)
 	}
