@@ -29,14 +29,10 @@ const (
 
 // shimSpec is everything the shim needs to run one task.
 type shimSpec struct {
-	Path string   `json:"path"` // resolved executable
-	Argv []string `json:"argv"` // argv[0] is the command as configured
-	Env  []string `json:"env"`
-	Dir  string   `json:"dir"`
-	// AllocDir is the trusted root beneath which the shim opens the
-	// task's output files (alloc/logs is writable by the tasks); empty,
-	// it is Dir's parent, as the client lays out an allocation.
-	AllocDir   string          `json:"alloc_dir,omitempty"`
+	Path       string          `json:"path"` // resolved executable
+	Argv       []string        `json:"argv"` // argv[0] is the command as configured
+	Env        []string        `json:"env"`
+	Dir        string          `json:"dir"`
 	Stdout     string          `json:"stdout,omitempty"`
 	Stderr     string          `json:"stderr,omitempty"`
 	ExitFile   string          `json:"exit_file"`
@@ -180,11 +176,10 @@ func (s *shimSpec) command() (*exec.Cmd, []rotatedLog, error) {
 	if s.Stdout == "" && s.Stderr == "" {
 		return cmd, nil, nil
 	}
-	allocDir := s.AllocDir
-	if allocDir == "" {
-		allocDir = filepath.Dir(s.Dir)
-	}
-	root, err := safefs.Open(allocDir)
+	// The output files are opened beneath the allocation directory, the
+	// task dir's parent (the client's layout, <alloc>/<task>): alloc/logs
+	// is writable by the tasks, the allocation directory is not.
+	root, err := safefs.Open(filepath.Dir(s.Dir))
 	if err != nil {
 		return fail(fmt.Errorf("open task output: %w", err))
 	}
