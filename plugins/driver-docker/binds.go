@@ -33,9 +33,10 @@ const stagingDirName = ".drover-binds"
 //
 //   - A source whose parent no task can write (alloc/ itself, and
 //     <task>/local, <task>/secrets or any other directory right in a task
-//     dir: the allocation directory and the task dirs are never bound,
-//     see binds) cannot be swapped between the check and the engine's
-//     mount, so it is given to the engine as it is.
+//     dir: the allocation directory, the task dirs and the drivers'
+//     .drover* files in them are never bound, see binds) cannot be
+//     swapped between the check and the engine's mount, so it is given
+//     to the engine as it is.
 //   - A source deeper down (alloc/data, local/cfg) could be swapped by a
 //     task still running (a sibling in the same allocation) after the
 //     check. The driver bind-mounts the very directory it holds open

@@ -233,6 +233,7 @@ func TestCreateOptions(t *testing.T) {
 		{name: "relative path binding the alloc dir", raw: `{"image":"x","volumes":["..:/up"]}`, wantErr: `volumes[0]: relative host path ".." is the allocation or a task directory itself`},
 		{name: "relative path binding the task dir", raw: `{"image":"x","mount":{"source":".","target":"/t"}}`, wantErr: `mount[0].source: relative host path "." is the allocation or a task directory itself`},
 		{name: "relative path binding another task dir", raw: `{"image":"x","volumes":["../other/:/o"]}`, wantErr: `relative host path "../other/" is the allocation or a task directory itself`},
+		{name: "relative path binding the bind staging", raw: `{"image":"x","volumes":[".drover-binds:/s"]}`, wantErr: `relative host path ".drover-binds" is a driver's own file`},
 		{name: "absolute volume needs volumes.enabled", raw: `{"image":"x","volumes":["/etc:/host-etc:ro"]}`, wantErr: `host path "/etc" needs the docker plugin config volumes { enabled = true }`},
 		{name: "absolute mount needs volumes.enabled", raw: `{"image":"x","mount":{"source":"/etc","target":"/e"}}`, wantErr: `mount[0].source: host path "/etc" needs`},
 		{name: "absolute volume allowed", raw: `{"image":"x","volumes":["/etc:/host-etc:ro"]}`, pc: vols, wantBinds: append(slices.Clone(baseBinds), "/etc:/host-etc:ro")},

@@ -203,6 +203,11 @@ func binds(cfg *driverpb.TaskConfig, tc *TaskConfig, pc *PluginConfig) ([]string
 		if rel == "." || !strings.Contains(rel, "/") && rel != "alloc" {
 			return "", fmt.Errorf("%w: config: %s: relative host path %q is the allocation or a task directory itself, which a task must not write; bind a directory beneath it (alloc/, local/, secrets/, ...)", driver.ErrInvalidConfig, field, p)
 		}
+		// Nor the drivers' own files in a task dir (the staging of binds,
+		// the log checkpoint, raw_exec's exit file).
+		if _, inTask, _ := strings.Cut(rel, "/"); !strings.HasPrefix(rel, "alloc/") && strings.HasPrefix(inTask, ".drover") {
+			return "", fmt.Errorf("%w: config: %s: relative host path %q is a driver's own file, which a task must not write", driver.ErrInvalidConfig, field, p)
+		}
 		return abs, nil
 	}
 	for i, s := range tc.Volumes {
