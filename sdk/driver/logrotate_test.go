@@ -180,3 +180,23 @@ func TestRotatingLogRefusesSymlinkedDir(t *testing.T) {
 		t.Errorf("host dir written: %v", ents)
 	}
 }
+
+func TestRelBeneath(t *testing.T) {
+	for _, c := range []struct {
+		root, p, want string
+		ok            bool
+	}{
+		{"/a/alloc", "/a/alloc/alloc/logs/t.stdout", "alloc/logs/t.stdout", true},
+		{"/a/alloc", "/a/alloc/web/.x", "web/.x", true},
+		{"/a/alloc", "/a/alloc", "", false},
+		{"/a/alloc", "/a/allocx/f", "", false},
+		{"/a/alloc", "/a/alloc/../etc", "", false},
+		{"/a/alloc", "alloc/logs", "", false},
+		{"a/alloc", "a/alloc/logs", "", false},
+	} {
+		got, err := RelBeneath(c.root, c.p)
+		if c.ok && (err != nil || got != c.want) || !c.ok && !errors.Is(err, safefs.ErrUnsafePath) {
+			t.Errorf("RelBeneath(%q, %q) = %q, %v", c.root, c.p, got, err)
+		}
+	}
+}
