@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/golang/snappy"
+
+	"github.com/drover-org/drover/sdk/safefs"
 )
 
 // Directory names inside an alloc dir, as in Nomad.
@@ -65,57 +67,88 @@ func (d *allocDir) logBase(task, stream string) string {
 	return filepath.Join(d.logDir(), fmt.Sprintf("%s.%s", task, stream))
 }
 
+// open opens the alloc dir as the trusted root beneath which every file
+// operation on behalf of its tasks resolves: the root itself is created by
+// the client under its own directory, while alloc/, <task>/local/,
+// <task>/secrets/ and what is in them can be written by the tasks, which
+// may plant symlinks there.
+func (d *allocDir) open() (*safefs.Dir, error) { return safefs.Open(d.root) }
+
+// create creates the alloc dir itself (its parents are the client's) and
+// opens it.
+func (d *allocDir) create() (*safefs.Dir, error) {
+	if err := os.MkdirAll(d.root, 0o755); err != nil {
+		return nil, err
+	}
+	return d.open()
+}
+
 // buildShared creates the shared part of the alloc dir. It is idempotent,
-// so a restored alloc can call it again.
+// so a restored alloc can call it again; a directory a task replaced by a
+// symlink is refused, naming it.
 func (d *allocDir) buildShared() error {
+	root, err := d.create()
+	if err != nil {
+		return fmt.Errorf("create alloc dir: %w", err)
+	}
+	defer root.Close()
 	for _, p := range []string{
-		d.sharedDir(), d.logDir(),
-		filepath.Join(d.sharedDir(), dataDirName), filepath.Join(d.sharedDir(), tmpDirName),
+		filepath.Join(sharedDirName, logDirName),
+		filepath.Join(sharedDirName, dataDirName), filepath.Join(sharedDirName, tmpDirName),
 	} {
-		if err := os.MkdirAll(p, 0o755); err != nil {
+		if err := root.MkdirAll(p, 0o755); err != nil {
 			return fmt.Errorf("create alloc dir: %w", err)
 		}
 	}
 	return nil
 }
 
-// buildTask creates a task's directories. The task name becomes a path
-// element, so one that could point elsewhere is refused.
+// buildTask creates a task's directories beneath the alloc dir, refusing
+// one a task replaced by a symlink. The task name becomes a path element,
+// so one that could point elsewhere is refused.
 func (d *allocDir) buildTask(name string) (taskDirs, error) {
 	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, `/\`) || name == sharedDirName {
 		return taskDirs{}, fmt.Errorf("task name %q cannot be a directory name", name)
 	}
-	td := d.task(name)
-	for _, p := range []string{td.Dir, td.Local, td.Tmp} {
-		if err := os.MkdirAll(p, 0o755); err != nil {
+	root, err := d.create()
+	if err != nil {
+		return taskDirs{}, fmt.Errorf("create task dir: %w", err)
+	}
+	defer root.Close()
+	for _, p := range []string{localDirName, tmpDirName} {
+		if err := root.MkdirAll(filepath.Join(name, p), 0o755); err != nil {
 			return taskDirs{}, fmt.Errorf("create task dir: %w", err)
 		}
 	}
-	if err := os.MkdirAll(td.Secrets, 0o700); err != nil {
+	if err := root.MkdirAll(filepath.Join(name, secretsDirName), 0o700); err != nil {
 		return taskDirs{}, fmt.Errorf("create secrets dir: %w", err)
 	}
-	return td, nil
+	return d.task(name), nil
 }
 
-// destroy removes the alloc dir and everything in it.
+// destroy removes the alloc dir and everything in it (os.RemoveAll
+// removes a symlink, never what it points to).
 func (d *allocDir) destroy() error { return os.RemoveAll(d.root) }
 
 // writeDispatchPayload decodes a dispatched job's snappy-compressed payload
 // into file, relative to the task's local dir. The file may name
-// subdirectories but may not leave local/.
-func writeDispatchPayload(localDir, file string, compressed []byte) error {
-	dest, err := containedPath(localDir, file)
-	if err != nil {
+// subdirectories but may not leave local/; it is written beneath the
+// alloc dir without following a symlink (a planted link at file is
+// replaced, one on the way refused).
+func (d *allocDir) writeDispatchPayload(task, file string, compressed []byte) error {
+	if _, err := containedPath(localDirName, file); err != nil {
 		return err
 	}
 	data, err := snappy.Decode(nil, compressed)
 	if err != nil {
 		return fmt.Errorf("decompress dispatch payload: %w", err)
 	}
-	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
-		return fmt.Errorf("create dispatch payload dir: %w", err)
+	root, err := d.open()
+	if err != nil {
+		return fmt.Errorf("write dispatch payload: %w", err)
 	}
-	if err := os.WriteFile(dest, data, 0o644); err != nil {
+	defer root.Close()
+	if err := root.WriteFile(filepath.Join(task, localDirName, file), data, 0o644); err != nil {
 		return fmt.Errorf("write dispatch payload: %w", err)
 	}
 	return nil

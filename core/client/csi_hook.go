@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"golang.org/x/sys/unix"
 
 	"github.com/drover-org/drover/core/structs"
 	"github.com/drover-org/drover/sdk/csibridge"
@@ -72,12 +71,17 @@ type csiMountState struct {
 	Staged    bool     `json:",omitempty"`
 	Published bool     `json:",omitempty"`
 	Binds     []string `json:",omitempty"`
-	Ready     bool     `json:",omitempty"`
+	// BindIDs are the kernel's mount IDs of the Binds made (by target):
+	// a task that renames a directory above a bind moves the mount, and
+	// unbind finds it by its ID.
+	BindIDs map[string]uint64 `json:",omitempty"`
+	Ready   bool              `json:",omitempty"`
 }
 
 func (m *csiMountState) copy() *csiMountState {
 	c := *m
 	c.Binds = slices.Clone(m.Binds)
+	c.BindIDs = maps.Clone(m.BindIDs)
 	return &c
 }
 
@@ -363,10 +367,16 @@ func (mgr *csiManager) mount(ctx context.Context, ar *allocRunner, alloc *struct
 			}
 			m.Binds = append(m.Binds, target)
 			save()
-			if err := bindMount(m.TargetPath, target, m.AttachmentMode == structs.CSIVolumeAttachmentModeBlockDevice,
-				m.ReadOnly || vm.ReadOnly); err != nil {
+			id, err := ar.dir.bindMount(m.TargetPath, target, m.AttachmentMode == structs.CSIVolumeAttachmentModeBlockDevice,
+				m.ReadOnly || vm.ReadOnly)
+			if err != nil {
 				return fmt.Errorf("task %q: mount at %s: %w", t.Name, vm.Destination, err)
 			}
+			if m.BindIDs == nil {
+				m.BindIDs = map[string]uint64{}
+			}
+			m.BindIDs[target] = id
+			save()
 		}
 	}
 	m.Ready = true
@@ -374,54 +384,16 @@ func (mgr *csiManager) mount(ctx context.Context, ar *allocRunner, alloc *struct
 	return nil
 }
 
-// bindMount makes src visible at target, read-only if asked.
-func bindMount(src, target string, file, readOnly bool) error {
-	if file {
-		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-			return err
-		}
-		f, err := os.OpenFile(target, os.O_CREATE|os.O_RDONLY, 0o600)
-		if err != nil {
-			return err
-		}
-		f.Close()
-	} else if err := os.MkdirAll(target, 0o755); err != nil {
-		return err
-	}
-	if err := unix.Mount(src, target, "", unix.MS_BIND, ""); err != nil {
-		return fmt.Errorf("bind mount: %w", err)
-	}
-	if readOnly {
-		if err := unix.Mount("", target, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
-			_ = unix.Unmount(target, unix.MNT_DETACH)
-			return fmt.Errorf("remount read-only: %w", err)
-		}
-	}
-	return nil
-}
-
-// unbind undoes bindMount; a target that is not (or no more) a mount
-// point counts as done.
-func unbind(target string) error {
-	err := unix.Unmount(target, 0)
-	if err == unix.EBUSY {
-		err = unix.Unmount(target, unix.MNT_DETACH)
-	}
-	if err == nil || err == unix.EINVAL || err == unix.ENOENT {
-		_ = os.Remove(target)
-		return nil
-	}
-	return fmt.Errorf("unmount %s: %w", target, err)
-}
-
 // unmountNode undoes the node side of m: the task bind mounts, the
 // publication and, for the last user, the staging.
-func (mgr *csiManager) unmountNode(ctx context.Context, allocID string, m *csiMountState, save func()) error {
+func (mgr *csiManager) unmountNode(ctx context.Context, allocID string, dir *allocDir, m *csiMountState, save func()) error {
 	for len(m.Binds) > 0 {
-		if err := unbind(m.Binds[len(m.Binds)-1]); err != nil {
+		target := m.Binds[len(m.Binds)-1]
+		if err := dir.unbind(target, m.BindIDs[target]); err != nil {
 			return err
 		}
 		m.Binds = m.Binds[:len(m.Binds)-1]
+		delete(m.BindIDs, target)
 		save()
 	}
 	sock := ""
@@ -537,7 +509,7 @@ func (mgr *csiManager) retryDetached(ar *allocRunner, m *csiMountState) {
 func (mgr *csiManager) release(ctx context.Context, ar *allocRunner) {
 	for _, m := range ar.csiSnapshot() {
 		save := func() { ar.csiPut(m.copy()) }
-		err := mgr.unmountNode(ctx, ar.id, m, save)
+		err := mgr.unmountNode(ctx, ar.id, ar.dir, m, save)
 		if ctx.Err() != nil {
 			ar.persist()
 			return // a client shutdown: the next process releases
@@ -565,7 +537,7 @@ func (mgr *csiManager) retryRelease(ar *allocRunner, m *csiMountState, save func
 		if !waitOrDone(ctx, mgr.retry.next(n)) {
 			return
 		}
-		err := mgr.unmountNode(ctx, ar.id, m, save)
+		err := mgr.unmountNode(ctx, ar.id, ar.dir, m, save)
 		if ctx.Err() != nil {
 			return
 		}

@@ -5,14 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/drover-org/drover/core/structs"
+	"github.com/drover-org/drover/sdk/safefs"
 )
 
 // Log origins of AllocLogs.
@@ -51,8 +54,17 @@ func (c *Client) AllocLogs(ctx context.Context, allocID, task, logType, origin s
 	if tr == nil {
 		return structs.NewError(structs.ErrNotFound, "unknown task %q in allocation %q", task, allocID)
 	}
+	root, err := ar.dir.open()
+	if errors.Is(err, os.ErrNotExist) {
+		return nil // no alloc dir (yet, or any more): no logs
+	}
+	if err != nil {
+		return logsErr(err)
+	}
+	defer root.Close()
 	ls := &logStream{
-		dir:    ar.dir.logDir(),
+		root:   root,
+		dir:    filepath.Join(sharedDirName, logDirName),
 		prefix: task + "." + logType + ".",
 		dead:   tr.dead,
 		poll:   c.cfg.LogPollInterval,
@@ -61,9 +73,27 @@ func (c *Client) AllocLogs(ctx context.Context, allocID, task, logType, origin s
 	return ls.copy(ctx, origin, offset, follow, w)
 }
 
+// logsErr gives a refusal to read a task's log (a symlink, FIFO or hard
+// link a task planted in its place) its kind: the client will not serve
+// that file.
+func logsErr(err error) error {
+	if errors.Is(err, safefs.ErrUnsafePath) {
+		return structs.NewError(structs.ErrPermissionDenied, "read logs: %v", err)
+	}
+	return fmt.Errorf("read logs: %w", err)
+}
+
 // logStream reads a rotated log (prefix + index) as one stream.
+//
+// The log directory is writable by the tasks, so every file is opened
+// beneath the allocation directory root (trusted) without following a
+// symlink, and only regular files of one link are read: a task that
+// planted a link to a host file, a FIFO or a device in place of a log
+// file gets a refusal naming it, never the host file's content, and the
+// reader never blocks.
 type logStream struct {
-	dir, prefix string
+	root        *safefs.Dir
+	dir, prefix string // dir is relative to root
 	// dead reports whether the writer is gone for good.
 	dead func() bool
 	poll time.Duration
@@ -77,22 +107,26 @@ type logFile struct {
 
 // files lists the stream's files in index order.
 func (s *logStream) files() ([]logFile, error) {
-	entries, err := os.ReadDir(s.dir)
+	entries, err := s.root.ReadDir(s.dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, logsErr(err)
 	}
 	var out []logFile
 	for _, e := range entries {
 		name := e.Name()
-		if e.IsDir() || !strings.HasPrefix(name, s.prefix) {
+		if !strings.HasPrefix(name, s.prefix) {
 			continue
 		}
 		idx, err := strconv.Atoi(strings.TrimPrefix(name, s.prefix))
 		if err != nil || idx < 0 {
 			continue
+		}
+		if !e.Type().IsRegular() {
+			return nil, logsErr(&fs.PathError{Op: "open", Path: filepath.Join(s.root.Name(), s.dir, name),
+				Err: fmt.Errorf("%w: not a regular file", safefs.ErrUnsafePath)})
 		}
 		info, err := e.Info()
 		if err != nil {
@@ -104,7 +138,8 @@ func (s *logStream) files() ([]logFile, error) {
 	return out, nil
 }
 
-func (s *logStream) path(index int) string {
+// rel is the file index's path relative to root.
+func (s *logStream) rel(index int) string {
 	return filepath.Join(s.dir, s.prefix+strconv.Itoa(index))
 }
 
@@ -135,7 +170,7 @@ func (s *logStream) seek(origin string, offset int64) (int, int64, error) {
 func (s *logStream) copy(ctx context.Context, origin string, offset int64, follow bool, w io.Writer) error {
 	cur, off, err := s.seek(origin, offset)
 	if err != nil {
-		return fmt.Errorf("read logs: %w", err)
+		return err
 	}
 	var ticker *time.Ticker
 	if follow {
@@ -147,7 +182,7 @@ func (s *logStream) copy(ctx context.Context, origin string, offset int64, follo
 		// it wrote is in the file now, and one empty read proves the log
 		// drained.
 		wasDead := follow && s.dead()
-		n, exists, err := copyFileFrom(s.path(cur), off, w)
+		n, exists, err := s.copyFrom(cur, off, w)
 		off += n
 		if err != nil {
 			return err
@@ -156,7 +191,7 @@ func (s *logStream) copy(ctx context.Context, origin string, offset int64, follo
 		if ok && exists {
 			// A later file exists, so cur is complete; what the writer
 			// added to it since the read above is still to be copied.
-			m, _, err := copyFileFrom(s.path(cur), off, w)
+			m, _, err := s.copyFrom(cur, off, w)
 			n += m
 			if err != nil {
 				return err
@@ -191,7 +226,7 @@ func (s *logStream) copy(ctx context.Context, origin string, offset int64, follo
 // Usually that is cur+1; when cur itself is gone (a reader that fell
 // behind the rotation, which deleted it) it is the oldest file after cur.
 func (s *logStream) next(cur int, curExists bool) (int, bool) {
-	if _, err := os.Stat(s.path(cur + 1)); err == nil {
+	if _, err := s.root.Lstat(s.rel(cur + 1)); err == nil {
 		return cur + 1, true
 	}
 	if curExists {
@@ -209,19 +244,27 @@ func (s *logStream) next(cur int, curExists bool) (int, bool) {
 	return 0, false
 }
 
-// copyFileFrom copies path from off to its current end. A missing file is
-// empty: the task may not have written yet.
-func copyFileFrom(path string, off int64, w io.Writer) (n int64, exists bool, err error) {
-	f, err := os.Open(path)
+// copyFrom copies the file index from off to its current end. A missing
+// file is empty: the task may not have written yet.
+func (s *logStream) copyFrom(index int, off int64, w io.Writer) (n int64, exists bool, err error) {
+	f, err := s.root.Open(s.rel(index))
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, false, nil
 	}
 	if err != nil {
-		return 0, false, fmt.Errorf("read logs: %w", err)
+		return 0, false, logsErr(err)
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, true, logsErr(err)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink != 1 {
+		// A hard link to a file elsewhere: log files have one name.
+		return 0, true, logsErr(&fs.PathError{Op: "open", Path: f.Name(), Err: fmt.Errorf("%w: has %d links", safefs.ErrUnsafePath, st.Nlink)})
+	}
 	if _, err := f.Seek(off, io.SeekStart); err != nil {
-		return 0, true, fmt.Errorf("read logs: %w", err)
+		return 0, true, logsErr(err)
 	}
 	n, err = io.Copy(w, f)
 	if err != nil {

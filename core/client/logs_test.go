@@ -6,11 +6,14 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/drover-org/drover/core/structs"
+	"github.com/drover-org/drover/sdk/safefs"
 )
 
 // syncBuffer is a bytes.Buffer safe for a writer and a polling reader.
@@ -29,6 +32,17 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// openRoot opens dir as a log stream's root, closed with the test.
+func openRoot(t *testing.T, dir string) *safefs.Dir {
+	t.Helper()
+	root, err := safefs.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { root.Close() })
+	return root
 }
 
 func TestLogStreamRead(t *testing.T) {
@@ -61,7 +75,7 @@ func TestLogStreamRead(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			ls := &logStream{dir: dir, prefix: "web.stdout.", dead: func() bool { return true }, poll: time.Millisecond}
+			ls := &logStream{root: openRoot(t, dir), dir: ".", prefix: "web.stdout.", dead: func() bool { return true }, poll: time.Millisecond}
 			var buf bytes.Buffer
 			if err := ls.copy(context.Background(), tc.origin, tc.offset, false, &buf); err != nil {
 				t.Fatal(err)
@@ -72,7 +86,7 @@ func TestLogStreamRead(t *testing.T) {
 		})
 	}
 	t.Run("no files yet", func(t *testing.T) {
-		ls := &logStream{dir: filepath.Join(dir, "missing"), prefix: "web.stdout.", dead: func() bool { return true }}
+		ls := &logStream{root: openRoot(t, dir), dir: "missing", prefix: "web.stdout.", dead: func() bool { return true }}
 		var buf bytes.Buffer
 		if err := ls.copy(context.Background(), LogOriginStart, 0, false, &buf); err != nil || buf.Len() != 0 {
 			t.Fatalf("got %q, %v; want nothing", buf.String(), err)
@@ -88,7 +102,7 @@ func TestLogStreamFollow(t *testing.T) {
 	}
 	var mu sync.Mutex
 	dead := false
-	ls := &logStream{dir: dir, prefix: "web.stdout.", poll: time.Millisecond, dead: func() bool {
+	ls := &logStream{root: openRoot(t, dir), dir: ".", prefix: "web.stdout.", poll: time.Millisecond, dead: func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return dead
@@ -128,7 +142,7 @@ func TestLogStreamFollow(t *testing.T) {
 }
 
 func TestLogStreamFollowEndsWithContext(t *testing.T) {
-	ls := &logStream{dir: t.TempDir(), prefix: "web.stdout.", poll: time.Millisecond, dead: func() bool { return false }}
+	ls := &logStream{root: openRoot(t, t.TempDir()), dir: ".", prefix: "web.stdout.", poll: time.Millisecond, dead: func() bool { return false }}
 	ctx, cancel := context.WithCancel(context.Background())
 	errCh := make(chan error, 1)
 	go func() { errCh <- ls.copy(ctx, LogOriginStart, 0, true, &bytes.Buffer{}) }()
@@ -200,7 +214,7 @@ func TestLogStreamFollowsRotation(t *testing.T) {
 	}
 	var mu sync.Mutex
 	dead := false
-	ls := &logStream{dir: dir, prefix: "web.stdout.", poll: time.Millisecond, dead: func() bool {
+	ls := &logStream{root: openRoot(t, dir), dir: ".", prefix: "web.stdout.", poll: time.Millisecond, dead: func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return dead
@@ -256,5 +270,78 @@ func TestLogRotationFromLogsBlock(t *testing.T) {
 	}
 	if r := logRotation(&structs.LogConfig{Disabled: true, MaxFiles: 3}); r != nil {
 		t.Fatalf("disabled logs rotate as %v; want none (output discarded)", r)
+	}
+}
+
+// A task that plants a link to a host file, a FIFO or a hard link in
+// place of one of its log files, or replaces alloc/logs by a link to a
+// host directory, does not get the host file read through the logs API:
+// the read is refused (ErrPermissionDenied) naming the file, never blocks,
+// and the host file's content never appears.
+func TestAllocLogsRefusesPlantedFiles(t *testing.T) {
+	srv := newFakeServer()
+	c := newTestClient(t, srv, newFakeWorld(), t.TempDir())
+	srv.upsert(testAlloc("a1", c.NodeID(), testJob("batch", fakeTaskSpec("main", `{"exit_code": 0}`))))
+	waitFor(t, "alloc complete", func() bool { return srv.clientStatus("a1") == structs.AllocClientStatusComplete })
+	allocRoot := filepath.Join(c.cfg.AllocDir, "a1")
+	logs := filepath.Join(allocRoot, "alloc", "logs")
+	host, check := hostSecret(t)
+	hostDir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(hostDir, "main.stdout.0"), []byte("host secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, refused string // refused: the path the error names
+		plant         func(t *testing.T) error
+	}{
+		{"symlink", "main.stdout.0", func(t *testing.T) error { return os.Symlink(host, filepath.Join(logs, "main.stdout.0")) }},
+		{"symlink after a file", "main.stdout.1", func(t *testing.T) error {
+			if err := os.WriteFile(filepath.Join(logs, "main.stdout.0"), []byte("task output\n"), 0o644); err != nil {
+				return err
+			}
+			return os.Symlink(host, filepath.Join(logs, "main.stdout.1"))
+		}},
+		{"fifo", "main.stdout.0", func(t *testing.T) error { return syscall.Mkfifo(filepath.Join(logs, "main.stdout.0"), 0o644) }},
+		{"hard link", "main.stdout.0", func(t *testing.T) error { return os.Link(host, filepath.Join(logs, "main.stdout.0")) }},
+		{"symlinked logs dir", "logs", func(t *testing.T) error {
+			if err := os.RemoveAll(logs); err != nil {
+				return err
+			}
+			return os.Symlink(hostDir, logs)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := os.RemoveAll(logs); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.MkdirAll(logs, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.plant(t); err != nil {
+				t.Fatal(err)
+			}
+			for _, origin := range []string{LogOriginStart, LogOriginEnd} {
+				var buf syncBuffer
+				done := make(chan error, 1)
+				go func() { done <- c.AllocLogs(context.Background(), "a1", "main", "stdout", origin, 0, false, &buf) }()
+				var err error
+				select {
+				case err = <-done:
+				case <-time.After(testTimeout):
+					t.Fatalf("origin %s: reading the logs blocked", origin)
+				}
+				if strings.Contains(buf.String(), "host secret") {
+					t.Fatalf("origin %s: the host file was served: %q", origin, buf.String())
+				}
+				want := filepath.Join(logs, tc.refused)
+				if tc.refused == "logs" {
+					want = logs
+				}
+				if !errors.Is(err, structs.ErrPermissionDenied) || !strings.Contains(err.Error(), want) {
+					t.Errorf("origin %s: err = %v; want a refusal (permission denied) naming %s", origin, err, want)
+				}
+			}
+			check()
+		})
 	}
 }

@@ -203,7 +203,7 @@ func TestRawExecLogRotation(t *testing.T) {
 	if len(matches) != 2 {
 		t.Fatalf("log files %v; want exactly 2 (max_files)", matches)
 	}
-	ls := &logStream{dir: logDir, prefix: "seq.stdout."}
+	ls := &logStream{root: openRoot(t, logDir), dir: ".", prefix: "seq.stdout."}
 	files, err := ls.files()
 	if err != nil {
 		t.Fatal(err)
@@ -216,7 +216,7 @@ func TestRawExecLogRotation(t *testing.T) {
 		if i > 0 && f.index != files[i-1].index+1 {
 			t.Fatalf("log files %v are not consecutive", files)
 		}
-		b, err := os.ReadFile(ls.path(f.index))
+		b, err := os.ReadFile(filepath.Join(logDir, ls.rel(f.index)))
 		if err != nil {
 			t.Fatal(err)
 		}

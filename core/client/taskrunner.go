@@ -322,7 +322,7 @@ func (tr *taskRunner) prepare(ctx context.Context, first bool) error {
 	}
 	alloc := ar.allocSnapshot()
 	if first && tr.task.DispatchPayload != nil && tr.task.DispatchPayload.File != "" && alloc.Job != nil && len(alloc.Job.Payload) > 0 {
-		if err := writeDispatchPayload(dirs.Local, tr.task.DispatchPayload.File, alloc.Job.Payload); err != nil {
+		if err := ar.dir.writeDispatchPayload(tr.task.Name, tr.task.DispatchPayload.File, alloc.Job.Payload); err != nil {
 			return err
 		}
 	}

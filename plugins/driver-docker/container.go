@@ -193,8 +193,20 @@ func binds(cfg *driverpb.TaskConfig, tc *TaskConfig, pc *PluginConfig) ([]string
 			return filepath.Clean(p), nil
 		}
 		abs := filepath.Join(taskDir, p)
-		if rel, err := filepath.Rel(allocDir, abs); err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		rel, err := filepath.Rel(allocDir, abs)
+		if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
 			return "", fmt.Errorf("%w: config: %s: relative host path %q leaves the allocation directory", driver.ErrInvalidConfig, field, p)
+		}
+		// The allocation directory and the task directories are the
+		// trusted roots every file operation for a task resolves beneath
+		// (a task must not be able to write them): they cannot be bound.
+		if rel == "." || !strings.Contains(rel, "/") && rel != "alloc" {
+			return "", fmt.Errorf("%w: config: %s: relative host path %q is the allocation or a task directory itself, which a task must not write; bind a directory beneath it (alloc/, local/, secrets/, ...)", driver.ErrInvalidConfig, field, p)
+		}
+		// Nor the drivers' own files in a task dir (the staging of binds,
+		// the log checkpoint, raw_exec's exit file).
+		if _, inTask, _ := strings.Cut(rel, "/"); !strings.HasPrefix(rel, "alloc/") && strings.HasPrefix(inTask, ".drover") {
+			return "", fmt.Errorf("%w: config: %s: relative host path %q is a driver's own file, which a task must not write", driver.ErrInvalidConfig, field, p)
 		}
 		return abs, nil
 	}

@@ -10,23 +10,49 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/moby/moby/client"
 
 	"github.com/drover-org/drover/sdk/driver"
+	"github.com/drover-org/drover/sdk/safefs"
 )
 
 // logSpec says where a task's container output goes: the files the client
 // reads for `drover alloc logs`, with the same rotation as raw_exec's, and
 // the checkpoint that lets a new driver process resume the copy without
 // repeating what was written.
+//
+// The log files are in alloc/logs, which the task can write to (it is the
+// container's /alloc/logs): every path is opened beneath AllocDir, the
+// trusted root, without following a symlink (sdk/safefs), so a link a task
+// planted in place of a log file is replaced, never written through.
 type logSpec struct {
+	// AllocDir is the allocation directory; a handle of an earlier driver
+	// version lacks it, and the checkpoint's task dir's parent is used.
+	AllocDir   string `json:"alloc_dir,omitempty"`
 	Stdout     string `json:"stdout"`
 	Stderr     string `json:"stderr"`
 	MaxFiles   int    `json:"max_files"`
 	MaxSize    int64  `json:"max_size"`
 	Checkpoint string `json:"checkpoint"`
+}
+
+// root opens the spec's trusted root.
+func (s logSpec) root() (*safefs.Dir, error) {
+	dir := s.AllocDir
+	if dir == "" && s.Checkpoint != "" {
+		dir = filepath.Dir(filepath.Dir(s.Checkpoint))
+	}
+	if dir == "" {
+		return nil, errors.New("task logs: no allocation directory")
+	}
+	root, err := safefs.Open(dir)
+	if err != nil {
+		return nil, fmt.Errorf("task logs: %w", err)
+	}
+	return root, nil
 }
 
 // checkpointEvery paces checkpoint writes while output streams without a
@@ -36,14 +62,23 @@ type logSpec struct {
 // and never loses any.
 const checkpointEvery = 250 * time.Millisecond
 
+// maxCheckpointSize bounds the checkpoint file read back.
+const maxCheckpointSize = 4096
+
 // checkpoint is the timestamp (engine clock, ns) of the last log record
 // copied; records at or before it are skipped when the copy resumes.
 type checkpoint struct {
 	Since int64 `json:"since_unix_nano"`
 }
 
-func readCheckpoint(path string) int64 {
-	raw, err := os.ReadFile(path)
+// readCheckpoint reads the checkpoint at path beneath root; a missing,
+// unsafe or corrupt one is 0 (copy from the start).
+func readCheckpoint(root *safefs.Dir, path string) int64 {
+	rel, err := driver.RelBeneath(root.Name(), path)
+	if err != nil {
+		return 0
+	}
+	raw, err := root.ReadFile(rel, maxCheckpointSize)
 	if err != nil {
 		return 0
 	}
@@ -54,30 +89,35 @@ func readCheckpoint(path string) int64 {
 	return c.Since
 }
 
-func writeCheckpoint(path string, since int64) error {
-	raw, _ := json.Marshal(checkpoint{Since: since})
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, raw, 0o644); err != nil {
+// writeCheckpoint replaces the checkpoint at path beneath root atomically.
+func writeCheckpoint(root *safefs.Dir, path string, since int64) error {
+	rel, err := driver.RelBeneath(root.Name(), path)
+	if err != nil {
 		return err
 	}
-	return os.Rename(tmp, path)
+	raw, _ := json.Marshal(checkpoint{Since: since})
+	return root.WriteFile(rel, raw, 0o644)
 }
 
-// openLog opens one stream's writer: rotated files <base>.<n> when
-// rotation is set, else the file itself in append mode, else a discard.
-func openLog(base string, maxFiles int, maxSize int64) (io.WriteCloser, error) {
-	switch {
-	case base == "":
+// openLog opens one stream's writer beneath root: rotated files <base>.<n>
+// when rotation is set, else the file itself in append mode, else a
+// discard.
+func openLog(root *safefs.Dir, base string, maxFiles int, maxSize int64) (io.WriteCloser, error) {
+	if base == "" {
 		return nopCloser{io.Discard}, nil
-	case maxFiles > 0:
-		return driver.OpenRotatingLog(base, maxFiles, maxSize)
-	default:
-		f, err := os.OpenFile(base, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
-		if err != nil {
-			return nil, fmt.Errorf("open task log: %w", err)
-		}
-		return f, nil
 	}
+	rel, err := driver.RelBeneath(root.Name(), base)
+	if err != nil {
+		return nil, fmt.Errorf("open task log: %w", err)
+	}
+	if maxFiles > 0 {
+		return driver.OpenRotatingLogIn(root, rel, maxFiles, maxSize)
+	}
+	f, err := root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open task log: %w", err)
+	}
+	return f, nil
 }
 
 type nopCloser struct{ io.Writer }
@@ -88,18 +128,23 @@ func (nopCloser) Close() error { return nil }
 // the container's output ends (it exited) or ctx ends. It resumes after
 // the checkpoint left by an earlier copy.
 func copyLogs(ctx context.Context, eng *client.Client, containerID string, spec logSpec) error {
-	stdout, err := openLog(spec.Stdout, spec.MaxFiles, spec.MaxSize)
+	root, err := spec.root()
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	stdout, err := openLog(root, spec.Stdout, spec.MaxFiles, spec.MaxSize)
 	if err != nil {
 		return err
 	}
 	defer stdout.Close()
-	stderr, err := openLog(spec.Stderr, spec.MaxFiles, spec.MaxSize)
+	stderr, err := openLog(root, spec.Stderr, spec.MaxFiles, spec.MaxSize)
 	if err != nil {
 		return err
 	}
 	defer stderr.Close()
 
-	since := readCheckpoint(spec.Checkpoint)
+	since := readCheckpoint(root, spec.Checkpoint)
 	opts := client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true, Follow: true, Timestamps: true}
 	if since > 0 {
 		opts.Since = fmt.Sprintf("%d.%09d", since/1e9, since%1e9)
@@ -111,7 +156,7 @@ func copyLogs(ctx context.Context, eng *client.Client, containerID string, spec 
 	defer rc.Close()
 	return copyStream(bufio.NewReaderSize(rc, 64<<10), since, stdout, stderr, func(last int64) {
 		if spec.Checkpoint != "" {
-			_ = writeCheckpoint(spec.Checkpoint, last)
+			_ = writeCheckpoint(root, spec.Checkpoint, last)
 		}
 	})
 }

@@ -4,10 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/drover-org/drover/sdk/safefs"
 )
 
 // frame is one record of the engine's multiplexed log stream, with the
@@ -62,20 +65,50 @@ func TestCopyStream(t *testing.T) {
 }
 
 func TestCheckpointRoundTrip(t *testing.T) {
-	path := filepath.Join(t.TempDir(), checkpointFile)
-	if got := readCheckpoint(path); got != 0 {
-		t.Errorf("missing checkpoint = %d", got)
-	}
-	if err := writeCheckpoint(path, 1234567890123456789); err != nil {
+	alloc := t.TempDir()
+	root, err := safefs.Open(alloc)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if got := readCheckpoint(path); got != 1234567890123456789 {
+	defer root.Close()
+	path := filepath.Join(alloc, "web", checkpointFile)
+	if got := readCheckpoint(root, path); got != 0 {
+		t.Errorf("missing checkpoint = %d", got)
+	}
+	if err := writeCheckpoint(root, path, 1234567890123456789); err != nil {
+		t.Fatal(err)
+	}
+	if got := readCheckpoint(root, path); got != 1234567890123456789 {
 		t.Errorf("checkpoint = %d", got)
 	}
 	if err := os.WriteFile(path, []byte("garbage"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if got := readCheckpoint(path); got != 0 {
+	if got := readCheckpoint(root, path); got != 0 {
 		t.Errorf("corrupt checkpoint = %d, want 0 (copy from the start)", got)
+	}
+	// A checkpoint replaced by a link to a host file is neither read nor
+	// written through; one outside the alloc dir is refused.
+	host := filepath.Join(t.TempDir(), "host")
+	if err := os.WriteFile(host, []byte(`{"since_unix_nano":42}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(host, path); err != nil {
+		t.Fatal(err)
+	}
+	if got := readCheckpoint(root, path); got != 0 {
+		t.Errorf("checkpoint read through a link = %d", got)
+	}
+	if err := writeCheckpoint(root, path, 7); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(host); string(b) != `{"since_unix_nano":42}` {
+		t.Errorf("host file written through the checkpoint link: %q", b)
+	}
+	if err := writeCheckpoint(root, host, 7); !errors.Is(err, safefs.ErrUnsafePath) {
+		t.Errorf("checkpoint outside the alloc dir: %v", err)
 	}
 }

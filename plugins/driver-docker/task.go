@@ -81,7 +81,7 @@ func (d *Driver) StartTask(ctx context.Context, cfg *driverpb.TaskConfig) (*driv
 	if err != nil {
 		return nil, err
 	}
-	logs := logSpec{Stdout: cfg.GetStdoutPath(), Stderr: cfg.GetStderrPath(), Checkpoint: filepath.Join(cfg.GetTaskDir(), checkpointFile)}
+	logs := logSpec{AllocDir: cfg.GetAllocDir(), Stdout: cfg.GetStdoutPath(), Stderr: cfg.GetStderrPath(), Checkpoint: filepath.Join(cfg.GetTaskDir(), checkpointFile)}
 	if lr := cfg.GetLogRotation(); lr != nil {
 		if lr.GetMaxFiles() < 1 || lr.GetMaxFileSizeBytes() < 1 {
 			return nil, fmt.Errorf("%w: log_rotation needs max_files and max_file_size_bytes of at least 1", driver.ErrInvalidConfig)
@@ -102,6 +102,14 @@ func (d *Driver) StartTask(ctx context.Context, cfg *driverpb.TaskConfig) (*driv
 	if err != nil {
 		return nil, err
 	}
+	// The bind sources are checked (and, where a task could swap them,
+	// pinned) only now, right before the engine mounts them.
+	binds, releaseBinds, err := pinBinds(cfg, opts.HostConfig.Binds)
+	if err != nil {
+		return nil, err
+	}
+	defer releaseBinds()
+	opts.HostConfig.Binds = binds
 	containerID, adopted, err := d.createContainer(ctx, cfg, opts)
 	if err != nil {
 		return nil, err

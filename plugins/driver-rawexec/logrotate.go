@@ -6,14 +6,17 @@ import (
 	"time"
 
 	"github.com/drover-org/drover/sdk/driver"
+	"github.com/drover-org/drover/sdk/safefs"
 )
 
 // rotator is the SDK's rotating log writer, which the shim writes its
 // task's streams with.
 type rotator = driver.RotatingLog
 
-func openRotator(base string, maxFiles int, maxSize int64) (*rotator, error) {
-	return driver.OpenRotatingLog(base, maxFiles, maxSize)
+// openRotator opens the rotated log based at rel beneath root (the alloc
+// dir), never following a link a task planted in alloc/logs.
+func openRotator(root *safefs.Dir, rel string, maxFiles int, maxSize int64) (*rotator, error) {
+	return driver.OpenRotatingLogIn(root, rel, maxFiles, maxSize)
 }
 
 // logDrainTimeout bounds how long the shim reads a stream after the task's

@@ -8,7 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/drover-org/drover/sdk/driver"
 	"github.com/drover-org/drover/sdk/proto/driverpb"
 )
 
@@ -81,7 +83,7 @@ func tail(b []byte) []byte { return b[max(0, len(b)-20):] }
 
 func TestRotatorKeepsNewestFiles(t *testing.T) {
 	base := filepath.Join(t.TempDir(), "web.stdout")
-	r, err := openRotator(base, 3, 100)
+	r, err := driver.OpenRotatingLog(base, 3, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +106,7 @@ func TestRotatorResumesAtNewestFile(t *testing.T) {
 	base := filepath.Join(t.TempDir(), "web.stdout")
 	write := func(s string) {
 		t.Helper()
-		r, err := openRotator(base, 2, 10)
+		r, err := driver.OpenRotatingLog(base, 2, 10)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,8 +128,8 @@ func TestRotatorResumesAtNewestFile(t *testing.T) {
 	if _, ok := files[0]; ok || string(files[1]) != "abcdefghij" || string(files[2]) != "klmn" {
 		t.Fatalf("files = %v", strFiles(files))
 	}
-	if _, err := openRotator(base, 0, 10); err == nil {
-		t.Fatal("openRotator accepted max_files 0")
+	if _, err := driver.OpenRotatingLog(base, 0, 10); err == nil {
+		t.Fatal("OpenRotatingLog accepted max_files 0")
 	}
 }
 
@@ -187,4 +189,63 @@ func strFiles(m map[int][]byte) map[int]string {
 		out[k] = string(v)
 	}
 	return out
+}
+
+// A task that plants its next log files as symlinks to a host file, then
+// prints more than max_file_size, does not get the host file written: the
+// shim's rotation replaces each link with a log file.
+func TestTaskLogRotationIgnoresPlantedLinks(t *testing.T) {
+	d := newTestDriver()
+	host := filepath.Join(t.TempDir(), "host-secret")
+	if err := os.WriteFile(host, []byte("host secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Hour).Truncate(time.Second)
+	if err := os.Chtimes(host, old, old); err != nil {
+		t.Fatal(err)
+	}
+	cfg := newTaskConfig(t, "alloc-1/planter", "/bin/sh", "-c",
+		`for i in 1 2 3 4; do ln -sf "$0" chatty.stdout.$i; done; seq 1 3000`, host)
+	cfg.StdoutPath = filepath.Join(cfg.GetTaskDir(), "chatty.stdout")
+	cfg.LogRotation = &driverpb.LogRotation{MaxFiles: 10, MaxFileSizeBytes: 1024}
+	start(t, d, cfg)
+	if res := awaitExit(t, d, cfg.GetId()); res.GetExitCode() != 0 {
+		t.Fatalf("exit = %v", res)
+	}
+	b, err := os.ReadFile(host)
+	fi, serr := os.Stat(host)
+	if err != nil || serr != nil || string(b) != "host secret" || !fi.ModTime().Equal(old) {
+		t.Fatalf("host file written through the task's links: %q (%v), mtime %v (%v)", tail(b), err, fi.ModTime(), serr)
+	}
+	checkRotated(t, cfg.GetStdoutPath(), seqOutput(3000), 10, 1024)
+}
+
+// The exit file is read and written without following a link planted in
+// its place: a link to a host file is neither read nor written through.
+func TestExitFileIgnoresPlantedLink(t *testing.T) {
+	alloc := t.TempDir()
+	taskDir := filepath.Join(alloc, "web")
+	if err := os.MkdirAll(taskDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	host := filepath.Join(t.TempDir(), "host-secret")
+	if err := os.WriteFile(host, []byte(`{"exit_code": 3}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(taskDir, exitFileName)
+	if err := os.Symlink(host, path); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := readExitFile(path); rec != nil || err == nil {
+		t.Errorf("exit file read through a link: %+v, %v", rec, err)
+	}
+	if err := writeExitFile(path, &exitRecord{ExitCode: 7}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(host); string(b) != `{"exit_code": 3}` {
+		t.Errorf("host file written through the exit file's link: %q", b)
+	}
+	if rec, err := readExitFile(path); err != nil || rec == nil || rec.ExitCode != 7 {
+		t.Errorf("exit file = %+v, %v", rec, err)
+	}
 }

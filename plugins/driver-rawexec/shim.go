@@ -10,7 +10,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/drover-org/drover/sdk/driver"
 	"github.com/drover-org/drover/sdk/proto/driverpb"
+	"github.com/drover-org/drover/sdk/safefs"
 )
 
 // ShimEnvVar, when set in a process's environment, makes Serve run the task
@@ -211,8 +213,19 @@ func (s *shimSpec) command() (*exec.Cmd, []rotatedLog, error) {
 		}
 		return nil, nil, err
 	}
+	if s.Stdout == "" && s.Stderr == "" {
+		return cmd, nil, nil
+	}
+	// The output files are opened beneath the allocation directory, the
+	// task dir's parent (the client's layout, <alloc>/<task>): alloc/logs
+	// is writable by the tasks, the allocation directory is not.
+	root, err := safefs.Open(filepath.Dir(s.Dir))
+	if err != nil {
+		return fail(fmt.Errorf("open task output: %w", err))
+	}
+	defer root.Close()
 	if s.Stdout != "" {
-		f, l, err := s.output(s.Stdout)
+		f, l, err := s.output(root, s.Stdout)
 		if err != nil {
 			return fail(err)
 		}
@@ -220,7 +233,7 @@ func (s *shimSpec) command() (*exec.Cmd, []rotatedLog, error) {
 		logs = append(logs, l...)
 	}
 	if s.Stderr != "" {
-		f, l, err := s.output(s.Stderr)
+		f, l, err := s.output(root, s.Stderr)
 		if err != nil {
 			return fail(err)
 		}
@@ -231,13 +244,21 @@ func (s *shimSpec) command() (*exec.Cmd, []rotatedLog, error) {
 }
 
 // output opens what the task writes a stream to: the file at path, or,
-// with rotation, a pipe into the rotated log based at path.
-func (s *shimSpec) output(path string) (*os.File, []rotatedLog, error) {
-	if s.LogMaxFiles == 0 {
-		f, err := openOutput(path)
-		return f, nil, err
+// with rotation, a pipe into the rotated log based at path. Either is
+// opened beneath root without following a symlink a task planted.
+func (s *shimSpec) output(root *safefs.Dir, path string) (*os.File, []rotatedLog, error) {
+	rel, err := driver.RelBeneath(root.Name(), path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open task output: %w", err)
 	}
-	rot, err := openRotator(path, s.LogMaxFiles, s.LogMaxFileSize)
+	if s.LogMaxFiles == 0 {
+		f, err := root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		if err != nil {
+			return nil, nil, fmt.Errorf("open task output: %w", err)
+		}
+		return f, nil, nil
+	}
+	rot, err := openRotator(root, rel, s.LogMaxFiles, s.LogMaxFileSize)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -247,14 +268,6 @@ func (s *shimSpec) output(path string) (*os.File, []rotatedLog, error) {
 		return nil, nil, fmt.Errorf("task output pipe: %w", err)
 	}
 	return w, []rotatedLog{{r: r, w: rot}}, nil
-}
-
-func openOutput(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("open task output: %w", err)
-	}
-	return f, nil
 }
 
 func closeOutputs(cmd *exec.Cmd) {
@@ -287,35 +300,48 @@ func waitExit(cmd *exec.Cmd) *exitRecord {
 	return rec
 }
 
+// maxExitFileSize bounds the exit file read back.
+const maxExitFileSize = 64 << 10
+
+// exitFileAt opens the exit file's trusted root, the allocation directory
+// (the parent of the task dir the file is in), and returns the file's path
+// beneath it: the file is written and read without following a symlink.
+func exitFileAt(path string) (*safefs.Dir, string, error) {
+	taskDir := filepath.Dir(path)
+	root, err := safefs.Open(filepath.Dir(taskDir))
+	if err != nil {
+		return nil, "", err
+	}
+	return root, filepath.Join(filepath.Base(taskDir), filepath.Base(path)), nil
+}
+
 // writeExitFile writes rec atomically (temp file, fsync, rename): a reader
 // sees either no file or the whole record, even if the shim dies midway.
+// A link planted at path is replaced, never written through.
 func writeExitFile(path string, rec *exitRecord) error {
 	data, err := json.Marshal(rec)
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp-*")
+	root, rel, err := exitFileAt(path)
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name()) // no-op after a successful rename
-	if _, err := tmp.Write(data); err != nil {
-		_ = tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		_ = tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	defer root.Close()
+	return root.WriteFile(rel, data, 0o644)
 }
 
 // readExitFile returns the recorded exit, or nil if there is none yet.
 func readExitFile(path string) (*exitRecord, error) {
-	data, err := os.ReadFile(path)
+	root, rel, err := exitFileAt(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	data, err := root.ReadFile(rel, maxExitFileSize)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

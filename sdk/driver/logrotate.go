@@ -1,12 +1,17 @@
 package driver
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
+
+	"github.com/drover-org/drover/sdk/safefs"
 )
 
 // RotatingLog writes one log stream the way the client reads task logs
@@ -16,54 +21,102 @@ import (
 // so a reader that follows <base>.<n> and then <base>.<n+1> reads the
 // stream in order. One writer owns a stream; it is not safe for
 // concurrent use.
+//
+// The log directory is the allocation's alloc/logs, which its tasks can
+// write to: a task may plant a symlink, a FIFO or a hard link where the
+// writer will open its next file. Every file is therefore opened beneath
+// the directory without following a symlink (sdk/safefs), a new file
+// replaces whatever entry stands at its name (the entry, never what it
+// points to) and is created exclusively, and the file a writer resumes
+// must be a regular file with a single link.
 type RotatingLog struct {
-	base     string
+	dir      *safefs.Dir // the log directory, held open
+	prefix   string      // "<task>.<stream>."
 	maxFiles int
 	maxSize  int64
 
-	f    *os.File
+	f    *os.File // nil after a failed rotation: the next write retries it
 	idx  int
 	size int64
 }
 
 // OpenRotatingLog resumes the stream at its newest file, as a restarted
-// task appends to the log of its earlier runs.
+// task appends to the log of its earlier runs. base's directory is
+// trusted (opened by path); when a task can replace that directory, use
+// OpenRotatingLogIn with a directory the task cannot write, such as the
+// allocation directory.
 func OpenRotatingLog(base string, maxFiles int, maxSize int64) (*RotatingLog, error) {
-	if maxFiles < 1 || maxSize < 1 {
-		return nil, fmt.Errorf("log rotation needs max_files and max_file_size of at least 1, got %d and %d", maxFiles, maxSize)
+	if err := checkRotation(maxFiles, maxSize); err != nil {
+		return nil, err
 	}
-	r := &RotatingLog{base: base, maxFiles: maxFiles, maxSize: maxSize}
+	dir, err := safefs.Open(filepath.Dir(base))
+	if err != nil {
+		return nil, fmt.Errorf("open task log: %w", err)
+	}
+	defer dir.Close()
+	return OpenRotatingLogIn(dir, filepath.Base(base), maxFiles, maxSize)
+}
+
+// OpenRotatingLogIn is OpenRotatingLog for the stream whose base path is
+// rel, relative to root (say "alloc/logs/web.stdout" beneath the
+// allocation directory): no component of rel may be a symlink. The log's
+// directory is held open until Close, so root may be closed at once.
+func OpenRotatingLogIn(root *safefs.Dir, rel string, maxFiles int, maxSize int64) (*RotatingLog, error) {
+	if err := checkRotation(maxFiles, maxSize); err != nil {
+		return nil, err
+	}
+	d, base := filepath.Split(rel)
+	if base == "" || base == "." || base == ".." {
+		return nil, fmt.Errorf("open task log: %q is not a file name", rel)
+	}
+	dir, err := root.OpenDir(d)
+	if err != nil {
+		return nil, fmt.Errorf("open task log: %w", err)
+	}
+	r := &RotatingLog{dir: dir, prefix: base + ".", maxFiles: maxFiles, maxSize: maxSize}
 	idxs, err := r.indices()
 	if err != nil {
+		_ = dir.Close()
 		return nil, err
 	}
 	if len(idxs) > 0 {
 		r.idx = idxs[len(idxs)-1]
+		err = r.resume()
+	} else {
+		err = r.create()
 	}
-	if err := r.open(os.O_APPEND); err != nil {
+	if err != nil {
+		_ = dir.Close()
 		return nil, err
 	}
 	r.purge()
 	return r, nil
 }
 
-func (r *RotatingLog) path(idx int) string { return r.base + "." + strconv.Itoa(idx) }
+func checkRotation(maxFiles int, maxSize int64) error {
+	if maxFiles < 1 || maxSize < 1 {
+		return fmt.Errorf("log rotation needs max_files and max_file_size of at least 1, got %d and %d", maxFiles, maxSize)
+	}
+	return nil
+}
 
-// indices lists the stream's existing file numbers, ascending.
+func (r *RotatingLog) name(idx int) string { return r.prefix + strconv.Itoa(idx) }
+
+// indices lists the stream's existing file numbers, ascending, whatever
+// the entries are (a planted link is replaced when its number comes).
 func (r *RotatingLog) indices() ([]int, error) {
-	dir, prefix := filepath.Dir(r.base), filepath.Base(r.base)+"."
-	entries, err := os.ReadDir(dir)
+	entries, err := r.dir.ReadDir(".")
 	if err != nil {
 		return nil, fmt.Errorf("open task log: %w", err)
 	}
 	var out []int
 	for _, e := range entries {
 		name := e.Name()
-		if e.IsDir() || !strings.HasPrefix(name, prefix) {
+		if e.IsDir() || !strings.HasPrefix(name, r.prefix) {
 			continue
 		}
-		n, err := strconv.Atoi(name[len(prefix):])
-		if err != nil || n < 0 || strconv.Itoa(n) != name[len(prefix):] {
+		n, err := strconv.Atoi(name[len(r.prefix):])
+		if err != nil || n < 0 || strconv.Itoa(n) != name[len(r.prefix):] {
 			continue
 		}
 		out = append(out, n)
@@ -73,8 +126,14 @@ func (r *RotatingLog) indices() ([]int, error) {
 	return out, nil
 }
 
-func (r *RotatingLog) open(mode int) error {
-	f, err := os.OpenFile(r.path(r.idx), os.O_WRONLY|os.O_CREATE|mode, 0o644)
+// resume appends to the file r.idx. One that is not a regular file of a
+// single link (a task's symlink, FIFO or hard link) is not appended to:
+// it is replaced by a new file.
+func (r *RotatingLog) resume() error {
+	f, err := r.dir.OpenFile(r.name(r.idx), os.O_WRONLY|os.O_APPEND, 0)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, safefs.ErrUnsafePath) {
+		return r.create()
+	}
 	if err != nil {
 		return fmt.Errorf("open task log: %w", err)
 	}
@@ -83,7 +142,29 @@ func (r *RotatingLog) open(mode int) error {
 		_ = f.Close()
 		return fmt.Errorf("open task log: %w", err)
 	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink != 1 {
+		_ = f.Close()
+		return r.create()
+	}
 	r.f, r.size = f, fi.Size()
+	return nil
+}
+
+// create starts the file r.idx empty: whatever entry has its name could
+// only be a leftover of a stream that was cut short, or planted, so it is
+// removed (never followed) and the file created exclusively. A task that
+// plants another entry in between makes the creation fail; it is retried
+// at the next write.
+func (r *RotatingLog) create() error {
+	name := r.name(r.idx)
+	if err := r.dir.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("open task log: %w", err)
+	}
+	f, err := r.dir.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return fmt.Errorf("open task log: %w", err)
+	}
+	r.f, r.size = f, 0
 	return nil
 }
 
@@ -91,7 +172,7 @@ func (r *RotatingLog) open(mode int) error {
 func (r *RotatingLog) Write(p []byte) (int, error) {
 	written := 0
 	for len(p) > 0 {
-		if r.size >= r.maxSize {
+		if r.f == nil || r.size >= r.maxSize {
 			if err := r.rotate(); err != nil {
 				return written, err
 			}
@@ -108,12 +189,15 @@ func (r *RotatingLog) Write(p []byte) (int, error) {
 	return written, nil
 }
 
-// rotate moves to the next file. It is created empty: a file with its
-// number could only be a leftover of a stream that was cut short.
+// rotate moves to the next file (or, after a failed rotation, tries the
+// same one again).
 func (r *RotatingLog) rotate() error {
-	_ = r.f.Close()
-	r.idx++
-	if err := r.open(os.O_TRUNC); err != nil {
+	if r.f != nil {
+		_ = r.f.Close()
+		r.f = nil
+		r.idx++
+	}
+	if err := r.create(); err != nil {
 		return err
 	}
 	r.purge()
@@ -129,10 +213,20 @@ func (r *RotatingLog) purge() {
 	}
 	for _, n := range idxs {
 		if n <= r.idx-r.maxFiles {
-			_ = os.Remove(r.path(n))
+			_ = r.dir.Remove(r.name(n))
 		}
 	}
 }
 
-// Close closes the current file.
-func (r *RotatingLog) Close() error { return r.f.Close() }
+// Close closes the current file and the log directory.
+func (r *RotatingLog) Close() error {
+	var err error
+	if r.f != nil {
+		err = r.f.Close()
+		r.f = nil
+	}
+	if cerr := r.dir.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

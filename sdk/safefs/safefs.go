@@ -211,6 +211,11 @@ func (d *Dir) OpenFile(rel string, flag int, perm os.FileMode) (*os.File, error)
 	}
 	name := filepath.Join(d.name, c)
 	fd, err := openBeneath(d.Fd(), c, flag|unix.O_NONBLOCK, uint32(perm.Perm()))
+	if err == unix.ENXIO {
+		// A FIFO without a reader opened for writing, or a device with
+		// nothing behind it: neither is a regular file.
+		return nil, d.refuse("open", c, "not a regular file")
+	}
 	if err != nil {
 		return nil, pathErr("open", name, err)
 	}
@@ -311,6 +316,33 @@ func (d *Dir) mkdirAll(rel string, perm os.FileMode) (*Dir, error) {
 		cur = next
 	}
 	return cur, nil
+}
+
+// OpenPath opens rel beneath d as an O_PATH descriptor: one that neither
+// reads nor writes, and so opens anything (a directory, a device, a FIFO,
+// without blocking), for fstat, an *at system call or a /proc/self/fd
+// path naming exactly that file (say a mount target). A symlink anywhere
+// on the path, the last component included, is refused.
+func (d *Dir) OpenPath(rel string) (*os.File, error) {
+	c, err := d.clean("open", rel)
+	if err != nil {
+		return nil, err
+	}
+	name := filepath.Join(d.name, c)
+	fd, err := openBeneath(d.Fd(), c, unix.O_PATH, 0)
+	if err != nil {
+		return nil, pathErr("open", name, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, pathErr("open", name, err)
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		unix.Close(fd)
+		return nil, d.refuse("open", c, "crosses a symbolic link")
+	}
+	return os.NewFile(uintptr(fd), name), nil
 }
 
 // Lstat describes rel without following it: a symlink at the end is

@@ -71,6 +71,9 @@ func TestOpenRefuses(t *testing.T) {
 			{"dir/../../host/secret", os.O_RDONLY},   // ".." out after a component
 			{"/etc/passwd", os.O_RDONLY},             // absolute
 			{"fifo", os.O_RDONLY},                    // would block
+			{"fifo", os.O_WRONLY},                    // no reader: ENXIO
+			{"fifo", os.O_WRONLY | os.O_APPEND},      // as a log writer resumes
+			{"fifo", os.O_RDWR},                      // never blocks, still refused
 			{"link/new", os.O_WRONLY | os.O_CREATE},  // create through a symlinked dir
 			{"dir/flink", os.O_WRONLY | os.O_TRUNC},  // write through a symlink
 			{"dir/flink", os.O_WRONLY | os.O_APPEND}, // append through a symlink
@@ -203,4 +206,32 @@ func TestOpenRootRefusesSymlink(t *testing.T) {
 	if _, err := Open(filepath.Join(base, "l")); !errors.Is(err, ErrUnsafePath) {
 		t.Fatalf("Open of a symlink: %v", err)
 	}
+}
+
+func TestOpenPath(t *testing.T) {
+	modes(t, func(t *testing.T) {
+		root, _, d := fixture(t)
+		for _, rel := range []string{"dir/flink", "link/secret", "../host/secret", "/etc"} {
+			if f, err := d.OpenPath(rel); !errors.Is(err, ErrUnsafePath) {
+				if f != nil {
+					f.Close()
+				}
+				t.Errorf("%s: %v, want ErrUnsafePath", rel, err)
+			}
+		}
+		// A FIFO opens without blocking; the descriptor names the file.
+		f, err := d.OpenPath("fifo")
+		must(t, err)
+		defer f.Close()
+		fi, err := f.Stat()
+		must(t, err)
+		want, err := os.Lstat(filepath.Join(root, "fifo"))
+		must(t, err)
+		if !os.SameFile(fi, want) {
+			t.Errorf("OpenPath(fifo) names %v, want %v", fi, want)
+		}
+		if _, err := d.OpenPath("missing"); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("missing: %v", err)
+		}
+	})
 }
