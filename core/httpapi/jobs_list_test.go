@@ -142,7 +142,9 @@ func TestJobListAllocations(t *testing.T) {
 	if metaBody < int(total) {
 		t.Errorf("?meta=true answered %d bytes, less than the %d bytes of meta", metaBody, total)
 	}
-	if meta > 2*uint64(metaBody) {
+	// Generous: TotalAlloc counts every goroutine's allocations, and -race
+	// adds its own; a list that copied each job would be far above it.
+	if meta > 4*uint64(metaBody) {
 		t.Errorf("?meta=true allocated %d bytes for an answer of %d", meta, metaBody)
 	}
 }
