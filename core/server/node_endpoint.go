@@ -111,7 +111,11 @@ func (s *Server) authNode(nodeID, secretID string) (*structs.Node, error) {
 
 // setNodeStatus writes a status change and the evals it causes, in one entry.
 func (s *Server) setNodeStatus(node *structs.Node, status, msg string) error {
-	evals, err := s.nodeEvals(node, status == structs.NodeStatusReady)
+	// The evals are of the node as it will be: a node going down
+	// evaluates the allocs it strands (see nodeEvals).
+	next := *node
+	next.Status = status
+	evals, err := s.nodeEvals(&next, status == structs.NodeStatusReady)
 	if err != nil {
 		return err
 	}
@@ -384,12 +388,21 @@ func (s *Server) nodeEvals(node *structs.Node, joining bool) ([]*structs.Evaluat
 	}
 	for _, a := range allocs {
 		// The alloc's own job version decides, as it was placed under it.
-		if b := allocBehavior(a); a.TerminalStatus() || !(b.EvalOnNodeUpdate || b.EvalOnAllocNodeChange) {
+		// An alloc the server stopped still counts on a node that is down
+		// while its client never reported it ended: only an eval of its
+		// job marks it lost, which hands its volume claims to the volume
+		// watcher. Its job may be stopped or purged meanwhile: the eval is
+		// then of the alloc's own job version.
+		stranded := node.TerminalStatus() && a.ServerTerminalStatus() && !a.ClientTerminalStatus()
+		if b := allocBehavior(a); (a.TerminalStatus() && !stranded) || !(b.EvalOnNodeUpdate || b.EvalOnAllocNodeChange) {
 			continue
 		}
 		j, err := st.JobByID(nil, a.Namespace, a.JobID)
 		if err != nil {
 			return nil, err
+		}
+		if j == nil && stranded && a.Job != nil {
+			j = a.Job
 		}
 		if j != nil {
 			jobs[structs.NamespacedID{ID: j.ID, Namespace: j.Namespace}] = j

@@ -89,3 +89,58 @@ func TestNodeChangeAndItsEvalsAreOneEntry(t *testing.T) {
 		t.Fatalf("status: no node eval at the status change's index %d", down.ModifyIndex)
 	}
 }
+
+// An allocation the server stopped whose client never reported it ended
+// (its machine was lost just before the stop) is stranded once its node
+// goes down: no client will ever report it, so the node going down must
+// evaluate its job, whose scheduler marks it lost (which hands its volume
+// claims to the volume watcher). The job may be stopped, or purged: then
+// the eval is of the alloc's own job version.
+func TestNodeDownEvaluatesStrandedStops(t *testing.T) {
+	for _, purge := range []bool{false, true} {
+		name := map[bool]string{false: "stopped", true: "purged"}[purge]
+		t.Run(name, func(t *testing.T) {
+			s := testServer(t, nil)
+			ctx := context.Background()
+			n := testNode("a")
+			registerNodes(t, s, n)
+			job := testJob("svc", "service")
+			job.TaskGroups[0].Tasks[0].Config = map[string]any{"command": "/bin/sleep", "args": []any{"3600"}}
+			al := runJobOn(t, s, job, n, structs.AllocClientStatusRunning)
+
+			dr, err := s.DeregisterJob(ctx, structs.DefaultNamespace, job.ID, purge)
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitEvalTerminal(t, s, dr.EvalID)
+			a, err := s.State().AllocByID(nil, al.ID)
+			if err != nil || a == nil {
+				t.Fatalf("alloc after the stop: %v %v", a, err)
+			}
+			if a.DesiredStatus != structs.AllocDesiredStatusStop || a.ClientStatus != structs.AllocClientStatusRunning {
+				t.Fatalf("alloc after the stop: desired %s, client %s; want stop, running", a.DesiredStatus, a.ClientStatus)
+			}
+
+			cur, err := s.State().NodeByID(nil, n.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.setNodeStatus(cur, structs.NodeStatusDown, "Node heartbeat missed"); err != nil {
+				t.Fatal(err)
+			}
+			down, err := s.State().NodeByID(nil, n.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ev := nodeUpdateEvalAt(t, s, job.ID, n.ID, down.ModifyIndex)
+			if ev == nil {
+				t.Fatalf("no node-update eval of %s at the node's down index %d", job.ID, down.ModifyIndex)
+			}
+			waitEvalTerminal(t, s, ev.ID)
+			waitFor(t, 30*time.Second, "the stranded alloc marked lost", func() bool {
+				a, _ := s.State().AllocByID(nil, al.ID)
+				return a != nil && a.ClientStatus == structs.AllocClientStatusLost
+			})
+		})
+	}
+}

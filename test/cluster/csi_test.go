@@ -303,6 +303,12 @@ func (e *csiEnv) stopPurge(id string) {
 // each a directory of the shared volumes dir.
 func newCSIEnv(t *testing.T, volumes ...string) *csiEnv {
 	t.Helper()
+	return newCSIEnvWith(t, options{clients: 2}, volumes...)
+}
+
+// newCSIEnvWith is newCSIEnv on a cluster shaped by opts (two clients).
+func newCSIEnvWith(t *testing.T, opts options, volumes ...string) *csiEnv {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("CSI volumes are bind mounts: the hostpath node plugin needs root")
 	}
@@ -325,7 +331,8 @@ func newCSIEnv(t *testing.T, volumes ...string) *csiEnv {
 		t.Fatal(err)
 	}
 
-	c := newCluster(t, options{clients: 2})
+	opts.clients = 2
+	c := newCluster(t, opts)
 	e := &csiEnv{t: t, c: c, l: c.leader(), nodeA: c.nodeID(c.clients[0]), nodeB: c.nodeID(c.clients[1]),
 		volumes: shared, mounts: mounts}
 	e.l.MustCLI("job", "run", "-detach", harness.WriteFile(t, "plugin.hcl",
