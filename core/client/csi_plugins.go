@@ -114,6 +114,19 @@ func (p *csiPlugins) controllerIDs() []string {
 	return out
 }
 
+// serving reports whether a healthy instance of any plugin, controller
+// or node, runs here.
+func (p *csiPlugins) serving() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, inst := range p.instances {
+		if inst.healthy && inst.fp != nil && (inst.fp.HasController && inst.cfg.HasController() || inst.fp.HasNode && inst.cfg.HasNode()) {
+			return true
+		}
+	}
+	return false
+}
+
 func sortedKeys[V any](m map[string]V) []string {
 	return slices.Sorted(maps.Keys(m))
 }
