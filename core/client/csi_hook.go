@@ -444,13 +444,17 @@ func (mgr *csiManager) unmountNode(ctx context.Context, allocID string, dir *all
 
 // unmountLocked runs unmountNode for the alias of m under the alloc's
 // node-step lock, from the volume's latest state (a node-detach may have
-// done some of the steps): m is updated in place.
+// done some of the steps): m is updated in place. A volume no longer in
+// the alloc's state was released meanwhile: nothing is left to undo.
 func (mgr *csiManager) unmountLocked(ctx context.Context, ar *allocRunner, m *csiMountState, save func()) error {
 	ar.csiNodeMu.Lock()
 	defer ar.csiNodeMu.Unlock()
-	if cur := ar.csiGet(m.Alias); cur != nil {
-		*m = *cur
+	cur := ar.csiGet(m.Alias)
+	if cur == nil {
+		m.Binds, m.BindIDs, m.Published, m.Staged = nil, nil, false, false
+		return nil
 	}
+	*m = *cur
 	return mgr.unmountNode(ctx, ar.id, ar.dir, m, save)
 }
 
