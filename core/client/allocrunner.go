@@ -90,6 +90,9 @@ type allocRunner struct {
 	// csi is how far the alloc's CSI volumes got (see csi_hook.go).
 	csiMu sync.Mutex
 	csi   []*csiMountState
+	// csiNodeMu orders the node steps (unmountNode) of the alloc's
+	// release and of a node-detach the leader asks for.
+	csiNodeMu sync.Mutex
 
 	// health is the alloc's deployment health tracking (health.go);
 	// healthNext is when to evaluate it again without a task change.

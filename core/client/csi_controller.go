@@ -21,6 +21,14 @@ import (
 // operations addressed to it, runs each through the csi-bridge against
 // the plugin's socket and reports the results. Ops of one plugin run one
 // at a time, in the order given.
+//
+// The same channel carries the node-detach of `volume detach`: the leader
+// addresses it to the node of the claim, and the client unpublishes and
+// unstages that allocation's volume as its own release would. So a client
+// polls while it runs a healthy instance of any CSI plugin, controller or
+// node: a node that mounts volumes runs the volumes' node plugins, and
+// one that runs none could not unpublish anything (the detach then fails
+// as unavailable after the pickup time, naming the node).
 
 const csiControllerPollWait = 30 * time.Second
 
@@ -31,7 +39,7 @@ func (c *Client) controllerLoop(ctx context.Context) {
 	fails := 0
 	for {
 		ch := p.watch()
-		if len(p.controllerIDs()) == 0 {
+		if !p.serving() {
 			select {
 			case <-ch:
 				continue
@@ -59,7 +67,7 @@ func (c *Client) controllerLoop(ctx context.Context) {
 		if reply == nil || len(reply.Ops) == 0 {
 			continue
 		}
-		results := runControllerOps(ctx, p, c.cfg.CSIBridge, reply.Ops, csiCallTimeout)
+		results := runControllerOps(ctx, p, c.cfg.CSIBridge, reply.Ops, csiCallTimeout, c.csiNodeDetach)
 		if ctx.Err() != nil {
 			return
 		}
@@ -78,11 +86,14 @@ func (c *Client) controllerLoop(ctx context.Context) {
 	}
 }
 
+// nodeDetacher runs a node-detach op (see csiManager.nodeDetach).
+type nodeDetacher func(ctx context.Context, op *structs.CSIControllerOp) error
+
 // runControllerOps runs ops, one plugin's after another in order and
 // the plugins in parallel, each op within timeout; results are in the
-// order of ops.
+// order of ops. Node-detach ops go to detach.
 func runControllerOps(ctx context.Context, p *csiPlugins, bridge csibridge.Bridge, ops []*structs.CSIControllerOp,
-	timeout time.Duration) []*structs.CSIControllerOpResult {
+	timeout time.Duration, detach nodeDetacher) []*structs.CSIControllerOpResult {
 	results := make([]*structs.CSIControllerOpResult, len(ops))
 	byPlugin := map[string][]int{}
 	for i, op := range ops {
@@ -98,6 +109,10 @@ func runControllerOps(ctx context.Context, p *csiPlugins, bridge csibridge.Bridg
 		go func() {
 			defer wg.Done()
 			for _, i := range idx {
+				if ops[i].Kind == structs.CSIControllerOpNodeDetach {
+					results[i] = runNodeDetach(ctx, ops[i], timeout, detach)
+					continue
+				}
 				results[i] = runControllerOp(ctx, p, bridge, ops[i], timeout)
 			}
 		}()
@@ -158,6 +173,24 @@ func runControllerOp(ctx context.Context, p *csiPlugins, bridge csibridge.Bridge
 		// stream); say it once, with the bound.
 		err = structs.NewError(structs.ErrUnavailable, "controller %s of volume %q: deadline exceeded after %s: %v",
 			op.Kind, op.ExternalVolumeID, timeout, err)
+	}
+	if err != nil {
+		return failResult(res, err)
+	}
+	return res
+}
+
+// runNodeDetach runs a node-detach op within timeout.
+func runNodeDetach(ctx context.Context, op *structs.CSIControllerOp, timeout time.Duration, detach nodeDetacher) *structs.CSIControllerOpResult {
+	res := &structs.CSIControllerOpResult{ID: op.ID}
+	if detach == nil {
+		return failResult(res, structs.NewError(structs.ErrUnavailable, "this client mounts no CSI volumes"))
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	err := detach(cctx, op)
+	if err != nil && ctx.Err() == nil && ranOutOfTime(cctx) {
+		err = structs.NewError(structs.ErrUnavailable, "node-detach of volume %q: deadline exceeded after %s: %v", op.VolumeID, timeout, err)
 	}
 	if err != nil {
 		return failResult(res, err)

@@ -236,7 +236,7 @@ func TestCSIControllerSlowPublishSerialized(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	start := time.Now()
-	res := runControllerOps(ctx, p, p.bridge, ops, timeout)
+	res := runControllerOps(ctx, p, p.bridge, ops, timeout, nil)
 	took := time.Since(start)
 
 	for _, i := range []int{0, 2} {

@@ -442,6 +442,66 @@ func (mgr *csiManager) unmountNode(ctx context.Context, allocID string, dir *all
 	return nil
 }
 
+// unmountLocked runs unmountNode for the alias of m under the alloc's
+// node-step lock, from the volume's latest state (a node-detach may have
+// done some of the steps): m is updated in place. A volume no longer in
+// the alloc's state was released meanwhile: nothing is left to undo.
+func (mgr *csiManager) unmountLocked(ctx context.Context, ar *allocRunner, m *csiMountState, save func()) error {
+	ar.csiNodeMu.Lock()
+	defer ar.csiNodeMu.Unlock()
+	cur := ar.csiGet(m.Alias)
+	if cur == nil {
+		m.Binds, m.BindIDs, m.Published, m.Staged = nil, nil, false, false
+		return nil
+	}
+	*m = *cur
+	return mgr.unmountNode(ctx, ar.id, ar.dir, m, save)
+}
+
+// nodeDetach undoes the node side of the alloc's uses of a volume at the
+// leader's order (`volume detach`): the task bind mounts, the publication
+// and, for the last user, the staging, the steps the alloc's end takes.
+// The tasks keep running without the volume. The claim stays recorded
+// (Claimed), so that the alloc's end still reports it released; the
+// leader frees it meanwhile. Idempotent: a volume this alloc does not
+// mount (any more) is detached already.
+func (mgr *csiManager) nodeDetach(ctx context.Context, ar *allocRunner, ns, volID string) error {
+	for _, m := range ar.csiSnapshot() {
+		if m.Namespace != ns || m.VolumeID != volID {
+			continue
+		}
+		save := func() {
+			ar.csiPut(m.copy())
+			ar.persist()
+		}
+		if err := mgr.unmountLocked(ctx, ar, m, save); err != nil {
+			mgr.logger.Warn("failed to node-detach volume", "alloc_id", ar.id, "volume_id", volID, "alias", m.Alias, "error", err)
+			return fmt.Errorf("volume %q of allocation %s: %w", volID, ar.id, err)
+		}
+		mgr.logger.Info("volume node-detached", "alloc_id", ar.id, "volume_id", volID, "alias", m.Alias)
+	}
+	return nil
+}
+
+// csiNodeDetach runs a node-detach op of the leader: see nodeDetach. An
+// alloc this client does not run has nothing mounted here.
+func (c *Client) csiNodeDetach(ctx context.Context, op *structs.CSIControllerOp) error {
+	mgr := c.rcfg.Volumes
+	if mgr == nil {
+		return structs.NewError(structs.ErrUnavailable, "this client mounts no CSI volumes")
+	}
+	if op.AllocationID == "" || op.VolumeID == "" {
+		return structs.NewError(structs.ErrInvalid, "node-detach names no allocation or volume")
+	}
+	c.mu.Lock()
+	ar := c.runners[op.AllocationID]
+	c.mu.Unlock()
+	if ar == nil {
+		return nil
+	}
+	return mgr.nodeDetach(ctx, ar, op.Namespace, op.VolumeID)
+}
+
 // unpublish tells the servers the claim is released up to state.
 func (mgr *csiManager) unpublish(ctx context.Context, allocID string, m *csiMountState, state structs.CSIVolumeClaimState) error {
 	cctx, cancel := context.WithTimeout(ctx, csiCallTimeout)
@@ -509,7 +569,7 @@ func (mgr *csiManager) retryDetached(ar *allocRunner, m *csiMountState) {
 func (mgr *csiManager) release(ctx context.Context, ar *allocRunner) {
 	for _, m := range ar.csiSnapshot() {
 		save := func() { ar.csiPut(m.copy()) }
-		err := mgr.unmountNode(ctx, ar.id, ar.dir, m, save)
+		err := mgr.unmountLocked(ctx, ar, m, save)
 		if ctx.Err() != nil {
 			ar.persist()
 			return // a client shutdown: the next process releases
@@ -537,7 +597,7 @@ func (mgr *csiManager) retryRelease(ar *allocRunner, m *csiMountState, save func
 		if !waitOrDone(ctx, mgr.retry.next(n)) {
 			return
 		}
-		err := mgr.unmountNode(ctx, ar.id, ar.dir, m, save)
+		err := mgr.unmountLocked(ctx, ar, m, save)
 		if ctx.Err() != nil {
 			return
 		}

@@ -124,6 +124,12 @@ func newVolHarness(t *testing.T) *volHarness {
 // client's bridge; a nil wrap uses the fake bridge itself.
 func newVolHarnessWith(t *testing.T, wrap func(*volBridge) csibridge.Bridge) *volHarness {
 	t.Helper()
+	return newVolHarnessOf(t, wrap, structs.CSIPluginTypeMonolith)
+}
+
+// newVolHarnessOf is newVolHarnessWith with a plugin of type typ.
+func newVolHarnessOf(t *testing.T, wrap func(*volBridge) csibridge.Bridge, typ structs.CSIPluginType) *volHarness {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("bind mounts need root")
 	}
@@ -143,7 +149,7 @@ func newVolHarnessWith(t *testing.T, wrap func(*volBridge) csibridge.Bridge) *vo
 	world := newFakeWorld()
 	c := startVolClient(t, srv, cb, world, state)
 	task := fakeTaskSpec("plugin", `{}`)
-	task.CSIPluginConfig = &structs.TaskCSIPluginConfig{ID: "hp", Type: structs.CSIPluginTypeMonolith, HealthTimeout: time.Minute}
+	task.CSIPluginConfig = &structs.TaskCSIPluginConfig{ID: "hp", Type: typ, HealthTimeout: time.Minute}
 	pa := testAlloc("plugin-alloc-0001", c.NodeID(), testJob("system", task))
 	srv.upsert(pa)
 	waitFor(t, "plugin healthy", func() bool {

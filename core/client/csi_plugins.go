@@ -98,20 +98,17 @@ func (p *csiPlugins) healthyInstance(id string, node bool) (string, csibridge.Fi
 	return "", csibridge.Fingerprint{}, false
 }
 
-// controllerIDs lists the plugins with a healthy controller instance here.
-func (p *csiPlugins) controllerIDs() []string {
+// serving reports whether a healthy instance of any plugin, controller
+// or node, runs here.
+func (p *csiPlugins) serving() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	seen := map[string]bool{}
-	var out []string
-	for _, key := range sortedKeys(p.instances) {
-		inst := p.instances[key]
-		if inst.healthy && inst.fp != nil && inst.fp.HasController && inst.cfg.HasController() && !seen[inst.cfg.ID] {
-			seen[inst.cfg.ID] = true
-			out = append(out, inst.cfg.ID)
+	for _, inst := range p.instances {
+		if inst.healthy && inst.fp != nil && (inst.fp.HasController && inst.cfg.HasController() || inst.fp.HasNode && inst.cfg.HasNode()) {
+			return true
 		}
 	}
-	return out
+	return false
 }
 
 func sortedKeys[V any](m map[string]V) []string {

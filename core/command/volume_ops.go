@@ -106,9 +106,10 @@ func (c *VolumeDetachCommand) Synopsis() string { return "Detach a CSI volume fr
 const volumeDetachHelp = `
 Usage: drover volume detach [options] <volume> <node>
 
-  Releases every claim of the volume on the node: the node must be down,
-  or have unpublished the volume already, and the controller plugin
-  detaches it. <node> is a node ID or a unique prefix of one.`
+  Releases every claim of the volume on the node: a live node's client
+  unpublishes the volume (an allocation still running loses its mount),
+  then the controller plugin detaches it. <node> is a node ID or a unique
+  prefix of one.`
 
 func (c *VolumeDetachCommand) Run(args []string) int {
 	c.meta.ui = c.ui

@@ -295,10 +295,13 @@ func (s *Server) UnpublishClaim(ctx context.Context, ns, volID string, claim *st
 		return 0, structs.NewError(structs.ErrNotFound, "no such volume: %s", volID)
 	}
 	if claim.AllocationID != "" {
-		return s.releaseOne(ctx, vol, claim)
+		return s.releaseOne(ctx, vol, claim, false)
 	}
 	if claim.NodeID == "" {
 		return 0, structs.NewError(structs.ErrInvalid, "detach requires node ID")
+	}
+	if len(claim.NodeID) > maxDetachNodeIDBytes {
+		return 0, structs.NewError(structs.ErrInvalid, "node ID: longer than %d bytes", maxDetachNodeIDBytes)
 	}
 	var ids []string
 	for _, m := range []map[string]*structs.CSIVolumeClaim{vol.ReadClaims, vol.WriteClaims, vol.PastClaims} {
@@ -308,6 +311,17 @@ func (s *Server) UnpublishClaim(ctx context.Context, ns, volID string, claim *st
 			}
 		}
 	}
+	if len(ids) == 0 {
+		// Nothing to detach: say why, rather than succeed at nothing.
+		node, err := s.State().NodeByID(nil, claim.NodeID)
+		if err != nil {
+			return 0, err
+		}
+		if node == nil {
+			return 0, structs.NewError(structs.ErrNotFound, "node not found: %s", claim.NodeID)
+		}
+		return 0, structs.NewError(structs.ErrNotFound, "node %s holds no claim of volume %q", claim.NodeID, vol.ID)
+	}
 	slices.Sort(ids)
 	idx := vol.ModifyIndex
 	for _, id := range ids {
@@ -316,7 +330,7 @@ func (s *Server) UnpublishClaim(ctx context.Context, ns, volID string, claim *st
 		if p := vol.PastClaims[id]; p != nil {
 			step.State = p.State
 		}
-		if idx, err = s.releaseOne(ctx, vol, step); err != nil {
+		if idx, err = s.releaseOne(ctx, vol, step, true); err != nil {
 			return idx, err
 		}
 		if vol, err = s.State().CSIVolumeRaw(nil, ns, volID); err != nil || vol == nil {
@@ -326,8 +340,16 @@ func (s *Server) UnpublishClaim(ctx context.Context, ns, volID string, claim *st
 	return idx, nil
 }
 
-// releaseOne runs the remaining steps of one allocation's release.
-func (s *Server) releaseOne(ctx context.Context, vol *structs.CSIVolume, in *structs.CSIVolumeClaim) (uint64, error) {
+// maxDetachNodeIDBytes bounds the node ID of a detach (it is looked up,
+// never stored).
+const maxDetachNodeIDBytes = 128
+
+// releaseOne runs the remaining steps of one allocation's release. With
+// pushNode (`volume detach`), a claim whose live node has not unpublished
+// is node-detached by that node's client on the leader's order; without
+// it (a client's own release, the volume watcher), the release waits for
+// the client to report it.
+func (s *Server) releaseOne(ctx context.Context, vol *structs.CSIVolume, in *structs.CSIVolumeClaim, pushNode bool) (uint64, error) {
 	held := vol.ClaimFor(in.AllocationID)
 	if held == nil {
 		return vol.ModifyIndex, nil // freed already
@@ -370,14 +392,19 @@ func (s *Server) releaseOne(ctx context.Context, vol *structs.CSIVolume, in *str
 	if claim.State == structs.CSIVolumeClaimStateUnpublishing {
 		// The node unpublishes its own mounts: a client sends
 		// NodeDetached once it has. Without it, the node must be gone or
-		// down before the claim moves on.
+		// down before the claim moves on, or (detach) be told to.
 		node, err := s.State().NodeByID(nil, claim.NodeID)
 		if err != nil {
 			return idx, err
 		}
 		if node != nil && !node.TerminalStatus() {
-			return idx, structs.NewError(structs.ErrUnavailable, "volume %q: waiting for node %s to unpublish the claim of allocation %s",
-				vol.ID, claim.NodeID, claim.AllocationID)
+			if !pushNode {
+				return idx, structs.NewError(structs.ErrUnavailable, "volume %q: waiting for node %s to unpublish the claim of allocation %s",
+					vol.ID, claim.NodeID, claim.AllocationID)
+			}
+			if err := s.nodeDetach(ctx, vol, claim); err != nil {
+				return idx, err
+			}
 		}
 		if err := checkpoint(structs.CSIVolumeClaimStateNodeDetached); err != nil {
 			return idx, err
@@ -408,6 +435,32 @@ func (s *Server) releaseOne(ctx context.Context, vol *structs.CSIVolume, in *str
 	s.logger.Info("csi volume claim freed", "namespace", vol.Namespace, "volume", vol.ID, "alloc_id", claim.AllocationID,
 		"node_id", claim.NodeID, "mode", claim.Mode.String(), "index", idx)
 	return idx, nil
+}
+
+// nodeDetach has the client of claim's node unpublish and unstage the
+// claim's allocation's volume, through the node's queue on the leader
+// (the client pulls it like controller work), and waits up to
+// csiControllerTimeout for its answer. The client's error comes back
+// with its kind.
+func (s *Server) nodeDetach(ctx context.Context, vol *structs.CSIVolume, claim *structs.CSIVolumeClaim) error {
+	ctx, cancel := context.WithTimeout(ctx, csiControllerTimeout)
+	defer cancel()
+	op := &structs.CSIControllerOp{
+		Kind: structs.CSIControllerOpNodeDetach, PluginID: vol.PluginID, ExternalVolumeID: claim.ExternalVolumeID,
+		Namespace: vol.Namespace, VolumeID: vol.ID, AllocationID: claim.AllocationID,
+	}
+	_, running, err := s.controllers.call(ctx, claim.NodeID, op)
+	if running != nil {
+		// The client still runs it: forget it once it answers.
+		s.controllers.linger(running, func() {})
+	}
+	if err != nil {
+		return structs.NewError(kindOf(err), "volume %q: node %s could not unpublish the claim of allocation %s: %v",
+			vol.ID, claim.NodeID, claim.AllocationID, err)
+	}
+	s.logger.Info("csi volume node-detached", "namespace", vol.Namespace, "volume", vol.ID, "alloc_id", claim.AllocationID,
+		"node_id", claim.NodeID)
+	return nil
 }
 
 // releaseRank orders the states of a release (the wire numbers do not).

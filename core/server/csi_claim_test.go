@@ -552,3 +552,129 @@ func TestCSIVolumeWaiterEvalsBounded(t *testing.T) {
 		t.Fatalf("%d evals for 3 waiting jobs, want the bound of 2", len(evals))
 	}
 }
+
+// `volume detach` of a claim on a live node has that node's client
+// node-detach the allocation's volume (an op addressed to the claim's
+// node, pulled like controller work), then the controller detaches and
+// the claim is freed.
+func TestCSIDetachLiveNodePushesNodeDetach(t *testing.T) {
+	s := testServer(t, nil)
+	node, alloc := csiSetup(t, s)
+	fc := startFakeController(t, s, node, func(*structs.CSIControllerOp) *structs.CSIControllerOpResult {
+		return &structs.CSIControllerOpResult{}
+	})
+	ctx := context.Background()
+	if _, err := s.ClaimVolume(ctx, claimArgs(node, alloc)); err != nil {
+		t.Fatal(err)
+	}
+	dctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if _, err := s.DetachCSIVolume(dctx, structs.DefaultNamespace, "v1", node.ID); err != nil {
+		t.Fatal(err)
+	}
+	ops := fc.calls()
+	if len(ops) != 3 {
+		t.Fatalf("ops = %+v, want publish, node-detach, unpublish", ops)
+	}
+	nd := ops[1]
+	if nd.Kind != structs.CSIControllerOpNodeDetach || nd.AllocationID != alloc.ID || nd.VolumeID != "v1" ||
+		nd.Namespace != structs.DefaultNamespace || nd.PluginID != "hp" || nd.ExternalVolumeID != "ext-1" || len(nd.Secrets) != 0 {
+		t.Fatalf("node-detach op = %+v", nd)
+	}
+	if ops[2].Kind != structs.CSIControllerOpUnpublish || ops[2].ExternalNodeID != "csi-a" {
+		t.Fatalf("controller op = %+v", ops[2])
+	}
+	v, _ := s.State().CSIVolumeByID(nil, structs.DefaultNamespace, "v1")
+	if v.InUse() || len(v.PastClaims) != 0 {
+		t.Fatalf("volume after detach: write=%v past=%v", v.WriteClaims, v.PastClaims)
+	}
+}
+
+// A node-detach the client fails fails the detach with the client's
+// error and kind; the claim stays unpublishing (the controller is not
+// asked), for a later detach or the client's own release.
+func TestCSIDetachNodeFailureKeepsClaim(t *testing.T) {
+	s := testServer(t, nil)
+	node, alloc := csiSetup(t, s)
+	fc := startFakeController(t, s, node, func(op *structs.CSIControllerOp) *structs.CSIControllerOpResult {
+		if op.Kind == structs.CSIControllerOpNodeDetach {
+			return &structs.CSIControllerOpResult{ErrorKind: "invalid", Error: "unstage: target is busy"}
+		}
+		return &structs.CSIControllerOpResult{}
+	})
+	ctx := context.Background()
+	if _, err := s.ClaimVolume(ctx, claimArgs(node, alloc)); err != nil {
+		t.Fatal(err)
+	}
+	dctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	_, err := s.DetachCSIVolume(dctx, structs.DefaultNamespace, "v1", node.ID)
+	if !errors.Is(err, structs.ErrInvalid) || !strings.Contains(err.Error(), "target is busy") || !strings.Contains(err.Error(), node.ID) {
+		t.Fatalf("err = %v", err)
+	}
+	for _, op := range fc.calls() {
+		if op.Kind == structs.CSIControllerOpUnpublish {
+			t.Fatal("the controller detached a volume its node did not unpublish")
+		}
+	}
+	v, _ := s.State().CSIVolumeByID(nil, structs.DefaultNamespace, "v1")
+	if p := v.PastClaims[alloc.ID]; p == nil || p.State != structs.CSIVolumeClaimStateUnpublishing || len(v.WriteClaims) != 1 {
+		t.Fatalf("past claim = %+v, write = %v", p, v.WriteClaims)
+	}
+}
+
+// A node that does not take the node-detach (it runs no plugin, so does
+// not poll) fails the detach as unavailable within the pickup time.
+func TestCSIDetachNodeNotPolling(t *testing.T) {
+	s := testServer(t, nil)
+	s.controllers.pickup = 200 * time.Millisecond
+	node, alloc := csiSetup(t, s)
+	fc := startFakeController(t, s, node, confirmValidate)
+	ctx := context.Background()
+	if _, err := s.ClaimVolume(ctx, claimArgs(node, alloc)); err != nil {
+		t.Fatal(err)
+	}
+	fc.stop()
+	dctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	_, err := s.DetachCSIVolume(dctx, structs.DefaultNamespace, "v1", node.ID)
+	if !errors.Is(err, structs.ErrUnavailable) || !strings.Contains(err.Error(), "did not take the call") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// A detach naming an unknown node, or a node without a claim of the
+// volume, is refused as not found, naming it, and changes nothing.
+func TestCSIDetachRefusals(t *testing.T) {
+	s := testServer(t, nil)
+	node, alloc := csiSetup(t, s)
+	startFakeController(t, s, node, confirmValidate)
+	ctx := context.Background()
+	if _, err := s.ClaimVolume(ctx, claimArgs(node, alloc)); err != nil {
+		t.Fatal(err)
+	}
+	other := csiNode("b", "hp", true)
+	if _, err := s.RegisterNode(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := s.State().CSIVolumeByID(nil, structs.DefaultNamespace, "v1")
+	tests := []struct {
+		node, want string
+		kind       error
+	}{
+		{"00000000-0000-0000-0000-00000000beef", "node not found: 00000000-0000-0000-0000-00000000beef", structs.ErrNotFound},
+		{other.ID, "node " + other.ID + " holds no claim of volume \"v1\"", structs.ErrNotFound},
+		{strings.Repeat("n", 200), "node ID: longer than", structs.ErrInvalid},
+	}
+	for _, tc := range tests {
+		_, err := s.DetachCSIVolume(ctx, structs.DefaultNamespace, "v1", tc.node)
+		if !errors.Is(err, tc.kind) || !strings.Contains(err.Error(), tc.want) {
+			t.Fatalf("detach from %.20s: err = %v, want %v containing %q", tc.node, err, tc.kind, tc.want)
+		}
+	}
+	after, _ := s.State().CSIVolumeByID(nil, structs.DefaultNamespace, "v1")
+	if after.ModifyIndex != before.ModifyIndex || len(after.WriteClaims) != 1 || len(after.PastClaims) != 0 {
+		t.Fatalf("a refused detach changed the volume: %d → %d, write=%v past=%v", before.ModifyIndex, after.ModifyIndex,
+			after.WriteClaims, after.PastClaims)
+	}
+}

@@ -181,8 +181,8 @@ func (s *Server) registerCSICreateRPC(rs *rpc.Server, mark func(context.Context)
 }
 
 // DetachCSIVolume releases every claim of vol on node (`volume detach`):
-// the node must be down or have unpublished; the controller detaches. A
-// follower forwards to the leader.
+// a live node's client node-detaches each (see releaseOne), then the
+// controller detaches. A follower forwards to the leader.
 func (s *Server) DetachCSIVolume(ctx context.Context, ns, id, nodeID string) (uint64, error) {
 	args := &CSIVolumeDetachArgs{Namespace: ns, VolumeID: id, NodeID: nodeID}
 	if r, ok, err := forward[CSIVolumeDetachArgs, IndexReply](ctx, s, "CSIVolume.Detach", args); ok {

@@ -75,6 +75,14 @@ const (
 	// CSIControllerOpValidate asks the driver whether an existing volume
 	// supports its capabilities (ValidateVolumeCapabilities), at register.
 	CSIControllerOpValidate = "validate"
+	// CSIControllerOpNodeDetach is not a controller call: it asks the
+	// client holding a claim (addressed to the claim's node, not to a
+	// controller) to unpublish and unstage one allocation's volume, as
+	// its own release does when the allocation ends (`volume detach` of
+	// a live node). It names the volume by Namespace and VolumeID and the
+	// allocation by AllocationID; PluginID and ExternalVolumeID are the
+	// volume's.
+	CSIControllerOpNodeDetach = "node-detach"
 )
 
 // CSIControllerOp is one controller call the leader asks a controller
@@ -101,6 +109,11 @@ type CSIControllerOp struct {
 	// with MountOptions, VolumeContext and Secrets.
 	Capabilities []*CSIVolumeCapability
 	Parameters   map[string]string
+	// Namespace, VolumeID and AllocationID name the claim to node-detach
+	// (node-detach only).
+	Namespace    string
+	VolumeID     string
+	AllocationID string
 }
 
 // Copy returns a deep copy.
