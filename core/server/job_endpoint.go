@@ -29,6 +29,9 @@ func (s *Server) RegisterJob(ctx context.Context, in *structs.Job, enforceIndex 
 	if err := s.checkDrivers(job); err != nil {
 		return nil, err
 	}
+	if err := s.checkNodePool(job); err != nil {
+		return nil, err
+	}
 	if err := s.checkAllocLimit(job); err != nil {
 		return nil, err
 	}
@@ -45,7 +48,7 @@ func (s *Server) RegisterJob(ctx context.Context, in *structs.Job, enforceIndex 
 		}
 	}
 	unchanged := existing != nil && !existing.SpecChanged(job)
-	req := &structs.JobRegisterRequest{Namespace: job.Namespace, JobID: job.ID, RequireNamespace: true}
+	req := &structs.JobRegisterRequest{Namespace: job.Namespace, JobID: job.ID, RequireNamespace: true, RequireNodePool: true}
 	if !unchanged {
 		job.SubmitTime = s.cfg.Now().UnixNano()
 		req.Job = job
