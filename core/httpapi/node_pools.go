@@ -71,7 +71,6 @@ func (s *HTTPServer) nodeSub(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-
 func (s *HTTPServer) nodePoolList(w http.ResponseWriter, r *http.Request) {
 	readList(s, w, r, state.TableNodePools, func(p []*structs.NodePool) any { return p },
 		func(ws memdb.WatchSet, st reader, q queryOptions) ([]*structs.NodePool, error) {
