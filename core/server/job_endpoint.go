@@ -29,9 +29,6 @@ func (s *Server) RegisterJob(ctx context.Context, in *structs.Job, enforceIndex 
 	if err := s.checkDrivers(job); err != nil {
 		return nil, err
 	}
-	if err := s.checkNodePool(job); err != nil {
-		return nil, err
-	}
 	if err := s.checkAllocLimit(job); err != nil {
 		return nil, err
 	}
@@ -108,6 +105,9 @@ func (s *Server) prepareJob(in *structs.Job) (*structs.Job, error) {
 		return nil, err
 	}
 	if err := s.checkNamespace(job.Namespace, job.ID); err != nil {
+		return nil, err
+	}
+	if err := s.checkNodePool(job); err != nil {
 		return nil, err
 	}
 	return job, nil
