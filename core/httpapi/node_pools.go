@@ -66,6 +66,10 @@ func (s *HTTPServer) nodeSub(w http.ResponseWriter, r *http.Request) {
 		s.nodePoolGet(w, r, r.PathValue("sub"))
 	case r.PathValue("sub") == "allocations":
 		s.nodeAllocs(w, r)
+	case r.PathValue("sub") == "drain" || r.PathValue("sub") == "eligibility":
+		// Served for POST and PUT only, as the mux would answer.
+		w.Header().Set("Allow", "POST, PUT")
+		http.Error(w, http.StatusText(http.StatusMethodNotAllowed), http.StatusMethodNotAllowed)
 	default:
 		http.NotFound(w, r)
 	}
