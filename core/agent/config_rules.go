@@ -307,6 +307,9 @@ func (c *ClientConfig) checkBounds(p *problems) {
 	if c.NodePool != "" && !nodePoolName.MatchString(c.NodePool) {
 		p.add("client.node_pool", "must be 1 to 128 letters, digits, '-' or '_' (got %q)", c.NodePool)
 	}
+	if c.NodePool == "all" {
+		p.add("client.node_pool", "the built-in pool %q holds every node and cannot be joined", c.NodePool)
+	}
 	p.strMap("client.meta", c.Meta)
 	p.strMap("client.options", c.Options)
 	p.str("client.state_dir", c.StateDir, maxPath)

@@ -175,6 +175,7 @@ func TestConfigRules(t *testing.T) {
 		{"client.servers", many(257, "s:4647"), "client.servers: must have at most 256 entries (got 257)"},
 		{"client.node_class", long(129), "client.node_class: must be at most 128 bytes"},
 		{"client.node_pool", "bad pool", `client.node_pool: must be 1 to 128 letters, digits, '-' or '_' (got "bad pool")`},
+		{"client.node_pool", "all", `client.node_pool: the built-in pool "all" holds every node and cannot be joined`},
 		{"client.meta", map[string]string{long(129): "v"}, "client.meta key \"" + long(129) + "\": must be at most 128 bytes"},
 		{"client.meta", map[string]string{"k": long(5000)}, "client.meta.k: must be at most 4096 bytes"},
 		{"client.options", bigMap, "client.options: must have at most 1024 entries (got 1025)"},

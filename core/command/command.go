@@ -173,6 +173,7 @@ func Commands(ui *UI) map[string]Command {
 	maps.Copy(cmds, deploymentCommands(ui))
 	maps.Copy(cmds, serviceCommands(ui))
 	maps.Copy(cmds, scalingCommands(ui))
+	maps.Copy(cmds, nodePoolCommands(ui))
 	return cmds
 }
 

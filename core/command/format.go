@@ -184,6 +184,9 @@ func formatAllocMetrics(m *structs.AllocMetric, prefix string) string {
 	}
 	if m.NodesEvaluated == 0 {
 		add("No nodes were eligible for evaluation")
+		if m.NodePool != "" && m.NodesInPool == 0 {
+			add("No nodes are available in node pool %q", m.NodePool)
+		}
 	}
 	for _, dc := range sortedKeys(m.NodesAvailable) {
 		if m.NodesAvailable[dc] == 0 {

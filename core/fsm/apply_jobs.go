@@ -59,6 +59,13 @@ func (f *FSM) applyJobRegister(index uint64, buf []byte) any {
 				return structs.NamespaceMissingError(id, ns)
 			}
 		}
+		if job := req.Job; job != nil && req.RequireNodePool {
+			if ok, err := tx.NodePoolExists(job.NodePool); err != nil {
+				return err
+			} else if !ok {
+				return structs.NodePoolMissingError(id, job.NodePool)
+			}
+		}
 		if job := req.Job; job != nil {
 			if err := tx.UpsertJob(job); err != nil {
 				return err

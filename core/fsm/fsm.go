@@ -296,6 +296,9 @@ var checkers = map[structs.MessageType]func([]byte) error{
 	structs.NamespaceUpsertRequestType: check[structs.NamespaceUpsertRequest],
 	structs.NamespaceDeleteRequestType: check[structs.NamespaceDeleteRequest],
 
+	structs.NodePoolUpsertRequestType: check[structs.NodePoolUpsertRequest],
+	structs.NodePoolDeleteRequestType: check[structs.NodePoolDeleteRequest],
+
 	structs.CSIVolumeRegisterRequestType:   check[structs.CSIVolumeRegisterRequest],
 	structs.CSIVolumeDeregisterRequestType: check[structs.CSIVolumeDeregisterRequest],
 	structs.CSIVolumeClaimBatchRequestType: check[structs.CSIVolumeClaimBatchRequest],
@@ -347,6 +350,9 @@ var appliers = map[structs.MessageType]func(f *FSM, index uint64, buf []byte) an
 
 	structs.NamespaceUpsertRequestType: (*FSM).applyNamespaceUpsert,
 	structs.NamespaceDeleteRequestType: (*FSM).applyNamespaceDelete,
+
+	structs.NodePoolUpsertRequestType: (*FSM).applyNodePoolUpsert,
+	structs.NodePoolDeleteRequestType: (*FSM).applyNodePoolDelete,
 
 	structs.CSIVolumeRegisterRequestType:   (*FSM).applyCSIVolumeRegister,
 	structs.CSIVolumeDeregisterRequestType: (*FSM).applyCSIVolumeDeregister,
@@ -419,6 +425,9 @@ func typeName(t structs.MessageType) string {
 			return n
 		}
 		if n, ok := namespaceTypeNames[t&^structs.IgnoreUnknownTypeFlag]; ok {
+			return n
+		}
+		if n, ok := nodePoolTypeNames[t&^structs.IgnoreUnknownTypeFlag]; ok {
 			return n
 		}
 		if n, ok := csiTypeNames[t&^structs.IgnoreUnknownTypeFlag]; ok {

@@ -109,7 +109,6 @@ var routeRules = map[string]rule{
 
 	"GET /v1/nodes":                  nodeRead,
 	"GET /v1/node/{id}":              nodeRead,
-	"GET /v1/node/{id}/allocations":  nodeRead, // and read-job per alloc
 	"POST /v1/node/{id}/eligibility": nodeWrite,
 	"PUT /v1/node/{id}/eligibility":  nodeWrite,
 	"POST /v1/node/{id}/drain":       nodeWrite,

@@ -209,7 +209,7 @@ func TestACLMatrix(t *testing.T) {
 
 		{"GET /v1/nodes", "GET", "/v1/nodes", nil, "---22"},
 		{"GET /v1/node/{id}", "GET", "/v1/node/" + nobody, nil, "---44"},
-		{"GET /v1/node/{id}/allocations", "GET", "/v1/node/" + nobody + "/allocations", nil, "---22"},
+		{"GET /v1/node/{id}/{sub}", "GET", "/v1/node/" + nobody + "/allocations", nil, "---22"},
 		{"POST /v1/node/{id}/eligibility", "POST", "/v1/node/" + nobody + "/eligibility", map[string]string{"Eligibility": "ineligible"}, "----x"},
 		{"PUT /v1/node/{id}/eligibility", "PUT", "/v1/node/" + nobody + "/eligibility", map[string]string{"Eligibility": "ineligible"}, "----x"},
 		{"POST /v1/node/{id}/drain", "POST", "/v1/node/" + nobody + "/drain", map[string]any{}, "----x"},
@@ -274,6 +274,7 @@ func TestACLMatrix(t *testing.T) {
 	cases = append(cases, serviceMatrixCases(w)...)
 	cases = append(cases, scalingMatrixCases()...)
 	cases = append(cases, uiMatrixCases(w, nobody)...)
+	cases = append(cases, nodePoolMatrixCases()...)
 
 	covered := map[string]bool{}
 	for _, c := range cases {

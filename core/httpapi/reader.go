@@ -44,6 +44,7 @@ type reader interface {
 	CSIPlugins(ws memdb.WatchSet, prefix string) ([]*structs.CSIPlugin, error)
 
 	deploymentReader
+	nodePoolReader
 	serviceReader
 
 	// Index is the last Raft index that wrote the table ("jobs", "allocs",

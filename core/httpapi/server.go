@@ -293,7 +293,6 @@ func (s *HTTPServer) routes() http.Handler {
 
 	mux.HandleFunc("GET /v1/nodes", s.nodeList)
 	mux.HandleFunc("GET /v1/node/{id}", s.nodeGet)
-	mux.HandleFunc("GET /v1/node/{id}/allocations", s.nodeAllocs)
 	mux.HandleFunc("POST /v1/node/{id}/eligibility", s.nodeEligibility)
 	mux.HandleFunc("PUT /v1/node/{id}/eligibility", s.nodeEligibility)
 	mux.HandleFunc("POST /v1/node/{id}/drain", s.nodeDrain)
@@ -308,6 +307,7 @@ func (s *HTTPServer) routes() http.Handler {
 	s.registerACLRoutes(mux)
 	s.registerACLCRUDRoutes(mux)
 	s.registerNamespaceRoutes(mux)
+	s.registerNodePoolRoutes(mux)
 	s.registerCSIRoutes(mux)
 	s.registerEventRoutes(mux)
 	s.registerMetricsRoutes(mux)

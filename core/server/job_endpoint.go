@@ -45,7 +45,7 @@ func (s *Server) RegisterJob(ctx context.Context, in *structs.Job, enforceIndex 
 		}
 	}
 	unchanged := existing != nil && !existing.SpecChanged(job)
-	req := &structs.JobRegisterRequest{Namespace: job.Namespace, JobID: job.ID, RequireNamespace: true}
+	req := &structs.JobRegisterRequest{Namespace: job.Namespace, JobID: job.ID, RequireNamespace: true, RequireNodePool: true}
 	if !unchanged {
 		job.SubmitTime = s.cfg.Now().UnixNano()
 		req.Job = job
@@ -105,6 +105,9 @@ func (s *Server) prepareJob(in *structs.Job) (*structs.Job, error) {
 		return nil, err
 	}
 	if err := s.checkNamespace(job.Namespace, job.ID); err != nil {
+		return nil, err
+	}
+	if err := s.checkNodePool(job); err != nil {
 		return nil, err
 	}
 	return job, nil

@@ -49,6 +49,12 @@ func (s *Server) RegisterNode(ctx context.Context, in *structs.Node) (time.Durat
 	if node.NodePool == "" {
 		node.NodePool = structs.NodePoolDefault
 	}
+	switch {
+	case !structs.ValidNodePoolName(node.NodePool):
+		return 0, structs.NewError(structs.ErrInvalid, "Node NodePool %q: must be 1 to 128 letters, digits, '-' or '_'", node.NodePool)
+	case node.NodePool == structs.NodePoolAll:
+		return 0, structs.NewError(structs.ErrInvalid, "Node NodePool %q: a node cannot join the built-in pool %q", node.NodePool, structs.NodePoolAll)
+	}
 	if node.SchedulingEligibility == "" {
 		node.SchedulingEligibility = structs.NodeSchedulingEligible
 	}

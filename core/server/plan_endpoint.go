@@ -92,5 +92,6 @@ func (s *Server) PlanJob(ctx context.Context, in *structs.Job, diff bool) (*stru
 		resp.Diff.Annotate(plan.Annotations.DesiredTGUpdates)
 	}
 	resp.FailedTGAllocs = metricsFromPB(out.FailedTgAllocs)
+	s.explainFailures(job.Namespace, job.ID, job, resp.FailedTGAllocs)
 	return resp, nil
 }

@@ -201,6 +201,7 @@ func (s *Server) RegisterRPC(rs *rpc.Server) {
 	s.registerClusterRPC(rs, mark)
 	s.registerACLRPC(rs, mark)
 	s.registerNamespaceRPC(rs, mark)
+	s.registerNodePoolRPC(rs, mark)
 	s.registerCSIRPC(rs, mark)
 	s.registerCSIClaimRPC(rs, mark)
 	s.registerServiceRPC(rs, mark)

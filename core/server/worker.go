@@ -397,6 +397,7 @@ func (w *worker) finishEvals(ev *structs.Evaluation, status, desc string, resp *
 	evals := []*structs.Evaluation{up}
 	if resp != nil {
 		up.FailedTGAllocs = metricsFromPB(resp.FailedTgAllocs)
+		s.explainFailures(ev.Namespace, ev.JobID, nil, up.FailedTGAllocs)
 		for _, b := range resp.BlockedEvals {
 			be := &structs.Evaluation{
 				ID: uuid.NewString(), Namespace: ev.Namespace, Priority: ev.Priority, Type: ev.Type,

@@ -63,6 +63,10 @@ func (s *StateStore) UpsertNode(index uint64, node *structs.Node, evals ...*stru
 		if err := t.foldNodePlugins(existing, node); err != nil {
 			return err
 		}
+		// A node registering into a pool that does not exist creates it.
+		if err := t.ensureNodePool(node.NodePool); err != nil {
+			return err
+		}
 		return t.writeNodeEvals(node.ID, evals)
 	})
 }

@@ -55,6 +55,7 @@ const (
 	recACLToken        byte = 21
 	recOneTimeToken    byte = 22
 	recNamespace       byte = 25
+	recNodePool        byte = 26
 	recCSIVolume       byte = 35
 	recCSIPlugin       byte = 36
 	recScalingEvents   byte = 40
@@ -111,6 +112,7 @@ func (s *StateSnapshot) Persist(w io.Writer) error {
 		{TableACLTokens, recACLToken},
 		{TableOneTimeTokens, recOneTimeToken},
 		{TableNamespaces, recNamespace},
+		{TableNodePools, recNodePool},
 		{TableCSIPlugins, recCSIPlugin},
 		{TableScalingEvents, recScalingEvents},
 		{TableDeployments, recDeployment},
@@ -324,6 +326,8 @@ func decodeRecord(typ byte, buf []byte, jobs map[uint64]*structs.Job) (restoreIt
 		it = restoreItem{TableOneTimeTokens, new(structs.OneTimeToken)}
 	case recNamespace:
 		it = restoreItem{TableNamespaces, new(structs.Namespace)}
+	case recNodePool:
+		it = restoreItem{TableNodePools, new(structs.NodePool)}
 	case recCSIPlugin:
 		it = restoreItem{TableCSIPlugins, new(structs.CSIPlugin)}
 	case recScalingEvents:

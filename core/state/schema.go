@@ -116,6 +116,7 @@ func schema() *memdb.DBSchema {
 			idx("id", true, false, &memdb.ConditionalIndex{Conditional: func(any) (bool, error) { return true, nil }}),
 		)},
 		pkiTableSchema(),
+		nodePoolsTable(),
 		scalingEventsTable(),
 		serviceRegistrationsTable(),
 	}

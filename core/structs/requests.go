@@ -165,6 +165,10 @@ type JobRegisterRequest struct {
 	// does not exist. Every entry proposed since namespaces are checked
 	// sets it; older entries in a log or snapshot replay as they applied.
 	RequireNamespace bool `codec:",omitempty"`
+	// RequireNodePool makes the FSM refuse the entry when the job's node
+	// pool does not exist (set by job registration since node pools are
+	// checked).
+	RequireNodePool bool `codec:",omitempty"`
 }
 
 // JobDeregisterRequest stops or purges a job, with its eval.

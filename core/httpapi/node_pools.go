@@ -1,0 +1,206 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"sort"
+
+	"github.com/hashicorp/go-memdb"
+
+	"github.com/drover-org/drover/core/acl"
+	"github.com/drover-org/drover/core/state"
+	"github.com/drover-org/drover/core/structs"
+)
+
+// NodePoolServer is what a Server implements to write node pools.
+type NodePoolServer interface {
+	UpsertNodePools(ctx context.Context, pools []*structs.NodePool) (uint64, error)
+	DeleteNodePool(ctx context.Context, name string) (uint64, error)
+}
+
+// nodePoolReader is the read side of the state the node pool routes use.
+type nodePoolReader interface {
+	NodePoolByName(ws memdb.WatchSet, name string) (*structs.NodePool, error)
+	NodePools(ws memdb.WatchSet, prefix string) ([]*structs.NodePool, error)
+	NodesByPool(ws memdb.WatchSet, pool string) ([]*structs.Node, error)
+	JobsByNodePool(ws memdb.WatchSet, ns, pool string) ([]*structs.Job, error)
+}
+
+// nodePoolRoutes authorize as Nomad maps node pools without node_pool
+// policies: reads need node read, writes node write. The jobs of a pool
+// are further filtered to the namespaces the caller may list jobs in.
+//
+// GET /v1/node/pool/{name} would overlap GET /v1/node/{id}/allocations
+// (both match /v1/node/pool/allocations and neither is more specific), so
+// one pattern serves both: nodeSub dispatches on the first segment.
+var nodePoolRoutes = map[string]rule{
+	"GET /v1/node/pools":             nodeRead,
+	"PUT /v1/node/pools":             nodeWrite,
+	"POST /v1/node/pools":            nodeWrite,
+	"GET /v1/node/{id}/{sub}":        nodeRead, // a pool, or a node's allocations
+	"DELETE /v1/node/pool/{name}":    nodeWrite,
+	"GET /v1/node/pool/{name}/nodes": nodeRead,
+	"GET /v1/node/pool/{name}/jobs":  nodeRead, // and list-jobs per namespace
+}
+
+func init() {
+	for p, r := range nodePoolRoutes {
+		routeRules[p] = r
+	}
+}
+
+func (s *HTTPServer) registerNodePoolRoutes(mux *routeMux) {
+	mux.HandleFunc("GET /v1/node/pools", s.nodePoolList)
+	mux.HandleFunc("PUT /v1/node/pools", s.nodePoolUpsert)
+	mux.HandleFunc("POST /v1/node/pools", s.nodePoolUpsert)
+	mux.HandleFunc("GET /v1/node/{id}/{sub}", s.nodeSub)
+	mux.HandleFunc("DELETE /v1/node/pool/{name}", s.nodePoolDelete)
+	mux.HandleFunc("GET /v1/node/pool/{name}/nodes", s.nodePoolNodes)
+	mux.HandleFunc("GET /v1/node/pool/{name}/jobs", s.nodePoolJobs)
+}
+
+// nodeSub serves GET /v1/node/pool/{name} and GET /v1/node/{id}/allocations.
+func (s *HTTPServer) nodeSub(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case r.PathValue("id") == "pool":
+		s.nodePoolGet(w, r, r.PathValue("sub"))
+	case r.PathValue("sub") == "allocations":
+		s.nodeAllocs(w, r)
+	case r.PathValue("sub") == "drain" || r.PathValue("sub") == "eligibility":
+		// Served for POST and PUT only, as the mux would answer.
+		w.Header().Set("Allow", "POST, PUT")
+		http.Error(w, http.StatusText(http.StatusMethodNotAllowed), http.StatusMethodNotAllowed)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func (s *HTTPServer) nodePoolList(w http.ResponseWriter, r *http.Request) {
+	readList(s, w, r, state.TableNodePools, func(p []*structs.NodePool) any { return p },
+		func(ws memdb.WatchSet, st reader, q queryOptions) ([]*structs.NodePool, error) {
+			return st.NodePools(ws, q.Prefix)
+		})
+}
+
+func (s *HTTPServer) nodePoolGet(w http.ResponseWriter, r *http.Request, name string) {
+	readObject(s, w, r, state.TableNodePools, "node pool not found",
+		func(p *structs.NodePool) (uint64, any) { return max(p.ModifyIndex, 1), p },
+		func(ws memdb.WatchSet, st reader, _ queryOptions) (*structs.NodePool, error) {
+			return st.NodePoolByName(ws, name)
+		})
+}
+
+// nodePoolNodes lists the node stubs of a pool (every node for "all").
+func (s *HTTPServer) nodePoolNodes(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	s.blockingRead(w, r, func(q queryOptions) readFunc {
+		return func(ws memdb.WatchSet, st reader) (uint64, any, error) {
+			index := max(st.Index(state.TableNodes), st.Index(state.TableNodePools))
+			p, err := st.NodePoolByName(ws, name)
+			if err != nil {
+				return 0, nil, err
+			}
+			if p == nil {
+				return index, notFound("node pool not found"), nil
+			}
+			nodes, err := st.NodesByPool(ws, name)
+			if err != nil {
+				return 0, nil, err
+			}
+			if q.Prefix != "" {
+				nodes = filterPrefix(nodes, q.Prefix)
+			}
+			return index, nodeStubs(nodes), nil
+		}
+	})
+}
+
+func filterPrefix(nodes []*structs.Node, prefix string) []*structs.Node {
+	out := nodes[:0:0]
+	for _, n := range nodes {
+		if len(n.ID) >= len(prefix) && n.ID[:len(prefix)] == prefix {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// nodePoolJobs lists the job stubs of a pool in the request's namespace
+// ("*": every namespace the caller may list jobs in).
+func (s *HTTPServer) nodePoolJobs(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	allow := nsFilter(r, acl.NamespaceCapabilityListJobs)
+	s.blockingRead(w, r, func(q queryOptions) readFunc {
+		return func(ws memdb.WatchSet, st reader) (uint64, any, error) {
+			index := max(st.Index(state.TableJobs), st.Index(state.TableJobSummary), st.Index(state.TableNodePools))
+			p, err := st.NodePoolByName(ws, name)
+			if err != nil {
+				return 0, nil, err
+			}
+			if p == nil {
+				return index, notFound("node pool not found"), nil
+			}
+			jobs, err := st.JobsByNodePool(ws, q.Namespace, name)
+			if err != nil {
+				return 0, nil, err
+			}
+			jobs = filterNS(jobs, func(j *structs.Job) string { return j.Namespace }, allow)
+			stubs := make(jobStubs, 0, len(jobs))
+			for _, j := range jobs {
+				sum, err := st.JobSummaryByID(ws, j.Namespace, j.ID)
+				if err != nil {
+					return 0, nil, err
+				}
+				stubs = append(stubs, j.Stub(sum, false))
+			}
+			sort.SliceStable(stubs, func(a, b int) bool {
+				if stubs[a].ID != stubs[b].ID {
+					return stubs[a].ID < stubs[b].ID
+				}
+				return stubs[a].Namespace < stubs[b].Namespace
+			})
+			return index, stubs, nil
+		}
+	})
+}
+
+func (s *HTTPServer) nodePoolServer(w http.ResponseWriter) (NodePoolServer, bool) {
+	ps, ok := s.srv.(NodePoolServer)
+	if !ok || s.srv == nil {
+		writeText(w, http.StatusNotImplemented, "This agent's server does not write node pools")
+		return nil, false
+	}
+	return ps, true
+}
+
+// nodePoolUpsert is PUT /v1/node/pools with the NodePool as the body.
+func (s *HTTPServer) nodePoolUpsert(w http.ResponseWriter, r *http.Request) {
+	ps, ok := s.nodePoolServer(w)
+	if !ok {
+		return
+	}
+	var p structs.NodePool
+	if err := decodeBody(r, &p); err != nil {
+		s.writeError(w, err)
+		return
+	}
+	idx, err := ps.UpsertNodePools(r.Context(), []*structs.NodePool{&p})
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	writeWrite(w, r, idx, struct{ Index uint64 }{idx})
+}
+
+func (s *HTTPServer) nodePoolDelete(w http.ResponseWriter, r *http.Request) {
+	ps, ok := s.nodePoolServer(w)
+	if !ok {
+		return
+	}
+	idx, err := ps.DeleteNodePool(r.Context(), r.PathValue("name"))
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	writeWrite(w, r, idx, struct{ Index uint64 }{idx})
+}
