@@ -26,6 +26,16 @@
 // (Options.Skip) and keep the others. Authors add their own scenarios
 // (Options.Scenarios), built with Builder; the invariants run on those too.
 //
+// What to declare: Info's JobTypeInfo needs only a name (and
+// runs_to_completion for work that ends). Every field left unset has a
+// working default in the core: the restart and reschedule policies take
+// Nomad's batch defaults for a type that runs to completion and its service
+// defaults otherwise, field by field, and `drover operator plugin status`
+// shows the defaults in force. Declare default_restart and
+// default_reschedule when your type needs others, refused_blocks for what
+// your scheduler does not implement, and the eval_on_* triggers for the
+// events your placement logic must see (docs/plugins.md lists them all).
+//
 // For scenario files with golden responses, see package golden.
 package conformance
 
