@@ -6,6 +6,7 @@ import (
 
 	"github.com/drover-org/drover/sdk/proto/schedulerpb"
 	"github.com/drover-org/drover/sdk/scheduler/feasible"
+	"github.com/drover-org/drover/sdk/scheduler/preempt"
 	"github.com/drover-org/drover/sdk/scheduler/reconcile"
 )
 
@@ -92,7 +93,7 @@ func (r *run) computePlacements(place []reconcile.AllocTuple) {
 		}
 		sel := r.check(g, node, t.Name, "", cur.used)
 		if sel.dimension != "" && r.preempt && !feasible.IsNetworkDimension(sel.dimension) {
-			if v := pickVictims(node, r.job.GetPriority(), cur.used, g.ask, cur.isPreempted); v != nil {
+			if v := preempt.Victims(node, r.job.GetPriority(), feasible.VecOf(node.GetCapacity()), cur.used, g.ask, cur.isPreempted); v != nil {
 				// Preemption frees resources, not ports: a victim's
 				// ports stay held until the plan is applied.
 				sel = r.pickPorts(g, node, t.Name)
