@@ -102,3 +102,55 @@ func TestCountTypesPreemptEndToEnd(t *testing.T) {
 		}
 	}
 }
+
+// A service job asking for a static port another job's alloc holds
+// preempts that alloc when it is at least 10 priority points lower, with
+// ServiceSchedulerEnabled on: the request lists the victim's ports, the
+// plugin frees the port by preempting it, and the applier accepts the new
+// alloc on the port the evicted one held.
+func TestServicePreemptsForStaticPort(t *testing.T) {
+	s := testServer(t, nil)
+	ctx := context.Background()
+	if _, _, err := s.SetSchedulerConfig(ctx, &structs.SchedulerConfiguration{
+		PreemptionConfig: structs.PreemptionConfig{ServiceSchedulerEnabled: true},
+	}, false, 0); err != nil {
+		t.Fatal(err)
+	}
+	n := testNode("a")
+	n.NodeResources.Networks = []*structs.NetworkResource{{Mode: "host", Device: "eth0", IP: "10.0.0.1"}}
+	registerNodes(t, s, n)
+	withStatic := func(j *structs.Job) *structs.Job {
+		j.TaskGroups[0].Networks = []*structs.NetworkResource{{Mode: "host",
+			ReservedPorts: []structs.Port{{Label: "http", Value: 8080}}}}
+		return j
+	}
+	low := withStatic(testJob("low", "service"))
+	low.Priority = 20
+	victim := runJobOn(t, s, low, n, structs.AllocClientStatusRunning)
+	if victim.AllocatedResources == nil || len(victim.AllocatedResources.Shared.Ports) != 1 {
+		t.Fatalf("low alloc holds ports %+v, want 8080", victim.AllocatedResources)
+	}
+
+	high := withStatic(testJob("high", "service"))
+	high.Priority = 50
+	ev := waitEvalTerminal(t, s, registerJob(t, s, high).EvalID)
+	if ev.Status != structs.EvalStatusComplete {
+		t.Fatalf("eval of high: %s %s", ev.Status, ev.StatusDescription)
+	}
+	placed := allocsOn(t, s, "high", n.ID)
+	if len(placed) != 1 {
+		t.Fatalf("%d allocs of high placed, want 1 (failed: %v)", len(placed), ev.FailedTGAllocs)
+	}
+	p := placed[0]
+	if p.AllocatedResources == nil || len(p.AllocatedResources.Shared.Ports) != 1 || p.AllocatedResources.Shared.Ports[0].Value != 8080 {
+		t.Fatalf("new alloc ports %+v, want 8080", p.AllocatedResources)
+	}
+	got, err := s.State().AllocByID(nil, victim.ID)
+	if err != nil || got == nil {
+		t.Fatalf("victim alloc: %v %v", got, err)
+	}
+	if got.DesiredStatus != structs.AllocDesiredStatusEvict || got.PreemptedByAllocation != p.ID ||
+		!slices.Equal(p.PreemptedAllocations, []string{victim.ID}) {
+		t.Fatalf("victim desired %q preempted by %q, new alloc preempted %v; want evict by %s", got.DesiredStatus, got.PreemptedByAllocation, p.PreemptedAllocations, p.ID)
+	}
+}

@@ -150,8 +150,8 @@ func (r *run) pick(g *group, idx int, allocName string, cands []candidate, byDC 
 	var best *node
 	var bestPorts []*schedulerpb.AllocatedPort
 	var bestScore float64
-	// full are the feasible nodes exhausted in a resource dimension (not
-	// in ports: preemption frees resources, not ports).
+	// full are the feasible nodes exhausted in a resource or port
+	// dimension, where preemption may make room.
 	var full []*node
 	for i := range cands {
 		c := &cands[i]
@@ -190,7 +190,7 @@ func (r *run) pick(g *group, idx int, allocName string, cands []candidate, byDC 
 			fits = dim == ""
 		}
 		if !fits {
-			if r.preempt && !feasible.IsNetworkDimension(dim) {
+			if r.preempt {
 				full = append(full, c.node)
 			}
 			m.NodesExhausted++
@@ -228,7 +228,7 @@ func (r *run) pick(g *group, idx int, allocName string, cands []candidate, byDC 
 }
 
 // preemptPick is pick's last resort: of the nodes full lists (feasible,
-// but exhausted in a resource dimension), the one where evicting
+// but exhausted in a resource or port dimension), the one where evicting
 // lower-priority allocations (package preempt) makes room at least cost:
 // the lowest highest victim priority, then the fewest victims, then the
 // best rank once the victims are gone, ties to the lower node ID.
@@ -241,11 +241,19 @@ func (r *run) preemptPick(g *group, allocName string, full []*node, penalty bool
 	)
 	skip := func(id string) bool { return r.preempted[id] }
 	for _, c := range full {
-		victims := preempt.Victims(c.n, r.job.GetPriority(), c.capacity, c.used, g.ask, skip)
+		need := preempt.Need{Capacity: c.capacity, Used: c.used, Ask: g.ask}
+		if !g.ports.Empty() {
+			need.Ports = r.ports.HeldStatic(c.n, g.ports)
+			need.PortsFit = func(freed []int32) bool {
+				_, dim := r.ports.PickFreeing(c.n, g.ports, allocName, freed)
+				return dim == ""
+			}
+		}
+		victims := preempt.Victims(c.n, r.job.GetPriority(), need, skip)
 		if victims == nil {
 			continue
 		}
-		ports, dim := r.ports.Pick(c.n, g.ports, allocName)
+		ports, dim := r.ports.PickFreeing(c.n, g.ports, allocName, preempt.Ports(victims))
 		if dim != "" {
 			continue
 		}
@@ -272,7 +280,7 @@ func (r *run) preemptPick(g *group, allocName string, full []*node, penalty bool
 // evict records the preemption of victims on n by the new allocation p:
 // each is listed in the plan's node_preemptions (the core marks it evict,
 // "Preempted by alloc ID <p>") and in p's preempted_allocations, and what
-// it used is freed on the node.
+// it used (resources, host ports) is freed on the node.
 func (r *run) evict(p *schedulerpb.PlacedAlloc, n *node, victims []*schedulerpb.NodeAlloc) {
 	if len(victims) == 0 {
 		return
@@ -288,6 +296,7 @@ func (r *run) evict(p *schedulerpb.PlacedAlloc, n *node, victims []*schedulerpb.
 		})
 		r.preempted[v.GetId()] = true
 		n.used = n.used.Sub(feasible.VecOf(v.GetResources()))
+		r.ports.Free(n.n, v.GetPorts())
 	}
 	r.desired(p.GetTaskGroup()).Preemptions += uint64(len(victims))
 }

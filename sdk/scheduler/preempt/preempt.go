@@ -8,7 +8,8 @@
 // type's preemption switch is on) whose job priority is at least
 // PriorityDelta below the placing job's. They are taken lowest priority
 // first; within one priority, the allocation that frees the largest share
-// of what is still missing (cpu, memory, disk, cores) comes first, so few
+// of what is still missing (cpu, memory, disk, cores, and the static host
+// ports the placement asks for that others hold) comes first, so few
 // victims are needed; ties go to the newest allocation (it has done the
 // least work), then to the lower ID. Once enough is freed, every victim
 // whose eviction turns out unnecessary is spared again, the last picked
@@ -32,13 +33,34 @@ const PriorityDelta = 10
 // be preempted by a job of priority placing.
 func Candidate(placing, other int32) bool { return placing-other >= PriorityDelta }
 
-// Victims chooses allocations of other jobs on node to evict so that ask
-// fits in capacity, where used is what the node's allocations (and the
-// plan so far) already use. skip excludes allocations already preempted
-// by the plan. It returns nil when no choice of candidates frees enough,
-// or when ask already fits.
-func Victims(node *schedulerpb.Node, priority int32, capacity, used, ask feasible.Vec, skip func(string) bool) []*schedulerpb.NodeAlloc {
-	if ok, _ := feasible.Fits(capacity, used, ask); ok {
+// Need is what a placement lacks on a node.
+type Need struct {
+	// Capacity is the node's; Used what its allocations (and the plan so
+	// far) use there; Ask what the placement asks.
+	Capacity, Used, Ask feasible.Vec
+	// Ports are the static host ports the placement asks for that other
+	// allocations hold on the node (feasible.Ports.HeldStatic).
+	Ports []int32
+	// PortsFit reports whether the placement's ports fit once the given
+	// host ports are freed (feasible.Ports.PickFreeing); nil when the
+	// placement asks for no port.
+	PortsFit func(freed []int32) bool
+}
+
+func (n Need) fits(freed feasible.Vec, freedPorts []int32) bool {
+	if ok, _ := feasible.Fits(n.Capacity, n.Used.Sub(freed), n.Ask); !ok {
+		return false
+	}
+	return n.PortsFit == nil || n.PortsFit(freedPorts)
+}
+
+// Victims chooses allocations of other jobs on node to evict so that the
+// placement of need fits: its resources, and its static ports when other
+// allocations hold them. skip excludes allocations the plan already
+// preempts. It returns nil when no choice of candidates frees enough, or
+// when the placement already fits.
+func Victims(node *schedulerpb.Node, priority int32, need Need, skip func(string) bool) []*schedulerpb.NodeAlloc {
+	if need.fits(feasible.Vec{}, nil) {
 		return nil
 	}
 	var cands []*schedulerpb.NodeAlloc
@@ -58,14 +80,18 @@ func Victims(node *schedulerpb.Node, priority int32, capacity, used, ask feasibl
 		)
 	})
 	var (
-		chosen []*schedulerpb.NodeAlloc
-		freed  feasible.Vec
+		chosen     []*schedulerpb.NodeAlloc
+		freed      feasible.Vec
+		freedPorts []int32
 	)
-	for len(cands) > 0 {
-		if ok, _ := feasible.Fits(capacity, used.Sub(freed), ask); ok {
-			break
+	for len(cands) > 0 && !need.fits(freed, freedPorts) {
+		lack := deficit(need.Capacity, need.Used.Sub(freed), need.Ask)
+		var ports []int32
+		for _, v := range need.Ports {
+			if !slices.Contains(freedPorts, v) {
+				ports = append(ports, v)
+			}
 		}
-		need := deficit(capacity, used.Sub(freed), ask)
 		// The lowest priority left, and within it the allocation freeing
 		// the largest share of the need (the first in the base order on
 		// a tie).
@@ -75,7 +101,7 @@ func Victims(node *schedulerpb.Node, priority int32, capacity, used, ask feasibl
 			if c.GetJobPriority() != level {
 				break
 			}
-			if s := share(need, feasible.VecOf(c.GetResources())); s > bestShare {
+			if s := share(lack, feasible.VecOf(c.GetResources())) + portShare(ports, c.GetPorts()); s > bestShare {
 				best, bestShare = i, s
 			}
 		}
@@ -88,18 +114,29 @@ func Victims(node *schedulerpb.Node, priority int32, capacity, used, ask feasibl
 		cands = slices.Delete(cands, best, best+1)
 		chosen = append(chosen, c)
 		freed = freed.Add(feasible.VecOf(c.GetResources()))
+		freedPorts = append(freedPorts, c.GetPorts()...)
 	}
-	if ok, _ := feasible.Fits(capacity, used.Sub(freed), ask); !ok {
+	if !need.fits(freed, freedPorts) {
 		return nil
 	}
+	// Spare the most valuable victims first (picked last) if the rest
+	// already free enough.
 	for i := len(chosen) - 1; i >= 0; i-- {
-		without := freed.Sub(feasible.VecOf(chosen[i].GetResources()))
-		if ok, _ := feasible.Fits(capacity, used.Sub(without), ask); ok {
-			freed = without
-			chosen = slices.Delete(chosen, i, i+1)
+		rest := slices.Delete(slices.Clone(chosen), i, i+1)
+		if need.fits(Freed(rest), Ports(rest)) {
+			chosen = rest
 		}
 	}
 	return chosen
+}
+
+// Ports are the host ports victims hold.
+func Ports(victims []*schedulerpb.NodeAlloc) []int32 {
+	var out []int32
+	for _, a := range victims {
+		out = append(out, a.GetPorts()...)
+	}
+	return out
 }
 
 // Freed is what evicting victims frees.
@@ -133,6 +170,21 @@ func deficit(capacity, used, ask feasible.Vec) feasible.Vec {
 		d.Cores = max(ask.Cores-free.Cores, 0)
 	}
 	return d
+}
+
+// portShare is the share of the needed ports an allocation holding held
+// frees: 1 when it frees every one.
+func portShare(needed, held []int32) float64 {
+	if len(needed) == 0 {
+		return 0
+	}
+	var n int
+	for _, v := range needed {
+		if slices.Contains(held, v) {
+			n++
+		}
+	}
+	return float64(n) / float64(len(needed))
 }
 
 // share is how much of need r covers: the sum over the needed dimensions

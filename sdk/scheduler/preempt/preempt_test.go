@@ -97,12 +97,14 @@ func TestVictims(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			node := &schedulerpb.Node{Id: "n", Others: c.others}
-			got := ids(Victims(node, 50, capacity, c.used, ask, func(id string) bool { return slices.Contains(c.skip, id) }))
+			skip := func(id string) bool { return slices.Contains(c.skip, id) }
+			need := Need{Capacity: capacity, Used: c.used, Ask: ask}
+			got := ids(Victims(node, 50, need, skip))
 			if !slices.Equal(got, c.want) {
 				t.Fatalf("victims = %v, want %v", got, c.want)
 			}
 			if len(got) > 0 {
-				freed := Freed(Victims(node, 50, capacity, c.used, ask, func(id string) bool { return slices.Contains(c.skip, id) }))
+				freed := Freed(Victims(node, 50, need, skip))
 				if ok, dim := feasible.Fits(capacity, c.used.Sub(freed), ask); !ok {
 					t.Fatalf("after preempting %v the ask still does not fit (%s)", got, dim)
 				}
@@ -117,5 +119,42 @@ func TestMaxPriority(t *testing.T) {
 	}
 	if got := MaxPriority(nil); got != 0 {
 		t.Fatalf("MaxPriority(nil) = %d, want 0", got)
+	}
+}
+
+// A static port another alloc holds is freed by preempting its holder,
+// the lowest-priority holder, and only it when resources already fit.
+func TestVictimsFreePorts(t *testing.T) {
+	capacity := feasible.Vec{CPU: 4000, MemoryMB: 8192}
+	holder := alloc("holder", 20, 100, 64, 1)
+	holder.Ports = []int32{8080}
+	other := alloc("other", 10, 100, 64, 2)
+	other.Ports = []int32{9090}
+	near := alloc("near", 45, 100, 64, 3)
+	near.Ports = []int32{8081}
+	node := &schedulerpb.Node{Id: "n", Others: []*schedulerpb.NodeAlloc{holder, other, near}}
+	held := map[int32]bool{8080: true, 9090: true, 8081: true}
+	need := func(ports ...int32) Need {
+		return Need{
+			Capacity: capacity, Used: feasible.Vec{CPU: 300, MemoryMB: 192}, Ask: feasible.Vec{CPU: 100, MemoryMB: 64},
+			Ports: ports,
+			PortsFit: func(freed []int32) bool {
+				for _, v := range ports {
+					if held[v] && !slices.Contains(freed, v) {
+						return false
+					}
+				}
+				return true
+			},
+		}
+	}
+	if got := ids(Victims(node, 50, need(8080), nil)); !slices.Equal(got, []string{"holder"}) {
+		t.Fatalf("victims for 8080 = %v, want [holder]", got)
+	}
+	if got := ids(Victims(node, 50, need(8081), nil)); got != nil {
+		t.Fatalf("victims for 8081 (held by a job 5 below) = %v, want none", got)
+	}
+	if got := ids(Victims(node, 50, need(8080, 9090), nil)); !slices.Equal(got, []string{"other", "holder"}) {
+		t.Fatalf("victims for 8080 and 9090 = %v, want [other holder]", got)
 	}
 }
