@@ -196,10 +196,12 @@ func (s *Server) nodeToPB(snap *state.StateSnapshot, n *structs.Node, job *struc
 		used.CPU += r.CPU
 		used.MemoryMB += r.MemoryMB
 		used.DiskMB += r.DiskMB
+		var ports []int32
 		if a.AllocatedResources != nil {
 			for _, port := range a.AllocatedResources.Shared.Ports {
-				p.UsedPorts = append(p.UsedPorts, int32(port.Value))
+				ports = append(ports, int32(port.Value))
 			}
+			p.UsedPorts = append(p.UsedPorts, ports...)
 		}
 		if preempt && job != nil && (a.JobID != job.ID || a.Namespace != job.Namespace) {
 			prio := 0
@@ -208,7 +210,7 @@ func (s *Server) nodeToPB(snap *state.StateSnapshot, n *structs.Node, job *struc
 			}
 			p.Others = append(p.Others, &pb.NodeAlloc{
 				Id: a.ID, JobId: a.JobID, Namespace: a.Namespace, JobPriority: int32(prio),
-				Resources: resToPB(r), CreateIndex: a.CreateIndex,
+				Resources: resToPB(r), CreateIndex: a.CreateIndex, Ports: ports,
 			})
 		}
 	}

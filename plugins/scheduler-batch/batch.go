@@ -14,7 +14,8 @@
 //
 // The scheduling itself is package countsched's, configured for batch:
 // finished allocations hold their index (Finished), no job anti-affinity
-// (a group packs onto as few nodes as fit it), nothing paced.
+// (a group packs onto as few nodes as fit it), nothing paced, preemption
+// under BatchSchedulerEnabled (package preempt).
 //
 // It imports only sdk/: the core learns everything about the type from
 // Declaration.
@@ -60,8 +61,10 @@ func NewWithLogger(l hclog.Logger) *Scheduler { return &Scheduler{logger: l.Name
 // per node), run to completion, may be periodic or parameterized. A lost
 // allocation's node change evaluates the job so it can be replaced.
 // The affinity and spread blocks are refused until they are implemented,
-// so a job file asking for them is told rather than silently ignored;
-// batch jobs never preempt. An alloc ending evaluates the job
+// so a job file asking for them is told rather than silently ignored.
+// Jobs of this type preempt under BatchSchedulerEnabled (off by default):
+// when no node fits, allocations of jobs at least 10 lower in priority
+// are evicted to make room. An alloc ending evaluates the job
 // (eval_on_alloc_end), so that a failure is rescheduled.
 func Declaration() *schedulerpb.JobTypeInfo {
 	return &schedulerpb.JobTypeInfo{
@@ -81,6 +84,7 @@ func Declaration() *schedulerpb.JobTypeInfo {
 		RefusedBlocks:         []string{"update", "affinity", "spread"},
 		EvalOnAllocEnd:        true,
 		EvalOnAllocNodeChange: true,
+		PreemptionSwitch:      "BatchSchedulerEnabled",
 	}
 }
 
@@ -91,8 +95,8 @@ func (s *Scheduler) Info(context.Context) (*schedulerpb.InfoResponse, error) {
 
 // config is the count engine as batch uses it: bin-packing alone, nothing
 // paced (batch jobs have no update block; migrations go as drains mark
-// them).
-var config = countsched.Config{Finished: finished, NoJobAntiAffinity: true}
+// them), preempting under BatchSchedulerEnabled.
+var config = countsched.Config{Finished: finished, NoJobAntiAffinity: true, Preemption: countsched.BatchPreemption}
 
 // finished decides for an allocation that ended on its client. Batch work
 // runs once: a complete allocation, or a failed one whose tasks all

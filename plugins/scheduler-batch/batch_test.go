@@ -37,6 +37,7 @@ func TestInfo(t *testing.T) {
 			RefusedBlocks:         []string{"update", "affinity", "spread"},
 			EvalOnAllocEnd:        true,
 			EvalOnAllocNodeChange: true,
+			PreemptionSwitch:      "BatchSchedulerEnabled",
 		}},
 	}
 	got, err := New().Info(t.Context())

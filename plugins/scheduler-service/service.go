@@ -102,8 +102,13 @@ func (s *Scheduler) Info(context.Context) (*schedulerpb.InfoResponse, error) {
 
 // config is the count engine as service uses it: finished allocs
 // replaced, updates and migrations paced, groups with an update block
-// rolled out through deployments.
-var config = countsched.Config{Finished: finished, PaceUpdates: true, PaceMigrations: true, Deployments: true}
+// rolled out through deployments, preemption under ServiceSchedulerEnabled
+// (when no node fits, allocations of jobs at least 10 lower in priority
+// are evicted to make room).
+var config = countsched.Config{
+	Finished: finished, PaceUpdates: true, PaceMigrations: true, Deployments: true,
+	Preemption: countsched.ServicePreemption,
+}
 
 // finished decides for an allocation that ended on its client: a service
 // is meant to keep running. A complete one is placed afresh (as Nomad

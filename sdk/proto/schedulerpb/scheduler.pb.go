@@ -2875,13 +2875,16 @@ func (x *CSIVolume) GetHasFreeWriteClaims() bool {
 
 // An allocation of another job, as preemption sees it.
 type NodeAlloc struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	JobId         string                 `protobuf:"bytes,2,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
-	Namespace     string                 `protobuf:"bytes,3,opt,name=namespace,proto3" json:"namespace,omitempty"`
-	JobPriority   int32                  `protobuf:"varint,4,opt,name=job_priority,json=jobPriority,proto3" json:"job_priority,omitempty"`
-	Resources     *Resources             `protobuf:"bytes,5,opt,name=resources,proto3" json:"resources,omitempty"`
-	CreateIndex   uint64                 `protobuf:"varint,6,opt,name=create_index,json=createIndex,proto3" json:"create_index,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Id          string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	JobId       string                 `protobuf:"bytes,2,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Namespace   string                 `protobuf:"bytes,3,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	JobPriority int32                  `protobuf:"varint,4,opt,name=job_priority,json=jobPriority,proto3" json:"job_priority,omitempty"`
+	Resources   *Resources             `protobuf:"bytes,5,opt,name=resources,proto3" json:"resources,omitempty"`
+	CreateIndex uint64                 `protobuf:"varint,6,opt,name=create_index,json=createIndex,proto3" json:"create_index,omitempty"`
+	// Host ports the allocation holds on the node (they are among the
+	// node's used_ports): preempting it frees them.
+	Ports         []int32 `protobuf:"varint,7,rep,packed,name=ports,proto3" json:"ports,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2956,6 +2959,13 @@ func (x *NodeAlloc) GetCreateIndex() uint64 {
 		return x.CreateIndex
 	}
 	return 0
+}
+
+func (x *NodeAlloc) GetPorts() []int32 {
+	if x != nil {
+		return x.Ports
+	}
+	return nil
 }
 
 // An allocation of the job being scheduled.
@@ -4899,14 +4909,15 @@ const file_scheduler_proto_rawDesc = "" +
 	"\x10read_schedulable\x18\v \x01(\bR\x0freadSchedulable\x12+\n" +
 	"\x11write_schedulable\x18\f \x01(\bR\x10writeSchedulable\x12/\n" +
 	"\x14has_free_read_claims\x18\r \x01(\bR\x11hasFreeReadClaims\x121\n" +
-	"\x15has_free_write_claims\x18\x0e \x01(\bR\x12hasFreeWriteClaims\"\xd4\x01\n" +
+	"\x15has_free_write_claims\x18\x0e \x01(\bR\x12hasFreeWriteClaims\"\xea\x01\n" +
 	"\tNodeAlloc\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\tR\x05jobId\x12\x1c\n" +
 	"\tnamespace\x18\x03 \x01(\tR\tnamespace\x12!\n" +
 	"\fjob_priority\x18\x04 \x01(\x05R\vjobPriority\x12<\n" +
 	"\tresources\x18\x05 \x01(\v2\x1e.drover.scheduler.v1.ResourcesR\tresources\x12!\n" +
-	"\fcreate_index\x18\x06 \x01(\x04R\vcreateIndex\"\xdd\a\n" +
+	"\fcreate_index\x18\x06 \x01(\x04R\vcreateIndex\x12\x14\n" +
+	"\x05ports\x18\a \x03(\x05R\x05ports\"\xdd\a\n" +
 	"\n" +
 	"Allocation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +

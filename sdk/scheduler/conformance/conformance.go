@@ -88,6 +88,10 @@ const (
 	// Nothing is preempted when the operator's configuration does not
 	// allow it for the type.
 	RuleNoPreemption = "no-preemption"
+	// A type that declares a preemption switch preempts, with the switch
+	// on, a job at least 10 priority points lower to place on a full
+	// node: only that job's allocation, not one within 10 points.
+	RulePreempts = "preempts"
 	// A plan places no more than max_placements new allocations.
 	RuleMaxPlacements = "max-placements"
 	// A group asking for a static port is not placed on a node that
@@ -109,7 +113,10 @@ const (
 	// two live allocations share a name (on one node, for per-node types).
 	RuleAllocName = "alloc-name"
 	// Stops name only the job's own allocations; preemptions name only
-	// allocations the nodes list as others, and only when allowed.
+	// allocations the nodes list as others, only when allowed, only of
+	// jobs at least 10 priority points below the job's, each recorded
+	// both in node_preemptions (with the preempting allocation, on its
+	// node) and in that allocation's preempted_allocations.
 	RuleOtherJobs = "other-jobs"
 	// No node is over its capacity (CPU, memory) after the plan.
 	RuleFits = "fits"

@@ -46,6 +46,55 @@ func (s ignoresStop) Schedule(ctx context.Context, req *schedulerpb.ScheduleRequ
 	return s.Scheduler.Schedule(ctx, req)
 }
 
+// greedyPreempt also preempts, for the first placement on a node, every
+// other allocation the node lists, recorded on both sides.
+type greedyPreempt struct{ scheduler.Scheduler }
+
+func (s greedyPreempt) Schedule(ctx context.Context, req *schedulerpb.ScheduleRequest) (*schedulerpb.ScheduleResponse, error) {
+	resp, err := s.Scheduler.Schedule(ctx, req)
+	if err != nil || len(resp.GetPlan().GetNodeAllocation()) == 0 {
+		return resp, err
+	}
+	resp = proto.Clone(resp).(*schedulerpb.ScheduleResponse)
+	done := map[string]bool{}
+	for _, p := range resp.GetPlan().GetNodeAllocation() {
+		if done[p.GetNodeId()] {
+			continue
+		}
+		done[p.GetNodeId()] = true
+		for _, n := range req.GetNodes() {
+			if n.GetId() != p.GetNodeId() {
+				continue
+			}
+			for _, o := range n.GetOthers() {
+				if slices.Contains(p.PreemptedAllocations, o.GetId()) {
+					continue
+				}
+				p.PreemptedAllocations = append(p.PreemptedAllocations, o.GetId())
+				resp.Plan.NodePreemptions = append(resp.Plan.NodePreemptions, &schedulerpb.Preemption{
+					AllocId: o.GetId(), NodeId: n.GetId(), JobId: o.GetJobId(), Namespace: o.GetNamespace(),
+					PreemptedByAllocation: p.GetId(),
+				})
+			}
+		}
+	}
+	return resp, nil
+}
+
+// halfRecorded drops the plan's node_preemptions, leaving them only in
+// the placements' preempted_allocations.
+type halfRecorded struct{ scheduler.Scheduler }
+
+func (s halfRecorded) Schedule(ctx context.Context, req *schedulerpb.ScheduleRequest) (*schedulerpb.ScheduleResponse, error) {
+	resp, err := s.Scheduler.Schedule(ctx, req)
+	if err != nil || len(resp.GetPlan().GetNodePreemptions()) == 0 {
+		return resp, err
+	}
+	resp = proto.Clone(resp).(*schedulerpb.ScheduleResponse)
+	resp.Plan.NodePreemptions = nil
+	return resp, nil
+}
+
 // ghostGroup adds, to every plan that places something, two placements
 // with one ID for a task group the job does not have.
 type ghostGroup struct{ scheduler.Scheduler }
@@ -149,8 +198,12 @@ func TestBrokenSchedulersFail(t *testing.T) {
 		{"always empty", empty{systemSched()},
 			[]string{conformance.RuleGroupRemoved, conformance.RuleMaxPlacements, conformance.RuleNewVersion,
 				conformance.RuleNoFeasibleNode, conformance.RuleNodeDown, conformance.RuleNodeDrain,
-				conformance.RulePurge, conformance.RuleRegister, conformance.RuleStop},
+				conformance.RulePreempts, conformance.RulePurge, conformance.RuleRegister, conformance.RuleStop},
 			"rule register: group \"web\" has 0 allocations of the current version on feasible node node-1"},
+		{"preempts within the priority delta", greedyPreempt{systemSched()}, []string{conformance.RuleOtherJobs},
+			`preempts other-near of job "other" at priority 85, less than 10 below the job's 90`},
+		{"preemption recorded on one side only", halfRecorded{systemSched()}, []string{conformance.RuleOtherJobs},
+			`lists "other-low" in preempted_allocations, but node_preemptions does not record it`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fs := conformance.Check(tc.s, conformance.Options{})

@@ -3,6 +3,7 @@ package conformance
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -228,7 +229,13 @@ func Invariants(t Target, req *schedulerpb.ScheduleRequest, resp *schedulerpb.Sc
 		case !allowed:
 			fail(RuleOtherJobs, "preempts %s of job %q, but the scheduler configuration does not enable preemption for %q; never touch other jobs' allocations then",
 				id, o.others[id].GetJobId(), t.JobType)
+		case req.GetJob().GetPriority()-o.others[id].GetJobPriority() < preemptPriorityDelta:
+			fail(RuleOtherJobs, "preempts %s of job %q at priority %d, less than %d below the job's %d; only allocations of jobs at least %d lower may be preempted",
+				id, o.others[id].GetJobId(), o.others[id].GetJobPriority(), preemptPriorityDelta, req.GetJob().GetPriority(), preemptPriorityDelta)
 		}
+	}
+	for _, m := range o.preemptionRecords() {
+		fail(RuleOtherJobs, "%s", m)
 	}
 
 	// fits
@@ -417,6 +424,45 @@ func (o *outcome) followups(resp *schedulerpb.ScheduleResponse) []string {
 	for _, p := range o.fresh {
 		if prev := p.GetPreviousAllocation(); prev != "" && o.existing[prev] == nil {
 			out = append(out, fmt.Sprintf("placed %s replacing %q, which is not an allocation of the job; previous_allocation names one of the job's", p.GetId(), prev))
+		}
+	}
+	return out
+}
+
+// preemptPriorityDelta is Nomad's preemption delta: only allocations of
+// jobs at least this much lower in priority may be preempted.
+const preemptPriorityDelta = 10
+
+// preemptionRecords checks that every preemption names the new allocation
+// of the plan that causes it, on the victim's node, and that the new
+// allocation lists it among its preempted_allocations (and the reverse),
+// as the core records both on the allocations.
+func (o *outcome) preemptionRecords() []string {
+	var out []string
+	byID := map[string]*schedulerpb.PlacedAlloc{}
+	for _, p := range o.fresh {
+		byID[p.GetId()] = p
+	}
+	recorded := map[string]string{} // victim -> preempting alloc
+	for _, pr := range o.resp.GetPlan().GetNodePreemptions() {
+		id, by := pr.GetAllocId(), pr.GetPreemptedByAllocation()
+		recorded[id] = by
+		p := byID[by]
+		switch {
+		case p == nil:
+			out = append(out, fmt.Sprintf("preemption of %q names preempted_by_allocation %q, which is no new allocation of the plan", id, by))
+		case p.GetNodeId() != pr.GetNodeId() || (o.otherNode[id] != "" && o.otherNode[id] != pr.GetNodeId()):
+			out = append(out, fmt.Sprintf("preemption of %q is on node %q, its victim on %q and the preempting %q on %q; preempt only on the node placed on",
+				id, pr.GetNodeId(), o.otherNode[id], by, p.GetNodeId()))
+		case !slices.Contains(p.GetPreemptedAllocations(), id):
+			out = append(out, fmt.Sprintf("preemption of %q by %q is not in that allocation's preempted_allocations", id, by))
+		}
+	}
+	for _, p := range o.fresh {
+		for _, id := range p.GetPreemptedAllocations() {
+			if recorded[id] != p.GetId() {
+				out = append(out, fmt.Sprintf("allocation %q lists %q in preempted_allocations, but node_preemptions does not record it preempted by it", p.GetId(), id))
+			}
 		}
 	}
 	return out

@@ -73,7 +73,7 @@ func TestOptions(t *testing.T) {
 	everything := []string{
 		conformance.RuleGroupRemoved, conformance.RuleMaxPlacements, conformance.RuleNewVersion,
 		conformance.RuleNoFeasibleNode, conformance.RuleNodeDown, conformance.RuleNodeDrain,
-		conformance.RulePurge, conformance.RuleRegister, conformance.RuleStop,
+		conformance.RulePreempts, conformance.RulePurge, conformance.RuleRegister, conformance.RuleStop,
 	}
 	builtins := append(slices.Clone(everything), conformance.RuleOtherJobs)
 	for _, tc := range []struct {

@@ -10,7 +10,7 @@ import (
 // ports says what is wrong with the ports of the plan's placements.
 func (o *outcome) ports() []string {
 	var out []string
-	held := map[string]map[int32]int{} // node -> port -> holders after the plan's stops
+	held := map[string]map[int32]int{} // node -> port -> holders after the plan's stops and preemptions
 	heldOn := func(node string) map[int32]int {
 		if held[node] == nil {
 			held[node] = map[int32]int{}
@@ -21,6 +21,14 @@ func (o *outcome) ports() []string {
 				if a.GetNodeId() == node && o.stopped[a.GetId()] && live(a) {
 					for _, p := range a.GetPorts() {
 						held[node][p.GetValue()]--
+					}
+				}
+			}
+			// Preempted allocations of other jobs hold theirs no more.
+			for _, a := range o.nodes[node].GetOthers() {
+				if o.preempted[a.GetId()] {
+					for _, v := range a.GetPorts() {
+						held[node][v]--
 					}
 				}
 			}

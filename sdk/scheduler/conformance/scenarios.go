@@ -181,6 +181,32 @@ var scenarios = []Scenario{
 		},
 	},
 	{
+		// The only node is full: of a priority-10 job's allocation and a
+		// priority-85 one; the job (priority 90) may preempt the first
+		// only. With its type's switch on, a type that declares one must.
+		Name: RulePreempts,
+		Request: func(t Target) *schedulerpb.ScheduleRequest {
+			b := NewBuilder(t.JobType).Node("node-1").Group("web", 1).
+				OtherJobAlloc("node-1", "other-low", 10, &schedulerpb.Resources{Cpu: 7950, MemoryMb: 16000}).
+				OtherJobAlloc("node-1", "other-near", 85, &schedulerpb.Resources{Cpu: 50, MemoryMb: 384})
+			return b.Edit(func(r *schedulerpb.ScheduleRequest) {
+				r.Job.Priority, r.Eval.Priority = 90, 90
+				r.Config = switchOn(t.Info.GetPreemptionSwitch())
+			}).Request()
+		},
+		Expect: func(t Target, req *schedulerpb.ScheduleRequest, resp *schedulerpb.ScheduleResponse) []string {
+			if t.Info.GetPreemptionSwitch() == "" {
+				return nil
+			}
+			o := read(req, resp)
+			if len(o.fresh) == 0 || !o.preempted["other-low"] {
+				return []string{fmt.Sprintf("placed %d allocations, preempted other-low %v on a node full of a job 80 priority points lower, with %s on; a type declaring a preemption switch preempts when it is on",
+					len(o.fresh), o.preempted["other-low"], t.Info.GetPreemptionSwitch())}
+			}
+			return nil
+		},
+	},
+	{
 		Name: RuleMaxPlacements,
 		Request: func(t Target) *schedulerpb.ScheduleRequest {
 			return t.Cluster().MaxPlacements(1).Request()
@@ -253,4 +279,21 @@ func converged(t Target, req *schedulerpb.ScheduleRequest, resp *schedulerpb.Sch
 		}
 	}
 	return out
+}
+
+// switchOn is a scheduler configuration with only the named preemption
+// switch on (none for "").
+func switchOn(name string) *schedulerpb.SchedulerConfig {
+	c := &schedulerpb.SchedulerConfig{}
+	switch name {
+	case "SystemSchedulerEnabled":
+		c.PreemptionSystem = true
+	case "SysBatchSchedulerEnabled":
+		c.PreemptionSysbatch = true
+	case "BatchSchedulerEnabled":
+		c.PreemptionBatch = true
+	case "ServiceSchedulerEnabled":
+		c.PreemptionService = true
+	}
+	return c
 }

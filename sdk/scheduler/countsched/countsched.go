@@ -21,7 +21,11 @@
 //     rank: bin-packing, job anti-affinity, affinity, spread), honouring
 //     distinct_hosts and distinct_property, and placement failures are
 //     explained in FailedTgAllocs with a blocked eval carrying the class
-//     eligibility seen.
+//     eligibility seen;
+//   - when no node fits a placement and the type's preemption switch is
+//     on (Config.Preemption), lower-priority allocations of other jobs are
+//     preempted on the node where that costs least (package preempt):
+//     a node that fits without preemption is always preferred.
 //
 // It imports only sdk/ and does no I/O: the same request gives the same
 // plan.
@@ -90,7 +94,21 @@ type Config struct {
 	// group packs onto as few nodes as fit it (bin-packing alone). The
 	// zero value scores as Nomad does.
 	NoJobAntiAffinity bool
+	// Preemption reads the type's preemption switch from the operator's
+	// scheduler configuration (nil when the core sent none). When it is on
+	// and no node fits a placement, allocations of jobs at least
+	// preempt.PriorityDelta lower in priority are evicted to make room
+	// (package preempt). Nil never preempts.
+	Preemption func(*schedulerpb.SchedulerConfig) bool
 }
+
+// ServicePreemption is the service type's preemption switch
+// (ServiceSchedulerEnabled, off unless the operator turns it on).
+func ServicePreemption(cfg *schedulerpb.SchedulerConfig) bool { return cfg.GetPreemptionService() }
+
+// BatchPreemption is the batch type's preemption switch
+// (BatchSchedulerEnabled, off unless the operator turns it on).
+func BatchPreemption(cfg *schedulerpb.SchedulerConfig) bool { return cfg.GetPreemptionBatch() }
 
 // DefaultMigrateMaxParallel is migrate.max_parallel when a group sets none.
 const DefaultMigrateMaxParallel = 1

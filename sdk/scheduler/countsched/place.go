@@ -1,6 +1,7 @@
 package countsched
 
 import (
+	"cmp"
 	"maps"
 	"slices"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"github.com/drover-org/drover/sdk/proto/schedulerpb"
 	"github.com/drover-org/drover/sdk/scheduler/feasible"
 	"github.com/drover-org/drover/sdk/scheduler/nodesched"
+	"github.com/drover-org/drover/sdk/scheduler/preempt"
 	"github.com/drover-org/drover/sdk/scheduler/rank"
 	"github.com/drover-org/drover/sdk/scheduler/reconcile"
 )
@@ -82,7 +84,7 @@ func (r *run) placeIndex(g *group, i int, nodes []*node, byDC map[string]int32, 
 		*cands = r.staticCheck(g, nodes)
 	}
 	allocName := reconcile.AllocName(r.job.GetId(), name, i)
-	best, ports, metric := r.pick(g, i, allocName, *cands, byDC)
+	best, ports, victims, metric := r.pick(g, i, allocName, *cands, byDC)
 	if best == nil {
 		r.fail(name, metric)
 		r.queued[name]++
@@ -100,6 +102,7 @@ func (r *run) placeIndex(g *group, i int, nodes []*node, byDC map[string]int32, 
 	p.Ports = ports
 	r.ports.Hold(best.n, ports)
 	r.plan.NodeAllocation = append(r.plan.NodeAllocation, p)
+	r.evict(p, best, victims)
 	best.used = best.used.Add(g.ask)
 	g.chain.Placed(best.n.GetId(), allocName)
 	g.rank.Add(best.n)
@@ -131,9 +134,12 @@ func (r *run) staticCheck(g *group, nodes []*node) []candidate {
 
 // pick chooses the node for index idx of g: of the feasible nodes where
 // the group fits, the best ranked (package rank), ties to the lower node
-// ID. The metric describes the search; with no node chosen it explains
-// the failure. ports are the host ports picked on the chosen node.
-func (r *run) pick(g *group, idx int, allocName string, cands []candidate, byDC map[string]int32) (*node, []*schedulerpb.AllocatedPort, *schedulerpb.AllocMetric) {
+// ID. When none fits and the attempt may preempt, the node where
+// preemption frees room at least cost (see preemptPick). The metric
+// describes the search; with no node chosen it explains the failure.
+// ports are the host ports picked on the chosen node, victims the
+// allocations to preempt there.
+func (r *run) pick(g *group, idx int, allocName string, cands []candidate, byDC map[string]int32) (*node, []*schedulerpb.AllocatedPort, []*schedulerpb.NodeAlloc, *schedulerpb.AllocMetric) {
 	m := &schedulerpb.AllocMetric{
 		NodesAvailable: maps.Clone(byDC),
 		NodesInPool:    int32(len(cands)),
@@ -144,6 +150,9 @@ func (r *run) pick(g *group, idx int, allocName string, cands []candidate, byDC 
 	var best *node
 	var bestPorts []*schedulerpb.AllocatedPort
 	var bestScore float64
+	// full are the feasible nodes exhausted in a resource or port
+	// dimension, where preemption may make room.
+	var full []*node
 	for i := range cands {
 		c := &cands[i]
 		n := c.n
@@ -181,6 +190,9 @@ func (r *run) pick(g *group, idx int, allocName string, cands []candidate, byDC 
 			fits = dim == ""
 		}
 		if !fits {
+			if r.preempt {
+				full = append(full, c.node)
+			}
 			m.NodesExhausted++
 			if m.DimensionExhausted == nil {
 				m.DimensionExhausted = map[string]int32{}
@@ -203,10 +215,90 @@ func (r *run) pick(g *group, idx int, allocName string, cands []candidate, byDC 
 			best, bestPorts, bestScore = c.node, ports, s
 		}
 	}
+	if best == nil && len(full) > 0 {
+		if n, ports, victims := r.preemptPick(g, allocName, full, penalty, penalized, top); n != nil {
+			m.Scores = top.Scores()
+			return n, ports, victims, m
+		}
+	}
 	if best != nil {
 		m.Scores = top.Scores()
 	}
-	return best, bestPorts, m
+	return best, bestPorts, nil, m
+}
+
+// preemptPick is pick's last resort: of the nodes full lists (feasible,
+// but exhausted in a resource or port dimension), the one where evicting
+// lower-priority allocations (package preempt) makes room at least cost:
+// the lowest highest victim priority, then the fewest victims, then the
+// best rank once the victims are gone, ties to the lower node ID.
+func (r *run) preemptPick(g *group, allocName string, full []*node, penalty bool, penalized map[string]bool, top *rank.Top) (*node, []*schedulerpb.AllocatedPort, []*schedulerpb.NodeAlloc) {
+	var (
+		best      *node
+		bestPorts []*schedulerpb.AllocatedPort
+		bestVic   []*schedulerpb.NodeAlloc
+		bestScore float64
+	)
+	skip := func(id string) bool { return r.preempted[id] }
+	for _, c := range full {
+		need := preempt.Need{Capacity: c.capacity, Used: c.used, Ask: g.ask}
+		if !g.ports.Empty() {
+			need.Ports = r.ports.HeldStatic(c.n, g.ports)
+			need.PortsFit = func(freed []int32) bool {
+				_, dim := r.ports.PickFreeing(c.n, g.ports, allocName, freed)
+				return dim == ""
+			}
+		}
+		victims := preempt.Victims(c.n, r.job.GetPriority(), need, skip)
+		if victims == nil {
+			continue
+		}
+		ports, dim := r.ports.PickFreeing(c.n, g.ports, allocName, preempt.Ports(victims))
+		if dim != "" {
+			continue
+		}
+		after := c.used.Sub(preempt.Freed(victims)).Add(g.ask)
+		s := g.rank.Score(c.n, rank.Options{
+			Capacity: c.capacity, UsedAfter: after, Penalty: penalty, Penalized: penalized[c.n.GetId()],
+		})
+		top.Offer(c.n.GetId(), s)
+		better := best == nil
+		if !better {
+			better = cmp.Or(
+				cmp.Compare(preempt.MaxPriority(victims), preempt.MaxPriority(bestVic)),
+				cmp.Compare(len(victims), len(bestVic)),
+				cmp.Compare(bestScore, s),
+			) < 0
+		}
+		if better {
+			best, bestPorts, bestVic, bestScore = c, ports, victims, s
+		}
+	}
+	return best, bestPorts, bestVic
+}
+
+// evict records the preemption of victims on n by the new allocation p:
+// each is listed in the plan's node_preemptions (the core marks it evict,
+// "Preempted by alloc ID <p>") and in p's preempted_allocations, and what
+// it used (resources, host ports) is freed on the node.
+func (r *run) evict(p *schedulerpb.PlacedAlloc, n *node, victims []*schedulerpb.NodeAlloc) {
+	if len(victims) == 0 {
+		return
+	}
+	if r.preempted == nil {
+		r.preempted = map[string]bool{}
+	}
+	for _, v := range victims {
+		p.PreemptedAllocations = append(p.PreemptedAllocations, v.GetId())
+		r.plan.NodePreemptions = append(r.plan.NodePreemptions, &schedulerpb.Preemption{
+			AllocId: v.GetId(), NodeId: n.n.GetId(), JobId: v.GetJobId(), Namespace: v.GetNamespace(),
+			PreemptedByAllocation: p.GetId(),
+		})
+		r.preempted[v.GetId()] = true
+		n.used = n.used.Sub(feasible.VecOf(v.GetResources()))
+		r.ports.Free(n.n, v.GetPorts())
+	}
+	r.desired(p.GetTaskGroup()).Preemptions += uint64(len(victims))
 }
 
 func (r *run) fail(tg string, m *schedulerpb.AllocMetric) {

@@ -60,6 +60,10 @@ type run struct {
 	csi      *feasible.CSIVolumes
 	distinct *feasible.Distinct
 	ports    *feasible.Ports // host ports held per node as this plan leaves them
+	// preempt is whether this attempt may preempt; preempted are the
+	// allocations of other jobs the plan evicts so far.
+	preempt   bool
+	preempted map[string]bool
 
 	plan      *schedulerpb.Plan
 	queued    map[string]int32
@@ -88,6 +92,9 @@ func newRun(req *schedulerpb.ScheduleRequest, cfg Config) *run {
 		classElig: map[string]bool{},
 		now:       reschedule.Clock(req),
 		ports:     feasible.NewPorts(req),
+	}
+	if cfg.Preemption != nil {
+		r.preempt = cfg.Preemption(req.GetConfig())
 	}
 	for _, n := range req.GetNodes() {
 		r.nodes[n.GetId()] = &node{n: n, capacity: feasible.VecOf(n.GetCapacity()), used: feasible.VecOf(n.GetUsed())}

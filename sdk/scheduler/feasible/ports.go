@@ -37,8 +37,6 @@ func DimensionPortCollision(label string, port int32) string {
 }
 
 // IsNetworkDimension reports whether dim is one of the port dimensions.
-// Preemption frees resources, not ports: a node exhausted in a network
-// dimension is not a preemption candidate.
 func IsNetworkDimension(dim string) bool { return strings.HasPrefix(dim, dimensionNetworkPrefix) }
 
 // PortAsks are the ports one allocation of a group asks for.
@@ -235,6 +233,59 @@ func (p *Ports) Pick(n *schedulerpb.Node, ask PortAsks, key string) (ports []*sc
 		ports = append(ports, &schedulerpb.AllocatedPort{Label: d.GetLabel(), Value: v, To: d.GetTo(), HostIp: net.GetIp()})
 	}
 	return ports, ""
+}
+
+// HeldStatic are the static ports of ask that allocations hold on node n
+// as the plan leaves it (not those the node reserves): the ports
+// preempting their holders would free.
+func (p *Ports) HeldStatic(n *schedulerpb.Node, ask PortAsks) []int32 {
+	if len(ask.Static) == 0 {
+		return nil
+	}
+	np := p.node(n)
+	var out []int32
+	for _, s := range ask.Static {
+		if np.held[s.GetValue()] > 0 {
+			out = append(out, s.GetValue())
+		}
+	}
+	return out
+}
+
+// PickFreeing is Pick as if the host ports freed (those of other jobs'
+// allocations the plan would preempt) were no longer held on n.
+func (p *Ports) PickFreeing(n *schedulerpb.Node, ask PortAsks, key string, freed []int32) ([]*schedulerpb.AllocatedPort, string) {
+	if len(freed) == 0 || ask.Empty() {
+		return p.Pick(n, ask, key)
+	}
+	np := p.node(n)
+	var undo []int32
+	for _, v := range freed {
+		if np.held[v] > 0 {
+			np.held[v]--
+			undo = append(undo, v)
+		}
+	}
+	defer func() {
+		for _, v := range undo {
+			np.held[v]++
+		}
+	}()
+	return p.Pick(n, ask, key)
+}
+
+// Free releases host ports held on n by another job's allocation the
+// plan preempts.
+func (p *Ports) Free(n *schedulerpb.Node, ports []int32) {
+	if len(ports) == 0 {
+		return
+	}
+	np := p.node(n)
+	for _, v := range ports {
+		if np.held[v]--; np.held[v] <= 0 {
+			delete(np.held, v)
+		}
+	}
 }
 
 // Hold records ports (from Pick) as held on node n by a placement.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/drover-org/drover/sdk/proto/schedulerpb"
 	"github.com/drover-org/drover/sdk/scheduler/feasible"
+	"github.com/drover-org/drover/sdk/scheduler/preempt"
 	"github.com/drover-org/drover/sdk/scheduler/reconcile"
 )
 
@@ -91,13 +92,21 @@ func (r *run) computePlacements(place []reconcile.AllocTuple) {
 			cur = &nodeState{node: node, used: r.baseUsed(node)}
 		}
 		sel := r.check(g, node, t.Name, "", cur.used)
-		if sel.dimension != "" && r.preempt && !feasible.IsNetworkDimension(sel.dimension) {
-			if v := pickVictims(node, r.job.GetPriority(), cur.used, g.ask, cur.isPreempted); v != nil {
-				// Preemption frees resources, not ports: a victim's
-				// ports stay held until the plan is applied.
-				sel = r.pickPorts(g, node, t.Name)
-				sel.victims = v
-				if sel.dimension != "" {
+		if sel.dimension != "" && r.preempt {
+			need := preempt.Need{Capacity: feasible.VecOf(node.GetCapacity()), Used: cur.used, Ask: g.ask}
+			if !g.ports.Empty() {
+				need.Ports = r.ports.HeldStatic(node, g.ports)
+				need.PortsFit = func(freed []int32) bool {
+					_, dim := r.ports.PickFreeing(node, g.ports, t.Name, freed)
+					return dim == ""
+				}
+			}
+			if v := preempt.Victims(node, r.job.GetPriority(), need, cur.isPreempted); v != nil {
+				// The victims' ports are free for this placement: the
+				// core's plan check no longer counts preempted allocs.
+				ports, dim := r.ports.PickFreeing(node, g.ports, t.Name, preempt.Ports(v))
+				sel = selection{dimension: dim, ports: ports, victims: v}
+				if dim != "" {
 					sel.victims = nil
 				}
 			}
@@ -215,6 +224,7 @@ func (r *run) placeOn(t reconcile.AllocTuple, g *group, cur *nodeState, sel sele
 		})
 		cur.preempted = append(cur.preempted, v.GetId())
 		cur.used = cur.used.Sub(feasible.VecOf(v.GetResources()))
+		r.ports.Free(node, v.GetPorts())
 	}
 	if len(victims) > 0 {
 		r.desired(g.tg.GetName()).Preemptions += uint64(len(victims))
