@@ -138,6 +138,18 @@ func TestRegisterNomadCLIJSONCanonical(t *testing.T) {
 		}, func(t *testing.T, j *structs.Job) {
 			eq(t, "Periodic.Enabled", j.Periodic.Enabled, false)
 		}},
+		{"restart and reschedule merged over the type's", func() *nomadapi.Job {
+			j := cliJob("batch-policies", "batch")
+			j.TaskGroups[0].RestartPolicy = &nomadapi.RestartPolicy{Attempts: ptr(0), Mode: ptr("fail")}
+			j.TaskGroups[0].ReschedulePolicy = &nomadapi.ReschedulePolicy{Attempts: ptr(4)}
+			j.TaskGroups[0].Tasks[0].RestartPolicy = &nomadapi.RestartPolicy{Delay: ptr(time.Second)}
+			return j
+		}, func(t *testing.T, j *structs.Job) {
+			tg := j.TaskGroups[0]
+			eq(t, "group RestartPolicy", deref(tg.RestartPolicy), structs.RestartPolicy{Attempts: 0, Interval: 24 * time.Hour, Delay: 15 * time.Second, Mode: "fail"})
+			eq(t, "group ReschedulePolicy", deref(tg.ReschedulePolicy), structs.ReschedulePolicy{Attempts: 4, Interval: 24 * time.Hour, Delay: 5 * time.Second, DelayFunction: "constant"})
+			eq(t, "task RestartPolicy", deref(tg.Tasks[0].RestartPolicy), structs.RestartPolicy{Attempts: 0, Interval: 24 * time.Hour, Delay: time.Second, Mode: "fail"})
+		}},
 		{"affinity weight and disk size null", func() *nomadapi.Job {
 			j := cliJob("svc-blocks", "service")
 			j.Affinities = []*nomadapi.Affinity{{LTarget: "${node.class}", RTarget: "a", Operand: "="}}

@@ -189,3 +189,168 @@ func orDefault[T any](p *T, d T) T {
 	}
 	return *p
 }
+
+// nullFields is a set of the fields of a policy block that its JSON left
+// null, by position in the shadow struct that decoded it.
+type nullFields uint16
+
+func nullsOf(ptrs ...bool) nullFields {
+	var n nullFields
+	for i, isNil := range ptrs {
+		if isNil {
+			n |= 1 << i
+		}
+	}
+	return n
+}
+
+func (n nullFields) has(i int) bool { return n&(1<<i) != 0 }
+
+// UnmarshalJSON decodes a restart block, remembering its null fields:
+// Nomad takes them from the job type's default policy (for a group) or
+// from the group's policy (for a task), which FillNullPolicies does once
+// the type is known.
+func (r *RestartPolicy) UnmarshalJSON(b []byte) error {
+	var in struct {
+		Attempts        *int
+		Interval        *time.Duration
+		Delay           *time.Duration
+		Mode            *string
+		RenderTemplates *bool
+	}
+	if err := json.Unmarshal(b, &in); err != nil {
+		return err
+	}
+	*r = RestartPolicy{
+		Attempts: orDefault(in.Attempts, 0), Interval: orDefault(in.Interval, 0),
+		Delay: orDefault(in.Delay, 0), Mode: orDefault(in.Mode, ""),
+		RenderTemplates: orDefault(in.RenderTemplates, false),
+		null:            nullsOf(in.Attempts == nil, in.Interval == nil, in.Delay == nil, in.Mode == nil, in.RenderTemplates == nil),
+	}
+	return nil
+}
+
+// fill sets each null field from d (when d is not nil) and forgets the
+// nulls.
+func (r *RestartPolicy) fill(d *RestartPolicy) {
+	if r == nil {
+		return
+	}
+	n := r.null
+	r.null = 0
+	if d == nil || n == 0 {
+		return
+	}
+	if n.has(0) {
+		r.Attempts = d.Attempts
+	}
+	if n.has(1) {
+		r.Interval = d.Interval
+	}
+	if n.has(2) {
+		r.Delay = d.Delay
+	}
+	if n.has(3) {
+		r.Mode = d.Mode
+	}
+	if n.has(4) {
+		r.RenderTemplates = d.RenderTemplates
+	}
+}
+
+// UnmarshalJSON decodes a reschedule block, remembering its null fields,
+// which FillNullPolicies takes from the job type's default policy.
+func (r *ReschedulePolicy) UnmarshalJSON(b []byte) error {
+	var in struct {
+		Attempts      *int
+		Interval      *time.Duration
+		Delay         *time.Duration
+		DelayFunction *string
+		MaxDelay      *time.Duration
+		Unlimited     *bool
+	}
+	if err := json.Unmarshal(b, &in); err != nil {
+		return err
+	}
+	*r = ReschedulePolicy{
+		Attempts: orDefault(in.Attempts, 0), Interval: orDefault(in.Interval, 0),
+		Delay: orDefault(in.Delay, 0), DelayFunction: orDefault(in.DelayFunction, ""),
+		MaxDelay: orDefault(in.MaxDelay, 0), Unlimited: orDefault(in.Unlimited, false),
+		null: nullsOf(in.Attempts == nil, in.Interval == nil, in.Delay == nil, in.DelayFunction == nil,
+			in.MaxDelay == nil, in.Unlimited == nil),
+	}
+	return nil
+}
+
+func (r *ReschedulePolicy) fill(d *ReschedulePolicy) {
+	if r == nil {
+		return
+	}
+	n := r.null
+	r.null = 0
+	if d == nil || n == 0 {
+		return
+	}
+	if n.has(0) {
+		r.Attempts = d.Attempts
+	}
+	if n.has(1) {
+		r.Interval = d.Interval
+	}
+	if n.has(2) {
+		r.Delay = d.Delay
+	}
+	if n.has(3) {
+		r.DelayFunction = d.DelayFunction
+	}
+	if n.has(4) {
+		r.MaxDelay = d.MaxDelay
+	}
+	if n.has(5) {
+		r.Unlimited = d.Unlimited
+	}
+}
+
+// FillNullPolicies fills the fields a JSON-decoded job's restart and
+// reschedule blocks left null, as Nomad does: a group's from the
+// policies b (the declaration of the plugin serving the job's type)
+// declares, a task's restart from its group's. It must run on the job as
+// decoded, before any Copy (which does not keep the nulls); a job whose
+// blocks were not decoded from JSON is unchanged.
+func (j *Job) FillNullPolicies(b *JobTypeBehavior) {
+	for _, tg := range j.TaskGroups {
+		if tg == nil {
+			continue
+		}
+		tg.RestartPolicy.fill(b.defaultRestart())
+		tg.ReschedulePolicy.fill(b.defaultReschedule())
+		for _, t := range tg.Tasks {
+			if t == nil {
+				continue
+			}
+			base := tg.RestartPolicy
+			if base == nil {
+				base = b.defaultRestart()
+			}
+			t.RestartPolicy.fill(base)
+		}
+	}
+}
+
+// UnmarshalJSON decodes a scaling block: a null Enabled is true, as in
+// Nomad; a null Min is the group's count (TaskGroup.UnmarshalJSON).
+func (p *ScalingPolicy) UnmarshalJSON(b []byte) error {
+	type plain ScalingPolicy
+	var in struct {
+		plain
+		Enabled *bool
+		Min     *int64
+	}
+	if err := json.Unmarshal(b, &in); err != nil {
+		return err
+	}
+	*p = ScalingPolicy(in.plain)
+	p.Enabled = orDefault(in.Enabled, true)
+	p.Min, p.minNull = orDefault(in.Min, 0), in.Min == nil
+	return nil
+}
