@@ -117,6 +117,7 @@ func (s *HTTPServer) register(w http.ResponseWriter, r *http.Request, urlID stri
 		s.writeError(w, err)
 		return
 	}
+	s.fillNullPolicies(req.Job)
 	req.Job.Namespace = namespaceOf(req.Job.Namespace, r)
 	if !allowNS(r, req.Job.Namespace, acl.NamespaceCapabilitySubmitJob) {
 		s.writeError(w, errPermissionDenied)
@@ -134,6 +135,24 @@ func (s *HTTPServer) register(w http.ResponseWriter, r *http.Request, urlID stri
 		return
 	}
 	writeWrite(w, r, resp.Index, resp)
+}
+
+// fillNullPolicies fills what the submitted job's restart and reschedule
+// blocks left null (Nomad's CLI sends every unset field as null) from the
+// declaration of the plugin serving its type, as Nomad merges them over
+// its defaults. It runs here, on the job as decoded: the nulls do not
+// survive a copy or a forward to the leader. Without a plugin for the
+// type the server refuses the job anyway.
+func (s *HTTPServer) fillNullPolicies(job *structs.Job) {
+	var b *structs.JobTypeBehavior
+	if jt, ok := s.srv.(JobTypes); ok {
+		typ := job.Type
+		if typ == "" {
+			typ = structs.DefaultJobType
+		}
+		b, _ = jt.JobTypeBehavior(typ)
+	}
+	job.FillNullPolicies(b)
 }
 
 // checkSubmittedJob refuses a request body without a job or a job ID, or
@@ -368,6 +387,7 @@ func (s *HTTPServer) jobPlan(w http.ResponseWriter, r *http.Request, id string) 
 		s.writeError(w, err)
 		return
 	}
+	s.fillNullPolicies(req.Job)
 	req.Job.Namespace = namespaceOf(req.Job.Namespace, r)
 	if !allowNS(r, req.Job.Namespace, acl.NamespaceCapabilitySubmitJob) {
 		s.writeError(w, errPermissionDenied)

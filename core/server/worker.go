@@ -140,6 +140,15 @@ func (w *worker) schedule(ctx context.Context, ev *structs.Evaluation, token str
 	attempts := 0
 	var queued map[string]int
 	var limited placementCap
+	// ev is ours to replace (not to modify): once a plan has created a
+	// deployment, the eval finishes naming it, as Nomad's scheduler
+	// records it, so `nomad job run` follows the deployment it started.
+	withDeployment := func(id string) {
+		if id != "" && ev.DeploymentID != id {
+			ev = ev.Copy()
+			ev.DeploymentID = id
+		}
+	}
 	for try := 1; ; try++ {
 		job, err := snap.JobByID(nil, ev.Namespace, ev.JobID)
 		if err != nil {
@@ -187,6 +196,9 @@ func (w *worker) schedule(ctx context.Context, ev *structs.Evaluation, token str
 		}
 		if err != nil {
 			return fmt.Errorf("submit plan: %w", err)
+		}
+		if plan.Deployment != nil && !(plan.AllAtOnce && len(result.RejectedNodes) > 0) {
+			withDeployment(plan.Deployment.ID) // committed with the plan (planapply.go)
 		}
 		// Only what the plugin reported queued is counted down: a plugin
 		// that leaves QueuedAllocations out must neither go negative nor

@@ -160,6 +160,10 @@ type RestartPolicy struct {
 	Delay           time.Duration `codec:",omitempty"`
 	Mode            string        `codec:",omitempty" bound:"id"`
 	RenderTemplates bool          `codec:",omitempty"`
+
+	// null marks the fields a JSON block left null (job_json.go) until
+	// FillNullPolicies fills them; never encoded.
+	null nullFields
 }
 
 // ReschedulePolicy exists so that a reschedule block on system and sysbatch
@@ -171,6 +175,9 @@ type ReschedulePolicy struct {
 	DelayFunction string        `codec:",omitempty" bound:"id"`
 	MaxDelay      time.Duration `codec:",omitempty"`
 	Unlimited     bool          `codec:",omitempty"`
+
+	// null: as RestartPolicy's.
+	null nullFields
 }
 
 // MigrateStrategy is accepted for service jobs only.
@@ -436,6 +443,11 @@ func (tg *TaskGroup) UnmarshalJSON(b []byte) error {
 	type plain TaskGroup // no methods: no recursion
 	if err := json.Unmarshal(b, (*plain)(tg)); err != nil {
 		return err
+	}
+	if s := tg.Scaling; s != nil && s.minNull {
+		// As Nomad's client: a scaling block without min has the
+		// group's count as its min (once the count is known).
+		defer func() { s.Min, s.minNull = int64(tg.Count), false }()
 	}
 	if tg.Count != 0 {
 		return nil // present: the common case decodes once

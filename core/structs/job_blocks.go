@@ -103,6 +103,10 @@ type ScalingPolicy struct {
 	Enabled     bool              `codec:",omitempty"`
 	CreateIndex uint64            `codec:",omitempty"`
 	ModifyIndex uint64            `codec:",omitempty"`
+
+	// minNull: the JSON block left Min null, which the group's decoding
+	// fills with its count (job_json.go); never encoded.
+	minNull bool
 }
 
 // ScalingPolicyID is the ID of the policy of group in job ns/jobID: a
