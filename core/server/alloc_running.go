@@ -29,17 +29,21 @@ func (s *Server) allocRunningEval(stored, update *structs.Allocation, seen map[s
 }
 
 // migrationHealthyEval returns the eval of the job of an alloc whose client
-// reports it healthy with this update, outside a deployment, when it
+// reports it healthy with this update, in a deployment or not, when it
 // replaces an alloc a drain migrated and its job type declares
 // EvalOnAllocRunning; nil otherwise, or when the job already has one in
 // this update (seen). With a migrate block a scheduler holds a drain
 // migration in flight until its replacement is healthy (health judged by
 // the client per the block): this tells it the next one may go.
 func (s *Server) migrationHealthyEval(stored, update *structs.Allocation, seen map[string]bool) (*structs.Evaluation, error) {
-	if stored.DeploymentID != "" || stored.PreviousAllocation == "" || stored.DeploymentStatus.HasHealth() ||
+	if stored.PreviousAllocation == "" || stored.DeploymentStatus.HasHealth() ||
 		!update.DeploymentStatus.IsHealthy() || stored.ServerTerminalStatus() || !allocBehavior(stored).EvalOnAllocRunning {
 		return nil, nil
 	}
+	// In a deployment too: its watcher evaluates the job on health changes
+	// only while the deployment is active, and a deployment that completes
+	// with this very update (the replacement was its last healthy alloc)
+	// would leave the drain's next migration waiting for ever.
 	key := "running/" + stored.Namespace + "/" + stored.JobID
 	if seen[key] {
 		return nil, nil
