@@ -84,12 +84,6 @@ func (j *Job) Canonicalize() {
 	if p := j.ParameterizedJob; p != nil && p.Payload == "" {
 		p.Payload = DispatchPayloadOptional
 	}
-	// A job of a type that rolls out through deployments takes Nomad's
-	// default update block when it sets none (Nomad's service jobs), and
-	// its groups with it: each update then runs as a deployment.
-	if j.Update == nil && j.TypeBehavior != nil && j.TypeBehavior.Deployments && !j.TypeBehavior.Refuses(BlockUpdate) {
-		j.Update = DefaultUpdateStrategy()
-	}
 	for _, tg := range j.TaskGroups {
 		if tg == nil {
 			continue // refused by Validate
