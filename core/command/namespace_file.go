@@ -27,51 +27,21 @@ const MaxNamespaceFileBytes = 256 << 10
 // applied without it.
 var nomadOnlyNamespaceFields = []string{"quota", "capabilities", "node_pool_config", "vault", "consul"}
 
-// readNamespaceFile reads a namespace specification from path, or from
-// standard input for "-", bounded by MaxNamespaceFileBytes, and parses it
-// (parseNamespaceSpec).
-func readNamespaceFile(in io.Reader, path string) (*structs.Namespace, error) {
-	src, err := readInput(in, path, MaxNamespaceFileBytes)
-	if err != nil {
-		return nil, fmt.Errorf("reading namespace file: %w", err)
-	}
-	name := path
-	if path == "-" {
-		name = "<stdin>"
-	}
-	return parseNamespaceSpec(name, src)
+// namespaceSpecs parses namespace specification files (specFormat).
+var namespaceSpecs = specFormat[*structs.Namespace]{
+	what: "namespace", maxBytes: MaxNamespaceFileBytes, parseJSON: parseNamespaceJSON, parseHCL: parseNamespaceHCL,
+	name: func(v *structs.Namespace) string { return v.Name }, validate: func(v *structs.Namespace) error { return v.Validate() },
 }
 
-// parseNamespaceSpec parses a namespace specification: JSON when the file
-// name ends in .json or the text starts with "{", the API object as
-// `drover namespace status -json` prints it; HCL otherwise:
-//
-//	name        = "team-a"
-//	description = "Team A"
-//	meta {
-//	  owner = "a@example.com"
-//	}
-//
-// Errors name the file, line and column. The result is validated
-// (structs.Namespace.Validate).
+// readNamespaceFile reads a namespace specification from path, or from standard
+// input for "-" (namespaceSpecs.read).
+func readNamespaceFile(in io.Reader, path string) (*structs.Namespace, error) {
+	return namespaceSpecs.read(in, path)
+}
+
+// parseNamespaceSpec parses a namespace specification (namespaceSpecs.parse).
 func parseNamespaceSpec(filename string, src []byte) (*structs.Namespace, error) {
-	var ns *structs.Namespace
-	var err error
-	if strings.HasSuffix(filename, ".json") || bytes.HasPrefix(bytes.TrimLeft(src, " \t\r\n"), []byte("{")) {
-		ns, err = parseNamespaceJSON(filename, src)
-	} else {
-		ns, err = parseNamespaceHCL(filename, src)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if ns.Name == "" {
-		return nil, fmt.Errorf("%s: the namespace has no name", filename)
-	}
-	if err := ns.Validate(); err != nil {
-		return nil, fmt.Errorf("%s: %w", filename, err)
-	}
-	return ns, nil
+	return namespaceSpecs.parse(filename, src)
 }
 
 var namespaceSpecSchema = func() *hcl.BodySchema {

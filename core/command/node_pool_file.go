@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -21,56 +20,21 @@ import (
 // is about 75 KB of HCL.
 const MaxNodePoolFileBytes = 256 << 10
 
-// readNodePoolFile reads a node pool specification from path, or from
-// standard input for "-", bounded by MaxNodePoolFileBytes, and parses it
-// (parseNodePoolSpec).
-func readNodePoolFile(in io.Reader, path string) (*structs.NodePool, error) {
-	src, err := readInput(in, path, MaxNodePoolFileBytes)
-	if err != nil {
-		return nil, fmt.Errorf("reading node pool file: %w", err)
-	}
-	name := path
-	if path == "-" {
-		name = "<stdin>"
-	}
-	return parseNodePoolSpec(name, src)
+// nodePoolSpecs parses node pool specification files (specFormat).
+var nodePoolSpecs = specFormat[*structs.NodePool]{
+	what: "node pool", maxBytes: MaxNodePoolFileBytes, parseJSON: parseNodePoolJSON, parseHCL: parseNodePoolHCL,
+	name: func(v *structs.NodePool) string { return v.Name }, validate: func(v *structs.NodePool) error { return v.Validate() },
 }
 
-// parseNodePoolSpec parses Nomad's node pool specification: JSON (the
-// API object, as `drover node pool info -json` prints it) when the file
-// name ends in .json or the text starts with "{"; HCL otherwise:
-//
-//	node_pool "prod" {
-//	  description = "Production nodes"
-//	  meta {
-//	    owner = "ops"
-//	  }
-//	  scheduler_config {
-//	    scheduler_algorithm     = "spread"
-//	    memory_oversubscription = "enabled"
-//	  }
-//	}
-//
-// Errors name the file, line and column. The result is validated
-// (structs.NodePool.Validate).
+// readNodePoolFile reads a node pool specification from path, or from standard
+// input for "-" (nodePoolSpecs.read).
+func readNodePoolFile(in io.Reader, path string) (*structs.NodePool, error) {
+	return nodePoolSpecs.read(in, path)
+}
+
+// parseNodePoolSpec parses a node pool specification (nodePoolSpecs.parse).
 func parseNodePoolSpec(filename string, src []byte) (*structs.NodePool, error) {
-	var p *structs.NodePool
-	var err error
-	if strings.HasSuffix(filename, ".json") || bytes.HasPrefix(bytes.TrimLeft(src, " \t\r\n"), []byte("{")) {
-		p, err = parseNodePoolJSON(filename, src)
-	} else {
-		p, err = parseNodePoolHCL(filename, src)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if p.Name == "" {
-		return nil, fmt.Errorf("%s: the node pool has no name", filename)
-	}
-	if err := p.Validate(); err != nil {
-		return nil, fmt.Errorf("%s: %w", filename, err)
-	}
-	return p, nil
+	return nodePoolSpecs.parse(filename, src)
 }
 
 var (
