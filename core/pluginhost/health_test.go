@@ -11,21 +11,15 @@ import (
 	"github.com/drover-org/drover/sdk/proto/schedulerpb"
 )
 
-// waitHealth waits until the plugin's health is want and returns its
-// status.
+// waitHealth waits (waitFor: a ticker, 20 s) until the plugin's health is
+// want and returns its status.
 func waitHealth(t *testing.T, h *Host, name, want string) PluginStatus {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		st := statusOf(t, h, name)
-		if st.Health == want {
-			return st
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("plugin %s health %q (%s), want %q", name, st.Health, st.HealthDescription, want)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var st PluginStatus
+	if err := waitFor(func() bool { st = statusOf(t, h, name); return st.Health == want }); err != nil {
+		t.Fatalf("plugin %s health %q (%s), want %q: %v", name, st.Health, st.HealthDescription, want, err)
 	}
+	return st
 }
 
 // A stopped plugin (SIGSTOP) runs but answers nothing: its status says so
