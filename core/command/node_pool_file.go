@@ -32,11 +32,6 @@ func readNodePoolFile(in io.Reader, path string) (*structs.NodePool, error) {
 	return nodePoolSpecs.read(in, path)
 }
 
-// parseNodePoolSpec parses a node pool specification (nodePoolSpecs.parse).
-func parseNodePoolSpec(filename string, src []byte) (*structs.NodePool, error) {
-	return nodePoolSpecs.parse(filename, src)
-}
-
 var (
 	nodePoolFileSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: "node_pool", LabelNames: []string{"name"}}}}
 	nodePoolBodySchema = &hcl.BodySchema{
