@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -135,39 +136,65 @@ func (s *Server) RemoveRaftPeer(ctx context.Context, id, addr string) error {
 	return structs.NewError(structs.ErrNotFound, "raft peer %q not found", id+addr)
 }
 
-// Members asks every server of the Raft configuration for its info.
+// Members asks every server of the Raft configuration for its info, all
+// at once: a member is "alive" when it answers within memberInfoTimeout
+// (quick failures, such as a pooled connection the peer closed, are tried
+// again until then), "failed" otherwise.
 func (s *Server) Members(ctx context.Context) ([]*Member, error) {
 	peers, err := s.RaftPeers()
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*Member, 0, len(peers.Servers))
-	for _, p := range peers.Servers {
+	out := make([]*Member, len(peers.Servers))
+	var wg sync.WaitGroup
+	for i, p := range peers.Servers {
 		m := &Member{Name: p.ID, Address: p.Address, Status: "failed", Leader: p.Leader, RaftID: p.ID}
-		info, err := s.peerInfo(ctx, p.Address)
-		if err == nil {
+		out[i] = m
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			info, err := s.peerInfo(ctx, p.Address)
+			if err != nil {
+				return
+			}
 			m.Status, m.Region, m.Datacenter, m.Version = "alive", info.Region, info.Datacenter, info.Version
 			if info.Name != "" {
 				m.Name = info.Name
 			}
-		}
-		out = append(out, m)
+		}()
 	}
+	wg.Wait()
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
 }
+
+// memberInfoTimeout bounds how long Members waits for one server's info:
+// long enough for a server on a loaded machine, short enough for
+// `server members` to answer promptly when one is down.
+const memberInfoTimeout = 5 * time.Second
 
 func (s *Server) peerInfo(ctx context.Context, addr string) (*ServerInfo, error) {
 	if addr == s.cfg.RPCAddr || s.rpcPool == nil {
 		return s.Info(), nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, memberInfoTimeout)
 	defer cancel()
-	conn, err := s.rpcPool.Get(addr)
-	if err != nil {
-		return nil, err
+	for {
+		conn, err := s.rpcPool.Get(addr)
+		if err == nil {
+			var info *ServerInfo
+			if info, err = rpc.Call[Empty, ServerInfo](ctx, conn, "Status.ServerInfo", &Empty{}); err == nil {
+				return info, nil
+			}
+		}
+		// A connection the peer closed, or one gRPC is re-dialling,
+		// fails at once: try again until the deadline.
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
-	return rpc.Call[Empty, ServerInfo](ctx, conn, "Status.ServerInfo", &Empty{})
 }
 
 func (s *Server) registerClusterRPC(rs *rpc.Server, mark func(context.Context) context.Context) {
