@@ -58,7 +58,7 @@ func TestCSIVolumeDetachRunningJob(t *testing.T) {
 	if left := mountsUnder(t, allocID); len(left) != 0 {
 		t.Errorf("mounts of the alloc left after detach: %v", left)
 	}
-	if left := mountsWith(t, "/staging/default/e2e-vol/"); len(left) != 0 {
+	if left := mountsWith(t, a.DataDir, "/staging/default/e2e-vol/"); len(left) != 0 {
 		t.Errorf("staging mounts left after detach: %v", left)
 	}
 	var running struct{ ClientStatus string }
@@ -78,8 +78,10 @@ func TestCSIVolumeDetachRunningJob(t *testing.T) {
 	a.MustCLI("job", "stop", "-purge", "hostpath-plugin")
 }
 
-// mountsWith lists the mount points whose path contains s.
-func mountsWith(t *testing.T, s string) []string {
+// mountsWith lists the mount points beneath dir whose path contains s:
+// other tests running in parallel stage volumes of the same name under
+// their own agents' data dirs.
+func mountsWith(t *testing.T, dir, s string) []string {
 	t.Helper()
 	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
@@ -87,7 +89,7 @@ func mountsWith(t *testing.T, s string) []string {
 	}
 	var out []string
 	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) > 4 && strings.Contains(f[4], s) {
+		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], dir+"/") && strings.Contains(f[4], s) {
 			out = append(out, f[4])
 		}
 	}
