@@ -142,18 +142,15 @@ func TestRouteTableACL(t *testing.T) {
 	stub := New(Config{Server: w.h.srv})
 	ts := httptest.NewServer(stub.routes(stubbed))
 	t.Cleanup(ts.Close)
-	sw := *w
-	sw.url = ts.URL
 
-	// Management reaches every entry through its example path: the
-	// examples below exercise the entry they are made from.
-	send := func(world *aclWorld, caller int, method, path string) (int, string, string) {
+	// send is aclWorld.do against the stubs, with the route that served.
+	send := func(caller int, method, path string) (int, string, string) {
 		t.Helper()
-		req, err := http.NewRequest(method, world.url+path, nil)
+		req, err := http.NewRequest(method, ts.URL+path, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s := world.secrets[caller]; s != "" {
+		if s := w.secrets[caller]; s != "" {
 			req.Header.Set("X-Nomad-Token", s)
 		}
 		resp, err := http.DefaultClient.Do(req)
@@ -173,11 +170,13 @@ func TestRouteTableACL(t *testing.T) {
 		}
 		path := routeExample(rt)
 		for _, method := range methods {
+			// Management reaches every entry through its example path:
+			// the requests below exercise the entry they are made from.
 			pattern := rt.path
 			if rt.methods != "" {
 				pattern = method + " " + rt.path
 			}
-			if status, got, _ := send(&sw, callerMgmt, method, path); status != http.StatusOK || got != pattern {
+			if status, got, _ := send(callerMgmt, method, path); status != http.StatusOK || got != pattern {
 				t.Errorf("%s %s as management: %d via %q; want 200 via %q", method, path, status, got, pattern)
 				continue
 			}
@@ -189,7 +188,7 @@ func TestRouteTableACL(t *testing.T) {
 				for _, caller := range []int{callerNone, callerOtherNS} {
 					checked++
 					allowed := ruleAllows(t, rt.rule.need, method, caller, ns)
-					status, got, body := send(&sw, caller, method, p)
+					status, got, body := send(caller, method, p)
 					switch {
 					case allowed && (status != http.StatusOK || got != pattern):
 						t.Errorf("%s %s as %s (rule %s): %d %q; want the handler", method, p, callerNames[caller], rt.rule.need, status, body)
@@ -198,7 +197,7 @@ func TestRouteTableACL(t *testing.T) {
 					case !allowed:
 						// Denied before any handler runs, on the real
 						// server as well.
-						if status, _, body := send(w, caller, method, p); status != http.StatusForbidden {
+						if status, body := w.do(caller, method, p, nil); status != http.StatusForbidden {
 							t.Errorf("%s %s as %s on the real server: %d %q; want 403", method, p, callerNames[caller], status, body)
 						}
 					}
