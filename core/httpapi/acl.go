@@ -17,25 +17,6 @@ type ACLServer interface {
 	ExchangeOneTimeToken(ctx context.Context, ottSecret string) (*structs.ACLToken, uint64, error)
 }
 
-// ACLRoutes are the ACL routes this file serves, for ACL tables: each
-// authorizes its own caller.
-var ACLRoutes = []string{
-	"PUT /v1/acl/bootstrap",
-	"POST /v1/acl/bootstrap",
-	"PUT /v1/acl/token/onetime",
-	"POST /v1/acl/token/onetime",
-	"PUT /v1/acl/token/onetime/exchange",
-	"POST /v1/acl/token/onetime/exchange",
-}
-
-func (s *HTTPServer) registerACLRoutes(mux *routeMux) {
-	handlers := []http.HandlerFunc{s.aclBootstrap, s.aclBootstrap, s.oneTimeTokenUpsert, s.oneTimeTokenUpsert,
-		s.oneTimeTokenExchange, s.oneTimeTokenExchange}
-	for i, pattern := range ACLRoutes {
-		mux.HandleFunc(pattern, handlers[i])
-	}
-}
-
 func (s *HTTPServer) aclServer(w http.ResponseWriter) (ACLServer, bool) {
 	as, ok := s.srv.(ACLServer)
 	if !ok || s.srv == nil {

@@ -24,34 +24,6 @@ type ACLCRUDServer interface {
 	ACLTokenSelf(ctx context.Context, secret string) (*structs.ACLToken, uint64, error)
 }
 
-// ACLCRUDRoutes are the policy and token routes, for the ACL table: each
-// authorizes its own caller. /v1/acl/token/self and the one-time token
-// routes are literal segments, so ServeMux prefers them to {accessor}.
-var ACLCRUDRoutes = []string{
-	"GET /v1/acl/policies",
-	"GET /v1/acl/policy/{name}",
-	"PUT /v1/acl/policy/{name}",
-	"POST /v1/acl/policy/{name}",
-	"DELETE /v1/acl/policy/{name}",
-	"GET /v1/acl/tokens",
-	"PUT /v1/acl/token",
-	"POST /v1/acl/token",
-	"GET /v1/acl/token/self",
-	"GET /v1/acl/token/{accessor}",
-	"PUT /v1/acl/token/{accessor}",
-	"POST /v1/acl/token/{accessor}",
-	"DELETE /v1/acl/token/{accessor}",
-}
-
-func (s *HTTPServer) registerACLCRUDRoutes(mux *routeMux) {
-	handlers := []http.HandlerFunc{s.aclPolicyList, s.aclPolicyGet, s.aclPolicyUpsert, s.aclPolicyUpsert, s.aclPolicyDelete,
-		s.aclTokenList, s.aclTokenCreate, s.aclTokenCreate, s.aclTokenSelf, s.aclTokenGet, s.aclTokenUpdate, s.aclTokenUpdate,
-		s.aclTokenDelete}
-	for i, pattern := range ACLCRUDRoutes {
-		mux.HandleFunc(pattern, handlers[i])
-	}
-}
-
 func (s *HTTPServer) aclCRUD(w http.ResponseWriter) (ACLCRUDServer, bool) {
 	as, ok := s.srv.(ACLCRUDServer)
 	if !ok || s.srv == nil {

@@ -30,22 +30,23 @@ type AgentPluginResponse struct {
 	Plugin   *structs.AgentPlugin `json:",omitempty"`
 }
 
-// registerPluginRoutes adds the agent's plugin endpoints. They are about
-// this agent, never forwarded to the leader.
-func (s *HTTPServer) registerPluginRoutes(mux *routeMux) {
-	mux.HandleFunc("GET /v1/agent/plugins", s.agentPlugins)
-	mux.HandleFunc("GET /v1/agent/plugin", func(w http.ResponseWriter, r *http.Request) {
-		s.agentPlugin(w, r, r.URL.Query().Get("name"))
-	})
-	mux.HandleFunc("GET /v1/agent/plugins/{name}", func(w http.ResponseWriter, r *http.Request) {
-		name := r.PathValue("name")
-		if name == "reload" { // the reload endpoint, asked with GET
-			w.Header().Set("Allow", "PUT, POST")
-			writeText(w, http.StatusMethodNotAllowed, "Method Not Allowed")
-			return
-		}
-		s.agentPlugin(w, r, name)
-	})
+// The agent's plugin endpoints are about this agent, never forwarded to
+// the leader.
+
+// agentPluginByQuery is GET /v1/agent/plugin?name=<name>.
+func (s *HTTPServer) agentPluginByQuery(w http.ResponseWriter, r *http.Request) {
+	s.agentPlugin(w, r, r.URL.Query().Get("name"))
+}
+
+// agentPluginByName is GET /v1/agent/plugins/{name}.
+func (s *HTTPServer) agentPluginByName(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if name == "reload" { // the reload endpoint, asked with GET
+		w.Header().Set("Allow", "PUT, POST")
+		writeText(w, http.StatusMethodNotAllowed, "Method Not Allowed")
+		return
+	}
+	s.agentPlugin(w, r, name)
 }
 
 func (s *HTTPServer) agentPlugins(w http.ResponseWriter, r *http.Request) {

@@ -2,8 +2,7 @@ package httpapi
 
 import (
 	"context"
-	"fmt"
-	"maps"
+	"errors"
 	"net/http"
 	"slices"
 	"strings"
@@ -14,7 +13,8 @@ import (
 
 // TokenResolver turns a request's token into its ACL. A Server that
 // implements it (or Config.Resolver) and reports ACLEnabled has every
-// request authorized by the route table below; without one ACLs are off.
+// request authorized by its route's rule (routeTable); without one ACLs
+// are off.
 type TokenResolver interface {
 	ResolveToken(secretID string) (*structs.ACLToken, *acl.ACL, error)
 	ACLEnabled() bool
@@ -31,6 +31,9 @@ type rule struct {
 	// self routes authorize their caller in their handler from the
 	// secret (ACL bootstrap, one-time tokens, token self).
 	self bool
+	// need names what the caller needs ("node:read", "namespace:read-job"),
+	// for readers of the route table and for its test.
+	need string
 	// allow decides for the caller's ACL. Routes whose namespace is only
 	// known from the object they touch (an allocation by ID, a job in a
 	// request body) allow any valid token here and check the object's
@@ -38,24 +41,57 @@ type rule struct {
 	allow func(a *acl.ACL, r *http.Request) bool
 }
 
+// check reports a rule that decides nothing (the zero rule: a route
+// entry that forgot its rule) or more than one way.
+func (rl rule) check() error {
+	ways := 0
+	for _, set := range []bool{rl.public, rl.self, rl.allow != nil} {
+		if set {
+			ways++
+		}
+	}
+	switch {
+	case ways == 0:
+		return errRouteNoRule
+	case ways > 1:
+		return errors.New("route rule is more than one of public, self and allow")
+	case rl.need == "":
+		return errors.New("route rule does not name what it needs")
+	}
+	return nil
+}
+
+// aclRule is the rule of a capability that does not depend on the request.
+func aclRule(need string, allow func(a *acl.ACL) bool) rule {
+	return rule{need: need, allow: func(a *acl.ACL, _ *http.Request) bool { return allow(a) }}
+}
+
 var (
-	public    = rule{public: true}
-	self      = rule{self: true}
-	anyToken  = rule{allow: func(*acl.ACL, *http.Request) bool { return true }}
-	mgmt      = rule{allow: func(a *acl.ACL, _ *http.Request) bool { return a.IsManagement() }}
-	nodeRead  = rule{allow: func(a *acl.ACL, _ *http.Request) bool { return a.AllowNodeRead() }}
-	nodeWrite = rule{allow: func(a *acl.ACL, _ *http.Request) bool { return a.AllowNodeWrite() }}
-	agentRead = rule{allow: func(a *acl.ACL, _ *http.Request) bool { return a.AllowAgentRead() }}
-	agentW    = rule{allow: func(a *acl.ACL, _ *http.Request) bool { return a.AllowAgentWrite() }}
-	opRead    = rule{allow: func(a *acl.ACL, _ *http.Request) bool { return a.AllowOperatorRead() }}
-	opWrite   = rule{allow: func(a *acl.ACL, _ *http.Request) bool { return a.AllowOperatorWrite() }}
+	public     = rule{public: true, need: "public"}
+	self       = rule{self: true, need: "self"}
+	anyToken   = aclRule("token", func(*acl.ACL) bool { return true })
+	mgmt       = aclRule("management", (*acl.ACL).IsManagement)
+	nodeRead   = aclRule("node:read", (*acl.ACL).AllowNodeRead)
+	nodeWrite  = aclRule("node:write", (*acl.ACL).AllowNodeWrite)
+	agentRead  = aclRule("agent:read", (*acl.ACL).AllowAgentRead)
+	agentWrite = aclRule("agent:write", (*acl.ACL).AllowAgentWrite)
+	opRead     = aclRule("operator:read", (*acl.ACL).AllowOperatorRead)
+	opWrite    = aclRule("operator:write", (*acl.ACL).AllowOperatorWrite)
+	pluginList = aclRule("plugin:list", (*acl.ACL).AllowPluginList)
+	pluginRead = aclRule("plugin:read", (*acl.ACL).AllowPluginRead)
+
+	// namespaceVisible requires any capability in the namespace named by
+	// the path's {name}.
+	namespaceVisible = rule{need: "namespace:any", allow: func(a *acl.ACL, r *http.Request) bool {
+		return a.AllowNamespace(r.PathValue("name"))
+	}}
 )
 
 // nsCap requires capability in the request's namespace (?namespace=,
 // "default" without it). A list asked for every namespace ("*") passes
 // and is filtered to the namespaces the caller has the capability in.
 func nsCap(capability string) rule {
-	return rule{allow: func(a *acl.ACL, r *http.Request) bool {
+	return rule{need: "namespace:" + capability, allow: func(a *acl.ACL, r *http.Request) bool {
 		ns := r.URL.Query().Get("namespace")
 		switch ns {
 		case "":
@@ -70,7 +106,7 @@ func nsCap(capability string) rule {
 // jobRule decides /v1/job/<id>[/<action>] by its action (see jobActions).
 // A register (PUT/POST without an action) is checked in register, against
 // the namespace of the job in the body.
-var jobRule = rule{allow: func(a *acl.ACL, r *http.Request) bool {
+var jobRule = rule{need: "job", allow: func(a *acl.ACL, r *http.Request) bool {
 	action, _ := splitJobPath(r)
 	capability := acl.NamespaceCapabilityReadJob
 	switch {
@@ -86,83 +122,6 @@ var jobRule = rule{allow: func(a *acl.ACL, r *http.Request) bool {
 	}
 	return a.AllowNamespaceOperation(namespaceOf("", r), capability)
 }}
-
-// routeRules is the authorization of every route, by its ServeMux
-// pattern. routes() refuses to register a pattern missing here, so a new
-// endpoint cannot go unchecked.
-var routeRules = map[string]rule{
-	"GET /v1/jobs":        nsCap(acl.NamespaceCapabilityListJobs),
-	"PUT /v1/jobs":        anyToken, // register checks the body's namespace
-	"POST /v1/jobs":       anyToken,
-	"PUT /v1/jobs/parse":  nsCap(acl.NamespaceCapabilityParseJob),
-	"POST /v1/jobs/parse": nsCap(acl.NamespaceCapabilityParseJob),
-	"/v1/job/":            jobRule,
-
-	"GET /v1/allocations":           nsCap(acl.NamespaceCapabilityReadJob),
-	"GET /v1/allocation/{id}":       anyToken, // the alloc's namespace, in the handler
-	"POST /v1/allocation/{id}/stop": anyToken,
-	"PUT /v1/allocation/{id}/stop":  anyToken,
-
-	"GET /v1/evaluations":                 nsCap(acl.NamespaceCapabilityReadJob),
-	"GET /v1/evaluation/{id}":             anyToken,
-	"GET /v1/evaluation/{id}/allocations": anyToken,
-
-	"GET /v1/nodes":                  nodeRead,
-	"GET /v1/node/{id}":              nodeRead,
-	"POST /v1/node/{id}/eligibility": nodeWrite,
-	"PUT /v1/node/{id}/eligibility":  nodeWrite,
-	"POST /v1/node/{id}/drain":       nodeWrite,
-	"PUT /v1/node/{id}/drain":        nodeWrite,
-	"GET /v1/client/fs/logs/{alloc}": anyToken, // read-logs in the alloc's namespace
-
-	"GET /v1/agent/self":            agentRead,
-	"PUT /v1/agent/plugins/reload":  agentW,
-	"POST /v1/agent/plugins/reload": agentW,
-	"GET /v1/agent/plugins":         agentRead,
-	"GET /v1/agent/plugin":          agentRead,
-	"GET /v1/agent/plugins/{name}":  agentRead,
-	"GET /v1/agent/members":         agentRead,
-
-	"GET /v1/status/leader": public,
-	"GET /v1/status/peers":  public,
-	"GET /v1/regions":       public,
-
-	"GET /v1/operator/raft/configuration":       opRead,
-	"DELETE /v1/operator/raft/peer":             opWrite,
-	"GET /v1/operator/scheduler/configuration":  opRead,
-	"PUT /v1/operator/scheduler/configuration":  opWrite,
-	"POST /v1/operator/scheduler/configuration": opWrite,
-	// A join token is a credential: reading one is a write's privilege.
-	"GET /v1/operator/join-token/{role}":         opWrite,
-	"PUT /v1/operator/join-token/{role}/rotate":  opWrite,
-	"POST /v1/operator/join-token/{role}/rotate": opWrite,
-
-	// Force GC deletes cluster state: management only, as in Nomad.
-	"PUT /v1/system/gc":                  mgmt,
-	"PUT /v1/system/reconcile/summaries": mgmt,
-
-	// Checked per topic and per event in the handler.
-	"GET /v1/event/stream": anyToken,
-	// Scrapers send no token; nothing in it names an object (no IDs).
-	"GET /v1/metrics": public,
-
-	"GET /v1/namespaces":          anyToken, // filtered to the caller's namespaces
-	"GET /v1/namespace/{name}":    rule{allow: func(a *acl.ACL, r *http.Request) bool { return a.AllowNamespace(r.PathValue("name")) }},
-	"PUT /v1/namespace/{name}":    mgmt,
-	"POST /v1/namespace/{name}":   mgmt,
-	"PUT /v1/namespace":           mgmt,
-	"POST /v1/namespace":          mgmt,
-	"DELETE /v1/namespace/{name}": mgmt,
-}
-
-func init() {
-	for _, p := range append(slices.Clone(ACLRoutes), ACLCRUDRoutes...) {
-		routeRules[p] = self
-	}
-	maps.Copy(routeRules, deploymentRoutes)
-	maps.Copy(routeRules, serviceRoutes)
-	maps.Copy(routeRules, scalingRoutes)
-}
 
 // aclKey carries a request's resolved ACL in its context.
 type aclKey struct{}
@@ -198,28 +157,6 @@ func filterNS[T any](items []T, nsOf func(T) string, allow func(string) bool) []
 		}
 	}
 	return out
-}
-
-// routeMux registers handlers behind their route's rule.
-type routeMux struct {
-	s        *HTTPServer
-	mux      *http.ServeMux
-	patterns []string
-}
-
-// HandleFunc registers h for pattern behind routeRules[pattern]; a pattern
-// without a rule is a programming error, caught when the server is built.
-func (m *routeMux) HandleFunc(pattern string, h http.HandlerFunc) {
-	r, ok := routeRules[pattern]
-	if !ok {
-		panic(fmt.Sprintf("httpapi: route %q has no entry in routeRules", pattern))
-	}
-	m.patterns = append(m.patterns, pattern)
-	inner := m.s.authorize(r, h)
-	m.mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		setRoute(req, pattern)
-		inner.ServeHTTP(w, req)
-	}))
 }
 
 // authorize resolves the caller's token and applies rule before next.

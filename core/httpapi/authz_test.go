@@ -147,7 +147,7 @@ func (w *aclWorld) do(caller int, method, path string, body any) (int, []byte) {
 // caller: 'x' any status but 401/403 (allowed: 2xx, or the endpoint's own
 // 400/404/5xx), '-' 403, '2' 200, '4' 404.
 type matrixCase struct {
-	pattern string // the routeRules entry it exercises
+	pattern string // the route table pattern it exercises
 	method  string
 	path    string
 	body    any
@@ -276,6 +276,7 @@ func TestACLMatrix(t *testing.T) {
 	cases = append(cases, uiMatrixCases(w, nobody)...)
 	cases = append(cases, nodePoolMatrixCases()...)
 
+	routeRules := rulesByPattern(routeTable)
 	covered := map[string]bool{}
 	for _, c := range cases {
 		if _, ok := routeRules[c.pattern]; !ok {

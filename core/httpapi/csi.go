@@ -23,57 +23,6 @@ type CSIServer interface {
 	DetachCSIVolume(ctx context.Context, ns, id, nodeID string) (uint64, error)
 }
 
-// CSIRoutes are the CSI volume and plugin routes, as in Nomad: volumes
-// need the csi-* capabilities of their namespace, plugins the plugin
-// policy.
-var CSIRoutes = []string{
-	"GET /v1/volumes",
-	"PUT /v1/volumes",
-	"POST /v1/volumes",
-	"GET /v1/volume/csi/{id}",
-	"PUT /v1/volume/csi/{id}",
-	"POST /v1/volume/csi/{id}",
-	"DELETE /v1/volume/csi/{id}",
-	"GET /v1/plugins",
-	"GET /v1/plugin/csi/{id}",
-	"PUT /v1/volume/csi/{id}/create",
-	"POST /v1/volume/csi/{id}/create",
-	"DELETE /v1/volume/csi/{id}/delete",
-	"DELETE /v1/volume/csi/{id}/detach",
-}
-
-var (
-	pluginList = rule{allow: func(a *acl.ACL, _ *http.Request) bool { return a.AllowPluginList() }}
-	pluginRead = rule{allow: func(a *acl.ACL, _ *http.Request) bool { return a.AllowPluginRead() }}
-)
-
-func init() {
-	rules := []rule{
-		nsCap(acl.NamespaceCapabilityCSIListVolume),
-		anyToken, anyToken, // register: the body's namespaces, in the handler
-		nsCap(acl.NamespaceCapabilityCSIReadVolume),
-		anyToken, anyToken,
-		nsCap(acl.NamespaceCapabilityCSIWriteVolume),
-		pluginList,
-		pluginRead,
-		anyToken, anyToken, // create: the body's namespaces, in the handler
-		nsCap(acl.NamespaceCapabilityCSIWriteVolume),
-		nsCap(acl.NamespaceCapabilityCSIWriteVolume),
-	}
-	for i, p := range CSIRoutes {
-		routeRules[p] = rules[i]
-	}
-}
-
-func (s *HTTPServer) registerCSIRoutes(mux *routeMux) {
-	handlers := []http.HandlerFunc{s.volumeList, s.volumesRegister, s.volumesRegister,
-		s.volumeGet, s.volumeRegister, s.volumeRegister, s.volumeDeregister,
-		s.pluginList, s.pluginGet, s.volumeCreate, s.volumeCreate, s.volumeDelete, s.volumeDetach}
-	for i, pattern := range CSIRoutes {
-		mux.HandleFunc(pattern, handlers[i])
-	}
-}
-
 // volumeList is GET /v1/volumes?type=csi[&prefix=&plugin_id=&node_id=].
 // Without a type, or for host volumes (which drover does not have), the
 // list is empty, as in Nomad.

@@ -30,39 +30,6 @@ type deploymentReader interface {
 	AllocsByDeployment(ws memdb.WatchSet, d *structs.Deployment) ([]*structs.Allocation, error)
 }
 
-// deploymentRoutes are the deployment endpoints with their authorization:
-// reads need read-job and writes submit-job in the deployment's namespace,
-// checked in the handler once the deployment is read.
-var deploymentRoutes = map[string]rule{
-	"GET /v1/deployments":                        nsCap(acl.NamespaceCapabilityReadJob),
-	"GET /v1/deployment/{id}":                    anyToken,
-	"GET /v1/deployment/allocations/{id}":        anyToken,
-	"POST /v1/deployment/promote/{id}":           anyToken,
-	"PUT /v1/deployment/promote/{id}":            anyToken,
-	"POST /v1/deployment/fail/{id}":              anyToken,
-	"PUT /v1/deployment/fail/{id}":               anyToken,
-	"POST /v1/deployment/pause/{id}":             anyToken,
-	"PUT /v1/deployment/pause/{id}":              anyToken,
-	"POST /v1/deployment/allocation-health/{id}": anyToken,
-	"PUT /v1/deployment/allocation-health/{id}":  anyToken,
-}
-
-func (s *HTTPServer) deploymentHandlers() map[string]http.HandlerFunc {
-	return map[string]http.HandlerFunc{
-		"GET /v1/deployments":                        s.deploymentList,
-		"GET /v1/deployment/{id}":                    s.deploymentGet,
-		"GET /v1/deployment/allocations/{id}":        s.deploymentAllocs,
-		"POST /v1/deployment/promote/{id}":           s.deploymentPromote,
-		"PUT /v1/deployment/promote/{id}":            s.deploymentPromote,
-		"POST /v1/deployment/fail/{id}":              s.deploymentFail,
-		"PUT /v1/deployment/fail/{id}":               s.deploymentFail,
-		"POST /v1/deployment/pause/{id}":             s.deploymentPause,
-		"PUT /v1/deployment/pause/{id}":              s.deploymentPause,
-		"POST /v1/deployment/allocation-health/{id}": s.deploymentAllocHealth,
-		"PUT /v1/deployment/allocation-health/{id}":  s.deploymentAllocHealth,
-	}
-}
-
 func deploymentNS(d *structs.Deployment) string { return d.Namespace }
 
 // byNewest orders deployments newest first, as Nomad lists them.

@@ -23,10 +23,6 @@ const (
 	eventWriteTimeout     = 30 * time.Second
 )
 
-func (s *HTTPServer) registerEventRoutes(mux *routeMux) {
-	mux.HandleFunc("GET /v1/event/stream", s.eventStream)
-}
-
 // eventTopicAllowed is the capability a topic needs in namespace ns (as
 // Nomad's table: job topics read-job, Node node:read, the rest management;
 // drover adds csi-read-volume for CSIVolume, plugin:read for CSIPlugin

@@ -18,20 +18,6 @@ type JoinTokenResponse struct {
 	Token string
 }
 
-// JoinTokenRoutes are the join-token routes, for ACL tables: both reveal
-// a secret and are operator-write.
-var JoinTokenRoutes = []string{
-	"GET /v1/operator/join-token/{role}",
-	"PUT /v1/operator/join-token/{role}/rotate",
-}
-
-// registerJoinTokenRoutes adds the join-token routes.
-func (s *HTTPServer) registerJoinTokenRoutes(mux *routeMux) {
-	mux.HandleFunc(JoinTokenRoutes[0], s.joinTokenGet)
-	mux.HandleFunc(JoinTokenRoutes[1], s.joinTokenRotate)
-	mux.HandleFunc("POST /v1/operator/join-token/{role}/rotate", s.joinTokenRotate)
-}
-
 func (s *HTTPServer) joinTokens(w http.ResponseWriter) (JoinTokens, bool) {
 	jt, ok := s.srv.(JoinTokens)
 	if !ok || s.srv == nil {

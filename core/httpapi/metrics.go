@@ -12,10 +12,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 )
 
-func (s *HTTPServer) registerMetricsRoutes(mux *routeMux) {
-	mux.HandleFunc("GET /v1/metrics", s.metricsGet)
-}
-
 // metricsGet serves GET /v1/metrics: a JSON summary as Nomad's (Gauges,
 // Counters, Samples), or with ?format=prometheus the Prometheus text
 // format, which, as in Nomad, needs telemetry { prometheus_metrics = true }

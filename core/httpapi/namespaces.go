@@ -17,27 +17,6 @@ type NamespaceServer interface {
 	DeleteNamespace(ctx context.Context, name string) (uint64, error)
 }
 
-// NamespaceRoutes are the namespace routes, for ACL tables: reads need the
-// namespace's read capability (a list shows only those), writes a
-// management token, as in Nomad.
-var NamespaceRoutes = []string{
-	"GET /v1/namespaces",
-	"GET /v1/namespace/{name}",
-	"PUT /v1/namespace/{name}",
-	"POST /v1/namespace/{name}",
-	"PUT /v1/namespace",
-	"POST /v1/namespace",
-	"DELETE /v1/namespace/{name}",
-}
-
-func (s *HTTPServer) registerNamespaceRoutes(mux *routeMux) {
-	handlers := []http.HandlerFunc{s.namespaceList, s.namespaceGet, s.namespaceUpsert, s.namespaceUpsert,
-		s.namespaceUpsert, s.namespaceUpsert, s.namespaceDelete}
-	for i, pattern := range NamespaceRoutes {
-		mux.HandleFunc(pattern, handlers[i])
-	}
-}
-
 func (s *HTTPServer) namespaceList(w http.ResponseWriter, r *http.Request) {
 	readList(s, w, r, state.TableNamespaces, func(ns []*structs.Namespace) any {
 		sort.Slice(ns, func(i, j int) bool { return ns[i].Name < ns[j].Name })

@@ -26,39 +26,6 @@ type nodePoolReader interface {
 	JobsByNodePool(ws memdb.WatchSet, ns, pool string) ([]*structs.Job, error)
 }
 
-// nodePoolRoutes authorize as Nomad maps node pools without node_pool
-// policies: reads need node read, writes node write. The jobs of a pool
-// are further filtered to the namespaces the caller may list jobs in.
-//
-// GET /v1/node/pool/{name} would overlap GET /v1/node/{id}/allocations
-// (both match /v1/node/pool/allocations and neither is more specific), so
-// one pattern serves both: nodeSub dispatches on the first segment.
-var nodePoolRoutes = map[string]rule{
-	"GET /v1/node/pools":             nodeRead,
-	"PUT /v1/node/pools":             nodeWrite,
-	"POST /v1/node/pools":            nodeWrite,
-	"GET /v1/node/{id}/{sub}":        nodeRead, // a pool, or a node's allocations
-	"DELETE /v1/node/pool/{name}":    nodeWrite,
-	"GET /v1/node/pool/{name}/nodes": nodeRead,
-	"GET /v1/node/pool/{name}/jobs":  nodeRead, // and list-jobs per namespace
-}
-
-func init() {
-	for p, r := range nodePoolRoutes {
-		routeRules[p] = r
-	}
-}
-
-func (s *HTTPServer) registerNodePoolRoutes(mux *routeMux) {
-	mux.HandleFunc("GET /v1/node/pools", s.nodePoolList)
-	mux.HandleFunc("PUT /v1/node/pools", s.nodePoolUpsert)
-	mux.HandleFunc("POST /v1/node/pools", s.nodePoolUpsert)
-	mux.HandleFunc("GET /v1/node/{id}/{sub}", s.nodeSub)
-	mux.HandleFunc("DELETE /v1/node/pool/{name}", s.nodePoolDelete)
-	mux.HandleFunc("GET /v1/node/pool/{name}/nodes", s.nodePoolNodes)
-	mux.HandleFunc("GET /v1/node/pool/{name}/jobs", s.nodePoolJobs)
-}
-
 // nodeSub serves GET /v1/node/pool/{name} and GET /v1/node/{id}/allocations.
 func (s *HTTPServer) nodeSub(w http.ResponseWriter, r *http.Request) {
 	switch {

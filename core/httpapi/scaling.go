@@ -20,18 +20,6 @@ import (
 // disabled, as Nomad disables it. The children of periodic and
 // parameterized jobs carry their parent's policy and are not listed.
 
-var scalingRoutes = map[string]rule{
-	"GET /v1/scaling/policies":    nsCap(acl.NamespaceCapabilityListScalingPolicies),
-	"GET /v1/scaling/policy/{id}": nsCap(acl.NamespaceCapabilityReadScalingPolicy),
-}
-
-func (s *HTTPServer) scalingHandlers() map[string]http.HandlerFunc {
-	return map[string]http.HandlerFunc{
-		"GET /v1/scaling/policies":    s.scalingPolicyList,
-		"GET /v1/scaling/policy/{id}": s.scalingPolicyGet,
-	}
-}
-
 // scalingPolicyStub is Nomad's ScalingPolicyListStub.
 type scalingPolicyStub struct {
 	ID          string

@@ -146,8 +146,10 @@ type HTTPServer struct {
 	handler         http.Handler
 	// resolver is Config.Resolver (or the Server's); nil: ACLs off.
 	resolver TokenResolver
-	// patterns are the registered routes, for the ACL table's test.
+	// patterns are the registered ServeMux patterns, for the ACL tests.
 	patterns []string
+	// ui serves the web UI (/ui/).
+	ui http.Handler
 	// query runs blocking reads; a field so that it is built once from the
 	// state store and so that the read path has a single seam.
 	query queryFunc
@@ -210,7 +212,8 @@ func New(cfg Config) *HTTPServer {
 	}
 	s.stopping, s.stop = context.WithCancel(context.Background())
 	s.query = storeQuery(cfg.Server)
-	s.handler = s.routes()
+	s.ui = s.uiHandler()
+	s.handler = s.routes(routeTable)
 	return s
 }
 
@@ -258,76 +261,6 @@ func (s *HTTPServer) Shutdown(ctx context.Context) error {
 		_ = hs.Close()
 	}
 	return err
-}
-
-func (s *HTTPServer) routes() http.Handler {
-	mux := &routeMux{s: s, mux: http.NewServeMux()}
-
-	mux.HandleFunc("GET /v1/jobs", s.jobList)
-	mux.HandleFunc("PUT /v1/jobs", s.jobRegister)
-	mux.HandleFunc("POST /v1/jobs", s.jobRegister)
-	mux.HandleFunc("PUT /v1/jobs/parse", s.jobParse)
-	mux.HandleFunc("POST /v1/jobs/parse", s.jobParse)
-	// Job IDs may contain slashes (periodic and dispatched children), so
-	// /v1/job/ is routed by suffix rather than by pattern.
-	mux.HandleFunc("/v1/job/", s.jobRoute)
-
-	for pattern, h := range s.deploymentHandlers() {
-		mux.HandleFunc(pattern, h)
-	}
-	for pattern, h := range s.serviceHandlers() {
-		mux.HandleFunc(pattern, h)
-	}
-	for pattern, h := range s.scalingHandlers() {
-		mux.HandleFunc(pattern, h)
-	}
-
-	mux.HandleFunc("GET /v1/allocations", s.allocList)
-	mux.HandleFunc("GET /v1/allocation/{id}", s.allocGet)
-	mux.HandleFunc("POST /v1/allocation/{id}/stop", s.allocStop)
-	mux.HandleFunc("PUT /v1/allocation/{id}/stop", s.allocStop)
-
-	mux.HandleFunc("GET /v1/evaluations", s.evalList)
-	mux.HandleFunc("GET /v1/evaluation/{id}", s.evalGet)
-	mux.HandleFunc("GET /v1/evaluation/{id}/allocations", s.evalAllocs)
-
-	mux.HandleFunc("GET /v1/nodes", s.nodeList)
-	mux.HandleFunc("GET /v1/node/{id}", s.nodeGet)
-	mux.HandleFunc("POST /v1/node/{id}/eligibility", s.nodeEligibility)
-	mux.HandleFunc("PUT /v1/node/{id}/eligibility", s.nodeEligibility)
-	mux.HandleFunc("POST /v1/node/{id}/drain", s.nodeDrain)
-	mux.HandleFunc("PUT /v1/node/{id}/drain", s.nodeDrain)
-
-	mux.HandleFunc("GET /v1/client/fs/logs/{alloc}", s.allocLogs)
-
-	mux.HandleFunc("GET /v1/agent/self", s.agentSelf)
-	mux.HandleFunc("PUT /v1/agent/plugins/reload", s.agentReloadPlugins)
-	mux.HandleFunc("POST /v1/agent/plugins/reload", s.agentReloadPlugins)
-	s.registerPluginRoutes(mux)
-	s.registerACLRoutes(mux)
-	s.registerACLCRUDRoutes(mux)
-	s.registerNamespaceRoutes(mux)
-	s.registerNodePoolRoutes(mux)
-	s.registerCSIRoutes(mux)
-	s.registerEventRoutes(mux)
-	s.registerMetricsRoutes(mux)
-	mux.HandleFunc("GET /v1/status/leader", s.statusLeader)
-	mux.HandleFunc("GET /v1/status/peers", s.statusPeers)
-	mux.HandleFunc("GET /v1/regions", s.regions)
-	mux.HandleFunc("GET /v1/agent/members", s.agentMembers)
-	mux.HandleFunc("GET /v1/operator/raft/configuration", s.raftConfiguration)
-	mux.HandleFunc("DELETE /v1/operator/raft/peer", s.raftRemovePeer)
-	s.registerJoinTokenRoutes(mux)
-	uiH := s.uiHandler()
-	mux.HandleFunc("/ui/", uiH.ServeHTTP)
-	mux.HandleFunc("GET /v1/operator/scheduler/configuration", s.schedulerConfigGet)
-	mux.HandleFunc("PUT /v1/operator/scheduler/configuration", s.schedulerConfigSet)
-	mux.HandleFunc("POST /v1/operator/scheduler/configuration", s.schedulerConfigSet)
-	mux.HandleFunc("PUT /v1/system/gc", s.systemGC)
-	mux.HandleFunc("PUT /v1/system/reconcile/summaries", s.systemReconcileSummaries)
-
-	s.patterns = mux.patterns
-	return s.logRequests(limitBody(s.maxBody, s.leaderReads(mux.mux)))
 }
 
 // logRequests logs every request at debug level, and failures at warn.

@@ -25,23 +25,6 @@ type serviceReader interface {
 	ServiceRegistrationsByName(ws memdb.WatchSet, ns, name string) ([]*structs.ServiceRegistration, error)
 }
 
-// serviceRoutes are the service endpoints with their authorization, as
-// Nomad's: read-job in the namespace to read, submit-job to delete (a
-// list of every namespace is filtered to those the caller may read).
-var serviceRoutes = map[string]rule{
-	"GET /v1/services":               nsCap(acl.NamespaceCapabilityReadJob),
-	"GET /v1/service/{name}":         nsCap(acl.NamespaceCapabilityReadJob),
-	"DELETE /v1/service/{name}/{id}": nsCap(acl.NamespaceCapabilitySubmitJob),
-}
-
-func (s *HTTPServer) serviceHandlers() map[string]http.HandlerFunc {
-	return map[string]http.HandlerFunc{
-		"GET /v1/services":               s.serviceList,
-		"GET /v1/service/{name}":         s.serviceGet,
-		"DELETE /v1/service/{name}/{id}": s.serviceDelete,
-	}
-}
-
 // serviceStub and serviceListStub are Nomad's ServiceRegistrationStub and
 // ServiceRegistrationListStub: the services of a namespace with the union
 // of their registrations' tags.

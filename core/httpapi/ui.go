@@ -15,9 +15,8 @@ import (
 	"github.com/drover-org/drover/core/ui"
 )
 
-// The web UI authorizes each page itself, with this server's resolver and
-// the same header parsing as the API (plus its cookie).
-func init() { routeRules["/ui/"] = self }
+// serveUI serves /ui/ with the UI that New built.
+func (s *HTTPServer) serveUI(w http.ResponseWriter, r *http.Request) { s.ui.ServeHTTP(w, r) }
 
 // uiHandler builds the web UI over this server's state store, token
 // resolver, Raft configuration, writes and plugins.

@@ -1,0 +1,236 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/drover-org/drover/core/acl"
+)
+
+// handler serves one route. It is a method expression of HTTPServer
+// ((*HTTPServer).jobList), so that the route table is a plain value that
+// names each route's handler.
+type handler func(s *HTTPServer, w http.ResponseWriter, r *http.Request)
+
+// route is one entry of the route table: everything the API knows about
+// an endpoint. Entries are written as unkeyed literals, so the compiler
+// refuses one that leaves out its rule or its handler; checkRoutes refuses
+// a zero rule or a nil handler when the server is built.
+type route struct {
+	// methods are the HTTP methods served, separated by spaces; each is
+	// registered as its own ServeMux pattern ("PUT /v1/jobs"), which is
+	// also the route's name in request metrics. Empty serves every method
+	// (the handler answers 405 itself).
+	methods string
+	// path is the ServeMux path pattern.
+	path string
+	// rule authorizes the caller before handle runs (authorize).
+	rule   rule
+	handle handler
+}
+
+// patterns are the ServeMux patterns of the entry, one per method.
+func (rt route) patterns() []string {
+	if rt.methods == "" {
+		return []string{rt.path}
+	}
+	var out []string
+	for _, m := range strings.Fields(rt.methods) {
+		out = append(out, m+" "+rt.path)
+	}
+	return out
+}
+
+// routeTable is every route of the API. routes() registers exactly these
+// and nothing else, each behind its own rule.
+var routeTable = []route{
+	// Jobs. Job IDs may contain slashes (periodic and dispatched
+	// children), so /v1/job/ is routed by suffix (jobActions, which also
+	// name each action's capabilities) rather than by pattern.
+	{"GET", "/v1/jobs", nsCap(acl.NamespaceCapabilityListJobs), (*HTTPServer).jobList},
+	{"PUT POST", "/v1/jobs", anyToken, (*HTTPServer).jobRegister}, // register checks the body's namespace
+	{"PUT POST", "/v1/jobs/parse", nsCap(acl.NamespaceCapabilityParseJob), (*HTTPServer).jobParse},
+	{"", "/v1/job/", jobRule, (*HTTPServer).jobRoute},
+
+	// Deployments: reads need read-job and writes submit-job in the
+	// deployment's namespace, checked in the handler once it is read.
+	{"GET", "/v1/deployments", nsCap(acl.NamespaceCapabilityReadJob), (*HTTPServer).deploymentList},
+	{"GET", "/v1/deployment/{id}", anyToken, (*HTTPServer).deploymentGet},
+	{"GET", "/v1/deployment/allocations/{id}", anyToken, (*HTTPServer).deploymentAllocs},
+	{"POST PUT", "/v1/deployment/promote/{id}", anyToken, (*HTTPServer).deploymentPromote},
+	{"POST PUT", "/v1/deployment/fail/{id}", anyToken, (*HTTPServer).deploymentFail},
+	{"POST PUT", "/v1/deployment/pause/{id}", anyToken, (*HTTPServer).deploymentPause},
+	{"POST PUT", "/v1/deployment/allocation-health/{id}", anyToken, (*HTTPServer).deploymentAllocHealth},
+
+	// Services, as Nomad's: read-job in the namespace to read, submit-job
+	// to delete (a list of every namespace is filtered to those the
+	// caller may read).
+	{"GET", "/v1/services", nsCap(acl.NamespaceCapabilityReadJob), (*HTTPServer).serviceList},
+	{"GET", "/v1/service/{name}", nsCap(acl.NamespaceCapabilityReadJob), (*HTTPServer).serviceGet},
+	{"DELETE", "/v1/service/{name}/{id}", nsCap(acl.NamespaceCapabilitySubmitJob), (*HTTPServer).serviceDelete},
+
+	// Scaling policies.
+	{"GET", "/v1/scaling/policies", nsCap(acl.NamespaceCapabilityListScalingPolicies), (*HTTPServer).scalingPolicyList},
+	{"GET", "/v1/scaling/policy/{id}", nsCap(acl.NamespaceCapabilityReadScalingPolicy), (*HTTPServer).scalingPolicyGet},
+
+	// Allocations and evaluations by ID: their namespace is known once
+	// they are read, and checked in the handler.
+	{"GET", "/v1/allocations", nsCap(acl.NamespaceCapabilityReadJob), (*HTTPServer).allocList},
+	{"GET", "/v1/allocation/{id}", anyToken, (*HTTPServer).allocGet},
+	{"POST PUT", "/v1/allocation/{id}/stop", anyToken, (*HTTPServer).allocStop},
+	{"GET", "/v1/evaluations", nsCap(acl.NamespaceCapabilityReadJob), (*HTTPServer).evalList},
+	{"GET", "/v1/evaluation/{id}", anyToken, (*HTTPServer).evalGet},
+	{"GET", "/v1/evaluation/{id}/allocations", anyToken, (*HTTPServer).evalAllocs},
+
+	// Nodes, and node pools as Nomad authorizes them without node_pool
+	// policies: reads need node read, writes node write; the jobs of a
+	// pool are further filtered to the namespaces the caller may list
+	// jobs in. GET /v1/node/pool/{name} would overlap GET
+	// /v1/node/{id}/allocations (both match /v1/node/pool/allocations and
+	// neither is more specific), so one pattern serves both (nodeSub).
+	{"GET", "/v1/nodes", nodeRead, (*HTTPServer).nodeList},
+	{"GET", "/v1/node/{id}", nodeRead, (*HTTPServer).nodeGet},
+	{"POST PUT", "/v1/node/{id}/eligibility", nodeWrite, (*HTTPServer).nodeEligibility},
+	{"POST PUT", "/v1/node/{id}/drain", nodeWrite, (*HTTPServer).nodeDrain},
+	{"GET", "/v1/node/pools", nodeRead, (*HTTPServer).nodePoolList},
+	{"PUT POST", "/v1/node/pools", nodeWrite, (*HTTPServer).nodePoolUpsert},
+	{"GET", "/v1/node/{id}/{sub}", nodeRead, (*HTTPServer).nodeSub}, // a pool, or a node's allocations
+	{"DELETE", "/v1/node/pool/{name}", nodeWrite, (*HTTPServer).nodePoolDelete},
+	{"GET", "/v1/node/pool/{name}/nodes", nodeRead, (*HTTPServer).nodePoolNodes},
+	{"GET", "/v1/node/pool/{name}/jobs", nodeRead, (*HTTPServer).nodePoolJobs},
+
+	// read-logs in the allocation's namespace, checked in the handler.
+	{"GET", "/v1/client/fs/logs/{alloc}", anyToken, (*HTTPServer).allocLogs},
+
+	// This agent: never forwarded to the leader.
+	{"GET", "/v1/agent/self", agentRead, (*HTTPServer).agentSelf},
+	{"PUT POST", "/v1/agent/plugins/reload", agentWrite, (*HTTPServer).agentReloadPlugins},
+	{"GET", "/v1/agent/plugins", agentRead, (*HTTPServer).agentPlugins},
+	{"GET", "/v1/agent/plugin", agentRead, (*HTTPServer).agentPluginByQuery},
+	{"GET", "/v1/agent/plugins/{name}", agentRead, (*HTTPServer).agentPluginByName},
+	{"GET", "/v1/agent/members", agentRead, (*HTTPServer).agentMembers},
+
+	// The ACL bootstrap and one-time tokens, policies and tokens: each
+	// server method authorizes its caller from the secret it is given.
+	// /v1/acl/token/self and the one-time token routes are literal
+	// segments, so ServeMux prefers them to {accessor}.
+	{"PUT POST", "/v1/acl/bootstrap", self, (*HTTPServer).aclBootstrap},
+	{"PUT POST", "/v1/acl/token/onetime", self, (*HTTPServer).oneTimeTokenUpsert},
+	{"PUT POST", "/v1/acl/token/onetime/exchange", self, (*HTTPServer).oneTimeTokenExchange},
+	{"GET", "/v1/acl/policies", self, (*HTTPServer).aclPolicyList},
+	{"GET", "/v1/acl/policy/{name}", self, (*HTTPServer).aclPolicyGet},
+	{"PUT POST", "/v1/acl/policy/{name}", self, (*HTTPServer).aclPolicyUpsert},
+	{"DELETE", "/v1/acl/policy/{name}", self, (*HTTPServer).aclPolicyDelete},
+	{"GET", "/v1/acl/tokens", self, (*HTTPServer).aclTokenList},
+	{"PUT POST", "/v1/acl/token", self, (*HTTPServer).aclTokenCreate},
+	{"GET", "/v1/acl/token/self", self, (*HTTPServer).aclTokenSelf},
+	{"GET", "/v1/acl/token/{accessor}", self, (*HTTPServer).aclTokenGet},
+	{"PUT POST", "/v1/acl/token/{accessor}", self, (*HTTPServer).aclTokenUpdate},
+	{"DELETE", "/v1/acl/token/{accessor}", self, (*HTTPServer).aclTokenDelete},
+
+	// Namespaces: reads need the namespace's read capability (a list
+	// shows only those), writes a management token, as in Nomad.
+	{"GET", "/v1/namespaces", anyToken, (*HTTPServer).namespaceList}, // filtered to the caller's namespaces
+	{"GET", "/v1/namespace/{name}", namespaceVisible, (*HTTPServer).namespaceGet},
+	{"PUT POST", "/v1/namespace/{name}", mgmt, (*HTTPServer).namespaceUpsert},
+	{"PUT POST", "/v1/namespace", mgmt, (*HTTPServer).namespaceUpsert},
+	{"DELETE", "/v1/namespace/{name}", mgmt, (*HTTPServer).namespaceDelete},
+
+	// CSI volumes need the csi-* capabilities of their namespace, plugins
+	// the plugin policy, as in Nomad. A register or create checks the
+	// namespaces of the body's volumes in the handler.
+	{"GET", "/v1/volumes", nsCap(acl.NamespaceCapabilityCSIListVolume), (*HTTPServer).volumeList},
+	{"PUT POST", "/v1/volumes", anyToken, (*HTTPServer).volumesRegister},
+	{"GET", "/v1/volume/csi/{id}", nsCap(acl.NamespaceCapabilityCSIReadVolume), (*HTTPServer).volumeGet},
+	{"PUT POST", "/v1/volume/csi/{id}", anyToken, (*HTTPServer).volumeRegister},
+	{"DELETE", "/v1/volume/csi/{id}", nsCap(acl.NamespaceCapabilityCSIWriteVolume), (*HTTPServer).volumeDeregister},
+	{"PUT POST", "/v1/volume/csi/{id}/create", anyToken, (*HTTPServer).volumeCreate},
+	{"DELETE", "/v1/volume/csi/{id}/delete", nsCap(acl.NamespaceCapabilityCSIWriteVolume), (*HTTPServer).volumeDelete},
+	{"DELETE", "/v1/volume/csi/{id}/detach", nsCap(acl.NamespaceCapabilityCSIWriteVolume), (*HTTPServer).volumeDetach},
+	{"GET", "/v1/plugins", pluginList, (*HTTPServer).pluginList},
+	{"GET", "/v1/plugin/csi/{id}", pluginRead, (*HTTPServer).pluginGet},
+
+	// Checked per topic and per event in the handler.
+	{"GET", "/v1/event/stream", anyToken, (*HTTPServer).eventStream},
+	// Scrapers send no token; nothing in it names an object (no IDs).
+	{"GET", "/v1/metrics", public, (*HTTPServer).metricsGet},
+
+	{"GET", "/v1/status/leader", public, (*HTTPServer).statusLeader},
+	{"GET", "/v1/status/peers", public, (*HTTPServer).statusPeers},
+	{"GET", "/v1/regions", public, (*HTTPServer).regions},
+
+	{"GET", "/v1/operator/raft/configuration", opRead, (*HTTPServer).raftConfiguration},
+	{"DELETE", "/v1/operator/raft/peer", opWrite, (*HTTPServer).raftRemovePeer},
+	{"GET", "/v1/operator/scheduler/configuration", opRead, (*HTTPServer).schedulerConfigGet},
+	{"PUT POST", "/v1/operator/scheduler/configuration", opWrite, (*HTTPServer).schedulerConfigSet},
+	// A join token is a credential: reading one is a write's privilege.
+	{"GET", "/v1/operator/join-token/{role}", opWrite, (*HTTPServer).joinTokenGet},
+	{"PUT POST", "/v1/operator/join-token/{role}/rotate", opWrite, (*HTTPServer).joinTokenRotate},
+
+	// Force GC deletes cluster state: management only, as in Nomad.
+	{"PUT", "/v1/system/gc", mgmt, (*HTTPServer).systemGC},
+	{"PUT", "/v1/system/reconcile/summaries", mgmt, (*HTTPServer).systemReconcileSummaries},
+
+	// The web UI authorizes each page itself, with this server's resolver
+	// and the same header parsing as the API (plus its cookie).
+	{"", "/ui/", self, (*HTTPServer).serveUI},
+}
+
+// errRouteNoRule is the kind of a table entry without an ACL rule.
+var errRouteNoRule = errors.New("route has no ACL rule")
+
+// checkRoutes refuses a table with an entry that has no rule, no handler,
+// no path or an unknown method, or with a pattern served twice.
+func checkRoutes(table []route) error {
+	seen := map[string]bool{}
+	for _, rt := range table {
+		name := strings.TrimSpace(rt.methods + " " + rt.path)
+		if err := rt.rule.check(); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		if rt.handle == nil {
+			return fmt.Errorf("%s: route has no handler", name)
+		}
+		if !strings.HasPrefix(rt.path, "/") {
+			return fmt.Errorf("%s: path must start with /", name)
+		}
+		for _, m := range strings.Fields(rt.methods) {
+			switch m {
+			case http.MethodGet, http.MethodPut, http.MethodPost, http.MethodDelete:
+			default:
+				return fmt.Errorf("%s: unexpected method %q", name, m)
+			}
+		}
+		for _, p := range rt.patterns() {
+			if seen[p] {
+				return fmt.Errorf("%s: pattern %q is in the route table twice", name, p)
+			}
+			seen[p] = true
+		}
+	}
+	return nil
+}
+
+// routes builds the API's handler from table: every method of every entry
+// is a ServeMux pattern behind the entry's rule. A bad table is a
+// programming error, caught when the server is built.
+func (s *HTTPServer) routes(table []route) http.Handler {
+	if err := checkRoutes(table); err != nil {
+		panic("httpapi: " + err.Error())
+	}
+	mux := http.NewServeMux()
+	s.patterns = nil
+	for _, rt := range table {
+		inner := s.authorize(rt.rule, func(w http.ResponseWriter, r *http.Request) { rt.handle(s, w, r) })
+		for _, pattern := range rt.patterns() {
+			s.patterns = append(s.patterns, pattern)
+			mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				setRoute(r, pattern)
+				inner.ServeHTTP(w, r)
+			}))
+		}
+	}
+	return s.logRequests(limitBody(s.maxBody, s.leaderReads(mux)))
+}
