@@ -35,8 +35,9 @@ package evalbroker
 //	enable | disable
 //	state
 //	    every eval the broker holds, by where it is (ready queues in
-//	    delivery order), the job slots, re-enqueues waiting for an ack,
-//	    cancelable evals and idleness
+//	    delivery order), the job slots ("ns/job=E": E holds the job's
+//	    slot; "ns/job<-E": E waits for it), re-enqueues waiting for an
+//	    ack, cancelable evals and idleness
 //	stats
 //	    Stats()
 
