@@ -20,6 +20,8 @@ package evalbroker
 //	enqueue-all ids=(ID,...) [same options, applied to each]
 //	dequeue types=(T,...)
 //	    a non-blocking Dequeue: the delivered eval and its token, or "none ready"
+//	dequeue-func admit=(T,...)
+//	    DequeueFunc admitting the listed types, without blocking
 //	wait-dequeue name=W types=(T,...)
 //	    a Dequeue that blocks in a goroutine (waits until the broker counts it)
 //	result name=W
@@ -176,6 +178,24 @@ func (h *ddBroker) run(t *testing.T, d *datadriven.TestData) string {
 		var types []string
 		d.MaybeScanArgs(t, "types", &types)
 		ev, token, err := h.tryDequeue(types)
+		return h.delivered(ev, token, err)
+	case "dequeue-func":
+		var admit []string
+		d.ScanArgs(t, "admit", &admit)
+		ok := func(typ string) bool { return slices.Contains(admit, typ) }
+		// DequeueFunc blocks when nothing admissible is ready: look first
+		// (the script is the only caller).
+		h.b.mu.Lock()
+		ready := false
+		for typ, hp := range h.b.ready {
+			ready = ready || (typ != FailedQueue && hp.Len() > 0 && ok(typ))
+		}
+		enabled := h.b.enabled
+		h.b.mu.Unlock()
+		if enabled && !ready {
+			return "none ready\n"
+		}
+		ev, token, err := h.b.DequeueFunc(context.Background(), ok)
 		return h.delivered(ev, token, err)
 	case "wait-dequeue":
 		var name string
