@@ -68,27 +68,38 @@ func Decide(d *structs.Deployment, job *structs.Job, now time.Time, healthChange
 	case d.Status != structs.DeploymentStatusRunning:
 		return Decision{} // paused (or pending/blocked): the operator's
 	}
-	revert := false
+	// A failure reverts the job when a group that failed asks for
+	// auto_revert, as in Nomad: the groups with unhealthy allocations or,
+	// once a deadline passed, every group not done yet. A finished group's
+	// setting does not count.
+	failed, revert := false, false
 	for _, st := range d.TaskGroups {
-		revert = revert || st.AutoRevert
-	}
-	for _, name := range d.SortedGroups() {
-		if d.TaskGroups[name].UnhealthyAllocs > 0 {
-			return Decision{Action: Fail, Description: structs.DeploymentStatusDescriptionFailedAllocations, AutoRevert: revert}
+		if st.UnhealthyAllocs > 0 {
+			failed, revert = true, revert || st.AutoRevert
 		}
 	}
+	if failed {
+		return Decision{Action: Fail, Description: structs.DeploymentStatusDescriptionFailedAllocations, AutoRevert: revert}
+	}
 	var next time.Time
-	for _, name := range d.SortedGroups() {
-		st := d.TaskGroups[name]
-		if st.RequireProgressBy.IsZero() || groupDone(st) || awaitingPromotion(st) {
+	for _, st := range d.TaskGroups {
+		if groupDone(st) || awaitingPromotion(st) {
+			continue
+		}
+		revert = revert || st.AutoRevert
+		if st.RequireProgressBy.IsZero() {
 			continue
 		}
 		if !now.Before(st.RequireProgressBy) {
-			return Decision{Action: Fail, Description: structs.DeploymentStatusDescriptionProgressDeadline, AutoRevert: revert}
+			failed = true
+			continue
 		}
 		if next.IsZero() || st.RequireProgressBy.Before(next) {
 			next = st.RequireProgressBy
 		}
+	}
+	if failed {
+		return Decision{Action: Fail, Description: structs.DeploymentStatusDescriptionProgressDeadline, AutoRevert: revert}
 	}
 	canaryGroups, autoPromote, canariesHealthy := 0, true, true
 	for _, st := range d.TaskGroups {
