@@ -1,4 +1,4 @@
-package server
+package schedio
 
 import (
 	"slices"
@@ -7,7 +7,6 @@ import (
 
 	pb "github.com/drover-org/drover/sdk/proto/schedulerpb"
 
-	"github.com/drover-org/drover/core/state"
 	"github.com/drover-org/drover/core/structs"
 )
 
@@ -79,7 +78,7 @@ func jobVolumeIDs(job *structs.Job) []string {
 
 // buildCSIInput looks up the job's volumes with their plugin facts and
 // claims, and counts the volumes of their plugins on each node.
-func buildCSIInput(snap *state.StateSnapshot, job *structs.Job) (*csiInput, error) {
+func buildCSIInput(snap RequestState, job *structs.Job) (*csiInput, error) {
 	ids := jobVolumeIDs(job)
 	if len(ids) == 0 {
 		return nil, nil

@@ -1,4 +1,4 @@
-package server
+package schedio
 
 import (
 	"fmt"
@@ -10,7 +10,8 @@ import (
 
 // Ports between the core and the scheduler plugins: what the request
 // tells of the nodes' networks and the ports held there, and the checks
-// of the ports a plugin's plan hands out.
+// of the ports a plugin's plan hands out. (The plan applier's re-check
+// against the latest state is core/server's portCollision.)
 
 // nodeNetworkToPB is the node's network as placement reads it; nil when
 // the node fingerprinted no address.
@@ -30,16 +31,16 @@ func nodeNetworkToPB(n *structs.Node) *pb.NodeNetwork {
 		return nil
 	}
 	out := &pb.NodeNetwork{Ip: ip, MinDynamicPort: int32(nr.MinDynamicPort), MaxDynamicPort: int32(nr.MaxDynamicPort)}
-	for _, r := range nodeReservedPorts(n) {
+	for _, r := range NodeReservedPorts(n) {
 		out.ReservedPorts = append(out.ReservedPorts, &pb.PortRange{From: int32(r.From), To: int32(r.To)})
 	}
 	return out
 }
 
-// nodeReservedPorts is the host ports the node keeps from scheduling. The
+// NodeReservedPorts is the host ports the node keeps from scheduling. The
 // client checked the list before registering; a list that does not parse
 // reserves nothing rather than failing every plan for the node.
-func nodeReservedPorts(n *structs.Node) []structs.PortRange {
+func NodeReservedPorts(n *structs.Node) []structs.PortRange {
 	if n.ReservedResources == nil {
 		return nil
 	}
@@ -136,31 +137,4 @@ func placedPorts(tg *structs.TaskGroup, ports []*pb.AllocatedPort) ([]*structs.N
 		mappings = append(mappings, structs.AllocatedPortMapping{Label: p.Label, Value: int(p.Value), To: ask.To, HostIP: p.HostIp})
 	}
 	return []*structs.NetworkResource{net}, mappings, nil
-}
-
-// portCollision re-checks the ports of a node's plan against the latest
-// state: the live allocs the plan leaves on the node and its placements
-// must not hold one port twice, nor one the node reserves. A collision
-// rejects the node like an over-committed one.
-func portCollision(node *structs.Node, existing []*structs.Allocation, remove map[string]bool, placing []*structs.Allocation) string {
-	holds := false
-	for _, a := range placing {
-		if a.AllocatedResources != nil && len(a.AllocatedResources.Shared.Ports) > 0 {
-			holds = true
-			break
-		}
-	}
-	if !holds {
-		return "" // the plan asks for no port here: nothing can collide anew
-	}
-	all := make([]*structs.Allocation, 0, len(existing)+len(placing))
-	live := make(map[string]bool, len(existing))
-	for _, a := range existing {
-		live[a.ID] = true
-		if !remove[a.ID] {
-			all = append(all, a)
-		}
-	}
-	all = append(all, placing...)
-	return structs.PortCollision(nodeReservedPorts(node), all, func(a *structs.Allocation) bool { return !live[a.ID] })
 }

@@ -1,32 +1,40 @@
-package server
+// Package schedio translates between the core and the scheduler plugins:
+// it builds a plugin's ScheduleRequest from a state snapshot, and turns the
+// plugin's response into the core's plan, checking everything the plugin
+// sends. Every function is pure: it reads the snapshot it is given, takes
+// the time as an argument and returns values; the server's worker does the
+// I/O (calling the plugin, submitting the plan, recording the eval).
+package schedio
 
 import (
 	"encoding/json"
 	"slices"
 	"sync"
+	"time"
 
 	pb "github.com/drover-org/drover/sdk/proto/schedulerpb"
 
-	"github.com/drover-org/drover/core/state"
 	"github.com/drover-org/drover/core/structs"
 )
 
-// buildRequestForJob assembles everything one scheduling decision needs
-// from a state snapshot: the eval, the given version of the job (dry-run
-// plans pass the submitted, unwritten one), the nodes of the job's pool
-// with their usage, every alloc of the job and the job versions those
-// allocs run.
-func (s *Server) buildRequestForJob(snap *state.StateSnapshot, ev *structs.Evaluation, job *structs.Job, attempt int) (*pb.ScheduleRequest, error) {
+// BuildRequest assembles everything one scheduling decision needs from a
+// state snapshot: the eval, the given version of the job (dry-run plans
+// pass the submitted, unwritten one), the nodes of the job's pool with
+// their usage, every alloc of the job and the job versions those allocs
+// run. cache keeps the static part of node records between requests (nil:
+// none); now is the core's clock, the only one the plugins read.
+func BuildRequest(snap RequestState, cache *NodeCache, ev *structs.Evaluation, job *structs.Job, attempt int, now time.Time) (*pb.ScheduleRequest, error) {
 	_, cfg, err := snap.SchedulerConfig()
 	if err != nil {
 		return nil, err
 	}
+	b := requestBuilder{snap: snap, cache: cache, now: now}
 	req := &pb.ScheduleRequest{
 		Eval:    evalToPB(ev),
 		Attempt: int32(attempt),
 		// The plugins read no clock: time-based decisions (a reschedule's
 		// delay) are taken against the core's.
-		NowNs: s.cfg.Now().UnixNano(),
+		NowNs: now.UnixNano(),
 		Config: &pb.SchedulerConfig{
 			PreemptionSystem:   cfg.PreemptionConfig.SystemSchedulerEnabled,
 			PreemptionSysbatch: cfg.PreemptionConfig.SysBatchSchedulerEnabled,
@@ -62,10 +70,10 @@ func (s *Server) buildRequestForJob(snap *state.StateSnapshot, ev *structs.Evalu
 	if job == nil || job.Stop {
 		// A stopped job places nothing, but the scheduler still needs the
 		// nodes its allocs sit on to tell lost from stopped.
-		return req, s.addAllocNodes(snap, req, allocs)
+		return req, b.addAllocNodes(req, allocs)
 	}
 	preempt := job.TypeBehavior.PreemptionEnabled(cfg)
-	nodes, err := nodesOfPool(snap, job.NodePool)
+	nodes, err := NodesOfPool(snap, job.NodePool)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +87,7 @@ func (s *Server) buildRequestForJob(snap *state.StateSnapshot, ev *structs.Evalu
 	req.Nodes = make([]*pb.Node, 0, len(nodes))
 	have := make(map[string]bool, len(nodes))
 	for _, n := range nodes {
-		pn, err := s.nodeToPB(snap, n, job, preempt)
+		pn, err := b.nodeToPB(n, job, preempt)
 		if err != nil {
 			return nil, err
 		}
@@ -95,24 +103,32 @@ func (s *Server) buildRequestForJob(snap *state.StateSnapshot, ev *structs.Evalu
 			extra = append(extra, a)
 		}
 	}
-	return req, s.addAllocNodes(snap, req, extra)
+	return req, b.addAllocNodes(req, extra)
 }
 
-func (s *Server) addAllocNodes(snap *state.StateSnapshot, req *pb.ScheduleRequest, allocs []*structs.Allocation) error {
+// requestBuilder holds what the node records of one request read.
+type requestBuilder struct {
+	snap  RequestState
+	cache *NodeCache
+	now   time.Time
+}
+
+// addAllocNodes adds the nodes the allocs sit on, without usage of others.
+func (b requestBuilder) addAllocNodes(req *pb.ScheduleRequest, allocs []*structs.Allocation) error {
 	seen := map[string]bool{}
 	for _, a := range allocs {
 		if seen[a.NodeID] {
 			continue
 		}
 		seen[a.NodeID] = true
-		n, err := snap.NodeByID(nil, a.NodeID)
+		n, err := b.snap.NodeByID(nil, a.NodeID)
 		if err != nil {
 			return err
 		}
 		if n == nil {
 			continue
 		}
-		pn, err := s.nodeToPB(snap, n, nil, false)
+		pn, err := b.nodeToPB(n, nil, false)
 		if err != nil {
 			return err
 		}
@@ -121,17 +137,18 @@ func (s *Server) addAllocNodes(snap *state.StateSnapshot, req *pb.ScheduleReques
 	return nil
 }
 
-func nodesOfPool(snap *state.StateSnapshot, pool string) ([]*structs.Node, error) {
+// NodesOfPool lists the nodes of a pool; every node for "all" or none named.
+func NodesOfPool(snap NodeLister, pool string) ([]*structs.Node, error) {
 	if pool == "" || pool == structs.NodePoolAll {
 		return snap.Nodes(nil)
 	}
 	return snap.NodesByPool(nil, pool)
 }
 
-// nodeCache keeps the static part of each node's protobuf record, keyed by
+// NodeCache keeps the static part of each node's protobuf record, keyed by
 // node ID and valid while the node's ModifyIndex is unchanged, so a
 // 10,000-node request does not rebuild 10,000 attribute maps.
-type nodeCache struct {
+type NodeCache struct {
 	mu    sync.Mutex
 	nodes map[string]cachedNode
 }
@@ -141,9 +158,14 @@ type cachedNode struct {
 	pb    *pb.Node
 }
 
-func newNodeCache() *nodeCache { return &nodeCache{nodes: map[string]cachedNode{}} }
+// NewNodeCache returns an empty cache; it is safe for concurrent use.
+func NewNodeCache() *NodeCache { return &NodeCache{nodes: map[string]cachedNode{}} }
 
-func (c *nodeCache) get(n *structs.Node) *pb.Node {
+// get returns the node's static record; a nil cache builds it afresh.
+func (c *NodeCache) get(n *structs.Node) *pb.Node {
+	if c == nil {
+		return staticNodeToPB(n)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.nodes[n.ID]; ok && e.index == n.ModifyIndex {
@@ -172,8 +194,8 @@ func staticNodeToPB(n *structs.Node) *pb.Node {
 
 // nodeToPB returns the node's record with its current usage. The static
 // maps are shared with the cache and must be treated as read-only.
-func (s *Server) nodeToPB(snap *state.StateSnapshot, n *structs.Node, job *structs.Job, preempt bool) (*pb.Node, error) {
-	st := s.nodeCache.get(n)
+func (b requestBuilder) nodeToPB(n *structs.Node, job *structs.Job, preempt bool) (*pb.Node, error) {
+	st := b.cache.get(n)
 	p := &pb.Node{
 		Id: st.Id, Name: st.Name, Datacenter: st.Datacenter, NodeClass: st.NodeClass, NodePool: st.NodePool,
 		ComputedClass: st.ComputedClass, Status: st.Status, Draining: st.Draining, Eligible: st.Eligible,
@@ -181,12 +203,12 @@ func (s *Server) nodeToPB(snap *state.StateSnapshot, n *structs.Node, job *struc
 		Network: st.Network,
 	}
 	if ds := n.DrainStrategy; ds != nil && !ds.ForceDeadline.IsZero() {
-		p.DrainDeadlinePassed = !s.cfg.Now().Before(ds.ForceDeadline)
+		p.DrainDeadlinePassed = !b.now.Before(ds.ForceDeadline)
 	}
 	// Only the live half of the node's allocs: a node that ran thousands
 	// of short jobs holds them terminal until the GC reaps them, and
 	// reading them on every placement made placement slow in their number.
-	allocs, err := snap.AllocsByNodeTerminal(nil, n.ID, false)
+	allocs, err := b.snap.AllocsByNodeTerminal(nil, n.ID, false)
 	if err != nil {
 		return nil, err
 	}
@@ -359,7 +381,7 @@ func allocToPB(a *structs.Allocation) *pb.Allocation {
 // eval took over): it never will, so the scheduler must decide for the
 // alloc afresh rather than wait for it. The eval being scheduled is never
 // spent.
-func clearSpentFollowup(snap *state.StateSnapshot, ev *structs.Evaluation, pa *pb.Allocation) error {
+func clearSpentFollowup(snap RequestState, ev *structs.Evaluation, pa *pb.Allocation) error {
 	if pa.FollowupEvalId == "" || pa.FollowupEvalId == ev.ID || pa.NextAllocation != "" {
 		return nil
 	}

@@ -1,7 +1,6 @@
-package server
+package schedio
 
 import (
-	"github.com/drover-org/drover/core/state"
 	"github.com/drover-org/drover/core/structs"
 	pb "github.com/drover-org/drover/sdk/proto/schedulerpb"
 )
@@ -11,7 +10,7 @@ import (
 
 // deploymentInput returns the job's latest deployment of its current
 // incarnation, active or not, for a type that declares deployments.
-func deploymentInput(snap *state.StateSnapshot, job *structs.Job) (*pb.Deployment, error) {
+func deploymentInput(snap RequestState, job *structs.Job) (*pb.Deployment, error) {
 	if job == nil || job.TypeBehavior == nil || !job.TypeBehavior.Deployments {
 		return nil, nil
 	}
