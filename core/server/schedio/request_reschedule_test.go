@@ -52,4 +52,3 @@ func TestRescheduleInputToPB(t *testing.T) {
 		t.Fatalf("alloc = %v", p)
 	}
 }
-
