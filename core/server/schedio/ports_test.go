@@ -42,3 +42,67 @@ func TestPlacedPorts(t *testing.T) {
 		}
 	}
 }
+
+// TestNodeNetworkToPB: the request tells a node's address, dynamic range
+// and reserved ports; a node with no address has no network, and a
+// reserved list that does not parse reserves nothing.
+func TestNodeNetworkToPB(t *testing.T) {
+	withNet := func(ip, reserved string) *structs.Node {
+		n := &structs.Node{NodeResources: &structs.NodeResources{MinDynamicPort: 20000, MaxDynamicPort: 32000,
+			Networks: []*structs.NetworkResource{nil, {IP: ip}}}}
+		if reserved != "" {
+			n.ReservedResources = &structs.NodeReservedResources{Networks: structs.NodeReservedNetworkResources{ReservedHostPorts: reserved}}
+		}
+		return n
+	}
+	cases := []struct {
+		name string
+		node *structs.Node
+		want *pb.NodeNetwork
+	}{
+		{"no resources", &structs.Node{}, nil},
+		{"no address", withNet("", "22"), nil},
+		{"address and range", withNet("10.0.0.1", ""), &pb.NodeNetwork{Ip: "10.0.0.1", MinDynamicPort: 20000, MaxDynamicPort: 32000}},
+		{"reserved ports", withNet("10.0.0.1", "22,8000-8100"), &pb.NodeNetwork{Ip: "10.0.0.1", MinDynamicPort: 20000, MaxDynamicPort: 32000,
+			ReservedPorts: []*pb.PortRange{{From: 22, To: 22}, {From: 8000, To: 8100}}}},
+		{"reserved list that does not parse", withNet("10.0.0.1", "22,x"), &pb.NodeNetwork{Ip: "10.0.0.1", MinDynamicPort: 20000, MaxDynamicPort: 32000}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := nodeNetworkToPB(tc.node); got.String() != tc.want.String() {
+				t.Errorf("network = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestAllocPortsToPB: a live alloc's ports are held; a finished one's are
+// free again.
+func TestAllocPortsToPB(t *testing.T) {
+	held := func(client string) *structs.Allocation {
+		return &structs.Allocation{DesiredStatus: structs.AllocDesiredStatusRun, ClientStatus: client,
+			AllocatedResources: &structs.AllocatedResources{Shared: structs.AllocatedSharedResources{
+				Ports: []structs.AllocatedPortMapping{{Label: "http", Value: 8080, To: 80, HostIP: "10.0.0.1"}}}}}
+	}
+	cases := []struct {
+		name  string
+		alloc *structs.Allocation
+		want  int
+	}{
+		{"running", held(structs.AllocClientStatusRunning), 1},
+		{"pending", held(structs.AllocClientStatusPending), 1},
+		{"complete", held(structs.AllocClientStatusComplete), 0},
+		{"no resources", &structs.Allocation{ClientStatus: structs.AllocClientStatusRunning}, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := allocPortsToPB(tc.alloc)
+			if len(got) != tc.want {
+				t.Fatalf("ports = %v, want %d", got, tc.want)
+			}
+			if tc.want == 1 && got[0].String() != (&pb.AllocatedPort{Label: "http", Value: 8080, To: 80, HostIp: "10.0.0.1"}).String() {
+				t.Errorf("port = %v", got[0])
+			}
+		})
+	}
+}
