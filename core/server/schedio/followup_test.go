@@ -25,7 +25,9 @@ func TestConvertFollowupsFromFixture(t *testing.T) {
 	)
 	due := now.Add(time.Minute).UnixNano()
 	fe := func(id string) *pb.FollowupEval { return &pb.FollowupEval{Id: id, WaitUntilNs: due} }
-	mark := func(alloc, eval string) *pb.AllocFollowup { return &pb.AllocFollowup{AllocId: alloc, FollowupEvalId: eval} }
+	mark := func(alloc, eval string) *pb.AllocFollowup {
+		return &pb.AllocFollowup{AllocId: alloc, FollowupEvalId: eval}
+	}
 	resp := func(fes []*pb.FollowupEval, marks ...*pb.AllocFollowup) *pb.ScheduleResponse {
 		return &pb.ScheduleResponse{FollowupEvals: fes, Plan: &pb.Plan{AllocFollowups: marks}}
 	}

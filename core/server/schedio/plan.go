@@ -338,3 +338,92 @@ func metricFromPB(m *pb.AllocMetric) *structs.AllocMetric {
 		Scores: m.Scores,
 	}
 }
+
+// placedPorts turns the ports a plugin picked for a new alloc of tg into
+// the alloc's shared networks and port mappings. The plugin must hand out
+// exactly the group's labels, static ones at their value, every port in
+// range; anything else is refused as a bad plan.
+func placedPorts(tg *structs.TaskGroup, ports []*pb.AllocatedPort) ([]*structs.NetworkResource, []structs.AllocatedPortMapping, error) {
+	asked := map[string]structs.Port{}
+	var mode string
+	for _, n := range tg.Networks {
+		if n == nil {
+			continue
+		}
+		mode = n.Mode
+		for _, p := range n.ReservedPorts {
+			asked[p.Label] = p
+		}
+		for _, p := range n.DynamicPorts {
+			asked[p.Label] = p
+		}
+	}
+	if len(ports) != len(asked) {
+		return nil, nil, fmt.Errorf("group %q asks for %d ports, the plan gives %d", tg.Name, len(asked), len(ports))
+	}
+	if len(asked) == 0 {
+		return nil, nil, nil
+	}
+	net := &structs.NetworkResource{Mode: mode}
+	mappings := make([]structs.AllocatedPortMapping, 0, len(ports))
+	given := map[string]bool{}
+	for _, p := range ports {
+		ask, ok := asked[p.Label]
+		switch {
+		case !ok || given[p.Label]:
+			return nil, nil, fmt.Errorf("group %q: port %q is not asked for, or given twice", tg.Name, p.Label)
+		case p.Value < structs.MinPort || p.Value > structs.MaxPort:
+			return nil, nil, fmt.Errorf("group %q: port %q value %d is outside %d-%d", tg.Name, p.Label, p.Value, structs.MinPort, structs.MaxPort)
+		case ask.Value != 0 && int(p.Value) != ask.Value:
+			return nil, nil, fmt.Errorf("group %q: static port %q is %d, the plan gives %d", tg.Name, p.Label, ask.Value, p.Value)
+		}
+		given[p.Label] = true
+		net.IP = p.HostIp
+		port := structs.Port{Label: p.Label, Value: int(p.Value), To: ask.To, HostNetwork: ask.HostNetwork}
+		if ask.Value != 0 {
+			net.ReservedPorts = append(net.ReservedPorts, port)
+		} else {
+			net.DynamicPorts = append(net.DynamicPorts, port)
+		}
+		mappings = append(mappings, structs.AllocatedPortMapping{Label: p.Label, Value: int(p.Value), To: ask.To, HostIP: p.HostIp})
+	}
+	return []*structs.NetworkResource{net}, mappings, nil
+}
+
+// checkRescheduleEvents bounds the trackers of a plan's new allocs: a
+// tracker only grows by one per reschedule, so one longer than the limit
+// is a plugin that never prunes it.
+func checkRescheduleEvents(jobID string, p *pb.Plan) error {
+	for i, pa := range p.GetNodeAllocation() {
+		if n := len(pa.GetRescheduleEvents()); n > MaxRescheduleEvents {
+			return structs.NewError(structs.ErrInvalid,
+				"scheduler plugin's plan for job %q: node_allocation[%d] (%q) has %d reschedule_events, more than the %d allowed",
+				jobID, i, pa.GetName(), n, MaxRescheduleEvents)
+		}
+	}
+	return nil
+}
+
+// MaxRescheduleEvents is the longest reschedule tracker a new alloc may
+// carry: a plugin keeps only the events within the policy's interval (or a
+// few, when unlimited), which a valid policy's attempts bound.
+const MaxRescheduleEvents = structs.MaxRescheduleAttempts
+
+// rescheduleTrackerFromPB is the tracker of a new alloc; nil without
+// events.
+func rescheduleTrackerFromPB(events []*pb.RescheduleEvent) *structs.RescheduleTracker {
+	if len(events) == 0 {
+		return nil
+	}
+	t := &structs.RescheduleTracker{Events: make([]*structs.RescheduleEvent, 0, len(events))}
+	for _, e := range events {
+		if e == nil {
+			continue
+		}
+		t.Events = append(t.Events, &structs.RescheduleEvent{
+			RescheduleTime: e.GetRescheduleTimeNs(), PrevAllocID: e.GetPrevAllocId(), PrevNodeID: e.GetPrevNodeId(),
+			Delay: time.Duration(e.GetDelayNs()),
+		})
+	}
+	return t
+}

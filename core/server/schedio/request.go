@@ -9,7 +9,7 @@ package schedio
 import (
 	"encoding/json"
 	"slices"
-	"sync"
+	"strings"
 	"time"
 
 	pb "github.com/drover-org/drover/sdk/proto/schedulerpb"
@@ -28,7 +28,6 @@ func BuildRequest(snap RequestState, cache *NodeCache, ev *structs.Evaluation, j
 	if err != nil {
 		return nil, err
 	}
-	b := requestBuilder{snap: snap, cache: cache, now: now}
 	req := &pb.ScheduleRequest{
 		Eval:    evalToPB(ev),
 		Attempt: int32(attempt),
@@ -67,183 +66,68 @@ func BuildRequest(snap RequestState, cache *NodeCache, ev *structs.Evaluation, j
 	if req.Deployment, err = deploymentInput(snap, job); err != nil {
 		return nil, err
 	}
-	if job == nil || job.Stop {
-		// A stopped job places nothing, but the scheduler still needs the
-		// nodes its allocs sit on to tell lost from stopped.
-		return req, b.addAllocNodes(req, allocs)
-	}
-	preempt := job.TypeBehavior.PreemptionEnabled(cfg)
-	nodes, err := NodesOfPool(snap, job.NodePool)
-	if err != nil {
+	preempt := job != nil && job.TypeBehavior.PreemptionEnabled(cfg)
+	nodes := nodeInput{snap: snap, cache: cache, now: now}
+	if err := nodes.add(req, job, allocs, preempt); err != nil {
 		return nil, err
 	}
-	csi, err := buildCSIInput(snap, job)
+	return req, nil
+}
+
+// clearSpentFollowup leaves out an alloc's follow-up eval once that eval
+// finished without replacing it (its placement failed, say, and a blocked
+// eval took over): it never will, so the scheduler must decide for the
+// alloc afresh rather than wait for it. The eval being scheduled is never
+// spent.
+func clearSpentFollowup(snap RequestState, ev *structs.Evaluation, pa *pb.Allocation) error {
+	if pa.FollowupEvalId == "" || pa.FollowupEvalId == ev.ID || pa.NextAllocation != "" {
+		return nil
+	}
+	fe, err := snap.EvalByID(nil, pa.FollowupEvalId)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if csi != nil {
-		req.CsiVolumes = csi.volumes
-	}
-	req.Nodes = make([]*pb.Node, 0, len(nodes))
-	have := make(map[string]bool, len(nodes))
-	for _, n := range nodes {
-		pn, err := b.nodeToPB(n, job, preempt)
-		if err != nil {
-			return nil, err
-		}
-		pn.CsiNodePlugins = csi.nodePlugins(n)
-		req.Nodes = append(req.Nodes, pn)
-		have[n.ID] = true
-	}
-	// Nodes outside the pool that hold allocs of the job (the job moved
-	// pools) are sent too, so their allocs can be stopped.
-	var extra []*structs.Allocation
-	for _, a := range allocs {
-		if !have[a.NodeID] {
-			extra = append(extra, a)
-		}
-	}
-	return req, b.addAllocNodes(req, extra)
-}
-
-// requestBuilder holds what the node records of one request read.
-type requestBuilder struct {
-	snap  RequestState
-	cache *NodeCache
-	now   time.Time
-}
-
-// addAllocNodes adds the nodes the allocs sit on, without usage of others.
-func (b requestBuilder) addAllocNodes(req *pb.ScheduleRequest, allocs []*structs.Allocation) error {
-	seen := map[string]bool{}
-	for _, a := range allocs {
-		if seen[a.NodeID] {
-			continue
-		}
-		seen[a.NodeID] = true
-		n, err := b.snap.NodeByID(nil, a.NodeID)
-		if err != nil {
-			return err
-		}
-		if n == nil {
-			continue
-		}
-		pn, err := b.nodeToPB(n, nil, false)
-		if err != nil {
-			return err
-		}
-		req.Nodes = append(req.Nodes, pn)
+	if fe == nil || fe.TerminalStatus() {
+		pa.FollowupEvalId = ""
 	}
 	return nil
 }
 
-// NodesOfPool lists the nodes of a pool; every node for "all" or none named.
-func NodesOfPool(snap NodeLister, pool string) ([]*structs.Node, error) {
-	if pool == "" || pool == structs.NodePoolAll {
-		return snap.Nodes(nil)
+// dropPurgedIncarnations leaves out the finished allocs of an earlier job
+// that had the same ID and was purged (its allocs outlive it until GC): a
+// job registered anew is a new job, as in Nomad, whose allocs neither chain
+// to those (PreviousAllocation) nor count them as work done. Live allocs of
+// an earlier incarnation stay, so that the scheduler stops them. A nil job
+// (deregistered) keeps every alloc.
+func dropPurgedIncarnations(allocs []*structs.Allocation, job *structs.Job) []*structs.Allocation {
+	if job == nil {
+		return allocs
 	}
-	return snap.NodesByPool(nil, pool)
-}
-
-// NodeCache keeps the static part of each node's protobuf record, keyed by
-// node ID and valid while the node's ModifyIndex is unchanged, so a
-// 10,000-node request does not rebuild 10,000 attribute maps.
-type NodeCache struct {
-	mu    sync.Mutex
-	nodes map[string]cachedNode
-}
-
-type cachedNode struct {
-	index uint64
-	pb    *pb.Node
-}
-
-// NewNodeCache returns an empty cache; it is safe for concurrent use.
-func NewNodeCache() *NodeCache { return &NodeCache{nodes: map[string]cachedNode{}} }
-
-// get returns the node's static record; a nil cache builds it afresh.
-func (c *NodeCache) get(n *structs.Node) *pb.Node {
-	if c == nil {
-		return staticNodeToPB(n)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e, ok := c.nodes[n.ID]; ok && e.index == n.ModifyIndex {
-		return e.pb
-	}
-	p := staticNodeToPB(n)
-	c.nodes[n.ID] = cachedNode{index: n.ModifyIndex, pb: p}
-	return p
-}
-
-func staticNodeToPB(n *structs.Node) *pb.Node {
-	p := &pb.Node{
-		Id: n.ID, Name: n.Name, Datacenter: n.Datacenter, NodeClass: n.NodeClass, NodePool: n.NodePool,
-		ComputedClass: n.ComputedClass, Status: n.Status, Draining: n.DrainStrategy != nil,
-		Eligible:   n.SchedulingEligibility == structs.NodeSchedulingEligible,
-		Attributes: n.Attributes, Meta: n.Meta, Capacity: resToPB(n.Capacity()),
-		Network: nodeNetworkToPB(n),
-	}
-	for name, d := range n.Drivers {
-		if d != nil && d.Detected && d.Healthy {
-			p.Drivers = append(p.Drivers, name)
+	out := allocs[:0:0]
+	for _, a := range allocs {
+		if a.Job != nil && a.Job.CreateIndex != job.CreateIndex && a.TerminalStatus() {
+			continue
 		}
+		out = append(out, a)
 	}
-	return p
+	return out
 }
 
-// nodeToPB returns the node's record with its current usage. The static
-// maps are shared with the cache and must be treated as read-only.
-func (b requestBuilder) nodeToPB(n *structs.Node, job *structs.Job, preempt bool) (*pb.Node, error) {
-	st := b.cache.get(n)
-	p := &pb.Node{
-		Id: st.Id, Name: st.Name, Datacenter: st.Datacenter, NodeClass: st.NodeClass, NodePool: st.NodePool,
-		ComputedClass: st.ComputedClass, Status: st.Status, Draining: st.Draining, Eligible: st.Eligible,
-		Attributes: st.Attributes, Meta: st.Meta, Drivers: st.Drivers, Capacity: st.Capacity,
-		Network: st.Network,
+// deploymentInput returns the job's latest deployment of its current
+// incarnation, active or not, for a type that declares deployments.
+func deploymentInput(snap RequestState, job *structs.Job) (*pb.Deployment, error) {
+	if job == nil || job.TypeBehavior == nil || !job.TypeBehavior.Deployments {
+		return nil, nil
 	}
-	if ds := n.DrainStrategy; ds != nil && !ds.ForceDeadline.IsZero() {
-		p.DrainDeadlinePassed = !b.now.Before(ds.ForceDeadline)
-	}
-	// Only the live half of the node's allocs: a node that ran thousands
-	// of short jobs holds them terminal until the GC reaps them, and
-	// reading them on every placement made placement slow in their number.
-	allocs, err := b.snap.AllocsByNodeTerminal(nil, n.ID, false)
-	if err != nil {
+	d, err := snap.LatestDeploymentByJob(nil, job.Namespace, job.ID)
+	if err != nil || d == nil || d.JobCreateIndex != job.CreateIndex {
 		return nil, err
 	}
-	var used structs.Resources
-	for _, a := range allocs {
-		r := a.ComparableResources()
-		used.CPU += r.CPU
-		used.MemoryMB += r.MemoryMB
-		used.DiskMB += r.DiskMB
-		var ports []int32
-		if a.AllocatedResources != nil {
-			for _, port := range a.AllocatedResources.Shared.Ports {
-				ports = append(ports, int32(port.Value))
-			}
-			p.UsedPorts = append(p.UsedPorts, ports...)
-		}
-		if preempt && job != nil && (a.JobID != job.ID || a.Namespace != job.Namespace) {
-			prio := 0
-			if a.Job != nil {
-				prio = a.Job.Priority
-			}
-			p.Others = append(p.Others, &pb.NodeAlloc{
-				Id: a.ID, JobId: a.JobID, Namespace: a.Namespace, JobPriority: int32(prio),
-				Resources: resToPB(r), CreateIndex: a.CreateIndex, Ports: ports,
-			})
-		}
-	}
-	slices.Sort(p.UsedPorts)
-	p.Used = resToPB(used)
-	return p, nil
+	return deploymentToPB(d), nil
 }
 
-func resToPB(r structs.Resources) *pb.Resources {
-	return &pb.Resources{Cpu: int64(r.CPU), MemoryMb: int64(r.MemoryMB), MemoryMaxMb: int64(r.MemoryMaxMB), DiskMb: int64(r.DiskMB), Cores: int64(r.Cores)}
-}
+// The job's and its allocs' records in the plugin protocol's types. These
+// read nothing but their argument.
 
 func evalToPB(ev *structs.Evaluation) *pb.Evaluation {
 	return &pb.Evaluation{
@@ -251,46 +135,6 @@ func evalToPB(ev *structs.Evaluation) *pb.Evaluation {
 		TriggeredBy: ev.TriggeredBy, JobId: ev.JobID, JobModifyIndex: ev.JobModifyIndex,
 		NodeId: ev.NodeID, Status: ev.Status, PreviousEval: ev.PreviousEval, AnnotatePlan: ev.AnnotatePlan,
 	}
-}
-
-func constraintsToPB(cs []*structs.Constraint) []*pb.Constraint {
-	if len(cs) == 0 {
-		return nil
-	}
-	out := make([]*pb.Constraint, len(cs))
-	for i, c := range cs {
-		out[i] = &pb.Constraint{LTarget: c.LTarget, Operand: c.Operand, RTarget: c.RTarget}
-	}
-	return out
-}
-
-// affinitiesToPB converts affinity blocks; nil for none, so a job without
-// any sends nothing.
-func affinitiesToPB(as []*structs.Affinity) []*pb.Affinity {
-	if len(as) == 0 {
-		return nil
-	}
-	out := make([]*pb.Affinity, len(as))
-	for i, a := range as {
-		out[i] = &pb.Affinity{LTarget: a.LTarget, Operand: a.Operand, RTarget: a.RTarget, Weight: int32(a.Weight)}
-	}
-	return out
-}
-
-// spreadsToPB converts spread blocks; nil for none.
-func spreadsToPB(ss []*structs.Spread) []*pb.Spread {
-	if len(ss) == 0 {
-		return nil
-	}
-	out := make([]*pb.Spread, len(ss))
-	for i, s := range ss {
-		p := &pb.Spread{Attribute: s.Attribute, Weight: int32(s.Weight)}
-		for _, t := range s.SpreadTarget {
-			p.Targets = append(p.Targets, &pb.SpreadTarget{Value: t.Value, Percent: int32(t.Percent)})
-		}
-		out[i] = p
-	}
-	return out
 }
 
 func jobToPB(j *structs.Job) *pb.Job {
@@ -347,6 +191,60 @@ func jobToPB(j *structs.Job) *pb.Job {
 	return p
 }
 
+func constraintsToPB(cs []*structs.Constraint) []*pb.Constraint {
+	if len(cs) == 0 {
+		return nil
+	}
+	out := make([]*pb.Constraint, len(cs))
+	for i, c := range cs {
+		out[i] = &pb.Constraint{LTarget: c.LTarget, Operand: c.Operand, RTarget: c.RTarget}
+	}
+	return out
+}
+
+// affinitiesToPB converts affinity blocks; nil for none, so a job without
+// any sends nothing.
+func affinitiesToPB(as []*structs.Affinity) []*pb.Affinity {
+	if len(as) == 0 {
+		return nil
+	}
+	out := make([]*pb.Affinity, len(as))
+	for i, a := range as {
+		out[i] = &pb.Affinity{LTarget: a.LTarget, Operand: a.Operand, RTarget: a.RTarget, Weight: int32(a.Weight)}
+	}
+	return out
+}
+
+// spreadsToPB converts spread blocks; nil for none.
+func spreadsToPB(ss []*structs.Spread) []*pb.Spread {
+	if len(ss) == 0 {
+		return nil
+	}
+	out := make([]*pb.Spread, len(ss))
+	for i, s := range ss {
+		p := &pb.Spread{Attribute: s.Attribute, Weight: int32(s.Weight)}
+		for _, t := range s.SpreadTarget {
+			p.Targets = append(p.Targets, &pb.SpreadTarget{Value: t.Value, Percent: int32(t.Percent)})
+		}
+		out[i] = p
+	}
+	return out
+}
+
+func reschedulePolicyToPB(rp *structs.ReschedulePolicy) *pb.ReschedulePolicy {
+	if rp == nil {
+		return nil
+	}
+	return &pb.ReschedulePolicy{
+		Attempts: int32(rp.Attempts), IntervalNs: int64(rp.Interval), DelayNs: int64(rp.Delay),
+		DelayFunction: rp.DelayFunction, MaxDelayNs: int64(rp.MaxDelay), Unlimited: rp.Unlimited,
+	}
+}
+
+func resToPB(r structs.Resources) *pb.Resources {
+	return &pb.Resources{Cpu: int64(r.CPU), MemoryMb: int64(r.MemoryMB), MemoryMaxMb: int64(r.MemoryMaxMB), DiskMb: int64(r.DiskMB), Cores: int64(r.Cores)}
+}
+
 func allocToPB(a *structs.Allocation) *pb.Allocation {
 	p := &pb.Allocation{
 		Id: a.ID, Name: a.Name, NodeId: a.NodeID, NodeName: a.NodeName, TaskGroup: a.TaskGroup,
@@ -376,25 +274,6 @@ func allocToPB(a *structs.Allocation) *pb.Allocation {
 	return p
 }
 
-// clearSpentFollowup leaves out an alloc's follow-up eval once that eval
-// finished without replacing it (its placement failed, say, and a blocked
-// eval took over): it never will, so the scheduler must decide for the
-// alloc afresh rather than wait for it. The eval being scheduled is never
-// spent.
-func clearSpentFollowup(snap RequestState, ev *structs.Evaluation, pa *pb.Allocation) error {
-	if pa.FollowupEvalId == "" || pa.FollowupEvalId == ev.ID || pa.NextAllocation != "" {
-		return nil
-	}
-	fe, err := snap.EvalByID(nil, pa.FollowupEvalId)
-	if err != nil {
-		return err
-	}
-	if fe == nil || fe.TerminalStatus() {
-		pa.FollowupEvalId = ""
-	}
-	return nil
-}
-
 // allocChangeTime is when the client last changed the alloc: for one that
 // finished, the latest finish time of its tasks (the failure time a
 // reschedule delay counts from), else its ModifyTime.
@@ -411,32 +290,108 @@ func allocChangeTime(a *structs.Allocation) int64 {
 	return latest
 }
 
-func reschedulePolicyToPB(rp *structs.ReschedulePolicy) *pb.ReschedulePolicy {
-	if rp == nil {
+func networksToPB(ns []*structs.NetworkResource) []*pb.NetworkAsk {
+	if len(ns) == 0 {
 		return nil
 	}
-	return &pb.ReschedulePolicy{
-		Attempts: int32(rp.Attempts), IntervalNs: int64(rp.Interval), DelayNs: int64(rp.Delay),
-		DelayFunction: rp.DelayFunction, MaxDelayNs: int64(rp.MaxDelay), Unlimited: rp.Unlimited,
-	}
-}
-
-// dropPurgedIncarnations leaves out the finished allocs of an earlier job
-// that had the same ID and was purged (its allocs outlive it until GC): a
-// job registered anew is a new job, as in Nomad, whose allocs neither chain
-// to those (PreviousAllocation) nor count them as work done. Live allocs of
-// an earlier incarnation stay, so that the scheduler stops them. A nil job
-// (deregistered) keeps every alloc.
-func dropPurgedIncarnations(allocs []*structs.Allocation, job *structs.Job) []*structs.Allocation {
-	if job == nil {
-		return allocs
-	}
-	out := allocs[:0:0]
-	for _, a := range allocs {
-		if a.Job != nil && a.Job.CreateIndex != job.CreateIndex && a.TerminalStatus() {
+	out := make([]*pb.NetworkAsk, 0, len(ns))
+	for _, n := range ns {
+		if n == nil {
 			continue
+		}
+		a := &pb.NetworkAsk{Mode: n.Mode}
+		for _, p := range n.ReservedPorts {
+			a.ReservedPorts = append(a.ReservedPorts, portAskToPB(p))
+		}
+		for _, p := range n.DynamicPorts {
+			a.DynamicPorts = append(a.DynamicPorts, portAskToPB(p))
 		}
 		out = append(out, a)
 	}
 	return out
+}
+
+func portAskToPB(p structs.Port) *pb.PortAsk {
+	return &pb.PortAsk{Label: p.Label, Value: int32(p.Value), To: int32(p.To), HostNetwork: p.HostNetwork}
+}
+
+// allocPortsToPB is the ports a live alloc holds; none once it is terminal.
+func allocPortsToPB(a *structs.Allocation) []*pb.AllocatedPort {
+	if a.AllocatedResources == nil || len(a.AllocatedResources.Shared.Ports) == 0 || a.TerminalStatus() {
+		return nil
+	}
+	out := make([]*pb.AllocatedPort, 0, len(a.AllocatedResources.Shared.Ports))
+	for _, p := range a.AllocatedResources.Shared.Ports {
+		out = append(out, &pb.AllocatedPort{Label: p.Label, Value: int32(p.Value), To: int32(p.To), HostIp: p.HostIP})
+	}
+	return out
+}
+
+// volumesToPB is a group's volume blocks, sorted by name.
+func volumesToPB(vs map[string]*structs.VolumeRequest) []*pb.VolumeRequest {
+	if len(vs) == 0 {
+		return nil
+	}
+	out := make([]*pb.VolumeRequest, 0, len(vs))
+	for name, v := range vs {
+		if v == nil {
+			continue
+		}
+		n := v.Name
+		if n == "" {
+			n = name
+		}
+		out = append(out, &pb.VolumeRequest{
+			Name: n, Type: v.Type, Source: v.Source, ReadOnly: v.ReadOnly,
+			AccessMode: string(v.AccessMode), AttachmentMode: string(v.AttachmentMode), PerAlloc: v.PerAlloc,
+		})
+	}
+	slices.SortFunc(out, func(a, b *pb.VolumeRequest) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// updateToPB is a group's update block; nil when it has none (the Nomad
+// API client sends an empty block for every job).
+func updateToPB(u *structs.UpdateStrategy) *pb.UpdateStrategy {
+	if u.IsEmpty() {
+		return nil
+	}
+	return &pb.UpdateStrategy{
+		MaxParallel: int32(u.MaxParallel), HealthCheck: u.HealthCheck, MinHealthyTimeNs: int64(u.MinHealthyTime),
+		HealthyDeadlineNs: int64(u.HealthyDeadline), ProgressDeadlineNs: int64(u.ProgressDeadline),
+		AutoRevert: u.AutoRevert, AutoPromote: u.AutoPromote, Canary: int32(u.Canary), StaggerNs: int64(u.Stagger),
+	}
+}
+
+// allocDeploymentToPB fills an alloc's deployment fields.
+func allocDeploymentToPB(a *structs.Allocation, p *pb.Allocation) {
+	p.DeploymentId = a.DeploymentID
+	p.Canary = a.DeploymentStatus.IsCanary()
+	switch {
+	case a.DeploymentStatus.IsHealthy():
+		p.Healthy = pb.AllocHealth_ALLOC_HEALTH_HEALTHY
+	case a.DeploymentStatus.IsUnhealthy():
+		p.Healthy = pb.AllocHealth_ALLOC_HEALTH_UNHEALTHY
+	}
+}
+
+func deploymentToPB(d *structs.Deployment) *pb.Deployment {
+	p := &pb.Deployment{
+		Id: d.ID, JobVersion: d.JobVersion, JobModifyIndex: d.JobModifyIndex, JobCreateIndex: d.JobCreateIndex,
+		Status: d.Status, StatusDescription: d.StatusDescription, CreateIndex: d.CreateIndex, ModifyIndex: d.ModifyIndex,
+		TaskGroups: make(map[string]*pb.DeploymentGroupState, len(d.TaskGroups)),
+	}
+	for name, s := range d.TaskGroups {
+		g := &pb.DeploymentGroupState{
+			Promoted: s.Promoted, DesiredCanaries: int32(s.DesiredCanaries), DesiredTotal: int32(s.DesiredTotal),
+			PlacedCanaries: s.PlacedCanaries, PlacedAllocs: int32(s.PlacedAllocs), HealthyAllocs: int32(s.HealthyAllocs),
+			UnhealthyAllocs: int32(s.UnhealthyAllocs), AutoRevert: s.AutoRevert, AutoPromote: s.AutoPromote,
+			ProgressDeadlineNs: int64(s.ProgressDeadline),
+		}
+		if !s.RequireProgressBy.IsZero() {
+			g.RequireProgressByNs = s.RequireProgressBy.UnixNano()
+		}
+		p.TaskGroups[name] = g
+	}
+	return p
 }

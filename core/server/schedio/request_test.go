@@ -176,20 +176,3 @@ func TestBuildRequest(t *testing.T) {
 		})
 	}
 }
-
-// TestNodeCache: a node's static record is rebuilt when the node changes
-// (its ModifyIndex moves), and reused while it does not.
-func TestNodeCache(t *testing.T) {
-	c := NewNodeCache()
-	n := testNode("a")
-	n.ModifyIndex = 5
-	first := c.get(n)
-	if again := c.get(n); again != first {
-		t.Error("unchanged node: record rebuilt")
-	}
-	changed := n.Copy()
-	changed.ModifyIndex, changed.Datacenter = 6, "dc2"
-	if got := c.get(changed); got == first || got.GetDatacenter() != "dc2" {
-		t.Errorf("changed node: record %v, want rebuilt with dc2", got)
-	}
-}
