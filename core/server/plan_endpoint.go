@@ -94,7 +94,7 @@ func (s *Server) PlanJob(ctx context.Context, in *structs.Job, diff bool) (*stru
 	}
 	resp.FailedTGAllocs = schedio.MetricsFromPB(out.FailedTgAllocs)
 	if err := schedio.ExplainFailures(s.State(), job.Namespace, job.ID, job, resp.FailedTGAllocs); err != nil {
-		s.logger.Warn("explaining placement failures", "job_id", job.ID, "namespace", job.Namespace, "error", err)
+		s.logger.Warn("reading nodes to explain placement failures", "job_id", job.ID, "namespace", job.Namespace, "error", err)
 	}
 	return resp, nil
 }

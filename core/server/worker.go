@@ -411,7 +411,7 @@ func (w *worker) finishEvals(ev *structs.Evaluation, status, desc string, resp *
 	if resp != nil {
 		up.FailedTGAllocs = schedio.MetricsFromPB(resp.FailedTgAllocs)
 		if err := schedio.ExplainFailures(s.State(), ev.Namespace, ev.JobID, nil, up.FailedTGAllocs); err != nil {
-			s.logger.Warn("explaining placement failures", "job_id", ev.JobID, "namespace", ev.Namespace, "error", err)
+			s.logger.Warn("reading nodes to explain placement failures", "job_id", ev.JobID, "namespace", ev.Namespace, "error", err)
 		}
 		for _, b := range resp.BlockedEvals {
 			be := &structs.Evaluation{

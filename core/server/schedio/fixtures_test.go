@@ -92,3 +92,11 @@ func (f *fixture) snapshot() *state.StateSnapshot {
 	}
 	return snap
 }
+
+// The state store serves every view this package reads: the worker passes
+// a snapshot, the plan endpoint and the explanation the live store.
+var (
+	_ RequestState = (*state.StateSnapshot)(nil)
+	_ PlanState    = (*state.StateSnapshot)(nil)
+	_ ExplainState = (*state.StateStore)(nil)
+)
