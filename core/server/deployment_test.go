@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/drover-org/drover/core/server/schedio"
 	"github.com/drover-org/drover/core/structs"
 	"github.com/drover-org/drover/plugins/gc"
 	"github.com/drover-org/drover/sdk/proto/schedulerpb"
@@ -339,7 +340,7 @@ func TestConvertPlanDeploymentRefusesBadPlugins(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			plan, _, err := s.convertPlan(snap, ev, "tok", job, tt.plan)
+			plan, _, err := schedio.ConvertPlan(snap, ev, "tok", job, tt.plan, s.cfg.Now())
 			if tt.want != "" {
 				if !errors.Is(err, structs.ErrInvalid) || !strings.Contains(err.Error(), tt.want) {
 					t.Fatalf("err = %v, want ErrInvalid naming %q", err, tt.want)
@@ -365,7 +366,7 @@ func TestConvertPlanDeploymentRefusesBadPlugins(t *testing.T) {
 					pd.TaskGroups["g"].ProgressDeadline != 10*time.Minute || pd.TaskGroups["g"].RequireProgressBy.IsZero() {
 					t.Errorf("created deployment %+v", pd)
 				}
-				again, _, _ := s.convertPlan(snap, ev, "tok", job, tt.plan)
+				again, _, _ := schedio.ConvertPlan(snap, ev, "tok", job, tt.plan, s.cfg.Now())
 				if again.Deployment.ID != pd.ID {
 					t.Errorf("deployment ID %s then %s: not derived from the eval", pd.ID, again.Deployment.ID)
 				}

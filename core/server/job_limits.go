@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/drover-org/drover/core/server/schedio"
 	"github.com/drover-org/drover/core/structs"
 	pb "github.com/drover-org/drover/sdk/proto/schedulerpb"
 	"github.com/drover-org/drover/sdk/scheduler/feasible"
@@ -80,7 +81,7 @@ func (s *Server) candidateNodes(job *structs.Job) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	nodes, err := nodesOfPool(snap, job.NodePool)
+	nodes, err := schedio.NodesOfPool(snap, job.NodePool)
 	if err != nil {
 		return 0, err
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-org/drover/core/server/schedio"
 	"github.com/drover-org/drover/core/structs"
 	"github.com/drover-org/drover/plugins/builtin"
 	"github.com/drover-org/drover/sdk/scheduler"
@@ -369,7 +370,7 @@ func TestPreemptionFollowsDeclaredSwitch(t *testing.T) {
 				t.Fatal(err)
 			}
 			ev := &structs.Evaluation{ID: "ev", Namespace: job.Namespace, JobID: job.ID, Type: job.Type, Priority: job.Priority}
-			req, err := s.buildRequestForJob(snap, ev, job, 1)
+			req, err := schedio.BuildRequest(snap, s.nodeCache, ev, job, 1, s.cfg.Now())
 			if err != nil {
 				t.Fatal(err)
 			}

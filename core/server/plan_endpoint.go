@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/drover-org/drover/core/server/schedio"
 	"github.com/drover-org/drover/core/structs"
 )
 
@@ -72,7 +73,7 @@ func (s *Server) PlanJob(ctx context.Context, in *structs.Job, diff bool) (*stru
 		TriggeredBy: structs.EvalTriggerJobRegister, JobID: job.ID, JobModifyIndex: job.JobModifyIndex,
 		Status: structs.EvalStatusPending, AnnotatePlan: true,
 	}
-	req, err := s.buildRequestForJob(snap, ev, job, 1)
+	req, err := schedio.BuildRequest(snap, s.nodeCache, ev, job, 1, s.cfg.Now())
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +84,7 @@ func (s *Server) PlanJob(ctx context.Context, in *structs.Job, diff bool) (*stru
 	if out.Status != "" && out.Status != structs.EvalStatusComplete {
 		resp.Warnings = out.StatusDescription
 	}
-	plan, _, err := s.convertPlan(snap, ev, "", job, out.Plan)
+	plan, _, err := schedio.ConvertPlan(snap, ev, "", job, out.Plan, s.cfg.Now())
 	if err != nil {
 		return nil, fmt.Errorf("scheduler plugin: %v", err) // the plugin's fault, not the caller's
 	}
@@ -91,7 +92,9 @@ func (s *Server) PlanJob(ctx context.Context, in *structs.Job, diff bool) (*stru
 	if resp.Diff != nil && plan.Annotations != nil {
 		resp.Diff.Annotate(plan.Annotations.DesiredTGUpdates)
 	}
-	resp.FailedTGAllocs = metricsFromPB(out.FailedTgAllocs)
-	s.explainFailures(job.Namespace, job.ID, job, resp.FailedTGAllocs)
+	resp.FailedTGAllocs = schedio.MetricsFromPB(out.FailedTgAllocs)
+	if err := schedio.ExplainFailures(s.State(), job.Namespace, job.ID, job, resp.FailedTGAllocs); err != nil {
+		s.logger.Warn("reading nodes to explain placement failures", "job_id", job.ID, "namespace", job.Namespace, "error", err)
+	}
 	return resp, nil
 }

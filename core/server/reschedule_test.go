@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/drover-org/drover/core/server/schedio"
 	"github.com/drover-org/drover/core/structs"
 	pb "github.com/drover-org/drover/sdk/proto/schedulerpb"
 )
@@ -143,7 +144,7 @@ func TestConvertFollowups(t *testing.T) {
 	mark := func(alloc, eval string) *pb.AllocFollowup {
 		return &pb.AllocFollowup{AllocId: alloc, FollowupEvalId: eval}
 	}
-	many := make([]*pb.FollowupEval, MaxFollowupEvals+1)
+	many := make([]*pb.FollowupEval, schedio.MaxFollowupEvals+1)
 	for i := range many {
 		many[i] = &pb.FollowupEval{Id: uuid.NewString(), WaitUntilNs: later}
 	}
@@ -159,7 +160,7 @@ func TestConvertFollowups(t *testing.T) {
 		{"the eval itself", resp([]*pb.FollowupEval{{Id: ev.ID, WaitUntilNs: later}}), "is the eval being scheduled"},
 		{"another job's eval", resp([]*pb.FollowupEval{{Id: otherEval.ID, WaitUntilNs: later}}), "is an eval of another job"},
 		{"no wait", resp([]*pb.FollowupEval{{Id: good}}), "followup_evals[0].wait_until_ns 0"},
-		{"beyond a year", resp([]*pb.FollowupEval{{Id: good, WaitUntilNs: now.Add(MaxFollowupWait + time.Hour).UnixNano()}}), "at most 8760h0m0s from now"},
+		{"beyond a year", resp([]*pb.FollowupEval{{Id: good, WaitUntilNs: now.Add(schedio.MaxFollowupWait + time.Hour).UnixNano()}}), "at most 8760h0m0s from now"},
 		{"too many", resp(many), "more than the 256 allowed"},
 		{"mark of an unknown eval", resp(nil, mark(failed.ID, good)), `plan.alloc_followups[0].followup_eval_id`},
 		{"mark of another job's alloc", resp([]*pb.FollowupEval{{Id: good, WaitUntilNs: later}}, mark(otherAlloc.ID, good)), "allocations that are not the job's"},
@@ -172,7 +173,7 @@ func TestConvertFollowups(t *testing.T) {
 				t.Fatal(err)
 			}
 			plan := newPlan(job)
-			err = s.convertFollowups(snap, ev, job, tc.resp, plan)
+			err = schedio.ConvertFollowups(snap, ev, job, tc.resp, plan, s.cfg.Now())
 			if tc.want == "" {
 				if err != nil {
 					t.Fatal(err)
@@ -189,7 +190,7 @@ func TestConvertFollowups(t *testing.T) {
 	}
 	t.Run("purged job", func(t *testing.T) {
 		snap, _ := s.State().Snapshot()
-		err := s.convertFollowups(snap, ev, nil, resp([]*pb.FollowupEval{{Id: good, WaitUntilNs: later}}), newPlan(job))
+		err := schedio.ConvertFollowups(snap, ev, nil, resp([]*pb.FollowupEval{{Id: good, WaitUntilNs: later}}), newPlan(job), s.cfg.Now())
 		if !errors.Is(err, structs.ErrInvalid) {
 			t.Fatalf("err = %v, want ErrInvalid", err)
 		}
@@ -212,7 +213,7 @@ func TestPlacedRescheduleTracker(t *testing.T) {
 		}}}
 	}
 	snap, _ := s.State().Snapshot()
-	plan, _, err := s.convertPlan(snap, ev, "", job, placed(failed.ID))
+	plan, _, err := schedio.ConvertPlan(snap, ev, "", job, placed(failed.ID), s.cfg.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,63 +229,18 @@ func TestPlacedRescheduleTracker(t *testing.T) {
 	if prev.NextAllocation != plan.NodeAllocation[failed.NodeID][0].ID {
 		t.Fatalf("previous alloc's NextAllocation = %q", prev.NextAllocation)
 	}
-	_, _, err = s.convertPlan(snap, ev, "", job, placed(otherAlloc.ID))
+	_, _, err = schedio.ConvertPlan(snap, ev, "", job, placed(otherAlloc.ID), s.cfg.Now())
 	if !errors.Is(err, structs.ErrInvalid) || !strings.Contains(err.Error(), otherAlloc.ID) {
 		t.Fatalf("a previous_allocation of another job: err = %v, want ErrInvalid naming it", err)
 	}
 	long := placed(failed.ID)
 	pa := long.NodeAllocation[0]
-	for len(pa.RescheduleEvents) <= MaxRescheduleEvents {
+	for len(pa.RescheduleEvents) <= schedio.MaxRescheduleEvents {
 		pa.RescheduleEvents = append(pa.RescheduleEvents, pa.RescheduleEvents[0])
 	}
-	_, _, err = s.convertPlan(snap, ev, "", job, long)
+	_, _, err = schedio.ConvertPlan(snap, ev, "", job, long, s.cfg.Now())
 	if !errors.Is(err, structs.ErrInvalid) || !strings.Contains(err.Error(), "node_allocation[0]") || !strings.Contains(err.Error(), "more than the 1024 allowed") {
 		t.Fatalf("a tracker over the bound: err = %v, want ErrInvalid naming the placement and the bound", err)
-	}
-}
-
-// TestRescheduleInputToPB: the request carries the group's policy and
-// each alloc's tracker, links and change time (the latest task finish when
-// there is one).
-func TestRescheduleInputToPB(t *testing.T) {
-	job := testJob("in", "batch")
-	job.TaskGroups[0].ReschedulePolicy = &structs.ReschedulePolicy{
-		Attempts: 2, Interval: time.Hour, Delay: time.Second, DelayFunction: "fibonacci", MaxDelay: time.Minute, Unlimited: true,
-	}
-	gp := jobToPB(job).TaskGroups[0].ReschedulePolicy
-	wantP := &pb.ReschedulePolicy{Attempts: 2, IntervalNs: int64(time.Hour), DelayNs: int64(time.Second), DelayFunction: "fibonacci", MaxDelayNs: int64(time.Minute), Unlimited: true}
-	if gp.String() != wantP.String() {
-		t.Fatalf("policy = %v, want %v", gp, wantP)
-	}
-	job.TaskGroups[0].ReschedulePolicy = nil
-	if jobToPB(job).TaskGroups[0].ReschedulePolicy != nil {
-		t.Fatal("a group without a policy must send none")
-	}
-	finished := time.Unix(0, 700)
-	cases := []struct {
-		name  string
-		alloc *structs.Allocation
-		want  int64
-	}{
-		{"no task states: modify time", &structs.Allocation{ModifyTime: 900}, 900},
-		{"latest task finish", &structs.Allocation{ModifyTime: 900, TaskStates: map[string]*structs.TaskState{
-			"a": {FinishedAt: time.Unix(0, 500)}, "b": {FinishedAt: finished}, "c": {}}}, 700},
-		{"no task finished: modify time", &structs.Allocation{ModifyTime: 900, TaskStates: map[string]*structs.TaskState{"a": {}}}, 900},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := allocToPB(tc.alloc).ModifyTimeNs; got != tc.want {
-				t.Fatalf("modify_time_ns = %d, want %d", got, tc.want)
-			}
-		})
-	}
-	a := &structs.Allocation{ID: "a", FollowupEvalID: "f", NextAllocation: "n", RescheduleTracker: &structs.RescheduleTracker{
-		Events: []*structs.RescheduleEvent{{RescheduleTime: 1, PrevAllocID: "p", PrevNodeID: "pn", Delay: 3}},
-	}}
-	p := allocToPB(a)
-	if p.FollowupEvalId != "f" || p.NextAllocation != "n" || len(p.RescheduleEvents) != 1 ||
-		p.RescheduleEvents[0].String() != (&pb.RescheduleEvent{RescheduleTimeNs: 1, PrevAllocId: "p", PrevNodeId: "pn", DelayNs: 3}).String() {
-		t.Fatalf("alloc = %v", p)
 	}
 }
 
@@ -377,7 +333,7 @@ func TestRequestClearsSpentFollowup(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			req, err := s.buildRequestForJob(snap, tc.running, job, 1)
+			req, err := schedio.BuildRequest(snap, s.nodeCache, tc.running, job, 1, s.cfg.Now())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -408,7 +364,7 @@ func TestRequestClockAndForceReschedule(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			req, err := s.buildRequestForJob(snap, s.newEval(job, structs.EvalTriggerJobRegister), job, 1)
+			req, err := schedio.BuildRequest(snap, s.nodeCache, s.newEval(job, structs.EvalTriggerJobRegister), job, 1, s.cfg.Now())
 			if err != nil {
 				t.Fatal(err)
 			}

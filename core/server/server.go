@@ -26,6 +26,7 @@ import (
 	"github.com/drover-org/drover/core/server/blockedevals"
 	"github.com/drover-org/drover/core/server/evalbroker"
 	"github.com/drover-org/drover/core/server/planqueue"
+	"github.com/drover-org/drover/core/server/schedio"
 	"github.com/drover-org/drover/core/server/volumewatcher"
 	"github.com/drover-org/drover/core/state"
 	"github.com/drover-org/drover/core/structs"
@@ -192,7 +193,7 @@ type Server struct {
 	planQueue *planqueue.Queue
 	periodic  *periodicDispatcher
 	heartbeat *heartbeater
-	nodeCache *nodeCache
+	nodeCache *schedio.NodeCache
 	gate      *typeGate
 	// spares counts the spare workers standing in for workers held by slow
 	// plugin calls (worker.go, watchSlowCall).
@@ -293,7 +294,7 @@ func New(cfg Config) (*Server, error) {
 	s.planQueue = planqueue.New()
 	s.periodic = newPeriodicDispatcher(s)
 	s.heartbeat = newHeartbeater(s)
-	s.nodeCache = newNodeCache()
+	s.nodeCache = schedio.NewNodeCache()
 	s.gate = newTypeGate()
 	s.controllers = newControllerQueue()
 	s.volumes = volumewatcher.New(volumewatcher.Config{

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/drover-org/drover/core/server/evalbroker"
+	"github.com/drover-org/drover/core/server/schedio"
 	"github.com/drover-org/drover/core/structs"
 	pb "github.com/drover-org/drover/sdk/proto/schedulerpb"
 	"github.com/drover-org/drover/sdk/scheduler"
@@ -154,7 +155,7 @@ func (w *worker) schedule(ctx context.Context, ev *structs.Evaluation, token str
 		if err != nil {
 			return fmt.Errorf("read job %q: %w", ev.JobID, err)
 		}
-		req, err := s.buildRequestForJob(snap, ev, job, try)
+		req, err := schedio.BuildRequest(snap, s.nodeCache, ev, job, try, s.cfg.Now())
 		if err != nil {
 			return err
 		}
@@ -175,11 +176,11 @@ func (w *worker) schedule(ctx context.Context, ev *structs.Evaluation, token str
 		for tg, n := range resp.QueuedAllocations {
 			queued[tg] = int(n)
 		}
-		plan, newAllocs, err := s.convertPlan(snap, ev, token, job, resp.Plan)
+		plan, newAllocs, err := schedio.ConvertPlan(snap, ev, token, job, resp.Plan, s.cfg.Now())
 		if err != nil {
 			return err
 		}
-		if err := s.convertFollowups(snap, ev, job, resp, plan); err != nil {
+		if err := schedio.ConvertFollowups(snap, ev, job, resp, plan, s.cfg.Now()); err != nil {
 			return err
 		}
 		if plan.IsNoOp() && len(plan.NodePreemptions) == 0 {
@@ -408,8 +409,10 @@ func (w *worker) finishEvals(ev *structs.Evaluation, status, desc string, resp *
 	}
 	evals := []*structs.Evaluation{up}
 	if resp != nil {
-		up.FailedTGAllocs = metricsFromPB(resp.FailedTgAllocs)
-		s.explainFailures(ev.Namespace, ev.JobID, nil, up.FailedTGAllocs)
+		up.FailedTGAllocs = schedio.MetricsFromPB(resp.FailedTgAllocs)
+		if err := schedio.ExplainFailures(s.State(), ev.Namespace, ev.JobID, nil, up.FailedTGAllocs); err != nil {
+			s.logger.Warn("reading nodes to explain placement failures", "job_id", ev.JobID, "namespace", ev.Namespace, "error", err)
+		}
 		for _, b := range resp.BlockedEvals {
 			be := &structs.Evaluation{
 				ID: uuid.NewString(), Namespace: ev.Namespace, Priority: ev.Priority, Type: ev.Type,

@@ -1,4 +1,4 @@
-package server
+package schedio
 
 import (
 	"fmt"
@@ -6,7 +6,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/drover-org/drover/core/state"
 	"github.com/drover-org/drover/core/structs"
 	pb "github.com/drover-org/drover/sdk/proto/schedulerpb"
 )
@@ -28,8 +27,8 @@ const (
 // Nomad words it.
 const followupEvalDesc = "created for delayed rescheduling"
 
-// convertFollowups checks the response's follow-up evals and alloc marks
-// and adds them to plan. Like convertPlan it refuses the whole response
+// ConvertFollowups checks the response's follow-up evals and alloc marks
+// and adds them to plan. Like ConvertPlan it refuses the whole response
 // with an ErrInvalid naming the field and the rule broken: each eval ID a
 // canonical UUID, distinct, neither the eval's own nor an eval of another
 // job; each wait_until_ns after the epoch and at most MaxFollowupWait from
@@ -37,46 +36,56 @@ const followupEvalDesc = "created for delayed rescheduling"
 // eval's job, once, and one of the response's follow-up evals. An ID that
 // an eval of the job already has is an earlier attempt's: it is not created
 // twice (the state store skips it too).
-func (s *Server) convertFollowups(snap *state.StateSnapshot, ev *structs.Evaluation, job *structs.Job, resp *pb.ScheduleResponse, plan *structs.Plan) error {
+func ConvertFollowups(snap PlanState, ev *structs.Evaluation, job *structs.Job, resp *pb.ScheduleResponse, plan *structs.Plan, now time.Time) error {
 	fes := resp.GetFollowupEvals()
 	marks := resp.GetPlan().GetAllocFollowups()
 	if len(fes) == 0 && len(marks) == 0 {
 		return nil
 	}
-	invalid := func(format string, args ...any) error {
-		return structs.NewError(structs.ErrInvalid, "scheduler plugin's response for job %q: "+format, append([]any{ev.JobID}, args...)...)
-	}
 	if job == nil {
-		return invalid("followup_evals and alloc_followups need a job, and the job is purged")
+		return followupError(ev, "followup_evals and alloc_followups need a job, and the job is purged")
 	}
+	ids, err := addFollowupEvals(snap, ev, job, fes, plan, now)
+	if err != nil {
+		return err
+	}
+	return addAllocFollowups(snap, ev, marks, ids, plan)
+}
+
+func followupError(ev *structs.Evaluation, format string, args ...any) error {
+	return structs.NewError(structs.ErrInvalid, "scheduler plugin's response for job %q: "+format, append([]any{ev.JobID}, args...)...)
+}
+
+// addFollowupEvals checks the follow-up evals and adds those not created
+// yet to plan. It returns the IDs of all of them, for the marks to name.
+func addFollowupEvals(snap PlanState, ev *structs.Evaluation, job *structs.Job, fes []*pb.FollowupEval, plan *structs.Plan, now time.Time) (map[string]bool, error) {
 	if len(fes) > MaxFollowupEvals {
-		return invalid("followup_evals has %d evals, more than the %d allowed", len(fes), MaxFollowupEvals)
+		return nil, followupError(ev, "followup_evals has %d evals, more than the %d allowed", len(fes), MaxFollowupEvals)
 	}
-	now := s.cfg.Now()
 	latest := now.Add(MaxFollowupWait).UnixNano()
 	ids := make(map[string]bool, len(fes))
 	for i, fe := range fes {
 		id := fe.GetId()
 		if u, err := uuid.Parse(id); err != nil || u.String() != id {
-			return invalid("followup_evals[%d].id %q is not a UUID in canonical lowercase form", i, id)
+			return nil, followupError(ev, "followup_evals[%d].id %q is not a UUID in canonical lowercase form", i, id)
 		}
 		if ids[id] {
-			return invalid("followup_evals[%d].id %q is named twice", i, id)
+			return nil, followupError(ev, "followup_evals[%d].id %q is named twice", i, id)
 		}
 		ids[id] = true
 		if id == ev.ID {
-			return invalid("followup_evals[%d].id %q is the eval being scheduled", i, id)
+			return nil, followupError(ev, "followup_evals[%d].id %q is the eval being scheduled", i, id)
 		}
 		if w := fe.GetWaitUntilNs(); w <= 0 || w > latest {
-			return invalid("followup_evals[%d].wait_until_ns %d must be after the epoch and at most %s from now", i, w, MaxFollowupWait)
+			return nil, followupError(ev, "followup_evals[%d].wait_until_ns %d must be after the epoch and at most %s from now", i, w, MaxFollowupWait)
 		}
 		existing, err := snap.EvalByID(nil, id)
 		if err != nil {
-			return fmt.Errorf("read eval %q: %w", id, err)
+			return nil, fmt.Errorf("read eval %q: %w", id, err)
 		}
 		if existing != nil {
 			if existing.Namespace != ev.Namespace || existing.JobID != ev.JobID {
-				return invalid("followup_evals[%d].id %q is an eval of another job", i, id)
+				return nil, followupError(ev, "followup_evals[%d].id %q is an eval of another job", i, id)
 			}
 			continue
 		}
@@ -88,15 +97,21 @@ func (s *Server) convertFollowups(snap *state.StateSnapshot, ev *structs.Evaluat
 			PreviousEval: ev.ID, CreateTime: now.UnixNano(), ModifyTime: now.UnixNano(),
 		})
 	}
+	return ids, nil
+}
+
+// addAllocFollowups checks the marks of allocs whose replacement a
+// follow-up eval (one of ids) places, and adds them to plan.
+func addAllocFollowups(snap PlanState, ev *structs.Evaluation, marks []*pb.AllocFollowup, ids map[string]bool, plan *structs.Plan) error {
 	var bad planProblems
 	seen := make(map[string]bool, len(marks))
 	for i, m := range marks {
 		if seen[m.GetAllocId()] {
-			return invalid("plan.alloc_followups[%d] marks alloc %q a second time", i, m.GetAllocId())
+			return followupError(ev, "plan.alloc_followups[%d] marks alloc %q a second time", i, m.GetAllocId())
 		}
 		seen[m.GetAllocId()] = true
 		if !ids[m.GetFollowupEvalId()] {
-			return invalid("plan.alloc_followups[%d].followup_eval_id %q is not one of followup_evals", i, m.GetFollowupEvalId())
+			return followupError(ev, "plan.alloc_followups[%d].followup_eval_id %q is not one of followup_evals", i, m.GetFollowupEvalId())
 		}
 		a, err := snap.AllocByID(nil, m.GetAllocId())
 		if err != nil {
@@ -108,46 +123,5 @@ func (s *Server) convertFollowups(snap *state.StateSnapshot, ev *structs.Evaluat
 		}
 		plan.AllocFollowups = append(plan.AllocFollowups, &structs.AllocFollowup{AllocID: a.ID, FollowupEvalID: m.GetFollowupEvalId()})
 	}
-	if err := bad.err(ev.JobID); err != nil {
-		return err
-	}
-	return nil
+	return bad.err(ev.JobID)
 }
-
-// rescheduleTrackerFromPB is the tracker of a new alloc; nil without
-// events.
-func rescheduleTrackerFromPB(events []*pb.RescheduleEvent) *structs.RescheduleTracker {
-	if len(events) == 0 {
-		return nil
-	}
-	t := &structs.RescheduleTracker{Events: make([]*structs.RescheduleEvent, 0, len(events))}
-	for _, e := range events {
-		if e == nil {
-			continue
-		}
-		t.Events = append(t.Events, &structs.RescheduleEvent{
-			RescheduleTime: e.GetRescheduleTimeNs(), PrevAllocID: e.GetPrevAllocId(), PrevNodeID: e.GetPrevNodeId(),
-			Delay: time.Duration(e.GetDelayNs()),
-		})
-	}
-	return t
-}
-
-// checkRescheduleEvents bounds the trackers of a plan's new allocs: a
-// tracker only grows by one per reschedule, so one longer than the limit
-// is a plugin that never prunes it.
-func checkRescheduleEvents(jobID string, p *pb.Plan) error {
-	for i, pa := range p.GetNodeAllocation() {
-		if n := len(pa.GetRescheduleEvents()); n > MaxRescheduleEvents {
-			return structs.NewError(structs.ErrInvalid,
-				"scheduler plugin's plan for job %q: node_allocation[%d] (%q) has %d reschedule_events, more than the %d allowed",
-				jobID, i, pa.GetName(), n, MaxRescheduleEvents)
-		}
-	}
-	return nil
-}
-
-// MaxRescheduleEvents is the longest reschedule tracker a new alloc may
-// carry: a plugin keeps only the events within the policy's interval (or a
-// few, when unlimited), which a valid policy's attempts bound.
-const MaxRescheduleEvents = structs.MaxRescheduleAttempts

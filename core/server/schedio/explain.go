@@ -1,6 +1,8 @@
-package server
+package schedio
 
 import (
+	"fmt"
+
 	"github.com/drover-org/drover/core/structs"
 	"github.com/drover-org/drover/sdk/scheduler/feasible"
 )
@@ -55,18 +57,18 @@ func explainNoEligibleNodes(nodes []*structs.Node, job *structs.Job, failed map[
 	}
 }
 
-// explainFailures applies explainNoEligibleNodes with the job and the
-// nodes of the current state; a read error leaves the metrics as they are
-// (the explanation is advisory).
-func (s *Server) explainFailures(ns, jobID string, job *structs.Job, failed map[string]*structs.AllocMetric) {
+// ExplainFailures applies explainNoEligibleNodes with the job (read from
+// st when nil) and the nodes of its pool in st. The explanation is
+// advisory: on a read error the metrics are left as they are and the error
+// is returned for the caller to log.
+func ExplainFailures(st ExplainState, ns, jobID string, job *structs.Job, failed map[string]*structs.AllocMetric) error {
 	if !needsExplanation(failed) {
-		return
+		return nil
 	}
-	st := s.State()
 	if job == nil {
 		j, err := st.JobByID(nil, ns, jobID)
 		if err != nil || j == nil {
-			return
+			return nil
 		}
 		job = j
 	}
@@ -76,10 +78,10 @@ func (s *Server) explainFailures(ns, jobID string, job *structs.Job, failed map[
 	}
 	nodes, err := st.NodesByPool(nil, pool)
 	if err != nil {
-		s.logger.Warn("reading nodes to explain placement failures", "job_id", jobID, "namespace", ns, "error", err)
-		return
+		return fmt.Errorf("read nodes of pool %q: %w", pool, err)
 	}
 	explainNoEligibleNodes(nodes, job, failed)
+	return nil
 }
 
 func needsExplanation(failed map[string]*structs.AllocMetric) bool {

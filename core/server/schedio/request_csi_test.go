@@ -1,4 +1,4 @@
-package server
+package schedio
 
 import (
 	"strings"
@@ -66,13 +66,13 @@ func TestScheduleInputCSI(t *testing.T) {
 		AccessMode: structs.CSIVolumeAccessModeSingleNodeWriter, AttachmentMode: structs.CSIVolumeAttachmentModeFilesystem}}
 	job.TaskGroups = append(job.TaskGroups, pa)
 
-	s := &Server{nodeCache: newNodeCache(), cfg: Config{Now: time.Now}}
+	cache := NewNodeCache()
 	snap, err := st.Snapshot()
 	if err != nil {
 		t.Fatal(err)
 	}
 	ev := &structs.Evaluation{ID: "ev", Namespace: "default", JobID: job.ID, Type: job.Type, Priority: 50}
-	req, err := s.buildRequestForJob(snap, ev, job, 1)
+	req, err := BuildRequest(snap, cache, ev, job, 1, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestScheduleInputCSI(t *testing.T) {
 	// A job without volumes gets no CSI part.
 	plain := testJob("plain", "batch")
 	plain.Namespace, plain.NodePool = "default", "default"
-	req, err = s.buildRequestForJob(snap, ev, plain, 1)
+	req, err = BuildRequest(snap, cache, ev, plain, 1, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

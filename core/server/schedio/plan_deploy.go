@@ -1,11 +1,11 @@
-package server
+package schedio
 
 import (
 	"errors"
+	"time"
 
 	"github.com/google/uuid"
 
-	"github.com/drover-org/drover/core/state"
 	"github.com/drover-org/drover/core/structs"
 	pb "github.com/drover-org/drover/sdk/proto/schedulerpb"
 )
@@ -16,7 +16,7 @@ import (
 // its current version) with the canary flag of its placement. Everything
 // the plugin sends is checked; a plan that breaks a rule is refused whole
 // with an ErrInvalid naming the field.
-func (s *Server) convertPlanDeployment(snap *state.StateSnapshot, ev *structs.Evaluation, job *structs.Job, p *pb.Plan, plan *structs.Plan, newAllocs map[string]bool) error {
+func convertPlanDeployment(snap PlanState, ev *structs.Evaluation, job *structs.Job, p *pb.Plan, plan *structs.Plan, newAllocs map[string]bool, now time.Time) error {
 	if p == nil {
 		return nil
 	}
@@ -31,7 +31,7 @@ func (s *Server) convertPlanDeployment(snap *state.StateSnapshot, ev *structs.Ev
 	}
 	var existing *structs.Deployment
 	if p.CreateDeployment != nil {
-		d, again, err := s.newPlanDeployment(snap, ev, job, p.CreateDeployment)
+		d, again, err := newPlanDeployment(snap, ev, job, p.CreateDeployment, now)
 		if err != nil {
 			return err
 		}
@@ -107,8 +107,8 @@ func cancelledBy(plan *structs.Plan, id string) bool {
 // counts are the plugin's, bounded by the job. A proposal made again (the
 // eval's retry after a partial commit created it) returns the stored
 // deployment as again, and no new one.
-func (s *Server) newPlanDeployment(snap *state.StateSnapshot, ev *structs.Evaluation, job *structs.Job, in *pb.Deployment) (d, again *structs.Deployment, err error) {
-	d, err = s.buildPlanDeployment(snap, ev, job, in)
+func newPlanDeployment(snap PlanState, ev *structs.Evaluation, job *structs.Job, in *pb.Deployment, now time.Time) (d, again *structs.Deployment, err error) {
+	d, err = buildPlanDeployment(snap, ev, job, in, now)
 	var dup *duplicateDeployment
 	if errors.As(err, &dup) {
 		return nil, dup.d, nil
@@ -122,7 +122,7 @@ type duplicateDeployment struct{ d *structs.Deployment }
 
 func (e *duplicateDeployment) Error() string { return "deployment " + e.d.ID + " exists" }
 
-func (s *Server) buildPlanDeployment(snap *state.StateSnapshot, ev *structs.Evaluation, job *structs.Job, in *pb.Deployment) (*structs.Deployment, error) {
+func buildPlanDeployment(snap PlanState, ev *structs.Evaluation, job *structs.Job, in *pb.Deployment, now time.Time) (*structs.Deployment, error) {
 	switch {
 	case job == nil || job.Stop:
 		return nil, planDeployError(ev, "create_deployment for a job that is stopped or gone")
@@ -147,7 +147,6 @@ func (s *Server) buildPlanDeployment(snap *state.StateSnapshot, ev *structs.Eval
 		}
 		return nil, planDeployError(ev, "create_deployment.id %q already names a deployment", id)
 	}
-	now := s.cfg.Now()
 	d := &structs.Deployment{
 		ID: id, Namespace: job.Namespace, JobID: job.ID, JobVersion: job.Version, JobModifyIndex: job.JobModifyIndex,
 		JobSpecModifyIndex: job.JobModifyIndex, JobCreateIndex: job.CreateIndex, EvalPriority: ev.Priority,
