@@ -23,8 +23,10 @@ import (
 	"github.com/drover-org/drover/core/fsm"
 	"github.com/drover-org/drover/core/metrics"
 	"github.com/drover-org/drover/core/rpc"
+	"github.com/drover-org/drover/core/server/aclendpoint"
 	"github.com/drover-org/drover/core/server/blockedevals"
 	"github.com/drover-org/drover/core/server/evalbroker"
+	"github.com/drover-org/drover/core/server/pkiendpoint"
 	"github.com/drover-org/drover/core/server/planqueue"
 	"github.com/drover-org/drover/core/server/volumewatcher"
 	"github.com/drover-org/drover/core/state"
@@ -162,7 +164,7 @@ type Config struct {
 	HTTPAddr string
 	// Version is the agent's version, told to peers.
 	Version string
-	// PKI is the server's part of the cluster PKI (nil: none); see pki.go.
+	// PKI is the server's part of the cluster PKI (nil: none); see pkiendpoint.
 	PKI *PKIConfig
 	// OnFatal is called once, after the server shut itself down because
 	// it cannot go on: its FSM met a committed Raft entry it cannot apply.
@@ -175,8 +177,10 @@ type Server struct {
 	cfg    Config
 	logger hclog.Logger
 
-	// acl resolves token secrets (acl_resolve.go).
-	acl aclResolution
+	// The ACL and PKI endpoints (acl_pki.go); embedded, so the server
+	// offers their methods to the HTTP API and the agent.
+	*aclendpoint.ACL
+	*pkiendpoint.PKI
 
 	fsm       *fsm.FSM
 	events    *events.Buffer
@@ -221,7 +225,6 @@ type Server struct {
 	established atomic.Bool
 
 	rpcPool *rpc.Pool
-	pki     *serverPKI
 
 	shutdownCtx    context.Context
 	shutdownCancel context.CancelFunc
@@ -287,6 +290,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, logger: cfg.Logger.Named("server"), rpcPool: cfg.RPCPool}
 	s.shutdownCtx, s.shutdownCancel = context.WithCancel(context.Background())
+	s.ACL, s.PKI = newACLEndpoint(s), newPKIEndpoint(s)
 	s.broker = evalbroker.New(cfg.Broker, s.logger.Named("broker"))
 	s.writes = newWriteQuiet()
 	s.blocked = blockedevals.New(s.broker, s.logger.Named("blocked_evals"))
