@@ -58,7 +58,7 @@ type Config struct {
 	NodeName   string
 	// DevMode keeps Raft in memory and tunes its timers for a fast start.
 	DevMode bool
-	// ACLEnabled turns on ACL token resolution (acl_resolve.go); off,
+	// ACLEnabled turns on ACL token resolution (aclendpoint); off,
 	// every caller is resolved to the management ACL.
 	ACLEnabled bool
 	// OneTimeTokenGCInterval is how often the leader removes expired
