@@ -21,7 +21,9 @@ type fixedLeader struct {
 	err  error
 }
 
-func (l fixedLeader) LeaderConn(context.Context) (*rpc.Conn, bool, error) { return l.conn, l.fwd, l.err }
+func (l fixedLeader) LeaderConn(context.Context) (*rpc.Conn, bool, error) {
+	return l.conn, l.fwd, l.err
+}
 
 func TestForward(t *testing.T) {
 	rs := rpc.NewServer(nil, hclog.NewNullLogger())
