@@ -18,6 +18,17 @@ type forwardedKey struct{}
 // reports whether it forwarded; when it did not, the caller serves the
 // request itself.
 func forward[Req, Resp any](ctx context.Context, s *Server, method string, req *Req) (*Resp, bool, error) {
+	conn, ok, err := s.leaderConn(ctx)
+	if !ok || err != nil {
+		return nil, ok, err
+	}
+	resp, err := rpc.Call[Req, Resp](ctx, conn, method, req)
+	return resp, true, err
+}
+
+// leaderConn is where a write goes: forward false when this server
+// serves it itself, else the leader's connection (see leaderrpc.Leader).
+func (s *Server) leaderConn(ctx context.Context) (*rpc.Conn, bool, error) {
 	if s.rpcPool == nil || s.IsLeader() {
 		return nil, false, nil
 	}
@@ -38,8 +49,7 @@ func forward[Req, Resp any](ctx context.Context, s *Server, method string, req *
 	if err != nil {
 		return nil, true, structs.NewError(structs.ErrUnavailable, "connect to leader %s: %v", addr, err)
 	}
-	resp, err := rpc.Call[Req, Resp](ctx, conn, method, req)
-	return resp, true, err
+	return conn, true, nil
 }
 
 // waitLeaderAddr waits (briefly) for an election to finish.
@@ -199,18 +209,13 @@ func (s *Server) RegisterRPC(rs *rpc.Server) {
 		return &Empty{}, s.UpdateAllocs(mark(ctx), a.NodeID, a.SecretID, a.Allocs)
 	})
 	s.registerClusterRPC(rs, mark)
-	s.registerACLRPC(rs, mark)
+	s.registerACLPKIRPC(rs, mark)
 	s.registerNamespaceRPC(rs, mark)
 	s.registerNodePoolRPC(rs, mark)
 	s.registerCSIRPC(rs, mark)
 	s.registerCSIClaimRPC(rs, mark)
 	s.registerServiceRPC(rs, mark)
 	s.registerCSICreateRPC(rs, mark)
-	s.registerACLResolveRPC(rs)
-	s.registerACLCRUDRPC(rs, mark)
-	s.registerPKIRPC(rs)
 	s.registerGCRPC(rs, mark)
 	s.registerDeploymentRPC(rs, mark)
-	rs.SetAuthorizer(s.Authorizer())
-	rs.SetPreAuthorizer(s.PreAuthorizer())
 }

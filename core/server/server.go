@@ -23,8 +23,10 @@ import (
 	"github.com/drover-org/drover/core/fsm"
 	"github.com/drover-org/drover/core/metrics"
 	"github.com/drover-org/drover/core/rpc"
+	"github.com/drover-org/drover/core/server/aclendpoint"
 	"github.com/drover-org/drover/core/server/blockedevals"
 	"github.com/drover-org/drover/core/server/evalbroker"
+	"github.com/drover-org/drover/core/server/pkiendpoint"
 	"github.com/drover-org/drover/core/server/planqueue"
 	"github.com/drover-org/drover/core/server/schedio"
 	"github.com/drover-org/drover/core/server/volumewatcher"
@@ -57,7 +59,7 @@ type Config struct {
 	NodeName   string
 	// DevMode keeps Raft in memory and tunes its timers for a fast start.
 	DevMode bool
-	// ACLEnabled turns on ACL token resolution (acl_resolve.go); off,
+	// ACLEnabled turns on ACL token resolution (aclendpoint); off,
 	// every caller is resolved to the management ACL.
 	ACLEnabled bool
 	// OneTimeTokenGCInterval is how often the leader removes expired
@@ -163,7 +165,7 @@ type Config struct {
 	HTTPAddr string
 	// Version is the agent's version, told to peers.
 	Version string
-	// PKI is the server's part of the cluster PKI (nil: none); see pki.go.
+	// PKI is the server's part of the cluster PKI (nil: none); see pkiendpoint.
 	PKI *PKIConfig
 	// OnFatal is called once, after the server shut itself down because
 	// it cannot go on: its FSM met a committed Raft entry it cannot apply.
@@ -176,8 +178,10 @@ type Server struct {
 	cfg    Config
 	logger hclog.Logger
 
-	// acl resolves token secrets (acl_resolve.go).
-	acl aclResolution
+	// The ACL and PKI endpoints (acl_pki.go); embedded, so the server
+	// offers their methods to the HTTP API and the agent.
+	*aclendpoint.ACL
+	*pkiendpoint.PKI
 
 	fsm       *fsm.FSM
 	events    *events.Buffer
@@ -222,7 +226,6 @@ type Server struct {
 	established atomic.Bool
 
 	rpcPool *rpc.Pool
-	pki     *serverPKI
 
 	shutdownCtx    context.Context
 	shutdownCancel context.CancelFunc
@@ -288,6 +291,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, logger: cfg.Logger.Named("server"), rpcPool: cfg.RPCPool}
 	s.shutdownCtx, s.shutdownCancel = context.WithCancel(context.Background())
+	s.ACL, s.PKI = newACLEndpoint(s), newPKIEndpoint(s)
 	s.broker = evalbroker.New(cfg.Broker, s.logger.Named("broker"))
 	s.writes = newWriteQuiet()
 	s.blocked = blockedevals.New(s.broker, s.logger.Named("blocked_evals"))

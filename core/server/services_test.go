@@ -270,13 +270,13 @@ func TestServiceRPCAccess(t *testing.T) {
 	}
 	for method, req := range reqs {
 		rule, ok := rpcAccess[method]
-		if !ok || rule.public || rule.check == nil {
+		if !ok || rule.Public || rule.Check == nil {
 			t.Fatalf("%s: no per-node rule", method)
 		}
-		if err := rule.check(own, req); err != nil {
+		if err := rule.Check(own, req); err != nil {
 			t.Errorf("%s by its own node: %v", method, err)
 		}
-		if err := rule.check(other, req); err == nil {
+		if err := rule.Check(other, req); err == nil {
 			t.Errorf("%s by another node's client was allowed", method)
 		}
 	}

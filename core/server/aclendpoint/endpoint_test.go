@@ -1,4 +1,4 @@
-package server
+package aclendpoint
 
 import (
 	"context"
@@ -17,33 +17,9 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
-// testClock is a settable clock for Config.Now.
-type testClock struct{ ns atomic.Int64 }
-
-func newTestClock() *testClock {
-	c := &testClock{}
-	c.ns.Store(time.Now().UnixNano())
-	return c
-}
-func (c *testClock) Now() time.Time          { return time.Unix(0, c.ns.Load()) }
-func (c *testClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
-
-func aclServer(t *testing.T, clock *testClock, mut func(*Config)) *Server {
-	t.Helper()
-	return testServer(t, func(c *Config) {
-		c.ACLEnabled = true
-		if clock != nil {
-			c.Now = clock.Now
-		}
-		if mut != nil {
-			mut(c)
-		}
-	})
-}
-
 func TestBootstrapACL(t *testing.T) {
 	ctx := context.Background()
-	if _, _, err := testServer(t, nil).BootstrapACL(ctx, ""); !errors.Is(err, structs.ErrInvalid) || !strings.Contains(err.Error(), "ACL support disabled") {
+	if _, _, err := newTestACL(t, nil).BootstrapACL(ctx, ""); !errors.Is(err, structs.ErrInvalid) || !strings.Contains(err.Error(), "ACL support disabled") {
 		t.Fatalf("bootstrap with ACLs off: %v", err)
 	}
 
@@ -72,7 +48,7 @@ func TestBootstrapACL(t *testing.T) {
 		t.Fatalf("second bootstrap: %v, want %q", err, want)
 	}
 	// The operator allows one more bootstrap by writing the reset index.
-	if err := os.WriteFile(filepath.Join(dataDir, aclBootstrapResetFile), []byte(strconv.FormatUint(idx, 10)+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dataDir, BootstrapResetFile), []byte(strconv.FormatUint(idx, 10)+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	tok2, idx2, err := s.BootstrapACL(ctx, "")
@@ -199,24 +175,4 @@ func TestOneTimeTokenExchangedOnceUnderConcurrency(t *testing.T) {
 			t.Fatalf("round %d: %d exchanges won and %d were denied, want 1 and %d", round, wins.Load(), denials.Load(), n-1)
 		}
 	}
-}
-
-// The leader's loop removes expired one-time tokens by itself.
-func TestLeaderExpiresOneTimeTokens(t *testing.T) {
-	ctx := context.Background()
-	clock := newTestClock()
-	s := aclServer(t, clock, func(c *Config) { c.OneTimeTokenGCInterval = 20 * time.Millisecond })
-	mgmt, _, err := s.BootstrapACL(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ott, _, err := s.UpsertOneTimeToken(ctx, mgmt.SecretID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	clock.Advance(OneTimeTokenTTL + time.Second)
-	waitFor(t, 20*time.Second, "the leader removes an expired one-time token", func() bool {
-		o, err := s.State().OneTimeTokenBySecret(nil, ott.OneTimeSecretID)
-		return err == nil && o == nil
-	})
 }

@@ -1,4 +1,4 @@
-package server
+package aclendpoint
 
 import (
 	"context"
@@ -58,7 +58,7 @@ func TestACLCRUDRoundTrip(t *testing.T) {
 
 func TestACLCRUDRefusals(t *testing.T) {
 	ctx := context.Background()
-	if _, err := testServer(t, nil).UpsertACLPolicies(ctx, "", []*structs.ACLPolicy{{Name: "p"}}); !errors.Is(err, structs.ErrInvalid) {
+	if _, err := newTestACL(t, nil).UpsertACLPolicies(ctx, "", []*structs.ACLPolicy{{Name: "p"}}); !errors.Is(err, structs.ErrInvalid) {
 		t.Errorf("with ACLs off: %v; want ACL support disabled", err)
 	}
 	s := aclServer(t, newTestClock(), nil)
@@ -66,7 +66,7 @@ func TestACLCRUDRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	many := make([]*structs.ACLPolicy, MaxACLObjectsPerRequest+1)
+	many := make([]*structs.ACLPolicy, MaxObjectsPerRequest+1)
 	for i := range many {
 		many[i] = &structs.ACLPolicy{Name: "p" + string(rune('a'+i%26)) + string(rune('a'+i/26)), Rules: `node { policy = "read" }`}
 	}

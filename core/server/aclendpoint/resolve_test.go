@@ -1,4 +1,4 @@
-package server
+package aclendpoint
 
 import (
 	"errors"
@@ -11,7 +11,7 @@ import (
 )
 
 func TestResolveToken(t *testing.T) {
-	s := testServer(t, func(c *Config) { c.ACLEnabled = true })
+	s := aclServer(t, nil, nil)
 	st := s.State()
 	readDefault := &structs.ACLPolicy{Name: "read-default", Rules: `namespace "default" { policy = "read" }`}
 	if err := st.UpsertACLPolicies(1000, []*structs.ACLPolicy{readDefault}); err != nil {
@@ -91,7 +91,7 @@ func TestResolveToken(t *testing.T) {
 }
 
 func TestResolveTokenACLDisabledIsManagement(t *testing.T) {
-	s := testServer(t, nil)
+	s := newTestACL(t, nil)
 	if s.ACLEnabled() {
 		t.Fatal("ACLs on by default")
 	}

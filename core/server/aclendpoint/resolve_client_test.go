@@ -1,4 +1,4 @@
-package server
+package aclendpoint
 
 import (
 	"errors"
@@ -10,11 +10,11 @@ import (
 )
 
 func TestResolveForClient(t *testing.T) {
-	if r, err := testServer(t, nil).resolveForClient(uuid.NewString()); err != nil || r.Enabled || r.Token != nil {
+	if r, err := newTestACL(t, nil).resolveForClient(uuid.NewString()); err != nil || r.Enabled || r.Token != nil {
 		t.Fatalf("with ACLs off: %+v, %v; want a reply that says disabled", r, err)
 	}
 
-	s := testServer(t, func(c *Config) { c.ACLEnabled = true })
+	s := aclServer(t, nil, nil)
 	st := s.State()
 	pols := []*structs.ACLPolicy{
 		{Name: "read-default", Rules: `namespace "default" { policy = "read" }`},

@@ -1,0 +1,122 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"github.com/drover-org/drover/core/pki"
+	"github.com/drover-org/drover/core/rpc"
+	"github.com/drover-org/drover/core/server/aclendpoint"
+	"github.com/drover-org/drover/core/server/pkiendpoint"
+	"github.com/drover-org/drover/core/structs"
+)
+
+// The ACL and PKI endpoints live in aclendpoint and pkiendpoint; this file
+// wires them to the server's state, Raft and leader. The Server embeds
+// both, so that it still offers their methods (ResolveToken,
+// UpsertACLPolicies, JoinToken, ...) to the HTTP API and the agent.
+
+// Names the agent and the RPC callers know these types by.
+type (
+	// PKIConfig is a server's part of the cluster PKI (nil: none).
+	PKIConfig          = pkiendpoint.Config
+	ACLResolveReply    = aclendpoint.ResolveReply
+	ACLSecretArgs      = aclendpoint.SecretArgs
+	JoinChallengeReply = pkiendpoint.JoinChallengeReply
+	RenewArgs          = pkiendpoint.RenewArgs
+	// IndexReply carries the Raft index of a write.
+	IndexReply struct{ Index uint64 }
+)
+
+// oneTimeTokenGCInterval is how often expired one-time tokens go without
+// a GC plugin (Config.OneTimeTokenGCInterval: 0).
+const oneTimeTokenGCInterval = aclendpoint.DefaultOneTimeTokenGCInterval
+
+// leaderLink is the server as the endpoints' way to the leader.
+type leaderLink struct{ s *Server }
+
+func (l leaderLink) LeaderConn(ctx context.Context) (*rpc.Conn, bool, error) {
+	return l.s.leaderConn(ctx)
+}
+
+func newACLEndpoint(s *Server) *aclendpoint.ACL {
+	return aclendpoint.New(aclendpoint.Config{
+		Enabled: s.cfg.ACLEnabled,
+		State:   s.State,
+		Apply:   s.raftApply,
+		Leader:  leaderLink{s},
+		Now:     s.cfg.Now,
+		DataDir: s.cfg.DataDir,
+		Logger:  s.logger,
+	})
+}
+
+func newPKIEndpoint(s *Server) *pkiendpoint.PKI {
+	return pkiendpoint.New(s.cfg.PKI, pkiendpoint.Deps{
+		State:     s.State,
+		Apply:     s.raftApply,
+		Leader:    leaderLink{s},
+		CatchUp:   s.catchUpWithLeader,
+		HasLeader: func() bool { return s.raft.Leader() != "" },
+		Logger:    s.logger,
+	})
+}
+
+// registerACLPKIRPC exposes both endpoints and decides every call by the
+// caller's certificate (rpcAccess).
+func (s *Server) registerACLPKIRPC(rs *rpc.Server, mark func(context.Context) context.Context) {
+	aclendpoint.Register(rs, s.ACL, mark)
+	pkiendpoint.Register(rs, s.PKI, mark)
+	var trust *pki.Trust
+	if s.cfg.PKI != nil {
+		trust = s.cfg.PKI.Trust
+	}
+	rs.SetAuthorizer(pkiendpoint.Authorizer(trust, rpcAccess))
+	rs.SetPreAuthorizer(pkiendpoint.PreAuthorizer(trust, rpcAccess))
+}
+
+// startPKI starts storing the local CA into Raft, when this server has one.
+func (s *Server) startPKI() {
+	if !s.PKI.HoldsLocalCA() {
+		return
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		pkiendpoint.StoreLocalCA(s.shutdownCtx, s.PKI)
+	}()
+}
+
+// expireOneTimeTokens is the leader's loop removing expired one-time
+// tokens until leadership ends (without a GC plugin).
+func (s *Server) expireOneTimeTokens(ctx context.Context) {
+	aclendpoint.RunExpiry(ctx, s.ACL, s.cfg.OneTimeTokenGCInterval)
+}
+
+// catchUpWithLeader waits until this follower applied the leader's last
+// log index. Without a leader (a cluster still forming) it does not wait.
+func (s *Server) catchUpWithLeader(ctx context.Context) error {
+	if s.rpcPool == nil || s.IsLeader() {
+		return nil
+	}
+	addr, _ := s.raft.LeaderWithID()
+	if addr == "" {
+		return nil
+	}
+	info, err := s.peerInfo(ctx, string(addr))
+	if err != nil {
+		return structs.NewError(structs.ErrUnavailable, "join: cannot reach the leader to catch up: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for s.raft.AppliedIndex() < info.LastIndex {
+		select {
+		case <-ctx.Done():
+			return structs.NewError(structs.ErrUnavailable, "join: this server lags the leader (applied %d of %d); try another server", s.raft.AppliedIndex(), info.LastIndex)
+		case <-t.C:
+		}
+	}
+	return nil
+}
