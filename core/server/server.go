@@ -25,6 +25,7 @@ import (
 	"github.com/drover-org/drover/core/rpc"
 	"github.com/drover-org/drover/core/server/blockedevals"
 	"github.com/drover-org/drover/core/server/evalbroker"
+	"github.com/drover-org/drover/core/server/gcengine"
 	"github.com/drover-org/drover/core/server/planqueue"
 	"github.com/drover-org/drover/core/server/volumewatcher"
 	"github.com/drover-org/drover/core/state"
@@ -131,7 +132,7 @@ type Config struct {
 	StepUpBackoff time.Duration
 	// gcPacing, when set, replaces the garbage collector's batch sizes,
 	// pauses and page bounds (tests).
-	gcPacing *gcPacing
+	gcPacing *gcengine.Pacing
 	// gcTrace, when set, is told of each GC step as it ends: what it was
 	// ("page": building a page; "decide": the plugin's decision and its
 	// checks; "entry": a reap entry's commit), when it started and how
@@ -215,7 +216,7 @@ type Server struct {
 	leaderWG     sync.WaitGroup
 	// gc is this leadership term's garbage collector (nil when not
 	// leading or without a GC plugin); guarded by leaderMu.
-	gc *gcEngine
+	gc *gcengine.Engine
 	// established is set once a step-up completed and cleared on revoke:
 	// during a failing attempt the components are briefly enabled.
 	established atomic.Bool

@@ -1,4 +1,4 @@
-package server
+package gcengine
 
 import "runtime/metrics"
 
