@@ -24,6 +24,7 @@ import (
 	"github.com/drover-org/drover/core/metrics"
 	"github.com/drover-org/drover/core/rpc"
 	"github.com/drover-org/drover/core/server/blockedevals"
+	"github.com/drover-org/drover/core/server/drainer"
 	"github.com/drover-org/drover/core/server/evalbroker"
 	"github.com/drover-org/drover/core/server/gcengine"
 	"github.com/drover-org/drover/core/server/planqueue"
@@ -198,10 +199,8 @@ type Server struct {
 	// spares counts the spare workers standing in for workers held by slow
 	// plugin calls (worker.go, watchSlowCall).
 	spares atomic.Int32
-	// drainMu serializes runDrainer; forcedDrains, which it guards, is the
-	// drain deadline each node's allocations were last evaluated past.
-	drainMu      sync.Mutex
-	forcedDrains map[string]time.Time
+	// drainer advances node drains (its Run is a leader loop).
+	drainer *drainer.Drainer
 	// controllers queues the CSI controller calls for controller clients;
 	// volumes reaps released claims (both leader-only).
 	controllers *controllerQueue
@@ -294,6 +293,7 @@ func New(cfg Config) (*Server, error) {
 	s.planQueue = planqueue.New()
 	s.periodic = newPeriodicDispatcher(s)
 	s.heartbeat = newHeartbeater(s)
+	s.drainer = drainer.New(drainer.Config{State: s.State, Apply: s.raftApply, NewEval: s.newEval, Now: cfg.Now, Logger: s.logger})
 	s.nodeCache = newNodeCache()
 	s.gate = newTypeGate()
 	s.controllers = newControllerQueue()
