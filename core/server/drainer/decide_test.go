@@ -73,7 +73,7 @@ func TestDecide(t *testing.T) {
 			forced: true, forcedNow: true, want: []string{"m"},
 			allocs: []*structs.Allocation{alloc("m", service, structs.AllocClientStatusRunning, true)}},
 		{name: "no deadline: never forced", now: past.Add(24 * time.Hour),
-			node: &structs.Node{ID: "n", DrainStrategy: &structs.DrainStrategy{}},
+			node:   &structs.Node{ID: "n", DrainStrategy: &structs.DrainStrategy{}},
 			allocs: []*structs.Allocation{running("sb", sysbatch)}},
 		{name: "alloc without a job: drained as a service", node: draining(false), now: t0, want: []string{"x"},
 			allocs: []*structs.Allocation{{ID: "x", ClientStatus: structs.AllocClientStatusRunning, DesiredStatus: structs.AllocDesiredStatusRun}}},
