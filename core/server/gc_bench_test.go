@@ -27,7 +27,7 @@ import (
 // The GC benchmarks (make bench): a backlog of terminal evals and allocs of
 // finished sysbatch jobs, seeded through Raft in large entries outside the
 // timer, then reaped by ForceGC with the default plugin and the default
-// pacing (gcPacing).
+// pacing (gcengine.DefaultPacing).
 //
 // -gcbench.objects sets the backlog (evals plus allocs).
 

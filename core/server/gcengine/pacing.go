@@ -133,8 +133,8 @@ func (p Pacing) WithDefaults() Pacing {
 // The server's summary reconciliation paces its entries with one too.
 type Pacer struct {
 	p Pacing
-	// idle reports whether the eval broker has nothing ready or in
-	// flight, and since when (evalbroker.Broker.Idle); nil never yields.
+	// idle reports whether scheduling and the other Raft writes are
+	// quiet, and since when (Config.Quiet); nil never yields.
 	idle func() (bool, time.Time)
 	// marking reports whether Go's collector is marking; nil never waits.
 	marking func() bool
