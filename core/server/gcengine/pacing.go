@@ -45,7 +45,7 @@ type Pacing struct {
 	// heap lasts seconds and takes a core; a reap step during it competes
 	// with both, and placements get what is left. 0 never waits.
 	MarkWait time.Duration
-	// DecideTimeout bounds one Decide call.
+	// DecideTimeout bounds one call of the plugin's Decide.
 	DecideTimeout time.Duration
 	// Limits are the page bounds (sdk/gc's).
 	Limits Limits
