@@ -30,7 +30,7 @@ func TestDrainWaitsForHealthyReplacements(t *testing.T) {
 		}},
 		{"drain deadline passes", func(_ *testing.T, s *Server, clock *fakeClock, _ *structs.Node, _ *structs.Allocation) {
 			clock.Set(clock.Now().Add(2 * time.Hour))
-			s.runDrainer()
+			s.drainer.Tick()
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -58,7 +58,7 @@ func TestDrainWaitsForHealthyReplacements(t *testing.T) {
 			if _, err := s.UpdateNodeDrain(ctx, a.ID, &structs.DrainSpec{Deadline: time.Hour}, false, nil); err != nil {
 				t.Fatal(err)
 			}
-			s.runDrainer()
+			s.drainer.Tick()
 			var replacement *structs.Allocation
 			waitFor(t, 15*time.Second, "one alloc migrated to b", func() bool {
 				on := live(t, s, "web", b.ID)

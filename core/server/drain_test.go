@@ -15,7 +15,7 @@ func migrating(t *testing.T, s *Server, id string) bool {
 	return a.DesiredTransition.ShouldMigrate()
 }
 
-// TestDrain drives the drainer by hand (runDrainer is synchronous) with a
+// TestDrain drives the drainer by hand (drainer.Tick is synchronous) with a
 // fake clock; the leader's own once-a-second drainer runs too, which only
 // repeats the same decisions.
 func TestDrain(t *testing.T) {
@@ -75,7 +75,7 @@ func TestDrain(t *testing.T) {
 
 			// Before the deadline a running sysbatch alloc is left to
 			// finish, and system allocs wait for it.
-			s.runDrainer()
+			s.drainer.Tick()
 			if migrating(t, s, sb.ID) || migrating(t, s, sys.ID) {
 				t.Fatal("drainer migrated allocs before the deadline")
 			}
@@ -84,7 +84,7 @@ func TestDrain(t *testing.T) {
 			}
 
 			tc.finish(t, s, clock, n, sb)
-			s.runDrainer()
+			s.drainer.Tick()
 			if got := migrating(t, s, sb.ID); got != tc.sysbatchMigrated {
 				t.Fatalf("sysbatch alloc migrate = %v, want %v", got, tc.sysbatchMigrated)
 			}
@@ -98,7 +98,7 @@ func TestDrain(t *testing.T) {
 				return a.TerminalStatus() && b.TerminalStatus() != tc.ignore
 			})
 			waitFor(t, 15*time.Second, "drain complete", func() bool {
-				s.runDrainer()
+				s.drainer.Tick()
 				node, _ := s.State().NodeByID(nil, n.ID)
 				return node.DrainStrategy == nil
 			})

@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-memdb"
 
+	"github.com/drover-org/drover/core/server/gcengine"
 	"github.com/drover-org/drover/core/structs"
 	"github.com/drover-org/drover/plugins/builtin"
 	"github.com/drover-org/drover/plugins/gc"
@@ -26,7 +27,7 @@ import (
 // The GC benchmarks (make bench): a backlog of terminal evals and allocs of
 // finished sysbatch jobs, seeded through Raft in large entries outside the
 // timer, then reaped by ForceGC with the default plugin and the default
-// pacing (gcPacing).
+// pacing (gcengine.DefaultPacing).
 //
 // -gcbench.objects sets the backlog (evals plus allocs).
 
@@ -44,11 +45,11 @@ var (
 
 // gcBenchPacing is the default pacing with the flags' overrides, nil
 // without any.
-func gcBenchPacing() *gcPacing {
+func gcBenchPacing() *gcengine.Pacing {
 	if *gcBenchBatch == 0 && *gcBenchShare == 0 && *gcBenchTarget == 0 && *gcBenchMin == 0 && *gcBenchPage == 0 && *gcBenchMark < 0 {
 		return nil
 	}
-	p := defaultGCPacing()
+	p := gcengine.DefaultPacing()
 	if *gcBenchBatch > 0 {
 		p.BatchObjects = *gcBenchBatch
 	}
@@ -62,7 +63,7 @@ func gcBenchPacing() *gcPacing {
 		p.MinBatch = *gcBenchMin
 	}
 	if *gcBenchPage > 0 {
-		p.Limits.fill = *gcBenchPage
+		p.Limits.Fill = *gcBenchPage
 	}
 	if *gcBenchMark >= 0 {
 		p.MarkWait = *gcBenchMark
@@ -82,7 +83,7 @@ func (w benchWriter) Write(p []byte) (int, error) { w.b.Log(string(p)); return l
 // gcBenchServer is testServer for a benchmark: a dev server whose GC is the
 // default plugin, with the default pacing and jobs that run only when
 // forced.
-func gcBenchServer(b *testing.B, pacing *gcPacing) *Server {
+func gcBenchServer(b *testing.B, pacing *gcengine.Pacing) *Server {
 	b.Helper()
 	s, err := New(Config{
 		Logger:            hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: benchWriter{b}}),
@@ -294,7 +295,7 @@ func (a *arrivals) wait() {
 // then a Raft snapshot taken and Go's heap collected, so that neither
 // phase pays for the seeding: the snapshot that the seeding's entries make
 // due, and the garbage that they leave.
-func gcLatencyServer(b *testing.B, pacing *gcPacing, objects int) *Server {
+func gcLatencyServer(b *testing.B, pacing *gcengine.Pacing, objects int) *Server {
 	b.Helper()
 	b.StopTimer()
 	s := gcBenchServer(b, pacing)
@@ -359,7 +360,7 @@ func BenchmarkGCSchedulingLatency(b *testing.B) {
 	gcSchedulingLatency(b, gcBenchPacing())
 }
 
-func gcSchedulingLatency(b *testing.B, pacing *gcPacing) {
+func gcSchedulingLatency(b *testing.B, pacing *gcengine.Pacing) {
 	n := *gcBenchObjects
 	m := max(1, *gcLatencySamples)
 	var idle, busy []time.Duration

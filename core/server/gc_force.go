@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/drover-org/drover/core/rpc"
+	"github.com/drover-org/drover/core/server/gcengine"
 	"github.com/drover-org/drover/core/structs"
 )
 
@@ -29,14 +30,8 @@ func (s *Server) ForceGC(ctx context.Context) error {
 	return s.runGC(ctx, nil, true)
 }
 
-// gcRequest asks the leader's GC loop to run jobs (nil: all, in order).
-type gcRequest struct {
-	jobs  []string
-	force bool
-	res   chan error
-}
-
-// runGC has this leader's GC loop run jobs now and waits for them.
+// runGC has this leader's GC engine run jobs (nil: all, in order) now and
+// waits for them.
 func (s *Server) runGC(ctx context.Context, jobs []string, force bool) error {
 	if !s.IsLeader() {
 		return structs.NewError(structs.ErrNoLeader, "No cluster leader")
@@ -47,30 +42,7 @@ func (s *Server) runGC(ctx context.Context, jobs []string, force bool) error {
 	if g == nil {
 		return structs.NewError(structs.ErrNoLeader, "No cluster leader: leadership is not established yet")
 	}
-	req := &gcRequest{jobs: jobs, force: force, res: make(chan error, 1)}
-	select {
-	case g.force <- req:
-	case <-g.done:
-		return structs.NewError(structs.ErrNoLeader, "No cluster leader: leadership lost")
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	select {
-	case err := <-req.res:
-		return err
-	case <-g.done:
-		// run answers a request it took before returning; the buffered
-		// answer may be there already.
-		select {
-		case err := <-req.res:
-			return err
-		default:
-		}
-		return structs.NewError(structs.ErrNoLeader, "No cluster leader: leadership lost during garbage collection")
-	case <-ctx.Done():
-		// The run goes on; its answer is dropped (res is buffered).
-		return ctx.Err()
-	}
+	return g.RunNow(ctx, jobs, force)
 }
 
 // reconcileJobsPerEntry is how many jobs one ReconcileJobSummaries entry
@@ -87,14 +59,14 @@ func (s *Server) ReconcileJobSummaries(ctx context.Context) error {
 	if _, ok, err := forward[Empty, Empty](ctx, s, "System.ReconcileSummaries", &Empty{}); ok {
 		return err
 	}
-	p := defaultGCPacing()
+	p := gcengine.DefaultPacing()
 	if s.cfg.gcPacing != nil {
-		p = s.cfg.gcPacing.withDefaults()
+		p = *s.cfg.gcPacing
 	}
-	pace := &gcPacer{p: p, idle: s.quietForGC()}
+	pace := gcengine.NewPacer(p, s.quietForGC())
 	req := &structs.ReconcileJobSummariesRequest{Limit: reconcileJobsPerEntry}
 	for {
-		if err := pace.wait(ctx); err != nil {
+		if err := pace.Wait(ctx); err != nil {
 			return err
 		}
 		start := time.Now()
@@ -102,7 +74,7 @@ func (s *Server) ReconcileJobSummaries(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		pace.took(time.Since(start))
+		pace.Took(time.Since(start))
 		out, ok := resp.(*structs.ReconcileJobSummariesResponse)
 		if !ok {
 			return fmt.Errorf("reconcile summaries: unexpected response %T", resp)

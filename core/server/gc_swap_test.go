@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/drover-org/drover/core/server/gcengine"
 	"github.com/drover-org/drover/core/structs"
 	"github.com/drover-org/drover/plugins/gc"
 	sdkgc "github.com/drover-org/drover/sdk/gc"
@@ -113,11 +114,11 @@ const swapEvals = 30
 // gone, in pages of 7 evals and reap entries of 4: five pages, two entries
 // a page. Its GC engine's own runs are an hour apart; the test runs the
 // eval-gc job itself.
-func swapServer(t *testing.T, col sdkgc.Collector) (*Server, *gcRouter, *gcEngine, map[string]bool) {
+func swapServer(t *testing.T, col sdkgc.Collector) (*Server, *gcRouter, *gcengine.Engine, map[string]bool) {
 	t.Helper()
 	s, r := gcServer(t, col, func(c *Config) {
 		c.gcPacing.BatchObjects = 4
-		c.gcPacing.Limits = gcLimits{candidates: 7, objects: 100}
+		c.gcPacing.Limits = gcengine.Limits{Candidates: 7, Objects: 100}
 	})
 	var evals []*structs.Evaluation
 	ids := map[string]bool{}
@@ -140,15 +141,6 @@ func swapServer(t *testing.T, col sdkgc.Collector) (*Server, *gcRouter, *gcEngin
 	return s, r, g, ids
 }
 
-var evalGCJob = func() gcJob {
-	for _, j := range gcJobs {
-		if j.name == "eval-gc" {
-			return j
-		}
-	}
-	panic("no eval-gc job")
-}()
-
 // evalsLeft lists the test's evals still in the state.
 func evalsLeft(t *testing.T, s *Server, ids map[string]bool) map[string]bool {
 	t.Helper()
@@ -167,17 +159,17 @@ func evalsLeft(t *testing.T, s *Server, ids map[string]bool) map[string]bool {
 
 // collectSwapping runs eval-gc once; once the old instance's
 // second page blocks, swap swaps it out and releases it.
-func collectSwapping(t *testing.T, g *gcEngine, old *blockingCollector, swap func()) (gcStats, error) {
+func collectSwapping(t *testing.T, g *gcengine.Engine, old *blockingCollector, swap func()) (gcengine.Stats, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	type result struct {
-		st  gcStats
+		st  gcengine.Stats
 		err error
 	}
 	res := make(chan result, 1)
 	go func() {
-		st, err := g.collect(ctx, evalGCJob, true)
+		st, err := g.Collect(ctx, "eval-gc", true)
 		res <- result{st, err}
 	}()
 	select {
@@ -204,8 +196,8 @@ func TestGCSwapOldInstanceDrains(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run across the swap: %v", err)
 	}
-	if st.skipped != 0 || st.reaped != swapEvals {
-		t.Errorf("run across the swap: reaped %d, skipped %d; want %d reaped, none skipped", st.reaped, st.skipped, swapEvals)
+	if st.Skipped != 0 || st.Reaped != swapEvals {
+		t.Errorf("run across the swap: reaped %d, skipped %d; want %d reaped, none skipped", st.Reaped, st.Skipped, swapEvals)
 	}
 	if left := evalsLeft(t, s, ids); len(left) != 0 {
 		t.Fatalf("%d evals left after the run across the swap", len(left))
@@ -222,8 +214,8 @@ func TestGCSwapOldInstanceDrains(t *testing.T) {
 	}
 
 	// A later run finds nothing of it: nothing to reap twice.
-	st, err = g.collect(context.Background(), evalGCJob, true)
-	if err != nil || st.reaped != 0 || st.skipped != 0 || st.entries != 0 {
+	st, err = g.Collect(context.Background(), "eval-gc", true)
+	if err != nil || st.Reaped != 0 || st.Skipped != 0 || st.Entries != 0 {
 		t.Errorf("a run after everything was reaped: %+v %v, want nothing done", st, err)
 	}
 }
@@ -244,8 +236,8 @@ func TestGCSwapOldInstanceKilled(t *testing.T) {
 	if !errors.Is(err, structs.ErrUnavailable) {
 		t.Fatalf("run whose plugin was killed: %v, want ErrUnavailable", err)
 	}
-	if st.skipped != 0 || st.reaped != 7 {
-		t.Errorf("run whose plugin was killed: reaped %d, skipped %d; want the first page's 7, none skipped", st.reaped, st.skipped)
+	if st.Skipped != 0 || st.Reaped != 7 {
+		t.Errorf("run whose plugin was killed: reaped %d, skipped %d; want the first page's 7, none skipped", st.Reaped, st.Skipped)
 	}
 	left := evalsLeft(t, s, ids)
 	if len(left) != swapEvals-7 {
@@ -261,12 +253,12 @@ func TestGCSwapOldInstanceKilled(t *testing.T) {
 	}
 
 	r.set(nw, nil)
-	st, err = g.collect(context.Background(), evalGCJob, true)
+	st, err = g.Collect(context.Background(), "eval-gc", true)
 	if err != nil {
 		t.Fatalf("run with the new instance: %v", err)
 	}
-	if st.skipped != 0 || st.reaped != len(left) {
-		t.Errorf("run with the new instance: reaped %d, skipped %d; want %d reaped, none skipped", st.reaped, st.skipped, len(left))
+	if st.Skipped != 0 || st.Reaped != len(left) {
+		t.Errorf("run with the new instance: reaped %d, skipped %d; want %d reaped, none skipped", st.Reaped, st.Skipped, len(left))
 	}
 	if n := len(evalsLeft(t, s, ids)); n != 0 {
 		t.Fatalf("%d evals left after the new instance's run", n)
@@ -294,26 +286,26 @@ func TestGCSwapOverlappingRuns(t *testing.T) {
 	s, _, g, ids := swapServer(t, handle)
 	nw := &offeredCollector{}
 
-	var second gcStats
+	var second gcengine.Stats
 	oldRun, err := collectSwapping(t, g, old, func() {
 		handle.swap(nw)
 		var err error
-		if second, err = g.collect(context.Background(), evalGCJob, true); err != nil {
+		if second, err = g.Collect(context.Background(), "eval-gc", true); err != nil {
 			t.Errorf("the new instance's run: %v", err)
 		}
 	})
 	if err != nil {
 		t.Fatalf("the old instance's run: %v", err)
 	}
-	if second.skipped != 0 || second.reaped != swapEvals-7 {
+	if second.Skipped != 0 || second.Reaped != swapEvals-7 {
 		t.Errorf("the new instance's run: reaped %d, skipped %d; want the %d after the first page, none skipped",
-			second.reaped, second.skipped, swapEvals-7)
+			second.Reaped, second.Skipped, swapEvals-7)
 	}
-	if oldRun.reaped != 7 || oldRun.skipped != swapEvals-7 {
+	if oldRun.Reaped != 7 || oldRun.Skipped != swapEvals-7 {
 		t.Errorf("the old instance's run: reaped %d, skipped %d; want the first page's 7 reaped and the %d reaped meanwhile skipped",
-			oldRun.reaped, oldRun.skipped, swapEvals-7)
+			oldRun.Reaped, oldRun.Skipped, swapEvals-7)
 	}
-	if total := oldRun.reaped + second.reaped; total != swapEvals {
+	if total := oldRun.Reaped + second.Reaped; total != swapEvals {
 		t.Errorf("%d deletes over both runs for %d evals", total, swapEvals)
 	}
 	if n := len(evalsLeft(t, s, ids)); n != 0 {

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/drover-org/drover/core/server/gcengine"
 	"github.com/drover-org/drover/core/structs"
 	"github.com/drover-org/drover/plugins/gc"
 	sdkgc "github.com/drover-org/drover/sdk/gc"
@@ -68,7 +69,7 @@ func gcServer(t *testing.T, col sdkgc.Collector, mut func(*Config)) (*Server, *g
 		c.Now = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
 		c.GC = r
 		c.GCConfig = GCConfig{JobGCInterval: time.Hour, CSIVolumeClaimGCInterval: time.Hour}
-		c.gcPacing = &gcPacing{MinPause: time.Microsecond, MaxPause: time.Millisecond}
+		c.gcPacing = &gcengine.Pacing{MinPause: time.Microsecond, MaxPause: time.Millisecond}
 		if mut != nil {
 			mut(c)
 		}
@@ -251,7 +252,7 @@ func TestGCBatchesLargeBacklog(t *testing.T) {
 	h := &hookCollector{}
 	s, _ := gcServer(t, h, func(c *Config) {
 		c.gcPacing.BatchObjects = 4
-		c.gcPacing.Limits = gcLimits{candidates: 7, objects: 100}
+		c.gcPacing.Limits = gcengine.Limits{Candidates: 7, Objects: 100}
 	})
 	var evals []*structs.Evaluation
 	for i := 0; i < 30; i++ {

@@ -314,7 +314,7 @@ func TestDrainFollowsDeclaredType(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			s.runDrainer()
+			s.drainer.Tick()
 			if !migrating(t, s, zero.ID) {
 				t.Error("the zero declaration's alloc was not migrated at once")
 			}
@@ -326,7 +326,7 @@ func TestDrainFollowsDeclaredType(t *testing.T) {
 			}
 
 			clock.Set(clock.Now().Add(2 * time.Hour))
-			s.runDrainer()
+			s.drainer.Tick()
 			if !migrating(t, s, once.ID) {
 				t.Error("the run-to-completion alloc was not forced at the deadline")
 			}

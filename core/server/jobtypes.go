@@ -14,3 +14,12 @@ func (s *Server) JobTypeBehavior(jobType string) (*structs.JobTypeBehavior, bool
 	}
 	return b.Copy(), true
 }
+
+// allocBehavior is the declaration of the alloc's job type as its job
+// version was registered with; the zero behaviour without one.
+func allocBehavior(a *structs.Allocation) structs.JobTypeBehavior {
+	if a.Job == nil || a.Job.TypeBehavior == nil {
+		return structs.JobTypeBehavior{}
+	}
+	return *a.Job.TypeBehavior
+}

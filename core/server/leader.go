@@ -125,12 +125,13 @@ func (s *Server) establishLeadership() error {
 	s.startLeaderLoop(ctx, s.reapDuplicateEvals)
 	s.startLeaderLoop(ctx, s.periodic.run)
 	s.startLeaderLoop(ctx, s.heartbeat.run)
+	s.startLeaderLoop(ctx, s.drainer.Run)
 	s.startLeaderLoop(ctx, s.newDeploymentWatcher().Run)
 	if s.cfg.GC != nil {
 		// The GC engine owns one-time token expiry (one-time-token-gc)
 		// along with every other collection.
-		s.gc = newGCEngine(s)
-		s.startLeaderLoop(ctx, s.gc.run)
+		s.gc = s.newGCEngine()
+		s.startLeaderLoop(ctx, s.gc.Run)
 	} else if s.cfg.ACLEnabled {
 		// Without a GC plugin, expired one-time tokens still go: they
 		// are credentials, not history.

@@ -7,10 +7,10 @@ import (
 
 // writeQuiet tracks the leader's Raft writes other than the garbage
 // collector's own: how many are in flight and since when none has been.
-// GC steps yield to them as they yield to scheduling (gcPacer.idle), so a
-// reap entry is not proposed while a job registration, a plan or a client
-// update is on its way into the log: one that arrives behind a reap entry
-// waits for it to apply.
+// GC steps yield to them as they yield to scheduling (gcengine's
+// Config.Quiet), so a reap entry is not proposed while a job registration,
+// a plan or a client update is on its way into the log: one that arrives
+// behind a reap entry waits for it to apply.
 type writeQuiet struct {
 	mu       sync.Mutex
 	inflight int

@@ -277,24 +277,6 @@ func TestReschedulesByPolicy(t *testing.T) {
 	}
 }
 
-// TestGCFactsRescheduleEvents: the GC plugin sees how many reschedules an
-// alloc carries and when the last was, to keep a failed alloc whose policy
-// window is still open.
-func TestGCFactsRescheduleEvents(t *testing.T) {
-	job := testJob("gc", "batch")
-	job.TaskGroups[0].ReschedulePolicy = &structs.ReschedulePolicy{Attempts: 2, Interval: time.Hour}
-	a := &structs.Allocation{ID: "a", TaskGroup: "g", Job: job, ClientStatus: structs.AllocClientStatusFailed,
-		RescheduleTracker: &structs.RescheduleTracker{Events: []*structs.RescheduleEvent{{RescheduleTime: 10}, {RescheduleTime: 20}}}}
-	r := allocFacts(a, job).GetReschedule()
-	if !r.GetPolicySet() || r.GetAttempts() != 2 || r.GetEvents() != 2 || r.GetLastEventUnixNano() != 20 {
-		t.Fatalf("reschedule facts = %v", r)
-	}
-	a.RescheduleTracker = nil
-	if r := allocFacts(a, job).GetReschedule(); r.GetEvents() != 0 || r.GetLastEventUnixNano() != 0 {
-		t.Fatalf("no tracker: facts = %v", r)
-	}
-}
-
 // TestRequestClearsSpentFollowup: an alloc's follow-up eval reaches the
 // plugin while it is still to run, or when it is the eval being scheduled;
 // once it finished without replacing the alloc it is left out, so the

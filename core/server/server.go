@@ -25,7 +25,9 @@ import (
 	"github.com/drover-org/drover/core/rpc"
 	"github.com/drover-org/drover/core/server/aclendpoint"
 	"github.com/drover-org/drover/core/server/blockedevals"
+	"github.com/drover-org/drover/core/server/drainer"
 	"github.com/drover-org/drover/core/server/evalbroker"
+	"github.com/drover-org/drover/core/server/gcengine"
 	"github.com/drover-org/drover/core/server/pkiendpoint"
 	"github.com/drover-org/drover/core/server/planqueue"
 	"github.com/drover-org/drover/core/server/schedio"
@@ -134,7 +136,7 @@ type Config struct {
 	StepUpBackoff time.Duration
 	// gcPacing, when set, replaces the garbage collector's batch sizes,
 	// pauses and page bounds (tests).
-	gcPacing *gcPacing
+	gcPacing *gcengine.Pacing
 	// gcTrace, when set, is told of each GC step as it ends: what it was
 	// ("page": building a page; "decide": the plugin's decision and its
 	// checks; "entry": a reap entry's commit), when it started and how
@@ -202,10 +204,8 @@ type Server struct {
 	// spares counts the spare workers standing in for workers held by slow
 	// plugin calls (worker.go, watchSlowCall).
 	spares atomic.Int32
-	// drainMu serializes runDrainer; forcedDrains, which it guards, is the
-	// drain deadline each node's allocations were last evaluated past.
-	drainMu      sync.Mutex
-	forcedDrains map[string]time.Time
+	// drainer advances node drains (its Run is a leader loop).
+	drainer *drainer.Drainer
 	// controllers queues the CSI controller calls for controller clients;
 	// volumes reaps released claims (both leader-only).
 	controllers *controllerQueue
@@ -220,7 +220,7 @@ type Server struct {
 	leaderWG     sync.WaitGroup
 	// gc is this leadership term's garbage collector (nil when not
 	// leading or without a GC plugin); guarded by leaderMu.
-	gc *gcEngine
+	gc *gcengine.Engine
 	// established is set once a step-up completed and cleared on revoke:
 	// during a failing attempt the components are briefly enabled.
 	established atomic.Bool
@@ -298,6 +298,7 @@ func New(cfg Config) (*Server, error) {
 	s.planQueue = planqueue.New()
 	s.periodic = newPeriodicDispatcher(s)
 	s.heartbeat = newHeartbeater(s)
+	s.drainer = drainer.New(drainer.Config{State: s.State, Apply: s.raftApply, NewEval: s.newEval, Now: cfg.Now, Logger: s.logger})
 	s.nodeCache = schedio.NewNodeCache()
 	s.gate = newTypeGate()
 	s.controllers = newControllerQueue()

@@ -1,4 +1,4 @@
-package server
+package gcengine
 
 import (
 	"context"
@@ -37,9 +37,9 @@ func TestGCPacerYieldsToScheduling(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			now := t0
-			var st gcStats
-			p := &gcPacer{
-				p: gcPacing{Share: 0.2, MinPause: 10 * ms, MaxPause: 2 * time.Second, Quiet: 20 * ms, MaxYield: 500 * ms, MarkWait: tc.markWait},
+			var st Stats
+			p := &Pacer{
+				p: Pacing{Share: 0.2, MinPause: 10 * ms, MaxPause: 2 * time.Second, Quiet: 20 * ms, MaxYield: 500 * ms, MarkWait: tc.markWait},
 				idle: func() (bool, time.Time) {
 					if tc.busyUntil < 0 {
 						return true, t0.Add(-time.Hour)
@@ -61,18 +61,18 @@ func TestGCPacerYieldsToScheduling(t *testing.T) {
 			if tc.markUntil == 0 {
 				p.marking = nil
 			}
-			if err := p.wait(context.Background()); err != nil || now != t0 {
+			if err := p.Wait(context.Background()); err != nil || now != t0 {
 				t.Fatalf("first step waited %v (err %v); want none", now.Sub(t0), err)
 			}
-			p.took(10 * ms) // pause: 10ms * 0.8 / 0.2 = 40ms
-			if err := p.wait(context.Background()); err != nil {
+			p.Took(10 * ms) // pause: 10ms * 0.8 / 0.2 = 40ms
+			if err := p.Wait(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 			if got := now.Sub(t0); got != tc.wantWaited {
 				t.Errorf("waited %v, want %v", got, tc.wantWaited)
 			}
-			if st.forced != tc.wantForced {
-				t.Errorf("steps past scheduling or Go's mark = %d, want %d", st.forced, tc.wantForced)
+			if st.Forced != tc.wantForced {
+				t.Errorf("steps past scheduling or Go's mark = %d, want %d", st.Forced, tc.wantForced)
 			}
 		})
 	}
@@ -82,9 +82,9 @@ func TestGCPacerYieldsToScheduling(t *testing.T) {
 func TestGCPacerCanceled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	p := &gcPacer{p: defaultGCPacing(), idle: func() (bool, time.Time) { return false, time.Time{} }}
-	p.took(time.Millisecond)
-	if err := p.wait(ctx); err != context.Canceled {
+	p := &Pacer{p: DefaultPacing(), idle: func() (bool, time.Time) { return false, time.Time{} }}
+	p.Took(time.Millisecond)
+	if err := p.Wait(ctx); err != context.Canceled {
 		t.Fatalf("wait on a canceled context = %v, want context.Canceled", err)
 	}
 }

@@ -1,4 +1,4 @@
-package server
+package gcengine
 
 import "runtime/metrics"
 
@@ -9,7 +9,7 @@ import "runtime/metrics"
 // metrics has no direct answer; this one is cheap (no stop of the world)
 // and exact but for the instants of the two pauses.
 //
-// The GC engine waits while Go marks (gcPacing.MarkWait): a mark phase on
+// The GC engine waits while Go marks (Pacing.MarkWait): a mark phase on
 // the heap of a large state takes seconds, and a reap step then competes
 // for the CPU with both the marking and the placements, which is where the
 // slowest placements were measured (BenchmarkGCSchedulingLatency).

@@ -1,6 +1,7 @@
-package server
+package gcengine
 
 import (
+	"fmt"
 	"sort"
 
 	"github.com/drover-org/drover/core/state"
@@ -38,12 +39,12 @@ type pager struct {
 	newReq     func() *gcpb.DecideRequest
 }
 
-func newPager(limits gcLimits, newReq func() *gcpb.DecideRequest) *pager {
-	fill := limits.fill
-	if fill <= 0 || fill > limits.objects {
-		fill = limits.objects
+func newPager(limits Limits, newReq func() *gcpb.DecideRequest) *pager {
+	fill := limits.Fill
+	if fill <= 0 || fill > limits.Objects {
+		fill = limits.Objects
 	}
-	return &pager{maxCandidates: limits.candidates, maxObjects: limits.objects, fill: fill, newReq: newReq}
+	return &pager{maxCandidates: limits.Candidates, maxObjects: limits.Objects, fill: fill, newReq: newReq}
 }
 
 // room makes room for a candidate of objects objects (one page at least)
@@ -81,7 +82,7 @@ func (p *pager) done() []*gcpb.DecideRequest {
 }
 
 // newPager is a pager emitting through f.emit (when set).
-func (f *gcFacts) newPager(limits gcLimits, newReq func() *gcpb.DecideRequest) *pager {
+func (f *gcFacts) newPager(limits Limits, newReq func() *gcpb.DecideRequest) *pager {
 	p := newPager(limits, newReq)
 	if f.emit != nil {
 		p.emit, p.failed = f.emit, &f.err
@@ -96,14 +97,16 @@ func (f *gcFacts) finish(p *pager) ([]*gcpb.DecideRequest, error) {
 	return pages, f.err
 }
 
-// gcLimits are the page bounds (sdk/gc's; tests shrink them), and fill,
-// the objects a page is filled to (0: objects).
-type gcLimits struct{ candidates, objects, fill int }
+// Limits are the page bounds (sdk/gc's; tests shrink them), and Fill,
+// the objects a page is filled to (0: Objects).
+type Limits struct{ Candidates, Objects, Fill int }
 
 // gcFacts reads facts from one snapshot.
 type gcFacts struct {
-	s    *Server
 	snap *state.StateSnapshot
+	// jobType is the declaration of a job type's plugin (Config.JobType);
+	// nil knows none.
+	jobType func(string) (structs.JobTypeBehavior, bool)
 	// emit, when set, takes each page as it is built (see pager); err is
 	// the first error it returned.
 	emit func(*gcpb.DecideRequest) error
@@ -149,8 +152,8 @@ func (f *gcFacts) evalFacts(e *structs.Evaluation, job *structs.Job) *gcpb.Eval 
 	rtc := false
 	if job != nil {
 		rtc = runsToCompletion(job.TypeBehavior)
-	} else if f.s.cfg.Schedulers != nil {
-		if b, ok := f.s.cfg.Schedulers.JobType(e.Type); ok {
+	} else if f.jobType != nil {
+		if b, ok := f.jobType(e.Type); ok {
 			rtc = b.RunsToCompletion
 		}
 	}
@@ -197,7 +200,7 @@ func allocFacts(a *structs.Allocation, job *structs.Job) *gcpb.Alloc {
 }
 
 // evalPages: terminal evals, each with its allocations and its job.
-func (f *gcFacts) evalPages(limits gcLimits, newReq func() *gcpb.DecideRequest) ([]*gcpb.DecideRequest, error) {
+func (f *gcFacts) evalPages(limits Limits, newReq func() *gcpb.DecideRequest) ([]*gcpb.DecideRequest, error) {
 	evals, err := f.snap.Evals(nil)
 	if err != nil {
 		return nil, err
@@ -234,7 +237,7 @@ func (f *gcFacts) evalPages(limits gcLimits, newReq func() *gcpb.DecideRequest) 
 
 // jobPages: jobs dead or stopped, each with every eval and allocation of
 // the job's ID (earlier instances' ones too: they go with it).
-func (f *gcFacts) jobPages(limits gcLimits, newReq func() *gcpb.DecideRequest) ([]*gcpb.DecideRequest, error) {
+func (f *gcFacts) jobPages(limits Limits, newReq func() *gcpb.DecideRequest) ([]*gcpb.DecideRequest, error) {
 	jobs, err := f.snap.Jobs(nil)
 	if err != nil {
 		return nil, err
@@ -278,7 +281,7 @@ func (f *gcFacts) jobPages(limits gcLimits, newReq func() *gcpb.DecideRequest) (
 }
 
 // nodePages: down nodes with their count of live allocations.
-func (f *gcFacts) nodePages(limits gcLimits, newReq func() *gcpb.DecideRequest) ([]*gcpb.DecideRequest, error) {
+func (f *gcFacts) nodePages(limits Limits, newReq func() *gcpb.DecideRequest) ([]*gcpb.DecideRequest, error) {
 	nodes, err := f.snap.Nodes(nil)
 	if err != nil {
 		return nil, err
@@ -313,7 +316,7 @@ func (f *gcFacts) nodePages(limits gcLimits, newReq func() *gcpb.DecideRequest) 
 
 // volumePages: volumes with claims, current and past, each with what its
 // allocation is now.
-func (f *gcFacts) volumePages(limits gcLimits, newReq func() *gcpb.DecideRequest) ([]*gcpb.DecideRequest, error) {
+func (f *gcFacts) volumePages(limits Limits, newReq func() *gcpb.DecideRequest) ([]*gcpb.DecideRequest, error) {
 	vols, err := f.snap.CSIVolumesRaw(nil)
 	if err != nil {
 		return nil, err
@@ -362,7 +365,7 @@ func (f *gcFacts) volumePages(limits gcLimits, newReq func() *gcpb.DecideRequest
 }
 
 // pluginPages: every CSI plugin with its instances, jobs and volumes.
-func (f *gcFacts) pluginPages(limits gcLimits, newReq func() *gcpb.DecideRequest) ([]*gcpb.DecideRequest, error) {
+func (f *gcFacts) pluginPages(limits Limits, newReq func() *gcpb.DecideRequest) ([]*gcpb.DecideRequest, error) {
 	plugins, err := f.snap.CSIPlugins(nil, "")
 	if err != nil {
 		return nil, err
@@ -402,7 +405,7 @@ func (f *gcFacts) pluginPages(limits gcLimits, newReq func() *gcpb.DecideRequest
 }
 
 // oneTimeTokenPages: every one-time token.
-func (f *gcFacts) oneTimeTokenPages(limits gcLimits, newReq func() *gcpb.DecideRequest) ([]*gcpb.DecideRequest, error) {
+func (f *gcFacts) oneTimeTokenPages(limits Limits, newReq func() *gcpb.DecideRequest) ([]*gcpb.DecideRequest, error) {
 	otts, err := f.snap.OneTimeTokens(nil)
 	if err != nil {
 		return nil, err
@@ -422,7 +425,7 @@ func (f *gcFacts) oneTimeTokenPages(limits gcLimits, newReq func() *gcpb.DecideR
 }
 
 // aclTokenPages: ACL tokens that expire.
-func (f *gcFacts) aclTokenPages(limits gcLimits, newReq func() *gcpb.DecideRequest) ([]*gcpb.DecideRequest, error) {
+func (f *gcFacts) aclTokenPages(limits Limits, newReq func() *gcpb.DecideRequest) ([]*gcpb.DecideRequest, error) {
 	toks, err := f.snap.ACLTokens(nil, "")
 	if err != nil {
 		return nil, err
@@ -454,15 +457,14 @@ func sortedKeysOf[V any](m map[string]V) []string {
 	return out
 }
 
-// defaultGCLimits are sdk/gc's page bounds, pages filled to
-// gcPageObjects.
-func defaultGCLimits() gcLimits {
-	return gcLimits{candidates: sdkgc.MaxCandidates, objects: sdkgc.MaxObjects, fill: gcPageObjects}
+// DefaultLimits are sdk/gc's page bounds, pages filled to pageObjects.
+func DefaultLimits() Limits {
+	return Limits{Candidates: sdkgc.MaxCandidates, Objects: sdkgc.MaxObjects, Fill: pageObjects}
 }
 
 // deploymentPages: every deployment, with whether it is active and how
 // many of its allocations are still live on their clients.
-func (f *gcFacts) deploymentPages(limits gcLimits, newReq func() *gcpb.DecideRequest) ([]*gcpb.DecideRequest, error) {
+func (f *gcFacts) deploymentPages(limits Limits, newReq func() *gcpb.DecideRequest) ([]*gcpb.DecideRequest, error) {
 	ds, err := f.snap.DeploymentsByIDPrefix(nil, state.AllNamespaces, "")
 	if err != nil {
 		return nil, err
@@ -492,4 +494,37 @@ func (f *gcFacts) deploymentPages(limits gcLimits, newReq func() *gcpb.DecideReq
 		p.added(1)
 	}
 	return f.finish(p)
+}
+
+// pages builds (or, with f.emit, emits) the pages of collection c.
+func (f *gcFacts) pages(c gcpb.Collection, lim Limits, newReq func() *gcpb.DecideRequest) ([]*gcpb.DecideRequest, error) {
+	switch c {
+	case gcpb.Collection_COLLECTION_EVAL:
+		return f.evalPages(lim, newReq)
+	case gcpb.Collection_COLLECTION_JOB:
+		return f.jobPages(lim, newReq)
+	case gcpb.Collection_COLLECTION_NODE:
+		return f.nodePages(lim, newReq)
+	case gcpb.Collection_COLLECTION_CSI_VOLUME_CLAIM:
+		return f.volumePages(lim, newReq)
+	case gcpb.Collection_COLLECTION_CSI_PLUGIN:
+		return f.pluginPages(lim, newReq)
+	case gcpb.Collection_COLLECTION_ONE_TIME_TOKEN:
+		return f.oneTimeTokenPages(lim, newReq)
+	case gcpb.Collection_COLLECTION_ACL_TOKEN:
+		return f.aclTokenPages(lim, newReq)
+	case gcpb.Collection_COLLECTION_DEPLOYMENT:
+		return f.deploymentPages(lim, newReq)
+	}
+	return nil, fmt.Errorf("gc: no pages for collection %s", c)
+}
+
+// Candidates returns the pages of collection c's candidates in snap within
+// lim, each made by newReq (which carries the time and thresholds): what a
+// run offers the plugin, one page at a time. It only reads snap. jobType
+// (nil: none known) declares the job types of evals whose job is gone.
+func Candidates(snap *state.StateSnapshot, c gcpb.Collection, lim Limits,
+	jobType func(string) (structs.JobTypeBehavior, bool), newReq func() *gcpb.DecideRequest) ([]*gcpb.DecideRequest, error) {
+	f := &gcFacts{snap: snap, jobType: jobType, jobs: map[structs.NamespacedID]*structs.Job{}}
+	return f.pages(c, lim, newReq)
 }

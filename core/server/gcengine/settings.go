@@ -1,4 +1,4 @@
-package server
+package gcengine
 
 import (
 	"time"
@@ -7,9 +7,9 @@ import (
 	"github.com/drover-org/drover/sdk/proto/gcpb"
 )
 
-// GCRouter hands the leader's core GC jobs the plugin that decides each
-// collection (the agent's pluginhost implements it).
-type GCRouter interface {
+// Router hands the leader's core GC jobs the plugin that decides each
+// collection (the agent's pluginhost implements it; server.GCRouter).
+type Router interface {
 	// Collector returns the GC plugin deciding collection. It returns an
 	// error wrapping structs.ErrUnavailable while no plugin is loaded or
 	// the plugin is restarting: the core job keeps everything and tries
@@ -17,10 +17,10 @@ type GCRouter interface {
 	Collector(collection gcpb.Collection) (sdkgc.Collector, error)
 }
 
-// GCConfig holds the garbage collector's thresholds and intervals, Nomad's
-// server stanza keys (NOMAD-BEHAVIOR.md §5.2). Zero fields take the
-// defaults (DefaultGCConfig).
-type GCConfig struct {
+// Settings holds the garbage collector's thresholds and intervals, Nomad's
+// server stanza keys (NOMAD-BEHAVIOR.md §5.2; server.GCConfig). Zero fields
+// take the defaults (DefaultSettings).
+type Settings struct {
 	// Thresholds: an object is old enough to collect once its last
 	// change is older than its threshold.
 	EvalGCThreshold           time.Duration // eval_gc_threshold
@@ -37,10 +37,10 @@ type GCConfig struct {
 	CSIVolumeClaimGCInterval time.Duration // csi_volume_claim_gc_interval
 }
 
-// DefaultGCConfig is Nomad's defaults.
-func DefaultGCConfig() GCConfig {
+// DefaultSettings is Nomad's defaults.
+func DefaultSettings() Settings {
 	t := sdkgc.DefaultThresholds()
-	return GCConfig{
+	return Settings{
 		EvalGCThreshold:           time.Duration(t.EvalNs),
 		BatchEvalGCThreshold:      time.Duration(t.BatchEvalNs),
 		JobGCThreshold:            time.Duration(t.JobNs),
@@ -54,9 +54,9 @@ func DefaultGCConfig() GCConfig {
 	}
 }
 
-// withDefaults fills the zero fields of c from DefaultGCConfig.
-func (c GCConfig) withDefaults() GCConfig {
-	d := DefaultGCConfig()
+// WithDefaults fills the zero fields of c from DefaultSettings.
+func (c Settings) WithDefaults() Settings {
+	d := DefaultSettings()
 	for _, f := range []struct{ v, def *time.Duration }{
 		{&c.EvalGCThreshold, &d.EvalGCThreshold}, {&c.BatchEvalGCThreshold, &d.BatchEvalGCThreshold},
 		{&c.JobGCThreshold, &d.JobGCThreshold}, {&c.NodeGCThreshold, &d.NodeGCThreshold},

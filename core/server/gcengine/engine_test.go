@@ -1,0 +1,262 @@
+package gcengine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/drover-org/drover/core/state"
+	"github.com/drover-org/drover/core/structs"
+	"github.com/drover-org/drover/plugins/gc"
+	sdkgc "github.com/drover-org/drover/sdk/gc"
+	"github.com/drover-org/drover/sdk/proto/gcpb"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// router hands out one collector for every collection.
+type router struct{ col sdkgc.Collector }
+
+func (r router) Collector(gcpb.Collection) (sdkgc.Collector, error) {
+	if r.col == nil {
+		return nil, structs.NewError(structs.ErrUnavailable, "no plugin")
+	}
+	return r.col, nil
+}
+
+// harness is a real state store, the default plugin in process and an
+// Apply that writes the GC's entries to the store as the FSM does.
+type harness struct {
+	t     *testing.T
+	store *state.StateStore
+	mu    sync.Mutex
+	index uint64
+	// entries counts the GCReap entries applied; deferred and restored
+	// count DeferSnapshots and its restores.
+	entries, deferred, restored int
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	st, err := state.NewStateStore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &harness{t: t, store: st, index: 100}
+}
+
+func (h *harness) next() uint64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.index++
+	return h.index
+}
+
+func (h *harness) apply(typ structs.MessageType, msg any) (uint64, any, error) {
+	idx := h.next()
+	switch typ {
+	case structs.GCReapRequestType:
+		out, err := h.store.GCReap(idx, msg.(*structs.GCReapRequest))
+		h.mu.Lock()
+		h.entries++
+		h.mu.Unlock()
+		return idx, out, err
+	}
+	return 0, nil, fmt.Errorf("unexpected entry %v", typ)
+}
+
+func (h *harness) config(col sdkgc.Collector) Config {
+	return Config{
+		State:  func() *state.StateStore { return h.store },
+		Router: router{col: col},
+		Apply:  h.apply,
+		DeferSnapshots: func() func() {
+			h.mu.Lock()
+			h.deferred++
+			h.mu.Unlock()
+			return func() {
+				h.mu.Lock()
+				h.restored++
+				h.mu.Unlock()
+			}
+		},
+		// Everything written before now is past any threshold.
+		Now:    func() time.Time { return time.Now().Add(48 * time.Hour) },
+		Pacing: &Pacing{BatchObjects: 2, MinPause: time.Microsecond, MaxPause: time.Millisecond},
+		// Periodic runs far apart: the tests run the jobs.
+		Settings: Settings{JobGCInterval: time.Hour, CSIVolumeClaimGCInterval: time.Hour},
+	}
+}
+
+// terminalEvals writes n complete evals of a job that does not exist.
+func (h *harness) terminalEvals(n int) []string {
+	h.t.Helper()
+	var evals []*structs.Evaluation
+	var ids []string
+	for i := range n {
+		id := fmt.Sprintf("eval-%02d", i)
+		ids = append(ids, id)
+		evals = append(evals, &structs.Evaluation{ID: id, Namespace: ns, JobID: "gone", Type: "batch", Priority: 50,
+			TriggeredBy: structs.EvalTriggerJobRegister, Status: structs.EvalStatusComplete, ModifyTime: 1})
+	}
+	if err := h.store.UpsertEvals(h.next(), evals); err != nil {
+		h.t.Fatal(err)
+	}
+	return ids
+}
+
+func (h *harness) evalsLeft() int {
+	h.t.Helper()
+	all, err := h.store.Evals(nil)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return len(all)
+}
+
+// runEngine runs e until the test ends and waits for Run to return.
+func runEngine(t *testing.T, e *Engine) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.Run(ctx)
+	}()
+	stop = func() {
+		cancel()
+		<-done
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// TestEngineRunNow: a forced run asked of Run reaps the terminal evals in
+// entries of BatchObjects, within a deferral of snapshots; once Run ended
+// (leadership lost) a request is ErrNoLeader.
+func TestEngineRunNow(t *testing.T) {
+	h := newHarness(t)
+	h.terminalEvals(5)
+	e := New(h.config(gc.New()))
+	stop := runEngine(t, e)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := e.RunNow(ctx, []string{"eval-gc"}, true); err != nil {
+		t.Fatalf("RunNow: %v", err)
+	}
+	if n := h.evalsLeft(); n != 0 {
+		t.Fatalf("%d evals left after a forced eval-gc", n)
+	}
+	h.mu.Lock()
+	entries, deferred, restored := h.entries, h.deferred, h.restored
+	h.mu.Unlock()
+	if entries != 3 {
+		t.Errorf("%d reap entries for 5 evals in entries of 2, want 3", entries)
+	}
+	if deferred != 1 || restored != 1 {
+		t.Errorf("snapshots deferred %d times, restored %d; want once each for one job", deferred, restored)
+	}
+	stop()
+	if err := e.RunNow(ctx, nil, true); !errors.Is(err, structs.ErrNoLeader) {
+		t.Fatalf("RunNow after Run ended: %v, want ErrNoLeader", err)
+	}
+}
+
+// TestEngineNotForcedKeepsRecent: an unforced run judges ages by the
+// settings' thresholds: evals younger than eval_gc_threshold stay.
+func TestEngineNotForcedKeepsRecent(t *testing.T) {
+	h := newHarness(t)
+	h.terminalEvals(3)
+	cfg := h.config(gc.New())
+	ev, err := h.store.EvalByID(nil, "eval-00")
+	if err != nil || ev == nil {
+		t.Fatalf("eval: %v %v", ev, err)
+	}
+	changed := time.Unix(0, ev.ModifyTime)
+	cfg.Now = func() time.Time { return changed.Add(time.Minute) }
+	e := New(cfg)
+	st, err := e.Collect(context.Background(), "eval-gc", false)
+	if err != nil || st.Reaped != 0 || h.evalsLeft() != 3 {
+		t.Fatalf("unforced run of recent evals: %+v %v, %d left; want nothing reaped", st, err, h.evalsLeft())
+	}
+	st, err = e.Collect(context.Background(), "eval-gc", true)
+	if err != nil || st.Reaped != 3 || st.Entries != 2 || h.evalsLeft() != 0 {
+		t.Fatalf("forced run: %+v %v, %d left; want 3 reaped in 2 entries", st, err, h.evalsLeft())
+	}
+}
+
+// TestEngineUnavailable: without a plugin a run keeps everything and says
+// so with ErrUnavailable; an unknown job is an error.
+func TestEngineUnavailable(t *testing.T) {
+	h := newHarness(t)
+	h.terminalEvals(2)
+	e := New(h.config(nil))
+	if _, err := e.Collect(context.Background(), "eval-gc", true); !errors.Is(err, structs.ErrUnavailable) {
+		t.Fatalf("run without a plugin: %v, want ErrUnavailable", err)
+	}
+	if n := h.evalsLeft(); n != 2 {
+		t.Fatalf("%d evals left, want 2", n)
+	}
+	if _, err := e.Collect(context.Background(), "no-such-gc", true); err == nil {
+		t.Fatal("an unknown job ran")
+	}
+}
+
+// TestEngineACLTokenJobNeedsACLs: expired-acl-token-gc runs only with
+// ACLs enabled.
+func TestEngineACLTokenJobNeedsACLs(t *testing.T) {
+	h := newHarness(t)
+	var asked []gcpb.Collection
+	var mu sync.Mutex
+	col := hook{before: func(c gcpb.Collection) { mu.Lock(); asked = append(asked, c); mu.Unlock() }}
+	for _, acl := range []bool{false, true} {
+		asked = nil
+		cfg := h.config(col)
+		cfg.ACLEnabled = acl
+		cfg.Router = hookRouter{col}
+		e := New(cfg)
+		stop := runEngine(t, e)
+		if err := e.RunNow(context.Background(), nil, true); err != nil {
+			t.Fatal(err)
+		}
+		stop()
+		mu.Lock()
+		var names []string
+		for _, c := range asked {
+			names = append(names, c.String())
+		}
+		mu.Unlock()
+		sort.Strings(names)
+		has := false
+		for _, n := range names {
+			has = has || n == gcpb.Collection_COLLECTION_ACL_TOKEN.String()
+		}
+		if has != acl || len(names) != 7+map[bool]int{true: 1}[acl] {
+			t.Errorf("ACLs %t: collections asked %v", acl, names)
+		}
+	}
+}
+
+// hook is a router's view of which collections a run asks for: it keeps
+// everything.
+type hook struct{ before func(gcpb.Collection) }
+
+func (h hook) Info(ctx context.Context) (*gcpb.InfoResponse, error) { return gc.New().Info(ctx) }
+
+func (h hook) Decide(ctx context.Context, req *gcpb.DecideRequest) (*gcpb.DecideResponse, error) {
+	return gc.New().Decide(ctx, req)
+}
+
+type hookRouter struct{ h hook }
+
+func (r hookRouter) Collector(c gcpb.Collection) (sdkgc.Collector, error) {
+	r.h.before(c)
+	return r.h, nil
+}

@@ -1,0 +1,291 @@
+package gcengine
+
+import (
+	"context"
+	"time"
+
+	"github.com/drover-org/drover/core/structs"
+	sdkgc "github.com/drover-org/drover/sdk/gc"
+)
+
+// Pacing tunes the batches and the pauses between them. Tests shorten it
+// (Config.Pacing).
+type Pacing struct {
+	// BatchObjects and BatchJobs bound one GCReap entry (at most
+	// structs.MaxGCReapObjects and structs.MaxGCReapJobs).
+	BatchObjects int
+	BatchJobs    int
+	// EntryTarget, when set, sizes each GCReap entry so that it commits in
+	// about this long (sizer): the cost of a delete grows with the
+	// state (memdb copies a longer radix path per index), so a fixed
+	// count that commits in a few milliseconds on a small state holds the
+	// Raft apply loop, and the placements queued behind it, for tens of
+	// milliseconds on a state of a million objects. Entries hold
+	// MinBatch to BatchObjects objects. 0 keeps every entry at
+	// BatchObjects.
+	EntryTarget time.Duration
+	MinBatch    int
+	// Share is the largest share of the leader's time reap entries take
+	// while a backlog drains: after an entry that took d to commit, the
+	// next waits d*(1-Share)/Share, within [MinPause, MaxPause]. As
+	// containerd's GC scheduler pauses in proportion to the last
+	// collection, a slow (loaded) Raft makes GC back off by itself.
+	Share              float64
+	MinPause, MaxPause time.Duration
+	// Scheduling comes first: after its pause, a step waits until the
+	// eval broker has had nothing ready or in flight, and no other Raft
+	// write has been in flight (Config.Quiet), for Quiet, or until
+	// it has waited MaxYield (so a cluster that never stops scheduling
+	// still collects, one step per MaxYield at least). A Go garbage
+	// collection cycle or a Raft entry that a step causes then rarely
+	// lands on a placement. Quiet 0 never yields.
+	Quiet, MaxYield time.Duration
+	// MarkWait: a step also waits while Go's own collector is marking
+	// (goMarkWatch), for MarkWait at most. A mark phase on a large state's
+	// heap lasts seconds and takes a core; a reap step during it competes
+	// with both, and placements get what is left. 0 never waits.
+	MarkWait time.Duration
+	// DecideTimeout bounds one call of the plugin's Decide.
+	DecideTimeout time.Duration
+	// Limits are the page bounds (sdk/gc's).
+	Limits Limits
+}
+
+// batchObjects is the largest reap entry by default: well below
+// structs.MaxGCReapObjects, since a memdb write that touches more than
+// some 8,000 radix nodes notifies watchers by walking whole trees (its
+// cost then grows with the state, not the entry).
+const batchObjects = 2000
+
+// entryTarget is the default time one reap entry takes to commit: the
+// most a placement waits behind one. At a million objects a delete costs
+// 20-40 µs on a loaded 2-core leader (BenchmarkGCReapEntry in core/state),
+// so entries hold some 25-50 objects there, and up to batchObjects on a
+// small state.
+const entryTarget = time.Millisecond
+
+// pageObjects is how many objects the core fills a page to (sdk/gc
+// allows up to MaxObjects, which one candidate alone may still take, so
+// that a job with that many children is still collected in one run):
+// building and deciding a page is one step that takes a core for as long
+// as it lasts, and a page of 65,536 objects takes it for about half a
+// second.
+const pageObjects = 8192
+
+// DefaultPacing is the pacing of a production leader.
+func DefaultPacing() Pacing {
+	return Pacing{
+		BatchObjects: batchObjects, BatchJobs: structs.MaxGCReapJobs,
+		EntryTarget: entryTarget, MinBatch: 16,
+		Share: 0.2, MinPause: time.Millisecond, MaxPause: 2 * time.Second,
+		Quiet: 2 * time.Millisecond, MaxYield: 500 * time.Millisecond, MarkWait: 15 * time.Second,
+		DecideTimeout: 30 * time.Second, Limits: DefaultLimits(),
+	}
+}
+
+// WithDefaults replaces the fields of p out of their bounds with
+// DefaultPacing's.
+func (p Pacing) WithDefaults() Pacing {
+	d := DefaultPacing()
+	if p.BatchObjects <= 0 || p.BatchObjects > structs.MaxGCReapObjects {
+		p.BatchObjects = d.BatchObjects
+	}
+	if p.BatchJobs <= 0 || p.BatchJobs > structs.MaxGCReapJobs {
+		p.BatchJobs = d.BatchJobs
+	}
+	if p.EntryTarget < 0 {
+		p.EntryTarget = 0
+	}
+	if p.MinBatch <= 0 {
+		p.MinBatch = d.MinBatch
+	}
+	p.MinBatch = min(p.MinBatch, p.BatchObjects)
+	if p.Share <= 0 || p.Share > 1 {
+		p.Share = d.Share
+	}
+	if p.MaxPause < p.MinPause {
+		p.MaxPause = p.MinPause
+	}
+	if p.Quiet < 0 {
+		p.Quiet = 0
+	}
+	if p.MaxYield < 0 {
+		p.MaxYield = 0
+	}
+	if p.MarkWait < 0 {
+		p.MarkWait = 0
+	}
+	if p.DecideTimeout <= 0 {
+		p.DecideTimeout = d.DecideTimeout
+	}
+	if p.Limits.Candidates <= 0 || p.Limits.Candidates > sdkgc.MaxCandidates {
+		p.Limits.Candidates = d.Limits.Candidates
+	}
+	if p.Limits.Objects <= 0 || p.Limits.Objects > sdkgc.MaxObjects {
+		p.Limits.Objects = d.Limits.Objects
+	}
+	return p
+}
+
+// Pacer spaces one job's steps (page decisions and Raft entries): before
+// every step but the first it waits in proportion to how long the last one
+// took (Pacing.Share), then yields to scheduling (Pacing.Quiet, MaxYield).
+// The server's summary reconciliation paces its entries with one too.
+type Pacer struct {
+	p Pacing
+	// idle reports whether scheduling and the other Raft writes are
+	// quiet, and since when (Config.Quiet); nil never yields.
+	idle func() (bool, time.Time)
+	// marking reports whether Go's collector is marking; nil never waits.
+	marking func() bool
+	stats   *Stats // counts the steps taken past MaxYield or MarkWait; may be nil
+	size    *sizer // sizes reap entries; nil: BatchObjects each
+	// now and sleep default to the wall clock.
+	now   func() time.Time
+	sleep func(ctx context.Context, d time.Duration) error
+	last  time.Duration
+	used  bool
+}
+
+// NewPacer returns a Pacer of p (with its defaults) that yields while idle
+// reports scheduling busy (nil: never yields).
+func NewPacer(p Pacing, idle func() (bool, time.Time)) *Pacer {
+	return &Pacer{p: p.WithDefaults(), idle: idle}
+}
+
+// Took records that the last step took d.
+func (p *Pacer) Took(d time.Duration) { p.last, p.used = d, true }
+
+func (p *Pacer) pause() time.Duration {
+	d := time.Duration(float64(p.last) * (1 - p.p.Share) / p.p.Share)
+	return min(max(d, p.p.MinPause), p.p.MaxPause)
+}
+
+// Wait waits before the next step: nothing before the first, else the
+// share pause, then for scheduling to be quiet and Go's mark phase to end
+// (each bounded). It returns ctx's error when ctx ends.
+func (p *Pacer) Wait(ctx context.Context) error {
+	if !p.used {
+		return ctx.Err()
+	}
+	if err := p.doSleep(ctx, p.pause()); err != nil {
+		return err
+	}
+	if err := p.yield(ctx); err != nil {
+		return err
+	}
+	return p.waitMark(ctx)
+}
+
+// markPoll is how often a step waiting for Go's mark phase to end looks.
+const markPoll = 5 * time.Millisecond
+
+// waitMark waits until Go's collector is not marking, for MarkWait at
+// most.
+func (p *Pacer) waitMark(ctx context.Context) error {
+	if p.marking == nil || p.p.MarkWait <= 0 {
+		return ctx.Err()
+	}
+	deadline := p.clock().Add(p.p.MarkWait)
+	for p.marking() {
+		now := p.clock()
+		if !now.Before(deadline) {
+			if p.stats != nil {
+				p.stats.Forced++
+			}
+			return ctx.Err()
+		}
+		if err := p.doSleep(ctx, min(markPoll, deadline.Sub(now))); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
+// yield waits until scheduling has been quiet for Quiet, for MaxYield at
+// most.
+func (p *Pacer) yield(ctx context.Context) error {
+	if p.idle == nil || p.p.Quiet <= 0 {
+		return ctx.Err()
+	}
+	deadline := p.clock().Add(p.p.MaxYield)
+	for {
+		idle, since := p.idle()
+		now := p.clock()
+		quietFor := now.Sub(since)
+		if idle && quietFor >= p.p.Quiet {
+			return ctx.Err()
+		}
+		if !now.Before(deadline) {
+			if p.stats != nil {
+				p.stats.Forced++
+			}
+			return ctx.Err()
+		}
+		d := p.p.Quiet
+		if idle {
+			d -= quietFor
+		}
+		if err := p.doSleep(ctx, min(d, deadline.Sub(now))); err != nil {
+			return err
+		}
+	}
+}
+
+func (p *Pacer) clock() time.Time {
+	if p.now != nil {
+		return p.now()
+	}
+	return time.Now()
+}
+
+func (p *Pacer) doSleep(ctx context.Context, d time.Duration) error {
+	if p.sleep != nil {
+		return p.sleep(ctx, d)
+	}
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// sizer sizes reap entries to Pacing.EntryTarget: the time an entry
+// held the state machine (GCReapResponse.Apply) gives the cost of one
+// object on the state as it is now, and the next entry holds as many
+// objects as that cost fits in the target, within [MinBatch,
+// BatchObjects]. It grows at most twofold from one entry to the next, so
+// that one entry that applied fast by chance does not make the next a
+// long one, and shrinks at once. Without a target every entry holds
+// BatchObjects.
+type sizer struct {
+	target      time.Duration
+	lo, hi, cur int
+}
+
+func newSizer(p Pacing) *sizer {
+	z := &sizer{target: p.EntryTarget, lo: p.MinBatch, hi: p.BatchObjects, cur: p.BatchObjects}
+	if z.target > 0 {
+		z.cur = z.lo // nothing measured yet: start small
+	}
+	return z
+}
+
+// next is the size of the next entry.
+func (z *sizer) next() int { return z.cur }
+
+// committed records that an entry of n objects took d to commit.
+func (z *sizer) committed(n int, d time.Duration) {
+	if z == nil || z.target <= 0 || n <= 0 {
+		return
+	}
+	per := max(d/time.Duration(n), time.Nanosecond)
+	fit := int(z.target / per)
+	z.cur = min(max(fit, z.lo), z.hi, 2*z.cur)
+}
