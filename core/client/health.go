@@ -180,7 +180,7 @@ func (ar *allocRunner) evalHealthLocked(states map[string]*structs.TaskState) ti
 	}
 	v, next := decideHealth(strategy, tasks, ar.health.start, now)
 	if v == healthHealthy && strategy.HealthCheck != structs.UpdateHealthCheckTaskStates {
-		if any, since := ar.svc.checksHealth(); any {
+		if any, since := ar.svc.ChecksHealth(); any {
 			v, next = decideChecksHealth(strategy, ar.health.start, since, now)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-org/drover/core/client/taskfiles"
 	"github.com/drover-org/drover/core/structs"
 )
 
@@ -56,11 +57,11 @@ func TestTemplateNomadService(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			allocDir, taskDir := taskDirFixture(t)
-			r := newTemplateRenderer(allocDir, taskDir, []*structs.Template{{EmbeddedTmpl: tc.tmpl, DestPath: "local/out"}},
+			r := taskfiles.NewRenderer(allocDir, taskDir, []*structs.Template{{EmbeddedTmpl: tc.tmpl, DestPath: "local/out"}},
 				map[string]string{}, srv.LookupServices, "default", nil)
 			ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 			defer cancel()
-			_, err := r.render(ctx, true)
+			_, err := r.Render(ctx, true)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tc.wantErr)
@@ -84,10 +85,10 @@ func TestTemplateWaitsForService(t *testing.T) {
 	srv := newFakeServer()
 	allocDir, taskDir := taskDirFixture(t)
 	tmpl := []*structs.Template{{EmbeddedTmpl: `{{ range nomadService "late" }}{{ .Address }}:{{ .Port }}{{ end }}`, DestPath: "local/out"}}
-	r := newTemplateRenderer(allocDir, taskDir, tmpl, map[string]string{}, srv.LookupServices, "default", nil)
+	r := taskfiles.NewRenderer(allocDir, taskDir, tmpl, map[string]string{}, srv.LookupServices, "default", nil)
 	done := make(chan error, 1)
 	go func() {
-		_, err := r.render(context.Background(), true)
+		_, err := r.Render(context.Background(), true)
 		done <- err
 	}()
 	// Unrelated updates do not end the wait.
@@ -112,9 +113,9 @@ func TestTemplateWaitsForService(t *testing.T) {
 
 	// The wait ends with its context.
 	ctx, cancel := context.WithCancel(context.Background())
-	r2 := newTemplateRenderer(allocDir, taskDir, []*structs.Template{{EmbeddedTmpl: `{{ nomadService "never" }}`, DestPath: "local/n"}},
+	r2 := taskfiles.NewRenderer(allocDir, taskDir, []*structs.Template{{EmbeddedTmpl: `{{ nomadService "never" }}`, DestPath: "local/n"}},
 		map[string]string{}, srv.LookupServices, "default", nil)
-	go func() { _, err := r2.render(ctx, true); done <- err }()
+	go func() { _, err := r2.Render(ctx, true); done <- err }()
 	cancel()
 	select {
 	case err := <-done:
