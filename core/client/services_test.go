@@ -387,38 +387,6 @@ func TestDeploymentHealthWaitsForChecks(t *testing.T) {
 	}
 }
 
-func TestDecideChecksHealth(t *testing.T) {
-	start := time.Unix(1000, 0)
-	u := &structs.UpdateStrategy{MinHealthyTime: 10 * time.Second, HealthyDeadline: time.Minute}
-	tests := []struct {
-		name      string
-		since, at time.Duration // since < 0: not passing
-		want      healthVerdict
-		next      time.Duration // -1: none
-	}{
-		{"not passing", -1, 5 * time.Second, healthPending, time.Minute},
-		{"passing, not long enough", 2 * time.Second, 5 * time.Second, healthPending, 12 * time.Second},
-		{"passing long enough", 2 * time.Second, 12 * time.Second, healthHealthy, -1},
-		{"passing before tracking counts from its start", -30 * time.Second, 10 * time.Second, healthHealthy, -1},
-		{"deadline passes", -1, time.Minute, healthUnhealthy, -1},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var since time.Time
-			if tt.since >= 0 || tt.since < -time.Second {
-				since = start.Add(tt.since)
-			}
-			got, next := decideChecksHealth(u, start, since, start.Add(tt.at))
-			if got != tt.want {
-				t.Errorf("verdict %d, want %d", got, tt.want)
-			}
-			if tt.next < 0 && !next.IsZero() || tt.next >= 0 && !next.Equal(start.Add(tt.next)) {
-				t.Errorf("next %v, want %v", next.Sub(start), tt.next)
-			}
-		})
-	}
-}
-
 // A check that keeps failing restarts its task through check_restart; the
 // restarts count against the restart policy, which fails the task at last.
 func TestCheckRestartRestartsTask(t *testing.T) {
