@@ -4,8 +4,12 @@
 // runs their checks, re-registers a service when one of its checks
 // changes status, and deregisters the alloc's services when it stops or
 // its tasks end, and only then: a client restart keeps the registrations
-// and resumes the checks with the statuses they had. The Registrar sends the node's
-// registrations to the servers in shared, retried requests.
+// and resumes the checks with the statuses they had. The Registrar sends
+// the node's registrations to the servers in shared, retried requests.
+//
+// The package does not import core/client: it reads the alloc runner
+// through Runner and Task, and the runner holds an Alloc behind its own
+// small interface.
 package services
 
 import (

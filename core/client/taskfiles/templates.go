@@ -29,8 +29,9 @@ import (
 // A task's templates, rendered with consul-template's engine before the
 // task starts and again whenever the native services they read change
 // (`nomadService "name"`, `"tag.name"`, `"name@namespace"`): the
-// registrations come from the servers by blocking lookups, and a changed
-// file applies the template's change_mode (restart, signal, noop). A
+// registrations come from the servers by blocking lookups, and the task
+// runner applies a re-rendered file's change_mode (restart, signal,
+// noop). A
 // template that reads a service with no registration yet holds the task's
 // start until one appears, as Nomad's does.
 
