@@ -7,7 +7,7 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
-func TestDecide(t *testing.T) {
+func TestDecideHealth(t *testing.T) {
 	start := time.Date(2026, 12, 4, 21, 0, 0, 0, time.UTC)
 	upd := &structs.UpdateStrategy{MaxParallel: 1, HealthCheck: structs.UpdateHealthCheckTaskStates,
 		MinHealthyTime: 10 * time.Second, HealthyDeadline: time.Minute}
@@ -54,7 +54,7 @@ func TestDecide(t *testing.T) {
 	}
 }
 
-func TestDecideChecks(t *testing.T) {
+func TestDecideChecksHealth(t *testing.T) {
 	start := time.Unix(1000, 0)
 	u := &structs.UpdateStrategy{MinHealthyTime: 10 * time.Second, HealthyDeadline: time.Minute}
 	tests := []struct {
