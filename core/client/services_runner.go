@@ -29,6 +29,13 @@ type allocServices interface {
 	Close()
 }
 
+var (
+	_ allocServices   = (*services.Alloc)(nil)
+	_ allocServices   = noServices{}
+	_ services.Runner = svcRunner{}
+	_ services.Task   = svcTask{}
+)
+
 // noServices is the services of an alloc whose group declares none.
 type noServices struct{}
 

@@ -27,6 +27,8 @@ type taskTemplates interface {
 	Watch(ctx context.Context, retry func(n int) time.Duration, onChange func([]int))
 }
 
+var _ taskTemplates = (*taskfiles.Renderer)(nil)
+
 // allocNamespace is the namespace of an alloc's services.
 func allocNamespace(a *structs.Allocation) string {
 	ns := a.Namespace
