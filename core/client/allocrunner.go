@@ -8,6 +8,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/drover-org/drover/core/client/services"
+	"github.com/drover-org/drover/core/client/taskfiles"
 	"github.com/drover-org/drover/core/metrics"
 	"github.com/drover-org/drover/core/structs"
 	"github.com/drover-org/drover/sdk/driver"
@@ -48,10 +50,10 @@ type runnerConfig struct {
 	Now func() time.Time
 	// Services registers the allocs' native services with the servers
 	// (nil: services are not registered and their checks do not run).
-	Services *serviceRegistrar
+	Services *services.Registrar
 	// LookupServices reads a service's registrations for templates'
 	// nomadService (nil: templates cannot use it).
-	LookupServices func(ctx context.Context, args *structs.ServiceLookupArgs) (*structs.ServiceLookupReply, error)
+	LookupServices taskfiles.ServiceLookupFunc
 	// MaxKillTimeout caps the tasks' kill_timeout (0: no cap).
 	MaxKillTimeout time.Duration
 }
@@ -99,9 +101,8 @@ type allocRunner struct {
 	health     *allocHealth
 	healthNext time.Time
 
-	// svc is the alloc's native services (services.go); nil when its
-	// group declares none.
-	svc *allocServices
+	// svc is the alloc's native services (services_runner.go).
+	svc allocServices
 
 	changed chan struct{} // wakes run; capacity 1
 	taskWG  sync.WaitGroup
@@ -121,6 +122,7 @@ func newAllocRunner(parent context.Context, cfg *runnerConfig, alloc *structs.Al
 		status:  structs.AllocClientStatusPending,
 		changed: make(chan struct{}, 1),
 		doneCh:  make(chan struct{}),
+		svc:     noServices{},
 	}
 	if prior != nil {
 		for _, m := range prior.CSI {
@@ -134,13 +136,7 @@ func newAllocRunner(parent context.Context, cfg *runnerConfig, alloc *structs.Al
 		ar.setupErr = fmt.Errorf("allocation has no task group %q in its job", alloc.TaskGroup)
 		return ar
 	}
-	if hasServices(tg) {
-		var ps *persistedServices
-		if prior != nil {
-			ps = prior.Services
-		}
-		ar.svc = newAllocServices(ar, ps)
-	}
+	ar.svc = newAllocServices(ar, tg, prior)
 	for _, t := range tg.Tasks {
 		var pt *persistedTask
 		if prior != nil {
@@ -255,7 +251,7 @@ func (ar *allocRunner) taskChanged() {
 		return
 	}
 	states := make(map[string]*structs.TaskState, len(ar.tasks))
-	snap := &persistedAlloc{Alloc: ar.alloc, Tasks: make(map[string]*persistedTask, len(ar.tasks)), CSI: ar.csiSnapshot(), Services: ar.svc.persisted()}
+	snap := &persistedAlloc{Alloc: ar.alloc, Tasks: make(map[string]*persistedTask, len(ar.tasks)), CSI: ar.csiSnapshot(), Services: ar.svc.Persisted()}
 	for _, tr := range ar.tasks {
 		st, h := tr.snapshot()
 		states[tr.task.Name] = st
@@ -292,7 +288,7 @@ func (ar *allocRunner) persist() {
 	if ar.crashed || ar.removed {
 		return
 	}
-	snap := &persistedAlloc{Alloc: ar.alloc, Tasks: make(map[string]*persistedTask, len(ar.tasks)), CSI: ar.csiSnapshot(), Services: ar.svc.persisted()}
+	snap := &persistedAlloc{Alloc: ar.alloc, Tasks: make(map[string]*persistedTask, len(ar.tasks)), CSI: ar.csiSnapshot(), Services: ar.svc.Persisted()}
 	for _, tr := range ar.tasks {
 		st, h := tr.snapshot()
 		snap.Tasks[tr.task.Name] = newPersistedTask(st, h)
@@ -324,7 +320,7 @@ type phases struct {
 func (ar *allocRunner) run() {
 	defer close(ar.doneCh)
 	defer ar.taskWG.Wait()
-	defer ar.svc.close()
+	defer ar.svc.Close()
 
 	if ar.setupErr != nil {
 		ar.logger.Error("cannot run allocation", "error", ar.setupErr)
@@ -432,14 +428,14 @@ func (ar *allocRunner) shutdownDelay(d *time.Duration) time.Duration {
 // syncServices registers, updates or deregisters the alloc's services
 // after a change: they go when the alloc stops or its main tasks end.
 func (ar *allocRunner) syncServices(ps *phases) {
-	if ar.svc == nil || ar.ctx.Err() != nil {
+	if ar.ctx.Err() != nil {
 		return
 	}
 	ar.mu.Lock()
 	stopping := ar.stopReq || ar.destroyR || ar.alloc.ServerTerminalStatus()
 	ar.mu.Unlock()
 	stopping = stopping || ps.mainDeadHandled || ps.failHandled || ps.leaderHandled || ar.allDone()
-	ar.svc.sync(stopping)
+	ar.svc.Sync(stopping)
 }
 
 // nextHealthCheck is when health must be evaluated again (zero: never

@@ -21,6 +21,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/drover-org/drover/core/client/services"
 	"github.com/drover-org/drover/core/structs"
 )
 
@@ -34,7 +35,7 @@ type Client struct {
 	nodeID, secretID string
 
 	batcher  *updateBatcher
-	services *serviceRegistrar
+	services *services.Registrar
 	rcfg     *runnerConfig
 
 	ctx    context.Context
@@ -91,8 +92,8 @@ func New(cfg Config) (*Client, error) {
 		nodeChanged: make(chan struct{}, 1),
 	}
 	c.batcher = newUpdateBatcher(c.sendUpdates, cfg.UpdateBatchInterval, c.logger.Named("updates"))
-	c.services = newServiceRegistrar(cfg.Server.UpdateServices, nodeID, secretID,
-		backoff{Base: cfg.RetryInterval, Max: cfg.MaxRetryInterval}, c.logger.Named("services"))
+	c.services = services.NewRegistrar(cfg.Server.UpdateServices, nodeID, secretID,
+		backoff{Base: cfg.RetryInterval, Max: cfg.MaxRetryInterval}.next, c.logger.Named("services"))
 	c.rcfg = &runnerConfig{
 		Services: c.services,
 		LookupServices: func(ctx context.Context, args *structs.ServiceLookupArgs) (*structs.ServiceLookupReply, error) {
@@ -206,7 +207,7 @@ func (c *Client) Start() error {
 
 	c.restore()
 	c.goFunc(func() { c.batcher.run(c.ctx) })
-	c.goFunc(func() { c.services.run(c.ctx) })
+	c.goFunc(func() { c.services.Run(c.ctx) })
 	c.goFunc(c.run)
 	if c.rcfg.CSI != nil && c.rcfg.Volumes != nil {
 		c.goFunc(func() { c.controllerLoop(c.ctx) })

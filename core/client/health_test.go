@@ -7,53 +7,6 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
-func TestDecideHealth(t *testing.T) {
-	start := time.Date(2026, 12, 4, 21, 0, 0, 0, time.UTC)
-	upd := &structs.UpdateStrategy{MaxParallel: 1, HealthCheck: structs.UpdateHealthCheckTaskStates,
-		MinHealthyTime: 10 * time.Second, HealthyDeadline: time.Minute}
-	running := func(since time.Duration) *structs.TaskState {
-		return &structs.TaskState{State: structs.TaskStateRunning, StartedAt: start.Add(since)}
-	}
-	main := func(st *structs.TaskState) healthTask { return healthTask{state: st, tracked: true} }
-	tests := []struct {
-		name     string
-		upd      *structs.UpdateStrategy
-		tasks    []healthTask
-		at       time.Duration // after start
-		want     healthVerdict
-		wantNext time.Duration // -1: none
-	}{
-		{"running, not long enough", upd, []healthTask{main(running(time.Second))}, 5 * time.Second, healthPending, 11 * time.Second},
-		{"running for min_healthy_time", upd, []healthTask{main(running(time.Second))}, 11 * time.Second, healthHealthy, -1},
-		{"the last task to start decides", upd, []healthTask{main(running(time.Second)), main(running(20 * time.Second))}, 25 * time.Second, healthPending, 30 * time.Second},
-		{"pending task waits for the deadline", upd, []healthTask{main(&structs.TaskState{State: structs.TaskStatePending})}, 5 * time.Second, healthPending, time.Minute},
-		{"deadline passes first", upd, []healthTask{main(&structs.TaskState{State: structs.TaskStatePending})}, time.Minute, healthUnhealthy, -1},
-		{"healthy only after the deadline", upd, []healthTask{main(running(55 * time.Second))}, 70 * time.Second, healthUnhealthy, -1},
-		{"restart", upd, []healthTask{main(&structs.TaskState{State: structs.TaskStateRunning, Restarts: 1, StartedAt: start})}, 30 * time.Second, healthUnhealthy, -1},
-		{"failed", upd, []healthTask{main(&structs.TaskState{State: structs.TaskStateDead, Failed: true})}, time.Second, healthUnhealthy, -1},
-		{"main task exited", upd, []healthTask{main(&structs.TaskState{State: structs.TaskStateDead})}, time.Second, healthUnhealthy, -1},
-		{"finished prestart task does not count", upd, []healthTask{{state: &structs.TaskState{State: structs.TaskStateDead}}, main(running(0))}, 10 * time.Second, healthHealthy, -1},
-		{"checks behaves as task_states", &structs.UpdateStrategy{MaxParallel: 1, HealthCheck: structs.UpdateHealthCheckChecks, MinHealthyTime: time.Second},
-			[]healthTask{main(running(0))}, 2 * time.Second, healthHealthy, -1},
-		{"manual reports nothing", &structs.UpdateStrategy{MaxParallel: 1, HealthCheck: structs.UpdateHealthCheckManual, HealthyDeadline: time.Second},
-			[]healthTask{main(&structs.TaskState{State: structs.TaskStateDead, Failed: true})}, time.Hour, healthPending, -1},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, next := decideHealth(tt.upd, tt.tasks, start, start.Add(tt.at))
-			if got != tt.want {
-				t.Errorf("verdict %d, want %d", got, tt.want)
-			}
-			switch {
-			case tt.wantNext < 0 && !next.IsZero():
-				t.Errorf("next check at %s, want none", next.Sub(start))
-			case tt.wantNext >= 0 && !next.Equal(start.Add(tt.wantNext)):
-				t.Errorf("next check at %s, want %s", next.Sub(start), tt.wantNext)
-			}
-		})
-	}
-}
-
 // TestRawExecDeploymentHealth runs real tasks in a deployment and waits for
 // the health the client reports with the alloc's updates.
 func TestRawExecDeploymentHealth(t *testing.T) {

@@ -1,9 +1,9 @@
 package client
 
 import (
-	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -15,8 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
-
+	"github.com/drover-org/drover/core/client/services"
 	"github.com/drover-org/drover/core/structs"
 )
 
@@ -62,150 +61,6 @@ func (s *fakeServer) deletedAllocs() []string {
 	return out
 }
 
-func TestCheckStatusMapping(t *testing.T) {
-	tests := []struct {
-		name string
-		got  checkHealth
-		want string
-	}{
-		{"http 200", httpHealth(200), structs.CheckSuccess},
-		{"http 204", httpHealth(204), structs.CheckSuccess},
-		{"http 299", httpHealth(299), structs.CheckSuccess},
-		{"http 301", httpHealth(301), structs.CheckFailure},
-		{"http 404", httpHealth(404), structs.CheckFailure},
-		{"http 429", httpHealth(429), CheckWarning},
-		{"http 500", httpHealth(500), structs.CheckFailure},
-		{"http 199", httpHealth(199), structs.CheckFailure},
-		{"script 0", scriptHealth(0), structs.CheckSuccess},
-		{"script 1", scriptHealth(1), CheckWarning},
-		{"script 2", scriptHealth(2), structs.CheckFailure},
-		{"script 127", scriptHealth(127), structs.CheckFailure},
-		{"initial passing", initialHealth("passing"), structs.CheckSuccess},
-		{"initial warning", initialHealth("warning"), CheckWarning},
-		{"initial critical", initialHealth("critical"), structs.CheckFailure},
-		{"initial unset", initialHealth(""), structs.CheckPending},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.got.reported(); got != tt.want {
-				t.Errorf("reported %q, want %q", got, tt.want)
-			}
-			if back := healthFromReported(tt.got.reported()); back != tt.got {
-				t.Errorf("status %q reads back as %d, want %d", tt.want, back, tt.got)
-			}
-		})
-	}
-}
-
-func TestCheckObserveThresholds(t *testing.T) {
-	now := time.Unix(1000, 0)
-	pass, fail := checkOutcome{health: checkPassing}, checkOutcome{health: checkCritical}
-	tests := []struct {
-		name    string
-		check   structs.ServiceCheck
-		initial checkHealth
-		runs    []checkOutcome
-		want    []bool // changed after each run
-		final   checkHealth
-	}{
-		{"first pass flips", structs.ServiceCheck{}, checkPending, []checkOutcome{pass, pass}, []bool{true, false}, checkPassing},
-		{"first failure flips a pending check", structs.ServiceCheck{FailuresBeforeCritical: 3}, checkPending, []checkOutcome{fail}, []bool{true}, checkCritical},
-		{"success_before_passing", structs.ServiceCheck{SuccessBeforePassing: 3}, checkCritical, []checkOutcome{pass, pass, pass}, []bool{false, false, true}, checkPassing},
-		{"failures_before_critical", structs.ServiceCheck{FailuresBeforeCritical: 2}, checkPassing, []checkOutcome{fail, pass, fail, fail}, []bool{false, false, false, true}, checkCritical},
-		{"same status twice reports once", structs.ServiceCheck{}, checkPassing, []checkOutcome{fail, fail}, []bool{true, false}, checkCritical},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			st := &checkState{spec: &checkSpec{check: &tt.check}, health: tt.initial}
-			st.reported = st.status(tt.initial, 0, "", now)
-			for i, o := range tt.runs {
-				if got := st.observe(o, now); got != tt.want[i] {
-					t.Errorf("run %d: changed %v, want %v", i+1, got, tt.want[i])
-				}
-			}
-			if st.health != tt.final || st.reported.Status != tt.final.reported() {
-				t.Errorf("health %d (reported %q), want %d", st.health, st.reported.Status, tt.final)
-			}
-		})
-	}
-}
-
-func TestTruncateOutput(t *testing.T) {
-	long := strings.Repeat("é", structs.MaxCheckOutputBytes) // 2 bytes each
-	got := truncateOutput(long)
-	if len(got) > structs.MaxCheckOutputBytes || len(got) < structs.MaxCheckOutputBytes-1 {
-		t.Fatalf("truncated to %d bytes, want about %d", len(got), structs.MaxCheckOutputBytes)
-	}
-	if !strings.HasPrefix(long, got) || strings.ContainsRune(got, '\uFFFD') {
-		t.Fatalf("truncation broke a character")
-	}
-	if truncateOutput("short") != "short" {
-		t.Fatalf("short output changed")
-	}
-}
-
-func TestServiceRegistrarBatchesRetriesAndOrders(t *testing.T) {
-	srv := newFakeServer()
-	srv.failServiceUpdates(2)
-	r := newServiceRegistrar(srv.UpdateServices, "node-1", "secret", backoff{Base: time.Millisecond, Max: 5 * time.Millisecond}, hclog.NewNullLogger())
-	// More than one request's worth, for two allocs.
-	n := structs.MaxRegistrationsPerRequest + 10
-	for i := range n {
-		alloc := "a1"
-		if i%2 == 1 {
-			alloc = "a2"
-		}
-		r.upsert(&structs.ServiceRegistration{ID: fmt.Sprintf("svc-%05d", i), AllocID: alloc, ServiceName: "s"})
-	}
-	// a2 goes away before anything was sent: its upserts are dropped.
-	r.deregisterAlloc("a2")
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); r.run(ctx) }()
-	defer func() { cancel(); <-done }()
-	waitFor(t, "everything sent", func() bool { return r.pending() == 0 })
-
-	ups := srv.serviceUpdates()
-	if len(ups) == 0 || len(ups[0].DeleteAllocIDs) != 1 || ups[0].DeleteAllocIDs[0] != "a2" || len(ups[0].Upsert) != 0 {
-		t.Fatalf("first request %+v, want the deletion of a2 alone", ups[0])
-	}
-	total := 0
-	for _, u := range ups {
-		if len(u.Upsert) > structs.MaxRegistrationsPerRequest {
-			t.Errorf("request of %d upserts, over %d", len(u.Upsert), structs.MaxRegistrationsPerRequest)
-		}
-		if u.NodeID != "node-1" || u.SecretID != "secret" {
-			t.Errorf("request for node %q/%q", u.NodeID, u.SecretID)
-		}
-		for _, s := range u.Upsert {
-			if s.AllocID != "a1" {
-				t.Errorf("upsert of %s (alloc %s) after its alloc was deregistered", s.ID, s.AllocID)
-			}
-		}
-		total += len(u.Upsert)
-	}
-	if want := (n + 1) / 2; total != want {
-		t.Errorf("%d upserts sent, want %d", total, want)
-	}
-	// A task service gone: the alloc is deleted, then its rest upserted.
-	r.replaceAlloc("a1", []*structs.ServiceRegistration{{ID: "svc-keep", AllocID: "a1"}})
-	waitFor(t, "replacement sent", func() bool { return r.pending() == 0 })
-	regs := srv.serviceRegs()
-	if len(regs) != 1 || regs["svc-keep"] == nil {
-		t.Fatalf("registrations after replace: %v, want svc-keep alone", slices.Collect(mapsKeys(regs)))
-	}
-}
-
-func mapsKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
-}
-
 // portAlloc gives an alloc the host ports of a network block.
 func portAlloc(a *structs.Allocation, ports ...structs.AllocatedPortMapping) *structs.Allocation {
 	a.AllocatedResources = &structs.AllocatedResources{Shared: structs.AllocatedSharedResources{Ports: ports}}
@@ -238,7 +93,7 @@ func TestServicesRegisterWhenRunningAndDeregisterOnStop(t *testing.T) {
 	for id, w := range want {
 		got := regs[id]
 		if got == nil {
-			t.Errorf("no registration %s; have %v", id, slices.Collect(mapsKeys(regs)))
+			t.Errorf("no registration %s; have %v", id, slices.Collect(maps.Keys(regs)))
 			continue
 		}
 		if got.ServiceName != w.ServiceName || got.Address != w.Address || got.Port != w.Port || !slices.Equal(got.Tags, w.Tags) ||
@@ -373,7 +228,7 @@ func TestServiceChecksHTTPTCPScript(t *testing.T) {
 	}
 	waitFor(t, "script passing", func() bool { return checkStatusOf(srv, id, "script") == structs.CheckSuccess })
 	code.Store(429)
-	waitFor(t, "http warning", func() bool { return checkStatusOf(srv, id, "http") == CheckWarning })
+	waitFor(t, "http warning", func() bool { return checkStatusOf(srv, id, "http") == services.CheckWarning })
 	code.Store(503)
 	waitFor(t, "http critical", func() bool { return checkStatusOf(srv, id, "http") == structs.CheckFailure })
 	code.Store(200)
@@ -424,28 +279,6 @@ func TestServiceChecksHTTPTCPScript(t *testing.T) {
 	})
 	if h := hits.Load(); h > stopped+1 {
 		t.Errorf("http check ran %d times after its alloc stopped", h-stopped)
-	}
-}
-
-// A script check of a task whose driver cannot run commands in it is
-// critical with the reason; its output is bounded.
-func TestScriptCheckWithoutExec(t *testing.T) {
-	tr := &taskRunner{task: &structs.Task{Name: "t", Driver: "docker"}}
-	o := runCheck(context.Background(), &checkSpec{check: &structs.ServiceCheck{Type: "script", Command: "true"}, execIn: tr})
-	if o.health != checkCritical || !strings.Contains(o.output, `"docker" cannot run commands`) {
-		t.Fatalf("outcome %+v, want critical naming the driver", o)
-	}
-	raw := &taskRunner{task: &structs.Task{Name: "t", Driver: rawExecDriver}, execEnv: map[string]string{"PATH": os.Getenv("PATH")}, execDir: t.TempDir()}
-	o = runCheck(context.Background(), &checkSpec{check: &structs.ServiceCheck{Type: "script", Command: "/bin/sh",
-		Args: []string{"-c", "head -c 100000 /dev/zero | tr '\\0' x; exit 1"}, Timeout: 10 * time.Second}, execIn: raw})
-	if o.health != checkWarning || len(o.output) != structs.MaxCheckOutputBytes {
-		t.Fatalf("outcome %v with %d bytes of output, want warning with %d", o.health, len(o.output), structs.MaxCheckOutputBytes)
-	}
-	start := time.Now()
-	o = runCheck(context.Background(), &checkSpec{check: &structs.ServiceCheck{Type: "script", Command: "/bin/sleep",
-		Args: []string{"60"}, Timeout: 200 * time.Millisecond}, execIn: raw})
-	if o.health != checkCritical || !strings.Contains(o.output, "timed out") || time.Since(start) > 10*time.Second {
-		t.Fatalf("outcome %+v after %s, want critical timed out", o, time.Since(start))
 	}
 }
 
@@ -554,67 +387,6 @@ func TestDeploymentHealthWaitsForChecks(t *testing.T) {
 	}
 }
 
-func TestDecideChecksHealth(t *testing.T) {
-	start := time.Unix(1000, 0)
-	u := &structs.UpdateStrategy{MinHealthyTime: 10 * time.Second, HealthyDeadline: time.Minute}
-	tests := []struct {
-		name      string
-		since, at time.Duration // since < 0: not passing
-		want      healthVerdict
-		next      time.Duration // -1: none
-	}{
-		{"not passing", -1, 5 * time.Second, healthPending, time.Minute},
-		{"passing, not long enough", 2 * time.Second, 5 * time.Second, healthPending, 12 * time.Second},
-		{"passing long enough", 2 * time.Second, 12 * time.Second, healthHealthy, -1},
-		{"passing before tracking counts from its start", -30 * time.Second, 10 * time.Second, healthHealthy, -1},
-		{"deadline passes", -1, time.Minute, healthUnhealthy, -1},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var since time.Time
-			if tt.since >= 0 || tt.since < -time.Second {
-				since = start.Add(tt.since)
-			}
-			got, next := decideChecksHealth(u, start, since, start.Add(tt.at))
-			if got != tt.want {
-				t.Errorf("verdict %d, want %d", got, tt.want)
-			}
-			if tt.next < 0 && !next.IsZero() || tt.next >= 0 && !next.Equal(start.Add(tt.next)) {
-				t.Errorf("next %v, want %v", next.Sub(start), tt.next)
-			}
-		})
-	}
-}
-
-func TestCheckRestartCounting(t *testing.T) {
-	start := time.Unix(1000, 0)
-	fail, warn, pass := checkOutcome{health: checkCritical}, checkOutcome{health: checkWarning}, checkOutcome{health: checkPassing}
-	tests := []struct {
-		name string
-		cr   *structs.CheckRestart
-		runs []checkOutcome
-		at   time.Duration // after the task's start
-		want []bool
-	}{
-		{"no check_restart", nil, []checkOutcome{fail, fail}, time.Minute, []bool{false, false}},
-		{"limit reached", &structs.CheckRestart{Limit: 2}, []checkOutcome{fail, fail, fail, fail}, time.Minute, []bool{false, true, false, true}},
-		{"a pass resets", &structs.CheckRestart{Limit: 2}, []checkOutcome{fail, pass, fail, fail}, time.Minute, []bool{false, false, false, true}},
-		{"warnings count", &structs.CheckRestart{Limit: 1}, []checkOutcome{warn}, time.Minute, []bool{true}},
-		{"ignore_warnings", &structs.CheckRestart{Limit: 1, IgnoreWarnings: true}, []checkOutcome{warn}, time.Minute, []bool{false}},
-		{"grace", &structs.CheckRestart{Limit: 1, Grace: 2 * time.Minute}, []checkOutcome{fail}, time.Minute, []bool{false}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			st := &checkState{spec: &checkSpec{check: &structs.ServiceCheck{CheckRestart: tt.cr}}}
-			for i, o := range tt.runs {
-				if got := st.wantsRestart(o, start, start.Add(tt.at)); got != tt.want[i] {
-					t.Errorf("run %d: restart %v, want %v", i+1, got, tt.want[i])
-				}
-			}
-		})
-	}
-}
-
 // A check that keeps failing restarts its task through check_restart; the
 // restarts count against the restart policy, which fails the task at last.
 func TestCheckRestartRestartsTask(t *testing.T) {
@@ -704,33 +476,6 @@ func TestShutdownDelay(t *testing.T) {
 	}
 }
 
-// A registration the servers refuse for its content is dropped alone; the
-// node's other registrations still go through.
-func TestServiceRegistrarDropsRefused(t *testing.T) {
-	srv := newFakeServer()
-	send := func(ctx context.Context, args *structs.ServiceRegistrationNodeArgs) error {
-		for i, r := range args.Upsert {
-			if r.ServiceName == "bad" {
-				return structs.NewError(structs.ErrInvalid, "Upsert[%d]: ServiceName is bad", i)
-			}
-		}
-		return srv.UpdateServices(ctx, args)
-	}
-	r := newServiceRegistrar(send, "node-1", "secret", backoff{Base: time.Millisecond, Max: 5 * time.Millisecond}, hclog.NewNullLogger())
-	r.upsert(&structs.ServiceRegistration{ID: "a", AllocID: "a1", ServiceName: "good"},
-		&structs.ServiceRegistration{ID: "b", AllocID: "a1", ServiceName: "bad"},
-		&structs.ServiceRegistration{ID: "c", AllocID: "a2", ServiceName: "good"})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); r.run(ctx) }()
-	defer func() { cancel(); <-done }()
-	waitFor(t, "queue empty", func() bool { return r.pending() == 0 })
-	regs := srv.serviceRegs()
-	if len(regs) != 2 || regs["a"] == nil || regs["c"] == nil {
-		t.Fatalf("registered %v, want a and c", slices.Collect(mapsKeys(regs)))
-	}
-}
-
 // An in-place update that renames a service replaces the alloc's
 // registrations: the old name goes, the new one comes.
 func TestServicesFollowInPlaceUpdate(t *testing.T) {
@@ -761,51 +506,6 @@ func TestServicesFollowInPlaceUpdate(t *testing.T) {
 	}
 }
 
-func TestHTTPCheckTLSAndRequest(t *testing.T) {
-	var got atomic.Value
-	s := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b := make([]byte, 64)
-		n, _ := r.Body.Read(b)
-		got.Store(fmt.Sprintf("%s %s host=%s body=%s", r.Method, r.URL.Path, r.Host, b[:n]))
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	defer s.Close()
-	addr := s.Listener.Addr().String()
-	tests := []struct {
-		name  string
-		check structs.ServiceCheck
-		want  checkHealth
-	}{
-		{"unknown certificate", structs.ServiceCheck{Type: "http", Protocol: "https", Path: "/x"}, checkCritical},
-		{"tls_skip_verify", structs.ServiceCheck{Type: "http", Protocol: "https", Path: "/x", TLSSkipVerify: true}, checkPassing},
-		{"plain http to a TLS port", structs.ServiceCheck{Type: "http", Path: "/x"}, checkCritical},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			tt.check.Timeout = 5 * time.Second
-			o := runCheck(context.Background(), &checkSpec{check: &tt.check, addr: addr})
-			if o.health != tt.want {
-				t.Fatalf("health %d (%s), want %d", o.health, o.output, tt.want)
-			}
-		})
-	}
-	ck := &structs.ServiceCheck{Type: "http", Protocol: "https", Path: "/p", Method: "PUT", Body: "hello", TLSSkipVerify: true,
-		TLSServerName: "example.com", Header: map[string][]string{"Host": {"svc.example"}}, Timeout: 5 * time.Second}
-	if o := runCheck(context.Background(), &checkSpec{check: ck, addr: addr}); o.health != checkPassing || o.code != 204 {
-		t.Fatalf("outcome %+v", o)
-	}
-	if g := got.Load(); g != "PUT /p host=svc.example body=hello" {
-		t.Fatalf("server saw %q", g)
-	}
-	// A check that outlives its timeout is critical.
-	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
-	defer slow.Close()
-	o := runCheck(context.Background(), &checkSpec{check: &structs.ServiceCheck{Type: "http", Path: "/", Timeout: 100 * time.Millisecond}, addr: slow.Listener.Addr().String()})
-	if o.health != checkCritical {
-		t.Fatalf("slow check %+v, want critical", o)
-	}
-}
-
 // An alloc whose task never ran registered nothing and deletes nothing:
 // no write reaches the servers for it.
 func TestServicesNothingSentForAllocThatNeverRan(t *testing.T) {
@@ -824,7 +524,7 @@ func TestServicesNothingSentForAllocThatNeverRan(t *testing.T) {
 			return false
 		}
 	})
-	if n := c.services.pending(); n != 0 || len(srv.serviceUpdates()) != 0 {
+	if n := c.services.Pending(); n != 0 || len(srv.serviceUpdates()) != 0 {
 		t.Fatalf("%d service updates sent and %d pending for an alloc that never ran", len(srv.serviceUpdates()), n)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/drover-org/drover/core/client/services"
 	"github.com/drover-org/drover/core/structs"
 	"github.com/drover-org/drover/sdk/proto/driverpb"
 )
@@ -31,7 +32,7 @@ type persistedAlloc struct {
 	// CSI is how far the alloc's CSI volumes got, for their release.
 	CSI []*csiMountState `json:",omitempty"`
 	// Services is the alloc's native services' check statuses.
-	Services *persistedServices `json:",omitempty"`
+	Services *services.Persisted `json:",omitempty"`
 }
 
 // persistedTask is one task's resumable state.

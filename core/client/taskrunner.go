@@ -11,6 +11,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/drover-org/drover/core/client/taskenv"
+	"github.com/drover-org/drover/core/client/taskfiles"
 	"github.com/drover-org/drover/core/structs"
 	"github.com/drover-org/drover/sdk/driver"
 	"github.com/drover-org/drover/sdk/proto/driverpb"
@@ -66,7 +68,7 @@ type taskRunner struct {
 
 	// tpl renders the task's templates (nil without templates); set by
 	// prepare, used by the run goroutine and its template watcher.
-	tpl *templateRenderer
+	tpl taskTemplates
 
 	killCh chan struct{} // closed by kill
 	doneCh chan struct{} // closed when the runner is finished
@@ -268,7 +270,7 @@ func (tr *taskRunner) run(ctx context.Context) {
 		}
 		tr.logger.Error("task setup failed", "error", err)
 		ev := evSetupFailure(err)
-		if errors.Is(err, errArtifact) {
+		if errors.Is(err, taskfiles.ErrArtifact) {
 			ev.Type = structs.TaskArtifactDownloadFailed
 		}
 		tr.finish(true, ev)
@@ -326,7 +328,7 @@ func (tr *taskRunner) prepare(ctx context.Context, first bool) error {
 			return err
 		}
 	}
-	env := buildTaskEnv(taskEnvInput{
+	env := taskenv.Build(taskenv.Input{
 		Node: ar.cfg.Node(), Alloc: alloc, Group: ar.group(), Task: tr.task, Region: ar.cfg.Region,
 		AllocDir: ar.dir.sharedDir(), TaskDir: dirs.Local, SecretsDir: dirs.Secrets, Path: ar.cfg.Path,
 	})
@@ -354,7 +356,7 @@ func (tr *taskRunner) prepare(ctx context.Context, first bool) error {
 			case <-fctx.Done():
 			}
 		}()
-		err := fetchArtifacts(fctx, ar.dir.root, dirs.Dir, tr.task.Artifacts, env.lookup)
+		err := taskfiles.FetchArtifacts(fctx, ar.dir.root, dirs.Dir, tr.task.Artifacts, env.Lookup)
 		cancel()
 		<-stopped
 		if err != nil {
@@ -362,7 +364,7 @@ func (tr *taskRunner) prepare(ctx context.Context, first bool) error {
 		}
 	}
 	if len(tr.task.Templates) > 0 {
-		r := newTemplateRenderer(ar.dir.root, dirs.Dir, tr.task.Templates, maps.Clone(env.Env), ar.lookupServices(), allocNamespace(alloc), tr.logger)
+		r := taskfiles.NewRenderer(ar.dir.root, dirs.Dir, tr.task.Templates, maps.Clone(env.Env), ar.lookupServices(), allocNamespace(alloc), tr.logger)
 		// A template waiting for a service ends with a kill or the
 		// client's shutdown; a restored task does not wait.
 		rctx, cancel := context.WithCancel(ctx)
@@ -375,25 +377,25 @@ func (tr *taskRunner) prepare(ctx context.Context, first bool) error {
 			case <-rctx.Done():
 			}
 		}()
-		_, err := r.render(rctx, first)
+		_, err := r.Render(rctx, first)
 		cancel()
 		<-stopped
 		if err != nil {
 			return fmt.Errorf("template: %w", err)
 		}
 		tr.tpl = r
-		for k, v := range r.envVars() {
+		for k, v := range r.EnvVars() {
 			env.Env[k] = v
 		}
 	}
 	tr.mu.Lock()
 	tr.execEnv, tr.execDir = maps.Clone(env.Env), dirs.Dir
 	tr.mu.Unlock()
-	confJSON, err := json.Marshal(interpolateConfig(map[string]any(tr.task.Config), env.lookup))
+	confJSON, err := json.Marshal(taskenv.InterpolateConfig(map[string]any(tr.task.Config), env.Lookup))
 	if err != nil {
 		return fmt.Errorf("encode driver config: %w", err)
 	}
-	cpu, mem, memMax := taskLimits(alloc, tr.task)
+	cpu, mem, memMax := taskenv.Limits(alloc, tr.task)
 	tr.cfg = &driverpb.TaskConfig{
 		Id: tr.id, AllocId: ar.id, TaskName: tr.task.Name,
 		ConfigJson: confJSON, Env: env.Env, User: tr.task.User,

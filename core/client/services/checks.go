@@ -1,4 +1,4 @@
-package client
+package services
 
 import (
 	"bytes"
@@ -12,12 +12,12 @@ import (
 	"net"
 	"net/http"
 	"os/exec"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
 	"unicode/utf8"
 
+	"github.com/drover-org/drover/core/client/taskenv"
 	"github.com/drover-org/drover/core/structs"
 )
 
@@ -131,9 +131,9 @@ type checkSpec struct {
 	// addr is host:port for http and tcp checks.
 	addr string
 	// execIn is the task a script check runs in (nil: none found).
-	execIn *taskRunner
+	execIn Task
 	// restartTask is the task check_restart restarts (nil: none).
-	restartTask *taskRunner
+	restartTask Task
 	// ignoreWarnings: on_update "ignore_warnings" counts a warning as
 	// passing for the alloc's health.
 	ignoreWarnings bool
@@ -256,21 +256,21 @@ func runScriptCheck(ctx context.Context, c *checkSpec) checkOutcome {
 	if tr == nil {
 		return checkOutcome{health: checkCritical, output: "script check: no task to run it in"}
 	}
-	if tr.task.Driver != rawExecDriver {
-		return checkOutcome{health: checkCritical, output: fmt.Sprintf("script check: task %q's driver %q cannot run commands in the task", tr.task.Name, tr.task.Driver)}
+	if task := tr.Spec(); task.Driver != rawExecDriver {
+		return checkOutcome{health: checkCritical, output: fmt.Sprintf("script check: task %q's driver %q cannot run commands in the task", task.Name, task.Driver)}
 	}
-	env, dir := tr.execContext()
+	env, dir := tr.ExecContext()
 	if env == nil {
 		return checkOutcome{health: checkCritical, output: "script check: the task is not set up yet"}
 	}
-	lookup := (&taskEnv{Env: env}).lookup
+	lookup := (&taskenv.Env{Env: env}).Lookup
 	args := make([]string, len(c.check.Args))
 	for i, a := range c.check.Args {
-		args[i] = interpolate(a, lookup)
+		args[i] = taskenv.Interpolate(a, lookup)
 	}
-	cmd := exec.CommandContext(ctx, interpolate(c.check.Command, lookup), args...)
+	cmd := exec.CommandContext(ctx, taskenv.Interpolate(c.check.Command, lookup), args...)
 	cmd.Dir = dir
-	cmd.Env = envList(env)
+	cmd.Env = taskenv.List(env)
 	// The command and whatever it starts die with the timeout.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
@@ -289,15 +289,6 @@ func runScriptCheck(ctx context.Context, c *checkSpec) checkOutcome {
 		return checkOutcome{health: scriptHealth(ee.ExitCode()), code: ee.ExitCode(), output: out.String()}
 	}
 	return checkOutcome{health: checkCritical, output: fmt.Sprintf("script check: %v %s", err, out.String())}
-}
-
-func envList(env map[string]string) []string {
-	out := make([]string, 0, len(env))
-	for k, v := range env {
-		out = append(out, k+"="+v)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // boundedBuffer keeps the first limit bytes written to it.

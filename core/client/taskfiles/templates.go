@@ -1,10 +1,14 @@
-package client
+// Package taskfiles lays a task's files into its directory before it
+// starts: artifacts fetched once (artifacts.go) and templates rendered on
+// every start and again when the services they read change (templates.go,
+// bounded by bound.go). Every write stays beneath the allocation directory
+// through sdk/safefs, crossing no symlink a task planted there.
+package taskfiles
 
 import (
 	"context"
 	"fmt"
 	"maps"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -17,16 +21,17 @@ import (
 	"github.com/hashicorp/consul-template/template"
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/drover-org/drover/core/client/taskenv"
 	"github.com/drover-org/drover/core/structs"
-	"github.com/drover-org/drover/sdk/driver"
 	"github.com/drover-org/drover/sdk/safefs"
 )
 
 // A task's templates, rendered with consul-template's engine before the
 // task starts and again whenever the native services they read change
 // (`nomadService "name"`, `"tag.name"`, `"name@namespace"`): the
-// registrations come from the servers by blocking lookups, and a changed
-// file applies the template's change_mode (restart, signal, noop). A
+// registrations come from the servers by blocking lookups, and the task
+// runner applies a re-rendered file's change_mode (restart, signal,
+// noop). A
 // template that reads a service with no registration yet holds the task's
 // start until one appears, as Nomad's does.
 
@@ -44,9 +49,9 @@ const (
 	serviceLookupWait = 5 * time.Minute
 )
 
-// serviceLookupFunc reads one service's registrations (blocking with
+// ServiceLookupFunc reads one service's registrations (blocking with
 // MinIndex); the client fills in the node's credentials.
-type serviceLookupFunc func(ctx context.Context, args *structs.ServiceLookupArgs) (*structs.ServiceLookupReply, error)
+type ServiceLookupFunc func(ctx context.Context, args *structs.ServiceLookupArgs) (*structs.ServiceLookupReply, error)
 
 // serviceDep is one `nomadService` query of a task's templates.
 type serviceDep struct {
@@ -57,15 +62,15 @@ type serviceDep struct {
 	value     []*dep.NomadService
 }
 
-// templateRenderer renders one task's templates and keeps what it needs
+// Renderer renders one task's templates and keeps what it needs
 // to render them again: the brain of fetched data and each file's last
 // contents.
-type templateRenderer struct {
+type Renderer struct {
 	allocDir, taskDir string
 	tmpls             []*structs.Template
 	env               map[string]string
 	envList           []string
-	lookup            serviceLookupFunc // nil: nomadService is refused
+	lookup            ServiceLookupFunc // nil: nomadService is refused
 	namespace         string
 	logger            hclog.Logger
 
@@ -79,12 +84,15 @@ type templateRenderer struct {
 	vars     map[string]string
 }
 
-func newTemplateRenderer(allocDir, taskDir string, tmpls []*structs.Template, env map[string]string, lookup serviceLookupFunc, namespace string, logger hclog.Logger) *templateRenderer {
+// NewRenderer is the renderer of tmpls into taskDir, a directory of
+// allocDir, with the task's environment env; lookup (nil: none) serves
+// nomadService, namespace is the alloc's.
+func NewRenderer(allocDir, taskDir string, tmpls []*structs.Template, env map[string]string, lookup ServiceLookupFunc, namespace string, logger hclog.Logger) *Renderer {
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
-	return &templateRenderer{
-		allocDir: allocDir, taskDir: taskDir, tmpls: tmpls, env: env, envList: envList(env),
+	return &Renderer{
+		allocDir: allocDir, taskDir: taskDir, tmpls: tmpls, env: env, envList: taskenv.List(env),
 		lookup: lookup, namespace: namespace, logger: logger,
 		brain: template.NewBrain(), deps: map[string]*serviceDep{},
 	}
@@ -96,15 +104,15 @@ func newTemplateRenderer(allocDir, taskDir string, tmpls []*structs.Template, en
 // true. A template whose data needs Consul, Vault or Nomad variables fails
 // the task with the reason: drover serves none of them to templates.
 func renderTemplates(allocDir, taskDir string, tmpls []*structs.Template, env map[string]string) (map[string]string, error) {
-	r := newTemplateRenderer(allocDir, taskDir, tmpls, env, nil, "", nil)
-	if _, err := r.render(context.Background(), false); err != nil {
+	r := NewRenderer(allocDir, taskDir, tmpls, env, nil, "", nil)
+	if _, err := r.Render(context.Background(), false); err != nil {
 		return nil, err
 	}
-	return r.envVars(), nil
+	return r.EnvVars(), nil
 }
 
-// envVars are the variables of the templates with env = true.
-func (r *templateRenderer) envVars() map[string]string {
+// EnvVars are the variables of the templates with env = true.
+func (r *Renderer) EnvVars() map[string]string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.vars == nil {
@@ -128,12 +136,12 @@ func readBeneath(root, rel string, limit int64) ([]byte, error) {
 	return d.ReadFile(rel, limit)
 }
 
-func (r *templateRenderer) where(i int) string {
+func (r *Renderer) where(i int) string {
 	return fmt.Sprintf("template %d (%s)", i+1, r.tmpls[i].DestPath)
 }
 
 // compile builds the templates once (r.mu held).
-func (r *templateRenderer) compile() error {
+func (r *Renderer) compile() error {
 	if r.compiled != nil {
 		return nil
 	}
@@ -198,7 +206,7 @@ func (r *templateRenderer) compile() error {
 
 // execute runs every template against the brain (r.mu held) and returns
 // the outputs and the data they lack.
-func (r *templateRenderer) execute() ([]string, []dep.Dependency, error) {
+func (r *Renderer) execute() ([]string, []dep.Dependency, error) {
 	if err := r.compile(); err != nil {
 		return nil, nil, err
 	}
@@ -229,12 +237,12 @@ func (r *templateRenderer) execute() ([]string, []dep.Dependency, error) {
 	return outs, missing, nil
 }
 
-// render renders every template, fetching the services they read until
+// Render renders every template, fetching the services they read until
 // none is missing, and writes the files whose contents changed (all of
 // them on the first render). With wait, a service without registrations
 // is waited for (until ctx ends). It returns the indexes of the templates
 // written.
-func (r *templateRenderer) render(ctx context.Context, wait bool) ([]int, error) {
+func (r *Renderer) Render(ctx context.Context, wait bool) ([]int, error) {
 	for range maxTemplateRounds {
 		r.mu.Lock()
 		outs, missing, err := r.execute()
@@ -260,7 +268,7 @@ func (r *templateRenderer) render(ctx context.Context, wait bool) ([]int, error)
 
 // track parses a dependency the templates lack into a service query; any
 // other kind of data is refused with the reason.
-func (r *templateRenderer) track(d dep.Dependency) (*serviceDep, error) {
+func (r *Renderer) track(d dep.Dependency) (*serviceDep, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if sd, ok := r.deps[d.String()]; ok {
@@ -298,7 +306,7 @@ func (r *templateRenderer) track(d dep.Dependency) (*serviceDep, error) {
 
 // fetch reads a service's registrations into the brain; with wait, until
 // it has at least one.
-func (r *templateRenderer) fetch(ctx context.Context, sd *serviceDep, wait bool) error {
+func (r *Renderer) fetch(ctx context.Context, sd *serviceDep, wait bool) error {
 	args := &structs.ServiceLookupArgs{Namespace: sd.namespace, ServiceName: sd.name}
 	logged := false
 	for {
@@ -361,7 +369,7 @@ func contains(list []string, s string) bool {
 
 // write writes each template whose output changed (every one the first
 // time) and re-reads the env templates.
-func (r *templateRenderer) write(outs []string) ([]int, error) {
+func (r *Renderer) write(outs []string) ([]int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var changed []int
@@ -393,7 +401,7 @@ func (r *templateRenderer) write(outs []string) ([]int, error) {
 	return changed, nil
 }
 
-func (r *templateRenderer) writeOne(i int, out string) error {
+func (r *Renderer) writeOne(i int, out string) error {
 	t := r.tmpls[i]
 	where := r.where(i)
 	root, err := safefs.Open(r.allocDir)
@@ -440,21 +448,22 @@ func (r *templateRenderer) writeOne(i int, out string) error {
 
 // destRel is template i's destination relative to the allocation
 // directory (its DestPath is relative to the task's directory).
-func (r *templateRenderer) destRel(i int) string {
+func (r *Renderer) destRel(i int) string {
 	return filepath.Join(filepath.Base(r.taskDir), r.tmpls[i].DestPath)
 }
 
-// watched reports whether the templates read any service.
-func (r *templateRenderer) watched() bool {
+// Watched reports whether the templates read any service.
+func (r *Renderer) Watched() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.deps) > 0
 }
 
-// watch follows the services the templates read with blocking lookups
+// Watch follows the services the templates read with blocking lookups
 // until ctx ends; when one changes it renders again and hands the indexes
-// of the rewritten templates to onChange.
-func (r *templateRenderer) watch(ctx context.Context, bo backoff, onChange func([]int)) {
+// of the rewritten templates to onChange. retry is the wait after the
+// n-th consecutive failed lookup of a service.
+func (r *Renderer) Watch(ctx context.Context, retry func(n int) time.Duration, onChange func([]int)) {
 	events := make(chan struct{}, 1)
 	started := map[string]bool{}
 	var wg sync.WaitGroup
@@ -469,7 +478,7 @@ func (r *templateRenderer) watch(ctx context.Context, bo backoff, onChange func(
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				r.watchDep(ctx, sd, bo, events)
+				r.watchDep(ctx, sd, retry, events)
 			}()
 		}
 		r.mu.Unlock()
@@ -478,7 +487,7 @@ func (r *templateRenderer) watch(ctx context.Context, bo backoff, onChange func(
 			return
 		case <-events:
 		}
-		changed, err := r.render(ctx, false)
+		changed, err := r.Render(ctx, false)
 		if err != nil {
 			if ctx.Err() == nil {
 				r.logger.Error("failed to render templates again", "error", err)
@@ -493,7 +502,7 @@ func (r *templateRenderer) watch(ctx context.Context, bo backoff, onChange func(
 
 // watchDep follows one service; a change of its registrations goes into
 // the brain and wakes watch.
-func (r *templateRenderer) watchDep(ctx context.Context, sd *serviceDep, bo backoff, events chan<- struct{}) {
+func (r *Renderer) watchDep(ctx context.Context, sd *serviceDep, retry func(int) time.Duration, events chan<- struct{}) {
 	failures := 0
 	for {
 		r.mu.Lock()
@@ -506,7 +515,7 @@ func (r *templateRenderer) watchDep(ctx context.Context, sd *serviceDep, bo back
 		}
 		if err != nil {
 			failures++
-			wait := bo.next(failures)
+			wait := retry(failures)
 			r.logger.Warn("service lookup for a template failed; retrying", "service", sd.name, "error", err, "retry_in", wait)
 			if !waitOrDone(ctx, wait) {
 				return
@@ -532,213 +541,8 @@ func (r *templateRenderer) watchDep(ctx context.Context, sd *serviceDep, bo back
 	}
 }
 
-// allocNamespace is the namespace of an alloc's services.
-func allocNamespace(a *structs.Allocation) string {
-	ns := a.Namespace
-	if ns == "" && a.Job != nil {
-		ns = a.Job.Namespace
-	}
-	if ns == "" {
-		ns = structs.DefaultNamespace
-	}
-	return ns
-}
-
-// lookupServices is the service lookup templates use (nil: none).
-func (ar *allocRunner) lookupServices() serviceLookupFunc {
-	if ar.cfg.LookupServices == nil {
-		return nil
-	}
-	return ar.cfg.LookupServices
-}
-
-// watchTemplates starts following the services the task's templates read
-// and returns the function that stops it (nil: nothing to follow).
-func (tr *taskRunner) watchTemplates(ctx context.Context) func() {
-	r := tr.tpl
-	if r == nil || !r.watched() {
-		return nil
-	}
-	wctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		r.watch(wctx, backoff{Base: time.Second, Max: 30 * time.Second}, func(changed []int) { tr.templatesChanged(wctx, changed) })
-	}()
-	return func() {
-		cancel()
-		<-done
-	}
-}
-
-// templatesChanged applies the change_mode of the templates rendered anew:
-// a restart (also for env templates) wins over signals; noop does nothing.
-func (tr *taskRunner) templatesChanged(ctx context.Context, changed []int) {
-	restart := false
-	var signals []string
-	for _, i := range changed {
-		t := tr.task.Templates[i]
-		if t.Envvars {
-			restart = true
-		}
-		switch t.ChangeMode {
-		case "", structs.TemplateChangeModeRestart:
-			restart = true
-		case structs.TemplateChangeModeSignal:
-			if t.ChangeSignal != "" && !contains(signals, t.ChangeSignal) {
-				signals = append(signals, t.ChangeSignal)
-			}
-		}
-	}
-	if tr.dead() || tr.killRequested() || (!restart && len(signals) == 0) {
-		return
-	}
-	// splay: a random wait of up to the templates' splay before acting,
-	// so that the tasks of many allocations re-rendered by one change do
-	// not all restart at once.
-	if !waitSplay(ctx, templateSplay(tr.task.Templates, changed), randUpTo) || tr.dead() || tr.killRequested() {
-		return
-	}
-	drv, err := tr.ar.driver(tr.task.Driver)
-	if err != nil {
-		tr.logger.Warn("cannot apply a template's change_mode", "error", err)
-		return
-	}
-	if restart {
-		tr.emit(structs.NewTaskEvent(structs.TaskRestartSignal, "Template with change_mode restart re-rendered"))
-		if tr.claimTemplateStop(true) {
-			tr.stopForTemplate(ctx, drv)
-		}
-		return
-	}
-	tr.mu.Lock()
-	running := tr.handle != nil && tr.state.State == structs.TaskStateRunning
-	tr.mu.Unlock()
-	if !running {
-		return // the next start reads the new files
-	}
-	for _, sig := range signals {
-		tr.emit(structs.NewTaskEvent(structs.TaskSignaling, "Template re-rendered; sending "+sig))
-		if err := drv.SignalTask(ctx, tr.id, sig); err != nil && ctx.Err() == nil {
-			tr.logger.Warn("failed to signal the task for its template", "signal", sig, "error", err)
-		}
-	}
-}
-
-// claimTemplateStop decides, once per request, who stops the run for a
-// template's restart: the watcher (request: it asks for the restart) when
-// the task runs, else the run goroutine right after the start that raced
-// with the request.
-func (tr *taskRunner) claimTemplateStop(request bool) bool {
-	tr.mu.Lock()
-	defer tr.mu.Unlock()
-	if request {
-		tr.tplRestart = true
-	}
-	if !tr.tplRestart || tr.tplStopIssued || tr.handle == nil || tr.state.State != structs.TaskStateRunning {
-		return false
-	}
-	tr.tplStopIssued = true
-	return true
-}
-
-// stopForTemplate stops the run; its end is judged a template restart.
-func (tr *taskRunner) stopForTemplate(ctx context.Context, drv driver.Driver) {
-	if err := drv.StopTask(ctx, tr.id, tr.killTimeout(), tr.task.KillSignal); err != nil && ctx.Err() == nil {
-		tr.logger.Warn("failed to stop the task for its template's restart", "error", err)
-	}
-}
-
-// restartForCheck stops the running task for a check_restart; its end
-// counts against the restart policy, as a failure.
-func (tr *taskRunner) restartForCheck(ctx context.Context, check string) {
-	tr.mu.Lock()
-	ok := tr.handle != nil && tr.state.State == structs.TaskStateRunning && !tr.tplStopIssued && !tr.killed
-	if ok {
-		tr.checkRestart, tr.tplStopIssued = true, true
-	}
-	tr.mu.Unlock()
-	if !ok {
-		return
-	}
-	drv, err := tr.ar.driver(tr.task.Driver)
-	if err != nil {
-		tr.logger.Warn("cannot restart the task for its check", "error", err)
-		return
-	}
-	tr.emit(structs.NewTaskEvent(structs.TaskRestartSignal, fmt.Sprintf("healthcheck: check %q unhealthy", check)))
-	tr.stopForTemplate(ctx, drv)
-}
-
-// takeCheckRestart reports and clears a check_restart's stop.
-func (tr *taskRunner) takeCheckRestart() bool {
-	tr.mu.Lock()
-	defer tr.mu.Unlock()
-	r := tr.checkRestart
-	if r {
-		tr.checkRestart, tr.tplStopIssued, tr.tplRestart = false, false, false
-	}
-	return r
-}
-
-// lastStart is when the task's current run started (zero: not running).
-func (tr *taskRunner) lastStart() time.Time {
-	tr.mu.Lock()
-	defer tr.mu.Unlock()
-	if tr.state.State != structs.TaskStateRunning {
-		return time.Time{}
-	}
-	if tr.state.LastRestart.After(tr.state.StartedAt) {
-		return tr.state.LastRestart
-	}
-	return tr.state.StartedAt
-}
-
-// takeTemplateRestart reports and clears a template's restart request.
-func (tr *taskRunner) takeTemplateRestart() bool {
-	tr.mu.Lock()
-	defer tr.mu.Unlock()
-	r := tr.tplRestart && tr.tplStopIssued
-	tr.tplRestart, tr.tplStopIssued = false, false
-	return r
-}
-
-// applyTemplateEnv puts the env templates' latest variables into the
-// driver config before a start (run goroutine only).
-func (tr *taskRunner) applyTemplateEnv() {
-	if tr.tpl == nil || tr.cfg == nil {
-		return
-	}
-	for k, v := range tr.tpl.envVars() {
-		tr.cfg.Env[k] = v
-	}
-}
-
-// templateSplay is the longest splay of the changed templates.
-func templateSplay(ts []*structs.Template, changed []int) time.Duration {
-	var d time.Duration
-	for _, i := range changed {
-		if i >= 0 && i < len(ts) && ts[i] != nil {
-			d = max(d, ts[i].Splay)
-		}
-	}
-	return d
-}
-
-// randUpTo is a random duration in [0, d).
-func randUpTo(d time.Duration) time.Duration {
-	if d <= 0 {
-		return 0
-	}
-	return rand.N(d)
-}
-
-// waitSplay waits pick(splay); false when ctx ended first.
-func waitSplay(ctx context.Context, splay time.Duration, pick func(time.Duration) time.Duration) bool {
-	d := pick(splay)
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
+// waitOrDone waits d; it reports false when ctx ended first.
+func waitOrDone(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

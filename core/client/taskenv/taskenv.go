@@ -1,16 +1,20 @@
-package client
+// Package taskenv builds a task's environment with Nomad's variable names
+// and resolves the `${…}` references of job fields against it: the task
+// runner, its services and its artifacts and templates all read it.
+package taskenv
 
 import (
 	"maps"
 	"net"
+	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/drover-org/drover/core/structs"
 )
 
-// taskEnvInput is everything a task's environment is made of.
-type taskEnvInput struct {
+// Input is everything a task's environment is made of.
+type Input struct {
 	Node  *structs.Node
 	Alloc *structs.Allocation
 	Group *structs.TaskGroup
@@ -24,17 +28,17 @@ type taskEnvInput struct {
 	Path string
 }
 
-// taskEnv is a task's environment plus what `${…}` may refer to.
-type taskEnv struct {
+// Env is a task's environment plus what `${…}` may refer to.
+type Env struct {
 	// Env is the complete environment the task sees.
 	Env  map[string]string
 	node *structs.Node
 }
 
-// buildTaskEnv computes a task's environment with Nomad's variable names.
+// Build computes a task's environment with Nomad's variable names.
 // The task's own `env` block comes last and may override anything; its
 // values are interpolated against the NOMAD_* variables and the node.
-func buildTaskEnv(in taskEnvInput) *taskEnv {
+func Build(in Input) *Env {
 	env := make(map[string]string, 32)
 	if in.Path != "" {
 		env["PATH"] = in.Path
@@ -47,7 +51,7 @@ func buildTaskEnv(in taskEnvInput) *taskEnv {
 	env["NOMAD_ALLOC_ID"] = a.ID
 	env["NOMAD_ALLOC_NAME"] = a.Name
 	env["NOMAD_ALLOC_INDEX"] = strconv.Itoa(a.Index())
-	env["NOMAD_SHORT_ALLOC_ID"] = shortID(a.ID)
+	env["NOMAD_SHORT_ALLOC_ID"] = ShortID(a.ID)
 	env["NOMAD_GROUP_NAME"] = a.TaskGroup
 	env["NOMAD_TASK_NAME"] = t.Name
 	env["NOMAD_NAMESPACE"] = a.Namespace
@@ -74,7 +78,7 @@ func buildTaskEnv(in taskEnvInput) *taskEnv {
 		env["NOMAD_NODE_CLASS"] = n.NodeClass
 	}
 
-	cpu, mem, memMax := taskLimits(a, t)
+	cpu, mem, memMax := Limits(a, t)
 	env["NOMAD_CPU_LIMIT"] = strconv.FormatInt(cpu, 10)
 	env["NOMAD_MEMORY_LIMIT"] = strconv.FormatInt(mem, 10)
 	if memMax > 0 {
@@ -99,13 +103,13 @@ func buildTaskEnv(in taskEnvInput) *taskEnv {
 		env["NOMAD_META_"+strings.ToUpper(key)] = v
 	}
 
-	te := &taskEnv{Env: env, node: in.Node}
+	te := &Env{Env: env, node: in.Node}
 	// The env block is interpolated against the variables above only, not
 	// against itself, so the result does not depend on map order.
 	base := maps.Clone(env)
-	lookup := (&taskEnv{Env: base, node: in.Node}).lookup
+	lookup := (&Env{Env: base, node: in.Node}).Lookup
 	for k, v := range t.Env {
-		env[k] = interpolate(v, lookup)
+		env[k] = Interpolate(v, lookup)
 	}
 	return te
 }
@@ -134,9 +138,9 @@ func addPortEnv(env map[string]string, a *structs.Allocation) {
 	}
 }
 
-// taskLimits returns the task's CPU (MHz) and memory (MB) reservation: what
+// Limits returns the task's CPU (MHz) and memory (MB) reservation: what
 // the plan applier reserved, else what the task asked for.
-func taskLimits(a *structs.Allocation, t *structs.Task) (cpu, mem, memMax int64) {
+func Limits(a *structs.Allocation, t *structs.Task) (cpu, mem, memMax int64) {
 	if a.AllocatedResources != nil {
 		if tr, ok := a.AllocatedResources.Tasks[t.Name]; ok && tr != nil {
 			return tr.Cpu.CpuShares, tr.Memory.MemoryMB, tr.Memory.MemoryMaxMB
@@ -159,16 +163,17 @@ func metaEnvKey(k string) string {
 	}, k)
 }
 
-func shortID(id string) string {
+// ShortID is the first 8 characters of an ID, as NOMAD_SHORT_ALLOC_ID.
+func ShortID(id string) string {
 	if len(id) > 8 {
 		return id[:8]
 	}
 	return id
 }
 
-// lookup resolves one `${…}` reference: node.*, attr.*, meta.* (node
+// Lookup resolves one `${…}` reference: node.*, attr.*, meta.* (node
 // meta), env.X, or a bare variable of the task env.
-func (e *taskEnv) lookup(ref string) (string, bool) {
+func (e *Env) Lookup(ref string) (string, bool) {
 	n := e.node
 	switch {
 	case strings.HasPrefix(ref, "node."):
@@ -211,10 +216,10 @@ func (e *taskEnv) lookup(ref string) (string, bool) {
 	return v, ok
 }
 
-// interpolate replaces each `${ref}` in s that lookup resolves. An
+// Interpolate replaces each `${ref}` in s that lookup resolves. An
 // unresolved reference stays as written, as in Nomad, so that a typo shows
 // up verbatim in the task's view instead of vanishing.
-func interpolate(s string, lookup func(string) (string, bool)) string {
+func Interpolate(s string, lookup func(string) (string, bool)) string {
 	if !strings.Contains(s, "${") {
 		return s
 	}
@@ -241,42 +246,52 @@ func interpolate(s string, lookup func(string) (string, bool)) string {
 	}
 }
 
-// interpolateConfig returns a copy of a driver config with every string
+// InterpolateConfig returns a copy of a driver config with every string
 // interpolated, at any depth.
-func interpolateConfig(v any, lookup func(string) (string, bool)) any {
+func InterpolateConfig(v any, lookup func(string) (string, bool)) any {
 	switch x := v.(type) {
 	case string:
-		return interpolate(x, lookup)
+		return Interpolate(x, lookup)
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			out[k] = interpolateConfig(e, lookup)
+			out[k] = InterpolateConfig(e, lookup)
 		}
 		return out
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = interpolateConfig(e, lookup)
+			out[i] = InterpolateConfig(e, lookup)
 		}
 		return out
 	case []string:
 		out := make([]string, len(x))
 		for i, e := range x {
-			out[i] = interpolate(e, lookup)
+			out[i] = Interpolate(e, lookup)
 		}
 		return out
 	case []map[string]any:
 		out := make([]map[string]any, len(x))
 		for i, e := range x {
-			out[i], _ = interpolateConfig(e, lookup).(map[string]any)
+			out[i], _ = InterpolateConfig(e, lookup).(map[string]any)
 		}
 		return out
 	case map[string]string:
 		out := make(map[string]string, len(x))
 		for k, e := range x {
-			out[k] = interpolate(e, lookup)
+			out[k] = Interpolate(e, lookup)
 		}
 		return out
 	}
 	return v
+}
+
+// List is env as KEY=value entries, sorted, as a process takes it.
+func List(env map[string]string) []string {
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
 }

@@ -1,4 +1,4 @@
-package client
+package services
 
 import (
 	"context"
@@ -6,13 +6,14 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/drover-org/drover/core/structs"
 )
 
-// serviceRegistrar sends the node's native service registrations to the
+// Registrar sends the node's native service registrations to the
 // servers: one queue per node, so the updates of every alloc leave in
 // shared requests of at most structs.MaxRegistrationsPerRequest entries.
 //
@@ -23,12 +24,12 @@ import (
 // request keeps its entries, unless newer ones replaced them, and is
 // retried with backoff until it succeeds: the servers may be unreachable
 // or electing a leader.
-type serviceRegistrar struct {
-	send    func(ctx context.Context, args *structs.ServiceRegistrationNodeArgs) error
-	nodeID  string
-	secret  string
-	backoff backoff
-	logger  hclog.Logger
+type Registrar struct {
+	send   func(ctx context.Context, args *structs.ServiceRegistrationNodeArgs) error
+	nodeID string
+	secret string
+	retry  func(failures int) time.Duration
+	logger hclog.Logger
 
 	mu      sync.Mutex
 	upserts map[string]*structs.ServiceRegistration // by registration ID
@@ -37,9 +38,11 @@ type serviceRegistrar struct {
 	kick chan struct{}
 }
 
-func newServiceRegistrar(send func(context.Context, *structs.ServiceRegistrationNodeArgs) error, nodeID, secret string, bo backoff, logger hclog.Logger) *serviceRegistrar {
-	return &serviceRegistrar{
-		send: send, nodeID: nodeID, secret: secret, backoff: bo, logger: logger,
+// NewRegistrar is the registrar of a node: send makes one request to the
+// servers, retry is the wait after the n-th consecutive failure.
+func NewRegistrar(send func(context.Context, *structs.ServiceRegistrationNodeArgs) error, nodeID, secret string, retry func(failures int) time.Duration, logger hclog.Logger) *Registrar {
+	return &Registrar{
+		send: send, nodeID: nodeID, secret: secret, retry: retry, logger: logger,
 		upserts: map[string]*structs.ServiceRegistration{},
 		kick:    make(chan struct{}, 1),
 	}
@@ -47,7 +50,7 @@ func newServiceRegistrar(send func(context.Context, *structs.ServiceRegistration
 
 // upsert queues registrations; the registrar keeps the pointers, so the
 // caller hands over values it no longer touches.
-func (r *serviceRegistrar) upsert(regs ...*structs.ServiceRegistration) {
+func (r *Registrar) upsert(regs ...*structs.ServiceRegistration) {
 	if len(regs) == 0 {
 		return
 	}
@@ -61,7 +64,7 @@ func (r *serviceRegistrar) upsert(regs ...*structs.ServiceRegistration) {
 
 // deregisterAlloc queues the deletion of every registration of an alloc
 // and drops its pending upserts: the alloc is going away.
-func (r *serviceRegistrar) deregisterAlloc(allocID string) {
+func (r *Registrar) deregisterAlloc(allocID string) {
 	r.mu.Lock()
 	for id, s := range r.upserts {
 		if s.AllocID == allocID {
@@ -78,7 +81,7 @@ func (r *serviceRegistrar) deregisterAlloc(allocID string) {
 // replaceAlloc deletes every registration of an alloc and then upserts
 // regs (the alloc's remaining registrations): the only way to drop some
 // of an alloc's registrations with the node's update request.
-func (r *serviceRegistrar) replaceAlloc(allocID string, regs []*structs.ServiceRegistration) {
+func (r *Registrar) replaceAlloc(allocID string, regs []*structs.ServiceRegistration) {
 	r.mu.Lock()
 	for id, s := range r.upserts {
 		if s.AllocID == allocID {
@@ -95,23 +98,23 @@ func (r *serviceRegistrar) replaceAlloc(allocID string, regs []*structs.ServiceR
 	r.rekick()
 }
 
-func (r *serviceRegistrar) rekick() {
+func (r *Registrar) rekick() {
 	select {
 	case r.kick <- struct{}{}:
 	default:
 	}
 }
 
-// pending reports how many entries wait to be sent (tests).
-func (r *serviceRegistrar) pending() int {
+// Pending reports how many entries wait to be sent.
+func (r *Registrar) Pending() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.upserts) + len(r.deletes)
 }
 
-// run sends until ctx ends, then makes one last bounded attempt, so that a
+// Run sends until ctx ends, then makes one last bounded attempt, so that a
 // clean shutdown of the dev agent (which kills its tasks) deregisters them.
-func (r *serviceRegistrar) run(ctx context.Context) {
+func (r *Registrar) Run(ctx context.Context) {
 	failures := 0
 	for {
 		select {
@@ -122,7 +125,7 @@ func (r *serviceRegistrar) run(ctx context.Context) {
 		}
 		if err := r.flush(ctx); err != nil {
 			failures++
-			wait := r.backoff.next(failures)
+			wait := r.retry(failures)
 			r.logger.Warn("failed to update service registrations; retrying", "error", err, "retry_in", wait)
 			if !waitOrDone(ctx, wait) {
 				r.finalFlush()
@@ -135,7 +138,7 @@ func (r *serviceRegistrar) run(ctx context.Context) {
 	}
 }
 
-func (r *serviceRegistrar) finalFlush() {
+func (r *Registrar) finalFlush() {
 	ctx, cancel := context.WithTimeout(context.Background(), finalFlushTimeout)
 	defer cancel()
 	if err := r.flush(ctx); err != nil {
@@ -143,10 +146,13 @@ func (r *serviceRegistrar) finalFlush() {
 	}
 }
 
+// finalFlushTimeout bounds the last attempt at shutdown.
+const finalFlushTimeout = 2 * time.Second
+
 // flush sends everything pending: deletions first, then upserts, each in
 // requests of at most MaxRegistrationsPerRequest entries. It stops at the
 // first failure, keeping what was not sent.
-func (r *serviceRegistrar) flush(ctx context.Context) error {
+func (r *Registrar) flush(ctx context.Context) error {
 	for {
 		args, upserts := r.next()
 		if args == nil {
@@ -187,7 +193,7 @@ func refused(err error) bool {
 
 // sendEach sends the entries of a refused request one by one, dropping
 // those refused; it fails on the first other error.
-func (r *serviceRegistrar) sendEach(ctx context.Context, args *structs.ServiceRegistrationNodeArgs) error {
+func (r *Registrar) sendEach(ctx context.Context, args *structs.ServiceRegistrationNodeArgs) error {
 	one := func(a *structs.ServiceRegistrationNodeArgs, what string) error {
 		err := r.send(ctx, a)
 		if err != nil && refused(err) {
@@ -210,7 +216,7 @@ func (r *serviceRegistrar) sendEach(ctx context.Context, args *structs.ServiceRe
 }
 
 // next builds the next request from what is pending (nil: nothing).
-func (r *serviceRegistrar) next() (*structs.ServiceRegistrationNodeArgs, []*structs.ServiceRegistration) {
+func (r *Registrar) next() (*structs.ServiceRegistrationNodeArgs, []*structs.ServiceRegistration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	args := &structs.ServiceRegistrationNodeArgs{NodeID: r.nodeID, SecretID: r.secret}
@@ -232,4 +238,16 @@ func (r *serviceRegistrar) next() (*structs.ServiceRegistrationNodeArgs, []*stru
 		args.Upsert = append(args.Upsert, r.upserts[id])
 	}
 	return args, args.Upsert
+}
+
+// waitOrDone waits d; it reports false when ctx ended first.
+func waitOrDone(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }

@@ -1,4 +1,4 @@
-package client
+package taskenv
 
 import (
 	"encoding/json"
@@ -36,7 +36,7 @@ func TestBuildTaskEnv(t *testing.T) {
 			"main": {Cpu: structs.AllocatedCpuResources{CpuShares: 500}, Memory: structs.AllocatedMemoryResources{MemoryMB: 256, MemoryMaxMB: 512}},
 		}},
 	}
-	env := buildTaskEnv(taskEnvInput{
+	env := Build(Input{
 		Node: node, Alloc: alloc, Group: group, Task: task, Region: "global",
 		AllocDir: "/a/alloc", TaskDir: "/a/main/local", SecretsDir: "/a/main/secrets", Path: "/usr/bin:/bin",
 	}).Env
@@ -97,7 +97,7 @@ func TestBuildTaskEnvFallbacks(t *testing.T) {
 	job := &structs.Job{ID: "web", Name: "web", Namespace: "default"}
 	task := &structs.Task{Name: "t", Resources: &structs.Resources{CPU: 100, MemoryMB: 300}}
 	alloc := &structs.Allocation{ID: "abc", Name: "web.g[0]", Job: job, TaskGroup: "g"}
-	env := buildTaskEnv(taskEnvInput{Alloc: alloc, Task: task, Region: "global"}).Env
+	env := Build(Input{Alloc: alloc, Task: task, Region: "global"}).Env
 	for k, v := range map[string]string{
 		"NOMAD_REGION": "global", "NOMAD_CPU_LIMIT": "100", "NOMAD_MEMORY_LIMIT": "300",
 		"NOMAD_SHORT_ALLOC_ID": "abc", "NOMAD_NAMESPACE": "default", "NOMAD_ALLOC_INDEX": "0",
@@ -127,8 +127,8 @@ func TestInterpolate(t *testing.T) {
 		{"", ""},
 	}
 	for _, tc := range cases {
-		if got := interpolate(tc.in, lookup); got != tc.want {
-			t.Errorf("interpolate(%q) = %q; want %q", tc.in, got, tc.want)
+		if got := Interpolate(tc.in, lookup); got != tc.want {
+			t.Errorf("Interpolate(%q) = %q; want %q", tc.in, got, tc.want)
 		}
 	}
 }
@@ -146,7 +146,7 @@ func TestInterpolateConfig(t *testing.T) {
 		"nested":  []map[string]any{{"path": "${NOMAD_TASK_DIR}"}},
 		"labels":  map[string]any{"dir": "${NOMAD_TASK_DIR}", "n": true},
 	}
-	got, err := json.Marshal(interpolateConfig(in, lookup))
+	got, err := json.Marshal(InterpolateConfig(in, lookup))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestInterpolateConfig(t *testing.T) {
 		t.Fatalf("got %s\nwant %s", got, want)
 	}
 	if in["command"] != "${NOMAD_TASK_DIR}/run.sh" {
-		t.Fatal("interpolateConfig modified its input")
+		t.Fatal("InterpolateConfig modified its input")
 	}
 }
 
@@ -170,7 +170,7 @@ func TestPortEnv(t *testing.T) {
 		}},
 	}}
 	task := &structs.Task{Name: "t", Env: map[string]string{"LISTEN": ":${NOMAD_PORT_dyn}"}}
-	te := buildTaskEnv(taskEnvInput{Alloc: alloc, Task: task})
+	te := Build(Input{Alloc: alloc, Task: task})
 	want := map[string]string{
 		"NOMAD_PORT_http": "80", "NOMAD_HOST_PORT_http": "8080", "NOMAD_IP_http": "10.0.0.5", "NOMAD_HOST_IP_http": "10.0.0.5",
 		"NOMAD_ADDR_http": "10.0.0.5:80", "NOMAD_HOST_ADDR_http": "10.0.0.5:8080",
@@ -183,7 +183,7 @@ func TestPortEnv(t *testing.T) {
 			t.Errorf("%s = %q, want %q", k, got, v)
 		}
 	}
-	cfg := interpolateConfig(map[string]any{"args": []any{"-listen", "${NOMAD_ADDR_http}"}}, te.lookup).(map[string]any)
+	cfg := InterpolateConfig(map[string]any{"args": []any{"-listen", "${NOMAD_ADDR_http}"}}, te.Lookup).(map[string]any)
 	if got := cfg["args"].([]any)[1]; got != "10.0.0.5:80" {
 		t.Errorf("config arg = %v, want the interpolated address", got)
 	}

@@ -1,4 +1,4 @@
-package client
+package taskfiles
 
 import (
 	"archive/tar"
@@ -61,8 +61,8 @@ func TestArtifactLocalSourcesRefused(t *testing.T) {
 			// Through the task's environment as well: the rule applies to
 			// the interpolated source.
 			lookup := func(k string) (string, bool) { return tc.src, k == "SRC" }
-			err := fetchArtifacts(context.Background(), allocDir, taskDir, []*structs.TaskArtifact{{GetterSource: "${SRC}", RelativeDest: "local/"}}, lookup)
-			if err == nil || !errors.Is(err, errArtifact) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "artifact 1") {
+			err := FetchArtifacts(context.Background(), allocDir, taskDir, []*structs.TaskArtifact{{GetterSource: "${SRC}", RelativeDest: "local/"}}, lookup)
+			if err == nil || !errors.Is(err, ErrArtifact) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "artifact 1") {
 				t.Fatalf("err = %v, want an artifact 1 error containing %q", err, tc.want)
 			}
 			ents, _ := os.ReadDir(filepath.Join(taskDir, "local"))
@@ -96,9 +96,9 @@ func TestArtifactDestinationThroughPlantedSymlinkRefused(t *testing.T) {
 		if err := os.Symlink(host, link); err != nil {
 			t.Fatal(err)
 		}
-		err := fetchArtifacts(context.Background(), allocDir, taskDir, []*structs.TaskArtifact{{GetterSource: tc.src, RelativeDest: tc.dest}}, nil)
+		err := FetchArtifacts(context.Background(), allocDir, taskDir, []*structs.TaskArtifact{{GetterSource: tc.src, RelativeDest: tc.dest}}, nil)
 		if tc.refused {
-			if err == nil || !errors.Is(err, errArtifact) || !errors.Is(err, safefs.ErrUnsafePath) {
+			if err == nil || !errors.Is(err, ErrArtifact) || !errors.Is(err, safefs.ErrUnsafePath) {
 				t.Fatalf("%s -> %s: err = %v, want an unsafe-path refusal", tc.src, tc.dest, err)
 			}
 		} else {
@@ -147,8 +147,8 @@ func tarGzEntries(t *testing.T, n int) []byte {
 func TestArtifactArchiveFileCountBounded(t *testing.T) {
 	srv := newArtifactServer(t, map[string][]byte{"/bomb.tar.gz": tarGzEntries(t, artifactArchiveFiles+10)})
 	allocDir, taskDir := taskDirFixture(t)
-	err := fetchArtifacts(context.Background(), allocDir, taskDir, []*structs.TaskArtifact{{GetterSource: srv.URL + "/bomb.tar.gz", RelativeDest: "local/"}}, nil)
-	if err == nil || !errors.Is(err, errArtifact) || !strings.Contains(err.Error(), "too many files") {
+	err := FetchArtifacts(context.Background(), allocDir, taskDir, []*structs.TaskArtifact{{GetterSource: srv.URL + "/bomb.tar.gz", RelativeDest: "local/"}}, nil)
+	if err == nil || !errors.Is(err, ErrArtifact) || !strings.Contains(err.Error(), "too many files") {
 		t.Fatalf("err = %v, want the archive's file bound", err)
 	}
 	if ents, _ := os.ReadDir(filepath.Join(taskDir, "local")); len(ents) != 0 {
@@ -248,8 +248,8 @@ func TestArtifactArchiveSymlinkDropped(t *testing.T) {
 	gz.Close()
 	srv := newArtifactServer(t, map[string][]byte{"/a.tar.gz": buf.Bytes()})
 	allocDir, taskDir := taskDirFixture(t)
-	err := fetchArtifacts(context.Background(), allocDir, taskDir, []*structs.TaskArtifact{{GetterSource: srv.URL + "/a.tar.gz", RelativeDest: "local/"}}, nil)
-	if err != nil && !errors.Is(err, errArtifact) {
+	err := FetchArtifacts(context.Background(), allocDir, taskDir, []*structs.TaskArtifact{{GetterSource: srv.URL + "/a.tar.gz", RelativeDest: "local/"}}, nil)
+	if err != nil && !errors.Is(err, ErrArtifact) {
 		t.Fatalf("err = %v", err)
 	}
 	if fi, lerr := os.Lstat(filepath.Join(taskDir, "local", "link")); lerr == nil && fi.Mode()&os.ModeSymlink != 0 {

@@ -1,4 +1,16 @@
-package client
+// Package services is the client's native service discovery (services
+// with provider "nomad"): an alloc runner registers its group's services
+// once a main task runs and each task's services once that task runs,
+// runs their checks, re-registers a service when one of its checks
+// changes status, and deregisters the alloc's services when it stops or
+// its tasks end, and only then: a client restart keeps the registrations
+// and resumes the checks with the statuses they had. The Registrar sends
+// the node's registrations to the servers in shared, retried requests.
+//
+// The package does not import core/client: it reads the alloc runner
+// through Runner and Task, and the runner holds an Alloc behind its own
+// small interface.
+package services
 
 import (
 	"context"
@@ -10,21 +22,64 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/drover-org/drover/core/client/taskenv"
 	"github.com/drover-org/drover/core/structs"
 )
 
-// Native service discovery (services with provider "nomad") on the
-// client: an alloc runner registers its group's services once a main task
-// runs and each task's services once that task runs, runs their checks,
-// re-registers a service when one of its checks changes status, and
-// deregisters the alloc's services when it stops or its tasks end, and
-// only then: a client restart keeps the registrations and resumes the
-// checks with the statuses they had.
+// Runner is what an alloc's services need of the alloc runner that owns
+// them.
+type Runner interface {
+	// Alloc is the alloc as the server last sent it (shared: not to be
+	// modified).
+	Alloc() *structs.Allocation
+	// Node is the node as last fingerprinted.
+	Node() *structs.Node
+	// Tasks are the alloc's tasks, in the group's order.
+	Tasks() []Task
+	// Persist stores the runner's state, Persisted included.
+	Persist()
+	// Changed reports the alloc (a check's new status may decide its
+	// health) and wakes the run loop, which calls Sync.
+	Changed()
+	// Now is the clock of the checks' statuses.
+	Now() time.Time
+}
 
-// allocServices is an alloc runner's services. sync is called by the
-// runner's run loop only; the check goroutines write results under mu.
-type allocServices struct {
-	ar *allocRunner
+// Task is what the services read of one task of the alloc, and how a
+// check acts on it.
+type Task interface {
+	Spec() *structs.Task
+	// State is the task's current state (structs.TaskState*).
+	State() string
+	// LastStart is when the current run started (zero: not running).
+	LastStart() time.Time
+	// RestartForCheck stops the running task for a check_restart.
+	RestartForCheck(ctx context.Context, check string)
+	// ExecContext is the environment and directory a command run in the
+	// task sees (nil env: not set up yet).
+	ExecContext() (env map[string]string, dir string)
+}
+
+// Config is what New needs besides the runner.
+type Config struct {
+	// Registrar sends the registrations (nil: services are not
+	// registered and their checks do not run).
+	Registrar *Registrar
+	// Region and Path are the agent's, for the task env the services'
+	// fields are interpolated with.
+	Region, Path string
+	Logger       hclog.Logger
+}
+
+// Alloc is an alloc runner's services. Sync is called by the runner's run
+// loop only; the check goroutines write results under mu.
+type Alloc struct {
+	ar     Runner
+	cfg    Config
+	ctx    context.Context
+	logger hclog.Logger
 
 	mu sync.Mutex
 	// checks by check ID, running or restored.
@@ -50,16 +105,16 @@ type allocServices struct {
 	healthChecks int
 }
 
-// persistedServices is what a client restart needs to resume the alloc's
+// Persisted is what a client restart needs to resume the alloc's
 // services: each check's last reported status.
-type persistedServices struct {
+type Persisted struct {
 	Checks map[string]*structs.CheckStatus `json:",omitempty"`
 	// Registered: registrations were sent.
 	Registered bool `json:",omitempty"`
 }
 
-// hasServices reports whether the alloc's group declares any service.
-func hasServices(tg *structs.TaskGroup) bool {
+// Declared reports whether the group declares any service.
+func Declared(tg *structs.TaskGroup) bool {
 	if tg == nil {
 		return false
 	}
@@ -74,10 +129,16 @@ func hasServices(tg *structs.TaskGroup) bool {
 	return false
 }
 
-func newAllocServices(ar *allocRunner, prior *persistedServices) *allocServices {
-	s := &allocServices{ar: ar, checks: map[string]*checkState{}, stops: map[string]context.CancelFunc{},
+// New is the services of the alloc ar runs (its group declares some);
+// prior is what an earlier client process persisted (nil: none). The
+// checks run until ctx ends or Close.
+func New(ctx context.Context, ar Runner, cfg Config, prior *Persisted) *Alloc {
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	s := &Alloc{ar: ar, cfg: cfg, ctx: ctx, logger: cfg.Logger, checks: map[string]*checkState{}, stops: map[string]context.CancelFunc{},
 		taskOn: map[string]int{}, sent: map[string]string{}}
-	if tg := ar.group(); tg != nil {
+	if tg := group(ar.Alloc()); tg != nil {
 		count := func(svcs []*structs.Service) {
 			for _, svc := range svcs {
 				if svc.Provider != "" && svc.Provider != structs.ServiceProviderNomad {
@@ -92,7 +153,7 @@ func newAllocServices(ar *allocRunner, prior *persistedServices) *allocServices 
 		}
 		count(tg.Services)
 		for _, t := range tg.Tasks {
-			if healthTracked(t) {
+			if mainOrSidecar(t) {
 				count(t.Services)
 			}
 		}
@@ -108,14 +169,14 @@ func newAllocServices(ar *allocRunner, prior *persistedServices) *allocServices 
 	return s
 }
 
-// persisted is the state to store (ar.mu may be held).
-func (s *allocServices) persisted() *persistedServices {
+// Persisted is the state to store (the runner's lock may be held).
+func (s *Alloc) Persisted() *Persisted {
 	if s == nil {
 		return nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p := &persistedServices{Checks: map[string]*structs.CheckStatus{}, Registered: s.mayHave}
+	p := &Persisted{Checks: map[string]*structs.CheckStatus{}, Registered: s.mayHave}
 	for id, c := range s.checks {
 		if c.reported != nil {
 			p.Checks[id] = c.reported
@@ -130,11 +191,12 @@ type serviceSpec struct {
 	task *structs.Task // nil for a group service
 }
 
-// sync brings the registrations and checks in line with the tasks:
-// called by the run loop after every change.
-func (s *allocServices) sync(stopping bool) {
-	ar := s.ar
-	if s.deregistered || ar.cfg.Services == nil {
+// Sync brings the registrations and checks in line with the tasks:
+// called by the run loop after every change; stopping deregisters them
+// for good.
+func (s *Alloc) Sync(stopping bool) {
+	reg := s.cfg.Registrar
+	if s.deregistered || reg == nil {
 		return
 	}
 	if stopping {
@@ -146,28 +208,29 @@ func (s *allocServices) sync(stopping bool) {
 		if !mayHave {
 			return
 		}
-		ar.cfg.Services.deregisterAlloc(ar.id)
-		ar.logger.Debug("deregistered the allocation's services")
+		reg.deregisterAlloc(s.ar.Alloc().ID)
+		s.logger.Debug("deregistered the allocation's services")
 		return
 	}
-	tg := ar.group()
+	alloc := s.ar.Alloc()
+	tg := group(alloc)
+	tasks := s.ar.Tasks()
 	var specs []serviceSpec
 	mainRunning := false
-	for _, tr := range ar.tasks {
-		st, _ := tr.snapshot()
-		hook, sidecar := lifecycle(tr.task)
-		if st.State == structs.TaskStateRunning && (hook == "" || sidecar) {
+	for _, tr := range tasks {
+		task, state := tr.Spec(), tr.State()
+		if state == structs.TaskStateRunning && mainOrSidecar(task) {
 			mainRunning = true
 		}
 		switch {
-		case st.State == structs.TaskStateDead:
-			s.taskOn[tr.task.Name] = 2
-		case st.State == structs.TaskStateRunning && s.taskOn[tr.task.Name] == 0:
-			s.taskOn[tr.task.Name] = 1
+		case state == structs.TaskStateDead:
+			s.taskOn[task.Name] = 2
+		case state == structs.TaskStateRunning && s.taskOn[task.Name] == 0:
+			s.taskOn[task.Name] = 1
 		}
-		if s.taskOn[tr.task.Name] == 1 {
-			for _, svc := range tr.task.Services {
-				specs = append(specs, serviceSpec{svc: svc, task: tr.task})
+		if s.taskOn[task.Name] == 1 {
+			for _, svc := range task.Services {
+				specs = append(specs, serviceSpec{svc: svc, task: task})
 			}
 		}
 	}
@@ -186,8 +249,8 @@ func (s *allocServices) sync(stopping bool) {
 		if sp.svc.Provider != "" && sp.svc.Provider != structs.ServiceProviderNomad {
 			continue
 		}
-		reg, checks := s.build(tg, sp)
-		regs = append(regs, reg)
+		r, checks := s.build(alloc, tg, tasks, sp)
+		regs = append(regs, r)
 		for _, c := range checks {
 			want[c.id] = c
 		}
@@ -195,15 +258,15 @@ func (s *allocServices) sync(stopping bool) {
 	s.startChecks(want)
 	s.stopChecks(want)
 	s.mu.Lock()
-	for _, reg := range regs {
+	for _, r := range regs {
 		for _, c := range want {
-			if c.regID == reg.ID {
+			if c.regID == r.ID {
 				if st := s.checks[c.id]; st != nil && st.reported != nil {
-					reg.Checks = append(reg.Checks, st.reported)
+					r.Checks = append(r.Checks, st.reported)
 				}
 			}
 		}
-		slices.SortFunc(reg.Checks, func(a, b *structs.CheckStatus) int { return compareStrings(a.ID, b.ID) })
+		slices.SortFunc(r.Checks, func(a, b *structs.CheckStatus) int { return compareStrings(a.ID, b.ID) })
 	}
 	s.mu.Unlock()
 
@@ -211,8 +274,8 @@ func (s *allocServices) sync(stopping bool) {
 	// an in-place update renamed or dropped its service) goes: the
 	// alloc's registrations are replaced by the current ones.
 	current := make(map[string]bool, len(regs))
-	for _, reg := range regs {
-		current[reg.ID] = true
+	for _, r := range regs {
+		current[r.ID] = true
 	}
 	removed := false
 	for id := range s.sent {
@@ -222,38 +285,38 @@ func (s *allocServices) sync(stopping bool) {
 	}
 	if removed {
 		clear(s.sent)
-		for _, reg := range regs {
-			b, _ := json.Marshal(reg)
-			s.sent[reg.ID] = string(b)
+		for _, r := range regs {
+			b, _ := json.Marshal(r)
+			s.sent[r.ID] = string(b)
 		}
 		s.setMayHave()
-		ar.cfg.Services.replaceAlloc(ar.id, regs)
+		reg.replaceAlloc(alloc.ID, regs)
 		return
 	}
 	var changed []*structs.ServiceRegistration
-	for _, reg := range regs {
-		b, _ := json.Marshal(reg)
-		if s.sent[reg.ID] != string(b) {
-			s.sent[reg.ID] = string(b)
-			changed = append(changed, reg)
+	for _, r := range regs {
+		b, _ := json.Marshal(r)
+		if s.sent[r.ID] != string(b) {
+			s.sent[r.ID] = string(b)
+			changed = append(changed, r)
 		}
 	}
 	if len(changed) > 0 {
 		s.setMayHave()
 	}
-	ar.cfg.Services.upsert(changed...)
+	reg.upsert(changed...)
 }
 
 // setMayHave records that registrations were sent; the alloc's state is
 // persisted with it before they leave, so that a restarted client knows
 // to delete them.
-func (s *allocServices) setMayHave() {
+func (s *Alloc) setMayHave() {
 	s.mu.Lock()
 	had := s.mayHave
 	s.mayHave = true
 	s.mu.Unlock()
 	if !had {
-		s.ar.persist()
+		s.ar.Persist()
 	}
 }
 
@@ -268,22 +331,20 @@ func compareStrings(a, b string) int {
 }
 
 // build makes the registration of one service and its checks.
-func (s *allocServices) build(tg *structs.TaskGroup, sp serviceSpec) (*structs.ServiceRegistration, []*checkSpec) {
-	ar := s.ar
-	alloc := ar.allocSnapshot()
-	node := ar.cfg.Node()
+func (s *Alloc) build(alloc *structs.Allocation, tg *structs.TaskGroup, tasks []Task, sp serviceSpec) (*structs.ServiceRegistration, []*checkSpec) {
+	node := s.ar.Node()
 	task := sp.task
 	owner := "group-" + tg.Name
 	envTask := &structs.Task{}
 	if task != nil {
 		owner, envTask = task.Name, task
 	}
-	env := buildTaskEnv(taskEnvInput{Node: node, Alloc: alloc, Group: tg, Task: envTask, Region: ar.cfg.Region, Path: ar.cfg.Path})
+	env := taskenv.Build(taskenv.Input{Node: node, Alloc: alloc, Group: tg, Task: envTask, Region: s.cfg.Region, Path: s.cfg.Path})
 	lookup := serviceLookup(env, alloc, tg, task)
-	name := interpolate(sp.svc.Name, lookup)
-	addr, port := serviceAddress(alloc, node, interpolate(sp.svc.PortLabel, lookup))
+	name := taskenv.Interpolate(sp.svc.Name, lookup)
+	addr, port := serviceAddress(alloc, node, taskenv.Interpolate(sp.svc.PortLabel, lookup))
 	if sp.svc.Address != "" {
-		addr = interpolate(sp.svc.Address, lookup)
+		addr = taskenv.Interpolate(sp.svc.Address, lookup)
 	}
 	reg := &structs.ServiceRegistration{
 		ID:          "_nomad-task-" + alloc.ID + "-" + owner + "-" + name + "-" + sp.svc.PortLabel,
@@ -304,7 +365,7 @@ func (s *allocServices) build(tg *structs.TaskGroup, sp serviceSpec) (*structs.S
 		reg.NodeID, reg.Datacenter = node.ID, node.Datacenter
 	}
 	for _, t := range sp.svc.Tags {
-		reg.Tags = append(reg.Tags, interpolate(t, lookup))
+		reg.Tags = append(reg.Tags, taskenv.Interpolate(t, lookup))
 	}
 	var checks []*checkSpec
 	for i, ck := range sp.svc.Checks {
@@ -322,7 +383,7 @@ func (s *allocServices) build(tg *structs.TaskGroup, sp serviceSpec) (*structs.S
 		case structs.ServiceCheckHTTP, structs.ServiceCheckTCP:
 			caddr, cport := addr, port
 			if ck.PortLabel != "" {
-				caddr, cport = serviceAddress(alloc, node, interpolate(ck.PortLabel, lookup))
+				caddr, cport = serviceAddress(alloc, node, taskenv.Interpolate(ck.PortLabel, lookup))
 				if sp.svc.Address != "" {
 					caddr = addr
 				}
@@ -334,9 +395,9 @@ func (s *allocServices) build(tg *structs.TaskGroup, sp serviceSpec) (*structs.S
 		// check_restart restarts the check's task (a group service's
 		// check names its task).
 		if rt := ck.TaskName; rt != "" {
-			c.restartTask = ar.task(rt)
+			c.restartTask = taskNamed(tasks, rt)
 		} else if task != nil {
-			c.restartTask = ar.task(task.Name)
+			c.restartTask = taskNamed(tasks, task.Name)
 		}
 		switch ck.Type {
 		case structs.ServiceCheckScript:
@@ -347,7 +408,7 @@ func (s *allocServices) build(tg *structs.TaskGroup, sp serviceSpec) (*structs.S
 			if in == "" && task != nil {
 				in = task.Name
 			}
-			c.execIn = ar.task(in)
+			c.execIn = taskNamed(tasks, in)
 		}
 		checks = append(checks, c)
 	}
@@ -374,7 +435,7 @@ func checkMode(svc *structs.Service, ck *structs.ServiceCheck) string {
 // serviceLookup resolves `${…}` in a service's fields: the task env of
 // the service's task (the group's for a group service) and Nomad's
 // legacy JOB, TASKGROUP, TASK, ALLOC and BASE names.
-func serviceLookup(env *taskEnv, alloc *structs.Allocation, tg *structs.TaskGroup, task *structs.Task) func(string) (string, bool) {
+func serviceLookup(env *taskenv.Env, alloc *structs.Allocation, tg *structs.TaskGroup, task *structs.Task) func(string) (string, bool) {
 	legacy := map[string]string{"JOB": alloc.JobID, "TASKGROUP": tg.Name, "ALLOC": alloc.ID}
 	if task != nil {
 		legacy["TASK"] = task.Name
@@ -383,7 +444,7 @@ func serviceLookup(env *taskEnv, alloc *structs.Allocation, tg *structs.TaskGrou
 		legacy["BASE"] = alloc.JobID + "-" + tg.Name
 	}
 	return func(ref string) (string, bool) {
-		if v, ok := env.lookup(ref); ok {
+		if v, ok := env.Lookup(ref); ok {
 			return v, true
 		}
 		v, ok := legacy[ref]
@@ -419,7 +480,7 @@ func serviceAddress(alloc *structs.Allocation, node *structs.Node, label string)
 }
 
 // startChecks starts the goroutine of each wanted check not running.
-func (s *allocServices) startChecks(want map[string]*checkSpec) {
+func (s *Alloc) startChecks(want map[string]*checkSpec) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for id, spec := range want {
@@ -429,16 +490,16 @@ func (s *allocServices) startChecks(want map[string]*checkSpec) {
 		st := s.checks[id]
 		if st == nil {
 			h := initialHealth(spec.check.InitialStatus)
-			st = &checkState{health: h, since: s.ar.now()}
+			st = &checkState{health: h, since: s.ar.Now()}
 			st.spec = spec
-			st.reported = st.status(h, 0, "", s.ar.now())
+			st.reported = st.status(h, 0, "", s.ar.Now())
 			s.checks[id] = st
 		} else {
 			// Restored: resumes with the status it had.
 			st.spec = spec
-			st.since = s.ar.now()
+			st.since = s.ar.Now()
 		}
-		ctx, cancel := context.WithCancel(s.ar.ctx)
+		ctx, cancel := context.WithCancel(s.ctx)
 		s.stops[id] = cancel
 		s.wg.Add(1)
 		go func() {
@@ -449,7 +510,7 @@ func (s *allocServices) startChecks(want map[string]*checkSpec) {
 }
 
 // stopChecks stops every running check not in keep (nil: all).
-func (s *allocServices) stopChecks(keep map[string]*checkSpec) {
+func (s *Alloc) stopChecks(keep map[string]*checkSpec) {
 	s.mu.Lock()
 	for id, cancel := range s.stops {
 		if _, ok := keep[id]; !ok {
@@ -461,8 +522,8 @@ func (s *allocServices) stopChecks(keep map[string]*checkSpec) {
 	s.mu.Unlock()
 }
 
-// close stops every check and waits for their goroutines.
-func (s *allocServices) close() {
+// Close stops every check and waits for their goroutines.
+func (s *Alloc) Close() {
 	if s == nil {
 		return
 	}
@@ -476,7 +537,7 @@ func (s *allocServices) close() {
 
 // runCheckLoop runs a check at its interval until ctx ends; a new status
 // wakes the alloc runner, which re-registers the service.
-func (s *allocServices) runCheckLoop(ctx context.Context, st *checkState) {
+func (s *Alloc) runCheckLoop(ctx context.Context, st *checkState) {
 	interval := st.spec.check.Interval
 	if interval <= 0 {
 		interval = defaultCheckInterval
@@ -493,36 +554,36 @@ func (s *allocServices) runCheckLoop(ctx context.Context, st *checkState) {
 		if ctx.Err() != nil {
 			return
 		}
-		now := s.ar.now()
+		now := s.ar.Now()
 		target := st.spec.restartTask
 		var taskStart time.Time
 		if target != nil {
-			taskStart = target.lastStart()
+			taskStart = target.LastStart()
 		}
 		s.mu.Lock()
 		changed := st.observe(o, now)
 		restart := target != nil && st.wantsRestart(o, taskStart, now)
 		s.mu.Unlock()
 		if restart {
-			s.ar.logger.Warn("restarting a task for its failing check", "task", target.task.Name, "service", st.spec.service, "check", st.spec.check.Name)
-			target.restartForCheck(ctx, st.spec.check.Name)
+			s.logger.Warn("restarting a task for its failing check", "task", target.Spec().Name, "service", st.spec.service, "check", st.spec.check.Name)
+			target.RestartForCheck(ctx, st.spec.check.Name)
 		}
 		if changed {
-			s.ar.logger.Info("service check changed status", "service", st.spec.service, "check", st.spec.check.Name,
+			s.logger.Info("service check changed status", "service", st.spec.service, "check", st.spec.check.Name,
 				"status", st.health.reported())
 			// Reports the alloc (its health may follow the checks) and
 			// wakes the run loop, which re-registers the service.
-			s.ar.taskChanged()
+			s.ar.Changed()
 		}
 		timer.Reset(interval)
 	}
 }
 
-// checksHealth tells whether the alloc's health waits for checks (some
+// ChecksHealth tells whether the alloc's health waits for checks (some
 // check of its group's services decides health) and, if so, since when
 // every such check has passed (zero: one has not started or does not
 // pass).
-func (s *allocServices) checksHealth() (bool, time.Time) {
+func (s *Alloc) ChecksHealth() (bool, time.Time) {
 	var passingSince time.Time
 	if s == nil {
 		return false, time.Time{}
@@ -553,9 +614,9 @@ func (s *allocServices) checksHealth() (bool, time.Time) {
 	return true, passingSince
 }
 
-// results returns the latest result of every check (for tests and the
+// Results returns the latest result of every check (for tests and the
 // alloc checks API).
-func (s *allocServices) results() map[string]*structs.CheckStatus {
+func (s *Alloc) Results() map[string]*structs.CheckStatus {
 	if s == nil {
 		return nil
 	}
@@ -572,19 +633,28 @@ func (s *allocServices) results() map[string]*structs.CheckStatus {
 	return maps.Clone(out)
 }
 
-// AllocChecks returns the latest result of each check of an alloc's
-// native services, by check ID, as Nomad's
-// /v1/client/allocation/<id>/checks answers: unlike the registrations,
-// each result carries its newest output. An unknown alloc is
-// structs.ErrNotFound; one without checks answers an empty map.
-func (c *Client) AllocChecks(allocID string) (map[string]*structs.CheckStatus, error) {
-	r := c.runner(allocID)
-	if r == nil {
-		return nil, structs.NewError(structs.ErrNotFound, "allocation %s not found on this node", allocID)
+// group is the alloc's task group (nil: its job lacks it).
+func group(a *structs.Allocation) *structs.TaskGroup {
+	if a == nil || a.Job == nil {
+		return nil
 	}
-	out := r.svc.results()
-	if out == nil {
-		out = map[string]*structs.CheckStatus{}
+	return a.Job.LookupTaskGroup(a.TaskGroup)
+}
+
+// mainOrSidecar reports whether a task is a main task or a sidecar: its
+// checks decide the alloc's health, and its running opens the group's
+// services. Prestart, poststart and poststop tasks that run to completion
+// do not.
+func mainOrSidecar(t *structs.Task) bool {
+	return t.Lifecycle == nil || t.Lifecycle.Hook == "" || t.Lifecycle.Sidecar
+}
+
+// taskNamed is the task of that name (nil: none).
+func taskNamed(tasks []Task, name string) Task {
+	for _, t := range tasks {
+		if t.Spec().Name == name {
+			return t
+		}
 	}
-	return out, nil
+	return nil
 }

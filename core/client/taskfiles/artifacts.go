@@ -1,8 +1,6 @@
-package client
+package taskfiles
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -18,13 +16,14 @@ import (
 
 	getter "github.com/hashicorp/go-getter/v2"
 
+	"github.com/drover-org/drover/core/client/taskenv"
 	"github.com/drover-org/drover/core/structs"
 	"github.com/drover-org/drover/sdk/safefs"
 )
 
-// A task's artifacts and templates, laid into its directory before it
-// starts: artifacts once (a restart keeps what was fetched), templates on
-// every start. Both are confined to the allocation directory.
+// A task's artifacts, fetched into its directory before its first start
+// (a restart keeps what was fetched), confined to the allocation
+// directory.
 
 // Bounds of a task's artifacts: one artifact may take this long; all of
 // a task's artifacts together may hold this many bytes and directory
@@ -42,8 +41,9 @@ const (
 	artifactPollEvery = 500 * time.Millisecond
 )
 
-// errArtifact marks an artifact that could not be fetched.
-var errArtifact = errors.New("artifact download failed")
+// ErrArtifact marks an artifact that could not be fetched (the task's
+// event is then Nomad's artifact download failure).
+var ErrArtifact = errors.New("artifact download failed")
 
 // artifactBudget is what a task's artifacts may still use.
 type artifactBudget struct {
@@ -51,7 +51,7 @@ type artifactBudget struct {
 	entries int
 }
 
-// fetchArtifacts downloads each artifact into taskDir (its destination is
+// FetchArtifacts downloads each artifact into taskDir (its destination is
 // relative to it and stays inside allocDir), interpolating the source,
 // options, headers and destination against the task's environment. Only
 // git and http(s) sources are fetched: the client's own file system is
@@ -59,11 +59,11 @@ type artifactBudget struct {
 // into a new directory of the client's, checked (size, count, no symlink
 // leading out), and then moved beneath the task's directory without
 // crossing a symlink a task planted there.
-func fetchArtifacts(ctx context.Context, allocDir, taskDir string, arts []*structs.TaskArtifact, lookup func(string) (string, bool)) error {
+func FetchArtifacts(ctx context.Context, allocDir, taskDir string, arts []*structs.TaskArtifact, lookup func(string) (string, bool)) error {
 	budget := &artifactBudget{bytes: artifactMaxBytes, entries: artifactMaxEntries}
 	for i, a := range arts {
 		if err := fetchArtifact(ctx, allocDir, taskDir, a, lookup, budget); err != nil {
-			return fmt.Errorf("%w: artifact %d (%s): %w", errArtifact, i+1, redactURL(interpolate(a.GetterSource, lookup)), err)
+			return fmt.Errorf("%w: artifact %d (%s): %w", ErrArtifact, i+1, redactURL(taskenv.Interpolate(a.GetterSource, lookup)), err)
 		}
 	}
 	return nil
@@ -81,7 +81,7 @@ func limitGitProtocols() {
 }
 
 func fetchArtifact(ctx context.Context, allocDir, taskDir string, a *structs.TaskArtifact, lookup func(string) (string, bool), budget *artifactBudget) error {
-	src := interpolate(a.GetterSource, lookup)
+	src := taskenv.Interpolate(a.GetterSource, lookup)
 	if len(a.GetterOptions) > 0 {
 		// Options travel in the URL's query, as go-getter reads them
 		// (checksum, archive, ref, depth, …); the forced getter prefix
@@ -98,7 +98,7 @@ func fetchArtifact(ctx context.Context, allocDir, taskDir string, a *structs.Tas
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			q.Set(k, interpolate(a.GetterOptions[k], lookup))
+			q.Set(k, taskenv.Interpolate(a.GetterOptions[k], lookup))
 		}
 		u.RawQuery = q.Encode()
 		src = prefix + u.String()
@@ -112,13 +112,13 @@ func fetchArtifact(ctx context.Context, allocDir, taskDir string, a *structs.Tas
 	}
 	// Lexically first, for a clear message; the move below resolves it
 	// beneath the allocation directory.
-	if _, err := containedPath(allocDir, filepath.Join(filepath.Base(taskDir), interpolate(dest, lookup))); err != nil {
+	if _, err := containedPath(allocDir, filepath.Join(filepath.Base(taskDir), taskenv.Interpolate(dest, lookup))); err != nil {
 		return fmt.Errorf("destination: %v", err)
 	}
-	destRel := filepath.Join(filepath.Base(taskDir), interpolate(dest, lookup))
+	destRel := filepath.Join(filepath.Base(taskDir), taskenv.Interpolate(dest, lookup))
 	header := http.Header{}
 	for k, v := range a.GetterHeaders {
-		header.Set(k, interpolate(v, lookup))
+		header.Set(k, taskenv.Interpolate(v, lookup))
 	}
 	if budget.bytes <= 0 || budget.entries <= 0 {
 		// (A getter's limit of 0 means none.)
@@ -336,31 +336,20 @@ func redactURL(s string) string {
 	return prefix + u.String()
 }
 
-// parseEnvFile reads KEY=value lines (blank lines and # comments skipped,
-// an optional "export " prefix, values optionally quoted), as a template
-// with env = true renders them.
-func parseEnvFile(b []byte) (map[string]string, error) {
-	out := map[string]string{}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 64<<10), structs.MaxTemplateBytes)
-	line := 0
-	for sc.Scan() {
-		line++
-		s := strings.TrimSpace(sc.Text())
-		if s == "" || strings.HasPrefix(s, "#") {
-			continue
-		}
-		s = strings.TrimPrefix(s, "export ")
-		k, v, ok := strings.Cut(s, "=")
-		k = strings.TrimSpace(k)
-		if !ok || k == "" || strings.ContainsAny(k, " \t") {
-			return nil, fmt.Errorf("line %d: want KEY=value", line)
-		}
-		v = strings.TrimSpace(v)
-		if len(v) >= 2 && (v[0] == '"' && v[len(v)-1] == '"' || v[0] == '\'' && v[len(v)-1] == '\'') {
-			v = v[1 : len(v)-1]
-		}
-		out[k] = v
+// errPathEscapes marks a path that leaves its directory.
+var errPathEscapes = errors.New("path escapes its directory")
+
+// containedPath joins rel to dir and refuses a result outside dir (a
+// lexical check, for a clear message; the writes themselves go through
+// safefs beneath the allocation directory).
+func containedPath(dir, rel string) (string, error) {
+	if rel == "" || filepath.IsAbs(rel) {
+		return "", fmt.Errorf("%w: %q must be a relative file path", errPathEscapes, rel)
 	}
-	return out, sc.Err()
+	p := filepath.Join(dir, rel)
+	r, err := filepath.Rel(dir, p)
+	if err != nil || r == "." || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
+		return "", fmt.Errorf("%w: %q", errPathEscapes, rel)
+	}
+	return p, nil
 }
