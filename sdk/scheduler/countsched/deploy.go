@@ -176,6 +176,28 @@ func (r *run) rolloutKeepsFailed(a *schedulerpb.Allocation, g *group, idx int) b
 	return true
 }
 
+// rolloutHoldsUnmarked holds the index of a failed allocation of the job's
+// active deployment that the core's deployment watcher has not marked for
+// replacement (reschedule), as Nomad does: while a deployment is under
+// way, its watcher decides which of its failed allocations are replaced
+// (it marks the unhealthy ones of groups with a progress deadline; without
+// one, the first unhealthy allocation fails the deployment). Once marked,
+// or once the deployment is over, the allocation is rescheduled by its
+// group's policy as any other; a failed deployment keeps its own failed
+// allocations (rolloutKeepsFailed).
+func (r *run) rolloutHoldsUnmarked(a *schedulerpb.Allocation, g *group, idx int) bool {
+	if !r.cfg.Deployments || a.GetReschedule() {
+		return false
+	}
+	cur := rollout.Current(r.job, r.req.GetDeployment())
+	if cur == nil || a.GetDeploymentId() != cur.GetId() || !rollout.Active(cur) {
+		return false
+	}
+	g.taken[idx] = true
+	r.desired(g.tg.GetName()).Ignore++
+	return true
+}
+
 // placeCanaries places the canaries the deployment still wants, each on
 // the best node as any placement, marked as a canary; it runs in place's
 // loop over groups and takes its candidate list and placement limit.
