@@ -78,6 +78,9 @@ func (r *run) prepareRollout(sorted []*schedulerpb.Allocation) {
 		rg.ans = rollout.Decide(rollout.Group{
 			Job: r.job, TaskGroup: g.tg, Deployment: r.req.GetDeployment(), Allocs: allocs, Destructive: len(destructive),
 		})
+		if rg.ans.Limit > 0 && slices.ContainsFunc(allocs, func(a *schedulerpb.Allocation) bool { return r.markedButKept(a, g, cur) }) {
+			rg.ans.Limit = 0
+		}
 		answers[name] = rg.ans
 		if !rg.ans.Managed {
 			continue
@@ -196,6 +199,21 @@ func (r *run) rolloutHoldsUnmarked(a *schedulerpb.Allocation, g *group, idx int)
 	g.taken[idx] = true
 	r.desired(g.tg.GetName()).Ignore++
 	return true
+}
+
+// markedButKept reports whether a is an unhealthy allocation of deployment
+// cur that failed and that the deployment watcher marked for replacement,
+// but that this evaluation does not replace: its reschedule is due later,
+// or its attempts are used up. Its group keeps it meanwhile, and as with
+// any unhealthy allocation the group keeps (rollout.Decide), no further
+// update starts, as in Nomad.
+func (r *run) markedButKept(a *schedulerpb.Allocation, g *group, cur *schedulerpb.Deployment) bool {
+	if cur == nil || a.GetDeploymentId() != cur.GetId() || !a.GetReschedule() || a.GetNextAllocation() != "" ||
+		a.GetClientStatus() != reconcile.ClientFailed || reconcile.ServerTerminal(a) ||
+		a.GetHealthy() != schedulerpb.AllocHealth_ALLOC_HEALTH_UNHEALTHY {
+		return false
+	}
+	return !r.reschedulesNow(a, g)
 }
 
 // placeCanaries places the canaries the deployment still wants, each on
