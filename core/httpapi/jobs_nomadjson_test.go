@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,11 +80,10 @@ func TestRegisterNomadCLIJSONCanonical(t *testing.T) {
 			eq(t, "Region", j.Region, "global")
 			eq(t, "Priority", j.Priority, 50)
 			eq(t, "NodePool", j.NodePool, "default")
-			// Nomad gives a service job without update block its default
-			// update strategy; drover does not yet (see the report of
-			// issue 27: a drain during that deployment stalls).
+			eq(t, "Update", deref(j.Update), defUpdate)
 			tg := j.TaskGroups[0]
 			eq(t, "group Count", tg.Count, 1)
+			eq(t, "group Update", deref(tg.Update), defUpdate)
 			eq(t, "group EphemeralDisk", deref(tg.EphemeralDisk), structs.EphemeralDisk{SizeMB: 300})
 			eq(t, "group RestartPolicy", deref(tg.RestartPolicy), structs.RestartPolicy{Attempts: 2, Interval: 30 * time.Minute, Delay: 15 * time.Second, Mode: "fail"})
 			eq(t, "group ReschedulePolicy", deref(tg.ReschedulePolicy), structs.ReschedulePolicy{Delay: 30 * time.Second, DelayFunction: "exponential", MaxDelay: time.Hour, Unlimited: true})
@@ -237,28 +237,47 @@ func TestPeriodicNullEnabledLaunches(t *testing.T) {
 	}
 }
 
-// A service job whose update block the CLI sends with every field null
-// (`update {}`) gets Nomad's default update strategy and so a deployment,
-// and its register eval names that deployment, which `nomad job run`
-// follows.
+// A service job without an update block, and one whose update block the
+// CLI sends with every field null (`update {}`), get Nomad's default
+// update strategy and so a deployment, and the register eval names that
+// deployment, which `nomad job run` follows. A batch job gets neither.
 func TestServiceJobRegisterEvalDeployment(t *testing.T) {
 	_, c, _ := nomadJSONServer(t)
-	job := cliJob("web", "service")
-	job.Update = &nomadapi.UpdateStrategy{}
-	resp, _, err := c.Jobs().Register(job, nil)
-	if err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name, id, typ string
+		update        *nomadapi.UpdateStrategy
+		want          bool
+	}{
+		{"service without update block", "web", "service", nil, true},
+		{"service with update {}", "web2", "service", &nomadapi.UpdateStrategy{}, true},
+		{"batch", "work", "batch", nil, false},
 	}
-	ev := waitEval(t, c, "default", resp.EvalID)
-	if ev.DeploymentID == "" {
-		t.Fatalf("register eval %s names no deployment", ev.ID)
-	}
-	d, _, err := c.Deployments().Info(ev.DeploymentID, nil)
-	if err != nil {
-		t.Fatalf("deployment %s: %v", ev.DeploymentID, err)
-	}
-	if d.JobID != "web" || d.TaskGroups["g"] == nil || d.TaskGroups["g"].DesiredTotal != 1 {
-		t.Fatalf("deployment = %+v", d)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			job := cliJob(tc.id, tc.typ)
+			job.Update = tc.update
+			resp, _, err := c.Jobs().Register(job, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ev := waitEval(t, c, "default", resp.EvalID)
+			if !tc.want {
+				if ev.DeploymentID != "" {
+					t.Fatalf("register eval %s names deployment %s; a %s job has none", ev.ID, ev.DeploymentID, tc.typ)
+				}
+				return
+			}
+			if ev.DeploymentID == "" {
+				t.Fatalf("register eval %s names no deployment", ev.ID)
+			}
+			d, _, err := c.Deployments().Info(ev.DeploymentID, nil)
+			if err != nil {
+				t.Fatalf("deployment %s: %v", ev.DeploymentID, err)
+			}
+			if d.JobID != tc.id || d.TaskGroups["g"] == nil || d.TaskGroups["g"].DesiredTotal != 1 {
+				t.Fatalf("deployment = %+v", d)
+			}
+		})
 	}
 }
 
@@ -276,11 +295,12 @@ func TestRegisterNomadStoredJobJSON(t *testing.T) {
 	if err := json.Unmarshal(sample, &job); err != nil {
 		t.Fatal(err)
 	}
-	// Nomad stores an all-zero reschedule block on sysbatch groups, which
-	// drover refuses by name for the types that refuse the block
-	// (validate_builtin_test.go): left out here.
+	// Nomad writes an all-zero reschedule block out on sysbatch groups and
+	// takes it back: so does drover.
 	for _, g := range job["TaskGroups"].([]any) {
-		delete(g.(map[string]any), "ReschedulePolicy")
+		if rp, _ := g.(map[string]any)["ReschedulePolicy"].(map[string]any); rp == nil || rp["Attempts"] != 0.0 || rp["Unlimited"] != false {
+			t.Fatalf("the sample's group ReschedulePolicy = %v, want Nomad's all-zero one", rp)
+		}
 	}
 	body, err := json.Marshal(map[string]any{"Job": job})
 	if err != nil {
@@ -309,5 +329,59 @@ func TestRegisterNomadStoredJobJSON(t *testing.T) {
 	eq(t, "group Count", tg.Count, 1)
 	eq(t, "group Update", tg.Update, (*structs.UpdateStrategy)(nil))
 	eq(t, "group RestartPolicy", deref(tg.RestartPolicy), structs.RestartPolicy{Attempts: 3, Interval: 24 * time.Hour, Delay: 15 * time.Second, Mode: "fail"})
+	eq(t, "group ReschedulePolicy", tg.ReschedulePolicy, (*structs.ReschedulePolicy)(nil))
 	eq(t, "group EphemeralDisk", deref(tg.EphemeralDisk), structs.EphemeralDisk{SizeMB: 300})
+}
+
+// A sysbatch (or system) job as `nomad job inspect` prints it — its
+// groups' ReschedulePolicy all zero, as Nomad writes it for types without
+// rescheduling — is accepted when posted back, as Nomad accepts it, and
+// stored without a reschedule policy; a reschedule block with any value
+// set is still refused for these types.
+func TestRegisterZeroReschedulePolicyWithoutRescheduling(t *testing.T) {
+	url, _, srv := nomadJSONServer(t)
+	const zero = `{"Attempts":0,"Interval":0,"Delay":0,"DelayFunction":"","MaxDelay":0,"Unlimited":false}`
+	body := func(id, typ, resched string) string {
+		return `{"Job":{"ID":"` + id + `","Name":"` + id + `","Type":"` + typ + `","Datacenters":["dc1"],
+			"Update":{"Stagger":0,"MaxParallel":0,"HealthCheck":"","MinHealthyTime":0,"HealthyDeadline":0,
+				"ProgressDeadline":0,"AutoRevert":false,"AutoPromote":false,"Canary":0},
+			"TaskGroups":[{"Name":"g","Count":1,"ReschedulePolicy":` + resched + `,
+				"Tasks":[{"Name":"t","Driver":"raw_exec","Config":{"command":"/bin/true"}}]}]}}`
+	}
+	tests := []struct {
+		id, typ, resched string
+		status           int
+	}{
+		{"sb-zero", "sysbatch", zero, http.StatusOK},
+		{"sys-zero", "system", zero, http.StatusOK},
+		{"sb-set", "sysbatch", `{"Attempts":1,"Interval":3600000000000}`, http.StatusBadRequest},
+	}
+	for _, tc := range tests {
+		t.Run(tc.id, func(t *testing.T) {
+			req, err := http.NewRequest(http.MethodPut, url+"/v1/jobs", bytes.NewReader([]byte(body(tc.id, tc.typ, tc.resched))))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			msg, _ := io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+			if resp.StatusCode != tc.status {
+				t.Fatalf("register: status %d, want %d: %s", resp.StatusCode, tc.status, msg)
+			}
+			if tc.status != http.StatusOK {
+				if !strings.Contains(string(msg), "should not have a reschedule policy") {
+					t.Fatalf("refusal %q does not name the reschedule rule", msg)
+				}
+				return
+			}
+			j, err := srv.State().JobByID(nil, "default", tc.id)
+			if err != nil || j == nil {
+				t.Fatalf("stored job: %v, %v", j, err)
+			}
+			eq(t, "group ReschedulePolicy", j.TaskGroups[0].ReschedulePolicy, (*structs.ReschedulePolicy)(nil))
+		})
+	}
 }

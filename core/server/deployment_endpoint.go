@@ -208,12 +208,38 @@ func (s *Server) SetDeploymentAllocHealth(ctx context.Context, id string, health
 			}
 		}
 	}
-	ev := s.deploymentEval(d, job)
-	index, err := s.raftApply(structs.DeploymentAllocHealthRequestType, &structs.DeploymentAllocHealthRequest{
-		DeploymentID: id, HealthyAllocationIDs: healthy, UnhealthyAllocationIDs: unhealthy, Eval: ev,
-	})
+	req := &structs.DeploymentAllocHealthRequest{
+		DeploymentID: id, HealthyAllocationIDs: healthy, UnhealthyAllocationIDs: unhealthy, Eval: s.deploymentEval(d, job),
+	}
+	if len(unhealthy) > 0 {
+		// An operator's unhealthy verdict fails the deployment at once,
+		// whatever the progress deadline (which lets the watcher replace
+		// the allocations a client reports unhealthy instead), reverting
+		// the job when a group of those allocations asks for auto_revert,
+		// as Nomad does.
+		revert := false
+		for _, aid := range unhealthy {
+			a, err := s.State().AllocByID(nil, aid)
+			if err != nil {
+				return nil, err
+			}
+			revert = revert || d.TaskGroups[a.TaskGroup] != nil && d.TaskGroups[a.TaskGroup].AutoRevert
+		}
+		fail, err := deploywatcher.FailRequest(s.State(), d, job, structs.DeploymentStatusDescriptionFailedAllocations, revert, s.newEval, s.cfg.Now())
+		if err != nil {
+			return nil, err
+		}
+		req.DeploymentUpdate, req.Job, req.Eval = fail.DeploymentUpdate, fail.Job, fail.Eval
+	}
+	index, err := s.raftApply(structs.DeploymentAllocHealthRequestType, req)
 	if err != nil {
 		return nil, err
 	}
-	return deploymentResponse(index, ev, nil), nil
+	var reverted *structs.Job
+	if req.Job != nil {
+		if reverted, err = s.State().JobByID(nil, job.Namespace, job.ID); err != nil {
+			return nil, err
+		}
+	}
+	return deploymentResponse(index, req.Eval, reverted), nil
 }

@@ -432,3 +432,34 @@ func TestSubmittedStableIsIgnored(t *testing.T) {
 		t.Errorf("a submitted Stable flag was stored")
 	}
 }
+
+// An operator who sets an allocation unhealthy fails its deployment at
+// once, as Nomad does, though the group's progress deadline (10m) would
+// let the watcher replace an allocation its client reports unhealthy.
+func TestSetAllocUnhealthyFailsDeployment(t *testing.T) {
+	s, _, _ := rolloutServer(t)
+	ctx := context.Background()
+	if _, err := s.RegisterJob(ctx, rolloutJob("web"), false, 0); err != nil {
+		t.Fatal(err)
+	}
+	var d *structs.Deployment
+	waitFor(t, 10*time.Second, "the deployment", func() bool {
+		d, _ = s.State().LatestDeploymentByJob(nil, structs.DefaultNamespace, "web")
+		return d != nil && len(deploymentAllocs(t, s, d)) == 1
+	})
+	if d.TaskGroups["g"].ProgressDeadline == 0 {
+		t.Fatalf("deployment group %+v has no progress deadline", d.TaskGroups["g"])
+	}
+	alloc := deploymentAllocs(t, s, d)[0]
+	resp, err := s.SetDeploymentAllocHealth(ctx, d.ID, nil, []string{alloc.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := s.State().DeploymentByID(nil, d.ID)
+	if got.Status != structs.DeploymentStatusFailed || !strings.HasPrefix(got.StatusDescription, structs.DeploymentStatusDescriptionFailedAllocations) {
+		t.Errorf("deployment after an unhealthy verdict: %s %q, want failed by its allocations", got.Status, got.StatusDescription)
+	}
+	if ev, _ := s.State().EvalByID(nil, resp.EvalID); ev == nil || ev.DeploymentID != d.ID {
+		t.Errorf("eval %q of the failure: %+v", resp.EvalID, ev)
+	}
+}

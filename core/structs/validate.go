@@ -84,9 +84,23 @@ func (j *Job) Canonicalize() {
 	if p := j.ParameterizedJob; p != nil && p.Payload == "" {
 		p.Payload = DispatchPayloadOptional
 	}
+	// A job of a type that rolls out through deployments takes Nomad's
+	// default update block when it sets none (Nomad's service jobs, whose
+	// API canonicalization does this), and its groups with it: each
+	// update then runs as a deployment.
+	if j.Update == nil && j.TypeBehavior != nil && j.TypeBehavior.Deployments && !j.TypeBehavior.Refuses(BlockUpdate) {
+		j.Update = DefaultUpdateStrategy()
+	}
 	for _, tg := range j.TaskGroups {
 		if tg == nil {
 			continue // refused by Validate
+		}
+		// A type that takes no reschedule block has no policy to keep:
+		// an all-zero one (as Nomad writes out a sysbatch group's, and
+		// takes back) is no block and is dropped; any other is refused by
+		// Validate.
+		if tg.ReschedulePolicy.isZero() && j.TypeBehavior.Refuses(BlockReschedule) {
+			tg.ReschedulePolicy = nil
 		}
 		if tg.RestartPolicy == nil {
 			tg.RestartPolicy = j.TypeBehavior.defaultRestart()
@@ -372,6 +386,12 @@ const (
 	MaxRescheduleDelay    = 365 * 24 * time.Hour
 	MaxRescheduleAttempts = 1024
 )
+
+// isZero reports whether r is set with every field zero (nil is not).
+func (r *ReschedulePolicy) isZero() bool {
+	return r != nil && r.Attempts == 0 && r.Interval == 0 && r.Delay == 0 && r.DelayFunction == "" &&
+		r.MaxDelay == 0 && !r.Unlimited
+}
 
 // validate checks a reschedule block: Nomad's delay functions, no negative
 // durations, max_delay not below delay, and the bounds above. An empty

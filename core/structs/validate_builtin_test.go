@@ -30,7 +30,9 @@ func TestValidateBuiltinDeclarations(t *testing.T) {
 			j.Affinities = []*structs.Affinity{{LTarget: "a", RTarget: "b", Operand: "=", Weight: 50}}
 		}, "system jobs may not have an affinity block"},
 		{"system", func(j *structs.Job) { j.TaskGroups[0].Spreads = []*structs.Spread{{Attribute: "a"}} }, `group "g": system jobs may not have a spread block`},
-		{"system", func(j *structs.Job) { j.TaskGroups[0].ReschedulePolicy = &structs.ReschedulePolicy{} }, `group "g": system jobs should not have a reschedule policy`},
+		{"system", func(j *structs.Job) { j.TaskGroups[0].ReschedulePolicy = &structs.ReschedulePolicy{Attempts: 1} }, `group "g": system jobs should not have a reschedule policy`},
+		// All zero, as Nomad writes it out: no block, accepted.
+		{"system", func(j *structs.Job) { j.TaskGroups[0].ReschedulePolicy = &structs.ReschedulePolicy{} }, ""},
 		{"system", func(j *structs.Job) { j.TaskGroups[0].Migrate = &structs.MigrateStrategy{} }, `group "g": migrate block not allowed for system jobs`},
 		{"system", func(j *structs.Job) { j.Periodic = &structs.PeriodicConfig{Spec: "@hourly"} }, "periodic block: not allowed for system jobs"},
 		{"system", func(j *structs.Job) { j.ParameterizedJob = &structs.ParameterizedJobConfig{} }, "parameterized block: not allowed for system jobs"},
@@ -47,7 +49,9 @@ func TestValidateBuiltinDeclarations(t *testing.T) {
 		{"sysbatch", func(j *structs.Job) { j.Update = &structs.UpdateStrategy{Stagger: time.Second} }, "update block: not allowed for sysbatch jobs"},
 		{"sysbatch", func(j *structs.Job) { j.Update = &structs.UpdateStrategy{} }, ""},
 		{"sysbatch", func(j *structs.Job) { j.TaskGroups[0].Update = &structs.UpdateStrategy{MaxParallel: 1} }, `group "g": update block not allowed for sysbatch jobs`},
-		{"sysbatch", func(j *structs.Job) { j.TaskGroups[0].ReschedulePolicy = &structs.ReschedulePolicy{} }, `group "g": sysbatch jobs should not have a reschedule policy`},
+		{"sysbatch", func(j *structs.Job) { j.TaskGroups[0].ReschedulePolicy = &structs.ReschedulePolicy{Attempts: 1} }, `group "g": sysbatch jobs should not have a reschedule policy`},
+		// All zero, as Nomad writes it out: no block, accepted.
+		{"sysbatch", func(j *structs.Job) { j.TaskGroups[0].ReschedulePolicy = &structs.ReschedulePolicy{} }, ""},
 		{"sysbatch", func(j *structs.Job) { j.TaskGroups[0].Migrate = &structs.MigrateStrategy{} }, `group "g": migrate block not allowed for sysbatch jobs`},
 	}
 	for _, tc := range tests {

@@ -11,17 +11,23 @@
 // migrate.max_parallel at a time; a changed job is updated in place when
 // only non-destructive fields changed, else replaced.
 //
-// A group with an update block (max_parallel > 0) rolls a destructive
-// change out through a deployment, as Nomad does (package rollout): the
+// A group with an update block (max_parallel > 0; a job that sets none
+// gets Nomad's default, max_parallel 1) rolls a destructive change out
+// through a deployment, as Nomad does (package rollout): the
 // plan proposes the deployment of the new version; canaries, when asked
 // for, run next to the old allocations until the deployment is promoted
 // (drover deployment promote, or auto_promote); then the old allocations
 // are replaced at most max_parallel at a time, a replacement counting as
 // in flight until its client reports it healthy; a failed deployment stops
-// the rollout (the core's watcher reverts the job with auto_revert). A
-// group without an update block, or with max_parallel 0, is replaced
-// without a deployment, at once or paced by the job's update max_parallel
-// counting a replacement done once it runs.
+// the rollout (the core's watcher reverts the job with auto_revert). While
+// the deployment is under way, a failed allocation of it is rescheduled
+// only once the core's watcher marks it for replacement (an unhealthy
+// allocation of a group with a progress deadline), and an unhealthy
+// allocation the group keeps holds further updates back; once the
+// deployment is over, failed allocations reschedule by their policy (those
+// of a failed deployment excepted), as in Nomad. A group with max_parallel
+// 0 is replaced without a deployment, at once or paced by the job's update
+// max_parallel counting a replacement done once it runs.
 //
 // It imports only sdk/: the core learns everything about the type from
 // Declaration.

@@ -9,9 +9,16 @@ import (
 )
 
 // spreadJob is a service job of count %d spread over the node datacenters
-// by percentages (%d%% in dc1, %d%% in dc2).
+// by percentages (%d%% in dc1, %d%% in dc2). Its update block sets
+// max_parallel = 0: a changed spread replaces every allocation at once,
+// without a deployment (Nomad's default update block would roll it one
+// healthy allocation at a time, which this test does not look at).
 const spreadJob = `job %q {
   datacenters = ["*"]
+
+  update {
+    max_parallel = 0
+  }
 
   spread {
     attribute = "${node.datacenter}"

@@ -12,8 +12,11 @@ import (
 
 // canaryJob is a service job of three raw_exec tasks rolled out through
 // deployments: one canary, then one at a time, health after 1s, reverted
-// when a deployment fails. Format it with the job ID (%q), the command and
-// its arguments (a HCL list body).
+// when a deployment fails. It sets no progress deadline, so that, as in
+// Nomad, the first unhealthy allocation fails its deployment (with one,
+// the deployment would replace it and fail only at the deadline). Format
+// it with the job ID (%q), the command and its arguments (a HCL list
+// body).
 const canaryJob = `job %q {
   datacenters = ["*"]
 
@@ -25,7 +28,7 @@ const canaryJob = `job %q {
       canary            = 1
       min_healthy_time  = "1s"
       healthy_deadline  = "30s"
-      progress_deadline = "1m"
+      progress_deadline = "0"
       auto_revert       = true
     }
 

@@ -2,9 +2,12 @@
 //
 // For every active deployment it decides, from the deployment, its job and
 // the clock, what must happen next (Decide, a pure function): cancel it when
-// its job is stopped or replaced, fail it when an allocation is unhealthy or
-// a group's progress deadline passes (reverting the job to its latest stable
-// version when the group asks for auto_revert), promote its canaries when
+// its job is stopped or replaced, fail it when an allocation of a group
+// without progress deadline is unhealthy or a group's progress deadline
+// passes (reverting the job to its latest stable version when the group
+// asks for auto_revert), mark the unhealthy allocations of groups with a
+// progress deadline for replacement (Replacements) so that the scheduler
+// reschedules them, promote its canaries when
 // every group with canaries asks for auto_promote and they are healthy, mark
 // it successful (and its job version stable) when every group has its
 // desired healthy allocations, and otherwise create an eval whenever an
@@ -15,6 +18,7 @@
 package deploywatcher
 
 import (
+	"slices"
 	"time"
 
 	"github.com/drover-org/drover/core/structs"
@@ -74,7 +78,10 @@ func Decide(d *structs.Deployment, job *structs.Job, now time.Time, healthChange
 	// setting does not count.
 	failed, revert := false, false
 	for _, st := range d.TaskGroups {
-		if st.UnhealthyAllocs > 0 {
+		// A group with a progress deadline has until then to make
+		// progress: its unhealthy allocations are replaced (Replacements)
+		// rather than failing it. Without one, the first fails it.
+		if st.UnhealthyAllocs > 0 && st.ProgressDeadline == 0 {
 			failed, revert = true, revert || st.AutoRevert
 		}
 	}
@@ -123,6 +130,27 @@ func Decide(d *structs.Deployment, job *structs.Job, now time.Time, healthChange
 		return Decision{Action: Eval, Next: next}
 	}
 	return Decision{Next: next}
+}
+
+// Replacements returns the IDs of the allocations of d (allocs may hold
+// others) to mark for replacement (DesiredTransition.Reschedule), as
+// Nomad's watcher does: the unhealthy ones of groups with a progress
+// deadline, not marked yet. While d is active, the scheduler reschedules a
+// failed allocation of it only once so marked.
+func Replacements(d *structs.Deployment, allocs []*structs.Allocation) []string {
+	var ids []string
+	for _, a := range allocs {
+		st := d.TaskGroups[a.TaskGroup]
+		if a.DeploymentID != d.ID || st == nil || st.ProgressDeadline == 0 || !a.DeploymentStatus.IsUnhealthy() {
+			continue
+		}
+		if r := a.DesiredTransition.Reschedule; r != nil && *r {
+			continue
+		}
+		ids = append(ids, a.ID)
+	}
+	slices.Sort(ids)
+	return ids
 }
 
 // groupDone: the group has every allocation it wants healthy, canaries

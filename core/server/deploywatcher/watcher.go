@@ -141,6 +141,17 @@ func (w *Watcher) watch(ws memdb.WatchSet, st *state.StateStore, d *structs.Depl
 	changed := (known && prev != sig) || (!known && hasHealth(d))
 	dec := Decide(d, job, w.cfg.Now(), changed)
 	log := w.cfg.Logger.With("deployment_id", d.ID, "namespace", d.Namespace, "job_id", d.JobID)
+	if dec.Action == None || dec.Action == Eval {
+		marked, err := w.markReplacements(ws, st, d, job, log)
+		if err != nil {
+			return time.Time{}, err
+		}
+		if marked {
+			// The marks' entry carries the eval the change asked for.
+			w.seen[d.ID] = sig
+			return dec.Next, nil
+		}
+	}
 	switch dec.Action {
 	case None:
 		w.seen[d.ID] = sig
@@ -183,6 +194,34 @@ func (w *Watcher) watch(ws memdb.WatchSet, st *state.StateStore, d *structs.Depl
 	}
 	w.seen[d.ID] = sig
 	return dec.Next, nil
+}
+
+// markReplacements marks the allocations of d that Replacements names,
+// with an eval of the job in the same entry so that its scheduler
+// replaces them, and reports whether there were any.
+func (w *Watcher) markReplacements(ws memdb.WatchSet, st *state.StateStore, d *structs.Deployment, job *structs.Job, log hclog.Logger) (bool, error) {
+	allocs, err := st.AllocsByDeployment(ws, d)
+	if err != nil {
+		return false, err
+	}
+	ids := Replacements(d, allocs)
+	if len(ids) == 0 {
+		return false, nil
+	}
+	yes := true
+	marks := make(map[string]*structs.DesiredTransition, len(ids))
+	for _, id := range ids {
+		marks[id] = &structs.DesiredTransition{Reschedule: &yes}
+	}
+	ev := w.cfg.NewEval(job, structs.EvalTriggerDeploymentWatcher)
+	ev.JobModifyIndex = job.JobModifyIndex
+	ev.DeploymentID = d.ID
+	req := &structs.AllocUpdateDesiredTransitionRequest{Allocs: marks, Evals: []*structs.Evaluation{ev}}
+	if _, err := w.cfg.Apply(structs.AllocUpdateDesiredTransitionRequestType, req); err != nil {
+		return false, err
+	}
+	log.Debug("unhealthy allocations marked for replacement", "count", len(ids), "eval_id", ev.ID)
+	return true, nil
 }
 
 func hasHealth(d *structs.Deployment) bool {

@@ -314,6 +314,10 @@ func TestDecide(t *testing.T) {
 		{"paused", &structs.Deployment{JobVersion: 3, JobCreateIndex: 7, Status: structs.DeploymentStatusPaused,
 			TaskGroups: map[string]*structs.DeploymentState{"web": {UnhealthyAllocs: 1}}}, job, true, None},
 		{"unhealthy", base(structs.DeploymentState{DesiredTotal: 2, UnhealthyAllocs: 1}), job, true, Fail},
+		{"unhealthy, progress deadline ahead: replaced, not failed", base(structs.DeploymentState{DesiredTotal: 2, UnhealthyAllocs: 1,
+			ProgressDeadline: time.Minute, RequireProgressBy: t0.Add(time.Second)}), job, true, Eval},
+		{"unhealthy, progress deadline passed", base(structs.DeploymentState{DesiredTotal: 2, UnhealthyAllocs: 1,
+			ProgressDeadline: time.Minute, RequireProgressBy: t0.Add(-time.Second)}), job, false, Fail},
 		{"deadline passed", base(structs.DeploymentState{DesiredTotal: 2, RequireProgressBy: t0.Add(-time.Second)}), job, false, Fail},
 		{"deadline ahead", base(structs.DeploymentState{DesiredTotal: 2, RequireProgressBy: t0.Add(time.Second)}), job, false, None},
 		{"done ignores deadline", base(structs.DeploymentState{DesiredTotal: 1, HealthyAllocs: 1, RequireProgressBy: t0.Add(-time.Second)}), job, false, Succeed},
@@ -386,5 +390,67 @@ func TestWatcherNoEvalForPlacementsOrPromotion(t *testing.T) {
 	}
 	if got := h.deployment(d.ID); got.TaskGroups["web"].PlacedAllocs != 2 || !got.TaskGroups["web"].Promoted {
 		t.Errorf("deployment %+v", got.TaskGroups["web"])
+	}
+}
+
+// In a group with a progress deadline an unhealthy allocation does not
+// fail the deployment, as in Nomad: the watcher marks it for replacement
+// (DesiredTransition.Reschedule) with an eval in the same entry, once; the
+// deployment fails when the deadline passes without progress.
+func TestWatcherMarksUnhealthyForReplacement(t *testing.T) {
+	h := newHarness(t)
+	job := h.register("web", 2, false, "1")
+	d, allocs := h.deploy(job, structs.DeploymentState{DesiredTotal: 2, ProgressDeadline: 10 * time.Minute,
+		RequireProgressBy: t0.Add(10 * time.Minute)}, 2, 0)
+	h.health(allocs[0], false)
+	h.tick()
+	if got := h.deployment(d.ID); got.Status != structs.DeploymentStatusRunning {
+		t.Fatalf("an unhealthy alloc before the progress deadline: deployment %s (%s), want running", got.Status, got.StatusDescription)
+	}
+	marked := func(a *structs.Allocation) bool {
+		stored, _ := h.f.State().AllocByID(nil, a.ID)
+		r := stored.DesiredTransition.Reschedule
+		return r != nil && *r
+	}
+	if !marked(allocs[0]) || marked(allocs[1]) {
+		t.Fatalf("reschedule marks: unhealthy %v, unknown health %v; want only the unhealthy one", marked(allocs[0]), marked(allocs[1]))
+	}
+	evals, _ := h.f.State().EvalsByJob(nil, job.Namespace, job.ID)
+	if len(evals) != 1 || evals[0].TriggeredBy != structs.EvalTriggerDeploymentWatcher || evals[0].DeploymentID != d.ID {
+		t.Fatalf("evals %+v, want one deployment-watcher eval of the deployment", evals)
+	}
+	h.tick()
+	if n := h.watcherEvals(job); n != 1 {
+		t.Errorf("evals after a pass without change: %d, want 1 (the alloc is marked once)", n)
+	}
+	h.advance(11 * time.Minute)
+	h.tick()
+	if got := h.deployment(d.ID); got.Status != structs.DeploymentStatusFailed || got.StatusDescription != structs.DeploymentStatusDescriptionProgressDeadline {
+		t.Errorf("past the progress deadline: %s %q, want failed by the deadline", got.Status, got.StatusDescription)
+	}
+}
+
+func TestReplacements(t *testing.T) {
+	yes, no := true, false
+	healthy := func(h bool) *structs.AllocDeploymentStatus { return &structs.AllocDeploymentStatus{Healthy: &h} }
+	d := &structs.Deployment{ID: "d", TaskGroups: map[string]*structs.DeploymentState{
+		"progress": {ProgressDeadline: time.Minute}, "none": {},
+	}}
+	allocs := []*structs.Allocation{
+		{ID: "b-unhealthy", DeploymentID: "d", TaskGroup: "progress", DeploymentStatus: healthy(false)},
+		{ID: "a-unhealthy-unmarked", DeploymentID: "d", TaskGroup: "progress", DeploymentStatus: healthy(false),
+			DesiredTransition: structs.DesiredTransition{Reschedule: &no}},
+		{ID: "marked", DeploymentID: "d", TaskGroup: "progress", DeploymentStatus: healthy(false),
+			DesiredTransition: structs.DesiredTransition{Reschedule: &yes}},
+		{ID: "healthy", DeploymentID: "d", TaskGroup: "progress", DeploymentStatus: healthy(true)},
+		{ID: "unknown", DeploymentID: "d", TaskGroup: "progress"},
+		{ID: "no-deadline", DeploymentID: "d", TaskGroup: "none", DeploymentStatus: healthy(false)},
+		{ID: "other-deployment", DeploymentID: "e", TaskGroup: "progress", DeploymentStatus: healthy(false)},
+		{ID: "other-group", DeploymentID: "d", TaskGroup: "gone", DeploymentStatus: healthy(false)},
+	}
+	got := Replacements(d, allocs)
+	want := []string{"a-unhealthy-unmarked", "b-unhealthy"}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("Replacements = %v, want %v", got, want)
 	}
 }

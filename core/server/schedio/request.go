@@ -254,6 +254,7 @@ func allocToPB(a *structs.Allocation) *pb.Allocation {
 		EvalId: a.EvalID, FollowupEvalId: a.FollowupEvalID, NextAllocation: a.NextAllocation,
 		ModifyTimeNs:    allocChangeTime(a),
 		ForceReschedule: a.DesiredTransition.ForceReschedule != nil && *a.DesiredTransition.ForceReschedule,
+		Reschedule:      a.DesiredTransition.Reschedule != nil && *a.DesiredTransition.Reschedule,
 		Ports:           allocPortsToPB(a),
 	}
 	if a.Job != nil {

@@ -3019,7 +3019,12 @@ type Allocation struct {
 	// attempts its lineage used.
 	ForceReschedule bool `protobuf:"varint,25,opt,name=force_reschedule,json=forceReschedule,proto3" json:"force_reschedule,omitempty"`
 	// The ports the allocation holds on its node.
-	Ports         []*AllocatedPort `protobuf:"bytes,26,rep,name=ports,proto3" json:"ports,omitempty"`
+	Ports []*AllocatedPort `protobuf:"bytes,26,rep,name=ports,proto3" json:"ports,omitempty"`
+	// DesiredTransition.Reschedule: the core's deployment watcher marked
+	// this allocation of an active deployment (unhealthy, in a group with a
+	// progress deadline) as one to replace. While its deployment is active,
+	// a failed allocation of it is rescheduled only when so marked.
+	Reschedule    bool `protobuf:"varint,27,opt,name=reschedule,proto3" json:"reschedule,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3234,6 +3239,13 @@ func (x *Allocation) GetPorts() []*AllocatedPort {
 		return x.Ports
 	}
 	return nil
+}
+
+func (x *Allocation) GetReschedule() bool {
+	if x != nil {
+		return x.Reschedule
+	}
+	return false
 }
 
 // One reschedule of an allocation: when it happened, the allocation it
@@ -4917,7 +4929,7 @@ const file_scheduler_proto_rawDesc = "" +
 	"\fjob_priority\x18\x04 \x01(\x05R\vjobPriority\x12<\n" +
 	"\tresources\x18\x05 \x01(\v2\x1e.drover.scheduler.v1.ResourcesR\tresources\x12!\n" +
 	"\fcreate_index\x18\x06 \x01(\x04R\vcreateIndex\x12\x14\n" +
-	"\x05ports\x18\a \x03(\x05R\x05ports\"\xdd\a\n" +
+	"\x05ports\x18\a \x03(\x05R\x05ports\"\xfd\a\n" +
 	"\n" +
 	"Allocation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
@@ -4948,7 +4960,10 @@ const file_scheduler_proto_rawDesc = "" +
 	"\ahealthy\x18\x17 \x01(\x0e2 .drover.scheduler.v1.AllocHealthR\ahealthy\x12\x16\n" +
 	"\x06canary\x18\x18 \x01(\bR\x06canary\x12)\n" +
 	"\x10force_reschedule\x18\x19 \x01(\bR\x0fforceReschedule\x128\n" +
-	"\x05ports\x18\x1a \x03(\v2\".drover.scheduler.v1.AllocatedPortR\x05ports\"\xa0\x01\n" +
+	"\x05ports\x18\x1a \x03(\v2\".drover.scheduler.v1.AllocatedPortR\x05ports\x12\x1e\n" +
+	"\n" +
+	"reschedule\x18\x1b \x01(\bR\n" +
+	"reschedule\"\xa0\x01\n" +
 	"\x0fRescheduleEvent\x12,\n" +
 	"\x12reschedule_time_ns\x18\x01 \x01(\x03R\x10rescheduleTimeNs\x12\"\n" +
 	"\rprev_alloc_id\x18\x02 \x01(\tR\vprevAllocId\x12 \n" +

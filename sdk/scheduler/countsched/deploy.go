@@ -78,6 +78,9 @@ func (r *run) prepareRollout(sorted []*schedulerpb.Allocation) {
 		rg.ans = rollout.Decide(rollout.Group{
 			Job: r.job, TaskGroup: g.tg, Deployment: r.req.GetDeployment(), Allocs: allocs, Destructive: len(destructive),
 		})
+		if rg.ans.Limit > 0 && slices.ContainsFunc(allocs, func(a *schedulerpb.Allocation) bool { return r.markedButKept(a, g, cur) }) {
+			rg.ans.Limit = 0
+		}
 		answers[name] = rg.ans
 		if !rg.ans.Managed {
 			continue
@@ -174,6 +177,43 @@ func (r *run) rolloutKeepsFailed(a *schedulerpb.Allocation, g *group, idx int) b
 	g.taken[idx] = true
 	r.desired(g.tg.GetName()).Ignore++
 	return true
+}
+
+// rolloutHoldsUnmarked holds the index of a failed allocation of the job's
+// active deployment that the core's deployment watcher has not marked for
+// replacement (reschedule), as Nomad does: while a deployment is under
+// way, its watcher decides which of its failed allocations are replaced
+// (it marks the unhealthy ones of groups with a progress deadline; without
+// one, the first unhealthy allocation fails the deployment). Once marked,
+// or once the deployment is over, the allocation is rescheduled by its
+// group's policy as any other; a failed deployment keeps its own failed
+// allocations (rolloutKeepsFailed).
+func (r *run) rolloutHoldsUnmarked(a *schedulerpb.Allocation, g *group, idx int) bool {
+	if !r.cfg.Deployments || a.GetReschedule() {
+		return false
+	}
+	cur := rollout.Current(r.job, r.req.GetDeployment())
+	if cur == nil || a.GetDeploymentId() != cur.GetId() || !rollout.Active(cur) {
+		return false
+	}
+	g.taken[idx] = true
+	r.desired(g.tg.GetName()).Ignore++
+	return true
+}
+
+// markedButKept reports whether a is an unhealthy allocation of deployment
+// cur that failed and that the deployment watcher marked for replacement,
+// but that this evaluation does not replace: its reschedule is due later,
+// or its attempts are used up. Its group keeps it meanwhile, and as with
+// any unhealthy allocation the group keeps (rollout.Decide), no further
+// update starts, as in Nomad.
+func (r *run) markedButKept(a *schedulerpb.Allocation, g *group, cur *schedulerpb.Deployment) bool {
+	if cur == nil || a.GetDeploymentId() != cur.GetId() || !a.GetReschedule() || a.GetNextAllocation() != "" ||
+		a.GetClientStatus() != reconcile.ClientFailed || reconcile.ServerTerminal(a) ||
+		a.GetHealthy() != schedulerpb.AllocHealth_ALLOC_HEALTH_UNHEALTHY {
+		return false
+	}
+	return !r.reschedulesNow(a, g)
 }
 
 // placeCanaries places the canaries the deployment still wants, each on

@@ -316,6 +316,9 @@ func (r *run) finished(a *schedulerpb.Allocation, g *group, idx int) {
 		g.previous[idx] = a.GetId()
 		delete(g.penalized, idx)
 	case Reschedule:
+		if r.rolloutHoldsUnmarked(a, g, idx) {
+			return
+		}
 		r.reschedule(a, g, idx)
 	}
 }

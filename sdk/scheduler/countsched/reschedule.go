@@ -33,12 +33,8 @@ type rescheduling struct {
 func (r *run) reschedule(a *schedulerpb.Allocation, g *group, idx int) {
 	name := g.tg.GetName()
 	followup := a.GetFollowupEvalId()
-	due := followup != "" && followup == r.req.GetEval().GetId()
-	d := reschedule.Decide(g.tg.GetReschedulePolicy(), a, r.now)
-	if due && d.Kind == reschedule.Later {
-		d.Kind = reschedule.Now
-	}
-	if followup != "" && !due && d.Kind != reschedule.Now {
+	d := r.decideReschedule(a, g)
+	if followup != "" && !r.followupDue(a) && d.Kind != reschedule.Now {
 		// Its follow-up eval will come; nothing proves it is due sooner.
 		g.taken[idx] = true
 		r.desired(name).Ignore++
@@ -64,6 +60,29 @@ func (r *run) reschedule(a *schedulerpb.Allocation, g *group, idx int) {
 		g.taken[idx] = true
 		r.desired(name).Ignore++
 	}
+}
+
+// followupDue reports whether a's follow-up eval is the one running.
+func (r *run) followupDue(a *schedulerpb.Allocation) bool {
+	f := a.GetFollowupEvalId()
+	return f != "" && f == r.req.GetEval().GetId()
+}
+
+// decideReschedule is the reschedule decision for failed allocation a of
+// g; when its follow-up eval is the one running, a reschedule due later
+// is due now (the eval was due at the earliest time of its batch).
+func (r *run) decideReschedule(a *schedulerpb.Allocation, g *group) reschedule.Decision {
+	d := reschedule.Decide(g.tg.GetReschedulePolicy(), a, r.now)
+	if r.followupDue(a) && d.Kind == reschedule.Later {
+		d.Kind = reschedule.Now
+	}
+	return d
+}
+
+// reschedulesNow reports whether reschedule replaces failed allocation a
+// of g in this evaluation.
+func (r *run) reschedulesNow(a *schedulerpb.Allocation, g *group) bool {
+	return r.decideReschedule(a, g).Kind == reschedule.Now
 }
 
 // rescheduleEvents are the reschedule_events of the placement that

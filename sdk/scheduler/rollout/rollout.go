@@ -17,8 +17,10 @@
 //   - whether the old allocations may be replaced: with canaries, only once
 //     the group is promoted;
 //   - how many destructive updates may start now: max_parallel minus the
-//     new-version allocations of the deployment that are not healthy yet.
-//     Health, not running, gates progress. Nothing moves while the
+//     new-version allocations of the deployment that are not healthy yet;
+//     none while the group keeps an unhealthy allocation of the deployment
+//     (live, or failed and not yet marked for replacement by the core's
+//     watcher). Health, not running, gates progress. Nothing moves while the
 //     deployment is failed, paused, cancelled or waiting (pending, blocked).
 //
 // Marking a deployment successful, promoting it with auto_promote, failing
@@ -104,6 +106,17 @@ func Current(job *schedulerpb.Job, d *schedulerpb.Deployment) *schedulerpb.Deplo
 	return d
 }
 
+// Active reports whether d is a deployment still under way: running,
+// paused, or waiting (pending, blocked, unblocking); a failed, successful
+// or cancelled one is over.
+func Active(d *schedulerpb.Deployment) bool {
+	switch d.GetStatus() {
+	case StatusRunning, StatusPaused, "pending", "blocked", "unblocking":
+		return true
+	}
+	return false
+}
+
 // Live reports whether an allocation is neither stopped by the server nor
 // finished on its client.
 func Live(a *schedulerpb.Allocation) bool {
@@ -176,7 +189,7 @@ func Decide(g Group) Answer {
 		ans.Halted = true
 		return ans
 	}
-	live := 0
+	live, stuck := 0, false
 	for _, a := range g.Allocs {
 		if IsCanary(a, cur) {
 			live++
@@ -185,13 +198,31 @@ func Decide(g Group) Answer {
 			a.GetHealthy() != schedulerpb.AllocHealth_ALLOC_HEALTH_HEALTHY {
 			ans.InFlight++
 		}
+		stuck = stuck || keptUnhealthy(a, cur)
 	}
 	if !ans.Promoted {
 		ans.Canaries = max(desired-live, 0)
 		return ans
 	}
-	ans.Limit = max(maxParallel-ans.InFlight, 0)
+	if !stuck {
+		ans.Limit = max(maxParallel-ans.InFlight, 0)
+	}
 	return ans
+}
+
+// keptUnhealthy reports whether a is an unhealthy allocation of deployment
+// d that its group keeps: live, or failed and neither replaced nor marked
+// for replacement by the core's deployment watcher. As in Nomad, such an
+// allocation starts no further update until it is replaced.
+func keptUnhealthy(a *schedulerpb.Allocation, d *schedulerpb.Deployment) bool {
+	if a.GetDeploymentId() != d.GetId() || a.GetHealthy() != schedulerpb.AllocHealth_ALLOC_HEALTH_UNHEALTHY {
+		return false
+	}
+	if Live(a) {
+		return true
+	}
+	return a.GetClientStatus() == "failed" && a.GetNextAllocation() == "" && !a.GetReschedule() &&
+		a.GetDesiredStatus() != "stop" && a.GetDesiredStatus() != "evict"
 }
 
 // fresh reports whether the group is placed for the first time: no live

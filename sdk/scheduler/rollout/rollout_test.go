@@ -40,6 +40,12 @@ var (
 	unhealthy = pb.AllocHealth_ALLOC_HEALTH_UNHEALTHY
 )
 
+// marked sets the deployment watcher's mark (reschedule) on a.
+func marked(a *pb.Allocation) *pb.Allocation { a.Reschedule = true; return a }
+
+// replaced links a to a replacement.
+func replaced(a *pb.Allocation) *pb.Allocation { a.NextAllocation = "next"; return a }
+
 func old(n int) []*pb.Allocation {
 	var out []*pb.Allocation
 	for i := range n {
@@ -158,6 +164,28 @@ func TestDecide(t *testing.T) {
 				Deployment: dep(StatusRunning, &pb.DeploymentGroupState{DesiredTotal: 4}),
 				Allocs:     append(old(2), alloc("n0", newIndex, "running", "d2", false, unhealthy))},
 			want: Answer{Managed: true, Promoted: true, InFlight: 1, Deployment: dep(StatusRunning, &pb.DeploymentGroupState{DesiredTotal: 4})},
+		},
+		{
+			name: "a live unhealthy alloc of the deployment: nothing more starts, whatever max_parallel",
+			g: Group{Job: job(4, 3, 0), Destructive: 2,
+				Deployment: dep(StatusRunning, &pb.DeploymentGroupState{DesiredTotal: 4}),
+				Allocs:     append(old(2), alloc("n0", newIndex, "running", "d2", false, unhealthy))},
+			want: Answer{Managed: true, Promoted: true, InFlight: 1, Deployment: dep(StatusRunning, &pb.DeploymentGroupState{DesiredTotal: 4})},
+		},
+		{
+			name: "a failed unhealthy alloc not marked for replacement: nothing more starts",
+			g: Group{Job: job(4, 2, 0), Destructive: 2,
+				Deployment: dep(StatusRunning, &pb.DeploymentGroupState{DesiredTotal: 4}),
+				Allocs:     append(old(2), alloc("n0", newIndex, "failed", "d2", false, unhealthy))},
+			want: Answer{Managed: true, Promoted: true, Deployment: dep(StatusRunning, &pb.DeploymentGroupState{DesiredTotal: 4})},
+		},
+		{
+			name: "a failed unhealthy alloc marked for replacement, or replaced: the rollout goes on",
+			g: Group{Job: job(4, 2, 0), Destructive: 2,
+				Deployment: dep(StatusRunning, &pb.DeploymentGroupState{DesiredTotal: 4}),
+				Allocs: append(old(2), marked(alloc("n0", newIndex, "failed", "d2", false, unhealthy)),
+					replaced(alloc("n1", newIndex, "failed", "d2", false, unhealthy)))},
+			want: Answer{Managed: true, Promoted: true, Limit: 2, Deployment: dep(StatusRunning, &pb.DeploymentGroupState{DesiredTotal: 4})},
 		},
 		{
 			name: "failed deployment: the rollout stops, no new deployment",
