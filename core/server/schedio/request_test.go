@@ -176,3 +176,30 @@ func TestBuildRequest(t *testing.T) {
 		})
 	}
 }
+
+// TestAllocTransitionsToPB: an alloc's DesiredTransition reaches the
+// plugin: Reschedule (the deployment watcher's mark that lets a failed
+// alloc of an active deployment be replaced) and ForceReschedule, each
+// only when set true.
+func TestAllocTransitionsToPB(t *testing.T) {
+	yes, no := true, false
+	tests := []struct {
+		name                      string
+		dt                        structs.DesiredTransition
+		wantReschedule, wantForce bool
+	}{
+		{"none", structs.DesiredTransition{}, false, false},
+		{"reschedule", structs.DesiredTransition{Reschedule: &yes}, true, false},
+		{"reschedule false", structs.DesiredTransition{Reschedule: &no}, false, false},
+		{"force", structs.DesiredTransition{ForceReschedule: &yes}, false, true},
+		{"both", structs.DesiredTransition{Reschedule: &yes, ForceReschedule: &yes}, true, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := allocToPB(&structs.Allocation{ID: "a", DesiredTransition: tc.dt})
+			if p.GetReschedule() != tc.wantReschedule || p.GetForceReschedule() != tc.wantForce {
+				t.Fatalf("reschedule %v force_reschedule %v, want %v %v", p.GetReschedule(), p.GetForceReschedule(), tc.wantReschedule, tc.wantForce)
+			}
+		})
+	}
+}
