@@ -2,6 +2,7 @@ package docker
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -366,3 +367,12 @@ func parseVolume(s string) (volume, error) {
 	}
 	return v, nil
 }
+
+// ValidateConfig implements driver.ConfigValidator: raw is accepted when
+// ParsePluginConfig takes it, as the plugin would at start.
+func (d *Driver) ValidateConfig(_ context.Context, raw []byte) error {
+	_, err := ParsePluginConfig(raw)
+	return driver.InvalidPluginConfig(err)
+}
+
+var _ driver.ConfigValidator = (*Driver)(nil)

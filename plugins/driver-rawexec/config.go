@@ -2,9 +2,12 @@ package rawexec
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/drover-org/drover/sdk/driver"
 )
 
 // ConfigEnvVar carries the plugin config (the agent's `plugin "raw_exec" {
@@ -74,3 +77,12 @@ func ParsePluginConfig(raw []byte) (*PluginConfig, error) {
 	}
 	return &cfg, nil
 }
+
+// ValidateConfig implements driver.ConfigValidator: raw is accepted when
+// ParsePluginConfig takes it, as the plugin would at start.
+func (d *Driver) ValidateConfig(_ context.Context, raw []byte) error {
+	_, err := ParsePluginConfig(raw)
+	return driver.InvalidPluginConfig(err)
+}
+
+var _ driver.ConfigValidator = (*Driver)(nil)
