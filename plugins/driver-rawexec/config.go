@@ -12,9 +12,9 @@ import (
 
 // ConfigEnvVar carries the plugin config (the agent's `plugin "raw_exec" {
 // config { … } }` stanza, as JSON, with the -dev agent's defaults filled
-// in) to the plugin process: the driver protocol has no configuration call.
-// A hand-started plugin reads the same variable; without it the driver is
-// disabled.
+// in) to the plugin process at launch, once the agent has had the plugin
+// check it (ValidateConfig). A hand-started plugin reads the same
+// variable; without it the driver is disabled.
 const ConfigEnvVar = "DROVER_RAWEXEC_PLUGIN_CONFIG"
 
 // ConfigKeyEnabled, ConfigKeyNoCgroups and ConfigKeyDeniedHostUsers are the
