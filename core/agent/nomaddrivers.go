@@ -173,7 +173,9 @@ func driverConfigChecks(plugins []*PluginConfig) ([]driverConfigCheck, error) {
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, driverConfigCheck{driver: p.Name, pos: rangeString(p.Remain.MissingItemRange()), raw: raw})
+			if string(raw) != "{}" { // a stanza that sets nothing has nothing to judge
+				out = append(out, driverConfigCheck{driver: p.Name, pos: rangeString(p.Remain.MissingItemRange()), raw: raw})
+			}
 		case dockerDriver:
 			raw, pos, err := p.dockerConfig()
 			if err != nil {
