@@ -43,7 +43,7 @@ var nomadDrivers = map[string]builtinDriver{
 		"no_cgroups":        cty.Bool,
 		"denied_host_users": cty.List(cty.String),
 	}},
-	// docker's config has blocks (gc, volumes); dockerConfigJSON renders it.
+	// docker's config has blocks (gc, volumes); dockerConfig renders it.
 	dockerDriver: {plugin: dockerPlugin, configEnv: "DROVER_DOCKER_PLUGIN_CONFIG"},
 }
 
