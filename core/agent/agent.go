@@ -22,11 +22,7 @@ import (
 	"github.com/drover-org/drover/core/rpc"
 	"github.com/drover-org/drover/core/server"
 	"github.com/drover-org/drover/core/structs"
-	"github.com/drover-org/drover/plugins/builtin"
-	"github.com/drover-org/drover/sdk/csibridge"
-	"github.com/drover-org/drover/sdk/driver"
 	"github.com/drover-org/drover/sdk/scheduler"
-	"github.com/drover-org/drover/sdk/shared"
 )
 
 // Version is drover's version.
@@ -37,8 +33,11 @@ type Agent struct {
 	cfg    *Config
 	logger hclog.Logger
 
-	host   *pluginhost.Host
-	server *server.Server
+	host *pluginhost.Host
+	// drivers are the drivers the host's driver plugins serve (fixed at
+	// start).
+	drivers *pluginhost.DriverSet
+	server  *server.Server
 	// metrics is this agent's own registry (metrics.go).
 	metrics *metrics.Metrics
 	client  *client.Client
@@ -180,8 +179,7 @@ func (a *Agent) start(opts Options) error {
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	drivers, err := a.startPlugins(ctx, opts)
-	if err != nil {
+	if err := a.startPlugins(ctx, opts); err != nil {
 		return err
 	}
 
@@ -199,13 +197,13 @@ func (a *Agent) start(opts Options) error {
 		a.pool = rpc.NewPool(tlsCfgs.rpcClient)
 	}
 	if cfg.Server != nil && cfg.Server.Enabled {
-		if err := a.startServer(opts, dataDir, advHTTP, drivers.Names(), tlsCfgs.rpcServer, tlsCfgs.rpcClient); err != nil {
+		if err := a.startServer(opts, dataDir, advHTTP, a.drivers.Names(), tlsCfgs.rpcServer, tlsCfgs.rpcClient); err != nil {
 			return err
 		}
 	}
 	var remote *remoteServers
 	if cfg.Client != nil && cfg.Client.Enabled {
-		if remote, err = a.startClient(dataDir, advHTTP, drivers); err != nil {
+		if remote, err = a.startClient(dataDir, advHTTP); err != nil {
 			return err
 		}
 	}
@@ -216,18 +214,21 @@ func (a *Agent) start(opts Options) error {
 	return nil
 }
 
-// startPlugins launches the built-in and configured plugins.
-func (a *Agent) startPlugins(ctx context.Context, opts Options) (*driverSet, error) {
+// startPlugins launches the built-in and configured plugins, once the
+// driver plugins have accepted the config of their Nomad stanzas.
+func (a *Agent) startPlugins(ctx context.Context, opts Options) error {
 	hc := pluginhost.Config{
 		Logger:    a.logger.Named("plugins"),
 		SelfExe:   opts.SelfExe,
 		CallWait:  5 * time.Second,
-		Kinds:     pluginKinds(),
 		PluginDir: a.cfg.PluginDir,
 	}
-	for _, p := range builtin.Catalog {
+	if err := validateDriverConfigs(ctx, hc, a.cfg.Plugins, opts.PluginEnv); err != nil {
+		return err
+	}
+	for _, p := range builtinPlugins {
 		env := opts.PluginEnv
-		switch p.Name {
+		switch p.name {
 		case dockerPlugin:
 			env = append(slices.Clone(env), dockerEnv(a.cfg.Plugins)...)
 		case rawexecPlugin:
@@ -236,43 +237,25 @@ func (a *Agent) startPlugins(ctx context.Context, opts Options) (*driverSet, err
 			// nothing is placed on it.
 			re, err := rawexecEnv(a.cfg.Plugins, a.cfg.DevMode)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			env = append(slices.Clone(env), re...)
 		}
-		hc.Builtins = append(hc.Builtins, pluginhost.Builtin{Name: p.Name, Kind: p.Kind, Env: env})
+		hc.Builtins = append(hc.Builtins, pluginhost.Builtin{Name: p.name, Kind: p.kind, Env: env})
 	}
 	stanzas, err := pluginStanzas(a.cfg)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	hc.Stanzas = stanzas
 	if a.host, err = pluginhost.New(ctx, hc); err == nil {
 		a.registerPluginMetrics()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("plugins: %w", err)
+		return fmt.Errorf("plugins: %w", err)
 	}
-	return newDriverSet(ctx, a.host)
-}
-
-// pluginKinds are the plugin kinds the agent's host dispenses besides the
-// scheduler kind, which the host always registers.
-func pluginKinds() map[string]pluginhost.Kind {
-	return map[string]pluginhost.Kind{shared.KindDriver: {
-		Plugin: &driver.Plugin{},
-		// Info both proves the instance serves the driver kind and
-		// discovers third-party driver binaries.
-		Init: func(ctx context.Context, raw any, _ map[string]any) (any, error) {
-			return raw.(driver.Driver).Info(ctx)
-		},
-	}, shared.KindCSIBridge: {
-		Plugin: &csibridge.Plugin{},
-		// Ping proves the instance serves the csi-bridge kind.
-		Init: func(ctx context.Context, raw any, _ map[string]any) (any, error) {
-			return nil, csibridge.Ping(ctx, raw.(csibridge.Bridge))
-		},
-	}, shared.KindGC: gcKind()}
+	a.drivers = a.host.Drivers()
+	return nil
 }
 
 // pluginStanzas are the config's plugin stanzas for the plugin host; a
@@ -406,7 +389,7 @@ func (a *Agent) startServer(opts Options, dataDir, advHTTP string, drivers []str
 
 // startClient starts the client, talking to the local server in process or
 // to the configured servers over RPC (the remote servers are returned).
-func (a *Agent) startClient(dataDir, advHTTP string, drivers *driverSet) (*remoteServers, error) {
+func (a *Agent) startClient(dataDir, advHTTP string) (*remoteServers, error) {
 	cfg := a.cfg
 	var (
 		conn   client.ServerConn
@@ -426,7 +409,7 @@ func (a *Agent) startClient(dataDir, advHTTP string, drivers *driverSet) (*remot
 		Logger:  a.logger, Region: cfg.Region, Datacenter: cfg.Datacenter, Name: cfg.NodeName,
 		NodeClass: cfg.Client.NodeClass, NodePool: cfg.Client.NodePool, Meta: cfg.Client.Meta,
 		Options: cfg.Client.Options, StateDir: cfg.Client.StateDir, AllocDir: cfg.Client.AllocDir,
-		HTTPAddr: advHTTP, Server: conn, Drivers: drivers, CSIBridge: routedBridge{host: a.host},
+		HTTPAddr: advHTTP, Server: conn, Drivers: a.drivers, CSIBridge: a.host.CSIBridge(),
 		NetworkInterface: cfg.Client.NetworkInterface, LoopbackNetwork: cfg.DevMode,
 		MinDynamicPort: cfg.Client.MinDynamicPort, MaxDynamicPort: cfg.Client.MaxDynamicPort,
 		ReservedResources: cfg.Client.reservedResources(),

@@ -162,8 +162,11 @@ server { enabled = true }
 }
 
 // Nomad's `plugin "raw_exec" { config { … } }` configures the built-in
-// driver; keys drover does not honour are refused with their position.
+// driver; keys drover does not honour are refused with their position
+// when the file is parsed, values the driver refuses when it judges them
+// (at agent start).
 func TestParseConfigNomadDriverStanza(t *testing.T) {
+	ds := driverChecker(t)
 	ok := "data_dir = \"/x\"\nclient {\n enabled = true\n servers = [\"s:1\"]\n}\nplugin \"raw_exec\" {\n  config {\n    enabled = true\n  }\n}\n"
 	if _, err := ParseConfig("agent.hcl", []byte(ok)); err != nil {
 		t.Fatalf("Nomad raw_exec stanza: %v", err)
@@ -177,7 +180,10 @@ func TestParseConfigNomadDriverStanza(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := "data_dir = \"/x\"\nclient {\n enabled = true\n servers = [\"s:1\"]\n}\nplugin \"raw_exec\" {\n  config {\n    " + tc.body + "\n  }\n}\n"
-			_, err := ParseConfig("agent.hcl", []byte(src))
+			c, err := ParseConfig("agent.hcl", []byte(src))
+			if err == nil {
+				err = checkStanzas(ds, c)
+			}
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want %q", err, tc.want)
 			}

@@ -7,52 +7,49 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
-
-	docker "github.com/drover-org/drover/plugins/driver-docker"
 )
 
 // dockerPlugin is the built-in plugin serving Nomad's docker driver.
 const dockerPlugin = "driver-docker"
 
-// dockerConfigJSON renders a `plugin "docker" { config { … } }` stanza's
+// dockerConfig renders a `plugin "docker" { config { … } }` stanza's
 // config block (attributes and the gc and volumes blocks, as Nomad writes
-// them) as the JSON the docker plugin decodes, after checking it decodes:
-// a bad key or value fails the agent config with its position, not the
-// plugin at launch. nil when the stanza has no config block.
-func (p *PluginConfig) dockerConfigJSON() ([]byte, error) {
+// them) as the JSON the docker plugin decodes, with the block's position.
+// nil when the stanza has no config block. Whether the plugin takes it is
+// the plugin's to say (checkDriverConfigs asks it at agent start), so a bad
+// key or value fails the agent with its position, not the plugin at
+// launch.
+func (p *PluginConfig) dockerConfig() (raw []byte, pos string, err error) {
 	if len(p.Args) > 0 {
-		return nil, fmt.Errorf("plugin %q: args: the built-in %s driver takes no arguments", p.Name, p.Name)
+		return nil, "", fmt.Errorf("plugin %q: args: the built-in %s driver takes no arguments", p.Name, p.Name)
 	}
 	if p.Remain == nil {
-		return nil, nil
+		return nil, "", nil
 	}
 	content, diags := p.Remain.Content(&hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: "config"}}})
 	if diags.HasErrors() {
-		return nil, diagError(diags)
+		return nil, "", diagError(diags)
 	}
 	if len(content.Blocks) == 0 {
-		return nil, nil
+		return nil, "", nil
 	}
 	if len(content.Blocks) > 1 {
-		return nil, fmt.Errorf("%s: plugin %q: only one config block is allowed", rangeString(content.Blocks[1].DefRange), p.Name)
+		return nil, "", fmt.Errorf("%s: plugin %q: only one config block is allowed", rangeString(content.Blocks[1].DefRange), p.Name)
 	}
 	blk := content.Blocks[0]
 	body, ok := blk.Body.(*hclsyntax.Body)
 	if !ok {
-		return nil, fmt.Errorf("%s: plugin %q: the config block must be written in HCL native syntax", rangeString(blk.DefRange), p.Name)
+		return nil, "", fmt.Errorf("%s: plugin %q: the config block must be written in HCL native syntax", rangeString(blk.DefRange), p.Name)
 	}
 	m, err := p.bodyMap(body)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	raw, err := json.Marshal(m)
+	raw, err = json.Marshal(m)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	if _, err := docker.ParsePluginConfig(raw); err != nil {
-		return nil, fmt.Errorf("%s: plugin %q: %v", rangeString(blk.DefRange), p.Name, err)
-	}
-	return raw, nil
+	return raw, rangeString(blk.DefRange), nil
 }
 
 // bodyMap turns an HCL body into plain values: attributes by value, each
@@ -94,17 +91,17 @@ func (p *PluginConfig) bodyMap(body *hclsyntax.Body) (map[string]any, error) {
 }
 
 // dockerEnv is the environment that hands the docker stanza's config to
-// the built-in docker plugin (the driver protocol has no config call).
+// the built-in docker plugin at launch.
 func dockerEnv(plugins []*PluginConfig) []string {
 	for _, p := range plugins {
-		if p.Name != docker.Name {
+		if p.Name != dockerDriver {
 			continue
 		}
-		raw, err := p.dockerConfigJSON()
+		raw, _, err := p.dockerConfig()
 		if err != nil || raw == nil {
-			return nil // validated at parse time
+			return nil // refused at parse time
 		}
-		return []string{docker.ConfigEnvVar + "=" + string(raw)}
+		return []string{nomadDrivers[dockerDriver].configEnv + "=" + string(raw)}
 	}
 	return nil
 }

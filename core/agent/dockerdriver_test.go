@@ -9,8 +9,11 @@ import (
 )
 
 // The Nomad docker stanza, blocks included, reaches the docker plugin as
-// JSON; bad keys and values fail the agent config with their position.
+// JSON; bad keys and values fail the agent config with their position:
+// the HCL shape when the file is parsed, the keys and values when the
+// docker plugin judges them (at agent start).
 func TestDockerPluginStanza(t *testing.T) {
+	ds := driverChecker(t)
 	for _, tc := range []struct {
 		name    string
 		src     string
@@ -51,6 +54,9 @@ func TestDockerPluginStanza(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, err := parseConfigFragment("x.hcl", []byte(tc.src))
+			if err == nil {
+				err = checkStanzas(ds, cfg)
+			}
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v, want it to contain %q", err, tc.wantErr)

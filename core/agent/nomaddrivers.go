@@ -1,43 +1,58 @@
 package agent
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/zclconf/go-cty/cty"
 
-	docker "github.com/drover-org/drover/plugins/driver-docker"
-	rawexec "github.com/drover-org/drover/plugins/driver-rawexec"
+	"github.com/drover-org/drover/core/pluginhost"
+	"github.com/drover-org/drover/sdk/driver"
+	"github.com/drover-org/drover/sdk/shared"
 )
 
 // builtinDriver is a Nomad task driver that a built-in plugin serves, so
 // that a Nomad client config's `plugin "raw_exec" { config { … } }` works
 // unchanged: the stanza configures the built-in instead of naming a
-// binary in plugin_dir.
+// binary in plugin_dir. The agent knows no more of the driver than this:
+// the driver plugin checks the config itself (driver.ConfigValidator)
+// before the agent starts it with that config.
 type builtinDriver struct {
 	plugin string
+	// configEnv carries the config, as JSON, to the built-in at launch
+	// (the variable the plugin reads at start).
+	configEnv string
 	// keys are the config keys drover honours, with their types. Nomad's
 	// other keys would be silently ignored, so they are refused.
 	keys map[string]cty.Type
 }
 
+// The Nomad drivers drover serves with built-in plugins.
+const (
+	rawexecDriver = "raw_exec"
+	dockerDriver  = "docker"
+)
+
 var nomadDrivers = map[string]builtinDriver{
-	rawexec.Name: {plugin: rawexecPlugin, keys: map[string]cty.Type{
-		rawexec.ConfigKeyEnabled:         cty.Bool,
-		rawexec.ConfigKeyNoCgroups:       cty.Bool,
-		rawexec.ConfigKeyDeniedHostUsers: cty.List(cty.String),
+	rawexecDriver: {plugin: rawexecPlugin, configEnv: "DROVER_RAWEXEC_PLUGIN_CONFIG", keys: map[string]cty.Type{
+		"enabled":           cty.Bool,
+		"no_cgroups":        cty.Bool,
+		"denied_host_users": cty.List(cty.String),
 	}},
-	// docker's config has blocks (gc, volumes); dockerConfigJSON checks it.
-	docker.Name: {plugin: dockerPlugin},
+	// docker's config has blocks (gc, volumes); dockerConfig renders it.
+	dockerDriver: {plugin: dockerPlugin, configEnv: "DROVER_DOCKER_PLUGIN_CONFIG"},
 }
 
 // check validates the stanza within its file: its config block and, for a
-// Nomad driver name, the keys and types that driver accepts.
+// Nomad driver name, the keys and types that driver accepts. The values
+// are the driver's to judge: checkDriverConfigs asks it at agent start.
 func (p *PluginConfig) check() error {
-	if p.Name == docker.Name {
-		_, err := p.dockerConfigJSON()
+	if p.Name == dockerDriver {
+		_, _, err := p.dockerConfig()
 		return err
 	}
 	if _, err := p.PluginSettings(); err != nil {
@@ -73,11 +88,6 @@ func (p *PluginConfig) check() error {
 			return fmt.Errorf("%s: plugin %q: config %s must be a %s", rangeString(a.Expr.Range()), p.Name, name, want.FriendlyName())
 		}
 	}
-	if p.Name == rawexec.Name {
-		if _, err := rawexecConfigJSON([]*PluginConfig{p}, false); err != nil {
-			return fmt.Errorf("%s: %w", rangeString(p.Remain.MissingItemRange()), err)
-		}
-	}
 	return nil
 }
 
@@ -102,24 +112,25 @@ func hasType(v cty.Value, want cty.Type) bool {
 // rawexecPlugin is the built-in plugin serving Nomad's raw_exec driver.
 const rawexecPlugin = "driver-rawexec"
 
+// rawexecDevConfig is the raw_exec config of the -dev agent, under its
+// stanzas: enabled, no user denied, cgroups where the host offers them
+// (cgroups_optional: tasks run without one, with a warning, where no
+// hierarchy is writable), as Nomad's -dev agent enables raw_exec.
+var rawexecDevConfig = map[string]any{"enabled": true, "denied_host_users": []any{}, "cgroups_optional": true}
+
 // rawexecConfigJSON renders the raw_exec plugin config from the config's
 // `plugin "raw_exec"` stanzas (later ones win, key by key) over the
 // defaults: outside -dev the plugin's own (disabled, root denied, cgroups
-// required); in -dev rawexec.DevConfig (enabled, no user denied, cgroups
-// where the host has them), as Nomad's -dev agent enables raw_exec.
+// required); in -dev rawexecDevConfig.
 func rawexecConfigJSON(plugins []*PluginConfig, dev bool) ([]byte, error) {
 	m := map[string]any{}
 	if dev {
-		raw, err := json.Marshal(rawexec.DevConfig())
-		if err != nil {
-			return nil, err
-		}
-		if err := json.Unmarshal(raw, &m); err != nil {
-			return nil, err
+		for k, v := range rawexecDevConfig {
+			m[k] = v
 		}
 	}
 	for _, p := range plugins {
-		if p.Name != rawexec.Name {
+		if p.Name != rawexecDriver {
 			continue
 		}
 		settings, err := p.PluginSettings()
@@ -130,22 +141,92 @@ func rawexecConfigJSON(plugins []*PluginConfig, dev bool) ([]byte, error) {
 			m[k] = v
 		}
 	}
-	raw, err := json.Marshal(m)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := rawexec.ParsePluginConfig(raw); err != nil {
-		return nil, fmt.Errorf("plugin %q: %v", rawexec.Name, err)
-	}
-	return raw, nil
+	return json.Marshal(m)
 }
 
 // rawexecEnv is the environment that hands the raw_exec config to the
-// built-in plugin (the driver protocol has no config call).
+// built-in plugin at launch.
 func rawexecEnv(plugins []*PluginConfig, dev bool) ([]string, error) {
 	raw, err := rawexecConfigJSON(plugins, dev)
 	if err != nil {
 		return nil, err
 	}
-	return []string{rawexec.ConfigEnvVar + "=" + string(raw)}, nil
+	return []string{nomadDrivers[rawexecDriver].configEnv + "=" + string(raw)}, nil
+}
+
+// driverConfigCheck is one Nomad driver stanza's config for its driver
+// plugin to judge.
+type driverConfigCheck struct {
+	driver string // raw_exec, docker
+	pos    string // the stanza's position, for the error
+	raw    []byte // the config as the plugin gets it
+}
+
+// driverConfigChecks lists the config of every Nomad driver stanza, each
+// on its own, as the plugin would get it were it the only one.
+func driverConfigChecks(plugins []*PluginConfig) ([]driverConfigCheck, error) {
+	var out []driverConfigCheck
+	for _, p := range plugins {
+		switch p.Name {
+		case rawexecDriver:
+			raw, err := rawexecConfigJSON([]*PluginConfig{p}, false)
+			if err != nil {
+				return nil, err
+			}
+			if string(raw) != "{}" { // a stanza that sets nothing has nothing to judge
+				out = append(out, driverConfigCheck{driver: p.Name, pos: rangeString(p.Remain.MissingItemRange()), raw: raw})
+			}
+		case dockerDriver:
+			raw, pos, err := p.dockerConfig()
+			if err != nil {
+				return nil, err
+			}
+			if raw != nil {
+				out = append(out, driverConfigCheck{driver: p.Name, pos: pos, raw: raw})
+			}
+		}
+	}
+	return out, nil
+}
+
+// checkDriverConfigs has the driver plugins in ds judge checks, through
+// the driver protocol's ValidateConfig. A refusal names the stanza, the
+// plugin, and the field and rule it breaks, as the plugin words them.
+func checkDriverConfigs(ctx context.Context, ds *pluginhost.DriverSet, checks []driverConfigCheck) error {
+	for _, c := range checks {
+		err := ds.ValidateConfig(ctx, c.driver, c.raw)
+		switch {
+		case err == nil:
+		case errors.Is(err, driver.ErrInvalidPluginConfig):
+			return fmt.Errorf("%s: plugin %q: %w", c.pos, c.driver, err)
+		default:
+			return fmt.Errorf("plugin %q: checking its config: %w", c.driver, err)
+		}
+	}
+	return nil
+}
+
+// validateDriverConfigs checks the config of cfg's Nomad driver stanzas
+// before the agent starts their plugins with it: it launches each such
+// driver's built-in plugin without a config (as it starts then) and asks
+// it. A plugin started with a config it refuses would only fail to launch.
+func validateDriverConfigs(ctx context.Context, hc pluginhost.Config, plugins []*PluginConfig, env []string) error {
+	checks, err := driverConfigChecks(plugins)
+	if err != nil || len(checks) == 0 {
+		return err
+	}
+	hc.Builtins, hc.Stanzas, hc.PluginDir = nil, nil, ""
+	for _, c := range checks {
+		name := nomadDrivers[c.driver].plugin
+		if !slices.ContainsFunc(hc.Builtins, func(b pluginhost.Builtin) bool { return b.Name == name }) {
+			hc.Builtins = append(hc.Builtins, pluginhost.Builtin{Name: name, Kind: shared.KindDriver, Env: env})
+		}
+	}
+	hc.Logger = hc.Logger.Named("config-check")
+	host, err := pluginhost.New(ctx, hc)
+	if err != nil {
+		return fmt.Errorf("plugins: start the driver plugins to check their config: %w", err)
+	}
+	defer host.Close()
+	return checkDriverConfigs(ctx, host.Drivers(), checks)
 }

@@ -8,7 +8,25 @@ import (
 
 	"github.com/drover-org/drover/core/pluginhost"
 	"github.com/drover-org/drover/core/structs"
+	"github.com/drover-org/drover/sdk/driver"
+	"github.com/drover-org/drover/sdk/shared"
 )
+
+// builtinPlugins are the plugins compiled into the drover binary, in launch
+// order (it decides job-type ties), by name and kind. The agent runs each
+// as `<drover> __plugin <name>` and speaks to it through its kind's
+// protocol only: the drover binary links the plugins (plugins/builtin) to
+// serve them, the agent does not.
+var builtinPlugins = []struct{ name, kind string }{
+	{"scheduler-system", shared.KindScheduler},
+	{"scheduler-sysbatch", shared.KindScheduler},
+	{"scheduler-batch", shared.KindScheduler},
+	{"scheduler-service", shared.KindScheduler},
+	{rawexecPlugin, shared.KindDriver},
+	{dockerPlugin, shared.KindDriver},
+	{"csi-bridge", shared.KindCSIBridge},
+	{"gc", shared.KindGC},
+}
 
 // ReloadPlugins is the whole-agent plugin reload (SIGHUP, PUT
 // /v1/agent/plugins/reload without a name). It reads the -config files
@@ -27,6 +45,17 @@ func (a *Agent) ReloadPlugins(ctx context.Context) error {
 		cfg.checkPlugins(p)
 		if err := p.err(); err != nil {
 			return structs.NewError(structs.ErrInvalid, "reload plugins: agent config: %v", err)
+		}
+		// The running driver plugins judge their stanzas' config, as at
+		// start.
+		checks, err := driverConfigChecks(cfg.Plugins)
+		if err != nil {
+			return structs.NewError(structs.ErrInvalid, "reload plugins: agent config: %v", err)
+		}
+		if err := checkDriverConfigs(ctx, a.drivers, checks); errors.Is(err, driver.ErrInvalidPluginConfig) {
+			return structs.NewError(structs.ErrInvalid, "reload plugins: agent config: %v", err)
+		} else if err != nil {
+			return fmt.Errorf("reload plugins: %w", err) // the plugin's failure keeps its kind
 		}
 		if stanzas, err = pluginStanzas(cfg); err != nil {
 			return structs.NewError(structs.ErrInvalid, "reload plugins: agent config: %v", err)

@@ -1,11 +1,9 @@
 package pluginhost
 
 import (
-	"context"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/hashicorp/go-plugin"
 )
 
 // Config says which plugins a Host runs and how it supervises them.
@@ -41,10 +39,10 @@ type Config struct {
 	// built-ins; it may therefore take over a built-in's job types.
 	Stanzas []Stanza
 
-	// Kinds are the plugin kinds the host can dispense besides the scheduler
-	// kind, which is always registered. The client package adds the driver
-	// kind here, so pluginhost never imports it.
-	Kinds map[string]Kind
+	// Kinds are plugin kinds the host can dispense besides drover's own
+	// (SchedulerKind, DriverKind, CSIBridgeKind, GCKind), which are always
+	// registered. Build each with NewKind.
+	Kinds []Kind
 
 	// CallWait bounds how long a call waits for a plugin that is down
 	// (crashed, restarting) before failing with ErrPluginUnavailable. Zero
@@ -93,33 +91,10 @@ type Builtin struct {
 // Stanza is one `plugin "<Name>" { config { ... } args = [...] }` block.
 type Stanza struct {
 	Name string
-	// Config is handed to the plugin's Kind.Init on every launch.
+	// Config is handed to the plugin's KindSpec.Init on every launch.
 	Config map[string]any
 	// Args are the third-party binary's command-line arguments.
 	Args []string
-}
-
-// Kind is one plugin kind the host can dispense.
-type Kind struct {
-	// Plugin is the go-plugin glue of the kind (its GRPCClient half is used).
-	Plugin plugin.Plugin
-
-	// Init readies a freshly launched instance before any call reaches it:
-	// it gets the dispensed interface and the stanza's config (nil when there
-	// is none), checks that the instance really serves the kind, hands it its
-	// configuration, and returns what the host records about the instance
-	// (for a scheduler, its *schedulerpb.InfoResponse). It runs after every
-	// launch, restarts and reloads included, so a restarted plugin is
-	// configured again.
-	//
-	// A third-party plugin's kinds are discovered with Init: every registered
-	// kind is dispensed and initialised, and the plugin serves the kinds
-	// whose Init succeeds. Init must return an error with gRPC code
-	// Unimplemented when the kind is not served; that is what gRPC returns
-	// for a service the plugin did not register, so an Init that makes any
-	// RPC of the kind gets it for free. A kind with a nil Init is never
-	// discovered (a built-in declares its kind, so nil is fine there).
-	Init func(ctx context.Context, raw any, config map[string]any) (info any, err error)
 }
 
 // Backoff is an exponential restart delay: Initial, doubled after every

@@ -5,9 +5,10 @@
 // over gRPC with hashicorp/go-plugin. Each has an owner goroutine that
 // restarts it with exponential backoff when it exits and swaps in a fresh
 // process on Reload. Callers never hold a process: they go through the Host
-// (Call, Dispense, or the Schedulers routing table) and get the current
-// instance for the duration of one call, so a crash costs at most the calls
-// in flight (ErrPluginUnavailable) and a reload costs nothing.
+// (Get's typed view of a kind, or the routers built on it: Schedulers,
+// Drivers, CSIBridge, GC) and get the current instance for the duration of
+// one call, so a crash costs at most the calls in flight
+// (ErrPluginUnavailable) and a reload costs nothing.
 package pluginhost
 
 import (
@@ -27,7 +28,6 @@ import (
 
 	"github.com/drover-org/drover/core/structs"
 	"github.com/drover-org/drover/sdk/proto/schedulerpb"
-	"github.com/drover-org/drover/sdk/shared"
 )
 
 // Host runs the configured plugins. It is safe for concurrent use.
@@ -52,7 +52,7 @@ type Host struct {
 }
 
 // New validates cfg, launches every plugin and returns once all of them have
-// completed their handshake and Kind.Init. It fails, leaving nothing
+// completed their handshake and KindSpec.Init. It fails, leaving nothing
 // running, if any plugin cannot be launched: a broken install or config is
 // reported at agent start rather than discovered at the first eval. ctx
 // bounds the initial launches only.
@@ -62,7 +62,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	}
 	h := &Host{
 		log:          cfg.Logger,
-		kinds:        map[string]Kind{shared.KindScheduler: schedulerKind()},
+		kinds:        map[string]Kind{},
 		byName:       map[string]*managed{},
 		callWait:     cfg.CallWait,
 		drainTimeout: cfg.DrainTimeout,
@@ -82,14 +82,17 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	if h.probeInterval <= 0 {
 		h.probeInterval = DefaultProbeInterval
 	}
-	for name, k := range cfg.Kinds {
-		if _, taken := h.kinds[name]; taken || name == exitKind {
-			return nil, fmt.Errorf("pluginhost: kind %q is reserved", name)
+	for _, k := range builtinKinds() {
+		h.kinds[k.name] = k
+	}
+	for _, k := range cfg.Kinds {
+		if _, taken := h.kinds[k.name]; taken || k.name == exitKind {
+			return nil, fmt.Errorf("pluginhost: kind %q is reserved", k.name)
 		}
-		if k.Plugin == nil {
-			return nil, fmt.Errorf("pluginhost: kind %q has no Plugin", name)
+		if k.plugin == nil || k.init == nil {
+			return nil, fmt.Errorf("pluginhost: kind %q has no Plugin (build it with NewKind)", k.name)
 		}
-		h.kinds[name] = k
+		h.kinds[k.name] = k
 	}
 	if err := h.addPlugins(cfg); err != nil {
 		return nil, err
@@ -285,12 +288,12 @@ func (h *Host) Close() error {
 
 // Reload replaces every plugin's process with a freshly launched one, which
 // picks up a new binary on disk. For each plugin, callers switch to the new
-// instance atomically once its handshake and Kind.Init (a scheduler's Info)
+// instance atomically once its handshake and KindSpec.Init (a scheduler's Info)
 // have succeeded; the old instance then finishes its calls in flight (up to
 // DrainTimeout) and is killed, while long-lived calls (Watch) on it end at
 // once. A plugin whose new launch fails keeps its running instance, and its
 // error is returned. Plugins reload concurrently; ctx bounds each launch's
-// Kind.Init.
+// KindSpec.Init.
 //
 // The agent's SIGHUP uses ReloadChanged, which spares unchanged plugins.
 func (h *Host) Reload(ctx context.Context) error {
@@ -390,13 +393,12 @@ func (h *Host) unknown(name string) error {
 	return fmt.Errorf("%w %q: this agent's plugins are %s", ErrUnknownPlugin, name, listOrNone(names))
 }
 
-// Call runs fn with plugin name's interface for kind (for the driver kind,
-// whatever the driver Kind's GRPCClient returns), holding the current
-// instance for the duration of fn so a reload waits for it. fn's error is
-// classified: a failure caused by the process dying wraps
-// ErrPluginUnavailable. While the plugin is down Call waits up to CallWait
-// for it to come back.
-func (h *Host) Call(ctx context.Context, name, kind string, fn func(ctx context.Context, raw any) error) error {
+// call runs fn with plugin name's client for kind (Clients.Call is its
+// typed face), holding the current instance for the duration of fn so a
+// reload waits for it. fn's error is classified: a failure caused by the
+// process dying wraps ErrPluginUnavailable. While the plugin is down call
+// waits up to CallWait for it to come back.
+func (h *Host) call(ctx context.Context, name, kind string, fn func(ctx context.Context, raw any) error) error {
 	inst, raw, release, err := h.dispense(ctx, name, kind)
 	if err != nil {
 		return err
@@ -411,25 +413,11 @@ func (h *Host) Call(ctx context.Context, name, kind string, fn func(ctx context.
 	return err
 }
 
-// Dispense returns plugin name's interface for kind and a release function
-// that must be called once the caller is done with it. It is for callers
-// that hold a plugin across several calls or a stream (a driver's task
-// wait): until release, a Reload waits (up to DrainTimeout) before killing
-// the instance. Prefer Call for single calls; it also classifies errors. The
-// interface must not be used after release.
-func (h *Host) Dispense(ctx context.Context, name, kind string) (raw any, release func(), err error) {
-	_, raw, release, err = h.dispense(ctx, name, kind)
-	return raw, release, err
-}
-
-// Watch runs a long-lived call (a driver's WaitTask, a stream) that a
-// reload does not wait for. It holds no reference on the instance: when a
-// reload or restart replaces the instance, the context fn got is cancelled
-// and Watch fails with ErrPluginUnavailable, so the caller re-attaches to
-// the new instance (a driver's tasks outlive its process). Counting such
-// calls as in flight would make every reload of the plugin wait out
-// DrainTimeout whenever a task runs. Errors are classified as Call's.
-func (h *Host) Watch(ctx context.Context, name, kind string, fn func(ctx context.Context, raw any) error) error {
+// watch runs a long-lived call that a reload does not wait for
+// (Clients.Watch is its typed face): it holds no reference on the
+// instance, and a reload or restart that replaces the instance cancels
+// fn's context and fails the call with ErrPluginUnavailable.
+func (h *Host) watch(ctx context.Context, name, kind string, fn func(ctx context.Context, raw any) error) error {
 	inst, raw, release, err := h.dispense(ctx, name, kind)
 	if err != nil {
 		return err
@@ -475,12 +463,10 @@ func (h *Host) Plugins(kind string) []string {
 	return names
 }
 
-// Info returns what Kind.Init returned for plugin name's kind at the
-// plugin's last successful launch (for a scheduler, its
-// *schedulerpb.InfoResponse), and false when the plugin is unknown or does
-// not serve kind. A plugin that is down keeps the info of its last
-// instance; a reload replaces it once the new instance is current.
-func (h *Host) Info(name, kind string) (any, bool) {
+// info returns the declaration plugin name's Init gave for kind at its
+// last successful launch (Clients.Declaration is its typed face), and
+// false when the plugin is unknown or does not serve kind.
+func (h *Host) info(name, kind string) (any, bool) {
 	m, ok := h.byName[name]
 	if !ok {
 		return nil, false
@@ -556,12 +542,12 @@ func (m *managed) status() PluginStatus {
 		Health:   structs.AgentPluginRestarting,
 	}
 	for _, k := range st.Kinds {
-		if v, ok := m.infos[k].(interface{ GetVersion() string }); ok && v.GetVersion() != "" {
-			st.Version = v.GetVersion()
+		if v := m.h.kinds[k].version; v != nil && v(m.infos[k]) != "" {
+			st.Version = v(m.infos[k])
 			break
 		}
 	}
-	if info, ok := m.infos[shared.KindScheduler].(*schedulerpb.InfoResponse); ok {
+	if info := as[*schedulerpb.InfoResponse](m.infos[SchedulerKind.Name()]); info != nil {
 		for _, jt := range info.GetJobTypes() {
 			b := Behavior(jt)
 			st.JobTypes = append(st.JobTypes, JobTypeInfo{Type: jt.GetName(), Plugin: m.name,

@@ -166,21 +166,22 @@ func TestThirdPartyPluginsAndKinds(t *testing.T) {
 		{Name: "probe-builtin", Config: map[string]any{"from": "stanza"}},
 		{Name: "gpu", Config: map[string]any{"gpu": "yes"}, Args: []string{"--flag", "value"}},
 	}
-	cfg.Kinds = map[string]Kind{
-		// Served by every plugin: go-plugin registers the health service.
-		"probe": {Plugin: connPlugin{}, Init: func(ctx context.Context, raw any, config map[string]any) (any, error) {
-			_, err := grpc_health_v1.NewHealthClient(raw.(*grpc.ClientConn)).Check(ctx,
+	// Served by every plugin: go-plugin registers the health service.
+	probe := NewKind(KindSpec[*grpc.ClientConn, string]{Name: "probe", Plugin: connPlugin{},
+		Init: func(ctx context.Context, conn *grpc.ClientConn, config map[string]any) (string, error) {
+			_, err := grpc_health_v1.NewHealthClient(conn).Check(ctx,
 				&grpc_health_v1.HealthCheckRequest{Service: plugin.GRPCServiceName})
 			mu.Lock()
 			configs = append(configs, fmt.Sprint(config))
 			mu.Unlock()
 			return "probed", err
-		}},
-		// Served by none: the RPC is Unimplemented, so discovery skips it.
-		"nope": {Plugin: connPlugin{}, Init: func(ctx context.Context, raw any, _ map[string]any) (any, error) {
-			return nil, raw.(*grpc.ClientConn).Invoke(ctx, "/drover.test.Nope/Ping", &emptypb.Empty{}, &emptypb.Empty{})
-		}},
-	}
+		}})
+	// Served by none: the RPC is Unimplemented, so discovery skips it.
+	nope := NewKind(KindSpec[*grpc.ClientConn, string]{Name: "nope", Plugin: connPlugin{},
+		Init: func(ctx context.Context, conn *grpc.ClientConn, _ map[string]any) (string, error) {
+			return "", conn.Invoke(ctx, "/drover.test.Nope/Ping", &emptypb.Empty{}, &emptypb.Empty{})
+		}})
+	cfg.Kinds = []Kind{probe.Kind(), nope.Kind()}
 	h := newHost(t, cfg)
 
 	for _, tc := range []struct {
@@ -216,26 +217,40 @@ func TestThirdPartyPluginsAndKinds(t *testing.T) {
 		t.Errorf("third-party args = %q, %v; want %q", args, err, "--flag value\n")
 	}
 
-	// Generic access: Call and Dispense by plugin name and kind.
-	err = h.Call(t.Context(), "gpu", "probe", func(ctx context.Context, raw any) error {
-		_, err := grpc_health_v1.NewHealthClient(raw.(*grpc.ClientConn)).Check(ctx,
+	// Typed access: Call, Dispense and the declaration by plugin name.
+	probes := Get(h, probe)
+	err = probes.Call(t.Context(), "gpu", func(ctx context.Context, conn *grpc.ClientConn) error {
+		_, err := grpc_health_v1.NewHealthClient(conn).Check(ctx,
 			&grpc_health_v1.HealthCheckRequest{Service: plugin.GRPCServiceName})
 		return err
 	})
 	if err != nil {
 		t.Errorf("Call(gpu, probe): %v", err)
 	}
-	raw, release, err := h.Dispense(t.Context(), "probe-builtin", "probe")
+	conn, release, err := probes.Dispense(t.Context(), "probe-builtin")
 	if err != nil {
 		t.Fatalf("Dispense: %v", err)
 	}
-	if _, ok := raw.(*grpc.ClientConn); !ok {
-		t.Errorf("Dispense returned %T, want *grpc.ClientConn", raw)
+	if conn == nil {
+		t.Error("Dispense returned no connection")
 	}
 	release()
-	for _, tc := range []struct{ name, kind string }{{"gpu", "nope"}, {"probe-builtin", "scheduler"}, {"missing", "probe"}} {
-		if _, _, err := h.Dispense(t.Context(), tc.name, tc.kind); !errors.Is(err, ErrUnknownPlugin) {
-			t.Errorf("Dispense(%s, %s) error = %v, want ErrUnknownPlugin", tc.name, tc.kind, err)
+	if decl, ok := probes.Declaration("gpu"); !ok || decl != "probed" {
+		t.Errorf("Declaration(gpu) = %q, %v; want probed", decl, ok)
+	}
+	if got := probes.Loaded(); len(got) != 2 || got[0].Name != "probe-builtin" || !got[0].Builtin || got[1].Name != "gpu" || got[1].Builtin {
+		t.Errorf("Loaded() = %+v, want probe-builtin (built-in), then gpu", got)
+	}
+	for _, tc := range []struct {
+		name     string
+		dispense func() error
+	}{
+		{"gpu/nope", func() error { _, _, err := Get(h, nope).Dispense(t.Context(), "gpu"); return err }},
+		{"probe-builtin/scheduler", func() error { _, _, err := Get(h, SchedulerKind).Dispense(t.Context(), "probe-builtin"); return err }},
+		{"missing/probe", func() error { _, _, err := probes.Dispense(t.Context(), "missing"); return err }},
+	} {
+		if err := tc.dispense(); !errors.Is(err, ErrUnknownPlugin) {
+			t.Errorf("Dispense(%s) error = %v, want ErrUnknownPlugin", tc.name, err)
 		}
 	}
 }
@@ -282,7 +297,7 @@ func TestNewRefusesBadConfig(t *testing.T) {
 			c.PluginDir, c.Stanzas = t.TempDir(), []Stanza{{Name: "../s"}}
 		}, "invalid plugin name"},
 		{"reserved kind", func(c *Config) {
-			c.Kinds = map[string]Kind{shared.KindScheduler: {Plugin: connPlugin{}}}
+			c.Kinds = []Kind{NewKind(KindSpec[*grpc.ClientConn, string]{Name: shared.KindScheduler, Plugin: connPlugin{}}).Kind()}
 		}, "reserved"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

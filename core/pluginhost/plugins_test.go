@@ -17,7 +17,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/drover-org/drover/core/structs"
-	"github.com/drover-org/drover/sdk/proto/schedulerpb"
 	"github.com/drover-org/drover/sdk/scheduler"
 	"github.com/drover-org/drover/sdk/shared"
 )
@@ -196,8 +195,8 @@ func TestReloadOnePlugin(t *testing.T) {
 	pidA, pidB := statusOf(t, h, "sched-a").Pid, statusOf(t, h, "sched-b").Pid
 	held := make(chan error, 1)
 	go func() {
-		held <- h.Call(t.Context(), "sched-b", shared.KindScheduler, func(ctx context.Context, raw any) error {
-			_, err := raw.(scheduler.Scheduler).Schedule(ctx, evalReq(evalHold))
+		held <- Get(h, SchedulerKind).Call(t.Context(), "sched-b", func(ctx context.Context, s scheduler.Scheduler) error {
+			_, err := s.Schedule(ctx, evalReq(evalHold))
 			return err
 		})
 	}()
@@ -284,8 +283,8 @@ func TestReloadChangedOnly(t *testing.T) {
 			}
 		})
 	}
-	if err := h.Call(t.Context(), "ext", shared.KindScheduler, func(ctx context.Context, raw any) error {
-		_, err := raw.(scheduler.Scheduler).Schedule(ctx, evalReq("after"))
+	if err := Get(h, SchedulerKind).Call(t.Context(), "ext", func(ctx context.Context, s scheduler.Scheduler) error {
+		_, err := s.Schedule(ctx, evalReq("after"))
 		return err
 	}); err != nil {
 		t.Errorf("call after the reloads: %v", err)
@@ -303,8 +302,8 @@ func TestWatchEndsOnReload(t *testing.T) {
 	pid := statusOf(t, h, "sched-a").Pid
 	watched := make(chan error, 1)
 	go func() {
-		watched <- h.Watch(t.Context(), "sched-a", shared.KindScheduler, func(ctx context.Context, raw any) error {
-			_, err := raw.(scheduler.Scheduler).Schedule(ctx, evalReq(evalHold))
+		watched <- Get(h, SchedulerKind).Watch(t.Context(), "sched-a", func(ctx context.Context, s scheduler.Scheduler) error {
+			_, err := s.Schedule(ctx, evalReq(evalHold))
 			return err
 		})
 	}()
@@ -327,19 +326,26 @@ func TestWatchEndsOnReload(t *testing.T) {
 	}
 }
 
-// Info is what Kind.Init recorded at the last launch, kept while the plugin
-// is down; Running follows the instance.
+// A declaration is what KindSpec.Init returned at the last launch, kept
+// while the plugin is down; Running follows the instance.
 func TestInfoAndRunning(t *testing.T) {
 	cfg := testConfig(t, fake("sched-a", "a"))
 	cfg.CallWait = 0
 	cfg.Backoff = Backoff{Initial: time.Hour} // stays down until Reload
 	h := newHost(t, cfg)
 	name := func(name, kind string) string {
-		info, ok := h.Info(name, kind)
+		var got interface{ GetName() string }
+		var ok bool
+		switch kind {
+		case shared.KindScheduler:
+			got, ok = Get(h, SchedulerKind).Declaration(name)
+		case shared.KindDriver:
+			got, ok = Get(h, DriverKind).Declaration(name)
+		}
 		if !ok {
 			return "<none>"
 		}
-		return info.(*schedulerpb.InfoResponse).GetName()
+		return got.GetName()
 	}
 	for _, tc := range []struct{ plugin, kind, want string }{
 		{"sched-a", shared.KindScheduler, "fake-a"},

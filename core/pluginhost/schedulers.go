@@ -90,8 +90,8 @@ type routed struct {
 func (r routed) PluginName() string { return r.plugin }
 
 func (r routed) Info(ctx context.Context) (resp *schedulerpb.InfoResponse, err error) {
-	err = r.h.Call(ctx, r.plugin, shared.KindScheduler, func(ctx context.Context, raw any) error {
-		resp, err = raw.(scheduler.Scheduler).Info(ctx)
+	err = Get(r.h, SchedulerKind).Call(ctx, r.plugin, func(ctx context.Context, s scheduler.Scheduler) error {
+		resp, err = s.Info(ctx)
 		return err
 	})
 	return resp, err
@@ -101,36 +101,36 @@ func (r routed) Schedule(ctx context.Context, req *schedulerpb.ScheduleRequest) 
 	if m := r.h.byName[r.plugin]; m != nil {
 		defer m.trackCall("Schedule")()
 	}
-	err = r.h.Call(ctx, r.plugin, shared.KindScheduler, func(ctx context.Context, raw any) error {
-		resp, err = raw.(scheduler.Scheduler).Schedule(ctx, req)
+	err = Get(r.h, SchedulerKind).Call(ctx, r.plugin, func(ctx context.Context, s scheduler.Scheduler) error {
+		resp, err = s.Schedule(ctx, req)
 		return err
 	})
 	return resp, err
 }
 
-// schedulerKind is the scheduler plugin kind. Its Init is the Info call
+// SchedulerKind is the scheduler plugin kind. Its Init is the Info call
 // that both proves a third-party plugin is a scheduler and tells the host
-// which job types to route to it.
-func schedulerKind() Kind {
-	return Kind{
-		Plugin: &scheduler.Plugin{},
-		Init: func(ctx context.Context, raw any, _ map[string]any) (any, error) {
-			info, err := raw.(scheduler.Scheduler).Info(ctx)
-			if err != nil {
-				return nil, err
+// which job types to route to it: the declaration is that Info.
+var SchedulerKind = NewKind(KindSpec[scheduler.Scheduler, *schedulerpb.InfoResponse]{
+	Name:    shared.KindScheduler,
+	Plugin:  &scheduler.Plugin{},
+	Version: (*schedulerpb.InfoResponse).GetVersion,
+	Init: func(ctx context.Context, s scheduler.Scheduler, _ map[string]any) (*schedulerpb.InfoResponse, error) {
+		info, err := s.Info(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if info.GetName() == "" || len(info.GetJobTypes()) == 0 {
+			return nil, errors.New("scheduler Info must give a name and at least one job type")
+		}
+		for _, jt := range info.GetJobTypes() {
+			if jt.GetName() == "" {
+				return nil, errors.New("scheduler Info lists a job type without a name")
 			}
-			if info.GetName() == "" || len(info.GetJobTypes()) == 0 {
-				return nil, errors.New("scheduler Info must give a name and at least one job type")
-			}
-			for _, jt := range info.GetJobTypes() {
-				if jt.GetName() == "" {
-					return nil, errors.New("scheduler Info lists a job type without a name")
-				}
-			}
-			return info, nil
-		},
-	}
-}
+		}
+		return info, nil
+	},
+})
 
 // rebuildRoutes recomputes the routing table from every scheduler plugin's
 // last Info, logging job types claimed twice when the table changes.
@@ -141,10 +141,9 @@ func (h *Host) rebuildRoutes() {
 	type claim struct{ jobType, plugin, overrides string }
 	byType := map[string]JobTypeInfo{}
 	var conflicts []claim
+	schedulers := Get(h, SchedulerKind)
 	for _, m := range h.plugins {
-		m.mu.Lock()
-		info, _ := m.infos[shared.KindScheduler].(*schedulerpb.InfoResponse)
-		m.mu.Unlock()
+		info, _ := schedulers.Declaration(m.name)
 		for _, jt := range info.GetJobTypes() {
 			if prev, ok := byType[jt.GetName()]; ok && prev.Plugin != m.name {
 				conflicts = append(conflicts, claim{jt.GetName(), m.name, prev.Plugin})

@@ -31,7 +31,7 @@ type instance struct {
 	done    <-chan struct{} // closed when the process has exited
 	conn    *grpc.ClientConn
 	kinds   map[string]any // kind → dispensed interface
-	infos   map[string]any // kind → what Kind.Init returned
+	infos   map[string]any // kind → what KindSpec.Init returned
 	// bin is the plugin binary as it was on disk when this instance was
 	// launched; a reload of changed plugins compares it with the file now.
 	bin os.FileInfo
@@ -161,7 +161,7 @@ func (exitWatch) GRPCClient(ctx context.Context, _ *plugin.GRPCBroker, conn *grp
 	return exitWatchClient{exited: ctx, conn: conn}, nil
 }
 
-// launch starts a new process and readies it: handshake, then Kind.Init of
+// launch starts a new process and readies it: handshake, then KindSpec.Init of
 // every kind it serves. On error nothing is left running.
 func (m *managed) launch(ctx context.Context) (*instance, error) {
 	return m.launchWith(ctx, m.args, m.config)
@@ -185,7 +185,7 @@ func (m *managed) launchWith(ctx context.Context, args []string, config map[stri
 	dieWithHost(cmd)
 	plugins := plugin.PluginSet{exitKind: exitWatch{}}
 	for k, spec := range m.h.kinds {
-		plugins[k] = spec.Plugin
+		plugins[k] = spec.plugin
 	}
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  shared.Handshake,
@@ -241,22 +241,21 @@ func (m *managed) ready(ctx context.Context, client *plugin.Client, cmd *exec.Cm
 	}
 	for _, kind := range candidates {
 		spec := m.h.kinds[kind]
-		if spec.Init == nil && !m.builtin {
+		if !spec.discover && !m.builtin {
 			continue
 		}
 		raw, err := rpc.Dispense(kind)
 		if err != nil {
 			return nil, fmt.Errorf("dispense %s: %w", kind, err)
 		}
-		var info any
-		if spec.Init != nil {
-			info, err = spec.Init(ctx, raw, config)
-			if !m.builtin && status.Code(err) == codes.Unimplemented {
-				continue // discovery: the plugin does not serve this kind
-			}
-			if err != nil {
-				return nil, fmt.Errorf("init %s: %w", kind, err)
-			}
+		// init admits only the kind's client type, so the typed views
+		// (Clients) get what they expect.
+		info, err := spec.init(ctx, raw, config)
+		if !m.builtin && status.Code(err) == codes.Unimplemented {
+			continue // discovery: the plugin does not serve this kind
+		}
+		if err != nil {
+			return nil, fmt.Errorf("init %s: %w", kind, err)
 		}
 		inst.kinds[kind], inst.infos[kind] = raw, info
 	}

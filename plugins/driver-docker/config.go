@@ -2,6 +2,7 @@ package docker
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,9 +17,10 @@ import (
 )
 
 // ConfigEnvVar carries the plugin config (the agent's `plugin "docker" {
-// config { … } }` stanza, as JSON) to the plugin process. The driver
-// protocol has no configuration call, and the built-in is launched by the
-// agent, which sets it; a standalone build reads the same variable.
+// config { … } }` stanza, as JSON) to the plugin process at launch, once
+// the agent has had the plugin check it (ValidateConfig). The built-in is
+// launched by the agent, which sets it; a standalone build reads the same
+// variable.
 const ConfigEnvVar = "DROVER_DOCKER_PLUGIN_CONFIG"
 
 // defaultCaps is what Nomad's allow_caps defaults to: Docker's default
@@ -366,3 +368,12 @@ func parseVolume(s string) (volume, error) {
 	}
 	return v, nil
 }
+
+// ValidateConfig implements driver.ConfigValidator: raw is accepted when
+// ParsePluginConfig takes it, as the plugin would at start.
+func (d *Driver) ValidateConfig(_ context.Context, raw []byte) error {
+	_, err := ParsePluginConfig(raw)
+	return driver.InvalidPluginConfig(err)
+}
+
+var _ driver.ConfigValidator = (*Driver)(nil)

@@ -2,16 +2,19 @@ package rawexec
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/drover-org/drover/sdk/driver"
 )
 
 // ConfigEnvVar carries the plugin config (the agent's `plugin "raw_exec" {
 // config { … } }` stanza, as JSON, with the -dev agent's defaults filled
-// in) to the plugin process: the driver protocol has no configuration call.
-// A hand-started plugin reads the same variable; without it the driver is
-// disabled.
+// in) to the plugin process at launch, once the agent has had the plugin
+// check it (ValidateConfig). A hand-started plugin reads the same
+// variable; without it the driver is disabled.
 const ConfigEnvVar = "DROVER_RAWEXEC_PLUGIN_CONFIG"
 
 // ConfigKeyEnabled, ConfigKeyNoCgroups and ConfigKeyDeniedHostUsers are the
@@ -74,3 +77,12 @@ func ParsePluginConfig(raw []byte) (*PluginConfig, error) {
 	}
 	return &cfg, nil
 }
+
+// ValidateConfig implements driver.ConfigValidator: raw is accepted when
+// ParsePluginConfig takes it, as the plugin would at start.
+func (d *Driver) ValidateConfig(_ context.Context, raw []byte) error {
+	_, err := ParsePluginConfig(raw)
+	return driver.InvalidPluginConfig(err)
+}
+
+var _ driver.ConfigValidator = (*Driver)(nil)

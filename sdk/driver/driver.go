@@ -82,3 +82,24 @@ type Driver interface {
 	// driver's.
 	RecoverTask(ctx context.Context, handle *driverpb.TaskHandle) error
 }
+
+// ConfigValidator is implemented by a driver that takes a plugin config
+// (the agent's `plugin "<driver>" { config { ... } }` block): the agent
+// asks it to check one before starting the driver with it, so a bad key or
+// value fails the agent's start naming the field and the rule. A Driver
+// that does not implement it accepts every config.
+type ConfigValidator interface {
+	// ValidateConfig checks configJSON (empty: no config block) as the
+	// driver would take it at start, without applying it. A refusal wraps
+	// ErrInvalidPluginConfig (see InvalidPluginConfig) and says which
+	// field breaks which rule.
+	ValidateConfig(ctx context.Context, configJSON []byte) error
+}
+
+// Client is what the host holds of a driver plugin: the Driver, and the
+// plugin-config check, which every client answers (a plugin that does not
+// check its config accepts every one).
+type Client interface {
+	Driver
+	ConfigValidator
+}

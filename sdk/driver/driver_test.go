@@ -298,3 +298,41 @@ func TestParseSignal(t *testing.T) {
 		}
 	}
 }
+
+// validatingFake judges its plugin config: "bad" is refused.
+type validatingFake struct{ fake }
+
+func (*validatingFake) ValidateConfig(_ context.Context, raw []byte) error {
+	if string(raw) == "bad" {
+		return driver.InvalidPluginConfig(errors.New(`fake plugin config: key "x" is not known`))
+	}
+	return nil
+}
+
+// ValidateConfig crosses the wire with its kind and the driver's own
+// message; a driver that judges no config accepts every one.
+func TestValidateConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		impl    driver.Driver
+		raw     string
+		wantErr string // "" accepts
+	}{
+		{"accepted", &validatingFake{}, `{"x":1}`, ""},
+		{"refused", &validatingFake{}, "bad", `fake plugin config: key "x" is not known`},
+		{"no validator", &fake{}, "bad", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := drivertest.Connect(t, tc.impl).ValidateConfig(t.Context(), []byte(tc.raw))
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("ValidateConfig = %v, want nil", err)
+				}
+				return
+			}
+			if !errors.Is(err, driver.ErrInvalidPluginConfig) || errors.Is(err, driver.ErrInvalidConfig) || err.Error() != tc.wantErr {
+				t.Fatalf("ValidateConfig = %v, want ErrInvalidPluginConfig with the message %q", err, tc.wantErr)
+			}
+		})
+	}
+}

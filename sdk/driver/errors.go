@@ -25,7 +25,26 @@ var (
 	ErrTaskRunning = errors.New("task is running")
 	// ErrTaskNotRunning: the call needs a running task.
 	ErrTaskNotRunning = errors.New("task is not running")
+	// ErrInvalidPluginConfig: ValidateConfig refused the plugin config.
+	// Build it with InvalidPluginConfig, which keeps the message the
+	// driver's own (the field and the rule) for the agent to show.
+	ErrInvalidPluginConfig = errors.New("invalid plugin config")
 )
+
+// InvalidPluginConfig marks err, a driver's refusal of its plugin config,
+// as ErrInvalidPluginConfig without changing its message: the agent puts
+// the stanza's position and the plugin's name in front of it.
+func InvalidPluginConfig(err error) error {
+	if err == nil {
+		return nil
+	}
+	return pluginConfigError{err}
+}
+
+type pluginConfigError struct{ err error }
+
+func (e pluginConfigError) Error() string   { return e.err.Error() }
+func (e pluginConfigError) Unwrap() []error { return []error{ErrInvalidPluginConfig, e.err} }
 
 // errorCodec carries the kinds across the plugin boundary. The reason
 // disambiguates kinds that share a code; the code alone still maps back to
@@ -35,6 +54,7 @@ var errorCodec = &shared.ErrorCodec{
 	Kinds: []shared.ErrorKind{
 		{Err: ErrTaskNotFound, Code: codes.NotFound, Reason: "TASK_NOT_FOUND"},
 		{Err: ErrTaskExists, Code: codes.AlreadyExists, Reason: "TASK_EXISTS"},
+		{Err: ErrInvalidPluginConfig, Code: codes.InvalidArgument, Reason: "INVALID_PLUGIN_CONFIG"},
 		{Err: ErrInvalidConfig, Code: codes.InvalidArgument, Reason: "INVALID_CONFIG"},
 		{Err: ErrInvalidSignal, Code: codes.InvalidArgument, Reason: "INVALID_SIGNAL"},
 		{Err: ErrTaskRunning, Code: codes.FailedPrecondition, Reason: "TASK_RUNNING"},

@@ -6,6 +6,8 @@ import (
 
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/drover-org/drover/sdk/proto/driverpb"
 )
@@ -31,8 +33,8 @@ func (p *Plugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, conn *grpc.
 	return NewClient(conn), nil
 }
 
-// NewClient returns a Driver that calls a driver plugin served on conn.
-func NewClient(conn grpc.ClientConnInterface) Driver {
+// NewClient returns a Client that calls a driver plugin served on conn.
+func NewClient(conn grpc.ClientConnInterface) Client {
 	return &grpcClient{client: driverpb.NewDriverClient(conn)}
 }
 
@@ -41,7 +43,7 @@ type grpcClient struct {
 	client driverpb.DriverClient
 }
 
-var _ Driver = (*grpcClient)(nil)
+var _ Client = (*grpcClient)(nil)
 
 func (c *grpcClient) Info(ctx context.Context) (*driverpb.InfoResponse, error) {
 	resp, err := c.client.Info(ctx, &driverpb.InfoRequest{})
@@ -98,6 +100,16 @@ func (c *grpcClient) SignalTask(ctx context.Context, id string, signal string) e
 
 func (c *grpcClient) RecoverTask(ctx context.Context, handle *driverpb.TaskHandle) error {
 	_, err := c.client.RecoverTask(ctx, &driverpb.RecoverTaskRequest{Handle: handle})
+	return fromStatus(err)
+}
+
+// ValidateConfig implements ConfigValidator. A plugin that predates the
+// call answers Unimplemented: it checks no config, so it accepts this one.
+func (c *grpcClient) ValidateConfig(ctx context.Context, configJSON []byte) error {
+	_, err := c.client.ValidateConfig(ctx, &driverpb.ValidateConfigRequest{ConfigJson: configJSON})
+	if status.Code(err) == codes.Unimplemented {
+		return nil
+	}
 	return fromStatus(err)
 }
 
@@ -174,4 +186,13 @@ func (s *grpcServer) RecoverTask(ctx context.Context, req *driverpb.RecoverTaskR
 		return nil, toStatus(err)
 	}
 	return &driverpb.RecoverTaskResponse{}, nil
+}
+
+func (s *grpcServer) ValidateConfig(ctx context.Context, req *driverpb.ValidateConfigRequest) (*driverpb.ValidateConfigResponse, error) {
+	if v, ok := s.impl.(ConfigValidator); ok {
+		if err := v.ValidateConfig(ctx, req.GetConfigJson()); err != nil {
+			return nil, toStatus(err)
+		}
+	}
+	return &driverpb.ValidateConfigResponse{}, nil
 }

@@ -14,8 +14,9 @@ import (
 )
 
 // Connect serves impl over an in-process go-plugin gRPC connection and
-// returns the client side. The connection is closed when t ends.
-func Connect(t testing.TB, impl driver.Driver) driver.Driver {
+// returns the client side, as the host holds it. The connection is closed
+// when t ends.
+func Connect(t testing.TB, impl driver.Driver) driver.Client {
 	t.Helper()
 	client, server := plugin.TestPluginGRPCConn(t, false, map[string]plugin.Plugin{
 		shared.KindDriver: &driver.Plugin{Impl: impl},
@@ -30,9 +31,9 @@ func Connect(t testing.TB, impl driver.Driver) driver.Driver {
 	if err != nil {
 		t.Fatalf("dispense %s plugin: %v", shared.KindDriver, err)
 	}
-	d, ok := raw.(driver.Driver)
+	d, ok := raw.(driver.Client)
 	if !ok {
-		t.Fatalf("dispensed %T, not a driver.Driver", raw)
+		t.Fatalf("dispensed %T, not a driver.Client", raw)
 	}
 	return d
 }

@@ -1,32 +1,43 @@
-package agent
+package pluginhost
 
 import (
 	"context"
 	"errors"
 
-	"github.com/drover-org/drover/core/pluginhost"
 	"github.com/drover-org/drover/sdk/csibridge"
 	"github.com/drover-org/drover/sdk/shared"
 )
 
-// routedBridge implements csibridge.Bridge by calling the current instance
-// of the agent's csi-bridge plugin: the built-in one, or the one a
-// plugin_dir binary serves. The bridge holds no state, so a call after a
-// reload simply reaches the new process.
+// CSIBridgeKind is the csi-bridge plugin kind. Its Init is a Ping, which
+// proves the instance serves the kind; the bridge declares nothing.
+var CSIBridgeKind = NewKind(KindSpec[csibridge.Bridge, struct{}]{
+	Name:   shared.KindCSIBridge,
+	Plugin: &csibridge.Plugin{},
+	Init: func(ctx context.Context, b csibridge.Bridge, _ map[string]any) (struct{}, error) {
+		return struct{}{}, csibridge.Ping(ctx, b)
+	},
+})
+
+// CSIBridge returns the csi-bridge the client speaks CSI through: every
+// call goes to the current instance of the first csi-bridge plugin in
+// config order (the built-in one, or the one a plugin_dir binary serves).
+// The bridge holds no state, so a call after a reload simply reaches the
+// new process.
+func (h *Host) CSIBridge() csibridge.Bridge { return routedBridge{clients: Get(h, CSIBridgeKind)} }
+
+// routedBridge implements csibridge.Bridge over the host.
 type routedBridge struct {
-	host *pluginhost.Host
+	clients Clients[csibridge.Bridge, struct{}]
 }
 
 var errNoBridge = errors.Join(csibridge.ErrUnavailable, errors.New("no csi-bridge plugin is loaded"))
 
 func (r routedBridge) call(ctx context.Context, fn func(context.Context, csibridge.Bridge) error) error {
-	names := r.host.Plugins(shared.KindCSIBridge)
+	names := r.clients.Names()
 	if len(names) == 0 {
 		return errNoBridge
 	}
-	return r.host.Call(ctx, names[0], shared.KindCSIBridge, func(ctx context.Context, raw any) error {
-		return fn(ctx, raw.(csibridge.Bridge))
-	})
+	return r.clients.Call(ctx, names[0], fn)
 }
 
 func (r routedBridge) Fingerprint(ctx context.Context, req csibridge.FingerprintRequest) (out *csibridge.Fingerprint, err error) {
@@ -78,3 +89,5 @@ func (r routedBridge) ValidateVolumeCapabilities(ctx context.Context, req csibri
 	})
 	return
 }
+
+var _ csibridge.Bridge = routedBridge{}
