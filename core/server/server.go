@@ -16,8 +16,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-	"go.etcd.io/bbolt"
 
 	"github.com/drover-org/drover/core/events"
 	"github.com/drover-org/drover/core/fsm"
@@ -28,6 +26,7 @@ import (
 	"github.com/drover-org/drover/core/server/evalbroker"
 	"github.com/drover-org/drover/core/server/pkiendpoint"
 	"github.com/drover-org/drover/core/server/planqueue"
+	"github.com/drover-org/drover/core/server/raftstore"
 	"github.com/drover-org/drover/core/server/schedio"
 	"github.com/drover-org/drover/core/server/volumewatcher"
 	"github.com/drover-org/drover/core/state"
@@ -374,7 +373,7 @@ func (s *Server) setupRaft() error {
 		s.transport = tr
 		return s.startRaft(rc, logs, stable, snaps, addr)
 	}
-	if err := s.cfg.applyRaftTiming(rc); err != nil {
+	if err := raftstore.ApplyTiming(rc, s.cfg.RaftMultiplier, s.cfg.RaftTiming); err != nil {
 		return err
 	}
 	dir := filepath.Join(s.cfg.DataDir, "raft")
@@ -382,12 +381,9 @@ func (s *Server) setupRaft() error {
 		return fmt.Errorf("raft data dir: %w", err)
 	}
 	dbPath := filepath.Join(dir, "raft.db")
-	if err := checkRaftDB(dbPath); err != nil {
-		return err
-	}
-	bolt, err := raftboltdb.New(raftboltdb.Options{Path: dbPath, BoltOptions: &bbolt.Options{Timeout: raftDBLockWait}})
+	bolt, err := raftstore.Open(dbPath)
 	if err != nil {
-		return fmt.Errorf("raft log store %s: %w", dbPath, err)
+		return err
 	}
 	s.raftStore = bolt
 	fss, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, s.logger.Named("snapshot"))
