@@ -25,6 +25,7 @@ import (
 	"github.com/drover-org/drover/core/server/blockedevals"
 	"github.com/drover-org/drover/core/server/evalbroker"
 	"github.com/drover-org/drover/core/server/pkiendpoint"
+	"github.com/drover-org/drover/core/server/planapply"
 	"github.com/drover-org/drover/core/server/planqueue"
 	"github.com/drover-org/drover/core/server/raftstore"
 	"github.com/drover-org/drover/core/server/schedio"
@@ -194,6 +195,7 @@ type Server struct {
 	writes    *writeQuiet
 	blocked   *blockedevals.BlockedEvals
 	planQueue *planqueue.Queue
+	plans     *planapply.Applier
 	periodic  *periodicDispatcher
 	heartbeat *heartbeater
 	nodeCache *schedio.NodeCache
@@ -295,6 +297,7 @@ func New(cfg Config) (*Server, error) {
 	s.writes = newWriteQuiet()
 	s.blocked = blockedevals.New(s.broker, s.logger.Named("blocked_evals"))
 	s.planQueue = planqueue.New()
+	s.plans = s.newPlanApplier()
 	s.periodic = newPeriodicDispatcher(s)
 	s.heartbeat = newHeartbeater(s)
 	s.nodeCache = schedio.NewNodeCache()
