@@ -432,7 +432,6 @@ func TestEvaluatePlanDropsTerminalPreemptions(t *testing.T) {
 	}
 }
 
-
 // evaluatePlan is Evaluate without the reasons.
 func evaluatePlan(snap State, plan *structs.Plan) *structs.PlanResult {
 	r, _ := Evaluate(snap, plan)
