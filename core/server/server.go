@@ -24,6 +24,7 @@ import (
 	"github.com/drover-org/drover/core/server/aclendpoint"
 	"github.com/drover-org/drover/core/server/blockedevals"
 	"github.com/drover-org/drover/core/server/evalbroker"
+	"github.com/drover-org/drover/core/server/periodic"
 	"github.com/drover-org/drover/core/server/pkiendpoint"
 	"github.com/drover-org/drover/core/server/planapply"
 	"github.com/drover-org/drover/core/server/planqueue"
@@ -196,7 +197,7 @@ type Server struct {
 	blocked   *blockedevals.BlockedEvals
 	planQueue *planqueue.Queue
 	plans     *planapply.Applier
-	periodic  *periodicDispatcher
+	periodic  *periodic.Dispatcher
 	heartbeat *heartbeater
 	nodeCache *schedio.NodeCache
 	gate      *typeGate
@@ -298,7 +299,7 @@ func New(cfg Config) (*Server, error) {
 	s.blocked = blockedevals.New(s.broker, s.logger.Named("blocked_evals"))
 	s.planQueue = planqueue.New()
 	s.plans = s.newPlanApplier()
-	s.periodic = newPeriodicDispatcher(s)
+	s.periodic = s.newPeriodicDispatcher()
 	s.heartbeat = newHeartbeater(s)
 	s.nodeCache = schedio.NewNodeCache()
 	s.gate = newTypeGate()
