@@ -450,7 +450,7 @@ func (s *Server) ForcePeriodic(ctx context.Context, ns, jobID string) (*structs.
 	if job.Stop {
 		return nil, structs.NewError(structs.ErrInvalid, "can't force launch stopped job %q", jobID)
 	}
-	ev, index, err := s.periodic.launch(job, s.cfg.Now(), true)
+	ev, index, err := s.periodic.Force(job, s.cfg.Now())
 	if err != nil {
 		return nil, err
 	}

@@ -116,14 +116,14 @@ func (s *Server) establishLeadership() error {
 	if err := s.restoreEvals(); err != nil {
 		return fmt.Errorf("restore evals: %w", err)
 	}
-	if err := s.periodic.restore(); err != nil {
+	if err := s.periodic.Restore(); err != nil {
 		return fmt.Errorf("restore periodic dispatcher: %w", err)
 	}
 
 	s.startLeaderLoop(ctx, s.planApplier)
 	s.startLeaderLoop(ctx, s.reapFailedEvals)
 	s.startLeaderLoop(ctx, s.reapDuplicateEvals)
-	s.startLeaderLoop(ctx, s.periodic.run)
+	s.startLeaderLoop(ctx, s.periodic.Run)
 	s.startLeaderLoop(ctx, s.heartbeat.run)
 	s.startLeaderLoop(ctx, s.drainer.Run)
 	s.startLeaderLoop(ctx, s.newDeploymentWatcher().Run)
@@ -169,9 +169,9 @@ func (s *Server) revokeLeadership() {
 	s.blocked.SetEnabled(false)
 	s.planQueue.SetEnabled(false)
 	s.leaderWG.Wait()
-	// After the loops: periodic.run disables it too when it ends, but a
+	// After the loops: periodic.Run disables it too when it ends, but a
 	// failed step-up may have restored it without starting the loop.
-	s.periodic.disable()
+	s.periodic.Disable()
 	s.logger.Info("cluster leadership lost")
 }
 
@@ -329,9 +329,9 @@ func (h *leaderHooks) NodeChanged(node *structs.Node, index uint64) {
 	}
 }
 
-func (h *leaderHooks) JobUpserted(job *structs.Job) { h.s.periodic.jobChanged(job) }
+func (h *leaderHooks) JobUpserted(job *structs.Job) { h.s.periodic.JobChanged(job) }
 
-func (h *leaderHooks) JobDeleted(ns, id string) { h.s.periodic.jobRemoved(ns, id) }
+func (h *leaderHooks) JobDeleted(ns, id string) { h.s.periodic.JobRemoved(ns, id) }
 
 // VolumesFreed releases every blocked eval: which of them wait on a
 // volume is not recorded (a volume check is per node, not per class), and

@@ -49,9 +49,7 @@ func childrenOf(t *testing.T, s *Server, parent string) []*structs.Job {
 
 // nextLaunch is the dispatcher's next launch time for a job, or zero.
 func nextLaunch(s *Server, id string) time.Time {
-	s.periodic.mu.Lock()
-	defer s.periodic.mu.Unlock()
-	return s.periodic.next[structs.NamespacedID{ID: id, Namespace: structs.DefaultNamespace}]
+	return s.periodic.NextLaunch(structs.DefaultNamespace, id)
 }
 
 func TestPeriodicRegisterAndForce(t *testing.T) {
@@ -146,7 +144,7 @@ func TestPeriodicProhibitOverlap(t *testing.T) {
 	// 11:00 is due while the first child's alloc is still pending: skipped.
 	skipped := time.Date(2030, 1, 1, 11, 0, 5, 0, time.UTC)
 	clock.Set(skipped)
-	s.periodic.poke()
+	s.periodic.Wake()
 	waitFor(t, 5*time.Second, "11:00 launch consumed", func() bool {
 		return nextLaunch(s, "po").Equal(time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC))
 	})
@@ -179,7 +177,7 @@ func TestPeriodicProhibitOverlap(t *testing.T) {
 		}
 	}
 	clock.Set(time.Date(2030, 1, 1, 12, 0, 1, 0, time.UTC))
-	s.periodic.poke()
+	s.periodic.Wake()
 	// Children are named after their scheduled time, not the clock's.
 	scheduled := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
 	want := fmt.Sprintf("po/periodic-%d", scheduled.Unix())
@@ -192,49 +190,6 @@ func TestPeriodicProhibitOverlap(t *testing.T) {
 	}
 	if n := len(childrenOf(t, s, "po")); n != 3 {
 		t.Fatalf("children = %d, want 3", n)
-	}
-}
-
-func TestPeriodicNextTimeZone(t *testing.T) {
-	winter := time.Date(2030, 1, 15, 12, 0, 0, 0, time.UTC)
-	summer := time.Date(2030, 7, 15, 12, 0, 0, 0, time.UTC)
-	cases := []struct {
-		name  string
-		specs []string
-		tz    string
-		from  time.Time
-		want  time.Time
-	}{
-		{"utc", []string{"0 9 * * *"}, "UTC", winter, time.Date(2030, 1, 16, 9, 0, 0, 0, time.UTC)},
-		{"new york winter (UTC-5)", []string{"0 9 * * *"}, "America/New_York", winter, time.Date(2030, 1, 15, 14, 0, 0, 0, time.UTC)},
-		{"new york summer (UTC-4)", []string{"0 9 * * *"}, "America/New_York", summer, time.Date(2030, 7, 15, 13, 0, 0, 0, time.UTC)},
-		{"tokyo, later today", []string{"0 22 * * *"}, "Asia/Tokyo", winter, time.Date(2030, 1, 15, 13, 0, 0, 0, time.UTC)},
-		{"earliest of several crons", []string{"0 23 * * *", "30 12 * * *"}, "UTC", winter, time.Date(2030, 1, 15, 12, 30, 0, 0, time.UTC)},
-		{"strictly after from", []string{"0 12 * * *"}, "UTC", winter, time.Date(2030, 1, 16, 12, 0, 0, 0, time.UTC)},
-		// As Nomad reads them: a sixth field is a year, a seventh puts
-		// seconds first.
-		{"six fields: minutes and a year", []string{"*/10 * * * * *"}, "UTC", winter, winter.Add(10 * time.Minute)},
-		{"six fields: a later year", []string{"0 0 1 1 * 2031"}, "UTC", winter, time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)},
-		{"seven fields: seconds", []string{"*/5 * * * * ? *"}, "UTC", winter, winter.Add(5 * time.Second)},
-		{"question mark in day of month", []string{"0 0 ? * MON"}, "UTC", winter, time.Date(2030, 1, 21, 0, 0, 0, 0, time.UTC)},
-		{"@weekly", []string{"@weekly"}, "UTC", winter, time.Date(2030, 1, 20, 0, 0, 0, 0, time.UTC)},
-		{"@annually", []string{"@annually"}, "UTC", winter, time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)},
-		{"no launch ever", []string{"0 0 30 2 *"}, "UTC", winter, time.Time{}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			p := &structs.PeriodicConfig{Enabled: true, Specs: tc.specs, TimeZone: tc.tz}
-			got, err := p.Next(tc.from)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !got.Equal(tc.want) {
-				t.Fatalf("Next = %s, want %s", got.UTC(), tc.want)
-			}
-		})
-	}
-	if _, err := (&structs.PeriodicConfig{Spec: "0 9 * * *", TimeZone: "Mars/Olympus"}).Next(winter); err == nil {
-		t.Fatal("unknown time zone accepted")
 	}
 }
 

@@ -1,80 +1,15 @@
 package server
 
-import (
-	"time"
+import "github.com/drover-org/drover/core/server/raftstore"
 
-	"github.com/hashicorp/raft"
-
-	"github.com/drover-org/drover/core/structs"
-)
-
-// Raft's timers outside dev mode are hashicorp/raft's defaults, which are
-// Nomad's at raft_multiplier = 1: a follower that hears nothing from the
-// leader for a heartbeat timeout (1s) stands for election, and a leader
-// that cannot reach a quorum for its lease (500ms) steps down. Shorter
-// timers fail over faster but cost leaderless time that no failure caused
-// whenever a loaded machine delays a heartbeat: at 500ms/250ms three
-// servers on a busy 2-core host lost their leader every few minutes.
+// The Raft timing knobs of Config, defined in raftstore.
 const (
-	DefaultRaftMultiplier = 1
-	// MaxRaftMultiplier is Nomad's bound: ten seconds without a leader's
-	// heartbeat is already a long outage.
-	MaxRaftMultiplier = 10
-
-	baseHeartbeatTimeout   = time.Second
-	baseElectionTimeout    = time.Second
-	baseLeaderLeaseTimeout = 500 * time.Millisecond
-	baseCommitTimeout      = 50 * time.Millisecond
+	DefaultRaftMultiplier = raftstore.DefaultMultiplier
+	MaxRaftMultiplier     = raftstore.MaxMultiplier
 )
 
 // RaftTiming sets Raft's timers directly (Config.RaftTiming).
-type RaftTiming struct {
-	HeartbeatTimeout   time.Duration
-	ElectionTimeout    time.Duration
-	LeaderLeaseTimeout time.Duration
-	// CommitTimeout is optional: raft's default scaled when zero.
-	CommitTimeout time.Duration
-}
+type RaftTiming = raftstore.Timing
 
 // ValidateRaftMultiplier checks a raft_multiplier: 0 means the default.
-func ValidateRaftMultiplier(m int) error {
-	if m < 0 || m > MaxRaftMultiplier {
-		return structs.NewError(structs.ErrInvalid, "raft_multiplier: must be between 1 and %d (got %d)", MaxRaftMultiplier, m)
-	}
-	return nil
-}
-
-// applyRaftTiming sets rc's timers from the multiplier, or from RaftTiming
-// when a test gave it.
-func (c *Config) applyRaftTiming(rc *raft.Config) error {
-	if err := ValidateRaftMultiplier(c.RaftMultiplier); err != nil {
-		return err
-	}
-	m := time.Duration(c.RaftMultiplier)
-	if m == 0 {
-		m = DefaultRaftMultiplier
-	}
-	rc.HeartbeatTimeout = baseHeartbeatTimeout * m
-	rc.ElectionTimeout = baseElectionTimeout * m
-	rc.LeaderLeaseTimeout = baseLeaderLeaseTimeout * m
-	rc.CommitTimeout = baseCommitTimeout * m
-	if t := c.RaftTiming; t != nil {
-		rc.HeartbeatTimeout, rc.ElectionTimeout, rc.LeaderLeaseTimeout = t.HeartbeatTimeout, t.ElectionTimeout, t.LeaderLeaseTimeout
-		if t.CommitTimeout > 0 {
-			rc.CommitTimeout = t.CommitTimeout
-		}
-	}
-	// hashicorp/raft refuses these at NewRaft with a less specific error.
-	switch {
-	case rc.HeartbeatTimeout < 5*time.Millisecond || rc.ElectionTimeout < 5*time.Millisecond || rc.LeaderLeaseTimeout < 5*time.Millisecond:
-		return structs.NewError(structs.ErrInvalid, "raft timing: heartbeat, election and leader lease timeouts must be at least 5ms (got %s, %s, %s)",
-			rc.HeartbeatTimeout, rc.ElectionTimeout, rc.LeaderLeaseTimeout)
-	case rc.ElectionTimeout < rc.HeartbeatTimeout:
-		return structs.NewError(structs.ErrInvalid, "raft timing: the election timeout (%s) must not be shorter than the heartbeat timeout (%s)",
-			rc.ElectionTimeout, rc.HeartbeatTimeout)
-	case rc.LeaderLeaseTimeout > rc.HeartbeatTimeout:
-		return structs.NewError(structs.ErrInvalid, "raft timing: the leader lease (%s) must not exceed the heartbeat timeout (%s)",
-			rc.LeaderLeaseTimeout, rc.HeartbeatTimeout)
-	}
-	return nil
-}
+func ValidateRaftMultiplier(m int) error { return raftstore.ValidateMultiplier(m) }

@@ -16,8 +16,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-	"go.etcd.io/bbolt"
 
 	"github.com/drover-org/drover/core/events"
 	"github.com/drover-org/drover/core/fsm"
@@ -28,8 +26,11 @@ import (
 	"github.com/drover-org/drover/core/server/drainer"
 	"github.com/drover-org/drover/core/server/evalbroker"
 	"github.com/drover-org/drover/core/server/gcengine"
+	"github.com/drover-org/drover/core/server/periodic"
 	"github.com/drover-org/drover/core/server/pkiendpoint"
+	"github.com/drover-org/drover/core/server/planapply"
 	"github.com/drover-org/drover/core/server/planqueue"
+	"github.com/drover-org/drover/core/server/raftstore"
 	"github.com/drover-org/drover/core/server/schedio"
 	"github.com/drover-org/drover/core/server/volumewatcher"
 	"github.com/drover-org/drover/core/state"
@@ -197,7 +198,8 @@ type Server struct {
 	writes    *writeQuiet
 	blocked   *blockedevals.BlockedEvals
 	planQueue *planqueue.Queue
-	periodic  *periodicDispatcher
+	plans     *planapply.Applier
+	periodic  *periodic.Dispatcher
 	heartbeat *heartbeater
 	nodeCache *schedio.NodeCache
 	gate      *typeGate
@@ -296,7 +298,8 @@ func New(cfg Config) (*Server, error) {
 	s.writes = newWriteQuiet()
 	s.blocked = blockedevals.New(s.broker, s.logger.Named("blocked_evals"))
 	s.planQueue = planqueue.New()
-	s.periodic = newPeriodicDispatcher(s)
+	s.plans = s.newPlanApplier()
+	s.periodic = s.newPeriodicDispatcher()
 	s.heartbeat = newHeartbeater(s)
 	s.drainer = drainer.New(drainer.Config{State: s.State, Apply: s.raftApply, NewEval: s.newEval, Now: cfg.Now, Logger: s.logger})
 	s.nodeCache = schedio.NewNodeCache()
@@ -375,7 +378,7 @@ func (s *Server) setupRaft() error {
 		s.transport = tr
 		return s.startRaft(rc, logs, stable, snaps, addr)
 	}
-	if err := s.cfg.applyRaftTiming(rc); err != nil {
+	if err := raftstore.ApplyTiming(rc, s.cfg.RaftMultiplier, s.cfg.RaftTiming); err != nil {
 		return err
 	}
 	dir := filepath.Join(s.cfg.DataDir, "raft")
@@ -383,12 +386,9 @@ func (s *Server) setupRaft() error {
 		return fmt.Errorf("raft data dir: %w", err)
 	}
 	dbPath := filepath.Join(dir, "raft.db")
-	if err := checkRaftDB(dbPath); err != nil {
-		return err
-	}
-	bolt, err := raftboltdb.New(raftboltdb.Options{Path: dbPath, BoltOptions: &bbolt.Options{Timeout: raftDBLockWait}})
+	bolt, err := raftstore.Open(dbPath)
 	if err != nil {
-		return fmt.Errorf("raft log store %s: %w", dbPath, err)
+		return err
 	}
 	s.raftStore = bolt
 	fss, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, s.logger.Named("snapshot"))

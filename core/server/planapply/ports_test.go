@@ -1,4 +1,4 @@
-package server
+package planapply
 
 import (
 	"testing"
@@ -69,9 +69,9 @@ func TestEvaluateNodePlanPorts(t *testing.T) {
 			p := newPlanStore(t)
 			plan := newPlan(p.job)
 			nodeID := tc.build(p, plan)
-			fit, reason := evaluateNodePlan(p.snapshot(), plan, nodeID)
+			fit, reason := evaluateNode(p.snapshot(), plan, nodeID)
 			if fit != (tc.reason == "") || reason != tc.reason {
-				t.Fatalf("evaluateNodePlan = (%v, %q), want reason %q", fit, reason, tc.reason)
+				t.Fatalf("evaluateNode = (%v, %q), want reason %q", fit, reason, tc.reason)
 			}
 		})
 	}

@@ -1,4 +1,10 @@
-package server
+// Package raftstore sets up what Raft keeps on disk and how fast it times
+// out: the bbolt log store (checked before it is opened, so a damaged file
+// stops the server instead of crashing it or starting an empty cluster)
+// and the timers scaled by raft_multiplier. It knows nothing of the
+// server: the server passes a path and a raft.Config and gets a store or
+// an error of kind structs.ErrInvalid back.
+package raftstore
 
 import (
 	"encoding/binary"
@@ -12,17 +18,32 @@ import (
 	"sync/atomic"
 	"time"
 
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"go.etcd.io/bbolt"
 
 	"github.com/drover-org/drover/core/structs"
 )
 
-// raftDBLockWait bounds the wait for raft.db's file lock. Another agent on
+// LockWait bounds the wait for raft.db's file lock. Another agent on
 // the same data dir holds it for as long as it runs, so waiting longer only
 // hides that mistake.
-const raftDBLockWait = 5 * time.Second
+const LockWait = 5 * time.Second
 
-// checkRaftDB makes sure the Raft log store at path can be opened safely
+// Open checks the Raft log store at path (see Check) and opens it for
+// writing, waiting at most LockWait for its file lock. A missing file is
+// created: a first start.
+func Open(path string) (*raftboltdb.BoltStore, error) {
+	if err := Check(path); err != nil {
+		return nil, err
+	}
+	bolt, err := raftboltdb.New(raftboltdb.Options{Path: path, BoltOptions: &bbolt.Options{Timeout: LockWait}})
+	if err != nil {
+		return nil, fmt.Errorf("raft log store %s: %w", path, err)
+	}
+	return bolt, nil
+}
+
+// Check makes sure the Raft log store at path can be opened safely
 // before the server opens it for writing. bbolt trusts its file: a
 // truncated or damaged one makes it fault (SIGBUS/SIGSEGV, which kill the
 // process outright) or panic, and an empty one is silently initialised as a
@@ -32,7 +53,7 @@ const raftDBLockWait = 5 * time.Second
 //
 // The check reads only: the file is opened read-only and nothing is
 // written, so the operator can still copy it away or repair it.
-func checkRaftDB(path string) error {
+func Check(path string) error {
 	fi, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -191,7 +212,7 @@ func parseBoltMeta(b []byte) (boltMeta, error) {
 // error here (SetPanicOnFault makes a fault a recoverable panic in this
 // goroutine), and the read-only transaction and file are released.
 func scanBolt(path string) (err error) {
-	db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true, Timeout: raftDBLockWait})
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true, Timeout: LockWait})
 	if err != nil {
 		return err
 	}

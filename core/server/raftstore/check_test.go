@@ -1,4 +1,4 @@
-package server
+package raftstore
 
 import (
 	"bytes"
@@ -39,12 +39,12 @@ func boltFile(t *testing.T) (string, []byte) {
 	return path, b
 }
 
-func TestCheckRaftDB(t *testing.T) {
-	if err := checkRaftDB(filepath.Join(t.TempDir(), "raft.db")); err != nil {
+func TestCheck(t *testing.T) {
+	if err := Check(filepath.Join(t.TempDir(), "raft.db")); err != nil {
 		t.Fatalf("a missing raft.db (first start): %v", err)
 	}
 	path, good := boltFile(t)
-	if err := checkRaftDB(path); err != nil {
+	if err := Check(path); err != nil {
 		t.Fatalf("a healthy raft.db: %v", err)
 	}
 	write := func(b []byte) {
@@ -65,7 +65,7 @@ func TestCheckRaftDB(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			write(tc.data)
-			err := checkRaftDB(path)
+			err := Check(path)
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), path) {
 				t.Fatalf("got %v; want an error naming %s and saying %q", err, path, tc.want)
 			}
@@ -84,20 +84,20 @@ func TestCheckRaftDB(t *testing.T) {
 			bad[i] = byte(rng.UintN(256))
 		}
 		write(bad)
-		_ = checkRaftDB(path)
+		_ = Check(path)
 	}
 }
 
 // A raft.db another agent holds open is reported as such after a bounded
 // wait instead of blocking the start for good.
-func TestCheckRaftDBLocked(t *testing.T) {
+func TestCheckLocked(t *testing.T) {
 	path, _ := boltFile(t)
 	store, err := raftboltdb.NewBoltStore(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	err = checkRaftDB(path)
+	err = Check(path)
 	if err == nil || !strings.Contains(err.Error(), "locked by another process") {
 		t.Fatalf("got %v; want a lock error", err)
 	}

@@ -1,4 +1,4 @@
-package server
+package planapply
 
 import (
 	"github.com/drover-org/drover/core/server/schedio"
