@@ -86,7 +86,11 @@ func TestTemplateChangeModes(t *testing.T) {
 			return st.State == structs.TaskStateRunning && h != nil && taskFile(tk, "starts") == "start\n"
 		}, func() string {
 			st, h := ar().task(tk).snapshot()
-			return fmt.Sprintf("state %s handle %v starts %q events %v conf %q", st.State, h != nil, taskFile(tk, "starts"), eventTypes(st), taskFile(tk, "api.conf"))
+			var msgs []string
+			for _, e := range st.Events {
+				msgs = append(msgs, e.Type+": "+e.DisplayMessage+e.DriverError)
+			}
+			return fmt.Sprintf("state %s handle %v starts %q events %q conf %q", st.State, h != nil, taskFile(tk, "starts"), msgs, taskFile(tk, "api.conf"))
 		})
 		if got := taskFile(tk, "api.conf"); got != "10.0.0.1:8001\n" {
 			t.Fatalf("%s rendered %q", tk, got)

@@ -92,8 +92,14 @@ func TestForceGCForwardsToLeader(t *testing.T) {
 	if err := follower.ForceGC(ctx); err != nil {
 		t.Fatalf("ForceGC through the follower: %v", err)
 	}
-	if e, _ := leader.State().EvalByID(nil, evals[0].ID); e != nil {
-		t.Error("eval kept")
+	// ForceGC answered once the leader (perhaps a new one: a loaded
+	// machine may hold an election meanwhile) committed the reap; each
+	// server applies it in its own time.
+	for _, s := range []*Server{a, b} {
+		waitFor(t, 30*time.Second, "the eval reaped on "+s.cfg.NodeName, func() bool {
+			e, err := s.State().EvalByID(nil, evals[0].ID)
+			return err == nil && e == nil
+		})
 	}
 
 	r.set(nil, structs.NewError(structs.ErrUnavailable, "gc plugin restarting"))
