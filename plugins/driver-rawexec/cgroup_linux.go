@@ -3,6 +3,8 @@ package rawexec
 import (
 	"bufio"
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -83,11 +85,16 @@ func detectV2(root string) (*cgroupHost, error) {
 	return &cgroupHost{root: root, v2: true}, nil
 }
 
-// create makes the task's cgroup, empty, with res's limits written. A
-// cgroup left behind by an earlier run of the same task is emptied and
-// replaced.
+// create makes the task's cgroup, empty, with res's limits written. Its
+// name is the task's id and a suffix of its own: every start gets a new
+// cgroup, so the shim of an earlier run of the same task, removing its
+// cgroup as it ends, can never remove this one.
 func (h *cgroupHost) create(id string, res cgroupResources) (*taskCgroup, error) {
-	name := cgroupName(id)
+	var run [4]byte
+	if _, err := rand.Read(run[:]); err != nil {
+		return nil, fmt.Errorf("create cgroup: %w", err)
+	}
+	name := cgroupName(id) + "." + hex.EncodeToString(run[:])
 	cg := &taskCgroup{V2: h.v2, Dirs: map[string]string{}}
 	if h.v2 {
 		cg.Dirs[unifiedKey] = filepath.Join(h.root, cgroupV2Parent, name)
@@ -95,9 +102,6 @@ func (h *cgroupHost) create(id string, res cgroupResources) (*taskCgroup, error)
 		for _, c := range v1Controllers {
 			cg.Dirs[c] = filepath.Join(h.root, c, cgroupParent, name)
 		}
-	}
-	if err := cg.destroy(); err != nil {
-		return nil, fmt.Errorf("remove the stale cgroup of task %q: %w", id, err)
 	}
 	for _, dir := range cg.Dirs {
 		if err := os.Mkdir(dir, 0o755); err != nil {

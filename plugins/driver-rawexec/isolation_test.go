@@ -356,3 +356,36 @@ func TestRootDeniedByDefault(t *testing.T) {
 		t.Fatalf("exit = %v", res)
 	}
 }
+
+// Every start of a task gets a cgroup of its own: an earlier run's shim,
+// removing its cgroup late (a loaded machine, a killed task), leaves the
+// new run's cgroup and its limits in place.
+func TestCgroupPerStart(t *testing.T) {
+	h := needCgroups(t)
+	res := cgroupResources{CPUMHz: 300, MemoryMB: 64}
+	first, err := h.create("alloc-1/again", res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := h.create("alloc-1/again", res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = second.destroy() }()
+	for key, dir := range first.Dirs {
+		if dir == second.Dirs[key] {
+			t.Fatalf("two starts share the cgroup %s", dir)
+		}
+	}
+	if err := first.destroy(); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range second.Dirs {
+		if _, err := os.Stat(dir); err != nil {
+			t.Errorf("the second start's cgroup after the first's removal: %v", err)
+		}
+	}
+	if err := second.setLimits(res); err != nil {
+		t.Errorf("the second start's limits after the first's removal: %v", err)
+	}
+}
