@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"hash/fnv"
 	"maps"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/drover-org/drover/core/rpc"
+	"github.com/drover-org/drover/core/server/volumewatcher"
 	"github.com/drover-org/drover/core/structs"
 )
 
@@ -18,9 +20,14 @@ import (
 // the stored volume first, then published by a controller when the plugin
 // needs it, and then written through Raft together with everything a
 // release needs (CSI node ID, external volume ID, publish context,
-// controller node), so a release never has to look them up. A release is
-// checkpointed through Raft at every step: node detached → controller
-// detached → freed.
+// controller node), so a release never has to look them up.
+//
+// A release has one driver, the volume watcher on the leader (and `volume
+// detach`, which runs the same steps at once): a client only reports how
+// far its node got (unpublishing, node-detached), one write; the watcher,
+// woken by it, detaches through the controller and frees, one more. Only
+// the states where a release stops are written (see releaseOne), so a new
+// leader resumes from the last one and repeats only idempotent steps.
 
 // claimLocks serializes claims and releases of one volume on the leader,
 // so a claim's check and its write see no other claim in between. Striped:
@@ -251,34 +258,63 @@ func (s *Server) UnpublishVolume(ctx context.Context, args *structs.CSIVolumeUnp
 	case c.State != structs.CSIVolumeClaimStateUnpublishing && c.State != structs.CSIVolumeClaimStateNodeDetached:
 		return nil, structs.NewError(structs.ErrInvalid, "Claim.State: a client reports unpublishing or node-detached, not %s", c.State)
 	}
-	st := s.State()
-	vol, err := st.CSIVolumeRaw(nil, args.Namespace, args.VolumeID)
-	if err != nil {
-		return nil, err
-	}
-	if vol == nil {
-		return nil, structs.NewError(structs.ErrNotFound, "volume not found: %s", args.VolumeID)
-	}
-	held := vol.ClaimFor(c.AllocationID)
-	if held == nil {
-		return &structs.CSIVolumeUnpublishReply{Index: vol.ModifyIndex}, nil // already freed
-	}
-	if held.NodeID != node.ID {
-		return nil, structs.NewError(structs.ErrPermissionDenied, "the claim of allocation %s is on another node", c.AllocationID)
-	}
-	// Only what the client knows is taken from it: the rest is stored.
-	claim := &structs.CSIVolumeClaim{AllocationID: c.AllocationID, NodeID: node.ID, Mode: held.Mode, State: c.State}
-	idx, err := s.UnpublishClaim(ctx, args.Namespace, args.VolumeID, claim)
+	idx, err := s.reportRelease(args.Namespace, args.VolumeID, c.AllocationID, node.ID, c.State)
 	if err != nil {
 		return nil, err
 	}
 	return &structs.CSIVolumeUnpublishReply{Index: idx}, nil
 }
 
-// UnpublishClaim drives one claim towards freed, checkpointing each step
-// through Raft. A claim without an allocation ID (Mode GC, with NodeID:
-// `volume detach`) releases every claim of that node. It is what the
-// volume watcher calls. It must run on the leader.
+// reportRelease records how far a client got with the node steps of its
+// allocation's claim: node-detached (done) or unpublishing (not yet). It
+// only records: the volume watcher, woken by the write, owns the release
+// from there (controller detach, free), so a claim has one driver and a
+// client's report costs one write. A report behind the stored state
+// writes nothing. An unpublishing claim of a live node answers that it
+// waits for the node, as the watcher would.
+func (s *Server) reportRelease(ns, volID, allocID, nodeID string, reported structs.CSIVolumeClaimState) (uint64, error) {
+	defer s.claimLocks.lock(ns, volID)()
+	vol, err := s.State().CSIVolumeRaw(nil, ns, volID)
+	if err != nil {
+		return 0, err
+	}
+	if vol == nil {
+		return 0, structs.NewError(structs.ErrNotFound, "volume not found: %s", volID)
+	}
+	held := vol.ClaimFor(allocID)
+	if held == nil {
+		return vol.ModifyIndex, nil // freed meanwhile
+	}
+	if held.NodeID != nodeID {
+		return 0, structs.NewError(structs.ErrPermissionDenied, "the claim of allocation %s is on another node", allocID)
+	}
+	claim := held.Copy()
+	claim.State = reported
+	idx := vol.ModifyIndex
+	if past := vol.PastClaims[allocID]; past == nil || releaseRank(past.State) < releaseRank(reported) {
+		if idx, err = s.writeClaimState(vol, claim, reported); err != nil {
+			return idx, err
+		}
+	} else {
+		claim.State = past.State
+	}
+	if claim.State == structs.CSIVolumeClaimStateUnpublishing {
+		node, err := s.State().NodeByID(nil, nodeID)
+		if err != nil {
+			return idx, err
+		}
+		if node != nil && !node.TerminalStatus() {
+			return idx, structs.NewError(structs.ErrUnavailable, "volume %q: waiting for node %s to unpublish the claim of allocation %s",
+				vol.ID, nodeID, allocID)
+		}
+	}
+	return idx, nil
+}
+
+// UnpublishClaim drives one claim towards freed (see releaseOne). A claim
+// without an allocation ID (Mode GC, with NodeID: `volume detach`)
+// releases every claim of that node. It is what the volume watcher calls.
+// It must run on the leader.
 func (s *Server) UnpublishClaim(ctx context.Context, ns, volID string, claim *structs.CSIVolumeClaim) (uint64, error) {
 	if claim == nil {
 		return 0, structs.NewError(structs.ErrInvalid, "missing volume claim")
@@ -344,11 +380,20 @@ func (s *Server) UnpublishClaim(ctx context.Context, ns, volID string, claim *st
 // never stored).
 const maxDetachNodeIDBytes = 128
 
-// releaseOne runs the remaining steps of one allocation's release. With
-// pushNode (`volume detach`), a claim whose live node has not unpublished
-// is node-detached by that node's client on the leader's order; without
-// it (a client's own release, the volume watcher), the release waits for
-// the client to report it.
+// releaseOne takes one allocation's claim from the state it is in to
+// freed. With pushNode (`volume detach`), a claim whose live node has not
+// unpublished is node-detached by that node's client on the leader's
+// order; without it (the volume watcher), the release waits for the client
+// to report it.
+//
+// Only the states a release may stop at are written: unpublishing while
+// it waits for a live node (before a detach touches it), node-detached
+// when the controller detach fails, and freed. A step done but not
+// written (the node found down, the controller detached) is done again by
+// whoever resumes from the last state written, a new leader included:
+// each is idempotent (a controller's NotFound counts as detached). So a
+// release the client reported costs its report and the free; one the
+// leader finds on a down node, the free alone.
 func (s *Server) releaseOne(ctx context.Context, vol *structs.CSIVolume, in *structs.CSIVolumeClaim, pushNode bool) (uint64, error) {
 	held := vol.ClaimFor(in.AllocationID)
 	if held == nil {
@@ -356,41 +401,30 @@ func (s *Server) releaseOne(ctx context.Context, vol *structs.CSIVolume, in *str
 	}
 	claim := held.Copy()
 	claim.State = structs.CSIVolumeClaimStateUnpublishing
-	if past := vol.PastClaims[in.AllocationID]; past != nil && releaseRank(past.State) > releaseRank(claim.State) {
+	past := vol.PastClaims[in.AllocationID]
+	if past != nil && releaseRank(past.State) > releaseRank(claim.State) {
 		claim.State = past.State
 	}
 	if releaseRank(in.State) > releaseRank(claim.State) {
 		claim.State = in.State
 	}
 	idx := vol.ModifyIndex
-	checkpoint := func(state structs.CSIVolumeClaimState) error {
-		c := claim.Copy()
-		c.State = state
-		req := &structs.CSIVolumeClaimBatchRequest{
-			Claims: []*structs.CSIVolumeClaimRequest{{Namespace: vol.Namespace, VolumeID: vol.ID, Claim: c}},
+	// flush writes the state reached unless it is the one stored: where
+	// the release stops, a later one resumes.
+	flush := func() error {
+		if past != nil && past.State == claim.State {
+			return nil
 		}
-		if state == structs.CSIVolumeClaimStateReadyToFree {
-			evals, err := s.volumeWaiterEvals(vol.Namespace, []string{vol.ID})
-			if err != nil {
-				return err
-			}
-			req.Evals = evals
-		}
-		i, err := s.raftApply(structs.CSIVolumeClaimBatchRequestType, req)
+		i, err := s.writeClaimState(vol, claim, claim.State)
 		if err != nil {
 			return err
 		}
-		idx, claim.State = i, state
+		idx, past = i, claim.Copy()
 		return nil
-	}
-	if past := vol.PastClaims[in.AllocationID]; past == nil || past.State != claim.State {
-		if err := checkpoint(claim.State); err != nil {
-			return idx, err
-		}
 	}
 
 	if claim.State == structs.CSIVolumeClaimStateUnpublishing {
-		// The node unpublishes its own mounts: a client sends
+		// The node unpublishes its own mounts: a client reports
 		// NodeDetached once it has. Without it, the node must be gone or
 		// down before the claim moves on, or (detach) be told to.
 		node, err := s.State().NodeByID(nil, claim.NodeID)
@@ -398,17 +432,18 @@ func (s *Server) releaseOne(ctx context.Context, vol *structs.CSIVolume, in *str
 			return idx, err
 		}
 		if node != nil && !node.TerminalStatus() {
+			if err := flush(); err != nil {
+				return idx, err
+			}
 			if !pushNode {
-				return idx, structs.NewError(structs.ErrUnavailable, "volume %q: waiting for node %s to unpublish the claim of allocation %s",
-					vol.ID, claim.NodeID, claim.AllocationID)
+				return idx, errWaitForNode{structs.NewError(structs.ErrUnavailable, "volume %q: waiting for node %s to unpublish the claim of allocation %s",
+					vol.ID, claim.NodeID, claim.AllocationID)}
 			}
 			if err := s.nodeDetach(ctx, vol, claim); err != nil {
 				return idx, err
 			}
 		}
-		if err := checkpoint(structs.CSIVolumeClaimStateNodeDetached); err != nil {
-			return idx, err
-		}
+		claim.State = structs.CSIVolumeClaimStateNodeDetached
 	}
 
 	if claim.State == structs.CSIVolumeClaimStateNodeDetached {
@@ -422,20 +457,48 @@ func (s *Server) releaseOne(ctx context.Context, vol *structs.CSIVolume, in *str
 				ExternalVolumeID: claim.ExternalVolumeID, ExternalNodeID: claim.ExternalNodeID, Secrets: vol.Secrets,
 			})
 			if err != nil && !errors.Is(err, structs.ErrNotFound) {
+				if ferr := flush(); ferr != nil {
+					return idx, ferr
+				}
 				return idx, structs.NewError(kindOf(err), "could not detach from controller: %v", err)
 			}
 		}
-		if err := checkpoint(structs.CSIVolumeClaimStateControllerDetached); err != nil {
-			return idx, err
-		}
+		claim.State = structs.CSIVolumeClaimStateControllerDetached
 	}
-	if err := checkpoint(structs.CSIVolumeClaimStateReadyToFree); err != nil {
+	i, err := s.writeClaimState(vol, claim, structs.CSIVolumeClaimStateReadyToFree)
+	if err != nil {
 		return idx, err
 	}
+	idx = i
 	s.logger.Info("csi volume claim freed", "namespace", vol.Namespace, "volume", vol.ID, "alloc_id", claim.AllocationID,
 		"node_id", claim.NodeID, "mode", claim.Mode.String(), "index", idx)
 	return idx, nil
 }
+
+// writeClaimState writes claim in state through Raft; the write that
+// frees it carries evals of the jobs waiting for the volume.
+func (s *Server) writeClaimState(vol *structs.CSIVolume, claim *structs.CSIVolumeClaim, state structs.CSIVolumeClaimState) (uint64, error) {
+	c := claim.Copy()
+	c.State = state
+	req := &structs.CSIVolumeClaimBatchRequest{
+		Claims: []*structs.CSIVolumeClaimRequest{{Namespace: vol.Namespace, VolumeID: vol.ID, Claim: c}},
+	}
+	if state == structs.CSIVolumeClaimStateReadyToFree {
+		evals, err := s.volumeWaiterEvals(vol.Namespace, []string{vol.ID})
+		if err != nil {
+			return 0, err
+		}
+		req.Evals = evals
+	}
+	return s.raftApply(structs.CSIVolumeClaimBatchRequestType, req)
+}
+
+// errWaitForNode is a release waiting for its live node's client to
+// report the node steps done. That report, or the node going down, writes
+// the volume: the volume watcher waits for the write, not a backoff.
+type errWaitForNode struct{ error }
+
+func (e errWaitForNode) Unwrap() error { return e.error }
 
 // nodeDetach has the client of claim's node unpublish and unstage the
 // claim's allocation's volume, through the node's queue on the leader
@@ -562,5 +625,8 @@ type watcherUnpublisher struct{ s *Server }
 
 func (w watcherUnpublisher) UnpublishClaim(ctx context.Context, ns, volID string, claim *structs.CSIVolumeClaim) error {
 	_, err := w.s.UnpublishClaim(ctx, ns, volID, claim)
+	if errors.As(err, new(errWaitForNode)) {
+		return fmt.Errorf("%w: %w", volumewatcher.ErrWaiting, err)
+	}
 	return err
 }

@@ -187,6 +187,8 @@ type fakeUnpublisher struct {
 	mu    sync.Mutex
 	calls []call
 	fail  int
+	// failWith is the error of a failing call (errUnpublish when nil).
+	failWith error
 }
 
 var errUnpublish = errors.New("controller unreachable")
@@ -194,12 +196,15 @@ var errUnpublish = errors.New("controller unreachable")
 func (f *fakeUnpublisher) UnpublishClaim(ctx context.Context, namespace, volumeID string, claim *structs.CSIVolumeClaim) error {
 	f.mu.Lock()
 	f.calls = append(f.calls, call{namespace, volumeID, claim.Copy(), time.Now()})
-	failing := f.fail != 0
+	failing, failWith := f.fail != 0, f.failWith
 	if f.fail > 0 {
 		f.fail--
 	}
 	f.mu.Unlock()
 	if failing {
+		if failWith != nil {
+			return failWith
+		}
 		return errUnpublish
 	}
 	c := claim.Copy()

@@ -2,6 +2,7 @@ package volumewatcher
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -58,9 +59,10 @@ func (wk *worker) remove() {
 type outcome int
 
 const (
-	outcomeOK     outcome = iota // nothing failed
-	outcomeFailed                // a read or a release failed: retry
-	outcomeDone                  // the volume is gone or holds no claims
+	outcomeOK      outcome = iota // nothing failed
+	outcomeFailed                 // a read or a release failed: retry
+	outcomeDone                   // the volume is gone or holds no claims
+	outcomeWaiting                // a release waits for a write to the volume
 )
 
 func (wk *worker) run() {
@@ -80,6 +82,7 @@ func (wk *worker) run() {
 	defer retry.Stop()
 	var (
 		retryC  <-chan time.Time // non-nil while a retry is pending
+		waiting bool             // the pending retry is the safety net of a wait
 		backoff = cfg.Backoff
 	)
 
@@ -91,10 +94,11 @@ func (wk *worker) run() {
 		case <-wk.notifyC:
 			// During a backoff a notification only checks whether
 			// there is still anything to do; the release waits for
-			// the retry, so that failures stay spaced out.
-			release = retryC == nil
+			// the retry, so that failures stay spaced out. A wait
+			// ends with the write it waited for.
+			release = retryC == nil || waiting
 		case <-retryC:
-			retryC = nil
+			retryC, waiting = nil, false
 			release = true
 		case <-idle.C:
 			if retryC == nil && wk.tryExit() {
@@ -126,9 +130,15 @@ func (wk *worker) run() {
 			}
 		case out == outcomeFailed && release:
 			retry.Reset(backoff)
-			retryC = retry.C
+			retryC, waiting = retry.C, false
 			backoff = min(2*backoff, cfg.MaxBackoff)
+		case out == outcomeWaiting && release:
+			retry.Reset(cfg.MaxBackoff)
+			retryC, waiting = retry.C, true
+			backoff = cfg.Backoff
 		case out == outcomeOK && release:
+			retry.Stop()
+			retryC, waiting = nil, false
 			backoff = cfg.Backoff
 		}
 		idle.Reset(cfg.Idle)
@@ -176,6 +186,13 @@ func (wk *worker) pass(ctx context.Context, release bool) outcome {
 		if err := wk.w.cfg.Unpublisher.UnpublishClaim(ctx, wk.key.ns, wk.key.id, claim); err != nil {
 			if ctx.Err() != nil {
 				return out
+			}
+			if errors.Is(err, ErrWaiting) {
+				wk.logger.Debug("volume claim release waits", "alloc_id", allocID, "node_id", claim.NodeID, "reason", err)
+				if out == outcomeOK {
+					out = outcomeWaiting
+				}
+				continue
 			}
 			wk.logger.Warn("failed to release volume claim",
 				"alloc_id", allocID, "node_id", claim.NodeID, "claim_state", claim.State.String(), "error", err)
