@@ -292,7 +292,9 @@ func (s *Server) reportRelease(ns, volID, allocID, nodeID string, reported struc
 	claim.State = reported
 	idx := vol.ModifyIndex
 	if past := vol.PastClaims[allocID]; past == nil || releaseRank(past.State) < releaseRank(reported) {
-		if idx, err = s.writeClaimState(vol, claim, reported); err != nil {
+		b := newClaimBatch(vol)
+		b.add(claim, reported)
+		if idx, err = s.writeClaimBatch(b); err != nil {
 			return idx, err
 		}
 	} else {
@@ -313,14 +315,63 @@ func (s *Server) reportRelease(ns, volID, allocID, nodeID string, reported struc
 
 // UnpublishClaim drives one claim towards freed (see releaseOne). A claim
 // without an allocation ID (Mode GC, with NodeID: `volume detach`)
-// releases every claim of that node. It is what the volume watcher calls.
-// It must run on the leader.
+// releases every claim of that node. It must run on the leader.
 func (s *Server) UnpublishClaim(ctx context.Context, ns, volID string, claim *structs.CSIVolumeClaim) (uint64, error) {
 	if claim == nil {
 		return 0, structs.NewError(structs.ErrInvalid, "missing volume claim")
 	}
+	if claim.AllocationID != "" {
+		idx, errs, err := s.releaseClaims(ctx, ns, volID, []*structs.CSIVolumeClaim{claim})
+		if err != nil {
+			return idx, err
+		}
+		return idx, errs[0]
+	}
+	return s.detachNode(ctx, ns, volID, claim.NodeID)
+}
+
+// releaseClaims runs the releases of claims of one volume (a volume
+// watcher's pass), in order, and writes the states they reach in one Raft
+// entry. It returns the entry's index, each claim's error (nil: freed),
+// and the error that failed them all (no volume, the write failed).
+func (s *Server) releaseClaims(ctx context.Context, ns, volID string, claims []*structs.CSIVolumeClaim) (uint64, []error, error) {
+	if volID == "" {
+		return 0, nil, structs.NewError(structs.ErrInvalid, "missing volume ID")
+	}
+	defer s.claimLocks.lock(ns, volID)()
+	vol, err := s.State().CSIVolumeRaw(nil, ns, volID)
+	if err != nil {
+		return 0, nil, err
+	}
+	if vol == nil {
+		return 0, nil, structs.NewError(structs.ErrNotFound, "no such volume: %s", volID)
+	}
+	b := newClaimBatch(vol)
+	errs := make([]error, len(claims))
+	for i, c := range claims {
+		if c == nil || c.AllocationID == "" {
+			errs[i] = structs.NewError(structs.ErrInvalid, "a released claim names no allocation")
+			continue
+		}
+		errs[i] = s.releaseOne(ctx, b, c, false)
+	}
+	idx, err := s.writeClaimBatch(b)
+	return idx, errs, err
+}
+
+// detachNode is `volume detach`: it releases every claim node holds of
+// the volume, node-detaching those of a live node through its client, and
+// writes what they reach in one Raft entry. The first claim that fails
+// stops it.
+func (s *Server) detachNode(ctx context.Context, ns, volID, nodeID string) (uint64, error) {
 	if volID == "" {
 		return 0, structs.NewError(structs.ErrInvalid, "missing volume ID")
+	}
+	if nodeID == "" {
+		return 0, structs.NewError(structs.ErrInvalid, "detach requires node ID")
+	}
+	if len(nodeID) > maxDetachNodeIDBytes {
+		return 0, structs.NewError(structs.ErrInvalid, "node ID: longer than %d bytes", maxDetachNodeIDBytes)
 	}
 	defer s.claimLocks.lock(ns, volID)()
 	vol, err := s.State().CSIVolumeRaw(nil, ns, volID)
@@ -330,74 +381,118 @@ func (s *Server) UnpublishClaim(ctx context.Context, ns, volID string, claim *st
 	if vol == nil {
 		return 0, structs.NewError(structs.ErrNotFound, "no such volume: %s", volID)
 	}
-	if claim.AllocationID != "" {
-		return s.releaseOne(ctx, vol, claim, false)
-	}
-	if claim.NodeID == "" {
-		return 0, structs.NewError(structs.ErrInvalid, "detach requires node ID")
-	}
-	if len(claim.NodeID) > maxDetachNodeIDBytes {
-		return 0, structs.NewError(structs.ErrInvalid, "node ID: longer than %d bytes", maxDetachNodeIDBytes)
-	}
 	var ids []string
 	for _, m := range []map[string]*structs.CSIVolumeClaim{vol.ReadClaims, vol.WriteClaims, vol.PastClaims} {
 		for id, c := range m {
-			if c != nil && c.NodeID == claim.NodeID && !slices.Contains(ids, id) {
+			if c != nil && c.NodeID == nodeID && !slices.Contains(ids, id) {
 				ids = append(ids, id)
 			}
 		}
 	}
 	if len(ids) == 0 {
 		// Nothing to detach: say why, rather than succeed at nothing.
-		node, err := s.State().NodeByID(nil, claim.NodeID)
+		node, err := s.State().NodeByID(nil, nodeID)
 		if err != nil {
 			return 0, err
 		}
 		if node == nil {
-			return 0, structs.NewError(structs.ErrNotFound, "node not found: %s", claim.NodeID)
+			return 0, structs.NewError(structs.ErrNotFound, "node not found: %s", nodeID)
 		}
-		return 0, structs.NewError(structs.ErrNotFound, "node %s holds no claim of volume %q", claim.NodeID, vol.ID)
+		return 0, structs.NewError(structs.ErrNotFound, "node %s holds no claim of volume %q", nodeID, vol.ID)
 	}
 	slices.Sort(ids)
-	idx := vol.ModifyIndex
+	b := newClaimBatch(vol)
 	for _, id := range ids {
-		cur := vol.ClaimFor(id)
-		step := &structs.CSIVolumeClaim{AllocationID: id, NodeID: claim.NodeID, Mode: cur.Mode, State: structs.CSIVolumeClaimStateUnpublishing}
-		if p := vol.PastClaims[id]; p != nil {
-			step.State = p.State
+		cur := b.vol.ClaimFor(id)
+		if cur == nil {
+			continue
 		}
-		if idx, err = s.releaseOne(ctx, vol, step, true); err != nil {
-			return idx, err
-		}
-		if vol, err = s.State().CSIVolumeRaw(nil, ns, volID); err != nil || vol == nil {
-			return idx, err
+		step := &structs.CSIVolumeClaim{AllocationID: id, NodeID: nodeID, Mode: cur.Mode, State: structs.CSIVolumeClaimStateUnpublishing}
+		if err := s.releaseOne(ctx, b, step, true); err != nil {
+			// What the claims before it reached is kept.
+			if idx, werr := s.writeClaimBatch(b); werr != nil {
+				return idx, werr
+			}
+			return b.vol.ModifyIndex, err
 		}
 	}
-	return idx, nil
+	return s.writeClaimBatch(b)
 }
 
 // maxDetachNodeIDBytes bounds the node ID of a detach (it is looked up,
 // never stored).
 const maxDetachNodeIDBytes = 128
 
+// claimBatch gathers the claim states one pass over a volume reaches, to
+// write them in one Raft entry. vol is the volume as the batch leaves it,
+// so that each release of the pass sees those before it.
+type claimBatch struct {
+	vol    *structs.CSIVolume
+	claims []*structs.CSIVolumeClaimRequest
+	frees  bool
+}
+
+func newClaimBatch(vol *structs.CSIVolume) *claimBatch {
+	return &claimBatch{vol: vol.Copy()}
+}
+
+// add records claim at state.
+func (b *claimBatch) add(claim *structs.CSIVolumeClaim, state structs.CSIVolumeClaimState) {
+	c := claim.Copy()
+	c.State = state
+	b.claims = append(b.claims, &structs.CSIVolumeClaimRequest{Namespace: b.vol.Namespace, VolumeID: b.vol.ID, Claim: c})
+	b.frees = b.frees || state == structs.CSIVolumeClaimStateReadyToFree
+	// The FSM applies the same; a release state is never refused.
+	_ = b.vol.Claim(c.Copy(), nil)
+}
+
+// writeClaimBatch writes the batch (nothing when it is empty) and returns
+// the volume's index after it. A batch that frees claims carries evals of
+// the jobs waiting for the volume.
+func (s *Server) writeClaimBatch(b *claimBatch) (uint64, error) {
+	if len(b.claims) == 0 {
+		return b.vol.ModifyIndex, nil
+	}
+	req := &structs.CSIVolumeClaimBatchRequest{Claims: b.claims}
+	if b.frees {
+		evals, err := s.volumeWaiterEvals(b.vol.Namespace, []string{b.vol.ID})
+		if err != nil {
+			return b.vol.ModifyIndex, err
+		}
+		req.Evals = evals
+	}
+	idx, err := s.raftApply(structs.CSIVolumeClaimBatchRequestType, req)
+	if err != nil {
+		return b.vol.ModifyIndex, err
+	}
+	for _, r := range b.claims {
+		if c := r.Claim; c.State == structs.CSIVolumeClaimStateReadyToFree {
+			s.logger.Info("csi volume claim freed", "namespace", r.Namespace, "volume", r.VolumeID, "alloc_id", c.AllocationID,
+				"node_id", c.NodeID, "mode", c.Mode.String(), "index", idx)
+		}
+	}
+	return idx, nil
+}
+
 // releaseOne takes one allocation's claim from the state it is in to
-// freed. With pushNode (`volume detach`), a claim whose live node has not
-// unpublished is node-detached by that node's client on the leader's
-// order; without it (the volume watcher), the release waits for the client
-// to report it.
+// freed, adding the state it reaches to b. With pushNode (`volume
+// detach`), a claim whose live node has not unpublished is node-detached
+// by that node's client on the leader's order; without it (the volume
+// watcher), the release waits for the client to report it.
 //
 // Only the states a release may stop at are written: unpublishing while
-// it waits for a live node (before a detach touches it), node-detached
+// it waits for a live node or when the node fails a detach, node-detached
 // when the controller detach fails, and freed. A step done but not
-// written (the node found down, the controller detached) is done again by
-// whoever resumes from the last state written, a new leader included:
-// each is idempotent (a controller's NotFound counts as detached). So a
-// release the client reported costs its report and the free; one the
-// leader finds on a down node, the free alone.
-func (s *Server) releaseOne(ctx context.Context, vol *structs.CSIVolume, in *structs.CSIVolumeClaim, pushNode bool) (uint64, error) {
+// written (the node found down or node-detached, the controller detached)
+// is done again by whoever resumes from the last state written, a new
+// leader included: each is idempotent (a controller's NotFound counts as
+// detached). So a release the client reported costs its report and the
+// free, and a pass frees all it can of a volume in one write.
+func (s *Server) releaseOne(ctx context.Context, b *claimBatch, in *structs.CSIVolumeClaim, pushNode bool) error {
+	vol := b.vol
 	held := vol.ClaimFor(in.AllocationID)
 	if held == nil {
-		return vol.ModifyIndex, nil // freed already
+		return nil // freed already
 	}
 	claim := held.Copy()
 	claim.State = structs.CSIVolumeClaimStateUnpublishing
@@ -408,19 +503,13 @@ func (s *Server) releaseOne(ctx context.Context, vol *structs.CSIVolume, in *str
 	if releaseRank(in.State) > releaseRank(claim.State) {
 		claim.State = in.State
 	}
-	idx := vol.ModifyIndex
-	// flush writes the state reached unless it is the one stored: where
+	// stop keeps the state reached, unless it is the one stored: where
 	// the release stops, a later one resumes.
-	flush := func() error {
-		if past != nil && past.State == claim.State {
-			return nil
+	stop := func(err error) error {
+		if past == nil || past.State != claim.State {
+			b.add(claim, claim.State)
 		}
-		i, err := s.writeClaimState(vol, claim, claim.State)
-		if err != nil {
-			return err
-		}
-		idx, past = i, claim.Copy()
-		return nil
+		return err
 	}
 
 	if claim.State == structs.CSIVolumeClaimStateUnpublishing {
@@ -429,18 +518,15 @@ func (s *Server) releaseOne(ctx context.Context, vol *structs.CSIVolume, in *str
 		// down before the claim moves on, or (detach) be told to.
 		node, err := s.State().NodeByID(nil, claim.NodeID)
 		if err != nil {
-			return idx, err
+			return stop(err)
 		}
 		if node != nil && !node.TerminalStatus() {
-			if err := flush(); err != nil {
-				return idx, err
-			}
 			if !pushNode {
-				return idx, errWaitForNode{structs.NewError(structs.ErrUnavailable, "volume %q: waiting for node %s to unpublish the claim of allocation %s",
-					vol.ID, claim.NodeID, claim.AllocationID)}
+				return stop(errWaitForNode{structs.NewError(structs.ErrUnavailable, "volume %q: waiting for node %s to unpublish the claim of allocation %s",
+					vol.ID, claim.NodeID, claim.AllocationID)})
 			}
 			if err := s.nodeDetach(ctx, vol, claim); err != nil {
-				return idx, err
+				return stop(err)
 			}
 		}
 		claim.State = structs.CSIVolumeClaimStateNodeDetached
@@ -449,7 +535,7 @@ func (s *Server) releaseOne(ctx context.Context, vol *structs.CSIVolume, in *str
 	if claim.State == structs.CSIVolumeClaimStateNodeDetached {
 		plugin, err := s.State().CSIPluginByID(nil, vol.PluginID)
 		if err != nil {
-			return idx, err
+			return stop(err)
 		}
 		if needsController(plugin) && claim.ExternalNodeID != "" && !s.otherLiveClaimOnNode(vol, claim) {
 			_, _, err := s.controllerCall(ctx, &structs.CSIControllerOp{
@@ -457,40 +543,13 @@ func (s *Server) releaseOne(ctx context.Context, vol *structs.CSIVolume, in *str
 				ExternalVolumeID: claim.ExternalVolumeID, ExternalNodeID: claim.ExternalNodeID, Secrets: vol.Secrets,
 			})
 			if err != nil && !errors.Is(err, structs.ErrNotFound) {
-				if ferr := flush(); ferr != nil {
-					return idx, ferr
-				}
-				return idx, structs.NewError(kindOf(err), "could not detach from controller: %v", err)
+				return stop(structs.NewError(kindOf(err), "could not detach from controller: %v", err))
 			}
 		}
 		claim.State = structs.CSIVolumeClaimStateControllerDetached
 	}
-	i, err := s.writeClaimState(vol, claim, structs.CSIVolumeClaimStateReadyToFree)
-	if err != nil {
-		return idx, err
-	}
-	idx = i
-	s.logger.Info("csi volume claim freed", "namespace", vol.Namespace, "volume", vol.ID, "alloc_id", claim.AllocationID,
-		"node_id", claim.NodeID, "mode", claim.Mode.String(), "index", idx)
-	return idx, nil
-}
-
-// writeClaimState writes claim in state through Raft; the write that
-// frees it carries evals of the jobs waiting for the volume.
-func (s *Server) writeClaimState(vol *structs.CSIVolume, claim *structs.CSIVolumeClaim, state structs.CSIVolumeClaimState) (uint64, error) {
-	c := claim.Copy()
-	c.State = state
-	req := &structs.CSIVolumeClaimBatchRequest{
-		Claims: []*structs.CSIVolumeClaimRequest{{Namespace: vol.Namespace, VolumeID: vol.ID, Claim: c}},
-	}
-	if state == structs.CSIVolumeClaimStateReadyToFree {
-		evals, err := s.volumeWaiterEvals(vol.Namespace, []string{vol.ID})
-		if err != nil {
-			return 0, err
-		}
-		req.Evals = evals
-	}
-	return s.raftApply(structs.CSIVolumeClaimBatchRequestType, req)
+	b.add(claim, structs.CSIVolumeClaimStateReadyToFree)
+	return nil
 }
 
 // errWaitForNode is a release waiting for its live node's client to
@@ -623,10 +682,18 @@ func (s *Server) registerCSIClaimRPC(rs *rpc.Server, mark func(context.Context) 
 // watcherUnpublisher is the volume watcher's view of the server.
 type watcherUnpublisher struct{ s *Server }
 
-func (w watcherUnpublisher) UnpublishClaim(ctx context.Context, ns, volID string, claim *structs.CSIVolumeClaim) error {
-	_, err := w.s.UnpublishClaim(ctx, ns, volID, claim)
-	if errors.As(err, new(errWaitForNode)) {
-		return fmt.Errorf("%w: %w", volumewatcher.ErrWaiting, err)
+func (w watcherUnpublisher) UnpublishClaims(ctx context.Context, ns, volID string, claims []*structs.CSIVolumeClaim) []error {
+	_, errs, err := w.s.releaseClaims(ctx, ns, volID, claims)
+	if err != nil {
+		errs = make([]error, len(claims))
+		for i := range errs {
+			errs[i] = err
+		}
 	}
-	return err
+	for i, e := range errs {
+		if errors.As(e, new(errWaitForNode)) {
+			errs[i] = fmt.Errorf("%w: %w", volumewatcher.ErrWaiting, e)
+		}
+	}
+	return errs
 }

@@ -689,3 +689,60 @@ func TestCSIDetachRefusals(t *testing.T) {
 			after.WriteClaims, after.PastClaims)
 	}
 }
+
+// `volume detach` of a node holding several claims of a volume
+// node-detaches each, has the controller detach the volume once, after
+// the last node-detach (the node unpublished it everywhere), and frees
+// them all in one write.
+func TestCSIDetachNodeFreesItsClaimsInOneWrite(t *testing.T) {
+	s := testServer(t, nil)
+	node, _ := csiSetup(t, s)
+	fc := startFakeController(t, s, node, confirmValidate)
+	ctx := context.Background()
+	vol := csiVol("shared", "hp")
+	vol.RequestedCapabilities[0].AccessMode = structs.CSIVolumeAccessModeMultiNodeMultiWriter
+	if _, err := s.RegisterCSIVolumes(ctx, []*structs.CSIVolume{vol}); err != nil {
+		t.Fatal(err)
+	}
+	j := testJob("holders", "batch")
+	j.TaskGroups[0].Count = 2
+	if _, err := s.RegisterJob(ctx, j, false, 0); err != nil {
+		t.Fatal(err)
+	}
+	var allocs []*structs.Allocation
+	waitFor(t, 10*time.Second, "two allocs", func() bool {
+		allocs, _ = s.State().AllocsByJob(nil, structs.DefaultNamespace, "holders", true)
+		return len(allocs) == 2
+	})
+	for _, a := range allocs {
+		_, err := s.ClaimVolume(ctx, &structs.CSIVolumeClaimArgs{NodeID: node.ID, SecretID: node.SecretID,
+			Namespace: structs.DefaultNamespace, VolumeID: "shared", AllocationID: a.ID, Mode: structs.CSIVolumeClaimWrite,
+			AccessMode: structs.CSIVolumeAccessModeMultiNodeMultiWriter, AttachmentMode: structs.CSIVolumeAttachmentModeFilesystem})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	n0, i0 := len(fc.calls()), s.raft.LastIndex()
+	dctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	idx, err := s.DetachCSIVolume(dctx, structs.DefaultNamespace, "shared", node.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, op := range fc.calls()[n0:] {
+		kinds = append(kinds, string(op.Kind))
+	}
+	want := []string{string(structs.CSIControllerOpNodeDetach), string(structs.CSIControllerOpNodeDetach), string(structs.CSIControllerOpUnpublish)}
+	if strings.Join(kinds, ",") != strings.Join(want, ",") {
+		t.Fatalf("ops = %v, want %v", kinds, want)
+	}
+	after, _ := s.State().CSIVolumeByID(nil, structs.DefaultNamespace, "shared")
+	if after.InUse() || len(after.PastClaims) != 0 {
+		t.Fatalf("volume after detach: write=%v past=%v", after.WriteClaims, after.PastClaims)
+	}
+	// One write: the log grew by one entry, the detach's.
+	if i1 := s.raft.LastIndex(); i1 != i0+1 || idx != i1 || after.ModifyIndex != idx {
+		t.Fatalf("log %d → %d, detach index %d, volume index %d: want one write", i0, i1, idx, after.ModifyIndex)
+	}
+}

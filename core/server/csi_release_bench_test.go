@@ -15,55 +15,57 @@ import (
 
 // BenchmarkCSIClaimRelease counts the Raft writes a claim's release costs,
 // from the release's start to the claim freed (raft-writes/claim): the
-// growth of the leader's log over the release of claims claims, one per
-// volume, divided by claims. Nothing else writes meanwhile: the allocs
-// keep running and no job waits for the volumes.
+// growth of the leader's log over the release of claims claims, divided
+// by claims. Nothing else writes meanwhile: the allocs keep running and no
+// job waits for the volumes.
 //
 //	go test -run '^$' -bench BenchmarkCSIClaimRelease -benchtime 3x ./core/server/
 //
 // client: the client reports its node steps done (node-detached) and the
 // claim is taken from there to freed. detach: `volume detach` of the
 // node's claims. controller / node-only: the plugin needs a controller
-// detach, or not.
+// detach, or not. own-volume: one claim per volume; shared: all claims of
+// one multi-writer volume.
 func BenchmarkCSIClaimRelease(b *testing.B) {
 	const claims = 8
-	for _, controller := range []bool{true, false} {
-		plugin := "node-only"
-		if controller {
-			plugin = "controller"
-		}
-		for _, how := range []string{"client", "detach"} {
-			b.Run(how+"/"+plugin, func(b *testing.B) {
-				e := newReleaseBench(b, controller, claims)
-				var writes uint64
-				for i := 0; i < b.N; i++ {
-					b.StopTimer()
-					e.claimAll(b)
-					i0 := e.s.raft.LastIndex()
-					b.StartTimer()
-					e.release(b, how)
-					b.StopTimer()
-					writes += e.s.raft.LastIndex() - i0
-					b.StartTimer()
-				}
-				b.ReportMetric(float64(writes)/float64(b.N*claims), "raft-writes/claim")
-			})
+	for _, shared := range []bool{false, true} {
+		for _, controller := range []bool{true, false} {
+			for _, how := range []string{"client", "detach"} {
+				name := how + "/" + map[bool]string{true: "controller", false: "node-only"}[controller] + "/" +
+					map[bool]string{true: "shared", false: "own-volume"}[shared]
+				b.Run(name, func(b *testing.B) {
+					e := newReleaseBench(b, controller, shared, claims)
+					var writes uint64
+					for i := 0; i < b.N; i++ {
+						b.StopTimer()
+						e.claimAll(b)
+						i0 := e.s.raft.LastIndex()
+						b.StartTimer()
+						e.release(b, how)
+						b.StopTimer()
+						writes += e.s.raft.LastIndex() - i0
+						b.StartTimer()
+					}
+					b.ReportMetric(float64(writes)/float64(b.N*claims), "raft-writes/claim")
+				})
+			}
 		}
 	}
 }
 
 // releaseBench is a server with one node running plugin hp (with a
 // controller that answers every call, node-detach included, with
-// success or without one), volumes v0.. of hp, and one running alloc per
-// volume on the node.
+// success or without one), n running allocs on the node, and volumes of
+// hp: v0.. (one per alloc) or, shared, v0 (multi-writer) for all.
 type releaseBench struct {
 	s      *Server
 	node   *structs.Node
 	allocs []*structs.Allocation
-	vols   []string
+	vols   []string // by alloc
+	access structs.CSIVolumeAccessMode
 }
 
-func newReleaseBench(b *testing.B, controller bool, n int) *releaseBench {
+func newReleaseBench(b *testing.B, controller, shared bool, n int) *releaseBench {
 	b.Helper()
 	s, err := New(Config{
 		Logger: hclog.NewNullLogger(), DevMode: true, Schedulers: builtin.InProcess{},
@@ -113,12 +115,22 @@ func newReleaseBench(b *testing.B, controller bool, n int) *releaseBench {
 	}()
 	b.Cleanup(func() { stop(); wg.Wait() })
 
-	e := &releaseBench{s: s, node: node}
+	e := &releaseBench{s: s, node: node, access: structs.CSIVolumeAccessModeSingleNodeWriter}
+	if shared {
+		e.access = structs.CSIVolumeAccessModeMultiNodeMultiWriter
+	}
 	var vols []*structs.CSIVolume
 	for i := range n {
 		id := fmt.Sprintf("v%d", i)
+		if shared {
+			id = "v0"
+		}
 		e.vols = append(e.vols, id)
-		vols = append(vols, csiVol(id, "hp"))
+		if i == 0 || !shared {
+			v := csiVol(id, "hp")
+			v.RequestedCapabilities[0].AccessMode = e.access
+			vols = append(vols, v)
+		}
 	}
 	if _, err := s.RegisterCSIVolumes(ctx, vols); err != nil {
 		b.Fatal(err)
@@ -155,7 +167,7 @@ func (e *releaseBench) claimAll(b *testing.B) {
 	for i, a := range e.allocs {
 		_, err := e.s.ClaimVolume(ctx, &structs.CSIVolumeClaimArgs{NodeID: e.node.ID, SecretID: e.node.SecretID,
 			Namespace: structs.DefaultNamespace, VolumeID: e.vols[i], AllocationID: a.ID, Mode: structs.CSIVolumeClaimWrite,
-			AccessMode: structs.CSIVolumeAccessModeSingleNodeWriter, AttachmentMode: structs.CSIVolumeAttachmentModeFilesystem})
+			AccessMode: e.access, AttachmentMode: structs.CSIVolumeAttachmentModeFilesystem})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -176,6 +188,9 @@ func (e *releaseBench) release(b *testing.B, how string) {
 				Namespace: structs.DefaultNamespace, VolumeID: e.vols[i],
 				Claim: &structs.CSIVolumeClaim{AllocationID: a.ID, Mode: structs.CSIVolumeClaimWrite, State: structs.CSIVolumeClaimStateNodeDetached}})
 		case "detach":
+			if i > 0 && e.vols[i] == e.vols[i-1] {
+				continue // detached with the first
+			}
 			_, err = e.s.UnpublishClaim(ctx, structs.DefaultNamespace, e.vols[i], &structs.CSIVolumeClaim{NodeID: e.node.ID, Mode: structs.CSIVolumeClaimGC})
 		}
 		if err != nil {

@@ -4,9 +4,9 @@
 // volumes table and, for every volume that holds claims, wakes a
 // per-volume worker. A worker re-reads its volume, records a past claim
 // for every claim whose allocation is gone or terminal on its client, and
-// hands each past claim, in order, to the Unpublisher, which drives it
+// hands the past claims, in order, to the Unpublisher, which drives each
 // through node detach, controller detach and free, writing through Raft
-// the state where it stops. The watcher is the one owner of a release: a
+// the states where they stop, all in one write. The watcher is the one owner of a release: a
 // client only reports that its node unpublished a claim (a write of the
 // volume that wakes the worker), and the worker takes the claim from
 // there to freed.
@@ -40,12 +40,14 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
-// Unpublisher releases one past claim (the server's release: node
-// detach, controller detach, free). It returns nil when the claim is
-// freed, an error wrapping ErrWaiting when the release waits for a write
-// to the volume, and any other error when it failed and is to be retried.
+// Unpublisher releases the past claims of one volume (the server's
+// release: node detach, controller detach, free), in the order given, and
+// writes the states they reach together. It returns one error per claim:
+// nil when the claim is freed, one wrapping ErrWaiting when its release
+// waits for a write to the volume, any other when it failed and is to be
+// retried.
 type Unpublisher interface {
-	UnpublishClaim(ctx context.Context, namespace, volumeID string, claim *structs.CSIVolumeClaim) error
+	UnpublishClaims(ctx context.Context, namespace, volumeID string, claims []*structs.CSIVolumeClaim) []error
 }
 
 // ErrWaiting, wrapped in an Unpublisher's error, says the release waits

@@ -120,6 +120,33 @@ func TestReap(t *testing.T) {
 	}
 }
 
+// A pass hands all the volume's past claims to the Unpublisher in one
+// call, in allocation ID order, so that what they reach is written at
+// once.
+func TestPassReleasesInOneCall(t *testing.T) {
+	h := newHarness(t, nil)
+	h.volume("v", multi)
+	var ids []string
+	for range 3 {
+		a := h.alloc()
+		h.claim("v", a, structs.CSIVolumeClaimWrite, multi)
+		h.finish(a)
+		ids = append(ids, a.ID)
+	}
+	slices.Sort(ids)
+
+	h.w.SetEnabled(true)
+	waitFor(t, "the claims freed", func() bool {
+		return h.freed("v", ids[0]) && h.freed("v", ids[1]) && h.freed("v", ids[2])
+	})
+	h.un.mu.Lock()
+	batches := slices.Clone(h.un.batches)
+	h.un.mu.Unlock()
+	if len(batches) != 1 || !slices.Equal(batches[0], ids) {
+		t.Fatalf("unpublish calls: %v, want one of %v", batches, ids)
+	}
+}
+
 // A failing release is retried with a doubling backoff, without any
 // further write, until it succeeds.
 func TestRetryBackoff(t *testing.T) {

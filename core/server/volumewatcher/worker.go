@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/drover-org/drover/core/structs"
 )
 
 // worker releases the past claims of one volume. It is owned by its
@@ -145,8 +147,8 @@ func (wk *worker) run() {
 	}
 }
 
-// pass reads the volume and, with release, hands every past claim to the
-// unpublisher, in allocation ID order, one at a time.
+// pass reads the volume and, with release, hands its past claims to the
+// unpublisher, in allocation ID order, in one call.
 func (wk *worker) pass(ctx context.Context, release bool) outcome {
 	store := wk.w.cfg.State()
 	if store == nil {
@@ -178,24 +180,33 @@ func (wk *worker) pass(ctx context.Context, release bool) outcome {
 		}
 		return true, a.ClientTerminalStatus()
 	})
-	for _, allocID := range vol.PastClaimIDs() {
-		if ctx.Err() != nil {
-			return out
+	ids := vol.PastClaimIDs()
+	if len(ids) == 0 {
+		return out
+	}
+	claims := make([]*structs.CSIVolumeClaim, len(ids))
+	for i, allocID := range ids {
+		claims[i] = vol.PastClaims[allocID].Copy()
+	}
+	errs := wk.w.cfg.Unpublisher.UnpublishClaims(ctx, wk.key.ns, wk.key.id, claims)
+	if ctx.Err() != nil {
+		return out
+	}
+	for i, claim := range claims {
+		var err error
+		if i < len(errs) {
+			err = errs[i]
 		}
-		claim := vol.PastClaims[allocID].Copy()
-		if err := wk.w.cfg.Unpublisher.UnpublishClaim(ctx, wk.key.ns, wk.key.id, claim); err != nil {
-			if ctx.Err() != nil {
-				return out
+		switch {
+		case err == nil:
+		case errors.Is(err, ErrWaiting):
+			wk.logger.Debug("volume claim release waits", "alloc_id", claim.AllocationID, "node_id", claim.NodeID, "reason", err)
+			if out == outcomeOK {
+				out = outcomeWaiting
 			}
-			if errors.Is(err, ErrWaiting) {
-				wk.logger.Debug("volume claim release waits", "alloc_id", allocID, "node_id", claim.NodeID, "reason", err)
-				if out == outcomeOK {
-					out = outcomeWaiting
-				}
-				continue
-			}
+		default:
 			wk.logger.Warn("failed to release volume claim",
-				"alloc_id", allocID, "node_id", claim.NodeID, "claim_state", claim.State.String(), "error", err)
+				"alloc_id", claim.AllocationID, "node_id", claim.NodeID, "claim_state", claim.State.String(), "error", err)
 			out = outcomeFailed
 		}
 	}
