@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/drover-org/drover/core/client/csi"
 	"github.com/drover-org/drover/core/client/services"
 	"github.com/drover-org/drover/core/client/taskfiles"
 	"github.com/drover-org/drover/core/metrics"
@@ -40,9 +41,9 @@ type runnerConfig struct {
 	// Persist, if set, stores the runner's state for a client restart.
 	Persist func(*persistedAlloc)
 	// CSI supervises the plugin tasks (nil: no csi-bridge).
-	CSI *csiPlugins
+	CSI *csi.Plugins
 	// Volumes mounts the groups' CSI volumes (nil: no csi-bridge).
-	Volumes *csiManager
+	Volumes *csi.Manager
 	// CrashAt, a test hook, is asked at each kill point of a task's exit
 	// path; true simulates a client crash there (see killpoints.go).
 	CrashAt func(allocID, task string, p killPoint) bool
@@ -89,12 +90,8 @@ type allocRunner struct {
 	crashed  bool // a simulated crash: no more reports or writes
 	removed  bool // the alloc's state was deleted: no more writes
 
-	// csi is how far the alloc's CSI volumes got (see csi_hook.go).
-	csiMu sync.Mutex
-	csi   []*csiMountState
-	// csiNodeMu orders the node steps (unmountNode) of the alloc's
-	// release and of a node-detach the leader asks for.
-	csiNodeMu sync.Mutex
+	// vols is how far the alloc's CSI volumes got (see csi.go).
+	vols *csi.Volumes
 
 	// health is the alloc's deployment health tracking (health.go);
 	// healthNext is when to evaluate it again without a task change.
@@ -124,13 +121,11 @@ func newAllocRunner(parent context.Context, cfg *runnerConfig, alloc *structs.Al
 		doneCh:  make(chan struct{}),
 		svc:     noServices{},
 	}
+	var restored []*csi.MountState
 	if prior != nil {
-		for _, m := range prior.CSI {
-			if m != nil {
-				ar.csi = append(ar.csi, m.copy())
-			}
-		}
+		restored = prior.CSI
 	}
+	ar.vols = csi.NewVolumes(cfg.Volumes, alloc.ID, ar.dir.root, csiAlloc{ar}, restored, ar.logger)
 	tg := ar.group()
 	if tg == nil {
 		ar.setupErr = fmt.Errorf("allocation has no task group %q in its job", alloc.TaskGroup)
@@ -251,7 +246,7 @@ func (ar *allocRunner) taskChanged() {
 		return
 	}
 	states := make(map[string]*structs.TaskState, len(ar.tasks))
-	snap := &persistedAlloc{Alloc: ar.alloc, Tasks: make(map[string]*persistedTask, len(ar.tasks)), CSI: ar.csiSnapshot(), Services: ar.svc.Persisted()}
+	snap := &persistedAlloc{Alloc: ar.alloc, Tasks: make(map[string]*persistedTask, len(ar.tasks)), CSI: ar.vols.Snapshot(), Services: ar.svc.Persisted()}
 	for _, tr := range ar.tasks {
 		st, h := tr.snapshot()
 		states[tr.task.Name] = st
@@ -288,7 +283,7 @@ func (ar *allocRunner) persist() {
 	if ar.crashed || ar.removed {
 		return
 	}
-	snap := &persistedAlloc{Alloc: ar.alloc, Tasks: make(map[string]*persistedTask, len(ar.tasks)), CSI: ar.csiSnapshot(), Services: ar.svc.Persisted()}
+	snap := &persistedAlloc{Alloc: ar.alloc, Tasks: make(map[string]*persistedTask, len(ar.tasks)), CSI: ar.vols.Snapshot(), Services: ar.svc.Persisted()}
 	for _, tr := range ar.tasks {
 		st, h := tr.snapshot()
 		snap.Tasks[tr.task.Name] = newPersistedTask(st, h)
@@ -448,14 +443,7 @@ func (ar *allocRunner) nextHealthCheck() time.Time {
 
 // releaseVolumes undoes the alloc's CSI volumes once its tasks are dead.
 func (ar *allocRunner) releaseVolumes() {
-	if len(ar.csiSnapshot()) == 0 {
-		return
-	}
-	if ar.cfg.Volumes == nil {
-		ar.logger.Warn("cannot release CSI volumes: no csi-bridge")
-		return
-	}
-	ar.cfg.Volumes.release(ar.ctx, ar)
+	ar.vols.Release(ar.ctx)
 }
 
 func (ar *allocRunner) allDone() bool {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/drover-org/drover/core/client/csi"
 	"github.com/drover-org/drover/core/client/services"
 	"github.com/drover-org/drover/core/structs"
 )
@@ -117,10 +118,13 @@ func New(cfg Config) (*Client, error) {
 		},
 	}
 	if cfg.CSIBridge != nil {
-		c.rcfg.CSI = newCSIPlugins(cfg.CSIBridge, filepath.Join(cfg.StateDir, "csi"), cfg.CSIProbeInterval, cfg.CSIHealthInterval,
+		c.rcfg.CSI = csi.NewPlugins(cfg.CSIBridge, filepath.Join(cfg.StateDir, "csi"), cfg.CSIProbeInterval, cfg.CSIHealthInterval,
 			c.logger.Named("csi"), c.csiChanged)
-		c.rcfg.Volumes = newCSIManager(ctx, c.goFunc, c.rcfg.CSI, cfg.CSIBridge, cfg.Server, nodeID, secretID, cfg.StateDir,
-			cfg.CSIPluginWait, backoff{Base: cfg.CSIRetryInterval, Max: cfg.CSIMaxRetryInterval}, c.logger.Named("csi_volumes"))
+		c.rcfg.Volumes = csi.NewManager(ctx, csi.Config{
+			Plugins: c.rcfg.CSI, Bridge: cfg.CSIBridge, Server: cfg.Server, NodeID: nodeID, SecretID: secretID,
+			StateDir: cfg.StateDir, PluginWait: cfg.CSIPluginWait, RetryBase: cfg.CSIRetryInterval, RetryMax: cfg.CSIMaxRetryInterval,
+			Logger: c.logger.Named("csi_volumes"), Go: c.goFunc,
+		})
 	}
 	c.node = c.baseNode()
 	return c, nil
@@ -210,7 +214,7 @@ func (c *Client) Start() error {
 	c.goFunc(func() { c.services.Run(c.ctx) })
 	c.goFunc(c.run)
 	if c.rcfg.CSI != nil && c.rcfg.Volumes != nil {
-		c.goFunc(func() { c.controllerLoop(c.ctx) })
+		c.goFunc(func() { c.rcfg.Volumes.RunController(c.ctx, c.csiNodeDetach) })
 	}
 	return nil
 }
@@ -277,11 +281,7 @@ func (c *Client) restore() {
 	// release one.
 	if v := c.rcfg.Volumes; v != nil {
 		for _, p := range allocs {
-			for _, m := range p.CSI {
-				if m != nil {
-					v.adopt(p.Alloc.ID, m)
-				}
-			}
+			v.Adopt(p.Alloc.ID, p.CSI)
 		}
 	}
 	for _, p := range allocs {
@@ -307,7 +307,7 @@ func (c *Client) run() {
 // csiChanged puts the CSI plugins' instances into the node and asks for
 // the node to be registered again.
 func (c *Client) csiChanged() {
-	controllers, nodes := c.rcfg.CSI.nodePlugins()
+	controllers, nodes := c.rcfg.CSI.NodePlugins()
 	c.nodeMu.Lock()
 	n := c.node.Copy()
 	n.CSIControllerPlugins, n.CSINodePlugins = controllers, nodes

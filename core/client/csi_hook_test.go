@@ -153,8 +153,8 @@ func newVolHarnessOf(t *testing.T, wrap func(*volBridge) csibridge.Bridge, typ s
 	pa := testAlloc("plugin-alloc-0001", c.NodeID(), testJob("system", task))
 	srv.upsert(pa)
 	waitFor(t, "plugin healthy", func() bool {
-		_, _, ok := c.rcfg.CSI.healthyInstance("hp", true)
-		return ok
+		_, nodes := c.rcfg.CSI.NodePlugins()
+		return nodes["hp"] != nil && nodes["hp"].Healthy
 	})
 	return &volHarness{t: t, srv: srv, bridge: bridge, cb: cb, world: world, log: log, c: c, state: state}
 }
@@ -529,6 +529,17 @@ func TestCSIVolumeReleaseRetriedPastNoLeader(t *testing.T) {
 	}
 	waitFor(t, "the volume forgotten once released", func() bool {
 		ar := h.c.runner(a.ID)
-		return ar == nil || ar.csiGet("data") == nil
+		return ar == nil || !hasVolume(ar, "data")
 	})
+}
+
+// hasVolume reports whether the alloc runner still holds volume alias in
+// its state (a release not reported yet).
+func hasVolume(ar *allocRunner, alias string) bool {
+	for _, m := range ar.vols.Snapshot() {
+		if m.Alias == alias {
+			return true
+		}
+	}
+	return false
 }

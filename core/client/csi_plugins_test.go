@@ -171,10 +171,3 @@ func TestCSIPluginSupervisor(t *testing.T) {
 		t.Errorf("the bridge was asked about %s %d times", sock, probes)
 	}
 }
-
-func TestCSISocketPathBounded(t *testing.T) {
-	p := newCSIPlugins(&fakeBridge{}, "/"+strings.Repeat("d", 100), time.Second, time.Second, nil, func() {})
-	if _, err := p.prepare("0123456789", "task"); err == nil || !strings.Contains(err.Error(), "use a shorter data_dir") {
-		t.Errorf("err = %v", err)
-	}
-}

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/drover-org/drover/core/client/csi"
 	"github.com/drover-org/drover/core/client/services"
 	"github.com/drover-org/drover/core/structs"
 	"github.com/drover-org/drover/sdk/proto/driverpb"
@@ -30,7 +31,7 @@ type persistedAlloc struct {
 	Alloc *structs.Allocation
 	Tasks map[string]*persistedTask
 	// CSI is how far the alloc's CSI volumes got, for their release.
-	CSI []*csiMountState `json:",omitempty"`
+	CSI []*csi.MountState `json:",omitempty"`
 	// Services is the alloc's native services' check statuses.
 	Services *services.Persisted `json:",omitempty"`
 }

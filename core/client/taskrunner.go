@@ -333,7 +333,7 @@ func (tr *taskRunner) prepare(ctx context.Context, first bool) error {
 		AllocDir: ar.dir.sharedDir(), TaskDir: dirs.Local, SecretsDir: dirs.Secrets, Path: ar.cfg.Path,
 	})
 	if tr.task.CSIPluginConfig != nil && ar.cfg.CSI != nil {
-		sock, err := ar.cfg.CSI.prepare(ar.id, tr.task.Name)
+		sock, err := ar.cfg.CSI.Prepare(ar.id, tr.task.Name)
 		if err != nil {
 			return err
 		}
@@ -650,13 +650,13 @@ func (tr *taskRunner) superviseCSI(ctx context.Context) func() {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		csi.supervise(ctx, stop, tr.ar.id, tr.task.Name, tr.task.CSIPluginConfig, tr.csiSocket, tr.emit)
+		csi.Supervise(ctx, stop, tr.ar.id, tr.task.Name, tr.task.CSIPluginConfig, tr.csiSocket, tr.emit)
 	}()
 	return func() {
 		close(stop)
 		wg.Wait()
 		if tr.dead() {
-			csi.remove(tr.ar.id, tr.task.Name)
+			csi.Remove(tr.ar.id, tr.task.Name)
 		}
 	}
 }

@@ -133,7 +133,7 @@ func (c *Client) destroyRunner(r *allocRunner) {
 		if c.ctx.Err() != nil || !r.allDone() {
 			return
 		}
-		if r.csiHeld() {
+		if r.vols.Held() {
 			// A task bind mount may remain: removing the dir would
 			// empty the volume. The release retry unmounts it.
 			c.logger.Warn("keeping alloc dir: a CSI volume may still be mounted in it", "alloc_id", r.id)

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"hash/fnv"
 	"maps"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/drover-org/drover/core/rpc"
+	"github.com/drover-org/drover/core/server/volumewatcher"
 	"github.com/drover-org/drover/core/structs"
 )
 
@@ -18,9 +20,14 @@ import (
 // the stored volume first, then published by a controller when the plugin
 // needs it, and then written through Raft together with everything a
 // release needs (CSI node ID, external volume ID, publish context,
-// controller node), so a release never has to look them up. A release is
-// checkpointed through Raft at every step: node detached → controller
-// detached → freed.
+// controller node), so a release never has to look them up.
+//
+// A release has one driver, the volume watcher on the leader (and `volume
+// detach`, which runs the same steps at once): a client only reports how
+// far its node got (unpublishing, node-detached), one write; the watcher,
+// woken by it, detaches through the controller and frees, one more. Only
+// the states where a release stops are written (see releaseOne), so a new
+// leader resumes from the last one and repeats only idempotent steps.
 
 // claimLocks serializes claims and releases of one volume on the leader,
 // so a claim's check and its write see no other claim in between. Striped:
@@ -251,40 +258,120 @@ func (s *Server) UnpublishVolume(ctx context.Context, args *structs.CSIVolumeUnp
 	case c.State != structs.CSIVolumeClaimStateUnpublishing && c.State != structs.CSIVolumeClaimStateNodeDetached:
 		return nil, structs.NewError(structs.ErrInvalid, "Claim.State: a client reports unpublishing or node-detached, not %s", c.State)
 	}
-	st := s.State()
-	vol, err := st.CSIVolumeRaw(nil, args.Namespace, args.VolumeID)
-	if err != nil {
-		return nil, err
-	}
-	if vol == nil {
-		return nil, structs.NewError(structs.ErrNotFound, "volume not found: %s", args.VolumeID)
-	}
-	held := vol.ClaimFor(c.AllocationID)
-	if held == nil {
-		return &structs.CSIVolumeUnpublishReply{Index: vol.ModifyIndex}, nil // already freed
-	}
-	if held.NodeID != node.ID {
-		return nil, structs.NewError(structs.ErrPermissionDenied, "the claim of allocation %s is on another node", c.AllocationID)
-	}
-	// Only what the client knows is taken from it: the rest is stored.
-	claim := &structs.CSIVolumeClaim{AllocationID: c.AllocationID, NodeID: node.ID, Mode: held.Mode, State: c.State}
-	idx, err := s.UnpublishClaim(ctx, args.Namespace, args.VolumeID, claim)
+	idx, err := s.reportRelease(args.Namespace, args.VolumeID, c.AllocationID, node.ID, c.State)
 	if err != nil {
 		return nil, err
 	}
 	return &structs.CSIVolumeUnpublishReply{Index: idx}, nil
 }
 
-// UnpublishClaim drives one claim towards freed, checkpointing each step
-// through Raft. A claim without an allocation ID (Mode GC, with NodeID:
-// `volume detach`) releases every claim of that node. It is what the
-// volume watcher calls. It must run on the leader.
+// reportRelease records how far a client got with the node steps of its
+// allocation's claim: node-detached (done) or unpublishing (not yet). It
+// only records: the volume watcher, woken by the write, owns the release
+// from there (controller detach, free), so a claim has one driver and a
+// client's report costs one write. A report behind the stored state
+// writes nothing. An unpublishing claim of a live node answers that it
+// waits for the node, as the watcher would.
+func (s *Server) reportRelease(ns, volID, allocID, nodeID string, reported structs.CSIVolumeClaimState) (uint64, error) {
+	defer s.claimLocks.lock(ns, volID)()
+	vol, err := s.State().CSIVolumeRaw(nil, ns, volID)
+	if err != nil {
+		return 0, err
+	}
+	if vol == nil {
+		return 0, structs.NewError(structs.ErrNotFound, "volume not found: %s", volID)
+	}
+	held := vol.ClaimFor(allocID)
+	if held == nil {
+		return vol.ModifyIndex, nil // freed meanwhile
+	}
+	if held.NodeID != nodeID {
+		return 0, structs.NewError(structs.ErrPermissionDenied, "the claim of allocation %s is on another node", allocID)
+	}
+	claim := held.Copy()
+	claim.State = reported
+	idx := vol.ModifyIndex
+	if past := vol.PastClaims[allocID]; past == nil || releaseRank(past.State) < releaseRank(reported) {
+		b := newClaimBatch(vol)
+		b.add(claim, reported)
+		if idx, err = s.writeClaimBatch(b); err != nil {
+			return idx, err
+		}
+	} else {
+		claim.State = past.State
+	}
+	if claim.State == structs.CSIVolumeClaimStateUnpublishing {
+		node, err := s.State().NodeByID(nil, nodeID)
+		if err != nil {
+			return idx, err
+		}
+		if node != nil && !node.TerminalStatus() {
+			return idx, structs.NewError(structs.ErrUnavailable, "volume %q: waiting for node %s to unpublish the claim of allocation %s",
+				vol.ID, nodeID, allocID)
+		}
+	}
+	return idx, nil
+}
+
+// UnpublishClaim drives one claim towards freed (see releaseOne). A claim
+// without an allocation ID (Mode GC, with NodeID: `volume detach`)
+// releases every claim of that node. It must run on the leader.
 func (s *Server) UnpublishClaim(ctx context.Context, ns, volID string, claim *structs.CSIVolumeClaim) (uint64, error) {
 	if claim == nil {
 		return 0, structs.NewError(structs.ErrInvalid, "missing volume claim")
 	}
+	if claim.AllocationID != "" {
+		idx, errs, err := s.releaseClaims(ctx, ns, volID, []*structs.CSIVolumeClaim{claim})
+		if err != nil {
+			return idx, err
+		}
+		return idx, errs[0]
+	}
+	return s.detachNode(ctx, ns, volID, claim.NodeID)
+}
+
+// releaseClaims runs the releases of claims of one volume (a volume
+// watcher's pass), in order, and writes the states they reach in one Raft
+// entry. It returns the entry's index, each claim's error (nil: freed),
+// and the error that failed them all (no volume, the write failed).
+func (s *Server) releaseClaims(ctx context.Context, ns, volID string, claims []*structs.CSIVolumeClaim) (uint64, []error, error) {
+	if volID == "" {
+		return 0, nil, structs.NewError(structs.ErrInvalid, "missing volume ID")
+	}
+	defer s.claimLocks.lock(ns, volID)()
+	vol, err := s.State().CSIVolumeRaw(nil, ns, volID)
+	if err != nil {
+		return 0, nil, err
+	}
+	if vol == nil {
+		return 0, nil, structs.NewError(structs.ErrNotFound, "no such volume: %s", volID)
+	}
+	b := newClaimBatch(vol)
+	errs := make([]error, len(claims))
+	for i, c := range claims {
+		if c == nil || c.AllocationID == "" {
+			errs[i] = structs.NewError(structs.ErrInvalid, "a released claim names no allocation")
+			continue
+		}
+		errs[i] = s.releaseOne(ctx, b, c, false)
+	}
+	idx, err := s.writeClaimBatch(b)
+	return idx, errs, err
+}
+
+// detachNode is `volume detach`: it releases every claim node holds of
+// the volume, node-detaching those of a live node through its client, and
+// writes what they reach in one Raft entry. The first claim that fails
+// stops it.
+func (s *Server) detachNode(ctx context.Context, ns, volID, nodeID string) (uint64, error) {
 	if volID == "" {
 		return 0, structs.NewError(structs.ErrInvalid, "missing volume ID")
+	}
+	if nodeID == "" {
+		return 0, structs.NewError(structs.ErrInvalid, "detach requires node ID")
+	}
+	if len(nodeID) > maxDetachNodeIDBytes {
+		return 0, structs.NewError(structs.ErrInvalid, "node ID: longer than %d bytes", maxDetachNodeIDBytes)
 	}
 	defer s.claimLocks.lock(ns, volID)()
 	vol, err := s.State().CSIVolumeRaw(nil, ns, volID)
@@ -294,127 +381,161 @@ func (s *Server) UnpublishClaim(ctx context.Context, ns, volID string, claim *st
 	if vol == nil {
 		return 0, structs.NewError(structs.ErrNotFound, "no such volume: %s", volID)
 	}
-	if claim.AllocationID != "" {
-		return s.releaseOne(ctx, vol, claim, false)
-	}
-	if claim.NodeID == "" {
-		return 0, structs.NewError(structs.ErrInvalid, "detach requires node ID")
-	}
-	if len(claim.NodeID) > maxDetachNodeIDBytes {
-		return 0, structs.NewError(structs.ErrInvalid, "node ID: longer than %d bytes", maxDetachNodeIDBytes)
-	}
 	var ids []string
 	for _, m := range []map[string]*structs.CSIVolumeClaim{vol.ReadClaims, vol.WriteClaims, vol.PastClaims} {
 		for id, c := range m {
-			if c != nil && c.NodeID == claim.NodeID && !slices.Contains(ids, id) {
+			if c != nil && c.NodeID == nodeID && !slices.Contains(ids, id) {
 				ids = append(ids, id)
 			}
 		}
 	}
 	if len(ids) == 0 {
 		// Nothing to detach: say why, rather than succeed at nothing.
-		node, err := s.State().NodeByID(nil, claim.NodeID)
+		node, err := s.State().NodeByID(nil, nodeID)
 		if err != nil {
 			return 0, err
 		}
 		if node == nil {
-			return 0, structs.NewError(structs.ErrNotFound, "node not found: %s", claim.NodeID)
+			return 0, structs.NewError(structs.ErrNotFound, "node not found: %s", nodeID)
 		}
-		return 0, structs.NewError(structs.ErrNotFound, "node %s holds no claim of volume %q", claim.NodeID, vol.ID)
+		return 0, structs.NewError(structs.ErrNotFound, "node %s holds no claim of volume %q", nodeID, vol.ID)
 	}
 	slices.Sort(ids)
-	idx := vol.ModifyIndex
+	b := newClaimBatch(vol)
 	for _, id := range ids {
-		cur := vol.ClaimFor(id)
-		step := &structs.CSIVolumeClaim{AllocationID: id, NodeID: claim.NodeID, Mode: cur.Mode, State: structs.CSIVolumeClaimStateUnpublishing}
-		if p := vol.PastClaims[id]; p != nil {
-			step.State = p.State
+		cur := b.vol.ClaimFor(id)
+		if cur == nil {
+			continue
 		}
-		if idx, err = s.releaseOne(ctx, vol, step, true); err != nil {
-			return idx, err
-		}
-		if vol, err = s.State().CSIVolumeRaw(nil, ns, volID); err != nil || vol == nil {
-			return idx, err
+		step := &structs.CSIVolumeClaim{AllocationID: id, NodeID: nodeID, Mode: cur.Mode, State: structs.CSIVolumeClaimStateUnpublishing}
+		if err := s.releaseOne(ctx, b, step, true); err != nil {
+			// What the claims before it reached is kept.
+			if idx, werr := s.writeClaimBatch(b); werr != nil {
+				return idx, werr
+			}
+			return b.vol.ModifyIndex, err
 		}
 	}
-	return idx, nil
+	return s.writeClaimBatch(b)
 }
 
 // maxDetachNodeIDBytes bounds the node ID of a detach (it is looked up,
 // never stored).
 const maxDetachNodeIDBytes = 128
 
-// releaseOne runs the remaining steps of one allocation's release. With
-// pushNode (`volume detach`), a claim whose live node has not unpublished
-// is node-detached by that node's client on the leader's order; without
-// it (a client's own release, the volume watcher), the release waits for
-// the client to report it.
-func (s *Server) releaseOne(ctx context.Context, vol *structs.CSIVolume, in *structs.CSIVolumeClaim, pushNode bool) (uint64, error) {
+// claimBatch gathers the claim states one pass over a volume reaches, to
+// write them in one Raft entry. vol is the volume as the batch leaves it,
+// so that each release of the pass sees those before it.
+type claimBatch struct {
+	vol    *structs.CSIVolume
+	claims []*structs.CSIVolumeClaimRequest
+	frees  bool
+}
+
+func newClaimBatch(vol *structs.CSIVolume) *claimBatch {
+	return &claimBatch{vol: vol.Copy()}
+}
+
+// add records claim at state.
+func (b *claimBatch) add(claim *structs.CSIVolumeClaim, state structs.CSIVolumeClaimState) {
+	c := claim.Copy()
+	c.State = state
+	b.claims = append(b.claims, &structs.CSIVolumeClaimRequest{Namespace: b.vol.Namespace, VolumeID: b.vol.ID, Claim: c})
+	b.frees = b.frees || state == structs.CSIVolumeClaimStateReadyToFree
+	// The FSM applies the same; a release state is never refused.
+	_ = b.vol.Claim(c.Copy(), nil)
+}
+
+// writeClaimBatch writes the batch (nothing when it is empty) and returns
+// the volume's index after it. A batch that frees claims carries evals of
+// the jobs waiting for the volume.
+func (s *Server) writeClaimBatch(b *claimBatch) (uint64, error) {
+	if len(b.claims) == 0 {
+		return b.vol.ModifyIndex, nil
+	}
+	req := &structs.CSIVolumeClaimBatchRequest{Claims: b.claims}
+	if b.frees {
+		evals, err := s.volumeWaiterEvals(b.vol.Namespace, []string{b.vol.ID})
+		if err != nil {
+			return b.vol.ModifyIndex, err
+		}
+		req.Evals = evals
+	}
+	idx, err := s.raftApply(structs.CSIVolumeClaimBatchRequestType, req)
+	if err != nil {
+		return b.vol.ModifyIndex, err
+	}
+	for _, r := range b.claims {
+		if c := r.Claim; c.State == structs.CSIVolumeClaimStateReadyToFree {
+			s.logger.Info("csi volume claim freed", "namespace", r.Namespace, "volume", r.VolumeID, "alloc_id", c.AllocationID,
+				"node_id", c.NodeID, "mode", c.Mode.String(), "index", idx)
+		}
+	}
+	return idx, nil
+}
+
+// releaseOne takes one allocation's claim from the state it is in to
+// freed, adding the state it reaches to b. With pushNode (`volume
+// detach`), a claim whose live node has not unpublished is node-detached
+// by that node's client on the leader's order; without it (the volume
+// watcher), the release waits for the client to report it.
+//
+// Only the states a release may stop at are written: unpublishing while
+// it waits for a live node or when the node fails a detach, node-detached
+// when the controller detach fails, and freed. A step done but not
+// written (the node found down or node-detached, the controller detached)
+// is done again by whoever resumes from the last state written, a new
+// leader included: each is idempotent (a controller's NotFound counts as
+// detached). So a release the client reported costs its report and the
+// free, and a pass frees all it can of a volume in one write.
+func (s *Server) releaseOne(ctx context.Context, b *claimBatch, in *structs.CSIVolumeClaim, pushNode bool) error {
+	vol := b.vol
 	held := vol.ClaimFor(in.AllocationID)
 	if held == nil {
-		return vol.ModifyIndex, nil // freed already
+		return nil // freed already
 	}
 	claim := held.Copy()
 	claim.State = structs.CSIVolumeClaimStateUnpublishing
-	if past := vol.PastClaims[in.AllocationID]; past != nil && releaseRank(past.State) > releaseRank(claim.State) {
+	past := vol.PastClaims[in.AllocationID]
+	if past != nil && releaseRank(past.State) > releaseRank(claim.State) {
 		claim.State = past.State
 	}
 	if releaseRank(in.State) > releaseRank(claim.State) {
 		claim.State = in.State
 	}
-	idx := vol.ModifyIndex
-	checkpoint := func(state structs.CSIVolumeClaimState) error {
-		c := claim.Copy()
-		c.State = state
-		req := &structs.CSIVolumeClaimBatchRequest{
-			Claims: []*structs.CSIVolumeClaimRequest{{Namespace: vol.Namespace, VolumeID: vol.ID, Claim: c}},
+	// stop keeps the state reached, unless it is the one stored: where
+	// the release stops, a later one resumes.
+	stop := func(err error) error {
+		if past == nil || past.State != claim.State {
+			b.add(claim, claim.State)
 		}
-		if state == structs.CSIVolumeClaimStateReadyToFree {
-			evals, err := s.volumeWaiterEvals(vol.Namespace, []string{vol.ID})
-			if err != nil {
-				return err
-			}
-			req.Evals = evals
-		}
-		i, err := s.raftApply(structs.CSIVolumeClaimBatchRequestType, req)
-		if err != nil {
-			return err
-		}
-		idx, claim.State = i, state
-		return nil
-	}
-	if past := vol.PastClaims[in.AllocationID]; past == nil || past.State != claim.State {
-		if err := checkpoint(claim.State); err != nil {
-			return idx, err
-		}
+		return err
 	}
 
 	if claim.State == structs.CSIVolumeClaimStateUnpublishing {
-		// The node unpublishes its own mounts: a client sends
+		// The node unpublishes its own mounts: a client reports
 		// NodeDetached once it has. Without it, the node must be gone or
 		// down before the claim moves on, or (detach) be told to.
 		node, err := s.State().NodeByID(nil, claim.NodeID)
 		if err != nil {
-			return idx, err
+			return stop(err)
 		}
 		if node != nil && !node.TerminalStatus() {
 			if !pushNode {
-				return idx, structs.NewError(structs.ErrUnavailable, "volume %q: waiting for node %s to unpublish the claim of allocation %s",
-					vol.ID, claim.NodeID, claim.AllocationID)
+				return stop(errWaitForNode{structs.NewError(structs.ErrUnavailable, "volume %q: waiting for node %s to unpublish the claim of allocation %s",
+					vol.ID, claim.NodeID, claim.AllocationID)})
 			}
 			if err := s.nodeDetach(ctx, vol, claim); err != nil {
-				return idx, err
+				return stop(err)
 			}
 		}
-		if err := checkpoint(structs.CSIVolumeClaimStateNodeDetached); err != nil {
-			return idx, err
-		}
+		claim.State = structs.CSIVolumeClaimStateNodeDetached
 	}
 
 	if claim.State == structs.CSIVolumeClaimStateNodeDetached {
 		plugin, err := s.State().CSIPluginByID(nil, vol.PluginID)
 		if err != nil {
-			return idx, err
+			return stop(err)
 		}
 		if needsController(plugin) && claim.ExternalNodeID != "" && !s.otherLiveClaimOnNode(vol, claim) {
 			_, _, err := s.controllerCall(ctx, &structs.CSIControllerOp{
@@ -422,20 +543,21 @@ func (s *Server) releaseOne(ctx context.Context, vol *structs.CSIVolume, in *str
 				ExternalVolumeID: claim.ExternalVolumeID, ExternalNodeID: claim.ExternalNodeID, Secrets: vol.Secrets,
 			})
 			if err != nil && !errors.Is(err, structs.ErrNotFound) {
-				return idx, structs.NewError(kindOf(err), "could not detach from controller: %v", err)
+				return stop(structs.NewError(kindOf(err), "could not detach from controller: %v", err))
 			}
 		}
-		if err := checkpoint(structs.CSIVolumeClaimStateControllerDetached); err != nil {
-			return idx, err
-		}
+		claim.State = structs.CSIVolumeClaimStateControllerDetached
 	}
-	if err := checkpoint(structs.CSIVolumeClaimStateReadyToFree); err != nil {
-		return idx, err
-	}
-	s.logger.Info("csi volume claim freed", "namespace", vol.Namespace, "volume", vol.ID, "alloc_id", claim.AllocationID,
-		"node_id", claim.NodeID, "mode", claim.Mode.String(), "index", idx)
-	return idx, nil
+	b.add(claim, structs.CSIVolumeClaimStateReadyToFree)
+	return nil
 }
+
+// errWaitForNode is a release waiting for its live node's client to
+// report the node steps done. That report, or the node going down, writes
+// the volume: the volume watcher waits for the write, not a backoff.
+type errWaitForNode struct{ error }
+
+func (e errWaitForNode) Unwrap() error { return e.error }
 
 // nodeDetach has the client of claim's node unpublish and unstage the
 // claim's allocation's volume, through the node's queue on the leader
@@ -560,7 +682,18 @@ func (s *Server) registerCSIClaimRPC(rs *rpc.Server, mark func(context.Context) 
 // watcherUnpublisher is the volume watcher's view of the server.
 type watcherUnpublisher struct{ s *Server }
 
-func (w watcherUnpublisher) UnpublishClaim(ctx context.Context, ns, volID string, claim *structs.CSIVolumeClaim) error {
-	_, err := w.s.UnpublishClaim(ctx, ns, volID, claim)
-	return err
+func (w watcherUnpublisher) UnpublishClaims(ctx context.Context, ns, volID string, claims []*structs.CSIVolumeClaim) []error {
+	_, errs, err := w.s.releaseClaims(ctx, ns, volID, claims)
+	if err != nil {
+		errs = make([]error, len(claims))
+		for i := range errs {
+			errs[i] = err
+		}
+	}
+	for i, e := range errs {
+		if errors.As(e, new(errWaitForNode)) {
+			errs[i] = fmt.Errorf("%w: %w", volumewatcher.ErrWaiting, e)
+		}
+	}
+	return errs
 }

@@ -166,6 +166,12 @@ func TestCSIClaimAndReleaseThroughController(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The client's report is recorded; the volume watcher takes the claim
+	// from there to freed.
+	waitFor(t, 10*time.Second, "the claim freed", func() bool {
+		v, _ := s.State().CSIVolumeByID(nil, structs.DefaultNamespace, "v1")
+		return v != nil && !v.InUse()
+	})
 	ops = fc.calls()
 	if len(ops) != 2 || ops[1].Kind != structs.CSIControllerOpUnpublish || ops[1].ExternalNodeID != "csi-a" || ops[1].ExternalVolumeID != "ext-1" {
 		t.Fatalf("controller ops = %+v", ops)
@@ -215,9 +221,9 @@ func TestCSIClaimRefusals(t *testing.T) {
 }
 
 // A controller that fails the detach leaves the claim node-detached (the
-// volume still claimed); the volume watcher retries it with a doubling
-// backoff, never in a tight loop, and frees it. NotFound from the driver
-// counts as detached.
+// volume still claimed); the volume watcher, the release's one driver,
+// retries it with a doubling backoff, never in a tight loop, and frees it.
+// NotFound from the driver counts as detached.
 func TestCSIReleaseControllerFailureKeepsCheckpoint(t *testing.T) {
 	s := testServer(t, nil)
 	node, alloc := csiSetup(t, s)
@@ -249,15 +255,21 @@ func TestCSIReleaseControllerFailureKeepsCheckpoint(t *testing.T) {
 	}
 	start := time.Now()
 	rel := &structs.CSIVolumeClaim{AllocationID: alloc.ID, Mode: structs.CSIVolumeClaimWrite, State: structs.CSIVolumeClaimStateNodeDetached}
-	_, err := s.UnpublishVolume(ctx, &structs.CSIVolumeUnpublishArgs{NodeID: node.ID, SecretID: node.SecretID,
-		Namespace: structs.DefaultNamespace, VolumeID: "v1", Claim: rel})
-	if !errors.Is(err, structs.ErrUnavailable) || !strings.Contains(err.Error(), "could not detach from controller") {
-		t.Fatalf("err = %v", err)
+	if _, err := s.UnpublishVolume(ctx, &structs.CSIVolumeUnpublishArgs{NodeID: node.ID, SecretID: node.SecretID,
+		Namespace: structs.DefaultNamespace, VolumeID: "v1", Claim: rel}); err != nil {
+		t.Fatal(err)
 	}
+	// The report is recorded, and stays the claim's state through the
+	// failed detaches.
 	v, _ := s.State().CSIVolumeByID(nil, structs.DefaultNamespace, "v1")
 	if p := v.PastClaims[alloc.ID]; p == nil || p.State != structs.CSIVolumeClaimStateNodeDetached || p.ExternalNodeID != "csi-a" ||
 		p.Mode != structs.CSIVolumeClaimWrite {
 		t.Fatalf("past claim = %+v", p)
+	}
+	waitFor(t, 10*time.Second, "a failed controller detach", func() bool { return len(calls()) >= 1 })
+	v, _ = s.State().CSIVolumeByID(nil, structs.DefaultNamespace, "v1")
+	if p := v.PastClaims[alloc.ID]; p == nil || p.State != structs.CSIVolumeClaimStateNodeDetached {
+		t.Fatalf("past claim after a failed detach = %+v", p)
 	}
 	// The watcher retries: the further failures, then NotFound.
 	waitFor(t, 30*time.Second, "the claim freed", func() bool {
@@ -269,11 +281,10 @@ func TestCSIReleaseControllerFailureKeepsCheckpoint(t *testing.T) {
 	if len(at) != failures+1 {
 		t.Fatalf("%d controller detaches, want %d (%d failures, then NotFound)", len(at), failures+1, failures)
 	}
-	// The client's release makes the first attempt and the watcher, woken
-	// by its checkpoint, the second at once; from there the watcher waits
-	// its backoff (1s), doubling: 1s, 2s.
+	// The watcher, woken by the client's report, makes the first attempt;
+	// from there it waits its backoff (1s), doubling: 1s, 2s, 4s.
 	backoff := volumewatcher.DefaultBackoff
-	for i := 2; i < len(at); i++ {
+	for i := 1; i < len(at); i++ {
 		if gap := at[i].Sub(at[i-1]); gap < backoff {
 			t.Errorf("detach %d came %v after the previous, want at least %v", i+1, gap, backoff)
 		}
@@ -676,5 +687,62 @@ func TestCSIDetachRefusals(t *testing.T) {
 	if after.ModifyIndex != before.ModifyIndex || len(after.WriteClaims) != 1 || len(after.PastClaims) != 0 {
 		t.Fatalf("a refused detach changed the volume: %d → %d, write=%v past=%v", before.ModifyIndex, after.ModifyIndex,
 			after.WriteClaims, after.PastClaims)
+	}
+}
+
+// `volume detach` of a node holding several claims of a volume
+// node-detaches each, has the controller detach the volume once, after
+// the last node-detach (the node unpublished it everywhere), and frees
+// them all in one write.
+func TestCSIDetachNodeFreesItsClaimsInOneWrite(t *testing.T) {
+	s := testServer(t, nil)
+	node, _ := csiSetup(t, s)
+	fc := startFakeController(t, s, node, confirmValidate)
+	ctx := context.Background()
+	vol := csiVol("shared", "hp")
+	vol.RequestedCapabilities[0].AccessMode = structs.CSIVolumeAccessModeMultiNodeMultiWriter
+	if _, err := s.RegisterCSIVolumes(ctx, []*structs.CSIVolume{vol}); err != nil {
+		t.Fatal(err)
+	}
+	j := testJob("holders", "batch")
+	j.TaskGroups[0].Count = 2
+	if _, err := s.RegisterJob(ctx, j, false, 0); err != nil {
+		t.Fatal(err)
+	}
+	var allocs []*structs.Allocation
+	waitFor(t, 10*time.Second, "two allocs", func() bool {
+		allocs, _ = s.State().AllocsByJob(nil, structs.DefaultNamespace, "holders", true)
+		return len(allocs) == 2
+	})
+	for _, a := range allocs {
+		_, err := s.ClaimVolume(ctx, &structs.CSIVolumeClaimArgs{NodeID: node.ID, SecretID: node.SecretID,
+			Namespace: structs.DefaultNamespace, VolumeID: "shared", AllocationID: a.ID, Mode: structs.CSIVolumeClaimWrite,
+			AccessMode: structs.CSIVolumeAccessModeMultiNodeMultiWriter, AttachmentMode: structs.CSIVolumeAttachmentModeFilesystem})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	n0, i0 := len(fc.calls()), s.raft.LastIndex()
+	dctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	idx, err := s.DetachCSIVolume(dctx, structs.DefaultNamespace, "shared", node.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, op := range fc.calls()[n0:] {
+		kinds = append(kinds, string(op.Kind))
+	}
+	want := []string{string(structs.CSIControllerOpNodeDetach), string(structs.CSIControllerOpNodeDetach), string(structs.CSIControllerOpUnpublish)}
+	if strings.Join(kinds, ",") != strings.Join(want, ",") {
+		t.Fatalf("ops = %v, want %v", kinds, want)
+	}
+	after, _ := s.State().CSIVolumeByID(nil, structs.DefaultNamespace, "shared")
+	if after.InUse() || len(after.PastClaims) != 0 {
+		t.Fatalf("volume after detach: write=%v past=%v", after.WriteClaims, after.PastClaims)
+	}
+	// One write: the log grew by one entry, the detach's.
+	if i1 := s.raft.LastIndex(); i1 != i0+1 || idx != i1 || after.ModifyIndex != idx {
+		t.Fatalf("log %d → %d, detach index %d, volume index %d: want one write", i0, i1, idx, after.ModifyIndex)
 	}
 }

@@ -290,3 +290,7 @@ func BenchmarkVolumeWatcherIdle(b *testing.B) {
 		}
 	}
 }
+
+func (u *benchUnpublisher) UnpublishClaims(ctx context.Context, namespace, volumeID string, claims []*structs.CSIVolumeClaim) []error {
+	return eachClaim(ctx, namespace, volumeID, claims, u.UnpublishClaim)
+}

@@ -258,3 +258,7 @@ func (s *ddVolumes) show(vol string) string {
 	}
 	return b.String()
 }
+
+func (s *ddVolumes) UnpublishClaims(ctx context.Context, namespace, volumeID string, claims []*structs.CSIVolumeClaim) []error {
+	return eachClaim(ctx, namespace, volumeID, claims, s.UnpublishClaim)
+}

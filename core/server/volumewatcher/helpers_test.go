@@ -187,6 +187,10 @@ type fakeUnpublisher struct {
 	mu    sync.Mutex
 	calls []call
 	fail  int
+	// failWith is the error of a failing call (errUnpublish when nil).
+	failWith error
+	// batches are the allocation IDs of each UnpublishClaims call.
+	batches [][]string
 }
 
 var errUnpublish = errors.New("controller unreachable")
@@ -194,12 +198,15 @@ var errUnpublish = errors.New("controller unreachable")
 func (f *fakeUnpublisher) UnpublishClaim(ctx context.Context, namespace, volumeID string, claim *structs.CSIVolumeClaim) error {
 	f.mu.Lock()
 	f.calls = append(f.calls, call{namespace, volumeID, claim.Copy(), time.Now()})
-	failing := f.fail != 0
+	failing, failWith := f.fail != 0, f.failWith
 	if f.fail > 0 {
 		f.fail--
 	}
 	f.mu.Unlock()
 	if failing {
+		if failWith != nil {
+			return failWith
+		}
 		return errUnpublish
 	}
 	c := claim.Copy()
@@ -235,4 +242,30 @@ func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Helper()
 	w.t.Log(string(p))
 	return len(p), nil
+}
+
+// eachClaim releases claims one at a time through one, as an Unpublisher
+// of one-claim releases; a claim after ctx ended is not tried.
+func eachClaim(ctx context.Context, namespace, volumeID string, claims []*structs.CSIVolumeClaim,
+	one func(ctx context.Context, namespace, volumeID string, claim *structs.CSIVolumeClaim) error) []error {
+	errs := make([]error, len(claims))
+	for i, c := range claims {
+		if err := ctx.Err(); err != nil {
+			errs[i] = err
+			continue
+		}
+		errs[i] = one(ctx, namespace, volumeID, c)
+	}
+	return errs
+}
+
+func (f *fakeUnpublisher) UnpublishClaims(ctx context.Context, namespace, volumeID string, claims []*structs.CSIVolumeClaim) []error {
+	var ids []string
+	for _, c := range claims {
+		ids = append(ids, c.AllocationID)
+	}
+	f.mu.Lock()
+	f.batches = append(f.batches, ids)
+	f.mu.Unlock()
+	return eachClaim(ctx, namespace, volumeID, claims, f.UnpublishClaim)
 }

@@ -4,14 +4,17 @@
 // volumes table and, for every volume that holds claims, wakes a
 // per-volume worker. A worker re-reads its volume, records a past claim
 // for every claim whose allocation is gone or terminal on its client, and
-// hands each past claim, in order, to the Unpublisher, which drives it
-// through node detach, controller detach and free, checkpointing every
-// step through Raft. Those checkpoints write the volume, which wakes the
-// worker again until nothing is left to release.
+// hands the past claims, in order, to the Unpublisher, which drives each
+// through node detach, controller detach and free, writing through Raft
+// the states where they stop, all in one write. The watcher is the one owner of a release: a
+// client only reports that its node unpublished a claim (a write of the
+// volume that wakes the worker), and the worker takes the claim from
+// there to freed.
 //
 // A release that fails is retried by the worker itself after a backoff
 // (doubling up to a cap), so claims reach freed without waiting for another
-// write to the volume. A worker exits when its volume is gone or holds no
+// write to the volume. A release that waits for a client (ErrWaiting) is
+// no failure: the client's report wakes the worker at once. A worker exits when its volume is gone or holds no
 // claims, when the watcher is disabled, or after an idle period without
 // notifications and without a pending retry; a later write to the volume
 // starts a new one.
@@ -25,6 +28,7 @@ package volumewatcher
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,12 +40,22 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
-// Unpublisher releases one past claim (the server's CSIVolume.Unpublish
-// logic: node detach, controller detach, free). It returns nil when the
-// claim made progress or is freed.
+// Unpublisher releases the past claims of one volume (the server's
+// release: node detach, controller detach, free), in the order given, and
+// writes the states they reach together. It returns one error per claim:
+// nil when the claim is freed, one wrapping ErrWaiting when its release
+// waits for a write to the volume, any other when it failed and is to be
+// retried.
 type Unpublisher interface {
-	UnpublishClaim(ctx context.Context, namespace, volumeID string, claim *structs.CSIVolumeClaim) error
+	UnpublishClaims(ctx context.Context, namespace, volumeID string, claims []*structs.CSIVolumeClaim) []error
 }
+
+// ErrWaiting, wrapped in an Unpublisher's error, says the release waits
+// for something that writes the volume when it happens (a client's report
+// that its node unpublished the claim, the node going down). It is no
+// failure: the worker releases again on that write, at once, and
+// otherwise only after MaxBackoff, as a safety net.
+var ErrWaiting = errors.New("release waits for a write to the volume")
 
 // Defaults of Config.
 const (

@@ -2,6 +2,7 @@ package volumewatcher
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -119,6 +120,33 @@ func TestReap(t *testing.T) {
 	}
 }
 
+// A pass hands all the volume's past claims to the Unpublisher in one
+// call, in allocation ID order, so that what they reach is written at
+// once.
+func TestPassReleasesInOneCall(t *testing.T) {
+	h := newHarness(t, nil)
+	h.volume("v", multi)
+	var ids []string
+	for range 3 {
+		a := h.alloc()
+		h.claim("v", a, structs.CSIVolumeClaimWrite, multi)
+		h.finish(a)
+		ids = append(ids, a.ID)
+	}
+	slices.Sort(ids)
+
+	h.w.SetEnabled(true)
+	waitFor(t, "the claims freed", func() bool {
+		return h.freed("v", ids[0]) && h.freed("v", ids[1]) && h.freed("v", ids[2])
+	})
+	h.un.mu.Lock()
+	batches := slices.Clone(h.un.batches)
+	h.un.mu.Unlock()
+	if len(batches) != 1 || !slices.Equal(batches[0], ids) {
+		t.Fatalf("unpublish calls: %v, want one of %v", batches, ids)
+	}
+}
+
 // A failing release is retried with a doubling backoff, without any
 // further write, until it succeeds.
 func TestRetryBackoff(t *testing.T) {
@@ -145,6 +173,38 @@ func TestRetryBackoff(t *testing.T) {
 			t.Errorf("retry %d after %v, want at least %v", i+1, gap, min*time.Millisecond)
 		}
 	}
+}
+
+// A release that waits for a write to the volume (a client's report) is
+// no failure: the write releases it at once, however long the backoff,
+// and nothing retries it meanwhile.
+func TestWaitEndsWithWrite(t *testing.T) {
+	h := newHarness(t, func(c *Config) {
+		c.Backoff = time.Hour
+		c.MaxBackoff = time.Hour
+	})
+	h.volume("v", writer)
+	a := h.alloc()
+	h.claim("v", a, structs.CSIVolumeClaimWrite, writer)
+	h.finish(a)
+	h.un.mu.Lock()
+	h.un.fail, h.un.failWith = -1, fmt.Errorf("node n1 has not unpublished: %w", ErrWaiting)
+	h.un.mu.Unlock()
+
+	h.w.SetEnabled(true)
+	waitFor(t, "a waiting release", func() bool { return h.w.passes.Load() >= 1 && len(h.un.snapshot()) == 1 })
+	// A write that changes nothing the release waits for: released
+	// again (a failure would wait out its hour), still waiting.
+	before := h.w.passes.Load()
+	h.gcClaim("v")
+	h.waitPasses(before, 1)
+	if n := len(h.un.snapshot()); n < 2 {
+		t.Fatalf("attempts after a write: %d, want 2", n)
+	}
+	// The report: the release passes.
+	h.un.setFail(0)
+	h.gcClaim("v")
+	waitFor(t, "the claim freed", func() bool { return h.freed("v", a.ID) })
 }
 
 // A volume deleted while its worker backs off stops the worker without

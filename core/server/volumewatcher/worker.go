@@ -2,9 +2,12 @@ package volumewatcher
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/drover-org/drover/core/structs"
 )
 
 // worker releases the past claims of one volume. It is owned by its
@@ -58,9 +61,10 @@ func (wk *worker) remove() {
 type outcome int
 
 const (
-	outcomeOK     outcome = iota // nothing failed
-	outcomeFailed                // a read or a release failed: retry
-	outcomeDone                  // the volume is gone or holds no claims
+	outcomeOK      outcome = iota // nothing failed
+	outcomeFailed                 // a read or a release failed: retry
+	outcomeDone                   // the volume is gone or holds no claims
+	outcomeWaiting                // a release waits for a write to the volume
 )
 
 func (wk *worker) run() {
@@ -80,6 +84,7 @@ func (wk *worker) run() {
 	defer retry.Stop()
 	var (
 		retryC  <-chan time.Time // non-nil while a retry is pending
+		waiting bool             // the pending retry is the safety net of a wait
 		backoff = cfg.Backoff
 	)
 
@@ -91,10 +96,11 @@ func (wk *worker) run() {
 		case <-wk.notifyC:
 			// During a backoff a notification only checks whether
 			// there is still anything to do; the release waits for
-			// the retry, so that failures stay spaced out.
-			release = retryC == nil
+			// the retry, so that failures stay spaced out. A wait
+			// ends with the write it waited for.
+			release = retryC == nil || waiting
 		case <-retryC:
-			retryC = nil
+			retryC, waiting = nil, false
 			release = true
 		case <-idle.C:
 			if retryC == nil && wk.tryExit() {
@@ -126,17 +132,23 @@ func (wk *worker) run() {
 			}
 		case out == outcomeFailed && release:
 			retry.Reset(backoff)
-			retryC = retry.C
+			retryC, waiting = retry.C, false
 			backoff = min(2*backoff, cfg.MaxBackoff)
+		case out == outcomeWaiting && release:
+			retry.Reset(cfg.MaxBackoff)
+			retryC, waiting = retry.C, true
+			backoff = cfg.Backoff
 		case out == outcomeOK && release:
+			retry.Stop()
+			retryC, waiting = nil, false
 			backoff = cfg.Backoff
 		}
 		idle.Reset(cfg.Idle)
 	}
 }
 
-// pass reads the volume and, with release, hands every past claim to the
-// unpublisher, in allocation ID order, one at a time.
+// pass reads the volume and, with release, hands its past claims to the
+// unpublisher, in allocation ID order, in one call.
 func (wk *worker) pass(ctx context.Context, release bool) outcome {
 	store := wk.w.cfg.State()
 	if store == nil {
@@ -168,17 +180,33 @@ func (wk *worker) pass(ctx context.Context, release bool) outcome {
 		}
 		return true, a.ClientTerminalStatus()
 	})
-	for _, allocID := range vol.PastClaimIDs() {
-		if ctx.Err() != nil {
-			return out
+	ids := vol.PastClaimIDs()
+	if len(ids) == 0 {
+		return out
+	}
+	claims := make([]*structs.CSIVolumeClaim, len(ids))
+	for i, allocID := range ids {
+		claims[i] = vol.PastClaims[allocID].Copy()
+	}
+	errs := wk.w.cfg.Unpublisher.UnpublishClaims(ctx, wk.key.ns, wk.key.id, claims)
+	if ctx.Err() != nil {
+		return out
+	}
+	for i, claim := range claims {
+		var err error
+		if i < len(errs) {
+			err = errs[i]
 		}
-		claim := vol.PastClaims[allocID].Copy()
-		if err := wk.w.cfg.Unpublisher.UnpublishClaim(ctx, wk.key.ns, wk.key.id, claim); err != nil {
-			if ctx.Err() != nil {
-				return out
+		switch {
+		case err == nil:
+		case errors.Is(err, ErrWaiting):
+			wk.logger.Debug("volume claim release waits", "alloc_id", claim.AllocationID, "node_id", claim.NodeID, "reason", err)
+			if out == outcomeOK {
+				out = outcomeWaiting
 			}
+		default:
 			wk.logger.Warn("failed to release volume claim",
-				"alloc_id", allocID, "node_id", claim.NodeID, "claim_state", claim.State.String(), "error", err)
+				"alloc_id", claim.AllocationID, "node_id", claim.NodeID, "claim_state", claim.State.String(), "error", err)
 			out = outcomeFailed
 		}
 	}

@@ -1,4 +1,4 @@
-package client
+package csi
 
 import (
 	"bufio"
@@ -25,8 +25,8 @@ import (
 
 // bindMount makes src visible at target, a path in a task dir, read-only
 // if asked, and returns the kernel's ID of the new mount.
-func (d *allocDir) bindMount(src, target string, file, readOnly bool) (uint64, error) {
-	root, err := d.open()
+func bindMount(allocDir, src, target string, file, readOnly bool) (uint64, error) {
+	root, err := safefs.Open(allocDir)
 	if err != nil {
 		return 0, err
 	}
@@ -104,8 +104,8 @@ func mountID(f *os.File) (uint64, error) {
 // to record it): a mount a task moved by renaming a directory above it is
 // found where it went, from the mount table; a link a task planted on the
 // way is refused, naming it, never followed.
-func (d *allocDir) unbind(target string, id uint64) error {
-	root, err := d.open()
+func unbind(allocDir, target string, id uint64) error {
+	root, err := safefs.Open(allocDir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}

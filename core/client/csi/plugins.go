@@ -1,4 +1,4 @@
-package client
+package csi
 
 import (
 	"context"
@@ -35,8 +35,8 @@ const (
 // is 108 bytes with its terminating NUL).
 const maxSocketPath = 107
 
-// csiInstance is one supervised plugin task.
-type csiInstance struct {
+// instance is one supervised plugin task.
+type instance struct {
 	allocID string
 	sock    string
 	cfg     *structs.TaskCSIPluginConfig
@@ -46,8 +46,8 @@ type csiInstance struct {
 	at      time.Time
 }
 
-// csiPlugins is the client's registry of the plugin tasks it runs.
-type csiPlugins struct {
+// Plugins is the client's registry of the plugin tasks it runs.
+type Plugins struct {
 	bridge csibridge.Bridge
 	root   string // the socket directories' root
 	logger hclog.Logger
@@ -57,25 +57,25 @@ type csiPlugins struct {
 	changed func()
 
 	mu        sync.Mutex
-	instances map[string]*csiInstance // by alloc ID + "/" + task
+	instances map[string]*instance // by alloc ID + "/" + task
 	// wake is closed (and replaced) at every change of instances.
 	wake chan struct{}
 }
 
-func newCSIPlugins(bridge csibridge.Bridge, root string, fast, slow time.Duration, logger hclog.Logger, changed func()) *csiPlugins {
-	return &csiPlugins{bridge: bridge, root: root, fast: fast, slow: slow, logger: logger, changed: changed,
-		instances: map[string]*csiInstance{}, wake: make(chan struct{})}
+func NewPlugins(bridge csibridge.Bridge, root string, fast, slow time.Duration, logger hclog.Logger, changed func()) *Plugins {
+	return &Plugins{bridge: bridge, root: root, fast: fast, slow: slow, logger: logger, changed: changed,
+		instances: map[string]*instance{}, wake: make(chan struct{})}
 }
 
 // watch returns a channel closed at the next change of the instances.
-func (p *csiPlugins) watch() <-chan struct{} {
+func (p *Plugins) watch() <-chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.wake
 }
 
 // wakeLocked tells the watchers; it needs p.mu.
-func (p *csiPlugins) wakeLocked() {
+func (p *Plugins) wakeLocked() {
 	close(p.wake)
 	p.wake = make(chan struct{})
 }
@@ -83,7 +83,7 @@ func (p *csiPlugins) wakeLocked() {
 // healthyInstance finds a healthy instance of plugin id serving the node
 // (node true) or controller service, and returns its socket and
 // fingerprint.
-func (p *csiPlugins) healthyInstance(id string, node bool) (string, csibridge.Fingerprint, bool) {
+func (p *Plugins) healthyInstance(id string, node bool) (string, csibridge.Fingerprint, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, key := range sortedKeys(p.instances) {
@@ -100,7 +100,7 @@ func (p *csiPlugins) healthyInstance(id string, node bool) (string, csibridge.Fi
 
 // serving reports whether a healthy instance of any plugin, controller
 // or node, runs here.
-func (p *csiPlugins) serving() bool {
+func (p *Plugins) serving() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, inst := range p.instances {
@@ -118,13 +118,13 @@ func sortedKeys[V any](m map[string]V) []string {
 // socketDir is the host directory of a plugin task's socket. It is short
 // (the alloc ID's first 8 characters and the task's index would do; the
 // task name keeps it readable) because a unix socket path is bounded.
-func (p *csiPlugins) socketDir(allocID, task string) string {
+func (p *Plugins) socketDir(allocID, task string) string {
 	return filepath.Join(p.root, shortID(allocID)+"-"+task)
 }
 
-// prepare creates a plugin task's socket directory and returns the
+// Prepare creates a plugin task's socket directory and returns the
 // socket path the task is told to listen on.
-func (p *csiPlugins) prepare(allocID, task string) (string, error) {
+func (p *Plugins) Prepare(allocID, task string) (string, error) {
 	dir := p.socketDir(allocID, task)
 	sock := filepath.Join(dir, "csi.sock")
 	if len(sock) > maxSocketPath {
@@ -137,15 +137,15 @@ func (p *csiPlugins) prepare(allocID, task string) (string, error) {
 	return sock, nil
 }
 
-// supervise probes a plugin task's socket until stop closes, reporting
+// Supervise probes a plugin task's socket until stop closes, reporting
 // each change of health as a task event through emit and to the node.
 // Before the plugin is first healthy it probes every p.fast, and reports
 // it unhealthy once health_timeout has passed; after, every p.slow.
-func (p *csiPlugins) supervise(ctx context.Context, stop <-chan struct{}, allocID, task string,
+func (p *Plugins) Supervise(ctx context.Context, stop <-chan struct{}, allocID, task string,
 	cfg *structs.TaskCSIPluginConfig, sock string, emit func(*structs.TaskEvent)) {
 	key := allocID + "/" + task
 	log := p.logger.With("plugin_id", cfg.ID, "alloc_id", allocID, "task", task)
-	inst := &csiInstance{allocID: allocID, sock: sock, cfg: cfg}
+	inst := &instance{allocID: allocID, sock: sock, cfg: cfg}
 	deadline := time.Now().Add(cfg.HealthTimeout)
 	everHealthy, toldUnhealthy := false, false
 	timer := time.NewTimer(0)
@@ -204,7 +204,7 @@ func (p *csiPlugins) supervise(ctx context.Context, stop <-chan struct{}, allocI
 	}
 }
 
-func fingerprintChanged(old *csiInstance, fp *csibridge.Fingerprint) bool {
+func fingerprintChanged(old *instance, fp *csibridge.Fingerprint) bool {
 	if old == nil || old.fp == nil || fp == nil {
 		return true
 	}
@@ -214,13 +214,13 @@ func fingerprintChanged(old *csiInstance, fp *csibridge.Fingerprint) bool {
 		a.ControllerCaps != b.ControllerCaps || a.NodeCaps != b.NodeCaps
 }
 
-func (p *csiPlugins) get(key string) *csiInstance {
+func (p *Plugins) get(key string) *instance {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.instances[key]
 }
 
-func (p *csiPlugins) put(key string, inst *csiInstance) {
+func (p *Plugins) put(key string, inst *instance) {
 	c := *inst
 	p.mu.Lock()
 	p.instances[key] = &c
@@ -229,9 +229,9 @@ func (p *csiPlugins) put(key string, inst *csiInstance) {
 	p.changed()
 }
 
-// remove forgets a plugin task that is gone for good and removes its
+// Remove forgets a plugin task that is gone for good and removes its
 // socket directory.
-func (p *csiPlugins) remove(allocID, task string) {
+func (p *Plugins) Remove(allocID, task string) {
 	key := allocID + "/" + task
 	p.mu.Lock()
 	_, had := p.instances[key]
@@ -248,10 +248,10 @@ func (p *csiPlugins) remove(allocID, task string) {
 	}
 }
 
-// nodePlugins is what the node reports: every plugin's controller and
+// NodePlugins is what the node reports: every plugin's controller and
 // node instances, from the instances ever healthy. Two tasks of one
 // plugin on a node report the healthier (then the later) one.
-func (p *csiPlugins) nodePlugins() (controllers, nodes map[string]*structs.CSIInfo) {
+func (p *Plugins) NodePlugins() (controllers, nodes map[string]*structs.CSIInfo) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	controllers, nodes = map[string]*structs.CSIInfo{}, map[string]*structs.CSIInfo{}
@@ -282,7 +282,7 @@ func keepBetter(m map[string]*structs.CSIInfo, id string, info *structs.CSIInfo)
 }
 
 // csiInfo turns a supervised plugin's fingerprint into the node's report.
-func csiInfo(inst *csiInstance) *structs.CSIInfo {
+func csiInfo(inst *instance) *structs.CSIInfo {
 	fp := inst.fp
 	info := &structs.CSIInfo{
 		PluginID: inst.cfg.ID, AllocID: inst.allocID, Healthy: inst.healthy, HealthDescription: truncate(inst.desc, structs.MaxCSIInfoTextBytes),
@@ -315,4 +315,12 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n]
+}
+
+// shortID is an alloc ID's first 8 characters.
+func shortID(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
 }

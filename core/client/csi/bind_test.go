@@ -1,4 +1,4 @@
-package client
+package csi
 
 import (
 	"errors"
@@ -48,8 +48,7 @@ func TestCSIBindMountRefusesPlantedLinks(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			hostDir := t.TempDir()
-			d := newAllocDir(t.TempDir(), "a1")
-			td, err := d.buildTask("t")
+			d, td, err := testTaskDir(t)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -57,10 +56,10 @@ func TestCSIBindMountRefusesPlantedLinks(t *testing.T) {
 				t.Fatal(err)
 			}
 			target := filepath.Join(td.Dir, c.dest)
-			id, err := d.bindMount(src, target, false, false)
+			id, err := bindMount(d, src, target, false, false)
 			overHost := mounted(t, hostDir) || mounted(t, filepath.Join(hostDir, "vol"))
 			if err == nil {
-				_ = d.unbind(target, id)
+				_ = unbind(d, target, id)
 			}
 			if overHost {
 				t.Errorf("the volume was mounted over the host directory %s", hostDir)
@@ -83,24 +82,23 @@ func TestCSIBindMountAndUnbind(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(src, "vol-file"), []byte("volume"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	d := newAllocDir(t.TempDir(), "a1")
-	td, err := d.buildTask("t")
+	d, td, err := testTaskDir(t)
 	if err != nil {
 		t.Fatal(err)
 	}
 	target := filepath.Join(td.Local, "deep", "vol")
-	id, err := d.bindMount(src, target, false, true)
+	id, err := bindMount(d, src, target, false, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = d.unbind(target, id) })
+	t.Cleanup(func() { _ = unbind(d, target, id) })
 	if b, err := os.ReadFile(filepath.Join(target, "vol-file")); err != nil || string(b) != "volume" {
 		t.Fatalf("through the mount: %q, %v", b, err)
 	}
 	if err := os.WriteFile(filepath.Join(target, "new"), nil, 0o644); err == nil {
 		t.Error("the read-only mount took a write")
 	}
-	if err := d.unbind(target, id); err != nil {
+	if err := unbind(d, target, id); err != nil {
 		t.Fatal(err)
 	}
 	if mounted(t, target) {
@@ -110,7 +108,7 @@ func TestCSIBindMountAndUnbind(t *testing.T) {
 		t.Errorf("mount point left: %v", err)
 	}
 	// Undone twice is done.
-	if err := d.unbind(target, id); err != nil {
+	if err := unbind(d, target, id); err != nil {
 		t.Errorf("second unbind: %v", err)
 	}
 }
@@ -126,18 +124,17 @@ func TestCSIUnbindFindsMovedMount(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(hostDir, "vol"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	d := newAllocDir(t.TempDir(), "a1")
-	td, err := d.buildTask("t")
+	d, td, err := testTaskDir(t)
 	if err != nil {
 		t.Fatal(err)
 	}
 	target := filepath.Join(td.Local, "a", "vol")
-	id, err := d.bindMount(src, target, false, false)
+	id, err := bindMount(d, src, target, false, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	moved := filepath.Join(td.Local, "b", "vol")
-	t.Cleanup(func() { _ = d.unbind(moved, id) })
+	t.Cleanup(func() { _ = unbind(d, moved, id) })
 	if err := os.Rename(filepath.Join(td.Local, "a"), filepath.Join(td.Local, "b")); err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +144,7 @@ func TestCSIUnbindFindsMovedMount(t *testing.T) {
 	if !mounted(t, moved) {
 		t.Fatalf("the mount did not move to %s", moved)
 	}
-	if err := d.unbind(target, id); err != nil {
+	if err := unbind(d, target, id); err != nil {
 		t.Fatal(err)
 	}
 	if mounted(t, moved) {
@@ -164,4 +161,16 @@ func TestUnescapeMountPath(t *testing.T) {
 			t.Errorf("unescapeMountPath(%q) = %q, want %q", in, got, want)
 		}
 	}
+}
+
+// taskDirs are a test task's directories.
+type taskDirs struct{ Dir, Local string }
+
+// testTaskDir makes an alloc dir with a task dir t in it, as the alloc
+// runner lays it out (<alloc dir>/t/local), and returns both.
+func testTaskDir(t *testing.T) (string, taskDirs, error) {
+	t.Helper()
+	alloc := filepath.Join(t.TempDir(), "a1")
+	td := taskDirs{Dir: filepath.Join(alloc, "t"), Local: filepath.Join(alloc, "t", "local")}
+	return alloc, td, os.MkdirAll(td.Local, 0o755)
 }

@@ -1,4 +1,4 @@
-package client
+package csi
 
 import (
 	"context"
@@ -30,12 +30,20 @@ import (
 // one that runs none could not unpublish anything (the detach then fails
 // as unavailable after the pickup time, naming the node).
 
-const csiControllerPollWait = 30 * time.Second
+const controllerPollWait = 30 * time.Second
 
-// controllerLoop runs until ctx ends.
-func (c *Client) controllerLoop(ctx context.Context) {
-	p := c.rcfg.CSI
-	retry := backoff{Base: c.rcfg.Volumes.retry.Base, Max: c.rcfg.Volumes.retry.Max}
+// NodeDetacher runs a node-detach op of the leader: the alloc's
+// Volumes.NodeDetach, found by op.AllocationID. An alloc the client does
+// not run has nothing mounted here.
+type NodeDetacher func(ctx context.Context, op *structs.CSIControllerOp) error
+
+// RunController is the controller executor: while a healthy plugin runs
+// here, it polls the leader for the ops addressed to the node, runs them
+// (node-detach ops through detach) and reports the results. It returns
+// when ctx ends.
+func (mgr *Manager) RunController(ctx context.Context, detach NodeDetacher) {
+	p := mgr.plugins
+	retry := mgr.retry
 	fails := 0
 	for {
 		ch := p.watch()
@@ -47,9 +55,9 @@ func (c *Client) controllerLoop(ctx context.Context) {
 				return
 			}
 		}
-		pctx, cancel := context.WithTimeout(ctx, csiControllerPollWait+30*time.Second)
-		reply, err := c.cfg.Server.ControllerOps(pctx, &structs.CSIControllerPollArgs{
-			NodeID: c.nodeID, SecretID: c.secretID, MaxWait: int64(csiControllerPollWait)})
+		pctx, cancel := context.WithTimeout(ctx, controllerPollWait+30*time.Second)
+		reply, err := mgr.server.ControllerOps(pctx, &structs.CSIControllerPollArgs{
+			NodeID: mgr.nodeID, SecretID: mgr.secret, MaxWait: int64(controllerPollWait)})
 		cancel()
 		if ctx.Err() != nil {
 			return
@@ -57,7 +65,7 @@ func (c *Client) controllerLoop(ctx context.Context) {
 		if err != nil {
 			fails++
 			wait := retry.next(fails)
-			c.logger.Warn("failed to poll controller operations; retrying", "error", err, "retry_in", wait)
+			mgr.logger.Warn("failed to poll controller operations; retrying", "error", err, "retry_in", wait)
 			if !waitOrDone(ctx, wait) {
 				return
 			}
@@ -67,18 +75,18 @@ func (c *Client) controllerLoop(ctx context.Context) {
 		if reply == nil || len(reply.Ops) == 0 {
 			continue
 		}
-		results := runControllerOps(ctx, p, c.cfg.CSIBridge, reply.Ops, csiCallTimeout, c.csiNodeDetach)
+		results := runControllerOps(ctx, p, mgr.bridge, reply.Ops, callTimeout, detach)
 		if ctx.Err() != nil {
 			return
 		}
 		for n := 1; n <= 5; n++ {
-			dctx, cancel := context.WithTimeout(ctx, csiCallTimeout)
-			err = c.cfg.Server.ControllerDone(dctx, &structs.CSIControllerDoneArgs{NodeID: c.nodeID, SecretID: c.secretID, Results: results})
+			dctx, cancel := context.WithTimeout(ctx, callTimeout)
+			err = mgr.server.ControllerDone(dctx, &structs.CSIControllerDoneArgs{NodeID: mgr.nodeID, SecretID: mgr.secret, Results: results})
 			cancel()
 			if err == nil || ctx.Err() != nil {
 				break
 			}
-			c.logger.Warn("failed to report controller results; retrying", "error", err)
+			mgr.logger.Warn("failed to report controller results; retrying", "error", err)
 			if !waitOrDone(ctx, retry.next(n)) {
 				return
 			}
@@ -86,14 +94,11 @@ func (c *Client) controllerLoop(ctx context.Context) {
 	}
 }
 
-// nodeDetacher runs a node-detach op (see csiManager.nodeDetach).
-type nodeDetacher func(ctx context.Context, op *structs.CSIControllerOp) error
-
 // runControllerOps runs ops, one plugin's after another in order and
 // the plugins in parallel, each op within timeout; results are in the
 // order of ops. Node-detach ops go to detach.
-func runControllerOps(ctx context.Context, p *csiPlugins, bridge csibridge.Bridge, ops []*structs.CSIControllerOp,
-	timeout time.Duration, detach nodeDetacher) []*structs.CSIControllerOpResult {
+func runControllerOps(ctx context.Context, p *Plugins, bridge csibridge.Bridge, ops []*structs.CSIControllerOp,
+	timeout time.Duration, detach NodeDetacher) []*structs.CSIControllerOpResult {
 	results := make([]*structs.CSIControllerOpResult, len(ops))
 	byPlugin := map[string][]int{}
 	for i, op := range ops {
@@ -123,7 +128,7 @@ func runControllerOps(ctx context.Context, p *csiPlugins, bridge csibridge.Bridg
 
 // runControllerOp runs one op against the plugin's healthy controller,
 // within timeout.
-func runControllerOp(ctx context.Context, p *csiPlugins, bridge csibridge.Bridge, op *structs.CSIControllerOp,
+func runControllerOp(ctx context.Context, p *Plugins, bridge csibridge.Bridge, op *structs.CSIControllerOp,
 	timeout time.Duration) *structs.CSIControllerOpResult {
 	res := &structs.CSIControllerOpResult{ID: op.ID}
 	sock, _, ok := p.healthyInstance(op.PluginID, false)
@@ -181,7 +186,7 @@ func runControllerOp(ctx context.Context, p *csiPlugins, bridge csibridge.Bridge
 }
 
 // runNodeDetach runs a node-detach op within timeout.
-func runNodeDetach(ctx context.Context, op *structs.CSIControllerOp, timeout time.Duration, detach nodeDetacher) *structs.CSIControllerOpResult {
+func runNodeDetach(ctx context.Context, op *structs.CSIControllerOp, timeout time.Duration, detach NodeDetacher) *structs.CSIControllerOpResult {
 	res := &structs.CSIControllerOpResult{ID: op.ID}
 	if detach == nil {
 		return failResult(res, structs.NewError(structs.ErrUnavailable, "this client mounts no CSI volumes"))
