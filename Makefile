@@ -1,10 +1,18 @@
 GO ?= go
 export PATH := $(PATH):$(shell $(GO) env GOPATH)/bin
 
-.PHONY: build test check-tracked fuzz demo bench proto lint
+.PHONY: build check test check-tracked fuzz demo bench proto lint
 
 build:
 	$(GO) build -o bin/drover ./cmd/drover
+
+# The fast tier, for every change: vet, and the tests that need no agent
+# process, no Docker engine and no browser (`go test -short`: a test that
+# needs one skips itself through internal/testtier, saying why), without
+# -race. See docs/testing.md.
+check: check-tracked
+	$(GO) vet ./...
+	$(GO) test -short -count=1 ./...
 
 # The test suite: no tracked binaries; vet; unit, integration and end-to-end
 # tests with the race detector; the example plugin module (its own go.mod,
