@@ -25,7 +25,8 @@ check: check-tracked
 # alone, and ./... adds the rest (go test runs a package once).
 # TESTFLAGS adds go test flags (e.g. TESTFLAGS=-json to time each package);
 # TEST_FUZZTIME=5s also fuzzes every target that long after the tests.
-SLOW_PKGS = ./test/cluster ./test/e2e ./core/agent ./scripts ./core/server ./core/client ./core/httpapi
+SLOW_PKGS = ./test/cluster ./core/agent ./test/e2e ./test/docker ./core/server ./core/client \
+	./plugins/driver-docker ./core/httpapi
 TESTFLAGS ?=
 TEST_FUZZTIME ?=
 test: check-tracked

@@ -11,8 +11,10 @@
 // A test that belongs to the full tier only calls one of the helpers below
 // first thing (or its start helper does, for every test that uses it); a
 // suite that is all process-level (test/e2e, test/cluster, test/docker)
-// asks SkipSuite in its TestMain, before it builds anything. A helper is a
-// test helper package: nothing in production imports it.
+// asks SkipSuite in its TestMain, before it builds anything. This is a
+// test helper package: nothing in production imports it. Plugins' tests
+// import only sdk/, so they check testing.Short() themselves (the docker
+// driver's engine tests do).
 package testtier
 
 import (
@@ -41,12 +43,6 @@ func Agent(t testing.TB) {
 func Browser(t testing.TB) {
 	t.Helper()
 	skip(t, "drives a headless browser")
-}
-
-// Docker marks a test that talks to a Docker engine.
-func Docker(t testing.TB) {
-	t.Helper()
-	skip(t, "needs a Docker engine")
 }
 
 // Slow marks a test that spends its time waiting on something outside the

@@ -34,7 +34,6 @@ func TestHelpersSkipOnlyInTheFastTier(t *testing.T) {
 	}{
 		"Agent":   {Agent, "starts a drover agent"},
 		"Browser": {Browser, "headless browser"},
-		"Docker":  {Docker, "Docker engine"},
 		"Slow":    {func(tb testing.TB) { Slow(tb, "waits for the next minute") }, "waits for the next minute"},
 	}
 	for name, h := range helpers {
