@@ -22,11 +22,12 @@ check: check-tracked
 # go test starts packages in the order given, -p at a time, and a running
 # package holds its slot until it ends: the longest packages (in time; see
 # docs/testing.md) go first so that none of them starts last and runs
-# alone, and ./... adds the rest (go test runs a package once).
+# alone, and ./... adds the rest (go test runs a package once). scripts is
+# slow on a fresh machine only: its fuzz.sh test compiles for fuzzing.
 # TESTFLAGS adds go test flags (e.g. TESTFLAGS=-json to time each package);
 # TEST_FUZZTIME=5s also fuzzes every target that long after the tests.
 SLOW_PKGS = ./test/cluster ./core/agent ./test/e2e ./test/docker ./core/server ./core/client \
-	./plugins/driver-docker ./core/httpapi
+	./plugins/driver-docker ./scripts ./core/httpapi
 TESTFLAGS ?=
 TEST_FUZZTIME ?=
 test: check-tracked
