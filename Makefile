@@ -9,10 +9,10 @@ build:
 # The fast tier, for every change: vet, and the tests that need no agent
 # process, no Docker engine and no browser (`go test -short`: a test that
 # needs one skips itself through internal/testtier, saying why), without
-# -race. See docs/testing.md.
+# -race; its longest packages first (see test below). See docs/testing.md.
 check: check-tracked
 	$(GO) vet ./...
-	$(GO) test -short -count=1 ./...
+	$(GO) test -short -count=1 ./core/server ./core/client ./...
 
 # The test suite, every test: no tracked binaries; vet; unit, integration
 # and end-to-end tests with the race detector; the example plugin module
