@@ -1,24 +1,44 @@
 GO ?= go
 export PATH := $(PATH):$(shell $(GO) env GOPATH)/bin
 
-.PHONY: build test check-tracked fuzz demo bench proto lint
+.PHONY: build check test check-tracked fuzz demo bench proto lint
 
 build:
 	$(GO) build -o bin/drover ./cmd/drover
 
-# The test suite: no tracked binaries; vet; unit, integration and end-to-end
-# tests with the race detector; the example plugin module (its own go.mod,
-# so ./... above leaves it out); then every fuzz target briefly.
+# The fast tier, for every change: vet, and the tests that need no agent
+# process, no Docker engine and no browser (`go test -short`: a test that
+# needs one skips itself through internal/testtier, saying why), without
+# -race; its longest packages first (see test below). See docs/testing.md.
+check: check-tracked
+	$(GO) vet ./...
+	$(GO) test -short -count=1 ./core/server ./core/client ./...
+
+# The test suite, every test: no tracked binaries; vet; unit, integration
+# and end-to-end tests with the race detector; the example plugin module
+# (its own go.mod, so ./... above leaves it out). Each fuzz target's seed
+# corpus and saved inputs run as ordinary tests here; `make fuzz` fuzzes.
+#
+# go test starts packages in the order given, -p at a time, and a running
+# package holds its slot until it ends: the longest packages (in time; see
+# docs/testing.md) go first so that none of them starts last and runs
+# alone, and ./... adds the rest (go test runs a package once). scripts is
+# slow on a fresh machine only: its fuzz.sh test compiles for fuzzing.
+# TESTFLAGS adds go test flags (e.g. TESTFLAGS=-json to time each package);
+# TEST_FUZZTIME=5s also fuzzes every target that long after the tests.
+SLOW_PKGS = ./test/cluster ./core/agent ./test/e2e ./test/docker ./core/server ./core/client \
+	./plugins/driver-docker ./scripts ./core/httpapi
+TESTFLAGS ?=
+TEST_FUZZTIME ?=
 test: check-tracked
 	$(GO) vet ./...
-	$(GO) test -race -count=1 -timeout 30m ./...
-	cd examples/plugins/oneshot && $(GO) vet ./... && $(GO) test -race -count=1 -timeout 5m ./...
-	FUZZTIME=$(TEST_FUZZTIME) GO=$(GO) ./scripts/fuzz.sh
+	$(GO) test -race -count=1 -timeout 30m $(TESTFLAGS) $(SLOW_PKGS) ./...
+	cd examples/plugins/oneshot && $(GO) vet ./... && $(GO) test -race -count=1 -timeout 5m $(TESTFLAGS) ./...
+	$(if $(TEST_FUZZTIME),FUZZTIME=$(TEST_FUZZTIME) GO=$(GO) ./scripts/fuzz.sh)
 
 # Every fuzz target of the module, found by scripts/fuzz.sh, for FUZZTIME
-# each; `make test` runs each for TEST_FUZZTIME only.
+# each.
 FUZZTIME ?= 60s
-TEST_FUZZTIME ?= 5s
 fuzz:
 	FUZZTIME=$(FUZZTIME) GO=$(GO) ./scripts/fuzz.sh
 

@@ -21,6 +21,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/drover-org/drover/core/pluginhost"
+	"github.com/drover-org/drover/internal/testtier"
 	"github.com/drover-org/drover/plugins/builtin"
 	rawexec "github.com/drover-org/drover/plugins/driver-rawexec"
 )
@@ -160,6 +161,7 @@ type allocStub struct {
 // served, and Shutdown leaves neither goroutines (TestMain checks) nor
 // processes behind.
 func TestDevAgentRunsSysbatchJob(t *testing.T) {
+	testtier.Agent(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

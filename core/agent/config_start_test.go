@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/drover-org/drover/internal/testtier"
 )
 
 // TestAgentRefusesNumSchedulersAtStart: num_schedulers = 1000000 (which
@@ -20,6 +22,7 @@ import (
 // and the rule: both the check the CLI runs after its flags and the
 // agent's own start refuse it, and no scheduler worker ever runs.
 func TestAgentRefusesNumSchedulersAtStart(t *testing.T) {
+	testtier.Agent(t)
 	dir := t.TempDir()
 	dataDir := filepath.Join(dir, "data")
 	path := filepath.Join(dir, "agent.hcl")

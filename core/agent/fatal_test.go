@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/drover-org/drover/internal/testtier"
 )
 
 // unappliable is a committed entry no server can apply: a message type
@@ -20,6 +22,7 @@ var unappliable = []byte{0x7f, 0x80}
 // agent fails to start with the same error, promptly, rather than waiting
 // out its leader wait and blaming the Raft peers.
 func TestAgentStopsAtAnEntryItCannotApply(t *testing.T) {
+	testtier.Agent(t)
 	cfg := serverConfig(t, t.TempDir())
 	cfg.Client = &ClientConfig{Enabled: false}
 	logs := &lockedBuffer{}

@@ -15,11 +15,14 @@ import (
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/drover-org/drover/internal/testtier"
 )
 
 // httpsAgent starts a dev agent whose tls block turns HTTPS on.
 func httpsAgent(t *testing.T, verifyClient bool) (a *Agent, caPEM []byte, cliCert, cliKey string) {
 	t.Helper()
+	testtier.Agent(t)
 	dir := t.TempDir()
 	ca := newTestCA(t, "drover-ca")
 	caPath := filepath.Join(dir, "ca.pem")

@@ -13,12 +13,15 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	nomad "github.com/hashicorp/nomad/api"
+
+	"github.com/drover-org/drover/internal/testtier"
 )
 
 // startDevAgent runs a dev agent in process, its plugins re-executed from
 // this test binary, and returns its HTTP address once its node is ready.
 func startDevAgent(t *testing.T) *Agent {
 	t.Helper()
+	testtier.Agent(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/drover-org/drover/internal/testtier"
 	rawexec "github.com/drover-org/drover/plugins/driver-rawexec"
 	"github.com/drover-org/drover/sdk/shared"
 )
@@ -22,6 +23,7 @@ import (
 // looked for, and enabled = false leaves the driver running but
 // undetected, so the node tells why nothing raw_exec is placed on it.
 func TestAgentNomadRawExecStanza(t *testing.T) {
+	testtier.Agent(t)
 	for _, enabled := range []bool{true, false} {
 		t.Run(map[bool]string{true: "enabled", false: "disabled"}[enabled], func(t *testing.T) {
 			dir := t.TempDir()

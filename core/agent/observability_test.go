@@ -17,11 +17,14 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/drover-org/drover/internal/testtier"
 )
 
 // startDevAgentWith is startDevAgent with the config adjusted by edit.
 func startDevAgentWith(t *testing.T, edit func(*Config)) *Agent {
 	t.Helper()
+	testtier.Agent(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -32,6 +32,7 @@ import (
 	"github.com/drover-org/drover/core/rpc"
 	"github.com/drover-org/drover/core/server"
 	"github.com/drover-org/drover/core/structs"
+	"github.com/drover-org/drover/internal/testtier"
 )
 
 // rawRPC is a gRPC connection to an agent's RPC port that the test
@@ -419,6 +420,7 @@ func (ca *testCA) issueExpired(t *testing.T, dir, name string) string {
 // with a WARN line per attempt, and joins once the server is back (that a
 // wrong token ends the start at once is TestPKIJoinAuthorizeRotate's).
 func TestJoinRetriesUnreachableServer(t *testing.T) {
+	testtier.Agent(t)
 	dir := t.TempDir()
 	rpcPort := freePort(t)
 	rpcAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(rpcPort))

@@ -7,12 +7,15 @@ import (
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/drover-org/drover/internal/testtier"
 )
 
 // An agent whose HTTP port is taken fails to start with the listener's
 // error, and stops the plugins it had started (TestMain's goleak check
 // covers their goroutines), rather than panicking in its cleanup.
 func TestNewFailsOnTakenHTTPPort(t *testing.T) {
+	testtier.Agent(t)
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,8 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"go.uber.org/goleak"
+
+	"github.com/drover-org/drover/internal/testtier"
 )
 
 // startupCase is one agent start that must fail.
@@ -186,6 +188,7 @@ var startupCases = []startupCase{
 // plugin process, no listening port, no dev temp dir, no open Raft store,
 // no goroutine, and a raft.db it refused exactly as it was.
 func TestFailedStartCleansUp(t *testing.T) {
+	testtier.Agent(t)
 	for _, tc := range startupCases {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()

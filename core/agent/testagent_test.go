@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/drover-org/drover/internal/testtier"
 )
 
 // startTestAgent starts an agent of cfg in process: HTTP on a free
@@ -14,6 +16,7 @@ import (
 // failed.
 func startTestAgent(t *testing.T, cfg *Config, level hclog.Level) *Agent {
 	t.Helper()
+	testtier.Agent(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -23,11 +23,13 @@ import (
 	"github.com/drover-org/drover/core/rpc"
 	"github.com/drover-org/drover/core/server"
 	"github.com/drover-org/drover/core/structs"
+	"github.com/drover-org/drover/internal/testtier"
 )
 
 // startPKIAgent is startTestAgent with options; the error is returned.
 func startPKIAgent(t *testing.T, cfg *Config, opts Options) (*Agent, *lockedBuffer, error) {
 	t.Helper()
+	testtier.Agent(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	_ "time/tzdata" // time_zone tests must not depend on the host's zoneinfo
 
 	"github.com/drover-org/drover/core/structs"
+	"github.com/drover-org/drover/internal/testtier"
 )
 
 // fakeClock is a Config.Now the test moves by hand.
@@ -211,6 +212,7 @@ func TestPeriodicDispatcherHonoursTimeZone(t *testing.T) {
 }
 
 func TestPeriodicDispatcherLaunchesOnSchedule(t *testing.T) {
+	testtier.Slow(t, "waits up to a minute of wall clock for its every-minute cron")
 	s := testServer(t, nil)
 	registerNodes(t, s, testNode("a"))
 	registerJob(t, s, periodicJob("tick", "* * * * * *", false))

@@ -24,6 +24,7 @@ import (
 	"github.com/drover-org/drover/core/command"
 	"github.com/drover-org/drover/core/structs"
 	"github.com/drover-org/drover/core/ui"
+	"github.com/drover-org/drover/internal/testtier"
 )
 
 // The browser tests here drive headless Chromium against a real dev agent
@@ -101,6 +102,7 @@ func freePort(t *testing.T) int {
 // stops when the test ends; its log is printed if the test failed.
 func startDevAgent(t *testing.T, aclOn bool) *devAgent {
 	t.Helper()
+	testtier.Agent(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/drover-org/drover/core/state"
+	"github.com/drover-org/drover/internal/testtier"
 )
 
 // browser starts headless Chromium for one test, or skips the test when
@@ -20,6 +21,7 @@ import (
 // bounds each step; the browser lives until the test ends.
 func browser(t *testing.T) (tab context.Context, step func() (context.Context, context.CancelFunc)) {
 	t.Helper()
+	testtier.Browser(t)
 	path := ""
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
 		if p, err := exec.LookPath(name); err == nil {

@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/drover-org/drover/internal/testtier"
 	"github.com/drover-org/drover/test/internal/harness"
 )
 
@@ -27,6 +28,9 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	if testtier.SkipSuite("test/cluster builds drover and runs clusters of agent processes") {
+		return 0
+	}
 	bin, root, cleanup, err := harness.Build()
 	if err != nil {
 		buildErr = err

@@ -14,6 +14,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/drover-org/drover/internal/testtier"
 	"github.com/drover-org/drover/test/internal/harness"
 )
 
@@ -42,6 +43,9 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	if testtier.SkipSuite("test/docker runs drover agents in containers on a Docker engine") {
+		return 0
+	}
 	if err := dockerAvailable(); err != nil {
 		skipReason = fmt.Sprintf("docker tests need a Docker engine: `docker info` failed: %v", err)
 		return m.Run()

@@ -10,6 +10,8 @@ import (
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+
+	"github.com/drover-org/drover/internal/testtier"
 )
 
 // boltFile writes a raft.db holding a few log entries and returns its path
@@ -91,6 +93,7 @@ func TestCheck(t *testing.T) {
 // A raft.db another agent holds open is reported as such after a bounded
 // wait instead of blocking the start for good.
 func TestCheckLocked(t *testing.T) {
+	testtier.Slow(t, "waits out the 5 s raft.db lock timeout")
 	path, _ := boltFile(t)
 	store, err := raftboltdb.NewBoltStore(path)
 	if err != nil {
