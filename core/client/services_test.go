@@ -546,6 +546,12 @@ func TestTaskServiceGoesWithItsTask(t *testing.T) {
 		regs := srv.serviceRegs()
 		return len(regs) == 1 && regs["_nomad-task-td-1-web-web-"] != nil
 	})
+	// The client reports in batches: wait for a report past pending; the
+	// poststart task's end must not have ended the alloc.
+	waitFor(t, "the alloc reported", func() bool {
+		st := srv.clientStatus("td-1")
+		return st != "" && st != structs.AllocClientStatusPending
+	})
 	if st := srv.clientStatus("td-1"); st != structs.AllocClientStatusRunning {
 		t.Fatalf("alloc %s, want running", st)
 	}
