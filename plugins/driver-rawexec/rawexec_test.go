@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -489,5 +490,30 @@ func openGate(t *testing.T, path string) {
 	defer f.Close()
 	if _, err := f.WriteString("go\n"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// An agent started under nohup has SIGHUP ignored, and an ignore outlives
+// exec: the task must still start with SIGHUP and SIGINT at their
+// default action, or its `trap … HUP` and change_mode = "signal" never
+// fire.
+func TestTaskStartsWithSignalsUnignored(t *testing.T) {
+	signal.Ignore(syscall.SIGHUP, syscall.SIGINT)
+	defer signal.Reset(syscall.SIGHUP, syscall.SIGINT)
+	d := newTestDriver()
+	cfg := newTaskConfig(t, "alloc-1/nohup", "/bin/sh", "-c", "grep '^SigIgn:' /proc/self/status")
+	start(t, d, cfg)
+	if res := awaitExit(t, d, cfg.GetId()); res.GetExitCode() != 0 {
+		t.Fatalf("exit = %v", res)
+	}
+	out := strings.TrimSpace(readFile(t, cfg.GetStdoutPath()))
+	mask, err := strconv.ParseUint(strings.TrimSpace(strings.TrimPrefix(out, "SigIgn:")), 16, 64)
+	if err != nil {
+		t.Fatalf("task's SigIgn line %q: %v", out, err)
+	}
+	for _, s := range []syscall.Signal{syscall.SIGHUP, syscall.SIGINT} {
+		if mask&(1<<(uint(s)-1)) != 0 {
+			t.Errorf("the task starts with %v ignored (SigIgn %016x)", s, mask)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"syscall"
 	"time"
@@ -118,6 +119,7 @@ func runShim() int {
 			return 1
 		}
 	}
+	unignoreSignals()
 	startErr := cmd.Start()
 	if leave != nil {
 		if err := leave(); err != nil && startErr == nil {
@@ -353,4 +355,23 @@ func readExitFile(path string) (*exitRecord, error) {
 		return nil, fmt.Errorf("exit file %s: %w", path, err)
 	}
 	return &rec, nil
+}
+
+// unignoreSignals makes the task start with SIGHUP and SIGINT at their
+// default action. An agent started under nohup (or as a shell's background
+// job) has them ignored, and an ignored signal stays ignored across every
+// exec down to the task, whose `trap … HUP` or change_mode = "signal"
+// would then never fire. The Go runtime keeps exactly these two ignored
+// when it finds them so; once it handles them (Notify), exec resets them
+// to the default in the child. The shim itself still drops them.
+func unignoreSignals() {
+	var sigs []os.Signal
+	for _, s := range []os.Signal{syscall.SIGHUP, syscall.SIGINT} {
+		if signal.Ignored(s) {
+			sigs = append(sigs, s)
+		}
+	}
+	if len(sigs) > 0 {
+		signal.Notify(make(chan os.Signal, 1), sigs...)
+	}
 }
