@@ -162,6 +162,41 @@ func TestRegisterNomadCLIJSONCanonical(t *testing.T) {
 			eq(t, "affinity Weight", j.Affinities[0].Weight, int8(50))
 			eq(t, "group EphemeralDisk", deref(j.TaskGroups[0].EphemeralDisk), structs.EphemeralDisk{Sticky: true, SizeMB: 300})
 		}},
+		{"spread weight null", func() *nomadapi.Job {
+			j := cliJob("svc-spread", "service")
+			j.Spreads = []*nomadapi.Spread{{Attribute: "${node.datacenter}"}}
+			j.TaskGroups[0].Spreads = []*nomadapi.Spread{{Attribute: "${node.class}", Weight: ptr(int8(20))}}
+			return j
+		}, func(t *testing.T, j *structs.Job) {
+			eq(t, "job spread Weight", j.Spreads[0].Weight, int8(50))
+			eq(t, "group spread Weight", j.TaskGroups[0].Spreads[0].Weight, int8(20))
+		}},
+		{"check_restart grace null", func() *nomadapi.Job {
+			j := cliJob("svc-checks", "service")
+			tg := j.TaskGroups[0]
+			tg.Networks = []*nomadapi.NetworkResource{{DynamicPorts: []nomadapi.Port{{Label: "http"}}}}
+			check := func(name string, r *nomadapi.CheckRestart) nomadapi.ServiceCheck {
+				return nomadapi.ServiceCheck{Name: name, Type: "tcp", Interval: 10 * time.Second, Timeout: 2 * time.Second, CheckRestart: r}
+			}
+			tg.Services = []*nomadapi.Service{
+				// The service's grace reaches a check that leaves it null.
+				{Name: "inherits", PortLabel: "http", Provider: "nomad", CheckRestart: &nomadapi.CheckRestart{Limit: 3, Grace: ptr(5 * time.Second)},
+					Checks: []nomadapi.ServiceCheck{check("own-limit", &nomadapi.CheckRestart{Limit: 2})}},
+				// Null everywhere: Nomad's 1s.
+				{Name: "defaults", PortLabel: "http", Provider: "nomad",
+					Checks: []nomadapi.ServiceCheck{check("bare", &nomadapi.CheckRestart{Limit: 2})}},
+			}
+			return j
+		}, func(t *testing.T, j *structs.Job) {
+			byName := map[string]*structs.CheckRestart{}
+			for _, sv := range j.TaskGroups[0].Services {
+				for _, c := range sv.Checks {
+					byName[c.Name] = c.CheckRestart
+				}
+			}
+			eq(t, "inherited check_restart", deref(byName["own-limit"]), structs.CheckRestart{Limit: 2, Grace: 5 * time.Second})
+			eq(t, "default check_restart", deref(byName["bare"]), structs.CheckRestart{Limit: 2, Grace: time.Second})
+		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

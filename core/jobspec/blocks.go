@@ -130,7 +130,7 @@ func (p *parser) spreads(blocks hcl.Blocks) []*structs.Spread {
 	var out []*structs.Spread
 	for _, b := range blocks {
 		attrs, inner := p.content(b.Body, spreadAttrs, spreadBlocks)
-		s := &structs.Spread{}
+		s := &structs.Spread{Weight: structs.DefaultSpreadWeight}
 		p.setString(attrs["attribute"], &s.Attribute)
 		p.setIntRange(attrs["weight"], 0, 100, func(i int64) { s.Weight = int8(i) })
 		for _, tb := range inner["target"] {

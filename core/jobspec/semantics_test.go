@@ -322,3 +322,31 @@ func TestDurations(t *testing.T) {
 		})
 	}
 }
+
+// A spread that names no weight gets Nomad's 50, as an affinity does; one
+// that names it keeps it.
+func TestSpreadDefaultWeight(t *testing.T) {
+	j := mustParse(t, `job "web" {
+  spread {
+    attribute = "${node.datacenter}"
+  }
+  group "g" {
+    spread {
+      attribute = "${node.class}"
+      weight    = 30
+    }
+    task "t" {
+      driver = "raw_exec"
+      config {
+        command = "/bin/true"
+      }
+    }
+  }
+}`)
+	if got := j.Spreads[0].Weight; got != structs.DefaultSpreadWeight {
+		t.Errorf("job spread weight = %d; want %d", got, structs.DefaultSpreadWeight)
+	}
+	if got := j.TaskGroups[0].Spreads[0].Weight; got != 30 {
+		t.Errorf("group spread weight = %d; want 30", got)
+	}
+}

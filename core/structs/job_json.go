@@ -177,10 +177,26 @@ func (a *Affinity) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// UnmarshalJSON decodes a spread: a null Weight is Nomad's 50.
+func (sp *Spread) UnmarshalJSON(b []byte) error {
+	type plain Spread
+	var in struct {
+		plain
+		Weight *int8
+	}
+	if err := json.Unmarshal(b, &in); err != nil {
+		return err
+	}
+	*sp = Spread(in.plain)
+	sp.Weight = orDefault(in.Weight, DefaultSpreadWeight)
+	return nil
+}
+
 // Nomad's defaults of the fields above.
 const (
 	DefaultEphemeralDiskMB = 300
 	DefaultAffinityWeight  = 50
+	DefaultSpreadWeight    = 50
 )
 
 func orDefault[T any](p *T, d T) T {

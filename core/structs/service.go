@@ -82,9 +82,14 @@ type ServiceCheck struct {
 	Advertise string `codec:",omitempty"`
 }
 
+// DefaultCheckRestartGrace is Nomad's check_restart grace when a block
+// gives none.
+const DefaultCheckRestartGrace = time.Second
+
 // CheckRestart is a check's (or its service's) check_restart block: the
 // task is restarted after Limit consecutive failed checks (0: never),
-// not counting failures during Grace after it starts.
+// not counting failures during Grace after it starts (0 when the job is
+// submitted: Nomad's DefaultCheckRestartGrace).
 type CheckRestart struct {
 	Limit          int           `codec:",omitempty"`
 	Grace          time.Duration `codec:",omitempty"`

@@ -73,6 +73,10 @@ func (s *Service) Canonicalize(job, group, task string) {
 		if base := s.CheckRestart; base != nil {
 			c.CheckRestart = base.under(c.CheckRestart)
 		}
+		if r := c.CheckRestart; r != nil && r.Grace == 0 {
+			// Nomad's grace when none is given (its 0 is "unset" here).
+			r.Grace = DefaultCheckRestartGrace
+		}
 		if c.Name == "" {
 			c.Name = DefaultCheckName(s.Name)
 		}
