@@ -173,7 +173,7 @@ func TestHTTPSOnlyTLSKeepsRPCAuthenticated(t *testing.T) {
 	}
 
 	// Agents still join and work over the cluster PKI.
-	tok, err := srv.Server().JoinToken("client")
+	tok, err := srv.Server().PKI().JoinToken("client")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +281,7 @@ func TestUnauthenticatedLargeRequestRefusedBeforeRead(t *testing.T) {
 	rpcPort := freePort(t)
 	rpcAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(rpcPort))
 	srv, _ := mustPKIAgent(t, pkiServerConfig(dir, "s1", rpcPort), Options{})
-	tokText, err := srv.Server().JoinToken("client")
+	tokText, err := srv.Server().PKI().JoinToken("client")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +345,7 @@ func TestJoinDuringChallengeFlood(t *testing.T) {
 	rpcPort := freePort(t)
 	rpcAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(rpcPort))
 	srv, _ := mustPKIAgent(t, pkiServerConfig(dir, "s1", rpcPort), Options{})
-	tokText, err := srv.Server().JoinToken("client")
+	tokText, err := srv.Server().PKI().JoinToken("client")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -424,7 +424,7 @@ func TestJoinRetriesUnreachableServer(t *testing.T) {
 	rpcAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(rpcPort))
 	srvCfg := pkiServerConfig(dir, "s1", rpcPort)
 	srv, _ := mustPKIAgent(t, srvCfg, Options{})
-	tok, err := srv.Server().JoinToken("client")
+	tok, err := srv.Server().PKI().JoinToken("client")
 	if err != nil {
 		t.Fatal(err)
 	}

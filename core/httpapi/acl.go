@@ -18,8 +18,8 @@ type ACLServer interface {
 }
 
 func (s *HTTPServer) aclServer(w http.ResponseWriter) (ACLServer, bool) {
-	as, ok := s.srv.(ACLServer)
-	if !ok || s.srv == nil {
+	as := s.aclAPI
+	if as == nil || s.srv == nil {
 		writeText(w, http.StatusBadRequest, "ACL support disabled")
 		return nil, false
 	}

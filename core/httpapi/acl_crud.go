@@ -25,8 +25,8 @@ type ACLCRUDServer interface {
 }
 
 func (s *HTTPServer) aclCRUD(w http.ResponseWriter) (ACLCRUDServer, bool) {
-	as, ok := s.srv.(ACLCRUDServer)
-	if !ok || s.srv == nil {
+	as := s.aclCRUDs
+	if as == nil || s.srv == nil {
 		writeText(w, http.StatusBadRequest, "ACL support disabled")
 		return nil, false
 	}

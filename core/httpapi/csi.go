@@ -115,8 +115,8 @@ func (s *HTTPServer) volumeGet(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *HTTPServer) csiServer(w http.ResponseWriter) (CSIServer, bool) {
-	cs, ok := s.srv.(CSIServer)
-	if !ok || s.srv == nil {
+	cs := s.csi
+	if cs == nil || s.srv == nil {
 		writeText(w, http.StatusNotImplemented, "This agent's server does not write CSI volumes")
 		return nil, false
 	}

@@ -19,8 +19,8 @@ type JoinTokenResponse struct {
 }
 
 func (s *HTTPServer) joinTokens(w http.ResponseWriter) (JoinTokens, bool) {
-	jt, ok := s.srv.(JoinTokens)
-	if !ok || s.srv == nil {
+	jt := s.joinToks
+	if jt == nil || s.srv == nil {
 		writeText(w, http.StatusNotImplemented, "This agent runs no server of the cluster PKI")
 		return nil, false
 	}

@@ -174,10 +174,10 @@ func TestNodePoolsAPI(t *testing.T) {
 	// A pool's nodes; a pool with a node cannot be deleted.
 	ctx := context.Background()
 	node := poolNode("gpu")
-	if _, err := srv.RegisterNode(ctx, node); err != nil {
+	if _, err := srv.Nodes().Register(ctx, node); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := srv.RegisterNode(ctx, poolNode("default")); err != nil {
+	if _, err := srv.Nodes().Register(ctx, poolNode("default")); err != nil {
 		t.Fatal(err)
 	}
 	nodes, _, err := pools.ListNodes("gpu", nil)
@@ -231,7 +231,7 @@ func TestNodePoolsAPI(t *testing.T) {
 func TestNodePoolRoutedNotAsNode(t *testing.T) {
 	srv, c, _ := poolTestServer(t)
 	node := poolNode("")
-	if _, err := srv.RegisterNode(context.Background(), node); err != nil {
+	if _, err := srv.Nodes().Register(context.Background(), node); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := c.NodePools().List(nil); err != nil {

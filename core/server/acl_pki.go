@@ -12,9 +12,8 @@ import (
 )
 
 // The ACL and PKI endpoints live in aclendpoint and pkiendpoint; this file
-// wires them to the server's state, Raft and leader. The Server embeds
-// both, so that it still offers their methods (ResolveToken,
-// UpsertACLPolicies, JoinToken, ...) to the HTTP API and the agent.
+// wires them to the server's state, Raft and leader. The Server hands them
+// out as ACL() and PKI() (endpoints.go) to the HTTP API and the agent.
 
 // Names the agent and the RPC callers know these types by.
 type (
@@ -65,8 +64,8 @@ func newPKIEndpoint(s *Server) *pkiendpoint.PKI {
 // registerACLPKIRPC exposes both endpoints and decides every call by the
 // caller's certificate (rpcAccess).
 func (s *Server) registerACLPKIRPC(rs *rpc.Server, mark func(context.Context) context.Context) {
-	aclendpoint.Register(rs, s.ACL, mark)
-	pkiendpoint.Register(rs, s.PKI, mark)
+	aclendpoint.Register(rs, s.acl, mark)
+	pkiendpoint.Register(rs, s.pki, mark)
 	var trust *pki.Trust
 	if s.cfg.PKI != nil {
 		trust = s.cfg.PKI.Trust
@@ -77,20 +76,20 @@ func (s *Server) registerACLPKIRPC(rs *rpc.Server, mark func(context.Context) co
 
 // startPKI starts storing the local CA into Raft, when this server has one.
 func (s *Server) startPKI() {
-	if !s.PKI.HoldsLocalCA() {
+	if !s.pki.HoldsLocalCA() {
 		return
 	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		pkiendpoint.StoreLocalCA(s.shutdownCtx, s.PKI)
+		pkiendpoint.StoreLocalCA(s.shutdownCtx, s.pki)
 	}()
 }
 
 // expireOneTimeTokens is the leader's loop removing expired one-time
 // tokens until leadership ends (without a GC plugin).
 func (s *Server) expireOneTimeTokens(ctx context.Context) {
-	aclendpoint.RunExpiry(ctx, s.ACL, s.cfg.OneTimeTokenGCInterval)
+	aclendpoint.RunExpiry(ctx, s.acl, s.cfg.OneTimeTokenGCInterval)
 }
 
 // catchUpWithLeader waits until this follower applied the leader's last

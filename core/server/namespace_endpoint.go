@@ -11,7 +11,8 @@ const MaxNamespacesPerRequest = 64
 
 // UpsertNamespaces creates or updates namespaces, all of them in one Raft
 // entry, and returns its index. A follower forwards to the leader.
-func (s *Server) UpsertNamespaces(ctx context.Context, namespaces []*structs.Namespace) (uint64, error) {
+func (ep Namespaces) Upsert(ctx context.Context, namespaces []*structs.Namespace) (uint64, error) {
+	s := ep.srv
 	if r, ok, err := forward[NamespaceUpsertArgs, IndexReply](ctx, s, "Namespace.Upsert", &NamespaceUpsertArgs{Namespaces: namespaces}); ok {
 		if err != nil {
 			return 0, err
@@ -53,7 +54,8 @@ func (s *Server) UpsertNamespaces(ctx context.Context, namespaces []*structs.Nam
 // structs.ErrInvalid, a missing one with structs.ErrNotFound, before
 // anything is proposed; the FSM refuses them again should a job arrive in
 // between. A follower forwards to the leader.
-func (s *Server) DeleteNamespace(ctx context.Context, name string) (uint64, error) {
+func (ep Namespaces) Delete(ctx context.Context, name string) (uint64, error) {
+	s := ep.srv
 	if r, ok, err := forward[NamespaceDeleteArgs, IndexReply](ctx, s, "Namespace.Delete", &NamespaceDeleteArgs{Name: name}); ok {
 		if err != nil {
 			return 0, err
