@@ -156,7 +156,7 @@ func TestHTTPSOnlyTLSKeepsRPCAuthenticated(t *testing.T) {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
 		}
 	}
-	if peers, _ := srv.Server().RaftPeers(); len(peers.Servers) != 1 {
+	if peers, _ := srv.Server().Operator().RaftPeers(); len(peers.Servers) != 1 {
 		t.Fatalf("raft peers after the refused adds: %+v", peers.Servers)
 	}
 	if strings.Contains(logs.String(), "INSECURE") {
@@ -333,7 +333,7 @@ func TestUnauthenticatedLargeRequestRefusedBeforeRead(t *testing.T) {
 	if n := c.sent.Load(); n > 2<<20 {
 		t.Fatalf("the server let a client certificate send %d bytes to a server-only method before refusing it", n)
 	}
-	if peers, _ := srv.Server().RaftPeers(); len(peers.Servers) != 1 {
+	if peers, _ := srv.Server().Operator().RaftPeers(); len(peers.Servers) != 1 {
 		t.Fatalf("raft peers: %+v", peers.Servers)
 	}
 }

@@ -199,7 +199,7 @@ func TestPKIJoinAuthorizeRotate(t *testing.T) {
 			t.Errorf("%s: got %v, want %v", tc.name, err, tc.want)
 		}
 	}
-	if peers, _ := srv.Server().RaftPeers(); len(peers.Servers) != 1 {
+	if peers, _ := srv.Server().Operator().RaftPeers(); len(peers.Servers) != 1 {
 		t.Fatalf("raft peers after the refused adds: %+v", peers.Servers)
 	}
 

@@ -84,7 +84,8 @@ func (s *Server) raftID() string {
 }
 
 // RaftPeers lists the Raft configuration.
-func (s *Server) RaftPeers() (*RaftPeersReply, error) {
+func (ep Operator) RaftPeers() (*RaftPeersReply, error) {
+	s := ep.srv
 	f := s.raft.GetConfiguration()
 	if err := f.Error(); err != nil {
 		return nil, err
@@ -101,7 +102,8 @@ func (s *Server) RaftPeers() (*RaftPeersReply, error) {
 }
 
 // AddRaftPeer adds a server as a voter (leader only; followers forward).
-func (s *Server) AddRaftPeer(ctx context.Context, id, addr string) error {
+func (ep Operator) AddRaftPeer(ctx context.Context, id, addr string) error {
+	s := ep.srv
 	if _, ok, err := forward[RaftPeerArgs, Empty](ctx, s, "Operator.RaftAddPeer", &RaftPeerArgs{ID: id, Address: addr}); ok {
 		return err
 	}
@@ -116,11 +118,12 @@ func (s *Server) AddRaftPeer(ctx context.Context, id, addr string) error {
 }
 
 // RemoveRaftPeer removes a server, by ID or address (leader only).
-func (s *Server) RemoveRaftPeer(ctx context.Context, id, addr string) error {
+func (ep Operator) RemoveRaftPeer(ctx context.Context, id, addr string) error {
+	s := ep.srv
 	if _, ok, err := forward[RaftPeerArgs, Empty](ctx, s, "Operator.RaftRemovePeer", &RaftPeerArgs{ID: id, Address: addr}); ok {
 		return err
 	}
-	peers, err := s.RaftPeers()
+	peers, err := ep.RaftPeers()
 	if err != nil {
 		return err
 	}
@@ -140,8 +143,9 @@ func (s *Server) RemoveRaftPeer(ctx context.Context, id, addr string) error {
 // at once: a member is "alive" when it answers within memberInfoTimeout
 // (quick failures, such as a pooled connection the peer closed, are tried
 // again until then), "failed" otherwise.
-func (s *Server) Members(ctx context.Context) ([]*Member, error) {
-	peers, err := s.RaftPeers()
+func (ep Operator) Members(ctx context.Context) ([]*Member, error) {
+	s := ep.srv
+	peers, err := ep.RaftPeers()
 	if err != nil {
 		return nil, err
 	}
@@ -197,21 +201,22 @@ func (s *Server) peerInfo(ctx context.Context, addr string) (*ServerInfo, error)
 	}
 }
 
-func (s *Server) registerClusterRPC(rs *rpc.Server, mark func(context.Context) context.Context) {
+func (ep Operator) register(rs *rpc.Server, mark func(context.Context) context.Context) {
+	s := ep.srv
 	rpc.Handle(rs, "Status.ServerInfo", func(ctx context.Context, _ *Empty) (*ServerInfo, error) {
 		return s.Info(), nil
 	})
 	rpc.Handle(rs, "Operator.RaftListPeers", func(ctx context.Context, _ *Empty) (*RaftPeersReply, error) {
-		return s.RaftPeers()
+		return ep.RaftPeers()
 	})
 	rpc.Handle(rs, "Operator.RaftAddPeer", func(ctx context.Context, a *RaftPeerArgs) (*Empty, error) {
-		return &Empty{}, s.AddRaftPeer(mark(ctx), a.ID, a.Address)
+		return &Empty{}, ep.AddRaftPeer(mark(ctx), a.ID, a.Address)
 	})
 	rpc.Handle(rs, "Operator.RaftRemovePeer", func(ctx context.Context, a *RaftPeerArgs) (*Empty, error) {
-		return &Empty{}, s.RemoveRaftPeer(mark(ctx), a.ID, a.Address)
+		return &Empty{}, ep.RemoveRaftPeer(mark(ctx), a.ID, a.Address)
 	})
 	rpc.Handle(rs, "Status.Members", func(ctx context.Context, _ *Empty) (*MembersReply, error) {
-		m, err := s.Members(ctx)
+		m, err := ep.Members(ctx)
 		return &MembersReply{Members: m}, err
 	})
 }

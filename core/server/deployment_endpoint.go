@@ -10,7 +10,8 @@ import (
 
 // newDeploymentWatcher builds the leader's deployment watcher; the leader
 // loop that runs it stops it with leadership.
-func (s *Server) newDeploymentWatcher() *deploywatcher.Watcher {
+func (ep Deployments) newWatcher() *deploywatcher.Watcher {
+	s := ep.srv
 	return deploywatcher.New(deploywatcher.Config{
 		State: s.State, Apply: s.raftApply, NewEval: s.newEval, Now: s.cfg.Now,
 		Logger: s.logger.Named("deployment_watcher"),

@@ -208,7 +208,7 @@ func (s *Server) RegisterRPC(rs *rpc.Server) {
 	rpc.Handle(rs, "Node.UpdateAllocs", func(ctx context.Context, a *NodeUpdateAllocsArgs) (*Empty, error) {
 		return &Empty{}, s.Nodes().UpdateAllocs(mark(ctx), a.NodeID, a.SecretID, a.Allocs)
 	})
-	s.registerClusterRPC(rs, mark)
+	s.Operator().register(rs, mark)
 	s.registerACLPKIRPC(rs, mark)
 	s.Namespaces().register(rs, mark)
 	s.NodePools().register(rs, mark)
