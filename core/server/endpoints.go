@@ -19,7 +19,8 @@ type Jobs struct{ srv *Server }
 // alloc_running.go.
 type Nodes struct{ srv *Server }
 
-// Deployments is the Deployment endpoint: deployment_endpoint.go.
+// Deployments is the Deployment endpoint and the deployment watcher's
+// wiring: deployment_endpoint.go.
 type Deployments struct{ srv *Server }
 
 // NodePools is the NodePool endpoint: node_pool_endpoint.go.
@@ -29,7 +30,9 @@ type NodePools struct{ srv *Server }
 // namespace_rpc.go.
 type Namespaces struct{ srv *Server }
 
-// Operator is the Operator endpoint: operator_endpoint.go.
+// Operator is the Operator and Status endpoint: the scheduler
+// configuration (operator_endpoint.go), the Raft peers and the members
+// (cluster.go).
 type Operator struct{ srv *Server }
 
 // Services is the service registration endpoint: services.go.
