@@ -8,7 +8,7 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
-// newDeploymentWatcher builds the leader's deployment watcher; the leader
+// newWatcher builds the leader's deployment watcher; the leader
 // loop that runs it stops it with leadership.
 func (ep Deployments) newWatcher() *deploywatcher.Watcher {
 	s := ep.srv
@@ -52,7 +52,7 @@ func (ep Deployments) register(rs *rpc.Server, mark func(context.Context) contex
 	})
 }
 
-// activeDeployment reads a deployment that a write acts on, and its job.
+// active reads a deployment that a write acts on, and its job.
 func (ep Deployments) active(id, what string) (*structs.Deployment, *structs.Job, error) {
 	s := ep.srv
 	if id == "" {
@@ -98,7 +98,7 @@ func deploymentResponse(index uint64, ev *structs.Evaluation, reverted *structs.
 	return r
 }
 
-// PromoteDeployment promotes the canaries of every group (all) or of the
+// Promote promotes the canaries of every group (all) or of the
 // named groups, with an eval that places the rest.
 func (ep Deployments) Promote(ctx context.Context, id string, all bool, groups []string) (*structs.DeploymentUpdateResponse, error) {
 	s := ep.srv
@@ -126,7 +126,7 @@ func (ep Deployments) Promote(ctx context.Context, id string, all bool, groups [
 	return deploymentResponse(index, ev, nil), nil
 }
 
-// PauseDeployment pauses a running deployment or resumes a paused one (with
+// Pause pauses a running deployment or resumes a paused one (with
 // an eval, so that the rollout continues).
 func (ep Deployments) Pause(ctx context.Context, id string, pause bool) (*structs.DeploymentUpdateResponse, error) {
 	s := ep.srv
@@ -153,7 +153,7 @@ func (ep Deployments) Pause(ctx context.Context, id string, pause bool) (*struct
 	return deploymentResponse(index, req.Eval, nil), nil
 }
 
-// FailDeployment fails a deployment as an operator asks, reverting the job
+// Fail fails a deployment as an operator asks, reverting the job
 // when a group has auto_revert (as the watcher does).
 func (ep Deployments) Fail(ctx context.Context, id string) (*structs.DeploymentUpdateResponse, error) {
 	s := ep.srv
@@ -186,7 +186,7 @@ func (ep Deployments) Fail(ctx context.Context, id string) (*structs.DeploymentU
 	return deploymentResponse(index, req.Eval, reverted), nil
 }
 
-// SetDeploymentAllocHealth sets the health of allocations of a deployment
+// SetAllocHealth sets the health of allocations of a deployment
 // by hand (health_check = "manual"), with an eval.
 func (ep Deployments) SetAllocHealth(ctx context.Context, id string, healthy, unhealthy []string) (*structs.DeploymentUpdateResponse, error) {
 	s := ep.srv

@@ -12,7 +12,7 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
-// RegisterJob validates and writes a job, with a job-register eval unless
+// Register validates and writes a job, with a job-register eval unless
 // the job is a periodic or parameterized parent. An unchanged spec writes
 // no new job version, only the eval.
 func (ep Jobs) Register(ctx context.Context, in *structs.Job, enforceIndex bool, jobModifyIndex uint64) (*structs.JobRegisterResponse, error) {
@@ -84,7 +84,7 @@ func (s *Server) newEval(job *structs.Job, trigger string) *structs.Evaluation {
 	}
 }
 
-// prepareJob returns a canonical, validated copy of a submitted job,
+// prepare returns a canonical, validated copy of a submitted job,
 // carrying the declaration of the plugin serving its type: the defaults
 // and rules that depend on the type come from that declaration. A type no
 // loaded scheduler plugin serves is refused.
@@ -185,7 +185,7 @@ func (ep Jobs) checkDrivers(job *structs.Job) error {
 	return &structs.ValidationError{Errors: bad}
 }
 
-// DeregisterJob stops a job, or deletes it with purge. An unknown job is a
+// Deregister stops a job, or deletes it with purge. An unknown job is a
 // no-op, as in Nomad.
 func (ep Jobs) Deregister(ctx context.Context, ns, jobID string, purge bool) (*structs.JobDeregisterResponse, error) {
 	s := ep.srv
@@ -221,7 +221,7 @@ func (ep Jobs) Deregister(ctx context.Context, ns, jobID string, purge bool) (*s
 	return resp, nil
 }
 
-// EvaluateJob forces a new evaluation of a job. With ForceReschedule, the
+// Evaluate forces a new evaluation of a job. With ForceReschedule, the
 // job's failed allocations not yet replaced are marked
 // DesiredTransition.ForceReschedule in the same Raft entry as the eval, so
 // the scheduler that runs it reschedules them now.
@@ -282,7 +282,7 @@ func (ep Jobs) forceRescheduleMarks(ns, jobID string) (map[string]*structs.Desir
 	return out, nil
 }
 
-// DispatchJob creates a child of a parameterized job (§3).
+// Dispatch creates a child of a parameterized job (§3).
 func (ep Jobs) Dispatch(ctx context.Context, ns string, req *structs.JobDispatchRequest) (*structs.JobDispatchResponse, error) {
 	s := ep.srv
 	if r, ok, err := forward[JobDispatchArgs, structs.JobDispatchResponse](ctx, s, "Job.Dispatch", &JobDispatchArgs{Namespace: ns, Request: req}); ok {

@@ -8,7 +8,7 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
-// ScaleJob sets one group's count (Nomad's Job.Scale): a new version of
+// Scale sets one group's count (Nomad's Job.Scale): a new version of
 // the job that differs only in that count, checked as a registration is
 // (the type's max_group_count, the allocation limits), with a job-scaling
 // eval and a scaling event, in one Raft entry. A request without a count
@@ -161,7 +161,7 @@ func jsonMeta(meta map[string]any) (map[string]any, error) {
 	return out, nil
 }
 
-// RevertJob registers a kept version of a job again, as a new version
+// Revert registers a kept version of a job again, as a new version
 // (Nomad's Job.Revert), with a job-register eval. The version must be
 // kept and not the current one; with enforcePrior, the current version
 // must be that one. The reverted spec is prepared and checked as any

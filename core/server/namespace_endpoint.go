@@ -9,7 +9,7 @@ import (
 // MaxNamespacesPerRequest bounds one namespace upsert.
 const MaxNamespacesPerRequest = 64
 
-// UpsertNamespaces creates or updates namespaces, all of them in one Raft
+// Upsert creates or updates namespaces, all of them in one Raft
 // entry, and returns its index. A follower forwards to the leader.
 func (ep Namespaces) Upsert(ctx context.Context, namespaces []*structs.Namespace) (uint64, error) {
 	s := ep.srv
@@ -49,7 +49,7 @@ func (ep Namespaces) Upsert(ctx context.Context, namespaces []*structs.Namespace
 	return idx, nil
 }
 
-// DeleteNamespace deletes a namespace and returns the entry's index. The
+// Delete deletes a namespace and returns the entry's index. The
 // default namespace and a namespace holding jobs are refused with
 // structs.ErrInvalid, a missing one with structs.ErrNotFound, before
 // anything is proposed; the FSM refuses them again should a job arrive in

@@ -13,7 +13,7 @@ type (
 	NamespaceDeleteArgs struct{ Name string }
 )
 
-// registerNamespaceRPC exposes the namespace writes, which followers
+// register exposes the namespace writes, which followers
 // forward to the leader. They are absent from rpcAccess: server-only.
 func (ep Namespaces) register(rs *rpc.Server, mark func(context.Context) context.Context) {
 	rpc.Handle(rs, "Namespace.Upsert", func(ctx context.Context, a *NamespaceUpsertArgs) (*IndexReply, error) {

@@ -14,7 +14,7 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
-// RegisterNode upserts a client node, marks it ready and creates the evals
+// Register upserts a client node, marks it ready and creates the evals
 // that bring system jobs (and still-running sysbatch jobs) to it. It returns
 // the heartbeat TTL the client must honour.
 func (ep Nodes) Register(ctx context.Context, in *structs.Node) (time.Duration, error) {
@@ -253,7 +253,7 @@ func (ep Nodes) UpdateAllocs(ctx context.Context, nodeID, secretID string, alloc
 	return err
 }
 
-// UpdateNodeEligibility toggles whether new work may be placed on a node.
+// UpdateEligibility toggles whether new work may be placed on a node.
 func (ep Nodes) UpdateEligibility(ctx context.Context, nodeID, elig string) (*structs.NodeEligibilityUpdateResponse, error) {
 	s := ep.srv
 	if r, ok, err := forward[NodeEligibilityArgs, structs.NodeEligibilityUpdateResponse](ctx, s, "Node.UpdateEligibility", &NodeEligibilityArgs{NodeID: nodeID, Eligibility: elig}); ok {
@@ -290,7 +290,7 @@ func (ep Nodes) UpdateEligibility(ctx context.Context, nodeID, elig string) (*st
 	return nodeUpdateResponse(index, evals), nil
 }
 
-// UpdateNodeDrain starts (spec != nil) or cancels (spec == nil) a drain.
+// UpdateDrain starts (spec != nil) or cancels (spec == nil) a drain.
 func (ep Nodes) UpdateDrain(ctx context.Context, nodeID string, spec *structs.DrainSpec, markEligible bool, meta map[string]string) (*structs.NodeEligibilityUpdateResponse, error) {
 	s := ep.srv
 	if r, ok, err := forward[NodeDrainArgs, structs.NodeEligibilityUpdateResponse](ctx, s, "Node.UpdateDrain", &NodeDrainArgs{NodeID: nodeID, Spec: spec, MarkEligible: markEligible, Meta: meta}); ok {

@@ -16,7 +16,7 @@ type (
 	NodePoolDeleteArgs struct{ Name string }
 )
 
-// registerNodePoolRPC exposes the node pool writes, which followers
+// register exposes the node pool writes, which followers
 // forward to the leader. They are absent from rpcAccess: server-only.
 func (ep NodePools) register(rs *rpc.Server, mark func(context.Context) context.Context) {
 	rpc.Handle(rs, "NodePool.Upsert", func(ctx context.Context, a *NodePoolUpsertArgs) (*IndexReply, error) {
@@ -35,7 +35,7 @@ func (ep NodePools) register(rs *rpc.Server, mark func(context.Context) context.
 	})
 }
 
-// UpsertNodePools creates or updates node pools, all of them in one Raft
+// Upsert creates or updates node pools, all of them in one Raft
 // entry, and returns its index. The built-in pools ("default", "all") are
 // refused. A follower forwards to the leader.
 func (ep NodePools) Upsert(ctx context.Context, pools []*structs.NodePool) (uint64, error) {
@@ -79,7 +79,7 @@ func (ep NodePools) Upsert(ctx context.Context, pools []*structs.NodePool) (uint
 	return idx, nil
 }
 
-// DeleteNodePool deletes a node pool and returns the entry's index. A
+// Delete deletes a node pool and returns the entry's index. A
 // built-in pool, or a pool that still has nodes or non-terminal jobs, is
 // refused with structs.ErrInvalid, a missing one with structs.ErrNotFound,
 // before anything is proposed; the FSM refuses them again should a node or

@@ -10,7 +10,7 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
-// PlanJob runs the job's scheduler against current state without writing
+// Plan runs the job's scheduler against current state without writing
 // anything and reports what it would do.
 func (ep Jobs) Plan(ctx context.Context, in *structs.Job, diff bool) (*structs.JobPlanResponse, error) {
 	s := ep.srv

@@ -30,7 +30,7 @@ const (
 	maxServiceIDBytes = 512
 )
 
-// UpdateServices is a client's upsert and delete of its own node's native
+// Update is a client's upsert and delete of its own node's native
 // service registrations (RPC ServiceRegistration.NodeUpdate), forwarded to
 // the leader and written in one Raft entry. The node's secret is checked;
 // a registration or deletion naming another node's allocation is refused
@@ -165,7 +165,7 @@ func copyRegistration(r *structs.ServiceRegistration) *structs.ServiceRegistrati
 	return &c
 }
 
-// LookupServices is a client's read of one service's registrations (RPC
+// Lookup is a client's read of one service's registrations (RPC
 // ServiceRegistration.Lookup), for its templates: any node with a valid
 // secret may read, without an ACL token. With MinIndex set it blocks until
 // the registrations' index passes it or MaxWait (5 minutes by default, 10
@@ -214,7 +214,7 @@ func (ep Services) Lookup(ctx context.Context, args *structs.ServiceLookupArgs) 
 	return reply, nil
 }
 
-// DeleteServiceRegistration deletes one registration of namespace ns
+// Delete deletes one registration of namespace ns
 // (`DELETE /v1/service/<name>/<id>`), forwarded to the leader. A missing
 // one, or one of another service or namespace, is ErrNotFound.
 func (ep Services) Delete(ctx context.Context, ns, name, id string) (uint64, error) {
@@ -245,7 +245,7 @@ type ServiceDeleteArgs struct {
 	Namespace, ServiceName, ID string
 }
 
-// registerServiceRPC exposes the client's calls (rpcAccess lets a client
+// register exposes the client's calls (rpcAccess lets a client
 // make them for its own node only) and the forwarded delete (server-only).
 func (ep Services) register(rs *rpc.Server, mark func(context.Context) context.Context) {
 	rpc.Handle(rs, "ServiceRegistration.NodeUpdate", func(ctx context.Context, a *structs.ServiceRegistrationNodeArgs) (*Empty, error) {
