@@ -139,7 +139,7 @@ func TestEventStreamACL(t *testing.T) {
 // Bad parameters are 400 naming the parameter and the rule.
 func TestEventStreamBadParams(t *testing.T) {
 	srv := devServer(t, false)
-	ts := httptest.NewServer(New(Config{Server: srv}).Handler())
+	ts := httptest.NewServer(New(serverConfig(srv, Config{})).Handler())
 	t.Cleanup(ts.Close)
 	many := strings.Repeat("topic=Job&", 65)
 	tests := []struct{ query, want string }{
@@ -180,7 +180,7 @@ func TestEventStreamNomadClient(t *testing.T) {
 	if _, err := srv.Nodes().Register(ctx, node); err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(New(Config{Server: srv, EventHeartbeat: 50 * time.Millisecond}).Handler())
+	ts := httptest.NewServer(New(serverConfig(srv, Config{EventHeartbeat: 50 * time.Millisecond})).Handler())
 	t.Cleanup(ts.Close)
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)

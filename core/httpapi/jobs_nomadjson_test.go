@@ -35,7 +35,7 @@ func nomadJSONServer(t *testing.T) (string, *nomadapi.Client, *server.Server) {
 	if _, err := srv.Nodes().Register(context.Background(), node); err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(New(Config{Server: srv}).Handler())
+	ts := httptest.NewServer(New(serverConfig(srv, Config{})).Handler())
 	t.Cleanup(ts.Close)
 	c, err := nomadapi.NewClient(&nomadapi.Config{Address: ts.URL})
 	if err != nil {

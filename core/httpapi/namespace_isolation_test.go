@@ -32,7 +32,7 @@ func isolationServer(t *testing.T) *nomadapi.Client {
 	if _, err := srv.Nodes().Register(ctx, node); err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(New(Config{Server: srv}).Handler())
+	ts := httptest.NewServer(New(serverConfig(srv, Config{})).Handler())
 	t.Cleanup(ts.Close)
 	c, err := nomadapi.NewClient(&nomadapi.Config{Address: ts.URL})
 	if err != nil {

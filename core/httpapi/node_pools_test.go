@@ -20,7 +20,7 @@ import (
 func poolTestServer(t *testing.T) (*server.Server, *nomadapi.Client, string) {
 	t.Helper()
 	srv := devServer(t, false)
-	ts := httptest.NewServer(New(Config{Server: srv}).Handler())
+	ts := httptest.NewServer(New(serverConfig(srv, Config{})).Handler())
 	t.Cleanup(ts.Close)
 	c, err := nomadapi.NewClient(&nomadapi.Config{Address: ts.URL})
 	if err != nil {

@@ -31,12 +31,9 @@ type (
 // a GC plugin (Config.OneTimeTokenGCInterval: 0).
 const oneTimeTokenGCInterval = aclendpoint.DefaultOneTimeTokenGCInterval
 
-// leaderLink is the server as the endpoints' way to the leader.
+// leaderLink is the server as its endpoints' way to the leader and to its
+// peers (rpc.go, cluster.go).
 type leaderLink struct{ s *Server }
-
-func (l leaderLink) LeaderConn(ctx context.Context) (*rpc.Conn, bool, error) {
-	return l.s.leaderConn(ctx)
-}
 
 func newACLEndpoint(s *Server) *aclendpoint.ACL {
 	return aclendpoint.New(aclendpoint.Config{
@@ -55,7 +52,7 @@ func newPKIEndpoint(s *Server) *pkiendpoint.PKI {
 		State:     s.State,
 		Apply:     s.raftApply,
 		Leader:    leaderLink{s},
-		CatchUp:   s.catchUpWithLeader,
+		CatchUp:   leaderLink{s}.catchUp,
 		HasLeader: func() bool { return s.raft.Leader() != "" },
 		Logger:    s.logger,
 	})
@@ -92,9 +89,10 @@ func (s *Server) expireOneTimeTokens(ctx context.Context) {
 	aclendpoint.RunExpiry(ctx, s.acl, s.cfg.OneTimeTokenGCInterval)
 }
 
-// catchUpWithLeader waits until this follower applied the leader's last
-// log index. Without a leader (a cluster still forming) it does not wait.
-func (s *Server) catchUpWithLeader(ctx context.Context) error {
+// catchUp waits until this follower applied the leader's last log
+// index. Without a leader (a cluster still forming) it does not wait.
+func (l leaderLink) catchUp(ctx context.Context) error {
+	s := l.s
 	if s.rpcPool == nil || s.IsLeader() {
 		return nil
 	}
@@ -102,7 +100,7 @@ func (s *Server) catchUpWithLeader(ctx context.Context) error {
 	if addr == "" {
 		return nil
 	}
-	info, err := s.peerInfo(ctx, string(addr))
+	info, err := l.peerInfo(ctx, string(addr))
 	if err != nil {
 		return structs.NewError(structs.ErrUnavailable, "join: cannot reach the leader to catch up: %v", err)
 	}

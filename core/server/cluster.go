@@ -157,7 +157,7 @@ func (ep Operator) Members(ctx context.Context) ([]*Member, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			info, err := s.peerInfo(ctx, p.Address)
+			info, err := leaderLink{s}.peerInfo(ctx, p.Address)
 			if err != nil {
 				return
 			}
@@ -177,7 +177,10 @@ func (ep Operator) Members(ctx context.Context) ([]*Member, error) {
 // `server members` to answer promptly when one is down.
 const memberInfoTimeout = 5 * time.Second
 
-func (s *Server) peerInfo(ctx context.Context, addr string) (*ServerInfo, error) {
+// peerInfo asks the server at addr for its info, retrying until
+// memberInfoTimeout.
+func (l leaderLink) peerInfo(ctx context.Context, addr string) (*ServerInfo, error) {
+	s := l.s
 	if addr == s.cfg.RPCAddr || s.rpcPool == nil {
 		return s.Info(), nil
 	}
@@ -264,7 +267,7 @@ func (s *Server) tryJoin(ctx context.Context) (bool, error) {
 		if addr == s.cfg.RPCAddr {
 			continue
 		}
-		info, err := s.peerInfo(ctx, addr)
+		info, err := leaderLink{s}.peerInfo(ctx, addr)
 		if err != nil {
 			lastErr = err
 			continue

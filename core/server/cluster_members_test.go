@@ -51,7 +51,7 @@ func TestMembersAliveAndUnanswered(t *testing.T) {
 	dead := ln.Addr().String()
 	_ = ln.Close()
 	start := time.Now()
-	if info, err := a.peerInfo(ctx, dead); err == nil {
+	if info, err := (leaderLink{a}).peerInfo(ctx, dead); err == nil {
 		t.Fatalf("peerInfo(%s) = %+v; want an error", dead, info)
 	}
 	if took := time.Since(start); took < memberInfoTimeout/2 {

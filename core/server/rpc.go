@@ -18,7 +18,7 @@ type forwardedKey struct{}
 // reports whether it forwarded; when it did not, the caller serves the
 // request itself.
 func forward[Req, Resp any](ctx context.Context, s *Server, method string, req *Req) (*Resp, bool, error) {
-	conn, ok, err := s.leaderConn(ctx)
+	conn, ok, err := leaderLink{s}.LeaderConn(ctx)
 	if !ok || err != nil {
 		return nil, ok, err
 	}
@@ -26,9 +26,10 @@ func forward[Req, Resp any](ctx context.Context, s *Server, method string, req *
 	return resp, true, err
 }
 
-// leaderConn is where a write goes: forward false when this server
+// LeaderConn is where a write goes: forward false when this server
 // serves it itself, else the leader's connection (see leaderrpc.Leader).
-func (s *Server) leaderConn(ctx context.Context) (*rpc.Conn, bool, error) {
+func (l leaderLink) LeaderConn(ctx context.Context) (*rpc.Conn, bool, error) {
+	s := l.s
 	if s.rpcPool == nil || s.IsLeader() {
 		return nil, false, nil
 	}
@@ -37,7 +38,7 @@ func (s *Server) leaderConn(ctx context.Context) (*rpc.Conn, bool, error) {
 	}
 	addr, _ := s.raft.LeaderWithID()
 	if addr == "" {
-		if err := s.waitLeaderAddr(ctx); err != nil {
+		if err := l.waitLeaderAddr(ctx); err != nil {
 			return nil, true, err
 		}
 		addr, _ = s.raft.LeaderWithID()
@@ -53,7 +54,8 @@ func (s *Server) leaderConn(ctx context.Context) (*rpc.Conn, bool, error) {
 }
 
 // waitLeaderAddr waits (briefly) for an election to finish.
-func (s *Server) waitLeaderAddr(ctx context.Context) error {
+func (l leaderLink) waitLeaderAddr(ctx context.Context) error {
+	s := l.s
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	t := time.NewTicker(10 * time.Millisecond)
