@@ -110,7 +110,8 @@ type placementCap struct {
 // leaves the job once this plan's stops are counted, are dropped with the
 // preemptions made for them, and counted queued. In-place updates and
 // stops are never limited.
-func (s *Server) capPlacements(req *pb.ScheduleRequest, resp *pb.ScheduleResponse) placementCap {
+func (w *worker) capPlacements(req *pb.ScheduleRequest, resp *pb.ScheduleResponse) placementCap {
+	s := w.s
 	p := resp.GetPlan()
 	c := placementCap{limit: s.cfg.MaxAllocsPerEval}
 	if p == nil {
