@@ -152,38 +152,39 @@ type (
 // RegisterRPC exposes the server's endpoints on an RPC server.
 func (s *Server) RegisterRPC(rs *rpc.Server) {
 	mark := func(ctx context.Context) context.Context { return context.WithValue(ctx, forwardedKey{}, true) }
+	jobs, nodes := s.Jobs(), s.Nodes()
 	rpc.Handle(rs, "Job.Register", func(ctx context.Context, a *JobRegisterArgs) (*structs.JobRegisterResponse, error) {
-		return s.Jobs().Register(mark(ctx), a.Job, a.EnforceIndex, a.JobModifyIndex)
+		return jobs.Register(mark(ctx), a.Job, a.EnforceIndex, a.JobModifyIndex)
 	})
 	rpc.Handle(rs, "Job.Deregister", func(ctx context.Context, a *JobRefArgs) (*structs.JobDeregisterResponse, error) {
-		return s.Jobs().Deregister(mark(ctx), a.Namespace, a.JobID, a.Purge)
+		return jobs.Deregister(mark(ctx), a.Namespace, a.JobID, a.Purge)
 	})
 	rpc.Handle(rs, "Job.Evaluate", func(ctx context.Context, a *JobRefArgs) (*structs.JobRegisterResponse, error) {
-		return s.Jobs().Evaluate(mark(ctx), a.Namespace, a.JobID, structs.EvalOptions{ForceReschedule: a.ForceReschedule})
+		return jobs.Evaluate(mark(ctx), a.Namespace, a.JobID, structs.EvalOptions{ForceReschedule: a.ForceReschedule})
 	})
 	rpc.Handle(rs, "Job.Scale", func(ctx context.Context, a *JobScaleArgs) (*structs.JobRegisterResponse, error) {
-		return s.Jobs().Scale(mark(ctx), a.Namespace, a.JobID, a.Request)
+		return jobs.Scale(mark(ctx), a.Namespace, a.JobID, a.Request)
 	})
 	rpc.Handle(rs, "Job.Revert", func(ctx context.Context, a *JobRevertArgs) (*structs.JobRegisterResponse, error) {
-		return s.Jobs().Revert(mark(ctx), a.Namespace, a.JobID, a.Version, a.EnforcePriorVersion)
+		return jobs.Revert(mark(ctx), a.Namespace, a.JobID, a.Version, a.EnforcePriorVersion)
 	})
 	rpc.Handle(rs, "Job.Dispatch", func(ctx context.Context, a *JobDispatchArgs) (*structs.JobDispatchResponse, error) {
-		return s.Jobs().Dispatch(mark(ctx), a.Namespace, a.Request)
+		return jobs.Dispatch(mark(ctx), a.Namespace, a.Request)
 	})
 	rpc.Handle(rs, "Periodic.Force", func(ctx context.Context, a *JobRefArgs) (*structs.PeriodicForceResponse, error) {
-		return s.Jobs().ForcePeriodic(mark(ctx), a.Namespace, a.JobID)
+		return jobs.ForcePeriodic(mark(ctx), a.Namespace, a.JobID)
 	})
 	rpc.Handle(rs, "Job.Plan", func(ctx context.Context, a *JobPlanArgs) (*structs.JobPlanResponse, error) {
-		return s.Jobs().Plan(mark(ctx), a.Job, a.Diff)
+		return jobs.Plan(mark(ctx), a.Job, a.Diff)
 	})
 	rpc.Handle(rs, "Alloc.Stop", func(ctx context.Context, a *AllocStopArgs) (*structs.AllocStopResponse, error) {
-		return s.Nodes().StopAlloc(mark(ctx), a.AllocID)
+		return nodes.StopAlloc(mark(ctx), a.AllocID)
 	})
 	rpc.Handle(rs, "Node.UpdateEligibility", func(ctx context.Context, a *NodeEligibilityArgs) (*structs.NodeEligibilityUpdateResponse, error) {
-		return s.Nodes().UpdateEligibility(mark(ctx), a.NodeID, a.Eligibility)
+		return nodes.UpdateEligibility(mark(ctx), a.NodeID, a.Eligibility)
 	})
 	rpc.Handle(rs, "Node.UpdateDrain", func(ctx context.Context, a *NodeDrainArgs) (*structs.NodeEligibilityUpdateResponse, error) {
-		return s.Nodes().UpdateDrain(mark(ctx), a.NodeID, a.Spec, a.MarkEligible, a.Meta)
+		return nodes.UpdateDrain(mark(ctx), a.NodeID, a.Spec, a.MarkEligible, a.Meta)
 	})
 	rpc.Handle(rs, "Operator.SchedulerSetConfig", func(ctx context.Context, a *SchedulerConfigArgs) (*SchedulerConfigReply, error) {
 		ok, idx, err := s.Operator().SetSchedulerConfig(mark(ctx), a.Config, a.CAS, a.Index)
@@ -193,22 +194,22 @@ func (s *Server) RegisterRPC(rs *rpc.Server) {
 		return &SchedulerConfigReply{Updated: ok, Index: idx}, nil
 	})
 	rpc.Handle(rs, "Node.Register", func(ctx context.Context, a *NodeRegisterArgs) (*TTLReply, error) {
-		ttl, err := s.Nodes().Register(mark(ctx), a.Node)
+		ttl, err := nodes.Register(mark(ctx), a.Node)
 		return &TTLReply{TTL: ttl}, err
 	})
 	rpc.Handle(rs, "Node.Heartbeat", func(ctx context.Context, a *NodeAuthArgs) (*TTLReply, error) {
-		ttl, err := s.Nodes().Heartbeat(mark(ctx), a.NodeID, a.SecretID)
+		ttl, err := nodes.Heartbeat(mark(ctx), a.NodeID, a.SecretID)
 		return &TTLReply{TTL: ttl}, err
 	})
 	rpc.Handle(rs, "Node.GetAllocs", func(ctx context.Context, a *NodeAllocsArgs) (*NodeAllocsReply, error) {
-		allocs, idx, err := s.Nodes().Allocs(ctx, a.NodeID, a.SecretID, a.MinIndex, a.MaxWait)
+		allocs, idx, err := nodes.Allocs(ctx, a.NodeID, a.SecretID, a.MinIndex, a.MaxWait)
 		if err != nil {
 			return nil, err
 		}
 		return &NodeAllocsReply{Allocs: allocs, Index: idx}, nil
 	})
 	rpc.Handle(rs, "Node.UpdateAllocs", func(ctx context.Context, a *NodeUpdateAllocsArgs) (*Empty, error) {
-		return &Empty{}, s.Nodes().UpdateAllocs(mark(ctx), a.NodeID, a.SecretID, a.Allocs)
+		return &Empty{}, nodes.UpdateAllocs(mark(ctx), a.NodeID, a.SecretID, a.Allocs)
 	})
 	s.Operator().register(rs, mark)
 	s.registerACLPKIRPC(rs, mark)
