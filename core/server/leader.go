@@ -120,7 +120,7 @@ func (s *Server) establishLeadership() error {
 		return fmt.Errorf("restore periodic dispatcher: %w", err)
 	}
 
-	s.startLeaderLoop(ctx, s.planApplier)
+	s.startLeaderLoop(ctx, planApplier{s}.run)
 	s.startLeaderLoop(ctx, s.reapFailedEvals)
 	s.startLeaderLoop(ctx, s.reapDuplicateEvals)
 	s.startLeaderLoop(ctx, s.periodic.run)
