@@ -232,7 +232,8 @@ type MembersReply struct{ Members []*Member }
 // bootstrap_expect servers answer and none has state, every one of them
 // bootstraps the same configuration (Raft accepts identical bootstraps);
 // when some server already has state, this one asks the leader to add it.
-func (s *Server) joinLoop(ctx context.Context) {
+func (l leaderLink) joinLoop(ctx context.Context) {
+	s := l.s
 	interval := s.cfg.RetryInterval
 	if interval <= 0 {
 		interval = time.Second
@@ -240,7 +241,7 @@ func (s *Server) joinLoop(ctx context.Context) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		done, err := s.tryJoin(ctx)
+		done, err := l.tryJoin(ctx)
 		if done {
 			return
 		}
@@ -255,7 +256,10 @@ func (s *Server) joinLoop(ctx context.Context) {
 	}
 }
 
-func (s *Server) tryJoin(ctx context.Context) (bool, error) {
+// tryJoin is one attempt of joinLoop; done once this server belongs to a
+// Raft configuration.
+func (l leaderLink) tryJoin(ctx context.Context) (bool, error) {
+	s := l.s
 	self := s.Info()
 	if self.HasState {
 		return true, nil
@@ -267,7 +271,7 @@ func (s *Server) tryJoin(ctx context.Context) (bool, error) {
 		if addr == s.cfg.RPCAddr {
 			continue
 		}
-		info, err := leaderLink{s}.peerInfo(ctx, addr)
+		info, err := l.peerInfo(ctx, addr)
 		if err != nil {
 			lastErr = err
 			continue

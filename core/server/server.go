@@ -436,7 +436,7 @@ func (s *Server) startRaft(rc *raft.Config, logs raft.LogStore, stable raft.Stab
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			s.joinLoop(s.shutdownCtx)
+			leaderLink{s}.joinLoop(s.shutdownCtx)
 		}()
 	}
 	return nil
