@@ -311,7 +311,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.fsm = f
 	s.initEvents()
-	s.registerMetrics(cfg.Metrics)
+	gauges{s}.register(cfg.Metrics)
 	s.fatalCh = make(chan error, 1)
 	f.SetFatalHandler(func(err error) {
 		select {
