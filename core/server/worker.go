@@ -485,7 +485,8 @@ func (r *reasonLog) take(evalID string) string {
 
 // deliveryLimitDescription is the StatusDescription of an eval failed at
 // the delivery limit.
-func (s *Server) deliveryLimitDescription(evalID string) string {
+func (k evalKeeper) deliveryLimitDescription(evalID string) string {
+	s := k.s
 	limit := s.cfg.Broker.DeliveryLimit
 	if limit <= 0 {
 		limit = evalbroker.DefaultDeliveryLimit
