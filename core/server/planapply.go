@@ -14,18 +14,14 @@ import (
 // planApplier is the leader's single plan-applying loop (§9.3): each plan
 // is checked node by node against the latest state and what fits is
 // committed through Raft; a rejected node makes the commit partial.
-type planApplier struct{ s *Server }
-
-// run applies queued plans until ctx ends (leadership is lost).
-func (p planApplier) run(ctx context.Context) {
-	s := p.s
+func (s *Server) planApplier(ctx context.Context) {
 	for {
 		pending, err := s.planQueue.Dequeue(ctx)
 		if err != nil {
 			return
 		}
 		start := time.Now()
-		result, err := p.apply(ctx, pending.Plan)
+		result, err := s.applyPlan(ctx, pending.Plan)
 		rejected := 0
 		if result != nil {
 			rejected = len(result.RejectedNodes)
@@ -35,9 +31,7 @@ func (p planApplier) run(ctx context.Context) {
 	}
 }
 
-// apply checks one plan against the latest state and commits what fits.
-func (p planApplier) apply(ctx context.Context, plan *structs.Plan) (*structs.PlanResult, error) {
-	s := p.s
+func (s *Server) applyPlan(ctx context.Context, plan *structs.Plan) (*structs.PlanResult, error) {
 	snap, err := s.snapshotMinIndex(ctx, plan.SnapshotIndex)
 	if err != nil {
 		return nil, err

@@ -475,7 +475,7 @@ func TestApplyPlan(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	res, err := planApplier{s}.apply(ctx, plan)
+	res, err := s.applyPlan(ctx, plan)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -501,7 +501,7 @@ func TestApplyPlan(t *testing.T) {
 	before := s.State().LatestIndex()
 	noop := newPlan(stored)
 	noop.NodeAllocation[full.ID] = []*structs.Allocation{newPlanAlloc(stored, full.ID, 500, 64)}
-	res, err = planApplier{s}.apply(ctx, noop)
+	res, err = s.applyPlan(ctx, noop)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -514,13 +514,13 @@ func TestApplyPlan(t *testing.T) {
 	nojob := newPlan(stored)
 	nojob.Job = nil
 	nojob.NodeAllocation[good.ID] = []*structs.Allocation{newPlanAlloc(stored, good.ID, 100, 64)}
-	if _, err := (planApplier{s}).apply(ctx, nojob); err == nil || !strings.Contains(err.Error(), "has no job") {
+	if _, err := s.applyPlan(ctx, nojob); err == nil || !strings.Contains(err.Error(), "has no job") {
 		t.Fatalf("placing plan without job: %v", err)
 	}
 	stopOnly := newPlan(stored)
 	stopOnly.Job = nil
 	stopOnly.NodeUpdate[good.ID] = []*structs.Allocation{stopOf(place, "")}
-	res, err = planApplier{s}.apply(ctx, stopOnly)
+	res, err = s.applyPlan(ctx, stopOnly)
 	if err != nil || res.AllocIndex == 0 {
 		t.Fatalf("stop-only plan without job: %+v %v", res, err)
 	}
@@ -550,7 +550,7 @@ func TestApplyPlanPreemptionCreatesEvals(t *testing.T) {
 	plan.NodeAllocation[n.ID] = []*structs.Allocation{place}
 	plan.NodePreemptions[n.ID] = []*structs.Allocation{{ID: victim.ID, NodeID: n.ID, JobID: low.ID, Namespace: low.Namespace,
 		PreemptedByAllocation: place.ID}}
-	res, err := planApplier{s}.apply(context.Background(), plan)
+	res, err := s.applyPlan(context.Background(), plan)
 	if err != nil {
 		t.Fatal(err)
 	}
