@@ -8,10 +8,9 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
-// newWatcher builds the leader's deployment watcher; the leader
+// newDeploymentWatcher builds the leader's deployment watcher; the leader
 // loop that runs it stops it with leadership.
-func (ep Deployments) newWatcher() *deploywatcher.Watcher {
-	s := ep.srv
+func (s *Server) newDeploymentWatcher() *deploywatcher.Watcher {
 	return deploywatcher.New(deploywatcher.Config{
 		State: s.State, Apply: s.raftApply, NewEval: s.newEval, Now: s.cfg.Now,
 		Logger: s.logger.Named("deployment_watcher"),

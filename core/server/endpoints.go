@@ -19,8 +19,7 @@ type Jobs struct{ srv *Server }
 // alloc_running.go.
 type Nodes struct{ srv *Server }
 
-// Deployments is the Deployment endpoint and the deployment watcher's
-// wiring: deployment_endpoint.go.
+// Deployments is the Deployment endpoint: deployment_endpoint.go.
 type Deployments struct{ srv *Server }
 
 // NodePools is the NodePool endpoint: node_pool_endpoint.go.

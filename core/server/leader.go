@@ -125,7 +125,7 @@ func (s *Server) establishLeadership() error {
 	s.startLeaderLoop(ctx, evalKeeper{s}.reapDuplicates)
 	s.startLeaderLoop(ctx, s.periodic.run)
 	s.startLeaderLoop(ctx, s.heartbeat.run)
-	s.startLeaderLoop(ctx, s.Deployments().newWatcher().Run)
+	s.startLeaderLoop(ctx, s.newDeploymentWatcher().Run)
 	if s.cfg.GC != nil {
 		// The GC engine owns one-time token expiry (one-time-token-gc)
 		// along with every other collection.
