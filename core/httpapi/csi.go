@@ -14,7 +14,7 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
-// CSIServer is what a Server implements to write CSI volumes.
+// CSIServer (Config.CSI) writes CSI volumes.
 type CSIServer interface {
 	RegisterCSIVolumes(ctx context.Context, vols []*structs.CSIVolume) (uint64, error)
 	DeregisterCSIVolumes(ctx context.Context, ns string, ids []string, force bool) (uint64, error)

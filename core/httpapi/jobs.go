@@ -170,8 +170,8 @@ func checkSubmittedJob(job *structs.Job, urlID, mismatch string) error {
 	return nil
 }
 
-// JobTypes is optionally implemented by a Server that routes job types to
-// scheduler plugins. /v1/jobs/parse then parses with the serving plugin's
+// JobTypes (Config.JobTypes, optional) is a server that routes job types
+// to scheduler plugins. /v1/jobs/parse then parses with the serving plugin's
 // declaration of the job's type (its restart and reschedule defaults,
 // the blocks it refuses); without it, on an agent running no server, or
 // for a type no plugin serves, the job file is parsed knowing no type and

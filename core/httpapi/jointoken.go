@@ -5,8 +5,8 @@ import (
 	"net/http"
 )
 
-// JoinTokens is what a server of the cluster PKI serves about its join
-// tokens. Both answers are secrets: the routes are operator-write.
+// JoinTokens (Config.JoinTokens) is what a server of the cluster PKI
+// serves about its join tokens. Both answers are secrets: the routes are operator-write.
 type JoinTokens interface {
 	JoinToken(role string) (string, error)
 	RotateJoinToken(ctx context.Context, role string) (string, error)

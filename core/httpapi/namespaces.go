@@ -11,7 +11,7 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
-// NamespacesAPI is what a Server implements to write namespaces.
+// NamespacesAPI (Config.Namespaces) writes namespaces.
 type NamespacesAPI interface {
 	Upsert(ctx context.Context, namespaces []*structs.Namespace) (uint64, error)
 	Delete(ctx context.Context, name string) (uint64, error)

@@ -12,7 +12,7 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
-// NodePoolsAPI is what a Server implements to write node pools.
+// NodePoolsAPI (Config.NodePools) writes node pools.
 type NodePoolsAPI interface {
 	Upsert(ctx context.Context, pools []*structs.NodePool) (uint64, error)
 	Delete(ctx context.Context, name string) (uint64, error)
