@@ -85,7 +85,7 @@ func BenchmarkJobRunToComplete(b *testing.B) {
 		job := benchJob(id)
 		job.Datacenters = []string{"*"}
 		start := time.Now()
-		if _, err := a.Server().RegisterJob(context.Background(), job, false, 0); err != nil {
+		if _, err := a.Server().Jobs().Register(context.Background(), job, false, 0); err != nil {
 			b.Fatal(err)
 		}
 		tick := time.NewTicker(200 * time.Microsecond)

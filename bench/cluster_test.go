@@ -85,7 +85,7 @@ func (c *benchCluster) waitLeader(skip int) int {
 			if i == skip || a == nil || !a.Server().IsLeader() {
 				continue
 			}
-			_, err := a.Server().EvaluateJob(context.Background(), "default", "missing-job", structs.EvalOptions{})
+			_, err := a.Server().Jobs().Evaluate(context.Background(), "default", "missing-job", structs.EvalOptions{})
 			if err == nil || !isNoLeader(err) {
 				return i
 			}
@@ -132,7 +132,7 @@ func BenchmarkClusterFailover(b *testing.B) {
 func (c *benchCluster) registerSimNodes(n int) int {
 	leader := c.waitLeader(-1)
 	for i := 0; i < n; {
-		_, err := c.agents[leader].Server().RegisterNode(context.Background(), simNode(i))
+		_, err := c.agents[leader].Server().Nodes().Register(context.Background(), simNode(i))
 		switch {
 		case err == nil:
 			i++

@@ -180,7 +180,7 @@ func BenchmarkCSIVolumeClaim(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := srv.RegisterJob(ctx, job, false, 0); err != nil {
+		if _, err := srv.Jobs().Register(ctx, job, false, 0); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -232,13 +232,13 @@ func BenchmarkCSIVolumeClaim(b *testing.B) {
 		}
 
 		start = time.Now()
-		if _, err := srv.DeregisterJob(ctx, structs.DefaultNamespace, id, false); err != nil {
+		if _, err := srv.Jobs().Deregister(ctx, structs.DefaultNamespace, id, false); err != nil {
 			b.Fatal(err)
 		}
 		waitState(b, a, "the claim of "+id+" to be freed", freed)
 		free = time.Since(start)
 
-		if _, err := srv.DeregisterJob(ctx, structs.DefaultNamespace, id, true); err != nil {
+		if _, err := srv.Jobs().Deregister(ctx, structs.DefaultNamespace, id, true); err != nil {
 			b.Fatal(err)
 		}
 		return claim, free
@@ -250,7 +250,7 @@ func BenchmarkCSIVolumeClaim(b *testing.B) {
 		if _, err := srv.DeleteCSIVolume(ctx, structs.DefaultNamespace, "bench-vol", nil); err != nil {
 			b.Error(err)
 		}
-		if _, err := srv.DeregisterJob(ctx, structs.DefaultNamespace, "hostpath-plugin", true); err != nil {
+		if _, err := srv.Jobs().Deregister(ctx, structs.DefaultNamespace, "hostpath-plugin", true); err != nil {
 			b.Fatal(err)
 		}
 		waitState(b, a, "the plugin to go", func(ws memdb.WatchSet, s *state.StateStore) (bool, error) {

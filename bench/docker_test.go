@@ -60,11 +60,11 @@ func BenchmarkTaskStart(b *testing.B) {
 			run := func(id string) time.Duration {
 				job := startJob(id, drv)
 				start := time.Now()
-				if _, err := a.Server().RegisterJob(context.Background(), job, false, 0); err != nil {
+				if _, err := a.Server().Jobs().Register(context.Background(), job, false, 0); err != nil {
 					b.Fatal(err)
 				}
 				took := waitAlloc(b, a, id, func(al *structs.Allocation) bool { return al.ClientStatus == structs.AllocClientStatusRunning }).Sub(start)
-				if _, err := a.Server().DeregisterJob(context.Background(), "default", id, false); err != nil {
+				if _, err := a.Server().Jobs().Deregister(context.Background(), "default", id, false); err != nil {
 					b.Fatal(err)
 				}
 				waitAlloc(b, a, id, func(al *structs.Allocation) bool { return al.ClientStatus == structs.AllocClientStatusComplete })
@@ -160,12 +160,12 @@ func BenchmarkDispatch100(b *testing.B) {
 			waitReadyNode(b, a)
 			waitDriver(b, a, drv)
 			run := func(parent string) (total, dispatching time.Duration) {
-				if _, err := a.Server().RegisterJob(context.Background(), dispatchParent(parent, drv), false, 0); err != nil {
+				if _, err := a.Server().Jobs().Register(context.Background(), dispatchParent(parent, drv), false, 0); err != nil {
 					b.Fatal(err)
 				}
 				start := time.Now()
 				for i := 0; i < dispatchCount; i++ {
-					if _, err := a.Server().DispatchJob(context.Background(), "default", &structs.JobDispatchRequest{JobID: parent}); err != nil {
+					if _, err := a.Server().Jobs().Dispatch(context.Background(), "default", &structs.JobDispatchRequest{JobID: parent}); err != nil {
 						b.Fatalf("dispatch %d of %s: %v", i, parent, err)
 					}
 				}

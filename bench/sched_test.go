@@ -124,7 +124,7 @@ func BenchmarkSysbatchSchedule(b *testing.B) {
 
 func runJob(b *testing.B, s *server.Server, id string, nodes int) time.Duration {
 	start := time.Now()
-	resp, err := s.RegisterJob(context.Background(), benchJob(id), false, 0)
+	resp, err := s.Jobs().Register(context.Background(), benchJob(id), false, 0)
 	if err != nil {
 		b.Fatal(err)
 	}

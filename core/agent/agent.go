@@ -453,7 +453,7 @@ func (a *Agent) startHTTP(remote *remoteServers) {
 		Plugins: agentPlugins{a}, MaxBodyBytes: a.cfg.HTTPMaxBodyBytes,
 		Metrics: a.metrics, Prometheus: a.cfg.prometheusMetrics()}
 	if a.server != nil {
-		hcfg.Server = &clusterServer{Server: a.server}
+		serveServer(&hcfg, a.server)
 	}
 	if a.client != nil {
 		hcfg.Client = a.client

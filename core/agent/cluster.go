@@ -59,7 +59,7 @@ func (c *clusterServer) LeaderHTTPAddr(ctx context.Context) string {
 }
 
 func (c *clusterServer) ClusterMembers(ctx context.Context) ([]httpapi.ClusterMember, error) {
-	ms, err := c.Members(ctx)
+	ms, err := c.Operator().Members(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +76,7 @@ func (c *clusterServer) ClusterMembers(ctx context.Context) ([]httpapi.ClusterMe
 }
 
 func (c *clusterServer) ClusterRaftPeers() ([]httpapi.RaftPeer, uint64, error) {
-	r, err := c.RaftPeers()
+	r, err := c.Operator().RaftPeers()
 	if err != nil {
 		return nil, 0, err
 	}
@@ -88,5 +88,5 @@ func (c *clusterServer) ClusterRaftPeers() ([]httpapi.RaftPeer, uint64, error) {
 }
 
 func (c *clusterServer) ClusterRemoveRaftPeer(ctx context.Context, id, addr string) error {
-	return c.RemoveRaftPeer(ctx, id, addr)
+	return c.Operator().RemoveRaftPeer(ctx, id, addr)
 }

@@ -71,7 +71,7 @@ func TestReloadPluginsThroughAPI(t *testing.T) {
 			Tasks: []*structs.Task{{Name: "t", Driver: "raw_exec", Config: map[string]any{"command": command, "args": args},
 				Resources: &structs.Resources{CPU: 20, MemoryMB: 16}}},
 		}}}
-		r, err := a.Server().RegisterJob(context.Background(), job, false, 0)
+		r, err := a.Server().Jobs().Register(context.Background(), job, false, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -200,7 +200,7 @@ func TestStandaloneSchedulerTakesOverBuiltin(t *testing.T) {
 		Tasks: []*structs.Task{{Name: "t", Driver: "raw_exec", Config: map[string]any{"command": "/bin/sleep", "args": []string{"300"}},
 			Resources: &structs.Resources{CPU: 20, MemoryMB: 16}}},
 	}}}
-	r, err := a.Server().RegisterJob(context.Background(), job, false, 0)
+	r, err := a.Server().Jobs().Register(context.Background(), job, false, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -157,7 +157,7 @@ func TestHTTPSOnlyTLSKeepsRPCAuthenticated(t *testing.T) {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
 		}
 	}
-	if peers, _ := srv.Server().RaftPeers(); len(peers.Servers) != 1 {
+	if peers, _ := srv.Server().Operator().RaftPeers(); len(peers.Servers) != 1 {
 		t.Fatalf("raft peers after the refused adds: %+v", peers.Servers)
 	}
 	if strings.Contains(logs.String(), "INSECURE") {
@@ -174,7 +174,7 @@ func TestHTTPSOnlyTLSKeepsRPCAuthenticated(t *testing.T) {
 	}
 
 	// Agents still join and work over the cluster PKI.
-	tok, err := srv.Server().JoinToken("client")
+	tok, err := srv.Server().PKI().JoinToken("client")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +282,7 @@ func TestUnauthenticatedLargeRequestRefusedBeforeRead(t *testing.T) {
 	rpcPort := freePort(t)
 	rpcAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(rpcPort))
 	srv, _ := mustPKIAgent(t, pkiServerConfig(dir, "s1", rpcPort), Options{})
-	tokText, err := srv.Server().JoinToken("client")
+	tokText, err := srv.Server().PKI().JoinToken("client")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,7 +334,7 @@ func TestUnauthenticatedLargeRequestRefusedBeforeRead(t *testing.T) {
 	if n := c.sent.Load(); n > 2<<20 {
 		t.Fatalf("the server let a client certificate send %d bytes to a server-only method before refusing it", n)
 	}
-	if peers, _ := srv.Server().RaftPeers(); len(peers.Servers) != 1 {
+	if peers, _ := srv.Server().Operator().RaftPeers(); len(peers.Servers) != 1 {
 		t.Fatalf("raft peers: %+v", peers.Servers)
 	}
 }
@@ -346,7 +346,7 @@ func TestJoinDuringChallengeFlood(t *testing.T) {
 	rpcPort := freePort(t)
 	rpcAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(rpcPort))
 	srv, _ := mustPKIAgent(t, pkiServerConfig(dir, "s1", rpcPort), Options{})
-	tokText, err := srv.Server().JoinToken("client")
+	tokText, err := srv.Server().PKI().JoinToken("client")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -426,7 +426,7 @@ func TestJoinRetriesUnreachableServer(t *testing.T) {
 	rpcAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(rpcPort))
 	srvCfg := pkiServerConfig(dir, "s1", rpcPort)
 	srv, _ := mustPKIAgent(t, srvCfg, Options{})
-	tok, err := srv.Server().JoinToken("client")
+	tok, err := srv.Server().PKI().JoinToken("client")
 	if err != nil {
 		t.Fatal(err)
 	}

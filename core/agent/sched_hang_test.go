@@ -46,13 +46,13 @@ func TestStoppedSchedulerPluginDoesNotStallOtherTypes(t *testing.T) {
 	}
 	var hung []string
 	for i := range 4 {
-		r, err := a.Server().RegisterJob(context.Background(), job(fmt.Sprintf("hung-%d", i), "system"), false, 0)
+		r, err := a.Server().Jobs().Register(context.Background(), job(fmt.Sprintf("hung-%d", i), "system"), false, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		hung = append(hung, r.EvalID)
 	}
-	r, err := a.Server().RegisterJob(context.Background(), job("moves", "sysbatch"), false, 0)
+	r, err := a.Server().Jobs().Register(context.Background(), job("moves", "sysbatch"), false, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -466,8 +466,8 @@ func (a *Agent) renewOnce(ctx context.Context, remote *remoteServers) error {
 	}
 	var resp *pki.JoinResponse
 	switch {
-	case a.server != nil && a.server.HasCA():
-		resp, err = a.server.IssueOwn(pki.IssueRequest{PublicKey: key.Public(), Role: p.role, ID: p.id, DNSNames: p.dns, IPAddresses: p.ips})
+	case a.server != nil && a.server.PKI().HasCA():
+		resp, err = a.server.PKI().IssueOwn(pki.IssueRequest{PublicKey: key.Public(), Role: p.role, ID: p.id, DNSNames: p.dns, IPAddresses: p.ips})
 	case remote != nil:
 		var csr []byte
 		if csr, err = pki.NewCSR(key, pki.JoinParams{ID: p.id}); err != nil {

@@ -112,11 +112,11 @@ func TestPKIJoinAuthorizeRotate(t *testing.T) {
 	rpcPort := freePort(t)
 	rpcAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(rpcPort))
 	srv, srvLogs := mustPKIAgent(t, pkiServerConfig(dir, "s1", rpcPort), Options{})
-	clientTok, err := srv.Server().JoinToken("client")
+	clientTok, err := srv.Server().PKI().JoinToken("client")
 	if err != nil {
 		t.Fatal(err)
 	}
-	serverTok, err := srv.Server().JoinToken("server")
+	serverTok, err := srv.Server().PKI().JoinToken("server")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +201,7 @@ func TestPKIJoinAuthorizeRotate(t *testing.T) {
 			t.Errorf("%s: got %v, want %v", tc.name, err, tc.want)
 		}
 	}
-	if peers, _ := srv.Server().RaftPeers(); len(peers.Servers) != 1 {
+	if peers, _ := srv.Server().Operator().RaftPeers(); len(peers.Servers) != 1 {
 		t.Fatalf("raft peers after the refused adds: %+v", peers.Servers)
 	}
 
@@ -277,7 +277,7 @@ func TestPKIJoinAuthorizeRotate(t *testing.T) {
 	if newTok == clientTok {
 		t.Fatal("rotation kept the token")
 	}
-	if got, _ := srv.Server().JoinToken("client"); got != newTok {
+	if got, _ := srv.Server().PKI().JoinToken("client"); got != newTok {
 		t.Fatal("JoinToken does not show the rotated token")
 	}
 	if _, logs, err := startPKIAgent(t, pkiClientConfig(dir, "late", rpcAddr, clientTok), Options{JoinWait: 20 * time.Second}); !errors.Is(err, structs.ErrPermissionDenied) {
@@ -304,7 +304,7 @@ func TestPKIRenewalKeepsTasks(t *testing.T) {
 	rpcAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(rpcPort))
 	opts := Options{CertTTL: 12 * time.Second}
 	srv, _ := mustPKIAgent(t, pkiServerConfig(dir, "s1", rpcPort), opts)
-	tok, err := srv.Server().JoinToken("client")
+	tok, err := srv.Server().PKI().JoinToken("client")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -126,14 +126,17 @@ func testAgent(t *testing.T) (addr, mgmt string) {
 		_ = srv.Shutdown()
 		t.Fatal(err)
 	}
-	h := httpapi.New(httpapi.Config{Server: srv, Logger: hclog.NewNullLogger()})
+	h := httpapi.New(httpapi.Config{Server: srv, Logger: hclog.NewNullLogger(),
+		Jobs: srv.Jobs(), Nodes: srv.Nodes(), Deployments: srv.Deployments(), Operator: srv.Operator(), System: srv,
+		Namespaces: srv.Namespaces(), NodePools: srv.NodePools(), Services: srv.Services(), CSI: srv, JobTypes: srv,
+		ACL: srv.ACL(), ACLCRUD: srv.ACL(), JoinTokens: srv.PKI(), Resolver: srv.ACL()})
 	ts := httptest.NewServer(h.Handler())
 	t.Cleanup(func() {
 		ts.Close()
 		_ = h.Shutdown(context.Background())
 		_ = srv.Shutdown()
 	})
-	tok, _, err := srv.BootstrapACL(ctx, "")
+	tok, _, err := srv.ACL().BootstrapACL(ctx, "")
 	if err != nil {
 		t.Fatal(err)
 	}

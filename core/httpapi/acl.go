@@ -7,10 +7,10 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
-// ACLServer is what a Server implements to serve the ACL bootstrap and
-// one-time tokens. Each method authorizes its caller from the secret it is
-// given, so these routes are self-authorizing; with ACLs off each answers
-// 400 "ACL support disabled", as Nomad does.
+// ACLServer (Config.ACL) serves the ACL bootstrap and one-time tokens.
+// Each method authorizes its caller from the secret it is given, so these
+// routes are self-authorizing; with ACLs off each answers 400 "ACL
+// support disabled", as Nomad does.
 type ACLServer interface {
 	BootstrapACL(ctx context.Context, bootstrapSecret string) (*structs.ACLToken, uint64, error)
 	UpsertOneTimeToken(ctx context.Context, callerSecret string) (*structs.OneTimeToken, uint64, error)
@@ -18,8 +18,8 @@ type ACLServer interface {
 }
 
 func (s *HTTPServer) aclServer(w http.ResponseWriter) (ACLServer, bool) {
-	as, ok := s.srv.(ACLServer)
-	if !ok || s.srv == nil {
+	as := s.aclAPI
+	if as == nil || s.srv == nil {
 		writeText(w, http.StatusBadRequest, "ACL support disabled")
 		return nil, false
 	}

@@ -8,10 +8,10 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
-// ACLCRUDServer is what a Server implements to serve ACL policies and
-// tokens. Each method authorizes its caller from the secret it is given
-// (management for writes and token lists; a client token may read itself
-// and the policies it holds), so these routes are self-authorizing.
+// ACLCRUDServer (Config.ACLCRUD) serves ACL policies and tokens. Each
+// method authorizes its caller from the secret it is given (management
+// for writes and token lists; a client token may read itself and the
+// policies it holds), so these routes are self-authorizing.
 type ACLCRUDServer interface {
 	UpsertACLPolicies(ctx context.Context, secret string, policies []*structs.ACLPolicy) (uint64, error)
 	DeleteACLPolicies(ctx context.Context, secret string, names []string) (uint64, error)
@@ -25,8 +25,8 @@ type ACLCRUDServer interface {
 }
 
 func (s *HTTPServer) aclCRUD(w http.ResponseWriter) (ACLCRUDServer, bool) {
-	as, ok := s.srv.(ACLCRUDServer)
-	if !ok || s.srv == nil {
+	as := s.aclCRUDs
+	if as == nil || s.srv == nil {
 		writeText(w, http.StatusBadRequest, "ACL support disabled")
 		return nil, false
 	}

@@ -42,7 +42,7 @@ func devServerDrivers(t testing.TB, aclEnabled bool, drivers ...string) *server.
 func aclTestServer(t *testing.T, aclEnabled bool) *nomadapi.Client {
 	t.Helper()
 	srv := devServer(t, aclEnabled)
-	h := New(Config{Server: srv})
+	h := New(serverConfig(srv, Config{}))
 	ts := httptest.NewServer(h.Handler())
 	t.Cleanup(ts.Close)
 	c, err := nomadapi.NewClient(&nomadapi.Config{Address: ts.URL})

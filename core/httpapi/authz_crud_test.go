@@ -6,7 +6,7 @@ import (
 
 	nomadapi "github.com/hashicorp/nomad/api"
 
-	"github.com/drover-org/drover/core/server"
+	"github.com/drover-org/drover/core/server/aclendpoint"
 )
 
 // aclCRUDMatrixCases are the ACL matrix's cases of the policy and token
@@ -32,7 +32,7 @@ func aclCRUDMatrixCases(w *aclWorld, nobody string) []matrixCase {
 	}
 }
 
-var _ ACLCRUDServer = (*server.Server)(nil)
+var _ ACLCRUDServer = (*aclendpoint.ACL)(nil)
 
 // The official client manages policies and tokens end to end.
 func TestACLPolicyAndTokenCRUDWithNomadClient(t *testing.T) {

@@ -51,10 +51,10 @@ func newWorld(t testing.TB, aclEnabled bool) *aclWorld {
 	t.Helper()
 	srv := devServer(t, aclEnabled)
 	ctx := context.Background()
-	if _, err := srv.UpsertNamespaces(ctx, []*structs.Namespace{{Name: "team"}}); err != nil {
+	if _, err := srv.Namespaces().Upsert(ctx, []*structs.Namespace{{Name: "team"}}); err != nil {
 		t.Fatal(err)
 	}
-	w := &aclWorld{t: t, h: New(Config{Server: srv}), evals: map[string]string{}, allocs: map[string]string{}}
+	w := &aclWorld{t: t, h: New(serverConfig(srv, Config{})), evals: map[string]string{}, allocs: map[string]string{}}
 	ts := httptest.NewServer(w.h.Handler())
 	t.Cleanup(ts.Close)
 	w.url = ts.URL
@@ -95,7 +95,7 @@ operator { policy = "read" }`},
 				Name: "t", Driver: "raw_exec", Config: map[string]any{"command": "/bin/true"},
 				Env:       map[string]string{"DB_PASSWORD": "hunter2"},
 				Resources: &structs.Resources{CPU: 100, MemoryMB: 64}}}}}}
-		resp, err := srv.RegisterJob(ctx, job, false, 0)
+		resp, err := srv.Jobs().Register(ctx, job, false, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

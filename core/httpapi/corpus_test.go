@@ -30,7 +30,7 @@ func TestJobspecCorpus(t *testing.T) {
 	}
 	// A server that knows the docker driver too: the corpus runs both.
 	srv := devServerDrivers(t, false, "raw_exec", "docker")
-	ts := httptest.NewServer(New(Config{Server: srv}).Handler())
+	ts := httptest.NewServer(New(serverConfig(srv, Config{})).Handler())
 	t.Cleanup(ts.Close)
 	c, err := nomadapi.NewClient(&nomadapi.Config{Address: ts.URL})
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
-// CSIServer is what a Server implements to write CSI volumes.
+// CSIServer (Config.CSI) writes CSI volumes.
 type CSIServer interface {
 	RegisterCSIVolumes(ctx context.Context, vols []*structs.CSIVolume) (uint64, error)
 	DeregisterCSIVolumes(ctx context.Context, ns string, ids []string, force bool) (uint64, error)
@@ -115,8 +115,8 @@ func (s *HTTPServer) volumeGet(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *HTTPServer) csiServer(w http.ResponseWriter) (CSIServer, bool) {
-	cs, ok := s.srv.(CSIServer)
-	if !ok || s.srv == nil {
+	cs := s.csi
+	if cs == nil || s.srv == nil {
 		writeText(w, http.StatusNotImplemented, "This agent's server does not write CSI volumes")
 		return nil, false
 	}

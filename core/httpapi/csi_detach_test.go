@@ -14,7 +14,7 @@ func TestCSIVolumeDetachRefusals(t *testing.T) {
 	srv := devServer(t, false)
 	st := srv.State()
 	nodeID := addCSINode(t, st, "hp")
-	h := New(Config{Server: srv})
+	h := New(serverConfig(srv, Config{}))
 	ts := httptest.NewServer(h.Handler())
 	t.Cleanup(ts.Close)
 	c, err := nomadapi.NewClient(&nomadapi.Config{Address: ts.URL})

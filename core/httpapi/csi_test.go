@@ -45,7 +45,7 @@ func TestCSIVolumesNomadAPI(t *testing.T) {
 	srv := devServer(t, false)
 	st := srv.State()
 	nodeID := addCSINode(t, st, "hp")
-	h := New(Config{Server: srv})
+	h := New(serverConfig(srv, Config{}))
 	ts := httptest.NewServer(h.Handler())
 	t.Cleanup(ts.Close)
 	c, err := nomadapi.NewClient(&nomadapi.Config{Address: ts.URL})

@@ -12,13 +12,13 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
-// DeploymentServer is the write side of deployments (Nomad's
+// DeploymentsAPI is the write side of deployments (Nomad's
 // /v1/deployment/* writes); a follower forwards each to the leader.
-type DeploymentServer interface {
-	PromoteDeployment(ctx context.Context, id string, all bool, groups []string) (*structs.DeploymentUpdateResponse, error)
-	PauseDeployment(ctx context.Context, id string, pause bool) (*structs.DeploymentUpdateResponse, error)
-	FailDeployment(ctx context.Context, id string) (*structs.DeploymentUpdateResponse, error)
-	SetDeploymentAllocHealth(ctx context.Context, id string, healthy, unhealthy []string) (*structs.DeploymentUpdateResponse, error)
+type DeploymentsAPI interface {
+	Promote(ctx context.Context, id string, all bool, groups []string) (*structs.DeploymentUpdateResponse, error)
+	Pause(ctx context.Context, id string, pause bool) (*structs.DeploymentUpdateResponse, error)
+	Fail(ctx context.Context, id string) (*structs.DeploymentUpdateResponse, error)
+	SetAllocHealth(ctx context.Context, id string, healthy, unhealthy []string) (*structs.DeploymentUpdateResponse, error)
 }
 
 // deploymentReader is the read side of deployments.
@@ -113,7 +113,7 @@ type (
 // deployment and that the caller may submit jobs in its namespace, then
 // runs do. An unknown deployment is a 404.
 func deploymentWrite[B any](s *HTTPServer, w http.ResponseWriter, r *http.Request, bodyID func(*B) string,
-	do func(ds DeploymentServer, id string, body *B) (*structs.DeploymentUpdateResponse, error)) {
+	do func(ds DeploymentsAPI, id string, body *B) (*structs.DeploymentUpdateResponse, error)) {
 	id := r.PathValue("id")
 	body := new(B)
 	if err := decodeOptionalBody(r, body); err != nil {
@@ -137,7 +137,7 @@ func deploymentWrite[B any](s *HTTPServer, w http.ResponseWriter, r *http.Reques
 		s.writeError(w, errPermissionDenied)
 		return
 	}
-	resp, err := do(s.srv, id, body)
+	resp, err := do(s.deployments, id, body)
 	if err != nil {
 		s.writeError(w, err)
 		return
@@ -147,32 +147,32 @@ func deploymentWrite[B any](s *HTTPServer, w http.ResponseWriter, r *http.Reques
 
 func (s *HTTPServer) deploymentPromote(w http.ResponseWriter, r *http.Request) {
 	deploymentWrite(s, w, r, func(b *deploymentPromoteBody) string { return b.DeploymentID },
-		func(ds DeploymentServer, id string, b *deploymentPromoteBody) (*structs.DeploymentUpdateResponse, error) {
+		func(ds DeploymentsAPI, id string, b *deploymentPromoteBody) (*structs.DeploymentUpdateResponse, error) {
 			if len(b.Groups) > structs.MaxCollectionElements {
 				return nil, badRequest("Groups: %d groups, at most %d", len(b.Groups), structs.MaxCollectionElements)
 			}
-			return ds.PromoteDeployment(r.Context(), id, b.All, b.Groups)
+			return ds.Promote(r.Context(), id, b.All, b.Groups)
 		})
 }
 
 func (s *HTTPServer) deploymentFail(w http.ResponseWriter, r *http.Request) {
 	deploymentWrite(s, w, r, func(b *deploymentFailBody) string { return b.DeploymentID },
-		func(ds DeploymentServer, id string, _ *deploymentFailBody) (*structs.DeploymentUpdateResponse, error) {
-			return ds.FailDeployment(r.Context(), id)
+		func(ds DeploymentsAPI, id string, _ *deploymentFailBody) (*structs.DeploymentUpdateResponse, error) {
+			return ds.Fail(r.Context(), id)
 		})
 }
 
 func (s *HTTPServer) deploymentPause(w http.ResponseWriter, r *http.Request) {
 	deploymentWrite(s, w, r, func(b *deploymentPauseBody) string { return b.DeploymentID },
-		func(ds DeploymentServer, id string, b *deploymentPauseBody) (*structs.DeploymentUpdateResponse, error) {
-			return ds.PauseDeployment(r.Context(), id, b.Pause)
+		func(ds DeploymentsAPI, id string, b *deploymentPauseBody) (*structs.DeploymentUpdateResponse, error) {
+			return ds.Pause(r.Context(), id, b.Pause)
 		})
 }
 
 func (s *HTTPServer) deploymentAllocHealth(w http.ResponseWriter, r *http.Request) {
 	deploymentWrite(s, w, r, func(b *deploymentAllocHealthBody) string { return b.DeploymentID },
-		func(ds DeploymentServer, id string, b *deploymentAllocHealthBody) (*structs.DeploymentUpdateResponse, error) {
-			return ds.SetDeploymentAllocHealth(r.Context(), id, b.HealthyAllocationIDs, b.UnhealthyAllocationIDs)
+		func(ds DeploymentsAPI, id string, b *deploymentAllocHealthBody) (*structs.DeploymentUpdateResponse, error) {
+			return ds.SetAllocHealth(r.Context(), id, b.HealthyAllocationIDs, b.UnhealthyAllocationIDs)
 		})
 }
 

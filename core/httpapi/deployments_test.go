@@ -14,28 +14,28 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
-func (f *fakeServer) PromoteDeployment(_ context.Context, id string, all bool, groups []string) (*structs.DeploymentUpdateResponse, error) {
+func (f *fakeServer) Promote(_ context.Context, id string, all bool, groups []string) (*structs.DeploymentUpdateResponse, error) {
 	if err := f.record("PromoteDeployment", id, all, groups); err != nil {
 		return nil, err
 	}
 	return &structs.DeploymentUpdateResponse{EvalID: "eval-p", Index: 60}, nil
 }
 
-func (f *fakeServer) PauseDeployment(_ context.Context, id string, pause bool) (*structs.DeploymentUpdateResponse, error) {
+func (f *fakeServer) Pause(_ context.Context, id string, pause bool) (*structs.DeploymentUpdateResponse, error) {
 	if err := f.record("PauseDeployment", id, pause); err != nil {
 		return nil, err
 	}
 	return &structs.DeploymentUpdateResponse{Index: 61}, nil
 }
 
-func (f *fakeServer) FailDeployment(_ context.Context, id string) (*structs.DeploymentUpdateResponse, error) {
+func (f *fakeServer) Fail(_ context.Context, id string) (*structs.DeploymentUpdateResponse, error) {
 	if err := f.record("FailDeployment", id); err != nil {
 		return nil, err
 	}
 	return &structs.DeploymentUpdateResponse{Index: 62}, nil
 }
 
-func (f *fakeServer) SetDeploymentAllocHealth(_ context.Context, id string, healthy, unhealthy []string) (*structs.DeploymentUpdateResponse, error) {
+func (f *fakeServer) SetAllocHealth(_ context.Context, id string, healthy, unhealthy []string) (*structs.DeploymentUpdateResponse, error) {
 	if err := f.record("SetDeploymentAllocHealth", id, healthy, unhealthy); err != nil {
 		return nil, err
 	}
@@ -67,7 +67,7 @@ func TestDeploymentsNomadAPI(t *testing.T) {
 		TaskGroup: "g", Name: "web.g[0]", DeploymentID: d.ID, DeploymentStatus: &structs.AllocDeploymentStatus{Canary: true}}
 	must(st.UpsertPlanResults(st.LatestIndex()+1, &structs.ApplyPlanResultsRequest{Job: job, Deployment: d, AllocsUpdated: []*structs.Allocation{canary}}))
 
-	h := New(Config{Server: srv})
+	h := New(serverConfig(srv, Config{}))
 	ts := httptest.NewServer(h.Handler())
 	t.Cleanup(ts.Close)
 	c, err := nomadapi.NewClient(&nomadapi.Config{Address: ts.URL})

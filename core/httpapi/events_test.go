@@ -78,7 +78,7 @@ func untilHeartbeat(t *testing.T, sc *bufio.Scanner) []streamLine {
 // submit; a topic the token cannot read in the asked namespace is 403.
 func TestEventStreamACL(t *testing.T) {
 	w := newACLWorld(t)
-	h := New(Config{Server: w.h.srv, EventHeartbeat: 50 * time.Millisecond})
+	h := New(sameServer(w.h, Config{EventHeartbeat: 50 * time.Millisecond}))
 	ts := httptest.NewServer(h.Handler())
 	t.Cleanup(ts.Close)
 	tests := []struct {
@@ -139,7 +139,7 @@ func TestEventStreamACL(t *testing.T) {
 // Bad parameters are 400 naming the parameter and the rule.
 func TestEventStreamBadParams(t *testing.T) {
 	srv := devServer(t, false)
-	ts := httptest.NewServer(New(Config{Server: srv}).Handler())
+	ts := httptest.NewServer(New(serverConfig(srv, Config{})).Handler())
 	t.Cleanup(ts.Close)
 	many := strings.Repeat("topic=Job&", 65)
 	tests := []struct{ query, want string }{
@@ -177,10 +177,10 @@ func TestEventStreamNomadClient(t *testing.T) {
 		},
 		Drivers: map[string]*structs.DriverInfo{"raw_exec": {Detected: true, Healthy: true}},
 	}
-	if _, err := srv.RegisterNode(ctx, node); err != nil {
+	if _, err := srv.Nodes().Register(ctx, node); err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(New(Config{Server: srv, EventHeartbeat: 50 * time.Millisecond}).Handler())
+	ts := httptest.NewServer(New(serverConfig(srv, Config{EventHeartbeat: 50 * time.Millisecond})).Handler())
 	t.Cleanup(ts.Close)
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
@@ -256,7 +256,7 @@ func TestEventStreamNomadClient(t *testing.T) {
 // heartbeat interval.
 func TestEventStreamTokenDeleted(t *testing.T) {
 	w := newACLWorld(t)
-	h := New(Config{Server: w.h.srv, EventHeartbeat: 50 * time.Millisecond})
+	h := New(sameServer(w.h, Config{EventHeartbeat: 50 * time.Millisecond}))
 	ts := httptest.NewServer(h.Handler())
 	t.Cleanup(ts.Close)
 	resp, sc := openStream(t, ts.URL+"/v1/event/stream?topic=Job&namespace=*", w.secrets[callerOtherNS])

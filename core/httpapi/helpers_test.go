@@ -60,42 +60,42 @@ func (f *fakeServer) numCalls() int {
 	return len(f.calls)
 }
 
-func (f *fakeServer) RegisterJob(_ context.Context, job *structs.Job, enforce bool, idx uint64) (*structs.JobRegisterResponse, error) {
+func (f *fakeServer) Register(_ context.Context, job *structs.Job, enforce bool, idx uint64) (*structs.JobRegisterResponse, error) {
 	if err := f.record("RegisterJob", job, enforce, idx); err != nil {
 		return nil, err
 	}
 	return &structs.JobRegisterResponse{EvalID: "eval-1", EvalCreateIndex: 40, JobModifyIndex: 40, Index: 40}, nil
 }
 
-func (f *fakeServer) DeregisterJob(_ context.Context, ns, id string, purge bool) (*structs.JobDeregisterResponse, error) {
+func (f *fakeServer) Deregister(_ context.Context, ns, id string, purge bool) (*structs.JobDeregisterResponse, error) {
 	if err := f.record("DeregisterJob", ns, id, purge); err != nil {
 		return nil, err
 	}
 	return &structs.JobDeregisterResponse{EvalID: "eval-2", EvalCreateIndex: 41, Index: 41}, nil
 }
 
-func (f *fakeServer) EvaluateJob(_ context.Context, ns, id string, opts structs.EvalOptions) (*structs.JobRegisterResponse, error) {
+func (f *fakeServer) Evaluate(_ context.Context, ns, id string, opts structs.EvalOptions) (*structs.JobRegisterResponse, error) {
 	if err := f.record("EvaluateJob", ns, id, opts); err != nil {
 		return nil, err
 	}
 	return &structs.JobRegisterResponse{EvalID: "eval-3", Index: 42}, nil
 }
 
-func (f *fakeServer) ScaleJob(_ context.Context, ns, id string, req *structs.ScalingRequest) (*structs.JobRegisterResponse, error) {
+func (f *fakeServer) Scale(_ context.Context, ns, id string, req *structs.ScalingRequest) (*structs.JobRegisterResponse, error) {
 	if err := f.record("ScaleJob", ns, id, req); err != nil {
 		return nil, err
 	}
 	return &structs.JobRegisterResponse{EvalID: "eval-7", EvalCreateIndex: 50, JobModifyIndex: 50, Index: 50}, nil
 }
 
-func (f *fakeServer) RevertJob(_ context.Context, ns, id string, version uint64, enforce *uint64) (*structs.JobRegisterResponse, error) {
+func (f *fakeServer) Revert(_ context.Context, ns, id string, version uint64, enforce *uint64) (*structs.JobRegisterResponse, error) {
 	if err := f.record("RevertJob", ns, id, version, enforce); err != nil {
 		return nil, err
 	}
 	return &structs.JobRegisterResponse{EvalID: "eval-8", EvalCreateIndex: 51, JobModifyIndex: 51, Index: 51}, nil
 }
 
-func (f *fakeServer) DispatchJob(_ context.Context, ns string, req *structs.JobDispatchRequest) (*structs.JobDispatchResponse, error) {
+func (f *fakeServer) Dispatch(_ context.Context, ns string, req *structs.JobDispatchRequest) (*structs.JobDispatchResponse, error) {
 	if err := f.record("DispatchJob", ns, req); err != nil {
 		return nil, err
 	}
@@ -109,7 +109,7 @@ func (f *fakeServer) ForcePeriodic(_ context.Context, ns, id string) (*structs.P
 	return &structs.PeriodicForceResponse{EvalID: "eval-5", Index: 44}, nil
 }
 
-func (f *fakeServer) PlanJob(_ context.Context, job *structs.Job, diff bool) (*structs.JobPlanResponse, error) {
+func (f *fakeServer) Plan(_ context.Context, job *structs.Job, diff bool) (*structs.JobPlanResponse, error) {
 	if err := f.record("PlanJob", job, diff); err != nil {
 		return nil, err
 	}
@@ -128,14 +128,14 @@ func (f *fakeServer) StopAlloc(_ context.Context, id string) (*structs.AllocStop
 	return &structs.AllocStopResponse{EvalID: "eval-6", Index: 46}, nil
 }
 
-func (f *fakeServer) UpdateNodeEligibility(_ context.Context, id, elig string) (*structs.NodeEligibilityUpdateResponse, error) {
+func (f *fakeServer) UpdateEligibility(_ context.Context, id, elig string) (*structs.NodeEligibilityUpdateResponse, error) {
 	if err := f.record("UpdateNodeEligibility", id, elig); err != nil {
 		return nil, err
 	}
 	return &structs.NodeEligibilityUpdateResponse{NodeModifyIndex: 47, Index: 47}, nil
 }
 
-func (f *fakeServer) UpdateNodeDrain(_ context.Context, id string, spec *structs.DrainSpec, markEligible bool, meta map[string]string) (*structs.NodeEligibilityUpdateResponse, error) {
+func (f *fakeServer) UpdateDrain(_ context.Context, id string, spec *structs.DrainSpec, markEligible bool, meta map[string]string) (*structs.NodeEligibilityUpdateResponse, error) {
 	if err := f.record("UpdateNodeDrain", id, spec, markEligible, meta); err != nil {
 		return nil, err
 	}

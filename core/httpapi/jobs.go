@@ -129,7 +129,7 @@ func (s *HTTPServer) register(w http.ResponseWriter, r *http.Request, urlID stri
 		s.writeError(w, err)
 		return
 	}
-	resp, err := s.srv.RegisterJob(r.Context(), req.Job, req.EnforceIndex, req.JobModifyIndex)
+	resp, err := s.jobs.Register(r.Context(), req.Job, req.EnforceIndex, req.JobModifyIndex)
 	if err != nil {
 		s.writeError(w, err)
 		return
@@ -145,7 +145,7 @@ func (s *HTTPServer) register(w http.ResponseWriter, r *http.Request, urlID stri
 // type the server refuses the job anyway.
 func (s *HTTPServer) fillNullPolicies(job *structs.Job) {
 	var b *structs.JobTypeBehavior
-	if jt, ok := s.srv.(JobTypes); ok {
+	if jt := s.jobTypes; jt != nil {
 		typ := job.Type
 		if typ == "" {
 			typ = structs.DefaultJobType
@@ -170,8 +170,8 @@ func checkSubmittedJob(job *structs.Job, urlID, mismatch string) error {
 	return nil
 }
 
-// JobTypes is optionally implemented by a Server that routes job types to
-// scheduler plugins. /v1/jobs/parse then parses with the serving plugin's
+// JobTypes (Config.JobTypes, optional) is a server that routes job types
+// to scheduler plugins. /v1/jobs/parse then parses with the serving plugin's
 // declaration of the job's type (its restart and reschedule defaults,
 // the blocks it refuses); without it, on an agent running no server, or
 // for a type no plugin serves, the job file is parsed knowing no type and
@@ -184,8 +184,8 @@ type JobTypes interface {
 
 // parseOptions are the jobspec options of this agent's server.
 func (s *HTTPServer) parseOptions() jobspec.Options {
-	jt, ok := s.srv.(JobTypes)
-	if !ok {
+	jt := s.jobTypes
+	if jt == nil {
 		return jobspec.Options{}
 	}
 	return jobspec.Options{Defaults: func(jobType string) *structs.JobTypeBehavior {
@@ -310,7 +310,7 @@ func (s *HTTPServer) jobDeregister(w http.ResponseWriter, r *http.Request, id st
 		s.writeError(w, err)
 		return
 	}
-	resp, err := s.srv.DeregisterJob(r.Context(), namespaceOf("", r), id, purge)
+	resp, err := s.jobs.Deregister(r.Context(), namespaceOf("", r), id, purge)
 	if err != nil {
 		s.writeError(w, err)
 		return
@@ -399,7 +399,7 @@ func (s *HTTPServer) jobPlan(w http.ResponseWriter, r *http.Request, id string) 
 		s.writeError(w, err)
 		return
 	}
-	resp, err := s.srv.PlanJob(r.Context(), req.Job, req.Diff)
+	resp, err := s.jobs.Plan(r.Context(), req.Job, req.Diff)
 	if err != nil {
 		s.writeError(w, err)
 		return
@@ -423,7 +423,7 @@ func (s *HTTPServer) jobEvaluate(w http.ResponseWriter, r *http.Request, id stri
 		s.writeError(w, structs.NewError(structs.ErrInvalid, "JobID %q in the body does not match the job %q of the URL", body.JobID, id))
 		return
 	}
-	resp, err := s.srv.EvaluateJob(r.Context(), namespaceOf("", r), id, body.EvalOptions)
+	resp, err := s.jobs.Evaluate(r.Context(), namespaceOf("", r), id, body.EvalOptions)
 	if err != nil {
 		s.writeError(w, err)
 		return
@@ -457,7 +457,7 @@ func (s *HTTPServer) jobDispatch(w http.ResponseWriter, r *http.Request, id stri
 		s.writeError(w, err)
 		return
 	}
-	resp, err := s.srv.DispatchJob(r.Context(), namespaceOf("", r), req)
+	resp, err := s.jobs.Dispatch(r.Context(), namespaceOf("", r), req)
 	if err != nil {
 		s.writeError(w, err)
 		return
@@ -466,7 +466,7 @@ func (s *HTTPServer) jobDispatch(w http.ResponseWriter, r *http.Request, id stri
 }
 
 func (s *HTTPServer) jobPeriodicForce(w http.ResponseWriter, r *http.Request, id string) {
-	resp, err := s.srv.ForcePeriodic(r.Context(), namespaceOf("", r), id)
+	resp, err := s.jobs.ForcePeriodic(r.Context(), namespaceOf("", r), id)
 	if err != nil {
 		s.writeError(w, err)
 		return

@@ -33,10 +33,10 @@ func nomadJSONServer(t *testing.T) (string, *nomadapi.Client, *server.Server) {
 		},
 		Drivers: map[string]*structs.DriverInfo{"raw_exec": {Detected: true, Healthy: true}},
 	}
-	if _, err := srv.RegisterNode(context.Background(), node); err != nil {
+	if _, err := srv.Nodes().Register(context.Background(), node); err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(New(Config{Server: srv}).Handler())
+	ts := httptest.NewServer(New(serverConfig(srv, Config{})).Handler())
 	t.Cleanup(ts.Close)
 	c, err := nomadapi.NewClient(&nomadapi.Config{Address: ts.URL})
 	if err != nil {

@@ -30,7 +30,7 @@ func (s *HTTPServer) jobScale(w http.ResponseWriter, r *http.Request, id string)
 		s.writeError(w, err)
 		return
 	}
-	resp, err := s.srv.ScaleJob(r.Context(), ns, id, &req)
+	resp, err := s.jobs.Scale(r.Context(), ns, id, &req)
 	if err != nil {
 		s.writeError(w, err)
 		return
@@ -76,7 +76,7 @@ func (s *HTTPServer) jobRevert(w http.ResponseWriter, r *http.Request, id string
 		s.writeError(w, badRequest("JobID: %q does not match the job %q of the URL", req.JobID, id))
 		return
 	}
-	resp, err := s.srv.RevertJob(r.Context(), namespaceOf("", r), id, req.JobVersion, req.EnforcePriorVersion)
+	resp, err := s.jobs.Revert(r.Context(), namespaceOf("", r), id, req.JobVersion, req.EnforcePriorVersion)
 	if err != nil {
 		s.writeError(w, err)
 		return

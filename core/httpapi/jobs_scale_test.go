@@ -144,7 +144,7 @@ func TestJobScaleCapabilities(t *testing.T) {
 	ctx := context.Background()
 	job := &structs.Job{ID: "web", Type: "batch", Datacenters: []string{"dc1"},
 		TaskGroups: []*structs.TaskGroup{{Name: "g", Count: 1, Tasks: []*structs.Task{{Name: "t", Driver: "raw_exec", Config: map[string]any{"command": "/bin/true"}}}}}}
-	if _, err := srv.RegisterJob(ctx, job, false, 0); err != nil {
+	if _, err := srv.Jobs().Register(ctx, job, false, 0); err != nil {
 		t.Fatal(err)
 	}
 	caps := map[string]string{"scale": "scale-job", "submit": "submit-job", "readscale": "read-job-scaling", "read": "read-job", "list": "list-jobs"}
@@ -163,7 +163,7 @@ func TestJobScaleCapabilities(t *testing.T) {
 	if err := srv.State().UpsertACLTokens(100001, tokens); err != nil {
 		t.Fatal(err)
 	}
-	h := New(Config{Server: srv}).Handler()
+	h := New(serverConfig(srv, Config{})).Handler()
 	tests := []struct {
 		caller, method, path, body string
 		status                     int

@@ -5,8 +5,8 @@ import (
 	"net/http"
 )
 
-// JoinTokens is what a server of the cluster PKI serves about its join
-// tokens. Both answers are secrets: the routes are operator-write.
+// JoinTokens (Config.JoinTokens) is what a server of the cluster PKI
+// serves about its join tokens. Both answers are secrets: the routes are operator-write.
 type JoinTokens interface {
 	JoinToken(role string) (string, error)
 	RotateJoinToken(ctx context.Context, role string) (string, error)
@@ -19,8 +19,8 @@ type JoinTokenResponse struct {
 }
 
 func (s *HTTPServer) joinTokens(w http.ResponseWriter) (JoinTokens, bool) {
-	jt, ok := s.srv.(JoinTokens)
-	if !ok || s.srv == nil {
+	jt := s.joinToks
+	if jt == nil || s.srv == nil {
 		writeText(w, http.StatusNotImplemented, "This agent runs no server of the cluster PKI")
 		return nil, false
 	}

@@ -29,10 +29,10 @@ func isolationServer(t *testing.T) *nomadapi.Client {
 		},
 		Drivers: map[string]*structs.DriverInfo{"raw_exec": {Detected: true, Healthy: true}},
 	}
-	if _, err := srv.RegisterNode(ctx, node); err != nil {
+	if _, err := srv.Nodes().Register(ctx, node); err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(New(Config{Server: srv}).Handler())
+	ts := httptest.NewServer(New(serverConfig(srv, Config{})).Handler())
 	t.Cleanup(ts.Close)
 	c, err := nomadapi.NewClient(&nomadapi.Config{Address: ts.URL})
 	if err != nil {

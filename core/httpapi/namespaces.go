@@ -11,10 +11,10 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
-// NamespaceServer is what a Server implements to write namespaces.
-type NamespaceServer interface {
-	UpsertNamespaces(ctx context.Context, namespaces []*structs.Namespace) (uint64, error)
-	DeleteNamespace(ctx context.Context, name string) (uint64, error)
+// NamespacesAPI (Config.Namespaces) writes namespaces.
+type NamespacesAPI interface {
+	Upsert(ctx context.Context, namespaces []*structs.Namespace) (uint64, error)
+	Delete(ctx context.Context, name string) (uint64, error)
 }
 
 func (s *HTTPServer) namespaceList(w http.ResponseWriter, r *http.Request) {
@@ -40,9 +40,9 @@ func (s *HTTPServer) namespaceGet(w http.ResponseWriter, r *http.Request) {
 		})
 }
 
-func (s *HTTPServer) namespaceServer(w http.ResponseWriter) (NamespaceServer, bool) {
-	ns, ok := s.srv.(NamespaceServer)
-	if !ok || s.srv == nil {
+func (s *HTTPServer) namespaceServer(w http.ResponseWriter) (NamespacesAPI, bool) {
+	ns := s.namespaces
+	if ns == nil || s.srv == nil {
 		writeText(w, http.StatusNotImplemented, "This agent's server does not write namespaces")
 		return nil, false
 	}
@@ -69,7 +69,7 @@ func (s *HTTPServer) namespaceUpsert(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	idx, err := nsrv.UpsertNamespaces(r.Context(), []*structs.Namespace{&ns})
+	idx, err := nsrv.Upsert(r.Context(), []*structs.Namespace{&ns})
 	if err != nil {
 		s.writeError(w, err)
 		return
@@ -82,7 +82,7 @@ func (s *HTTPServer) namespaceDelete(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	idx, err := nsrv.DeleteNamespace(r.Context(), r.PathValue("name"))
+	idx, err := nsrv.Delete(r.Context(), r.PathValue("name"))
 	if err != nil {
 		s.writeError(w, err)
 		return

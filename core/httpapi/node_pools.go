@@ -12,10 +12,10 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
-// NodePoolServer is what a Server implements to write node pools.
-type NodePoolServer interface {
-	UpsertNodePools(ctx context.Context, pools []*structs.NodePool) (uint64, error)
-	DeleteNodePool(ctx context.Context, name string) (uint64, error)
+// NodePoolsAPI (Config.NodePools) writes node pools.
+type NodePoolsAPI interface {
+	Upsert(ctx context.Context, pools []*structs.NodePool) (uint64, error)
+	Delete(ctx context.Context, name string) (uint64, error)
 }
 
 // nodePoolReader is the read side of the state the node pool routes use.
@@ -131,9 +131,9 @@ func (s *HTTPServer) nodePoolJobs(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-func (s *HTTPServer) nodePoolServer(w http.ResponseWriter) (NodePoolServer, bool) {
-	ps, ok := s.srv.(NodePoolServer)
-	if !ok || s.srv == nil {
+func (s *HTTPServer) nodePoolServer(w http.ResponseWriter) (NodePoolsAPI, bool) {
+	ps := s.nodePools
+	if ps == nil || s.srv == nil {
 		writeText(w, http.StatusNotImplemented, "This agent's server does not write node pools")
 		return nil, false
 	}
@@ -151,7 +151,7 @@ func (s *HTTPServer) nodePoolUpsert(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, err)
 		return
 	}
-	idx, err := ps.UpsertNodePools(r.Context(), []*structs.NodePool{&p})
+	idx, err := ps.Upsert(r.Context(), []*structs.NodePool{&p})
 	if err != nil {
 		s.writeError(w, err)
 		return
@@ -164,7 +164,7 @@ func (s *HTTPServer) nodePoolDelete(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	idx, err := ps.DeleteNodePool(r.Context(), r.PathValue("name"))
+	idx, err := ps.Delete(r.Context(), r.PathValue("name"))
 	if err != nil {
 		s.writeError(w, err)
 		return

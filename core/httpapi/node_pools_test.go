@@ -20,7 +20,7 @@ import (
 func poolTestServer(t *testing.T) (*server.Server, *nomadapi.Client, string) {
 	t.Helper()
 	srv := devServer(t, false)
-	ts := httptest.NewServer(New(Config{Server: srv}).Handler())
+	ts := httptest.NewServer(New(serverConfig(srv, Config{})).Handler())
 	t.Cleanup(ts.Close)
 	c, err := nomadapi.NewClient(&nomadapi.Config{Address: ts.URL})
 	if err != nil {
@@ -174,10 +174,10 @@ func TestNodePoolsAPI(t *testing.T) {
 	// A pool's nodes; a pool with a node cannot be deleted.
 	ctx := context.Background()
 	node := poolNode("gpu")
-	if _, err := srv.RegisterNode(ctx, node); err != nil {
+	if _, err := srv.Nodes().Register(ctx, node); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := srv.RegisterNode(ctx, poolNode("default")); err != nil {
+	if _, err := srv.Nodes().Register(ctx, poolNode("default")); err != nil {
 		t.Fatal(err)
 	}
 	nodes, _, err := pools.ListNodes("gpu", nil)
@@ -231,7 +231,7 @@ func TestNodePoolsAPI(t *testing.T) {
 func TestNodePoolRoutedNotAsNode(t *testing.T) {
 	srv, c, _ := poolTestServer(t)
 	node := poolNode("")
-	if _, err := srv.RegisterNode(context.Background(), node); err != nil {
+	if _, err := srv.Nodes().Register(context.Background(), node); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := c.NodePools().List(nil); err != nil {

@@ -50,7 +50,7 @@ func (s *HTTPServer) allocStop(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	resp, err := s.srv.StopAlloc(r.Context(), r.PathValue("id"))
+	resp, err := s.nodes.StopAlloc(r.Context(), r.PathValue("id"))
 	if err != nil {
 		s.writeError(w, err)
 		return
@@ -141,7 +141,7 @@ func (s *HTTPServer) nodeEligibility(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, badRequest("Eligibility: invalid value %q; must be %q or %q", req.Eligibility, structs.NodeSchedulingEligible, structs.NodeSchedulingIneligible))
 		return
 	}
-	resp, err := s.srv.UpdateNodeEligibility(r.Context(), r.PathValue("id"), req.Eligibility)
+	resp, err := s.nodes.UpdateEligibility(r.Context(), r.PathValue("id"), req.Eligibility)
 	if err != nil {
 		s.writeError(w, err)
 		return
@@ -163,7 +163,7 @@ func (s *HTTPServer) nodeDrain(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, err)
 		return
 	}
-	resp, err := s.srv.UpdateNodeDrain(r.Context(), r.PathValue("id"), req.DrainSpec, req.MarkEligible, req.Meta)
+	resp, err := s.nodes.UpdateDrain(r.Context(), r.PathValue("id"), req.DrainSpec, req.MarkEligible, req.Meta)
 	if err != nil {
 		s.writeError(w, err)
 		return

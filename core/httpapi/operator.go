@@ -43,7 +43,7 @@ func (s *HTTPServer) schedulerConfigSet(w http.ResponseWriter, r *http.Request) 
 		}
 		cas, index = true, n
 	}
-	updated, idx, err := s.srv.SetSchedulerConfig(r.Context(), &cfg, cas, index)
+	updated, idx, err := s.operator.SetSchedulerConfig(r.Context(), &cfg, cas, index)
 	if err != nil {
 		s.writeError(w, err)
 		return

@@ -139,7 +139,7 @@ func TestRouteTableACL(t *testing.T) {
 			rw.WriteHeader(http.StatusOK)
 		}
 	}
-	stub := New(Config{Server: w.h.srv})
+	stub := New(sameServer(w.h, Config{}))
 	ts := httptest.NewServer(stub.routes(stubbed))
 	t.Cleanup(ts.Close)
 

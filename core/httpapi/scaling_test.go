@@ -62,7 +62,7 @@ const scaledJobHCL = `job "shop" {
 // by job and type, and shown disabled once the job is stopped.
 func TestScalingPoliciesNomadAPI(t *testing.T) {
 	srv := devServer(t, false)
-	ts := httptest.NewServer(New(Config{Server: srv}).Handler())
+	ts := httptest.NewServer(New(serverConfig(srv, Config{})).Handler())
 	t.Cleanup(ts.Close)
 	c, err := nomadapi.NewClient(&nomadapi.Config{Address: ts.URL})
 	if err != nil {
@@ -155,7 +155,7 @@ func TestScalingPoliciesNomadAPI(t *testing.T) {
 // the field and why, and nothing is written.
 func TestUnsupportedBlocksRefusedAtSubmit(t *testing.T) {
 	srv := devServer(t, false)
-	ts := httptest.NewServer(New(Config{Server: srv}).Handler())
+	ts := httptest.NewServer(New(serverConfig(srv, Config{})).Handler())
 	t.Cleanup(ts.Close)
 	c, err := nomadapi.NewClient(&nomadapi.Config{Address: ts.URL})
 	if err != nil {

@@ -22,46 +22,63 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
-// Server is what the HTTP API needs of the drover server: the writes (each
-// goes through Raft, forwarded to the leader when needed), the state store
-// for reads, and cluster facts for the status endpoints.
+// Server is what every part of the HTTP API needs of the drover server:
+// the state store for reads and cluster facts for the status endpoints.
+// The writes go to the area interfaces below (JobsAPI, NodesAPI, ...),
+// which the agent fills from the server's endpoints (Config.Jobs, ...).
 //
 // Writes return errors whose kind (structs.ErrNotFound, ErrInvalid,
 // *structs.ValidationError, ErrPermissionDenied, ErrNoLeader, …) decides the
-// HTTP status through structs.HTTPStatus. RegisterJob and PlanJob receive the
-// job as submitted, with only its namespace filled from the request; the
-// server canonicalizes and validates it.
+// HTTP status through structs.HTTPStatus. Each goes through Raft, forwarded
+// to the leader when needed.
 type Server interface {
-	RegisterJob(ctx context.Context, job *structs.Job, enforceIndex bool, jobModifyIndex uint64) (*structs.JobRegisterResponse, error)
-	DeregisterJob(ctx context.Context, ns, jobID string, purge bool) (*structs.JobDeregisterResponse, error)
-	EvaluateJob(ctx context.Context, ns, jobID string, opts structs.EvalOptions) (*structs.JobRegisterResponse, error)
-	// ScaleJob sets a group's count or records a scaling event (PUT
-	// /v1/job/<id>/scale); RevertJob registers a kept version again (PUT
-	// /v1/job/<id>/revert).
-	ScaleJob(ctx context.Context, ns, jobID string, req *structs.ScalingRequest) (*structs.JobRegisterResponse, error)
-	RevertJob(ctx context.Context, ns, jobID string, version uint64, enforcePrior *uint64) (*structs.JobRegisterResponse, error)
-	DispatchJob(ctx context.Context, ns string, req *structs.JobDispatchRequest) (*structs.JobDispatchResponse, error)
-	ForcePeriodic(ctx context.Context, ns, jobID string) (*structs.PeriodicForceResponse, error)
-	PlanJob(ctx context.Context, job *structs.Job, diff bool) (*structs.JobPlanResponse, error)
-	StopAlloc(ctx context.Context, allocID string) (*structs.AllocStopResponse, error)
-	UpdateNodeEligibility(ctx context.Context, nodeID, eligibility string) (*structs.NodeEligibilityUpdateResponse, error)
-	UpdateNodeDrain(ctx context.Context, nodeID string, spec *structs.DrainSpec, markEligible bool, meta map[string]string) (*structs.NodeEligibilityUpdateResponse, error)
-	// SetSchedulerConfig replaces the scheduler configuration; with cas
-	// only when the stored one is at index. It reports whether it wrote.
-	SetSchedulerConfig(ctx context.Context, cfg *structs.SchedulerConfiguration, cas bool, index uint64) (bool, uint64, error)
-	// ForceGC runs every core GC job now with the force threshold (PUT
-	// /v1/system/gc); a follower forwards it to the leader.
-	ForceGC(ctx context.Context) error
-	// ReconcileJobSummaries rebuilds every job summary (PUT
-	// /v1/system/reconcile/summaries); a follower forwards it.
-	ReconcileJobSummaries(ctx context.Context) error
-	DeploymentServer
 	State() *state.StateStore
 	// LeaderAddr is the leader's RPC address ("127.0.0.1:4647"), or "" when
 	// the cluster has no leader.
 	LeaderAddr() string
 	Region() string
 	Datacenter() string
+}
+
+// JobsAPI is the job writes (/v1/jobs, /v1/job/<id>/*). Register and Plan
+// receive the job as submitted, with only its namespace filled from the
+// request; the server canonicalizes and validates it.
+type JobsAPI interface {
+	Register(ctx context.Context, job *structs.Job, enforceIndex bool, jobModifyIndex uint64) (*structs.JobRegisterResponse, error)
+	Deregister(ctx context.Context, ns, jobID string, purge bool) (*structs.JobDeregisterResponse, error)
+	Evaluate(ctx context.Context, ns, jobID string, opts structs.EvalOptions) (*structs.JobRegisterResponse, error)
+	// Scale sets a group's count or records a scaling event (PUT
+	// /v1/job/<id>/scale); Revert registers a kept version again (PUT
+	// /v1/job/<id>/revert).
+	Scale(ctx context.Context, ns, jobID string, req *structs.ScalingRequest) (*structs.JobRegisterResponse, error)
+	Revert(ctx context.Context, ns, jobID string, version uint64, enforcePrior *uint64) (*structs.JobRegisterResponse, error)
+	Dispatch(ctx context.Context, ns string, req *structs.JobDispatchRequest) (*structs.JobDispatchResponse, error)
+	ForcePeriodic(ctx context.Context, ns, jobID string) (*structs.PeriodicForceResponse, error)
+	Plan(ctx context.Context, job *structs.Job, diff bool) (*structs.JobPlanResponse, error)
+}
+
+// NodesAPI is the node writes (/v1/node/<id>/*) and allocation stops.
+type NodesAPI interface {
+	UpdateEligibility(ctx context.Context, nodeID, eligibility string) (*structs.NodeEligibilityUpdateResponse, error)
+	UpdateDrain(ctx context.Context, nodeID string, spec *structs.DrainSpec, markEligible bool, meta map[string]string) (*structs.NodeEligibilityUpdateResponse, error)
+	StopAlloc(ctx context.Context, allocID string) (*structs.AllocStopResponse, error)
+}
+
+// OperatorAPI is the operator writes.
+type OperatorAPI interface {
+	// SetSchedulerConfig replaces the scheduler configuration; with cas
+	// only when the stored one is at index. It reports whether it wrote.
+	SetSchedulerConfig(ctx context.Context, cfg *structs.SchedulerConfiguration, cas bool, index uint64) (bool, uint64, error)
+}
+
+// SystemAPI is /v1/system/*.
+type SystemAPI interface {
+	// ForceGC runs every core GC job now with the force threshold (PUT
+	// /v1/system/gc); a follower forwards it to the leader.
+	ForceGC(ctx context.Context) error
+	// ReconcileJobSummaries rebuilds every job summary (PUT
+	// /v1/system/reconcile/summaries); a follower forwards it.
+	ReconcileJobSummaries(ctx context.Context) error
 }
 
 // Peerer is optionally implemented by a Server that knows the Raft peer set
@@ -85,6 +102,23 @@ type ClientAPI interface {
 // Config wires an HTTPServer.
 type Config struct {
 	Server Server
+	// The server's write areas. With a Server, Jobs, Nodes, Deployments,
+	// Operator and System are required; each one left nil is taken from
+	// the Server when it implements the interface. The others are
+	// optional: nil answers their routes 501 (ACL ones 400, as ACLs off).
+	Jobs        JobsAPI
+	Nodes       NodesAPI
+	Deployments DeploymentsAPI
+	Operator    OperatorAPI
+	System      SystemAPI
+	Namespaces  NamespacesAPI
+	NodePools   NodePoolsAPI
+	Services    ServicesAPI
+	CSI         CSIServer
+	ACL         ACLServer
+	ACLCRUD     ACLCRUDServer
+	JoinTokens  JoinTokens
+	JobTypes    JobTypes
 	// Client serves /v1/client/* locally; nil forwards them to the node.
 	Client ClientAPI
 	Logger hclog.Logger
@@ -129,11 +163,25 @@ type Config struct {
 
 // HTTPServer serves the v1 API.
 type HTTPServer struct {
-	srv    Server
-	client ClientAPI
-	logger hclog.Logger
-	self   func() any
-	reload func(ctx context.Context) error
+	srv Server
+	// The write areas, Config's.
+	jobs        JobsAPI
+	nodes       NodesAPI
+	deployments DeploymentsAPI
+	operator    OperatorAPI
+	system      SystemAPI
+	namespaces  NamespacesAPI
+	nodePools   NodePoolsAPI
+	services    ServicesAPI
+	csi         CSIServer
+	aclAPI      ACLServer
+	aclCRUDs    ACLCRUDServer
+	joinToks    JoinTokens
+	jobTypes    JobTypes
+	client      ClientAPI
+	logger      hclog.Logger
+	self        func() any
+	reload      func(ctx context.Context) error
 	// plugins is Config.Plugins.
 	plugins AgentPlugins
 	// nodeName is Config.NodeName.
@@ -203,6 +251,19 @@ func New(cfg Config) *HTTPServer {
 	if s.maxBody <= 0 {
 		s.maxBody = structs.DefaultMaxRequestBodyBytes
 	}
+	s.jobs = orFrom(cfg.Jobs, cfg.Server)
+	s.nodes = orFrom(cfg.Nodes, cfg.Server)
+	s.deployments = orFrom(cfg.Deployments, cfg.Server)
+	s.operator = orFrom(cfg.Operator, cfg.Server)
+	s.system = orFrom(cfg.System, cfg.Server)
+	s.namespaces = orFrom(cfg.Namespaces, cfg.Server)
+	s.nodePools = orFrom(cfg.NodePools, cfg.Server)
+	s.services = orFrom(cfg.Services, cfg.Server)
+	s.csi = orFrom(cfg.CSI, cfg.Server)
+	s.aclAPI = orFrom(cfg.ACL, cfg.Server)
+	s.aclCRUDs = orFrom(cfg.ACLCRUD, cfg.Server)
+	s.joinToks = orFrom(cfg.JoinTokens, cfg.Server)
+	s.jobTypes = orFrom(cfg.JobTypes, cfg.Server)
 	s.resolver = cfg.Resolver
 	if tr, ok := cfg.Server.(TokenResolver); ok && s.resolver == nil {
 		s.resolver = tr
@@ -215,6 +276,19 @@ func New(cfg Config) *HTTPServer {
 	s.ui = s.uiHandler()
 	s.handler = s.routes(routeTable)
 	return s
+}
+
+// orFrom is area when set, else srv when it implements the area's
+// interface, else nil.
+func orFrom[T comparable](area T, srv Server) T {
+	var zero T
+	if area != zero {
+		return area
+	}
+	if a, ok := srv.(T); ok {
+		return a
+	}
+	return zero
 }
 
 // Handler returns the API's handler, for tests and for embedding.

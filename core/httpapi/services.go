@@ -13,10 +13,10 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
-// ServiceServer is the write side of native service registrations
+// ServicesAPI is the write side of native service registrations
 // (`DELETE /v1/service/<name>/<id>`); a follower forwards it to the leader.
-type ServiceServer interface {
-	DeleteServiceRegistration(ctx context.Context, ns, name, id string) (uint64, error)
+type ServicesAPI interface {
+	Delete(ctx context.Context, ns, name, id string) (uint64, error)
 }
 
 // serviceReader is the read side of service registrations.
@@ -108,8 +108,8 @@ func (s *HTTPServer) serviceGet(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *HTTPServer) serviceDelete(w http.ResponseWriter, r *http.Request) {
-	ss, ok := s.srv.(ServiceServer)
-	if !ok || s.srv == nil {
+	ss := s.services
+	if ss == nil || s.srv == nil {
 		writeText(w, http.StatusNotImplemented, "This agent's server does not delete service registrations")
 		return
 	}
@@ -119,7 +119,7 @@ func (s *HTTPServer) serviceDelete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ns := namespaceOf("", r)
-	idx, err := ss.DeleteServiceRegistration(r.Context(), ns, r.PathValue("name"), r.PathValue("id"))
+	idx, err := ss.Delete(r.Context(), ns, r.PathValue("name"), r.PathValue("id"))
 	if err != nil {
 		s.writeError(w, err)
 		return

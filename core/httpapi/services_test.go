@@ -29,13 +29,13 @@ func seedServices(t *testing.T, srv *server.Server, ns string, services map[stri
 			Disk: structs.NodeDiskResources{DiskMB: 100000},
 		},
 		Drivers: map[string]*structs.DriverInfo{"raw_exec": {Detected: true, Healthy: true}}}
-	if _, err := srv.RegisterNode(ctx, node); err != nil {
+	if _, err := srv.Nodes().Register(ctx, node); err != nil {
 		t.Fatal(err)
 	}
 	job := testJob(ns, "svc")
 	job.Datacenters = []string{"dc1"}
 	job.TaskGroups[0].Tasks[0].Config = map[string]any{"command": "/bin/sleep"}
-	if _, err := srv.RegisterJob(ctx, job, false, 0); err != nil {
+	if _, err := srv.Jobs().Register(ctx, job, false, 0); err != nil {
 		t.Fatal(err)
 	}
 	var a *structs.Allocation
@@ -61,7 +61,7 @@ func seedServices(t *testing.T, srv *server.Server, ns string, services map[stri
 		}
 		<-tick.C
 	}
-	if err := srv.UpdateAllocs(ctx, node.ID, node.SecretID, []*structs.Allocation{{ID: a.ID, ClientStatus: structs.AllocClientStatusRunning}}); err != nil {
+	if err := srv.Nodes().UpdateAllocs(ctx, node.ID, node.SecretID, []*structs.Allocation{{ID: a.ID, ClientStatus: structs.AllocClientStatusRunning}}); err != nil {
 		t.Fatal(err)
 	}
 	var regs []*structs.ServiceRegistration
@@ -69,7 +69,7 @@ func seedServices(t *testing.T, srv *server.Server, ns string, services map[stri
 		regs = append(regs, &structs.ServiceRegistration{ID: "_nomad-task-" + a.ID + "-g-" + name + "-http", ServiceName: name,
 			AllocID: a.ID, Tags: tags, Address: "10.0.0.9", Port: 21000})
 	}
-	if err := srv.UpdateServices(ctx, &structs.ServiceRegistrationNodeArgs{NodeID: node.ID, SecretID: node.SecretID, Upsert: regs}); err != nil {
+	if err := srv.Services().Update(ctx, &structs.ServiceRegistrationNodeArgs{NodeID: node.ID, SecretID: node.SecretID, Upsert: regs}); err != nil {
 		t.Fatal(err)
 	}
 	return a
@@ -81,7 +81,7 @@ func TestServicesNomadAPI(t *testing.T) {
 	srv := devServer(t, false)
 	st := srv.State()
 	alloc := seedServices(t, srv, structs.DefaultNamespace, map[string][]string{"web": {"b", "a"}, "api": nil})
-	h := New(Config{Server: srv})
+	h := New(serverConfig(srv, Config{}))
 	ts := httptest.NewServer(h.Handler())
 	t.Cleanup(ts.Close)
 	c, err := nomadapi.NewClient(&nomadapi.Config{Address: ts.URL})
@@ -184,7 +184,7 @@ func TestServicesListFiltered(t *testing.T) {
 // default provider) is refused by name.
 func TestServicesInJobsNomadAPI(t *testing.T) {
 	srv := devServer(t, false)
-	ts := httptest.NewServer(New(Config{Server: srv}).Handler())
+	ts := httptest.NewServer(New(serverConfig(srv, Config{})).Handler())
 	t.Cleanup(ts.Close)
 	c, err := nomadapi.NewClient(&nomadapi.Config{Address: ts.URL})
 	if err != nil {

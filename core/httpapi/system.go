@@ -8,7 +8,7 @@ import "net/http"
 // body, which is ignored; the answer is an empty 200. Errors keep their
 // kind: a cluster without a leader or a GC plugin answers 503.
 func (s *HTTPServer) systemGC(w http.ResponseWriter, r *http.Request) {
-	if err := s.srv.ForceGC(r.Context()); err != nil {
+	if err := s.system.ForceGC(r.Context()); err != nil {
 		s.writeError(w, err)
 		return
 	}
@@ -19,7 +19,7 @@ func (s *HTTPServer) systemGC(w http.ResponseWriter, r *http.Request) {
 // System.ReconcileJobSummaries): every job summary is rebuilt from the
 // state. It needs a management token; the answer is an empty 200.
 func (s *HTTPServer) systemReconcileSummaries(w http.ResponseWriter, r *http.Request) {
-	if err := s.srv.ReconcileJobSummaries(r.Context()); err != nil {
+	if err := s.system.ReconcileJobSummaries(r.Context()); err != nil {
 		s.writeError(w, err)
 		return
 	}

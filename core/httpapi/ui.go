@@ -60,8 +60,8 @@ func (s *HTTPServer) uiHandler() http.Handler {
 type uiActions struct{ s *HTTPServer }
 
 func (a uiActions) ExchangeOneTimeToken(ctx context.Context, secret string) (*structs.ACLToken, error) {
-	as, ok := a.s.srv.(ACLServer)
-	if !ok {
+	as := a.s.aclAPI
+	if as == nil {
 		return nil, structs.NewError(structs.ErrInvalid, "ACL support disabled")
 	}
 	tok, _, err := as.ExchangeOneTimeToken(ctx, secret)
@@ -69,31 +69,31 @@ func (a uiActions) ExchangeOneTimeToken(ctx context.Context, secret string) (*st
 }
 
 func (a uiActions) StopJob(ctx context.Context, ns, id string, purge bool) (*structs.JobDeregisterResponse, error) {
-	return a.s.srv.DeregisterJob(ctx, ns, id, purge)
+	return a.s.jobs.Deregister(ctx, ns, id, purge)
 }
 
 func (a uiActions) ForcePeriodic(ctx context.Context, ns, id string) (*structs.PeriodicForceResponse, error) {
-	return a.s.srv.ForcePeriodic(ctx, ns, id)
+	return a.s.jobs.ForcePeriodic(ctx, ns, id)
 }
 
 func (a uiActions) DispatchJob(ctx context.Context, ns string, req *structs.JobDispatchRequest) (*structs.JobDispatchResponse, error) {
-	return a.s.srv.DispatchJob(ctx, ns, req)
+	return a.s.jobs.Dispatch(ctx, ns, req)
 }
 
 func (a uiActions) PromoteDeployment(ctx context.Context, id string) (*structs.DeploymentUpdateResponse, error) {
-	return a.s.srv.PromoteDeployment(ctx, id, true, nil)
+	return a.s.deployments.Promote(ctx, id, true, nil)
 }
 
 func (a uiActions) FailDeployment(ctx context.Context, id string) (*structs.DeploymentUpdateResponse, error) {
-	return a.s.srv.FailDeployment(ctx, id)
+	return a.s.deployments.Fail(ctx, id)
 }
 
 func (a uiActions) UpdateNodeDrain(ctx context.Context, nodeID string, spec *structs.DrainSpec, markEligible bool) (*structs.NodeEligibilityUpdateResponse, error) {
-	return a.s.srv.UpdateNodeDrain(ctx, nodeID, spec, markEligible, nil)
+	return a.s.nodes.UpdateDrain(ctx, nodeID, spec, markEligible, nil)
 }
 
 func (a uiActions) UpdateNodeEligibility(ctx context.Context, nodeID, eligibility string) (*structs.NodeEligibilityUpdateResponse, error) {
-	return a.s.srv.UpdateNodeEligibility(ctx, nodeID, eligibility)
+	return a.s.nodes.UpdateEligibility(ctx, nodeID, eligibility)
 }
 
 // uiLogs reads task logs through this agent's own GET

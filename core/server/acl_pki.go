@@ -12,9 +12,8 @@ import (
 )
 
 // The ACL and PKI endpoints live in aclendpoint and pkiendpoint; this file
-// wires them to the server's state, Raft and leader. The Server embeds
-// both, so that it still offers their methods (ResolveToken,
-// UpsertACLPolicies, JoinToken, ...) to the HTTP API and the agent.
+// wires them to the server's state, Raft and leader. The Server hands them
+// out as ACL() and PKI() (endpoints.go) to the HTTP API and the agent.
 
 // Names the agent and the RPC callers know these types by.
 type (
@@ -32,12 +31,9 @@ type (
 // a GC plugin (Config.OneTimeTokenGCInterval: 0).
 const oneTimeTokenGCInterval = aclendpoint.DefaultOneTimeTokenGCInterval
 
-// leaderLink is the server as the endpoints' way to the leader.
+// leaderLink is the server as its endpoints' way to the leader and to its
+// peers (rpc.go, cluster.go).
 type leaderLink struct{ s *Server }
-
-func (l leaderLink) LeaderConn(ctx context.Context) (*rpc.Conn, bool, error) {
-	return l.s.leaderConn(ctx)
-}
 
 func newACLEndpoint(s *Server) *aclendpoint.ACL {
 	return aclendpoint.New(aclendpoint.Config{
@@ -56,7 +52,7 @@ func newPKIEndpoint(s *Server) *pkiendpoint.PKI {
 		State:     s.State,
 		Apply:     s.raftApply,
 		Leader:    leaderLink{s},
-		CatchUp:   s.catchUpWithLeader,
+		CatchUp:   leaderLink{s}.catchUp,
 		HasLeader: func() bool { return s.raft.Leader() != "" },
 		Logger:    s.logger,
 	})
@@ -65,8 +61,8 @@ func newPKIEndpoint(s *Server) *pkiendpoint.PKI {
 // registerACLPKIRPC exposes both endpoints and decides every call by the
 // caller's certificate (rpcAccess).
 func (s *Server) registerACLPKIRPC(rs *rpc.Server, mark func(context.Context) context.Context) {
-	aclendpoint.Register(rs, s.ACL, mark)
-	pkiendpoint.Register(rs, s.PKI, mark)
+	aclendpoint.Register(rs, s.acl, mark)
+	pkiendpoint.Register(rs, s.pki, mark)
 	var trust *pki.Trust
 	if s.cfg.PKI != nil {
 		trust = s.cfg.PKI.Trust
@@ -77,25 +73,26 @@ func (s *Server) registerACLPKIRPC(rs *rpc.Server, mark func(context.Context) co
 
 // startPKI starts storing the local CA into Raft, when this server has one.
 func (s *Server) startPKI() {
-	if !s.PKI.HoldsLocalCA() {
+	if !s.pki.HoldsLocalCA() {
 		return
 	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		pkiendpoint.StoreLocalCA(s.shutdownCtx, s.PKI)
+		pkiendpoint.StoreLocalCA(s.shutdownCtx, s.pki)
 	}()
 }
 
 // expireOneTimeTokens is the leader's loop removing expired one-time
 // tokens until leadership ends (without a GC plugin).
 func (s *Server) expireOneTimeTokens(ctx context.Context) {
-	aclendpoint.RunExpiry(ctx, s.ACL, s.cfg.OneTimeTokenGCInterval)
+	aclendpoint.RunExpiry(ctx, s.acl, s.cfg.OneTimeTokenGCInterval)
 }
 
-// catchUpWithLeader waits until this follower applied the leader's last
-// log index. Without a leader (a cluster still forming) it does not wait.
-func (s *Server) catchUpWithLeader(ctx context.Context) error {
+// catchUp waits until this follower applied the leader's last log
+// index. Without a leader (a cluster still forming) it does not wait.
+func (l leaderLink) catchUp(ctx context.Context) error {
+	s := l.s
 	if s.rpcPool == nil || s.IsLeader() {
 		return nil
 	}
@@ -103,7 +100,7 @@ func (s *Server) catchUpWithLeader(ctx context.Context) error {
 	if addr == "" {
 		return nil
 	}
-	info, err := s.peerInfo(ctx, string(addr))
+	info, err := l.peerInfo(ctx, string(addr))
 	if err != nil {
 		return structs.NewError(structs.ErrUnavailable, "join: cannot reach the leader to catch up: %v", err)
 	}

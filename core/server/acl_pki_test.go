@@ -41,11 +41,11 @@ func TestLeaderExpiresOneTimeTokens(t *testing.T) {
 	ctx := context.Background()
 	clock := newTestClock()
 	s := aclServer(t, clock, func(c *Config) { c.OneTimeTokenGCInterval = 20 * time.Millisecond })
-	mgmt, _, err := s.BootstrapACL(ctx, "")
+	mgmt, _, err := s.ACL().BootstrapACL(ctx, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ott, _, err := s.UpsertOneTimeToken(ctx, mgmt.SecretID)
+	ott, _, err := s.ACL().UpsertOneTimeToken(ctx, mgmt.SecretID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ func TestRerunAfterPurgeHasNoPreviousAlloc(t *testing.T) {
 			n := testNode("a")
 			registerNodes(t, s, n)
 			old := runJobOn(t, s, testJob("j", typ), n, structs.AllocClientStatusComplete)
-			dereg, err := s.DeregisterJob(ctx, "", "j", true)
+			dereg, err := s.Jobs().Deregister(ctx, "", "j", true)
 			if err != nil {
 				t.Fatal(err)
 			}

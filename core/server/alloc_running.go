@@ -8,7 +8,8 @@ import "github.com/drover-org/drover/core/structs"
 // has one in this update (seen). A scheduler that paces destructive
 // updates or drain migrations (max_parallel) learns from it that a
 // replacement runs and the next one may go.
-func (s *Server) allocRunningEval(stored, update *structs.Allocation, seen map[string]bool) (*structs.Evaluation, error) {
+func (ep Nodes) allocRunningEval(stored, update *structs.Allocation, seen map[string]bool) (*structs.Evaluation, error) {
+	s := ep.srv
 	if update.ClientStatus != structs.AllocClientStatusRunning || stored.ClientStatus != structs.AllocClientStatusPending ||
 		stored.ServerTerminalStatus() || !allocBehavior(stored).EvalOnAllocRunning {
 		return nil, nil
@@ -35,7 +36,8 @@ func (s *Server) allocRunningEval(stored, update *structs.Allocation, seen map[s
 // this update (seen). With a migrate block a scheduler holds a drain
 // migration in flight until its replacement is healthy (health judged by
 // the client per the block): this tells it the next one may go.
-func (s *Server) migrationHealthyEval(stored, update *structs.Allocation, seen map[string]bool) (*structs.Evaluation, error) {
+func (ep Nodes) migrationHealthyEval(stored, update *structs.Allocation, seen map[string]bool) (*structs.Evaluation, error) {
+	s := ep.srv
 	if stored.PreviousAllocation == "" || stored.DeploymentStatus.HasHealth() ||
 		!update.DeploymentStatus.IsHealthy() || stored.ServerTerminalStatus() || !allocBehavior(stored).EvalOnAllocRunning {
 		return nil, nil

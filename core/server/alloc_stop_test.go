@@ -16,7 +16,7 @@ func TestStopSystemAllocReplacesItOnItsNode(t *testing.T) {
 	n := testNode("a")
 	registerNodes(t, s, n)
 	old := runJobOn(t, s, testJob("sys", "system"), n, structs.AllocClientStatusRunning)
-	resp, err := s.StopAlloc(ctx, old.ID)
+	resp, err := s.Nodes().StopAlloc(ctx, old.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

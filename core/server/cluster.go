@@ -84,7 +84,8 @@ func (s *Server) raftID() string {
 }
 
 // RaftPeers lists the Raft configuration.
-func (s *Server) RaftPeers() (*RaftPeersReply, error) {
+func (ep Operator) RaftPeers() (*RaftPeersReply, error) {
+	s := ep.srv
 	f := s.raft.GetConfiguration()
 	if err := f.Error(); err != nil {
 		return nil, err
@@ -101,7 +102,8 @@ func (s *Server) RaftPeers() (*RaftPeersReply, error) {
 }
 
 // AddRaftPeer adds a server as a voter (leader only; followers forward).
-func (s *Server) AddRaftPeer(ctx context.Context, id, addr string) error {
+func (ep Operator) AddRaftPeer(ctx context.Context, id, addr string) error {
+	s := ep.srv
 	if _, ok, err := forward[RaftPeerArgs, Empty](ctx, s, "Operator.RaftAddPeer", &RaftPeerArgs{ID: id, Address: addr}); ok {
 		return err
 	}
@@ -116,11 +118,12 @@ func (s *Server) AddRaftPeer(ctx context.Context, id, addr string) error {
 }
 
 // RemoveRaftPeer removes a server, by ID or address (leader only).
-func (s *Server) RemoveRaftPeer(ctx context.Context, id, addr string) error {
+func (ep Operator) RemoveRaftPeer(ctx context.Context, id, addr string) error {
+	s := ep.srv
 	if _, ok, err := forward[RaftPeerArgs, Empty](ctx, s, "Operator.RaftRemovePeer", &RaftPeerArgs{ID: id, Address: addr}); ok {
 		return err
 	}
-	peers, err := s.RaftPeers()
+	peers, err := ep.RaftPeers()
 	if err != nil {
 		return err
 	}
@@ -140,8 +143,9 @@ func (s *Server) RemoveRaftPeer(ctx context.Context, id, addr string) error {
 // at once: a member is "alive" when it answers within memberInfoTimeout
 // (quick failures, such as a pooled connection the peer closed, are tried
 // again until then), "failed" otherwise.
-func (s *Server) Members(ctx context.Context) ([]*Member, error) {
-	peers, err := s.RaftPeers()
+func (ep Operator) Members(ctx context.Context) ([]*Member, error) {
+	s := ep.srv
+	peers, err := ep.RaftPeers()
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +157,7 @@ func (s *Server) Members(ctx context.Context) ([]*Member, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			info, err := s.peerInfo(ctx, p.Address)
+			info, err := leaderLink{s}.peerInfo(ctx, p.Address)
 			if err != nil {
 				return
 			}
@@ -173,7 +177,10 @@ func (s *Server) Members(ctx context.Context) ([]*Member, error) {
 // `server members` to answer promptly when one is down.
 const memberInfoTimeout = 5 * time.Second
 
-func (s *Server) peerInfo(ctx context.Context, addr string) (*ServerInfo, error) {
+// peerInfo asks the server at addr for its info, retrying until
+// memberInfoTimeout.
+func (l leaderLink) peerInfo(ctx context.Context, addr string) (*ServerInfo, error) {
+	s := l.s
 	if addr == s.cfg.RPCAddr || s.rpcPool == nil {
 		return s.Info(), nil
 	}
@@ -197,21 +204,22 @@ func (s *Server) peerInfo(ctx context.Context, addr string) (*ServerInfo, error)
 	}
 }
 
-func (s *Server) registerClusterRPC(rs *rpc.Server, mark func(context.Context) context.Context) {
+func (ep Operator) register(rs *rpc.Server, mark func(context.Context) context.Context) {
+	s := ep.srv
 	rpc.Handle(rs, "Status.ServerInfo", func(ctx context.Context, _ *Empty) (*ServerInfo, error) {
 		return s.Info(), nil
 	})
 	rpc.Handle(rs, "Operator.RaftListPeers", func(ctx context.Context, _ *Empty) (*RaftPeersReply, error) {
-		return s.RaftPeers()
+		return ep.RaftPeers()
 	})
 	rpc.Handle(rs, "Operator.RaftAddPeer", func(ctx context.Context, a *RaftPeerArgs) (*Empty, error) {
-		return &Empty{}, s.AddRaftPeer(mark(ctx), a.ID, a.Address)
+		return &Empty{}, ep.AddRaftPeer(mark(ctx), a.ID, a.Address)
 	})
 	rpc.Handle(rs, "Operator.RaftRemovePeer", func(ctx context.Context, a *RaftPeerArgs) (*Empty, error) {
-		return &Empty{}, s.RemoveRaftPeer(mark(ctx), a.ID, a.Address)
+		return &Empty{}, ep.RemoveRaftPeer(mark(ctx), a.ID, a.Address)
 	})
 	rpc.Handle(rs, "Status.Members", func(ctx context.Context, _ *Empty) (*MembersReply, error) {
-		m, err := s.Members(ctx)
+		m, err := ep.Members(ctx)
 		return &MembersReply{Members: m}, err
 	})
 }
@@ -224,7 +232,8 @@ type MembersReply struct{ Members []*Member }
 // bootstrap_expect servers answer and none has state, every one of them
 // bootstraps the same configuration (Raft accepts identical bootstraps);
 // when some server already has state, this one asks the leader to add it.
-func (s *Server) joinLoop(ctx context.Context) {
+func (l leaderLink) joinLoop(ctx context.Context) {
+	s := l.s
 	interval := s.cfg.RetryInterval
 	if interval <= 0 {
 		interval = time.Second
@@ -232,7 +241,7 @@ func (s *Server) joinLoop(ctx context.Context) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		done, err := s.tryJoin(ctx)
+		done, err := l.tryJoin(ctx)
 		if done {
 			return
 		}
@@ -247,7 +256,10 @@ func (s *Server) joinLoop(ctx context.Context) {
 	}
 }
 
-func (s *Server) tryJoin(ctx context.Context) (bool, error) {
+// tryJoin is one attempt of joinLoop; done once this server belongs to a
+// Raft configuration.
+func (l leaderLink) tryJoin(ctx context.Context) (bool, error) {
+	s := l.s
 	self := s.Info()
 	if self.HasState {
 		return true, nil
@@ -259,7 +271,7 @@ func (s *Server) tryJoin(ctx context.Context) (bool, error) {
 		if addr == s.cfg.RPCAddr {
 			continue
 		}
-		info, err := s.peerInfo(ctx, addr)
+		info, err := l.peerInfo(ctx, addr)
 		if err != nil {
 			lastErr = err
 			continue

@@ -24,12 +24,12 @@ func TestMembersAliveAndUnanswered(t *testing.T) {
 	a := clusterServer(t, "a", lns[0], addrs, r)
 	clusterServer(t, "b", lns[1], addrs, r)
 	waitFor(t, 30*time.Second, "both servers in a's Raft configuration", func() bool {
-		p, err := a.RaftPeers()
+		p, err := a.Operator().RaftPeers()
 		return err == nil && len(p.Servers) == 2
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	members, err := a.Members(ctx)
+	members, err := a.Operator().Members(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestMembersAliveAndUnanswered(t *testing.T) {
 	dead := ln.Addr().String()
 	_ = ln.Close()
 	start := time.Now()
-	if info, err := a.peerInfo(ctx, dead); err == nil {
+	if info, err := (leaderLink{a}).peerInfo(ctx, dead); err == nil {
 		t.Fatalf("peerInfo(%s) = %+v; want an error", dead, info)
 	}
 	if took := time.Since(start); took < memberInfoTimeout/2 {

@@ -36,23 +36,24 @@ type (
 	}
 )
 
-func (s *Server) registerDeploymentRPC(rs *rpc.Server, mark func(context.Context) context.Context) {
+func (ep Deployments) register(rs *rpc.Server, mark func(context.Context) context.Context) {
 	rpc.Handle(rs, "Deployment.Promote", func(ctx context.Context, a *DeploymentPromoteArgs) (*structs.DeploymentUpdateResponse, error) {
-		return s.PromoteDeployment(mark(ctx), a.DeploymentID, a.All, a.Groups)
+		return ep.Promote(mark(ctx), a.DeploymentID, a.All, a.Groups)
 	})
 	rpc.Handle(rs, "Deployment.Pause", func(ctx context.Context, a *DeploymentPauseArgs) (*structs.DeploymentUpdateResponse, error) {
-		return s.PauseDeployment(mark(ctx), a.DeploymentID, a.Pause)
+		return ep.Pause(mark(ctx), a.DeploymentID, a.Pause)
 	})
 	rpc.Handle(rs, "Deployment.Fail", func(ctx context.Context, a *DeploymentFailArgs) (*structs.DeploymentUpdateResponse, error) {
-		return s.FailDeployment(mark(ctx), a.DeploymentID)
+		return ep.Fail(mark(ctx), a.DeploymentID)
 	})
 	rpc.Handle(rs, "Deployment.SetAllocHealth", func(ctx context.Context, a *DeploymentAllocHealthArgs) (*structs.DeploymentUpdateResponse, error) {
-		return s.SetDeploymentAllocHealth(mark(ctx), a.DeploymentID, a.HealthyAllocationIDs, a.UnhealthyAllocationIDs)
+		return ep.SetAllocHealth(mark(ctx), a.DeploymentID, a.HealthyAllocationIDs, a.UnhealthyAllocationIDs)
 	})
 }
 
-// activeDeployment reads a deployment that a write acts on, and its job.
-func (s *Server) activeDeployment(id, what string) (*structs.Deployment, *structs.Job, error) {
+// active reads a deployment that a write acts on, and its job.
+func (ep Deployments) active(id, what string) (*structs.Deployment, *structs.Job, error) {
+	s := ep.srv
 	if id == "" {
 		return nil, nil, structs.NewError(structs.ErrInvalid, "Deployment ID must be specified")
 	}
@@ -76,7 +77,8 @@ func (s *Server) activeDeployment(id, what string) (*structs.Deployment, *struct
 	return d, job, nil
 }
 
-func (s *Server) deploymentEval(d *structs.Deployment, job *structs.Job) *structs.Evaluation {
+func (ep Deployments) eval(d *structs.Deployment, job *structs.Job) *structs.Evaluation {
+	s := ep.srv
 	ev := s.newEval(job, structs.EvalTriggerDeploymentWatcher)
 	ev.JobModifyIndex = job.JobModifyIndex
 	ev.DeploymentID = d.ID
@@ -95,13 +97,14 @@ func deploymentResponse(index uint64, ev *structs.Evaluation, reverted *structs.
 	return r
 }
 
-// PromoteDeployment promotes the canaries of every group (all) or of the
+// Promote promotes the canaries of every group (all) or of the
 // named groups, with an eval that places the rest.
-func (s *Server) PromoteDeployment(ctx context.Context, id string, all bool, groups []string) (*structs.DeploymentUpdateResponse, error) {
+func (ep Deployments) Promote(ctx context.Context, id string, all bool, groups []string) (*structs.DeploymentUpdateResponse, error) {
+	s := ep.srv
 	if r, ok, err := forward[DeploymentPromoteArgs, structs.DeploymentUpdateResponse](ctx, s, "Deployment.Promote", &DeploymentPromoteArgs{DeploymentID: id, All: all, Groups: groups}); ok {
 		return r, err
 	}
-	d, job, err := s.activeDeployment(id, "promote")
+	d, job, err := ep.active(id, "promote")
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +116,7 @@ func (s *Server) PromoteDeployment(ctx context.Context, id string, all bool, gro
 			return nil, structs.NewError(structs.ErrInvalid, "Groups: deployment %q has no task group %q", id, g)
 		}
 	}
-	ev := s.deploymentEval(d, job)
+	ev := ep.eval(d, job)
 	index, err := s.raftApply(structs.DeploymentPromoteRequestType, &structs.DeploymentPromoteRequest{DeploymentID: id, All: all, Groups: groups, Eval: ev})
 	if err != nil {
 		return nil, err
@@ -122,14 +125,15 @@ func (s *Server) PromoteDeployment(ctx context.Context, id string, all bool, gro
 	return deploymentResponse(index, ev, nil), nil
 }
 
-// PauseDeployment pauses a running deployment or resumes a paused one (with
+// Pause pauses a running deployment or resumes a paused one (with
 // an eval, so that the rollout continues).
-func (s *Server) PauseDeployment(ctx context.Context, id string, pause bool) (*structs.DeploymentUpdateResponse, error) {
+func (ep Deployments) Pause(ctx context.Context, id string, pause bool) (*structs.DeploymentUpdateResponse, error) {
+	s := ep.srv
 	if r, ok, err := forward[DeploymentPauseArgs, structs.DeploymentUpdateResponse](ctx, s, "Deployment.Pause", &DeploymentPauseArgs{DeploymentID: id, Pause: pause}); ok {
 		return r, err
 	}
 	verb := map[bool]string{true: "pause", false: "resume"}[pause]
-	d, job, err := s.activeDeployment(id, verb)
+	d, job, err := ep.active(id, verb)
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +142,7 @@ func (s *Server) PauseDeployment(ctx context.Context, id string, pause bool) (*s
 		req.DeploymentUpdate.Status, req.DeploymentUpdate.StatusDescription = structs.DeploymentStatusPaused, structs.DeploymentStatusDescriptionPaused
 	} else {
 		req.DeploymentUpdate.Status, req.DeploymentUpdate.StatusDescription = structs.DeploymentStatusRunning, structs.DeploymentStatusDescriptionRunning
-		req.Eval = s.deploymentEval(d, job)
+		req.Eval = ep.eval(d, job)
 	}
 	index, err := s.raftApply(structs.DeploymentStatusUpdateRequestType, req)
 	if err != nil {
@@ -148,13 +152,14 @@ func (s *Server) PauseDeployment(ctx context.Context, id string, pause bool) (*s
 	return deploymentResponse(index, req.Eval, nil), nil
 }
 
-// FailDeployment fails a deployment as an operator asks, reverting the job
+// Fail fails a deployment as an operator asks, reverting the job
 // when a group has auto_revert (as the watcher does).
-func (s *Server) FailDeployment(ctx context.Context, id string) (*structs.DeploymentUpdateResponse, error) {
+func (ep Deployments) Fail(ctx context.Context, id string) (*structs.DeploymentUpdateResponse, error) {
+	s := ep.srv
 	if r, ok, err := forward[DeploymentFailArgs, structs.DeploymentUpdateResponse](ctx, s, "Deployment.Fail", &DeploymentFailArgs{DeploymentID: id}); ok {
 		return r, err
 	}
-	d, job, err := s.activeDeployment(id, "fail")
+	d, job, err := ep.active(id, "fail")
 	if err != nil {
 		return nil, err
 	}
@@ -180,9 +185,10 @@ func (s *Server) FailDeployment(ctx context.Context, id string) (*structs.Deploy
 	return deploymentResponse(index, req.Eval, reverted), nil
 }
 
-// SetDeploymentAllocHealth sets the health of allocations of a deployment
+// SetAllocHealth sets the health of allocations of a deployment
 // by hand (health_check = "manual"), with an eval.
-func (s *Server) SetDeploymentAllocHealth(ctx context.Context, id string, healthy, unhealthy []string) (*structs.DeploymentUpdateResponse, error) {
+func (ep Deployments) SetAllocHealth(ctx context.Context, id string, healthy, unhealthy []string) (*structs.DeploymentUpdateResponse, error) {
+	s := ep.srv
 	if r, ok, err := forward[DeploymentAllocHealthArgs, structs.DeploymentUpdateResponse](ctx, s, "Deployment.SetAllocHealth",
 		&DeploymentAllocHealthArgs{DeploymentID: id, HealthyAllocationIDs: healthy, UnhealthyAllocationIDs: unhealthy}); ok {
 		return r, err
@@ -193,7 +199,7 @@ func (s *Server) SetDeploymentAllocHealth(ctx context.Context, id string, health
 	if n := len(healthy) + len(unhealthy); n > structs.MaxDeploymentAllocHealth {
 		return nil, structs.NewError(structs.ErrInvalid, "HealthyAllocationIDs, UnhealthyAllocationIDs: %d allocations, at most %d", n, structs.MaxDeploymentAllocHealth)
 	}
-	d, job, err := s.activeDeployment(id, "set allocation health of")
+	d, job, err := ep.active(id, "set allocation health of")
 	if err != nil {
 		return nil, err
 	}
@@ -209,7 +215,7 @@ func (s *Server) SetDeploymentAllocHealth(ctx context.Context, id string, health
 		}
 	}
 	req := &structs.DeploymentAllocHealthRequest{
-		DeploymentID: id, HealthyAllocationIDs: healthy, UnhealthyAllocationIDs: unhealthy, Eval: s.deploymentEval(d, job),
+		DeploymentID: id, HealthyAllocationIDs: healthy, UnhealthyAllocationIDs: unhealthy, Eval: ep.eval(d, job),
 	}
 	if len(unhealthy) > 0 {
 		// An operator's unhealthy verdict fails the deployment at once,

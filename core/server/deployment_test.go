@@ -101,7 +101,7 @@ func rolloutServer(t *testing.T) (*Server, *rollout, *structs.Node) {
 	sched := &rollout{}
 	s := testServer(t, func(c *Config) { c.Schedulers = rolloutRouter{sched} })
 	node := testNode("n1")
-	if _, err := s.RegisterNode(context.Background(), node); err != nil {
+	if _, err := s.Nodes().Register(context.Background(), node); err != nil {
 		t.Fatal(err)
 	}
 	return s, sched, node
@@ -133,7 +133,7 @@ func reportHealthy(t *testing.T, s *Server, node *structs.Node, allocs ...*struc
 		ups = append(ups, &structs.Allocation{ID: a.ID, ClientStatus: structs.AllocClientStatusRunning,
 			DeploymentStatus: &structs.AllocDeploymentStatus{Healthy: &h, Timestamp: time.Now()}})
 	}
-	if err := s.UpdateAllocs(context.Background(), node.ID, node.SecretID, ups); err != nil {
+	if err := s.Nodes().UpdateAllocs(context.Background(), node.ID, node.SecretID, ups); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -144,7 +144,7 @@ func TestDeploymentRolloutEndToEnd(t *testing.T) {
 	s, sched, node := rolloutServer(t)
 	ctx := context.Background()
 	job := rolloutJob("web")
-	if _, err := s.RegisterJob(ctx, job, false, 0); err != nil {
+	if _, err := s.Jobs().Register(ctx, job, false, 0); err != nil {
 		t.Fatal(err)
 	}
 	var d *structs.Deployment
@@ -161,7 +161,7 @@ func TestDeploymentRolloutEndToEnd(t *testing.T) {
 		t.Fatalf("placed canary has status %+v", canary.DeploymentStatus)
 	}
 	// Promotion before the canary is healthy is refused, with its kind.
-	if _, err := s.PromoteDeployment(ctx, d.ID, true, nil); !errors.Is(err, structs.ErrInvalid) {
+	if _, err := s.Deployments().Promote(ctx, d.ID, true, nil); !errors.Is(err, structs.ErrInvalid) {
 		t.Fatalf("early promotion: %v, want ErrInvalid", err)
 	}
 	reportHealthy(t, s, node, canary)
@@ -169,7 +169,7 @@ func TestDeploymentRolloutEndToEnd(t *testing.T) {
 		d, _ = s.State().DeploymentByID(nil, d.ID)
 		return d.StatusDescription == structs.DeploymentStatusDescriptionRunningNeedsPromotion
 	})
-	resp, err := s.PromoteDeployment(ctx, d.ID, false, []string{"g"})
+	resp, err := s.Deployments().Promote(ctx, d.ID, false, []string{"g"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func TestDeploymentRolloutEndToEnd(t *testing.T) {
 func TestDeploymentEndpointsRefuse(t *testing.T) {
 	s, _, _ := rolloutServer(t)
 	ctx := context.Background()
-	if _, err := s.RegisterJob(ctx, rolloutJob("web"), false, 0); err != nil {
+	if _, err := s.Jobs().Register(ctx, rolloutJob("web"), false, 0); err != nil {
 		t.Fatal(err)
 	}
 	var d *structs.Deployment
@@ -219,15 +219,15 @@ func TestDeploymentEndpointsRefuse(t *testing.T) {
 		kind error
 		msg  string
 	}{
-		{"promote unknown", func() error { _, err := s.PromoteDeployment(ctx, "nope", true, nil); return err }, structs.ErrNotFound, "not found"},
-		{"promote nothing", func() error { _, err := s.PromoteDeployment(ctx, d.ID, false, nil); return err }, structs.ErrInvalid, "Groups"},
-		{"promote unknown group", func() error { _, err := s.PromoteDeployment(ctx, d.ID, false, []string{"db"}); return err }, structs.ErrInvalid, `"db"`},
-		{"health of no alloc", func() error { _, err := s.SetDeploymentAllocHealth(ctx, d.ID, nil, nil); return err }, structs.ErrInvalid, "HealthyAllocationIDs"},
+		{"promote unknown", func() error { _, err := s.Deployments().Promote(ctx, "nope", true, nil); return err }, structs.ErrNotFound, "not found"},
+		{"promote nothing", func() error { _, err := s.Deployments().Promote(ctx, d.ID, false, nil); return err }, structs.ErrInvalid, "Groups"},
+		{"promote unknown group", func() error { _, err := s.Deployments().Promote(ctx, d.ID, false, []string{"db"}); return err }, structs.ErrInvalid, `"db"`},
+		{"health of no alloc", func() error { _, err := s.Deployments().SetAllocHealth(ctx, d.ID, nil, nil); return err }, structs.ErrInvalid, "HealthyAllocationIDs"},
 		{"health of a foreign alloc", func() error {
-			_, err := s.SetDeploymentAllocHealth(ctx, d.ID, []string{uuid.NewString()}, nil)
+			_, err := s.Deployments().SetAllocHealth(ctx, d.ID, []string{uuid.NewString()}, nil)
 			return err
 		}, structs.ErrInvalid, "not part of deployment"},
-		{"pause unknown", func() error { _, err := s.PauseDeployment(ctx, "nope", true); return err }, structs.ErrNotFound, "not found"},
+		{"pause unknown", func() error { _, err := s.Deployments().Pause(ctx, "nope", true); return err }, structs.ErrNotFound, "not found"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -242,27 +242,27 @@ func TestDeploymentEndpointsRefuse(t *testing.T) {
 		})
 	}
 	// Pause, resume, then fail by hand: terminal, and further writes refused.
-	if _, err := s.PauseDeployment(ctx, d.ID, true); err != nil {
+	if _, err := s.Deployments().Pause(ctx, d.ID, true); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := s.State().DeploymentByID(nil, d.ID); got.Status != structs.DeploymentStatusPaused {
 		t.Errorf("paused deployment is %s", got.Status)
 	}
-	if _, err := s.PauseDeployment(ctx, d.ID, false); err != nil {
+	if _, err := s.Deployments().Pause(ctx, d.ID, false); err != nil {
 		t.Fatal(err)
 	}
 	alloc := deploymentAllocs(t, s, d)[0]
-	if _, err := s.SetDeploymentAllocHealth(ctx, d.ID, []string{alloc.ID}, nil); err != nil {
+	if _, err := s.Deployments().SetAllocHealth(ctx, d.ID, []string{alloc.ID}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.FailDeployment(ctx, d.ID); err != nil {
+	if _, err := s.Deployments().Fail(ctx, d.ID); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := s.State().DeploymentByID(nil, d.ID)
 	if got.Status != structs.DeploymentStatusFailed || !strings.HasPrefix(got.StatusDescription, structs.DeploymentStatusDescriptionFailedByUser) {
 		t.Errorf("failed deployment %s %q", got.Status, got.StatusDescription)
 	}
-	if _, err := s.FailDeployment(ctx, d.ID); !errors.Is(err, structs.ErrInvalid) {
+	if _, err := s.Deployments().Fail(ctx, d.ID); !errors.Is(err, structs.ErrInvalid) {
 		t.Errorf("failing a failed deployment: %v, want ErrInvalid", err)
 	}
 }
@@ -272,7 +272,7 @@ func TestCanaryRefusedForTypesWithoutDeployments(t *testing.T) {
 	job := rolloutJob("plain")
 	job.Type = "nodeploy"
 	before := s.State().LatestIndex()
-	_, err := s.RegisterJob(context.Background(), job, false, 0)
+	_, err := s.Jobs().Register(context.Background(), job, false, 0)
 	var ve *structs.ValidationError
 	if !errors.As(err, &ve) || len(ve.Errors) != 1 || !strings.Contains(ve.Errors[0], `group "g": update.canary is 1`) {
 		t.Fatalf("err = %v, want one validation error naming the group's update.canary", err)
@@ -281,7 +281,7 @@ func TestCanaryRefusedForTypesWithoutDeployments(t *testing.T) {
 		t.Errorf("a refused job was written")
 	}
 	job.TaskGroups[0].Update.Canary = 0
-	if _, err := s.RegisterJob(context.Background(), job, false, 0); err != nil {
+	if _, err := s.Jobs().Register(context.Background(), job, false, 0); err != nil {
 		t.Errorf("without canaries the job is accepted: %v", err)
 	}
 }
@@ -289,7 +289,7 @@ func TestCanaryRefusedForTypesWithoutDeployments(t *testing.T) {
 func TestConvertPlanDeploymentRefusesBadPlugins(t *testing.T) {
 	s, _, node := rolloutServer(t)
 	ctx := context.Background()
-	if _, err := s.RegisterJob(ctx, rolloutJob("web"), false, 0); err != nil {
+	if _, err := s.Jobs().Register(ctx, rolloutJob("web"), false, 0); err != nil {
 		t.Fatal(err)
 	}
 	var d *structs.Deployment
@@ -298,7 +298,7 @@ func TestConvertPlanDeploymentRefusesBadPlugins(t *testing.T) {
 		return d != nil
 	})
 	// A second job, whose deployment the first one's plans may not touch.
-	if _, err := s.RegisterJob(ctx, rolloutJob("other"), false, 0); err != nil {
+	if _, err := s.Jobs().Register(ctx, rolloutJob("other"), false, 0); err != nil {
 		t.Fatal(err)
 	}
 	var otherD *structs.Deployment
@@ -379,7 +379,7 @@ func TestGCReapsFinishedDeployments(t *testing.T) {
 	s, _ := gcServer(t, gc.New(), nil)
 	node := testNode("a")
 	registerNodes(t, s, node)
-	if _, err := s.RegisterJob(context.Background(), testJob("j", "sysbatch"), false, 0); err != nil {
+	if _, err := s.Jobs().Register(context.Background(), testJob("j", "sysbatch"), false, 0); err != nil {
 		t.Fatal(err)
 	}
 	job, _ := s.State().JobByID(nil, structs.DefaultNamespace, "j")
@@ -425,7 +425,7 @@ func TestSubmittedStableIsIgnored(t *testing.T) {
 	s, _, _ := rolloutServer(t)
 	job := rolloutJob("web")
 	job.Stable = true
-	if _, err := s.RegisterJob(context.Background(), job, false, 0); err != nil {
+	if _, err := s.Jobs().Register(context.Background(), job, false, 0); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := s.State().JobByID(nil, structs.DefaultNamespace, "web"); got.Stable {
@@ -451,7 +451,7 @@ func TestSetAllocUnhealthyFailsDeployment(t *testing.T) {
 		t.Fatalf("deployment group %+v has no progress deadline", d.TaskGroups["g"])
 	}
 	alloc := deploymentAllocs(t, s, d)[0]
-	resp, err := s.SetDeploymentAllocHealth(ctx, d.ID, nil, []string{alloc.ID})
+	resp, err := s.Deployments().SetAllocHealth(ctx, d.ID, nil, []string{alloc.ID})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ func TestDispatchIDValidation(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			before := s.State().LatestIndex()
-			_, err := s.DispatchJob(ctx, "", &structs.JobDispatchRequest{JobID: "p", Meta: ok, IdPrefixTemplate: tc.prefix})
+			_, err := s.Jobs().Dispatch(ctx, "", &structs.JobDispatchRequest{JobID: "p", Meta: ok, IdPrefixTemplate: tc.prefix})
 			var ve *structs.ValidationError
 			if !errors.As(err, &ve) || structs.HTTPStatus(err) != 400 {
 				t.Fatalf("err = %T %v; want a ValidationError (400)", err, err)
@@ -40,7 +40,7 @@ func TestDispatchIDValidation(t *testing.T) {
 		})
 	}
 
-	resp, err := s.DispatchJob(ctx, "", &structs.JobDispatchRequest{JobID: "p", Meta: ok, IdPrefixTemplate: "nightly_run-1"})
+	resp, err := s.Jobs().Dispatch(ctx, "", &structs.JobDispatchRequest{JobID: "p", Meta: ok, IdPrefixTemplate: "nightly_run-1"})
 	if err != nil {
 		t.Fatalf("a clean prefix was refused: %v", err)
 	}
@@ -50,7 +50,7 @@ func TestDispatchIDValidation(t *testing.T) {
 
 	for _, id := range []string{"bad\nid", "bad\rid", "bad\x7fid"} {
 		j := paramJob(id, structs.DispatchPayloadOptional)
-		if _, err := s.RegisterJob(ctx, j, false, 0); err == nil || structs.HTTPStatus(err) != 400 || !strings.Contains(err.Error(), "job ID") {
+		if _, err := s.Jobs().Register(ctx, j, false, 0); err == nil || structs.HTTPStatus(err) != 400 || !strings.Contains(err.Error(), "job ID") {
 			t.Errorf("register of job ID %q: err = %v; want a 400 naming the job ID", id, err)
 		}
 	}

@@ -40,7 +40,7 @@ func TestDispatchRefusals(t *testing.T) {
 	plain := registerJob(t, s, testJob("plain", "sysbatch"))
 	waitEvalTerminal(t, s, plain.EvalID) // nothing else writes while refusals are checked
 	registerJob(t, s, paramJob("stopped", structs.DispatchPayloadOptional))
-	if _, err := s.DeregisterJob(ctx, "", "stopped", false); err != nil {
+	if _, err := s.Jobs().Deregister(ctx, "", "stopped", false); err != nil {
 		t.Fatal(err)
 	}
 	ok := map[string]string{"color": "blue"}
@@ -77,7 +77,7 @@ func TestDispatchRefusals(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			before := s.State().LatestIndex()
 			req := tc.req
-			_, err := s.DispatchJob(ctx, "", &req)
+			_, err := s.Jobs().Dispatch(ctx, "", &req)
 			if err == nil {
 				t.Fatal("dispatch accepted")
 			}
@@ -135,7 +135,7 @@ func TestDispatchCreatesChild(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			req := tc.req
-			dr, err := s.DispatchJob(ctx, "", &req)
+			dr, err := s.Jobs().Dispatch(ctx, "", &req)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -195,13 +195,13 @@ func TestDispatchIdempotencyToken(t *testing.T) {
 	req := func() *structs.JobDispatchRequest {
 		return &structs.JobDispatchRequest{JobID: "idem", Meta: map[string]string{"color": "blue"}, IdempotencyToken: "tok-1"}
 	}
-	first, err := s.DispatchJob(ctx, "", req())
+	first, err := s.Jobs().Dispatch(ctx, "", req())
 	if err != nil {
 		t.Fatal(err)
 	}
 	waitEvalTerminal(t, s, first.EvalID)
 	before := s.State().LatestIndex()
-	again, err := s.DispatchJob(ctx, "", req())
+	again, err := s.Jobs().Dispatch(ctx, "", req())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +213,7 @@ func TestDispatchIdempotencyToken(t *testing.T) {
 	}
 	other := req()
 	other.IdempotencyToken = "tok-2"
-	third, err := s.DispatchJob(ctx, "", other)
+	third, err := s.Jobs().Dispatch(ctx, "", other)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ func TestDrainWaitsForHealthyReplacements(t *testing.T) {
 			u.ClientStatus = structs.AllocClientStatusRunning
 			yes := true
 			u.DeploymentStatus = &structs.AllocDeploymentStatus{Healthy: &yes}
-			if err := s.UpdateAllocs(context.Background(), n.ID, n.SecretID, []*structs.Allocation{u}); err != nil {
+			if err := s.Nodes().UpdateAllocs(context.Background(), n.ID, n.SecretID, []*structs.Allocation{u}); err != nil {
 				t.Fatal(err)
 			}
 		}},
@@ -55,7 +55,7 @@ func TestDrainWaitsForHealthyReplacements(t *testing.T) {
 			setClientStatus(t, s, a, structs.AllocClientStatusRunning, orig...)
 			registerNodes(t, s, b)
 
-			if _, err := s.UpdateNodeDrain(ctx, a.ID, &structs.DrainSpec{Deadline: time.Hour}, false, nil); err != nil {
+			if _, err := s.Nodes().UpdateDrain(ctx, a.ID, &structs.DrainSpec{Deadline: time.Hour}, false, nil); err != nil {
 				t.Fatal(err)
 			}
 			s.drainer.Tick()
@@ -90,7 +90,7 @@ func setClientStatus(t *testing.T, s *Server, n *structs.Node, status string, al
 		u.ClientStatus = status
 		us = append(us, u)
 	}
-	if err := s.UpdateAllocs(context.Background(), n.ID, n.SecretID, us); err != nil {
+	if err := s.Nodes().UpdateAllocs(context.Background(), n.ID, n.SecretID, us); err != nil {
 		t.Fatal(err)
 	}
 }

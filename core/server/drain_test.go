@@ -40,7 +40,7 @@ func TestDrain(t *testing.T) {
 			finish: func(t *testing.T, s *Server, _ *fakeClock, n *structs.Node, sb *structs.Allocation) {
 				u := sb.Copy()
 				u.ClientStatus = structs.AllocClientStatusComplete
-				if err := s.UpdateAllocs(context.Background(), n.ID, n.SecretID, []*structs.Allocation{u}); err != nil {
+				if err := s.Nodes().UpdateAllocs(context.Background(), n.ID, n.SecretID, []*structs.Allocation{u}); err != nil {
 					t.Fatal(err)
 				}
 			},
@@ -64,7 +64,7 @@ func TestDrain(t *testing.T) {
 			sb := runJobOn(t, s, testJob("sb", "sysbatch"), n, structs.AllocClientStatusRunning)
 			sys := runJobOn(t, s, testJob("sys", "system"), n, structs.AllocClientStatusRunning)
 
-			if _, err := s.UpdateNodeDrain(ctx, n.ID, &structs.DrainSpec{Deadline: time.Hour, IgnoreSystemJobs: tc.ignore}, false, nil); err != nil {
+			if _, err := s.Nodes().UpdateDrain(ctx, n.ID, &structs.DrainSpec{Deadline: time.Hour, IgnoreSystemJobs: tc.ignore}, false, nil); err != nil {
 				t.Fatal(err)
 			}
 			node, _ := s.State().NodeByID(nil, n.ID)
@@ -129,7 +129,7 @@ func TestDrainCancelMarkEligible(t *testing.T) {
 	ctx := context.Background()
 	n := testNode("a")
 	registerNodes(t, s, n)
-	if _, err := s.UpdateNodeDrain(ctx, n.ID, &structs.DrainSpec{Deadline: time.Hour}, false, nil); err != nil {
+	if _, err := s.Nodes().UpdateDrain(ctx, n.ID, &structs.DrainSpec{Deadline: time.Hour}, false, nil); err != nil {
 		t.Fatal(err)
 	}
 	resp := registerJob(t, s, testJob("sys", "system"))
@@ -137,7 +137,7 @@ func TestDrainCancelMarkEligible(t *testing.T) {
 	if got := allocsOn(t, s, "sys", n.ID); len(got) != 0 {
 		t.Fatalf("draining node got %d allocs", len(got))
 	}
-	up, err := s.UpdateNodeDrain(ctx, n.ID, nil, true, nil)
+	up, err := s.Nodes().UpdateDrain(ctx, n.ID, nil, true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,7 @@ func TestServerRefusesAlteredLogOnDisk(t *testing.T) {
 		c.OnFatal = func(err error) { fatal <- err }
 	}
 	s := testServer(t, cfg)
-	if _, err := s.RegisterJob(context.Background(), testJob("victim-job", "sysbatch"), false, 0); err != nil {
+	if _, err := s.Jobs().Register(context.Background(), testJob("victim-job", "sysbatch"), false, 0); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Shutdown(); err != nil {

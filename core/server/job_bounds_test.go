@@ -20,7 +20,7 @@ import (
 // nothing is written.
 func TestSubmitRefusals(t *testing.T) {
 	s := testServer(t, nil)
-	ts := httptest.NewServer(httpapi.New(httpapi.Config{Server: s}).Handler())
+	ts := httptest.NewServer(httpapi.New(httpConfig(s)).Handler())
 	t.Cleanup(ts.Close)
 	before := s.State().LatestIndex()
 
@@ -79,7 +79,7 @@ func TestSubmitRefusals(t *testing.T) {
 					t.Errorf("PUT %.40s: the answer is %d bytes: it echoes the value", path, len(msg))
 				}
 			}
-			_, err = s.RegisterJob(context.Background(), tc.job, false, 0)
+			_, err = s.Jobs().Register(context.Background(), tc.job, false, 0)
 			if err == nil || structs.HTTPStatus(err) != 400 || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("RegisterJob: %.500v, want an invalid-request error containing %q", err, tc.want)
 			}
@@ -97,7 +97,7 @@ func TestSubmitRefusals(t *testing.T) {
 // are bounded before the child is derived from them; nothing is written.
 func TestDispatchBounds(t *testing.T) {
 	s := testServer(t, nil)
-	ts := httptest.NewServer(httpapi.New(httpapi.Config{Server: s}).Handler())
+	ts := httptest.NewServer(httpapi.New(httpConfig(s)).Handler())
 	t.Cleanup(ts.Close)
 	registerJob(t, s, paramJob("p", structs.DispatchPayloadOptional))
 	before := s.State().LatestIndex()
@@ -114,7 +114,7 @@ func TestDispatchBounds(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := s.DispatchJob(context.Background(), "", &tc.req)
+			_, err := s.Jobs().Dispatch(context.Background(), "", &tc.req)
 			if err == nil || structs.HTTPStatus(err) != 400 || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("DispatchJob: %.300v, want an invalid-request error containing %q", err, tc.want)
 			}
@@ -155,7 +155,7 @@ func TestNodeRegisterBounds(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			n := testNode("n1")
 			tc.mut(n)
-			_, err := s.RegisterNode(context.Background(), n)
+			_, err := s.Nodes().Register(context.Background(), n)
 			if err == nil || structs.HTTPStatus(err) != 400 || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("RegisterNode: %.300v, want an invalid-request error containing %q", err, tc.want)
 			}
@@ -169,7 +169,7 @@ func TestNodeRegisterBounds(t *testing.T) {
 	n := testNode("n2")
 	registerNodes(t, s, n)
 	before = s.State().LatestIndex()
-	_, err := s.UpdateNodeDrain(context.Background(), n.ID, &structs.DrainSpec{}, false, map[string]string{"why": strings.Repeat("x", 1<<20)})
+	_, err := s.Nodes().UpdateDrain(context.Background(), n.ID, &structs.DrainSpec{}, false, map[string]string{"why": strings.Repeat("x", 1<<20)})
 	if want := `Meta["why"]: 1048576 bytes; exceeds limit MaxTextBytes (8192)`; err == nil || structs.HTTPStatus(err) != 400 || !strings.Contains(err.Error(), want) {
 		t.Fatalf("UpdateNodeDrain: %.300v, want an invalid-request error containing %q", err, want)
 	}

@@ -12,24 +12,25 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
-// RegisterJob validates and writes a job, with a job-register eval unless
+// Register validates and writes a job, with a job-register eval unless
 // the job is a periodic or parameterized parent. An unchanged spec writes
 // no new job version, only the eval.
-func (s *Server) RegisterJob(ctx context.Context, in *structs.Job, enforceIndex bool, jobModifyIndex uint64) (*structs.JobRegisterResponse, error) {
+func (ep Jobs) Register(ctx context.Context, in *structs.Job, enforceIndex bool, jobModifyIndex uint64) (*structs.JobRegisterResponse, error) {
+	s := ep.srv
 	if r, ok, err := forward[JobRegisterArgs, structs.JobRegisterResponse](ctx, s, "Job.Register", &JobRegisterArgs{Job: in, EnforceIndex: enforceIndex, JobModifyIndex: jobModifyIndex}); ok {
 		return r, err
 	}
 	if in == nil {
 		return nil, structs.NewError(structs.ErrInvalid, "Job: missing job")
 	}
-	job, err := s.prepareJob(in)
+	job, err := ep.prepare(in)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.checkDrivers(job); err != nil {
+	if err := ep.checkDrivers(job); err != nil {
 		return nil, err
 	}
-	if err := s.checkAllocLimit(job); err != nil {
+	if err := ep.checkAllocLimit(job); err != nil {
 		return nil, err
 	}
 	existing, err := s.State().JobByID(nil, job.Namespace, job.ID)
@@ -83,11 +84,12 @@ func (s *Server) newEval(job *structs.Job, trigger string) *structs.Evaluation {
 	}
 }
 
-// prepareJob returns a canonical, validated copy of a submitted job,
+// prepare returns a canonical, validated copy of a submitted job,
 // carrying the declaration of the plugin serving its type: the defaults
 // and rules that depend on the type come from that declaration. A type no
 // loaded scheduler plugin serves is refused.
-func (s *Server) prepareJob(in *structs.Job) (*structs.Job, error) {
+func (ep Jobs) prepare(in *structs.Job) (*structs.Job, error) {
+	s := ep.srv
 	job := in.Copy()
 	if job.Type == "" {
 		job.Type = structs.DefaultJobType
@@ -104,10 +106,10 @@ func (s *Server) prepareJob(in *structs.Job) (*structs.Job, error) {
 	if err := job.Validate(); err != nil {
 		return nil, err
 	}
-	if err := s.checkNamespace(job.Namespace, job.ID); err != nil {
+	if err := ep.checkNamespace(job.Namespace, job.ID); err != nil {
 		return nil, err
 	}
-	if err := s.checkNodePool(job); err != nil {
+	if err := ep.checkNodePool(job); err != nil {
 		return nil, err
 	}
 	return job, nil
@@ -116,7 +118,8 @@ func (s *Server) prepareJob(in *structs.Job) (*structs.Job, error) {
 // checkNamespace refuses a job in a namespace that does not exist
 // (structs.NamespaceMissingError). The FSM checks again when it applies
 // the register, which a concurrent namespace delete cannot slip past.
-func (s *Server) checkNamespace(ns, jobID string) error {
+func (ep Jobs) checkNamespace(ns, jobID string) error {
+	s := ep.srv
 	if ns == "" {
 		ns = structs.DefaultNamespace
 	}
@@ -132,7 +135,8 @@ func (s *Server) checkNamespace(ns, jobID string) error {
 
 // checkDrivers refuses a task whose driver no plugin of this cluster knows:
 // neither a configured driver plugin nor one fingerprinted on any node.
-func (s *Server) checkDrivers(job *structs.Job) error {
+func (ep Jobs) checkDrivers(job *structs.Job) error {
+	s := ep.srv
 	known := map[string]bool{}
 	for _, d := range s.cfg.KnownDrivers {
 		known[d] = true
@@ -181,9 +185,10 @@ func (s *Server) checkDrivers(job *structs.Job) error {
 	return &structs.ValidationError{Errors: bad}
 }
 
-// DeregisterJob stops a job, or deletes it with purge. An unknown job is a
+// Deregister stops a job, or deletes it with purge. An unknown job is a
 // no-op, as in Nomad.
-func (s *Server) DeregisterJob(ctx context.Context, ns, jobID string, purge bool) (*structs.JobDeregisterResponse, error) {
+func (ep Jobs) Deregister(ctx context.Context, ns, jobID string, purge bool) (*structs.JobDeregisterResponse, error) {
+	s := ep.srv
 	if r, ok, err := forward[JobRefArgs, structs.JobDeregisterResponse](ctx, s, "Job.Deregister", &JobRefArgs{Namespace: ns, JobID: jobID, Purge: purge}); ok {
 		return r, err
 	}
@@ -216,11 +221,12 @@ func (s *Server) DeregisterJob(ctx context.Context, ns, jobID string, purge bool
 	return resp, nil
 }
 
-// EvaluateJob forces a new evaluation of a job. With ForceReschedule, the
+// Evaluate forces a new evaluation of a job. With ForceReschedule, the
 // job's failed allocations not yet replaced are marked
 // DesiredTransition.ForceReschedule in the same Raft entry as the eval, so
 // the scheduler that runs it reschedules them now.
-func (s *Server) EvaluateJob(ctx context.Context, ns, jobID string, opts structs.EvalOptions) (*structs.JobRegisterResponse, error) {
+func (ep Jobs) Evaluate(ctx context.Context, ns, jobID string, opts structs.EvalOptions) (*structs.JobRegisterResponse, error) {
+	s := ep.srv
 	if r, ok, err := forward[JobRefArgs, structs.JobRegisterResponse](ctx, s, "Job.Evaluate",
 		&JobRefArgs{Namespace: ns, JobID: jobID, ForceReschedule: opts.ForceReschedule}); ok {
 		return r, err
@@ -242,7 +248,7 @@ func (s *Server) EvaluateJob(ctx context.Context, ns, jobID string, opts structs
 	ev.JobModifyIndex = job.JobModifyIndex
 	var index uint64
 	if opts.ForceReschedule {
-		force, err := s.forceRescheduleMarks(ns, jobID)
+		force, err := ep.forceRescheduleMarks(ns, jobID)
 		if err != nil {
 			return nil, err
 		}
@@ -260,7 +266,8 @@ func (s *Server) EvaluateJob(ctx context.Context, ns, jobID string, opts structs
 
 // forceRescheduleMarks are the desired transitions that force the
 // reschedule of a job's failed allocations still desired and not replaced.
-func (s *Server) forceRescheduleMarks(ns, jobID string) (map[string]*structs.DesiredTransition, error) {
+func (ep Jobs) forceRescheduleMarks(ns, jobID string) (map[string]*structs.DesiredTransition, error) {
+	s := ep.srv
 	allocs, err := s.State().AllocsByJob(nil, ns, jobID, false)
 	if err != nil {
 		return nil, err
@@ -275,8 +282,9 @@ func (s *Server) forceRescheduleMarks(ns, jobID string) (map[string]*structs.Des
 	return out, nil
 }
 
-// DispatchJob creates a child of a parameterized job (§3).
-func (s *Server) DispatchJob(ctx context.Context, ns string, req *structs.JobDispatchRequest) (*structs.JobDispatchResponse, error) {
+// Dispatch creates a child of a parameterized job (§3).
+func (ep Jobs) Dispatch(ctx context.Context, ns string, req *structs.JobDispatchRequest) (*structs.JobDispatchResponse, error) {
+	s := ep.srv
 	if r, ok, err := forward[JobDispatchArgs, structs.JobDispatchResponse](ctx, s, "Job.Dispatch", &JobDispatchArgs{Namespace: ns, Request: req}); ok {
 		return r, err
 	}
@@ -287,7 +295,7 @@ func (s *Server) DispatchJob(ctx context.Context, ns string, req *structs.JobDis
 	if err := structs.CheckBounds("Dispatch", req); err != nil {
 		return nil, err
 	}
-	if err := s.checkNamespace(ns, req.JobID); err != nil {
+	if err := ep.checkNamespace(ns, req.JobID); err != nil {
 		return nil, err
 	}
 	parent, err := s.State().JobByID(nil, ns, req.JobID)
@@ -301,7 +309,7 @@ func (s *Server) DispatchJob(ctx context.Context, ns string, req *structs.JobDis
 		return nil, err
 	}
 	if req.IdempotencyToken != "" {
-		prior, err := s.childWithToken(ns, parent.ID, req.IdempotencyToken)
+		prior, err := ep.childWithToken(ns, parent.ID, req.IdempotencyToken)
 		if err != nil {
 			return nil, err
 		}
@@ -356,7 +364,7 @@ func (s *Server) DispatchJob(ctx context.Context, ns string, req *structs.JobDis
 			return nil, err
 		}
 		if written == nil {
-			if prior, err := s.childWithToken(ns, parent.ID, req.IdempotencyToken); err != nil || prior != nil {
+			if prior, err := ep.childWithToken(ns, parent.ID, req.IdempotencyToken); err != nil || prior != nil {
 				if prior == nil {
 					return nil, err
 				}
@@ -430,7 +438,8 @@ func validateDispatch(parent *structs.Job, req *structs.JobDispatchRequest) erro
 }
 
 // ForcePeriodic launches a periodic job's child now.
-func (s *Server) ForcePeriodic(ctx context.Context, ns, jobID string) (*structs.PeriodicForceResponse, error) {
+func (ep Jobs) ForcePeriodic(ctx context.Context, ns, jobID string) (*structs.PeriodicForceResponse, error) {
+	s := ep.srv
 	if r, ok, err := forward[JobRefArgs, structs.PeriodicForceResponse](ctx, s, "Periodic.Force", &JobRefArgs{Namespace: ns, JobID: jobID}); ok {
 		return r, err
 	}
@@ -462,7 +471,8 @@ func (s *Server) ForcePeriodic(ctx context.Context, ns, jobID string) (*structs.
 }
 
 // childWithToken finds the live child of parent dispatched with token.
-func (s *Server) childWithToken(ns, parent, token string) (*structs.Job, error) {
+func (ep Jobs) childWithToken(ns, parent, token string) (*structs.Job, error) {
+	s := ep.srv
 	children, err := s.State().JobsByParent(nil, ns, parent)
 	if err != nil {
 		return nil, err

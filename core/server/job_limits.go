@@ -23,12 +23,13 @@ const (
 // MaxAllocsPerJob: the sum over its groups of count, times the candidate
 // nodes (at least one, as nodes may join later) for a type whose plugin
 // places per node.
-func (s *Server) checkAllocLimit(job *structs.Job) error {
+func (ep Jobs) checkAllocLimit(job *structs.Job) error {
+	s := ep.srv
 	limit := s.cfg.MaxAllocsPerJob
 	nodes := 1
 	perNode := job.TypeBehavior != nil && job.TypeBehavior.PerNode
 	if perNode {
-		n, err := s.candidateNodes(job)
+		n, err := ep.candidateNodes(job)
 		if err != nil {
 			return err
 		}
@@ -76,7 +77,8 @@ const maxLimitParts = 5
 
 // candidateNodes counts the nodes a per-node job would run on: those of its
 // pool and datacenters that are not down.
-func (s *Server) candidateNodes(job *structs.Job) (int, error) {
+func (ep Jobs) candidateNodes(job *structs.Job) (int, error) {
+	s := ep.srv
 	snap, err := s.State().Snapshot()
 	if err != nil {
 		return 0, err
@@ -108,7 +110,8 @@ type placementCap struct {
 // leaves the job once this plan's stops are counted, are dropped with the
 // preemptions made for them, and counted queued. In-place updates and
 // stops are never limited.
-func (s *Server) capPlacements(req *pb.ScheduleRequest, resp *pb.ScheduleResponse) placementCap {
+func (w *worker) capPlacements(req *pb.ScheduleRequest, resp *pb.ScheduleResponse) placementCap {
+	s := w.s
 	p := resp.GetPlan()
 	c := placementCap{limit: s.cfg.MaxAllocsPerEval}
 	if p == nil {

@@ -24,7 +24,7 @@ func TestRegisterJobRefusesMoreAllocsThanTheLimit(t *testing.T) {
 
 	big := testJob("big", "sysbatch")
 	big.TaskGroups[0].Count = 4 // 4 x 3 nodes = 12 > 10
-	_, err := s.RegisterJob(context.Background(), big, false, 0)
+	_, err := s.Jobs().Register(context.Background(), big, false, 0)
 	if !errors.Is(err, structs.ErrInvalid) || structs.HTTPStatus(err) != http.StatusBadRequest {
 		t.Fatalf("err = %v (HTTP %d), want ErrInvalid / 400", err, structs.HTTPStatus(err))
 	}
@@ -36,7 +36,7 @@ func TestRegisterJobRefusesMoreAllocsThanTheLimit(t *testing.T) {
 	if j, _ := s.State().JobByID(nil, "default", "big"); j != nil {
 		t.Fatal("a refused job was written")
 	}
-	if _, err := s.PlanJob(context.Background(), big, false); !errors.Is(err, structs.ErrInvalid) {
+	if _, err := s.Jobs().Plan(context.Background(), big, false); !errors.Is(err, structs.ErrInvalid) {
 		t.Fatalf("plan of the same job: err = %v, want ErrInvalid", err)
 	}
 
@@ -44,7 +44,7 @@ func TestRegisterJobRefusesMoreAllocsThanTheLimit(t *testing.T) {
 	empty := testServer(t, func(c *Config) { c.MaxAllocsPerJob = 10 })
 	huge := testJob("huge", "sysbatch")
 	huge.TaskGroups[0].Count = 1_000_000
-	if _, err := empty.RegisterJob(context.Background(), huge, false, 0); !errors.Is(err, structs.ErrInvalid) {
+	if _, err := empty.Jobs().Register(context.Background(), huge, false, 0); !errors.Is(err, structs.ErrInvalid) {
 		t.Fatalf("count 1000000 with no nodes: err = %v, want ErrInvalid", err)
 	}
 
@@ -55,7 +55,7 @@ func TestRegisterJobRefusesMoreAllocsThanTheLimit(t *testing.T) {
 	second.Name = "h"
 	wrap.TaskGroups = append(wrap.TaskGroups, &second)
 	wrap.TaskGroups[0].Count, wrap.TaskGroups[1].Count = math.MaxInt, 1
-	if _, err := empty.RegisterJob(context.Background(), wrap, false, 0); !errors.Is(err, structs.ErrInvalid) ||
+	if _, err := empty.Jobs().Register(context.Background(), wrap, false, 0); !errors.Is(err, structs.ErrInvalid) ||
 		!strings.Contains(err.Error(), "more than") {
 		t.Fatalf("counts MaxInt and 1: err = %v, want ErrInvalid saying more than MaxInt", err)
 	}

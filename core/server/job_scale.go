@@ -8,7 +8,7 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
-// ScaleJob sets one group's count (Nomad's Job.Scale): a new version of
+// Scale sets one group's count (Nomad's Job.Scale): a new version of
 // the job that differs only in that count, checked as a registration is
 // (the type's max_group_count, the allocation limits), with a job-scaling
 // eval and a scaling event, in one Raft entry. A request without a count
@@ -19,7 +19,8 @@ import (
 // per node (JobTypeBehavior.PerNode) has no count to scale and is refused,
 // as is a stopped job (Nomad would change the spec of a job that runs
 // nothing; drover asks for a run or a revert first).
-func (s *Server) ScaleJob(ctx context.Context, ns, jobID string, req *structs.ScalingRequest) (*structs.JobRegisterResponse, error) {
+func (ep Jobs) Scale(ctx context.Context, ns, jobID string, req *structs.ScalingRequest) (*structs.JobRegisterResponse, error) {
+	s := ep.srv
 	if r, ok, err := forward[JobScaleArgs, structs.JobRegisterResponse](ctx, s, "Job.Scale", &JobScaleArgs{Namespace: ns, JobID: jobID, Request: req}); ok {
 		return r, err
 	}
@@ -70,7 +71,7 @@ func (s *Server) ScaleJob(ctx context.Context, ns, jobID string, req *structs.Sc
 		if err := tg.CheckScaleCount(*req.Count); err != nil {
 			return nil, err
 		}
-		next, err := s.scaledJob(job, group, *req.Count)
+		next, err := ep.scaledJob(job, group, *req.Count)
 		if err != nil {
 			return nil, err
 		}
@@ -105,20 +106,21 @@ func (s *Server) ScaleJob(ctx context.Context, ns, jobID string, req *structs.Sc
 // scaledJob is the job with group's count set, prepared and checked as a
 // registration (prepareJob, the allocation limit); nil when the count is
 // already that (the eval runs, no new version is written).
-func (s *Server) scaledJob(job *structs.Job, group string, count int64) (*structs.Job, error) {
+func (ep Jobs) scaledJob(job *structs.Job, group string, count int64) (*structs.Job, error) {
+	s := ep.srv
 	if count > int64(maxInt) {
 		return nil, structs.NewError(structs.ErrInvalid, "Count: %d is out of range", count)
 	}
 	next := job.Copy()
 	next.LookupTaskGroup(group).Count = int(count)
-	prepared, err := s.prepareJob(next)
+	prepared, err := ep.prepare(next)
 	if err != nil {
 		return nil, err
 	}
 	if prepared.TypeBehavior != nil && prepared.TypeBehavior.PerNode {
 		return nil, perNodeScaleError(job)
 	}
-	if err := s.checkAllocLimit(prepared); err != nil {
+	if err := ep.checkAllocLimit(prepared); err != nil {
 		return nil, err
 	}
 	if !job.SpecChanged(prepared) {
@@ -159,13 +161,14 @@ func jsonMeta(meta map[string]any) (map[string]any, error) {
 	return out, nil
 }
 
-// RevertJob registers a kept version of a job again, as a new version
+// Revert registers a kept version of a job again, as a new version
 // (Nomad's Job.Revert), with a job-register eval. The version must be
 // kept and not the current one; with enforcePrior, the current version
 // must be that one. The reverted spec is prepared and checked as any
 // registration, against the job's current JobModifyIndex, so a change that
 // lands in between is a conflict rather than overwritten.
-func (s *Server) RevertJob(ctx context.Context, ns, jobID string, version uint64, enforcePrior *uint64) (*structs.JobRegisterResponse, error) {
+func (ep Jobs) Revert(ctx context.Context, ns, jobID string, version uint64, enforcePrior *uint64) (*structs.JobRegisterResponse, error) {
+	s := ep.srv
 	if r, ok, err := forward[JobRevertArgs, structs.JobRegisterResponse](ctx, s, "Job.Revert", &JobRevertArgs{Namespace: ns, JobID: jobID, Version: version, EnforcePriorVersion: enforcePrior}); ok {
 		return r, err
 	}
@@ -195,7 +198,7 @@ func (s *Server) RevertJob(ctx context.Context, ns, jobID string, version uint64
 	rev := old.Copy()
 	rev.Version, rev.CreateIndex, rev.ModifyIndex, rev.JobModifyIndex = 0, 0, 0, 0
 	rev.Status, rev.StatusDescription, rev.Stable = "", "", false
-	resp, err := s.RegisterJob(ctx, rev, true, cur.JobModifyIndex)
+	resp, err := ep.Register(ctx, rev, true, cur.JobModifyIndex)
 	if err != nil {
 		return nil, err
 	}

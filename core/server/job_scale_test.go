@@ -44,14 +44,14 @@ func scaleFixture(t *testing.T, mut func(*Config)) (*Server, *httptest.Server) {
 	registerJob(t, s, testJob("web", "batch"))
 	registerJob(t, s, testJob("sb", "sysbatch"))
 	registerJob(t, s, testJob("old", "batch"))
-	if _, err := s.DeregisterJob(context.Background(), "", "old", false); err != nil {
+	if _, err := s.Jobs().Deregister(context.Background(), "", "old", false); err != nil {
 		t.Fatal(err)
 	}
 	// The registrations' evals are done before a test compares indexes.
 	for _, id := range []string{"web", "sb", "old"} {
 		waitJobEvalsTerminal(t, s, id)
 	}
-	ts := httptest.NewServer(httpapi.New(httpapi.Config{Server: s}).Handler())
+	ts := httptest.NewServer(httpapi.New(httpConfig(s)).Handler())
 	t.Cleanup(ts.Close)
 	return s, ts
 }
@@ -199,7 +199,7 @@ func TestScaleAndRevertWithNomadClient(t *testing.T) {
 	}
 
 	// Purging the job deletes its events.
-	if _, err := s.DeregisterJob(context.Background(), "", "web", true); err != nil {
+	if _, err := s.Jobs().Deregister(context.Background(), "", "web", true); err != nil {
 		t.Fatal(err)
 	}
 	if ev, _ := s.State().ScalingEventsByJob(nil, "default", "web"); ev != nil {
@@ -213,7 +213,7 @@ func TestScaleUnchangedAndEventsBounded(t *testing.T) {
 	s, _ := scaleFixture(t, nil)
 	ctx := context.Background()
 	one := int64(1)
-	resp, err := s.ScaleJob(ctx, "", "web", &structs.ScalingRequest{Count: &one, Target: map[string]string{"Group": "g"}})
+	resp, err := s.Jobs().Scale(ctx, "", "web", &structs.ScalingRequest{Count: &one, Target: map[string]string{"Group": "g"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +222,7 @@ func TestScaleUnchangedAndEventsBounded(t *testing.T) {
 		t.Fatalf("unchanged scale: version %d eval %q modify %d/%d, want version 0 and an eval", job.Version, resp.EvalID, resp.JobModifyIndex, job.JobModifyIndex)
 	}
 	for i := 0; i < 25; i++ {
-		if _, err := s.ScaleJob(ctx, "", "web", &structs.ScalingRequest{Message: fmt.Sprintf("m%d", i), Target: map[string]string{"Group": "g"}}); err != nil {
+		if _, err := s.Jobs().Scale(ctx, "", "web", &structs.ScalingRequest{Message: fmt.Sprintf("m%d", i), Target: map[string]string{"Group": "g"}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -306,23 +306,23 @@ func TestScaleAndRevertForwardToLeader(t *testing.T) {
 		kind error
 	}{
 		{"unknown job", func() error {
-			_, err := follower.ScaleJob(ctx, "", "nope", &structs.ScalingRequest{Count: &two, Target: g})
+			_, err := follower.Jobs().Scale(ctx, "", "nope", &structs.ScalingRequest{Count: &two, Target: g})
 			return err
 		}, structs.ErrNotFound},
 		{"unknown group", func() error {
-			_, err := follower.ScaleJob(ctx, "", "web", &structs.ScalingRequest{Count: &two, Target: map[string]string{"Group": "x"}})
+			_, err := follower.Jobs().Scale(ctx, "", "web", &structs.ScalingRequest{Count: &two, Target: map[string]string{"Group": "x"}})
 			return err
 		}, structs.ErrInvalid},
 		{"per-node type", func() error {
-			_, err := follower.ScaleJob(ctx, "", "sb", &structs.ScalingRequest{Count: &two, Target: g})
+			_, err := follower.Jobs().Scale(ctx, "", "sb", &structs.ScalingRequest{Count: &two, Target: g})
 			return err
 		}, structs.ErrInvalid},
 		{"revert to current", func() error {
-			_, err := follower.RevertJob(ctx, "", "web", 0, nil)
+			_, err := follower.Jobs().Revert(ctx, "", "web", 0, nil)
 			return err
 		}, structs.ErrInvalid},
 		{"revert unknown version", func() error {
-			_, err := follower.RevertJob(ctx, "", "web", 7, nil)
+			_, err := follower.Jobs().Revert(ctx, "", "web", 7, nil)
 			return err
 		}, structs.ErrNotFound},
 	} {
@@ -332,7 +332,7 @@ func TestScaleAndRevertForwardToLeader(t *testing.T) {
 			}
 		})
 	}
-	resp, err := follower.ScaleJob(ctx, "", "web", &structs.ScalingRequest{Count: &two, Target: g, Message: "via follower"})
+	resp, err := follower.Jobs().Scale(ctx, "", "web", &structs.ScalingRequest{Count: &two, Target: g, Message: "via follower"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,7 +344,7 @@ func TestScaleAndRevertForwardToLeader(t *testing.T) {
 		ev, _ := follower.State().ScalingEventsByJob(nil, "default", "web")
 		return ev != nil && len(ev.ScalingEvents["g"]) == 1 && ev.ScalingEvents["g"][0].Message == "via follower"
 	})
-	if _, err := follower.RevertJob(ctx, "", "web", 0, nil); err != nil {
+	if _, err := follower.Jobs().Revert(ctx, "", "web", 0, nil); err != nil {
 		t.Fatal(err)
 	}
 	if j, _ := leader.State().JobByID(nil, "default", "web"); j.TaskGroups[0].Count != 1 || j.Version != 2 {
@@ -360,7 +360,7 @@ func TestScalePeriodicParent(t *testing.T) {
 	parent.Periodic = &structs.PeriodicConfig{Enabled: true, Spec: "0 * * * *"}
 	registerJob(t, s, parent)
 	two := int64(2)
-	resp, err := s.ScaleJob(context.Background(), "", "cron", &structs.ScalingRequest{Count: &two, Target: map[string]string{"Group": "g"}})
+	resp, err := s.Jobs().Scale(context.Background(), "", "cron", &structs.ScalingRequest{Count: &two, Target: map[string]string{"Group": "g"}})
 	if err != nil {
 		t.Fatal(err)
 	}

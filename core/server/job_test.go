@@ -50,13 +50,13 @@ func TestRegisterUnchangedJob(t *testing.T) {
 func TestRegisterEnforceIndex(t *testing.T) {
 	s := testServer(t, nil)
 	ctx := context.Background()
-	if _, err := s.RegisterJob(ctx, testJob("new", "sysbatch"), true, 5); !errors.Is(err, structs.ErrConflict) {
+	if _, err := s.Jobs().Register(ctx, testJob("new", "sysbatch"), true, 5); !errors.Is(err, structs.ErrConflict) {
 		t.Fatalf("enforce index on a missing job: %v", err)
 	}
 	if j, _ := s.State().JobByID(nil, "default", "new"); j != nil {
 		t.Fatal("a conflicting register wrote the job")
 	}
-	created, err := s.RegisterJob(ctx, testJob("new", "sysbatch"), true, 0)
+	created, err := s.Jobs().Register(ctx, testJob("new", "sysbatch"), true, 0)
 	if err != nil {
 		t.Fatalf("enforce 0 on a new job: %v", err)
 	}
@@ -76,7 +76,7 @@ func TestRegisterEnforceIndex(t *testing.T) {
 			j := testJob("new", "sysbatch")
 			j.Meta = map[string]string{"case": tc.name}
 			before := s.State().LatestIndex()
-			_, err := s.RegisterJob(ctx, j, true, tc.index)
+			_, err := s.Jobs().Register(ctx, j, true, tc.index)
 			if tc.ok {
 				if err != nil {
 					t.Fatal(err)
@@ -106,7 +106,7 @@ func TestDeregisterJob(t *testing.T) {
 			registerNodes(t, s, n)
 			a := runJobOn(t, s, testJob("d", "sysbatch"), n, structs.AllocClientStatusRunning)
 
-			resp, err := s.DeregisterJob(ctx, "", "d", tc.purge)
+			resp, err := s.Jobs().Deregister(ctx, "", "d", tc.purge)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -132,7 +132,7 @@ func TestDeregisterJob(t *testing.T) {
 	}
 
 	s := testServer(t, nil)
-	resp, err := s.DeregisterJob(context.Background(), "", "ghost", false)
+	resp, err := s.Jobs().Deregister(context.Background(), "", "ghost", false)
 	if err != nil || resp.EvalID != "" || resp.Index != 0 {
 		t.Fatalf("deregister of an unknown job = %+v %v", resp, err)
 	}
@@ -144,7 +144,7 @@ func TestPlanJobWritesNothing(t *testing.T) {
 	registerNodes(t, s, testNode("a"), testNode("b"))
 	before := s.State().LatestIndex()
 
-	plan, err := s.PlanJob(ctx, testJob("p", "sysbatch"), true)
+	plan, err := s.Jobs().Plan(ctx, testJob("p", "sysbatch"), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestPlanJobWritesNothing(t *testing.T) {
 	// destructive update on both nodes.
 	reg := registerJob(t, s, testJob("p", "sysbatch"))
 	waitEvalTerminal(t, s, reg.EvalID)
-	same, err := s.PlanJob(ctx, testJob("p", "sysbatch"), true)
+	same, err := s.Jobs().Plan(ctx, testJob("p", "sysbatch"), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestPlanJobWritesNothing(t *testing.T) {
 	changed := testJob("p", "sysbatch")
 	changed.TaskGroups[0].Tasks[0].Config = map[string]any{"command": "/bin/false"}
 	before = s.State().LatestIndex()
-	diff, err := s.PlanJob(ctx, changed, true)
+	diff, err := s.Jobs().Plan(ctx, changed, true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -125,7 +125,7 @@ func TestRegisterFollowsDeclaredType(t *testing.T) {
 			id := strings.ReplaceAll(tc.name, " ", "-")
 			job := madeUpJob(id, tc.typ)
 			tc.edit(job)
-			_, err := s.RegisterJob(ctx, job, false, 0)
+			_, err := s.Jobs().Register(ctx, job, false, 0)
 			if tc.want != "" {
 				var ve *structs.ValidationError
 				if !errors.As(err, &ve) || !strings.Contains(err.Error(), tc.want) {
@@ -158,7 +158,7 @@ func TestPeriodicChildOfDeclaredType(t *testing.T) {
 	job := madeUpJob("once", "oneshot")
 	job.Periodic = &structs.PeriodicConfig{Enabled: true, Spec: "@hourly"}
 	registerJob(t, s, job)
-	fr, err := s.ForcePeriodic(context.Background(), "", "once")
+	fr, err := s.Jobs().ForcePeriodic(context.Background(), "", "once")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +176,7 @@ func TestPeriodicChildOfDeclaredType(t *testing.T) {
 	}
 	u := allocs[0].Copy()
 	u.ClientStatus = structs.AllocClientStatusComplete
-	if err := s.UpdateAllocs(context.Background(), n.ID, n.SecretID, []*structs.Allocation{u}); err != nil {
+	if err := s.Nodes().UpdateAllocs(context.Background(), n.ID, n.SecretID, []*structs.Allocation{u}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 5*time.Second, "finished child dead", func() bool { return jobStatus(s, child.ID) == structs.JobStatusDead })
@@ -214,7 +214,7 @@ func TestNodeEvalsFollowDeclaredType(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			evals, err := s.nodeEvals(tc.node, tc.joining)
+			evals, err := s.Nodes().nodeEvals(tc.node, tc.joining)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -310,7 +310,7 @@ func TestDrainFollowsDeclaredType(t *testing.T) {
 			once := runJobOn(t, s, madeUpJob("once", "oneshot"), n, structs.AllocClientStatusRunning)
 			keep := runJobOn(t, s, madeUpJob("keep", "keeper"), n, structs.AllocClientStatusRunning)
 			zero := runJobOn(t, s, madeUpJob("zero", "plain"), n, structs.AllocClientStatusRunning)
-			if _, err := s.UpdateNodeDrain(context.Background(), n.ID, &structs.DrainSpec{Deadline: time.Hour, IgnoreSystemJobs: ignore}, false, nil); err != nil {
+			if _, err := s.Nodes().UpdateDrain(context.Background(), n.ID, &structs.DrainSpec{Deadline: time.Hour, IgnoreSystemJobs: ignore}, false, nil); err != nil {
 				t.Fatal(err)
 			}
 
@@ -358,10 +358,10 @@ func TestPreemptionFollowsDeclaredSwitch(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, _, err := s.SetSchedulerConfig(ctx, &structs.SchedulerConfiguration{PreemptionConfig: tc.cfg}, false, 0); err != nil {
+			if _, _, err := s.Operator().SetSchedulerConfig(ctx, &structs.SchedulerConfiguration{PreemptionConfig: tc.cfg}, false, 0); err != nil {
 				t.Fatal(err)
 			}
-			job, err := s.prepareJob(madeUpJob("high", tc.typ))
+			job, err := s.Jobs().prepare(madeUpJob("high", tc.typ))
 			if err != nil {
 				t.Fatal(err)
 			}

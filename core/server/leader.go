@@ -113,7 +113,7 @@ func (s *Server) establishLeadership() error {
 			return err
 		}
 	}
-	if err := s.restoreEvals(); err != nil {
+	if err := (evalKeeper{s}).restore(); err != nil {
 		return fmt.Errorf("restore evals: %w", err)
 	}
 	if err := s.periodic.Restore(); err != nil {
@@ -121,8 +121,8 @@ func (s *Server) establishLeadership() error {
 	}
 
 	s.startLeaderLoop(ctx, s.planApplier)
-	s.startLeaderLoop(ctx, s.reapFailedEvals)
-	s.startLeaderLoop(ctx, s.reapDuplicateEvals)
+	s.startLeaderLoop(ctx, evalKeeper{s}.reapFailed)
+	s.startLeaderLoop(ctx, evalKeeper{s}.reapDuplicates)
 	s.startLeaderLoop(ctx, s.periodic.Run)
 	s.startLeaderLoop(ctx, s.heartbeat.run)
 	s.startLeaderLoop(ctx, s.drainer.Run)
@@ -175,9 +175,14 @@ func (s *Server) revokeLeadership() {
 	s.logger.Info("cluster leadership lost")
 }
 
-// restoreEvals re-enqueues every pending eval and re-blocks every blocked
+// evalKeeper is the leader's housekeeping of evals: restoring them at
+// step-up, failing those at the delivery limit, cancelling duplicates.
+type evalKeeper struct{ s *Server }
+
+// restore re-enqueues every pending eval and re-blocks every blocked
 // one, so nothing in flight under the previous leader is lost.
-func (s *Server) restoreEvals() error {
+func (k evalKeeper) restore() error {
+	s := k.s
 	evals, err := s.State().Evals(nil)
 	if err != nil {
 		return err
@@ -200,22 +205,23 @@ const (
 	DefaultFailedEvalFollowupRange    = 5 * time.Minute
 )
 
-// reapFailedEvals marks evals that hit the broker's delivery limit failed
+// reapFailed marks evals that hit the broker's delivery limit failed
 // and, in the same entry, creates each one's follow-up: an eval of the
 // same job due after the baseline delay plus a random part of the range,
 // so that a job whose scheduler plugin was down (or hung) for a while is
 // placed once the plugin is back, and the evals failed together do not all
 // come back at once. A follow-up that fails again gets its own.
-func (s *Server) reapFailedEvals(ctx context.Context) {
+func (k evalKeeper) reapFailed(ctx context.Context) {
+	s := k.s
 	for {
 		ev, token, err := s.broker.Dequeue(ctx, []string{evalbroker.FailedQueue})
 		if err != nil {
 			return
 		}
-		follow := s.failedEvalFollowup(ev)
+		follow := k.followup(ev)
 		up := ev.Copy()
 		up.Status = structs.EvalStatusFailed
-		up.StatusDescription = s.deliveryLimitDescription(ev.ID)
+		up.StatusDescription = k.deliveryLimitDescription(ev.ID)
 		up.NextEval = follow.ID
 		if _, err := s.raftApply(structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: []*structs.Evaluation{up, follow}}); err != nil {
 			s.logger.Error("failed to mark eval failed", "eval_id", ev.ID, "error", err)
@@ -228,8 +234,9 @@ func (s *Server) reapFailedEvals(ctx context.Context) {
 	}
 }
 
-// failedEvalFollowup is the follow-up of ev, failed at the delivery limit.
-func (s *Server) failedEvalFollowup(ev *structs.Evaluation) *structs.Evaluation {
+// followup is the follow-up of ev, failed at the delivery limit.
+func (k evalKeeper) followup(ev *structs.Evaluation) *structs.Evaluation {
+	s := k.s
 	now := s.cfg.Now()
 	wait := s.cfg.FailedEvalFollowupBaseline
 	if r := s.cfg.FailedEvalFollowupRange; r > 0 {
@@ -244,8 +251,9 @@ func (s *Server) failedEvalFollowup(ev *structs.Evaluation) *structs.Evaluation 
 	}
 }
 
-// reapDuplicateEvals cancels evals superseded by a newer eval of the same job.
-func (s *Server) reapDuplicateEvals(ctx context.Context) {
+// reapDuplicates cancels evals superseded by a newer eval of the same job.
+func (k evalKeeper) reapDuplicates(ctx context.Context) {
+	s := k.s
 	t := time.NewTicker(500 * time.Millisecond)
 	defer t.Stop()
 	for {

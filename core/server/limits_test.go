@@ -31,7 +31,7 @@ func nestedList(depth int) any {
 // embedding caller); either way nothing is committed.
 func TestDeepJobRefused(t *testing.T) {
 	s := testServer(t, nil)
-	api := httpapi.New(httpapi.Config{Server: s})
+	api := httpapi.New(httpConfig(s))
 
 	body := `{"Job":{"ID":"deep","Type":"sysbatch","Datacenters":["dc1"],"TaskGroups":[{"Name":"g","Tasks":[{"Name":"t","Driver":"raw_exec","Config":{"args":` +
 		strings.Repeat("[", 1100) + strings.Repeat("]", 1100) + `}}]}]}}`
@@ -44,7 +44,7 @@ func TestDeepJobRefused(t *testing.T) {
 	before := s.State().LatestIndex()
 	job := testJob("deep", "sysbatch")
 	job.TaskGroups[0].Tasks[0].Config = map[string]any{"args": nestedList(1100)}
-	_, err := s.RegisterJob(context.Background(), job, false, 0)
+	_, err := s.Jobs().Register(context.Background(), job, false, 0)
 	if structs.HTTPStatus(err) != http.StatusBadRequest || !strings.Contains(err.Error(), "MaxNestingDepth") {
 		t.Fatalf("RegisterJob = %v, want an invalid-request refusal naming the limit", err)
 	}

@@ -5,12 +5,16 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
-// registerMetrics adds the server's scrape-time gauges: Raft indexes and
+// gauges are the server's scrape-time gauges.
+type gauges struct{ s *Server }
+
+// register adds the server's scrape-time gauges: Raft indexes and
 // leadership, the eval broker's queues per eval type (bounded by the
 // loaded scheduler plugins), blocked evals, the plan queue, the event
 // stream and CSI claims by state. They read counts the components keep
 // anyway, so nothing is paid between scrapes.
-func (s *Server) registerMetrics(m *metrics.Metrics) {
+func (g gauges) register(m *metrics.Metrics) {
+	s := g.s
 	if m == nil {
 		return
 	}
@@ -29,7 +33,7 @@ func (s *Server) registerMetrics(m *metrics.Metrics) {
 		metrics.Gauge{Name: "raft_is_leader", Help: "1 while this server is the Raft leader.",
 			Read: func() []metrics.Sample { return one(b2f(s.IsLeader())) }},
 		metrics.Gauge{Name: "broker_evals", Help: "Evals in the leader's eval broker, by eval type and state (ready, unacked).",
-			Labels: []string{"eval_type", "state"}, Read: s.brokerSamples},
+			Labels: []string{"eval_type", "state"}, Read: g.brokerSamples},
 		metrics.Gauge{Name: "broker_evals_waiting", Help: "Evals in the broker by wait reason: blocked (on their job's outstanding eval), delayed (WaitUntil), waiting (any delay).",
 			Labels: []string{"reason"}, Read: func() []metrics.Sample {
 				st := s.broker.Stats()
@@ -50,11 +54,12 @@ func (s *Server) registerMetrics(m *metrics.Metrics) {
 		metrics.Gauge{Name: "event_stream_subscribers_dropped_total", Counter: true, Help: "Subscriptions ended because they fell a whole buffer behind.",
 			Read: func() []metrics.Sample { return one(float64(s.events.Stats().Dropped)) }},
 		metrics.Gauge{Name: "csi_claims", Help: "CSI volume claims by state (taken, node-detached, ..., past).",
-			Labels: []string{"state"}, Read: s.csiClaimSamples},
+			Labels: []string{"state"}, Read: g.csiClaimSamples},
 	))
 }
 
-func (s *Server) brokerSamples() []metrics.Sample {
+func (g gauges) brokerSamples() []metrics.Sample {
+	s := g.s
 	st := s.broker.Stats()
 	out := make([]metrics.Sample, 0, 2*len(st.ByType))
 	for typ, ts := range st.ByType {
@@ -67,7 +72,8 @@ func (s *Server) brokerSamples() []metrics.Sample {
 
 // csiClaimSamples counts claims of every volume by state: live claims by
 // their state, released ones as "past".
-func (s *Server) csiClaimSamples() []metrics.Sample {
+func (g gauges) csiClaimSamples() []metrics.Sample {
+	s := g.s
 	vols, err := s.State().CSIVolumes(nil, "", "", "")
 	if err != nil {
 		return nil

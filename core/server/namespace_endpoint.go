@@ -9,9 +9,10 @@ import (
 // MaxNamespacesPerRequest bounds one namespace upsert.
 const MaxNamespacesPerRequest = 64
 
-// UpsertNamespaces creates or updates namespaces, all of them in one Raft
+// Upsert creates or updates namespaces, all of them in one Raft
 // entry, and returns its index. A follower forwards to the leader.
-func (s *Server) UpsertNamespaces(ctx context.Context, namespaces []*structs.Namespace) (uint64, error) {
+func (ep Namespaces) Upsert(ctx context.Context, namespaces []*structs.Namespace) (uint64, error) {
+	s := ep.srv
 	if r, ok, err := forward[NamespaceUpsertArgs, IndexReply](ctx, s, "Namespace.Upsert", &NamespaceUpsertArgs{Namespaces: namespaces}); ok {
 		if err != nil {
 			return 0, err
@@ -48,12 +49,13 @@ func (s *Server) UpsertNamespaces(ctx context.Context, namespaces []*structs.Nam
 	return idx, nil
 }
 
-// DeleteNamespace deletes a namespace and returns the entry's index. The
+// Delete deletes a namespace and returns the entry's index. The
 // default namespace and a namespace holding jobs are refused with
 // structs.ErrInvalid, a missing one with structs.ErrNotFound, before
 // anything is proposed; the FSM refuses them again should a job arrive in
 // between. A follower forwards to the leader.
-func (s *Server) DeleteNamespace(ctx context.Context, name string) (uint64, error) {
+func (ep Namespaces) Delete(ctx context.Context, name string) (uint64, error) {
+	s := ep.srv
 	if r, ok, err := forward[NamespaceDeleteArgs, IndexReply](ctx, s, "Namespace.Delete", &NamespaceDeleteArgs{Name: name}); ok {
 		if err != nil {
 			return 0, err

@@ -31,7 +31,7 @@ func TestNamespaceUpsertRefusals(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := s.UpsertNamespaces(ctx, tc.in)
+			_, err := s.Namespaces().Upsert(ctx, tc.in)
 			if !errors.Is(err, structs.ErrInvalid) || !strings.Contains(err.Error(), tc.wantMsg) {
 				t.Fatalf("error %v, want ErrInvalid containing %q", err, tc.wantMsg)
 			}
@@ -50,7 +50,7 @@ func TestNamespaceUpsertAndDelete(t *testing.T) {
 	s := testServer(t, nil)
 	ctx := context.Background()
 	in := []*structs.Namespace{{Name: "prod", Description: "p", Meta: map[string]string{"team": "ops"}, CreateIndex: 999}, {Name: "busy"}}
-	idx, err := s.UpsertNamespaces(ctx, in)
+	idx, err := s.Namespaces().Upsert(ctx, in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestNamespaceUpsertAndDelete(t *testing.T) {
 		}
 	}
 	// An update keeps the CreateIndex.
-	idx2, err := s.UpsertNamespaces(ctx, []*structs.Namespace{{Name: "prod", Description: "q"}})
+	idx2, err := s.Namespaces().Upsert(ctx, []*structs.Namespace{{Name: "prod", Description: "q"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestNamespaceUpsertAndDelete(t *testing.T) {
 
 	job := testJob("web", "system")
 	job.Namespace = "busy"
-	if _, err := s.RegisterJob(ctx, job, false, 0); err != nil {
+	if _, err := s.Jobs().Register(ctx, job, false, 0); err != nil {
 		t.Fatal(err)
 	}
 
@@ -92,7 +92,7 @@ func TestNamespaceUpsertAndDelete(t *testing.T) {
 	for _, tc := range refusals {
 		t.Run(tc.name, func(t *testing.T) {
 			before := s.State().LatestIndex()
-			_, err := s.DeleteNamespace(ctx, tc.ns)
+			_, err := s.Namespaces().Delete(ctx, tc.ns)
 			if !errors.Is(err, tc.kind) || !strings.Contains(err.Error(), tc.wantMsg) {
 				t.Fatalf("error %v, want %v containing %q", err, tc.kind, tc.wantMsg)
 			}
@@ -105,7 +105,7 @@ func TestNamespaceUpsertAndDelete(t *testing.T) {
 		t.Fatal("busy deleted by a refused delete")
 	}
 
-	idx3, err := s.DeleteNamespace(ctx, "prod")
+	idx3, err := s.Namespaces().Delete(ctx, "prod")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestNamespaceUpsertAndDelete(t *testing.T) {
 	if ns, _ := s.State().NamespaceByName(nil, "prod"); ns != nil {
 		t.Fatalf("prod still stored after delete: %+v", ns)
 	}
-	if _, err := s.DeleteNamespace(ctx, "prod"); !errors.Is(err, structs.ErrNotFound) {
+	if _, err := s.Namespaces().Delete(ctx, "prod"); !errors.Is(err, structs.ErrNotFound) {
 		t.Fatalf("second delete: %v, want ErrNotFound", err)
 	}
 }

@@ -18,7 +18,7 @@ func createNamespaces(t *testing.T, s *Server, names ...string) {
 	for _, n := range names {
 		ns = append(ns, &structs.Namespace{Name: n})
 	}
-	if _, err := s.UpsertNamespaces(context.Background(), ns); err != nil {
+	if _, err := s.Namespaces().Upsert(context.Background(), ns); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -42,11 +42,11 @@ func TestJobEndpointsRefuseMissingNamespace(t *testing.T) {
 		call func() error
 		want string
 	}{
-		{"register", func() error { _, err := s.RegisterJob(ctx, inMissing("web"), false, 0); return err }, `job "web": namespace "nope" does not exist`},
-		{"register enforcing index", func() error { _, err := s.RegisterJob(ctx, inMissing("web"), true, 0); return err }, `job "web": namespace "nope" does not exist`},
-		{"plan", func() error { _, err := s.PlanJob(ctx, inMissing("api"), true); return err }, `job "api": namespace "nope" does not exist`},
+		{"register", func() error { _, err := s.Jobs().Register(ctx, inMissing("web"), false, 0); return err }, `job "web": namespace "nope" does not exist`},
+		{"register enforcing index", func() error { _, err := s.Jobs().Register(ctx, inMissing("web"), true, 0); return err }, `job "web": namespace "nope" does not exist`},
+		{"plan", func() error { _, err := s.Jobs().Plan(ctx, inMissing("api"), true); return err }, `job "api": namespace "nope" does not exist`},
 		{"dispatch", func() error {
-			_, err := s.DispatchJob(ctx, "nope", &structs.JobDispatchRequest{JobID: "batchy", Meta: map[string]string{"color": "red"}})
+			_, err := s.Jobs().Dispatch(ctx, "nope", &structs.JobDispatchRequest{JobID: "batchy", Meta: map[string]string{"color": "red"}})
 			return err
 		}, `job "batchy": namespace "nope" does not exist`},
 	}
@@ -75,7 +75,7 @@ func TestJobEndpointsRefuseMissingNamespace(t *testing.T) {
 
 	// Once the namespace exists the same register succeeds.
 	createNamespaces(t, s, "nope")
-	if _, err := s.RegisterJob(ctx, inMissing("web"), false, 0); err != nil {
+	if _, err := s.Jobs().Register(ctx, inMissing("web"), false, 0); err != nil {
 		t.Fatalf("register after creating the namespace: %v", err)
 	}
 }

@@ -13,18 +13,18 @@ type (
 	NamespaceDeleteArgs struct{ Name string }
 )
 
-// registerNamespaceRPC exposes the namespace writes, which followers
+// register exposes the namespace writes, which followers
 // forward to the leader. They are absent from rpcAccess: server-only.
-func (s *Server) registerNamespaceRPC(rs *rpc.Server, mark func(context.Context) context.Context) {
+func (ep Namespaces) register(rs *rpc.Server, mark func(context.Context) context.Context) {
 	rpc.Handle(rs, "Namespace.Upsert", func(ctx context.Context, a *NamespaceUpsertArgs) (*IndexReply, error) {
-		idx, err := s.UpsertNamespaces(mark(ctx), a.Namespaces)
+		idx, err := ep.Upsert(mark(ctx), a.Namespaces)
 		if err != nil {
 			return nil, err
 		}
 		return &IndexReply{Index: idx}, nil
 	})
 	rpc.Handle(rs, "Namespace.Delete", func(ctx context.Context, a *NamespaceDeleteArgs) (*IndexReply, error) {
-		idx, err := s.DeleteNamespace(mark(ctx), a.Name)
+		idx, err := ep.Delete(mark(ctx), a.Name)
 		if err != nil {
 			return nil, err
 		}

@@ -14,10 +14,11 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
-// RegisterNode upserts a client node, marks it ready and creates the evals
+// Register upserts a client node, marks it ready and creates the evals
 // that bring system jobs (and still-running sysbatch jobs) to it. It returns
 // the heartbeat TTL the client must honour.
-func (s *Server) RegisterNode(ctx context.Context, in *structs.Node) (time.Duration, error) {
+func (ep Nodes) Register(ctx context.Context, in *structs.Node) (time.Duration, error) {
+	s := ep.srv
 	if r, ok, err := forward[NodeRegisterArgs, TTLReply](ctx, s, "Node.Register", &NodeRegisterArgs{Node: in}); ok {
 		return ttlOf(r), err
 	}
@@ -66,7 +67,7 @@ func (s *Server) RegisterNode(ctx context.Context, in *structs.Node) (time.Durat
 	}
 	var evals []*structs.Evaluation
 	if existing == nil || existing.Status != structs.NodeStatusReady || existing.ComputedClass != node.ComputedClass {
-		if evals, err = s.nodeEvals(node, true); err != nil {
+		if evals, err = ep.nodeEvals(node, true); err != nil {
 			return 0, err
 		}
 	}
@@ -81,7 +82,8 @@ func (s *Server) RegisterNode(ctx context.Context, in *structs.Node) (time.Durat
 }
 
 // Heartbeat keeps a node alive; a node that was down becomes ready again.
-func (s *Server) Heartbeat(ctx context.Context, nodeID, secretID string) (time.Duration, error) {
+func (ep Nodes) Heartbeat(ctx context.Context, nodeID, secretID string) (time.Duration, error) {
+	s := ep.srv
 	if r, ok, err := forward[NodeAuthArgs, TTLReply](ctx, s, "Node.Heartbeat", &NodeAuthArgs{NodeID: nodeID, SecretID: secretID}); ok {
 		return ttlOf(r), err
 	}
@@ -121,7 +123,7 @@ func (s *Server) setNodeStatus(node *structs.Node, status, msg string) error {
 	// evaluates the allocs it strands (see nodeEvals).
 	next := *node
 	next.Status = status
-	evals, err := s.nodeEvals(&next, status == structs.NodeStatusReady)
+	evals, err := s.Nodes().nodeEvals(&next, status == structs.NodeStatusReady)
 	if err != nil {
 		return err
 	}
@@ -140,7 +142,8 @@ func (s *Server) setNodeStatus(node *structs.Node, status, msg string) error {
 
 // Allocs blocks until the node's allocations change past minIndex and
 // returns them, each with its job.
-func (s *Server) Allocs(ctx context.Context, nodeID, secretID string, minIndex uint64, maxWait time.Duration) ([]*structs.Allocation, uint64, error) {
+func (ep Nodes) Allocs(ctx context.Context, nodeID, secretID string, minIndex uint64, maxWait time.Duration) ([]*structs.Allocation, uint64, error) {
+	s := ep.srv
 	if _, err := s.authNode(nodeID, secretID); err != nil {
 		return nil, 0, err
 	}
@@ -174,7 +177,8 @@ func (s *Server) Allocs(ctx context.Context, nodeID, secretID string, minIndex u
 // type that runs to completion is done, and needs no eval. The follow-up waits longer
 // each time the job's allocs keep ending on the node (allocEndBackoff): a
 // task that cannot start must not be replaced in a tight loop.
-func (s *Server) UpdateAllocs(ctx context.Context, nodeID, secretID string, allocs []*structs.Allocation) error {
+func (ep Nodes) UpdateAllocs(ctx context.Context, nodeID, secretID string, allocs []*structs.Allocation) error {
+	s := ep.srv
 	if _, ok, err := forward[NodeUpdateAllocsArgs, Empty](ctx, s, "Node.UpdateAllocs", &NodeUpdateAllocsArgs{NodeID: nodeID, SecretID: secretID, Allocs: allocs}); ok {
 		return err
 	}
@@ -197,7 +201,7 @@ func (s *Server) UpdateAllocs(ctx context.Context, nodeID, secretID string, allo
 		}
 		a.ModifyTime = now
 		for _, trigger := range []func(stored, update *structs.Allocation, seen map[string]bool) (*structs.Evaluation, error){
-			s.allocRunningEval, s.migrationHealthyEval,
+			ep.allocRunningEval, ep.migrationHealthyEval,
 		} {
 			if ev, err := trigger(stored, a, seen); err != nil {
 				return err
@@ -236,7 +240,7 @@ func (s *Server) UpdateAllocs(ctx context.Context, nodeID, secretID string, allo
 		ev.NodeID = nodeID
 		var delay time.Duration
 		if !reschedulesByPolicy(stored, a.ClientStatus) {
-			if delay, err = s.allocEndBackoff(cur, nodeID, now); err != nil {
+			if delay, err = ep.allocEndBackoff(cur, nodeID, now); err != nil {
 				return err
 			}
 		}
@@ -249,8 +253,9 @@ func (s *Server) UpdateAllocs(ctx context.Context, nodeID, secretID string, allo
 	return err
 }
 
-// UpdateNodeEligibility toggles whether new work may be placed on a node.
-func (s *Server) UpdateNodeEligibility(ctx context.Context, nodeID, elig string) (*structs.NodeEligibilityUpdateResponse, error) {
+// UpdateEligibility toggles whether new work may be placed on a node.
+func (ep Nodes) UpdateEligibility(ctx context.Context, nodeID, elig string) (*structs.NodeEligibilityUpdateResponse, error) {
+	s := ep.srv
 	if r, ok, err := forward[NodeEligibilityArgs, structs.NodeEligibilityUpdateResponse](ctx, s, "Node.UpdateEligibility", &NodeEligibilityArgs{NodeID: nodeID, Eligibility: elig}); ok {
 		return r, err
 	}
@@ -269,7 +274,7 @@ func (s *Server) UpdateNodeEligibility(ctx context.Context, nodeID, elig string)
 	}
 	var evals []*structs.Evaluation
 	if elig == structs.NodeSchedulingEligible && node.SchedulingEligibility != elig {
-		if evals, err = s.nodeEvals(node, true); err != nil {
+		if evals, err = ep.nodeEvals(node, true); err != nil {
 			return nil, err
 		}
 	}
@@ -285,8 +290,9 @@ func (s *Server) UpdateNodeEligibility(ctx context.Context, nodeID, elig string)
 	return nodeUpdateResponse(index, evals), nil
 }
 
-// UpdateNodeDrain starts (spec != nil) or cancels (spec == nil) a drain.
-func (s *Server) UpdateNodeDrain(ctx context.Context, nodeID string, spec *structs.DrainSpec, markEligible bool, meta map[string]string) (*structs.NodeEligibilityUpdateResponse, error) {
+// UpdateDrain starts (spec != nil) or cancels (spec == nil) a drain.
+func (ep Nodes) UpdateDrain(ctx context.Context, nodeID string, spec *structs.DrainSpec, markEligible bool, meta map[string]string) (*structs.NodeEligibilityUpdateResponse, error) {
+	s := ep.srv
 	if r, ok, err := forward[NodeDrainArgs, structs.NodeEligibilityUpdateResponse](ctx, s, "Node.UpdateDrain", &NodeDrainArgs{NodeID: nodeID, Spec: spec, MarkEligible: markEligible, Meta: meta}); ok {
 		return r, err
 	}
@@ -315,7 +321,7 @@ func (s *Server) UpdateNodeDrain(ctx context.Context, nodeID string, spec *struc
 	}
 	req.NodeEvent = &structs.NodeEvent{Message: msg, Subsystem: "Drain", Timestamp: now}
 	if spec == nil && markEligible {
-		if req.Evals, err = s.nodeEvals(node, true); err != nil {
+		if req.Evals, err = ep.nodeEvals(node, true); err != nil {
 			return nil, err
 		}
 	}
@@ -341,7 +347,8 @@ func nodeUpdateResponse(index uint64, evals []*structs.Evaluation) *structs.Node
 
 // StopAlloc marks an alloc for migration and evaluates its job: the
 // scheduler stops it (and, for system jobs, places a fresh one later).
-func (s *Server) StopAlloc(ctx context.Context, allocID string) (*structs.AllocStopResponse, error) {
+func (ep Nodes) StopAlloc(ctx context.Context, allocID string) (*structs.AllocStopResponse, error) {
+	s := ep.srv
 	if r, ok, err := forward[AllocStopArgs, structs.AllocStopResponse](ctx, s, "Alloc.Stop", &AllocStopArgs{AllocID: allocID}); ok {
 		return r, err
 	}
@@ -385,7 +392,8 @@ func (s *Server) StopAlloc(ctx context.Context, allocID string) (*structs.AllocS
 // EvalOnNodeJoin (sysbatch) evaluates, when the node joins (becomes
 // schedulable), each job of the type that takes it and is not dead, so a
 // node that joins mid-run receives it. Parents never are.
-func (s *Server) nodeEvals(node *structs.Node, joining bool) ([]*structs.Evaluation, error) {
+func (ep Nodes) nodeEvals(node *structs.Node, joining bool) ([]*structs.Evaluation, error) {
+	s := ep.srv
 	st := s.State()
 	jobs := map[structs.NamespacedID]*structs.Job{}
 	allocs, err := st.AllocsByNode(nil, node.ID)
@@ -528,7 +536,8 @@ const (
 // allocEndBaseDelay doubling with each further end, up to allocEndMaxDelay.
 // The ends counted are the job's allocs on the node that ended in the
 // window, the one ending now included.
-func (s *Server) allocEndBackoff(job *structs.Job, nodeID string, now int64) (time.Duration, error) {
+func (ep Nodes) allocEndBackoff(job *structs.Job, nodeID string, now int64) (time.Duration, error) {
+	s := ep.srv
 	allocs, err := s.State().AllocsByNode(nil, nodeID)
 	if err != nil {
 		return 0, err

@@ -43,10 +43,10 @@ func TestNodeChangeAndItsEvalsAreOneEntry(t *testing.T) {
 		t.Fatalf("register: no node eval at the registration's index %d (%+v)", stored.CreateIndex, ev)
 	}
 
-	if _, err := s.UpdateNodeEligibility(ctx, n.ID, structs.NodeSchedulingIneligible); err != nil {
+	if _, err := s.Nodes().UpdateEligibility(ctx, n.ID, structs.NodeSchedulingIneligible); err != nil {
 		t.Fatal(err)
 	}
-	up, err := s.UpdateNodeEligibility(ctx, n.ID, structs.NodeSchedulingEligible)
+	up, err := s.Nodes().UpdateEligibility(ctx, n.ID, structs.NodeSchedulingEligible)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,10 +57,10 @@ func TestNodeChangeAndItsEvalsAreOneEntry(t *testing.T) {
 		t.Fatalf("eligibility: eval %s not stored at the change's index %d", up.EvalIDs[0], up.NodeModifyIndex)
 	}
 
-	if _, err := s.UpdateNodeDrain(ctx, n.ID, &structs.DrainSpec{Deadline: time.Hour}, false, nil); err != nil {
+	if _, err := s.Nodes().UpdateDrain(ctx, n.ID, &structs.DrainSpec{Deadline: time.Hour}, false, nil); err != nil {
 		t.Fatal(err)
 	}
-	dr, err := s.UpdateNodeDrain(ctx, n.ID, nil, true, nil)
+	dr, err := s.Nodes().UpdateDrain(ctx, n.ID, nil, true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestNodeDownEvaluatesStrandedStops(t *testing.T) {
 			job.TaskGroups[0].Tasks[0].Config = map[string]any{"command": "/bin/sleep", "args": []any{"3600"}}
 			al := runJobOn(t, s, job, n, structs.AllocClientStatusRunning)
 
-			dr, err := s.DeregisterJob(ctx, structs.DefaultNamespace, job.ID, purge)
+			dr, err := s.Jobs().Deregister(ctx, structs.DefaultNamespace, job.ID, purge)
 			if err != nil {
 				t.Fatal(err)
 			}

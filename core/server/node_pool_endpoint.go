@@ -16,18 +16,18 @@ type (
 	NodePoolDeleteArgs struct{ Name string }
 )
 
-// registerNodePoolRPC exposes the node pool writes, which followers
+// register exposes the node pool writes, which followers
 // forward to the leader. They are absent from rpcAccess: server-only.
-func (s *Server) registerNodePoolRPC(rs *rpc.Server, mark func(context.Context) context.Context) {
+func (ep NodePools) register(rs *rpc.Server, mark func(context.Context) context.Context) {
 	rpc.Handle(rs, "NodePool.Upsert", func(ctx context.Context, a *NodePoolUpsertArgs) (*IndexReply, error) {
-		idx, err := s.UpsertNodePools(mark(ctx), a.NodePools)
+		idx, err := ep.Upsert(mark(ctx), a.NodePools)
 		if err != nil {
 			return nil, err
 		}
 		return &IndexReply{Index: idx}, nil
 	})
 	rpc.Handle(rs, "NodePool.Delete", func(ctx context.Context, a *NodePoolDeleteArgs) (*IndexReply, error) {
-		idx, err := s.DeleteNodePool(mark(ctx), a.Name)
+		idx, err := ep.Delete(mark(ctx), a.Name)
 		if err != nil {
 			return nil, err
 		}
@@ -35,10 +35,11 @@ func (s *Server) registerNodePoolRPC(rs *rpc.Server, mark func(context.Context) 
 	})
 }
 
-// UpsertNodePools creates or updates node pools, all of them in one Raft
+// Upsert creates or updates node pools, all of them in one Raft
 // entry, and returns its index. The built-in pools ("default", "all") are
 // refused. A follower forwards to the leader.
-func (s *Server) UpsertNodePools(ctx context.Context, pools []*structs.NodePool) (uint64, error) {
+func (ep NodePools) Upsert(ctx context.Context, pools []*structs.NodePool) (uint64, error) {
+	s := ep.srv
 	if r, ok, err := forward[NodePoolUpsertArgs, IndexReply](ctx, s, "NodePool.Upsert", &NodePoolUpsertArgs{NodePools: pools}); ok {
 		if err != nil {
 			return 0, err
@@ -78,12 +79,13 @@ func (s *Server) UpsertNodePools(ctx context.Context, pools []*structs.NodePool)
 	return idx, nil
 }
 
-// DeleteNodePool deletes a node pool and returns the entry's index. A
+// Delete deletes a node pool and returns the entry's index. A
 // built-in pool, or a pool that still has nodes or non-terminal jobs, is
 // refused with structs.ErrInvalid, a missing one with structs.ErrNotFound,
 // before anything is proposed; the FSM refuses them again should a node or
 // a job arrive in between. A follower forwards to the leader.
-func (s *Server) DeleteNodePool(ctx context.Context, name string) (uint64, error) {
+func (ep NodePools) Delete(ctx context.Context, name string) (uint64, error) {
+	s := ep.srv
 	if r, ok, err := forward[NodePoolDeleteArgs, IndexReply](ctx, s, "NodePool.Delete", &NodePoolDeleteArgs{Name: name}); ok {
 		if err != nil {
 			return 0, err
@@ -121,7 +123,8 @@ func (s *Server) DeleteNodePool(ctx context.Context, name string) (uint64, error
 // (structs.NodePoolMissingError). The FSM checks again when it applies the
 // register (RequireNodePool), which a concurrent pool delete cannot slip
 // past.
-func (s *Server) checkNodePool(job *structs.Job) error {
+func (ep Jobs) checkNodePool(job *structs.Job) error {
+	s := ep.srv
 	pool := job.NodePool
 	if pool == "" {
 		pool = structs.NodePoolDefault

@@ -24,8 +24,8 @@ func TestJobRegisterRefusesMissingNodePool(t *testing.T) {
 		name string
 		call func() error
 	}{
-		{"register", func() error { _, err := s.RegisterJob(ctx, inMissing("web"), false, 0); return err }},
-		{"plan", func() error { _, err := s.PlanJob(ctx, inMissing("web"), true); return err }},
+		{"register", func() error { _, err := s.Jobs().Register(ctx, inMissing("web"), false, 0); return err }},
+		{"plan", func() error { _, err := s.Jobs().Plan(ctx, inMissing("web"), true); return err }},
 	} {
 		before := s.State().LatestIndex()
 		err := tc.call()
@@ -42,13 +42,13 @@ func TestJobRegisterRefusesMissingNodePool(t *testing.T) {
 	if jobs, err := s.State().Jobs(nil); err != nil || len(jobs) != 0 {
 		t.Fatalf("jobs after refusals: %d, %v", len(jobs), err)
 	}
-	if _, err := s.UpsertNodePools(ctx, []*structs.NodePool{{Name: "nope"}}); err != nil {
+	if _, err := s.NodePools().Upsert(ctx, []*structs.NodePool{{Name: "nope"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.RegisterJob(ctx, inMissing("web"), false, 0); err != nil {
+	if _, err := s.Jobs().Register(ctx, inMissing("web"), false, 0); err != nil {
 		t.Fatalf("register after creating the pool: %v", err)
 	}
-	if _, err := s.RegisterJob(ctx, testJob("anywhere", "service"), false, 0); err != nil {
+	if _, err := s.Jobs().Register(ctx, testJob("anywhere", "service"), false, 0); err != nil {
 		t.Fatalf("register in the default pool: %v", err)
 	}
 }
@@ -74,7 +74,7 @@ func TestRegisterNodeCreatesNodePool(t *testing.T) {
 		bad := testNode("bad")
 		bad.NodePool = pool
 		before := s.State().LatestIndex()
-		if _, err := s.RegisterNode(ctx, bad); !errors.Is(err, structs.ErrInvalid) {
+		if _, err := s.Nodes().Register(ctx, bad); !errors.Is(err, structs.ErrInvalid) {
 			t.Fatalf("pool %q: error %v, want ErrInvalid", pool, err)
 		}
 		if after := s.State().LatestIndex(); after != before {
@@ -82,13 +82,13 @@ func TestRegisterNodeCreatesNodePool(t *testing.T) {
 		}
 	}
 	// The pool now holds a node: it cannot be deleted.
-	if _, err := s.DeleteNodePool(ctx, "edge"); !errors.Is(err, structs.ErrInvalid) || !strings.Contains(err.Error(), "has nodes") {
+	if _, err := s.NodePools().Delete(ctx, "edge"); !errors.Is(err, structs.ErrInvalid) || !strings.Contains(err.Error(), "has nodes") {
 		t.Fatalf("delete edge: %v", err)
 	}
-	if _, err := s.DeleteNodePool(ctx, structs.NodePoolDefault); !errors.Is(err, structs.ErrInvalid) {
+	if _, err := s.NodePools().Delete(ctx, structs.NodePoolDefault); !errors.Is(err, structs.ErrInvalid) {
 		t.Fatalf("delete default: %v", err)
 	}
-	if _, err := s.UpsertNodePools(ctx, []*structs.NodePool{{Name: structs.NodePoolAll}}); !errors.Is(err, structs.ErrInvalid) {
+	if _, err := s.NodePools().Upsert(ctx, []*structs.NodePool{{Name: structs.NodePoolAll}}); !errors.Is(err, structs.ErrInvalid) {
 		t.Fatalf("upsert all: %v", err)
 	}
 }
@@ -99,7 +99,7 @@ func TestPlacementFailureNamesPoolAndDatacenter(t *testing.T) {
 	s := testServer(t, nil)
 	ctx := context.Background()
 	registerNodes(t, s, testNode("n1")) // default pool, dc1
-	if _, err := s.UpsertNodePools(ctx, []*structs.NodePool{{Name: "gpu"}}); err != nil {
+	if _, err := s.NodePools().Upsert(ctx, []*structs.NodePool{{Name: "gpu"}}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -123,7 +123,7 @@ func TestPlacementFailureNamesPoolAndDatacenter(t *testing.T) {
 	}
 
 	// The plan endpoint explains the same way.
-	plan, err := s.PlanJob(ctx, inGPU, false)
+	plan, err := s.Jobs().Plan(ctx, inGPU, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,7 +53,7 @@ func runJobOn(t *testing.T, s *Server, job *structs.Job, node *structs.Node, cli
 	}
 	u := allocs[0].Copy()
 	u.ClientStatus = clientStatus
-	if err := s.UpdateAllocs(context.Background(), node.ID, node.SecretID, []*structs.Allocation{u}); err != nil {
+	if err := s.Nodes().UpdateAllocs(context.Background(), node.ID, node.SecretID, []*structs.Allocation{u}); err != nil {
 		t.Fatal(err)
 	}
 	return allocs[0]
@@ -137,7 +137,7 @@ func TestRegisterNodeRefusals(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			x := testNode("x")
 			tc.mut(x)
-			if _, err := s.RegisterNode(ctx, x); !errors.Is(err, tc.kind) {
+			if _, err := s.Nodes().Register(ctx, x); !errors.Is(err, tc.kind) {
 				t.Fatalf("err %v, want %v", err, tc.kind)
 			}
 		})
@@ -158,7 +158,7 @@ func TestHeartbeatExpiryAndRecovery(t *testing.T) {
 	ctx := context.Background()
 	registerJob(t, s, testJob("sys", "system"))
 	n := testNode("a")
-	ttl, err := s.RegisterNode(ctx, n)
+	ttl, err := s.Nodes().Register(ctx, n)
 	if err != nil || ttl != 200*time.Millisecond {
 		t.Fatalf("register: ttl %s, %v", ttl, err)
 	}
@@ -209,7 +209,7 @@ func TestNodeEligibility(t *testing.T) {
 	n := testNode("a")
 	registerNodes(t, s, n)
 
-	if _, err := s.UpdateNodeEligibility(ctx, n.ID, structs.NodeSchedulingIneligible); err != nil {
+	if _, err := s.Nodes().UpdateEligibility(ctx, n.ID, structs.NodeSchedulingIneligible); err != nil {
 		t.Fatal(err)
 	}
 	resp := registerJob(t, s, testJob("sys", "system"))
@@ -218,7 +218,7 @@ func TestNodeEligibility(t *testing.T) {
 		t.Fatalf("ineligible node got %d allocs", len(got))
 	}
 
-	up, err := s.UpdateNodeEligibility(ctx, n.ID, structs.NodeSchedulingEligible)
+	up, err := s.Nodes().UpdateEligibility(ctx, n.ID, structs.NodeSchedulingEligible)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func TestNodeEligibility(t *testing.T) {
 		t.Fatalf("eligible node got %d allocs", len(got))
 	}
 	// Eligible while already eligible: no evals.
-	if again, err := s.UpdateNodeEligibility(ctx, n.ID, structs.NodeSchedulingEligible); err != nil || len(again.EvalIDs) != 0 {
+	if again, err := s.Nodes().UpdateEligibility(ctx, n.ID, structs.NodeSchedulingEligible); err != nil || len(again.EvalIDs) != 0 {
 		t.Fatalf("no-op eligibility: %+v %v", again, err)
 	}
 
@@ -244,14 +244,14 @@ func TestNodeEligibility(t *testing.T) {
 		{"unknown node", uuid.NewString(), structs.NodeSchedulingIneligible, structs.ErrNotFound},
 	}
 	for _, tc := range cases {
-		if _, err := s.UpdateNodeEligibility(ctx, tc.node, tc.elig); !errors.Is(err, tc.kind) {
+		if _, err := s.Nodes().UpdateEligibility(ctx, tc.node, tc.elig); !errors.Is(err, tc.kind) {
 			t.Fatalf("%s: %v, want %v", tc.name, err, tc.kind)
 		}
 	}
-	if _, err := s.UpdateNodeDrain(ctx, n.ID, &structs.DrainSpec{Deadline: time.Hour}, false, nil); err != nil {
+	if _, err := s.Nodes().UpdateDrain(ctx, n.ID, &structs.DrainSpec{Deadline: time.Hour}, false, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.UpdateNodeEligibility(ctx, n.ID, structs.NodeSchedulingEligible); !errors.Is(err, structs.ErrInvalid) {
+	if _, err := s.Nodes().UpdateEligibility(ctx, n.ID, structs.NodeSchedulingEligible); !errors.Is(err, structs.ErrInvalid) {
 		t.Fatalf("eligible during a drain: %v", err)
 	}
 }
@@ -263,7 +263,7 @@ func TestStopAlloc(t *testing.T) {
 	registerNodes(t, s, n)
 	a := runJobOn(t, s, testJob("sb", "sysbatch"), n, structs.AllocClientStatusRunning)
 
-	resp, err := s.StopAlloc(ctx, a.ID)
+	resp, err := s.Nodes().StopAlloc(ctx, a.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +278,7 @@ func TestStopAlloc(t *testing.T) {
 	if all := allocsOn(t, s, "sb", n.ID); len(all) != 1 {
 		t.Fatalf("a stopped sysbatch alloc was replaced: %d allocs", len(all))
 	}
-	if _, err := s.StopAlloc(ctx, uuid.NewString()); !errors.Is(err, structs.ErrNotFound) {
+	if _, err := s.Nodes().StopAlloc(ctx, uuid.NewString()); !errors.Is(err, structs.ErrNotFound) {
 		t.Fatalf("stop of an unknown alloc: %v", err)
 	}
 }

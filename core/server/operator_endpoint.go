@@ -9,7 +9,8 @@ import (
 // SetSchedulerConfig replaces the scheduler configuration (preemption per
 // scheduler type). With cas, the write happens only if the stored config's
 // ModifyIndex equals index; the reply says whether it did.
-func (s *Server) SetSchedulerConfig(ctx context.Context, cfg *structs.SchedulerConfiguration, cas bool, index uint64) (bool, uint64, error) {
+func (ep Operator) SetSchedulerConfig(ctx context.Context, cfg *structs.SchedulerConfiguration, cas bool, index uint64) (bool, uint64, error) {
+	s := ep.srv
 	if r, ok, err := forward[SchedulerConfigArgs, SchedulerConfigReply](ctx, s, "Operator.SchedulerSetConfig", &SchedulerConfigArgs{Config: cfg, CAS: cas, Index: index}); ok {
 		if err != nil {
 			return false, 0, err

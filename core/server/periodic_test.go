@@ -70,7 +70,7 @@ func TestPeriodicRegisterAndForce(t *testing.T) {
 		return nextLaunch(s, "pj").Equal(time.Date(2030, 1, 1, 11, 0, 0, 0, time.UTC))
 	})
 
-	fr, err := s.ForcePeriodic(ctx, "", "pj")
+	fr, err := s.Jobs().ForcePeriodic(ctx, "", "pj")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestPeriodicRegisterAndForce(t *testing.T) {
 	}
 
 	// A second force within the same second gets the next free ID.
-	fr2, err := s.ForcePeriodic(ctx, "", "pj")
+	fr2, err := s.Jobs().ForcePeriodic(ctx, "", "pj")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,14 +104,14 @@ func TestPeriodicRegisterAndForce(t *testing.T) {
 		id   string
 		kind error
 	}{{"plain", structs.ErrInvalid}, {"nope", structs.ErrNotFound}} {
-		if _, err := s.ForcePeriodic(ctx, "", tc.id); !errors.Is(err, tc.kind) {
+		if _, err := s.Jobs().ForcePeriodic(ctx, "", tc.id); !errors.Is(err, tc.kind) {
 			t.Fatalf("force %s: %v, want %v", tc.id, err, tc.kind)
 		}
 	}
-	if _, err := s.DeregisterJob(ctx, "", "pj", false); err != nil {
+	if _, err := s.Jobs().Deregister(ctx, "", "pj", false); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ForcePeriodic(ctx, "", "pj"); !errors.Is(err, structs.ErrInvalid) {
+	if _, err := s.Jobs().ForcePeriodic(ctx, "", "pj"); !errors.Is(err, structs.ErrInvalid) {
 		t.Fatalf("force stopped parent: %v", err)
 	}
 	waitFor(t, 5*time.Second, "stopped parent untracked", func() bool { return nextLaunch(s, "pj").IsZero() })
@@ -127,7 +127,7 @@ func TestPeriodicProhibitOverlap(t *testing.T) {
 	registerJob(t, s, periodicJob("po", "0 * * * *", true))
 	waitFor(t, 5*time.Second, "dispatcher tracks the job", func() bool { return !nextLaunch(s, "po").IsZero() })
 
-	fr, err := s.ForcePeriodic(ctx, "", "po")
+	fr, err := s.Jobs().ForcePeriodic(ctx, "", "po")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func TestPeriodicProhibitOverlap(t *testing.T) {
 	// Force ignores the overlap rule. (The clock moves on first, so the
 	// forced child's ID cannot be mistaken for the skipped launch's.)
 	clock.Set(time.Date(2030, 1, 1, 11, 10, 0, 0, time.UTC))
-	fr, err = s.ForcePeriodic(ctx, "", "po")
+	fr, err = s.Jobs().ForcePeriodic(ctx, "", "po")
 	if err != nil || fr.EvalID == "" {
 		t.Fatalf("forced launch during overlap: %+v %v", fr, err)
 	}
@@ -172,7 +172,7 @@ func TestPeriodicProhibitOverlap(t *testing.T) {
 			u.ClientStatus = structs.AllocClientStatusComplete
 			done = append(done, u)
 		}
-		if err := s.UpdateAllocs(ctx, node.ID, node.SecretID, done); err != nil {
+		if err := s.Nodes().UpdateAllocs(ctx, node.ID, node.SecretID, done); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -201,7 +201,7 @@ func TestPeriodicDispatcherHonoursTimeZone(t *testing.T) {
 	registerJob(t, s, j)
 	want := time.Date(2030, 1, 15, 14, 0, 0, 0, time.UTC) // 09:00 EST
 	waitFor(t, 5*time.Second, "next launch in New York time", func() bool { return nextLaunch(s, "tz").Equal(want) })
-	plan, err := s.PlanJob(context.Background(), j, false)
+	plan, err := s.Jobs().Plan(context.Background(), j, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,10 +41,10 @@ func TestServerRestartKeepsState(t *testing.T) {
 			s := start()
 			ctx := context.Background()
 			node := testNode("a")
-			if _, err := s.RegisterNode(ctx, node); err != nil {
+			if _, err := s.Nodes().Register(ctx, node); err != nil {
 				t.Fatal(err)
 			}
-			resp, err := s.RegisterJob(ctx, testJob("persist", "sysbatch"), false, 0)
+			resp, err := s.Jobs().Register(ctx, testJob("persist", "sysbatch"), false, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -73,7 +73,7 @@ func TestServerRestartKeepsState(t *testing.T) {
 				t.Fatalf("restored state differs: eval %s, alloc node %s", ev.Status, allocs[0].NodeID)
 			}
 			// The restarted server keeps accepting writes.
-			if _, err := s2.RegisterJob(ctx, testJob("after", "sysbatch"), false, 0); err != nil {
+			if _, err := s2.Jobs().Register(ctx, testJob("after", "sysbatch"), false, 0); err != nil {
 				t.Fatal(err)
 			}
 		})

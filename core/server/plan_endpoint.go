@@ -10,23 +10,24 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
-// PlanJob runs the job's scheduler against current state without writing
+// Plan runs the job's scheduler against current state without writing
 // anything and reports what it would do.
-func (s *Server) PlanJob(ctx context.Context, in *structs.Job, diff bool) (*structs.JobPlanResponse, error) {
+func (ep Jobs) Plan(ctx context.Context, in *structs.Job, diff bool) (*structs.JobPlanResponse, error) {
+	s := ep.srv
 	if r, ok, err := forward[JobPlanArgs, structs.JobPlanResponse](ctx, s, "Job.Plan", &JobPlanArgs{Job: in, Diff: diff}); ok {
 		return r, err
 	}
 	if in == nil {
 		return nil, structs.NewError(structs.ErrInvalid, "Job: missing job")
 	}
-	job, err := s.prepareJob(in)
+	job, err := ep.prepare(in)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.checkDrivers(job); err != nil {
+	if err := ep.checkDrivers(job); err != nil {
 		return nil, err
 	}
-	if err := s.checkAllocLimit(job); err != nil {
+	if err := ep.checkAllocLimit(job); err != nil {
 		return nil, err
 	}
 	snap, err := s.State().Snapshot()

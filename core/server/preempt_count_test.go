@@ -40,7 +40,7 @@ func TestCountTypesPreemptEndToEnd(t *testing.T) {
 				if enabled {
 					cfg = c.on
 				}
-				if _, _, err := s.SetSchedulerConfig(ctx, &structs.SchedulerConfiguration{PreemptionConfig: cfg}, false, 0); err != nil {
+				if _, _, err := s.Operator().SetSchedulerConfig(ctx, &structs.SchedulerConfiguration{PreemptionConfig: cfg}, false, 0); err != nil {
 					t.Fatal(err)
 				}
 				n := testNode("a")
@@ -111,7 +111,7 @@ func TestCountTypesPreemptEndToEnd(t *testing.T) {
 func TestServicePreemptsForStaticPort(t *testing.T) {
 	s := testServer(t, nil)
 	ctx := context.Background()
-	if _, _, err := s.SetSchedulerConfig(ctx, &structs.SchedulerConfiguration{
+	if _, _, err := s.Operator().SetSchedulerConfig(ctx, &structs.SchedulerConfiguration{
 		PreemptionConfig: structs.PreemptionConfig{ServiceSchedulerEnabled: true},
 	}, false, 0); err != nil {
 		t.Fatal(err)

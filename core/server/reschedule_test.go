@@ -368,7 +368,7 @@ func TestEvaluateForceReschedule(t *testing.T) {
 		t.Run(fmt.Sprintf("force=%v", force), func(t *testing.T) {
 			s := testServer(t, nil)
 			job, failed := seedFailed(t, s, "force")
-			resp, err := s.EvaluateJob(context.Background(), job.Namespace, job.ID, structs.EvalOptions{ForceReschedule: force})
+			resp, err := s.Jobs().Evaluate(context.Background(), job.Namespace, job.ID, structs.EvalOptions{ForceReschedule: force})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -18,7 +18,7 @@ type forwardedKey struct{}
 // reports whether it forwarded; when it did not, the caller serves the
 // request itself.
 func forward[Req, Resp any](ctx context.Context, s *Server, method string, req *Req) (*Resp, bool, error) {
-	conn, ok, err := s.leaderConn(ctx)
+	conn, ok, err := leaderLink{s}.LeaderConn(ctx)
 	if !ok || err != nil {
 		return nil, ok, err
 	}
@@ -26,9 +26,10 @@ func forward[Req, Resp any](ctx context.Context, s *Server, method string, req *
 	return resp, true, err
 }
 
-// leaderConn is where a write goes: forward false when this server
+// LeaderConn is where a write goes: forward false when this server
 // serves it itself, else the leader's connection (see leaderrpc.Leader).
-func (s *Server) leaderConn(ctx context.Context) (*rpc.Conn, bool, error) {
+func (l leaderLink) LeaderConn(ctx context.Context) (*rpc.Conn, bool, error) {
+	s := l.s
 	if s.rpcPool == nil || s.IsLeader() {
 		return nil, false, nil
 	}
@@ -37,7 +38,7 @@ func (s *Server) leaderConn(ctx context.Context) (*rpc.Conn, bool, error) {
 	}
 	addr, _ := s.raft.LeaderWithID()
 	if addr == "" {
-		if err := s.waitLeaderAddr(ctx); err != nil {
+		if err := l.waitLeaderAddr(ctx); err != nil {
 			return nil, true, err
 		}
 		addr, _ = s.raft.LeaderWithID()
@@ -53,7 +54,8 @@ func (s *Server) leaderConn(ctx context.Context) (*rpc.Conn, bool, error) {
 }
 
 // waitLeaderAddr waits (briefly) for an election to finish.
-func (s *Server) waitLeaderAddr(ctx context.Context) error {
+func (l leaderLink) waitLeaderAddr(ctx context.Context) error {
+	s := l.s
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	t := time.NewTicker(10 * time.Millisecond)
@@ -150,72 +152,73 @@ type (
 // RegisterRPC exposes the server's endpoints on an RPC server.
 func (s *Server) RegisterRPC(rs *rpc.Server) {
 	mark := func(ctx context.Context) context.Context { return context.WithValue(ctx, forwardedKey{}, true) }
+	jobs, nodes := s.Jobs(), s.Nodes()
 	rpc.Handle(rs, "Job.Register", func(ctx context.Context, a *JobRegisterArgs) (*structs.JobRegisterResponse, error) {
-		return s.RegisterJob(mark(ctx), a.Job, a.EnforceIndex, a.JobModifyIndex)
+		return jobs.Register(mark(ctx), a.Job, a.EnforceIndex, a.JobModifyIndex)
 	})
 	rpc.Handle(rs, "Job.Deregister", func(ctx context.Context, a *JobRefArgs) (*structs.JobDeregisterResponse, error) {
-		return s.DeregisterJob(mark(ctx), a.Namespace, a.JobID, a.Purge)
+		return jobs.Deregister(mark(ctx), a.Namespace, a.JobID, a.Purge)
 	})
 	rpc.Handle(rs, "Job.Evaluate", func(ctx context.Context, a *JobRefArgs) (*structs.JobRegisterResponse, error) {
-		return s.EvaluateJob(mark(ctx), a.Namespace, a.JobID, structs.EvalOptions{ForceReschedule: a.ForceReschedule})
+		return jobs.Evaluate(mark(ctx), a.Namespace, a.JobID, structs.EvalOptions{ForceReschedule: a.ForceReschedule})
 	})
 	rpc.Handle(rs, "Job.Scale", func(ctx context.Context, a *JobScaleArgs) (*structs.JobRegisterResponse, error) {
-		return s.ScaleJob(mark(ctx), a.Namespace, a.JobID, a.Request)
+		return jobs.Scale(mark(ctx), a.Namespace, a.JobID, a.Request)
 	})
 	rpc.Handle(rs, "Job.Revert", func(ctx context.Context, a *JobRevertArgs) (*structs.JobRegisterResponse, error) {
-		return s.RevertJob(mark(ctx), a.Namespace, a.JobID, a.Version, a.EnforcePriorVersion)
+		return jobs.Revert(mark(ctx), a.Namespace, a.JobID, a.Version, a.EnforcePriorVersion)
 	})
 	rpc.Handle(rs, "Job.Dispatch", func(ctx context.Context, a *JobDispatchArgs) (*structs.JobDispatchResponse, error) {
-		return s.DispatchJob(mark(ctx), a.Namespace, a.Request)
+		return jobs.Dispatch(mark(ctx), a.Namespace, a.Request)
 	})
 	rpc.Handle(rs, "Periodic.Force", func(ctx context.Context, a *JobRefArgs) (*structs.PeriodicForceResponse, error) {
-		return s.ForcePeriodic(mark(ctx), a.Namespace, a.JobID)
+		return jobs.ForcePeriodic(mark(ctx), a.Namespace, a.JobID)
 	})
 	rpc.Handle(rs, "Job.Plan", func(ctx context.Context, a *JobPlanArgs) (*structs.JobPlanResponse, error) {
-		return s.PlanJob(mark(ctx), a.Job, a.Diff)
+		return jobs.Plan(mark(ctx), a.Job, a.Diff)
 	})
 	rpc.Handle(rs, "Alloc.Stop", func(ctx context.Context, a *AllocStopArgs) (*structs.AllocStopResponse, error) {
-		return s.StopAlloc(mark(ctx), a.AllocID)
+		return nodes.StopAlloc(mark(ctx), a.AllocID)
 	})
 	rpc.Handle(rs, "Node.UpdateEligibility", func(ctx context.Context, a *NodeEligibilityArgs) (*structs.NodeEligibilityUpdateResponse, error) {
-		return s.UpdateNodeEligibility(mark(ctx), a.NodeID, a.Eligibility)
+		return nodes.UpdateEligibility(mark(ctx), a.NodeID, a.Eligibility)
 	})
 	rpc.Handle(rs, "Node.UpdateDrain", func(ctx context.Context, a *NodeDrainArgs) (*structs.NodeEligibilityUpdateResponse, error) {
-		return s.UpdateNodeDrain(mark(ctx), a.NodeID, a.Spec, a.MarkEligible, a.Meta)
+		return nodes.UpdateDrain(mark(ctx), a.NodeID, a.Spec, a.MarkEligible, a.Meta)
 	})
 	rpc.Handle(rs, "Operator.SchedulerSetConfig", func(ctx context.Context, a *SchedulerConfigArgs) (*SchedulerConfigReply, error) {
-		ok, idx, err := s.SetSchedulerConfig(mark(ctx), a.Config, a.CAS, a.Index)
+		ok, idx, err := s.Operator().SetSchedulerConfig(mark(ctx), a.Config, a.CAS, a.Index)
 		if err != nil {
 			return nil, err
 		}
 		return &SchedulerConfigReply{Updated: ok, Index: idx}, nil
 	})
 	rpc.Handle(rs, "Node.Register", func(ctx context.Context, a *NodeRegisterArgs) (*TTLReply, error) {
-		ttl, err := s.RegisterNode(mark(ctx), a.Node)
+		ttl, err := nodes.Register(mark(ctx), a.Node)
 		return &TTLReply{TTL: ttl}, err
 	})
 	rpc.Handle(rs, "Node.Heartbeat", func(ctx context.Context, a *NodeAuthArgs) (*TTLReply, error) {
-		ttl, err := s.Heartbeat(mark(ctx), a.NodeID, a.SecretID)
+		ttl, err := nodes.Heartbeat(mark(ctx), a.NodeID, a.SecretID)
 		return &TTLReply{TTL: ttl}, err
 	})
 	rpc.Handle(rs, "Node.GetAllocs", func(ctx context.Context, a *NodeAllocsArgs) (*NodeAllocsReply, error) {
-		allocs, idx, err := s.Allocs(ctx, a.NodeID, a.SecretID, a.MinIndex, a.MaxWait)
+		allocs, idx, err := nodes.Allocs(ctx, a.NodeID, a.SecretID, a.MinIndex, a.MaxWait)
 		if err != nil {
 			return nil, err
 		}
 		return &NodeAllocsReply{Allocs: allocs, Index: idx}, nil
 	})
 	rpc.Handle(rs, "Node.UpdateAllocs", func(ctx context.Context, a *NodeUpdateAllocsArgs) (*Empty, error) {
-		return &Empty{}, s.UpdateAllocs(mark(ctx), a.NodeID, a.SecretID, a.Allocs)
+		return &Empty{}, nodes.UpdateAllocs(mark(ctx), a.NodeID, a.SecretID, a.Allocs)
 	})
-	s.registerClusterRPC(rs, mark)
+	s.Operator().register(rs, mark)
 	s.registerACLPKIRPC(rs, mark)
-	s.registerNamespaceRPC(rs, mark)
-	s.registerNodePoolRPC(rs, mark)
+	s.Namespaces().register(rs, mark)
+	s.NodePools().register(rs, mark)
 	s.registerCSIRPC(rs, mark)
 	s.registerCSIClaimRPC(rs, mark)
-	s.registerServiceRPC(rs, mark)
+	s.Services().register(rs, mark)
 	s.registerCSICreateRPC(rs, mark)
 	s.registerGCRPC(rs, mark)
-	s.registerDeploymentRPC(rs, mark)
+	s.Deployments().register(rs, mark)
 }

@@ -181,10 +181,10 @@ type Server struct {
 	cfg    Config
 	logger hclog.Logger
 
-	// The ACL and PKI endpoints (acl_pki.go); embedded, so the server
-	// offers their methods to the HTTP API and the agent.
-	*aclendpoint.ACL
-	*pkiendpoint.PKI
+	// The ACL and PKI endpoints (acl_pki.go), served through ACL() and
+	// PKI().
+	acl *aclendpoint.ACL
+	pki *pkiendpoint.PKI
 
 	fsm       *fsm.FSM
 	events    *events.Buffer
@@ -293,7 +293,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, logger: cfg.Logger.Named("server"), rpcPool: cfg.RPCPool}
 	s.shutdownCtx, s.shutdownCancel = context.WithCancel(context.Background())
-	s.ACL, s.PKI = newACLEndpoint(s), newPKIEndpoint(s)
+	s.acl, s.pki = newACLEndpoint(s), newPKIEndpoint(s)
 	s.broker = evalbroker.New(cfg.Broker, s.logger.Named("broker"))
 	s.writes = newWriteQuiet()
 	s.blocked = blockedevals.New(s.broker, s.logger.Named("blocked_evals"))
@@ -315,7 +315,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.fsm = f
 	s.initEvents()
-	s.registerMetrics(cfg.Metrics)
+	gauges{s}.register(cfg.Metrics)
 	s.fatalCh = make(chan error, 1)
 	f.SetFatalHandler(func(err error) {
 		select {
@@ -437,7 +437,7 @@ func (s *Server) startRaft(rc *raft.Config, logs raft.LogStore, stable raft.Stab
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			s.joinLoop(s.shutdownCtx)
+			leaderLink{s}.joinLoop(s.shutdownCtx)
 		}()
 	}
 	return nil

@@ -14,11 +14,11 @@ func TestSysbatchPlacesOnEveryNode(t *testing.T) {
 	s := testServer(t, nil)
 	ctx := context.Background()
 	for _, n := range []string{"a", "b", "c"} {
-		if _, err := s.RegisterNode(ctx, testNode(n)); err != nil {
+		if _, err := s.Nodes().Register(ctx, testNode(n)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	resp, err := s.RegisterJob(ctx, testJob("sb", "sysbatch"), false, 0)
+	resp, err := s.Jobs().Register(ctx, testJob("sb", "sysbatch"), false, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,18 +50,18 @@ func TestRegisterJobRefusals(t *testing.T) {
 	s := testServer(t, nil)
 	ctx := context.Background()
 	bad := testJob("x", "gpu-batch")
-	_, err := s.RegisterJob(ctx, bad, false, 0)
+	_, err := s.Jobs().Register(ctx, bad, false, 0)
 	if !errors.Is(err, structs.ErrInvalid) || !strings.Contains(err.Error(), "served: batch, service, sysbatch, system") {
 		t.Fatalf("unknown type: %v", err)
 	}
 	drv := testJob("y", "sysbatch")
 	drv.TaskGroups[0].Tasks[0].Driver = "docker"
-	if _, err := s.RegisterJob(ctx, drv, false, 0); err == nil || !strings.Contains(err.Error(), `unknown driver "docker"`) {
+	if _, err := s.Jobs().Register(ctx, drv, false, 0); err == nil || !strings.Contains(err.Error(), `unknown driver "docker"`) {
 		t.Fatalf("unknown driver: %v", err)
 	}
 	sys := testJob("z", "system")
 	sys.TaskGroups[0].Count = 2
-	if _, err := s.RegisterJob(ctx, sys, false, 0); err == nil || structs.HTTPStatus(err) != 400 {
+	if _, err := s.Jobs().Register(ctx, sys, false, 0); err == nil || structs.HTTPStatus(err) != 400 {
 		t.Fatalf("system count 2: %v", err)
 	}
 	jobs, _ := s.State().Jobs(nil)
@@ -81,10 +81,10 @@ func TestSchedulerConfigCAS(t *testing.T) {
 		t.Fatalf("default preemption: %+v", cfg.PreemptionConfig)
 	}
 	want := &structs.SchedulerConfiguration{PreemptionConfig: structs.PreemptionConfig{SysBatchSchedulerEnabled: true}}
-	if ok, _, err := s.SetSchedulerConfig(ctx, want, true, idx0+1000); err != nil || ok {
+	if ok, _, err := s.Operator().SetSchedulerConfig(ctx, want, true, idx0+1000); err != nil || ok {
 		t.Fatalf("stale cas wrote: ok=%v err=%v", ok, err)
 	}
-	ok, idx, err := s.SetSchedulerConfig(ctx, want, true, idx0)
+	ok, idx, err := s.Operator().SetSchedulerConfig(ctx, want, true, idx0)
 	if err != nil || !ok {
 		t.Fatalf("cas write: ok=%v err=%v", ok, err)
 	}
@@ -92,7 +92,7 @@ func TestSchedulerConfigCAS(t *testing.T) {
 	if got != idx || !cfg.PreemptionConfig.SysBatchSchedulerEnabled || cfg.PreemptionConfig.SystemSchedulerEnabled {
 		t.Fatalf("stored config %d %+v", got, cfg.PreemptionConfig)
 	}
-	if _, _, err := s.SetSchedulerConfig(ctx, &structs.SchedulerConfiguration{SchedulerAlgorithm: "random"}, false, 0); structs.HTTPStatus(err) != 400 {
+	if _, _, err := s.Operator().SetSchedulerConfig(ctx, &structs.SchedulerConfiguration{SchedulerAlgorithm: "random"}, false, 0); structs.HTTPStatus(err) != 400 {
 		t.Fatalf("bad algorithm: %v", err)
 	}
 }

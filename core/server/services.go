@@ -30,7 +30,7 @@ const (
 	maxServiceIDBytes = 512
 )
 
-// UpdateServices is a client's upsert and delete of its own node's native
+// Update is a client's upsert and delete of its own node's native
 // service registrations (RPC ServiceRegistration.NodeUpdate), forwarded to
 // the leader and written in one Raft entry. The node's secret is checked;
 // a registration or deletion naming another node's allocation is refused
@@ -40,7 +40,8 @@ const (
 // own allocations. The server stamps
 // each registration's node, datacenter, namespace and job from the
 // allocation, so a client cannot register into another namespace.
-func (s *Server) UpdateServices(ctx context.Context, args *structs.ServiceRegistrationNodeArgs) error {
+func (ep Services) Update(ctx context.Context, args *structs.ServiceRegistrationNodeArgs) error {
+	s := ep.srv
 	if _, ok, err := forward[structs.ServiceRegistrationNodeArgs, Empty](ctx, s, "ServiceRegistration.NodeUpdate", args); ok {
 		return err
 	}
@@ -164,12 +165,13 @@ func copyRegistration(r *structs.ServiceRegistration) *structs.ServiceRegistrati
 	return &c
 }
 
-// LookupServices is a client's read of one service's registrations (RPC
+// Lookup is a client's read of one service's registrations (RPC
 // ServiceRegistration.Lookup), for its templates: any node with a valid
 // secret may read, without an ACL token. With MinIndex set it blocks until
 // the registrations' index passes it or MaxWait (5 minutes by default, 10
 // at most) ends, and then answers what is current.
-func (s *Server) LookupServices(ctx context.Context, args *structs.ServiceLookupArgs) (*structs.ServiceLookupReply, error) {
+func (ep Services) Lookup(ctx context.Context, args *structs.ServiceLookupArgs) (*structs.ServiceLookupReply, error) {
+	s := ep.srv
 	if args == nil {
 		return nil, structs.NewError(structs.ErrInvalid, "missing lookup")
 	}
@@ -212,10 +214,11 @@ func (s *Server) LookupServices(ctx context.Context, args *structs.ServiceLookup
 	return reply, nil
 }
 
-// DeleteServiceRegistration deletes one registration of namespace ns
+// Delete deletes one registration of namespace ns
 // (`DELETE /v1/service/<name>/<id>`), forwarded to the leader. A missing
 // one, or one of another service or namespace, is ErrNotFound.
-func (s *Server) DeleteServiceRegistration(ctx context.Context, ns, name, id string) (uint64, error) {
+func (ep Services) Delete(ctx context.Context, ns, name, id string) (uint64, error) {
+	s := ep.srv
 	args := &ServiceDeleteArgs{Namespace: ns, ServiceName: name, ID: id}
 	if r, ok, err := forward[ServiceDeleteArgs, IndexReply](ctx, s, "ServiceRegistration.Delete", args); ok {
 		if err != nil {
@@ -242,17 +245,17 @@ type ServiceDeleteArgs struct {
 	Namespace, ServiceName, ID string
 }
 
-// registerServiceRPC exposes the client's calls (rpcAccess lets a client
+// register exposes the client's calls (rpcAccess lets a client
 // make them for its own node only) and the forwarded delete (server-only).
-func (s *Server) registerServiceRPC(rs *rpc.Server, mark func(context.Context) context.Context) {
+func (ep Services) register(rs *rpc.Server, mark func(context.Context) context.Context) {
 	rpc.Handle(rs, "ServiceRegistration.NodeUpdate", func(ctx context.Context, a *structs.ServiceRegistrationNodeArgs) (*Empty, error) {
-		return &Empty{}, s.UpdateServices(mark(ctx), a)
+		return &Empty{}, ep.Update(mark(ctx), a)
 	})
 	rpc.Handle(rs, "ServiceRegistration.Lookup", func(ctx context.Context, a *structs.ServiceLookupArgs) (*structs.ServiceLookupReply, error) {
-		return s.LookupServices(mark(ctx), a)
+		return ep.Lookup(mark(ctx), a)
 	})
 	rpc.Handle(rs, "ServiceRegistration.Delete", func(ctx context.Context, a *ServiceDeleteArgs) (*IndexReply, error) {
-		idx, err := s.DeleteServiceRegistration(mark(ctx), a.Namespace, a.ServiceName, a.ID)
+		idx, err := ep.Delete(mark(ctx), a.Namespace, a.ServiceName, a.ID)
 		if err != nil {
 			return nil, err
 		}

@@ -43,7 +43,7 @@ func registration(a *structs.Allocation, name string) *structs.ServiceRegistrati
 
 func lookup(t *testing.T, s *Server, n *structs.Node, name string) *structs.ServiceLookupReply {
 	t.Helper()
-	r, err := s.LookupServices(context.Background(), &structs.ServiceLookupArgs{NodeID: n.ID, SecretID: n.SecretID, ServiceName: name})
+	r, err := s.Services().Lookup(context.Background(), &structs.ServiceLookupArgs{NodeID: n.ID, SecretID: n.SecretID, ServiceName: name})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestUpdateServicesRefusals(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := s.State().LatestIndex()
-			err := s.UpdateServices(ctx, tt.args)
+			err := s.Services().Update(ctx, tt.args)
 			if !errors.Is(err, tt.kind) {
 				t.Fatalf("err = %v, want kind %v", err, tt.kind)
 			}
@@ -100,7 +100,7 @@ func TestUpdateServicesAndLookup(t *testing.T) {
 	big := make([]byte, structs.MaxCheckOutputBytes+100)
 	r.Checks = []*structs.CheckStatus{{ID: "c", Check: "alive", Status: structs.CheckSuccess, Output: string(big)}}
 	before := s.State().LatestIndex()
-	if err := s.UpdateServices(ctx, &structs.ServiceRegistrationNodeArgs{NodeID: n.ID, SecretID: n.SecretID,
+	if err := s.Services().Update(ctx, &structs.ServiceRegistrationNodeArgs{NodeID: n.ID, SecretID: n.SecretID,
 		Upsert: []*structs.ServiceRegistration{r, registration(allocs[0], "api")}}); err != nil {
 		t.Fatal(err)
 	}
@@ -118,10 +118,10 @@ func TestUpdateServicesAndLookup(t *testing.T) {
 	if len(got.Checks[0].Output) != structs.MaxCheckOutputBytes {
 		t.Errorf("check output kept %d bytes, want %d", len(got.Checks[0].Output), structs.MaxCheckOutputBytes)
 	}
-	if _, err := s.LookupServices(ctx, &structs.ServiceLookupArgs{NodeID: n.ID, SecretID: "bad", ServiceName: "web"}); !errors.Is(err, structs.ErrPermissionDenied) {
+	if _, err := s.Services().Lookup(ctx, &structs.ServiceLookupArgs{NodeID: n.ID, SecretID: "bad", ServiceName: "web"}); !errors.Is(err, structs.ErrPermissionDenied) {
 		t.Errorf("lookup with a wrong secret: %v", err)
 	}
-	if err := s.UpdateServices(ctx, &structs.ServiceRegistrationNodeArgs{NodeID: n.ID, SecretID: n.SecretID, DeleteAllocIDs: []string{allocs[0].ID}}); err != nil {
+	if err := s.Services().Update(ctx, &structs.ServiceRegistrationNodeArgs{NodeID: n.ID, SecretID: n.SecretID, DeleteAllocIDs: []string{allocs[0].ID}}); err != nil {
 		t.Fatal(err)
 	}
 	if regs, _ := s.State().ServiceRegistrations(nil, "*"); len(regs) != 0 {
@@ -135,14 +135,14 @@ func TestLookupServicesBlocks(t *testing.T) {
 	s, nodes, allocs := servicesServer(t, nil)
 	ctx := context.Background()
 	n := nodes[0]
-	if err := s.UpdateServices(ctx, &structs.ServiceRegistrationNodeArgs{NodeID: n.ID, SecretID: n.SecretID,
+	if err := s.Services().Update(ctx, &structs.ServiceRegistrationNodeArgs{NodeID: n.ID, SecretID: n.SecretID,
 		Upsert: []*structs.ServiceRegistration{registration(allocs[0], "web")}}); err != nil {
 		t.Fatal(err)
 	}
 	first := lookup(t, s, n, "web")
 
 	start := time.Now()
-	r, err := s.LookupServices(ctx, &structs.ServiceLookupArgs{NodeID: n.ID, SecretID: n.SecretID, ServiceName: "web",
+	r, err := s.Services().Lookup(ctx, &structs.ServiceLookupArgs{NodeID: n.ID, SecretID: n.SecretID, ServiceName: "web",
 		MinIndex: first.Index, MaxWait: 200 * time.Millisecond})
 	if err != nil || r.Index != first.Index || len(r.Services) != 1 {
 		t.Fatalf("idle lookup = %+v, %v", r, err)
@@ -157,7 +157,7 @@ func TestLookupServicesBlocks(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		r, err := s.LookupServices(ctx, &structs.ServiceLookupArgs{NodeID: n.ID, SecretID: n.SecretID, ServiceName: "web",
+		r, err := s.Services().Lookup(ctx, &structs.ServiceLookupArgs{NodeID: n.ID, SecretID: n.SecretID, ServiceName: "web",
 			MinIndex: first.Index, MaxWait: time.Minute})
 		done <- result{r, err}
 	}()
@@ -167,7 +167,7 @@ func TestLookupServicesBlocks(t *testing.T) {
 	case <-time.After(100 * time.Millisecond):
 	}
 	// A change to the same service on the other node wakes it.
-	if err := s.UpdateServices(ctx, &structs.ServiceRegistrationNodeArgs{NodeID: nodes[1].ID, SecretID: nodes[1].SecretID,
+	if err := s.Services().Update(ctx, &structs.ServiceRegistrationNodeArgs{NodeID: nodes[1].ID, SecretID: nodes[1].SecretID,
 		Upsert: []*structs.ServiceRegistration{registration(allocs[1], "web")}}); err != nil {
 		t.Fatal(err)
 	}
@@ -187,18 +187,18 @@ func TestServicesEndWithTheirAlloc(t *testing.T) {
 	s, nodes, allocs := servicesServer(t, nil)
 	ctx := context.Background()
 	n := nodes[0]
-	if err := s.UpdateServices(ctx, &structs.ServiceRegistrationNodeArgs{NodeID: n.ID, SecretID: n.SecretID,
+	if err := s.Services().Update(ctx, &structs.ServiceRegistrationNodeArgs{NodeID: n.ID, SecretID: n.SecretID,
 		Upsert: []*structs.ServiceRegistration{registration(allocs[0], "web")}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.UpdateAllocs(ctx, n.ID, n.SecretID, []*structs.Allocation{{ID: allocs[0].ID, ClientStatus: structs.AllocClientStatusComplete}}); err != nil {
+	if err := s.Nodes().UpdateAllocs(ctx, n.ID, n.SecretID, []*structs.Allocation{{ID: allocs[0].ID, ClientStatus: structs.AllocClientStatusComplete}}); err != nil {
 		t.Fatal(err)
 	}
 	if r := lookup(t, s, n, "web"); len(r.Services) != 0 {
 		t.Fatalf("%d registrations after the alloc completed", len(r.Services))
 	}
 	before := s.State().LatestIndex()
-	if err := s.UpdateServices(ctx, &structs.ServiceRegistrationNodeArgs{NodeID: n.ID, SecretID: n.SecretID,
+	if err := s.Services().Update(ctx, &structs.ServiceRegistrationNodeArgs{NodeID: n.ID, SecretID: n.SecretID,
 		Upsert: []*structs.ServiceRegistration{registration(allocs[0], "web")}}); err != nil {
 		t.Fatalf("a late registration of a stopped alloc: %v", err)
 	}
@@ -215,7 +215,7 @@ func TestServicesEndWhenNodeGoesDown(t *testing.T) {
 	})
 	ctx := context.Background()
 	n := testNode("a")
-	if _, err := s.RegisterNode(ctx, n); err != nil {
+	if _, err := s.Nodes().Register(ctx, n); err != nil {
 		t.Fatal(err)
 	}
 	job := testJob("web", "batch")
@@ -225,7 +225,7 @@ func TestServicesEndWhenNodeGoesDown(t *testing.T) {
 	if _, err := s.raftApply(structs.ApplyPlanResultsRequestType, &structs.ApplyPlanResultsRequest{Job: stored, AllocsUpdated: []*structs.Allocation{a}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.UpdateServices(ctx, &structs.ServiceRegistrationNodeArgs{NodeID: n.ID, SecretID: n.SecretID,
+	if err := s.Services().Update(ctx, &structs.ServiceRegistrationNodeArgs{NodeID: n.ID, SecretID: n.SecretID,
 		Upsert: []*structs.ServiceRegistration{registration(a, "web")}}); err != nil {
 		t.Fatal(err)
 	}
@@ -244,15 +244,15 @@ func TestDeleteServiceRegistration(t *testing.T) {
 	ctx := context.Background()
 	n := nodes[0]
 	r := registration(allocs[0], "web")
-	if err := s.UpdateServices(ctx, &structs.ServiceRegistrationNodeArgs{NodeID: n.ID, SecretID: n.SecretID, Upsert: []*structs.ServiceRegistration{r}}); err != nil {
+	if err := s.Services().Update(ctx, &structs.ServiceRegistrationNodeArgs{NodeID: n.ID, SecretID: n.SecretID, Upsert: []*structs.ServiceRegistration{r}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, bad := range [][3]string{{"other", "web", r.ID}, {"default", "api", r.ID}, {"default", "web", "nope"}} {
-		if _, err := s.DeleteServiceRegistration(ctx, bad[0], bad[1], bad[2]); !errors.Is(err, structs.ErrNotFound) {
+		if _, err := s.Services().Delete(ctx, bad[0], bad[1], bad[2]); !errors.Is(err, structs.ErrNotFound) {
 			t.Errorf("delete %v: %v, want not found", bad, err)
 		}
 	}
-	if _, err := s.DeleteServiceRegistration(ctx, "default", "web", r.ID); err != nil {
+	if _, err := s.Services().Delete(ctx, "default", "web", r.ID); err != nil {
 		t.Fatal(err)
 	}
 	if regs, _ := s.State().ServiceRegistrations(nil, "*"); len(regs) != 0 {

@@ -17,7 +17,7 @@ func TestShutdownWhileScheduling(t *testing.T) {
 		s := testServer(t, nil)
 		registerNodes(t, s, testNode("a"), testNode("b"))
 		for i := 0; i < 10; i++ {
-			if _, err := s.RegisterJob(context.Background(), testJob(fmt.Sprintf("j%d", i), "sysbatch"), false, 0); err != nil {
+			if _, err := s.Jobs().Register(context.Background(), testJob(fmt.Sprintf("j%d", i), "sysbatch"), false, 0); err != nil {
 				t.Fatal(err)
 			}
 		}

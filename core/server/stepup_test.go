@@ -108,7 +108,7 @@ func TestStepUpGivesUpAndStepsDown(t *testing.T) {
 		waitFor(t, 60*time.Second, "peer "+p.id+" added", func() bool {
 			for _, s := range servers {
 				if s.IsLeader() {
-					return s.AddRaftPeer(ctx, p.id, p.addr) == nil
+					return s.Operator().AddRaftPeer(ctx, p.id, p.addr) == nil
 				}
 			}
 			return false

@@ -14,10 +14,10 @@ func TestReconcileJobSummaries(t *testing.T) {
 	s := testServer(t, nil)
 	ctx := context.Background()
 	node := testNode("a")
-	if _, err := s.RegisterNode(ctx, node); err != nil {
+	if _, err := s.Nodes().Register(ctx, node); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := s.RegisterJob(ctx, testJob("j", "sysbatch"), false, 0)
+	resp, err := s.Jobs().Register(ctx, testJob("j", "sysbatch"), false, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

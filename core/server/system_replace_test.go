@@ -24,10 +24,10 @@ func TestFailedAllocReplacement(t *testing.T) {
 			s := testServer(t, nil)
 			ctx := context.Background()
 			node := testNode("a")
-			if _, err := s.RegisterNode(ctx, node); err != nil {
+			if _, err := s.Nodes().Register(ctx, node); err != nil {
 				t.Fatal(err)
 			}
-			resp, err := s.RegisterJob(ctx, testJob("j", tc.jobType), false, 0)
+			resp, err := s.Jobs().Register(ctx, testJob("j", tc.jobType), false, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -38,7 +38,7 @@ func TestFailedAllocReplacement(t *testing.T) {
 			}
 			failed := allocs[0].Copy()
 			failed.ClientStatus = structs.AllocClientStatusFailed
-			if err := s.UpdateAllocs(ctx, node.ID, node.SecretID, []*structs.Allocation{failed}); err != nil {
+			if err := s.Nodes().UpdateAllocs(ctx, node.ID, node.SecretID, []*structs.Allocation{failed}); err != nil {
 				t.Fatal(err)
 			}
 			if !tc.replaced {
@@ -78,7 +78,7 @@ func TestFailedAllocReplacement(t *testing.T) {
 			again := next.Copy()
 			again.ClientStatus = structs.AllocClientStatusFailed
 			before := time.Now()
-			if err := s.UpdateAllocs(ctx, node.ID, node.SecretID, []*structs.Allocation{again}); err != nil {
+			if err := s.Nodes().UpdateAllocs(ctx, node.ID, node.SecretID, []*structs.Allocation{again}); err != nil {
 				t.Fatal(err)
 			}
 			evals, _ := s.State().EvalsByJob(nil, "default", "j")

@@ -91,7 +91,7 @@ func (w *worker) process(ctx context.Context, ev *structs.Evaluation, token stri
 	var later *retryLater
 	if errors.As(err, &later) {
 		log.Debug("scheduler plugin unavailable; eval handed back without spending a delivery", "error", later.err)
-		if rerr := w.s.broker.Requeue(ev.ID, token, w.s.unavailableRetryDelay()); rerr != nil {
+		if rerr := w.s.broker.Requeue(ev.ID, token, w.unavailableRetryDelay()); rerr != nil {
 			log.Debug("requeue failed", "error", rerr)
 		}
 		return
@@ -167,7 +167,7 @@ func (w *worker) schedule(ctx context.Context, ev *structs.Evaluation, token str
 		if resp.Status != "" {
 			return w.finish(ev, resp.Status, resp.StatusDescription, nil, nil, nil, 0)
 		}
-		limited = s.capPlacements(req, resp)
+		limited = w.capPlacements(req, resp)
 		if limited.dropped > 0 {
 			log.Warn("plan placed more than the allocation limits allow; the rest stays queued",
 				"kept", limited.placed, "dropped", limited.dropped, "limit", limited.limit, "by_job_limit", limited.byJob)
@@ -189,7 +189,7 @@ func (w *worker) schedule(ctx context.Context, ev *structs.Evaluation, token str
 		if err := s.broker.PauseNackTimeout(ev.ID, token); err != nil {
 			return fmt.Errorf("eval is no longer ours: %w", err)
 		}
-		result, err := s.submitPlan(ctx, plan)
+		result, err := w.submitPlan(ctx, plan)
 		if rerr := s.broker.ResumeNackTimeout(ev.ID, token); rerr != nil && err == nil {
 			// The plan is committed, but the eval was redelivered: the
 			// other delivery records the outcome.
@@ -351,8 +351,8 @@ func (r *retryLater) Unwrap() error { return r.err }
 
 // unavailableRetryDelay is how long an eval waits after its plugin was
 // found down: the broker's first nack delay, but never a busy loop.
-func (s *Server) unavailableRetryDelay() time.Duration {
-	d := s.cfg.Broker.InitialNackDelay
+func (w *worker) unavailableRetryDelay() time.Duration {
+	d := w.s.cfg.Broker.InitialNackDelay
 	switch {
 	case d == 0:
 		return evalbroker.DefaultInitialNackDelay
@@ -446,8 +446,8 @@ func (w *worker) finishEvals(ev *structs.Evaluation, status, desc string, resp *
 }
 
 // submitPlan hands the plan to the leader's plan applier and waits.
-func (s *Server) submitPlan(ctx context.Context, plan *structs.Plan) (*structs.PlanResult, error) {
-	fut, err := s.planQueue.Enqueue(plan)
+func (w *worker) submitPlan(ctx context.Context, plan *structs.Plan) (*structs.PlanResult, error) {
+	fut, err := w.s.planQueue.Enqueue(plan)
 	if err != nil {
 		return nil, err
 	}
@@ -485,7 +485,8 @@ func (r *reasonLog) take(evalID string) string {
 
 // deliveryLimitDescription is the StatusDescription of an eval failed at
 // the delivery limit.
-func (s *Server) deliveryLimitDescription(evalID string) string {
+func (k evalKeeper) deliveryLimitDescription(evalID string) string {
+	s := k.s
 	limit := s.cfg.Broker.DeliveryLimit
 	if limit <= 0 {
 		limit = evalbroker.DefaultDeliveryLimit

@@ -89,7 +89,7 @@ func placeOnEveryFreeNode(req *pb.ScheduleRequest, cpu func(*pb.Node) int64) *pb
 func registerNodes(t *testing.T, s *Server, nodes ...*structs.Node) {
 	t.Helper()
 	for _, n := range nodes {
-		if _, err := s.RegisterNode(context.Background(), n); err != nil {
+		if _, err := s.Nodes().Register(context.Background(), n); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -97,7 +97,7 @@ func registerNodes(t *testing.T, s *Server, nodes ...*structs.Node) {
 
 func registerJob(t *testing.T, s *Server, job *structs.Job) *structs.JobRegisterResponse {
 	t.Helper()
-	resp, err := s.RegisterJob(context.Background(), job, false, 0)
+	resp, err := s.Jobs().Register(context.Background(), job, false, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,7 +326,7 @@ func TestWorkerBlockedEvalUnblocksOnFreedCapacity(t *testing.T) {
 
 	done := hogAllocs[0].Copy()
 	done.ClientStatus = structs.AllocClientStatusComplete
-	if err := s.UpdateAllocs(ctx, small.ID, small.SecretID, []*structs.Allocation{done}); err != nil {
+	if err := s.Nodes().UpdateAllocs(ctx, small.ID, small.SecretID, []*structs.Allocation{done}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 15*time.Second, "waiter placed after capacity freed", func() bool {

@@ -132,7 +132,7 @@ func startDevAgent(t *testing.T, aclOn bool) *devAgent {
 	if aclOn {
 		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 		defer cancel()
-		tok, _, err := a.Server().BootstrapACL(ctx, "")
+		tok, _, err := a.Server().ACL().BootstrapACL(ctx, "")
 		if err != nil {
 			t.Fatalf("ACL bootstrap: %v", err)
 		}
