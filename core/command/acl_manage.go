@@ -99,7 +99,7 @@ func (c *aclCommand) wantArgs(args []string, n int, names string) bool {
 	return false
 }
 
-func aclCommands(ui *UI) map[string]Command {
+func aclManageCommands(ui *UI) map[string]Command {
 	cmds := []*aclCommand{
 		{name: "acl policy apply", synopsis: "Create or update an ACL policy", help: aclPolicyApplyHelp,
 			flags: func(fs *flag.FlagSet, o *aclOptions) { fs.StringVar(&o.description, "description", "", "") },

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,12 +15,18 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) {
+// testMain is the TestMain of every command test package: cmds is the
+// command table runCLI dispatches over.
+func testMain(m *testing.M, cmds func(*UI) map[string]Command) {
+	testCommands = cmds
 	// Timestamps print in local time; pin it so that expectations hold on
 	// any machine. Set before any test goroutine starts.
 	time.Local = time.UTC
 	goleak.VerifyTestMain(m)
 }
+
+// testCommands is the command table of the package under test.
+var testCommands func(*UI) map[string]Command
 
 // testNow is the clock of every command test.
 var testNow = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
@@ -126,7 +133,9 @@ func runCLI(t *testing.T, env map[string]string, stdin string, extra map[string]
 		},
 		Now: func() time.Time { return testNow },
 	}
-	code := RunUI(ui, args, extra)
+	cmds := testCommands(ui)
+	maps.Copy(cmds, extra)
+	code := dispatch(ui, args, cmds)
 	return result{code: code, out: out.String(), errOut: errOut.String()}
 }
 

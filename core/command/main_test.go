@@ -1,0 +1,5 @@
+package command
+
+import "testing"
+
+func TestMain(m *testing.M) { testMain(m, Commands) }

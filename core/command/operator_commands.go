@@ -1,0 +1,17 @@
+package command
+
+// operatorCommands returns the commands of `drover server members`, `drover operator …` and `drover system gc` by name.
+func operatorCommands(ui *UI) map[string]Command {
+	cmds := map[string]Command{
+		"server members":            &ServerMembersCommand{ui: ui},
+		"operator raft list-peers":  &OperatorRaftListPeersCommand{ui: ui},
+		"operator raft remove-peer": &OperatorRaftRemovePeerCommand{ui: ui},
+		"operator plugin list":      &OperatorPluginListCommand{ui: ui},
+		"operator join-token":       &OperatorJoinTokenCommand{ui: ui},
+		"operator plugin status":    &OperatorPluginStatusCommand{ui: ui},
+		"operator plugin reload":    &OperatorPluginReloadCommand{ui: ui},
+		"operator events":           &OperatorEventsCommand{ui: ui},
+		"system gc":                 &SystemGCCommand{ui: ui},
+	}
+	return cmds
+}
