@@ -40,12 +40,6 @@ type aclOptions struct {
 	ttl         time.Duration
 }
 
-// stringsFlag is a flag given any number of times.
-type stringsFlag []string
-
-func (s *stringsFlag) String() string     { return strings.Join(*s, ",") }
-func (s *stringsFlag) Set(v string) error { *s = append(*s, v); return nil }
-
 func (c *aclCommand) Synopsis() string { return c.synopsis }
 
 func (c *aclCommand) Run(args []string) int {

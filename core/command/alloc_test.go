@@ -1,8 +1,6 @@
 package command
 
 import (
-	"encoding/json"
-	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -10,40 +8,6 @@ import (
 
 	"github.com/drover-org/drover/core/structs"
 )
-
-const allocID = "8ba85cef-1111-2222-3333-444455556666"
-
-func testAlloc(tasks ...string) *structs.Allocation {
-	tg := &structs.TaskGroup{Name: "g"}
-	states := map[string]*structs.TaskState{}
-	for _, name := range tasks {
-		tg.Tasks = append(tg.Tasks, &structs.Task{Name: name})
-		states[name] = &structs.TaskState{
-			State: "running", StartedAt: testNow.Add(-time.Minute),
-			Events: []*structs.TaskEvent{
-				{Type: "Received", Time: ns(testNow.Add(-3 * time.Minute)), DisplayMessage: "Task received by client"},
-				{Type: "Task Setup", Time: ns(testNow.Add(-2 * time.Minute)), DisplayMessage: "Building Task Directory"},
-				{Type: "Started", Time: ns(testNow.Add(-time.Minute)), DisplayMessage: "Task started by client"},
-			},
-		}
-	}
-	return &structs.Allocation{
-		ID: allocID, EvalID: evalID, Name: "web.g[0]", NodeID: "171a583b-0000", NodeName: "client-1", JobID: "web",
-		Job: &structs.Job{ID: "web", Version: 3, TaskGroups: []*structs.TaskGroup{tg}}, TaskGroup: "g",
-		DesiredStatus: "run", ClientStatus: "running", ClientDescription: "Tasks are running",
-		CreateTime: ns(testNow.Add(-5 * time.Minute)), ModifyTime: ns(testNow.Add(-time.Minute)),
-		AllocatedResources: &structs.AllocatedResources{
-			Tasks:  map[string]*structs.AllocatedTaskResources{"t": {Cpu: structs.AllocatedCpuResources{CpuShares: 500}, Memory: structs.AllocatedMemoryResources{MemoryMB: 256}}},
-			Shared: structs.AllocatedSharedResources{DiskMB: 300},
-		},
-		TaskStates: states,
-	}
-}
-
-func serveAlloc(f *fakeAgent, a *structs.Allocation) {
-	f.json("GET /v1/allocations", []*structs.AllocListStub{a.Stub()})
-	f.json("GET /v1/allocation/"+a.ID, a)
-}
 
 func TestAllocStatus(t *testing.T) {
 	f := newFakeAgent(t)
@@ -97,23 +61,6 @@ func TestAllocStop(t *testing.T) {
 	r = f.run(t, "", "alloc", "stop", "8ba8")
 	wantCode(t, r, 0)
 	wantContains(t, "stdout", r.out, `==> Monitoring evaluation "4f6c9e5e"`)
-}
-
-// serveLogs answers the log endpoint with the given text, plain or framed
-// (in frames of frameSize bytes), and records the query.
-func serveLogs(f *fakeAgent, text string, frameSize int) {
-	f.handle("GET /v1/client/fs/logs/"+allocID, func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Query().Get("plain") == "true" {
-			_, _ = w.Write([]byte(text))
-			return
-		}
-		enc := json.NewEncoder(w)
-		_ = enc.Encode(map[string]any{}) // a heartbeat first
-		for off := 0; off < len(text); off += frameSize {
-			end := min(off+frameSize, len(text))
-			_ = enc.Encode(map[string]any{"Offset": end, "Data": []byte(text[off:end]), "File": "alloc/logs/t.stdout.0"})
-		}
-	})
 }
 
 func TestAllocLogs(t *testing.T) {

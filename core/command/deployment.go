@@ -226,11 +226,6 @@ Promote Options:
   -group
     A task group to promote; repeat for several. Default: every group.`
 
-type stringList []string
-
-func (s *stringList) String() string     { return strings.Join(*s, ",") }
-func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
-
 func (c *DeploymentPromoteCommand) Run(args []string) int {
 	c.meta.ui = c.ui
 	fs := c.flagSet("deployment promote", deploymentPromoteHelp)

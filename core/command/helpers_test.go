@@ -7,11 +7,14 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/drover-org/drover/core/structs"
 	"go.uber.org/goleak"
 )
 
@@ -152,5 +155,94 @@ func wantCode(t *testing.T, r result, code int) {
 	t.Helper()
 	if r.code != code {
 		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, code, r.out, r.errOut)
+	}
+}
+
+const allocID = "8ba85cef-1111-2222-3333-444455556666"
+
+func testAlloc(tasks ...string) *structs.Allocation {
+	tg := &structs.TaskGroup{Name: "g"}
+	states := map[string]*structs.TaskState{}
+	for _, name := range tasks {
+		tg.Tasks = append(tg.Tasks, &structs.Task{Name: name})
+		states[name] = &structs.TaskState{
+			State: "running", StartedAt: testNow.Add(-time.Minute),
+			Events: []*structs.TaskEvent{
+				{Type: "Received", Time: ns(testNow.Add(-3 * time.Minute)), DisplayMessage: "Task received by client"},
+				{Type: "Task Setup", Time: ns(testNow.Add(-2 * time.Minute)), DisplayMessage: "Building Task Directory"},
+				{Type: "Started", Time: ns(testNow.Add(-time.Minute)), DisplayMessage: "Task started by client"},
+			},
+		}
+	}
+	return &structs.Allocation{
+		ID: allocID, EvalID: evalID, Name: "web.g[0]", NodeID: "171a583b-0000", NodeName: "client-1", JobID: "web",
+		Job: &structs.Job{ID: "web", Version: 3, TaskGroups: []*structs.TaskGroup{tg}}, TaskGroup: "g",
+		DesiredStatus: "run", ClientStatus: "running", ClientDescription: "Tasks are running",
+		CreateTime: ns(testNow.Add(-5 * time.Minute)), ModifyTime: ns(testNow.Add(-time.Minute)),
+		AllocatedResources: &structs.AllocatedResources{
+			Tasks:  map[string]*structs.AllocatedTaskResources{"t": {Cpu: structs.AllocatedCpuResources{CpuShares: 500}, Memory: structs.AllocatedMemoryResources{MemoryMB: 256}}},
+			Shared: structs.AllocatedSharedResources{DiskMB: 300},
+		},
+		TaskStates: states,
+	}
+}
+
+func serveAlloc(f *fakeAgent, a *structs.Allocation) {
+	f.json("GET /v1/allocations", []*structs.AllocListStub{a.Stub()})
+	f.json("GET /v1/allocation/"+a.ID, a)
+}
+
+// serveLogs answers the log endpoint with the given text, plain or framed
+// (in frames of frameSize bytes), and records the query.
+func serveLogs(f *fakeAgent, text string, frameSize int) {
+	f.handle("GET /v1/client/fs/logs/"+allocID, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("plain") == "true" {
+			_, _ = w.Write([]byte(text))
+			return
+		}
+		enc := json.NewEncoder(w)
+		_ = enc.Encode(map[string]any{}) // a heartbeat first
+		for off := 0; off < len(text); off += frameSize {
+			end := min(off+frameSize, len(text))
+			_ = enc.Encode(map[string]any{"Offset": end, "Data": []byte(text[off:end]), "File": "alloc/logs/t.stdout.0"})
+		}
+	})
+}
+
+const batchHCL = `job "web" {
+  type = "batch"
+  group "g" {
+    task "t" {
+      driver = "raw_exec"
+      config { command = "/bin/true" }
+    }
+  }
+}`
+
+const evalID = "4f6c9e5e-1111-2222-3333-444455556666"
+
+// serveEval answers the monitor: the eval and its allocations.
+func serveEval(f *fakeAgent, eval *structs.Evaluation, allocs []*structs.AllocListStub) {
+	f.json("GET /v1/evaluation/"+eval.ID, eval)
+	f.json("GET /v1/evaluation/"+eval.ID+"/allocations", allocs)
+}
+
+func writeJobFile(t *testing.T, src string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "job.hcl")
+	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+const nodeID = "f7476465-aaaa-bbbb-cccc-ddddeeeeffff"
+
+func testNode() *structs.Node {
+	return &structs.Node{
+		ID: nodeID, Name: "client-1", Datacenter: "dc1", NodePool: "default", Status: "ready", SchedulingEligibility: "eligible",
+		NodeResources: &structs.NodeResources{Cpu: structs.NodeCpuResources{CpuShares: 4000}, Memory: structs.NodeMemoryResources{MemoryMB: 8192}, Disk: structs.NodeDiskResources{DiskMB: 40960}},
+		Drivers:       map[string]*structs.DriverInfo{"raw_exec": {Detected: true, Healthy: true}, "docker": {Detected: false}},
+		Events:        []*structs.NodeEvent{{Message: "Node registered", Subsystem: "Cluster", Timestamp: testNow.Add(-time.Hour)}},
 	}
 }

@@ -1,7 +1,6 @@
 package command
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,24 +9,9 @@ import (
 	"net/url"
 	"os"
 	"strconv"
-	"strings"
 
 	"github.com/drover-org/drover/core/structs"
 )
-
-// confirm asks a yes/no question on the UI; anything but y/yes is no.
-func confirm(ui *UI, question string) bool {
-	ui.printf("%s ", question)
-	if ui.In == nil {
-		return false
-	}
-	line, _ := bufio.NewReader(ui.In).ReadString('\n')
-	switch strings.ToLower(strings.TrimSpace(line)) {
-	case "y", "yes":
-		return true
-	}
-	return false
-}
 
 // JobStopCommand is `drover job stop`.
 type JobStopCommand struct {
@@ -133,20 +117,6 @@ Dispatch Options:
 
   -verbose
     Show full IDs.`
-
-// metaFlags collects repeated -meta key=value flags.
-type metaFlags map[string]string
-
-func (m metaFlags) String() string { return "" }
-
-func (m metaFlags) Set(v string) error {
-	k, val, ok := strings.Cut(v, "=")
-	if !ok || k == "" {
-		return fmt.Errorf("invalid metadata %q: must be key=value", v)
-	}
-	m[k] = val
-	return nil
-}
 
 func (c *JobDispatchCommand) Run(args []string) int {
 	c.meta.ui = c.ui

@@ -2,7 +2,6 @@ package command
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/url"
 	"sort"
@@ -84,14 +83,6 @@ func (c *JobStatusCommand) Run(args []string) int {
 	return exitOK
 }
 
-func lookupError(kind string, err error) string {
-	var amb *ambiguousError
-	if errors.As(err, &amb) || errors.Is(err, errNoMatch) {
-		return lookupMessage(err)
-	}
-	return fmt.Sprintf("Error querying %s: %s", kind, err)
-}
-
 func (c *JobStatusCommand) list(ctx context.Context, client *APIClient, asJSON bool) int {
 	if asJSON {
 		return c.printJSON(ctx, client, "/v1/jobs", "jobs")
@@ -106,23 +97,6 @@ func (c *JobStatusCommand) list(ctx context.Context, client *APIClient, asJSON b
 	}
 	c.ui.printf("%s\n", formatJobList(jobs, client.Namespace == "*"))
 	return exitOK
-}
-
-func formatJobList(jobs []*structs.JobListStub, showNamespace bool) string {
-	header := "ID|Type|Priority|Status|Submit Date"
-	if showNamespace {
-		header = "ID|Namespace|Type|Priority|Status|Submit Date"
-	}
-	rows := []string{header}
-	for _, j := range jobs {
-		ns := ""
-		if showNamespace {
-			ns = j.Namespace + "|"
-		}
-		rows = append(rows, fmt.Sprintf("%s|%s%s|%d|%s|%s", j.ID, ns,
-			jobTypeString(j.Type, j.Periodic, j.ParameterizedJob), j.Priority, j.Status, formatUnixNano(j.SubmitTime)))
-	}
-	return formatList(rows)
 }
 
 // describe renders one job with its summary, children, allocations and

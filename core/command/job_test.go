@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -13,16 +11,6 @@ import (
 
 	"github.com/drover-org/drover/core/structs"
 )
-
-const batchHCL = `job "web" {
-  type = "batch"
-  group "g" {
-    task "t" {
-      driver = "raw_exec"
-      config { command = "/bin/true" }
-    }
-  }
-}`
 
 const periodicHCL = `job "cron" {
   type = "batch"
@@ -36,23 +24,6 @@ const periodicHCL = `job "cron" {
     }
   }
 }`
-
-func writeJobFile(t *testing.T, src string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "job.hcl")
-	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-const evalID = "4f6c9e5e-1111-2222-3333-444455556666"
-
-// serveEval answers the monitor: the eval and its allocations.
-func serveEval(f *fakeAgent, eval *structs.Evaluation, allocs []*structs.AllocListStub) {
-	f.json("GET /v1/evaluation/"+eval.ID, eval)
-	f.json("GET /v1/evaluation/"+eval.ID+"/allocations", allocs)
-}
 
 func TestJobRun(t *testing.T) {
 	complete := &structs.Evaluation{ID: evalID, JobID: "web", Status: "complete", CreateIndex: 10}

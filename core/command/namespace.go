@@ -1,22 +1,16 @@
 package command
 
 import (
-	"context"
 	"flag"
 	"net/url"
 	"os"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/drover-org/drover/core/structs"
 )
 
 // The `drover namespace` commands over /v1/namespace(s).
-
-func nsContext() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), 30*time.Second)
-}
 
 // NamespaceListCommand is `drover namespace list [-json]`.
 type NamespaceListCommand struct {

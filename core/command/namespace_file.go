@@ -6,12 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
-	"github.com/zclconf/go-cty/cty"
 
 	"github.com/drover-org/drover/core/hclguard"
 	"github.com/drover-org/drover/core/structs"
@@ -116,73 +114,6 @@ func parseNamespaceHCL(filename string, src []byte) (*structs.Namespace, error) 
 	return ns, nil
 }
 
-// stringAttr evaluates an attribute that must be a literal string (no
-// variables or functions exist here).
-func stringAttr(a *hcl.Attribute) (string, hcl.Diagnostics) {
-	v, diags := a.Expr.Value(nil)
-	if diags.HasErrors() {
-		return "", diags
-	}
-	if v.IsNull() || !v.IsKnown() || v.Type() != cty.String {
-		return "", errDiag(a.Expr.Range(), "Incorrect attribute value type",
-			fmt.Sprintf("%s must be a string.", a.Name))
-	}
-	return v.AsString(), nil
-}
-
-// stringMapAttr evaluates `meta = { k = "v" }`, the form for keys that
-// are not identifiers.
-func stringMapAttr(a *hcl.Attribute) (map[string]string, hcl.Diagnostics) {
-	v, diags := a.Expr.Value(nil)
-	if diags.HasErrors() {
-		return nil, diags
-	}
-	bad := errDiag(a.Expr.Range(), "Incorrect attribute value type", fmt.Sprintf("%s must be an object of strings.", a.Name))
-	if v.IsNull() || !v.IsWhollyKnown() || !(v.Type().IsObjectType() || v.Type().IsMapType()) {
-		return nil, bad
-	}
-	out := make(map[string]string, v.LengthInt())
-	for it := v.ElementIterator(); it.Next(); {
-		k, e := it.Element()
-		if e.IsNull() || e.Type() != cty.String {
-			return nil, bad
-		}
-		out[k.AsString()] = e.AsString()
-	}
-	return out, nil
-}
-
-func errDiag(rng hcl.Range, summary, detail string) hcl.Diagnostics {
-	return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: summary, Detail: detail, Subject: rng.Ptr()}}
-}
-
-// diagError joins error diagnostics, each as file:line:col: message, in
-// the order of their positions.
-func diagError(diags hcl.Diagnostics) error {
-	var errs []*hcl.Diagnostic
-	for _, d := range diags {
-		if d.Severity == hcl.DiagError {
-			errs = append(errs, d)
-		}
-	}
-	sort.SliceStable(errs, func(i, j int) bool {
-		a, b := errs[i].Subject, errs[j].Subject
-		return a != nil && b != nil && a.Start.Byte < b.Start.Byte
-	})
-	lines := make([]string, 0, len(errs))
-	for _, d := range errs {
-		msg := d.Summary
-		if d.Detail != "" {
-			msg += ": " + d.Detail
-		}
-		if s := d.Subject; s != nil {
-			msg = fmt.Sprintf("%s:%d:%d: %s", s.Filename, s.Start.Line, s.Start.Column, msg)
-		}
-		lines = append(lines, msg)
-	}
-	return errors.New(strings.Join(lines, "\n"))
-}
-
 // namespaceJSON is the API object, with Nomad's fields drover does not
 // model accepted only when empty (null, "", {} or []).
 type namespaceJSON struct {
@@ -232,19 +163,4 @@ func parseNamespaceJSON(filename string, src []byte) (*structs.Namespace, error)
 		}
 	}
 	return &structs.Namespace{Name: in.Name, Description: in.Description, Meta: in.Meta}, nil
-}
-
-// jsonPos names a byte offset of src as file:line:col, columns in bytes
-// from 1.
-func jsonPos(filename string, src []byte, offset int64) string {
-	if offset > int64(len(src)) {
-		offset = int64(len(src))
-	}
-	if offset < 0 {
-		offset = 0
-	}
-	before := src[:offset]
-	line := bytes.Count(before, []byte("\n")) + 1
-	col := int(offset) - bytes.LastIndexByte(before, '\n')
-	return fmt.Sprintf("%s:%d:%d", filename, line, col)
 }

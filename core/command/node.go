@@ -88,31 +88,6 @@ func (c *NodeStatusCommand) Run(args []string) int {
 	return exitOK
 }
 
-// nodeArg resolves the node a command names: -self or an ID prefix.
-func (m *meta) nodeArg(ctx context.Context, client *APIClient, self bool, arg string) (string, error) {
-	if self {
-		id, err := localNodeID(ctx, client)
-		if err != nil {
-			return "", fmt.Errorf("Error determining local node ID: %s", err)
-		}
-		return id, nil
-	}
-	id, err := resolveNodeID(ctx, client, arg)
-	if err != nil {
-		return "", fmt.Errorf("%s", lookupError("node", err))
-	}
-	return id, nil
-}
-
-func formatNodeStubs(nodes []*structs.NodeListStub, verbose bool) string {
-	rows := []string{"ID|Node Pool|DC|Name|Class|Drain|Eligibility|Status"}
-	for _, n := range nodes {
-		rows = append(rows, fmt.Sprintf("%s|%s|%s|%s|%s|%t|%s|%s", limitID(n.ID, verbose), n.NodePool, n.Datacenter,
-			n.Name, orNone(n.NodeClass), n.Drain, n.SchedulingEligibility, n.Status))
-	}
-	return formatList(rows)
-}
-
 func formatNodeStatus(n *structs.Node, allocs []*structs.Allocation, verbose bool, now time.Time) string {
 	var drivers []string
 	for name, d := range n.Drivers {

@@ -10,17 +10,6 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
-const nodeID = "f7476465-aaaa-bbbb-cccc-ddddeeeeffff"
-
-func testNode() *structs.Node {
-	return &structs.Node{
-		ID: nodeID, Name: "client-1", Datacenter: "dc1", NodePool: "default", Status: "ready", SchedulingEligibility: "eligible",
-		NodeResources: &structs.NodeResources{Cpu: structs.NodeCpuResources{CpuShares: 4000}, Memory: structs.NodeMemoryResources{MemoryMB: 8192}, Disk: structs.NodeDiskResources{DiskMB: 40960}},
-		Drivers:       map[string]*structs.DriverInfo{"raw_exec": {Detected: true, Healthy: true}, "docker": {Detected: false}},
-		Events:        []*structs.NodeEvent{{Message: "Node registered", Subsystem: "Cluster", Timestamp: testNow.Add(-time.Hour)}},
-	}
-}
-
 func TestNodeStatus(t *testing.T) {
 	f := newFakeAgent(t)
 	node := testNode()
