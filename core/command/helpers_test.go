@@ -246,3 +246,5 @@ func testNode() *structs.Node {
 		Events:        []*structs.NodeEvent{{Message: "Node registered", Subsystem: "Cluster", Timestamp: testNow.Add(-time.Hour)}},
 	}
 }
+
+func ns(t time.Time) int64 { return t.UnixNano() }

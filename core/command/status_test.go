@@ -8,8 +8,6 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
-func ns(t time.Time) int64 { return t.UnixNano() }
-
 func TestJobStatusList(t *testing.T) {
 	f := newFakeAgent(t)
 	f.json("GET /v1/jobs", []*structs.JobListStub{
