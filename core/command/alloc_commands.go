@@ -2,7 +2,7 @@ package command
 
 import "maps"
 
-// allocCommands returns the commands of `drover alloc …`, `drover eval …`, `drover deployment …` and `drover service …` by name.
+// allocCommands returns the commands of `drover alloc …`, `drover eval …` and `drover service …` by name.
 func allocCommands(ui *UI) map[string]Command {
 	cmds := map[string]Command{
 		"alloc status": &AllocStatusCommand{ui: ui},
@@ -11,7 +11,6 @@ func allocCommands(ui *UI) map[string]Command {
 		"eval status":  &EvalStatusCommand{ui: ui},
 		"eval list":    &EvalListCommand{ui: ui},
 	}
-	maps.Copy(cmds, deploymentCommands(ui))
 	maps.Copy(cmds, serviceCommands(ui))
 	return cmds
 }

@@ -2,7 +2,7 @@ package command
 
 import "maps"
 
-// jobCommands returns the commands of `drover job …`, `drover status` and `drover scaling policy …` by name.
+// jobCommands returns the commands of `drover job …`, `drover status`, `drover deployment …` and `drover scaling policy …` by name.
 func jobCommands(ui *UI) map[string]Command {
 	cmds := map[string]Command{
 		"job run":            &JobRunCommand{ui: ui},
@@ -19,5 +19,6 @@ func jobCommands(ui *UI) map[string]Command {
 		"status":             &JobStatusCommand{ui: ui, alias: "status"},
 	}
 	maps.Copy(cmds, scalingCommands(ui))
+	maps.Copy(cmds, deploymentCommands(ui))
 	return cmds
 }
