@@ -1,5 +1,9 @@
 package command
 
-import "testing"
+import (
+	"testing"
 
-func TestMain(m *testing.M) { testMain(m, Commands) }
+	"github.com/drover-org/drover/core/command/clitest"
+)
+
+func TestMain(m *testing.M) { clitest.Main(m, Commands) }
