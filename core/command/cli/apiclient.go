@@ -246,7 +246,7 @@ func (c *APIClient) Stream(ctx context.Context, path string, q url.Values) (io.R
 	return resp.Body, nil
 }
 
-// escapeID escapes an ID for a path segment; job IDs hold slashes.
+// EscapeID escapes an ID for a path segment; job IDs hold slashes.
 func EscapeID(id string) string { return url.PathEscape(id) }
 
 const tlsOptions = `

@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// dispatch runs the command of cmds that args name, or lists the commands
+// Dispatch runs the command of cmds that args name, or lists the commands
 // of the group they name, and returns the exit code.
 func Dispatch(ui *UI, args []string, cmds map[string]Command) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {

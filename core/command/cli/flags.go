@@ -6,14 +6,14 @@ import (
 	"strings"
 )
 
-// stringsFlag is a flag given any number of times.
+// StringsFlag is a flag given any number of times.
 type StringsFlag []string
 
 func (s *StringsFlag) String() string { return strings.Join(*s, ",") }
 
 func (s *StringsFlag) Set(v string) error { *s = append(*s, v); return nil }
 
-// metaFlags collects repeated -meta key=value flags.
+// MetaFlags collects repeated -meta key=value flags.
 type MetaFlags map[string]string
 
 func (m MetaFlags) String() string { return "" }
@@ -27,7 +27,7 @@ func (m MetaFlags) Set(v string) error {
 	return nil
 }
 
-// confirm asks a yes/no question on the UI; anything but y/yes is no.
+// Confirm asks a yes/no question on the UI; anything but y/yes is no.
 func Confirm(ui *UI, question string) bool {
 	ui.Printf("%s ", question)
 	if ui.In == nil {

@@ -14,7 +14,7 @@ import (
 // shortIDLength is how much of a UUID the tables show, as Nomad does.
 const shortIDLength = 8
 
-// limitID shortens id unless verbose.
+// LimitID shortens id unless verbose.
 func LimitID(id string, verbose bool) string {
 	if verbose || len(id) <= shortIDLength {
 		return id
@@ -22,7 +22,7 @@ func LimitID(id string, verbose bool) string {
 	return id[:shortIDLength]
 }
 
-// formatList aligns "a|b|c" rows into columns two spaces apart (Nomad's
+// FormatList aligns "a|b|c" rows into columns two spaces apart (Nomad's
 // columnize layout). The last column is not padded.
 func FormatList(rows []string) string {
 	if len(rows) == 0 {
@@ -58,7 +58,7 @@ func FormatList(rows []string) string {
 	return b.String()
 }
 
-// formatKV aligns "Key|Value" rows as "Key = Value".
+// FormatKV aligns "Key|Value" rows as "Key = Value".
 func FormatKV(rows []string) string {
 	width := 0
 	for _, r := range rows {
@@ -76,7 +76,7 @@ func FormatKV(rows []string) string {
 	return b.String()
 }
 
-// formatTime renders a timestamp the way Nomad's CLI does (RFC 3339 in
+// FormatTime renders a timestamp the way Nomad's CLI does (RFC 3339 in
 // local time).
 func FormatTime(t time.Time) string {
 	if t.IsZero() {
@@ -92,7 +92,7 @@ func FormatUnixNano(ns int64) string {
 	return FormatTime(time.Unix(0, ns))
 }
 
-// prettyTimeDiff renders the time from then to now as "5m3s ago", keeping
+// PrettyTimeDiff renders the time from then to now as "5m3s ago", keeping
 // the two largest units like Nomad.
 func PrettyTimeDiff(then, now time.Time) string {
 	if then.IsZero() || then.Unix() == 0 {
@@ -106,7 +106,7 @@ func PrettyTimeDiff(then, now time.Time) string {
 	return ShortDuration(d) + suffix
 }
 
-// shortDuration renders d with its two largest units: "3d2h", "1h5m", "7s".
+// ShortDuration renders d with its two largest units: "3d2h", "1h5m", "7s".
 func ShortDuration(d time.Duration) string {
 	d = d.Round(time.Second)
 	units := []struct {
@@ -126,7 +126,7 @@ func ShortDuration(d time.Duration) string {
 	return strings.Join(parts, "")
 }
 
-// humanMiB renders a size given in MiB as "300 MiB" or "7.7 GiB".
+// HumanMiB renders a size given in MiB as "300 MiB" or "7.7 GiB".
 func HumanMiB(mb int64) string {
 	return humanBytes(uint64(max(mb, 0)) * 1024 * 1024)
 }
@@ -153,7 +153,7 @@ func OrNone(s string) string {
 	return s
 }
 
-// prettyJSON re-indents raw API JSON for -json output.
+// PrettyJSON re-indents raw API JSON for -json output.
 func PrettyJSON(raw []byte) string {
 	var b bytes.Buffer
 	if err := json.Indent(&b, raw, "", "    "); err != nil {
@@ -162,7 +162,7 @@ func PrettyJSON(raw []byte) string {
 	return b.String()
 }
 
-// toJSON renders v indented for -json output.
+// ToJSON renders v indented for -json output.
 func ToJSON(v any) string {
 	b, err := json.MarshalIndent(v, "", "    ")
 	if err != nil {
@@ -171,7 +171,7 @@ func ToJSON(v any) string {
 	return string(b)
 }
 
-// formatAllocMetrics explains why a group could not be placed, one bullet
+// FormatAllocMetrics explains why a group could not be placed, one bullet
 // per reason, indented by prefix (Nomad's wording, so that scripts and
 // people who know Nomad read it unchanged).
 func FormatAllocMetrics(m *structs.AllocMetric, prefix string) string {
@@ -214,7 +214,7 @@ func FormatAllocMetrics(m *structs.AllocMetric, prefix string) string {
 	return strings.Join(lines, "\n")
 }
 
-// formatFailedTGAllocs renders an eval's placement failures group by group.
+// FormatFailedTGAllocs renders an eval's placement failures group by group.
 func FormatFailedTGAllocs(failed map[string]*structs.AllocMetric, prefix string) string {
 	var parts []string
 	for _, tg := range SortedKeys(failed) {
@@ -233,7 +233,7 @@ func FormatFailedTGAllocs(failed map[string]*structs.AllocMetric, prefix string)
 	return strings.Join(parts, "\n\n")
 }
 
-// formatAllocStubs is the allocation table of `job status` and `node status`.
+// FormatAllocStubs is the allocation table of `job status` and `node status`.
 func FormatAllocStubs(allocs []*structs.AllocListStub, verbose bool, now time.Time) string {
 	sorted := append([]*structs.AllocListStub(nil), allocs...)
 	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].CreateIndex > sorted[j].CreateIndex })

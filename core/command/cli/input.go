@@ -6,7 +6,7 @@ import (
 	"os"
 )
 
-// readInput reads the file at path, or in for "-", up to limit bytes;
+// ReadInput reads the file at path, or in for "-", up to limit bytes;
 // more is an error that names the file ("<stdin>" for "-"). Every file a
 // command sends on (policy rules, namespace specs, secrets) is read
 // through it, so none is read unbounded.

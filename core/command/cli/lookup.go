@@ -11,13 +11,13 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
-// ambiguousError is a prefix that matched several objects; its message
+// AmbiguousError is a prefix that matched several objects; its message
 // lists them so that the user can pick one.
 type AmbiguousError struct{ Msg string }
 
 func (e *AmbiguousError) Error() string { return e.Msg }
 
-// errNoMatch is a prefix that matched nothing.
+// ErrNoMatch is a prefix that matched nothing.
 var ErrNoMatch = errors.New("no match")
 
 func PrefixQuery(prefix string, allNamespaces bool) url.Values {
@@ -28,7 +28,7 @@ func PrefixQuery(prefix string, allNamespaces bool) url.Values {
 	return q
 }
 
-// resolveJob finds the job an ID or ID prefix names: an exact ID wins,
+// ResolveJob finds the job an ID or ID prefix names: an exact ID wins,
 // else a single prefix match.
 func ResolveJob(ctx context.Context, c *APIClient, id string) (*structs.JobListStub, error) {
 	var jobs []*structs.JobListStub
@@ -53,7 +53,7 @@ func ResolveJob(ctx context.Context, c *APIClient, id string) (*structs.JobListS
 	return nil, &AmbiguousError{Msg: "Prefix matched multiple jobs\n\n" + FormatList(rows)}
 }
 
-// resolveAllocID finds the full ID of the allocation a prefix names, in any
+// ResolveAllocID finds the full ID of the allocation a prefix names, in any
 // namespace.
 func ResolveAllocID(ctx context.Context, c *APIClient, prefix string) (string, error) {
 	if len(prefix) < 2 {
@@ -76,7 +76,7 @@ func ResolveAllocID(ctx context.Context, c *APIClient, prefix string) (string, e
 	return "", &AmbiguousError{Msg: "Prefix matched multiple allocations\n\n" + FormatList(rows)}
 }
 
-// resolveEvalID finds the full ID of the evaluation a prefix names.
+// ResolveEvalID finds the full ID of the evaluation a prefix names.
 func ResolveEvalID(ctx context.Context, c *APIClient, prefix string) (string, error) {
 	if len(prefix) < 2 {
 		return "", errors.New("Eval ID must contain at least two characters")

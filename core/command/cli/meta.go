@@ -58,7 +58,7 @@ func DefaultUI() *UI {
 
 func (u *UI) Printf(format string, args ...any) { fmt.Fprintf(u.Out, format, args...) }
 
-// errorf prints to the error stream and returns exitError, so that a
+// Errorf prints to the error stream and returns exitError, so that a
 // command can `return ui.errorf(...)`.
 func (u *UI) Errorf(format string, args ...any) int {
 	fmt.Fprintf(u.Err, format, args...)
@@ -68,7 +68,7 @@ func (u *UI) Errorf(format string, args ...any) int {
 	return ExitError
 }
 
-// meta holds the flags every API command takes and builds its client.
+// Meta holds the flags every API command takes and builds its client.
 type Meta struct {
 	UI        *UI
 	address   string
@@ -77,7 +77,7 @@ type Meta struct {
 	tls       TLSOptions
 }
 
-// flagSet makes a command's FlagSet with the common API flags; usage is the
+// FlagSet makes a command's FlagSet with the common API flags; usage is the
 // command's help text, printed on -h and on a flag error.
 func (m *Meta) FlagSet(name, usage string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
@@ -105,7 +105,7 @@ General Options:
     Default = default
 ` + tlsOptions
 
-// parse parses args and reports the exit code to return when parsing
+// Parse parses args and reports the exit code to return when parsing
 // failed (ok false).
 func (m *Meta) Parse(fs *flag.FlagSet, args []string) (code int, ok bool) {
 	if err := fs.Parse(args); err != nil {
@@ -117,7 +117,7 @@ func (m *Meta) Parse(fs *flag.FlagSet, args []string) (code int, ok bool) {
 	return ExitOK, true
 }
 
-// parseOne is parse for a command that takes exactly one argument; name
+// ParseOne is parse for a command that takes exactly one argument; name
 // ("<job>") says which in the usage error. It returns the argument, or ok
 // false and the exit code to return.
 func (m *Meta) ParseOne(fs *flag.FlagSet, args []string, name string) (arg string, code int, ok bool) {
@@ -130,7 +130,7 @@ func (m *Meta) ParseOne(fs *flag.FlagSet, args []string, name string) (arg strin
 	return fs.Arg(0), ExitOK, true
 }
 
-// usageError prints a problem with the arguments and the usage.
+// UsageError prints a problem with the arguments and the usage.
 func (m *Meta) UsageError(fs *flag.FlagSet, format string, args ...any) int {
 	fmt.Fprintf(m.UI.Err, format+"\n", args...)
 	fs.Usage()
@@ -150,7 +150,7 @@ func (m *Meta) env(names ...string) string {
 	return ""
 }
 
-// client builds the API client from flags, then environment, then defaults.
+// Client builds the API client from flags, then environment, then defaults.
 func (m *Meta) Client() *APIClient {
 	addr := m.address
 	if addr == "" {
@@ -173,7 +173,7 @@ func (m *Meta) Client() *APIClient {
 	return &APIClient{Address: addr, Token: token, Namespace: ns, HTTP: m.UI.HTTP, TLS: m.tlsOptions()}
 }
 
-// printJSON prints the API's answer at path, indented: what -json shows.
+// PrintJSON prints the API's answer at path, indented: what -json shows.
 // what names the object in the error ("allocation", "jobs").
 func (m *Meta) PrintJSON(ctx context.Context, client *APIClient, path, what string) int {
 	raw, err := client.GetRaw(ctx, path, nil)

@@ -11,7 +11,7 @@ import (
 // waits for a change before asking again.
 const monitorWait = 30 * time.Second
 
-// monitor follows an evaluation until it finishes, printing what happens to
+// Monitor follows an evaluation until it finishes, printing what happens to
 // it and to its allocations like Nomad's CLI. It returns 0 when the eval
 // completed with everything placed, 2 when placement failed or the eval
 // failed, and 1 on an error.
@@ -26,7 +26,7 @@ type allocSeen struct {
 	clientStatus string
 }
 
-// followEval is how a write that creates an evaluation ends: it monitors
+// FollowEval is how a write that creates an evaluation ends: it monitors
 // evalID, unless detach or there is no eval, in which case it prints done
 // ("Job registration successful") and the eval's ID, if any.
 func (m *Meta) FollowEval(ctx context.Context, client *APIClient, evalID, done string, detach, verbose bool) int {

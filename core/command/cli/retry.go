@@ -22,7 +22,7 @@ const (
 	transientMaxDelay = 5 * time.Second
 )
 
-// isTransient reports whether err is a failure a client retries: the
+// IsTransient reports whether err is a failure a client retries: the
 // agent or its servers briefly unable to answer (502, 503, 504), or the
 // agent unreachable for a moment (connection refused or reset, the
 // connection dropped mid-answer). A 4xx, a 500 and a cancelled context are
@@ -49,7 +49,7 @@ func IsTransient(err error) bool {
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
-// retrier retries transient failures of one following loop. A success
+// Retrier retries transient failures of one following loop. A success
 // resets it, so each outage gets the whole budget.
 type Retrier struct {
 	Budget   time.Duration // how long one run of failures may last
@@ -64,7 +64,7 @@ func NewRetrier() *Retrier {
 	return &Retrier{Budget: transientBudget, Backoff: transientBackoff, MaxDelay: transientMaxDelay}
 }
 
-// do runs fn until it succeeds, fails for good, the run of transient
+// Do runs fn until it succeeds, fails for good, the run of transient
 // failures outlasts the budget, or ctx ends. It returns fn's last error.
 func (r *Retrier) Do(ctx context.Context, fn func() error) error {
 	for {

@@ -14,7 +14,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 )
 
-// stringAttr evaluates an attribute that must be a literal string (no
+// StringAttr evaluates an attribute that must be a literal string (no
 // variables or functions exist here).
 func StringAttr(a *hcl.Attribute) (string, hcl.Diagnostics) {
 	v, diags := a.Expr.Value(nil)
@@ -28,7 +28,7 @@ func StringAttr(a *hcl.Attribute) (string, hcl.Diagnostics) {
 	return v.AsString(), nil
 }
 
-// stringMapAttr evaluates `meta = { k = "v" }`, the form for keys that
+// StringMapAttr evaluates `meta = { k = "v" }`, the form for keys that
 // are not identifiers.
 func StringMapAttr(a *hcl.Attribute) (map[string]string, hcl.Diagnostics) {
 	v, diags := a.Expr.Value(nil)
@@ -54,7 +54,7 @@ func ErrDiag(rng hcl.Range, summary, detail string) hcl.Diagnostics {
 	return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: summary, Detail: detail, Subject: rng.Ptr()}}
 }
 
-// diagError joins error diagnostics, each as file:line:col: message, in
+// DiagError joins error diagnostics, each as file:line:col: message, in
 // the order of their positions.
 func DiagError(diags hcl.Diagnostics) error {
 	var errs []*hcl.Diagnostic
@@ -81,7 +81,7 @@ func DiagError(diags hcl.Diagnostics) error {
 	return errors.New(strings.Join(lines, "\n"))
 }
 
-// jsonPos names a byte offset of src as file:line:col, columns in bytes
+// JSONPos names a byte offset of src as file:line:col, columns in bytes
 // from 1.
 func JSONPos(filename string, src []byte, offset int64) string {
 	if offset > int64(len(src)) {
@@ -125,7 +125,7 @@ func FormatJobList(jobs []*structs.JobListStub, showNamespace bool) string {
 	return FormatList(rows)
 }
 
-// nodeArg resolves the node a command names: -self or an ID prefix.
+// NodeArg resolves the node a command names: -self or an ID prefix.
 func (m *Meta) NodeArg(ctx context.Context, client *APIClient, self bool, arg string) (string, error) {
 	if self {
 		id, err := localNodeID(ctx, client)

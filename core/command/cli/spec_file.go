@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// specFormat is how one kind of specification file (a namespace, a node
+// SpecFormat is how one kind of specification file (a namespace, a node
 // pool) is parsed: its name in messages, its size bound, its JSON and HCL
 // decoders, and the name and validation of the object it gives.
 type SpecFormat[T any] struct {
@@ -19,7 +19,7 @@ type SpecFormat[T any] struct {
 	Validate  func(T) error
 }
 
-// read reads a specification from path, or from standard input for "-",
+// Read reads a specification from path, or from standard input for "-",
 // bounded by maxBytes, and parses it.
 func (f SpecFormat[T]) Read(in io.Reader, path string) (T, error) {
 	src, err := ReadInput(in, path, f.MaxBytes)
@@ -34,7 +34,7 @@ func (f SpecFormat[T]) Read(in io.Reader, path string) (T, error) {
 	return f.Parse(name, src)
 }
 
-// parse decodes JSON when the file name ends in .json or the text starts
+// Parse decodes JSON when the file name ends in .json or the text starts
 // with "{" (the API object, as the -json output prints it), HCL otherwise;
 // errors name the file, line and column. The result has a name and is
 // validated.

@@ -1,6 +1,6 @@
 // Package clitest is the harness of the command tests: a fake agent
-// serving canned answers, runCLI-style helpers that run a command table
-// against it, and fixtures several areas' tests share.
+// serving canned answers, RunCLI to run a command table against it, and
+// fixtures several areas' tests share.
 package clitest
 
 import (
@@ -22,8 +22,8 @@ import (
 	"go.uber.org/goleak"
 )
 
-// testMain is the TestMain of every command test package: cmds is the
-// command table runCLI dispatches over.
+// Main is the TestMain of every command test package: cmds is the command
+// table of the package under test, the one RunCLI dispatches over.
 func Main(m *testing.M, cmds func(*cli.UI) map[string]cli.Command) {
 	Commands = cmds
 	// Timestamps print in local time; pin it so that expectations hold on
@@ -32,10 +32,10 @@ func Main(m *testing.M, cmds func(*cli.UI) map[string]cli.Command) {
 	goleak.VerifyTestMain(m)
 }
 
-// testCommands is the command table of the package under test.
+// Commands is the command table of the package under test (set by Main).
 var Commands func(*cli.UI) map[string]cli.Command
 
-// testNow is the clock of every command test.
+// TestNow is the clock of every command test.
 var TestNow = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 
 // recorded is one request the fake agent received.
@@ -44,7 +44,7 @@ type recorded struct {
 	Body                       []byte
 }
 
-// fakeAgent serves canned answers keyed by "METHOD /escaped/path".
+// FakeAgent serves canned answers keyed by "METHOD /escaped/path".
 type FakeAgent struct {
 	t      *testing.T
 	Srv    *httptest.Server
@@ -77,7 +77,7 @@ func (f *FakeAgent) serve(w http.ResponseWriter, r *http.Request) {
 	h(w, r)
 }
 
-// json answers key with v as JSON (and an index header).
+// JSON answers key with v as JSON (and an index header).
 func (f *FakeAgent) JSON(key string, v any) {
 	f.Handle(key, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Nomad-Index", "7")
@@ -91,7 +91,7 @@ func (f *FakeAgent) Handle(key string, h http.HandlerFunc) {
 	f.Routes[key] = h
 }
 
-// fail answers key with a status and a plain-text message.
+// Fail answers key with a status and a plain-text message.
 func (f *FakeAgent) Fail(key string, code int, msg string) {
 	f.Handle(key, func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(code)
@@ -99,7 +99,7 @@ func (f *FakeAgent) Fail(key string, code int, msg string) {
 	})
 }
 
-// request returns the last request to key, failing when there was none.
+// Request returns the last request to key, failing when there was none.
 func (f *FakeAgent) Request(key string) recorded {
 	f.t.Helper()
 	f.Mu.Lock()
@@ -113,18 +113,20 @@ func (f *FakeAgent) Request(key string) recorded {
 	return recorded{}
 }
 
-// result is what a command run produced.
+// Result is what a command run produced.
 type Result struct {
 	Code        int
 	Out, ErrOut string
 }
 
-// run runs the CLI against the fake agent (reached through DROVER_ADDR).
+// Run runs the CLI against the fake agent (reached through DROVER_ADDR).
 func (f *FakeAgent) Run(t *testing.T, stdin string, args ...string) Result {
 	t.Helper()
 	return RunCLI(t, map[string]string{"DROVER_ADDR": f.Srv.URL}, stdin, nil, args...)
 }
 
+// RunCLI runs args over Commands and extra, as drover would with the
+// given environment and standard input.
 func RunCLI(t *testing.T, env map[string]string, stdin string, extra map[string]cli.Command, args ...string) Result {
 	t.Helper()
 	var out, errOut bytes.Buffer
@@ -196,7 +198,7 @@ func ServeAlloc(f *FakeAgent, a *structs.Allocation) {
 	f.JSON("GET /v1/allocation/"+a.ID, a)
 }
 
-// serveLogs answers the log endpoint with the given text, plain or framed
+// ServeLogs answers the log endpoint with the given text, plain or framed
 // (in frames of frameSize bytes), and records the query.
 func ServeLogs(f *FakeAgent, text string, frameSize int) {
 	f.Handle("GET /v1/client/fs/logs/"+AllocID, func(w http.ResponseWriter, r *http.Request) {
@@ -225,7 +227,7 @@ const BatchHCL = `job "web" {
 
 const EvalID = "4f6c9e5e-1111-2222-3333-444455556666"
 
-// serveEval answers the monitor: the eval and its allocations.
+// ServeEval answers the monitor: the eval and its allocations.
 func ServeEval(f *FakeAgent, eval *structs.Evaluation, allocs []*structs.AllocListStub) {
 	f.JSON("GET /v1/evaluation/"+eval.ID, eval)
 	f.JSON("GET /v1/evaluation/"+eval.ID+"/allocations", allocs)
