@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-org/drover/core/command/cli"
+	"github.com/drover-org/drover/core/command/clitest"
 	"github.com/drover-org/drover/core/structs"
 )
 
@@ -16,7 +18,7 @@ func (c *recordingCommand) Synopsis() string      { return "Run a drover agent" 
 
 func TestRunDispatch(t *testing.T) {
 	agent := &recordingCommand{}
-	extra := map[string]Command{"agent": agent}
+	extra := map[string]cli.Command{"agent": agent}
 	tests := []struct {
 		name    string
 		args    []string
@@ -38,22 +40,22 @@ func TestRunDispatch(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := runCLI(t, nil, "", extra, tc.args...)
-			wantCode(t, r, tc.code)
-			wantContains(t, "stderr", r.errOut, tc.wantErr)
-			wantContains(t, "stdout", r.out, tc.wantOut)
+			r := clitest.RunCLI(t, nil, "", extra, tc.args...)
+			clitest.WantCode(t, r, tc.code)
+			clitest.WantContains(t, "stderr", r.ErrOut, tc.wantErr)
+			clitest.WantContains(t, "stdout", r.Out, tc.wantOut)
 		})
 	}
 
-	r := runCLI(t, nil, "", extra, "agent", "-dev", "-bind", "127.0.0.1")
-	if r.code != 3 || strings.Join(agent.args, " ") != "-dev -bind 127.0.0.1" {
-		t.Errorf("extra command: exit %d args %v", r.code, agent.args)
+	r := clitest.RunCLI(t, nil, "", extra, "agent", "-dev", "-bind", "127.0.0.1")
+	if r.Code != 3 || strings.Join(agent.args, " ") != "-dev -bind 127.0.0.1" {
+		t.Errorf("extra command: exit %d args %v", r.Code, agent.args)
 	}
 }
 
 func TestClientSettings(t *testing.T) {
-	f := newFakeAgent(t)
-	f.json("GET /v1/jobs", []any{})
+	f := clitest.NewFakeAgent(t)
+	f.JSON("GET /v1/jobs", []any{})
 	tests := []struct {
 		name      string
 		env       map[string]string
@@ -61,18 +63,18 @@ func TestClientSettings(t *testing.T) {
 		wantToken string
 		wantNS    string
 	}{
-		{name: "DROVER_ADDR and NOMAD_TOKEN", env: map[string]string{"DROVER_ADDR": f.srv.URL, "NOMAD_TOKEN": "nt"}, wantToken: "nt"},
-		{name: "NOMAD_ADDR", env: map[string]string{"NOMAD_ADDR": f.srv.URL}},
-		{name: "DROVER_TOKEN wins", env: map[string]string{"NOMAD_ADDR": f.srv.URL, "DROVER_TOKEN": "dt", "NOMAD_TOKEN": "nt"}, wantToken: "dt"},
+		{name: "DROVER_ADDR and NOMAD_TOKEN", env: map[string]string{"DROVER_ADDR": f.Srv.URL, "NOMAD_TOKEN": "nt"}, wantToken: "nt"},
+		{name: "NOMAD_ADDR", env: map[string]string{"NOMAD_ADDR": f.Srv.URL}},
+		{name: "DROVER_TOKEN wins", env: map[string]string{"NOMAD_ADDR": f.Srv.URL, "DROVER_TOKEN": "dt", "NOMAD_TOKEN": "nt"}, wantToken: "dt"},
 		{name: "flags win", env: map[string]string{"DROVER_ADDR": "http://127.0.0.1:1", "DROVER_TOKEN": "dt"},
-			args: []string{"-address", strings.TrimPrefix(f.srv.URL, "http://"), "-token", "ft", "-namespace", "prod"}, wantToken: "ft", wantNS: "namespace=prod"},
-		{name: "namespace from env", env: map[string]string{"DROVER_ADDR": f.srv.URL, "NOMAD_NAMESPACE": "dev"}, wantNS: "namespace=dev"},
+			args: []string{"-address", strings.TrimPrefix(f.Srv.URL, "http://"), "-token", "ft", "-namespace", "prod"}, wantToken: "ft", wantNS: "namespace=prod"},
+		{name: "namespace from env", env: map[string]string{"DROVER_ADDR": f.Srv.URL, "NOMAD_NAMESPACE": "dev"}, wantNS: "namespace=dev"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := runCLI(t, tc.env, "", nil, append([]string{"job", "status"}, tc.args...)...)
-			wantCode(t, r, 0)
-			req := f.request("GET /v1/jobs")
+			r := clitest.RunCLI(t, tc.env, "", nil, append([]string{"job", "status"}, tc.args...)...)
+			clitest.WantCode(t, r, 0)
+			req := f.Request("GET /v1/jobs")
 			if req.Token != tc.wantToken || req.Query != tc.wantNS {
 				t.Errorf("token %q query %q, want %q %q", req.Token, req.Query, tc.wantToken, tc.wantNS)
 			}
@@ -80,30 +82,30 @@ func TestClientSettings(t *testing.T) {
 	}
 
 	t.Run("default address", func(t *testing.T) {
-		m := &meta{ui: &UI{Getenv: func(string) string { return "" }}}
-		if c := m.client(); c.Address != DefaultAddress {
+		m := &cli.Meta{UI: &cli.UI{Getenv: func(string) string { return "" }}}
+		if c := m.Client(); c.Address != cli.DefaultAddress {
 			t.Errorf("address %q", c.Address)
 		}
 	})
 	t.Run("API errors carry status and body", func(t *testing.T) {
-		f.fail("GET /v1/job/web", 500, "rpc error: boom")
-		r := f.run(t, "", "job", "inspect", "web")
-		wantCode(t, r, 1)
-		wantContains(t, "stderr", r.errOut, "No job(s) with prefix or id \"web\" found")
-		f.json("GET /v1/jobs", []*structs.JobListStub{{ID: "web"}})
-		r = f.run(t, "", "job", "inspect", "web")
-		wantCode(t, r, 1)
-		wantContains(t, "stderr", r.errOut, "Unexpected response code: 500 (rpc error: boom)")
+		f.Fail("GET /v1/job/web", 500, "rpc error: boom")
+		r := f.Run(t, "", "job", "inspect", "web")
+		clitest.WantCode(t, r, 1)
+		clitest.WantContains(t, "stderr", r.ErrOut, "No job(s) with prefix or id \"web\" found")
+		f.JSON("GET /v1/jobs", []*structs.JobListStub{{ID: "web"}})
+		r = f.Run(t, "", "job", "inspect", "web")
+		clitest.WantCode(t, r, 1)
+		clitest.WantContains(t, "stderr", r.ErrOut, "Unexpected response code: 500 (rpc error: boom)")
 	})
 }
 
 func TestFormatList(t *testing.T) {
-	got := formatList([]string{"ID|Status|Name", "abc|running|x", "abcdef|ok|longer name"})
+	got := cli.FormatList([]string{"ID|Status|Name", "abc|running|x", "abcdef|ok|longer name"})
 	want := "ID      Status   Name\nabc     running  x\nabcdef  ok       longer name"
 	if got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
-	kv := formatKV([]string{"ID|x", "Submit Date|y"})
+	kv := cli.FormatKV([]string{"ID|x", "Submit Date|y"})
 	if kv != "ID          = x\nSubmit Date = y" {
 		t.Errorf("kv\n%s", kv)
 	}
@@ -118,38 +120,19 @@ func TestShortDurationAndSizes(t *testing.T) {
 		{3*24*time.Hour + 2*time.Hour, "3d2h"}, {2 * time.Hour, "2h"},
 	}
 	for _, tc := range tests {
-		if got := shortDuration(tc.d); got != tc.want {
+		if got := cli.ShortDuration(tc.d); got != tc.want {
 			t.Errorf("shortDuration(%v) = %q, want %q", tc.d, got, tc.want)
 		}
 	}
-	if got := prettyTimeDiff(testNow.Add(-90*time.Second), testNow); got != "1m30s ago" {
+	if got := cli.PrettyTimeDiff(clitest.TestNow.Add(-90*time.Second), clitest.TestNow); got != "1m30s ago" {
 		t.Errorf("prettyTimeDiff = %q", got)
 	}
-	if got := prettyTimeDiff(testNow.Add(time.Hour), testNow); got != "1h from now" {
+	if got := cli.PrettyTimeDiff(clitest.TestNow.Add(time.Hour), clitest.TestNow); got != "1h from now" {
 		t.Errorf("prettyTimeDiff future = %q", got)
 	}
 	for mb, want := range map[int64]string{300: "300 MiB", 7884: "7.7 GiB", 0: "0 B", 40960: "40 GiB"} {
-		if got := humanMiB(mb); got != want {
+		if got := cli.HumanMiB(mb); got != want {
 			t.Errorf("humanMiB(%d) = %q, want %q", mb, got, want)
-		}
-	}
-}
-
-func TestLastLines(t *testing.T) {
-	tests := []struct {
-		in   string
-		n    int
-		want string
-	}{
-		{"a\nb\nc\n", 2, "b\nc\n"},
-		{"a\nb\nc", 2, "b\nc"},
-		{"a\nb\n", 5, "a\nb\n"},
-		{"a\nb\n", 0, ""},
-		{"", 3, ""},
-	}
-	for _, tc := range tests {
-		if got := string(lastLines([]byte(tc.in), tc.n)); got != tc.want {
-			t.Errorf("lastLines(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
 		}
 	}
 }
@@ -163,7 +146,7 @@ func TestFormatAllocMetrics(t *testing.T) {
 		},
 		"h": {NodesEvaluated: 2, NodesExhausted: 2, DimensionExhausted: map[string]int{"memory": 2}, CoalescedFailures: 4},
 	}
-	got := formatFailedTGAllocs(failed, "")
+	got := cli.FormatFailedTGAllocs(failed, "")
 	want := `Task Group "g" (failed to place 1 allocation):
   * No nodes are available in datacenter "dc2"
   * Constraint "${attr.kernel.name} = plan9": 3 nodes excluded by filter

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-org/drover/core/command/cli"
+	"github.com/drover-org/drover/core/command/clitest"
 	"github.com/drover-org/drover/core/structs"
 )
 
@@ -34,32 +36,32 @@ func flaky(n int32, h http.HandlerFunc) (http.HandlerFunc, *atomic.Int32) {
 // The drain monitor outlives a leader election: 503s on both of its reads
 // are retried, and the drain is followed to its end.
 func TestNodeDrainMonitorRetriesNoLeader(t *testing.T) {
-	f := newFakeAgent(t)
-	f.json("GET /v1/nodes", []*structs.NodeListStub{testNode().Stub()})
-	f.json("POST /v1/node/"+nodeID+"/drain", structs.NodeEligibilityUpdateResponse{Index: 9})
+	f := clitest.NewFakeAgent(t)
+	f.JSON("GET /v1/nodes", []*structs.NodeListStub{clitest.TestNode().Stub()})
+	f.JSON("POST /v1/node/"+clitest.NodeID+"/drain", structs.NodeEligibilityUpdateResponse{Index: 9})
 	migrate := true
 	var step atomic.Int32
 	allocs, allocFails := flaky(3, func(w http.ResponseWriter, r *http.Request) {
-		a := testAlloc("t")
+		a := clitest.TestAlloc("t")
 		if step.Add(1) >= 2 {
 			a.DesiredTransition.Migrate = &migrate
 			a.ClientStatus = "complete"
 		}
 		_ = json.NewEncoder(w).Encode([]*structs.Allocation{a})
 	})
-	f.handle("GET /v1/node/"+nodeID+"/allocations", allocs)
+	f.Handle("GET /v1/node/"+clitest.NodeID+"/allocations", allocs)
 	node, nodeFails := flaky(2, func(w http.ResponseWriter, r *http.Request) {
-		n := testNode()
+		n := clitest.TestNode()
 		if step.Load() < 2 {
 			n.DrainStrategy = &structs.DrainStrategy{DrainSpec: structs.DrainSpec{Deadline: time.Hour}}
 		}
 		_ = json.NewEncoder(w).Encode(n)
 	})
-	f.handle("GET /v1/node/"+nodeID, node)
+	f.Handle("GET /v1/node/"+clitest.NodeID, node)
 
-	r := f.run(t, "", "node", "drain", "-enable", "-yes", nodeID)
-	wantCode(t, r, 0)
-	wantContains(t, "stdout", r.out, `==> Drain complete for node "`+nodeID+`"`)
+	r := f.Run(t, "", "node", "drain", "-enable", "-yes", clitest.NodeID)
+	clitest.WantCode(t, r, 0)
+	clitest.WantContains(t, "stdout", r.Out, `==> Drain complete for node "`+clitest.NodeID+`"`)
 	if allocFails.Load() != 3 || nodeFails.Load() < 2 {
 		t.Errorf("503s served: allocations %d, node %d; want 3 and 2", allocFails.Load(), nodeFails.Load())
 	}
@@ -68,22 +70,22 @@ func TestNodeDrainMonitorRetriesNoLeader(t *testing.T) {
 // The eval monitor of `job run` waits out a leader election on the eval
 // and on its allocations.
 func TestMonitorRetriesNoLeader(t *testing.T) {
-	f := newFakeAgent(t)
-	f.json("PUT /v1/jobs", structs.JobRegisterResponse{EvalID: evalID})
-	eval := &structs.Evaluation{ID: evalID, JobID: "web", Status: "complete", CreateIndex: 10}
+	f := clitest.NewFakeAgent(t)
+	f.JSON("PUT /v1/jobs", structs.JobRegisterResponse{EvalID: clitest.EvalID})
+	eval := &structs.Evaluation{ID: clitest.EvalID, JobID: "web", Status: "complete", CreateIndex: 10}
 	h, evalFails := flaky(3, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Nomad-Index", "7")
 		_ = json.NewEncoder(w).Encode(eval)
 	})
-	f.handle("GET /v1/evaluation/"+evalID, h)
+	f.Handle("GET /v1/evaluation/"+clitest.EvalID, h)
 	ha, allocFails := flaky(2, func(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewEncoder(w).Encode([]*structs.AllocListStub{})
 	})
-	f.handle("GET /v1/evaluation/"+evalID+"/allocations", ha)
+	f.Handle("GET /v1/evaluation/"+clitest.EvalID+"/allocations", ha)
 
-	r := f.run(t, "", "job", "run", writeJobFile(t, batchHCL))
-	wantCode(t, r, 0)
-	wantContains(t, "stdout", r.out, `==> Evaluation "4f6c9e5e" finished with status "complete"`)
+	r := f.Run(t, "", "job", "run", clitest.WriteJobFile(t, clitest.BatchHCL))
+	clitest.WantCode(t, r, 0)
+	clitest.WantContains(t, "stdout", r.Out, `==> Evaluation "4f6c9e5e" finished with status "complete"`)
 	if evalFails.Load() != 3 || allocFails.Load() != 2 {
 		t.Errorf("503s served: eval %d, allocations %d; want 3 and 2", evalFails.Load(), allocFails.Load())
 	}
@@ -92,17 +94,17 @@ func TestMonitorRetriesNoLeader(t *testing.T) {
 // What is not an outage ends the monitor at once: a 500 is the agent's
 // answer.
 func TestMonitorDoesNotRetryInternalError(t *testing.T) {
-	f := newFakeAgent(t)
-	f.json("PUT /v1/jobs", structs.JobRegisterResponse{EvalID: evalID})
+	f := clitest.NewFakeAgent(t)
+	f.JSON("PUT /v1/jobs", structs.JobRegisterResponse{EvalID: clitest.EvalID})
 	var calls atomic.Int32
-	f.handle("GET /v1/evaluation/"+evalID, func(w http.ResponseWriter, r *http.Request) {
+	f.Handle("GET /v1/evaluation/"+clitest.EvalID, func(w http.ResponseWriter, r *http.Request) {
 		calls.Add(1)
 		w.WriteHeader(http.StatusInternalServerError)
 		_, _ = w.Write([]byte("state store: broken"))
 	})
-	r := f.run(t, "", "job", "run", writeJobFile(t, batchHCL))
-	wantCode(t, r, 1)
-	wantContains(t, "stderr", r.errOut, "Error reading evaluation", "500")
+	r := f.Run(t, "", "job", "run", clitest.WriteJobFile(t, clitest.BatchHCL))
+	clitest.WantCode(t, r, 1)
+	clitest.WantContains(t, "stderr", r.ErrOut, "Error reading evaluation", "500")
 	if calls.Load() != 1 {
 		t.Errorf("the 500 was asked %d times; want once", calls.Load())
 	}
@@ -114,22 +116,22 @@ func TestIsTransient(t *testing.T) {
 		err  error
 		want bool
 	}{
-		{&APIError{StatusCode: 503}, true},
-		{&APIError{StatusCode: 502}, true},
-		{&APIError{StatusCode: 504}, true},
-		{fmt.Errorf("wrapped: %w", &APIError{StatusCode: 503}), true},
+		{&cli.APIError{StatusCode: 503}, true},
+		{&cli.APIError{StatusCode: 502}, true},
+		{&cli.APIError{StatusCode: 504}, true},
+		{fmt.Errorf("wrapped: %w", &cli.APIError{StatusCode: 503}), true},
 		{refused, true},
 		{&url.Error{Op: "Get", URL: "http://x", Err: errors.New("read: connection reset")}, false},
 		{&url.Error{Op: "Get", URL: "http://x", Err: syscall.ECONNRESET}, true},
 		{&url.Error{Op: "Get", URL: "http://x", Err: errors.Join(errors.New("x"), errors.New("EOF"))}, false},
 		{&url.Error{Op: "Get", URL: "http://x", Err: context.Canceled}, false},
 		{fmt.Errorf("decoding response: %w", errors.New("unexpected EOF")), false},
-		{&APIError{StatusCode: 500}, false},
-		{&APIError{StatusCode: 404}, false},
-		{&APIError{StatusCode: 400}, false},
+		{&cli.APIError{StatusCode: 500}, false},
+		{&cli.APIError{StatusCode: 404}, false},
+		{&cli.APIError{StatusCode: 400}, false},
 		{nil, false},
 	} {
-		if got := isTransient(tc.err); got != tc.want {
+		if got := cli.IsTransient(tc.err); got != tc.want {
 			t.Errorf("isTransient(%v) = %v, want %v", tc.err, got, tc.want)
 		}
 	}
@@ -139,15 +141,15 @@ func TestIsTransient(t *testing.T) {
 // the budget, and a success in between gives the next outage the whole
 // budget again.
 func TestRetrierBudget(t *testing.T) {
-	r := &retrier{budget: 50 * time.Millisecond, backoff: time.Millisecond, maxDelay: 10 * time.Millisecond}
-	unavailable := &APIError{StatusCode: 503, Body: "No cluster leader"}
+	r := &cli.Retrier{Budget: 50 * time.Millisecond, Backoff: time.Millisecond, MaxDelay: 10 * time.Millisecond}
+	unavailable := &cli.APIError{StatusCode: 503, Body: "No cluster leader"}
 	calls := 0
-	err := r.do(context.Background(), func() error { calls++; return unavailable })
+	err := r.Do(context.Background(), func() error { calls++; return unavailable })
 	if !errors.Is(err, unavailable) || calls < 2 {
 		t.Fatalf("after the budget: %v after %d calls; want the 503 after retries", err, calls)
 	}
 	calls = 0
-	if err := r.do(context.Background(), func() error {
+	if err := r.Do(context.Background(), func() error {
 		calls++
 		if calls < 3 {
 			return unavailable
@@ -156,12 +158,12 @@ func TestRetrierBudget(t *testing.T) {
 	}); err != nil || calls != 3 {
 		t.Fatalf("a short outage: %v after %d calls; want success after 3", err, calls)
 	}
-	if !r.since.IsZero() {
+	if !r.Since.IsZero() {
 		t.Error("a success did not reset the run of failures")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := r.do(ctx, func() error { return unavailable }); !errors.Is(err, unavailable) {
+	if err := r.Do(ctx, func() error { return unavailable }); !errors.Is(err, unavailable) {
 		t.Errorf("cancelled: %v", err)
 	}
 }
@@ -170,14 +172,14 @@ func TestRetrierBudget(t *testing.T) {
 // opens.
 func TestAllocLogsFollowRetriesNoLeader(t *testing.T) {
 	const text = "one\ntwo\n"
-	f := newFakeAgent(t)
-	serveAlloc(f, testAlloc("t"))
-	serveLogs(f, text, 3)
-	h, fails := flaky(2, f.routes["GET /v1/client/fs/logs/"+allocID])
-	f.handle("GET /v1/client/fs/logs/"+allocID, h)
-	r := f.run(t, "", "alloc", "logs", "-f", "8ba8")
-	wantCode(t, r, 0)
-	if r.out != text || fails.Load() != 2 {
-		t.Errorf("stdout %q after %d 503s; want %q after 2", r.out, fails.Load(), text)
+	f := clitest.NewFakeAgent(t)
+	clitest.ServeAlloc(f, clitest.TestAlloc("t"))
+	clitest.ServeLogs(f, text, 3)
+	h, fails := flaky(2, f.Routes["GET /v1/client/fs/logs/"+clitest.AllocID])
+	f.Handle("GET /v1/client/fs/logs/"+clitest.AllocID, h)
+	r := f.Run(t, "", "alloc", "logs", "-f", "8ba8")
+	clitest.WantCode(t, r, 0)
+	if r.Out != text || fails.Load() != 2 {
+		t.Errorf("stdout %q after %d 503s; want %q after 2", r.Out, fails.Load(), text)
 	}
 }

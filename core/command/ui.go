@@ -9,12 +9,14 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/drover-org/drover/core/command/cli"
 )
 
 // UICommand is `drover ui [-authenticate] [-show-url] [<job-id>]`.
 type UICommand struct {
-	meta
-	ui *UI
+	cli.Meta
+	ui *cli.UI
 }
 
 func (c *UICommand) Synopsis() string { return "Open the web UI" }
@@ -48,21 +50,21 @@ type oneTimeTokenResponse struct {
 }
 
 func (c *UICommand) Run(args []string) int {
-	c.meta.ui = c.ui
-	fs := c.flagSet("ui", uiHelp)
+	c.Meta.UI = c.ui
+	fs := c.FlagSet("ui", uiHelp)
 	var authenticate, showURL bool
 	fs.BoolVar(&authenticate, "authenticate", false, "")
 	fs.BoolVar(&showURL, "show-url", false, "")
-	if code, ok := c.parse(fs, args); !ok {
+	if code, ok := c.Parse(fs, args); !ok {
 		return code
 	}
 	if fs.NArg() > 1 {
-		return c.usageError(fs, "This command takes at most one argument: <job-id>")
+		return c.UsageError(fs, "This command takes at most one argument: <job-id>")
 	}
-	client := c.client()
+	client := c.Client()
 	u, err := url.Parse(client.Address)
 	if err != nil {
-		return c.ui.errorf("Error parsing the agent address %q: %s", client.Address, err)
+		return c.ui.Errorf("Error parsing the agent address %q: %s", client.Address, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -72,9 +74,9 @@ func (c *UICommand) Run(args []string) int {
 		page.RawQuery = url.Values{"namespace": {ns}}.Encode()
 	}
 	if fs.NArg() == 1 {
-		job, err := resolveJob(ctx, client, fs.Arg(0))
+		job, err := cli.ResolveJob(ctx, client, fs.Arg(0))
 		if err != nil {
-			return c.ui.errorf("Error looking up job: %s", err)
+			return c.ui.Errorf("Error looking up job: %s", err)
 		}
 		page = &url.URL{Path: uiJobPath(job.Namespace, job.ID)}
 	}
@@ -84,14 +86,14 @@ func (c *UICommand) Run(args []string) int {
 	}
 	if authenticate {
 		if client.Token == "" {
-			return c.ui.errorf("Error: -authenticate needs an ACL token (-token, DROVER_TOKEN or NOMAD_TOKEN)")
+			return c.ui.Errorf("Error: -authenticate needs an ACL token (-token, DROVER_TOKEN or NOMAD_TOKEN)")
 		}
 		var resp oneTimeTokenResponse
 		if err := client.Write(ctx, "PUT", "/v1/acl/token/onetime", nil, nil, &resp); err != nil {
-			return c.ui.errorf("Error creating a one-time token: %s", err)
+			return c.ui.Errorf("Error creating a one-time token: %s", err)
 		}
 		if resp.OneTimeToken == nil || resp.OneTimeToken.OneTimeSecretID == "" {
-			return c.ui.errorf("Error creating a one-time token: the agent answered without one")
+			return c.ui.Errorf("Error creating a one-time token: the agent answered without one")
 		}
 		q := url.Values{"ott": {resp.OneTimeToken.OneTimeSecretID}}
 		if target != "/ui/jobs" {
@@ -102,11 +104,11 @@ func (c *UICommand) Run(args []string) int {
 	// The paths are escaped already: join them as text.
 	addr := strings.TrimSuffix((&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String(), "/") + target
 	if authenticate {
-		c.ui.printf("The address holds a one-time token: it signs a browser in once, within ten minutes.\n")
+		c.ui.Printf("The address holds a one-time token: it signs a browser in once, within ten minutes.\n")
 	}
 	if showURL {
-		c.ui.printf("URL for web UI: %s\n", addr)
-		return exitOK
+		c.ui.Printf("URL for web UI: %s\n", addr)
+		return cli.ExitOK
 	}
 	open := c.ui.OpenURL
 	if open == nil {
@@ -115,11 +117,11 @@ func (c *UICommand) Run(args []string) int {
 	if err := open(addr); err != nil {
 		// No browser here (a server, a container): the address is the
 		// answer.
-		c.ui.printf("URL for web UI: %s\n", addr)
-		return exitOK
+		c.ui.Printf("URL for web UI: %s\n", addr)
+		return cli.ExitOK
 	}
-	c.ui.printf("Opening URL %q\n", addr)
-	return exitOK
+	c.ui.Printf("Opening URL %q\n", addr)
+	return cli.ExitOK
 }
 
 // uiJobPath is a job page's path; a child job's ID keeps its slashes as

@@ -12,23 +12,24 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
-
+	"github.com/drover-org/drover/core/command/cli"
+	"github.com/drover-org/drover/core/command/clitest"
 	"github.com/drover-org/drover/core/httpapi"
 	"github.com/drover-org/drover/core/server"
 	"github.com/drover-org/drover/core/structs"
 	"github.com/drover-org/drover/plugins/builtin"
+	"github.com/hashicorp/go-hclog"
 )
 
 const testOTT = "0b6b4a05-6c1c-4d2a-9d36-2f0f8d7c6a11"
 
 func TestUICommand(t *testing.T) {
-	f := newFakeAgent(t)
-	f.json("PUT /v1/acl/token/onetime", map[string]any{"OneTimeToken": map[string]any{
+	f := clitest.NewFakeAgent(t)
+	f.JSON("PUT /v1/acl/token/onetime", map[string]any{"OneTimeToken": map[string]any{
 		"OneTimeSecretID": testOTT, "AccessorID": "acc",
-		"ExpiresAt": testNow.Add(10 * time.Minute).Format(time.RFC3339)}})
+		"ExpiresAt": clitest.TestNow.Add(10 * time.Minute).Format(time.RFC3339)}})
 	jobs := []*structs.JobListStub{{ID: "web", Namespace: "default"}, {ID: "web/dispatch-1", Namespace: "default"}}
-	f.handle("GET /v1/jobs", func(w http.ResponseWriter, r *http.Request) {
+	f.Handle("GET /v1/jobs", func(w http.ResponseWriter, r *http.Request) {
 		var out []*structs.JobListStub
 		for _, j := range jobs {
 			if strings.HasPrefix(j.ID, r.URL.Query().Get("prefix")) {
@@ -48,31 +49,31 @@ func TestUICommand(t *testing.T) {
 		opened  string
 		errOut  string
 	}{
-		{name: "show url", args: []string{"-show-url"}, out: "URL for web UI: " + f.srv.URL + "/ui/jobs\n"},
-		{name: "opens browser", args: nil, opened: f.srv.URL + "/ui/jobs", out: "Opening URL"},
-		{name: "no browser prints", args: nil, openErr: errNoBrowser, out: "URL for web UI: " + f.srv.URL + "/ui/jobs\n"},
+		{name: "show url", args: []string{"-show-url"}, out: "URL for web UI: " + f.Srv.URL + "/ui/jobs\n"},
+		{name: "opens browser", args: nil, opened: f.Srv.URL + "/ui/jobs", out: "Opening URL"},
+		{name: "no browser prints", args: nil, openErr: errNoBrowser, out: "URL for web UI: " + f.Srv.URL + "/ui/jobs\n"},
 		{name: "namespace kept", env: map[string]string{"NOMAD_NAMESPACE": "prod"}, args: []string{"-show-url"},
-			out: "URL for web UI: " + f.srv.URL + "/ui/jobs?namespace=prod\n"},
-		{name: "job page", args: []string{"-show-url", "web"}, out: "URL for web UI: " + f.srv.URL + "/ui/jobs/default/web\n"},
-		{name: "child job page keeps its slash", args: []string{"-show-url", "web/dis"}, out: "URL for web UI: " + f.srv.URL + "/ui/jobs/default/web/dispatch-1\n"},
+			out: "URL for web UI: " + f.Srv.URL + "/ui/jobs?namespace=prod\n"},
+		{name: "job page", args: []string{"-show-url", "web"}, out: "URL for web UI: " + f.Srv.URL + "/ui/jobs/default/web\n"},
+		{name: "child job page keeps its slash", args: []string{"-show-url", "web/dis"}, out: "URL for web UI: " + f.Srv.URL + "/ui/jobs/default/web/dispatch-1\n"},
 		{name: "authenticate", env: map[string]string{"DROVER_TOKEN": "s3cret"}, args: []string{"-authenticate", "-show-url"},
-			out: "URL for web UI: " + f.srv.URL + "/ui/settings/tokens?ott=" + testOTT + "\n"},
+			out: "URL for web UI: " + f.Srv.URL + "/ui/settings/tokens?ott=" + testOTT + "\n"},
 		{name: "authenticate to a job", env: map[string]string{"DROVER_TOKEN": "s3cret"}, args: []string{"-authenticate", "-show-url", "web"},
-			out: "URL for web UI: " + f.srv.URL + "/ui/settings/tokens?next=%2Fui%2Fjobs%2Fdefault%2Fweb&ott=" + testOTT + "\n"},
+			out: "URL for web UI: " + f.Srv.URL + "/ui/settings/tokens?next=%2Fui%2Fjobs%2Fdefault%2Fweb&ott=" + testOTT + "\n"},
 		{name: "authenticate without token", args: []string{"-authenticate"}, code: 1, errOut: "needs an ACL token"},
 		{name: "two arguments refused", args: []string{"web", "db"}, code: 1, errOut: "at most one argument"},
 		{name: "unknown job", args: []string{"nosuch"}, code: 1, errOut: `No job(s) with prefix or id "nosuch"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			env := map[string]string{"DROVER_ADDR": f.srv.URL}
+			env := map[string]string{"DROVER_ADDR": f.Srv.URL}
 			for k, v := range tt.env {
 				env[k] = v
 			}
 			var out, errOut bytes.Buffer
 			var opened string
-			ui := &UI{Out: &out, Err: &errOut, In: strings.NewReader(""), Getenv: func(k string) string { return env[k] },
-				Now: func() time.Time { return testNow },
+			ui := &cli.UI{Out: &out, Err: &errOut, In: strings.NewReader(""), Getenv: func(k string) string { return env[k] },
+				Now: func() time.Time { return clitest.TestNow },
 				OpenURL: func(u string) error {
 					if tt.openErr != nil {
 						return tt.openErr
@@ -95,19 +96,19 @@ func TestUICommand(t *testing.T) {
 			}
 		})
 	}
-	if got := f.request("PUT /v1/acl/token/onetime").Token; got != "s3cret" {
+	if got := f.Request("PUT /v1/acl/token/onetime").Token; got != "s3cret" {
 		t.Errorf("one-time token asked with token %q, want the caller's", got)
 	}
 }
 
 func TestUICommandOneTimeTokenRefused(t *testing.T) {
-	f := newFakeAgent(t)
-	f.fail("PUT /v1/acl/token/onetime", http.StatusForbidden, "Permission denied")
-	r := runCLI(t, map[string]string{"DROVER_ADDR": f.srv.URL, "NOMAD_TOKEN": "bad"}, "", nil, "ui", "-authenticate")
-	wantCode(t, r, 1)
-	wantContains(t, "stderr", r.errOut, "Error creating a one-time token", "Permission denied")
-	if strings.Contains(r.out, "ott=") {
-		t.Errorf("printed an address without a token: %s", r.out)
+	f := clitest.NewFakeAgent(t)
+	f.Fail("PUT /v1/acl/token/onetime", http.StatusForbidden, "Permission denied")
+	r := clitest.RunCLI(t, map[string]string{"DROVER_ADDR": f.Srv.URL, "NOMAD_TOKEN": "bad"}, "", nil, "ui", "-authenticate")
+	clitest.WantCode(t, r, 1)
+	clitest.WantContains(t, "stderr", r.ErrOut, "Error creating a one-time token", "Permission denied")
+	if strings.Contains(r.Out, "ott=") {
+		t.Errorf("printed an address without a token: %s", r.Out)
 	}
 }
 
@@ -148,11 +149,11 @@ func testAgent(t *testing.T) (addr, mgmt string) {
 // that needs the token), and a second visit is refused in words.
 func TestUIAuthenticateAgainstAgent(t *testing.T) {
 	addr, mgmt := testAgent(t)
-	r := runCLI(t, map[string]string{"DROVER_ADDR": addr, "DROVER_TOKEN": mgmt}, "", nil, "ui", "-authenticate", "-show-url")
-	wantCode(t, r, 0)
-	_, link, ok := strings.Cut(strings.TrimSpace(r.out), "URL for web UI: ")
+	r := clitest.RunCLI(t, map[string]string{"DROVER_ADDR": addr, "DROVER_TOKEN": mgmt}, "", nil, "ui", "-authenticate", "-show-url")
+	clitest.WantCode(t, r, 0)
+	_, link, ok := strings.Cut(strings.TrimSpace(r.Out), "URL for web UI: ")
 	if !ok || !strings.HasPrefix(link, addr+"/ui/settings/tokens?ott=") {
-		t.Fatalf("no sign-in address in %q", r.out)
+		t.Fatalf("no sign-in address in %q", r.Out)
 	}
 	if strings.Contains(link, mgmt) {
 		t.Fatal("the address holds the ACL token's secret itself")

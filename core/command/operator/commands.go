@@ -1,0 +1,21 @@
+// Package operator holds the cluster commands: `drover server members`,
+// `drover operator …` and `drover system gc`.
+package operator
+
+import "github.com/drover-org/drover/core/command/cli"
+
+// operatorCommands returns the commands of `drover server members`, `drover operator …` and `drover system gc` by name.
+func Commands(ui *cli.UI) map[string]cli.Command {
+	cmds := map[string]cli.Command{
+		"server members":            &ServerMembersCommand{ui: ui},
+		"operator raft list-peers":  &OperatorRaftListPeersCommand{ui: ui},
+		"operator raft remove-peer": &OperatorRaftRemovePeerCommand{ui: ui},
+		"operator plugin list":      &OperatorPluginListCommand{ui: ui},
+		"operator join-token":       &OperatorJoinTokenCommand{ui: ui},
+		"operator plugin status":    &OperatorPluginStatusCommand{ui: ui},
+		"operator plugin reload":    &OperatorPluginReloadCommand{ui: ui},
+		"operator events":           &OperatorEventsCommand{ui: ui},
+		"system gc":                 &SystemGCCommand{ui: ui},
+	}
+	return cmds
+}
