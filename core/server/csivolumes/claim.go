@@ -1,4 +1,4 @@
-package server
+package csivolumes
 
 import (
 	"context"
@@ -8,9 +8,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
-	"time"
 
-	"github.com/drover-org/drover/core/rpc"
 	"github.com/drover-org/drover/core/server/volumewatcher"
 	"github.com/drover-org/drover/core/structs"
 )
@@ -71,52 +69,33 @@ func (l *claimLocks) lockAll(keys [][2]string) func() {
 	}
 }
 
-// needsController reports whether claims of v go through a controller's
-// publish and unpublish.
-func needsController(p *structs.CSIPlugin) bool {
-	if p == nil || !p.ControllerRequired {
-		return false
-	}
-	for _, info := range p.Controllers {
-		if info != nil && info.ControllerInfo != nil && !info.ControllerInfo.SupportsAttachDetach {
-			return false
-		}
-	}
-	return true
-}
-
-func validClaimMode(m structs.CSIVolumeClaimMode) bool {
-	return m == structs.CSIVolumeClaimRead || m == structs.CSIVolumeClaimWrite
-}
-
-// ClaimVolume claims a volume for one of the calling node's allocations.
-// It is idempotent: a claim the allocation already holds is answered from
-// state. A follower forwards to the leader.
-func (s *Server) ClaimVolume(ctx context.Context, args *structs.CSIVolumeClaimArgs) (*structs.CSIVolumeClaimReply, error) {
-	if r, ok, err := forward[structs.CSIVolumeClaimArgs, structs.CSIVolumeClaimReply](ctx, s, "CSIVolume.Claim", args); ok {
-		return r, err
-	}
+// CheckClaimArgs refuses a malformed claim, before the node is
+// authenticated.
+func CheckClaimArgs(args *structs.CSIVolumeClaimArgs) error {
 	switch {
 	case args == nil:
-		return nil, structs.NewError(structs.ErrInvalid, "missing claim")
+		return structs.NewError(structs.ErrInvalid, "missing claim")
 	case !structs.ValidCSIID(args.VolumeID):
-		return nil, structs.NewError(structs.ErrInvalid, "VolumeID %q: must be 1 to %d bytes of letters, digits and _ . - [ ]", args.VolumeID, structs.MaxCSIVolumeIDBytes)
+		return structs.NewError(structs.ErrInvalid, "VolumeID %q: must be 1 to %d bytes of letters, digits and _ . - [ ]", args.VolumeID, structs.MaxCSIVolumeIDBytes)
 	case args.AllocationID == "":
-		return nil, structs.NewError(structs.ErrInvalid, "AllocationID: missing")
+		return structs.NewError(structs.ErrInvalid, "AllocationID: missing")
 	case !validClaimMode(args.Mode):
-		return nil, structs.NewError(structs.ErrInvalid, "Mode: %s is not a claim a client may take (read or write)", args.Mode)
+		return structs.NewError(structs.ErrInvalid, "Mode: %s is not a claim a client may take (read or write)", args.Mode)
 	case args.AccessMode != structs.CSIVolumeAccessModeUnknown && !args.AccessMode.Valid():
-		return nil, structs.NewError(structs.ErrInvalid, "AccessMode: %q is not one of %s", args.AccessMode, "single-node-reader-only, single-node-writer, multi-node-reader-only, multi-node-single-writer, multi-node-multi-writer")
+		return structs.NewError(structs.ErrInvalid, "AccessMode: %q is not one of %s", args.AccessMode, "single-node-reader-only, single-node-writer, multi-node-reader-only, multi-node-single-writer, multi-node-multi-writer")
 	case args.AttachmentMode != structs.CSIVolumeAttachmentModeUnknown && !args.AttachmentMode.Valid():
-		return nil, structs.NewError(structs.ErrInvalid, "AttachmentMode: %q is not file-system or block-device", args.AttachmentMode)
+		return structs.NewError(structs.ErrInvalid, "AttachmentMode: %q is not file-system or block-device", args.AttachmentMode)
 	case len(args.ExternalNodeID) > structs.MaxCSIExternalIDBytes:
-		return nil, structs.NewError(structs.ErrInvalid, "ExternalNodeID: longer than %d bytes", structs.MaxCSIExternalIDBytes)
+		return structs.NewError(structs.ErrInvalid, "ExternalNodeID: longer than %d bytes", structs.MaxCSIExternalIDBytes)
 	}
-	node, err := s.authNode(args.NodeID, args.SecretID)
-	if err != nil {
-		return nil, err
-	}
-	st := s.State()
+	return nil
+}
+
+// Claim claims a volume for one of node's allocations (args checked by
+// CheckClaimArgs, node authenticated). It is idempotent: a claim the
+// allocation already holds is answered from state.
+func (vs *Volumes) Claim(ctx context.Context, node *structs.Node, args *structs.CSIVolumeClaimArgs) (*structs.CSIVolumeClaimReply, error) {
+	st := vs.state()
 	alloc, err := st.AllocByID(nil, args.AllocationID)
 	if err != nil {
 		return nil, err
@@ -130,7 +109,7 @@ func (s *Server) ClaimVolume(ctx context.Context, args *structs.CSIVolumeClaimAr
 		return nil, structs.NewError(structs.ErrInvalid, "allocation %s is terminal: it may not claim volumes", alloc.ID)
 	}
 
-	defer s.claimLocks.lock(args.Namespace, args.VolumeID)()
+	defer vs.locks.lock(args.Namespace, args.VolumeID)()
 	vol, err := st.CSIVolumeByID(nil, args.Namespace, args.VolumeID)
 	if err != nil {
 		return nil, err
@@ -161,7 +140,7 @@ func (s *Server) ClaimVolume(ctx context.Context, args *structs.CSIVolumeClaimAr
 		return nil, err
 	}
 	published := false
-	if needsController(plugin) {
+	if NeedsController(plugin) {
 		if claim.ExternalNodeID == "" {
 			return nil, structs.NewError(structs.ErrUnavailable, "volume %q: node %s reports no CSI node ID for plugin %s yet", vol.ID, node.ID, vol.PluginID)
 		}
@@ -171,7 +150,7 @@ func (s *Server) ClaimVolume(ctx context.Context, args *structs.CSIVolumeClaimAr
 			AccessMode: claim.AccessMode, AttachmentMode: claim.AttachmentMode, MountOptions: vol.MountOptions,
 			ReadOnly: claim.Mode == structs.CSIVolumeClaimRead, Secrets: vol.Secrets, VolumeContext: vol.Context,
 		}
-		r, by, err := s.controllerCall(ctx, op)
+		r, by, err := vs.ControllerCall(ctx, op)
 		if err != nil {
 			return nil, structs.NewError(kindOf(err), "volume %q: controller publish: %v", vol.ID, err)
 		}
@@ -181,19 +160,19 @@ func (s *Server) ClaimVolume(ctx context.Context, args *structs.CSIVolumeClaimAr
 		claim.PublishContext, claim.ControllerNodeID = r.PublishContext, by
 		published = true
 	}
-	idx, err := s.raftApply(structs.CSIVolumeClaimBatchRequestType, &structs.CSIVolumeClaimBatchRequest{
+	idx, err := vs.apply(structs.CSIVolumeClaimBatchRequestType, &structs.CSIVolumeClaimBatchRequest{
 		Claims: []*structs.CSIVolumeClaimRequest{{Namespace: vol.Namespace, VolumeID: vol.ID, Claim: claim}},
 	})
 	if err != nil {
 		if published && refused(err) {
 			// The claim was refused for good: undo the attach.
-			s.controllerUnpublish(ctx, vol, claim)
+			vs.controllerUnpublish(ctx, vol, claim)
 		}
 		return nil, err
 	}
-	s.logger.Info("csi volume claimed", "namespace", vol.Namespace, "volume", vol.ID, "alloc_id", alloc.ID,
+	vs.logger.Info("csi volume claimed", "namespace", vol.Namespace, "volume", vol.ID, "alloc_id", alloc.ID,
 		"node_id", node.ID, "mode", claim.Mode.String(), "controller_node_id", claim.ControllerNodeID, "index", idx)
-	out, err := s.State().CSIVolumeByID(nil, vol.Namespace, vol.ID)
+	out, err := vs.state().CSIVolumeByID(nil, vol.Namespace, vol.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -223,30 +202,20 @@ func kindOf(err error) error {
 	return structs.ErrUnavailable
 }
 
-func (s *Server) controllerUnpublish(ctx context.Context, vol *structs.CSIVolume, c *structs.CSIVolumeClaim) {
-	_, _, err := s.controllerCall(ctx, &structs.CSIControllerOp{
+func (vs *Volumes) controllerUnpublish(ctx context.Context, vol *structs.CSIVolume, c *structs.CSIVolumeClaim) {
+	_, _, err := vs.ControllerCall(ctx, &structs.CSIControllerOp{
 		Kind: structs.CSIControllerOpUnpublish, PluginID: vol.PluginID,
 		ExternalVolumeID: c.ExternalVolumeID, ExternalNodeID: c.ExternalNodeID, Secrets: vol.Secrets,
 	})
 	if err != nil && !errors.Is(err, structs.ErrNotFound) {
-		s.logger.Warn("csi controller unpublish of a refused claim failed; the volume may stay attached",
+		vs.logger.Warn("csi controller unpublish of a refused claim failed; the volume may stay attached",
 			"namespace", vol.Namespace, "volume", vol.ID, "node_id", c.NodeID, "error", err)
 	}
 }
 
-// UnpublishVolume is a client's release of one of its node's claims. A
-// follower forwards to the leader.
-func (s *Server) UnpublishVolume(ctx context.Context, args *structs.CSIVolumeUnpublishArgs) (*structs.CSIVolumeUnpublishReply, error) {
-	if r, ok, err := forward[structs.CSIVolumeUnpublishArgs, structs.CSIVolumeUnpublishReply](ctx, s, "CSIVolume.Unpublish", args); ok {
-		return r, err
-	}
-	if args == nil || args.Claim == nil {
-		return nil, structs.NewError(structs.ErrInvalid, "missing volume claim")
-	}
-	node, err := s.authNode(args.NodeID, args.SecretID)
-	if err != nil {
-		return nil, err
-	}
+// Unpublish is a client's release of one of its (authenticated) node's
+// claims: it records how far the node got (see reportRelease).
+func (vs *Volumes) Unpublish(node *structs.Node, args *structs.CSIVolumeUnpublishArgs) (*structs.CSIVolumeUnpublishReply, error) {
 	c := args.Claim
 	switch {
 	case c.AllocationID == "":
@@ -258,7 +227,7 @@ func (s *Server) UnpublishVolume(ctx context.Context, args *structs.CSIVolumeUnp
 	case c.State != structs.CSIVolumeClaimStateUnpublishing && c.State != structs.CSIVolumeClaimStateNodeDetached:
 		return nil, structs.NewError(structs.ErrInvalid, "Claim.State: a client reports unpublishing or node-detached, not %s", c.State)
 	}
-	idx, err := s.reportRelease(args.Namespace, args.VolumeID, c.AllocationID, node.ID, c.State)
+	idx, err := vs.reportRelease(args.Namespace, args.VolumeID, c.AllocationID, node.ID, c.State)
 	if err != nil {
 		return nil, err
 	}
@@ -272,9 +241,9 @@ func (s *Server) UnpublishVolume(ctx context.Context, args *structs.CSIVolumeUnp
 // client's report costs one write. A report behind the stored state
 // writes nothing. An unpublishing claim of a live node answers that it
 // waits for the node, as the watcher would.
-func (s *Server) reportRelease(ns, volID, allocID, nodeID string, reported structs.CSIVolumeClaimState) (uint64, error) {
-	defer s.claimLocks.lock(ns, volID)()
-	vol, err := s.State().CSIVolumeRaw(nil, ns, volID)
+func (vs *Volumes) reportRelease(ns, volID, allocID, nodeID string, reported structs.CSIVolumeClaimState) (uint64, error) {
+	defer vs.locks.lock(ns, volID)()
+	vol, err := vs.state().CSIVolumeRaw(nil, ns, volID)
 	if err != nil {
 		return 0, err
 	}
@@ -291,17 +260,17 @@ func (s *Server) reportRelease(ns, volID, allocID, nodeID string, reported struc
 	claim := held.Copy()
 	claim.State = reported
 	idx := vol.ModifyIndex
-	if past := vol.PastClaims[allocID]; past == nil || releaseRank(past.State) < releaseRank(reported) {
+	if past := vol.PastClaims[allocID]; RecordReport(past, reported) {
 		b := newClaimBatch(vol)
 		b.add(claim, reported)
-		if idx, err = s.writeClaimBatch(b); err != nil {
+		if idx, err = vs.writeClaimBatch(b); err != nil {
 			return idx, err
 		}
 	} else {
 		claim.State = past.State
 	}
 	if claim.State == structs.CSIVolumeClaimStateUnpublishing {
-		node, err := s.State().NodeByID(nil, nodeID)
+		node, err := vs.state().NodeByID(nil, nodeID)
 		if err != nil {
 			return idx, err
 		}
@@ -316,30 +285,30 @@ func (s *Server) reportRelease(ns, volID, allocID, nodeID string, reported struc
 // UnpublishClaim drives one claim towards freed (see releaseOne). A claim
 // without an allocation ID (Mode GC, with NodeID: `volume detach`)
 // releases every claim of that node. It must run on the leader.
-func (s *Server) UnpublishClaim(ctx context.Context, ns, volID string, claim *structs.CSIVolumeClaim) (uint64, error) {
+func (vs *Volumes) UnpublishClaim(ctx context.Context, ns, volID string, claim *structs.CSIVolumeClaim) (uint64, error) {
 	if claim == nil {
 		return 0, structs.NewError(structs.ErrInvalid, "missing volume claim")
 	}
 	if claim.AllocationID != "" {
-		idx, errs, err := s.releaseClaims(ctx, ns, volID, []*structs.CSIVolumeClaim{claim})
+		idx, errs, err := vs.releaseClaims(ctx, ns, volID, []*structs.CSIVolumeClaim{claim})
 		if err != nil {
 			return idx, err
 		}
 		return idx, errs[0]
 	}
-	return s.detachNode(ctx, ns, volID, claim.NodeID)
+	return vs.detachNode(ctx, ns, volID, claim.NodeID)
 }
 
 // releaseClaims runs the releases of claims of one volume (a volume
 // watcher's pass), in order, and writes the states they reach in one Raft
 // entry. It returns the entry's index, each claim's error (nil: freed),
 // and the error that failed them all (no volume, the write failed).
-func (s *Server) releaseClaims(ctx context.Context, ns, volID string, claims []*structs.CSIVolumeClaim) (uint64, []error, error) {
+func (vs *Volumes) releaseClaims(ctx context.Context, ns, volID string, claims []*structs.CSIVolumeClaim) (uint64, []error, error) {
 	if volID == "" {
 		return 0, nil, structs.NewError(structs.ErrInvalid, "missing volume ID")
 	}
-	defer s.claimLocks.lock(ns, volID)()
-	vol, err := s.State().CSIVolumeRaw(nil, ns, volID)
+	defer vs.locks.lock(ns, volID)()
+	vol, err := vs.state().CSIVolumeRaw(nil, ns, volID)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -353,9 +322,9 @@ func (s *Server) releaseClaims(ctx context.Context, ns, volID string, claims []*
 			errs[i] = structs.NewError(structs.ErrInvalid, "a released claim names no allocation")
 			continue
 		}
-		errs[i] = s.releaseOne(ctx, b, c, false)
+		errs[i] = vs.releaseOne(ctx, b, c, false)
 	}
-	idx, err := s.writeClaimBatch(b)
+	idx, err := vs.writeClaimBatch(b)
 	return idx, errs, err
 }
 
@@ -363,7 +332,7 @@ func (s *Server) releaseClaims(ctx context.Context, ns, volID string, claims []*
 // the volume, node-detaching those of a live node through its client, and
 // writes what they reach in one Raft entry. The first claim that fails
 // stops it.
-func (s *Server) detachNode(ctx context.Context, ns, volID, nodeID string) (uint64, error) {
+func (vs *Volumes) detachNode(ctx context.Context, ns, volID, nodeID string) (uint64, error) {
 	if volID == "" {
 		return 0, structs.NewError(structs.ErrInvalid, "missing volume ID")
 	}
@@ -373,8 +342,8 @@ func (s *Server) detachNode(ctx context.Context, ns, volID, nodeID string) (uint
 	if len(nodeID) > maxDetachNodeIDBytes {
 		return 0, structs.NewError(structs.ErrInvalid, "node ID: longer than %d bytes", maxDetachNodeIDBytes)
 	}
-	defer s.claimLocks.lock(ns, volID)()
-	vol, err := s.State().CSIVolumeRaw(nil, ns, volID)
+	defer vs.locks.lock(ns, volID)()
+	vol, err := vs.state().CSIVolumeRaw(nil, ns, volID)
 	if err != nil {
 		return 0, err
 	}
@@ -391,7 +360,7 @@ func (s *Server) detachNode(ctx context.Context, ns, volID, nodeID string) (uint
 	}
 	if len(ids) == 0 {
 		// Nothing to detach: say why, rather than succeed at nothing.
-		node, err := s.State().NodeByID(nil, nodeID)
+		node, err := vs.state().NodeByID(nil, nodeID)
 		if err != nil {
 			return 0, err
 		}
@@ -408,15 +377,15 @@ func (s *Server) detachNode(ctx context.Context, ns, volID, nodeID string) (uint
 			continue
 		}
 		step := &structs.CSIVolumeClaim{AllocationID: id, NodeID: nodeID, Mode: cur.Mode, State: structs.CSIVolumeClaimStateUnpublishing}
-		if err := s.releaseOne(ctx, b, step, true); err != nil {
+		if err := vs.releaseOne(ctx, b, step, true); err != nil {
 			// What the claims before it reached is kept.
-			if idx, werr := s.writeClaimBatch(b); werr != nil {
+			if idx, werr := vs.writeClaimBatch(b); werr != nil {
 				return idx, werr
 			}
 			return b.vol.ModifyIndex, err
 		}
 	}
-	return s.writeClaimBatch(b)
+	return vs.writeClaimBatch(b)
 }
 
 // maxDetachNodeIDBytes bounds the node ID of a detach (it is looked up,
@@ -449,25 +418,25 @@ func (b *claimBatch) add(claim *structs.CSIVolumeClaim, state structs.CSIVolumeC
 // writeClaimBatch writes the batch (nothing when it is empty) and returns
 // the volume's index after it. A batch that frees claims carries evals of
 // the jobs waiting for the volume.
-func (s *Server) writeClaimBatch(b *claimBatch) (uint64, error) {
+func (vs *Volumes) writeClaimBatch(b *claimBatch) (uint64, error) {
 	if len(b.claims) == 0 {
 		return b.vol.ModifyIndex, nil
 	}
 	req := &structs.CSIVolumeClaimBatchRequest{Claims: b.claims}
 	if b.frees {
-		evals, err := s.volumeWaiterEvals(b.vol.Namespace, []string{b.vol.ID})
+		evals, err := vs.WaiterEvals(b.vol.Namespace, []string{b.vol.ID})
 		if err != nil {
 			return b.vol.ModifyIndex, err
 		}
 		req.Evals = evals
 	}
-	idx, err := s.raftApply(structs.CSIVolumeClaimBatchRequestType, req)
+	idx, err := vs.apply(structs.CSIVolumeClaimBatchRequestType, req)
 	if err != nil {
 		return b.vol.ModifyIndex, err
 	}
 	for _, r := range b.claims {
 		if c := r.Claim; c.State == structs.CSIVolumeClaimStateReadyToFree {
-			s.logger.Info("csi volume claim freed", "namespace", r.Namespace, "volume", r.VolumeID, "alloc_id", c.AllocationID,
+			vs.logger.Info("csi volume claim freed", "namespace", r.Namespace, "volume", r.VolumeID, "alloc_id", c.AllocationID,
 				"node_id", c.NodeID, "mode", c.Mode.String(), "index", idx)
 		}
 	}
@@ -488,57 +457,52 @@ func (s *Server) writeClaimBatch(b *claimBatch) (uint64, error) {
 // leader included: each is idempotent (a controller's NotFound counts as
 // detached). So a release the client reported costs its report and the
 // free, and a pass frees all it can of a volume in one write.
-func (s *Server) releaseOne(ctx context.Context, b *claimBatch, in *structs.CSIVolumeClaim, pushNode bool) error {
+func (vs *Volumes) releaseOne(ctx context.Context, b *claimBatch, in *structs.CSIVolumeClaim, pushNode bool) error {
 	vol := b.vol
 	held := vol.ClaimFor(in.AllocationID)
 	if held == nil {
 		return nil // freed already
 	}
 	claim := held.Copy()
-	claim.State = structs.CSIVolumeClaimStateUnpublishing
 	past := vol.PastClaims[in.AllocationID]
-	if past != nil && releaseRank(past.State) > releaseRank(claim.State) {
-		claim.State = past.State
-	}
-	if releaseRank(in.State) > releaseRank(claim.State) {
-		claim.State = in.State
-	}
+	claim.State = ResumeState(past, in.State)
 	// stop keeps the state reached, unless it is the one stored: where
 	// the release stops, a later one resumes.
 	stop := func(err error) error {
-		if past == nil || past.State != claim.State {
+		if WriteAtStop(past, claim.State) {
 			b.add(claim, claim.State)
 		}
 		return err
 	}
+	steps := StepsFrom(claim.State)
 
-	if claim.State == structs.CSIVolumeClaimStateUnpublishing {
+	if steps.Node {
 		// The node unpublishes its own mounts: a client reports
 		// NodeDetached once it has. Without it, the node must be gone or
 		// down before the claim moves on, or (detach) be told to.
-		node, err := s.State().NodeByID(nil, claim.NodeID)
+		node, err := vs.state().NodeByID(nil, claim.NodeID)
 		if err != nil {
 			return stop(err)
 		}
-		if node != nil && !node.TerminalStatus() {
-			if !pushNode {
-				return stop(errWaitForNode{structs.NewError(structs.ErrUnavailable, "volume %q: waiting for node %s to unpublish the claim of allocation %s",
-					vol.ID, claim.NodeID, claim.AllocationID)})
-			}
-			if err := s.nodeDetach(ctx, vol, claim); err != nil {
+		switch NodeStepFor(node != nil && !node.TerminalStatus(), pushNode) {
+		case NodeWait:
+			return stop(errWaitForNode{structs.NewError(structs.ErrUnavailable, "volume %q: waiting for node %s to unpublish the claim of allocation %s",
+				vol.ID, claim.NodeID, claim.AllocationID)})
+		case NodePush:
+			if err := vs.nodeDetach(ctx, vol, claim); err != nil {
 				return stop(err)
 			}
 		}
 		claim.State = structs.CSIVolumeClaimStateNodeDetached
 	}
 
-	if claim.State == structs.CSIVolumeClaimStateNodeDetached {
-		plugin, err := s.State().CSIPluginByID(nil, vol.PluginID)
+	if steps.Controller {
+		plugin, err := vs.state().CSIPluginByID(nil, vol.PluginID)
 		if err != nil {
 			return stop(err)
 		}
-		if needsController(plugin) && claim.ExternalNodeID != "" && !s.otherLiveClaimOnNode(vol, claim) {
-			_, _, err := s.controllerCall(ctx, &structs.CSIControllerOp{
+		if ControllerUnpublishes(plugin, claim) && !vs.otherLiveClaimOnNode(vol, claim) {
+			_, _, err := vs.ControllerCall(ctx, &structs.CSIControllerOp{
 				Kind: structs.CSIControllerOpUnpublish, PluginID: vol.PluginID,
 				ExternalVolumeID: claim.ExternalVolumeID, ExternalNodeID: claim.ExternalNodeID, Secrets: vol.Secrets,
 			})
@@ -564,51 +528,36 @@ func (e errWaitForNode) Unwrap() error { return e.error }
 // (the client pulls it like controller work), and waits up to
 // csiControllerTimeout for its answer. The client's error comes back
 // with its kind.
-func (s *Server) nodeDetach(ctx context.Context, vol *structs.CSIVolume, claim *structs.CSIVolumeClaim) error {
+func (vs *Volumes) nodeDetach(ctx context.Context, vol *structs.CSIVolume, claim *structs.CSIVolumeClaim) error {
 	ctx, cancel := context.WithTimeout(ctx, csiControllerTimeout)
 	defer cancel()
 	op := &structs.CSIControllerOp{
 		Kind: structs.CSIControllerOpNodeDetach, PluginID: vol.PluginID, ExternalVolumeID: claim.ExternalVolumeID,
 		Namespace: vol.Namespace, VolumeID: vol.ID, AllocationID: claim.AllocationID,
 	}
-	_, running, err := s.controllers.call(ctx, claim.NodeID, op)
+	_, running, err := vs.queue.call(ctx, claim.NodeID, op)
 	if running != nil {
 		// The client still runs it: forget it once it answers.
-		s.controllers.linger(running, func() {})
+		vs.queue.linger(running, func() {})
 	}
 	if err != nil {
 		return structs.NewError(kindOf(err), "volume %q: node %s could not unpublish the claim of allocation %s: %v",
 			vol.ID, claim.NodeID, claim.AllocationID, err)
 	}
-	s.logger.Info("csi volume node-detached", "namespace", vol.Namespace, "volume", vol.ID, "alloc_id", claim.AllocationID,
+	vs.logger.Info("csi volume node-detached", "namespace", vol.Namespace, "volume", vol.ID, "alloc_id", claim.AllocationID,
 		"node_id", claim.NodeID)
 	return nil
 }
 
-// releaseRank orders the states of a release (the wire numbers do not).
-func releaseRank(st structs.CSIVolumeClaimState) int {
-	switch st {
-	case structs.CSIVolumeClaimStateUnpublishing:
-		return 1
-	case structs.CSIVolumeClaimStateNodeDetached:
-		return 2
-	case structs.CSIVolumeClaimStateControllerDetached:
-		return 3
-	case structs.CSIVolumeClaimStateReadyToFree:
-		return 4
-	}
-	return 0
-}
-
 // otherLiveClaimOnNode reports whether another allocation that is not
 // terminal still claims vol on claim's node: the volume stays attached.
-func (s *Server) otherLiveClaimOnNode(vol *structs.CSIVolume, claim *structs.CSIVolumeClaim) bool {
+func (vs *Volumes) otherLiveClaimOnNode(vol *structs.CSIVolume, claim *structs.CSIVolumeClaim) bool {
 	for _, m := range []map[string]*structs.CSIVolumeClaim{vol.ReadClaims, vol.WriteClaims} {
 		for id, c := range m {
 			if id == claim.AllocationID || c == nil || c.NodeID != claim.NodeID || vol.PastClaims[id] != nil {
 				continue
 			}
-			a, err := s.State().AllocByID(nil, id)
+			a, err := vs.state().AllocByID(nil, id)
 			if err == nil && a != nil && !a.ClientTerminalStatus() {
 				return true
 			}
@@ -617,39 +566,21 @@ func (s *Server) otherLiveClaimOnNode(vol *structs.CSIVolume, claim *structs.CSI
 	return false
 }
 
-// ControllerOps hands a controller client the calls queued for its node.
-// Polls go to the leader, where the queue is.
-func (s *Server) ControllerOps(ctx context.Context, args *structs.CSIControllerPollArgs) (*structs.CSIControllerPollReply, error) {
-	if r, ok, err := forward[structs.CSIControllerPollArgs, structs.CSIControllerPollReply](ctx, s, "CSIController.Poll", args); ok {
-		return r, err
-	}
-	if args == nil {
-		return nil, structs.NewError(structs.ErrInvalid, "missing poll")
-	}
-	if _, err := s.authNode(args.NodeID, args.SecretID); err != nil {
-		return nil, err
-	}
-	ops, err := s.controllers.poll(ctx, args.NodeID, time.Duration(args.MaxWait))
-	if err != nil {
-		return nil, err
-	}
-	return &structs.CSIControllerPollReply{Ops: ops}, nil
-}
-
-// ControllerDone takes a controller client's results.
-func (s *Server) ControllerDone(ctx context.Context, args *structs.CSIControllerDoneArgs) error {
-	if _, ok, err := forward[structs.CSIControllerDoneArgs, Empty](ctx, s, "CSIController.Done", args); ok {
-		return err
-	}
+// CheckDoneArgs refuses a malformed report of controller results, before
+// the node is authenticated.
+func CheckDoneArgs(args *structs.CSIControllerDoneArgs) error {
 	if args == nil {
 		return structs.NewError(structs.ErrInvalid, "missing results")
 	}
 	if len(args.Results) > structs.MaxCSIControllerOpsPerPoll {
 		return structs.NewError(structs.ErrInvalid, "Results: %d, more than %d", len(args.Results), structs.MaxCSIControllerOpsPerPoll)
 	}
-	if _, err := s.authNode(args.NodeID, args.SecretID); err != nil {
-		return err
-	}
+	return nil
+}
+
+// ControllerDone takes an authenticated controller client's results
+// (args checked by CheckDoneArgs); overlong messages are cut.
+func (vs *Volumes) ControllerDone(args *structs.CSIControllerDoneArgs) {
 	for _, r := range args.Results {
 		if r != nil && len(r.Error) > structs.MaxCSIErrorBytes {
 			r.Error = r.Error[:structs.MaxCSIErrorBytes]
@@ -658,32 +589,14 @@ func (s *Server) ControllerDone(ctx context.Context, args *structs.CSIController
 			r.Validation.Message = r.Validation.Message[:structs.MaxCSIErrorBytes]
 		}
 	}
-	s.controllers.done(args.NodeID, args.Results)
-	return nil
+	vs.queue.done(args.NodeID, args.Results)
 }
 
-// registerCSIClaimRPC exposes the client side of volumes; rpcAccess lets
-// a client call them for its own node only.
-func (s *Server) registerCSIClaimRPC(rs *rpc.Server, mark func(context.Context) context.Context) {
-	rpc.Handle(rs, "CSIVolume.Claim", func(ctx context.Context, a *structs.CSIVolumeClaimArgs) (*structs.CSIVolumeClaimReply, error) {
-		return s.ClaimVolume(mark(ctx), a)
-	})
-	rpc.Handle(rs, "CSIVolume.Unpublish", func(ctx context.Context, a *structs.CSIVolumeUnpublishArgs) (*structs.CSIVolumeUnpublishReply, error) {
-		return s.UnpublishVolume(mark(ctx), a)
-	})
-	rpc.Handle(rs, "CSIController.Poll", func(ctx context.Context, a *structs.CSIControllerPollArgs) (*structs.CSIControllerPollReply, error) {
-		return s.ControllerOps(mark(ctx), a)
-	})
-	rpc.Handle(rs, "CSIController.Done", func(ctx context.Context, a *structs.CSIControllerDoneArgs) (*Empty, error) {
-		return &Empty{}, s.ControllerDone(mark(ctx), a)
-	})
-}
-
-// watcherUnpublisher is the volume watcher's view of the server.
-type watcherUnpublisher struct{ s *Server }
-
-func (w watcherUnpublisher) UnpublishClaims(ctx context.Context, ns, volID string, claims []*structs.CSIVolumeClaim) []error {
-	_, errs, err := w.s.releaseClaims(ctx, ns, volID, claims)
+// UnpublishClaims is the volume watcher's release of claims of one volume
+// (volumewatcher.Unpublisher): one pass, one write. A claim waiting for
+// its live node's client is volumewatcher.ErrWaiting.
+func (vs *Volumes) UnpublishClaims(ctx context.Context, ns, volID string, claims []*structs.CSIVolumeClaim) []error {
+	_, errs, err := vs.releaseClaims(ctx, ns, volID, claims)
 	if err != nil {
 		errs = make([]error, len(claims))
 		for i := range errs {
@@ -697,3 +610,7 @@ func (w watcherUnpublisher) UnpublishClaims(ctx context.Context, ns, volID strin
 	}
 	return errs
 }
+
+// LockStripes is the number of claim lock stripes: however many volumes,
+// at most this many claims run at once.
+const LockStripes = len(claimLocks{})
