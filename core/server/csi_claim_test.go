@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-org/drover/core/server/csivolumes"
 	"github.com/drover-org/drover/core/server/volumewatcher"
 	"github.com/drover-org/drover/core/structs"
 )
@@ -549,13 +550,13 @@ func TestCSIVolumeWaiterEvalsBounded(t *testing.T) {
 	waitFor(t, 10*time.Second, "every job's placement to fail", func() bool {
 		for _, id := range ids {
 			evs, _ := s.State().EvalsByJob(nil, structs.DefaultNamespace, id)
-			if !lastEvalFailedPlacement(evs) || len(evs) != 1 || evs[0].Status != structs.EvalStatusComplete {
+			if !csivolumes.LastEvalFailedPlacement(evs) || len(evs) != 1 || evs[0].Status != structs.EvalStatusComplete {
 				return false
 			}
 		}
 		return true
 	})
-	evals, err := s.volumeWaiterEvals(structs.DefaultNamespace, []string{"later"})
+	evals, err := s.csi.WaiterEvals(structs.DefaultNamespace, []string{"later"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -638,7 +639,7 @@ func TestCSIDetachNodeFailureKeepsClaim(t *testing.T) {
 // not poll) fails the detach as unavailable within the pickup time.
 func TestCSIDetachNodeNotPolling(t *testing.T) {
 	s := testServer(t, nil)
-	s.controllers.pickup = 200 * time.Millisecond
+	s.csi.Queue().SetPickup(200 * time.Millisecond)
 	node, alloc := csiSetup(t, s)
 	fc := startFakeController(t, s, node, confirmValidate)
 	ctx := context.Background()

@@ -191,7 +191,7 @@ func (e *releaseBench) release(b *testing.B, how string) {
 			if i > 0 && e.vols[i] == e.vols[i-1] {
 				continue // detached with the first
 			}
-			_, err = e.s.UnpublishClaim(ctx, structs.DefaultNamespace, e.vols[i], &structs.CSIVolumeClaim{NodeID: e.node.ID, Mode: structs.CSIVolumeClaimGC})
+			_, err = e.s.csi.UnpublishClaim(ctx, structs.DefaultNamespace, e.vols[i], &structs.CSIVolumeClaim{NodeID: e.node.ID, Mode: structs.CSIVolumeClaimGC})
 		}
 		if err != nil {
 			b.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-org/drover/core/server/csivolumes"
 	"github.com/drover-org/drover/core/structs"
 )
 
@@ -169,7 +170,7 @@ func TestCSIVolumeRegisterRefusedByController(t *testing.T) {
 // older refusal (ErrInvalid).
 func TestCSIVolumeRegisterControllerUnavailable(t *testing.T) {
 	s := testServer(t, nil)
-	s.controllers.pickup = 200 * time.Millisecond
+	s.csi.Queue().SetPickup(200 * time.Millisecond)
 	ctx := context.Background()
 	node := validateNode(t, s, true) // healthy, but its client never polls
 	before := s.State().Index("csi_volumes")
@@ -244,7 +245,7 @@ func TestCSIVolumeRegisterManyVolumesLocks(t *testing.T) {
 	if _, err := s.RegisterNode(ctx, csiNode("n", "np", true)); err != nil {
 		t.Fatal(err)
 	}
-	vols := make([]*structs.CSIVolume, 2*len(claimLocks{})+1)
+	vols := make([]*structs.CSIVolume, 2*csivolumes.LockStripes+1)
 	for i := range vols {
 		vols[i] = csiVol(fmt.Sprintf("v%d", i), "np")
 	}

@@ -107,7 +107,7 @@ func (s *Server) establishLeadership() error {
 	s.planQueue.SetEnabled(true)
 	s.broker.SetEnabled(true)
 	s.blocked.SetEnabled(true)
-	s.controllers.setEnabled(true)
+	s.csi.SetEnabled(true)
 	if f := s.cfg.stepUpFault; f != nil {
 		if err := f(); err != nil {
 			return err
@@ -164,7 +164,7 @@ func (s *Server) revokeLeadership() {
 	s.established.Store(false)
 	cancel()
 	s.volumes.SetEnabled(false)
-	s.controllers.setEnabled(false)
+	s.csi.SetEnabled(false)
 	s.broker.SetEnabled(false)
 	s.blocked.SetEnabled(false)
 	s.planQueue.SetEnabled(false)

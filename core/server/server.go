@@ -23,6 +23,7 @@ import (
 	"github.com/drover-org/drover/core/rpc"
 	"github.com/drover-org/drover/core/server/aclendpoint"
 	"github.com/drover-org/drover/core/server/blockedevals"
+	"github.com/drover-org/drover/core/server/csivolumes"
 	"github.com/drover-org/drover/core/server/drainer"
 	"github.com/drover-org/drover/core/server/evalbroker"
 	"github.com/drover-org/drover/core/server/gcengine"
@@ -208,11 +209,11 @@ type Server struct {
 	spares atomic.Int32
 	// drainer advances node drains (its Run is a leader loop).
 	drainer *drainer.Drainer
-	// controllers queues the CSI controller calls for controller clients;
-	// volumes reaps released claims (both leader-only).
-	controllers *controllerQueue
-	claimLocks  claimLocks
-	volumes     *volumewatcher.Watcher
+	// csi holds CSI volumes and claims, with the queue of CSI controller
+	// calls for controller clients; volumes reaps released claims (both
+	// leader-only).
+	csi     *csivolumes.Volumes
+	volumes *volumewatcher.Watcher
 	// nackReasons: why each eval's last delivery failed.
 	nackReasons reasonLog
 
@@ -304,9 +305,9 @@ func New(cfg Config) (*Server, error) {
 	s.drainer = drainer.New(drainer.Config{State: s.State, Apply: s.raftApply, NewEval: s.newEval, Now: cfg.Now, Logger: s.logger})
 	s.nodeCache = schedio.NewNodeCache()
 	s.gate = newTypeGate()
-	s.controllers = newControllerQueue()
+	s.csi = newCSIVolumes(s)
 	s.volumes = volumewatcher.New(volumewatcher.Config{
-		State: s.State, Unpublisher: watcherUnpublisher{s}, Logger: s.logger.Named("volume_watcher"),
+		State: s.State, Unpublisher: s.csi, Logger: s.logger.Named("volume_watcher"),
 	})
 
 	f, err := fsm.New(s.logger.Named("fsm"), &leaderHooks{s: s})
@@ -554,7 +555,7 @@ func (s *Server) shutdown() error {
 	s.revokeLeadership()
 	// The controller calls given up on while running end with the queue
 	// (disabled above, which delivers them a result).
-	s.controllers.lingering.Wait()
+	s.csi.Wait()
 	err := s.raft.Shutdown().Error()
 	// Pooled connections to peers stay open past Close; a peer's goroutine
 	// reading one would wait for it for good.

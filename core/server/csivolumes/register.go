@@ -1,4 +1,4 @@
-package server
+package csivolumes
 
 import (
 	"context"
@@ -6,18 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/drover-org/drover/core/rpc"
 	"github.com/drover-org/drover/core/structs"
-)
-
-// RPC argument and reply types of the CSI volume endpoints.
-type (
-	CSIVolumeRegisterArgs   struct{ Volumes []*structs.CSIVolume }
-	CSIVolumeDeregisterArgs struct {
-		Namespace string
-		VolumeIDs []string
-		Force     bool
-	}
 )
 
 // csiValidateTimeout bounds the controller validation of one register
@@ -29,12 +18,14 @@ type (
 // plugin locked until the client reports (controllerQueue.linger).
 const csiValidateTimeout = time.Minute
 
-// RegisterCSIVolumes registers volumes, or updates registered ones by the
+// Register registers volumes, or updates registered ones by the
 // rules of an update (structs.CSIVolume.Merge), all of them in one Raft
 // entry, and returns its index. Each volume names its namespace. The
 // plugin must be known to the cluster (a node has fingerprinted it), and a
 // volume whose plugin needs a controller is refused while none has ever
-// been seen. A follower forwards to the leader.
+// been seen. The volumes in fresh were just
+// provisioned by their driver with these capabilities (Create) and are
+// not validated again.
 //
 // When the plugin needs a controller, each new volume, and each update
 // that changes the capabilities or mount options, is first validated by
@@ -44,34 +35,19 @@ const csiValidateTimeout = time.Minute
 // reached with ErrUnavailable, and nothing is written. A driver without
 // the call is not validated (logged). The request's volumes are locked
 // against claims and other writes from the read to the write.
-func (s *Server) RegisterCSIVolumes(ctx context.Context, vols []*structs.CSIVolume) (uint64, error) {
-	return s.registerCSIVolumes(ctx, vols, nil)
-}
-
-type csiVolumeKey struct{ ns, id string }
-
-// registerCSIVolumes is RegisterCSIVolumes; the volumes in fresh were just
-// provisioned by their driver with these capabilities and are not
-// validated again.
-func (s *Server) registerCSIVolumes(ctx context.Context, vols []*structs.CSIVolume, fresh map[csiVolumeKey]bool) (uint64, error) {
-	if r, ok, err := forward[CSIVolumeRegisterArgs, IndexReply](ctx, s, "CSIVolume.Register", &CSIVolumeRegisterArgs{Volumes: vols}); ok {
-		if err != nil {
-			return 0, err
-		}
-		return r.Index, nil
-	}
+func (vs *Volumes) Register(ctx context.Context, vols []*structs.CSIVolume, fresh map[Key]bool) (uint64, error) {
 	switch {
 	case len(vols) == 0:
 		return 0, structs.NewError(structs.ErrInvalid, "Volumes: at least one volume is required")
 	case len(vols) > structs.MaxCSIVolumesPerRequest:
 		return 0, structs.NewError(structs.ErrInvalid, "Volumes: %d volumes, more than %d per request", len(vols), structs.MaxCSIVolumesPerRequest)
 	}
-	seen := make(map[csiVolumeKey]bool, len(vols))
+	seen := make(map[Key]bool, len(vols))
 	for _, in := range vols {
 		if err := in.Validate(); err != nil {
 			return 0, err
 		}
-		k := csiVolumeKey{in.Namespace, in.ID}
+		k := Key{in.Namespace, in.ID}
 		if seen[k] {
 			return 0, structs.NewError(structs.ErrInvalid, "volume %q: named twice in one request", in.ID)
 		}
@@ -82,11 +58,11 @@ func (s *Server) registerCSIVolumes(ctx context.Context, vols []*structs.CSIVolu
 	// written.
 	keys := make([][2]string, 0, len(seen))
 	for k := range seen {
-		keys = append(keys, [2]string{k.ns, k.id})
+		keys = append(keys, [2]string{k.NS, k.ID})
 	}
-	defer s.claimLocks.lockAll(keys)()
+	defer vs.locks.lockAll(keys)()
 
-	st := s.State()
+	st := vs.state()
 	out := make([]*structs.CSIVolume, 0, len(vols))
 	var validate []*structs.CSIVolume
 	plugins := map[string]*structs.CSIPlugin{}
@@ -125,7 +101,7 @@ func (s *Server) registerCSIVolumes(ctx context.Context, vols []*structs.CSIVolu
 		v.ReadClaims, v.WriteClaims, v.PastClaims = nil, nil, nil
 		v.CreateIndex, v.ModifyIndex = 0, 0
 		out = append(out, v)
-		if plugin.ControllerRequired && !fresh[csiVolumeKey{v.Namespace, v.ID}] && (old == nil || !old.SameCapabilities(v)) {
+		if plugin.ControllerRequired && !fresh[Key{v.Namespace, v.ID}] && (old == nil || !old.SameCapabilities(v)) {
 			validate = append(validate, v)
 		}
 	}
@@ -133,7 +109,7 @@ func (s *Server) registerCSIVolumes(ctx context.Context, vols []*structs.CSIVolu
 		vctx, cancel := context.WithTimeout(ctx, csiValidateTimeout)
 		defer cancel()
 		for _, v := range validate {
-			if err := s.controllerValidate(vctx, v, plugins[v.PluginID]); err != nil {
+			if err := vs.controllerValidate(vctx, v, plugins[v.PluginID]); err != nil {
 				return 0, err
 			}
 		}
@@ -144,18 +120,18 @@ func (s *Server) registerCSIVolumes(ctx context.Context, vols []*structs.CSIVolu
 		byNS[v.Namespace] = append(byNS[v.Namespace], v.ID)
 	}
 	for _, ns := range slices.Sorted(maps.Keys(byNS)) {
-		evals, err := s.volumeWaiterEvals(ns, byNS[ns])
+		evals, err := vs.WaiterEvals(ns, byNS[ns])
 		if err != nil {
 			return 0, err
 		}
 		req.Evals = append(req.Evals, evals...)
 	}
-	idx, err := s.raftApply(structs.CSIVolumeRegisterRequestType, req)
+	idx, err := vs.apply(structs.CSIVolumeRegisterRequestType, req)
 	if err != nil {
 		return 0, err
 	}
 	for _, v := range out {
-		s.logger.Info("csi volume registered", "namespace", v.Namespace, "volume", v.ID, "plugin", v.PluginID, "index", idx)
+		vs.logger.Info("csi volume registered", "namespace", v.Namespace, "volume", v.ID, "plugin", v.PluginID, "index", idx)
 	}
 	return idx, nil
 }
@@ -165,8 +141,8 @@ func (s *Server) registerCSIVolumes(ctx context.Context, vols []*structs.CSIVolu
 // refusal, or a volume it does not know, is ErrInvalid naming the volume
 // and the driver's message; a controller that cannot be reached keeps its
 // kind (unavailable, no leader).
-func (s *Server) controllerValidate(ctx context.Context, v *structs.CSIVolume, plugin *structs.CSIPlugin) error {
-	r, by, err := s.controllerCall(ctx, &structs.CSIControllerOp{
+func (vs *Volumes) controllerValidate(ctx context.Context, v *structs.CSIVolume, plugin *structs.CSIPlugin) error {
+	r, by, err := vs.ControllerCall(ctx, &structs.CSIControllerOp{
 		Kind: structs.CSIControllerOpValidate, PluginID: v.PluginID, ExternalVolumeID: v.RemoteID(),
 		Capabilities: v.RequestedCapabilities, MountOptions: v.MountOptions,
 		Parameters: v.Parameters, VolumeContext: v.Context, Secrets: v.Secrets,
@@ -183,28 +159,21 @@ func (s *Server) controllerValidate(ctx context.Context, v *structs.CSIVolume, p
 	case val == nil:
 		return structs.NewError(structs.ErrUnavailable, "volume %q: controller validate: the controller client on node %s gave no answer", v.ID, by)
 	case val.Unsupported:
-		s.logger.Warn("csi plugin cannot validate volume capabilities; registering without validation",
+		vs.logger.Warn("csi plugin cannot validate volume capabilities; registering without validation",
 			"namespace", v.Namespace, "volume", v.ID, "plugin", plugin.ID, "node_id", by, "message", val.Message)
 		return nil
 	case !val.Confirmed:
 		return structs.NewError(structs.ErrInvalid, "volume %q: plugin %q does not support the volume's capabilities: %s", v.ID, plugin.ID, val.Message)
 	}
-	s.logger.Debug("csi volume capabilities validated", "namespace", v.Namespace, "volume", v.ID, "plugin", plugin.ID, "node_id", by)
+	vs.logger.Debug("csi volume capabilities validated", "namespace", v.Namespace, "volume", v.ID, "plugin", plugin.ID, "node_id", by)
 	return nil
 }
 
-// DeregisterCSIVolumes deletes volumes of one namespace, all or none. A
+// Deregister deletes volumes of one namespace, all or none. A
 // volume with claims is refused ("volume in use"), unless force is set
 // and every claiming allocation is terminal; the FSM checks again should
-// a claim arrive in between. A follower forwards to the leader.
-func (s *Server) DeregisterCSIVolumes(ctx context.Context, ns string, ids []string, force bool) (uint64, error) {
-	args := &CSIVolumeDeregisterArgs{Namespace: ns, VolumeIDs: ids, Force: force}
-	if r, ok, err := forward[CSIVolumeDeregisterArgs, IndexReply](ctx, s, "CSIVolume.Deregister", args); ok {
-		if err != nil {
-			return 0, err
-		}
-		return r.Index, nil
-	}
+// a claim arrive in between.
+func (vs *Volumes) Deregister(ns string, ids []string, force bool) (uint64, error) {
 	switch {
 	case ns == "":
 		return 0, structs.NewError(structs.ErrInvalid, "Namespace: missing")
@@ -213,7 +182,7 @@ func (s *Server) DeregisterCSIVolumes(ctx context.Context, ns string, ids []stri
 	case len(ids) > structs.MaxCSIVolumesPerRequest:
 		return 0, structs.NewError(structs.ErrInvalid, "VolumeIDs: %d volumes, more than %d per request", len(ids), structs.MaxCSIVolumesPerRequest)
 	}
-	st := s.State()
+	st := vs.state()
 	for _, id := range ids {
 		if !structs.ValidCSIID(id) {
 			return 0, structs.NewError(structs.ErrInvalid, "volume ID %q: must be 1 to %d bytes of letters, digits and _ . - [ ]", id, structs.MaxCSIVolumeIDBytes)
@@ -229,31 +198,15 @@ func (s *Server) DeregisterCSIVolumes(ctx context.Context, ns string, ids []stri
 			return 0, structs.NewError(structs.ErrConflict, "volume in use: %s", id)
 		}
 	}
-	idx, err := s.raftApply(structs.CSIVolumeDeregisterRequestType, &structs.CSIVolumeDeregisterRequest{Namespace: ns, VolumeIDs: ids, Force: force})
+	idx, err := vs.apply(structs.CSIVolumeDeregisterRequestType, &structs.CSIVolumeDeregisterRequest{Namespace: ns, VolumeIDs: ids, Force: force})
 	if err != nil {
 		return 0, err
 	}
 	for _, id := range ids {
-		s.logger.Info("csi volume deregistered", "namespace", ns, "volume", id, "force", force, "index", idx)
+		vs.logger.Info("csi volume deregistered", "namespace", ns, "volume", id, "force", force, "index", idx)
 	}
 	return idx, nil
 }
 
-// registerCSIRPC exposes the volume writes, which followers forward to the
-// leader. They are absent from rpcAccess: server-only.
-func (s *Server) registerCSIRPC(rs *rpc.Server, mark func(context.Context) context.Context) {
-	rpc.Handle(rs, "CSIVolume.Register", func(ctx context.Context, a *CSIVolumeRegisterArgs) (*IndexReply, error) {
-		idx, err := s.RegisterCSIVolumes(mark(ctx), a.Volumes)
-		if err != nil {
-			return nil, err
-		}
-		return &IndexReply{Index: idx}, nil
-	})
-	rpc.Handle(rs, "CSIVolume.Deregister", func(ctx context.Context, a *CSIVolumeDeregisterArgs) (*IndexReply, error) {
-		idx, err := s.DeregisterCSIVolumes(mark(ctx), a.Namespace, a.VolumeIDs, a.Force)
-		if err != nil {
-			return nil, err
-		}
-		return &IndexReply{Index: idx}, nil
-	})
-}
+// Key names a volume.
+type Key struct{ NS, ID string }

@@ -1,4 +1,4 @@
-package server
+package csivolumes
 
 import (
 	"strings"
@@ -6,10 +6,7 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
-// maxVolumeWaiterEvals bounds the evals one volume write carries.
-var maxVolumeWaiterEvals = 128 // tests lower it
-
-// volumeWaiterEvals builds an eval (queued-allocs, what an unblocked eval
+// WaiterEvals builds an eval (queued-allocs, what an unblocked eval
 // carries and every scheduler takes) for every job of ns that
 // asks for one of the volumes and could not place all it wanted at its
 // last evaluation: the write that registers the volume or frees a claim
@@ -18,15 +15,15 @@ var maxVolumeWaiterEvals = 128 // tests lower it
 // tracker, which the same write wakes. System and sysbatch jobs never
 // block: without these evals they would wait for the next node change.
 //
-// At most maxVolumeWaiterEvals go with one write, so that the entry stays
+// At most Config.MaxWaiterEvals go with one write, so that the entry stays
 // small however many jobs wait: the others are evaluated at the next
 // write that frees a claim of the volume (or a node change), and a job
 // placed meanwhile needs none.
-func (s *Server) volumeWaiterEvals(ns string, volIDs []string) ([]*structs.Evaluation, error) {
+func (vs *Volumes) WaiterEvals(ns string, volIDs []string) ([]*structs.Evaluation, error) {
 	if len(volIDs) == 0 {
 		return nil, nil
 	}
-	st := s.State()
+	st := vs.state()
 	jobs, err := st.JobsByNamespace(nil, ns)
 	if err != nil {
 		return nil, err
@@ -40,15 +37,15 @@ func (s *Server) volumeWaiterEvals(ns string, volIDs []string) ([]*structs.Evalu
 		if err != nil {
 			return nil, err
 		}
-		if !lastEvalFailedPlacement(evs) {
+		if !LastEvalFailedPlacement(evs) {
 			continue
 		}
-		if len(out) == maxVolumeWaiterEvals {
-			s.logger.Warn("more jobs wait for CSI volumes than one write evaluates; the rest wait for the next",
+		if len(out) == vs.maxWaiterEvals {
+			vs.logger.Warn("more jobs wait for CSI volumes than one write evaluates; the rest wait for the next",
 				"namespace", ns, "volumes", volIDs, "evaluated", len(out))
 			break
 		}
-		out = append(out, s.newEval(j, structs.EvalTriggerQueuedAllocs))
+		out = append(out, vs.newEval(j, structs.EvalTriggerQueuedAllocs))
 		out[len(out)-1].JobModifyIndex = j.JobModifyIndex
 	}
 	return out, nil
@@ -72,11 +69,11 @@ func jobAsksForVolume(j *structs.Job, volIDs []string) bool {
 	return false
 }
 
-// lastEvalFailedPlacement reports whether a job may be waiting for room:
+// LastEvalFailedPlacement reports whether a job may be waiting for room:
 // its newest eval finished with placements it could not make, or an eval
 // is pending (it may be scheduling from a snapshot older than the change).
 // A job with a blocked eval is the blocked-eval tracker's.
-func lastEvalFailedPlacement(evs []*structs.Evaluation) bool {
+func LastEvalFailedPlacement(evs []*structs.Evaluation) bool {
 	var last *structs.Evaluation
 	pending := false
 	for _, ev := range evs {

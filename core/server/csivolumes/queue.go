@@ -1,4 +1,4 @@
-package server
+package csivolumes
 
 import (
 	"context"
@@ -40,10 +40,13 @@ type controllerCall struct {
 	result chan *structs.CSIControllerOpResult // capacity 1
 }
 
-type controllerQueue struct {
+// Queue is the leader's queue of controller calls (see above): callers
+// on the leader queue calls for a node and wait; the node's client takes
+// them with Poll and reports with CSIController.Done.
+type Queue struct {
 	seq atomic.Uint64
-	// pickup is csiControllerPickup; tests shorten it.
-	pickup time.Duration
+	// pickup is csiControllerPickup (nanoseconds); tests shorten it.
+	pickup atomic.Int64
 
 	// lingering counts the calls given up on while their client runs
 	// them (see linger).
@@ -57,17 +60,26 @@ type controllerQueue struct {
 	plugins  map[string]chan struct{}     // per-plugin semaphores
 }
 
-func newControllerQueue() *controllerQueue {
-	return &controllerQueue{
-		pickup:  csiControllerPickup,
+// NewQueue returns a queue, off until SetEnabled.
+func NewQueue() *Queue {
+	q := &Queue{
 		pending: map[string][]*controllerCall{}, inflight: map[string]*controllerCall{},
 		wake: map[string]chan struct{}{}, plugins: map[string]chan struct{}{},
 	}
+	q.pickup.Store(int64(csiControllerPickup))
+	return q
 }
 
-// setEnabled turns the queue on at step-up and off at step-down, when
+// SetPickup sets how long a queued call waits for its client to poll
+// before the next controller client is tried (tests shorten it).
+func (q *Queue) SetPickup(d time.Duration) { q.pickup.Store(int64(d)) }
+
+// Pickup returns that time.
+func (q *Queue) Pickup() time.Duration { return time.Duration(q.pickup.Load()) }
+
+// SetEnabled turns the queue on at step-up and off at step-down, when
 // every waiting caller gets ErrNoLeader.
-func (q *controllerQueue) setEnabled(on bool) {
+func (q *Queue) SetEnabled(on bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.enabled = on
@@ -97,7 +109,7 @@ func (c *controllerCall) deliver(r *structs.CSIControllerOpResult) {
 }
 
 // lockPlugin serializes the calls to one plugin.
-func (q *controllerQueue) lockPlugin(ctx context.Context, plugin string) (func(), error) {
+func (q *Queue) lockPlugin(ctx context.Context, plugin string) (func(), error) {
 	q.mu.Lock()
 	sem := q.plugins[plugin]
 	if sem == nil {
@@ -117,7 +129,7 @@ func (q *controllerQueue) lockPlugin(ctx context.Context, plugin string) (func()
 // ErrUnavailable when the node does not poll within the pickup time. When
 // ctx ends after the client took the call, the call still runs there: it
 // is returned as running, still awaited, for the caller to linger on.
-func (q *controllerQueue) call(ctx context.Context, node string, op *structs.CSIControllerOp) (*structs.CSIControllerOpResult, *controllerCall, error) {
+func (q *Queue) call(ctx context.Context, node string, op *structs.CSIControllerOp) (*structs.CSIControllerOpResult, *controllerCall, error) {
 	op = op.Copy()
 	op.ID = strconv.FormatUint(q.seq.Add(1), 10)
 	c := &controllerCall{op: op, node: node, taken: make(chan struct{}), result: make(chan *structs.CSIControllerOpResult, 1)}
@@ -134,7 +146,8 @@ func (q *controllerQueue) call(ctx context.Context, node string, op *structs.CSI
 	}
 	q.mu.Unlock()
 
-	pickup := time.NewTimer(q.pickup)
+	pickupAfter := q.Pickup()
+	pickup := time.NewTimer(pickupAfter)
 	defer pickup.Stop()
 	for {
 		select {
@@ -149,7 +162,7 @@ func (q *controllerQueue) call(ctx context.Context, node string, op *structs.CSI
 		case <-pickup.C:
 			if c.taken != nil {
 				q.forget(c)
-				return nil, nil, structs.NewError(structs.ErrUnavailable, "CSI controller on node %s did not take the call within %s", node, q.pickup)
+				return nil, nil, structs.NewError(structs.ErrUnavailable, "CSI controller on node %s did not take the call within %s", node, pickupAfter)
 			}
 		case <-ctx.Done():
 			err := structs.NewError(structs.ErrUnavailable, "CSI controller call %s on node %s: %v", op.Kind, node, ctx.Err())
@@ -167,7 +180,7 @@ func (q *controllerQueue) call(ctx context.Context, node string, op *structs.CSI
 // must not start, on this client or another, while the driver may still
 // be in this one. It ends with the call's result (delivered by done, or
 // at step-down), or after csiControllerTimeout, the client's own bound.
-func (q *controllerQueue) linger(c *controllerCall, unlock func()) {
+func (q *Queue) linger(c *controllerCall, unlock func()) {
 	q.lingering.Add(1)
 	go func() {
 		defer q.lingering.Done()
@@ -182,7 +195,7 @@ func (q *controllerQueue) linger(c *controllerCall, unlock func()) {
 	}()
 }
 
-func (q *controllerQueue) forget(c *controllerCall) {
+func (q *Queue) forget(c *controllerCall) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	delete(q.inflight, c.op.ID)
@@ -195,8 +208,8 @@ func (q *controllerQueue) forget(c *controllerCall) {
 	}
 }
 
-// poll returns the calls queued for node, waiting up to wait for one.
-func (q *controllerQueue) poll(ctx context.Context, node string, wait time.Duration) ([]*structs.CSIControllerOp, error) {
+// Poll returns the calls queued for node, waiting up to wait for one.
+func (q *Queue) Poll(ctx context.Context, node string, wait time.Duration) ([]*structs.CSIControllerOp, error) {
 	if wait <= 0 || wait > csiControllerPollMax {
 		wait = csiControllerPollMax
 	}
@@ -240,7 +253,7 @@ func (q *controllerQueue) poll(ctx context.Context, node string, wait time.Durat
 
 // done delivers results; a result for an op not addressed to node, or no
 // longer awaited, is dropped.
-func (q *controllerQueue) done(node string, results []*structs.CSIControllerOpResult) {
+func (q *Queue) done(node string, results []*structs.CSIControllerOpResult) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for _, r := range results {
@@ -253,10 +266,10 @@ func (q *controllerQueue) done(node string, results []*structs.CSIControllerOpRe
 	}
 }
 
-// controllerNodes returns the ready nodes running a healthy controller of
+// ControllerNodes returns the ready nodes running a healthy controller of
 // plugin, in ID order (the order Nomad tries them in).
-func (s *Server) controllerNodes(pluginID string) ([]string, error) {
-	st := s.State()
+func (vs *Volumes) ControllerNodes(pluginID string) ([]string, error) {
+	st := vs.state()
 	p, err := st.CSIPluginByID(nil, pluginID)
 	if err != nil {
 		return nil, err
@@ -284,13 +297,13 @@ func (s *Server) controllerNodes(pluginID string) ([]string, error) {
 	return out, nil
 }
 
-// controllerCall runs op on a controller client of op.PluginID, trying the
+// ControllerCall runs op on a controller client of op.PluginID, trying the
 // next client when one is unreachable, and returns the result and the node
 // that answered. Calls to one plugin are serialized.
-func (s *Server) controllerCall(ctx context.Context, op *structs.CSIControllerOp) (*structs.CSIControllerOpResult, string, error) {
+func (vs *Volumes) ControllerCall(ctx context.Context, op *structs.CSIControllerOp) (*structs.CSIControllerOpResult, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, csiControllerTimeout)
 	defer cancel()
-	unlock, err := s.controllers.lockPlugin(ctx, op.PluginID)
+	unlock, err := vs.queue.lockPlugin(ctx, op.PluginID)
 	if err != nil {
 		return nil, "", err
 	}
@@ -300,16 +313,16 @@ func (s *Server) controllerCall(ctx context.Context, op *structs.CSIControllerOp
 			unlock()
 		}
 	}()
-	nodes, err := s.controllerNodes(op.PluginID)
+	nodes, err := vs.ControllerNodes(op.PluginID)
 	if err != nil {
 		return nil, "", err
 	}
 	var lastErr error
 	for _, node := range nodes {
-		r, running, err := s.controllers.call(ctx, node, op)
+		r, running, err := vs.queue.call(ctx, node, op)
 		if running != nil {
 			held = false
-			s.controllers.linger(running, unlock)
+			vs.queue.linger(running, unlock)
 			return nil, node, err
 		}
 		if err == nil {
@@ -319,7 +332,7 @@ func (s *Server) controllerCall(ctx context.Context, op *structs.CSIControllerOp
 			return nil, node, err
 		}
 		lastErr = err
-		s.logger.Warn("csi controller unreachable; trying the next", "plugin", op.PluginID, "node_id", node, "op", op.Kind, "error", err)
+		vs.logger.Warn("csi controller unreachable; trying the next", "plugin", op.PluginID, "node_id", node, "op", op.Kind, "error", err)
 	}
 	return nil, "", lastErr
 }
