@@ -259,7 +259,12 @@ func (s *logStream) copyFrom(index int, off int64, w io.Writer) (n int64, exists
 	if err != nil {
 		return 0, true, logsErr(err)
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink != 1 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink == 0 {
+		// Rotation deleted it between the open and now: gone, as if the
+		// open had not found it.
+		return 0, false, nil
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
 		// A hard link to a file elsewhere: log files have one name.
 		return 0, true, logsErr(&fs.PathError{Op: "open", Path: f.Name(), Err: fmt.Errorf("%w: has %d links", safefs.ErrUnsafePath, st.Nlink)})
 	}
