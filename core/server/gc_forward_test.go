@@ -13,6 +13,7 @@ import (
 	"github.com/drover-org/drover/core/structs"
 	"github.com/drover-org/drover/plugins/builtin"
 	"github.com/drover-org/drover/plugins/gc"
+	sdkgc "github.com/drover-org/drover/sdk/gc"
 )
 
 // clusterServer is one server of a plaintext test cluster: Raft and RPC
@@ -87,6 +88,16 @@ func TestForceGCForwardsToLeader(t *testing.T) {
 	if _, err := leader.raftApply(structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: evals}); err != nil {
 		t.Fatal(err)
 	}
+	// Force GC reaps what is older than sdk/gc.ForceThreshold (1 ms), by
+	// the time the leader stamped on the entry: on a fast machine the call
+	// below can come sooner.
+	stored, err := leader.State().EvalByID(nil, evals[0].ID)
+	if err != nil || stored == nil {
+		t.Fatalf("eval after its write: %+v, %v", stored, err)
+	}
+	waitFor(t, 10*time.Second, "the eval older than the force threshold", func() bool {
+		return time.Since(time.Unix(0, stored.ModifyTime)) > sdkgc.ForceThreshold
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := follower.ForceGC(ctx); err != nil {
