@@ -4,9 +4,17 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/drover-org/drover/test/internal/harness"
 )
+
+// compacted matches Raft's log line for a compaction, capturing the last
+// index it removed.
+var compacted = regexp.MustCompile(`compacting logs: from=\d+ to=(\d+)`)
 
 // A follower that was down while the leader compacted its log past the
 // follower's last entry catches up by installing the leader's snapshot,
@@ -32,6 +40,32 @@ func TestFollowerCatchesUpFromSnapshot(t *testing.T) {
 	for _, id := range ids {
 		c.waitSysbatchDone(l, id, []string{node})
 	}
+	// The leader snapshots on its own schedule: wait until it compacted
+	// its log past the first job registered while the follower was down
+	// (its index is above everything the follower holds), or the
+	// follower could still catch up from the log.
+	written, err := jobIndexes(l, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := written[ids[0]]
+	for _, id := range ids {
+		first = min(first, written[id])
+	}
+	leaderLog := filepath.Join(c.dir, "logs", fmt.Sprintf("%s-run%d.log", l.Name, l.runs))
+	harness.WaitFor(t, waitTimeout, fmt.Sprintf("%s to compact its log past index %d", l, first), func() (bool, string) {
+		b, err := os.ReadFile(leaderLog)
+		if err != nil {
+			return false, err.Error()
+		}
+		var to uint64
+		for _, m := range compacted.FindAllSubmatch(b, -1) {
+			if n, err := strconv.ParseUint(string(m[1]), 10, 64); err == nil {
+				to = max(to, n)
+			}
+		}
+		return to >= first, fmt.Sprintf("compacted to %d", to)
+	})
 
 	down.restart()
 	c.waitRejoined(down)
