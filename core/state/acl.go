@@ -5,6 +5,7 @@ import (
 
 	"github.com/hashicorp/go-memdb"
 
+	"github.com/drover-org/drover/core/state/schema"
 	"github.com/drover-org/drover/core/structs"
 )
 
@@ -13,9 +14,9 @@ import (
 // the token they stand for (one live OTT per token), with a unique index on
 // their secret.
 const (
-	TableACLPolicies   = "acl_policies"
-	TableACLTokens     = "acl_tokens"
-	TableOneTimeTokens = "one_time_tokens"
+	TableACLPolicies   = schema.TableACLPolicies
+	TableACLTokens     = schema.TableACLTokens
+	TableOneTimeTokens = schema.TableOneTimeTokens
 
 	// IndexACLBootstrap is the index-table key holding the Raft index at
 	// which ACLs were bootstrapped, 0 (absent) before.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/go-memdb"
 
+	"github.com/drover-org/drover/core/state/schema"
 	"github.com/drover-org/drover/core/structs"
 )
 
@@ -18,8 +19,8 @@ import (
 // same transaction.
 
 const (
-	TableCSIVolumes = "csi_volumes"
-	TableCSIPlugins = "csi_plugins"
+	TableCSIVolumes = schema.TableCSIVolumes
+	TableCSIPlugins = schema.TableCSIPlugins
 )
 
 func csiTables() []*memdb.TableSchema {

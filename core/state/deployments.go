@@ -6,11 +6,12 @@ import (
 
 	"github.com/hashicorp/go-memdb"
 
+	"github.com/drover-org/drover/core/state/schema"
 	"github.com/drover-org/drover/core/structs"
 )
 
 // TableDeployments holds deployments, by ID and by job.
-const TableDeployments = "deployments"
+const TableDeployments = schema.TableDeployments
 
 func deploymentTables() []*memdb.TableSchema {
 	return []*memdb.TableSchema{{Name: TableDeployments, Indexes: indexes(

@@ -6,6 +6,7 @@ import (
 
 	"github.com/hashicorp/go-memdb"
 
+	"github.com/drover-org/drover/core/state/schema"
 	"github.com/drover-org/drover/core/structs"
 )
 
@@ -13,7 +14,7 @@ import (
 // registered into. The built-in pools ("default", "all") are never stored:
 // they are synthesized on read, so they exist from init and across any
 // snapshot restore, and no write can change them.
-const TableNodePools = "node_pools"
+const TableNodePools = schema.TableNodePools
 
 func nodePoolsTable() *memdb.TableSchema {
 	return &memdb.TableSchema{Name: TableNodePools, Indexes: indexes(

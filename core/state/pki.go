@@ -3,12 +3,13 @@ package state
 import (
 	"github.com/hashicorp/go-memdb"
 
+	"github.com/drover-org/drover/core/state/schema"
 	"github.com/drover-org/drover/core/structs"
 )
 
 // TablePKI holds the cluster PKI: one row, or none before the first
 // server stored its CA.
-const TablePKI = "pki"
+const TablePKI = schema.TablePKI
 
 func pkiTableSchema() *memdb.TableSchema {
 	return &memdb.TableSchema{Name: TablePKI, Indexes: indexes(

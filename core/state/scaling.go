@@ -3,12 +3,13 @@ package state
 import (
 	"github.com/hashicorp/go-memdb"
 
+	"github.com/drover-org/drover/core/state/schema"
 	"github.com/drover-org/drover/core/structs"
 )
 
 // TableScalingEvents holds one structs.JobScalingEvents per job that was
 // ever scaled; it is deleted with the job.
-const TableScalingEvents = "scaling_events"
+const TableScalingEvents = schema.TableScalingEvents
 
 func scalingEventsTable() *memdb.TableSchema {
 	return &memdb.TableSchema{Name: TableScalingEvents, Indexes: indexes(

@@ -6,22 +6,23 @@ import (
 
 	"github.com/hashicorp/go-memdb"
 
+	"github.com/drover-org/drover/core/state/schema"
 	"github.com/drover-org/drover/core/structs"
 )
 
 // Table names. They are also the keys of the "index" table, so
 // Index(TableAllocs) is the Raft index of the last write to allocations.
 const (
-	TableIndex           = "index"
-	TableNodes           = "nodes"
-	TableJobs            = "jobs"
-	TableJobVersions     = "job_versions"
-	TableJobSummary      = "job_summary"
-	TableEvals           = "evals"
-	TableAllocs          = "allocs"
-	TablePeriodicLaunch  = "periodic_launch"
-	TableSchedulerConfig = "scheduler_config"
-	TableNamespaces      = "namespaces"
+	TableIndex           = schema.TableIndex
+	TableNodes           = schema.TableNodes
+	TableJobs            = schema.TableJobs
+	TableJobVersions     = schema.TableJobVersions
+	TableJobSummary      = schema.TableJobSummary
+	TableEvals           = schema.TableEvals
+	TableAllocs          = schema.TableAllocs
+	TablePeriodicLaunch  = schema.TablePeriodicLaunch
+	TableSchedulerConfig = schema.TableSchedulerConfig
+	TableNamespaces      = schema.TableNamespaces
 )
 
 // AllNamespaces is the namespace wildcard accepted by the list and prefix
@@ -30,15 +31,12 @@ const AllNamespaces = "*"
 
 // IndexEntry is a row of the "index" table: the Raft index that last wrote a
 // table. Blocking queries on lists compare against it.
-type IndexEntry struct {
-	Key   string
-	Value uint64
-}
+type IndexEntry = schema.IndexEntry
 
-// schema builds the memdb schema. Indexers are typed closures instead of
+// dbSchema builds the memdb schema. Indexers are typed closures instead of
 // memdb's reflection-based field indexers: restoring 100,000 allocations
 // inserts into every index of every row, and reflection dominated that cost.
-func schema() *memdb.DBSchema {
+func dbSchema() *memdb.DBSchema {
 	tables := []*memdb.TableSchema{
 		{Name: TableIndex, Indexes: indexes(
 			idx("id", true, false, str(func(e *IndexEntry) string { return e.Key })),

@@ -6,6 +6,7 @@ import (
 
 	"github.com/hashicorp/go-memdb"
 
+	"github.com/drover-org/drover/core/state/schema"
 	"github.com/drover-org/drover/core/structs"
 )
 
@@ -14,7 +15,7 @@ import (
 // allocation. Clients write them; the store deletes an allocation's rows
 // when it becomes client-terminal or is reaped, and a node's when the node
 // goes down or is deleted, in the transaction that makes that change.
-const TableServiceRegistrations = "service_registrations"
+const TableServiceRegistrations = schema.TableServiceRegistrations
 
 func serviceRegistrationsTable() *memdb.TableSchema {
 	return &memdb.TableSchema{Name: TableServiceRegistrations, Indexes: indexes(

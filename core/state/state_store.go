@@ -66,7 +66,7 @@ type StateSnapshot struct {
 
 // NewStateStore returns an empty store.
 func NewStateStore() (*StateStore, error) {
-	db, err := memdb.NewMemDB(schema())
+	db, err := memdb.NewMemDB(dbSchema())
 	if err != nil {
 		return nil, fmt.Errorf("state: schema: %w", err)
 	}
