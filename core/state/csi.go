@@ -39,25 +39,6 @@ func csiTables() []*memdb.TableSchema {
 	}
 }
 
-// csiVolumeRecord is a volume in a snapshot: its claims, which the API's
-// JSON hides, are written out.
-type csiVolumeRecord struct {
-	*structs.CSIVolume
-	ReadClaims  map[string]*structs.CSIVolumeClaim `json:",omitempty"`
-	WriteClaims map[string]*structs.CSIVolumeClaim `json:",omitempty"`
-	PastClaims  map[string]*structs.CSIVolumeClaim `json:",omitempty"`
-}
-
-func newCSIVolumeRecord(v *structs.CSIVolume) *csiVolumeRecord {
-	return &csiVolumeRecord{CSIVolume: v, ReadClaims: v.ReadClaims, WriteClaims: v.WriteClaims, PastClaims: v.PastClaims}
-}
-
-func (r *csiVolumeRecord) volume() *structs.CSIVolume {
-	v := r.CSIVolume
-	v.ReadClaims, v.WriteClaims, v.PastClaims = r.ReadClaims, r.WriteClaims, r.PastClaims
-	return v
-}
-
 // UpsertCSIVolumes registers volumes or updates registered ones, all or
 // none. The caller has merged updates (structs.CSIVolume.Merge); the store
 // still refuses a change of identity and keeps the stored claims: a
