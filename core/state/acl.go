@@ -23,22 +23,6 @@ const (
 	IndexACLBootstrap = "acl_token_bootstrap"
 )
 
-func aclTables() []*memdb.TableSchema {
-	return []*memdb.TableSchema{
-		{Name: TableACLPolicies, Indexes: indexes(
-			idx("id", true, false, str(func(p *structs.ACLPolicy) string { return p.Name })),
-		)},
-		{Name: TableACLTokens, Indexes: indexes(
-			idx("id", true, false, str(func(t *structs.ACLToken) string { return t.AccessorID })),
-			idx("secret", true, false, str(func(t *structs.ACLToken) string { return t.SecretID })),
-		)},
-		{Name: TableOneTimeTokens, Indexes: indexes(
-			idx("id", true, false, str(func(o *structs.OneTimeToken) string { return o.AccessorID })),
-			idx("secret", true, false, str(func(o *structs.OneTimeToken) string { return o.OneTimeSecretID })),
-		)},
-	}
-}
-
 // UpsertACLPolicies writes policies; an existing policy keeps its
 // CreateIndex. Every policy is validated; one bad policy writes none.
 func (s *StateStore) UpsertACLPolicies(index uint64, policies []*structs.ACLPolicy) error {

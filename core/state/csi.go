@@ -23,22 +23,6 @@ const (
 	TableCSIPlugins = schema.TableCSIPlugins
 )
 
-func csiTables() []*memdb.TableSchema {
-	return []*memdb.TableSchema{
-		{Name: TableCSIVolumes, Indexes: indexes(
-			idx("id", true, false, nsID(
-				func(v *structs.CSIVolume) string { return v.Namespace },
-				func(v *structs.CSIVolume) string { return v.ID })),
-			idx("plugin_id", false, false, str(func(v *structs.CSIVolume) string { return v.PluginID })),
-			// The volume watcher reads only what changed since its last read.
-			idx("modify_index", false, false, &memdb.UintFieldIndex{Field: "ModifyIndex"}),
-		)},
-		{Name: TableCSIPlugins, Indexes: indexes(
-			idx("id", true, false, str(func(p *structs.CSIPlugin) string { return p.ID })),
-		)},
-	}
-}
-
 // UpsertCSIVolumes registers volumes or updates registered ones, all or
 // none. The caller has merged updates (structs.CSIVolume.Merge); the store
 // still refuses a change of identity and keeps the stored claims: a

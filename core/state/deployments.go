@@ -13,15 +13,6 @@ import (
 // TableDeployments holds deployments, by ID and by job.
 const TableDeployments = schema.TableDeployments
 
-func deploymentTables() []*memdb.TableSchema {
-	return []*memdb.TableSchema{{Name: TableDeployments, Indexes: indexes(
-		idx("id", true, false, str(func(d *structs.Deployment) string { return d.ID })),
-		idx("job", false, false, nsID(
-			func(d *structs.Deployment) string { return d.Namespace },
-			func(d *structs.Deployment) string { return d.JobID })),
-	)}}
-}
-
 // The counters of a deployment (PlacedAllocs, PlacedCanaries, HealthyAllocs,
 // UnhealthyAllocs, RequireProgressBy) are kept here, by the writes of the
 // allocations themselves: every alloc write goes through putAlloc, which

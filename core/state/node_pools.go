@@ -16,12 +16,6 @@ import (
 // snapshot restore, and no write can change them.
 const TableNodePools = schema.TableNodePools
 
-func nodePoolsTable() *memdb.TableSchema {
-	return &memdb.TableSchema{Name: TableNodePools, Indexes: indexes(
-		idx("id", true, false, str(func(p *structs.NodePool) string { return p.Name })),
-	)}
-}
-
 // builtinPoolRefusal is the refusal of a write to a built-in pool.
 func builtinPoolRefusal(verb, name string) error {
 	return structs.NewError(structs.ErrInvalid, "node pool %q: %s a built-in node pool is not allowed", name, verb)

@@ -11,12 +11,6 @@ import (
 // server stored its CA.
 const TablePKI = schema.TablePKI
 
-func pkiTableSchema() *memdb.TableSchema {
-	return &memdb.TableSchema{Name: TablePKI, Indexes: indexes(
-		idx("id", true, false, &memdb.ConditionalIndex{Conditional: func(any) (bool, error) { return true, nil }}),
-	)}
-}
-
 // PKIInit stores p when the state holds no PKI yet, and reports whether it
 // did. With a PKI already stored it changes nothing: the CA is set once.
 func (s *StateStore) PKIInit(index uint64, p *structs.ClusterPKI) (bool, error) {

@@ -11,14 +11,6 @@ import (
 // ever scaled; it is deleted with the job.
 const TableScalingEvents = schema.TableScalingEvents
 
-func scalingEventsTable() *memdb.TableSchema {
-	return &memdb.TableSchema{Name: TableScalingEvents, Indexes: indexes(
-		idx("id", true, false, nsID(
-			func(e *structs.JobScalingEvents) string { return e.Namespace },
-			func(e *structs.JobScalingEvents) string { return e.JobID })),
-	)}
-}
-
 // ScalingEventsByJob returns a job's scaling events, or nil.
 func (s *StateStore) ScalingEventsByJob(ws memdb.WatchSet, ns, id string) (*structs.JobScalingEvents, error) {
 	return first[*structs.JobScalingEvents](s, ws, TableScalingEvents, "id", ns, id)

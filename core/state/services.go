@@ -17,20 +17,6 @@ import (
 // goes down or is deleted, in the transaction that makes that change.
 const TableServiceRegistrations = schema.TableServiceRegistrations
 
-func serviceRegistrationsTable() *memdb.TableSchema {
-	return &memdb.TableSchema{Name: TableServiceRegistrations, Indexes: indexes(
-		idx("id", true, false, str(func(r *structs.ServiceRegistration) string { return r.ID })),
-		idx("service_name", false, true, nsID(
-			func(r *structs.ServiceRegistration) string { return r.Namespace },
-			func(r *structs.ServiceRegistration) string { return r.ServiceName })),
-		idx("alloc", false, true, str(func(r *structs.ServiceRegistration) string { return r.AllocID })),
-		idx("node", false, true, str(func(r *structs.ServiceRegistration) string { return r.NodeID })),
-		idx("job", false, true, nsID(
-			func(r *structs.ServiceRegistration) string { return r.Namespace },
-			func(r *structs.ServiceRegistration) string { return r.JobID })),
-	)}
-}
-
 // UpsertServiceRegistrations stores registrations: a new one gets index as
 // its CreateIndex, an existing one keeps its CreateIndex; both get index as
 // ModifyIndex. A registration equal to the stored one (indexes aside) is
