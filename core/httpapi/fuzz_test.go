@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/drover-org/drover/core/fsm"
+	"github.com/drover-org/drover/core/httpapi/jsoninput"
 	"github.com/drover-org/drover/core/structs"
 )
 
@@ -14,7 +15,7 @@ func FuzzDecodeJob(f *testing.F) {
 	f.Add([]byte(`{"Job":{"ID":"web","TaskGroups":[{"Name":"g","Tasks":[{"Name":"t","Driver":"raw_exec","Config":{"args":[[1]]}}]}]}}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var req jobRegisterRequest
-		if err := decodeJSONInput(body, &req); err != nil || req.Job == nil {
+		if err := jsoninput.Decode(body, &req); err != nil || req.Job == nil {
 			return
 		}
 		job := req.Job.Copy()

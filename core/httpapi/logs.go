@@ -2,9 +2,7 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -15,29 +13,13 @@ import (
 	"github.com/hashicorp/go-memdb"
 
 	"github.com/drover-org/drover/core/acl"
+	"github.com/drover-org/drover/core/httpapi/logstream"
 	"github.com/drover-org/drover/core/structs"
 )
 
 // headerForwarded marks a log request that an agent already forwarded to
 // the alloc's node, so that two agents never bounce a request between them.
 const headerForwarded = "X-Drover-Forwarded"
-
-// Log streaming limits: a frame carries at most maxFrameData bytes, and an
-// idle followed stream sends an empty frame every heartbeat so that proxies
-// and clients see the connection alive (Nomad's client skips them).
-const (
-	maxFrameData            = 64 * 1024
-	defaultLogHeartbeatTime = 10 * time.Second
-)
-
-// streamFrame is one object of Nomad's framed log stream. Every field is
-// omitted when empty so that a heartbeat encodes as {}.
-type streamFrame struct {
-	Offset    int64  `json:",omitempty"`
-	Data      []byte `json:",omitempty"`
-	File      string `json:",omitempty"`
-	FileEvent string `json:",omitempty"`
-}
 
 // logsRequest is a parsed GET /v1/client/fs/logs/:alloc.
 type logsRequest struct {
@@ -108,7 +90,11 @@ func (s *HTTPServer) allocLogs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	lw := newLogWriter(w, req)
+	pos := int64(0)
+	if req.origin == "start" {
+		pos = req.offset
+	}
+	lw := logstream.NewWriter(w, req.plain, logstream.LogFile(req.task, req.logType), pos)
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	defer context.AfterFunc(s.stopping, cancel)()
@@ -117,7 +103,7 @@ func (s *HTTPServer) allocLogs(w http.ResponseWriter, r *http.Request) {
 		hb.Add(1)
 		go func() {
 			defer hb.Done()
-			lw.heartbeat(ctx, s.heartbeatEvery())
+			lw.Heartbeat(ctx, s.heartbeatEvery())
 		}()
 	}
 	err = s.client.AllocLogs(ctx, req.allocID, req.task, req.logType, req.origin, req.offset, req.follow, lw)
@@ -128,9 +114,9 @@ func (s *HTTPServer) allocLogs(w http.ResponseWriter, r *http.Request) {
 	hb.Wait()
 
 	switch {
-	case err == nil || ended && (lw.isStarted() || s.stopping.Err() != nil):
-		lw.start() // an empty log is still a 200
-	case lw.isStarted():
+	case err == nil || ended && (lw.Started() || s.stopping.Err() != nil):
+		lw.Start() // an empty log is still a 200
+	case lw.Started():
 		// The status is gone already: end the stream and log why.
 		s.logger.Warn("log stream ended with error", "alloc_id", req.allocID, "task", req.task, "error", err)
 	case errors.Is(err, structs.ErrNotFound) && !forwarded:
@@ -147,7 +133,7 @@ func (s *HTTPServer) heartbeatEvery() time.Duration {
 	if s.logHeartbeat > 0 {
 		return s.logHeartbeat
 	}
-	return defaultLogHeartbeatTime
+	return logstream.DefaultHeartbeat
 }
 
 // forwardLogs proxies the request to the HTTP address of the node that runs
@@ -202,117 +188,6 @@ func (s *HTTPServer) forwardLogs(w http.ResponseWriter, r *http.Request, allocID
 		},
 	}
 	proxy.ServeHTTP(w, r)
-}
-
-// logWriter turns the client's byte stream into the HTTP response: raw
-// bytes when plain, Nomad's JSON frames otherwise. The response starts on
-// the first write, so that an error before any byte still gets its status.
-type logWriter struct {
-	mu      sync.Mutex
-	w       http.ResponseWriter
-	rc      *http.ResponseController
-	enc     *json.Encoder
-	plain   bool
-	file    string
-	pos     int64
-	started bool
-	lastOut time.Time
-}
-
-func newLogWriter(w http.ResponseWriter, req logsRequest) *logWriter {
-	lw := &logWriter{
-		w:     w,
-		rc:    http.NewResponseController(w),
-		enc:   json.NewEncoder(w),
-		plain: req.plain,
-		file:  fmt.Sprintf("alloc/logs/%s.%s.0", req.task, req.logType),
-	}
-	if req.origin == "start" {
-		lw.pos = req.offset
-	}
-	return lw
-}
-
-func (lw *logWriter) isStarted() bool {
-	lw.mu.Lock()
-	defer lw.mu.Unlock()
-	return lw.started
-}
-
-func (lw *logWriter) start() {
-	lw.mu.Lock()
-	defer lw.mu.Unlock()
-	lw.startLocked()
-}
-
-func (lw *logWriter) startLocked() {
-	if lw.started {
-		return
-	}
-	lw.started = true
-	if lw.plain {
-		lw.w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	} else {
-		lw.w.Header().Set("Content-Type", "application/json")
-	}
-	lw.w.WriteHeader(http.StatusOK)
-}
-
-// Write sends p at once, in frames of at most maxFrameData bytes.
-func (lw *logWriter) Write(p []byte) (int, error) {
-	lw.mu.Lock()
-	defer lw.mu.Unlock()
-	lw.startLocked()
-	lw.lastOut = time.Now()
-	if lw.plain {
-		n, err := lw.w.Write(p)
-		if err == nil {
-			err = lw.flush()
-		}
-		return n, err
-	}
-	written := 0
-	for len(p) > 0 {
-		chunk := p[:min(len(p), maxFrameData)]
-		lw.pos += int64(len(chunk))
-		if err := lw.enc.Encode(streamFrame{Offset: lw.pos, Data: chunk, File: lw.file}); err != nil {
-			return written, err
-		}
-		written += len(chunk)
-		p = p[len(chunk):]
-	}
-	return written, lw.flush()
-}
-
-// flush pushes buffered bytes to the caller; a writer that cannot flush
-// (a test recorder) is fine.
-func (lw *logWriter) flush() error {
-	if err := lw.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		return err
-	}
-	return nil
-}
-
-// heartbeat sends an empty frame whenever the stream was idle for every.
-func (lw *logWriter) heartbeat(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case now := <-t.C:
-			lw.mu.Lock()
-			if now.Sub(lw.lastOut) >= every {
-				lw.startLocked()
-				lw.lastOut = now
-				if lw.enc.Encode(streamFrame{}) == nil {
-					_ = lw.flush()
-				}
-			}
-			lw.mu.Unlock()
-		}
-	}
 }
 
 // allocNamespacer is implemented by a ClientAPI that knows the namespace

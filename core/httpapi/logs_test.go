@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-org/drover/core/httpapi/logstream"
 	"github.com/drover-org/drover/core/structs"
 )
 
@@ -81,15 +82,15 @@ func TestAllocLogsPlain(t *testing.T) {
 }
 
 func TestAllocLogsFramed(t *testing.T) {
-	big := strings.Repeat("x", maxFrameData+10)
+	big := strings.Repeat("x", logstream.MaxFrameData+10)
 	client := &fakeClient{allocID: "a1", chunks: []string{"line1\n", big}}
 	api, _ := newTestAPI(t, Config{Client: client})
 	rec := do(t, api.Handler(), "GET", "/v1/client/fs/logs/a1?task=t&type=stdout&offset=100", "")
 	mustOK(t, rec)
 	dec := json.NewDecoder(rec.Body)
-	var frames []streamFrame
+	var frames []logstream.Frame
 	for {
-		var f streamFrame
+		var f logstream.Frame
 		if err := dec.Decode(&f); err != nil {
 			if !errors.Is(err, io.EOF) {
 				t.Fatal(err)
@@ -99,7 +100,7 @@ func TestAllocLogsFramed(t *testing.T) {
 		frames = append(frames, f)
 	}
 	if len(frames) != 3 {
-		t.Fatalf("%d frames, want 3 (one write, then a write split at %d bytes)", len(frames), maxFrameData)
+		t.Fatalf("%d frames, want 3 (one write, then a write split at %d bytes)", len(frames), logstream.MaxFrameData)
 	}
 	var data strings.Builder
 	for _, f := range frames {
@@ -192,12 +193,12 @@ func TestAllocLogsFollowHeartbeat(t *testing.T) {
 		t.Fatalf("status %d, type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
 	dec := json.NewDecoder(bufio.NewReader(resp.Body))
-	var f streamFrame
+	var f logstream.Frame
 	if err := dec.Decode(&f); err != nil || string(f.Data) != "first\n" {
 		t.Fatalf("first frame %+v, %v", f, err)
 	}
 	// The stream stays open and idle: the next frame is a heartbeat.
-	var hb streamFrame
+	var hb logstream.Frame
 	if err := dec.Decode(&hb); err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/hashicorp/go-memdb"
 
+	"github.com/drover-org/drover/core/state/schema"
 	"github.com/drover-org/drover/core/structs"
 )
 
@@ -13,30 +14,14 @@ import (
 // the token they stand for (one live OTT per token), with a unique index on
 // their secret.
 const (
-	TableACLPolicies   = "acl_policies"
-	TableACLTokens     = "acl_tokens"
-	TableOneTimeTokens = "one_time_tokens"
+	TableACLPolicies   = schema.TableACLPolicies
+	TableACLTokens     = schema.TableACLTokens
+	TableOneTimeTokens = schema.TableOneTimeTokens
 
 	// IndexACLBootstrap is the index-table key holding the Raft index at
 	// which ACLs were bootstrapped, 0 (absent) before.
 	IndexACLBootstrap = "acl_token_bootstrap"
 )
-
-func aclTables() []*memdb.TableSchema {
-	return []*memdb.TableSchema{
-		{Name: TableACLPolicies, Indexes: indexes(
-			idx("id", true, false, str(func(p *structs.ACLPolicy) string { return p.Name })),
-		)},
-		{Name: TableACLTokens, Indexes: indexes(
-			idx("id", true, false, str(func(t *structs.ACLToken) string { return t.AccessorID })),
-			idx("secret", true, false, str(func(t *structs.ACLToken) string { return t.SecretID })),
-		)},
-		{Name: TableOneTimeTokens, Indexes: indexes(
-			idx("id", true, false, str(func(o *structs.OneTimeToken) string { return o.AccessorID })),
-			idx("secret", true, false, str(func(o *structs.OneTimeToken) string { return o.OneTimeSecretID })),
-		)},
-	}
-}
 
 // UpsertACLPolicies writes policies; an existing policy keeps its
 // CreateIndex. Every policy is validated; one bad policy writes none.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/go-memdb"
 
+	"github.com/drover-org/drover/core/state/schema"
 	"github.com/drover-org/drover/core/structs"
 )
 
@@ -18,44 +19,9 @@ import (
 // same transaction.
 
 const (
-	TableCSIVolumes = "csi_volumes"
-	TableCSIPlugins = "csi_plugins"
+	TableCSIVolumes = schema.TableCSIVolumes
+	TableCSIPlugins = schema.TableCSIPlugins
 )
-
-func csiTables() []*memdb.TableSchema {
-	return []*memdb.TableSchema{
-		{Name: TableCSIVolumes, Indexes: indexes(
-			idx("id", true, false, nsID(
-				func(v *structs.CSIVolume) string { return v.Namespace },
-				func(v *structs.CSIVolume) string { return v.ID })),
-			idx("plugin_id", false, false, str(func(v *structs.CSIVolume) string { return v.PluginID })),
-			// The volume watcher reads only what changed since its last read.
-			idx("modify_index", false, false, &memdb.UintFieldIndex{Field: "ModifyIndex"}),
-		)},
-		{Name: TableCSIPlugins, Indexes: indexes(
-			idx("id", true, false, str(func(p *structs.CSIPlugin) string { return p.ID })),
-		)},
-	}
-}
-
-// csiVolumeRecord is a volume in a snapshot: its claims, which the API's
-// JSON hides, are written out.
-type csiVolumeRecord struct {
-	*structs.CSIVolume
-	ReadClaims  map[string]*structs.CSIVolumeClaim `json:",omitempty"`
-	WriteClaims map[string]*structs.CSIVolumeClaim `json:",omitempty"`
-	PastClaims  map[string]*structs.CSIVolumeClaim `json:",omitempty"`
-}
-
-func newCSIVolumeRecord(v *structs.CSIVolume) *csiVolumeRecord {
-	return &csiVolumeRecord{CSIVolume: v, ReadClaims: v.ReadClaims, WriteClaims: v.WriteClaims, PastClaims: v.PastClaims}
-}
-
-func (r *csiVolumeRecord) volume() *structs.CSIVolume {
-	v := r.CSIVolume
-	v.ReadClaims, v.WriteClaims, v.PastClaims = r.ReadClaims, r.WriteClaims, r.PastClaims
-	return v
-}
 
 // UpsertCSIVolumes registers volumes or updates registered ones, all or
 // none. The caller has merged updates (structs.CSIVolume.Merge); the store

@@ -6,20 +6,12 @@ import (
 
 	"github.com/hashicorp/go-memdb"
 
+	"github.com/drover-org/drover/core/state/schema"
 	"github.com/drover-org/drover/core/structs"
 )
 
 // TableDeployments holds deployments, by ID and by job.
-const TableDeployments = "deployments"
-
-func deploymentTables() []*memdb.TableSchema {
-	return []*memdb.TableSchema{{Name: TableDeployments, Indexes: indexes(
-		idx("id", true, false, str(func(d *structs.Deployment) string { return d.ID })),
-		idx("job", false, false, nsID(
-			func(d *structs.Deployment) string { return d.Namespace },
-			func(d *structs.Deployment) string { return d.JobID })),
-	)}}
-}
+const TableDeployments = schema.TableDeployments
 
 // The counters of a deployment (PlacedAllocs, PlacedCanaries, HealthyAllocs,
 // UnhealthyAllocs, RequireProgressBy) are kept here, by the writes of the

@@ -6,6 +6,7 @@ import (
 
 	"github.com/hashicorp/go-memdb"
 
+	"github.com/drover-org/drover/core/state/schema"
 	"github.com/drover-org/drover/core/structs"
 )
 
@@ -13,13 +14,7 @@ import (
 // registered into. The built-in pools ("default", "all") are never stored:
 // they are synthesized on read, so they exist from init and across any
 // snapshot restore, and no write can change them.
-const TableNodePools = "node_pools"
-
-func nodePoolsTable() *memdb.TableSchema {
-	return &memdb.TableSchema{Name: TableNodePools, Indexes: indexes(
-		idx("id", true, false, str(func(p *structs.NodePool) string { return p.Name })),
-	)}
-}
+const TableNodePools = schema.TableNodePools
 
 // builtinPoolRefusal is the refusal of a write to a built-in pool.
 func builtinPoolRefusal(verb, name string) error {

@@ -8,7 +8,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-org/drover/core/state/persist"
 	"github.com/drover-org/drover/core/structs"
+)
+
+// The stream header, and the two record types of core/state/persist that
+// TestRestoreRejectsBadSnapshots writes by hand (record types never change).
+const (
+	snapshotMagic   = persist.Magic
+	snapshotVersion = persist.Version
+
+	recAlloc byte = 8
+	recEnd   byte = 255
 )
 
 // roundTrip persists a snapshot of s and restores it into a new store.

@@ -3,18 +3,13 @@ package state
 import (
 	"github.com/hashicorp/go-memdb"
 
+	"github.com/drover-org/drover/core/state/schema"
 	"github.com/drover-org/drover/core/structs"
 )
 
 // TablePKI holds the cluster PKI: one row, or none before the first
 // server stored its CA.
-const TablePKI = "pki"
-
-func pkiTableSchema() *memdb.TableSchema {
-	return &memdb.TableSchema{Name: TablePKI, Indexes: indexes(
-		idx("id", true, false, &memdb.ConditionalIndex{Conditional: func(any) (bool, error) { return true, nil }}),
-	)}
-}
+const TablePKI = schema.TablePKI
 
 // PKIInit stores p when the state holds no PKI yet, and reports whether it
 // did. With a PKI already stored it changes nothing: the CA is set once.

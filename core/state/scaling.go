@@ -3,20 +3,13 @@ package state
 import (
 	"github.com/hashicorp/go-memdb"
 
+	"github.com/drover-org/drover/core/state/schema"
 	"github.com/drover-org/drover/core/structs"
 )
 
 // TableScalingEvents holds one structs.JobScalingEvents per job that was
 // ever scaled; it is deleted with the job.
-const TableScalingEvents = "scaling_events"
-
-func scalingEventsTable() *memdb.TableSchema {
-	return &memdb.TableSchema{Name: TableScalingEvents, Indexes: indexes(
-		idx("id", true, false, nsID(
-			func(e *structs.JobScalingEvents) string { return e.Namespace },
-			func(e *structs.JobScalingEvents) string { return e.JobID })),
-	)}
-}
+const TableScalingEvents = schema.TableScalingEvents
 
 // ScalingEventsByJob returns a job's scaling events, or nil.
 func (s *StateStore) ScalingEventsByJob(ws memdb.WatchSet, ns, id string) (*structs.JobScalingEvents, error) {

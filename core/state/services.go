@@ -6,6 +6,7 @@ import (
 
 	"github.com/hashicorp/go-memdb"
 
+	"github.com/drover-org/drover/core/state/schema"
 	"github.com/drover-org/drover/core/structs"
 )
 
@@ -14,21 +15,7 @@ import (
 // allocation. Clients write them; the store deletes an allocation's rows
 // when it becomes client-terminal or is reaped, and a node's when the node
 // goes down or is deleted, in the transaction that makes that change.
-const TableServiceRegistrations = "service_registrations"
-
-func serviceRegistrationsTable() *memdb.TableSchema {
-	return &memdb.TableSchema{Name: TableServiceRegistrations, Indexes: indexes(
-		idx("id", true, false, str(func(r *structs.ServiceRegistration) string { return r.ID })),
-		idx("service_name", false, true, nsID(
-			func(r *structs.ServiceRegistration) string { return r.Namespace },
-			func(r *structs.ServiceRegistration) string { return r.ServiceName })),
-		idx("alloc", false, true, str(func(r *structs.ServiceRegistration) string { return r.AllocID })),
-		idx("node", false, true, str(func(r *structs.ServiceRegistration) string { return r.NodeID })),
-		idx("job", false, true, nsID(
-			func(r *structs.ServiceRegistration) string { return r.Namespace },
-			func(r *structs.ServiceRegistration) string { return r.JobID })),
-	)}
-}
+const TableServiceRegistrations = schema.TableServiceRegistrations
 
 // UpsertServiceRegistrations stores registrations: a new one gets index as
 // its CreateIndex, an existing one keeps its CreateIndex; both get index as

@@ -23,6 +23,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-memdb"
+
+	"github.com/drover-org/drover/core/state/schema"
 )
 
 // StateStore is the state database. The zero value is not usable; use
@@ -66,7 +68,7 @@ type StateSnapshot struct {
 
 // NewStateStore returns an empty store.
 func NewStateStore() (*StateStore, error) {
-	db, err := memdb.NewMemDB(schema())
+	db, err := memdb.NewMemDB(schema.DB())
 	if err != nil {
 		return nil, fmt.Errorf("state: schema: %w", err)
 	}
