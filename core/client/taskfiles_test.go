@@ -1,15 +1,10 @@
 package client
 
 import (
-	"archive/tar"
-	"bytes"
-	"compress/gzip"
-	"net/http"
-	"net/http/httptest"
+	"github.com/drover-org/drover/core/client/internal/artifacttest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -33,50 +28,11 @@ func taskDirFixture(t *testing.T) (allocDir, taskDir string) {
 }
 
 // tarGz builds a .tar.gz of the given files.
-func tarGz(t *testing.T, files map[string]string) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gz)
-	for name, body := range files {
-		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o755, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tw.Write([]byte(body)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := gz.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
+func tarGz(t *testing.T, files map[string]string) []byte { return artifacttest.TarGz(t, files) }
 
-// artifactServer serves files and records the headers of its requests.
-type artifactServer struct {
-	*httptest.Server
-	mu      sync.Mutex
-	headers []http.Header
-}
-
-func newArtifactServer(t *testing.T, files map[string][]byte) *artifactServer {
-	s := &artifactServer{}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		s.headers = append(s.headers, r.Header.Clone())
-		s.mu.Unlock()
-		b, ok := files[r.URL.Path]
-		if !ok {
-			http.NotFound(w, r)
-			return
-		}
-		_, _ = w.Write(b)
-	}))
-	t.Cleanup(s.Close)
-	return s
+// newArtifactServer serves files and records the headers of its requests.
+func newArtifactServer(t *testing.T, files map[string][]byte) *artifacttest.Server {
+	return artifacttest.NewServer(t, files)
 }
 
 // A real raw_exec task gets its artifact and rendered template before it

@@ -1,19 +1,14 @@
 package taskfiles
 
 import (
-	"archive/tar"
-	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"net/http"
-	"net/http/httptest"
+	"github.com/drover-org/drover/core/client/internal/artifacttest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/drover-org/drover/core/structs"
@@ -104,50 +99,11 @@ func TestRenderTemplates(t *testing.T) {
 }
 
 // tarGz builds a .tar.gz of the given files.
-func tarGz(t *testing.T, files map[string]string) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gz)
-	for name, body := range files {
-		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o755, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tw.Write([]byte(body)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := gz.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
+func tarGz(t *testing.T, files map[string]string) []byte { return artifacttest.TarGz(t, files) }
 
-// artifactServer serves files and records the headers of its requests.
-type artifactServer struct {
-	*httptest.Server
-	mu      sync.Mutex
-	headers []http.Header
-}
-
-func newArtifactServer(t *testing.T, files map[string][]byte) *artifactServer {
-	s := &artifactServer{}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		s.headers = append(s.headers, r.Header.Clone())
-		s.mu.Unlock()
-		b, ok := files[r.URL.Path]
-		if !ok {
-			http.NotFound(w, r)
-			return
-		}
-		_, _ = w.Write(b)
-	}))
-	t.Cleanup(s.Close)
-	return s
+// newArtifactServer serves files and records the headers of its requests.
+func newArtifactServer(t *testing.T, files map[string][]byte) *artifacttest.Server {
+	return artifacttest.NewServer(t, files)
 }
 
 func TestFetchArtifacts(t *testing.T) {
@@ -212,10 +168,8 @@ func TestFetchArtifacts(t *testing.T) {
 	}}, lookup); err != nil {
 		t.Fatal(err)
 	}
-	srv.mu.Lock()
-	defer srv.mu.Unlock()
 	found := false
-	for _, h := range srv.headers {
+	for _, h := range srv.Headers() {
 		found = found || h.Get("X-Token") == "t-1"
 	}
 	if !found {
