@@ -1,13 +1,13 @@
 package client
 
 import (
-	"github.com/drover-org/drover/core/client/internal/artifacttest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/drover-org/drover/core/client/internal/artifacttest"
 	"github.com/drover-org/drover/core/structs"
 )
 

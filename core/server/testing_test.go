@@ -5,10 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/hashicorp/go-hclog"
 	"go.uber.org/goleak"
 
+	"github.com/drover-org/drover/core/server/internal/servertest"
 	"github.com/drover-org/drover/core/structs"
 	"github.com/drover-org/drover/plugins/builtin"
 )
@@ -44,35 +44,21 @@ type testWriter struct{ t *testing.T }
 
 func (w testWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
 
-func testNode(name string) *structs.Node {
-	return &structs.Node{
-		ID: uuid.NewString(), SecretID: uuid.NewString(), Name: name, Datacenter: "dc1",
-		Attributes: map[string]string{"kernel.name": "linux", "unique.hostname": name},
-		NodeResources: &structs.NodeResources{
-			Cpu: structs.NodeCpuResources{CpuShares: 4000}, Memory: structs.NodeMemoryResources{MemoryMB: 8192},
-			Disk: structs.NodeDiskResources{DiskMB: 100000},
-		},
-		Drivers: map[string]*structs.DriverInfo{"raw_exec": {Detected: true, Healthy: true}},
-	}
-}
+// testNode is servertest.Node.
+func testNode(name string) *structs.Node { return servertest.Node(name) }
 
 // testJob is a one-group job of type typ. It carries the built-in
 // declaration of typ, as the leader stamps it on registration, so that a
 // test may also write it to state directly; registering replaces it with
 // the declaration of the router the server runs.
-func testJob(id, typ string) *structs.Job {
-	var b *structs.JobTypeBehavior
+func testJob(id, typ string) *structs.Job { return servertest.Job(id, typ, builtinBehavior(typ)) }
+
+// builtinBehavior is the built-in declaration of job type typ (nil: none).
+func builtinBehavior(typ string) *structs.JobTypeBehavior {
 	if d, ok := (builtin.InProcess{}).JobType(typ); ok {
-		b = &d
+		return &d
 	}
-	return &structs.Job{
-		ID: id, Type: typ, Datacenters: []string{"dc1"}, TypeBehavior: b,
-		TaskGroups: []*structs.TaskGroup{{
-			Name: "g", Count: 1,
-			Tasks: []*structs.Task{{Name: "t", Driver: "raw_exec", Config: map[string]any{"command": "/bin/true"},
-				Resources: &structs.Resources{CPU: 100, MemoryMB: 64}}},
-		}},
-	}
+	return nil
 }
 
 // waitFor polls cond until it holds or the deadline passes.

@@ -5,12 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"github.com/drover-org/drover/core/client/internal/artifacttest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/drover-org/drover/core/client/internal/artifacttest"
 	"github.com/drover-org/drover/core/structs"
 )
 

@@ -3,36 +3,16 @@ package schedio
 import (
 	"testing"
 
-	"github.com/google/uuid"
-
+	"github.com/drover-org/drover/core/server/internal/servertest"
 	"github.com/drover-org/drover/core/state"
 	"github.com/drover-org/drover/core/structs"
 )
 
-// testNode is a linux node with room for a few allocs and raw_exec.
-func testNode(name string) *structs.Node {
-	return &structs.Node{
-		ID: uuid.NewString(), SecretID: uuid.NewString(), Name: name, Datacenter: "dc1",
-		Attributes: map[string]string{"kernel.name": "linux", "unique.hostname": name},
-		NodeResources: &structs.NodeResources{
-			Cpu: structs.NodeCpuResources{CpuShares: 4000}, Memory: structs.NodeMemoryResources{MemoryMB: 8192},
-			Disk: structs.NodeDiskResources{DiskMB: 100000},
-		},
-		Drivers: map[string]*structs.DriverInfo{"raw_exec": {Detected: true, Healthy: true}},
-	}
-}
+// testNode is servertest.Node.
+func testNode(name string) *structs.Node { return servertest.Node(name) }
 
-// testJob is a one-group job of type typ, declaring no type behaviour.
-func testJob(id, typ string) *structs.Job {
-	return &structs.Job{
-		ID: id, Type: typ, Datacenters: []string{"dc1"},
-		TaskGroups: []*structs.TaskGroup{{
-			Name: "g", Count: 1,
-			Tasks: []*structs.Task{{Name: "t", Driver: "raw_exec", Config: map[string]any{"command": "/bin/true"},
-				Resources: &structs.Resources{CPU: 100, MemoryMB: 64}}},
-		}},
-	}
-}
+// testJob is servertest.Job without a type declaration.
+func testJob(id, typ string) *structs.Job { return servertest.Job(id, typ, nil) }
 
 // fixture is a state store written one index at a time.
 type fixture struct {
