@@ -62,7 +62,7 @@ func TestCSIVolumeRegisterRefusals(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			before := s.State().Index("csi_volumes")
-			_, err := s.RegisterCSIVolumes(ctx, tc.vols)
+			_, err := s.CSI().RegisterCSIVolumes(ctx, tc.vols)
 			if !errors.Is(err, tc.kind) || !strings.Contains(fmt.Sprint(err), tc.want) {
 				t.Fatalf("err = %v, want %v containing %q", err, tc.kind, tc.want)
 			}
@@ -96,7 +96,7 @@ func TestCSIVolumeRegisterDeregister(t *testing.T) {
 	}
 	v := csiVol("data", "hp")
 	v.Secrets = map[string]string{"k": "v"}
-	if _, err := s.RegisterCSIVolumes(ctx, []*structs.CSIVolume{v}); err != nil {
+	if _, err := s.CSI().RegisterCSIVolumes(ctx, []*structs.CSIVolume{v}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.State().CSIVolumeByID(nil, "default", "data")
@@ -105,14 +105,14 @@ func TestCSIVolumeRegisterDeregister(t *testing.T) {
 	}
 	u := csiVol("data", "hp")
 	u.ExternalID = "changed"
-	if _, err := s.RegisterCSIVolumes(ctx, []*structs.CSIVolume{u}); !errors.Is(err, structs.ErrInvalid) ||
+	if _, err := s.CSI().RegisterCSIVolumes(ctx, []*structs.CSIVolume{u}); !errors.Is(err, structs.ErrInvalid) ||
 		!strings.Contains(err.Error(), "external_id cannot be updated") {
 		t.Errorf("identity change: %v", err)
 	}
-	if _, err := s.DeregisterCSIVolumes(ctx, "default", []string{"nosuch"}, false); !errors.Is(err, structs.ErrNotFound) {
+	if _, err := s.CSI().DeregisterCSIVolumes(ctx, "default", []string{"nosuch"}, false); !errors.Is(err, structs.ErrNotFound) {
 		t.Errorf("missing volume: %v", err)
 	}
-	if _, err := s.DeregisterCSIVolumes(ctx, "default", []string{"data"}, false); err != nil {
+	if _, err := s.CSI().DeregisterCSIVolumes(ctx, "default", []string{"data"}, false); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := s.State().CSIVolumeByID(nil, "default", "data"); got != nil {

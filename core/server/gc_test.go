@@ -184,7 +184,7 @@ func TestGCReapsDownNodeAndEmptyCSIPlugin(t *testing.T) {
 	// kept without an error; without the volume, reaped.
 	pn := csiNode("p", "hp", true)
 	registerNodes(t, s, pn)
-	if _, err := s.RegisterCSIVolumes(ctx, []*structs.CSIVolume{csiVol("v1", "hp")}); err != nil {
+	if _, err := s.CSI().RegisterCSIVolumes(ctx, []*structs.CSIVolume{csiVol("v1", "hp")}); err != nil {
 		t.Fatal(err)
 	}
 	pn.CSINodePlugins = nil
@@ -203,7 +203,7 @@ func TestGCReapsDownNodeAndEmptyCSIPlugin(t *testing.T) {
 	if p, _ := s.State().CSIPluginByID(nil, "hp"); p == nil {
 		t.Fatal("plugin with a volume reaped")
 	}
-	if _, err := s.DeregisterCSIVolumes(ctx, structs.DefaultNamespace, []string{"v1"}, false); err != nil {
+	if _, err := s.CSI().DeregisterCSIVolumes(ctx, structs.DefaultNamespace, []string{"v1"}, false); err != nil {
 		t.Fatal(err)
 	}
 	forceGC(t, s)
@@ -383,7 +383,7 @@ func TestGCReleasesClaimOfTerminalAlloc(t *testing.T) {
 		return &structs.CSIControllerOpResult{}
 	})
 	ctx := context.Background()
-	if _, err := s.ClaimVolume(ctx, claimArgs(node, alloc)); err != nil {
+	if _, err := s.CSI().ClaimVolume(ctx, claimArgs(node, alloc)); err != nil {
 		t.Fatal(err)
 	}
 	// Still running: the claim stays.
@@ -413,7 +413,7 @@ func TestGCReleasesClaimOfTerminalAlloc(t *testing.T) {
 	}
 	// The watcher waits for the live node to unpublish; once it has, the
 	// claim is detached through the controller and freed.
-	if _, err := s.UnpublishVolume(ctx, &structs.CSIVolumeUnpublishArgs{NodeID: node.ID, SecretID: node.SecretID,
+	if _, err := s.CSI().UnpublishVolume(ctx, &structs.CSIVolumeUnpublishArgs{NodeID: node.ID, SecretID: node.SecretID,
 		Namespace: structs.DefaultNamespace, VolumeID: "v1",
 		Claim: &structs.CSIVolumeClaim{AllocationID: alloc.ID, Mode: structs.CSIVolumeClaimWrite, State: structs.CSIVolumeClaimStateNodeDetached}}); err != nil {
 		t.Fatal(err)
