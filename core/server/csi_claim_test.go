@@ -87,7 +87,7 @@ func csiSetup(t *testing.T, s *Server) (*structs.Node, *structs.Allocation) {
 	node.CSINodePlugins["hp"].RequiresControllerPlugin = true
 	node.CSIControllerPlugins = map[string]*structs.CSIInfo{"hp": {PluginID: "hp", Healthy: true, RequiresControllerPlugin: true,
 		ControllerInfo: &structs.CSIControllerInfo{SupportsAttachDetach: true}}}
-	if _, err := s.RegisterNode(ctx, node); err != nil {
+	if _, err := s.Nodes().Register(ctx, node); err != nil {
 		t.Fatal(err)
 	}
 	vol := csiVol("v1", "hp")
@@ -102,7 +102,7 @@ func csiSetup(t *testing.T, s *Server) (*structs.Node, *structs.Allocation) {
 	j := testJob("writer", "sysbatch")
 	j.TaskGroups[0].Volumes = map[string]*structs.VolumeRequest{"data": {Name: "data", Type: "csi", Source: "v1",
 		AccessMode: structs.CSIVolumeAccessModeSingleNodeWriter, AttachmentMode: structs.CSIVolumeAttachmentModeFilesystem}}
-	if _, err := s.RegisterJob(ctx, j, false, 0); err != nil {
+	if _, err := s.Jobs().Register(ctx, j, false, 0); err != nil {
 		t.Fatal(err)
 	}
 	var alloc *structs.Allocation
@@ -188,7 +188,7 @@ func TestCSIClaimRefusals(t *testing.T) {
 	s := testServer(t, nil)
 	node, alloc := csiSetup(t, s)
 	other := csiNode("b", "hp", true)
-	if _, err := s.RegisterNode(context.Background(), other); err != nil {
+	if _, err := s.Nodes().Register(context.Background(), other); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -321,7 +321,7 @@ func TestCSIReleaseWaitsForNode(t *testing.T) {
 	}
 	// Another client cannot release it.
 	other := csiNode("b", "hp", true)
-	if _, err := s.RegisterNode(ctx, other); err != nil {
+	if _, err := s.Nodes().Register(ctx, other); err != nil {
 		t.Fatal(err)
 	}
 	_, err = s.CSI().UnpublishVolume(ctx, &structs.CSIVolumeUnpublishArgs{NodeID: other.ID, SecretID: other.SecretID,
@@ -350,7 +350,7 @@ func TestCSIWaitingWriterPlacedWhenClaimFreed(t *testing.T) {
 	j := testJob("second", "sysbatch")
 	j.TaskGroups[0].Volumes = map[string]*structs.VolumeRequest{"data": {Name: "data", Type: "csi", Source: "v1",
 		AccessMode: structs.CSIVolumeAccessModeSingleNodeWriter, AttachmentMode: structs.CSIVolumeAttachmentModeFilesystem}}
-	if _, err := s.RegisterJob(ctx, j, false, 0); err != nil {
+	if _, err := s.Jobs().Register(ctx, j, false, 0); err != nil {
 		t.Fatal(err)
 	}
 	failedEvals := func() int {
@@ -372,7 +372,7 @@ func TestCSIWaitingWriterPlacedWhenClaimFreed(t *testing.T) {
 	// The first alloc ends; its claim is held until it is released.
 	u := alloc.Copy()
 	u.ClientStatus = structs.AllocClientStatusComplete
-	if err := s.UpdateAllocs(ctx, node.ID, node.SecretID, []*structs.Allocation{u}); err != nil {
+	if err := s.Nodes().UpdateAllocs(ctx, node.ID, node.SecretID, []*structs.Allocation{u}); err != nil {
 		t.Fatal(err)
 	}
 	if n := secondAllocs(); n != 0 {
@@ -410,13 +410,13 @@ func TestCSIJobPlacedWhenVolumeRegistered(t *testing.T) {
 	s := testServer(t, nil)
 	ctx := context.Background()
 	node := csiNode("a", "hp", true)
-	if _, err := s.RegisterNode(ctx, node); err != nil {
+	if _, err := s.Nodes().Register(ctx, node); err != nil {
 		t.Fatal(err)
 	}
 	j := testJob("early", "sysbatch")
 	j.TaskGroups[0].Volumes = map[string]*structs.VolumeRequest{"data": {Name: "data", Type: "csi", Source: "later",
 		AccessMode: structs.CSIVolumeAccessModeSingleNodeWriter, AttachmentMode: structs.CSIVolumeAttachmentModeFilesystem}}
-	if _, err := s.RegisterJob(ctx, j, false, 0); err != nil {
+	if _, err := s.Jobs().Register(ctx, j, false, 0); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "the job's eval to fail its placement", func() bool {
@@ -535,7 +535,7 @@ func TestCSIVolumeWaiterEvalsBounded(t *testing.T) {
 	t.Cleanup(func() { maxVolumeWaiterEvals = old })
 	s := testServer(t, nil)
 	ctx := context.Background()
-	if _, err := s.RegisterNode(ctx, csiNode("a", "hp", true)); err != nil {
+	if _, err := s.Nodes().Register(ctx, csiNode("a", "hp", true)); err != nil {
 		t.Fatal(err)
 	}
 	ids := []string{"w1", "w2", "w3"}
@@ -543,7 +543,7 @@ func TestCSIVolumeWaiterEvalsBounded(t *testing.T) {
 		j := testJob(id, "sysbatch")
 		j.TaskGroups[0].Volumes = map[string]*structs.VolumeRequest{"data": {Name: "data", Type: "csi", Source: "later",
 			AccessMode: structs.CSIVolumeAccessModeMultiNodeReader, AttachmentMode: structs.CSIVolumeAttachmentModeFilesystem, ReadOnly: true}}
-		if _, err := s.RegisterJob(ctx, j, false, 0); err != nil {
+		if _, err := s.Jobs().Register(ctx, j, false, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -666,7 +666,7 @@ func TestCSIDetachRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	other := csiNode("b", "hp", true)
-	if _, err := s.RegisterNode(ctx, other); err != nil {
+	if _, err := s.Nodes().Register(ctx, other); err != nil {
 		t.Fatal(err)
 	}
 	before, _ := s.State().CSIVolumeByID(nil, structs.DefaultNamespace, "v1")
@@ -707,7 +707,7 @@ func TestCSIDetachNodeFreesItsClaimsInOneWrite(t *testing.T) {
 	}
 	j := testJob("holders", "batch")
 	j.TaskGroups[0].Count = 2
-	if _, err := s.RegisterJob(ctx, j, false, 0); err != nil {
+	if _, err := s.Jobs().Register(ctx, j, false, 0); err != nil {
 		t.Fatal(err)
 	}
 	var allocs []*structs.Allocation

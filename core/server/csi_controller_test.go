@@ -20,7 +20,7 @@ func TestControllerCallTriesNextNode(t *testing.T) {
 		n := csiNode(name, "hp", true)
 		n.CSIControllerPlugins = map[string]*structs.CSIInfo{"hp": {PluginID: "hp", Healthy: true,
 			ControllerInfo: &structs.CSIControllerInfo{SupportsAttachDetach: true}}}
-		if _, err := s.RegisterNode(ctx, n); err != nil {
+		if _, err := s.Nodes().Register(ctx, n); err != nil {
 			t.Fatal(err)
 		}
 		nodes = append(nodes, n)
@@ -55,7 +55,7 @@ func TestControllerAbandonedCallKeepsPluginLocked(t *testing.T) {
 		n := csiNode(name, "hp", true)
 		n.CSIControllerPlugins = map[string]*structs.CSIInfo{"hp": {PluginID: "hp", Healthy: true,
 			ControllerInfo: &structs.CSIControllerInfo{SupportsAttachDetach: true}}}
-		if _, err := s.RegisterNode(ctx, n); err != nil {
+		if _, err := s.Nodes().Register(ctx, n); err != nil {
 			t.Fatal(err)
 		}
 		byID[n.ID] = n

@@ -28,12 +28,12 @@ func csiVol(id, plugin string) *structs.CSIVolume {
 func TestCSIVolumeRegisterRefusals(t *testing.T) {
 	s := testServer(t, nil)
 	ctx := context.Background()
-	if _, err := s.RegisterNode(ctx, csiNode("a", "hp", true)); err != nil {
+	if _, err := s.Nodes().Register(ctx, csiNode("a", "hp", true)); err != nil {
 		t.Fatal(err)
 	}
 	ctrl := csiNode("b", "ctl", true)
 	ctrl.CSINodePlugins["ctl"].RequiresControllerPlugin = true
-	if _, err := s.RegisterNode(ctx, ctrl); err != nil {
+	if _, err := s.Nodes().Register(ctx, ctrl); err != nil {
 		t.Fatal(err)
 	}
 	many := make([]*structs.CSIVolume, structs.MaxCSIVolumesPerRequest+1)
@@ -74,14 +74,14 @@ func TestCSIVolumeRegisterRefusals(t *testing.T) {
 
 	bad := csiNode("c", "hp", true)
 	bad.CSINodePlugins["hp"].HealthDescription = strings.Repeat("x", structs.MaxCSIInfoTextBytes+1)
-	if _, err := s.RegisterNode(ctx, bad); !errors.Is(err, structs.ErrInvalid) {
+	if _, err := s.Nodes().Register(ctx, bad); !errors.Is(err, structs.ErrInvalid) {
 		t.Errorf("oversized plugin info: %v", err)
 	}
 	flood := csiNode("d", "hp", true)
 	for i := range structs.MaxCSIPluginsPerNode + 1 {
 		flood.CSINodePlugins[fmt.Sprintf("p%d", i)] = &structs.CSIInfo{Healthy: true}
 	}
-	if _, err := s.RegisterNode(ctx, flood); !errors.Is(err, structs.ErrInvalid) {
+	if _, err := s.Nodes().Register(ctx, flood); !errors.Is(err, structs.ErrInvalid) {
 		t.Errorf("too many plugins: %v", err)
 	}
 }
@@ -91,7 +91,7 @@ func TestCSIVolumeRegisterRefusals(t *testing.T) {
 func TestCSIVolumeRegisterDeregister(t *testing.T) {
 	s := testServer(t, nil)
 	ctx := context.Background()
-	if _, err := s.RegisterNode(ctx, csiNode("a", "hp", true)); err != nil {
+	if _, err := s.Nodes().Register(ctx, csiNode("a", "hp", true)); err != nil {
 		t.Fatal(err)
 	}
 	v := csiVol("data", "hp")

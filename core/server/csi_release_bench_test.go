@@ -86,7 +86,7 @@ func newReleaseBench(b *testing.B, controller, shared bool, n int) *releaseBench
 		node.CSIControllerPlugins = map[string]*structs.CSIInfo{"hp": {PluginID: "hp", Healthy: true, RequiresControllerPlugin: true,
 			ControllerInfo: &structs.CSIControllerInfo{SupportsAttachDetach: true}}}
 	}
-	if _, err := s.RegisterNode(ctx, node); err != nil {
+	if _, err := s.Nodes().Register(ctx, node); err != nil {
 		b.Fatal(err)
 	}
 	// The node's client: answers controller and node-detach calls.
@@ -137,7 +137,7 @@ func newReleaseBench(b *testing.B, controller, shared bool, n int) *releaseBench
 	}
 	j := testJob("holders", "batch")
 	j.TaskGroups[0].Count = n
-	if _, err := s.RegisterJob(ctx, j, false, 0); err != nil {
+	if _, err := s.Jobs().Register(ctx, j, false, 0); err != nil {
 		b.Fatal(err)
 	}
 	deadline := time.Now().Add(30 * time.Second)

@@ -21,7 +21,7 @@ func validateNode(t *testing.T, s *Server, healthy bool) *structs.Node {
 	node.CSINodePlugins["hp"].RequiresControllerPlugin = true
 	node.CSIControllerPlugins = map[string]*structs.CSIInfo{"hp": {PluginID: "hp", Healthy: healthy, RequiresControllerPlugin: true,
 		ControllerInfo: &structs.CSIControllerInfo{SupportsAttachDetach: true}}}
-	if _, err := s.RegisterNode(context.Background(), node); err != nil {
+	if _, err := s.Nodes().Register(context.Background(), node); err != nil {
 		t.Fatal(err)
 	}
 	return node
@@ -181,7 +181,7 @@ func TestCSIVolumeRegisterControllerUnavailable(t *testing.T) {
 	}
 
 	node.CSIControllerPlugins["hp"].Healthy = false
-	if _, err := s.RegisterNode(ctx, node); err != nil {
+	if _, err := s.Nodes().Register(ctx, node); err != nil {
 		t.Fatal(err)
 	}
 	startFakeController(t, s, node, confirmValidate) // polls, but its controller is unhealthy
@@ -196,7 +196,7 @@ func TestCSIVolumeRegisterControllerUnavailable(t *testing.T) {
 
 	ctl := csiNode("b", "ctl", true)
 	ctl.CSINodePlugins["ctl"].RequiresControllerPlugin = true
-	if _, err := s.RegisterNode(ctx, ctl); err != nil {
+	if _, err := s.Nodes().Register(ctx, ctl); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.CSI().RegisterCSIVolumes(ctx, []*structs.CSIVolume{csiVol("v1", "ctl")}); !errors.Is(err, structs.ErrInvalid) ||
@@ -212,7 +212,7 @@ func TestCSIVolumeRegisterWithoutValidation(t *testing.T) {
 	s := testServer(t, nil)
 	ctx := context.Background()
 	nodeOnly := csiNode("n", "np", true)
-	if _, err := s.RegisterNode(ctx, nodeOnly); err != nil {
+	if _, err := s.Nodes().Register(ctx, nodeOnly); err != nil {
 		t.Fatal(err)
 	}
 	fc := startFakeController(t, s, nodeOnly, confirmValidate)
@@ -242,7 +242,7 @@ func TestCSIVolumeRegisterWithoutValidation(t *testing.T) {
 func TestCSIVolumeRegisterManyVolumesLocks(t *testing.T) {
 	s := testServer(t, nil)
 	ctx := context.Background()
-	if _, err := s.RegisterNode(ctx, csiNode("n", "np", true)); err != nil {
+	if _, err := s.Nodes().Register(ctx, csiNode("n", "np", true)); err != nil {
 		t.Fatal(err)
 	}
 	vols := make([]*structs.CSIVolume, 2*csivolumes.LockStripes+1)
@@ -275,7 +275,7 @@ func TestCSIVolumeCreateNotValidatedAgain(t *testing.T) {
 	node.CSINodePlugins["hp"].RequiresControllerPlugin = true
 	node.CSIControllerPlugins = map[string]*structs.CSIInfo{"hp": {PluginID: "hp", Healthy: true, RequiresControllerPlugin: true,
 		ControllerInfo: &structs.CSIControllerInfo{SupportsAttachDetach: true, SupportsCreateDelete: true}}}
-	if _, err := s.RegisterNode(ctx, node); err != nil {
+	if _, err := s.Nodes().Register(ctx, node); err != nil {
 		t.Fatal(err)
 	}
 	fc := startFakeController(t, s, node, func(op *structs.CSIControllerOp) *structs.CSIControllerOpResult {

@@ -136,7 +136,7 @@ func TestGCKeepsDesiredStopAllocStillRunning(t *testing.T) {
 	a := testNode("a")
 	registerNodes(t, s, a)
 	alloc := runJobOn(t, s, testJob("svc", "system"), a, structs.AllocClientStatusRunning)
-	resp, err := s.DeregisterJob(ctx, structs.DefaultNamespace, "svc", false)
+	resp, err := s.Jobs().Deregister(ctx, structs.DefaultNamespace, "svc", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestGCKeepsDesiredStopAllocStillRunning(t *testing.T) {
 	// Once the client reports it stopped, the job goes with it.
 	u := alloc.Copy()
 	u.ClientStatus = structs.AllocClientStatusComplete
-	if err := s.UpdateAllocs(ctx, a.ID, a.SecretID, []*structs.Allocation{u}); err != nil {
+	if err := s.Nodes().UpdateAllocs(ctx, a.ID, a.SecretID, []*structs.Allocation{u}); err != nil {
 		t.Fatal(err)
 	}
 	forceGC(t, s)
@@ -223,7 +223,7 @@ func TestGCRecheckKeepsObjectModifiedSincePage(t *testing.T) {
 		}
 		once.Do(func() {
 			j := testJob("done", "sysbatch")
-			if _, err := s.RegisterJob(context.Background(), j, false, 0); err != nil {
+			if _, err := s.Jobs().Register(context.Background(), j, false, 0); err != nil {
 				t.Error(err)
 			}
 		})
@@ -389,7 +389,7 @@ func TestGCReleasesClaimOfTerminalAlloc(t *testing.T) {
 	// Still running: the claim stays.
 	u := alloc.Copy()
 	u.ClientStatus = structs.AllocClientStatusRunning
-	if err := s.UpdateAllocs(ctx, node.ID, node.SecretID, []*structs.Allocation{u}); err != nil {
+	if err := s.Nodes().UpdateAllocs(ctx, node.ID, node.SecretID, []*structs.Allocation{u}); err != nil {
 		t.Fatal(err)
 	}
 	agePastForce(s)
@@ -400,7 +400,7 @@ func TestGCReleasesClaimOfTerminalAlloc(t *testing.T) {
 		t.Fatalf("claim of a running alloc released: write %v past %v", v.WriteClaims, v.PastClaims)
 	}
 	u.ClientStatus = structs.AllocClientStatusComplete
-	if err := s.UpdateAllocs(ctx, node.ID, node.SecretID, []*structs.Allocation{u}); err != nil {
+	if err := s.Nodes().UpdateAllocs(ctx, node.ID, node.SecretID, []*structs.Allocation{u}); err != nil {
 		t.Fatal(err)
 	}
 	agePastForce(s)
