@@ -238,7 +238,7 @@ func TestGCRecheckKeepsObjectModifiedSincePage(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	agePastForce(s)
-	if err := s.runGC(ctx, []string{"job-gc"}, true); err != nil {
+	if err := (collector{s}).run(ctx, []string{"job-gc"}, true); err != nil {
 		t.Fatal(err)
 	}
 	j, _ := s.State().JobByID(nil, structs.DefaultNamespace, "done")
@@ -266,7 +266,7 @@ func TestGCBatchesLargeBacklog(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	agePastForce(s)
-	if err := s.runGC(ctx, []string{"eval-gc"}, true); err != nil {
+	if err := (collector{s}).run(ctx, []string{"eval-gc"}, true); err != nil {
 		t.Fatal(err)
 	}
 	left, _ := s.State().Evals(nil)
@@ -360,7 +360,7 @@ func TestGCPeriodicEvalGCHonoursThreshold(t *testing.T) {
 	}
 	// Within eval_gc_threshold (1h): kept, by a run that is surely after
 	// the write.
-	if err := s.runGC(context.Background(), []string{"eval-gc"}, false); err != nil {
+	if err := (collector{s}).run(context.Background(), []string{"eval-gc"}, false); err != nil {
 		t.Fatal(err)
 	}
 	if left, _ := s.State().Evals(nil); len(left) != 3 {
@@ -393,7 +393,7 @@ func TestGCReleasesClaimOfTerminalAlloc(t *testing.T) {
 		t.Fatal(err)
 	}
 	agePastForce(s)
-	if err := s.runGC(ctx, []string{"csi-volume-claim-gc"}, true); err != nil {
+	if err := (collector{s}).run(ctx, []string{"csi-volume-claim-gc"}, true); err != nil {
 		t.Fatal(err)
 	}
 	if v, _ := s.State().CSIVolumeRaw(nil, structs.DefaultNamespace, "v1"); len(v.WriteClaims) != 1 || len(v.PastClaims) != 0 {
@@ -404,7 +404,7 @@ func TestGCReleasesClaimOfTerminalAlloc(t *testing.T) {
 		t.Fatal(err)
 	}
 	agePastForce(s)
-	if err := s.runGC(ctx, []string{"csi-volume-claim-gc"}, true); err != nil {
+	if err := (collector{s}).run(ctx, []string{"csi-volume-claim-gc"}, true); err != nil {
 		t.Fatal(err)
 	}
 	v, _ := s.State().CSIVolumeRaw(nil, structs.DefaultNamespace, "v1")
