@@ -120,7 +120,7 @@ func (s *Server) establishLeadership() error {
 		return fmt.Errorf("restore periodic dispatcher: %w", err)
 	}
 
-	s.startLeaderLoop(ctx, s.planApplier)
+	s.startLeaderLoop(ctx, func(ctx context.Context) { s.plans.Run(ctx, s.planQueue) }) // the single plan applier (§9.3)
 	s.startLeaderLoop(ctx, evalKeeper{s}.reapFailed)
 	s.startLeaderLoop(ctx, evalKeeper{s}.reapDuplicates)
 	s.startLeaderLoop(ctx, s.periodic.Run)
