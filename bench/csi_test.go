@@ -190,7 +190,7 @@ func BenchmarkCSIVolumeClaim(b *testing.B) {
 		p, err := s.CSIPluginByID(ws, "hostpath")
 		return p != nil && p.ControllersHealthy == 1 && p.NodesHealthy == 1, err
 	})
-	vols, _, err := srv.CreateCSIVolumes(ctx, []*structs.CSIVolume{{
+	vols, _, err := srv.CSI().CreateCSIVolumes(ctx, []*structs.CSIVolume{{
 		ID: "bench-vol", Name: "bench-vol", Namespace: structs.DefaultNamespace, PluginID: "hostpath",
 		RequestedCapabilities: []*structs.CSIVolumeCapability{{
 			AccessMode: structs.CSIVolumeAccessModeSingleNodeWriter, AttachmentMode: structs.CSIVolumeAttachmentModeFilesystem,
@@ -247,7 +247,7 @@ func BenchmarkCSIVolumeClaim(b *testing.B) {
 	// Leave nothing behind: the volume deleted through the controller,
 	// the driver's task stopped (a client's shutdown leaves tasks running).
 	defer func() {
-		if _, err := srv.DeleteCSIVolume(ctx, structs.DefaultNamespace, "bench-vol", nil); err != nil {
+		if _, err := srv.CSI().DeleteCSIVolume(ctx, structs.DefaultNamespace, "bench-vol", nil); err != nil {
 			b.Error(err)
 		}
 		if _, err := srv.Jobs().Deregister(ctx, structs.DefaultNamespace, "hostpath-plugin", true); err != nil {

@@ -397,7 +397,7 @@ func (a *Agent) startClient(dataDir, advHTTP string) (*remoteServers, error) {
 		err    error
 	)
 	if a.server != nil {
-		conn = a.server
+		conn = server.NewClientConn(a.server)
 	} else {
 		if remote, err = newRemoteServers(a.pool, cfg.Client.Servers, a.logger.Named("client.rpc")); err != nil {
 			return nil, err

@@ -90,7 +90,7 @@ func TestDeploymentEndToEnd(t *testing.T) {
 	if err := srv.WaitForLeader(ctx); err != nil {
 		t.Fatal(err)
 	}
-	c, err := New(Config{StateDir: t.TempDir(), Server: srv, Drivers: fakeProvider{rawexec.Name: rawexec.New(nil)},
+	c, err := New(Config{StateDir: t.TempDir(), Server: server.NewClientConn(srv), Drivers: fakeProvider{rawexec.Name: rawexec.New(nil)},
 		UpdateBatchInterval: 5 * time.Millisecond, RetryInterval: 5 * time.Millisecond, LogPollInterval: 5 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +111,7 @@ func TestDeploymentEndToEnd(t *testing.T) {
 			MinHealthyTime: 100 * time.Millisecond, HealthyDeadline: time.Minute, ProgressDeadline: 10 * time.Minute},
 	}}}
 	job.TaskGroups[0].Tasks[0].Resources = &structs.Resources{CPU: 10, MemoryMB: 10}
-	if _, err := srv.RegisterJob(ctx, job, false, 0); err != nil {
+	if _, err := srv.Jobs().Register(ctx, job, false, 0); err != nil {
 		t.Fatal(err)
 	}
 	st := srv.State()
@@ -127,7 +127,7 @@ func TestDeploymentEndToEnd(t *testing.T) {
 		return d != nil && d.TaskGroups["web"].HealthyAllocs == 1 && d.StatusDescription == structs.DeploymentStatusDescriptionRunningNeedsPromotion
 	})
 	d := latest()
-	if _, err := srv.PromoteDeployment(ctx, d.ID, true, nil); err != nil {
+	if _, err := srv.Deployments().Promote(ctx, d.ID, true, nil); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the deployment to succeed", func() bool { return latest().Status == structs.DeploymentStatusSuccessful })
@@ -147,7 +147,7 @@ func TestDeploymentEndToEnd(t *testing.T) {
 	}
 
 	// Stop the job so that the tasks end before the client shuts down.
-	if _, err := srv.DeregisterJob(ctx, structs.DefaultNamespace, "web", false); err != nil {
+	if _, err := srv.Jobs().Deregister(ctx, structs.DefaultNamespace, "web", false); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the tasks to stop", func() bool {

@@ -129,7 +129,7 @@ func testAgent(t *testing.T) (addr, mgmt string) {
 	}
 	h := httpapi.New(httpapi.Config{Server: srv, Logger: hclog.NewNullLogger(),
 		Jobs: srv.Jobs(), Nodes: srv.Nodes(), Deployments: srv.Deployments(), Operator: srv.Operator(), System: srv,
-		Namespaces: srv.Namespaces(), NodePools: srv.NodePools(), Services: srv.Services(), CSI: srv, JobTypes: srv,
+		Namespaces: srv.Namespaces(), NodePools: srv.NodePools(), Services: srv.Services(), CSI: srv.CSI(), JobTypes: srv,
 		ACL: srv.ACL(), ACLCRUD: srv.ACL(), JoinTokens: srv.PKI(), Resolver: srv.ACL()})
 	ts := httptest.NewServer(h.Handler())
 	t.Cleanup(func() {

@@ -11,7 +11,7 @@ func serverConfig(srv *server.Server, cfg Config) Config {
 	cfg.Jobs, cfg.Nodes, cfg.Deployments = srv.Jobs(), srv.Nodes(), srv.Deployments()
 	cfg.Operator, cfg.System = srv.Operator(), srv
 	cfg.Namespaces, cfg.NodePools, cfg.Services = srv.Namespaces(), srv.NodePools(), srv.Services()
-	cfg.CSI, cfg.JobTypes = srv, srv
+	cfg.CSI, cfg.JobTypes = srv.CSI(), srv
 	cfg.ACL, cfg.ACLCRUD, cfg.JoinTokens = srv.ACL(), srv.ACL(), srv.PKI()
 	if cfg.Resolver == nil {
 		cfg.Resolver = srv.ACL()

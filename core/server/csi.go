@@ -10,8 +10,8 @@ import (
 )
 
 // CSI volumes and claims are package csivolumes, run on the leader. The
-// methods here are the endpoints: they forward from a follower to the
-// leader, authenticate clients, and call in.
+// methods here are the CSI endpoint (Server.CSI): they forward from a
+// follower to the leader, authenticate clients, and call in.
 
 // maxVolumeWaiterEvals bounds the evals one volume write carries
 // (csivolumes.Config.MaxWaiterEvals); tests lower it before starting a
@@ -55,7 +55,8 @@ type (
 
 // ClaimVolume claims a volume for one of the calling node's allocations
 // (csivolumes.Volumes.Claim). A follower forwards to the leader.
-func (s *Server) ClaimVolume(ctx context.Context, args *structs.CSIVolumeClaimArgs) (*structs.CSIVolumeClaimReply, error) {
+func (ep CSI) ClaimVolume(ctx context.Context, args *structs.CSIVolumeClaimArgs) (*structs.CSIVolumeClaimReply, error) {
+	s := ep.srv
 	if r, ok, err := forward[structs.CSIVolumeClaimArgs, structs.CSIVolumeClaimReply](ctx, s, "CSIVolume.Claim", args); ok {
 		return r, err
 	}
@@ -71,7 +72,8 @@ func (s *Server) ClaimVolume(ctx context.Context, args *structs.CSIVolumeClaimAr
 
 // UnpublishVolume is a client's release of one of its node's claims
 // (csivolumes.Volumes.Unpublish). A follower forwards to the leader.
-func (s *Server) UnpublishVolume(ctx context.Context, args *structs.CSIVolumeUnpublishArgs) (*structs.CSIVolumeUnpublishReply, error) {
+func (ep CSI) UnpublishVolume(ctx context.Context, args *structs.CSIVolumeUnpublishArgs) (*structs.CSIVolumeUnpublishReply, error) {
+	s := ep.srv
 	if r, ok, err := forward[structs.CSIVolumeUnpublishArgs, structs.CSIVolumeUnpublishReply](ctx, s, "CSIVolume.Unpublish", args); ok {
 		return r, err
 	}
@@ -87,7 +89,8 @@ func (s *Server) UnpublishVolume(ctx context.Context, args *structs.CSIVolumeUnp
 
 // ControllerOps hands a controller client the calls queued for its node.
 // Polls go to the leader, where the queue is.
-func (s *Server) ControllerOps(ctx context.Context, args *structs.CSIControllerPollArgs) (*structs.CSIControllerPollReply, error) {
+func (ep CSI) ControllerOps(ctx context.Context, args *structs.CSIControllerPollArgs) (*structs.CSIControllerPollReply, error) {
+	s := ep.srv
 	if r, ok, err := forward[structs.CSIControllerPollArgs, structs.CSIControllerPollReply](ctx, s, "CSIController.Poll", args); ok {
 		return r, err
 	}
@@ -105,7 +108,8 @@ func (s *Server) ControllerOps(ctx context.Context, args *structs.CSIControllerP
 }
 
 // ControllerDone takes a controller client's results.
-func (s *Server) ControllerDone(ctx context.Context, args *structs.CSIControllerDoneArgs) error {
+func (ep CSI) ControllerDone(ctx context.Context, args *structs.CSIControllerDoneArgs) error {
+	s := ep.srv
 	if _, ok, err := forward[structs.CSIControllerDoneArgs, Empty](ctx, s, "CSIController.Done", args); ok {
 		return err
 	}
@@ -119,33 +123,41 @@ func (s *Server) ControllerDone(ctx context.Context, args *structs.CSIController
 	return nil
 }
 
-// registerCSIClaimRPC exposes the client side of volumes; rpcAccess lets
+// register exposes the CSI volume and controller RPCs.
+func (ep CSI) register(rs *rpc.Server, mark func(context.Context) context.Context) {
+	ep.registerWriteRPC(rs, mark)
+	ep.registerClaimRPC(rs, mark)
+	ep.registerCreateRPC(rs, mark)
+}
+
+// registerClaimRPC exposes the client side of volumes; rpcAccess lets
 // a client call them for its own node only.
-func (s *Server) registerCSIClaimRPC(rs *rpc.Server, mark func(context.Context) context.Context) {
+func (ep CSI) registerClaimRPC(rs *rpc.Server, mark func(context.Context) context.Context) {
 	rpc.Handle(rs, "CSIVolume.Claim", func(ctx context.Context, a *structs.CSIVolumeClaimArgs) (*structs.CSIVolumeClaimReply, error) {
-		return s.ClaimVolume(mark(ctx), a)
+		return ep.ClaimVolume(mark(ctx), a)
 	})
 	rpc.Handle(rs, "CSIVolume.Unpublish", func(ctx context.Context, a *structs.CSIVolumeUnpublishArgs) (*structs.CSIVolumeUnpublishReply, error) {
-		return s.UnpublishVolume(mark(ctx), a)
+		return ep.UnpublishVolume(mark(ctx), a)
 	})
 	rpc.Handle(rs, "CSIController.Poll", func(ctx context.Context, a *structs.CSIControllerPollArgs) (*structs.CSIControllerPollReply, error) {
-		return s.ControllerOps(mark(ctx), a)
+		return ep.ControllerOps(mark(ctx), a)
 	})
 	rpc.Handle(rs, "CSIController.Done", func(ctx context.Context, a *structs.CSIControllerDoneArgs) (*Empty, error) {
-		return &Empty{}, s.ControllerDone(mark(ctx), a)
+		return &Empty{}, ep.ControllerDone(mark(ctx), a)
 	})
 }
 
 // RegisterCSIVolumes registers volumes, or updates registered ones, in
 // one Raft entry (csivolumes.Volumes.Register). A follower forwards to
 // the leader.
-func (s *Server) RegisterCSIVolumes(ctx context.Context, vols []*structs.CSIVolume) (uint64, error) {
-	return s.registerCSIVolumes(ctx, vols, nil)
+func (ep CSI) RegisterCSIVolumes(ctx context.Context, vols []*structs.CSIVolume) (uint64, error) {
+	return ep.registerCSIVolumes(ctx, vols, nil)
 }
 
 // registerCSIVolumes is RegisterCSIVolumes; the volumes in fresh were just
 // provisioned by their driver and are not validated again.
-func (s *Server) registerCSIVolumes(ctx context.Context, vols []*structs.CSIVolume, fresh map[csivolumes.Key]bool) (uint64, error) {
+func (ep CSI) registerCSIVolumes(ctx context.Context, vols []*structs.CSIVolume, fresh map[csivolumes.Key]bool) (uint64, error) {
+	s := ep.srv
 	if r, ok, err := forward[CSIVolumeRegisterArgs, IndexReply](ctx, s, "CSIVolume.Register", &CSIVolumeRegisterArgs{Volumes: vols}); ok {
 		if err != nil {
 			return 0, err
@@ -157,7 +169,8 @@ func (s *Server) registerCSIVolumes(ctx context.Context, vols []*structs.CSIVolu
 
 // DeregisterCSIVolumes deletes volumes of one namespace, all or none
 // (csivolumes.Volumes.Deregister). A follower forwards to the leader.
-func (s *Server) DeregisterCSIVolumes(ctx context.Context, ns string, ids []string, force bool) (uint64, error) {
+func (ep CSI) DeregisterCSIVolumes(ctx context.Context, ns string, ids []string, force bool) (uint64, error) {
+	s := ep.srv
 	args := &CSIVolumeDeregisterArgs{Namespace: ns, VolumeIDs: ids, Force: force}
 	if r, ok, err := forward[CSIVolumeDeregisterArgs, IndexReply](ctx, s, "CSIVolume.Deregister", args); ok {
 		if err != nil {
@@ -168,18 +181,18 @@ func (s *Server) DeregisterCSIVolumes(ctx context.Context, ns string, ids []stri
 	return s.csi.Deregister(ns, ids, force)
 }
 
-// registerCSIRPC exposes the volume writes, which followers forward to the
+// registerWriteRPC exposes the volume writes, which followers forward to the
 // leader. They are absent from rpcAccess: server-only.
-func (s *Server) registerCSIRPC(rs *rpc.Server, mark func(context.Context) context.Context) {
+func (ep CSI) registerWriteRPC(rs *rpc.Server, mark func(context.Context) context.Context) {
 	rpc.Handle(rs, "CSIVolume.Register", func(ctx context.Context, a *CSIVolumeRegisterArgs) (*IndexReply, error) {
-		idx, err := s.RegisterCSIVolumes(mark(ctx), a.Volumes)
+		idx, err := ep.RegisterCSIVolumes(mark(ctx), a.Volumes)
 		if err != nil {
 			return nil, err
 		}
 		return &IndexReply{Index: idx}, nil
 	})
 	rpc.Handle(rs, "CSIVolume.Deregister", func(ctx context.Context, a *CSIVolumeDeregisterArgs) (*IndexReply, error) {
-		idx, err := s.DeregisterCSIVolumes(mark(ctx), a.Namespace, a.VolumeIDs, a.Force)
+		idx, err := ep.DeregisterCSIVolumes(mark(ctx), a.Namespace, a.VolumeIDs, a.Force)
 		if err != nil {
 			return nil, err
 		}
@@ -190,15 +203,16 @@ func (s *Server) registerCSIRPC(rs *rpc.Server, mark func(context.Context) conte
 // CreateCSIVolumes provisions volumes through a controller client of each
 // volume's plugin, then registers them (csivolumes.Volumes.Create). A
 // follower forwards to the leader.
-func (s *Server) CreateCSIVolumes(ctx context.Context, vols []*structs.CSIVolume) ([]*structs.CSIVolume, uint64, error) {
-	r, err := s.createCSIVolumes(ctx, vols)
+func (ep CSI) CreateCSIVolumes(ctx context.Context, vols []*structs.CSIVolume) ([]*structs.CSIVolume, uint64, error) {
+	r, err := ep.createCSIVolumes(ctx, vols)
 	if err != nil {
 		return nil, 0, err
 	}
 	return r.Volumes, r.Index, nil
 }
 
-func (s *Server) createCSIVolumes(ctx context.Context, vols []*structs.CSIVolume) (*CSIVolumeCreateReply, error) {
+func (ep CSI) createCSIVolumes(ctx context.Context, vols []*structs.CSIVolume) (*CSIVolumeCreateReply, error) {
+	s := ep.srv
 	if r, ok, err := forward[CSIVolumeRegisterArgs, CSIVolumeCreateReply](ctx, s, "CSIVolume.Create", &CSIVolumeRegisterArgs{Volumes: vols}); ok {
 		return r, err
 	}
@@ -208,7 +222,7 @@ func (s *Server) createCSIVolumes(ctx context.Context, vols []*structs.CSIVolume
 	}
 	// The driver just made the fresh ones with these capabilities: only
 	// updates of volumes created before are validated.
-	idx, err := s.registerCSIVolumes(ctx, out, fresh)
+	idx, err := ep.registerCSIVolumes(ctx, out, fresh)
 	if err != nil {
 		return nil, err
 	}
@@ -218,7 +232,8 @@ func (s *Server) createCSIVolumes(ctx context.Context, vols []*structs.CSIVolume
 // DeleteCSIVolume deletes an unclaimed volume through a controller client
 // (csivolumes.Volumes.Delete), then deregisters it. A follower forwards
 // to the leader.
-func (s *Server) DeleteCSIVolume(ctx context.Context, ns, id string, secrets map[string]string) (uint64, error) {
+func (ep CSI) DeleteCSIVolume(ctx context.Context, ns, id string, secrets map[string]string) (uint64, error) {
+	s := ep.srv
 	args := &CSIVolumeDeleteArgs{Namespace: ns, VolumeID: id, Secrets: secrets}
 	if r, ok, err := forward[CSIVolumeDeleteArgs, IndexReply](ctx, s, "CSIVolume.Delete", args); ok {
 		if err != nil {
@@ -229,12 +244,13 @@ func (s *Server) DeleteCSIVolume(ctx context.Context, ns, id string, secrets map
 	if err := s.csi.Delete(ctx, ns, id, secrets); err != nil {
 		return 0, err
 	}
-	return s.DeregisterCSIVolumes(ctx, ns, []string{id}, false)
+	return ep.DeregisterCSIVolumes(ctx, ns, []string{id}, false)
 }
 
 // DetachCSIVolume releases every claim of vol on node (`volume detach`,
 // csivolumes.Volumes.UnpublishClaim). A follower forwards to the leader.
-func (s *Server) DetachCSIVolume(ctx context.Context, ns, id, nodeID string) (uint64, error) {
+func (ep CSI) DetachCSIVolume(ctx context.Context, ns, id, nodeID string) (uint64, error) {
+	s := ep.srv
 	args := &CSIVolumeDetachArgs{Namespace: ns, VolumeID: id, NodeID: nodeID}
 	if r, ok, err := forward[CSIVolumeDetachArgs, IndexReply](ctx, s, "CSIVolume.Detach", args); ok {
 		if err != nil {
@@ -251,19 +267,19 @@ func (s *Server) DetachCSIVolume(ctx context.Context, ns, id, nodeID string) (ui
 	return s.csi.UnpublishClaim(ctx, ns, id, &structs.CSIVolumeClaim{NodeID: nodeID, Mode: structs.CSIVolumeClaimGC})
 }
 
-func (s *Server) registerCSICreateRPC(rs *rpc.Server, mark func(context.Context) context.Context) {
+func (ep CSI) registerCreateRPC(rs *rpc.Server, mark func(context.Context) context.Context) {
 	rpc.Handle(rs, "CSIVolume.Create", func(ctx context.Context, a *CSIVolumeRegisterArgs) (*CSIVolumeCreateReply, error) {
-		return s.createCSIVolumes(mark(ctx), a.Volumes)
+		return ep.createCSIVolumes(mark(ctx), a.Volumes)
 	})
 	rpc.Handle(rs, "CSIVolume.Detach", func(ctx context.Context, a *CSIVolumeDetachArgs) (*IndexReply, error) {
-		idx, err := s.DetachCSIVolume(mark(ctx), a.Namespace, a.VolumeID, a.NodeID)
+		idx, err := ep.DetachCSIVolume(mark(ctx), a.Namespace, a.VolumeID, a.NodeID)
 		if err != nil {
 			return nil, err
 		}
 		return &IndexReply{Index: idx}, nil
 	})
 	rpc.Handle(rs, "CSIVolume.Delete", func(ctx context.Context, a *CSIVolumeDeleteArgs) (*IndexReply, error) {
-		idx, err := s.DeleteCSIVolume(mark(ctx), a.Namespace, a.VolumeID, a.Secrets)
+		idx, err := ep.DeleteCSIVolume(mark(ctx), a.Namespace, a.VolumeID, a.Secrets)
 		if err != nil {
 			return nil, err
 		}

@@ -38,7 +38,7 @@ func startFakeController(t *testing.T, s *Server, node *structs.Node, answer fun
 	go func() {
 		defer fc.wg.Done()
 		for ctx.Err() == nil {
-			r, err := s.ControllerOps(ctx, &structs.CSIControllerPollArgs{NodeID: node.ID, SecretID: node.SecretID, MaxWait: int64(time.Second)})
+			r, err := s.CSI().ControllerOps(ctx, &structs.CSIControllerPollArgs{NodeID: node.ID, SecretID: node.SecretID, MaxWait: int64(time.Second)})
 			if err != nil {
 				return
 			}
@@ -52,7 +52,7 @@ func startFakeController(t *testing.T, s *Server, node *structs.Node, answer fun
 				res = append(res, out)
 			}
 			if len(res) > 0 {
-				if err := s.ControllerDone(ctx, &structs.CSIControllerDoneArgs{NodeID: node.ID, SecretID: node.SecretID, Results: res}); err != nil {
+				if err := s.CSI().ControllerDone(ctx, &structs.CSIControllerDoneArgs{NodeID: node.ID, SecretID: node.SecretID, Results: res}); err != nil {
 					return
 				}
 			}
@@ -87,14 +87,14 @@ func csiSetup(t *testing.T, s *Server) (*structs.Node, *structs.Allocation) {
 	node.CSINodePlugins["hp"].RequiresControllerPlugin = true
 	node.CSIControllerPlugins = map[string]*structs.CSIInfo{"hp": {PluginID: "hp", Healthy: true, RequiresControllerPlugin: true,
 		ControllerInfo: &structs.CSIControllerInfo{SupportsAttachDetach: true}}}
-	if _, err := s.RegisterNode(ctx, node); err != nil {
+	if _, err := s.Nodes().Register(ctx, node); err != nil {
 		t.Fatal(err)
 	}
 	vol := csiVol("v1", "hp")
 	vol.ExternalID = "ext-1"
 	vol.Secrets = map[string]string{"token": "s3cret"}
 	validator := startFakeController(t, s, node, confirmValidate)
-	_, err := s.RegisterCSIVolumes(ctx, []*structs.CSIVolume{vol})
+	_, err := s.CSI().RegisterCSIVolumes(ctx, []*structs.CSIVolume{vol})
 	validator.stop()
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +102,7 @@ func csiSetup(t *testing.T, s *Server) (*structs.Node, *structs.Allocation) {
 	j := testJob("writer", "sysbatch")
 	j.TaskGroups[0].Volumes = map[string]*structs.VolumeRequest{"data": {Name: "data", Type: "csi", Source: "v1",
 		AccessMode: structs.CSIVolumeAccessModeSingleNodeWriter, AttachmentMode: structs.CSIVolumeAttachmentModeFilesystem}}
-	if _, err := s.RegisterJob(ctx, j, false, 0); err != nil {
+	if _, err := s.Jobs().Register(ctx, j, false, 0); err != nil {
 		t.Fatal(err)
 	}
 	var alloc *structs.Allocation
@@ -138,7 +138,7 @@ func TestCSIClaimAndReleaseThroughController(t *testing.T) {
 		return &structs.CSIControllerOpResult{}
 	})
 	ctx := context.Background()
-	r, err := s.ClaimVolume(ctx, claimArgs(node, alloc))
+	r, err := s.CSI().ClaimVolume(ctx, claimArgs(node, alloc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,14 +154,14 @@ func TestCSIClaimAndReleaseThroughController(t *testing.T) {
 		ops[0].ExternalVolumeID != "ext-1" || ops[0].Secrets["token"] != "s3cret" || ops[0].ReadOnly {
 		t.Fatalf("controller ops = %+v", ops)
 	}
-	if _, err := s.ClaimVolume(ctx, claimArgs(node, alloc)); err != nil {
+	if _, err := s.CSI().ClaimVolume(ctx, claimArgs(node, alloc)); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(fc.calls()); n != 1 {
 		t.Fatalf("a repeated claim made %d controller calls, want none", n-1)
 	}
 
-	_, err = s.UnpublishVolume(ctx, &structs.CSIVolumeUnpublishArgs{NodeID: node.ID, SecretID: node.SecretID,
+	_, err = s.CSI().UnpublishVolume(ctx, &structs.CSIVolumeUnpublishArgs{NodeID: node.ID, SecretID: node.SecretID,
 		Namespace: structs.DefaultNamespace, VolumeID: "v1",
 		Claim: &structs.CSIVolumeClaim{AllocationID: alloc.ID, Mode: structs.CSIVolumeClaimWrite, State: structs.CSIVolumeClaimStateNodeDetached}})
 	if err != nil {
@@ -188,7 +188,7 @@ func TestCSIClaimRefusals(t *testing.T) {
 	s := testServer(t, nil)
 	node, alloc := csiSetup(t, s)
 	other := csiNode("b", "hp", true)
-	if _, err := s.RegisterNode(context.Background(), other); err != nil {
+	if _, err := s.Nodes().Register(context.Background(), other); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -209,7 +209,7 @@ func TestCSIClaimRefusals(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			a := claimArgs(node, alloc)
 			tc.mut(a)
-			_, err := s.ClaimVolume(context.Background(), a)
+			_, err := s.CSI().ClaimVolume(context.Background(), a)
 			if !errors.Is(err, tc.kind) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want %v containing %q", err, tc.kind, tc.want)
 			}
@@ -251,12 +251,12 @@ func TestCSIReleaseControllerFailureKeepsCheckpoint(t *testing.T) {
 		return append([]time.Time(nil), detaches...)
 	}
 	ctx := context.Background()
-	if _, err := s.ClaimVolume(ctx, claimArgs(node, alloc)); err != nil {
+	if _, err := s.CSI().ClaimVolume(ctx, claimArgs(node, alloc)); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
 	rel := &structs.CSIVolumeClaim{AllocationID: alloc.ID, Mode: structs.CSIVolumeClaimWrite, State: structs.CSIVolumeClaimStateNodeDetached}
-	if _, err := s.UnpublishVolume(ctx, &structs.CSIVolumeUnpublishArgs{NodeID: node.ID, SecretID: node.SecretID,
+	if _, err := s.CSI().UnpublishVolume(ctx, &structs.CSIVolumeUnpublishArgs{NodeID: node.ID, SecretID: node.SecretID,
 		Namespace: structs.DefaultNamespace, VolumeID: "v1", Claim: rel}); err != nil {
 		t.Fatal(err)
 	}
@@ -306,10 +306,10 @@ func TestCSIReleaseWaitsForNode(t *testing.T) {
 		return &structs.CSIControllerOpResult{}
 	})
 	ctx := context.Background()
-	if _, err := s.ClaimVolume(ctx, claimArgs(node, alloc)); err != nil {
+	if _, err := s.CSI().ClaimVolume(ctx, claimArgs(node, alloc)); err != nil {
 		t.Fatal(err)
 	}
-	_, err := s.UnpublishVolume(ctx, &structs.CSIVolumeUnpublishArgs{NodeID: node.ID, SecretID: node.SecretID,
+	_, err := s.CSI().UnpublishVolume(ctx, &structs.CSIVolumeUnpublishArgs{NodeID: node.ID, SecretID: node.SecretID,
 		Namespace: structs.DefaultNamespace, VolumeID: "v1",
 		Claim: &structs.CSIVolumeClaim{AllocationID: alloc.ID, Mode: structs.CSIVolumeClaimWrite, State: structs.CSIVolumeClaimStateUnpublishing}})
 	if !errors.Is(err, structs.ErrUnavailable) || !strings.Contains(err.Error(), "waiting for node") {
@@ -321,10 +321,10 @@ func TestCSIReleaseWaitsForNode(t *testing.T) {
 	}
 	// Another client cannot release it.
 	other := csiNode("b", "hp", true)
-	if _, err := s.RegisterNode(ctx, other); err != nil {
+	if _, err := s.Nodes().Register(ctx, other); err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.UnpublishVolume(ctx, &structs.CSIVolumeUnpublishArgs{NodeID: other.ID, SecretID: other.SecretID,
+	_, err = s.CSI().UnpublishVolume(ctx, &structs.CSIVolumeUnpublishArgs{NodeID: other.ID, SecretID: other.SecretID,
 		Namespace: structs.DefaultNamespace, VolumeID: "v1",
 		Claim: &structs.CSIVolumeClaim{AllocationID: alloc.ID, Mode: structs.CSIVolumeClaimWrite, State: structs.CSIVolumeClaimStateNodeDetached}})
 	if !errors.Is(err, structs.ErrPermissionDenied) {
@@ -344,13 +344,13 @@ func TestCSIWaitingWriterPlacedWhenClaimFreed(t *testing.T) {
 		return &structs.CSIControllerOpResult{}
 	})
 	ctx := context.Background()
-	if _, err := s.ClaimVolume(ctx, claimArgs(node, alloc)); err != nil {
+	if _, err := s.CSI().ClaimVolume(ctx, claimArgs(node, alloc)); err != nil {
 		t.Fatal(err)
 	}
 	j := testJob("second", "sysbatch")
 	j.TaskGroups[0].Volumes = map[string]*structs.VolumeRequest{"data": {Name: "data", Type: "csi", Source: "v1",
 		AccessMode: structs.CSIVolumeAccessModeSingleNodeWriter, AttachmentMode: structs.CSIVolumeAttachmentModeFilesystem}}
-	if _, err := s.RegisterJob(ctx, j, false, 0); err != nil {
+	if _, err := s.Jobs().Register(ctx, j, false, 0); err != nil {
 		t.Fatal(err)
 	}
 	failedEvals := func() int {
@@ -372,7 +372,7 @@ func TestCSIWaitingWriterPlacedWhenClaimFreed(t *testing.T) {
 	// The first alloc ends; its claim is held until it is released.
 	u := alloc.Copy()
 	u.ClientStatus = structs.AllocClientStatusComplete
-	if err := s.UpdateAllocs(ctx, node.ID, node.SecretID, []*structs.Allocation{u}); err != nil {
+	if err := s.Nodes().UpdateAllocs(ctx, node.ID, node.SecretID, []*structs.Allocation{u}); err != nil {
 		t.Fatal(err)
 	}
 	if n := secondAllocs(); n != 0 {
@@ -380,7 +380,7 @@ func TestCSIWaitingWriterPlacedWhenClaimFreed(t *testing.T) {
 	}
 
 	// The client releases the claim: freed, and the waiting writer placed.
-	_, err := s.UnpublishVolume(ctx, &structs.CSIVolumeUnpublishArgs{NodeID: node.ID, SecretID: node.SecretID,
+	_, err := s.CSI().UnpublishVolume(ctx, &structs.CSIVolumeUnpublishArgs{NodeID: node.ID, SecretID: node.SecretID,
 		Namespace: structs.DefaultNamespace, VolumeID: "v1",
 		Claim: &structs.CSIVolumeClaim{AllocationID: alloc.ID, Mode: structs.CSIVolumeClaimWrite, State: structs.CSIVolumeClaimStateNodeDetached}})
 	if err != nil {
@@ -410,20 +410,20 @@ func TestCSIJobPlacedWhenVolumeRegistered(t *testing.T) {
 	s := testServer(t, nil)
 	ctx := context.Background()
 	node := csiNode("a", "hp", true)
-	if _, err := s.RegisterNode(ctx, node); err != nil {
+	if _, err := s.Nodes().Register(ctx, node); err != nil {
 		t.Fatal(err)
 	}
 	j := testJob("early", "sysbatch")
 	j.TaskGroups[0].Volumes = map[string]*structs.VolumeRequest{"data": {Name: "data", Type: "csi", Source: "later",
 		AccessMode: structs.CSIVolumeAccessModeSingleNodeWriter, AttachmentMode: structs.CSIVolumeAttachmentModeFilesystem}}
-	if _, err := s.RegisterJob(ctx, j, false, 0); err != nil {
+	if _, err := s.Jobs().Register(ctx, j, false, 0); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "the job's eval to fail its placement", func() bool {
 		evs, _ := s.State().EvalsByJob(nil, structs.DefaultNamespace, "early")
 		return len(evs) == 1 && evs[0].Status == structs.EvalStatusComplete && len(evs[0].FailedTGAllocs) > 0
 	})
-	if _, err := s.RegisterCSIVolumes(ctx, []*structs.CSIVolume{csiVol("later", "hp")}); err != nil {
+	if _, err := s.CSI().RegisterCSIVolumes(ctx, []*structs.CSIVolume{csiVol("later", "hp")}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "the job placed", func() bool {
@@ -448,7 +448,7 @@ func TestCSIClaimSlowControllerTimesOut(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		for pctx.Err() == nil {
-			r, err := s.ControllerOps(pctx, &structs.CSIControllerPollArgs{NodeID: node.ID, SecretID: node.SecretID, MaxWait: int64(time.Second)})
+			r, err := s.CSI().ControllerOps(pctx, &structs.CSIControllerPollArgs{NodeID: node.ID, SecretID: node.SecretID, MaxWait: int64(time.Second)})
 			if err != nil {
 				return
 			}
@@ -459,7 +459,7 @@ func TestCSIClaimSlowControllerTimesOut(t *testing.T) {
 	}()
 	answer := func(op *structs.CSIControllerOp) {
 		t.Helper()
-		err := s.ControllerDone(context.Background(), &structs.CSIControllerDoneArgs{NodeID: node.ID, SecretID: node.SecretID,
+		err := s.CSI().ControllerDone(context.Background(), &structs.CSIControllerDoneArgs{NodeID: node.ID, SecretID: node.SecretID,
 			Results: []*structs.CSIControllerOpResult{{ID: op.ID, PublishContext: map[string]string{"device": "/dev/" + op.ID}}}})
 		if err != nil {
 			t.Fatal(err)
@@ -481,7 +481,7 @@ func TestCSIClaimSlowControllerTimesOut(t *testing.T) {
 	defer cancelClaim()
 	claimErr := make(chan error, 1)
 	go func() {
-		_, err := s.ClaimVolume(ctx, claimArgs(node, alloc))
+		_, err := s.CSI().ClaimVolume(ctx, claimArgs(node, alloc))
 		claimErr <- err
 	}()
 	slow := next() // taken, never answered in time
@@ -503,7 +503,7 @@ func TestCSIClaimSlowControllerTimesOut(t *testing.T) {
 
 	claimed := make(chan error, 1)
 	go func() {
-		r, err := s.ClaimVolume(context.Background(), claimArgs(node, alloc))
+		r, err := s.CSI().ClaimVolume(context.Background(), claimArgs(node, alloc))
 		if err == nil && r.PublishContext["device"] == "/dev/"+slow.ID {
 			err = errors.New("the claim took the timed-out call's result")
 		}
@@ -535,7 +535,7 @@ func TestCSIVolumeWaiterEvalsBounded(t *testing.T) {
 	t.Cleanup(func() { maxVolumeWaiterEvals = old })
 	s := testServer(t, nil)
 	ctx := context.Background()
-	if _, err := s.RegisterNode(ctx, csiNode("a", "hp", true)); err != nil {
+	if _, err := s.Nodes().Register(ctx, csiNode("a", "hp", true)); err != nil {
 		t.Fatal(err)
 	}
 	ids := []string{"w1", "w2", "w3"}
@@ -543,7 +543,7 @@ func TestCSIVolumeWaiterEvalsBounded(t *testing.T) {
 		j := testJob(id, "sysbatch")
 		j.TaskGroups[0].Volumes = map[string]*structs.VolumeRequest{"data": {Name: "data", Type: "csi", Source: "later",
 			AccessMode: structs.CSIVolumeAccessModeMultiNodeReader, AttachmentMode: structs.CSIVolumeAttachmentModeFilesystem, ReadOnly: true}}
-		if _, err := s.RegisterJob(ctx, j, false, 0); err != nil {
+		if _, err := s.Jobs().Register(ctx, j, false, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -576,12 +576,12 @@ func TestCSIDetachLiveNodePushesNodeDetach(t *testing.T) {
 		return &structs.CSIControllerOpResult{}
 	})
 	ctx := context.Background()
-	if _, err := s.ClaimVolume(ctx, claimArgs(node, alloc)); err != nil {
+	if _, err := s.CSI().ClaimVolume(ctx, claimArgs(node, alloc)); err != nil {
 		t.Fatal(err)
 	}
 	dctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if _, err := s.DetachCSIVolume(dctx, structs.DefaultNamespace, "v1", node.ID); err != nil {
+	if _, err := s.CSI().DetachCSIVolume(dctx, structs.DefaultNamespace, "v1", node.ID); err != nil {
 		t.Fatal(err)
 	}
 	ops := fc.calls()
@@ -615,12 +615,12 @@ func TestCSIDetachNodeFailureKeepsClaim(t *testing.T) {
 		return &structs.CSIControllerOpResult{}
 	})
 	ctx := context.Background()
-	if _, err := s.ClaimVolume(ctx, claimArgs(node, alloc)); err != nil {
+	if _, err := s.CSI().ClaimVolume(ctx, claimArgs(node, alloc)); err != nil {
 		t.Fatal(err)
 	}
 	dctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	_, err := s.DetachCSIVolume(dctx, structs.DefaultNamespace, "v1", node.ID)
+	_, err := s.CSI().DetachCSIVolume(dctx, structs.DefaultNamespace, "v1", node.ID)
 	if !errors.Is(err, structs.ErrInvalid) || !strings.Contains(err.Error(), "target is busy") || !strings.Contains(err.Error(), node.ID) {
 		t.Fatalf("err = %v", err)
 	}
@@ -643,13 +643,13 @@ func TestCSIDetachNodeNotPolling(t *testing.T) {
 	node, alloc := csiSetup(t, s)
 	fc := startFakeController(t, s, node, confirmValidate)
 	ctx := context.Background()
-	if _, err := s.ClaimVolume(ctx, claimArgs(node, alloc)); err != nil {
+	if _, err := s.CSI().ClaimVolume(ctx, claimArgs(node, alloc)); err != nil {
 		t.Fatal(err)
 	}
 	fc.stop()
 	dctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	_, err := s.DetachCSIVolume(dctx, structs.DefaultNamespace, "v1", node.ID)
+	_, err := s.CSI().DetachCSIVolume(dctx, structs.DefaultNamespace, "v1", node.ID)
 	if !errors.Is(err, structs.ErrUnavailable) || !strings.Contains(err.Error(), "did not take the call") {
 		t.Fatalf("err = %v", err)
 	}
@@ -662,11 +662,11 @@ func TestCSIDetachRefusals(t *testing.T) {
 	node, alloc := csiSetup(t, s)
 	startFakeController(t, s, node, confirmValidate)
 	ctx := context.Background()
-	if _, err := s.ClaimVolume(ctx, claimArgs(node, alloc)); err != nil {
+	if _, err := s.CSI().ClaimVolume(ctx, claimArgs(node, alloc)); err != nil {
 		t.Fatal(err)
 	}
 	other := csiNode("b", "hp", true)
-	if _, err := s.RegisterNode(ctx, other); err != nil {
+	if _, err := s.Nodes().Register(ctx, other); err != nil {
 		t.Fatal(err)
 	}
 	before, _ := s.State().CSIVolumeByID(nil, structs.DefaultNamespace, "v1")
@@ -679,7 +679,7 @@ func TestCSIDetachRefusals(t *testing.T) {
 		{strings.Repeat("n", 200), "node ID: longer than", structs.ErrInvalid},
 	}
 	for _, tc := range tests {
-		_, err := s.DetachCSIVolume(ctx, structs.DefaultNamespace, "v1", tc.node)
+		_, err := s.CSI().DetachCSIVolume(ctx, structs.DefaultNamespace, "v1", tc.node)
 		if !errors.Is(err, tc.kind) || !strings.Contains(err.Error(), tc.want) {
 			t.Fatalf("detach from %.20s: err = %v, want %v containing %q", tc.node, err, tc.kind, tc.want)
 		}
@@ -702,12 +702,12 @@ func TestCSIDetachNodeFreesItsClaimsInOneWrite(t *testing.T) {
 	ctx := context.Background()
 	vol := csiVol("shared", "hp")
 	vol.RequestedCapabilities[0].AccessMode = structs.CSIVolumeAccessModeMultiNodeMultiWriter
-	if _, err := s.RegisterCSIVolumes(ctx, []*structs.CSIVolume{vol}); err != nil {
+	if _, err := s.CSI().RegisterCSIVolumes(ctx, []*structs.CSIVolume{vol}); err != nil {
 		t.Fatal(err)
 	}
 	j := testJob("holders", "batch")
 	j.TaskGroups[0].Count = 2
-	if _, err := s.RegisterJob(ctx, j, false, 0); err != nil {
+	if _, err := s.Jobs().Register(ctx, j, false, 0); err != nil {
 		t.Fatal(err)
 	}
 	var allocs []*structs.Allocation
@@ -716,7 +716,7 @@ func TestCSIDetachNodeFreesItsClaimsInOneWrite(t *testing.T) {
 		return len(allocs) == 2
 	})
 	for _, a := range allocs {
-		_, err := s.ClaimVolume(ctx, &structs.CSIVolumeClaimArgs{NodeID: node.ID, SecretID: node.SecretID,
+		_, err := s.CSI().ClaimVolume(ctx, &structs.CSIVolumeClaimArgs{NodeID: node.ID, SecretID: node.SecretID,
 			Namespace: structs.DefaultNamespace, VolumeID: "shared", AllocationID: a.ID, Mode: structs.CSIVolumeClaimWrite,
 			AccessMode: structs.CSIVolumeAccessModeMultiNodeMultiWriter, AttachmentMode: structs.CSIVolumeAttachmentModeFilesystem})
 		if err != nil {
@@ -726,7 +726,7 @@ func TestCSIDetachNodeFreesItsClaimsInOneWrite(t *testing.T) {
 	n0, i0 := len(fc.calls()), s.raft.LastIndex()
 	dctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	idx, err := s.DetachCSIVolume(dctx, structs.DefaultNamespace, "shared", node.ID)
+	idx, err := s.CSI().DetachCSIVolume(dctx, structs.DefaultNamespace, "shared", node.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ func TestControllerCallTriesNextNode(t *testing.T) {
 		n := csiNode(name, "hp", true)
 		n.CSIControllerPlugins = map[string]*structs.CSIInfo{"hp": {PluginID: "hp", Healthy: true,
 			ControllerInfo: &structs.CSIControllerInfo{SupportsAttachDetach: true}}}
-		if _, err := s.RegisterNode(ctx, n); err != nil {
+		if _, err := s.Nodes().Register(ctx, n); err != nil {
 			t.Fatal(err)
 		}
 		nodes = append(nodes, n)
@@ -55,7 +55,7 @@ func TestControllerAbandonedCallKeepsPluginLocked(t *testing.T) {
 		n := csiNode(name, "hp", true)
 		n.CSIControllerPlugins = map[string]*structs.CSIInfo{"hp": {PluginID: "hp", Healthy: true,
 			ControllerInfo: &structs.CSIControllerInfo{SupportsAttachDetach: true}}}
-		if _, err := s.RegisterNode(ctx, n); err != nil {
+		if _, err := s.Nodes().Register(ctx, n); err != nil {
 			t.Fatal(err)
 		}
 		byID[n.ID] = n
@@ -70,7 +70,7 @@ func TestControllerAbandonedCallKeepsPluginLocked(t *testing.T) {
 	// before the caller gives up.
 	taken := make(chan *structs.CSIControllerOp, 1)
 	go func() {
-		r, err := s.ControllerOps(ctx, &structs.CSIControllerPollArgs{NodeID: slow.ID, SecretID: slow.SecretID, MaxWait: int64(5 * time.Second)})
+		r, err := s.CSI().ControllerOps(ctx, &structs.CSIControllerPollArgs{NodeID: slow.ID, SecretID: slow.SecretID, MaxWait: int64(5 * time.Second)})
 		if err == nil && len(r.Ops) == 1 {
 			taken <- r.Ops[0]
 		}
@@ -110,7 +110,7 @@ func TestControllerAbandonedCallKeepsPluginLocked(t *testing.T) {
 		t.Fatalf("the fast client got %d calls while the plugin was busy", n)
 	}
 	// The slow client answers at last: the plugin is free.
-	if err := s.ControllerDone(ctx, &structs.CSIControllerDoneArgs{NodeID: slow.ID, SecretID: slow.SecretID,
+	if err := s.CSI().ControllerDone(ctx, &structs.CSIControllerDoneArgs{NodeID: slow.ID, SecretID: slow.SecretID,
 		Results: []*structs.CSIControllerOpResult{{ID: op.ID}}}); err != nil {
 		t.Fatal(err)
 	}

@@ -28,12 +28,12 @@ func csiVol(id, plugin string) *structs.CSIVolume {
 func TestCSIVolumeRegisterRefusals(t *testing.T) {
 	s := testServer(t, nil)
 	ctx := context.Background()
-	if _, err := s.RegisterNode(ctx, csiNode("a", "hp", true)); err != nil {
+	if _, err := s.Nodes().Register(ctx, csiNode("a", "hp", true)); err != nil {
 		t.Fatal(err)
 	}
 	ctrl := csiNode("b", "ctl", true)
 	ctrl.CSINodePlugins["ctl"].RequiresControllerPlugin = true
-	if _, err := s.RegisterNode(ctx, ctrl); err != nil {
+	if _, err := s.Nodes().Register(ctx, ctrl); err != nil {
 		t.Fatal(err)
 	}
 	many := make([]*structs.CSIVolume, structs.MaxCSIVolumesPerRequest+1)
@@ -62,7 +62,7 @@ func TestCSIVolumeRegisterRefusals(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			before := s.State().Index("csi_volumes")
-			_, err := s.RegisterCSIVolumes(ctx, tc.vols)
+			_, err := s.CSI().RegisterCSIVolumes(ctx, tc.vols)
 			if !errors.Is(err, tc.kind) || !strings.Contains(fmt.Sprint(err), tc.want) {
 				t.Fatalf("err = %v, want %v containing %q", err, tc.kind, tc.want)
 			}
@@ -74,14 +74,14 @@ func TestCSIVolumeRegisterRefusals(t *testing.T) {
 
 	bad := csiNode("c", "hp", true)
 	bad.CSINodePlugins["hp"].HealthDescription = strings.Repeat("x", structs.MaxCSIInfoTextBytes+1)
-	if _, err := s.RegisterNode(ctx, bad); !errors.Is(err, structs.ErrInvalid) {
+	if _, err := s.Nodes().Register(ctx, bad); !errors.Is(err, structs.ErrInvalid) {
 		t.Errorf("oversized plugin info: %v", err)
 	}
 	flood := csiNode("d", "hp", true)
 	for i := range structs.MaxCSIPluginsPerNode + 1 {
 		flood.CSINodePlugins[fmt.Sprintf("p%d", i)] = &structs.CSIInfo{Healthy: true}
 	}
-	if _, err := s.RegisterNode(ctx, flood); !errors.Is(err, structs.ErrInvalid) {
+	if _, err := s.Nodes().Register(ctx, flood); !errors.Is(err, structs.ErrInvalid) {
 		t.Errorf("too many plugins: %v", err)
 	}
 }
@@ -91,12 +91,12 @@ func TestCSIVolumeRegisterRefusals(t *testing.T) {
 func TestCSIVolumeRegisterDeregister(t *testing.T) {
 	s := testServer(t, nil)
 	ctx := context.Background()
-	if _, err := s.RegisterNode(ctx, csiNode("a", "hp", true)); err != nil {
+	if _, err := s.Nodes().Register(ctx, csiNode("a", "hp", true)); err != nil {
 		t.Fatal(err)
 	}
 	v := csiVol("data", "hp")
 	v.Secrets = map[string]string{"k": "v"}
-	if _, err := s.RegisterCSIVolumes(ctx, []*structs.CSIVolume{v}); err != nil {
+	if _, err := s.CSI().RegisterCSIVolumes(ctx, []*structs.CSIVolume{v}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.State().CSIVolumeByID(nil, "default", "data")
@@ -105,14 +105,14 @@ func TestCSIVolumeRegisterDeregister(t *testing.T) {
 	}
 	u := csiVol("data", "hp")
 	u.ExternalID = "changed"
-	if _, err := s.RegisterCSIVolumes(ctx, []*structs.CSIVolume{u}); !errors.Is(err, structs.ErrInvalid) ||
+	if _, err := s.CSI().RegisterCSIVolumes(ctx, []*structs.CSIVolume{u}); !errors.Is(err, structs.ErrInvalid) ||
 		!strings.Contains(err.Error(), "external_id cannot be updated") {
 		t.Errorf("identity change: %v", err)
 	}
-	if _, err := s.DeregisterCSIVolumes(ctx, "default", []string{"nosuch"}, false); !errors.Is(err, structs.ErrNotFound) {
+	if _, err := s.CSI().DeregisterCSIVolumes(ctx, "default", []string{"nosuch"}, false); !errors.Is(err, structs.ErrNotFound) {
 		t.Errorf("missing volume: %v", err)
 	}
-	if _, err := s.DeregisterCSIVolumes(ctx, "default", []string{"data"}, false); err != nil {
+	if _, err := s.CSI().DeregisterCSIVolumes(ctx, "default", []string{"data"}, false); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := s.State().CSIVolumeByID(nil, "default", "data"); got != nil {

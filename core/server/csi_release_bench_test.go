@@ -86,7 +86,7 @@ func newReleaseBench(b *testing.B, controller, shared bool, n int) *releaseBench
 		node.CSIControllerPlugins = map[string]*structs.CSIInfo{"hp": {PluginID: "hp", Healthy: true, RequiresControllerPlugin: true,
 			ControllerInfo: &structs.CSIControllerInfo{SupportsAttachDetach: true}}}
 	}
-	if _, err := s.RegisterNode(ctx, node); err != nil {
+	if _, err := s.Nodes().Register(ctx, node); err != nil {
 		b.Fatal(err)
 	}
 	// The node's client: answers controller and node-detach calls.
@@ -96,7 +96,7 @@ func newReleaseBench(b *testing.B, controller, shared bool, n int) *releaseBench
 	go func() {
 		defer wg.Done()
 		for pctx.Err() == nil {
-			r, err := s.ControllerOps(pctx, &structs.CSIControllerPollArgs{NodeID: node.ID, SecretID: node.SecretID, MaxWait: int64(time.Second)})
+			r, err := s.CSI().ControllerOps(pctx, &structs.CSIControllerPollArgs{NodeID: node.ID, SecretID: node.SecretID, MaxWait: int64(time.Second)})
 			if err != nil {
 				return
 			}
@@ -107,7 +107,7 @@ func newReleaseBench(b *testing.B, controller, shared bool, n int) *releaseBench
 				res = append(res, out)
 			}
 			if len(res) > 0 {
-				if err := s.ControllerDone(pctx, &structs.CSIControllerDoneArgs{NodeID: node.ID, SecretID: node.SecretID, Results: res}); err != nil {
+				if err := s.CSI().ControllerDone(pctx, &structs.CSIControllerDoneArgs{NodeID: node.ID, SecretID: node.SecretID, Results: res}); err != nil {
 					return
 				}
 			}
@@ -132,12 +132,12 @@ func newReleaseBench(b *testing.B, controller, shared bool, n int) *releaseBench
 			vols = append(vols, v)
 		}
 	}
-	if _, err := s.RegisterCSIVolumes(ctx, vols); err != nil {
+	if _, err := s.CSI().RegisterCSIVolumes(ctx, vols); err != nil {
 		b.Fatal(err)
 	}
 	j := testJob("holders", "batch")
 	j.TaskGroups[0].Count = n
-	if _, err := s.RegisterJob(ctx, j, false, 0); err != nil {
+	if _, err := s.Jobs().Register(ctx, j, false, 0); err != nil {
 		b.Fatal(err)
 	}
 	deadline := time.Now().Add(30 * time.Second)
@@ -165,7 +165,7 @@ func (e *releaseBench) claimAll(b *testing.B) {
 	b.Helper()
 	ctx := context.Background()
 	for i, a := range e.allocs {
-		_, err := e.s.ClaimVolume(ctx, &structs.CSIVolumeClaimArgs{NodeID: e.node.ID, SecretID: e.node.SecretID,
+		_, err := e.s.CSI().ClaimVolume(ctx, &structs.CSIVolumeClaimArgs{NodeID: e.node.ID, SecretID: e.node.SecretID,
 			Namespace: structs.DefaultNamespace, VolumeID: e.vols[i], AllocationID: a.ID, Mode: structs.CSIVolumeClaimWrite,
 			AccessMode: e.access, AttachmentMode: structs.CSIVolumeAttachmentModeFilesystem})
 		if err != nil {
@@ -184,7 +184,7 @@ func (e *releaseBench) release(b *testing.B, how string) {
 		var err error
 		switch how {
 		case "client":
-			_, err = e.s.UnpublishVolume(ctx, &structs.CSIVolumeUnpublishArgs{NodeID: e.node.ID, SecretID: e.node.SecretID,
+			_, err = e.s.CSI().UnpublishVolume(ctx, &structs.CSIVolumeUnpublishArgs{NodeID: e.node.ID, SecretID: e.node.SecretID,
 				Namespace: structs.DefaultNamespace, VolumeID: e.vols[i],
 				Claim: &structs.CSIVolumeClaim{AllocationID: a.ID, Mode: structs.CSIVolumeClaimWrite, State: structs.CSIVolumeClaimStateNodeDetached}})
 		case "detach":

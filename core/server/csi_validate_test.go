@@ -21,7 +21,7 @@ func validateNode(t *testing.T, s *Server, healthy bool) *structs.Node {
 	node.CSINodePlugins["hp"].RequiresControllerPlugin = true
 	node.CSIControllerPlugins = map[string]*structs.CSIInfo{"hp": {PluginID: "hp", Healthy: healthy, RequiresControllerPlugin: true,
 		ControllerInfo: &structs.CSIControllerInfo{SupportsAttachDetach: true}}}
-	if _, err := s.RegisterNode(context.Background(), node); err != nil {
+	if _, err := s.Nodes().Register(context.Background(), node); err != nil {
 		t.Fatal(err)
 	}
 	return node
@@ -54,7 +54,7 @@ func TestCSIVolumeRegisterValidatesWithController(t *testing.T) {
 	v.Parameters = map[string]string{"type": "ssd"}
 	v.Context = map[string]string{"share": "/x"}
 	v.Secrets = map[string]string{"token": "s3cret"}
-	if _, err := s.RegisterCSIVolumes(ctx, []*structs.CSIVolume{v}); err != nil {
+	if _, err := s.CSI().RegisterCSIVolumes(ctx, []*structs.CSIVolume{v}); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := s.State().CSIVolumeByID(nil, structs.DefaultNamespace, "v1"); got == nil {
@@ -76,7 +76,7 @@ func TestCSIVolumeRegisterValidatesWithController(t *testing.T) {
 	// Unchanged (secrets may change freely): nothing to validate.
 	same := v.Copy()
 	same.Secrets = map[string]string{"token": "rotated"}
-	if _, err := s.RegisterCSIVolumes(ctx, []*structs.CSIVolume{same}); err != nil {
+	if _, err := s.CSI().RegisterCSIVolumes(ctx, []*structs.CSIVolume{same}); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(validated(fc.calls())); n != 1 {
@@ -86,7 +86,7 @@ func TestCSIVolumeRegisterValidatesWithController(t *testing.T) {
 	more := v.Copy()
 	more.RequestedCapabilities = append(more.RequestedCapabilities, &structs.CSIVolumeCapability{
 		AccessMode: structs.CSIVolumeAccessModeMultiNodeReader, AttachmentMode: structs.CSIVolumeAttachmentModeFilesystem})
-	if _, err := s.RegisterCSIVolumes(ctx, []*structs.CSIVolume{more}); err != nil {
+	if _, err := s.CSI().RegisterCSIVolumes(ctx, []*structs.CSIVolume{more}); err != nil {
 		t.Fatal(err)
 	}
 	ops = validated(fc.calls())
@@ -126,7 +126,7 @@ func TestCSIVolumeRegisterRefusedByController(t *testing.T) {
 			v.ExternalID = "ext-1"
 			before := s.State().Index("csi_volumes")
 			answers <- tc.answer
-			_, err := s.RegisterCSIVolumes(ctx, []*structs.CSIVolume{v})
+			_, err := s.CSI().RegisterCSIVolumes(ctx, []*structs.CSIVolume{v})
 			if !errors.Is(err, structs.ErrInvalid) || structs.HTTPStatus(err) != http.StatusBadRequest {
 				t.Fatalf("err = %v (status %d), want ErrInvalid, 400", err, structs.HTTPStatus(err))
 			}
@@ -147,14 +147,14 @@ func TestCSIVolumeRegisterRefusedByController(t *testing.T) {
 	// A registered volume whose update the driver refuses stays as it was.
 	v := csiVol("v2", "hp")
 	answers <- &structs.CSIControllerOpResult{Validation: &structs.CSIVolumeValidation{Confirmed: true}}
-	if _, err := s.RegisterCSIVolumes(ctx, []*structs.CSIVolume{v}); err != nil {
+	if _, err := s.CSI().RegisterCSIVolumes(ctx, []*structs.CSIVolume{v}); err != nil {
 		t.Fatal(err)
 	}
 	u := v.Copy()
 	u.RequestedCapabilities = []*structs.CSIVolumeCapability{{AccessMode: structs.CSIVolumeAccessModeMultiNodeMultiWriter,
 		AttachmentMode: structs.CSIVolumeAttachmentModeBlockDevice}}
 	answers <- &structs.CSIControllerOpResult{Validation: &structs.CSIVolumeValidation{Message: "no block devices"}}
-	if _, err := s.RegisterCSIVolumes(ctx, []*structs.CSIVolume{u}); !errors.Is(err, structs.ErrInvalid) || !strings.Contains(err.Error(), "no block devices") {
+	if _, err := s.CSI().RegisterCSIVolumes(ctx, []*structs.CSIVolume{u}); !errors.Is(err, structs.ErrInvalid) || !strings.Contains(err.Error(), "no block devices") {
 		t.Fatalf("refused update: %v", err)
 	}
 	got, _ := s.State().CSIVolumeByID(nil, structs.DefaultNamespace, "v2")
@@ -174,18 +174,18 @@ func TestCSIVolumeRegisterControllerUnavailable(t *testing.T) {
 	ctx := context.Background()
 	node := validateNode(t, s, true) // healthy, but its client never polls
 	before := s.State().Index("csi_volumes")
-	_, err := s.RegisterCSIVolumes(ctx, []*structs.CSIVolume{csiVol("v1", "hp")})
+	_, err := s.CSI().RegisterCSIVolumes(ctx, []*structs.CSIVolume{csiVol("v1", "hp")})
 	if !errors.Is(err, structs.ErrUnavailable) || structs.HTTPStatus(err) != http.StatusServiceUnavailable ||
 		!strings.Contains(err.Error(), `volume "v1"`) || !strings.Contains(err.Error(), "did not take the call") {
 		t.Fatalf("controller client not polling: %v", err)
 	}
 
 	node.CSIControllerPlugins["hp"].Healthy = false
-	if _, err := s.RegisterNode(ctx, node); err != nil {
+	if _, err := s.Nodes().Register(ctx, node); err != nil {
 		t.Fatal(err)
 	}
 	startFakeController(t, s, node, confirmValidate) // polls, but its controller is unhealthy
-	_, err = s.RegisterCSIVolumes(ctx, []*structs.CSIVolume{csiVol("v1", "hp")})
+	_, err = s.CSI().RegisterCSIVolumes(ctx, []*structs.CSIVolume{csiVol("v1", "hp")})
 	if !errors.Is(err, structs.ErrUnavailable) || !strings.Contains(err.Error(), `volume "v1"`) ||
 		!strings.Contains(err.Error(), "no healthy CSI controller") {
 		t.Fatalf("unhealthy controller: %v", err)
@@ -196,10 +196,10 @@ func TestCSIVolumeRegisterControllerUnavailable(t *testing.T) {
 
 	ctl := csiNode("b", "ctl", true)
 	ctl.CSINodePlugins["ctl"].RequiresControllerPlugin = true
-	if _, err := s.RegisterNode(ctx, ctl); err != nil {
+	if _, err := s.Nodes().Register(ctx, ctl); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.RegisterCSIVolumes(ctx, []*structs.CSIVolume{csiVol("v1", "ctl")}); !errors.Is(err, structs.ErrInvalid) ||
+	if _, err := s.CSI().RegisterCSIVolumes(ctx, []*structs.CSIVolume{csiVol("v1", "ctl")}); !errors.Is(err, structs.ErrInvalid) ||
 		!strings.Contains(err.Error(), "requires a controller plugin") {
 		t.Fatalf("no controller ever seen: %v", err)
 	}
@@ -212,11 +212,11 @@ func TestCSIVolumeRegisterWithoutValidation(t *testing.T) {
 	s := testServer(t, nil)
 	ctx := context.Background()
 	nodeOnly := csiNode("n", "np", true)
-	if _, err := s.RegisterNode(ctx, nodeOnly); err != nil {
+	if _, err := s.Nodes().Register(ctx, nodeOnly); err != nil {
 		t.Fatal(err)
 	}
 	fc := startFakeController(t, s, nodeOnly, confirmValidate)
-	if _, err := s.RegisterCSIVolumes(ctx, []*structs.CSIVolume{csiVol("v1", "np")}); err != nil {
+	if _, err := s.CSI().RegisterCSIVolumes(ctx, []*structs.CSIVolume{csiVol("v1", "np")}); err != nil {
 		t.Fatal(err)
 	}
 	if ops := fc.calls(); len(ops) != 0 {
@@ -229,7 +229,7 @@ func TestCSIVolumeRegisterWithoutValidation(t *testing.T) {
 		return &structs.CSIControllerOpResult{Validation: &structs.CSIVolumeValidation{Unsupported: true,
 			Message: "not implemented by the driver: csi ValidateVolumeCapabilities"}}
 	})
-	if _, err := s.RegisterCSIVolumes(ctx, []*structs.CSIVolume{csiVol("v2", "hp")}); err != nil {
+	if _, err := s.CSI().RegisterCSIVolumes(ctx, []*structs.CSIVolume{csiVol("v2", "hp")}); err != nil {
 		t.Fatalf("a driver that cannot validate: %v", err)
 	}
 	if got, _ := s.State().CSIVolumeByID(nil, structs.DefaultNamespace, "v2"); got == nil || len(validated(fc.calls())) != 1 {
@@ -242,7 +242,7 @@ func TestCSIVolumeRegisterWithoutValidation(t *testing.T) {
 func TestCSIVolumeRegisterManyVolumesLocks(t *testing.T) {
 	s := testServer(t, nil)
 	ctx := context.Background()
-	if _, err := s.RegisterNode(ctx, csiNode("n", "np", true)); err != nil {
+	if _, err := s.Nodes().Register(ctx, csiNode("n", "np", true)); err != nil {
 		t.Fatal(err)
 	}
 	vols := make([]*structs.CSIVolume, 2*csivolumes.LockStripes+1)
@@ -251,7 +251,7 @@ func TestCSIVolumeRegisterManyVolumesLocks(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := s.RegisterCSIVolumes(ctx, vols)
+		_, err := s.CSI().RegisterCSIVolumes(ctx, vols)
 		done <- err
 	}()
 	select {
@@ -275,7 +275,7 @@ func TestCSIVolumeCreateNotValidatedAgain(t *testing.T) {
 	node.CSINodePlugins["hp"].RequiresControllerPlugin = true
 	node.CSIControllerPlugins = map[string]*structs.CSIInfo{"hp": {PluginID: "hp", Healthy: true, RequiresControllerPlugin: true,
 		ControllerInfo: &structs.CSIControllerInfo{SupportsAttachDetach: true, SupportsCreateDelete: true}}}
-	if _, err := s.RegisterNode(ctx, node); err != nil {
+	if _, err := s.Nodes().Register(ctx, node); err != nil {
 		t.Fatal(err)
 	}
 	fc := startFakeController(t, s, node, func(op *structs.CSIControllerOp) *structs.CSIControllerOpResult {
@@ -284,7 +284,7 @@ func TestCSIVolumeCreateNotValidatedAgain(t *testing.T) {
 		}
 		return confirmValidate(op)
 	})
-	if _, _, err := s.CreateCSIVolumes(ctx, []*structs.CSIVolume{csiVol("v1", "hp")}); err != nil {
+	if _, _, err := s.CSI().CreateCSIVolumes(ctx, []*structs.CSIVolume{csiVol("v1", "hp")}); err != nil {
 		t.Fatal(err)
 	}
 	ops := fc.calls()
@@ -294,7 +294,7 @@ func TestCSIVolumeCreateNotValidatedAgain(t *testing.T) {
 	u := csiVol("v1", "hp")
 	u.RequestedCapabilities = append(u.RequestedCapabilities, &structs.CSIVolumeCapability{
 		AccessMode: structs.CSIVolumeAccessModeMultiNodeReader, AttachmentMode: structs.CSIVolumeAttachmentModeFilesystem})
-	if _, _, err := s.CreateCSIVolumes(ctx, []*structs.CSIVolume{u}); err != nil {
+	if _, _, err := s.CSI().CreateCSIVolumes(ctx, []*structs.CSIVolume{u}); err != nil {
 		t.Fatal(err)
 	}
 	ops = validated(fc.calls())

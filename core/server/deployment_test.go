@@ -439,7 +439,7 @@ func TestSubmittedStableIsIgnored(t *testing.T) {
 func TestSetAllocUnhealthyFailsDeployment(t *testing.T) {
 	s, _, _ := rolloutServer(t)
 	ctx := context.Background()
-	if _, err := s.RegisterJob(ctx, rolloutJob("web"), false, 0); err != nil {
+	if _, err := s.Jobs().Register(ctx, rolloutJob("web"), false, 0); err != nil {
 		t.Fatal(err)
 	}
 	var d *structs.Deployment

@@ -37,6 +37,10 @@ type Operator struct{ srv *Server }
 // Services is the service registration endpoint: services.go.
 type Services struct{ srv *Server }
 
+// CSI is the CSI volume and controller endpoint: csi.go, in front of
+// package csivolumes.
+type CSI struct{ srv *Server }
+
 // Jobs returns the Job endpoint.
 func (s *Server) Jobs() Jobs { return Jobs{s} }
 
@@ -57,6 +61,9 @@ func (s *Server) Operator() Operator { return Operator{s} }
 
 // Services returns the service registration endpoint.
 func (s *Server) Services() Services { return Services{s} }
+
+// CSI returns the CSI volume endpoint.
+func (s *Server) CSI() CSI { return CSI{s} }
 
 // ACL returns the ACL endpoint (aclendpoint): token resolution and the
 // ACL writes.

@@ -8,7 +8,7 @@ func httpConfig(s *Server) httpapi.Config {
 	return httpapi.Config{
 		Server: s, Jobs: s.Jobs(), Nodes: s.Nodes(), Deployments: s.Deployments(),
 		Operator: s.Operator(), System: s, Namespaces: s.Namespaces(), NodePools: s.NodePools(),
-		Services: s.Services(), CSI: s, JobTypes: s,
+		Services: s.Services(), CSI: s.CSI(), JobTypes: s,
 		ACL: s.ACL(), ACLCRUD: s.ACL(), JoinTokens: s.PKI(), Resolver: s.ACL(),
 	}
 }

@@ -7,10 +7,14 @@ import (
 
 // The garbage collector is core/server/gcengine; this wires it to the
 // server: the state, the GC's own Raft entries (gcApply), the quiet its
-// steps yield to (quietForGC) and the deferral of Raft snapshots while a
-// job runs (deferSnapshots). establishLeadership starts one Engine per
-// term (s.gc) and revokeLeadership stops it; ForceGC asks it to run
-// (gc_force.go).
+// steps yield to (collector.quiet) and the deferral of Raft snapshots
+// while a job runs (collector.deferSnapshots). establishLeadership starts
+// one Engine per term (s.gc) and revokeLeadership stops it; ForceGC asks
+// it to run (gc_force.go).
+
+// collector is the server's side of garbage collection: what the GC
+// engine is built from and how a forced run reaches it.
+type collector struct{ s *Server }
 
 // GCRouter hands the leader's core GC jobs the plugin that decides each
 // collection (the agent's pluginhost implements it).
@@ -24,14 +28,15 @@ type GCConfig = gcengine.Settings
 // DefaultGCConfig is Nomad's defaults.
 func DefaultGCConfig() GCConfig { return gcengine.DefaultSettings() }
 
-// newGCEngine returns a leadership term's collector.
-func (s *Server) newGCEngine() *gcengine.Engine {
+// newEngine returns a leadership term's collector.
+func (c collector) newEngine() *gcengine.Engine {
+	s := c.s
 	ott := s.cfg.OneTimeTokenGCInterval
 	if ott <= 0 {
 		ott = oneTimeTokenGCInterval
 	}
 	cfg := gcengine.Config{
-		State: s.State, Router: s.cfg.GC, Apply: s.gcApply, Quiet: s.quietForGC(), DeferSnapshots: s.deferSnapshots,
+		State: s.State, Router: s.cfg.GC, Apply: s.gcApply, Quiet: c.quiet(), DeferSnapshots: c.deferSnapshots,
 		Settings: s.cfg.GCConfig, OneTimeTokenInterval: ott, ACLEnabled: s.cfg.ACLEnabled,
 		Pacing: s.cfg.gcPacing, Trace: s.cfg.gcTrace, Now: s.cfg.Now, Logger: s.logger,
 	}

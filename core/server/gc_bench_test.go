@@ -217,7 +217,7 @@ func placeOne(b *testing.B, s *Server, node *structs.Node, id string) time.Durat
 	b.Helper()
 	job := testJob(id, "batch")
 	start := time.Now()
-	if _, err := s.RegisterJob(context.Background(), job, false, 0); err != nil {
+	if _, err := s.Jobs().Register(context.Background(), job, false, 0); err != nil {
 		b.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -232,7 +232,7 @@ func placeOne(b *testing.B, s *Server, node *structs.Node, id string) time.Durat
 			d := time.Since(start)
 			u := allocs[0].Copy()
 			u.ClientStatus = structs.AllocClientStatusComplete
-			if err := s.UpdateAllocs(context.Background(), node.ID, node.SecretID, []*structs.Allocation{u}); err != nil {
+			if err := s.Nodes().UpdateAllocs(context.Background(), node.ID, node.SecretID, []*structs.Allocation{u}); err != nil {
 				b.Fatal(err)
 			}
 			return d
@@ -324,7 +324,7 @@ func latencyNode(b *testing.B, s *Server, name string) *structs.Node {
 	node.NodeResources.Cpu.CpuShares = 1 << 30
 	node.NodeResources.Memory.MemoryMB = 1 << 30
 	node.NodeResources.Disk.DiskMB = 1 << 40
-	if _, err := s.RegisterNode(context.Background(), node); err != nil {
+	if _, err := s.Nodes().Register(context.Background(), node); err != nil {
 		b.Fatal(err)
 	}
 	return node
@@ -334,7 +334,7 @@ func latencyNode(b *testing.B, s *Server, name string) *structs.Node {
 // its place.
 func freshNode(b *testing.B, s *Server, node *structs.Node, name string) *structs.Node {
 	b.Helper()
-	if _, err := s.UpdateNodeEligibility(context.Background(), node.ID, structs.NodeSchedulingIneligible); err != nil {
+	if _, err := s.Nodes().UpdateEligibility(context.Background(), node.ID, structs.NodeSchedulingIneligible); err != nil {
 		b.Fatal(err)
 	}
 	return latencyNode(b, s, name)
@@ -401,7 +401,7 @@ func gcSchedulingLatency(b *testing.B, pacing *gcengine.Pacing) {
 		idleCycles += numGC() - c0
 		idleTime += time.Since(t0)
 		idleCPU = idleCPU.add(readCPUClasses().sub(u0))
-		if _, err := s.UpdateNodeEligibility(context.Background(), node.ID, structs.NodeSchedulingIneligible); err != nil {
+		if _, err := s.Nodes().UpdateEligibility(context.Background(), node.ID, structs.NodeSchedulingIneligible); err != nil {
 			b.Fatal(err)
 		}
 

@@ -27,12 +27,13 @@ func (s *Server) ForceGC(ctx context.Context) error {
 	if s.cfg.GC == nil {
 		return structs.NewError(structs.ErrUnavailable, "garbage collection: no GC plugin configured")
 	}
-	return s.runGC(ctx, nil, true)
+	return collector{s}.run(ctx, nil, true)
 }
 
-// runGC has this leader's GC engine run jobs (nil: all, in order) now and
+// run has this leader's GC engine run jobs (nil: all, in order) now and
 // waits for them.
-func (s *Server) runGC(ctx context.Context, jobs []string, force bool) error {
+func (c collector) run(ctx context.Context, jobs []string, force bool) error {
+	s := c.s
 	if !s.IsLeader() {
 		return structs.NewError(structs.ErrNoLeader, "No cluster leader")
 	}
@@ -63,7 +64,7 @@ func (s *Server) ReconcileJobSummaries(ctx context.Context) error {
 	if s.cfg.gcPacing != nil {
 		p = *s.cfg.gcPacing
 	}
-	pace := gcengine.NewPacer(p, s.quietForGC())
+	pace := gcengine.NewPacer(p, collector{s}.quiet())
 	req := &structs.ReconcileJobSummariesRequest{Limit: reconcileJobsPerEntry}
 	for {
 		if err := pace.Wait(ctx); err != nil {

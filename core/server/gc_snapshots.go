@@ -15,7 +15,8 @@ const gcSnapshotThreshold = 1 << 17
 
 // deferSnapshots raises the Raft snapshot threshold to gcSnapshotThreshold
 // (when it is lower) and returns the function that puts it back.
-func (s *Server) deferSnapshots() (restore func()) {
+func (c collector) deferSnapshots() (restore func()) {
+	s := c.s
 	if s.raft == nil {
 		return func() {}
 	}

@@ -16,7 +16,7 @@ func TestGCDefersSnapshots(t *testing.T) {
 	if before.SnapshotThreshold != 100 {
 		t.Fatalf("threshold %d, want the configured 100", before.SnapshotThreshold)
 	}
-	restore := s.deferSnapshots()
+	restore := collector{s}.deferSnapshots()
 	during := s.raft.ReloadableConfig()
 	if during.SnapshotThreshold != gcSnapshotThreshold || during.TrailingLogs != before.TrailingLogs || during.SnapshotInterval != before.SnapshotInterval {
 		t.Fatalf("during GC: %+v, want the threshold raised to %d and nothing else changed (before %+v)", during, gcSnapshotThreshold, before)
@@ -35,7 +35,7 @@ func TestGCDefersSnapshots(t *testing.T) {
 	}
 
 	high := testServer(t, func(c *Config) { c.SnapshotThreshold = gcSnapshotThreshold * 2 })
-	r := high.deferSnapshots()
+	r := collector{high}.deferSnapshots()
 	if got := high.raft.ReloadableConfig().SnapshotThreshold; got != gcSnapshotThreshold*2 {
 		t.Fatalf("a higher threshold was lowered to %d", got)
 	}

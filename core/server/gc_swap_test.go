@@ -245,7 +245,7 @@ func TestGCSwapOldInstanceKilled(t *testing.T) {
 	}
 
 	// Restarting: the engine's own forced run keeps everything.
-	if err := s.runGC(context.Background(), []string{"eval-gc"}, true); !errors.Is(err, structs.ErrUnavailable) {
+	if err := (collector{s}).run(context.Background(), []string{"eval-gc"}, true); !errors.Is(err, structs.ErrUnavailable) {
 		t.Fatalf("run while the plugin restarts: %v, want ErrUnavailable", err)
 	}
 	if n := len(evalsLeft(t, s, ids)); n != len(left) {

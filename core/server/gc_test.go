@@ -136,7 +136,7 @@ func TestGCKeepsDesiredStopAllocStillRunning(t *testing.T) {
 	a := testNode("a")
 	registerNodes(t, s, a)
 	alloc := runJobOn(t, s, testJob("svc", "system"), a, structs.AllocClientStatusRunning)
-	resp, err := s.DeregisterJob(ctx, structs.DefaultNamespace, "svc", false)
+	resp, err := s.Jobs().Deregister(ctx, structs.DefaultNamespace, "svc", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestGCKeepsDesiredStopAllocStillRunning(t *testing.T) {
 	// Once the client reports it stopped, the job goes with it.
 	u := alloc.Copy()
 	u.ClientStatus = structs.AllocClientStatusComplete
-	if err := s.UpdateAllocs(ctx, a.ID, a.SecretID, []*structs.Allocation{u}); err != nil {
+	if err := s.Nodes().UpdateAllocs(ctx, a.ID, a.SecretID, []*structs.Allocation{u}); err != nil {
 		t.Fatal(err)
 	}
 	forceGC(t, s)
@@ -184,7 +184,7 @@ func TestGCReapsDownNodeAndEmptyCSIPlugin(t *testing.T) {
 	// kept without an error; without the volume, reaped.
 	pn := csiNode("p", "hp", true)
 	registerNodes(t, s, pn)
-	if _, err := s.RegisterCSIVolumes(ctx, []*structs.CSIVolume{csiVol("v1", "hp")}); err != nil {
+	if _, err := s.CSI().RegisterCSIVolumes(ctx, []*structs.CSIVolume{csiVol("v1", "hp")}); err != nil {
 		t.Fatal(err)
 	}
 	pn.CSINodePlugins = nil
@@ -203,7 +203,7 @@ func TestGCReapsDownNodeAndEmptyCSIPlugin(t *testing.T) {
 	if p, _ := s.State().CSIPluginByID(nil, "hp"); p == nil {
 		t.Fatal("plugin with a volume reaped")
 	}
-	if _, err := s.DeregisterCSIVolumes(ctx, structs.DefaultNamespace, []string{"v1"}, false); err != nil {
+	if _, err := s.CSI().DeregisterCSIVolumes(ctx, structs.DefaultNamespace, []string{"v1"}, false); err != nil {
 		t.Fatal(err)
 	}
 	forceGC(t, s)
@@ -223,7 +223,7 @@ func TestGCRecheckKeepsObjectModifiedSincePage(t *testing.T) {
 		}
 		once.Do(func() {
 			j := testJob("done", "sysbatch")
-			if _, err := s.RegisterJob(context.Background(), j, false, 0); err != nil {
+			if _, err := s.Jobs().Register(context.Background(), j, false, 0); err != nil {
 				t.Error(err)
 			}
 		})
@@ -238,7 +238,7 @@ func TestGCRecheckKeepsObjectModifiedSincePage(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	agePastForce(s)
-	if err := s.runGC(ctx, []string{"job-gc"}, true); err != nil {
+	if err := (collector{s}).run(ctx, []string{"job-gc"}, true); err != nil {
 		t.Fatal(err)
 	}
 	j, _ := s.State().JobByID(nil, structs.DefaultNamespace, "done")
@@ -266,7 +266,7 @@ func TestGCBatchesLargeBacklog(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	agePastForce(s)
-	if err := s.runGC(ctx, []string{"eval-gc"}, true); err != nil {
+	if err := (collector{s}).run(ctx, []string{"eval-gc"}, true); err != nil {
 		t.Fatal(err)
 	}
 	left, _ := s.State().Evals(nil)
@@ -360,7 +360,7 @@ func TestGCPeriodicEvalGCHonoursThreshold(t *testing.T) {
 	}
 	// Within eval_gc_threshold (1h): kept, by a run that is surely after
 	// the write.
-	if err := s.runGC(context.Background(), []string{"eval-gc"}, false); err != nil {
+	if err := (collector{s}).run(context.Background(), []string{"eval-gc"}, false); err != nil {
 		t.Fatal(err)
 	}
 	if left, _ := s.State().Evals(nil); len(left) != 3 {
@@ -383,28 +383,28 @@ func TestGCReleasesClaimOfTerminalAlloc(t *testing.T) {
 		return &structs.CSIControllerOpResult{}
 	})
 	ctx := context.Background()
-	if _, err := s.ClaimVolume(ctx, claimArgs(node, alloc)); err != nil {
+	if _, err := s.CSI().ClaimVolume(ctx, claimArgs(node, alloc)); err != nil {
 		t.Fatal(err)
 	}
 	// Still running: the claim stays.
 	u := alloc.Copy()
 	u.ClientStatus = structs.AllocClientStatusRunning
-	if err := s.UpdateAllocs(ctx, node.ID, node.SecretID, []*structs.Allocation{u}); err != nil {
+	if err := s.Nodes().UpdateAllocs(ctx, node.ID, node.SecretID, []*structs.Allocation{u}); err != nil {
 		t.Fatal(err)
 	}
 	agePastForce(s)
-	if err := s.runGC(ctx, []string{"csi-volume-claim-gc"}, true); err != nil {
+	if err := (collector{s}).run(ctx, []string{"csi-volume-claim-gc"}, true); err != nil {
 		t.Fatal(err)
 	}
 	if v, _ := s.State().CSIVolumeRaw(nil, structs.DefaultNamespace, "v1"); len(v.WriteClaims) != 1 || len(v.PastClaims) != 0 {
 		t.Fatalf("claim of a running alloc released: write %v past %v", v.WriteClaims, v.PastClaims)
 	}
 	u.ClientStatus = structs.AllocClientStatusComplete
-	if err := s.UpdateAllocs(ctx, node.ID, node.SecretID, []*structs.Allocation{u}); err != nil {
+	if err := s.Nodes().UpdateAllocs(ctx, node.ID, node.SecretID, []*structs.Allocation{u}); err != nil {
 		t.Fatal(err)
 	}
 	agePastForce(s)
-	if err := s.runGC(ctx, []string{"csi-volume-claim-gc"}, true); err != nil {
+	if err := (collector{s}).run(ctx, []string{"csi-volume-claim-gc"}, true); err != nil {
 		t.Fatal(err)
 	}
 	v, _ := s.State().CSIVolumeRaw(nil, structs.DefaultNamespace, "v1")
@@ -413,7 +413,7 @@ func TestGCReleasesClaimOfTerminalAlloc(t *testing.T) {
 	}
 	// The watcher waits for the live node to unpublish; once it has, the
 	// claim is detached through the controller and freed.
-	if _, err := s.UnpublishVolume(ctx, &structs.CSIVolumeUnpublishArgs{NodeID: node.ID, SecretID: node.SecretID,
+	if _, err := s.CSI().UnpublishVolume(ctx, &structs.CSIVolumeUnpublishArgs{NodeID: node.ID, SecretID: node.SecretID,
 		Namespace: structs.DefaultNamespace, VolumeID: "v1",
 		Claim: &structs.CSIVolumeClaim{AllocationID: alloc.ID, Mode: structs.CSIVolumeClaimWrite, State: structs.CSIVolumeClaimStateNodeDetached}}); err != nil {
 		t.Fatal(err)

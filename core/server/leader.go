@@ -120,7 +120,7 @@ func (s *Server) establishLeadership() error {
 		return fmt.Errorf("restore periodic dispatcher: %w", err)
 	}
 
-	s.startLeaderLoop(ctx, s.planApplier)
+	s.startLeaderLoop(ctx, func(ctx context.Context) { s.plans.Run(ctx, s.planQueue) }) // the single plan applier (§9.3)
 	s.startLeaderLoop(ctx, evalKeeper{s}.reapFailed)
 	s.startLeaderLoop(ctx, evalKeeper{s}.reapDuplicates)
 	s.startLeaderLoop(ctx, s.periodic.Run)
@@ -130,7 +130,7 @@ func (s *Server) establishLeadership() error {
 	if s.cfg.GC != nil {
 		// The GC engine owns one-time token expiry (one-time-token-gc)
 		// along with every other collection.
-		s.gc = s.newGCEngine()
+		s.gc = collector{s}.newEngine()
 		s.startLeaderLoop(ctx, s.gc.Run)
 	} else if s.cfg.ACLEnabled {
 		// Without a GC plugin, expired one-time tokens still go: they

@@ -142,10 +142,10 @@ func TestRegisterNodeRefusals(t *testing.T) {
 			}
 		})
 	}
-	if _, err := s.Heartbeat(ctx, n.ID, "wrong"); !errors.Is(err, structs.ErrPermissionDenied) {
+	if _, err := s.Nodes().Heartbeat(ctx, n.ID, "wrong"); !errors.Is(err, structs.ErrPermissionDenied) {
 		t.Fatalf("heartbeat with a wrong secret: %v", err)
 	}
-	if _, err := s.Heartbeat(ctx, uuid.NewString(), n.SecretID); !errors.Is(err, structs.ErrNotFound) {
+	if _, err := s.Nodes().Heartbeat(ctx, uuid.NewString(), n.SecretID); !errors.Is(err, structs.ErrNotFound) {
 		t.Fatalf("heartbeat of an unknown node: %v", err)
 	}
 }
@@ -163,7 +163,7 @@ func TestHeartbeatExpiryAndRecovery(t *testing.T) {
 		t.Fatalf("register: ttl %s, %v", ttl, err)
 	}
 	beat := func() {
-		if _, err := s.Heartbeat(ctx, n.ID, n.SecretID); err != nil {
+		if _, err := s.Nodes().Heartbeat(ctx, n.ID, n.SecretID); err != nil {
 			t.Fatal(err)
 		}
 	}

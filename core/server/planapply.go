@@ -27,11 +27,3 @@ func (s *Server) newPlanApplier() *planapply.Applier {
 		Observe: s.cfg.Metrics.PlanApplied,
 	})
 }
-
-// planApplier is the leader's single plan-applying loop (§9.3).
-func (s *Server) planApplier(ctx context.Context) { s.plans.Run(ctx, s.planQueue) }
-
-// applyPlan checks one plan against the latest state and commits what fits.
-func (s *Server) applyPlan(ctx context.Context, plan *structs.Plan) (*structs.PlanResult, error) {
-	return s.plans.Apply(ctx, plan)
-}

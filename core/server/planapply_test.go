@@ -80,7 +80,7 @@ func TestApplyPlan(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	res, err := s.applyPlan(ctx, plan)
+	res, err := s.plans.Apply(ctx, plan)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestApplyPlan(t *testing.T) {
 	before := s.State().LatestIndex()
 	noop := newPlan(stored)
 	noop.NodeAllocation[full.ID] = []*structs.Allocation{newPlanAlloc(stored, full.ID, 500, 64)}
-	res, err = s.applyPlan(ctx, noop)
+	res, err = s.plans.Apply(ctx, noop)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,13 +119,13 @@ func TestApplyPlan(t *testing.T) {
 	nojob := newPlan(stored)
 	nojob.Job = nil
 	nojob.NodeAllocation[good.ID] = []*structs.Allocation{newPlanAlloc(stored, good.ID, 100, 64)}
-	if _, err := s.applyPlan(ctx, nojob); err == nil || !strings.Contains(err.Error(), "has no job") {
+	if _, err := s.plans.Apply(ctx, nojob); err == nil || !strings.Contains(err.Error(), "has no job") {
 		t.Fatalf("placing plan without job: %v", err)
 	}
 	stopOnly := newPlan(stored)
 	stopOnly.Job = nil
 	stopOnly.NodeUpdate[good.ID] = []*structs.Allocation{stopOf(place, "")}
-	res, err = s.applyPlan(ctx, stopOnly)
+	res, err = s.plans.Apply(ctx, stopOnly)
 	if err != nil || res.AllocIndex == 0 {
 		t.Fatalf("stop-only plan without job: %+v %v", res, err)
 	}
@@ -155,7 +155,7 @@ func TestApplyPlanPreemptionCreatesEvals(t *testing.T) {
 	plan.NodeAllocation[n.ID] = []*structs.Allocation{place}
 	plan.NodePreemptions[n.ID] = []*structs.Allocation{{ID: victim.ID, NodeID: n.ID, JobID: low.ID, Namespace: low.Namespace,
 		PreemptedByAllocation: place.ID}}
-	res, err := s.applyPlan(context.Background(), plan)
+	res, err := s.plans.Apply(context.Background(), plan)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,8 +54,8 @@ func bothIdle(a, b func() (bool, time.Time)) func() (bool, time.Time) {
 	}
 }
 
-// quietForGC is what GC steps wait on: no eval ready or in flight in the
+// quiet is what GC steps wait on: no eval ready or in flight in the
 // broker, and no other Raft write in flight.
-func (s *Server) quietForGC() func() (bool, time.Time) {
-	return bothIdle(s.broker.Idle, s.writes.idle)
+func (c collector) quiet() func() (bool, time.Time) {
+	return bothIdle(c.s.broker.Idle, c.s.writes.idle)
 }

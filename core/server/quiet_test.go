@@ -60,11 +60,11 @@ func TestBothIdle(t *testing.T) {
 }
 
 // TestGCYieldsToWrites: on a running server, a Raft write in flight holds
-// a GC step back (quietForGC is busy) and restarts the quiet period when
+// a GC step back (collector.quiet is busy) and restarts the quiet period when
 // it ends; GC's own entries do neither.
 func TestGCYieldsToWrites(t *testing.T) {
 	s := testServer(t, nil)
-	quiet := s.quietForGC()
+	quiet := collector{s}.quiet()
 	waitFor(t, 10*time.Second, "quiet", func() bool { idle, _ := quiet(); return idle })
 	end := s.writes.begin()
 	if idle, _ := quiet(); idle {

@@ -101,7 +101,7 @@ func TestApplyPlanFollowupsOnce(t *testing.T) {
 		p.AllocFollowups = []*structs.AllocFollowup{{AllocID: failed.ID, FollowupEvalID: id}}
 		return p
 	}
-	if _, err := s.applyPlan(context.Background(), followups()); err != nil {
+	if _, err := s.plans.Apply(context.Background(), followups()); err != nil {
 		t.Fatal(err)
 	}
 	fe, _ := s.State().EvalByID(nil, id)
@@ -113,7 +113,7 @@ func TestApplyPlanFollowupsOnce(t *testing.T) {
 	if _, err := s.raftApply(structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: []*structs.Evaluation{c}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.applyPlan(context.Background(), followups()); err != nil {
+	if _, err := s.plans.Apply(context.Background(), followups()); err != nil {
 		t.Fatal(err)
 	}
 	if again, _ := s.State().EvalByID(nil, id); again.Status != structs.EvalStatusComplete {
@@ -222,7 +222,7 @@ func TestPlacedRescheduleTracker(t *testing.T) {
 	if got == nil || len(got.Events) != 1 || *got.Events[0] != want {
 		t.Fatalf("tracker = %+v, want one event %+v", got, want)
 	}
-	if _, err := s.applyPlan(context.Background(), plan); err != nil {
+	if _, err := s.plans.Apply(context.Background(), plan); err != nil {
 		t.Fatal(err)
 	}
 	prev, _ := s.State().AllocByID(nil, failed.ID)
@@ -305,7 +305,7 @@ func TestRequestClearsSpentFollowup(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := s.applyPlan(context.Background(), &structs.Plan{
+			if _, err := s.plans.Apply(context.Background(), &structs.Plan{
 				EvalID: uuid.NewString(), Job: job,
 				AllocFollowups: []*structs.AllocFollowup{{AllocID: failed.ID, FollowupEvalID: tc.followup}},
 			}); err != nil {

@@ -215,10 +215,8 @@ func (s *Server) RegisterRPC(rs *rpc.Server) {
 	s.registerACLPKIRPC(rs, mark)
 	s.Namespaces().register(rs, mark)
 	s.NodePools().register(rs, mark)
-	s.registerCSIRPC(rs, mark)
-	s.registerCSIClaimRPC(rs, mark)
+	s.CSI().register(rs, mark)
 	s.Services().register(rs, mark)
-	s.registerCSICreateRPC(rs, mark)
 	s.registerGCRPC(rs, mark)
 	s.Deployments().register(rs, mark)
 }
