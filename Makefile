@@ -58,6 +58,7 @@ bench: build
 	$(GO) test -run '^$$' -bench 'StartTask' -benchtime 10x -timeout 10m ./plugins/driver-docker/
 	$(GO) test -run '^$$' -bench 'BlockingQueryACL' -benchtime 3s -timeout 10m ./core/httpapi/
 	$(GO) test -run '^$$' -bench 'CSIVolumeClaim' -benchtime 20x -timeout 10m ./bench/...
+	$(GO) test -run '^$$' -bench 'CSIClaimRelease' -benchtime 3x -timeout 10m ./core/server/
 	$(GO) test -run '^$$' -bench 'VolumeWatcherReap' -benchtime 20x -timeout 10m ./core/server/volumewatcher/
 	$(GO) test -run '^$$' -bench 'VolumeWatcherIdle' -benchtime 2s -timeout 10m ./core/server/volumewatcher/
 	$(GO) test -run '^$$' -bench 'GCBacklog|GCSchedulingLatency' -benchtime 1x -timeout 30m ./core/server/
