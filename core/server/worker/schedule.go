@@ -198,7 +198,7 @@ func (w *worker) schedule(ctx context.Context, ev *structs.Evaluation, token str
 			return fmt.Errorf("submit plan: %w", err)
 		}
 		if plan.Deployment != nil && !(plan.AllAtOnce && len(result.RejectedNodes) > 0) {
-			withDeployment(plan.Deployment.ID) // committed with the plan (planapply.go)
+			withDeployment(plan.Deployment.ID) // committed with the plan (core/server/planapply.go)
 		}
 		// Only what the plugin reported queued is counted down: a plugin
 		// that leaves QueuedAllocations out must neither go negative nor
