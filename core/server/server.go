@@ -300,7 +300,7 @@ func New(cfg Config) (*Server, error) {
 	s.heartbeat = newHeartbeater(s)
 	s.drainer = drainer.New(drainer.Config{State: s.State, Apply: s.raftApply, NewEval: s.newEval, Now: cfg.Now, Logger: s.logger})
 	s.nodeCache = schedio.NewNodeCache()
-	s.workers = s.newWorkers()
+	s.workers = newWorkers(s)
 	s.csi = newCSIVolumes(s)
 	s.volumes = volumewatcher.New(volumewatcher.Config{
 		State: s.State, Unpublisher: s.csi, Logger: s.logger.Named("volume_watcher"),

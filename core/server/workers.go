@@ -17,7 +17,7 @@ const (
 
 // newWorkers wires the scheduler workers (package worker) to the server;
 // New starts them.
-func (s *Server) newWorkers() *worker.Pool {
+func newWorkers(s *Server) *worker.Pool {
 	cfg := s.cfg
 	return worker.New(worker.Config{
 		Workers:    cfg.NumWorkers,
