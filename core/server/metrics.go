@@ -93,12 +93,3 @@ func (g gauges) csiClaimSamples() []metrics.Sample {
 	}
 	return out
 }
-
-// schedulerPluginName names the plugin behind a routed scheduler (the
-// plugin host's handles say), "builtin" for in-process ones.
-func schedulerPluginName(sched any) string {
-	if n, ok := sched.(interface{ PluginName() string }); ok {
-		return n.PluginName()
-	}
-	return "builtin"
-}

@@ -34,6 +34,7 @@ import (
 	"github.com/drover-org/drover/core/server/raftstore"
 	"github.com/drover-org/drover/core/server/schedio"
 	"github.com/drover-org/drover/core/server/volumewatcher"
+	"github.com/drover-org/drover/core/server/worker"
 	"github.com/drover-org/drover/core/state"
 	"github.com/drover-org/drover/core/structs"
 	"github.com/drover-org/drover/sdk/scheduler"
@@ -203,10 +204,7 @@ type Server struct {
 	periodic  *periodic.Dispatcher
 	heartbeat *heartbeater
 	nodeCache *schedio.NodeCache
-	gate      *typeGate
-	// spares counts the spare workers standing in for workers held by slow
-	// plugin calls (worker.go, watchSlowCall).
-	spares atomic.Int32
+	workers   *worker.Pool
 	// drainer advances node drains (its Run is a leader loop).
 	drainer *drainer.Drainer
 	// csi holds CSI volumes and claims, with the queue of CSI controller
@@ -214,8 +212,6 @@ type Server struct {
 	// leader-only).
 	csi     *csivolumes.Volumes
 	volumes *volumewatcher.Watcher
-	// nackReasons: why each eval's last delivery failed.
-	nackReasons reasonLog
 
 	// leaderMu guards leaderCancel and leaderWG: the leader loops' owner.
 	leaderMu     sync.Mutex
@@ -304,7 +300,7 @@ func New(cfg Config) (*Server, error) {
 	s.heartbeat = newHeartbeater(s)
 	s.drainer = drainer.New(drainer.Config{State: s.State, Apply: s.raftApply, NewEval: s.newEval, Now: cfg.Now, Logger: s.logger})
 	s.nodeCache = schedio.NewNodeCache()
-	s.gate = newTypeGate()
+	s.workers = newWorkers(s)
 	s.csi = newCSIVolumes(s)
 	s.volumes = volumewatcher.New(volumewatcher.Config{
 		State: s.State, Unpublisher: s.csi, Logger: s.logger.Named("volume_watcher"),
@@ -334,14 +330,11 @@ func New(cfg Config) (*Server, error) {
 	s.wg.Add(1)
 	go s.monitorLeadership()
 	s.startPKI()
-	for i := 0; i < cfg.NumWorkers; i++ {
-		w := newWorker(s, i)
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			w.run(s.shutdownCtx, nil)
-		}()
-	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.workers.Run(s.shutdownCtx)
+	}()
 	return s, nil
 }
 

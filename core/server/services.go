@@ -2,242 +2,48 @@ package server
 
 import (
 	"context"
-	"errors"
-	"slices"
-	"strings"
-	"time"
-
-	"github.com/hashicorp/go-memdb"
 
 	"github.com/drover-org/drover/core/rpc"
-	"github.com/drover-org/drover/core/state"
+	"github.com/drover-org/drover/core/server/serviceregs"
 	"github.com/drover-org/drover/core/structs"
 )
 
-// Native service discovery (provider "nomad"): clients register the
-// services of their running allocations here and read them back for
-// their templates; the HTTP API lists and deletes them. The state store
-// drops an allocation's registrations when it ends or is reaped, and a
-// node's when the node goes down.
+// Native service discovery (provider "nomad"): package serviceregs checks
+// and writes; these methods forward to the leader and expose the RPCs.
 
-const (
-	// A blocking lookup waits 5 minutes by default, as the other blocking
-	// reads, and 10 at most.
-	defaultServiceLookupWait = 5 * time.Minute
-	maxServiceLookupWait     = 10 * time.Minute
-	// maxServiceIDBytes bounds a registration's ID, service name and the
-	// other identifiers a client sends.
-	maxServiceIDBytes = 512
-)
+func (ep Services) regs() *serviceregs.Registry {
+	s := ep.srv
+	return serviceregs.New(serviceregs.Config{State: s.State, Apply: s.raftApply, AuthNode: s.authNode})
+}
 
 // Update is a client's upsert and delete of its own node's native
 // service registrations (RPC ServiceRegistration.NodeUpdate), forwarded to
-// the leader and written in one Raft entry. The node's secret is checked;
-// a registration or deletion naming another node's allocation is refused
-// (ErrPermissionDenied) and nothing is written. Registrations of
-// allocations that are unknown (reaped) or have ended, and every one of a
-// node marked down, are dropped: the client learns of the end from its
-// own allocations. The server stamps
-// each registration's node, datacenter, namespace and job from the
-// allocation, so a client cannot register into another namespace.
+// the leader (serviceregs.Registry.Update).
 func (ep Services) Update(ctx context.Context, args *structs.ServiceRegistrationNodeArgs) error {
-	s := ep.srv
-	if _, ok, err := forward[structs.ServiceRegistrationNodeArgs, Empty](ctx, s, "ServiceRegistration.NodeUpdate", args); ok {
+	if _, ok, err := forward[structs.ServiceRegistrationNodeArgs, Empty](ctx, ep.srv, "ServiceRegistration.NodeUpdate", args); ok {
 		return err
 	}
-	if args == nil {
-		return structs.NewError(structs.ErrInvalid, "missing service registrations")
-	}
-	if n := len(args.Upsert) + len(args.DeleteAllocIDs); n > structs.MaxRegistrationsPerRequest {
-		return structs.NewError(structs.ErrInvalid, "Upsert and DeleteAllocIDs: %d entries, more than %d per request", n, structs.MaxRegistrationsPerRequest)
-	}
-	node, err := s.authNode(args.NodeID, args.SecretID)
-	if err != nil {
-		return err
-	}
-	st := s.State()
-	// allocOf returns the allocation id names if it is this node's, nil
-	// if it is unknown, and refuses another node's.
-	allocs := map[string]*structs.Allocation{}
-	allocOf := func(id string) (*structs.Allocation, error) {
-		if a, ok := allocs[id]; ok {
-			return a, nil
-		}
-		a, err := st.AllocByID(nil, id)
-		if err != nil {
-			return nil, err
-		}
-		if a != nil && a.NodeID != node.ID {
-			return nil, structs.NewError(structs.ErrPermissionDenied, "allocation %s is not on node %s", id, node.ID)
-		}
-		allocs[id] = a
-		return a, nil
-	}
-	req := &structs.ServiceRegistrationUpsertRequest{}
-	for i, r := range args.Upsert {
-		if err := checkRegistration(i, r); err != nil {
-			return err
-		}
-		a, err := allocOf(r.AllocID)
-		if err != nil {
-			return err
-		}
-		if a == nil || a.ClientTerminalStatus() || node.Status == structs.NodeStatusDown {
-			continue
-		}
-		c := copyRegistration(r)
-		c.NodeID, c.Datacenter, c.Namespace, c.JobID = node.ID, node.Datacenter, a.Namespace, a.JobID
-		c.CreateIndex, c.ModifyIndex = 0, 0
-		req.Services = append(req.Services, c)
-	}
-	for _, id := range args.DeleteAllocIDs {
-		if id == "" || len(id) > maxServiceIDBytes {
-			return structs.NewError(structs.ErrInvalid, "DeleteAllocIDs: an empty or over-long allocation ID")
-		}
-		a, err := allocOf(id)
-		if err != nil {
-			return err
-		}
-		if a != nil && !slices.Contains(req.DeleteAllocIDs, id) {
-			req.DeleteAllocIDs = append(req.DeleteAllocIDs, id)
-		}
-	}
-	if len(req.Services) == 0 && len(req.DeleteAllocIDs) == 0 {
-		return nil
-	}
-	_, err = s.raftApply(structs.ServiceRegistrationUpsertRequestType, req)
-	return err
-}
-
-// checkRegistration bounds one registration a client sends; check output
-// beyond MaxCheckOutputBytes is cut rather than refused.
-func checkRegistration(i int, r *structs.ServiceRegistration) error {
-	switch {
-	case r == nil:
-		return structs.NewError(structs.ErrInvalid, "Upsert[%d]: null is not allowed", i)
-	case r.ID == "" || r.ServiceName == "" || r.AllocID == "":
-		return structs.NewError(structs.ErrInvalid, "Upsert[%d]: ID, ServiceName and AllocID are required", i)
-	case len(r.ID) > maxServiceIDBytes || len(r.AllocID) > maxServiceIDBytes || len(r.Address) > structs.MaxServiceStringBytes:
-		return structs.NewError(structs.ErrInvalid, "Upsert[%d]: ID, AllocID or Address longer than allowed", i)
-	case len(r.ServiceName) > structs.MaxServiceStringBytes:
-		return structs.NewError(structs.ErrInvalid, "Upsert[%d]: ServiceName is %d bytes, more than %d", i, len(r.ServiceName), structs.MaxServiceStringBytes)
-	case len(r.Tags) > structs.MaxServiceTags:
-		return structs.NewError(structs.ErrInvalid, "Upsert[%d]: %d tags, more than %d", i, len(r.Tags), structs.MaxServiceTags)
-	case len(r.Checks) > structs.MaxChecksPerService:
-		return structs.NewError(structs.ErrInvalid, "Upsert[%d]: %d check results, more than %d", i, len(r.Checks), structs.MaxChecksPerService)
-	case r.Port < 0 || r.Port > structs.MaxPort:
-		return structs.NewError(structs.ErrInvalid, "Upsert[%d]: port %d is outside 0-%d", i, r.Port, structs.MaxPort)
-	}
-	for _, t := range r.Tags {
-		if len(t) > structs.MaxServiceStringBytes {
-			return structs.NewError(structs.ErrInvalid, "Upsert[%d]: a tag of %d bytes, more than %d", i, len(t), structs.MaxServiceStringBytes)
-		}
-	}
-	for j, c := range r.Checks {
-		if c == nil {
-			return structs.NewError(structs.ErrInvalid, "Upsert[%d].Checks[%d]: null is not allowed", i, j)
-		}
-		for _, f := range []string{c.ID, c.Check, c.Group, c.Task, c.Service, c.Mode, c.Status} {
-			if len(f) > structs.MaxServiceStringBytes {
-				return structs.NewError(structs.ErrInvalid, "Upsert[%d].Checks[%d]: a field longer than %d bytes", i, j, structs.MaxServiceStringBytes)
-			}
-		}
-	}
-	return nil
-}
-
-// copyRegistration copies r with its own tags and check results, the
-// output of each cut to MaxCheckOutputBytes.
-func copyRegistration(r *structs.ServiceRegistration) *structs.ServiceRegistration {
-	c := *r
-	c.Tags = slices.Clone(r.Tags)
-	if r.Checks != nil {
-		c.Checks = make([]*structs.CheckStatus, len(r.Checks))
-		for i, cs := range r.Checks {
-			cc := *cs
-			if len(cc.Output) > structs.MaxCheckOutputBytes {
-				// Cut on a rune boundary: the output is shown as text.
-				cc.Output = strings.ToValidUTF8(cc.Output[:structs.MaxCheckOutputBytes], "")
-			}
-			c.Checks[i] = &cc
-		}
-	}
-	return &c
+	return ep.regs().Update(args)
 }
 
 // Lookup is a client's read of one service's registrations (RPC
-// ServiceRegistration.Lookup), for its templates: any node with a valid
-// secret may read, without an ACL token. With MinIndex set it blocks until
-// the registrations' index passes it or MaxWait (5 minutes by default, 10
-// at most) ends, and then answers what is current.
+// ServiceRegistration.Lookup; serviceregs.Registry.Lookup).
 func (ep Services) Lookup(ctx context.Context, args *structs.ServiceLookupArgs) (*structs.ServiceLookupReply, error) {
-	s := ep.srv
-	if args == nil {
-		return nil, structs.NewError(structs.ErrInvalid, "missing lookup")
-	}
-	if _, err := s.authNode(args.NodeID, args.SecretID); err != nil {
-		return nil, err
-	}
-	if args.ServiceName == "" || len(args.ServiceName) > structs.MaxServiceStringBytes || len(args.Namespace) > maxServiceIDBytes {
-		return nil, structs.NewError(structs.ErrInvalid, "ServiceName: required, at most %d bytes", structs.MaxServiceStringBytes)
-	}
-	ns := args.Namespace
-	if ns == "" {
-		ns = structs.DefaultNamespace
-	}
-	wait := args.MaxWait
-	if wait <= 0 {
-		wait = defaultServiceLookupWait
-	}
-	wait = min(wait, maxServiceLookupWait)
-	ctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	var out []*structs.ServiceRegistration
-	index, err := s.State().BlockingQuery(ctx, args.MinIndex, func(ws memdb.WatchSet, st *state.StateStore) (uint64, error) {
-		regs, err := st.ServiceRegistrationsByName(ws, ns, args.ServiceName)
-		if err != nil {
-			return 0, err
-		}
-		out = regs
-		return max(st.Index(state.TableServiceRegistrations), 1), nil
-	})
-	if err != nil && ctx.Err() == nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		return nil, err // the caller went away
-	}
-	reply := &structs.ServiceLookupReply{Index: index, Services: make([]*structs.ServiceRegistration, 0, len(out))}
-	for _, r := range out {
-		reply.Services = append(reply.Services, copyRegistration(r))
-	}
-	return reply, nil
+	return ep.regs().Lookup(ctx, args)
 }
 
 // Delete deletes one registration of namespace ns
 // (`DELETE /v1/service/<name>/<id>`), forwarded to the leader. A missing
 // one, or one of another service or namespace, is ErrNotFound.
 func (ep Services) Delete(ctx context.Context, ns, name, id string) (uint64, error) {
-	s := ep.srv
 	args := &ServiceDeleteArgs{Namespace: ns, ServiceName: name, ID: id}
-	if r, ok, err := forward[ServiceDeleteArgs, IndexReply](ctx, s, "ServiceRegistration.Delete", args); ok {
+	if r, ok, err := forward[ServiceDeleteArgs, IndexReply](ctx, ep.srv, "ServiceRegistration.Delete", args); ok {
 		if err != nil {
 			return 0, err
 		}
 		return r.Index, nil
 	}
-	if ns == "" {
-		ns = structs.DefaultNamespace
-	}
-	r, err := s.State().ServiceRegistrationByID(nil, id)
-	if err != nil {
-		return 0, err
-	}
-	if r == nil || r.Namespace != ns || r.ServiceName != name {
-		return 0, structs.NewError(structs.ErrNotFound, "service registration %q of service %q not found", id, name)
-	}
-	return s.raftApply(structs.ServiceRegistrationDeleteByIDRequestType,
-		&structs.ServiceRegistrationDeleteByIDRequest{Namespace: ns, ID: id})
+	return ep.regs().Delete(ns, name, id)
 }
 
 // ServiceDeleteArgs is a forwarded DeleteServiceRegistration.

@@ -1,10 +1,10 @@
-package server
+package worker
 
 import "sync"
 
 // typeGate keeps one misbehaving scheduler plugin from taking every worker.
 //
-// Each plugin call is bounded by SchedulerCallTimeout, so a hung plugin
+// Each plugin call is bounded by Config.CallTimeout, so a hung plugin
 // costs a worker at most that long per eval. That alone is not enough:
 // with a backlog of evals of the hung type, every worker would pick one,
 // wait out the timeout, nack it and pick the next, and evals of other types

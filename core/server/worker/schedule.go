@@ -1,11 +1,10 @@
-package server
+package worker
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -21,13 +20,13 @@ import (
 // worker takes evals from the broker and runs them through the scheduler
 // plugin that serves the eval's type.
 type worker struct {
-	s      *Server
+	p      *Pool
 	id     int
 	logger hclog.Logger
 }
 
-func newWorker(s *Server, id int) *worker {
-	return &worker{s: s, id: id, logger: s.logger.Named("worker").With("worker_id", id)}
+func (p *Pool) newWorker(id int) *worker {
+	return &worker{p: p, id: id, logger: p.logger.With("worker_id", id)}
 }
 
 // run takes and processes evals until ctx ends or, for a spare worker,
@@ -55,8 +54,8 @@ func (w *worker) run(ctx context.Context, until <-chan struct{}) {
 		// Every type is taken, served or not: an eval of a type no plugin
 		// serves (any more) is failed with a reason rather than left in
 		// the broker for good.
-		gate := w.s.gate
-		ev, token, err := w.s.broker.DequeueFunc(deq, gate.admits)
+		gate := w.p.gate
+		ev, token, err := w.p.cfg.Broker.DequeueFunc(deq, gate.admits)
 		if err != nil {
 			if deq.Err() != nil {
 				return
@@ -74,7 +73,7 @@ func (w *worker) run(ctx context.Context, until <-chan struct{}) {
 		if !gate.enter(ev.Type) {
 			// Another worker took the degraded type's one slot since the
 			// broker asked; the eval was not tried, so it costs no delivery.
-			if rerr := w.s.broker.Requeue(ev.ID, token, 0); rerr != nil {
+			if rerr := w.p.cfg.Broker.Requeue(ev.ID, token, 0); rerr != nil {
 				w.logger.Debug("requeue failed", "eval_id", ev.ID, "error", rerr)
 			}
 			continue
@@ -91,21 +90,21 @@ func (w *worker) process(ctx context.Context, ev *structs.Evaluation, token stri
 	var later *retryLater
 	if errors.As(err, &later) {
 		log.Debug("scheduler plugin unavailable; eval handed back without spending a delivery", "error", later.err)
-		if rerr := w.s.broker.Requeue(ev.ID, token, w.unavailableRetryDelay()); rerr != nil {
+		if rerr := w.p.cfg.Broker.Requeue(ev.ID, token, w.unavailableRetryDelay()); rerr != nil {
 			log.Debug("requeue failed", "error", rerr)
 		}
 		return
 	}
 	if err != nil {
 		log.Warn("eval processing failed; nacking for redelivery", "error", err)
-		w.s.nackReasons.set(ev.ID, err.Error())
-		if nerr := w.s.broker.Nack(ev.ID, token); nerr != nil {
+		w.p.reasons.set(ev.ID, err.Error())
+		if nerr := w.p.cfg.Broker.Nack(ev.ID, token); nerr != nil {
 			log.Debug("nack failed", "error", nerr)
 		}
 		return
 	}
-	w.s.nackReasons.take(ev.ID)
-	if aerr := w.s.broker.Ack(ev.ID, token); aerr != nil {
+	w.p.reasons.take(ev.ID)
+	if aerr := w.p.cfg.Broker.Ack(ev.ID, token); aerr != nil {
 		log.Debug("ack failed", "error", aerr)
 	}
 	log.Debug("eval processed", "duration", time.Since(start))
@@ -114,19 +113,19 @@ func (w *worker) process(ctx context.Context, ev *structs.Evaluation, token stri
 // schedule runs the attempt loop of one eval: build the request, call the
 // plugin, submit the plan, retry on partial commits, then record the eval.
 func (w *worker) schedule(ctx context.Context, ev *structs.Evaluation, token string, log hclog.Logger) error {
-	s := w.s
-	snap, err := s.snapshotMinIndex(ctx, ev.ModifyIndex)
+	cfg := &w.p.cfg
+	snap, err := cfg.Snapshot(ctx, ev.ModifyIndex)
 	if err != nil {
 		return err
 	}
-	sched, maxAttempts, err := s.cfg.Schedulers.Lookup(ev.Type)
+	sched, maxAttempts, err := cfg.Schedulers.Lookup(ev.Type)
 	if err != nil {
 		if errors.Is(err, structs.ErrUnavailable) {
 			// The plugin is restarting: nothing was tried, so the eval
 			// keeps its deliveries for when the plugin is back.
 			return &retryLater{err: err}
 		}
-		served := s.cfg.Schedulers.ServedTypes()
+		served := cfg.Schedulers.ServedTypes()
 		list := "none"
 		if len(served) > 0 {
 			list = strings.Join(served, ", ")
@@ -155,11 +154,11 @@ func (w *worker) schedule(ctx context.Context, ev *structs.Evaluation, token str
 		if err != nil {
 			return fmt.Errorf("read job %q: %w", ev.JobID, err)
 		}
-		req, err := schedio.BuildRequest(snap, s.nodeCache, ev, job, try, s.cfg.Now())
+		req, err := schedio.BuildRequest(snap, cfg.NodeCache, ev, job, try, cfg.Now())
 		if err != nil {
 			return err
 		}
-		req.MaxPlacements = int32(s.cfg.MaxAllocsPerEval)
+		req.MaxPlacements = int32(cfg.MaxAllocsPerEval)
 		resp, err := w.callScheduler(ctx, sched, ev, token, req, log)
 		if err != nil {
 			return err
@@ -176,21 +175,21 @@ func (w *worker) schedule(ctx context.Context, ev *structs.Evaluation, token str
 		for tg, n := range resp.QueuedAllocations {
 			queued[tg] = int(n)
 		}
-		plan, newAllocs, err := schedio.ConvertPlan(snap, ev, token, job, resp.Plan, s.cfg.Now())
+		plan, newAllocs, err := schedio.ConvertPlan(snap, ev, token, job, resp.Plan, cfg.Now())
 		if err != nil {
 			return err
 		}
-		if err := schedio.ConvertFollowups(snap, ev, job, resp, plan, s.cfg.Now()); err != nil {
+		if err := schedio.ConvertFollowups(snap, ev, job, resp, plan, cfg.Now()); err != nil {
 			return err
 		}
 		if plan.IsNoOp() && len(plan.NodePreemptions) == 0 {
 			return w.finishScheduled(ev, resp, queued, plan.Annotations, snap.LatestIndex(), limited)
 		}
-		if err := s.broker.PauseNackTimeout(ev.ID, token); err != nil {
+		if err := cfg.Broker.PauseNackTimeout(ev.ID, token); err != nil {
 			return fmt.Errorf("eval is no longer ours: %w", err)
 		}
 		result, err := w.submitPlan(ctx, plan)
-		if rerr := s.broker.ResumeNackTimeout(ev.ID, token); rerr != nil && err == nil {
+		if rerr := cfg.Broker.ResumeNackTimeout(ev.ID, token); rerr != nil && err == nil {
 			// The plan is committed, but the eval was redelivered: the
 			// other delivery records the outcome.
 			return fmt.Errorf("eval is no longer ours: %w", rerr)
@@ -199,7 +198,7 @@ func (w *worker) schedule(ctx context.Context, ev *structs.Evaluation, token str
 			return fmt.Errorf("submit plan: %w", err)
 		}
 		if plan.Deployment != nil && !(plan.AllAtOnce && len(result.RejectedNodes) > 0) {
-			withDeployment(plan.Deployment.ID) // committed with the plan (planapply.go)
+			withDeployment(plan.Deployment.ID) // committed with the plan (core/server/planapply.go)
 		}
 		// Only what the plugin reported queued is counted down: a plugin
 		// that leaves QueuedAllocations out must neither go negative nor
@@ -231,47 +230,43 @@ func (w *worker) schedule(ctx context.Context, ev *structs.Evaluation, token str
 		if result.AllocIndex > refresh {
 			refresh = result.AllocIndex
 		}
-		if snap, err = s.snapshotMinIndex(ctx, refresh); err != nil {
+		if snap, err = cfg.Snapshot(ctx, refresh); err != nil {
 			return err
 		}
 	}
 }
 
-// DefaultSchedulerCallTimeout bounds a scheduler plugin call when the
-// config does not. A 10,000-node sysbatch eval takes well under a second.
-const DefaultSchedulerCallTimeout = time.Minute
-
-// callScheduler makes one plugin call, bounded by SchedulerCallTimeout so
+// callScheduler makes one plugin call, bounded by Config.CallTimeout so
 // that a hung plugin (stopped, deadlocked) costs one attempt, not a worker.
 // The broker's nack timer is paused meanwhile: the call has its own bound,
 // and a slow but live plugin must not see its eval redelivered to a second
 // worker while it still works on it.
 func (w *worker) callScheduler(ctx context.Context, sched scheduler.Scheduler, ev *structs.Evaluation, token string,
 	req *pb.ScheduleRequest, log hclog.Logger) (*pb.ScheduleResponse, error) {
-	s := w.s
-	timeout := s.cfg.SchedulerCallTimeout
-	if err := s.broker.PauseNackTimeout(ev.ID, token); err != nil {
+	p, cfg := w.p, &w.p.cfg
+	timeout := cfg.CallTimeout
+	if err := cfg.Broker.PauseNackTimeout(ev.ID, token); err != nil {
 		return nil, fmt.Errorf("eval is no longer ours: %w", err)
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	start := time.Now()
-	stopWatch := w.watchSlowCall(ev, log)
+	stopWatch := w.watchSlowCall(ctx, ev, log)
 	resp, err := sched.Schedule(cctx, req)
 	stopWatch()
-	s.cfg.Metrics.SchedulerCall(schedulerPluginName(sched), ev.Type, time.Since(start), err != nil)
+	cfg.Metrics.SchedulerCall(schedulerPluginName(sched), ev.Type, time.Since(start), err != nil)
 	timedOut := err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded)
 	cancel()
-	if rerr := s.broker.ResumeNackTimeout(ev.ID, token); rerr != nil && err == nil {
+	if rerr := cfg.Broker.ResumeNackTimeout(ev.ID, token); rerr != nil && err == nil {
 		return nil, fmt.Errorf("eval is no longer ours: %w", rerr)
 	}
-	if errors.Is(err, structs.ErrUnavailable) && s.gate.setDegraded(ev.Type, true) {
+	if errors.Is(err, structs.ErrUnavailable) && p.gate.setDegraded(ev.Type, true) {
 		// The call waited for a plugin that did not come back (or died
 		// under it): as with a timeout, one worker probes it.
 		log.Warn("scheduler plugin unavailable during the call; one worker at a time serves the job type until a call succeeds", "error", err)
 	}
 	switch {
 	case timedOut:
-		if s.gate.setDegraded(ev.Type, true) {
+		if p.gate.setDegraded(ev.Type, true) {
 			log.Warn("scheduler plugin call timed out; one worker at a time serves the job type until a call returns in time",
 				"timeout", timeout)
 		}
@@ -281,14 +276,11 @@ func (w *worker) callScheduler(ctx context.Context, sched scheduler.Scheduler, e
 	case resp == nil:
 		return nil, fmt.Errorf("scheduler plugin for job type %q returned no response", ev.Type)
 	}
-	if s.gate.setDegraded(ev.Type, false) {
+	if p.gate.setDegraded(ev.Type, false) {
 		log.Info("scheduler plugin answers in time again; all workers serve the job type")
 	}
 	return resp, nil
 }
-
-// DefaultSlowSchedulerCall is Config.SlowSchedulerCall's default.
-const DefaultSlowSchedulerCall = 5 * time.Second
 
 // maxSpareWorkers bounds the spares standing in for workers held by slow
 // plugin calls. A degraded type holds at most one call at a time, so the
@@ -297,43 +289,45 @@ const DefaultSlowSchedulerCall = 5 * time.Second
 const maxSpareWorkers = 32
 
 // watchSlowCall watches the plugin call the worker is about to make: once
-// it has run SlowSchedulerCall (a hung or stopped plugin, long before the
+// it has run Config.SlowCall (a hung or stopped plugin, long before the
 // call's own timeout), the eval's type is degraded (no other worker takes
 // an eval of it) and a spare worker takes this one's place until the call
 // returns, so one type's plugin never holds up the evals of other types.
 // The returned func ends the watch; it returns once the watch is over, so
 // the spare is started only while this worker is still running.
-func (w *worker) watchSlowCall(ev *structs.Evaluation, log hclog.Logger) (stop func()) {
-	s := w.s
+//
+// ctx is the worker's run context, which the spare runs under.
+func (w *worker) watchSlowCall(ctx context.Context, ev *structs.Evaluation, log hclog.Logger) (stop func()) {
+	p, cfg := w.p, &w.p.cfg
 	done := make(chan struct{})
 	watched := make(chan struct{})
 	go func() {
 		defer close(watched)
-		t := time.NewTimer(s.cfg.SlowSchedulerCall)
+		t := time.NewTimer(cfg.SlowCall)
 		defer t.Stop()
 		select {
 		case <-done:
 			return
-		case <-s.shutdownCtx.Done():
+		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		if s.gate.setDegraded(ev.Type, true) {
+		if p.gate.setDegraded(ev.Type, true) {
 			log.Warn("scheduler plugin call unanswered; one worker at a time serves the job type until a call returns in time",
-				"after", s.cfg.SlowSchedulerCall)
+				"after", cfg.SlowCall)
 		}
-		if s.spares.Add(1) > maxSpareWorkers {
-			s.spares.Add(-1)
+		if p.spares.Add(1) > maxSpareWorkers {
+			p.spares.Add(-1)
 			log.Warn("no spare worker left to stand in for a worker held by a slow plugin call", "spares", maxSpareWorkers)
 			return
 		}
 		log.Info("a spare worker stands in while the plugin call is unanswered")
-		spare := newWorker(s, -1)
-		s.wg.Add(1) // this worker still runs, so the count is not zero
+		spare := p.newWorker(-1)
+		p.wg.Add(1) // this worker still runs, so the count is not zero
 		go func() {
-			defer s.wg.Done()
-			defer s.spares.Add(-1)
-			spare.run(s.shutdownCtx, done)
+			defer p.wg.Done()
+			defer p.spares.Add(-1)
+			spare.run(ctx, done)
 		}()
 	}()
 	return func() {
@@ -352,7 +346,7 @@ func (r *retryLater) Unwrap() error { return r.err }
 // unavailableRetryDelay is how long an eval waits after its plugin was
 // found down: the broker's first nack delay, but never a busy loop.
 func (w *worker) unavailableRetryDelay() time.Duration {
-	d := w.s.cfg.Broker.InitialNackDelay
+	d := w.p.cfg.InitialNackDelay
 	switch {
 	case d == 0:
 		return evalbroker.DefaultInitialNackDelay
@@ -377,11 +371,11 @@ func (w *worker) finishScheduled(ev *structs.Evaluation, resp *pb.ScheduleRespon
 	}
 	if limited.byJob {
 		desc := fmt.Sprintf("placed up to the server limit max_allocs_per_job = %d; %d allocations left queued",
-			w.s.cfg.MaxAllocsPerJob, left)
+			w.p.cfg.MaxAllocsPerJob, left)
 		return w.finish(ev, structs.EvalStatusComplete, desc, resp, queued, ann, snapIndex)
 	}
 	return w.finishWithFollowUp(ev, resp, queued, ann, snapIndex, fmt.Sprintf(
-		"created to place allocations beyond the server limit max_allocs_per_eval = %d", w.s.cfg.MaxAllocsPerEval))
+		"created to place allocations beyond the server limit max_allocs_per_eval = %d", w.p.cfg.MaxAllocsPerEval))
 }
 
 // finish records the eval's outcome and its blocked evals. snapIndex is the
@@ -400,7 +394,7 @@ func (w *worker) finishWithFollowUp(ev *structs.Evaluation, resp *pb.ScheduleRes
 }
 
 func (w *worker) finishEvals(ev *structs.Evaluation, status, desc string, resp *pb.ScheduleResponse, queued map[string]int, ann *structs.PlanAnnotations, snapIndex uint64, followUpDesc string) error {
-	s := w.s
+	cfg := &w.p.cfg
 	up := ev.Copy()
 	up.Status, up.StatusDescription = status, desc
 	up.QueuedAllocations = queued
@@ -410,8 +404,8 @@ func (w *worker) finishEvals(ev *structs.Evaluation, status, desc string, resp *
 	evals := []*structs.Evaluation{up}
 	if resp != nil {
 		up.FailedTGAllocs = schedio.MetricsFromPB(resp.FailedTgAllocs)
-		if err := schedio.ExplainFailures(s.State(), ev.Namespace, ev.JobID, nil, up.FailedTGAllocs); err != nil {
-			s.logger.Warn("reading nodes to explain placement failures", "job_id", ev.JobID, "namespace", ev.Namespace, "error", err)
+		if err := schedio.ExplainFailures(cfg.State(), ev.Namespace, ev.JobID, nil, up.FailedTGAllocs); err != nil {
+			cfg.Logger.Warn("reading nodes to explain placement failures", "job_id", ev.JobID, "namespace", ev.Namespace, "error", err)
 		}
 		for _, b := range resp.BlockedEvals {
 			be := &structs.Evaluation{
@@ -420,7 +414,7 @@ func (w *worker) finishEvals(ev *structs.Evaluation, status, desc string, resp *
 				NodeID: b.NodeId, Status: structs.EvalStatusBlocked, PreviousEval: ev.ID,
 				StatusDescription: "created to place remaining allocations", FailedTGAllocs: up.FailedTGAllocs,
 				ClassEligibility: b.ClassEligibility, EscapedComputedClass: b.EscapedComputedClass,
-				QueuedAllocations: queued, CreateTime: s.cfg.Now().UnixNano(), ModifyTime: s.cfg.Now().UnixNano(),
+				QueuedAllocations: queued, CreateTime: cfg.Now().UnixNano(), ModifyTime: cfg.Now().UnixNano(),
 				SnapshotIndex: snapIndex,
 			}
 			if up.BlockedEval == "" {
@@ -430,7 +424,7 @@ func (w *worker) finishEvals(ev *structs.Evaluation, status, desc string, resp *
 		}
 	}
 	if followUpDesc != "" {
-		now := s.cfg.Now().UnixNano()
+		now := cfg.Now().UnixNano()
 		next := &structs.Evaluation{
 			ID: uuid.NewString(), Namespace: ev.Namespace, Priority: ev.Priority, Type: ev.Type,
 			TriggeredBy: structs.EvalTriggerQueuedAllocs, JobID: ev.JobID, JobModifyIndex: ev.JobModifyIndex,
@@ -440,60 +434,21 @@ func (w *worker) finishEvals(ev *structs.Evaluation, status, desc string, resp *
 		up.NextEval = next.ID
 		evals = append(evals, next)
 	}
-	up.ModifyTime = s.cfg.Now().UnixNano()
-	_, err := s.raftApply(structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: evals})
+	up.ModifyTime = cfg.Now().UnixNano()
+	_, err := cfg.Apply(structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: evals})
 	return err
 }
 
 // submitPlan hands the plan to the leader's plan applier and waits.
 func (w *worker) submitPlan(ctx context.Context, plan *structs.Plan) (*structs.PlanResult, error) {
-	fut, err := w.s.planQueue.Enqueue(plan)
-	if err != nil {
-		return nil, err
-	}
-	return fut.Wait(ctx)
+	return w.p.cfg.SubmitPlan(ctx, plan)
 }
 
-// reasonLog remembers why each eval's last delivery was nacked, so that an
-// eval failed at the delivery limit tells the operator what went wrong
-// instead of only that something did.
-type reasonLog struct {
-	mu sync.Mutex
-	m  map[string]string
-}
-
-// maxReasons bounds the log: evals nacked on a leader that then lost
-// leadership are never taken.
-const maxReasons = 10000
-
-func (r *reasonLog) set(evalID, reason string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.m == nil || len(r.m) >= maxReasons {
-		r.m = map[string]string{}
+// schedulerPluginName names the plugin behind a routed scheduler (the
+// plugin host's handles say), "builtin" for in-process ones.
+func schedulerPluginName(sched any) string {
+	if n, ok := sched.(interface{ PluginName() string }); ok {
+		return n.PluginName()
 	}
-	r.m[evalID] = reason
-}
-
-func (r *reasonLog) take(evalID string) string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	reason := r.m[evalID]
-	delete(r.m, evalID)
-	return reason
-}
-
-// deliveryLimitDescription is the StatusDescription of an eval failed at
-// the delivery limit.
-func (k evalKeeper) deliveryLimitDescription(evalID string) string {
-	s := k.s
-	limit := s.cfg.Broker.DeliveryLimit
-	if limit <= 0 {
-		limit = evalbroker.DefaultDeliveryLimit
-	}
-	desc := fmt.Sprintf("evaluation reached delivery limit (%d)", limit)
-	if reason := s.nackReasons.take(evalID); reason != "" {
-		desc += "; last error: " + reason
-	}
-	return desc
+	return "builtin"
 }
