@@ -9,7 +9,6 @@ import (
 
 	"github.com/golang/snappy"
 
-	"github.com/drover-org/drover/core/client/taskenv"
 	"github.com/drover-org/drover/sdk/safefs"
 )
 
@@ -167,6 +166,3 @@ func containedPath(dir, rel string) (string, error) {
 	}
 	return p, nil
 }
-
-// shortID is an ID's first 8 characters, as NOMAD_SHORT_ALLOC_ID.
-func shortID(id string) string { return taskenv.ShortID(id) }

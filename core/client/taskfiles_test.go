@@ -11,22 +11,6 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
-// taskDirFixture is an alloc dir with one task dir "t" (local/, secrets/).
-func taskDirFixture(t *testing.T) (allocDir, taskDir string) {
-	t.Helper()
-	allocDir = t.TempDir()
-	taskDir = filepath.Join(allocDir, "t")
-	for _, d := range []string{"local", "secrets"} {
-		if err := os.MkdirAll(filepath.Join(taskDir, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.MkdirAll(filepath.Join(allocDir, "alloc"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return allocDir, taskDir
-}
-
 // tarGz builds a .tar.gz of the given files.
 func tarGz(t *testing.T, files map[string]string) []byte { return artifacttest.TarGz(t, files) }
 
