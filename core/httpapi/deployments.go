@@ -177,15 +177,15 @@ func (s *HTTPServer) deploymentAllocHealth(w http.ResponseWriter, r *http.Reques
 }
 
 // jobDeployments serves GET /v1/job/<id>/deployments.
-func (s *HTTPServer) jobDeployments(w http.ResponseWriter, r *http.Request, id string) {
-	readList(s, w, r, state.TableDeployments, byNewest, func(ws memdb.WatchSet, st reader, q queryOptions) ([]*structs.Deployment, error) {
+func (s jobHandlers) jobDeployments(w http.ResponseWriter, r *http.Request, id string) {
+	readList(s.HTTPServer, w, r, state.TableDeployments, byNewest, func(ws memdb.WatchSet, st reader, q queryOptions) ([]*structs.Deployment, error) {
 		return st.DeploymentsByJob(ws, q.Namespace, id)
 	})
 }
 
 // jobLatestDeployment serves GET /v1/job/<id>/deployment: the latest
 // deployment, or null.
-func (s *HTTPServer) jobLatestDeployment(w http.ResponseWriter, r *http.Request, id string) {
+func (s jobHandlers) jobLatestDeployment(w http.ResponseWriter, r *http.Request, id string) {
 	s.blockingRead(w, r, func(q queryOptions) readFunc {
 		return func(ws memdb.WatchSet, st reader) (uint64, any, error) {
 			d, err := st.LatestDeploymentByJob(ws, q.Namespace, id)

@@ -9,10 +9,18 @@ import (
 	"github.com/drover-org/drover/core/acl"
 )
 
-// handler serves one route. It is a method expression of HTTPServer
-// ((*HTTPServer).jobList), so that the route table is a plain value that
-// names each route's handler.
+// handler serves one route. It is made by on from a method expression of
+// the route's handler group (on(jobHandlers.jobList)), so that the route
+// table is a plain value that names each route's handler.
 type handler func(s *HTTPServer, w http.ResponseWriter, r *http.Request)
+
+// on makes the handler of a route from a method expression of a handler
+// group: a struct type that embeds *HTTPServer alone, one per area of the
+// API (jobHandlers, csiHandlers, ...), so that the server's own type keeps
+// only its plumbing.
+func on[G ~struct{ *HTTPServer }](serve func(G, http.ResponseWriter, *http.Request)) handler {
+	return func(s *HTTPServer, w http.ResponseWriter, r *http.Request) { serve(G{s}, w, r) }
+}
 
 // route is one entry of the route table: everything the API knows about
 // an endpoint. Entries are written as unkeyed literals, so the compiler
@@ -49,10 +57,10 @@ var routeTable = []route{
 	// Jobs. Job IDs may contain slashes (periodic and dispatched
 	// children), so /v1/job/ is routed by suffix (jobActions, which also
 	// name each action's capabilities) rather than by pattern.
-	{"GET", "/v1/jobs", nsCap(acl.NamespaceCapabilityListJobs), (*HTTPServer).jobList},
-	{"PUT POST", "/v1/jobs", anyToken, (*HTTPServer).jobRegister}, // register checks the body's namespace
-	{"PUT POST", "/v1/jobs/parse", nsCap(acl.NamespaceCapabilityParseJob), (*HTTPServer).jobParse},
-	{"", "/v1/job/", jobRule, (*HTTPServer).jobRoute},
+	{"GET", "/v1/jobs", nsCap(acl.NamespaceCapabilityListJobs), on(jobHandlers.jobList)},
+	{"PUT POST", "/v1/jobs", anyToken, on(jobHandlers.jobRegister)}, // register checks the body's namespace
+	{"PUT POST", "/v1/jobs/parse", nsCap(acl.NamespaceCapabilityParseJob), on(jobHandlers.jobParse)},
+	{"", "/v1/job/", jobRule, on(jobHandlers.jobRoute)},
 
 	// Deployments: reads need read-job and writes submit-job in the
 	// deployment's namespace, checked in the handler once it is read.
