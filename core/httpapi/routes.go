@@ -64,33 +64,33 @@ var routeTable = []route{
 
 	// Deployments: reads need read-job and writes submit-job in the
 	// deployment's namespace, checked in the handler once it is read.
-	{"GET", "/v1/deployments", nsCap(acl.NamespaceCapabilityReadJob), (*HTTPServer).deploymentList},
-	{"GET", "/v1/deployment/{id}", anyToken, (*HTTPServer).deploymentGet},
-	{"GET", "/v1/deployment/allocations/{id}", anyToken, (*HTTPServer).deploymentAllocs},
-	{"POST PUT", "/v1/deployment/promote/{id}", anyToken, (*HTTPServer).deploymentPromote},
-	{"POST PUT", "/v1/deployment/fail/{id}", anyToken, (*HTTPServer).deploymentFail},
-	{"POST PUT", "/v1/deployment/pause/{id}", anyToken, (*HTTPServer).deploymentPause},
-	{"POST PUT", "/v1/deployment/allocation-health/{id}", anyToken, (*HTTPServer).deploymentAllocHealth},
+	{"GET", "/v1/deployments", nsCap(acl.NamespaceCapabilityReadJob), on(deploymentHandlers.deploymentList)},
+	{"GET", "/v1/deployment/{id}", anyToken, on(deploymentHandlers.deploymentGet)},
+	{"GET", "/v1/deployment/allocations/{id}", anyToken, on(deploymentHandlers.deploymentAllocs)},
+	{"POST PUT", "/v1/deployment/promote/{id}", anyToken, on(deploymentHandlers.deploymentPromote)},
+	{"POST PUT", "/v1/deployment/fail/{id}", anyToken, on(deploymentHandlers.deploymentFail)},
+	{"POST PUT", "/v1/deployment/pause/{id}", anyToken, on(deploymentHandlers.deploymentPause)},
+	{"POST PUT", "/v1/deployment/allocation-health/{id}", anyToken, on(deploymentHandlers.deploymentAllocHealth)},
 
 	// Services, as Nomad's: read-job in the namespace to read, submit-job
 	// to delete (a list of every namespace is filtered to those the
 	// caller may read).
-	{"GET", "/v1/services", nsCap(acl.NamespaceCapabilityReadJob), (*HTTPServer).serviceList},
-	{"GET", "/v1/service/{name}", nsCap(acl.NamespaceCapabilityReadJob), (*HTTPServer).serviceGet},
-	{"DELETE", "/v1/service/{name}/{id}", nsCap(acl.NamespaceCapabilitySubmitJob), (*HTTPServer).serviceDelete},
+	{"GET", "/v1/services", nsCap(acl.NamespaceCapabilityReadJob), on(serviceHandlers.serviceList)},
+	{"GET", "/v1/service/{name}", nsCap(acl.NamespaceCapabilityReadJob), on(serviceHandlers.serviceGet)},
+	{"DELETE", "/v1/service/{name}/{id}", nsCap(acl.NamespaceCapabilitySubmitJob), on(serviceHandlers.serviceDelete)},
 
 	// Scaling policies.
-	{"GET", "/v1/scaling/policies", nsCap(acl.NamespaceCapabilityListScalingPolicies), (*HTTPServer).scalingPolicyList},
-	{"GET", "/v1/scaling/policy/{id}", nsCap(acl.NamespaceCapabilityReadScalingPolicy), (*HTTPServer).scalingPolicyGet},
+	{"GET", "/v1/scaling/policies", nsCap(acl.NamespaceCapabilityListScalingPolicies), on(scalingHandlers.scalingPolicyList)},
+	{"GET", "/v1/scaling/policy/{id}", nsCap(acl.NamespaceCapabilityReadScalingPolicy), on(scalingHandlers.scalingPolicyGet)},
 
 	// Allocations and evaluations by ID: their namespace is known once
 	// they are read, and checked in the handler.
-	{"GET", "/v1/allocations", nsCap(acl.NamespaceCapabilityReadJob), (*HTTPServer).allocList},
-	{"GET", "/v1/allocation/{id}", anyToken, (*HTTPServer).allocGet},
-	{"POST PUT", "/v1/allocation/{id}/stop", anyToken, (*HTTPServer).allocStop},
-	{"GET", "/v1/evaluations", nsCap(acl.NamespaceCapabilityReadJob), (*HTTPServer).evalList},
-	{"GET", "/v1/evaluation/{id}", anyToken, (*HTTPServer).evalGet},
-	{"GET", "/v1/evaluation/{id}/allocations", anyToken, (*HTTPServer).evalAllocs},
+	{"GET", "/v1/allocations", nsCap(acl.NamespaceCapabilityReadJob), on(objectHandlers.allocList)},
+	{"GET", "/v1/allocation/{id}", anyToken, on(objectHandlers.allocGet)},
+	{"POST PUT", "/v1/allocation/{id}/stop", anyToken, on(objectHandlers.allocStop)},
+	{"GET", "/v1/evaluations", nsCap(acl.NamespaceCapabilityReadJob), on(objectHandlers.evalList)},
+	{"GET", "/v1/evaluation/{id}", anyToken, on(objectHandlers.evalGet)},
+	{"GET", "/v1/evaluation/{id}/allocations", anyToken, on(objectHandlers.evalAllocs)},
 
 	// Nodes, and node pools as Nomad authorizes them without node_pool
 	// policies: reads need node read, writes node write; the jobs of a
@@ -98,19 +98,19 @@ var routeTable = []route{
 	// jobs in. GET /v1/node/pool/{name} would overlap GET
 	// /v1/node/{id}/allocations (both match /v1/node/pool/allocations and
 	// neither is more specific), so one pattern serves both (nodeSub).
-	{"GET", "/v1/nodes", nodeRead, (*HTTPServer).nodeList},
-	{"GET", "/v1/node/{id}", nodeRead, (*HTTPServer).nodeGet},
-	{"POST PUT", "/v1/node/{id}/eligibility", nodeWrite, (*HTTPServer).nodeEligibility},
-	{"POST PUT", "/v1/node/{id}/drain", nodeWrite, (*HTTPServer).nodeDrain},
-	{"GET", "/v1/node/pools", nodeRead, (*HTTPServer).nodePoolList},
-	{"PUT POST", "/v1/node/pools", nodeWrite, (*HTTPServer).nodePoolUpsert},
-	{"GET", "/v1/node/{id}/{sub}", nodeRead, (*HTTPServer).nodeSub}, // a pool, or a node's allocations
-	{"DELETE", "/v1/node/pool/{name}", nodeWrite, (*HTTPServer).nodePoolDelete},
-	{"GET", "/v1/node/pool/{name}/nodes", nodeRead, (*HTTPServer).nodePoolNodes},
-	{"GET", "/v1/node/pool/{name}/jobs", nodeRead, (*HTTPServer).nodePoolJobs},
+	{"GET", "/v1/nodes", nodeRead, on(objectHandlers.nodeList)},
+	{"GET", "/v1/node/{id}", nodeRead, on(objectHandlers.nodeGet)},
+	{"POST PUT", "/v1/node/{id}/eligibility", nodeWrite, on(objectHandlers.nodeEligibility)},
+	{"POST PUT", "/v1/node/{id}/drain", nodeWrite, on(objectHandlers.nodeDrain)},
+	{"GET", "/v1/node/pools", nodeRead, on(nodePoolHandlers.nodePoolList)},
+	{"PUT POST", "/v1/node/pools", nodeWrite, on(nodePoolHandlers.nodePoolUpsert)},
+	{"GET", "/v1/node/{id}/{sub}", nodeRead, on(nodePoolHandlers.nodeSub)}, // a pool, or a node's allocations
+	{"DELETE", "/v1/node/pool/{name}", nodeWrite, on(nodePoolHandlers.nodePoolDelete)},
+	{"GET", "/v1/node/pool/{name}/nodes", nodeRead, on(nodePoolHandlers.nodePoolNodes)},
+	{"GET", "/v1/node/pool/{name}/jobs", nodeRead, on(nodePoolHandlers.nodePoolJobs)},
 
 	// read-logs in the allocation's namespace, checked in the handler.
-	{"GET", "/v1/client/fs/logs/{alloc}", anyToken, (*HTTPServer).allocLogs},
+	{"GET", "/v1/client/fs/logs/{alloc}", anyToken, on(logHandlers.allocLogs)},
 
 	// This agent: never forwarded to the leader.
 	{"GET", "/v1/agent/self", agentRead, (*HTTPServer).agentSelf},
