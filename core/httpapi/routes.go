@@ -113,77 +113,77 @@ var routeTable = []route{
 	{"GET", "/v1/client/fs/logs/{alloc}", anyToken, on(logHandlers.allocLogs)},
 
 	// This agent: never forwarded to the leader.
-	{"GET", "/v1/agent/self", agentRead, (*HTTPServer).agentSelf},
-	{"PUT POST", "/v1/agent/plugins/reload", agentWrite, (*HTTPServer).agentReloadPlugins},
-	{"GET", "/v1/agent/plugins", agentRead, (*HTTPServer).agentPlugins},
-	{"GET", "/v1/agent/plugin", agentRead, (*HTTPServer).agentPluginByQuery},
-	{"GET", "/v1/agent/plugins/{name}", agentRead, (*HTTPServer).agentPluginByName},
-	{"GET", "/v1/agent/members", agentRead, (*HTTPServer).agentMembers},
+	{"GET", "/v1/agent/self", agentRead, on(agentHandlers.agentSelf)},
+	{"PUT POST", "/v1/agent/plugins/reload", agentWrite, on(agentHandlers.agentReloadPlugins)},
+	{"GET", "/v1/agent/plugins", agentRead, on(agentHandlers.agentPlugins)},
+	{"GET", "/v1/agent/plugin", agentRead, on(agentHandlers.agentPluginByQuery)},
+	{"GET", "/v1/agent/plugins/{name}", agentRead, on(agentHandlers.agentPluginByName)},
+	{"GET", "/v1/agent/members", agentRead, on(agentHandlers.agentMembers)},
 
 	// The ACL bootstrap and one-time tokens, policies and tokens: each
 	// server method authorizes its caller from the secret it is given.
 	// /v1/acl/token/self and the one-time token routes are literal
 	// segments, so ServeMux prefers them to {accessor}.
-	{"PUT POST", "/v1/acl/bootstrap", self, (*HTTPServer).aclBootstrap},
-	{"PUT POST", "/v1/acl/token/onetime", self, (*HTTPServer).oneTimeTokenUpsert},
-	{"PUT POST", "/v1/acl/token/onetime/exchange", self, (*HTTPServer).oneTimeTokenExchange},
-	{"GET", "/v1/acl/policies", self, (*HTTPServer).aclPolicyList},
-	{"GET", "/v1/acl/policy/{name}", self, (*HTTPServer).aclPolicyGet},
-	{"PUT POST", "/v1/acl/policy/{name}", self, (*HTTPServer).aclPolicyUpsert},
-	{"DELETE", "/v1/acl/policy/{name}", self, (*HTTPServer).aclPolicyDelete},
-	{"GET", "/v1/acl/tokens", self, (*HTTPServer).aclTokenList},
-	{"PUT POST", "/v1/acl/token", self, (*HTTPServer).aclTokenCreate},
-	{"GET", "/v1/acl/token/self", self, (*HTTPServer).aclTokenSelf},
-	{"GET", "/v1/acl/token/{accessor}", self, (*HTTPServer).aclTokenGet},
-	{"PUT POST", "/v1/acl/token/{accessor}", self, (*HTTPServer).aclTokenUpdate},
-	{"DELETE", "/v1/acl/token/{accessor}", self, (*HTTPServer).aclTokenDelete},
+	{"PUT POST", "/v1/acl/bootstrap", self, on(aclHandlers.aclBootstrap)},
+	{"PUT POST", "/v1/acl/token/onetime", self, on(aclHandlers.oneTimeTokenUpsert)},
+	{"PUT POST", "/v1/acl/token/onetime/exchange", self, on(aclHandlers.oneTimeTokenExchange)},
+	{"GET", "/v1/acl/policies", self, on(aclHandlers.aclPolicyList)},
+	{"GET", "/v1/acl/policy/{name}", self, on(aclHandlers.aclPolicyGet)},
+	{"PUT POST", "/v1/acl/policy/{name}", self, on(aclHandlers.aclPolicyUpsert)},
+	{"DELETE", "/v1/acl/policy/{name}", self, on(aclHandlers.aclPolicyDelete)},
+	{"GET", "/v1/acl/tokens", self, on(aclHandlers.aclTokenList)},
+	{"PUT POST", "/v1/acl/token", self, on(aclHandlers.aclTokenCreate)},
+	{"GET", "/v1/acl/token/self", self, on(aclHandlers.aclTokenSelf)},
+	{"GET", "/v1/acl/token/{accessor}", self, on(aclHandlers.aclTokenGet)},
+	{"PUT POST", "/v1/acl/token/{accessor}", self, on(aclHandlers.aclTokenUpdate)},
+	{"DELETE", "/v1/acl/token/{accessor}", self, on(aclHandlers.aclTokenDelete)},
 
 	// Namespaces: reads need the namespace's read capability (a list
 	// shows only those), writes a management token, as in Nomad.
-	{"GET", "/v1/namespaces", anyToken, (*HTTPServer).namespaceList}, // filtered to the caller's namespaces
-	{"GET", "/v1/namespace/{name}", namespaceVisible, (*HTTPServer).namespaceGet},
-	{"PUT POST", "/v1/namespace/{name}", mgmt, (*HTTPServer).namespaceUpsert},
-	{"PUT POST", "/v1/namespace", mgmt, (*HTTPServer).namespaceUpsert},
-	{"DELETE", "/v1/namespace/{name}", mgmt, (*HTTPServer).namespaceDelete},
+	{"GET", "/v1/namespaces", anyToken, on(namespaceHandlers.namespaceList)}, // filtered to the caller's namespaces
+	{"GET", "/v1/namespace/{name}", namespaceVisible, on(namespaceHandlers.namespaceGet)},
+	{"PUT POST", "/v1/namespace/{name}", mgmt, on(namespaceHandlers.namespaceUpsert)},
+	{"PUT POST", "/v1/namespace", mgmt, on(namespaceHandlers.namespaceUpsert)},
+	{"DELETE", "/v1/namespace/{name}", mgmt, on(namespaceHandlers.namespaceDelete)},
 
 	// CSI volumes need the csi-* capabilities of their namespace, plugins
 	// the plugin policy, as in Nomad. A register or create checks the
 	// namespaces of the body's volumes in the handler.
-	{"GET", "/v1/volumes", nsCap(acl.NamespaceCapabilityCSIListVolume), (*HTTPServer).volumeList},
-	{"PUT POST", "/v1/volumes", anyToken, (*HTTPServer).volumesRegister},
-	{"GET", "/v1/volume/csi/{id}", nsCap(acl.NamespaceCapabilityCSIReadVolume), (*HTTPServer).volumeGet},
-	{"PUT POST", "/v1/volume/csi/{id}", anyToken, (*HTTPServer).volumeRegister},
-	{"DELETE", "/v1/volume/csi/{id}", nsCap(acl.NamespaceCapabilityCSIWriteVolume), (*HTTPServer).volumeDeregister},
-	{"PUT POST", "/v1/volume/csi/{id}/create", anyToken, (*HTTPServer).volumeCreate},
-	{"DELETE", "/v1/volume/csi/{id}/delete", nsCap(acl.NamespaceCapabilityCSIWriteVolume), (*HTTPServer).volumeDelete},
-	{"DELETE", "/v1/volume/csi/{id}/detach", nsCap(acl.NamespaceCapabilityCSIWriteVolume), (*HTTPServer).volumeDetach},
-	{"GET", "/v1/plugins", pluginList, (*HTTPServer).pluginList},
-	{"GET", "/v1/plugin/csi/{id}", pluginRead, (*HTTPServer).pluginGet},
+	{"GET", "/v1/volumes", nsCap(acl.NamespaceCapabilityCSIListVolume), on(csiHandlers.volumeList)},
+	{"PUT POST", "/v1/volumes", anyToken, on(csiHandlers.volumesRegister)},
+	{"GET", "/v1/volume/csi/{id}", nsCap(acl.NamespaceCapabilityCSIReadVolume), on(csiHandlers.volumeGet)},
+	{"PUT POST", "/v1/volume/csi/{id}", anyToken, on(csiHandlers.volumeRegister)},
+	{"DELETE", "/v1/volume/csi/{id}", nsCap(acl.NamespaceCapabilityCSIWriteVolume), on(csiHandlers.volumeDeregister)},
+	{"PUT POST", "/v1/volume/csi/{id}/create", anyToken, on(csiHandlers.volumeCreate)},
+	{"DELETE", "/v1/volume/csi/{id}/delete", nsCap(acl.NamespaceCapabilityCSIWriteVolume), on(csiHandlers.volumeDelete)},
+	{"DELETE", "/v1/volume/csi/{id}/detach", nsCap(acl.NamespaceCapabilityCSIWriteVolume), on(csiHandlers.volumeDetach)},
+	{"GET", "/v1/plugins", pluginList, on(csiHandlers.pluginList)},
+	{"GET", "/v1/plugin/csi/{id}", pluginRead, on(csiHandlers.pluginGet)},
 
 	// Checked per topic and per event in the handler.
-	{"GET", "/v1/event/stream", anyToken, (*HTTPServer).eventStream},
+	{"GET", "/v1/event/stream", anyToken, on(eventHandlers.eventStream)},
 	// Scrapers send no token; nothing in it names an object (no IDs).
-	{"GET", "/v1/metrics", public, (*HTTPServer).metricsGet},
+	{"GET", "/v1/metrics", public, on(metricsHandlers.metricsGet)},
 
-	{"GET", "/v1/status/leader", public, (*HTTPServer).statusLeader},
-	{"GET", "/v1/status/peers", public, (*HTTPServer).statusPeers},
-	{"GET", "/v1/regions", public, (*HTTPServer).regions},
+	{"GET", "/v1/status/leader", public, on(statusHandlers.statusLeader)},
+	{"GET", "/v1/status/peers", public, on(statusHandlers.statusPeers)},
+	{"GET", "/v1/regions", public, on(statusHandlers.regions)},
 
-	{"GET", "/v1/operator/raft/configuration", opRead, (*HTTPServer).raftConfiguration},
-	{"DELETE", "/v1/operator/raft/peer", opWrite, (*HTTPServer).raftRemovePeer},
-	{"GET", "/v1/operator/scheduler/configuration", opRead, (*HTTPServer).schedulerConfigGet},
-	{"PUT POST", "/v1/operator/scheduler/configuration", opWrite, (*HTTPServer).schedulerConfigSet},
+	{"GET", "/v1/operator/raft/configuration", opRead, on(operatorHandlers.raftConfiguration)},
+	{"DELETE", "/v1/operator/raft/peer", opWrite, on(operatorHandlers.raftRemovePeer)},
+	{"GET", "/v1/operator/scheduler/configuration", opRead, on(operatorHandlers.schedulerConfigGet)},
+	{"PUT POST", "/v1/operator/scheduler/configuration", opWrite, on(operatorHandlers.schedulerConfigSet)},
 	// A join token is a credential: reading one is a write's privilege.
-	{"GET", "/v1/operator/join-token/{role}", opWrite, (*HTTPServer).joinTokenGet},
-	{"PUT POST", "/v1/operator/join-token/{role}/rotate", opWrite, (*HTTPServer).joinTokenRotate},
+	{"GET", "/v1/operator/join-token/{role}", opWrite, on(operatorHandlers.joinTokenGet)},
+	{"PUT POST", "/v1/operator/join-token/{role}/rotate", opWrite, on(operatorHandlers.joinTokenRotate)},
 
 	// Force GC deletes cluster state: management only, as in Nomad.
-	{"PUT", "/v1/system/gc", mgmt, (*HTTPServer).systemGC},
-	{"PUT", "/v1/system/reconcile/summaries", mgmt, (*HTTPServer).systemReconcileSummaries},
+	{"PUT", "/v1/system/gc", mgmt, on(systemHandlers.systemGC)},
+	{"PUT", "/v1/system/reconcile/summaries", mgmt, on(systemHandlers.systemReconcileSummaries)},
 
 	// The web UI authorizes each page itself, with this server's resolver
 	// and the same header parsing as the API (plus its cookie).
-	{"", "/ui/", self, (*HTTPServer).serveUI},
+	{"", "/ui/", self, on(uiHandlers.serveUI)},
 }
 
 // errRouteNoRule is the kind of a table entry without an ACL rule.
