@@ -7,8 +7,8 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
-// aclHandlers serves /v1/acl/*: the bootstrap, one-time tokens, policies and tokens.
-// Its handlers reach the server through the embedded pointer.
+// aclHandlers serves /v1/acl/*: the bootstrap, one-time tokens, policies and
+// tokens. Its handlers reach the server through the embedded pointer.
 type aclHandlers struct{ *HTTPServer }
 
 // ACLServer (Config.ACL) serves the ACL bootstrap and one-time tokens.

@@ -6,12 +6,12 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
-// statusHandlers serves /v1/status/* and /v1/regions.
-// Its handlers reach the server through the embedded pointer.
+// statusHandlers serves /v1/status/* and /v1/regions. Its handlers reach the
+// server through the embedded pointer.
 type statusHandlers struct{ *HTTPServer }
 
-// agentHandlers serves /v1/agent/*: this agent's own view, never forwarded to the leader.
-// Its handlers reach the server through the embedded pointer.
+// agentHandlers serves /v1/agent/*: this agent's own view, never forwarded
+// to the leader. Its handlers reach the server through the embedded pointer.
 type agentHandlers struct{ *HTTPServer }
 
 // Agent and status endpoints: facts about this agent and the cluster that

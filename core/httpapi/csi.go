@@ -14,8 +14,9 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
-// csiHandlers serves the CSI routes: /v1/volumes, /v1/volume/csi/*, /v1/plugins and /v1/plugin/csi/{id}.
-// Its handlers reach the server through the embedded pointer.
+// csiHandlers serves the CSI routes: /v1/volumes, /v1/volume/csi/*,
+// /v1/plugins and /v1/plugin/csi/{id}. Its handlers reach the server through
+// the embedded pointer.
 type csiHandlers struct{ *HTTPServer }
 
 // CSIServer (Config.CSI) writes CSI volumes.

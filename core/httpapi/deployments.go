@@ -12,8 +12,8 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
-// deploymentHandlers serves /v1/deployments and /v1/deployment/*.
-// Its handlers reach the server through the embedded pointer.
+// deploymentHandlers serves /v1/deployments and /v1/deployment/*. Its
+// handlers reach the server through the embedded pointer.
 type deploymentHandlers struct{ *HTTPServer }
 
 // DeploymentsAPI is the write side of deployments (Nomad's

@@ -15,8 +15,8 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
-// eventHandlers serves /v1/event/stream.
-// Its handlers reach the server through the embedded pointer.
+// eventHandlers serves /v1/event/stream. Its handlers reach the server
+// through the embedded pointer.
 type eventHandlers struct{ *HTTPServer }
 
 // Event stream defaults: Nomad's heartbeat interval, and how long one

@@ -17,8 +17,9 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
-// logHandlers serves /v1/client/fs/logs/{alloc}, locally or forwarded to the allocation's node.
-// Its handlers reach the server through the embedded pointer.
+// logHandlers serves /v1/client/fs/logs/{alloc}, locally or forwarded to the
+// allocation's node. Its handlers reach the server through the embedded
+// pointer.
 type logHandlers struct{ *HTTPServer }
 
 // headerForwarded marks a log request that an agent already forwarded to

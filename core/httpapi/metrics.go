@@ -12,8 +12,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 )
 
-// metricsHandlers serves /v1/metrics.
-// Its handlers reach the server through the embedded pointer.
+// metricsHandlers serves /v1/metrics. Its handlers reach the server through
+// the embedded pointer.
 type metricsHandlers struct{ *HTTPServer }
 
 // metricsGet serves GET /v1/metrics: a JSON summary as Nomad's (Gauges,

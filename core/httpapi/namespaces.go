@@ -11,8 +11,8 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
-// namespaceHandlers serves /v1/namespaces and /v1/namespace/*.
-// Its handlers reach the server through the embedded pointer.
+// namespaceHandlers serves /v1/namespaces and /v1/namespace/*. Its handlers
+// reach the server through the embedded pointer.
 type namespaceHandlers struct{ *HTTPServer }
 
 // NamespacesAPI (Config.Namespaces) writes namespaces.

@@ -12,8 +12,10 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
-// nodePoolHandlers serves the node pool routes (/v1/node/pools, /v1/node/pool/*) and the /v1/node/{id}/{sub} pattern they share with a node's allocations.
-// Its handlers reach the server through the embedded pointer.
+// nodePoolHandlers serves the node pool routes (/v1/node/pools,
+// /v1/node/pool/*) and the /v1/node/{id}/{sub} pattern they share with a
+// node's allocations. Its handlers reach the server through the embedded
+// pointer.
 type nodePoolHandlers struct{ *HTTPServer }
 
 // NodePoolsAPI (Config.NodePools) writes node pools.

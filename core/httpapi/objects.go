@@ -11,8 +11,9 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
-// objectHandlers serves the allocation, evaluation and node routes (/v1/allocations, /v1/evaluations, /v1/nodes and their objects by ID).
-// Its handlers reach the server through the embedded pointer.
+// objectHandlers serves the allocation, evaluation and node routes
+// (/v1/allocations, /v1/evaluations, /v1/nodes and their objects by ID). Its
+// handlers reach the server through the embedded pointer.
 type objectHandlers struct{ *HTTPServer }
 
 // Allocation, evaluation and node endpoints. Single-object reads report the

@@ -7,8 +7,9 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
-// operatorHandlers serves /v1/operator/*: the Raft configuration, the scheduler configuration and join tokens.
-// Its handlers reach the server through the embedded pointer.
+// operatorHandlers serves /v1/operator/*: the Raft configuration, the
+// scheduler configuration and join tokens. Its handlers reach the server
+// through the embedded pointer.
 type operatorHandlers struct{ *HTTPServer }
 
 // schedulerConfigResponse is the body of GET /v1/operator/scheduler/configuration.

@@ -13,8 +13,8 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
-// serviceHandlers serves /v1/services and /v1/service/*.
-// Its handlers reach the server through the embedded pointer.
+// serviceHandlers serves /v1/services and /v1/service/*. Its handlers reach
+// the server through the embedded pointer.
 type serviceHandlers struct{ *HTTPServer }
 
 // ServicesAPI is the write side of native service registrations

@@ -2,8 +2,8 @@ package httpapi
 
 import "net/http"
 
-// systemHandlers serves /v1/system/*.
-// Its handlers reach the server through the embedded pointer.
+// systemHandlers serves /v1/system/*. Its handlers reach the server through
+// the embedded pointer.
 type systemHandlers struct{ *HTTPServer }
 
 // systemGC is PUT /v1/system/gc (Nomad's System.GarbageCollect, `drover

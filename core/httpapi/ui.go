@@ -15,8 +15,8 @@ import (
 	"github.com/drover-org/drover/core/ui"
 )
 
-// uiHandlers serves the web UI under /ui/.
-// Its handlers reach the server through the embedded pointer.
+// uiHandlers serves the web UI under /ui/. Its handlers reach the server
+// through the embedded pointer.
 type uiHandlers struct{ *HTTPServer }
 
 // serveUI serves /ui/ with the UI that New built.
