@@ -7,6 +7,10 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
+// aclHandlers serves /v1/acl/*: the bootstrap, one-time tokens, policies and
+// tokens. Its handlers reach the server through the embedded pointer.
+type aclHandlers struct{ *HTTPServer }
+
 // ACLServer (Config.ACL) serves the ACL bootstrap and one-time tokens.
 // Each method authorizes its caller from the secret it is given, so these
 // routes are self-authorizing; with ACLs off each answers 400 "ACL
@@ -17,7 +21,7 @@ type ACLServer interface {
 	ExchangeOneTimeToken(ctx context.Context, ottSecret string) (*structs.ACLToken, uint64, error)
 }
 
-func (s *HTTPServer) aclServer(w http.ResponseWriter) (ACLServer, bool) {
+func (s aclHandlers) aclServer(w http.ResponseWriter) (ACLServer, bool) {
 	as := s.aclAPI
 	if as == nil || s.srv == nil {
 		writeText(w, http.StatusBadRequest, "ACL support disabled")
@@ -28,7 +32,7 @@ func (s *HTTPServer) aclServer(w http.ResponseWriter) (ACLServer, bool) {
 
 // aclBootstrap is PUT /v1/acl/bootstrap, with an optional body
 // {"BootstrapSecret": "<uuid>"}; it answers the management token.
-func (s *HTTPServer) aclBootstrap(w http.ResponseWriter, r *http.Request) {
+func (s aclHandlers) aclBootstrap(w http.ResponseWriter, r *http.Request) {
 	as, ok := s.aclServer(w)
 	if !ok {
 		return
@@ -49,7 +53,7 @@ func (s *HTTPServer) aclBootstrap(w http.ResponseWriter, r *http.Request) {
 
 // oneTimeTokenUpsert is PUT /v1/acl/token/onetime: a one-time token for
 // the caller's own token.
-func (s *HTTPServer) oneTimeTokenUpsert(w http.ResponseWriter, r *http.Request) {
+func (s aclHandlers) oneTimeTokenUpsert(w http.ResponseWriter, r *http.Request) {
 	as, ok := s.aclServer(w)
 	if !ok {
 		return
@@ -66,7 +70,7 @@ func (s *HTTPServer) oneTimeTokenUpsert(w http.ResponseWriter, r *http.Request) 
 // oneTimeTokenExchange is PUT /v1/acl/token/onetime/exchange with
 // {"OneTimeSecretID": "…"}; it needs no token and answers the ACL token,
 // once.
-func (s *HTTPServer) oneTimeTokenExchange(w http.ResponseWriter, r *http.Request) {
+func (s aclHandlers) oneTimeTokenExchange(w http.ResponseWriter, r *http.Request) {
 	as, ok := s.aclServer(w)
 	if !ok {
 		return

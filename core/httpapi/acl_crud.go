@@ -24,7 +24,7 @@ type ACLCRUDServer interface {
 	ACLTokenSelf(ctx context.Context, secret string) (*structs.ACLToken, uint64, error)
 }
 
-func (s *HTTPServer) aclCRUD(w http.ResponseWriter) (ACLCRUDServer, bool) {
+func (s aclHandlers) aclCRUD(w http.ResponseWriter) (ACLCRUDServer, bool) {
 	as := s.aclCRUDs
 	if as == nil || s.srv == nil {
 		writeText(w, http.StatusBadRequest, "ACL support disabled")
@@ -34,7 +34,7 @@ func (s *HTTPServer) aclCRUD(w http.ResponseWriter) (ACLCRUDServer, bool) {
 }
 
 // aclRead answers a read of the ACL tables; secrets are never cached.
-func (s *HTTPServer) aclRead(w http.ResponseWriter, r *http.Request, body any, idx uint64, err error) {
+func (s aclHandlers) aclRead(w http.ResponseWriter, r *http.Request, body any, idx uint64, err error) {
 	if err != nil {
 		s.writeError(w, err)
 		return
@@ -44,14 +44,14 @@ func (s *HTTPServer) aclRead(w http.ResponseWriter, r *http.Request, body any, i
 	writeJSON(w, r, http.StatusOK, body)
 }
 
-func (s *HTTPServer) aclPolicyList(w http.ResponseWriter, r *http.Request) {
+func (s aclHandlers) aclPolicyList(w http.ResponseWriter, r *http.Request) {
 	if as, ok := s.aclCRUD(w); ok {
 		list, idx, err := as.ListACLPolicies(r.Context(), requestToken(r), r.URL.Query().Get("prefix"))
 		s.aclRead(w, r, list, idx, err)
 	}
 }
 
-func (s *HTTPServer) aclPolicyGet(w http.ResponseWriter, r *http.Request) {
+func (s aclHandlers) aclPolicyGet(w http.ResponseWriter, r *http.Request) {
 	if as, ok := s.aclCRUD(w); ok {
 		p, idx, err := as.GetACLPolicy(r.Context(), requestToken(r), r.PathValue("name"))
 		s.aclRead(w, r, p, idx, err)
@@ -60,7 +60,7 @@ func (s *HTTPServer) aclPolicyGet(w http.ResponseWriter, r *http.Request) {
 
 // aclPolicyUpsert is PUT /v1/acl/policy/{name} with the ACLPolicy as the
 // body; the body's name, when given, must be the path's.
-func (s *HTTPServer) aclPolicyUpsert(w http.ResponseWriter, r *http.Request) {
+func (s aclHandlers) aclPolicyUpsert(w http.ResponseWriter, r *http.Request) {
 	as, ok := s.aclCRUD(w)
 	if !ok {
 		return
@@ -87,7 +87,7 @@ func (s *HTTPServer) aclPolicyUpsert(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 }
 
-func (s *HTTPServer) aclPolicyDelete(w http.ResponseWriter, r *http.Request) {
+func (s aclHandlers) aclPolicyDelete(w http.ResponseWriter, r *http.Request) {
 	as, ok := s.aclCRUD(w)
 	if !ok {
 		return
@@ -101,21 +101,21 @@ func (s *HTTPServer) aclPolicyDelete(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 }
 
-func (s *HTTPServer) aclTokenList(w http.ResponseWriter, r *http.Request) {
+func (s aclHandlers) aclTokenList(w http.ResponseWriter, r *http.Request) {
 	if as, ok := s.aclCRUD(w); ok {
 		list, idx, err := as.ListACLTokens(r.Context(), requestToken(r), r.URL.Query().Get("prefix"))
 		s.aclRead(w, r, list, idx, err)
 	}
 }
 
-func (s *HTTPServer) aclTokenSelf(w http.ResponseWriter, r *http.Request) {
+func (s aclHandlers) aclTokenSelf(w http.ResponseWriter, r *http.Request) {
 	if as, ok := s.aclCRUD(w); ok {
 		tok, idx, err := as.ACLTokenSelf(r.Context(), requestToken(r))
 		s.aclRead(w, r, tok, idx, err)
 	}
 }
 
-func (s *HTTPServer) aclTokenGet(w http.ResponseWriter, r *http.Request) {
+func (s aclHandlers) aclTokenGet(w http.ResponseWriter, r *http.Request) {
 	if as, ok := s.aclCRUD(w); ok {
 		tok, idx, err := as.GetACLToken(r.Context(), requestToken(r), r.PathValue("accessor"))
 		s.aclRead(w, r, tok, idx, err)
@@ -124,16 +124,16 @@ func (s *HTTPServer) aclTokenGet(w http.ResponseWriter, r *http.Request) {
 
 // aclTokenCreate is PUT /v1/acl/token: a new token; an AccessorID in the
 // body is refused (that is an update, on the token's own path).
-func (s *HTTPServer) aclTokenCreate(w http.ResponseWriter, r *http.Request) {
+func (s aclHandlers) aclTokenCreate(w http.ResponseWriter, r *http.Request) {
 	s.aclTokenWrite(w, r, "")
 }
 
 // aclTokenUpdate is PUT /v1/acl/token/{accessor}.
-func (s *HTTPServer) aclTokenUpdate(w http.ResponseWriter, r *http.Request) {
+func (s aclHandlers) aclTokenUpdate(w http.ResponseWriter, r *http.Request) {
 	s.aclTokenWrite(w, r, r.PathValue("accessor"))
 }
 
-func (s *HTTPServer) aclTokenWrite(w http.ResponseWriter, r *http.Request, accessor string) {
+func (s aclHandlers) aclTokenWrite(w http.ResponseWriter, r *http.Request, accessor string) {
 	as, ok := s.aclCRUD(w)
 	if !ok {
 		return
@@ -166,7 +166,7 @@ func (s *HTTPServer) aclTokenWrite(w http.ResponseWriter, r *http.Request, acces
 	writeWrite(w, r, idx, toks[0])
 }
 
-func (s *HTTPServer) aclTokenDelete(w http.ResponseWriter, r *http.Request) {
+func (s aclHandlers) aclTokenDelete(w http.ResponseWriter, r *http.Request) {
 	as, ok := s.aclCRUD(w)
 	if !ok {
 		return

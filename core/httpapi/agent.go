@@ -6,13 +6,21 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
+// statusHandlers serves /v1/status/* and /v1/regions. Its handlers reach the
+// server through the embedded pointer.
+type statusHandlers struct{ *HTTPServer }
+
+// agentHandlers serves /v1/agent/*: this agent's own view, never forwarded
+// to the leader. Its handlers reach the server through the embedded pointer.
+type agentHandlers struct{ *HTTPServer }
+
 // Agent and status endpoints: facts about this agent and the cluster that
 // do not come from the state store.
 
 // agentReloadPlugins swaps plugins of this agent for a fresh process of
 // their (possibly new) binary without dropping work: with ?name= that one
 // plugin, else every plugin whose binary or config changed.
-func (s *HTTPServer) agentReloadPlugins(w http.ResponseWriter, r *http.Request) {
+func (s agentHandlers) agentReloadPlugins(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Query().Has("name") {
 		s.agentReloadPlugin(w, r, r.URL.Query().Get("name"))
 		return
@@ -28,7 +36,7 @@ func (s *HTTPServer) agentReloadPlugins(w http.ResponseWriter, r *http.Request) 
 	writeJSON(w, r, http.StatusOK, map[string]bool{"Reloaded": true})
 }
 
-func (s *HTTPServer) agentSelf(w http.ResponseWriter, r *http.Request) {
+func (s agentHandlers) agentSelf(w http.ResponseWriter, r *http.Request) {
 	if s.self != nil {
 		writeJSON(w, r, http.StatusOK, s.self())
 		return
@@ -45,7 +53,7 @@ func (s *HTTPServer) agentSelf(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-func (s *HTTPServer) statusLeader(w http.ResponseWriter, r *http.Request) {
+func (s statusHandlers) statusLeader(w http.ResponseWriter, r *http.Request) {
 	leader := s.srv.LeaderAddr()
 	if leader == "" {
 		s.writeError(w, structs.ErrNoLeader)
@@ -54,7 +62,7 @@ func (s *HTTPServer) statusLeader(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, r, http.StatusOK, leader)
 }
 
-func (s *HTTPServer) statusPeers(w http.ResponseWriter, r *http.Request) {
+func (s statusHandlers) statusPeers(w http.ResponseWriter, r *http.Request) {
 	peers, err := s.peerAddrs()
 	if err != nil {
 		s.writeError(w, err)
@@ -63,7 +71,7 @@ func (s *HTTPServer) statusPeers(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, r, http.StatusOK, peers)
 }
 
-func (s *HTTPServer) regions(w http.ResponseWriter, r *http.Request) {
+func (s statusHandlers) regions(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, r, http.StatusOK, []string{s.region()})
 }
 

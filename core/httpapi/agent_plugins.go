@@ -34,12 +34,12 @@ type AgentPluginResponse struct {
 // the leader.
 
 // agentPluginByQuery is GET /v1/agent/plugin?name=<name>.
-func (s *HTTPServer) agentPluginByQuery(w http.ResponseWriter, r *http.Request) {
+func (s agentHandlers) agentPluginByQuery(w http.ResponseWriter, r *http.Request) {
 	s.agentPlugin(w, r, r.URL.Query().Get("name"))
 }
 
 // agentPluginByName is GET /v1/agent/plugins/{name}.
-func (s *HTTPServer) agentPluginByName(w http.ResponseWriter, r *http.Request) {
+func (s agentHandlers) agentPluginByName(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	if name == "reload" { // the reload endpoint, asked with GET
 		w.Header().Set("Allow", "PUT, POST")
@@ -49,7 +49,7 @@ func (s *HTTPServer) agentPluginByName(w http.ResponseWriter, r *http.Request) {
 	s.agentPlugin(w, r, name)
 }
 
-func (s *HTTPServer) agentPlugins(w http.ResponseWriter, r *http.Request) {
+func (s agentHandlers) agentPlugins(w http.ResponseWriter, r *http.Request) {
 	if s.plugins == nil {
 		writeText(w, http.StatusNotImplemented, "this agent does not report its plugins")
 		return
@@ -61,7 +61,7 @@ func (s *HTTPServer) agentPlugins(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, r, http.StatusOK, AgentPluginsResponse{Plugins: list})
 }
 
-func (s *HTTPServer) agentPlugin(w http.ResponseWriter, r *http.Request, name string) {
+func (s agentHandlers) agentPlugin(w http.ResponseWriter, r *http.Request, name string) {
 	if s.plugins == nil {
 		writeText(w, http.StatusNotImplemented, "this agent does not report its plugins")
 		return
@@ -78,7 +78,7 @@ func (s *HTTPServer) agentPlugin(w http.ResponseWriter, r *http.Request, name st
 	writeJSON(w, r, http.StatusOK, p)
 }
 
-func (s *HTTPServer) agentReloadPlugin(w http.ResponseWriter, r *http.Request, name string) {
+func (s agentHandlers) agentReloadPlugin(w http.ResponseWriter, r *http.Request, name string) {
 	if s.plugins == nil {
 		writeText(w, http.StatusNotImplemented, "this agent cannot reload plugins")
 		return

@@ -103,7 +103,7 @@ func (s *HTTPServer) cluster(w http.ResponseWriter) (Cluster, bool) {
 	return c, ok
 }
 
-func (s *HTTPServer) agentMembers(w http.ResponseWriter, r *http.Request) {
+func (s agentHandlers) agentMembers(w http.ResponseWriter, r *http.Request) {
 	c, ok := s.cluster(w)
 	if !ok {
 		return
@@ -158,7 +158,7 @@ func toAgentMember(m ClusterMember) *agentMember {
 	return &agentMember{Name: m.Name, Addr: host, Port: port, Tags: tags, Status: status}
 }
 
-func (s *HTTPServer) raftConfiguration(w http.ResponseWriter, r *http.Request) {
+func (s operatorHandlers) raftConfiguration(w http.ResponseWriter, r *http.Request) {
 	c, ok := s.cluster(w)
 	if !ok {
 		return
@@ -181,7 +181,7 @@ func (s *HTTPServer) raftConfiguration(w http.ResponseWriter, r *http.Request) {
 
 // raftRemovePeer is DELETE /v1/operator/raft/peer?id=|?address=: exactly one
 // of them names the peer.
-func (s *HTTPServer) raftRemovePeer(w http.ResponseWriter, r *http.Request) {
+func (s operatorHandlers) raftRemovePeer(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	id, addr := q.Get("id"), q.Get("address")
 	switch {

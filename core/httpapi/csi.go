@@ -14,6 +14,11 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
+// csiHandlers serves the CSI routes: /v1/volumes, /v1/volume/csi/*,
+// /v1/plugins and /v1/plugin/csi/{id}. Its handlers reach the server through
+// the embedded pointer.
+type csiHandlers struct{ *HTTPServer }
+
 // CSIServer (Config.CSI) writes CSI volumes.
 type CSIServer interface {
 	RegisterCSIVolumes(ctx context.Context, vols []*structs.CSIVolume) (uint64, error)
@@ -26,7 +31,7 @@ type CSIServer interface {
 // volumeList is GET /v1/volumes?type=csi[&prefix=&plugin_id=&node_id=].
 // Without a type, or for host volumes (which drover does not have), the
 // list is empty, as in Nomad.
-func (s *HTTPServer) volumeList(w http.ResponseWriter, r *http.Request) {
+func (s csiHandlers) volumeList(w http.ResponseWriter, r *http.Request) {
 	switch t := r.URL.Query().Get("type"); t {
 	case "csi":
 	case "", "host":
@@ -42,7 +47,7 @@ func (s *HTTPServer) volumeList(w http.ResponseWriter, r *http.Request) {
 	}
 	pluginID, nodeID := r.URL.Query().Get("plugin_id"), r.URL.Query().Get("node_id")
 	allow := nsFilter(r, acl.NamespaceCapabilityCSIListVolume)
-	readList(s, w, r, state.TableCSIVolumes, func(vols []*structs.CSIVolume) any {
+	readList(s.HTTPServer, w, r, state.TableCSIVolumes, func(vols []*structs.CSIVolume) any {
 		stubs := make([]*structs.CSIVolListStub, 0, len(vols))
 		for _, v := range vols {
 			stubs = append(stubs, v.Stub())
@@ -105,16 +110,16 @@ func newCSIVolumeJSON(r *http.Request, v *structs.CSIVolume) csiVolumeJSON {
 	return csiVolumeJSON{CSIVolume: c, Allocations: allocStubs(allocs)}
 }
 
-func (s *HTTPServer) volumeGet(w http.ResponseWriter, r *http.Request) {
+func (s csiHandlers) volumeGet(w http.ResponseWriter, r *http.Request) {
 	id, ns := r.PathValue("id"), namespaceOf("", r)
-	readObject(s, w, r, state.TableCSIVolumes, "volume not found",
+	readObject(s.HTTPServer, w, r, state.TableCSIVolumes, "volume not found",
 		func(v *structs.CSIVolume) (uint64, any) { return v.ModifyIndex, newCSIVolumeJSON(r, v) },
 		func(ws memdb.WatchSet, st reader, _ queryOptions) (*structs.CSIVolume, error) {
 			return st.CSIVolumeByID(ws, ns, id)
 		})
 }
 
-func (s *HTTPServer) csiServer(w http.ResponseWriter) (CSIServer, bool) {
+func (s csiHandlers) csiServer(w http.ResponseWriter) (CSIServer, bool) {
 	cs := s.csi
 	if cs == nil || s.srv == nil {
 		writeText(w, http.StatusNotImplemented, "This agent's server does not write CSI volumes")
@@ -131,26 +136,26 @@ type csiVolumeRegisterBody struct {
 
 // volumeRegister is PUT /v1/volume/csi/{id}: the body's one volume must
 // carry the path's ID.
-func (s *HTTPServer) volumeRegister(w http.ResponseWriter, r *http.Request) {
+func (s csiHandlers) volumeRegister(w http.ResponseWriter, r *http.Request) {
 	s.registerVolumes(w, r, r.PathValue("id"))
 }
 
 // volumesRegister is PUT /v1/volumes, any number of volumes.
-func (s *HTTPServer) volumesRegister(w http.ResponseWriter, r *http.Request) {
+func (s csiHandlers) volumesRegister(w http.ResponseWriter, r *http.Request) {
 	s.registerVolumes(w, r, "")
 }
 
 // volumeCreate is PUT /v1/volume/csi/{id}/create: the controller
 // provisions the body's one volume, which is then registered.
-func (s *HTTPServer) volumeCreate(w http.ResponseWriter, r *http.Request) {
+func (s csiHandlers) volumeCreate(w http.ResponseWriter, r *http.Request) {
 	s.writeVolumes(w, r, r.PathValue("id"), true)
 }
 
-func (s *HTTPServer) registerVolumes(w http.ResponseWriter, r *http.Request, pathID string) {
+func (s csiHandlers) registerVolumes(w http.ResponseWriter, r *http.Request, pathID string) {
 	s.writeVolumes(w, r, pathID, false)
 }
 
-func (s *HTTPServer) writeVolumes(w http.ResponseWriter, r *http.Request, pathID string, create bool) {
+func (s csiHandlers) writeVolumes(w http.ResponseWriter, r *http.Request, pathID string, create bool) {
 	cs, ok := s.csiServer(w)
 	if !ok {
 		return
@@ -216,7 +221,7 @@ func (s *HTTPServer) writeVolumes(w http.ResponseWriter, r *http.Request, pathID
 // volumeDelete is DELETE /v1/volume/csi/{id}/delete: the controller
 // deletes the unclaimed volume, which is then deregistered. Secrets come
 // in the X-Nomad-CSI-Secrets header (k=v,k2=v2).
-func (s *HTTPServer) volumeDelete(w http.ResponseWriter, r *http.Request) {
+func (s csiHandlers) volumeDelete(w http.ResponseWriter, r *http.Request) {
 	cs, ok := s.csiServer(w)
 	if !ok {
 		return
@@ -242,7 +247,7 @@ func (s *HTTPServer) volumeDelete(w http.ResponseWriter, r *http.Request) {
 }
 
 // volumeDetach is DELETE /v1/volume/csi/{id}/detach?node=<node ID>.
-func (s *HTTPServer) volumeDetach(w http.ResponseWriter, r *http.Request) {
+func (s csiHandlers) volumeDetach(w http.ResponseWriter, r *http.Request) {
 	cs, ok := s.csiServer(w)
 	if !ok {
 		return
@@ -261,7 +266,7 @@ func (s *HTTPServer) volumeDetach(w http.ResponseWriter, r *http.Request) {
 }
 
 // volumeDeregister is DELETE /v1/volume/csi/{id}[?force=true].
-func (s *HTTPServer) volumeDeregister(w http.ResponseWriter, r *http.Request) {
+func (s csiHandlers) volumeDeregister(w http.ResponseWriter, r *http.Request) {
 	cs, ok := s.csiServer(w)
 	if !ok {
 		return
@@ -284,9 +289,9 @@ func (s *HTTPServer) volumeDeregister(w http.ResponseWriter, r *http.Request) {
 
 // pluginList is GET /v1/plugins?type=csi; without that type the list is
 // empty, as in Nomad.
-func (s *HTTPServer) pluginList(w http.ResponseWriter, r *http.Request) {
+func (s csiHandlers) pluginList(w http.ResponseWriter, r *http.Request) {
 	csi := r.URL.Query().Get("type") == "csi"
-	readList(s, w, r, state.TableCSIPlugins, func(ps []*structs.CSIPlugin) any {
+	readList(s.HTTPServer, w, r, state.TableCSIPlugins, func(ps []*structs.CSIPlugin) any {
 		stubs := make([]*structs.CSIPluginListStub, 0, len(ps))
 		for _, p := range ps {
 			stubs = append(stubs, p.Stub())
@@ -303,9 +308,9 @@ func (s *HTTPServer) pluginList(w http.ResponseWriter, r *http.Request) {
 
 // pluginGet is GET /v1/plugin/csi/{id}, with the stubs of the plugin's
 // allocations the caller may read.
-func (s *HTTPServer) pluginGet(w http.ResponseWriter, r *http.Request) {
+func (s csiHandlers) pluginGet(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	readObject(s, w, r, state.TableCSIPlugins, "plugin not found",
+	readObject(s.HTTPServer, w, r, state.TableCSIPlugins, "plugin not found",
 		func(p *structs.CSIPlugin) (uint64, any) { return p.ModifyIndex, p },
 		func(ws memdb.WatchSet, st reader, _ queryOptions) (*structs.CSIPlugin, error) {
 			p, err := st.CSIPluginByID(ws, id)

@@ -12,6 +12,10 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
+// deploymentHandlers serves /v1/deployments and /v1/deployment/*. Its
+// handlers reach the server through the embedded pointer.
+type deploymentHandlers struct{ *HTTPServer }
+
 // DeploymentsAPI is the write side of deployments (Nomad's
 // /v1/deployment/* writes); a follower forwards each to the leader.
 type DeploymentsAPI interface {
@@ -44,9 +48,9 @@ func byNewest(ds []*structs.Deployment) []*structs.Deployment {
 	return out
 }
 
-func (s *HTTPServer) deploymentList(w http.ResponseWriter, r *http.Request) {
+func (s deploymentHandlers) deploymentList(w http.ResponseWriter, r *http.Request) {
 	allow := nsFilter(r, acl.NamespaceCapabilityReadJob)
-	readList(s, w, r, state.TableDeployments, byNewest, func(ws memdb.WatchSet, st reader, q queryOptions) ([]*structs.Deployment, error) {
+	readList(s.HTTPServer, w, r, state.TableDeployments, byNewest, func(ws memdb.WatchSet, st reader, q queryOptions) ([]*structs.Deployment, error) {
 		ds, err := st.DeploymentsByIDPrefix(ws, q.Namespace, q.Prefix)
 		return filterNS(ds, deploymentNS, allow), err
 	})
@@ -66,9 +70,9 @@ func lookupDeployment(ws memdb.WatchSet, st reader, id string) (*structs.Deploym
 	return matches[0], nil
 }
 
-func (s *HTTPServer) deploymentGet(w http.ResponseWriter, r *http.Request) {
+func (s deploymentHandlers) deploymentGet(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	readObject(s, w, r, state.TableDeployments, "deployment not found",
+	readObject(s.HTTPServer, w, r, state.TableDeployments, "deployment not found",
 		func(d *structs.Deployment) (uint64, any) { return d.ModifyIndex, d },
 		func(ws memdb.WatchSet, st reader, _ queryOptions) (*structs.Deployment, error) {
 			d, err := lookupDeployment(ws, st, id)
@@ -79,9 +83,9 @@ func (s *HTTPServer) deploymentGet(w http.ResponseWriter, r *http.Request) {
 		})
 }
 
-func (s *HTTPServer) deploymentAllocs(w http.ResponseWriter, r *http.Request) {
+func (s deploymentHandlers) deploymentAllocs(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	readList(s, w, r, state.TableAllocs, allocStubs, func(ws memdb.WatchSet, st reader, _ queryOptions) ([]*structs.Allocation, error) {
+	readList(s.HTTPServer, w, r, state.TableAllocs, allocStubs, func(ws memdb.WatchSet, st reader, _ queryOptions) ([]*structs.Allocation, error) {
 		d, err := lookupDeployment(ws, st, id)
 		if err != nil || d == nil || !allowNS(r, d.Namespace, acl.NamespaceCapabilityReadJob) {
 			return nil, err
@@ -145,8 +149,8 @@ func deploymentWrite[B any](s *HTTPServer, w http.ResponseWriter, r *http.Reques
 	writeWrite(w, r, resp.Index, resp)
 }
 
-func (s *HTTPServer) deploymentPromote(w http.ResponseWriter, r *http.Request) {
-	deploymentWrite(s, w, r, func(b *deploymentPromoteBody) string { return b.DeploymentID },
+func (s deploymentHandlers) deploymentPromote(w http.ResponseWriter, r *http.Request) {
+	deploymentWrite(s.HTTPServer, w, r, func(b *deploymentPromoteBody) string { return b.DeploymentID },
 		func(ds DeploymentsAPI, id string, b *deploymentPromoteBody) (*structs.DeploymentUpdateResponse, error) {
 			if len(b.Groups) > structs.MaxCollectionElements {
 				return nil, badRequest("Groups: %d groups, at most %d", len(b.Groups), structs.MaxCollectionElements)
@@ -155,37 +159,37 @@ func (s *HTTPServer) deploymentPromote(w http.ResponseWriter, r *http.Request) {
 		})
 }
 
-func (s *HTTPServer) deploymentFail(w http.ResponseWriter, r *http.Request) {
-	deploymentWrite(s, w, r, func(b *deploymentFailBody) string { return b.DeploymentID },
+func (s deploymentHandlers) deploymentFail(w http.ResponseWriter, r *http.Request) {
+	deploymentWrite(s.HTTPServer, w, r, func(b *deploymentFailBody) string { return b.DeploymentID },
 		func(ds DeploymentsAPI, id string, _ *deploymentFailBody) (*structs.DeploymentUpdateResponse, error) {
 			return ds.Fail(r.Context(), id)
 		})
 }
 
-func (s *HTTPServer) deploymentPause(w http.ResponseWriter, r *http.Request) {
-	deploymentWrite(s, w, r, func(b *deploymentPauseBody) string { return b.DeploymentID },
+func (s deploymentHandlers) deploymentPause(w http.ResponseWriter, r *http.Request) {
+	deploymentWrite(s.HTTPServer, w, r, func(b *deploymentPauseBody) string { return b.DeploymentID },
 		func(ds DeploymentsAPI, id string, b *deploymentPauseBody) (*structs.DeploymentUpdateResponse, error) {
 			return ds.Pause(r.Context(), id, b.Pause)
 		})
 }
 
-func (s *HTTPServer) deploymentAllocHealth(w http.ResponseWriter, r *http.Request) {
-	deploymentWrite(s, w, r, func(b *deploymentAllocHealthBody) string { return b.DeploymentID },
+func (s deploymentHandlers) deploymentAllocHealth(w http.ResponseWriter, r *http.Request) {
+	deploymentWrite(s.HTTPServer, w, r, func(b *deploymentAllocHealthBody) string { return b.DeploymentID },
 		func(ds DeploymentsAPI, id string, b *deploymentAllocHealthBody) (*structs.DeploymentUpdateResponse, error) {
 			return ds.SetAllocHealth(r.Context(), id, b.HealthyAllocationIDs, b.UnhealthyAllocationIDs)
 		})
 }
 
 // jobDeployments serves GET /v1/job/<id>/deployments.
-func (s *HTTPServer) jobDeployments(w http.ResponseWriter, r *http.Request, id string) {
-	readList(s, w, r, state.TableDeployments, byNewest, func(ws memdb.WatchSet, st reader, q queryOptions) ([]*structs.Deployment, error) {
+func (s jobHandlers) jobDeployments(w http.ResponseWriter, r *http.Request, id string) {
+	readList(s.HTTPServer, w, r, state.TableDeployments, byNewest, func(ws memdb.WatchSet, st reader, q queryOptions) ([]*structs.Deployment, error) {
 		return st.DeploymentsByJob(ws, q.Namespace, id)
 	})
 }
 
 // jobLatestDeployment serves GET /v1/job/<id>/deployment: the latest
 // deployment, or null.
-func (s *HTTPServer) jobLatestDeployment(w http.ResponseWriter, r *http.Request, id string) {
+func (s jobHandlers) jobLatestDeployment(w http.ResponseWriter, r *http.Request, id string) {
 	s.blockingRead(w, r, func(q queryOptions) readFunc {
 		return func(ws memdb.WatchSet, st reader) (uint64, any, error) {
 			d, err := st.LatestDeploymentByJob(ws, q.Namespace, id)

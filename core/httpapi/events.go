@@ -15,6 +15,10 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
+// eventHandlers serves /v1/event/stream. Its handlers reach the server
+// through the embedded pointer.
+type eventHandlers struct{ *HTTPServer }
+
 // Event stream defaults: Nomad's heartbeat interval, and how long one
 // write to a subscriber may take before it is cut off (a client that stops
 // reading must not pin its handler forever).
@@ -69,7 +73,7 @@ func eventAllowed(cur *atomic.Pointer[acl.ACL]) func(e *events.Event) bool {
 // after every idle heartbeat interval. It is served from this server's own
 // buffer, leader or not. A subscriber that falls a whole buffer behind is
 // sent {"Error": "..."} and the stream ends.
-func (s *HTTPServer) eventStream(w http.ResponseWriter, r *http.Request) {
+func (s eventHandlers) eventStream(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	topics, err := events.ParseTopics(q["topic"])
 	if err != nil {

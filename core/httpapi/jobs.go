@@ -16,6 +16,10 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
+// jobHandlers serves the job routes: /v1/jobs and every /v1/job/<id> action.
+// Its handlers reach the server through the embedded pointer.
+type jobHandlers struct{ *HTTPServer }
+
 // jobRegisterRequest is the body of PUT /v1/jobs and PUT /v1/job/:id. The
 // other fields Nomad's client sends (PolicyOverride, PreserveCounts, …) are
 // accepted and ignored.
@@ -62,7 +66,7 @@ type jobVersionsResponse struct {
 	Diffs    []*structs.JobDiff
 }
 
-func (s *HTTPServer) jobList(w http.ResponseWriter, r *http.Request) {
+func (s jobHandlers) jobList(w http.ResponseWriter, r *http.Request) {
 	allow := nsFilter(r, acl.NamespaceCapabilityListJobs)
 	withMeta, err := parseBool(r, "meta")
 	if err != nil {
@@ -101,13 +105,13 @@ type jobStubs []*structs.JobListStub
 func (l jobStubs) Len() int       { return len(l) }
 func (l jobStubs) Elem(i int) any { return l[i] }
 
-func (s *HTTPServer) jobRegister(w http.ResponseWriter, r *http.Request) {
+func (s jobHandlers) jobRegister(w http.ResponseWriter, r *http.Request) {
 	s.register(w, r, "")
 }
 
 // register serves both registration paths; urlID is the ID named by
 // /v1/job/:id, which the body's job must match.
-func (s *HTTPServer) register(w http.ResponseWriter, r *http.Request, urlID string) {
+func (s jobHandlers) register(w http.ResponseWriter, r *http.Request, urlID string) {
 	var req jobRegisterRequest
 	if err := decodeBody(r, &req); err != nil {
 		s.writeError(w, err)
@@ -143,7 +147,7 @@ func (s *HTTPServer) register(w http.ResponseWriter, r *http.Request, urlID stri
 // its defaults. It runs here, on the job as decoded: the nulls do not
 // survive a copy or a forward to the leader. Without a plugin for the
 // type the server refuses the job anyway.
-func (s *HTTPServer) fillNullPolicies(job *structs.Job) {
+func (s jobHandlers) fillNullPolicies(job *structs.Job) {
 	var b *structs.JobTypeBehavior
 	if jt := s.jobTypes; jt != nil {
 		typ := job.Type
@@ -183,7 +187,7 @@ type JobTypes interface {
 }
 
 // parseOptions are the jobspec options of this agent's server.
-func (s *HTTPServer) parseOptions() jobspec.Options {
+func (s jobHandlers) parseOptions() jobspec.Options {
 	jt := s.jobTypes
 	if jt == nil {
 		return jobspec.Options{}
@@ -194,7 +198,7 @@ func (s *HTTPServer) parseOptions() jobspec.Options {
 	}}
 }
 
-func (s *HTTPServer) jobParse(w http.ResponseWriter, r *http.Request) {
+func (s jobHandlers) jobParse(w http.ResponseWriter, r *http.Request) {
 	var req jobParseRequest
 	if err := decodeBody(r, &req); err != nil {
 		s.writeError(w, err)
@@ -222,7 +226,7 @@ func (s *HTTPServer) jobParse(w http.ResponseWriter, r *http.Request) {
 // jobAction is a sub-resource of /v1/job/<id>.
 type jobAction struct {
 	methods []string
-	serve   func(s *HTTPServer, w http.ResponseWriter, r *http.Request, id string)
+	serve   func(s jobHandlers, w http.ResponseWriter, r *http.Request, id string)
 	// anyOf lists the capabilities of which the action needs one in the
 	// request's namespace (jobRule); none: checked by the handler (plan:
 	// the body's job).
@@ -241,28 +245,28 @@ var (
 		suffix string
 		jobAction
 	}{
-		{"/allocations", jobAction{readMethods, (*HTTPServer).jobAllocs, caps(acl.NamespaceCapabilityReadJob)}},
-		{"/evaluations", jobAction{readMethods, (*HTTPServer).jobEvals, caps(acl.NamespaceCapabilityReadJob)}},
-		{"/summary", jobAction{readMethods, (*HTTPServer).jobSummary, caps(acl.NamespaceCapabilityReadJob)}},
-		{"/versions", jobAction{readMethods, (*HTTPServer).jobVersions, caps(acl.NamespaceCapabilityReadJob)}},
-		{"/deployments", jobAction{readMethods, (*HTTPServer).jobDeployments, caps(acl.NamespaceCapabilityReadJob)}},
-		{"/deployment", jobAction{readMethods, (*HTTPServer).jobLatestDeployment, caps(acl.NamespaceCapabilityReadJob)}},
-		{"/plan", jobAction{writeMethods, (*HTTPServer).jobPlan, nil}},
-		{"/evaluate", jobAction{writeMethods, (*HTTPServer).jobEvaluate, caps(acl.NamespaceCapabilitySubmitJob)}},
-		{"/dispatch", jobAction{writeMethods, (*HTTPServer).jobDispatch, caps(acl.NamespaceCapabilityDispatchJob)}},
+		{"/allocations", jobAction{readMethods, jobHandlers.jobAllocs, caps(acl.NamespaceCapabilityReadJob)}},
+		{"/evaluations", jobAction{readMethods, jobHandlers.jobEvals, caps(acl.NamespaceCapabilityReadJob)}},
+		{"/summary", jobAction{readMethods, jobHandlers.jobSummary, caps(acl.NamespaceCapabilityReadJob)}},
+		{"/versions", jobAction{readMethods, jobHandlers.jobVersions, caps(acl.NamespaceCapabilityReadJob)}},
+		{"/deployments", jobAction{readMethods, jobHandlers.jobDeployments, caps(acl.NamespaceCapabilityReadJob)}},
+		{"/deployment", jobAction{readMethods, jobHandlers.jobLatestDeployment, caps(acl.NamespaceCapabilityReadJob)}},
+		{"/plan", jobAction{writeMethods, jobHandlers.jobPlan, nil}},
+		{"/evaluate", jobAction{writeMethods, jobHandlers.jobEvaluate, caps(acl.NamespaceCapabilitySubmitJob)}},
+		{"/dispatch", jobAction{writeMethods, jobHandlers.jobDispatch, caps(acl.NamespaceCapabilityDispatchJob)}},
 		// Nomad: reading the scale status takes read-job or
 		// read-job-scaling; scaling takes scale-job or submit-job.
-		{"/scale", jobAction{readMethods, (*HTTPServer).jobScaleStatus, caps(acl.NamespaceCapabilityReadJob, acl.NamespaceCapabilityReadJobScaling)}},
-		{"/scale", jobAction{writeMethods, (*HTTPServer).jobScale, caps(acl.NamespaceCapabilityScaleJob, acl.NamespaceCapabilitySubmitJob)}},
-		{"/revert", jobAction{writeMethods, (*HTTPServer).jobRevert, caps(acl.NamespaceCapabilitySubmitJob)}},
-		{"/periodic/force", jobAction{writeMethods, (*HTTPServer).jobPeriodicForce, caps(acl.NamespaceCapabilitySubmitJob)}},
+		{"/scale", jobAction{readMethods, jobHandlers.jobScaleStatus, caps(acl.NamespaceCapabilityReadJob, acl.NamespaceCapabilityReadJobScaling)}},
+		{"/scale", jobAction{writeMethods, jobHandlers.jobScale, caps(acl.NamespaceCapabilityScaleJob, acl.NamespaceCapabilitySubmitJob)}},
+		{"/revert", jobAction{writeMethods, jobHandlers.jobRevert, caps(acl.NamespaceCapabilitySubmitJob)}},
+		{"/periodic/force", jobAction{writeMethods, jobHandlers.jobPeriodicForce, caps(acl.NamespaceCapabilitySubmitJob)}},
 	}
 )
 
 // jobRoute dispatches /v1/job/<id>[/<action>]. The ID may hold slashes,
 // escaped (%2F, as Nomad's client sends them) or not, so the action is
 // recognised by its suffix and the rest is the ID.
-func (s *HTTPServer) jobRoute(w http.ResponseWriter, r *http.Request) {
+func (s jobHandlers) jobRoute(w http.ResponseWriter, r *http.Request) {
 	action, rest := splitJobPath(r)
 	id, err := url.PathUnescape(rest)
 	if err != nil || id == "" {
@@ -295,16 +299,16 @@ func methodNotAllowed(w http.ResponseWriter, allow string) {
 	writeText(w, http.StatusMethodNotAllowed, "Invalid method")
 }
 
-func (s *HTTPServer) jobGet(w http.ResponseWriter, r *http.Request, id string) {
+func (s jobHandlers) jobGet(w http.ResponseWriter, r *http.Request, id string) {
 	view := jobView(r)
-	readObject(s, w, r, state.TableJobs, "job not found",
+	readObject(s.HTTPServer, w, r, state.TableJobs, "job not found",
 		func(j *structs.Job) (uint64, any) { return j.ModifyIndex, view(j) },
 		func(ws memdb.WatchSet, st reader, q queryOptions) (*structs.Job, error) {
 			return st.JobByID(ws, q.Namespace, id)
 		})
 }
 
-func (s *HTTPServer) jobDeregister(w http.ResponseWriter, r *http.Request, id string) {
+func (s jobHandlers) jobDeregister(w http.ResponseWriter, r *http.Request, id string) {
 	purge, err := parseBool(r, "purge")
 	if err != nil {
 		s.writeError(w, err)
@@ -318,32 +322,32 @@ func (s *HTTPServer) jobDeregister(w http.ResponseWriter, r *http.Request, id st
 	writeWrite(w, r, resp.Index, resp)
 }
 
-func (s *HTTPServer) jobAllocs(w http.ResponseWriter, r *http.Request, id string) {
+func (s jobHandlers) jobAllocs(w http.ResponseWriter, r *http.Request, id string) {
 	all, err := parseBool(r, "all")
 	if err != nil {
 		s.writeError(w, err)
 		return
 	}
-	readList(s, w, r, state.TableAllocs, allocStubs, func(ws memdb.WatchSet, st reader, q queryOptions) ([]*structs.Allocation, error) {
+	readList(s.HTTPServer, w, r, state.TableAllocs, allocStubs, func(ws memdb.WatchSet, st reader, q queryOptions) ([]*structs.Allocation, error) {
 		return st.AllocsByJob(ws, q.Namespace, id, all)
 	})
 }
 
-func (s *HTTPServer) jobEvals(w http.ResponseWriter, r *http.Request, id string) {
-	readList(s, w, r, state.TableEvals, sortEvals, func(ws memdb.WatchSet, st reader, q queryOptions) ([]*structs.Evaluation, error) {
+func (s jobHandlers) jobEvals(w http.ResponseWriter, r *http.Request, id string) {
+	readList(s.HTTPServer, w, r, state.TableEvals, sortEvals, func(ws memdb.WatchSet, st reader, q queryOptions) ([]*structs.Evaluation, error) {
 		return st.EvalsByJob(ws, q.Namespace, id)
 	})
 }
 
-func (s *HTTPServer) jobSummary(w http.ResponseWriter, r *http.Request, id string) {
-	readObject(s, w, r, state.TableJobSummary, "job not found",
+func (s jobHandlers) jobSummary(w http.ResponseWriter, r *http.Request, id string) {
+	readObject(s.HTTPServer, w, r, state.TableJobSummary, "job not found",
 		func(sum *structs.JobSummary) (uint64, any) { return sum.ModifyIndex, sum },
 		func(ws memdb.WatchSet, st reader, q queryOptions) (*structs.JobSummary, error) {
 			return st.JobSummaryByID(ws, q.Namespace, id)
 		})
 }
 
-func (s *HTTPServer) jobVersions(w http.ResponseWriter, r *http.Request, id string) {
+func (s jobHandlers) jobVersions(w http.ResponseWriter, r *http.Request, id string) {
 	diffs, err := parseBool(r, "diffs")
 	if err != nil {
 		s.writeError(w, err)
@@ -377,7 +381,7 @@ func (s *HTTPServer) jobVersions(w http.ResponseWriter, r *http.Request, id stri
 	})
 }
 
-func (s *HTTPServer) jobPlan(w http.ResponseWriter, r *http.Request, id string) {
+func (s jobHandlers) jobPlan(w http.ResponseWriter, r *http.Request, id string) {
 	var req jobPlanRequest
 	if err := decodeBody(r, &req); err != nil {
 		s.writeError(w, err)
@@ -413,7 +417,7 @@ type jobEvaluateRequest struct {
 	EvalOptions structs.EvalOptions
 }
 
-func (s *HTTPServer) jobEvaluate(w http.ResponseWriter, r *http.Request, id string) {
+func (s jobHandlers) jobEvaluate(w http.ResponseWriter, r *http.Request, id string) {
 	var body jobEvaluateRequest
 	if err := decodeOptionalBody(r, &body); err != nil {
 		s.writeError(w, err)
@@ -431,7 +435,7 @@ func (s *HTTPServer) jobEvaluate(w http.ResponseWriter, r *http.Request, id stri
 	writeWrite(w, r, resp.Index, resp)
 }
 
-func (s *HTTPServer) jobDispatch(w http.ResponseWriter, r *http.Request, id string) {
+func (s jobHandlers) jobDispatch(w http.ResponseWriter, r *http.Request, id string) {
 	var body jobDispatchRequest
 	if err := decodeOptionalBody(r, &body); err != nil {
 		s.writeError(w, err)
@@ -465,7 +469,7 @@ func (s *HTTPServer) jobDispatch(w http.ResponseWriter, r *http.Request, id stri
 	writeWrite(w, r, resp.Index, resp)
 }
 
-func (s *HTTPServer) jobPeriodicForce(w http.ResponseWriter, r *http.Request, id string) {
+func (s jobHandlers) jobPeriodicForce(w http.ResponseWriter, r *http.Request, id string) {
 	resp, err := s.jobs.ForcePeriodic(r.Context(), namespaceOf("", r), id)
 	if err != nil {
 		s.writeError(w, err)

@@ -11,7 +11,7 @@ import (
 
 // jobScale serves PUT /v1/job/<id>/scale with Nomad's ScalingRequest.
 // Target may name the job (it must be the URL's) and must name the group.
-func (s *HTTPServer) jobScale(w http.ResponseWriter, r *http.Request, id string) {
+func (s jobHandlers) jobScale(w http.ResponseWriter, r *http.Request, id string) {
 	var req structs.ScalingRequest
 	if err := decodeBody(r, &req); err != nil {
 		s.writeError(w, err)
@@ -41,7 +41,7 @@ func (s *HTTPServer) jobScale(w http.ResponseWriter, r *http.Request, id string)
 // jobScaleStatus serves GET /v1/job/<id>/scale: each group's desired,
 // placed and running counts and its latest scaling events. It blocks on
 // the job, its allocations and its events.
-func (s *HTTPServer) jobScaleStatus(w http.ResponseWriter, r *http.Request, id string) {
+func (s jobHandlers) jobScaleStatus(w http.ResponseWriter, r *http.Request, id string) {
 	s.blockingRead(w, r, func(q queryOptions) readFunc {
 		return func(ws memdb.WatchSet, st reader) (uint64, any, error) {
 			job, err := st.JobByID(ws, q.Namespace, id)
@@ -66,7 +66,7 @@ func (s *HTTPServer) jobScaleStatus(w http.ResponseWriter, r *http.Request, id s
 }
 
 // jobRevert serves PUT /v1/job/<id>/revert with Nomad's JobRevertRequest.
-func (s *HTTPServer) jobRevert(w http.ResponseWriter, r *http.Request, id string) {
+func (s jobHandlers) jobRevert(w http.ResponseWriter, r *http.Request, id string) {
 	var req structs.JobRevertRequest
 	if err := decodeBody(r, &req); err != nil {
 		s.writeError(w, err)

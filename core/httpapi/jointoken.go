@@ -18,7 +18,7 @@ type JoinTokenResponse struct {
 	Token string
 }
 
-func (s *HTTPServer) joinTokens(w http.ResponseWriter) (JoinTokens, bool) {
+func (s operatorHandlers) joinTokens(w http.ResponseWriter) (JoinTokens, bool) {
 	jt := s.joinToks
 	if jt == nil || s.srv == nil {
 		writeText(w, http.StatusNotImplemented, "This agent runs no server of the cluster PKI")
@@ -27,7 +27,7 @@ func (s *HTTPServer) joinTokens(w http.ResponseWriter) (JoinTokens, bool) {
 	return jt, true
 }
 
-func (s *HTTPServer) joinTokenGet(w http.ResponseWriter, r *http.Request) {
+func (s operatorHandlers) joinTokenGet(w http.ResponseWriter, r *http.Request) {
 	jt, ok := s.joinTokens(w)
 	if !ok {
 		return
@@ -42,7 +42,7 @@ func (s *HTTPServer) joinTokenGet(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, r, http.StatusOK, JoinTokenResponse{Role: role, Token: tok})
 }
 
-func (s *HTTPServer) joinTokenRotate(w http.ResponseWriter, r *http.Request) {
+func (s operatorHandlers) joinTokenRotate(w http.ResponseWriter, r *http.Request) {
 	jt, ok := s.joinTokens(w)
 	if !ok {
 		return

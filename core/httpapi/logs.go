@@ -17,6 +17,11 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
+// logHandlers serves /v1/client/fs/logs/{alloc}, locally or forwarded to the
+// allocation's node. Its handlers reach the server through the embedded
+// pointer.
+type logHandlers struct{ *HTTPServer }
+
 // headerForwarded marks a log request that an agent already forwarded to
 // the alloc's node, so that two agents never bounce a request between them.
 const headerForwarded = "X-Drover-Forwarded"
@@ -70,7 +75,7 @@ func parseLogsRequest(r *http.Request) (logsRequest, error) {
 	return req, nil
 }
 
-func (s *HTTPServer) allocLogs(w http.ResponseWriter, r *http.Request) {
+func (s logHandlers) allocLogs(w http.ResponseWriter, r *http.Request) {
 	req, err := parseLogsRequest(r)
 	if err != nil {
 		s.writeError(w, err)
@@ -129,7 +134,7 @@ func (s *HTTPServer) allocLogs(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (s *HTTPServer) heartbeatEvery() time.Duration {
+func (s logHandlers) heartbeatEvery() time.Duration {
 	if s.logHeartbeat > 0 {
 		return s.logHeartbeat
 	}
@@ -140,7 +145,7 @@ func (s *HTTPServer) heartbeatEvery() time.Duration {
 // the allocation (§11: /v1/client/fs/* must work when asked of a server).
 // localErr is the local client's refusal, if any: when the state does not
 // know the alloc either, it is the better explanation (an unknown task, say).
-func (s *HTTPServer) forwardLogs(w http.ResponseWriter, r *http.Request, allocID string, localErr error) {
+func (s logHandlers) forwardLogs(w http.ResponseWriter, r *http.Request, allocID string, localErr error) {
 	var addr string
 	var lookupErr error
 	_, err := s.query(r.Context(), 0, func(ws memdb.WatchSet, st reader) (uint64, error) {
@@ -200,7 +205,7 @@ type allocNamespacer interface {
 // read-logs in the allocation's namespace, found in the state store, or
 // on a client-only agent from the client. An allocation found nowhere is
 // refused.
-func (s *HTTPServer) allowLogs(r *http.Request, allocID string) bool {
+func (s logHandlers) allowLogs(r *http.Request, allocID string) bool {
 	if a := requestACL(r); a == nil || a.IsManagement() {
 		return true
 	}

@@ -12,11 +12,15 @@ import (
 	dto "github.com/prometheus/client_model/go"
 )
 
+// metricsHandlers serves /v1/metrics. Its handlers reach the server through
+// the embedded pointer.
+type metricsHandlers struct{ *HTTPServer }
+
 // metricsGet serves GET /v1/metrics: a JSON summary as Nomad's (Gauges,
 // Counters, Samples), or with ?format=prometheus the Prometheus text
 // format, which, as in Nomad, needs telemetry { prometheus_metrics = true }
 // (400 otherwise).
-func (s *HTTPServer) metricsGet(w http.ResponseWriter, r *http.Request) {
+func (s metricsHandlers) metricsGet(w http.ResponseWriter, r *http.Request) {
 	if s.metrics == nil {
 		http.Error(w, "metrics are not collected by this agent", http.StatusNotImplemented)
 		return

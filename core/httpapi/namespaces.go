@@ -11,14 +11,18 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
+// namespaceHandlers serves /v1/namespaces and /v1/namespace/*. Its handlers
+// reach the server through the embedded pointer.
+type namespaceHandlers struct{ *HTTPServer }
+
 // NamespacesAPI (Config.Namespaces) writes namespaces.
 type NamespacesAPI interface {
 	Upsert(ctx context.Context, namespaces []*structs.Namespace) (uint64, error)
 	Delete(ctx context.Context, name string) (uint64, error)
 }
 
-func (s *HTTPServer) namespaceList(w http.ResponseWriter, r *http.Request) {
-	readList(s, w, r, state.TableNamespaces, func(ns []*structs.Namespace) any {
+func (s namespaceHandlers) namespaceList(w http.ResponseWriter, r *http.Request) {
+	readList(s.HTTPServer, w, r, state.TableNamespaces, func(ns []*structs.Namespace) any {
 		sort.Slice(ns, func(i, j int) bool { return ns[i].Name < ns[j].Name })
 		return ns
 	}, func(ws memdb.WatchSet, st reader, q queryOptions) ([]*structs.Namespace, error) {
@@ -31,16 +35,16 @@ func (s *HTTPServer) namespaceList(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-func (s *HTTPServer) namespaceGet(w http.ResponseWriter, r *http.Request) {
+func (s namespaceHandlers) namespaceGet(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
-	readObject(s, w, r, state.TableNamespaces, "namespace not found",
+	readObject(s.HTTPServer, w, r, state.TableNamespaces, "namespace not found",
 		func(n *structs.Namespace) (uint64, any) { return n.ModifyIndex, n },
 		func(ws memdb.WatchSet, st reader, _ queryOptions) (*structs.Namespace, error) {
 			return st.NamespaceByName(ws, name)
 		})
 }
 
-func (s *HTTPServer) namespaceServer(w http.ResponseWriter) (NamespacesAPI, bool) {
+func (s namespaceHandlers) namespaceServer(w http.ResponseWriter) (NamespacesAPI, bool) {
 	ns := s.namespaces
 	if ns == nil || s.srv == nil {
 		writeText(w, http.StatusNotImplemented, "This agent's server does not write namespaces")
@@ -51,7 +55,7 @@ func (s *HTTPServer) namespaceServer(w http.ResponseWriter) (NamespacesAPI, bool
 
 // namespaceUpsert is PUT /v1/namespace[/{name}] with the Namespace as
 // the body; a name in the path must match the body's.
-func (s *HTTPServer) namespaceUpsert(w http.ResponseWriter, r *http.Request) {
+func (s namespaceHandlers) namespaceUpsert(w http.ResponseWriter, r *http.Request) {
 	nsrv, ok := s.namespaceServer(w)
 	if !ok {
 		return
@@ -77,7 +81,7 @@ func (s *HTTPServer) namespaceUpsert(w http.ResponseWriter, r *http.Request) {
 	writeWrite(w, r, idx, struct{ Index uint64 }{idx})
 }
 
-func (s *HTTPServer) namespaceDelete(w http.ResponseWriter, r *http.Request) {
+func (s namespaceHandlers) namespaceDelete(w http.ResponseWriter, r *http.Request) {
 	nsrv, ok := s.namespaceServer(w)
 	if !ok {
 		return

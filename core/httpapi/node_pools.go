@@ -12,6 +12,12 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
+// nodePoolHandlers serves the node pool routes (/v1/node/pools,
+// /v1/node/pool/*) and the /v1/node/{id}/{sub} pattern they share with a
+// node's allocations. Its handlers reach the server through the embedded
+// pointer.
+type nodePoolHandlers struct{ *HTTPServer }
+
 // NodePoolsAPI (Config.NodePools) writes node pools.
 type NodePoolsAPI interface {
 	Upsert(ctx context.Context, pools []*structs.NodePool) (uint64, error)
@@ -27,12 +33,12 @@ type nodePoolReader interface {
 }
 
 // nodeSub serves GET /v1/node/pool/{name} and GET /v1/node/{id}/allocations.
-func (s *HTTPServer) nodeSub(w http.ResponseWriter, r *http.Request) {
+func (s nodePoolHandlers) nodeSub(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.PathValue("id") == "pool":
 		s.nodePoolGet(w, r, r.PathValue("sub"))
 	case r.PathValue("sub") == "allocations":
-		s.nodeAllocs(w, r)
+		objectHandlers(s).nodeAllocs(w, r)
 	case r.PathValue("sub") == "drain" || r.PathValue("sub") == "eligibility":
 		// Served for POST and PUT only, as the mux would answer.
 		w.Header().Set("Allow", "POST, PUT")
@@ -42,15 +48,15 @@ func (s *HTTPServer) nodeSub(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (s *HTTPServer) nodePoolList(w http.ResponseWriter, r *http.Request) {
-	readList(s, w, r, state.TableNodePools, func(p []*structs.NodePool) any { return p },
+func (s nodePoolHandlers) nodePoolList(w http.ResponseWriter, r *http.Request) {
+	readList(s.HTTPServer, w, r, state.TableNodePools, func(p []*structs.NodePool) any { return p },
 		func(ws memdb.WatchSet, st reader, q queryOptions) ([]*structs.NodePool, error) {
 			return st.NodePools(ws, q.Prefix)
 		})
 }
 
-func (s *HTTPServer) nodePoolGet(w http.ResponseWriter, r *http.Request, name string) {
-	readObject(s, w, r, state.TableNodePools, "node pool not found",
+func (s nodePoolHandlers) nodePoolGet(w http.ResponseWriter, r *http.Request, name string) {
+	readObject(s.HTTPServer, w, r, state.TableNodePools, "node pool not found",
 		func(p *structs.NodePool) (uint64, any) { return max(p.ModifyIndex, 1), p },
 		func(ws memdb.WatchSet, st reader, _ queryOptions) (*structs.NodePool, error) {
 			return st.NodePoolByName(ws, name)
@@ -58,7 +64,7 @@ func (s *HTTPServer) nodePoolGet(w http.ResponseWriter, r *http.Request, name st
 }
 
 // nodePoolNodes lists the node stubs of a pool (every node for "all").
-func (s *HTTPServer) nodePoolNodes(w http.ResponseWriter, r *http.Request) {
+func (s nodePoolHandlers) nodePoolNodes(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	s.blockingRead(w, r, func(q queryOptions) readFunc {
 		return func(ws memdb.WatchSet, st reader) (uint64, any, error) {
@@ -94,7 +100,7 @@ func filterPrefix(nodes []*structs.Node, prefix string) []*structs.Node {
 
 // nodePoolJobs lists the job stubs of a pool in the request's namespace
 // ("*": every namespace the caller may list jobs in).
-func (s *HTTPServer) nodePoolJobs(w http.ResponseWriter, r *http.Request) {
+func (s nodePoolHandlers) nodePoolJobs(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	allow := nsFilter(r, acl.NamespaceCapabilityListJobs)
 	s.blockingRead(w, r, func(q queryOptions) readFunc {
@@ -131,7 +137,7 @@ func (s *HTTPServer) nodePoolJobs(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-func (s *HTTPServer) nodePoolServer(w http.ResponseWriter) (NodePoolsAPI, bool) {
+func (s nodePoolHandlers) nodePoolServer(w http.ResponseWriter) (NodePoolsAPI, bool) {
 	ps := s.nodePools
 	if ps == nil || s.srv == nil {
 		writeText(w, http.StatusNotImplemented, "This agent's server does not write node pools")
@@ -141,7 +147,7 @@ func (s *HTTPServer) nodePoolServer(w http.ResponseWriter) (NodePoolsAPI, bool) 
 }
 
 // nodePoolUpsert is PUT /v1/node/pools with the NodePool as the body.
-func (s *HTTPServer) nodePoolUpsert(w http.ResponseWriter, r *http.Request) {
+func (s nodePoolHandlers) nodePoolUpsert(w http.ResponseWriter, r *http.Request) {
 	ps, ok := s.nodePoolServer(w)
 	if !ok {
 		return
@@ -159,7 +165,7 @@ func (s *HTTPServer) nodePoolUpsert(w http.ResponseWriter, r *http.Request) {
 	writeWrite(w, r, idx, struct{ Index uint64 }{idx})
 }
 
-func (s *HTTPServer) nodePoolDelete(w http.ResponseWriter, r *http.Request) {
+func (s nodePoolHandlers) nodePoolDelete(w http.ResponseWriter, r *http.Request) {
 	ps, ok := s.nodePoolServer(w)
 	if !ok {
 		return

@@ -11,21 +11,26 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
+// objectHandlers serves the allocation, evaluation and node routes
+// (/v1/allocations, /v1/evaluations, /v1/nodes and their objects by ID). Its
+// handlers reach the server through the embedded pointer.
+type objectHandlers struct{ *HTTPServer }
+
 // Allocation, evaluation and node endpoints. Single-object reads report the
 // object's ModifyIndex in X-Nomad-Index (as Nomad does), lists the table's.
 
-func (s *HTTPServer) allocList(w http.ResponseWriter, r *http.Request) {
+func (s objectHandlers) allocList(w http.ResponseWriter, r *http.Request) {
 	allow := nsFilter(r, acl.NamespaceCapabilityReadJob)
-	readList(s, w, r, state.TableAllocs, allocStubs, func(ws memdb.WatchSet, st reader, q queryOptions) ([]*structs.Allocation, error) {
+	readList(s.HTTPServer, w, r, state.TableAllocs, allocStubs, func(ws memdb.WatchSet, st reader, q queryOptions) ([]*structs.Allocation, error) {
 		allocs, err := st.AllocList(ws, q.Namespace, q.Prefix)
 		return filterNS(allocs, allocNS, allow), err
 	})
 }
 
-func (s *HTTPServer) allocGet(w http.ResponseWriter, r *http.Request) {
+func (s objectHandlers) allocGet(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	view := allocView(r)
-	readObject(s, w, r, state.TableAllocs, "alloc not found",
+	readObject(s.HTTPServer, w, r, state.TableAllocs, "alloc not found",
 		func(a *structs.Allocation) (uint64, any) { return a.ModifyIndex, view(a) },
 		func(ws memdb.WatchSet, st reader, _ queryOptions) (*structs.Allocation, error) {
 			a, err := st.AllocByID(ws, id)
@@ -37,7 +42,7 @@ func (s *HTTPServer) allocGet(w http.ResponseWriter, r *http.Request) {
 		})
 }
 
-func (s *HTTPServer) allocStop(w http.ResponseWriter, r *http.Request) {
+func (s objectHandlers) allocStop(w http.ResponseWriter, r *http.Request) {
 	if requestACL(r) != nil {
 		a, err := s.srv.State().AllocByID(nil, r.PathValue("id"))
 		if err != nil {
@@ -58,17 +63,17 @@ func (s *HTTPServer) allocStop(w http.ResponseWriter, r *http.Request) {
 	writeWrite(w, r, resp.Index, resp)
 }
 
-func (s *HTTPServer) evalList(w http.ResponseWriter, r *http.Request) {
+func (s objectHandlers) evalList(w http.ResponseWriter, r *http.Request) {
 	allow := nsFilter(r, acl.NamespaceCapabilityReadJob)
-	readList(s, w, r, state.TableEvals, sortEvals, func(ws memdb.WatchSet, st reader, q queryOptions) ([]*structs.Evaluation, error) {
+	readList(s.HTTPServer, w, r, state.TableEvals, sortEvals, func(ws memdb.WatchSet, st reader, q queryOptions) ([]*structs.Evaluation, error) {
 		evals, err := st.EvalList(ws, q.Namespace, q.Prefix)
 		return filterNS(evals, evalNS, allow), err
 	})
 }
 
-func (s *HTTPServer) evalGet(w http.ResponseWriter, r *http.Request) {
+func (s objectHandlers) evalGet(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	readObject(s, w, r, state.TableEvals, "eval not found",
+	readObject(s.HTTPServer, w, r, state.TableEvals, "eval not found",
 		func(e *structs.Evaluation) (uint64, any) { return e.ModifyIndex, e },
 		func(ws memdb.WatchSet, st reader, _ queryOptions) (*structs.Evaluation, error) {
 			e, err := st.EvalByID(ws, id)
@@ -79,24 +84,24 @@ func (s *HTTPServer) evalGet(w http.ResponseWriter, r *http.Request) {
 		})
 }
 
-func (s *HTTPServer) evalAllocs(w http.ResponseWriter, r *http.Request) {
+func (s objectHandlers) evalAllocs(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	allow := nsFilter(r, acl.NamespaceCapabilityReadJob)
-	readList(s, w, r, state.TableAllocs, allocStubs, func(ws memdb.WatchSet, st reader, _ queryOptions) ([]*structs.Allocation, error) {
+	readList(s.HTTPServer, w, r, state.TableAllocs, allocStubs, func(ws memdb.WatchSet, st reader, _ queryOptions) ([]*structs.Allocation, error) {
 		allocs, err := st.AllocsByEval(ws, id)
 		return filterNS(allocs, allocNS, allow), err
 	})
 }
 
-func (s *HTTPServer) nodeList(w http.ResponseWriter, r *http.Request) {
-	readList(s, w, r, state.TableNodes, nodeStubs, func(ws memdb.WatchSet, st reader, q queryOptions) ([]*structs.Node, error) {
+func (s objectHandlers) nodeList(w http.ResponseWriter, r *http.Request) {
+	readList(s.HTTPServer, w, r, state.TableNodes, nodeStubs, func(ws memdb.WatchSet, st reader, q queryOptions) ([]*structs.Node, error) {
 		return st.NodeList(ws, q.Prefix)
 	})
 }
 
-func (s *HTTPServer) nodeGet(w http.ResponseWriter, r *http.Request) {
+func (s objectHandlers) nodeGet(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	readObject(s, w, r, state.TableNodes, "node not found",
+	readObject(s.HTTPServer, w, r, state.TableNodes, "node not found",
 		func(n *structs.Node) (uint64, any) { return n.ModifyIndex, newNodeJSON(n) },
 		func(ws memdb.WatchSet, st reader, _ queryOptions) (*structs.Node, error) {
 			return st.NodeByID(ws, id)
@@ -105,11 +110,11 @@ func (s *HTTPServer) nodeGet(w http.ResponseWriter, r *http.Request) {
 
 // nodeAllocs answers with full allocations, as Nomad does: the client
 // agent's watcher needs them.
-func (s *HTTPServer) nodeAllocs(w http.ResponseWriter, r *http.Request) {
+func (s objectHandlers) nodeAllocs(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	allow := nsFilter(r, acl.NamespaceCapabilityReadJob)
 	view := allocView(r)
-	readList(s, w, r, state.TableAllocs, func(allocs []*structs.Allocation) []*structs.Allocation {
+	readList(s.HTTPServer, w, r, state.TableAllocs, func(allocs []*structs.Allocation) []*structs.Allocation {
 		out := sortAllocs(allocs)
 		for i, a := range out {
 			out[i] = view(a)
@@ -126,7 +131,7 @@ type nodeEligibilityRequest struct {
 	Eligibility string
 }
 
-func (s *HTTPServer) nodeEligibility(w http.ResponseWriter, r *http.Request) {
+func (s objectHandlers) nodeEligibility(w http.ResponseWriter, r *http.Request) {
 	var req nodeEligibilityRequest
 	if err := decodeBody(r, &req); err != nil {
 		s.writeError(w, err)
@@ -157,7 +162,7 @@ type nodeDrainRequest struct {
 	Meta         map[string]string
 }
 
-func (s *HTTPServer) nodeDrain(w http.ResponseWriter, r *http.Request) {
+func (s objectHandlers) nodeDrain(w http.ResponseWriter, r *http.Request) {
 	var req nodeDrainRequest
 	if err := decodeBody(r, &req); err != nil {
 		s.writeError(w, err)

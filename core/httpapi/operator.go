@@ -7,6 +7,11 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
+// operatorHandlers serves /v1/operator/*: the Raft configuration, the
+// scheduler configuration and join tokens. Its handlers reach the server
+// through the embedded pointer.
+type operatorHandlers struct{ *HTTPServer }
+
 // schedulerConfigResponse is the body of GET /v1/operator/scheduler/configuration.
 type schedulerConfigResponse struct {
 	SchedulerConfig *structs.SchedulerConfiguration
@@ -15,7 +20,7 @@ type schedulerConfigResponse struct {
 	LastContact     int64
 }
 
-func (s *HTTPServer) schedulerConfigGet(w http.ResponseWriter, r *http.Request) {
+func (s operatorHandlers) schedulerConfigGet(w http.ResponseWriter, r *http.Request) {
 	index, cfg, err := s.srv.State().SchedulerConfig()
 	if err != nil {
 		s.writeError(w, err)
@@ -25,7 +30,7 @@ func (s *HTTPServer) schedulerConfigGet(w http.ResponseWriter, r *http.Request) 
 	writeJSON(w, r, http.StatusOK, &schedulerConfigResponse{SchedulerConfig: cfg, Index: index, KnownLeader: s.srv.LeaderAddr() != ""})
 }
 
-func (s *HTTPServer) schedulerConfigSet(w http.ResponseWriter, r *http.Request) {
+func (s operatorHandlers) schedulerConfigSet(w http.ResponseWriter, r *http.Request) {
 	var cfg structs.SchedulerConfiguration
 	if err := decodeBody(r, &cfg); err != nil {
 		s.writeError(w, err)

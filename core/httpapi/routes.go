@@ -9,10 +9,18 @@ import (
 	"github.com/drover-org/drover/core/acl"
 )
 
-// handler serves one route. It is a method expression of HTTPServer
-// ((*HTTPServer).jobList), so that the route table is a plain value that
-// names each route's handler.
+// handler serves one route. It is made by on from a method expression of
+// the route's handler group (on(jobHandlers.jobList)), so that the route
+// table is a plain value that names each route's handler.
 type handler func(s *HTTPServer, w http.ResponseWriter, r *http.Request)
+
+// on makes the handler of a route from a method expression of a handler
+// group: a struct type that embeds *HTTPServer alone, one per area of the
+// API (jobHandlers, csiHandlers, ...), so that the server's own type keeps
+// only its plumbing.
+func on[G ~struct{ *HTTPServer }](serve func(G, http.ResponseWriter, *http.Request)) handler {
+	return func(s *HTTPServer, w http.ResponseWriter, r *http.Request) { serve(G{s}, w, r) }
+}
 
 // route is one entry of the route table: everything the API knows about
 // an endpoint. Entries are written as unkeyed literals, so the compiler
@@ -49,40 +57,40 @@ var routeTable = []route{
 	// Jobs. Job IDs may contain slashes (periodic and dispatched
 	// children), so /v1/job/ is routed by suffix (jobActions, which also
 	// name each action's capabilities) rather than by pattern.
-	{"GET", "/v1/jobs", nsCap(acl.NamespaceCapabilityListJobs), (*HTTPServer).jobList},
-	{"PUT POST", "/v1/jobs", anyToken, (*HTTPServer).jobRegister}, // register checks the body's namespace
-	{"PUT POST", "/v1/jobs/parse", nsCap(acl.NamespaceCapabilityParseJob), (*HTTPServer).jobParse},
-	{"", "/v1/job/", jobRule, (*HTTPServer).jobRoute},
+	{"GET", "/v1/jobs", nsCap(acl.NamespaceCapabilityListJobs), on(jobHandlers.jobList)},
+	{"PUT POST", "/v1/jobs", anyToken, on(jobHandlers.jobRegister)}, // register checks the body's namespace
+	{"PUT POST", "/v1/jobs/parse", nsCap(acl.NamespaceCapabilityParseJob), on(jobHandlers.jobParse)},
+	{"", "/v1/job/", jobRule, on(jobHandlers.jobRoute)},
 
 	// Deployments: reads need read-job and writes submit-job in the
 	// deployment's namespace, checked in the handler once it is read.
-	{"GET", "/v1/deployments", nsCap(acl.NamespaceCapabilityReadJob), (*HTTPServer).deploymentList},
-	{"GET", "/v1/deployment/{id}", anyToken, (*HTTPServer).deploymentGet},
-	{"GET", "/v1/deployment/allocations/{id}", anyToken, (*HTTPServer).deploymentAllocs},
-	{"POST PUT", "/v1/deployment/promote/{id}", anyToken, (*HTTPServer).deploymentPromote},
-	{"POST PUT", "/v1/deployment/fail/{id}", anyToken, (*HTTPServer).deploymentFail},
-	{"POST PUT", "/v1/deployment/pause/{id}", anyToken, (*HTTPServer).deploymentPause},
-	{"POST PUT", "/v1/deployment/allocation-health/{id}", anyToken, (*HTTPServer).deploymentAllocHealth},
+	{"GET", "/v1/deployments", nsCap(acl.NamespaceCapabilityReadJob), on(deploymentHandlers.deploymentList)},
+	{"GET", "/v1/deployment/{id}", anyToken, on(deploymentHandlers.deploymentGet)},
+	{"GET", "/v1/deployment/allocations/{id}", anyToken, on(deploymentHandlers.deploymentAllocs)},
+	{"POST PUT", "/v1/deployment/promote/{id}", anyToken, on(deploymentHandlers.deploymentPromote)},
+	{"POST PUT", "/v1/deployment/fail/{id}", anyToken, on(deploymentHandlers.deploymentFail)},
+	{"POST PUT", "/v1/deployment/pause/{id}", anyToken, on(deploymentHandlers.deploymentPause)},
+	{"POST PUT", "/v1/deployment/allocation-health/{id}", anyToken, on(deploymentHandlers.deploymentAllocHealth)},
 
 	// Services, as Nomad's: read-job in the namespace to read, submit-job
 	// to delete (a list of every namespace is filtered to those the
 	// caller may read).
-	{"GET", "/v1/services", nsCap(acl.NamespaceCapabilityReadJob), (*HTTPServer).serviceList},
-	{"GET", "/v1/service/{name}", nsCap(acl.NamespaceCapabilityReadJob), (*HTTPServer).serviceGet},
-	{"DELETE", "/v1/service/{name}/{id}", nsCap(acl.NamespaceCapabilitySubmitJob), (*HTTPServer).serviceDelete},
+	{"GET", "/v1/services", nsCap(acl.NamespaceCapabilityReadJob), on(serviceHandlers.serviceList)},
+	{"GET", "/v1/service/{name}", nsCap(acl.NamespaceCapabilityReadJob), on(serviceHandlers.serviceGet)},
+	{"DELETE", "/v1/service/{name}/{id}", nsCap(acl.NamespaceCapabilitySubmitJob), on(serviceHandlers.serviceDelete)},
 
 	// Scaling policies.
-	{"GET", "/v1/scaling/policies", nsCap(acl.NamespaceCapabilityListScalingPolicies), (*HTTPServer).scalingPolicyList},
-	{"GET", "/v1/scaling/policy/{id}", nsCap(acl.NamespaceCapabilityReadScalingPolicy), (*HTTPServer).scalingPolicyGet},
+	{"GET", "/v1/scaling/policies", nsCap(acl.NamespaceCapabilityListScalingPolicies), on(scalingHandlers.scalingPolicyList)},
+	{"GET", "/v1/scaling/policy/{id}", nsCap(acl.NamespaceCapabilityReadScalingPolicy), on(scalingHandlers.scalingPolicyGet)},
 
 	// Allocations and evaluations by ID: their namespace is known once
 	// they are read, and checked in the handler.
-	{"GET", "/v1/allocations", nsCap(acl.NamespaceCapabilityReadJob), (*HTTPServer).allocList},
-	{"GET", "/v1/allocation/{id}", anyToken, (*HTTPServer).allocGet},
-	{"POST PUT", "/v1/allocation/{id}/stop", anyToken, (*HTTPServer).allocStop},
-	{"GET", "/v1/evaluations", nsCap(acl.NamespaceCapabilityReadJob), (*HTTPServer).evalList},
-	{"GET", "/v1/evaluation/{id}", anyToken, (*HTTPServer).evalGet},
-	{"GET", "/v1/evaluation/{id}/allocations", anyToken, (*HTTPServer).evalAllocs},
+	{"GET", "/v1/allocations", nsCap(acl.NamespaceCapabilityReadJob), on(objectHandlers.allocList)},
+	{"GET", "/v1/allocation/{id}", anyToken, on(objectHandlers.allocGet)},
+	{"POST PUT", "/v1/allocation/{id}/stop", anyToken, on(objectHandlers.allocStop)},
+	{"GET", "/v1/evaluations", nsCap(acl.NamespaceCapabilityReadJob), on(objectHandlers.evalList)},
+	{"GET", "/v1/evaluation/{id}", anyToken, on(objectHandlers.evalGet)},
+	{"GET", "/v1/evaluation/{id}/allocations", anyToken, on(objectHandlers.evalAllocs)},
 
 	// Nodes, and node pools as Nomad authorizes them without node_pool
 	// policies: reads need node read, writes node write; the jobs of a
@@ -90,92 +98,92 @@ var routeTable = []route{
 	// jobs in. GET /v1/node/pool/{name} would overlap GET
 	// /v1/node/{id}/allocations (both match /v1/node/pool/allocations and
 	// neither is more specific), so one pattern serves both (nodeSub).
-	{"GET", "/v1/nodes", nodeRead, (*HTTPServer).nodeList},
-	{"GET", "/v1/node/{id}", nodeRead, (*HTTPServer).nodeGet},
-	{"POST PUT", "/v1/node/{id}/eligibility", nodeWrite, (*HTTPServer).nodeEligibility},
-	{"POST PUT", "/v1/node/{id}/drain", nodeWrite, (*HTTPServer).nodeDrain},
-	{"GET", "/v1/node/pools", nodeRead, (*HTTPServer).nodePoolList},
-	{"PUT POST", "/v1/node/pools", nodeWrite, (*HTTPServer).nodePoolUpsert},
-	{"GET", "/v1/node/{id}/{sub}", nodeRead, (*HTTPServer).nodeSub}, // a pool, or a node's allocations
-	{"DELETE", "/v1/node/pool/{name}", nodeWrite, (*HTTPServer).nodePoolDelete},
-	{"GET", "/v1/node/pool/{name}/nodes", nodeRead, (*HTTPServer).nodePoolNodes},
-	{"GET", "/v1/node/pool/{name}/jobs", nodeRead, (*HTTPServer).nodePoolJobs},
+	{"GET", "/v1/nodes", nodeRead, on(objectHandlers.nodeList)},
+	{"GET", "/v1/node/{id}", nodeRead, on(objectHandlers.nodeGet)},
+	{"POST PUT", "/v1/node/{id}/eligibility", nodeWrite, on(objectHandlers.nodeEligibility)},
+	{"POST PUT", "/v1/node/{id}/drain", nodeWrite, on(objectHandlers.nodeDrain)},
+	{"GET", "/v1/node/pools", nodeRead, on(nodePoolHandlers.nodePoolList)},
+	{"PUT POST", "/v1/node/pools", nodeWrite, on(nodePoolHandlers.nodePoolUpsert)},
+	{"GET", "/v1/node/{id}/{sub}", nodeRead, on(nodePoolHandlers.nodeSub)}, // a pool, or a node's allocations
+	{"DELETE", "/v1/node/pool/{name}", nodeWrite, on(nodePoolHandlers.nodePoolDelete)},
+	{"GET", "/v1/node/pool/{name}/nodes", nodeRead, on(nodePoolHandlers.nodePoolNodes)},
+	{"GET", "/v1/node/pool/{name}/jobs", nodeRead, on(nodePoolHandlers.nodePoolJobs)},
 
 	// read-logs in the allocation's namespace, checked in the handler.
-	{"GET", "/v1/client/fs/logs/{alloc}", anyToken, (*HTTPServer).allocLogs},
+	{"GET", "/v1/client/fs/logs/{alloc}", anyToken, on(logHandlers.allocLogs)},
 
 	// This agent: never forwarded to the leader.
-	{"GET", "/v1/agent/self", agentRead, (*HTTPServer).agentSelf},
-	{"PUT POST", "/v1/agent/plugins/reload", agentWrite, (*HTTPServer).agentReloadPlugins},
-	{"GET", "/v1/agent/plugins", agentRead, (*HTTPServer).agentPlugins},
-	{"GET", "/v1/agent/plugin", agentRead, (*HTTPServer).agentPluginByQuery},
-	{"GET", "/v1/agent/plugins/{name}", agentRead, (*HTTPServer).agentPluginByName},
-	{"GET", "/v1/agent/members", agentRead, (*HTTPServer).agentMembers},
+	{"GET", "/v1/agent/self", agentRead, on(agentHandlers.agentSelf)},
+	{"PUT POST", "/v1/agent/plugins/reload", agentWrite, on(agentHandlers.agentReloadPlugins)},
+	{"GET", "/v1/agent/plugins", agentRead, on(agentHandlers.agentPlugins)},
+	{"GET", "/v1/agent/plugin", agentRead, on(agentHandlers.agentPluginByQuery)},
+	{"GET", "/v1/agent/plugins/{name}", agentRead, on(agentHandlers.agentPluginByName)},
+	{"GET", "/v1/agent/members", agentRead, on(agentHandlers.agentMembers)},
 
 	// The ACL bootstrap and one-time tokens, policies and tokens: each
 	// server method authorizes its caller from the secret it is given.
 	// /v1/acl/token/self and the one-time token routes are literal
 	// segments, so ServeMux prefers them to {accessor}.
-	{"PUT POST", "/v1/acl/bootstrap", self, (*HTTPServer).aclBootstrap},
-	{"PUT POST", "/v1/acl/token/onetime", self, (*HTTPServer).oneTimeTokenUpsert},
-	{"PUT POST", "/v1/acl/token/onetime/exchange", self, (*HTTPServer).oneTimeTokenExchange},
-	{"GET", "/v1/acl/policies", self, (*HTTPServer).aclPolicyList},
-	{"GET", "/v1/acl/policy/{name}", self, (*HTTPServer).aclPolicyGet},
-	{"PUT POST", "/v1/acl/policy/{name}", self, (*HTTPServer).aclPolicyUpsert},
-	{"DELETE", "/v1/acl/policy/{name}", self, (*HTTPServer).aclPolicyDelete},
-	{"GET", "/v1/acl/tokens", self, (*HTTPServer).aclTokenList},
-	{"PUT POST", "/v1/acl/token", self, (*HTTPServer).aclTokenCreate},
-	{"GET", "/v1/acl/token/self", self, (*HTTPServer).aclTokenSelf},
-	{"GET", "/v1/acl/token/{accessor}", self, (*HTTPServer).aclTokenGet},
-	{"PUT POST", "/v1/acl/token/{accessor}", self, (*HTTPServer).aclTokenUpdate},
-	{"DELETE", "/v1/acl/token/{accessor}", self, (*HTTPServer).aclTokenDelete},
+	{"PUT POST", "/v1/acl/bootstrap", self, on(aclHandlers.aclBootstrap)},
+	{"PUT POST", "/v1/acl/token/onetime", self, on(aclHandlers.oneTimeTokenUpsert)},
+	{"PUT POST", "/v1/acl/token/onetime/exchange", self, on(aclHandlers.oneTimeTokenExchange)},
+	{"GET", "/v1/acl/policies", self, on(aclHandlers.aclPolicyList)},
+	{"GET", "/v1/acl/policy/{name}", self, on(aclHandlers.aclPolicyGet)},
+	{"PUT POST", "/v1/acl/policy/{name}", self, on(aclHandlers.aclPolicyUpsert)},
+	{"DELETE", "/v1/acl/policy/{name}", self, on(aclHandlers.aclPolicyDelete)},
+	{"GET", "/v1/acl/tokens", self, on(aclHandlers.aclTokenList)},
+	{"PUT POST", "/v1/acl/token", self, on(aclHandlers.aclTokenCreate)},
+	{"GET", "/v1/acl/token/self", self, on(aclHandlers.aclTokenSelf)},
+	{"GET", "/v1/acl/token/{accessor}", self, on(aclHandlers.aclTokenGet)},
+	{"PUT POST", "/v1/acl/token/{accessor}", self, on(aclHandlers.aclTokenUpdate)},
+	{"DELETE", "/v1/acl/token/{accessor}", self, on(aclHandlers.aclTokenDelete)},
 
 	// Namespaces: reads need the namespace's read capability (a list
 	// shows only those), writes a management token, as in Nomad.
-	{"GET", "/v1/namespaces", anyToken, (*HTTPServer).namespaceList}, // filtered to the caller's namespaces
-	{"GET", "/v1/namespace/{name}", namespaceVisible, (*HTTPServer).namespaceGet},
-	{"PUT POST", "/v1/namespace/{name}", mgmt, (*HTTPServer).namespaceUpsert},
-	{"PUT POST", "/v1/namespace", mgmt, (*HTTPServer).namespaceUpsert},
-	{"DELETE", "/v1/namespace/{name}", mgmt, (*HTTPServer).namespaceDelete},
+	{"GET", "/v1/namespaces", anyToken, on(namespaceHandlers.namespaceList)}, // filtered to the caller's namespaces
+	{"GET", "/v1/namespace/{name}", namespaceVisible, on(namespaceHandlers.namespaceGet)},
+	{"PUT POST", "/v1/namespace/{name}", mgmt, on(namespaceHandlers.namespaceUpsert)},
+	{"PUT POST", "/v1/namespace", mgmt, on(namespaceHandlers.namespaceUpsert)},
+	{"DELETE", "/v1/namespace/{name}", mgmt, on(namespaceHandlers.namespaceDelete)},
 
 	// CSI volumes need the csi-* capabilities of their namespace, plugins
 	// the plugin policy, as in Nomad. A register or create checks the
 	// namespaces of the body's volumes in the handler.
-	{"GET", "/v1/volumes", nsCap(acl.NamespaceCapabilityCSIListVolume), (*HTTPServer).volumeList},
-	{"PUT POST", "/v1/volumes", anyToken, (*HTTPServer).volumesRegister},
-	{"GET", "/v1/volume/csi/{id}", nsCap(acl.NamespaceCapabilityCSIReadVolume), (*HTTPServer).volumeGet},
-	{"PUT POST", "/v1/volume/csi/{id}", anyToken, (*HTTPServer).volumeRegister},
-	{"DELETE", "/v1/volume/csi/{id}", nsCap(acl.NamespaceCapabilityCSIWriteVolume), (*HTTPServer).volumeDeregister},
-	{"PUT POST", "/v1/volume/csi/{id}/create", anyToken, (*HTTPServer).volumeCreate},
-	{"DELETE", "/v1/volume/csi/{id}/delete", nsCap(acl.NamespaceCapabilityCSIWriteVolume), (*HTTPServer).volumeDelete},
-	{"DELETE", "/v1/volume/csi/{id}/detach", nsCap(acl.NamespaceCapabilityCSIWriteVolume), (*HTTPServer).volumeDetach},
-	{"GET", "/v1/plugins", pluginList, (*HTTPServer).pluginList},
-	{"GET", "/v1/plugin/csi/{id}", pluginRead, (*HTTPServer).pluginGet},
+	{"GET", "/v1/volumes", nsCap(acl.NamespaceCapabilityCSIListVolume), on(csiHandlers.volumeList)},
+	{"PUT POST", "/v1/volumes", anyToken, on(csiHandlers.volumesRegister)},
+	{"GET", "/v1/volume/csi/{id}", nsCap(acl.NamespaceCapabilityCSIReadVolume), on(csiHandlers.volumeGet)},
+	{"PUT POST", "/v1/volume/csi/{id}", anyToken, on(csiHandlers.volumeRegister)},
+	{"DELETE", "/v1/volume/csi/{id}", nsCap(acl.NamespaceCapabilityCSIWriteVolume), on(csiHandlers.volumeDeregister)},
+	{"PUT POST", "/v1/volume/csi/{id}/create", anyToken, on(csiHandlers.volumeCreate)},
+	{"DELETE", "/v1/volume/csi/{id}/delete", nsCap(acl.NamespaceCapabilityCSIWriteVolume), on(csiHandlers.volumeDelete)},
+	{"DELETE", "/v1/volume/csi/{id}/detach", nsCap(acl.NamespaceCapabilityCSIWriteVolume), on(csiHandlers.volumeDetach)},
+	{"GET", "/v1/plugins", pluginList, on(csiHandlers.pluginList)},
+	{"GET", "/v1/plugin/csi/{id}", pluginRead, on(csiHandlers.pluginGet)},
 
 	// Checked per topic and per event in the handler.
-	{"GET", "/v1/event/stream", anyToken, (*HTTPServer).eventStream},
+	{"GET", "/v1/event/stream", anyToken, on(eventHandlers.eventStream)},
 	// Scrapers send no token; nothing in it names an object (no IDs).
-	{"GET", "/v1/metrics", public, (*HTTPServer).metricsGet},
+	{"GET", "/v1/metrics", public, on(metricsHandlers.metricsGet)},
 
-	{"GET", "/v1/status/leader", public, (*HTTPServer).statusLeader},
-	{"GET", "/v1/status/peers", public, (*HTTPServer).statusPeers},
-	{"GET", "/v1/regions", public, (*HTTPServer).regions},
+	{"GET", "/v1/status/leader", public, on(statusHandlers.statusLeader)},
+	{"GET", "/v1/status/peers", public, on(statusHandlers.statusPeers)},
+	{"GET", "/v1/regions", public, on(statusHandlers.regions)},
 
-	{"GET", "/v1/operator/raft/configuration", opRead, (*HTTPServer).raftConfiguration},
-	{"DELETE", "/v1/operator/raft/peer", opWrite, (*HTTPServer).raftRemovePeer},
-	{"GET", "/v1/operator/scheduler/configuration", opRead, (*HTTPServer).schedulerConfigGet},
-	{"PUT POST", "/v1/operator/scheduler/configuration", opWrite, (*HTTPServer).schedulerConfigSet},
+	{"GET", "/v1/operator/raft/configuration", opRead, on(operatorHandlers.raftConfiguration)},
+	{"DELETE", "/v1/operator/raft/peer", opWrite, on(operatorHandlers.raftRemovePeer)},
+	{"GET", "/v1/operator/scheduler/configuration", opRead, on(operatorHandlers.schedulerConfigGet)},
+	{"PUT POST", "/v1/operator/scheduler/configuration", opWrite, on(operatorHandlers.schedulerConfigSet)},
 	// A join token is a credential: reading one is a write's privilege.
-	{"GET", "/v1/operator/join-token/{role}", opWrite, (*HTTPServer).joinTokenGet},
-	{"PUT POST", "/v1/operator/join-token/{role}/rotate", opWrite, (*HTTPServer).joinTokenRotate},
+	{"GET", "/v1/operator/join-token/{role}", opWrite, on(operatorHandlers.joinTokenGet)},
+	{"PUT POST", "/v1/operator/join-token/{role}/rotate", opWrite, on(operatorHandlers.joinTokenRotate)},
 
 	// Force GC deletes cluster state: management only, as in Nomad.
-	{"PUT", "/v1/system/gc", mgmt, (*HTTPServer).systemGC},
-	{"PUT", "/v1/system/reconcile/summaries", mgmt, (*HTTPServer).systemReconcileSummaries},
+	{"PUT", "/v1/system/gc", mgmt, on(systemHandlers.systemGC)},
+	{"PUT", "/v1/system/reconcile/summaries", mgmt, on(systemHandlers.systemReconcileSummaries)},
 
 	// The web UI authorizes each page itself, with this server's resolver
 	// and the same header parsing as the API (plus its cookie).
-	{"", "/ui/", self, (*HTTPServer).serveUI},
+	{"", "/ui/", self, on(uiHandlers.serveUI)},
 }
 
 // errRouteNoRule is the kind of a table entry without an ACL rule.

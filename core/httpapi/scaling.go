@@ -12,6 +12,10 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
+// scalingHandlers serves /v1/scaling/policies and /v1/scaling/policy/{id}.
+// Its handlers reach the server through the embedded pointer.
+type scalingHandlers struct{ *HTTPServer }
+
 // The scaling policy endpoints, as Nomad's: the scaling blocks of the
 // registered jobs' groups, read where they are stored (in the job), so a
 // policy is never out of step with its job. A policy's ID is a digest of
@@ -59,10 +63,10 @@ func jobPolicies(j *structs.Job) []*structs.ScalingPolicy {
 	return out
 }
 
-func (s *HTTPServer) scalingPolicyList(w http.ResponseWriter, r *http.Request) {
+func (s scalingHandlers) scalingPolicyList(w http.ResponseWriter, r *http.Request) {
 	allow := nsFilter(r, acl.NamespaceCapabilityListScalingPolicies)
 	jobID, typ := r.URL.Query().Get("job"), r.URL.Query().Get("type")
-	readList(s, w, r, state.TableJobs, func(ps []*structs.ScalingPolicy) []*scalingPolicyStub {
+	readList(s.HTTPServer, w, r, state.TableJobs, func(ps []*structs.ScalingPolicy) []*scalingPolicyStub {
 		out := make([]*scalingPolicyStub, 0, len(ps))
 		for _, p := range ps {
 			out = append(out, &scalingPolicyStub{ID: p.ID, Enabled: p.Enabled, Type: p.Type, Target: p.Target,
@@ -103,7 +107,7 @@ func (s *HTTPServer) scalingPolicyList(w http.ResponseWriter, r *http.Request) {
 
 // scalingPolicyGet answers one policy of the request's namespace; 404 for
 // an ID no group of its jobs has.
-func (s *HTTPServer) scalingPolicyGet(w http.ResponseWriter, r *http.Request) {
+func (s scalingHandlers) scalingPolicyGet(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	s.blockingRead(w, r, func(q queryOptions) readFunc {
 		return func(ws memdb.WatchSet, st reader) (uint64, any, error) {

@@ -13,6 +13,10 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
+// serviceHandlers serves /v1/services and /v1/service/*. Its handlers reach
+// the server through the embedded pointer.
+type serviceHandlers struct{ *HTTPServer }
+
 // ServicesAPI is the write side of native service registrations
 // (`DELETE /v1/service/<name>/<id>`); a follower forwards it to the leader.
 type ServicesAPI interface {
@@ -82,9 +86,9 @@ func serviceStubs(regs []*structs.ServiceRegistration) []*serviceListStub {
 
 func serviceNS(r *structs.ServiceRegistration) string { return r.Namespace }
 
-func (s *HTTPServer) serviceList(w http.ResponseWriter, r *http.Request) {
+func (s serviceHandlers) serviceList(w http.ResponseWriter, r *http.Request) {
 	allow := nsFilter(r, acl.NamespaceCapabilityReadJob)
-	readList(s, w, r, state.TableServiceRegistrations, serviceStubs, func(ws memdb.WatchSet, st reader, q queryOptions) ([]*structs.ServiceRegistration, error) {
+	readList(s.HTTPServer, w, r, state.TableServiceRegistrations, serviceStubs, func(ws memdb.WatchSet, st reader, q queryOptions) ([]*structs.ServiceRegistration, error) {
 		regs, err := st.ServiceRegistrations(ws, q.Namespace)
 		return filterNS(regs, serviceNS, allow), err
 	})
@@ -92,9 +96,9 @@ func (s *HTTPServer) serviceList(w http.ResponseWriter, r *http.Request) {
 
 // serviceGet answers a service's registrations, [] for an unknown one, as
 // Nomad does.
-func (s *HTTPServer) serviceGet(w http.ResponseWriter, r *http.Request) {
+func (s serviceHandlers) serviceGet(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
-	readList(s, w, r, state.TableServiceRegistrations, func(regs []*structs.ServiceRegistration) []*structs.ServiceRegistration {
+	readList(s.HTTPServer, w, r, state.TableServiceRegistrations, func(regs []*structs.ServiceRegistration) []*structs.ServiceRegistration {
 		if regs == nil {
 			return []*structs.ServiceRegistration{}
 		}
@@ -107,7 +111,7 @@ func (s *HTTPServer) serviceGet(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-func (s *HTTPServer) serviceDelete(w http.ResponseWriter, r *http.Request) {
+func (s serviceHandlers) serviceDelete(w http.ResponseWriter, r *http.Request) {
 	ss := s.services
 	if ss == nil || s.srv == nil {
 		writeText(w, http.StatusNotImplemented, "This agent's server does not delete service registrations")

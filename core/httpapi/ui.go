@@ -15,8 +15,12 @@ import (
 	"github.com/drover-org/drover/core/ui"
 )
 
+// uiHandlers serves the web UI under /ui/. Its handlers reach the server
+// through the embedded pointer.
+type uiHandlers struct{ *HTTPServer }
+
 // serveUI serves /ui/ with the UI that New built.
-func (s *HTTPServer) serveUI(w http.ResponseWriter, r *http.Request) { s.ui.ServeHTTP(w, r) }
+func (s uiHandlers) serveUI(w http.ResponseWriter, r *http.Request) { s.ui.ServeHTTP(w, r) }
 
 // uiHandler builds the web UI over this server's state store, token
 // resolver, Raft configuration, writes and plugins.
