@@ -60,7 +60,13 @@ func TestFSM_ACLEntries(t *testing.T) {
 				t.Error("expired exchange deleted the OTT")
 			}
 		}},
-		{"exchange", structs.OneTimeTokenDeleteRequestType, &structs.OneTimeTokenDeleteRequest{AccessorIDs: []string{client.AccessorID}, OneTimeSecretID: ott.OneTimeSecretID, Now: base.UnixNano()}, nil, nil},
+		// An exchange entry without an exchange ID, as an older version
+		// wrote it, still deletes the one-time token.
+		{"exchange", structs.OneTimeTokenDeleteRequestType, &structs.OneTimeTokenDeleteRequest{AccessorIDs: []string{client.AccessorID}, OneTimeSecretID: ott.OneTimeSecretID, Now: base.UnixNano()}, nil, func(t *testing.T) {
+			if o, _ := f.State().OneTimeTokenBySecretAny(nil, ott.OneTimeSecretID); o != nil {
+				t.Errorf("old-format exchange left %+v, want it deleted", o)
+			}
+		}},
 		{"exchange again", structs.OneTimeTokenDeleteRequestType, &structs.OneTimeTokenDeleteRequest{AccessorIDs: []string{client.AccessorID}, OneTimeSecretID: ott.OneTimeSecretID, Now: base.UnixNano()}, structs.ErrPermissionDenied, nil},
 		{"ott upsert 2", structs.OneTimeTokenUpsertRequestType, &structs.OneTimeTokenUpsertRequest{OneTimeToken: &structs.OneTimeToken{OneTimeSecretID: uuid.NewString(), AccessorID: boot.AccessorID, ExpiresAt: base}}, nil, nil},
 		{"expire", structs.OneTimeTokenExpireRequestType, &structs.OneTimeTokenExpireRequest{Now: base.Add(time.Second).UnixNano()}, nil, func(t *testing.T) {
@@ -97,6 +103,42 @@ func TestFSM_ACLEntries(t *testing.T) {
 		if st.check != nil {
 			st.check(t)
 		}
+	}
+}
+
+// An exchange entry with an exchange ID marks the one-time token spent by
+// that exchange: lookups do not find it, another exchange is refused, the
+// same exchange applied again (a caller learning its outcome) succeeds,
+// and expiry removes the token at its TTL.
+func TestFSM_OneTimeTokenExchangeID(t *testing.T) {
+	f, _ := testFSM(t)
+	base := time.Unix(10_000, 0).UTC()
+	client := aclToken()
+	ott := &structs.OneTimeToken{OneTimeSecretID: uuid.NewString(), AccessorID: client.AccessorID, ExpiresAt: base.Add(time.Minute)}
+	mustApply(t, f, 1, structs.ACLTokenUpsertRequestType, &structs.ACLTokenUpsertRequest{Tokens: []*structs.ACLToken{client}})
+	mustApply(t, f, 2, structs.OneTimeTokenUpsertRequestType, &structs.OneTimeTokenUpsertRequest{OneTimeToken: ott})
+	exchange := func(id string) *structs.OneTimeTokenDeleteRequest {
+		return &structs.OneTimeTokenDeleteRequest{AccessorIDs: []string{client.AccessorID}, OneTimeSecretID: ott.OneTimeSecretID, ExchangeID: id, Now: base.UnixNano()}
+	}
+	winner := uuid.NewString()
+	mustApply(t, f, 3, structs.OneTimeTokenDeleteRequestType, exchange(winner))
+	if o, _ := f.State().OneTimeTokenBySecret(nil, ott.OneTimeSecretID); o != nil {
+		t.Errorf("spent OTT visible by secret: %+v", o)
+	}
+	if o, _ := f.State().OneTimeTokenBySecretAny(nil, ott.OneTimeSecretID); o == nil || o.ExchangeID != winner {
+		t.Fatalf("OTT after exchange %+v, want spent by %s", o, winner)
+	}
+	resp := apply(t, f, 4, structs.OneTimeTokenDeleteRequestType, exchange(uuid.NewString()))
+	if err, _ := resp.(error); !errors.Is(err, structs.ErrPermissionDenied) {
+		t.Errorf("another exchange: %v, want ErrPermissionDenied", resp)
+	}
+	mustApply(t, f, 5, structs.OneTimeTokenDeleteRequestType, exchange(winner))
+	mustApply(t, f, 6, structs.OneTimeTokenExpireRequestType, &structs.OneTimeTokenExpireRequest{Now: base.Add(2 * time.Minute).UnixNano()})
+	if o, _ := f.State().OneTimeTokens(nil); len(o) != 0 {
+		t.Errorf("spent OTT survived expiry: %+v", o)
+	}
+	if f.Failed() != nil {
+		t.Fatalf("FSM stopped: %v", f.Failed())
 	}
 }
 

@@ -47,7 +47,9 @@ func (f *FSM) applyOneTimeTokenUpsert(index uint64, buf []byte) any {
 
 // applyOneTimeTokenDelete deletes by accessor; an entry carrying the
 // secret is an exchange, checked here against the stored token so that
-// only the first of concurrent exchanges succeeds.
+// only the first of concurrent exchanges succeeds. An exchange with an
+// ExchangeID marks the token spent by it (expiry removes it); one without
+// (an entry of an older version) deletes it, as that version did.
 func (f *FSM) applyOneTimeTokenDelete(index uint64, buf []byte) any {
 	req := decode[structs.OneTimeTokenDeleteRequest](structs.OneTimeTokenDeleteRequestType, index, buf)
 	if req.OneTimeSecretID == "" {
@@ -56,7 +58,7 @@ func (f *FSM) applyOneTimeTokenDelete(index uint64, buf []byte) any {
 	if len(req.AccessorIDs) != 1 {
 		return structs.NewError(structs.ErrInvalid, "one-time token exchange: must name exactly one accessor (got %d)", len(req.AccessorIDs))
 	}
-	return f.State().At(at(req.Now)).ExchangeOneTimeToken(index, req.AccessorIDs[0], req.OneTimeSecretID)
+	return f.State().At(at(req.Now)).ExchangeOneTimeToken(index, req.AccessorIDs[0], req.OneTimeSecretID, req.ExchangeID)
 }
 
 func (f *FSM) applyOneTimeTokenExpire(index uint64, buf []byte) any {

@@ -226,11 +226,14 @@ func (s *StateStore) DeleteOneTimeTokens(index uint64, accessors []string) error
 	})
 }
 
-// ExchangeOneTimeToken deletes the one-time token with secret, provided
-// it is accessor's and has not expired by now; otherwise it refuses with
-// structs.ErrPermissionDenied and writes nothing. Only the first of
-// several exchanges of one secret thus succeeds.
-func (s *StateStore) ExchangeOneTimeToken(index uint64, accessor, secret string) error {
+// ExchangeOneTimeToken spends the one-time token with secret, provided
+// it is accessor's, has not expired by now and is unspent; otherwise it
+// refuses with structs.ErrPermissionDenied and writes nothing. Only the
+// first of several exchanges of one secret thus succeeds. With an
+// exchangeID the token is marked spent by it (and left for expiry to
+// remove), and the same exchangeID spending it again succeeds without a
+// write; without one (an entry of an older version) the token is deleted.
+func (s *StateStore) ExchangeOneTimeToken(index uint64, accessor, secret, exchangeID string) error {
 	return s.write(index, func(t *writeTxn) error {
 		raw, err := t.first(TableOneTimeTokens, "secret", secret)
 		if err != nil {
@@ -239,10 +242,22 @@ func (s *StateStore) ExchangeOneTimeToken(index uint64, accessor, secret string)
 		if raw == nil || raw.(*structs.OneTimeToken).AccessorID != accessor {
 			return structs.NewError(structs.ErrPermissionDenied, "Permission denied")
 		}
-		if !t.now.IsZero() && raw.(*structs.OneTimeToken).IsExpired(t.now) {
+		o := raw.(*structs.OneTimeToken)
+		if exchangeID != "" && o.ExchangeID == exchangeID {
+			return nil // this exchange already won
+		}
+		if o.IsSpent() {
 			return structs.NewError(structs.ErrPermissionDenied, "Permission denied")
 		}
-		return t.delete(TableOneTimeTokens, raw)
+		if !t.now.IsZero() && o.IsExpired(t.now) {
+			return structs.NewError(structs.ErrPermissionDenied, "Permission denied")
+		}
+		if exchangeID == "" {
+			return t.delete(TableOneTimeTokens, raw)
+		}
+		spent := *o
+		spent.ExchangeID, spent.ModifyIndex = exchangeID, index
+		return t.insert(TableOneTimeTokens, &spent)
 	})
 }
 
@@ -281,8 +296,19 @@ func (t *writeTxn) deleteOTT(accessor string) error {
 	return t.delete(TableOneTimeTokens, raw)
 }
 
-// OneTimeTokenBySecret returns the one-time token with secret, or nil.
+// OneTimeTokenBySecret returns the unspent one-time token with secret,
+// or nil: a spent token grants nothing and is not returned.
 func (s *StateStore) OneTimeTokenBySecret(ws memdb.WatchSet, secret string) (*structs.OneTimeToken, error) {
+	o, err := s.OneTimeTokenBySecretAny(ws, secret)
+	if err != nil || o == nil || o.IsSpent() {
+		return nil, err
+	}
+	return o, nil
+}
+
+// OneTimeTokenBySecretAny returns the one-time token with secret, spent
+// or not, or nil; only for learning which exchange spent it.
+func (s *StateStore) OneTimeTokenBySecretAny(ws memdb.WatchSet, secret string) (*structs.OneTimeToken, error) {
 	if secret == "" {
 		return nil, nil
 	}

@@ -126,15 +126,19 @@ func TestStateStore_OneTimeTokens(t *testing.T) {
 	}
 
 	// Expired at the exchange's time: refused, and it stays.
-	err := s.At(base.Add(2*time.Minute)).ExchangeOneTimeToken(5, tok.AccessorID, second.OneTimeSecretID)
+	err := s.At(base.Add(2*time.Minute)).ExchangeOneTimeToken(5, tok.AccessorID, second.OneTimeSecretID, "")
 	if !errors.Is(err, structs.ErrPermissionDenied) {
 		t.Errorf("expired exchange: err %v, want ErrPermissionDenied", err)
 	}
 	if o, _ := s.OneTimeTokenBySecret(nil, second.OneTimeSecretID); o == nil {
 		t.Error("an expired exchange deleted the OTT")
 	}
-	must(t, s.At(base).ExchangeOneTimeToken(6, tok.AccessorID, second.OneTimeSecretID))
-	if err := s.At(base).ExchangeOneTimeToken(7, tok.AccessorID, second.OneTimeSecretID); !errors.Is(err, structs.ErrPermissionDenied) {
+	// An entry without an exchange ID (an older version's) deletes it.
+	must(t, s.At(base).ExchangeOneTimeToken(6, tok.AccessorID, second.OneTimeSecretID, ""))
+	if o, _ := s.OneTimeTokenBySecretAny(nil, second.OneTimeSecretID); o != nil {
+		t.Errorf("exchange without an exchange ID left %+v, want it deleted", o)
+	}
+	if err := s.At(base).ExchangeOneTimeToken(7, tok.AccessorID, second.OneTimeSecretID, ""); !errors.Is(err, structs.ErrPermissionDenied) {
 		t.Errorf("second exchange: err %v, want ErrPermissionDenied", err)
 	}
 
@@ -154,6 +158,50 @@ func TestStateStore_OneTimeTokens(t *testing.T) {
 	}
 }
 
+// An exchange with an ID marks the one-time token spent by it: no lookup
+// that grants anything finds it, another exchange is refused, the same
+// exchange applied again succeeds without a write, and expiry removes it.
+func TestStateStore_OneTimeTokenSpentByExchange(t *testing.T) {
+	s := testStore(t)
+	base := time.Unix(1000, 0).UTC()
+	tok := mockToken()
+	must(t, s.UpsertACLTokens(1, []*structs.ACLToken{tok}))
+	ott := &structs.OneTimeToken{OneTimeSecretID: uuid.NewString(), AccessorID: tok.AccessorID, ExpiresAt: base.Add(time.Minute)}
+	must(t, s.UpsertOneTimeToken(2, ott))
+
+	winner, loser := uuid.NewString(), uuid.NewString()
+	must(t, s.At(base).ExchangeOneTimeToken(3, tok.AccessorID, ott.OneTimeSecretID, winner))
+	if o, _ := s.OneTimeTokenBySecret(nil, ott.OneTimeSecretID); o != nil {
+		t.Errorf("spent OTT found by OneTimeTokenBySecret: %+v", o)
+	}
+	o, _ := s.OneTimeTokenBySecretAny(nil, ott.OneTimeSecretID)
+	if o == nil || o.ExchangeID != winner || !o.IsSpent() || o.ModifyIndex != 3 || o.CreateIndex != 2 {
+		t.Fatalf("spent OTT = %+v, want spent by %s at 3", o, winner)
+	}
+	if ott.IsSpent() {
+		t.Error("the exchange modified the caller's OTT in place")
+	}
+	if err := s.At(base).ExchangeOneTimeToken(4, tok.AccessorID, ott.OneTimeSecretID, loser); !errors.Is(err, structs.ErrPermissionDenied) {
+		t.Errorf("second exchange: err %v, want ErrPermissionDenied", err)
+	}
+	if err := s.At(base).ExchangeOneTimeToken(5, tok.AccessorID, ott.OneTimeSecretID, ""); !errors.Is(err, structs.ErrPermissionDenied) {
+		t.Errorf("exchange without an ID of a spent OTT: err %v, want ErrPermissionDenied", err)
+	}
+	must(t, s.At(base).ExchangeOneTimeToken(6, tok.AccessorID, ott.OneTimeSecretID, winner))
+	if o, _ := s.OneTimeTokenBySecretAny(nil, ott.OneTimeSecretID); o == nil || o.ExchangeID != winner || o.ModifyIndex != 3 {
+		t.Errorf("after the winner again: %+v, want unchanged", o)
+	}
+
+	must(t, s.At(base.Add(30*time.Second)).ExpireOneTimeTokens(7))
+	if left, _ := s.OneTimeTokens(nil); len(left) != 1 {
+		t.Fatalf("%d OTTs before the spent one expires, want 1", len(left))
+	}
+	must(t, s.At(base.Add(2*time.Minute)).ExpireOneTimeTokens(8))
+	if left, _ := s.OneTimeTokens(nil); len(left) != 0 {
+		t.Errorf("spent OTT survived its expiry: %+v", left)
+	}
+}
+
 func TestStateStore_ACLSnapshot(t *testing.T) {
 	s := testStore(t)
 	tok := mockToken()
@@ -163,6 +211,12 @@ func TestStateStore_ACLSnapshot(t *testing.T) {
 	must(t, s.BootstrapACLTokens(2, 0, tok))
 	ott := &structs.OneTimeToken{OneTimeSecretID: uuid.NewString(), AccessorID: tok.AccessorID, ExpiresAt: exp}
 	must(t, s.UpsertOneTimeToken(3, ott))
+	other := mockToken()
+	must(t, s.UpsertACLTokens(4, []*structs.ACLToken{other}))
+	spent := &structs.OneTimeToken{OneTimeSecretID: uuid.NewString(), AccessorID: other.AccessorID, ExpiresAt: exp}
+	must(t, s.UpsertOneTimeToken(5, spent))
+	exchange := uuid.NewString()
+	must(t, s.ExchangeOneTimeToken(6, other.AccessorID, spent.OneTimeSecretID, exchange))
 
 	snap, err := s.Snapshot()
 	must(t, err)
@@ -179,6 +233,12 @@ func TestStateStore_ACLSnapshot(t *testing.T) {
 	}
 	if o, _ := r.OneTimeTokenBySecret(nil, ott.OneTimeSecretID); o == nil || !o.ExpiresAt.Equal(exp) {
 		t.Errorf("OTT after restore = %+v", o)
+	}
+	if o, _ := r.OneTimeTokenBySecretAny(nil, spent.OneTimeSecretID); o == nil || o.ExchangeID != exchange || o.ModifyIndex != 6 {
+		t.Errorf("spent OTT after restore = %+v, want spent by %s", o, exchange)
+	}
+	if o, _ := r.OneTimeTokenBySecret(nil, spent.OneTimeSecretID); o != nil {
+		t.Errorf("spent OTT found by secret after restore: %+v", o)
 	}
 	if r.ACLBootstrapIndex() != 2 {
 		t.Errorf("bootstrap index after restore %d, want 2", r.ACLBootstrapIndex())

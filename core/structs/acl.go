@@ -396,9 +396,16 @@ type OneTimeToken struct {
 	OneTimeSecretID string `codec:",omitempty"`
 	AccessorID      string `codec:",omitempty"`
 	ExpiresAt       time.Time
-	CreateIndex     uint64 `codec:",omitempty"`
-	ModifyIndex     uint64 `codec:",omitempty"`
+	// ExchangeID names the exchange that spent the token ("": unspent).
+	// A spent token grants nothing; it stays until it expires so that
+	// an exchange whose Raft outcome was unknown can learn whether it won.
+	ExchangeID  string `codec:",omitempty"`
+	CreateIndex uint64 `codec:",omitempty"`
+	ModifyIndex uint64 `codec:",omitempty"`
 }
+
+// IsSpent reports whether an exchange already spent the one-time token.
+func (o *OneTimeToken) IsSpent() bool { return o.ExchangeID != "" }
 
 // IsExpired reports whether the one-time token is past ExpiresAt at now.
 func (o *OneTimeToken) IsExpired(now time.Time) bool { return o.ExpiresAt.Before(now) }

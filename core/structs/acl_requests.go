@@ -44,9 +44,15 @@ type OneTimeTokenUpsertRequest struct {
 // when a one-time token with that secret and the first accessor exists
 // and is not expired at Now, and refuses the entry (permission denied)
 // otherwise, so that of concurrent exchanges exactly one succeeds.
+// With ExchangeID also set, the FSM marks the token spent by that
+// exchange instead of deleting it (expiry removes it later), and applying
+// the same exchange again succeeds: a caller that could not learn the
+// outcome of its entry re-applies it to find out. An entry without
+// ExchangeID (written by an older version) deletes the token.
 type OneTimeTokenDeleteRequest struct {
 	AccessorIDs     []string `codec:",omitempty"`
 	OneTimeSecretID string   `codec:",omitempty"`
+	ExchangeID      string   `codec:",omitempty"`
 	Now             int64    `codec:",omitempty"`
 }
 

@@ -72,6 +72,9 @@ type Config struct {
 type ACL struct {
 	cfg    Config
 	logger hclog.Logger
+	// exchangeRecovery bounds the recovery of an exchange whose outcome
+	// is unknown (exchangeRecoveryTimeout; tests shorten it).
+	exchangeRecovery time.Duration
 
 	// resolver caches compiled ACLs; store is the state store the cache
 	// belongs to: indexes of a restored state may repeat ones the cache
@@ -90,7 +93,8 @@ func New(cfg Config) *ACL {
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
-	return &ACL{cfg: cfg, logger: logger, resolver: acl.NewResolver(acl.DefaultCacheSize)}
+	return &ACL{cfg: cfg, logger: logger, exchangeRecovery: exchangeRecoveryTimeout,
+		resolver: acl.NewResolver(acl.DefaultCacheSize)}
 }
 
 // ACLEnabled reports whether the agent turned ACLs on.

@@ -2,6 +2,7 @@ package aclendpoint
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/google/uuid"
@@ -39,12 +40,66 @@ func (a *ACL) UpsertOneTimeToken(ctx context.Context, callerSecret string) (*str
 	return ott, idx, nil
 }
 
+// exchangeRecoveryTimeout bounds how long an exchange whose Raft outcome
+// is unknown keeps asking the cluster whether it won.
+const exchangeRecoveryTimeout = 10 * time.Second
+
 // ExchangeOneTimeToken returns the ACL token a one-time token stands for
-// and deletes the one-time token, so that of any number of exchanges,
+// and spends the one-time token, so that of any number of exchanges,
 // concurrent or not, exactly one succeeds. An unknown, spent or expired
 // one-time token, or one whose ACL token is gone, is permission denied.
+//
+// Each exchange has an ID, made here before any forwarding and carried in
+// the Raft entry; the FSM records it on the token it spends. When the
+// write fails in a way that may hide a commit (leadership lost after the
+// entry was appended, a forward whose connection broke or whose deadline
+// passed after sending), the exchange applies the same entry again,
+// through whichever server leads, for up to exchangeRecoveryTimeout: the
+// FSM accepts an entry whose exchange already spent the token, so the
+// answer is the token if this exchange won and permission denied if
+// another did. If no leader answers in time, the first error comes back.
 func (a *ACL) ExchangeOneTimeToken(ctx context.Context, ottSecret string) (*structs.ACLToken, uint64, error) {
-	if r, ok, err := leaderrpc.Forward[SecretArgs, TokenReply](ctx, a.cfg.Leader, "ACL.ExchangeOneTimeToken", &SecretArgs{SecretID: ottSecret}); ok {
+	return a.exchangeOneTimeToken(ctx, ottSecret, uuid.NewString())
+}
+
+func (a *ACL) exchangeOneTimeToken(ctx context.Context, ottSecret, exchangeID string) (*structs.ACLToken, uint64, error) {
+	tok, idx, err := a.exchangeOnce(ctx, ottSecret, exchangeID)
+	if err == nil || !outcomeUnknown(err) {
+		return tok, idx, err
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.exchangeRecovery)
+	defer cancel()
+	wait := 20 * time.Millisecond
+	for {
+		t := time.NewTimer(wait)
+		select {
+		case <-rctx.Done():
+			t.Stop()
+			return nil, 0, err
+		case <-t.C:
+		}
+		tok, idx, rerr := a.exchangeOnce(rctx, ottSecret, exchangeID)
+		if rerr == nil || !outcomeUnknown(rerr) {
+			a.logger.Debug("one-time token exchange with an unknown outcome resolved", "exchange_id", exchangeID, "error", rerr)
+			return tok, idx, rerr
+		}
+		wait = min(2*wait, 500*time.Millisecond)
+	}
+}
+
+// outcomeUnknown reports whether a failed write may still have committed:
+// the leader lost leadership with the entry in flight (ErrNoLeader), the
+// way to the leader broke after sending (ErrUnavailable), or the deadline
+// passed while waiting for the answer.
+func outcomeUnknown(err error) bool {
+	return errors.Is(err, structs.ErrNoLeader) || errors.Is(err, structs.ErrUnavailable) ||
+		errors.Is(err, context.DeadlineExceeded)
+}
+
+// exchangeOnce is one attempt of exchange exchangeID, on the leader or
+// forwarded to it.
+func (a *ACL) exchangeOnce(ctx context.Context, ottSecret, exchangeID string) (*structs.ACLToken, uint64, error) {
+	if r, ok, err := leaderrpc.Forward[ExchangeArgs, TokenReply](ctx, a.cfg.Leader, "ACL.ExchangeOneTimeToken", &ExchangeArgs{SecretID: ottSecret, ExchangeID: exchangeID}); ok {
 		if err != nil {
 			return nil, 0, err
 		}
@@ -57,9 +112,12 @@ func (a *ACL) ExchangeOneTimeToken(ctx context.Context, ottSecret string) (*stru
 		return nil, 0, errExchangeDenied()
 	}
 	st := a.cfg.State()
-	ott, err := st.OneTimeTokenBySecret(nil, ottSecret)
+	ott, err := st.OneTimeTokenBySecretAny(nil, ottSecret)
 	if err != nil {
 		return nil, 0, err
+	}
+	if ott != nil && ott.IsSpent() && ott.ExchangeID != exchangeID {
+		return nil, 0, errExchangeDenied()
 	}
 	if err := checkExchange(ott, a.cfg.Now()); err != nil {
 		return nil, 0, err
@@ -71,10 +129,11 @@ func (a *ACL) ExchangeOneTimeToken(ctx context.Context, ottSecret string) (*stru
 	if tok == nil {
 		return nil, 0, errExchangeDenied()
 	}
-	// The FSM deletes the one-time token only if it is still there and
-	// unexpired at the leader's time: a second exchange is refused there.
+	// The FSM spends the one-time token only if it is still there, unspent
+	// and unexpired at the leader's time: a second exchange is refused
+	// there, and this exchange applied again is accepted.
 	idx, err := a.apply(structs.OneTimeTokenDeleteRequestType, &structs.OneTimeTokenDeleteRequest{
-		AccessorIDs: []string{ott.AccessorID}, OneTimeSecretID: ottSecret})
+		AccessorIDs: []string{ott.AccessorID}, OneTimeSecretID: ottSecret, ExchangeID: exchangeID})
 	if err != nil {
 		return nil, 0, err
 	}

@@ -3,6 +3,8 @@ package aclendpoint
 import (
 	"context"
 
+	"github.com/google/uuid"
+
 	"github.com/drover-org/drover/core/rpc"
 	"github.com/drover-org/drover/core/structs"
 )
@@ -17,6 +19,12 @@ type (
 		// SecretID is the caller's token secret, or the one-time secret
 		// of an exchange.
 		SecretID string
+	}
+	// ExchangeArgs names a one-time token exchange: the secret and the
+	// exchange's ID, made by the server the caller reached.
+	ExchangeArgs struct {
+		SecretID   string
+		ExchangeID string
 	}
 	TokenReply struct {
 		Token *structs.ACLToken
@@ -66,8 +74,14 @@ func Register(rs *rpc.Server, a *ACL, mark func(context.Context) context.Context
 		ott, idx, err := a.UpsertOneTimeToken(mark(ctx), args.SecretID)
 		return &OneTimeTokenReply{OneTimeToken: ott, Index: idx}, err
 	})
-	rpc.Handle(rs, "ACL.ExchangeOneTimeToken", func(ctx context.Context, args *SecretArgs) (*TokenReply, error) {
-		tok, idx, err := a.ExchangeOneTimeToken(mark(ctx), args.SecretID)
+	rpc.Handle(rs, "ACL.ExchangeOneTimeToken", func(ctx context.Context, args *ExchangeArgs) (*TokenReply, error) {
+		// One attempt: the server that made the exchange ID recovers an
+		// unknown outcome (see ExchangeOneTimeToken).
+		id := args.ExchangeID
+		if id == "" {
+			id = uuid.NewString() // a caller of an older version
+		}
+		tok, idx, err := a.exchangeOnce(mark(ctx), args.SecretID, id)
 		return &TokenReply{Token: tok, Index: idx}, err
 	})
 	rpc.Handle(rs, "ACL.ExpireOneTimeTokens", func(ctx context.Context, args *SecretArgs) (*IndexReply, error) {
