@@ -397,9 +397,10 @@ type OneTimeToken struct {
 	AccessorID      string `codec:",omitempty"`
 	ExpiresAt       time.Time
 	// ExchangeID names the exchange that spent the token ("": unspent).
-	// A spent token grants nothing; it stays until it expires so that
+	// A spent token grants nothing (the API never shows one, so the field
+	// is absent from its JSON); it stays until it expires so that
 	// an exchange whose Raft outcome was unknown can learn whether it won.
-	ExchangeID  string `codec:",omitempty"`
+	ExchangeID  string `codec:",omitempty" json:",omitempty"`
 	CreateIndex uint64 `codec:",omitempty"`
 	ModifyIndex uint64 `codec:",omitempty"`
 }
