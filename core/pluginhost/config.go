@@ -63,6 +63,13 @@ type Config struct {
 	// Default: go-plugin's (1 min).
 	StartTimeout time.Duration
 
+	// DiscoveryTimeout bounds the first launch of a plugin_dir file that
+	// no stanza names: a file that is no drover plugin (or hangs in its
+	// handshake) is skipped after at most this long, while the other
+	// plugins start beside it. Default: DefaultDiscoveryTimeout (never
+	// more than StartTimeout).
+	DiscoveryTimeout time.Duration
+
 	// UnansweredAfter is how long a scheduler's Schedule call may go
 	// unanswered before the plugin is reported unhealthy; ProbeInterval is
 	// how often each running plugin's health service is asked. Defaults:
@@ -70,6 +77,10 @@ type Config struct {
 	UnansweredAfter time.Duration
 	ProbeInterval   time.Duration
 }
+
+// DefaultDiscoveryTimeout is Config.DiscoveryTimeout's default: a drover
+// plugin completes its handshake in well under a second.
+const DefaultDiscoveryTimeout = 5 * time.Second
 
 // ServeCommand is the hidden drover subcommand that serves a built-in
 // plugin: the host runs `<SelfExe> __plugin <Name>`. It is not a name a

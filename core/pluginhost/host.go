@@ -39,6 +39,9 @@ type Host struct {
 	callWait     time.Duration
 	drainTimeout time.Duration
 	startTimeout time.Duration
+	// discoveryTimeout bounds the first launch of an unconfigured
+	// plugin_dir file (Config.DiscoveryTimeout).
+	discoveryTimeout time.Duration
 	// unansweredAfter and probeInterval: Config's (health.go).
 	unansweredAfter, probeInterval time.Duration
 	backoff                        Backoff
@@ -75,6 +78,11 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	if h.startTimeout <= 0 {
 		h.startTimeout = time.Minute
 	}
+	h.discoveryTimeout = cfg.DiscoveryTimeout
+	if h.discoveryTimeout <= 0 {
+		h.discoveryTimeout = DefaultDiscoveryTimeout
+	}
+	h.discoveryTimeout = min(h.discoveryTimeout, h.startTimeout)
 	h.unansweredAfter, h.probeInterval = cfg.UnansweredAfter, cfg.ProbeInterval
 	if h.unansweredAfter <= 0 {
 		h.unansweredAfter = DefaultUnansweredAfter
@@ -104,7 +112,13 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	errs := make([]error, len(h.plugins))
 	var wg sync.WaitGroup
 	for i, m := range h.plugins {
-		wg.Go(func() { first[i], errs[i] = m.launch(ctx) })
+		wg.Go(func() {
+			timeout := h.startTimeout
+			if m.optional {
+				timeout = h.discoveryTimeout
+			}
+			first[i], errs[i] = m.launchWith(ctx, m.args, m.config, timeout)
+		})
 	}
 	wg.Wait()
 	// A plugin_dir file that no stanza names and that is no drover plugin

@@ -111,6 +111,47 @@ func TestPluginDirLoadsEveryExecutable(t *testing.T) {
 	}
 }
 
+// An unnamed plugin_dir file that hangs in its handshake is skipped after
+// the discovery deadline, while the plugins beside it start: it costs the
+// agent's start that deadline, not the handshake's minute.
+func TestHangingPluginDirFileCostsItsDeadline(t *testing.T) {
+	dir := t.TempDir()
+	installFake(t, dir, "good", "a")
+	installScript(t, dir, "hangs", "exec sleep 600")
+	cfg := testConfig(t)
+	var logs syncBuffer
+	cfg.Logger = hclog.New(&hclog.LoggerOptions{Name: "pluginhost", Output: &logs, Level: hclog.Info})
+	cfg.PluginDir, cfg.DiscoveryTimeout = dir, 300*time.Millisecond
+	start := time.Now()
+	h := newHost(t, cfg)
+	// Far below the one-minute handshake bound that applied before; the
+	// margin is for a loaded machine.
+	if took := time.Since(start); took > 30*time.Second {
+		t.Errorf("New took %v with a hanging file; want about the 300ms discovery deadline", took)
+	}
+	var names []string
+	for _, st := range h.Status() {
+		names = append(names, st.Name)
+	}
+	if !slices.Equal(names, []string{"good"}) {
+		t.Fatalf("plugins = %v, want only good (hangs skipped)", names)
+	}
+	if out := logs.String(); !strings.Contains(out, "skipping a file in plugin_dir that is not a drover plugin") || !strings.Contains(out, filepath.Join(dir, "hangs")) {
+		t.Errorf("log does not say the hanging file was skipped:\n%s", out)
+	}
+}
+
+// The discovery deadline never exceeds the handshake bound every other
+// launch has.
+func TestDiscoveryTimeoutNeverAboveStartTimeout(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.StartTimeout, cfg.DiscoveryTimeout = 2*time.Second, time.Minute
+	h := newHost(t, cfg)
+	if h.discoveryTimeout != 2*time.Second {
+		t.Errorf("discovery timeout = %v, want it capped at the start timeout 2s", h.discoveryTimeout)
+	}
+}
+
 // A stanza-named file that fails its handshake fails New (unlike an
 // unnamed one).
 func TestNamedStrayFailsNew(t *testing.T) {

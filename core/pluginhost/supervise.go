@@ -164,13 +164,13 @@ func (exitWatch) GRPCClient(ctx context.Context, _ *plugin.GRPCBroker, conn *grp
 // launch starts a new process and readies it: handshake, then KindSpec.Init of
 // every kind it serves. On error nothing is left running.
 func (m *managed) launch(ctx context.Context) (*instance, error) {
-	return m.launchWith(ctx, m.args, m.config)
+	return m.launchWith(ctx, m.args, m.config, m.h.startTimeout)
 }
 
 // launchWith is launch with the given args and config (a reload's new
-// stanza, not yet adopted).
-func (m *managed) launchWith(ctx context.Context, args []string, config map[string]any) (*instance, error) {
-	ctx, cancel := context.WithTimeout(ctx, m.h.startTimeout)
+// stanza, not yet adopted), its handshake bounded by timeout.
+func (m *managed) launchWith(ctx context.Context, args []string, config map[string]any, timeout time.Duration) (*instance, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	defer context.AfterFunc(m.h.ctx, cancel)() // Close aborts a launch too
 
@@ -196,7 +196,7 @@ func (m *managed) launchWith(ctx context.Context, args []string, config map[stri
 		GRPCDialOptions:  shared.DialOptions(),
 		Logger:           m.log,
 		Managed:          false, // the owner kills it; plugin.CleanupClients is not used
-		StartTimeout:     m.h.startTimeout,
+		StartTimeout:     timeout,
 	})
 	inst, err := m.ready(ctx, client, cmd, config)
 	if err != nil {
@@ -320,7 +320,7 @@ func (m *managed) launchFor(req reloadReq) (*instance, error) {
 			args = req.stanza.Args
 		}
 	}
-	inst, err := m.launchWith(req.ctx, args, config)
+	inst, err := m.launchWith(req.ctx, args, config, m.h.startTimeout)
 	if err != nil {
 		return nil, err
 	}
