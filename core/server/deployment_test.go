@@ -213,6 +213,21 @@ func TestDeploymentEndpointsRefuse(t *testing.T) {
 		d, _ = s.State().LatestDeploymentByJob(nil, structs.DefaultNamespace, "web")
 		return d != nil && len(deploymentAllocs(t, s, d)) == 1
 	})
+	// The worker records its eval's end after the plan that placed the
+	// alloc: wait for it, so that no write of its own lands between a
+	// refused call and the check that the call wrote nothing.
+	waitFor(t, 10*time.Second, "the job's evals to end", func() bool {
+		evals, err := s.State().EvalsByJob(nil, structs.DefaultNamespace, "web")
+		if err != nil || len(evals) == 0 {
+			return false
+		}
+		for _, e := range evals {
+			if !e.TerminalStatus() {
+				return false
+			}
+		}
+		return true
+	})
 	tests := []struct {
 		name string
 		call func() error
