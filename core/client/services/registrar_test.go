@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/drover-org/drover/core/structs"
+	"github.com/drover-org/drover/internal/testwait"
 )
 
 const testTimeout = 20 * time.Second
@@ -19,15 +20,7 @@ const testTimeout = 20 * time.Second
 // waitFor polls cond until it holds, failing the test after testTimeout.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(testTimeout)
-	tick := time.NewTicker(2 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		<-tick.C
-	}
+	testwait.For(t, testTimeout, what, cond)
 }
 
 // quickRetry is a registrar's retry wait in tests: 1ms doubling to 5ms.

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/drover-org/drover/internal/testwait"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -80,14 +82,7 @@ func TestWriterHeartbeat(t *testing.T) {
 		defer close(done)
 		lw.Heartbeat(ctx, time.Millisecond)
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for !lw.Started() {
-		if time.Now().After(deadline) {
-			cancel()
-			t.Fatal("no heartbeat within 10s")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testwait.For(t, 10*time.Second, "a heartbeat", lw.Started)
 	cancel()
 	<-done
 	got := frames(t, rec.Body)

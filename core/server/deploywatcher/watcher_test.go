@@ -13,6 +13,7 @@ import (
 
 	"github.com/drover-org/drover/core/fsm"
 	"github.com/drover-org/drover/core/structs"
+	"github.com/drover-org/drover/internal/testwait"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -350,13 +351,9 @@ func TestRunActsOnChangesAndStops(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); h.w.Run(ctx) }()
 	h.health(allocs[0], true)
-	deadline := time.Now().Add(10 * time.Second)
-	for h.deployment(d.ID).Status != structs.DeploymentStatusSuccessful {
-		if time.Now().After(deadline) {
-			t.Fatalf("watcher did not complete the deployment: %+v", h.deployment(d.ID))
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.For(t, 10*time.Second, "the watcher to complete the deployment", func() bool {
+		return h.deployment(d.ID).Status == structs.DeploymentStatusSuccessful
+	})
 	cancel()
 	select {
 	case <-done:

@@ -11,6 +11,7 @@ import (
 
 	"github.com/drover-org/drover/core/state"
 	"github.com/drover-org/drover/core/structs"
+	"github.com/drover-org/drover/internal/testwait"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -113,13 +114,7 @@ func (f *fixture) job(id, spec string, overlap bool, last time.Time) *structs.Jo
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	testwait.For(t, 10*time.Second, what, cond)
 }
 
 var t0 = time.Date(2030, 1, 1, 10, 30, 0, 0, time.UTC)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/drover-org/drover/core/state"
 	"github.com/drover-org/drover/core/structs"
+	"github.com/drover-org/drover/internal/testwait"
 )
 
 func TestMain(m *testing.M) {
@@ -138,13 +139,7 @@ func (h *harness) finish(a *structs.Allocation) {
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testwait.For(t, 10*time.Second, what, cond)
 }
 
 // waitPasses waits for the workers to make n more passes than before.
