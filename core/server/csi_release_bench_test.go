@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/drover-org/drover/core/structs"
+	"github.com/drover-org/drover/internal/testwait"
 	"github.com/drover-org/drover/plugins/builtin"
 )
 
@@ -140,21 +141,14 @@ func newReleaseBench(b *testing.B, controller, shared bool, n int) *releaseBench
 	if _, err := s.Jobs().Register(ctx, j, false, 0); err != nil {
 		b.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testwait.For(b, 30*time.Second, fmt.Sprintf("%d allocs placed", n), func() bool {
 		as, err := s.State().AllocsByJob(nil, structs.DefaultNamespace, "holders", true)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if len(as) == n {
-			e.allocs = as
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("%d of %d allocs placed", len(as), n)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		e.allocs = as
+		return len(as) == n
+	})
 	// Placement done: its eval and plan writes are behind us.
 	e.waitQuiet(b)
 	return e
@@ -197,21 +191,14 @@ func (e *releaseBench) release(b *testing.B, how string) {
 			b.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(time.Minute)
 	for _, id := range e.vols {
-		for {
+		testwait.For(b, time.Minute, "volume "+id+" freed", func() bool {
 			v, err := e.s.State().CSIVolumeRaw(nil, structs.DefaultNamespace, id)
 			if err != nil {
 				b.Fatal(err)
 			}
-			if v != nil && !v.InUse() && len(v.PastClaims) == 0 {
-				break
-			}
-			if time.Now().After(deadline) {
-				b.Fatalf("volume %s not freed: %+v", id, v)
-			}
-			time.Sleep(time.Millisecond)
-		}
+			return v != nil && !v.InUse() && len(v.PastClaims) == 0
+		})
 	}
 	e.waitQuiet(b)
 }
