@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -120,5 +121,22 @@ func TestNoLeaderRefusesWrites(t *testing.T) {
 	}
 	if _, err := a.ExpireOneTimeTokens(ctx, ""); !errors.Is(err, structs.ErrNoLeader) {
 		t.Fatalf("expire without a leader: %v", err)
+	}
+}
+
+// An exchange ID reaches the Raft entry, so the leader takes only a UUID
+// from a forwarding server, and writes nothing for another.
+func TestExchangeRefusesNonUUIDExchangeID(t *testing.T) {
+	ctx := context.Background()
+	leader := aclServer(t, nil, nil)
+	conn := serveLeader(t, leader.ACL)
+	before := leader.State().LatestIndex()
+	_, err := rpc.Call[ExchangeArgs, TokenReply](ctx, conn, "ACL.ExchangeOneTimeToken",
+		&ExchangeArgs{SecretID: uuid.NewString(), ExchangeID: strings.Repeat("x", 1<<16)})
+	if !errors.Is(err, structs.ErrInvalid) || !strings.Contains(err.Error(), "ExchangeID") {
+		t.Fatalf("err = %v, want ErrInvalid naming ExchangeID", err)
+	}
+	if leader.State().LatestIndex() != before {
+		t.Error("a refused exchange wrote to the state")
 	}
 }

@@ -78,8 +78,12 @@ func Register(rs *rpc.Server, a *ACL, mark func(context.Context) context.Context
 		// One attempt: the server that made the exchange ID recovers an
 		// unknown outcome (see ExchangeOneTimeToken).
 		id := args.ExchangeID
-		if id == "" {
+		switch {
+		case id == "":
 			id = uuid.NewString() // a caller of an older version
+		case !structs.IsUUID(id):
+			// It goes into the Raft entry: only a server-made UUID does.
+			return nil, structs.NewError(structs.ErrInvalid, "one-time token exchange: ExchangeID must be a UUID")
 		}
 		tok, idx, err := a.exchangeOnce(mark(ctx), args.SecretID, id)
 		return &TokenReply{Token: tok, Index: idx}, err
