@@ -1,0 +1,285 @@
+// Package pythononeshot tests the Python scheduler plugin in this
+// directory (plugin.py) as the agent runs it: a process started with
+// go-plugin's client, over its unix socket. It holds no Go code of its own.
+package pythononeshot
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+
+	"github.com/drover-org/drover/internal/testwait"
+	"github.com/drover-org/drover/sdk/proto/basepb"
+	"github.com/drover-org/drover/sdk/proto/schedulerpb"
+	"github.com/drover-org/drover/sdk/scheduler/conformance"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// python is the interpreter plugin.py's shebang names: Debian's, which
+// python3-grpcio and python3-protobuf install into.
+const python = "/usr/bin/python3"
+
+// jobType is the job type the plugin serves.
+const jobType = "python-oneshot"
+
+// pluginPath returns plugin.py's absolute path, skipping the test when
+// the plugin cannot run here.
+func pluginPath(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("runs the Python plugin as a process (full tier: go test without -short)")
+	}
+	if _, err := os.Stat(python); err != nil {
+		t.Skipf("no %s (the plugin's interpreter): %v", python, err)
+	}
+	if out, err := exec.Command(python, "-c", "import grpc, google.protobuf").CombinedOutput(); err != nil {
+		t.Skipf("%s lacks the grpc or protobuf module (apt-get install python3-grpcio python3-protobuf): %v\n%s", python, err, out)
+	}
+	p, err := filepath.Abs("plugin.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// The plugin keeps every rule the core relies on for a scheduler plugin,
+// driven over its real socket, plus the rule of its own type: a completed
+// allocation is never placed again, not even for a new version of the job.
+func TestConformance(t *testing.T) {
+	s := conformance.Launch(t, exec.Command(pluginPath(t)))
+	conformance.Run(t, s, conformance.Options{
+		InProcess: true, // it is already across a real socket
+		Scenarios: []conformance.Scenario{{
+			Name: "completed-stays-done",
+			Request: func(tg conformance.Target) *schedulerpb.ScheduleRequest {
+				return tg.Cluster().
+					Alloc("web", "node-1", 0, conformance.ClientStatus("complete")).
+					Alloc("web", "node-2", 1, conformance.ClientStatus("complete")).
+					NewVersion(conformance.DestructiveChange).
+					Request()
+			},
+			Expect: func(_ conformance.Target, _ *schedulerpb.ScheduleRequest, resp *schedulerpb.ScheduleResponse) []string {
+				var out []string
+				for _, pa := range resp.GetPlan().GetNodeAllocation() {
+					if pa.GetTaskGroup() == "web" {
+						out = append(out, fmt.Sprintf("%s was placed again; a completed oneshot allocation is done for good", pa.GetName()))
+					}
+				}
+				return out
+			},
+		}},
+	})
+}
+
+// logTB is the test as conformance.Start sees it, keeping every line
+// logged through it: go-plugin's own and the plugin's stderr.
+type logTB struct {
+	*testing.T
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *logTB) Logf(format string, args ...any) {
+	line := fmt.Sprintf(format, args...)
+	l.mu.Lock()
+	l.lines = append(l.lines, line)
+	l.mu.Unlock()
+	l.T.Log(line)
+}
+
+func (l *logTB) logged() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.lines...)
+}
+
+// start runs the plugin in a test of its own, so the caller can assert on
+// what happened when that test's cleanup killed it.
+func start(t *testing.T, body func(t *testing.T, log *logTB, p *conformance.Process, cmd *exec.Cmd)) *logTB {
+	t.Helper()
+	bin := pluginPath(t)
+	var log *logTB
+	t.Run("running", func(t *testing.T) {
+		log = &logTB{T: t}
+		cmd := exec.Command(bin)
+		body(t, log, conformance.Start(log, cmd), cmd)
+	})
+	return log
+}
+
+// warnings returns the lines logged at warn or error.
+func warnings(lines []string) []string {
+	var out []string
+	for _, l := range lines {
+		if strings.Contains(l, "[WARN]") || strings.Contains(l, "[ERROR]") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// Everything go-plugin's host does with a plugin besides the scheduler
+// service: the health check, the base service's config, the plugin's log
+// lines on stderr parsed as hclog's, and a kill that is a clean exit
+// within go-plugin's two-second grace, with the socket removed, and no
+// warning or error logged from launch to exit.
+func TestLifecycle(t *testing.T) {
+	var (
+		socket string
+		cmd    *exec.Cmd
+		killed time.Duration
+	)
+	log := start(t, func(t *testing.T, log *logTB, p *conformance.Process, c *exec.Cmd) {
+		cmd = c
+		socket = p.Client.ReattachConfig().Addr.String()
+		if _, err := os.Stat(socket); err != nil {
+			t.Errorf("the plugin's socket: %v", err)
+		}
+
+		health := grpc_health_v1.NewHealthClient(p.Conn)
+		resp, err := health.Check(t.Context(), &grpc_health_v1.HealthCheckRequest{Service: "plugin"})
+		if err != nil || resp.GetStatus() != grpc_health_v1.HealthCheckResponse_SERVING {
+			t.Errorf(`health of service "plugin" = %v, %v; want SERVING`, resp, err)
+		}
+		if _, err := health.Check(t.Context(), &grpc_health_v1.HealthCheckRequest{Service: "nope"}); status.Code(err) != codes.NotFound {
+			t.Errorf(`health of an unknown service: %v; want NotFound`, err)
+		}
+
+		testBaseConfig(t, basepb.NewBaseClient(p.Conn), p)
+
+		// Kill is go-plugin's: Shutdown, then up to two seconds for the
+		// process to exit before SIGKILL.
+		t.Cleanup(func() {
+			start := time.Now()
+			p.Client.Kill()
+			killed = time.Since(start)
+		})
+	})
+
+	if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 0 {
+		t.Errorf("the plugin ended %v after Kill; want exit status 0 (Shutdown is a clean exit)", cmd.ProcessState)
+	}
+	if killed >= 2*time.Second {
+		t.Errorf("Kill took %s: the plugin did not exit on Shutdown within go-plugin's grace", killed)
+	}
+	if _, err := os.Stat(socket); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("socket %s after exit: %v; want it removed", socket, err)
+	}
+	lines := log.logged()
+	if w := warnings(lines); len(w) > 0 {
+		t.Errorf("go-plugin logged warnings or errors from launch to exit:\n%s", strings.Join(w, "\n"))
+	}
+	// hclog JSON on stderr arrives as a structured line at its level.
+	var serving, exited bool
+	for _, l := range lines {
+		serving = serving || strings.Contains(l, "[INFO]") && strings.Contains(l, ": serving:") && strings.Contains(l, "job_type="+jobType)
+		exited = exited || strings.Contains(l, "[INFO]") && strings.Contains(l, ": plugin exited")
+	}
+	if !serving || !exited {
+		t.Errorf("the plugin's log lines (serving %v, exited %v) did not arrive as structured info lines:\n%s", serving, exited, strings.Join(lines, "\n"))
+	}
+}
+
+// testBaseConfig checks the plugin's config block: its schema, a refused
+// value named by its field, and an accepted value that changes placement.
+func testBaseConfig(t *testing.T, base basepb.BaseClient, p *conformance.Process) {
+	t.Helper()
+	schema, err := base.ConfigSchema(t.Context(), &basepb.ConfigSchemaRequest{})
+	if err != nil {
+		t.Fatalf("ConfigSchema: %v", err)
+	}
+	attrs := schema.GetSpec().GetAttributes()
+	if len(attrs) != 1 || attrs[0].GetName() != "max_allocs_per_node" || attrs[0].GetType() != "number" || attrs[0].GetDefaultJson() != "0" {
+		t.Errorf("ConfigSchema = %v; want one number attribute max_allocs_per_node, default 0", schema)
+	}
+
+	for _, tc := range []struct {
+		config string
+		path   string // of the field error; "" for none
+	}{
+		{`{"max_allocs_per_node": -1}`, "max_allocs_per_node"},
+		{`{"max_allocs_per_node": 1.5}`, "max_allocs_per_node"},
+		{`{"max_allocs_per_node": "two"}`, "max_allocs_per_node"},
+		{`[]`, ""},
+	} {
+		resp, err := base.SetConfig(t.Context(), &basepb.SetConfigRequest{ConfigJson: []byte(tc.config), PluginName: "test"})
+		if err != nil || len(resp.GetFieldErrors()) != 1 || resp.GetFieldErrors()[0].GetPath() != tc.path || resp.GetFieldErrors()[0].GetMessage() == "" {
+			t.Errorf("SetConfig(%s) = %v, %v; want one field error at %q", tc.config, resp, err, tc.path)
+		}
+	}
+
+	// Two allocations of one group, one node: both go there by default,
+	// one with max_allocs_per_node = 1 (and the refused configs above
+	// left the default in force).
+	req := conformance.NewBuilder(jobType).Nodes(1).Group("web", 2).Request()
+	for _, tc := range []struct {
+		config         string
+		placed, failed int
+	}{
+		{"", 2, 0},
+		{`{"max_allocs_per_node": 1}`, 1, 1},
+		{`{"max_allocs_per_node": null}`, 2, 0},
+	} {
+		if tc.config != "" {
+			resp, err := base.SetConfig(t.Context(), &basepb.SetConfigRequest{ConfigJson: []byte(tc.config), PluginName: "test"})
+			if err != nil || len(resp.GetFieldErrors()) > 0 {
+				t.Fatalf("SetConfig(%s) = %v, %v; want it accepted", tc.config, resp, err)
+			}
+		}
+		resp, err := p.Scheduler.Schedule(t.Context(), req)
+		if err != nil {
+			t.Fatalf("Schedule: %v", err)
+		}
+		failed := 1 + int(resp.GetFailedTgAllocs()["web"].GetCoalescedFailures())
+		if resp.GetFailedTgAllocs()["web"] == nil {
+			failed = 0
+		}
+		if got := len(resp.GetPlan().GetNodeAllocation()); got != tc.placed || failed != tc.failed {
+			t.Errorf("config %q: placed %d, failed %d; want %d, %d: %v", tc.config, got, failed, tc.placed, tc.failed, resp)
+		}
+	}
+}
+
+// SIGTERM stops the plugin as Shutdown does: exit status 0, socket gone.
+func TestSIGTERM(t *testing.T) {
+	var socket string
+	var cmd *exec.Cmd
+	start(t, func(t *testing.T, _ *logTB, p *conformance.Process, c *exec.Cmd) {
+		cmd, socket = c, p.Client.ReattachConfig().Addr.String()
+		if err := c.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		testwait.For(t, 10*time.Second, "the plugin to exit on SIGTERM", p.Client.Exited)
+	})
+	if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 0 {
+		t.Errorf("the plugin ended %v on SIGTERM; want exit status 0", cmd.ProcessState)
+	}
+	if _, err := os.Stat(socket); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("socket %s after SIGTERM: %v; want it removed", socket, err)
+	}
+}
+
+// Run by hand, without the agent's magic cookie, the plugin refuses.
+func TestRefusesWithoutCookie(t *testing.T) {
+	cmd := exec.Command(pluginPath(t))
+	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	out, err := cmd.Output()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || len(out) != 0 ||
+		!strings.Contains(string(exit.Stderr), "is a drover plugin") {
+		t.Errorf("plugin run by hand: %v, stdout %q, stderr %q; want exit status 1, no handshake, and a message", err, out, exit.Stderr)
+	}
+}
