@@ -113,7 +113,7 @@ class Logger:
             "@timestamp": now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
         }
         line.update(fields)
-        text = json.dumps(line, sort_keys=True, default=str)
+        text = json.dumps(line, sort_keys=True, separators=(",", ":"), default=str)
         with self.lock:
             sys.stderr.write(text + "\n")
             sys.stderr.flush()
