@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -24,6 +25,7 @@ import (
 	"github.com/drover-org/drover/sdk/proto/basepb"
 	"github.com/drover-org/drover/sdk/proto/schedulerpb"
 	"github.com/drover-org/drover/sdk/scheduler/conformance"
+	"github.com/drover-org/drover/sdk/scheduler/nodesched"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -281,5 +283,182 @@ func TestRefusesWithoutCookie(t *testing.T) {
 	if !errors.As(err, &exit) || exit.ExitCode() != 1 || len(out) != 0 ||
 		!strings.Contains(string(exit.Stderr), "is a drover plugin") {
 		t.Errorf("plugin run by hand: %v, stdout %q, stderr %q; want exit status 1, no handshake, and a message", err, out, exit.Stderr)
+	}
+}
+
+// outcome is what a plan does, in words a case compares.
+type outcome struct {
+	placed  []string // "name@node<-previous" of each new allocation
+	stopped []string // "alloc-id:description[:client status]"
+	failed  map[string]*schedulerpb.AllocMetric
+	queued  map[string]int32
+}
+
+func read(resp *schedulerpb.ScheduleResponse) outcome {
+	o := outcome{failed: resp.GetFailedTgAllocs(), queued: resp.GetQueuedAllocations()}
+	for _, p := range resp.GetPlan().GetNodeAllocation() {
+		s := p.GetName() + "@" + p.GetNodeId()
+		if p.GetPreviousAllocation() != "" {
+			s += "<-" + p.GetPreviousAllocation()
+		}
+		o.placed = append(o.placed, s)
+	}
+	for _, u := range resp.GetPlan().GetNodeUpdate() {
+		s := u.GetAllocId() + ":" + u.GetDesiredDescription()
+		if u.GetClientStatus() != "" {
+			s += ":" + u.GetClientStatus()
+		}
+		o.stopped = append(o.stopped, s)
+	}
+	return o
+}
+
+// The plugin's rules, slot by slot, and its feasibility checks, each case
+// a request built with the kit's builder and sent over the socket to one
+// plugin process. Nodes are ranked by a hash of the eval and node IDs, so
+// cases that place on a node of several say only where not to.
+func TestSchedule(t *testing.T) {
+	s := conformance.Launch(t, exec.Command(pluginPath(t)))
+	const (
+		web0, web1 = conformance.JobID + ".web[0]", conformance.JobID + ".web[1]"
+	)
+	cluster := func() *conformance.Builder {
+		return conformance.NewBuilder(jobType).Nodes(2).Group("web", 2)
+	}
+	for _, tc := range []struct {
+		name  string
+		req   *schedulerpb.ScheduleRequest
+		check func(t *testing.T, o outcome, resp *schedulerpb.ScheduleResponse)
+	}{{
+		name: "new job: each slot placed once, on its own node, under the SDK's derived ID",
+		req:  cluster().Request(),
+		check: func(t *testing.T, o outcome, resp *schedulerpb.ScheduleResponse) {
+			if len(o.placed) != 2 || o.placed[0][:len(web0)] != web0 || o.placed[1][:len(web1)] != web1 ||
+				resp.GetPlan().GetNodeAllocation()[0].GetNodeId() == resp.GetPlan().GetNodeAllocation()[1].GetNodeId() {
+				t.Errorf("placed %v; want web[0] and web[1] on different nodes", o.placed)
+			}
+			for _, p := range resp.GetPlan().GetNodeAllocation() {
+				if want := nodesched.AllocID(conformance.EvalID, 1, p.GetNodeId(), p.GetName()); p.GetId() != want {
+					t.Errorf("%s has ID %s; want %s, as sdk/scheduler/derivedid derives it", p.GetName(), p.GetId(), want)
+				}
+			}
+			if o.queued["web"] != 2 {
+				t.Errorf("queued %v; want web 2 (the core counts placements down)", o.queued)
+			}
+		},
+	}, {
+		name: "a completed allocation is done: only the other slot is placed",
+		req:  cluster().Alloc("web", "node-1", 0, conformance.ClientStatus("complete")).Request(),
+		check: func(t *testing.T, o outcome, resp *schedulerpb.ScheduleResponse) {
+			if len(o.placed) != 1 || !strings.HasPrefix(o.placed[0], web1+"@") || len(o.stopped) != 0 {
+				t.Errorf("placed %v, stopped %v; want only web[1] placed", o.placed, o.stopped)
+			}
+			if d := resp.GetPlan().GetDesiredTgUpdates()["web"]; d.GetIgnore() != 1 || d.GetPlace() != 1 {
+				t.Errorf("desired updates %v; want 1 ignored, 1 placed", d)
+			}
+		},
+	}, {
+		name: "a failed allocation of this version is not replaced",
+		req:  cluster().Alloc("web", "node-1", 0, conformance.ClientStatus("failed")).Request(),
+		check: func(t *testing.T, o outcome, _ *schedulerpb.ScheduleResponse) {
+			if len(o.placed) != 1 || !strings.HasPrefix(o.placed[0], web1+"@") {
+				t.Errorf("placed %v; want only web[1]", o.placed)
+			}
+		},
+	}, {
+		name: "a failed allocation of an older version is tried again",
+		req:  cluster().Alloc("web", "node-1", 0, conformance.ClientStatus("failed")).NewVersion(conformance.DestructiveChange).Request(),
+		check: func(t *testing.T, o outcome, _ *schedulerpb.ScheduleResponse) {
+			if len(o.placed) != 2 || !strings.HasSuffix(o.placed[0], "<-alloc-1") || len(o.stopped) != 0 {
+				t.Errorf("placed %v, stopped %v; want web[0] replacing alloc-1, and web[1]", o.placed, o.stopped)
+			}
+		},
+	}, {
+		name: "a down node's allocation is lost and placed elsewhere",
+		req: cluster().Alloc("web", "node-1", 0).Alloc("web", "node-2", 1).
+			Node("node-1", conformance.Down()).Trigger("node-update", "node-1").Request(),
+		check: func(t *testing.T, o outcome, _ *schedulerpb.ScheduleResponse) {
+			if want := []string{"alloc-1:alloc is lost since its node is down:lost"}; !slices.Equal(o.stopped, want) {
+				t.Errorf("stopped %v; want %v", o.stopped, want)
+			}
+			if want := []string{web0 + "@node-2<-alloc-1"}; !slices.Equal(o.placed, want) {
+				t.Errorf("placed %v; want %v", o.placed, want)
+			}
+		},
+	}, {
+		name: "an allocation marked for migration is stopped and placed again",
+		req:  cluster().Alloc("web", "node-1", 0, conformance.Migrate()).Alloc("web", "node-2", 1).Request(),
+		check: func(t *testing.T, o outcome, _ *schedulerpb.ScheduleResponse) {
+			if want := []string{"alloc-1:alloc is being migrated"}; !slices.Equal(o.stopped, want) || len(o.placed) != 1 || !strings.HasSuffix(o.placed[0], "<-alloc-1") {
+				t.Errorf("stopped %v, placed %v; want alloc-1 migrated and replaced", o.stopped, o.placed)
+			}
+		},
+	}, {
+		name: "a lowered count stops the slots past it",
+		req: cluster().Alloc("web", "node-1", 0).Alloc("web", "node-2", 1).Edit(func(r *schedulerpb.ScheduleRequest) {
+			r.Job.TaskGroups[0].Count = 1
+		}).Request(),
+		check: func(t *testing.T, o outcome, _ *schedulerpb.ScheduleResponse) {
+			if want := []string{"alloc-2:alloc not needed due to job update"}; !slices.Equal(o.stopped, want) || len(o.placed) != 0 {
+				t.Errorf("stopped %v, placed %v; want alloc-2 stopped, nothing placed", o.stopped, o.placed)
+			}
+		},
+	}, {
+		name: "a stopped job stops everything and places nothing",
+		req:  cluster().Alloc("web", "node-1", 0).Stop().Request(),
+		check: func(t *testing.T, o outcome, _ *schedulerpb.ScheduleResponse) {
+			if want := []string{"alloc-1:alloc not needed due to job stop"}; !slices.Equal(o.stopped, want) || len(o.placed) != 0 {
+				t.Errorf("stopped %v, placed %v; want alloc-1 stopped, nothing placed", o.stopped, o.placed)
+			}
+		},
+	}, {
+		name: "max_placements: one placed, both queued",
+		req:  cluster().MaxPlacements(1).Request(),
+		check: func(t *testing.T, o outcome, _ *schedulerpb.ScheduleResponse) {
+			if len(o.placed) != 1 || o.queued["web"] != 2 {
+				t.Errorf("placed %v, queued %v; want 1 placed, web 2 queued", o.placed, o.queued)
+			}
+		},
+	}, {
+		name: "a constraint on node meta places only on the node that has it",
+		req: cluster().Edit(func(r *schedulerpb.ScheduleRequest) {
+			r.Nodes[1].Meta = map[string]string{"rack": "r2"}
+			r.Job.Constraints = []*schedulerpb.Constraint{{LTarget: "${meta.rack}", Operand: "=", RTarget: "r2"}}
+		}).Request(),
+		check: func(t *testing.T, o outcome, _ *schedulerpb.ScheduleResponse) {
+			if want := []string{web0 + "@node-2", web1 + "@node-2"}; !slices.Equal(o.placed, want) {
+				t.Errorf("placed %v; want %v", o.placed, want)
+			}
+		},
+	}, {
+		name: "distinct_hosts: one allocation per node, the rest failed with a blocked eval",
+		req: cluster().Group("web", 3).Edit(func(r *schedulerpb.ScheduleRequest) {
+			r.Job.Constraints = []*schedulerpb.Constraint{{Operand: "distinct_hosts", RTarget: "true"}}
+		}).Request(),
+		check: func(t *testing.T, o outcome, resp *schedulerpb.ScheduleResponse) {
+			m := o.failed["web"]
+			if len(o.placed) != 2 || m.GetDimensionExhausted()["distinct_hosts"] != 2 || len(resp.GetBlockedEvals()) != 1 {
+				t.Errorf("placed %v, failed %v, blocked %v; want 2 placed and web[2] failed on distinct_hosts", o.placed, m, resp.GetBlockedEvals())
+			}
+		},
+	}, {
+		name: "a missing driver filters every node, named in the metric",
+		req: cluster().Edit(func(r *schedulerpb.ScheduleRequest) {
+			r.Job.TaskGroups[0].Tasks[0].Driver = "docker"
+		}).Request(),
+		check: func(t *testing.T, o outcome, _ *schedulerpb.ScheduleResponse) {
+			m := o.failed["web"]
+			if len(o.placed) != 0 || m.GetNodesFiltered() != 2 || m.GetConstraintFiltered()["missing drivers"] != 2 || m.GetCoalescedFailures() != 1 {
+				t.Errorf("placed %v, failed %v; want nothing placed, 2 nodes filtered for missing drivers, 1 coalesced failure", o.placed, m)
+			}
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, err := s.Schedule(t.Context(), tc.req)
+			if err != nil {
+				t.Fatalf("Schedule: %v", err)
+			}
+			tc.check(t, read(resp), resp)
+		})
 	}
 }
