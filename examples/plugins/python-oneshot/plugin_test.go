@@ -16,12 +16,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"go.uber.org/goleak"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
 	"github.com/drover-org/drover/internal/testwait"
+	sdkbase "github.com/drover-org/drover/sdk/base"
 	"github.com/drover-org/drover/sdk/proto/basepb"
 	"github.com/drover-org/drover/sdk/proto/schedulerpb"
 	"github.com/drover-org/drover/sdk/scheduler/conformance"
@@ -207,6 +210,25 @@ func testBaseConfig(t *testing.T, base basepb.BaseClient, p *conformance.Process
 	if len(attrs) != 1 || attrs[0].GetName() != "max_allocs_per_node" || attrs[0].GetType() != "number" || attrs[0].GetDefaultJson() != "0" {
 		t.Errorf("ConfigSchema = %v; want one number attribute max_allocs_per_node, default 0", schema)
 	}
+	// The agent's half: the schema is one it can decode against, and what
+	// it decodes from a config block (or from none) the plugin accepts.
+	if err := sdkbase.CheckSpec(schema.GetSpec()); err != nil {
+		t.Errorf("the agent refuses the plugin's schema: %v", err)
+	}
+	for _, block := range []string{"", "max_allocs_per_node = 3\n"} {
+		f, diags := hclsyntax.ParseConfig([]byte(block), "agent.hcl", hcl.InitialPos)
+		if diags.HasErrors() {
+			t.Fatal(diags)
+		}
+		config, diags := sdkbase.Decode(schema.GetSpec(), f.Body)
+		if diags.HasErrors() {
+			t.Fatalf("decoding config block %q: %v", block, diags)
+		}
+		resp, err := base.SetConfig(t.Context(), &basepb.SetConfigRequest{ConfigJson: config, PluginName: "test"})
+		if err != nil || len(resp.GetFieldErrors()) > 0 {
+			t.Errorf("SetConfig(%s), decoded from %q = %v, %v; want it accepted", config, block, resp, err)
+		}
+	}
 
 	for _, tc := range []struct {
 		config string
@@ -223,9 +245,9 @@ func testBaseConfig(t *testing.T, base basepb.BaseClient, p *conformance.Process
 		}
 	}
 
-	// Two allocations of one group, one node: both go there by default,
-	// one with max_allocs_per_node = 1 (and the refused configs above
-	// left the default in force).
+	// Two allocations of one group, one node: both go there under the
+	// cap of 3 decoded above (the refused configs changed nothing), one
+	// with max_allocs_per_node = 1, both again once it is unset.
 	req := conformance.NewBuilder(jobType).Nodes(1).Group("web", 2).Request()
 	for _, tc := range []struct {
 		config         string
