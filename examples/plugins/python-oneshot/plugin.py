@@ -42,6 +42,7 @@ The scheduling rules, slot by slot (a slot is one allocation name,
 import datetime
 import grp
 import hashlib
+import heapq
 import json
 import os
 import random
@@ -240,6 +241,7 @@ class Planner:
         self.config = config
         self.job = req.job if req.HasField("job") else None
         self.nodes = {n.id: n for n in req.nodes}
+        self.capacity = {n.id: Vec.of(n.capacity) for n in req.nodes}
         self.used = {n.id: Vec.of(n.used) for n in req.nodes}
         self.ports = PortBook(req)
         self.spread = {}   # live allocations of the job per node
@@ -305,7 +307,15 @@ class Planner:
     def place_group(self, tg):
         """Places every open slot of tg, up to the request's limit."""
         candidates, metric, chain = self.feasible_nodes(tg)
-        ask = Vec.of_group(tg)
+        group = Group(tg, chain)
+        # The candidates by (live allocations of the job, seeded order):
+        # the head is the node a placement goes to if it has room. A node
+        # without room for one allocation of the group has none for the
+        # next (the plan only adds to what nodes hold), so it leaves the
+        # heap for good, and each placement costs O(log nodes).
+        heap = [(self.spread.get(n.id, 0), i, n) for i, n in enumerate(candidates)]
+        heapq.heapify(heap)
+        exhausted = {}  # node ID -> the dimension it ran out of
         for i in range(tg.count):
             name = "%s.%s[%d]" % (self.job.id, tg.name, i)
             slot = self.slots.get(name, Slot())
@@ -316,14 +326,19 @@ class Planner:
             limit = self.req.max_placements
             if limit < 0 or (limit > 0 and self.placed >= limit):
                 continue  # left queued: the core places it with a follow-up eval
-            node, ports = self.pick(candidates, tg, name, ask, metric, chain)
+            node, ports = self.pick(heap, exhausted, group, name)
             if node is None:
                 if tg.name in self.resp.failed_tg_allocs:
                     self.resp.failed_tg_allocs[tg.name].coalesced_failures += 1
-                else:
-                    self.resp.failed_tg_allocs[tg.name].CopyFrom(metric)
+                    continue
+                # Every candidate is full: say which dimension each ran out of.
+                for n in candidates:
+                    metric.nodes_exhausted += 1
+                    metric.dimension_exhausted[exhausted[n.id]] += 1
+                    metric.class_exhausted[n.node_class] += 1
+                self.resp.failed_tg_allocs[tg.name].CopyFrom(metric)
                 continue
-            self.used[node.id] = self.used[node.id].add(ask)
+            self.used[node.id] = self.used[node.id].add(group.ask)
             self.spread[node.id] = self.spread.get(node.id, 0) + 1
             self.placed += 1
             self.resp.plan.desired_tg_updates[tg.name].place += 1
@@ -362,37 +377,29 @@ class Planner:
         out.sort(key=lambda n: (hashlib.sha256((seed + "/" + n.id).encode()).hexdigest(), n.id))
         return out, m, chain
 
-    def pick(self, candidates, tg, name, ask, m, chain):
-        """The candidate with room for ask that runs the fewest allocations
-        of the job, the first in seeded order among equals, with the ports
-        picked there. With no room anywhere it records the exhaustion in m."""
-        best, best_ports = None, None
-        exhausted = {}
+    def pick(self, heap, exhausted, group, name):
+        """The candidate with room for the allocation named name that runs
+        the fewest allocations of the job, the first in seeded order among
+        equals, with the ports picked there; None when no node has room."""
         cap = self.config.max_allocs_per_node
-        for n in candidates:
-            running = self.spread.get(n.id, 0)
-            if chain.distinct_hosts and running > 0:
-                exhausted[n.id] = "distinct_hosts"
-                continue
-            if cap > 0 and running >= cap:
-                exhausted[n.id] = "max_allocs_per_node"
-                continue
-            dim = fits(Vec.of(n.capacity), self.used[n.id], ask)
+        while heap:
+            running, i, n = heap[0]
+            if group.chain.distinct_hosts and running > 0:
+                dim, ports = "distinct_hosts", []
+            elif cap > 0 and running >= cap:
+                dim, ports = "max_allocs_per_node", []
+            else:
+                dim = fits(self.capacity[n.id], self.used[n.id], group.ask)
+                ports = []
+                if not dim:
+                    ports, dim = self.ports.pick(n, group, name)
             if dim:
                 exhausted[n.id] = dim
+                heapq.heappop(heap)
                 continue
-            ports, dim = self.ports.pick(n, tg, name)
-            if dim:
-                exhausted[n.id] = dim
-                continue
-            if best is None or running < self.spread.get(best.id, 0):
-                best, best_ports = n, ports
-        if best is None and m.nodes_exhausted == 0:
-            for n in candidates:
-                m.nodes_exhausted += 1
-                m.dimension_exhausted[exhausted[n.id]] += 1
-                m.class_exhausted[n.node_class] += 1
-        return best, best_ports
+            heapq.heapreplace(heap, (running + 1, i, n))
+            return n, ports
+        return None, None
 
     def new_alloc(self, node, tg, name, prev, ports):
         a = pb.PlacedAlloc(
@@ -413,6 +420,16 @@ class Slot:
     def __init__(self):
         self.filled = False  # done, failed under this version, or live and kept
         self.prev = ""       # the allocation a new placement replaces
+
+
+class Group:
+    """What one allocation of a task group asks of a node, read once."""
+
+    def __init__(self, tg, chain):
+        self.chain = chain
+        self.ask = Vec.of_group(tg)
+        self.static_ports = [p for net in tg.networks for p in net.reserved_ports]
+        self.dynamic_ports = [p for net in tg.networks for p in net.dynamic_ports]
 
 
 def find_group(job, name):
@@ -624,13 +641,12 @@ class PortBook:
         for p in ports:
             self.held[n.id][p.value] = self.held[n.id].get(p.value, 0) + 1
 
-    def pick(self, n, tg, name):
-        """The ports of allocation name of tg on n, or the exhausted
+    def pick(self, n, group, name):
+        """The ports of the group's allocation name on n, or the exhausted
         dimension. Dynamic ports are drawn from a generator seeded by the
         eval, the node and the allocation, so the plan is a function of
         the request."""
-        static = [p for net in tg.networks for p in net.reserved_ports]
-        dynamic = [p for net in tg.networks for p in net.dynamic_ports]
+        static, dynamic = group.static_ports, group.dynamic_ports
         if not static and not dynamic:
             return [], ""
         if not n.HasField("network") or not n.network.ip:

@@ -484,3 +484,29 @@ func TestSchedule(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkSchedule times one Schedule call of a new job over the socket,
+// request and response marshalled by both sides, on clusters of a size.
+//
+//	go test -run '^$' -bench Schedule -benchtime 20x ./examples/plugins/python-oneshot/
+func BenchmarkSchedule(b *testing.B) {
+	if _, err := os.Stat(python); err != nil {
+		b.Skipf("no %s: %v", python, err)
+	}
+	bin, err := filepath.Abs("plugin.py")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := conformance.Launch(b, exec.Command(bin))
+	for _, size := range []struct{ nodes, count int }{{10, 10}, {1000, 100}, {5000, 500}} {
+		b.Run(fmt.Sprintf("nodes=%d,count=%d", size.nodes, size.count), func(b *testing.B) {
+			req := conformance.NewBuilder(jobType).Nodes(size.nodes).Group("web", int32(size.count)).Request()
+			for b.Loop() {
+				resp, err := s.Schedule(b.Context(), req)
+				if err != nil || len(resp.GetPlan().GetNodeAllocation()) != size.count {
+					b.Fatalf("Schedule placed %d of %d: %v", len(resp.GetPlan().GetNodeAllocation()), size.count, err)
+				}
+			}
+		})
+	}
+}
