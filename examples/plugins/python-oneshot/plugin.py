@@ -44,6 +44,7 @@ import grp
 import hashlib
 import heapq
 import json
+import math
 import os
 import random
 import re
@@ -182,13 +183,23 @@ class BaseService(base_pb2_grpc.BaseServicer):
         value = raw.get("max_allocs_per_node")
         if value is None:
             value = 0
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value) or value < 0:
+        if not whole_number(value) or value < 0:
             return base_pb2.SetConfigResponse(field_errors=[
                 base_pb2.FieldError(path="max_allocs_per_node", message="must be a whole number of at least 0")])
         with self.lock:
             self.config = Config(max_allocs_per_node=int(value))
         log.info("config set", plugin_name=request.plugin_name, max_allocs_per_node=int(value))
         return base_pb2.SetConfigResponse()
+
+
+def whole_number(v):
+    """Whether a decoded JSON value is a whole number (JSON has one number
+    type: 3.0 is 3; 1e400 decodes to infinity)."""
+    if isinstance(v, bool):
+        return False
+    if isinstance(v, float):
+        return math.isfinite(v) and v == int(v)
+    return isinstance(v, int)
 
 
 # --- The scheduler ---------------------------------------------------------
@@ -230,7 +241,7 @@ class SchedulerService(scheduler_pb2_grpc.SchedulerServicer):
         return resp
 
 
-LIVE_END_STATES = ("complete", "failed", "lost")
+TERMINAL_CLIENT_STATES = ("complete", "failed", "lost")
 
 
 class Planner:
@@ -266,7 +277,7 @@ class Planner:
         job = self.job
         for a in self.req.allocs:
             slot = self.slots.setdefault(a.name, Slot())
-            live = a.desired_status == "run" and a.client_status not in LIVE_END_STATES
+            live = a.desired_status == "run" and a.client_status not in TERMINAL_CLIENT_STATES
             if not live:
                 if a.desired_status == "run" and a.client_status == "complete" and a.ran_successfully:
                     slot.filled = True

@@ -237,6 +237,8 @@ func testBaseConfig(t *testing.T, base basepb.BaseClient, p *conformance.Process
 		{`{"max_allocs_per_node": -1}`, "max_allocs_per_node"},
 		{`{"max_allocs_per_node": 1.5}`, "max_allocs_per_node"},
 		{`{"max_allocs_per_node": "two"}`, "max_allocs_per_node"},
+		{`{"max_allocs_per_node": 1e400}`, "max_allocs_per_node"},
+		{`{"max_allocs_per_node": true}`, "max_allocs_per_node"},
 		{`[]`, ""},
 	} {
 		resp, err := base.SetConfig(t.Context(), &basepb.SetConfigRequest{ConfigJson: []byte(tc.config), PluginName: "test"})
