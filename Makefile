@@ -1,7 +1,7 @@
 GO ?= go
 export PATH := $(PATH):$(shell $(GO) env GOPATH)/bin
 
-.PHONY: build check test check-tracked fuzz demo bench proto lint
+.PHONY: build check test check-tracked fuzz demo bench proto proto-python lint
 
 build:
 	$(GO) build -o bin/drover ./cmd/drover
@@ -75,6 +75,11 @@ proto:
 		protoc -I . --go_out=$$pkg --go_opt=paths=source_relative \
 			--go-grpc_out=$$pkg --go-grpc_opt=paths=source_relative $$f; \
 	done
+
+# Regenerate the Python example plugin's stubs (needs protoc and
+# grpc_python_plugin: Debian's protobuf-compiler, protobuf-compiler-grpc).
+proto-python:
+	./examples/plugins/python-oneshot/gen.sh
 
 lint:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "not gofmt-clean:"; echo "$$out"; exit 1; fi
