@@ -90,3 +90,31 @@ func TestKindsWithoutConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestGoPluginServesBase serves a Configurable scheduler the way a plugin
+// binary does, through go-plugin's gRPC server over a unix socket, and
+// configures it through the plugin's one connection, as the host does.
+func TestGoPluginServesBase(t *testing.T) {
+	cfg := base.MustConfig(kindSettings{N: 1}, nil)
+	client, server := plugin.TestPluginGRPCConn(t, false, map[string]plugin.Plugin{
+		"scheduler": &scheduler.Plugin{Impl: schedImpl{Config: cfg}},
+	})
+	defer func() {
+		_ = client.Close()
+		server.Stop()
+	}()
+	c := base.NewClient(client.Conn)
+	spec, err := c.ConfigSchema(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(spec.GetAttributes()) != 1 || spec.GetAttributes()[0].GetDefaultJson() != "1" {
+		t.Fatalf("schema %v", spec)
+	}
+	if errs, err := c.SetConfig(t.Context(), []byte(`{"n":5}`), "sched"); err != nil || len(errs) > 0 {
+		t.Fatal(errs, err)
+	}
+	if got := cfg.Get().N; got != 5 {
+		t.Fatalf("n = %d after SetConfig, want 5", got)
+	}
+}
