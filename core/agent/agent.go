@@ -34,8 +34,8 @@ type Agent struct {
 	logger hclog.Logger
 
 	host *pluginhost.Host
-	// drivers are the drivers the host's driver plugins serve (fixed at
-	// start).
+	// drivers are the drivers the host's driver plugins serve (read from
+	// the plugin set in force at every use: a reload may add or remove one).
 	drivers *pluginhost.DriverSet
 	server  *server.Server
 	// metrics is this agent's own registry (metrics.go).
