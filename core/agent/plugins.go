@@ -78,7 +78,18 @@ func (a *Agent) ReloadAllPlugins(ctx context.Context) (pluginhost.ReloadResult, 
 	a.logger.Info("plugins reloaded", "added", strings.Join(res.Added, ","), "removed", strings.Join(res.Removed, ","),
 		"relaunched", strings.Join(res.Reloaded, ","), "failed", err != nil)
 	if err != nil {
-		return res, fmt.Errorf("reload plugins: %w", err)
+		// The answer to a failed reload is its error alone: say there what
+		// was done all the same.
+		done := ""
+		for _, part := range []struct {
+			what  string
+			names []string
+		}{{"added", res.Added}, {"removed", res.Removed}, {"relaunched", res.Reloaded}} {
+			if len(part.names) > 0 {
+				done += fmt.Sprintf("; %s: %s", part.what, strings.Join(part.names, ", "))
+			}
+		}
+		return res, fmt.Errorf("reload plugins: %w%s", err, done)
 	}
 	return res, nil
 }

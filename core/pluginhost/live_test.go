@@ -267,3 +267,64 @@ func TestConcurrentCallsDuringAddRemove(t *testing.T) {
 	}
 	t.Logf("calls: %d ok, %d not served, %d unavailable", ok.Load(), notServed.Load(), unavail.Load())
 }
+
+// Close does not wait out the drain of a plugin being removed: the reload
+// returns, the process is stopped, and no goroutine is left (TestMain's
+// goleak check).
+func TestCloseDuringRemovalDrain(t *testing.T) {
+	dir, meet := t.TempDir(), t.TempDir()
+	installFake(t, dir, "ext", "b", dirEnv+"="+meet)
+	cfg := testConfig(t, fake("sched-a", "a"))
+	cfg.PluginDir, cfg.Stanzas = dir, []Stanza{{Name: "ext"}}
+	cfg.DrainTimeout = 10 * time.Minute
+	h, err := New(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := statusOf(t, h, "ext").Pid
+	s, _, err := h.Schedulers().Lookup("fake-b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := make(chan error, 1)
+	go func() {
+		_, err := s.Schedule(t.Context(), evalReq(evalHold))
+		held <- err
+	}()
+	if err := waitFor(func() bool {
+		_, err := os.Stat(filepath.Join(meet, fmt.Sprintf("held-%d", pid)))
+		return err == nil
+	}); err != nil {
+		t.Fatal("the held call never reached ext:", err)
+	}
+	if err := os.Remove(filepath.Join(dir, "ext")); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.ReloadChanged(t.Context(), []Stanza{})
+		done <- err
+	}()
+	var unknown *UnknownJobTypeError
+	if err := waitFor(func() bool {
+		_, _, err := h.Schedulers().Lookup("fake-b")
+		return errors.As(err, &unknown)
+	}); err != nil {
+		t.Fatal("ext never left routing:", err)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- h.Close() }()
+	for what, c := range map[string]chan error{"Close": closed, "the reload": done} {
+		select {
+		case <-c:
+		case <-time.After(time.Minute):
+			t.Fatalf("%s did not return while a removal drained", what)
+		}
+	}
+	if err := <-held; !errors.Is(err, ErrPluginUnavailable) {
+		t.Errorf("the held call = %v, want ErrPluginUnavailable (its process was stopped by Close)", err)
+	}
+	if err := waitFor(func() bool { return !alive(pid) }); err != nil {
+		t.Errorf("ext's pid %d alive after Close", pid)
+	}
+}
