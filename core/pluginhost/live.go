@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -44,6 +45,101 @@ func newPluginSet(list []*managed) *pluginSet {
 func (h *Host) plugin(name string) (*managed, bool) {
 	m, ok := h.set.Load().byName[name]
 	return m, ok
+}
+
+// layout returns the plugins that the built-ins, the stanzas and the
+// plugin_dir files make, in config order: built-ins, then the files no
+// stanza names, then the stanzas in file order. A plugin of cur (the set in
+// force; nil at start) is kept as it is; the others are built, not yet
+// launched. A stanza that cannot be a plugin (a bad name, named twice, no
+// file of its name) is an error and is left out, except that a running
+// plugin whose file is gone but whose stanza is still there is kept: the
+// config still asks for it.
+func (h *Host) layout(stanzas []Stanza, files []string, cur map[string]*managed) ([]*managed, []error) {
+	var out []*managed
+	var errs []error
+	builtin := map[string]bool{}
+	reuse := func(name string, build func() *managed) {
+		if m, ok := cur[name]; ok {
+			out = append(out, m)
+			return
+		}
+		m := build()
+		m.h, m.log = h, h.log.Named(m.name)
+		m.reloadc, m.changed = make(chan reloadReq), make(chan struct{})
+		m.live = newLiveState()
+		out = append(out, m)
+	}
+	byName := map[string]Stanza{}
+	for _, s := range stanzas {
+		if _, dup := byName[s.Name]; dup {
+			errs = append(errs, fmt.Errorf("pluginhost: plugin %q is configured twice", s.Name))
+			continue
+		}
+		byName[s.Name] = s
+	}
+	for _, b := range h.builtins {
+		if builtin[b.Name] {
+			errs = append(errs, fmt.Errorf("pluginhost: plugin %q is defined twice", b.Name))
+			continue
+		}
+		if err := checkName(b.Name); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		builtin[b.Name] = true
+		reuse(b.Name, func() *managed {
+			return &managed{name: b.Name, builtin: true, kind: b.Kind, path: h.selfExe,
+				args: []string{ServeCommand, b.Name}, env: b.Env, config: byName[b.Name].Config}
+		})
+	}
+	named := map[string]bool{}
+	var third []Stanza
+	for _, s := range stanzas {
+		if builtin[s.Name] || named[s.Name] {
+			continue // configures the built-in of that name, or a duplicate
+		}
+		if err := checkName(s.Name); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		named[s.Name] = true
+		if h.pluginDir == "" {
+			errs = append(errs, fmt.Errorf("pluginhost: plugin %q needs plugin_dir: a third-party plugin is the file of its name in plugin_dir", s.Name))
+			continue
+		}
+		if !slices.Contains(files, s.Name) {
+			errs = append(errs, fmt.Errorf("pluginhost: plugin %q: no executable file %q in plugin_dir %s (it holds: %s); "+
+				"a plugin stanza's name is the file name of its binary in plugin_dir, or the name of a built-in (%s)",
+				s.Name, s.Name, h.pluginDir, listOrNone(files), listOrNone(builtinNames(h.builtins))))
+			if _, running := cur[s.Name]; !running {
+				continue
+			}
+		}
+		third = append(third, s)
+	}
+	// Files no stanza names load with an empty config, as Nomad loads
+	// plugin_dir. They come before the stanzas so that, on a job type two
+	// plugins declare, an explicitly configured plugin wins.
+	for _, f := range files {
+		if named[f] {
+			continue
+		}
+		if builtin[f] {
+			h.log.Warn("ignoring a file in plugin_dir named like a built-in plugin; give it another name to load it",
+				"file", filepath.Join(h.pluginDir, f))
+			continue
+		}
+		reuse(f, func() *managed {
+			return &managed{name: f, path: filepath.Join(h.pluginDir, f), optional: true}
+		})
+	}
+	for _, s := range third {
+		reuse(s.Name, func() *managed {
+			return &managed{name: s.Name, path: filepath.Join(h.pluginDir, s.Name), args: s.Args, config: s.Config}
+		})
+	}
+	return out, errs
 }
 
 // liveState is what removing a plugin needs of its managed.
