@@ -34,8 +34,8 @@ type Agent struct {
 	logger hclog.Logger
 
 	host *pluginhost.Host
-	// drivers are the drivers the host's driver plugins serve (fixed at
-	// start).
+	// drivers are the drivers the host's driver plugins serve (read from
+	// the plugin set in force at every use: a reload may add or remove one).
 	drivers *pluginhost.DriverSet
 	server  *server.Server
 	// metrics is this agent's own registry (metrics.go).
@@ -449,7 +449,7 @@ func (a *Agent) startClient(dataDir, advHTTP string) (*remoteServers, error) {
 // client-only agent's local endpoints with the rest proxied to a server.
 // With tls.http it is served over HTTPS only.
 func (a *Agent) startHTTP(remote *remoteServers) {
-	hcfg := httpapi.Config{Logger: a.logger.Named("http"), AgentSelf: a.self, NodeName: a.cfg.NodeName, ReloadPlugins: a.ReloadPlugins,
+	hcfg := httpapi.Config{Logger: a.logger.Named("http"), AgentSelf: a.self, NodeName: a.cfg.NodeName, ReloadPlugins: a.reloadForAPI,
 		Plugins: agentPlugins{a}, MaxBodyBytes: a.cfg.HTTPMaxBodyBytes,
 		Metrics: a.metrics, Prometheus: a.cfg.prometheusMetrics()}
 	if a.server != nil {

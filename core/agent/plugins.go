@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/drover-org/drover/core/httpapi"
 	"github.com/drover-org/drover/core/pluginhost"
 	"github.com/drover-org/drover/core/structs"
 	"github.com/drover-org/drover/sdk/driver"
@@ -28,50 +29,75 @@ var builtinPlugins = []struct{ name, kind string }{
 	{"gc", shared.KindGC},
 }
 
-// ReloadPlugins is the whole-agent plugin reload (SIGHUP, PUT
-// /v1/agent/plugins/reload without a name). It reads the -config files
-// again and relaunches only the plugins whose binary on disk or whose
-// stanza (config, args) changed: a scheduler swap leaves the task driver
-// and the other schedulers running. Adding or removing a plugin stanza is
-// reported as an error and takes an agent restart.
+// ReloadPlugins is the whole-agent plugin reload (SIGHUP). See
+// ReloadAllPlugins.
 func (a *Agent) ReloadPlugins(ctx context.Context) error {
+	_, err := a.ReloadAllPlugins(ctx)
+	return err
+}
+
+// ReloadAllPlugins is the whole-agent plugin reload (SIGHUP, PUT
+// /v1/agent/plugins/reload without a name). It reads the -config files
+// again and brings the plugins in line with them and with plugin_dir: a new
+// stanza or plugin_dir file starts, a plugin whose stanza and file are gone
+// is drained and stopped, and only the plugins whose binary on disk or whose
+// stanza (config, args) changed are relaunched: a scheduler swap leaves the
+// task driver and the other schedulers running. It returns what it did,
+// also when part of it failed (the error says which part).
+func (a *Agent) ReloadAllPlugins(ctx context.Context) (pluginhost.ReloadResult, error) {
 	var stanzas []pluginhost.Stanza
 	if len(a.configPaths) > 0 {
 		cfg, err := LoadConfig(a.cfg.DevMode, a.configPaths...)
 		if err != nil {
-			return structs.NewError(structs.ErrInvalid, "reload plugins: agent config: %v", err)
+			return pluginhost.ReloadResult{}, structs.NewError(structs.ErrInvalid, "reload plugins: agent config: %v", err)
 		}
 		p := &problems{origins: cfg.Origins}
 		cfg.checkPlugins(p)
 		if err := p.err(); err != nil {
-			return structs.NewError(structs.ErrInvalid, "reload plugins: agent config: %v", err)
+			return pluginhost.ReloadResult{}, structs.NewError(structs.ErrInvalid, "reload plugins: agent config: %v", err)
 		}
 		// The running driver plugins judge their stanzas' config, as at
 		// start.
 		checks, err := driverConfigChecks(cfg.Plugins)
 		if err != nil {
-			return structs.NewError(structs.ErrInvalid, "reload plugins: agent config: %v", err)
+			return pluginhost.ReloadResult{}, structs.NewError(structs.ErrInvalid, "reload plugins: agent config: %v", err)
 		}
 		if err := checkDriverConfigs(ctx, a.drivers, checks); errors.Is(err, driver.ErrInvalidPluginConfig) {
-			return structs.NewError(structs.ErrInvalid, "reload plugins: agent config: %v", err)
+			return pluginhost.ReloadResult{}, structs.NewError(structs.ErrInvalid, "reload plugins: agent config: %v", err)
 		} else if err != nil {
-			return fmt.Errorf("reload plugins: %w", err) // the plugin's failure keeps its kind
+			return pluginhost.ReloadResult{}, fmt.Errorf("reload plugins: %w", err) // the plugin's failure keeps its kind
 		}
 		if stanzas, err = pluginStanzas(cfg); err != nil {
-			return structs.NewError(structs.ErrInvalid, "reload plugins: agent config: %v", err)
+			return pluginhost.ReloadResult{}, structs.NewError(structs.ErrInvalid, "reload plugins: agent config: %v", err)
 		}
 		if stanzas == nil {
 			stanzas = []pluginhost.Stanza{} // re-read: no stanza at all
 		}
 	}
-	names, err := a.host.ReloadChanged(ctx, stanzas)
-	if len(names) > 0 {
-		a.logger.Info("plugins reloaded", "plugins", strings.Join(names, ","))
-	}
+	res, err := a.host.ReloadChanged(ctx, stanzas)
+	a.logger.Info("plugins reloaded", "added", strings.Join(res.Added, ","), "removed", strings.Join(res.Removed, ","),
+		"relaunched", strings.Join(res.Reloaded, ","), "failed", err != nil)
 	if err != nil {
-		return fmt.Errorf("reload plugins: %w", err)
+		// The answer to a failed reload is its error alone: say there what
+		// was done all the same.
+		done := ""
+		for _, part := range []struct {
+			what  string
+			names []string
+		}{{"added", res.Added}, {"removed", res.Removed}, {"relaunched", res.Reloaded}} {
+			if len(part.names) > 0 {
+				done += fmt.Sprintf("; %s: %s", part.what, strings.Join(part.names, ", "))
+			}
+		}
+		return res, fmt.Errorf("reload plugins: %w%s", err, done)
 	}
-	return nil
+	return res, nil
+}
+
+// reloadForAPI is ReloadAllPlugins as the HTTP API reports it.
+func (a *Agent) reloadForAPI(ctx context.Context) (httpapi.PluginsReload, error) {
+	res, err := a.ReloadAllPlugins(ctx)
+	return httpapi.PluginsReload{Added: res.Added, Removed: res.Removed, Relaunched: res.Reloaded}, err
 }
 
 // ReloadPlugin relaunches the one plugin name from its binary, draining

@@ -19,7 +19,8 @@ type agentHandlers struct{ *HTTPServer }
 
 // agentReloadPlugins swaps plugins of this agent for a fresh process of
 // their (possibly new) binary without dropping work: with ?name= that one
-// plugin, else every plugin whose binary or config changed.
+// plugin, else every plugin whose binary or config changed, and the
+// plugins added to or removed from the config and plugin_dir.
 func (s agentHandlers) agentReloadPlugins(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Query().Has("name") {
 		s.agentReloadPlugin(w, r, r.URL.Query().Get("name"))
@@ -29,11 +30,12 @@ func (s agentHandlers) agentReloadPlugins(w http.ResponseWriter, r *http.Request
 		writeText(w, http.StatusNotImplemented, "this agent cannot reload plugins")
 		return
 	}
-	if err := s.reload(r.Context()); err != nil {
+	done, err := s.reload(r.Context())
+	if err != nil {
 		s.writeError(w, err)
 		return
 	}
-	writeJSON(w, r, http.StatusOK, map[string]bool{"Reloaded": true})
+	writeJSON(w, r, http.StatusOK, AgentPluginsReloadResponse{Reloaded: true, PluginsReload: done})
 }
 
 func (s agentHandlers) agentSelf(w http.ResponseWriter, r *http.Request) {

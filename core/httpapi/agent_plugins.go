@@ -30,6 +30,19 @@ type AgentPluginResponse struct {
 	Plugin   *structs.AgentPlugin `json:",omitempty"`
 }
 
+// PluginsReload is what a whole reload did, by plugin name.
+type PluginsReload struct {
+	Added      []string // started: a new stanza or plugin_dir file
+	Removed    []string // gone from the config and plugin_dir: drained and stopped
+	Relaunched []string // binary or stanza changed, or was down
+}
+
+// AgentPluginsReloadResponse is the body of a successful whole reload.
+type AgentPluginsReloadResponse struct {
+	Reloaded bool
+	PluginsReload
+}
+
 // The agent's plugin endpoints are about this agent, never forwarded to
 // the leader.
 

@@ -41,7 +41,10 @@ func TestAgentPluginEndpoints(t *testing.T) {
 		{Name: "gpu", Kind: "scheduler", Path: "/p/gpu", Health: structs.AgentPluginRestarting},
 	}}
 	wholeReloads := 0
-	api, _ := newTestAPI(t, Config{Plugins: plugins, ReloadPlugins: func(context.Context) error { wholeReloads++; return nil }})
+	api, _ := newTestAPI(t, Config{Plugins: plugins, ReloadPlugins: func(context.Context) (PluginsReload, error) {
+		wholeReloads++
+		return PluginsReload{Added: []string{"gpu"}}, nil
+	}})
 	h := api.Handler()
 	for _, tc := range []struct {
 		method, target string
@@ -58,7 +61,7 @@ func TestAgentPluginEndpoints(t *testing.T) {
 		{http.MethodPut, "/v1/agent/plugins/reload?name=ghost", http.StatusNotFound, []string{`unknown plugin "ghost"`}},
 		{http.MethodPut, "/v1/agent/plugins/reload?name=", http.StatusBadRequest, []string{"name"}},
 		{http.MethodGet, "/v1/agent/plugins/reload", http.StatusMethodNotAllowed, nil},
-		{http.MethodPut, "/v1/agent/plugins/reload", http.StatusOK, []string{`"Reloaded":true`}},
+		{http.MethodPut, "/v1/agent/plugins/reload", http.StatusOK, []string{`"Reloaded":true`, `"Added":["gpu"]`}},
 	} {
 		t.Run(tc.method+" "+tc.target, func(t *testing.T) {
 			rec := do(t, h, tc.method, tc.target, "")

@@ -11,7 +11,7 @@ import (
 func TestAgentReloadPlugins(t *testing.T) {
 	calls := 0
 	var fail error
-	api, _ := newTestAPI(t, Config{ReloadPlugins: func(context.Context) error { calls++; return fail }})
+	api, _ := newTestAPI(t, Config{ReloadPlugins: func(context.Context) (PluginsReload, error) { calls++; return PluginsReload{}, fail }})
 	if rec := do(t, api.Handler(), http.MethodPut, "/v1/agent/plugins/reload", ""); rec.Code != http.StatusOK || calls != 1 {
 		t.Fatalf("reload: %d %s (calls %d)", rec.Code, rec.Body, calls)
 	}

@@ -131,10 +131,11 @@ type Config struct {
 	// /v1/agent/members; empty, the leader names itself and a follower
 	// leaves it blank.
 	NodeName string
-	// ReloadPlugins relaunches this agent's changed plugins (PUT
-	// /v1/agent/plugins/reload without a name), as SIGHUP does; nil
+	// ReloadPlugins brings this agent's plugins in line with its config
+	// and plugin_dir (PUT /v1/agent/plugins/reload without a name), as
+	// SIGHUP does, and says what it added, removed and relaunched; nil
 	// answers 501.
-	ReloadPlugins func(ctx context.Context) error
+	ReloadPlugins func(ctx context.Context) (PluginsReload, error)
 	// Plugins serves /v1/agent/plugins and reloads of one plugin; nil
 	// answers 501.
 	Plugins AgentPlugins
@@ -181,7 +182,7 @@ type HTTPServer struct {
 	client      ClientAPI
 	logger      hclog.Logger
 	self        func() any
-	reload      func(ctx context.Context) error
+	reload      func(ctx context.Context) (PluginsReload, error)
 	// plugins is Config.Plugins.
 	plugins AgentPlugins
 	// nodeName is Config.NodeName.

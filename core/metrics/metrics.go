@@ -35,6 +35,7 @@ type Metrics struct {
 
 	schedCall   *prometheus.HistogramVec
 	schedErrors *prometheus.CounterVec
+	evalsHeld   *prometheus.CounterVec
 
 	planApply         prometheus.Histogram
 	planNodesRejected prometheus.Counter
@@ -70,6 +71,10 @@ func New() *Metrics {
 		Namespace: namespace, Subsystem: "scheduler", Name: "call_errors_total",
 		Help: "Scheduler plugin calls that failed, by plugin and job type.",
 	}, []string{"plugin", "job_type"})
+	m.evalsHeld = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: "scheduler", Name: "evals_held_total",
+		Help: "Times an eval was handed back to wait because no scheduler plugin serves its job type, by job type.",
+	}, []string{"job_type"})
 	m.planApply = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Namespace: namespace, Subsystem: "plan", Name: "apply_duration_seconds",
 		Help:    "Time the plan applier spends on one plan: evaluation against the latest state and the Raft commit.",
@@ -102,7 +107,7 @@ func New() *Metrics {
 		Help: "Task restarts by this client's restart policies.",
 	})
 	m.Registry.MustRegister(
-		m.raftApply, m.raftLeaderChanges, m.schedCall, m.schedErrors,
+		m.raftApply, m.raftLeaderChanges, m.schedCall, m.schedErrors, m.evalsHeld,
 		m.planApply, m.planNodesRejected, m.httpRequests, m.httpDuration, m.gcReaped, m.gcRun,
 		m.taskRestarts,
 		collectors.NewGoCollector(),
@@ -133,6 +138,14 @@ func (m *Metrics) SchedulerCall(plugin, jobType string, d time.Duration, failed 
 	m.schedCall.WithLabelValues(plugin, jobType).Observe(d.Seconds())
 	if failed {
 		m.schedErrors.WithLabelValues(plugin, jobType).Inc()
+	}
+}
+
+// EvalHeld counts an eval handed back because no scheduler plugin serves
+// its job type right now.
+func (m *Metrics) EvalHeld(jobType string) {
+	if m != nil {
+		m.evalsHeld.WithLabelValues(jobType).Inc()
 	}
 }
 

@@ -25,26 +25,34 @@ var DriverKind = NewKind(KindSpec[driver.Client, *driverpb.InfoResponse]{
 
 // DriverSet maps driver names (e.g. "raw_exec") to the plugins serving
 // them. Every call goes through the plugin host, so a driver plugin that
-// restarts or is swapped keeps serving the same handle.
+// restarts or is swapped keeps serving the same handle. The map is read
+// from the plugin set in force at every use, so a driver plugin a reload
+// adds is served once it is up, and one it removes is no longer.
 type DriverSet struct {
 	clients Clients[driver.Client, *driverpb.InfoResponse]
-	plugins map[string]string // driver name → plugin name; fixed
 }
 
-// Drivers maps the drivers the driver plugins declared (as of now, so at
-// start) to the plugins serving them.
+// Drivers maps the drivers the driver plugins declare to the plugins
+// serving them.
 func (h *Host) Drivers() *DriverSet {
-	ds := &DriverSet{clients: Get(h, DriverKind), plugins: map[string]string{}}
-	for _, p := range ds.clients.Loaded() {
-		ds.plugins[p.Declaration.GetName()] = p.Name
+	return &DriverSet{clients: Get(h, DriverKind)}
+}
+
+// plugins maps each driver served now to its plugin; on a driver two
+// plugins declare, the later one in config order wins.
+func (d *DriverSet) plugins() map[string]string {
+	out := map[string]string{}
+	for _, p := range d.clients.Loaded() {
+		out[p.Declaration.GetName()] = p.Name
 	}
-	return ds
+	return out
 }
 
 // Names lists the drivers served, sorted.
 func (d *DriverSet) Names() []string {
-	out := make([]string, 0, len(d.plugins))
-	for n := range d.plugins {
+	plugins := d.plugins()
+	out := make([]string, 0, len(plugins))
+	for n := range plugins {
 		out = append(out, n)
 	}
 	sort.Strings(out)
@@ -53,13 +61,13 @@ func (d *DriverSet) Names() []string {
 
 // Plugin names the plugin serving driver name, and false if none does.
 func (d *DriverSet) Plugin(name string) (string, bool) {
-	p, ok := d.plugins[name]
+	p, ok := d.plugins()[name]
 	return p, ok
 }
 
 // Driver returns a handle on the named driver.
 func (d *DriverSet) Driver(name string) (driver.Driver, error) {
-	plugin, ok := d.plugins[name]
+	plugin, ok := d.Plugin(name)
 	if !ok {
 		return nil, fmt.Errorf("driver %q is not served by any driver plugin", name)
 	}
@@ -70,7 +78,7 @@ func (d *DriverSet) Driver(name string) (driver.Driver, error) {
 // as its plugin config (driver.ConfigValidator). A refusal wraps
 // driver.ErrInvalidPluginConfig with the driver's own message.
 func (d *DriverSet) ValidateConfig(ctx context.Context, name string, configJSON []byte) error {
-	plugin, ok := d.plugins[name]
+	plugin, ok := d.Plugin(name)
 	if !ok {
 		return fmt.Errorf("driver %q is not served by any driver plugin", name)
 	}

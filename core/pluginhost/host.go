@@ -32,10 +32,12 @@ import (
 
 // Host runs the configured plugins. It is safe for concurrent use.
 type Host struct {
-	log          hclog.Logger
-	kinds        map[string]Kind
-	plugins      []*managed // config order: built-ins, then third-party
-	byName       map[string]*managed
+	log   hclog.Logger
+	kinds map[string]Kind
+	// set is the plugin set in force, replaced whole (never modified) when
+	// a reload adds or removes a plugin, so that callers, Status and the
+	// routers read it without a lock (live.go).
+	set          atomic.Pointer[pluginSet]
 	callWait     time.Duration
 	drainTimeout time.Duration
 	startTimeout time.Duration
@@ -46,11 +48,29 @@ type Host struct {
 	unansweredAfter, probeInterval time.Duration
 	backoff                        Backoff
 
+	// What a reload lays the set out from again (live.go): the built-ins
+	// (fixed), plugin_dir, the drover binary, and the stanzas in force.
+	builtins  []Builtin
+	pluginDir string
+	selfExe   string
+	// reloadMu serialises reloads: one at a time changes the set, and a
+	// reload of named plugins sees a set that does not change under it.
+	// It guards stanzas and skipped.
+	reloadMu sync.Mutex
+	stanzas  []Stanza
+	// skipped are the plugin_dir files found not to be plugins, as they
+	// were on disk then: a reload tries such a file again only once it
+	// changed, rather than warning about it on every reload.
+	skipped map[string]os.FileInfo
+
 	routesMu sync.Mutex // serialises rebuilds
 	routes   atomic.Pointer[routeTable]
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
+	// lifeMu orders Close against a reload starting a new plugin's owner
+	// goroutine: once Close has cancelled ctx, no owner is added to wg.
+	lifeMu sync.Mutex
 	wg     sync.WaitGroup // owner goroutines
 }
 
@@ -66,7 +86,6 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	h := &Host{
 		log:          cfg.Logger,
 		kinds:        map[string]Kind{},
-		byName:       map[string]*managed{},
 		callWait:     cfg.CallWait,
 		drainTimeout: cfg.DrainTimeout,
 		startTimeout: cfg.StartTimeout,
@@ -102,43 +121,47 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		}
 		h.kinds[k.name] = k
 	}
-	if err := h.addPlugins(cfg); err != nil {
+	for _, b := range cfg.Builtins {
+		if _, ok := h.kinds[b.Kind]; !ok {
+			return nil, fmt.Errorf("pluginhost: built-in %q has unknown kind %q", b.Name, b.Kind)
+		}
+		if cfg.SelfExe == "" {
+			return nil, errors.New("pluginhost: SelfExe is required to run built-in plugins")
+		}
+	}
+	h.builtins, h.pluginDir, h.selfExe = cfg.Builtins, cfg.PluginDir, cfg.SelfExe
+	h.stanzas, h.skipped = cfg.Stanzas, map[string]os.FileInfo{}
+	var files []string
+	if cfg.PluginDir != "" {
+		var err error
+		if files, err = pluginFiles(cfg.PluginDir); err != nil {
+			return nil, err
+		}
+	}
+	plugins, errs := h.layout(cfg.Stanzas, files, nil)
+	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	h.routes.Store(&routeTable{})
+	h.set.Store(newPluginSet(nil))
 
-	first := make([]*instance, len(h.plugins))
-	errs := make([]error, len(h.plugins))
-	var wg sync.WaitGroup
-	for i, m := range h.plugins {
-		wg.Go(func() {
-			timeout := h.startTimeout
-			if m.optional {
-				timeout = h.discoveryTimeout
-			}
-			first[i], errs[i] = m.launchWith(ctx, m.args, m.config, timeout)
-		})
-	}
-	wg.Wait()
+	first, errs := h.launchFirst(ctx, plugins)
 	// A plugin_dir file that no stanza names and that is no drover plugin
 	// (a README made executable, a helper script) is skipped, not fatal.
-	kept := h.plugins[:0]
+	var kept []*managed
 	var keptFirst []*instance
 	var fatal []error
-	for i, m := range h.plugins {
+	for i, m := range plugins {
 		switch {
 		case errs[i] == nil:
 			kept, keptFirst = append(kept, m), append(keptFirst, first[i])
 		case m.optional && ctx.Err() == nil && h.ctx.Err() == nil:
-			h.log.Warn("skipping a file in plugin_dir that is not a drover plugin; configure it with a plugin stanza "+
-				"to make its failure fatal, or remove it", "file", m.path, "error", errs[i])
-			delete(h.byName, m.name)
+			h.skip(m, errs[i])
 		default:
 			fatal = append(fatal, errs[i])
 		}
 	}
-	h.plugins = kept
 	if err := errors.Join(fatal...); err != nil {
 		for _, inst := range keptFirst {
 			// A graceful stop: the plugin removes its socket file.
@@ -148,104 +171,54 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		h.cancel()
 		return nil, err
 	}
-	for i, m := range h.plugins {
+	for i, m := range kept {
 		m.setCurrent(keptFirst[i])
 		h.wg.Add(1)
 		go m.run(keptFirst[i])
 	}
+	h.set.Store(newPluginSet(kept))
 	h.rebuildRoutes()
 	for _, st := range h.Status() {
-		h.log.Info("plugin loaded", "name", st.Name, "kind", strings.Join(st.Kinds, ","), "version", st.Version,
-			"builtin", st.Builtin, "path", st.Path, "pid", st.Pid)
+		logLoaded(h.log, "plugin loaded", st)
 	}
 	return h, nil
 }
 
-func (h *Host) addPlugins(cfg Config) error {
-	stanzas := map[string]Stanza{}
-	for _, s := range cfg.Stanzas {
-		if _, dup := stanzas[s.Name]; dup {
-			return fmt.Errorf("pluginhost: plugin %q is configured twice", s.Name)
-		}
-		stanzas[s.Name] = s
+// logLoaded logs one plugin that came up (at start, or added by a reload).
+func logLoaded(log hclog.Logger, msg string, st PluginStatus) {
+	log.Info(msg, "name", st.Name, "kind", strings.Join(st.Kinds, ","), "version", st.Version,
+		"builtin", st.Builtin, "path", st.Path, "pid", st.Pid)
+}
+
+// launchFirst launches the first instance of every plugin of ms, in
+// parallel: a plugin_dir file no stanza names within the discovery
+// deadline, every other plugin within the start timeout.
+func (h *Host) launchFirst(ctx context.Context, ms []*managed) ([]*instance, []error) {
+	first := make([]*instance, len(ms))
+	errs := make([]error, len(ms))
+	var wg sync.WaitGroup
+	for i, m := range ms {
+		wg.Go(func() {
+			timeout := h.startTimeout
+			if m.optional {
+				timeout = h.discoveryTimeout
+			}
+			first[i], errs[i] = m.launchWith(ctx, m.args, m.config, timeout)
+		})
 	}
-	add := func(m *managed) error {
-		if err := checkName(m.name); err != nil {
-			return err
-		}
-		if _, dup := h.byName[m.name]; dup {
-			return fmt.Errorf("pluginhost: plugin %q is defined twice", m.name)
-		}
-		m.h, m.log = h, h.log.Named(m.name)
-		m.reloadc, m.changed = make(chan reloadReq), make(chan struct{})
-		h.plugins = append(h.plugins, m)
-		h.byName[m.name] = m
-		return nil
+	wg.Wait()
+	return first, errs
+}
+
+// skip warns about a plugin_dir file that no stanza names and that failed
+// its first launch, and remembers the file so that a reload does not try
+// it again until it changes.
+func (h *Host) skip(m *managed, err error) {
+	h.log.Warn("skipping a file in plugin_dir that is not a drover plugin; configure it with a plugin stanza "+
+		"to make its failure fatal, or remove it", "file", m.path, "error", err)
+	if fi, serr := os.Stat(m.path); serr == nil {
+		h.skipped[m.name] = fi
 	}
-	for _, b := range cfg.Builtins {
-		if _, ok := h.kinds[b.Kind]; !ok {
-			return fmt.Errorf("pluginhost: built-in %q has unknown kind %q", b.Name, b.Kind)
-		}
-		if cfg.SelfExe == "" {
-			return errors.New("pluginhost: SelfExe is required to run built-in plugins")
-		}
-		m := &managed{name: b.Name, builtin: true, kind: b.Kind, path: cfg.SelfExe,
-			args: []string{ServeCommand, b.Name}, env: b.Env, config: stanzas[b.Name].Config}
-		if err := add(m); err != nil {
-			return err
-		}
-	}
-	var files []string
-	if cfg.PluginDir != "" {
-		var err error
-		if files, err = pluginFiles(cfg.PluginDir); err != nil {
-			return err
-		}
-	}
-	named := map[string]bool{}
-	var third []Stanza
-	for _, s := range cfg.Stanzas {
-		if m, ok := h.byName[s.Name]; ok && m.builtin {
-			continue // configures the built-in of that name
-		}
-		if err := checkName(s.Name); err != nil {
-			return err
-		}
-		if cfg.PluginDir == "" {
-			return fmt.Errorf("pluginhost: plugin %q needs plugin_dir: a third-party plugin is the file of its name in plugin_dir", s.Name)
-		}
-		if !slices.Contains(files, s.Name) {
-			return fmt.Errorf("pluginhost: plugin %q: no executable file %q in plugin_dir %s (it holds: %s); "+
-				"a plugin stanza's name is the file name of its binary in plugin_dir, or the name of a built-in (%s)",
-				s.Name, s.Name, cfg.PluginDir, listOrNone(files), listOrNone(builtinNames(cfg.Builtins)))
-		}
-		named[s.Name] = true
-		third = append(third, s)
-	}
-	// Files no stanza names load with an empty config, as Nomad loads
-	// plugin_dir. They come before the stanzas so that, on a job type two
-	// plugins declare, an explicitly configured plugin wins.
-	for _, f := range files {
-		if named[f] {
-			continue
-		}
-		if m, ok := h.byName[f]; ok && m.builtin {
-			h.log.Warn("ignoring a file in plugin_dir named like a built-in plugin; give it another name to load it",
-				"file", filepath.Join(cfg.PluginDir, f))
-			continue
-		}
-		m := &managed{name: f, path: filepath.Join(cfg.PluginDir, f), optional: true}
-		if err := add(m); err != nil {
-			return err
-		}
-	}
-	for _, s := range third {
-		m := &managed{name: s.Name, path: filepath.Join(cfg.PluginDir, s.Name), args: s.Args, config: s.Config}
-		if err := add(m); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 func checkName(name string) error {
@@ -295,7 +268,9 @@ func listOrNone(names []string) string {
 // the owner goroutines. Calls in flight fail with ErrPluginUnavailable;
 // later calls fail with ErrClosed. Close may be called more than once.
 func (h *Host) Close() error {
+	h.lifeMu.Lock()
 	h.cancel()
+	h.lifeMu.Unlock()
 	h.wg.Wait()
 	return nil
 }
@@ -311,7 +286,9 @@ func (h *Host) Close() error {
 //
 // The agent's SIGHUP uses ReloadChanged, which spares unchanged plugins.
 func (h *Host) Reload(ctx context.Context) error {
-	return h.reload(ctx, h.plugins, nil)
+	h.reloadMu.Lock()
+	defer h.reloadMu.Unlock()
+	return h.reload(ctx, h.set.Load().list, nil)
 }
 
 // ReloadPlugin reloads the one plugin name as Reload does: only its calls
@@ -319,62 +296,13 @@ func (h *Host) Reload(ctx context.Context) error {
 // fails with ErrUnknownPlugin, and a failed launch with its error (the
 // running instance stays).
 func (h *Host) ReloadPlugin(ctx context.Context, name string) error {
-	m, ok := h.byName[name]
+	h.reloadMu.Lock()
+	defer h.reloadMu.Unlock()
+	m, ok := h.set.Load().byName[name]
 	if !ok {
 		return h.unknown(name)
 	}
 	return h.reload(ctx, []*managed{m}, nil)
-}
-
-// ReloadChanged reloads the plugins whose binary changed on disk since
-// their running instance was launched (another file, size or modification
-// time), and those whose stanza in stanzas (the agent config as re-read,
-// nil: unchanged) differs in config or args from the one in force. It
-// returns the names of the plugins it reloaded. A stanza that names no
-// loaded plugin, and a loaded third-party plugin whose stanza is gone, are
-// reported in the error and otherwise left alone: adding or removing a
-// plugin takes an agent restart. A plugin that is down is always reloaded.
-func (h *Host) ReloadChanged(ctx context.Context, stanzas []Stanza) ([]string, error) {
-	var errs []error
-	byName := map[string]Stanza{}
-	for _, s := range stanzas {
-		byName[s.Name] = s
-		if _, ok := h.byName[s.Name]; !ok {
-			errs = append(errs, fmt.Errorf("plugin %q: new in the config; adding a plugin takes an agent restart", s.Name))
-		}
-	}
-	var todo []*managed
-	var news []*Stanza
-	for _, m := range h.plugins {
-		var next *Stanza
-		if stanzas != nil {
-			st, ok := byName[m.name]
-			if !ok && !m.builtin && !m.optional {
-				errs = append(errs, fmt.Errorf("plugin %q: its stanza is gone from the config; removing a plugin takes an agent restart", m.name))
-			} else if !m.builtin {
-				next = &Stanza{Name: m.name, Args: st.Args, Config: st.Config}
-			} else if ok {
-				next = &Stanza{Name: m.name, Config: st.Config}
-			} else {
-				next = &Stanza{Name: m.name}
-			}
-		}
-		if why := m.changedSince(next); why != "" {
-			m.log.Info("plugin changed; reloading it", "change", why)
-			todo, news = append(todo, m), append(news, next)
-		}
-	}
-	names := make([]string, 0, len(todo))
-	for _, m := range todo {
-		names = append(names, m.name)
-	}
-	if len(todo) == 0 {
-		h.log.Info("no plugin changed; none reloaded")
-	}
-	if err := h.reload(ctx, todo, news); err != nil {
-		errs = append(errs, err)
-	}
-	return names, errors.Join(errs...)
 }
 
 // reload sends one reload request to each plugin's owner (with news[i], if
@@ -388,6 +316,8 @@ func (h *Host) reload(ctx context.Context, ms []*managed, news []*Stanza) error 
 		}
 		select {
 		case m.reloadc <- reqs[i]:
+		case <-m.live.gone:
+			reqs[i].reply <- fmt.Errorf("%w %q: it was removed", ErrUnknownPlugin, m.name)
 		case <-h.ctx.Done():
 			return ErrClosed
 		}
@@ -400,8 +330,9 @@ func (h *Host) reload(ctx context.Context, ms []*managed, news []*Stanza) error 
 }
 
 func (h *Host) unknown(name string) error {
-	names := make([]string, 0, len(h.plugins))
-	for _, m := range h.plugins {
+	plugins := h.set.Load().list
+	names := make([]string, 0, len(plugins))
+	for _, m := range plugins {
 		names = append(names, m.name)
 	}
 	return fmt.Errorf("%w %q: this agent's plugins are %s", ErrUnknownPlugin, name, listOrNone(names))
@@ -451,7 +382,7 @@ func (h *Host) dispense(ctx context.Context, name, kind string) (*instance, any,
 	if h.ctx.Err() != nil {
 		return nil, nil, nil, ErrClosed
 	}
-	m, ok := h.byName[name]
+	m, ok := h.set.Load().byName[name]
 	if !ok {
 		return nil, nil, nil, fmt.Errorf("%w: %q", ErrUnknownPlugin, name)
 	}
@@ -466,7 +397,7 @@ func (h *Host) dispense(ctx context.Context, name, kind string) (*instance, any,
 // order. A plugin that is down counts with the kinds it last served.
 func (h *Host) Plugins(kind string) []string {
 	var names []string
-	for _, m := range h.plugins {
+	for _, m := range h.set.Load().list {
 		m.mu.Lock()
 		_, ok := m.infos[kind]
 		m.mu.Unlock()
@@ -481,7 +412,7 @@ func (h *Host) Plugins(kind string) []string {
 // last successful launch (Clients.Declaration is its typed face), and
 // false when the plugin is unknown or does not serve kind.
 func (h *Host) info(name, kind string) (any, bool) {
-	m, ok := h.byName[name]
+	m, ok := h.set.Load().byName[name]
 	if !ok {
 		return nil, false
 	}
@@ -494,7 +425,7 @@ func (h *Host) info(name, kind string) (any, bool) {
 // Running reports whether plugin name has a live instance right now; false
 // for an unknown plugin and while it is down (crashed, restarting).
 func (h *Host) Running(name string) bool {
-	m, ok := h.byName[name]
+	m, ok := h.set.Load().byName[name]
 	return ok && !m.isDown()
 }
 
@@ -528,8 +459,9 @@ type PluginStatus struct {
 
 // Status reports every plugin, in config order.
 func (h *Host) Status() []PluginStatus {
-	out := make([]PluginStatus, 0, len(h.plugins))
-	for _, m := range h.plugins {
+	plugins := h.set.Load().list
+	out := make([]PluginStatus, 0, len(plugins))
+	for _, m := range plugins {
 		out = append(out, m.status())
 	}
 	return out
@@ -537,7 +469,7 @@ func (h *Host) Status() []PluginStatus {
 
 // PluginStatus reports the plugin name, or fails with ErrUnknownPlugin.
 func (h *Host) PluginStatus(name string) (PluginStatus, error) {
-	m, ok := h.byName[name]
+	m, ok := h.set.Load().byName[name]
 	if !ok {
 		return PluginStatus{}, h.unknown(name)
 	}

@@ -137,7 +137,10 @@ func (c Clients[C, D]) Loaded() []Loaded[D] {
 		if !ok {
 			continue
 		}
-		m := c.h.byName[name]
+		m, ok := c.h.plugin(name)
+		if !ok {
+			continue // removed since Names
+		}
 		l := Loaded[D]{Name: name, Kind: c.kind, Builtin: m.builtin, Declaration: decl}
 		if v := c.h.kinds[c.kind].version; v != nil {
 			l.Version = v(decl)

@@ -62,10 +62,22 @@ func (s *SchedulerSet) Lookup(jobType string) (scheduler.Scheduler, JobTypeInfo,
 	if !ok {
 		return nil, JobTypeInfo{}, &UnknownJobTypeError{Type: jobType, Served: slices.Clone(rt.served)}
 	}
-	if m := s.h.byName[info.Plugin]; m != nil && m.isDown() {
+	if m, ok := s.h.plugin(info.Plugin); ok && m.isDown() {
 		return nil, info, unavailable(info.Plugin, fmt.Errorf("job type %q: %w", jobType, downErr(m.lastError())))
 	}
 	return routed{h: s.h, plugin: info.Plugin}, info, nil
+}
+
+// removedErr turns the error of a call through a routed handle whose
+// plugin a reload removed (or that no longer serves the scheduler kind)
+// into ErrPluginUnavailable: the call never reached a plugin, so the caller
+// looks the job type up again and finds its new plugin, or that none
+// serves it, rather than taking the eval for a bad one.
+func (r routed) removedErr(err error) error {
+	if errors.Is(err, ErrUnknownPlugin) {
+		return unavailable(r.plugin, fmt.Errorf("no longer routed to: %w", err))
+	}
+	return err
 }
 
 // JobType returns what the plugin serving jobType declared about it, down
@@ -94,18 +106,18 @@ func (r routed) Info(ctx context.Context) (resp *schedulerpb.InfoResponse, err e
 		resp, err = s.Info(ctx)
 		return err
 	})
-	return resp, err
+	return resp, r.removedErr(err)
 }
 
 func (r routed) Schedule(ctx context.Context, req *schedulerpb.ScheduleRequest) (resp *schedulerpb.ScheduleResponse, err error) {
-	if m := r.h.byName[r.plugin]; m != nil {
+	if m, ok := r.h.plugin(r.plugin); ok {
 		defer m.trackCall("Schedule")()
 	}
 	err = Get(r.h, SchedulerKind).Call(ctx, r.plugin, func(ctx context.Context, s scheduler.Scheduler) error {
 		resp, err = s.Schedule(ctx, req)
 		return err
 	})
-	return resp, err
+	return resp, r.removedErr(err)
 }
 
 // SchedulerKind is the scheduler plugin kind. Its Init is the Info call
@@ -142,7 +154,7 @@ func (h *Host) rebuildRoutes() {
 	byType := map[string]JobTypeInfo{}
 	var conflicts []claim
 	schedulers := Get(h, SchedulerKind)
-	for _, m := range h.plugins {
+	for _, m := range h.set.Load().list {
 		info, _ := schedulers.Declaration(m.name)
 		for _, jt := range info.GetJobTypes() {
 			if prev, ok := byType[jt.GetName()]; ok && prev.Plugin != m.name {

@@ -114,6 +114,8 @@ type managed struct {
 	// optional marks a plugin_dir file that no stanza names: one that fails
 	// its first launch is skipped with a warning instead of failing New.
 	optional bool
+	// live is how a reload removes the plugin (live.go).
+	live liveState
 
 	mu       sync.Mutex
 	cur      *instance     // nil while down
@@ -381,6 +383,10 @@ func (m *managed) run(inst *instance) {
 				timer.Stop()
 				inst = m.reloadDown(req)
 				continue
+			case <-m.live.removec:
+				timer.Stop()
+				m.removeNow(nil)
+				return
 			case <-timer.C:
 			}
 			n, err := m.launch(m.h.ctx)
@@ -399,6 +405,9 @@ func (m *managed) run(inst *instance) {
 		case <-stopped:
 			m.setCurrent(nil)
 			inst.client.Kill()
+			return
+		case <-m.live.removec:
+			m.removeNow(inst)
 			return
 		case <-probe.C:
 			m.probe(inst)
@@ -487,6 +496,10 @@ func (m *managed) acquire(ctx context.Context, kind string) (*instance, any, err
 	var expired <-chan time.Time
 	for {
 		m.mu.Lock()
+		if m.live.removed {
+			m.mu.Unlock()
+			return nil, nil, unavailable(m.name, errRemoved)
+		}
 		inst, changed, lastErr := m.cur, m.changed, m.lastErr
 		if inst != nil && !inst.down() {
 			raw, ok := inst.kinds[kind]

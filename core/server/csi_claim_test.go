@@ -707,7 +707,8 @@ func TestCSIDetachNodeFreesItsClaimsInOneWrite(t *testing.T) {
 	}
 	j := testJob("holders", "batch")
 	j.TaskGroups[0].Count = 2
-	if _, err := s.Jobs().Register(ctx, j, false, 0); err != nil {
+	reg, err := s.Jobs().Register(ctx, j, false, 0)
+	if err != nil {
 		t.Fatal(err)
 	}
 	var allocs []*structs.Allocation
@@ -715,6 +716,9 @@ func TestCSIDetachNodeFreesItsClaimsInOneWrite(t *testing.T) {
 		allocs, _ = s.State().AllocsByJob(nil, structs.DefaultNamespace, "holders", true)
 		return len(allocs) == 2
 	})
+	// The worker records the eval after the plan that made the allocs: let
+	// that write land before counting the detach's.
+	waitEvalTerminal(t, s, reg.EvalID)
 	for _, a := range allocs {
 		_, err := s.CSI().ClaimVolume(ctx, &structs.CSIVolumeClaimArgs{NodeID: node.ID, SecretID: node.SecretID,
 			Namespace: structs.DefaultNamespace, VolumeID: "shared", AllocationID: a.ID, Mode: structs.CSIVolumeClaimWrite,

@@ -47,7 +47,8 @@ type SchedulerRouter interface {
 	// It returns an error wrapping structs.ErrUnavailable while the plugin
 	// is restarting, so the worker hands the eval back for a later retry
 	// without spending one of its deliveries; any other error means no
-	// plugin serves the type, and the worker fails the eval saying so.
+	// plugin serves the type right now, and the worker holds the eval
+	// until one does (a reload may add it back; worker/hold.go).
 	Lookup(jobType string) (scheduler.Scheduler, int, error)
 	// ServedTypes lists the job types some plugin serves, sorted.
 	ServedTypes() []string

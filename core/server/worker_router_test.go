@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -55,11 +56,51 @@ func TestWorkerRequeuesWhilePluginUnavailable(t *testing.T) {
 	}
 }
 
-// An eval of a type no plugin serves (its plugin was replaced by one that
-// dropped the type) fails with a reason naming the type and the served
-// types, instead of waiting in the broker for ever.
-func TestWorkerFailsEvalOfUnservedType(t *testing.T) {
-	s := testServer(t, nil)
+// servingRouter is the built-in router that also serves "retired" (with
+// the batch scheduler) while serve is set, as an agent does between a
+// reload that removed that type's plugin and one that adds it back.
+type servingRouter struct {
+	serve   atomic.Bool
+	lookups atomic.Int32 // of "retired"
+}
+
+func (r *servingRouter) Lookup(t string) (scheduler.Scheduler, int, error) {
+	if t == "retired" {
+		r.lookups.Add(1)
+		if !r.serve.Load() {
+			return nil, 0, errors.New(`job type "retired" is not served`)
+		}
+		t = "batch"
+	}
+	return builtin.InProcess{}.Lookup(t)
+}
+
+func (r *servingRouter) ServedTypes() []string {
+	types := builtin.InProcess{}.ServedTypes()
+	if r.serve.Load() {
+		types = append(types, "retired")
+	}
+	return types
+}
+
+func (r *servingRouter) JobType(t string) (structs.JobTypeBehavior, bool) {
+	if t == "retired" && r.serve.Load() {
+		t = "batch"
+	}
+	return builtin.InProcess{}.JobType(t)
+}
+
+// An eval of a type no plugin serves (its plugin was removed by a reload)
+// is held, not failed: it stays pending, costs no delivery however often
+// it is looked at, and is scheduled once a plugin serves the type again.
+// (Until issue 29 it was failed at once.)
+func TestWorkerHoldsEvalOfUnservedType(t *testing.T) {
+	r := &servingRouter{}
+	s := testServer(t, func(c *Config) {
+		c.Schedulers = r
+		c.Broker.InitialNackDelay = -1
+		c.Broker.SubsequentNackDelay = -1
+	})
 	now := time.Now().UnixNano()
 	ev := &structs.Evaluation{
 		ID: uuid.NewString(), Namespace: "default", Priority: 50, Type: "retired",
@@ -69,10 +110,16 @@ func TestWorkerFailsEvalOfUnservedType(t *testing.T) {
 	if _, err := s.raftApply(structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: []*structs.Evaluation{ev}}); err != nil {
 		t.Fatal(err)
 	}
-	got := waitEvalTerminal(t, s, ev.ID)
-	want := `no scheduler plugin serves job type "retired" (served: batch, service, sysbatch, system)`
-	if got.Status != structs.EvalStatusFailed || got.StatusDescription != want {
-		t.Fatalf("eval = %q %q, want failed %q", got.Status, got.StatusDescription, want)
+	// Past the delivery limit of 3: holding spends none.
+	waitFor(t, 15*time.Second, "the eval to be held several times", func() bool { return r.lookups.Load() >= 5 })
+	got, err := s.State().EvalByID(nil, ev.ID)
+	if err != nil || got == nil || got.Status != structs.EvalStatusPending {
+		t.Fatalf("held eval = %+v, %v; want it still pending", got, err)
+	}
+	r.serve.Store(true)
+	got = waitEvalTerminal(t, s, ev.ID)
+	if got.Status != structs.EvalStatusComplete {
+		t.Fatalf("eval = %q %q, want complete once its type is served", got.Status, got.StatusDescription)
 	}
 	waitFor(t, 15*time.Second, "the broker to let go of the eval", func() bool {
 		st := s.broker.Stats()

@@ -242,32 +242,47 @@ func describeBehavior(bh structs.JobTypeBehavior) []string {
 	return out
 }
 
-// OperatorPluginReloadCommand is `drover operator plugin reload <name>`.
+// OperatorPluginReloadCommand is `drover operator plugin reload [<name>]`.
 type OperatorPluginReloadCommand struct {
 	cli.Meta
 	ui *cli.UI
 }
 
 func (c *OperatorPluginReloadCommand) Synopsis() string {
-	return "Relaunch one of the agent's plugins from its binary"
+	return "Reload the agent's plugins, or relaunch one from its binary"
 }
 
 const operatorPluginReloadHelp = `
-Usage: drover operator plugin reload [options] <name>
+Usage: drover operator plugin reload [options] [<name>]
 
-  Relaunches one plugin of the agent from its binary on disk, so that a new
-  build takes over. The new process serves calls as soon as it has started;
-  calls in flight on the old one finish first. Other plugins are not touched.
-  Sending the agent SIGHUP instead relaunches every plugin whose binary or
-  configuration changed.`
+  Without a name, reloads every plugin of the agent as SIGHUP does: the
+  agent reads its configuration files and plugin_dir again, starts the
+  plugins whose stanza or file is new, drains and stops those whose stanza
+  and file are both gone (their job types wait, not fail, until a plugin
+  declares them again), and relaunches those whose binary or stanza
+  changed. It prints what it added, removed and relaunched.
+
+  With a name, relaunches that one plugin from its binary on disk, so that
+  a new build takes over. The new process serves calls as soon as it has
+  started; calls in flight on the old one finish first. Other plugins are
+  not touched.`
 
 func (c *OperatorPluginReloadCommand) Run(args []string) int {
 	c.Meta.UI = c.ui
 	fs := c.FlagSet("operator plugin reload", operatorPluginReloadHelp)
-	name, code, ok := c.ParseOne(fs, args, "<name>")
-	if !ok {
+	if code, ok := c.Parse(fs, args); !ok {
 		return code
 	}
+	switch fs.NArg() {
+	case 0:
+		return c.reloadAll()
+	case 1:
+		return c.reloadOne(fs.Arg(0))
+	}
+	return c.UsageError(fs, "This command takes at most one argument: <name>")
+}
+
+func (c *OperatorPluginReloadCommand) reloadOne(name string) int {
 	var resp struct {
 		Reloaded bool
 		Plugin   *structs.AgentPlugin
@@ -281,6 +296,22 @@ func (c *OperatorPluginReloadCommand) Run(args []string) int {
 	} else {
 		c.ui.Printf("Plugin %q reloaded\n", name)
 	}
+	return cli.ExitOK
+}
+
+func (c *OperatorPluginReloadCommand) reloadAll() int {
+	var resp struct {
+		Reloaded                   bool
+		Added, Removed, Relaunched []string
+	}
+	if err := c.Client().Write(context.Background(), "PUT", "/v1/agent/plugins/reload", nil, nil, &resp); err != nil {
+		return c.ui.Errorf("Error reloading plugins: %s", err)
+	}
+	c.ui.Printf("Plugins reloaded\n%s\n", cli.FormatKV([]string{
+		"Added|" + cli.OrNone(strings.Join(resp.Added, ", ")),
+		"Removed|" + cli.OrNone(strings.Join(resp.Removed, ", ")),
+		"Relaunched|" + cli.OrNone(strings.Join(resp.Relaunched, ", ")),
+	}))
 	return cli.ExitOK
 }
 

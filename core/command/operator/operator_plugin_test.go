@@ -2,6 +2,7 @@ package operator
 
 import (
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -98,4 +99,25 @@ func TestOperatorPluginReload(t *testing.T) {
 	r = f.Run(t, "", "operator", "plugin", "reload", "x")
 	clitest.WantCode(t, r, 1)
 	clitest.WantContains(t, "stderr", r.ErrOut, `Error reloading plugin "x"`, `unknown plugin "x"`)
+	clitest.WantCode(t, f.Run(t, "", "operator", "plugin", "reload", "a", "b"), 1)
+}
+
+// Without a name the whole agent reloads, and the command says what was
+// added, removed and relaunched.
+func TestOperatorPluginReloadAll(t *testing.T) {
+	f := clitest.NewFakeAgent(t)
+	f.JSON("PUT /v1/agent/plugins/reload", map[string]any{"Reloaded": true, "Added": []string{"gpu-batch", "oneshot"}, "Removed": []string{"old"}})
+	r := f.Run(t, "", "operator", "plugin", "reload")
+	clitest.WantCode(t, r, 0)
+	clitest.WantContains(t, "stdout", r.Out, "Plugins reloaded", "gpu-batch, oneshot", "old", "Relaunched")
+	if !regexp.MustCompile(`Relaunched\s*=\s*<none>`).MatchString(r.Out) {
+		t.Errorf("stdout does not say nothing was relaunched:\n%s", r.Out)
+	}
+	if q := f.Request("PUT /v1/agent/plugins/reload").Query; q != "" {
+		t.Errorf("query = %q, want none", q)
+	}
+	f.Fail("PUT /v1/agent/plugins/reload", http.StatusBadRequest, `reload plugins: plugin "x": no executable file`)
+	r = f.Run(t, "", "operator", "plugin", "reload")
+	clitest.WantCode(t, r, 1)
+	clitest.WantContains(t, "stderr", r.ErrOut, "Error reloading plugins", `plugin "x": no executable file`)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -52,8 +51,9 @@ func (w *worker) run(ctx context.Context, until <-chan struct{}) {
 			return
 		}
 		// Every type is taken, served or not: an eval of a type no plugin
-		// serves (any more) is failed with a reason rather than left in
-		// the broker for good.
+		// serves right now is held (handed back with a growing delay,
+		// holdDelay) rather than left in the broker unseen, so it is
+		// scheduled soon after a plugin declares its type again.
 		gate := w.p.gate
 		ev, token, err := w.p.cfg.Broker.DequeueFunc(deq, gate.admits)
 		if err != nil {
@@ -87,6 +87,11 @@ func (w *worker) process(ctx context.Context, ev *structs.Evaluation, token stri
 	start := time.Now()
 	log := w.logger.With("eval_id", ev.ID, "job_id", ev.JobID, "type", ev.Type, "triggered_by", ev.TriggeredBy)
 	err := w.schedule(ctx, ev, token, log)
+	var unserved *notServed
+	if errors.As(err, &unserved) {
+		w.hold(ev, token, unserved, log)
+		return
+	}
 	var later *retryLater
 	if errors.As(err, &later) {
 		log.Debug("scheduler plugin unavailable; eval handed back without spending a delivery", "error", later.err)
@@ -104,6 +109,9 @@ func (w *worker) process(ctx context.Context, ev *structs.Evaluation, token stri
 		return
 	}
 	w.p.reasons.take(ev.ID)
+	if n := w.p.held.take(ev.ID); n > 0 {
+		log.Info("job type served again; the held eval was scheduled", "times_held", n)
+	}
 	if aerr := w.p.cfg.Broker.Ack(ev.ID, token); aerr != nil {
 		log.Debug("ack failed", "error", aerr)
 	}
@@ -125,14 +133,7 @@ func (w *worker) schedule(ctx context.Context, ev *structs.Evaluation, token str
 			// keeps its deliveries for when the plugin is back.
 			return &retryLater{err: err}
 		}
-		served := cfg.Schedulers.ServedTypes()
-		list := "none"
-		if len(served) > 0 {
-			list = strings.Join(served, ", ")
-		}
-		log.Warn("no scheduler plugin serves the eval's job type; failing the eval", "served", list)
-		return w.finish(ev, structs.EvalStatusFailed,
-			fmt.Sprintf("no scheduler plugin serves job type %q (served: %s)", ev.Type, list), nil, nil, nil, 0)
+		return w.notServed(ev)
 	}
 	if maxAttempts <= 0 {
 		maxAttempts = 1
@@ -258,6 +259,11 @@ func (w *worker) callScheduler(ctx context.Context, sched scheduler.Scheduler, e
 	cancel()
 	if rerr := cfg.Broker.ResumeNackTimeout(ev.ID, token); rerr != nil && err == nil {
 		return nil, fmt.Errorf("eval is no longer ours: %w", rerr)
+	}
+	if errors.Is(err, structs.ErrUnavailable) && ctx.Err() == nil {
+		if moved := w.rerouted(ev, sched, err); moved != nil {
+			return nil, moved
+		}
 	}
 	if errors.Is(err, structs.ErrUnavailable) && p.gate.setDegraded(ev.Type, true) {
 		// The call waited for a plugin that did not come back (or died

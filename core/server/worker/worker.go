@@ -9,6 +9,9 @@
 // serves it) and a spare worker stands in for the held one until the
 // call returns, so a hung plugin never holds up the evals of other types.
 //
+// An eval whose job type no plugin serves right now is held until one
+// does (hold.go), never failed for it.
+//
 // Workers run on every server; the broker hands out evals only on the
 // leader, so a follower's workers wait.
 package worker
@@ -50,13 +53,16 @@ type Broker interface {
 // SchedulerRouter).
 type Router interface {
 	// Lookup returns the scheduler serving jobType and its attempt limit;
-	// an error wrapping structs.ErrUnavailable while the plugin restarts.
+	// an error wrapping structs.ErrUnavailable while the plugin restarts,
+	// any other error while no plugin serves jobType (the eval is held).
 	Lookup(jobType string) (scheduler.Scheduler, int, error)
 	// ServedTypes lists the job types some plugin serves, sorted.
 	ServedTypes() []string
 }
 
-// Metrics records scheduler plugin calls (*metrics.Metrics).
+// Metrics records scheduler plugin calls (*metrics.Metrics). One that
+// also has EvalHeld(jobType string) counts the evals held because no
+// plugin serves their type (hold.go).
 type Metrics interface {
 	SchedulerCall(plugin, jobType string, d time.Duration, failed bool)
 }
@@ -90,6 +96,9 @@ type Config struct {
 	// InitialNackDelay is the broker's first nack delay, which an eval
 	// whose plugin was found down waits (zero: the broker's default).
 	InitialNackDelay time.Duration
+	// MaxHoldDelay bounds the delay between two tries of an eval whose job
+	// type no plugin serves (hold.go; zero: DefaultMaxHoldDelay).
+	MaxHoldDelay time.Duration
 	// Now is the clock evals are stamped with (nil: time.Now).
 	Now     func() time.Time
 	Metrics Metrics
@@ -106,6 +115,8 @@ type Pool struct {
 	spares atomic.Int32
 	// reasons: why each eval's last delivery failed.
 	reasons reasonLog
+	// held: how many times in a row each eval was held (hold.go).
+	held holdLog
 	// wg counts the running workers and spares.
 	wg sync.WaitGroup
 }
@@ -124,6 +135,9 @@ func New(cfg Config) *Pool {
 	}
 	if cfg.SlowCall <= 0 {
 		cfg.SlowCall = DefaultSlowCall
+	}
+	if cfg.MaxHoldDelay <= 0 {
+		cfg.MaxHoldDelay = DefaultMaxHoldDelay
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now

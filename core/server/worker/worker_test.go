@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -189,7 +190,7 @@ func (r errRouter) Lookup(string) (scheduler.Scheduler, int, error) { return nil
 func (errRouter) ServedTypes() []string                             { return []string{"service"} }
 
 // runOne runs a one-worker pool until the broker saw the eval's outcome.
-func runOne(t *testing.T, b *fakeBroker, cfg Config) {
+func runOne(t *testing.T, b *fakeBroker, cfg Config) *Pool {
 	t.Helper()
 	st, err := state.NewStateStore()
 	if err != nil {
@@ -200,9 +201,10 @@ func runOne(t *testing.T, b *fakeBroker, cfg Config) {
 	cfg.State = func() *state.StateStore { return st }
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan struct{})
+	p := New(cfg)
 	go func() {
 		defer close(ran)
-		New(cfg).Run(ctx)
+		p.Run(ctx)
 	}()
 	select {
 	case <-b.done:
@@ -215,36 +217,153 @@ func runOne(t *testing.T, b *fakeBroker, cfg Config) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Run did not return after its context ended")
 	}
+	return p
 }
 
-func TestUnservedTypeFailsEval(t *testing.T) {
+// An eval of a type no plugin serves right now is held, not failed: it
+// is handed back without spending a delivery, nothing is recorded, and the
+// reason is kept. (It used to be failed; a reload may bring the plugin
+// back.)
+func TestUnservedTypeHoldsEval(t *testing.T) {
 	ev := &structs.Evaluation{ID: "e1", Namespace: "default", JobID: "j", Type: "nope", Status: structs.EvalStatusPending}
 	b := newFakeBroker(ev)
-	var mu sync.Mutex
-	var applied []*structs.Evaluation
-	runOne(t, b, Config{
+	held := &heldMetrics{}
+	cfg := Config{
 		Schedulers: errRouter{err: errors.New("no plugin serves nope")},
-		Apply: func(mt structs.MessageType, msg any) (uint64, error) {
-			mu.Lock()
-			defer mu.Unlock()
-			if mt != structs.EvalUpdateRequestType {
-				t.Errorf("applied message type %v, want an eval update", mt)
-			}
-			applied = append(applied, msg.(*structs.EvalUpdateRequest).Evals...)
+		Metrics:    held,
+		Apply: func(structs.MessageType, any) (uint64, error) {
+			t.Error("an eval of an unserved type must not be recorded")
 			return 1, nil
 		},
-	})
-	mu.Lock()
-	defer mu.Unlock()
-	if len(applied) != 1 || applied[0].Status != structs.EvalStatusFailed {
-		t.Fatalf("applied %+v, want the eval failed", applied)
 	}
-	if want := `no scheduler plugin serves job type "nope" (served: service)`; applied[0].StatusDescription != want {
-		t.Fatalf("description %q, want %q", applied[0].StatusDescription, want)
+	p := runOne(t, b, cfg)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	d, ok := b.requeued["e1"]
+	if !ok || len(b.acked)+len(b.nacked) != 0 {
+		t.Fatalf("requeued %v acked %v nacked %v, want the eval requeued only", b.requeued, b.acked, b.nacked)
 	}
-	if len(b.acked) != 1 || len(b.nacked) != 0 {
-		t.Fatalf("acked %v nacked %v, want the eval acked", b.acked, b.nacked)
+	if d != evalbroker.DefaultInitialNackDelay {
+		t.Errorf("first hold delay %v, want the broker's first nack delay %v", d, evalbroker.DefaultInitialNackDelay)
 	}
+	want := `no scheduler plugin serves job type "nope" (served: service); the eval waits for a plugin that declares it`
+	if got := p.TakeNackReason("e1"); got != want {
+		t.Errorf("reason %q, want %q", got, want)
+	}
+	if held.n.Load() != 1 {
+		t.Errorf("EvalHeld counted %d, want 1", held.n.Load())
+	}
+}
+
+type heldMetrics struct {
+	noMetrics
+	n atomic.Int32
+}
+
+func (h *heldMetrics) EvalHeld(string) { h.n.Add(1) }
+
+// A held eval's delay doubles from the first nack delay up to the bound,
+// and never spins.
+func TestHoldDelay(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		nackDelay time.Duration
+		max       time.Duration
+		want      []time.Duration
+	}{
+		{"defaults", 0, 0, []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 5 * time.Second, 5 * time.Second}},
+		{"short", time.Millisecond, 50 * time.Millisecond, []time.Duration{10 * time.Millisecond, 20 * time.Millisecond, 40 * time.Millisecond, 50 * time.Millisecond}},
+		{"bound below the first delay", 3 * time.Second, time.Second, []time.Duration{time.Second, time.Second}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := New(Config{InitialNackDelay: tc.nackDelay, MaxHoldDelay: tc.max}).newWorker(0)
+			for i, want := range tc.want {
+				if got := w.holdDelay(i + 1); got != want {
+					t.Errorf("hold %d: delay %v, want %v", i+1, got, want)
+				}
+			}
+			if got := w.holdDelay(1000); got <= 0 || got > w.p.cfg.MaxHoldDelay {
+				t.Errorf("hold 1000: delay %v, want within (0, %v]", got, w.p.cfg.MaxHoldDelay)
+			}
+		})
+	}
+}
+
+// A call that fails because a reload took the type's plugin away between
+// Lookup and the call spends no delivery: the eval is held when no plugin
+// serves the type now, and retried when another plugin took it over.
+func TestCallOnRemovedPlugin(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		after    error  // Lookup's error after the failed call
+		afterBy  string // else the plugin serving the type then
+		wantHeld bool
+	}{
+		{name: "type no longer served", after: errors.New("not served"), wantHeld: true},
+		{name: "another plugin took the type over", afterBy: "other"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ev := &structs.Evaluation{ID: "e1", Namespace: "default", JobID: "j", Type: "gone"}
+			b := newFakeBroker(ev)
+			r := &movingRouter{first: namedSched{name: "removed", err: structs.NewError(structs.ErrUnavailable, "plugin removed")},
+				after: tc.after, afterBy: namedSched{name: tc.afterBy}}
+			p := runOne(t, b, Config{Schedulers: r, Apply: func(structs.MessageType, any) (uint64, error) {
+				t.Error("nothing may be recorded")
+				return 1, nil
+			}})
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			if _, ok := b.requeued["e1"]; !ok || len(b.nacked)+len(b.acked) != 0 {
+				t.Fatalf("requeued %v nacked %v acked %v, want the eval requeued only", b.requeued, b.nacked, b.acked)
+			}
+			if held := p.held.take("e1") > 0; held != tc.wantHeld {
+				t.Errorf("held = %v, want %v", held, tc.wantHeld)
+			}
+			if p.gate.admits("gone") != true {
+				t.Error("the type was degraded for a plugin that left")
+			}
+		})
+	}
+}
+
+// movingRouter serves its first Lookup with first and every later one
+// with after (an error) or afterBy.
+type movingRouter struct {
+	mu      sync.Mutex
+	n       int
+	first   namedSched
+	after   error
+	afterBy namedSched
+}
+
+func (r *movingRouter) Lookup(string) (scheduler.Scheduler, int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.n++
+	switch {
+	case r.n == 1:
+		return r.first, 1, nil
+	case r.after != nil:
+		return nil, 0, r.after
+	}
+	return r.afterBy, 1, nil
+}
+
+func (*movingRouter) ServedTypes() []string { return nil }
+
+// namedSched is a scheduler handle of a named plugin whose calls fail
+// with err.
+type namedSched struct {
+	name string
+	err  error
+}
+
+func (n namedSched) PluginName() string { return n.name }
+func (n namedSched) Info(context.Context) (*pb.InfoResponse, error) {
+	return nil, n.err
+}
+func (n namedSched) Schedule(context.Context, *pb.ScheduleRequest) (*pb.ScheduleResponse, error) {
+	return nil, n.err
 }
 
 func TestUnavailablePluginRequeuesWithoutDelivery(t *testing.T) {
