@@ -87,7 +87,7 @@ func detectV2(root string) (*cgroupHost, error) {
 
 // create makes the task's cgroup, empty, with res's limits written. Its
 // name is the task's id and a suffix of its own: every start gets a new
-// cgroup, so the shim of an earlier run of the same task, removing its
+// cgroup, so the supervisor of an earlier run of the same task, removing its
 // cgroup as it ends, can never remove this one.
 func (h *cgroupHost) create(id string, res cgroupResources) (*taskCgroup, error) {
 	var run [4]byte

@@ -53,10 +53,12 @@ func decodeState(raw []byte) (handleState, error) {
 	return st, nil
 }
 
-// RecoverTask implements driver.Driver. The shim wrote or will write the
-// exit file; the task's exit is read from there. The shim is not this
-// process's child, so the driver polls for that file and for the shim's
-// liveness.
+// RecoverTask implements driver.Driver. The task supervisor wrote or will
+// write the exit file; the task's exit is read from there. The supervisor
+// is not this process's child, so the driver polls for that file and for
+// the supervisor's liveness. (ShimPID in the handle is the supervisor's
+// pid; a handle from a driver that ran a shim per task recovers the same
+// way.)
 func (d *Driver) RecoverTask(_ context.Context, h *driverpb.TaskHandle) error {
 	if h == nil || h.GetId() == "" {
 		return fmt.Errorf("%w: task handle without id", driver.ErrInvalidConfig)
@@ -88,59 +90,77 @@ func (d *Driver) RecoverTask(_ context.Context, h *driverpb.TaskHandle) error {
 		d.logger.Info("task recovered", "task_id", t.id, "pid", st.TaskPID, "shim_pid", st.ShimPID)
 		return nil
 	}
-	// The shim may have written its result after the first look.
+	// The supervisor may have written its result after the first look.
 	if d.finishFromExitFile(t) {
 		d.track(t, nil)
 		return nil
 	}
 	if procAlive(st.TaskPID, st.TaskStartTicks) {
-		d.logger.Warn("task recovered without its shim; its exit status will be lost",
+		d.logger.Warn("task recovered without its supervisor; its exit status will be lost",
 			"task_id", t.id, "pid", st.TaskPID)
 		d.track(t, func() { d.watchOrphan(t) })
 		return nil
 	}
 	// Nobody is left to remove its cgroup (both were killed at once).
 	d.destroyCgroup(t.id, st.Cgroup)
-	return fmt.Errorf("%w: %q: neither its shim (pid %d) nor its process (pid %d) runs, and it left no exit result",
+	return fmt.Errorf("%w: %q: neither its supervisor (pid %d) nor its process (pid %d) runs, and it left no exit result",
 		driver.ErrTaskNotFound, t.id, st.ShimPID, st.TaskPID)
 }
 
-// watchRecovered polls for the exit file while the shim lives. This is the
-// one place that polls: a process that is not our child cannot be waited on.
+// exitFileGrace is how long a supervisor that lives on (for other tasks)
+// gets to record a task's exit after the task's process is gone: its
+// cleanup (the process group, the cgroup, draining the logs) is bounded
+// well below it.
+const exitFileGrace = time.Minute
+
+// watchRecovered polls for the exit file while the supervisor lives. This
+// is the one place that polls: a process that is not our child cannot be
+// waited on.
 func (d *Driver) watchRecovered(t *task) {
 	ticker := time.NewTicker(d.pollInterval)
 	defer ticker.Stop()
+	var taskGone time.Time
 	for {
-		// Liveness first: a shim seen dead after a missing file could have
-		// written the file in between.
-		shimAlive := procAlive(t.state.ShimPID, t.state.ShimStartTicks)
+		// Liveness first: a supervisor seen dead after a missing file
+		// could have written the file in between.
+		supAlive := procAlive(t.state.ShimPID, t.state.ShimStartTicks)
+		taskAlive := procAlive(t.state.TaskPID, t.state.TaskStartTicks)
 		if d.finishFromExitFile(t) {
 			return
 		}
-		if !shimAlive {
+		if !supAlive {
+			break
+		}
+		// The supervisor serves other tasks too: its living on does not
+		// mean it will still record this one's exit.
+		if !taskAlive && taskGone.IsZero() {
+			taskGone = time.Now()
+		}
+		if !taskGone.IsZero() && time.Since(taskGone) > exitFileGrace {
 			break
 		}
 		<-ticker.C
 	}
-	d.logger.Warn("task shim died without an exit result; watching the task directly", "task_id", t.id)
+	d.logger.Warn("task supervisor recorded no exit result; watching the task directly", "task_id", t.id)
 	d.watchOrphan(t)
 }
 
-// watchOrphan watches a task whose shim died before it: the task keeps
-// running, but nobody can collect its exit status any more.
+// watchOrphan watches a task whose supervisor died before it (or did not
+// record its exit): the task may keep running, but nobody can collect its
+// exit status any more.
 func (d *Driver) watchOrphan(t *task) {
 	ticker := time.NewTicker(d.pollInterval)
 	defer ticker.Stop()
 	for procAlive(t.state.TaskPID, t.state.TaskStartTicks) {
 		<-ticker.C
 	}
-	// Do what the shim would have: end the rest of the task's group and
+	// Do what the supervisor would have: end the rest of the task's group and
 	// of its cgroup.
 	_ = t.signalGroup(syscall.SIGKILL)
 	d.destroyCgroup(t.id, t.state.Cgroup)
 	t.finish(&exitRecord{
 		ExitCode:    -1,
-		Err:         "exit status lost: the task's raw_exec shim died before the task",
+		Err:         "exit status lost: the task's raw_exec supervisor died before the task",
 		CompletedAt: time.Now().UnixNano(),
 	})
 	d.logger.Warn("task exited; exit status lost", "task_id", t.id)
