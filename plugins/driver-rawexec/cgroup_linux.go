@@ -250,6 +250,13 @@ func (cg *taskCgroup) killAll() error {
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
+	// An empty cgroup stays empty: only a member can fork into it, and
+	// nothing else moves a process in once the task started. Freezing it
+	// would cost most: the freezer flips kernel static keys, patching
+	// text on every CPU, twice per task.
+	if pids, err := cg.pids(); err == nil && len(pids) == 0 {
+		return nil
+	}
 	if cg.V2 {
 		// cgroup.kill (Linux 5.14) does the freeze-kill-thaw itself.
 		if err := writeCgroupFile(dir, "cgroup.kill", "1"); err == nil {
