@@ -1,0 +1,159 @@
+package rawexec
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/drover-org/drover/sdk/proto/driverpb"
+)
+
+// taskState decodes a handle's state.
+func taskState(t *testing.T, h *driverpb.TaskHandle) handleState {
+	t.Helper()
+	st, err := decodeState(h.GetState())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// procPPID returns pid's parent pid, 0 if pid is gone.
+func procPPID(pid int) int {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	var ppid int
+	var state byte
+	// Field 2 may hold spaces; the fields after its closing ')' do not.
+	for i := len(data) - 1; i >= 0; i-- {
+		if data[i] == ')' {
+			_, _ = fmt.Sscanf(string(data[i+1:]), " %c %d", &state, &ppid)
+			break
+		}
+	}
+	return ppid
+}
+
+// Tasks started at once share one supervisor, which is the parent of each,
+// and each is born in its own cgroup although the supervisor joins every
+// one of them to fork the task. Once the last task has exited the
+// supervisor goes, and the next task gets a new one.
+func TestOneSupervisorForConcurrentTasks(t *testing.T) {
+	d := newTestDriver()
+	const n = 4
+	handles := make([]*driverpb.TaskHandle, n)
+	gates := make([]string, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		cfg, gate := gatedTask(t, fmt.Sprintf("alloc-%d/concurrent", i))
+		gates[i] = gate
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h, err := d.StartTask(testCtx(t), cfg)
+			if err != nil {
+				t.Errorf("StartTask %d: %v", i, err)
+				return
+			}
+			handles[i] = h
+		}()
+		t.Cleanup(func() { _ = d.DestroyTask(context.Background(), cfg.GetId(), true) })
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	sup := taskState(t, handles[0])
+	for i, h := range handles {
+		st := taskState(t, h)
+		if st.ShimPID != sup.ShimPID || st.ShimStartTicks != sup.ShimStartTicks {
+			t.Errorf("task %d has supervisor %d, task 0 has %d", i, st.ShimPID, sup.ShimPID)
+		}
+		if ppid := procPPID(st.TaskPID); ppid != st.ShimPID {
+			t.Errorf("task %d (pid %d) has parent %d, want its supervisor %d", i, st.TaskPID, ppid, st.ShimPID)
+		}
+		if st.Cgroup == nil {
+			continue // no cgroup hierarchy here
+		}
+		pids, err := st.Cgroup.pids()
+		if err != nil || len(pids) != 1 || pids[0] != st.TaskPID {
+			t.Errorf("task %d's cgroup %s holds %v (%v), want only the task's pid %d", i, st.Cgroup.procsDir(), pids, err, st.TaskPID)
+		}
+	}
+	if sup.Cgroup != nil {
+		own := readFile(t, fmt.Sprintf("/proc/%d/cgroup", sup.ShimPID))
+		for _, h := range handles {
+			if name := filepath.Base(taskState(t, h).Cgroup.procsDir()); strings.Contains(own, name) {
+				t.Errorf("the supervisor stayed in task cgroup %s:\n%s", name, own)
+			}
+		}
+	}
+	for i := range n {
+		openGate(t, gates[i])
+	}
+	for i, h := range handles {
+		if res := awaitExit(t, d, h.GetId()); res.GetExitCode() != 42 || res.GetErr() != "" {
+			t.Errorf("task %d exit = %v", i, res)
+		}
+	}
+	eventually(t, "the idle supervisor to exit", func() bool { return !procAlive(sup.ShimPID, sup.ShimStartTicks) })
+
+	cfg := newTaskConfig(t, "alloc-next/task", "true")
+	h := start(t, d, cfg)
+	if res := awaitExit(t, d, cfg.GetId()); res.GetExitCode() != 0 {
+		t.Fatalf("exit after the supervisor went = %v", res)
+	}
+	if st := taskState(t, h); st.ShimPID == sup.ShimPID && st.ShimStartTicks == sup.ShimStartTicks {
+		t.Fatalf("a task went to the supervisor that was let go (pid %d)", st.ShimPID)
+	}
+}
+
+// A supervisor kept for its idle delay serves the next task too: a task's
+// start does not pay for a new process.
+func TestIdleSupervisorIsReused(t *testing.T) {
+	d := newTestDriver()
+	d.supIdle = time.Hour
+	t.Cleanup(d.letSupervisorGo)
+	var pids []int
+	for i := range 3 {
+		cfg := newTaskConfig(t, fmt.Sprintf("alloc-%d/seq", i), "true")
+		h := start(t, d, cfg)
+		if res := awaitExit(t, d, cfg.GetId()); res.GetExitCode() != 0 {
+			t.Fatalf("exit = %v", res)
+		}
+		pids = append(pids, taskState(t, h).ShimPID)
+	}
+	if pids[0] != pids[1] || pids[1] != pids[2] {
+		t.Fatalf("sequential tasks ran under supervisors %v, want one", pids)
+	}
+}
+
+// The exit file cannot be written (here a directory is in its way): the
+// driver that started the task still reports the task's real exit, which
+// the supervisor sends it along with the failure.
+func TestExitReportedWhenExitFileUnwritable(t *testing.T) {
+	d := newTestDriver()
+	cfg, gate := gatedTask(t, "alloc-1/no-exit-file")
+	start(t, d, cfg)
+	blocker := filepath.Join(cfg.GetTaskDir(), exitFileName)
+	if err := os.MkdirAll(filepath.Join(blocker, "in-the-way"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	openGate(t, gate)
+	if res := awaitExit(t, d, cfg.GetId()); res.GetExitCode() != 42 {
+		t.Fatalf("exit = %v, want the task's 42", res)
+	}
+	if fi, err := os.Stat(blocker); err != nil || !fi.IsDir() {
+		t.Fatalf("what is in the exit file's place: %v, %v", fi, err)
+	}
+	if err := os.RemoveAll(blocker); err != nil {
+		t.Fatal(err)
+	}
+}
