@@ -129,6 +129,7 @@ type supervisor struct {
 	nextID uint64
 	calls  map[uint64]*supCall // tasks asked for and not yet exited
 	closed bool                // the driver let it go; take no new task
+	idle   *time.Timer         // lets it go once idle; nil until first idle
 }
 
 // supCall is one task's exchange with the supervisor.
@@ -291,6 +292,9 @@ func (s *supervisor) read() {
 	s.mu.Lock()
 	s.closed = true
 	close(s.dead)
+	if s.idle != nil {
+		s.idle.Stop()
+	}
 	var orphaned []*taskCgroup
 	for _, c := range s.calls {
 		if c.abandoned && len(c.started) == 0 && c.spec.Cgroup != nil {
@@ -345,7 +349,15 @@ func (d *Driver) supervisorIdle(s *supervisor) {
 		d.closeIfIdle(s)
 		return
 	}
-	time.AfterFunc(d.supIdle, func() { d.closeIfIdle(s) })
+	// One timer per supervisor, pushed back at each idle moment: a busy
+	// node goes idle between every two tasks.
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.idle == nil {
+		s.idle = time.AfterFunc(d.supIdle, func() { d.closeIfIdle(s) })
+		return
+	}
+	s.idle.Reset(d.supIdle)
 }
 
 // closeIfIdle closes the link to s if it supervises no task: it then exits.
