@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -195,6 +196,35 @@ func (cg *taskCgroup) join() (leave func() error, err error) {
 		back = append(back, from)
 	}
 	return leave, nil
+}
+
+// startInto starts cmd directly in cg when it is a v2 cgroup (clone3's
+// CLONE_INTO_CGROUP, Linux 5.7), so the supervisor never joins a task's
+// cgroup: none of its memory is charged to a task, and tasks start in
+// parallel. ok is false where the kernel cannot (v1; an older kernel;
+// clone3 filtered by a seccomp profile): the caller then joins the cgroup
+// for the fork. The command that ran is returned, as a failed Start leaves
+// cmd unusable.
+func (cg *taskCgroup) startInto(cmd *exec.Cmd) (started *exec.Cmd, ok bool, err error) {
+	if !cg.V2 {
+		return nil, false, nil
+	}
+	dir, err := os.OpenFile(cg.Dirs[unifiedKey], os.O_RDONLY|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		return nil, false, nil // joining reports what is wrong with it
+	}
+	defer dir.Close()
+	try := cloneCmd(cmd)
+	try.SysProcAttr.UseCgroupFD = true
+	try.SysProcAttr.CgroupFD = int(dir.Fd())
+	err = try.Start()
+	// ENOSYS: no clone3, or a seccomp profile that hides it; E2BIG: a
+	// kernel older than CLONE_INTO_CGROUP; EPERM: a seccomp profile that
+	// refuses clone3 outright.
+	if errors.Is(err, syscall.ENOSYS) || errors.Is(err, syscall.E2BIG) || errors.Is(err, syscall.EPERM) {
+		return nil, false, nil
+	}
+	return try, true, err
 }
 
 // ownCgroups reads /proc/self/cgroup: the calling process's cgroup path by

@@ -96,7 +96,7 @@ func runTask(spec *shimSpec, forkMu *sync.Mutex, report func(shimStarted)) (rec 
 	if spec.Cgroup == nil {
 		startErr = cmd.Start()
 	} else {
-		startErr = startInCgroup(cmd, spec.Cgroup, forkMu)
+		cmd, startErr = startInCgroup(cmd, spec.Cgroup, forkMu)
 	}
 	if startErr != nil {
 		return fail(startErr)
@@ -134,15 +134,20 @@ func runTask(spec *shimSpec, forkMu *sync.Mutex, report func(shimStarted)) (rec 
 	return rec, writeExitFile(spec.ExitFile, rec)
 }
 
-// startInCgroup starts cmd so that the task is born in cg: the supervisor
-// joins it for the fork and leaves right after, so the supervisor itself
-// is neither limited nor killed with the task.
-func startInCgroup(cmd *exec.Cmd, cg *taskCgroup, forkMu *sync.Mutex) error {
+// startInCgroup starts cmd so that the task is born in cg, and returns the
+// command that started (a new one when the first way failed). In a v2
+// cgroup the kernel forks it there (startInto); otherwise the supervisor
+// joins the cgroup for the fork and leaves right after, so that it is
+// neither limited nor killed with the task.
+func startInCgroup(cmd *exec.Cmd, cg *taskCgroup, forkMu *sync.Mutex) (*exec.Cmd, error) {
+	if started, ok, err := cg.startInto(cmd); ok {
+		return started, err
+	}
 	forkMu.Lock()
 	defer forkMu.Unlock()
 	leave, err := cg.join()
 	if err != nil {
-		return err
+		return cmd, err
 	}
 	startErr := cmd.Start()
 	if err := leave(); err != nil && startErr == nil {
@@ -152,7 +157,18 @@ func startInCgroup(cmd *exec.Cmd, cg *taskCgroup, forkMu *sync.Mutex) error {
 		_, _ = cmd.Process.Wait()
 		startErr = fmt.Errorf("leave the task's cgroup: %w", err)
 	}
-	return startErr
+	return cmd, startErr
+}
+
+// cloneCmd returns a command like c that has not been started: a Cmd
+// whose Start failed cannot be started again.
+func cloneCmd(c *exec.Cmd) *exec.Cmd {
+	attr := *c.SysProcAttr
+	return &exec.Cmd{
+		Path: c.Path, Args: c.Args, Env: c.Env, Dir: c.Dir,
+		Stdin: c.Stdin, Stdout: c.Stdout, Stderr: c.Stderr, ExtraFiles: c.ExtraFiles,
+		SysProcAttr: &attr,
+	}
 }
 
 // rotatedLog is a task stream the supervisor writes to a rotated log: the

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -155,5 +157,80 @@ func TestExitReportedWhenExitFileUnwritable(t *testing.T) {
 	}
 	if err := os.RemoveAll(blocker); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// cgroup2Mount returns where a cgroup v2 hierarchy is mounted (the unified
+// one, or the v2 mount of a hybrid layout), "" if none is.
+func cgroup2Mount(t *testing.T) string {
+	t.Helper()
+	raw, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		// "… <mount point> <options> - <fstype> <source> …"
+		pre, post, ok := strings.Cut(line, " - ")
+		if f := strings.Fields(pre); ok && len(f) >= 5 && strings.HasPrefix(post, "cgroup2 ") {
+			return f[4]
+		}
+	}
+	return ""
+}
+
+// In a v2 cgroup the kernel forks the task into it (CLONE_INTO_CGROUP):
+// the supervisor never joins a task's cgroup, so it takes no lock for it
+// either (the lock is held here throughout).
+func TestTaskForkedIntoV2Cgroup(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("cgroups need root")
+	}
+	mount := cgroup2Mount(t)
+	if mount == "" {
+		t.Skip("no cgroup v2 hierarchy mounted")
+	}
+	dir, err := os.MkdirTemp(mount, "drover-test-")
+	if err != nil {
+		t.Skipf("cgroup v2 hierarchy at %s is not writable: %v", mount, err)
+	}
+	t.Cleanup(func() { _ = syscall.Rmdir(dir) })
+	cg := &taskCgroup{V2: true, Dirs: map[string]string{unifiedKey: dir}}
+	out := filepath.Join(t.TempDir(), "cgroup")
+	f, err := os.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cmd := &exec.Cmd{
+		Path: "/bin/cat", Args: []string{"cat", "/proc/self/cgroup"}, Env: []string{},
+		Stdout: f, SysProcAttr: &syscall.SysProcAttr{Setsid: true},
+	}
+	var forkMu sync.Mutex
+	forkMu.Lock()
+	defer forkMu.Unlock()
+	type result struct {
+		cmd *exec.Cmd
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		c, err := startInCgroup(cmd, cg, &forkMu)
+		done <- result{c, err}
+	}()
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(testTimeout):
+		t.Fatal("the start waited for the join lock: the supervisor joined the v2 cgroup instead of forking the task into it")
+	}
+	if r.err != nil {
+		t.Fatalf("start: %v", r.err)
+	}
+	if err := r.cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	want := "0::/" + strings.TrimPrefix(dir, mount+"/") + "\n"
+	if got := readFile(t, out); !strings.Contains(got, want) {
+		t.Fatalf("the task's /proc/self/cgroup:\n%s\nwant the line %q", got, want)
 	}
 }
