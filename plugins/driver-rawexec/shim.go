@@ -62,6 +62,11 @@ type exitRecord struct {
 	OOMKilled   bool   `json:"oom_killed,omitempty"`
 	Err         string `json:"err,omitempty"`
 	CompletedAt int64  `json:"completed_at_unix_nano"`
+	// PID is the task's: a record left by another run of the task in the
+	// same directory (one whose start was abandoned, killed and recorded
+	// late) is not mistaken for this run's. 0 in records of older
+	// versions.
+	PID int `json:"pid,omitempty"`
 }
 
 func (r *exitRecord) result() *driverpb.ExitResult {
@@ -110,6 +115,7 @@ func runTask(spec *shimSpec, forkMu *sync.Mutex, report func(shimStarted)) (rec 
 	report(shimStarted{PID: pid, StartTicks: procStartTicks(pid)})
 
 	rec = waitExit(cmd)
+	rec.PID = pid
 	// The task's group dies with its main process, as it would under a
 	// supervisor that owns the group; this also reaps what the task
 	// backgrounded. ESRCH just means nothing was left.

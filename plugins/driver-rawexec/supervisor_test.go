@@ -2,6 +2,8 @@ package rawexec
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-org/drover/sdk/driver"
 	"github.com/drover-org/drover/sdk/proto/driverpb"
 )
 
@@ -232,5 +235,78 @@ func TestTaskForkedIntoV2Cgroup(t *testing.T) {
 	want := "0::/" + strings.TrimPrefix(dir, mount+"/") + "\n"
 	if got := readFile(t, out); !strings.Contains(got, want) {
 		t.Fatalf("the task's /proc/self/cgroup:\n%s\nwant the line %q", got, want)
+	}
+}
+
+// A StartTask whose caller gave up (its context ended) before the
+// supervisor reported the start leaves nothing running: the task that
+// starts anyway is killed, and the supervisor records that and removes its
+// cgroup.
+func TestAbandonedStartIsUndone(t *testing.T) {
+	d := newTestDriver()
+	cfg := newTaskConfig(t, "alloc-1/abandoned", "/bin/sh", "-c", "echo started; exec sleep 300")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	h, err := d.StartTask(ctx, cfg)
+	if err == nil {
+		// The report raced the cancellation and won: a tracked task.
+		t.Cleanup(func() { _ = d.DestroyTask(context.Background(), cfg.GetId(), true) })
+		t.Skipf("the start was reported before the cancellation was seen (handle %v)", h.GetId())
+	}
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("StartTask = %v, want the cancellation", err)
+	}
+	if _, err := d.InspectTask(context.Background(), cfg.GetId()); !errors.Is(err, driver.ErrTaskNotFound) {
+		t.Fatalf("abandoned task is tracked: %v", err)
+	}
+	exitFile := filepath.Join(cfg.GetTaskDir(), exitFileName)
+	eventually(t, "the abandoned task's exit to be recorded", func() bool {
+		_, err := os.Stat(exitFile)
+		return err == nil
+	})
+	rec, err := readExitFile(exitFile)
+	if err != nil || rec == nil || rec.Signal != int32(syscall.SIGKILL) {
+		t.Fatalf("abandoned task's exit = %+v, %v; want killed", rec, err)
+	}
+	if out := readFile(t, cfg.GetStdoutPath()); out != "" && out != "started\n" {
+		t.Fatalf("stdout = %q", out)
+	}
+	name := cgroupName(cfg.GetId())
+	for _, pattern := range []string{
+		filepath.Join(cgroupRoot, "*", cgroupParent, name+".*"),
+		filepath.Join(cgroupRoot, cgroupV2Parent, name+".*"),
+	} {
+		if left, _ := filepath.Glob(pattern); len(left) > 0 {
+			t.Fatalf("the abandoned task's cgroup is left: %v", left)
+		}
+	}
+
+	// A new run of the task in the same directory does not take the
+	// abandoned run's record for its own.
+	if _, err := os.Stat(exitFile); err != nil {
+		t.Fatal(err)
+	}
+	gate := mkfifo(t, cfg.GetTaskDir(), "gate")
+	setConfig(cfg, `{"command":"/bin/sh","args":["-c","read x < gate; exit 3"]}`)
+	h = start(t, d, cfg)
+	stale, _ := json.Marshal(exitRecord{ExitCode: 137, Signal: 9, PID: int(h.GetPid()) + 1})
+	if err := os.WriteFile(exitFile, stale, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	second := newTestDriver()
+	if err := second.RecoverTask(context.Background(), h); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = second.DestroyTask(context.Background(), cfg.GetId(), true) })
+	for _, dr := range []*Driver{d, second} {
+		if st, err := dr.InspectTask(context.Background(), cfg.GetId()); err != nil || st.GetState() != driverpb.TaskState_TASK_STATE_RUNNING {
+			t.Fatalf("with another run's exit file, the task is %v, %v; want running", st, err)
+		}
+	}
+	openGate(t, gate)
+	for _, dr := range []*Driver{d, second} {
+		if res := awaitExit(t, dr, cfg.GetId()); res.GetExitCode() != 3 {
+			t.Fatalf("exit = %v, want this run's 3", res)
+		}
 	}
 }

@@ -129,6 +129,11 @@ func (d *Driver) finishFromExitFile(t *task) bool {
 	if rec == nil {
 		return false
 	}
+	if rec.PID != 0 && t.state.TaskPID != 0 && rec.PID != t.state.TaskPID {
+		d.logger.Debug("exit file of another run of the task; waiting for this run's", "task_id", t.id,
+			"pid", t.state.TaskPID, "recorded_pid", rec.PID)
+		return false
+	}
 	t.finish(rec)
 	d.logger.Info("task exited", "task_id", t.id, "exit_code", rec.ExitCode, "signal", rec.Signal)
 	return true
