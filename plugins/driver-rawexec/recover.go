@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -29,6 +30,20 @@ type handleState struct {
 	// Cgroup is the task's cgroup; nil for a task run without one (and
 	// for tasks of drivers before cgroups).
 	Cgroup *taskCgroup `json:"cgroup,omitempty"`
+	// TaskLock: the supervisor (ShimPID) serves many tasks and holds the
+	// task directory's lock while it works on this one (tasklock.go).
+	// Unset in handles of drivers that ran a shim per task, whose life
+	// was the task's.
+	TaskLock bool `json:"task_lock,omitempty"`
+}
+
+// supervised reports whether the task's supervisor still works on it: it
+// has yet to record the task's exit.
+func (t *task) supervised() bool {
+	if t.state.TaskLock {
+		return taskDirLocked(filepath.Dir(t.state.ExitFile))
+	}
+	return procAlive(t.state.ShimPID, t.state.ShimStartTicks)
 }
 
 func encodeState(st handleState) ([]byte, error) {
@@ -85,7 +100,7 @@ func (d *Driver) RecoverTask(_ context.Context, h *driverpb.TaskHandle) error {
 		return fmt.Errorf("%w: %q: the node rebooted since the task started and it left no exit result",
 			driver.ErrTaskNotFound, t.id)
 	}
-	if procAlive(st.ShimPID, st.ShimStartTicks) {
+	if t.supervised() {
 		d.track(t, func() { d.watchRecovered(t) })
 		d.logger.Info("task recovered", "task_id", t.id, "pid", st.TaskPID, "shim_pid", st.ShimPID)
 		return nil
@@ -107,36 +122,20 @@ func (d *Driver) RecoverTask(_ context.Context, h *driverpb.TaskHandle) error {
 		driver.ErrTaskNotFound, t.id, st.ShimPID, st.TaskPID)
 }
 
-// exitFileGrace is how long a supervisor that lives on (for other tasks)
-// gets to record a task's exit after the task's process is gone: its
-// cleanup (the process group, the cgroup, draining the logs) is bounded
-// well below it.
-const exitFileGrace = time.Minute
-
-// watchRecovered polls for the exit file while the supervisor lives. This
-// is the one place that polls: a process that is not our child cannot be
-// waited on.
+// watchRecovered polls for the exit file while the supervisor works on
+// the task. This is the one place that polls: a process that is not our
+// child cannot be waited on.
 func (d *Driver) watchRecovered(t *task) {
 	ticker := time.NewTicker(d.pollInterval)
 	defer ticker.Stop()
-	var taskGone time.Time
 	for {
-		// Liveness first: a supervisor seen dead after a missing file
-		// could have written the file in between.
-		supAlive := procAlive(t.state.ShimPID, t.state.ShimStartTicks)
-		taskAlive := procAlive(t.state.TaskPID, t.state.TaskStartTicks)
+		// The supervisor first: one seen done after a missing file could
+		// have written the file in between.
+		supervised := t.supervised()
 		if d.finishFromExitFile(t) {
 			return
 		}
-		if !supAlive {
-			break
-		}
-		// The supervisor serves other tasks too: its living on does not
-		// mean it will still record this one's exit.
-		if !taskAlive && taskGone.IsZero() {
-			taskGone = time.Now()
-		}
-		if !taskGone.IsZero() && time.Since(taskGone) > exitFileGrace {
+		if !supervised {
 			break
 		}
 		<-ticker.C

@@ -84,6 +84,13 @@ func (r *exitRecord) result() *driverpb.ExitResult {
 // forkMu serializes joining a task's cgroup: joining moves the whole
 // supervisor, and two tasks starting at once must each fork in their own.
 func runTask(spec *shimSpec, forkMu *sync.Mutex, report func(shimStarted)) (rec *exitRecord, writeErr error) {
+	// Held until the exit is recorded (tasklock.go).
+	lock, err := lockTaskDir(spec.Dir)
+	if err != nil {
+		report(shimStarted{Err: err.Error()})
+		return nil, nil
+	}
+	defer syscall.Close(lock)
 	cmd, logs, err := spec.command()
 	if err != nil {
 		report(shimStarted{Err: err.Error()})

@@ -235,6 +235,7 @@ func (d *Driver) StartTask(ctx context.Context, cfg *driverpb.TaskConfig) (*driv
 		ExitFile:       spec.ExitFile,
 		KillSignal:     killSignal,
 		Cgroup:         spec.Cgroup,
+		TaskLock:       true,
 	}
 	t := newTask(cfg.GetId(), st, startedAt)
 	handle, err := t.handle()

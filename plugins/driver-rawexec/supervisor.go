@@ -34,8 +34,9 @@ import (
 const supLinkFD = 3
 
 // defaultSupervisorIdle is how long a driver keeps a supervisor with no
-// task before letting it exit; a busy node reuses one for good.
-const defaultSupervisorIdle = time.Minute
+// task before letting it exit: a node busy with short tasks (dispatched
+// batch jobs) keeps one for good, an idle one has no process left over.
+const defaultSupervisorIdle = 5 * time.Second
 
 // errSupervisorGone means the supervisor exited or the link to it broke
 // before it reported the task's start.
@@ -112,24 +113,27 @@ func runSupervisor() int {
 }
 
 // supervisor is the driver's side of a supervisor process.
+//
+// The link is read only while the supervisor has tasks: every message it
+// sends answers a task asked for, so with none left nothing is in flight,
+// and no goroutine stays behind for an idle supervisor.
 type supervisor struct {
 	d          *Driver
 	cmd        *exec.Cmd
 	conn       net.Conn
 	pid        int
 	startTicks uint64
-	// dead is closed once the link is gone: the supervisor exited, or the
-	// driver closed it.
-	dead chan struct{}
-
-	sendMu sync.Mutex // serializes writes to conn
-	enc    *json.Encoder
-
-	mu     sync.Mutex
-	nextID uint64
-	calls  map[uint64]*supCall // tasks asked for and not yet exited
-	closed bool                // the driver let it go; take no new task
-	idle   *time.Timer         // lets it go once idle; nil until first idle
+	// dead is closed once the supervisor has exited and been reaped.
+	dead    chan struct{}
+	endOnce sync.Once
+	sendMu  sync.Mutex // serializes writes to conn
+	enc     *json.Encoder
+	mu      sync.Mutex
+	nextID  uint64
+	calls   map[uint64]*supCall // tasks asked for and not yet exited
+	reading bool                // a goroutine reads the link
+	closed  bool                // let go, or its link broke: take no new task
+	idle    *time.Timer         // lets it go once idle; nil until first idle
 }
 
 // supCall is one task's exchange with the supervisor.
@@ -148,9 +152,10 @@ func (d *Driver) supervisor() (*supervisor, error) {
 	d.supMu.Lock()
 	defer d.supMu.Unlock()
 	if s := d.sup; s != nil {
-		select {
-		case <-s.dead:
-		default:
+		s.mu.Lock()
+		closed := s.closed
+		s.mu.Unlock()
+		if !closed {
 			return s, nil
 		}
 	}
@@ -199,7 +204,6 @@ func (d *Driver) startSupervisor() (*supervisor, error) {
 		enc:        json.NewEncoder(conn),
 		calls:      map[uint64]*supCall{},
 	}
-	go s.read()
 	d.logger.Debug("task supervisor started", "pid", s.pid)
 	return s, nil
 }
@@ -207,6 +211,7 @@ func (d *Driver) startSupervisor() (*supervisor, error) {
 // start asks the supervisor to start spec and waits for its report. With
 // abandoned set, the start's outcome is no longer the caller's business:
 // the task, if it starts, is killed and its cgroup removed without it.
+// errSupervisorLetGo means the task was not sent: try another supervisor.
 func (s *supervisor) start(ctx context.Context, spec *shimSpec) (c *supCall, started *shimStarted, abandoned bool, err error) {
 	s.mu.Lock()
 	if s.closed {
@@ -217,33 +222,45 @@ func (s *supervisor) start(ctx context.Context, spec *shimSpec) (c *supCall, sta
 	id := s.nextID
 	c = &supCall{started: make(chan *shimStarted, 1), exited: make(chan *supReply, 1), spec: spec}
 	s.calls[id] = c
+	if s.idle != nil {
+		s.idle.Stop()
+	}
+	if !s.reading {
+		s.reading = true
+		go s.read()
+	}
 	s.mu.Unlock()
 
 	s.sendMu.Lock()
 	err = s.enc.Encode(supRequest{ID: id, Spec: spec})
 	s.sendMu.Unlock()
 	if err != nil {
-		// Whatever reached the supervisor is reported on the link,
-		// which read sees; the caller cannot know whether it did.
-		s.abandon(id, c)
-		return nil, nil, true, fmt.Errorf("%w: send the task: %v", errSupervisorGone, err)
+		// The supervisor is gone (its end of the link is closed), so no
+		// whole request reached it: nothing started. Let it go; its
+		// reader reaps it.
+		s.mu.Lock()
+		delete(s.calls, id)
+		s.closed = true
+		s.mu.Unlock()
+		_ = s.conn.Close()
+		return nil, nil, false, fmt.Errorf("%w: %v", errSupervisorLetGo, err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, shimStartTimeout)
 	defer cancel()
-	select {
-	case st := <-c.started:
+	report := func(st *shimStarted) (*supCall, *shimStarted, bool, error) {
 		if st.Err != "" {
 			return nil, nil, false, fmt.Errorf("start command %q: %s", spec.Path, st.Err)
 		}
 		return c, st, false, nil
+	}
+	select {
+	case st := <-c.started:
+		return report(st)
 	case <-s.dead:
-		// The report may have come with the link's end.
+		// The report may have come before the link's end.
 		select {
 		case st := <-c.started:
-			if st.Err != "" {
-				return nil, nil, false, fmt.Errorf("start command %q: %s", spec.Path, st.Err)
-			}
-			return c, st, false, nil
+			return report(st)
 		default:
 		}
 		return nil, nil, false, fmt.Errorf("%w (pid %d) before it reported the task's start", errSupervisorGone, s.pid)
@@ -251,11 +268,7 @@ func (s *supervisor) start(ctx context.Context, spec *shimSpec) (c *supCall, sta
 		if s.abandon(id, c) {
 			return nil, nil, true, fmt.Errorf("wait for the task supervisor to start the task: %w", ctx.Err())
 		}
-		st := <-c.started // reported meanwhile
-		if st.Err != "" {
-			return nil, nil, false, fmt.Errorf("start command %q: %s", spec.Path, st.Err)
-		}
-		return c, st, false, nil
+		return report(<-c.started) // reported meanwhile
 	}
 }
 
@@ -274,72 +287,85 @@ func (s *supervisor) abandon(id uint64, c *supCall) bool {
 	return true
 }
 
-// read dispatches the supervisor's replies until the link ends, then reaps
-// the supervisor.
+// read dispatches the supervisor's replies while it has tasks; at the
+// link's end it reaps the supervisor.
 func (s *supervisor) read() {
 	dec := json.NewDecoder(s.conn)
 	for {
 		var r supReply
 		if err := dec.Decode(&r); err != nil {
-			break
+			s.end()
+			return
 		}
-		s.dispatch(&r)
-	}
-	// Only the supervisor's exit ends the link while it has tasks: wait
-	// for it, so that nothing it does races what follows.
-	_ = s.conn.Close()
-	err := s.cmd.Wait()
-	s.mu.Lock()
-	s.closed = true
-	close(s.dead)
-	if s.idle != nil {
-		s.idle.Stop()
-	}
-	var orphaned []*taskCgroup
-	for _, c := range s.calls {
-		if c.abandoned && len(c.started) == 0 && c.spec.Cgroup != nil {
-			orphaned = append(orphaned, c.spec.Cgroup)
+		if !s.dispatch(&r) {
+			return
 		}
 	}
-	s.mu.Unlock()
-	for _, cg := range orphaned {
-		s.d.destroyCgroup("", cg)
-	}
-	s.d.forgetSupervisor(s)
-	s.d.logger.Debug("task supervisor exited", "pid", s.pid, "status", s.cmd.ProcessState.String(), "error", err)
 }
 
-func (s *supervisor) dispatch(r *supReply) {
-	s.mu.Lock()
-	c := s.calls[r.ID]
-	if c == nil {
-		s.mu.Unlock()
-		return
-	}
-	switch {
-	case r.Started != nil:
-		c.started <- r.Started
-		if r.Started.Err != "" {
-			delete(s.calls, r.ID)
+// end reaps the supervisor once its link is gone, and cleans up after the
+// starts it left abandoned.
+func (s *supervisor) end() {
+	s.endOnce.Do(func() {
+		// Only the supervisor's exit ends the link while it has tasks:
+		// wait for it, so that nothing it does races what follows.
+		_ = s.conn.Close()
+		err := s.cmd.Wait()
+		s.mu.Lock()
+		s.closed = true
+		s.reading = false
+		close(s.dead)
+		if s.idle != nil {
+			s.idle.Stop()
 		}
-		if c.abandoned {
-			if r.Started.Err == "" {
-				// Nobody tracks this task: end it; its exit comes back
-				// as for any other.
-				_ = syscall.Kill(-r.Started.PID, syscall.SIGKILL)
-			} else if c.spec.Cgroup != nil {
-				go s.d.destroyCgroup("", c.spec.Cgroup)
+		var orphaned []*taskCgroup
+		for _, c := range s.calls {
+			if c.abandoned && len(c.started) == 0 && c.spec.Cgroup != nil {
+				orphaned = append(orphaned, c.spec.Cgroup)
 			}
 		}
-	case r.Exit != nil:
-		c.exited <- r
-		delete(s.calls, r.ID)
+		s.mu.Unlock()
+		for _, cg := range orphaned {
+			s.d.destroyCgroup("", cg)
+		}
+		s.d.forgetSupervisor(s)
+		s.d.logger.Debug("task supervisor exited", "pid", s.pid, "status", s.cmd.ProcessState.String(), "error", err)
+	})
+}
+
+// dispatch hands r to its task's starter or watcher. It reports whether
+// the link is still to be read: not once the supervisor has no task left.
+func (s *supervisor) dispatch(r *supReply) bool {
+	s.mu.Lock()
+	if c := s.calls[r.ID]; c != nil {
+		switch {
+		case r.Started != nil:
+			c.started <- r.Started
+			if r.Started.Err != "" {
+				delete(s.calls, r.ID)
+			}
+			if c.abandoned {
+				if r.Started.Err == "" {
+					// Nobody tracks this task: end it; its exit comes
+					// back as for any other.
+					_ = syscall.Kill(-r.Started.PID, syscall.SIGKILL)
+				} else if c.spec.Cgroup != nil {
+					go s.d.destroyCgroup("", c.spec.Cgroup)
+				}
+			}
+		case r.Exit != nil:
+			c.exited <- r
+			delete(s.calls, r.ID)
+		}
 	}
-	idle := len(s.calls) == 0
+	if len(s.calls) > 0 {
+		s.mu.Unlock()
+		return true
+	}
+	s.reading = false
 	s.mu.Unlock()
-	if idle {
-		s.d.supervisorIdle(s)
-	}
+	s.d.supervisorIdle(s)
+	return false
 }
 
 // supervisorIdle lets an idle supervisor go, now or after the idle delay
@@ -360,23 +386,23 @@ func (d *Driver) supervisorIdle(s *supervisor) {
 	s.idle.Reset(d.supIdle)
 }
 
-// closeIfIdle closes the link to s if it supervises no task: it then exits.
+// closeIfIdle lets s go if it supervises no task: its link is closed, on
+// which it exits, and it is reaped.
 func (d *Driver) closeIfIdle(s *supervisor) {
 	d.supMu.Lock()
-	defer d.supMu.Unlock()
 	s.mu.Lock()
 	idle := len(s.calls) == 0 && !s.closed
 	if idle {
 		s.closed = true
 	}
 	s.mu.Unlock()
-	if !idle {
-		return
-	}
-	if d.sup == s {
+	if d.sup == s && idle {
 		d.sup = nil
 	}
-	_ = s.conn.Close()
+	d.supMu.Unlock()
+	if idle {
+		s.end()
+	}
 }
 
 func (d *Driver) forgetSupervisor(s *supervisor) {
@@ -388,15 +414,17 @@ func (d *Driver) forgetSupervisor(s *supervisor) {
 }
 
 // launch starts spec through the supervisor, starting one if need be (or
-// again, if the one found was just let go).
+// another, if the one found was let go or found dead before it got the
+// task).
 func (d *Driver) launch(ctx context.Context, spec *shimSpec) (*supervisor, *supCall, *shimStarted, bool, error) {
-	for {
+	for attempt := 0; ; attempt++ {
 		s, err := d.supervisor()
 		if err != nil {
 			return nil, nil, nil, false, err
 		}
 		c, st, abandoned, err := s.start(ctx, spec)
-		if errors.Is(err, errSupervisorLetGo) {
+		if errors.Is(err, errSupervisorLetGo) && attempt < 3 {
+			d.forgetSupervisor(s)
 			continue
 		}
 		return s, c, st, abandoned, err
@@ -406,32 +434,29 @@ func (d *Driver) launch(ctx context.Context, spec *shimSpec) (*supervisor, *supC
 // watchSupervised waits for a task this driver process started through
 // its supervisor.
 func (d *Driver) watchSupervised(t *task, s *supervisor, c *supCall) {
+	var r *supReply
 	select {
-	case r := <-c.exited:
-		if r.ExitFileErr != "" {
-			d.logger.Error("could not record the task's exit", "task_id", t.id, "error", r.ExitFileErr)
-			t.finish(r.Exit)
-			return
-		}
-		if d.finishFromExitFile(t) {
-			return
-		}
-		t.finish(r.Exit)
-		return
+	case r = <-c.exited:
 	case <-s.dead:
-	}
-	// The exit may have come with the link's end.
-	select {
-	case r := <-c.exited:
-		if !d.finishFromExitFile(t) {
-			t.finish(r.Exit)
+		// The exit may have come before the link's end.
+		select {
+		case r = <-c.exited:
+		default:
 		}
-		return
-	default:
 	}
-	// The link broke: the supervisor died, or closed the link while it
-	// still had tasks (it does not). Its exit file, if it lives, or the
-	// task directly.
-	d.logger.Warn("task supervisor link lost; watching the task's exit file", "task_id", t.id, "supervisor_pid", s.pid)
-	d.watchRecovered(t)
+	if r == nil {
+		// The supervisor died. Its exit file, if it wrote one, or the
+		// task directly.
+		d.logger.Warn("task supervisor exited before the task; watching the task", "task_id", t.id, "supervisor_pid", s.pid)
+		d.watchRecovered(t)
+		return
+	}
+	if r.ExitFileErr != "" {
+		d.logger.Error("could not record the task's exit", "task_id", t.id, "error", r.ExitFileErr)
+	} else if d.finishFromExitFile(t) {
+		return
+	}
+	// The record as the supervisor sent it.
+	t.finish(r.Exit)
+	d.logger.Info("task exited", "task_id", t.id, "exit_code", r.Exit.ExitCode, "signal", r.Exit.Signal)
 }

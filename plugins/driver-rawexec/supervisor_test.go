@@ -310,3 +310,40 @@ func TestAbandonedStartIsUndone(t *testing.T) {
 		}
 	}
 }
+
+// A recovering driver tells by the task directory's lock whether the
+// supervisor still works on a task, not by the supervisor being alive: it
+// lives on for the node's other tasks. A task that exited and whose
+// result is gone is not found at once, while its supervisor runs another.
+func TestRecoverUsesTaskLockNotSupervisorLife(t *testing.T) {
+	d := newTestDriver()
+	long, gate := gatedTask(t, "alloc-1/long")
+	hl := start(t, d, long)
+	short := newTaskConfig(t, "alloc-2/short", "true")
+	hs := start(t, d, short)
+	if res := awaitExit(t, d, short.GetId()); res.GetExitCode() != 0 {
+		t.Fatalf("exit = %v", res)
+	}
+	if !taskDirLocked(long.GetTaskDir()) {
+		t.Error("the running task's directory is not locked")
+	}
+	if taskDirLocked(short.GetTaskDir()) {
+		t.Error("the exited task's directory is still locked")
+	}
+	if err := os.Remove(filepath.Join(short.GetTaskDir(), exitFileName)); err != nil {
+		t.Fatal(err)
+	}
+	sup := taskState(t, hs)
+	if sup.ShimPID != taskState(t, hl).ShimPID || !procAlive(sup.ShimPID, sup.ShimStartTicks) {
+		t.Fatal("the two tasks do not share a live supervisor")
+	}
+	second := newTestDriver()
+	if err := second.RecoverTask(testCtx(t), hs); !errors.Is(err, driver.ErrTaskNotFound) {
+		t.Fatalf("RecoverTask of an exited task without a result = %v, want not found", err)
+	}
+	openGate(t, gate)
+	awaitExit(t, d, long.GetId())
+	if taskDirLocked(long.GetTaskDir()) {
+		t.Error("the task's directory is still locked after its exit was reported")
+	}
+}

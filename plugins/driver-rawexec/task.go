@@ -90,7 +90,7 @@ func (t *task) signalGroup(sig syscall.Signal) error {
 // cgroup would only get in its way.
 func (t *task) killTree() error {
 	err := t.signalGroup(syscall.SIGKILL)
-	if cg := t.state.Cgroup; cg != nil && !procAlive(t.state.ShimPID, t.state.ShimStartTicks) {
+	if cg := t.state.Cgroup; cg != nil && !t.supervised() {
 		if cerr := cg.killAll(); cerr != nil && err == nil {
 			err = fmt.Errorf("kill task %q: %w", t.id, cerr)
 		}
