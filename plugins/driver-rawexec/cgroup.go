@@ -11,7 +11,7 @@ import (
 
 // taskCgroup is where one task's processes live: the directory of each
 // controller's cgroup (cgroup v1: one per hierarchy, keyed by controller;
-// v2: the one unified directory, keyed "unified"). It travels in the shim's
+// v2: the one unified directory, keyed "unified"). It travels in the supervisor's
 // spec and in the task handle, so a new driver process finds the cgroup of
 // a task an earlier one started.
 type taskCgroup struct {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -87,7 +88,7 @@ func detectV2(root string) (*cgroupHost, error) {
 
 // create makes the task's cgroup, empty, with res's limits written. Its
 // name is the task's id and a suffix of its own: every start gets a new
-// cgroup, so the shim of an earlier run of the same task, removing its
+// cgroup, so the supervisor of an earlier run of the same task, removing its
 // cgroup as it ends, can never remove this one.
 func (h *cgroupHost) create(id string, res cgroupResources) (*taskCgroup, error) {
 	var run [4]byte
@@ -197,6 +198,35 @@ func (cg *taskCgroup) join() (leave func() error, err error) {
 	return leave, nil
 }
 
+// startInto starts cmd directly in cg when it is a v2 cgroup (clone3's
+// CLONE_INTO_CGROUP, Linux 5.7), so the supervisor never joins a task's
+// cgroup: none of its memory is charged to a task, and tasks start in
+// parallel. ok is false where the kernel cannot (v1; an older kernel;
+// clone3 filtered by a seccomp profile): the caller then joins the cgroup
+// for the fork. The command that ran is returned, as a failed Start leaves
+// cmd unusable.
+func (cg *taskCgroup) startInto(cmd *exec.Cmd) (started *exec.Cmd, ok bool, err error) {
+	if !cg.V2 {
+		return nil, false, nil
+	}
+	dir, err := os.OpenFile(cg.Dirs[unifiedKey], os.O_RDONLY|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		return nil, false, nil // joining reports what is wrong with it
+	}
+	defer dir.Close()
+	try := cloneCmd(cmd)
+	try.SysProcAttr.UseCgroupFD = true
+	try.SysProcAttr.CgroupFD = int(dir.Fd())
+	err = try.Start()
+	// ENOSYS: no clone3, or a seccomp profile that hides it; E2BIG: a
+	// kernel older than CLONE_INTO_CGROUP; EPERM: a seccomp profile that
+	// refuses clone3 outright.
+	if errors.Is(err, syscall.ENOSYS) || errors.Is(err, syscall.E2BIG) || errors.Is(err, syscall.EPERM) {
+		return nil, false, nil
+	}
+	return try, true, err
+}
+
 // ownCgroups reads /proc/self/cgroup: the calling process's cgroup path by
 // v1 controller, and by "" in the unified hierarchy.
 func ownCgroups() (map[string]string, error) {
@@ -248,6 +278,13 @@ func (cg *taskCgroup) killAll() error {
 	deadline := time.Now().Add(cgroupKillTimeout)
 	dir := cg.procsDir()
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	// An empty cgroup stays empty: only a member can fork into it, and
+	// nothing else moves a process in once the task started. Freezing it
+	// would cost most: the freezer flips kernel static keys, patching
+	// text on every CPU, twice per task.
+	if pids, err := cg.pids(); err == nil && len(pids) == 0 {
 		return nil
 	}
 	if cg.V2 {

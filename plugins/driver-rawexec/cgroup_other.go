@@ -2,7 +2,10 @@
 
 package rawexec
 
-import "runtime"
+import (
+	"os/exec"
+	"runtime"
+)
 
 // cgroupHost exists only on Linux; elsewhere detection always fails and
 // the driver runs tasks without cgroups only where no_cgroups allows it.
@@ -21,6 +24,8 @@ func (h *cgroupHost) create(string, cgroupResources) (*taskCgroup, error) {
 func (cg *taskCgroup) join() (func() error, error) {
 	return nil, noCgroupsErr("cgroups do not exist on %s", runtime.GOOS)
 }
+
+func (cg *taskCgroup) startInto(*exec.Cmd) (*exec.Cmd, bool, error) { return nil, false, nil }
 
 func (cg *taskCgroup) killAll() error  { return nil }
 func (cg *taskCgroup) oomKilled() bool { return false }

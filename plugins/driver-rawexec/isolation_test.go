@@ -63,6 +63,7 @@ func prodDriver(t *testing.T, mutate func(*PluginConfig)) *Driver {
 	d := NewConfigured(testLogger(), cfg)
 	d.pollInterval = newTestDriver().pollInterval
 	d.shimEnv = []string{"GORACE=atexit_sleep_ms=0"}
+	d.supIdle = 0
 	return d
 }
 

@@ -9,8 +9,8 @@ import (
 	"github.com/drover-org/drover/sdk/safefs"
 )
 
-// rotator is the SDK's rotating log writer, which the shim writes its
-// task's streams with.
+// rotator is the SDK's rotating log writer, which the supervisor writes
+// its tasks' streams with.
 type rotator = driver.RotatingLog
 
 // openRotator opens the rotated log based at rel beneath root (the alloc
@@ -19,7 +19,7 @@ func openRotator(root *safefs.Dir, rel string, maxFiles int, maxSize int64) (*ro
 	return driver.OpenRotatingLogIn(root, rel, maxFiles, maxSize)
 }
 
-// logDrainTimeout bounds how long the shim reads a stream after the task's
+// logDrainTimeout bounds how long the supervisor reads a stream after the task's
 // process group is gone: only a process that left the group can still
 // hold the pipe open, and it must not keep the exit from being recorded.
 const logDrainTimeout = 2 * time.Second

@@ -159,4 +159,11 @@ func TestTaskSurvivesPluginDeath(t *testing.T) {
 	if got := readFile(t, cfg.GetStdoutPath()); got != "released\n" {
 		t.Fatalf("stdout = %q", got)
 	}
+	// The supervisor outlived its driver for this task only: with its
+	// driver gone, it leaves after its last task.
+	st, err := decodeState(h.GetState())
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the orphaned supervisor to exit", func() bool { return !procAlive(st.ShimPID, st.ShimStartTicks) })
 }

@@ -6,11 +6,11 @@
 // which its whole process tree is killed on stop.
 //
 // Tasks must outlive the driver plugin process, so a task is never the
-// driver's own child. The driver re-executes its own binary as a small shim
-// (see shim.go) in a session of its own; the shim starts the command in a
-// further new session, waits for it and records the exit result in a file.
-// A new driver process recovers a task from its handle by watching that
-// shim and file (see recover.go).
+// driver's own child. The driver re-executes its own binary once as a task
+// supervisor (see supervisor.go) in a session of its own; the supervisor
+// starts each task's command in a further new session, waits for it and
+// records its exit result in a file. A new driver process recovers a task
+// from its handle by watching that supervisor and file (see recover.go).
 package rawexec
 
 import (
@@ -50,15 +50,22 @@ type Driver struct {
 	logger hclog.Logger
 
 	// shimExe and shimArgs are how the driver re-executes itself as the
-	// shim: same binary, same arguments, so whichever entry point led here
-	// (a standalone binary, `drover __plugin driver-rawexec`, a test binary) leads
-	// the shim to Serve again, which then runs the shim.
+	// task supervisor: same binary, same arguments, so whichever entry
+	// point led here (a standalone binary, `drover __plugin driver-rawexec`,
+	// a test binary) leads the supervisor to Serve again, which then runs
+	// the supervisor.
 	shimExe    string
 	shimExeErr error
 	shimArgs   []string
-	// shimEnv is added to the shim's environment; tests use it to tune
-	// the race detector's exit delay.
+	// shimEnv is added to the supervisor's environment; tests use it to
+	// tune the race detector's exit delay.
 	shimEnv []string
+
+	// supMu guards sup, the supervisor new tasks go to (nil: none yet,
+	// or let go). supIdle is how long it is kept without a task.
+	supMu   sync.Mutex
+	sup     *supervisor
+	supIdle time.Duration
 
 	pollInterval time.Duration
 
@@ -98,19 +105,20 @@ func NewConfigured(logger hclog.Logger, cfg *PluginConfig) *Driver {
 		shimExeErr:   err,
 		shimArgs:     append([]string(nil), os.Args[1:]...),
 		pollInterval: defaultPollInterval,
+		supIdle:      defaultSupervisorIdle,
 		cfg:          cfg,
 		cgroupRoot:   cgroupRoot,
 	}
 }
 
 // Serve runs this process as the raw_exec plugin, configured from
-// ConfigEnvVar, or as a task shim when the driver started it as one. Entry
-// points must call it before doing anything else that a shim should not do
+// ConfigEnvVar, or as the task supervisor when the driver started it as one. Entry
+// points must call it before doing anything else that a supervisor should not do
 // (parse flags, open files, log). A bad config is fatal: the agent
 // validated it already, so it can only come from a hand-started plugin.
 func Serve() {
 	if os.Getenv(ShimEnvVar) != "" {
-		os.Exit(runShim())
+		os.Exit(runSupervisor())
 	}
 	logger := hclog.New(&hclog.LoggerOptions{
 		Level:      hclog.Trace,
@@ -180,7 +188,7 @@ func (d *Driver) Fingerprint(context.Context) (*driverpb.FingerprintResponse, er
 	if d.shimExeErr != nil {
 		return &driverpb.FingerprintResponse{
 			Detected:          true,
-			HealthDescription: fmt.Sprintf("cannot locate own executable for the task shim: %v", d.shimExeErr),
+			HealthDescription: fmt.Sprintf("cannot locate own executable for the task supervisor: %v", d.shimExeErr),
 		}, nil
 	}
 	cg, err := d.cgroups()

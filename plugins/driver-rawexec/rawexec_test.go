@@ -25,8 +25,8 @@ import (
 const serveEnvVar = "RAWEXEC_TEST_SERVE"
 
 // TestMain lets the test binary stand in for the plugin binary: the driver
-// re-executes os.Executable() as the task shim, and Serve dispatches to the
-// shim when ShimEnvVar is set, exactly as in production.
+// re-executes os.Executable() as the task supervisor, and Serve dispatches
+// to the supervisor when ShimEnvVar is set, exactly as in production.
 func TestMain(m *testing.M) {
 	if mb := os.Getenv(hogEnvVar); mb != "" {
 		os.Exit(hog(mb))
@@ -53,8 +53,11 @@ func testLogger() hclog.Logger {
 func newTestDriver() *Driver {
 	d := New(testLogger())
 	d.pollInterval = 10 * time.Millisecond
-	// A race-enabled shim would otherwise linger a second at exit.
+	// A race-enabled supervisor would otherwise linger a second at exit.
 	d.shimEnv = []string{"GORACE=atexit_sleep_ms=0"}
+	// Each test's supervisor goes with its last task, so none outlives
+	// the tests (goleak would see its link's reader).
+	d.supIdle = 0
 	return d
 }
 

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -17,18 +18,11 @@ import (
 )
 
 // ShimEnvVar, when set in a process's environment, makes Serve run the task
-// shim instead of the plugin. The driver sets it when it re-executes its own
-// binary; nothing else should.
+// supervisor instead of the plugin. The driver sets it when it re-executes
+// its own binary; nothing else should.
 const ShimEnvVar = "DROVER_RAWEXEC_SHIM"
 
-// The shim's inherited descriptors: the driver writes the spec to fd 3 and
-// reads the start report from fd 4.
-const (
-	shimSpecFD   = 3
-	shimStatusFD = 4
-)
-
-// shimSpec is everything the shim needs to run one task.
+// shimSpec is everything the supervisor needs to run one task.
 type shimSpec struct {
 	Path       string          `json:"path"` // resolved executable
 	Argv       []string        `json:"argv"` // argv[0] is the command as configured
@@ -42,7 +36,7 @@ type shimSpec struct {
 	// task without one (no_cgroups).
 	Cgroup *taskCgroup `json:"cgroup,omitempty"`
 	// With LogMaxFiles set, Stdout and Stderr are base paths of rotated
-	// logs (see rotator), which the shim writes from pipes.
+	// logs (see rotator), which the supervisor writes from pipes.
 	LogMaxFiles    int   `json:"log_max_files,omitempty"`
 	LogMaxFileSize int64 `json:"log_max_file_size,omitempty"`
 }
@@ -53,8 +47,8 @@ type shimCredential struct {
 	Groups []uint32 `json:"groups,omitempty"`
 }
 
-// shimStarted is the shim's one report to the driver: the task's pid, or
-// why the command could not start.
+// shimStarted is the supervisor's report of a task's start: the task's
+// pid, or why the command could not start.
 type shimStarted struct {
 	PID        int    `json:"pid,omitempty"`
 	StartTicks uint64 `json:"start_ticks,omitempty"`
@@ -68,75 +62,56 @@ type exitRecord struct {
 	OOMKilled   bool   `json:"oom_killed,omitempty"`
 	Err         string `json:"err,omitempty"`
 	CompletedAt int64  `json:"completed_at_unix_nano"`
+	// PID is the task's: a record left by another run of the task in the
+	// same directory (one whose start was abandoned, killed and recorded
+	// late) is not mistaken for this run's. 0 in records of older
+	// versions.
+	PID int `json:"pid,omitempty"`
 }
 
 func (r *exitRecord) result() *driverpb.ExitResult {
 	return &driverpb.ExitResult{ExitCode: r.ExitCode, Signal: r.Signal, OomKilled: r.OOMKilled, Err: r.Err}
 }
 
-// runShim is the shim process's main. It starts the command in a new
-// session (so the task's process group is its pid and the driver can signal
-// the group), reports the pid, waits, kills what the task left behind in its
-// group, and writes the exit file. It returns the shim's exit code.
+// runTask runs one task inside the supervisor: it starts the command in a
+// new session (so the task's process group is its pid and the driver can
+// signal the group), reports the pid or why the command could not start,
+// waits, kills what the task left behind in its group and its cgroup, and
+// writes the exit file. It returns the exit recorded, or nil when the
+// command did not start; writeErr says why the exit file could not be
+// written.
 //
-// The shim is itself a session leader started by the driver, so neither the
-// plugin dying nor a signal to the plugin's process group reaches it or
-// the task.
-func runShim() int {
-	// The task must inherit neither pipe.
-	syscall.CloseOnExec(shimSpecFD)
-	syscall.CloseOnExec(shimStatusFD)
-	specFile := os.NewFile(shimSpecFD, "shim-spec")
-	statusFile := os.NewFile(shimStatusFD, "shim-status")
-	report := func(s shimStarted) {
-		_ = json.NewEncoder(statusFile).Encode(s)
-		_ = statusFile.Close()
-	}
-
-	var spec shimSpec
-	err := json.NewDecoder(specFile).Decode(&spec)
-	_ = specFile.Close()
+// forkMu serializes joining a task's cgroup: joining moves the whole
+// supervisor, and two tasks starting at once must each fork in their own.
+func runTask(spec *shimSpec, forkMu *sync.Mutex, report func(shimStarted)) (rec *exitRecord, writeErr error) {
+	// Held until the exit is recorded (tasklock.go).
+	lock, err := lockTaskDir(spec.Dir)
 	if err != nil {
-		report(shimStarted{Err: fmt.Sprintf("read spec: %v", err)})
-		return 1
+		report(shimStarted{Err: err.Error()})
+		return nil, nil
 	}
+	defer syscall.Close(lock)
 	cmd, logs, err := spec.command()
 	if err != nil {
 		report(shimStarted{Err: err.Error()})
-		return 1
+		return nil, nil
 	}
-	// The task is born in its cgroup: the shim joins it for the fork and
-	// leaves right after, so the shim itself is neither limited nor killed
-	// with the task.
-	var leave func() error
-	if spec.Cgroup != nil {
-		if leave, err = spec.Cgroup.join(); err != nil {
-			closeOutputs(cmd)
-			for _, l := range logs {
-				l.close()
-			}
-			report(shimStarted{Err: err.Error()})
-			return 1
-		}
-	}
-	unignoreSignals()
-	startErr := cmd.Start()
-	if leave != nil {
-		if err := leave(); err != nil && startErr == nil {
-			// A shim left in the task's cgroup would die with it and lose
-			// the exit result: do not run the task that way.
-			_ = cmd.Process.Kill()
-			_, _ = cmd.Process.Wait()
-			startErr = fmt.Errorf("leave the task's cgroup: %w", err)
-		}
-	}
-	if startErr != nil {
+	fail := func(err error) (*exitRecord, error) {
 		closeOutputs(cmd)
 		for _, l := range logs {
 			l.close()
 		}
-		report(shimStarted{Err: startErr.Error()})
-		return 1
+		report(shimStarted{Err: err.Error()})
+		return nil, nil
+	}
+	var startErr error
+	if spec.Cgroup == nil {
+		startErr = cmd.Start()
+	} else {
+		cmd, startErr = startInCgroup(cmd, spec.Cgroup, forkMu)
+	}
+	if startErr != nil {
+		return fail(startErr)
 	}
 	closeOutputs(cmd) // the task holds its own copies
 	pumps := make([]*logPump, 0, len(logs))
@@ -146,7 +121,8 @@ func runShim() int {
 	pid := cmd.Process.Pid
 	report(shimStarted{PID: pid, StartTicks: procStartTicks(pid)})
 
-	rec := waitExit(cmd)
+	rec = waitExit(cmd)
+	rec.PID = pid
 	// The task's group dies with its main process, as it would under a
 	// supervisor that owns the group; this also reaps what the task
 	// backgrounded. ESRCH just means nothing was left.
@@ -168,14 +144,48 @@ func runShim() int {
 	for _, p := range pumps {
 		p.finish(logDrainTimeout)
 	}
-	if err := writeExitFile(spec.ExitFile, rec); err != nil {
-		return 2
-	}
-	return 0
+	return rec, writeExitFile(spec.ExitFile, rec)
 }
 
-// rotatedLog is a task stream the shim writes to a rotated log: the task
-// writes to a pipe, whose read end r the shim copies into w.
+// startInCgroup starts cmd so that the task is born in cg, and returns the
+// command that started (a new one when the first way failed). In a v2
+// cgroup the kernel forks it there (startInto); otherwise the supervisor
+// joins the cgroup for the fork and leaves right after, so that it is
+// neither limited nor killed with the task.
+func startInCgroup(cmd *exec.Cmd, cg *taskCgroup, forkMu *sync.Mutex) (*exec.Cmd, error) {
+	if started, ok, err := cg.startInto(cmd); ok {
+		return started, err
+	}
+	forkMu.Lock()
+	defer forkMu.Unlock()
+	leave, err := cg.join()
+	if err != nil {
+		return cmd, err
+	}
+	startErr := cmd.Start()
+	if err := leave(); err != nil && startErr == nil {
+		// A supervisor left in the task's cgroup would die with it and
+		// lose every task's exit result: do not run the task that way.
+		_ = cmd.Process.Kill()
+		_, _ = cmd.Process.Wait()
+		startErr = fmt.Errorf("leave the task's cgroup: %w", err)
+	}
+	return cmd, startErr
+}
+
+// cloneCmd returns a command like c that has not been started: a Cmd
+// whose Start failed cannot be started again.
+func cloneCmd(c *exec.Cmd) *exec.Cmd {
+	attr := *c.SysProcAttr
+	return &exec.Cmd{
+		Path: c.Path, Args: c.Args, Env: c.Env, Dir: c.Dir,
+		Stdin: c.Stdin, Stdout: c.Stdout, Stderr: c.Stderr, ExtraFiles: c.ExtraFiles,
+		SysProcAttr: &attr,
+	}
+}
+
+// rotatedLog is a task stream the supervisor writes to a rotated log: the
+// task writes to a pipe, whose read end r the supervisor copies into w.
 type rotatedLog struct {
 	r *os.File
 	w *rotator
@@ -187,7 +197,7 @@ func (l rotatedLog) close() {
 }
 
 // command builds the task's exec.Cmd, and the rotated logs to pump once it
-// started. Output files are opened here, by the shim, so the driver never
+// started. Output files are opened here, by the supervisor, so the driver never
 // holds a task's files open.
 func (s *shimSpec) command() (*exec.Cmd, []rotatedLog, error) {
 	cmd := &exec.Cmd{
@@ -318,7 +328,7 @@ func exitFileAt(path string) (*safefs.Dir, string, error) {
 }
 
 // writeExitFile writes rec atomically (temp file, fsync, rename): a reader
-// sees either no file or the whole record, even if the shim dies midway.
+// sees either no file or the whole record, even if the supervisor dies midway.
 // A link planted at path is replaced, never written through.
 func writeExitFile(path string, rec *exitRecord) error {
 	data, err := json.Marshal(rec)
@@ -363,7 +373,7 @@ func readExitFile(path string) (*exitRecord, error) {
 // exec down to the task, whose `trap … HUP` or change_mode = "signal"
 // would then never fire. The Go runtime keeps exactly these two ignored
 // when it finds them so; once it handles them (Notify), exec resets them
-// to the default in the child. The shim itself still drops them.
+// to the default in the child. The supervisor itself still drops them.
 func unignoreSignals() {
 	var sigs []os.Signal
 	for _, s := range []os.Signal{syscall.SIGHUP, syscall.SIGINT} {

@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"os/user"
 	"path/filepath"
 	"strconv"
@@ -21,15 +19,15 @@ import (
 )
 
 const (
-	// exitFileName is where the shim records the exit result, in the task
-	// directory: it must outlive both the shim and the driver.
+	// exitFileName is where the supervisor records the exit result, in the
+	// task directory: it must outlive both the supervisor and the driver.
 	exitFileName = ".drover-exit.json"
 
 	// defaultPath is searched for the command when the task env has no PATH.
 	defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
-	// shimStartTimeout bounds how long the shim may take to report that the
-	// command started; it only guards against a wedged shim.
+	// shimStartTimeout bounds how long the supervisor may take to report
+	// that the command started; it only guards against a wedged one.
 	shimStartTimeout = 30 * time.Second
 )
 
@@ -217,47 +215,50 @@ func (d *Driver) StartTask(ctx context.Context, cfg *driverpb.TaskConfig) (*driv
 			return nil, err
 		}
 	}
-	shim, started, err := d.launchShim(ctx, spec)
+	sup, call, started, abandoned, err := d.launch(ctx, spec)
 	if err != nil {
-		d.destroyCgroup(cfg.GetId(), spec.Cgroup)
+		if !abandoned {
+			// An abandoned start's cgroup is the supervisor's link's to
+			// clean: the supervisor may be joining it right now.
+			d.destroyCgroup(cfg.GetId(), spec.Cgroup)
+		}
 		return nil, err
 	}
 	startedAt := time.Now()
 	st := handleState{
 		Version:        stateVersion,
-		ShimPID:        shim.Process.Pid,
-		ShimStartTicks: procStartTicks(shim.Process.Pid),
+		ShimPID:        sup.pid,
+		ShimStartTicks: sup.startTicks,
 		TaskPID:        started.PID,
 		TaskStartTicks: started.StartTicks,
 		BootID:         bootID(),
 		ExitFile:       spec.ExitFile,
 		KillSignal:     killSignal,
 		Cgroup:         spec.Cgroup,
+		TaskLock:       true,
 	}
 	t := newTask(cfg.GetId(), st, startedAt)
 	handle, err := t.handle()
 	if err != nil {
 		// Unreachable in practice (the state is plain data); do not leave
-		// an untracked task running.
+		// an untracked task running. The supervisor removes its cgroup.
 		_ = syscall.Kill(-started.PID, syscall.SIGKILL)
-		d.destroyCgroup(cfg.GetId(), spec.Cgroup)
-		_ = shim.Wait()
 		return nil, err
 	}
-	d.track(t, func() { d.watchChild(t, shim) })
-	d.logger.Info("task started", "task_id", t.id, "pid", started.PID, "shim_pid", st.ShimPID,
+	d.track(t, func() { d.watchSupervised(t, sup, call) })
+	d.logger.Info("task started", "task_id", t.id, "pid", started.PID, "supervisor_pid", st.ShimPID,
 		"command", spec.Path, "cgroup", spec.Cgroup.procsDirOrEmpty())
 	return handle, nil
 }
 
-// prepare validates cfg and turns it into the shim's spec, failing with
+// prepare validates cfg and turns it into the supervisor's spec, failing with
 // ErrInvalidConfig before anything is spawned.
 func (d *Driver) prepare(cfg *driverpb.TaskConfig) (*shimSpec, string, error) {
 	if cfg.GetId() == "" {
 		return nil, "", fmt.Errorf("%w: task id is required", driver.ErrInvalidConfig)
 	}
 	if d.shimExeErr != nil {
-		return nil, "", fmt.Errorf("locate own executable for the task shim: %w", d.shimExeErr)
+		return nil, "", fmt.Errorf("locate own executable for the task supervisor: %w", d.shimExeErr)
 	}
 	taskDir := cfg.GetTaskDir()
 	if taskDir == "" || !filepath.IsAbs(taskDir) {
@@ -308,71 +309,4 @@ func (d *Driver) prepare(cfg *driverpb.TaskConfig) (*shimSpec, string, error) {
 		ExitFile:       filepath.Join(taskDir, exitFileName),
 		Credential:     cred,
 	}, killSignal, nil
-}
-
-// launchShim starts the shim in a session of its own, hands it the spec and
-// waits for it to report the task's pid. On error nothing is left running.
-//
-// The spec travels over a pipe rather than the environment: a task env can
-// exceed the kernel's limit on a single environment string.
-func (d *Driver) launchShim(ctx context.Context, spec *shimSpec) (*exec.Cmd, *shimStarted, error) {
-	specR, specW, err := os.Pipe()
-	if err != nil {
-		return nil, nil, fmt.Errorf("spec pipe: %w", err)
-	}
-	defer specR.Close()
-	defer specW.Close()
-	statR, statW, err := os.Pipe()
-	if err != nil {
-		return nil, nil, fmt.Errorf("status pipe: %w", err)
-	}
-	defer statR.Close()
-	defer statW.Close()
-
-	cmd := exec.Command(d.shimExe, d.shimArgs...)
-	cmd.Env = append([]string{ShimEnvVar + "=1"}, d.shimEnv...)
-	// The shim must not hold the plugin's stdio: stdout carries go-plugin's
-	// handshake and the host waits for it to close.
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, nil, nil
-	cmd.Dir = "/"
-	cmd.ExtraFiles = []*os.File{specR, statW} // fds 3 and 4 in the shim
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
-		return nil, nil, fmt.Errorf("start task shim: %w", err)
-	}
-	// Close our copies so EOF on statR means the shim is done reporting.
-	_ = specR.Close()
-	_ = statW.Close()
-
-	fail := func(err error) (*exec.Cmd, *shimStarted, error) {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		return nil, nil, err
-	}
-	if err := json.NewEncoder(specW).Encode(spec); err != nil {
-		return fail(fmt.Errorf("send spec to task shim: %w", err))
-	}
-	_ = specW.Close()
-
-	deadline := time.Now().Add(shimStartTimeout)
-	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
-		deadline = dl
-	}
-	_ = statR.SetReadDeadline(deadline)
-	stop := context.AfterFunc(ctx, func() { _ = statR.SetReadDeadline(time.Now()) })
-	defer stop()
-	raw, err := io.ReadAll(statR)
-	if err != nil {
-		return fail(fmt.Errorf("read task shim status: %w", err))
-	}
-	var started shimStarted
-	if err := json.Unmarshal(raw, &started); err != nil {
-		_ = cmd.Wait()
-		return nil, nil, fmt.Errorf("task shim exited without reporting a start (%s)", cmd.ProcessState)
-	}
-	if started.Err != "" {
-		_ = cmd.Wait()
-		return nil, nil, fmt.Errorf("start command %q: %s", spec.Path, started.Err)
-	}
-	return cmd, &started, nil
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"syscall"
 	"time"
 
@@ -86,12 +85,12 @@ func (t *task) signalGroup(sig syscall.Signal) error {
 
 // killTree SIGKILLs the task's process group and, with a cgroup, every
 // process in it, including those that left the group (setsid). While the
-// shim lives, the cgroup is its business: it empties it once the main
-// process dies, and a second party freezing and thawing the same cgroup
-// would only get in its way.
+// supervisor lives, the cgroup is its business: it empties it once the
+// main process dies, and a second party freezing and thawing the same
+// cgroup would only get in its way.
 func (t *task) killTree() error {
 	err := t.signalGroup(syscall.SIGKILL)
-	if cg := t.state.Cgroup; cg != nil && !procAlive(t.state.ShimPID, t.state.ShimStartTicks) {
+	if cg := t.state.Cgroup; cg != nil && !t.supervised() {
 		if cerr := cg.killAll(); cerr != nil && err == nil {
 			err = fmt.Errorf("kill task %q: %w", t.id, cerr)
 		}
@@ -119,19 +118,8 @@ func (t *task) waitDone(ctx context.Context) error {
 	}
 }
 
-// watchChild watches a task this driver process started: its shim is our
-// child, so waiting for it is exact.
-func (d *Driver) watchChild(t *task, shim *exec.Cmd) {
-	err := shim.Wait()
-	if d.finishFromExitFile(t) {
-		return
-	}
-	d.logger.Warn("task shim exited without an exit result; watching the task directly",
-		"task_id", t.id, "shim_status", shim.ProcessState.String(), "error", err)
-	d.watchOrphan(t)
-}
-
-// finishFromExitFile finishes t from its exit file, if the shim wrote it.
+// finishFromExitFile finishes t from its exit file, if the supervisor
+// wrote it.
 func (d *Driver) finishFromExitFile(t *task) bool {
 	rec, err := readExitFile(t.state.ExitFile)
 	if err != nil {
@@ -139,6 +127,11 @@ func (d *Driver) finishFromExitFile(t *task) bool {
 		rec = &exitRecord{ExitCode: -1, Err: fmt.Sprintf("read exit result: %v", err)}
 	}
 	if rec == nil {
+		return false
+	}
+	if rec.PID != 0 && t.state.TaskPID != 0 && rec.PID != t.state.TaskPID {
+		d.logger.Debug("exit file of another run of the task; waiting for this run's", "task_id", t.id,
+			"pid", t.state.TaskPID, "recorded_pid", rec.PID)
 		return false
 	}
 	t.finish(rec)
