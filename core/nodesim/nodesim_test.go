@@ -205,4 +205,3 @@ func TestConfigErrors(t *testing.T) {
 		})
 	}
 }
-
