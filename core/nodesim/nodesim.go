@@ -467,12 +467,24 @@ func (n *node) current() (string, int) {
 	return n.sim.cfg.Servers[n.cur%len(n.sim.cfg.Servers)], n.cur
 }
 
+// rotate moves past the server at position seen (unless another call
+// already did) and closes the node's connection to it. A real client keeps
+// a pooled connection to every server it has used; a simulated node keeps
+// only the one in use, so that N nodes hold N connections in this process
+// (not up to 3N after a failover, past a process's file limit). Calls in
+// flight on the closed connection fail as unavailable and are retried.
 func (n *node) rotate(seen int) {
 	n.connMu.Lock()
 	defer n.connMu.Unlock()
-	if n.cur == seen {
-		n.cur++
+	if n.cur != seen {
+		return
 	}
+	addr := n.sim.cfg.Servers[n.cur%len(n.sim.cfg.Servers)]
+	if c, ok := n.conns[addr]; ok {
+		_ = c.Close()
+		delete(n.conns, addr)
+	}
+	n.cur++
 }
 
 func (n *node) conn(addr string) (*rpc.Conn, error) {
