@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -56,7 +57,9 @@ import (
 //     nodes (N allocs placed, N completions), restarts and applies the
 //     leader's index.
 //
-// DROVER_SCALE_CPUPROFILE names a file for the steady-state profile.
+// DROVER_SCALE_PROFILE_DIR names a directory for a CPU profile of each
+// phase (register, steady, sysbatch, system, failover, catchup); the
+// benchmark profiles itself, so do not pass -cpuprofile.
 func BenchmarkScale10k(b *testing.B) {
 	n := envInt(b, "DROVER_SCALE_NODES", 10000)
 	steady := envDuration(b, "DROVER_SCALE_STEADY", 20*time.Second)
@@ -69,6 +72,7 @@ func BenchmarkScale10k(b *testing.B) {
 	}
 
 	// Registration.
+	prof := startPhase(b, "register", false)
 	start := time.Now()
 	sim := startSimChild(b, c.join, token, n)
 	defer sim.stop(b)
@@ -78,6 +82,7 @@ func BenchmarkScale10k(b *testing.B) {
 		return readyNodes(c.leaderServer(&leader)) == n
 	})
 	reg := time.Since(start)
+	prof.stop(b)
 	b.ReportMetric(reg.Seconds(), "reg-s")
 	fmt.Printf("scale n=%d: registration of all nodes: %.1f s (simulator's Start: %.1f s)\n", n, reg.Seconds(), simStart.Seconds())
 
@@ -87,20 +92,17 @@ func BenchmarkScale10k(b *testing.B) {
 	<-settle.C
 	st0 := sim.stats(b)
 	self0, child0 := selfCPU(), procCPU(b, sim.cmd.Process.Pid)
-	var prof bytes.Buffer
-	if err := pprof.StartCPUProfile(&prof); err != nil {
-		b.Fatal(err)
-	}
+	prof = startPhase(b, "steady", true)
 	t0 := time.Now()
 	wait := time.NewTimer(steady)
 	<-wait.C
-	pprof.StopCPUProfile()
 	el := time.Since(t0)
+	steadyProf := prof.stop(b)
 	self1, child1 := selfCPU(), procCPU(b, sim.cmd.Process.Pid)
 	st1 := sim.stats(b)
 	serversPct := 100 * (self1 - self0).Seconds() / el.Seconds()
 	simPct := 100 * (child1 - child0).Seconds() / el.Seconds()
-	shares := cpuByLabel(b, prof.Bytes(), "server")
+	shares := cpuByLabel(b, steadyProf, "server")
 	var total time.Duration
 	for _, d := range shares {
 		total += d
@@ -117,24 +119,24 @@ func BenchmarkScale10k(b *testing.B) {
 	b.ReportMetric(hbRate, "heartbeats/s")
 	fmt.Printf("scale n=%d: steady heartbeats over %s: %.0f heartbeats/s; CPU (%% of one core): leader %s %.1f, all three servers %.1f (by label %v), simulator %.1f; heartbeat errors %d\n",
 		n, el.Round(time.Second), hbRate, leaderName, leaderPct, serversPct, shares, simPct, st1.HeartbeatErrors-st0.HeartbeatErrors)
-	if path := os.Getenv("DROVER_SCALE_CPUPROFILE"); path != "" {
-		if err := os.WriteFile(path, prof.Bytes(), 0o644); err != nil {
-			b.Fatal(err)
-		}
-	}
 
 	// A sysbatch job over all nodes, submit to complete.
+	prof = startPhase(b, "sysbatch", false)
 	d := runScaleJob(b, c, &leader, "scale-sb", "sysbatch", n, structs.AllocClientStatusComplete)
+	prof.stop(b)
 	b.ReportMetric(d.Seconds(), "sysbatch-s")
 	fmt.Printf("scale n=%d: sysbatch job submit → complete on all nodes: %.1f s\n", n, d.Seconds())
 
 	// A system job to running on all nodes.
+	prof = startPhase(b, "system", false)
 	d = runScaleJob(b, c, &leader, "scale-sys", "system", n, structs.AllocClientStatusRunning)
+	prof.stop(b)
 	b.ReportMetric(d.Seconds(), "system-s")
 	fmt.Printf("scale n=%d: system job submit → running on all nodes: %.1f s\n", n, d.Seconds())
 
 	// Leader failover under the heartbeat load.
 	old := leader
+	prof = startPhase(b, "failover", false)
 	crash := time.Now()
 	_ = c.agents[old].Server().Shutdown() // a crash: no handover
 	leader = c.waitLeader(old)
@@ -156,6 +158,7 @@ func BenchmarkScale10k(b *testing.B) {
 		}
 	}
 	tick.Stop()
+	prof.stop(b)
 	// The new leader's timers give every node a TTL and a grace from its
 	// election; a node it marks down, it marks within those.
 	grace := time.NewTimer(20 * time.Second)
@@ -177,6 +180,7 @@ func BenchmarkScale10k(b *testing.B) {
 	c.agents[old] = nil
 	runScaleJob(b, c, &leader, "scale-cu", "sysbatch", n, structs.AllocClientStatusComplete)
 	target := c.leaderServer(&leader).State().LatestIndex()
+	prof = startPhase(b, "catchup", false)
 	restart := time.Now()
 	c.agents[old] = c.startScale(old)
 	boot := time.Since(restart)
@@ -185,11 +189,50 @@ func BenchmarkScale10k(b *testing.B) {
 		return fs.State().LatestIndex() >= target
 	})
 	cu := time.Since(restart)
+	prof.stop(b)
 	b.ReportMetric(float64(cu.Milliseconds()), "catchup-ms")
 	fmt.Printf("scale n=%d: restarted follower s%d caught up (index %d) in %d ms (of which agent start %d ms)\n",
 		n, old+1, target, cu.Milliseconds(), boot.Milliseconds())
 	st := sim.stats(b)
 	fmt.Printf("scale n=%d: simulator totals %+v\n", n, st)
+}
+
+// phaseProfile profiles the CPU of one phase of the benchmark. The
+// steady phase is always profiled (its labels split the servers' CPU);
+// the others only when DROVER_SCALE_PROFILE_DIR names a directory, where
+// every phase's profile is written as <phase>.pprof.
+type phaseProfile struct {
+	name string
+	buf  bytes.Buffer
+	on   bool
+}
+
+func startPhase(b *testing.B, name string, always bool) *phaseProfile {
+	p := &phaseProfile{name: name}
+	if !always && os.Getenv("DROVER_SCALE_PROFILE_DIR") == "" {
+		return p
+	}
+	if err := pprof.StartCPUProfile(&p.buf); err != nil {
+		b.Fatalf("profile %s (is -cpuprofile set? the benchmark profiles its phases itself): %v", name, err)
+	}
+	p.on = true
+	return p
+}
+
+// stop ends the profile and returns it (nil when the phase was not
+// profiled), after printing the CPU each server's goroutines took.
+func (p *phaseProfile) stop(b *testing.B) []byte {
+	if !p.on {
+		return nil
+	}
+	pprof.StopCPUProfile()
+	fmt.Printf("  profile %s: CPU by server %v\n", p.name, cpuByLabel(b, p.buf.Bytes(), "server"))
+	if dir := os.Getenv("DROVER_SCALE_PROFILE_DIR"); dir != "" {
+		if err := os.WriteFile(filepath.Join(dir, p.name+".pprof"), p.buf.Bytes(), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return p.buf.Bytes()
 }
 
 // pollFor is testwait.For at a pace of the caller's choice: asking the
@@ -284,7 +327,7 @@ func (c *benchCluster) startScale(i int) *agent.Agent {
 // *leader no longer leads.
 func (c *benchCluster) leaderServer(leader *int) *server.Server {
 	if a := c.agents[*leader]; a == nil || !a.Server().IsLeader() {
-		*leader = c.waitLeader(*leader)
+		*leader = c.waitLeader(-1)
 	}
 	return c.agents[*leader].Server()
 }
@@ -593,4 +636,3 @@ func (s *simChild) stop(b *testing.B) {
 		b.Errorf("simulator: %v", err)
 	}
 }
-

@@ -139,6 +139,13 @@ type Stats struct {
 	// UpdateErrors are failed Node.UpdateAllocs calls (retried);
 	// WatchErrors failed blocking queries (retried).
 	UpdateErrors, WatchErrors int64
+	// WatchAnswers are the blocking queries' answers, WatchNews those
+	// that held an allocation the node had not seen: the rest woke the
+	// node for nothing it acts on.
+	WatchAnswers, WatchNews int64
+	// Rotations count the times a node left its server for the next
+	// one (unreachable, or no leader), closing its connection.
+	Rotations int64
 }
 
 // Sim is a running simulation. Start it with Start; Stop ends it.
@@ -153,6 +160,36 @@ type Sim struct {
 
 	joined, registered, heartbeats, heartbeatErrs, reregistered atomic.Int64
 	seen, running, complete, updateErrs, watchErrs              atomic.Int64
+	rotations, watchAnswers, watchNews                          atomic.Int64
+	// logged is the second of the last logged failure (high bits) and
+	// how many were logged in it (low 8 bits).
+	logged atomic.Int64
+}
+
+// maxLoggedPerSecond bounds the failed calls logged at warn level:
+// 10,000 nodes failing at once during a failover must not flood the log;
+// the counters count them all.
+const maxLoggedPerSecond = 5
+
+// logFailure logs a failed call, at most maxLoggedPerSecond of them in
+// each second.
+func (s *Sim) logFailure(n *node, method string, err error) {
+	sec := time.Now().Unix()
+	for {
+		cur := s.logged.Load()
+		if cur>>8 != sec {
+			if !s.logged.CompareAndSwap(cur, sec<<8|1) {
+				continue
+			}
+		} else if cur&0xff >= maxLoggedPerSecond || !s.logged.CompareAndSwap(cur, cur+1) {
+			if cur&0xff >= maxLoggedPerSecond {
+				return
+			}
+			continue
+		}
+		break
+	}
+	s.cfg.Logger.Warn("call failed", "node", n.name, "method", method, "error", err)
 }
 
 // Start joins and registers every node (at most StartConcurrency at once)
@@ -236,7 +273,8 @@ func (s *Sim) Stats() Stats {
 		Joined: s.joined.Load(), Registered: s.registered.Load(),
 		Heartbeats: s.heartbeats.Load(), HeartbeatErrors: s.heartbeatErrs.Load(), Reregistered: s.reregistered.Load(),
 		AllocsSeen: s.seen.Load(), Running: s.running.Load(), Complete: s.complete.Load(),
-		UpdateErrors: s.updateErrs.Load(), WatchErrors: s.watchErrs.Load(),
+		UpdateErrors: s.updateErrs.Load(), WatchErrors: s.watchErrs.Load(), Rotations: s.rotations.Load(),
+		WatchAnswers: s.watchAnswers.Load(), WatchNews: s.watchNews.Load(),
 	}
 }
 
@@ -484,6 +522,7 @@ func (n *node) rotate(seen int) {
 		_ = c.Close()
 		delete(n.conns, addr)
 	}
+	n.sim.rotations.Add(1)
 	n.cur++
 }
 
@@ -512,6 +551,9 @@ func call[Req, Resp any](ctx context.Context, n *node, method string, req *Req) 
 		if err == nil {
 			var resp *Resp
 			resp, err = rpc.Call[Req, Resp](ctx, conn, method, req)
+			if err != nil && ctx.Err() == nil {
+				n.sim.logFailure(n, method, err)
+			}
 			if err == nil || !retryable(err) {
 				return resp, err
 			}
@@ -620,6 +662,7 @@ func (n *node) watchLoop() {
 			continue
 		}
 		fails = 0
+		s.watchAnswers.Add(1)
 		unchanged := resp.Index == index && index != 0
 		index = resp.Index
 		if unchanged {
@@ -630,13 +673,18 @@ func (n *node) watchLoop() {
 			}
 			continue
 		}
+		news := false
 		for _, a := range resp.Allocs {
 			if a == nil || a.ID == "" || n.known[a.ID] || a.TerminalStatus() {
 				continue
 			}
 			n.known[a.ID] = true
+			news = true
 			s.seen.Add(1)
 			n.scheduleUpdates(a)
+		}
+		if news {
+			s.watchNews.Add(1)
 		}
 	}
 }
