@@ -393,7 +393,16 @@ func runScaleJob(b *testing.B, c *benchCluster, leader *int, id, typ string, n i
 		}
 		return g.Running == n
 	})
-	return time.Since(start)
+	d := time.Since(start)
+	// How many evaluations it took: one per node would be a scheduler
+	// pass over all nodes per node.
+	evals, _ := c.leaderServer(leader).State().EvalsByJob(nil, "default", id)
+	byTrigger := map[string]int{}
+	for _, ev := range evals {
+		byTrigger[ev.TriggeredBy]++
+	}
+	fmt.Printf("  job %s: %d evaluations by trigger %v\n", id, len(evals), byTrigger)
+	return d
 }
 
 // selfCPU is this process's user and system CPU time.

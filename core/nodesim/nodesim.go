@@ -505,12 +505,18 @@ func (n *node) current() (string, int) {
 	return n.sim.cfg.Servers[n.cur%len(n.sim.cfg.Servers)], n.cur
 }
 
+// retireGrace is how long a simulated node keeps its connection to a
+// server it moved away from.
+const retireGrace = 30 * time.Second
+
 // rotate moves past the server at position seen (unless another call
-// already did) and closes the node's connection to it. A real client keeps
-// a pooled connection to every server it has used; a simulated node keeps
-// only the one in use, so that N nodes hold N connections in this process
-// (not up to 3N after a failover, past a process's file limit). Calls in
-// flight on the closed connection fail as unavailable and are retried.
+// already did). A real client keeps a pooled connection to every server
+// it has used; a simulated node closes the one it left once it has not
+// come back to that server for retireGrace, so that N nodes hold about N
+// connections in this process once they settle (not 3N, past a process's
+// file limit at 10,000 nodes), while a node that goes round the servers
+// during an election reuses its connections instead of handshaking again,
+// as a real client would.
 func (n *node) rotate(seen int) {
 	n.connMu.Lock()
 	defer n.connMu.Unlock()
@@ -519,11 +525,22 @@ func (n *node) rotate(seen int) {
 	}
 	addr := n.sim.cfg.Servers[n.cur%len(n.sim.cfg.Servers)]
 	if c, ok := n.conns[addr]; ok {
-		_ = c.Close()
-		delete(n.conns, addr)
+		time.AfterFunc(retireGrace, func() { n.retire(addr, c) })
 	}
 	n.sim.rotations.Add(1)
 	n.cur++
+}
+
+// retire closes c, the node's connection to addr, unless addr is the
+// node's server again.
+func (n *node) retire(addr string, c *rpc.Conn) {
+	n.connMu.Lock()
+	defer n.connMu.Unlock()
+	if n.sim.cfg.Servers[n.cur%len(n.sim.cfg.Servers)] == addr || n.conns[addr] != c {
+		return
+	}
+	_ = c.Close()
+	delete(n.conns, addr)
 }
 
 func (n *node) conn(addr string) (*rpc.Conn, error) {
