@@ -63,6 +63,9 @@ import (
 func BenchmarkScale10k(b *testing.B) {
 	n := envInt(b, "DROVER_SCALE_NODES", 10000)
 	steady := envDuration(b, "DROVER_SCALE_STEADY", 20*time.Second)
+	// DROVER_SCALE_STOP_AFTER ends the run after the named phase
+	// (register, steady, sysbatch, system, failover).
+	stopAfter := os.Getenv("DROVER_SCALE_STOP_AFTER")
 	c := startScaleCluster(b)
 	defer c.shutdown()
 	leader := c.waitLeader(-1)
@@ -85,6 +88,9 @@ func BenchmarkScale10k(b *testing.B) {
 	prof.stop(b)
 	b.ReportMetric(reg.Seconds(), "reg-s")
 	fmt.Printf("scale n=%d: registration of all nodes: %.1f s (simulator's Start: %.1f s)\n", n, reg.Seconds(), simStart.Seconds())
+	if stopAfter == "register" {
+		return
+	}
 
 	// Steady state: let the registration's writes and the first
 	// heartbeats' burst settle over a TTL, then measure.
@@ -119,6 +125,9 @@ func BenchmarkScale10k(b *testing.B) {
 	b.ReportMetric(hbRate, "heartbeats/s")
 	fmt.Printf("scale n=%d: steady heartbeats over %s: %.0f heartbeats/s; CPU (%% of one core): leader %s %.1f, all three servers %.1f (by label %v), simulator %.1f; heartbeat errors %d\n",
 		n, el.Round(time.Second), hbRate, leaderName, leaderPct, serversPct, shares, simPct, st1.HeartbeatErrors-st0.HeartbeatErrors)
+	if stopAfter == "steady" {
+		return
+	}
 
 	// A sysbatch job over all nodes, submit to complete.
 	prof = startPhase(b, "sysbatch", false)
@@ -126,6 +135,9 @@ func BenchmarkScale10k(b *testing.B) {
 	prof.stop(b)
 	b.ReportMetric(d.Seconds(), "sysbatch-s")
 	fmt.Printf("scale n=%d: sysbatch job submit → complete on all nodes: %.1f s\n", n, d.Seconds())
+	if stopAfter == "sysbatch" {
+		return
+	}
 
 	// A system job to running on all nodes.
 	prof = startPhase(b, "system", false)
@@ -133,6 +145,9 @@ func BenchmarkScale10k(b *testing.B) {
 	prof.stop(b)
 	b.ReportMetric(d.Seconds(), "system-s")
 	fmt.Printf("scale n=%d: system job submit → running on all nodes: %.1f s\n", n, d.Seconds())
+	if stopAfter == "system" {
+		return
+	}
 
 	// Leader failover under the heartbeat load.
 	old := leader
@@ -172,6 +187,9 @@ func BenchmarkScale10k(b *testing.B) {
 		n, leader+1, tLeader.Milliseconds(), tFirst.Milliseconds(), tAll.Milliseconds(), down)
 	if down > 0 {
 		b.Errorf("%d nodes marked down during the failover", down)
+	}
+	if stopAfter == "failover" {
+		return
 	}
 
 	// The old leader is down; a sysbatch job runs over all nodes without

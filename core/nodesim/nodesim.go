@@ -42,9 +42,11 @@ import (
 // Config configures a simulation. Zero values take the documented
 // defaults.
 type Config struct {
-	// Servers are the servers' RPC addresses ("host:port"); node i starts
-	// with server i mod len(Servers) and moves to the next one when its
-	// server is unreachable or has no leader, as the real client does.
+	// Servers are the servers' RPC addresses ("host:port"). Node i starts
+	// with server i mod len(Servers), as a fleet whose clients list the
+	// servers in different orders, and moves to the next one when its
+	// server is unreachable or has no leader, as the real client (the
+	// agent's remoteServers) does with its client.servers list.
 	Servers []string
 	// JoinToken is the client join token (drover operator join-token
 	// client).
