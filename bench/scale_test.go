@@ -548,9 +548,10 @@ func init() {
 }
 
 type simChildConfig struct {
-	Servers []string
-	Token   string
-	Nodes   int
+	Servers          []string
+	Token            string
+	Nodes            int
+	StartConcurrency int
 }
 
 func runSimChild() int {
@@ -561,7 +562,7 @@ func runSimChild() int {
 	}
 	start := time.Now()
 	sim, err := nodesim.Start(context.Background(), nodesim.Config{
-		Servers: cfg.Servers, JoinToken: cfg.Token, Nodes: cfg.Nodes, LoopbackSources: true,
+		Servers: cfg.Servers, JoinToken: cfg.Token, Nodes: cfg.Nodes, LoopbackSources: true, StartConcurrency: cfg.StartConcurrency,
 		RunDelay: 100 * time.Millisecond, CompleteDelay: 500 * time.Millisecond,
 		Logger: hclog.New(&hclog.LoggerOptions{Name: "nodesim", Level: hclog.Warn, Output: os.Stderr}),
 	})
@@ -600,7 +601,13 @@ type simChild struct {
 }
 
 func startSimChild(b *testing.B, servers []string, token string, n int) *simChild {
-	js, _ := json.Marshal(simChildConfig{Servers: servers, Token: token, Nodes: n})
+	// DROVER_SCALE_START_CONCURRENCY bounds the nodes joining and
+	// registering at once (nodesim's default, 64, when unset).
+	conc := 0
+	if os.Getenv("DROVER_SCALE_START_CONCURRENCY") != "" {
+		conc = envInt(b, "DROVER_SCALE_START_CONCURRENCY", 64)
+	}
+	js, _ := json.Marshal(simChildConfig{Servers: servers, Token: token, Nodes: n, StartConcurrency: conc})
 	cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.bench=^$")
 	cmd.Env = append(os.Environ(), simChildEnv+"="+string(js))
 	cmd.Stderr = os.Stderr
