@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"net"
 	"sync"
 	"time"
 
@@ -32,6 +33,17 @@ type Conn struct {
 // mutual TLS (see TLSConfig), or nil for plaintext.
 func Dial(addr string, tlsCfg *tls.Config) (*Conn, error) {
 	return newConn(addr, tlsCfg)
+}
+
+// DialFrom is Dial from a fixed local (source) IP. The node simulator
+// (core/nodesim) gives each simulated node its own loopback address, as
+// each real node has a host of its own, so that the servers' per-host
+// limits (public join rate, pending connections) see the nodes apart.
+func DialFrom(addr string, localIP net.IP, tlsCfg *tls.Config) (*Conn, error) {
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: localIP}}
+	return newConn(addr, tlsCfg, grpc.WithContextDialer(func(ctx context.Context, a string) (net.Conn, error) {
+		return d.DialContext(ctx, "tcp", a)
+	}))
 }
 
 // newConn is Dial with extra gRPC options (tests count the bytes sent).
