@@ -165,6 +165,13 @@ var routeTable = []route{
 	// Scrapers send no token; nothing in it names an object (no IDs).
 	{"GET", "/v1/metrics", public, on(metricsHandlers.metricsGet)},
 
+	// Searches: any token; each context is searched only where the
+	// caller could list its objects (an explicit context it may not list
+	// is refused, "all" leaves such contexts out, a list of every
+	// namespace is filtered object by object).
+	{"PUT POST", "/v1/search", anyToken, on(searchHandlers.prefixSearch)},
+	{"PUT POST", "/v1/search/fuzzy", anyToken, on(searchHandlers.fuzzySearch)},
+
 	{"GET", "/v1/status/leader", public, on(statusHandlers.statusLeader)},
 	{"GET", "/v1/status/peers", public, on(statusHandlers.statusPeers)},
 	{"GET", "/v1/regions", public, on(statusHandlers.regions)},

@@ -1,0 +1,18 @@
+package httpapi
+
+// nomadCompatMatrixCases are the ACL matrix's cases of the endpoints added
+// for Nomad's CLI (search, job validation, eval delete, node evaluate and
+// purge, job submissions).
+func nomadCompatMatrixCases(w *aclWorld, nobody string) []matrixCase {
+	_, _ = w, nobody
+	return []matrixCase{
+		// An explicit context needs the listing capability in the
+		// namespace; "all" answers everyone with what each may list.
+		{"PUT /v1/search", "PUT", "/v1/search", map[string]string{"Prefix": "w", "Context": "jobs"}, "---22"},
+		{"PUT /v1/search", "PUT", "/v1/search?namespace=team", map[string]string{"Prefix": "w", "Context": "jobs"}, "--2-2"},
+		{"PUT /v1/search", "PUT", "/v1/search", map[string]string{"Prefix": "", "Context": "nodes"}, "---22"},
+		{"POST /v1/search", "POST", "/v1/search", map[string]string{"Prefix": "", "Context": "all"}, "22222"},
+		{"PUT /v1/search/fuzzy", "PUT", "/v1/search/fuzzy?namespace=team", map[string]string{"Text": "we", "Context": "jobs"}, "--2-2"},
+		{"POST /v1/search/fuzzy", "POST", "/v1/search/fuzzy", map[string]string{"Text": "we", "Context": "all"}, "22222"},
+	}
+}
