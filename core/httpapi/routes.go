@@ -61,6 +61,8 @@ var routeTable = []route{
 	{"PUT POST", "/v1/jobs", anyToken, on(jobHandlers.jobRegister)}, // register checks the body's namespace
 	{"PUT POST", "/v1/jobs/parse", nsCap(acl.NamespaceCapabilityParseJob), on(jobHandlers.jobParse)},
 	{"", "/v1/job/", jobRule, on(jobHandlers.jobRoute)},
+	// read-job in the body's job's namespace, checked in the handler.
+	{"PUT POST", "/v1/validate/job", anyToken, on(jobHandlers.validateJob)},
 
 	// Deployments: reads need read-job and writes submit-job in the
 	// deployment's namespace, checked in the handler once it is read.
