@@ -3,8 +3,7 @@ package httpapi
 // nomadCompatMatrixCases are the ACL matrix's cases of the endpoints added
 // for Nomad's CLI (search, job validation, eval delete, node evaluate and
 // purge, job submissions).
-func nomadCompatMatrixCases(w *aclWorld, nobody string) []matrixCase {
-	_, _ = w, nobody
+func nomadCompatMatrixCases(nobody string) []matrixCase {
 	return []matrixCase{
 		// An explicit context needs the listing capability in the
 		// namespace; "all" answers everyone with what each may list.
@@ -17,5 +16,12 @@ func nomadCompatMatrixCases(w *aclWorld, nobody string) []matrixCase {
 		// read-job in the job's namespace, as Nomad.
 		{"PUT /v1/validate/job", "PUT", "/v1/validate/job", jobBody("default"), "---22"},
 		{"POST /v1/validate/job", "POST", "/v1/validate/job", jobBody("team"), "--2-2"},
+		// Management only; a missing eval is no error (count 0).
+		{"DELETE /v1/evaluations", "DELETE", "/v1/evaluations", map[string]any{"EvalIDs": []string{nobody}}, "----2"},
+		// node:write; a missing node is the server's 404.
+		{"POST /v1/node/{id}/evaluate", "POST", "/v1/node/" + nobody + "/evaluate", nil, "----4"},
+		{"PUT /v1/node/{id}/evaluate", "PUT", "/v1/node/" + nobody + "/evaluate", nil, "----4"},
+		{"POST /v1/node/{id}/purge", "POST", "/v1/node/" + nobody + "/purge", nil, "----4"},
+		{"PUT /v1/node/{id}/purge", "PUT", "/v1/node/" + nobody + "/purge", nil, "----4"},
 	}
 }

@@ -92,6 +92,8 @@ var routeTable = []route{
 	{"POST PUT", "/v1/allocation/{id}/stop", anyToken, on(objectHandlers.allocStop)},
 	{"GET", "/v1/evaluations", nsCap(acl.NamespaceCapabilityReadJob), on(objectHandlers.evalList)},
 	{"GET", "/v1/evaluation/{id}", anyToken, on(objectHandlers.evalGet)},
+	// Deleting evals is management only, as in Nomad.
+	{"DELETE", "/v1/evaluations", mgmt, on(adminHandlers.evalDelete)},
 	{"GET", "/v1/evaluation/{id}/allocations", anyToken, on(objectHandlers.evalAllocs)},
 
 	// Nodes, and node pools as Nomad authorizes them without node_pool
@@ -104,6 +106,8 @@ var routeTable = []route{
 	{"GET", "/v1/node/{id}", nodeRead, on(objectHandlers.nodeGet)},
 	{"POST PUT", "/v1/node/{id}/eligibility", nodeWrite, on(objectHandlers.nodeEligibility)},
 	{"POST PUT", "/v1/node/{id}/drain", nodeWrite, on(objectHandlers.nodeDrain)},
+	{"POST PUT", "/v1/node/{id}/evaluate", nodeWrite, on(adminHandlers.nodeEvaluate)},
+	{"POST PUT", "/v1/node/{id}/purge", nodeWrite, on(adminHandlers.nodePurge)},
 	{"GET", "/v1/node/pools", nodeRead, on(nodePoolHandlers.nodePoolList)},
 	{"PUT POST", "/v1/node/pools", nodeWrite, on(nodePoolHandlers.nodePoolUpsert)},
 	{"GET", "/v1/node/{id}/{sub}", nodeRead, on(nodePoolHandlers.nodeSub)}, // a pool, or a node's allocations

@@ -219,4 +219,6 @@ func (s *Server) RegisterRPC(rs *rpc.Server) {
 	s.Services().register(rs, mark)
 	s.registerGCRPC(rs, mark)
 	s.Deployments().register(rs, mark)
+	s.registerEvalRPC(rs, mark)
+	s.registerNodeAdminRPC(rs, mark)
 }
