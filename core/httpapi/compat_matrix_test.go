@@ -13,6 +13,9 @@ func nomadCompatMatrixCases(nobody string) []matrixCase {
 		{"POST /v1/search", "POST", "/v1/search", map[string]string{"Prefix": "", "Context": "all"}, "22222"},
 		{"PUT /v1/search/fuzzy", "PUT", "/v1/search/fuzzy?namespace=team", map[string]string{"Text": "we", "Context": "jobs"}, "--2-2"},
 		{"POST /v1/search/fuzzy", "POST", "/v1/search/fuzzy", map[string]string{"Text": "we", "Context": "all"}, "22222"},
+		// A job's source: read-job in its namespace (none was sent: 404).
+		{"/v1/job/", "GET", "/v1/job/web/submission?version=0", nil, "---44"},
+		{"/v1/job/", "GET", "/v1/job/web/submission?version=0&namespace=team", nil, "--4-4"},
 		// read-job in the job's namespace, as Nomad.
 		{"PUT /v1/validate/job", "PUT", "/v1/validate/job", jobBody("default"), "---22"},
 		{"POST /v1/validate/job", "POST", "/v1/validate/job", jobBody("team"), "--2-2"},
