@@ -106,7 +106,6 @@ type searchItem struct {
 
 // searchScope is the request's namespace and what its caller may see.
 type searchScope struct {
-	r  *http.Request
 	ns string // a namespace, or "*"
 	a  *acl.ACL
 }
@@ -311,7 +310,7 @@ func (s searchHandlers) parseSearch(r *http.Request, all []string) (searchReques
 	if err := decodeBody(r, &req); err != nil {
 		return req, searchScope{}, nil, err
 	}
-	sc := searchScope{r: r, ns: r.URL.Query().Get("namespace"), a: requestACL(r)}
+	sc := searchScope{ns: r.URL.Query().Get("namespace"), a: requestACL(r)}
 	if sc.ns == "" {
 		sc.ns = req.Namespace
 	}
