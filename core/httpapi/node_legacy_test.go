@@ -31,7 +31,7 @@ func TestNodeLegacyResources(t *testing.T) {
 		resCPU, resMem, resDisk int
 		networks                int
 	}{
-		{id: "node-full", cpu: 4000, mem: 8192, disk: 10000, cores: 4, resCPU: 500, resMem: 256, resDisk: 100, networks: 1},
+		{id: "node-full", cpu: 4000, mem: 8192, disk: 10000, resCPU: 500, resMem: 256, resDisk: 100, networks: 1},
 		{id: "node-bare"},
 	}
 	for _, tc := range tests {

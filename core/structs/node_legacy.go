@@ -14,6 +14,8 @@ type LegacyResources struct {
 	DiskMB      int
 	IOPS        int
 	Networks    []*NetworkResource
+	// Devices is always null on a node, as Nomad writes it.
+	Devices []*RequestedDevice
 }
 
 // LegacyResources derives the node's legacy Resources and Reserved
@@ -21,11 +23,13 @@ type LegacyResources struct {
 // non-nil, so a reader that dereferences them without a check (as Nomad's
 // CLI does) never fails on a node that fingerprinted nothing yet. The
 // networks are shared with the node, which callers must not change.
+// Cores stays 0, as on Nomad's nodes (it is a task's reserved cores; a
+// node's cores are in NodeResources), see
+// reference/nomad-json-samples/node.json.
 func (n *Node) LegacyResources() (resources, reserved *LegacyResources) {
 	resources, reserved = &LegacyResources{}, &LegacyResources{}
 	if nr := n.NodeResources; nr != nil {
 		resources.CPU = int(nr.Cpu.CpuShares)
-		resources.Cores = int(nr.Cpu.TotalCpuCores)
 		resources.MemoryMB = int(nr.Memory.MemoryMB)
 		resources.DiskMB = int(nr.Disk.DiskMB)
 		resources.Networks = nr.Networks
