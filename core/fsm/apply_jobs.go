@@ -73,6 +73,9 @@ func (f *FSM) applyJobRegister(index uint64, buf []byte) any {
 			if err := f.recordLaunch(tx, job, now); err != nil {
 				return err
 			}
+			if err := storeSubmission(tx, req.Submission, ns, id); err != nil {
+				return err
+			}
 		}
 		if req.Eval == nil {
 			return nil
@@ -183,6 +186,9 @@ func (f *FSM) applyJobDeregister(index uint64, buf []byte) any {
 			if err := tx.DeleteJob(req.Namespace, req.JobID); err != nil {
 				return err
 			}
+			if err := tx.DeleteJobSubmissions(req.Namespace, req.JobID); err != nil {
+				return err
+			}
 			deleted = true
 		case req.Purge:
 		case job == nil:
@@ -240,6 +246,9 @@ func (f *FSM) applyJobBatchDeregister(index uint64, buf []byte) any {
 				continue
 			}
 			if err := tx.DeleteJob(j.Namespace, j.ID); err != nil {
+				return err
+			}
+			if err := tx.DeleteJobSubmissions(j.Namespace, j.ID); err != nil {
 				return err
 			}
 			deleted = append(deleted, j)
@@ -368,4 +377,18 @@ func (f *FSM) applyJobScale(index uint64, buf []byte) any {
 		f.evalsCommitted([]*structs.Evaluation{req.Eval})
 	}
 	return nil
+}
+
+// storeSubmission keeps a register's source with the version it wrote.
+func storeSubmission(tx *state.Txn, sub *structs.JobSubmission, ns, id string) error {
+	if sub == nil {
+		return nil
+	}
+	cur, err := tx.JobByID(ns, id)
+	if err != nil || cur == nil {
+		return err
+	}
+	c := sub.Copy()
+	c.Namespace, c.JobID, c.Version, c.JobModifyIndex = ns, id, cur.Version, cur.JobModifyIndex
+	return tx.UpsertJobSubmission(c)
 }

@@ -275,6 +275,7 @@ func TestACLMatrix(t *testing.T) {
 	cases = append(cases, scalingMatrixCases()...)
 	cases = append(cases, uiMatrixCases(w, nobody)...)
 	cases = append(cases, nodePoolMatrixCases()...)
+	cases = append(cases, nomadCompatMatrixCases(nobody)...)
 
 	routeRules := rulesByPattern(routeTable)
 	covered := map[string]bool{}

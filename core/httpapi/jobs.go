@@ -27,6 +27,8 @@ type jobRegisterRequest struct {
 	Job            *structs.Job
 	EnforceIndex   bool
 	JobModifyIndex uint64
+	// Submission is the job's source, which Nomad's CLI sends with it.
+	Submission *structs.JobSubmission
 }
 
 // jobPlanRequest is the body of PUT /v1/job/:id/plan.
@@ -133,7 +135,7 @@ func (s jobHandlers) register(w http.ResponseWriter, r *http.Request, urlID stri
 		s.writeError(w, err)
 		return
 	}
-	resp, err := s.jobs.Register(r.Context(), req.Job, req.EnforceIndex, req.JobModifyIndex)
+	resp, err := s.registerJob(r.Context(), &req)
 	if err != nil {
 		s.writeError(w, err)
 		return
@@ -260,6 +262,7 @@ var (
 		{"/scale", jobAction{writeMethods, jobHandlers.jobScale, caps(acl.NamespaceCapabilityScaleJob, acl.NamespaceCapabilitySubmitJob)}},
 		{"/revert", jobAction{writeMethods, jobHandlers.jobRevert, caps(acl.NamespaceCapabilitySubmitJob)}},
 		{"/periodic/force", jobAction{writeMethods, jobHandlers.jobPeriodicForce, caps(acl.NamespaceCapabilitySubmitJob)}},
+		{"/submission", jobAction{readMethods, jobHandlers.jobSubmission, caps(acl.NamespaceCapabilityReadJob)}},
 	}
 )
 

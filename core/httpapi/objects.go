@@ -176,17 +176,22 @@ func (s objectHandlers) nodeDrain(w http.ResponseWriter, r *http.Request) {
 	writeWrite(w, r, resp.Index, resp)
 }
 
-// nodeJSON is a node as the HTTP API shows it (§0): the SecretID blanked and
-// a synthetic Drain flag added.
+// nodeJSON is a node as the HTTP API shows it (§0): the SecretID blanked,
+// a synthetic Drain flag added, and Nomad's legacy Resources and Reserved
+// blocks beside NodeResources (Nomad 1.6's `node status` dereferences
+// them; see structs.Node.LegacyResources).
 type nodeJSON struct {
 	*structs.Node
-	Drain bool
+	Drain     bool
+	Resources *structs.LegacyResources
+	Reserved  *structs.LegacyResources
 }
 
 func newNodeJSON(n *structs.Node) nodeJSON {
 	c := *n // stored nodes are shared: blank the secret on a copy
 	c.SecretID = ""
-	return nodeJSON{Node: &c, Drain: n.DrainStrategy != nil}
+	res, reserved := n.LegacyResources()
+	return nodeJSON{Node: &c, Drain: n.DrainStrategy != nil, Resources: res, Reserved: reserved}
 }
 
 // nodeStubs converts nodes to list stubs ordered by creation.

@@ -20,6 +20,8 @@ type reader interface {
 	JobsByParent(ws memdb.WatchSet, ns, parent string) ([]*structs.Job, error)
 	JobVersionsByID(ws memdb.WatchSet, ns, id string) ([]*structs.Job, error)
 	JobSummaryByID(ws memdb.WatchSet, ns, id string) (*structs.JobSummary, error)
+	JobSubmission(ws memdb.WatchSet, ns, id string, version uint64) (*structs.JobSubmission, error)
+	JobByIDAndVersion(ws memdb.WatchSet, ns, id string, version uint64) (*structs.Job, error)
 	ScalingEventsByJob(ws memdb.WatchSet, ns, id string) (*structs.JobScalingEvents, error)
 
 	AllocByID(ws memdb.WatchSet, id string) (*structs.Allocation, error)

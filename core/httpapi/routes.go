@@ -61,6 +61,8 @@ var routeTable = []route{
 	{"PUT POST", "/v1/jobs", anyToken, on(jobHandlers.jobRegister)}, // register checks the body's namespace
 	{"PUT POST", "/v1/jobs/parse", nsCap(acl.NamespaceCapabilityParseJob), on(jobHandlers.jobParse)},
 	{"", "/v1/job/", jobRule, on(jobHandlers.jobRoute)},
+	// read-job in the body's job's namespace, checked in the handler.
+	{"PUT POST", "/v1/validate/job", anyToken, on(jobHandlers.validateJob)},
 
 	// Deployments: reads need read-job and writes submit-job in the
 	// deployment's namespace, checked in the handler once it is read.
@@ -90,6 +92,8 @@ var routeTable = []route{
 	{"POST PUT", "/v1/allocation/{id}/stop", anyToken, on(objectHandlers.allocStop)},
 	{"GET", "/v1/evaluations", nsCap(acl.NamespaceCapabilityReadJob), on(objectHandlers.evalList)},
 	{"GET", "/v1/evaluation/{id}", anyToken, on(objectHandlers.evalGet)},
+	// Deleting evals is management only, as in Nomad.
+	{"DELETE", "/v1/evaluations", mgmt, on(adminHandlers.evalDelete)},
 	{"GET", "/v1/evaluation/{id}/allocations", anyToken, on(objectHandlers.evalAllocs)},
 
 	// Nodes, and node pools as Nomad authorizes them without node_pool
@@ -102,6 +106,8 @@ var routeTable = []route{
 	{"GET", "/v1/node/{id}", nodeRead, on(objectHandlers.nodeGet)},
 	{"POST PUT", "/v1/node/{id}/eligibility", nodeWrite, on(objectHandlers.nodeEligibility)},
 	{"POST PUT", "/v1/node/{id}/drain", nodeWrite, on(objectHandlers.nodeDrain)},
+	{"POST PUT", "/v1/node/{id}/evaluate", nodeWrite, on(adminHandlers.nodeEvaluate)},
+	{"POST PUT", "/v1/node/{id}/purge", nodeWrite, on(adminHandlers.nodePurge)},
 	{"GET", "/v1/node/pools", nodeRead, on(nodePoolHandlers.nodePoolList)},
 	{"PUT POST", "/v1/node/pools", nodeWrite, on(nodePoolHandlers.nodePoolUpsert)},
 	{"GET", "/v1/node/{id}/{sub}", nodeRead, on(nodePoolHandlers.nodeSub)}, // a pool, or a node's allocations
@@ -164,6 +170,13 @@ var routeTable = []route{
 	{"GET", "/v1/event/stream", anyToken, on(eventHandlers.eventStream)},
 	// Scrapers send no token; nothing in it names an object (no IDs).
 	{"GET", "/v1/metrics", public, on(metricsHandlers.metricsGet)},
+
+	// Searches: any token; each context is searched only where the
+	// caller could list its objects (an explicit context it may not list
+	// is refused, "all" leaves such contexts out, a list of every
+	// namespace is filtered object by object).
+	{"PUT POST", "/v1/search", anyToken, on(searchHandlers.prefixSearch)},
+	{"PUT POST", "/v1/search/fuzzy", anyToken, on(searchHandlers.fuzzySearch)},
 
 	{"GET", "/v1/status/leader", public, on(statusHandlers.statusLeader)},
 	{"GET", "/v1/status/peers", public, on(statusHandlers.statusPeers)},

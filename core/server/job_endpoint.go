@@ -16,12 +16,23 @@ import (
 // the job is a periodic or parameterized parent. An unchanged spec writes
 // no new job version, only the eval.
 func (ep Jobs) Register(ctx context.Context, in *structs.Job, enforceIndex bool, jobModifyIndex uint64) (*structs.JobRegisterResponse, error) {
+	return ep.RegisterSubmission(ctx, in, nil, enforceIndex, jobModifyIndex)
+}
+
+// RegisterSubmission is Register with the job's source as submitted
+// (Nomad's CLI sends it with the job), kept with the version the register
+// writes (see keptSubmission).
+func (ep Jobs) RegisterSubmission(ctx context.Context, in *structs.Job, sub *structs.JobSubmission, enforceIndex bool, jobModifyIndex uint64) (*structs.JobRegisterResponse, error) {
 	s := ep.srv
-	if r, ok, err := forward[JobRegisterArgs, structs.JobRegisterResponse](ctx, s, "Job.Register", &JobRegisterArgs{Job: in, EnforceIndex: enforceIndex, JobModifyIndex: jobModifyIndex}); ok {
+	if r, ok, err := forward[JobRegisterArgs, structs.JobRegisterResponse](ctx, s, "Job.Register", &JobRegisterArgs{Job: in, EnforceIndex: enforceIndex, JobModifyIndex: jobModifyIndex, Submission: sub}); ok {
 		return r, err
 	}
 	if in == nil {
 		return nil, structs.NewError(structs.ErrInvalid, "Job: missing job")
+	}
+	sub, err := ep.keptSubmission(in, sub)
+	if err != nil {
+		return nil, err
 	}
 	job, err := ep.prepare(in)
 	if err != nil {
@@ -50,6 +61,7 @@ func (ep Jobs) Register(ctx context.Context, in *structs.Job, enforceIndex bool,
 	if !unchanged {
 		job.SubmitTime = s.cfg.Now().UnixNano()
 		req.Job = job
+		req.Submission = sub
 	}
 	if !job.IsParent() {
 		req.Eval = s.newEval(job, structs.EvalTriggerJobRegister)

@@ -78,6 +78,7 @@ type (
 		Job            *structs.Job
 		EnforceIndex   bool
 		JobModifyIndex uint64
+		Submission     *structs.JobSubmission
 	}
 	JobRefArgs struct {
 		Namespace string
@@ -154,7 +155,7 @@ func (s *Server) RegisterRPC(rs *rpc.Server) {
 	mark := func(ctx context.Context) context.Context { return context.WithValue(ctx, forwardedKey{}, true) }
 	jobs, nodes := s.Jobs(), s.Nodes()
 	rpc.Handle(rs, "Job.Register", func(ctx context.Context, a *JobRegisterArgs) (*structs.JobRegisterResponse, error) {
-		return jobs.Register(mark(ctx), a.Job, a.EnforceIndex, a.JobModifyIndex)
+		return jobs.RegisterSubmission(mark(ctx), a.Job, a.Submission, a.EnforceIndex, a.JobModifyIndex)
 	})
 	rpc.Handle(rs, "Job.Deregister", func(ctx context.Context, a *JobRefArgs) (*structs.JobDeregisterResponse, error) {
 		return jobs.Deregister(mark(ctx), a.Namespace, a.JobID, a.Purge)
@@ -219,4 +220,6 @@ func (s *Server) RegisterRPC(rs *rpc.Server) {
 	s.Services().register(rs, mark)
 	s.registerGCRPC(rs, mark)
 	s.Deployments().register(rs, mark)
+	s.registerEvalRPC(rs, mark)
+	s.registerNodeAdminRPC(rs, mark)
 }

@@ -155,6 +155,9 @@ type NodeUpdateEligibilityRequest struct {
 type JobRegisterRequest struct {
 	Job  *Job        `codec:",omitempty"`
 	Eval *Evaluation `codec:",omitempty"`
+	// Submission is the job's source as submitted, stored with the
+	// version the entry writes (nil: none, or an unchanged spec).
+	Submission *JobSubmission `codec:",omitempty"`
 	// Namespace and JobID name the job when Job is nil (unchanged spec).
 	Namespace string `codec:",omitempty"`
 	JobID     string `codec:",omitempty"`

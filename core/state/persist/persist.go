@@ -67,6 +67,7 @@ const (
 	recCSIPlugin       byte = 36
 	recScalingEvents   byte = 40
 	recServiceReg      byte = 45
+	recJobSubmission   byte = 46
 	recEnd             byte = 255
 )
 
@@ -123,6 +124,7 @@ func Write(w io.Writer, txn *memdb.Txn) error {
 		{schema.TableScalingEvents, recScalingEvents},
 		{schema.TableDeployments, recDeployment},
 		{schema.TableServiceRegistrations, recServiceReg},
+		{schema.TableJobSubmissions, recJobSubmission},
 	}
 	for _, tb := range tables {
 		iter, err := txn.Get(tb.table, "id")
@@ -337,6 +339,8 @@ func decodeRecord(typ byte, buf []byte, jobs map[uint64]*structs.Job) (restoreIt
 		it = restoreItem{schema.TableDeployments, new(structs.Deployment)}
 	case recServiceReg:
 		it = restoreItem{schema.TableServiceRegistrations, new(structs.ServiceRegistration)}
+	case recJobSubmission:
+		it = restoreItem{schema.TableJobSubmissions, new(structs.JobSubmission)}
 	case recCSIVolume:
 		rec := csiVolumeRecord{CSIVolume: new(structs.CSIVolume)}
 		if err := json.Unmarshal(buf, &rec); err != nil {

@@ -94,6 +94,7 @@ func DB() *memdb.DBSchema {
 		nodePoolsTable(),
 		scalingEventsTable(),
 		serviceRegistrationsTable(),
+		jobSubmissionsTable(),
 	}
 	tables = append(tables, aclTables()...)
 	tables = append(tables, csiTables()...)

@@ -18,7 +18,7 @@ func TestDBHasEveryTable(t *testing.T) {
 	for _, name := range []string{TableIndex, TableNodes, TableJobs, TableJobVersions, TableJobSummary,
 		TableEvals, TableAllocs, TablePeriodicLaunch, TableSchedulerConfig, TableNamespaces, TablePKI,
 		TableACLPolicies, TableACLTokens, TableOneTimeTokens, TableNodePools, TableCSIVolumes,
-		TableCSIPlugins, TableScalingEvents, TableDeployments, TableServiceRegistrations} {
+		TableCSIPlugins, TableScalingEvents, TableDeployments, TableServiceRegistrations, TableJobSubmissions} {
 		tb, ok := s.Tables[name]
 		if !ok || tb.Indexes["id"] == nil {
 			t.Errorf("table %q: present %v, without an id index", name, ok)

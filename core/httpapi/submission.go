@@ -1,0 +1,69 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+
+	"github.com/hashicorp/go-memdb"
+
+	"github.com/drover-org/drover/core/state"
+	"github.com/drover-org/drover/core/structs"
+)
+
+// SubmissionRegisterer is implemented by a JobsAPI that keeps a job's
+// source with the version it registers; without it the source is
+// dropped and the job registers as before.
+type SubmissionRegisterer interface {
+	RegisterSubmission(ctx context.Context, job *structs.Job, sub *structs.JobSubmission, enforceIndex bool, jobModifyIndex uint64) (*structs.JobRegisterResponse, error)
+}
+
+// registerJob registers the request's job, with its source when the
+// request carries one and the server keeps sources.
+func (s jobHandlers) registerJob(ctx context.Context, req *jobRegisterRequest) (*structs.JobRegisterResponse, error) {
+	if sr, ok := s.jobs.(SubmissionRegisterer); ok && req.Submission != nil {
+		return sr.RegisterSubmission(ctx, req.Job, req.Submission, req.EnforceIndex, req.JobModifyIndex)
+	}
+	return s.jobs.Register(ctx, req.Job, req.EnforceIndex, req.JobModifyIndex)
+}
+
+// jobSubmission is GET /v1/job/<id>/submission?version=N (`nomad job
+// inspect`/the UI's "definition" view): the source of that version as
+// submitted, read-job in the namespace. 404 when the version was
+// registered without a source, its source was over the size limit, or
+// the version is no longer kept; 400 for a missing or bad version.
+func (s jobHandlers) jobSubmission(w http.ResponseWriter, r *http.Request, id string) {
+	raw := r.URL.Query().Get("version")
+	if raw == "" {
+		s.writeError(w, badRequest("version: missing; the job version whose source to read is required"))
+		return
+	}
+	version, err := strconv.ParseUint(raw, 10, 64)
+	if err != nil {
+		s.writeError(w, badRequest("version: %q is not a job version (a non-negative integer)", raw))
+		return
+	}
+	s.blockingRead(w, r, func(q queryOptions) readFunc {
+		return func(ws memdb.WatchSet, st reader) (uint64, any, error) {
+			if q.Namespace == state.AllNamespaces {
+				return 0, nil, badRequest("a job's source is read in one namespace, not %q", q.Namespace)
+			}
+			idx := st.Index(state.TableJobVersions)
+			sub, err := st.JobSubmission(ws, q.Namespace, id, version)
+			if err != nil {
+				return 0, nil, err
+			}
+			// A version no longer kept has no source either, even when
+			// its pruning is still to come (see state.UpsertJobSubmission).
+			if sub == nil {
+				return idx, notFound("job source not found"), nil
+			}
+			if v, err := st.JobByIDAndVersion(ws, q.Namespace, id, version); err != nil {
+				return 0, nil, err
+			} else if v == nil {
+				return idx, notFound("job source not found"), nil
+			}
+			return idx, sub, nil
+		}
+	})
+}

@@ -1,0 +1,91 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	nomadapi "github.com/hashicorp/nomad/api"
+)
+
+// TestValidateJob: /v1/validate/job answers Nomad's JobValidateResponse,
+// with a refused job's reasons as a 200 and nothing written.
+func TestValidateJob(t *testing.T) {
+	w := newWorld(t, false)
+	before := w.h.srv.State().Index("jobs")
+	job := func(mut func(j map[string]any)) map[string]any {
+		b := jobBody("default")
+		mut(b["Job"].(map[string]any))
+		return b
+	}
+	tests := []struct {
+		name   string
+		body   any
+		code   int
+		errors []string // substrings, one per expected ValidationErrors entry
+	}{
+		{name: "valid", body: jobBody("default"), code: 200},
+		{name: "unserved type", body: job(func(j map[string]any) { j["Type"] = "gpu-batch" }), code: 200, errors: []string{`job type "gpu-batch" is not served`}},
+		{name: "negative count", body: job(func(j map[string]any) {
+			j["TaskGroups"].([]map[string]any)[0]["Count"] = -1
+		}), code: 200, errors: []string{"count"}},
+		{name: "missing namespace", body: jobBody("nowhere"), code: 200, errors: []string{"nowhere"}},
+		{name: "no job", body: map[string]any{}, code: 400},
+		{name: "no job ID", body: job(func(j map[string]any) { delete(j, "ID") }), code: 400},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			status, body := w.do(callerMgmt, "PUT", "/v1/validate/job", tc.body)
+			if status != tc.code {
+				t.Fatalf("%d %s; want %d", status, body, tc.code)
+			}
+			if tc.code != 200 {
+				return
+			}
+			var resp struct {
+				DriverConfigValidated bool
+				ValidationErrors      []string
+				Error                 string
+				Warnings              string
+			}
+			if err := json.Unmarshal(body, &resp); err != nil {
+				t.Fatalf("decode: %v: %s", err, body)
+			}
+			if len(resp.ValidationErrors) != len(tc.errors) {
+				t.Fatalf("ValidationErrors %q; want %d like %q", resp.ValidationErrors, len(tc.errors), tc.errors)
+			}
+			for i, want := range tc.errors {
+				if !strings.Contains(strings.ToLower(resp.ValidationErrors[i]), strings.ToLower(want)) {
+					t.Errorf("ValidationErrors[%d] = %q; want it to mention %q", i, resp.ValidationErrors[i], want)
+				}
+			}
+			if (len(tc.errors) == 0) != (resp.Error == "") {
+				t.Errorf("Error %q with %d validation errors", resp.Error, len(tc.errors))
+			}
+		})
+	}
+	if after := w.h.srv.State().Index("jobs"); after != before {
+		t.Errorf("validation wrote jobs: index %d -> %d", before, after)
+	}
+
+	// The official client decodes the answer.
+	c := aclTestServer(t, false)
+	j := nomadapi.NewBatchJob("v", "v", "global", 50)
+	j.Datacenters = []string{"dc1"}
+	j.AddTaskGroup(nomadapi.NewTaskGroup("g", 1).AddTask(nomadapi.NewTask("t", "raw_exec").SetConfig("command", "/bin/true")))
+	resp, _, err := c.Jobs().Validate(j, nil)
+	if err != nil || len(resp.ValidationErrors) != 0 || resp.Error != "" {
+		t.Fatalf("client Validate: %+v, %v", resp, err)
+	}
+	bad := "nope"
+	j.Type = &bad
+	resp, _, err = c.Jobs().Validate(j, nil)
+	if err != nil || !slices.ContainsFunc(resp.ValidationErrors, func(s string) bool { return strings.Contains(s, "nope") }) {
+		t.Fatalf("client Validate of a bad type: %+v, %v", resp, err)
+	}
+	if status, _ := w.do(callerMgmt, http.MethodGet, "/v1/validate/job", nil); status != http.StatusMethodNotAllowed {
+		t.Errorf("GET /v1/validate/job: %d; want 405", status)
+	}
+}
