@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/drover-org/drover/core/pki"
 	"github.com/drover-org/drover/core/rpc"
 	"github.com/drover-org/drover/core/structs"
 )
@@ -13,6 +14,28 @@ import (
 // their error kinds intact, so callers never match on messages.
 
 type forwardedKey struct{}
+
+// callerIsClient reports whether an RPC comes from a client node (or from
+// a caller without a certificate: the public join exchange) rather than
+// from a server. Only a server's call is marked as forwarded: a server
+// forwards a call at most once, so a follower that gets one has nowhere to
+// send it (the leader it forwarded to has lost the lead) and refuses it
+// rather than bounce it around. A client's call, authorised by its own
+// certificate on the server it reached, is forwarded to the leader by a
+// follower like an HTTP write; refusing it sent every node hunting for
+// the leader at each election. Without the cluster PKI the caller's role
+// is not known, and every call counts as a server's.
+func (s *Server) callerIsClient(ctx context.Context) bool {
+	if s.cfg.PKI == nil || s.cfg.PKI.Trust == nil {
+		return false
+	}
+	st := rpc.PeerTLS(ctx)
+	if st == nil || len(st.PeerCertificates) == 0 {
+		return true
+	}
+	id, err := s.cfg.PKI.Trust.PeerIdentity(*st)
+	return err != nil || id.Role != pki.RoleServer
+}
 
 // forward sends req to the leader when this server does not lead. It
 // reports whether it forwarded; when it did not, the caller serves the
@@ -152,7 +175,12 @@ type (
 
 // RegisterRPC exposes the server's endpoints on an RPC server.
 func (s *Server) RegisterRPC(rs *rpc.Server) {
-	mark := func(ctx context.Context) context.Context { return context.WithValue(ctx, forwardedKey{}, true) }
+	mark := func(ctx context.Context) context.Context {
+		if s.callerIsClient(ctx) {
+			return ctx // a node's call that reached a follower goes on to the leader
+		}
+		return context.WithValue(ctx, forwardedKey{}, true)
+	}
 	jobs, nodes := s.Jobs(), s.Nodes()
 	rpc.Handle(rs, "Job.Register", func(ctx context.Context, a *JobRegisterArgs) (*structs.JobRegisterResponse, error) {
 		return jobs.RegisterSubmission(mark(ctx), a.Job, a.Submission, a.EnforceIndex, a.JobModifyIndex)
