@@ -130,7 +130,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		switch {
 		case errs[i] == nil:
 			kept, keptFirst = append(kept, m), append(keptFirst, first[i])
-		case m.optional && ctx.Err() == nil && h.ctx.Err() == nil:
+		case m.optional && ctx.Err() == nil && h.ctx.Err() == nil && !isConfigRefusal(errs[i]):
 			h.log.Warn("skipping a file in plugin_dir that is not a drover plugin; configure it with a plugin stanza "+
 				"to make its failure fatal, or remove it", "file", m.path, "error", errs[i])
 			delete(h.byName, m.name)

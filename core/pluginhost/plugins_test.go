@@ -274,10 +274,12 @@ func TestReloadOnePlugin(t *testing.T) {
 func TestReloadChangedOnly(t *testing.T) {
 	dir := t.TempDir()
 	installFake(t, dir, "ext", "b")
-	installFake(t, dir, "other", "a")
-	cfg := testConfig(t, fake("sched-a", "a"))
+	installFake(t, dir, "other", "a", baseEnv+"="+baseConfig)
+	cfg := testConfig(t, fake("sched-a", "a", baseEnv+"="+baseConfig))
 	cfg.PluginDir = dir
-	stanzas := []Stanza{{Name: "ext"}, {Name: "other", Config: map[string]any{"k": "v"}}}
+	v, w := configBlock(t, `config { greeting = "v" }`), configBlock(t, `config { greeting = "w" }`)
+	x := configBlock(t, "config {\n  limit = 2\n}")
+	stanzas := []Stanza{{Name: "ext"}, {Name: "other", Config: v}}
 	cfg.Stanzas = stanzas
 	h := newHost(t, cfg)
 	pids := func() map[string]int {
@@ -298,10 +300,10 @@ func TestReloadChangedOnly(t *testing.T) {
 		{name: "nothing changed", stanzas: stanzas},
 		{name: "nil stanzas: binaries only"},
 		{name: "new binary", change: func() { installFake(t, dir, "ext", "a") }, stanzas: stanzas, want: []string{"ext"}},
-		{name: "new config", stanzas: []Stanza{{Name: "ext"}, {Name: "other", Config: map[string]any{"k": "w"}}}, want: []string{"other"}},
-		{name: "new args", stanzas: []Stanza{{Name: "ext", Args: []string{"-x"}}, {Name: "other", Config: map[string]any{"k": "w"}}}, want: []string{"ext"}},
-		{name: "config of a built-in", stanzas: []Stanza{{Name: "sched-a", Config: map[string]any{"x": true}}, {Name: "ext", Args: []string{"-x"}}, {Name: "other", Config: map[string]any{"k": "w"}}}, want: []string{"sched-a"}},
-		{name: "added and removed", stanzas: []Stanza{{Name: "sched-a", Config: map[string]any{"x": true}}, {Name: "ext", Args: []string{"-x"}}, {Name: "new"}},
+		{name: "new config", stanzas: []Stanza{{Name: "ext"}, {Name: "other", Config: w}}, want: []string{"other"}},
+		{name: "new args", stanzas: []Stanza{{Name: "ext", Args: []string{"-x"}}, {Name: "other", Config: w}}, want: []string{"ext"}},
+		{name: "config of a built-in", stanzas: []Stanza{{Name: "sched-a", Config: x}, {Name: "ext", Args: []string{"-x"}}, {Name: "other", Config: w}}, want: []string{"sched-a"}},
+		{name: "added and removed", stanzas: []Stanza{{Name: "sched-a", Config: x}, {Name: "ext", Args: []string{"-x"}}, {Name: "new"}},
 			wantErr: `plugin "new": new in the config`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
