@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -118,6 +119,11 @@ func TestHangingPluginDirFileCostsItsDeadline(t *testing.T) {
 	dir := t.TempDir()
 	installFake(t, dir, "good", "a")
 	installScript(t, dir, "hangs", "exec sleep 600")
+	// A script whose child hangs: the child holds the plugin's stdout and
+	// stderr, so only killing the plugin's process group ends the launch
+	// (before, New waited for the child to exit).
+	childPid := filepath.Join(t.TempDir(), "child")
+	installScript(t, dir, "hangs-child", fmt.Sprintf("sleep 120 &\necho $! > %s\nwait", childPid))
 	cfg := testConfig(t)
 	var logs syncBuffer
 	cfg.Logger = hclog.New(&hclog.LoggerOptions{Name: "pluginhost", Output: &logs, Level: hclog.Info})
@@ -135,6 +141,17 @@ func TestHangingPluginDirFileCostsItsDeadline(t *testing.T) {
 	}
 	if !slices.Equal(names, []string{"good"}) {
 		t.Fatalf("plugins = %v, want only good (hangs skipped)", names)
+	}
+	raw, err := os.ReadFile(childPid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := waitFor(func() bool { return !alive(pid) }); err != nil {
+		t.Errorf("the child %d of a skipped plugin_dir file outlives New", pid)
 	}
 	if out := logs.String(); !strings.Contains(out, "skipping a file in plugin_dir that is not a drover plugin") || !strings.Contains(out, filepath.Join(dir, "hangs")) {
 		t.Errorf("log does not say the hanging file was skipped:\n%s", out)

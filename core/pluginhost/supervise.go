@@ -75,6 +75,7 @@ func (i *instance) down() bool {
 // goroutines and connection.
 func (i *instance) kill() {
 	i.cancelReplaced()
+	killGroup(i.proc.Pid)
 	_ = i.proc.Kill() // a no-op error if it already exited
 	i.client.Kill()
 }
@@ -206,6 +207,11 @@ func (m *managed) launchWith(ctx context.Context, args []string, config hcl.Body
 	})
 	inst, err := m.ready(ctx, client, cmd, config)
 	if err != nil {
+		if cmd.Process != nil {
+			// Not graceful: it failed its launch, and a child it started
+			// must not outlive it (see dieWithHost).
+			killGroup(cmd.Process.Pid)
+		}
 		client.Kill()
 		if isConfigRefusal(err) {
 			// Its lines already name the plugin and start with the
@@ -486,7 +492,8 @@ func (m *managed) retire(old *instance) {
 	case <-timer.C:
 		m.log.Warn("calls still in flight on the old plugin instance; killing it", "pid", old.pid,
 			"waited", m.h.drainTimeout)
-		_ = old.proc.Kill() // the calls may hang because the plugin does
+		killGroup(old.proc.Pid) // the calls may hang because the plugin does
+		_ = old.proc.Kill()
 	case <-m.h.ctx.Done():
 	}
 	old.client.Kill()
