@@ -10,6 +10,10 @@
 // its node. And an allocation whose client status is not terminal is never
 // collected, whatever its desired status (Nomad lets a stopped, still
 // pending one go).
+//
+// Its config block (Settings) can only narrow or pace the rules:
+// keep_failed_allocs keeps failed allocations (and so their evals and
+// jobs), max_reaps_per_page bounds the candidates reaped on one page.
 package gc
 
 import (
@@ -17,7 +21,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/drover-org/drover/sdk/base"
 	sdkgc "github.com/drover-org/drover/sdk/gc"
+	"github.com/drover-org/drover/sdk/proto/basepb"
 	"github.com/drover-org/drover/sdk/proto/gcpb"
 )
 
@@ -27,13 +33,56 @@ const (
 	Version = "0.1.0"
 )
 
-// Collector is the default GC plugin. It is stateless.
-type Collector struct{}
+// Settings is the plugin's config block in the agent:
+//
+//	plugin "gc" {
+//	  config {
+//	    keep_failed_allocs = true
+//	    max_reaps_per_page = 50
+//	  }
+//	}
+//
+// Both only narrow or pace what the rules reap, as a config must: the
+// floor of sdk/gc (what may never be reaped) is the core's and holds
+// whatever the config says.
+type Settings struct {
+	KeepFailedAllocs bool `hcl:"keep_failed_allocs,optional" doc:"Keep every failed allocation, whatever its age, and so its eval and its job, for post-mortems. Off: a failed allocation goes by Nomad's rules."`
+	MaxReapsPerPage  int  `hcl:"max_reaps_per_page,optional" doc:"The most candidates reaped on one page (a job with its evals and allocations counts once); the rest are kept until a later pass. 0: no bound."`
+}
 
-// New returns the default GC plugin.
-func New() *Collector { return &Collector{} }
+// DefaultSettings are the settings of an empty config block: Nomad's
+// rules, unpaced.
+var DefaultSettings = Settings{}
 
-var _ sdkgc.Collector = (*Collector)(nil)
+// ValidateSettings refuses settings outside their ranges.
+func ValidateSettings(s Settings) []*basepb.FieldError {
+	if s.MaxReapsPerPage < 0 {
+		return []*basepb.FieldError{base.FieldErrorf("max_reaps_per_page", "must not be negative (0: no bound), not %d", s.MaxReapsPerPage)}
+	}
+	return nil
+}
+
+// Collector is the default GC plugin. It holds no state but its settings.
+type Collector struct {
+	cfg *base.Config[Settings]
+}
+
+// New returns the default GC plugin with DefaultSettings.
+func New() *Collector {
+	return &Collector{cfg: base.MustConfig(DefaultSettings, ValidateSettings)}
+}
+
+var (
+	_ sdkgc.Collector   = (*Collector)(nil)
+	_ base.Configurable = (*Collector)(nil)
+)
+
+// PluginConfig is the config block the agent hands the plugin before its
+// first page.
+func (c *Collector) PluginConfig() base.Settable { return c.cfg }
+
+// Settings returns the settings in force.
+func (c *Collector) Settings() Settings { return c.cfg.Get() }
 
 // Info reports every collection: the default plugin decides them all.
 func (*Collector) Info(context.Context) (*gcpb.InfoResponse, error) {
@@ -49,50 +98,55 @@ func (*Collector) Info(context.Context) (*gcpb.InfoResponse, error) {
 	}}, nil
 }
 
-// Decide decides one page; see Decide.
-func (*Collector) Decide(_ context.Context, req *gcpb.DecideRequest) (*gcpb.DecideResponse, error) {
-	return Decide(req)
+// Decide decides one page with the settings in force; see DecideWith.
+func (c *Collector) Decide(_ context.Context, req *gcpb.DecideRequest) (*gcpb.DecideResponse, error) {
+	return DecideWith(req, c.cfg.Get())
 }
 
-// Decide decides one page: a decision for every object it looks at, in
-// page order. It refuses a request outside the protocol.
+// Decide decides one page with DefaultSettings; see DecideWith.
 func Decide(req *gcpb.DecideRequest) (*gcpb.DecideResponse, error) {
+	return DecideWith(req, DefaultSettings)
+}
+
+// DecideWith decides one page: a decision for every object it looks at,
+// in page order. It refuses a request outside the protocol.
+func DecideWith(req *gcpb.DecideRequest, s Settings) (*gcpb.DecideResponse, error) {
 	if _, err := sdkgc.ValidateRequest(req); err != nil {
 		return nil, err
 	}
-	d := &decider{now: req.GetNowUnixNano(), t: req.GetThresholds(), auth: req.GetAuthoritativeRegion()}
+	d := &decider{now: req.GetNowUnixNano(), t: req.GetThresholds(), auth: req.GetAuthoritativeRegion(), s: s}
 	switch req.GetCollection() {
 	case gcpb.Collection_COLLECTION_EVAL:
 		for _, c := range req.GetEvals() {
-			d.evalCandidate(c)
+			d.candidate(func() { d.evalCandidate(c) })
 		}
 	case gcpb.Collection_COLLECTION_JOB:
 		for _, c := range req.GetJobs() {
-			d.jobCandidate(c)
+			d.candidate(func() { d.jobCandidate(c) })
 		}
 	case gcpb.Collection_COLLECTION_NODE:
 		for _, n := range req.GetNodes() {
-			d.node(n)
+			d.candidate(func() { d.node(n) })
 		}
 	case gcpb.Collection_COLLECTION_DEPLOYMENT:
 		for _, x := range req.GetDeployments() {
-			d.deployment(x)
+			d.candidate(func() { d.deployment(x) })
 		}
 	case gcpb.Collection_COLLECTION_CSI_VOLUME_CLAIM:
 		for _, v := range req.GetCsiVolumes() {
-			d.volume(v)
+			d.candidate(func() { d.volume(v) })
 		}
 	case gcpb.Collection_COLLECTION_CSI_PLUGIN:
 		for _, p := range req.GetCsiPlugins() {
-			d.plugin(p)
+			d.candidate(func() { d.plugin(p) })
 		}
 	case gcpb.Collection_COLLECTION_ONE_TIME_TOKEN:
 		for _, t := range req.GetOneTimeTokens() {
-			d.oneTimeToken(t)
+			d.candidate(func() { d.oneTimeToken(t) })
 		}
 	case gcpb.Collection_COLLECTION_ACL_TOKEN:
 		for _, t := range req.GetAclTokens() {
-			d.aclToken(t)
+			d.candidate(func() { d.aclToken(t) })
 		}
 	}
 	return &gcpb.DecideResponse{Decisions: d.out}, nil
@@ -102,7 +156,37 @@ type decider struct {
 	now  int64
 	t    *gcpb.Thresholds
 	auth bool
+	s    Settings
 	out  []*gcpb.Decision
+	// reaped counts the candidates with a reap decision, for
+	// max_reaps_per_page.
+	reaped int
+}
+
+// candidate decides one candidate of the page with decide, then paces it:
+// once max_reaps_per_page candidates have reaped something, every reap of
+// the next ones is turned into a keep. A candidate is paced whole, so a
+// job is never reaped without its evals and allocations.
+func (d *decider) candidate(decide func()) {
+	from := len(d.out)
+	decide()
+	reaps := false
+	for _, x := range d.out[from:] {
+		reaps = reaps || x.GetAction() == gcpb.Action_ACTION_REAP
+	}
+	if !reaps {
+		return
+	}
+	if d.s.MaxReapsPerPage == 0 || d.reaped < d.s.MaxReapsPerPage {
+		d.reaped++
+		return
+	}
+	for _, x := range d.out[from:] {
+		if x.GetAction() == gcpb.Action_ACTION_REAP {
+			x.Action = gcpb.Action_ACTION_KEEP
+			x.Reason = fmt.Sprintf("paced: max_reaps_per_page (%d) reached on this page; it goes on a later pass", d.s.MaxReapsPerPage)
+		}
+	}
 }
 
 func (d *decider) emit(kind gcpb.ObjectKind, ns, id string, index uint64, a gcpb.Action, format string, args ...any) {
@@ -139,6 +223,9 @@ func (d *decider) allocEligible(a *gcpb.Alloc, job *gcpb.Job, c cutoff) allocVer
 			return allocVerdict{false, fmt.Sprintf("desired %s but the client status is still %s: the client has not stopped it yet", a.GetDesiredStatus(), cs)}
 		}
 		return allocVerdict{false, fmt.Sprintf("client status %s is not terminal", cs)}
+	}
+	if cs == sdkgc.ClientFailed && d.s.KeepFailedAllocs {
+		return allocVerdict{false, "failed, kept by keep_failed_allocs"}
 	}
 	if !c.old(a.GetModifyTimeUnixNano()) {
 		return allocVerdict{false, "modified within " + c.String()}

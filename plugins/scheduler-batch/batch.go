@@ -17,6 +17,10 @@
 // (a group packs onto as few nodes as fit it), nothing paced, preemption
 // under BatchSchedulerEnabled (package preempt).
 //
+// Its config block (Settings) sets the attempts declared for the type
+// (max_attempts) and turns the job anti-affinity score on
+// (job_anti_affinity).
+//
 // It imports only sdk/: the core learns everything about the type from
 // Declaration.
 package batch
@@ -28,6 +32,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/drover-org/drover/sdk/base"
+	"github.com/drover-org/drover/sdk/proto/basepb"
 	"github.com/drover-org/drover/sdk/proto/schedulerpb"
 	"github.com/drover-org/drover/sdk/scheduler"
 	"github.com/drover-org/drover/sdk/scheduler/countsched"
@@ -43,19 +49,61 @@ const (
 	MaxAttempts = 2
 )
 
-// Scheduler is the batch scheduler. It is stateless and safe for
-// concurrent use.
-type Scheduler struct {
-	logger hclog.Logger
+// Settings is the plugin's config block in the agent:
+//
+//	plugin "scheduler-batch" {
+//	  config {
+//	    max_attempts      = 3
+//	    job_anti_affinity = true
+//	  }
+//	}
+type Settings struct {
+	MaxAttempts     int  `hcl:"max_attempts,optional" doc:"Scheduling attempts the core makes for one batch evaluation before it gives up (1 to 10). Declared in Info."`
+	JobAntiAffinity bool `hcl:"job_anti_affinity,optional" doc:"Score Nomad's job anti-affinity: a group's allocations prefer nodes not yet running the job, spreading them instead of packing them onto as few nodes as fit."`
 }
 
-var _ scheduler.Scheduler = (*Scheduler)(nil)
+// DefaultSettings are the settings of an empty config block.
+var DefaultSettings = Settings{MaxAttempts: MaxAttempts}
 
-// New returns the batch scheduler.
+// MaxMaxAttempts bounds max_attempts: an attempt is a full scheduling
+// pass, and a batch eval that fails ten times will not place on the
+// eleventh without a change that triggers a new eval anyway.
+const MaxMaxAttempts = 10
+
+// ValidateSettings refuses settings outside their ranges.
+func ValidateSettings(s Settings) []*basepb.FieldError {
+	if s.MaxAttempts < 1 || s.MaxAttempts > MaxMaxAttempts {
+		return []*basepb.FieldError{base.FieldErrorf("max_attempts", "must be between 1 and %d, not %d", MaxMaxAttempts, s.MaxAttempts)}
+	}
+	return nil
+}
+
+// Scheduler is the batch scheduler. It holds no state but its settings
+// and is safe for concurrent use.
+type Scheduler struct {
+	logger hclog.Logger
+	cfg    *base.Config[Settings]
+}
+
+var (
+	_ scheduler.Scheduler = (*Scheduler)(nil)
+	_ base.Configurable   = (*Scheduler)(nil)
+)
+
+// New returns the batch scheduler with DefaultSettings.
 func New() *Scheduler { return NewWithLogger(hclog.NewNullLogger()) }
 
 // NewWithLogger returns the batch scheduler logging to l.
-func NewWithLogger(l hclog.Logger) *Scheduler { return &Scheduler{logger: l.Named(JobType)} }
+func NewWithLogger(l hclog.Logger) *Scheduler {
+	return &Scheduler{logger: l.Named(JobType), cfg: base.MustConfig(DefaultSettings, ValidateSettings)}
+}
+
+// PluginConfig is the config block the agent hands the plugin before it
+// asks for Info.
+func (s *Scheduler) PluginConfig() base.Settable { return s.cfg }
+
+// Settings returns the settings in force.
+func (s *Scheduler) Settings() Settings { return s.cfg.Get() }
 
 // Declaration is how batch jobs behave once placed: placed by count (not
 // per node), run to completion, may be periodic or parameterized. A lost
@@ -88,12 +136,16 @@ func Declaration() *schedulerpb.JobTypeInfo {
 	}
 }
 
-// Info reports the plugin's name, version and job type.
+// Info reports the plugin's name, version and job type, with max_attempts
+// from the settings in force.
 func (s *Scheduler) Info(context.Context) (*schedulerpb.InfoResponse, error) {
-	return &schedulerpb.InfoResponse{Name: Name, Version: Version, JobTypes: []*schedulerpb.JobTypeInfo{Declaration()}}, nil
+	d := Declaration()
+	d.MaxAttempts = int32(s.cfg.Get().MaxAttempts)
+	return &schedulerpb.InfoResponse{Name: Name, Version: Version, JobTypes: []*schedulerpb.JobTypeInfo{d}}, nil
 }
 
-// config is the count engine as batch uses it: bin-packing alone, nothing
+// config is the count engine as batch uses it by default: bin-packing
+// alone (job_anti_affinity turns the anti-affinity score on), nothing
 // paced (batch jobs have no update block; migrations go as drains mark
 // them), preempting under BatchSchedulerEnabled.
 var config = countsched.Config{Finished: finished, NoJobAntiAffinity: true, Preemption: countsched.BatchPreemption}
@@ -131,7 +183,9 @@ func (s *Scheduler) Schedule(ctx context.Context, req *schedulerpb.ScheduleReque
 			StatusDescription: fmt.Sprintf("scheduler cannot handle '%s' evaluation reason", eval.GetTriggeredBy()),
 		}, nil
 	}
-	res := countsched.Schedule(req, config)
+	cfg := config
+	cfg.NoJobAntiAffinity = !s.cfg.Get().JobAntiAffinity
+	res := countsched.Schedule(req, cfg)
 	resp := res.Response
 	s.logger.Debug("evaluation scheduled", "eval_id", eval.GetId(), "job_id", eval.GetJobId(),
 		"attempt", req.GetAttempt(), "placed", res.Placed, "stopped", res.Stopped,

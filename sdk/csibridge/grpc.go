@@ -6,6 +6,7 @@ import (
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 
+	"github.com/drover-org/drover/sdk/base"
 	pb "github.com/drover-org/drover/sdk/proto/csibridgepb"
 )
 
@@ -19,8 +20,12 @@ type Plugin struct {
 
 var _ plugin.GRPCPlugin = (*Plugin)(nil)
 
-// GRPCServer registers the implementation with the plugin's gRPC server.
+// GRPCServer registers the implementation with the plugin's gRPC server,
+// and the Base service when it is base.Configurable.
 func (p *Plugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
+	if err := base.Register(s, p.Impl); err != nil {
+		return err
+	}
 	pb.RegisterCSIBridgeServer(s, &grpcServer{impl: p.Impl})
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/drover-org/drover/sdk/base"
 	"github.com/drover-org/drover/sdk/proto/driverpb"
 )
 
@@ -22,8 +23,12 @@ type Plugin struct {
 
 var _ plugin.GRPCPlugin = (*Plugin)(nil)
 
-// GRPCServer registers the implementation with the plugin's gRPC server.
+// GRPCServer registers the implementation with the plugin's gRPC server,
+// and the Base service when it is base.Configurable.
 func (p *Plugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
+	if err := base.Register(s, p.Impl); err != nil {
+		return err
+	}
 	driverpb.RegisterDriverServer(s, &grpcServer{impl: p.Impl})
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/drover-org/drover/sdk/base"
 	"github.com/drover-org/drover/sdk/proto/schedulerpb"
 )
 
@@ -24,10 +25,14 @@ type Plugin struct {
 
 var _ plugin.GRPCPlugin = (*Plugin)(nil)
 
-// GRPCServer registers Impl as the Scheduler gRPC service.
+// GRPCServer registers Impl as the Scheduler gRPC service, and the Base
+// service when Impl is base.Configurable.
 func (p *Plugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
 	if p.Impl == nil {
 		return errors.New("scheduler: Plugin.Impl is nil")
+	}
+	if err := base.Register(s, p.Impl); err != nil {
+		return err
 	}
 	schedulerpb.RegisterSchedulerServer(s, &grpcServer{impl: p.Impl})
 	return nil

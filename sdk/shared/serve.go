@@ -25,7 +25,8 @@ func NewPluginLogger(name string) hclog.Logger {
 // ServePlugin serves p as the plugin of kind on this process's stdio, as
 // go-plugin expects of a plugin binary, with drover's handshake and gRPC
 // server options, and returns when the host tells the plugin to exit.
-// Each kind's SDK wraps it in its Serve.
+// Each kind's SDK wraps it in its Serve. p's GRPCServer also registers
+// the base service (sdk/base) when its implementation takes a config.
 func ServePlugin(kind string, p plugin.Plugin, logger hclog.Logger) {
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig: Handshake,

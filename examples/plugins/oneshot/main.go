@@ -3,7 +3,11 @@
 // and name it in the agent config:
 //
 //	plugin_dir = "/opt/drover/plugins"
-//	plugin "scheduler-oneshot" {}
+//	plugin "scheduler-oneshot" {
+//	  config {
+//	    max_per_node = 1 # optional; see oneshot.Settings
+//	  }
+//	}
 package main
 
 import (

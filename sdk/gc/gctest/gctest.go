@@ -12,6 +12,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/test/bufconn"
 
+	"github.com/drover-org/drover/sdk/base"
+	"github.com/drover-org/drover/sdk/base/basetest"
 	"github.com/drover-org/drover/sdk/gc"
 	"github.com/drover-org/drover/sdk/shared"
 )
@@ -26,6 +28,18 @@ type TB interface {
 // Connect serves impl over bufconn and returns the host-side Collector stub.
 // Everything is torn down when t ends.
 func Connect(t TB, impl gc.Collector) gc.Collector {
+	t.Helper()
+	raw, err := (&gc.Plugin{}).GRPCClient(context.Background(), nil, ConnectConn(t, impl))
+	if err != nil {
+		t.Fatalf("gctest: client: %v", err)
+	}
+	return raw.(gc.Collector)
+}
+
+// ConnectConn serves impl as Connect does and returns the client
+// connection itself, for the services beside the GC one (the Base service
+// of a base.Configurable implementation: base.NewClient(conn)).
+func ConnectConn(t TB, impl gc.Collector) *grpc.ClientConn {
 	t.Helper()
 	lis := bufconn.Listen(1 << 20)
 	srv := grpc.NewServer(shared.ServerOptions()...)
@@ -55,9 +69,20 @@ func Connect(t TB, impl gc.Collector) gc.Collector {
 		srv.Stop()
 		<-served
 	})
-	raw, err := p.GRPCClient(context.Background(), nil, conn)
-	if err != nil {
-		t.Fatalf("gctest: client: %v", err)
-	}
-	return raw.(gc.Collector)
+	return conn
+}
+
+// ConfigTB is the part of testing.TB RunConfig uses.
+type ConfigTB interface {
+	TB
+	Errorf(format string, args ...any)
+}
+
+// RunConfig serves impl over bufconn and checks its config schema round
+// trip (package basetest), reporting every failure with t.Errorf. A
+// collector that takes no config passes. It leaves the collector's config
+// at its defaults.
+func RunConfig(t ConfigTB, impl gc.Collector) {
+	t.Helper()
+	basetest.CheckConfig(t, base.NewClient(ConnectConn(t, impl)))
 }

@@ -33,6 +33,19 @@ type TB interface {
 // which a request for a few thousand nodes already exceeds.
 func Connect(t TB, impl scheduler.Scheduler) scheduler.Scheduler {
 	t.Helper()
+	conn := ConnectConn(t, impl)
+	raw, err := (&scheduler.Plugin{}).GRPCClient(context.Background(), nil, conn)
+	if err != nil {
+		t.Fatalf("conformance: client: %v", err)
+	}
+	return raw.(scheduler.Scheduler)
+}
+
+// ConnectConn serves impl as Connect does and returns the client
+// connection itself, for the services beside the Scheduler one (the Base
+// service of a base.Configurable implementation: base.NewClient(conn)).
+func ConnectConn(t TB, impl scheduler.Scheduler) *grpc.ClientConn {
+	t.Helper()
 
 	lis := bufconn.Listen(1 << 20)
 	srv := grpc.NewServer(shared.ServerOptions()...)
@@ -64,9 +77,5 @@ func Connect(t TB, impl scheduler.Scheduler) scheduler.Scheduler {
 		<-served
 	})
 
-	raw, err := p.GRPCClient(context.Background(), nil, conn)
-	if err != nil {
-		t.Fatalf("conformance: client: %v", err)
-	}
-	return raw.(scheduler.Scheduler)
+	return conn
 }

@@ -34,3 +34,10 @@ func TestConformance(t *testing.T) {
 		}},
 	})
 }
+
+// The plugin's config round trip holds as the agent makes it: the schema
+// decodes, its defaults are accepted, a wrong type or an unknown field is
+// refused with the field named.
+func TestConfigConformance(t *testing.T) {
+	conformance.RunConfig(t, New("test"))
+}

@@ -16,6 +16,9 @@
 //   - a stopped or purged job, or a slot past a lowered count, has its
 //     live allocations stopped.
 //
+// Its config block (Settings) bounds the allocations of a job per node
+// (max_per_node).
+//
 // It imports only drover's sdk/ packages, as every third-party plugin must.
 package oneshot
 
@@ -28,6 +31,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/drover-org/drover/sdk/base"
+	"github.com/drover-org/drover/sdk/proto/basepb"
 	"github.com/drover-org/drover/sdk/proto/schedulerpb"
 	"github.com/drover-org/drover/sdk/scheduler"
 	"github.com/drover-org/drover/sdk/scheduler/feasible"
@@ -50,14 +55,50 @@ const (
 	descLost       = "alloc is lost since its node is down"
 )
 
-// Scheduler is the oneshot scheduler. It holds no state and is safe for
-// concurrent use.
-type Scheduler struct{ version string }
+// Settings is the plugin's config block in the agent, one Go struct whose
+// tags give the schema the agent decodes the block against:
+//
+//	plugin "scheduler-oneshot" {
+//	  config {
+//	    max_per_node = 1
+//	  }
+//	}
+type Settings struct {
+	MaxPerNode int `hcl:"max_per_node,optional" doc:"The most allocations of one job on one node; a placement finding every feasible node at the bound fails (and the eval blocks) instead. 0: no bound."`
+}
 
-var _ scheduler.Scheduler = (*Scheduler)(nil)
+// ValidateSettings refuses settings outside their ranges, naming the field
+// and the rule: the agent reports them at the field's position in its
+// config file.
+func ValidateSettings(s Settings) []*basepb.FieldError {
+	if s.MaxPerNode < 0 {
+		return []*basepb.FieldError{base.FieldErrorf("max_per_node", "must not be negative (0: no bound), not %d", s.MaxPerNode)}
+	}
+	return nil
+}
 
-// New returns the oneshot scheduler reporting version in Info.
-func New(version string) *Scheduler { return &Scheduler{version: version} }
+// Scheduler is the oneshot scheduler. It holds no state but its settings
+// and is safe for concurrent use.
+type Scheduler struct {
+	version string
+	cfg     *base.Config[Settings]
+}
+
+var (
+	_ scheduler.Scheduler = (*Scheduler)(nil)
+	// Configurable is what makes scheduler.Serve serve the config
+	// service; without it the agent refuses a config block for the plugin.
+	_ base.Configurable = (*Scheduler)(nil)
+)
+
+// New returns the oneshot scheduler reporting version in Info, with the
+// default settings (no bound per node).
+func New(version string) *Scheduler {
+	return &Scheduler{version: version, cfg: base.MustConfig(Settings{}, ValidateSettings)}
+}
+
+// PluginConfig is the config the agent sets before it calls Info.
+func (s *Scheduler) PluginConfig() base.Settable { return s.cfg }
 
 // Declaration is how oneshot jobs behave once placed: a task that exits 0
 // is done, a task that fails fails its allocation at once, and no node
@@ -96,12 +137,13 @@ func (s *Scheduler) Schedule(ctx context.Context, req *schedulerpb.ScheduleReque
 		return nil, err // the core gave up on this attempt
 	}
 	p := &planner{
-		req:    req,
-		nodes:  map[string]*schedulerpb.Node{},
-		used:   map[string]feasible.Vec{},
-		ports:  feasible.NewPorts(req),
-		spread: map[string]int{},
-		slots:  map[string]slot{},
+		req:        req,
+		maxPerNode: s.cfg.Get().MaxPerNode,
+		nodes:      map[string]*schedulerpb.Node{},
+		used:       map[string]feasible.Vec{},
+		ports:      feasible.NewPorts(req),
+		spread:     map[string]int{},
+		slots:      map[string]slot{},
 		resp: &schedulerpb.ScheduleResponse{
 			Plan:              &schedulerpb.Plan{DesiredTgUpdates: map[string]*schedulerpb.DesiredUpdates{}},
 			FailedTgAllocs:    map[string]*schedulerpb.AllocMetric{},
@@ -132,15 +174,17 @@ type slot struct {
 
 // planner is the state of one Schedule call.
 type planner struct {
-	req     *schedulerpb.ScheduleRequest
-	nodes   map[string]*schedulerpb.Node
-	used    map[string]feasible.Vec // per node, as the plan leaves it
-	ports   *feasible.Ports         // host ports per node, as the plan leaves them
-	spread  map[string]int          // live allocs of the job per node
-	slots   map[string]slot         // by allocation name
-	placed  int32                   // new allocations, against max_placements
-	blocked *schedulerpb.BlockedEval
-	resp    *schedulerpb.ScheduleResponse
+	req    *schedulerpb.ScheduleRequest
+	nodes  map[string]*schedulerpb.Node
+	used   map[string]feasible.Vec // per node, as the plan leaves it
+	ports  *feasible.Ports         // host ports per node, as the plan leaves them
+	spread map[string]int          // live allocs of the job per node
+	slots  map[string]slot         // by allocation name
+	placed int32                   // new allocations, against max_placements
+	// maxPerNode is the max_per_node setting in force (0: no bound).
+	maxPerNode int
+	blocked    *schedulerpb.BlockedEval
+	resp       *schedulerpb.ScheduleResponse
 }
 
 // reconcile walks the job's allocations: it fills the slots they satisfy
@@ -296,6 +340,10 @@ func (p *planner) pick(candidates []*schedulerpb.Node, tg *schedulerpb.TaskGroup
 	for _, n := range candidates {
 		if ok, dim := feasible.Fits(feasible.VecOf(n.GetCapacity()), p.used[n.GetId()], ask); !ok {
 			exhausted[n.GetId()] = dim
+			continue
+		}
+		if p.maxPerNode > 0 && p.spread[n.GetId()] >= p.maxPerNode {
+			exhausted[n.GetId()] = "max_per_node"
 			continue
 		}
 		ports, dim := p.ports.Pick(n, feasible.GroupPorts(tg), name)
