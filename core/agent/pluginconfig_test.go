@@ -19,6 +19,8 @@ import (
 	"github.com/drover-org/drover/core/pluginhost"
 	"github.com/drover-org/drover/core/structs"
 	"github.com/drover-org/drover/sdk/base"
+	"github.com/drover-org/drover/sdk/gc/golden"
+	"github.com/drover-org/drover/sdk/proto/gcpb"
 	"github.com/drover-org/drover/sdk/proto/basepb"
 	"github.com/drover-org/drover/sdk/proto/schedulerpb"
 	"github.com/drover-org/drover/sdk/scheduler"
@@ -284,5 +286,85 @@ func TestAgentPluginConfig(t *testing.T) {
 				t.Errorf("status after the refused reload = %+v", st)
 			}
 		})
+	}
+}
+
+// The built-in plugins take their config blocks on a real agent and honour
+// them: the batch scheduler declares the max_attempts it was given, and
+// the gc plugin keeps a failed allocation it reaps by default. A value a
+// built-in refuses stops the agent's start with the field's file:line:col,
+// leaving no plugin process behind.
+func TestAgentBuiltinPluginConfig(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "agent.hcl")
+	writeFile(t, path, []byte(`plugin "scheduler-batch" {
+  config {
+    max_attempts = 50
+  }
+}
+`), 0o600)
+	cfg, err := LoadConfig(true, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(cfg, Options{Logger: hclog.NewNullLogger(), SelfExe: os.Args[0], PluginEnv: []string{testPluginEnv + "=1"}})
+	if err == nil {
+		a.Shutdown()
+		t.Fatal("the agent started with max_attempts = 50")
+	}
+	want := path + `:3:20: plugin "scheduler-batch": config max_attempts: must be between 1 and 10, not 50`
+	if !strings.Contains(err.Error(), want) || !errors.Is(err, pluginhost.ErrConfigRefused) {
+		t.Errorf("start error = %v\nwant ErrConfigRefused containing %q", err, want)
+	}
+	waitFor(t, "no child processes", func() (bool, string) {
+		kids := childProcesses(t)
+		return len(kids) == 0, strings.Join(kids, ", ")
+	})
+
+	req, err := golden.Load("../../plugins/gc/testdata/eval_alloc_rules.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	decideFailed := func(a *Agent) string {
+		t.Helper()
+		col, err := GCRouter(a.Plugins()).Collector(req.GetCollection())
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := col.Decide(t.Context(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range resp.GetDecisions() {
+			if d.GetKind() == gcpb.ObjectKind_OBJECT_KIND_ALLOC && d.GetId() == "failed-no-policy" {
+				return d.GetAction().String() + ": " + d.GetReason()
+			}
+		}
+		t.Fatal("no decision on alloc failed-no-policy")
+		return ""
+	}
+
+	writeFile(t, path, []byte(`plugin "scheduler-batch" {
+  config {
+    max_attempts = 7
+  }
+}
+plugin "gc" {
+  config {
+    keep_failed_allocs = true
+  }
+}
+`), 0o600)
+	if cfg, err = LoadConfig(true, path); err != nil {
+		t.Fatal(err)
+	}
+	cfg.DataDir = filepath.Join(dir, "data")
+	cfg.Ports.RPC = freePort(t)
+	a = startTestAgent(t, cfg, hclog.Warn)
+	if info, ok := a.Plugins().Schedulers().JobType("batch"); !ok || info.MaxAttempts != 7 {
+		t.Errorf("batch job type = %+v, %v; want max_attempts 7 from the config block", info, ok)
+	}
+	if got, want := decideFailed(a), "ACTION_KEEP: failed, kept by keep_failed_allocs"; got != want {
+		t.Errorf("gc decision on a failed alloc = %q, want %q", got, want)
 	}
 }

@@ -11,8 +11,6 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/drover-org/drover/core/structs"
 	"github.com/drover-org/drover/sdk/base"
@@ -74,18 +72,17 @@ type pluginConfig struct {
 // *ConfigError; a plugin that answers neither in time nor sensibly fails
 // the launch with a plain error.
 func configure(ctx context.Context, conn grpc.ClientConnInterface, name string, body hcl.Body) (pluginConfig, error) {
-	client := basepb.NewBaseClient(conn)
+	client := base.NewClient(conn)
 	sctx, cancel := context.WithTimeout(ctx, configCallTimeout)
-	resp, err := client.ConfigSchema(sctx, &basepb.ConfigSchemaRequest{})
+	spec, err := client.ConfigSchema(sctx)
 	cancel()
 	served := true
 	switch {
-	case status.Code(err) == codes.Unimplemented:
+	case errors.Is(err, base.ErrNoConfig):
 		served = false // a plugin without the Base service takes no config
 	case err != nil:
 		return pluginConfig{}, fmt.Errorf("base: ConfigSchema: %w", err)
 	}
-	spec := resp.GetSpec()
 	if err := base.CheckSpec(spec); err != nil {
 		return pluginConfig{}, fmt.Errorf("base: the plugin publishes a config schema the agent cannot use: %w", err)
 	}
@@ -103,11 +100,11 @@ func configure(ctx context.Context, conn grpc.ClientConnInterface, name string, 
 	}
 	cctx, cancel := context.WithTimeout(ctx, configCallTimeout)
 	defer cancel()
-	set, err := client.SetConfig(cctx, &basepb.SetConfigRequest{ConfigJson: raw, PluginName: name})
+	fes, err := client.SetConfig(cctx, raw, name)
 	if err != nil {
 		return pluginConfig{}, fmt.Errorf("base: SetConfig: %w", err)
 	}
-	if fes := set.GetFieldErrors(); len(fes) > 0 {
+	if len(fes) > 0 {
 		return pluginConfig{}, fieldErrors(name, spec, body, fes)
 	}
 	return out, nil
