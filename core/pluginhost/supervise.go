@@ -257,6 +257,9 @@ func (m *managed) ready(ctx context.Context, client *plugin.Client, cmd *exec.Cm
 	if inst.config, err = configure(ctx, watch.conn, m.name, config); err != nil {
 		return nil, err
 	}
+	// The size only: a config may hold secrets.
+	m.log.Debug("plugin config set", "pid", pid, "base_service", inst.config.served,
+		"config_block", config != nil, "config_bytes", len(inst.config.json))
 	candidates := []string{m.kind}
 	if !m.builtin {
 		candidates = slices.Sorted(maps.Keys(m.h.kinds))
