@@ -258,19 +258,21 @@ func (a *Agent) startPlugins(ctx context.Context, opts Options) error {
 	return nil
 }
 
-// pluginStanzas are the config's plugin stanzas for the plugin host; a
-// Nomad driver's stanza (raw_exec) is the agent's own business.
+// pluginStanzas are the config's plugin stanzas for the plugin host, each
+// with its config block's body: the host decodes it against the schema the
+// plugin publishes and hands it over at every launch. A Nomad driver's
+// stanza (raw_exec, docker) is the agent's own business.
 func pluginStanzas(cfg *Config) ([]pluginhost.Stanza, error) {
 	var out []pluginhost.Stanza
 	for _, p := range cfg.Plugins {
 		if _, ok := nomadDrivers[p.Name]; ok {
 			continue // configures a built-in; the agent consumed it
 		}
-		settings, err := p.PluginSettings()
+		body, err := p.ConfigBody()
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, pluginhost.Stanza{Name: p.Name, Args: p.Args, Config: settings})
+		out = append(out, pluginhost.Stanza{Name: p.Name, Args: p.Args, Config: body})
 	}
 	return out, nil
 }

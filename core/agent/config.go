@@ -189,16 +189,40 @@ type ReservedConfig struct {
 	ReservedPorts string `hcl:"reserved_ports,optional"`
 }
 
-// PluginConfig is a `plugin "<name>" { args = [...] }` block. Its `config`
-// block is kept as a raw body and decoded into a map.
+// PluginConfig is a `plugin "<name>" { args = [...] config { ... } }`
+// block. Its `config` block is kept as a raw body (ConfigBody): the plugin
+// publishes the schema it is decoded against (the base plugin protocol),
+// so only the plugin host, once the plugin runs, can decode it. The body
+// keeps its positions, in HCL native syntax and JSON alike.
 type PluginConfig struct {
 	Name   string   `hcl:"name,label"`
 	Args   []string `hcl:"args,optional"`
 	Remain hcl.Body `hcl:",remain"`
 }
 
-// PluginSettings decodes the stanza's `config { … }` block into a map (nil
-// when absent). Errors name file:line:col.
+// ConfigBody is the body of the stanza's `config { … }` block, nil when
+// there is none. A stanza holds at most one config block and nothing else
+// besides args; errors name file:line:col.
+func (p *PluginConfig) ConfigBody() (hcl.Body, error) {
+	if p.Remain == nil {
+		return nil, nil
+	}
+	content, diags := p.Remain.Content(&hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: "config"}}})
+	if diags.HasErrors() {
+		return nil, diagError(diags)
+	}
+	if len(content.Blocks) == 0 {
+		return nil, nil
+	}
+	if len(content.Blocks) > 1 {
+		return nil, fmt.Errorf("%s: plugin %q: only one config block is allowed", rangeString(content.Blocks[1].DefRange), p.Name)
+	}
+	return content.Blocks[0].Body, nil
+}
+
+// PluginSettings decodes the stanza's `config { … }` block into a map of
+// plain values (nil when absent), for the Nomad drivers whose config the
+// agent hands over itself (raw_exec). Errors name file:line:col.
 func (p *PluginConfig) PluginSettings() (map[string]any, error) {
 	attrs, err := p.configAttrs()
 	if err != nil || attrs == nil {
@@ -229,20 +253,11 @@ func (p *PluginConfig) PluginSettings() (map[string]any, error) {
 // configAttrs are the attributes of the stanza's config block; nil when
 // there is none.
 func (p *PluginConfig) configAttrs() (hcl.Attributes, error) {
-	if p.Remain == nil {
-		return nil, nil
+	body, err := p.ConfigBody()
+	if err != nil || body == nil {
+		return nil, err
 	}
-	content, diags := p.Remain.Content(&hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: "config"}}})
-	if diags.HasErrors() {
-		return nil, diagError(diags)
-	}
-	if len(content.Blocks) == 0 {
-		return nil, nil
-	}
-	if len(content.Blocks) > 1 {
-		return nil, fmt.Errorf("%s: plugin %q: only one config block is allowed", rangeString(content.Blocks[1].DefRange), p.Name)
-	}
-	attrs, diags := content.Blocks[0].Body.JustAttributes()
+	attrs, diags := body.JustAttributes()
 	if diags.HasErrors() {
 		return nil, diagError(diags)
 	}

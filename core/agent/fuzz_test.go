@@ -35,10 +35,8 @@ func FuzzParseConfig(f *testing.F) {
 				t.Fatalf("raw_exec plugin config failed after its stanzas checked out (dev %v): %v", dev, err)
 			}
 		}
-		for _, p := range frag.Plugins {
-			if _, err := p.PluginSettings(); err != nil {
-				t.Fatalf("plugin %q: settings failed after the stanza checked out: %v", p.Name, err)
-			}
+		if _, err := pluginStanzas(frag); err != nil {
+			t.Fatalf("plugin stanzas failed after they checked out: %v", err)
 		}
 		if err == nil {
 			if _, err := ParseConfig("fuzz.hcl", src); err != nil {

@@ -50,17 +50,21 @@ var nomadDrivers = map[string]builtinDriver{
 // check validates the stanza within its file: its config block and, for a
 // Nomad driver name, the keys and types that driver accepts. The values
 // are the driver's to judge: checkDriverConfigs asks it at agent start.
+// Any other plugin's config block is decoded against the schema the
+// plugin publishes, which only the plugin host can ask once the plugin
+// runs: here it is only found.
 func (p *PluginConfig) check() error {
 	if p.Name == dockerDriver {
 		_, _, err := p.dockerConfig()
 		return err
 	}
-	if _, err := p.PluginSettings(); err != nil {
-		return err
-	}
 	d, ok := nomadDrivers[p.Name]
 	if !ok {
-		return nil
+		_, err := p.ConfigBody()
+		return err
+	}
+	if _, err := p.PluginSettings(); err != nil {
+		return err
 	}
 	if len(p.Args) > 0 {
 		return fmt.Errorf("plugin %q: args: the built-in %s driver takes no arguments", p.Name, p.Name)

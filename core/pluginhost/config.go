@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/hcl/v2"
 )
 
 // Config says which plugins a Host runs and how it supervises them.
@@ -24,8 +25,9 @@ type Config struct {
 	// PluginDir holds third-party plugin binaries. Every executable file
 	// in it (hidden files aside) is a plugin named after the file: a stanza
 	// named N configures <PluginDir>/N, and a file no stanza names is loaded
-	// with an empty config, or skipped with a warning when it turns out not
-	// to be a drover plugin. A stanza that names neither a file there nor a
+	// without a config block (its schema's defaults), or skipped with a
+	// warning when it turns out not to be a drover plugin (a plugin that
+	// refuses its defaults is not skipped: that fails New). A stanza that names neither a file there nor a
 	// built-in fails New. A missing directory fails New too.
 	PluginDir string
 
@@ -102,8 +104,14 @@ type Builtin struct {
 // Stanza is one `plugin "<Name>" { config { ... } args = [...] }` block.
 type Stanza struct {
 	Name string
-	// Config is handed to the plugin's KindSpec.Init on every launch.
-	Config map[string]any
+	// Config is the body of the stanza's `config { ... }` block, as parsed
+	// (HCL native or JSON syntax); nil when there is none. After every
+	// launch it is decoded against the schema the plugin publishes
+	// (Base.ConfigSchema) and the result handed to the plugin
+	// (Base.SetConfig) before any call of its kind; see baseconfig.go. The
+	// body keeps its source positions, so a refused field is reported at
+	// its file:line:col.
+	Config hcl.Body
 	// Args are the third-party binary's command-line arguments.
 	Args []string
 }

@@ -13,7 +13,7 @@ import (
 var CSIBridgeKind = NewKind(KindSpec[csibridge.Bridge, struct{}]{
 	Name:   shared.KindCSIBridge,
 	Plugin: &csibridge.Plugin{},
-	Init: func(ctx context.Context, b csibridge.Bridge, _ map[string]any) (struct{}, error) {
+	Init: func(ctx context.Context, b csibridge.Bridge) (struct{}, error) {
 		return struct{}{}, csibridge.Ping(ctx, b)
 	},
 })

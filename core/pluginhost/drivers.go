@@ -18,7 +18,7 @@ var DriverKind = NewKind(KindSpec[driver.Client, *driverpb.InfoResponse]{
 	Name:    shared.KindDriver,
 	Plugin:  &driver.Plugin{},
 	Version: (*driverpb.InfoResponse).GetVersion,
-	Init: func(ctx context.Context, d driver.Client, _ map[string]any) (*driverpb.InfoResponse, error) {
+	Init: func(ctx context.Context, d driver.Client) (*driverpb.InfoResponse, error) {
 		return d.Info(ctx)
 	},
 })

@@ -20,7 +20,7 @@ var GCKind = NewKind(KindSpec[sdkgc.Collector, *gcpb.InfoResponse]{
 	Name:    shared.KindGC,
 	Plugin:  &sdkgc.Plugin{},
 	Version: (*gcpb.InfoResponse).GetVersion,
-	Init: func(ctx context.Context, c sdkgc.Collector, _ map[string]any) (*gcpb.InfoResponse, error) {
+	Init: func(ctx context.Context, c sdkgc.Collector) (*gcpb.InfoResponse, error) {
 		info, err := c.Info(ctx)
 		if err != nil {
 			return nil, err

@@ -156,7 +156,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		switch {
 		case errs[i] == nil:
 			kept, keptFirst = append(kept, m), append(keptFirst, first[i])
-		case m.optional && ctx.Err() == nil && h.ctx.Err() == nil:
+		case m.optional && ctx.Err() == nil && h.ctx.Err() == nil && !isConfigRefusal(errs[i]):
 			h.skip(m, errs[i])
 		default:
 			fatal = append(fatal, errs[i])

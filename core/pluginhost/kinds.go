@@ -27,11 +27,11 @@ type KindSpec[C, D any] struct {
 	Plugin plugin.Plugin
 
 	// Init readies a freshly launched instance before any call reaches it:
-	// it gets the instance's client and the stanza's config (nil when there
-	// is none), checks that the instance really serves the kind, hands it its
-	// configuration, and returns the instance's declaration. It runs after
-	// every launch, restarts and reloads included, so a restarted plugin is
-	// configured again.
+	// it gets the instance's client, checks that the instance really serves
+	// the kind, and returns the instance's declaration. It runs after every
+	// launch, restarts and reloads included, once the instance has its
+	// config (the base protocol, which every kind shares, delivers it; see
+	// baseconfig.go), so a declaration may depend on the config.
 	//
 	// A third-party plugin's kinds are discovered with Init: every registered
 	// kind is dispensed and initialised, and the plugin serves the kinds
@@ -41,7 +41,7 @@ type KindSpec[C, D any] struct {
 	// RPC of the kind gets it for free. A kind with a nil Init is never
 	// discovered (a built-in declares its kind, so nil is fine there), and
 	// its declaration is D's zero value.
-	Init func(ctx context.Context, client C, config map[string]any) (D, error)
+	Init func(ctx context.Context, client C) (D, error)
 
 	// Version is the plugin version a declaration gives, for Status and
 	// logs; nil when the kind's declaration has none.
@@ -57,7 +57,7 @@ type KindOf[C, D any] struct{ k Kind }
 // NewKind returns the kind s describes.
 func NewKind[C, D any](s KindSpec[C, D]) *KindOf[C, D] {
 	k := Kind{name: s.Name, plugin: s.Plugin, discover: s.Init != nil}
-	k.init = func(ctx context.Context, raw any, config map[string]any) (any, error) {
+	k.init = func(ctx context.Context, raw any) (any, error) {
 		c, ok := raw.(C)
 		if !ok {
 			return nil, fmt.Errorf("the %s plugin glue gave the host a %T, not a %s", s.Name, raw, reflect.TypeFor[C]())
@@ -66,7 +66,7 @@ func NewKind[C, D any](s KindSpec[C, D]) *KindOf[C, D] {
 			var zero D
 			return zero, nil
 		}
-		return s.Init(ctx, c, config)
+		return s.Init(ctx, c)
 	}
 	if s.Version != nil {
 		k.version = func(decl any) string { return s.Version(as[D](decl)) }
@@ -87,7 +87,7 @@ type Kind struct {
 	plugin plugin.Plugin
 	// init checks a dispensed client is the kind's C, then runs the
 	// spec's Init; it returns the declaration.
-	init func(ctx context.Context, raw any, config map[string]any) (decl any, err error)
+	init func(ctx context.Context, raw any) (decl any, err error)
 	// discover: a third-party plugin is tried for the kind.
 	discover bool
 	version  func(decl any) string // nil: the declaration has none

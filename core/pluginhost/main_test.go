@@ -14,7 +14,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/drover-org/drover/sdk/proto/schedulerpb"
-	"github.com/drover-org/drover/sdk/scheduler"
 )
 
 // The test binary doubles as the plugin binary: when the host re-executes it
@@ -24,17 +23,22 @@ import (
 const (
 	pluginEnv = "DROVER_PLUGINHOST_TEST_PLUGIN" // fake mode: "a", "b" or "empty"
 	dirEnv    = "DROVER_PLUGINHOST_TEST_DIR"    // where "hold" evals meet the test
+	// baseEnv says whether and how the fake serves the base protocol
+	// (basefake_test.go): unset, no Base service at all.
+	baseEnv = "DROVER_PLUGINHOST_TEST_BASE"
 )
 
 // Eval IDs with a special meaning to the fake.
 const (
 	evalCrash = "crash" // the plugin exits in the middle of the call
 	evalHold  = "hold"  // the call blocks until the test releases it
+	// evalConfig: the answer is "config <json>", the config in force.
+	evalConfig = "config"
 )
 
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(pluginEnv); mode != "" {
-		scheduler.Serve(&fakeScheduler{mode: mode, dir: os.Getenv(dirEnv)})
+		serveFake(&fakeScheduler{mode: mode, dir: os.Getenv(dirEnv)}, os.Getenv(baseEnv))
 		os.Exit(0)
 	}
 	goleak.VerifyTestMain(m)
@@ -52,6 +56,9 @@ func (f *fakeScheduler) Info(context.Context) (*schedulerpb.InfoResponse, error)
 		return &schedulerpb.JobTypeInfo{Name: name, MaxAttempts: attempts}
 	}
 	info := &schedulerpb.InfoResponse{Name: "fake-" + f.mode, Version: "1"}
+	if v := configured.version(); v != "" {
+		info.Version = v // a declaration made after the config arrived
+	}
 	switch f.mode {
 	case "a":
 		info.JobTypes = []*schedulerpb.JobTypeInfo{jt("fake", 3), jt("only-a", 2)}
@@ -71,6 +78,8 @@ func (f *fakeScheduler) Schedule(ctx context.Context, req *schedulerpb.ScheduleR
 		if err := f.hold(ctx); err != nil {
 			return nil, err
 		}
+	case evalConfig:
+		return &schedulerpb.ScheduleResponse{StatusDescription: "config " + configured.get()}, nil
 	}
 	return &schedulerpb.ScheduleResponse{StatusDescription: fmt.Sprintf("fake-%s %d", f.mode, os.Getpid())}, nil
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -118,6 +119,11 @@ func TestHangingPluginDirFileCostsItsDeadline(t *testing.T) {
 	dir := t.TempDir()
 	installFake(t, dir, "good", "a")
 	installScript(t, dir, "hangs", "exec sleep 600")
+	// A script whose child hangs: the child holds the plugin's stdout and
+	// stderr, so only killing the plugin's process group ends the launch
+	// (before, New waited for the child to exit).
+	childPid := filepath.Join(t.TempDir(), "child")
+	installScript(t, dir, "hangs-child", fmt.Sprintf("sleep 120 &\necho $! > %s\nwait", childPid))
 	cfg := testConfig(t)
 	var logs syncBuffer
 	cfg.Logger = hclog.New(&hclog.LoggerOptions{Name: "pluginhost", Output: &logs, Level: hclog.Info})
@@ -135,6 +141,17 @@ func TestHangingPluginDirFileCostsItsDeadline(t *testing.T) {
 	}
 	if !slices.Equal(names, []string{"good"}) {
 		t.Fatalf("plugins = %v, want only good (hangs skipped)", names)
+	}
+	raw, err := os.ReadFile(childPid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := waitFor(func() bool { return !alive(pid) }); err != nil {
+		t.Errorf("the child %d of a skipped plugin_dir file outlives New", pid)
 	}
 	if out := logs.String(); !strings.Contains(out, "skipping a file in plugin_dir that is not a drover plugin") || !strings.Contains(out, filepath.Join(dir, "hangs")) {
 		t.Errorf("log does not say the hanging file was skipped:\n%s", out)
@@ -274,10 +291,12 @@ func TestReloadOnePlugin(t *testing.T) {
 func TestReloadChangedOnly(t *testing.T) {
 	dir := t.TempDir()
 	installFake(t, dir, "ext", "b")
-	installFake(t, dir, "other", "a")
-	cfg := testConfig(t, fake("sched-a", "a"))
+	installFake(t, dir, "other", "a", baseEnv+"="+baseConfig)
+	cfg := testConfig(t, fake("sched-a", "a", baseEnv+"="+baseConfig))
 	cfg.PluginDir = dir
-	stanzas := []Stanza{{Name: "ext"}, {Name: "other", Config: map[string]any{"k": "v"}}}
+	v, w := configBlock(t, `config { greeting = "v" }`), configBlock(t, `config { greeting = "w" }`)
+	x := configBlock(t, "config {\n  limit = 2\n}")
+	stanzas := []Stanza{{Name: "ext"}, {Name: "other", Config: v}}
 	cfg.Stanzas = stanzas
 	h := newHost(t, cfg)
 	pids := func() map[string]int {
@@ -298,13 +317,13 @@ func TestReloadChangedOnly(t *testing.T) {
 		{name: "nothing changed", stanzas: stanzas},
 		{name: "nil stanzas: binaries only"},
 		{name: "new binary", change: func() { installFake(t, dir, "ext", "a") }, stanzas: stanzas, want: []string{"ext"}},
-		{name: "new config", stanzas: []Stanza{{Name: "ext"}, {Name: "other", Config: map[string]any{"k": "w"}}}, want: []string{"other"}},
-		{name: "new args", stanzas: []Stanza{{Name: "ext", Args: []string{"-x"}}, {Name: "other", Config: map[string]any{"k": "w"}}}, want: []string{"ext"}},
-		{name: "config of a built-in", stanzas: []Stanza{{Name: "sched-a", Config: map[string]any{"x": true}}, {Name: "ext", Args: []string{"-x"}}, {Name: "other", Config: map[string]any{"k": "w"}}}, want: []string{"sched-a"}},
+		{name: "new config", stanzas: []Stanza{{Name: "ext"}, {Name: "other", Config: w}}, want: []string{"other"}},
+		{name: "new args", stanzas: []Stanza{{Name: "ext", Args: []string{"-x"}}, {Name: "other", Config: w}}, want: []string{"ext"}},
+		{name: "config of a built-in", stanzas: []Stanza{{Name: "sched-a", Config: x}, {Name: "ext", Args: []string{"-x"}}, {Name: "other", Config: w}}, want: []string{"sched-a"}},
 		// other's stanza is gone but its file is not: it stays, as a
 		// plugin_dir file with no config. A stanza without a file is an
 		// error that stops nothing else.
-		{name: "stanza gone, file stays; stanza without file", stanzas: []Stanza{{Name: "sched-a", Config: map[string]any{"x": true}}, {Name: "ext", Args: []string{"-x"}}, {Name: "new"}},
+		{name: "stanza gone, file stays; stanza without file", stanzas: []Stanza{{Name: "sched-a", Config: x}, {Name: "ext", Args: []string{"-x"}}, {Name: "new"}},
 			want: []string{"other"}, wantErr: `plugin "new": no executable file "new" in plugin_dir`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -127,7 +127,7 @@ var SchedulerKind = NewKind(KindSpec[scheduler.Scheduler, *schedulerpb.InfoRespo
 	Name:    shared.KindScheduler,
 	Plugin:  &scheduler.Plugin{},
 	Version: (*schedulerpb.InfoResponse).GetVersion,
-	Init: func(ctx context.Context, s scheduler.Scheduler, _ map[string]any) (*schedulerpb.InfoResponse, error) {
+	Init: func(ctx context.Context, s scheduler.Scheduler) (*schedulerpb.InfoResponse, error) {
 		info, err := s.Info(ctx)
 		if err != nil {
 			return nil, err

@@ -7,13 +7,13 @@ import (
 	"maps"
 	"os"
 	"os/exec"
-	"reflect"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+	"github.com/hashicorp/hcl/v2"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health/grpc_health_v1"
@@ -32,6 +32,9 @@ type instance struct {
 	conn    *grpc.ClientConn
 	kinds   map[string]any // kind → dispensed interface
 	infos   map[string]any // kind → what KindSpec.Init returned
+	// config is the schema the instance published and the config it
+	// accepted (baseconfig.go); a reload compares a new block with it.
+	config pluginConfig
 	// bin is the plugin binary as it was on disk when this instance was
 	// launched; a reload of changed plugins compares it with the file now.
 	bin os.FileInfo
@@ -72,6 +75,7 @@ func (i *instance) down() bool {
 // goroutines and connection.
 func (i *instance) kill() {
 	i.cancelReplaced()
+	killGroup(i.proc.Pid)
 	_ = i.proc.Kill() // a no-op error if it already exited
 	i.client.Kill()
 }
@@ -108,7 +112,9 @@ type managed struct {
 	path    string
 	args    []string
 	env     []string
-	config  map[string]any
+	// config is the body of the stanza's config block (nil: none),
+	// decoded and handed to the plugin at every launch.
+	config  hcl.Body
 	reloadc chan reloadReq
 
 	// optional marks a plugin_dir file that no stanza names: one that fails
@@ -163,15 +169,16 @@ func (exitWatch) GRPCClient(ctx context.Context, _ *plugin.GRPCBroker, conn *grp
 	return exitWatchClient{exited: ctx, conn: conn}, nil
 }
 
-// launch starts a new process and readies it: handshake, then KindSpec.Init of
-// every kind it serves. On error nothing is left running.
+// launch starts a new process and readies it: handshake, its config
+// (baseconfig.go), then KindSpec.Init of every kind it serves. On error
+// nothing is left running.
 func (m *managed) launch(ctx context.Context) (*instance, error) {
 	return m.launchWith(ctx, m.args, m.config, m.h.startTimeout)
 }
 
 // launchWith is launch with the given args and config (a reload's new
 // stanza, not yet adopted), its handshake bounded by timeout.
-func (m *managed) launchWith(ctx context.Context, args []string, config map[string]any, timeout time.Duration) (*instance, error) {
+func (m *managed) launchWith(ctx context.Context, args []string, config hcl.Body, timeout time.Duration) (*instance, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	defer context.AfterFunc(m.h.ctx, cancel)() // Close aborts a launch too
@@ -202,7 +209,17 @@ func (m *managed) launchWith(ctx context.Context, args []string, config map[stri
 	})
 	inst, err := m.ready(ctx, client, cmd, config)
 	if err != nil {
+		if cmd.Process != nil {
+			// Not graceful: it failed its launch, and a child it started
+			// must not outlive it (see dieWithHost).
+			killGroup(cmd.Process.Pid)
+		}
 		client.Kill()
+		if isConfigRefusal(err) {
+			// Its lines already name the plugin and start with the
+			// position in the config file, which is what the user acts on.
+			return nil, err
+		}
 		return nil, fmt.Errorf("launch plugin %q (%s): %w", m.name, m.path, err)
 	}
 	inst.bin = bin
@@ -210,7 +227,7 @@ func (m *managed) launchWith(ctx context.Context, args []string, config map[stri
 	return inst, nil
 }
 
-func (m *managed) ready(ctx context.Context, client *plugin.Client, cmd *exec.Cmd, config map[string]any) (*instance, error) {
+func (m *managed) ready(ctx context.Context, client *plugin.Client, cmd *exec.Cmd, config hcl.Body) (*instance, error) {
 	rpc, err := client.Client()
 	if err != nil {
 		return nil, err
@@ -237,6 +254,14 @@ func (m *managed) ready(ctx context.Context, client *plugin.Client, cmd *exec.Cm
 		infos:   map[string]any{},
 		broken:  make(chan struct{}),
 	}
+	// The config comes first: a kind's Init (a scheduler's Info) may
+	// depend on it, and no call may reach an unconfigured plugin.
+	if inst.config, err = configure(ctx, watch.conn, m.name, config); err != nil {
+		return nil, err
+	}
+	// The size only: a config may hold secrets.
+	m.log.Debug("plugin config set", "pid", pid, "base_service", inst.config.served,
+		"config_block", config != nil, "config_bytes", len(inst.config.json))
 	candidates := []string{m.kind}
 	if !m.builtin {
 		candidates = slices.Sorted(maps.Keys(m.h.kinds))
@@ -252,7 +277,7 @@ func (m *managed) ready(ctx context.Context, client *plugin.Client, cmd *exec.Cm
 		}
 		// init admits only the kind's client type, so the typed views
 		// (Clients) get what they expect.
-		info, err := spec.init(ctx, raw, config)
+		info, err := spec.init(ctx, raw)
 		if !m.builtin && status.Code(err) == codes.Unimplemented {
 			continue // discovery: the plugin does not serve this kind
 		}
@@ -337,7 +362,7 @@ func (m *managed) launchFor(req reloadReq) (*instance, error) {
 // from next (nil: not compared), or it is down.
 func (m *managed) changedSince(next *Stanza) string {
 	m.mu.Lock()
-	cur, args, config := m.cur, m.args, m.config
+	cur, args := m.cur, m.args
 	m.mu.Unlock()
 	if cur == nil || cur.down() {
 		return "plugin is down"
@@ -355,10 +380,7 @@ func (m *managed) changedSince(next *Stanza) string {
 	if !m.builtin && !slices.Equal(args, next.Args) {
 		return "args changed"
 	}
-	if (len(config) != 0 || len(next.Config) != 0) && !reflect.DeepEqual(config, next.Config) {
-		return "config changed"
-	}
-	return ""
+	return cur.config.configChange(next.Config)
 }
 
 // run is the owner goroutine of one plugin. It watches the current instance,
@@ -482,7 +504,8 @@ func (m *managed) retire(old *instance) {
 	case <-timer.C:
 		m.log.Warn("calls still in flight on the old plugin instance; killing it", "pid", old.pid,
 			"waited", m.h.drainTimeout)
-		_ = old.proc.Kill() // the calls may hang because the plugin does
+		killGroup(old.proc.Pid) // the calls may hang because the plugin does
+		_ = old.proc.Kill()
 	case <-m.h.ctx.Done():
 	}
 	old.client.Kill()
