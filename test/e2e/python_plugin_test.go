@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/drover-org/drover/test/internal/harness"
 )
@@ -45,7 +47,9 @@ const pythonJob = `job %q {
 // linked there) is launched by the agent like any plugin: it declares its
 // job type, a job of that type runs to completion once with raw_exec, the
 // agent reports it healthy, and its log lines arrive in the agent's log,
-// structured, with no warning or error about it from launch to exit.
+// structured, with no warning or error about it from launch to exit. Its
+// config block reaches it through the base protocol, and one it refuses
+// stops the agent's start at the block's position.
 func TestPythonSchedulerPlugin(t *testing.T) {
 	t.Parallel()
 	script := filepath.Join(repoRoot, "examples", "plugins", "python-oneshot", "plugin.py")
@@ -61,7 +65,22 @@ func TestPythonSchedulerPlugin(t *testing.T) {
 	if err := os.Symlink(script, filepath.Join(pluginDir, pythonPlugin)); err != nil {
 		t.Fatal(err)
 	}
-	cfg := harness.WriteFile(t, "plugins.hcl", fmt.Sprintf("plugin_dir = %q\n\nplugin %q {}\n", pluginDir, pythonPlugin))
+	// A refused config block stops the agent's start at the block's
+	// position, naming the plugin and the field, with the Python plugin's
+	// own rule; no plugin process is left behind.
+	bad := harness.WriteFile(t, "bad.hcl", fmt.Sprintf(
+		"plugin_dir = %q\n\nplugin %q {\n  config {\n    max_allocs_per_node = -1\n  }\n}\n", pluginDir, pythonPlugin))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, droverBin, "agent", "-dev", "-http-port", "0", "-rpc-port", "0",
+		"-data-dir", t.TempDir(), "-config", bad).CombinedOutput()
+	want := fmt.Sprintf(`bad.hcl:5:27: plugin %q: config max_allocs_per_node: must be a whole number of at least 0`, pythonPlugin)
+	if err == nil || !strings.Contains(string(out), want) {
+		t.Fatalf("agent start with a refused config block: err %v, want an error containing %q; output:\n%s", err, want, out)
+	}
+
+	cfg := harness.WriteFile(t, "plugins.hcl", fmt.Sprintf(
+		"plugin_dir = %q\n\nplugin %q {\n  config {\n    max_allocs_per_node = 2\n  }\n}\n", pluginDir, pythonPlugin))
 	a := startAgent(t, "-config", cfg)
 
 	p := a.pluginRow(pythonPlugin)
@@ -90,6 +109,9 @@ func TestPythonSchedulerPlugin(t *testing.T) {
 	prefix := "drover.plugins." + pythonPlugin + "." + pythonPlugin
 	if !strings.Contains(log, "[INFO]  "+prefix+": serving:") || !strings.Contains(log, "job_type=python-oneshot") {
 		t.Errorf("the agent's log has no structured info line %q from the plugin", prefix+": serving")
+	}
+	if !strings.Contains(log, prefix+": config set:") || !strings.Contains(log, "max_allocs_per_node=2") {
+		t.Errorf("the agent's log has no line %q with max_allocs_per_node=2: the plugin did not get its config block", prefix+": config set")
 	}
 	if !strings.Contains(log, "[INFO]  "+prefix+": plugin exited:") {
 		t.Errorf("the agent's log has no line %q: the plugin did not exit by itself on the agent's stop", prefix+": plugin exited")
