@@ -180,6 +180,12 @@ class BaseService(base_pb2_grpc.BaseServicer):
         if not isinstance(raw, dict):
             return base_pb2.SetConfigResponse(field_errors=[
                 base_pb2.FieldError(path="", message="must be an object")])
+        unknown = sorted(k for k in raw if k != "max_allocs_per_node")
+        if unknown:
+            # Strict, as the Go SDK is: a field the schema does not name is
+            # a mistake of the caller, never silently dropped.
+            return base_pb2.SetConfigResponse(field_errors=[
+                base_pb2.FieldError(path=k, message="is not a setting of this plugin") for k in unknown])
         value = raw.get("max_allocs_per_node")
         if value is None:
             value = 0

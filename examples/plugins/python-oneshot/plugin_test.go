@@ -25,6 +25,7 @@ import (
 
 	"github.com/drover-org/drover/internal/testwait"
 	sdkbase "github.com/drover-org/drover/sdk/base"
+	"github.com/drover-org/drover/sdk/base/basetest"
 	"github.com/drover-org/drover/sdk/proto/basepb"
 	"github.com/drover-org/drover/sdk/proto/schedulerpb"
 	"github.com/drover-org/drover/sdk/scheduler/conformance"
@@ -64,7 +65,11 @@ func pluginPath(t *testing.T) string {
 // driven over its real socket, plus the rule of its own type: a completed
 // allocation is never placed again, not even for a new version of the job.
 func TestConformance(t *testing.T) {
-	s := conformance.Launch(t, exec.Command(pluginPath(t)))
+	proc := conformance.Start(t, exec.Command(pluginPath(t)))
+	s := proc.Scheduler
+	// The config half of the kit: the schema round trip (defaults,
+	// a wrong type, an unknown field) over the same socket.
+	basetest.CheckConfig(t, sdkbase.NewClient(proc.Conn))
 	conformance.Run(t, s, conformance.Options{
 		InProcess: true, // it is already across a real socket
 		Scenarios: []conformance.Scenario{{
