@@ -53,6 +53,7 @@ demo: build
 bench: build
 	$(GO) test -run '^$$' -bench 'Sysbatch|DevAgent|JobRun|ClusterFailover|ClusterPlan' -benchtime 5x -timeout 30m ./bench/...
 	$(GO) test -run '^$$' -bench 'ClusterCatchUp' -benchtime 1x -timeout 30m ./bench/...
+	DROVER_SCALE_NODES=$${DROVER_SCALE_NODES:-2000} $(GO) test -run '^$$' -bench 'Scale10k' -benchtime 1x -timeout 60m ./bench/
 	$(GO) test -run '^$$' -bench 'TaskStart' -benchtime 10x -timeout 10m ./bench/
 	$(GO) test -run '^$$' -bench 'Dispatch100' -benchtime 1x -timeout 20m ./bench/
 	$(GO) test -run '^$$' -bench 'StartTask' -benchtime 10x -timeout 10m ./plugins/driver-docker/
