@@ -210,9 +210,29 @@ func reapOrphans(keep int) {
 // adopted by this process (see adoptOrphans), zombies included, count as
 // the agent's: nothing else here forks during a measured round.
 func treeCPU(pid int, self int, skip int) (time.Duration, error) {
+	total, _, err := treeCPUBy(pid, self, skip)
+	return total, err
+}
+
+// procLabel names a process by its command line's first words, for the
+// per-process breakdown.
+func procLabel(p int) string {
+	raw, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p))
+	args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
+	if len(args) > 3 {
+		args = args[:3]
+	}
+	if len(args) > 0 {
+		args[0] = filepath.Base(args[0])
+	}
+	return strings.Join(args, " ")
+}
+
+// treeCPUBy is treeCPU with each counted process's share, by procLabel.
+func treeCPUBy(pid int, self int, skip int) (time.Duration, map[string]time.Duration, error) {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	type stat struct {
 		ppid  int
@@ -248,9 +268,10 @@ func treeCPU(pid int, self int, skip int) (time.Duration, error) {
 		procs[p] = stat{ppid: ppid, ticks: ticks}
 	}
 	if _, ok := procs[pid]; !ok {
-		return 0, fmt.Errorf("process %d is gone", pid)
+		return 0, nil, fmt.Errorf("process %d is gone", pid)
 	}
 	var total int64
+	by := map[string]time.Duration{}
 	for p, s := range procs {
 		for q := p; q > 1; q = procs[q].ppid {
 			if q == skip {
@@ -258,6 +279,7 @@ func treeCPU(pid int, self int, skip int) (time.Duration, error) {
 			}
 			if q == pid || procs[q].ppid == self {
 				total += s.ticks
+				by[procLabel(p)] += time.Duration(s.ticks) * 10 * time.Millisecond
 				break
 			}
 			if _, ok := procs[q]; !ok {
@@ -266,7 +288,7 @@ func treeCPU(pid int, self int, skip int) (time.Duration, error) {
 		}
 	}
 	// USER_HZ is 100 on every Linux the project builds for.
-	return time.Duration(total) * 10 * time.Millisecond, nil
+	return time.Duration(total) * 10 * time.Millisecond, by, nil
 }
 
 // perfRecorder runs `perf record` on the agent while DROVER_BENCH_PERF
@@ -312,7 +334,7 @@ func BenchmarkDispatch16Clients(b *testing.B) {
 	dead := 0
 	round := func(n int) (time.Duration, time.Duration) {
 		reapOrphans(agentPid)
-		cpu0, err := treeCPU(agentPid, self, perfPid)
+		cpu0, by0, err := treeCPUBy(agentPid, self, perfPid)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -355,9 +377,16 @@ func BenchmarkDispatch16Clients(b *testing.B) {
 			time.Sleep(20 * time.Millisecond)
 		}
 		elapsed := time.Since(start)
-		cpu1, err := treeCPU(agentPid, self, perfPid)
+		cpu1, by1, err := treeCPUBy(agentPid, self, perfPid)
 		if err != nil {
 			b.Fatal(err)
+		}
+		if os.Getenv("DROVER_BENCH_TREE") != "" {
+			for l, c := range by1 {
+				if c -= by0[l]; c > 0 {
+					fmt.Printf("  %-50s %6.2f ms/alloc\n", l, float64(c.Microseconds())/1000/float64(n))
+				}
+			}
 		}
 		return elapsed, cpu1 - cpu0
 	}
