@@ -204,16 +204,6 @@ func reapOrphans(keep int) {
 	}
 }
 
-// treeCPU is the CPU time used so far by pid and every live descendant,
-// with the children each has reaped (cutime, cstime): the /bin/true tasks,
-// reaped by the task supervisor, and exited plugins count too. Orphans
-// adopted by this process (see adoptOrphans), zombies included, count as
-// the agent's: nothing else here forks during a measured round.
-func treeCPU(pid int, self int, skip int) (time.Duration, error) {
-	total, _, err := treeCPUBy(pid, self, skip)
-	return total, err
-}
-
 // procLabel names a process by its command line's first words, for the
 // per-process breakdown.
 func procLabel(p int) string {
@@ -228,8 +218,13 @@ func procLabel(p int) string {
 	return strings.Join(args, " ")
 }
 
-// treeCPUBy is treeCPU with each counted process's share, by procLabel.
-func treeCPUBy(pid int, self int, skip int) (time.Duration, map[string]time.Duration, error) {
+// treeCPU is the CPU time used so far by pid and every live descendant,
+// with the children each has reaped (cutime, cstime): the /bin/true tasks,
+// reaped by the task supervisor, and exited plugins count too. Orphans
+// adopted by this process (see adoptOrphans), zombies included, count as
+// the agent's: nothing else here forks during a measured round.
+// It returns each counted process's share too, by procLabel.
+func treeCPU(pid int, self int, skip int) (time.Duration, map[string]time.Duration, error) {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return 0, nil, err
@@ -334,7 +329,7 @@ func BenchmarkDispatch16Clients(b *testing.B) {
 	dead := 0
 	round := func(n int) (time.Duration, time.Duration) {
 		reapOrphans(agentPid)
-		cpu0, by0, err := treeCPUBy(agentPid, self, perfPid)
+		cpu0, by0, err := treeCPU(agentPid, self, perfPid)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -377,7 +372,7 @@ func BenchmarkDispatch16Clients(b *testing.B) {
 			time.Sleep(20 * time.Millisecond)
 		}
 		elapsed := time.Since(start)
-		cpu1, by1, err := treeCPUBy(agentPid, self, perfPid)
+		cpu1, by1, err := treeCPU(agentPid, self, perfPid)
 		if err != nil {
 			b.Fatal(err)
 		}
