@@ -46,9 +46,9 @@ type allocLog struct {
 	// close.
 	f    *os.File
 	size int64 // bytes in the file
-	// latest is each live alloc's last record, framed; liveBytes their
-	// total size.
-	latest    map[string][]byte
+	// latest is each live alloc's last record; liveBytes their total
+	// size.
+	latest    map[string]logEntry
 	liveBytes int64
 	cur       *logBatch // the batch accumulating records
 	flushing  bool      // a batch is being written
@@ -56,6 +56,18 @@ type allocLog struct {
 	// legacy is the directory of one-file-per-alloc states an older
 	// client wrote, removed once the log holds its states.
 	legacy string
+}
+
+// logEntry is an alloc's last record, framed, and the batch that writes
+// it (nil when it was read from disk).
+type logEntry struct {
+	rec   []byte
+	batch *logBatch
+}
+
+// durable reports whether the entry is on disk.
+func (e logEntry) durable() bool {
+	return e.batch == nil || (e.batch.done && e.batch.err == nil)
 }
 
 // logBatch is the records of one group commit and, once written, the
@@ -69,7 +81,7 @@ type logBatch struct {
 // openAllocLog reads the log in dir (and the states of an older client's
 // allocs directory), dropping a torn tail.
 func openAllocLog(dir string) (*allocLog, error) {
-	l := &allocLog{dir: dir, path: filepath.Join(dir, allocLogFile), latest: map[string][]byte{}, cur: &logBatch{}}
+	l := &allocLog{dir: dir, path: filepath.Join(dir, allocLogFile), latest: map[string]logEntry{}, cur: &logBatch{}}
 	l.cond = sync.NewCond(&l.mu)
 	// A rewrite that a crash interrupted leaves its temporary file.
 	if tmps, err := filepath.Glob(filepath.Join(dir, "."+allocLogFile+".tmp*")); err == nil {
@@ -141,24 +153,25 @@ func (l *allocLog) replay(data []byte) int {
 		if !ok {
 			break
 		}
-		l.apply(id, bytes.Clone(state), nil)
+		l.apply(id, bytes.Clone(state), nil, nil)
 		off += size
 	}
 	return off
 }
 
 // apply makes state id's latest (nil or empty: deleted), rec its record
-// when already framed. Called with mu held, or before the log is shared.
-func (l *allocLog) apply(id string, state, rec []byte) {
+// when already framed, written by batch (nil: read from disk). Called with
+// mu held, or before the log is shared.
+func (l *allocLog) apply(id string, state, rec []byte, batch *logBatch) {
 	if old, ok := l.latest[id]; ok {
-		l.liveBytes -= int64(len(old))
+		l.liveBytes -= int64(len(old.rec))
 		delete(l.latest, id)
 	}
 	if len(state) > 0 {
 		if rec == nil {
 			rec = frame(id, state)
 		}
-		l.latest[id] = rec
+		l.latest[id] = logEntry{rec: rec, batch: batch}
 		l.liveBytes += int64(len(rec))
 	}
 }
@@ -185,7 +198,7 @@ func (l *allocLog) readLegacy(dir string) error {
 		if err != nil || len(b) == 0 {
 			continue // unreadable: as before, the alloc is not restored
 		}
-		l.apply(id, b, nil)
+		l.apply(id, b, nil, nil)
 	}
 	l.legacy, l.rewrite = dir, true
 	return nil
@@ -196,21 +209,27 @@ func (l *allocLog) live() map[string][]byte {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	out := make(map[string][]byte, len(l.latest))
-	for id, rec := range l.latest {
-		_, state, _, _ := unframe(rec)
+	for id, e := range l.latest {
+		_, state, _, _ := unframe(e.rec)
 		out[id] = state
 	}
 	return out
 }
 
 // put records id's state (nil: its deletion) and returns once the record
-// is on disk.
+// is on disk. A state equal to the alloc's last one, already on disk, is
+// not written again: a runner persists at every change of what it
+// reports, and some of them change nothing it keeps.
 func (l *allocLog) put(id string, state []byte) error {
 	rec := frame(id, state)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.apply(id, state, rec)
+	old, ok := l.latest[id]
+	if ok && old.durable() && bytes.Equal(old.rec, rec) {
+		return nil
+	}
 	b := l.cur
+	l.apply(id, state, rec, b)
 	b.buf = append(b.buf, rec...)
 	for !b.done {
 		if l.flushing {
@@ -233,8 +252,8 @@ func (l *allocLog) flush() {
 	var all []byte
 	if rewrite {
 		all = make([]byte, 0, l.liveBytes)
-		for _, rec := range l.latest {
-			all = append(all, rec...)
+		for _, e := range l.latest {
+			all = append(all, e.rec...)
 		}
 	}
 	l.mu.Unlock()

@@ -185,3 +185,36 @@ func TestStateStoreMigratesAllocFiles(t *testing.T) {
 		t.Fatalf("allocs after migration = %d, %v; want x1 and x2", len(got), errs)
 	}
 }
+
+// TestAllocLogSkipsUnchangedState puts an alloc's state again unchanged:
+// the log does not grow, and a changed state is written.
+func TestAllocLogSkipsUnchangedState(t *testing.T) {
+	dir := t.TempDir()
+	l := mustOpenLog(t, dir)
+	size := func() int64 {
+		fi, err := os.Stat(filepath.Join(dir, allocLogFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Size()
+	}
+	for _, s := range []string{`{"v":1}`, `{"v":1}`} {
+		if err := l.put("a", []byte(s)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := size()
+	if err := l.put("a", []byte(`{"v":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	if got := size(); got != before {
+		t.Fatalf("log grew from %d to %d bytes on an unchanged state", before, got)
+	}
+	if err := l.put("a", []byte(`{"v":2}`)); err != nil {
+		t.Fatal(err)
+	}
+	if got := size(); got <= before {
+		t.Fatalf("log did not grow (%d bytes) on a changed state", got)
+	}
+	wantLive(t, dir, map[string]string{"a": `{"v":2}`})
+}
