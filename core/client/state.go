@@ -156,16 +156,22 @@ func (s *stateStore) putAlloc(p *persistedAlloc) error {
 		s.encoded[id] = enc
 		s.mu.Unlock()
 	}
-	b, err := json.Marshal(&persistedAllocJSON{Alloc: enc.json, Tasks: p.Tasks, CSI: p.CSI, Services: p.Services})
+	// The encoded alloc is spliced in as it is: as a json.RawMessage
+	// field it would be scanned again (compacted) at every write.
+	rest, err := json.Marshal(&persistedAllocRest{Tasks: p.Tasks, CSI: p.CSI, Services: p.Services})
 	if err != nil {
 		return fmt.Errorf("encode alloc state: %w", err)
 	}
+	b := make([]byte, 0, len(`{"Alloc":,`)+len(enc.json)+len(rest))
+	b = append(b, `{"Alloc":`...)
+	b = append(b, enc.json...)
+	b = append(b, ',')
+	b = append(b, rest[1:]...) // rest always has its Tasks field
 	return s.log.put(id, b)
 }
 
-// persistedAllocJSON is persistedAlloc with its alloc already encoded.
-type persistedAllocJSON struct {
-	Alloc    json.RawMessage
+// persistedAllocRest is persistedAlloc without its alloc, encoded apart.
+type persistedAllocRest struct {
 	Tasks    map[string]*persistedTask
 	CSI      []*csi.MountState   `json:",omitempty"`
 	Services *services.Persisted `json:",omitempty"`

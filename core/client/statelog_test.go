@@ -218,3 +218,34 @@ func TestAllocLogSkipsUnchangedState(t *testing.T) {
 	}
 	wantLive(t, dir, map[string]string{"a": `{"v":2}`})
 }
+
+// TestStateStorePutAllocRoundTrips writes an alloc's state, with its
+// encoded alloc reused across writes, and reads back the last one whole.
+func TestStateStorePutAllocRoundTrips(t *testing.T) {
+	dir := t.TempDir()
+	s, err := openStateStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	a := &structs.Allocation{ID: "r1", JobID: "j", TaskGroup: "g"}
+	for _, st := range []string{structs.TaskStatePending, structs.TaskStateRunning, structs.TaskStateDead} {
+		p := &persistedAlloc{Alloc: a, Tasks: map[string]*persistedTask{"main": {State: &structs.TaskState{State: st}, Handle: []byte{1, 2}}}}
+		if err := s.putAlloc(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s2, err := openStateStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.close()
+	got, errs := s2.allocs()
+	if len(errs) != 0 || len(got) != 1 {
+		t.Fatalf("allocs = %d, %v; want r1", len(got), errs)
+	}
+	g := got[0]
+	if g.Alloc.ID != "r1" || g.Alloc.JobID != "j" || g.Tasks["main"] == nil || g.Tasks["main"].State.State != structs.TaskStateDead || len(g.Tasks["main"].Handle) != 2 {
+		t.Fatalf("restored state = %+v (main %+v); want r1 with main dead and its handle", g.Alloc, g.Tasks["main"])
+	}
+}
