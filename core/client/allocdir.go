@@ -92,11 +92,15 @@ func (d *allocDir) buildShared() error {
 		return fmt.Errorf("create alloc dir: %w", err)
 	}
 	defer root.Close()
-	for _, p := range []string{
-		filepath.Join(sharedDirName, logDirName),
-		filepath.Join(sharedDirName, dataDirName), filepath.Join(sharedDirName, tmpDirName),
-	} {
-		if err := root.MkdirAll(p, 0o755); err != nil {
+	// The subdirectories are made beneath alloc/ open, rather than each
+	// from the root: alloc/ is then looked up (and checked) once.
+	shared, err := root.MkdirAllOpen(sharedDirName, 0o755)
+	if err != nil {
+		return fmt.Errorf("create alloc dir: %w", err)
+	}
+	defer shared.Close()
+	for _, p := range []string{logDirName, dataDirName, tmpDirName} {
+		if err := shared.MkdirAll(p, 0o755); err != nil {
 			return fmt.Errorf("create alloc dir: %w", err)
 		}
 	}
@@ -115,12 +119,17 @@ func (d *allocDir) buildTask(name string) (taskDirs, error) {
 		return taskDirs{}, fmt.Errorf("create task dir: %w", err)
 	}
 	defer root.Close()
+	td, err := root.MkdirAllOpen(name, 0o755)
+	if err != nil {
+		return taskDirs{}, fmt.Errorf("create task dir: %w", err)
+	}
+	defer td.Close()
 	for _, p := range []string{localDirName, tmpDirName} {
-		if err := root.MkdirAll(filepath.Join(name, p), 0o755); err != nil {
+		if err := td.MkdirAll(p, 0o755); err != nil {
 			return taskDirs{}, fmt.Errorf("create task dir: %w", err)
 		}
 	}
-	if err := root.MkdirAll(filepath.Join(name, secretsDirName), 0o700); err != nil {
+	if err := td.MkdirAll(secretsDirName, 0o700); err != nil {
 		return taskDirs{}, fmt.Errorf("create secrets dir: %w", err)
 	}
 	return d.task(name), nil

@@ -80,6 +80,9 @@ type allocRunner struct {
 	cancel context.CancelFunc
 
 	tasks []*taskRunner // in the group's order; fixed after construction
+	// persistFirst makes run persist the alloc before anything else: a
+	// new alloc, not one restored from the state.
+	persistFirst bool
 
 	mu       sync.Mutex
 	alloc    *structs.Allocation
@@ -316,6 +319,11 @@ func (ar *allocRunner) run() {
 	defer close(ar.doneCh)
 	defer ar.taskWG.Wait()
 	defer ar.svc.Close()
+	if ar.persistFirst {
+		// A restart must know the alloc before any of its tasks
+		// can start.
+		ar.persist()
+	}
 
 	if ar.setupErr != nil {
 		ar.logger.Error("cannot run allocation", "error", ar.setupErr)

@@ -235,6 +235,9 @@ func (c *Client) Shutdown() {
 		r.shutdown()
 	}
 	c.wg.Wait()
+	if err := c.state.close(); err != nil {
+		c.logger.Warn("failed to close the state log", "error", err)
+	}
 }
 
 // Destroy kills every task of every allocation (with their kill timeouts),

@@ -158,8 +158,13 @@ func TestClientRunsStopsAndDestroysAllocs(t *testing.T) {
 		return errors.Is(err, os.ErrNotExist)
 	})
 	waitFor(t, "alloc state removed", func() bool {
-		_, err := os.Stat(filepath.Join(c.cfg.StateDir, allocsDir, "svc-1.json"))
-		return errors.Is(err, os.ErrNotExist)
+		// What a restart would read, from disk.
+		l, err := openAllocLog(c.cfg.StateDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, ok := l.live()["svc-1"]
+		return !ok
 	})
 	if c.runner("svc-1") != nil {
 		t.Fatal("runner of a removed alloc still tracked")

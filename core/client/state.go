@@ -22,7 +22,9 @@ import (
 const (
 	nodeIDFile   = "node-id"
 	secretIDFile = "secret-id"
-	allocsDir    = "allocs" // one <allocID>.json per alloc runner
+	// allocsDir held one <allocID>.json per alloc before the state log
+	// (allocLogFile); a client reads it once and removes it.
+	allocsDir = "allocs"
 )
 
 // persistedAlloc is what a client restart needs to resume an alloc: the
@@ -68,19 +70,35 @@ func (pt *persistedTask) handle() *driverpb.TaskHandle {
 }
 
 // stateStore keeps the client's durable state in plain files: the node's
-// identity and one JSON file per alloc, each replaced atomically. The
-// number of allocs on a node is small, and a file per alloc means a write
-// never rewrites another alloc's state.
+// identity, each in a file replaced atomically, and the allocs' states in
+// one append-only log (see allocLog). An alloc's state is written many
+// times in its life (every task state change), so that a write is one
+// append to an open file, with one fsync shared by every write that
+// waited for it, rather than a new file, its fsync and a rename each.
 type stateStore struct {
 	dir string
 	mu  sync.Mutex
+	log *allocLog
+	// encoded caches each alloc's last JSON-encoded *structs.Allocation:
+	// the server's version is shared and never modified, so the pointer
+	// names the bytes, and most writes change only the task states.
+	encoded map[string]encodedAlloc
+}
+
+type encodedAlloc struct {
+	alloc *structs.Allocation
+	json  []byte
 }
 
 func openStateStore(dir string) (*stateStore, error) {
-	if err := os.MkdirAll(filepath.Join(dir, allocsDir), 0o700); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create state dir: %w", err)
 	}
-	return &stateStore{dir: dir}, nil
+	log, err := openAllocLog(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &stateStore{dir: dir, log: log, encoded: map[string]encodedAlloc{}}, nil
 }
 
 // identity returns the node ID and secret persisted in the state dir,
@@ -122,58 +140,68 @@ func (s *stateStore) identity(id string) (nodeID, secretID string, err error) {
 	return nodeID, secretID, nil
 }
 
-func (s *stateStore) allocPath(id string) string {
-	return filepath.Join(s.dir, allocsDir, id+".json")
-}
-
+// putAlloc records p durably: it returns once p is on disk.
 func (s *stateStore) putAlloc(p *persistedAlloc) error {
-	b, err := json.Marshal(p)
+	id := p.Alloc.ID
+	s.mu.Lock()
+	enc, ok := s.encoded[id]
+	s.mu.Unlock()
+	if !ok || enc.alloc != p.Alloc {
+		b, err := json.Marshal(p.Alloc)
+		if err != nil {
+			return fmt.Errorf("encode alloc state: %w", err)
+		}
+		enc = encodedAlloc{alloc: p.Alloc, json: b}
+		s.mu.Lock()
+		s.encoded[id] = enc
+		s.mu.Unlock()
+	}
+	// The encoded alloc is spliced in as it is: as a json.RawMessage
+	// field it would be scanned again (compacted) at every write.
+	rest, err := json.Marshal(&persistedAllocRest{Tasks: p.Tasks, CSI: p.CSI, Services: p.Services})
 	if err != nil {
 		return fmt.Errorf("encode alloc state: %w", err)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return writeFileAtomic(s.allocPath(p.Alloc.ID), b)
+	b := make([]byte, 0, len(`{"Alloc":,`)+len(enc.json)+len(rest))
+	b = append(b, `{"Alloc":`...)
+	b = append(b, enc.json...)
+	b = append(b, ',')
+	b = append(b, rest[1:]...) // rest always has its Tasks field
+	return s.log.put(id, b)
+}
+
+// persistedAllocRest is persistedAlloc without its alloc, encoded apart.
+type persistedAllocRest struct {
+	Tasks    map[string]*persistedTask
+	CSI      []*csi.MountState   `json:",omitempty"`
+	Services *services.Persisted `json:",omitempty"`
 }
 
 func (s *stateStore) deleteAlloc(id string) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := os.Remove(s.allocPath(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	return nil
+	delete(s.encoded, id)
+	s.mu.Unlock()
+	return s.log.put(id, nil)
 }
 
-// allocs loads every persisted alloc. An unreadable file is skipped and
+// allocs loads every persisted alloc. An unreadable state is skipped and
 // reported in the returned error list rather than blocking the others.
 func (s *stateStore) allocs() ([]*persistedAlloc, []error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	entries, err := os.ReadDir(filepath.Join(s.dir, allocsDir))
-	if err != nil {
-		return nil, []error{err}
-	}
 	var out []*persistedAlloc
 	var errs []error
-	for _, e := range entries {
-		if e.IsDir() || !strings.HasSuffix(e.Name(), ".json") {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(s.dir, allocsDir, e.Name()))
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
+	for id, b := range s.log.live() {
 		var p persistedAlloc
 		if err := json.Unmarshal(b, &p); err != nil || p.Alloc == nil || p.Alloc.ID == "" {
-			errs = append(errs, fmt.Errorf("alloc state %s is unreadable: %v", e.Name(), err))
+			errs = append(errs, fmt.Errorf("alloc state %s is unreadable: %v", id, err))
 			continue
 		}
 		out = append(out, &p)
 	}
 	return out, errs
 }
+
+// close releases the log's file; a later write opens it again.
+func (s *stateStore) close() error { return s.log.close() }
 
 // writeFileAtomic replaces path with data so that a crash leaves either
 // the old or the new content, never a torn file.

@@ -104,6 +104,10 @@ func (c *Client) reconcile(allocs []*structs.Allocation) {
 // of an earlier client process, if any.
 func (c *Client) addRunner(a *structs.Allocation, prior *persistedAlloc) {
 	r := newAllocRunner(c.ctx, c.rcfg, a, prior)
+	// A new alloc is persisted by its run loop before anything else, so
+	// that the watch loop does not wait for the disk once per alloc and
+	// the first writes of a burst of allocs share their fsyncs.
+	r.persistFirst = prior == nil
 	c.mu.Lock()
 	if c.shutdown || c.destroying {
 		c.mu.Unlock()
@@ -112,9 +116,6 @@ func (c *Client) addRunner(a *structs.Allocation, prior *persistedAlloc) {
 	}
 	c.runners[a.ID] = r
 	c.mu.Unlock()
-	if prior == nil {
-		r.persist()
-	}
 	c.goFunc(r.run)
 }
 
