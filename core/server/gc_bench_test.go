@@ -1,12 +1,14 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
 	"os"
 	"runtime"
 	"runtime/metrics"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -41,6 +43,7 @@ var (
 	gcBenchPage    = flag.Int("gcbench.page", 0, "GC benchmarks: objects a page is filled to (0: the default pacing's)")
 	gcBenchMark    = flag.Duration("gcbench.markwait", -1, "GC benchmarks: pacing MarkWait, the longest a step waits for Go's mark phase to end (0: never waits; negative: the default pacing's)")
 	gcBenchTrace   = flag.String("gcbench.trace", "", "GC latency benchmark: write every sample and GC step, with its start in ms since the process started, to this file (to line up with GODEBUG=gctrace=1)")
+	gcBenchProfile = flag.String("gcbench.cpuprofile", "", "GC backlog benchmark: write a CPU profile of ForceGC's runs alone (not the seeding) to this file")
 	gcBenchSnapAt  = flag.Uint64("gcbench.snapshot-threshold", 0, "GC benchmarks: Raft SnapshotThreshold, log entries between snapshots (0: Raft's default)")
 )
 
@@ -180,6 +183,14 @@ func BenchmarkGCBacklog(b *testing.B) {
 	n := *gcBenchObjects
 	var reaped int
 	var took time.Duration
+	var profile bytes.Buffer
+	if *gcBenchProfile != "" {
+		defer func() {
+			if err := os.WriteFile(*gcBenchProfile, profile.Bytes(), 0o644); err != nil {
+				b.Error(err)
+			}
+		}()
+	}
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		s := gcBenchServer(b, gcBenchPacing())
@@ -192,6 +203,11 @@ func BenchmarkGCBacklog(b *testing.B) {
 		for seeded := time.Now(); time.Since(seeded) <= sdkgc.ForceThreshold; {
 			runtime.Gosched()
 		}
+		if *gcBenchProfile != "" && i == 0 {
+			if err := pprof.StartCPUProfile(&profile); err != nil {
+				b.Fatal(err)
+			}
+		}
 		b.StartTimer()
 		start := time.Now()
 		if err := s.ForceGC(context.Background()); err != nil {
@@ -199,12 +215,16 @@ func BenchmarkGCBacklog(b *testing.B) {
 		}
 		took += time.Since(start)
 		b.StopTimer()
+		if *gcBenchProfile != "" && i == 0 {
+			pprof.StopCPUProfile()
+		}
 		if left := gcBacklogLeft(b, s); left != 0 {
 			b.Fatalf("%d of %d objects left after ForceGC", left, seeded)
 		}
 		reaped += seeded
 		_ = s.Shutdown()
 	}
+	benchTrace.write(b)
 	b.ReportMetric(float64(reaped)/took.Seconds(), "objects/s")
 	b.ReportMetric(float64(n), "backlog")
 }

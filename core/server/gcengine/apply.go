@@ -19,24 +19,25 @@ func (g *Engine) apply(ctx context.Context, plan Plan, pace *Pacer, st *Stats) e
 	return g.release(ctx, plan.Release, pace, st)
 }
 
-// reap proposes items as GCReap entries of at most BatchObjects objects
-// and BatchJobs jobs, in order, pausing between entries.
+// reap proposes items as GCReap entries, in order, pausing before each:
+// the pause decides whether the step is an idle one (Pacer.Wait), and so
+// how many objects its entry holds (at most BatchObjects and BatchJobs
+// jobs).
 func (g *Engine) reap(ctx context.Context, items []Item, pace *Pacer, st *Stats) error {
-	var batch structs.GCReapRequest
-	flush := func() error {
-		if batch.Len() == 0 {
-			return nil
-		}
-		req := batch
-		batch = structs.GCReapRequest{}
-		if err := req.Validate(); err != nil {
-			return err // a bug in the batching; never proposed
-		}
+	for len(items) > 0 {
 		if err := pace.Wait(ctx); err != nil {
 			return err
 		}
+		req, n := g.cut(items, pace.entrySize())
+		items = items[n:]
+		if req.Len() == 0 {
+			continue // kinds no entry carries
+		}
+		if err := req.Validate(); err != nil {
+			return err // a bug in the batching; never proposed
+		}
 		start := time.Now()
-		_, resp, err := g.cfg.Apply(structs.GCReapRequestType, &req)
+		_, resp, err := g.cfg.Apply(structs.GCReapRequestType, req)
 		took := time.Since(start)
 		g.trace("entry", start)
 		pace.Took(took)
@@ -53,38 +54,42 @@ func (g *Engine) reap(ctx context.Context, items []Item, pace *Pacer, st *Stats)
 			st.Reaped += r.Reaped()
 			st.Skipped += r.Skipped
 		}
-		return nil
 	}
-	size := g.pacing.BatchObjects
+	return nil
+}
+
+// cut takes the first entry off items: size objects at most (one at
+// least), and BatchJobs jobs. It returns the entry and how many items it
+// took.
+func (g *Engine) cut(items []Item, size int) (*structs.GCReapRequest, int) {
+	size = max(size, 1)
+	req := &structs.GCReapRequest{}
+	n := 0
 	for _, it := range items {
-		if pace.size != nil {
-			size = pace.size.next()
+		if n >= size || (it.Kind == gcpb.ObjectKind_OBJECT_KIND_JOB && len(req.Jobs) >= g.pacing.BatchJobs) {
+			break
 		}
-		if batch.Len() >= size || (it.Kind == gcpb.ObjectKind_OBJECT_KIND_JOB && len(batch.Jobs) >= g.pacing.BatchJobs) {
-			if err := flush(); err != nil {
-				return err
-			}
-		}
+		n++
 		switch it.Kind {
 		case gcpb.ObjectKind_OBJECT_KIND_ALLOC:
-			batch.Allocs = append(batch.Allocs, it.Ref)
+			req.Allocs = append(req.Allocs, it.Ref)
 		case gcpb.ObjectKind_OBJECT_KIND_EVAL:
-			batch.Evals = append(batch.Evals, it.Ref)
+			req.Evals = append(req.Evals, it.Ref)
 		case gcpb.ObjectKind_OBJECT_KIND_JOB:
-			batch.Jobs = append(batch.Jobs, it.Ref)
+			req.Jobs = append(req.Jobs, it.Ref)
 		case gcpb.ObjectKind_OBJECT_KIND_NODE:
-			batch.Nodes = append(batch.Nodes, it.Ref)
+			req.Nodes = append(req.Nodes, it.Ref)
 		case gcpb.ObjectKind_OBJECT_KIND_CSI_PLUGIN:
-			batch.CSIPlugins = append(batch.CSIPlugins, it.Ref)
+			req.CSIPlugins = append(req.CSIPlugins, it.Ref)
 		case gcpb.ObjectKind_OBJECT_KIND_ONE_TIME_TOKEN:
-			batch.OneTimeTokens = append(batch.OneTimeTokens, it.Ref)
+			req.OneTimeTokens = append(req.OneTimeTokens, it.Ref)
 		case gcpb.ObjectKind_OBJECT_KIND_ACL_TOKEN:
-			batch.ACLTokens = append(batch.ACLTokens, it.Ref)
+			req.ACLTokens = append(req.ACLTokens, it.Ref)
 		case gcpb.ObjectKind_OBJECT_KIND_DEPLOYMENT:
-			batch.Deployments = append(batch.Deployments, it.Ref)
+			req.Deployments = append(req.Deployments, it.Ref)
 		}
 	}
-	return flush()
+	return req, n
 }
 
 // release marks the claims the plugin released, one entry per volume: a
