@@ -10,23 +10,52 @@ import (
 	"github.com/drover-org/drover/sdk/proto/gcpb"
 )
 
+// applier writes one run's plans: its reap entries, pipelined while the
+// cluster is idle (Pacing.IdleInFlight), and its claim releases.
+type applier struct {
+	g    *Engine
+	pace *Pacer
+	st   *Stats
+	// inflight are the reap entries proposed and not yet answered, in
+	// log order.
+	inflight []proposed
+}
+
+// proposed is a reap entry in flight.
+type proposed struct {
+	n     int // objects
+	start time.Time
+	wait  func() (uint64, any, error)
+}
+
 // apply writes what Decide planned for one page: the reaps, then the
 // releases.
-func (g *Engine) apply(ctx context.Context, plan Plan, pace *Pacer, st *Stats) error {
-	if err := g.reap(ctx, plan.Reap, pace, st); err != nil {
+func (a *applier) apply(ctx context.Context, plan Plan) error {
+	if err := a.reap(ctx, plan.Reap); err != nil {
 		return err
 	}
-	return g.release(ctx, plan.Release, pace, st)
+	return a.release(ctx, plan.Release)
 }
 
 // reap proposes items as GCReap entries, in order, pausing before each:
 // the pause decides whether the step is an idle one (Pacer.Wait), and so
 // how many objects its entry holds (at most BatchObjects and BatchJobs
-// jobs).
-func (g *Engine) reap(ctx context.Context, items []Item, pace *Pacer, st *Stats) error {
+// jobs) and how many entries may be in flight. A busy step has none in
+// flight when it proposes, and waits for its own.
+func (a *applier) reap(ctx context.Context, items []Item) error {
+	g, pace := a.g, a.pace
 	for len(items) > 0 {
 		if err := pace.Wait(ctx); err != nil {
 			return err
+		}
+		depth := 1
+		if pace.Idle() && g.cfg.Propose != nil {
+			depth = g.pacing.IdleInFlight
+		}
+		for len(a.inflight) >= depth {
+			if err := a.settle(); err != nil {
+				return err
+			}
 		}
 		req, n := g.cut(items, pace.entrySize())
 		items = items[n:]
@@ -36,26 +65,69 @@ func (g *Engine) reap(ctx context.Context, items []Item, pace *Pacer, st *Stats)
 		if err := req.Validate(); err != nil {
 			return err // a bug in the batching; never proposed
 		}
-		start := time.Now()
-		_, resp, err := g.cfg.Apply(structs.GCReapRequestType, req)
-		took := time.Since(start)
-		g.trace("entry", start)
-		pace.Took(took)
-		if err != nil {
-			return fmt.Errorf("gc: reap: %w", err)
+		if err := a.propose(req); err != nil {
+			return err
 		}
-		st.Entries++
-		if r, ok := resp.(*structs.GCReapResponse); ok {
-			// Sized by the time the entry held the state machine, not
-			// its commit: the commit adds the log's write and the
-			// queue, which do not grow with the entry and would shrink
-			// every entry to the floor.
-			pace.size.committed(req.Len(), r.Apply)
-			st.Reaped += r.Reaped()
-			st.Skipped += r.Skipped
+		if depth == 1 {
+			if err := a.settle(); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
+}
+
+// propose hands one reap entry to Raft: through Propose, left in flight,
+// or through Apply, answered at once (kept in flight already answered).
+func (a *applier) propose(req *structs.GCReapRequest) error {
+	start := time.Now()
+	if a.g.cfg.Propose != nil {
+		wait, err := a.g.cfg.Propose(structs.GCReapRequestType, req)
+		if err != nil {
+			return fmt.Errorf("gc: reap: %w", err)
+		}
+		a.inflight = append(a.inflight, proposed{n: req.Len(), start: start, wait: wait})
+		return nil
+	}
+	idx, resp, err := a.g.cfg.Apply(structs.GCReapRequestType, req)
+	a.inflight = append(a.inflight, proposed{n: req.Len(), start: start, wait: func() (uint64, any, error) { return idx, resp, err }})
+	return nil
+}
+
+// settle waits for the oldest entry in flight and counts what it did.
+func (a *applier) settle() error {
+	e := a.inflight[0]
+	a.inflight = a.inflight[1:]
+	_, resp, err := e.wait()
+	took := time.Since(e.start)
+	a.g.trace("entry", e.start)
+	a.pace.Took(took)
+	if err != nil {
+		return fmt.Errorf("gc: reap: %w", err)
+	}
+	a.st.Entries++
+	if r, ok := resp.(*structs.GCReapResponse); ok {
+		// Sized by the time the entry held the state machine, not its
+		// commit: the commit adds the log's write and the queue, which
+		// do not grow with the entry and would shrink every entry to
+		// the floor.
+		a.pace.size.committed(e.n, r.Apply)
+		a.st.Reaped += r.Reaped()
+		a.st.Skipped += r.Skipped
+	}
+	return nil
+}
+
+// settleAll waits for every entry in flight, and returns the first error
+// after counting the rest.
+func (a *applier) settleAll() error {
+	var first error
+	for len(a.inflight) > 0 {
+		if err := a.settle(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 // cut takes the first entry off items: size objects at most (one at
@@ -97,7 +169,8 @@ func (g *Engine) cut(items []Item, size int) (*structs.GCReapRequest, int) {
 // volume watcher, which unpublishes and frees it. Each volume is re-checked
 // first: still at the decided index, and each claim's allocation gone or
 // client-terminal. A volume gone since is skipped, not an error.
-func (g *Engine) release(ctx context.Context, releases []Release, pace *Pacer, st *Stats) error {
+func (a *applier) release(ctx context.Context, releases []Release) error {
+	g, pace, st := a.g, a.pace, a.st
 	for _, r := range releases {
 		claims := r.Claims
 		store := g.cfg.State()

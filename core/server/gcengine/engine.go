@@ -58,6 +58,13 @@ type Config struct {
 	// its index and the FSM's response (the server's gcApply: not a write
 	// GC steps yield to).
 	Apply func(t structs.MessageType, msg any) (uint64, any, error)
+	// Propose, when set, hands one of the GC's own entries to Raft and
+	// returns at once with what waits for its answer (Apply's): while
+	// the cluster is idle, reap entries are pipelined through it
+	// (Pacing.IdleInFlight), the next one encoded and in the log while
+	// the last applies. Entries proposed one after another are in the log
+	// in that order. nil: every entry goes through Apply.
+	Propose func(t structs.MessageType, msg any) (wait func() (uint64, any, error), err error)
 	// Quiet reports whether scheduling and the other Raft writes are idle,
 	// and since when; steps yield to them (Pacing.Quiet). nil never
 	// yields.
@@ -308,6 +315,7 @@ func (g *Engine) collect(ctx context.Context, j job, force bool) (Stats, error) 
 		return &gcpb.DecideRequest{Collection: j.collection, NowUnixNano: now, Thresholds: th, AuthoritativeRegion: true}
 	}
 	pace := &Pacer{p: g.pacing, idle: g.cfg.Quiet, marking: g.gomark.marking, stats: &st, size: g.size}
+	ap := &applier{g: g, pace: pace, st: &st}
 	built := time.Now()
 	// Each page is decided and applied as soon as it is built: a run
 	// holds one page, not the whole backlog, and the time spent building
@@ -336,12 +344,17 @@ func (g *Engine) collect(ctx context.Context, j job, force bool) (Stats, error) 
 			return fmt.Errorf("gc: %s: %w", j.name, err)
 		}
 		g.trace("decide", decided)
-		err = g.apply(ctx, Decide(page, resp), pace, &st)
+		err = ap.apply(ctx, Decide(page, resp))
 		built = time.Now()
 		return err
 	}
 	facts := &gcFacts{snap: snap, jobType: g.cfg.JobType, jobs: map[structs.NamespacedID]*structs.Job{}, emit: process}
 	_, err = facts.pages(j.collection, g.pacing.Limits, newReq)
+	// The entries still in flight are answered whatever happened: their
+	// reaps count, and none outlives the run.
+	if serr := ap.settleAll(); err == nil {
+		err = serr
+	}
 	if ctx.Err() != nil {
 		return st, ctx.Err()
 	}

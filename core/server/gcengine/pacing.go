@@ -57,6 +57,14 @@ type Pacing struct {
 	// 0 never counts the cluster idle.
 	IdleAfter       time.Duration
 	IdleEntryTarget time.Duration
+	// IdleInFlight is how many reap entries an idle step may have
+	// proposed and not yet applied (Config.Propose): the next entry is
+	// cut, encoded and in the log while the last applies, and the page
+	// after is built and decided while the last entries of this one
+	// apply. A placement arriving then waits behind IdleInFlight entries
+	// at most. A busy step waits for every entry in flight first, and
+	// for its own. 1 (or no Propose): one at a time.
+	IdleInFlight int
 	// DecideTimeout bounds one call of the plugin's Decide.
 	DecideTimeout time.Duration
 	// Limits are the page bounds (sdk/gc's).
@@ -82,12 +90,18 @@ const entryTarget = time.Millisecond
 // so that such a cluster keeps the busy pacing and its p99.
 const idleAfter = time.Second
 
-// idleEntryTarget is the time one reap entry takes to commit when the
-// cluster is idle: long enough that an entry's fixed costs (the log's
-// write, the encoding, the commit's wake-ups) are small next to its
-// deletes, short enough that the first placement after an idle spell
-// waits little behind it.
-const idleEntryTarget = 20 * time.Millisecond
+// idleEntryTarget is the time one reap entry holds the state machine when
+// the cluster is idle: long enough that an entry's fixed costs (the
+// commit's wake-ups, memdb's commit) are small next to its deletes, short
+// enough that the first placement after an idle spell waits little
+// behind the entries in flight.
+const idleEntryTarget = 10 * time.Millisecond
+
+// idleInFlight is how many reap entries an idle step pipelines: two, so
+// that one applies while the next is prepared and committed; the first
+// placement after an idle spell waits behind two entries at most
+// (2 x idleEntryTarget).
+const idleInFlight = 2
 
 // pageObjects is how many objects the core fills a page to (sdk/gc
 // allows up to MaxObjects, which one candidate alone may still take, so
@@ -104,7 +118,7 @@ func DefaultPacing() Pacing {
 		EntryTarget: entryTarget, MinBatch: 16,
 		Share: 0.2, MinPause: time.Millisecond, MaxPause: 2 * time.Second,
 		Quiet: 2 * time.Millisecond, MaxYield: 500 * time.Millisecond, MarkWait: 15 * time.Second,
-		IdleAfter: idleAfter, IdleEntryTarget: idleEntryTarget,
+		IdleAfter: idleAfter, IdleEntryTarget: idleEntryTarget, IdleInFlight: idleInFlight,
 		DecideTimeout: 30 * time.Second, Limits: DefaultLimits(),
 	}
 }
@@ -146,6 +160,9 @@ func (p Pacing) WithDefaults() Pacing {
 	}
 	if p.IdleEntryTarget <= 0 {
 		p.IdleEntryTarget = max(p.EntryTarget, d.IdleEntryTarget)
+	}
+	if p.IdleInFlight <= 0 {
+		p.IdleInFlight = 1
 	}
 	if p.DecideTimeout <= 0 {
 		p.DecideTimeout = d.DecideTimeout
