@@ -314,20 +314,94 @@ func (g *Engine) collect(ctx context.Context, j job, force bool) (Stats, error) 
 		// One region: this one is the authoritative one.
 		return &gcpb.DecideRequest{Collection: j.collection, NowUnixNano: now, Thresholds: th, AuthoritativeRegion: true}
 	}
+	// Pages are built and decided on their own goroutine (decidePages),
+	// and applied on this one: while the cluster is idle, the next page
+	// is built and decided while this one's entries apply (one page
+	// ahead at most); while it is busy, one step at a time, as each
+	// competes with scheduling for the leader's CPU. Each has its own
+	// Pacer: the applier's sizes the entries.
 	pace := &Pacer{p: g.pacing, idle: g.cfg.Quiet, marking: g.gomark.marking, stats: &st, size: g.size}
 	ap := &applier{g: g, pace: pace, st: &st}
+	var dst Stats
+	dpace := &Pacer{p: g.pacing, idle: g.cfg.Quiet, marking: newGoMarkWatch().marking, stats: &dst}
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	plans := make(chan decided)
+	var derr error
+	decidedAll := make(chan struct{})
+	go func() {
+		defer close(decidedAll)
+		defer close(plans)
+		derr = g.decidePages(rctx, j, col, snap, newReq, dpace, plans)
+	}()
+	var aerr error
+	for d := range plans {
+		if aerr == nil {
+			if aerr = ap.apply(rctx, d.plan); aerr != nil {
+				cancel() // the decider stops at its next step
+			}
+		}
+		close(d.applied)
+	}
+	<-decidedAll
+	// The entries still in flight are answered whatever happened: their
+	// reaps count, and none outlives the run.
+	serr := ap.settleAll()
+	st.Forced += dst.Forced
+	switch {
+	case aerr != nil:
+		err = aerr
+	case derr != nil:
+		err = derr
+	default:
+		err = serr
+	}
+	if ctx.Err() != nil {
+		return st, ctx.Err()
+	}
+	return st, err
+}
+
+// decided is one page's plan, and what the applier closes once it has
+// applied it.
+type decided struct {
+	plan    Plan
+	applied chan struct{}
+}
+
+// decidePages builds the pages of job j's collection from snap, has the
+// plugin decide each, checks the answers and sends the plans to plans, in
+// order. It runs one page ahead of the applier while the cluster is idle
+// (Pacer.Idle): a busy step first waits for the last page to be applied,
+// and a page sent while the cluster is busy is applied before the next
+// is built, as when building, deciding and applying were one loop.
+func (g *Engine) decidePages(ctx context.Context, j job, col sdkgc.Collector, snap *state.StateSnapshot,
+	newReq func() *gcpb.DecideRequest, pace *Pacer, plans chan<- decided) error {
+	var last chan struct{} // the last page's applied
+	waitApplied := func() error {
+		if last == nil {
+			return nil
+		}
+		select {
+		case <-last:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	built := time.Now()
-	// Each page is decided and applied as soon as it is built: a run
-	// holds one page, not the whole backlog, and the time spent building
-	// and deciding a page is paced like the Raft entries' (it competes
-	// with scheduling for the leader's CPU just the same).
 	process := func(page *gcpb.DecideRequest) error {
 		pace.Took(time.Since(built))
 		g.trace("page", built)
 		if err := pace.Wait(ctx); err != nil {
 			return err
 		}
-		decided := time.Now()
+		if !pace.Idle() {
+			if err := waitApplied(); err != nil {
+				return err
+			}
+		}
+		decidedAt := time.Now()
 		checked, err := sdkgc.ValidateRequest(page)
 		if err != nil {
 			// A page the core built outside the protocol is a bug here;
@@ -343,20 +417,24 @@ func (g *Engine) collect(ctx context.Context, j job, force bool) (Stats, error) 
 		if err := sdkgc.ValidateResponse(checked, resp); err != nil {
 			return fmt.Errorf("gc: %s: %w", j.name, err)
 		}
-		g.trace("decide", decided)
-		err = ap.apply(ctx, Decide(page, resp))
+		g.trace("decide", decidedAt)
+		d := decided{plan: Decide(page, resp), applied: make(chan struct{})}
+		select {
+		case plans <- d:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		last = d.applied
+		if !pace.clusterIdle() {
+			// Busy: the next page is built once this one is applied.
+			if err := waitApplied(); err != nil {
+				return err
+			}
+		}
 		built = time.Now()
-		return err
+		return nil
 	}
 	facts := &gcFacts{snap: snap, jobType: g.cfg.JobType, jobs: map[structs.NamespacedID]*structs.Job{}, emit: process}
-	_, err = facts.pages(j.collection, g.pacing.Limits, newReq)
-	// The entries still in flight are answered whatever happened: their
-	// reaps count, and none outlives the run.
-	if serr := ap.settleAll(); err == nil {
-		err = serr
-	}
-	if ctx.Err() != nil {
-		return st, ctx.Err()
-	}
-	return st, err
+	_, err := facts.pages(j.collection, g.pacing.Limits, newReq)
+	return err
 }

@@ -350,3 +350,92 @@ func TestEnginePipelinesIdleEntries(t *testing.T) {
 		})
 	}
 }
+
+// deciding counts the pages the default plugin decides and tells onDecide
+// the page's number (from 1) before deciding it.
+type deciding struct {
+	mu       sync.Mutex
+	n        int
+	onDecide func(n int)
+}
+
+func (d *deciding) Info(ctx context.Context) (*gcpb.InfoResponse, error) { return gc.New().Info(ctx) }
+
+func (d *deciding) Decide(ctx context.Context, req *gcpb.DecideRequest) (*gcpb.DecideResponse, error) {
+	d.mu.Lock()
+	d.n++
+	n := d.n
+	d.mu.Unlock()
+	d.onDecide(n)
+	return gc.New().Decide(ctx, req)
+}
+
+// TestEngineDecidesAheadWhenIdle: with the cluster idle, the next page is
+// decided while the last one's entries are still being proposed; with it
+// busy, every page is applied before the next is decided.
+func TestEngineDecidesAheadWhenIdle(t *testing.T) {
+	pacing := func() *Pacing {
+		return &Pacing{BatchObjects: 2, MinPause: time.Microsecond, MaxPause: time.Millisecond,
+			Quiet: time.Microsecond, MaxYield: time.Microsecond, IdleAfter: time.Second, IdleInFlight: 2,
+			Limits: Limits{Candidates: 2, Objects: 100, Fill: 2}}
+	}
+	t.Run("idle: page 2 decided before page 1 is applied", func(t *testing.T) {
+		h := newHarness(t)
+		h.terminalEvals(9)
+		second := make(chan struct{})
+		col := &deciding{onDecide: func(n int) {
+			if n == 2 {
+				close(second)
+			}
+		}}
+		cfg := h.config(col)
+		cfg.Pacing = pacing()
+		cfg.Quiet = func() (bool, time.Time) { return true, time.Now().Add(-time.Hour) }
+		ahead := false
+		cfg.Propose = func(typ structs.MessageType, msg any) (func() (uint64, any, error), error) {
+			if h.entriesSoFar() == 0 {
+				// Page 1's entry: held until page 2 is decided.
+				select {
+				case <-second:
+					ahead = true
+				case <-time.After(30 * time.Second):
+				}
+			}
+			idx, out, err := h.apply(typ, msg)
+			return func() (uint64, any, error) { return idx, out, err }, nil
+		}
+		st, err := New(cfg).Collect(context.Background(), "eval-gc", true)
+		if err != nil || st.Reaped != 9 || h.evalsLeft() != 0 {
+			t.Fatalf("%+v %v, %d left; want 9 reaped", st, err, h.evalsLeft())
+		}
+		if !ahead {
+			t.Fatal("page 2 was not decided while page 1's entry was held")
+		}
+	})
+	t.Run("busy: each page applied before the next is decided", func(t *testing.T) {
+		h := newHarness(t)
+		h.terminalEvals(9)
+		var left []int
+		col := &deciding{onDecide: func(int) { left = append(left, h.evalsLeft()) }}
+		cfg := h.config(col)
+		cfg.Pacing = pacing()
+		cfg.Quiet = func() (bool, time.Time) { return false, time.Now() }
+		cfg.Propose = func(typ structs.MessageType, msg any) (func() (uint64, any, error), error) {
+			idx, out, err := h.apply(typ, msg)
+			return func() (uint64, any, error) { return idx, out, err }, nil
+		}
+		st, err := New(cfg).Collect(context.Background(), "eval-gc", true)
+		if err != nil || st.Reaped != 9 || h.evalsLeft() != 0 {
+			t.Fatalf("%+v %v, %d left; want 9 reaped", st, err, h.evalsLeft())
+		}
+		if want := []int{9, 7, 5, 3, 1}; fmt.Sprint(left) != fmt.Sprint(want) {
+			t.Fatalf("evals left as each page was decided: %v, want %v", left, want)
+		}
+	})
+}
+
+func (h *harness) entriesSoFar() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.entries
+}
