@@ -322,6 +322,10 @@ func (g *Engine) collect(ctx context.Context, j job, force bool) (Stats, error) 
 	// Pacer: the applier's sizes the entries.
 	pace := &Pacer{p: g.pacing, idle: g.cfg.Quiet, marking: g.gomark.marking, stats: &st, size: g.size}
 	ap := &applier{g: g, pace: pace, st: &st}
+	// The first entry follows the first page's decision: it waits and
+	// yields like any later step (no step of the run goes unpaced but
+	// the first page's).
+	pace.Took(0)
 	var dst Stats
 	dpace := &Pacer{p: g.pacing, idle: g.cfg.Quiet, marking: newGoMarkWatch().marking, stats: &dst}
 	rctx, cancel := context.WithCancel(ctx)
