@@ -66,8 +66,9 @@ type Config struct {
 	// in that order. nil: every entry goes through Apply.
 	Propose func(t structs.MessageType, msg any) (wait func() (uint64, any, error), err error)
 	// Quiet reports whether scheduling and the other Raft writes are idle,
-	// and since when; steps yield to them (Pacing.Quiet). nil never
-	// yields.
+	// and since when; steps yield to them (Pacing.Quiet), and go at once
+	// once it has been quiet for Pacing.IdleAfter. Called from a run's
+	// two goroutines. nil never yields.
 	Quiet func() (bool, time.Time)
 	// DeferSnapshots defers Raft snapshots for the length of a job and
 	// returns what undoes it; nil defers nothing.
@@ -86,7 +87,9 @@ type Config struct {
 	Pacing *Pacing
 	// Trace, when set, is told of each step as it ends: "page" (building
 	// a page), "decide" (the plugin's decision and its checks) or "entry"
-	// (a reap entry's commit), when it started and how long it took.
+	// (a reap entry's commit), when it started and how long it took. A
+	// run's pages and entries are on two goroutines (collect): it may be
+	// called from both at once.
 	Trace func(step string, start time.Time, d time.Duration)
 	// Metrics observes the runs; nil observes nothing.
 	Metrics Metrics
