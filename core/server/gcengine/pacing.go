@@ -51,10 +51,10 @@ type Pacing struct {
 	// reap entry is sized to IdleEntryTarget instead of EntryTarget. There
 	// is then no placement to keep waiting, and a backlog drains at the
 	// speed of the state machine instead of at Share of it. A placement
-	// that arrives during an idle step waits for one entry at most
-	// (IdleEntryTarget), and the next step is paced as before: busy. A
-	// cluster that schedules every few hundred milliseconds is never idle.
-	// 0 never counts the cluster idle.
+	// that arrives during an idle step waits for the entries in flight
+	// (IdleInFlight of IdleEntryTarget), and the next step is paced as
+	// before: busy. A cluster that schedules every few seconds is never
+	// idle. 0 never counts the cluster idle.
 	IdleAfter       time.Duration
 	IdleEntryTarget time.Duration
 	// IdleInFlight is how many reap entries an idle step may have
@@ -86,9 +86,11 @@ const entryTarget = time.Millisecond
 
 // idleAfter is how long the cluster must have been quiet for a GC step to
 // count it idle: well above the gaps of a cluster that places jobs
-// steadily (at 50 placements a second, 20 ms; BenchmarkGCSchedulingLatency),
-// so that such a cluster keeps the busy pacing and its p99.
-const idleAfter = time.Second
+// steadily, so that such a cluster keeps the busy pacing and its p99. At
+// one job every 1.2 s and an idleAfter of 1 s, every placement arrived
+// behind idle entries: p50 20 ms, p99 145 ms, where the busy pacing gave
+// 1.5 ms and 13 ms (BenchmarkGCSchedulingLatency, -gcbench.interval=1.2s).
+const idleAfter = 5 * time.Second
 
 // idleEntryTarget is the time one reap entry holds the state machine when
 // the cluster is idle: long enough that an entry's fixed costs (the
