@@ -36,7 +36,7 @@ func (c collector) newEngine() *gcengine.Engine {
 		ott = oneTimeTokenGCInterval
 	}
 	cfg := gcengine.Config{
-		State: s.State, Router: s.cfg.GC, Apply: s.gcApply, Quiet: c.quiet(), DeferSnapshots: c.deferSnapshots,
+		State: s.State, Router: s.cfg.GC, Apply: s.gcApply, Propose: s.proposeEntry, Quiet: c.quiet(), DeferSnapshots: c.deferSnapshots,
 		Settings: s.cfg.GCConfig, OneTimeTokenInterval: ott, ACLEnabled: s.cfg.ACLEnabled,
 		Pacing: s.cfg.gcPacing, Trace: s.cfg.gcTrace, Now: s.cfg.Now, Logger: s.logger,
 	}

@@ -249,36 +249,53 @@ func TestGCRecheckKeepsObjectModifiedSincePage(t *testing.T) {
 
 // More objects than one page and one entry: all are reaped, over several.
 func TestGCBatchesLargeBacklog(t *testing.T) {
-	h := &hookCollector{}
-	s, _ := gcServer(t, h, func(c *Config) {
-		c.gcPacing.BatchObjects = 4
-		c.gcPacing.Limits = gcengine.Limits{Candidates: 7, Objects: 100}
-	})
-	var evals []*structs.Evaluation
-	for i := 0; i < 30; i++ {
-		evals = append(evals, &structs.Evaluation{ID: uuid.NewString(), Namespace: structs.DefaultNamespace, JobID: "gone",
-			Type: "sysbatch", Priority: 50, TriggeredBy: structs.EvalTriggerJobRegister, Status: structs.EvalStatusComplete})
-	}
-	if _, err := s.raftApply(structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: evals}); err != nil {
-		t.Fatal(err)
-	}
-	before := s.State().LatestIndex()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	agePastForce(s)
-	if err := (collector{s}).run(ctx, []string{"eval-gc"}, true); err != nil {
-		t.Fatal(err)
-	}
-	left, _ := s.State().Evals(nil)
-	if len(left) != 0 {
-		t.Fatalf("%d evals left", len(left))
-	}
-	if p := h.pages.Load(); p != 5 {
-		t.Errorf("%d pages, want 5 (30 evals, 7 a page)", p)
-	}
-	// 5 pages of at most 7 evals, 4 to an entry: 2 entries a page.
-	if n := s.State().LatestIndex() - before; n < 8 {
-		t.Errorf("%d Raft entries for 30 evals in batches of 4, want at least 8", n)
+	for _, tc := range []struct {
+		name string
+		// idle: the cluster counts idle at once (Pacing.IdleAfter), so
+		// entries are pipelined through Raft two at a time and pages
+		// decided ahead.
+		idle bool
+	}{
+		{name: "busy pacing"},
+		{name: "idle: pipelined", idle: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := &hookCollector{}
+			s, _ := gcServer(t, h, func(c *Config) {
+				c.gcPacing.BatchObjects = 4
+				c.gcPacing.Limits = gcengine.Limits{Candidates: 7, Objects: 100}
+				if tc.idle {
+					c.gcPacing.IdleAfter = time.Nanosecond
+					c.gcPacing.IdleInFlight = 2
+				}
+			})
+			var evals []*structs.Evaluation
+			for i := 0; i < 30; i++ {
+				evals = append(evals, &structs.Evaluation{ID: uuid.NewString(), Namespace: structs.DefaultNamespace, JobID: "gone",
+					Type: "sysbatch", Priority: 50, TriggeredBy: structs.EvalTriggerJobRegister, Status: structs.EvalStatusComplete})
+			}
+			if _, err := s.raftApply(structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: evals}); err != nil {
+				t.Fatal(err)
+			}
+			before := s.State().LatestIndex()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			agePastForce(s)
+			if err := (collector{s}).run(ctx, []string{"eval-gc"}, true); err != nil {
+				t.Fatal(err)
+			}
+			left, _ := s.State().Evals(nil)
+			if len(left) != 0 {
+				t.Fatalf("%d evals left", len(left))
+			}
+			if p := h.pages.Load(); p != 5 {
+				t.Errorf("%d pages, want 5 (30 evals, 7 a page)", p)
+			}
+			// 5 pages of at most 7 evals, 4 to an entry: 2 entries a page.
+			if n := s.State().LatestIndex() - before; n < 8 {
+				t.Errorf("%d Raft entries for 30 evals in batches of 4, want at least 8", n)
+			}
+		})
 	}
 }
 

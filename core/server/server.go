@@ -593,36 +593,51 @@ func (s *Server) gcApply(t structs.MessageType, msg any) (uint64, any, error) {
 }
 
 func (s *Server) applyEntry(t structs.MessageType, msg any) (uint64, any, error) {
+	wait, err := s.proposeEntry(t, msg)
+	if err != nil {
+		return 0, nil, err
+	}
+	return wait()
+}
+
+// proposeEntry hands one entry to Raft and returns at once, with what
+// waits for it to commit and apply (applyEntry's answer): entries proposed
+// one after another from one goroutine are in the log in that order, and
+// the caller may prepare the next while this one applies (the garbage
+// collector's pipelined reap entries).
+func (s *Server) proposeEntry(t structs.MessageType, msg any) (wait func() (uint64, any, error), err error) {
 	if !s.IsLeader() {
-		return 0, nil, structs.NewError(structs.ErrNoLeader, "No cluster leader")
+		return nil, structs.NewError(structs.ErrNoLeader, "No cluster leader")
 	}
 	if st, ok := msg.(structs.Stamped); ok {
 		st.StampNow(s.cfg.Now().UnixNano())
 	}
 	buf, err := fsm.Encode(t, msg)
 	if err != nil {
-		return 0, nil, fmt.Errorf("encode raft entry: %w", err)
+		return nil, fmt.Errorf("encode raft entry: %w", err)
 	}
 	// What reaches the log must decode on every server forever: an entry
 	// the FSM's own decoder refuses is refused here, not committed.
 	if err := fsm.CheckEntry(buf); err != nil {
-		return 0, nil, structs.NewError(structs.ErrInvalid, "refusing to commit a Raft entry the FSM could not apply: %v", err)
+		return nil, structs.NewError(structs.ErrInvalid, "refusing to commit a Raft entry the FSM could not apply: %v", err)
 	}
 	start := time.Now()
 	f := s.raft.Apply(buf, 30*time.Second)
-	err = f.Error()
-	s.cfg.Metrics.RaftApplied(time.Since(start))
-	if err != nil {
-		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
-			return 0, nil, structs.NewError(structs.ErrNoLeader, "No cluster leader: %v", err)
+	return func() (uint64, any, error) {
+		err := f.Error()
+		s.cfg.Metrics.RaftApplied(time.Since(start))
+		if err != nil {
+			if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
+				return 0, nil, structs.NewError(structs.ErrNoLeader, "No cluster leader: %v", err)
+			}
+			return 0, nil, err
 		}
-		return 0, nil, err
-	}
-	resp := f.Response()
-	if rerr, ok := resp.(error); ok && rerr != nil {
-		return f.Index(), nil, rerr
-	}
-	return f.Index(), resp, nil
+		resp := f.Response()
+		if rerr, ok := resp.(error); ok && rerr != nil {
+			return f.Index(), nil, rerr
+		}
+		return f.Index(), resp, nil
+	}, nil
 }
 
 // snapshotMinIndex returns a state snapshot whose index is at least index,

@@ -149,7 +149,7 @@ func (g *gcTxn) reap(req *structs.GCReapRequest) error {
 		if err := t.touchClaimedVolumes(a); err != nil {
 			return err
 		}
-		t.touchJob(a.Namespace, a.JobID, true)
+		t.touchJobReaped(a.Namespace, a.JobID)
 		g.out.Allocs++
 	}
 	for _, r := range req.Evals {
@@ -161,7 +161,7 @@ func (g *gcTxn) reap(req *structs.GCReapRequest) error {
 		if err := t.delete(TableEvals, e); err != nil {
 			return err
 		}
-		t.touchJob(e.Namespace, e.JobID, true)
+		t.touchJobReaped(e.Namespace, e.JobID)
 		g.out.Evals++
 	}
 	for _, j := range jobs {

@@ -13,17 +13,19 @@ import (
 var (
 	gcReapObjects = flag.Int("gcreap.objects", 200_000, "BenchmarkGCReapEntry: evals plus allocs in state")
 	gcReapBatch   = flag.Int("gcreap.batch", 2000, "BenchmarkGCReapEntry: objects per GCReap entry")
+	gcReapPerJob  = flag.Int("gcreap.perjob", 100, "BenchmarkGCReapEntry: complete evals (each with one alloc) per job")
 )
 
 // BenchmarkGCReapEntry: the time one GCReap entry of -gcreap.batch objects
-// (whole jobs: their allocs, evals and the job) takes to apply on a state
+// (jobs' allocs, evals and the job, in that order; -gcreap.perjob evals
+// and as many allocs a job) takes to apply on a state
 // of -gcreap.objects terminal evals and allocs, with changes tracked as
 // the FSM's event feed tracks them. The cost per entry should follow the
 // entry's size, not the state's.
 func BenchmarkGCReapEntry(b *testing.B) {
 	s := testStore(b)
 	s.SetChangeSink(func(uint64, memdb.Changes) {})
-	const perJob = 100
+	perJob := max(1, *gcReapPerJob)
 	jobs := max(1, *gcReapObjects/(2*perJob))
 	var index uint64 = 10
 	var all []structs.GCReapRequest
@@ -61,19 +63,41 @@ func BenchmarkGCReapEntry(b *testing.B) {
 		r.Jobs = append(r.Jobs, ref(got.Namespace, got.ID, got.ModifyIndex))
 		all = append(all, r)
 	}
-	per := max(1, *gcReapBatch/(2*perJob+1))
+	// The entries cut the jobs' allocs, evals and then the job into
+	// -gcreap.batch objects each, as the engine does: a job larger than
+	// an entry is reaped over several.
+	type item struct {
+		kind int // 0 alloc, 1 eval, 2 job
+		ref  structs.GCRef
+	}
+	var items []item
+	for _, r := range all {
+		for _, x := range r.Allocs {
+			items = append(items, item{0, x})
+		}
+		for _, x := range r.Evals {
+			items = append(items, item{1, x})
+		}
+		items = append(items, item{2, r.Jobs[0]})
+	}
+	per := max(1, *gcReapBatch)
 	b.ResetTimer()
 	var took, worst time.Duration
 	var reaped, entries int
-	for i := 0; i < b.N && len(all) > 0; i++ {
+	for i := 0; i < b.N && len(items) > 0; i++ {
 		var req structs.GCReapRequest
-		n := min(per, len(all))
-		for _, r := range all[:n] {
-			req.Allocs = append(req.Allocs, r.Allocs...)
-			req.Evals = append(req.Evals, r.Evals...)
-			req.Jobs = append(req.Jobs, r.Jobs...)
+		n := min(per, len(items))
+		for _, it := range items[:n] {
+			switch it.kind {
+			case 0:
+				req.Allocs = append(req.Allocs, it.ref)
+			case 1:
+				req.Evals = append(req.Evals, it.ref)
+			default:
+				req.Jobs = append(req.Jobs, it.ref)
+			}
 		}
-		all = all[n:]
+		items = items[n:]
 		index++
 		start := time.Now()
 		out, err := s.GCReap(index, &req)

@@ -268,3 +268,57 @@ func TestGCReapWakesClaimedVolume(t *testing.T) {
 		t.Fatalf("volume after the reap: index %d, claim %+v; want index 16 with the claim still there for the watcher", v.ModifyIndex, v.ClaimFor(a.ID))
 	}
 }
+
+// TestGCReapKeepsJobStatus: reaping some of a job's terminal allocs
+// leaves a dead job dead without rewriting it, and a running job running.
+func TestGCReapKeepsJobStatus(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		running bool // one alloc of the job is still running
+		want    string
+	}{
+		{name: "dead job stays dead", want: structs.JobStatusDead},
+		{name: "running job stays running", running: true, want: structs.JobStatusRunning},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := testStore(t)
+			job := storedJob(t, s, 10, mockJob("batch"))
+			var allocs []*structs.Allocation
+			for i := 0; i < 3; i++ {
+				a := mockAlloc(job, "gone")
+				a.ClientStatus = structs.AllocClientStatusComplete
+				if tc.running && i == 2 {
+					a.ClientStatus = structs.AllocClientStatusRunning
+				}
+				allocs = append(allocs, a)
+			}
+			must(t, s.UpsertAllocs(11, allocs))
+			before, err := s.JobByID(nil, job.Namespace, job.ID)
+			must(t, err)
+			if before.Status != tc.want {
+				t.Fatalf("job %s before the reap, want %s", before.Status, tc.want)
+			}
+			req := &structs.GCReapRequest{}
+			for _, a := range allocs[:2] {
+				got, err := s.AllocByID(nil, a.ID)
+				must(t, err)
+				req.Allocs = append(req.Allocs, ref(got.Namespace, got.ID, got.ModifyIndex))
+			}
+			out, err := s.GCReap(20, req)
+			must(t, err)
+			if out.Allocs != 2 || out.Skipped != 0 {
+				t.Fatalf("response %+v, want 2 allocs reaped", out)
+			}
+			after, err := s.JobByID(nil, job.Namespace, job.ID)
+			must(t, err)
+			if after.Status != tc.want || after.ModifyIndex != before.ModifyIndex {
+				t.Fatalf("job %s at %d after the reap, want %s at %d", after.Status, after.ModifyIndex, tc.want, before.ModifyIndex)
+			}
+			left, err := s.AllocsByJob(nil, job.Namespace, job.ID, true)
+			must(t, err)
+			if len(left) != 1 {
+				t.Fatalf("%d allocs left, want 1", len(left))
+			}
+		})
+	}
+}

@@ -150,6 +150,13 @@ func (t *writeTxn) settleJobStatus(k nsKey, deleted bool) error {
 	if err != nil || job == nil {
 		return err
 	}
+	if t.reapedOnly[k] && job.Status == structs.JobStatusDead {
+		// A dead job had no live alloc and no pending eval before this
+		// write, which only took terminal ones away: deriveJobStatus
+		// would say dead again (deleted is set), after reading every
+		// one left.
+		return nil
+	}
 	status, err := t.deriveJobStatus(job, deleted)
 	if err != nil {
 		return err

@@ -33,6 +33,10 @@ type writeTxn struct {
 	// records whether an eval or alloc of the job was deleted (§2.10: a
 	// job whose evals were reaped is dead, not pending).
 	touched map[nsKey]bool
+	// reapedOnly lists the touched jobs that this write only reaped
+	// terminal evals and allocs of (touchJobReaped): a dead job stays
+	// dead, with no scan of what is left of it (settleJobStatus).
+	reapedOnly map[nsKey]bool
 	// deploys holds private copies of the deployments this write changes
 	// (deployments.go); they are stored at the end.
 	deploys map[string]*structs.Deployment
@@ -137,6 +141,27 @@ func (t *writeTxn) touchJob(ns, id string, deleted bool) {
 	}
 	k := nsKey{ns, id}
 	t.touched[k] = t.touched[k] || deleted
+	delete(t.reapedOnly, k)
+}
+
+// touchJobReaped is touchJob for the reap of a terminal eval or alloc of
+// the job (GCReap): unless the write changes the job's children otherwise,
+// a job that is dead stays dead without its remaining evals and allocs
+// being read again. Deriving the status reads all of them, and a large
+// job's backlog is reaped in many entries, each touching the job: the
+// reads of a job of n children would grow as n squared.
+func (t *writeTxn) touchJobReaped(ns, id string) {
+	if id == "" {
+		return
+	}
+	k := nsKey{ns, id}
+	if _, seen := t.touched[k]; !seen {
+		if t.reapedOnly == nil {
+			t.reapedOnly = map[nsKey]bool{}
+		}
+		t.reapedOnly[k] = true
+	}
+	t.touched[k] = true
 }
 
 // summary returns the write's private copy of a job summary, or nil when the

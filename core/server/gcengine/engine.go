@@ -58,9 +58,17 @@ type Config struct {
 	// its index and the FSM's response (the server's gcApply: not a write
 	// GC steps yield to).
 	Apply func(t structs.MessageType, msg any) (uint64, any, error)
+	// Propose, when set, hands one of the GC's own entries to Raft and
+	// returns at once with what waits for its answer (Apply's): while
+	// the cluster is idle, reap entries are pipelined through it
+	// (Pacing.IdleInFlight), the next one encoded and in the log while
+	// the last applies. Entries proposed one after another are in the log
+	// in that order. nil: every entry goes through Apply.
+	Propose func(t structs.MessageType, msg any) (wait func() (uint64, any, error), err error)
 	// Quiet reports whether scheduling and the other Raft writes are idle,
-	// and since when; steps yield to them (Pacing.Quiet). nil never
-	// yields.
+	// and since when; steps yield to them (Pacing.Quiet), and go at once
+	// once it has been quiet for Pacing.IdleAfter. Called from a run's
+	// two goroutines. nil never yields.
 	Quiet func() (bool, time.Time)
 	// DeferSnapshots defers Raft snapshots for the length of a job and
 	// returns what undoes it; nil defers nothing.
@@ -79,7 +87,9 @@ type Config struct {
 	Pacing *Pacing
 	// Trace, when set, is told of each step as it ends: "page" (building
 	// a page), "decide" (the plugin's decision and its checks) or "entry"
-	// (a reap entry's commit), when it started and how long it took.
+	// (a reap entry's commit), when it started and how long it took. A
+	// run's pages and entries are on two goroutines (collect): it may be
+	// called from both at once.
 	Trace func(step string, start time.Time, d time.Duration)
 	// Metrics observes the runs; nil observes nothing.
 	Metrics Metrics
@@ -307,19 +317,98 @@ func (g *Engine) collect(ctx context.Context, j job, force bool) (Stats, error) 
 		// One region: this one is the authoritative one.
 		return &gcpb.DecideRequest{Collection: j.collection, NowUnixNano: now, Thresholds: th, AuthoritativeRegion: true}
 	}
+	// Pages are built and decided on their own goroutine (decidePages),
+	// and applied on this one: while the cluster is idle, the next page
+	// is built and decided while this one's entries apply (one page
+	// ahead at most); while it is busy, one step at a time, as each
+	// competes with scheduling for the leader's CPU. Each has its own
+	// Pacer: the applier's sizes the entries.
 	pace := &Pacer{p: g.pacing, idle: g.cfg.Quiet, marking: g.gomark.marking, stats: &st, size: g.size}
+	ap := &applier{g: g, pace: pace, st: &st}
+	// The first entry follows the first page's decision: it waits and
+	// yields like any later step (no step of the run goes unpaced but
+	// the first page's).
+	pace.Took(0)
+	var dst Stats
+	dpace := &Pacer{p: g.pacing, idle: g.cfg.Quiet, marking: newGoMarkWatch().marking, stats: &dst}
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	plans := make(chan decided)
+	var derr error
+	decidedAll := make(chan struct{})
+	go func() {
+		defer close(decidedAll)
+		defer close(plans)
+		derr = g.decidePages(rctx, j, col, snap, newReq, dpace, plans)
+	}()
+	var aerr error
+	for d := range plans {
+		if aerr == nil {
+			if aerr = ap.apply(rctx, d.plan); aerr != nil {
+				cancel() // the decider stops at its next step
+			}
+		}
+		close(d.applied)
+	}
+	<-decidedAll
+	// The entries still in flight are answered whatever happened: their
+	// reaps count, and none outlives the run.
+	serr := ap.settleAll()
+	st.Forced += dst.Forced
+	switch {
+	case aerr != nil:
+		err = aerr
+	case derr != nil:
+		err = derr
+	default:
+		err = serr
+	}
+	if ctx.Err() != nil {
+		return st, ctx.Err()
+	}
+	return st, err
+}
+
+// decided is one page's plan, and what the applier closes once it has
+// applied it.
+type decided struct {
+	plan    Plan
+	applied chan struct{}
+}
+
+// decidePages builds the pages of job j's collection from snap, has the
+// plugin decide each, checks the answers and sends the plans to plans, in
+// order. It runs one page ahead of the applier while the cluster is idle
+// (Pacer.Idle): a busy step first waits for the last page to be applied,
+// and a page sent while the cluster is busy is applied before the next
+// is built, as when building, deciding and applying were one loop.
+func (g *Engine) decidePages(ctx context.Context, j job, col sdkgc.Collector, snap *state.StateSnapshot,
+	newReq func() *gcpb.DecideRequest, pace *Pacer, plans chan<- decided) error {
+	var last chan struct{} // the last page's applied
+	waitApplied := func() error {
+		if last == nil {
+			return nil
+		}
+		select {
+		case <-last:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	built := time.Now()
-	// Each page is decided and applied as soon as it is built: a run
-	// holds one page, not the whole backlog, and the time spent building
-	// and deciding a page is paced like the Raft entries' (it competes
-	// with scheduling for the leader's CPU just the same).
 	process := func(page *gcpb.DecideRequest) error {
 		pace.Took(time.Since(built))
 		g.trace("page", built)
 		if err := pace.Wait(ctx); err != nil {
 			return err
 		}
-		decided := time.Now()
+		if !pace.Idle() {
+			if err := waitApplied(); err != nil {
+				return err
+			}
+		}
+		decidedAt := time.Now()
 		checked, err := sdkgc.ValidateRequest(page)
 		if err != nil {
 			// A page the core built outside the protocol is a bug here;
@@ -335,15 +424,24 @@ func (g *Engine) collect(ctx context.Context, j job, force bool) (Stats, error) 
 		if err := sdkgc.ValidateResponse(checked, resp); err != nil {
 			return fmt.Errorf("gc: %s: %w", j.name, err)
 		}
-		g.trace("decide", decided)
-		err = g.apply(ctx, Decide(page, resp), pace, &st)
+		g.trace("decide", decidedAt)
+		d := decided{plan: Decide(page, resp), applied: make(chan struct{})}
+		select {
+		case plans <- d:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		last = d.applied
+		if !pace.clusterIdle() {
+			// Busy: the next page is built once this one is applied.
+			if err := waitApplied(); err != nil {
+				return err
+			}
+		}
 		built = time.Now()
-		return err
+		return nil
 	}
 	facts := &gcFacts{snap: snap, jobType: g.cfg.JobType, jobs: map[structs.NamespacedID]*structs.Job{}, emit: process}
-	_, err = facts.pages(j.collection, g.pacing.Limits, newReq)
-	if ctx.Err() != nil {
-		return st, ctx.Err()
-	}
-	return st, err
+	_, err := facts.pages(j.collection, g.pacing.Limits, newReq)
+	return err
 }

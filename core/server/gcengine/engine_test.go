@@ -260,3 +260,182 @@ func (r hookRouter) Collector(c gcpb.Collection) (sdkgc.Collector, error) {
 	r.h.before(c)
 	return r.h, nil
 }
+
+// lazyLog is a Propose whose entries apply in log order when an answer is
+// waited for (each wait applies every entry before its own, then its
+// own): how many are proposed and not applied when the next is proposed
+// is what the engine has in flight.
+type lazyLog struct {
+	h        *harness
+	queue    []*lazyEntry
+	maxQueue int
+	order    []int // entry numbers in the order they applied
+	n        int
+}
+
+type lazyEntry struct {
+	num     int
+	req     *structs.GCReapRequest
+	applied bool
+	idx     uint64
+	out     any
+	err     error
+}
+
+func (l *lazyLog) propose(typ structs.MessageType, msg any) (func() (uint64, any, error), error) {
+	if typ != structs.GCReapRequestType {
+		return nil, fmt.Errorf("unexpected entry %v", typ)
+	}
+	l.n++
+	e := &lazyEntry{num: l.n, req: msg.(*structs.GCReapRequest)}
+	l.queue = append(l.queue, e)
+	l.maxQueue = max(l.maxQueue, len(l.queue))
+	return func() (uint64, any, error) {
+		for !e.applied {
+			first := l.queue[0]
+			l.queue = l.queue[1:]
+			first.idx, first.out, first.err = l.h.apply(structs.GCReapRequestType, first.req)
+			first.applied = true
+			l.order = append(l.order, first.num)
+		}
+		return e.idx, e.out, e.err
+	}, nil
+}
+
+// TestEnginePipelinesIdleEntries: with the cluster idle, reap entries go
+// through Propose with up to IdleInFlight of them proposed and not yet
+// applied, in order, and every object is reaped and counted; with the
+// cluster busy, one at a time.
+func TestEnginePipelinesIdleEntries(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		idle         bool
+		wantInFlight int
+	}{
+		{name: "idle: two in flight", idle: true, wantInFlight: 2},
+		{name: "busy: one at a time", idle: false, wantInFlight: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.terminalEvals(9)
+			l := &lazyLog{h: h}
+			cfg := h.config(gc.New())
+			cfg.Propose = l.propose
+			cfg.Quiet = func() (bool, time.Time) {
+				if tc.idle {
+					return true, time.Now().Add(-time.Hour)
+				}
+				return false, time.Now()
+			}
+			cfg.Pacing = &Pacing{BatchObjects: 2, MinPause: time.Microsecond, MaxPause: time.Millisecond,
+				Quiet: time.Microsecond, MaxYield: time.Microsecond, IdleAfter: time.Second, IdleInFlight: 2}
+			st, err := New(cfg).Collect(context.Background(), "eval-gc", true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Reaped != 9 || st.Entries != 5 || h.evalsLeft() != 0 {
+				t.Fatalf("%+v, %d evals left; want 9 reaped in 5 entries", st, h.evalsLeft())
+			}
+			if l.maxQueue != tc.wantInFlight {
+				t.Errorf("at most %d entries in flight, want %d", l.maxQueue, tc.wantInFlight)
+			}
+			if len(l.queue) != 0 {
+				t.Errorf("%d entries never answered", len(l.queue))
+			}
+			for i, n := range l.order {
+				if n != i+1 {
+					t.Fatalf("entries applied in order %v", l.order)
+				}
+			}
+		})
+	}
+}
+
+// deciding counts the pages the default plugin decides and tells onDecide
+// the page's number (from 1) before deciding it.
+type deciding struct {
+	mu       sync.Mutex
+	n        int
+	onDecide func(n int)
+}
+
+func (d *deciding) Info(ctx context.Context) (*gcpb.InfoResponse, error) { return gc.New().Info(ctx) }
+
+func (d *deciding) Decide(ctx context.Context, req *gcpb.DecideRequest) (*gcpb.DecideResponse, error) {
+	d.mu.Lock()
+	d.n++
+	n := d.n
+	d.mu.Unlock()
+	d.onDecide(n)
+	return gc.New().Decide(ctx, req)
+}
+
+// TestEngineDecidesAheadWhenIdle: with the cluster idle, the next page is
+// decided while the last one's entries are still being proposed; with it
+// busy, every page is applied before the next is decided.
+func TestEngineDecidesAheadWhenIdle(t *testing.T) {
+	pacing := func() *Pacing {
+		return &Pacing{BatchObjects: 2, MinPause: time.Microsecond, MaxPause: time.Millisecond,
+			Quiet: time.Microsecond, MaxYield: time.Microsecond, IdleAfter: time.Second, IdleInFlight: 2,
+			Limits: Limits{Candidates: 2, Objects: 100, Fill: 2}}
+	}
+	t.Run("idle: page 2 decided before page 1 is applied", func(t *testing.T) {
+		h := newHarness(t)
+		h.terminalEvals(9)
+		second := make(chan struct{})
+		col := &deciding{onDecide: func(n int) {
+			if n == 2 {
+				close(second)
+			}
+		}}
+		cfg := h.config(col)
+		cfg.Pacing = pacing()
+		cfg.Quiet = func() (bool, time.Time) { return true, time.Now().Add(-time.Hour) }
+		ahead := false
+		cfg.Propose = func(typ structs.MessageType, msg any) (func() (uint64, any, error), error) {
+			if h.entriesSoFar() == 0 {
+				// Page 1's entry: held until page 2 is decided.
+				select {
+				case <-second:
+					ahead = true
+				case <-time.After(30 * time.Second):
+				}
+			}
+			idx, out, err := h.apply(typ, msg)
+			return func() (uint64, any, error) { return idx, out, err }, nil
+		}
+		st, err := New(cfg).Collect(context.Background(), "eval-gc", true)
+		if err != nil || st.Reaped != 9 || h.evalsLeft() != 0 {
+			t.Fatalf("%+v %v, %d left; want 9 reaped", st, err, h.evalsLeft())
+		}
+		if !ahead {
+			t.Fatal("page 2 was not decided while page 1's entry was held")
+		}
+	})
+	t.Run("busy: each page applied before the next is decided", func(t *testing.T) {
+		h := newHarness(t)
+		h.terminalEvals(9)
+		var left []int
+		col := &deciding{onDecide: func(int) { left = append(left, h.evalsLeft()) }}
+		cfg := h.config(col)
+		cfg.Pacing = pacing()
+		cfg.Quiet = func() (bool, time.Time) { return false, time.Now() }
+		cfg.Propose = func(typ structs.MessageType, msg any) (func() (uint64, any, error), error) {
+			idx, out, err := h.apply(typ, msg)
+			return func() (uint64, any, error) { return idx, out, err }, nil
+		}
+		st, err := New(cfg).Collect(context.Background(), "eval-gc", true)
+		if err != nil || st.Reaped != 9 || h.evalsLeft() != 0 {
+			t.Fatalf("%+v %v, %d left; want 9 reaped", st, err, h.evalsLeft())
+		}
+		if want := []int{9, 7, 5, 3, 1}; fmt.Sprint(left) != fmt.Sprint(want) {
+			t.Fatalf("evals left as each page was decided: %v, want %v", left, want)
+		}
+	})
+}
+
+func (h *harness) entriesSoFar() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.entries
+}
