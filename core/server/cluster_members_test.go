@@ -5,12 +5,15 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/drover-org/drover/internal/testtier"
 )
 
 // Members reports every server of the Raft configuration alive with the
 // facts it gives about itself, and a peer that does not answer as an
 // error (shown as "failed") once the retries reach memberInfoTimeout.
 func TestMembersAliveAndUnanswered(t *testing.T) {
+	testtier.Slow(t, "waits out the 5 s deadline of an unanswered member")
 	var lns []net.Listener
 	var addrs []string
 	for i := 0; i < 2; i++ {

@@ -11,6 +11,7 @@ import (
 	"github.com/drover-org/drover/core/server/csivolumes"
 	"github.com/drover-org/drover/core/server/volumewatcher"
 	"github.com/drover-org/drover/core/structs"
+	"github.com/drover-org/drover/internal/testtier"
 )
 
 // fakeController is a controller client: it polls the leader for
@@ -226,6 +227,7 @@ func TestCSIClaimRefusals(t *testing.T) {
 // retries it with a doubling backoff, never in a tight loop, and frees it.
 // NotFound from the driver counts as detached.
 func TestCSIReleaseControllerFailureKeepsCheckpoint(t *testing.T) {
+	testtier.Slow(t, "waits out the volume watcher's real backoff: 1 s, 2 s, 4 s")
 	s := testServer(t, nil)
 	node, alloc := csiSetup(t, s)
 	var mu sync.Mutex
