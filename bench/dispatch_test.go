@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/drover-org/drover/internal/testwait"
 )
 
 // The dispatch benchmark drives the real `drover agent -dev` binary over
@@ -131,23 +133,22 @@ func (d *devProcess) call(method, path string, in, out any) error {
 // raw_exec driver.
 func (d *devProcess) waitRawExecNode(b *testing.B) {
 	b.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
+	testwait.Every(b, 60*time.Second, 50*time.Millisecond, "a ready node with a healthy raw_exec driver", func() bool {
 		var nodes []struct{ ID, Status string }
-		if err := d.call("GET", "/v1/nodes", nil, &nodes); err == nil {
-			for _, n := range nodes {
-				var node struct {
-					Status  string
-					Drivers map[string]struct{ Healthy bool }
-				}
-				if n.Status == "ready" && d.call("GET", "/v1/node/"+n.ID, nil, &node) == nil && node.Drivers["raw_exec"].Healthy {
-					return
-				}
+		if err := d.call("GET", "/v1/nodes", nil, &nodes); err != nil {
+			return false
+		}
+		for _, n := range nodes {
+			var node struct {
+				Status  string
+				Drivers map[string]struct{ Healthy bool }
+			}
+			if n.Status == "ready" && d.call("GET", "/v1/node/"+n.ID, nil, &node) == nil && node.Drivers["raw_exec"].Healthy {
+				return true
 			}
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	b.Fatal("no ready node with raw_exec within 60s")
+		return false
+	})
 }
 
 // deadChildren is the parent job's count of dead (finished) dispatched
@@ -356,21 +357,19 @@ func BenchmarkDispatch16Clients(b *testing.B) {
 			b.Fatal(err)
 		}
 		want := dead + n
-		deadline := time.Now().Add(5 * time.Minute)
-		for {
+		// Polled every 20 ms: more often would weigh on the agent's CPU
+		// that is measured.
+		testwait.Every(b, 5*time.Minute, 20*time.Millisecond, fmt.Sprintf("%d dispatched jobs dead", n), func() bool {
 			got, err := d.deadChildren("disp")
 			if err != nil {
 				b.Fatal(err)
 			}
 			if got >= want {
 				dead = got
-				break
+				return true
 			}
-			if time.Now().After(deadline) {
-				b.Fatalf("%d of %d dispatched jobs dead after 5m", got-dead, n)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return false
+		})
 		elapsed := time.Since(start)
 		cpu1, by1, err := treeCPU(agentPid, self, perfPid)
 		if err != nil {

@@ -25,6 +25,7 @@ import (
 
 	"github.com/drover-org/drover/core/agent"
 	"github.com/drover-org/drover/core/nodesim"
+	"github.com/drover-org/drover/internal/testwait"
 	"github.com/drover-org/drover/core/server"
 	"github.com/drover-org/drover/core/structs"
 )
@@ -81,7 +82,7 @@ func BenchmarkScale10k(b *testing.B) {
 	defer sim.stop(b)
 	simStart := sim.ready
 	leader = c.waitLeader(-1)
-	pollFor(b, 10*time.Minute, 250*time.Millisecond, fmt.Sprintf("%d simulated nodes ready on the leader", n), func() bool {
+	testwait.Every(b, 10*time.Minute, 250*time.Millisecond, fmt.Sprintf("%d simulated nodes ready on the leader", n), func() bool {
 		return readyNodes(c.leaderServer(&leader)) == n
 	})
 	reg := time.Since(start)
@@ -203,7 +204,7 @@ func BenchmarkScale10k(b *testing.B) {
 	c.agents[old] = c.startScale(old)
 	boot := time.Since(restart)
 	fs := c.agents[old].Server()
-	pollFor(b, 5*time.Minute, 20*time.Millisecond, fmt.Sprintf("restarted s%d to apply index %d", old+1, target), func() bool {
+	testwait.Every(b, 5*time.Minute, 20*time.Millisecond, fmt.Sprintf("restarted s%d to apply index %d", old+1, target), func() bool {
 		return fs.State().LatestIndex() >= target
 	})
 	cu := time.Since(restart)
@@ -251,22 +252,6 @@ func (p *phaseProfile) stop(b *testing.B) []byte {
 		}
 	}
 	return p.buf.Bytes()
-}
-
-// pollFor is testwait.For at a pace of the caller's choice: asking the
-// leader's state for 10,000 nodes every 5 ms would weigh on what is
-// measured.
-func pollFor(b *testing.B, d, every time.Duration, what string, cond func() bool) {
-	b.Helper()
-	deadline := time.Now().Add(d)
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			b.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		<-tick.C
-	}
 }
 
 func envInt(b *testing.B, name string, def int) int {
@@ -400,7 +385,7 @@ func runScaleJob(b *testing.B, c *benchCluster, leader *int, id, typ string, n i
 			b.Fatal(err)
 		}
 	}
-	pollFor(b, 5*time.Minute, 50*time.Millisecond, fmt.Sprintf("%s job %s %s on %d nodes", typ, id, status, n), func() bool {
+	testwait.Every(b, 5*time.Minute, 50*time.Millisecond, fmt.Sprintf("%s job %s %s on %d nodes", typ, id, status, n), func() bool {
 		sum, _ := c.leaderServer(leader).State().JobSummaryByID(nil, "default", id)
 		if sum == nil {
 			return false
