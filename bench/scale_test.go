@@ -25,9 +25,9 @@ import (
 
 	"github.com/drover-org/drover/core/agent"
 	"github.com/drover-org/drover/core/nodesim"
-	"github.com/drover-org/drover/internal/testwait"
 	"github.com/drover-org/drover/core/server"
 	"github.com/drover-org/drover/core/structs"
+	"github.com/drover-org/drover/internal/testwait"
 )
 
 // BenchmarkScale10k is drover issue 30: N simulated nodes (env
