@@ -549,7 +549,8 @@ func runSimChild() int {
 	sim, err := nodesim.Start(context.Background(), nodesim.Config{
 		Servers: cfg.Servers, JoinToken: cfg.Token, Nodes: cfg.Nodes, LoopbackSources: true, StartConcurrency: cfg.StartConcurrency,
 		RunDelay: 100 * time.Millisecond, CompleteDelay: 500 * time.Millisecond,
-		Logger: hclog.New(&hclog.LoggerOptions{Name: "nodesim", Level: hclog.Warn, Output: os.Stderr}),
+		CompleteTypes: []string{"batch", "sysbatch"},
+		Logger:        hclog.New(&hclog.LoggerOptions{Name: "nodesim", Level: hclog.Warn, Output: os.Stderr}),
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "nodesim child: %v\n", err)

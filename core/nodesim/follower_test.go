@@ -111,6 +111,7 @@ func TestNodesThroughFollower(t *testing.T) {
 	sim, err := Start(ctx, Config{
 		Servers: []string{addrs[follower]}, JoinToken: token, Nodes: n, LoopbackSources: true,
 		RunDelay: 20 * time.Millisecond, CompleteDelay: 50 * time.Millisecond,
+		CompleteTypes: []string{"batch", "sysbatch"},
 	})
 	if err != nil {
 		t.Fatalf("start the simulation against follower %s: %v", addrs[follower], err)

@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -57,9 +58,12 @@ type Config struct {
 	// "sim" (node i is named <prefix>-<i>).
 	Datacenter, NodePool, NamePrefix string
 	// RunDelay is how long after a node sees a new allocation it reports
-	// it running; CompleteDelay is how long after that a batch or
-	// sysbatch allocation reports complete. Other job types keep running.
+	// it running; CompleteDelay is how long after that an allocation of a
+	// job type in CompleteTypes reports complete (its simulated tasks
+	// exit 0). Allocations of other job types keep running. The types are
+	// the caller's to name: what a job type does is its plugin's business.
 	RunDelay, CompleteDelay time.Duration
+	CompleteTypes           []string
 	// BatchInterval coalesces non-terminal alloc updates before they are
 	// sent (default 200ms, the client's); a terminal update is sent at
 	// once, with whatever else is pending.
@@ -712,7 +716,7 @@ func (n *node) watchLoop() {
 // runs to completion, complete after CompleteDelay.
 func (n *node) scheduleUpdates(a *structs.Allocation) {
 	s := n.sim
-	toComplete := a.Job != nil && (a.Job.Type == "batch" || a.Job.Type == "sysbatch")
+	toComplete := a.Job != nil && slices.Contains(s.cfg.CompleteTypes, a.Job.Type)
 	tasks := taskNames(a)
 	s.goFunc(func() {
 		if !sleepCtx(s.ctx, s.cfg.RunDelay) {

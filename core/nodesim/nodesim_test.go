@@ -118,6 +118,7 @@ func TestSimulatedNodes(t *testing.T) {
 	sim, err := Start(ctx, Config{
 		Servers: []string{addr}, JoinToken: token, Nodes: n, LoopbackSources: true,
 		RunDelay: 20 * time.Millisecond, CompleteDelay: 50 * time.Millisecond,
+		CompleteTypes:    []string{"batch", "sysbatch"},
 		StartConcurrency: 8,
 	})
 	if err != nil {
