@@ -209,14 +209,10 @@ func (e *releaseBench) release(b *testing.B, how string) {
 func (e *releaseBench) waitQuiet(b *testing.B) {
 	b.Helper()
 	last, since := e.s.raft.LastIndex(), time.Now()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Since(since) < 100*time.Millisecond {
-		if time.Now().After(deadline) {
-			b.Fatal("the raft log never settled")
-		}
-		time.Sleep(5 * time.Millisecond)
+	testwait.For(b, 30*time.Second, "the raft log to settle (no entry for 100ms)", func() bool {
 		if i := e.s.raft.LastIndex(); i != last {
 			last, since = i, time.Now()
 		}
-	}
+		return time.Since(since) >= 100*time.Millisecond
+	})
 }
