@@ -58,6 +58,8 @@ type Client struct {
 	// nodeChanged is signalled when the node changes between fingerprints
 	// (a CSI plugin became healthy): the node is registered again.
 	nodeChanged chan struct{}
+	// api is the client-side API's state (stats samples, dynamic meta).
+	api apiState
 }
 
 // New prepares a client: it validates cfg, creates the state and alloc
@@ -127,6 +129,7 @@ func New(cfg Config) (*Client, error) {
 		})
 	}
 	c.node = c.baseNode()
+	c.loadDynamicMeta()
 	return c, nil
 }
 

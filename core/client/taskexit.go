@@ -51,9 +51,9 @@ func (tr *taskRunner) judge(res attemptResult) verdict {
 		return tr.policyVerdict(v, out)
 	}
 	if tr.takeTemplateRestart() && res.err == nil {
-		// A template's change_mode restart: at once, and not counted
+		// A template's change_mode restart, or a user's: at once, not counted
 		// by the restart policy.
-		v.reason = "Template with change_mode restart re-rendered"
+		v.reason = tr.restartReason()
 		v.events = append(v.events, evRestarting(0, v.reason))
 		return v
 	}

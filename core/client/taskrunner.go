@@ -65,6 +65,9 @@ type taskRunner struct {
 	// checkRestart: a check_restart stopped the run; the restart counts
 	// against the restart policy, as a failure.
 	checkRestart bool
+	// userRestartReq: a user asked for the restart (RestartAlloc); it
+	// rides on the template restart's stop and names its own reason.
+	userRestartReq bool
 
 	// tpl renders the task's templates (nil without templates); set by
 	// prepare, used by the run goroutine and its template watcher.
