@@ -117,6 +117,22 @@ var routeTable = []route{
 
 	// read-logs in the allocation's namespace, checked in the handler.
 	{"GET", "/v1/client/fs/logs/{alloc}", anyToken, on(logHandlers.allocLogs)},
+	// The client-side API, served by the node's client or forwarded to
+	// it: read-fs, read-job or alloc-lifecycle in the allocation's
+	// namespace, checked in the handler; node read or write for the
+	// node's own stats and metadata.
+	{"GET", "/v1/client/fs/ls/{alloc}", anyToken, on(clientHandlers.fsList)},
+	{"GET", "/v1/client/fs/stat/{alloc}", anyToken, on(clientHandlers.fsStat)},
+	{"GET", "/v1/client/fs/cat/{alloc}", anyToken, on(clientHandlers.fsCat)},
+	{"GET", "/v1/client/fs/readat/{alloc}", anyToken, on(clientHandlers.fsReadAt)},
+	{"GET", "/v1/client/fs/stream/{alloc}", anyToken, on(clientHandlers.fsStream)},
+	{"GET", "/v1/client/allocation/{alloc}/stats", anyToken, on(clientHandlers.allocStats)},
+	{"GET", "/v1/client/allocation/{alloc}/checks", anyToken, on(clientHandlers.allocChecks)},
+	{"PUT POST", "/v1/client/allocation/{alloc}/restart", anyToken, on(clientHandlers.allocRestart)},
+	{"PUT POST", "/v1/client/allocation/{alloc}/signal", anyToken, on(clientHandlers.allocSignal)},
+	{"GET", "/v1/client/stats", nodeRead, on(clientHandlers.clientStats)},
+	{"GET", "/v1/client/metadata", nodeRead, on(clientHandlers.metaRead)},
+	{"PUT POST", "/v1/client/metadata", nodeWrite, on(clientHandlers.metaApply)},
 
 	// This agent: never forwarded to the leader.
 	{"GET", "/v1/agent/self", agentRead, on(agentHandlers.agentSelf)},
