@@ -276,6 +276,7 @@ func TestACLMatrix(t *testing.T) {
 	cases = append(cases, uiMatrixCases(w, nobody)...)
 	cases = append(cases, nodePoolMatrixCases()...)
 	cases = append(cases, nomadCompatMatrixCases(nobody)...)
+	cases = append(cases, clientAPIMatrixCases(w, nobody)...)
 
 	routeRules := rulesByPattern(routeTable)
 	covered := map[string]bool{}
