@@ -18,5 +18,6 @@ func Commands(ui *cli.UI) map[string]cli.Command {
 		"eval list":    &EvalListCommand{ui: ui},
 	}
 	maps.Copy(cmds, serviceCommands(ui))
+	maps.Copy(cmds, clientCommands(ui))
 	return cmds
 }

@@ -16,5 +16,6 @@ func Commands(ui *cli.UI) map[string]cli.Command {
 		"node drain":       &NodeDrainCommand{ui: ui},
 	}
 	maps.Copy(cmds, nodePoolCommands(ui))
+	maps.Copy(cmds, metaCommands(ui))
 	return cmds
 }
