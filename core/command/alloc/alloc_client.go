@@ -146,7 +146,9 @@ type AllocChecksCommand struct {
 	ui *cli.UI
 }
 
-func (c *AllocChecksCommand) Synopsis() string { return "Outputs service health check status information" }
+func (c *AllocChecksCommand) Synopsis() string {
+	return "Outputs service health check status information"
+}
 
 const allocChecksHelp = `
 Usage: drover alloc checks [options] <allocation>
