@@ -25,7 +25,7 @@ import (
 type clientHandlers struct{ *HTTPServer }
 
 // What the local client serves to each area; the agent's *client.Client
-// implements them all. A ClientAPI without one answers 501 there.
+// implements them all. A ClientAPI without one answers 503 there.
 type (
 	clientFS interface {
 		AllocFSList(allocID, path string) ([]*clientapi.FileInfo, error)

@@ -16,7 +16,8 @@ import (
 // resolves every path beneath the allocation directory without following
 // a symlink (core/client/fs.go).
 
-// fsHandlers runs fn with the local client's file system API.
+// onFS authorizes read-fs on the path's allocation, then runs fn with
+// the local client's file system API (or forwards the request).
 func (s clientHandlers) onFS(w http.ResponseWriter, r *http.Request, fn func(c clientFS, allocID, path string)) {
 	s.onAlloc(w, r, acl.NamespaceCapabilityReadFS, func(allocID string) {
 		c, ok := s.client.(clientFS)
