@@ -97,6 +97,12 @@ func TestAllocFSRefusesTaskSymlinks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A hard link (here to a file of the alloc dir; a task's would name a
+	// host file) is not served.
+	mustWrite(t, filepath.Join(dir, "alloc/data/hl-src"), "linked")
+	if err := os.Link(filepath.Join(dir, "alloc/data/hl-src"), filepath.Join(dir, "alloc/data/hl")); err != nil {
+		t.Fatal(err)
+	}
 	if err := syscall.Mkfifo(filepath.Join(dir, "alloc/data/fifo"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +153,7 @@ func TestAllocFSRefusesTaskSymlinks(t *testing.T) {
 	denied := []string{
 		"web/local/shadow", "/web/local/shadow", "web/local/abs-file",
 		"alloc/data/up/other-alloc/alloc/data/x", "alloc/root/etc/shadow", "alloc/data/up",
-		"web/secrets/token", "web/secrets", "alloc/data/fifo",
+		"web/secrets/token", "web/secrets", "alloc/data/fifo", "alloc/data/hl",
 	}
 	for _, p := range denied {
 		if f, err := c.AllocFSOpen("svc-1", p); err == nil {
@@ -157,13 +163,16 @@ func TestAllocFSRefusesTaskSymlinks(t *testing.T) {
 		} else {
 			wantKind(t, "cat "+p, err, structs.ErrPermissionDenied)
 		}
-		if p == "alloc/data/fifo" {
-			continue // stat describes a FIFO without opening it
+		if p == "alloc/data/fifo" || p == "alloc/data/hl" {
+			continue // stat describes these without reading them
 		}
 		_, err := c.AllocFSStat("svc-1", p)
 		wantKind(t, "stat "+p, err, structs.ErrPermissionDenied)
 		_, err = c.AllocFSStream("svc-1", p, "start", 0)
 		wantKind(t, "stream "+p, err, structs.ErrPermissionDenied)
+	}
+	if fi, err := c.AllocFSStat("svc-1", "alloc/data/hl"); err != nil || fi.ContentType != "" || fi.Size != 6 {
+		t.Errorf("stat of a hard link = %+v, %v; want described, not read", fi, err)
 	}
 	for _, p := range []string{"alloc/root", "alloc/data/up", "alloc/data/up/other-alloc", "web/secrets"} {
 		_, err := c.AllocFSList("svc-1", p)

@@ -218,12 +218,14 @@ func (c *Client) AllocFSStat(allocID, p string) (*clientapi.FileInfo, error) {
 		name = "/"
 	}
 	fi := fileInfo(name, &st)
-	if st.Mode&unix.S_IFMT == unix.S_IFREG {
+	if st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink == 1 {
 		if f, err := root.Open(rel); err == nil {
-			buf := make([]byte, 512)
-			n, _ := io.ReadFull(f, buf)
+			if singleLink(f) == nil {
+				buf := make([]byte, 512)
+				n, _ := io.ReadFull(f, buf)
+				fi.ContentType = http.DetectContentType(buf[:n])
+			}
 			f.Close()
-			fi.ContentType = http.DetectContentType(buf[:n])
 		}
 	}
 	return fi, nil
@@ -258,7 +260,26 @@ func (c *Client) AllocFSOpen(allocID, p string) (*os.File, error) {
 	if err != nil {
 		return nil, fsErr(p, err)
 	}
+	if err := singleLink(f); err != nil {
+		f.Close()
+		return nil, fsErr(p, err)
+	}
 	return f, nil
+}
+
+// singleLink refuses a file with more than one name: a hard link a task
+// made to a file elsewhere on the filesystem (a host file it could not
+// read itself) must not be served by the root client. Files the client
+// and the drivers write in an alloc dir have one name.
+func singleLink(f *os.File) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return err
+	}
+	if st.Nlink > 1 {
+		return &fs.PathError{Op: "open", Path: f.Name(), Err: fmt.Errorf("%w: has %d links", safefs.ErrUnsafePath, st.Nlink)}
+	}
+	return nil
 }
 
 // FileStream is an open file of an allocation read as a stream
