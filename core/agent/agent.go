@@ -241,7 +241,15 @@ func (a *Agent) startPlugins(ctx context.Context, opts Options) error {
 			}
 			env = append(slices.Clone(env), re...)
 		}
-		hc.Builtins = append(hc.Builtins, pluginhost.Builtin{Name: p.name, Kind: p.kind, Env: env})
+		b := pluginhost.Builtin{Name: p.name, Kind: p.kind, Env: env, Lazy: true,
+			Declare: pluginhost.BuiltinInProcess(p.name).Declare}
+		switch p.name {
+		case dockerPlugin:
+			b.Fingerprint = dockerFingerprint(a.cfg.Plugins)
+		case rawexecPlugin:
+			b.Fingerprint = inProcessFingerprint(p.name, env)
+		}
+		hc.Builtins = append(hc.Builtins, b)
 	}
 	stanzas, err := pluginStanzas(a.cfg)
 	if err != nil {

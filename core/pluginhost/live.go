@@ -67,6 +67,7 @@ func (h *Host) layout(stanzas []Stanza, files []string, cur map[string]*managed)
 		m := build()
 		m.h, m.log = h, h.log.Named(m.name)
 		m.reloadc, m.changed = make(chan reloadReq), make(chan struct{})
+		m.startc = make(chan struct{}, 1)
 		m.live = newLiveState()
 		out = append(out, m)
 	}
@@ -89,8 +90,11 @@ func (h *Host) layout(stanzas []Stanza, files []string, cur map[string]*managed)
 		}
 		builtin[b.Name] = true
 		reuse(b.Name, func() *managed {
+			config := byName[b.Name].Config
 			return &managed{name: b.Name, builtin: true, kind: b.Kind, path: h.selfExe,
-				args: []string{ServeCommand, b.Name}, env: b.Env, config: byName[b.Name].Config}
+				args: []string{ServeCommand, b.Name}, env: b.Env, config: config,
+				// A config block is checked by a launch at start.
+				lazy: b.Lazy && b.Declare != nil && config == nil, declare: b.Declare, idleFingerprint: b.Fingerprint}
 		})
 	}
 	named := map[string]bool{}
