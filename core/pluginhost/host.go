@@ -77,8 +77,10 @@ type Host struct {
 // New validates cfg, launches every plugin and returns once all of them have
 // completed their handshake and KindSpec.Init. It fails, leaving nothing
 // running, if any plugin cannot be launched: a broken install or config is
-// reported at agent start rather than discovered at the first eval. ctx
-// bounds the initial launches only.
+// reported at agent start rather than discovered at the first eval. A lazy
+// built-in (Builtin.Lazy) is not launched but declared in process, and
+// stays idle until first needed (lazy.go). ctx bounds the initial launches
+// only.
 func New(ctx context.Context, cfg Config) (*Host, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.Default()
@@ -312,6 +314,9 @@ func (h *Host) Close() error {
 // error is returned. Plugins reload concurrently; ctx bounds each launch's
 // KindSpec.Init.
 //
+// An idle plugin (Builtin.Lazy, not started yet) has no process to replace
+// and stays idle: its first start runs the binary on disk then.
+//
 // The agent's SIGHUP uses ReloadChanged, which spares unchanged plugins.
 func (h *Host) Reload(ctx context.Context) error {
 	h.reloadMu.Lock()
@@ -322,7 +327,7 @@ func (h *Host) Reload(ctx context.Context) error {
 // ReloadPlugin reloads the one plugin name as Reload does: only its calls
 // in flight are drained, calls to every other plugin go on. An unknown name
 // fails with ErrUnknownPlugin, and a failed launch with its error (the
-// running instance stays).
+// running instance stays). An idle plugin stays idle, as with Reload.
 func (h *Host) ReloadPlugin(ctx context.Context, name string) error {
 	h.reloadMu.Lock()
 	defer h.reloadMu.Unlock()

@@ -207,7 +207,9 @@ type ReloadResult struct {
 //     stopped. Built-ins are never removed.
 //   - A plugin whose binary on disk changed since its instance launched, or
 //     whose stanza differs from the one in force, is relaunched as Reload
-//     does; so is a plugin that is down.
+//     does; so is a plugin that is down. An idle plugin (not started yet)
+//     stays idle, unless its stanza now has a config block: it is started
+//     then, to check the config as at start.
 //
 // One failure does not stop the rest of the reload: the error joins them
 // all, and the result lists what was done. Reloads are serialised.
