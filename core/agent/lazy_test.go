@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/drover-org/drover/core/structs"
+	"github.com/drover-org/drover/internal/testtier"
 	"github.com/drover-org/drover/sdk/csibridge"
 )
 
@@ -163,5 +165,57 @@ func TestDockerTaskStartsIdleDriver(t *testing.T) {
 	}
 	if st, _ := a.PluginStatus("driver-docker"); st.Health != structs.AgentPluginHealthy || st.PID == 0 {
 		t.Errorf("driver-docker after a task call: %+v, want running", st)
+	}
+}
+
+// A plugin whose start on first need fails (here its binary exits at
+// once) fails the work that needed it and is reported: the agent starts,
+// its node is ready (raw_exec fingerprinted in process), and the first
+// sysbatch eval leaves the scheduler plugin failed with the launch's error,
+// while the eval is handed back, not lost.
+func TestPluginStartFailureOnFirstNeedSurfaced(t *testing.T) {
+	testtier.Agent(t)
+	t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(t.TempDir(), "docker.sock"))
+	broken := filepath.Join(t.TempDir(), "drover")
+	if err := os.WriteFile(broken, []byte("#!/bin/sh\necho this drover is broken >&2\nexit 3\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := DevConfig()
+	cfg.DataDir = t.TempDir()
+	cfg.Ports.RPC = freePort(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &lockedBuffer{}
+	a, err := New(cfg, Options{Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: logs}),
+		SelfExe: broken, HTTPListener: ln})
+	if err != nil {
+		t.Fatalf("New with lazy plugins and a broken binary: %v\n%s", err, logs)
+	}
+	t.Cleanup(a.Shutdown)
+	waitFor(t, "a ready node", func() (bool, string) {
+		nodes, _ := a.Server().State().Nodes(nil)
+		return len(nodes) == 1 && nodes[0].Ready() && nodes[0].Drivers["raw_exec"].Healthy, fmt.Sprint(len(nodes))
+	})
+	job := &structs.Job{ID: "needs-sysbatch", Type: "sysbatch", TaskGroups: []*structs.TaskGroup{{
+		Name: "g", Count: 1,
+		Tasks: []*structs.Task{{Name: "t", Driver: "raw_exec", Config: map[string]any{"command": "/bin/true"},
+			Resources: &structs.Resources{CPU: 20, MemoryMB: 16}}},
+	}}}
+	r, err := a.Server().Jobs().Register(context.Background(), job, false, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "scheduler-sysbatch reported failed", func() (bool, string) {
+		st, _ := a.PluginStatus("scheduler-sysbatch")
+		return st.Health == structs.AgentPluginFailed && st.PID == 0 && strings.Contains(st.LastError, `launch plugin "scheduler-sysbatch"`), fmt.Sprintf("%+v", st)
+	})
+	ev, err := a.Server().State().EvalByID(nil, r.EvalID)
+	if err != nil || ev == nil || ev.Status == structs.EvalStatusComplete {
+		t.Fatalf("the eval that needed the failed plugin: %+v (%v), want it not complete", ev, err)
+	}
+	if st, _ := a.PluginStatus("scheduler-system"); st.Health != structs.AgentPluginIdle {
+		t.Errorf("a plugin nothing needed is %s, want idle", st.Health)
 	}
 }
