@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -70,6 +71,11 @@ func TestDevAgentStartsPluginsWhenFirstNeeded(t *testing.T) {
 		t.Errorf("GET /v1/agent/plugins: HTTP %d %s", code, body)
 	}
 
+	declared, ok := a.Plugins().Schedulers().JobType("sysbatch")
+	if !ok {
+		t.Fatal("job type sysbatch is not routed while its plugin is idle")
+	}
+
 	// The first sysbatch eval starts its scheduler, the task raw_exec.
 	job := &structs.Job{ID: "first", Type: "sysbatch", TaskGroups: []*structs.TaskGroup{{
 		Name: "g", Count: 1,
@@ -87,6 +93,10 @@ func TestDevAgentStartsPluginsWhenFirstNeeded(t *testing.T) {
 		}
 		return allocs[0].ClientStatus == structs.AllocClientStatusComplete, allocs[0].ClientStatus
 	})
+	// The process declares what the in-process code declared.
+	if launched, _ := a.Plugins().Schedulers().JobType("sysbatch"); !reflect.DeepEqual(launched, declared) {
+		t.Errorf("sysbatch as its process declares it:\n%+v\nas declared in process:\n%+v", launched, declared)
+	}
 	h := health()
 	for name, want := range map[string]string{
 		"scheduler-sysbatch": structs.AgentPluginHealthy, "driver-rawexec": structs.AgentPluginHealthy,
