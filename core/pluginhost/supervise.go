@@ -225,6 +225,13 @@ func (m *managed) launchWith(ctx context.Context, args []string, config hcl.Body
 	})
 	inst, err := m.ready(ctx, client, cmd, config)
 	if err != nil {
+		if client.ReattachConfig() != nil && !client.Exited() {
+			// It completed its handshake, so it answers: let it stop
+			// itself first, which removes its socket file (a launch the
+			// host's Close cut short after the handshake, a refused
+			// config). go-plugin kills it if it does not exit soon.
+			client.Kill()
+		}
 		if cmd.Process != nil {
 			// Not graceful: it failed its launch, and a child it started
 			// must not outlive it (see dieWithHost).
