@@ -226,6 +226,7 @@ func (a *Agent) startPlugins(ctx context.Context, opts Options) error {
 	if err := validateDriverConfigs(ctx, hc, a.cfg.Plugins, opts.PluginEnv); err != nil {
 		return err
 	}
+	var startNow []string
 	for _, p := range builtinPlugins {
 		env := opts.PluginEnv
 		switch p.name {
@@ -241,7 +242,21 @@ func (a *Agent) startPlugins(ctx context.Context, opts Options) error {
 			}
 			env = append(slices.Clone(env), re...)
 		}
-		hc.Builtins = append(hc.Builtins, pluginhost.Builtin{Name: p.name, Kind: p.kind, Env: env})
+		b := pluginhost.Builtin{Name: p.name, Kind: p.kind, Env: env, Lazy: true,
+			Declare: pluginhost.BuiltinInProcess(p.name).Declare}
+		switch p.name {
+		case dockerPlugin:
+			b.Fingerprint = dockerFingerprint(a.cfg.Plugins)
+			if a.cfg.Client != nil && a.cfg.Client.Enabled && b.Fingerprint(ctx) == nil {
+				// An engine answers: the node's first fingerprint will
+				// start the plugin, so start it now, beside the server's
+				// and client's own start.
+				startNow = append(startNow, p.name)
+			}
+		case rawexecPlugin:
+			b.Fingerprint = inProcessFingerprint(p.name, env)
+		}
+		hc.Builtins = append(hc.Builtins, b)
 	}
 	stanzas, err := pluginStanzas(a.cfg)
 	if err != nil {
@@ -255,6 +270,9 @@ func (a *Agent) startPlugins(ctx context.Context, opts Options) error {
 		return fmt.Errorf("plugins: %w", err)
 	}
 	a.drivers = a.host.Drivers()
+	for _, name := range startNow {
+		a.host.StartInBackground(name)
+	}
 	return nil
 }
 

@@ -16,6 +16,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/drover-org/drover/core/structs"
+
 	"github.com/drover-org/drover/internal/testtier"
 )
 
@@ -155,4 +157,11 @@ func TestClientOnlyAgentProxiesOverHTTPS(t *testing.T) {
 		}
 		return status == http.StatusOK && strings.Contains(body, `"Name":"c1"`), fmt.Sprintf("%d %s", status, body)
 	})
+	// A client-only agent evaluates nothing: its scheduler and gc plugins
+	// are listed, never started.
+	for _, p := range cli.PluginsStatus() {
+		if (p.Kind == "scheduler" || p.Kind == "gc") && (p.PID != 0 || p.Health != structs.AgentPluginIdle) {
+			t.Errorf("client-only agent runs plugin %+v, want it idle", p)
+		}
+	}
 }

@@ -2,14 +2,19 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
+	"os"
 	"strings"
+	"time"
 
 	"github.com/drover-org/drover/core/httpapi"
 	"github.com/drover-org/drover/core/pluginhost"
 	"github.com/drover-org/drover/core/structs"
 	"github.com/drover-org/drover/sdk/driver"
+	"github.com/drover-org/drover/sdk/proto/driverpb"
 	"github.com/drover-org/drover/sdk/shared"
 )
 
@@ -27,6 +32,92 @@ var builtinPlugins = []struct{ name, kind string }{
 	{dockerPlugin, shared.KindDriver},
 	{"csi-bridge", shared.KindCSIBridge},
 	{"gc", shared.KindGC},
+}
+
+// Every built-in plugin starts when first needed (pluginhost.Builtin.Lazy),
+// declared in process until then, so an agent starts no process for what
+// it does not use:
+//
+//   - the schedulers at the first eval of their job types (never on a
+//     client-only agent, which evaluates nothing), gc at its first
+//     collection, csi-bridge when a CSI plugin registers or a CSI volume
+//     operation needs it;
+//   - raw_exec at its first task: until then its own fingerprint code runs
+//     in the agent's process (inProcessFingerprint), so the node is ready
+//     without a plugin process;
+//   - docker once its engine answers on its socket (dockerFingerprint,
+//     asked at every fingerprint while the plugin is idle) or a docker
+//     task arrives.
+//
+// The binary that links the plugins registers their declarations
+// (pluginhost.RegisterDeclaration); a built-in without one launches at
+// start, as does one whose stanza has a config block.
+
+// inProcessFingerprint is the idle fingerprint of built-in driver name:
+// its own code run in process with its environment. Without one, or when
+// it fails, the fingerprint starts the plugin (nil).
+func inProcessFingerprint(name string, env []string) func(context.Context) *driverpb.FingerprintResponse {
+	fp := pluginhost.BuiltinInProcess(name).Fingerprint
+	if fp == nil {
+		return nil
+	}
+	return func(ctx context.Context) *driverpb.FingerprintResponse {
+		resp, err := fp(ctx, env)
+		if err != nil {
+			return nil
+		}
+		return resp
+	}
+}
+
+// dockerFingerprint is the docker plugin's idle fingerprint: undetected,
+// with the reason, while no engine answers at the address the plugin would
+// use (the stanza's endpoint, else DOCKER_HOST, else the default unix
+// socket), and nil, which starts the plugin, once one does. A connect is
+// all it costs; the plugin's own fingerprint then asks the engine itself.
+func dockerFingerprint(plugins []*PluginConfig) func(context.Context) *driverpb.FingerprintResponse {
+	endpoint := ""
+	for _, p := range plugins {
+		if p.Name != dockerDriver {
+			continue
+		}
+		if raw, _, err := p.dockerConfig(); err == nil && raw != nil {
+			var c struct {
+				Endpoint string `json:"endpoint"`
+			}
+			if json.Unmarshal(raw, &c) == nil {
+				endpoint = c.Endpoint
+			}
+		}
+	}
+	if endpoint == "" {
+		endpoint = os.Getenv("DOCKER_HOST")
+	}
+	if endpoint == "" {
+		endpoint = "unix:///var/run/docker.sock"
+	}
+	network, addr := "tcp", endpoint
+	switch {
+	case strings.HasPrefix(endpoint, "unix://"):
+		network, addr = "unix", strings.TrimPrefix(endpoint, "unix://")
+	case strings.HasPrefix(endpoint, "tcp://"):
+		addr = strings.TrimPrefix(endpoint, "tcp://")
+	case strings.HasPrefix(endpoint, "http://"):
+		addr = strings.TrimPrefix(endpoint, "http://")
+	}
+	return func(ctx context.Context) *driverpb.FingerprintResponse {
+		ctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		var d net.Dialer
+		conn, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return &driverpb.FingerprintResponse{HealthDescription: fmt.Sprintf(
+				"no docker engine answers at %s: %v (plugin %s starts once one does, or when a docker task arrives)",
+				endpoint, err, dockerPlugin)}
+		}
+		_ = conn.Close()
+		return nil
+	}
 }
 
 // ReloadPlugins is the whole-agent plugin reload (SIGHUP). See

@@ -25,6 +25,10 @@ func TestStoppedSchedulerPluginDoesNotStallOtherTypes(t *testing.T) {
 		nodes, _ := a.Server().State().Nodes(nil)
 		return len(nodes) == 1 && nodes[0].Ready(), fmt.Sprint(len(nodes))
 	})
+	// The plugin starts at its first eval; start it now to stop it.
+	if err := a.Plugins().Start(t.Context(), "scheduler-system"); err != nil {
+		t.Fatal(err)
+	}
 	pid := 0
 	for _, p := range a.Plugins().Status() {
 		if p.Name == "scheduler-system" {

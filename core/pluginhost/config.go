@@ -1,10 +1,13 @@
 package pluginhost
 
 import (
+	"context"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/hcl/v2"
+
+	"github.com/drover-org/drover/sdk/proto/driverpb"
 )
 
 // Config says which plugins a Host runs and how it supervises them.
@@ -99,6 +102,37 @@ type Builtin struct {
 	// Env is added to the plugin's environment (KEY=value). The agent needs
 	// none; tests use it to make a re-executed test binary act as a plugin.
 	Env []string
+
+	// Lazy leaves the plugin idle at New: no process is launched until
+	// something needs it, that is the first call of its kind that reaches
+	// it (Clients.Call, Watch and Dispense, and the routers built on them:
+	// a scheduler's first eval, a driver's first task, the first CSI or gc
+	// call) or Host.Start. While idle it is listed by Status (Health
+	// structs.AgentPluginIdle) with the declaration Declare gave, so its job
+	// types are routed and its driver is known from the start. A lazy start
+	// that fails fails the call that needed it (ErrPluginUnavailable) and
+	// leaves the plugin idle; the next need tries again, not sooner than the
+	// restart backoff. Once started, a lazy plugin is supervised as any
+	// other (restarted when it crashes).
+	//
+	// Lazy takes effect only with a Declare, and only while the plugin's
+	// stanza has no config block: a config is checked by a launch at
+	// start, so a bad one fails the agent there and not at the first eval.
+	Lazy bool
+	// Declare gives a lazy built-in's declaration without a process: what
+	// its kind's Init would return (a scheduler's *schedulerpb.InfoResponse,
+	// a driver's *driverpb.InfoResponse, …), computed in the agent's process
+	// from the same Go code the plugin serves (RegisterDeclaration). A
+	// declaration of another type, or an error, makes New launch the
+	// plugin at start instead.
+	Declare func(ctx context.Context) (any, error)
+	// Fingerprint, for a lazy driver plugin, answers the driver's
+	// Fingerprint in process while the plugin is idle: cheap, without
+	// starting it (raw_exec's own checks, run in process; for docker,
+	// whether an engine answers on its socket). A nil answer has the call
+	// start the plugin and go to it (docker, once its engine answers). Any
+	// other driver call (a task) starts the plugin.
+	Fingerprint func(ctx context.Context) *driverpb.FingerprintResponse
 }
 
 // Stanza is one `plugin "<Name>" { config { ... } args = [...] }` block.

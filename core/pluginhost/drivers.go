@@ -103,7 +103,15 @@ func (r *routedDriver) Info(ctx context.Context) (out *driverpb.InfoResponse, er
 	return
 }
 
+// Fingerprint of an idle driver plugin with an in-process fingerprint
+// (Builtin.Fingerprint) is answered by it without starting the plugin,
+// unless it answers nil: then the call starts the plugin.
 func (r *routedDriver) Fingerprint(ctx context.Context) (out *driverpb.FingerprintResponse, err error) {
+	if m, ok := r.clients.h.plugin(r.plugin); ok && m.idleFingerprint != nil && m.isIdle() {
+		if fp := m.idleFingerprint(ctx); fp != nil {
+			return fp, nil
+		}
+	}
 	err = r.call(ctx, func(ctx context.Context, d driver.Client) (e error) { out, e = d.Fingerprint(ctx); return })
 	return
 }

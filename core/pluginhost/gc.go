@@ -79,7 +79,7 @@ func (r GCRouter) Collector(collection gcpb.Collection) (sdkgc.Collector, error)
 		if !slices.Contains(info.GetCollections(), collection) {
 			continue
 		}
-		if !r.clients.Running(name) {
+		if !r.clients.h.Available(name) { // idle: the call starts it
 			return nil, fmt.Errorf("%w: gc plugin %q, which decides %s, is restarting", ErrPluginUnavailable, name, collection)
 		}
 		return routedCollector{clients: r.clients, plugin: name}, nil

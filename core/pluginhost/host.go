@@ -77,8 +77,10 @@ type Host struct {
 // New validates cfg, launches every plugin and returns once all of them have
 // completed their handshake and KindSpec.Init. It fails, leaving nothing
 // running, if any plugin cannot be launched: a broken install or config is
-// reported at agent start rather than discovered at the first eval. ctx
-// bounds the initial launches only.
+// reported at agent start rather than discovered at the first eval. A lazy
+// built-in (Builtin.Lazy) is not launched but declared in process, and
+// stays idle until first needed (lazy.go). ctx bounds the initial launches
+// only.
 func New(ctx context.Context, cfg Config) (*Host, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.Default()
@@ -138,7 +140,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 			return nil, err
 		}
 	}
-	plugins, errs := h.layout(cfg.Stanzas, files, nil)
+	all, errs := h.layout(cfg.Stanzas, files, nil)
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -146,6 +148,21 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	h.routes.Store(&routeTable{})
 	h.set.Store(newPluginSet(nil))
 
+	// A lazy plugin is declared in process and stays idle; the others
+	// launch now, in parallel.
+	var plugins []*managed
+	for _, m := range all {
+		if m.lazy {
+			decl, err := h.declare(ctx, m)
+			if err == nil {
+				m.idle, m.infos = true, map[string]any{m.kind: decl}
+				continue
+			}
+			h.log.Warn("cannot declare a lazy plugin in process; launching it now", "name", m.name, "error", err)
+			m.lazy = false
+		}
+		plugins = append(plugins, m)
+	}
 	first, errs := h.launchFirst(ctx, plugins)
 	// A plugin_dir file that no stanza names and that is no drover plugin
 	// (a README made executable, a helper script) is skipped, not fatal.
@@ -173,12 +190,25 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	}
 	for i, m := range kept {
 		m.setCurrent(keptFirst[i])
-		h.wg.Add(1)
-		go m.run(keptFirst[i])
 	}
-	h.set.Store(newPluginSet(kept))
+	// The set keeps config order, idle plugins in their place.
+	var set []*managed
+	for _, m := range all {
+		if m.idle || slices.Contains(kept, m) {
+			set = append(set, m)
+		}
+	}
+	for _, m := range set {
+		h.wg.Add(1)
+		go m.run(m.cur)
+	}
+	h.set.Store(newPluginSet(set))
 	h.rebuildRoutes()
 	for _, st := range h.Status() {
+		if st.Idle {
+			h.log.Debug("plugin idle; it starts when first needed", "name", st.Name, "kind", strings.Join(st.Kinds, ","))
+			continue
+		}
 		logLoaded(h.log, "plugin loaded", st)
 	}
 	return h, nil
@@ -284,6 +314,9 @@ func (h *Host) Close() error {
 // error is returned. Plugins reload concurrently; ctx bounds each launch's
 // KindSpec.Init.
 //
+// An idle plugin (Builtin.Lazy, not started yet) has no process to replace
+// and stays idle: its first start runs the binary on disk then.
+//
 // The agent's SIGHUP uses ReloadChanged, which spares unchanged plugins.
 func (h *Host) Reload(ctx context.Context) error {
 	h.reloadMu.Lock()
@@ -294,7 +327,7 @@ func (h *Host) Reload(ctx context.Context) error {
 // ReloadPlugin reloads the one plugin name as Reload does: only its calls
 // in flight are drained, calls to every other plugin go on. An unknown name
 // fails with ErrUnknownPlugin, and a failed launch with its error (the
-// running instance stays).
+// running instance stays). An idle plugin stays idle, as with Reload.
 func (h *Host) ReloadPlugin(ctx context.Context, name string) error {
 	h.reloadMu.Lock()
 	defer h.reloadMu.Unlock()
@@ -423,10 +456,20 @@ func (h *Host) info(name, kind string) (any, bool) {
 }
 
 // Running reports whether plugin name has a live instance right now; false
-// for an unknown plugin and while it is down (crashed, restarting).
+// for an unknown plugin, while it is down (crashed, restarting) and while
+// it is idle (not started yet).
 func (h *Host) Running(name string) bool {
 	m, ok := h.set.Load().byName[name]
 	return ok && !m.isDown()
+}
+
+// Available reports whether a call to plugin name may be made now: it
+// runs, or it is idle and the call will start it. False for an unknown
+// plugin, one that is down (restarting), and an idle one whose last start
+// failed until its retry is due.
+func (h *Host) Available(name string) bool {
+	m, ok := h.set.Load().byName[name]
+	return ok && m.available()
 }
 
 // PluginStatus describes one plugin for `drover operator plugin list` and
@@ -455,6 +498,11 @@ type PluginStatus struct {
 	// with the reason in HealthDescription.
 	Health            string
 	HealthDescription string
+	// Idle: a lazy plugin not started yet (Health structs.AgentPluginIdle,
+	// or AgentPluginStarting while it launches, or AgentPluginFailed after
+	// a failed start); Kinds, Version and JobTypes are its in-process
+	// declaration's.
+	Idle bool
 }
 
 // Status reports every plugin, in config order.
@@ -507,6 +555,8 @@ func (m *managed) status() PluginStatus {
 		if why := m.unhealthyLocked(time.Now()); why != "" {
 			st.Health, st.HealthDescription = structs.AgentPluginUnhealthy, why
 		}
+	case m.idle:
+		m.idleStatusLocked(&st)
 	case m.failedLaunches > 0:
 		st.Health = structs.AgentPluginFailed
 	}

@@ -71,6 +71,12 @@ func NewKind[C, D any](s KindSpec[C, D]) *KindOf[C, D] {
 	if s.Version != nil {
 		k.version = func(decl any) string { return s.Version(as[D](decl)) }
 	}
+	k.declared = func(decl any) error {
+		if _, ok := decl.(D); !ok {
+			return fmt.Errorf("a %s declaration must be a %s, not a %T", s.Name, reflect.TypeFor[D](), decl)
+		}
+		return nil
+	}
 	return &KindOf[C, D]{k: k}
 }
 
@@ -91,6 +97,9 @@ type Kind struct {
 	// discover: a third-party plugin is tried for the kind.
 	discover bool
 	version  func(decl any) string // nil: the declaration has none
+	// declared checks that a declaration made without a process
+	// (Builtin.Declare) is of the kind's type D.
+	declared func(decl any) error
 }
 
 // as converts what the registry stores for a kind back to the kind's type.

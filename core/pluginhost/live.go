@@ -67,6 +67,7 @@ func (h *Host) layout(stanzas []Stanza, files []string, cur map[string]*managed)
 		m := build()
 		m.h, m.log = h, h.log.Named(m.name)
 		m.reloadc, m.changed = make(chan reloadReq), make(chan struct{})
+		m.startc = make(chan struct{}, 1)
 		m.live = newLiveState()
 		out = append(out, m)
 	}
@@ -89,8 +90,11 @@ func (h *Host) layout(stanzas []Stanza, files []string, cur map[string]*managed)
 		}
 		builtin[b.Name] = true
 		reuse(b.Name, func() *managed {
+			config := byName[b.Name].Config
 			return &managed{name: b.Name, builtin: true, kind: b.Kind, path: h.selfExe,
-				args: []string{ServeCommand, b.Name}, env: b.Env, config: byName[b.Name].Config}
+				args: []string{ServeCommand, b.Name}, env: b.Env, config: config,
+				// A config block is checked by a launch at start.
+				lazy: b.Lazy && b.Declare != nil && config == nil, declare: b.Declare, idleFingerprint: b.Fingerprint}
 		})
 	}
 	named := map[string]bool{}
@@ -203,7 +207,9 @@ type ReloadResult struct {
 //     stopped. Built-ins are never removed.
 //   - A plugin whose binary on disk changed since its instance launched, or
 //     whose stanza differs from the one in force, is relaunched as Reload
-//     does; so is a plugin that is down.
+//     does; so is a plugin that is down. An idle plugin (not started yet)
+//     stays idle, unless its stanza now has a config block: it is started
+//     then, to check the config as at start.
 //
 // One failure does not stop the rest of the reload: the error joins them
 // all, and the result lists what was done. Reloads are serialised.

@@ -28,6 +28,9 @@ const (
 	baseEnv = "DROVER_PLUGINHOST_TEST_BASE"
 )
 
+// modeFile makes the fake read its mode from the file "mode" in dirEnv.
+const modeFile = "file"
+
 // Eval IDs with a special meaning to the fake.
 const (
 	evalCrash = "crash" // the plugin exits in the middle of the call
@@ -38,6 +41,16 @@ const (
 
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(pluginEnv); mode != "" {
+		if mode == modeFile {
+			// The mode is the file's content now: a test changes what
+			// the next launch serves.
+			raw, err := os.ReadFile(filepath.Join(os.Getenv(dirEnv), "mode"))
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+			mode = strings.TrimSpace(string(raw))
+		}
 		serveFake(&fakeScheduler{mode: mode, dir: os.Getenv(dirEnv)}, os.Getenv(baseEnv))
 		os.Exit(0)
 	}

@@ -62,7 +62,7 @@ func (s *SchedulerSet) Lookup(jobType string) (scheduler.Scheduler, JobTypeInfo,
 	if !ok {
 		return nil, JobTypeInfo{}, &UnknownJobTypeError{Type: jobType, Served: slices.Clone(rt.served)}
 	}
-	if m, ok := s.h.plugin(info.Plugin); ok && m.isDown() {
+	if m, ok := s.h.plugin(info.Plugin); ok && !m.available() {
 		return nil, info, unavailable(info.Plugin, fmt.Errorf("job type %q: %w", jobType, downErr(m.lastError())))
 	}
 	return routed{h: s.h, plugin: info.Plugin}, info, nil

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
+	"github.com/drover-org/drover/sdk/proto/driverpb"
 	"github.com/drover-org/drover/sdk/shared"
 )
 
@@ -122,6 +123,13 @@ type managed struct {
 	optional bool
 	// live is how a reload removes the plugin (live.go).
 	live liveState
+	// lazy: the plugin started idle (Builtin.Lazy, lazy.go); declare and
+	// idleFingerprint are its Builtin's Declare and Fingerprint. startc
+	// (buffered) asks its owner to start it.
+	lazy            bool
+	declare         func(context.Context) (any, error)
+	idleFingerprint func(context.Context) *driverpb.FingerprintResponse
+	startc          chan struct{}
 
 	mu       sync.Mutex
 	cur      *instance     // nil while down
@@ -137,6 +145,14 @@ type managed struct {
 	inflight    map[uint64]inflightCall
 	callSeq     uint64
 	probeMissed int
+	// idle: a lazy plugin no instance of which has been current yet;
+	// starting while its owner launches it. startTries counts the lazy
+	// launches that ended; after a failed one, retryAt is the earliest
+	// time the next need may try again.
+	idle       bool
+	starting   bool
+	startTries int
+	retryAt    time.Time
 }
 
 type reloadReq struct {
@@ -209,6 +225,13 @@ func (m *managed) launchWith(ctx context.Context, args []string, config hcl.Body
 	})
 	inst, err := m.ready(ctx, client, cmd, config)
 	if err != nil {
+		if client.ReattachConfig() != nil && !client.Exited() {
+			// It completed its handshake, so it answers: let it stop
+			// itself first, which removes its socket file (a launch the
+			// host's Close cut short after the handshake, a refused
+			// config). go-plugin kills it if it does not exit soon.
+			client.Kill()
+		}
 		if cmd.Process != nil {
 			// Not graceful: it failed its launch, and a child it started
 			// must not outlive it (see dieWithHost).
@@ -299,6 +322,11 @@ func (m *managed) ready(ctx context.Context, client *plugin.Client, cmd *exec.Cm
 func (m *managed) setCurrent(inst *instance) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.setCurrentLocked(inst)
+}
+
+// setCurrentLocked is setCurrent with m.mu held.
+func (m *managed) setCurrentLocked(inst *instance) {
 	if m.cur != nil && m.cur != inst {
 		m.cur.cancelReplaced()
 	}
@@ -307,7 +335,14 @@ func (m *managed) setCurrent(inst *instance) {
 	if inst != nil {
 		m.infos = inst.infos
 		m.failedLaunches = 0
+		m.idle = false
 	}
+	m.wakeLocked()
+}
+
+// wakeLocked wakes the callers waiting for a change of the plugin's
+// instance or state. m.mu is held.
+func (m *managed) wakeLocked() {
 	close(m.changed)
 	m.changed = make(chan struct{})
 }
@@ -362,8 +397,16 @@ func (m *managed) launchFor(req reloadReq) (*instance, error) {
 // from next (nil: not compared), or it is down.
 func (m *managed) changedSince(next *Stanza) string {
 	m.mu.Lock()
-	cur, args := m.cur, m.args
+	cur, args, idle := m.cur, m.args, m.idle
 	m.mu.Unlock()
+	if idle {
+		// Nothing runs that a new binary would replace; only a config
+		// block (a lazy plugin has none) is checked by a launch now.
+		if next != nil && next.Config != nil {
+			return "a config block was added to an idle plugin; starting it to check the config"
+		}
+		return ""
+	}
 	if cur == nil || cur.down() {
 		return "plugin is down"
 	}
@@ -392,7 +435,15 @@ func (m *managed) run(inst *instance) {
 	probe := time.NewTicker(m.h.probeInterval)
 	defer probe.Stop()
 	var last time.Duration // delay of the last restart; 0: none yet
+	var lazyDelay time.Duration
 	for {
+		if inst == nil && m.isIdle() {
+			var ok bool
+			if inst, ok = m.idleWait(&lazyDelay); !ok {
+				return
+			}
+			continue
+		}
 		if inst == nil {
 			delay := m.h.backoff.next(last)
 			last = delay
@@ -512,11 +563,14 @@ func (m *managed) retire(old *instance) {
 	m.log.Info("old plugin instance stopped", "pid", old.pid)
 }
 
-// acquire returns the current instance and its interface for kind, holding
-// a reference the caller must release with inst.refs.Done(). While the
-// plugin is down it waits up to CallWait for a new instance.
+// acquire returns the current instance and its interface for kind ("":
+// any, no interface), holding a reference the caller must release with
+// inst.refs.Done(). While the plugin is down it waits up to CallWait for a
+// new instance; an idle plugin is started, and waited for until its launch
+// succeeds or fails.
 func (m *managed) acquire(ctx context.Context, kind string) (*instance, any, error) {
 	var expired <-chan time.Time
+	tries := -1 // an idle plugin's start: not asked for yet
 	for {
 		m.mu.Lock()
 		if m.live.removed {
@@ -526,13 +580,29 @@ func (m *managed) acquire(ctx context.Context, kind string) (*instance, any, err
 		inst, changed, lastErr := m.cur, m.changed, m.lastErr
 		if inst != nil && !inst.down() {
 			raw, ok := inst.kinds[kind]
-			if !ok {
+			if !ok && kind != "" {
 				m.mu.Unlock()
 				return nil, nil, fmt.Errorf("%w: plugin %q does not serve kind %q", ErrUnknownPlugin, m.name, kind)
 			}
 			inst.refs.Add(1)
 			m.mu.Unlock()
 			return inst, raw, nil
+		}
+		if m.idle {
+			err := m.awaitStartLocked(&tries)
+			m.mu.Unlock()
+			if err != nil {
+				return nil, nil, err
+			}
+			// The launch is bounded by StartTimeout; wait for its end.
+			select {
+			case <-changed:
+			case <-ctx.Done():
+				return nil, nil, unavailable(m.name, fmt.Errorf("waiting for its start: %w", ctx.Err()))
+			case <-m.h.ctx.Done():
+				return nil, nil, ErrClosed
+			}
+			continue
 		}
 		m.mu.Unlock()
 
@@ -554,6 +624,13 @@ func (m *managed) acquire(ctx context.Context, kind string) (*instance, any, err
 			return nil, nil, ErrClosed
 		}
 	}
+}
+
+// isIdle reports whether the plugin is idle (lazy.go).
+func (m *managed) isIdle() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.idle
 }
 
 // isDown reports whether the plugin has no live instance right now.

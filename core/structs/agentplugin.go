@@ -23,8 +23,9 @@ type AgentPlugin struct {
 	Restarts  int
 	LastError string `json:",omitempty"`
 	// Health is AgentPluginHealthy, AgentPluginRestarting,
-	// AgentPluginFailed or AgentPluginUnhealthy (running but not
-	// answering; HealthDescription says why).
+	// AgentPluginFailed, AgentPluginUnhealthy (running but not
+	// answering; HealthDescription says why), or AgentPluginIdle /
+	// AgentPluginStarting for a plugin started when first needed.
 	Health            string
 	HealthDescription string `json:",omitempty"`
 }
@@ -41,4 +42,8 @@ const (
 	AgentPluginRestarting = "restarting"
 	AgentPluginFailed     = "failed"
 	AgentPluginUnhealthy  = "unhealthy"
+	// AgentPluginIdle: a plugin the agent starts when first needed, not
+	// started yet; AgentPluginStarting while that first start runs.
+	AgentPluginIdle     = "idle"
+	AgentPluginStarting = "starting"
 )

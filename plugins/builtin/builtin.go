@@ -8,6 +8,7 @@ package builtin
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/drover-org/drover/core/pluginhost"
 	"github.com/drover-org/drover/core/structs"
@@ -20,6 +21,7 @@ import (
 	sysbatch "github.com/drover-org/drover/plugins/scheduler-sysbatch"
 	system "github.com/drover-org/drover/plugins/scheduler-system"
 	sdkgc "github.com/drover-org/drover/sdk/gc"
+	"github.com/drover-org/drover/sdk/proto/driverpb"
 	"github.com/drover-org/drover/sdk/scheduler"
 	"github.com/drover-org/drover/sdk/shared"
 )
@@ -42,6 +44,48 @@ var Catalog = []Plugin{
 	{Name: "driver-docker", Kind: shared.KindDriver, Serve: docker.Serve},
 	{Name: "csi-bridge", Kind: shared.KindCSIBridge, Serve: bridge.Serve},
 	{Name: "gc", Kind: shared.KindGC, Serve: func() { sdkgc.Serve(gc.New()) }},
+}
+
+// inProcess is each built-in's in-process side, from the same code its
+// process serves: its declaration, what the host's Init of its kind
+// returns at a launch (a scheduler's or gc plugin's Info, a driver's
+// Info; the csi-bridge declares nothing), and raw_exec's fingerprint. The
+// agent uses them to know, and fingerprint, a plugin it starts only when
+// first needed (pluginhost.Builtin.Lazy).
+var inProcess = map[string]pluginhost.InProcess{
+	"scheduler-system":   {Declare: func(ctx context.Context) (any, error) { return system.New().Info(ctx) }},
+	"scheduler-sysbatch": {Declare: func(ctx context.Context) (any, error) { return sysbatch.New().Info(ctx) }},
+	"scheduler-batch":    {Declare: func(ctx context.Context) (any, error) { return batch.New().Info(ctx) }},
+	"scheduler-service":  {Declare: func(ctx context.Context) (any, error) { return service.New().Info(ctx) }},
+	"driver-rawexec": {
+		Declare:     func(ctx context.Context) (any, error) { return new(rawexec.Driver).Info(ctx) },
+		Fingerprint: rawexecFingerprint,
+	},
+	"driver-docker": {Declare: func(ctx context.Context) (any, error) { return new(docker.Driver).Info(ctx) }},
+	"csi-bridge":    {Declare: func(context.Context) (any, error) { return struct{}{}, nil }},
+	"gc":            {Declare: func(ctx context.Context) (any, error) { return gc.New().Info(ctx) }},
+}
+
+func init() {
+	for _, p := range Catalog {
+		pluginhost.RegisterInProcess(p.Name, inProcess[p.Name])
+	}
+}
+
+// rawexecFingerprint is raw_exec's Fingerprint with the config its
+// process would read from env (rawexec.ConfigEnvVar).
+func rawexecFingerprint(ctx context.Context, env []string) (*driverpb.FingerprintResponse, error) {
+	var raw string
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, rawexec.ConfigEnvVar+"="); ok {
+			raw = v // the last one wins, as in a process environment
+		}
+	}
+	cfg, err := rawexec.ParsePluginConfig([]byte(raw))
+	if err != nil {
+		return nil, err
+	}
+	return rawexec.NewConfigured(nil, cfg).Fingerprint(ctx)
 }
 
 // Lookup finds a built-in plugin by name.

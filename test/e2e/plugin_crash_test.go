@@ -16,6 +16,14 @@ import (
 func TestSchedulerPluginKilledWhileEvalsQueued(t *testing.T) {
 	t.Parallel()
 	a := startAgent(t)
+	// The plugin starts at the first sysbatch eval: run one to have it.
+	var warm registerResponse
+	a.MustWrite(http.MethodPut, "/v1/jobs", map[string]any{"Job": a.ParseJob(fmt.Sprintf(trueJob, "e2e-crash-warm"))}, &warm)
+	harness.WaitFor(t, waitTimeout, "the first sysbatch eval to complete", func() (bool, string) {
+		var e evaluation
+		a.MustGet("/v1/evaluation/"+warm.EvalID, &e)
+		return e.Status == "complete", fmt.Sprintf("%+v", e)
+	})
 	before, ok := harness.ChildPlugin(a.PID(), "scheduler-sysbatch")
 	if !ok {
 		t.Fatalf("no scheduler-sysbatch plugin under agent %d: %v", a.PID(), harness.Descendants(a.PID()))

@@ -22,6 +22,10 @@ func testPlugins() []structs.AgentPlugin {
 			}}}},
 		{Name: "gpu", Kind: "scheduler", Path: "/opt/drover/plugins/gpu", Restarts: 3,
 			LastError: "plugin process 77 exited after 1.2s", Health: structs.AgentPluginFailed},
+		// Started when first needed, not yet: no process.
+		{Name: "scheduler-batch", Kind: "scheduler", Builtin: true, Version: "0.1.0",
+			JobTypes: []structs.AgentJobType{{Name: "batch", Behavior: structs.JobTypeBehavior{MaxAttempts: 2, RunsToCompletion: true}}},
+			Health:   structs.AgentPluginIdle, HealthDescription: "not started: starts when first needed"},
 	}
 }
 
@@ -34,6 +38,7 @@ func TestOperatorPluginList(t *testing.T) {
 		"Name                Kind       Version  Job Types  PID   Restarts  Health",
 		"scheduler-sysbatch  scheduler  0.1.0    sysbatch   4242  0         healthy",
 		"gpu                 scheduler  <none>   <none>     -     3         failed",
+		"scheduler-batch     scheduler  0.1.0    batch      -     0         idle",
 	}, "\n") + "\n"
 	if r.Out != want {
 		t.Errorf("list:\n%s\nwant:\n%s", r.Out, want)
@@ -47,6 +52,7 @@ func TestOperatorPluginStatus(t *testing.T) {
 	f := clitest.NewFakeAgent(t)
 	f.JSON("GET /v1/agent/plugins/scheduler-sysbatch", testPlugins()[0])
 	f.JSON("GET /v1/agent/plugins/gpu", testPlugins()[1])
+	f.JSON("GET /v1/agent/plugins/scheduler-batch", testPlugins()[2])
 	f.Fail("GET /v1/agent/plugins/nope", http.StatusNotFound, `unknown plugin "nope": this agent's plugins are gpu`)
 	for _, tc := range []struct {
 		name string
@@ -70,6 +76,9 @@ func TestOperatorPluginStatus(t *testing.T) {
 		}},
 		{"failed third-party", []string{"gpu"}, 0, []string{
 			"Path       = /opt/drover/plugins/gpu", "Health     = failed", "Last Error = plugin process 77 exited after 1.2s", "PID        = -",
+		}},
+		{"idle builtin", []string{"scheduler-batch"}, 0, []string{
+			"PID        = -", "Started    = -", "Health     = idle (not started: starts when first needed)", `Job Type "batch"`,
 		}},
 		{"json", []string{"-json", "gpu"}, 0, []string{`"LastError": "plugin process 77 exited after 1.2s"`}},
 	} {
