@@ -227,7 +227,15 @@ func (a *Agent) startPlugins(ctx context.Context, opts Options) error {
 		return err
 	}
 	for _, p := range builtinPlugins {
+		if !builtinLaunched(p.name, a.cfg) {
+			continue
+		}
 		env := opts.PluginEnv
+		if extra, err := builtinDriverEnv(p.name, a.cfg.Plugins, a.cfg.DevMode); err != nil {
+			return err
+		} else if extra != nil {
+			env = append(slices.Clone(env), extra...)
+		}
 		switch p.name {
 		case dockerPlugin:
 			env = append(slices.Clone(env), dockerEnv(a.cfg.Plugins)...)

@@ -25,6 +25,8 @@ var builtinPlugins = []struct{ name, kind string }{
 	{"scheduler-service", shared.KindScheduler},
 	{rawexecPlugin, shared.KindDriver},
 	{dockerPlugin, shared.KindDriver},
+	{execPlugin, shared.KindDriver},
+	{mockPlugin, shared.KindDriver},
 	{"csi-bridge", shared.KindCSIBridge},
 	{"gc", shared.KindGC},
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/drover-org/drover/core/structs"
 	bridge "github.com/drover-org/drover/plugins/csi-bridge"
 	docker "github.com/drover-org/drover/plugins/driver-docker"
+	execdriver "github.com/drover-org/drover/plugins/driver-exec"
+	mock "github.com/drover-org/drover/plugins/driver-mock"
 	rawexec "github.com/drover-org/drover/plugins/driver-rawexec"
 	gc "github.com/drover-org/drover/plugins/gc"
 	batch "github.com/drover-org/drover/plugins/scheduler-batch"
@@ -40,6 +42,8 @@ var Catalog = []Plugin{
 	{Name: "scheduler-service", Kind: shared.KindScheduler, Serve: func() { scheduler.Serve(service.New()) }},
 	{Name: "driver-rawexec", Kind: shared.KindDriver, Serve: rawexec.Serve},
 	{Name: "driver-docker", Kind: shared.KindDriver, Serve: docker.Serve},
+	{Name: "driver-exec", Kind: shared.KindDriver, Serve: execdriver.Serve},
+	{Name: "driver-mock", Kind: shared.KindDriver, Serve: mock.Serve},
 	{Name: "csi-bridge", Kind: shared.KindCSIBridge, Serve: bridge.Serve},
 	{Name: "gc", Kind: shared.KindGC, Serve: func() { sdkgc.Serve(gc.New()) }},
 }
