@@ -357,3 +357,21 @@ func TestFingerprintUndetected(t *testing.T) {
 		t.Fatalf("StartTask on an unusable driver = %v", err)
 	}
 }
+
+// TestResultPipeNotInherited: the command cannot reach the init's result
+// pipe (fd 3), so it can neither forge its exit nor, by leaving a daemon
+// that holds it, keep the task from ending with pid_mode = "host".
+func TestResultPipeNotInherited(t *testing.T) {
+	d := New(nil, nil)
+	needIsolation(t, d)
+	cfg := taskConfig(t, "a1/fd", `test -e /proc/self/fd/3 && echo has-fd-3; echo '{"code":0}' >&3 2>/dev/null; exit 5`)
+	if _, err := d.StartTask(testCtx(t), cfg); err != nil {
+		t.Fatal(err)
+	}
+	if res := wait(t, d, cfg.GetId()); res.GetExitCode() != 5 {
+		t.Fatalf("exit = %v, want the command's 5", res)
+	}
+	if out := read(t, cfg.GetStdoutPath()); strings.Contains(out, "has-fd-3") {
+		t.Fatalf("the command inherited the result pipe: %q", out)
+	}
+}

@@ -150,6 +150,10 @@ func dieOf(sig syscall.Signal) {
 // stageTwo runs in the task's namespaces; its result goes to fd 3.
 func stageTwo(spec *initSpec) int {
 	runtime.LockOSThread() // the bounding set is per thread: fork from this one
+	// The result pipe is stage one's alone: the command must neither
+	// inherit it (a daemon it leaves would hold stage one's read open)
+	// nor be able to write a result of its own into it.
+	syscall.CloseOnExec(3)
 	report := os.NewFile(3, "result")
 	send := func(res initResult) int {
 		raw, _ := json.Marshal(res)
