@@ -172,6 +172,7 @@ func TestNomadJobInitJob(t *testing.T) {
   }
 }
 `)
+	a.MustCLI("job", "validate", job)
 	a.MustCLI("job", "run", "-detach", job)
 	var allocs []harness.Alloc
 	harness.WaitFor(t, waitTimeout, "the redis alloc to fail", func() (bool, string) {
