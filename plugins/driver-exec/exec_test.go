@@ -375,3 +375,27 @@ func TestResultPipeNotInherited(t *testing.T) {
 		t.Fatalf("the command inherited the result pipe: %q", out)
 	}
 }
+
+// TestRestartInSameDirs: a task restarted in its task directory (the
+// client's restart policy) finds the mount points and links its first
+// run left and starts again.
+func TestRestartInSameDirs(t *testing.T) {
+	d := New(nil, nil)
+	needIsolation(t, d)
+	ctx := testCtx(t)
+	cfg := taskConfig(t, "a1/again", `echo run; ls /usr/bin/env >/dev/null`)
+	for i := range 2 {
+		if _, err := d.StartTask(ctx, cfg); err != nil {
+			t.Fatalf("start %d: %v", i, err)
+		}
+		if res := wait(t, d, cfg.GetId()); res.GetExitCode() != 0 {
+			t.Fatalf("run %d: exit %v: %s", i, res, read(t, cfg.GetStderrPath()))
+		}
+		if err := d.DestroyTask(ctx, cfg.GetId(), false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := read(t, cfg.GetStdoutPath()); got != "run\nrun\n" {
+		t.Fatalf("stdout = %q", got)
+	}
+}
