@@ -51,6 +51,8 @@ type PluginConfig struct {
 	// when the engine answers again.
 	EngineOutageTimeout string `json:"engine_outage_timeout"`
 
+	NomadPluginFields
+
 	engineOutage time.Duration
 }
 
@@ -66,6 +68,10 @@ type GCConfig struct {
 	ImageDelay string `json:"image_delay"`
 	// Container removes a task's container when the task is destroyed.
 	Container *bool `json:"container"`
+	// DanglingContainers is Nomad's reaper of containers it lost track
+	// of; accepted and warned about (drover's driver adopts or removes a
+	// task's leftover container at its next start).
+	DanglingContainers json.RawMessage `json:"dangling_containers"`
 
 	imageDelay time.Duration
 }
@@ -75,6 +81,8 @@ type VolConfig struct {
 	// Enabled allows `volumes` and bind mounts whose source lies outside
 	// the task's directory. Nomad defaults it to false.
 	Enabled bool `json:"enabled"`
+	// SELinuxLabel is Nomad's; accepted and warned about.
+	SELinuxLabel string `json:"selinuxlabel"`
 }
 
 // gcImage and gcContainer default to true, as Nomad's.
@@ -113,6 +121,9 @@ func ParsePluginConfig(raw []byte) (*PluginConfig, error) {
 	}
 	if cfg.AllowCaps == nil {
 		cfg.AllowCaps = slices.Clone(defaultCaps)
+	}
+	if err := cfg.checkNomadPluginFields(); err != nil {
+		return nil, fmt.Errorf("docker plugin config: %w", err)
 	}
 	for i, c := range cfg.AllowCaps {
 		cfg.AllowCaps[i] = normCap(c)
@@ -368,6 +379,12 @@ func parseTaskConfig(raw []byte, pc *PluginConfig) (*TaskConfig, error) {
 	}
 	if err := tc.checkNomadFields(); err != nil {
 		return nil, err
+	}
+	if tc.Runtime != "" && !slices.Contains(pc.AllowRuntimes, tc.Runtime) {
+		return nil, bad("runtime %q is not in the docker plugin's allow_runtimes (%s)", tc.Runtime, strings.Join(pc.AllowRuntimes, ", "))
+	}
+	if pc.PidsLimit > 0 && tc.PidsLimit > pc.PidsLimit {
+		return nil, bad("pids_limit %d is above the docker plugin's pids_limit %d", tc.PidsLimit, pc.PidsLimit)
 	}
 	if (tc.IPCMode == "host" || tc.PIDMode == "host") && !pc.AllowPrivileged {
 		return nil, bad("ipc_mode/pid_mode \"host\" is refused: the docker plugin config does not set allow_privileged = true")

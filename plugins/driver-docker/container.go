@@ -127,6 +127,12 @@ func createOptions(cfg *driverpb.TaskConfig, tc *TaskConfig, pc *PluginConfig) (
 		}
 	}
 	applyNomadFields(tc, cc, hc)
+	if hc.PidsLimit == nil && pc.PidsLimit > 0 {
+		hc.PidsLimit = &pc.PidsLimit
+	}
+	if len(tc.Logging) == 0 && pc.Logging != nil {
+		hc.LogConfig = container.LogConfig{Type: pc.Logging.driverType(), Config: pc.Logging.options()}
+	}
 	engineMounts(tc, hc)
 	return client.ContainerCreateOptions{Name: containerName(cfg), Config: cc, HostConfig: hc}, nil
 }

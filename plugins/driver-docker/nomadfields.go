@@ -1,12 +1,14 @@
 package docker
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/mount"
@@ -362,4 +364,77 @@ func engineMounts(tc *TaskConfig, hc *container.HostConfig) {
 			hc.Mounts = append(hc.Mounts, em)
 		}
 	}
+}
+
+// NomadPluginFields are the docker plugin config keys Nomad documents
+// beyond the ones PluginConfig names itself: every one is accepted; the
+// ones drover cannot honour are named in a warning when the plugin starts
+// (Unhonoured).
+type NomadPluginFields struct {
+	// AllowRuntimes are the runtimes a task's `runtime` may name
+	// (Nomad's default: runc and nvidia).
+	AllowRuntimes []string `json:"allow_runtimes"`
+	// PidsLimit is the pids limit of a task that sets none.
+	PidsLimit int64 `json:"pids_limit"`
+	// Logging is the log driver of a task without a logging block.
+	Logging *Logging `json:"logging"`
+
+	Auth                               json.RawMessage `json:"auth"`
+	TLS                                json.RawMessage `json:"tls"`
+	PullActivityTimeout                string          `json:"pull_activity_timeout"`
+	ExtraLabels                        []string        `json:"extra_labels"`
+	InfraImage                         string          `json:"infra_image"`
+	InfraImagePullTimeout              string          `json:"infra_image_pull_timeout"`
+	DisableLogCollection               bool            `json:"disable_log_collection"`
+	ContainerExistsAttempts            int             `json:"container_exists_attempts"`
+	WindowsAllowInsecureContainerAdmin bool            `json:"windows_allow_insecure_container_admin"`
+	NvidiaRuntime                      string          `json:"nvidia_runtime"`
+}
+
+// defaultRuntimes is Nomad's allow_runtimes default.
+var defaultRuntimes = []string{"runc", "nvidia"}
+
+func (cfg *PluginConfig) checkNomadPluginFields() error {
+	if cfg.AllowRuntimes == nil {
+		cfg.AllowRuntimes = slices.Clone(defaultRuntimes)
+	}
+	if cfg.PidsLimit < 0 {
+		return fmt.Errorf("pids_limit must not be negative, got %d", cfg.PidsLimit)
+	}
+	for _, d := range []struct{ name, v string }{{"pull_activity_timeout", cfg.PullActivityTimeout}, {"infra_image_pull_timeout", cfg.InfraImagePullTimeout}} {
+		if d.v == "" {
+			continue
+		}
+		if v, err := time.ParseDuration(d.v); err != nil || v < 0 {
+			return fmt.Errorf("%s %q must be a duration such as \"2m\"", d.name, d.v)
+		}
+	}
+	return nil
+}
+
+// Unhonoured names the plugin config keys set that drover's docker driver
+// accepts but does not act on, each with why.
+func (cfg *PluginConfig) Unhonoured() []string {
+	var out []string
+	for _, k := range []struct {
+		set      bool
+		key, why string
+	}{
+		{len(cfg.Auth) > 0 && string(cfg.Auth) != "null", "auth", "registry credentials come from each task's auth block"},
+		{len(cfg.TLS) > 0 && string(cfg.TLS) != "null", "tls", "the engine is reached at endpoint over unix:// or a trusted tcp:// address"},
+		{cfg.PullActivityTimeout != "", "pull_activity_timeout", "a pull is bounded by the task's image_pull_timeout"},
+		{len(cfg.ExtraLabels) > 0, "extra_labels", "containers carry drover's com.drover.* labels"},
+		{cfg.InfraImage != "" || cfg.InfraImagePullTimeout != "", "infra_image", "no pause container: group networking is the node's"},
+		{cfg.DisableLogCollection, "disable_log_collection", "task logs are always collected"},
+		{cfg.ContainerExistsAttempts != 0, "container_exists_attempts", "a task's leftover container is adopted or replaced at once"},
+		{cfg.WindowsAllowInsecureContainerAdmin, "windows_allow_insecure_container_admin", "Windows only"},
+		{cfg.NvidiaRuntime != "", "nvidia_runtime", "GPUs are not scheduled by drover"},
+		{len(cfg.GC.DanglingContainers) > 0 && string(cfg.GC.DanglingContainers) != "null", "gc.dangling_containers", "a task's leftover container is adopted or replaced at its next start"},
+		{cfg.Volumes.SELinuxLabel != "", "volumes.selinuxlabel", "bind mounts are not relabelled"},
+	} {
+		if k.set {
+			out = append(out, k.key+": "+k.why)
+		}
+	}
+	return out
 }

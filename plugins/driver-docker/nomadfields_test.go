@@ -142,3 +142,53 @@ func TestNomadJobInitConfig(t *testing.T) {
 		t.Fatalf("parseTaskConfig = %+v, %v", tc, err)
 	}
 }
+
+// TestNomadPluginConfigKeys: Nomad's docker plugin keys are accepted;
+// allow_runtimes, pids_limit and logging are honoured, the rest named as
+// not honoured; typos are still refused.
+func TestNomadPluginConfigKeys(t *testing.T) {
+	pc, err := ParsePluginConfig([]byte(`{"allow_runtimes":["runc"],"pids_limit":100,
+		"logging":{"type":"local","config":{"max-size":"5m"}},"auth":{"config":"/root/.docker/config.json","helper":"ecr"},
+		"extra_labels":["job_name"],"infra_image":"pause:3","pull_activity_timeout":"2m","disable_log_collection":true,
+		"gc":{"image":true,"dangling_containers":{"enabled":false}},"volumes":{"enabled":true,"selinuxlabel":"z"}}`))
+	if err != nil {
+		t.Fatalf("ParsePluginConfig: %v", err)
+	}
+	var keys []string
+	for _, w := range pc.Unhonoured() {
+		k, _, _ := strings.Cut(w, ":")
+		keys = append(keys, k)
+	}
+	want := []string{"auth", "pull_activity_timeout", "extra_labels", "infra_image", "disable_log_collection", "gc.dangling_containers", "volumes.selinuxlabel"}
+	if !slices.Equal(keys, want) {
+		t.Errorf("unhonoured %v, want %v", keys, want)
+	}
+	if _, err := parseTaskConfig([]byte(`{"image":"x","runtime":"nvidia"}`), pc); err == nil || !strings.Contains(err.Error(), "allow_runtimes") {
+		t.Errorf("runtime outside allow_runtimes: %v", err)
+	}
+	if _, err := parseTaskConfig([]byte(`{"image":"x","pids_limit":500}`), pc); err == nil || !strings.Contains(err.Error(), "pids_limit 500 is above") {
+		t.Errorf("pids_limit above the plugin's: %v", err)
+	}
+	tc, err := parseTaskConfig([]byte(`{"image":"x"}`), pc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alloc := t.TempDir()
+	opts, err := createOptions(&driverpb.TaskConfig{Id: "a/t", AllocId: "a", TaskName: "t", AllocDir: alloc, TaskDir: filepath.Join(alloc, "t")}, tc, pc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hc := opts.HostConfig; hc.PidsLimit == nil || *hc.PidsLimit != 100 || hc.LogConfig.Type != "local" || hc.LogConfig.Config["max-size"] != "5m" {
+		t.Errorf("plugin defaults not applied: pids %v log %+v", hc.PidsLimit, hc.LogConfig)
+	}
+	for raw, want := range map[string]string{
+		`{"allow_runtime":["runc"]}`:         `unknown field "allow_runtime"`,
+		`{"pids_limit":-1}`:                  "pids_limit must not be negative",
+		`{"pull_activity_timeout":"soon"}`:   "pull_activity_timeout",
+		`{"gc":{"dangling_container":true}}`: `unknown field "dangling_container"`,
+	} {
+		if _, err := ParsePluginConfig([]byte(raw)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParsePluginConfig(%s) = %v, want %q", raw, err, want)
+		}
+	}
+}
