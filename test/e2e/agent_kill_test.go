@@ -14,7 +14,7 @@ func TestKilledAgentLeavesNoPlugins(t *testing.T) {
 	t.Parallel()
 	a := startAgent(t)
 	var plugins []harness.Proc
-	for _, name := range []string{"scheduler-system", "scheduler-sysbatch", "scheduler-batch", "scheduler-service", "driver-rawexec", "driver-docker", "csi-bridge", "gc"} {
+	for _, name := range []string{"scheduler-system", "scheduler-sysbatch", "scheduler-batch", "scheduler-service", "driver-rawexec", "driver-docker", "driver-exec", "driver-mock", "csi-bridge", "gc"} {
 		p, ok := harness.ChildPlugin(a.proc.PID(), name)
 		if !ok {
 			t.Fatalf("plugin %s of the agent not found", name)
