@@ -228,7 +228,15 @@ func (a *Agent) startPlugins(ctx context.Context, opts Options) error {
 	}
 	var startNow []string
 	for _, p := range builtinPlugins {
+		if !builtinLaunched(p.name, a.cfg) {
+			continue
+		}
 		env := opts.PluginEnv
+		if extra, err := builtinDriverEnv(p.name, a.cfg.Plugins, a.cfg.DevMode); err != nil {
+			return err
+		} else if extra != nil {
+			env = append(slices.Clone(env), extra...)
+		}
 		switch p.name {
 		case dockerPlugin:
 			env = append(slices.Clone(env), dockerEnv(a.cfg.Plugins)...)
@@ -253,7 +261,7 @@ func (a *Agent) startPlugins(ctx context.Context, opts Options) error {
 				// and client's own start.
 				startNow = append(startNow, p.name)
 			}
-		case rawexecPlugin:
+		case rawexecPlugin, execPlugin, mockPlugin:
 			b.Fingerprint = inProcessFingerprint(p.name, env)
 		}
 		hc.Builtins = append(hc.Builtins, b)

@@ -23,6 +23,7 @@ import (
 	"github.com/drover-org/drover/core/pluginhost"
 	"github.com/drover-org/drover/internal/testtier"
 	"github.com/drover-org/drover/plugins/builtin"
+	execdriver "github.com/drover-org/drover/plugins/driver-exec"
 	rawexec "github.com/drover-org/drover/plugins/driver-rawexec"
 )
 
@@ -36,7 +37,8 @@ const testPluginEnv = "DROVER_AGENT_TEST_PLUGIN"
 // without the plugin's environment. Either way, serve the plugin (or shim)
 // instead of running the tests.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 2 && os.Args[1] == pluginhost.ServeCommand && (os.Getenv(testPluginEnv) != "" || os.Getenv(rawexec.ShimEnvVar) != "") {
+	if len(os.Args) > 2 && os.Args[1] == pluginhost.ServeCommand && (os.Getenv(testPluginEnv) != "" || os.Getenv(rawexec.ShimEnvVar) != "" ||
+		os.Getenv(execdriver.InitEnvVar) != "") { // an exec task's init: started by raw_exec's supervisor too
 		if serve, ok := testPlugins[os.Args[2]]; ok {
 			serve()
 			os.Exit(0)

@@ -40,6 +40,33 @@ func TestDockerPluginStanza(t *testing.T) {
 			"gc":      map[string]any{"image": true, "image_delay": "3m", "container": true},
 			"volumes": map[string]any{"enabled": true},
 		}},
+		{name: "nomad's other keys", src: `plugin "docker" {
+  config {
+    allow_runtimes = ["runc"]
+    pids_limit     = 256
+    extra_labels   = ["job_name", "task_name"]
+    logging {
+      type = "json-file"
+      config {
+        max-size = "10m"
+      }
+    }
+    auth {
+      config = "/root/.docker/config.json"
+    }
+    gc {
+      dangling_containers {
+        enabled = false
+      }
+    }
+  }
+}
+`, want: map[string]any{
+			"allow_runtimes": []any{"runc"}, "pids_limit": float64(256), "extra_labels": []any{"job_name", "task_name"},
+			"logging": map[string]any{"type": "json-file", "config": map[string]any{"max-size": "10m"}},
+			"auth":    map[string]any{"config": "/root/.docker/config.json"},
+			"gc":      map[string]any{"dangling_containers": map[string]any{"enabled": false}},
+		}},
 		{name: "no config", src: `plugin "docker" {}`},
 		{name: "unknown key", src: "plugin \"docker\" {\n  config {\n    allow_privilged = true\n  }\n}\n",
 			wantErr: `x.hcl:2:3: plugin "docker": docker plugin config: unknown field "allow_privilged"`},

@@ -17,6 +17,8 @@ import (
 	"github.com/drover-org/drover/core/pluginhost"
 	"github.com/drover-org/drover/plugins/builtin"
 	docker "github.com/drover-org/drover/plugins/driver-docker"
+	execdriver "github.com/drover-org/drover/plugins/driver-exec"
+	mock "github.com/drover-org/drover/plugins/driver-mock"
 	rawexec "github.com/drover-org/drover/plugins/driver-rawexec"
 	"github.com/drover-org/drover/sdk/shared"
 )
@@ -72,6 +74,40 @@ func TestAgentStartRefusesDriverConfig(t *testing.T) {
 	}
 }
 
+// The exec and mock_driver stanzas are checked like raw_exec's: a key the
+// driver does not take at its file:line:col, a value it refuses by the
+// plugin, before anything starts.
+func TestAgentStartRefusesExecAndMockConfig(t *testing.T) {
+	for _, tc := range []struct{ name, src, want string }{
+		{"exec key", "plugin \"exec\" {\n  config {\n    chroot_env = true\n  }\n}\n",
+			`:3:5: plugin "exec": config chroot_env is not supported by drover's built-in exec driver (supported: allow_caps, default_ipc_mode, default_pid_mode, no_pivot_root)`},
+		{"exec value", "plugin \"exec\" {\n  config {\n    default_pid_mode = \"shared\"\n  }\n}\n",
+			`plugin "exec": exec plugin config: default_pid_mode "shared" must be "private" or "host"`},
+		{"exec type", "plugin \"exec\" {\n  config {\n    allow_caps = \"all\"\n  }\n}\n",
+			`:3:18: plugin "exec": config allow_caps must be a list of string`},
+		{"mock value", "plugin \"mock_driver\" {\n  config {\n    fs_isolation = \"vm\"\n  }\n}\n",
+			`plugin "mock_driver": mock_driver plugin config: fs_isolation "vm" must be one of none, chroot, image`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "extra.hcl")
+			writeFile(t, path, []byte(tc.src), 0o600)
+			cfg, err := LoadConfig(true, path)
+			if err == nil {
+				cfg.DataDir = filepath.Join(dir, "data")
+				var a *Agent
+				a, err = New(cfg, Options{Logger: hclog.NewNullLogger(), SelfExe: os.Args[0], PluginEnv: []string{testPluginEnv + "=1"}})
+				if err == nil {
+					a.Shutdown()
+				}
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("start: %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
 // The agent knows the built-ins by name and kind only; the drover binary's
 // catalog serves them. Both must list the same plugins in the same order
 // (it decides job-type ties), and the agent must hand each driver its
@@ -87,7 +123,8 @@ func TestBuiltinPluginsMatchCatalog(t *testing.T) {
 	if !slices.Equal(agent, catalog) {
 		t.Errorf("agent's built-ins %v, the binary's catalog %v", agent, catalog)
 	}
-	for driverName, want := range map[string]string{rawexec.Name: rawexec.ConfigEnvVar, docker.Name: docker.ConfigEnvVar} {
+	for driverName, want := range map[string]string{rawexec.Name: rawexec.ConfigEnvVar, docker.Name: docker.ConfigEnvVar,
+		execdriver.Name: execdriver.ConfigEnvVar, mock.Name: mock.ConfigEnvVar} {
 		if got := nomadDrivers[driverName].configEnv; got != want {
 			t.Errorf("%s config variable %q, the plugin reads %q", driverName, got, want)
 		}

@@ -35,6 +35,8 @@ type builtinDriver struct {
 const (
 	rawexecDriver = "raw_exec"
 	dockerDriver  = "docker"
+	mockDriver    = "mock_driver"
+	execDriver    = "exec"
 )
 
 var nomadDrivers = map[string]builtinDriver{
@@ -45,6 +47,72 @@ var nomadDrivers = map[string]builtinDriver{
 	}},
 	// docker's config has blocks (gc, volumes); dockerConfig renders it.
 	dockerDriver: {plugin: dockerPlugin, configEnv: "DROVER_DOCKER_PLUGIN_CONFIG"},
+	// Nomad's test driver: Nomad's keys, and enabled (the -dev agent's).
+	mockDriver: {plugin: mockPlugin, configEnv: "DROVER_MOCK_PLUGIN_CONFIG", keys: map[string]cty.Type{
+		"enabled":                    cty.Bool,
+		"fs_isolation":               cty.String,
+		"shutdown_periodic_after":    cty.Bool,
+		"shutdown_periodic_duration": cty.Number,
+	}},
+	// Nomad's exec plugin keys.
+	execDriver: {plugin: execPlugin, configEnv: "DROVER_EXEC_PLUGIN_CONFIG", keys: map[string]cty.Type{
+		"default_pid_mode": cty.String,
+		"default_ipc_mode": cty.String,
+		"no_pivot_root":    cty.Bool,
+		"allow_caps":       cty.List(cty.String),
+	}},
+}
+
+// The built-in plugins serving Nomad's mock_driver and exec.
+const (
+	mockPlugin = "driver-mock"
+	execPlugin = "driver-exec"
+)
+
+// simpleDrivers are the Nomad drivers whose config is their stanzas'
+// settings as they stand (no blocks), by the plugin serving each.
+var simpleDrivers = map[string]string{mockPlugin: mockDriver, execPlugin: execDriver}
+
+// builtinLaunched reports whether the agent runs the built-in plugin
+// name: mock_driver only in -dev or where a `plugin "mock_driver"` stanza
+// asks for it (Nomad's release builds have no mock driver); every other
+// built-in always.
+func builtinLaunched(name string, cfg *Config) bool {
+	if name != mockPlugin {
+		return true
+	}
+	return cfg.DevMode || slices.ContainsFunc(cfg.Plugins, func(p *PluginConfig) bool { return p.Name == mockDriver })
+}
+
+// builtinDriverEnv is the environment handing a Nomad driver's config
+// (its stanzas over the -dev defaults) to the built-in plugin serving it
+// at launch; nil for other plugins.
+func builtinDriverEnv(name string, plugins []*PluginConfig, dev bool) ([]string, error) {
+	nomadName, ok := simpleDrivers[name]
+	if !ok {
+		return nil, nil
+	}
+	m := map[string]any{}
+	if dev && name == mockPlugin {
+		m["enabled"] = true
+	}
+	for _, p := range plugins {
+		if p.Name != nomadName {
+			continue
+		}
+		settings, err := p.PluginSettings()
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range settings {
+			m[k] = v
+		}
+	}
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	return []string{nomadDrivers[nomadName].configEnv + "=" + string(raw)}, nil
 }
 
 // check validates the stanza within its file: its config block and, for a
@@ -161,7 +229,7 @@ func rawexecEnv(plugins []*PluginConfig, dev bool) ([]string, error) {
 // driverConfigCheck is one Nomad driver stanza's config for its driver
 // plugin to judge.
 type driverConfigCheck struct {
-	driver string // raw_exec, docker
+	driver string // raw_exec, docker, mock_driver, exec
 	pos    string // the stanza's position, for the error
 	raw    []byte // the config as the plugin gets it
 }
@@ -179,6 +247,14 @@ func driverConfigChecks(plugins []*PluginConfig) ([]driverConfigCheck, error) {
 			}
 			if string(raw) != "{}" { // a stanza that sets nothing has nothing to judge
 				out = append(out, driverConfigCheck{driver: p.Name, pos: rangeString(p.Remain.MissingItemRange()), raw: raw})
+			}
+		case mockDriver, execDriver:
+			raw, err := builtinDriverEnv(nomadDrivers[p.Name].plugin, []*PluginConfig{p}, false)
+			if err != nil {
+				return nil, err
+			}
+			if v := strings.SplitN(raw[0], "=", 2)[1]; v != "{}" {
+				out = append(out, driverConfigCheck{driver: p.Name, pos: rangeString(p.Remain.MissingItemRange()), raw: []byte(v)})
 			}
 		case dockerDriver:
 			raw, pos, err := p.dockerConfig()

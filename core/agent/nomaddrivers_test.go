@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -120,4 +121,113 @@ func TestRawExecConfigDefaults(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The -dev agent serves Nomad's mock_driver and exec: a job written for
+// Nomad's tests (mock_driver's run_for, stdout_string, exit_code) and an
+// exec task, chrooted, run to completion, and their output is served.
+func TestDevAgentRunsMockAndExecJobs(t *testing.T) {
+	cfg := DevConfig()
+	cfg.DataDir = t.TempDir()
+	cfg.Ports.RPC = freePort(t)
+	a := startTestAgent(t, cfg, hclog.Debug)
+	transport := &http.Transport{}
+	defer transport.CloseIdleConnections()
+	api := &testAPI{t: t, base: "http://" + a.HTTPAddr(), http: &http.Client{Transport: transport, Timeout: testTimeout}}
+
+	var drivers map[string]struct {
+		Detected, Healthy bool
+		HealthDescription string
+	}
+	waitFor(t, "a ready node with mock_driver and exec fingerprinted", func() (bool, string) {
+		var nodes []struct{ ID, Status string }
+		api.get("/v1/nodes", &nodes)
+		if len(nodes) != 1 || nodes[0].Status != "ready" {
+			return false, fmt.Sprintf("%+v", nodes)
+		}
+		var node struct {
+			Drivers map[string]struct {
+				Detected, Healthy bool
+				HealthDescription string
+			}
+		}
+		api.get("/v1/node/"+nodes[0].ID, &node)
+		drivers = node.Drivers
+		_, mock := drivers["mock_driver"]
+		_, ex := drivers["exec"]
+		return mock && ex && drivers["mock_driver"].Healthy, fmt.Sprintf("%+v", node.Drivers)
+	})
+
+	run := func(jobID, task, hcl, wantStatus, wantLog string) {
+		t.Helper()
+		status, jobJSON, _ := api.call(context.Background(), http.MethodPost, "/v1/jobs/parse", map[string]any{"JobHCL": hcl})
+		if status != http.StatusOK {
+			t.Fatalf("parse %s: %d %s", jobID, status, jobJSON)
+		}
+		if status, body, _ := api.call(context.Background(), http.MethodPut, "/v1/jobs", map[string]any{"Job": json.RawMessage(jobJSON)}); status != http.StatusOK {
+			t.Fatalf("register %s: %d %s", jobID, status, body)
+		}
+		var alloc allocStub
+		waitFor(t, jobID+"'s alloc "+wantStatus, func() (bool, string) {
+			var allocs []allocStub
+			api.get("/v1/job/"+jobID+"/allocations", &allocs)
+			if len(allocs) != 1 || allocs[0].ClientStatus != wantStatus {
+				return false, fmt.Sprintf("%+v", allocs)
+			}
+			alloc = allocs[0]
+			return true, ""
+		})
+		status, body, _ := api.call(context.Background(), http.MethodGet,
+			"/v1/client/fs/logs/"+alloc.ID+"?task="+task+"&type=stdout&plain=true", nil)
+		if status != http.StatusOK || !strings.Contains(string(body), wantLog) {
+			t.Errorf("%s's log: %d %q, want %q", jobID, status, body, wantLog)
+		}
+	}
+	run("mock", "m", `job "mock" {
+  type = "batch"
+  group "g" {
+    restart { attempts = 0 }
+    reschedule { attempts = 0 }
+    task "m" {
+      driver = "mock_driver"
+      config {
+        run_for       = "100ms"
+        exit_code     = 0
+        stdout_string = "hello from the mock"
+      }
+    }
+  }
+}`, "complete", "hello from the mock")
+	run("mockfail", "m", `job "mockfail" {
+  type = "batch"
+  group "g" {
+    restart { attempts = 0 }
+    reschedule { attempts = 0 }
+    task "m" {
+      driver = "mock_driver"
+      config {
+        exit_code     = 3
+        stdout_string = "failing"
+      }
+    }
+  }
+}`, "failed", "failing")
+
+	if d := drivers["exec"]; !d.Healthy {
+		t.Skipf("exec undetected or unhealthy here: %s", d.HealthDescription)
+	}
+	run("isolated", "e", `job "isolated" {
+  type = "batch"
+  group "g" {
+    restart { attempts = 0 }
+    reschedule { attempts = 0 }
+    task "e" {
+      driver = "exec"
+      config {
+        command = "/bin/sh"
+        args    = ["-c", "echo uid=$(id -u) dir=$NOMAD_TASK_DIR; test -d /local && test ! -e /work && echo chrooted"]
+      }
+    }
+  }
+}`, "complete", "uid=65534 dir=/local\nchrooted")
 }

@@ -30,6 +30,8 @@ var builtinPlugins = []struct{ name, kind string }{
 	{"scheduler-service", shared.KindScheduler},
 	{rawexecPlugin, shared.KindDriver},
 	{dockerPlugin, shared.KindDriver},
+	{execPlugin, shared.KindDriver},
+	{mockPlugin, shared.KindDriver},
 	{"csi-bridge", shared.KindCSIBridge},
 	{"gc", shared.KindGC},
 }
@@ -42,7 +44,8 @@ var builtinPlugins = []struct{ name, kind string }{
 //     client-only agent, which evaluates nothing), gc at its first
 //     collection, csi-bridge when a CSI plugin registers or a CSI volume
 //     operation needs it;
-//   - raw_exec at its first task: until then its own fingerprint code runs
+//   - raw_exec, exec and mock_driver at their first task: until then their
+//     own fingerprint code runs
 //     in the agent's process (inProcessFingerprint), so the node is ready
 //     without a plugin process;
 //   - docker once its engine answers on its socket (dockerFingerprint,

@@ -184,7 +184,7 @@ func TestStandaloneSchedulerTakesOverBuiltin(t *testing.T) {
 	for _, p := range list.Plugins {
 		names = append(names, p.Name)
 	}
-	if want := "scheduler-system,scheduler-sysbatch,scheduler-batch,scheduler-service,driver-rawexec,driver-docker,csi-bridge,gc,my-system"; strings.Join(names, ",") != want {
+	if want := "scheduler-system,scheduler-sysbatch,scheduler-batch,scheduler-service,driver-rawexec,driver-docker,driver-exec,driver-mock,csi-bridge,gc,my-system"; strings.Join(names, ",") != want {
 		t.Errorf("plugins = %v, want %s", names, want)
 	}
 	if code, body := httpDo(t, a, http.MethodGet, "/v1/agent/plugin?name=ghost"); code != http.StatusNotFound || !strings.Contains(body, `"ghost"`) {

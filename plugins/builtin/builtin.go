@@ -9,11 +9,14 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/drover-org/drover/core/pluginhost"
 	"github.com/drover-org/drover/core/structs"
 	bridge "github.com/drover-org/drover/plugins/csi-bridge"
 	docker "github.com/drover-org/drover/plugins/driver-docker"
+	execdriver "github.com/drover-org/drover/plugins/driver-exec"
+	mock "github.com/drover-org/drover/plugins/driver-mock"
 	rawexec "github.com/drover-org/drover/plugins/driver-rawexec"
 	gc "github.com/drover-org/drover/plugins/gc"
 	batch "github.com/drover-org/drover/plugins/scheduler-batch"
@@ -42,6 +45,8 @@ var Catalog = []Plugin{
 	{Name: "scheduler-service", Kind: shared.KindScheduler, Serve: func() { scheduler.Serve(service.New()) }},
 	{Name: "driver-rawexec", Kind: shared.KindDriver, Serve: rawexec.Serve},
 	{Name: "driver-docker", Kind: shared.KindDriver, Serve: docker.Serve},
+	{Name: "driver-exec", Kind: shared.KindDriver, Serve: execdriver.Serve},
+	{Name: "driver-mock", Kind: shared.KindDriver, Serve: mock.Serve},
 	{Name: "csi-bridge", Kind: shared.KindCSIBridge, Serve: bridge.Serve},
 	{Name: "gc", Kind: shared.KindGC, Serve: func() { sdkgc.Serve(gc.New()) }},
 }
@@ -62,8 +67,16 @@ var inProcess = map[string]pluginhost.InProcess{
 		Fingerprint: rawexecFingerprint,
 	},
 	"driver-docker": {Declare: func(ctx context.Context) (any, error) { return new(docker.Driver).Info(ctx) }},
-	"csi-bridge":    {Declare: func(context.Context) (any, error) { return struct{}{}, nil }},
-	"gc":            {Declare: func(ctx context.Context) (any, error) { return gc.New().Info(ctx) }},
+	"driver-exec": {
+		Declare:     func(ctx context.Context) (any, error) { return execdriver.New(nil, nil).Info(ctx) },
+		Fingerprint: execFingerprint,
+	},
+	"driver-mock": {
+		Declare:     func(ctx context.Context) (any, error) { return mock.New(nil, nil).Info(ctx) },
+		Fingerprint: mockFingerprint,
+	},
+	"csi-bridge": {Declare: func(context.Context) (any, error) { return struct{}{}, nil }},
+	"gc":         {Declare: func(ctx context.Context) (any, error) { return gc.New().Info(ctx) }},
 }
 
 func init() {
@@ -75,17 +88,53 @@ func init() {
 // rawexecFingerprint is raw_exec's Fingerprint with the config its
 // process would read from env (rawexec.ConfigEnvVar).
 func rawexecFingerprint(ctx context.Context, env []string) (*driverpb.FingerprintResponse, error) {
-	var raw string
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, rawexec.ConfigEnvVar+"="); ok {
-			raw = v // the last one wins, as in a process environment
-		}
-	}
-	cfg, err := rawexec.ParsePluginConfig([]byte(raw))
+	cfg, err := rawexec.ParsePluginConfig(envConfig(env, rawexec.ConfigEnvVar))
 	if err != nil {
 		return nil, err
 	}
 	return rawexec.NewConfigured(nil, cfg).Fingerprint(ctx)
+}
+
+// envConfig is the plugin config its process would read from the
+// environment variable key: the last one wins, as in a process environment.
+func envConfig(env []string, key string) []byte {
+	var raw string
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, key+"="); ok {
+			raw = v
+		}
+	}
+	return []byte(raw)
+}
+
+// execFingerprint is exec's Fingerprint with the config its process would
+// read from env (execdriver.ConfigEnvVar).
+func execFingerprint(ctx context.Context, env []string) (*driverpb.FingerprintResponse, error) {
+	cfg, err := execdriver.ParsePluginConfig(envConfig(env, execdriver.ConfigEnvVar))
+	if err != nil {
+		return nil, err
+	}
+	return execdriver.New(nil, cfg).Fingerprint(ctx)
+}
+
+// mockDrivers keeps one in-process mock driver per config, so that its
+// shutdown_periodic_after clock runs from the first fingerprint, as it
+// runs from its process's start.
+var mockDrivers sync.Map // config string -> *mock.Driver
+
+// mockFingerprint is mock_driver's Fingerprint with the config its
+// process would read from env (mock.ConfigEnvVar).
+func mockFingerprint(ctx context.Context, env []string) (*driverpb.FingerprintResponse, error) {
+	raw := envConfig(env, mock.ConfigEnvVar)
+	if d, ok := mockDrivers.Load(string(raw)); ok {
+		return d.(*mock.Driver).Fingerprint(ctx)
+	}
+	cfg, err := mock.ParsePluginConfig(raw)
+	if err != nil {
+		return nil, err
+	}
+	d, _ := mockDrivers.LoadOrStore(string(raw), mock.New(nil, cfg))
+	return d.(*mock.Driver).Fingerprint(ctx)
 }
 
 // Lookup finds a built-in plugin by name.

@@ -51,6 +51,8 @@ type PluginConfig struct {
 	// when the engine answers again.
 	EngineOutageTimeout string `json:"engine_outage_timeout"`
 
+	NomadPluginFields
+
 	engineOutage time.Duration
 }
 
@@ -66,6 +68,10 @@ type GCConfig struct {
 	ImageDelay string `json:"image_delay"`
 	// Container removes a task's container when the task is destroyed.
 	Container *bool `json:"container"`
+	// DanglingContainers is Nomad's reaper of containers it lost track
+	// of; accepted and warned about (drover's driver adopts or removes a
+	// task's leftover container at its next start).
+	DanglingContainers json.RawMessage `json:"dangling_containers"`
 
 	imageDelay time.Duration
 }
@@ -75,6 +81,8 @@ type VolConfig struct {
 	// Enabled allows `volumes` and bind mounts whose source lies outside
 	// the task's directory. Nomad defaults it to false.
 	Enabled bool `json:"enabled"`
+	// SELinuxLabel is Nomad's; accepted and warned about.
+	SELinuxLabel string `json:"selinuxlabel"`
 }
 
 // gcImage and gcContainer default to true, as Nomad's.
@@ -113,6 +121,9 @@ func ParsePluginConfig(raw []byte) (*PluginConfig, error) {
 	}
 	if cfg.AllowCaps == nil {
 		cfg.AllowCaps = slices.Clone(defaultCaps)
+	}
+	if err := cfg.checkNomadPluginFields(); err != nil {
+		return nil, fmt.Errorf("docker plugin config: %w", err)
 	}
 	for i, c := range cfg.AllowCaps {
 		cfg.AllowCaps[i] = normCap(c)
@@ -158,21 +169,27 @@ type TaskConfig struct {
 	// Ports are labels of the group's network block whose host ports are
 	// forwarded to the container (to the port's `to`, else the same port).
 	Ports []string `json:"ports"`
+
+	NomadFields
 }
 
-// Mount is a `mount { … }` block. Only bind mounts are supported.
+// Mount is a `mount { … }` block: a bind mount (the default), a named
+// volume, or a tmpfs.
 type Mount struct {
 	Type     string `json:"type"`
 	Source   string `json:"source"`
 	Target   string `json:"target"`
 	Readonly bool   `json:"readonly"`
+	MountOptions
 }
 
 // Auth is the registry credential of an `auth { … }` block. It is never
 // logged: String hides the password.
 type Auth struct {
-	Username      string `json:"username"`
-	Password      string `json:"password"`
+	Username string `json:"username"`
+	Password string `json:"password"`
+	// Email is accepted for Nomad's configs; registries no longer take it.
+	Email         string `json:"email"`
 	ServerAddress string `json:"server_address"`
 }
 
@@ -186,8 +203,32 @@ func (a Auth) GoString() string { return a.String() }
 
 // Logging is the container's `logging { type, config }` block.
 type Logging struct {
-	Type   string            `json:"type"`
-	Config map[string]string `json:"config"`
+	Type string `json:"type"`
+	// Driver is Nomad's older name for Type.
+	Driver string                       `json:"driver"`
+	Config oneOrMany[map[string]string] `json:"config"`
+}
+
+// driverType is the log driver: type, else the older driver.
+func (l Logging) driverType() string {
+	if l.Type != "" {
+		return l.Type
+	}
+	return l.Driver
+}
+
+// options are the log driver's options, the config blocks merged.
+func (l Logging) options() map[string]string {
+	var out map[string]string
+	for _, c := range l.Config {
+		for k, v := range c {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // oneOrMany decodes a config block that appears once (an object) or
@@ -294,14 +335,17 @@ func parseTaskConfig(raw []byte, pc *PluginConfig) (*TaskConfig, error) {
 	if len(tc.Logging) > 1 {
 		return nil, bad("logging may be given once, got %d blocks", len(tc.Logging))
 	}
+	tc.Mounts = append(tc.Mounts, tc.LegacyMounts...)
+	tc.LegacyMounts = nil
 	for i, m := range tc.Mounts {
 		switch m.Type {
-		case "", "bind":
+		case "", "bind", "volume":
+			if m.Source == "" {
+				return nil, bad("mount[%d].source is required", i)
+			}
+		case "tmpfs":
 		default:
-			return nil, bad("mount[%d].type %q is not supported (only \"bind\")", i, m.Type)
-		}
-		if m.Source == "" {
-			return nil, bad("mount[%d].source is required", i)
+			return nil, bad("mount[%d].type %q must be \"bind\", \"volume\" or \"tmpfs\"", i, m.Type)
 		}
 		if !filepath.IsAbs(m.Target) {
 			return nil, bad("mount[%d].target %q must be an absolute path inside the container", i, m.Target)
@@ -332,6 +376,15 @@ func parseTaskConfig(raw []byte, pc *PluginConfig) (*TaskConfig, error) {
 		if m.v != "" && m.v != "host" && !strings.HasPrefix(m.v, "container:") && m.v != "private" && m.v != "shareable" && m.v != "none" {
 			return nil, bad("%s %q must be \"host\", \"private\", \"shareable\", \"none\" or \"container:<id>\"", m.field, m.v)
 		}
+	}
+	if err := tc.checkNomadFields(); err != nil {
+		return nil, err
+	}
+	if tc.Runtime != "" && !slices.Contains(pc.AllowRuntimes, tc.Runtime) {
+		return nil, bad("runtime %q is not in the docker plugin's allow_runtimes (%s)", tc.Runtime, strings.Join(pc.AllowRuntimes, ", "))
+	}
+	if pc.PidsLimit > 0 && tc.PidsLimit > pc.PidsLimit {
+		return nil, bad("pids_limit %d is above the docker plugin's pids_limit %d", tc.PidsLimit, pc.PidsLimit)
 	}
 	if (tc.IPCMode == "host" || tc.PIDMode == "host") && !pc.AllowPrivileged {
 		return nil, bad("ipc_mode/pid_mode \"host\" is refused: the docker plugin config does not set allow_privileged = true")

@@ -94,7 +94,7 @@ func TestParseTaskConfig(t *testing.T) {
 		{name: "one mount block is an object, two are a list", raw: `{"image":"x","mount":{"type":"bind","source":"a","target":"/a","readonly":true},
 			"auth":{"username":"u","password":"p"},"logging":{"type":"json-file","config":{"max-size":"1m"}}}`,
 			check: func(t *testing.T, c *TaskConfig) {
-				if len(c.Mounts) != 1 || !c.Mounts[0].Readonly || len(c.Auth) != 1 || c.Logging[0].Config["max-size"] != "1m" {
+				if len(c.Mounts) != 1 || !c.Mounts[0].Readonly || len(c.Auth) != 1 || c.Logging[0].options()["max-size"] != "1m" {
 					t.Errorf("decoded = %+v", c)
 				}
 			}},
@@ -129,7 +129,12 @@ func TestParseTaskConfig(t *testing.T) {
 		{name: "cap_add allowed", raw: `{"image":"x","cap_add":["CAP_CHOWN","kill"],"cap_drop":["all"]}`},
 		{name: "volume syntax", raw: `{"image":"x","volumes":["/a"]}`, wantErr: `volumes[0]: "/a" must be "host_path:container_path"`},
 		{name: "volume mode", raw: `{"image":"x","volumes":["a:/a:rx"]}`, wantErr: `mode "rx" must be "ro" or "rw"`},
-		{name: "mount type", raw: `{"image":"x","mount":{"type":"volume","source":"a","target":"/a"}}`, wantErr: `mount[0].type "volume" is not supported`},
+		{name: "mount type", raw: `{"image":"x","mount":{"type":"nfs","source":"a","target":"/a"}}`, wantErr: `mount[0].type "nfs" must be "bind", "volume" or "tmpfs"`},
+		{name: "ulimit", raw: `{"image":"x","ulimit":{"nofile":"2048:1024"}}`, wantErr: `ulimit.nofile "2048:1024": hard limit 1024 is below the soft limit 2048`},
+		{name: "devices", raw: `{"image":"x","devices":[{"host_path":"dev/fuse"}]}`, wantErr: `devices[0].host_path "dev/fuse" must be an absolute path`},
+		{name: "oom_score_adj", raw: `{"image":"x","oom_score_adj":2000}`, wantErr: `oom_score_adj 2000 must be between -1000 and 1000`},
+		{name: "port_map", raw: `{"image":"x","port_map":[{"http":0}]}`, wantErr: `port_map.http 0 must be a port`},
+		{name: "propagation", raw: `{"image":"x","mount":{"source":"a","target":"/a","bind_options":{"propagation":"odd"}}}`, wantErr: `mount[0].bind_options.propagation "odd"`},
 		{name: "mount target relative", raw: `{"image":"x","mount":{"source":"a","target":"a"}}`, wantErr: `mount[0].target "a" must be an absolute path`},
 		{name: "work_dir relative", raw: `{"image":"x","work_dir":"tmp"}`, wantErr: `work_dir "tmp" must be an absolute path`},
 		{name: "extra_hosts", raw: `{"image":"x","extra_hosts":["db"]}`, wantErr: `extra_hosts[0] "db" must be "hostname:IP"`},

@@ -108,7 +108,7 @@ func createOptions(cfg *driverpb.TaskConfig, tc *TaskConfig, pc *PluginConfig) (
 		return client.ContainerCreateOptions{}, err
 	}
 	if len(tc.Logging) == 1 {
-		hc.LogConfig = container.LogConfig{Type: tc.Logging[0].Type, Config: tc.Logging[0].Config}
+		hc.LogConfig = container.LogConfig{Type: tc.Logging[0].driverType(), Config: tc.Logging[0].options()}
 	}
 	if r := cfg.GetResources(); r != nil {
 		if r.GetCpu() > 0 {
@@ -126,6 +126,14 @@ func createOptions(cfg *driverpb.TaskConfig, tc *TaskConfig, pc *PluginConfig) (
 			hc.MemorySwap = hc.Memory
 		}
 	}
+	applyNomadFields(tc, cc, hc)
+	if hc.PidsLimit == nil && pc.PidsLimit > 0 {
+		hc.PidsLimit = &pc.PidsLimit
+	}
+	if len(tc.Logging) == 0 && pc.Logging != nil {
+		hc.LogConfig = container.LogConfig{Type: pc.Logging.driverType(), Config: pc.Logging.options()}
+	}
+	engineMounts(tc, hc)
 	return client.ContainerCreateOptions{Name: containerName(cfg), Config: cc, HostConfig: hc}, nil
 }
 
@@ -226,13 +234,25 @@ func binds(cfg *driverpb.TaskConfig, tc *TaskConfig, pc *PluginConfig) ([]string
 		out = append(out, b)
 	}
 	for i, m := range tc.Mounts {
+		if m.Type != "" && m.Type != "bind" {
+			continue // volume and tmpfs: engineMounts
+		}
 		h, err := host(fmt.Sprintf("mount[%d].source", i), m.Source)
 		if err != nil {
 			return nil, err
 		}
-		b := h + ":" + m.Target
+		var opts []string
 		if m.Readonly {
-			b += ":ro"
+			opts = append(opts, "ro")
+		}
+		for _, bo := range m.BindOptions {
+			if bo.Propagation != "" {
+				opts = append(opts, bo.Propagation)
+			}
+		}
+		b := h + ":" + m.Target
+		if len(opts) > 0 {
+			b += ":" + strings.Join(opts, ",")
 		}
 		out = append(out, b)
 	}

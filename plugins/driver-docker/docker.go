@@ -132,6 +132,9 @@ func Serve() {
 		logger.Error("cannot create the docker client", "error", err)
 		os.Exit(1)
 	}
+	for _, w := range cfg.Unhonoured() {
+		logger.Warn("docker plugin config key accepted but not honoured", "key", w)
+	}
 	defer d.Shutdown()
 	driver.ServeWithLogger(d, logger)
 }

@@ -46,6 +46,15 @@ func (d *Driver) ensureImage(ctx context.Context, tc *TaskConfig) (string, error
 	if err == nil {
 		err = resp.Wait(pctx)
 	}
+	if err != nil && tc.AuthSoftFail && opts.RegistryAuth != "" && pctx.Err() == nil {
+		// auth_soft_fail: the credential may not be this image's
+		// registry's; a public image pulls without it.
+		d.logger.Warn("pull with the task's auth failed; auth_soft_fail set, pulling without it", "image", tc.Image, "error", err)
+		opts.RegistryAuth = ""
+		if resp, err = d.engine.ImagePull(pctx, tc.Image, opts); err == nil {
+			err = resp.Wait(pctx)
+		}
+	}
 	if err != nil {
 		if pctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
 			return "", fmt.Errorf("%w: failed to pull image %q: image_pull_timeout (%s) reached", ErrImagePull, tc.Image, timeout)

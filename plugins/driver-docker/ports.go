@@ -19,7 +19,21 @@ import (
 // label the group's network does not define is refused, naming the ones
 // it does.
 func portBindings(cfg *driverpb.TaskConfig, tc *TaskConfig, cc *container.Config, hc *container.HostConfig) error {
-	if len(tc.Ports) == 0 {
+	// port_map's labels are forwarded as if `ports` listed them.
+	ports := slices.Clone(tc.Ports)
+	for _, pm := range tc.PortMap {
+		labels := make([]string, 0, len(pm))
+		for l := range pm {
+			labels = append(labels, l)
+		}
+		slices.Sort(labels)
+		for _, l := range labels {
+			if !slices.Contains(ports, l) {
+				ports = append(ports, l)
+			}
+		}
+	}
+	if len(ports) == 0 {
 		return nil
 	}
 	byLabel := map[string]*driverpb.PortMapping{}
@@ -32,7 +46,7 @@ func portBindings(cfg *driverpb.TaskConfig, tc *TaskConfig, cc *container.Config
 	cc.ExposedPorts = network.PortSet{}
 	hc.PortBindings = network.PortMap{}
 	seen := map[string]bool{}
-	for i, label := range tc.Ports {
+	for i, label := range ports {
 		p := byLabel[label]
 		if p == nil {
 			return fmt.Errorf("%w: config: ports[%d] %q is not a port of the group's network block (it has %q)", driver.ErrInvalidConfig, i, label, labels)
@@ -42,6 +56,9 @@ func portBindings(cfg *driverpb.TaskConfig, tc *TaskConfig, cc *container.Config
 		}
 		seen[label] = true
 		inside := p.GetTo()
+		if n, ok := tc.portMapTo(label); ok {
+			inside = int32(n)
+		}
 		if inside <= 0 {
 			inside = p.GetValue()
 		}

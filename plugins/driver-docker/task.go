@@ -81,6 +81,9 @@ func (d *Driver) StartTask(ctx context.Context, cfg *driverpb.TaskConfig) (*driv
 	if err != nil {
 		return nil, err
 	}
+	for _, w := range unsupported(tc) {
+		d.logger.Warn("docker task config field accepted but not honoured", "task_id", cfg.GetId(), "field", w.field, "reason", w.why)
+	}
 	logs := logSpec{AllocDir: cfg.GetAllocDir(), Stdout: cfg.GetStdoutPath(), Stderr: cfg.GetStderrPath(), Checkpoint: filepath.Join(cfg.GetTaskDir(), checkpointFile)}
 	if lr := cfg.GetLogRotation(); lr != nil {
 		if lr.GetMaxFiles() < 1 || lr.GetMaxFileSizeBytes() < 1 {

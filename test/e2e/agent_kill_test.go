@@ -39,7 +39,7 @@ func TestKilledAgentLeavesNoPlugins(t *testing.T) {
 		}
 		return len(missing) == 0, fmt.Sprint("missing: ", missing)
 	})
-	for _, name := range []string{"scheduler-system", "scheduler-batch", "scheduler-service", "driver-docker", "csi-bridge"} {
+	for _, name := range []string{"scheduler-system", "scheduler-batch", "scheduler-service", "driver-docker", "driver-exec", "driver-mock", "csi-bridge"} {
 		if p, ok := harness.ChildPlugin(a.proc.PID(), name); ok {
 			plugins = append(plugins, p) // started (docker: an engine answers)
 		}
