@@ -287,14 +287,48 @@ func treeCPU(pid int, self int, skip int) (time.Duration, map[string]time.Durati
 	return time.Duration(total) * 10 * time.Millisecond, by, nil
 }
 
-// perfRecorder runs `perf record` on the agent while DROVER_BENCH_PERF
-// names an output file, for profiling the measured section.
+// treePids lists pid and its live descendants.
+func treePids(pid int) []string {
+	entries, _ := os.ReadDir("/proc")
+	parent := map[int]int{}
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		raw, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(raw, ')')
+		f := strings.Fields(string(raw[i+1:]))
+		if len(f) < 2 {
+			continue
+		}
+		parent[p], _ = strconv.Atoi(f[1])
+	}
+	var out []string
+	for p := range parent {
+		for q := p; q > 1; q = parent[q] {
+			if q == pid {
+				out = append(out, strconv.Itoa(p))
+				break
+			}
+		}
+	}
+	return out
+}
+
+// perfRecorder runs `perf record` on the agent's process tree (the agent,
+// its plugins and the task supervisor started in the warm-up round, and
+// what they start from now on) while DROVER_BENCH_PERF names an output
+// file, for profiling the measured section.
 func perfRecorder(b *testing.B, pid int, perfPid *int) func() {
 	out := os.Getenv("DROVER_BENCH_PERF")
 	if out == "" {
 		return func() {}
 	}
-	cmd := exec.Command("perf", "record", "-F", "499", "-g", "--inherit", "-o", out, "-p", strconv.Itoa(pid))
+	cmd := exec.Command("perf", "record", "-F", "499", "-g", "--inherit", "-o", out, "-p", strings.Join(treePids(pid), ","))
 	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
 	if err := cmd.Start(); err != nil {
 		b.Fatalf("perf: %v", err)

@@ -175,7 +175,7 @@ func TestRawExecCrashInExitPathNeverRerunsFinishedTask(t *testing.T) {
 		t.Run(string(p), func(t *testing.T) {
 			srv, dir := newFakeServer(), t.TempDir()
 			hook, crashed := crashOnce("main", p)
-			c1 := startClient(t, srv, fakeProvider{rawexec.Name: rawexec.New(nil)}, dir, hook)
+			c1 := startClient(t, srv, fakeProvider{rawexec.Name: newRawExec(t)}, dir, hook)
 			task := rawTask("main", "/bin/sh", "-c", "echo run >> ${NOMAD_ALLOC_DIR}/runs")
 			srv.upsert(testAlloc("raw-crash", c1.NodeID(), testJob("batch", task)))
 			select {
@@ -185,7 +185,7 @@ func TestRawExecCrashInExitPathNeverRerunsFinishedTask(t *testing.T) {
 			}
 			c1.Shutdown()
 
-			c2 := startClient(t, srv, fakeProvider{rawexec.Name: rawexec.New(nil)}, dir, nil)
+			c2 := startClient(t, srv, fakeProvider{rawexec.Name: newRawExec(t)}, dir, nil)
 			r := c2.runner("raw-crash")
 			if r == nil {
 				t.Fatal("alloc not restored")

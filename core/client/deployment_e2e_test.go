@@ -90,7 +90,7 @@ func TestDeploymentEndToEnd(t *testing.T) {
 	if err := srv.WaitForLeader(ctx); err != nil {
 		t.Fatal(err)
 	}
-	c, err := New(Config{StateDir: t.TempDir(), Server: server.NewClientConn(srv), Drivers: fakeProvider{rawexec.Name: rawexec.New(nil)},
+	c, err := New(Config{StateDir: t.TempDir(), Server: server.NewClientConn(srv), Drivers: fakeProvider{rawexec.Name: newRawExec(t)},
 		UpdateBatchInterval: 5 * time.Millisecond, RetryInterval: 5 * time.Millisecond, LogPollInterval: 5 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

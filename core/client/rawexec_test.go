@@ -29,14 +29,31 @@ func rawTask(name, command string, args ...string) *structs.Task {
 		Config: map[string]any{"command": command, "args": a}}
 }
 
+// newRawExec returns an in-process raw_exec driver whose task supervisor
+// is let go and reaped when the test ends: after the tasks under the
+// directories given to proctest.KillUnder before it are killed, and the
+// clients started after it are shut down.
+func newRawExec(t *testing.T) *rawexec.Driver {
+	d := rawexec.New(nil)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+		defer cancel()
+		if err := d.Shutdown(ctx); err != nil {
+			t.Error(err)
+		}
+	})
+	return d
+}
+
 func newRawExecClient(t *testing.T, srv *fakeServer, stateDir string) *Client {
 	t.Helper()
+	d := newRawExec(t)
 	// Tasks outlive their client by design; not the test.
 	proctest.KillUnder(t, stateDir)
 	c, err := New(Config{
 		StateDir:            stateDir,
 		Server:              srv,
-		Drivers:             fakeProvider{rawexec.Name: rawexec.New(nil)},
+		Drivers:             fakeProvider{rawexec.Name: d},
 		UpdateBatchInterval: 5 * time.Millisecond,
 		RetryInterval:       5 * time.Millisecond,
 		LogPollInterval:     5 * time.Millisecond,

@@ -88,7 +88,19 @@ type stateStore struct {
 type encodedAlloc struct {
 	alloc *structs.Allocation
 	json  []byte
+	// logged: the log holds json as the alloc's record.
+	logged bool
 }
+
+// The log keeps an alloc's state in two records: the alloc as the server
+// sent it, under allocKey(id), written when the client gets a new version
+// of it, and the rest (task states and handles, CSI, services) under id,
+// written at every change. The alloc is most of the bytes (the job is in
+// it) and rarely changes. A record under id that holds the alloc itself
+// (an older client's) is read as well.
+const allocKeySuffix = "/alloc"
+
+func allocKey(id string) string { return id + allocKeySuffix }
 
 func openStateStore(dir string) (*stateStore, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -156,18 +168,25 @@ func (s *stateStore) putAlloc(p *persistedAlloc) error {
 		s.encoded[id] = enc
 		s.mu.Unlock()
 	}
-	// The encoded alloc is spliced in as it is: as a json.RawMessage
-	// field it would be scanned again (compacted) at every write.
 	rest, err := json.Marshal(&persistedAllocRest{Tasks: p.Tasks, CSI: p.CSI, Services: p.Services})
 	if err != nil {
 		return fmt.Errorf("encode alloc state: %w", err)
 	}
-	b := make([]byte, 0, len(`{"Alloc":,`)+len(enc.json)+len(rest))
-	b = append(b, `{"Alloc":`...)
-	b = append(b, enc.json...)
-	b = append(b, ',')
-	b = append(b, rest[1:]...) // rest always has its Tasks field
-	return s.log.put(id, b)
+	if enc.logged {
+		return s.log.put(id, rest)
+	}
+	// The alloc first: a write torn between the two keeps the alloc
+	// alone, never task states without their alloc.
+	if err := s.log.putAll(logPut{id: allocKey(id), state: enc.json}, logPut{id: id, state: rest}); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if cur, ok := s.encoded[id]; ok && cur.alloc == enc.alloc {
+		cur.logged = true
+		s.encoded[id] = cur
+	}
+	s.mu.Unlock()
+	return nil
 }
 
 // persistedAllocRest is persistedAlloc without its alloc, encoded apart.
@@ -181,7 +200,7 @@ func (s *stateStore) deleteAlloc(id string) error {
 	s.mu.Lock()
 	delete(s.encoded, id)
 	s.mu.Unlock()
-	return s.log.put(id, nil)
+	return s.log.putAll(logPut{id: id}, logPut{id: allocKey(id)})
 }
 
 // allocs loads every persisted alloc. An unreadable state is skipped and
@@ -189,13 +208,30 @@ func (s *stateStore) deleteAlloc(id string) error {
 func (s *stateStore) allocs() ([]*persistedAlloc, []error) {
 	var out []*persistedAlloc
 	var errs []error
-	for id, b := range s.log.live() {
+	live := s.log.live()
+	var orphans []string
+	for id, b := range live {
+		if aid, ok := strings.CutSuffix(id, allocKeySuffix); ok {
+			if _, ok := live[aid]; !ok {
+				orphans = append(orphans, id) // a torn write's alloc alone
+			}
+			continue
+		}
 		var p persistedAlloc
-		if err := json.Unmarshal(b, &p); err != nil || p.Alloc == nil || p.Alloc.ID == "" {
+		err := json.Unmarshal(b, &p)
+		if ab, ok := live[allocKey(id)]; err == nil && p.Alloc == nil && ok {
+			err = json.Unmarshal(ab, &p.Alloc)
+		}
+		if err != nil || p.Alloc == nil || p.Alloc.ID == "" {
 			errs = append(errs, fmt.Errorf("alloc state %s is unreadable: %v", id, err))
 			continue
 		}
 		out = append(out, &p)
+	}
+	for _, id := range orphans {
+		if err := s.log.put(id, nil); err != nil {
+			errs = append(errs, fmt.Errorf("drop alloc record %s: %w", id, err))
+		}
 	}
 	return out, errs
 }

@@ -221,16 +221,38 @@ func (l *allocLog) live() map[string][]byte {
 // not written again: a runner persists at every change of what it
 // reports, and some of them change nothing it keeps.
 func (l *allocLog) put(id string, state []byte) error {
-	rec := frame(id, state)
+	return l.putAll(logPut{id: id, state: state})
+}
+
+// logPut is one record of a putAll.
+type logPut struct {
+	id    string
+	state []byte
+}
+
+// putAll is put of several records, appended in order in one batch: a
+// torn write keeps a prefix of them.
+func (l *allocLog) putAll(puts ...logPut) error {
+	recs := make([][]byte, len(puts))
+	for i, p := range puts {
+		recs[i] = frame(p.id, p.state)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	old, ok := l.latest[id]
-	if ok && old.durable() && bytes.Equal(old.rec, rec) {
+	b := l.cur
+	wrote := false
+	for i, p := range puts {
+		old, ok := l.latest[p.id]
+		if ok && old.durable() && bytes.Equal(old.rec, recs[i]) {
+			continue
+		}
+		l.apply(p.id, p.state, recs[i], b)
+		b.buf = append(b.buf, recs[i]...)
+		wrote = true
+	}
+	if !wrote {
 		return nil
 	}
-	b := l.cur
-	l.apply(id, state, rec, b)
-	b.buf = append(b.buf, rec...)
 	for !b.done {
 		if l.flushing {
 			l.cond.Wait()

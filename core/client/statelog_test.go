@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -248,4 +249,88 @@ func TestStateStorePutAllocRoundTrips(t *testing.T) {
 	if g.Alloc.ID != "r1" || g.Alloc.JobID != "j" || g.Tasks["main"] == nil || g.Tasks["main"].State.State != structs.TaskStateDead || len(g.Tasks["main"].Handle) != 2 {
 		t.Fatalf("restored state = %+v (main %+v); want r1 with main dead and its handle", g.Alloc, g.Tasks["main"])
 	}
+}
+
+// TestStateStoreWritesAllocOncePerVersion: the alloc, most of a state's
+// bytes, is written once per server version, apart from the task states
+// written at every change; the state reads back whole, a new version
+// replaces the old, and deleting the alloc removes both records.
+func TestStateStoreWritesAllocOncePerVersion(t *testing.T) {
+	dir := t.TempDir()
+	s, err := openStateStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	a := &structs.Allocation{ID: "v1", JobID: "j", TaskGroup: "g", Job: &structs.Job{ID: "j", Meta: map[string]string{"pad": strings.Repeat("x", 4096)}}}
+	logSize := func() int64 {
+		fi, err := os.Stat(filepath.Join(dir, allocLogFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Size()
+	}
+	put := func(a *structs.Allocation, state string) {
+		t.Helper()
+		p := &persistedAlloc{Alloc: a, Tasks: map[string]*persistedTask{"main": {State: &structs.TaskState{State: state}}}}
+		if err := s.putAlloc(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(a, structs.TaskStatePending)
+	first := logSize()
+	put(a, structs.TaskStateRunning)
+	if grew := logSize() - first; grew <= 0 || grew >= 4096 {
+		t.Fatalf("a task state change grew the log by %d bytes; want the task states alone, not the 4 KiB alloc again", grew)
+	}
+	a2 := *a
+	a2.DesiredStatus = structs.AllocDesiredStatusStop
+	before := logSize()
+	put(&a2, structs.TaskStateDead)
+	if grew := logSize() - before; grew < 4096 {
+		t.Fatalf("a new alloc version grew the log by %d bytes; want the alloc written", grew)
+	}
+	s2, err := openStateStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, errs := s2.allocs()
+	s2.close()
+	if len(errs) != 0 || len(got) != 1 {
+		t.Fatalf("allocs = %d, %v; want v1", len(got), errs)
+	}
+	if g := got[0]; g.Alloc.ID != "v1" || g.Alloc.DesiredStatus != structs.AllocDesiredStatusStop || g.Alloc.Job == nil || g.Tasks["main"].State.State != structs.TaskStateDead {
+		t.Fatalf("restored %+v with main %+v; want the stopped version, main dead", g.Alloc, g.Tasks["main"].State)
+	}
+	if err := s.deleteAlloc("v1"); err != nil {
+		t.Fatal(err)
+	}
+	s.close()
+	wantLive(t, dir, map[string]string{})
+}
+
+// TestStateStoreReadsWholeAndTornRecords: a record holding the alloc
+// itself (an older client's) restores, and an alloc record left without
+// its task states (a write torn between the two) is dropped, not restored
+// and not an error.
+func TestStateStoreReadsWholeAndTornRecords(t *testing.T) {
+	dir := t.TempDir()
+	l := mustOpenLog(t, dir)
+	if err := l.put("old", []byte(`{"Alloc":{"ID":"old"},"Tasks":{}}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.put(allocKey("torn"), []byte(`{"ID":"torn"}`)); err != nil {
+		t.Fatal(err)
+	}
+	_ = l.close()
+	s, err := openStateStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, errs := s.allocs()
+	s.close()
+	if len(errs) != 0 || len(got) != 1 || got[0].Alloc.ID != "old" {
+		t.Fatalf("allocs = %v, %v; want old alone", got, errs)
+	}
+	wantLive(t, dir, map[string]string{"old": `{"Alloc":{"ID":"old"},"Tasks":{}}`})
 }

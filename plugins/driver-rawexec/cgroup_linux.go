@@ -10,8 +10,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -198,6 +200,83 @@ func (cg *taskCgroup) join() (leave func() error, err error) {
 	return leave, nil
 }
 
+// threadHome is the cgroup path, by v1 controller, of the supervisor's
+// threads that are not forking a task: read once, from a thread at home.
+var threadHome struct {
+	once sync.Once
+	dirs map[string]string
+	err  error
+}
+
+// startFromThread starts cmd in cg, a v1 cgroup, from a thread of its own
+// that alone joins the cgroup for the fork. In v1 a cgroup holds threads,
+// and a child is born in the cgroups of the thread that forked it, so the
+// rest of the supervisor (other tasks' log pumps and starts) never runs
+// in a task's cgroup, starts need not take turns, and the move is of one
+// thread instead of every thread of the process. Writing "0" moves the
+// writing thread, which the kernel does without the lock that a move of
+// another thread or process takes (and with which it holds up every fork
+// on the host). The thread goes home after the fork; if it cannot, it is
+// not unlocked, so that it ends with its goroutine rather than run
+// anything else from the task's cgroup, and the task is killed.
+func (cg *taskCgroup) startFromThread(cmd *exec.Cmd) error {
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		err, stranded := cg.forkFromThread(cmd)
+		if !stranded {
+			runtime.UnlockOSThread()
+		}
+		done <- err
+	}()
+	return <-done
+}
+
+// forkFromThread runs on a locked thread: it joins cg, starts cmd and
+// goes home; stranded means the thread could not go home.
+func (cg *taskCgroup) forkFromThread(cmd *exec.Cmd) (err error, stranded bool) {
+	threadHome.once.Do(func() {
+		// This thread has joined no cgroup yet: its own are home.
+		threadHome.dirs, threadHome.err = readCgroups("/proc/thread-self/cgroup")
+	})
+	if threadHome.err != nil {
+		return fmt.Errorf("find the supervisor's cgroups: %w", threadHome.err), false
+	}
+	var back []string // the home directories to return to, in join order
+	leave := func() error {
+		var errs []error
+		for _, dir := range back {
+			if err := writeCgroupFile(dir, "tasks", "0"); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		return errors.Join(errs...)
+	}
+	for key, dir := range cg.Dirs {
+		home, ok := threadHome.dirs[key]
+		if !ok {
+			_ = leave()
+			return fmt.Errorf("join cgroup %s: the supervisor is in no %s cgroup", dir, key), false
+		}
+		if err := writeCgroupFile(dir, "tasks", "0"); err != nil {
+			if lerr := leave(); lerr != nil {
+				return fmt.Errorf("join cgroup %s: %w", dir, errors.Join(err, lerr)), true
+			}
+			return fmt.Errorf("join cgroup %s: %w", dir, err), false
+		}
+		back = append(back, filepath.Join(cgroupRoot, key, home))
+	}
+	startErr := cmd.Start()
+	if err := leave(); err != nil {
+		if startErr == nil {
+			_ = cmd.Process.Kill()
+			_, _ = cmd.Process.Wait()
+		}
+		return fmt.Errorf("leave the task's cgroup: %w", err), true
+	}
+	return startErr, false
+}
+
 // startInto starts cmd directly in cg when it is a v2 cgroup (clone3's
 // CLONE_INTO_CGROUP, Linux 5.7), so the supervisor never joins a task's
 // cgroup: none of its memory is charged to a task, and tasks start in
@@ -229,8 +308,11 @@ func (cg *taskCgroup) startInto(cmd *exec.Cmd) (started *exec.Cmd, ok bool, err 
 
 // ownCgroups reads /proc/self/cgroup: the calling process's cgroup path by
 // v1 controller, and by "" in the unified hierarchy.
-func ownCgroups() (map[string]string, error) {
-	raw, err := os.ReadFile("/proc/self/cgroup")
+func ownCgroups() (map[string]string, error) { return readCgroups("/proc/self/cgroup") }
+
+// readCgroups reads a /proc/.../cgroup file.
+func readCgroups(file string) (map[string]string, error) {
+	raw, err := os.ReadFile(file)
 	if err != nil {
 		return nil, err
 	}

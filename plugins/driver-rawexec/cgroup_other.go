@@ -25,6 +25,10 @@ func (cg *taskCgroup) join() (func() error, error) {
 	return nil, noCgroupsErr("cgroups do not exist on %s", runtime.GOOS)
 }
 
+func (cg *taskCgroup) startFromThread(*exec.Cmd) error {
+	return noCgroupsErr("cgroups do not exist on %s", runtime.GOOS)
+}
+
 func (cg *taskCgroup) startInto(*exec.Cmd) (*exec.Cmd, bool, error) { return nil, false, nil }
 
 func (cg *taskCgroup) killAll() error  { return nil }

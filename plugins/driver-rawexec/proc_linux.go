@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // readProcStat returns a process's state letter and start time (in clock
@@ -57,10 +58,11 @@ func pidReused(pid int, startTicks uint64) bool {
 }
 
 // bootID identifies the current boot; pids from another boot mean nothing.
-func bootID() string {
+// It is read once: a process never outlives its boot.
+var bootID = sync.OnceValue(func() string {
 	data, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
 	if err != nil {
 		return ""
 	}
 	return strings.TrimSpace(string(data))
-}
+})

@@ -66,6 +66,11 @@ type Driver struct {
 	supMu   sync.Mutex
 	sup     *supervisor
 	supIdle time.Duration
+	// closing: Shutdown was called; a supervisor is let go as soon as it
+	// is idle, without the idle delay. live holds every supervisor
+	// started and not yet reaped.
+	closing bool
+	live    map[*supervisor]struct{}
 
 	pollInterval time.Duration
 

@@ -91,6 +91,13 @@ func runTask(spec *shimSpec, forkMu *sync.Mutex, report func(shimStarted)) (rec 
 		return nil, nil
 	}
 	defer syscall.Close(lock)
+	// A result left by an earlier run in the same task directory would be
+	// taken for this run's. It goes under the lock, so after that run's
+	// supervisor wrote it, and relative to the directory locked.
+	if err := syscall.Unlinkat(lock, filepath.Base(spec.ExitFile)); err != nil && !errors.Is(err, syscall.ENOENT) {
+		report(shimStarted{Err: fmt.Sprintf("remove stale exit file: %v", err)})
+		return nil, nil
+	}
 	cmd, logs, err := spec.command()
 	if err != nil {
 		report(shimStarted{Err: err.Error()})
@@ -149,12 +156,17 @@ func runTask(spec *shimSpec, forkMu *sync.Mutex, report func(shimStarted)) (rec 
 
 // startInCgroup starts cmd so that the task is born in cg, and returns the
 // command that started (a new one when the first way failed). In a v2
-// cgroup the kernel forks it there (startInto); otherwise the supervisor
-// joins the cgroup for the fork and leaves right after, so that it is
-// neither limited nor killed with the task.
+// cgroup the kernel forks it there (startInto); in v1 one thread of the
+// supervisor joins the cgroup for the fork (startFromThread); in a v2
+// cgroup on a kernel without clone3 the whole supervisor joins it for the
+// fork and leaves right after, so that it is neither limited nor killed
+// with the task.
 func startInCgroup(cmd *exec.Cmd, cg *taskCgroup, forkMu *sync.Mutex) (*exec.Cmd, error) {
 	if started, ok, err := cg.startInto(cmd); ok {
 		return started, err
+	}
+	if !cg.V2 {
+		return cmd, cg.startFromThread(cmd)
 	}
 	forkMu.Lock()
 	defer forkMu.Unlock()
@@ -327,9 +339,14 @@ func exitFileAt(path string) (*safefs.Dir, string, error) {
 	return root, filepath.Join(filepath.Base(taskDir), filepath.Base(path)), nil
 }
 
-// writeExitFile writes rec atomically (temp file, fsync, rename): a reader
-// sees either no file or the whole record, even if the supervisor dies midway.
-// A link planted at path is replaced, never written through.
+// writeExitFile writes rec atomically (temp file, rename): a reader sees
+// either no file or the whole record, even if the supervisor dies midway.
+// A link planted at path is replaced, never written through. It is not
+// fsynced (a disk flush per task): the client records the exit durably
+// as soon as the driver reports it, milliseconds later, so a crash of the
+// machine can only lose an exit the client never heard of, and that task
+// is then reported as one the reboot lost (recover.go), as a task still
+// running at the crash is.
 func writeExitFile(path string, rec *exitRecord) error {
 	data, err := json.Marshal(rec)
 	if err != nil {
@@ -340,7 +357,7 @@ func writeExitFile(path string, rec *exitRecord) error {
 		return err
 	}
 	defer root.Close()
-	return root.WriteFile(rel, data, 0o644)
+	return root.WriteFileNoSync(rel, data, 0o644)
 }
 
 // readExitFile returns the recorded exit, or nil if there is none yet.

@@ -187,11 +187,8 @@ func (d *Driver) StartTask(ctx context.Context, cfg *driverpb.TaskConfig) (*driv
 	}
 	defer release()
 
-	// A result left by an earlier run in the same task directory would
-	// otherwise be mistaken for this run's.
-	if err := os.Remove(spec.ExitFile); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("remove stale exit file: %w", err)
-	}
+	// A result left by an earlier run in the same task directory is
+	// removed by the supervisor, under the task directory's lock.
 	cgHost, err := d.cgroups()
 	if err != nil {
 		return nil, fmt.Errorf("task %q: %w", cfg.GetId(), err)

@@ -123,8 +123,10 @@ type supervisor struct {
 	conn       net.Conn
 	pid        int
 	startTicks uint64
-	// dead is closed once the supervisor has exited and been reaped.
+	// dead is closed once the supervisor has exited and been reaped;
+	// ended once end has cleaned up after it.
 	dead    chan struct{}
+	ended   chan struct{}
 	endOnce sync.Once
 	sendMu  sync.Mutex // serializes writes to conn
 	enc     *json.Encoder
@@ -201,9 +203,14 @@ func (d *Driver) startSupervisor() (*supervisor, error) {
 		pid:        cmd.Process.Pid,
 		startTicks: procStartTicks(cmd.Process.Pid),
 		dead:       make(chan struct{}),
+		ended:      make(chan struct{}),
 		enc:        json.NewEncoder(conn),
 		calls:      map[uint64]*supCall{},
 	}
+	if d.live == nil {
+		d.live = map[*supervisor]struct{}{}
+	}
+	d.live[s] = struct{}{} // under supMu (supervisor)
 	d.logger.Debug("task supervisor started", "pid", s.pid)
 	return s, nil
 }
@@ -330,6 +337,7 @@ func (s *supervisor) end() {
 		}
 		s.d.forgetSupervisor(s)
 		s.d.logger.Debug("task supervisor exited", "pid", s.pid, "status", s.cmd.ProcessState.String(), "error", err)
+		s.d.supervisorEnded(s)
 	})
 }
 
@@ -371,7 +379,10 @@ func (s *supervisor) dispatch(r *supReply) bool {
 // supervisorIdle lets an idle supervisor go, now or after the idle delay
 // if it is still idle then.
 func (d *Driver) supervisorIdle(s *supervisor) {
-	if d.supIdle <= 0 {
+	d.supMu.Lock()
+	closing := d.closing
+	d.supMu.Unlock()
+	if d.supIdle <= 0 || closing {
 		d.closeIfIdle(s)
 		return
 	}
@@ -405,12 +416,51 @@ func (d *Driver) closeIfIdle(s *supervisor) {
 	}
 }
 
+// Shutdown lets the driver's task supervisors go as soon as they have no
+// task, without the idle delay, and waits until each has exited and been
+// reaped, or until ctx ends: at once for an idle one, after its last task
+// for a busy one (Shutdown kills no task). A driver embedded in a process
+// calls it last, so that no idle timer or reaper outlives it.
+func (d *Driver) Shutdown(ctx context.Context) error {
+	d.supMu.Lock()
+	d.closing = true
+	live := make([]*supervisor, 0, len(d.live))
+	for s := range d.live {
+		live = append(live, s)
+	}
+	d.supMu.Unlock()
+	for _, s := range live {
+		s.mu.Lock()
+		if s.idle != nil {
+			s.idle.Stop()
+		}
+		s.mu.Unlock()
+		d.closeIfIdle(s)
+	}
+	for _, s := range live {
+		select {
+		case <-s.ended:
+		case <-ctx.Done():
+			return fmt.Errorf("wait for the raw_exec task supervisor (pid %d) to exit: %w", s.pid, ctx.Err())
+		}
+	}
+	return nil
+}
+
 func (d *Driver) forgetSupervisor(s *supervisor) {
 	d.supMu.Lock()
 	defer d.supMu.Unlock()
 	if d.sup == s {
 		d.sup = nil
 	}
+}
+
+// supervisorEnded drops s, reaped, from the live ones.
+func (d *Driver) supervisorEnded(s *supervisor) {
+	d.supMu.Lock()
+	delete(d.live, s)
+	d.supMu.Unlock()
+	close(s.ended)
 }
 
 // launch starts spec through the supervisor, starting one if need be (or
@@ -453,10 +503,10 @@ func (d *Driver) watchSupervised(t *task, s *supervisor, c *supCall) {
 	}
 	if r.ExitFileErr != "" {
 		d.logger.Error("could not record the task's exit", "task_id", t.id, "error", r.ExitFileErr)
-	} else if d.finishFromExitFile(t) {
-		return
 	}
-	// The record as the supervisor sent it.
+	// The record as the supervisor sent it, which is what it wrote to the
+	// exit file (for a driver that recovers the task): reading the file
+	// back would only cost a lookup and a read per task.
 	t.finish(r.Exit)
 	d.logger.Info("task exited", "task_id", t.id, "exit_code", r.Exit.ExitCode, "signal", r.Exit.Signal)
 }

@@ -140,6 +140,40 @@ func TestIdleSupervisorIsReused(t *testing.T) {
 	}
 }
 
+// An exit file left in the task directory by an earlier run (an older
+// record without a pid, which matches any run) is removed before the task
+// is reported started: the new run is running, for the driver that
+// started it and for one that recovers it, until its own exit.
+func TestStaleExitFileRemovedBeforeStart(t *testing.T) {
+	d := newTestDriver()
+	cfg, gate := gatedTask(t, "alloc-1/stale-exit")
+	exitFile := filepath.Join(cfg.GetTaskDir(), exitFileName)
+	stale, _ := json.Marshal(exitRecord{ExitCode: 9})
+	if err := os.WriteFile(exitFile, stale, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := start(t, d, cfg)
+	if _, err := os.Stat(exitFile); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the earlier run's exit file after the start: %v; want it gone", err)
+	}
+	second := newTestDriver()
+	if err := second.RecoverTask(context.Background(), h); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = second.DestroyTask(context.Background(), cfg.GetId(), true) })
+	for _, dr := range []*Driver{d, second} {
+		if st, err := dr.InspectTask(context.Background(), cfg.GetId()); err != nil || st.GetState() != driverpb.TaskState_TASK_STATE_RUNNING {
+			t.Fatalf("the task is %v, %v; want running", st, err)
+		}
+	}
+	openGate(t, gate)
+	for _, dr := range []*Driver{d, second} {
+		if res := awaitExit(t, dr, cfg.GetId()); res.GetExitCode() != 42 {
+			t.Fatalf("exit = %v, want this run's 42", res)
+		}
+	}
+}
+
 // The exit file cannot be written (here a directory is in its way): the
 // driver that started the task still reports the task's real exit, which
 // the supervisor sends it along with the failure.
@@ -235,6 +269,69 @@ func TestTaskForkedIntoV2Cgroup(t *testing.T) {
 	want := "0::/" + strings.TrimPrefix(dir, mount+"/") + "\n"
 	if got := readFile(t, out); !strings.Contains(got, want) {
 		t.Fatalf("the task's /proc/self/cgroup:\n%s\nwant the line %q", got, want)
+	}
+}
+
+// In cgroup v1 one thread of the supervisor joins the task's cgroup for the
+// fork: the task is born there, the start takes no lock (it is held here
+// throughout), and no thread of the process is left in the cgroup.
+func TestTaskForkedFromThreadIntoV1Cgroup(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("cgroups need root")
+	}
+	const hier = "/sys/fs/cgroup/freezer"
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(hier, &st); err != nil || st.Type != 0x27e0eb { // CGROUP_SUPER_MAGIC
+		t.Skip("no cgroup v1 freezer hierarchy mounted")
+	}
+	dir, err := os.MkdirTemp(hier, "drover-test-")
+	if err != nil {
+		t.Skipf("cgroup v1 hierarchy at %s is not writable: %v", hier, err)
+	}
+	t.Cleanup(func() { _ = syscall.Rmdir(dir) })
+	cg := &taskCgroup{Dirs: map[string]string{"freezer": dir}}
+	out := filepath.Join(t.TempDir(), "cgroup")
+	f, err := os.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cmd := &exec.Cmd{
+		Path: "/bin/cat", Args: []string{"cat", "/proc/self/cgroup"}, Env: []string{},
+		Stdout: f, SysProcAttr: &syscall.SysProcAttr{Setsid: true},
+	}
+	var forkMu sync.Mutex
+	forkMu.Lock()
+	defer forkMu.Unlock()
+	type result struct {
+		cmd *exec.Cmd
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		c, err := startInCgroup(cmd, cg, &forkMu)
+		done <- result{c, err}
+	}()
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(testTimeout):
+		t.Fatal("the start waited for the join lock: the whole supervisor joined the v1 cgroup")
+	}
+	if r.err != nil {
+		t.Fatalf("start: %v", r.err)
+	}
+	if err := r.cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	want := ":freezer:/" + strings.TrimPrefix(dir, hier+"/") + "\n"
+	if got := readFile(t, out); !strings.Contains(got, want) {
+		t.Fatalf("the task's /proc/self/cgroup:\n%s\nwant a line ending %q", got, want)
+	}
+	// The task has exited: whatever the cgroup still holds is a thread of
+	// this process that did not go home.
+	if left := strings.TrimSpace(readFile(t, filepath.Join(dir, "tasks"))); left != "" {
+		t.Fatalf("threads left in the task's cgroup: %s", left)
 	}
 }
 

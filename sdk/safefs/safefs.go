@@ -457,7 +457,20 @@ var tmpSeq atomic.Uint64
 // than written through, and a reader sees the old or the new content.
 // Missing parents are created (0o755).
 func (d *Dir) WriteFile(rel string, data []byte, perm os.FileMode) error {
-	f, commit, err := d.CreateAtomic(rel, perm)
+	return d.writeFile(rel, data, perm, true)
+}
+
+// WriteFileNoSync is WriteFile without the fsync: a reader still sees the
+// old or the new content, never a torn file, while the processes run, but
+// a crash of the machine may lose the write. It is for records whose
+// meaning ends with the boot (the exit status of a process), where the
+// fsync costs a disk flush for nothing.
+func (d *Dir) WriteFileNoSync(rel string, data []byte, perm os.FileMode) error {
+	return d.writeFile(rel, data, perm, false)
+}
+
+func (d *Dir) writeFile(rel string, data []byte, perm os.FileMode, sync bool) error {
+	f, commit, err := d.createAtomic(rel, perm, sync)
 	if err != nil {
 		return err
 	}
@@ -472,6 +485,10 @@ func (d *Dir) WriteFile(rel string, data []byte, perm os.FileMode) error {
 // parents). commit(true) syncs it and renames it over rel; commit(false)
 // removes it. The file is closed by commit either way.
 func (d *Dir) CreateAtomic(rel string, perm os.FileMode) (*os.File, func(ok bool) error, error) {
+	return d.createAtomic(rel, perm, true)
+}
+
+func (d *Dir) createAtomic(rel string, perm os.FileMode, sync bool) (*os.File, func(ok bool) error, error) {
 	c, err := d.clean("create", rel)
 	if err != nil {
 		return nil, nil, err
@@ -505,7 +522,7 @@ func (d *Dir) CreateAtomic(rel string, perm os.FileMode) (*os.File, func(ok bool
 			return nil
 		}
 		err := f.Chmod(perm.Perm()) // umask applied at create
-		if err == nil {
+		if err == nil && sync {
 			err = f.Sync()
 		}
 		if cerr := f.Close(); err == nil {

@@ -123,6 +123,37 @@ func TestHostFileUntouched(t *testing.T) {
 	})
 }
 
+// WriteFileNoSync keeps WriteFile's properties but the fsync: a planted
+// link is replaced, not written through, a symlinked parent is refused,
+// and the content and mode are those given.
+func TestWriteFileNoSync(t *testing.T) {
+	modes(t, func(t *testing.T) {
+		root, outside, d := fixture(t)
+		must(t, d.WriteFileNoSync("dir/flink", []byte("exit record"), 0o640))
+		got, err := os.ReadFile(filepath.Join(outside, "secret"))
+		must(t, err)
+		if string(got) != "host secret" {
+			t.Fatalf("host file changed: %q", got)
+		}
+		fi, err := os.Lstat(filepath.Join(root, "dir", "flink"))
+		must(t, err)
+		if !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o640 {
+			t.Fatalf("dir/flink is %v, want the regular 0640 file written in the link's place", fi.Mode())
+		}
+		b, err := d.ReadFile("dir/flink", 0)
+		must(t, err)
+		if string(b) != "exit record" {
+			t.Fatalf("read back %q", b)
+		}
+		if err := d.WriteFileNoSync("link/pwned", []byte("x"), 0o644); !errors.Is(err, ErrUnsafePath) {
+			t.Fatalf("WriteFileNoSync through link: %v", err)
+		}
+		if _, err := os.Stat(filepath.Join(outside, "pwned")); !os.IsNotExist(err) {
+			t.Fatalf("file created on the host: %v", err)
+		}
+	})
+}
+
 func TestOperations(t *testing.T) {
 	modes(t, func(t *testing.T) {
 		root, _, d := fixture(t)
