@@ -193,7 +193,8 @@ func (a *Agent) start(opts Options) error {
 	a.memberAddr, _, _ = net.SplitHostPort(advHTTP)
 
 	// Outside dev mode agents talk over RPC: one port carries gRPC and Raft.
-	if !cfg.DevMode {
+	// A dev agent opens it when its port is configured (listenDevRPC).
+	if !cfg.DevMode || cfg.rpcPortSet() {
 		a.pool = rpc.NewPool(tlsCfgs.rpcClient)
 	}
 	if cfg.Server != nil && cfg.Server.Enabled {
@@ -322,6 +323,11 @@ func (a *Agent) startServer(opts Options, dataDir, advHTTP string, drivers []str
 	scfg.RaftMultiplier = sc.RaftMultiplier
 	if sc.RaftSnapshotInterval != "" {
 		scfg.SnapshotInterval, _ = time.ParseDuration(sc.RaftSnapshotInterval)
+	}
+	if cfg.DevMode && cfg.rpcPortSet() {
+		if err := a.listenDevRPC(&scfg, serverTLS); err != nil {
+			return err
+		}
 	}
 	if !cfg.DevMode {
 		rpcLn, err := net.Listen("tcp", net.JoinHostPort(cfg.BindAddr, strconv.Itoa(cfg.Ports.RPC)))
