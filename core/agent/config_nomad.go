@@ -226,9 +226,9 @@ var nomadOnlyKeys = map[string]map[string]string{
 		"circonus_broker_select_tag":             whyTelemetry,
 	},
 	"tls": {
-		"rpc_upgrade_mode":               whyTLS,
-		"tls_cipher_suites":              whyTLS,
-		"tls_min_version":                whyTLS,
+		"rpc_upgrade_mode":                whyTLS,
+		"tls_cipher_suites":               whyTLS,
+		"tls_min_version":                 whyTLS,
 		"tls_prefer_server_cipher_suites": whyTLS,
 	},
 }
