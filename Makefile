@@ -37,7 +37,7 @@ test: check-tracked
 	$(if $(TEST_FUZZTIME),FUZZTIME=$(TEST_FUZZTIME) GO=$(GO) ./scripts/fuzz.sh)
 
 # Nomad's own api package test suite (a pinned module version) against drover
-# on PATH as `nomad`; about half an hour on 2 cores, so not part of `test`.
+# on PATH as `nomad`; 6 to 20 minutes on 2 cores, so not part of `test`.
 # Fails on a failure not listed in test/nomadapi/known_failures.txt.
 # NOMAD_API_REPORT=file writes the failures grouped by cause (markdown);
 # NOMAD_API_RUN=regexp runs only the matching tests.

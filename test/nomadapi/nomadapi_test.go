@@ -69,28 +69,11 @@ func TestNomadAPISuite(t *testing.T) {
 	suite := filepath.Join(t.TempDir(), "api")
 	copyTree(t, src, suite)
 
-	out := filepath.Join(t.TempDir(), "suite.json")
-	args := []string{"test", "-json", "-count=1", "-timeout", envOr("DROVER_NOMAD_API_TIMEOUT", "80m")}
-	if run := os.Getenv("DROVER_NOMAD_API_RUN"); run != "" {
-		args = append(args, "-run", run)
-	}
-	args = append(args, "./...")
-	cmd := exec.Command(harness.GoTool(), args...)
-	cmd.Dir = suite
-	cmd.Env = append(withoutEnv(os.Environ(), "PATH", "NOMAD_ADDR", "NOMAD_TOKEN", "NOMAD_TEST_LOG_LEVEL"),
+	env := append(withoutEnv(os.Environ(), "PATH", "NOMAD_ADDR", "NOMAD_TOKEN", "NOMAD_TEST_LOG_LEVEL"),
 		"PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"), "GOFLAGS=-mod=mod")
-	f, err := os.Create(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout = f
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	runErr := cmd.Run()
-	_ = f.Close()
-	results := parseResults(t, out)
+	results, stderr, runErr := runSuite(t, suite, env, os.Getenv("DROVER_NOMAD_API_RUN"), "")
 	if len(results) == 0 {
-		t.Fatalf("the suite ran no test (go test: %v)\n%s", runErr, stderr.String())
+		t.Fatalf("the suite ran no test (go test: %v)\n%s", runErr, stderr)
 	}
 
 	known := knownFailures(t)
@@ -112,8 +95,27 @@ func TestNomadAPISuite(t *testing.T) {
 			}
 		}
 	}
-	sort.Strings(unexpected)
 	sort.Strings(fixed)
+	// A test's agent that starts too slowly for the harness (10 s, on a
+	// machine loaded by others) fails a test that passes otherwise: an
+	// unexpected failure is run once more, alone, and counts only if it
+	// fails again. The first failure is logged.
+	if len(unexpected) > 0 {
+		again, _, _ := runSuite(t, suite, env, "^("+strings.Join(unexpected, "|")+")$", "1")
+		var still []string
+		for _, name := range unexpected {
+			if r := again[name]; r != nil && r.action == "pass" {
+				t.Logf("%s failed, then passed when run again alone; its first failure:\n%s", name, tail(results[name].output.String(), 12))
+				results[name] = r
+				failed--
+				passed++
+				continue
+			}
+			still = append(still, name)
+		}
+		unexpected = still
+	}
+	sort.Strings(unexpected)
 	t.Logf("Nomad api suite %s against drover: %d passed, %d failed, %d skipped (top-level tests)", apiVersion, passed, failed, skipped)
 	if path := os.Getenv("DROVER_NOMAD_API_REPORT"); path != "" {
 		writeReport(t, path, results, known)
@@ -124,6 +126,34 @@ func TestNomadAPISuite(t *testing.T) {
 	for _, name := range unexpected {
 		t.Errorf("%s failed and is not in known_failures.txt:\n%s", name, tail(results[name].output.String(), 40))
 	}
+}
+
+// runSuite runs the copied suite with go test -json: the tests matching
+// run (all when empty), -parallel parallel (go test's default when empty).
+func runSuite(t *testing.T, dir string, env []string, run, parallel string) (map[string]*result, string, error) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "suite.json")
+	args := []string{"test", "-json", "-count=1", "-timeout", envOr("DROVER_NOMAD_API_TIMEOUT", "80m")}
+	if run != "" {
+		args = append(args, "-run", run)
+	}
+	if parallel != "" {
+		args = append(args, "-parallel", parallel)
+	}
+	args = append(args, "./...")
+	cmd := exec.Command(harness.GoTool(), args...)
+	cmd.Dir = dir
+	cmd.Env = env
+	f, err := os.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout = f
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	runErr := cmd.Run()
+	_ = f.Close()
+	return parseResults(t, out), stderr.String(), runErr
 }
 
 // downloadModule fetches the pinned api module through the module proxy
