@@ -22,7 +22,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/drover-org/drover/internal/testtier"
 	"github.com/drover-org/drover/test/internal/harness"
@@ -128,32 +130,88 @@ func TestNomadAPISuite(t *testing.T) {
 	}
 }
 
-// runSuite runs the copied suite with go test -json: the tests matching
-// run (all when empty), -parallel parallel (go test's default when empty).
+// runSuite runs the copied suite's tests: the tests matching run (all
+// when empty), -parallel parallel (the default when empty). The test
+// binary is built first and run in its own process group, its output to a
+// file: the harness leaves the agent of a test whose start it gave up on
+// running (it fails the test before it could stop it), and such an agent
+// must neither hold the run open nor outlive it. Every process left in
+// the group when the binary ends is stopped (SIGTERM, then SIGKILL).
 func runSuite(t *testing.T, dir string, env []string, run, parallel string) (map[string]*result, string, error) {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), "suite.json")
-	args := []string{"test", "-json", "-count=1", "-timeout", envOr("DROVER_NOMAD_API_TIMEOUT", "80m")}
+	tmp := t.TempDir()
+	bin := filepath.Join(tmp, "api.test")
+	build := exec.Command(harness.GoTool(), "test", "-c", "-o", bin, ".")
+	build.Dir = dir
+	build.Env = env
+	if b, err := build.CombinedOutput(); err != nil {
+		return nil, string(b), fmt.Errorf("building the suite: %w", err)
+	}
+	args := []string{"-test.v=test2json", "-test.count=1", "-test.timeout=" + envOr("DROVER_NOMAD_API_TIMEOUT", "80m")}
 	if run != "" {
-		args = append(args, "-run", run)
+		args = append(args, "-test.run="+run)
 	}
 	if parallel != "" {
-		args = append(args, "-parallel", parallel)
+		args = append(args, "-test.parallel="+parallel)
 	}
-	args = append(args, "./...")
-	cmd := exec.Command(harness.GoTool(), args...)
-	cmd.Dir = dir
-	cmd.Env = env
-	f, err := os.Create(out)
+	raw := filepath.Join(tmp, "suite.out")
+	f, err := os.Create(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
+	cmd.Env = env
 	cmd.Stdout = f
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
-	runErr := cmd.Run()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	runErr := cmd.Start()
+	if runErr == nil {
+		runErr = cmd.Wait()
+		stopGroup(t, cmd.Process.Pid)
+	}
 	_ = f.Close()
+
+	out := filepath.Join(tmp, "suite.json")
+	conv := exec.Command(harness.GoTool(), "tool", "test2json", "-t", "-p", apiModule)
+	in, err := os.Open(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	jf, err := os.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var convErr strings.Builder
+	conv.Stdin, conv.Stdout, conv.Stderr = in, jf, &convErr
+	if err := conv.Run(); err != nil {
+		t.Logf("test2json: %v: %s", err, convErr.String())
+	}
+	_ = jf.Close()
 	return parseResults(t, out), stderr.String(), runErr
+}
+
+// stopGroup stops every process left in process group pgid: SIGTERM (a
+// drover agent then stops its plugins), and SIGKILL for what is still
+// there 20 s later.
+func stopGroup(t *testing.T, pgid int) {
+	t.Helper()
+	if syscall.Kill(-pgid, syscall.SIGTERM) != nil {
+		return // nothing left
+	}
+	t.Logf("stopping the agents the suite's harness left running (process group %d)", pgid)
+	deadline := time.Now().Add(20 * time.Second)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for syscall.Kill(-pgid, 0) == nil {
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			return
+		}
+		<-tick.C
+	}
 }
 
 // downloadModule fetches the pinned api module through the module proxy
