@@ -23,7 +23,7 @@ func (agentCommand) Run(args []string) int {
 	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
 	dev := fs.Bool("dev", false, "run a server and a client in one process with in-memory state")
 	var configPaths stringList
-	fs.Var(&configPaths, "config", "HCL agent config file or directory of *.hcl files; repeatable, later ones override earlier ones")
+	fs.Var(&configPaths, "config", "agent config file (HCL or JSON, told by content) or directory of *.hcl and *.json files; repeatable, later ones override earlier ones")
 	dataDir := fs.String("data-dir", "", "data directory (overrides the config)")
 	bind := fs.String("bind", "", "address to bind to (overrides the config)")
 	httpPort := fs.Int("http-port", 0, "HTTP API port (overrides the config)")
@@ -78,6 +78,10 @@ func (agentCommand) Run(args []string) int {
 	logger := hclog.New(&hclog.LoggerOptions{
 		Name: "drover", Level: hclog.LevelFromString(cfg.LogLevel), JSONFormat: cfg.LogJSON, Output: os.Stderr,
 	})
+	// One line for each key of Nomad's config that drover does not serve.
+	for _, w := range cfg.Warnings {
+		logger.Warn("agent config key not served by drover; ignored", "key", w.Key, "at", w.Pos, "reason", w.Reason)
+	}
 	a, err := agent.New(cfg, agent.Options{Logger: logger, ConfigPaths: configPaths})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "Error starting agent: %v\n", err)

@@ -177,23 +177,28 @@ func (a *Agent) start(opts Options) error {
 			"anyone reaching the RPC port can join Raft, register nodes, deregister jobs and read allocations")
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := a.startPlugins(ctx, opts); err != nil {
-		return err
-	}
-
+	// The HTTP port is bound before the plugins start (seconds on a loaded
+	// machine): a port chosen free a moment ago (Nomad's test harness) is
+	// not taken meanwhile, and a caller that connects early waits in the
+	// listen queue for the answer instead of being refused.
 	if a.httpLn == nil {
 		httpAddr := net.JoinHostPort(cfg.BindAddr, strconv.Itoa(cfg.Ports.HTTP))
 		if a.httpLn, err = net.Listen("tcp", httpAddr); err != nil {
 			return fmt.Errorf("http listener: %w", err)
 		}
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := a.startPlugins(ctx, opts); err != nil {
+		return err
+	}
+
 	advHTTP := advertiseAddr(cfg, a.httpLn.Addr().String(), cfg.Advertise.httpAddr())
 	a.memberAddr, _, _ = net.SplitHostPort(advHTTP)
 
 	// Outside dev mode agents talk over RPC: one port carries gRPC and Raft.
-	if !cfg.DevMode {
+	// A dev agent opens it when its port is configured (listenDevRPC).
+	if !cfg.DevMode || cfg.rpcPortSet() {
 		a.pool = rpc.NewPool(tlsCfgs.rpcClient)
 	}
 	if cfg.Server != nil && cfg.Server.Enabled {
@@ -348,6 +353,11 @@ func (a *Agent) startServer(opts Options, dataDir, advHTTP string, drivers []str
 	scfg.RaftMultiplier = sc.RaftMultiplier
 	if sc.RaftSnapshotInterval != "" {
 		scfg.SnapshotInterval, _ = time.ParseDuration(sc.RaftSnapshotInterval)
+	}
+	if cfg.DevMode && cfg.rpcPortSet() {
+		if err := a.listenDevRPC(&scfg, serverTLS); err != nil {
+			return err
+		}
 	}
 	if !cfg.DevMode {
 		rpcLn, err := net.Listen("tcp", net.JoinHostPort(cfg.BindAddr, strconv.Itoa(cfg.Ports.RPC)))

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -43,6 +42,10 @@ type Config struct {
 
 	// DevMode is set by -dev, never from a file.
 	DevMode bool
+	// Warnings name the keys of Nomad's agent config that the files set
+	// and drover does not serve (config_nomad.go), in file order; the
+	// agent logs one line for each. The parser fills it, never a file.
+	Warnings []Warning
 	// Origins says where each setting was given, by key path
 	// ("server.num_schedulers" → "agent.hcl:3:20"), for the errors of
 	// validate. The parser fills it, never a file.
@@ -315,7 +318,7 @@ func parseConfigFragment(filename string, src []byte) (*Config, error) {
 	}
 	var f *hcl.File
 	var diags hcl.Diagnostics
-	if strings.HasSuffix(filename, ".json") {
+	if isJSON(src) {
 		f, diags = hcljson.Parse(src, filename)
 	} else {
 		f, diags = hclsyntax.ParseConfig(src, filename, hcl.Pos{Line: 1, Column: 1})
@@ -324,9 +327,11 @@ func parseConfigFragment(filename string, src []byte) (*Config, error) {
 		return nil, diagError(diags)
 	}
 	var c Config
-	if diags := gohcl.DecodeBody(f.Body, nil, &c); diags.HasErrors() {
-		return nil, diagError(diags)
+	body := &nomadBody{inner: f.Body, warnings: &c.Warnings, keys: map[hcl.Pos]string{}}
+	if diags := gohcl.DecodeBody(body, nil, &c); diags.HasErrors() {
+		return nil, diagError(namedDiags(diags, body.keys))
 	}
+	sortWarnings(c.Warnings)
 	c.Origins = map[string]string{}
 	recordOrigins(f.Body, &c, "", c.Origins)
 	if len(c.Plugins) > maxPlugins {

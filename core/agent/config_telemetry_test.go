@@ -14,8 +14,11 @@ func TestTelemetryConfig(t *testing.T) {
 		{"absent", `data_dir = "/tmp/x"`, false, ""},
 		{"on", "telemetry {\n  prometheus_metrics = true\n}", true, ""},
 		{"off", "telemetry {\n  prometheus_metrics = false\n}", false, ""},
-		{"unknown key refused", "telemetry {\n  statsd_address = \"x\"\n}", false, "statsd_address"},
-		{"wrong type refused", "telemetry {\n  prometheus_metrics = \"maybe\"\n}", false, "agent.hcl:2:25: Unsuitable value type"},
+		// A Nomad key drover does not serve is accepted with a warning
+		// (TestNomadConfigWarnings); a key of neither is refused.
+		{"nomad key accepted", "telemetry {\n  statsd_address = \"x\"\n}", false, ""},
+		{"unknown key refused", "telemetry {\n  statsd_adress = \"x\"\n}", false, "agent.hcl:2:3: telemetry.statsd_adress: not a key"},
+		{"wrong type refused", "telemetry {\n  prometheus_metrics = \"maybe\"\n}", false, "agent.hcl:2:25: telemetry.prometheus_metrics: Unsuitable value type"},
 	}
 	for _, tt := range tests {
 		cfg, err := parseConfigFragment("agent.hcl", []byte(tt.src))

@@ -95,6 +95,7 @@ func (c *Config) Merge(o *Config) *Config {
 		r.Origins = map[string]string{}
 	}
 	maps.Copy(r.Origins, o.Origins)
+	r.Warnings = append(slices.Clone(c.Warnings), o.Warnings...)
 	r.Plugins = slices.Clone(c.Plugins)
 	for _, p := range o.Plugins {
 		if i := slices.IndexFunc(r.Plugins, func(q *PluginConfig) bool { return q.Name == p.Name }); i >= 0 {

@@ -50,7 +50,7 @@ func RunUI(ui *UI, args []string, extra map[string]Command) int {
 // the commands that live here.
 func Commands(ui *UI) map[string]Command {
 	cmds := map[string]Command{
-		"version": &VersionCommand{ui: ui},
+		"version": &VersionCommand{ui: ui, name: programName()},
 		"ui":      &UICommand{ui: ui},
 	}
 	for _, area := range []func(*UI) map[string]Command{

@@ -97,8 +97,9 @@ func assertFailedCleanly(t *testing.T, fs failedStart, tmp string, ports []int, 
 	}
 }
 
-// A dev agent whose HTTP port is taken says so, exits 1 and leaves neither
-// its plugins nor its dev data dir behind.
+// A dev agent whose RPC port is taken says so, exits 1 and leaves neither
+// its plugins, nor its HTTP port, nor its dev data dir behind. (The RPC
+// port is bound once the plugins run; the HTTP port before them.)
 func TestAgentStartPortInUse(t *testing.T) {
 	t.Parallel()
 	tmp := t.TempDir()
@@ -107,13 +108,13 @@ func TestAgentStartPortInUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer busy.Close()
-	httpPort := busy.Addr().(*net.TCPAddr).Port
-	rpcPort := harness.FreePorts(t, 1)[0]
-	fs := runFailingAgent(t, tmp, "-dev", "-http-port", strconv.Itoa(httpPort), "-rpc-port", strconv.Itoa(rpcPort))
+	rpcPort := busy.Addr().(*net.TCPAddr).Port
+	httpPort := harness.FreePorts(t, 1)[0]
+	fs := runFailingAgent(t, tmp, "-dev", "-bind", "127.0.0.1", "-http-port", strconv.Itoa(httpPort), "-rpc-port", strconv.Itoa(rpcPort))
 	if len(fs.plugins) == 0 {
 		t.Errorf("no plugin was started before the failure; the test no longer covers their clean-up")
 	}
-	assertFailedCleanly(t, fs, tmp, []int{rpcPort}, "http listener", "address already in use")
+	assertFailedCleanly(t, fs, tmp, []int{httpPort}, "rpc listener", "address already in use")
 }
 
 // A server whose raft.db is damaged or empty refuses to start, names the
