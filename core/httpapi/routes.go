@@ -209,6 +209,10 @@ var routeTable = []route{
 	// The web UI authorizes each page itself, with this server's resolver
 	// and the same header parsing as the API (plus its cookie).
 	{"", "/ui/", self, on(uiHandlers.serveUI)},
+	// Nomad's UI addresses: / and /ui go to /ui/ with their query (the
+	// ott of `nomad ui -authenticate` among it); they show nothing.
+	{"GET", "/{$}", public, on(uiHandlers.uiRootRedirect)},
+	{"GET", "/ui", public, on(uiHandlers.uiRootRedirect)},
 }
 
 // errRouteNoRule is the kind of a table entry without an ACL rule.
