@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bytes"
+	"fmt"
 	"net"
 	"os"
 	"strconv"
@@ -158,5 +159,49 @@ func TestNomadAPIAgentOps(t *testing.T) {
 	}
 	if err := c.Agent().ForceLeave(m.Name); err == nil || !strings.Contains(err.Error(), "alive") {
 		t.Errorf("ForceLeave(the live leader): %v; want a refusal saying it is alive", err)
+	}
+}
+
+// A job whose ID holds the characters Nomad's own API test uses (slash,
+// backslash, colon, newline, ?, & and a CJK character) registers, reads
+// back under every job route through the official client (which
+// path-escapes the ID), and deregisters.
+func TestNomadAPITroublesomeJobID(t *testing.T) {
+	a := startDevAgent(t)
+	c := nomadClient(t, a.HTTPAddr())
+	id := "job-id/with\\troublesome:characters\n?&字"
+	waitFor(t, "a ready node", func() (bool, string) {
+		nodes, _, err := c.Nodes().List(nil)
+		return err == nil && len(nodes) == 1 && nodes[0].Status == "ready", fmt.Sprint(nodes, err)
+	})
+	job := sysbatchJob(id)
+	if _, _, err := c.Jobs().Register(job, nil); err != nil {
+		t.Fatalf("Register: %v", err)
+	}
+	got, _, err := c.Jobs().Info(id, nil)
+	if err != nil || got.ID == nil || *got.ID != id {
+		t.Fatalf("Info: %v, %v; want the job %q", got, err, id)
+	}
+	if sum, _, err := c.Jobs().Summary(id, nil); err != nil || sum.JobID != id {
+		t.Errorf("Summary: %+v, %v", sum, err)
+	}
+	if vers, _, _, err := c.Jobs().Versions(id, false, nil); err != nil || len(vers) != 1 {
+		t.Errorf("Versions: %d, %v; want 1", len(vers), err)
+	}
+	if evals, _, err := c.Jobs().Evaluations(id, nil); err != nil || len(evals) == 0 || evals[0].JobID != id {
+		t.Errorf("Evaluations: %v, %v; want the register's eval", evals, err)
+	}
+	waitFor(t, "the job's allocation", func() (bool, string) {
+		allocs, _, err := c.Jobs().Allocations(id, true, nil)
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(allocs) == 1 && allocs[0].JobID == id, ""
+	})
+	if _, _, err := c.Jobs().Deregister(id, true, nil); err != nil {
+		t.Fatalf("Deregister: %v", err)
+	}
+	if _, _, err := c.Jobs().Info(id, nil); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Errorf("Info after purge: %v; want a 404", err)
 	}
 }
