@@ -8,6 +8,7 @@ import "github.com/drover-org/drover/core/command/cli"
 func Commands(ui *cli.UI) map[string]cli.Command {
 	cmds := map[string]cli.Command{
 		"server members":            &ServerMembersCommand{ui: ui},
+		"agent-info":                &AgentInfoCommand{ui: ui},
 		"operator raft list-peers":  &OperatorRaftListPeersCommand{ui: ui},
 		"operator raft remove-peer": &OperatorRaftRemovePeerCommand{ui: ui},
 		"operator plugin list":      &OperatorPluginListCommand{ui: ui},
