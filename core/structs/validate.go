@@ -634,9 +634,10 @@ func badJobIDChar(id string) string {
 }
 
 // ValidateDispatchIDs checks a dispatch's IdPrefixTemplate and the child ID
-// built from it: neither may hold spaces, NUL, newlines or other control
-// characters, and the prefix may not hold "/" (which separates a child's
-// ID from its parent's).
+// built from it: the prefix may not hold spaces, NUL, newlines or other
+// control characters, nor "/" (which separates a child's ID from its
+// parent's); the child ID follows the job ID rule (no spaces or NUL), so a
+// child inherits whatever its parent's ID holds, as in Nomad.
 func ValidateDispatchIDs(prefixTemplate, childID string) error {
 	var l errList
 	if bad := badIDChar(prefixTemplate); bad != "" {
@@ -644,7 +645,7 @@ func ValidateDispatchIDs(prefixTemplate, childID string) error {
 	} else if strings.Contains(prefixTemplate, "/") {
 		l.add("IdPrefixTemplate %q: must not contain \"/\"", prefixTemplate)
 	}
-	if bad := badIDChar(childID); bad != "" && len(l.errs) == 0 {
+	if bad := badJobIDChar(childID); bad != "" && len(l.errs) == 0 {
 		l.add("dispatched job ID %q: must not contain %s", childID, bad)
 	}
 	return l.err()
