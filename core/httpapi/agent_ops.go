@@ -56,6 +56,9 @@ func (s *HTTPServer) selfBody() map[string]any {
 	if s.self != nil {
 		body, _ = s.self().(map[string]any)
 	}
+	if body == nil && s.srv == nil {
+		body = map[string]any{}
+	}
 	if body == nil {
 		body = map[string]any{
 			"config": map[string]any{"Region": s.region(), "Datacenter": s.datacenter()},
