@@ -75,7 +75,8 @@ func (agentCommand) Run(args []string) int {
 		fmt.Fprintf(os.Stderr, "Error loading agent config: %v\n", err)
 		return 1
 	}
-	logger := hclog.New(&hclog.LoggerOptions{
+	// An intercept logger, so that /v1/agent/monitor can stream it.
+	logger := hclog.NewInterceptLogger(&hclog.LoggerOptions{
 		Name: "drover", Level: hclog.LevelFromString(cfg.LogLevel), JSONFormat: cfg.LogJSON, Output: os.Stderr,
 	})
 	// One line for each key of Nomad's config that drover does not serve.

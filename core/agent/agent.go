@@ -115,7 +115,7 @@ const defaultLeaderWait = time.Minute
 func New(cfg *Config, opts Options) (*Agent, error) {
 	logger := opts.Logger
 	if logger == nil {
-		logger = hclog.New(&hclog.LoggerOptions{Name: "drover", Level: hclog.LevelFromString(cfg.LogLevel), JSONFormat: cfg.LogJSON})
+		logger = hclog.NewInterceptLogger(&hclog.LoggerOptions{Name: "drover", Level: hclog.LevelFromString(cfg.LogLevel), JSONFormat: cfg.LogJSON})
 	}
 	// Room for the HTTP server's end and a server's fatal stop.
 	a := &Agent{cfg: cfg, logger: logger, done: make(chan error, 2), configPaths: opts.ConfigPaths, metrics: metrics.New()}
@@ -489,7 +489,12 @@ func (a *Agent) startClient(dataDir, advHTTP string) (*remoteServers, error) {
 func (a *Agent) startHTTP(remote *remoteServers) {
 	hcfg := httpapi.Config{Logger: a.logger.Named("http"), AgentSelf: a.self, NodeName: a.cfg.NodeName, ReloadPlugins: a.reloadForAPI,
 		Plugins: agentPlugins{a}, MaxBodyBytes: a.cfg.HTTPMaxBodyBytes,
-		Metrics: a.metrics, Prometheus: a.cfg.prometheusMetrics()}
+		Metrics: a.metrics, Prometheus: a.cfg.prometheusMetrics(),
+		// Nomad's -dev serves profiles as enable_debug does.
+		EnableDebug: a.cfg.EnableDebug || a.cfg.DevMode}
+	if sinks, ok := a.logger.(hclog.InterceptLogger); ok {
+		hcfg.LogSinks = sinks
+	}
 	if a.server != nil {
 		serveServer(&hcfg, a.server)
 	}

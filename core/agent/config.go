@@ -26,7 +26,9 @@ type Config struct {
 	BindAddr   string `hcl:"bind_addr,optional"`
 	LogLevel   string `hcl:"log_level,optional"`
 	LogJSON    bool   `hcl:"log_json,optional"`
-	PluginDir  string `hcl:"plugin_dir,optional"`
+	// EnableDebug serves /v1/agent/pprof/* without ACLs (Nomad's key).
+	EnableDebug bool   `hcl:"enable_debug,optional"`
+	PluginDir   string `hcl:"plugin_dir,optional"`
 	// HTTPMaxBodyBytes caps an HTTP request body (413 above it); 0 is
 	// structs.DefaultMaxRequestBodyBytes (8 MiB).
 	HTTPMaxBodyBytes int64 `hcl:"http_max_body_bytes,optional"`

@@ -82,6 +82,7 @@ func (c *Config) Merge(o *Config) *Config {
 		r.HTTPMaxBodyBytes = o.HTTPMaxBodyBytes
 	}
 	r.LogJSON = r.LogJSON || o.LogJSON
+	r.EnableDebug = r.EnableDebug || o.EnableDebug
 	r.DevMode = r.DevMode || o.DevMode
 	r.Ports = mergePorts(c.Ports, o.Ports)
 	r.Advertise = mergeAdvertise(c.Advertise, o.Advertise)

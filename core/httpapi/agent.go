@@ -38,23 +38,6 @@ func (s agentHandlers) agentReloadPlugins(w http.ResponseWriter, r *http.Request
 	writeJSON(w, r, http.StatusOK, AgentPluginsReloadResponse{Reloaded: true, PluginsReload: done})
 }
 
-func (s agentHandlers) agentSelf(w http.ResponseWriter, r *http.Request) {
-	if s.self != nil {
-		writeJSON(w, r, http.StatusOK, s.self())
-		return
-	}
-	writeJSON(w, r, http.StatusOK, map[string]any{
-		"config": map[string]any{
-			"Region":     s.region(),
-			"Datacenter": s.srv.Datacenter(),
-		},
-		"member": map[string]any{
-			"Tags": map[string]string{"region": s.region(), "dc": s.srv.Datacenter()},
-		},
-		"stats": map[string]any{},
-	})
-}
-
 func (s statusHandlers) statusLeader(w http.ResponseWriter, r *http.Request) {
 	leader := s.srv.LeaderAddr()
 	if leader == "" {

@@ -26,5 +26,26 @@ func nomadCompatMatrixCases(nobody string) []matrixCase {
 		{"PUT /v1/node/{id}/evaluate", "PUT", "/v1/node/" + nobody + "/evaluate", nil, "----4"},
 		{"POST /v1/node/{id}/purge", "POST", "/v1/node/" + nobody + "/purge", nil, "----4"},
 		{"PUT /v1/node/{id}/purge", "PUT", "/v1/node/" + nobody + "/purge", nil, "----4"},
+
+		// This agent's operations: agent:read to look, agent:write to
+		// change or profile. The test server is no cluster and has no
+		// logger to monitor: those answer allowed callers 4xx/501.
+		{"GET /v1/agent/monitor", "GET", "/v1/agent/monitor?log_level=bogus", nil, "---xx"},
+		{"PUT /v1/agent/join", "PUT", "/v1/agent/join?address=192.0.2.1:4647", nil, "----x"},
+		{"POST /v1/agent/join", "POST", "/v1/agent/join?address=192.0.2.1:4647", nil, "----x"},
+		{"PUT /v1/agent/force-leave", "PUT", "/v1/agent/force-leave?node=gone", nil, "----x"},
+		{"POST /v1/agent/force-leave", "POST", "/v1/agent/force-leave?node=gone", nil, "----x"},
+		{"GET /v1/agent/schedulers", "GET", "/v1/agent/schedulers", nil, "---xx"},
+		{"GET /v1/agent/schedulers/config", "GET", "/v1/agent/schedulers/config", nil, "---xx"},
+		{"PUT /v1/agent/schedulers/config", "PUT", "/v1/agent/schedulers/config", map[string]any{"num_schedulers": 1}, "----x"},
+		{"POST /v1/agent/schedulers/config", "POST", "/v1/agent/schedulers/config", map[string]any{"num_schedulers": 1}, "----x"},
+		{"GET /v1/agent/pprof/{profile}", "GET", "/v1/agent/pprof/goroutine", nil, "----2"},
+		{"GET /v1/agent/pprof/{profile}", "GET", "/v1/agent/pprof/nosuch", nil, "----4"},
+
+		// Nomad's UI entry points redirect whoever asks to /ui/ (the
+		// client follows): / ends on the jobs list, which each caller
+		// sees as its namespaces allow; an unknown ott is refused.
+		{"GET /{$}", "GET", "/", nil, "--222"},
+		{"GET /ui", "GET", "/ui?ott=" + nobody, nil, "-----"},
 	}
 }

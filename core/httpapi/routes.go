@@ -142,6 +142,18 @@ var routeTable = []route{
 	{"GET", "/v1/agent/plugins/{name}", agentRead, on(agentHandlers.agentPluginByName)},
 	{"GET", "/v1/agent/members", agentRead, on(agentHandlers.agentMembers)},
 
+	// This agent's operations, as Nomad's (agent_ops.go, monitor.go): the
+	// log stream and scheduler workers need agent:read, joins, force-leave
+	// and worker config writes agent:write; profiles agent:write, and
+	// with ACLs off enable_debug (checked in the handler).
+	{"GET", "/v1/agent/monitor", agentRead, on(agentHandlers.agentMonitor)},
+	{"PUT POST", "/v1/agent/join", agentWrite, on(agentHandlers.agentJoin)},
+	{"PUT POST", "/v1/agent/force-leave", agentWrite, on(agentHandlers.agentForceLeave)},
+	{"GET", "/v1/agent/schedulers", agentRead, on(agentHandlers.agentSchedulers)},
+	{"GET", "/v1/agent/schedulers/config", agentRead, on(agentHandlers.agentSchedulerConfigGet)},
+	{"PUT POST", "/v1/agent/schedulers/config", agentWrite, on(agentHandlers.agentSchedulerConfigSet)},
+	{"GET", "/v1/agent/pprof/{profile}", agentWrite, on(agentHandlers.agentPprof)},
+
 	// The ACL bootstrap and one-time tokens, policies and tokens: each
 	// server method authorizes its caller from the secret it is given.
 	// /v1/acl/token/self and the one-time token routes are literal
@@ -213,6 +225,10 @@ var routeTable = []route{
 	// The web UI authorizes each page itself, with this server's resolver
 	// and the same header parsing as the API (plus its cookie).
 	{"", "/ui/", self, on(uiHandlers.serveUI)},
+	// Nomad's UI addresses: / and /ui go to /ui/ with their query (the
+	// ott of `nomad ui -authenticate` among it); they show nothing.
+	{"GET", "/{$}", public, on(uiHandlers.uiRootRedirect)},
+	{"GET", "/ui", public, on(uiHandlers.uiRootRedirect)},
 }
 
 // errRouteNoRule is the kind of a table entry without an ACL rule.

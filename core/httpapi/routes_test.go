@@ -77,6 +77,9 @@ var wildcard = regexp.MustCompile(`\{[^}]*\}`)
 // routeExample is a path that entry's pattern matches, every wildcard
 // (and a trailing-slash subtree) filled with "team".
 func routeExample(rt route) string {
+	if exact, ok := strings.CutSuffix(rt.path, "{$}"); ok {
+		return exact // the path itself, nothing below it
+	}
 	p := wildcard.ReplaceAllString(rt.path, "team")
 	if strings.HasSuffix(p, "/") {
 		p += "team"

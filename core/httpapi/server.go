@@ -160,6 +160,12 @@ type Config struct {
 	// ?format=prometheus (telemetry.prometheus_metrics).
 	Metrics    *metrics.Metrics
 	Prometheus bool
+	// LogSinks is the agent's logger, streamed by /v1/agent/monitor; nil
+	// answers it 501.
+	LogSinks LogSinks
+	// EnableDebug serves /v1/agent/pprof/* when ACLs are off (with ACLs
+	// it needs agent:write), as Nomad's enable_debug.
+	EnableDebug bool
 }
 
 // HTTPServer serves the v1 API.
@@ -210,6 +216,9 @@ type HTTPServer struct {
 	// metrics and prometheus are Config's.
 	metrics    *metrics.Metrics
 	prometheus bool
+	// logSinks and enableDebug are Config's.
+	logSinks    LogSinks
+	enableDebug bool
 
 	// stopping ends blocking queries and log streams when Shutdown starts,
 	// so that long polls answer at once instead of holding the shutdown.
@@ -245,6 +254,8 @@ func New(cfg Config) *HTTPServer {
 		eventHeartbeat: cfg.EventHeartbeat,
 		metrics:        cfg.Metrics,
 		prometheus:     cfg.Prometheus,
+		logSinks:       cfg.LogSinks,
+		enableDebug:    cfg.EnableDebug,
 	}
 	if s.leaderScheme == "" {
 		s.leaderScheme = "http"

@@ -22,6 +22,15 @@ type uiHandlers struct{ *HTTPServer }
 // serveUI serves /ui/ with the UI that New built.
 func (s uiHandlers) serveUI(w http.ResponseWriter, r *http.Request) { s.ui.ServeHTTP(w, r) }
 
+// uiRootRedirect sends / and /ui to /ui/, keeping the query.
+func (s uiHandlers) uiRootRedirect(w http.ResponseWriter, r *http.Request) {
+	target := "/ui/"
+	if r.URL.RawQuery != "" {
+		target += "?" + r.URL.RawQuery
+	}
+	http.Redirect(w, r, target, http.StatusFound)
+}
+
 // uiHandler builds the web UI over this server's state store, token
 // resolver, Raft configuration, writes and plugins.
 func (s *HTTPServer) uiHandler() http.Handler {

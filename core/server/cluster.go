@@ -93,8 +93,14 @@ func (ep Operator) RaftPeers() (*RaftPeersReply, error) {
 	_, leaderID := s.raft.LeaderWithID()
 	out := &RaftPeersReply{Index: f.Index()}
 	for _, srv := range f.Configuration().Servers {
+		addr := string(srv.Address)
+		if s.cfg.DevMode && s.cfg.RPCAddr != "" && string(srv.ID) == s.raftID() {
+			// The dev server's in-memory transport is addressed by its
+			// ID: show the RPC address it serves on, as LeaderAddr does.
+			addr = s.cfg.RPCAddr
+		}
 		out.Servers = append(out.Servers, RaftPeer{
-			ID: string(srv.ID), Node: string(srv.ID), Address: string(srv.Address),
+			ID: string(srv.ID), Node: string(srv.ID), Address: addr,
 			Leader: srv.ID == leaderID, Voter: srv.Suffrage == raft.Voter,
 		})
 	}

@@ -11,8 +11,8 @@ import (
 
 // IdPrefixTemplate and the IDs built from it are checked: no spaces, NUL,
 // newlines or other control characters (and no "/" in the prefix); a
-// refused dispatch writes nothing. A job ID with a newline is refused at
-// registration, so that no child can inherit one.
+// refused dispatch writes nothing. A job ID follows Nomad's rule (no
+// spaces or NUL, any other character), and a child inherits it.
 func TestDispatchIDValidation(t *testing.T) {
 	s := testServer(t, nil)
 	ctx := context.Background()
@@ -48,10 +48,16 @@ func TestDispatchIDValidation(t *testing.T) {
 		t.Fatalf("child ID %q", resp.DispatchedJobID)
 	}
 
-	for _, id := range []string{"bad\nid", "bad\rid", "bad\x7fid"} {
+	for _, id := range []string{"bad id", "bad\x00id"} {
 		j := paramJob(id, structs.DispatchPayloadOptional)
 		if _, err := s.Jobs().Register(ctx, j, false, 0); err == nil || structs.HTTPStatus(err) != 400 || !strings.Contains(err.Error(), "job ID") {
 			t.Errorf("register of job ID %q: err = %v; want a 400 naming the job ID", id, err)
 		}
+	}
+	odd := "odd\nid\x7f"
+	registerJob(t, s, paramJob(odd, structs.DispatchPayloadOptional))
+	child, err := s.Jobs().Dispatch(ctx, "", &structs.JobDispatchRequest{JobID: odd, Meta: ok})
+	if err != nil || !strings.HasPrefix(child.DispatchedJobID, odd+"/dispatch-") {
+		t.Errorf("dispatch of %q: %+v, %v; want a child under it", odd, child, err)
 	}
 }

@@ -20,6 +20,13 @@ import (
 // share one port through the agent's mux, as in production.
 func clusterServer(t *testing.T, name string, ln net.Listener, peers []string, router GCRouter) *Server {
 	t.Helper()
+	return clusterServerExpect(t, name, ln, peers, len(peers), router)
+}
+
+// clusterServerExpect is clusterServer waiting for expect servers before
+// it bootstraps.
+func clusterServerExpect(t *testing.T, name string, ln net.Listener, peers []string, expect int, router GCRouter) *Server {
+	t.Helper()
 	logger := hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: testWriter{t}})
 	mux := rpc.NewMux(ln, nil, logger)
 	layer, err := rpc.NewRaftLayer(mux.RaftListener(), ln.Addr(), nil)
@@ -30,7 +37,7 @@ func clusterServer(t *testing.T, name string, ln net.Listener, peers []string, r
 	rs := rpc.NewServer(nil, logger)
 	s, err := New(Config{
 		Logger: logger, NodeName: name, DataDir: t.TempDir(), RPCAddr: ln.Addr().String(),
-		RaftLayer: layer, RPCPool: pool, BootstrapExpect: len(peers), RetryJoin: peers,
+		RaftLayer: layer, RPCPool: pool, BootstrapExpect: expect, RetryJoin: peers,
 		RetryInterval: 50 * time.Millisecond, Schedulers: builtin.InProcess{}, GC: router,
 		RaftTiming: &RaftTiming{HeartbeatTimeout: 200 * time.Millisecond, ElectionTimeout: 200 * time.Millisecond,
 			LeaderLeaseTimeout: 100 * time.Millisecond, CommitTimeout: 10 * time.Millisecond},

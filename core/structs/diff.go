@@ -81,9 +81,12 @@ var (
 )
 
 // DiffJobs compares the old version of a job with a new one. With
-// contextual, the unchanged fields of edited objects are listed too (as type
-// None), so that a reader sees a change in its context; `job plan` asks for
-// that. Either side may be nil (the job is added or deleted).
+// contextual, the unchanged fields of edited objects (a task's resources,
+// a restart block, a config) are listed too (as type None), so that a
+// reader sees a change in its context; `job plan` asks for that. The
+// primitive fields of the job, its groups and its tasks themselves are
+// diffed non-contextually, as Nomad does: only the changed ones are
+// listed. Either side may be nil (the job is added or deleted).
 func DiffJobs(old, cur *Job, contextual bool) *JobDiff {
 	if old == nil && cur == nil {
 		return nil
@@ -95,7 +98,7 @@ func DiffJobs(old, cur *Job, contextual bool) *JobDiff {
 		d.ID = old.ID
 	}
 	ov, nv := structValue(old), structValue(cur)
-	d.Fields, d.Objects = diffStruct(ov, nv, jobDiffSkip, contextual && old != nil && cur != nil)
+	d.Fields, d.Objects = diffTop(ov, nv, jobDiffSkip, contextual && old != nil && cur != nil)
 	d.TaskGroups = diffGroups(old, cur, contextual)
 	d.Type = diffType(old != nil, cur != nil, len(d.Fields) > 0 && hasChange(d.Fields) || len(d.Objects) > 0 || anyGroupChanged(d.TaskGroups))
 	if d.Type == DiffTypeNone {
@@ -169,7 +172,7 @@ func diffGroups(old, cur *Job, contextual bool) []*TaskGroupDiff {
 func diffGroup(name string, old, cur *TaskGroup, contextual bool) *TaskGroupDiff {
 	d := &TaskGroupDiff{Name: name}
 	both := old != nil && cur != nil
-	d.Fields, d.Objects = diffStruct(structValue(old), structValue(cur), groupDiffSkip, contextual && both)
+	d.Fields, d.Objects = diffTop(structValue(old), structValue(cur), groupDiffSkip, contextual && both)
 	if both && old.Count != cur.Count {
 		for _, f := range d.Fields {
 			if f.Name == "Count" && old.Count < cur.Count {
@@ -191,7 +194,7 @@ func diffGroup(name string, old, cur *TaskGroup, contextual bool) *TaskGroupDiff
 		p := tasks[tn]
 		td := &TaskDiff{Name: tn}
 		tboth := p[0] != nil && p[1] != nil
-		td.Fields, td.Objects = diffStruct(structValue(p[0]), structValue(p[1]), taskDiffSkip, contextual && tboth)
+		td.Fields, td.Objects = diffTop(structValue(p[0]), structValue(p[1]), taskDiffSkip, contextual && tboth)
 		td.Type = diffType(p[0] != nil, p[1] != nil, hasChange(td.Fields) || len(td.Objects) > 0)
 		if td.Type == DiffTypeNone {
 			td.Fields = nil
@@ -267,6 +270,19 @@ func structValue[T any](p *T) reflect.Value {
 // become "Name[key]" fields, and lists, other maps and nested structs become
 // objects. With contextual, unchanged primitives are listed as None.
 func diffStruct(old, cur reflect.Value, skip map[string]bool, contextual bool) ([]*FieldDiff, []*ObjectDiff) {
+	return diffStructCtx(old, cur, skip, contextual, contextual)
+}
+
+// diffTop is diffStruct for a job, group or task itself: its own primitive
+// fields (and flat string maps) are diffed non-contextually, its blocks
+// with contextual.
+func diffTop(old, cur reflect.Value, skip map[string]bool, contextual bool) ([]*FieldDiff, []*ObjectDiff) {
+	return diffStructCtx(old, cur, skip, false, contextual)
+}
+
+// diffStructCtx is diffStruct with the contextual choice made apart for
+// the struct's own fields (fieldsCtx) and its objects (contextual).
+func diffStructCtx(old, cur reflect.Value, skip map[string]bool, fieldsCtx, contextual bool) ([]*FieldDiff, []*ObjectDiff) {
 	var t reflect.Type
 	switch {
 	case old.IsValid():
@@ -292,17 +308,17 @@ func diffStruct(old, cur reflect.Value, skip map[string]bool, contextual bool) (
 		}
 		ft := sf.Type
 		if sf.Anonymous && ft.Kind() == reflect.Struct {
-			f, o := diffStruct(ov, nv, nil, contextual)
+			f, o := diffStructCtx(ov, nv, nil, fieldsCtx, contextual)
 			fields, objects = append(fields, f...), append(objects, o...)
 			continue
 		}
 		switch {
 		case isPrimitive(ft):
-			if f := diffField(sf.Name, primitiveString(ov), primitiveString(nv), contextual); f != nil {
+			if f := diffField(sf.Name, primitiveString(ov), primitiveString(nv), fieldsCtx); f != nil {
 				fields = append(fields, f)
 			}
 		case ft.Kind() == reflect.Map && ft.Key().Kind() == reflect.String && isPrimitive(ft.Elem()):
-			fields = append(fields, diffFlat(flattenValue(sf.Name, ov), flattenValue(sf.Name, nv), contextual)...)
+			fields = append(fields, diffFlat(flattenValue(sf.Name, ov), flattenValue(sf.Name, nv), fieldsCtx)...)
 		case ft.Kind() == reflect.Slice && isPrimitive(ft.Elem()):
 			if o := diffSet(sf.Name, ov, nv, contextual); o != nil {
 				objects = append(objects, o)

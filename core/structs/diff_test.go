@@ -123,3 +123,32 @@ func checkGolden(t *testing.T, path string, got []byte) {
 		t.Errorf("%s differs from the golden file (run with -update after checking):\n--- got\n%s\n--- want\n%s", path, got, want)
 	}
 }
+
+// The job's, groups' and tasks' own primitive fields are diffed
+// non-contextually, as Nomad's: a plan lists only those that changed, while
+// an edited block (a task's Config) keeps its unchanged fields as context.
+func TestDiffJobsTopLevelFieldsNonContextual(t *testing.T) {
+	old, cur := diffBaseJob(), diffBaseJob()
+	cur.Priority = 70
+	cur.TaskGroups[0].Count = 4
+	cur.TaskGroups[0].Tasks[0].Config["args"] = []any{"7200"}
+	d := DiffJobs(old, cur, true)
+	onlyChanged := func(level string, fs []*FieldDiff, want string) {
+		t.Helper()
+		if len(fs) != 1 || fs[0].Name != want || fs[0].Type != DiffTypeEdited {
+			for _, f := range fs {
+				t.Logf("%s field %s %s", level, f.Type, f.Name)
+			}
+			t.Errorf("%s fields: want only the edited %s", level, want)
+		}
+	}
+	onlyChanged("job", d.Fields, "Priority")
+	onlyChanged("group", d.TaskGroups[0].Fields, "Count")
+	task := d.TaskGroups[0].Tasks[0]
+	if len(task.Fields) != 0 {
+		t.Errorf("task fields %v; want none (only Config changed)", task.Fields)
+	}
+	if len(task.Objects) != 1 || task.Objects[0].Name != "Config" || len(task.Objects[0].Fields) != 2 {
+		t.Fatalf("task objects %+v; want Config with the edited arg and the unchanged command", task.Objects)
+	}
+}

@@ -190,8 +190,8 @@ func (j *Job) Validate() error {
 	switch {
 	case j.ID == "":
 		l.add("job ID: missing")
-	case badIDChar(j.ID) != "":
-		l.add("job ID %q: must not contain %s", j.ID, badIDChar(j.ID))
+	case badJobIDChar(j.ID) != "":
+		l.add("job ID %q: must not contain %s", j.ID, badJobIDChar(j.ID))
 	}
 	if j.Name == "" {
 		l.add("job name: missing")
@@ -619,10 +619,25 @@ func badIDChar(id string) string {
 	return ""
 }
 
+// badJobIDChar is badIDChar for a registered job's ID, with Nomad's rule:
+// only spaces and NUL are refused, so that a job Nomad accepts (its API
+// tests register "job-id/with\\troublesome:characters\n?&字") registers
+// here too; the API routes take the ID path-escaped.
+func badJobIDChar(id string) string {
+	switch {
+	case strings.ContainsRune(id, 0):
+		return "NUL characters"
+	case strings.ContainsRune(id, ' '):
+		return "spaces"
+	}
+	return ""
+}
+
 // ValidateDispatchIDs checks a dispatch's IdPrefixTemplate and the child ID
-// built from it: neither may hold spaces, NUL, newlines or other control
-// characters, and the prefix may not hold "/" (which separates a child's
-// ID from its parent's).
+// built from it: the prefix may not hold spaces, NUL, newlines or other
+// control characters, nor "/" (which separates a child's ID from its
+// parent's); the child ID follows the job ID rule (no spaces or NUL), so a
+// child inherits whatever its parent's ID holds, as in Nomad.
 func ValidateDispatchIDs(prefixTemplate, childID string) error {
 	var l errList
 	if bad := badIDChar(prefixTemplate); bad != "" {
@@ -630,7 +645,7 @@ func ValidateDispatchIDs(prefixTemplate, childID string) error {
 	} else if strings.Contains(prefixTemplate, "/") {
 		l.add("IdPrefixTemplate %q: must not contain \"/\"", prefixTemplate)
 	}
-	if bad := badIDChar(childID); bad != "" && len(l.errs) == 0 {
+	if bad := badJobIDChar(childID); bad != "" && len(l.errs) == 0 {
 		l.add("dispatched job ID %q: must not contain %s", childID, bad)
 	}
 	return l.err()

@@ -36,3 +36,30 @@ func TestValidateTaskNames(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateJobIDCharacters: a job ID may hold any character Nomad
+// accepts (its API tests use "job-id/with\\troublesome:characters\n?&字");
+// spaces and NUL are refused naming the ID, as Nomad does.
+func TestValidateJobIDCharacters(t *testing.T) {
+	for _, tc := range []struct{ id, want string }{
+		{"job-id/with\\troublesome:characters\n?&字", ""},
+		{"tab\there", ""},
+		{"a b", `job ID "a b": must not contain spaces`},
+		{"a\x00b", "must not contain NUL characters"},
+	} {
+		j := &Job{ID: tc.id, Name: "n", Type: "sysbatch", Datacenters: []string{"*"}, TaskGroups: []*TaskGroup{{
+			Name: "g", Tasks: []*Task{{Name: "t", Driver: "raw_exec"}},
+		}}}
+		j.Canonicalize()
+		err := j.Validate()
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("job ID %q: Validate: %v", tc.id, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("job ID %q: Validate = %v, want it to contain %q", tc.id, err, tc.want)
+		}
+	}
+}

@@ -34,6 +34,11 @@ var baseCSS []byte
 //go:embed static/logs.js
 var logsJS []byte
 
+// liveJS refreshes a page's main content in place (static/live.js).
+//
+//go:embed static/live.js
+var liveJS []byte
+
 // favicon is the pages' icon; linking it keeps the browser from asking
 // for /favicon.ico, which is no UI page.
 //
@@ -128,9 +133,9 @@ type UI struct {
 // build defect caught by every test.
 func New(cfg Config) *UI {
 	u := &UI{cfg: cfg, mux: http.NewServeMux(), tmpl: parseTemplates(), css: buildCSS()}
-	u.mux.HandleFunc("GET /ui/{$}", func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, "/ui/jobs", http.StatusFound)
-	})
+	u.mux.HandleFunc("GET /ui/{$}", rootRedirect)
+	u.mux.HandleFunc("GET /ui/live.js", u.serveLiveJS)
+	u.nomadRoutes(u.mux)
 	u.mux.HandleFunc("GET /ui/ui.css", u.serveCSS)
 	u.mux.HandleFunc("GET /ui/logs.js", u.serveJS)
 	u.mux.HandleFunc("GET /ui/favicon.svg", serveFavicon)
@@ -188,6 +193,12 @@ func (u *UI) serveJS(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
 	w.Header().Set("Cache-Control", "max-age=300")
 	_, _ = w.Write(logsJS)
+}
+
+func (u *UI) serveLiveJS(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
+	w.Header().Set("Cache-Control", "max-age=300")
+	_, _ = w.Write(liveJS)
 }
 
 func serveFavicon(w http.ResponseWriter, _ *http.Request) {
@@ -333,23 +344,37 @@ type layoutData struct {
 	Region   string
 	Page     any
 	Rendered string
+	// Live includes live.js, which refreshes the page's content in
+	// place (not on pages with a form or their own script).
+	Live bool
 }
 
 func (u *UI) render(w http.ResponseWriter, r *http.Request, q *request, status int, v *view, start time.Time) {
 	var buf bytes.Buffer
-	ld := layoutData{Title: v.title, Nav: navOf(r.URL.Path), ACL: q != nil && q.aclOn, SignedIn: u.token(r) != "", Region: u.cfg.Region, Page: v.data}
+	ld := layoutData{Title: v.title, Nav: navOf(r.URL.Path), ACL: q != nil && q.aclOn, SignedIn: u.token(r) != "", Region: u.cfg.Region, Page: v.data,
+		Live: livePage(v.tmpl)}
 	if err := u.tmpl[v.tmpl].ExecuteTemplate(&buf, "layout.html", ld); err != nil {
 		http.Error(w, "rendering the page failed: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
-	if v.script {
+	if v.script || ld.Live {
 		w.Header().Set("Content-Security-Policy", scriptCSP)
 	}
 	w.Header().Set("Server-Timing", fmt.Sprintf("render;dur=%.1f", float64(time.Since(start).Microseconds())/1000))
 	w.WriteHeader(status)
 	_, _ = w.Write(buf.Bytes())
+}
+
+// livePage reports whether a page refreshes itself (live.js): every page
+// but those with a form to fill in or a script of their own.
+func livePage(tmpl string) bool {
+	switch tmpl {
+	case "login", "confirm", "done", "logs", "error":
+		return false
+	}
+	return true
 }
 
 // errStatus is the status an error answers with: a pageError's own, else

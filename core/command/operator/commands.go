@@ -4,10 +4,12 @@ package operator
 
 import "github.com/drover-org/drover/core/command/cli"
 
-// operatorCommands returns the commands of `drover server members`, `drover operator …` and `drover system gc` by name.
+// Commands returns the commands of `drover server members`, `drover agent-info`, `drover monitor`, `drover operator …` and `drover system gc` by name.
 func Commands(ui *cli.UI) map[string]cli.Command {
 	cmds := map[string]cli.Command{
 		"server members":            &ServerMembersCommand{ui: ui},
+		"agent-info":                &AgentInfoCommand{ui: ui},
+		"monitor":                   &MonitorCommand{ui: ui},
 		"operator raft list-peers":  &OperatorRaftListPeersCommand{ui: ui},
 		"operator raft remove-peer": &OperatorRaftRemovePeerCommand{ui: ui},
 		"operator plugin list":      &OperatorPluginListCommand{ui: ui},

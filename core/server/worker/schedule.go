@@ -22,10 +22,13 @@ type worker struct {
 	p      *Pool
 	id     int
 	logger hclog.Logger
+	// state is the worker's status for Pool.Info (a spare's is its own,
+	// unlisted).
+	state *workerState
 }
 
 func (p *Pool) newWorker(id int) *worker {
-	return &worker{p: p, id: id, logger: p.logger.With("worker_id", id)}
+	return &worker{p: p, id: id, logger: p.logger.With("worker_id", id), state: &workerState{}}
 }
 
 // run takes and processes evals until ctx ends or, for a spare worker,
@@ -55,6 +58,7 @@ func (w *worker) run(ctx context.Context, until <-chan struct{}) {
 		// holdDelay) rather than left in the broker unseen, so it is
 		// scheduled soon after a plugin declares its type again.
 		gate := w.p.gate
+		w.state.workload.Store(WorkloadWaitingToDequeue)
 		ev, token, err := w.p.cfg.Broker.DequeueFunc(deq, gate.admits)
 		if err != nil {
 			if deq.Err() != nil {
@@ -78,6 +82,7 @@ func (w *worker) run(ctx context.Context, until <-chan struct{}) {
 			}
 			continue
 		}
+		w.state.workload.Store(WorkloadScheduling)
 		w.process(ctx, ev, token)
 		gate.leave(ev.Type)
 	}

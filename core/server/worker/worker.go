@@ -119,6 +119,9 @@ type Pool struct {
 	held holdLog
 	// wg counts the running workers and spares.
 	wg sync.WaitGroup
+	// states are the workers' statuses (Info), set by Run.
+	statesMu sync.Mutex
+	states   []*workerState
 }
 
 type noMetrics struct{}
@@ -154,11 +157,22 @@ func New(cfg Config) *Pool {
 // Run runs the workers until ctx ends and returns once every worker and
 // spare has returned. It is called once.
 func (p *Pool) Run(ctx context.Context) {
+	states := make([]*workerState, p.cfg.Workers)
+	for i := range states {
+		states[i] = &workerState{}
+	}
+	p.statesMu.Lock()
+	p.states = states
+	p.statesMu.Unlock()
 	for i := 0; i < p.cfg.Workers; i++ {
 		w := p.newWorker(i)
+		w.state = states[i]
+		w.state.started.Store(time.Now().UnixNano())
+		w.state.set(StatusStarted, WorkloadWaitingToDequeue)
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
+			defer w.state.set(StatusStopped, WorkloadStopped)
 			w.run(ctx, nil)
 		}()
 	}
