@@ -74,11 +74,11 @@ func (ep Nodes) Register(ctx context.Context, in *structs.Node) (time.Duration, 
 	if _, err := s.raftApply(structs.NodeRegisterRequestType, &structs.NodeRegisterRequest{Node: node, Evals: evals}); err != nil {
 		return 0, err
 	}
-	s.heartbeat.reset(node.ID)
+	ttl := s.heartbeat.reset(node.ID)
 	if existing == nil {
 		s.logger.Info("node registered", "node_id", node.ID, "name", node.Name, "datacenter", node.Datacenter)
 	}
-	return s.cfg.HeartbeatTTL, nil
+	return ttl, nil
 }
 
 // Heartbeat keeps a node alive; a node that was down becomes ready again.
@@ -94,13 +94,13 @@ func (ep Nodes) Heartbeat(ctx context.Context, nodeID, secretID string) (time.Du
 	if !s.IsLeader() {
 		return 0, structs.NewError(structs.ErrNoLeader, "No cluster leader")
 	}
-	s.heartbeat.reset(nodeID)
+	ttl := s.heartbeat.reset(nodeID)
 	if node.Status != structs.NodeStatusReady {
 		if err := s.setNodeStatus(node, structs.NodeStatusReady, "Node heartbeat received"); err != nil {
 			return 0, err
 		}
 	}
-	return s.cfg.HeartbeatTTL, nil
+	return ttl, nil
 }
 
 func (s *Server) authNode(nodeID, secretID string) (*structs.Node, error) {
