@@ -159,16 +159,29 @@ func (ep Nodes) Allocs(ctx context.Context, nodeID, secretID string, minIndex ui
 			return 0, err
 		}
 		out = allocs
-		idx := st.Index("allocs")
-		if idx == 0 {
-			idx = 1
-		}
-		return idx, nil
+		return nodeAllocsIndex(allocs, st.Index("allocs")), nil
 	})
 	if err != nil && ctx.Err() == nil {
 		return nil, 0, err
 	}
 	return out, index, nil
+}
+
+// nodeAllocsIndex is the index a node's allocs answer with: the highest
+// modify index among them, so that a write to other nodes' allocs (which
+// wakes the query's watch) leaves it unchanged and the query waits again
+// rather than answering with nothing new. A node without allocs answers
+// with the allocs table's index (an alloc removed from it is then seen);
+// never 0, which would not block.
+func nodeAllocsIndex(allocs []*structs.Allocation, table uint64) uint64 {
+	var idx uint64
+	for _, a := range allocs {
+		idx = max(idx, a.ModifyIndex)
+	}
+	if len(allocs) == 0 {
+		idx = table
+	}
+	return max(idx, 1)
 }
 
 // UpdateAllocs records client-side alloc state. An alloc that ends while
