@@ -297,6 +297,19 @@ func (s *Sim) HeartbeatedSince(t time.Time) int {
 	return k
 }
 
+// HeartbeatsFailing counts the nodes whose last heartbeat failed (they
+// are retrying): after a leader failover, the nodes whose heartbeat fell
+// due and has not reached the new leader yet.
+func (s *Sim) HeartbeatsFailing() int {
+	k := 0
+	for _, n := range s.nodes {
+		if n.beatFailing.Load() {
+			k++
+		}
+	}
+	return k
+}
+
 func (s *Sim) goFunc(f func()) {
 	s.wg.Add(1)
 	go func() {
@@ -347,8 +360,10 @@ type node struct {
 	conns  map[string]*rpc.Conn
 	cur    int // index into sim.cfg.Servers of the server in use
 
-	// lastBeat is when the last successful heartbeat began (unix ns).
-	lastBeat atomic.Int64
+	// lastBeat is when the last successful heartbeat began (unix ns);
+	// beatFailing is set while the node's last heartbeat failed.
+	lastBeat    atomic.Int64
+	beatFailing atomic.Bool
 
 	// The update batcher's state (see report and runBatcher).
 	updMu   sync.Mutex
@@ -637,6 +652,7 @@ func (n *node) heartbeatLoop(ttl time.Duration) {
 		switch {
 		case err == nil:
 			n.lastBeat.Store(began.UnixNano())
+			n.beatFailing.Store(false)
 			s.heartbeats.Add(1)
 			fails, ttl = 0, newTTL
 			next = interval(ttl)
@@ -653,6 +669,7 @@ func (n *node) heartbeatLoop(ttl time.Duration) {
 			}
 			fails, next = 0, 0
 		default:
+			n.beatFailing.Store(true)
 			s.heartbeatErrs.Add(1)
 			fails++
 			next = min(s.backoff(fails), max(ttl/2, time.Second))
