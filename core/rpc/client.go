@@ -29,6 +29,16 @@ const (
 	reconnectJitter   = 0.5
 )
 
+// NoLeaderPatience is how long a client stays with a server that answers
+// "no leader" (structs.ErrNoLeader) before it moves to the next one.
+// During an election every server answers so, and a server forwards a
+// client's call to the leader once there is one: moving at once would
+// only make every node of the fleet handshake with another server, all at
+// the same moment, on servers busy electing. A server cut off from the
+// others for longer is left. (A server that is unreachable or shut down
+// answers ErrUnavailable, and is left at once.)
+const NoLeaderPatience = 5 * time.Second
+
 // ReconnectBackoff is the backoff every Conn reconnects with.
 func ReconnectBackoff() backoff.Config {
 	bo := backoff.DefaultConfig
