@@ -344,6 +344,10 @@ func (a *Agent) startServer(opts Options, dataDir, advHTTP string, drivers []str
 	if sc.MinHeartbeatTTL != "" && scfg.HeartbeatTTL == 0 {
 		scfg.HeartbeatTTL, _ = time.ParseDuration(sc.MinHeartbeatTTL)
 	}
+	scfg.MaxHeartbeatsPerSecond = sc.MaxHeartbeatsPerSecond
+	if sc.FailoverHeartbeatTTL != "" {
+		scfg.FailoverHeartbeatTTL, _ = time.ParseDuration(sc.FailoverHeartbeatTTL)
+	}
 	if sc.RaftSnapshotThreshold > 0 {
 		scfg.SnapshotThreshold = uint64(sc.RaftSnapshotThreshold)
 	}

@@ -153,6 +153,13 @@ type ServerConfig struct {
 	ACLTokenGCThreshold       string `hcl:"acl_token_gc_threshold,optional"`
 	JobGCInterval             string `hcl:"job_gc_interval,optional"`
 	CSIVolumeClaimGCInterval  string `hcl:"csi_volume_claim_gc_interval,optional"`
+
+	// The heartbeat TTL grows with the fleet to keep about
+	// max_heartbeats_per_second (min_heartbeat_ttl its floor);
+	// failover_heartbeat_ttl is every node's timer after a leader change
+	// (Nomad's keys and defaults: 50, "5m").
+	MaxHeartbeatsPerSecond float64 `hcl:"max_heartbeats_per_second,optional"`
+	FailoverHeartbeatTTL   string  `hcl:"failover_heartbeat_ttl,optional"`
 }
 
 // ClientConfig is the `client { … }` block.

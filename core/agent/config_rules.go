@@ -279,6 +279,10 @@ func (s *ServerConfig) checkBounds(p *problems) {
 	p.intRange("server.num_schedulers", int64(s.NumSchedulers), 1, MaxNumSchedulers, true)
 	p.duration("server.heartbeat_grace", s.HeartbeatGrace, false, time.Hour)
 	p.duration("server.min_heartbeat_ttl", s.MinHeartbeatTTL, true, time.Hour)
+	if v := s.MaxHeartbeatsPerSecond; v != 0 && !(v >= 0.01 && v <= 100000) {
+		p.add("server.max_heartbeats_per_second", "must be 0 (the default, 50) or between 0.01 and 100000 (got %v)", v)
+	}
+	p.duration("server.failover_heartbeat_ttl", s.FailoverHeartbeatTTL, true, 24*time.Hour)
 	p.intRange("server.raft_snapshot_threshold", int64(s.RaftSnapshotThreshold), 0, maxCount, false)
 	p.duration("server.raft_snapshot_interval", s.RaftSnapshotInterval, true, 24*time.Hour)
 	p.intRange("server.raft_trailing_logs", int64(s.RaftTrailingLogs), 0, maxCount, false)

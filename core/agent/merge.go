@@ -166,6 +166,10 @@ func mergeServer(a, b *ServerConfig) *ServerConfig {
 	num(&r.NumSchedulers, b.NumSchedulers)
 	str(&r.HeartbeatGrace, b.HeartbeatGrace)
 	str(&r.MinHeartbeatTTL, b.MinHeartbeatTTL)
+	if b.MaxHeartbeatsPerSecond != 0 {
+		r.MaxHeartbeatsPerSecond = b.MaxHeartbeatsPerSecond
+	}
+	str(&r.FailoverHeartbeatTTL, b.FailoverHeartbeatTTL)
 	num(&r.RaftSnapshotThreshold, b.RaftSnapshotThreshold)
 	str(&r.RaftSnapshotInterval, b.RaftSnapshotInterval)
 	num(&r.RaftTrailingLogs, b.RaftTrailingLogs)

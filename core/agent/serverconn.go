@@ -25,6 +25,9 @@ type remoteServers struct {
 	mu      sync.Mutex
 	servers []string
 	cur     int
+	// noLeaderSince is when the server in use first answered "no
+	// leader" in a row (zero: it did not); see rpc.NoLeaderPatience.
+	noLeaderSince time.Time
 }
 
 func newRemoteServers(pool *rpc.Pool, servers []string, logger hclog.Logger) (*remoteServers, error) {
@@ -47,7 +50,37 @@ func (r *remoteServers) rotate(seen int) {
 	defer r.mu.Unlock()
 	if r.cur == seen {
 		r.cur++
+		r.noLeaderSince = time.Time{}
 	}
+}
+
+// waitForLeader reports whether calls stay with the server at pos, which
+// just answered "no leader": yes until it has answered so for
+// rpc.NoLeaderPatience (an election; the server forwards to the leader
+// once there is one).
+func (r *remoteServers) waitForLeader(pos int) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cur != pos {
+		return false
+	}
+	if r.noLeaderSince.IsZero() {
+		r.noLeaderSince = time.Now()
+	}
+	if time.Since(r.noLeaderSince) < rpc.NoLeaderPatience {
+		return true
+	}
+	r.noLeaderSince = time.Time{}
+	return false
+}
+
+// leaderSeen clears the "no leader" streak of the server at pos.
+func (r *remoteServers) leaderSeen(pos int) {
+	r.mu.Lock()
+	if r.cur == pos {
+		r.noLeaderSince = time.Time{}
+	}
+	r.mu.Unlock()
 }
 
 // retryable reports whether another server may succeed where one failed.
@@ -64,7 +97,12 @@ func call[Req, Resp any](ctx context.Context, r *remoteServers, method string, r
 			var resp *Resp
 			resp, err = rpc.Call[Req, Resp](ctx, conn, method, req)
 			if err == nil || !retryable(err) {
+				r.leaderSeen(pos)
 				return resp, err
+			}
+			if errors.Is(err, structs.ErrNoLeader) && r.waitForLeader(pos) {
+				// An election: the caller retries here after its backoff.
+				return nil, fmt.Errorf("server %s: %w", addr, err)
 			}
 		}
 		lastErr = fmt.Errorf("server %s: %w", addr, err)

@@ -297,6 +297,19 @@ func (s *Sim) HeartbeatedSince(t time.Time) int {
 	return k
 }
 
+// HeartbeatsFailing counts the nodes whose last heartbeat failed (they
+// are retrying): after a leader failover, the nodes whose heartbeat fell
+// due and has not reached the new leader yet.
+func (s *Sim) HeartbeatsFailing() int {
+	k := 0
+	for _, n := range s.nodes {
+		if n.beatFailing.Load() {
+			k++
+		}
+	}
+	return k
+}
+
 func (s *Sim) goFunc(f func()) {
 	s.wg.Add(1)
 	go func() {
@@ -346,9 +359,14 @@ type node struct {
 	connMu sync.Mutex
 	conns  map[string]*rpc.Conn
 	cur    int // index into sim.cfg.Servers of the server in use
+	// noLeaderSince is when the server in use first answered "no
+	// leader" in a row (zero: it did not); see rpc.NoLeaderPatience.
+	noLeaderSince time.Time
 
-	// lastBeat is when the last successful heartbeat began (unix ns).
-	lastBeat atomic.Int64
+	// lastBeat is when the last successful heartbeat began (unix ns);
+	// beatFailing is set while the node's last heartbeat failed.
+	lastBeat    atomic.Int64
+	beatFailing atomic.Bool
 
 	// The update batcher's state (see report and runBatcher).
 	updMu   sync.Mutex
@@ -535,6 +553,7 @@ func (n *node) rotate(seen int) {
 	}
 	n.sim.rotations.Add(1)
 	n.cur++
+	n.noLeaderSince = time.Time{}
 }
 
 // retire closes c, the node's connection to addr, unless addr is the
@@ -578,7 +597,12 @@ func call[Req, Resp any](ctx context.Context, n *node, method string, req *Req) 
 				n.sim.logFailure(n, method, err)
 			}
 			if err == nil || !retryable(err) {
+				n.leaderSeen(pos)
 				return resp, err
+			}
+			if errors.Is(err, structs.ErrNoLeader) && n.waitForLeader(pos) {
+				// An election: the caller retries here after its backoff.
+				return nil, fmt.Errorf("server %s: %w", addr, err)
 			}
 		}
 		lastErr = fmt.Errorf("server %s: %w", addr, err)
@@ -588,6 +612,34 @@ func call[Req, Resp any](ctx context.Context, n *node, method string, req *Req) 
 		}
 	}
 	return nil, lastErr
+}
+
+// waitForLeader reports whether the node stays with the server at pos,
+// which just answered "no leader": yes until it has answered so for
+// rpc.NoLeaderPatience, as the real client (the agent's remoteServers).
+func (n *node) waitForLeader(pos int) bool {
+	n.connMu.Lock()
+	defer n.connMu.Unlock()
+	if n.cur != pos {
+		return false
+	}
+	if n.noLeaderSince.IsZero() {
+		n.noLeaderSince = time.Now()
+	}
+	if time.Since(n.noLeaderSince) < rpc.NoLeaderPatience {
+		return true
+	}
+	n.noLeaderSince = time.Time{}
+	return false
+}
+
+// leaderSeen clears the "no leader" streak of the server at pos.
+func (n *node) leaderSeen(pos int) {
+	n.connMu.Lock()
+	if n.cur == pos {
+		n.noLeaderSince = time.Time{}
+	}
+	n.connMu.Unlock()
 }
 
 func (n *node) register(ctx context.Context) (time.Duration, error) {
@@ -637,6 +689,7 @@ func (n *node) heartbeatLoop(ttl time.Duration) {
 		switch {
 		case err == nil:
 			n.lastBeat.Store(began.UnixNano())
+			n.beatFailing.Store(false)
 			s.heartbeats.Add(1)
 			fails, ttl = 0, newTTL
 			next = interval(ttl)
@@ -653,6 +706,7 @@ func (n *node) heartbeatLoop(ttl time.Duration) {
 			}
 			fails, next = 0, 0
 		default:
+			n.beatFailing.Store(true)
 			s.heartbeatErrs.Add(1)
 			fails++
 			next = min(s.backoff(fails), max(ttl/2, time.Second))

@@ -16,9 +16,36 @@ import (
 	"google.golang.org/grpc/keepalive"
 )
 
-// reconnectMaxDelay caps gRPC's reconnect backoff (120 s by default): a
-// restarted server must be reachable again within seconds, not minutes.
-const reconnectMaxDelay = 5 * time.Second
+// The reconnect backoff of a connection that failed: gRPC's (1 s, times
+// 1.6 per failure), capped at reconnectMaxDelay (120 s by default: a
+// restarted server must be reachable again within seconds, not minutes)
+// and jittered by ±reconnectJitter (gRPC's 0.2), so that thousands of
+// clients that lost their server at once (a leader change, a restart)
+// spread their reconnects over several seconds rather than handshaking in
+// step, and a server whose handshake slots are full (Mux,
+// WithHandshakeLimit) is not retried at once.
+const (
+	reconnectMaxDelay = 15 * time.Second
+	reconnectJitter   = 0.5
+)
+
+// NoLeaderPatience is how long a client stays with a server that answers
+// "no leader" (structs.ErrNoLeader) before it moves to the next one.
+// During an election every server answers so, and a server forwards a
+// client's call to the leader once there is one: moving at once would
+// only make every node of the fleet handshake with another server, all at
+// the same moment, on servers busy electing. A server cut off from the
+// others for longer is left. (A server that is unreachable or shut down
+// answers ErrUnavailable, and is left at once.)
+const NoLeaderPatience = 5 * time.Second
+
+// ReconnectBackoff is the backoff every Conn reconnects with.
+func ReconnectBackoff() backoff.Config {
+	bo := backoff.DefaultConfig
+	bo.MaxDelay = reconnectMaxDelay
+	bo.Jitter = reconnectJitter
+	return bo
+}
 
 // Conn is a client connection to one agent. It is safe for concurrent use
 // and multiplexes every call over one HTTP/2 connection.
@@ -52,11 +79,9 @@ func newConn(addr string, tlsCfg *tls.Config, extra ...grpc.DialOption) (*Conn, 
 	if tlsCfg != nil {
 		creds = credentials.NewTLS(tlsCfg)
 	}
-	bo := backoff.DefaultConfig
-	bo.MaxDelay = reconnectMaxDelay
 	opts := append([]grpc.DialOption{
 		grpc.WithTransportCredentials(creds),
-		grpc.WithConnectParams(grpc.ConnectParams{Backoff: bo}),
+		grpc.WithConnectParams(grpc.ConnectParams{Backoff: ReconnectBackoff()}),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{
 			Time:                clientKeepaliveTime,
 			Timeout:             clientKeepaliveTimeout,

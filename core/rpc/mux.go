@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -60,7 +61,50 @@ type Mux struct {
 
 	maxPending, maxPendingPerHost int
 	handshakeTimeout              time.Duration
+
+	// handshakes holds a token per TLS handshake in progress; a
+	// connection waits at most handshakeWait for one (see
+	// WithHandshakeLimit).
+	handshakes    chan struct{}
+	handshakeWait time.Duration
+	// refused counts connections closed for want of a handshake slot.
+	refused atomic.Int64
 }
+
+// Bounds on the TLS handshakes a mux runs at once. A server handshake
+// costs a signature and a key exchange (about a millisecond of CPU each):
+// when thousands of clients reconnect at once (a leader change, a
+// restart), running them all at once makes every one slow, past its
+// deadline, and the clients retry into the same storm. Bounded, the
+// handshakes admitted finish fast; a connection that finds no slot within
+// DefaultHandshakeWait is closed before its handshake (the client sees an
+// unavailable server and retries after its jittered backoff, or another
+// server).
+const (
+	DefaultMaxHandshakes = 32
+	DefaultHandshakeWait = 2 * time.Second
+)
+
+// WithHandshakeLimit bounds the TLS handshakes in progress (zero:
+// DefaultMaxHandshakes) and how long a connection waits for one to end
+// before it is closed (zero: DefaultHandshakeWait).
+func WithHandshakeLimit(n int, wait time.Duration) MuxOption {
+	return func(m *Mux) {
+		if n > 0 {
+			m.handshakes = make(chan struct{}, n)
+		}
+		if wait > 0 {
+			m.handshakeWait = wait
+		}
+	}
+}
+
+// RefusedHandshakes counts the connections closed because no handshake
+// slot came free in time.
+func (m *Mux) RefusedHandshakes() int64 { return m.refused.Load() }
+
+// errHandshakeBusy: every handshake slot stayed taken for the wait.
+var errHandshakeBusy = errors.New("too many TLS handshakes in progress; closed before the handshake")
 
 // Bounds on the connections a mux holds before they are classified (the
 // TLS handshake and first byte, at most HandshakeTimeout each): nobody is
@@ -134,6 +178,8 @@ func NewMux(ln net.Listener, tlsCfg *tls.Config, logger hclog.Logger, opts ...Mu
 		maxPending:        DefaultMaxPendingConns,
 		maxPendingPerHost: DefaultMaxPendingConnsPerHost,
 		handshakeTimeout:  HandshakeTimeout,
+		handshakes:        make(chan struct{}, DefaultMaxHandshakes),
+		handshakeWait:     DefaultHandshakeWait,
 	}
 	for _, o := range opts {
 		o(m)
@@ -269,6 +315,12 @@ func (m *Mux) route(raw net.Conn) {
 	defer m.wg.Done()
 	conn, target, err := m.classify(raw)
 	m.untrack(raw)
+	if errors.Is(err, errHandshakeBusy) {
+		m.refused.Add(1)
+		m.logger.Debug("closed a connection before its TLS handshake: too many in progress", "remote_addr", raw.RemoteAddr().String())
+		_ = raw.Close()
+		return
+	}
 	if err != nil {
 		m.logger.Warn("rejected connection", "remote_addr", raw.RemoteAddr().String(), "error", err)
 		_ = raw.Close()
@@ -307,8 +359,18 @@ func (m *Mux) classify(raw net.Conn) (*muxConn, *subListener, error) {
 		if first != tlsHandshakeRecord {
 			return nil, nil, fmt.Errorf("TLS is required: %w", errUnknownFirstByte{b: first})
 		}
+		if err := m.acquireHandshake(); err != nil {
+			return nil, nil, err
+		}
+		// The handshake has its full time from when it may start.
+		if err := raw.SetDeadline(time.Now().Add(m.handshakeTimeout)); err != nil {
+			m.releaseHandshake()
+			return nil, nil, err
+		}
 		tc := tls.Server(conn, m.tlsCfg)
-		if err := tc.Handshake(); err != nil {
+		err := tc.Handshake()
+		m.releaseHandshake()
+		if err != nil {
 			return nil, nil, fmt.Errorf("TLS handshake: %w", err)
 		}
 		state := tc.ConnectionState()
@@ -343,6 +405,28 @@ func (m *Mux) classify(raw net.Conn) (*muxConn, *subListener, error) {
 	}
 	return nil, nil, errUnknownFirstByte{b: first, inside: m.tlsCfg != nil}
 }
+
+// acquireHandshake takes a handshake slot, waiting at most handshakeWait
+// (errHandshakeBusy) or until the mux closes.
+func (m *Mux) acquireHandshake() error {
+	select {
+	case m.handshakes <- struct{}{}:
+		return nil
+	default:
+	}
+	t := time.NewTimer(m.handshakeWait)
+	defer t.Stop()
+	select {
+	case m.handshakes <- struct{}{}:
+		return nil
+	case <-t.C:
+		return errHandshakeBusy
+	case <-m.done:
+		return net.ErrClosed
+	}
+}
+
+func (m *Mux) releaseHandshake() { <-m.handshakes }
 
 // muxConn is a connection whose first bytes were peeked: reads go through
 // the buffer that holds them, so nothing is lost. tlsState is set when the

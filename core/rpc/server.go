@@ -33,12 +33,20 @@ const MaxMessageBytes = 512 << 20
 
 // Keepalive timings. Blocking queries hold an RPC open for up to five
 // minutes with no traffic, so a dead peer (power loss, partition) is only
-// noticed through pings; deadlines are never imposed by this layer.
+// noticed through pings; deadlines are never imposed by this layer. A
+// client pings after 30 s without traffic and gives the server 20 s to
+// answer: a leader busy with a large plan and thousands of blocking
+// queries answering at once may take seconds to answer a ping, and a
+// connection closed for that makes its node handshake again, adding to
+// the load (a dead server is still noticed within 50 s, well inside a
+// heartbeat TTL plus grace). 10,000 nodes ping 333 times a second in all
+// at these timings, not 1,000 (the servers ping idle clients only every
+// minute).
 const (
-	clientKeepaliveTime    = 10 * time.Second
-	clientKeepaliveTimeout = 5 * time.Second
-	serverKeepaliveTime    = 15 * time.Second
-	serverKeepaliveTimeout = 5 * time.Second
+	clientKeepaliveTime    = 30 * time.Second
+	clientKeepaliveTimeout = 20 * time.Second
+	serverKeepaliveTime    = time.Minute
+	serverKeepaliveTimeout = 20 * time.Second
 	// Below the client's ping interval, so the server never closes a
 	// healthy client's connection with "too_many_pings".
 	serverMinPingInterval = 5 * time.Second

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"time"
 
 	"github.com/drover-org/drover/core/server/heartbeats"
 	"github.com/drover-org/drover/core/structs"
@@ -14,7 +15,8 @@ type heartbeater struct{ t *heartbeats.Tracker }
 
 func newHeartbeater(s *Server) *heartbeater {
 	return &heartbeater{t: heartbeats.New(heartbeats.Config{
-		TTL: s.cfg.HeartbeatTTL, Grace: s.cfg.HeartbeatGrace,
+		MinTTL: s.cfg.HeartbeatTTL, Grace: s.cfg.HeartbeatGrace,
+		MaxPerSecond: s.cfg.MaxHeartbeatsPerSecond, FailoverTTL: s.cfg.FailoverHeartbeatTTL,
 		Nodes: func() ([]*structs.Node, error) { return s.State().Nodes(nil) },
 		Node:  func(id string) (*structs.Node, error) { return s.State().NodeByID(nil, id) },
 		MarkDown: func(n *structs.Node) error {
@@ -24,6 +26,7 @@ func newHeartbeater(s *Server) *heartbeater {
 	})}
 }
 
-func (h *heartbeater) reset(nodeID string) { h.t.Reset(nodeID) }
+// reset restarts a node's timer and returns the TTL to give it.
+func (h *heartbeater) reset(nodeID string) time.Duration { return h.t.Reset(nodeID) }
 
 func (h *heartbeater) run(ctx context.Context) { h.t.Run(ctx) }

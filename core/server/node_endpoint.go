@@ -74,11 +74,11 @@ func (ep Nodes) Register(ctx context.Context, in *structs.Node) (time.Duration, 
 	if _, err := s.raftApply(structs.NodeRegisterRequestType, &structs.NodeRegisterRequest{Node: node, Evals: evals}); err != nil {
 		return 0, err
 	}
-	s.heartbeat.reset(node.ID)
+	ttl := s.heartbeat.reset(node.ID)
 	if existing == nil {
 		s.logger.Info("node registered", "node_id", node.ID, "name", node.Name, "datacenter", node.Datacenter)
 	}
-	return s.cfg.HeartbeatTTL, nil
+	return ttl, nil
 }
 
 // Heartbeat keeps a node alive; a node that was down becomes ready again.
@@ -94,13 +94,13 @@ func (ep Nodes) Heartbeat(ctx context.Context, nodeID, secretID string) (time.Du
 	if !s.IsLeader() {
 		return 0, structs.NewError(structs.ErrNoLeader, "No cluster leader")
 	}
-	s.heartbeat.reset(nodeID)
+	ttl := s.heartbeat.reset(nodeID)
 	if node.Status != structs.NodeStatusReady {
 		if err := s.setNodeStatus(node, structs.NodeStatusReady, "Node heartbeat received"); err != nil {
 			return 0, err
 		}
 	}
-	return s.cfg.HeartbeatTTL, nil
+	return ttl, nil
 }
 
 func (s *Server) authNode(nodeID, secretID string) (*structs.Node, error) {
@@ -159,16 +159,29 @@ func (ep Nodes) Allocs(ctx context.Context, nodeID, secretID string, minIndex ui
 			return 0, err
 		}
 		out = allocs
-		idx := st.Index("allocs")
-		if idx == 0 {
-			idx = 1
-		}
-		return idx, nil
+		return nodeAllocsIndex(allocs, st.Index("allocs")), nil
 	})
 	if err != nil && ctx.Err() == nil {
 		return nil, 0, err
 	}
 	return out, index, nil
+}
+
+// nodeAllocsIndex is the index a node's allocs answer with: the highest
+// modify index among them, so that a write to other nodes' allocs (which
+// wakes the query's watch) leaves it unchanged and the query waits again
+// rather than answering with nothing new. A node without allocs answers
+// with the allocs table's index (an alloc removed from it is then seen);
+// never 0, which would not block.
+func nodeAllocsIndex(allocs []*structs.Allocation, table uint64) uint64 {
+	var idx uint64
+	for _, a := range allocs {
+		idx = max(idx, a.ModifyIndex)
+	}
+	if len(allocs) == 0 {
+		idx = table
+	}
+	return max(idx, 1)
 }
 
 // UpdateAllocs records client-side alloc state. An alloc that ends while

@@ -56,6 +56,13 @@ func (l leaderLink) LeaderConn(ctx context.Context) (*rpc.Conn, bool, error) {
 	if s.rpcPool == nil || s.IsLeader() {
 		return nil, false, nil
 	}
+	// A server shut down (its Raft stopped) will never know a leader
+	// again: the caller must go to another server now, not wait out an
+	// election that is not this server's (clients stay a while with a
+	// server that answers "no leader"; see rpc.NoLeaderPatience).
+	if s.shutdownCtx.Err() != nil {
+		return nil, true, structs.NewError(structs.ErrUnavailable, "server is shut down")
+	}
 	if ctx.Value(forwardedKey{}) != nil {
 		return nil, true, structs.NewError(structs.ErrNoLeader, "No cluster leader: forwarded to a server that does not lead")
 	}

@@ -98,10 +98,16 @@ type Config struct {
 	// KnownDrivers lists drivers accepted at submit time in addition to
 	// those fingerprinted on registered nodes.
 	KnownDrivers []string
-	// HeartbeatTTL is the node heartbeat TTL (default 10s; dev 5s).
+	// HeartbeatTTL is the floor of the node heartbeat TTL
+	// (min_heartbeat_ttl; default 10s; dev 5s).
 	HeartbeatTTL time.Duration
 	// HeartbeatGrace is added to the TTL before a node is marked down.
 	HeartbeatGrace time.Duration
+	// MaxHeartbeatsPerSecond is the heartbeat rate the TTL grows to keep
+	// (default 50); FailoverHeartbeatTTL every node's timer after a leader
+	// change (default 5m). See package heartbeats.
+	MaxHeartbeatsPerSecond float64
+	FailoverHeartbeatTTL   time.Duration
 	// Broker tunes the eval broker (defaults when zero).
 	Broker evalbroker.Config
 	// FailedEvalFollowupBaseline and FailedEvalFollowupRange delay the

@@ -1,16 +1,24 @@
 // Package heartbeats is the leader's node heartbeat tracker.
 //
-// Every node that is not down has a timer of TTL plus Grace, restarted by
-// each of its heartbeats (Reset). A timer that lapses marks its node down
-// (Config.MarkDown, which writes the status and the node-update evals).
-// The Tracker is leader-owned: Run, started at step-up and stopped by
-// ending its context, arms a fresh timer for every live node, so a new
-// leader never marks nodes down for the old leader's gap, and drops every
-// timer when it returns; Reset is ignored while Run is not running.
+// Every node that is not down has a timer of its TTL plus Grace, restarted
+// by each of its heartbeats (Reset). A timer that lapses marks its node
+// down (Config.MarkDown, which writes the status and the node-update
+// evals). The Tracker is leader-owned: Run, started at step-up and stopped
+// by ending its context, arms a timer of FailoverTTL for every live node
+// (the new leader does not know when each node last heartbeated, and the
+// nodes need a heartbeat interval to find it), and drops every timer when
+// it returns; Reset is ignored while Run is not running.
+//
+// The TTL grows with the fleet so that the leader handles about
+// MaxPerSecond heartbeats a second whatever the number of nodes: a node is
+// given max(MinTTL, nodes/MaxPerSecond), plus a random stagger of up to as
+// much again so that the nodes' heartbeats spread out (as Nomad's
+// max_heartbeats_per_second, min_heartbeat_ttl).
 package heartbeats
 
 import (
 	"context"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -22,11 +30,28 @@ import (
 // Timer is a started timer (*time.Timer is one).
 type Timer interface{ Stop() bool }
 
+// Defaults of the Config's knobs (Nomad's).
+const (
+	DefaultMinTTL       = 10 * time.Second
+	DefaultMaxPerSecond = 50.0
+	DefaultFailoverTTL  = 5 * time.Minute
+)
+
 // Config is what a Tracker needs.
 type Config struct {
-	// TTL is the heartbeat TTL clients honour; Grace is added to it
-	// before a node is marked down.
-	TTL, Grace time.Duration
+	// MinTTL is the floor of the heartbeat TTL clients honour (zero:
+	// DefaultMinTTL); Grace is added to a node's TTL before it is marked
+	// down.
+	MinTTL, Grace time.Duration
+	// MaxPerSecond is the heartbeat rate the TTL aims at (zero or less:
+	// DefaultMaxPerSecond).
+	MaxPerSecond float64
+	// FailoverTTL is every live node's timer at step-up (zero:
+	// DefaultFailoverTTL).
+	FailoverTTL time.Duration
+	// Stagger returns a random duration in [0, d) (nil: uniform); tests
+	// fix it.
+	Stagger func(d time.Duration) time.Duration
 	// Nodes lists the stored nodes; Node reads one (nil: no such node).
 	Nodes func() ([]*structs.Node, error)
 	Node  func(id string) (*structs.Node, error)
@@ -46,7 +71,7 @@ type Tracker struct {
 
 	mu      sync.Mutex
 	enabled bool
-	timers  map[string]Timer
+	timers  map[string]*timer
 	expired map[string]bool
 	wake    chan struct{}
 }
@@ -62,22 +87,72 @@ func New(cfg Config) *Tracker {
 	if cfg.Retry <= 0 {
 		cfg.Retry = time.Second
 	}
-	return &Tracker{cfg: cfg, timers: map[string]Timer{}, expired: map[string]bool{}, wake: make(chan struct{}, 1)}
+	if cfg.MinTTL <= 0 {
+		cfg.MinTTL = DefaultMinTTL
+	}
+	if cfg.MaxPerSecond <= 0 {
+		cfg.MaxPerSecond = DefaultMaxPerSecond
+	}
+	if cfg.FailoverTTL <= 0 {
+		cfg.FailoverTTL = DefaultFailoverTTL
+	}
+	if cfg.Stagger == nil {
+		cfg.Stagger = func(d time.Duration) time.Duration {
+			if d <= 0 {
+				return 0
+			}
+			return rand.N(d)
+		}
+	}
+	return &Tracker{cfg: cfg, timers: map[string]*timer{}, expired: map[string]bool{}, wake: make(chan struct{}, 1)}
 }
 
-// Reset restarts a node's timer (a heartbeat, a registration). It does
-// nothing while Run is not running.
-func (h *Tracker) Reset(nodeID string) {
+// ScaledTTL is the TTL that keeps n nodes at about perSecond heartbeats a
+// second, never under min: max(min, n/perSecond seconds).
+func ScaledTTL(min time.Duration, perSecond float64, n int) time.Duration {
+	if perSecond <= 0 || n <= 0 {
+		return min
+	}
+	return max(min, time.Duration(float64(n)/perSecond*float64(time.Second)))
+}
+
+// Reset restarts a node's timer (a heartbeat, a registration) and returns
+// the TTL the node must honour: the fleet's scaled TTL plus a random
+// stagger below it. The timer is that TTL plus Grace. While Run is not
+// running no timer is armed, and the TTL is the one of the fleet known.
+func (h *Tracker) Reset(nodeID string) time.Duration {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if !h.enabled {
-		return
+	n := len(h.timers)
+	if _, ok := h.timers[nodeID]; !ok {
+		n++
 	}
-	if t, ok := h.timers[nodeID]; ok {
-		t.Stop()
+	ttl := ScaledTTL(h.cfg.MinTTL, h.cfg.MaxPerSecond, n)
+	ttl += h.cfg.Stagger(ttl)
+	if h.enabled {
+		h.armLocked(nodeID, ttl+h.cfg.Grace)
 	}
-	h.timers[nodeID] = h.cfg.AfterFunc(h.cfg.TTL+h.cfg.Grace, func() {
+	return ttl
+}
+
+// timer is a node's armed timer; a lapse counts only while it is still
+// the node's (a heartbeat may replace it as it fires).
+type timer struct{ t Timer }
+
+// armLocked (re)starts a node's timer at d. h.mu is held.
+func (h *Tracker) armLocked(nodeID string, d time.Duration) {
+	if old, ok := h.timers[nodeID]; ok {
+		old.t.Stop()
+	}
+	delete(h.expired, nodeID)
+	e := &timer{}
+	h.timers[nodeID] = e
+	e.t = h.cfg.AfterFunc(d, func() {
 		h.mu.Lock()
+		if h.timers[nodeID] != e {
+			h.mu.Unlock()
+			return
+		}
 		h.expired[nodeID] = true
 		h.mu.Unlock()
 		select {
@@ -96,8 +171,8 @@ func (h *Tracker) Run(ctx context.Context) {
 	defer func() {
 		h.mu.Lock()
 		h.enabled = false
-		for id, t := range h.timers {
-			t.Stop()
+		for id, e := range h.timers {
+			e.t.Stop()
 			delete(h.timers, id)
 		}
 		h.expired = map[string]bool{}
@@ -138,20 +213,30 @@ func (h *Tracker) takeExpired() []string {
 	return ids
 }
 
-// armTimers starts a heartbeat timer for every node that is not down and
-// reports whether it could read them.
+// armTimers starts a timer of FailoverTTL for every node that is not down
+// and reports whether it could read them. A node whose heartbeat already
+// reached this leader keeps the timer that heartbeat gave it.
 func (h *Tracker) armTimers() bool {
 	nodes, err := h.cfg.Nodes()
 	if err != nil {
 		h.cfg.Logger.Error("failed to read nodes to arm heartbeat timers; retrying", "error", err)
 		return false
 	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	for _, n := range nodes {
-		if n.Status != structs.NodeStatusDown {
-			h.Reset(n.ID)
+		if _, ok := h.timers[n.ID]; !ok && n.Status != structs.NodeStatusDown && h.enabled {
+			h.armLocked(n.ID, h.cfg.FailoverTTL)
 		}
 	}
 	return true
+}
+
+// Nodes is the number of nodes with a timer.
+func (h *Tracker) Nodes() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.timers)
 }
 
 func (h *Tracker) invalidate(nodeID string) {
@@ -165,7 +250,7 @@ func (h *Tracker) invalidate(nodeID string) {
 	if node == nil || node.Status == structs.NodeStatusDown {
 		return
 	}
-	h.cfg.Logger.Warn("node heartbeat missed; marking down", "node_id", nodeID, "ttl", h.cfg.TTL)
+	h.cfg.Logger.Warn("node heartbeat missed; marking down", "node_id", nodeID)
 	if err := h.cfg.MarkDown(node); err != nil {
 		h.cfg.Logger.Error("failed to mark node down", "node_id", nodeID, "error", err)
 	}

@@ -124,8 +124,9 @@ func start(t *testing.T, ns map[string]*structs.Node, failAll bool) *harness {
 	t.Helper()
 	h := &harness{clock: &clock{}, nodes: &nodes{byID: ns, failAll: failAll}}
 	h.tr = New(Config{
-		TTL: 10 * time.Second, Grace: 5 * time.Second,
-		Nodes: h.nodes.list, Node: h.nodes.get, MarkDown: h.nodes.markDown,
+		MinTTL: 10 * time.Second, Grace: 5 * time.Second, FailoverTTL: time.Minute,
+		Stagger: func(time.Duration) time.Duration { return 0 },
+		Nodes:   h.nodes.list, Node: h.nodes.get, MarkDown: h.nodes.markDown,
 		AfterFunc: h.clock.afterFunc, Retry: 10 * time.Millisecond,
 	})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -138,7 +139,7 @@ func start(t *testing.T, ns map[string]*structs.Node, failAll bool) *harness {
 
 func node(id, status string) *structs.Node { return &structs.Node{ID: id, Status: status} }
 
-// At step-up every node that is not down gets a timer of TTL plus grace;
+// At step-up every node that is not down gets a timer of the failover TTL;
 // one that lapses marks its node down, once.
 func TestArmAndMarkDown(t *testing.T) {
 	h := start(t, map[string]*structs.Node{
@@ -146,8 +147,8 @@ func TestArmAndMarkDown(t *testing.T) {
 	}, false)
 	waitFor(t, "a's timer", func() bool { return len(h.clock.live()) == 1 })
 	tm := h.clock.live()[0]
-	if tm.d != 15*time.Second {
-		t.Fatalf("timer of %s, want TTL+grace 15s", tm.d)
+	if tm.d != time.Minute {
+		t.Fatalf("timer of %s at step-up, want the failover TTL 1m", tm.d)
 	}
 	tm.f()
 	waitFor(t, "a marked down", func() bool { return len(h.nodes.marked()) == 1 })
@@ -215,5 +216,139 @@ func TestStopDropsTimers(t *testing.T) {
 	h.tr.Reset("a")
 	if n := len(h.clock.live()); n != 0 {
 		t.Fatalf("Reset armed a timer while not running (%d)", n)
+	}
+}
+
+func TestScaledTTL(t *testing.T) {
+	for _, tc := range []struct {
+		min  time.Duration
+		rate float64
+		n    int
+		want time.Duration
+	}{
+		{10 * time.Second, 50, 0, 10 * time.Second},
+		{10 * time.Second, 50, 1, 10 * time.Second},
+		{10 * time.Second, 50, 500, 10 * time.Second},
+		{10 * time.Second, 50, 501, 10020 * time.Millisecond},
+		{10 * time.Second, 50, 10000, 200 * time.Second},
+		{10 * time.Second, 0.5, 100, 200 * time.Second},
+		{time.Second, 0, 10000, time.Second}, // no rate: the floor
+	} {
+		if got := ScaledTTL(tc.min, tc.rate, tc.n); got != tc.want {
+			t.Errorf("ScaledTTL(%s, %v, %d) = %s, want %s", tc.min, tc.rate, tc.n, got, tc.want)
+		}
+	}
+}
+
+// The TTL a heartbeat returns grows with the nodes tracked, plus the
+// stagger; the node's timer is that TTL plus the grace.
+func TestResetScalesWithFleet(t *testing.T) {
+	c := &clock{}
+	var staggered []time.Duration
+	tr := New(Config{
+		MinTTL: 10 * time.Second, Grace: 5 * time.Second, MaxPerSecond: 50,
+		Stagger:  func(d time.Duration) time.Duration { staggered = append(staggered, d); return d / 4 },
+		Nodes:    func() ([]*structs.Node, error) { return nil, nil },
+		Node:     func(string) (*structs.Node, error) { return nil, nil },
+		MarkDown: func(*structs.Node) error { return nil }, AfterFunc: c.afterFunc,
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); tr.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	// Reset before Run enabled the tracker arms nothing; wait for Run.
+	waitFor(t, "the tracker to run", func() bool { tr.Reset("probe"); return tr.Nodes() == 1 })
+
+	var ttl time.Duration
+	for i := 1; i < 1000; i++ {
+		ttl = tr.Reset(string(rune('a'+i%26)) + time.Duration(i).String())
+	}
+	if n := tr.Nodes(); n != 1000 {
+		t.Fatalf("%d nodes tracked, want 1000", n)
+	}
+	// 1,000 nodes at 50/s: 20 s, plus the stagger of a quarter of it.
+	if want := 25 * time.Second; ttl != want {
+		t.Fatalf("TTL at 1,000 nodes %s, want %s", ttl, want)
+	}
+	if last := staggered[len(staggered)-1]; last != 20*time.Second {
+		t.Fatalf("stagger drawn below %s, want below the scaled TTL 20s", last)
+	}
+	// A heartbeat of a known node does not count it twice.
+	if again := tr.Reset("probe"); again != ttl {
+		t.Fatalf("TTL of a known node's heartbeat %s, want %s", again, ttl)
+	}
+	live := c.live()
+	if len(live) != 1000 {
+		t.Fatalf("%d live timers, want 1000", len(live))
+	}
+	if d := live[len(live)-1].d; d != 25*time.Second+5*time.Second {
+		t.Fatalf("the last timer is %s, want TTL+grace 30s", d)
+	}
+}
+
+// The default stagger stays in [0, d): a TTL is at least the scaled one
+// and under twice it.
+func TestDefaultStagger(t *testing.T) {
+	tr := New(Config{MinTTL: time.Second})
+	for range 200 {
+		if ttl := tr.Reset("a"); ttl < time.Second || ttl >= 2*time.Second {
+			t.Fatalf("TTL %s outside [1s, 2s)", ttl)
+		}
+	}
+	if d := New(Config{}).cfg; d.MinTTL != DefaultMinTTL || d.MaxPerSecond != DefaultMaxPerSecond || d.FailoverTTL != DefaultFailoverTTL {
+		t.Fatalf("defaults %s %v %s", d.MinTTL, d.MaxPerSecond, d.FailoverTTL)
+	}
+}
+
+// After step-up a node's heartbeat replaces its failover timer with its
+// own TTL; a node that never heartbeats is marked down only after the
+// failover TTL.
+func TestFailoverThenHeartbeat(t *testing.T) {
+	h := start(t, map[string]*structs.Node{
+		"a": node("a", structs.NodeStatusReady), "b": node("b", structs.NodeStatusReady),
+	}, false)
+	waitFor(t, "both failover timers", func() bool { return len(h.clock.live()) == 2 })
+	for _, tm := range h.clock.live() {
+		if tm.d != time.Minute {
+			t.Fatalf("step-up timer %s, want 1m", tm.d)
+		}
+	}
+	if ttl := h.tr.Reset("a"); ttl != 10*time.Second {
+		t.Fatalf("heartbeat TTL %s, want the floor 10s", ttl)
+	}
+	var aTimer, bTimer *fakeTimer
+	for _, tm := range h.clock.live() {
+		if tm.d == 15*time.Second {
+			aTimer = tm
+		} else {
+			bTimer = tm
+		}
+	}
+	if aTimer == nil || bTimer == nil {
+		t.Fatalf("after a's heartbeat: want one timer of TTL+grace and b's failover one")
+	}
+	bTimer.f()
+	waitFor(t, "b marked down", func() bool { return len(h.nodes.marked()) == 1 })
+	if got := h.nodes.marked(); got[0] != "b" {
+		t.Fatalf("marked down %v, want [b]", got)
+	}
+}
+
+// A timer that fires after a heartbeat replaced it marks nothing down.
+func TestReplacedTimerLapseIgnored(t *testing.T) {
+	h := start(t, map[string]*structs.Node{"a": node("a", structs.NodeStatusReady)}, false)
+	waitFor(t, "a's timer", func() bool { return len(h.clock.live()) == 1 })
+	old := h.clock.live()[0]
+	h.tr.Reset("a")
+	old.f() // fired as it was replaced
+	h.tr.mu.Lock()
+	expired, tracked := len(h.tr.expired), h.tr.timers["a"] != nil
+	h.tr.mu.Unlock()
+	if expired != 0 || !tracked {
+		t.Fatalf("a replaced timer's lapse counted: %d expired, a tracked %v", expired, tracked)
+	}
+	h.stop()
+	if got := h.nodes.marked(); len(got) != 0 {
+		t.Fatalf("marked down %v after a replaced timer lapsed", got)
 	}
 }
