@@ -327,13 +327,16 @@ func TestScaleAndRevertForwardToLeader(t *testing.T) {
 		}, structs.ErrNotFound},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if err := tc.call(); !errors.Is(err, tc.kind) {
+			if err := retryNoLeader(t, tc.call); !errors.Is(err, tc.kind) {
 				t.Fatalf("err = %v, want kind %v", err, tc.kind)
 			}
 		})
 	}
-	resp, err := follower.Jobs().Scale(ctx, "", "web", &structs.ScalingRequest{Count: &two, Target: g, Message: "via follower"})
-	if err != nil {
+	var resp *structs.JobRegisterResponse
+	if err := retryNoLeader(t, func() (err error) {
+		resp, err = follower.Jobs().Scale(ctx, "", "web", &structs.ScalingRequest{Count: &two, Target: g, Message: "via follower"})
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	if j, _ := leader.State().JobByID(nil, "default", "web"); j.TaskGroups[0].Count != 2 || j.Version != 1 || resp.EvalID == "" {
@@ -422,5 +425,20 @@ func TestScaleWithinScalingPolicy(t *testing.T) {
 	stored, _ = s.State().JobByID(nil, "default", "bounded")
 	if stored.TaskGroups[0].Count != 4 || stored.TaskGroups[0].Scaling.Max != 4 {
 		t.Errorf("after scaling to the max: count %d, policy %+v", stored.TaskGroups[0].Count, stored.TaskGroups[0].Scaling)
+	}
+}
+
+// retryNoLeader calls call again while it fails for want of a leader, as a
+// real client retries: on a loaded machine a two-server cluster may hold
+// an election between the test's calls. It gives up after 30 s.
+func retryNoLeader(t *testing.T, call func() error) error {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := call()
+		if !errors.Is(err, structs.ErrNoLeader) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(50 * time.Millisecond) // back-off between retries, not synchronisation
 	}
 }
