@@ -49,7 +49,7 @@ var Catalog = []Plugin{
 // inProcess is each built-in's in-process side, from the same code its
 // process serves: its declaration, what the host's Init of its kind
 // returns at a launch (a scheduler's or gc plugin's Info, a driver's
-// Info; the csi-bridge declares nothing), and raw_exec's fingerprint. The
+// Info; the csi-bridge declares nothing), and the drivers' fingerprints. The
 // agent uses them to know, and fingerprint, a plugin it starts only when
 // first needed (pluginhost.Builtin.Lazy).
 var inProcess = map[string]pluginhost.InProcess{
@@ -61,7 +61,10 @@ var inProcess = map[string]pluginhost.InProcess{
 		Declare:     func(ctx context.Context) (any, error) { return new(rawexec.Driver).Info(ctx) },
 		Fingerprint: rawexecFingerprint,
 	},
-	"driver-docker": {Declare: func(ctx context.Context) (any, error) { return new(docker.Driver).Info(ctx) }},
+	"driver-docker": {
+		Declare:     func(ctx context.Context) (any, error) { return new(docker.Driver).Info(ctx) },
+		Fingerprint: dockerFingerprint,
+	},
 	"csi-bridge":    {Declare: func(context.Context) (any, error) { return struct{}{}, nil }},
 	"gc":            {Declare: func(ctx context.Context) (any, error) { return gc.New().Info(ctx) }},
 }
@@ -75,17 +78,41 @@ func init() {
 // rawexecFingerprint is raw_exec's Fingerprint with the config its
 // process would read from env (rawexec.ConfigEnvVar).
 func rawexecFingerprint(ctx context.Context, env []string) (*driverpb.FingerprintResponse, error) {
-	var raw string
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, rawexec.ConfigEnvVar+"="); ok {
-			raw = v // the last one wins, as in a process environment
-		}
-	}
-	cfg, err := rawexec.ParsePluginConfig([]byte(raw))
+	cfg, err := rawexec.ParsePluginConfig([]byte(lastEnv(env, rawexec.ConfigEnvVar)))
 	if err != nil {
 		return nil, err
 	}
 	return rawexec.NewConfigured(nil, cfg).Fingerprint(ctx)
+}
+
+// dockerFingerprint is the docker driver's Fingerprint (engine ping,
+// version and info, the attributes its process would set) with the config
+// its process would read from env (docker.ConfigEnvVar). Its engine client
+// is closed before it returns, so an idle docker driver keeps nothing open
+// in the agent between fingerprints.
+func dockerFingerprint(ctx context.Context, env []string) (*driverpb.FingerprintResponse, error) {
+	cfg, err := docker.ParsePluginConfig([]byte(lastEnv(env, docker.ConfigEnvVar)))
+	if err != nil {
+		return nil, err
+	}
+	d, err := docker.New(nil, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Shutdown()
+	return d.Fingerprint(ctx)
+}
+
+// lastEnv is the value of key in env, the last one winning as in a
+// process environment; "" when absent.
+func lastEnv(env []string, key string) string {
+	var v string
+	for _, kv := range env {
+		if val, ok := strings.CutPrefix(kv, key+"="); ok {
+			v = val
+		}
+	}
+	return v
 }
 
 // Lookup finds a built-in plugin by name.
