@@ -65,8 +65,8 @@ var inProcess = map[string]pluginhost.InProcess{
 		Declare:     func(ctx context.Context) (any, error) { return new(docker.Driver).Info(ctx) },
 		Fingerprint: dockerFingerprint,
 	},
-	"csi-bridge":    {Declare: func(context.Context) (any, error) { return struct{}{}, nil }},
-	"gc":            {Declare: func(ctx context.Context) (any, error) { return gc.New().Info(ctx) }},
+	"csi-bridge": {Declare: func(context.Context) (any, error) { return struct{}{}, nil }},
+	"gc":         {Declare: func(ctx context.Context) (any, error) { return gc.New().Info(ctx) }},
 }
 
 func init() {
