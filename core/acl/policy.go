@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -195,8 +196,8 @@ type HostVolumeRule struct {
 // Name rules for rule labels. Nomad allows `*` in both; host volume names
 // also allow `_`, which drover's client host_volume names use.
 var (
-	namespaceRuleRE  = regexp.MustCompile(`^[a-zA-Z0-9*-]{1,128}$`)
-	hostVolumeRuleRE = regexp.MustCompile(`^[a-zA-Z0-9_*-]{1,128}$`)
+	namespaceRuleRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z0-9*-]{1,128}$`) })
+	hostVolumeRuleRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z0-9_*-]{1,128}$`) })
 )
 
 // ParseError is returned for policy rules that cannot be parsed. Diags
@@ -329,7 +330,7 @@ func (p *policyParser) root(body hcl.Body) {
 }
 
 func (p *policyParser) namespace(b *hcl.Block) *NamespaceRule {
-	name, ok := p.label(b, namespaceRuleRE, "letters, digits, dashes and * wildcards")
+	name, ok := p.label(b, namespaceRuleRE(), "letters, digits, dashes and * wildcards")
 	content, diags := b.Body.Content(namespaceSchema)
 	p.diags = append(p.diags, diags...)
 	if content == nil {
@@ -348,7 +349,7 @@ func (p *policyParser) namespace(b *hcl.Block) *NamespaceRule {
 }
 
 func (p *policyParser) hostVolume(b *hcl.Block) *HostVolumeRule {
-	name, ok := p.label(b, hostVolumeRuleRE, "letters, digits, dashes, underscores and * wildcards")
+	name, ok := p.label(b, hostVolumeRuleRE(), "letters, digits, dashes, underscores and * wildcards")
 	content, diags := b.Body.Content(hostVolumeSchema)
 	p.diags = append(p.diags, diags...)
 	if content == nil {

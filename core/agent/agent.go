@@ -231,7 +231,6 @@ func (a *Agent) startPlugins(ctx context.Context, opts Options) error {
 	if err := validateDriverConfigs(ctx, hc, a.cfg.Plugins, opts.PluginEnv); err != nil {
 		return err
 	}
-	var startNow []string
 	for _, p := range builtinPlugins {
 		if !builtinLaunched(p.name, a.cfg) {
 			continue
@@ -258,15 +257,10 @@ func (a *Agent) startPlugins(ctx context.Context, opts Options) error {
 		b := pluginhost.Builtin{Name: p.name, Kind: p.kind, Env: env, Lazy: true,
 			Declare: pluginhost.BuiltinInProcess(p.name).Declare}
 		switch p.name {
-		case dockerPlugin:
-			b.Fingerprint = dockerFingerprint(a.cfg.Plugins)
-			if a.cfg.Client != nil && a.cfg.Client.Enabled && b.Fingerprint(ctx) == nil {
-				// An engine answers: the node's first fingerprint will
-				// start the plugin, so start it now, beside the server's
-				// and client's own start.
-				startNow = append(startNow, p.name)
-			}
-		case rawexecPlugin, execPlugin, mockPlugin:
+		case rawexecPlugin, dockerPlugin, execPlugin, mockPlugin:
+			// Its own fingerprint code runs in the agent's process while
+			// it is idle: the node is ready, with or without an engine,
+			// and the plugin starts at its first task.
 			b.Fingerprint = inProcessFingerprint(p.name, env)
 		}
 		hc.Builtins = append(hc.Builtins, b)
@@ -283,9 +277,6 @@ func (a *Agent) startPlugins(ctx context.Context, opts Options) error {
 		return fmt.Errorf("plugins: %w", err)
 	}
 	a.drivers = a.host.Drivers()
-	for _, name := range startNow {
-		a.host.StartInBackground(name)
-	}
 	return nil
 }
 

@@ -5,7 +5,6 @@ import (
 	"maps"
 	"net"
 	"reflect"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -63,9 +62,6 @@ const (
 
 // logLevels are Nomad's log_level values (any case).
 var logLevels = []string{"trace", "debug", "info", "warn", "error"}
-
-// nodePoolName is Nomad's rule for a node pool's name.
-var nodePoolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,128}$`)
 
 // ConfigError is an invalid agent configuration: one line per problem.
 type ConfigError struct {
@@ -308,7 +304,7 @@ func (s *ServerConfig) checkBounds(p *problems) {
 func (c *ClientConfig) checkBounds(p *problems) {
 	p.list("client.servers", c.Servers, maxList, maxAddr)
 	p.str("client.node_class", c.NodeClass, maxName)
-	if c.NodePool != "" && !nodePoolName.MatchString(c.NodePool) {
+	if c.NodePool != "" && !structs.ValidNodePoolName(c.NodePool) {
 		p.add("client.node_pool", "must be 1 to 128 letters, digits, '-' or '_' (got %q)", c.NodePool)
 	}
 	if c.NodePool == "all" {

@@ -20,11 +20,12 @@ import (
 
 // A dev agent is ready without a single plugin process: every built-in is
 // listed idle, raw_exec is fingerprinted in process, docker (no engine on
-// its socket) is undetected with the reason. Each plugin then starts when
-// first needed and only then: a scheduler at the first eval of its type,
-// raw_exec at its first task, docker when its engine appears and when a
-// docker task call arrives, csi-bridge at its first CSI call, gc at its
-// first collection.
+// its socket) is undetected with the reason, and an engine appearing and
+// going away is seen by the in-process fingerprint. Each plugin then starts
+// when first needed and only then: a scheduler at the first eval of its
+// type, raw_exec at its first task, docker when a docker task call arrives
+// (TestDockerTaskStartsIdleDriver), csi-bridge at its first CSI call, gc at
+// its first collection.
 func TestDevAgentStartsPluginsWhenFirstNeeded(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "docker.sock")
 	t.Setenv("DOCKER_HOST", "unix://"+sock)
@@ -41,7 +42,7 @@ func TestDevAgentStartsPluginsWhenFirstNeeded(t *testing.T) {
 		return nodes[0].Drivers["raw_exec"].Healthy, nodes[0].Drivers["raw_exec"].HealthDescription
 	})
 	node, _ := a.Server().State().Nodes(nil)
-	if d := node[0].Drivers["docker"]; d == nil || d.Detected || !strings.Contains(d.HealthDescription, "no docker engine answers at unix://"+sock) {
+	if d := node[0].Drivers["docker"]; d == nil || d.Detected || !strings.Contains(d.HealthDescription, "Failed to connect to the docker engine at unix://"+sock) {
 		t.Errorf("docker without an engine: %+v, want undetected with the reason", d)
 	}
 	if kids := childProcesses(t); len(kids) != 0 {
@@ -109,25 +110,36 @@ func TestDevAgentStartsPluginsWhenFirstNeeded(t *testing.T) {
 		}
 	}
 
-	// A docker engine appears on the socket: the next fingerprint starts
-	// the plugin (which then speaks to the engine itself).
+	// A docker engine appears on the socket: the next fingerprint, still
+	// in the agent's process, finds it (ping, version, info) and the node
+	// reports docker healthy with the engine's attributes; the plugin
+	// stays idle until a docker task.
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			_ = c.Close() // not an engine: the plugin's own fingerprint says so
+	engine := &http.Server{Handler: fakeDockerEngine()}
+	go func() { _ = engine.Serve(ln) }()
+	defer engine.Close()
+	waitFor(t, "docker healthy once its engine answers", func() (bool, string) {
+		nodes, _ := a.Server().State().Nodes(nil)
+		if len(nodes) != 1 || nodes[0].Drivers["docker"] == nil {
+			return false, fmt.Sprint(len(nodes))
 		}
-	}()
-	waitFor(t, "driver-docker to start once its engine answers", func() (bool, string) {
-		st, _ := a.PluginStatus("driver-docker")
-		return st.Health == structs.AgentPluginHealthy && st.PID != 0, st.Health
+		d := nodes[0].Drivers["docker"]
+		return d.Detected && d.Healthy && nodes[0].Attributes["driver.docker.version"] == "99.0-fake",
+			fmt.Sprintf("%+v %q", d, nodes[0].Attributes["driver.docker.version"])
+	})
+	if st, _ := a.PluginStatus("driver-docker"); st.Health != structs.AgentPluginIdle || st.PID != 0 {
+		t.Errorf("driver-docker after its engine appeared: %+v, want idle (fingerprinted in process)", st)
+	}
+	// The engine goes away: the node says so, with the reason.
+	_ = engine.Close()
+	_ = os.Remove(sock)
+	waitFor(t, "docker undetected once its engine is gone", func() (bool, string) {
+		nodes, _ := a.Server().State().Nodes(nil)
+		d := nodes[0].Drivers["docker"]
+		return !d.Detected && !d.Healthy && strings.Contains(d.HealthDescription, "unix://"+sock), fmt.Sprintf("%+v", d)
 	})
 
 	// A CSI call (the client's when a CSI plugin registers) starts the
@@ -228,4 +240,24 @@ func TestPluginStartFailureOnFirstNeedSurfaced(t *testing.T) {
 	if st, _ := a.PluginStatus("scheduler-system"); st.Health != structs.AgentPluginIdle {
 		t.Errorf("a plugin nothing needed is %s, want idle", st.Health)
 	}
+}
+
+// fakeDockerEngine answers the three calls of the docker driver's
+// fingerprint (ping, version, info) as an engine speaking API 1.41 would.
+func fakeDockerEngine() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Api-Version", "1.41")
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/_ping"):
+			_, _ = w.Write([]byte("OK"))
+		case strings.HasSuffix(r.URL.Path, "/version"):
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"Version":"99.0-fake","ApiVersion":"1.41","Os":"linux"}`))
+		case strings.HasSuffix(r.URL.Path, "/info"):
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"OSType":"linux","Runtimes":{"runc":{}}}`))
+		default:
+			http.NotFound(w, r)
+		}
+	})
 }

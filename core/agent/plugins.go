@@ -2,13 +2,9 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
-	"os"
 	"strings"
-	"time"
 
 	"github.com/drover-org/drover/core/httpapi"
 	"github.com/drover-org/drover/core/pluginhost"
@@ -48,9 +44,10 @@ var builtinPlugins = []struct{ name, kind string }{
 //     own fingerprint code runs
 //     in the agent's process (inProcessFingerprint), so the node is ready
 //     without a plugin process;
-//   - docker once its engine answers on its socket (dockerFingerprint,
-//     asked at every fingerprint while the plugin is idle) or a docker
-//     task arrives.
+//   - docker likewise at its first task call: until then its fingerprint
+//     (engine ping, version, info) runs in the agent's process at every
+//     fingerprint, so an engine that appears or goes away changes the
+//     node's docker health without a plugin process.
 //
 // The binary that links the plugins registers their declarations
 // (pluginhost.RegisterDeclaration); a built-in without one launches at
@@ -70,56 +67,6 @@ func inProcessFingerprint(name string, env []string) func(context.Context) *driv
 			return nil
 		}
 		return resp
-	}
-}
-
-// dockerFingerprint is the docker plugin's idle fingerprint: undetected,
-// with the reason, while no engine answers at the address the plugin would
-// use (the stanza's endpoint, else DOCKER_HOST, else the default unix
-// socket), and nil, which starts the plugin, once one does. A connect is
-// all it costs; the plugin's own fingerprint then asks the engine itself.
-func dockerFingerprint(plugins []*PluginConfig) func(context.Context) *driverpb.FingerprintResponse {
-	endpoint := ""
-	for _, p := range plugins {
-		if p.Name != dockerDriver {
-			continue
-		}
-		if raw, _, err := p.dockerConfig(); err == nil && raw != nil {
-			var c struct {
-				Endpoint string `json:"endpoint"`
-			}
-			if json.Unmarshal(raw, &c) == nil {
-				endpoint = c.Endpoint
-			}
-		}
-	}
-	if endpoint == "" {
-		endpoint = os.Getenv("DOCKER_HOST")
-	}
-	if endpoint == "" {
-		endpoint = "unix:///var/run/docker.sock"
-	}
-	network, addr := "tcp", endpoint
-	switch {
-	case strings.HasPrefix(endpoint, "unix://"):
-		network, addr = "unix", strings.TrimPrefix(endpoint, "unix://")
-	case strings.HasPrefix(endpoint, "tcp://"):
-		addr = strings.TrimPrefix(endpoint, "tcp://")
-	case strings.HasPrefix(endpoint, "http://"):
-		addr = strings.TrimPrefix(endpoint, "http://")
-	}
-	return func(ctx context.Context) *driverpb.FingerprintResponse {
-		ctx, cancel := context.WithTimeout(ctx, time.Second)
-		defer cancel()
-		var d net.Dialer
-		conn, err := d.DialContext(ctx, network, addr)
-		if err != nil {
-			return &driverpb.FingerprintResponse{HealthDescription: fmt.Sprintf(
-				"no docker engine answers at %s: %v (plugin %s starts once one does, or when a docker task arrives)",
-				endpoint, err, dockerPlugin)}
-		}
-		_ = conn.Close()
-		return nil
 	}
 }
 

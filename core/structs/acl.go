@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -55,14 +56,14 @@ const (
 
 // aclPolicyNameRE is Nomad's rule for policy names. Names of policies are
 // also what tokens refer to, so the same rule bounds Token.Policies.
-var aclPolicyNameRE = regexp.MustCompile(`^[a-zA-Z0-9-]{1,128}$`)
+var aclPolicyNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z0-9-]{1,128}$`) })
 
 // ACLPolicyNameRule is the policy name rule the way errors quote it.
 const ACLPolicyNameRule = `^[a-zA-Z0-9-]{1,128}$`
 
 // ValidACLPolicyName reports whether name follows ACLPolicyNameRule.
 func ValidACLPolicyName(name string) bool {
-	return len(name) <= MaxACLPolicyNameLength && aclPolicyNameRE.MatchString(name)
+	return len(name) <= MaxACLPolicyNameLength && aclPolicyNameRE().MatchString(name)
 }
 
 // ACLPolicy is a named set of rules in Nomad's policy language. Rules are

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // The sources an artifact may be fetched from. A client fetches over the
@@ -22,7 +23,7 @@ func SplitArtifactForced(src string) (prefix, rest string) {
 }
 
 // scpLike is git's user@host:path form of an ssh source.
-var scpLike = regexp.MustCompile(`^[A-Za-z0-9._-]+@[A-Za-z0-9_][A-Za-z0-9._-]*:[^/]`)
+var scpLike = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9._-]+@[A-Za-z0-9_][A-Za-z0-9._-]*:[^/]`) })
 
 // shorthandHosts are the hosts go-getter's detectors turn into git URLs
 // ("github.com/org/repo").
@@ -45,7 +46,7 @@ func CheckArtifactSource(src string) error {
 	if strings.HasPrefix(rest, "-") {
 		return fmt.Errorf("source must not start with \"-\"")
 	}
-	if scpLike.MatchString(rest) {
+	if scpLike().MatchString(rest) {
 		if forced == "http" || forced == "https" {
 			return fmt.Errorf("an ssh source (user@host:path) needs the git getter")
 		}

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"sync"
 	"time"
 )
 
@@ -29,10 +30,10 @@ const (
 
 // csiIDRe is the rule for volume and plugin IDs: URL-safe, as they are
 // path segments of the API.
-var csiIDRe = regexp.MustCompile(`^[a-zA-Z0-9_.\-\[\]]+$`)
+var csiIDRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z0-9_.\-\[\]]+$`) })
 
 // ValidCSIID reports whether id is a valid volume or plugin ID.
-func ValidCSIID(id string) bool { return len(id) <= MaxCSIVolumeIDBytes && csiIDRe.MatchString(id) }
+func ValidCSIID(id string) bool { return len(id) <= MaxCSIVolumeIDBytes && csiIDRe().MatchString(id) }
 
 // Valid reports whether m is a known access mode (not unknown).
 func (m CSIVolumeAccessMode) Valid() bool {

@@ -3,6 +3,7 @@ package structs
 import (
 	"regexp"
 	"sort"
+	"sync"
 )
 
 // Bounds on namespace fields, checked before anything reaches Raft.
@@ -13,7 +14,7 @@ const (
 	MaxNamespaceMetaValue   = 1024
 )
 
-var namespaceNameRe = regexp.MustCompile(`^[a-zA-Z0-9-]{1,128}$`)
+var namespaceNameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z0-9-]{1,128}$`) })
 
 // Namespace groups jobs, allocations and evaluations. Fields follow Nomad's
 // API object so the official client decodes it; Quota, Capabilities and
@@ -31,8 +32,8 @@ func (n *Namespace) Validate() error {
 	if n == nil {
 		return NewError(ErrInvalid, "namespace: missing")
 	}
-	if !namespaceNameRe.MatchString(n.Name) {
-		return NewError(ErrInvalid, "namespace name %q: must match %s", n.Name, namespaceNameRe.String())
+	if !namespaceNameRe().MatchString(n.Name) {
+		return NewError(ErrInvalid, "namespace name %q: must match %s", n.Name, namespaceNameRe().String())
 	}
 	if len(n.Description) > MaxNamespaceDescription {
 		return NewError(ErrInvalid, "namespace description: longer than %d bytes", MaxNamespaceDescription)

@@ -3,6 +3,7 @@ package structs
 import (
 	"regexp"
 	"sort"
+	"sync"
 )
 
 // Raft entries of node pools (Nomad's numbers). Never renumber.
@@ -25,11 +26,11 @@ const (
 	SchedulerAlgorithmSpread  = "spread"
 )
 
-var nodePoolNameRe = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,128}$`)
+var nodePoolNameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z0-9_-]{1,128}$`) })
 
 // ValidNodePoolName reports whether name follows Nomad's rule for node
 // pool names: 1 to 128 letters, digits, dashes or underscores.
-func ValidNodePoolName(name string) bool { return nodePoolNameRe.MatchString(name) }
+func ValidNodePoolName(name string) bool { return nodePoolNameRe().MatchString(name) }
 
 // IsBuiltinNodePool reports whether name is one of the pools that always
 // exist ("default" and "all").

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"bytes"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -269,5 +270,19 @@ func TestJobUIBlock(t *testing.T) {
 	}
 	if err := checkWellFormed([]byte(body)); err != nil {
 		t.Error(err)
+	}
+}
+
+// Every page template parses (they are parsed on the first UI request, so
+// a broken one would otherwise surface only there).
+func TestTemplatesParse(t *testing.T) {
+	tm := templates()
+	for _, name := range []string{"jobs", "login", "error", "done"} {
+		if tm[name] == nil || tm[name].Lookup("layout.html") == nil {
+			t.Errorf("template %s: %v, want it parsed with the layout", name, tm[name])
+		}
+	}
+	if c := css(); !bytes.Contains(c, []byte(".w100{width:100%}")) {
+		t.Errorf("css lacks the width classes: %d bytes", len(c))
 	}
 }

@@ -54,7 +54,7 @@ var Catalog = []Plugin{
 // inProcess is each built-in's in-process side, from the same code its
 // process serves: its declaration, what the host's Init of its kind
 // returns at a launch (a scheduler's or gc plugin's Info, a driver's
-// Info; the csi-bridge declares nothing), and raw_exec's fingerprint. The
+// Info; the csi-bridge declares nothing), and the drivers' fingerprints. The
 // agent uses them to know, and fingerprint, a plugin it starts only when
 // first needed (pluginhost.Builtin.Lazy).
 var inProcess = map[string]pluginhost.InProcess{
@@ -66,7 +66,10 @@ var inProcess = map[string]pluginhost.InProcess{
 		Declare:     func(ctx context.Context) (any, error) { return new(rawexec.Driver).Info(ctx) },
 		Fingerprint: rawexecFingerprint,
 	},
-	"driver-docker": {Declare: func(ctx context.Context) (any, error) { return new(docker.Driver).Info(ctx) }},
+	"driver-docker": {
+		Declare:     func(ctx context.Context) (any, error) { return new(docker.Driver).Info(ctx) },
+		Fingerprint: dockerFingerprint,
+	},
 	"driver-exec": {
 		Declare:     func(ctx context.Context) (any, error) { return execdriver.New(nil, nil).Info(ctx) },
 		Fingerprint: execFingerprint,
@@ -88,29 +91,17 @@ func init() {
 // rawexecFingerprint is raw_exec's Fingerprint with the config its
 // process would read from env (rawexec.ConfigEnvVar).
 func rawexecFingerprint(ctx context.Context, env []string) (*driverpb.FingerprintResponse, error) {
-	cfg, err := rawexec.ParsePluginConfig(envConfig(env, rawexec.ConfigEnvVar))
+	cfg, err := rawexec.ParsePluginConfig([]byte(lastEnv(env, rawexec.ConfigEnvVar)))
 	if err != nil {
 		return nil, err
 	}
 	return rawexec.NewConfigured(nil, cfg).Fingerprint(ctx)
 }
 
-// envConfig is the plugin config its process would read from the
-// environment variable key: the last one wins, as in a process environment.
-func envConfig(env []string, key string) []byte {
-	var raw string
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, key+"="); ok {
-			raw = v
-		}
-	}
-	return []byte(raw)
-}
-
 // execFingerprint is exec's Fingerprint with the config its process would
 // read from env (execdriver.ConfigEnvVar).
 func execFingerprint(ctx context.Context, env []string) (*driverpb.FingerprintResponse, error) {
-	cfg, err := execdriver.ParsePluginConfig(envConfig(env, execdriver.ConfigEnvVar))
+	cfg, err := execdriver.ParsePluginConfig([]byte(lastEnv(env, execdriver.ConfigEnvVar)))
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +116,7 @@ var mockDrivers sync.Map // config string -> *mock.Driver
 // mockFingerprint is mock_driver's Fingerprint with the config its
 // process would read from env (mock.ConfigEnvVar).
 func mockFingerprint(ctx context.Context, env []string) (*driverpb.FingerprintResponse, error) {
-	raw := envConfig(env, mock.ConfigEnvVar)
+	raw := []byte(lastEnv(env, mock.ConfigEnvVar))
 	if d, ok := mockDrivers.Load(string(raw)); ok {
 		return d.(*mock.Driver).Fingerprint(ctx)
 	}
@@ -135,6 +126,36 @@ func mockFingerprint(ctx context.Context, env []string) (*driverpb.FingerprintRe
 	}
 	d, _ := mockDrivers.LoadOrStore(string(raw), mock.New(nil, cfg))
 	return d.(*mock.Driver).Fingerprint(ctx)
+}
+
+// dockerFingerprint is the docker driver's Fingerprint (engine ping,
+// version and info, the attributes its process would set) with the config
+// its process would read from env (docker.ConfigEnvVar). Its engine client
+// is closed before it returns, so an idle docker driver keeps nothing open
+// in the agent between fingerprints.
+func dockerFingerprint(ctx context.Context, env []string) (*driverpb.FingerprintResponse, error) {
+	cfg, err := docker.ParsePluginConfig([]byte(lastEnv(env, docker.ConfigEnvVar)))
+	if err != nil {
+		return nil, err
+	}
+	d, err := docker.New(nil, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Shutdown()
+	return d.Fingerprint(ctx)
+}
+
+// lastEnv is the value of key in env, the last one winning as in a
+// process environment; "" when absent.
+func lastEnv(env []string, key string) string {
+	var v string
+	for _, kv := range env {
+		if val, ok := strings.CutPrefix(kv, key+"="); ok {
+			v = val
+		}
+	}
+	return v
 }
 
 // Lookup finds a built-in plugin by name.
