@@ -15,9 +15,10 @@ import (
 // with a refused job's reasons as a 200 and nothing written.
 func TestValidateJob(t *testing.T) {
 	w := newWorld(t, false)
-	// What the jobs table holds, job by job: the world's server may still
-	// write its own entries while the test runs (the table's index can
-	// move), but no validation may add or change a job.
+	// What the jobs table holds, job by job, and each job's version: the
+	// world's server may still write its own entries while the test runs
+	// (its scheduler sets a job's status), but no validation may add or
+	// change a job.
 	jobsNow := func() map[string]uint64 {
 		all, err := w.h.srv.State().Jobs(nil)
 		if err != nil {
@@ -25,7 +26,7 @@ func TestValidateJob(t *testing.T) {
 		}
 		m := make(map[string]uint64, len(all))
 		for _, j := range all {
-			m[j.Namespace+"/"+j.ID] = j.ModifyIndex
+			m[j.Namespace+"/"+j.ID] = j.JobModifyIndex
 		}
 		return m
 	}

@@ -41,7 +41,7 @@ func TestKilledAgentLeavesNoPlugins(t *testing.T) {
 	})
 	for _, name := range []string{"scheduler-system", "scheduler-batch", "scheduler-service", "driver-docker", "driver-exec", "driver-mock", "csi-bridge"} {
 		if p, ok := harness.ChildPlugin(a.proc.PID(), name); ok {
-			plugins = append(plugins, p) // started (docker: an engine answers)
+			plugins = append(plugins, p) // started by something else the agent did
 		}
 	}
 	a.leftoversChecked = true
