@@ -13,8 +13,8 @@ import (
 // tells them their parent died.
 //
 // Plugins start when first needed: a sysbatch job and a collection start
-// its scheduler, raw_exec and gc; every plugin process there is then (docker
-// too where an engine answers) must exit.
+// its scheduler, raw_exec and gc; every plugin process there is then must
+// exit.
 func TestKilledAgentLeavesNoPlugins(t *testing.T) {
 	t.Parallel()
 	a := startAgent(t)
