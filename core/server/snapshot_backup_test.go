@@ -154,4 +154,3 @@ func TestSnapshotRestoreRefusesDamage(t *testing.T) {
 		t.Fatal("the restore kept a job the snapshot does not have")
 	}
 }
-
