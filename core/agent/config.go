@@ -148,6 +148,8 @@ type ServerConfig struct {
 	ACLTokenGCThreshold       string `hcl:"acl_token_gc_threshold,optional"`
 	JobGCInterval             string `hcl:"job_gc_interval,optional"`
 	CSIVolumeClaimGCInterval  string `hcl:"csi_volume_claim_gc_interval,optional"`
+	// Snapshot schedules backups (config_snapshot.go).
+	Snapshot *SnapshotConfig `hcl:"snapshot,block"`
 }
 
 // ClientConfig is the `client { … }` block.
@@ -405,6 +407,9 @@ func (c *Config) validateInto(p *problems) {
 	if c.Server != nil {
 		if err := server.ValidateRaftMultiplier(c.Server.RaftMultiplier); err != nil {
 			p.addErr(fmt.Errorf("server.%w", err))
+		}
+		if _, err := c.Server.snapshotSchedule(c.DataDir); err != nil {
+			p.addErr(err)
 		}
 	}
 	if c.Client != nil {
