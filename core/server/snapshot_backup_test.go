@@ -103,15 +103,20 @@ func TestSnapshotRoundTrip(t *testing.T) {
 func TestSnapshotRestoreRefusesDamage(t *testing.T) {
 	ctx := context.Background()
 	src := testServer(t, nil)
-	if _, err := src.Jobs().Register(ctx, testJob("gone", "sysbatch"), false, 0); err != nil {
+	gone, err := src.Jobs().Register(ctx, testJob("gone", "sysbatch"), false, 0)
+	if err != nil {
 		t.Fatal(err)
 	}
+	waitFor(t, 10*time.Second, "eval complete", func() bool { return evalStatus(t, src, gone.EvalID) == structs.EvalStatusComplete })
 	good := saveSnapshot(t, src)
 
 	dst := testServer(t, nil)
-	if _, err := dst.Jobs().Register(ctx, testJob("keep", "sysbatch"), false, 0); err != nil {
+	keep, err := dst.Jobs().Register(ctx, testJob("keep", "sysbatch"), false, 0)
+	if err != nil {
 		t.Fatal(err)
 	}
+	// Nothing else writes once its eval is done.
+	waitFor(t, 10*time.Second, "eval complete", func() bool { return evalStatus(t, dst, keep.EvalID) == structs.EvalStatusComplete })
 	flip := func(i int) []byte {
 		b := slices.Clone(good)
 		b[i] ^= 0x20

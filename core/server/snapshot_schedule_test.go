@@ -44,10 +44,12 @@ func TestScheduledSnapshotRetention(t *testing.T) {
 	}
 	ctx := context.Background()
 	var written []string
+	var before uint64
 	for i := range 5 {
 		if _, err := s.Jobs().Register(ctx, testJob("j"+string(rune('a'+i)), "sysbatch"), false, 0); err != nil {
 			t.Fatal(err)
 		}
+		before = s.State().LatestIndex()
 		name, err := s.writeScheduledSnapshot(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -74,8 +76,8 @@ func TestScheduledSnapshotRetention(t *testing.T) {
 		}
 		last = info.Index
 	}
-	if last != s.State().LatestIndex() {
-		t.Errorf("newest snapshot at index %d, state at %d", last, s.State().LatestIndex())
+	if last < before {
+		t.Errorf("newest snapshot at index %d, older than the state it was taken of (%d)", last, before)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "notes.txt")); err != nil {
 		t.Errorf("a foreign file was removed: %v", err)
