@@ -328,6 +328,11 @@ func (a *Agent) startServer(opts Options, dataDir, advHTTP string, drivers []str
 	}
 	sc.applySchedulerLimits(&scfg)
 	scfg.GCConfig = sc.gcConfig()
+	snapSched, serr := sc.snapshotSchedule(cfg.DataDir)
+	if serr != nil {
+		return serr
+	}
+	scfg.ScheduledSnapshot = snapSched
 	// Durations were validated when the config was parsed.
 	if sc.HeartbeatGrace != "" {
 		scfg.HeartbeatGrace, _ = time.ParseDuration(sc.HeartbeatGrace)

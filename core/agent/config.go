@@ -160,6 +160,8 @@ type ServerConfig struct {
 	// (Nomad's keys and defaults: 50, "5m").
 	MaxHeartbeatsPerSecond float64 `hcl:"max_heartbeats_per_second,optional"`
 	FailoverHeartbeatTTL   string  `hcl:"failover_heartbeat_ttl,optional"`
+	// Snapshot schedules backups (config_snapshot.go).
+	Snapshot *SnapshotConfig `hcl:"snapshot,block"`
 }
 
 // ClientConfig is the `client { … }` block.
@@ -419,6 +421,9 @@ func (c *Config) validateInto(p *problems) {
 	if c.Server != nil {
 		if err := server.ValidateRaftMultiplier(c.Server.RaftMultiplier); err != nil {
 			p.addErr(fmt.Errorf("server.%w", err))
+		}
+		if _, err := c.Server.snapshotSchedule(c.DataDir); err != nil {
+			p.addErr(err)
 		}
 	}
 	if c.Client != nil {

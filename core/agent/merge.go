@@ -180,6 +180,7 @@ func mergeServer(a, b *ServerConfig) *ServerConfig {
 	for _, g := range gcSettings {
 		str(g.value(&r), *g.value(b))
 	}
+	r.Snapshot = mergeSnapshot(r.Snapshot, b.Snapshot)
 	if len(b.EnabledDrivers) > 0 {
 		r.EnabledDrivers = slices.Clone(b.EnabledDrivers)
 	}

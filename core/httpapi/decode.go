@@ -14,7 +14,8 @@ import (
 // up in the Raft log, so the cap is applied before anything is read.
 func limitBody(max int64, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Body != nil && r.Body != http.NoBody {
+		// A snapshot restore is bounded by the server (operator_snapshot.go).
+		if r.Body != nil && r.Body != http.NoBody && (r.Method != http.MethodPut || r.URL.Path != snapshotPath) {
 			r.Body = http.MaxBytesReader(w, r.Body, max)
 		}
 		next.ServeHTTP(w, r)

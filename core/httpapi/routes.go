@@ -217,6 +217,10 @@ var routeTable = []route{
 	// A join token is a credential: reading one is a write's privilege.
 	{"GET", "/v1/operator/join-token/{role}", opWrite, on(operatorHandlers.joinTokenGet)},
 	{"PUT POST", "/v1/operator/join-token/{role}/rotate", opWrite, on(operatorHandlers.joinTokenRotate)},
+	// A snapshot holds every secret of the cluster, and a restore
+	// replaces the whole state: management only, as in Nomad.
+	{"GET", snapshotPath, mgmt, on(operatorHandlers.snapshotSave)},
+	{"PUT", snapshotPath, mgmt, on(operatorHandlers.snapshotRestore)},
 
 	// Force GC deletes cluster state: management only, as in Nomad.
 	{"PUT", "/v1/system/gc", mgmt, on(systemHandlers.systemGC)},

@@ -137,6 +137,9 @@ func (s *Server) establishLeadership() error {
 		// are credentials, not history.
 		s.startLeaderLoop(ctx, s.expireOneTimeTokens)
 	}
+	if s.cfg.ScheduledSnapshot != nil {
+		s.startLeaderLoop(ctx, s.runScheduledSnapshots)
+	}
 	s.volumes.SetEnabled(true)
 	s.established.Store(true)
 	s.logger.Info("cluster leadership acquired")

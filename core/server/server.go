@@ -82,6 +82,9 @@ type Config struct {
 	// collected); GCConfig holds their thresholds and intervals.
 	GC       GCRouter
 	GCConfig GCConfig
+	// ScheduledSnapshot, when set, has the leader write backups on a
+	// schedule (snapshot_schedule.go).
+	ScheduledSnapshot *SnapshotSchedule
 	// SchedulerCallTimeout bounds one call to a scheduler plugin (default
 	// DefaultSchedulerCallTimeout). A call that runs out is a failed
 	// attempt: the eval is nacked and counts toward the delivery limit.

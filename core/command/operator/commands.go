@@ -17,6 +17,9 @@ func Commands(ui *cli.UI) map[string]cli.Command {
 		"operator plugin status":    &OperatorPluginStatusCommand{ui: ui},
 		"operator plugin reload":    &OperatorPluginReloadCommand{ui: ui},
 		"operator events":           &OperatorEventsCommand{ui: ui},
+		"operator snapshot save":    &OperatorSnapshotSaveCommand{ui: ui},
+		"operator snapshot restore": &OperatorSnapshotRestoreCommand{ui: ui},
+		"operator snapshot inspect": &OperatorSnapshotInspectCommand{ui: ui},
 		"system gc":                 &SystemGCCommand{ui: ui},
 	}
 	return cmds
