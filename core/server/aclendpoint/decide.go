@@ -195,15 +195,9 @@ func prepareTokens(st tokenReader, tokens []*structs.ACLToken, now time.Time, id
 		if existing != nil && in.ExpirationTTL != 0 && in.ExpirationTTL != existing.ExpirationTTL {
 			return nil, structs.NewError(structs.ErrInvalid, "token expiration TTL: cannot be changed on an existing token")
 		}
-		for i, p := range t.Policies {
-			pol, err := st.ACLPolicyByName(nil, p)
-			if err != nil {
-				return nil, err
-			}
-			if pol == nil {
-				return nil, structs.NewError(structs.ErrInvalid, "token policies[%d] %q: no such ACL policy", i, p)
-			}
-		}
+		// A token may name a policy that does not exist (yet), as
+		// Nomad's: policies resolve at request time, and an absent one
+		// grants nothing (see acl.Resolver).
 		if seen[t.AccessorID] {
 			return nil, structs.NewError(structs.ErrInvalid, "token %s: named twice in one request", t.AccessorID)
 		}

@@ -285,8 +285,12 @@ func TestPrepareTokens(t *testing.T) {
 		{name: "TTL changed with the same expiration", in: []*structs.ACLToken{{AccessorID: oldAccessor, Type: structs.ACLClientToken,
 			Policies: []string{"ro"}, ExpirationTime: &expires, ExpirationTTL: time.Hour}},
 			kind: structs.ErrInvalid, wantErr: "token expiration TTL: cannot be changed on an existing token"},
-		{name: "unknown policy", in: []*structs.ACLToken{{Type: structs.ACLClientToken, Policies: []string{"ro", "nope"}}},
-			kind: structs.ErrInvalid, wantErr: `token policies[1] "nope": no such ACL policy`},
+		{name: "unknown policy accepted", in: []*structs.ACLToken{{Type: structs.ACLClientToken, Policies: []string{"ro", "nope"}}},
+			check: func(t *testing.T, got *structs.ACLToken) {
+				if len(got.Policies) != 2 || got.Policies[0] != "ro" || got.Policies[1] != "nope" {
+					t.Errorf("got %+v: want the token with both policies, the absent one kept", got.Policies)
+				}
+			}},
 		{name: "client without policies", in: []*structs.ACLToken{{Type: structs.ACLClientToken}},
 			kind: structs.ErrInvalid, wantErr: "at least one policy"},
 		{name: "named twice", in: []*structs.ACLToken{{AccessorID: oldAccessor, Type: structs.ACLClientToken, Policies: []string{"ro"}},
