@@ -35,6 +35,13 @@ type ACLRolePolicyLink struct {
 	Name string
 }
 
+// ACLTokenRoleLink links a token to a role. A request may give the ID or
+// the Name; the server stores both, and resolves by ID.
+type ACLTokenRoleLink struct {
+	ID   string
+	Name string
+}
+
 // ACLRole is a named set of policy links that tokens hold by ID or name.
 // ID is a UUID the endpoint assigns on create.
 type ACLRole struct {
