@@ -83,6 +83,12 @@ func (a *ACL) resolveForClient(secretID string) (*ResolveReply, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The client resolves from this reply alone, without roles: the
+	// token it gets names its effective policies (its own and its
+	// roles'), so that the role-derived ones count there too.
+	if tok != nil && len(tok.Roles) > 0 {
+		reply.Token.Policies = names
+	}
 	for _, name := range names {
 		p, err := snap.ACLPolicyByName(nil, name)
 		if err != nil {
