@@ -37,6 +37,36 @@ type Source interface {
 	ACLPolicyByName(name string) (*structs.ACLPolicy, error)
 }
 
+// RoleSource is a Source that also holds ACL roles. A token's role links
+// grant the policies of the roles they name at the time of the request;
+// with a Source that is not a RoleSource (or a role that no longer
+// exists) a role link grants nothing.
+type RoleSource interface {
+	ACLRoleByID(id string) (*structs.ACLRole, error)
+}
+
+// EffectivePolicyNames returns the names of the policies a client token
+// holds, its own and its roles', sorted and without repeats.
+func EffectivePolicyNames(src Source, tok *structs.ACLToken) ([]string, error) {
+	names := slices.Clone(tok.Policies)
+	if rs, ok := src.(RoleSource); ok {
+		for _, l := range tok.Roles {
+			if l == nil {
+				continue
+			}
+			r, err := rs.ACLRoleByID(l.ID)
+			if err != nil {
+				return nil, fmt.Errorf("looking up ACL role %q: %w", l.ID, err)
+			}
+			if r != nil {
+				names = append(names, r.PolicyNames()...)
+			}
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names), nil
+}
+
 // AnonymousToken returns the token that stands for a request without
 // one: a client token of the anonymous policy alone.
 func AnonymousToken() *structs.ACLToken {
@@ -110,9 +140,10 @@ func (r *Resolver) ResolveToken(src Source, tok *structs.ACLToken, now time.Time
 		return nil, structs.NewError(structs.ErrPermissionDenied, "ACL token type %q is neither client nor management", tok.Type)
 	}
 
-	names := slices.Clone(tok.Policies)
-	slices.Sort(names)
-	names = slices.Compact(names)
+	names, err := EffectivePolicyNames(src, tok)
+	if err != nil {
+		return nil, err
+	}
 	policies := make([]*structs.ACLPolicy, 0, len(names))
 	for _, name := range names {
 		p, err := src.ACLPolicyByName(name)

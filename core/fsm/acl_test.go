@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/drover-org/drover/core/state"
 	"github.com/drover-org/drover/core/structs"
 )
 
@@ -168,5 +169,36 @@ func TestFSM_ACLSnapshotRoundTrip(t *testing.T) {
 	resp := apply(t, dst, 4, structs.ACLTokenBootstrapRequestType, &structs.ACLTokenBootstrapRequest{Token: aclToken()})
 	if err, _ := resp.(error); err == nil || !errors.Is(err, structs.ErrInvalid) {
 		t.Errorf("bootstrap after restore: %v, want refused", resp)
+	}
+}
+
+func TestFSM_ACLRolesAndSnapshot(t *testing.T) {
+	f, _ := testFSM(t)
+	role := &structs.ACLRole{ID: uuid.NewString(), Name: "ops", Policies: []*structs.ACLRolePolicyLink{{Name: "p"}, {Name: "absent"}}}
+	gone := &structs.ACLRole{ID: uuid.NewString(), Name: "gone", Policies: []*structs.ACLRolePolicyLink{{Name: "p"}}}
+	mustApply(t, f, 1, structs.ACLRoleUpsertRequestType, &structs.ACLRoleUpsertRequest{Roles: []*structs.ACLRole{role, gone}})
+	mustApply(t, f, 2, structs.ACLRoleDeleteRequestType, &structs.ACLRoleDeleteRequest{IDs: []string{gone.ID}})
+	// A bad entry is refused by the state store, and the FSM keeps going.
+	resp := apply(t, f, 3, structs.ACLRoleUpsertRequestType, &structs.ACLRoleUpsertRequest{Roles: []*structs.ACLRole{{ID: uuid.NewString(), Name: "bad name"}}})
+	if err, _ := resp.(error); structs.KindName(err) != "invalid" {
+		t.Errorf("bad role: %v, want ErrInvalid", resp)
+	}
+	if f.Failed() != nil {
+		t.Fatalf("FSM stopped: %v", f.Failed())
+	}
+
+	data := snapshotBytes(t, f)
+	dst, _ := testFSM(t)
+	must(t, dst.Restore(io.NopCloser(bytes.NewReader(data))))
+	st := dst.State()
+	r, _ := st.ACLRoleByName(nil, "ops")
+	if r == nil || r.ID != role.ID || r.CreateIndex != 1 || len(r.Policies) != 2 || r.Policies[1].Name != "absent" {
+		t.Errorf("role after restore %+v", r)
+	}
+	if r, _ := st.ACLRoleByID(nil, gone.ID); r != nil {
+		t.Errorf("deleted role restored: %+v", r)
+	}
+	if st.Index(state.TableACLRoles) != 2 {
+		t.Errorf("roles index after restore %d, want 2", st.Index(state.TableACLRoles))
 	}
 }

@@ -66,6 +66,16 @@ func (f *FSM) applyOneTimeTokenExpire(index uint64, buf []byte) any {
 	return f.State().At(at(req.Now)).ExpireOneTimeTokens(index)
 }
 
+func (f *FSM) applyACLRoleUpsert(index uint64, buf []byte) any {
+	req := decode[structs.ACLRoleUpsertRequest](structs.ACLRoleUpsertRequestType, index, buf)
+	return f.State().UpsertACLRoles(index, req.Roles)
+}
+
+func (f *FSM) applyACLRoleDelete(index uint64, buf []byte) any {
+	req := decode[structs.ACLRoleDeleteRequest](structs.ACLRoleDeleteRequestType, index, buf)
+	return f.State().DeleteACLRoles(index, req.IDs)
+}
+
 var aclTypeNames = map[structs.MessageType]string{
 	structs.ACLPolicyUpsertRequestType:    "ACLPolicyUpsert",
 	structs.ACLPolicyDeleteRequestType:    "ACLPolicyDelete",
@@ -75,4 +85,6 @@ var aclTypeNames = map[structs.MessageType]string{
 	structs.OneTimeTokenUpsertRequestType: "OneTimeTokenUpsert",
 	structs.OneTimeTokenDeleteRequestType: "OneTimeTokenDelete",
 	structs.OneTimeTokenExpireRequestType: "OneTimeTokenExpire",
+	structs.ACLRoleUpsertRequestType:      "ACLRoleUpsert",
+	structs.ACLRoleDeleteRequestType:      "ACLRoleDelete",
 }

@@ -292,6 +292,8 @@ var checkers = map[structs.MessageType]func([]byte) error{
 	structs.OneTimeTokenUpsertRequestType: check[structs.OneTimeTokenUpsertRequest],
 	structs.OneTimeTokenDeleteRequestType: check[structs.OneTimeTokenDeleteRequest],
 	structs.OneTimeTokenExpireRequestType: check[structs.OneTimeTokenExpireRequest],
+	structs.ACLRoleUpsertRequestType:      check[structs.ACLRoleUpsertRequest],
+	structs.ACLRoleDeleteRequestType:      check[structs.ACLRoleDeleteRequest],
 
 	structs.NamespaceUpsertRequestType: check[structs.NamespaceUpsertRequest],
 	structs.NamespaceDeleteRequestType: check[structs.NamespaceDeleteRequest],
@@ -347,6 +349,8 @@ var appliers = map[structs.MessageType]func(f *FSM, index uint64, buf []byte) an
 	structs.OneTimeTokenUpsertRequestType: (*FSM).applyOneTimeTokenUpsert,
 	structs.OneTimeTokenDeleteRequestType: (*FSM).applyOneTimeTokenDelete,
 	structs.OneTimeTokenExpireRequestType: (*FSM).applyOneTimeTokenExpire,
+	structs.ACLRoleUpsertRequestType:      (*FSM).applyACLRoleUpsert,
+	structs.ACLRoleDeleteRequestType:      (*FSM).applyACLRoleDelete,
 
 	structs.NamespaceUpsertRequestType: (*FSM).applyNamespaceUpsert,
 	structs.NamespaceDeleteRequestType: (*FSM).applyNamespaceDelete,

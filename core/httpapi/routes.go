@@ -171,6 +171,13 @@ var routeTable = []route{
 	{"GET", "/v1/acl/token/{accessor}", self, on(aclHandlers.aclTokenGet)},
 	{"PUT POST", "/v1/acl/token/{accessor}", self, on(aclHandlers.aclTokenUpdate)},
 	{"DELETE", "/v1/acl/token/{accessor}", self, on(aclHandlers.aclTokenDelete)},
+	// ACL roles (acl_roles.go).
+	{"GET", "/v1/acl/roles", self, on(aclHandlers.aclRoleList)},
+	{"PUT POST", "/v1/acl/role", self, on(aclHandlers.aclRoleCreate)},
+	{"GET", "/v1/acl/role/name/{name}", self, on(aclHandlers.aclRoleGetByName)},
+	{"GET", "/v1/acl/role/{id}", self, on(aclHandlers.aclRoleGet)},
+	{"PUT POST", "/v1/acl/role/{id}", self, on(aclHandlers.aclRoleUpdate)},
+	{"DELETE", "/v1/acl/role/{id}", self, on(aclHandlers.aclRoleDelete)},
 
 	// Namespaces: reads need the namespace's read capability (a list
 	// shows only those), writes a management token, as in Nomad.

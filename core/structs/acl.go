@@ -43,6 +43,9 @@ const (
 	// looked up and merged on a cache miss; a real token names a handful.
 	MaxACLTokenPolicies = 256
 
+	// MaxACLTokenRoles bounds the roles one token links to.
+	MaxACLTokenRoles = 64
+
 	// DefaultACLTokenMinExpirationTTL and DefaultACLTokenMaxExpirationTTL
 	// are the server's default bounds on a token's lifetime when one is
 	// asked for (Nomad's acl.token_min_expiration_ttl and
@@ -136,7 +139,11 @@ type ACLToken struct {
 	Name       string   `codec:",omitempty"`
 	Type       string   `codec:",omitempty"`
 	Policies   []string `codec:",omitempty"`
-	Global     bool     `codec:",omitempty"`
+	// Roles links the token to ACL roles by ID (Name is filled in for
+	// display); a role's policies are resolved at request time, and a
+	// deleted role grants nothing.
+	Roles      []*ACLTokenRoleLink `codec:",omitempty"`
+	Global     bool                `codec:",omitempty"`
 	CreateTime time.Time
 	// ExpirationTime is when the token stops being accepted; nil never.
 	ExpirationTime *time.Time `codec:",omitempty" json:",omitempty"`
@@ -223,6 +230,7 @@ type ACLTokenListStub struct {
 	Name           string
 	Type           string
 	Policies       []string
+	Roles          []*ACLTokenRoleLink
 	Global         bool
 	CreateTime     time.Time
 	ExpirationTime *time.Time `json:",omitempty"`
@@ -259,6 +267,12 @@ func (t *ACLToken) Copy() *ACLToken {
 	}
 	c := *t
 	c.Policies = slices.Clone(t.Policies)
+	c.Roles = nil
+	for _, r := range t.Roles {
+		if r != nil {
+			c.Roles = append(c.Roles, &ACLTokenRoleLink{ID: r.ID, Name: r.Name})
+		}
+	}
 	c.Hash = slices.Clone(t.Hash)
 	if t.ExpirationTime != nil {
 		e := *t.ExpirationTime
@@ -271,7 +285,7 @@ func (t *ACLToken) Copy() *ACLToken {
 func (t *ACLToken) Stub() *ACLTokenListStub {
 	c := t.Copy()
 	return &ACLTokenListStub{
-		AccessorID: c.AccessorID, Name: c.Name, Type: c.Type, Policies: c.Policies,
+		AccessorID: c.AccessorID, Name: c.Name, Type: c.Type, Policies: c.Policies, Roles: c.Roles,
 		Global: c.Global, CreateTime: c.CreateTime, ExpirationTime: c.ExpirationTime,
 		Hash: c.Hash, CreateIndex: c.CreateIndex, ModifyIndex: c.ModifyIndex,
 	}
@@ -311,12 +325,15 @@ func (t *ACLToken) Validate(minTTL, maxTTL time.Duration, existing *ACLToken) er
 	}
 	switch t.Type {
 	case ACLClientToken:
-		if len(t.Policies) == 0 {
-			l.add("token policies: a client token must name at least one policy")
+		if len(t.Policies) == 0 && len(t.Roles) == 0 {
+			l.add("token policies: a client token must name at least one policy or role")
 		}
 	case ACLManagementToken:
 		if len(t.Policies) != 0 {
 			l.add("token policies: a management token must name no policies (got %d)", len(t.Policies))
+		}
+		if len(t.Roles) != 0 {
+			l.add("token roles: a management token must name no roles (got %d)", len(t.Roles))
 		}
 	default:
 		l.add("token type %s: must be %q or %q", quoteBounded(t.Type), ACLClientToken, ACLManagementToken)
@@ -327,6 +344,20 @@ func (t *ACLToken) Validate(minTTL, maxTTL time.Duration, existing *ACLToken) er
 		for i, p := range t.Policies {
 			if !ValidACLPolicyName(p) {
 				l.add("token policies[%d] %s: must match %s", i, quoteBounded(p), ACLPolicyNameRule)
+			}
+		}
+	}
+	if n := len(t.Roles); n > MaxACLTokenRoles {
+		l.add("token roles: must name at most %d roles (got %d); exceeds limit MaxACLTokenRoles", MaxACLTokenRoles, n)
+	} else {
+		for i, r := range t.Roles {
+			switch {
+			case r == nil || (r.ID == "" && r.Name == ""):
+				l.add("token roles[%d]: must give the role's ID or Name", i)
+			case r.ID != "" && !IsUUID(r.ID):
+				l.add("token roles[%d] ID %s: must be a UUID", i, quoteBounded(r.ID))
+			case r.ID == "" && !ValidACLRoleName(r.Name):
+				l.add("token roles[%d] name %s: must match %s", i, quoteBounded(r.Name), ACLRoleNameRule)
 			}
 		}
 	}
@@ -378,6 +409,16 @@ func (t *ACLToken) SetHash() []byte {
 	_ = binary.Write(h, binary.BigEndian, uint64(len(t.Policies)))
 	for _, p := range t.Policies {
 		writeField(h, p)
+	}
+	if len(t.Roles) > 0 {
+		// Only tokens with roles hash them, so that the hash of a token
+		// without roles is what it was before roles existed.
+		_ = binary.Write(h, binary.BigEndian, uint64(len(t.Roles)))
+		for _, r := range t.Roles {
+			if r != nil {
+				writeField(h, r.ID)
+			}
+		}
 	}
 	global := []byte{0}
 	if t.Global {

@@ -82,3 +82,14 @@ type OneTimeTokenExchangeResponse struct {
 	Token *ACLToken
 	Index uint64
 }
+
+// ACLRoleUpsertRequest writes roles (type 66). The endpoint has validated
+// them and assigned their IDs.
+type ACLRoleUpsertRequest struct {
+	Roles []*ACLRole `codec:",omitempty"`
+}
+
+// ACLRoleDeleteRequest deletes roles by ID (type 67).
+type ACLRoleDeleteRequest struct {
+	IDs []string `codec:",omitempty"`
+}

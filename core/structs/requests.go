@@ -34,6 +34,8 @@ const (
 	OneTimeTokenUpsertRequestType MessageType = 44
 	OneTimeTokenDeleteRequestType MessageType = 45
 	OneTimeTokenExpireRequestType MessageType = 46
+	ACLRoleUpsertRequestType      MessageType = 66
+	ACLRoleDeleteRequestType      MessageType = 67
 	NamespaceUpsertRequestType    MessageType = 64
 	NamespaceDeleteRequestType    MessageType = 65
 

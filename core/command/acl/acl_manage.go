@@ -38,6 +38,7 @@ type aclOptions struct {
 	tokenName   string
 	tokenType   string
 	policies    cli.StringsFlag
+	roleNames   cli.StringsFlag
 	ttl         time.Duration
 }
 
@@ -78,6 +79,7 @@ func tokenFlags(fs *flag.FlagSet, o *aclOptions) {
 	fs.StringVar(&o.tokenName, "name", "", "")
 	fs.StringVar(&o.tokenType, "type", "", "")
 	fs.Var(&o.policies, "policy", "")
+	fs.Var(&o.roleNames, "role-name", "")
 	fs.DurationVar(&o.ttl, "ttl", 0, "")
 }
 
@@ -109,6 +111,7 @@ func aclManageCommands(ui *cli.UI) map[string]cli.Command {
 		{name: "acl token self", synopsis: "Show the token in use", help: aclTokenSelfHelp, flags: jsonFlag, run: runACLTokenSelf},
 		{name: "acl token delete", synopsis: "Delete an ACL token", help: aclTokenDeleteHelp, run: runACLTokenDelete},
 	}
+	cmds = append(cmds, aclRoleCommands()...)
 	out := make(map[string]cli.Command, len(cmds))
 	for _, c := range cmds {
 		c.ui = ui
@@ -226,7 +229,11 @@ Create Options:
     "client" (the default) or "management".
 
   -policy
-    A policy the token holds; repeat for more. A client token needs one.
+    A policy the token holds; repeat for more. A client token needs a
+    policy or a role.
+
+  -role-name
+    A role the token holds, by name; repeat for more.
 
   -ttl
     The token's lifetime ("1h"); without it the token does not expire.
@@ -239,6 +246,9 @@ func runACLTokenCreate(c *aclCommand, ctx context.Context, client *cli.APIClient
 		return cli.ExitError
 	}
 	tok := structs.ACLToken{Name: o.tokenName, Type: o.tokenType, Policies: o.policies, ExpirationTTL: o.ttl}
+	for _, n := range o.roleNames {
+		tok.Roles = append(tok.Roles, &structs.ACLTokenRoleLink{Name: n})
+	}
 	if tok.Type == "" {
 		tok.Type = structs.ACLClientToken
 	}

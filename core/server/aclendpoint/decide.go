@@ -134,6 +134,44 @@ func preparePolicies(policies []*structs.ACLPolicy) ([]*structs.ACLPolicy, error
 type tokenReader interface {
 	ACLTokenByAccessorID(ws memdb.WatchSet, accessor string) (*structs.ACLToken, error)
 	ACLPolicyByName(ws memdb.WatchSet, name string) (*structs.ACLPolicy, error)
+	ACLRoleByID(ws memdb.WatchSet, id string) (*structs.ACLRole, error)
+	ACLRoleByName(ws memdb.WatchSet, name string) (*structs.ACLRole, error)
+}
+
+// linkRoles resolves a token's role links (by ID, else by name) to links
+// holding both; a role that does not exist is refused, as Nomad does, and
+// a role linked twice is kept once.
+func linkRoles(st tokenReader, in []*structs.ACLTokenRoleLink) ([]*structs.ACLTokenRoleLink, error) {
+	if len(in) == 0 {
+		return nil, nil
+	}
+	out := make([]*structs.ACLTokenRoleLink, 0, len(in))
+	seen := make(map[string]bool, len(in))
+	for i, l := range in {
+		var (
+			r   *structs.ACLRole
+			err error
+		)
+		switch {
+		case l == nil:
+			return nil, structs.NewError(structs.ErrInvalid, "token roles[%d]: must give the role's ID or Name", i)
+		case l.ID != "":
+			r, err = st.ACLRoleByID(nil, l.ID)
+		default:
+			r, err = st.ACLRoleByName(nil, l.Name)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if r == nil {
+			return nil, structs.NewError(structs.ErrInvalid, "token roles[%d] %s: no such ACL role", i, bounded(l.ID+l.Name))
+		}
+		if !seen[r.ID] {
+			seen[r.ID] = true
+			out = append(out, &structs.ACLTokenRoleLink{ID: r.ID, Name: r.Name})
+		}
+	}
+	return out, nil
 }
 
 // newSecrets returns a new token's AccessorID and SecretID.
@@ -152,7 +190,8 @@ func prepareTokens(st tokenReader, tokens []*structs.ACLToken, now time.Time, id
 		if in == nil {
 			return nil, structs.NewError(structs.ErrInvalid, "token: missing")
 		}
-		t := &structs.ACLToken{Name: in.Name, Type: in.Type, Policies: slices.Clone(in.Policies), Global: in.Global}
+		t := &structs.ACLToken{Name: in.Name, Type: in.Type, Policies: slices.Clone(in.Policies), Global: in.Global,
+			Roles: in.Copy().Roles}
 		var existing *structs.ACLToken
 		if in.AccessorID == "" {
 			t.AccessorID, t.SecretID = ids()
@@ -195,15 +234,14 @@ func prepareTokens(st tokenReader, tokens []*structs.ACLToken, now time.Time, id
 		if existing != nil && in.ExpirationTTL != 0 && in.ExpirationTTL != existing.ExpirationTTL {
 			return nil, structs.NewError(structs.ErrInvalid, "token expiration TTL: cannot be changed on an existing token")
 		}
-		for i, p := range t.Policies {
-			pol, err := st.ACLPolicyByName(nil, p)
-			if err != nil {
-				return nil, err
-			}
-			if pol == nil {
-				return nil, structs.NewError(structs.ErrInvalid, "token policies[%d] %q: no such ACL policy", i, p)
-			}
+		roles, err := linkRoles(st, t.Roles)
+		if err != nil {
+			return nil, err
 		}
+		t.Roles = roles
+		// A token may name a policy that does not exist (yet), as
+		// Nomad's: policies resolve at request time, and an absent one
+		// grants nothing (see acl.Resolver).
 		if seen[t.AccessorID] {
 			return nil, structs.NewError(structs.ErrInvalid, "token %s: named twice in one request", t.AccessorID)
 		}

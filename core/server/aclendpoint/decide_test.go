@@ -214,6 +214,25 @@ func TestPreparePolicies(t *testing.T) {
 type fakeReader struct {
 	tokens   map[string]*structs.ACLToken
 	policies map[string]bool
+	roles    []*structs.ACLRole
+}
+
+func (f fakeReader) ACLRoleByID(_ memdb.WatchSet, id string) (*structs.ACLRole, error) {
+	for _, r := range f.roles {
+		if r.ID == id {
+			return r, nil
+		}
+	}
+	return nil, nil
+}
+
+func (f fakeReader) ACLRoleByName(_ memdb.WatchSet, name string) (*structs.ACLRole, error) {
+	for _, r := range f.roles {
+		if r.Name == name {
+			return r, nil
+		}
+	}
+	return nil, nil
 }
 
 func (f fakeReader) ACLTokenByAccessorID(_ memdb.WatchSet, id string) (*structs.ACLToken, error) {
@@ -239,7 +258,9 @@ func TestPrepareTokens(t *testing.T) {
 	expires := now.Add(time.Hour)
 	existing := &structs.ACLToken{AccessorID: oldAccessor, SecretID: oldSecret, Name: "old", Type: structs.ACLClientToken,
 		Policies: []string{"ro"}, CreateTime: created, ExpirationTime: &expires, ExpirationTTL: 2 * time.Hour}
-	st := fakeReader{tokens: map[string]*structs.ACLToken{oldAccessor: existing}, policies: map[string]bool{"ro": true, "rw": true}}
+	const roleID = "55555555-5555-4555-8555-555555555555"
+	st := fakeReader{tokens: map[string]*structs.ACLToken{oldAccessor: existing}, policies: map[string]bool{"ro": true, "rw": true},
+		roles: []*structs.ACLRole{{ID: roleID, Name: "ops", Policies: []*structs.ACLRolePolicyLink{{Name: "rw"}}}}}
 	ids := func() (string, string) { return newAccessor, newSecret }
 
 	tests := []struct {
@@ -285,8 +306,25 @@ func TestPrepareTokens(t *testing.T) {
 		{name: "TTL changed with the same expiration", in: []*structs.ACLToken{{AccessorID: oldAccessor, Type: structs.ACLClientToken,
 			Policies: []string{"ro"}, ExpirationTime: &expires, ExpirationTTL: time.Hour}},
 			kind: structs.ErrInvalid, wantErr: "token expiration TTL: cannot be changed on an existing token"},
-		{name: "unknown policy", in: []*structs.ACLToken{{Type: structs.ACLClientToken, Policies: []string{"ro", "nope"}}},
-			kind: structs.ErrInvalid, wantErr: `token policies[1] "nope": no such ACL policy`},
+		{name: "unknown policy accepted", in: []*structs.ACLToken{{Type: structs.ACLClientToken, Policies: []string{"ro", "nope"}}},
+			check: func(t *testing.T, got *structs.ACLToken) {
+				if len(got.Policies) != 2 || got.Policies[0] != "ro" || got.Policies[1] != "nope" {
+					t.Errorf("got %+v: want the token with both policies, the absent one kept", got.Policies)
+				}
+			}},
+		{name: "roles by name and ID, kept once", in: []*structs.ACLToken{{Type: structs.ACLClientToken,
+			Roles: []*structs.ACLTokenRoleLink{{Name: "ops"}, {ID: roleID}}}},
+			check: func(t *testing.T, got *structs.ACLToken) {
+				if len(got.Roles) != 1 || got.Roles[0].ID != roleID || got.Roles[0].Name != "ops" || len(got.Policies) != 0 {
+					t.Errorf("roles %+v: want the one role, by ID and name", got.Roles)
+				}
+			}},
+		{name: "unknown role", in: []*structs.ACLToken{{Type: structs.ACLClientToken, Roles: []*structs.ACLTokenRoleLink{{Name: "nope"}}}},
+			kind: structs.ErrInvalid, wantErr: `token roles[0] nope: no such ACL role`},
+		{name: "role ID not a UUID", in: []*structs.ACLToken{{Type: structs.ACLClientToken, Roles: []*structs.ACLTokenRoleLink{{ID: "x"}}}},
+			kind: structs.ErrInvalid, wantErr: `token roles[0] ID "x": must be a UUID`},
+		{name: "management with roles", in: []*structs.ACLToken{{Type: structs.ACLManagementToken, Roles: []*structs.ACLTokenRoleLink{{Name: "ops"}}}},
+			kind: structs.ErrInvalid, wantErr: "a management token must name no roles"},
 		{name: "client without policies", in: []*structs.ACLToken{{Type: structs.ACLClientToken}},
 			kind: structs.ErrInvalid, wantErr: "at least one policy"},
 		{name: "named twice", in: []*structs.ACLToken{{AccessorID: oldAccessor, Type: structs.ACLClientToken, Policies: []string{"ro"}},

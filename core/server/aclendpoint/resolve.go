@@ -1,8 +1,6 @@
 package aclendpoint
 
 import (
-	"slices"
-
 	"github.com/drover-org/drover/core/acl"
 	"github.com/drover-org/drover/core/state"
 	"github.com/drover-org/drover/core/structs"
@@ -14,6 +12,10 @@ type source struct{ snap *state.StateSnapshot }
 
 func (s source) ACLTokenBySecretID(secretID string) (*structs.ACLToken, error) {
 	return s.snap.ACLTokenBySecretID(nil, secretID)
+}
+
+func (s source) ACLRoleByID(id string) (*structs.ACLRole, error) {
+	return s.snap.ACLRoleByID(nil, id)
 }
 
 func (s source) ACLPolicyByName(name string) (*structs.ACLPolicy, error) {
@@ -77,9 +79,17 @@ func (a *ACL) resolveForClient(secretID string) (*ResolveReply, error) {
 		return nil, err
 	}
 	reply := &ResolveReply{Enabled: true, Token: tok.Redacted()}
-	names := slices.Clone(tok.Policies)
-	slices.Sort(names)
-	for _, name := range slices.Compact(names) {
+	names, err := acl.EffectivePolicyNames(source{snap}, tok)
+	if err != nil {
+		return nil, err
+	}
+	// The client resolves from this reply alone, without roles: the
+	// token it gets names its effective policies (its own and its
+	// roles'), so that the role-derived ones count there too.
+	if tok != nil && len(tok.Roles) > 0 {
+		reply.Token.Policies = names
+	}
+	for _, name := range names {
 		p, err := snap.ACLPolicyByName(nil, name)
 		if err != nil {
 			return nil, err

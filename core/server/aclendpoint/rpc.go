@@ -104,6 +104,7 @@ func Register(rs *rpc.Server, a *ACL, mark func(context.Context) context.Context
 		toks, idx, err := a.UpsertACLTokens(mark(ctx), args.SecretID, args.Tokens)
 		return &TokensReply{Tokens: toks, Index: idx}, err
 	})
+	registerRoles(rs, a, mark)
 	rpc.Handle(rs, "ACL.DeleteTokens", func(ctx context.Context, args *TokenDeleteArgs) (*IndexReply, error) {
 		idx, err := a.DeleteACLTokens(mark(ctx), args.SecretID, args.AccessorIDs)
 		return &IndexReply{Index: idx}, err

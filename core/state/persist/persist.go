@@ -61,6 +61,7 @@ const (
 	recACLPolicy       byte = 20
 	recACLToken        byte = 21
 	recOneTimeToken    byte = 22
+	recACLRole         byte = 23
 	recNamespace       byte = 25
 	recNodePool        byte = 26
 	recCSIVolume       byte = 35
@@ -118,6 +119,7 @@ func Write(w io.Writer, txn *memdb.Txn) error {
 		{schema.TableACLPolicies, recACLPolicy},
 		{schema.TableACLTokens, recACLToken},
 		{schema.TableOneTimeTokens, recOneTimeToken},
+		{schema.TableACLRoles, recACLRole},
 		{schema.TableNamespaces, recNamespace},
 		{schema.TableNodePools, recNodePool},
 		{schema.TableCSIPlugins, recCSIPlugin},
@@ -327,6 +329,8 @@ func decodeRecord(typ byte, buf []byte, jobs map[uint64]*structs.Job) (restoreIt
 		it = restoreItem{schema.TableACLTokens, new(structs.ACLToken)}
 	case recOneTimeToken:
 		it = restoreItem{schema.TableOneTimeTokens, new(structs.OneTimeToken)}
+	case recACLRole:
+		it = restoreItem{schema.TableACLRoles, new(structs.ACLRole)}
 	case recNamespace:
 		it = restoreItem{schema.TableNamespaces, new(structs.Namespace)}
 	case recNodePool:

@@ -115,6 +115,10 @@ func aclTables() []*memdb.TableSchema {
 			idx("id", true, false, str(func(t *structs.ACLToken) string { return t.AccessorID })),
 			idx("secret", true, false, str(func(t *structs.ACLToken) string { return t.SecretID })),
 		)},
+		{Name: TableACLRoles, Indexes: indexes(
+			idx("id", true, false, str(func(r *structs.ACLRole) string { return r.ID })),
+			idx("name", true, false, str(func(r *structs.ACLRole) string { return r.Name })),
+		)},
 		{Name: TableOneTimeTokens, Indexes: indexes(
 			idx("id", true, false, str(func(o *structs.OneTimeToken) string { return o.AccessorID })),
 			idx("secret", true, false, str(func(o *structs.OneTimeToken) string { return o.OneTimeSecretID })),

@@ -29,6 +29,9 @@ const (
 	TableACLPolicies   = "acl_policies"
 	TableACLTokens     = "acl_tokens"
 	TableOneTimeTokens = "one_time_tokens"
+	// TableACLRoles holds ACL roles keyed by ID, with a unique index on
+	// Name.
+	TableACLRoles = "acl_roles"
 
 	TableNodePools            = "node_pools"
 	TableCSIVolumes           = "csi_volumes"
