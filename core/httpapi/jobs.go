@@ -331,13 +331,13 @@ func (s jobHandlers) jobAllocs(w http.ResponseWriter, r *http.Request, id string
 		s.writeError(w, err)
 		return
 	}
-	readList(s.HTTPServer, w, r, state.TableAllocs, allocStubs, func(ws memdb.WatchSet, st reader, q queryOptions) ([]*structs.Allocation, error) {
+	readListExact(s.HTTPServer, w, r, state.TableAllocs, allocStubs, func(ws memdb.WatchSet, st reader, q queryOptions) ([]*structs.Allocation, error) {
 		return st.AllocsByJob(ws, q.Namespace, id, all)
 	})
 }
 
 func (s jobHandlers) jobEvals(w http.ResponseWriter, r *http.Request, id string) {
-	readList(s.HTTPServer, w, r, state.TableEvals, sortEvals, func(ws memdb.WatchSet, st reader, q queryOptions) ([]*structs.Evaluation, error) {
+	readListExact(s.HTTPServer, w, r, state.TableEvals, sortEvals, func(ws memdb.WatchSet, st reader, q queryOptions) ([]*structs.Evaluation, error) {
 		return st.EvalsByJob(ws, q.Namespace, id)
 	})
 }
