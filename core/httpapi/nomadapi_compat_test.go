@@ -94,3 +94,27 @@ func TestNomadAPI_ScaleInvalidAction(t *testing.T) {
 		}
 	}
 }
+
+// Nomad's TestJobs_Parse: parsing without canonicalize leaves the job's
+// namespace unset; with it, the namespace is "default".
+func TestNomadAPI_ParseNamespace(t *testing.T) {
+	h, _ := newTestAPI(t, Config{})
+	c := newNomadClient(t, h)
+	job, err := c.Jobs().ParseHCL(`job "example" {}`, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if job.Name == nil || *job.Name != "example" {
+		t.Errorf("Name = %v, want example", job.Name)
+	}
+	if job.Namespace != nil {
+		t.Errorf("Namespace = %q, want unset", *job.Namespace)
+	}
+	canon, err := c.Jobs().ParseHCL(`job "example" {}`, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if canon.Namespace == nil || *canon.Namespace != "default" {
+		t.Errorf("canonicalized Namespace = %v, want default", canon.Namespace)
+	}
+}
