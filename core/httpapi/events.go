@@ -6,8 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"strings"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
