@@ -118,3 +118,42 @@ func TestNomadAPI_ParseNamespace(t *testing.T) {
 		t.Errorf("canonicalized Namespace = %v, want default", canon.Namespace)
 	}
 }
+
+// Nomad's TestNodePools_List: ?per_page pages the pools by name; the next
+// token starts the next page.
+func TestNomadAPI_NodePoolsPaged(t *testing.T) {
+	h, _ := newTestAPI(t, Config{})
+	c := newNomadClient(t, h)
+	names := func(ps []*nomadapi.NodePool) []string {
+		var out []string
+		for _, p := range ps {
+			out = append(out, p.Name)
+		}
+		return out
+	}
+	all, _, err := c.NodePools().List(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(all); strings.Join(got, ",") != "all,default" {
+		t.Fatalf("pools %v, want all,default", got)
+	}
+	page, qm, err := c.NodePools().List(&nomadapi.QueryOptions{PerPage: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(page); strings.Join(got, ",") != "all" || qm.NextToken != "default" {
+		t.Fatalf("first page %v next %q, want [all] next default", got, qm.NextToken)
+	}
+	page, qm, err = c.NodePools().List(&nomadapi.QueryOptions{PerPage: 1, NextToken: qm.NextToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(page); strings.Join(got, ",") != "default" || qm.NextToken != "" {
+		t.Fatalf("second page %v next %q, want [default] and no next", got, qm.NextToken)
+	}
+	rec := do(t, h.Handler(), "GET", "/v1/node/pools?per_page=-1", "")
+	if rec.Code != 400 || !strings.Contains(rec.Body.String(), "per_page") {
+		t.Errorf("per_page=-1: %d %q, want 400 naming per_page", rec.Code, rec.Body.String())
+	}
+}

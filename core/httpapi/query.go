@@ -31,6 +31,7 @@ const (
 	headerIndex       = "X-Nomad-Index"
 	headerKnownLeader = "X-Nomad-KnownLeader"
 	headerLastContact = "X-Nomad-LastContact"
+	headerNextToken   = "X-Nomad-NextToken"
 )
 
 // queryOptions are the parameters every read accepts.
