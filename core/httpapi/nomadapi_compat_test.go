@@ -157,3 +157,27 @@ func TestNomadAPI_NodePoolsPaged(t *testing.T) {
 		t.Errorf("per_page=-1: %d %q, want 400 naming per_page", rec.Code, rec.Body.String())
 	}
 }
+
+// Nomad's TestNodes_List_Resources: node stubs carry resources only when
+// asked with ?resources=true.
+func TestNomadAPI_NodeListResources(t *testing.T) {
+	h, fake := newTestAPI(t, Config{})
+	c := newNomadClient(t, h)
+	seedNode(t, fake.store, 5, &structs.Node{ID: "node-a", SecretID: "secret-a", Name: "a", Datacenter: "dc1", NodePool: "default", Status: "ready",
+		NodeResources:     &structs.NodeResources{Memory: structs.NodeMemoryResources{MemoryMB: 2048}},
+		ReservedResources: &structs.NodeReservedResources{}})
+	plain, _, err := c.Nodes().List(nil)
+	if err != nil || len(plain) != 1 {
+		t.Fatalf("List = %v, %v", plain, err)
+	}
+	if plain[0].NodeResources != nil || plain[0].ReservedResources != nil {
+		t.Errorf("resources without ?resources=true: %+v", plain[0])
+	}
+	full, _, err := c.Nodes().List(&nomadapi.QueryOptions{Params: map[string]string{"resources": "true"}})
+	if err != nil || len(full) != 1 {
+		t.Fatalf("List(resources) = %v, %v", full, err)
+	}
+	if full[0].NodeResources == nil || full[0].ReservedResources == nil || full[0].NodeResources.Memory.MemoryMB != 2048 {
+		t.Errorf("resources=true: NodeResources %+v ReservedResources %+v", full[0].NodeResources, full[0].ReservedResources)
+	}
+}

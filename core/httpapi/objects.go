@@ -94,7 +94,29 @@ func (s objectHandlers) evalAllocs(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s objectHandlers) nodeList(w http.ResponseWriter, r *http.Request) {
-	readList(s.HTTPServer, w, r, state.TableNodes, nodeStubs, func(ws memdb.WatchSet, st reader, q queryOptions) ([]*structs.Node, error) {
+	withResources, err := parseBool(r, "resources")
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	view := nodeStubs
+	if withResources {
+		// As Nomad's ?resources=true: each stub with the node's resources.
+		view = func(nodes []*structs.Node) []*structs.NodeListStub {
+			stubs := nodeStubs(nodes)
+			byID := make(map[string]*structs.Node, len(nodes))
+			for _, n := range nodes {
+				byID[n.ID] = n
+			}
+			for _, st := range stubs {
+				if n := byID[st.ID]; n != nil {
+					st.NodeResources, st.ReservedResources = n.NodeResources, n.ReservedResources // read-only: only encoded
+				}
+			}
+			return stubs
+		}
+	}
+	readList(s.HTTPServer, w, r, state.TableNodes, view, func(ws memdb.WatchSet, st reader, q queryOptions) ([]*structs.Node, error) {
 		return st.NodeList(ws, q.Prefix)
 	})
 }
