@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -75,6 +76,14 @@ func eventAllowed(cur *atomic.Pointer[acl.ACL]) func(e *events.Event) bool {
 // sent {"Error": "..."} and the stream ends.
 func (s eventHandlers) eventStream(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
+	// Nomad takes Topic or Topic:Key, one colon at most: a key holding a
+	// colon ("Evaluation:::*") is refused with its words.
+	for _, p := range q["topic"] {
+		if strings.Count(p, ":") > 1 {
+			s.writeError(w, badRequest("Invalid topic query parameter: Invalid key value pair for topic: %s", p))
+			return
+		}
+	}
 	topics, err := events.ParseTopics(q["topic"])
 	if err != nil {
 		s.writeError(w, badRequest("Invalid topic query parameter: %v", err))

@@ -147,6 +147,8 @@ func TestEventStreamBadParams(t *testing.T) {
 		{"index=-3", "non-negative integer"},
 		{"topic=Bogus", `unknown topic "Bogus"`},
 		{"topic=:web", "expected Topic or Topic:Key"},
+		// Nomad's TestEvent_Stream_Err_InvalidQueryParam: one colon at most.
+		{"topic=Evaluation:::*", "Invalid key value pair for topic: Evaluation:::*"},
 		{many, "at most 64 topic parameters"},
 	}
 	for _, tt := range tests {

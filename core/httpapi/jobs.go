@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"slices"
@@ -214,6 +215,9 @@ func (s jobHandlers) jobParse(w http.ResponseWriter, r *http.Request) {
 	if req.Variables != "" {
 		opts.VarFiles = []jobspec.VarFile{{Name: parseVariablesName, Src: []byte(req.Variables)}}
 	}
+	if !req.Canonicalize {
+		opts.Namespace = unsetNamespace
+	}
 	job, err := jobspec.ParseWith("job.hcl", []byte(req.JobHCL), opts)
 	if err != nil {
 		s.writeError(w, badRequest("Failed to parse job: %v", err))
@@ -221,8 +225,36 @@ func (s jobHandlers) jobParse(w http.ResponseWriter, r *http.Request) {
 	}
 	if req.Canonicalize {
 		job.Canonicalize()
+	} else if job.Namespace == unsetNamespace {
+		// As Nomad: without canonicalize, a file naming no namespace
+		// leaves it unset (the client fills the request's).
+		writeJSON(w, r, http.StatusOK, jobWithoutNamespace{job})
+		return
 	}
 	writeJSON(w, r, http.StatusOK, job)
+}
+
+// unsetNamespace marks, through the parse, a job file naming no namespace:
+// no namespace name can hold a NUL.
+const unsetNamespace = "\x00unset"
+
+// jobWithoutNamespace encodes a job with its Namespace key left out.
+type jobWithoutNamespace struct{ *structs.Job }
+
+func (j jobWithoutNamespace) MarshalJSON() ([]byte, error) {
+	type plain structs.Job // the job's fields, none of its methods
+	c := *j.Job
+	c.Namespace = ""
+	raw, err := json.Marshal((*plain)(&c))
+	if err != nil {
+		return nil, err
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return nil, err
+	}
+	delete(fields, "Namespace")
+	return json.Marshal(fields)
 }
 
 // jobAction is a sub-resource of /v1/job/<id>.
@@ -331,13 +363,13 @@ func (s jobHandlers) jobAllocs(w http.ResponseWriter, r *http.Request, id string
 		s.writeError(w, err)
 		return
 	}
-	readList(s.HTTPServer, w, r, state.TableAllocs, allocStubs, func(ws memdb.WatchSet, st reader, q queryOptions) ([]*structs.Allocation, error) {
+	readListExact(s.HTTPServer, w, r, state.TableAllocs, allocStubs, func(ws memdb.WatchSet, st reader, q queryOptions) ([]*structs.Allocation, error) {
 		return st.AllocsByJob(ws, q.Namespace, id, all)
 	})
 }
 
 func (s jobHandlers) jobEvals(w http.ResponseWriter, r *http.Request, id string) {
-	readList(s.HTTPServer, w, r, state.TableEvals, sortEvals, func(ws memdb.WatchSet, st reader, q queryOptions) ([]*structs.Evaluation, error) {
+	readListExact(s.HTTPServer, w, r, state.TableEvals, sortEvals, func(ws memdb.WatchSet, st reader, q queryOptions) ([]*structs.Evaluation, error) {
 		return st.EvalsByJob(ws, q.Namespace, id)
 	})
 }

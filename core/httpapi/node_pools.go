@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"sort"
+	"strconv"
 
 	"github.com/hashicorp/go-memdb"
 
@@ -48,10 +49,41 @@ func (s nodePoolHandlers) nodeSub(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// nodePoolList answers the pools by name, a page at a time with Nomad's
+// ?per_page= and ?next_token= (the name to start at); X-Nomad-NextToken
+// names the first pool of the next page.
 func (s nodePoolHandlers) nodePoolList(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	perPage := 0
+	if v := q.Get("per_page"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			s.writeError(w, badRequest("per_page: %q is not a non-negative integer", v))
+			return
+		}
+		perPage = n
+	}
+	next := q.Get("next_token")
+	if len(next) > structs.MaxIdentifierBytes {
+		s.writeError(w, badRequest("next_token: longer than %d bytes", structs.MaxIdentifierBytes))
+		return
+	}
 	readList(s.HTTPServer, w, r, state.TableNodePools, func(p []*structs.NodePool) any { return p },
 		func(ws memdb.WatchSet, st reader, q queryOptions) ([]*structs.NodePool, error) {
-			return st.NodePools(ws, q.Prefix)
+			pools, err := st.NodePools(ws, q.Prefix)
+			if err != nil {
+				return nil, err
+			}
+			// The query runs in this handler's goroutine, before the
+			// answer is written: the header of its last run is sent.
+			w.Header().Del(headerNextToken)
+			start := sort.Search(len(pools), func(i int) bool { return pools[i].Name >= next })
+			pools = pools[start:]
+			if perPage > 0 && len(pools) > perPage {
+				w.Header().Set(headerNextToken, pools[perPage].Name)
+				pools = pools[:perPage]
+			}
+			return pools, nil
 		})
 }
 

@@ -21,7 +21,7 @@ type objectHandlers struct{ *HTTPServer }
 
 func (s objectHandlers) allocList(w http.ResponseWriter, r *http.Request) {
 	allow := nsFilter(r, acl.NamespaceCapabilityReadJob)
-	readList(s.HTTPServer, w, r, state.TableAllocs, allocStubs, func(ws memdb.WatchSet, st reader, q queryOptions) ([]*structs.Allocation, error) {
+	readListExact(s.HTTPServer, w, r, state.TableAllocs, allocStubs, func(ws memdb.WatchSet, st reader, q queryOptions) ([]*structs.Allocation, error) {
 		allocs, err := st.AllocList(ws, q.Namespace, q.Prefix)
 		return filterNS(allocs, allocNS, allow), err
 	})
@@ -65,7 +65,7 @@ func (s objectHandlers) allocStop(w http.ResponseWriter, r *http.Request) {
 
 func (s objectHandlers) evalList(w http.ResponseWriter, r *http.Request) {
 	allow := nsFilter(r, acl.NamespaceCapabilityReadJob)
-	readList(s.HTTPServer, w, r, state.TableEvals, sortEvals, func(ws memdb.WatchSet, st reader, q queryOptions) ([]*structs.Evaluation, error) {
+	readListExact(s.HTTPServer, w, r, state.TableEvals, sortEvals, func(ws memdb.WatchSet, st reader, q queryOptions) ([]*structs.Evaluation, error) {
 		evals, err := st.EvalList(ws, q.Namespace, q.Prefix)
 		return filterNS(evals, evalNS, allow), err
 	})
@@ -87,14 +87,36 @@ func (s objectHandlers) evalGet(w http.ResponseWriter, r *http.Request) {
 func (s objectHandlers) evalAllocs(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	allow := nsFilter(r, acl.NamespaceCapabilityReadJob)
-	readList(s.HTTPServer, w, r, state.TableAllocs, allocStubs, func(ws memdb.WatchSet, st reader, _ queryOptions) ([]*structs.Allocation, error) {
+	readListExact(s.HTTPServer, w, r, state.TableAllocs, allocStubs, func(ws memdb.WatchSet, st reader, _ queryOptions) ([]*structs.Allocation, error) {
 		allocs, err := st.AllocsByEval(ws, id)
 		return filterNS(allocs, allocNS, allow), err
 	})
 }
 
 func (s objectHandlers) nodeList(w http.ResponseWriter, r *http.Request) {
-	readList(s.HTTPServer, w, r, state.TableNodes, nodeStubs, func(ws memdb.WatchSet, st reader, q queryOptions) ([]*structs.Node, error) {
+	withResources, err := parseBool(r, "resources")
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	view := nodeStubs
+	if withResources {
+		// As Nomad's ?resources=true: each stub with the node's resources.
+		view = func(nodes []*structs.Node) []*structs.NodeListStub {
+			stubs := nodeStubs(nodes)
+			byID := make(map[string]*structs.Node, len(nodes))
+			for _, n := range nodes {
+				byID[n.ID] = n
+			}
+			for _, st := range stubs {
+				if n := byID[st.ID]; n != nil {
+					st.NodeResources, st.ReservedResources = n.NodeResources, n.ReservedResources // read-only: only encoded
+				}
+			}
+			return stubs
+		}
+	}
+	readList(s.HTTPServer, w, r, state.TableNodes, view, func(ws memdb.WatchSet, st reader, q queryOptions) ([]*structs.Node, error) {
 		return st.NodeList(ws, q.Prefix)
 	})
 }

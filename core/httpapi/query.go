@@ -31,6 +31,7 @@ const (
 	headerIndex       = "X-Nomad-Index"
 	headerKnownLeader = "X-Nomad-KnownLeader"
 	headerLastContact = "X-Nomad-LastContact"
+	headerNextToken   = "X-Nomad-NextToken"
 )
 
 // queryOptions are the parameters every read accepts.
@@ -98,6 +99,13 @@ type readFunc func(ws memdb.WatchSet, st reader) (uint64, any, error)
 // blockingRead runs fn as a blocking query when ?index is set and writes
 // its answer with the read headers.
 func (s *HTTPServer) blockingRead(w http.ResponseWriter, r *http.Request, fn func(q queryOptions) readFunc) {
+	s.blockingReadIndex(w, r, false, fn)
+}
+
+// blockingReadIndex is blockingRead; with exact it answers the read's index
+// as it is, 0 included (Nomad's allocation and evaluation lists answer 0
+// while their table is empty), instead of at least 1.
+func (s *HTTPServer) blockingReadIndex(w http.ResponseWriter, r *http.Request, exact bool, fn func(q queryOptions) readFunc) {
 	q, err := parseQuery(r)
 	if err != nil {
 		s.writeError(w, err)
@@ -128,8 +136,11 @@ func (s *HTTPServer) blockingRead(w http.ResponseWriter, r *http.Request, fn fun
 		if err != nil {
 			return 0, err
 		}
-		// An index of 0 would make clients spin: answer at least 1.
-		idx = max(idx, 1)
+		// An index of 0 would make clients spin: answer at least 1,
+		// unless the route answers its table's index as Nomad does.
+		if !exact {
+			idx = max(idx, 1)
+		}
 		mu.Lock()
 		result, index, have = out, idx, true
 		mu.Unlock()
@@ -186,7 +197,20 @@ func readObject[T any](s *HTTPServer, w http.ResponseWriter, r *http.Request, ta
 // the list.
 func readList[L, V any](s *HTTPServer, w http.ResponseWriter, r *http.Request, table string,
 	view func(L) V, list func(ws memdb.WatchSet, st reader, q queryOptions) (L, error)) {
-	s.blockingRead(w, r, func(q queryOptions) readFunc {
+	readListIndex(s, w, r, false, table, view, list)
+}
+
+// readListExact is readList answering the table's index as it is: 0 while
+// the table has never been written. Nomad's allocation and evaluation lists
+// (all, by job, by evaluation) do so, and its API tests assert it.
+func readListExact[L, V any](s *HTTPServer, w http.ResponseWriter, r *http.Request, table string,
+	view func(L) V, list func(ws memdb.WatchSet, st reader, q queryOptions) (L, error)) {
+	readListIndex(s, w, r, true, table, view, list)
+}
+
+func readListIndex[L, V any](s *HTTPServer, w http.ResponseWriter, r *http.Request, exact bool, table string,
+	view func(L) V, list func(ws memdb.WatchSet, st reader, q queryOptions) (L, error)) {
+	s.blockingReadIndex(w, r, exact, func(q queryOptions) readFunc {
 		return func(ws memdb.WatchSet, st reader) (uint64, any, error) {
 			items, err := list(ws, st, q)
 			if err != nil {

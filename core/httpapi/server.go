@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -286,8 +287,21 @@ func New(cfg Config) *HTTPServer {
 	s.stopping, s.stop = context.WithCancel(context.Background())
 	s.query = storeQuery(cfg.Server)
 	s.ui = s.uiHandler()
-	s.handler = s.routes(routeTable)
+	s.handler = emptyJobID(s.routes(routeTable))
 	return s
+}
+
+// emptyJobID answers a request naming an empty job ID (/v1/job//scale, as
+// Nomad's client sends for Scale("")) with Nomad's 404, before the mux
+// would clean the path into another route and redirect to it.
+func emptyJobID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.EscapedPath(), "/v1/job//") {
+			writeText(w, http.StatusNotFound, "job not found")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // orFrom is area when set, else srv when it implements the area's

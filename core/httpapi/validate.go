@@ -22,15 +22,18 @@ type jobValidateRequest struct {
 // validateJob is PUT/POST /v1/validate/job (`nomad job validate`): the
 // job as Register would see it, with Nomad's JobValidateResponse. As in
 // Nomad it needs read-job in the job's namespace; a job that fails its
-// checks is a 200 naming each reason, a body without a job a 400.
+// checks (its ID missing included) is a 200 naming each reason, a body
+// without a job a 400.
 func (s jobHandlers) validateJob(w http.ResponseWriter, r *http.Request) {
 	var req jobValidateRequest
 	if err := decodeBody(r, &req); err != nil {
 		s.writeError(w, err)
 		return
 	}
-	if err := checkSubmittedJob(req.Job, "", ""); err != nil {
-		s.writeError(w, err)
+	// As Nomad: no job is a 400; a job without an ID is a 200 whose
+	// ValidationErrors name the missing ID.
+	if req.Job == nil {
+		s.writeError(w, badRequest("Job must be specified"))
 		return
 	}
 	req.Job.Namespace = namespaceOf(req.Job.Namespace, r)

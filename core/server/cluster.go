@@ -142,7 +142,11 @@ func (ep Operator) RemoveRaftPeer(ctx context.Context, id, addr string) error {
 			return nil
 		}
 	}
-	return structs.NewError(structs.ErrNotFound, "raft peer %q not found", id+addr)
+	// Nomad's words (its API tests match them).
+	if id != "" {
+		return structs.NewError(structs.ErrNotFound, "id %q was not found in the Raft configuration", id)
+	}
+	return structs.NewError(structs.ErrNotFound, "address %q was not found in the Raft configuration", addr)
 }
 
 // Members asks every server of the Raft configuration for its info, all

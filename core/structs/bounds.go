@@ -42,8 +42,11 @@ const (
 
 	// MaxBlobBytes bounds the strings of free-form blocks (a task's driver
 	// config, a service's connect block, a scaling policy). A template's
-	// embedded data has its own, MaxTemplateBytes.
-	MaxBlobBytes = 128 << 10
+	// embedded data has its own, MaxTemplateBytes. 1 MiB: Nomad's own API
+	// tests give mock_driver a stdout_string of about 470 KB (TestFS_Logs);
+	// a whole job stays within the request body bound
+	// (DefaultMaxRequestBodyBytes, 8 MiB).
+	MaxBlobBytes = 1 << 20
 
 	// MaxStoredPayloadBytes bounds the payload a job carries: the dispatch
 	// payload (DispatchPayloadSizeLimit) as snappy compresses it, whose

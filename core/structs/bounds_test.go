@@ -57,6 +57,13 @@ func TestCheckBounds(t *testing.T) {
 			task(j).Templates[0].EmbeddedTmpl = long(MaxTemplateBytes)
 			task(j).Config["script"] = long(MaxBlobBytes)
 		}, ""},
+		{"Nomad's TestFS_Logs stdout_string", func(j *Job) {
+			var b strings.Builder
+			for i := range 80 << 10 { // 80 Ki lines of "%d\n", ~470 KB
+				fmt.Fprintf(&b, "%d\n", i)
+			}
+			task(j).Config["stdout_string"] = b.String()
+		}, ""},
 		{"job ID of 1 MiB", func(j *Job) { j.ID = long(1 << 20) }, "Job.ID: 1048576 bytes; exceeds limit MaxIdentifierBytes (128)"},
 		{"job name", func(j *Job) { j.Name = long(129) }, "Job.Name: 129 bytes; exceeds limit MaxIdentifierBytes (128)"},
 		{"namespace", func(j *Job) { j.Namespace = long(200) }, "Job.Namespace: 200 bytes; exceeds limit MaxIdentifierBytes (128)"},
@@ -85,9 +92,9 @@ func TestCheckBounds(t *testing.T) {
 		{"service name", func(j *Job) { j.TaskGroups[0].Services[0].Name = long(129) }, "Job.TaskGroups[0].Services[0].Name: 129 bytes; exceeds limit MaxIdentifierBytes"},
 		{"service tag", func(j *Job) { j.TaskGroups[0].Services[0].Tags = []string{long(9000)} }, "Job.TaskGroups[0].Services[0].Tags[0]: 9000 bytes"},
 		{"config string", func(j *Job) { task(j).Config["script"] = long(MaxBlobBytes + 1) },
-			`Job.TaskGroups[0].Tasks[0].Config["script"]: 131073 bytes; exceeds limit MaxBlobBytes (131072)`},
+			`Job.TaskGroups[0].Tasks[0].Config["script"]: 1048577 bytes; exceeds limit MaxBlobBytes (1048576)`},
 		{"config list element", func(j *Job) { task(j).Config["args"] = []any{"a", long(MaxBlobBytes + 1)} },
-			`Job.TaskGroups[0].Tasks[0].Config["args"][1]: 131073 bytes; exceeds limit MaxBlobBytes`},
+			`Job.TaskGroups[0].Tasks[0].Config["args"][1]: 1048577 bytes; exceeds limit MaxBlobBytes`},
 		{"config list entries", func(j *Job) { task(j).Config["args"] = make([]any, MaxCollectionElements+1) },
 			`Job.TaskGroups[0].Tasks[0].Config["args"]: 10001 entries; exceeds limit MaxCollectionElements (10000)`},
 		{"periodic time zone", func(j *Job) { j.Periodic = &PeriodicConfig{Spec: "@daily", TimeZone: long(200)} }, "Job.Periodic.TimeZone: 200 bytes; exceeds limit MaxIdentifierBytes"},

@@ -33,7 +33,7 @@ func (n *Namespace) Validate() error {
 		return NewError(ErrInvalid, "namespace: missing")
 	}
 	if !namespaceNameRe().MatchString(n.Name) {
-		return NewError(ErrInvalid, "namespace name %q: must match %s", n.Name, namespaceNameRe().String())
+		return NewError(ErrInvalid, "invalid name %q. The namespace name must match regex %s", n.Name, namespaceNameRe().String())
 	}
 	if len(n.Description) > MaxNamespaceDescription {
 		return NewError(ErrInvalid, "namespace description: longer than %d bytes", MaxNamespaceDescription)

@@ -19,7 +19,7 @@ func TestNamespaceValidate(t *testing.T) {
 		{"ok", &Namespace{Name: "team-a", Description: "d", Meta: map[string]string{"a": "b"}}, ""},
 		{"nil", nil, "missing"},
 		{"empty name", &Namespace{}, "namespace name"},
-		{"bad char", &Namespace{Name: "a_b"}, "must match"},
+		{"bad char", &Namespace{Name: "a_b"}, `invalid name "a_b".`}, // Nomad's words (TestNamespaces_Register_Invalid)
 		{"too long name", &Namespace{Name: strings.Repeat("a", 129)}, "namespace name"},
 		{"max name", &Namespace{Name: strings.Repeat("a", 128)}, ""},
 		{"long description", &Namespace{Name: "a", Description: strings.Repeat("d", 257)}, "description"},

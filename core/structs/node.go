@@ -197,8 +197,12 @@ type NodeListStub struct {
 	StatusDescription     string                 `codec:",omitempty"`
 	Drivers               map[string]*DriverInfo `codec:",omitempty"`
 	LastDrain             *DrainMetadata         `codec:",omitempty"`
-	CreateIndex           uint64                 `codec:",omitempty"`
-	ModifyIndex           uint64                 `codec:",omitempty"`
+	// NodeResources and ReservedResources are set only when the list is
+	// asked for them (GET /v1/nodes?resources=true, as Nomad).
+	NodeResources     *NodeResources         `json:",omitempty" codec:",omitempty"`
+	ReservedResources *NodeReservedResources `json:",omitempty" codec:",omitempty"`
+	CreateIndex       uint64                 `codec:",omitempty"`
+	ModifyIndex       uint64                 `codec:",omitempty"`
 }
 
 // Stub summarises the node for list endpoints.

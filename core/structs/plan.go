@@ -94,8 +94,13 @@ func (r *PlanResult) IsNoOp() bool {
 type SchedulerConfiguration struct {
 	SchedulerAlgorithm string           `codec:",omitempty"`
 	PreemptionConfig   PreemptionConfig `codec:",omitempty"`
-	CreateIndex        uint64           `codec:",omitempty"`
-	ModifyIndex        uint64           `codec:",omitempty"`
+	// Nomad's switches, kept and answered as set (Nomad's API tests read
+	// them back); drover does not act on them yet (docs/nomad-compatibility.md).
+	MemoryOversubscriptionEnabled bool   `codec:",omitempty"`
+	RejectJobRegistration         bool   `codec:",omitempty"`
+	PauseEvalBroker               bool   `codec:",omitempty"`
+	CreateIndex                   uint64 `codec:",omitempty"`
+	ModifyIndex                   uint64 `codec:",omitempty"`
 }
 
 // PreemptionConfig toggles preemption per scheduler type.

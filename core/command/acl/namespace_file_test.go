@@ -45,7 +45,7 @@ func TestParseNamespaceSpec(t *testing.T) {
 		{name: "hcl quota", file: "ns.hcl", src: "name = \"a\"\nquota = \"q\"\n", wantErr: "ns.hcl:2:1: Unsupported argument: drover does not model a namespace's quota"},
 		{name: "hcl capabilities block", file: "ns.hcl", src: "name = \"a\"\ncapabilities {\n}\n", wantErr: "ns.hcl:2:1: Unsupported block type: drover does not model a namespace's capabilities"},
 		{name: "hcl too deep", file: "ns.hcl", src: "name = " + strings.Repeat("[", 200) + strings.Repeat("]", 200), wantErr: "Nesting too deep"},
-		{name: "invalid name", file: "ns.hcl", src: `name = "no spaces"`, wantErr: `ns.hcl: namespace name "no spaces": must match`},
+		{name: "invalid name", file: "ns.hcl", src: `name = "no spaces"`, wantErr: `ns.hcl: invalid name "no spaces". The namespace name must match`},
 		{name: "description too long", file: "ns.hcl", src: fmt.Sprintf("name = \"a\"\ndescription = %q\n", strings.Repeat("d", structs.MaxNamespaceDescription+1)), wantErr: "description: longer than 256"},
 		{name: "json syntax error", file: "ns.json", src: "{\n  \"Name\": \"a\",\n  \"Description\" \"x\"\n}", wantErr: "ns.json:3:17: invalid character"},
 		{name: "json wrong type", file: "ns.json", src: "{\"Name\": 5}", wantErr: "ns.json:1:"},
