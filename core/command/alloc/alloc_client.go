@@ -2,9 +2,7 @@ package alloc
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -344,21 +342,8 @@ func (c *AllocFSCommand) Run(args []string) int {
 		return c.ui.Errorf("Error reading file: %s", err)
 	}
 	defer body.Close()
-	switch {
-	case !follow && lineLimit >= 0:
-		data, err := io.ReadAll(body)
-		if err != nil && ctx.Err() == nil {
-			return c.ui.Errorf("Error reading file: %s", err)
-		}
-		_, _ = c.ui.Out.Write(lastLines(data, int(lineLimit)))
-	case !follow:
-		if _, err := io.Copy(c.ui.Out, body); err != nil && ctx.Err() == nil {
-			return c.ui.Errorf("Error reading file: %s", err)
-		}
-	default:
-		if err := copyFrames(ctx, c.ui.Out, body, int(lineLimit)); err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
-			return c.ui.Errorf("Error reading file: %s", err)
-		}
+	if err := writeStream(ctx, c.ui.Out, body, follow, lineLimit); err != nil {
+		return c.ui.Errorf("Error reading file: %s", err)
 	}
 	return cli.ExitOK
 }

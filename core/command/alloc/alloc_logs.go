@@ -134,24 +134,34 @@ func (c *AllocLogsCommand) Run(args []string) int {
 		return c.ui.Errorf("Error reading file: %s", err)
 	}
 	defer body.Close()
-
-	switch {
-	case !follow && lineLimit >= 0:
-		data, err := io.ReadAll(body)
-		if err != nil && ctx.Err() == nil {
-			return c.ui.Errorf("Error reading file: %s", err)
-		}
-		_, _ = c.ui.Out.Write(lastLines(data, int(lineLimit)))
-	case !follow:
-		if _, err := io.Copy(c.ui.Out, body); err != nil && ctx.Err() == nil {
-			return c.ui.Errorf("Error reading file: %s", err)
-		}
-	default:
-		if err := copyFrames(ctx, c.ui.Out, body, int(lineLimit)); err != nil && ctx.Err() == nil {
-			return c.ui.Errorf("Error reading file: %s", err)
-		}
+	if err := writeStream(ctx, c.ui.Out, body, follow, lineLimit); err != nil {
+		return c.ui.Errorf("Error reading file: %s", err)
 	}
 	return cli.ExitOK
+}
+
+// writeStream copies a file stream's body to out: a plain body whole, or
+// its last lineLimit lines (lineLimit >= 0), and a followed one frame by
+// frame. An error after ctx ended, or the followed stream's end, is none.
+func writeStream(ctx context.Context, out io.Writer, body io.Reader, follow bool, lineLimit int64) error {
+	var err error
+	switch {
+	case !follow && lineLimit >= 0:
+		var data []byte
+		if data, err = io.ReadAll(body); err == nil || ctx.Err() != nil {
+			_, _ = out.Write(lastLines(data, int(lineLimit)))
+		}
+	case !follow:
+		_, err = io.Copy(out, body)
+	default:
+		if err = copyFrames(ctx, out, body, int(lineLimit)); errors.Is(err, io.EOF) {
+			err = nil
+		}
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
 }
 
 // pickTask returns the named task, or the group's only task.
