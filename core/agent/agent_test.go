@@ -216,11 +216,14 @@ func TestDevAgentRunsSysbatchJob(t *testing.T) {
 	allocsPath := "/v1/job/" + jobID + "/allocations"
 
 	// A blocking query at the current index waits out its wait when
-	// nothing changes: nothing can, no job being registered yet.
+	// nothing changes: nothing can, no job being registered yet. An empty
+	// table answers index 0, as Nomad's, and ?index=0 does not block, so
+	// the query then waits at index 1.
 	var none []allocStub
 	before := api.get(allocsPath, &none)
+	waitIdx := max(before, 1)
 	start := time.Now()
-	status, body, index := api.call(context.Background(), http.MethodGet, allocsPath+"?index="+strconv.FormatUint(before, 10)+"&wait=300ms", nil)
+	status, body, index := api.call(context.Background(), http.MethodGet, allocsPath+"?index="+strconv.FormatUint(waitIdx, 10)+"&wait=300ms", nil)
 	if waited := time.Since(start); status != http.StatusOK || index != before || waited < 300*time.Millisecond {
 		t.Errorf("idle blocking query: status %d, index %d (was %d), returned after %s; want 200, same index, ≥300ms: %s",
 			status, index, before, waited, body)
@@ -242,7 +245,7 @@ func TestDevAgentRunsSysbatchJob(t *testing.T) {
 	})
 	go func() {
 		start := time.Now()
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, api.base+allocsPath+"?index="+strconv.FormatUint(before, 10)+"&wait=5s", nil)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, api.base+allocsPath+"?index="+strconv.FormatUint(waitIdx, 10)+"&wait=5s", nil)
 		resp, err := api.http.Do(req)
 		if err != nil {
 			done <- blockResult{status: -1, body: []byte(err.Error())}
@@ -278,7 +281,7 @@ func TestDevAgentRunsSysbatchJob(t *testing.T) {
 	if r.status != http.StatusOK || json.Unmarshal(r.body, &woke) != nil {
 		t.Fatalf("blocking query: %d %s", r.status, r.body)
 	}
-	if r.index <= before || len(woke) != 1 || woke[0].JobID != jobID || r.took >= 5*time.Second {
+	if r.index <= waitIdx || len(woke) != 1 || woke[0].JobID != jobID || r.took >= 5*time.Second {
 		t.Errorf("blocking query returned index %d (was %d) after %s with %+v; want a higher index and the job's alloc before the wait",
 			r.index, before, r.took, woke)
 	}

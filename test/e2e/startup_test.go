@@ -99,10 +99,16 @@ func assertFailedCleanly(t *testing.T, fs failedStart, tmp string, ports []int, 
 
 // A dev agent whose RPC port is taken says so, exits 1 and leaves neither
 // its plugins, nor its HTTP port, nor its dev data dir behind. (The RPC
-// port is bound once the plugins run; the HTTP port before them.)
+// port is bound once the plugins run; the HTTP port before them. A
+// built-in with a config block launches at start rather than when first
+// needed, so one plugin process runs when the bind fails.)
 func TestAgentStartPortInUse(t *testing.T) {
 	t.Parallel()
 	tmp := t.TempDir()
+	cfgFile := filepath.Join(t.TempDir(), "agent.hcl")
+	if err := os.WriteFile(cfgFile, []byte("plugin \"scheduler-batch\" {\n  config {\n    max_attempts = 3\n  }\n}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +116,7 @@ func TestAgentStartPortInUse(t *testing.T) {
 	defer busy.Close()
 	rpcPort := busy.Addr().(*net.TCPAddr).Port
 	httpPort := harness.FreePorts(t, 1)[0]
-	fs := runFailingAgent(t, tmp, "-dev", "-bind", "127.0.0.1", "-http-port", strconv.Itoa(httpPort), "-rpc-port", strconv.Itoa(rpcPort))
+	fs := runFailingAgent(t, tmp, "-dev", "-config", cfgFile, "-bind", "127.0.0.1", "-http-port", strconv.Itoa(httpPort), "-rpc-port", strconv.Itoa(rpcPort))
 	if len(fs.plugins) == 0 {
 		t.Errorf("no plugin was started before the failure; the test no longer covers their clean-up")
 	}
