@@ -15,6 +15,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/drover-org/drover/internal/testwait"
 	rawexec "github.com/drover-org/drover/plugins/driver-rawexec"
 	"github.com/drover-org/drover/sdk/driver"
 	"github.com/drover-org/drover/sdk/driver/drivertest"
@@ -104,13 +105,7 @@ func read(t *testing.T, path string) string {
 // eventually polls cond until it holds or the test timeout passes.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(testTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.For(t, testTimeout, what, cond)
 }
 
 // hostMounts lists the mount points of the host's (this process's) mount
