@@ -16,7 +16,9 @@ package evalbroker
 //	    a fresh broker (the old one is disabled), clock back at +0s
 //	enqueue id=ID [job=JOB] [ns=NS] [type=T] [priority=N] [index=N] [wait=D] [wait-until=D]
 //	    Enqueue an eval (type service, priority 50, ns default; index is its
-//	    CreateIndex, default 0; wait-until is an offset from the start)
+//	    CreateIndex, default 0; wait-until is an offset from the start);
+//	    prints the eval's state, or only "ID enqueued" while a wait-dequeue
+//	    has not been collected with `result` (it may take the eval at once)
 //	enqueue-all ids=(ID,...) [same options, applied to each]
 //	dequeue types=(T,...)
 //	    a non-blocking Dequeue: the delivered eval and its token, or "none ready"
@@ -160,6 +162,11 @@ func (h *ddBroker) run(t *testing.T, d *datadriven.TestData) string {
 		var id string
 		d.ScanArgs(t, "id", &id)
 		h.b.Enqueue(h.eval(t, d, id))
+		if len(h.wait) > 0 {
+			// A blocked Dequeue may take the eval at any moment: its
+			// state now is a race, so only `result` and `state` tell.
+			return id + " enqueued\n"
+		}
 		return h.stateOf(id)
 	case "enqueue-all":
 		var ids []string
