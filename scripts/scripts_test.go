@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/drover-org/drover/internal/testtier"
 )
 
 // scriptTimeout bounds one script run; fuzzing a few inputs takes seconds.
@@ -65,6 +67,9 @@ func git(t *testing.T, dir string, args ...string) {
 // an external test package) failing on its seed: fuzz.sh finds all three,
 // fuzzes each, runs the rest after the failure, and fails naming it.
 func TestFuzzRunsEveryTarget(t *testing.T) {
+	// go builds the module and the standard library again with fuzzing
+	// instrumentation: a minute and more with a cold cache.
+	testtier.Slow(t, "compiles the standard library for fuzzing (a minute with a cold build cache)")
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("no go command on PATH")
 	}

@@ -22,7 +22,7 @@ func TestServerRefusesAlteredLogOnDisk(t *testing.T) {
 	dir, addr := t.TempDir(), freeAddr(t)
 	fatal := make(chan error, 2)
 	cfg := func(c *Config) {
-		c.DevMode, c.DataDir, c.RPCAddr = false, dir, addr
+		onDiskAlone(c, dir, addr)
 		c.SnapshotThreshold = 1 << 20
 		c.OnFatal = func(err error) { fatal <- err }
 	}

@@ -75,7 +75,7 @@ func TestServerStopsAtBadEntry(t *testing.T) {
 	dir, addr := t.TempDir(), freeAddr(t)
 	fatal := make(chan error, 2)
 	cfg := func(c *Config) {
-		c.DevMode, c.DataDir, c.RPCAddr = false, dir, addr
+		onDiskAlone(c, dir, addr)
 		c.OnFatal = func(err error) { fatal <- err }
 	}
 	s := testServer(t, cfg)

@@ -33,7 +33,7 @@ func TestServerRestartKeepsState(t *testing.T) {
 			addr := freeAddr(t)
 			start := func() *Server {
 				s := testServer(t, func(c *Config) {
-					c.DevMode, c.DataDir, c.RPCAddr = false, dir, addr
+					onDiskAlone(c, dir, addr)
 					c.SnapshotThreshold = 1 << 20
 				})
 				return s

@@ -14,7 +14,9 @@ import (
 // (raftstore's tests cover the multiplier and RaftTiming.)
 func TestRaftTimingDefaults(t *testing.T) {
 	dir, addr := t.TempDir(), freeAddr(t)
-	s := testServer(t, func(c *Config) { c.DevMode, c.DataDir, c.RPCAddr = false, dir, addr })
+	// The timers are set at New: no need to wait out the first election
+	// they time.
+	s := startServer(t, func(c *Config) { c.DevMode, c.DataDir, c.RPCAddr = false, dir, addr })
 	rc := s.raft.ReloadableConfig()
 	if rc.HeartbeatTimeout != time.Second || rc.ElectionTimeout != time.Second {
 		t.Errorf("heartbeat %s, election %s; want 1s each", rc.HeartbeatTimeout, rc.ElectionTimeout)

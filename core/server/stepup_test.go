@@ -39,7 +39,7 @@ func startServer(t *testing.T, mut func(*Config)) *Server {
 // leadership is enqueued and processed.
 func TestStepUpSucceedsOnRetry(t *testing.T) {
 	dir, addr := t.TempDir(), freeAddr(t)
-	onDisk := func(c *Config) { c.DevMode, c.DataDir, c.RPCAddr = false, dir, addr }
+	onDisk := func(c *Config) { onDiskAlone(c, dir, addr) }
 	s := testServer(t, onDisk)
 	// With the leader's components off, the eval is committed but never
 	// enqueued: it is still pending when the server stops.

@@ -40,6 +40,18 @@ func testServer(t *testing.T, mut func(*Config)) *Server {
 	return s
 }
 
+// onDiskAlone makes c a server that keeps its Raft log and snapshots in
+// dir and listens on addr, the only voter of its cluster, with short Raft
+// timers: a lone voter has no follower to miss its heartbeats and no
+// quorum to lose, so they cost nothing, and its first election after a
+// start takes one heartbeat timeout (1-2 s with the production timers,
+// which TestRaftTimingDefaults checks; 50-100 ms here).
+func onDiskAlone(c *Config, dir, addr string) {
+	c.DevMode, c.DataDir, c.RPCAddr = false, dir, addr
+	c.RaftTiming = &RaftTiming{HeartbeatTimeout: 50 * time.Millisecond, ElectionTimeout: 50 * time.Millisecond,
+		LeaderLeaseTimeout: 50 * time.Millisecond, CommitTimeout: 5 * time.Millisecond}
+}
+
 type testWriter struct{ t *testing.T }
 
 func (w testWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
