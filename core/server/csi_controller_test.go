@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/drover-org/drover/core/structs"
+	"github.com/drover-org/drover/internal/testtier"
 )
 
 // The controller call goes to the first ready node with a healthy
@@ -47,6 +48,7 @@ func TestControllerCallTriesNextNode(t *testing.T) {
 // the plugin's calls serialized: the next call, which would go to another
 // controller client, waits until the first client reports its result.
 func TestControllerAbandonedCallKeepsPluginLocked(t *testing.T) {
+	testtier.Slow(t, "waits five pickup times (1 s) to see that a call does not run")
 	s := testServer(t, nil)
 	s.csi.Queue().SetPickup(200 * time.Millisecond)
 	ctx := context.Background()

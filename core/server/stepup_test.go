@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/drover-org/drover/core/structs"
+	"github.com/drover-org/drover/internal/testtier"
 	"github.com/drover-org/drover/plugins/builtin"
 )
 
@@ -78,6 +79,7 @@ func TestStepUpSucceedsOnRetry(t *testing.T) {
 // A leader that cannot establish itself hands leadership to another server
 // after StepUpAttempts failures; while it is alone it keeps retrying.
 func TestStepUpGivesUpAndStepsDown(t *testing.T) {
+	testtier.Slow(t, "forms a three-server Raft cluster and waits out its elections")
 	var badCalls atomic.Int32
 	type peer struct{ id, addr string }
 	peers := []peer{{"s1", freeAddr(t)}, {"s2", freeAddr(t)}, {"s3", freeAddr(t)}}
@@ -87,6 +89,9 @@ func TestStepUpGivesUpAndStepsDown(t *testing.T) {
 		servers[i] = startServer(t, func(c *Config) {
 			c.NodeName, c.DataDir, c.RPCAddr = id, dir, addr
 			c.StepUpAttempts, c.StepUpBackoff = 3, 20*time.Millisecond
+			// clusterServer's timers: elections in a fraction of a second.
+			c.RaftTiming = &RaftTiming{HeartbeatTimeout: 200 * time.Millisecond, ElectionTimeout: 200 * time.Millisecond,
+				LeaderLeaseTimeout: 100 * time.Millisecond, CommitTimeout: 10 * time.Millisecond}
 			if i == 0 {
 				// s1 bootstraps alone and cannot ever establish itself.
 				c.stepUpFault = func() error { badCalls.Add(1); return errInjected }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/drover-org/drover/core/structs"
+	"github.com/drover-org/drover/internal/testtier"
 	"github.com/drover-org/drover/plugins/builtin"
 	pb "github.com/drover-org/drover/sdk/proto/schedulerpb"
 	"github.com/drover-org/drover/sdk/scheduler"
@@ -45,6 +46,7 @@ func (r typeRouter) JobType(t string) (structs.JobTypeBehavior, bool) {
 // SIGSTOPped process would) costs each eval one bounded attempt, and evals
 // of other job types complete meanwhile.
 func TestWorkerHungPluginTimesOutAndOtherTypesMove(t *testing.T) {
+	testtier.Slow(t, "waits out three 500 ms scheduler call timeouts")
 	release := make(chan struct{})
 	hung := &funcSched{schedule: func(context.Context, int, *pb.ScheduleRequest) (*pb.ScheduleResponse, error) {
 		<-release
