@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/drover-org/drover/core/structs"
+	"github.com/drover-org/drover/internal/testtier"
 	"github.com/drover-org/drover/sdk/proto/basepb"
 	"github.com/drover-org/drover/sdk/scheduler"
 )
@@ -121,6 +122,9 @@ func TestConfigRefusedAtStart(t *testing.T) {
 		{"SetConfig hangs", baseHang, "", `base: SetConfig: rpc error: code = DeadlineExceeded`, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.base == baseHang {
+				testtier.Slow(t, "waits out the 5 s deadline of a SetConfig that hangs")
+			}
 			dir := t.TempDir()
 			cfg := testConfig(t, baseFake("ok", baseConfig), baseFake("sched", tc.base, dirEnv+"="+dir))
 			if tc.block != "" {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/drover-org/drover/core/structs"
+	"github.com/drover-org/drover/internal/testtier"
 	"github.com/drover-org/drover/sdk/proto/schedulerpb"
 )
 
@@ -33,11 +34,16 @@ func TestStoppedPluginReportedUnhealthy(t *testing.T) {
 		unanswered time.Duration
 		call       bool
 		reason     string
+		slow       string // full tier only, because
 	}{
-		{name: "idle, by the probe", probe: 50 * time.Millisecond, unanswered: time.Hour, reason: "did not answer its health check"},
+		{name: "idle, by the probe", probe: 50 * time.Millisecond, unanswered: time.Hour, reason: "did not answer its health check",
+			slow: "waits out two health probes' 2 s timeouts"},
 		{name: "a Schedule call waits", probe: time.Hour, unanswered: 200 * time.Millisecond, call: true, reason: "a Schedule call has not been answered"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.slow != "" {
+				testtier.Slow(t, tc.slow)
+			}
 			cfg := testConfig(t, fake("sched-b", "b"))
 			cfg.ProbeInterval, cfg.UnansweredAfter = tc.probe, tc.unanswered
 			h := newHost(t, cfg)

@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/drover-org/drover/core/structs"
+	"github.com/drover-org/drover/internal/testtier"
 	"github.com/drover-org/drover/sdk/scheduler"
 	"github.com/drover-org/drover/sdk/shared"
 )
@@ -116,6 +117,7 @@ func TestPluginDirLoadsEveryExecutable(t *testing.T) {
 // the discovery deadline, while the plugins beside it start: it costs the
 // agent's start that deadline, not the handshake's minute.
 func TestHangingPluginDirFileCostsItsDeadline(t *testing.T) {
+	testtier.Slow(t, "waits out a discovery deadline, up to four times longer again on a loaded machine")
 	dir := t.TempDir()
 	installFake(t, dir, "good", "a")
 	installScript(t, dir, "hangs", "exec sleep 600")
