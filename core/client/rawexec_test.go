@@ -47,7 +47,12 @@ func newRawExec(t *testing.T) *rawexec.Driver {
 
 func newRawExecClient(t *testing.T, srv *fakeServer, stateDir string) *Client {
 	t.Helper()
-	d := newRawExec(t)
+	return newRawExecClientOn(t, srv, stateDir, newRawExec(t))
+}
+
+// newRawExecClientOn is newRawExecClient over the raw_exec driver d.
+func newRawExecClientOn(t *testing.T, srv *fakeServer, stateDir string, d *rawexec.Driver) *Client {
+	t.Helper()
 	// Tasks outlive their client by design; not the test.
 	proctest.KillUnder(t, stateDir)
 	c, err := New(Config{
@@ -148,7 +153,11 @@ func TestRawExecFailingCommandRestartsThenFails(t *testing.T) {
 func TestRawExecStopSurvivesClientRestart(t *testing.T) {
 	srv := newFakeServer()
 	dir := t.TempDir()
-	c1 := newRawExecClient(t, srv, dir)
+	// The first driver's supervisor exits once its task is gone, not 5 s
+	// (the default idle time) later.
+	d1 := newRawExec(t)
+	d1.SetSupervisorIdle(0)
+	c1 := newRawExecClientOn(t, srv, dir, d1)
 	srv.upsert(testAlloc("raw-3", c1.NodeID(), testJob("service", rawTask("sleep", "/bin/sleep", "600"))))
 	waitFor(t, "running", func() bool { return srv.clientStatus("raw-3") == structs.AllocClientStatusRunning })
 	_, handle := c1.runner("raw-3").task("sleep").snapshot()

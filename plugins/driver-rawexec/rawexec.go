@@ -116,6 +116,16 @@ func NewConfigured(logger hclog.Logger, cfg *PluginConfig) *Driver {
 	}
 }
 
+// SetSupervisorIdle sets how long the driver keeps a task supervisor that
+// has no task left before letting it exit (default 5 s; 0: at once). For
+// tests that wait for the supervisor to go; call it before the first task
+// starts.
+func (d *Driver) SetSupervisorIdle(idle time.Duration) {
+	d.supMu.Lock()
+	defer d.supMu.Unlock()
+	d.supIdle = idle
+}
+
 // Serve runs this process as the raw_exec plugin, configured from
 // ConfigEnvVar, or as the task supervisor when the driver started it as one. Entry
 // points must call it before doing anything else that a supervisor should not do
