@@ -427,7 +427,7 @@ func TestShutdownDelay(t *testing.T) {
 	srv := newFakeServer()
 	world := newFakeWorld()
 	c := newTestClient(t, srv, world, t.TempDir())
-	const groupDelay, taskDelay = 1500 * time.Millisecond, 1000 * time.Millisecond
+	const groupDelay, taskDelay = 500 * time.Millisecond, 300 * time.Millisecond
 	mk := func(id string) *structs.Allocation {
 		tk := fakeTaskSpec("web", `{}`)
 		tk.ShutdownDelay = taskDelay
