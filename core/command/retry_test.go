@@ -36,6 +36,8 @@ func flaky(n int32, h http.HandlerFunc) (http.HandlerFunc, *atomic.Int32) {
 // The drain monitor outlives a leader election: 503s on both of its reads
 // are retried, and the drain is followed to its end.
 func TestNodeDrainMonitorRetriesNoLeader(t *testing.T) {
+	// Waits out the retry backoff (0.2 s doubling): beside the others.
+	t.Parallel()
 	f := clitest.NewFakeAgent(t)
 	f.JSON("GET /v1/nodes", []*structs.NodeListStub{clitest.TestNode().Stub()})
 	f.JSON("POST /v1/node/"+clitest.NodeID+"/drain", structs.NodeEligibilityUpdateResponse{Index: 9})
@@ -70,6 +72,8 @@ func TestNodeDrainMonitorRetriesNoLeader(t *testing.T) {
 // The eval monitor of `job run` waits out a leader election on the eval
 // and on its allocations.
 func TestMonitorRetriesNoLeader(t *testing.T) {
+	// Waits out the retry backoff (0.2 s doubling): beside the others.
+	t.Parallel()
 	f := clitest.NewFakeAgent(t)
 	f.JSON("PUT /v1/jobs", structs.JobRegisterResponse{EvalID: clitest.EvalID})
 	eval := &structs.Evaluation{ID: clitest.EvalID, JobID: "web", Status: "complete", CreateIndex: 10}
@@ -171,6 +175,8 @@ func TestRetrierBudget(t *testing.T) {
 // `alloc logs -f` waits out a moment without a leader before its stream
 // opens.
 func TestAllocLogsFollowRetriesNoLeader(t *testing.T) {
+	// Waits out the retry backoff (0.2 s doubling): beside the others.
+	t.Parallel()
 	const text = "one\ntwo\n"
 	f := clitest.NewFakeAgent(t)
 	clitest.ServeAlloc(f, clitest.TestAlloc("t"))
