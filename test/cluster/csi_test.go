@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -320,12 +319,7 @@ func newCSIEnvWith(t *testing.T, opts options, volumes ...string) *csiEnv {
 	mounts := filepath.Dir(work)
 	t.Cleanup(func() { unmountUnder(t, mounts) })
 
-	bin := filepath.Join(work, "drover-csi-hostpath")
-	build := exec.Command(harness.GoTool(), "build", "-o", bin, "./examples/csi/hostpath")
-	build.Dir = repoRoot
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the hostpath driver: %v\n%s", err, out)
-	}
+	bin := harness.BuiltCopy(t, "./examples/csi/hostpath", "drover-csi-hostpath")
 	shared := filepath.Join(work, "shared", "volumes")
 	if err := os.MkdirAll(shared, 0o755); err != nil {
 		t.Fatal(err)

@@ -38,6 +38,7 @@ func run(m *testing.M) int {
 		defer cleanup()
 		droverBin, repoRoot = bin, root
 	}
+	defer harness.RemoveBuilt()
 	code := m.Run()
 	// Every agent, CLI run, HTTP connection and workload goroutine ends
 	// with its test; a goroutine still alive here is a leak in the harness.

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -37,12 +35,7 @@ func holderSetup(t *testing.T) (a *testAgent, bin, allocID string, healthy func(
 	if os.Geteuid() != 0 {
 		t.Skip("the hostpath driver's mounts need root")
 	}
-	bin = filepath.Join(t.TempDir(), "drover-csi-hostpath")
-	build := exec.Command(harness.GoTool(), "build", "-o", bin, "./examples/csi/hostpath")
-	build.Dir = repoRoot
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the hostpath driver: %v\n%s", err, out)
-	}
+	bin = harness.BuiltCopy(t, "./examples/csi/hostpath", "drover-csi-hostpath")
 	a = startAgent(t)
 	a.MustCLI("job", "run", harness.WriteFile(t, "plugin.hcl", fmt.Sprintf(restartingPluginJob, bin)))
 	healthy = func() (bool, string) {

@@ -3,7 +3,6 @@ package e2e
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -78,13 +77,7 @@ capability {
 // job takes the instances away.
 func TestCSIHostpathPluginOnDevAgent(t *testing.T) {
 	t.Parallel()
-	binDir := t.TempDir()
-	bin := filepath.Join(binDir, "drover-csi-hostpath")
-	build := exec.Command(harness.GoTool(), "build", "-o", bin, "./examples/csi/hostpath")
-	build.Dir = repoRoot
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the hostpath driver: %v\n%s", err, out)
-	}
+	bin := harness.BuiltCopy(t, "./examples/csi/hostpath", "drover-csi-hostpath")
 	a := startAgent(t)
 	a.MustCLI("job", "run", harness.WriteFile(t, "plugin.hcl", fmt.Sprintf(hostpathPluginJob, bin)))
 
@@ -237,13 +230,7 @@ const volumeJob = `job %q {
 // deleted through the controller.
 func TestCSIVolumeClaimOnDevAgent(t *testing.T) {
 	t.Parallel()
-	binDir := t.TempDir()
-	bin := filepath.Join(binDir, "drover-csi-hostpath")
-	build := exec.Command(harness.GoTool(), "build", "-o", bin, "./examples/csi/hostpath")
-	build.Dir = repoRoot
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the hostpath driver: %v\n%s", err, out)
-	}
+	bin := harness.BuiltCopy(t, "./examples/csi/hostpath", "drover-csi-hostpath")
 	a := startAgent(t)
 	a.MustCLI("job", "run", harness.WriteFile(t, "plugin.hcl", fmt.Sprintf(hostpathPluginJob, bin)))
 	harness.WaitFor(t, waitTimeout, "the hostpath plugin to be healthy", func() (bool, string) {
@@ -309,13 +296,7 @@ func TestCSIVolumeClaimOnDevAgent(t *testing.T) {
 // writes into the volume and lists it; the claim is freed once it ends.
 func TestCSIExamplesOnDevAgent(t *testing.T) {
 	t.Parallel()
-	binDir := t.TempDir()
-	bin := filepath.Join(binDir, "drover-csi-hostpath")
-	build := exec.Command(harness.GoTool(), "build", "-o", bin, "./examples/csi/hostpath")
-	build.Dir = repoRoot
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the hostpath driver: %v\n%s", err, out)
-	}
+	bin := harness.BuiltCopy(t, "./examples/csi/hostpath", "drover-csi-hostpath")
 	example := func(name string) string { return filepath.Join(repoRoot, "examples", "csi", name) }
 	a := startAgent(t)
 	a.MustCLI("job", "run", "-var", "driver="+bin, "-var", "state_dir="+t.TempDir(), example("hostpath-plugin.hcl"))

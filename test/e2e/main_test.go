@@ -35,6 +35,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer cleanup()
+	defer harness.RemoveBuilt()
 	droverBin, repoRoot = bin, root
 
 	code := m.Run()

@@ -19,7 +19,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
+	"testing"
 	"time"
 )
 
@@ -32,6 +34,13 @@ import (
 // same time) build it once between them, and a later run whose source is
 // unchanged links nothing. Without a user cache dir it is built afresh.
 func Build() (bin, root string, cleanup func(), err error) {
+	return BuildCommand("./cmd/drover", "drover")
+}
+
+// BuildCommand is Build for any main package pkg of the module (such as
+// "./examples/csi/hostpath"): a copy of its binary, named name, in a
+// fresh temp dir, through the same cache.
+func BuildCommand(pkg, name string) (bin, root string, cleanup func(), err error) {
 	root, err = ModuleRoot()
 	if err != nil {
 		return "", "", nil, err
@@ -41,9 +50,9 @@ func Build() (bin, root string, cleanup func(), err error) {
 		return "", "", nil, err
 	}
 	cleanup = func() { _ = os.RemoveAll(dir) }
-	bin = filepath.Join(dir, "drover")
+	bin = filepath.Join(dir, name)
 	if cache, ok := userBinCache(); ok {
-		cached, _, err := cache.build(root, "./cmd/drover", "drover")
+		cached, _, err := cache.build(root, pkg, name)
 		if err == nil {
 			err = copyFile(cached, bin)
 		}
@@ -53,11 +62,69 @@ func Build() (bin, root string, cleanup func(), err error) {
 		}
 		return bin, root, cleanup, nil
 	}
-	if err := goBuild(root, "./cmd/drover", bin); err != nil {
+	if err := goBuild(root, pkg, bin); err != nil {
 		cleanup()
 		return "", "", nil, err
 	}
 	return bin, root, cleanup, nil
+}
+
+// buildCommand is BuildCommand; tests of BuiltCopy replace it.
+var buildCommand = BuildCommand
+
+// builtOnce holds what BuiltCopy built in this process, by package.
+var builtOnce struct {
+	sync.Mutex
+	bins     map[string]string
+	errs     map[string]error
+	cleanups []func()
+}
+
+// BuiltCopy returns a copy, in a temp dir of t's own, of the binary of
+// the main package pkg of the module (named name), built at most once per
+// test process (BuildCommand): a suite whose tests each run a helper
+// binary (the CSI hostpath driver) links it once, not once per test. Each
+// test gets its own copy, so that finding a test's processes by their
+// executable (ProcsOf) never finds another test's. The suite's TestMain
+// calls RemoveBuilt after its tests.
+func BuiltCopy(t testing.TB, pkg, name string) string {
+	t.Helper()
+	builtOnce.Lock()
+	if builtOnce.bins == nil {
+		builtOnce.bins, builtOnce.errs = map[string]string{}, map[string]error{}
+	}
+	src, built := builtOnce.bins[pkg]
+	err := builtOnce.errs[pkg]
+	if !built && err == nil {
+		var cleanup func()
+		src, _, cleanup, err = buildCommand(pkg, name)
+		if err != nil {
+			builtOnce.errs[pkg] = err
+		} else {
+			builtOnce.bins[pkg] = src
+			builtOnce.cleanups = append(builtOnce.cleanups, cleanup)
+		}
+	}
+	builtOnce.Unlock()
+	if err != nil {
+		t.Fatalf("building %s: %v", pkg, err)
+	}
+	dst := filepath.Join(t.TempDir(), name)
+	if err := copyFile(src, dst); err != nil {
+		t.Fatalf("copying the %s binary: %v", pkg, err)
+	}
+	return dst
+}
+
+// RemoveBuilt removes every binary BuiltCopy built (not the tests'
+// copies, which go with their temp dirs).
+func RemoveBuilt() {
+	builtOnce.Lock()
+	defer builtOnce.Unlock()
+	for _, c := range builtOnce.cleanups {
+		c()
+	}
+	builtOnce.bins, builtOnce.errs, builtOnce.cleanups = nil, nil, nil
 }
 
 // userBinCache is the cache in the user's cache dir, if there is one.
@@ -66,7 +133,9 @@ func userBinCache() (binCache, bool) {
 	if err != nil {
 		return binCache{}, false
 	}
-	return binCache{dir: filepath.Join(base, "drover", "test-bin"), keep: 4}, true
+	// Two binaries (drover, the CSI hostpath driver) per source state, and
+	// worktrees at different revisions share the cache.
+	return binCache{dir: filepath.Join(base, "drover", "test-bin"), keep: 8}, true
 }
 
 // binCache holds built binaries, one directory per key. The key is a hash

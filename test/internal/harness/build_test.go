@@ -118,3 +118,46 @@ func TestBinCacheBuildsOnceForConcurrentCallers(t *testing.T) {
 		t.Errorf("binary says %q", got)
 	}
 }
+
+// BuiltCopy builds a package once per process and hands each test a copy
+// of its own; RemoveBuilt removes the build.
+func TestBuiltCopyBuildsOnce(t *testing.T) {
+	builds := 0
+	var built string
+	buildCommand = func(pkg, name string) (string, string, func(), error) {
+		builds++
+		dir := t.TempDir()
+		built = filepath.Join(dir, name)
+		if err := os.WriteFile(built, []byte("binary of "+pkg), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return built, "", func() { _ = os.RemoveAll(dir) }, nil
+	}
+	t.Cleanup(func() { buildCommand = BuildCommand; RemoveBuilt() })
+
+	var copies []string
+	for range 2 {
+		t.Run("copy", func(t *testing.T) {
+			path := BuiltCopy(t, "./x", "x")
+			b, err := os.ReadFile(path)
+			if err != nil || string(b) != "binary of ./x" || filepath.Base(path) != "x" {
+				t.Fatalf("copy %s holds %q, %v", path, b, err)
+			}
+			copies = append(copies, path)
+		})
+	}
+	if builds != 1 {
+		t.Errorf("built %d times for two copies, want once", builds)
+	}
+	if len(copies) != 2 || copies[0] == copies[1] {
+		t.Errorf("copies %v, want two distinct paths", copies)
+	}
+	RemoveBuilt()
+	if _, err := os.Stat(built); !os.IsNotExist(err) {
+		t.Errorf("the build outlives RemoveBuilt: %v", err)
+	}
+	BuiltCopy(t, "./x", "x")
+	if builds != 2 {
+		t.Errorf("after RemoveBuilt: %d builds, want a second one", builds)
+	}
+}
