@@ -29,6 +29,9 @@ func run(m *testing.M) int {
 	if testtier.SkipSuite("test/e2e builds drover and runs it as agent processes") {
 		return 0
 	}
+	// The tests wait on agent processes far more than they compute: four
+	// at a time, not -parallel's default of one per CPU.
+	harness.DefaultParallel(4)
 	bin, root, cleanup, err := harness.Build()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: FATAL: %v\n", err)
