@@ -14,6 +14,8 @@ import (
 // error (shown as "failed") once the retries reach memberInfoTimeout.
 func TestMembersAliveAndUnanswered(t *testing.T) {
 	testtier.Slow(t, "waits out the 5 s deadline of an unanswered member")
+	// Full tier, and only waits: beside the other waiting tests.
+	t.Parallel()
 	var lns []net.Listener
 	var addrs []string
 	for i := 0; i < 2; i++ {

@@ -228,6 +228,8 @@ func TestCSIClaimRefusals(t *testing.T) {
 // NotFound from the driver counts as detached.
 func TestCSIReleaseControllerFailureKeepsCheckpoint(t *testing.T) {
 	testtier.Slow(t, "waits out the volume watcher's real backoff: 1 s, 2 s, 4 s")
+	// Full tier, and only waits: beside the other waiting tests.
+	t.Parallel()
 	s := testServer(t, nil)
 	node, alloc := csiSetup(t, s)
 	var mu sync.Mutex

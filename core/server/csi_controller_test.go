@@ -49,6 +49,8 @@ func TestControllerCallTriesNextNode(t *testing.T) {
 // controller client, waits until the first client reports its result.
 func TestControllerAbandonedCallKeepsPluginLocked(t *testing.T) {
 	testtier.Slow(t, "waits five pickup times (1 s) to see that a call does not run")
+	// Full tier, and only waits: beside the other waiting tests.
+	t.Parallel()
 	s := testServer(t, nil)
 	s.csi.Queue().SetPickup(200 * time.Millisecond)
 	ctx := context.Background()

@@ -80,6 +80,8 @@ func TestStepUpSucceedsOnRetry(t *testing.T) {
 // after StepUpAttempts failures; while it is alone it keeps retrying.
 func TestStepUpGivesUpAndStepsDown(t *testing.T) {
 	testtier.Slow(t, "forms a three-server Raft cluster and waits out its elections")
+	// Full tier, and only waits: beside the other waiting tests.
+	t.Parallel()
 	var badCalls atomic.Int32
 	type peer struct{ id, addr string }
 	peers := []peer{{"s1", freeAddr(t)}, {"s2", freeAddr(t)}, {"s3", freeAddr(t)}}

@@ -47,6 +47,8 @@ func (r typeRouter) JobType(t string) (structs.JobTypeBehavior, bool) {
 // of other job types complete meanwhile.
 func TestWorkerHungPluginTimesOutAndOtherTypesMove(t *testing.T) {
 	testtier.Slow(t, "waits out three 500 ms scheduler call timeouts")
+	// Full tier, and only waits: beside the other waiting tests.
+	t.Parallel()
 	release := make(chan struct{})
 	hung := &funcSched{schedule: func(context.Context, int, *pb.ScheduleRequest) (*pb.ScheduleResponse, error) {
 		<-release
