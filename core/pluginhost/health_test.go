@@ -36,8 +36,11 @@ func TestStoppedPluginReportedUnhealthy(t *testing.T) {
 		reason     string
 		slow       string // full tier only, because
 	}{
-		{name: "idle, by the probe", probe: 50 * time.Millisecond, unanswered: time.Hour, reason: "did not answer its health check",
-			slow: "waits out two health probes' 2 s timeouts"},
+		// Not full tier, though it waits out two 2 s probe timeouts: the
+		// case after it fails now and then (its Schedule call answered
+		// although the plugin was sent SIGSTOP) when it runs first in the
+		// test process, as it did under -short with this case skipped.
+		{name: "idle, by the probe", probe: 50 * time.Millisecond, unanswered: time.Hour, reason: "did not answer its health check"},
 		{name: "a Schedule call waits", probe: time.Hour, unanswered: 200 * time.Millisecond, call: true, reason: "a Schedule call has not been answered"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
