@@ -39,6 +39,12 @@ const (
 	NamespaceUpsertRequestType    MessageType = 64
 	NamespaceDeleteRequestType    MessageType = 65
 
+	// Variables and the keyring (variables.go): 90-99.
+	VariableApplyRequestType  MessageType = 90
+	RootKeyUpsertRequestType  MessageType = 91
+	RootKeyStateRequestType   MessageType = 92
+	VariablesRekeyRequestType MessageType = 93
+
 	CSIVolumeRegisterRequestType   MessageType = 35
 	CSIVolumeDeregisterRequestType MessageType = 36
 	CSIVolumeClaimBatchRequestType MessageType = 39
