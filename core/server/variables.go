@@ -322,3 +322,13 @@ func (ep Variables) rekey(ctx context.Context, key *structs.RootKey, old []*stru
 	s.logger.Info("keyring full rotation done", "key_id", key.Meta.KeyID, "variables", count, "index", idx)
 	return idx, nil
 }
+
+// Write is Apply in the HTTP API's terms: the variable as stored, or the
+// current one as conflict with an error of kind structs.ErrConflict.
+func (ep Variables) Write(ctx context.Context, op string, v *structs.Variable, cas *uint64, lockID string) (*structs.Variable, *structs.Variable, uint64, error) {
+	r, err := ep.Apply(ctx, op, v, cas, lockID)
+	if r == nil {
+		return nil, nil, 0, err
+	}
+	return r.Var, r.Conflict, r.Index, err
+}
