@@ -103,9 +103,13 @@ func (ep Variables) Apply(ctx context.Context, op string, v *structs.Variable, c
 	req := &structs.VariableApplyRequest{Op: op, Var: enc, CAS: cas, LockID: lockID}
 	sealItems := func(required bool) error {
 		if !required && len(v.Items) == 0 {
-			return nil
-		}
-		if err := structs.ValidateVariableItems(v.Items); err != nil {
+			// A lock on a variable that does not exist yet creates it
+			// without items, as Nomad's does.
+			cur, err := s.State().VariableByPath(nil, v.Namespace, v.Path)
+			if err != nil || cur != nil {
+				return err
+			}
+		} else if err := structs.ValidateVariableItems(v.Items); err != nil {
 			return err
 		}
 		key, material, err := ep.activeKey(ctx)
