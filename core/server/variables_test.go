@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -140,4 +141,74 @@ func TestVariablesConflictCarriesCurrent(t *testing.T) {
 	if !errors.Is(err, structs.ErrConflict) || conflict == nil || conflict.ModifyIndex != v.ModifyIndex || conflict.Items["k"] != "1" {
 		t.Fatalf("conflict: %+v, %v", conflict, err)
 	}
+}
+
+// TestVariablesThroughFollower: a follower forwards variable writes and
+// rotations to the leader, a lost CAS comes back as a conflict with the
+// current variable, and the follower opens what the leader sealed with
+// the key replicated to it through Raft.
+func TestVariablesThroughFollower(t *testing.T) {
+	testtier.Slow(t, "runs a two-server cluster")
+	var addrs []string
+	var lns []net.Listener
+	for i := 0; i < 2; i++ {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns, addrs = append(lns, ln), append(addrs, ln.Addr().String())
+	}
+	a := clusterServer(t, "a", lns[0], addrs, nil)
+	b := clusterServer(t, "b", lns[1], addrs, nil)
+	var leader, follower *Server
+	waitFor(t, 30*time.Second, "a leader", func() bool {
+		switch {
+		case a.IsLeader() && a.established.Load():
+			leader, follower = a, b
+		case b.IsLeader() && b.established.Load():
+			leader, follower = b, a
+		default:
+			return false
+		}
+		return true
+	})
+	waitFor(t, 10*time.Second, "the follower to know the leader", func() bool { return follower.LeaderAddr() != "" })
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	v, _, _, err := follower.Variables().Write(ctx, structs.VarOpSet, &structs.Variable{Path: "fwd", Items: structs.VariableItems{"k": "1"}}, nil, "")
+	if err != nil || v == nil || v.Items["k"] != "1" {
+		t.Fatalf("write through the follower: %+v, %v", v, err)
+	}
+	stale := v.ModifyIndex - 1
+	_, conflict, _, err := follower.Variables().Write(ctx, structs.VarOpSet, &structs.Variable{Path: "fwd", Items: structs.VariableItems{"k": "2"}}, &stale, "")
+	if !errors.Is(err, structs.ErrConflict) || conflict == nil || conflict.ModifyIndex != v.ModifyIndex || conflict.Items["k"] != "1" {
+		t.Fatalf("stale write through the follower: %+v, %v", conflict, err)
+	}
+	if _, _, err := follower.Variables().Rotate(ctx, true); err != nil {
+		t.Fatalf("rotate through the follower: %v", err)
+	}
+	for _, s := range []*Server{leader, follower} {
+		s := s
+		waitFor(t, 30*time.Second, "the variable and both keys on "+s.cfg.NodeName, func() bool {
+			keys, _, _ := s.Variables().Keys()
+			enc, _ := s.State().VariableByPath(nil, "default", "fwd")
+			if len(keys) != 2 || enc == nil {
+				return false
+			}
+			got, err := s.Variables().Open(enc, false)
+			return err == nil && got.Items["k"] == "1" && enc.KeyID != v2KeyID(keys)
+		})
+	}
+}
+
+// v2KeyID is the inactive key's ID of a two-key keyring: after a full
+// rotation no variable is sealed under it.
+func v2KeyID(keys []*structs.RootKeyMeta) string {
+	for _, k := range keys {
+		if k.State != structs.RootKeyStateActive {
+			return k.KeyID
+		}
+	}
+	return ""
 }
