@@ -259,9 +259,11 @@ func (ep Variables) Rotate(ctx context.Context, full bool) (*structs.RootKeyMeta
 	}
 	s.logger.Info("keyring rotated", "key_id", key.Meta.KeyID, "full", full, "index", idx)
 	if full {
-		if idx, err = ep.rekey(ctx, key, old); err != nil {
+		ridx, err := ep.rekey(ctx, key, old)
+		if err != nil {
 			return nil, 0, err
 		}
+		idx = max(idx, ridx)
 	}
 	stored, err := s.State().RootKeyByID(nil, key.Meta.KeyID)
 	if err != nil || stored == nil {
@@ -283,11 +285,10 @@ func (ep Variables) rekey(ctx context.Context, key *structs.RootKey, old []*stru
 	for _, k := range old {
 		ids = append(ids, k.Meta.KeyID)
 	}
-	var idx uint64
 	if len(ids) == 0 {
-		return idx, nil
+		return 0, nil
 	}
-	if idx, err = s.raftApply(structs.RootKeyStateRequestType, &structs.RootKeyStateRequest{KeyIDs: ids, State: structs.RootKeyStateRekeying}); err != nil {
+	if _, err = s.raftApply(structs.RootKeyStateRequestType, &structs.RootKeyStateRequest{KeyIDs: ids, State: structs.RootKeyStateRekeying}); err != nil {
 		return 0, err
 	}
 	count := 0
@@ -314,13 +315,14 @@ func (ep Variables) rekey(ctx context.Context, key *structs.RootKey, old []*stru
 				}
 				out = append(out, c)
 			}
-			if idx, err = s.raftApply(structs.VariablesRekeyRequestType, &structs.VariablesRekeyRequest{Vars: out}); err != nil {
+			if _, err = s.raftApply(structs.VariablesRekeyRequestType, &structs.VariablesRekeyRequest{Vars: out}); err != nil {
 				return 0, err
 			}
 			count += len(out)
 		}
 	}
-	if idx, err = s.raftApply(structs.RootKeyStateRequestType, &structs.RootKeyStateRequest{KeyIDs: ids, State: structs.RootKeyStateInactive}); err != nil {
+	idx, err := s.raftApply(structs.RootKeyStateRequestType, &structs.RootKeyStateRequest{KeyIDs: ids, State: structs.RootKeyStateInactive})
+	if err != nil {
 		return 0, err
 	}
 	s.logger.Info("keyring full rotation done", "key_id", key.Meta.KeyID, "variables", count, "index", idx)
