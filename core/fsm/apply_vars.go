@@ -31,9 +31,15 @@ func (f *FSM) applyVariablesRekey(index uint64, buf []byte) any {
 	return f.State().RekeyVariables(index, req.Vars)
 }
 
+func (f *FSM) applyRootKeyDelete(index uint64, buf []byte) any {
+	req := decode[structs.RootKeyDeleteRequest](structs.RootKeyDeleteRequestType, index, buf)
+	return f.State().DeleteRootKey(index, req.KeyID)
+}
+
 var varTypeNames = map[structs.MessageType]string{
 	structs.VariableApplyRequestType:  "VariableApply",
 	structs.RootKeyUpsertRequestType:  "RootKeyUpsert",
 	structs.RootKeyStateRequestType:   "RootKeyState",
 	structs.VariablesRekeyRequestType: "VariablesRekey",
+	structs.RootKeyDeleteRequestType:  "RootKeyDelete",
 }

@@ -299,6 +299,7 @@ var checkers = map[structs.MessageType]func([]byte) error{
 	structs.RootKeyUpsertRequestType:  check[structs.RootKeyUpsertRequest],
 	structs.RootKeyStateRequestType:   check[structs.RootKeyStateRequest],
 	structs.VariablesRekeyRequestType: check[structs.VariablesRekeyRequest],
+	structs.RootKeyDeleteRequestType:  check[structs.RootKeyDeleteRequest],
 
 	structs.NamespaceUpsertRequestType: check[structs.NamespaceUpsertRequest],
 	structs.NamespaceDeleteRequestType: check[structs.NamespaceDeleteRequest],
@@ -361,6 +362,7 @@ var appliers = map[structs.MessageType]func(f *FSM, index uint64, buf []byte) an
 	structs.RootKeyUpsertRequestType:  (*FSM).applyRootKeyUpsert,
 	structs.RootKeyStateRequestType:   (*FSM).applyRootKeyState,
 	structs.VariablesRekeyRequestType: (*FSM).applyVariablesRekey,
+	structs.RootKeyDeleteRequestType:  (*FSM).applyRootKeyDelete,
 
 	structs.NamespaceUpsertRequestType: (*FSM).applyNamespaceUpsert,
 	structs.NamespaceDeleteRequestType: (*FSM).applyNamespaceDelete,

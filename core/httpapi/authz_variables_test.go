@@ -20,6 +20,7 @@ func variableMatrixCases() []matrixCase {
 		{"DELETE /v1/var/{path...}", "DELETE", "/v1/var/m/a?namespace=team", nil, "--x-x"},
 		{"GET /v1/operator/keyring/keys", "GET", "/v1/operator/keyring/keys", nil, "----2"},
 		{"PUT /v1/operator/keyring/rotate", "PUT", "/v1/operator/keyring/rotate", nil, "----2"},
+		{"DELETE /v1/operator/keyring/key/{id}", "DELETE", "/v1/operator/keyring/key/00000000-0000-0000-0000-000000000000", nil, "----4"},
 		{"POST /v1/operator/keyring/rotate", "POST", "/v1/operator/keyring/rotate?full=true", nil, "----2"},
 	}
 }

@@ -211,6 +211,7 @@ var routeTable = []route{
 	{"DELETE", "/v1/var/{path...}", varDestroy, on(variableHandlers.varDelete)},
 	{"GET", "/v1/operator/keyring/keys", mgmt, on(variableHandlers.keyringList)},
 	{"PUT POST", "/v1/operator/keyring/rotate", mgmt, on(variableHandlers.keyringRotate)},
+	{"DELETE", "/v1/operator/keyring/key/{id}", mgmt, on(variableHandlers.keyringDelete)},
 
 	// Checked per topic and per event in the handler.
 	{"GET", "/v1/event/stream", anyToken, on(eventHandlers.eventStream)},

@@ -26,7 +26,8 @@ type VariablesAPI interface {
 	Write(ctx context.Context, op string, v *structs.Variable, cas *uint64, lockID string) (out, conflict *structs.Variable, index uint64, err error)
 	Open(v *structs.VariableEncrypted, withLockID bool) (*structs.Variable, error)
 	Now() time.Time
-	Keys() ([]*structs.RootKeyMeta, uint64, error)
+	Keys(ctx context.Context) ([]*structs.RootKeyMeta, uint64, error)
+	DeleteKey(ctx context.Context, keyID string, force bool) (uint64, error)
 	Rotate(ctx context.Context, full bool) (*structs.RootKeyMeta, uint64, error)
 }
 
@@ -295,7 +296,7 @@ func (s variableHandlers) keyringList(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	keys, idx, err := api.Keys()
+	keys, idx, err := api.Keys(r.Context())
 	if err != nil {
 		s.writeError(w, err)
 		return
@@ -326,4 +327,25 @@ func (s variableHandlers) keyringRotate(w http.ResponseWriter, r *http.Request) 
 		return
 	}
 	writeWrite(w, r, idx, map[string]any{"Key": key, "Index": idx})
+}
+
+// keyringDelete is DELETE /v1/operator/keyring/key/{id}[?force=true]: an
+// inactive key; one that still seals variables only with force.
+func (s variableHandlers) keyringDelete(w http.ResponseWriter, r *http.Request) {
+	api, ok := s.api(w)
+	if !ok {
+		return
+	}
+	force, err := parseBool(r, "force")
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	idx, err := api.DeleteKey(r.Context(), r.PathValue("id"), force)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	w.Header().Set(headerIndex, uintText(idx))
+	w.WriteHeader(http.StatusOK)
 }

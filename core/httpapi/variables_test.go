@@ -313,4 +313,56 @@ func TestKeyringRotateWithNomadClient(t *testing.T) {
 	if _, _, err := c.Keyring().Rotate(&nomadapi.KeyringRotateOptions{Algorithm: "rsa"}, nil); err == nil || !strings.Contains(err.Error(), "400") {
 		t.Errorf("unknown algorithm: %v", err)
 	}
+
+	// Delete: the active key and unknown keys are refused; an inactive
+	// key that seals nothing goes.
+	deletes := []struct {
+		name, id string
+		force    bool
+		want     string
+	}{
+		{"active", k3.KeyID, false, "400"},
+		{"unknown", "00000000-0000-0000-0000-000000000000", false, "404"},
+		{"not a UUID", "nope", false, "400"},
+		{"inactive", k2.KeyID, false, ""},
+	}
+	for _, d := range deletes {
+		_, err := c.Keyring().Delete(&nomadapi.KeyringDeleteOptions{KeyID: d.id, Force: d.force}, nil)
+		if (d.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), d.want)) {
+			t.Errorf("delete %s: %v, want %q", d.name, err, d.want)
+		}
+	}
+	if keys, _, _ := c.Keyring().List(nil); len(keys) != 2 {
+		t.Errorf("%d keys after a delete, want 2", len(keys))
+	}
+	for p, want := range map[string]string{"a": "1", "b": "2"} {
+		if v, _, err := c.Variables().Read(p, nil); err != nil || v.Items["k"] != want {
+			t.Errorf("read %s after a key delete: %+v, %v", p, v, err)
+		}
+	}
+}
+
+// A key that still seals variables goes only with force.
+func TestKeyringDeleteInUse(t *testing.T) {
+	c := aclTestServer(t, false)
+	// The keyring is never seen empty: its first key is made on demand.
+	keys, _, err := c.Keyring().List(nil)
+	if err != nil || len(keys) != 1 || keys[0].State != nomadapi.RootKeyStateActive {
+		t.Fatalf("first list: %+v, %v", keys, err)
+	}
+	if _, _, err := c.Variables().Create(&nomadapi.Variable{Path: "a", Items: nomadapi.VariableItems{"k": "1"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Keyring().Rotate(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Keyring().Delete(&nomadapi.KeyringDeleteOptions{KeyID: keys[0].KeyID}, nil); err == nil || !strings.Contains(err.Error(), "still seals 1 variables") {
+		t.Errorf("delete of a key in use: %v", err)
+	}
+	if _, err := c.Keyring().Delete(&nomadapi.KeyringDeleteOptions{KeyID: keys[0].KeyID, Force: true}, nil); err != nil {
+		t.Fatalf("forced delete: %v", err)
+	}
+	if _, _, err := c.Variables().Read("a", nil); err == nil || !strings.Contains(err.Error(), "503") {
+		t.Errorf("read of a variable whose key is gone: %v, want 503", err)
+	}
 }

@@ -48,7 +48,11 @@ type (
 		ConflictMsg string
 		Index       uint64
 	}
-	KeyringRotateArgs  struct{ Full bool }
+	KeyringRotateArgs struct{ Full bool }
+	KeyringDeleteArgs struct {
+		KeyID string
+		Force bool
+	}
 	KeyringRotateReply struct {
 		Key   *structs.RootKeyMeta
 		Index uint64
@@ -65,6 +69,10 @@ func (ep Variables) register(rs *rpc.Server, mark func(context.Context) context.
 			return r, nil
 		}
 		return r, err
+	})
+	rpc.Handle(rs, "Keyring.Delete", func(ctx context.Context, a *KeyringDeleteArgs) (*IndexReply, error) {
+		idx, err := ep.DeleteKey(mark(ctx), a.KeyID, a.Force)
+		return &IndexReply{Index: idx}, err
 	})
 	rpc.Handle(rs, "Keyring.Rotate", func(ctx context.Context, a *KeyringRotateArgs) (*KeyringRotateReply, error) {
 		k, idx, err := ep.Rotate(mark(ctx), a.Full)
@@ -217,8 +225,13 @@ func (ep Variables) activeKey(ctx context.Context) (*structs.RootKey, []byte, er
 	return key, material, err
 }
 
-// Keys lists the keyring's keys, newest first.
-func (ep Variables) Keys() ([]*structs.RootKeyMeta, uint64, error) {
+// Keys lists the keyring's keys, newest first. A cluster without a key
+// gets its first one here (or at its first variable write), so that the
+// keyring is never seen empty, as Nomad's is not.
+func (ep Variables) Keys(ctx context.Context) ([]*structs.RootKeyMeta, uint64, error) {
+	if _, _, err := ep.activeKey(ctx); err != nil {
+		return nil, 0, err
+	}
 	st := ep.srv.State()
 	keys, err := st.RootKeys(nil)
 	if err != nil {
@@ -337,4 +350,46 @@ func (ep Variables) Write(ctx context.Context, op string, v *structs.Variable, c
 		return nil, nil, 0, err
 	}
 	return r.Var, r.Conflict, r.Index, err
+}
+
+// DeleteKey removes an inactive root key. The active key is refused, and
+// so is a key that still seals variables unless force (they can then
+// never be read again). A follower forwards to the leader.
+func (ep Variables) DeleteKey(ctx context.Context, keyID string, force bool) (uint64, error) {
+	s := ep.srv
+	if r, ok, err := forward[KeyringDeleteArgs, IndexReply](ctx, s, "Keyring.Delete", &KeyringDeleteArgs{KeyID: keyID, Force: force}); ok {
+		if err != nil {
+			return 0, err
+		}
+		return r.Index, nil
+	}
+	if !structs.IsUUID(keyID) {
+		return 0, structs.NewError(structs.ErrInvalid, "KeyID: %q is not a UUID", keyID)
+	}
+	st := s.State()
+	key, err := st.RootKeyByID(nil, keyID)
+	if err != nil {
+		return 0, err
+	}
+	if key == nil {
+		return 0, structs.NewError(structs.ErrNotFound, "root key %s not found", keyID)
+	}
+	if key.Meta.State == structs.RootKeyStateActive {
+		return 0, structs.NewError(structs.ErrInvalid, "root key %s is the active key; rotate first", keyID)
+	}
+	if !force {
+		vars, err := st.VariablesByKeyID(nil, keyID)
+		if err != nil {
+			return 0, err
+		}
+		if len(vars) > 0 {
+			return 0, structs.NewError(structs.ErrInvalid, "root key %s still seals %d variables; rotate with full first, or force (they would be lost)", keyID, len(vars))
+		}
+	}
+	idx, err := s.raftApply(structs.RootKeyDeleteRequestType, &structs.RootKeyDeleteRequest{KeyID: keyID})
+	if err != nil {
+		return 0, err
+	}
+	s.logger.Info("root key deleted", "key_id", keyID, "force", force, "index", idx)
+	return idx, nil
 }

@@ -118,7 +118,7 @@ func TestVariablesEncryptedAtRestAndRestart(t *testing.T) {
 					t.Errorf("variable %s after restart: %+v, %v", p, v, err)
 				}
 			}
-			keys, _, _ := s2.Variables().Keys()
+			keys, _, _ := s2.Variables().Keys(ctx)
 			if len(keys) != 3 {
 				t.Errorf("%d root keys after restart, want 3", len(keys))
 			}
@@ -191,7 +191,7 @@ func TestVariablesThroughFollower(t *testing.T) {
 	for _, s := range []*Server{leader, follower} {
 		s := s
 		waitFor(t, 30*time.Second, "the variable and both keys on "+s.cfg.NodeName, func() bool {
-			keys, _, _ := s.Variables().Keys()
+			keys, _, _ := s.Variables().Keys(ctx)
 			enc, _ := s.State().VariableByPath(nil, "default", "fwd")
 			if len(keys) != 2 || enc == nil {
 				return false

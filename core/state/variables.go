@@ -254,6 +254,24 @@ func (t *writeTxn) setRootKeyStates(match func(*structs.RootKey) bool, state str
 	return nil
 }
 
+// DeleteRootKey removes an inactive root key; the active one is
+// structs.ErrInvalid, an unknown one structs.ErrNotFound.
+func (s *StateStore) DeleteRootKey(index uint64, id string) error {
+	return s.write(index, func(t *writeTxn) error {
+		raw, err := t.first(TableRootKeys, "id", id)
+		if err != nil {
+			return err
+		}
+		if raw == nil {
+			return structs.NewError(structs.ErrNotFound, "root key %s not found", id)
+		}
+		if raw.(*structs.RootKey).Meta.State == structs.RootKeyStateActive {
+			return structs.NewError(structs.ErrInvalid, "root key %s is the active key", id)
+		}
+		return t.delete(TableRootKeys, raw)
+	})
+}
+
 // RootKeys returns every root key, newest first.
 func (s *StateStore) RootKeys(ws memdb.WatchSet) ([]*structs.RootKey, error) {
 	keys, err := list[*structs.RootKey](s, ws, nil, TableRootKeys, "id")

@@ -44,6 +44,7 @@ const (
 	RootKeyUpsertRequestType  MessageType = 91
 	RootKeyStateRequestType   MessageType = 92
 	VariablesRekeyRequestType MessageType = 93
+	RootKeyDeleteRequestType  MessageType = 94
 
 	CSIVolumeRegisterRequestType   MessageType = 35
 	CSIVolumeDeregisterRequestType MessageType = 36

@@ -326,3 +326,8 @@ type RootKeyStateRequest struct {
 	KeyIDs []string `codec:",omitempty"`
 	State  string   `codec:",omitempty"`
 }
+
+// RootKeyDeleteRequest removes an inactive root key (type 94).
+type RootKeyDeleteRequest struct {
+	KeyID string `codec:",omitempty"`
+}
