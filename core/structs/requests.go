@@ -44,7 +44,7 @@ const (
 	RootKeyUpsertRequestType  MessageType = 91
 	RootKeyStateRequestType   MessageType = 92
 	VariablesRekeyRequestType MessageType = 93
-	RootKeyDeleteRequestType  MessageType = 94
+	RootKeyDeleteRequestType  MessageType = 95 // not 94: 0x5e is one bit from the FSM entry marker (0x7e)
 
 	CSIVolumeRegisterRequestType   MessageType = 35
 	CSIVolumeDeregisterRequestType MessageType = 36

@@ -327,7 +327,7 @@ type RootKeyStateRequest struct {
 	State  string   `codec:",omitempty"`
 }
 
-// RootKeyDeleteRequest removes an inactive root key (type 94).
+// RootKeyDeleteRequest removes an inactive root key (type 95).
 type RootKeyDeleteRequest struct {
 	KeyID string `codec:",omitempty"`
 }
