@@ -188,7 +188,7 @@ func bound(s string) string {
 func ValidateVariableItems(items VariableItems) error {
 	switch {
 	case len(items) == 0:
-		return NewError(ErrInvalid, "Items: a variable needs at least one item")
+		return NewError(ErrInvalid, "variable missing required Items object")
 	case len(items) > MaxVariableItems:
 		return NewError(ErrInvalid, "Items: %d items, more than %d", len(items), MaxVariableItems)
 	}
