@@ -237,7 +237,6 @@ func (s variableHandlers) varPut(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if op == structs.VarOpLockRenew {
-		out.Lock = v.Lock
 		writeWrite(w, r, idx, out.Metadata())
 		return
 	}

@@ -168,7 +168,7 @@ func (ep Variables) Apply(ctx context.Context, op string, v *structs.Variable, c
 	s.logger.Info("variable written", "op", op, "namespace", v.Namespace, "path", v.Path, "index", idx)
 	out := &VarWriteReply{Index: idx}
 	if stored, _ := resp.(*structs.VariableEncrypted); stored != nil {
-		out.Var, err = ep.Open(stored, op == structs.VarOpLockAcquire)
+		out.Var, err = ep.Open(stored, op == structs.VarOpLockAcquire || op == structs.VarOpLockRenew)
 		if err != nil {
 			return nil, err
 		}
