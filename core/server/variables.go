@@ -102,6 +102,10 @@ func (ep Variables) Apply(ctx context.Context, op string, v *structs.Variable, c
 	if err := structs.ValidateVariablePath(v.Path); err != nil {
 		return nil, err
 	}
+	if len(lockID) > 64 {
+		// It goes into the Raft entry: a lock ID is a server-made UUID.
+		return nil, structs.NewError(structs.ErrInvalid, "Lock.ID: longer than 64 bytes")
+	}
 	if ns, err := s.State().NamespaceByName(nil, v.Namespace); err != nil {
 		return nil, err
 	} else if ns == nil && v.Namespace != structs.DefaultNamespace {
