@@ -259,6 +259,23 @@ func TestVariablesACL(t *testing.T) {
 	if v, _, err := tc.Variables().Peek("secret", nil); err == nil || !strings.Contains(err.Error(), "403") {
 		t.Errorf("peek of a denied var: %+v, %v; want 403", v, err)
 	}
+	// A writer without read gets the conflict's metadata, not its items.
+	wo := "namespace \"default\" {\n  variables {\n    path \"wo\" { capabilities = [\"write\"] }\n  }\n}\n"
+	if _, err := c.ACLPolicies().Upsert(&nomadapi.ACLPolicy{Name: "write-only", Rules: wo}, nil); err != nil {
+		t.Fatal(err)
+	}
+	wtok, _, err := c.ACLTokens().Create(&nomadapi.ACLToken{Type: "client", Policies: []string{"write-only"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Variables().Create(&nomadapi.Variable{Path: "wo", Items: nomadapi.VariableItems{"secret": "s"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var cas nomadapi.ErrCASConflict
+	_, _, err = aclClientLike(t, c, wtok.SecretID).Variables().CheckedCreate(&nomadapi.Variable{Path: "wo", Items: nomadapi.VariableItems{"k": "v"}}, nil)
+	if !errors.As(err, &cas) || cas.Conflict.ModifyIndex == 0 || cas.Conflict.Items != nil {
+		t.Errorf("conflict to a writer without read: %v (items %v)", err, cas.Conflict)
+	}
 	list, _, err := tc.Variables().List(&nomadapi.QueryOptions{Namespace: "*"})
 	if err != nil || len(list) != 1 || list[0].Path != "app/a" {
 		t.Errorf("filtered list: %+v, %v", list, err)
