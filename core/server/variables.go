@@ -157,10 +157,15 @@ func (ep Variables) Apply(ctx context.Context, op string, v *structs.Variable, c
 	idx, resp, err := s.raftApplyResponse(structs.VariableApplyRequestType, req)
 	if err != nil {
 		if errors.Is(err, structs.ErrConflict) {
-			cur, _ := s.State().VariableByPath(nil, v.Namespace, v.Path)
+			cur, rerr := s.State().VariableByPath(nil, v.Namespace, v.Path)
+			if rerr != nil {
+				return nil, rerr
+			}
 			var conflict *structs.Variable
 			if cur != nil {
-				conflict, _ = ep.Open(cur, false)
+				if conflict, rerr = ep.Open(cur, false); rerr != nil {
+					return nil, rerr
+				}
 			}
 			if conflict == nil {
 				conflict = &structs.Variable{Namespace: v.Namespace, Path: v.Path}
