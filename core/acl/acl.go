@@ -160,11 +160,13 @@ type ACL struct {
 	management  bool
 	namespaces  ruleSet
 	hostVolumes ruleSet
-	node        string
-	agent       string
-	operator    string
-	quota       string
-	plugin      string
+	// vars holds the variables path rules by namespace rule name.
+	vars     map[string]*ruleSet
+	node     string
+	agent    string
+	operator string
+	quota    string
+	plugin   string
 }
 
 // ManagementACL is the ACL of a management token: every check passes.
@@ -187,6 +189,7 @@ func Compile(policies []*Policy) *ACL {
 		}
 		for _, r := range p.Namespaces {
 			a.namespaces.add(r.Name, setOf(namespaceBits, r.Capabilities))
+			a.compileVariables(r)
 		}
 		for _, r := range p.HostVolumes {
 			a.hostVolumes.add(r.Name, setOf(hostVolumeBits, r.Capabilities))
@@ -199,6 +202,9 @@ func Compile(policies []*Policy) *ACL {
 	}
 	a.namespaces.order()
 	a.hostVolumes.order()
+	for _, rs := range a.vars {
+		rs.order()
+	}
 	return a
 }
 

@@ -183,6 +183,8 @@ type NamespaceRule struct {
 	// Capabilities are those written plus Policy's expansion: sorted,
 	// without duplicates.
 	Capabilities []string
+	// Variables are the rule's variables path rules in file order.
+	Variables []*VariablesPathRule
 }
 
 // HostVolumeRule grants capabilities on the host volumes its Name
@@ -237,12 +239,13 @@ var (
 		{Type: "host_volume", LabelNames: []string{"name"}},
 		{Type: "node"}, {Type: "agent"}, {Type: "operator"}, {Type: "quota"}, {Type: "plugin"},
 	}}
-	// variables is recognised only to be refused by name: drover has no
-	// variables, and "unsupported block type" would read as a typo.
+	// A namespace rule may hold one variables block of path rules.
 	namespaceSchema = &hcl.BodySchema{
 		Attributes: []hcl.AttributeSchema{{Name: "policy"}, {Name: "capabilities"}},
 		Blocks:     []hcl.BlockHeaderSchema{{Type: "variables"}},
 	}
+	variablesSchema  = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: "path", LabelNames: []string{"path"}}}}
+	varPathSchema    = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "capabilities", Required: true}}}
 	hostVolumeSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "policy"}, {Name: "capabilities"}}}
 	simpleRuleSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "policy", Required: true}}}
 )
@@ -336,16 +339,22 @@ func (p *policyParser) namespace(b *hcl.Block) *NamespaceRule {
 	if content == nil {
 		return nil
 	}
-	for _, vb := range content.Blocks {
-		p.errorf(vb.DefRange, "Unsupported block type",
-			"drover has no variables, so a namespace rule cannot hold a variables block.")
+	var vars []*VariablesPathRule
+	for i, vb := range content.Blocks {
+		if i > 0 {
+			first := content.Blocks[0].DefRange
+			p.errorf(vb.DefRange, "Duplicate variables block",
+				"A namespace rule may hold one variables block; the first is at %s:%d:%d.", first.Filename, first.Start.Line, first.Start.Column)
+			continue
+		}
+		vars = p.variables(vb)
 	}
 	policy, caps := p.ruleBody(content, "namespace", namespaceCapabilities, ExpandNamespacePolicy,
 		PolicyDeny, PolicyRead, PolicyWrite, PolicyScaling)
 	if !ok {
 		return nil
 	}
-	return &NamespaceRule{Name: name, Policy: policy, Capabilities: caps}
+	return &NamespaceRule{Name: name, Policy: policy, Capabilities: caps, Variables: vars}
 }
 
 func (p *policyParser) hostVolume(b *hcl.Block) *HostVolumeRule {

@@ -16,6 +16,7 @@ func serveServer(cfg *httpapi.Config, srv *server.Server) {
 	cfg.Namespaces, cfg.NodePools, cfg.Services = srv.Namespaces(), srv.NodePools(), srv.Services()
 	cfg.CSI, cfg.JobTypes = srv.CSI(), srv
 	cfg.ACL, cfg.ACLCRUD, cfg.JoinTokens = srv.ACL(), srv.ACL(), srv.PKI()
+	cfg.Variables = srv.Variables()
 	if cfg.Resolver == nil {
 		cfg.Resolver = srv.ACL()
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/drover-org/drover/core/command/job"
 	"github.com/drover-org/drover/core/command/node"
 	"github.com/drover-org/drover/core/command/operator"
+	varcmd "github.com/drover-org/drover/core/command/var"
 	"github.com/drover-org/drover/core/command/volume"
 )
 
@@ -55,7 +56,7 @@ func Commands(ui *UI) map[string]Command {
 	}
 	for _, area := range []func(*UI) map[string]Command{
 		job.Commands, alloc.Commands, node.Commands, operator.Commands,
-		acl.Commands, volume.Commands,
+		acl.Commands, volume.Commands, varcmd.Commands,
 	} {
 		maps.Copy(cmds, area(ui))
 	}

@@ -295,6 +295,12 @@ var checkers = map[structs.MessageType]func([]byte) error{
 	structs.ACLRoleUpsertRequestType:      check[structs.ACLRoleUpsertRequest],
 	structs.ACLRoleDeleteRequestType:      check[structs.ACLRoleDeleteRequest],
 
+	structs.VariableApplyRequestType:  check[structs.VariableApplyRequest],
+	structs.RootKeyUpsertRequestType:  check[structs.RootKeyUpsertRequest],
+	structs.RootKeyStateRequestType:   check[structs.RootKeyStateRequest],
+	structs.VariablesRekeyRequestType: check[structs.VariablesRekeyRequest],
+	structs.RootKeyDeleteRequestType:  check[structs.RootKeyDeleteRequest],
+
 	structs.NamespaceUpsertRequestType: check[structs.NamespaceUpsertRequest],
 	structs.NamespaceDeleteRequestType: check[structs.NamespaceDeleteRequest],
 
@@ -351,6 +357,12 @@ var appliers = map[structs.MessageType]func(f *FSM, index uint64, buf []byte) an
 	structs.OneTimeTokenExpireRequestType: (*FSM).applyOneTimeTokenExpire,
 	structs.ACLRoleUpsertRequestType:      (*FSM).applyACLRoleUpsert,
 	structs.ACLRoleDeleteRequestType:      (*FSM).applyACLRoleDelete,
+
+	structs.VariableApplyRequestType:  (*FSM).applyVariable,
+	structs.RootKeyUpsertRequestType:  (*FSM).applyRootKeyUpsert,
+	structs.RootKeyStateRequestType:   (*FSM).applyRootKeyState,
+	structs.VariablesRekeyRequestType: (*FSM).applyVariablesRekey,
+	structs.RootKeyDeleteRequestType:  (*FSM).applyRootKeyDelete,
 
 	structs.NamespaceUpsertRequestType: (*FSM).applyNamespaceUpsert,
 	structs.NamespaceDeleteRequestType: (*FSM).applyNamespaceDelete,
@@ -426,6 +438,9 @@ func typeName(t structs.MessageType) string {
 		return "PKITokens"
 	default:
 		if n, ok := aclTypeNames[t&^structs.IgnoreUnknownTypeFlag]; ok {
+			return n
+		}
+		if n, ok := varTypeNames[t&^structs.IgnoreUnknownTypeFlag]; ok {
 			return n
 		}
 		if n, ok := namespaceTypeNames[t&^structs.IgnoreUnknownTypeFlag]; ok {

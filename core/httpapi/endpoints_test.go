@@ -13,6 +13,7 @@ func serverConfig(srv *server.Server, cfg Config) Config {
 	cfg.Namespaces, cfg.NodePools, cfg.Services = srv.Namespaces(), srv.NodePools(), srv.Services()
 	cfg.CSI, cfg.JobTypes = srv.CSI(), srv
 	cfg.ACL, cfg.ACLCRUD, cfg.JoinTokens = srv.ACL(), srv.ACL(), srv.PKI()
+	cfg.Variables = srv.Variables()
 	if cfg.Resolver == nil {
 		cfg.Resolver = srv.ACL()
 	}
@@ -27,6 +28,7 @@ func sameServer(h *HTTPServer, cfg Config) Config {
 	cfg.Namespaces, cfg.NodePools, cfg.Services = h.namespaces, h.nodePools, h.services
 	cfg.CSI, cfg.JobTypes = h.csi, h.jobTypes
 	cfg.ACL, cfg.ACLCRUD, cfg.JoinTokens = h.aclAPI, h.aclCRUDs, h.joinToks
+	cfg.Variables = h.variables
 	if cfg.Resolver == nil {
 		cfg.Resolver = h.resolver
 	}

@@ -201,6 +201,18 @@ var routeTable = []route{
 	{"GET", "/v1/plugins", pluginList, on(csiHandlers.pluginList)},
 	{"GET", "/v1/plugin/csi/{id}", pluginRead, on(csiHandlers.pluginGet)},
 
+	// Nomad Variables (variables.go): read, list, write and destroy on
+	// the variable's path in its namespace; a write's namespace may come
+	// from its body and is checked in the handler. The keyring is
+	// management only, as in Nomad.
+	{"GET", "/v1/vars", varList, on(variableHandlers.varList)},
+	{"GET", "/v1/var/{path...}", varRead, on(variableHandlers.varGet)},
+	{"PUT POST", "/v1/var/{path...}", varWrite, on(variableHandlers.varPut)},
+	{"DELETE", "/v1/var/{path...}", varDestroy, on(variableHandlers.varDelete)},
+	{"GET", "/v1/operator/keyring/keys", mgmt, on(variableHandlers.keyringList)},
+	{"PUT POST", "/v1/operator/keyring/rotate", mgmt, on(variableHandlers.keyringRotate)},
+	{"DELETE", "/v1/operator/keyring/key/{id}", mgmt, on(variableHandlers.keyringDelete)},
+
 	// Checked per topic and per event in the handler.
 	{"GET", "/v1/event/stream", anyToken, on(eventHandlers.eventStream)},
 	// Scrapers send no token; nothing in it names an object (no IDs).

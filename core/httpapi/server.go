@@ -119,7 +119,9 @@ type Config struct {
 	ACL         ACLServer
 	ACLCRUD     ACLCRUDServer
 	JoinTokens  JoinTokens
-	JobTypes    JobTypes
+	// Variables serves Nomad Variables and the keyring (variables.go).
+	Variables VariablesAPI
+	JobTypes  JobTypes
 	// Client serves /v1/client/* locally; nil forwards them to the node.
 	Client ClientAPI
 	Logger hclog.Logger
@@ -185,6 +187,7 @@ type HTTPServer struct {
 	aclAPI      ACLServer
 	aclCRUDs    ACLCRUDServer
 	joinToks    JoinTokens
+	variables   VariablesAPI
 	jobTypes    JobTypes
 	client      ClientAPI
 	logger      hclog.Logger
@@ -276,6 +279,7 @@ func New(cfg Config) *HTTPServer {
 	s.aclAPI = orFrom(cfg.ACL, cfg.Server)
 	s.aclCRUDs = orFrom(cfg.ACLCRUD, cfg.Server)
 	s.joinToks = orFrom(cfg.JoinTokens, cfg.Server)
+	s.variables = orFrom(cfg.Variables, cfg.Server)
 	s.jobTypes = orFrom(cfg.JobTypes, cfg.Server)
 	s.resolver = cfg.Resolver
 	if tr, ok := cfg.Server.(TokenResolver); ok && s.resolver == nil {

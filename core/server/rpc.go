@@ -250,6 +250,7 @@ func (s *Server) RegisterRPC(rs *rpc.Server) {
 	s.Operator().register(rs, mark)
 	s.registerACLPKIRPC(rs, mark)
 	s.Namespaces().register(rs, mark)
+	s.Variables().register(rs, mark)
 	s.NodePools().register(rs, mark)
 	s.CSI().register(rs, mark)
 	s.Services().register(rs, mark)

@@ -39,6 +39,13 @@ const (
 	NamespaceUpsertRequestType    MessageType = 64
 	NamespaceDeleteRequestType    MessageType = 65
 
+	// Variables and the keyring (variables.go): 90-99.
+	VariableApplyRequestType  MessageType = 90
+	RootKeyUpsertRequestType  MessageType = 91
+	RootKeyStateRequestType   MessageType = 92
+	VariablesRekeyRequestType MessageType = 93
+	RootKeyDeleteRequestType  MessageType = 95 // not 94: 0x5e is one bit from the FSM entry marker (0x7e)
+
 	CSIVolumeRegisterRequestType   MessageType = 35
 	CSIVolumeDeregisterRequestType MessageType = 36
 	CSIVolumeClaimBatchRequestType MessageType = 39

@@ -69,6 +69,8 @@ const (
 	recScalingEvents   byte = 40
 	recServiceReg      byte = 45
 	recJobSubmission   byte = 46
+	recVariable        byte = 90
+	recRootKey         byte = 91
 	recEnd             byte = 255
 )
 
@@ -127,6 +129,8 @@ func Write(w io.Writer, txn *memdb.Txn) error {
 		{schema.TableDeployments, recDeployment},
 		{schema.TableServiceRegistrations, recServiceReg},
 		{schema.TableJobSubmissions, recJobSubmission},
+		{schema.TableRootKeys, recRootKey},
+		{schema.TableVariables, recVariable},
 	}
 	for _, tb := range tables {
 		iter, err := txn.Get(tb.table, "id")
@@ -345,6 +349,10 @@ func decodeRecord(typ byte, buf []byte, jobs map[uint64]*structs.Job) (restoreIt
 		it = restoreItem{schema.TableServiceRegistrations, new(structs.ServiceRegistration)}
 	case recJobSubmission:
 		it = restoreItem{schema.TableJobSubmissions, new(structs.JobSubmission)}
+	case recRootKey:
+		it = restoreItem{schema.TableRootKeys, new(structs.RootKey)}
+	case recVariable:
+		it = restoreItem{schema.TableVariables, new(structs.VariableEncrypted)}
 	case recCSIVolume:
 		rec := csiVolumeRecord{CSIVolume: new(structs.CSIVolume)}
 		if err := json.Unmarshal(buf, &rec); err != nil {

@@ -14,10 +14,12 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // binaries, and core/state's restore test writes recAlloc and recEnd by hand.
 func TestRecordTypesNeverChange(t *testing.T) {
 	for name, c := range map[string]struct{ got, want byte }{
-		"recAlloc":   {recAlloc, 8},
-		"recEnd":     {recEnd, 255},
-		"recIndex":   {recIndex, 1},
-		"recACLRole": {recACLRole, 23},
+		"recAlloc":    {recAlloc, 8},
+		"recEnd":      {recEnd, 255},
+		"recIndex":    {recIndex, 1},
+		"recACLRole":  {recACLRole, 23},
+		"recVariable": {recVariable, 90},
+		"recRootKey":  {recRootKey, 91},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s = %d, want %d", name, c.got, c.want)

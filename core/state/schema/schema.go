@@ -99,6 +99,7 @@ func DB() *memdb.DBSchema {
 	tables = append(tables, aclTables()...)
 	tables = append(tables, csiTables()...)
 	tables = append(tables, deploymentTables()...)
+	tables = append(tables, variablesTables()...)
 	s := &memdb.DBSchema{Tables: map[string]*memdb.TableSchema{}}
 	for _, t := range tables {
 		s.Tables[t.Name] = t
