@@ -124,15 +124,13 @@ func (c *grpcClient) ExecTask(ctx context.Context, start *driverpb.ExecTaskStart
 	}
 
 	// The pumps end with ctx, which ends when this call returns. A stdin
-	// Read that blocks is the caller's to end (by closing its reader);
-	// the pump then sees the canceled ctx and returns.
+	// Read in progress is not waited for: the caller ends it by closing
+	// its reader, and the pump then finds the stream closed.
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
 	if stdio.Stdin != nil {
-		wg.Add(1)
 		go func() {
-			defer wg.Done()
 			buf := make([]byte, ExecChunkBytes)
 			for ctx.Err() == nil {
 				n, err := stdio.Stdin.Read(buf)
