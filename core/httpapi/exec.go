@@ -115,46 +115,78 @@ func parseExecParams(r *http.Request) (execParams, error) {
 
 // allocExec serves GET /v1/client/allocation/<id>/exec: alloc-exec in
 // the allocation's namespace, and alloc-node-exec as well when the task's
-// driver does not isolate its file system (checked on the node).
+// driver does not isolate its file system (checked on the node). Bad
+// parameters are refused before the upgrade (400), as Nomad does; every
+// later refusal of a websocket request (permission, unknown allocation or
+// task) comes after it, as the close frame's reason, which is what
+// Nomad's api package returns as the error. A request that is no
+// websocket upgrade gets those refusals as HTTP statuses.
 func (s clientHandlers) allocExec(w http.ResponseWriter, r *http.Request) {
 	p, err := parseExecParams(r)
 	if err != nil {
 		s.writeError(w, err)
 		return
 	}
-	s.onExecAlloc(w, r, func(allocID string) {
+	fail := func(err error) { s.writeError(w, err) }
+	if websocket.IsWebSocketUpgrade(r) {
+		fail = func(err error) { s.refuseExec(w, r, err) }
+	}
+	s.onExecAlloc(w, r, fail, func(allocID string) {
 		c, ok := s.client.(clientExec)
 		if !ok {
-			s.writeError(w, errNoClientSupport)
+			fail(errNoClientSupport)
 			return
 		}
 		target, err := c.AllocExecTarget(r.Context(), allocID, p.task)
 		if err != nil {
-			s.writeError(w, err)
+			fail(err)
 			return
 		}
 		if !allowNS(r, target.Namespace, acl.NamespaceCapabilityAllocExec) ||
 			target.NoFSIsolation && !allowNS(r, target.Namespace, acl.NamespaceCapabilityAllocNodeExec) {
 			s.logger.Warn("alloc exec denied", "alloc_id", allocID, "task", p.task, "driver", target.Driver,
 				"accessor_id", s.execAccessor(r))
-			s.writeError(w, errPermissionDenied)
+			fail(errPermissionDenied)
 			return
 		}
 		s.serveExec(w, r, c, allocID, p)
 	})
 }
 
-// onExecAlloc is onAlloc for exec: the forward to the allocation's node
-// goes with the scheme and transport of the cluster's HTTP (TLS where it
-// is on), and the websocket upgrade passes through the proxy.
-func (s clientHandlers) onExecAlloc(w http.ResponseWriter, r *http.Request, local func(allocID string)) {
+// refuseExec upgrades the request and closes the socket at once with
+// err's text as the reason.
+func (s clientHandlers) refuseExec(w http.ResponseWriter, r *http.Request, err error) {
+	conn, uerr := execUpgrader.Upgrade(hijacker{w}, r, nil)
+	if uerr != nil {
+		return // the upgrader answered the caller
+	}
+	defer conn.Close()
+	sess := &execSession{conn: conn, cancel: func() {}}
+	sess.close(execCloseCode(err), err.Error())
+}
+
+// execCloseCode is the close code of an error: an internal error for
+// the 5xx kinds, a policy violation for a refusal.
+func execCloseCode(err error) int {
+	if structs.HTTPStatus(err) >= 500 {
+		return websocket.CloseInternalServerErr
+	}
+	return websocket.ClosePolicyViolation
+}
+
+// onExecAlloc authorizes the request for the path's allocation, then
+// serves it with local when this agent's client holds the allocation,
+// else forwards it to the allocation's node with the scheme and transport
+// of the cluster's HTTP (TLS where it is on); the websocket upgrade passes
+// through the proxy. Refusals go to fail.
+func (s clientHandlers) onExecAlloc(w http.ResponseWriter, r *http.Request, fail func(error), local func(allocID string)) {
 	allocID := r.PathValue("alloc")
 	if allocID == "" || len(allocID) > maxIDBytes {
 		s.writeError(w, badRequest("allocation ID: must be 1 to %d bytes", maxIDBytes))
 		return
 	}
 	if !s.allowAlloc(r, allocID, acl.NamespaceCapabilityAllocExec) {
-		s.writeError(w, errPermissionDenied)
+		fail(errPermissionDenied)
 		return
 	}
 	if c, ok := s.client.(allocNamespacer); ok {
@@ -163,16 +195,28 @@ func (s clientHandlers) onExecAlloc(w http.ResponseWriter, r *http.Request, loca
 			return
 		}
 	}
+	unknown := structs.NewError(structs.ErrNotFound, "Unknown allocation %q", allocID)
 	if r.Header.Get(headerForwarded) != "" || s.srv == nil {
-		s.writeError(w, structs.NewError(structs.ErrNotFound, "Unknown allocation %q", allocID))
+		fail(unknown)
 		return
 	}
 	a, err := s.srv.State().AllocByID(nil, allocID)
+	if err != nil {
+		fail(err)
+		return
+	}
+	if a == nil {
+		fail(unknown)
+		return
+	}
+	n, err := s.srv.State().NodeByID(nil, a.NodeID)
 	switch {
 	case err != nil:
-		s.writeError(w, err)
-	case a == nil:
-		s.writeError(w, structs.NewError(structs.ErrNotFound, "Unknown allocation %q", allocID))
+		fail(err)
+	case n == nil:
+		fail(structs.NewError(structs.ErrNotFound, "Unknown node %q of allocation %q", a.NodeID, allocID))
+	case n.HTTPAddr == "":
+		fail(structs.NewError(structs.ErrUnavailable, "node %q of allocation %q advertises no HTTP address", a.NodeID, allocID))
 	default:
 		s.forwardToNode(w, r, a.NodeID)
 	}
@@ -259,11 +303,7 @@ func (s clientHandlers) serveExec(w http.ResponseWriter, r *http.Request, c clie
 		sess.close(websocket.CloseGoingAway, "session ended")
 	default:
 		s.logger.Info("alloc exec ended", append(args, "error", err)...)
-		wsCode := websocket.ClosePolicyViolation
-		if structs.HTTPStatus(err) >= 500 {
-			wsCode = websocket.CloseInternalServerErr
-		}
-		sess.close(wsCode, err.Error())
+		sess.close(execCloseCode(err), err.Error())
 	}
 	cancel()
 	// The reader ends when the socket closes.

@@ -206,9 +206,6 @@ func TestExecRequestErrors(t *testing.T) {
 		{"command too long", w.nodeURL, execPath("aaaa2222", "t", false, "echo", long), 400},
 		{"bad tty", w.nodeURL, "/v1/client/allocation/aaaa2222/exec?task=t&command=%5B%22sh%22%5D&tty=maybe", 400},
 		{"long task", w.nodeURL, execPath("aaaa2222", strings.Repeat("t", maxIDBytes+1), false, "sh"), 400},
-		{"unknown task", w.nodeURL, execPath("aaaa2222", "nope", false, "sh"), 404},
-		{"unknown alloc on node", w.nodeURL, execPath("nope", "t", false, "sh"), 404},
-		{"unknown alloc on server", w.serverURL, execPath("nope", "t", false, "sh"), 404},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := len(w.client.calls)
@@ -227,6 +224,67 @@ func TestExecRequestErrors(t *testing.T) {
 				t.Fatalf("refused request reached the client")
 			}
 		})
+	}
+}
+
+// TestExecRefusedAfterUpgrade: past its parameters, a websocket request
+// is refused as Nomad's are, by a close frame whose reason is the error
+// (what Nomad's api package returns); a plain GET gets the status.
+func TestExecRefusedAfterUpgrade(t *testing.T) {
+	w := newClientAPIWorld(t)
+	for _, tc := range []struct {
+		name, base, path, reason string
+		status                   int
+	}{
+		{"unknown task", w.nodeURL, execPath("aaaa2222", "nope", false, "sh"), `Unknown task "nope" in allocation "aaaa2222"`, 404},
+		{"unknown alloc on node", w.nodeURL, execPath("nope", "t", false, "sh"), `Unknown allocation "nope"`, 404},
+		{"unknown alloc on server", w.serverURL, execPath("nope", "t", false, "sh"), `Unknown allocation "nope"`, 404},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conn, _, err := dialExec(t, tc.base, tc.path, nil)
+			if err != nil {
+				t.Fatalf("dial: %v", err)
+			}
+			wantClosed(t, conn, tc.reason)
+			resp, err := http.Get(tc.base + tc.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tc.status {
+				t.Fatalf("plain GET: %d; want %d", resp.StatusCode, tc.status)
+			}
+		})
+	}
+
+	// Nomad's api test (TestAllocations_ExecErrors): an allocation the
+	// cluster does not know fails with exactly Nomad's message.
+	nc, err := nomad.NewClient(&nomad.Config{Address: w.serverURL,
+		HttpClient: &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone(), Timeout: 20 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	alloc := &nomad.Allocation{ID: "4b4e1e4c-0000-4000-8000-000000000000", NodeID: "4b4e1e4c-0000-4000-8000-000000000001", Namespace: "default"}
+	code, err := nc.Allocations().Exec(context.Background(), alloc, "bar", false, []string{"command"}, strings.NewReader(""), io.Discard, io.Discard, nil, nil)
+	if code != -2 || err == nil || err.Error() != `Unknown allocation "4b4e1e4c-0000-4000-8000-000000000000"` {
+		t.Fatalf("Exec(unknown alloc) = %d, %v", code, err)
+	}
+}
+
+// wantClosed reads until the socket closes and checks the reason.
+func wantClosed(t *testing.T, conn *websocket.Conn, reason string) {
+	t.Helper()
+	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	for {
+		_, _, err := conn.ReadMessage()
+		if err == nil {
+			continue
+		}
+		ce, ok := err.(*websocket.CloseError)
+		if !ok || ce.Text != reason {
+			t.Fatalf("socket ended with %v; want the close reason %q", err, reason)
+		}
+		return
 	}
 }
 
@@ -279,15 +337,24 @@ func TestExecACL(t *testing.T) {
 	} {
 		t.Run(tc.secret+"/"+tc.task, func(t *testing.T) {
 			h := http.Header{"X-Nomad-Token": {tc.secret}}
-			conn, resp, err := dialExec(t, ts.URL, execPath("aaaa2222", tc.task, false, "echo-stdin"), h)
-			if !tc.allowed {
-				if err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {
-					t.Fatalf("dial = %v, %v; want 403", err, resp)
-				}
-				return
-			}
+			path := execPath("aaaa2222", tc.task, false, "echo-stdin")
+			conn, _, err := dialExec(t, ts.URL, path, h)
 			if err != nil {
 				t.Fatalf("dial: %v", err)
+			}
+			if !tc.allowed {
+				wantClosed(t, conn, "Permission denied")
+				req, _ := http.NewRequest(http.MethodGet, ts.URL+path, nil)
+				req.Header = h
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusForbidden {
+					t.Fatalf("plain GET: %d; want 403", resp.StatusCode)
+				}
+				return
 			}
 			_ = conn.WriteMessage(websocket.TextMessage, []byte(`{"stdin":{"close":true}}`))
 			_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))

@@ -116,10 +116,10 @@ plugin "raw_exec" {
 	if err != nil || code != 0 || !strings.Contains(stdout.String(), "on-a-tty") {
 		t.Fatalf("Exec(tty) = %d, %v; stdout %q", code, err, stdout.String())
 	}
-	// An unknown task is refused before the upgrade.
+	// An unknown task is refused with Nomad's message.
 	if _, err := nc.Allocations().Exec(ctx, alloc, "nope", false, []string{"true"}, strings.NewReader(""), &stdout, &stderr, nil, nil); err == nil ||
-		!strings.Contains(err.Error(), "404") {
-		t.Fatalf("Exec(unknown task) = %v; want a 404", err)
+		err.Error() != fmt.Sprintf("Unknown task %q in allocation %q", "nope", alloc.ID) {
+		t.Fatalf("Exec(unknown task) = %v", err)
 	}
 
 	// drover's CLI, through the server: the command's exit code is the
