@@ -63,7 +63,7 @@ func (d *Driver) ExecTask(ctx context.Context, start *driverpb.ExecTaskStart, st
 	if size.Height > 0 {
 		// The engine sizes the terminal as the command starts, which may
 		// be after the command asked; size it again now.
-		_, _ = d.engine.ExecResize(ctx, created.ID, client.ExecResizeOptions{Height: size.Height, Width: size.Width})
+		_, _ = d.engine.ExecResize(ctx, created.ID, client.ExecResizeOptions(size))
 	}
 	d.logger.Info("exec started", "task_id", t.id, "container_id", shortID(t.st.ContainerID), "exec_id", shortID(created.ID),
 		"command", start.GetCommand()[0], "tty", tty)

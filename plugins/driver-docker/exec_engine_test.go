@@ -117,7 +117,7 @@ func TestEngineExec(t *testing.T) {
 				}
 				return
 			}
-			if (stdout.String() != tc.wantOut || stderr.String() != tc.wantErr) {
+			if stdout.String() != tc.wantOut || stderr.String() != tc.wantErr {
 				t.Errorf("stdout %q stderr %q; want %q, %q", stdout.String(), stderr.String(), tc.wantOut, tc.wantErr)
 			}
 		})
