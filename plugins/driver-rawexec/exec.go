@@ -56,9 +56,9 @@ func (d *Driver) ExecTask(ctx context.Context, start *driverpb.ExecTaskStart, st
 	if cred != nil {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: cred.UID, Gid: cred.GID, Groups: cred.Groups}
 	}
-	var startFn driver.StartFunc
-	if cg := t.state.Cgroup; cg != nil {
-		startFn = func(c *exec.Cmd) (*exec.Cmd, error) { return startInCgroup(c, cg, &execForkMu) }
+	_, startFn, err := d.TaskProcess(t.id)
+	if err != nil {
+		return nil, err
 	}
 	d.logger.Info("exec started", "task_id", t.id, "command", argv[0], "tty", start.GetTty())
 	res, err := driver.RunExecCmd(ctx, cmd, start.GetTty(), start.GetTtySize(), stdio, startFn)
@@ -68,4 +68,22 @@ func (d *Driver) ExecTask(ctx context.Context, start *driverpb.ExecTaskStart, st
 	}
 	d.logger.Info("exec ended", "task_id", t.id, "command", argv[0], "exit_code", res.GetExitCode())
 	return res, nil
+}
+
+// TaskProcess reports the pid of a running task's main process, and how
+// to start a command in the task's cgroup (nil: the task has none), for a
+// driver built on this one (exec) to run commands inside its tasks.
+// ErrTaskNotFound: unknown id; ErrTaskNotRunning: the task has exited.
+func (d *Driver) TaskProcess(id string) (pid int, start driver.StartFunc, err error) {
+	t, err := d.lookup(id)
+	if err != nil {
+		return 0, nil, err
+	}
+	if t.gone() {
+		return 0, nil, fmt.Errorf("%w: %q", driver.ErrTaskNotRunning, id)
+	}
+	if cg := t.state.Cgroup; cg != nil {
+		start = func(c *exec.Cmd) (*exec.Cmd, error) { return startInCgroup(c, cg, &execForkMu) }
+	}
+	return t.state.TaskPID, start, nil
 }
