@@ -98,3 +98,21 @@ func TestAllocExecRawExec(t *testing.T) {
 		})
 	}
 }
+
+// TestAllocExecUnsupportedDriver: a driver without exec is refused with
+// the kind ErrInvalid and a message that names it; a task that does not
+// run yet is refused too.
+func TestAllocExecUnsupportedDriver(t *testing.T) {
+	srv := newFakeServer()
+	c := newTestClient(t, srv, newFakeWorld(), t.TempDir())
+	srv.upsert(testAlloc("svc-1", c.NodeID(), testJob("service", fakeTaskSpec("main", `{}`))))
+	waitFor(t, "service alloc running", func() bool { return srv.clientStatus("svc-1") == structs.AllocClientStatusRunning })
+	_, err := c.AllocExec(context.Background(), &clientapi.ExecRequest{AllocID: "svc-1", Task: "main", Command: []string{"sh"}})
+	if !errors.Is(err, structs.ErrInvalid) || !strings.Contains(err.Error(), `driver "fake" of task "main" does not support exec`) {
+		t.Fatalf("AllocExec = %v", err)
+	}
+	target, err := c.AllocExecTarget(context.Background(), "svc-1", "main")
+	if err != nil || !target.NoFSIsolation {
+		t.Fatalf("AllocExecTarget = %+v, %v; a driver that does not say isolates nothing", target, err)
+	}
+}
