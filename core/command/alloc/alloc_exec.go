@@ -53,7 +53,12 @@ Exec Options:
 
   -t
     Allocate a pseudo-terminal for the command (default: when stdin is a
-    terminal and -i is set).`
+    terminal and -i is set).
+
+  -e <char>
+    The escape character (default "~"; "none" disables it). With a
+    terminal, the escape character then "." at the start of a line closes
+    the session; the escape character twice sends it once.`
 
 // execHeartbeatEvery paces the empty frames that tell the agent the
 // session's caller is alive.
@@ -93,6 +98,8 @@ func (c *AllocExecCommand) Run(args []string) int {
 	fs.BoolVar(&isJob, "job", false, "")
 	fs.BoolVar(&stdinOn, "i", true, "")
 	fs.Var(&ttyFlag, "t", "")
+	escape := "~"
+	fs.StringVar(&escape, "e", "~", "")
 	if code, ok := c.Parse(fs, args); !ok {
 		return code
 	}
@@ -100,6 +107,9 @@ func (c *AllocExecCommand) Run(args []string) int {
 		return c.UsageError(fs, "This command takes at least two arguments: <allocation> <command> [<args>...]")
 	}
 	command := fs.Args()[1:]
+	if escape != "none" && len(escape) != 1 {
+		return c.UsageError(fs, `-e: must be one character or "none", got %q`, escape)
+	}
 	in, inFile := c.ui.In, stdinFile(c.ui.In)
 	tty := stdinOn && inFile != nil && isTerminal(inFile)
 	if ttyFlag.set {
@@ -152,7 +162,15 @@ func (c *AllocExecCommand) Run(args []string) int {
 	if !stdinOn {
 		in = nil
 	}
-	code, err := runExecSession(ctx, conn, in, c.ui.Out, c.ui.Err, tty, inFile)
+	sctx, closeSession := context.WithCancelCause(ctx)
+	defer closeSession(nil)
+	if in != nil && tty && escape != "none" {
+		in = &escapeReader{r: in, esc: escape[0], atLineStart: true, onClose: func() { closeSession(errEscapeClosed) }}
+	}
+	code, err := runExecSession(sctx, conn, in, c.ui.Out, c.ui.Err, tty, inFile)
+	if errors.Is(context.Cause(sctx), errEscapeClosed) {
+		return c.ui.Errorf("\r\nexec session closed by the escape sequence")
+	}
 	if err != nil {
 		return c.ui.Errorf("failed to exec into task: %s", err)
 	}
@@ -296,4 +314,61 @@ func runExecSession(ctx context.Context, conn *websocket.Conn, stdin io.Reader, 
 			return f.Result.ExitCode, nil
 		}
 	}
+}
+
+var errEscapeClosed = errors.New("closed by the escape sequence")
+
+// escapeReader passes stdin through, watching for the escape character
+// at the start of a line: followed by "." it closes the session (onClose)
+// and ends the input; doubled it is sent once.
+type escapeReader struct {
+	r           io.Reader
+	esc         byte
+	atLineStart bool
+	pending     bool // the escape character was read at a line start
+	closed      bool
+	onClose     func()
+	out         []byte // read and filtered, not yet returned
+	err         error  // the underlying reader's, returned once out is drained
+}
+
+func (e *escapeReader) Read(p []byte) (int, error) {
+	for len(e.out) == 0 {
+		if e.closed {
+			return 0, io.EOF
+		}
+		if e.err != nil {
+			return 0, e.err
+		}
+		buf := make([]byte, max(len(p), 1))
+		n, err := e.r.Read(buf)
+		e.err = err
+		for _, b := range buf[:n] {
+			if e.closed {
+				break
+			}
+			switch {
+			case e.pending:
+				e.pending = false
+				switch b {
+				case '.':
+					e.closed = true
+					e.onClose()
+				case e.esc:
+					e.out = append(e.out, b)
+				default:
+					e.out = append(e.out, e.esc, b)
+				}
+				e.atLineStart = false
+			case e.atLineStart && b == e.esc:
+				e.pending = true
+			default:
+				e.out = append(e.out, b)
+				e.atLineStart = b == '\r' || b == '\n'
+			}
+		}
+	}
+	n := copy(p, e.out)
+	e.out = e.out[n:]
+	return n, nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -109,5 +110,35 @@ func TestAllocExecErrors(t *testing.T) {
 			}
 			clitest.WantContains(t, "stderr", r.ErrOut, tc.stderr)
 		})
+	}
+}
+
+// TestEscapeReader: the escape character then "." at a line start closes
+// the session; doubled it is sent once; elsewhere it passes.
+func TestEscapeReader(t *testing.T) {
+	for _, tc := range []struct {
+		in, want string
+		closed   bool
+	}{
+		{"ls\r~.echo never", "ls\r", true},
+		{"~.", "", true},
+		{"a~.b\n", "a~.b\n", false},
+		{"~~x\n~y", "~x\n~y", false},
+		{"plain text", "plain text", false},
+	} {
+		closed := false
+		r := &escapeReader{r: strings.NewReader(tc.in), esc: '~', atLineStart: true, onClose: func() { closed = true }}
+		var got []byte
+		buf := make([]byte, 1) // one byte at a time: the worst case for a two-byte output
+		for {
+			n, err := r.Read(buf)
+			got = append(got, buf[:n]...)
+			if err != nil {
+				break
+			}
+		}
+		if string(got) != tc.want || closed != tc.closed {
+			t.Errorf("%q: read %q closed=%v; want %q closed=%v", tc.in, got, closed, tc.want, tc.closed)
+		}
 	}
 }
