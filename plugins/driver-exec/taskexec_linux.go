@@ -29,8 +29,8 @@ var _ driver.Execer = (*Driver)(nil)
 // stays alive (and parked) for the command's life, since the command dies
 // with it (Pdeathsig).
 //
-// On cgroup v1, and on v2 kernels without clone3, the fork into the
-// task's cgroup happens from another thread, which has not joined the
+// On cgroup v1 the fork into the task's cgroup happens from another
+// thread (raw_exec's startFromThread), which has not joined the
 // namespaces: the command then runs in the task's root, user, cgroup and
 // environment, but in the host's PID and IPC namespaces.
 func (d *Driver) ExecTask(ctx context.Context, start *driverpb.ExecTaskStart, stdio driver.ExecIO) (*driverpb.ExitResult, error) {
