@@ -277,6 +277,7 @@ func TestACLMatrix(t *testing.T) {
 	cases = append(cases, nodePoolMatrixCases()...)
 	cases = append(cases, nomadCompatMatrixCases(nobody)...)
 	cases = append(cases, clientAPIMatrixCases(w, nobody)...)
+	cases = append(cases, execMatrixCases(w, nobody)...)
 	cases = append(cases, snapshotMatrixCases()...)
 	cases = append(cases, variableMatrixCases()...)
 

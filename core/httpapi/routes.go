@@ -130,6 +130,9 @@ var routeTable = []route{
 	{"GET", "/v1/client/allocation/{alloc}/checks", anyToken, on(clientHandlers.allocChecks)},
 	{"PUT POST", "/v1/client/allocation/{alloc}/restart", anyToken, on(clientHandlers.allocRestart)},
 	{"PUT POST", "/v1/client/allocation/{alloc}/signal", anyToken, on(clientHandlers.allocSignal)},
+	// alloc exec: a websocket (exec.go); alloc-exec, and alloc-node-exec
+	// for a driver without file system isolation, checked in the handler.
+	{"GET", "/v1/client/allocation/{alloc}/exec", anyToken, on(clientHandlers.allocExec)},
 	{"GET", "/v1/client/stats", nodeRead, on(clientHandlers.clientStats)},
 	{"GET", "/v1/client/metadata", nodeRead, on(clientHandlers.metaRead)},
 	{"PUT POST", "/v1/client/metadata", nodeWrite, on(clientHandlers.metaApply)},

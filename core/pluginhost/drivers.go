@@ -156,4 +156,18 @@ func (r *routedDriver) RecoverTask(ctx context.Context, h *driverpb.TaskHandle) 
 	return r.call(ctx, func(ctx context.Context, d driver.Client) error { return d.RecoverTask(ctx, h) })
 }
 
-var _ driver.Driver = (*routedDriver)(nil)
+// ExecTask lasts as long as the exec'd command: like WaitTask it is a
+// Watch, which a reload of the driver ends (with ErrPluginUnavailable)
+// rather than wait for.
+func (r *routedDriver) ExecTask(ctx context.Context, start *driverpb.ExecTaskStart, stdio driver.ExecIO) (out *driverpb.ExitResult, err error) {
+	err = r.clients.Watch(ctx, r.plugin, func(ctx context.Context, d driver.Client) (e error) {
+		out, e = d.ExecTask(ctx, start, stdio)
+		return
+	})
+	return
+}
+
+var (
+	_ driver.Driver = (*routedDriver)(nil)
+	_ driver.Execer = (*routedDriver)(nil)
+)

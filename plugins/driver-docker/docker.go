@@ -141,7 +141,7 @@ func Serve() {
 
 // Info implements driver.Driver.
 func (d *Driver) Info(context.Context) (*driverpb.InfoResponse, error) {
-	return &driverpb.InfoResponse{Name: Name, Version: Version}, nil
+	return &driverpb.InfoResponse{Name: Name, Version: Version, FsIsolation: driver.FSIsolationImage}, nil
 }
 
 // Fingerprint implements driver.Driver: the engine answering a ping makes

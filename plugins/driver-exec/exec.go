@@ -133,7 +133,7 @@ func (d *Driver) ValidateConfig(_ context.Context, raw []byte) error {
 
 // Info implements driver.Driver.
 func (d *Driver) Info(context.Context) (*driverpb.InfoResponse, error) {
-	return &driverpb.InfoResponse{Name: Name, Version: Version}, nil
+	return &driverpb.InfoResponse{Name: Name, Version: Version, FsIsolation: driver.FSIsolationChroot}, nil
 }
 
 // Fingerprint implements driver.Driver: undetected, with the reason, off

@@ -183,7 +183,7 @@ func (d *Driver) cgroups() (*cgroupHost, error) {
 
 // Info implements driver.Driver.
 func (d *Driver) Info(context.Context) (*driverpb.InfoResponse, error) {
-	return &driverpb.InfoResponse{Name: Name, Version: Version}, nil
+	return &driverpb.InfoResponse{Name: Name, Version: Version, FsIsolation: driver.FSIsolationNone}, nil
 }
 
 // Fingerprint implements driver.Driver. A driver the operator has not

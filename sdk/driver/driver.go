@@ -96,10 +96,12 @@ type ConfigValidator interface {
 	ValidateConfig(ctx context.Context, configJSON []byte) error
 }
 
-// Client is what the host holds of a driver plugin: the Driver, and the
+// Client is what the host holds of a driver plugin: the Driver, the
 // plugin-config check, which every client answers (a plugin that does not
-// check its config accepts every one).
+// check its config accepts every one), and exec, which a driver without
+// it refuses with ErrExecUnsupported.
 type Client interface {
 	Driver
 	ConfigValidator
+	Execer
 }

@@ -59,6 +59,7 @@ var errorCodec = &shared.ErrorCodec{
 		{Err: ErrInvalidSignal, Code: codes.InvalidArgument, Reason: "INVALID_SIGNAL"},
 		{Err: ErrTaskRunning, Code: codes.FailedPrecondition, Reason: "TASK_RUNNING"},
 		{Err: ErrTaskNotRunning, Code: codes.FailedPrecondition, Reason: "TASK_NOT_RUNNING"},
+		{Err: ErrExecUnsupported, Code: codes.Unimplemented, Reason: "EXEC_UNSUPPORTED"},
 	},
 	ByCode: func(c codes.Code) error {
 		switch c {

@@ -145,3 +145,33 @@ type FileStream interface {
 	Copy(ctx context.Context, follow bool, w io.Writer) error
 	Close() error
 }
+
+// ExecTarget is what the HTTP API checks before an exec session
+// (/v1/client/allocation/<id>/exec) is opened: the allocation's namespace,
+// and whether the task's driver leaves it the host's file system (then
+// exec needs alloc-node-exec as well as alloc-exec, as in Nomad).
+type ExecTarget struct {
+	Namespace string
+	Driver    string
+	// NoFSIsolation: the driver runs the task on the host's file system
+	// (raw_exec).
+	NoFSIsolation bool
+}
+
+// TerminalSize is a terminal's size in character cells.
+type TerminalSize struct {
+	Height, Width int
+}
+
+// ExecRequest is one exec session into a running task. Stdin is read
+// until EOF (a Read in progress when the session ends is the caller's to
+// end by closing it); with TTY all output is Stdout; Resize carries
+// terminal size changes (may be nil).
+type ExecRequest struct {
+	AllocID, Task  string
+	Command        []string
+	TTY            bool
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	Resize         <-chan TerminalSize
+}

@@ -25,6 +25,7 @@ func clientCommands(ui *cli.UI) map[string]cli.Command {
 		"alloc restart": &AllocRestartCommand{ui: ui},
 		"alloc signal":  &AllocSignalCommand{ui: ui},
 		"alloc checks":  &AllocChecksCommand{ui: ui},
+		"alloc exec":    &AllocExecCommand{ui: ui},
 	}
 }
 

@@ -236,7 +236,7 @@ type Attribute struct {
 	// default_json is the value the decoded config holds when the attribute
 	// is absent, as JSON of the attribute's type; empty: null.
 	DefaultJson string `protobuf:"bytes,4,opt,name=default_json,json=defaultJson,proto3" json:"default_json,omitempty"`
-	// description is shown by `drover operator plugin schema` and in errors.
+	// description says what the attribute does, for people and tools.
 	Description   string `protobuf:"bytes,5,opt,name=description,proto3" json:"description,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -127,8 +127,13 @@ func (*InfoRequest) Descriptor() ([]byte, []int) {
 type InfoResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Driver name as jobspecs reference it, e.g. "raw_exec".
-	Name          string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Version       string `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
+	Name    string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Version string `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
+	// How the driver isolates a task's file system: "none" (the task sees
+	// the host's, as raw_exec), "chroot" (exec) or "image" (docker). Empty
+	// is taken as "none". An exec into a task without isolation needs the
+	// alloc-node-exec capability, as in Nomad.
+	FsIsolation   string `protobuf:"bytes,3,opt,name=fs_isolation,json=fsIsolation,proto3" json:"fs_isolation,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -173,6 +178,13 @@ func (x *InfoResponse) GetName() string {
 func (x *InfoResponse) GetVersion() string {
 	if x != nil {
 		return x.Version
+	}
+	return ""
+}
+
+func (x *InfoResponse) GetFsIsolation() string {
+	if x != nil {
+		return x.FsIsolation
 	}
 	return ""
 }
@@ -1566,15 +1578,372 @@ func (*ValidateConfigResponse) Descriptor() ([]byte, []int) {
 	return file_driver_proto_rawDescGZIP(), []int{26}
 }
 
+// TerminalSize is a terminal's size in character cells.
+type TerminalSize struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Height        uint32                 `protobuf:"varint,1,opt,name=height,proto3" json:"height,omitempty"`
+	Width         uint32                 `protobuf:"varint,2,opt,name=width,proto3" json:"width,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TerminalSize) Reset() {
+	*x = TerminalSize{}
+	mi := &file_driver_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TerminalSize) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TerminalSize) ProtoMessage() {}
+
+func (x *TerminalSize) ProtoReflect() protoreflect.Message {
+	mi := &file_driver_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TerminalSize.ProtoReflect.Descriptor instead.
+func (*TerminalSize) Descriptor() ([]byte, []int) {
+	return file_driver_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *TerminalSize) GetHeight() uint32 {
+	if x != nil {
+		return x.Height
+	}
+	return 0
+}
+
+func (x *TerminalSize) GetWidth() uint32 {
+	if x != nil {
+		return x.Width
+	}
+	return 0
+}
+
+// ExecTaskStart opens an exec session.
+type ExecTaskStart struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The task to exec into.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The command and its arguments; command[0] is looked up in the task
+	// env's PATH (inside the task's file system, for isolating drivers).
+	Command []string `protobuf:"bytes,2,rep,name=command,proto3" json:"command,omitempty"`
+	// Allocate a pseudo-terminal: stdin, stdout and stderr of the command
+	// are its slave, and all output comes back as stdout.
+	Tty bool `protobuf:"varint,3,opt,name=tty,proto3" json:"tty,omitempty"`
+	// The terminal's size at start (tty only; 0 leaves the default).
+	TtySize *TerminalSize `protobuf:"bytes,4,opt,name=tty_size,json=ttySize,proto3" json:"tty_size,omitempty"`
+	// The task's config as StartTask was given it (env, task_dir, user),
+	// so that a driver need not keep a task's environment after a restart.
+	Task          *TaskConfig `protobuf:"bytes,5,opt,name=task,proto3" json:"task,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExecTaskStart) Reset() {
+	*x = ExecTaskStart{}
+	mi := &file_driver_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExecTaskStart) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExecTaskStart) ProtoMessage() {}
+
+func (x *ExecTaskStart) ProtoReflect() protoreflect.Message {
+	mi := &file_driver_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExecTaskStart.ProtoReflect.Descriptor instead.
+func (*ExecTaskStart) Descriptor() ([]byte, []int) {
+	return file_driver_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *ExecTaskStart) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ExecTaskStart) GetCommand() []string {
+	if x != nil {
+		return x.Command
+	}
+	return nil
+}
+
+func (x *ExecTaskStart) GetTty() bool {
+	if x != nil {
+		return x.Tty
+	}
+	return false
+}
+
+func (x *ExecTaskStart) GetTtySize() *TerminalSize {
+	if x != nil {
+		return x.TtySize
+	}
+	return nil
+}
+
+func (x *ExecTaskStart) GetTask() *TaskConfig {
+	if x != nil {
+		return x.Task
+	}
+	return nil
+}
+
+type ExecTaskRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Msg:
+	//
+	//	*ExecTaskRequest_Start
+	//	*ExecTaskRequest_Stdin
+	//	*ExecTaskRequest_StdinClose
+	//	*ExecTaskRequest_Resize
+	Msg           isExecTaskRequest_Msg `protobuf_oneof:"msg"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExecTaskRequest) Reset() {
+	*x = ExecTaskRequest{}
+	mi := &file_driver_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExecTaskRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExecTaskRequest) ProtoMessage() {}
+
+func (x *ExecTaskRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_driver_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExecTaskRequest.ProtoReflect.Descriptor instead.
+func (*ExecTaskRequest) Descriptor() ([]byte, []int) {
+	return file_driver_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *ExecTaskRequest) GetMsg() isExecTaskRequest_Msg {
+	if x != nil {
+		return x.Msg
+	}
+	return nil
+}
+
+func (x *ExecTaskRequest) GetStart() *ExecTaskStart {
+	if x != nil {
+		if x, ok := x.Msg.(*ExecTaskRequest_Start); ok {
+			return x.Start
+		}
+	}
+	return nil
+}
+
+func (x *ExecTaskRequest) GetStdin() []byte {
+	if x != nil {
+		if x, ok := x.Msg.(*ExecTaskRequest_Stdin); ok {
+			return x.Stdin
+		}
+	}
+	return nil
+}
+
+func (x *ExecTaskRequest) GetStdinClose() bool {
+	if x != nil {
+		if x, ok := x.Msg.(*ExecTaskRequest_StdinClose); ok {
+			return x.StdinClose
+		}
+	}
+	return false
+}
+
+func (x *ExecTaskRequest) GetResize() *TerminalSize {
+	if x != nil {
+		if x, ok := x.Msg.(*ExecTaskRequest_Resize); ok {
+			return x.Resize
+		}
+	}
+	return nil
+}
+
+type isExecTaskRequest_Msg interface {
+	isExecTaskRequest_Msg()
+}
+
+type ExecTaskRequest_Start struct {
+	// First message, and only once.
+	Start *ExecTaskStart `protobuf:"bytes,1,opt,name=start,proto3,oneof"`
+}
+
+type ExecTaskRequest_Stdin struct {
+	// Bytes for the command's stdin.
+	Stdin []byte `protobuf:"bytes,2,opt,name=stdin,proto3,oneof"`
+}
+
+type ExecTaskRequest_StdinClose struct {
+	// The end of stdin: the command reads EOF (with a tty, the terminal's
+	// end-of-file character is sent instead).
+	StdinClose bool `protobuf:"varint,3,opt,name=stdin_close,json=stdinClose,proto3,oneof"`
+}
+
+type ExecTaskRequest_Resize struct {
+	// A terminal resize (tty only).
+	Resize *TerminalSize `protobuf:"bytes,4,opt,name=resize,proto3,oneof"`
+}
+
+func (*ExecTaskRequest_Start) isExecTaskRequest_Msg() {}
+
+func (*ExecTaskRequest_Stdin) isExecTaskRequest_Msg() {}
+
+func (*ExecTaskRequest_StdinClose) isExecTaskRequest_Msg() {}
+
+func (*ExecTaskRequest_Resize) isExecTaskRequest_Msg() {}
+
+type ExecTaskResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Msg:
+	//
+	//	*ExecTaskResponse_Stdout
+	//	*ExecTaskResponse_Stderr
+	//	*ExecTaskResponse_Exited
+	Msg           isExecTaskResponse_Msg `protobuf_oneof:"msg"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExecTaskResponse) Reset() {
+	*x = ExecTaskResponse{}
+	mi := &file_driver_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExecTaskResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExecTaskResponse) ProtoMessage() {}
+
+func (x *ExecTaskResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_driver_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExecTaskResponse.ProtoReflect.Descriptor instead.
+func (*ExecTaskResponse) Descriptor() ([]byte, []int) {
+	return file_driver_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *ExecTaskResponse) GetMsg() isExecTaskResponse_Msg {
+	if x != nil {
+		return x.Msg
+	}
+	return nil
+}
+
+func (x *ExecTaskResponse) GetStdout() []byte {
+	if x != nil {
+		if x, ok := x.Msg.(*ExecTaskResponse_Stdout); ok {
+			return x.Stdout
+		}
+	}
+	return nil
+}
+
+func (x *ExecTaskResponse) GetStderr() []byte {
+	if x != nil {
+		if x, ok := x.Msg.(*ExecTaskResponse_Stderr); ok {
+			return x.Stderr
+		}
+	}
+	return nil
+}
+
+func (x *ExecTaskResponse) GetExited() *ExitResult {
+	if x != nil {
+		if x, ok := x.Msg.(*ExecTaskResponse_Exited); ok {
+			return x.Exited
+		}
+	}
+	return nil
+}
+
+type isExecTaskResponse_Msg interface {
+	isExecTaskResponse_Msg()
+}
+
+type ExecTaskResponse_Stdout struct {
+	Stdout []byte `protobuf:"bytes,1,opt,name=stdout,proto3,oneof"`
+}
+
+type ExecTaskResponse_Stderr struct {
+	Stderr []byte `protobuf:"bytes,2,opt,name=stderr,proto3,oneof"`
+}
+
+type ExecTaskResponse_Exited struct {
+	// The command has exited; the last message of the stream.
+	Exited *ExitResult `protobuf:"bytes,3,opt,name=exited,proto3,oneof"`
+}
+
+func (*ExecTaskResponse_Stdout) isExecTaskResponse_Msg() {}
+
+func (*ExecTaskResponse_Stderr) isExecTaskResponse_Msg() {}
+
+func (*ExecTaskResponse_Exited) isExecTaskResponse_Msg() {}
+
 var File_driver_proto protoreflect.FileDescriptor
 
 const file_driver_proto_rawDesc = "" +
 	"\n" +
 	"\fdriver.proto\x12\x10drover.driver.v1\"\r\n" +
-	"\vInfoRequest\"<\n" +
+	"\vInfoRequest\"_\n" +
 	"\fInfoResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
-	"\aversion\x18\x02 \x01(\tR\aversion\"\x14\n" +
+	"\aversion\x18\x02 \x01(\tR\aversion\x12!\n" +
+	"\ffs_isolation\x18\x03 \x01(\tR\vfsIsolation\"\x14\n" +
 	"\x12FingerprintRequest\"\x90\x02\n" +
 	"\x13FingerprintResponse\x12\x1a\n" +
 	"\bdetected\x18\x01 \x01(\bR\bdetected\x12\x18\n" +
@@ -1676,11 +2045,32 @@ const file_driver_proto_rawDesc = "" +
 	"\x15ValidateConfigRequest\x12\x1f\n" +
 	"\vconfig_json\x18\x01 \x01(\fR\n" +
 	"configJson\"\x18\n" +
-	"\x16ValidateConfigResponse*R\n" +
+	"\x16ValidateConfigResponse\"<\n" +
+	"\fTerminalSize\x12\x16\n" +
+	"\x06height\x18\x01 \x01(\rR\x06height\x12\x14\n" +
+	"\x05width\x18\x02 \x01(\rR\x05width\"\xb8\x01\n" +
+	"\rExecTaskStart\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
+	"\acommand\x18\x02 \x03(\tR\acommand\x12\x10\n" +
+	"\x03tty\x18\x03 \x01(\bR\x03tty\x129\n" +
+	"\btty_size\x18\x04 \x01(\v2\x1e.drover.driver.v1.TerminalSizeR\attySize\x120\n" +
+	"\x04task\x18\x05 \x01(\v2\x1c.drover.driver.v1.TaskConfigR\x04task\"\xc6\x01\n" +
+	"\x0fExecTaskRequest\x127\n" +
+	"\x05start\x18\x01 \x01(\v2\x1f.drover.driver.v1.ExecTaskStartH\x00R\x05start\x12\x16\n" +
+	"\x05stdin\x18\x02 \x01(\fH\x00R\x05stdin\x12!\n" +
+	"\vstdin_close\x18\x03 \x01(\bH\x00R\n" +
+	"stdinClose\x128\n" +
+	"\x06resize\x18\x04 \x01(\v2\x1e.drover.driver.v1.TerminalSizeH\x00R\x06resizeB\x05\n" +
+	"\x03msg\"\x85\x01\n" +
+	"\x10ExecTaskResponse\x12\x18\n" +
+	"\x06stdout\x18\x01 \x01(\fH\x00R\x06stdout\x12\x18\n" +
+	"\x06stderr\x18\x02 \x01(\fH\x00R\x06stderr\x126\n" +
+	"\x06exited\x18\x03 \x01(\v2\x1c.drover.driver.v1.ExitResultH\x00R\x06exitedB\x05\n" +
+	"\x03msg*R\n" +
 	"\tTaskState\x12\x16\n" +
 	"\x12TASK_STATE_UNKNOWN\x10\x00\x12\x16\n" +
 	"\x12TASK_STATE_RUNNING\x10\x01\x12\x15\n" +
-	"\x11TASK_STATE_EXITED\x10\x022\xf9\x06\n" +
+	"\x11TASK_STATE_EXITED\x10\x022\xd0\a\n" +
 	"\x06Driver\x12E\n" +
 	"\x04Info\x12\x1d.drover.driver.v1.InfoRequest\x1a\x1e.drover.driver.v1.InfoResponse\x12Z\n" +
 	"\vFingerprint\x12$.drover.driver.v1.FingerprintRequest\x1a%.drover.driver.v1.FingerprintResponse\x12T\n" +
@@ -1692,7 +2082,8 @@ const file_driver_proto_rawDesc = "" +
 	"\n" +
 	"SignalTask\x12#.drover.driver.v1.SignalTaskRequest\x1a$.drover.driver.v1.SignalTaskResponse\x12Z\n" +
 	"\vRecoverTask\x12$.drover.driver.v1.RecoverTaskRequest\x1a%.drover.driver.v1.RecoverTaskResponse\x12c\n" +
-	"\x0eValidateConfig\x12'.drover.driver.v1.ValidateConfigRequest\x1a(.drover.driver.v1.ValidateConfigResponseB1Z/github.com/drover-org/drover/sdk/proto/driverpbb\x06proto3"
+	"\x0eValidateConfig\x12'.drover.driver.v1.ValidateConfigRequest\x1a(.drover.driver.v1.ValidateConfigResponse\x12U\n" +
+	"\bExecTask\x12!.drover.driver.v1.ExecTaskRequest\x1a\".drover.driver.v1.ExecTaskResponse(\x010\x01B1Z/github.com/drover-org/drover/sdk/proto/driverpbb\x06proto3"
 
 var (
 	file_driver_proto_rawDescOnce sync.Once
@@ -1707,7 +2098,7 @@ func file_driver_proto_rawDescGZIP() []byte {
 }
 
 var file_driver_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_driver_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_driver_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
 var file_driver_proto_goTypes = []any{
 	(TaskState)(0),                 // 0: drover.driver.v1.TaskState
 	(*InfoRequest)(nil),            // 1: drover.driver.v1.InfoRequest
@@ -1737,12 +2128,16 @@ var file_driver_proto_goTypes = []any{
 	(*RecoverTaskResponse)(nil),    // 25: drover.driver.v1.RecoverTaskResponse
 	(*ValidateConfigRequest)(nil),  // 26: drover.driver.v1.ValidateConfigRequest
 	(*ValidateConfigResponse)(nil), // 27: drover.driver.v1.ValidateConfigResponse
-	nil,                            // 28: drover.driver.v1.FingerprintResponse.AttributesEntry
-	nil,                            // 29: drover.driver.v1.TaskConfig.EnvEntry
+	(*TerminalSize)(nil),           // 28: drover.driver.v1.TerminalSize
+	(*ExecTaskStart)(nil),          // 29: drover.driver.v1.ExecTaskStart
+	(*ExecTaskRequest)(nil),        // 30: drover.driver.v1.ExecTaskRequest
+	(*ExecTaskResponse)(nil),       // 31: drover.driver.v1.ExecTaskResponse
+	nil,                            // 32: drover.driver.v1.FingerprintResponse.AttributesEntry
+	nil,                            // 33: drover.driver.v1.TaskConfig.EnvEntry
 }
 var file_driver_proto_depIdxs = []int32{
-	28, // 0: drover.driver.v1.FingerprintResponse.attributes:type_name -> drover.driver.v1.FingerprintResponse.AttributesEntry
-	29, // 1: drover.driver.v1.TaskConfig.env:type_name -> drover.driver.v1.TaskConfig.EnvEntry
+	32, // 0: drover.driver.v1.FingerprintResponse.attributes:type_name -> drover.driver.v1.FingerprintResponse.AttributesEntry
+	33, // 1: drover.driver.v1.TaskConfig.env:type_name -> drover.driver.v1.TaskConfig.EnvEntry
 	5,  // 2: drover.driver.v1.TaskConfig.resources:type_name -> drover.driver.v1.Resources
 	8,  // 3: drover.driver.v1.TaskConfig.log_rotation:type_name -> drover.driver.v1.LogRotation
 	7,  // 4: drover.driver.v1.TaskConfig.ports:type_name -> drover.driver.v1.PortMapping
@@ -1753,31 +2148,38 @@ var file_driver_proto_depIdxs = []int32{
 	10, // 9: drover.driver.v1.TaskStatus.exit_result:type_name -> drover.driver.v1.ExitResult
 	20, // 10: drover.driver.v1.InspectTaskResponse.status:type_name -> drover.driver.v1.TaskStatus
 	9,  // 11: drover.driver.v1.RecoverTaskRequest.handle:type_name -> drover.driver.v1.TaskHandle
-	1,  // 12: drover.driver.v1.Driver.Info:input_type -> drover.driver.v1.InfoRequest
-	3,  // 13: drover.driver.v1.Driver.Fingerprint:input_type -> drover.driver.v1.FingerprintRequest
-	11, // 14: drover.driver.v1.Driver.StartTask:input_type -> drover.driver.v1.StartTaskRequest
-	13, // 15: drover.driver.v1.Driver.WaitTask:input_type -> drover.driver.v1.WaitTaskRequest
-	15, // 16: drover.driver.v1.Driver.StopTask:input_type -> drover.driver.v1.StopTaskRequest
-	17, // 17: drover.driver.v1.Driver.DestroyTask:input_type -> drover.driver.v1.DestroyTaskRequest
-	19, // 18: drover.driver.v1.Driver.InspectTask:input_type -> drover.driver.v1.InspectTaskRequest
-	22, // 19: drover.driver.v1.Driver.SignalTask:input_type -> drover.driver.v1.SignalTaskRequest
-	24, // 20: drover.driver.v1.Driver.RecoverTask:input_type -> drover.driver.v1.RecoverTaskRequest
-	26, // 21: drover.driver.v1.Driver.ValidateConfig:input_type -> drover.driver.v1.ValidateConfigRequest
-	2,  // 22: drover.driver.v1.Driver.Info:output_type -> drover.driver.v1.InfoResponse
-	4,  // 23: drover.driver.v1.Driver.Fingerprint:output_type -> drover.driver.v1.FingerprintResponse
-	12, // 24: drover.driver.v1.Driver.StartTask:output_type -> drover.driver.v1.StartTaskResponse
-	14, // 25: drover.driver.v1.Driver.WaitTask:output_type -> drover.driver.v1.WaitTaskResponse
-	16, // 26: drover.driver.v1.Driver.StopTask:output_type -> drover.driver.v1.StopTaskResponse
-	18, // 27: drover.driver.v1.Driver.DestroyTask:output_type -> drover.driver.v1.DestroyTaskResponse
-	21, // 28: drover.driver.v1.Driver.InspectTask:output_type -> drover.driver.v1.InspectTaskResponse
-	23, // 29: drover.driver.v1.Driver.SignalTask:output_type -> drover.driver.v1.SignalTaskResponse
-	25, // 30: drover.driver.v1.Driver.RecoverTask:output_type -> drover.driver.v1.RecoverTaskResponse
-	27, // 31: drover.driver.v1.Driver.ValidateConfig:output_type -> drover.driver.v1.ValidateConfigResponse
-	22, // [22:32] is the sub-list for method output_type
-	12, // [12:22] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	28, // 12: drover.driver.v1.ExecTaskStart.tty_size:type_name -> drover.driver.v1.TerminalSize
+	6,  // 13: drover.driver.v1.ExecTaskStart.task:type_name -> drover.driver.v1.TaskConfig
+	29, // 14: drover.driver.v1.ExecTaskRequest.start:type_name -> drover.driver.v1.ExecTaskStart
+	28, // 15: drover.driver.v1.ExecTaskRequest.resize:type_name -> drover.driver.v1.TerminalSize
+	10, // 16: drover.driver.v1.ExecTaskResponse.exited:type_name -> drover.driver.v1.ExitResult
+	1,  // 17: drover.driver.v1.Driver.Info:input_type -> drover.driver.v1.InfoRequest
+	3,  // 18: drover.driver.v1.Driver.Fingerprint:input_type -> drover.driver.v1.FingerprintRequest
+	11, // 19: drover.driver.v1.Driver.StartTask:input_type -> drover.driver.v1.StartTaskRequest
+	13, // 20: drover.driver.v1.Driver.WaitTask:input_type -> drover.driver.v1.WaitTaskRequest
+	15, // 21: drover.driver.v1.Driver.StopTask:input_type -> drover.driver.v1.StopTaskRequest
+	17, // 22: drover.driver.v1.Driver.DestroyTask:input_type -> drover.driver.v1.DestroyTaskRequest
+	19, // 23: drover.driver.v1.Driver.InspectTask:input_type -> drover.driver.v1.InspectTaskRequest
+	22, // 24: drover.driver.v1.Driver.SignalTask:input_type -> drover.driver.v1.SignalTaskRequest
+	24, // 25: drover.driver.v1.Driver.RecoverTask:input_type -> drover.driver.v1.RecoverTaskRequest
+	26, // 26: drover.driver.v1.Driver.ValidateConfig:input_type -> drover.driver.v1.ValidateConfigRequest
+	30, // 27: drover.driver.v1.Driver.ExecTask:input_type -> drover.driver.v1.ExecTaskRequest
+	2,  // 28: drover.driver.v1.Driver.Info:output_type -> drover.driver.v1.InfoResponse
+	4,  // 29: drover.driver.v1.Driver.Fingerprint:output_type -> drover.driver.v1.FingerprintResponse
+	12, // 30: drover.driver.v1.Driver.StartTask:output_type -> drover.driver.v1.StartTaskResponse
+	14, // 31: drover.driver.v1.Driver.WaitTask:output_type -> drover.driver.v1.WaitTaskResponse
+	16, // 32: drover.driver.v1.Driver.StopTask:output_type -> drover.driver.v1.StopTaskResponse
+	18, // 33: drover.driver.v1.Driver.DestroyTask:output_type -> drover.driver.v1.DestroyTaskResponse
+	21, // 34: drover.driver.v1.Driver.InspectTask:output_type -> drover.driver.v1.InspectTaskResponse
+	23, // 35: drover.driver.v1.Driver.SignalTask:output_type -> drover.driver.v1.SignalTaskResponse
+	25, // 36: drover.driver.v1.Driver.RecoverTask:output_type -> drover.driver.v1.RecoverTaskResponse
+	27, // 37: drover.driver.v1.Driver.ValidateConfig:output_type -> drover.driver.v1.ValidateConfigResponse
+	31, // 38: drover.driver.v1.Driver.ExecTask:output_type -> drover.driver.v1.ExecTaskResponse
+	28, // [28:39] is the sub-list for method output_type
+	17, // [17:28] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_driver_proto_init() }
@@ -1785,13 +2187,24 @@ func file_driver_proto_init() {
 	if File_driver_proto != nil {
 		return
 	}
+	file_driver_proto_msgTypes[29].OneofWrappers = []any{
+		(*ExecTaskRequest_Start)(nil),
+		(*ExecTaskRequest_Stdin)(nil),
+		(*ExecTaskRequest_StdinClose)(nil),
+		(*ExecTaskRequest_Resize)(nil),
+	}
+	file_driver_proto_msgTypes[30].OneofWrappers = []any{
+		(*ExecTaskResponse_Stdout)(nil),
+		(*ExecTaskResponse_Stderr)(nil),
+		(*ExecTaskResponse_Exited)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_driver_proto_rawDesc), len(file_driver_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   29,
+			NumMessages:   33,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -47,6 +47,7 @@ const (
 	Driver_SignalTask_FullMethodName     = "/drover.driver.v1.Driver/SignalTask"
 	Driver_RecoverTask_FullMethodName    = "/drover.driver.v1.Driver/RecoverTask"
 	Driver_ValidateConfig_FullMethodName = "/drover.driver.v1.Driver/ValidateConfig"
+	Driver_ExecTask_FullMethodName       = "/drover.driver.v1.Driver/ExecTask"
 )
 
 // DriverClient is the client API for Driver service.
@@ -90,6 +91,18 @@ type DriverClient interface {
 	// driver that checks no config accepts every one; one that predates the
 	// call answers UNIMPLEMENTED, which the host takes as acceptance.
 	ValidateConfig(ctx context.Context, in *ValidateConfigRequest, opts ...grpc.CallOption) (*ValidateConfigResponse, error)
+	// ExecTask runs a command inside a running task, as the task: in its
+	// cgroups, with its environment, working directory and user and, where
+	// the driver isolates tasks, in its namespaces, chroot or container
+	// (`nomad alloc exec`). The caller's first message is `start`; stdin
+	// data, the end of stdin and terminal resizes follow. The driver streams
+	// stdout and stderr (with a tty, everything is stdout) and ends the
+	// stream with one `exited` message. The command is killed when the
+	// stream ends early (the caller cancels or goes away). A driver that
+	// cannot exec answers UNIMPLEMENTED (ErrExecUnsupported); NOT_FOUND and
+	// FAILED_PRECONDITION (TASK_NOT_RUNNING) as the other calls;
+	// INVALID_ARGUMENT for an empty command or one that cannot be found.
+	ExecTask(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ExecTaskRequest, ExecTaskResponse], error)
 }
 
 type driverClient struct {
@@ -200,6 +213,19 @@ func (c *driverClient) ValidateConfig(ctx context.Context, in *ValidateConfigReq
 	return out, nil
 }
 
+func (c *driverClient) ExecTask(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ExecTaskRequest, ExecTaskResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Driver_ServiceDesc.Streams[0], Driver_ExecTask_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ExecTaskRequest, ExecTaskResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Driver_ExecTaskClient = grpc.BidiStreamingClient[ExecTaskRequest, ExecTaskResponse]
+
 // DriverServer is the server API for Driver service.
 // All implementations must embed UnimplementedDriverServer
 // for forward compatibility.
@@ -241,6 +267,18 @@ type DriverServer interface {
 	// driver that checks no config accepts every one; one that predates the
 	// call answers UNIMPLEMENTED, which the host takes as acceptance.
 	ValidateConfig(context.Context, *ValidateConfigRequest) (*ValidateConfigResponse, error)
+	// ExecTask runs a command inside a running task, as the task: in its
+	// cgroups, with its environment, working directory and user and, where
+	// the driver isolates tasks, in its namespaces, chroot or container
+	// (`nomad alloc exec`). The caller's first message is `start`; stdin
+	// data, the end of stdin and terminal resizes follow. The driver streams
+	// stdout and stderr (with a tty, everything is stdout) and ends the
+	// stream with one `exited` message. The command is killed when the
+	// stream ends early (the caller cancels or goes away). A driver that
+	// cannot exec answers UNIMPLEMENTED (ErrExecUnsupported); NOT_FOUND and
+	// FAILED_PRECONDITION (TASK_NOT_RUNNING) as the other calls;
+	// INVALID_ARGUMENT for an empty command or one that cannot be found.
+	ExecTask(grpc.BidiStreamingServer[ExecTaskRequest, ExecTaskResponse]) error
 	mustEmbedUnimplementedDriverServer()
 }
 
@@ -280,6 +318,9 @@ func (UnimplementedDriverServer) RecoverTask(context.Context, *RecoverTaskReques
 }
 func (UnimplementedDriverServer) ValidateConfig(context.Context, *ValidateConfigRequest) (*ValidateConfigResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ValidateConfig not implemented")
+}
+func (UnimplementedDriverServer) ExecTask(grpc.BidiStreamingServer[ExecTaskRequest, ExecTaskResponse]) error {
+	return status.Error(codes.Unimplemented, "method ExecTask not implemented")
 }
 func (UnimplementedDriverServer) mustEmbedUnimplementedDriverServer() {}
 func (UnimplementedDriverServer) testEmbeddedByValue()                {}
@@ -482,6 +523,13 @@ func _Driver_ValidateConfig_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Driver_ExecTask_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(DriverServer).ExecTask(&grpc.GenericServerStream[ExecTaskRequest, ExecTaskResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Driver_ExecTaskServer = grpc.BidiStreamingServer[ExecTaskRequest, ExecTaskResponse]
+
 // Driver_ServiceDesc is the grpc.ServiceDesc for Driver service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -530,6 +578,13 @@ var Driver_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _Driver_ValidateConfig_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "ExecTask",
+			Handler:       _Driver_ExecTask_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+	},
 	Metadata: "driver.proto",
 }
