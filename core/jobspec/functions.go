@@ -496,21 +496,22 @@ var indexFunc = function.New(&function.Spec{
 	},
 })
 
-// lengthFunc is length as Nomad documents it: of a list, set, tuple, map
-// or object, or the characters of a string.
+// lengthFunc is Nomad 1.6's length: the element count of a list, set,
+// tuple, map or object. Like Nomad's, it refuses a string, so a file that
+// parses here parses under Nomad's CLI too; strlen counts characters.
 var lengthFunc = function.New(&function.Spec{
-	Params: []function.Parameter{{Name: "value", Type: cty.DynamicPseudoType, AllowDynamicType: true, AllowUnknown: true, AllowMarked: true}},
+	Params: []function.Parameter{{Name: "collection", Type: cty.DynamicPseudoType, AllowDynamicType: true, AllowUnknown: true, AllowMarked: true}},
 	Type: func(args []cty.Value) (cty.Type, error) {
 		ty := args[0].Type()
-		if ty == cty.String || ty == cty.DynamicPseudoType || ty.IsCollectionType() || ty.IsTupleType() || ty.IsObjectType() {
+		if ty == cty.DynamicPseudoType || ty.IsCollectionType() || ty.IsTupleType() || ty.IsObjectType() {
 			return cty.Number, nil
 		}
-		return cty.NilType, fmt.Errorf("the argument must be a string, collection or structural value, not %s", ty.FriendlyName())
+		if ty == cty.String {
+			return cty.NilType, function.NewArgErrorf(0, "length takes a list, set, tuple, map or object, not a string (as in Nomad); use strlen to count a string's characters")
+		}
+		return cty.NilType, function.NewArgErrorf(0, "length takes a list, set, tuple, map or object, not %s", ty.FriendlyName())
 	},
 	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
-		if args[0].Type() == cty.String {
-			return stdlib.Strlen(args[0])
-		}
 		return stdlib.Length(args[0])
 	},
 })

@@ -54,7 +54,7 @@ func TestVariables(t *testing.T) {
 		{"validation passes", region(`variable "r" {
   default = "eu"
   validation {
-    condition     = length(var.r) == 2
+    condition     = strlen(var.r) == 2
     error_message = "two letters"
   }
 }
@@ -81,7 +81,7 @@ func TestFunctions(t *testing.T) {
 		{`trimspace("  x ")`, "x"}, {`trimprefix("v1.2", "v")`, "1.2"}, {`trimsuffix("a.hcl", ".hcl")`, "a"},
 		{`chomp("x\n")`, "x"}, {`strrev("abc")`, "cba"}, {`substr("hello", 1, 3)`, "ell"},
 		{`indent(2, "a\nb")`, "a\n  b"}, {`split(",", "a,b")[1]`, "b"}, {`regex("[0-9]+", "ab12")`, "12"},
-		{`tostring(length("héllo"))`, "5"}, {`tostring(length([1, 2, 3]))`, "3"},
+		{`tostring(strlen("héllo"))`, "5"}, {`tostring(length([1, 2, 3]))`, "3"},
 		{`join(",", concat(["a"], ["b"]))`, "a,b"}, {`element(["a", "b"], 3)`, "b"},
 		{`join(",", keys({b = 1, a = 2}))`, "a,b"}, {`lookup({a = "x"}, "b", "dflt")`, "dflt"},
 		{`join(",", [for s in sort(["b", "a"]) : s])`, "a,b"}, {`join(",", distinct(["a", "a"]))`, "a"},
@@ -93,8 +93,8 @@ func TestFunctions(t *testing.T) {
 		{`urlencode("a b&c")`, "a+b%26c"}, {`md5("x")`, "9dd4e461268c8034f5c8564e155c67a6"},
 		{`sha1("x")`, "11f6ad8ec52a2984abaafd7c3b516503785c2072"},
 		{`sha256("x")`, "2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881"},
-		{`tostring(length(sha512("x")))`, "128"},
-		{`uuidv5("dns", "example.com")`, "cfbff0d1-9375-5685-968c-48ce8b15ae17"}, {`tostring(length(uuidv4()))`, "36"},
+		{`tostring(strlen(sha512("x")))`, "128"},
+		{`uuidv5("dns", "example.com")`, "cfbff0d1-9375-5685-968c-48ce8b15ae17"}, {`tostring(strlen(uuidv4()))`, "36"},
 		{`formatdate("YYYY-MM-DD", "2030-01-02T03:04:05Z")`, "2030-01-02"}, {`timeadd("2030-01-01T00:00:00Z", "1h")`, "2030-01-01T01:00:00Z"},
 		{`tostring(can(formatdate("YYYY", timestamp())))`, "true"},
 		{`tostring(abs(-3) + ceil(1.2) + floor(1.8) + max(1, 4) + min(1, 4) + pow(2, 3) + signum(-2) + parseint("ff", 16))`, "273"},
@@ -211,7 +211,7 @@ func TestVariableErrors(t *testing.T) {
 		{name: "validation message at its condition", src: region(`variable "r" {
   default = "toolong"
   validation {
-    condition     = length(var.r) <= 3
+    condition     = strlen(var.r) <= 3
     error_message = "At most three letters."
   }
 }
@@ -241,6 +241,9 @@ func TestVariableErrors(t *testing.T) {
 			want: []string{`-var "l":1:`}},
 		{name: "bad env syntax", src: region("variable \"l\" {\n  type = list(number)\n}\n", `join("", var.l)`), opts: Options{Env: []string{"NOMAD_VAR_l=[x"}},
 			want: []string{`the environment variable NOMAD_VAR_l:1:`}},
+		{name: "length of a string, as Nomad refuses it", src: region("", `"${length("abc")}"`),
+			want: []string{`job.hcl:2:23: Invalid function argument`, "not a string (as in Nomad); use strlen"}},
+		{name: "length of a number", src: region("", `"${length(3)}"`), want: []string{"length takes a list, set, tuple, map or object, not number"}},
 		{name: "two problems", src: region("variable \"a\" {}\nvariable \"b\" {}\n", `"${var.a}${var.b}"`),
 			want: []string{"job.hcl:1:1: Missing value for variable", "job.hcl:2:1: Missing value for variable"}},
 	}
@@ -269,7 +272,7 @@ func TestSensitiveNeverShown(t *testing.T) {
   type      = string
   sensitive = true
   validation {
-    condition     = length(var.token) > 20
+    condition     = strlen(var.token) > 20
     error_message = "The token ${var.token} is too short."
   }
 }
