@@ -160,6 +160,7 @@ func (tg *TaskGroup) canonicalizeBlocks(job *Job) {
 // validateBlocks checks a group's disconnect, scaling and related
 // attributes. What drover cannot honour is refused by name with why.
 func (tg *TaskGroup) validateBlocks(l *errList, where string) {
+	tg.validateIntegrations(l, where)
 	if tg.MaxClientDisconnect != nil {
 		if tg.Disconnect != nil && tg.Disconnect.LostAfter != 0 {
 			l.add("%s: max_client_disconnect and disconnect.lost_after must not both be set (max_client_disconnect is the deprecated form of lost_after)", where)
@@ -247,6 +248,7 @@ func (tg *TaskGroup) CheckScaleCount(count int64) error {
 // cannot provide. Their sizes are bounded by their fields' bound tags
 // (CheckBounds).
 func (t *Task) validateBlocks(l *errList, where string) {
+	t.validateIntegrations(l, where)
 	if strings.HasPrefix(t.Kind, "connect-") {
 		l.add("%s: kind %q is a Consul Connect task kind, and drover has no Consul Connect integration", where, t.Kind)
 	}
