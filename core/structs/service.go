@@ -30,7 +30,6 @@ type Service struct {
 	// Provider is "nomad"; "consul" is refused at submit. Empty (a
 	// block naming none) is the cluster's default, which the server
 	// resolves at registration (server.default_service_provider).
-	// at submit: drover has no Consul integration.
 	Provider string `codec:",omitempty" bound:"id"`
 	// OnUpdate is "require_healthy", "ignore_warnings" or "ignore".
 	OnUpdate string `codec:",omitempty" bound:"id"`

@@ -152,10 +152,10 @@ func (t *Task) validateFiles(l *errList, where string) {
 			l.add("%s: destination %q escapes the allocation directory (it is relative to the task directory)", w, a.RelativeDest)
 		}
 		if a.GetterInsecure {
-			l.add("%s: insecure is not supported: drover's client always verifies the TLS certificate of an artifact's server", w)
+			l.add("%s: insecure: not supported: drover's client always verifies the TLS certificate of an artifact's server", w)
 		}
 		if a.Chown {
-			l.add("%s: chown is not supported: drover's client does not change the owner of downloaded artifacts", w)
+			l.add("%s: chown: not supported: drover's client does not change the owner of downloaded artifacts", w)
 		}
 	}
 	dests := map[string]int{}
@@ -166,7 +166,7 @@ func (t *Task) validateFiles(l *errList, where string) {
 			continue
 		}
 		if tm.Once {
-			l.add("%s: once is not supported: drover's client re-renders a template whenever its data changes", w)
+			l.add("%s: once: not supported: drover's client re-renders a template whenever its data changes", w)
 		}
 		switch {
 		case tm.SourcePath == "" && tm.EmbeddedTmpl == "":
