@@ -51,7 +51,11 @@ func (p *parser) decodeTagged(b *hcl.Block, dst any) {
 			attrs = append(attrs, name)
 			kinds = append(kinds, blockKind{name: name})
 		case "blocks":
-			kinds = append(kinds, blockKind{name: name, many: true})
+			k := blockKind{name: name, many: true}
+			if hasLabel(t.Field(i).Type.Elem().Elem()) {
+				k.labels, k.unique = []string{"name"}, true
+			}
+			kinds = append(kinds, k)
 		case "labelled":
 			kinds = append(kinds, blockKind{name: name, labels: []string{"name"}, many: true, unique: true})
 		case "label":
@@ -79,13 +83,13 @@ func (p *parser) decodeTagged(b *hcl.Block, dst any) {
 			}
 		case "block":
 			if sb := first(hb, name); sb != nil {
-				nv := reflect.New(f.Type().Elem())
+				nv := newBlock(f.Type().Elem())
 				p.decodeTagged(sb, nv.Interface())
 				f.Set(nv)
 			}
 		case "blocks":
 			for _, sb := range hb[name] {
-				nv := reflect.New(f.Type().Elem().Elem())
+				nv := newBlock(f.Type().Elem().Elem())
 				p.decodeTagged(sb, nv.Interface())
 				f.Set(reflect.Append(f, nv))
 			}
@@ -94,7 +98,7 @@ func (p *parser) decodeTagged(b *hcl.Block, dst any) {
 				if f.IsNil() {
 					f.Set(reflect.MakeMap(f.Type()))
 				}
-				nv := reflect.New(f.Type().Elem().Elem())
+				nv := newBlock(f.Type().Elem().Elem())
 				p.decodeTagged(sb, nv.Interface())
 				f.SetMapIndex(reflect.ValueOf(sb.Labels[0]), nv)
 			}
@@ -116,6 +120,40 @@ func (p *parser) decodeTagged(b *hcl.Block, dst any) {
 			}
 		}
 	}
+}
+
+// blockDefaults are the values Nomad gives a block's attributes that it
+// leaves out (its API's canonicalization), set before the block is read.
+var blockDefaults = map[reflect.Type]func(v any){
+	reflect.TypeOf(structs.MultiregionRegion{}): func(v any) { v.(*structs.MultiregionRegion).Count = 1 },
+	reflect.TypeOf(structs.ConsulGatewayProxy{}): func(v any) {
+		d := 5 * time.Second
+		v.(*structs.ConsulGatewayProxy).ConnectTimeout = &d
+	},
+	reflect.TypeOf(structs.SidecarTask{}): func(v any) {
+		kill, delay := 5*time.Second, time.Duration(0)
+		st := v.(*structs.SidecarTask)
+		st.KillTimeout, st.ShutdownDelay = &kill, &delay
+	},
+}
+
+// newBlock is a new block of struct type t with Nomad's defaults.
+func newBlock(t reflect.Type) reflect.Value {
+	v := reflect.New(t)
+	if set := blockDefaults[t]; set != nil {
+		set(v.Interface())
+	}
+	return v
+}
+
+// hasLabel reports whether the struct t takes its block's label.
+func hasLabel(t reflect.Type) bool {
+	for i := 0; i < t.NumField(); i++ {
+		if _, kind, ok := hclTag(t.Field(i)); ok && kind == "label" {
+			return true
+		}
+	}
+	return false
 }
 
 // hclTag splits a field's hcl tag into its name and kind.
@@ -189,7 +227,8 @@ func (p *parser) identities(bs hcl.Blocks, key string) (def *structs.WorkloadIde
 	for _, b := range bs {
 		id := &structs.WorkloadIdentity{}
 		p.decodeTagged(b, id)
-		if (id.Name == "" || id.Name == "default") && def == nil {
+		if (id.Name == "" || id.Name == structs.WorkloadIdentityDefaultName) && def == nil {
+			id.Name = structs.WorkloadIdentityDefaultName
 			def = id
 			p.noteBlock(key+": identity", b.DefRange)
 			continue

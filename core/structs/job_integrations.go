@@ -57,6 +57,10 @@ type WorkloadIdentity struct {
 	TTL          time.Duration `codec:",omitempty" hcl:"ttl"`
 }
 
+// WorkloadIdentityDefaultName is the name of a task's default identity
+// (its identity block that names none).
+const WorkloadIdentityDefaultName = "default"
+
 // Multiregion is a job's multiregion block (Nomad Enterprise's federated
 // deployments, parsed by Nomad's open-source CLI as well).
 type Multiregion struct {
