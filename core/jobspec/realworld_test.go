@@ -129,3 +129,78 @@ func short(v any) string {
 	}
 	return string(b)
 }
+
+// TestRealWorldRegistration: what drover cannot run in the real-world
+// files parses and is refused by validation (`job validate`, and the
+// server at registration), each refusal at the block it names with what
+// to do instead; the files drover runs pass.
+func TestRealWorldRegistration(t *testing.T) {
+	tests := map[string][]string{
+		"csi-node-plugin.hcl": nil,
+		"nightly-backup.hcl":  nil,
+		"render-dispatch.hcl": nil,
+		"edge-gateways.hcl": {
+			`edge-gateways.hcl:16:7: Invalid job; group "ingress": service "edge-ingress": connect: not supported: it needs Consul Connect`,
+			`edge-gateways.hcl:47:7: Invalid job; group "terminating": service "edge-terminating": connect: not supported`,
+		},
+		"mesh-orders.hcl": {
+			`mesh-orders.hcl:20:7: Invalid job; group "orders": service "orders": tagged_addresses: not supported: tagged addresses are Consul's`,
+			`mesh-orders.hcl:24:7: Invalid job; group "orders": service "orders": connect: not supported: it needs Consul Connect, and drover has no Consul integration; use provider = "nomad" services`,
+			`mesh-orders.hcl:76:7: Invalid job; group "orders": service "orders": check "service: \"orders\" check": expose: not supported`,
+		},
+		"multiregion-api.hcl": {
+			`multiregion-api.hcl:6:3: Invalid job; multiregion: not supported: drover has no multi-region federation; remove the multiregion block`,
+		},
+		"payments-vault.hcl": {
+			// The job's vault block reaches the task that has none.
+			`payments-vault.hcl:6:3: Invalid job; group "worker": task "settle": vault: not supported: drover has no Vault integration; give the task its secrets`,
+			// So does the group's, over the job's.
+			`payments-vault.hcl:13:5: Invalid job; group "api": task "api": vault: not supported`,
+			`payments-vault.hcl:37:7: Invalid job; group "api": task "migrate": vault: not supported`,
+			`payments-vault.hcl:52:7: Invalid job; group "api": task "api": identity: not supported: remove the identity block`,
+		},
+		"shop-web.hcl": {
+			`shop-web.hcl:50:5: Invalid job; group "frontend": consul: not supported: drover has no Consul integration`,
+		},
+	}
+	files, _ := filepath.Glob("testdata/realworld/*.hcl")
+	if len(files) != len(tests) {
+		t.Fatalf("%d real-world files, %d expectations: add the new file's", len(files), len(tests))
+	}
+	for _, in := range files {
+		name := filepath.Base(in)
+		t.Run(name, func(t *testing.T) {
+			want, ok := tests[name]
+			if !ok {
+				t.Fatal("no expectation for this file")
+			}
+			src, err := os.ReadFile(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := ParseWith(name, src, testOptions); err != nil {
+				t.Fatalf("refused at parse time, want it parsed as Nomad parses it: %v", err)
+			}
+			_, err = Check(name, src, testOptions)
+			if want == nil {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("accepted, want a refusal")
+			}
+			lines := strings.Split(err.Error(), "\n")
+			for _, w := range want {
+				found := false
+				for _, l := range lines {
+					found = found || strings.HasPrefix(l, w)
+				}
+				if !found {
+					t.Errorf("no refusal starts %q:\n%s", w, err)
+				}
+			}
+		})
+	}
+}
