@@ -56,6 +56,7 @@ func (ep Jobs) resolveServiceProviders(job *structs.Job) error {
 	if def == "" {
 		def = structs.ServiceProviderConsul
 	}
+	job.DefaultServiceProvider = def
 	var refused []string
 	resolve := func(s *structs.Service, where string) {
 		if s == nil || s.Provider != "" {

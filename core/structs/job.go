@@ -50,6 +50,12 @@ type Job struct {
 	// version was registered, copied in by the leader (a submitted value
 	// is replaced). It is drover's, not Nomad's.
 	TypeBehavior *JobTypeBehavior `codec:",omitempty" bound:"-"`
+	// DefaultServiceProvider is the servers' default_service_provider
+	// when this version was registered, stamped by the server (a
+	// submitted value is replaced): with "nomad", the services that named
+	// no provider are drover's, and the templates' Consul catalogue
+	// functions (service, services) read drover's catalogue. Drover's.
+	DefaultServiceProvider string `codec:",omitempty" bound:"id"`
 }
 
 // TaskGroup is a set of tasks placed together on one node.

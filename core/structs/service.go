@@ -272,8 +272,11 @@ type ServiceLookupArgs struct {
 	SecretID    string
 	Namespace   string
 	ServiceName string
-	MinIndex    uint64
-	MaxWait     time.Duration
+	// All asks for every registration of Namespace (ServiceName is
+	// ignored): the service listings of templates.
+	All      bool
+	MinIndex uint64
+	MaxWait  time.Duration
 }
 
 // ServiceLookupReply: the registrations of the service, sorted by ID,
