@@ -255,9 +255,24 @@ func (j *Job) validateIntegrations(l *errList) {
 	}
 }
 
+// asksForConsul reports whether a consul block asks for anything: Nomad
+// gives every group an empty one ({"Namespace": ""}), which a job read
+// back from Nomad's API carries, and the "default" cluster is Nomad's
+// default too.
+func (c *Consul) asksForConsul() bool {
+	return c != nil && (c.Namespace != "" || c.Partition != "" || (c.Cluster != "" && c.Cluster != "default"))
+}
+
+// asksForToken reports whether a task's identity gives the task its
+// token (env or file): an identity that does neither changes nothing for
+// the task, as a job read back from Nomad's API carries one.
+func (w *WorkloadIdentity) asksForToken() bool {
+	return w != nil && (w.Env || w.File)
+}
+
 // validateIntegrations refuses a group's consul block.
 func (tg *TaskGroup) validateIntegrations(l *errList, where string) {
-	if tg.Consul != nil {
+	if tg.Consul.asksForConsul() {
 		l.add("%s: consul: not supported: drover has no Consul integration; %s", where, insteadConsul)
 	}
 }
@@ -268,10 +283,10 @@ func (t *Task) validateIntegrations(l *errList, where string) {
 	if t.Vault != nil {
 		l.add("%s: vault: not supported: drover has no Vault integration; %s", where, insteadVault)
 	}
-	if t.Consul != nil {
+	if t.Consul.asksForConsul() {
 		l.add("%s: consul: not supported: drover has no Consul integration; %s", where, insteadConsul)
 	}
-	if t.Identity != nil {
+	if t.Identity.asksForToken() {
 		l.add("%s: identity: not supported: %s", where, insteadIdentity)
 	}
 	for i, id := range t.Identities {
