@@ -100,7 +100,7 @@ type Renderer struct {
 	// drover's catalogue (the job's services with no provider are
 	// drover's: server.default_service_provider = "nomad").
 	consul bool
-	logger            hclog.Logger
+	logger hclog.Logger
 
 	mu       sync.Mutex
 	budget   renderBudget // the current execution's (mu held)

@@ -149,15 +149,9 @@ func fileNamespace(client *cli.APIClient) string {
 	return client.Namespace
 }
 
-// parseJobFile parses a job file with the agent's job type defaults and
-// the variables of vf.
-func parseJobFile(ctx context.Context, ui *cli.UI, client *cli.APIClient, path string, vf *jobFileFlags) (*structs.Job, error) {
-	job, _, err := parseJobFileLocated(ctx, ui, client, path, vf)
-	return job, err
-}
-
-// parseJobFileLocated is parseJobFile, also returning what places the
-// server's refusal of the job at the file's blocks.
+// parseJobFileLocated parses a job file with the agent's job type
+// defaults and the variables of vf, and returns what places the server's
+// refusal of the job at the file's blocks.
 func parseJobFileLocated(ctx context.Context, ui *cli.UI, client *cli.APIClient, path string, vf *jobFileFlags) (*structs.Job, *jobspec.Locator, error) {
 	name, src, err := jobSource(ui, path)
 	if err != nil {
