@@ -418,9 +418,10 @@ func healthServiceDep(q *dep.HealthServiceQuery, ns string) (*serviceDep, error)
 }
 
 // healthServices turns registrations into what Consul's service function
-// returns: those with tag whose status (passing when every check
-// succeeds, critical otherwise, as a Consul check starts critical) is one
-// of filter ("any" takes all), sorted by node, then ID.
+// returns: those with tag whose status is one of filter ("any" takes all),
+// sorted by node, then ID. The status is Consul's aggregate of the
+// checks': critical when one fails or has no result yet (a Consul check
+// starts critical), else warning when one warns, else passing.
 func healthServices(regs []*structs.ServiceRegistration, tag string, filter []string) []*dep.HealthService {
 	out := make([]*dep.HealthService, 0, len(regs))
 	for _, s := range regs {
@@ -429,7 +430,13 @@ func healthServices(regs []*structs.ServiceRegistration, tag string, filter []st
 		}
 		status := dep.HealthPassing
 		for _, c := range s.Checks {
-			if c != nil && c.Status != structs.CheckSuccess {
+			switch {
+			case c == nil || c.Status == structs.CheckSuccess:
+			case c.Status == dep.HealthWarning:
+				if status == dep.HealthPassing {
+					status = dep.HealthWarning
+				}
+			default:
 				status = dep.HealthCritical
 			}
 		}

@@ -140,12 +140,15 @@ func TestTemplateConsulFromCatalogue(t *testing.T) {
 	failing.Checks = []*structs.CheckStatus{{Status: structs.CheckFailure}}
 	passing := reg("s1", "a1", "api", "default", "10.0.0.1", 8001, "v2", "blue")
 	passing.Checks = []*structs.CheckStatus{{Status: structs.CheckSuccess}}
-	srv.register(passing, failing, reg("s4", "a4", "db", "default", "10.0.0.4", 5432))
+	warning := reg("s3", "a3", "api", "default", "10.0.0.3", 8003)
+	warning.Checks = []*structs.CheckStatus{{Status: structs.CheckSuccess}, {Status: "warning"}}
+	srv.register(passing, failing, warning, reg("s4", "a4", "db", "default", "10.0.0.4", 5432))
 	tests := []struct {
 		name, tmpl, want, wantErr string
 	}{
 		{name: "passing only by default", tmpl: `{{ range service "api" }}{{ .Address }}:{{ .Port }} {{ end }}`, want: "10.0.0.1:8001 "},
-		{name: "any", tmpl: `{{ range service "api|any" }}{{ .ID }}={{ .Status }} {{ end }}`, want: "s1=passing s2=critical "},
+		{name: "any", tmpl: `{{ range service "api|any" }}{{ .ID }}={{ .Status }} {{ end }}`, want: "s1=passing s2=critical s3=warning "},
+		{name: "passing or warning", tmpl: `{{ range service "api|passing,warning" }}{{ .ID }} {{ end }}`, want: "s1 s3 "},
 		{name: "critical", tmpl: `{{ range service "api|critical" }}{{ .ID }}{{ end }}`, want: "s2"},
 		{name: "by tag", tmpl: `{{ range service "blue.api" }}{{ .ID }} {{ .Name }} {{ .Node }} {{ .Tags }}{{ end }}`, want: "s1 api n-1 [blue v2]"},
 		{name: "no checks is passing", tmpl: `{{ range service "db" }}{{ .Port }}{{ end }}`, want: "5432"},
