@@ -225,11 +225,6 @@ func TestParseErrors(t *testing.T) {
 			want: "job.hcl:4:7: Missing required argument", detail: "needs a destination",
 		},
 		{
-			name: "template change script",
-			src:  wrapTask("      template {\n        data = \"x\"\n        destination = \"local/x\"\n        change_script {\n        }\n      }\n"),
-			want: "job.hcl:7:9: Unsupported block type", detail: "no template change scripts",
-		},
-		{
 			name: "template vault_grace",
 			src:  wrapTask("      template {\n        data = \"x\"\n        destination = \"local/x\"\n        vault_grace = \"5s\"\n      }\n"),
 			want: "job.hcl:7:9: Unsupported argument", detail: "no Vault integration",

@@ -203,6 +203,7 @@ func TestUnsupportedBlocksRefused(t *testing.T) {
 		{"task secret", wrapTask("      secret \"db\" {\n      }\n"), "job.hcl:4:7: Unsupported block type", "no secrets providers", false},
 		{"artifact insecure", wrapTask("      artifact {\n        source = \"https://x/a.tgz\"\n        insecure = true\n      }\n"), "job.hcl:4:7: Invalid job", "artifact 1: insecure: not supported", true},
 		{"artifact chown", wrapTask("      artifact {\n        source = \"https://x/a.tgz\"\n        chown = true\n      }\n"), "job.hcl:4:7: Invalid job", "artifact 1: chown: not supported", true},
+		{"template change_script", wrapTask("      template {\n        data = \"x\"\n        destination = \"local/x\"\n        change_script {\n          command = \"/bin/reload\"\n        }\n      }\n"), "job.hcl:4:7: Invalid job", "template 1: change_script: not supported: drover runs no template change scripts", true},
 		{"template once", wrapTask("      template {\n        data = \"x\"\n        destination = \"local/x\"\n        once = true\n      }\n"), "job.hcl:4:7: Invalid job", "template 1: once: not supported", true},
 		{"network cni", wrapGroup("    network {\n      cni {\n        args = { a = \"b\" }\n      }\n    }\n"), "job.hcl:4:7: Unsupported block type", "cni is not supported", false},
 		{"port ignore_collision", wrapGroup("    network {\n      port \"p\" {\n        static = 8080\n        ignore_collision = true\n      }\n    }\n"), "job.hcl:6:9: Unsupported argument", "ignore_collision = true is not supported", false},

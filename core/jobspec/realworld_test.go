@@ -158,6 +158,8 @@ func TestRealWorldRegistration(t *testing.T) {
 			`payments-vault.hcl:13:5: Invalid job; group "api": task "api": vault: not supported`,
 			`payments-vault.hcl:37:7: Invalid job; group "api": task "migrate": vault: not supported`,
 			`payments-vault.hcl:52:7: Invalid job; group "api": task "api": identity: not supported: remove the identity block`,
+			`payments-vault.hcl:74:7: Invalid job; group "api": task "api": template 2: change_mode "script" is not supported`,
+			`payments-vault.hcl:74:7: Invalid job; group "api": task "api": template 2: change_script: not supported: drover runs no template change scripts`,
 		},
 		"shop-web.hcl": {
 			`shop-web.hcl:50:5: Invalid job; group "frontend": consul: not supported: drover has no Consul integration`,

@@ -2,6 +2,7 @@ package jobspec
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 
@@ -96,8 +97,9 @@ func (p *parser) templates(bs hcl.Blocks) []*structs.Template {
 			t.Wait = w
 		}
 		if cb := first(blocks, "change_script"); cb != nil {
-			p.errorf(cb.DefRange, "Unsupported block type",
-				"drover runs no template change scripts; use change_mode = \"restart\", \"signal\" or \"noop\".")
+			// Nomad's defaults: a 5s timeout.
+			t.ChangeScript = &structs.ChangeScript{Timeout: 5 * time.Second}
+			p.decodeTagged(cb, t.ChangeScript)
 		}
 		out = append(out, t)
 	}

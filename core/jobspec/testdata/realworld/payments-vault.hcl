@@ -71,6 +71,18 @@ EOT
         change_mode = "restart"
       }
 
+      template {
+        data        = "{{ with secret \"pki/issue/payments\" \"common_name=payments.internal\" }}{{ .Data.certificate }}{{ end }}"
+        destination = "secrets/tls.crt"
+        change_mode = "script"
+
+        change_script {
+          command       = "/usr/local/bin/reload-tls"
+          args          = ["--graceful"]
+          fail_on_error = true
+        }
+      }
+
       resources {
         cpu    = 500
         memory = 512
