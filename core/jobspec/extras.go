@@ -271,9 +271,33 @@ func (p *parser) taskKind(a *hcl.Attribute, dst *string) {
 // Blocks of Nomad Enterprise or of integrations drover does not have,
 // found inside a task: refused by name with why.
 var unsupportedTaskBlocks = map[string]string{
-	"scaling":  "a task's scaling block sizes its resources with Nomad Enterprise's dynamic application sizing, which drover does not have",
 	"schedule": "a task's schedule block is Nomad Enterprise's time-based task execution, which drover does not have",
 	"secret":   "a task's secret block reads secrets from a provider (Vault or a plugin), and drover has no secrets providers",
+}
+
+// taskScaling parses a task's `scaling "cpu"|"mem"` blocks as Nomad
+// does (policies of type vertical_cpu and vertical_mem); validation
+// refuses them at registration.
+func (p *parser) taskScaling(bs hcl.Blocks) []*structs.ScalingPolicy {
+	var out []*structs.ScalingPolicy
+	for _, b := range bs {
+		name := b.Labels[0]
+		if name != "cpu" && name != "mem" {
+			p.errorf(b.LabelRanges[0], "Invalid scaling policy", "A task's scaling block is \"cpu\" or \"mem\", got %q.", name)
+			continue
+		}
+		p.noteBlock(fmt.Sprintf("%s: scaling %q", p.taskKey, name), b.DefRange)
+		s := &structs.ScalingPolicy{Enabled: true, Type: "vertical_" + name}
+		attrs, blocks := p.content(b.Body, []string{"min", "max", "enabled"}, scalingBlocks)
+		p.setBool(attrs["enabled"], &s.Enabled)
+		p.setIntRange(attrs["min"], 0, math.MaxInt32, func(i int64) { s.Min = i })
+		p.setIntRange(attrs["max"], 0, math.MaxInt32, func(i int64) { s.Max = i })
+		if pb := first(blocks, "policy"); pb != nil {
+			s.Policy = p.policyBody(pb.Body, 1)
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 func (p *parser) refuseTaskBlocks(blocks map[string]hcl.Blocks) {

@@ -486,5 +486,6 @@ func (p *parser) task(b *hcl.Block, group string, groupRestart structs.RestartPo
 	t.Templates = p.templates(blocks["template"])
 	t.Services = p.services(blocks["service"], group, t.Name)
 	t.Actions = p.actions(blocks["action"])
+	t.ScalingPolicies = p.taskScaling(blocks["scaling"])
 	return t
 }

@@ -163,6 +163,7 @@ func TestRealWorldRegistration(t *testing.T) {
 		},
 		"shop-web.hcl": {
 			`shop-web.hcl:50:5: Invalid job; group "frontend": consul: not supported: drover has no Consul integration`,
+			`shop-web.hcl:141:7: Invalid job; group "frontend": task "web": scaling "mem": not supported: it sizes the task's resources with Nomad Enterprise's dynamic application sizing`,
 		},
 	}
 	files, _ := filepath.Glob("testdata/realworld/*.hcl")

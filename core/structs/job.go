@@ -118,10 +118,14 @@ type Task struct {
 	Actions         []*Action            `codec:",omitempty" bound:"max=MaxActionsPerTask"`
 	// Vault, Consul, Identity and Identities are parsed as Nomad parses
 	// them and refused at registration (job_integrations.go).
-	Vault      *Vault              `codec:",omitempty"`
-	Consul     *Consul             `codec:",omitempty"`
-	Identity   *WorkloadIdentity   `codec:",omitempty"`
-	Identities []*WorkloadIdentity `codec:",omitempty"`
+	// ScalingPolicies are the task's `scaling "cpu"|"mem"` blocks (Nomad
+	// Enterprise's dynamic application sizing), parsed as Nomad parses
+	// them and refused at registration.
+	ScalingPolicies []*ScalingPolicy    `codec:",omitempty"`
+	Vault           *Vault              `codec:",omitempty"`
+	Consul          *Consul             `codec:",omitempty"`
+	Identity        *WorkloadIdentity   `codec:",omitempty"`
+	Identities      []*WorkloadIdentity `codec:",omitempty"`
 }
 
 // Resources asked by a task, in MHz and MB.

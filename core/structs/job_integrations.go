@@ -2,6 +2,7 @@ package structs
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -280,6 +281,13 @@ func (tg *TaskGroup) validateIntegrations(l *errList, where string) {
 // validateIntegrations refuses a task's vault, consul and identity
 // blocks and its Consul Connect kind.
 func (t *Task) validateIntegrations(l *errList, where string) {
+	for _, s := range t.ScalingPolicies {
+		typ := ""
+		if s != nil {
+			typ = s.Type
+		}
+		l.add("%s: scaling %q: not supported: it sizes the task's resources with Nomad Enterprise's dynamic application sizing, which drover does not have; remove it", where, strings.TrimPrefix(typ, "vertical_"))
+	}
 	if t.Vault != nil {
 		l.add("%s: vault: not supported: drover has no Vault integration; %s", where, insteadVault)
 	}

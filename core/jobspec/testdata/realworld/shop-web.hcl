@@ -137,6 +137,17 @@ job "shop-web" {
         max_file_size = 20
       }
 
+      # Nomad Enterprise's dynamic application sizing.
+      scaling "mem" {
+        enabled = true
+        min     = 128
+        max     = 1024
+
+        policy {
+          cooldown = "5m"
+        }
+      }
+
       kill_timeout = "20s"
       kill_signal  = "SIGTERM"
     }
