@@ -207,3 +207,35 @@ func TestRealWorldRegistration(t *testing.T) {
 		})
 	}
 }
+
+// TestLocatorAnnotate: a server's refusal of a parsed file (one message,
+// or several as a ValidationError renders them) is placed at the blocks
+// its messages name; a message naming none stays at the job.
+func TestLocatorAnnotate(t *testing.T) {
+	src, err := os.ReadFile("testdata/realworld/payments-vault.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	loc := NewLocator("payments-vault.hcl", src, testOptions)
+	if loc == nil {
+		t.Fatal("no locator for a file that parses")
+	}
+	tests := []struct{ in, want string }{
+		{`group "api": task "migrate": vault: not supported`, `payments-vault.hcl:37:7: group "api": task "migrate": vault: not supported`},
+		{`group "api": service "payments-api": provider: not set`, `payments-vault.hcl:24:7: group "api": service "payments-api": provider: not set`},
+		{"2 errors occurred:\n\t* group \"worker\": task \"settle\": vault: x\n\t* something else",
+			"2 errors occurred:\n\t* payments-vault.hcl:6:3: group \"worker\": task \"settle\": vault: x\n\t* payments-vault.hcl:3:1: something else"},
+	}
+	for _, tt := range tests {
+		if got := loc.Annotate(tt.in); got != tt.want {
+			t.Errorf("Annotate(%q) =\n%s\nwant\n%s", tt.in, got, tt.want)
+		}
+	}
+	if NewLocator("x.hcl", []byte("job {"), Options{}) != nil {
+		t.Error("a locator for a file that does not parse")
+	}
+	var none *Locator
+	if got := none.Annotate("m"); got != "m" {
+		t.Errorf("nil locator changed the text: %q", got)
+	}
+}
