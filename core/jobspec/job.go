@@ -193,6 +193,8 @@ var (
 		{name: "periodic"},
 		{name: "parameterized"},
 		{name: "group", labels: []string{"name"}, many: true, unique: true},
+		// A task written directly in the job is a group of its own.
+		{name: "task", labels: []string{"name"}, many: true, unique: true},
 		{name: "vault"},
 		{name: "multiregion"},
 	}
@@ -273,10 +275,38 @@ func (p *parser) job(b *hcl.Block) *structs.Job {
 	if rb := first(blocks, "reschedule"); rb != nil {
 		jobReschedule = p.reschedule(rb, defaultReschedule(behavior))
 	}
+	// A task written directly in the job is, as in Nomad, a group of its
+	// own named after it, before the job's groups.
+	for _, tb := range blocks["task"] {
+		job.TaskGroups = append(job.TaskGroups, p.loneTask(tb, behavior, groupUpdate, jobMigrate, jobReschedule, jobVault))
+	}
 	for _, gb := range blocks["group"] {
 		job.TaskGroups = append(job.TaskGroups, p.group(gb, behavior, groupUpdate, jobMigrate, jobReschedule, jobVault))
 	}
 	return job
+}
+
+// loneTask is the group of a task written directly in the job: named
+// after the task, of count 1, with the job's update, migrate, reschedule
+// and vault blocks as a group without its own would have them.
+func (p *parser) loneTask(b *hcl.Block, behavior *structs.JobTypeBehavior, jobUpdate *structs.UpdateStrategy, jobMigrate *structs.MigrateStrategy, jobReschedule *structs.ReschedulePolicy, jobVault *vaultAt) *structs.TaskGroup {
+	tg := &structs.TaskGroup{Name: b.Labels[0], Count: 1}
+	p.blockAt[fmt.Sprintf("group %q", tg.Name)] = b.DefRange
+	if jobUpdate != nil {
+		u := *jobUpdate
+		tg.Update = &u
+	}
+	if jobMigrate != nil {
+		m := *jobMigrate
+		tg.Migrate = &m
+	}
+	if jobReschedule != nil {
+		r := *jobReschedule
+		tg.ReschedulePolicy = &r
+	}
+	p.blockAt[fmt.Sprintf("group %q: task %q", tg.Name, tg.Name)] = b.DefRange
+	tg.Tasks = []*structs.Task{p.task(b, tg.Name, defaultRestart(behavior), jobVault)}
+	return tg
 }
 
 var (

@@ -139,6 +139,7 @@ func TestRealWorldRegistration(t *testing.T) {
 		"csi-node-plugin.hcl": nil,
 		"nightly-backup.hcl":  nil,
 		"render-dispatch.hcl": nil,
+		"lone-task.hcl":       nil,
 		"edge-gateways.hcl": {
 			`edge-gateways.hcl:16:7: Invalid job; group "ingress": service "edge-ingress": connect: not supported: it needs Consul Connect`,
 			`edge-gateways.hcl:47:7: Invalid job; group "terminating": service "edge-terminating": connect: not supported`,
