@@ -50,6 +50,8 @@ type parser struct {
 	// jobName is the job's name (its ID when it sets none), the start of
 	// a default service name.
 	jobName string
+	// bcrypts counts the bcrypt calls of the parse (maxBcryptCalls).
+	bcrypts int
 	// taskKey is the position key of the task being parsed
 	// (`group "g": task "t"`), under which its inner blocks are noted.
 	taskKey string
