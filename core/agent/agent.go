@@ -327,6 +327,7 @@ func (a *Agent) startServer(opts Options, dataDir, advHTTP string, drivers []str
 		},
 	}
 	sc.applySchedulerLimits(&scfg)
+	scfg.DefaultServiceProvider = sc.defaultServiceProvider()
 	scfg.GCConfig = sc.gcConfig()
 	snapSched, serr := sc.snapshotSchedule(cfg.DataDir)
 	if serr != nil {

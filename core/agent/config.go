@@ -162,6 +162,9 @@ type ServerConfig struct {
 	FailoverHeartbeatTTL   string  `hcl:"failover_heartbeat_ttl,optional"`
 	// Snapshot schedules backups (config_snapshot.go).
 	Snapshot *SnapshotConfig `hcl:"snapshot,block"`
+	// DefaultServiceProvider is the provider of a job's service blocks
+	// that name none (config_services.go).
+	DefaultServiceProvider string `hcl:"default_service_provider,optional"`
 }
 
 // ClientConfig is the `client { … }` block.

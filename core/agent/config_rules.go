@@ -286,6 +286,7 @@ func (s *ServerConfig) checkBounds(p *problems) {
 	p.duration("server.scheduler_call_timeout", s.SchedulerCallTimeout, true, time.Hour)
 	p.intRange("server.max_allocs_per_job", int64(s.MaxAllocsPerJob), 0, maxCount, false)
 	p.intRange("server.max_allocs_per_eval", int64(s.MaxAllocsPerEval), 0, maxCount, false)
+	s.checkServiceProvider(p)
 	for _, g := range gcSettings {
 		if v := *g.value(s); v != "" {
 			if _, err := g.check(v); err != nil {

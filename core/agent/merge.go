@@ -176,6 +176,7 @@ func mergeServer(a, b *ServerConfig) *ServerConfig {
 	str(&r.SchedulerCallTimeout, b.SchedulerCallTimeout)
 	num(&r.MaxAllocsPerJob, b.MaxAllocsPerJob)
 	num(&r.MaxAllocsPerEval, b.MaxAllocsPerEval)
+	str(&r.DefaultServiceProvider, b.DefaultServiceProvider)
 	num(&r.RaftMultiplier, b.RaftMultiplier)
 	for _, g := range gcSettings {
 		str(g.value(&r), *g.value(b))

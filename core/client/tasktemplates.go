@@ -41,6 +41,14 @@ func allocNamespace(a *structs.Allocation) string {
 	return ns
 }
 
+// consulFromCatalogue reports whether the alloc's templates read drover's
+// catalogue through Consul's functions (service, services): the job was
+// registered when the servers served services without a provider
+// themselves (server.default_service_provider = "nomad").
+func consulFromCatalogue(a *structs.Allocation) bool {
+	return a.Job != nil && a.Job.DefaultServiceProvider == structs.ServiceProviderNomad
+}
+
 // lookupServices is the service lookup templates use (nil: none).
 func (ar *allocRunner) lookupServices() taskfiles.ServiceLookupFunc {
 	if ar.cfg.LookupServices == nil {

@@ -175,14 +175,14 @@ func TestUnsupportedBlocksRefusedAtSubmit(t *testing.T) {
 	}{
 		{"device", func(j *nomadapi.Job) {
 			j.TaskGroups[0].Tasks[0].Require(&nomadapi.Resources{Devices: []*nomadapi.RequestedDevice{{Name: "nvidia/gpu"}}})
-		}, `group "g": task "t": resources: device "nvidia/gpu" is not supported: drover has no device plugins`},
+		}, `group "g": task "t": resources: device "nvidia/gpu": not supported: drover has no device plugins`},
 		{"lost_after", func(j *nomadapi.Job) {
 			j.TaskGroups[0].Disconnect = &nomadapi.DisconnectStrategy{LostAfter: &hour}
-		}, `group "g": disconnect: lost_after is not supported`},
+		}, `group "g": disconnect: lost_after: not supported`},
 		{"max_client_disconnect", func(j *nomadapi.Job) {
 			//lint:ignore SA1019 the deprecated field is what older job files send
 			j.TaskGroups[0].MaxClientDisconnect = &hour
-		}, `group "g": max_client_disconnect is not supported`},
+		}, `group "g": max_client_disconnect: not supported`},
 		{"count above the scaling max", func(j *nomadapi.Job) {
 			j.TaskGroups[0].Count = new(5)
 			j.TaskGroups[0].Scaling = &nomadapi.ScalingPolicy{Min: new(int64(1)), Max: new(int64(3))}

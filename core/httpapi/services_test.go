@@ -238,9 +238,14 @@ func TestServicesInJobsNomadAPI(t *testing.T) {
 		t.Fatalf("registering the parsed job: %v", err)
 	}
 
-	job.TaskGroups[0].Services[0].Provider = ""
-	_, _, err = c.Jobs().Register(job, nil)
-	if err == nil || !strings.Contains(err.Error(), "400") || !strings.Contains(err.Error(), `service "shop-g": provider "consul" needs Consul`) {
-		t.Errorf("a Consul service: %v, want a 400 naming the service and Consul", err)
+	// Nomad's API client sends a service without a provider as
+	// "consul" (its default), refused; so is one left empty, unless the
+	// servers serve such services (default_service_provider).
+	for _, p := range []string{"", "consul"} {
+		job.TaskGroups[0].Services[0].Provider = p
+		_, _, err = c.Jobs().Register(job, nil)
+		if err == nil || !strings.Contains(err.Error(), "400") || !strings.Contains(err.Error(), `service "shop-g": provider`) || !strings.Contains(err.Error(), "Consul") {
+			t.Errorf("a Consul service (provider %q): %v, want a 400 naming the service and Consul", p, err)
+		}
 	}
 }

@@ -215,26 +215,6 @@ func TestParseErrors(t *testing.T) {
 			want: `job.hcl:5:12: Duplicate target "a"`,
 		},
 		{
-			name: "task vault block",
-			src:  wrapTask("      vault {\n        policies = [\"x\"]\n      }\n"),
-			want: "job.hcl:4:7: Integration not available", detail: "The vault block needs Vault, and drover has no Vault integration",
-		},
-		{
-			name: "task identity block",
-			src:  wrapTask("      identity {\n        env = true\n      }\n"),
-			want: "job.hcl:4:7: Integration not available", detail: "needs workload identity",
-		},
-		{
-			name: "group consul block",
-			src:  "job \"j\" {\n  group \"g\" {\n    consul {\n      namespace = \"x\"\n    }\n  }\n}\n",
-			want: "job.hcl:3:5: Integration not available", detail: "no Consul integration",
-		},
-		{
-			name: "job multiregion block",
-			src:  "job \"j\" {\n  multiregion {\n  }\n}\n",
-			want: "job.hcl:2:3: Integration not available", detail: "multi-region federation",
-		},
-		{
 			name: "artifact without source",
 			src:  wrapTask("      artifact {\n        destination = \"local/\"\n      }\n"),
 			want: "job.hcl:4:7: Missing required argument", detail: "needs a source",
@@ -243,11 +223,6 @@ func TestParseErrors(t *testing.T) {
 			name: "template without destination",
 			src:  wrapTask("      template {\n        data = \"x\"\n      }\n"),
 			want: "job.hcl:4:7: Missing required argument", detail: "needs a destination",
-		},
-		{
-			name: "template change script",
-			src:  wrapTask("      template {\n        data = \"x\"\n        destination = \"local/x\"\n        change_script {\n        }\n      }\n"),
-			want: "job.hcl:7:9: Unsupported block type", detail: "no template change scripts",
 		},
 		{
 			name: "template vault_grace",

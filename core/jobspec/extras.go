@@ -1,9 +1,9 @@
 package jobspec
 
 import (
+	"fmt"
 	"math"
 	"sort"
-	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 
@@ -12,9 +12,9 @@ import (
 
 // The blocks of Nomad 1.6 and later that drover keeps as data (a job's
 // ui, a task's kind and actions, a group's scaling policy) and those it
-// parses only to refuse them at their position with the reason (devices,
-// NUMA placement, the disconnect blocks). structs' validation repeats
-// every rule for jobs sent as JSON.
+// parses as Nomad does but cannot honour (devices, NUMA placement, the
+// disconnect blocks): structs' validation refuses those at registration,
+// and Check places the refusal at the block.
 
 var (
 	uiAttrs  = []string{"description"}
@@ -47,58 +47,37 @@ func (p *parser) ui(b *hcl.Block) *structs.JobUIConfig {
 	return u
 }
 
-// The group attributes of Nomad's disconnect handling that drover does not
-// have: a node that stops heartbeating has its allocations marked lost and
-// replaced, and a client keeps its allocations running while it is cut
-// off. Their zero values ask for exactly that and are accepted.
-const (
-	whyLostAfter    = "drover marks the allocations of a node that stops heartbeating lost and does not keep them as disconnected"
-	whyStopOnClient = "drover's client does not stop its allocations when it loses its servers"
-	whyReplace      = "drover always replaces the allocations of a lost node"
-)
-
-// groupDisconnect parses a group's disconnect attributes and block into tg,
-// refusing at their position what drover cannot honour.
+// groupDisconnect parses a group's disconnect attributes and block into
+// tg; validation refuses what drover cannot honour at registration.
 func (p *parser) groupDisconnect(tg *structs.TaskGroup, attrs hcl.Attributes, b *hcl.Block) {
-	if a := attrs["max_client_disconnect"]; a != nil {
-		p.setDurationPtr(a, &tg.MaxClientDisconnect)
-		p.errorf(a.NameRange, "Unsupported argument", "max_client_disconnect is not supported: %s.", whyLostAfter)
+	gkey := fmt.Sprintf("group %q", tg.Name)
+	for _, n := range []string{"max_client_disconnect", "stop_after_client_disconnect", "prevent_reschedule_on_lost"} {
+		if a := attrs[n]; a != nil {
+			p.noteBlock(gkey+": "+n, a.NameRange)
+		}
 	}
-	if a := attrs["stop_after_client_disconnect"]; a != nil {
-		p.setDurationPtr(a, &tg.StopAfterClientDisconnect)
-		p.errorf(a.NameRange, "Unsupported argument", "stop_after_client_disconnect is not supported: %s.", whyStopOnClient)
-	}
-	if a := attrs["prevent_reschedule_on_lost"]; a != nil && p.setBool(a, &tg.PreventRescheduleOnLost) && tg.PreventRescheduleOnLost {
-		p.errorf(a.NameRange, "Unsupported argument",
-			"prevent_reschedule_on_lost = true is not supported: drover replaces the allocations of a lost node and has no disconnected state to wait in.")
-	}
+	p.setDurationPtr(attrs["max_client_disconnect"], &tg.MaxClientDisconnect)
+	p.setDurationPtr(attrs["stop_after_client_disconnect"], &tg.StopAfterClientDisconnect)
+	p.setBool(attrs["prevent_reschedule_on_lost"], &tg.PreventRescheduleOnLost)
 	if b == nil {
 		return
 	}
 	d := &structs.DisconnectStrategy{}
+	p.noteBlock(gkey+": disconnect", b.DefRange)
 	da, _ := p.content(b.Body, []string{"lost_after", "stop_on_client_after", "replace", "reconcile"}, nil)
 	if a := da["lost_after"]; a != nil && p.setDuration(a, &d.LostAfter) {
-		switch {
-		case d.LostAfter < 0:
+		if d.LostAfter < 0 {
 			p.errorf(a.Expr.Range(), "Invalid duration", "lost_after must not be negative.")
-		case d.LostAfter > 0:
-			p.errorf(a.NameRange, "Unsupported argument", "disconnect.lost_after is not supported: %s.", whyLostAfter)
 		}
 		if mcd := attrs["max_client_disconnect"]; mcd != nil {
 			p.errorf(a.NameRange, "Conflicting attributes",
 				"Set lost_after or the group's max_client_disconnect (its deprecated form, at %s), not both.", posString(mcd.NameRange))
 		}
 	}
-	if a := da["stop_on_client_after"]; a != nil {
-		p.setDurationPtr(a, &d.StopOnClientAfter)
-		p.errorf(a.NameRange, "Unsupported argument", "disconnect.stop_on_client_after is not supported: %s.", whyStopOnClient)
-	}
+	p.setDurationPtr(da["stop_on_client_after"], &d.StopOnClientAfter)
 	var replace bool
 	if a := da["replace"]; a != nil && p.setBool(a, &replace) {
 		d.Replace = &replace
-		if !replace {
-			p.errorf(a.NameRange, "Unsupported argument", "disconnect.replace = false is not supported: %s.", whyReplace)
-		}
 	}
 	if a := da["reconcile"]; a != nil && p.setString(a, &d.Reconcile) {
 		switch d.Reconcile {
@@ -243,8 +222,8 @@ func (p *parser) actions(bs hcl.Blocks) []*structs.Action {
 	return out
 }
 
-// devices parses a task's device blocks, each refused: drover has no
-// device plugins, so no node has a device to give.
+// devices parses a task's device blocks (validation refuses them: drover
+// has no device plugins, so no node has a device to give).
 func (p *parser) devices(bs hcl.Blocks) []*structs.RequestedDevice {
 	var out []*structs.RequestedDevice
 	for _, b := range bs {
@@ -253,8 +232,7 @@ func (p *parser) devices(bs hcl.Blocks) []*structs.RequestedDevice {
 		p.setIntRange(attrs["count"], 0, math.MaxInt32, func(i int64) { d.Count = uint64(i) })
 		d.Constraints = p.constraints(blocks["constraint"])
 		d.Affinities = p.affinities(blocks["affinity"])
-		p.errorf(b.DefRange, "Unsupported block type",
-			"device %q is not supported: drover has no device plugins, so no node offers devices.", d.Name)
+		p.noteBlock(fmt.Sprintf("%s: resources: device %q", p.taskKey, d.Name), b.DefRange)
 		out = append(out, d)
 	}
 	return out
@@ -262,13 +240,12 @@ func (p *parser) devices(bs hcl.Blocks) []*structs.RequestedDevice {
 
 func (p *parser) numa(b *hcl.Block) *structs.NUMAResource {
 	n := &structs.NUMAResource{Affinity: structs.NUMAAffinityNone}
+	p.noteBlock(p.taskKey+": resources: numa", b.DefRange)
 	attrs, _ := p.content(b.Body, []string{"affinity", "devices"}, nil)
 	if a := attrs["affinity"]; a != nil && p.setString(a, &n.Affinity) {
 		switch n.Affinity {
-		case structs.NUMAAffinityNone:
-		case "prefer", "require":
-			p.errorf(a.Expr.Range(), "Unsupported NUMA affinity",
-				"affinity %q is not supported: drover does not place tasks by NUMA topology (affinity = %q is accepted).", n.Affinity, structs.NUMAAffinityNone)
+		case structs.NUMAAffinityNone, "prefer", "require":
+			// prefer and require are refused at registration.
 		default:
 			p.errorf(a.Expr.Range(), "Invalid NUMA affinity", "affinity must be %q, %q or %q, got %q.", structs.NUMAAffinityNone, "prefer", "require", n.Affinity)
 		}
@@ -280,26 +257,47 @@ func (p *parser) numa(b *hcl.Block) *structs.NUMAResource {
 	return n
 }
 
-// taskKind parses a task's kind: kept, except Consul Connect's kinds.
+// taskKind parses a task's kind (Consul Connect's kinds are refused at
+// registration).
 func (p *parser) taskKind(a *hcl.Attribute, dst *string) {
 	if a == nil || !p.setString(a, dst) {
 		return
 	}
-	switch {
-	case len(*dst) > structs.MaxTaskKindBytes:
+	if len(*dst) > structs.MaxTaskKindBytes {
 		p.errorf(a.Expr.Range(), "Value too long", "kind is %d bytes; exceeds limit of %d.", len(*dst), structs.MaxTaskKindBytes)
-	case strings.HasPrefix(*dst, "connect-"):
-		p.errorf(a.Expr.Range(), "Integration not available",
-			"kind %q is a Consul Connect task kind, and drover has no Consul Connect integration: remove it.", *dst)
 	}
 }
 
 // Blocks of Nomad Enterprise or of integrations drover does not have,
 // found inside a task: refused by name with why.
 var unsupportedTaskBlocks = map[string]string{
-	"scaling":  "a task's scaling block sizes its resources with Nomad Enterprise's dynamic application sizing, which drover does not have",
 	"schedule": "a task's schedule block is Nomad Enterprise's time-based task execution, which drover does not have",
 	"secret":   "a task's secret block reads secrets from a provider (Vault or a plugin), and drover has no secrets providers",
+}
+
+// taskScaling parses a task's `scaling "cpu"|"mem"` blocks as Nomad
+// does (policies of type vertical_cpu and vertical_mem); validation
+// refuses them at registration.
+func (p *parser) taskScaling(bs hcl.Blocks) []*structs.ScalingPolicy {
+	var out []*structs.ScalingPolicy
+	for _, b := range bs {
+		name := b.Labels[0]
+		if name != "cpu" && name != "mem" {
+			p.errorf(b.LabelRanges[0], "Invalid scaling policy", "A task's scaling block is \"cpu\" or \"mem\", got %q.", name)
+			continue
+		}
+		p.noteBlock(fmt.Sprintf("%s: scaling %q", p.taskKey, name), b.DefRange)
+		s := &structs.ScalingPolicy{Enabled: true, Type: "vertical_" + name}
+		attrs, blocks := p.content(b.Body, []string{"min", "max", "enabled"}, scalingBlocks)
+		p.setBool(attrs["enabled"], &s.Enabled)
+		p.setIntRange(attrs["min"], 0, math.MaxInt32, func(i int64) { s.Min = i })
+		p.setIntRange(attrs["max"], 0, math.MaxInt32, func(i int64) { s.Max = i })
+		if pb := first(blocks, "policy"); pb != nil {
+			s.Policy = p.policyBody(pb.Body, 1)
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 func (p *parser) refuseTaskBlocks(blocks map[string]hcl.Blocks) {

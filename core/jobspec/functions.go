@@ -13,7 +13,6 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -46,6 +45,9 @@ import (
 // fileFunctions are Nomad's filesystem functions, refused when called.
 var fileFunctions = []string{"abspath", "basename", "dirname", "file", "fileexists", "fileset", "filebase64", "pathexpand", "templatefile"}
 
+// rsadecrypt is Nomad's too, refused: it decrypts PKCS #1 v1.5, a
+// padding Go deprecates, on the agent for whoever sends a job file.
+
 // precheck inspects a function's arguments before it runs.
 type precheck func(args []cty.Value) error
 
@@ -57,7 +59,7 @@ func (p *parser) functions() map[string]function.Function {
 		"parseint": stdlib.ParseIntFunc, "pow": stdlib.PowFunc, "signum": stdlib.SignumFunc,
 		// String.
 		"chomp": stdlib.ChompFunc, "lower": stdlib.LowerFunc, "upper": stdlib.UpperFunc,
-		"regex": stdlib.RegexFunc, "regexall": stdlib.RegexAllFunc, "split": stdlib.SplitFunc,
+		"split":  stdlib.SplitFunc,
 		"strrev": stdlib.ReverseFunc, "substr": stdlib.SubstrFunc, "title": stdlib.TitleFunc,
 		"trim": stdlib.TrimFunc, "trimprefix": stdlib.TrimPrefixFunc, "trimsuffix": stdlib.TrimSuffixFunc,
 		"trimspace": stdlib.TrimSpaceFunc, "strlen": stdlib.StrlenFunc,
@@ -65,24 +67,25 @@ func (p *parser) functions() map[string]function.Function {
 		"chunklist": stdlib.ChunklistFunc, "coalesce": stdlib.CoalesceFunc, "coalescelist": stdlib.CoalesceListFunc,
 		"compact": stdlib.CompactFunc, "concat": stdlib.ConcatFunc, "contains": stdlib.ContainsFunc,
 		"distinct": stdlib.DistinctFunc, "element": stdlib.ElementFunc, "flatten": stdlib.FlattenFunc,
-		"index": indexFunc, "keys": stdlib.KeysFunc, "length": lengthFunc,
-		"lookup": stdlib.LookupFunc, "merge": stdlib.MergeFunc, "reverse": stdlib.ReverseListFunc,
-		"setintersection": stdlib.SetIntersectionFunc, "setsubtract": stdlib.SetSubtractFunc,
-		"setunion": stdlib.SetUnionFunc, "slice": stdlib.SliceFunc, "sort": stdlib.SortFunc,
+		// index is element access and reverse reverses a string, as
+		// Nomad's are (go-cty's), not Terraform's.
+		"index": stdlib.IndexFunc, "keys": stdlib.KeysFunc, "length": lengthFunc,
+		"lookup": stdlib.LookupFunc, "merge": stdlib.MergeFunc, "reverse": stdlib.ReverseFunc,
+		"setintersection": stdlib.SetIntersectionFunc,
+		"setunion":        stdlib.SetUnionFunc, "slice": stdlib.SliceFunc, "sort": stdlib.SortFunc,
 		"values": stdlib.ValuesFunc, "zipmap": stdlib.ZipmapFunc,
 		// Encoding.
 		"csvdecode": stdlib.CSVDecodeFunc, "jsondecode": stdlib.JSONDecodeFunc, "jsonencode": stdlib.JSONEncodeFunc,
 		"yamlencode":   yaml.YAMLEncodeFunc,
 		"base64encode": base64EncodeFunc, "base64decode": base64DecodeFunc, "urlencode": urlEncodeFunc,
 		// Date and time.
-		"formatdate": stdlib.FormatDateFunc, "timeadd": stdlib.TimeAddFunc, "timestamp": timestampFunc,
+		"formatdate": stdlib.FormatDateFunc, "timeadd": stdlib.TimeAddFunc,
 		// Hashes and UUIDs.
 		"md5": hashFunc(md5.New), "sha1": hashFunc(sha1.New), "sha256": hashFunc(sha256.New), "sha512": hashFunc(sha512.New),
 		"uuidv4": uuidV4Func, "uuidv5": uuidV5Func,
-		// Type conversion.
-		"tobool": stdlib.MakeToFunc(cty.Bool), "tonumber": stdlib.MakeToFunc(cty.Number),
-		"tostring": stdlib.MakeToFunc(cty.String), "tolist": stdlib.MakeToFunc(cty.List(cty.DynamicPseudoType)),
-		"toset": stdlib.MakeToFunc(cty.Set(cty.DynamicPseudoType)), "tomap": stdlib.MakeToFunc(cty.Map(cty.DynamicPseudoType)),
+	}
+	for name, f := range nomadFunctions(&p.bcrypts) {
+		plain[name] = f
 	}
 	checked := map[string]struct {
 		f   function.Function
@@ -108,11 +111,21 @@ func (p *parser) functions() map[string]function.Function {
 	for _, name := range fileFunctions {
 		out[name] = refusedFunc(name)
 	}
+	out["rsadecrypt"] = function.New(&function.Spec{
+		VarParam: &function.Parameter{Name: "args", Type: cty.DynamicPseudoType, AllowNull: true, AllowDynamicType: true},
+		Type:     function.StaticReturnType(cty.String),
+		Impl: func([]cty.Value, cty.Type) (cty.Value, error) {
+			return cty.NilVal, fmt.Errorf("rsadecrypt() is not available: drover decrypts nothing in job files (PKCS #1 v1.5 is deprecated); pass the decrypted value as a variable")
+		},
+	})
 	// try and can evaluate expressions, whose own calls are guarded;
 	// convert only converts.
 	out["try"] = tryfunc.TryFunc
 	out["can"] = tryfunc.CanFunc
 	out["convert"] = typeexpr.ConvertFunc
+	for name, instead := range notNomad {
+		out[name] = notNomadFunc(name, instead)
+	}
 	return out
 }
 
@@ -473,44 +486,22 @@ func refusedFunc(name string) function.Function {
 	})
 }
 
-// indexFunc is index(list, value) as Nomad documents it: the position of
-// the first element equal to value (go-cty's IndexFunc is element access).
-var indexFunc = function.New(&function.Spec{
-	Params: []function.Parameter{
-		{Name: "list", Type: cty.DynamicPseudoType},
-		{Name: "value", Type: cty.DynamicPseudoType},
-	},
-	Type: function.StaticReturnType(cty.Number),
-	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
-		ty := args[0].Type()
-		if !(ty.IsListType() || ty.IsTupleType()) {
-			return cty.NilVal, fmt.Errorf("the first argument must be a list or tuple, not %s", ty.FriendlyName())
-		}
-		for it := args[0].ElementIterator(); it.Next(); {
-			i, el := it.Element()
-			if eq := el.Equals(args[1]); eq.IsKnown() && eq.True() {
-				return i, nil
-			}
-		}
-		return cty.NilVal, fmt.Errorf("the value is not in the list")
-	},
-})
-
-// lengthFunc is length as Nomad documents it: of a list, set, tuple, map
-// or object, or the characters of a string.
+// lengthFunc is Nomad 1.6's length: the element count of a list, set,
+// tuple, map or object. Like Nomad's, it refuses a string, so a file that
+// parses here parses under Nomad's CLI too; strlen counts characters.
 var lengthFunc = function.New(&function.Spec{
-	Params: []function.Parameter{{Name: "value", Type: cty.DynamicPseudoType, AllowDynamicType: true, AllowUnknown: true, AllowMarked: true}},
+	Params: []function.Parameter{{Name: "collection", Type: cty.DynamicPseudoType, AllowDynamicType: true, AllowUnknown: true, AllowMarked: true}},
 	Type: func(args []cty.Value) (cty.Type, error) {
 		ty := args[0].Type()
-		if ty == cty.String || ty == cty.DynamicPseudoType || ty.IsCollectionType() || ty.IsTupleType() || ty.IsObjectType() {
+		if ty == cty.DynamicPseudoType || ty.IsCollectionType() || ty.IsTupleType() || ty.IsObjectType() {
 			return cty.Number, nil
 		}
-		return cty.NilType, fmt.Errorf("the argument must be a string, collection or structural value, not %s", ty.FriendlyName())
+		if ty == cty.String {
+			return cty.NilType, function.NewArgErrorf(0, "length takes a list, set, tuple, map or object, not a string (as in Nomad); use strlen to count a string's characters")
+		}
+		return cty.NilType, function.NewArgErrorf(0, "length takes a list, set, tuple, map or object, not %s", ty.FriendlyName())
 	},
 	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
-		if args[0].Type() == cty.String {
-			return stdlib.Strlen(args[0])
-		}
 		return stdlib.Length(args[0])
 	},
 })
@@ -553,13 +544,6 @@ func hashFunc(h func() hash.Hash) function.Function {
 		return hex.EncodeToString(d.Sum(nil)), nil
 	})
 }
-
-var timestampFunc = function.New(&function.Spec{
-	Type: function.StaticReturnType(cty.String),
-	Impl: func([]cty.Value, cty.Type) (cty.Value, error) {
-		return cty.StringVal(time.Now().UTC().Format(time.RFC3339)), nil
-	},
-})
 
 var uuidV4Func = function.New(&function.Spec{
 	Type: function.StaticReturnType(cty.String),

@@ -50,6 +50,11 @@ type parser struct {
 	// jobName is the job's name (its ID when it sets none), the start of
 	// a default service name.
 	jobName string
+	// bcrypts counts the bcrypt calls of the parse (maxBcryptCalls).
+	bcrypts int
+	// taskKey is the position key of the task being parsed
+	// (`group "g": task "t"`), under which its inner blocks are noted.
+	taskKey string
 }
 
 // blockKind describes one block type a body accepts.
@@ -178,7 +183,7 @@ var (
 		"name", "type", "datacenters", "node_pool", "priority", "namespace", "region", "all_at_once", "meta",
 		"vault_token", "consul_token",
 	}
-	jobBlocks = append([]blockKind{
+	jobBlocks = []blockKind{
 		{name: "meta"},
 		{name: "constraint", many: true},
 		{name: "affinity", many: true},
@@ -190,21 +195,30 @@ var (
 		{name: "periodic"},
 		{name: "parameterized"},
 		{name: "group", labels: []string{"name"}, many: true, unique: true},
-	}, integrationKinds("vault", "consul", "multiregion")...)
+		// A task written directly in the job is a group of its own.
+		{name: "task", labels: []string{"name"}, many: true, unique: true},
+		{name: "vault"},
+		{name: "multiregion"},
+	}
 )
 
 func (p *parser) job(b *hcl.Block) *structs.Job {
 	job := &structs.Job{ID: b.Labels[0]}
 	p.blockAt[""] = b.DefRange
 	attrs, blocks := p.content(b.Body, jobAttrs, jobBlocks)
-	p.refuseIntegrations(blocks)
-
-	for _, n := range []string{"consul_token", "vault_token"} {
-		if a := attrs[n]; a != nil {
-			in := integrations[strings.TrimSuffix(n, "_token")]
-			p.errorf(a.NameRange, "Integration not available",
-				"%s is a token for %s, and drover has no %s integration: remove it.", n, in.needs, in.needs)
+	for n, dst := range map[string]*string{"consul_token": &job.ConsulToken, "vault_token": &job.VaultToken} {
+		if a := attrs[n]; a != nil && p.setString(a, dst) {
+			p.noteBlock(n, a.NameRange)
 		}
+	}
+	if mb := first(blocks, "multiregion"); mb != nil {
+		job.Multiregion = p.multiregion(mb)
+		p.noteBlock("multiregion", mb.DefRange)
+	}
+	// A job's vault block is that of each of its tasks that has none.
+	var jobVault *vaultAt
+	if vb := first(blocks, "vault"); vb != nil {
+		jobVault = &vaultAt{p.vault(vb), vb.DefRange}
 	}
 	p.setString(attrs["name"], &job.Name)
 	p.jobName = job.Name
@@ -263,10 +277,38 @@ func (p *parser) job(b *hcl.Block) *structs.Job {
 	if rb := first(blocks, "reschedule"); rb != nil {
 		jobReschedule = p.reschedule(rb, defaultReschedule(behavior))
 	}
+	// A task written directly in the job is, as in Nomad, a group of its
+	// own named after it, before the job's groups.
+	for _, tb := range blocks["task"] {
+		job.TaskGroups = append(job.TaskGroups, p.loneTask(tb, behavior, groupUpdate, jobMigrate, jobReschedule, jobVault))
+	}
 	for _, gb := range blocks["group"] {
-		job.TaskGroups = append(job.TaskGroups, p.group(gb, behavior, groupUpdate, jobMigrate, jobReschedule))
+		job.TaskGroups = append(job.TaskGroups, p.group(gb, behavior, groupUpdate, jobMigrate, jobReschedule, jobVault))
 	}
 	return job
+}
+
+// loneTask is the group of a task written directly in the job: named
+// after the task, of count 1, with the job's update, migrate, reschedule
+// and vault blocks as a group without its own would have them.
+func (p *parser) loneTask(b *hcl.Block, behavior *structs.JobTypeBehavior, jobUpdate *structs.UpdateStrategy, jobMigrate *structs.MigrateStrategy, jobReschedule *structs.ReschedulePolicy, jobVault *vaultAt) *structs.TaskGroup {
+	tg := &structs.TaskGroup{Name: b.Labels[0], Count: 1}
+	p.blockAt[fmt.Sprintf("group %q", tg.Name)] = b.DefRange
+	if jobUpdate != nil {
+		u := *jobUpdate
+		tg.Update = &u
+	}
+	if jobMigrate != nil {
+		m := *jobMigrate
+		tg.Migrate = &m
+	}
+	if jobReschedule != nil {
+		r := *jobReschedule
+		tg.ReschedulePolicy = &r
+	}
+	p.blockAt[fmt.Sprintf("group %q: task %q", tg.Name, tg.Name)] = b.DefRange
+	tg.Tasks = []*structs.Task{p.task(b, tg.Name, defaultRestart(behavior), jobVault)}
+	return tg
 }
 
 var (
@@ -277,7 +319,7 @@ var (
 	// Blocks of Nomad's group that drover does not model (network, service,
 	// scaling, …) are refused by name rather than ignored, so a job
 	// never silently loses part of its meaning.
-	groupBlocks = append([]blockKind{
+	groupBlocks = []blockKind{
 		{name: "meta"},
 		{name: "constraint", many: true},
 		{name: "affinity", many: true},
@@ -293,19 +335,30 @@ var (
 		{name: "service", many: true},
 		{name: "disconnect"},
 		{name: "scaling"},
-	}, integrationKinds("vault", "consul")...)
+		{name: "vault"},
+		{name: "consul"},
+	}
 )
 
 // group parses a group block of a job whose type declares behavior (nil:
 // unknown), whose update block is jobUpdate (nil: none, or not copied) and
 // whose migrate and reschedule blocks are jobMigrate and jobReschedule
-// (nil: none).
-func (p *parser) group(b *hcl.Block, behavior *structs.JobTypeBehavior, jobUpdate *structs.UpdateStrategy, jobMigrate *structs.MigrateStrategy, jobReschedule *structs.ReschedulePolicy) *structs.TaskGroup {
+// (nil: none), and whose vault block is jobVault (nil: none).
+func (p *parser) group(b *hcl.Block, behavior *structs.JobTypeBehavior, jobUpdate *structs.UpdateStrategy, jobMigrate *structs.MigrateStrategy, jobReschedule *structs.ReschedulePolicy, jobVault *vaultAt) *structs.TaskGroup {
 	// Count defaults to 1 when absent; an explicit 0 is kept.
 	tg := &structs.TaskGroup{Name: b.Labels[0], Count: 1}
 	p.blockAt[fmt.Sprintf("group %q", tg.Name)] = b.DefRange
 	attrs, blocks := p.content(b.Body, groupAttrs, groupBlocks)
-	p.refuseIntegrations(blocks)
+	if cb := first(blocks, "consul"); cb != nil {
+		tg.Consul = p.consul(cb)
+		p.noteBlock(fmt.Sprintf("group %q: consul", tg.Name), cb.DefRange)
+	}
+	// A group's vault block, as Nomad's parser does, is that of each of
+	// its tasks that has none (over the job's).
+	groupVault := jobVault
+	if vb := first(blocks, "vault"); vb != nil {
+		groupVault = &vaultAt{p.vault(vb), vb.DefRange}
+	}
 
 	p.setInt(attrs["count"], &tg.Count)
 	p.setDurationPtr(attrs["max_run_duration"], &tg.MaxRunDuration)
@@ -358,7 +411,7 @@ func (p *parser) group(b *hcl.Block, behavior *structs.JobTypeBehavior, jobUpdat
 	tg.Services = p.services(blocks["service"], tg.Name, "")
 	for _, tb := range blocks["task"] {
 		p.blockAt[fmt.Sprintf("group %q: task %q", tg.Name, tb.Labels[0])] = tb.DefRange
-		tg.Tasks = append(tg.Tasks, p.task(tb, tg.Name, groupRestart))
+		tg.Tasks = append(tg.Tasks, p.task(tb, tg.Name, groupRestart, groupVault))
 	}
 	return tg
 }
@@ -367,7 +420,7 @@ var (
 	taskAttrs = []string{
 		"driver", "user", "kill_timeout", "kill_signal", "leader", "meta", "env", "kind", "shutdown_delay",
 	}
-	taskBlocks = append([]blockKind{
+	taskBlocks = []blockKind{
 		{name: "config"},
 		{name: "env"},
 		{name: "meta"},
@@ -387,14 +440,42 @@ var (
 		{name: "scaling", labels: []string{"name"}, many: true},
 		{name: "schedule"},
 		{name: "secret", labels: []string{"name"}, many: true},
-	}, integrationKinds("vault", "consul", "identity")...)
+		{name: "vault"},
+		{name: "consul"},
+		{name: "identity", many: true},
+	}
 )
 
-func (p *parser) task(b *hcl.Block, group string, groupRestart structs.RestartPolicy) *structs.Task {
+// vaultAt is a group's or job's vault block and its position.
+type vaultAt struct {
+	v   *structs.Vault
+	rng hcl.Range
+}
+
+// task parses a task of group; groupRestart is the group's restart
+// policy and groupVault its vault block (nil: none).
+func (p *parser) task(b *hcl.Block, group string, groupRestart structs.RestartPolicy, groupVault *vaultAt) *structs.Task {
 	t := &structs.Task{Name: b.Labels[0]}
+	key := fmt.Sprintf("group %q: task %q", group, t.Name)
+	p.taskKey = key
 	attrs, blocks := p.content(b.Body, taskAttrs, taskBlocks)
-	p.refuseIntegrations(blocks)
 	p.refuseTaskBlocks(blocks)
+	if vb := first(blocks, "vault"); vb != nil {
+		t.Vault = p.vault(vb)
+		p.noteBlock(key+": vault", vb.DefRange)
+	} else if groupVault != nil {
+		v := *groupVault.v
+		v.Policies = append([]string(nil), v.Policies...)
+		t.Vault = &v
+		p.noteBlock(key+": vault", groupVault.rng)
+	}
+	if cb := first(blocks, "consul"); cb != nil {
+		t.Consul = p.consul(cb)
+		p.noteBlock(key+": consul", cb.DefRange)
+	}
+	if ids := blocks["identity"]; len(ids) > 0 {
+		t.Identity, t.Identities = p.identities(ids, key)
+	}
 
 	p.setString(attrs["driver"], &t.Driver)
 	p.setString(attrs["user"], &t.User)
@@ -402,6 +483,9 @@ func (p *parser) task(b *hcl.Block, group string, groupRestart structs.RestartPo
 	p.setString(attrs["kill_signal"], &t.KillSignal)
 	p.setBool(attrs["leader"], &t.Leader)
 	p.taskKind(attrs["kind"], &t.Kind)
+	if a := attrs["kind"]; a != nil {
+		p.noteBlock(key+": kind", a.NameRange)
+	}
 	p.setDuration(attrs["shutdown_delay"], &t.ShutdownDelay)
 	t.Meta = p.stringMap(attrs, blocks, "meta")
 	t.Env = p.stringMap(attrs, blocks, "env")
@@ -434,5 +518,6 @@ func (p *parser) task(b *hcl.Block, group string, groupRestart structs.RestartPo
 	t.Templates = p.templates(blocks["template"])
 	t.Services = p.services(blocks["service"], group, t.Name)
 	t.Actions = p.actions(blocks["action"])
+	t.ScalingPolicies = p.taskScaling(blocks["scaling"])
 	return t
 }

@@ -314,3 +314,50 @@ func Diagnostics(err error) hcl.Diagnostics {
 	}
 	return nil
 }
+
+// Locator places the messages of a server's refusal of a parsed job file
+// (its validation errors, which name the block they concern: `group "g":
+// task "t": vault: …`) at that block's position in the file, as `job
+// validate` places its own.
+type Locator struct {
+	job *structs.Job
+	p   *parser
+}
+
+// NewLocator parses the job file for the positions of its blocks; nil
+// when it does not parse.
+func NewLocator(filename string, src []byte, opts Options) *Locator {
+	job, p, err := parseFile(filename, src, opts)
+	if err != nil {
+		return nil
+	}
+	job.Canonicalize()
+	return &Locator{job: job, p: p}
+}
+
+// Annotate prefixes each message of text, a rendered validation error
+// (one message, or "N errors occurred:" and a "\t* message" line per
+// message), with "file:line:col: " of the block it names. A nil Locator
+// returns text unchanged.
+func (l *Locator) Annotate(text string) string {
+	if l == nil {
+		return text
+	}
+	place := func(msg string) string {
+		rng := l.p.blockFor(blockKeyOf(l.job, msg))
+		if rng.Filename == "" {
+			return msg
+		}
+		return fmt.Sprintf("%s:%d:%d: %s", rng.Filename, rng.Start.Line, rng.Start.Column, msg)
+	}
+	lines := strings.Split(text, "\n")
+	if len(lines) == 1 {
+		return place(text)
+	}
+	for i, line := range lines {
+		if m, ok := strings.CutPrefix(line, "\t* "); ok {
+			lines[i] = "\t* " + place(m)
+		}
+	}
+	return strings.Join(lines, "\n")
+}

@@ -8,19 +8,19 @@ import (
 	"github.com/drover-org/drover/core/structs"
 )
 
-// A group's or a task's service blocks and their checks (Nomad's names).
-// drover serves provider "nomad" only: a service that names no provider
-// gets Nomad's default, "consul", and is refused at its position with the
-// integration it needs, as a connect block is; so are grpc checks and the
-// Consul-only attributes. structs' validation repeats these rules for
-// jobs sent as JSON, and `job validate` places its other refusals at the
-// service's block.
+// A group's or a task's service blocks and their checks (Nomad's names),
+// parsed as Nomad parses them, Consul's blocks and attributes included
+// (connect, identity, tagged_addresses, weights, grpc checks…). drover
+// serves provider "nomad": what needs Consul is refused at registration
+// by structs' validation, which `job validate` places at the block. A
+// service that names no provider keeps Provider empty: the server
+// resolves it to its default_service_provider when the job is
+// registered.
 
 var (
 	serviceAttrs = []string{
 		"name", "port", "tags", "canary_tags", "address", "address_mode", "provider", "meta",
 		"canary_meta", "enable_tag_override", "on_update", "task",
-		// Consul's only: refused by name.
 		"tagged_addresses", "cluster", "kind",
 	}
 	serviceBlocks = []blockKind{
@@ -28,8 +28,8 @@ var (
 		{name: "check_restart"},
 		{name: "meta"},
 		{name: "canary_meta"},
-		{name: "connect", many: true},
-		{name: "identity", many: true},
+		{name: "connect"},
+		{name: "identity"},
 		{name: "tagged_addresses"},
 		{name: "weights"},
 	}
@@ -38,21 +38,10 @@ var (
 		"initial_status", "tls_server_name", "tls_skip_verify", "command", "args", "task",
 		"address_mode", "on_update", "success_before_passing", "failures_before_critical",
 		"failures_before_warning", "notes",
-		// grpc's and Consul's only: refused by name.
 		"grpc_service", "grpc_use_tls", "expose", "advertise",
 	}
-	checkBlocks        = []blockKind{{name: "check_restart"}, {name: "header"}}
-	checkRestartAttrs  = []string{"limit", "grace", "ignore_warnings"}
-	consulOnlyServices = map[string]string{
-		"tagged_addresses": "tagged addresses are Consul's",
-		"cluster":          "cluster names a Consul cluster",
-		"kind":             "kind is a Consul service kind",
-		"weights":          "weights are Consul's DNS weights",
-		"grpc_service":     "grpc checks are not run by drover's client (http, tcp and script are)",
-		"grpc_use_tls":     "grpc checks are not run by drover's client (http, tcp and script are)",
-		"expose":           "expose needs Consul Connect",
-		"notes":            "notes are Consul's",
-	}
+	checkBlocks       = []blockKind{{name: "check_restart"}, {name: "header"}}
+	checkRestartAttrs = []string{"limit", "grace", "ignore_warnings"}
 )
 
 // services parses the service blocks of a group (task "") or of a task.
@@ -69,26 +58,9 @@ func (p *parser) services(bs hcl.Blocks, group, task string) []*structs.Service 
 	return out
 }
 
-func (p *parser) refuseConsulOnly(attrs hcl.Attributes, blocks map[string]hcl.Blocks, what string) {
-	for _, name := range sortedAttrNames(attrs) {
-		if why, ok := consulOnlyServices[name]; ok {
-			p.errorf(attrs[name].NameRange, "Unsupported argument",
-				"%s of a %s block: %s, and drover has no such integration; remove it.", name, what, why)
-		}
-	}
-	for _, name := range []string{"tagged_addresses", "weights"} {
-		if b := first(blocks, name); b != nil {
-			p.errorf(b.DefRange, "Unsupported block type",
-				"%s of a %s block: %s, and drover has no Consul integration; remove it.", name, what, consulOnlyServices[name])
-		}
-	}
-}
-
 func (p *parser) service(b *hcl.Block, group, task string) *structs.Service {
 	s := &structs.Service{}
 	attrs, blocks := p.content(b.Body, serviceAttrs, serviceBlocks)
-	p.refuseIntegrations(blocks)
-	p.refuseConsulOnly(attrs, blocks, "service")
 
 	p.setString(attrs["name"], &s.Name)
 	p.setString(attrs["port"], &s.PortLabel)
@@ -108,19 +80,20 @@ func (p *parser) service(b *hcl.Block, group, task string) *structs.Service {
 	}
 	s.Meta = p.stringMap(attrs, blocks, "meta")
 	s.CanaryMeta = p.stringMap(attrs, blocks, "canary_meta")
-
-	if a := attrs["provider"]; a == nil {
-		p.errorf(b.DefRange, "Integration not available",
-			"A service without a provider is a Consul service (Nomad's default provider is \"consul\"), and drover has no Consul integration: set provider = \"nomad\".")
-	} else if p.setString(a, &s.Provider) {
-		switch s.Provider {
-		case structs.ServiceProviderNomad:
-		case structs.ServiceProviderConsul:
-			p.errorf(a.Expr.Range(), "Integration not available",
-				"provider \"consul\" needs Consul, and drover has no Consul integration: set provider = \"nomad\".")
-		default:
-			p.errorf(a.Expr.Range(), "Invalid provider", "provider is %q; drover serves provider = \"nomad\".", s.Provider)
-		}
+	s.TaggedAddresses = p.stringMap(attrs, blocks, "tagged_addresses")
+	p.setString(attrs["cluster"], &s.Cluster)
+	p.setString(attrs["kind"], &s.Kind)
+	p.setString(attrs["provider"], &s.Provider)
+	if wb := first(blocks, "weights"); wb != nil {
+		s.Weights = &structs.ServiceWeights{}
+		p.decodeTagged(wb, s.Weights)
+	}
+	if cb := first(blocks, "connect"); cb != nil {
+		s.Connect = p.connect(cb)
+	}
+	if ib := first(blocks, "identity"); ib != nil {
+		s.Identity = &structs.WorkloadIdentity{}
+		p.decodeTagged(ib, s.Identity)
 	}
 
 	name := s.Name
@@ -134,6 +107,16 @@ func (p *parser) service(b *hcl.Block, group, task string) *structs.Service {
 	where += fmt.Sprintf(": service %q", name)
 	if _, seen := p.blockAt[where]; !seen {
 		p.blockAt[where] = b.DefRange
+		for _, n := range []string{"connect", "identity", "tagged_addresses", "weights"} {
+			if nb := first(blocks, n); nb != nil {
+				p.noteBlock(where+": "+n, nb.DefRange)
+			}
+		}
+		for _, n := range []string{"tagged_addresses", "cluster", "kind", "provider"} {
+			if a := attrs[n]; a != nil {
+				p.noteBlock(where+": "+n, a.NameRange)
+			}
+		}
 	}
 
 	var restart *structs.CheckRestart
@@ -177,40 +160,21 @@ func (p *parser) checkRestart(b *hcl.Block, base *structs.CheckRestart) *structs
 func (p *parser) check(b *hcl.Block, restart *structs.CheckRestart, task string) *structs.ServiceCheck {
 	c := &structs.ServiceCheck{}
 	attrs, blocks := p.content(b.Body, checkAttrs, checkBlocks)
-	p.refuseConsulOnly(attrs, blocks, "check")
-	if a := attrs["advertise"]; a != nil && p.setString(a, &c.Advertise) {
-		p.errorf(a.NameRange, "Unsupported argument",
-			"advertise is not supported: drover's checks run against the service's address and port; remove it.")
-	}
+	p.setString(attrs["advertise"], &c.Advertise)
+	p.setString(attrs["grpc_service"], &c.GRPCService)
+	p.setBool(attrs["grpc_use_tls"], &c.GRPCUseTLS)
+	p.setBool(attrs["expose"], &c.Expose)
+	p.setString(attrs["notes"], &c.Notes)
 
 	p.setString(attrs["name"], &c.Name)
-	if a := attrs["type"]; a == nil {
-		p.errorf(b.DefRange, "Missing required argument", "A check block needs a type: \"http\", \"tcp\" or \"script\".")
-	} else if p.setString(a, &c.Type) {
-		switch c.Type {
-		case structs.ServiceCheckHTTP, structs.ServiceCheckTCP, structs.ServiceCheckScript:
-		case structs.ServiceCheckGRPC:
-			p.errorf(a.Expr.Range(), "Unsupported check type",
-				"type \"grpc\" is not supported: drover's client runs http, tcp and script checks.")
-		default:
-			p.errorf(a.Expr.Range(), "Invalid check type", "type is %q; it must be \"http\", \"tcp\" or \"script\".", c.Type)
-		}
-	}
+	p.setString(attrs["type"], &c.Type)
 	p.setString(attrs["port"], &c.PortLabel)
 	p.setString(attrs["path"], &c.Path)
 	p.setString(attrs["method"], &c.Method)
 	p.setString(attrs["body"], &c.Body)
 	p.setString(attrs["protocol"], &c.Protocol)
-	if a := attrs["interval"]; a == nil {
-		p.errorf(b.DefRange, "Missing required argument", "A check block needs an interval.")
-	} else {
-		p.setDuration(a, &c.Interval)
-	}
-	if a := attrs["timeout"]; a == nil {
-		p.errorf(b.DefRange, "Missing required argument", "A check block needs a timeout.")
-	} else {
-		p.setDuration(a, &c.Timeout)
-	}
+	p.setDuration(attrs["interval"], &c.Interval)
+	p.setDuration(attrs["timeout"], &c.Timeout)
 	p.setString(attrs["initial_status"], &c.InitialStatus)
 	p.setString(attrs["tls_server_name"], &c.TLSServerName)
 	p.setBool(attrs["tls_skip_verify"], &c.TLSSkipVerify)

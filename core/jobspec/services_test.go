@@ -46,7 +46,8 @@ func TestServiceTaskDefaultName(t *testing.T) {
 	}
 }
 
-// TestServiceErrors: each refusal at its file:line:col, from the parser.
+// TestServiceErrors: what is not valid for Nomad either is refused by the
+// parser at its file:line:col.
 func TestServiceErrors(t *testing.T) {
 	svc := func(lines ...string) string {
 		return "    service {\n" + strings.Join(lines, "") + "    }\n"
@@ -58,17 +59,6 @@ func TestServiceErrors(t *testing.T) {
 	tests := []struct {
 		name, body, want, detail string
 	}{
-		{"default provider is consul", svc("      port = \"http\"\n"), "job.hcl:3:5: Integration not available", `Nomad's default provider is "consul"`},
-		{"consul provider", svc("      provider = \"consul\"\n"), "job.hcl:4:18: Integration not available", "drover has no Consul integration"},
-		{"unknown provider", svc("      provider = \"etcd\"\n"), "job.hcl:4:18: Invalid provider", `"etcd"`},
-		{"connect", svc(nomad, "      connect {\n        native = true\n      }\n"), "job.hcl:5:7: Integration not available", "Consul Connect"},
-		{"identity", svc(nomad, "      identity {}\n"), "job.hcl:5:7: Integration not available", "workload identity"},
-		{"tagged addresses", svc(nomad, "      tagged_addresses = {}\n"), "job.hcl:5:7: Unsupported argument", "Consul's"},
-		{"grpc check", svc(nomad, check("        type = \"grpc\"\n        interval = \"10s\"\n        timeout = \"2s\"\n")), "job.hcl:6:16: Unsupported check type", "http, tcp and script"},
-		{"grpc_service", svc(nomad, check("        type = \"tcp\"\n        grpc_service = \"x\"\n        interval = \"10s\"\n        timeout = \"2s\"\n")), "job.hcl:7:9: Unsupported argument", "grpc checks"},
-		{"check without type", svc(nomad, check("        interval = \"10s\"\n        timeout = \"2s\"\n")), "job.hcl:5:7: Missing required argument", "needs a type"},
-		{"check without interval", svc(nomad, check("        type = \"tcp\"\n        timeout = \"2s\"\n")), "job.hcl:5:7: Missing required argument", "needs an interval"},
-		{"unknown check type", svc(nomad, check("        type = \"udp\"\n        interval = \"10s\"\n        timeout = \"2s\"\n")), "job.hcl:6:16: Invalid check type", `"udp"`},
 		{"bad interval", svc(nomad, check("        type = \"tcp\"\n        interval = \"soon\"\n        timeout = \"2s\"\n")), "job.hcl:7:20: ", "soon"},
 		{"unknown service attribute", svc(nomad, "      weight = 3\n"), "job.hcl:5:7: Unsupported argument", `"weight"`},
 		{"threshold out of range", svc(nomad, check("        type = \"tcp\"\n        interval = \"10s\"\n        timeout = \"2s\"\n        success_before_passing = 5000\n")), "job.hcl:9:34: Value out of range", "5000"},
@@ -124,6 +114,17 @@ func TestServiceValidation(t *testing.T) {
 			"job.hcl:3:5: Invalid job", `on_update is "never"`},
 		{"too many tags", "    service {\n" + nomad + "      tags = [" + strings.Repeat("\"a\",", 65) + "]\n    }\n",
 			"job.hcl:3:5: Invalid job", "65 tags, more than 64"},
+		// What needs Consul parses, as in Nomad, and is refused here.
+		{"consul provider", "    service {\n      provider = \"consul\"\n    }\n", "job.hcl:3:5: Invalid job", `provider "consul" needs Consul`},
+		{"unknown provider", "    service {\n      provider = \"etcd\"\n    }\n", "job.hcl:3:5: Invalid job", `provider "etcd" is unknown`},
+		{"connect", "    service {\n" + nomad + "      connect {\n        native = true\n      }\n    }\n", "job.hcl:5:7: Invalid job", `service "j-g": connect: not supported: it needs Consul Connect`},
+		{"identity", "    service {\n" + nomad + "      identity {}\n    }\n", "job.hcl:5:7: Invalid job", "identity: not supported"},
+		{"tagged addresses", "    service {\n" + nomad + "      tagged_addresses = { lan = \"10.0.0.1\" }\n    }\n", "job.hcl:5:7: Invalid job", "tagged_addresses: not supported: tagged addresses are Consul's"},
+		{"grpc check", "    service {\n" + nomad + "      port = \"http\"\n      check {\n        type = \"grpc\"\n        interval = \"10s\"\n        timeout = \"2s\"\n      }\n    }\n", "job.hcl:6:7: Invalid job", `type "grpc" is not supported`},
+		{"grpc_service", "    service {\n" + nomad + "      port = \"http\"\n      check {\n        type = \"tcp\"\n        grpc_service = \"x\"\n        interval = \"10s\"\n        timeout = \"2s\"\n      }\n    }\n", "job.hcl:6:7: Invalid job", "grpc_service is for grpc checks"},
+		{"check without type", "    service {\n" + nomad + "      port = \"http\"\n      check {\n        interval = \"10s\"\n        timeout = \"2s\"\n      }\n    }\n", "job.hcl:6:7: Invalid job", "type is required"},
+		{"check without interval", "    service {\n" + nomad + "      port = \"http\"\n      check {\n        type = \"tcp\"\n        timeout = \"2s\"\n      }\n    }\n", "job.hcl:6:7: Invalid job", "interval must be at least 1s (got 0s)"},
+		{"unknown check type", "    service {\n" + nomad + "      port = \"http\"\n      check {\n        type = \"udp\"\n        interval = \"10s\"\n        timeout = \"2s\"\n      }\n    }\n", "job.hcl:6:7: Invalid job", `type is "udp"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

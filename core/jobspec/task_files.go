@@ -1,6 +1,9 @@
 package jobspec
 
 import (
+	"fmt"
+	"time"
+
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/drover-org/drover/core/structs"
@@ -17,7 +20,8 @@ var (
 
 func (p *parser) artifacts(bs hcl.Blocks) []*structs.TaskArtifact {
 	var out []*structs.TaskArtifact
-	for _, b := range bs {
+	for i, b := range bs {
+		p.noteBlock(fmt.Sprintf("%s: artifact %d", p.taskKey, i+1), b.DefRange)
 		a := &structs.TaskArtifact{}
 		attrs, blocks := p.content(b.Body, artifactAttrs, artifactBlocks)
 		if !p.setString(attrs["source"], &a.GetterSource) {
@@ -27,14 +31,11 @@ func (p *parser) artifacts(bs hcl.Blocks) []*structs.TaskArtifact {
 		p.setString(attrs["mode"], &a.GetterMode)
 		a.GetterOptions = p.stringMap(attrs, blocks, "options")
 		a.GetterHeaders = p.stringMap(attrs, blocks, "headers")
-		if at := attrs["insecure"]; at != nil && p.setBool(at, &a.GetterInsecure) && a.GetterInsecure {
-			p.errorf(at.NameRange, "Unsupported argument",
-				"insecure = true is not supported: drover's client always verifies the TLS certificate of an artifact's server.")
-		}
-		if at := attrs["chown"]; at != nil && p.setBool(at, &a.Chown) && a.Chown {
-			p.errorf(at.NameRange, "Unsupported argument",
-				"chown = true is not supported: drover's client does not change the owner of downloaded artifacts.")
-		}
+		// insecure and chown are kept; validation refuses them at
+		// registration (drover's client always verifies TLS and does not
+		// change the owner of artifacts).
+		p.setBool(attrs["insecure"], &a.GetterInsecure)
+		p.setBool(attrs["chown"], &a.Chown)
 		out = append(out, a)
 	}
 	return out
@@ -50,7 +51,8 @@ var (
 
 func (p *parser) templates(bs hcl.Blocks) []*structs.Template {
 	var out []*structs.Template
-	for _, b := range bs {
+	for i, b := range bs {
+		p.noteBlock(fmt.Sprintf("%s: template %d", p.taskKey, i+1), b.DefRange)
 		t := &structs.Template{}
 		attrs, blocks := p.content(b.Body, templateAttrs, templateBlocks)
 		p.setString(attrs["data"], &t.EmbeddedTmpl)
@@ -81,10 +83,8 @@ func (p *parser) templates(bs hcl.Blocks) []*structs.Template {
 		p.setString(attrs["right_delimiter"], &t.RightDelim)
 		p.setBool(attrs["env"], &t.Envvars)
 		p.setBool(attrs["error_on_missing_key"], &t.ErrMissingKey)
-		if a := attrs["once"]; a != nil && p.setBool(a, &t.Once) && t.Once {
-			p.errorf(a.NameRange, "Unsupported argument",
-				"once = true is not supported: drover's client re-renders a template whenever its data changes.")
-		}
+		// once is kept; validation refuses once = true at registration.
+		p.setBool(attrs["once"], &t.Once)
 		if a := attrs["vault_grace"]; a != nil {
 			p.errorf(a.NameRange, "Unsupported argument",
 				"vault_grace needs Vault, and drover has no Vault integration; remove it.")
@@ -97,8 +97,9 @@ func (p *parser) templates(bs hcl.Blocks) []*structs.Template {
 			t.Wait = w
 		}
 		if cb := first(blocks, "change_script"); cb != nil {
-			p.errorf(cb.DefRange, "Unsupported block type",
-				"drover runs no template change scripts; use change_mode = \"restart\", \"signal\" or \"noop\".")
+			// Nomad's defaults: a 5s timeout.
+			t.ChangeScript = &structs.ChangeScript{Timeout: 5 * time.Second}
+			p.decodeTagged(cb, t.ChangeScript)
 		}
 		out = append(out, t)
 	}

@@ -54,13 +54,13 @@ func TestVariables(t *testing.T) {
 		{"validation passes", region(`variable "r" {
   default = "eu"
   validation {
-    condition     = length(var.r) == 2
+    condition     = strlen(var.r) == 2
     error_message = "two letters"
   }
 }
 `, "var.r"), Options{}, "eu"},
 		{"try falls back", region("", `try(jsondecode("{"), "fallback")`), Options{}, "fallback"},
-		{"can", region("", `can(regex("^[a-z]+$", "abc")) ? "yes" : "no"`), Options{}, "yes"},
+		{"can", region("", `can(convert("abc", number)) ? "yes" : "no"`), Options{}, "no"},
 		{"runtime reference kept beside a variable", region(decl, `"${var.r}-${node.datacenter}"`), Options{}, "from-default-${node.datacenter}"},
 	}
 	for _, tc := range tests {
@@ -80,31 +80,35 @@ func TestFunctions(t *testing.T) {
 		{`replace("a.b.c", ".", "/")`, "a/b/c"}, {`regex_replace("a1b22", "[0-9]+", "#")`, "a#b#"},
 		{`trimspace("  x ")`, "x"}, {`trimprefix("v1.2", "v")`, "1.2"}, {`trimsuffix("a.hcl", ".hcl")`, "a"},
 		{`chomp("x\n")`, "x"}, {`strrev("abc")`, "cba"}, {`substr("hello", 1, 3)`, "ell"},
-		{`indent(2, "a\nb")`, "a\n  b"}, {`split(",", "a,b")[1]`, "b"}, {`regex("[0-9]+", "ab12")`, "12"},
-		{`tostring(length("héllo"))`, "5"}, {`tostring(length([1, 2, 3]))`, "3"},
+		{`indent(2, "a\nb")`, "a\n  b"}, {`split(",", "a,b")[1]`, "b"},
+		{`format("%v", strlen("héllo"))`, "5"}, {`format("%v", length([1, 2, 3]))`, "3"},
 		{`join(",", concat(["a"], ["b"]))`, "a,b"}, {`element(["a", "b"], 3)`, "b"},
 		{`join(",", keys({b = 1, a = 2}))`, "a,b"}, {`lookup({a = "x"}, "b", "dflt")`, "dflt"},
 		{`join(",", [for s in sort(["b", "a"]) : s])`, "a,b"}, {`join(",", distinct(["a", "a"]))`, "a"},
-		{`join(",", flatten([["a"], ["b"]]))`, "a,b"}, {`tostring(contains(["a"], "a"))`, "true"},
-		{`join(",", [for i in range(3) : tostring(i)])`, "0,1,2"}, {`tostring(length(setproduct(["a", "b"], [1, 2])))`, "4"},
+		{`join(",", flatten([["a"], ["b"]]))`, "a,b"}, {`format("%v", contains(["a"], "a"))`, "true"},
+		{`join(",", [for i in range(3) : "${i}"])`, "0,1,2"}, {`format("%v", length(setproduct(["a", "b"], [1, 2])))`, "4"},
 		{`coalesce(null, "x")`, "x"}, {`join(",", compact(["a", "", "b"]))`, "a,b"}, {`jsonencode(merge({a = 1}, {b = 2}))`, `{"a":1,"b":2}`},
 		{`jsondecode("{\"a\": \"x\"}").a`, "x"}, {`yamldecode("a: [1, 2]").a[1]`, "2"}, {`yamlencode({a = "x"})`, "\"a\": \"x\"\n"},
 		{`csvdecode("a,b\n1,2")[0].b`, "2"}, {`base64encode("hi")`, "aGk="}, {`base64decode("aGk=")`, "hi"},
 		{`urlencode("a b&c")`, "a+b%26c"}, {`md5("x")`, "9dd4e461268c8034f5c8564e155c67a6"},
 		{`sha1("x")`, "11f6ad8ec52a2984abaafd7c3b516503785c2072"},
 		{`sha256("x")`, "2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881"},
-		{`tostring(length(sha512("x")))`, "128"},
-		{`uuidv5("dns", "example.com")`, "cfbff0d1-9375-5685-968c-48ce8b15ae17"}, {`tostring(length(uuidv4()))`, "36"},
+		{`format("%v", strlen(sha512("x")))`, "128"},
+		{`uuidv5("dns", "example.com")`, "cfbff0d1-9375-5685-968c-48ce8b15ae17"}, {`format("%v", strlen(uuidv4()))`, "36"},
 		{`formatdate("YYYY-MM-DD", "2030-01-02T03:04:05Z")`, "2030-01-02"}, {`timeadd("2030-01-01T00:00:00Z", "1h")`, "2030-01-01T01:00:00Z"},
-		{`tostring(can(formatdate("YYYY", timestamp())))`, "true"},
-		{`tostring(abs(-3) + ceil(1.2) + floor(1.8) + max(1, 4) + min(1, 4) + pow(2, 3) + signum(-2) + parseint("ff", 16))`, "273"},
-		{`tostring(log(8, 2))`, "3"}, {`tostring(tonumber("3") + 1)`, "4"}, {`tostring(tobool("true"))`, "true"},
-		{`join(",", tolist(toset(["a"])))`, "a"}, {`tomap({a = "x"}).a`, "x"}, {`convert(1, string)`, "1"}, {`join(",", convert(["a"], list(string)))`, "a"},
-		{`join(",", slice(["a", "b", "c"], 1, 3))`, "b,c"}, {`join(",", reverse(["a", "b"]))`, "b,a"},
-		{`join(",", values(zipmap(["k"], ["v"])))`, "v"}, {`tostring(index(["a", "b"], "b"))`, "1"},
+		{`format("%v", abs(-3) + ceil(1.2) + floor(1.8) + max(1, 4) + min(1, 4) + pow(2, 3) + signum(-2) + parseint("ff", 16))`, "273"},
+		{`format("%v", log(8, 2))`, "3"}, {`format("%v", convert("3", number) + 1)`, "4"}, {`format("%v", convert("true", bool))`, "true"},
+		{`join(",", convert(convert(["a"], set(string)), list(string)))`, "a"}, {`convert({a = "x"}, map(string)).a`, "x"}, {`convert(1, string)`, "1"}, {`join(",", convert(["a"], list(string)))`, "a"},
+		{`join(",", slice(["a", "b", "c"], 1, 3))`, "b,c"}, {`reverse("abc")`, "cba"},
+		{`join(",", values(zipmap(["k"], ["v"])))`, "v"}, {`index(["a", "b"], 1)`, "b"}, {`index(convert({k = "v"}, map(string)), "k")`, "v"},
 		{`join(",", setunion(["a"], ["b"]))`, "a,b"}, {`join(",", setintersection(["a", "b"], ["b"]))`, "b"},
-		{`tostring(length(chunklist([1, 2, 3], 2)))`, "2"}, {`join(",", coalescelist([], ["x"]))`, "x"},
-		{`join(",", regexall("[0-9]", "a1b2"))`, "1,2"},
+		{`format("%v", length(chunklist([1, 2, 3], 2)))`, "2"}, {`join(",", coalescelist([], ["x"]))`, "x"},
+		{`cidrhost("10.12.112.0/20", 16)`, "10.12.112.16"}, {`cidrhost("10.12.112.0/20", -1)`, "10.12.127.255"},
+		{`cidrhost("fd00:fd12:3456:7890::/56", 16)`, "fd00:fd12:3456:7800::10"},
+		{`cidrnetmask("172.16.0.0/12")`, "255.240.0.0"}, {`cidrsubnet("172.16.0.0/12", 4, 2)`, "172.18.0.0/16"},
+		{`cidrsubnet("10.1.2.0/24", 4, 15)`, "10.1.2.240/28"}, {`cidrsubnet("fd00:fd12:3456:7890::/56", 16, 162)`, "fd00:fd12:3456:7800:a200::/72"},
+		{`join(",", cidrsubnets("10.1.0.0/16", 4, 4, 8, 4))`, "10.1.0.0/20,10.1.16.0/20,10.1.32.0/24,10.1.48.0/20"},
+		{`substr(bcrypt("pw", 4), 0, 7)`, "$2a$04$"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.expr, func(t *testing.T) {
@@ -211,7 +215,7 @@ func TestVariableErrors(t *testing.T) {
 		{name: "validation message at its condition", src: region(`variable "r" {
   default = "toolong"
   validation {
-    condition     = length(var.r) <= 3
+    condition     = strlen(var.r) <= 3
     error_message = "At most three letters."
   }
 }
@@ -241,6 +245,18 @@ func TestVariableErrors(t *testing.T) {
 			want: []string{`-var "l":1:`}},
 		{name: "bad env syntax", src: region("variable \"l\" {\n  type = list(number)\n}\n", `join("", var.l)`), opts: Options{Env: []string{"NOMAD_VAR_l=[x"}},
 			want: []string{`the environment variable NOMAD_VAR_l:1:`}},
+		{name: "length of a string, as Nomad refuses it", src: region("", `"${length("abc")}"`),
+			want: []string{`job.hcl:2:23: Invalid function argument`, "not a string (as in Nomad); use strlen"}},
+		{name: "a Terraform function Nomad lacks", src: region("", `tostring(1)`),
+			want: []string{`job.hcl:2:12: Error in function call`, `tostring() is not one of Nomad's job file functions, so a file using it would not parse with Nomad's CLI: use convert(value, string)`}},
+		{name: "timestamp", src: region("", `timestamp()`), want: []string{"a job file cannot depend on when it is parsed"}},
+		{name: "reverse of a list, as Nomad refuses it", src: region("", `join(",", reverse(["a", "b"]))`), want: []string{"Invalid function argument"}},
+		{name: "rsadecrypt", src: region("", `rsadecrypt("x", "y")`), want: []string{"rsadecrypt() is not available"}},
+		{name: "bcrypt cost", src: region("", `bcrypt("pw", 20)`), want: []string{"cost must be a whole number from 4 to 12"}},
+		{name: "bcrypt calls bounded", src: region("", `join(",", [for i in range(17) : bcrypt("x", 4)])`), want: []string{"a job file may call bcrypt at most 16 times"}},
+		{name: "cidrsubnet out of range", src: region("", `cidrsubnet("10.0.0.0/24", 4, 16)`), want: []string{"prefix extension of 4 bits has no subnet number 16"}},
+		{name: "cidrsubnets out of space", src: region("", `join(",", cidrsubnets("10.0.0.0/30", 1, 1, 1))`), want: []string{"not enough remaining address space"}},
+		{name: "length of a number", src: region("", `"${length(3)}"`), want: []string{"length takes a list, set, tuple, map or object, not number"}},
 		{name: "two problems", src: region("variable \"a\" {}\nvariable \"b\" {}\n", `"${var.a}${var.b}"`),
 			want: []string{"job.hcl:1:1: Missing value for variable", "job.hcl:2:1: Missing value for variable"}},
 	}
@@ -269,7 +285,7 @@ func TestSensitiveNeverShown(t *testing.T) {
   type      = string
   sensitive = true
   validation {
-    condition     = length(var.token) > 20
+    condition     = strlen(var.token) > 20
     error_message = "The token ${var.token} is too short."
   }
 }

@@ -115,6 +115,9 @@ func (ep Jobs) prepare(in *structs.Job) (*structs.Job, error) {
 	// Stable is earned by a successful deployment, never submitted.
 	job.Stable = false
 	job.Canonicalize()
+	if err := ep.resolveServiceProviders(job); err != nil {
+		return nil, err
+	}
 	if err := job.Validate(); err != nil {
 		return nil, err
 	}

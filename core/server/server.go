@@ -98,6 +98,10 @@ type Config struct {
 	// place; the rest stay queued for a follow-up eval (default
 	// DefaultMaxAllocsPerEval).
 	MaxAllocsPerEval int
+	// DefaultServiceProvider is the provider given to a registered job's
+	// services that name none: "consul" (Nomad's, the default), which
+	// drover refuses, or "nomad" (job_validate.go).
+	DefaultServiceProvider string
 	// KnownDrivers lists drivers accepted at submit time in addition to
 	// those fingerprinted on registered nodes.
 	KnownDrivers []string

@@ -118,6 +118,22 @@ func TestUpdateServicesAndLookup(t *testing.T) {
 	if len(got.Checks[0].Output) != structs.MaxCheckOutputBytes {
 		t.Errorf("check output kept %d bytes, want %d", len(got.Checks[0].Output), structs.MaxCheckOutputBytes)
 	}
+	// A listing (templates' services, nomadServices) answers every
+	// service of the namespace.
+	all, err := s.Services().Lookup(ctx, &structs.ServiceLookupArgs{NodeID: n.ID, SecretID: n.SecretID, Namespace: structs.DefaultNamespace, All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, r := range all.Services {
+		names[r.ServiceName] = true
+	}
+	if len(all.Services) != 2 || !names["web"] || !names["api"] {
+		t.Errorf("listing = %+v, want web and api", all.Services)
+	}
+	if _, err := s.Services().Lookup(ctx, &structs.ServiceLookupArgs{NodeID: n.ID, SecretID: n.SecretID}); !errors.Is(err, structs.ErrInvalid) {
+		t.Errorf("lookup without a name or All: %v, want invalid", err)
+	}
 	if _, err := s.Services().Lookup(ctx, &structs.ServiceLookupArgs{NodeID: n.ID, SecretID: "bad", ServiceName: "web"}); !errors.Is(err, structs.ErrPermissionDenied) {
 		t.Errorf("lookup with a wrong secret: %v", err)
 	}

@@ -32,19 +32,30 @@ type Job struct {
 	Payload                  []byte                  `codec:",omitempty" bound:"payload"`
 	Meta                     map[string]string       `codec:",omitempty"`
 	UI                       *JobUIConfig            `codec:",omitempty"`
-	Stop                     bool                    `codec:",omitempty"`
-	Status                   string                  `codec:",omitempty" bound:"id"`
-	StatusDescription        string                  `codec:",omitempty"`
-	Stable                   bool                    `codec:",omitempty"`
-	Version                  uint64                  `codec:",omitempty"`
-	SubmitTime               int64                   `codec:",omitempty"`
-	CreateIndex              uint64                  `codec:",omitempty"`
-	ModifyIndex              uint64                  `codec:",omitempty"`
-	JobModifyIndex           uint64                  `codec:",omitempty"`
+	// Multiregion, VaultToken and ConsulToken are parsed as Nomad parses
+	// them and refused at registration (job_integrations.go).
+	Multiregion       *Multiregion `codec:",omitempty"`
+	VaultToken        string       `codec:",omitempty" bound:"id"`
+	ConsulToken       string       `codec:",omitempty" bound:"id"`
+	Stop              bool         `codec:",omitempty"`
+	Status            string       `codec:",omitempty" bound:"id"`
+	StatusDescription string       `codec:",omitempty"`
+	Stable            bool         `codec:",omitempty"`
+	Version           uint64       `codec:",omitempty"`
+	SubmitTime        int64        `codec:",omitempty"`
+	CreateIndex       uint64       `codec:",omitempty"`
+	ModifyIndex       uint64       `codec:",omitempty"`
+	JobModifyIndex    uint64       `codec:",omitempty"`
 	// TypeBehavior is the declaration of the plugin serving Type when this
 	// version was registered, copied in by the leader (a submitted value
 	// is replaced). It is drover's, not Nomad's.
 	TypeBehavior *JobTypeBehavior `codec:",omitempty" bound:"-"`
+	// DefaultServiceProvider is the servers' default_service_provider
+	// when this version was registered, stamped by the server (a
+	// submitted value is replaced): with "nomad", the services that named
+	// no provider are drover's, and the templates' Consul catalogue
+	// functions (service, services) read drover's catalogue. Drover's.
+	DefaultServiceProvider string `codec:",omitempty" bound:"id"`
 }
 
 // TaskGroup is a set of tasks placed together on one node.
@@ -68,6 +79,8 @@ type TaskGroup struct {
 	Services         []*Service                `codec:",omitempty"`
 	Scaling          *ScalingPolicy            `codec:",omitempty"`
 	Disconnect       *DisconnectStrategy       `codec:",omitempty"`
+	// Consul is parsed as Nomad parses it and refused at registration.
+	Consul *Consul `codec:",omitempty"`
 	// The deprecated forms of Disconnect's fields, kept for job files
 	// that still use them.
 	MaxClientDisconnect       *time.Duration `codec:",omitempty"`
@@ -103,6 +116,16 @@ type Task struct {
 	Services        []*Service           `codec:",omitempty"`
 	Kind            string               `codec:",omitempty" bound:"bytes=MaxTaskKindBytes"`
 	Actions         []*Action            `codec:",omitempty" bound:"max=MaxActionsPerTask"`
+	// Vault, Consul, Identity and Identities are parsed as Nomad parses
+	// them and refused at registration (job_integrations.go).
+	// ScalingPolicies are the task's `scaling "cpu"|"mem"` blocks (Nomad
+	// Enterprise's dynamic application sizing), parsed as Nomad parses
+	// them and refused at registration.
+	ScalingPolicies []*ScalingPolicy    `codec:",omitempty"`
+	Vault           *Vault              `codec:",omitempty"`
+	Consul          *Consul             `codec:",omitempty"`
+	Identity        *WorkloadIdentity   `codec:",omitempty"`
+	Identities      []*WorkloadIdentity `codec:",omitempty"`
 }
 
 // Resources asked by a task, in MHz and MB.

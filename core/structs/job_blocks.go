@@ -160,20 +160,21 @@ func (tg *TaskGroup) canonicalizeBlocks(job *Job) {
 // validateBlocks checks a group's disconnect, scaling and related
 // attributes. What drover cannot honour is refused by name with why.
 func (tg *TaskGroup) validateBlocks(l *errList, where string) {
+	tg.validateIntegrations(l, where)
 	if tg.MaxClientDisconnect != nil {
 		if tg.Disconnect != nil && tg.Disconnect.LostAfter != 0 {
 			l.add("%s: max_client_disconnect and disconnect.lost_after must not both be set (max_client_disconnect is the deprecated form of lost_after)", where)
 		}
-		l.add("%s: max_client_disconnect is not supported: drover marks the allocations of a node that stops heartbeating lost and does not keep them as disconnected", where)
+		l.add("%s: max_client_disconnect: not supported: drover marks the allocations of a node that stops heartbeating lost and does not keep them as disconnected", where)
 	}
 	if tg.StopAfterClientDisconnect != nil {
 		if tg.Disconnect != nil && tg.Disconnect.StopOnClientAfter != nil {
 			l.add("%s: stop_after_client_disconnect and disconnect.stop_on_client_after must not both be set (stop_after_client_disconnect is the deprecated form of stop_on_client_after)", where)
 		}
-		l.add("%s: stop_after_client_disconnect is not supported: drover's client does not stop its allocations when it loses its servers", where)
+		l.add("%s: stop_after_client_disconnect: not supported: drover's client does not stop its allocations when it loses its servers", where)
 	}
 	if tg.PreventRescheduleOnLost {
-		l.add("%s: prevent_reschedule_on_lost is not supported: drover replaces the allocations of a lost node and has no disconnected state to wait in", where)
+		l.add("%s: prevent_reschedule_on_lost: not supported: drover replaces the allocations of a lost node and has no disconnected state to wait in", where)
 	}
 	if d := tg.Disconnect; d != nil {
 		w := where + ": disconnect"
@@ -186,13 +187,13 @@ func (tg *TaskGroup) validateBlocks(l *errList, where string) {
 		if d.LostAfter < 0 {
 			l.add("%s: lost_after must not be negative", w)
 		} else if d.LostAfter > 0 {
-			l.add("%s: lost_after is not supported: drover marks the allocations of a node that stops heartbeating lost and does not keep them as disconnected", w)
+			l.add("%s: lost_after: not supported: drover marks the allocations of a node that stops heartbeating lost and does not keep them as disconnected", w)
 		}
 		if d.StopOnClientAfter != nil {
-			l.add("%s: stop_on_client_after is not supported: drover's client does not stop its allocations when it loses its servers", w)
+			l.add("%s: stop_on_client_after: not supported: drover's client does not stop its allocations when it loses its servers", w)
 		}
 		if d.Replace != nil && !*d.Replace {
-			l.add("%s: replace = false is not supported: drover always replaces the allocations of a lost node", w)
+			l.add("%s: replace: false is not supported: drover always replaces the allocations of a lost node", w)
 		}
 	}
 	if s := tg.Scaling; s != nil {
@@ -247,8 +248,9 @@ func (tg *TaskGroup) CheckScaleCount(count int64) error {
 // cannot provide. Their sizes are bounded by their fields' bound tags
 // (CheckBounds).
 func (t *Task) validateBlocks(l *errList, where string) {
+	t.validateIntegrations(l, where)
 	if strings.HasPrefix(t.Kind, "connect-") {
-		l.add("%s: kind %q is a Consul Connect task kind, and drover has no Consul Connect integration", where, t.Kind)
+		l.add("%s: kind: %q is a Consul Connect task kind, and drover has no Consul Connect integration; remove it", where, t.Kind)
 	}
 	{
 		seen := map[string]bool{}
@@ -284,13 +286,13 @@ func (t *Task) validateBlocks(l *errList, where string) {
 				l.add("%s: resources: device %d: missing name", where, i+1)
 				continue
 			}
-			l.add("%s: resources: device %q is not supported: drover has no device plugins, so no node offers devices", where, d.Name)
+			l.add("%s: resources: device %q: not supported: drover has no device plugins, so no node offers devices", where, d.Name)
 		}
 	}
 	if n := r.NUMA; n != nil && n.Affinity != NUMAAffinityNone && n.Affinity != "" {
 		switch n.Affinity {
 		case "prefer", "require":
-			l.add("%s: resources: numa affinity %q is not supported: drover does not place tasks by NUMA topology (affinity = %q is)", where, n.Affinity, NUMAAffinityNone)
+			l.add("%s: resources: numa: affinity %q is not supported: drover does not place tasks by NUMA topology (affinity = %q is)", where, n.Affinity, NUMAAffinityNone)
 		default:
 			l.add("%s: resources: numa affinity must be %q, %q or %q (got %q)", where, NUMAAffinityNone, "prefer", "require", n.Affinity)
 		}

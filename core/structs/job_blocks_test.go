@@ -30,7 +30,7 @@ func TestValidateBlocks(t *testing.T) {
 		}, ""},
 		{"device", func(j *Job) {
 			j.TaskGroups[0].Tasks[0].Resources = &Resources{Devices: []*RequestedDevice{{Name: "nvidia/gpu"}}}
-		}, `group "g": task "t": resources: device "nvidia/gpu" is not supported: drover has no device plugins`},
+		}, `group "g": task "t": resources: device "nvidia/gpu": not supported: drover has no device plugins`},
 		{"device without a name", func(j *Job) {
 			j.TaskGroups[0].Tasks[0].Resources = &Resources{Devices: []*RequestedDevice{{}}}
 		}, "resources: device 1: missing name"},
@@ -39,7 +39,7 @@ func TestValidateBlocks(t *testing.T) {
 		}, "Resources.Devices: 17 entries; exceeds limit MaxDevicesPerTask (16)"},
 		{"numa prefer", func(j *Job) {
 			j.TaskGroups[0].Tasks[0].Resources = &Resources{NUMA: &NUMAResource{Affinity: "prefer"}}
-		}, `numa affinity "prefer" is not supported`},
+		}, `numa: affinity "prefer" is not supported`},
 		{"numa devices", func(j *Job) {
 			j.TaskGroups[0].Tasks[0].Resources = &Resources{NUMA: &NUMAResource{Devices: make([]string, MaxDevicesPerTask+1)}}
 		}, "Resources.NUMA.Devices: 17 entries; exceeds limit MaxDevicesPerTask (16)"},
@@ -52,16 +52,16 @@ func TestValidateBlocks(t *testing.T) {
 		{"secrets negative", func(j *Job) {
 			j.TaskGroups[0].Tasks[0].Resources = &Resources{SecretsMB: -1}
 		}, "resources: secrets must be between 0 and"},
-		{"max_client_disconnect", func(j *Job) { j.TaskGroups[0].MaxClientDisconnect = &dur }, `group "g": max_client_disconnect is not supported`},
+		{"max_client_disconnect", func(j *Job) { j.TaskGroups[0].MaxClientDisconnect = &dur }, `group "g": max_client_disconnect: not supported`},
 		{"both lost_after forms", func(j *Job) {
 			j.TaskGroups[0].MaxClientDisconnect = &dur
 			j.TaskGroups[0].Disconnect = &DisconnectStrategy{LostAfter: dur}
 		}, "max_client_disconnect and disconnect.lost_after must not both be set"},
-		{"stop_after_client_disconnect", func(j *Job) { j.TaskGroups[0].StopAfterClientDisconnect = &dur }, "stop_after_client_disconnect is not supported"},
-		{"prevent_reschedule_on_lost", func(j *Job) { j.TaskGroups[0].PreventRescheduleOnLost = true }, "prevent_reschedule_on_lost is not supported"},
-		{"lost_after", func(j *Job) { j.TaskGroups[0].Disconnect = &DisconnectStrategy{LostAfter: dur} }, "disconnect: lost_after is not supported"},
-		{"stop_on_client_after", func(j *Job) { j.TaskGroups[0].Disconnect = &DisconnectStrategy{StopOnClientAfter: &dur} }, "disconnect: stop_on_client_after is not supported"},
-		{"replace false", func(j *Job) { j.TaskGroups[0].Disconnect = &DisconnectStrategy{Replace: &no} }, "disconnect: replace = false is not supported"},
+		{"stop_after_client_disconnect", func(j *Job) { j.TaskGroups[0].StopAfterClientDisconnect = &dur }, "stop_after_client_disconnect: not supported"},
+		{"prevent_reschedule_on_lost", func(j *Job) { j.TaskGroups[0].PreventRescheduleOnLost = true }, "prevent_reschedule_on_lost: not supported"},
+		{"lost_after", func(j *Job) { j.TaskGroups[0].Disconnect = &DisconnectStrategy{LostAfter: dur} }, "disconnect: lost_after: not supported"},
+		{"stop_on_client_after", func(j *Job) { j.TaskGroups[0].Disconnect = &DisconnectStrategy{StopOnClientAfter: &dur} }, "disconnect: stop_on_client_after: not supported"},
+		{"replace false", func(j *Job) { j.TaskGroups[0].Disconnect = &DisconnectStrategy{Replace: &no} }, "disconnect: replace: false is not supported"},
 		{"bad reconcile", func(j *Job) { j.TaskGroups[0].Disconnect = &DisconnectStrategy{Reconcile: "newest"} }, `disconnect: reconcile must be "best_score"`},
 		{"scaling min above max", func(j *Job) { j.TaskGroups[0].Scaling = &ScalingPolicy{Min: 3, Max: 2} }, "scaling: min (3) must not be greater than max (2)"},
 		{"count above max", func(j *Job) {
@@ -94,13 +94,13 @@ func TestValidateBlocks(t *testing.T) {
 		}, "Actions[0].Args[0]: 4097 bytes; exceeds limit MaxActionArgBytes (4096)"},
 		{"artifact insecure", func(j *Job) {
 			j.TaskGroups[0].Tasks[0].Artifacts = []*TaskArtifact{{GetterSource: "https://x/a", GetterInsecure: true}}
-		}, "artifact 1: insecure is not supported"},
+		}, "artifact 1: insecure: not supported"},
 		{"artifact chown", func(j *Job) {
 			j.TaskGroups[0].Tasks[0].Artifacts = []*TaskArtifact{{GetterSource: "https://x/a", Chown: true}}
-		}, "artifact 1: chown is not supported"},
+		}, "artifact 1: chown: not supported"},
 		{"template once", func(j *Job) {
 			j.TaskGroups[0].Tasks[0].Templates = []*Template{{EmbeddedTmpl: "x", DestPath: "local/x", Once: true}}
-		}, "template 1: once is not supported"},
+		}, "template 1: once: not supported"},
 		{"network dns", func(j *Job) {
 			j.TaskGroups[0].Networks = []*NetworkResource{{Mode: "host", DNS: &DNSConfig{Servers: []string{"1.1.1.1"}}}}
 		}, "network 1: dns is not supported"},

@@ -27,14 +27,21 @@ type Service struct {
 	Checks            []*ServiceCheck   `codec:",omitempty"`
 	Meta              map[string]string `codec:",omitempty"`
 	CanaryMeta        map[string]string `codec:",omitempty"`
-	// Provider is "nomad"; "consul" (the default in Nomad) is refused
-	// at submit: drover has no Consul integration.
+	// Provider is "nomad"; "consul" is refused at submit. Empty (a
+	// block naming none) is the cluster's default, which the server
+	// resolves at registration (server.default_service_provider).
 	Provider string `codec:",omitempty" bound:"id"`
 	// OnUpdate is "require_healthy", "ignore_warnings" or "ignore".
 	OnUpdate string `codec:",omitempty" bound:"id"`
-	// Connect is Consul Connect's block, kept only so that a job sent as
-	// JSON with one is refused rather than silently losing it.
-	Connect map[string]any `codec:",omitempty" bound:"blob"`
+	// Connect, Identity, TaggedAddresses, Cluster, Kind and Weights are
+	// Consul's, parsed as Nomad parses them and refused at registration
+	// (job_integrations.go).
+	Connect         *ConsulConnect    `codec:",omitempty"`
+	Identity        *WorkloadIdentity `codec:",omitempty"`
+	TaggedAddresses map[string]string `codec:",omitempty"`
+	Cluster         string            `codec:",omitempty" bound:"id"`
+	Kind            string            `codec:",omitempty" bound:"id"`
+	Weights         *ServiceWeights   `codec:",omitempty"`
 	// CheckRestart is the service's check_restart, which Canonicalize
 	// lays under each check's own and then clears: the checks hold it.
 	CheckRestart *CheckRestart `codec:",omitempty"`
@@ -80,6 +87,11 @@ type ServiceCheck struct {
 	// Advertise is Nomad's address a check advertises; drover's checks
 	// run against the service's address, so a check setting it is refused.
 	Advertise string `codec:",omitempty"`
+	// GRPCUseTLS, Expose and Notes are Consul's (grpc checks, Connect's
+	// expose, a check's notes): kept as parsed, refused at registration.
+	GRPCUseTLS bool   `codec:",omitempty"`
+	Expose     bool   `codec:",omitempty"`
+	Notes      string `codec:",omitempty"`
 }
 
 // DefaultCheckRestartGrace is Nomad's check_restart grace when a block
@@ -260,8 +272,11 @@ type ServiceLookupArgs struct {
 	SecretID    string
 	Namespace   string
 	ServiceName string
-	MinIndex    uint64
-	MaxWait     time.Duration
+	// All asks for every registration of Namespace (ServiceName is
+	// ignored): the service listings of templates.
+	All      bool
+	MinIndex uint64
+	MaxWait  time.Duration
 }
 
 // ServiceLookupReply: the registrations of the service, sorted by ID,

@@ -43,8 +43,7 @@ func (tg *TaskGroup) canonicalizeServices(jobName string) {
 }
 
 // Canonicalize fills a service's defaults: its name from the job, group
-// and task (task is "" for a group's service), provider "consul" (Nomad's
-// default, which drover refuses), address_mode "auto", on_update
+// and task (task is "" for a group's service), address_mode "auto", on_update
 // "require_healthy", and each check's name, address mode, on_update (the
 // service's), task, check_restart (the service's under the check's own),
 // and an http check's protocol and method. A task's
@@ -56,9 +55,6 @@ func (s *Service) Canonicalize(job, group, task string) {
 	}
 	if task != "" {
 		s.TaskName = task
-	}
-	if s.Provider == "" {
-		s.Provider = ServiceProviderConsul
 	}
 	if s.AddressMode == "" {
 		s.AddressMode = AddressModeAuto
@@ -243,14 +239,16 @@ func validOnUpdate(s string) bool {
 func (s *Service) validate(l *errList, w, task string, ports, tasks map[string]bool) {
 	switch s.Provider {
 	case ServiceProviderNomad:
-	case ServiceProviderConsul, "":
+	case "":
+		// The cluster's default provider, which the server resolves at
+		// registration (Nomad's is "consul"; drover's servers may be
+		// configured to serve such services themselves).
+	case ServiceProviderConsul:
 		l.add("%s: provider \"consul\" needs Consul, and drover has no Consul integration: set provider = \"nomad\" (Nomad's native service discovery)", w)
 	default:
 		l.add("%s: provider %q is unknown; drover serves provider \"nomad\"", w, s.Provider)
 	}
-	if s.Connect != nil {
-		l.add("%s: connect needs Consul Connect, and drover has no Consul integration: remove the connect block", w)
-	}
+	s.validateIntegrations(l, w)
 	switch {
 	case s.Name == "":
 		l.add("%s: name is required", w)
@@ -362,6 +360,15 @@ func (c *ServiceCheck) validate(l *errList, w string, s *Service, task string, p
 	}
 	if c.GRPCService != "" && c.Type != ServiceCheckGRPC {
 		l.add("%s: grpc_service is for grpc checks, which drover does not run", w)
+	}
+	if c.GRPCUseTLS && c.Type != ServiceCheckGRPC {
+		l.add("%s: grpc_use_tls is for grpc checks, which drover does not run", w)
+	}
+	if c.Expose {
+		l.add("%s: expose: not supported: it needs Consul Connect, and drover has no Consul integration; remove it", w)
+	}
+	if c.Notes != "" {
+		l.add("%s: notes: not supported: a check's notes are Consul's; remove it", w)
 	}
 	validateCheckDuration(l, w, "interval", c.Interval, MinCheckInterval)
 	validateCheckDuration(l, w, "timeout", c.Timeout, MinCheckTimeout)

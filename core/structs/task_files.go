@@ -53,6 +53,18 @@ type Template struct {
 	// Once (render once, never re-render) is Nomad's; drover's client
 	// re-renders on every change, so a job setting it is refused.
 	Once bool `codec:",omitempty"`
+	// ChangeScript is the script change_mode = "script" runs, parsed as
+	// Nomad parses it; drover runs no change scripts, so a job with one
+	// is refused at registration.
+	ChangeScript *ChangeScript `codec:",omitempty"`
+}
+
+// ChangeScript is a template's change_script block.
+type ChangeScript struct {
+	Command     string        `codec:",omitempty" hcl:"command"`
+	Args        []string      `codec:",omitempty" hcl:"args"`
+	Timeout     time.Duration `codec:",omitempty" hcl:"timeout"`
+	FailOnError bool          `codec:",omitempty" hcl:"fail_on_error"`
 }
 
 // TemplateWait is a template's wait block: how long a re-render waits for
@@ -152,10 +164,10 @@ func (t *Task) validateFiles(l *errList, where string) {
 			l.add("%s: destination %q escapes the allocation directory (it is relative to the task directory)", w, a.RelativeDest)
 		}
 		if a.GetterInsecure {
-			l.add("%s: insecure is not supported: drover's client always verifies the TLS certificate of an artifact's server", w)
+			l.add("%s: insecure: not supported: drover's client always verifies the TLS certificate of an artifact's server", w)
 		}
 		if a.Chown {
-			l.add("%s: chown is not supported: drover's client does not change the owner of downloaded artifacts", w)
+			l.add("%s: chown: not supported: drover's client does not change the owner of downloaded artifacts", w)
 		}
 	}
 	dests := map[string]int{}
@@ -166,7 +178,7 @@ func (t *Task) validateFiles(l *errList, where string) {
 			continue
 		}
 		if tm.Once {
-			l.add("%s: once is not supported: drover's client re-renders a template whenever its data changes", w)
+			l.add("%s: once: not supported: drover's client re-renders a template whenever its data changes", w)
 		}
 		switch {
 		case tm.SourcePath == "" && tm.EmbeddedTmpl == "":
@@ -199,6 +211,9 @@ func (t *Task) validateFiles(l *errList, where string) {
 			l.add("%s: change_mode %q is not supported (drover runs no change scripts); use restart, signal or noop", w, tm.ChangeMode)
 		default:
 			l.add("%s: change_mode is %q, must be one of restart, signal, noop", w, tm.ChangeMode)
+		}
+		if tm.ChangeScript != nil {
+			l.add("%s: change_script: not supported: drover runs no template change scripts; use change_mode \"restart\", \"signal\" or \"noop\"", w)
 		}
 		if tm.Splay < 0 {
 			l.add("%s: splay must not be negative", w)

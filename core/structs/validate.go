@@ -217,6 +217,7 @@ func (j *Job) Validate() error {
 	validateSpreads(&l, "job", j.Spreads)
 	j.validateTypeRules(&l)
 	j.UI.validate(&l)
+	j.validateIntegrations(&l)
 	if j.Periodic != nil {
 		j.Periodic.validate(&l)
 	}

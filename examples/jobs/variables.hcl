@@ -7,7 +7,7 @@ variable "greeting" {
   default     = "hello"
   description = "What each task says."
   validation {
-    condition     = length(var.greeting) > 0 && length(var.greeting) <= 40
+    condition     = strlen(var.greeting) > 0 && strlen(var.greeting) <= 40
     error_message = "The greeting must be 1 to 40 characters."
   }
 }

@@ -53,13 +53,37 @@ const (
 // MinIndex); the client fills in the node's credentials.
 type ServiceLookupFunc func(ctx context.Context, args *structs.ServiceLookupArgs) (*structs.ServiceLookupReply, error)
 
-// serviceDep is one `nomadService` query of a task's templates.
+// serviceDep is one service query of a task's templates: nomadService,
+// or (with the job's services drover's) Consul's service, or a listing
+// (nomadServices, services).
 type serviceDep struct {
 	d         dep.Dependency
 	name, tag string
+	// all: a listing of every service of the namespace (name is "").
+	all       bool
 	namespace string
 	index     uint64
-	value     []*dep.NomadService
+	// convert turns the registrations into what the template function
+	// returns.
+	convert func([]*structs.ServiceRegistration) any
+	value   any
+}
+
+// lookupArgs is the lookup of sd, blocking from minIndex (0: not).
+func (sd *serviceDep) lookupArgs(minIndex uint64) *structs.ServiceLookupArgs {
+	a := &structs.ServiceLookupArgs{Namespace: sd.namespace, ServiceName: sd.name, All: sd.all}
+	if minIndex > 0 {
+		a.MinIndex, a.MaxWait = minIndex, serviceLookupWait
+	}
+	return a
+}
+
+// what names sd in logs and errors.
+func (sd *serviceDep) what() string {
+	if sd.all {
+		return "the service listing"
+	}
+	return fmt.Sprintf("service %q", sd.name)
 }
 
 // Renderer renders one task's templates and keeps what it needs
@@ -72,7 +96,11 @@ type Renderer struct {
 	envList           []string
 	lookup            ServiceLookupFunc // nil: nomadService is refused
 	namespace         string
-	logger            hclog.Logger
+	// consul: Consul's catalogue functions (service, services) read
+	// drover's catalogue (the job's services with no provider are
+	// drover's: server.default_service_provider = "nomad").
+	consul bool
+	logger hclog.Logger
 
 	mu       sync.Mutex
 	budget   renderBudget // the current execution's (mu held)
@@ -96,6 +124,16 @@ func NewRenderer(allocDir, taskDir string, tmpls []*structs.Template, env map[st
 		lookup: lookup, namespace: namespace, logger: logger,
 		brain: template.NewBrain(), deps: map[string]*serviceDep{},
 	}
+}
+
+// ReadConsulFromCatalogue makes the templates' Consul catalogue functions
+// (`service "name"`, `services`) read drover's catalogue, as they read
+// Consul's in Nomad: for a job whose services that name no provider are
+// drover's (Job.DefaultServiceProvider "nomad"). Call before rendering.
+func (r *Renderer) ReadConsulFromCatalogue() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.consul = true
 }
 
 // renderTemplates renders each template into the task's directory with the
@@ -274,10 +312,57 @@ func (r *Renderer) track(d dep.Dependency) (*serviceDep, error) {
 	if sd, ok := r.deps[d.String()]; ok {
 		return sd, nil
 	}
-	q, ok := d.(*dep.NomadServiceQuery)
-	if !ok || r.lookup == nil {
-		return nil, fmt.Errorf("a template needs data drover does not serve to templates (Consul, Vault, Nomad variables or service listings): %s", d.String())
+	sd, err := r.serviceDep(d)
+	if err != nil {
+		return nil, err
 	}
+	r.deps[d.String()] = sd
+	return sd, nil
+}
+
+// serviceDep is the query of a dependency the templates lack, or the
+// reason it cannot be served (r.mu held).
+func (r *Renderer) serviceDep(d dep.Dependency) (*serviceDep, error) {
+	refused := fmt.Errorf("a template needs data drover does not serve to templates (Consul, Vault or Nomad variables): %s", d.String())
+	if r.lookup == nil {
+		return nil, refused
+	}
+	switch q := d.(type) {
+	case *dep.NomadServiceQuery:
+		return r.nomadServiceDep(q)
+	case *dep.NomadServicesQuery:
+		if q.String() != "nomad.services" {
+			return nil, fmt.Errorf("templates: %s: a listing of another region is not supported", d.String())
+		}
+		return &serviceDep{d: d, all: true, namespace: r.namespace, convert: func(regs []*structs.ServiceRegistration) any {
+			return snippets(regs, func(name string, tags []string) *dep.NomadServicesSnippet {
+				return &dep.NomadServicesSnippet{Name: name, Tags: tags}
+			})
+		}}, nil
+	case *dep.HealthServiceQuery:
+		if !r.consul {
+			return nil, fmt.Errorf("a template reads Consul's catalogue (%s), and drover has no Consul: use nomadService, or have the servers serve services without a provider (server { default_service_provider = \"nomad\" })", d.String())
+		}
+		return healthServiceDep(q, r.namespace)
+	case *dep.CatalogServicesQuery:
+		if !r.consul {
+			return nil, fmt.Errorf("a template reads Consul's catalogue (%s), and drover has no Consul: use nomadServices, or have the servers serve services without a provider (server { default_service_provider = \"nomad\" })", d.String())
+		}
+		if q.String() != "catalog.services" {
+			return nil, fmt.Errorf("templates: %s: a listing of another datacenter, partition or namespace is not supported", d.String())
+		}
+		return &serviceDep{d: d, all: true, namespace: r.namespace, convert: func(regs []*structs.ServiceRegistration) any {
+			return snippets(regs, func(name string, tags []string) *dep.CatalogSnippet {
+				return &dep.CatalogSnippet{Name: name, Tags: tags}
+			})
+		}}, nil
+	}
+	return nil, refused
+}
+
+// nomadServiceDep is a nomadService query.
+func (r *Renderer) nomadServiceDep(q *dep.NomadServiceQuery) (*serviceDep, error) {
+	d := dep.Dependency(q)
 	s := strings.TrimSuffix(strings.TrimPrefix(q.String(), "nomad.service("), ")")
 	if strings.Contains(s, ":") {
 		return nil, fmt.Errorf("templates: %s: the <count> <key> form of nomadService is not supported", d.String())
@@ -300,25 +385,124 @@ func (r *Renderer) track(d dep.Dependency) (*serviceDep, error) {
 			}
 		}
 	}
-	r.deps[d.String()] = sd
+	tag := sd.tag
+	sd.convert = func(regs []*structs.ServiceRegistration) any { return nomadServices(regs, tag) }
 	return sd, nil
+}
+
+// healthServiceDep is Consul's `service "tag.name|filter"` read from
+// drover's catalogue: the registrations of the service in namespace ns,
+// with the health of their checks as Consul's statuses.
+func healthServiceDep(q *dep.HealthServiceQuery, ns string) (*serviceDep, error) {
+	s := strings.TrimSuffix(strings.TrimPrefix(q.String(), "health.service("), ")")
+	filter := []string{dep.HealthPassing}
+	if body, f, ok := strings.Cut(s, "|"); ok {
+		s, filter = body, strings.Split(f, ",")
+	}
+	m := dep.HealthServiceQueryRe.FindStringSubmatch(s)
+	if m == nil || strings.ContainsAny(s, "@~") {
+		return nil, fmt.Errorf("templates: %s: drover's catalogue serves a service by name and tag (a datacenter, partition, namespace, peer or near is Consul's)", q.String())
+	}
+	sd := &serviceDep{d: q, namespace: ns}
+	for i, n := range dep.HealthServiceQueryRe.SubexpNames() {
+		switch n {
+		case "name":
+			sd.name = m[i]
+		case "tag":
+			sd.tag = m[i]
+		}
+	}
+	tag := sd.tag
+	sd.convert = func(regs []*structs.ServiceRegistration) any { return healthServices(regs, tag, filter) }
+	return sd, nil
+}
+
+// healthServices turns registrations into what Consul's service function
+// returns: those with tag whose status is one of filter ("any" takes all),
+// sorted by node, then ID. The status is Consul's aggregate of the
+// checks': critical when one fails or has no result yet (a Consul check
+// starts critical), else warning when one warns, else passing.
+func healthServices(regs []*structs.ServiceRegistration, tag string, filter []string) []*dep.HealthService {
+	out := make([]*dep.HealthService, 0, len(regs))
+	for _, s := range regs {
+		if tag != "" && !contains(s.Tags, tag) {
+			continue
+		}
+		status := dep.HealthPassing
+		for _, c := range s.Checks {
+			switch {
+			case c == nil || c.Status == structs.CheckSuccess:
+			case c.Status == dep.HealthWarning:
+				if status == dep.HealthPassing {
+					status = dep.HealthWarning
+				}
+			default:
+				status = dep.HealthCritical
+			}
+		}
+		if !contains(filter, dep.HealthAny) && !contains(filter, status) {
+			continue
+		}
+		tags := append([]string(nil), s.Tags...)
+		sort.Strings(tags)
+		out = append(out, &dep.HealthService{
+			Node: s.NodeID, NodeID: s.NodeID, NodeAddress: s.Address, Address: s.Address, Port: s.Port,
+			ID: s.ID, Name: s.ServiceName, Tags: dep.ServiceTags(tags), Status: status,
+		})
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Node != out[j].Node {
+			return out[i].Node < out[j].Node
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out
+}
+
+// snippets lists the services of regs by name with the union of their
+// tags, sorted by name, as the listing functions return them.
+func snippets[T any](regs []*structs.ServiceRegistration, mk func(name string, tags []string) T) []T {
+	tags := map[string]map[string]bool{}
+	for _, s := range regs {
+		if tags[s.ServiceName] == nil {
+			tags[s.ServiceName] = map[string]bool{}
+		}
+		for _, t := range s.Tags {
+			tags[s.ServiceName][t] = true
+		}
+	}
+	names := make([]string, 0, len(tags))
+	for n := range tags {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	out := make([]T, 0, len(names))
+	for _, n := range names {
+		ts := make([]string, 0, len(tags[n]))
+		for t := range tags[n] {
+			ts = append(ts, t)
+		}
+		sort.Strings(ts)
+		out = append(out, mk(n, ts))
+	}
+	return out
 }
 
 // fetch reads a service's registrations into the brain; with wait, until
 // it has at least one.
 func (r *Renderer) fetch(ctx context.Context, sd *serviceDep, wait bool) error {
-	args := &structs.ServiceLookupArgs{Namespace: sd.namespace, ServiceName: sd.name}
+	args := sd.lookupArgs(0)
 	logged := false
 	for {
 		reply, err := r.lookup(ctx, args)
 		if err != nil {
 			if ctx.Err() != nil {
-				return fmt.Errorf("templates: waiting for service %q: %w", sd.name, ctx.Err())
+				return fmt.Errorf("templates: waiting for %s: %w", sd.what(), ctx.Err())
 			}
-			return fmt.Errorf("templates: service %q: %w", sd.name, err)
+			return fmt.Errorf("templates: %s: %w", sd.what(), err)
 		}
-		value := nomadServices(reply.Services, sd.tag)
-		if len(value) > 0 || !wait {
+		value := sd.convert(reply.Services)
+		if reflect.ValueOf(value).Len() > 0 || !wait {
 			r.mu.Lock()
 			sd.index, sd.value = reply.Index, value
 			r.brain.Remember(sd.d, value)
@@ -327,10 +511,9 @@ func (r *Renderer) fetch(ctx context.Context, sd *serviceDep, wait bool) error {
 		}
 		if !logged {
 			logged = true
-			r.logger.Info("template waits for a service to be registered", "service", sd.name, "namespace", sd.namespace)
+			r.logger.Info("template waits for a service to be registered", "service", sd.what(), "namespace", sd.namespace)
 		}
-		args = &structs.ServiceLookupArgs{Namespace: sd.namespace, ServiceName: sd.name,
-			MinIndex: max(reply.Index, 1), MaxWait: serviceLookupWait}
+		args = sd.lookupArgs(max(reply.Index, 1))
 	}
 }
 
@@ -508,22 +691,21 @@ func (r *Renderer) watchDep(ctx context.Context, sd *serviceDep, retry func(int)
 		r.mu.Lock()
 		idx := sd.index
 		r.mu.Unlock()
-		reply, err := r.lookup(ctx, &structs.ServiceLookupArgs{Namespace: sd.namespace, ServiceName: sd.name,
-			MinIndex: max(idx, 1), MaxWait: serviceLookupWait})
+		reply, err := r.lookup(ctx, sd.lookupArgs(max(idx, 1)))
 		if ctx.Err() != nil {
 			return
 		}
 		if err != nil {
 			failures++
 			wait := retry(failures)
-			r.logger.Warn("service lookup for a template failed; retrying", "service", sd.name, "error", err, "retry_in", wait)
+			r.logger.Warn("service lookup for a template failed; retrying", "service", sd.what(), "error", err, "retry_in", wait)
 			if !waitOrDone(ctx, wait) {
 				return
 			}
 			continue
 		}
 		failures = 0
-		value := nomadServices(reply.Services, sd.tag)
+		value := sd.convert(reply.Services)
 		r.mu.Lock()
 		sd.index = reply.Index
 		same := reflect.DeepEqual(value, sd.value)

@@ -65,13 +65,13 @@ func (c *fakeCatalog) lookup(ctx context.Context, args *structs.ServiceLookupArg
 		}
 		select {
 		case <-timeout:
-			args = &structs.ServiceLookupArgs{Namespace: args.Namespace, ServiceName: args.ServiceName}
+			args = &structs.ServiceLookupArgs{Namespace: args.Namespace, ServiceName: args.ServiceName, All: args.All}
 		default:
 		}
 	}
 	out := &structs.ServiceLookupReply{Index: c.updates + 1}
 	for _, r := range c.regs {
-		if r.ServiceName == args.ServiceName && r.Namespace == args.Namespace {
+		if (args.All || r.ServiceName == args.ServiceName) && r.Namespace == args.Namespace {
 			out.Services = append(out.Services, r)
 		}
 	}
@@ -101,13 +101,66 @@ func TestTemplateNomadService(t *testing.T) {
 		{name: "another namespace", tmpl: `{{ range nomadService "api@other" }}{{ .Address }}{{ end }}`, want: "10.0.0.3"},
 		{name: "two services", tmpl: `{{ range nomadService "db" }}{{ .Port }}{{ end }}-{{ len (nomadService "api") }}`, want: "5432-2"},
 		{name: "count and key form refused", tmpl: `{{ range nomadService 1 "k" "api" }}{{ end }}`, wantErr: "form of nomadService is not supported"},
-		{name: "service listing refused", tmpl: `{{ range nomadServices }}{{ end }}`, wantErr: "needs data drover does not serve to templates"},
+		{name: "service listing", tmpl: `{{ range nomadServices }}{{ .Name }}{{ .Tags }} {{ end }}`, want: "api[blue v1 v2] db[] "},
+		{name: "Consul's catalogue refused", tmpl: `{{ range service "api" }}{{ end }}`, wantErr: `a template reads Consul's catalogue (health.service(api|passing)), and drover has no Consul`},
+		{name: "Consul's listing refused", tmpl: `{{ range services }}{{ end }}`, wantErr: "default_service_provider"},
+		{name: "vault refused", tmpl: `{{ with secret "kv/x" }}{{ end }}`, wantErr: "needs data drover does not serve to templates"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			allocDir, taskDir := taskDirFixture(t)
 			r := NewRenderer(allocDir, taskDir, []*structs.Template{{EmbeddedTmpl: tc.tmpl, DestPath: "local/out"}},
 				map[string]string{}, srv.lookup, "default", nil)
+			ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+			defer cancel()
+			_, err := r.Render(ctx, true)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(filepath.Join(taskDir, "local", "out"))
+			if err != nil || string(b) != tc.want {
+				t.Fatalf("rendered %q (%v), want %q", b, err, tc.want)
+			}
+		})
+	}
+}
+
+// With the job's provider-less services drover's, Consul's catalogue
+// functions read drover's catalogue: service "name" (tag, health filter)
+// and the services listing, with consul-template's fields.
+func TestTemplateConsulFromCatalogue(t *testing.T) {
+	srv := newFakeCatalog()
+	failing := reg("s2", "a2", "api", "default", "10.0.0.2", 8002, "v1")
+	failing.Checks = []*structs.CheckStatus{{Status: structs.CheckFailure}}
+	passing := reg("s1", "a1", "api", "default", "10.0.0.1", 8001, "v2", "blue")
+	passing.Checks = []*structs.CheckStatus{{Status: structs.CheckSuccess}}
+	warning := reg("s3", "a3", "api", "default", "10.0.0.3", 8003)
+	warning.Checks = []*structs.CheckStatus{{Status: structs.CheckSuccess}, {Status: "warning"}}
+	srv.register(passing, failing, warning, reg("s4", "a4", "db", "default", "10.0.0.4", 5432))
+	tests := []struct {
+		name, tmpl, want, wantErr string
+	}{
+		{name: "passing only by default", tmpl: `{{ range service "api" }}{{ .Address }}:{{ .Port }} {{ end }}`, want: "10.0.0.1:8001 "},
+		{name: "any", tmpl: `{{ range service "api|any" }}{{ .ID }}={{ .Status }} {{ end }}`, want: "s1=passing s2=critical s3=warning "},
+		{name: "passing or warning", tmpl: `{{ range service "api|passing,warning" }}{{ .ID }} {{ end }}`, want: "s1 s3 "},
+		{name: "critical", tmpl: `{{ range service "api|critical" }}{{ .ID }}{{ end }}`, want: "s2"},
+		{name: "by tag", tmpl: `{{ range service "blue.api" }}{{ .ID }} {{ .Name }} {{ .Node }} {{ .Tags }}{{ end }}`, want: "s1 api n-1 [blue v2]"},
+		{name: "no checks is passing", tmpl: `{{ range service "db" }}{{ .Port }}{{ end }}`, want: "5432"},
+		{name: "listing", tmpl: `{{ range services }}{{ .Name }} {{ end }}`, want: "api db "},
+		{name: "a datacenter is Consul's", tmpl: `{{ range service "api@dc2" }}{{ end }}`, wantErr: "drover's catalogue serves a service by name and tag"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			allocDir, taskDir := taskDirFixture(t)
+			r := NewRenderer(allocDir, taskDir, []*structs.Template{{EmbeddedTmpl: tc.tmpl, DestPath: "local/out"}},
+				map[string]string{}, srv.lookup, "default", nil)
+			r.ReadConsulFromCatalogue()
 			ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 			defer cancel()
 			_, err := r.Render(ctx, true)

@@ -96,14 +96,14 @@ func (c *JobRunCommand) Run(args []string) int {
 
 	client := c.Client()
 	ctx := context.Background()
-	job, err := parseJobFile(ctx, c.ui, client, path, &vf)
+	job, loc, err := parseJobFileLocated(ctx, c.ui, client, path, &vf)
 	if err != nil {
 		return c.ui.Errorf("Error getting job struct: %s", err)
 	}
 	body := map[string]any{"Job": job, "EnforceIndex": enforce, "JobModifyIndex": checkIndex}
 	var resp structs.JobRegisterResponse
 	if err := client.Write(ctx, http.MethodPut, "/v1/jobs", nil, body, &resp); err != nil {
-		return c.ui.Errorf("Error submitting job: %s", err)
+		return c.ui.Errorf("Error submitting job: %s", placeRefusal(err, loc))
 	}
 	if resp.Warnings != "" {
 		c.ui.Printf("Job Warnings:\n%s\n\n", resp.Warnings)
@@ -169,7 +169,7 @@ func (c *JobPlanCommand) Run(args []string) int {
 	}
 	client := c.Client()
 	ctx := context.Background()
-	job, err := parseJobFile(ctx, c.ui, client, path, &vf)
+	job, loc, err := parseJobFileLocated(ctx, c.ui, client, path, &vf)
 	if err != nil {
 		c.ui.Errorf("Error getting job struct: %s", err)
 		return cli.ExitPlanError
@@ -177,7 +177,7 @@ func (c *JobPlanCommand) Run(args []string) int {
 	var resp structs.JobPlanResponse
 	body := map[string]any{"Job": job, "Diff": diff}
 	if err := client.Write(ctx, http.MethodPut, "/v1/job/"+cli.EscapeID(job.ID)+"/plan", nil, body, &resp); err != nil {
-		c.ui.Errorf("Error during plan: %s", err)
+		c.ui.Errorf("Error during plan: %s", placeRefusal(err, loc))
 		return cli.ExitPlanError
 	}
 	c.ui.Printf("%s", formatPlan(job, &resp, path, c.Now(), verbose))

@@ -73,7 +73,10 @@ func TestJobRun(t *testing.T) {
 			}},
 		{name: "periodic", src: periodicHCL, code: 0, wantOut: []string{"Job registration successful", "Approximate next launch time:", "(5m from now)"}},
 		{name: "bad file", src: "job {", code: 1, wantErr: "Error getting job struct"},
-		{name: "server refusal", src: clitest.BatchHCL, regErr: "group \"g\": count must be positive", code: 1, wantErr: "Unexpected response code: 400 (group \"g\": count must be positive)"},
+		// The server's refusal is placed at the block each message names.
+		{name: "server refusal", src: clitest.BatchHCL, regErr: "group \"g\": count must be positive", code: 1, wantErr: ".hcl:3:3: group \"g\": count must be positive)"},
+		{name: "server refusals", src: clitest.BatchHCL, regErr: "2 errors occurred:\n\t* group \"g\": task \"t\": vault: not supported\n\t* job: x", code: 1,
+			wantErr: ".hcl:4:5: group \"g\": task \"t\": vault: not supported\n\t* "},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

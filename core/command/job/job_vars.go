@@ -2,9 +2,11 @@ package job
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"strings"
 
@@ -147,17 +149,35 @@ func fileNamespace(client *cli.APIClient) string {
 	return client.Namespace
 }
 
-// parseJobFile parses a job file with the agent's job type defaults and
-// the variables of vf.
-func parseJobFile(ctx context.Context, ui *cli.UI, client *cli.APIClient, path string, vf *jobFileFlags) (*structs.Job, error) {
+// parseJobFileLocated parses a job file with the agent's job type
+// defaults and the variables of vf, and returns what places the server's
+// refusal of the job at the file's blocks.
+func parseJobFileLocated(ctx context.Context, ui *cli.UI, client *cli.APIClient, path string, vf *jobFileFlags) (*structs.Job, *jobspec.Locator, error) {
 	name, src, err := jobSource(ui, path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	opts, err := vf.options(ui, jobTypeOptions(ctx, client))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	opts.Namespace = fileNamespace(client)
-	return jobspec.ParseWith(name, src, opts)
+	job, err := jobspec.ParseWith(name, src, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return job, jobspec.NewLocator(name, src, opts), nil
+}
+
+// placeRefusal places the messages of the agent's 400 answer to a job
+// file's job at the blocks they name (file:line:col), as job validate
+// does; other errors are returned as they are.
+func placeRefusal(err error, loc *jobspec.Locator) error {
+	var ae *cli.APIError
+	if loc == nil || !errors.As(err, &ae) || ae.StatusCode != http.StatusBadRequest {
+		return err
+	}
+	placed := *ae
+	placed.Body = loc.Annotate(strings.TrimSpace(ae.Body))
+	return &placed
 }

@@ -141,9 +141,11 @@ func TestJobValidate(t *testing.T) {
 			"job.hcl:3:3: Invalid job; group \"g\": count must not be negative",
 			"job.hcl:5:5: Invalid job; group \"g\": task \"t\": ",
 		}},
+		// A service naming no provider is the servers' to resolve at
+		// registration (default_service_provider); "consul" is refused.
 		{name: "a consul service and a missing port label", code: 1, src: "job \"j\" {\n  group \"g\" {\n    service {\n      port = \"http\"\n    }\n    task \"t\" {\n      driver = \"raw_exec\"\n      service {\n        provider = \"consul\"\n      }\n    }\n  }\n}\n", want: []string{
-			"job.hcl:3:5: Integration not available; A service without a provider is a Consul service",
-			"job.hcl:9:20: Integration not available; provider \"consul\" needs Consul",
+			"job.hcl:3:5: Invalid job; group \"g\": service \"j-g\": port \"http\" is not a port label of the group's network block",
+			"job.hcl:8:7: Invalid job; group \"g\": task \"t\": service \"j-g-t\": provider \"consul\" needs Consul",
 		}},
 		{name: "a service port missing from the network block", code: 1, src: "job \"j\" {\n  group \"g\" {\n    service {\n      provider = \"nomad\"\n      port = \"http\"\n    }\n    task \"t\" {\n      driver = \"raw_exec\"\n    }\n  }\n}\n", want: []string{
 			"job.hcl:3:5: Invalid job; group \"g\": service \"j-g\": port \"http\" is not a port label of the group's network block",

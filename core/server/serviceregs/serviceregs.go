@@ -194,7 +194,7 @@ func (reg *Registry) Lookup(ctx context.Context, args *structs.ServiceLookupArgs
 	if _, err := reg.cfg.AuthNode(args.NodeID, args.SecretID); err != nil {
 		return nil, err
 	}
-	if args.ServiceName == "" || len(args.ServiceName) > structs.MaxServiceStringBytes || len(args.Namespace) > maxServiceIDBytes {
+	if (!args.All && args.ServiceName == "") || len(args.ServiceName) > structs.MaxServiceStringBytes || len(args.Namespace) > maxServiceIDBytes {
 		return nil, structs.NewError(structs.ErrInvalid, "ServiceName: required, at most %d bytes", structs.MaxServiceStringBytes)
 	}
 	ns := args.Namespace
@@ -210,7 +210,13 @@ func (reg *Registry) Lookup(ctx context.Context, args *structs.ServiceLookupArgs
 	defer cancel()
 	var out []*structs.ServiceRegistration
 	index, err := reg.cfg.State().BlockingQuery(ctx, args.MinIndex, func(ws memdb.WatchSet, st *state.StateStore) (uint64, error) {
-		regs, err := st.ServiceRegistrationsByName(ws, ns, args.ServiceName)
+		var regs []*structs.ServiceRegistration
+		var err error
+		if args.All {
+			regs, err = st.ServiceRegistrations(ws, ns)
+		} else {
+			regs, err = st.ServiceRegistrationsByName(ws, ns, args.ServiceName)
+		}
 		if err != nil {
 			return 0, err
 		}
