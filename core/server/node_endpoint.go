@@ -39,6 +39,9 @@ func (ep Nodes) Register(ctx context.Context, in *structs.Node) (time.Duration, 
 	if err := in.ValidateCSI(); err != nil {
 		return 0, err
 	}
+	if err := in.ValidateHostVolumes(); err != nil {
+		return 0, err
+	}
 	existing, err := s.State().NodeByID(nil, in.ID)
 	if err != nil {
 		return 0, err
