@@ -233,6 +233,7 @@ func mergeClient(a, b *ClientConfig) *ClientConfig {
 	}
 	r.Meta = mergeMap(r.Meta, b.Meta)
 	r.Options = mergeMap(r.Options, b.Options)
+	r.HostVolumes = mergeHostVolumes(r.HostVolumes, b.HostVolumes)
 	return &r
 }
 
