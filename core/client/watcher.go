@@ -134,6 +134,10 @@ func (c *Client) destroyRunner(r *allocRunner) {
 		if c.ctx.Err() != nil || !r.allDone() {
 			return
 		}
+		if r.hostVols.held() {
+			c.logger.Warn("keeping alloc dir: a host volume may still be mounted in it", "alloc_id", r.id)
+			return
+		}
 		if r.vols.Held() {
 			// A task bind mount may remain: removing the dir would
 			// empty the volume. The release retry unmounts it.
