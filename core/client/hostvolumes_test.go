@@ -209,4 +209,8 @@ func TestHostVolumeDriverMounts(t *testing.T) {
 	}
 	srv.setDesired("hv-4", structs.AllocDesiredStatusStop)
 	waitFor(t, "stopped", func() bool { return srv.clientStatus("hv-4") == structs.AllocClientStatusComplete })
+	taskDir := filepath.Join(c.cfg.AllocDir, "hv-4", "app")
+	waitFor(t, "binds released", func() bool {
+		return !isMounted(t, filepath.Join(taskDir, "srv/data")) && !isMounted(t, filepath.Join(taskDir, "local/config"))
+	})
 }
