@@ -10,8 +10,8 @@ import (
 
 	"github.com/drover-org/drover/core/internal/proctest"
 	"github.com/drover-org/drover/core/structs"
-	"github.com/drover-org/drover/sdk/proto/driverpb"
 	rawexec "github.com/drover-org/drover/plugins/driver-rawexec"
+	"github.com/drover-org/drover/sdk/proto/driverpb"
 )
 
 // newHostVolClient is a raw_exec client with host volumes.
