@@ -278,6 +278,7 @@ func TestACLMatrix(t *testing.T) {
 	cases = append(cases, nomadCompatMatrixCases(nobody)...)
 	cases = append(cases, clientAPIMatrixCases(w, nobody)...)
 	cases = append(cases, snapshotMatrixCases()...)
+	cases = append(cases, hostVolumeMatrixCases()...)
 
 	routeRules := rulesByPattern(routeTable)
 	covered := map[string]bool{}
