@@ -64,6 +64,20 @@ func (n *Node) ValidateHostVolumes() error {
 	return nil
 }
 
+// HostVolumesEqual reports whether two nodes' host volumes are the same.
+func HostVolumesEqual(a, b map[string]*ClientHostVolumeConfig) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		w, ok := b[k]
+		if !ok || (v == nil) != (w == nil) || v != nil && *v != *w {
+			return false
+		}
+	}
+	return true
+}
+
 func copyHostVolumes(m map[string]*ClientHostVolumeConfig) map[string]*ClientHostVolumeConfig {
 	if m == nil {
 		return nil
