@@ -174,3 +174,97 @@ func waitJobDeadComplete(t *testing.T, a *testAgent, id string) {
 		return true, out
 	})
 }
+
+// A docker task on a real agent sees its host volumes at their
+// destinations: it writes into the read-write one (the file lands in the
+// operator's directory) and is refused by the read-only one. Skipped with
+// the reason without a Docker engine.
+func TestHostVolumesDockerOnDevAgent(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("host volumes are bind mounts: the agent must run as root")
+	}
+	needDockerImage(t)
+	shared, certs := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(certs, "ca.pem"), []byte("CA\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(t.TempDir(), "docker-hv.hcl")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`plugin "docker" {
+  config {
+    gc {
+      image = false
+    }
+  }
+}
+
+client {
+  host_volume "shared" {
+    path = %q
+  }
+  host_volume "certs" {
+    path      = %q
+    read_only = true
+  }
+}
+`, shared, certs)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a := startAgent(t, "-config", cfg)
+	job := writeJobFile(t, `job "docker-hv" {
+  type        = "batch"
+  datacenters = ["*"]
+  group "g" {
+    volume "data" {
+      type   = "host"
+      source = "shared"
+    }
+    volume "certs" {
+      type      = "host"
+      source    = "certs"
+      read_only = true
+    }
+    task "t" {
+      driver = "docker"
+      config {
+        image   = "`+e2eBusybox+`"
+        command = "sh"
+        args    = ["-c", "echo from-docker > /var/lib/app/out && cat /etc/app/ca.pem && if echo x > /etc/app/w 2>/dev/null; then echo WROTE; else echo REFUSED; fi"]
+      }
+      volume_mount {
+        volume      = "data"
+        destination = "/var/lib/app"
+      }
+      volume_mount {
+        volume      = "certs"
+        destination = "/etc/app"
+        read_only   = true
+      }
+      resources {
+        cpu    = 50
+        memory = 32
+      }
+    }
+  }
+}
+`)
+	a.MustCLI("job", "run", job)
+	var allocs []harness.Alloc
+	harness.WaitFor(t, waitTimeout, "the docker alloc to complete", func() (bool, string) {
+		allocs = a.AllocsOf("docker-hv")
+		return len(allocs) == 1 && allocs[0].ClientStatus == "complete", fmt.Sprintf("%+v", allocs)
+	})
+	if b, err := os.ReadFile(filepath.Join(shared, "out")); err != nil || string(b) != "from-docker\n" {
+		t.Errorf("the container's file in the host volume = %q, %v", b, err)
+	}
+	if logs := a.MustCLI("alloc", "logs", allocs[0].ID).Stdout; logs != "CA\nREFUSED\n" {
+		t.Errorf("alloc logs = %q; want the read-only volume read and its write refused", logs)
+	}
+	if _, err := os.Stat(filepath.Join(certs, "w")); err == nil {
+		t.Error("the read-only host volume was written")
+	}
+	harness.WaitFor(t, waitTimeout, "no mount left beneath the agent's data dir", func() (bool, string) {
+		m := hostMountsUnder(t, a.DataDir)
+		return len(m) == 0, strings.Join(m, " ")
+	})
+}
