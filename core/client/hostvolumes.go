@@ -1,8 +1,12 @@
 package client
 
 import (
+	"bufio"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -168,6 +172,14 @@ func (ar *allocRunner) bindHostVolume(task string, hm hostVolumeMount) error {
 		h.mounts = append(h.mounts, m)
 		h.mu.Unlock()
 	}
+	if m.ID == 0 {
+		// A process that crashed between its mount and recording the
+		// mount's ID may have left the volume mounted here: unmount it,
+		// rather than stack a second mount the release would not see.
+		if err := csi.Unbind(ar.dir.root, target, 0); err != nil {
+			return err
+		}
+	}
 	h.mu.Lock()
 	m.ID = 0
 	h.mu.Unlock()
@@ -235,4 +247,48 @@ func (ar *allocRunner) driverMounts(t *structs.Task) []*driverpb.Mount {
 		out = append(out, &driverpb.Mount{HostPath: hm.vol.Path, TaskPath: hm.mount.Destination, ReadOnly: hm.ro, PropagationMode: prop})
 	}
 	return out
+}
+
+// mountsBeneath lists the mount points of this process's mount namespace
+// at or beneath dir: an alloc dir with one must not be removed (os.RemoveAll
+// would empty the mounted volume).
+func mountsBeneath(dir string) ([]string, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	dir = filepath.Clean(dir)
+	var out []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 5 {
+			continue
+		}
+		if p := unescapeOctal(fields[4]); p == dir || strings.HasPrefix(p, dir+"/") {
+			out = append(out, p)
+		}
+	}
+	return out, sc.Err()
+}
+
+// unescapeOctal undoes mountinfo's octal escapes (\040 for a space).
+func unescapeOctal(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }

@@ -143,8 +143,12 @@ func TestHostVolumeReleasedAfterClientRestart(t *testing.T) {
 		_, err := os.Stat(filepath.Join(shared, "up"))
 		return err == nil
 	})
-	_, handle := c1.runner("hv-3").task("s").snapshot()
-	pid := int(handle.GetPid())
+	var pid int
+	waitFor(t, "the task's handle", func() bool {
+		_, h := c1.runner("hv-3").task("s").snapshot()
+		pid = int(h.GetPid())
+		return pid > 0
+	})
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
 	bind := filepath.Join(c1.cfg.AllocDir, "hv-3", "s", "data")
 	c1.Shutdown()
@@ -213,4 +217,30 @@ func TestHostVolumeDriverMounts(t *testing.T) {
 	waitFor(t, "binds released", func() bool {
 		return !isMounted(t, filepath.Join(taskDir, "srv/data")) && !isMounted(t, filepath.Join(taskDir, "local/config"))
 	})
+}
+
+// mountsBeneath finds a mount beneath a directory, a path with a space
+// too (mountinfo escapes it), and nothing beside it.
+func TestMountsBeneath(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount")
+	}
+	dir, src := t.TempDir(), t.TempDir()
+	target := filepath.Join(dir, "task dir", "data")
+	if err := os.MkdirAll(target, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if ms, err := mountsBeneath(dir); err != nil || len(ms) != 0 {
+		t.Fatalf("before the mount: %v, %v", ms, err)
+	}
+	if err := syscall.Mount(src, target, "", syscall.MS_BIND, ""); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(target, syscall.MNT_DETACH) })
+	if ms, err := mountsBeneath(dir); err != nil || len(ms) != 1 || ms[0] != target {
+		t.Fatalf("mountsBeneath = %v, %v; want [%s]", ms, err, target)
+	}
+	if ms, err := mountsBeneath(dir + "x"); err != nil || len(ms) != 0 {
+		t.Fatalf("a sibling's mounts: %v, %v", ms, err)
+	}
 }
