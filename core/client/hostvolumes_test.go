@@ -244,3 +244,35 @@ func TestMountsBeneath(t *testing.T) {
 		t.Fatalf("a sibling's mounts: %v, %v", ms, err)
 	}
 }
+
+// A per_alloc host volume is the one named after the allocation's index:
+// allocation 1 of the group gets "data[1]".
+func TestHostVolumePerAlloc(t *testing.T) {
+	d0, d1 := t.TempDir(), t.TempDir()
+	w := newFakeWorld()
+	srv := newFakeServer()
+	c := newHostVolClient(t, srv, t.TempDir(), map[string]*structs.ClientHostVolumeConfig{
+		"data[0]": {Path: d0}, "data[1]": {Path: d1},
+	}, fakeProvider{"fake": newFakeDriver(w)})
+	defer c.Shutdown()
+	task := fakeTaskSpec("app", `{}`)
+	task.VolumeMounts = []*structs.VolumeMount{{Volume: "data", Destination: "/data"}}
+	job := testJob("service", task)
+	job.TaskGroups[0].Volumes = map[string]*structs.VolumeRequest{"data": {Name: "data", Type: "host", Source: "data", PerAlloc: true}}
+	a := testAlloc("hv-5", c.NodeID(), job)
+	a.Name = structs.AllocName(job.ID, "web", 1)
+	srv.upsert(a)
+	waitFor(t, "running", func() bool { return srv.clientStatus("hv-5") == structs.AllocClientStatusRunning })
+	ms := w.config(c.runner("hv-5").task("app").id).GetMounts()
+	if len(ms) != 1 || ms[0].GetHostPath() != d1 {
+		t.Fatalf("mounts = %v, want data[1]'s %s", ms, d1)
+	}
+	bind := filepath.Join(c.cfg.AllocDir, "hv-5", "app", "data")
+	if !isMounted(t, bind) {
+		t.Fatal("the per_alloc volume is not bound into the task dir")
+	}
+	srv.setDesired("hv-5", structs.AllocDesiredStatusStop)
+	waitFor(t, "bind released", func() bool {
+		return srv.clientStatus("hv-5") == structs.AllocClientStatusComplete && !isMounted(t, bind)
+	})
+}
