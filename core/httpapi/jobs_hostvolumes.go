@@ -36,3 +36,19 @@ func allowHostVolumes(r *http.Request, job *structs.Job) bool {
 	}
 	return true
 }
+
+// allowRevertHostVolumes is allowHostVolumes for the job version a revert
+// registers again: reverting is registering that version, so it needs
+// the same host volume rules. A version that is not found is the revert's
+// to refuse.
+func (s jobHandlers) allowRevertHostVolumes(r *http.Request, ns, id string, version uint64) bool {
+	a := requestACL(r)
+	if a == nil || a.IsManagement() {
+		return true
+	}
+	j, err := s.srv.State().JobByIDAndVersion(nil, ns, id, version)
+	if err != nil || j == nil {
+		return true
+	}
+	return allowHostVolumes(r, j)
+}

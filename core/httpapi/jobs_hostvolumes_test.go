@@ -86,4 +86,25 @@ func TestHostVolumeACL(t *testing.T) {
 			t.Errorf("%s: source %s read_only %t: job stored = %v", tc.token, tc.source, tc.readOnly, j != nil)
 		}
 	}
+
+	// Reverting to a version with a host volume is registering it again:
+	// the same rules.
+	v0 := hostVolJobBody("team", "shared", false)
+	v0["Job"].(map[string]any)["ID"], v0["Job"].(map[string]any)["Name"] = "rv", "rv"
+	if status, resp := w.do(callerMgmt, "POST", "/v1/jobs", v0); status != http.StatusOK {
+		t.Fatalf("register v0: %d %s", status, resp)
+	}
+	v1 := jobBody("team")
+	v1["Job"].(map[string]any)["ID"], v1["Job"].(map[string]any)["Name"] = "rv", "rv"
+	if status, resp := w.do(callerMgmt, "POST", "/v1/jobs", v1); status != http.StatusOK {
+		t.Fatalf("register v1: %d %s", status, resp)
+	}
+	revert := map[string]any{"JobID": "rv", "JobVersion": 0}
+	if status, resp := w.do(callerOtherNS, "PUT", "/v1/job/rv/revert?namespace=team", revert); status != http.StatusForbidden {
+		t.Errorf("revert to a host volume version with namespace write alone: %d %.200s, want 403", status, resp)
+	}
+	w.secrets[callerNoCap] = secrets["hv-write"]
+	if status, resp := w.do(callerNoCap, "PUT", "/v1/job/rv/revert?namespace=team", revert); status != http.StatusOK {
+		t.Errorf("revert with host_volume write: %d %.200s, want 200", status, resp)
+	}
 }
