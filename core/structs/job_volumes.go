@@ -248,6 +248,10 @@ func (tg *TaskGroup) validateVolumes(l *errList, where string) {
 				l.add("%s: destination is not a usable path", mw)
 			case dests[path.Clean(d)]:
 				l.add("%s: destination %q is mounted twice", mw, d)
+			case path.Clean("/"+d) == "/":
+				l.add("%s: destination %q is the task's root; mount a directory beneath it", mw, d)
+			case strings.HasPrefix(strings.TrimLeft(path.Clean("/"+d), "/"), ".drover"):
+				l.add("%s: destination %q: names beginning with .drover are the drivers' own files in a task directory", mw, d)
 			}
 			dests[path.Clean(m.Destination)] = true
 			switch m.PropagationMode {
