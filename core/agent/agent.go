@@ -452,6 +452,7 @@ func (a *Agent) startClient(dataDir, advHTTP string) (*remoteServers, error) {
 		NetworkInterface: cfg.Client.NetworkInterface, LoopbackNetwork: cfg.DevMode,
 		MinDynamicPort: cfg.Client.MinDynamicPort, MaxDynamicPort: cfg.Client.MaxDynamicPort,
 		ReservedResources: cfg.Client.reservedResources(),
+		HostVolumes:       cfg.Client.hostVolumes(),
 	}
 	if a.pki != nil && a.pki.role == pki.RoleClient {
 		// The node ID is the certificate's: servers let a client act for

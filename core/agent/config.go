@@ -195,6 +195,8 @@ type ClientConfig struct {
 	MaxDynamicPort int `hcl:"max_dynamic_port,optional"`
 	// Reserved is what the node keeps from scheduling.
 	Reserved *ReservedConfig `hcl:"reserved,block"`
+	// HostVolumes are the host_volume blocks (config_hostvolume.go).
+	HostVolumes []*HostVolumeConfig `hcl:"host_volume,block"`
 }
 
 // ReservedConfig is the client's `reserved { … }` block: CPU (MHz),
@@ -431,6 +433,7 @@ func (c *Config) validateInto(p *problems) {
 	}
 	if c.Client != nil {
 		p.addErr(c.Client.validateNetwork())
+		c.Client.validateHostVolumes(p)
 	}
 	if clientOn && !serverOn && len(c.Client.Servers) == 0 {
 		p.add("client.servers", "a client-only agent needs the RPC addresses of its servers")

@@ -156,7 +156,6 @@ var nomadOnlyKeys = map[string]map[string]string{
 		"gc_volumes_on_node_gc":         whyNotServed,
 		"no_host_uuid":                  whyNotServed,
 		"chroot_env":                    whyNotServed,
-		"host_volume":                   whyNotServed,
 		"host_network":                  whyNotServed,
 		"template":                      whyNotServed,
 		"artifact":                      whyNotServed,

@@ -234,6 +234,7 @@ func mergeClient(a, b *ClientConfig) *ClientConfig {
 	}
 	r.Meta = mergeMap(r.Meta, b.Meta)
 	r.Options = mergeMap(r.Options, b.Options)
+	r.HostVolumes = mergeHostVolumes(r.HostVolumes, b.HostVolumes)
 	return &r
 }
 

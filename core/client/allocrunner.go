@@ -95,6 +95,8 @@ type allocRunner struct {
 
 	// vols is how far the alloc's CSI volumes got (see csi.go).
 	vols *csi.Volumes
+	// hostVols is how far its host volume binds got (hostvolumes.go).
+	hostVols hostVolumes
 
 	// health is the alloc's deployment health tracking (health.go);
 	// healthNext is when to evaluate it again without a task change.
@@ -127,6 +129,7 @@ func newAllocRunner(parent context.Context, cfg *runnerConfig, alloc *structs.Al
 	var restored []*csi.MountState
 	if prior != nil {
 		restored = prior.CSI
+		ar.hostVols.mounts = prior.HostVolumes
 	}
 	ar.vols = csi.NewVolumes(cfg.Volumes, alloc.ID, ar.dir.root, csiAlloc{ar}, restored, ar.logger)
 	tg := ar.group()
@@ -249,7 +252,7 @@ func (ar *allocRunner) taskChanged() {
 		return
 	}
 	states := make(map[string]*structs.TaskState, len(ar.tasks))
-	snap := &persistedAlloc{Alloc: ar.alloc, Tasks: make(map[string]*persistedTask, len(ar.tasks)), CSI: ar.vols.Snapshot(), Services: ar.svc.Persisted()}
+	snap := &persistedAlloc{Alloc: ar.alloc, Tasks: make(map[string]*persistedTask, len(ar.tasks)), CSI: ar.vols.Snapshot(), HostVolumes: ar.hostVols.snapshot(), Services: ar.svc.Persisted()}
 	for _, tr := range ar.tasks {
 		st, h := tr.snapshot()
 		states[tr.task.Name] = st
@@ -286,7 +289,7 @@ func (ar *allocRunner) persist() {
 	if ar.crashed || ar.removed {
 		return
 	}
-	snap := &persistedAlloc{Alloc: ar.alloc, Tasks: make(map[string]*persistedTask, len(ar.tasks)), CSI: ar.vols.Snapshot(), Services: ar.svc.Persisted()}
+	snap := &persistedAlloc{Alloc: ar.alloc, Tasks: make(map[string]*persistedTask, len(ar.tasks)), CSI: ar.vols.Snapshot(), HostVolumes: ar.hostVols.snapshot(), Services: ar.svc.Persisted()}
 	for _, tr := range ar.tasks {
 		st, h := tr.snapshot()
 		snap.Tasks[tr.task.Name] = newPersistedTask(st, h)
@@ -341,7 +344,14 @@ func (ar *allocRunner) run() {
 	// The group's CSI volumes are mounted before any task starts (a
 	// restored alloc keeps those it had); a failure fails the tasks.
 	if !ar.allDone() {
-		ar.runVolumeSetup()
+		if err := ar.setupHostVolumes(); err != nil {
+			ar.logger.Error("host volume setup failed", "error", err)
+			for _, tr := range ar.tasks {
+				tr.failBeforeStart(evSetupFailure(err))
+			}
+		} else {
+			ar.runVolumeSetup()
+		}
 		if ar.ctx.Err() != nil {
 			return
 		}
@@ -451,6 +461,7 @@ func (ar *allocRunner) nextHealthCheck() time.Time {
 
 // releaseVolumes undoes the alloc's CSI volumes once its tasks are dead.
 func (ar *allocRunner) releaseVolumes() {
+	ar.releaseHostVolumes()
 	ar.vols.Release(ar.ctx)
 }
 

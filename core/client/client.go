@@ -157,7 +157,7 @@ func (c *Client) baseNode() *structs.Node {
 		ReservedResources: c.cfg.ReservedResources, Meta: maps.Clone(c.cfg.Meta),
 		NodeClass: c.cfg.NodeClass, NodePool: c.cfg.NodePool,
 		SchedulingEligibility: structs.NodeSchedulingEligible, Status: structs.NodeStatusInit,
-		Drivers: map[string]*structs.DriverInfo{},
+		Drivers: map[string]*structs.DriverInfo{}, HostVolumes: c.hostVolumesOfNode(),
 	}
 	if n.Meta == nil {
 		n.Meta = map[string]string{}

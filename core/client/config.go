@@ -124,6 +124,9 @@ type Config struct {
 	LoopbackNetwork  bool
 	// The range dynamic ports are picked from (0: Nomad's 20000-32000).
 	MinDynamicPort, MaxDynamicPort int
+	// HostVolumes are the agent config's host_volume blocks, by name:
+	// fingerprinted onto the node and bound into the tasks that mount them.
+	HostVolumes map[string]*structs.ClientHostVolumeConfig
 
 	// Test knobs.
 

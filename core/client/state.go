@@ -34,6 +34,8 @@ type persistedAlloc struct {
 	Tasks map[string]*persistedTask
 	// CSI is how far the alloc's CSI volumes got, for their release.
 	CSI []*csi.MountState `json:",omitempty"`
+	// HostVolumes are the alloc's host volume binds, for their release.
+	HostVolumes []*hostMount `json:",omitempty"`
 	// Services is the alloc's native services' check statuses.
 	Services *services.Persisted `json:",omitempty"`
 }
@@ -168,7 +170,7 @@ func (s *stateStore) putAlloc(p *persistedAlloc) error {
 		s.encoded[id] = enc
 		s.mu.Unlock()
 	}
-	rest, err := json.Marshal(&persistedAllocRest{Tasks: p.Tasks, CSI: p.CSI, Services: p.Services})
+	rest, err := json.Marshal(&persistedAllocRest{Tasks: p.Tasks, CSI: p.CSI, HostVolumes: p.HostVolumes, Services: p.Services})
 	if err != nil {
 		return fmt.Errorf("encode alloc state: %w", err)
 	}
@@ -191,9 +193,10 @@ func (s *stateStore) putAlloc(p *persistedAlloc) error {
 
 // persistedAllocRest is persistedAlloc without its alloc, encoded apart.
 type persistedAllocRest struct {
-	Tasks    map[string]*persistedTask
-	CSI      []*csi.MountState   `json:",omitempty"`
-	Services *services.Persisted `json:",omitempty"`
+	Tasks       map[string]*persistedTask
+	CSI         []*csi.MountState   `json:",omitempty"`
+	HostVolumes []*hostMount        `json:",omitempty"`
+	Services    *services.Persisted `json:",omitempty"`
 }
 
 func (s *stateStore) deleteAlloc(id string) error {

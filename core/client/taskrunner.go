@@ -409,6 +409,7 @@ func (tr *taskRunner) prepare(ctx context.Context, first bool) error {
 		KillSignal: tr.task.KillSignal,
 		Resources:  &driverpb.Resources{Cpu: cpu, MemoryMb: mem, MemoryMaxMb: memMax},
 		Ports:      driverPorts(alloc),
+		Mounts:     ar.driverMounts(tr.task),
 	}
 	if rot := logRotation(tr.task.LogConfig); rot != nil {
 		tr.cfg.StdoutPath = ar.dir.logBase(tr.task.Name, "stdout")

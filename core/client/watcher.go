@@ -134,6 +134,16 @@ func (c *Client) destroyRunner(r *allocRunner) {
 		if c.ctx.Err() != nil || !r.allDone() {
 			return
 		}
+		if r.hostVols.held() {
+			c.logger.Warn("keeping alloc dir: a host volume may still be mounted in it", "alloc_id", r.id)
+			return
+		}
+		// Whatever the records say, a mount left beneath the dir
+		// keeps it: removing it would empty the mounted volume.
+		if ms, err := mountsBeneath(r.dir.root); err != nil || len(ms) > 0 {
+			c.logger.Error("keeping alloc dir: something is still mounted in it", "alloc_id", r.id, "mounts", ms, "error", err)
+			return
+		}
 		if r.vols.Held() {
 			// A task bind mount may remain: removing the dir would
 			// empty the volume. The release retry unmounts it.

@@ -280,6 +280,7 @@ func TestACLMatrix(t *testing.T) {
 	cases = append(cases, execMatrixCases(w, nobody)...)
 	cases = append(cases, snapshotMatrixCases()...)
 	cases = append(cases, variableMatrixCases()...)
+	cases = append(cases, hostVolumeMatrixCases()...)
 
 	routeRules := rulesByPattern(routeTable)
 	covered := map[string]bool{}

@@ -126,7 +126,7 @@ func (s jobHandlers) register(w http.ResponseWriter, r *http.Request, urlID stri
 	}
 	s.fillNullPolicies(req.Job)
 	req.Job.Namespace = namespaceOf(req.Job.Namespace, r)
-	if !allowNS(r, req.Job.Namespace, acl.NamespaceCapabilitySubmitJob) {
+	if !allowNS(r, req.Job.Namespace, acl.NamespaceCapabilitySubmitJob) || !allowHostVolumes(r, req.Job) {
 		s.writeError(w, errPermissionDenied)
 		return
 	}

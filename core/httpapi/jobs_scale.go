@@ -76,6 +76,10 @@ func (s jobHandlers) jobRevert(w http.ResponseWriter, r *http.Request, id string
 		s.writeError(w, badRequest("JobID: %q does not match the job %q of the URL", req.JobID, id))
 		return
 	}
+	if !s.allowRevertHostVolumes(r, namespaceOf("", r), id, req.JobVersion) {
+		s.writeError(w, errPermissionDenied)
+		return
+	}
 	resp, err := s.jobs.Revert(r.Context(), namespaceOf("", r), id, req.JobVersion, req.EnforcePriorVersion)
 	if err != nil {
 		s.writeError(w, err)

@@ -235,9 +235,9 @@ func TestParseErrors(t *testing.T) {
 			want: "job.hcl:3:10: Missing name for task",
 		},
 		{
-			name: "host volume",
-			src:  "job \"j\" {\n  group \"g\" {\n    volume \"v\" {\n      type = \"host\"\n      source = \"x\"\n    }\n  }\n}\n",
-			want: "job.hcl:4:14: Unsupported volume type", detail: `type is "host"`,
+			name: "unknown volume type",
+			src:  "job \"j\" {\n  group \"g\" {\n    volume \"v\" {\n      type = \"nfs\"\n      source = \"x\"\n    }\n  }\n}\n",
+			want: "job.hcl:4:14: Unsupported volume type", detail: `type is "nfs"`,
 		},
 		{
 			name: "volume without source",

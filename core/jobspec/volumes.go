@@ -22,14 +22,14 @@ func (p *parser) volumes(bs hcl.Blocks) map[string]*structs.VolumeRequest {
 	for _, b := range bs {
 		v := &structs.VolumeRequest{Name: b.Labels[0]}
 		attrs, blocks := p.content(b.Body, volumeAttrs, volumeBlocks)
-		if p.setString(attrs["type"], &v.Type) && v.Type != structs.VolumeTypeCSI {
+		if p.setString(attrs["type"], &v.Type) && v.Type != structs.VolumeTypeCSI && v.Type != structs.VolumeTypeHost {
 			p.errorf(attrs["type"].Expr.Range(), "Unsupported volume type",
-				"type is %q; drover serves CSI volumes (type = \"csi\").", v.Type)
+				"type is %q; a volume is a CSI volume (type = \"csi\") or a client's host volume (type = \"host\").", v.Type)
 		} else if attrs["type"] == nil {
-			p.errorf(b.DefRange, "Missing required argument", "A volume block needs a type (type = \"csi\").")
+			p.errorf(b.DefRange, "Missing required argument", "A volume block needs a type (type = \"csi\" or \"host\").")
 		}
 		if !p.setString(attrs["source"], &v.Source) {
-			p.errorf(b.DefRange, "Missing required argument", "A volume block needs a source: the ID of a registered volume.")
+			p.errorf(b.DefRange, "Missing required argument", "A volume block needs a source: the ID of a registered CSI volume or the name of a client's host volume.")
 		}
 		p.setBool(attrs["read_only"], &v.ReadOnly)
 		p.setBool(attrs["per_alloc"], &v.PerAlloc)

@@ -39,6 +39,9 @@ func (ep Nodes) Register(ctx context.Context, in *structs.Node) (time.Duration, 
 	if err := in.ValidateCSI(); err != nil {
 		return 0, err
 	}
+	if err := in.ValidateHostVolumes(); err != nil {
+		return 0, err
+	}
 	existing, err := s.State().NodeByID(nil, in.ID)
 	if err != nil {
 		return 0, err
@@ -66,7 +69,10 @@ func (ep Nodes) Register(ctx context.Context, in *structs.Node) (time.Duration, 
 		node.Events = []*structs.NodeEvent{{Message: "Node registered", Subsystem: "Cluster", Timestamp: s.cfg.Now()}}
 	}
 	var evals []*structs.Evaluation
-	if existing == nil || existing.Status != structs.NodeStatusReady || existing.ComputedClass != node.ComputedClass {
+	// Host volumes are not in the computed class: a node that came back
+	// with other volumes may now take system jobs it could not before.
+	if existing == nil || existing.Status != structs.NodeStatusReady || existing.ComputedClass != node.ComputedClass ||
+		!structs.HostVolumesEqual(existing.HostVolumes, node.HostVolumes) {
 		if evals, err = ep.nodeEvals(node, true); err != nil {
 			return 0, err
 		}

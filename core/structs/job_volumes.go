@@ -39,8 +39,13 @@ type CSIMountOptions struct {
 	MountFlags []string `codec:",omitempty"`
 }
 
-// VolumeTypeCSI is the one volume type drover serves.
-const VolumeTypeCSI = "csi"
+// The volume types a group's volume block may name, Nomad's names: a CSI
+// volume registered with the servers, or a host volume a client's agent
+// config declares (`client { host_volume "<name>" { … } }`).
+const (
+	VolumeTypeCSI  = "csi"
+	VolumeTypeHost = "host"
+)
 
 // Bounds on a group's volumes and a task's mounts.
 const (
@@ -181,8 +186,13 @@ func (tg *TaskGroup) validateVolumes(l *errList, where string) {
 		if v.Name != "" && v.Name != name {
 			l.add("%s: name %q does not match the block's label", w, v.Name)
 		}
-		if v.Type != VolumeTypeCSI {
-			l.add("%s: type %q is not served; drover has CSI volumes (type = \"csi\")", w, v.Type)
+		switch v.Type {
+		case VolumeTypeCSI:
+		case VolumeTypeHost:
+			v.validateHost(l, w, tg)
+			continue
+		default:
+			l.add("%s: type %q is not one of csi, host", w, v.Type)
 			continue
 		}
 		switch {
@@ -238,6 +248,10 @@ func (tg *TaskGroup) validateVolumes(l *errList, where string) {
 				l.add("%s: destination is not a usable path", mw)
 			case dests[path.Clean(d)]:
 				l.add("%s: destination %q is mounted twice", mw, d)
+			case path.Clean("/"+d) == "/":
+				l.add("%s: destination %q is the task's root; mount a directory beneath it", mw, d)
+			case strings.HasPrefix(strings.TrimLeft(path.Clean("/"+d), "/"), ".drover"):
+				l.add("%s: destination %q: names beginning with .drover are the drivers' own files in a task directory", mw, d)
 			}
 			dests[path.Clean(m.Destination)] = true
 			switch m.PropagationMode {

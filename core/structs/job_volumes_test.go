@@ -15,6 +15,13 @@ func TestValidateVolumes(t *testing.T) {
 		}
 		return map[string]*VolumeRequest{"data": v}
 	}
+	host := func(mut func(*VolumeRequest)) map[string]*VolumeRequest {
+		v := &VolumeRequest{Name: "data", Type: "host", Source: "shared_data"}
+		if mut != nil {
+			mut(v)
+		}
+		return map[string]*VolumeRequest{"data": v}
+	}
 	mount := func(mut func(*VolumeMount)) []*VolumeMount {
 		m := &VolumeMount{Volume: "data", Destination: "/data"}
 		if mut != nil {
@@ -32,7 +39,20 @@ func TestValidateVolumes(t *testing.T) {
 		{"valid", csi(nil), mount(nil), nil, ""},
 		{"valid reader", csi(func(v *VolumeRequest) { v.AccessMode, v.ReadOnly = CSIVolumeAccessModeMultiNodeReader, true }),
 			mount(func(m *VolumeMount) { m.ReadOnly = true }), nil, ""},
-		{"host volume", csi(func(v *VolumeRequest) { v.Type = "host" }), nil, nil, `volume "data": type "host" is not served`},
+		{"unknown type", csi(func(v *VolumeRequest) { v.Type = "nfs" }), nil, nil, `volume "data": type "nfs" is not one of csi, host`},
+		{"host volume", host(nil), mount(nil), nil, ""},
+		{"host volume read-only", host(func(v *VolumeRequest) { v.ReadOnly = true }), mount(func(m *VolumeMount) { m.ReadOnly = true }), nil, ""},
+		{"host volume per_alloc", host(func(v *VolumeRequest) { v.PerAlloc = true }), mount(nil), nil, ""},
+		{"host volume no source", host(func(v *VolumeRequest) { v.Source = "" }), nil, nil, `volume "data": source is required`},
+		{"host volume bad source", host(func(v *VolumeRequest) { v.Source = "../etc" }), nil, nil, `source "../etc" must be a host volume name`},
+		{"host volume access mode", host(func(v *VolumeRequest) { v.AccessMode = CSIVolumeAccessModeSingleNodeWriter }), nil, nil,
+			`host volumes cannot have an access_mode`},
+		{"host volume attachment mode", host(func(v *VolumeRequest) { v.AttachmentMode = CSIVolumeAttachmentModeFilesystem }), nil, nil,
+			`host volumes cannot have an attachment_mode`},
+		{"host volume mount options", host(func(v *VolumeRequest) { v.MountOptions = &CSIMountOptions{FSType: "ext4"} }), nil, nil,
+			`host volumes cannot have mount_options`},
+		{"host volume writable mount of read-only", host(func(v *VolumeRequest) { v.ReadOnly = true }), mount(nil), nil,
+			"the mount must be read_only too"},
 		{"no source", csi(func(v *VolumeRequest) { v.Source = "" }), nil, nil, `volume "data": source is required`},
 		{"bad source", csi(func(v *VolumeRequest) { v.Source = "a/b" }), nil, nil, `source "a/b" must be a volume ID`},
 		{"no access mode", csi(func(v *VolumeRequest) { v.AccessMode = "" }), nil, nil, `access_mode "" is not one of`},
@@ -44,6 +64,10 @@ func TestValidateVolumes(t *testing.T) {
 		{"mount without destination", csi(nil), mount(func(m *VolumeMount) { m.Destination = "" }), nil, "destination is required"},
 		{"writable mount of read-only volume", csi(func(v *VolumeRequest) { v.ReadOnly = true }), mount(nil), nil,
 			"the mount must be read_only too"},
+		{"root destination", host(nil), mount(func(m *VolumeMount) { m.Destination = "/" }), nil, `destination "/" is the task's root`},
+		{"driver file destination", host(nil), mount(func(m *VolumeMount) { m.Destination = "/.drover-exit.json" }), nil,
+			`names beginning with .drover are the drivers' own files`},
+		{"relative destination", host(nil), mount(func(m *VolumeMount) { m.Destination = "local/data" }), nil, ""},
 		{"bad propagation", csi(nil), mount(func(m *VolumeMount) { m.PropagationMode = "both" }), nil, `propagation_mode "both"`},
 		{"same destination twice", csi(nil), append(mount(nil), mount(func(m *VolumeMount) { m.Destination = "/data/" })...), nil,
 			`destination "/data/" is mounted twice`},

@@ -29,6 +29,9 @@ type Node struct {
 	CSINodePlugins       map[string]*CSIInfo `codec:",omitempty"`
 	CreateIndex          uint64              `codec:",omitempty"`
 	ModifyIndex          uint64              `codec:",omitempty"`
+
+	// The client's host volumes (agent config host_volume), by name.
+	HostVolumes map[string]*ClientHostVolumeConfig `codec:",omitempty"`
 }
 
 // NodeResources is a node's total capacity.
@@ -156,6 +159,7 @@ func (n *Node) Copy() *Node {
 	c.Events = append([]*NodeEvent(nil), n.Events...)
 	c.CSIControllerPlugins = copyCSIInfos(n.CSIControllerPlugins)
 	c.CSINodePlugins = copyCSIInfos(n.CSINodePlugins)
+	c.HostVolumes = copyHostVolumes(n.HostVolumes)
 	return &c
 }
 

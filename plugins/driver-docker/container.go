@@ -69,6 +69,11 @@ func createOptions(cfg *driverpb.TaskConfig, tc *TaskConfig, pc *PluginConfig) (
 	if err != nil {
 		return client.ContainerCreateOptions{}, err
 	}
+	vb, err := volumeBinds(cfg)
+	if err != nil {
+		return client.ContainerCreateOptions{}, err
+	}
+	binds = append(binds, vb...)
 	dns := make([]netip.Addr, 0, len(tc.DNSServers))
 	for i, s := range tc.DNSServers {
 		a, err := netip.ParseAddr(s)

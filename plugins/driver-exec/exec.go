@@ -256,6 +256,9 @@ func (d *Driver) prepare(cfg *driverpb.TaskConfig) (*initSpec, error) {
 			spec.AllocShared = shared
 		}
 	}
+	if spec.Mounts, err = volumeMounts(cfg); err != nil {
+		return nil, err
+	}
 	if err := spec.checkCommand(); err != nil {
 		return nil, err
 	}

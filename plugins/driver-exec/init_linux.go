@@ -234,6 +234,9 @@ func buildRoot(spec *initSpec) error {
 			return err
 		}
 	}
+	if err := bindVolumes(root, spec.Mounts); err != nil {
+		return err
+	}
 	if spec.NoPivotRoot {
 		if err := unix.Chroot(root); err != nil {
 			return fmt.Errorf("chroot into the task directory: %w", err)
@@ -443,6 +446,17 @@ func dropCaps(keep []string) error {
 		}
 		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(n), 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
 			return fmt.Errorf("drop capability %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// bindVolumes binds the task's host volumes into its root, after
+// everything else, so none is hidden by a later mount.
+func bindVolumes(root string, ms []volumeMount) error {
+	for _, m := range ms {
+		if err := bindAt(root, m.Src, m.Dst, m.RO); err != nil {
+			return fmt.Errorf("host volume: %w", err)
 		}
 	}
 	return nil

@@ -40,6 +40,10 @@ type initSpec struct {
 	Groups []uint32 `json:"groups,omitempty"`
 	// Caps is the capability bounding set the command runs with.
 	Caps []string `json:"caps"`
+	// Mounts are the task's host volume mounts (TaskConfig.mounts),
+	// bound last, so a destination beneath a chroot_env directory
+	// (/etc/app) is not hidden by it.
+	Mounts []volumeMount `json:"mounts,omitempty"`
 }
 
 type bind struct {

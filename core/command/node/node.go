@@ -118,9 +118,13 @@ func formatNodeStatus(n *structs.Node, allocs []*structs.Allocation, verbose boo
 	info = append(info,
 		"Eligibility|"+n.SchedulingEligibility,
 		"Status|"+n.Status,
+		"Host Volumes|"+hostVolumeNames(n),
 		"Driver Status|"+cli.OrNone(strings.Join(drivers, ",")),
 	)
 	sections := []string{cli.FormatKV(info)}
+	if hv := hostVolumesSection(n); verbose && hv != "" {
+		sections = append(sections, hv)
+	}
 
 	if len(n.Events) > 0 {
 		events := append([]*structs.NodeEvent(nil), n.Events...)

@@ -42,6 +42,7 @@ func (b nodeInput) add(req *pb.ScheduleRequest, job *structs.Job, allocs []*stru
 	if csi != nil {
 		req.CsiVolumes = csi.volumes
 	}
+	hostVols := jobHostVolumes(job)
 	req.Nodes = make([]*pb.Node, 0, len(nodes))
 	have := make(map[string]bool, len(nodes))
 	for _, n := range nodes {
@@ -50,6 +51,7 @@ func (b nodeInput) add(req *pb.ScheduleRequest, job *structs.Job, allocs []*stru
 			return err
 		}
 		pn.CsiNodePlugins = csi.nodePlugins(n)
+		pn.HostVolumes = nodeHostVolumes(n, hostVols)
 		req.Nodes = append(req.Nodes, pn)
 		have[n.ID] = true
 	}

@@ -2048,9 +2048,10 @@ func (x *NodeNetwork) GetReservedPorts() []*PortRange {
 type VolumeRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	// "csi"; other types are not placed by volume.
+	// "csi" or "host".
 	Type string `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
-	// The volume ID; with per_alloc the alloc's index is appended ("<source>[<i>]").
+	// The CSI volume ID or the host volume name; with per_alloc the alloc's
+	// index is appended ("<source>[<i>]").
 	Source         string `protobuf:"bytes,3,opt,name=source,proto3" json:"source,omitempty"`
 	ReadOnly       bool   `protobuf:"varint,4,opt,name=read_only,json=readOnly,proto3" json:"read_only,omitempty"`
 	AccessMode     string `protobuf:"bytes,5,opt,name=access_mode,json=accessMode,proto3" json:"access_mode,omitempty"`
@@ -2358,7 +2359,10 @@ type Node struct {
 	Network *NodeNetwork `protobuf:"bytes,17,opt,name=network,proto3" json:"network,omitempty"`
 	// Host ports held by the non-terminal allocations on the node, of every
 	// job, sorted (a port held twice is listed twice).
-	UsedPorts     []int32 `protobuf:"varint,18,rep,packed,name=used_ports,json=usedPorts,proto3" json:"used_ports,omitempty"`
+	UsedPorts []int32 `protobuf:"varint,18,rep,packed,name=used_ports,json=usedPorts,proto3" json:"used_ports,omitempty"`
+	// The node's host volumes (client host_volume blocks) that a group of
+	// the request asks for, by name (only those: the record stays compact).
+	HostVolumes   map[string]*HostVolume `protobuf:"bytes,41,rep,name=host_volumes,json=hostVolumes,proto3" json:"host_volumes,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2526,6 +2530,60 @@ func (x *Node) GetUsedPorts() []int32 {
 	return nil
 }
 
+func (x *Node) GetHostVolumes() map[string]*HostVolume {
+	if x != nil {
+		return x.HostVolumes
+	}
+	return nil
+}
+
+// One host volume of a node, as placement reads it.
+type HostVolume struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The client configured the volume read_only: only read-only requests
+	// may use it.
+	ReadOnly      bool `protobuf:"varint,1,opt,name=read_only,json=readOnly,proto3" json:"read_only,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HostVolume) Reset() {
+	*x = HostVolume{}
+	mi := &file_scheduler_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HostVolume) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HostVolume) ProtoMessage() {}
+
+func (x *HostVolume) ProtoReflect() protoreflect.Message {
+	mi := &file_scheduler_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HostVolume.ProtoReflect.Descriptor instead.
+func (*HostVolume) Descriptor() ([]byte, []int) {
+	return file_scheduler_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *HostVolume) GetReadOnly() bool {
+	if x != nil {
+		return x.ReadOnly
+	}
+	return false
+}
+
 // One CSI node plugin instance on a node, as placement reads it.
 type CSINodePlugin struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
@@ -2543,7 +2601,7 @@ type CSINodePlugin struct {
 
 func (x *CSINodePlugin) Reset() {
 	*x = CSINodePlugin{}
-	mi := &file_scheduler_proto_msgTypes[25]
+	mi := &file_scheduler_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2555,7 +2613,7 @@ func (x *CSINodePlugin) String() string {
 func (*CSINodePlugin) ProtoMessage() {}
 
 func (x *CSINodePlugin) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[25]
+	mi := &file_scheduler_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2568,7 +2626,7 @@ func (x *CSINodePlugin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CSINodePlugin.ProtoReflect.Descriptor instead.
 func (*CSINodePlugin) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{25}
+	return file_scheduler_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *CSINodePlugin) GetPluginId() string {
@@ -2616,7 +2674,7 @@ type CSITopology struct {
 
 func (x *CSITopology) Reset() {
 	*x = CSITopology{}
-	mi := &file_scheduler_proto_msgTypes[26]
+	mi := &file_scheduler_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2628,7 +2686,7 @@ func (x *CSITopology) String() string {
 func (*CSITopology) ProtoMessage() {}
 
 func (x *CSITopology) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[26]
+	mi := &file_scheduler_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2641,7 +2699,7 @@ func (x *CSITopology) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CSITopology.ProtoReflect.Descriptor instead.
 func (*CSITopology) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{26}
+	return file_scheduler_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *CSITopology) GetSegments() map[string]string {
@@ -2665,7 +2723,7 @@ type CSIVolumeClaim struct {
 
 func (x *CSIVolumeClaim) Reset() {
 	*x = CSIVolumeClaim{}
-	mi := &file_scheduler_proto_msgTypes[27]
+	mi := &file_scheduler_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2677,7 +2735,7 @@ func (x *CSIVolumeClaim) String() string {
 func (*CSIVolumeClaim) ProtoMessage() {}
 
 func (x *CSIVolumeClaim) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[27]
+	mi := &file_scheduler_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2690,7 +2748,7 @@ func (x *CSIVolumeClaim) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CSIVolumeClaim.ProtoReflect.Descriptor instead.
 func (*CSIVolumeClaim) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{27}
+	return file_scheduler_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CSIVolumeClaim) GetAllocId() string {
@@ -2747,7 +2805,7 @@ type CSIVolume struct {
 
 func (x *CSIVolume) Reset() {
 	*x = CSIVolume{}
-	mi := &file_scheduler_proto_msgTypes[28]
+	mi := &file_scheduler_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2759,7 +2817,7 @@ func (x *CSIVolume) String() string {
 func (*CSIVolume) ProtoMessage() {}
 
 func (x *CSIVolume) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[28]
+	mi := &file_scheduler_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2772,7 +2830,7 @@ func (x *CSIVolume) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CSIVolume.ProtoReflect.Descriptor instead.
 func (*CSIVolume) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{28}
+	return file_scheduler_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *CSIVolume) GetNamespace() string {
@@ -2891,7 +2949,7 @@ type NodeAlloc struct {
 
 func (x *NodeAlloc) Reset() {
 	*x = NodeAlloc{}
-	mi := &file_scheduler_proto_msgTypes[29]
+	mi := &file_scheduler_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2903,7 +2961,7 @@ func (x *NodeAlloc) String() string {
 func (*NodeAlloc) ProtoMessage() {}
 
 func (x *NodeAlloc) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[29]
+	mi := &file_scheduler_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2916,7 +2974,7 @@ func (x *NodeAlloc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeAlloc.ProtoReflect.Descriptor instead.
 func (*NodeAlloc) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{29}
+	return file_scheduler_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *NodeAlloc) GetId() string {
@@ -3031,7 +3089,7 @@ type Allocation struct {
 
 func (x *Allocation) Reset() {
 	*x = Allocation{}
-	mi := &file_scheduler_proto_msgTypes[30]
+	mi := &file_scheduler_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3043,7 +3101,7 @@ func (x *Allocation) String() string {
 func (*Allocation) ProtoMessage() {}
 
 func (x *Allocation) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[30]
+	mi := &file_scheduler_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3056,7 +3114,7 @@ func (x *Allocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Allocation.ProtoReflect.Descriptor instead.
 func (*Allocation) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{30}
+	return file_scheduler_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Allocation) GetId() string {
@@ -3262,7 +3320,7 @@ type RescheduleEvent struct {
 
 func (x *RescheduleEvent) Reset() {
 	*x = RescheduleEvent{}
-	mi := &file_scheduler_proto_msgTypes[31]
+	mi := &file_scheduler_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3274,7 +3332,7 @@ func (x *RescheduleEvent) String() string {
 func (*RescheduleEvent) ProtoMessage() {}
 
 func (x *RescheduleEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[31]
+	mi := &file_scheduler_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3287,7 +3345,7 @@ func (x *RescheduleEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RescheduleEvent.ProtoReflect.Descriptor instead.
 func (*RescheduleEvent) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{31}
+	return file_scheduler_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *RescheduleEvent) GetRescheduleTimeNs() int64 {
@@ -3337,7 +3395,7 @@ type Evaluation struct {
 
 func (x *Evaluation) Reset() {
 	*x = Evaluation{}
-	mi := &file_scheduler_proto_msgTypes[32]
+	mi := &file_scheduler_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3349,7 +3407,7 @@ func (x *Evaluation) String() string {
 func (*Evaluation) ProtoMessage() {}
 
 func (x *Evaluation) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[32]
+	mi := &file_scheduler_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3362,7 +3420,7 @@ func (x *Evaluation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Evaluation.ProtoReflect.Descriptor instead.
 func (*Evaluation) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{32}
+	return file_scheduler_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Evaluation) GetId() string {
@@ -3454,7 +3512,7 @@ type SchedulerConfig struct {
 
 func (x *SchedulerConfig) Reset() {
 	*x = SchedulerConfig{}
-	mi := &file_scheduler_proto_msgTypes[33]
+	mi := &file_scheduler_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3466,7 +3524,7 @@ func (x *SchedulerConfig) String() string {
 func (*SchedulerConfig) ProtoMessage() {}
 
 func (x *SchedulerConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[33]
+	mi := &file_scheduler_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3479,7 +3537,7 @@ func (x *SchedulerConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchedulerConfig.ProtoReflect.Descriptor instead.
 func (*SchedulerConfig) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{33}
+	return file_scheduler_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *SchedulerConfig) GetPreemptionSystem() bool {
@@ -3548,7 +3606,7 @@ type ScheduleRequest struct {
 
 func (x *ScheduleRequest) Reset() {
 	*x = ScheduleRequest{}
-	mi := &file_scheduler_proto_msgTypes[34]
+	mi := &file_scheduler_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3560,7 +3618,7 @@ func (x *ScheduleRequest) String() string {
 func (*ScheduleRequest) ProtoMessage() {}
 
 func (x *ScheduleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[34]
+	mi := &file_scheduler_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3573,7 +3631,7 @@ func (x *ScheduleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleRequest.ProtoReflect.Descriptor instead.
 func (*ScheduleRequest) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{34}
+	return file_scheduler_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ScheduleRequest) GetEval() *Evaluation {
@@ -3674,7 +3732,7 @@ type AllocMetric struct {
 
 func (x *AllocMetric) Reset() {
 	*x = AllocMetric{}
-	mi := &file_scheduler_proto_msgTypes[35]
+	mi := &file_scheduler_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3686,7 +3744,7 @@ func (x *AllocMetric) String() string {
 func (*AllocMetric) ProtoMessage() {}
 
 func (x *AllocMetric) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[35]
+	mi := &file_scheduler_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3699,7 +3757,7 @@ func (x *AllocMetric) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocMetric.ProtoReflect.Descriptor instead.
 func (*AllocMetric) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{35}
+	return file_scheduler_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *AllocMetric) GetNodesEvaluated() int32 {
@@ -3813,7 +3871,7 @@ type DesiredUpdates struct {
 
 func (x *DesiredUpdates) Reset() {
 	*x = DesiredUpdates{}
-	mi := &file_scheduler_proto_msgTypes[36]
+	mi := &file_scheduler_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3825,7 +3883,7 @@ func (x *DesiredUpdates) String() string {
 func (*DesiredUpdates) ProtoMessage() {}
 
 func (x *DesiredUpdates) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[36]
+	mi := &file_scheduler_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3838,7 +3896,7 @@ func (x *DesiredUpdates) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DesiredUpdates.ProtoReflect.Descriptor instead.
 func (*DesiredUpdates) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{36}
+	return file_scheduler_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *DesiredUpdates) GetIgnore() uint64 {
@@ -3940,7 +3998,7 @@ type AllocStop struct {
 
 func (x *AllocStop) Reset() {
 	*x = AllocStop{}
-	mi := &file_scheduler_proto_msgTypes[37]
+	mi := &file_scheduler_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3952,7 +4010,7 @@ func (x *AllocStop) String() string {
 func (*AllocStop) ProtoMessage() {}
 
 func (x *AllocStop) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[37]
+	mi := &file_scheduler_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3965,7 +4023,7 @@ func (x *AllocStop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocStop.ProtoReflect.Descriptor instead.
 func (*AllocStop) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{37}
+	return file_scheduler_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *AllocStop) GetAllocId() string {
@@ -4037,7 +4095,7 @@ type PlacedAlloc struct {
 
 func (x *PlacedAlloc) Reset() {
 	*x = PlacedAlloc{}
-	mi := &file_scheduler_proto_msgTypes[38]
+	mi := &file_scheduler_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4049,7 +4107,7 @@ func (x *PlacedAlloc) String() string {
 func (*PlacedAlloc) ProtoMessage() {}
 
 func (x *PlacedAlloc) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[38]
+	mi := &file_scheduler_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4062,7 +4120,7 @@ func (x *PlacedAlloc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlacedAlloc.ProtoReflect.Descriptor instead.
 func (*PlacedAlloc) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{38}
+	return file_scheduler_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *PlacedAlloc) GetId() string {
@@ -4183,7 +4241,7 @@ type Preemption struct {
 
 func (x *Preemption) Reset() {
 	*x = Preemption{}
-	mi := &file_scheduler_proto_msgTypes[39]
+	mi := &file_scheduler_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4195,7 +4253,7 @@ func (x *Preemption) String() string {
 func (*Preemption) ProtoMessage() {}
 
 func (x *Preemption) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[39]
+	mi := &file_scheduler_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4208,7 +4266,7 @@ func (x *Preemption) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Preemption.ProtoReflect.Descriptor instead.
 func (*Preemption) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{39}
+	return file_scheduler_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *Preemption) GetAllocId() string {
@@ -4270,7 +4328,7 @@ type Plan struct {
 
 func (x *Plan) Reset() {
 	*x = Plan{}
-	mi := &file_scheduler_proto_msgTypes[40]
+	mi := &file_scheduler_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4282,7 +4340,7 @@ func (x *Plan) String() string {
 func (*Plan) ProtoMessage() {}
 
 func (x *Plan) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[40]
+	mi := &file_scheduler_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4295,7 +4353,7 @@ func (x *Plan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Plan.ProtoReflect.Descriptor instead.
 func (*Plan) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{40}
+	return file_scheduler_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *Plan) GetNodeUpdate() []*AllocStop {
@@ -4366,7 +4424,7 @@ type AllocFollowup struct {
 
 func (x *AllocFollowup) Reset() {
 	*x = AllocFollowup{}
-	mi := &file_scheduler_proto_msgTypes[41]
+	mi := &file_scheduler_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4378,7 +4436,7 @@ func (x *AllocFollowup) String() string {
 func (*AllocFollowup) ProtoMessage() {}
 
 func (x *AllocFollowup) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[41]
+	mi := &file_scheduler_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4391,7 +4449,7 @@ func (x *AllocFollowup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocFollowup.ProtoReflect.Descriptor instead.
 func (*AllocFollowup) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{41}
+	return file_scheduler_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *AllocFollowup) GetAllocId() string {
@@ -4421,7 +4479,7 @@ type BlockedEval struct {
 
 func (x *BlockedEval) Reset() {
 	*x = BlockedEval{}
-	mi := &file_scheduler_proto_msgTypes[42]
+	mi := &file_scheduler_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4433,7 +4491,7 @@ func (x *BlockedEval) String() string {
 func (*BlockedEval) ProtoMessage() {}
 
 func (x *BlockedEval) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[42]
+	mi := &file_scheduler_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4446,7 +4504,7 @@ func (x *BlockedEval) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlockedEval.ProtoReflect.Descriptor instead.
 func (*BlockedEval) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{42}
+	return file_scheduler_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *BlockedEval) GetNodeId() string {
@@ -4494,7 +4552,7 @@ type ScheduleResponse struct {
 
 func (x *ScheduleResponse) Reset() {
 	*x = ScheduleResponse{}
-	mi := &file_scheduler_proto_msgTypes[43]
+	mi := &file_scheduler_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4506,7 +4564,7 @@ func (x *ScheduleResponse) String() string {
 func (*ScheduleResponse) ProtoMessage() {}
 
 func (x *ScheduleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[43]
+	mi := &file_scheduler_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4519,7 +4577,7 @@ func (x *ScheduleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleResponse.ProtoReflect.Descriptor instead.
 func (*ScheduleResponse) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{43}
+	return file_scheduler_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ScheduleResponse) GetStatus() string {
@@ -4583,7 +4641,7 @@ type FollowupEval struct {
 
 func (x *FollowupEval) Reset() {
 	*x = FollowupEval{}
-	mi := &file_scheduler_proto_msgTypes[44]
+	mi := &file_scheduler_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4595,7 +4653,7 @@ func (x *FollowupEval) String() string {
 func (*FollowupEval) ProtoMessage() {}
 
 func (x *FollowupEval) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_proto_msgTypes[44]
+	mi := &file_scheduler_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4608,7 +4666,7 @@ func (x *FollowupEval) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FollowupEval.ProtoReflect.Descriptor instead.
 func (*FollowupEval) Descriptor() ([]byte, []int) {
-	return file_scheduler_proto_rawDescGZIP(), []int{44}
+	return file_scheduler_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *FollowupEval) GetId() string {
@@ -4849,7 +4907,7 @@ const file_scheduler_proto_rawDesc = "" +
 	"\aspreads\x18\x12 \x03(\v2\x1b.drover.scheduler.v1.SpreadR\aspreads\x1a7\n" +
 	"\tMetaEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x98\a\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc8\b\n" +
 	"\x04Node\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1e\n" +
@@ -4876,13 +4934,20 @@ const file_scheduler_proto_rawDesc = "" +
 	"\x15drain_deadline_passed\x18\x1e \x01(\bR\x13drainDeadlinePassed\x12:\n" +
 	"\anetwork\x18\x11 \x01(\v2 .drover.scheduler.v1.NodeNetworkR\anetwork\x12\x1d\n" +
 	"\n" +
-	"used_ports\x18\x12 \x03(\x05R\tusedPorts\x1a=\n" +
+	"used_ports\x18\x12 \x03(\x05R\tusedPorts\x12M\n" +
+	"\fhost_volumes\x18) \x03(\v2*.drover.scheduler.v1.Node.HostVolumesEntryR\vhostVolumes\x1a=\n" +
 	"\x0fAttributesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a7\n" +
 	"\tMetaEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc1\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a_\n" +
+	"\x10HostVolumesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x125\n" +
+	"\x05value\x18\x02 \x01(\v2\x1f.drover.scheduler.v1.HostVolumeR\x05value:\x028\x01\")\n" +
+	"\n" +
+	"HostVolume\x12\x1b\n" +
+	"\tread_only\x18\x01 \x01(\bR\breadOnly\"\xc1\x02\n" +
 	"\rCSINodePlugin\x12\x1b\n" +
 	"\tplugin_id\x18\x01 \x01(\tR\bpluginId\x12\x18\n" +
 	"\ahealthy\x18\x02 \x01(\bR\ahealthy\x12\x1f\n" +
@@ -5149,7 +5214,7 @@ func file_scheduler_proto_rawDescGZIP() []byte {
 }
 
 var file_scheduler_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_scheduler_proto_msgTypes = make([]protoimpl.MessageInfo, 65)
+var file_scheduler_proto_msgTypes = make([]protoimpl.MessageInfo, 67)
 var file_scheduler_proto_goTypes = []any{
 	(AllocHealth)(0),               // 0: drover.scheduler.v1.AllocHealth
 	(*InfoRequest)(nil),            // 1: drover.scheduler.v1.InfoRequest
@@ -5177,62 +5242,64 @@ var file_scheduler_proto_goTypes = []any{
 	(*VolumeRequest)(nil),          // 23: drover.scheduler.v1.VolumeRequest
 	(*Job)(nil),                    // 24: drover.scheduler.v1.Job
 	(*Node)(nil),                   // 25: drover.scheduler.v1.Node
-	(*CSINodePlugin)(nil),          // 26: drover.scheduler.v1.CSINodePlugin
-	(*CSITopology)(nil),            // 27: drover.scheduler.v1.CSITopology
-	(*CSIVolumeClaim)(nil),         // 28: drover.scheduler.v1.CSIVolumeClaim
-	(*CSIVolume)(nil),              // 29: drover.scheduler.v1.CSIVolume
-	(*NodeAlloc)(nil),              // 30: drover.scheduler.v1.NodeAlloc
-	(*Allocation)(nil),             // 31: drover.scheduler.v1.Allocation
-	(*RescheduleEvent)(nil),        // 32: drover.scheduler.v1.RescheduleEvent
-	(*Evaluation)(nil),             // 33: drover.scheduler.v1.Evaluation
-	(*SchedulerConfig)(nil),        // 34: drover.scheduler.v1.SchedulerConfig
-	(*ScheduleRequest)(nil),        // 35: drover.scheduler.v1.ScheduleRequest
-	(*AllocMetric)(nil),            // 36: drover.scheduler.v1.AllocMetric
-	(*DesiredUpdates)(nil),         // 37: drover.scheduler.v1.DesiredUpdates
-	(*AllocStop)(nil),              // 38: drover.scheduler.v1.AllocStop
-	(*PlacedAlloc)(nil),            // 39: drover.scheduler.v1.PlacedAlloc
-	(*Preemption)(nil),             // 40: drover.scheduler.v1.Preemption
-	(*Plan)(nil),                   // 41: drover.scheduler.v1.Plan
-	(*AllocFollowup)(nil),          // 42: drover.scheduler.v1.AllocFollowup
-	(*BlockedEval)(nil),            // 43: drover.scheduler.v1.BlockedEval
-	(*ScheduleResponse)(nil),       // 44: drover.scheduler.v1.ScheduleResponse
-	(*FollowupEval)(nil),           // 45: drover.scheduler.v1.FollowupEval
-	nil,                            // 46: drover.scheduler.v1.Deployment.TaskGroupsEntry
-	nil,                            // 47: drover.scheduler.v1.Task.EnvEntry
-	nil,                            // 48: drover.scheduler.v1.Task.MetaEntry
-	nil,                            // 49: drover.scheduler.v1.TaskGroup.MetaEntry
-	nil,                            // 50: drover.scheduler.v1.Job.MetaEntry
-	nil,                            // 51: drover.scheduler.v1.Node.AttributesEntry
-	nil,                            // 52: drover.scheduler.v1.Node.MetaEntry
-	nil,                            // 53: drover.scheduler.v1.CSINodePlugin.AccessibleTopologyEntry
-	nil,                            // 54: drover.scheduler.v1.CSITopology.SegmentsEntry
-	nil,                            // 55: drover.scheduler.v1.AllocMetric.NodesAvailableEntry
-	nil,                            // 56: drover.scheduler.v1.AllocMetric.ClassFilteredEntry
-	nil,                            // 57: drover.scheduler.v1.AllocMetric.ConstraintFilteredEntry
-	nil,                            // 58: drover.scheduler.v1.AllocMetric.ClassExhaustedEntry
-	nil,                            // 59: drover.scheduler.v1.AllocMetric.DimensionExhaustedEntry
-	nil,                            // 60: drover.scheduler.v1.AllocMetric.ScoresEntry
-	nil,                            // 61: drover.scheduler.v1.PlacedAlloc.TaskResourcesEntry
-	nil,                            // 62: drover.scheduler.v1.Plan.DesiredTgUpdatesEntry
-	nil,                            // 63: drover.scheduler.v1.BlockedEval.ClassEligibilityEntry
-	nil,                            // 64: drover.scheduler.v1.ScheduleResponse.FailedTgAllocsEntry
-	nil,                            // 65: drover.scheduler.v1.ScheduleResponse.QueuedAllocationsEntry
+	(*HostVolume)(nil),             // 26: drover.scheduler.v1.HostVolume
+	(*CSINodePlugin)(nil),          // 27: drover.scheduler.v1.CSINodePlugin
+	(*CSITopology)(nil),            // 28: drover.scheduler.v1.CSITopology
+	(*CSIVolumeClaim)(nil),         // 29: drover.scheduler.v1.CSIVolumeClaim
+	(*CSIVolume)(nil),              // 30: drover.scheduler.v1.CSIVolume
+	(*NodeAlloc)(nil),              // 31: drover.scheduler.v1.NodeAlloc
+	(*Allocation)(nil),             // 32: drover.scheduler.v1.Allocation
+	(*RescheduleEvent)(nil),        // 33: drover.scheduler.v1.RescheduleEvent
+	(*Evaluation)(nil),             // 34: drover.scheduler.v1.Evaluation
+	(*SchedulerConfig)(nil),        // 35: drover.scheduler.v1.SchedulerConfig
+	(*ScheduleRequest)(nil),        // 36: drover.scheduler.v1.ScheduleRequest
+	(*AllocMetric)(nil),            // 37: drover.scheduler.v1.AllocMetric
+	(*DesiredUpdates)(nil),         // 38: drover.scheduler.v1.DesiredUpdates
+	(*AllocStop)(nil),              // 39: drover.scheduler.v1.AllocStop
+	(*PlacedAlloc)(nil),            // 40: drover.scheduler.v1.PlacedAlloc
+	(*Preemption)(nil),             // 41: drover.scheduler.v1.Preemption
+	(*Plan)(nil),                   // 42: drover.scheduler.v1.Plan
+	(*AllocFollowup)(nil),          // 43: drover.scheduler.v1.AllocFollowup
+	(*BlockedEval)(nil),            // 44: drover.scheduler.v1.BlockedEval
+	(*ScheduleResponse)(nil),       // 45: drover.scheduler.v1.ScheduleResponse
+	(*FollowupEval)(nil),           // 46: drover.scheduler.v1.FollowupEval
+	nil,                            // 47: drover.scheduler.v1.Deployment.TaskGroupsEntry
+	nil,                            // 48: drover.scheduler.v1.Task.EnvEntry
+	nil,                            // 49: drover.scheduler.v1.Task.MetaEntry
+	nil,                            // 50: drover.scheduler.v1.TaskGroup.MetaEntry
+	nil,                            // 51: drover.scheduler.v1.Job.MetaEntry
+	nil,                            // 52: drover.scheduler.v1.Node.AttributesEntry
+	nil,                            // 53: drover.scheduler.v1.Node.MetaEntry
+	nil,                            // 54: drover.scheduler.v1.Node.HostVolumesEntry
+	nil,                            // 55: drover.scheduler.v1.CSINodePlugin.AccessibleTopologyEntry
+	nil,                            // 56: drover.scheduler.v1.CSITopology.SegmentsEntry
+	nil,                            // 57: drover.scheduler.v1.AllocMetric.NodesAvailableEntry
+	nil,                            // 58: drover.scheduler.v1.AllocMetric.ClassFilteredEntry
+	nil,                            // 59: drover.scheduler.v1.AllocMetric.ConstraintFilteredEntry
+	nil,                            // 60: drover.scheduler.v1.AllocMetric.ClassExhaustedEntry
+	nil,                            // 61: drover.scheduler.v1.AllocMetric.DimensionExhaustedEntry
+	nil,                            // 62: drover.scheduler.v1.AllocMetric.ScoresEntry
+	nil,                            // 63: drover.scheduler.v1.PlacedAlloc.TaskResourcesEntry
+	nil,                            // 64: drover.scheduler.v1.Plan.DesiredTgUpdatesEntry
+	nil,                            // 65: drover.scheduler.v1.BlockedEval.ClassEligibilityEntry
+	nil,                            // 66: drover.scheduler.v1.ScheduleResponse.FailedTgAllocsEntry
+	nil,                            // 67: drover.scheduler.v1.ScheduleResponse.QueuedAllocationsEntry
 }
 var file_scheduler_proto_depIdxs = []int32{
 	8,  // 0: drover.scheduler.v1.JobTypeInfo.default_restart:type_name -> drover.scheduler.v1.RestartPolicy
 	9,  // 1: drover.scheduler.v1.JobTypeInfo.default_reschedule:type_name -> drover.scheduler.v1.ReschedulePolicy
 	3,  // 2: drover.scheduler.v1.JobTypeInfo.default_migrate:type_name -> drover.scheduler.v1.MigrateStrategy
-	46, // 3: drover.scheduler.v1.Deployment.task_groups:type_name -> drover.scheduler.v1.Deployment.TaskGroupsEntry
+	47, // 3: drover.scheduler.v1.Deployment.task_groups:type_name -> drover.scheduler.v1.Deployment.TaskGroupsEntry
 	2,  // 4: drover.scheduler.v1.InfoResponse.job_types:type_name -> drover.scheduler.v1.JobTypeInfo
 	13, // 5: drover.scheduler.v1.Spread.targets:type_name -> drover.scheduler.v1.SpreadTarget
-	47, // 6: drover.scheduler.v1.Task.env:type_name -> drover.scheduler.v1.Task.EnvEntry
-	48, // 7: drover.scheduler.v1.Task.meta:type_name -> drover.scheduler.v1.Task.MetaEntry
+	48, // 6: drover.scheduler.v1.Task.env:type_name -> drover.scheduler.v1.Task.EnvEntry
+	49, // 7: drover.scheduler.v1.Task.meta:type_name -> drover.scheduler.v1.Task.MetaEntry
 	15, // 8: drover.scheduler.v1.Task.resources:type_name -> drover.scheduler.v1.Resources
 	11, // 9: drover.scheduler.v1.Task.constraints:type_name -> drover.scheduler.v1.Constraint
 	12, // 10: drover.scheduler.v1.Task.affinities:type_name -> drover.scheduler.v1.Affinity
 	11, // 11: drover.scheduler.v1.TaskGroup.constraints:type_name -> drover.scheduler.v1.Constraint
 	16, // 12: drover.scheduler.v1.TaskGroup.tasks:type_name -> drover.scheduler.v1.Task
-	49, // 13: drover.scheduler.v1.TaskGroup.meta:type_name -> drover.scheduler.v1.TaskGroup.MetaEntry
+	50, // 13: drover.scheduler.v1.TaskGroup.meta:type_name -> drover.scheduler.v1.TaskGroup.MetaEntry
 	23, // 14: drover.scheduler.v1.TaskGroup.volumes:type_name -> drover.scheduler.v1.VolumeRequest
 	9,  // 15: drover.scheduler.v1.TaskGroup.reschedule_policy:type_name -> drover.scheduler.v1.ReschedulePolicy
 	12, // 16: drover.scheduler.v1.TaskGroup.affinities:type_name -> drover.scheduler.v1.Affinity
@@ -5244,72 +5311,74 @@ var file_scheduler_proto_depIdxs = []int32{
 	19, // 22: drover.scheduler.v1.NetworkAsk.dynamic_ports:type_name -> drover.scheduler.v1.PortAsk
 	21, // 23: drover.scheduler.v1.NodeNetwork.reserved_ports:type_name -> drover.scheduler.v1.PortRange
 	11, // 24: drover.scheduler.v1.Job.constraints:type_name -> drover.scheduler.v1.Constraint
-	50, // 25: drover.scheduler.v1.Job.meta:type_name -> drover.scheduler.v1.Job.MetaEntry
+	51, // 25: drover.scheduler.v1.Job.meta:type_name -> drover.scheduler.v1.Job.MetaEntry
 	17, // 26: drover.scheduler.v1.Job.task_groups:type_name -> drover.scheduler.v1.TaskGroup
 	12, // 27: drover.scheduler.v1.Job.affinities:type_name -> drover.scheduler.v1.Affinity
 	14, // 28: drover.scheduler.v1.Job.spreads:type_name -> drover.scheduler.v1.Spread
-	51, // 29: drover.scheduler.v1.Node.attributes:type_name -> drover.scheduler.v1.Node.AttributesEntry
-	52, // 30: drover.scheduler.v1.Node.meta:type_name -> drover.scheduler.v1.Node.MetaEntry
+	52, // 29: drover.scheduler.v1.Node.attributes:type_name -> drover.scheduler.v1.Node.AttributesEntry
+	53, // 30: drover.scheduler.v1.Node.meta:type_name -> drover.scheduler.v1.Node.MetaEntry
 	15, // 31: drover.scheduler.v1.Node.capacity:type_name -> drover.scheduler.v1.Resources
 	15, // 32: drover.scheduler.v1.Node.used:type_name -> drover.scheduler.v1.Resources
-	30, // 33: drover.scheduler.v1.Node.others:type_name -> drover.scheduler.v1.NodeAlloc
-	26, // 34: drover.scheduler.v1.Node.csi_node_plugins:type_name -> drover.scheduler.v1.CSINodePlugin
+	31, // 33: drover.scheduler.v1.Node.others:type_name -> drover.scheduler.v1.NodeAlloc
+	27, // 34: drover.scheduler.v1.Node.csi_node_plugins:type_name -> drover.scheduler.v1.CSINodePlugin
 	22, // 35: drover.scheduler.v1.Node.network:type_name -> drover.scheduler.v1.NodeNetwork
-	53, // 36: drover.scheduler.v1.CSINodePlugin.accessible_topology:type_name -> drover.scheduler.v1.CSINodePlugin.AccessibleTopologyEntry
-	54, // 37: drover.scheduler.v1.CSITopology.segments:type_name -> drover.scheduler.v1.CSITopology.SegmentsEntry
-	27, // 38: drover.scheduler.v1.CSIVolume.topologies:type_name -> drover.scheduler.v1.CSITopology
-	28, // 39: drover.scheduler.v1.CSIVolume.read_claims:type_name -> drover.scheduler.v1.CSIVolumeClaim
-	28, // 40: drover.scheduler.v1.CSIVolume.write_claims:type_name -> drover.scheduler.v1.CSIVolumeClaim
-	15, // 41: drover.scheduler.v1.NodeAlloc.resources:type_name -> drover.scheduler.v1.Resources
-	15, // 42: drover.scheduler.v1.Allocation.resources:type_name -> drover.scheduler.v1.Resources
-	32, // 43: drover.scheduler.v1.Allocation.reschedule_events:type_name -> drover.scheduler.v1.RescheduleEvent
-	0,  // 44: drover.scheduler.v1.Allocation.healthy:type_name -> drover.scheduler.v1.AllocHealth
-	20, // 45: drover.scheduler.v1.Allocation.ports:type_name -> drover.scheduler.v1.AllocatedPort
-	33, // 46: drover.scheduler.v1.ScheduleRequest.eval:type_name -> drover.scheduler.v1.Evaluation
-	24, // 47: drover.scheduler.v1.ScheduleRequest.job:type_name -> drover.scheduler.v1.Job
-	25, // 48: drover.scheduler.v1.ScheduleRequest.nodes:type_name -> drover.scheduler.v1.Node
-	31, // 49: drover.scheduler.v1.ScheduleRequest.allocs:type_name -> drover.scheduler.v1.Allocation
-	24, // 50: drover.scheduler.v1.ScheduleRequest.job_versions:type_name -> drover.scheduler.v1.Job
-	34, // 51: drover.scheduler.v1.ScheduleRequest.config:type_name -> drover.scheduler.v1.SchedulerConfig
-	29, // 52: drover.scheduler.v1.ScheduleRequest.csi_volumes:type_name -> drover.scheduler.v1.CSIVolume
-	6,  // 53: drover.scheduler.v1.ScheduleRequest.deployment:type_name -> drover.scheduler.v1.Deployment
-	55, // 54: drover.scheduler.v1.AllocMetric.nodes_available:type_name -> drover.scheduler.v1.AllocMetric.NodesAvailableEntry
-	56, // 55: drover.scheduler.v1.AllocMetric.class_filtered:type_name -> drover.scheduler.v1.AllocMetric.ClassFilteredEntry
-	57, // 56: drover.scheduler.v1.AllocMetric.constraint_filtered:type_name -> drover.scheduler.v1.AllocMetric.ConstraintFilteredEntry
-	58, // 57: drover.scheduler.v1.AllocMetric.class_exhausted:type_name -> drover.scheduler.v1.AllocMetric.ClassExhaustedEntry
-	59, // 58: drover.scheduler.v1.AllocMetric.dimension_exhausted:type_name -> drover.scheduler.v1.AllocMetric.DimensionExhaustedEntry
-	60, // 59: drover.scheduler.v1.AllocMetric.scores:type_name -> drover.scheduler.v1.AllocMetric.ScoresEntry
-	61, // 60: drover.scheduler.v1.PlacedAlloc.task_resources:type_name -> drover.scheduler.v1.PlacedAlloc.TaskResourcesEntry
-	36, // 61: drover.scheduler.v1.PlacedAlloc.metrics:type_name -> drover.scheduler.v1.AllocMetric
-	32, // 62: drover.scheduler.v1.PlacedAlloc.reschedule_events:type_name -> drover.scheduler.v1.RescheduleEvent
-	20, // 63: drover.scheduler.v1.PlacedAlloc.ports:type_name -> drover.scheduler.v1.AllocatedPort
-	38, // 64: drover.scheduler.v1.Plan.node_update:type_name -> drover.scheduler.v1.AllocStop
-	39, // 65: drover.scheduler.v1.Plan.node_allocation:type_name -> drover.scheduler.v1.PlacedAlloc
-	40, // 66: drover.scheduler.v1.Plan.node_preemptions:type_name -> drover.scheduler.v1.Preemption
-	62, // 67: drover.scheduler.v1.Plan.desired_tg_updates:type_name -> drover.scheduler.v1.Plan.DesiredTgUpdatesEntry
-	36, // 68: drover.scheduler.v1.Plan.placement_metric:type_name -> drover.scheduler.v1.AllocMetric
-	42, // 69: drover.scheduler.v1.Plan.alloc_followups:type_name -> drover.scheduler.v1.AllocFollowup
-	6,  // 70: drover.scheduler.v1.Plan.create_deployment:type_name -> drover.scheduler.v1.Deployment
-	7,  // 71: drover.scheduler.v1.Plan.deployment_updates:type_name -> drover.scheduler.v1.DeploymentStatusUpdate
-	63, // 72: drover.scheduler.v1.BlockedEval.class_eligibility:type_name -> drover.scheduler.v1.BlockedEval.ClassEligibilityEntry
-	41, // 73: drover.scheduler.v1.ScheduleResponse.plan:type_name -> drover.scheduler.v1.Plan
-	64, // 74: drover.scheduler.v1.ScheduleResponse.failed_tg_allocs:type_name -> drover.scheduler.v1.ScheduleResponse.FailedTgAllocsEntry
-	65, // 75: drover.scheduler.v1.ScheduleResponse.queued_allocations:type_name -> drover.scheduler.v1.ScheduleResponse.QueuedAllocationsEntry
-	43, // 76: drover.scheduler.v1.ScheduleResponse.blocked_evals:type_name -> drover.scheduler.v1.BlockedEval
-	45, // 77: drover.scheduler.v1.ScheduleResponse.followup_evals:type_name -> drover.scheduler.v1.FollowupEval
-	5,  // 78: drover.scheduler.v1.Deployment.TaskGroupsEntry.value:type_name -> drover.scheduler.v1.DeploymentGroupState
-	15, // 79: drover.scheduler.v1.PlacedAlloc.TaskResourcesEntry.value:type_name -> drover.scheduler.v1.Resources
-	37, // 80: drover.scheduler.v1.Plan.DesiredTgUpdatesEntry.value:type_name -> drover.scheduler.v1.DesiredUpdates
-	36, // 81: drover.scheduler.v1.ScheduleResponse.FailedTgAllocsEntry.value:type_name -> drover.scheduler.v1.AllocMetric
-	1,  // 82: drover.scheduler.v1.Scheduler.Info:input_type -> drover.scheduler.v1.InfoRequest
-	35, // 83: drover.scheduler.v1.Scheduler.Schedule:input_type -> drover.scheduler.v1.ScheduleRequest
-	10, // 84: drover.scheduler.v1.Scheduler.Info:output_type -> drover.scheduler.v1.InfoResponse
-	44, // 85: drover.scheduler.v1.Scheduler.Schedule:output_type -> drover.scheduler.v1.ScheduleResponse
-	84, // [84:86] is the sub-list for method output_type
-	82, // [82:84] is the sub-list for method input_type
-	82, // [82:82] is the sub-list for extension type_name
-	82, // [82:82] is the sub-list for extension extendee
-	0,  // [0:82] is the sub-list for field type_name
+	54, // 36: drover.scheduler.v1.Node.host_volumes:type_name -> drover.scheduler.v1.Node.HostVolumesEntry
+	55, // 37: drover.scheduler.v1.CSINodePlugin.accessible_topology:type_name -> drover.scheduler.v1.CSINodePlugin.AccessibleTopologyEntry
+	56, // 38: drover.scheduler.v1.CSITopology.segments:type_name -> drover.scheduler.v1.CSITopology.SegmentsEntry
+	28, // 39: drover.scheduler.v1.CSIVolume.topologies:type_name -> drover.scheduler.v1.CSITopology
+	29, // 40: drover.scheduler.v1.CSIVolume.read_claims:type_name -> drover.scheduler.v1.CSIVolumeClaim
+	29, // 41: drover.scheduler.v1.CSIVolume.write_claims:type_name -> drover.scheduler.v1.CSIVolumeClaim
+	15, // 42: drover.scheduler.v1.NodeAlloc.resources:type_name -> drover.scheduler.v1.Resources
+	15, // 43: drover.scheduler.v1.Allocation.resources:type_name -> drover.scheduler.v1.Resources
+	33, // 44: drover.scheduler.v1.Allocation.reschedule_events:type_name -> drover.scheduler.v1.RescheduleEvent
+	0,  // 45: drover.scheduler.v1.Allocation.healthy:type_name -> drover.scheduler.v1.AllocHealth
+	20, // 46: drover.scheduler.v1.Allocation.ports:type_name -> drover.scheduler.v1.AllocatedPort
+	34, // 47: drover.scheduler.v1.ScheduleRequest.eval:type_name -> drover.scheduler.v1.Evaluation
+	24, // 48: drover.scheduler.v1.ScheduleRequest.job:type_name -> drover.scheduler.v1.Job
+	25, // 49: drover.scheduler.v1.ScheduleRequest.nodes:type_name -> drover.scheduler.v1.Node
+	32, // 50: drover.scheduler.v1.ScheduleRequest.allocs:type_name -> drover.scheduler.v1.Allocation
+	24, // 51: drover.scheduler.v1.ScheduleRequest.job_versions:type_name -> drover.scheduler.v1.Job
+	35, // 52: drover.scheduler.v1.ScheduleRequest.config:type_name -> drover.scheduler.v1.SchedulerConfig
+	30, // 53: drover.scheduler.v1.ScheduleRequest.csi_volumes:type_name -> drover.scheduler.v1.CSIVolume
+	6,  // 54: drover.scheduler.v1.ScheduleRequest.deployment:type_name -> drover.scheduler.v1.Deployment
+	57, // 55: drover.scheduler.v1.AllocMetric.nodes_available:type_name -> drover.scheduler.v1.AllocMetric.NodesAvailableEntry
+	58, // 56: drover.scheduler.v1.AllocMetric.class_filtered:type_name -> drover.scheduler.v1.AllocMetric.ClassFilteredEntry
+	59, // 57: drover.scheduler.v1.AllocMetric.constraint_filtered:type_name -> drover.scheduler.v1.AllocMetric.ConstraintFilteredEntry
+	60, // 58: drover.scheduler.v1.AllocMetric.class_exhausted:type_name -> drover.scheduler.v1.AllocMetric.ClassExhaustedEntry
+	61, // 59: drover.scheduler.v1.AllocMetric.dimension_exhausted:type_name -> drover.scheduler.v1.AllocMetric.DimensionExhaustedEntry
+	62, // 60: drover.scheduler.v1.AllocMetric.scores:type_name -> drover.scheduler.v1.AllocMetric.ScoresEntry
+	63, // 61: drover.scheduler.v1.PlacedAlloc.task_resources:type_name -> drover.scheduler.v1.PlacedAlloc.TaskResourcesEntry
+	37, // 62: drover.scheduler.v1.PlacedAlloc.metrics:type_name -> drover.scheduler.v1.AllocMetric
+	33, // 63: drover.scheduler.v1.PlacedAlloc.reschedule_events:type_name -> drover.scheduler.v1.RescheduleEvent
+	20, // 64: drover.scheduler.v1.PlacedAlloc.ports:type_name -> drover.scheduler.v1.AllocatedPort
+	39, // 65: drover.scheduler.v1.Plan.node_update:type_name -> drover.scheduler.v1.AllocStop
+	40, // 66: drover.scheduler.v1.Plan.node_allocation:type_name -> drover.scheduler.v1.PlacedAlloc
+	41, // 67: drover.scheduler.v1.Plan.node_preemptions:type_name -> drover.scheduler.v1.Preemption
+	64, // 68: drover.scheduler.v1.Plan.desired_tg_updates:type_name -> drover.scheduler.v1.Plan.DesiredTgUpdatesEntry
+	37, // 69: drover.scheduler.v1.Plan.placement_metric:type_name -> drover.scheduler.v1.AllocMetric
+	43, // 70: drover.scheduler.v1.Plan.alloc_followups:type_name -> drover.scheduler.v1.AllocFollowup
+	6,  // 71: drover.scheduler.v1.Plan.create_deployment:type_name -> drover.scheduler.v1.Deployment
+	7,  // 72: drover.scheduler.v1.Plan.deployment_updates:type_name -> drover.scheduler.v1.DeploymentStatusUpdate
+	65, // 73: drover.scheduler.v1.BlockedEval.class_eligibility:type_name -> drover.scheduler.v1.BlockedEval.ClassEligibilityEntry
+	42, // 74: drover.scheduler.v1.ScheduleResponse.plan:type_name -> drover.scheduler.v1.Plan
+	66, // 75: drover.scheduler.v1.ScheduleResponse.failed_tg_allocs:type_name -> drover.scheduler.v1.ScheduleResponse.FailedTgAllocsEntry
+	67, // 76: drover.scheduler.v1.ScheduleResponse.queued_allocations:type_name -> drover.scheduler.v1.ScheduleResponse.QueuedAllocationsEntry
+	44, // 77: drover.scheduler.v1.ScheduleResponse.blocked_evals:type_name -> drover.scheduler.v1.BlockedEval
+	46, // 78: drover.scheduler.v1.ScheduleResponse.followup_evals:type_name -> drover.scheduler.v1.FollowupEval
+	5,  // 79: drover.scheduler.v1.Deployment.TaskGroupsEntry.value:type_name -> drover.scheduler.v1.DeploymentGroupState
+	26, // 80: drover.scheduler.v1.Node.HostVolumesEntry.value:type_name -> drover.scheduler.v1.HostVolume
+	15, // 81: drover.scheduler.v1.PlacedAlloc.TaskResourcesEntry.value:type_name -> drover.scheduler.v1.Resources
+	38, // 82: drover.scheduler.v1.Plan.DesiredTgUpdatesEntry.value:type_name -> drover.scheduler.v1.DesiredUpdates
+	37, // 83: drover.scheduler.v1.ScheduleResponse.FailedTgAllocsEntry.value:type_name -> drover.scheduler.v1.AllocMetric
+	1,  // 84: drover.scheduler.v1.Scheduler.Info:input_type -> drover.scheduler.v1.InfoRequest
+	36, // 85: drover.scheduler.v1.Scheduler.Schedule:input_type -> drover.scheduler.v1.ScheduleRequest
+	10, // 86: drover.scheduler.v1.Scheduler.Info:output_type -> drover.scheduler.v1.InfoResponse
+	45, // 87: drover.scheduler.v1.Scheduler.Schedule:output_type -> drover.scheduler.v1.ScheduleResponse
+	86, // [86:88] is the sub-list for method output_type
+	84, // [84:86] is the sub-list for method input_type
+	84, // [84:84] is the sub-list for extension type_name
+	84, // [84:84] is the sub-list for extension extendee
+	0,  // [0:84] is the sub-list for field type_name
 }
 
 func init() { file_scheduler_proto_init() }
@@ -5323,7 +5392,7 @@ func file_scheduler_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_scheduler_proto_rawDesc), len(file_scheduler_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   65,
+			NumMessages:   67,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -100,6 +100,7 @@ type GroupChain struct {
 	// about others of its computed class.
 	Escaped bool
 	csi     *CSIChecker
+	host    *HostVolumeChecker
 }
 
 // NewGroupChain compiles the feasibility chain of tg within job, for a
@@ -127,6 +128,14 @@ func NewGroupChainCSI(job *schedulerpb.Job, tg *schedulerpb.TaskGroup, cache *Ca
 		gc.Escaped = true
 	}
 	gc.Chain = append(gc.Chain, tgCons)
+	// Host volumes after the group's constraints, as in Nomad's stacks.
+	// The computed class does not cover a node's host volumes: a verdict
+	// holds for its node only.
+	if host := NewHostVolumeChecker(tg); host != nil {
+		gc.host = host
+		gc.Chain = append(gc.Chain, host)
+		gc.Escaped = true
+	}
 	for _, cc := range []ConstraintChecker{jobCons, tgCons} {
 		for _, c := range cc {
 			gc.Escaped = gc.Escaped || c.Unique()
@@ -150,6 +159,8 @@ func (gc *GroupChain) CheckAlloc(n *schedulerpb.Node, allocName, self string) (b
 		var reason string
 		if csi, isCSI := ch.(*CSIChecker); isCSI {
 			ok, reason = csi.CheckIndex(n, AllocIndex(allocName), self)
+		} else if host, isHost := ch.(*HostVolumeChecker); isHost {
+			ok, reason = host.CheckIndex(n, AllocIndex(allocName))
 		} else {
 			ok, reason = ch.Check(n)
 		}
@@ -163,12 +174,16 @@ func (gc *GroupChain) CheckAlloc(n *schedulerpb.Node, allocName, self string) (b
 // PerAlloc reports whether the group's feasibility depends on the
 // allocation's index (per_alloc volumes): a node that fails one index may
 // take another.
-func (gc *GroupChain) PerAlloc() bool { return gc.csi != nil && gc.csi.perAlloc }
+func (gc *GroupChain) PerAlloc() bool {
+	return gc.csi != nil && gc.csi.perAlloc || gc.host != nil && gc.host.perAlloc
+}
 
-// Claims reports whether the group's feasibility on a node changes with
-// the plan's own placements (it asks for CSI volumes, whose claims Placed
-// records): a verdict taken before a placement may not hold after it.
-func (gc *GroupChain) Claims() bool { return gc.csi != nil }
+// Claims reports whether the group's feasibility on a node must be
+// checked per allocation: it changes with the plan's own placements (the
+// group asks for CSI volumes, whose claims Placed records), so a verdict
+// taken before a placement may not hold after it, or it depends on the
+// allocation's index (per_alloc volumes).
+func (gc *GroupChain) Claims() bool { return gc.csi != nil || gc.PerAlloc() }
 
 // Placed records that the plan places the allocation named allocName on
 // node, so its volume claims count for the placements that follow.
