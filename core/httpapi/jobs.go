@@ -28,6 +28,9 @@ type jobRegisterRequest struct {
 	Job            *structs.Job
 	EnforceIndex   bool
 	JobModifyIndex uint64
+	// EvalPriority is the priority of the eval the register creates (0:
+	// the job's own).
+	EvalPriority int
 	// Submission is the job's source, which Nomad's CLI sends with it.
 	Submission *structs.JobSubmission
 }
@@ -349,7 +352,12 @@ func (s jobHandlers) jobDeregister(w http.ResponseWriter, r *http.Request, id st
 		s.writeError(w, err)
 		return
 	}
-	resp, err := s.jobs.Deregister(r.Context(), namespaceOf("", r), id, purge)
+	prio, err := parseEvalPriority(r)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	resp, err := s.deregisterJob(r.Context(), namespaceOf("", r), id, structs.JobDeregisterOptions{Purge: purge, EvalPriority: prio})
 	if err != nil {
 		s.writeError(w, err)
 		return
