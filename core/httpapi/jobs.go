@@ -133,6 +133,10 @@ func (s jobHandlers) register(w http.ResponseWriter, r *http.Request, urlID stri
 		s.writeError(w, errPermissionDenied)
 		return
 	}
+	if err := s.checkJobRegistration(r); err != nil {
+		s.writeError(w, err)
+		return
+	}
 	// The server checks again (a job also arrives by RPC); here a job
 	// over its bounds costs no forward to the leader.
 	if err := req.Job.CheckBounds(); err != nil {
@@ -501,6 +505,10 @@ func (s jobHandlers) jobDispatch(w http.ResponseWriter, r *http.Request, id stri
 		IdempotencyToken: r.URL.Query().Get("idempotency_token"),
 	}
 	if err := structs.CheckBounds("Dispatch", req); err != nil {
+		s.writeError(w, err)
+		return
+	}
+	if err := s.checkJobRegistration(r); err != nil {
 		s.writeError(w, err)
 		return
 	}
