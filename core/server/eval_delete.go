@@ -58,16 +58,19 @@ func (s *Server) DeleteEvals(ctx context.Context, ids []string, filter string) (
 	case len(filter) > structs.MaxEvalDeleteFilterBytes:
 		return nil, structs.NewError(structs.ErrInvalid, "Filter: %d bytes, more than %d", len(filter), structs.MaxEvalDeleteFilterBytes)
 	}
+	var match func(*structs.Evaluation) bool
+	if filter != "" {
+		var err error
+		if match, err = parseEvalFilter(filter); err != nil {
+			return nil, err
+		}
+	}
 	if !s.broker.Paused() {
 		return nil, structs.NewError(structs.ErrInvalid, "eval broker is enabled; eval broker must be paused to delete evals (set PauseEvalBroker in the scheduler configuration)")
 	}
 	st := s.State()
 	var doomed []string
 	if filter != "" {
-		match, err := parseEvalFilter(filter)
-		if err != nil {
-			return nil, err
-		}
 		evals, err := st.EvalList(nil, state.AllNamespaces, "")
 		if err != nil {
 			return nil, err
