@@ -89,9 +89,10 @@ func (ep Jobs) RegisterOpts(ctx context.Context, in *structs.Job, opts structs.J
 	if err != nil {
 		return nil, err
 	}
+	// Index is the write's, also for an unchanged spec (its eval was
+	// written), as Nomad answers it (X-Nomad-Index).
 	resp := &structs.JobRegisterResponse{Index: index}
 	if unchanged {
-		resp.Index = 0
 		resp.JobModifyIndex = existing.JobModifyIndex
 	} else {
 		resp.JobModifyIndex = index
