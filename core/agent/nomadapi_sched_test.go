@@ -46,6 +46,17 @@ func TestNomadAPISchedulerSwitches(t *testing.T) {
 		}
 	}
 
+	// The defaults are static meta; a null value unsets a key over HTTP
+	// (Nomad's TestNodeMeta_Apply).
+	bar := "bar"
+	mr, err := c.Nodes().Meta().Apply(&nomad.NodeMetaApplyRequest{NodeID: nodeID, Meta: map[string]*string{"connect.log_level": nil, "foo": &bar}}, nil)
+	if err != nil {
+		t.Fatalf("meta apply with a null value: %v", err)
+	}
+	if _, ok := mr.Meta["connect.log_level"]; ok || mr.Meta["foo"] != "bar" || mr.Static["connect.log_level"] != "info" {
+		t.Errorf("meta after apply: %+v; want connect.log_level unset, foo set, the default still static", mr)
+	}
+
 	// EvalPriority on register and deregister; out of range is a 400.
 	job := sysbatchJob("prio")
 	reg, _, err := c.Jobs().RegisterOpts(job, &nomad.RegisterOptions{EvalPriority: 99}, nil)
