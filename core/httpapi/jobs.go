@@ -22,8 +22,8 @@ import (
 type jobHandlers struct{ *HTTPServer }
 
 // jobRegisterRequest is the body of PUT /v1/jobs and PUT /v1/job/:id. The
-// other fields Nomad's client sends (PolicyOverride, PreserveCounts, …) are
-// accepted and ignored.
+// other fields Nomad's client sends (PolicyOverride, …) are accepted and
+// ignored.
 type jobRegisterRequest struct {
 	Job            *structs.Job
 	EnforceIndex   bool
@@ -31,6 +31,9 @@ type jobRegisterRequest struct {
 	// EvalPriority is the priority of the eval the register creates (0:
 	// the job's own).
 	EvalPriority int
+	// PreserveCounts keeps the stored count of every group the job has
+	// already.
+	PreserveCounts bool
 	// Submission is the job's source, which Nomad's CLI sends with it.
 	Submission *structs.JobSubmission
 }

@@ -27,8 +27,8 @@ type JobOptsWriter interface {
 	DeregisterOpts(ctx context.Context, ns, jobID string, opts structs.JobDeregisterOptions) (*structs.JobDeregisterResponse, error)
 }
 
-// errEvalPriorityUnsupported answers an eval priority the server cannot apply.
-var errEvalPriorityUnsupported = structs.NewError(structs.ErrInvalid, "EvalPriority: this server does not set an eval's priority")
+// errEvalPriorityUnsupported answers an option the server cannot apply.
+var errEvalPriorityUnsupported = structs.NewError(structs.ErrInvalid, "EvalPriority, PreserveCounts: this server does not take these register options")
 
 // parseEvalPriority reads ?eval_priority= of a deregister: 0 when absent.
 func parseEvalPriority(r *http.Request) (int, error) {
@@ -63,9 +63,10 @@ func (s jobHandlers) registerJob(ctx context.Context, req *jobRegisterRequest) (
 	if ow, ok := s.jobs.(JobOptsWriter); ok {
 		return ow.RegisterOpts(ctx, req.Job, structs.JobRegisterOptions{
 			EnforceIndex: req.EnforceIndex, JobModifyIndex: req.JobModifyIndex, Submission: req.Submission, EvalPriority: req.EvalPriority,
+			PreserveCounts: req.PreserveCounts,
 		})
 	}
-	if req.EvalPriority != 0 {
+	if req.EvalPriority != 0 || req.PreserveCounts {
 		return nil, errEvalPriorityUnsupported
 	}
 	if sr, ok := s.jobs.(SubmissionRegisterer); ok && req.Submission != nil {

@@ -36,6 +36,7 @@ func (ep Jobs) RegisterOpts(ctx context.Context, in *structs.Job, opts structs.J
 	}
 	if r, ok, err := forward[JobRegisterArgs, structs.JobRegisterResponse](ctx, s, "Job.Register", &JobRegisterArgs{
 		Job: in, EnforceIndex: opts.EnforceIndex, JobModifyIndex: opts.JobModifyIndex, Submission: opts.Submission, EvalPriority: opts.EvalPriority,
+		PreserveCounts: opts.PreserveCounts,
 	}); ok {
 		return r, err
 	}
@@ -68,6 +69,9 @@ func (ep Jobs) RegisterOpts(ctx context.Context, in *structs.Job, opts structs.J
 		case existing != nil && existing.JobModifyIndex != jobModifyIndex:
 			return nil, structs.NewError(structs.ErrConflict, "Enforcing job modify index %d: job exists with conflicting job modify index: %d", jobModifyIndex, existing.JobModifyIndex)
 		}
+	}
+	if opts.PreserveCounts && existing != nil {
+		preserveCounts(job, existing)
 	}
 	unchanged := existing != nil && !existing.SpecChanged(job)
 	req := &structs.JobRegisterRequest{Namespace: job.Namespace, JobID: job.ID, RequireNamespace: true, RequireNodePool: true}
@@ -525,4 +529,19 @@ func (ep Jobs) childWithToken(ns, parent, token string) (*structs.Job, error) {
 		}
 	}
 	return nil, nil
+}
+
+// preserveCounts gives each group of job that the stored job has already
+// that group's stored count (Nomad's PreserveCounts): a register that
+// would reset what scaling set keeps it. New groups keep their own.
+func preserveCounts(job, existing *structs.Job) {
+	stored := make(map[string]int, len(existing.TaskGroups))
+	for _, tg := range existing.TaskGroups {
+		stored[tg.Name] = tg.Count
+	}
+	for _, tg := range job.TaskGroups {
+		if n, ok := stored[tg.Name]; ok {
+			tg.Count = n
+		}
+	}
 }

@@ -110,6 +110,7 @@ type (
 		JobModifyIndex uint64
 		Submission     *structs.JobSubmission
 		EvalPriority   int
+		PreserveCounts bool
 	}
 	JobRefArgs struct {
 		Namespace string
@@ -195,6 +196,7 @@ func (s *Server) RegisterRPC(rs *rpc.Server) {
 	rpc.Handle(rs, "Job.Register", func(ctx context.Context, a *JobRegisterArgs) (*structs.JobRegisterResponse, error) {
 		return jobs.RegisterOpts(mark(ctx), a.Job, structs.JobRegisterOptions{
 			EnforceIndex: a.EnforceIndex, JobModifyIndex: a.JobModifyIndex, Submission: a.Submission, EvalPriority: a.EvalPriority,
+			PreserveCounts: a.PreserveCounts,
 		})
 	})
 	rpc.Handle(rs, "Job.Deregister", func(ctx context.Context, a *JobRefArgs) (*structs.JobDeregisterResponse, error) {

@@ -12,6 +12,9 @@ type JobRegisterOptions struct {
 	// EvalPriority is the priority of the eval the register creates; 0
 	// means the job's own priority.
 	EvalPriority int
+	// PreserveCounts keeps the count of every group the stored job has
+	// already; a new group takes the count the job gives it.
+	PreserveCounts bool
 }
 
 // JobDeregisterOptions are what a job deregistration asks beyond the job's
