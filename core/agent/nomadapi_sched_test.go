@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -33,6 +34,18 @@ func TestNomadAPISchedulerSwitches(t *testing.T) {
 
 	if h, err := c.Agent().Health(); err != nil || h.Server == nil || !h.Server.Ok || h.Client == nil || !h.Client.Ok {
 		t.Errorf("Health: %+v, %v; want server and client ok", h, err)
+	}
+
+	// Every worker lists the served types and Nomad's "_core"
+	// (TestAgent_SchedulerWorkersInfo).
+	workers, err := c.Agent().GetSchedulerWorkersInfo(nil)
+	if err != nil || len(workers.Schedulers) == 0 {
+		t.Fatalf("GetSchedulerWorkersInfo: %+v, %v", workers, err)
+	}
+	for _, w := range workers.Schedulers {
+		if !slices.Contains(w.EnabledSchedulers, "_core") || !slices.Contains(w.EnabledSchedulers, "batch") {
+			t.Errorf("worker %s schedules %v; want the served types and _core", w.ID, w.EnabledSchedulers)
+		}
 	}
 
 	node, _, err := c.Nodes().Info(nodeID, nil)
