@@ -48,6 +48,13 @@ func TestNomadAPISchedulerSwitches(t *testing.T) {
 		}
 	}
 
+	// A profile of a server the cluster does not have is Nomad's 500
+	// (TestAgentCPUProfile).
+	if _, err := c.Agent().CPUProfile(nomad.PprofOptions{Seconds: 1, ServerID: "unknown.global"}, nil); err == nil ||
+		!strings.Contains(err.Error(), "500 (unknown Nomad server unknown.global)") {
+		t.Errorf("CPUProfile of an unknown server: %v; want Nomad's 500", err)
+	}
+
 	node, _, err := c.Nodes().Info(nodeID, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -294,11 +294,8 @@ func (s agentHandlers) agentPprof(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	for _, k := range []string{"node_id", "server_id"} {
-		if v := q.Get(k); v != "" && !s.isThisAgent(r.Context(), k, v) {
-			writeText(w, http.StatusNotImplemented, fmt.Sprintf("%s: drover profiles the agent asked only; ask %q's agent directly", k, v))
-			return
-		}
+	if s.refuseOtherAgent(w, r, "profiles only the agent asked") {
+		return
 	}
 	intParam := func(name string, def, lo, hi int) (int, error) {
 		v := q.Get(name)
