@@ -27,7 +27,7 @@ func clientOnlyHandler(local http.Handler, servers *remoteServers, scheme string
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// The agent's own plugins (list, status, reload) are this agent's.
-		if strings.HasPrefix(r.URL.Path, "/v1/client/") || r.URL.Path == "/v1/agent/self" ||
+		if strings.HasPrefix(r.URL.Path, "/v1/client/") || r.URL.Path == "/v1/agent/self" || r.URL.Path == "/v1/agent/health" ||
 			strings.HasPrefix(r.URL.Path, "/v1/agent/plugin") {
 			local.ServeHTTP(w, r)
 			return

@@ -157,6 +157,15 @@ func TestClientOnlyAgentProxiesOverHTTPS(t *testing.T) {
 		}
 		return status == http.StatusOK && strings.Contains(body, `"Name":"c1"`), fmt.Sprintf("%d %s", status, body)
 	})
+	// The client-only agent answers /v1/agent/health itself: a client
+	// part, no server part.
+	waitFor(t, "the client agent's own health", func() (bool, string) {
+		status, body, err := get("https://"+cli.HTTPAddr()+"/v1/agent/health", tlsCfg)
+		if err != nil {
+			return false, err.Error()
+		}
+		return status == http.StatusOK && strings.Contains(body, `"client":{"ok":true`) && !strings.Contains(body, `"server"`), fmt.Sprintf("%d %s", status, body)
+	})
 	// A client-only agent evaluates nothing: its scheduler and gc plugins
 	// are listed, never started.
 	for _, p := range cli.PluginsStatus() {

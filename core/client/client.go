@@ -70,6 +70,7 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	cfg.Meta = withDefaultMeta(cfg.Meta)
 	state, err := openStateStore(cfg.StateDir)
 	if err != nil {
 		return nil, err

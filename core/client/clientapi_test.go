@@ -341,7 +341,7 @@ func TestNodeMetaApply(t *testing.T) {
 		_, err := c.ApplyNodeMeta(upd)
 		wantKind(t, name, err, structs.ErrInvalid)
 	}
-	if m := c.NodeMeta().Meta; m["color"] != "blue" || len(m) != 1 {
+	if m := c.NodeMeta().Meta; m["color"] != "blue" || len(m) != 1+len(defaultNodeMeta) {
 		t.Fatalf("meta after refused updates = %v", m)
 	}
 	c.Shutdown()

@@ -156,7 +156,7 @@ func toEvent(table, typ string, obj any) *Event {
 	case *structs.Node:
 		c := *o
 		c.SecretID = ""
-		return &Event{Topic: TopicNode, Type: typ, Key: o.ID, Payload: map[string]any{"Node": &c}}
+		return &Event{Topic: TopicNode, Type: typ, Key: o.ID, Payload: map[string]any{"Node": NodePayload{&c}}}
 	case *structs.CSIVolume:
 		c := *o
 		c.Secrets = nil
@@ -205,4 +205,24 @@ func (p AllocationPayload) MarshalJSON() ([]byte, error) {
 	c := *p.Alloc
 	c.Job = nil
 	return json.Marshal(&c)
+}
+
+// NodePayload is a node event's payload: the node (its SecretID blanked)
+// as the node routes show it, with Nomad's synthetic Drain flag, true
+// exactly while DrainStrategy is set, and its legacy Resources and
+// Reserved blocks (Nomad's clients read them from the events too).
+type NodePayload struct{ Node *structs.Node }
+
+// MarshalJSON encodes the node with Drain, Resources and Reserved.
+func (p NodePayload) MarshalJSON() ([]byte, error) {
+	if p.Node == nil {
+		return []byte("null"), nil
+	}
+	res, reserved := p.Node.LegacyResources()
+	return json.Marshal(struct {
+		*structs.Node
+		Drain     bool
+		Resources *structs.LegacyResources
+		Reserved  *structs.LegacyResources
+	}{p.Node, p.Node.DrainStrategy != nil, res, reserved})
 }

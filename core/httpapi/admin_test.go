@@ -38,6 +38,9 @@ func TestAdminRoutes(t *testing.T) {
 	}{
 		{name: "delete needs IDs or a filter", method: "DELETE", path: "/v1/evaluations", body: map[string]any{}, code: 400, want: "one is required"},
 		{name: "delete bad filter", method: "DELETE", path: "/v1/evaluations", body: map[string]any{"Filter": "Status"}, code: 400, want: "Filter:"},
+		{name: "delete with the broker running", method: "DELETE", path: "/v1/evaluations", body: map[string]any{"EvalIDs": []string{evalID}}, code: 400, want: "eval broker is enabled"},
+		{name: "pause the broker", method: "PUT", path: "/v1/operator/scheduler/configuration", body: map[string]any{"PauseEvalBroker": true}, code: 200, want: `"Updated":true`},
+		{name: "delete unknown", method: "DELETE", path: "/v1/evaluations", body: map[string]any{"EvalIDs": []string{"8e231cf4-ca48-43ff-b694-5801e69e22fa"}}, code: 404, want: "eval not found"},
 		{name: "delete by ID", method: "DELETE", path: "/v1/evaluations", body: map[string]any{"EvalIDs": []string{evalID}}, code: 200, want: `"Count":1`},
 		{name: "node evaluate", method: "POST", path: "/v1/node/" + node.ID + "/evaluate", code: 200, want: `"NodeModifyIndex"`},
 		{name: "node evaluate missing", method: "PUT", path: "/v1/node/nope/evaluate", code: 404, want: "node not found"},

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"runtime/trace"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -228,7 +229,7 @@ func (s agentHandlers) agentSchedulers(w http.ResponseWriter, r *http.Request) {
 			started = wi.Started.Format(time.RFC3339Nano)
 		}
 		out.Schedulers = append(out.Schedulers, schedulerWorkerInfo{
-			ID: wi.ID, EnabledSchedulers: append([]string{}, types...), Started: started,
+			ID: wi.ID, EnabledSchedulers: enabledSchedulers(types), Started: started,
 			Status: wi.Status, WorkloadStatus: wi.WorkloadStatus,
 		})
 	}
@@ -241,7 +242,7 @@ func (s agentHandlers) agentSchedulerConfigGet(w http.ResponseWriter, r *http.Re
 		return
 	}
 	n, types := sw.SchedulerWorkerConfig()
-	writeJSON(w, r, http.StatusOK, schedulerWorkerConfig{ServerID: s.serverID(), NumSchedulers: n, EnabledSchedulers: append([]string{}, types...)})
+	writeJSON(w, r, http.StatusOK, schedulerWorkerConfig{ServerID: s.serverID(), NumSchedulers: n, EnabledSchedulers: enabledSchedulers(types)})
 }
 
 // agentSchedulerConfigSet is PUT /v1/agent/schedulers/config. drover's
@@ -279,7 +280,7 @@ func (s agentHandlers) agentSchedulerConfigSet(w http.ResponseWriter, r *http.Re
 			return
 		}
 	}
-	writeJSON(w, r, http.StatusOK, schedulerWorkerConfig{ServerID: s.serverID(), NumSchedulers: n, EnabledSchedulers: append([]string{}, types...)})
+	writeJSON(w, r, http.StatusOK, schedulerWorkerConfig{ServerID: s.serverID(), NumSchedulers: n, EnabledSchedulers: enabledSchedulers(types)})
 }
 
 // agentPprof is GET /v1/agent/pprof/<profile>: a CPU profile ("profile",
@@ -293,11 +294,8 @@ func (s agentHandlers) agentPprof(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	for _, k := range []string{"node_id", "server_id"} {
-		if v := q.Get(k); v != "" && !s.isThisAgent(r.Context(), k, v) {
-			writeText(w, http.StatusNotImplemented, fmt.Sprintf("%s: drover profiles the agent asked only; ask %q's agent directly", k, v))
-			return
-		}
+	if s.refuseOtherAgent(w, r, "profiles only the agent asked") {
+		return
 	}
 	intParam := func(name string, def, lo, hi int) (int, error) {
 		v := q.Get(name)
@@ -388,4 +386,16 @@ func (s agentHandlers) profileWait(ctx context.Context, seconds int) {
 	case <-ctx.Done():
 	case <-s.stopping.Done():
 	}
+}
+
+// enabledSchedulers is what a worker is said to schedule: the served job
+// types and Nomad's "_core" (its GC evals). drover's collector runs on the
+// leader rather than through the workers; "_core" is listed because
+// Nomad's tools expect every worker to carry it.
+func enabledSchedulers(types []string) []string {
+	out := append([]string{}, types...)
+	if !slices.Contains(out, "_core") {
+		out = append(out, "_core")
+	}
+	return out
 }

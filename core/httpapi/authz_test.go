@@ -228,6 +228,7 @@ func TestACLMatrix(t *testing.T) {
 		{"GET /v1/status/leader", "GET", "/v1/status/leader", nil, "22222"},
 		{"GET /v1/status/peers", "GET", "/v1/status/peers", nil, "22222"},
 		{"GET /v1/regions", "GET", "/v1/regions", nil, "22222"},
+		{"GET /v1/agent/health", "GET", "/v1/agent/health", nil, "22222"},
 
 		{"GET /v1/operator/raft/configuration", "GET", "/v1/operator/raft/configuration", nil, "---xx"},
 		{"DELETE /v1/operator/raft/peer", "DELETE", "/v1/operator/raft/peer?address=192.0.2.1:1", nil, "----x"},

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -310,8 +311,15 @@ func (s clientHandlers) metaApply(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	// A null value is meaningful here (it unsets the key: `nomad node meta
+	// apply -unset`), so the body is decoded without the null check every
+	// other body has; the client bounds and checks keys and values.
 	var req clientapi.NodeMetaApplyRequest
-	if err := jsoninput.Decode(body, &req); err != nil {
+	if err := jsoninput.CheckLimits(body); err != nil {
+		s.writeError(w, badRequest("Failed to decode request body: %v", err))
+		return
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
 		s.writeError(w, badRequest("Failed to decode request body: %v", err))
 		return
 	}

@@ -22,12 +22,18 @@ import (
 type jobHandlers struct{ *HTTPServer }
 
 // jobRegisterRequest is the body of PUT /v1/jobs and PUT /v1/job/:id. The
-// other fields Nomad's client sends (PolicyOverride, PreserveCounts, …) are
-// accepted and ignored.
+// other fields Nomad's client sends (PolicyOverride, …) are accepted and
+// ignored.
 type jobRegisterRequest struct {
 	Job            *structs.Job
 	EnforceIndex   bool
 	JobModifyIndex uint64
+	// EvalPriority is the priority of the eval the register creates (0:
+	// the job's own).
+	EvalPriority int
+	// PreserveCounts keeps the stored count of every group the job has
+	// already.
+	PreserveCounts bool
 	// Submission is the job's source, which Nomad's CLI sends with it.
 	Submission *structs.JobSubmission
 }
@@ -128,6 +134,10 @@ func (s jobHandlers) register(w http.ResponseWriter, r *http.Request, urlID stri
 	req.Job.Namespace = namespaceOf(req.Job.Namespace, r)
 	if !allowNS(r, req.Job.Namespace, acl.NamespaceCapabilitySubmitJob) || !allowHostVolumes(r, req.Job) {
 		s.writeError(w, errPermissionDenied)
+		return
+	}
+	if err := s.checkJobRegistration(r); err != nil {
+		s.writeError(w, err)
 		return
 	}
 	// The server checks again (a job also arrives by RPC); here a job
@@ -349,7 +359,12 @@ func (s jobHandlers) jobDeregister(w http.ResponseWriter, r *http.Request, id st
 		s.writeError(w, err)
 		return
 	}
-	resp, err := s.jobs.Deregister(r.Context(), namespaceOf("", r), id, purge)
+	prio, err := parseEvalPriority(r)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	resp, err := s.deregisterJob(r.Context(), namespaceOf("", r), id, structs.JobDeregisterOptions{Purge: purge, EvalPriority: prio})
 	if err != nil {
 		s.writeError(w, err)
 		return
@@ -493,6 +508,10 @@ func (s jobHandlers) jobDispatch(w http.ResponseWriter, r *http.Request, id stri
 		IdempotencyToken: r.URL.Query().Get("idempotency_token"),
 	}
 	if err := structs.CheckBounds("Dispatch", req); err != nil {
+		s.writeError(w, err)
+		return
+	}
+	if err := s.checkJobRegistration(r); err != nil {
 		s.writeError(w, err)
 		return
 	}

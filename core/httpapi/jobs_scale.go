@@ -30,6 +30,10 @@ func (s jobHandlers) jobScale(w http.ResponseWriter, r *http.Request, id string)
 		s.writeError(w, err)
 		return
 	}
+	if err := s.checkJobRegistration(r); err != nil {
+		s.writeError(w, err)
+		return
+	}
 	resp, err := s.jobs.Scale(r.Context(), ns, id, &req)
 	if err != nil {
 		s.writeError(w, err)

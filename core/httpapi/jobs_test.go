@@ -173,7 +173,7 @@ func TestJobRegister(t *testing.T) {
 		{name: "post with namespace query", method: "POST", target: "/v1/jobs?namespace=prod", body: `{"Job":{"ID":"web"}}`, code: 200, wantNS: "prod"},
 		{name: "job's own namespace wins", method: "PUT", target: "/v1/jobs?namespace=prod", body: `{"Job":{"ID":"web","Namespace":"dev"}}`, code: 200, wantNS: "dev"},
 		{name: "job endpoint", method: "PUT", target: "/v1/job/web", body: `{"Job":{"ID":"web"}}`, code: 200, wantNS: "default"},
-		{name: "unknown fields are ignored", method: "PUT", target: "/v1/jobs", body: `{"Job":{"ID":"web","Multiregion":null,"ConsulToken":"","TaskGroups":[{"Name":"g","Networks":[{"Mode":"host"}],"Consul":{"Namespace":""}}]},"PolicyOverride":false,"PreserveCounts":true}`, code: 200, wantNS: "default"},
+		{name: "unknown fields are ignored", method: "PUT", target: "/v1/jobs", body: `{"Job":{"ID":"web","Multiregion":null,"ConsulToken":"","TaskGroups":[{"Name":"g","Networks":[{"Mode":"host"}],"Consul":{"Namespace":""}}]},"PolicyOverride":false,"PreserveCounts":false}`, code: 200, wantNS: "default"},
 		{name: "no job", method: "PUT", target: "/v1/jobs", body: `{}`, code: 400, wantBody: "Job must be specified"},
 		{name: "no job ID", method: "PUT", target: "/v1/jobs", body: `{"Job":{"Name":"x"}}`, code: 400, wantBody: "Job ID hasn't been provided"},
 		{name: "ID mismatch", method: "PUT", target: "/v1/job/other", body: `{"Job":{"ID":"web"}}`, code: 400, wantBody: "Job ID does not match name"},

@@ -81,11 +81,8 @@ func (s agentHandlers) agentMonitor(w http.ResponseWriter, r *http.Request) {
 	}
 	// Nomad forwards to another agent named by node_id or server_id;
 	// drover streams only the agent asked.
-	for _, k := range []string{"node_id", "server_id"} {
-		if v := q.Get(k); v != "" && !s.isThisAgent(r.Context(), k, v) {
-			writeText(w, http.StatusNotImplemented, fmt.Sprintf("%s: drover streams the logs of the agent asked only; ask %q's agent directly", k, v))
-			return
-		}
+	if s.refuseOtherAgent(w, r, "streams the logs of only the agent asked") {
+		return
 	}
 	if s.logSinks == nil {
 		writeText(w, http.StatusNotImplemented, "this agent's logger cannot be monitored")

@@ -19,9 +19,26 @@ type objectHandlers struct{ *HTTPServer }
 // Allocation, evaluation and node endpoints. Single-object reads report the
 // object's ModifyIndex in X-Nomad-Index (as Nomad does), lists the table's.
 
+// allocList is GET /v1/allocations. As Nomad's, a row carries its
+// AllocatedResources only with ?resources=true.
 func (s objectHandlers) allocList(w http.ResponseWriter, r *http.Request) {
+	withResources, err := parseBool(r, "resources")
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	view := allocStubs
+	if !withResources {
+		view = func(allocs []*structs.Allocation) []*structs.AllocListStub {
+			stubs := allocStubs(allocs)
+			for _, st := range stubs {
+				st.AllocatedResources = nil // a stub is a fresh value: the stored alloc keeps its own
+			}
+			return stubs
+		}
+	}
 	allow := nsFilter(r, acl.NamespaceCapabilityReadJob)
-	readListExact(s.HTTPServer, w, r, state.TableAllocs, allocStubs, func(ws memdb.WatchSet, st reader, q queryOptions) ([]*structs.Allocation, error) {
+	readListExact(s.HTTPServer, w, r, state.TableAllocs, view, func(ws memdb.WatchSet, st reader, q queryOptions) ([]*structs.Allocation, error) {
 		allocs, err := st.AllocList(ws, q.Namespace, q.Prefix)
 		return filterNS(allocs, allocNS, allow), err
 	})
@@ -63,9 +80,19 @@ func (s objectHandlers) allocStop(w http.ResponseWriter, r *http.Request) {
 	writeWrite(w, r, resp.Index, resp)
 }
 
+// evalList is GET /v1/evaluations, in creation order, a page at a time
+// with ?per_page= and ?next_token= (see evalPage).
 func (s objectHandlers) evalList(w http.ResponseWriter, r *http.Request) {
+	page, err := parseEvalPage(r)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
 	allow := nsFilter(r, acl.NamespaceCapabilityReadJob)
-	readListExact(s.HTTPServer, w, r, state.TableEvals, sortEvals, func(ws memdb.WatchSet, st reader, q queryOptions) ([]*structs.Evaluation, error) {
+	// The query runs in this handler's goroutine, before the answer is
+	// written: the next-token header of its last run is sent.
+	view := func(evals []*structs.Evaluation) []*structs.Evaluation { return page.apply(w, sortEvals(evals)) }
+	readListExact(s.HTTPServer, w, r, state.TableEvals, view, func(ws memdb.WatchSet, st reader, q queryOptions) ([]*structs.Evaluation, error) {
 		evals, err := st.EvalList(ws, q.Namespace, q.Prefix)
 		return filterNS(evals, evalNS, allow), err
 	})
@@ -111,6 +138,11 @@ func (s objectHandlers) nodeList(w http.ResponseWriter, r *http.Request) {
 			for _, st := range stubs {
 				if n := byID[st.ID]; n != nil {
 					st.NodeResources, st.ReservedResources = n.NodeResources, n.ReservedResources // read-only: only encoded
+					if st.ReservedResources == nil {
+						// Nothing reserved: an empty block, as Nomad's
+						// (its clients dereference it).
+						st.ReservedResources = &structs.NodeReservedResources{}
+					}
 				}
 			}
 			return stubs

@@ -144,6 +144,7 @@ var routeTable = []route{
 	{"GET", "/v1/agent/plugin", agentRead, on(agentHandlers.agentPluginByQuery)},
 	{"GET", "/v1/agent/plugins/{name}", agentRead, on(agentHandlers.agentPluginByName)},
 	{"GET", "/v1/agent/members", agentRead, on(agentHandlers.agentMembers)},
+	{"GET", "/v1/agent/health", public, on(agentHandlers.agentHealth)},
 
 	// This agent's operations, as Nomad's (agent_ops.go, monitor.go): the
 	// log stream and scheduler workers need agent:read, joins, force-leave

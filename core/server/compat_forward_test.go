@@ -45,6 +45,7 @@ func TestNomadCompatWritesForwardToLeader(t *testing.T) {
 	if _, err := leader.raftApply(structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: []*structs.Evaluation{done}}); err != nil {
 		t.Fatal(err)
 	}
+	pauseBroker(t, leader, true)
 	resp, err := follower.DeleteEvals(ctx, []string{done.ID}, "")
 	if err != nil || resp.Count != 1 {
 		t.Fatalf("eval delete through the follower: %+v, %v", resp, err)

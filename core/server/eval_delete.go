@@ -33,15 +33,17 @@ func (s *Server) registerEvalRPC(rs *rpc.Server, mark func(context.Context) cont
 // /v1/evaluations, `nomad eval delete`), in Raft entries of at most
 // evalDeleteBatch evals.
 //
-// Nomad deletes only while its eval broker is paused, so that it never
-// removes an eval a worker holds. drover has no broker pause; it deletes
-// only evals that nothing works on any more instead: a terminal eval
-// (complete, failed, canceled) none of whose allocations is running or in
-// an unknown state (their allocations still name it, as Nomad's rule
-// keeps). A pending or blocked eval is live work of the broker or of the
-// blocked-eval tracker and is never deleted. An eval named by ID that the
-// rule keeps refuses the whole request (400, naming it and why); a filter
-// skips such evals. IDs that do not exist are skipped.
+// As in Nomad, evals are deleted only while the eval broker is paused
+// (the scheduler configuration's PauseEvalBroker; otherwise a 400 "eval
+// broker is enabled; eval broker must be paused to delete evals"), so
+// that no worker takes up an eval being deleted. An eval may then be
+// deleted, whatever its status, unless a worker still holds it (delivered
+// before the pause) or its job is live (neither purged, stopped nor dead)
+// and one of its allocations is not terminal on its client. An eval named
+// by ID that the rule keeps refuses the whole request (400, naming it and
+// why), and so does one that does not exist (404 "eval not found"); a
+// filter skips the evals the rule keeps. Deleted evals leave the broker
+// and the blocked-eval tracker too.
 func (s *Server) DeleteEvals(ctx context.Context, ids []string, filter string) (*structs.EvalDeleteResponse, error) {
 	if r, ok, err := forward[EvalDeleteArgs, structs.EvalDeleteResponse](ctx, s, "Eval.Delete", &EvalDeleteArgs{EvalIDs: ids, Filter: filter}); ok {
 		return r, err
@@ -56,13 +58,19 @@ func (s *Server) DeleteEvals(ctx context.Context, ids []string, filter string) (
 	case len(filter) > structs.MaxEvalDeleteFilterBytes:
 		return nil, structs.NewError(structs.ErrInvalid, "Filter: %d bytes, more than %d", len(filter), structs.MaxEvalDeleteFilterBytes)
 	}
+	var match func(*structs.Evaluation) bool
+	if filter != "" {
+		var err error
+		if match, err = parseEvalFilter(filter); err != nil {
+			return nil, err
+		}
+	}
+	if !s.broker.Paused() {
+		return nil, structs.NewError(structs.ErrInvalid, "eval broker is enabled; eval broker must be paused to delete evals (set PauseEvalBroker in the scheduler configuration)")
+	}
 	st := s.State()
 	var doomed []string
 	if filter != "" {
-		match, err := parseEvalFilter(filter)
-		if err != nil {
-			return nil, err
-		}
 		evals, err := st.EvalList(nil, state.AllNamespaces, "")
 		if err != nil {
 			return nil, err
@@ -71,7 +79,7 @@ func (s *Server) DeleteEvals(ctx context.Context, ids []string, filter string) (
 			if !match(e) {
 				continue
 			}
-			if why, err := evalKept(st, e); err != nil {
+			if why, err := s.evalKept(st, e); err != nil {
 				return nil, err
 			} else if why == "" {
 				doomed = append(doomed, e.ID)
@@ -92,9 +100,9 @@ func (s *Server) DeleteEvals(ctx context.Context, ids []string, filter string) (
 				return nil, err
 			}
 			if e == nil {
-				continue
+				return nil, structs.NewError(structs.ErrNotFound, "EvalIDs[%d]: eval not found: %s", i, id)
 			}
-			why, err := evalKept(st, e)
+			why, err := s.evalKept(st, e)
 			if err != nil {
 				return nil, err
 			}
@@ -111,6 +119,11 @@ func (s *Server) DeleteEvals(ctx context.Context, ids []string, filter string) (
 		if err != nil {
 			return resp, err
 		}
+		// Nothing may schedule or cancel (write again) a deleted eval.
+		// An eval delivered since the check above is the worker's: its
+		// result writes it back, as Nomad's would.
+		s.broker.Drop(doomed[:n])
+		s.blocked.Drop(doomed[:n])
 		resp.Count += n
 		resp.Index = idx
 		doomed = doomed[n:]
@@ -119,19 +132,27 @@ func (s *Server) DeleteEvals(ctx context.Context, ids []string, filter string) (
 	return resp, nil
 }
 
-// evalKept says why eval e must stay ("" when it may be deleted).
-func evalKept(st *state.StateStore, e *structs.Evaluation) (string, error) {
-	if !e.TerminalStatus() {
-		return fmt.Sprintf("its status is %q; only complete, failed or canceled evals are deleted", e.Status), nil
+// evalKept says why eval e must stay ("" when it may be deleted): a
+// worker holds it, or its job is live and one of its allocations is not
+// terminal on its client.
+func (s *Server) evalKept(st *state.StateStore, e *structs.Evaluation) (string, error) {
+	if _, held := s.broker.Outstanding(e.ID); held {
+		return "a scheduler worker holds it (delivered before the broker was paused); retry once it is done", nil
+	}
+	job, err := st.JobByID(nil, e.Namespace, e.JobID)
+	if err != nil {
+		return "", err
+	}
+	if job == nil || job.Stop || job.Status == structs.JobStatusDead {
+		return "", nil
 	}
 	allocs, err := st.AllocsByEval(nil, e.ID)
 	if err != nil {
 		return "", err
 	}
 	for _, a := range allocs {
-		switch a.ClientStatus {
-		case structs.AllocClientStatusRunning, structs.AllocClientStatusUnknown:
-			return fmt.Sprintf("its allocation %s is %s", a.ID, a.ClientStatus), nil
+		if !a.ClientTerminalStatus() {
+			return fmt.Sprintf("its job is live and its allocation %s is %s", a.ID, a.ClientStatus), nil
 		}
 	}
 	return "", nil

@@ -23,10 +23,24 @@ func (ep Jobs) Register(ctx context.Context, in *structs.Job, enforceIndex bool,
 // (Nomad's CLI sends it with the job), kept with the version the register
 // writes (see keptSubmission).
 func (ep Jobs) RegisterSubmission(ctx context.Context, in *structs.Job, sub *structs.JobSubmission, enforceIndex bool, jobModifyIndex uint64) (*structs.JobRegisterResponse, error) {
+	return ep.RegisterOpts(ctx, in, structs.JobRegisterOptions{EnforceIndex: enforceIndex, JobModifyIndex: jobModifyIndex, Submission: sub})
+}
+
+// RegisterOpts is Register with every option Nomad's register request
+// carries: the enforced index, the job's source, and the priority of the
+// eval it creates (opts.EvalPriority, 0 for the job's own).
+func (ep Jobs) RegisterOpts(ctx context.Context, in *structs.Job, opts structs.JobRegisterOptions) (*structs.JobRegisterResponse, error) {
 	s := ep.srv
-	if r, ok, err := forward[JobRegisterArgs, structs.JobRegisterResponse](ctx, s, "Job.Register", &JobRegisterArgs{Job: in, EnforceIndex: enforceIndex, JobModifyIndex: jobModifyIndex, Submission: sub}); ok {
+	if err := structs.CheckEvalPriority(opts.EvalPriority); err != nil {
+		return nil, err
+	}
+	if r, ok, err := forward[JobRegisterArgs, structs.JobRegisterResponse](ctx, s, "Job.Register", &JobRegisterArgs{
+		Job: in, EnforceIndex: opts.EnforceIndex, JobModifyIndex: opts.JobModifyIndex, Submission: opts.Submission, EvalPriority: opts.EvalPriority,
+		PreserveCounts: opts.PreserveCounts,
+	}); ok {
 		return r, err
 	}
+	enforceIndex, jobModifyIndex, sub := opts.EnforceIndex, opts.JobModifyIndex, opts.Submission
 	if in == nil {
 		return nil, structs.NewError(structs.ErrInvalid, "Job: missing job")
 	}
@@ -56,6 +70,9 @@ func (ep Jobs) RegisterSubmission(ctx context.Context, in *structs.Job, sub *str
 			return nil, structs.NewError(structs.ErrConflict, "Enforcing job modify index %d: job exists with conflicting job modify index: %d", jobModifyIndex, existing.JobModifyIndex)
 		}
 	}
+	if opts.PreserveCounts && existing != nil {
+		preserveCounts(job, existing)
+	}
 	unchanged := existing != nil && !existing.SpecChanged(job)
 	req := &structs.JobRegisterRequest{Namespace: job.Namespace, JobID: job.ID, RequireNamespace: true, RequireNodePool: true}
 	if !unchanged {
@@ -65,6 +82,9 @@ func (ep Jobs) RegisterSubmission(ctx context.Context, in *structs.Job, sub *str
 	}
 	if !job.IsParent() {
 		req.Eval = s.newEval(job, structs.EvalTriggerJobRegister)
+		if opts.EvalPriority != 0 {
+			req.Eval.Priority = opts.EvalPriority
+		}
 	}
 	if req.Job == nil && req.Eval == nil {
 		return &structs.JobRegisterResponse{JobModifyIndex: existing.JobModifyIndex}, nil
@@ -73,9 +93,10 @@ func (ep Jobs) RegisterSubmission(ctx context.Context, in *structs.Job, sub *str
 	if err != nil {
 		return nil, err
 	}
+	// Index is the write's, also for an unchanged spec (its eval was
+	// written), as Nomad answers it (X-Nomad-Index).
 	resp := &structs.JobRegisterResponse{Index: index}
 	if unchanged {
-		resp.Index = 0
 		resp.JobModifyIndex = existing.JobModifyIndex
 	} else {
 		resp.JobModifyIndex = index
@@ -203,8 +224,18 @@ func (ep Jobs) checkDrivers(job *structs.Job) error {
 // Deregister stops a job, or deletes it with purge. An unknown job is a
 // no-op, as in Nomad.
 func (ep Jobs) Deregister(ctx context.Context, ns, jobID string, purge bool) (*structs.JobDeregisterResponse, error) {
+	return ep.DeregisterOpts(ctx, ns, jobID, structs.JobDeregisterOptions{Purge: purge})
+}
+
+// DeregisterOpts is Deregister with the priority of the eval it creates
+// (opts.EvalPriority, 0 for the job's own).
+func (ep Jobs) DeregisterOpts(ctx context.Context, ns, jobID string, opts structs.JobDeregisterOptions) (*structs.JobDeregisterResponse, error) {
 	s := ep.srv
-	if r, ok, err := forward[JobRefArgs, structs.JobDeregisterResponse](ctx, s, "Job.Deregister", &JobRefArgs{Namespace: ns, JobID: jobID, Purge: purge}); ok {
+	if err := structs.CheckEvalPriority(opts.EvalPriority); err != nil {
+		return nil, err
+	}
+	purge := opts.Purge
+	if r, ok, err := forward[JobRefArgs, structs.JobDeregisterResponse](ctx, s, "Job.Deregister", &JobRefArgs{Namespace: ns, JobID: jobID, Purge: purge, EvalPriority: opts.EvalPriority}); ok {
 		return r, err
 	}
 	if ns == "" {
@@ -223,6 +254,9 @@ func (ep Jobs) Deregister(ctx context.Context, ns, jobID string, purge bool) (*s
 		// hard-codes its service scheduler); every plugin handles the
 		// trigger.
 		req.Eval = s.newEval(job, structs.EvalTriggerJobDeregister)
+		if opts.EvalPriority != 0 {
+			req.Eval.Priority = opts.EvalPriority
+		}
 	}
 	index, err := s.raftApply(structs.JobDeregisterRequestType, req)
 	if err != nil {
@@ -498,4 +532,19 @@ func (ep Jobs) childWithToken(ns, parent, token string) (*structs.Job, error) {
 		}
 	}
 	return nil, nil
+}
+
+// preserveCounts gives each group of job that the stored job has already
+// that group's stored count (Nomad's PreserveCounts): a register that
+// would reset what scaling set keeps it. New groups keep their own.
+func preserveCounts(job, existing *structs.Job) {
+	stored := make(map[string]int, len(existing.TaskGroups))
+	for _, tg := range existing.TaskGroups {
+		stored[tg.Name] = tg.Count
+	}
+	for _, tg := range job.TaskGroups {
+		if n, ok := stored[tg.Name]; ok {
+			tg.Count = n
+		}
+	}
 }

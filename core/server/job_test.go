@@ -18,8 +18,8 @@ func TestRegisterUnchangedJob(t *testing.T) {
 	}
 
 	again := registerJob(t, s, testJob("j", "sysbatch"))
-	if again.Index != 0 || again.JobModifyIndex != first.JobModifyIndex {
-		t.Fatalf("unchanged register = %+v, want Index 0 and JobModifyIndex %d", again, first.JobModifyIndex)
+	if again.Index <= first.Index || again.Index != again.EvalCreateIndex || again.JobModifyIndex != first.JobModifyIndex {
+		t.Fatalf("unchanged register = %+v, want the eval's write index and JobModifyIndex %d", again, first.JobModifyIndex)
 	}
 	if again.EvalID == "" || again.EvalID == first.EvalID || again.EvalCreateIndex == 0 {
 		t.Fatalf("unchanged register must still create an eval: %+v", again)

@@ -113,6 +113,9 @@ func (s *Server) establishLeadership() error {
 			return err
 		}
 	}
+	if err := s.applyBrokerPause(); err != nil {
+		return fmt.Errorf("scheduler configuration: %w", err)
+	}
 	if err := (evalKeeper{s}).restore(); err != nil {
 		return fmt.Errorf("restore evals: %w", err)
 	}

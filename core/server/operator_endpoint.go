@@ -42,7 +42,25 @@ func (ep Operator) SetSchedulerConfig(ctx context.Context, cfg *structs.Schedule
 	if err != nil {
 		return false, 0, err
 	}
+	// This server is the leader (the write was not forwarded): its broker
+	// follows the pause switch at once, as stored (a concurrent write
+	// may have come after this one).
+	if err := s.applyBrokerPause(); err != nil {
+		return true, idx, err
+	}
 	s.logger.Info("scheduler configuration updated", "system_preemption", c.PreemptionConfig.SystemSchedulerEnabled,
-		"sysbatch_preemption", c.PreemptionConfig.SysBatchSchedulerEnabled)
+		"sysbatch_preemption", c.PreemptionConfig.SysBatchSchedulerEnabled, "pause_eval_broker", c.PauseEvalBroker,
+		"reject_job_registration", c.RejectJobRegistration)
 	return true, idx, nil
+}
+
+// applyBrokerPause sets the broker's pause from the stored scheduler
+// configuration (PauseEvalBroker); the leader calls it when it steps up.
+func (s *Server) applyBrokerPause() error {
+	_, cfg, err := s.State().SchedulerConfig()
+	if err != nil {
+		return err
+	}
+	s.broker.SetPaused(cfg != nil && cfg.PauseEvalBroker)
+	return nil
 }

@@ -3,11 +3,13 @@ package server
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/drover-org/drover/core/server/schedio"
 	"github.com/drover-org/drover/core/structs"
+	pb "github.com/drover-org/drover/sdk/proto/schedulerpb"
 )
 
 // Plan runs the job's scheduler against current state without writing
@@ -97,5 +99,34 @@ func (ep Jobs) Plan(ctx context.Context, in *structs.Job, diff bool) (*structs.J
 	if err := schedio.ExplainFailures(s.State(), job.Namespace, job.ID, job, resp.FailedTGAllocs); err != nil {
 		s.logger.Warn("reading nodes to explain placement failures", "job_id", job.ID, "namespace", job.Namespace, "error", err)
 	}
+	resp.CreatedEvals = plannedEvals(ev, out, resp.FailedTGAllocs, s.cfg.Now())
 	return resp, nil
+}
+
+// plannedEvals are the evals a register of the planned job would create
+// besides its own (Nomad's CreatedEvals): a blocked eval for each of the
+// scheduler's blocked placements and its follow-up evals. Nothing is
+// written: they are what the plan would do, with IDs of their own.
+func plannedEvals(ev *structs.Evaluation, out *pb.ScheduleResponse, failed map[string]*structs.AllocMetric, now time.Time) []*structs.Evaluation {
+	var evals []*structs.Evaluation
+	nowNs := now.UnixNano()
+	for _, b := range out.GetBlockedEvals() {
+		evals = append(evals, &structs.Evaluation{
+			ID: uuid.NewString(), Namespace: ev.Namespace, Priority: ev.Priority, Type: ev.Type,
+			TriggeredBy: structs.EvalTriggerQueuedAllocs, JobID: ev.JobID, JobModifyIndex: ev.JobModifyIndex,
+			NodeID: b.GetNodeId(), Status: structs.EvalStatusBlocked, PreviousEval: ev.ID,
+			StatusDescription: "created to place remaining allocations", FailedTGAllocs: failed,
+			ClassEligibility: b.GetClassEligibility(), EscapedComputedClass: b.GetEscapedComputedClass(),
+			CreateTime: nowNs, ModifyTime: nowNs,
+		})
+	}
+	for _, f := range out.GetFollowupEvals() {
+		evals = append(evals, &structs.Evaluation{
+			ID: f.GetId(), Namespace: ev.Namespace, Priority: ev.Priority, Type: ev.Type,
+			TriggeredBy: structs.EvalTriggerRetryFailedAlloc, JobID: ev.JobID, JobModifyIndex: ev.JobModifyIndex,
+			Status: structs.EvalStatusPending, PreviousEval: ev.ID, WaitUntil: time.Unix(0, f.GetWaitUntilNs()).UTC(),
+			StatusDescription: "created for delayed rescheduling", CreateTime: nowNs, ModifyTime: nowNs,
+		})
+	}
+	return evals
 }

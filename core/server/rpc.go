@@ -109,11 +109,15 @@ type (
 		EnforceIndex   bool
 		JobModifyIndex uint64
 		Submission     *structs.JobSubmission
+		EvalPriority   int
+		PreserveCounts bool
 	}
 	JobRefArgs struct {
 		Namespace string
 		JobID     string
 		Purge     bool
+		// Deregister: the priority of the eval it creates (0: the job's).
+		EvalPriority int
 		// Evaluate: EvalOptions.ForceReschedule.
 		ForceReschedule bool
 	}
@@ -190,10 +194,13 @@ func (s *Server) RegisterRPC(rs *rpc.Server) {
 	}
 	jobs, nodes := s.Jobs(), s.Nodes()
 	rpc.Handle(rs, "Job.Register", func(ctx context.Context, a *JobRegisterArgs) (*structs.JobRegisterResponse, error) {
-		return jobs.RegisterSubmission(mark(ctx), a.Job, a.Submission, a.EnforceIndex, a.JobModifyIndex)
+		return jobs.RegisterOpts(mark(ctx), a.Job, structs.JobRegisterOptions{
+			EnforceIndex: a.EnforceIndex, JobModifyIndex: a.JobModifyIndex, Submission: a.Submission, EvalPriority: a.EvalPriority,
+			PreserveCounts: a.PreserveCounts,
+		})
 	})
 	rpc.Handle(rs, "Job.Deregister", func(ctx context.Context, a *JobRefArgs) (*structs.JobDeregisterResponse, error) {
-		return jobs.Deregister(mark(ctx), a.Namespace, a.JobID, a.Purge)
+		return jobs.DeregisterOpts(mark(ctx), a.Namespace, a.JobID, structs.JobDeregisterOptions{Purge: a.Purge, EvalPriority: a.EvalPriority})
 	})
 	rpc.Handle(rs, "Job.Evaluate", func(ctx context.Context, a *JobRefArgs) (*structs.JobRegisterResponse, error) {
 		return jobs.Evaluate(mark(ctx), a.Namespace, a.JobID, structs.EvalOptions{ForceReschedule: a.ForceReschedule})

@@ -141,6 +141,7 @@ type Broker struct {
 
 	mu      sync.Mutex
 	enabled bool
+	paused  bool          // deliveries paused (SetPaused)
 	epoch   uint64        // bumped on every disable; Dequeue callers of an old epoch fail
 	waiters int           // Dequeue callers currently blocked
 	readyCh chan struct{} // closed (and replaced) when an eval becomes ready or on disable
@@ -211,11 +212,12 @@ func (b *Broker) forgetLocked(e *entry) {
 // Idle reports whether no eval is ready for a worker or being scheduled by
 // one (evals of FailedQueue, held back by time, or waiting for their job's
 // outstanding eval do not count), and since when. Background work such as
-// the garbage collector yields to scheduling through it.
+// the garbage collector yields to scheduling through it. Ready evals of a
+// paused broker count only once the pause ends: nothing schedules them.
 func (b *Broker) Idle() (bool, time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.working == 0, b.idleSince
+	return b.working == 0 || b.paused, b.idleSince
 }
 
 // SetEnabled starts the broker (with its timer goroutine) or stops it. Stopping
@@ -442,10 +444,14 @@ func (b *Broker) dequeue(ctx context.Context, pick func() *entry) (*structs.Eval
 			b.mu.Unlock()
 			return nil, "", ErrNotEnabled
 		}
-		if e := pick(); e != nil {
-			ev, token := e.eval, e.token
-			b.mu.Unlock()
-			return ev, token, nil
+		// While paused nothing is delivered; SetPaused(false) wakes the
+		// waiters.
+		if !b.paused {
+			if e := pick(); e != nil {
+				ev, token := e.eval, e.token
+				b.mu.Unlock()
+				return ev, token, nil
+			}
 		}
 		wake := b.readyCh
 		b.waiters++
