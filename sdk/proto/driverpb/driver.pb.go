@@ -382,9 +382,14 @@ type TaskConfig struct {
 	LogRotation *LogRotation `protobuf:"bytes,13,opt,name=log_rotation,json=logRotation,proto3" json:"log_rotation,omitempty"`
 	// The ports the task's allocation holds on its node (the group's
 	// network block), for drivers that map them (docker's `ports`).
-	Ports         []*PortMapping `protobuf:"bytes,14,rep,name=ports,proto3" json:"ports,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Ports []*PortMapping `protobuf:"bytes,14,rep,name=ports,proto3" json:"ports,omitempty"`
+	// The allocation's own network namespace (network mode bridge, none or
+	// cni/<name>); unset in host mode, where the task uses the node's
+	// network. A driver that supports it starts the task in that namespace
+	// and refuses the task (INVALID_ARGUMENT) when it cannot.
+	NetworkIsolation *NetworkIsolation `protobuf:"bytes,100,opt,name=network_isolation,json=networkIsolation,proto3" json:"network_isolation,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *TaskConfig) Reset() {
@@ -515,6 +520,78 @@ func (x *TaskConfig) GetPorts() []*PortMapping {
 	return nil
 }
 
+func (x *TaskConfig) GetNetworkIsolation() *NetworkIsolation {
+	if x != nil {
+		return x.NetworkIsolation
+	}
+	return nil
+}
+
+// NetworkIsolation is the network namespace an allocation's tasks share.
+type NetworkIsolation struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Path of the pinned namespace (a bind mount of the namespace), to open
+	// and setns(2) into.
+	Path string `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	// The allocation's address in the namespace, for information.
+	Address string `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"`
+	// The hostname tasks of the namespace get, when the group sets one.
+	Hostname      string `protobuf:"bytes,3,opt,name=hostname,proto3" json:"hostname,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NetworkIsolation) Reset() {
+	*x = NetworkIsolation{}
+	mi := &file_driver_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NetworkIsolation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NetworkIsolation) ProtoMessage() {}
+
+func (x *NetworkIsolation) ProtoReflect() protoreflect.Message {
+	mi := &file_driver_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NetworkIsolation.ProtoReflect.Descriptor instead.
+func (*NetworkIsolation) Descriptor() ([]byte, []int) {
+	return file_driver_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *NetworkIsolation) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *NetworkIsolation) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+func (x *NetworkIsolation) GetHostname() string {
+	if x != nil {
+		return x.Hostname
+	}
+	return ""
+}
+
 // One port of an allocation: host_ip:value on the node, to inside the
 // task's network (0: the same port).
 type PortMapping struct {
@@ -529,7 +606,7 @@ type PortMapping struct {
 
 func (x *PortMapping) Reset() {
 	*x = PortMapping{}
-	mi := &file_driver_proto_msgTypes[6]
+	mi := &file_driver_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -541,7 +618,7 @@ func (x *PortMapping) String() string {
 func (*PortMapping) ProtoMessage() {}
 
 func (x *PortMapping) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[6]
+	mi := &file_driver_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -554,7 +631,7 @@ func (x *PortMapping) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PortMapping.ProtoReflect.Descriptor instead.
 func (*PortMapping) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{6}
+	return file_driver_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *PortMapping) GetLabel() string {
@@ -595,7 +672,7 @@ type LogRotation struct {
 
 func (x *LogRotation) Reset() {
 	*x = LogRotation{}
-	mi := &file_driver_proto_msgTypes[7]
+	mi := &file_driver_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -607,7 +684,7 @@ func (x *LogRotation) String() string {
 func (*LogRotation) ProtoMessage() {}
 
 func (x *LogRotation) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[7]
+	mi := &file_driver_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -620,7 +697,7 @@ func (x *LogRotation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogRotation.ProtoReflect.Descriptor instead.
 func (*LogRotation) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{7}
+	return file_driver_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *LogRotation) GetMaxFiles() int32 {
@@ -651,7 +728,7 @@ type TaskHandle struct {
 
 func (x *TaskHandle) Reset() {
 	*x = TaskHandle{}
-	mi := &file_driver_proto_msgTypes[8]
+	mi := &file_driver_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -663,7 +740,7 @@ func (x *TaskHandle) String() string {
 func (*TaskHandle) ProtoMessage() {}
 
 func (x *TaskHandle) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[8]
+	mi := &file_driver_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -676,7 +753,7 @@ func (x *TaskHandle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskHandle.ProtoReflect.Descriptor instead.
 func (*TaskHandle) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{8}
+	return file_driver_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *TaskHandle) GetId() string {
@@ -724,7 +801,7 @@ type ExitResult struct {
 
 func (x *ExitResult) Reset() {
 	*x = ExitResult{}
-	mi := &file_driver_proto_msgTypes[9]
+	mi := &file_driver_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -736,7 +813,7 @@ func (x *ExitResult) String() string {
 func (*ExitResult) ProtoMessage() {}
 
 func (x *ExitResult) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[9]
+	mi := &file_driver_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -749,7 +826,7 @@ func (x *ExitResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExitResult.ProtoReflect.Descriptor instead.
 func (*ExitResult) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{9}
+	return file_driver_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ExitResult) GetExitCode() int32 {
@@ -789,7 +866,7 @@ type StartTaskRequest struct {
 
 func (x *StartTaskRequest) Reset() {
 	*x = StartTaskRequest{}
-	mi := &file_driver_proto_msgTypes[10]
+	mi := &file_driver_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -801,7 +878,7 @@ func (x *StartTaskRequest) String() string {
 func (*StartTaskRequest) ProtoMessage() {}
 
 func (x *StartTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[10]
+	mi := &file_driver_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -814,7 +891,7 @@ func (x *StartTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartTaskRequest.ProtoReflect.Descriptor instead.
 func (*StartTaskRequest) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{10}
+	return file_driver_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *StartTaskRequest) GetTask() *TaskConfig {
@@ -833,7 +910,7 @@ type StartTaskResponse struct {
 
 func (x *StartTaskResponse) Reset() {
 	*x = StartTaskResponse{}
-	mi := &file_driver_proto_msgTypes[11]
+	mi := &file_driver_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -845,7 +922,7 @@ func (x *StartTaskResponse) String() string {
 func (*StartTaskResponse) ProtoMessage() {}
 
 func (x *StartTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[11]
+	mi := &file_driver_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -858,7 +935,7 @@ func (x *StartTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartTaskResponse.ProtoReflect.Descriptor instead.
 func (*StartTaskResponse) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{11}
+	return file_driver_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *StartTaskResponse) GetHandle() *TaskHandle {
@@ -877,7 +954,7 @@ type WaitTaskRequest struct {
 
 func (x *WaitTaskRequest) Reset() {
 	*x = WaitTaskRequest{}
-	mi := &file_driver_proto_msgTypes[12]
+	mi := &file_driver_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -889,7 +966,7 @@ func (x *WaitTaskRequest) String() string {
 func (*WaitTaskRequest) ProtoMessage() {}
 
 func (x *WaitTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[12]
+	mi := &file_driver_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -902,7 +979,7 @@ func (x *WaitTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitTaskRequest.ProtoReflect.Descriptor instead.
 func (*WaitTaskRequest) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{12}
+	return file_driver_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *WaitTaskRequest) GetId() string {
@@ -921,7 +998,7 @@ type WaitTaskResponse struct {
 
 func (x *WaitTaskResponse) Reset() {
 	*x = WaitTaskResponse{}
-	mi := &file_driver_proto_msgTypes[13]
+	mi := &file_driver_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -933,7 +1010,7 @@ func (x *WaitTaskResponse) String() string {
 func (*WaitTaskResponse) ProtoMessage() {}
 
 func (x *WaitTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[13]
+	mi := &file_driver_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -946,7 +1023,7 @@ func (x *WaitTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitTaskResponse.ProtoReflect.Descriptor instead.
 func (*WaitTaskResponse) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{13}
+	return file_driver_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *WaitTaskResponse) GetResult() *ExitResult {
@@ -969,7 +1046,7 @@ type StopTaskRequest struct {
 
 func (x *StopTaskRequest) Reset() {
 	*x = StopTaskRequest{}
-	mi := &file_driver_proto_msgTypes[14]
+	mi := &file_driver_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -981,7 +1058,7 @@ func (x *StopTaskRequest) String() string {
 func (*StopTaskRequest) ProtoMessage() {}
 
 func (x *StopTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[14]
+	mi := &file_driver_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -994,7 +1071,7 @@ func (x *StopTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopTaskRequest.ProtoReflect.Descriptor instead.
 func (*StopTaskRequest) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{14}
+	return file_driver_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *StopTaskRequest) GetId() string {
@@ -1026,7 +1103,7 @@ type StopTaskResponse struct {
 
 func (x *StopTaskResponse) Reset() {
 	*x = StopTaskResponse{}
-	mi := &file_driver_proto_msgTypes[15]
+	mi := &file_driver_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1038,7 +1115,7 @@ func (x *StopTaskResponse) String() string {
 func (*StopTaskResponse) ProtoMessage() {}
 
 func (x *StopTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[15]
+	mi := &file_driver_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1051,7 +1128,7 @@ func (x *StopTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopTaskResponse.ProtoReflect.Descriptor instead.
 func (*StopTaskResponse) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{15}
+	return file_driver_proto_rawDescGZIP(), []int{16}
 }
 
 type DestroyTaskRequest struct {
@@ -1064,7 +1141,7 @@ type DestroyTaskRequest struct {
 
 func (x *DestroyTaskRequest) Reset() {
 	*x = DestroyTaskRequest{}
-	mi := &file_driver_proto_msgTypes[16]
+	mi := &file_driver_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1076,7 +1153,7 @@ func (x *DestroyTaskRequest) String() string {
 func (*DestroyTaskRequest) ProtoMessage() {}
 
 func (x *DestroyTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[16]
+	mi := &file_driver_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1089,7 +1166,7 @@ func (x *DestroyTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DestroyTaskRequest.ProtoReflect.Descriptor instead.
 func (*DestroyTaskRequest) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{16}
+	return file_driver_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *DestroyTaskRequest) GetId() string {
@@ -1114,7 +1191,7 @@ type DestroyTaskResponse struct {
 
 func (x *DestroyTaskResponse) Reset() {
 	*x = DestroyTaskResponse{}
-	mi := &file_driver_proto_msgTypes[17]
+	mi := &file_driver_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1126,7 +1203,7 @@ func (x *DestroyTaskResponse) String() string {
 func (*DestroyTaskResponse) ProtoMessage() {}
 
 func (x *DestroyTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[17]
+	mi := &file_driver_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1139,7 +1216,7 @@ func (x *DestroyTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DestroyTaskResponse.ProtoReflect.Descriptor instead.
 func (*DestroyTaskResponse) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{17}
+	return file_driver_proto_rawDescGZIP(), []int{18}
 }
 
 type InspectTaskRequest struct {
@@ -1151,7 +1228,7 @@ type InspectTaskRequest struct {
 
 func (x *InspectTaskRequest) Reset() {
 	*x = InspectTaskRequest{}
-	mi := &file_driver_proto_msgTypes[18]
+	mi := &file_driver_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1163,7 +1240,7 @@ func (x *InspectTaskRequest) String() string {
 func (*InspectTaskRequest) ProtoMessage() {}
 
 func (x *InspectTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[18]
+	mi := &file_driver_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1176,7 +1253,7 @@ func (x *InspectTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InspectTaskRequest.ProtoReflect.Descriptor instead.
 func (*InspectTaskRequest) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{18}
+	return file_driver_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *InspectTaskRequest) GetId() string {
@@ -1202,7 +1279,7 @@ type TaskStatus struct {
 
 func (x *TaskStatus) Reset() {
 	*x = TaskStatus{}
-	mi := &file_driver_proto_msgTypes[19]
+	mi := &file_driver_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1214,7 +1291,7 @@ func (x *TaskStatus) String() string {
 func (*TaskStatus) ProtoMessage() {}
 
 func (x *TaskStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[19]
+	mi := &file_driver_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1227,7 +1304,7 @@ func (x *TaskStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskStatus.ProtoReflect.Descriptor instead.
 func (*TaskStatus) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{19}
+	return file_driver_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *TaskStatus) GetId() string {
@@ -1281,7 +1358,7 @@ type InspectTaskResponse struct {
 
 func (x *InspectTaskResponse) Reset() {
 	*x = InspectTaskResponse{}
-	mi := &file_driver_proto_msgTypes[20]
+	mi := &file_driver_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1293,7 +1370,7 @@ func (x *InspectTaskResponse) String() string {
 func (*InspectTaskResponse) ProtoMessage() {}
 
 func (x *InspectTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[20]
+	mi := &file_driver_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1306,7 +1383,7 @@ func (x *InspectTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InspectTaskResponse.ProtoReflect.Descriptor instead.
 func (*InspectTaskResponse) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{20}
+	return file_driver_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *InspectTaskResponse) GetStatus() *TaskStatus {
@@ -1327,7 +1404,7 @@ type SignalTaskRequest struct {
 
 func (x *SignalTaskRequest) Reset() {
 	*x = SignalTaskRequest{}
-	mi := &file_driver_proto_msgTypes[21]
+	mi := &file_driver_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1339,7 +1416,7 @@ func (x *SignalTaskRequest) String() string {
 func (*SignalTaskRequest) ProtoMessage() {}
 
 func (x *SignalTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[21]
+	mi := &file_driver_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1352,7 +1429,7 @@ func (x *SignalTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignalTaskRequest.ProtoReflect.Descriptor instead.
 func (*SignalTaskRequest) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{21}
+	return file_driver_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SignalTaskRequest) GetId() string {
@@ -1377,7 +1454,7 @@ type SignalTaskResponse struct {
 
 func (x *SignalTaskResponse) Reset() {
 	*x = SignalTaskResponse{}
-	mi := &file_driver_proto_msgTypes[22]
+	mi := &file_driver_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1389,7 +1466,7 @@ func (x *SignalTaskResponse) String() string {
 func (*SignalTaskResponse) ProtoMessage() {}
 
 func (x *SignalTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[22]
+	mi := &file_driver_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1402,7 +1479,7 @@ func (x *SignalTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignalTaskResponse.ProtoReflect.Descriptor instead.
 func (*SignalTaskResponse) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{22}
+	return file_driver_proto_rawDescGZIP(), []int{23}
 }
 
 type RecoverTaskRequest struct {
@@ -1414,7 +1491,7 @@ type RecoverTaskRequest struct {
 
 func (x *RecoverTaskRequest) Reset() {
 	*x = RecoverTaskRequest{}
-	mi := &file_driver_proto_msgTypes[23]
+	mi := &file_driver_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1426,7 +1503,7 @@ func (x *RecoverTaskRequest) String() string {
 func (*RecoverTaskRequest) ProtoMessage() {}
 
 func (x *RecoverTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[23]
+	mi := &file_driver_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1439,7 +1516,7 @@ func (x *RecoverTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecoverTaskRequest.ProtoReflect.Descriptor instead.
 func (*RecoverTaskRequest) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{23}
+	return file_driver_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *RecoverTaskRequest) GetHandle() *TaskHandle {
@@ -1457,7 +1534,7 @@ type RecoverTaskResponse struct {
 
 func (x *RecoverTaskResponse) Reset() {
 	*x = RecoverTaskResponse{}
-	mi := &file_driver_proto_msgTypes[24]
+	mi := &file_driver_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1469,7 +1546,7 @@ func (x *RecoverTaskResponse) String() string {
 func (*RecoverTaskResponse) ProtoMessage() {}
 
 func (x *RecoverTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[24]
+	mi := &file_driver_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1482,7 +1559,7 @@ func (x *RecoverTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecoverTaskResponse.ProtoReflect.Descriptor instead.
 func (*RecoverTaskResponse) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{24}
+	return file_driver_proto_rawDescGZIP(), []int{25}
 }
 
 type ValidateConfigRequest struct {
@@ -1495,7 +1572,7 @@ type ValidateConfigRequest struct {
 
 func (x *ValidateConfigRequest) Reset() {
 	*x = ValidateConfigRequest{}
-	mi := &file_driver_proto_msgTypes[25]
+	mi := &file_driver_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1507,7 +1584,7 @@ func (x *ValidateConfigRequest) String() string {
 func (*ValidateConfigRequest) ProtoMessage() {}
 
 func (x *ValidateConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[25]
+	mi := &file_driver_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1520,7 +1597,7 @@ func (x *ValidateConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ValidateConfigRequest.ProtoReflect.Descriptor instead.
 func (*ValidateConfigRequest) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{25}
+	return file_driver_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ValidateConfigRequest) GetConfigJson() []byte {
@@ -1538,7 +1615,7 @@ type ValidateConfigResponse struct {
 
 func (x *ValidateConfigResponse) Reset() {
 	*x = ValidateConfigResponse{}
-	mi := &file_driver_proto_msgTypes[26]
+	mi := &file_driver_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1550,7 +1627,7 @@ func (x *ValidateConfigResponse) String() string {
 func (*ValidateConfigResponse) ProtoMessage() {}
 
 func (x *ValidateConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[26]
+	mi := &file_driver_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1563,7 +1640,7 @@ func (x *ValidateConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ValidateConfigResponse.ProtoReflect.Descriptor instead.
 func (*ValidateConfigResponse) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{26}
+	return file_driver_proto_rawDescGZIP(), []int{27}
 }
 
 var File_driver_proto protoreflect.FileDescriptor
@@ -1589,7 +1666,7 @@ const file_driver_proto_rawDesc = "" +
 	"\tResources\x12\x10\n" +
 	"\x03cpu\x18\x01 \x01(\x03R\x03cpu\x12\x1b\n" +
 	"\tmemory_mb\x18\x02 \x01(\x03R\bmemoryMb\x12\"\n" +
-	"\rmemory_max_mb\x18\x03 \x01(\x03R\vmemoryMaxMb\"\xc7\x04\n" +
+	"\rmemory_max_mb\x18\x03 \x01(\x03R\vmemoryMaxMb\"\x98\x05\n" +
 	"\n" +
 	"TaskConfig\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x19\n" +
@@ -1610,10 +1687,15 @@ const file_driver_proto_rawDesc = "" +
 	"killSignal\x129\n" +
 	"\tresources\x18\f \x01(\v2\x1b.drover.driver.v1.ResourcesR\tresources\x12@\n" +
 	"\flog_rotation\x18\r \x01(\v2\x1d.drover.driver.v1.LogRotationR\vlogRotation\x123\n" +
-	"\x05ports\x18\x0e \x03(\v2\x1d.drover.driver.v1.PortMappingR\x05ports\x1a6\n" +
+	"\x05ports\x18\x0e \x03(\v2\x1d.drover.driver.v1.PortMappingR\x05ports\x12O\n" +
+	"\x11network_isolation\x18d \x01(\v2\".drover.driver.v1.NetworkIsolationR\x10networkIsolation\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"b\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\\\n" +
+	"\x10NetworkIsolation\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x18\n" +
+	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x1a\n" +
+	"\bhostname\x18\x03 \x01(\tR\bhostname\"b\n" +
 	"\vPortMapping\x12\x14\n" +
 	"\x05label\x18\x01 \x01(\tR\x05label\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x05R\x05value\x12\x0e\n" +
@@ -1707,7 +1789,7 @@ func file_driver_proto_rawDescGZIP() []byte {
 }
 
 var file_driver_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_driver_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_driver_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_driver_proto_goTypes = []any{
 	(TaskState)(0),                 // 0: drover.driver.v1.TaskState
 	(*InfoRequest)(nil),            // 1: drover.driver.v1.InfoRequest
@@ -1716,68 +1798,70 @@ var file_driver_proto_goTypes = []any{
 	(*FingerprintResponse)(nil),    // 4: drover.driver.v1.FingerprintResponse
 	(*Resources)(nil),              // 5: drover.driver.v1.Resources
 	(*TaskConfig)(nil),             // 6: drover.driver.v1.TaskConfig
-	(*PortMapping)(nil),            // 7: drover.driver.v1.PortMapping
-	(*LogRotation)(nil),            // 8: drover.driver.v1.LogRotation
-	(*TaskHandle)(nil),             // 9: drover.driver.v1.TaskHandle
-	(*ExitResult)(nil),             // 10: drover.driver.v1.ExitResult
-	(*StartTaskRequest)(nil),       // 11: drover.driver.v1.StartTaskRequest
-	(*StartTaskResponse)(nil),      // 12: drover.driver.v1.StartTaskResponse
-	(*WaitTaskRequest)(nil),        // 13: drover.driver.v1.WaitTaskRequest
-	(*WaitTaskResponse)(nil),       // 14: drover.driver.v1.WaitTaskResponse
-	(*StopTaskRequest)(nil),        // 15: drover.driver.v1.StopTaskRequest
-	(*StopTaskResponse)(nil),       // 16: drover.driver.v1.StopTaskResponse
-	(*DestroyTaskRequest)(nil),     // 17: drover.driver.v1.DestroyTaskRequest
-	(*DestroyTaskResponse)(nil),    // 18: drover.driver.v1.DestroyTaskResponse
-	(*InspectTaskRequest)(nil),     // 19: drover.driver.v1.InspectTaskRequest
-	(*TaskStatus)(nil),             // 20: drover.driver.v1.TaskStatus
-	(*InspectTaskResponse)(nil),    // 21: drover.driver.v1.InspectTaskResponse
-	(*SignalTaskRequest)(nil),      // 22: drover.driver.v1.SignalTaskRequest
-	(*SignalTaskResponse)(nil),     // 23: drover.driver.v1.SignalTaskResponse
-	(*RecoverTaskRequest)(nil),     // 24: drover.driver.v1.RecoverTaskRequest
-	(*RecoverTaskResponse)(nil),    // 25: drover.driver.v1.RecoverTaskResponse
-	(*ValidateConfigRequest)(nil),  // 26: drover.driver.v1.ValidateConfigRequest
-	(*ValidateConfigResponse)(nil), // 27: drover.driver.v1.ValidateConfigResponse
-	nil,                            // 28: drover.driver.v1.FingerprintResponse.AttributesEntry
-	nil,                            // 29: drover.driver.v1.TaskConfig.EnvEntry
+	(*NetworkIsolation)(nil),       // 7: drover.driver.v1.NetworkIsolation
+	(*PortMapping)(nil),            // 8: drover.driver.v1.PortMapping
+	(*LogRotation)(nil),            // 9: drover.driver.v1.LogRotation
+	(*TaskHandle)(nil),             // 10: drover.driver.v1.TaskHandle
+	(*ExitResult)(nil),             // 11: drover.driver.v1.ExitResult
+	(*StartTaskRequest)(nil),       // 12: drover.driver.v1.StartTaskRequest
+	(*StartTaskResponse)(nil),      // 13: drover.driver.v1.StartTaskResponse
+	(*WaitTaskRequest)(nil),        // 14: drover.driver.v1.WaitTaskRequest
+	(*WaitTaskResponse)(nil),       // 15: drover.driver.v1.WaitTaskResponse
+	(*StopTaskRequest)(nil),        // 16: drover.driver.v1.StopTaskRequest
+	(*StopTaskResponse)(nil),       // 17: drover.driver.v1.StopTaskResponse
+	(*DestroyTaskRequest)(nil),     // 18: drover.driver.v1.DestroyTaskRequest
+	(*DestroyTaskResponse)(nil),    // 19: drover.driver.v1.DestroyTaskResponse
+	(*InspectTaskRequest)(nil),     // 20: drover.driver.v1.InspectTaskRequest
+	(*TaskStatus)(nil),             // 21: drover.driver.v1.TaskStatus
+	(*InspectTaskResponse)(nil),    // 22: drover.driver.v1.InspectTaskResponse
+	(*SignalTaskRequest)(nil),      // 23: drover.driver.v1.SignalTaskRequest
+	(*SignalTaskResponse)(nil),     // 24: drover.driver.v1.SignalTaskResponse
+	(*RecoverTaskRequest)(nil),     // 25: drover.driver.v1.RecoverTaskRequest
+	(*RecoverTaskResponse)(nil),    // 26: drover.driver.v1.RecoverTaskResponse
+	(*ValidateConfigRequest)(nil),  // 27: drover.driver.v1.ValidateConfigRequest
+	(*ValidateConfigResponse)(nil), // 28: drover.driver.v1.ValidateConfigResponse
+	nil,                            // 29: drover.driver.v1.FingerprintResponse.AttributesEntry
+	nil,                            // 30: drover.driver.v1.TaskConfig.EnvEntry
 }
 var file_driver_proto_depIdxs = []int32{
-	28, // 0: drover.driver.v1.FingerprintResponse.attributes:type_name -> drover.driver.v1.FingerprintResponse.AttributesEntry
-	29, // 1: drover.driver.v1.TaskConfig.env:type_name -> drover.driver.v1.TaskConfig.EnvEntry
+	29, // 0: drover.driver.v1.FingerprintResponse.attributes:type_name -> drover.driver.v1.FingerprintResponse.AttributesEntry
+	30, // 1: drover.driver.v1.TaskConfig.env:type_name -> drover.driver.v1.TaskConfig.EnvEntry
 	5,  // 2: drover.driver.v1.TaskConfig.resources:type_name -> drover.driver.v1.Resources
-	8,  // 3: drover.driver.v1.TaskConfig.log_rotation:type_name -> drover.driver.v1.LogRotation
-	7,  // 4: drover.driver.v1.TaskConfig.ports:type_name -> drover.driver.v1.PortMapping
-	6,  // 5: drover.driver.v1.StartTaskRequest.task:type_name -> drover.driver.v1.TaskConfig
-	9,  // 6: drover.driver.v1.StartTaskResponse.handle:type_name -> drover.driver.v1.TaskHandle
-	10, // 7: drover.driver.v1.WaitTaskResponse.result:type_name -> drover.driver.v1.ExitResult
-	0,  // 8: drover.driver.v1.TaskStatus.state:type_name -> drover.driver.v1.TaskState
-	10, // 9: drover.driver.v1.TaskStatus.exit_result:type_name -> drover.driver.v1.ExitResult
-	20, // 10: drover.driver.v1.InspectTaskResponse.status:type_name -> drover.driver.v1.TaskStatus
-	9,  // 11: drover.driver.v1.RecoverTaskRequest.handle:type_name -> drover.driver.v1.TaskHandle
-	1,  // 12: drover.driver.v1.Driver.Info:input_type -> drover.driver.v1.InfoRequest
-	3,  // 13: drover.driver.v1.Driver.Fingerprint:input_type -> drover.driver.v1.FingerprintRequest
-	11, // 14: drover.driver.v1.Driver.StartTask:input_type -> drover.driver.v1.StartTaskRequest
-	13, // 15: drover.driver.v1.Driver.WaitTask:input_type -> drover.driver.v1.WaitTaskRequest
-	15, // 16: drover.driver.v1.Driver.StopTask:input_type -> drover.driver.v1.StopTaskRequest
-	17, // 17: drover.driver.v1.Driver.DestroyTask:input_type -> drover.driver.v1.DestroyTaskRequest
-	19, // 18: drover.driver.v1.Driver.InspectTask:input_type -> drover.driver.v1.InspectTaskRequest
-	22, // 19: drover.driver.v1.Driver.SignalTask:input_type -> drover.driver.v1.SignalTaskRequest
-	24, // 20: drover.driver.v1.Driver.RecoverTask:input_type -> drover.driver.v1.RecoverTaskRequest
-	26, // 21: drover.driver.v1.Driver.ValidateConfig:input_type -> drover.driver.v1.ValidateConfigRequest
-	2,  // 22: drover.driver.v1.Driver.Info:output_type -> drover.driver.v1.InfoResponse
-	4,  // 23: drover.driver.v1.Driver.Fingerprint:output_type -> drover.driver.v1.FingerprintResponse
-	12, // 24: drover.driver.v1.Driver.StartTask:output_type -> drover.driver.v1.StartTaskResponse
-	14, // 25: drover.driver.v1.Driver.WaitTask:output_type -> drover.driver.v1.WaitTaskResponse
-	16, // 26: drover.driver.v1.Driver.StopTask:output_type -> drover.driver.v1.StopTaskResponse
-	18, // 27: drover.driver.v1.Driver.DestroyTask:output_type -> drover.driver.v1.DestroyTaskResponse
-	21, // 28: drover.driver.v1.Driver.InspectTask:output_type -> drover.driver.v1.InspectTaskResponse
-	23, // 29: drover.driver.v1.Driver.SignalTask:output_type -> drover.driver.v1.SignalTaskResponse
-	25, // 30: drover.driver.v1.Driver.RecoverTask:output_type -> drover.driver.v1.RecoverTaskResponse
-	27, // 31: drover.driver.v1.Driver.ValidateConfig:output_type -> drover.driver.v1.ValidateConfigResponse
-	22, // [22:32] is the sub-list for method output_type
-	12, // [12:22] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	9,  // 3: drover.driver.v1.TaskConfig.log_rotation:type_name -> drover.driver.v1.LogRotation
+	8,  // 4: drover.driver.v1.TaskConfig.ports:type_name -> drover.driver.v1.PortMapping
+	7,  // 5: drover.driver.v1.TaskConfig.network_isolation:type_name -> drover.driver.v1.NetworkIsolation
+	6,  // 6: drover.driver.v1.StartTaskRequest.task:type_name -> drover.driver.v1.TaskConfig
+	10, // 7: drover.driver.v1.StartTaskResponse.handle:type_name -> drover.driver.v1.TaskHandle
+	11, // 8: drover.driver.v1.WaitTaskResponse.result:type_name -> drover.driver.v1.ExitResult
+	0,  // 9: drover.driver.v1.TaskStatus.state:type_name -> drover.driver.v1.TaskState
+	11, // 10: drover.driver.v1.TaskStatus.exit_result:type_name -> drover.driver.v1.ExitResult
+	21, // 11: drover.driver.v1.InspectTaskResponse.status:type_name -> drover.driver.v1.TaskStatus
+	10, // 12: drover.driver.v1.RecoverTaskRequest.handle:type_name -> drover.driver.v1.TaskHandle
+	1,  // 13: drover.driver.v1.Driver.Info:input_type -> drover.driver.v1.InfoRequest
+	3,  // 14: drover.driver.v1.Driver.Fingerprint:input_type -> drover.driver.v1.FingerprintRequest
+	12, // 15: drover.driver.v1.Driver.StartTask:input_type -> drover.driver.v1.StartTaskRequest
+	14, // 16: drover.driver.v1.Driver.WaitTask:input_type -> drover.driver.v1.WaitTaskRequest
+	16, // 17: drover.driver.v1.Driver.StopTask:input_type -> drover.driver.v1.StopTaskRequest
+	18, // 18: drover.driver.v1.Driver.DestroyTask:input_type -> drover.driver.v1.DestroyTaskRequest
+	20, // 19: drover.driver.v1.Driver.InspectTask:input_type -> drover.driver.v1.InspectTaskRequest
+	23, // 20: drover.driver.v1.Driver.SignalTask:input_type -> drover.driver.v1.SignalTaskRequest
+	25, // 21: drover.driver.v1.Driver.RecoverTask:input_type -> drover.driver.v1.RecoverTaskRequest
+	27, // 22: drover.driver.v1.Driver.ValidateConfig:input_type -> drover.driver.v1.ValidateConfigRequest
+	2,  // 23: drover.driver.v1.Driver.Info:output_type -> drover.driver.v1.InfoResponse
+	4,  // 24: drover.driver.v1.Driver.Fingerprint:output_type -> drover.driver.v1.FingerprintResponse
+	13, // 25: drover.driver.v1.Driver.StartTask:output_type -> drover.driver.v1.StartTaskResponse
+	15, // 26: drover.driver.v1.Driver.WaitTask:output_type -> drover.driver.v1.WaitTaskResponse
+	17, // 27: drover.driver.v1.Driver.StopTask:output_type -> drover.driver.v1.StopTaskResponse
+	19, // 28: drover.driver.v1.Driver.DestroyTask:output_type -> drover.driver.v1.DestroyTaskResponse
+	22, // 29: drover.driver.v1.Driver.InspectTask:output_type -> drover.driver.v1.InspectTaskResponse
+	24, // 30: drover.driver.v1.Driver.SignalTask:output_type -> drover.driver.v1.SignalTaskResponse
+	26, // 31: drover.driver.v1.Driver.RecoverTask:output_type -> drover.driver.v1.RecoverTaskResponse
+	28, // 32: drover.driver.v1.Driver.ValidateConfig:output_type -> drover.driver.v1.ValidateConfigResponse
+	23, // [23:33] is the sub-list for method output_type
+	13, // [13:23] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_driver_proto_init() }
@@ -1791,7 +1875,7 @@ func file_driver_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_driver_proto_rawDesc), len(file_driver_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   29,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
