@@ -147,6 +147,15 @@ type DNSConfig struct {
 	Options  []string `codec:",omitempty"`
 }
 
+// AllocNetworkStatus is an allocation's interface and address in its own
+// network namespace, and the resolver its network configured (nil: the
+// node's), as Nomad's alloc JSON shows them.
+type AllocNetworkStatus struct {
+	InterfaceName string     `codec:",omitempty" bound:"id"`
+	Address       string     `codec:",omitempty" bound:"id"`
+	DNS           *DNSConfig `codec:",omitempty"`
+}
+
 // CNIConfig is a network's cni block.
 type CNIConfig struct {
 	Args map[string]string `codec:",omitempty"`
