@@ -192,6 +192,13 @@ type ClientConfig struct {
 	MaxDynamicPort int `hcl:"max_dynamic_port,optional"`
 	// Reserved is what the node keeps from scheduling.
 	Reserved *ReservedConfig `hcl:"reserved,block"`
+	// Allocations' own network namespaces (config_bridge.go): Nomad's
+	// cni_path, cni_config_dir, bridge_network_name and
+	// bridge_network_subnet.
+	CNIPath             string `hcl:"cni_path,optional"`
+	CNIConfigDir        string `hcl:"cni_config_dir,optional"`
+	BridgeNetworkName   string `hcl:"bridge_network_name,optional"`
+	BridgeNetworkSubnet string `hcl:"bridge_network_subnet,optional"`
 }
 
 // ReservedConfig is the client's `reserved { … }` block: CPU (MHz),

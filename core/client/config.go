@@ -124,6 +124,8 @@ type Config struct {
 	LoopbackNetwork  bool
 	// The range dynamic ports are picked from (0: Nomad's 20000-32000).
 	MinDynamicPort, MaxDynamicPort int
+	// Bridge configures allocs' own network namespaces (network_bridge.go).
+	Bridge BridgeConfig
 
 	// Test knobs.
 

@@ -399,6 +399,10 @@ func (tr *taskRunner) prepare(ctx context.Context, first bool) error {
 		return fmt.Errorf("encode driver config: %w", err)
 	}
 	cpu, mem, memMax := taskenv.Limits(alloc, tr.task)
+	netIso, err := ar.taskNetwork()
+	if err != nil {
+		return err
+	}
 	tr.cfg = &driverpb.TaskConfig{
 		Id: tr.id, AllocId: ar.id, TaskName: tr.task.Name,
 		ConfigJson: confJSON, Env: env.Env, User: tr.task.User,
@@ -406,6 +410,8 @@ func (tr *taskRunner) prepare(ctx context.Context, first bool) error {
 		KillSignal: tr.task.KillSignal,
 		Resources:  &driverpb.Resources{Cpu: cpu, MemoryMb: mem, MemoryMaxMb: memMax},
 		Ports:      driverPorts(alloc),
+
+		NetworkIsolation: netIso,
 	}
 	if rot := logRotation(tr.task.LogConfig); rot != nil {
 		tr.cfg.StdoutPath = ar.dir.logBase(tr.task.Name, "stdout")
