@@ -13,9 +13,10 @@ import (
 
 // createNetns makes a new network namespace and pins it by bind-mounting
 // it on path (a new file), so that it outlives every process in it. The
-// namespace is made on a thread of its own, which is thrown away after:
-// the goroutine ends locked to it, so the runtime never reuses a thread
-// left in another namespace.
+// namespace is made on a locked thread, which goes back to its own
+// namespace after; one that cannot is thrown away (its goroutine ends
+// locked to it), so the runtime never reuses a thread left in another
+// namespace.
 func createNetns(path string) error {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDONLY, 0o444)
 	if err != nil {
@@ -25,18 +26,29 @@ func createNetns(path string) error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
-		// No UnlockOSThread: the thread's namespace changed, so it ends
-		// with this goroutine.
+		self := fmt.Sprintf("/proc/%d/task/%d/ns/net", os.Getpid(), unix.Gettid())
+		home, err := os.Open(self)
+		if err != nil {
+			runtime.UnlockOSThread()
+			errc <- fmt.Errorf("open the client's network namespace: %w", err)
+			return
+		}
+		defer home.Close()
 		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
 			errc <- fmt.Errorf("unshare the network namespace: %w", err)
+			if unix.Setns(int(home.Fd()), unix.CLONE_NEWNET) == nil {
+				runtime.UnlockOSThread()
+			}
 			return
 		}
-		src := fmt.Sprintf("/proc/%d/task/%d/ns/net", os.Getpid(), unix.Gettid())
-		if err := unix.Mount(src, path, "none", unix.MS_BIND, ""); err != nil {
-			errc <- fmt.Errorf("pin the network namespace on %s: %w", path, err)
-			return
+		err = unix.Mount(self, path, "none", unix.MS_BIND, "")
+		if err != nil {
+			err = fmt.Errorf("pin the network namespace on %s: %w", path, err)
 		}
-		errc <- nil
+		if unix.Setns(int(home.Fd()), unix.CLONE_NEWNET) == nil {
+			runtime.UnlockOSThread()
+		}
+		errc <- err
 	}()
 	if err := <-errc; err != nil {
 		_ = os.Remove(path)
