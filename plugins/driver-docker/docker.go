@@ -60,6 +60,9 @@ type Driver struct {
 	// pendingRemovals are containers of destroyed tasks that removeLater
 	// removes once the engine answers again.
 	pendingRemovals map[string]struct{}
+
+	// netMu serializes the allocations' pause containers (netns.go).
+	netMu sync.Mutex
 }
 
 var _ driver.Driver = (*Driver)(nil)

@@ -105,6 +105,9 @@ func (d *Driver) StartTask(ctx context.Context, cfg *driverpb.TaskConfig) (*driv
 	if err != nil {
 		return nil, err
 	}
+	if err := d.joinNetwork(ctx, cfg, tc, &opts); err != nil {
+		return nil, err
+	}
 	// The bind sources are checked (and, where a task could swap them,
 	// pinned) only now, right before the engine mounts them.
 	binds, releaseBinds, err := pinBinds(cfg, opts.HostConfig.Binds)
@@ -553,6 +556,7 @@ func (d *Driver) DestroyTask(ctx context.Context, id string, force bool) error {
 	}
 	_ = removeFile(t.st.Logs.Checkpoint)
 	d.releaseImage(t.st.ImageID)
+	d.leaveNetwork(ctx, t.st.AllocID)
 	d.logger.Debug("task destroyed", "task_id", id, "container_id", shortID(t.st.ContainerID))
 	return nil
 }
