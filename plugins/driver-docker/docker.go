@@ -219,6 +219,9 @@ type handleState struct {
 	TaskName    string  `json:"task_name"`
 	KillSignal  string  `json:"kill_signal"`
 	Logs        logSpec `json:"logs"`
+	// Netns: the task joined its allocation's network through the
+	// allocation's pause container (netns.go).
+	Netns bool `json:"netns,omitempty"`
 }
 
 const stateVersion = 1
