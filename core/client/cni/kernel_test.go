@@ -410,3 +410,44 @@ func TestNoneModeIsLoopbackOnly(t *testing.T) {
 		t.Fatalf("namespace file after teardown: %v", err)
 	}
 }
+
+// TestNamedCNIConfig: mode cni/<name> sets the namespace up with the
+// conflist of that name in the config dir (here a bridge of the test's
+// own with portmap), port mappings included, and tears it down.
+func TestNamedCNIConfig(t *testing.T) {
+	m := kernelManager(t)
+	name := m.cfg.BridgeName + "x"
+	sub := strings.Replace(m.cfg.Subnet, ".0/24", ".128/25", 1)
+	list := fmt.Sprintf(`{"cniVersion":"1.0.0","name":"mynet","plugins":[
+		{"type":"bridge","bridge":%q,"isGateway":true,"ipMasq":true,"ipam":{"type":"host-local","ranges":[[{"subnet":%q}]],"routes":[{"dst":"0.0.0.0/0"}]}},
+		{"type":"portmap","capabilities":{"portMappings":true},"snat":true}]}`, name, sub)
+	if err := os.WriteFile(m.cfg.ConfigDir+"/mynet.conflist", []byte(list), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", name).Run() })
+	if modes := m.Modes(); !slices.Contains(modes, "cni/mynet") {
+		t.Fatalf("Modes = %v, want cni/mynet", modes)
+	}
+	if err := m.Available("cni/other"); err == nil || !strings.Contains(err.Error(), `no CNI network config named "other"`) {
+		t.Fatalf("Available(cni/other) = %v", err)
+	}
+	id, port := allocID(), freePort(t)
+	n, err := m.Setup(context.Background(), Request{AllocID: id, Mode: "cni/mynet", Ports: []PortMapping{{HostPort: port, ContainerPort: 80, Protocol: "tcp"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, subnet, _ := net.ParseCIDR(sub)
+	if !subnet.Contains(net.ParseIP(n.Status.Address)) {
+		t.Fatalf("address %s outside %s", n.Status.Address, sub)
+	}
+	serveIn(t, n.Path, 80, "named")
+	if got, err := get(hostDial, fmt.Sprintf("http://%s:%d/", hostAddr(t), port)); err != nil || got != "named" {
+		t.Fatalf("GET mapped port = %q, %v", got, err)
+	}
+	if err := m.Teardown(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := exec.Command("ip", "-o", "link", "show", "master", name).Output(); len(strings.TrimSpace(string(out))) != 0 {
+		t.Fatalf("ports left on the bridge: %s", out)
+	}
+}
