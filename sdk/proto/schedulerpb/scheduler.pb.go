@@ -1718,7 +1718,8 @@ func (x *TaskGroup) GetNetworks() []*NetworkAsk {
 // A group's network block as placement reads it.
 type NetworkAsk struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// "host" (the only mode served).
+	// "host", "bridge", "none" or "cni/<name>": a mode other than host
+	// places the group only on nodes listing it in network_modes.
 	Mode string `protobuf:"bytes,1,opt,name=mode,proto3" json:"mode,omitempty"`
 	// Static ports: each must be free on the node.
 	ReservedPorts []*PortAsk `protobuf:"bytes,2,rep,name=reserved_ports,json=reservedPorts,proto3" json:"reserved_ports,omitempty"`
@@ -2358,7 +2359,12 @@ type Node struct {
 	Network *NodeNetwork `protobuf:"bytes,17,opt,name=network,proto3" json:"network,omitempty"`
 	// Host ports held by the non-terminal allocations on the node, of every
 	// job, sorted (a port held twice is listed twice).
-	UsedPorts     []int32 `protobuf:"varint,18,rep,packed,name=used_ports,json=usedPorts,proto3" json:"used_ports,omitempty"`
+	UsedPorts []int32 `protobuf:"varint,18,rep,packed,name=used_ports,json=usedPorts,proto3" json:"used_ports,omitempty"`
+	// Fields 40-44: bridge networking.
+	// The network modes that give an allocation its own namespace which the
+	// node serves ("bridge", "none", "cni/<name>"); host mode is always
+	// served and not listed.
+	NetworkModes  []string `protobuf:"bytes,40,rep,name=network_modes,json=networkModes,proto3" json:"network_modes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2522,6 +2528,13 @@ func (x *Node) GetNetwork() *NodeNetwork {
 func (x *Node) GetUsedPorts() []int32 {
 	if x != nil {
 		return x.UsedPorts
+	}
+	return nil
+}
+
+func (x *Node) GetNetworkModes() []string {
+	if x != nil {
+		return x.NetworkModes
 	}
 	return nil
 }
@@ -4849,7 +4862,7 @@ const file_scheduler_proto_rawDesc = "" +
 	"\aspreads\x18\x12 \x03(\v2\x1b.drover.scheduler.v1.SpreadR\aspreads\x1a7\n" +
 	"\tMetaEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x98\a\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xbd\a\n" +
 	"\x04Node\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1e\n" +
@@ -4876,7 +4889,8 @@ const file_scheduler_proto_rawDesc = "" +
 	"\x15drain_deadline_passed\x18\x1e \x01(\bR\x13drainDeadlinePassed\x12:\n" +
 	"\anetwork\x18\x11 \x01(\v2 .drover.scheduler.v1.NodeNetworkR\anetwork\x12\x1d\n" +
 	"\n" +
-	"used_ports\x18\x12 \x03(\x05R\tusedPorts\x1a=\n" +
+	"used_ports\x18\x12 \x03(\x05R\tusedPorts\x12#\n" +
+	"\rnetwork_modes\x18( \x03(\tR\fnetworkModes\x1a=\n" +
 	"\x0fAttributesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a7\n" +
