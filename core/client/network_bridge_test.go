@@ -238,3 +238,41 @@ func TestBridgeModeUnavailableFailsTasks(t *testing.T) {
 		t.Fatalf("task events = %q, want the reason", msgs)
 	}
 }
+
+// TestBridgeTeardownAfterCrash: what a client left when it went down is
+// torn down by the next one: the namespace of an allocation the server
+// removed meanwhile (its runner is restored, finds the alloc gone and
+// destroys it), and one the client's state does not know at all (swept
+// at start).
+func TestBridgeTeardownAfterCrash(t *testing.T) {
+	br := bridgeEnv(t)
+	srv, dir := newFakeServer(), t.TempDir()
+	c := newBridgeClient(t, srv, dir, br)
+	waitFor(t, "client registered", func() bool { return srv.node(c.NodeID()) != nil })
+	hostIP := srv.node(c.NodeID()).NodeResources.Networks[0].IP
+	port := freeHostPort(t)
+	srv.upsert(httpdAlloc("br-gone", c.NodeID(), hostIP, port))
+	url := fmt.Sprintf("http://%s/", net.JoinHostPort(hostIP, fmt.Sprint(port)))
+	waitFor(t, "the task answers", func() bool { got, _ := httpGet(url); return got == "br-gone" })
+	c.Shutdown()
+
+	// While the client is down: the server removes the alloc, and a
+	// namespace appears that no state of the client knows.
+	srv.remove("br-gone")
+	m, err := cni.New(cni.Config{BridgeName: br.BridgeName, Subnet: br.Subnet, Dir: filepath.Join(dir, "netns")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Setup(t.Context(), cni.Request{AllocID: "orphan-1", Mode: structs.NetworkModeBridge}); err != nil {
+		t.Fatal(err)
+	}
+
+	c2 := newBridgeClient(t, srv, dir, br)
+	defer c2.Shutdown()
+	waitForDiag(t, "both namespaces torn down", func() bool {
+		return len(bridgeFootprint(t, br, dir)) == 0
+	}, func() string { return strings.Join(bridgeFootprint(t, br, dir), "\n") })
+	if _, err := httpGet(url); err == nil {
+		t.Fatal("the removed alloc's task still answers")
+	}
+}
