@@ -150,6 +150,21 @@ func (ar *allocRunner) setupNetwork(mode string, n *structs.NetworkResource) err
 	return nil
 }
 
+// withNetworkStatus is a for the task env: with the alloc's address in
+// its own namespace (NOMAD_ALLOC_IP_<label> and the like) once set up.
+// A shallow copy: a itself is shared.
+func (ar *allocRunner) withNetworkStatus(a *structs.Allocation) *structs.Allocation {
+	ar.mu.Lock()
+	st := ar.netStatus
+	ar.mu.Unlock()
+	if st == nil || a == nil {
+		return a
+	}
+	c := *a
+	c.NetworkStatus = st
+	return &c
+}
+
 // releaseNetwork tears the alloc's namespace down once its tasks are
 // dead. A failure is logged: the record stays, and the next client start
 // retries the teardown.

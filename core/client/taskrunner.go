@@ -332,7 +332,7 @@ func (tr *taskRunner) prepare(ctx context.Context, first bool) error {
 		}
 	}
 	env := taskenv.Build(taskenv.Input{
-		Node: ar.cfg.Node(), Alloc: alloc, Group: ar.group(), Task: tr.task, Region: ar.cfg.Region,
+		Node: ar.cfg.Node(), Alloc: ar.withNetworkStatus(alloc), Group: ar.group(), Task: tr.task, Region: ar.cfg.Region,
 		AllocDir: ar.dir.sharedDir(), TaskDir: dirs.Local, SecretsDir: dirs.Secrets, Path: ar.cfg.Path,
 	})
 	if tr.task.CSIPluginConfig != nil && ar.cfg.CSI != nil {
