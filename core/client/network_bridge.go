@@ -137,9 +137,13 @@ func (ar *allocRunner) setupNetwork(mode string, n *structs.NetworkResource) err
 	if err != nil {
 		return err
 	}
-	st := &structs.AllocNetworkStatus{InterfaceName: net.Status.InterfaceName, Address: net.Status.Address}
-	if d := net.Status.DNS; d != nil {
-		st.DNS = &structs.DNSConfig{Servers: slices.Clone(d.Servers), Searches: slices.Clone(d.Searches), Options: slices.Clone(d.Options)}
+	// No address (mode none): no status to report.
+	var st *structs.AllocNetworkStatus
+	if net.Status.Address != "" {
+		st = &structs.AllocNetworkStatus{InterfaceName: net.Status.InterfaceName, Address: net.Status.Address}
+		if d := net.Status.DNS; d != nil {
+			st.DNS = &structs.DNSConfig{Servers: slices.Clone(d.Servers), Searches: slices.Clone(d.Searches), Options: slices.Clone(d.Options)}
+		}
 	}
 	ar.mu.Lock()
 	ar.netns, ar.netStatus = net.Path, st

@@ -329,8 +329,13 @@ func (m *Manager) setupLocked(ctx context.Context, rec *record) (*Network, error
 		}
 		if inv.IfName == IfName {
 			st, hostIfs, err := statusOf(res)
-			if err != nil {
+			if err != nil && rec.Mode == ModeBridge {
 				return nil, err
+			}
+			if err != nil {
+				// A named config may give no address (a plugin
+				// that only tunes the interface): no status then.
+				m.logger.Warn("the CNI network gives the allocation no address", "alloc_id", rec.AllocID, "mode", rec.Mode, "error", err)
 			}
 			rec.Status = st
 			if rec.Mode == ModeBridge && !bridgeNetfilter(m.cfg.BridgeName) {
