@@ -654,8 +654,11 @@ func (m *Manager) find(plugin string) (string, error) {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("CNI plugin %q not found in cni_path %s", plugin, strings.Join(m.paths, ":"))
+	return "", fmt.Errorf("%w: CNI plugin %q not found in cni_path %s", errPluginMissing, plugin, strings.Join(m.paths, ":"))
 }
+
+// errPluginMissing: no binary for a plugin type on the search path.
+var errPluginMissing = errors.New("plugin missing")
 
 // pluginConfs turns a conflist into each plugin's own network config.
 func pluginConfs(list json.RawMessage) (name, version string, plugins []map[string]any, err error) {
@@ -718,6 +721,14 @@ func (m *Manager) addList(ctx context.Context, rec *record, inv *invocation) (js
 			return nil, fmt.Errorf("network %q: plugin %s: ADD: %w", name, typ, err)
 		}
 		prev = out
+		if len(plugins) > 1 {
+			// The result so far is what a teardown of a list cut
+			// short hands the plugins' DEL (their addresses, rules).
+			inv.Result = out
+			if err := m.writeRecord(rec); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return prev, nil
 }
@@ -734,7 +745,11 @@ func (m *Manager) delList(ctx context.Context, rec *record, inv *invocation) err
 		if err != nil {
 			return err
 		}
-		if _, err := m.exec(ctx, "DEL", typ, rec, inv, stdin); err != nil {
+		if _, err := m.exec(ctx, "DEL", typ, rec, inv, stdin); errors.Is(err, errPluginMissing) {
+			// Nothing can undo what it made (if it ran at all): the
+			// teardown goes on rather than retry forever.
+			m.logger.Warn("CNI plugin missing at teardown; skipped", "alloc_id", rec.AllocID, "plugin", typ)
+		} else if err != nil {
 			errs = append(errs, fmt.Errorf("network %q: plugin %s: DEL: %w", name, typ, err))
 		}
 	}

@@ -482,3 +482,32 @@ func BenchmarkBridgeSetupTeardown(b *testing.B) {
 		}
 	}
 }
+
+// TestFailedSetupLeavesNothing: a list whose third plugin fails to ADD
+// (its binary missing) is torn down at once with the results so far:
+// no namespace, address, veth or rule of the allocation is left.
+func TestFailedSetupLeavesNothing(t *testing.T) {
+	m := kernelManager(t)
+	warm(t, m)
+	list := fmt.Sprintf(`{"cniVersion":"1.0.0","name":"broken","plugins":[
+		{"type":"bridge","bridge":%q,"isGateway":true,"ipMasq":true,"ipam":{"type":"host-local","ranges":[[{"subnet":%q}]]}},
+		{"type":"firewall","backend":"iptables","iptablesAdminChainName":%q},
+		{"type":"no-such-plugin"}]}`, m.cfg.BridgeName, m.cfg.Subnet, AdminChain)
+	if err := os.WriteFile(m.cfg.ConfigDir+"/broken.conflist", []byte(list), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := footprint(t, m)
+	_, err := m.Setup(context.Background(), Request{AllocID: allocID(), Mode: "cni/broken"})
+	if err == nil || !strings.Contains(err.Error(), `plugin no-such-plugin: ADD`) {
+		t.Fatalf("Setup = %v, want the missing plugin named", err)
+	}
+	if d := diff(before, footprint(t, m)); d != "" {
+		t.Errorf("a failed setup left behind:\n%s", d)
+	}
+	ents, _ := os.ReadDir("/var/lib/cni/networks/broken")
+	for _, e := range ents {
+		if net.ParseIP(e.Name()) != nil {
+			t.Errorf("address %s still reserved", e.Name())
+		}
+	}
+}
