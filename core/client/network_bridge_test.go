@@ -49,6 +49,7 @@ func bridgeEnv(t *testing.T) BridgeConfig {
 		t.Skipf("CNI plugins unavailable (install containernetworking-plugins): %v", err)
 	}
 	t.Cleanup(func() {
+		_ = os.RemoveAll(filepath.Join("/var/lib/cni/networks", cfg.BridgeName))
 		_ = exec.Command("ip", "link", "del", cfg.BridgeName).Run()
 		_ = exec.Command("iptables", "-w", "-D", cni.AdminChain, "-o", cfg.BridgeName, "-d", cfg.Subnet, "-j", "ACCEPT").Run()
 		_ = exec.Command("iptables", "-w", "-D", cni.AdminChain, "-i", cfg.BridgeName, "-o", cfg.BridgeName, "-m", "conntrack", "!", "--ctstate", "DNAT", "-j", "DROP").Run()

@@ -148,6 +148,7 @@ func bridgeAgentConfig(t *testing.T, extra string) (bridge, subnet, cfg string) 
 	_, _ = rand.Read(b[:])
 	bridge, subnet = "dre"+hex.EncodeToString(b[:]), fmt.Sprintf("10.%d.%d.0/24", 200+int(b[0])%50, b[1])
 	t.Cleanup(func() {
+		_ = os.RemoveAll(filepath.Join("/var/lib/cni/networks", bridge))
 		_ = exec.Command("ip", "link", "del", bridge).Run()
 		_ = exec.Command("iptables", "-w", "-D", "NOMAD-ADMIN", "-o", bridge, "-d", subnet, "-j", "ACCEPT").Run()
 		_ = exec.Command("iptables", "-w", "-D", "NOMAD-ADMIN", "-i", bridge, "-o", bridge, "-m", "conntrack", "!", "--ctstate", "DNAT", "-j", "DROP").Run()

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"sort"
@@ -49,6 +50,7 @@ func kernelManager(t *testing.T) *Manager {
 		t.Skipf("CNI plugins unavailable (install containernetworking-plugins): %v", err)
 	}
 	t.Cleanup(func() {
+		_ = os.RemoveAll(hostLocalDir(name))
 		_ = exec.Command("ip", "link", "del", name).Run()
 		_ = exec.Command("iptables", "-w", "-D", AdminChain, "-o", name, "-d", subnet, "-j", "ACCEPT").Run()
 		_ = exec.Command("iptables", "-w", "-D", AdminChain, "-i", name, "-o", name, "-m", "conntrack", "!", "--ctstate", "DNAT", "-j", "DROP").Run()
@@ -424,7 +426,10 @@ func TestNamedCNIConfig(t *testing.T) {
 	if err := os.WriteFile(m.cfg.ConfigDir+"/mynet.conflist", []byte(list), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", name).Run() })
+	t.Cleanup(func() {
+		_ = exec.Command("ip", "link", "del", name).Run()
+		_ = os.RemoveAll(hostLocalDir("mynet"))
+	})
 	if modes := m.Modes(); !slices.Contains(modes, "cni/mynet") {
 		t.Fatalf("Modes = %v, want cni/mynet", modes)
 	}
@@ -467,6 +472,7 @@ func BenchmarkBridgeSetupTeardown(b *testing.B) {
 		b.Skipf("bridge networking unavailable: %v", err)
 	}
 	b.Cleanup(func() {
+		_ = os.RemoveAll(hostLocalDir(name))
 		_ = exec.Command("ip", "link", "del", name).Run()
 		_ = exec.Command("iptables", "-w", "-D", AdminChain, "-o", name, "-d", subnet, "-j", "ACCEPT").Run()
 		_ = exec.Command("iptables", "-w", "-D", AdminChain, "-i", name, "-o", name, "-m", "conntrack", "!", "--ctstate", "DNAT", "-j", "DROP").Run()
@@ -496,6 +502,7 @@ func TestFailedSetupLeavesNothing(t *testing.T) {
 	if err := os.WriteFile(m.cfg.ConfigDir+"/broken.conflist", []byte(list), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = os.RemoveAll(hostLocalDir("broken")) })
 	before := footprint(t, m)
 	_, err := m.Setup(context.Background(), Request{AllocID: allocID(), Mode: "cni/broken"})
 	if err == nil || !strings.Contains(err.Error(), `plugin no-such-plugin: ADD`) {
@@ -504,10 +511,13 @@ func TestFailedSetupLeavesNothing(t *testing.T) {
 	if d := diff(before, footprint(t, m)); d != "" {
 		t.Errorf("a failed setup left behind:\n%s", d)
 	}
-	ents, _ := os.ReadDir("/var/lib/cni/networks/broken")
+	ents, _ := os.ReadDir(hostLocalDir("broken"))
 	for _, e := range ents {
 		if net.ParseIP(e.Name()) != nil {
 			t.Errorf("address %s still reserved", e.Name())
 		}
 	}
 }
+
+// hostLocalDir is where host-local keeps a network's reservations.
+func hostLocalDir(network string) string { return filepath.Join("/var/lib/cni/networks", network) }
