@@ -453,6 +453,7 @@ func (a *Agent) startClient(dataDir, advHTTP string) (*remoteServers, error) {
 		MinDynamicPort: cfg.Client.MinDynamicPort, MaxDynamicPort: cfg.Client.MaxDynamicPort,
 		ReservedResources: cfg.Client.reservedResources(),
 		HostVolumes:       cfg.Client.hostVolumes(),
+		Bridge:            cfg.Client.bridgeConfig(),
 	}
 	if a.pki != nil && a.pki.role == pki.RoleClient {
 		// The node ID is the certificate's: servers let a client act for

@@ -197,6 +197,13 @@ type ClientConfig struct {
 	Reserved *ReservedConfig `hcl:"reserved,block"`
 	// HostVolumes are the host_volume blocks (config_hostvolume.go).
 	HostVolumes []*HostVolumeConfig `hcl:"host_volume,block"`
+	// Allocations' own network namespaces (config_bridge.go): Nomad's
+	// cni_path, cni_config_dir, bridge_network_name and
+	// bridge_network_subnet.
+	CNIPath             string `hcl:"cni_path,optional"`
+	CNIConfigDir        string `hcl:"cni_config_dir,optional"`
+	BridgeNetworkName   string `hcl:"bridge_network_name,optional"`
+	BridgeNetworkSubnet string `hcl:"bridge_network_subnet,optional"`
 }
 
 // ReservedConfig is the client's `reserved { … }` block: CPU (MHz),

@@ -25,7 +25,7 @@ func (c *ClientConfig) validateNetwork() error {
 			return fmt.Errorf("client.reserved.reserved_ports: %v", err)
 		}
 	}
-	return nil
+	return c.validateBridge()
 }
 
 // reservedResources is the node's reservation; nil without a reserved

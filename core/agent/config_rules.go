@@ -321,6 +321,7 @@ func (c *ClientConfig) checkBounds(p *problems) {
 	p.str("client.network_interface", c.NetworkInterface, maxName)
 	p.intRange("client.min_dynamic_port", int64(c.MinDynamicPort), structs.MinPort, structs.MaxPort, true)
 	p.intRange("client.max_dynamic_port", int64(c.MaxDynamicPort), structs.MinPort, structs.MaxPort, true)
+	c.checkBridgeBounds(p)
 	if r := c.Reserved; r != nil {
 		p.intRange("client.reserved.cpu", int64(r.CPU), 0, maxReservedCPU, false)
 		p.intRange("client.reserved.memory", int64(r.MemoryMB), 0, maxReservedMB, false)

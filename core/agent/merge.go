@@ -222,6 +222,10 @@ func mergeClient(a, b *ClientConfig) *ClientConfig {
 	str(&r.FingerprintInterval, b.FingerprintInterval)
 	str(&r.MaxKillTimeout, b.MaxKillTimeout)
 	str(&r.NetworkInterface, b.NetworkInterface)
+	str(&r.CNIPath, b.CNIPath)
+	str(&r.CNIConfigDir, b.CNIConfigDir)
+	str(&r.BridgeNetworkName, b.BridgeNetworkName)
+	str(&r.BridgeNetworkSubnet, b.BridgeNetworkSubnet)
 	if b.MinDynamicPort != 0 {
 		r.MinDynamicPort = b.MinDynamicPort
 	}

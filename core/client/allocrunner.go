@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/drover-org/drover/core/client/cni"
 	"github.com/drover-org/drover/core/client/csi"
 	"github.com/drover-org/drover/core/client/services"
 	"github.com/drover-org/drover/core/client/taskfiles"
@@ -44,6 +45,10 @@ type runnerConfig struct {
 	CSI *csi.Plugins
 	// Volumes mounts the groups' CSI volumes (nil: no csi-bridge).
 	Volumes *csi.Manager
+	// Networks sets up allocs' own network namespaces (nil: this client
+	// cannot, for the reason NetworksErr gives).
+	Networks    *cni.Manager
+	NetworksErr error
 	// CrashAt, a test hook, is asked at each kill point of a task's exit
 	// path; true simulates a client crash there (see killpoints.go).
 	CrashAt func(allocID, task string, p killPoint) bool
@@ -105,6 +110,13 @@ type allocRunner struct {
 
 	// svc is the alloc's native services (services_runner.go).
 	svc allocServices
+
+	// The alloc's network namespace (network_bridge.go): its pinned
+	// path ("" in host mode or before setup), its reported status and
+	// the group's hostname.
+	netns     string
+	netStatus *structs.AllocNetworkStatus
+	hostname  string
 
 	changed chan struct{} // wakes run; capacity 1
 	taskWG  sync.WaitGroup
@@ -268,6 +280,7 @@ func (ar *allocRunner) taskChanged() {
 	upd := &structs.Allocation{
 		ID: a.ID, Namespace: a.Namespace, NodeID: a.NodeID, JobID: a.JobID, TaskGroup: a.TaskGroup,
 		ClientStatus: status, ClientDescription: desc, TaskStates: states, DeploymentStatus: ar.health.status(),
+		NetworkStatus: ar.netStatus,
 	}
 	if ar.cfg.Update != nil {
 		ar.cfg.Update(upd)
@@ -356,6 +369,13 @@ func (ar *allocRunner) run() {
 			return
 		}
 	}
+	// So is its network namespace (a restored alloc adopts its own).
+	if !ar.allDone() {
+		ar.runNetworkSetup()
+		if ar.ctx.Err() != nil {
+			return
+		}
+	}
 	// Restored tasks that were running (or, holding the handle of their
 	// last run, pending a restart) are resumed now, whatever their phase:
 	// their phase came in the earlier client process.
@@ -383,6 +403,7 @@ func (ar *allocRunner) run() {
 		ar.syncServices(&ps)
 		if ar.allDone() {
 			ar.releaseVolumes()
+			ar.releaseNetwork()
 			return
 		}
 		var healthTimer, stopTimer <-chan time.Time

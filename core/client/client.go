@@ -129,6 +129,9 @@ func New(cfg Config) (*Client, error) {
 			Logger: c.logger.Named("csi_volumes"), Go: c.goFunc,
 		})
 	}
+	if c.rcfg.Networks, c.rcfg.NetworksErr = newNetworks(cfg); c.rcfg.NetworksErr != nil {
+		c.logger.Info("allocations cannot have their own network namespace here (network modes bridge, none, cni/*)", "reason", c.rcfg.NetworksErr)
+	}
 	c.node = c.baseNode()
 	c.loadDynamicMeta()
 	return c, nil
@@ -214,6 +217,7 @@ func (c *Client) Start() error {
 	c.mu.Unlock()
 
 	c.restore()
+	c.sweepNetworks()
 	c.goFunc(func() { c.batcher.run(c.ctx) })
 	c.goFunc(func() { c.services.Run(c.ctx) })
 	c.goFunc(c.run)

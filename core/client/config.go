@@ -127,6 +127,8 @@ type Config struct {
 	// HostVolumes are the agent config's host_volume blocks, by name:
 	// fingerprinted onto the node and bound into the tasks that mount them.
 	HostVolumes map[string]*structs.ClientHostVolumeConfig
+	// Bridge configures allocs' own network namespaces (network_bridge.go).
+	Bridge BridgeConfig
 
 	// Test knobs.
 

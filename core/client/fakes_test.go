@@ -400,6 +400,9 @@ func (s *fakeServer) UpdateAllocs(_ context.Context, _, _ string, allocs []*stru
 			if u.DeploymentStatus != nil {
 				a.DeploymentStatus = u.DeploymentStatus
 			}
+			if u.NetworkStatus != nil {
+				a.NetworkStatus = u.NetworkStatus
+			}
 		}
 	}
 	return nil

@@ -25,6 +25,9 @@ func (c *Client) fingerprintNetwork(facts hostFacts) {
 	}
 	dev, ip, err := nodeAddress(c.cfg.NetworkInterface, c.cfg.LoopbackNetwork, procRoot)
 	res := facts.Resources
+	// The isolated modes follow the node's address (placement reads the
+	// first network with an address).
+	defer c.fingerprintBridge(res)
 	res.MinDynamicPort, res.MaxDynamicPort = c.cfg.MinDynamicPort, c.cfg.MaxDynamicPort
 	if res.MinDynamicPort == 0 {
 		res.MinDynamicPort = structs.DefaultMinDynamicPort

@@ -332,7 +332,7 @@ func (tr *taskRunner) prepare(ctx context.Context, first bool) error {
 		}
 	}
 	env := taskenv.Build(taskenv.Input{
-		Node: ar.cfg.Node(), Alloc: alloc, Group: ar.group(), Task: tr.task, Region: ar.cfg.Region,
+		Node: ar.cfg.Node(), Alloc: ar.withNetworkStatus(alloc), Group: ar.group(), Task: tr.task, Region: ar.cfg.Region,
 		AllocDir: ar.dir.sharedDir(), TaskDir: dirs.Local, SecretsDir: dirs.Secrets, Path: ar.cfg.Path,
 	})
 	if tr.task.CSIPluginConfig != nil && ar.cfg.CSI != nil {
@@ -402,6 +402,10 @@ func (tr *taskRunner) prepare(ctx context.Context, first bool) error {
 		return fmt.Errorf("encode driver config: %w", err)
 	}
 	cpu, mem, memMax := taskenv.Limits(alloc, tr.task)
+	netIso, err := ar.taskNetwork()
+	if err != nil {
+		return err
+	}
 	tr.cfg = &driverpb.TaskConfig{
 		Id: tr.id, AllocId: ar.id, TaskName: tr.task.Name,
 		ConfigJson: confJSON, Env: env.Env, User: tr.task.User,
@@ -410,6 +414,8 @@ func (tr *taskRunner) prepare(ctx context.Context, first bool) error {
 		Resources:  &driverpb.Resources{Cpu: cpu, MemoryMb: mem, MemoryMaxMb: memMax},
 		Ports:      driverPorts(alloc),
 		Mounts:     ar.driverMounts(tr.task),
+
+		NetworkIsolation: netIso,
 	}
 	if rot := logRotation(tr.task.LogConfig); rot != nil {
 		tr.cfg.StdoutPath = ar.dir.logBase(tr.task.Name, "stdout")

@@ -1,12 +1,17 @@
 package jobspec
 
 import (
+	"strings"
+
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/drover-org/drover/core/structs"
 )
 
-// A group's `network { mode = "host" port "http" { static = 8080 } }`.
+// A group's `network { mode = "host" port "http" { static = 8080 } }`;
+// mode may also be "bridge", "none" or "cni/<name>" (the client gives the
+// allocation its own network namespace), and a cni block's args go to
+// the CNI plugins in bridge and cni modes.
 // Values the parser can point at (mode, port numbers, repeated static
 // ports, the number of ports) are checked here with their position;
 // structs' validation repeats the rules for jobs sent as JSON.
@@ -27,13 +32,11 @@ func (p *parser) network(b *hcl.Block) []*structs.NetworkResource {
 	n := &structs.NetworkResource{Mode: structs.NetworkModeHost}
 	attrs, blocks := p.content(b.Body, networkAttrs, networkBlocks)
 	if p.setString(attrs["mode"], &n.Mode) {
-		switch n.Mode {
-		case structs.NetworkModeHost:
-		case "":
+		if n.Mode == "" {
 			n.Mode = structs.NetworkModeHost
-		default:
-			p.errorf(attrs["mode"].Expr.Range(), "Unsupported network mode",
-				"mode is %q; drover serves host networking only (mode = \"host\").", n.Mode)
+		}
+		if err := structs.ValidateNetworkMode(n.Mode); err != nil {
+			p.errorf(attrs["mode"].Expr.Range(), "Unsupported network mode", "%s.", err)
 		}
 	}
 	p.setIntRange(attrs["mbits"], 0, 1<<20, func(i int64) { n.MBits = int(i) })
@@ -46,19 +49,28 @@ func (p *parser) network(b *hcl.Block) []*structs.NetworkResource {
 		p.setStrings(da["options"], &d.Options)
 		n.DNS = d
 		p.errorf(db.DefRange, "Unsupported block type",
-			"dns is not supported: drover does not set a task's DNS configuration, which is the node's in host networking.")
+			"dns is not supported: drover does not set a task's DNS configuration, which is the node's.")
 	}
 	if cb := first(blocks, "cni"); cb != nil {
 		ca, _ := p.content(cb.Body, []string{"args"}, nil)
 		n.CNI = &structs.CNIConfig{}
 		if a := ca["args"]; a != nil {
 			n.CNI.Args = p.stringMapAttr(a)
+			if err := structs.ValidateCNIArgs(n.CNI.Args); err != nil {
+				p.errorf(a.Expr.Range(), "Invalid cni args", "%s.", err)
+			}
 		}
-		p.errorf(cb.DefRange, "Unsupported block type",
-			"cni is not supported: cni args are for CNI network modes, and drover serves host networking only.")
+		if n.Mode != structs.NetworkModeBridge && !strings.HasPrefix(n.Mode, structs.NetworkModeCNIPrefix) {
+			p.errorf(cb.DefRange, "Unsupported block type",
+				"cni is only allowed with mode = \"bridge\" or \"cni/<name>\" (mode is %q): its args are passed to the CNI plugins.", n.Mode)
+		}
 	}
 
 	ports := blocks["port"]
+	if n.Mode == structs.NetworkModeNone && len(ports) > 0 {
+		p.errorf(ports[0].DefRange, "Unsupported block type",
+			"mode \"none\" has no ports (the allocation's network is loopback only): use mode = \"bridge\" to map ports.")
+	}
 	if len(ports) > structs.MaxPortsPerGroup {
 		p.errorf(ports[structs.MaxPortsPerGroup].DefRange, "Too many ports",
 			"A network block may ask for at most %d ports; this one asks for %d.", structs.MaxPortsPerGroup, len(ports))

@@ -34,8 +34,12 @@ func TestNetworkErrors(t *testing.T) {
 	tests := []struct {
 		name, body, want, detail string
 	}{
-		{"bridge mode", "      mode = \"bridge\"\n", "job.hcl:4:14: Unsupported network mode", `mode is "bridge"`},
-		{"cni mode", "      mode = \"cni/mynet\"\n", "job.hcl:4:14: Unsupported network mode", "host networking only"},
+		{"unknown mode", "      mode = \"overlay\"\n", "job.hcl:4:14: Unsupported network mode", `mode "overlay" is not one of "host", "bridge", "none" or "cni/<name>"`},
+		{"cni mode without name", "      mode = \"cni/\"\n", "job.hcl:4:14: Unsupported network mode", `the CNI network name after "cni/" is missing`},
+		{"cni mode bad name", "      mode = \"cni/a b\"\n", "job.hcl:4:14: Unsupported network mode", `hold only letters, digits`},
+		{"none with ports", "      mode = \"none\"\n      port \"a\" {}\n", "job.hcl:5:7: Unsupported block type", `mode "none" has no ports`},
+		{"cni in host mode", "      cni {\n        args = { a = \"b\" }\n      }\n", "job.hcl:4:7: Unsupported block type", `cni is only allowed with mode = "bridge"`},
+		{"cni bad args", "      mode = \"bridge\"\n      cni {\n        args = { a = \"b;c\" }\n      }\n", "job.hcl:6:16: Invalid cni args", `arg "a": the value must not hold ';'`},
 		{"duplicate label", "      port \"a\" {}\n      port \"a\" {}\n", "job.hcl:5:12: Duplicate port \"a\"", "already defined at job.hcl:4:7"},
 		{"duplicate static port", "      port \"a\" {\n        static = 80\n      }\n      port \"b\" {\n        static = 80\n      }\n",
 			"job.hcl:8:18: Duplicate static port", "already asked for at job.hcl:5:18"},
@@ -77,4 +81,33 @@ func manyPorts(n int) string {
 		fmt.Fprintf(&b, "      port \"p%d\" {}\n", i)
 	}
 	return b.String()
+}
+
+// TestNetworkModesParse: bridge, cni/<name> and none modes parse as Nomad
+// parses them, with `to` the port inside the namespace and cni args kept.
+func TestNetworkModesParse(t *testing.T) {
+	tests := []struct {
+		name, body, want string
+	}{
+		{"bridge", "      mode = \"bridge\"\n      port \"http\" {\n        static = 8080\n        to = 80\n      }\n      port \"app\" {\n        to = 9000\n      }\n",
+			"bridge [{Label:http Value:8080 To:80 HostNetwork: IgnoreCollision:false}] [{Label:app Value:0 To:9000 HostNetwork: IgnoreCollision:false}] <nil>"},
+		{"cni with args", "      mode = \"cni/mynet\"\n      port \"p\" {}\n      cni {\n        args = { IgnoreUnknown = \"true\" }\n      }\n",
+			"cni/mynet [] [{Label:p Value:0 To:0 HostNetwork: IgnoreCollision:false}] &{Args:map[IgnoreUnknown:true]}"},
+		{"none", "      mode = \"none\"\n", "none [] [] <nil>"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			job, err := Parse("job.hcl", []byte(wrapNetwork(tt.body)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := job.TaskGroups[0].Networks[0]
+			if got := fmt.Sprintf("%s %+v %+v %+v", n.Mode, n.ReservedPorts, n.DynamicPorts, n.CNI); got != tt.want {
+				t.Errorf("network =\n  %s\nwant\n  %s", got, tt.want)
+			}
+			if err := job.Validate(); err != nil && strings.Contains(err.Error(), "network") {
+				t.Errorf("Validate: %v", err)
+			}
+		})
+	}
 }

@@ -218,6 +218,13 @@ func (ep Nodes) UpdateAllocs(ctx context.Context, nodeID, secretID string, alloc
 		if stored.NodeID != nodeID {
 			return structs.NewError(structs.ErrPermissionDenied, "alloc %s is not on node %s", a.ID, nodeID)
 		}
+		if a.NetworkStatus != nil {
+			// The client's report of the alloc's own network, bounded
+			// before it reaches Raft.
+			if err := structs.CheckBounds("NetworkStatus", a.NetworkStatus); err != nil {
+				return structs.NewError(structs.ErrInvalid, "alloc %s: %v", a.ID, err)
+			}
+		}
 		a.ModifyTime = now
 		for _, trigger := range []func(stored, update *structs.Allocation, seen map[string]bool) (*structs.Evaluation, error){
 			ep.allocRunningEval, ep.migrationHealthyEval,

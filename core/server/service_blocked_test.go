@@ -46,6 +46,21 @@ func TestServiceBlockedEvalUnblocksOnNodeJoin(t *testing.T) {
 				}
 			},
 		},
+		{
+			name: "network mode",
+			job: func(j *structs.Job) {
+				j.TaskGroups[0].Networks = []*structs.NetworkResource{{Mode: structs.NetworkModeBridge}}
+			},
+			small: func(n *structs.Node) {},
+			fits: func(n *structs.Node) {
+				n.NodeResources.Networks = append(n.NodeResources.Networks, &structs.NetworkResource{Mode: structs.NetworkModeBridge})
+			},
+			metric: func(t *testing.T, m *structs.AllocMetric) {
+				if m.NodesFiltered != 1 || m.ConstraintFiltered["missing network mode bridge"] != 1 {
+					t.Errorf("filtered %d nodes, constraints %v; want missing network mode bridge on 1", m.NodesFiltered, m.ConstraintFiltered)
+				}
+			},
+		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

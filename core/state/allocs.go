@@ -18,7 +18,8 @@ func (s *StateStore) UpsertAllocs(index uint64, allocs []*structs.Allocation) er
 
 // UpdateAllocsFromClient applies client status updates. Only the fields the
 // client owns are taken from each update (ClientStatus, ClientDescription,
-// TaskStates, ModifyTime); everything the server decided stays. Updates of
+// TaskStates, NetworkStatus when set, ModifyTime); everything the server
+// decided stays. Updates of
 // unknown allocs are skipped: the alloc may have been reaped meanwhile.
 func (s *StateStore) UpdateAllocsFromClient(index uint64, allocs []*structs.Allocation) error {
 	return s.write(index, func(t *writeTxn) error { return t.updateAllocsFromClient(allocs) })
@@ -46,6 +47,9 @@ func (t *writeTxn) updateAllocsFromClient(allocs []*structs.Allocation) error {
 			c.TaskStates = u.TaskStates
 		}
 		c.DeploymentStatus = clientHealth(existing, u, t)
+		if u.NetworkStatus != nil {
+			c.NetworkStatus = u.NetworkStatus
+		}
 		c.ModifyTime = u.ModifyTime
 		if c.ModifyTime == 0 {
 			c.ModifyTime = t.nanos()
@@ -138,6 +142,7 @@ func (t *writeTxn) upsertAllocs(allocs []*structs.Allocation) error {
 			a.CreateIndex = existing.CreateIndex
 			a.CreateTime = existing.CreateTime
 			a.TaskStates = existing.TaskStates
+			a.NetworkStatus = existing.NetworkStatus
 			if !serverClientStatus(a.ClientStatus) {
 				a.ClientStatus = existing.ClientStatus
 				a.ClientDescription = existing.ClientDescription

@@ -44,6 +44,10 @@ type Allocation struct {
 	// DeploymentStatus is the alloc's part in its deployment (canary,
 	// health); nil outside a deployment.
 	DeploymentStatus *AllocDeploymentStatus `codec:",omitempty"`
+
+	// NetworkStatus is the alloc's address in its own network namespace
+	// (bridge and cni modes), as the client reports it.
+	NetworkStatus *AllocNetworkStatus `codec:",omitempty"`
 }
 
 // RescheduleTracker is the history of reschedules of an allocation's

@@ -106,7 +106,7 @@ func TestValidateBlocks(t *testing.T) {
 		}, "network 1: dns is not supported"},
 		{"network cni", func(j *Job) {
 			j.TaskGroups[0].Networks = []*NetworkResource{{Mode: "host", CNI: &CNIConfig{}}}
-		}, "network 1: cni is not supported"},
+		}, `network 1: cni is only allowed with mode "bridge"`},
 		{"port ignore_collision", func(j *Job) {
 			j.TaskGroups[0].Networks = []*NetworkResource{{Mode: "host", ReservedPorts: []Port{{Label: "p", Value: 8080, IgnoreCollision: true}}}}
 		}, `port "p": ignore_collision is not supported`},

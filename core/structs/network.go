@@ -7,12 +7,18 @@ import (
 	"strings"
 )
 
-// Network modes. Only host networking is served: a group's ports are
-// ports of the node's own address.
+// Network modes. In host mode a group's tasks use the node's network;
+// in bridge mode the allocation gets its own network namespace on the
+// client's bridge (with the host ports mapped to the ports inside it); in
+// "cni/<name>" mode its own namespace set up by the client's CNI network
+// config <name>; in none mode its own namespace with loopback only. A
+// group's ports are always ports of the node's own address.
 const (
 	NetworkModeHost   = "host"
 	NetworkModeBridge = "bridge"
 	NetworkModeNone   = "none"
+	// NetworkModeCNIPrefix starts "cni/<name>".
+	NetworkModeCNIPrefix = "cni/"
 
 	// HostNetworkDefault is the only host_network a port may name: the
 	// node's fingerprinted address.
@@ -28,7 +34,93 @@ const (
 	DefaultMinDynamicPort  = 20000
 	DefaultMaxDynamicPort  = 32000
 	maxReservedPortsString = 4096
+
+	// Bounds of a cni block's args (CNI_ARGS): count and lengths.
+	MaxCNIArgs        = 32
+	MaxCNIArgKeyLen   = 128
+	MaxCNIArgValueLen = 1024
+	// MaxCNINetworkName bounds the <name> of "cni/<name>".
+	MaxCNINetworkName = 128
 )
+
+// ValidateNetworkMode checks a network block's mode: "" (host), "host",
+// "bridge", "none" or "cni/<name>", a name of letters, digits, '.', '_'
+// and '-' (the name of a CNI network config, which CNI restricts so).
+func ValidateNetworkMode(mode string) error {
+	switch mode {
+	case "", NetworkModeHost, NetworkModeBridge, NetworkModeNone:
+		return nil
+	}
+	name, ok := strings.CutPrefix(mode, NetworkModeCNIPrefix)
+	if !ok {
+		return fmt.Errorf("mode %q is not one of \"host\", \"bridge\", \"none\" or \"cni/<name>\"", mode)
+	}
+	if err := validCNIName(name); err != nil {
+		return fmt.Errorf("mode %q: %v", mode, err)
+	}
+	return nil
+}
+
+func validCNIName(name string) error {
+	if name == "" {
+		return fmt.Errorf("the CNI network name after \"cni/\" is missing")
+	}
+	if len(name) > MaxCNINetworkName {
+		return fmt.Errorf("the CNI network name is %d characters long, at most %d are allowed", len(name), MaxCNINetworkName)
+	}
+	for i, r := range name {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || (i > 0 && (r == '.' || r == '_' || r == '-'))
+		if !ok {
+			return fmt.Errorf("the CNI network name %q must start with a letter or digit and hold only letters, digits, '.', '_' and '-'", name)
+		}
+	}
+	return nil
+}
+
+// ValidateCNIArgs checks a cni block's args: bounded, keys non-empty and
+// neither keys nor values holding ';' or '=' (CNI_ARGS is
+// "K1=V1;K2=V2").
+func ValidateCNIArgs(args map[string]string) error {
+	if len(args) > MaxCNIArgs {
+		return fmt.Errorf("%d args, at most %d are allowed", len(args), MaxCNIArgs)
+	}
+	keys := make([]string, 0, len(args))
+	for k := range args {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v := args[k]
+		switch {
+		case k == "":
+			return fmt.Errorf("an arg has an empty name")
+		case len(k) > MaxCNIArgKeyLen:
+			return fmt.Errorf("arg name %.32q... is %d characters long, at most %d are allowed", k, len(k), MaxCNIArgKeyLen)
+		case len(v) > MaxCNIArgValueLen:
+			return fmt.Errorf("arg %q is %d characters long, at most %d are allowed", k, len(v), MaxCNIArgValueLen)
+		case strings.ContainsAny(k, ";= \t\n\x00"):
+			return fmt.Errorf("arg name %q must not hold ';', '=', blanks or NUL (CNI_ARGS is \"K=V;K=V\")", k)
+		case strings.ContainsAny(v, ";\n\x00"):
+			return fmt.Errorf("arg %q: the value must not hold ';', newlines or NUL (CNI_ARGS is \"K=V;K=V\")", k)
+		}
+	}
+	return nil
+}
+
+// IsolatedNetworkMode reports whether mode gives the allocation its own
+// network namespace (bridge, none, cni/<name>).
+func IsolatedNetworkMode(mode string) bool {
+	return mode == NetworkModeBridge || mode == NetworkModeNone || strings.HasPrefix(mode, NetworkModeCNIPrefix)
+}
+
+// GroupNetworkMode is the mode of a group's network block ("host" when it
+// has none).
+func (tg *TaskGroup) GroupNetworkMode() string {
+	if tg == nil || len(tg.Networks) == 0 || tg.Networks[0] == nil || tg.Networks[0].Mode == "" {
+		return NetworkModeHost
+	}
+	return tg.Networks[0].Mode
+}
 
 // NetworkResource is a group's network block (TaskGroup.Networks) or one
 // of a node's addresses (NodeResources.Networks), as Nomad's API spells it.
@@ -41,8 +133,9 @@ type NetworkResource struct {
 	MBits         int    `codec:",omitempty"`
 	ReservedPorts []Port `codec:",omitempty"`
 	DynamicPorts  []Port `codec:",omitempty"`
-	// DNS and CNI are Nomad's; drover sets neither, so a job setting them
-	// is refused.
+	// DNS is Nomad's; drover does not set a task's resolver, so a job
+	// setting it is refused. CNI's args are passed to the CNI plugins
+	// (CNI_ARGS) in bridge and cni/<name> modes.
 	DNS *DNSConfig `codec:",omitempty"`
 	CNI *CNIConfig `codec:",omitempty"`
 }
@@ -52,6 +145,15 @@ type DNSConfig struct {
 	Servers  []string `codec:",omitempty"`
 	Searches []string `codec:",omitempty"`
 	Options  []string `codec:",omitempty"`
+}
+
+// AllocNetworkStatus is an allocation's interface and address in its own
+// network namespace, and the resolver its network configured (nil: the
+// node's), as Nomad's alloc JSON shows them.
+type AllocNetworkStatus struct {
+	InterfaceName string     `codec:",omitempty" bound:"id"`
+	Address       string     `codec:",omitempty" bound:"id"`
+	DNS           *DNSConfig `codec:",omitempty"`
 }
 
 // CNIConfig is a network's cni block.
@@ -134,8 +236,8 @@ func parsePort(s string) (int, error) {
 	return n, nil
 }
 
-// validateNetworks checks a group's network blocks: host mode only (until
-// other modes are served), at most one block, labels unique and usable
+// validateNetworks checks a group's network blocks: a known mode, at most
+// one block, labels unique and usable
 // in environment variable names, static ports in range and not repeated,
 // and a bounded number of ports.
 func (tg *TaskGroup) validateNetworks(l *errList, where string) {
@@ -153,16 +255,21 @@ func (tg *TaskGroup) validateNetworks(l *errList, where string) {
 			l.add("%s: null is not allowed (Networks[%d])", w, i)
 			continue
 		}
-		switch n.Mode {
-		case "", NetworkModeHost:
-		default:
-			l.add("%s: mode %q is not supported yet (only \"host\")", w, n.Mode)
+		if err := ValidateNetworkMode(n.Mode); err != nil {
+			l.add("%s: %v", w, err)
 		}
 		if n.DNS != nil {
-			l.add("%s: dns is not supported: drover does not set a task's DNS configuration, which is the node's in host networking", w)
+			l.add("%s: dns is not supported: drover does not set a task's DNS configuration, which is the node's", w)
 		}
 		if n.CNI != nil {
-			l.add("%s: cni is not supported: cni args are for CNI network modes, and drover serves host networking only", w)
+			if n.Mode != NetworkModeBridge && !strings.HasPrefix(n.Mode, NetworkModeCNIPrefix) {
+				l.add("%s: cni is only allowed with mode \"bridge\" or \"cni/<name>\" (mode is %q): its args are passed to the CNI plugins", w, n.Mode)
+			} else if err := ValidateCNIArgs(n.CNI.Args); err != nil {
+				l.add("%s: cni: %v", w, err)
+			}
+		}
+		if n.Mode == NetworkModeNone && len(n.ReservedPorts)+len(n.DynamicPorts) > 0 {
+			l.add("%s: mode \"none\" has no ports (the allocation's network is loopback only): use mode \"bridge\" to map ports", w)
 		}
 		if total := len(n.ReservedPorts) + len(n.DynamicPorts); total > MaxPortsPerGroup {
 			l.add("%s: %d ports asked, at most %d are allowed", w, total, MaxPortsPerGroup)

@@ -60,6 +60,9 @@ type Driver struct {
 	// pendingRemovals are containers of destroyed tasks that removeLater
 	// removes once the engine answers again.
 	pendingRemovals map[string]struct{}
+
+	// netMu serializes the allocations' pause containers (netns.go).
+	netMu sync.Mutex
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -216,6 +219,9 @@ type handleState struct {
 	TaskName    string  `json:"task_name"`
 	KillSignal  string  `json:"kill_signal"`
 	Logs        logSpec `json:"logs"`
+	// Netns: the task joined its allocation's network through the
+	// allocation's pause container (netns.go).
+	Netns bool `json:"netns,omitempty"`
 }
 
 const stateVersion = 1

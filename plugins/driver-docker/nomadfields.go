@@ -424,7 +424,7 @@ func (cfg *PluginConfig) Unhonoured() []string {
 		{len(cfg.TLS) > 0 && string(cfg.TLS) != "null", "tls", "the engine is reached at endpoint over unix:// or a trusted tcp:// address"},
 		{cfg.PullActivityTimeout != "", "pull_activity_timeout", "a pull is bounded by the task's image_pull_timeout"},
 		{len(cfg.ExtraLabels) > 0, "extra_labels", "containers carry drover's com.drover.* labels"},
-		{cfg.InfraImage != "" || cfg.InfraImagePullTimeout != "", "infra_image", "no pause container: group networking is the node's"},
+		{cfg.InfraImagePullTimeout != "", "infra_image_pull_timeout", "the pause image is pulled within the default image_pull_timeout"},
 		{cfg.DisableLogCollection, "disable_log_collection", "task logs are always collected"},
 		{cfg.ContainerExistsAttempts != 0, "container_exists_attempts", "a task's leftover container is adopted or replaced at once"},
 		{cfg.WindowsAllowInsecureContainerAdmin, "windows_allow_insecure_container_admin", "Windows only"},

@@ -149,7 +149,7 @@ func TestNomadJobInitConfig(t *testing.T) {
 func TestNomadPluginConfigKeys(t *testing.T) {
 	pc, err := ParsePluginConfig([]byte(`{"allow_runtimes":["runc"],"pids_limit":100,
 		"logging":{"type":"local","config":{"max-size":"5m"}},"auth":{"config":"/root/.docker/config.json","helper":"ecr"},
-		"extra_labels":["job_name"],"infra_image":"pause:3","pull_activity_timeout":"2m","disable_log_collection":true,
+		"extra_labels":["job_name"],"infra_image":"pause:3","infra_image_pull_timeout":"1m","pull_activity_timeout":"2m","disable_log_collection":true,
 		"gc":{"image":true,"dangling_containers":{"enabled":false}},"volumes":{"enabled":true,"selinuxlabel":"z"}}`))
 	if err != nil {
 		t.Fatalf("ParsePluginConfig: %v", err)
@@ -159,7 +159,8 @@ func TestNomadPluginConfigKeys(t *testing.T) {
 		k, _, _ := strings.Cut(w, ":")
 		keys = append(keys, k)
 	}
-	want := []string{"auth", "pull_activity_timeout", "extra_labels", "infra_image", "disable_log_collection", "gc.dangling_containers", "volumes.selinuxlabel"}
+	// infra_image is honoured: the pause containers of bridge networking.
+	want := []string{"auth", "pull_activity_timeout", "extra_labels", "infra_image_pull_timeout", "disable_log_collection", "gc.dangling_containers", "volumes.selinuxlabel"}
 	if !slices.Equal(keys, want) {
 		t.Errorf("unhonoured %v, want %v", keys, want)
 	}

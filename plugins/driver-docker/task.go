@@ -105,6 +105,18 @@ func (d *Driver) StartTask(ctx context.Context, cfg *driverpb.TaskConfig) (*driv
 	if err != nil {
 		return nil, err
 	}
+	if err := d.joinNetwork(ctx, cfg, tc, &opts); err != nil {
+		return nil, err
+	}
+	started := false
+	if cfg.GetNetworkIsolation() != nil {
+		// A start that fails leaves no pause container behind.
+		defer func() {
+			if !started {
+				d.leaveNetwork(context.WithoutCancel(ctx), cfg.GetAllocId())
+			}
+		}()
+	}
 	// The bind sources are checked (and, where a task could swap them,
 	// pinned) only now, right before the engine mounts them.
 	binds, releaseBinds, err := pinBinds(cfg, opts.HostConfig.Binds)
@@ -130,6 +142,7 @@ func (d *Driver) StartTask(ctx context.Context, cfg *driverpb.TaskConfig) (*driv
 		st: handleState{
 			Version: stateVersion, ContainerID: containerID, ImageID: imageID,
 			AllocID: cfg.GetAllocId(), TaskName: cfg.GetTaskName(), KillSignal: killSignal, Logs: logs,
+			Netns: cfg.GetNetworkIsolation() != nil,
 		},
 	}
 	h, err := t.handle()
@@ -139,6 +152,7 @@ func (d *Driver) StartTask(ctx context.Context, cfg *driverpb.TaskConfig) (*driv
 	}
 	d.acquireImage(imageID)
 	d.track(t)
+	started = true
 	d.logger.Info("task started", "task_id", t.id, "container_id", shortID(containerID), "image", tc.Image, "adopted", adopted)
 	return h, nil
 }
@@ -553,6 +567,9 @@ func (d *Driver) DestroyTask(ctx context.Context, id string, force bool) error {
 	}
 	_ = removeFile(t.st.Logs.Checkpoint)
 	d.releaseImage(t.st.ImageID)
+	if t.st.Netns {
+		d.leaveNetwork(ctx, t.st.AllocID)
+	}
 	d.logger.Debug("task destroyed", "task_id", id, "container_id", shortID(t.st.ContainerID))
 	return nil
 }

@@ -205,6 +205,9 @@ func (d *Driver) StartTask(ctx context.Context, cfg *driverpb.TaskConfig) (*driv
 		AllocDir:   cfg.GetAllocDir(), TaskDir: cfg.GetTaskDir(),
 		StdoutPath: cfg.GetStdoutPath(), StderrPath: cfg.GetStderrPath(),
 		KillSignal: cfg.GetKillSignal(), Resources: cfg.GetResources(), LogRotation: cfg.GetLogRotation(),
+		// raw_exec forks the init in the allocation's network namespace;
+		// the task's own namespaces leave that one shared.
+		NetworkIsolation: cfg.GetNetworkIsolation(),
 	}
 	h, err := d.raw.StartTask(ctx, rc)
 	if err != nil {

@@ -39,6 +39,9 @@ type shimSpec struct {
 	// logs (see rotator), which the supervisor writes from pipes.
 	LogMaxFiles    int   `json:"log_max_files,omitempty"`
 	LogMaxFileSize int64 `json:"log_max_file_size,omitempty"`
+	// NetNS is the allocation's network namespace the task is born in
+	// (netns_linux.go); empty: the node's.
+	NetNS string `json:"netns,omitempty"`
 }
 
 type shimCredential struct {
@@ -111,12 +114,7 @@ func runTask(spec *shimSpec, forkMu *sync.Mutex, report func(shimStarted)) (rec 
 		report(shimStarted{Err: err.Error()})
 		return nil, nil
 	}
-	var startErr error
-	if spec.Cgroup == nil {
-		startErr = cmd.Start()
-	} else {
-		cmd, startErr = startInCgroup(cmd, spec.Cgroup, forkMu)
-	}
+	cmd, startErr := startTask(spec, cmd, forkMu)
 	if startErr != nil {
 		return fail(startErr)
 	}

@@ -294,7 +294,12 @@ func (d *Driver) prepare(cfg *driverpb.TaskConfig) (*shimSpec, string, error) {
 		}
 		maxFiles, maxSize = int(lr.GetMaxFiles()), lr.GetMaxFileSizeBytes()
 	}
+	netns := cfg.GetNetworkIsolation().GetPath()
+	if netns != "" && !filepath.IsAbs(netns) {
+		return nil, "", fmt.Errorf("%w: network_isolation.path must be an absolute path, got %q", driver.ErrInvalidConfig, netns)
+	}
 	return &shimSpec{
+		NetNS:          netns,
 		LogMaxFiles:    maxFiles,
 		LogMaxFileSize: maxSize,
 		Path:           path,

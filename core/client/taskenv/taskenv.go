@@ -118,7 +118,9 @@ func Build(in Input) *Env {
 // NOMAD_PORT_<label> is the port the task listens on (the port's `to`
 // when set, else the host port), NOMAD_IP_ and NOMAD_ADDR_ the address
 // to reach it at, NOMAD_HOST_PORT_, NOMAD_HOST_IP_ and NOMAD_HOST_ADDR_
-// the host side.
+// the host side; in the alloc's own network namespace NOMAD_ALLOC_IP_,
+// NOMAD_ALLOC_PORT_, NOMAD_ALLOC_ADDR_ and NOMAD_ALLOC_INTERFACE_ where
+// the port is inside it.
 func addPortEnv(env map[string]string, a *structs.Allocation) {
 	if a.AllocatedResources == nil {
 		return
@@ -135,6 +137,14 @@ func addPortEnv(env map[string]string, a *structs.Allocation) {
 		env["NOMAD_HOST_PORT_"+p.Label] = host
 		env["NOMAD_HOST_IP_"+p.Label] = p.HostIP
 		env["NOMAD_HOST_ADDR_"+p.Label] = net.JoinHostPort(p.HostIP, host)
+		// In the alloc's own network namespace (bridge, cni): where
+		// the port is inside it.
+		if st := a.NetworkStatus; st != nil && st.Address != "" {
+			env["NOMAD_ALLOC_INTERFACE_"+p.Label] = st.InterfaceName
+			env["NOMAD_ALLOC_IP_"+p.Label] = st.Address
+			env["NOMAD_ALLOC_PORT_"+p.Label] = port
+			env["NOMAD_ALLOC_ADDR_"+p.Label] = net.JoinHostPort(st.Address, port)
+		}
 	}
 }
 

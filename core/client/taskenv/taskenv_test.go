@@ -188,3 +188,33 @@ func TestPortEnv(t *testing.T) {
 		t.Errorf("config arg = %v, want the interpolated address", got)
 	}
 }
+
+// TestAllocNetworkEnv: in the alloc's own network namespace each port
+// is also exported where it is inside it (Nomad's NOMAD_ALLOC_*); in
+// host mode those are not set.
+func TestAllocNetworkEnv(t *testing.T) {
+	ports := []structs.AllocatedPortMapping{{Label: "http", Value: 23456, To: 8080, HostIP: "10.0.0.5"}, {Label: "raw", Value: 9000, HostIP: "10.0.0.5"}}
+	tests := []struct {
+		name string
+		st   *structs.AllocNetworkStatus
+		want map[string]string
+	}{
+		{"bridge", &structs.AllocNetworkStatus{InterfaceName: "eth0", Address: "172.26.64.7"}, map[string]string{
+			"NOMAD_ALLOC_INTERFACE_http": "eth0", "NOMAD_ALLOC_IP_http": "172.26.64.7", "NOMAD_ALLOC_PORT_http": "8080",
+			"NOMAD_ALLOC_ADDR_http": "172.26.64.7:8080", "NOMAD_ALLOC_PORT_raw": "9000", "NOMAD_HOST_PORT_http": "23456",
+		}},
+		{"host", nil, map[string]string{"NOMAD_ALLOC_IP_http": "", "NOMAD_ALLOC_PORT_http": "", "NOMAD_PORT_http": "8080"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			alloc := &structs.Allocation{ID: "a", Name: "j.g[0]", JobID: "j", NetworkStatus: tc.st,
+				AllocatedResources: &structs.AllocatedResources{Shared: structs.AllocatedSharedResources{Ports: ports}}}
+			te := Build(Input{Alloc: alloc, Task: &structs.Task{Name: "t"}})
+			for k, v := range tc.want {
+				if got := te.Env[k]; got != v {
+					t.Errorf("%s = %q, want %q", k, got, v)
+				}
+			}
+		})
+	}
+}

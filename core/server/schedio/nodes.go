@@ -137,7 +137,7 @@ func (b nodeInput) nodeToPB(n *structs.Node, job *structs.Job, preempt bool) (*p
 		Id: st.Id, Name: st.Name, Datacenter: st.Datacenter, NodeClass: st.NodeClass, NodePool: st.NodePool,
 		ComputedClass: st.ComputedClass, Status: st.Status, Draining: st.Draining, Eligible: st.Eligible,
 		Attributes: st.Attributes, Meta: st.Meta, Drivers: st.Drivers, Capacity: st.Capacity,
-		Network: st.Network,
+		Network: st.Network, NetworkModes: st.NetworkModes,
 	}
 	if ds := n.DrainStrategy; ds != nil && !ds.ForceDeadline.IsZero() {
 		p.DrainDeadlinePassed = !b.now.Before(ds.ForceDeadline)
@@ -298,7 +298,7 @@ func staticNodeToPB(n *structs.Node) *pb.Node {
 		ComputedClass: n.ComputedClass, Status: n.Status, Draining: n.DrainStrategy != nil,
 		Eligible:   n.SchedulingEligibility == structs.NodeSchedulingEligible,
 		Attributes: n.Attributes, Meta: n.Meta, Capacity: resToPB(n.Capacity()),
-		Network: nodeNetworkToPB(n),
+		Network: nodeNetworkToPB(n), NetworkModes: nodeNetworkModes(n),
 	}
 	for name, d := range n.Drivers {
 		if d != nil && d.Detected && d.Healthy {
@@ -306,6 +306,21 @@ func staticNodeToPB(n *structs.Node) *pb.Node {
 		}
 	}
 	return p
+}
+
+// nodeNetworkModes is the isolated network modes the node serves: its
+// networks without an address (the client lists them after the host's).
+func nodeNetworkModes(n *structs.Node) []string {
+	if n.NodeResources == nil {
+		return nil
+	}
+	var out []string
+	for _, net := range n.NodeResources.Networks {
+		if net != nil && net.IP == "" && structs.IsolatedNetworkMode(net.Mode) {
+			out = append(out, net.Mode)
+		}
+	}
+	return out
 }
 
 // nodeNetworkToPB is the node's network as placement reads it; nil when

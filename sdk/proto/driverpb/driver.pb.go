@@ -400,9 +400,14 @@ type TaskConfig struct {
 	// is the task dir, or with no root of its own, serves as it is); a
 	// driver with a root of its own (docker) binds host_path at
 	// task_path in it.
-	Mounts        []*Mount `protobuf:"bytes,40,rep,name=mounts,proto3" json:"mounts,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Mounts []*Mount `protobuf:"bytes,40,rep,name=mounts,proto3" json:"mounts,omitempty"`
+	// The allocation's own network namespace (network mode bridge, none or
+	// cni/<name>); unset in host mode, where the task uses the node's
+	// network. A driver that supports it starts the task in that namespace
+	// and refuses the task (INVALID_ARGUMENT) when it cannot.
+	NetworkIsolation *NetworkIsolation `protobuf:"bytes,100,opt,name=network_isolation,json=networkIsolation,proto3" json:"network_isolation,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *TaskConfig) Reset() {
@@ -540,6 +545,13 @@ func (x *TaskConfig) GetMounts() []*Mount {
 	return nil
 }
 
+func (x *TaskConfig) GetNetworkIsolation() *NetworkIsolation {
+	if x != nil {
+		return x.NetworkIsolation
+	}
+	return nil
+}
+
 // One host directory bound into a task.
 type Mount struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -612,6 +624,71 @@ func (x *Mount) GetPropagationMode() string {
 	return ""
 }
 
+// NetworkIsolation is the network namespace an allocation's tasks share.
+type NetworkIsolation struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Path of the pinned namespace (a bind mount of the namespace), to open
+	// and setns(2) into.
+	Path string `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	// The allocation's address in the namespace, for information.
+	Address string `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"`
+	// The hostname tasks of the namespace get, when the group sets one.
+	Hostname      string `protobuf:"bytes,3,opt,name=hostname,proto3" json:"hostname,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NetworkIsolation) Reset() {
+	*x = NetworkIsolation{}
+	mi := &file_driver_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NetworkIsolation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NetworkIsolation) ProtoMessage() {}
+
+func (x *NetworkIsolation) ProtoReflect() protoreflect.Message {
+	mi := &file_driver_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NetworkIsolation.ProtoReflect.Descriptor instead.
+func (*NetworkIsolation) Descriptor() ([]byte, []int) {
+	return file_driver_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *NetworkIsolation) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *NetworkIsolation) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+func (x *NetworkIsolation) GetHostname() string {
+	if x != nil {
+		return x.Hostname
+	}
+	return ""
+}
+
 // One port of an allocation: host_ip:value on the node, to inside the
 // task's network (0: the same port).
 type PortMapping struct {
@@ -626,7 +703,7 @@ type PortMapping struct {
 
 func (x *PortMapping) Reset() {
 	*x = PortMapping{}
-	mi := &file_driver_proto_msgTypes[7]
+	mi := &file_driver_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -638,7 +715,7 @@ func (x *PortMapping) String() string {
 func (*PortMapping) ProtoMessage() {}
 
 func (x *PortMapping) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[7]
+	mi := &file_driver_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -651,7 +728,7 @@ func (x *PortMapping) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PortMapping.ProtoReflect.Descriptor instead.
 func (*PortMapping) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{7}
+	return file_driver_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *PortMapping) GetLabel() string {
@@ -692,7 +769,7 @@ type LogRotation struct {
 
 func (x *LogRotation) Reset() {
 	*x = LogRotation{}
-	mi := &file_driver_proto_msgTypes[8]
+	mi := &file_driver_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -704,7 +781,7 @@ func (x *LogRotation) String() string {
 func (*LogRotation) ProtoMessage() {}
 
 func (x *LogRotation) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[8]
+	mi := &file_driver_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -717,7 +794,7 @@ func (x *LogRotation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogRotation.ProtoReflect.Descriptor instead.
 func (*LogRotation) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{8}
+	return file_driver_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *LogRotation) GetMaxFiles() int32 {
@@ -748,7 +825,7 @@ type TaskHandle struct {
 
 func (x *TaskHandle) Reset() {
 	*x = TaskHandle{}
-	mi := &file_driver_proto_msgTypes[9]
+	mi := &file_driver_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -760,7 +837,7 @@ func (x *TaskHandle) String() string {
 func (*TaskHandle) ProtoMessage() {}
 
 func (x *TaskHandle) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[9]
+	mi := &file_driver_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -773,7 +850,7 @@ func (x *TaskHandle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskHandle.ProtoReflect.Descriptor instead.
 func (*TaskHandle) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{9}
+	return file_driver_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *TaskHandle) GetId() string {
@@ -821,7 +898,7 @@ type ExitResult struct {
 
 func (x *ExitResult) Reset() {
 	*x = ExitResult{}
-	mi := &file_driver_proto_msgTypes[10]
+	mi := &file_driver_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -833,7 +910,7 @@ func (x *ExitResult) String() string {
 func (*ExitResult) ProtoMessage() {}
 
 func (x *ExitResult) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[10]
+	mi := &file_driver_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -846,7 +923,7 @@ func (x *ExitResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExitResult.ProtoReflect.Descriptor instead.
 func (*ExitResult) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{10}
+	return file_driver_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ExitResult) GetExitCode() int32 {
@@ -886,7 +963,7 @@ type StartTaskRequest struct {
 
 func (x *StartTaskRequest) Reset() {
 	*x = StartTaskRequest{}
-	mi := &file_driver_proto_msgTypes[11]
+	mi := &file_driver_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -898,7 +975,7 @@ func (x *StartTaskRequest) String() string {
 func (*StartTaskRequest) ProtoMessage() {}
 
 func (x *StartTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[11]
+	mi := &file_driver_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -911,7 +988,7 @@ func (x *StartTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartTaskRequest.ProtoReflect.Descriptor instead.
 func (*StartTaskRequest) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{11}
+	return file_driver_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *StartTaskRequest) GetTask() *TaskConfig {
@@ -930,7 +1007,7 @@ type StartTaskResponse struct {
 
 func (x *StartTaskResponse) Reset() {
 	*x = StartTaskResponse{}
-	mi := &file_driver_proto_msgTypes[12]
+	mi := &file_driver_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -942,7 +1019,7 @@ func (x *StartTaskResponse) String() string {
 func (*StartTaskResponse) ProtoMessage() {}
 
 func (x *StartTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[12]
+	mi := &file_driver_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -955,7 +1032,7 @@ func (x *StartTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartTaskResponse.ProtoReflect.Descriptor instead.
 func (*StartTaskResponse) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{12}
+	return file_driver_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *StartTaskResponse) GetHandle() *TaskHandle {
@@ -974,7 +1051,7 @@ type WaitTaskRequest struct {
 
 func (x *WaitTaskRequest) Reset() {
 	*x = WaitTaskRequest{}
-	mi := &file_driver_proto_msgTypes[13]
+	mi := &file_driver_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -986,7 +1063,7 @@ func (x *WaitTaskRequest) String() string {
 func (*WaitTaskRequest) ProtoMessage() {}
 
 func (x *WaitTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[13]
+	mi := &file_driver_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -999,7 +1076,7 @@ func (x *WaitTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitTaskRequest.ProtoReflect.Descriptor instead.
 func (*WaitTaskRequest) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{13}
+	return file_driver_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *WaitTaskRequest) GetId() string {
@@ -1018,7 +1095,7 @@ type WaitTaskResponse struct {
 
 func (x *WaitTaskResponse) Reset() {
 	*x = WaitTaskResponse{}
-	mi := &file_driver_proto_msgTypes[14]
+	mi := &file_driver_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1030,7 +1107,7 @@ func (x *WaitTaskResponse) String() string {
 func (*WaitTaskResponse) ProtoMessage() {}
 
 func (x *WaitTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[14]
+	mi := &file_driver_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1043,7 +1120,7 @@ func (x *WaitTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitTaskResponse.ProtoReflect.Descriptor instead.
 func (*WaitTaskResponse) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{14}
+	return file_driver_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *WaitTaskResponse) GetResult() *ExitResult {
@@ -1066,7 +1143,7 @@ type StopTaskRequest struct {
 
 func (x *StopTaskRequest) Reset() {
 	*x = StopTaskRequest{}
-	mi := &file_driver_proto_msgTypes[15]
+	mi := &file_driver_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1078,7 +1155,7 @@ func (x *StopTaskRequest) String() string {
 func (*StopTaskRequest) ProtoMessage() {}
 
 func (x *StopTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[15]
+	mi := &file_driver_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1091,7 +1168,7 @@ func (x *StopTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopTaskRequest.ProtoReflect.Descriptor instead.
 func (*StopTaskRequest) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{15}
+	return file_driver_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *StopTaskRequest) GetId() string {
@@ -1123,7 +1200,7 @@ type StopTaskResponse struct {
 
 func (x *StopTaskResponse) Reset() {
 	*x = StopTaskResponse{}
-	mi := &file_driver_proto_msgTypes[16]
+	mi := &file_driver_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1135,7 +1212,7 @@ func (x *StopTaskResponse) String() string {
 func (*StopTaskResponse) ProtoMessage() {}
 
 func (x *StopTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[16]
+	mi := &file_driver_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1148,7 +1225,7 @@ func (x *StopTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopTaskResponse.ProtoReflect.Descriptor instead.
 func (*StopTaskResponse) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{16}
+	return file_driver_proto_rawDescGZIP(), []int{17}
 }
 
 type DestroyTaskRequest struct {
@@ -1161,7 +1238,7 @@ type DestroyTaskRequest struct {
 
 func (x *DestroyTaskRequest) Reset() {
 	*x = DestroyTaskRequest{}
-	mi := &file_driver_proto_msgTypes[17]
+	mi := &file_driver_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1173,7 +1250,7 @@ func (x *DestroyTaskRequest) String() string {
 func (*DestroyTaskRequest) ProtoMessage() {}
 
 func (x *DestroyTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[17]
+	mi := &file_driver_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1186,7 +1263,7 @@ func (x *DestroyTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DestroyTaskRequest.ProtoReflect.Descriptor instead.
 func (*DestroyTaskRequest) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{17}
+	return file_driver_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *DestroyTaskRequest) GetId() string {
@@ -1211,7 +1288,7 @@ type DestroyTaskResponse struct {
 
 func (x *DestroyTaskResponse) Reset() {
 	*x = DestroyTaskResponse{}
-	mi := &file_driver_proto_msgTypes[18]
+	mi := &file_driver_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1223,7 +1300,7 @@ func (x *DestroyTaskResponse) String() string {
 func (*DestroyTaskResponse) ProtoMessage() {}
 
 func (x *DestroyTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[18]
+	mi := &file_driver_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1236,7 +1313,7 @@ func (x *DestroyTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DestroyTaskResponse.ProtoReflect.Descriptor instead.
 func (*DestroyTaskResponse) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{18}
+	return file_driver_proto_rawDescGZIP(), []int{19}
 }
 
 type InspectTaskRequest struct {
@@ -1248,7 +1325,7 @@ type InspectTaskRequest struct {
 
 func (x *InspectTaskRequest) Reset() {
 	*x = InspectTaskRequest{}
-	mi := &file_driver_proto_msgTypes[19]
+	mi := &file_driver_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1260,7 +1337,7 @@ func (x *InspectTaskRequest) String() string {
 func (*InspectTaskRequest) ProtoMessage() {}
 
 func (x *InspectTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[19]
+	mi := &file_driver_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1273,7 +1350,7 @@ func (x *InspectTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InspectTaskRequest.ProtoReflect.Descriptor instead.
 func (*InspectTaskRequest) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{19}
+	return file_driver_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *InspectTaskRequest) GetId() string {
@@ -1299,7 +1376,7 @@ type TaskStatus struct {
 
 func (x *TaskStatus) Reset() {
 	*x = TaskStatus{}
-	mi := &file_driver_proto_msgTypes[20]
+	mi := &file_driver_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1311,7 +1388,7 @@ func (x *TaskStatus) String() string {
 func (*TaskStatus) ProtoMessage() {}
 
 func (x *TaskStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[20]
+	mi := &file_driver_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1324,7 +1401,7 @@ func (x *TaskStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskStatus.ProtoReflect.Descriptor instead.
 func (*TaskStatus) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{20}
+	return file_driver_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *TaskStatus) GetId() string {
@@ -1378,7 +1455,7 @@ type InspectTaskResponse struct {
 
 func (x *InspectTaskResponse) Reset() {
 	*x = InspectTaskResponse{}
-	mi := &file_driver_proto_msgTypes[21]
+	mi := &file_driver_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1390,7 +1467,7 @@ func (x *InspectTaskResponse) String() string {
 func (*InspectTaskResponse) ProtoMessage() {}
 
 func (x *InspectTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[21]
+	mi := &file_driver_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1403,7 +1480,7 @@ func (x *InspectTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InspectTaskResponse.ProtoReflect.Descriptor instead.
 func (*InspectTaskResponse) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{21}
+	return file_driver_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *InspectTaskResponse) GetStatus() *TaskStatus {
@@ -1424,7 +1501,7 @@ type SignalTaskRequest struct {
 
 func (x *SignalTaskRequest) Reset() {
 	*x = SignalTaskRequest{}
-	mi := &file_driver_proto_msgTypes[22]
+	mi := &file_driver_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1436,7 +1513,7 @@ func (x *SignalTaskRequest) String() string {
 func (*SignalTaskRequest) ProtoMessage() {}
 
 func (x *SignalTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[22]
+	mi := &file_driver_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1449,7 +1526,7 @@ func (x *SignalTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignalTaskRequest.ProtoReflect.Descriptor instead.
 func (*SignalTaskRequest) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{22}
+	return file_driver_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *SignalTaskRequest) GetId() string {
@@ -1474,7 +1551,7 @@ type SignalTaskResponse struct {
 
 func (x *SignalTaskResponse) Reset() {
 	*x = SignalTaskResponse{}
-	mi := &file_driver_proto_msgTypes[23]
+	mi := &file_driver_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1486,7 +1563,7 @@ func (x *SignalTaskResponse) String() string {
 func (*SignalTaskResponse) ProtoMessage() {}
 
 func (x *SignalTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[23]
+	mi := &file_driver_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1499,7 +1576,7 @@ func (x *SignalTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignalTaskResponse.ProtoReflect.Descriptor instead.
 func (*SignalTaskResponse) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{23}
+	return file_driver_proto_rawDescGZIP(), []int{24}
 }
 
 type RecoverTaskRequest struct {
@@ -1511,7 +1588,7 @@ type RecoverTaskRequest struct {
 
 func (x *RecoverTaskRequest) Reset() {
 	*x = RecoverTaskRequest{}
-	mi := &file_driver_proto_msgTypes[24]
+	mi := &file_driver_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1523,7 +1600,7 @@ func (x *RecoverTaskRequest) String() string {
 func (*RecoverTaskRequest) ProtoMessage() {}
 
 func (x *RecoverTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[24]
+	mi := &file_driver_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1536,7 +1613,7 @@ func (x *RecoverTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecoverTaskRequest.ProtoReflect.Descriptor instead.
 func (*RecoverTaskRequest) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{24}
+	return file_driver_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RecoverTaskRequest) GetHandle() *TaskHandle {
@@ -1554,7 +1631,7 @@ type RecoverTaskResponse struct {
 
 func (x *RecoverTaskResponse) Reset() {
 	*x = RecoverTaskResponse{}
-	mi := &file_driver_proto_msgTypes[25]
+	mi := &file_driver_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1566,7 +1643,7 @@ func (x *RecoverTaskResponse) String() string {
 func (*RecoverTaskResponse) ProtoMessage() {}
 
 func (x *RecoverTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[25]
+	mi := &file_driver_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1579,7 +1656,7 @@ func (x *RecoverTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecoverTaskResponse.ProtoReflect.Descriptor instead.
 func (*RecoverTaskResponse) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{25}
+	return file_driver_proto_rawDescGZIP(), []int{26}
 }
 
 type ValidateConfigRequest struct {
@@ -1592,7 +1669,7 @@ type ValidateConfigRequest struct {
 
 func (x *ValidateConfigRequest) Reset() {
 	*x = ValidateConfigRequest{}
-	mi := &file_driver_proto_msgTypes[26]
+	mi := &file_driver_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1604,7 +1681,7 @@ func (x *ValidateConfigRequest) String() string {
 func (*ValidateConfigRequest) ProtoMessage() {}
 
 func (x *ValidateConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[26]
+	mi := &file_driver_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1617,7 +1694,7 @@ func (x *ValidateConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ValidateConfigRequest.ProtoReflect.Descriptor instead.
 func (*ValidateConfigRequest) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{26}
+	return file_driver_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ValidateConfigRequest) GetConfigJson() []byte {
@@ -1635,7 +1712,7 @@ type ValidateConfigResponse struct {
 
 func (x *ValidateConfigResponse) Reset() {
 	*x = ValidateConfigResponse{}
-	mi := &file_driver_proto_msgTypes[27]
+	mi := &file_driver_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1647,7 +1724,7 @@ func (x *ValidateConfigResponse) String() string {
 func (*ValidateConfigResponse) ProtoMessage() {}
 
 func (x *ValidateConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[27]
+	mi := &file_driver_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1660,7 +1737,7 @@ func (x *ValidateConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ValidateConfigResponse.ProtoReflect.Descriptor instead.
 func (*ValidateConfigResponse) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{27}
+	return file_driver_proto_rawDescGZIP(), []int{28}
 }
 
 // TerminalSize is a terminal's size in character cells.
@@ -1674,7 +1751,7 @@ type TerminalSize struct {
 
 func (x *TerminalSize) Reset() {
 	*x = TerminalSize{}
-	mi := &file_driver_proto_msgTypes[28]
+	mi := &file_driver_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1686,7 +1763,7 @@ func (x *TerminalSize) String() string {
 func (*TerminalSize) ProtoMessage() {}
 
 func (x *TerminalSize) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[28]
+	mi := &file_driver_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1699,7 +1776,7 @@ func (x *TerminalSize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TerminalSize.ProtoReflect.Descriptor instead.
 func (*TerminalSize) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{28}
+	return file_driver_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *TerminalSize) GetHeight() uint32 {
@@ -1738,7 +1815,7 @@ type ExecTaskStart struct {
 
 func (x *ExecTaskStart) Reset() {
 	*x = ExecTaskStart{}
-	mi := &file_driver_proto_msgTypes[29]
+	mi := &file_driver_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1750,7 +1827,7 @@ func (x *ExecTaskStart) String() string {
 func (*ExecTaskStart) ProtoMessage() {}
 
 func (x *ExecTaskStart) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[29]
+	mi := &file_driver_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1763,7 +1840,7 @@ func (x *ExecTaskStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecTaskStart.ProtoReflect.Descriptor instead.
 func (*ExecTaskStart) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{29}
+	return file_driver_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ExecTaskStart) GetId() string {
@@ -1816,7 +1893,7 @@ type ExecTaskRequest struct {
 
 func (x *ExecTaskRequest) Reset() {
 	*x = ExecTaskRequest{}
-	mi := &file_driver_proto_msgTypes[30]
+	mi := &file_driver_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1828,7 +1905,7 @@ func (x *ExecTaskRequest) String() string {
 func (*ExecTaskRequest) ProtoMessage() {}
 
 func (x *ExecTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[30]
+	mi := &file_driver_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1841,7 +1918,7 @@ func (x *ExecTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecTaskRequest.ProtoReflect.Descriptor instead.
 func (*ExecTaskRequest) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{30}
+	return file_driver_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ExecTaskRequest) GetMsg() isExecTaskRequest_Msg {
@@ -1934,7 +2011,7 @@ type ExecTaskResponse struct {
 
 func (x *ExecTaskResponse) Reset() {
 	*x = ExecTaskResponse{}
-	mi := &file_driver_proto_msgTypes[31]
+	mi := &file_driver_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1946,7 +2023,7 @@ func (x *ExecTaskResponse) String() string {
 func (*ExecTaskResponse) ProtoMessage() {}
 
 func (x *ExecTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[31]
+	mi := &file_driver_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1959,7 +2036,7 @@ func (x *ExecTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecTaskResponse.ProtoReflect.Descriptor instead.
 func (*ExecTaskResponse) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{31}
+	return file_driver_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ExecTaskResponse) GetMsg() isExecTaskResponse_Msg {
@@ -2043,7 +2120,7 @@ const file_driver_proto_rawDesc = "" +
 	"\tResources\x12\x10\n" +
 	"\x03cpu\x18\x01 \x01(\x03R\x03cpu\x12\x1b\n" +
 	"\tmemory_mb\x18\x02 \x01(\x03R\bmemoryMb\x12\"\n" +
-	"\rmemory_max_mb\x18\x03 \x01(\x03R\vmemoryMaxMb\"\xf8\x04\n" +
+	"\rmemory_max_mb\x18\x03 \x01(\x03R\vmemoryMaxMb\"\xc9\x05\n" +
 	"\n" +
 	"TaskConfig\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x19\n" +
@@ -2065,7 +2142,8 @@ const file_driver_proto_rawDesc = "" +
 	"\tresources\x18\f \x01(\v2\x1b.drover.driver.v1.ResourcesR\tresources\x12@\n" +
 	"\flog_rotation\x18\r \x01(\v2\x1d.drover.driver.v1.LogRotationR\vlogRotation\x123\n" +
 	"\x05ports\x18\x0e \x03(\v2\x1d.drover.driver.v1.PortMappingR\x05ports\x12/\n" +
-	"\x06mounts\x18( \x03(\v2\x17.drover.driver.v1.MountR\x06mounts\x1a6\n" +
+	"\x06mounts\x18( \x03(\v2\x17.drover.driver.v1.MountR\x06mounts\x12O\n" +
+	"\x11network_isolation\x18d \x01(\v2\".drover.driver.v1.NetworkIsolationR\x10networkIsolation\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x89\x01\n" +
@@ -2073,7 +2151,11 @@ const file_driver_proto_rawDesc = "" +
 	"\thost_path\x18\x01 \x01(\tR\bhostPath\x12\x1b\n" +
 	"\ttask_path\x18\x02 \x01(\tR\btaskPath\x12\x1b\n" +
 	"\tread_only\x18\x03 \x01(\bR\breadOnly\x12)\n" +
-	"\x10propagation_mode\x18\x04 \x01(\tR\x0fpropagationMode\"b\n" +
+	"\x10propagation_mode\x18\x04 \x01(\tR\x0fpropagationMode\"\\\n" +
+	"\x10NetworkIsolation\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x18\n" +
+	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x1a\n" +
+	"\bhostname\x18\x03 \x01(\tR\bhostname\"b\n" +
 	"\vPortMapping\x12\x14\n" +
 	"\x05label\x18\x01 \x01(\tR\x05label\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x05R\x05value\x12\x0e\n" +
@@ -2189,7 +2271,7 @@ func file_driver_proto_rawDescGZIP() []byte {
 }
 
 var file_driver_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_driver_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
+var file_driver_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
 var file_driver_proto_goTypes = []any{
 	(TaskState)(0),                 // 0: drover.driver.v1.TaskState
 	(*InfoRequest)(nil),            // 1: drover.driver.v1.InfoRequest
@@ -2199,80 +2281,82 @@ var file_driver_proto_goTypes = []any{
 	(*Resources)(nil),              // 5: drover.driver.v1.Resources
 	(*TaskConfig)(nil),             // 6: drover.driver.v1.TaskConfig
 	(*Mount)(nil),                  // 7: drover.driver.v1.Mount
-	(*PortMapping)(nil),            // 8: drover.driver.v1.PortMapping
-	(*LogRotation)(nil),            // 9: drover.driver.v1.LogRotation
-	(*TaskHandle)(nil),             // 10: drover.driver.v1.TaskHandle
-	(*ExitResult)(nil),             // 11: drover.driver.v1.ExitResult
-	(*StartTaskRequest)(nil),       // 12: drover.driver.v1.StartTaskRequest
-	(*StartTaskResponse)(nil),      // 13: drover.driver.v1.StartTaskResponse
-	(*WaitTaskRequest)(nil),        // 14: drover.driver.v1.WaitTaskRequest
-	(*WaitTaskResponse)(nil),       // 15: drover.driver.v1.WaitTaskResponse
-	(*StopTaskRequest)(nil),        // 16: drover.driver.v1.StopTaskRequest
-	(*StopTaskResponse)(nil),       // 17: drover.driver.v1.StopTaskResponse
-	(*DestroyTaskRequest)(nil),     // 18: drover.driver.v1.DestroyTaskRequest
-	(*DestroyTaskResponse)(nil),    // 19: drover.driver.v1.DestroyTaskResponse
-	(*InspectTaskRequest)(nil),     // 20: drover.driver.v1.InspectTaskRequest
-	(*TaskStatus)(nil),             // 21: drover.driver.v1.TaskStatus
-	(*InspectTaskResponse)(nil),    // 22: drover.driver.v1.InspectTaskResponse
-	(*SignalTaskRequest)(nil),      // 23: drover.driver.v1.SignalTaskRequest
-	(*SignalTaskResponse)(nil),     // 24: drover.driver.v1.SignalTaskResponse
-	(*RecoverTaskRequest)(nil),     // 25: drover.driver.v1.RecoverTaskRequest
-	(*RecoverTaskResponse)(nil),    // 26: drover.driver.v1.RecoverTaskResponse
-	(*ValidateConfigRequest)(nil),  // 27: drover.driver.v1.ValidateConfigRequest
-	(*ValidateConfigResponse)(nil), // 28: drover.driver.v1.ValidateConfigResponse
-	(*TerminalSize)(nil),           // 29: drover.driver.v1.TerminalSize
-	(*ExecTaskStart)(nil),          // 30: drover.driver.v1.ExecTaskStart
-	(*ExecTaskRequest)(nil),        // 31: drover.driver.v1.ExecTaskRequest
-	(*ExecTaskResponse)(nil),       // 32: drover.driver.v1.ExecTaskResponse
-	nil,                            // 33: drover.driver.v1.FingerprintResponse.AttributesEntry
-	nil,                            // 34: drover.driver.v1.TaskConfig.EnvEntry
+	(*NetworkIsolation)(nil),       // 8: drover.driver.v1.NetworkIsolation
+	(*PortMapping)(nil),            // 9: drover.driver.v1.PortMapping
+	(*LogRotation)(nil),            // 10: drover.driver.v1.LogRotation
+	(*TaskHandle)(nil),             // 11: drover.driver.v1.TaskHandle
+	(*ExitResult)(nil),             // 12: drover.driver.v1.ExitResult
+	(*StartTaskRequest)(nil),       // 13: drover.driver.v1.StartTaskRequest
+	(*StartTaskResponse)(nil),      // 14: drover.driver.v1.StartTaskResponse
+	(*WaitTaskRequest)(nil),        // 15: drover.driver.v1.WaitTaskRequest
+	(*WaitTaskResponse)(nil),       // 16: drover.driver.v1.WaitTaskResponse
+	(*StopTaskRequest)(nil),        // 17: drover.driver.v1.StopTaskRequest
+	(*StopTaskResponse)(nil),       // 18: drover.driver.v1.StopTaskResponse
+	(*DestroyTaskRequest)(nil),     // 19: drover.driver.v1.DestroyTaskRequest
+	(*DestroyTaskResponse)(nil),    // 20: drover.driver.v1.DestroyTaskResponse
+	(*InspectTaskRequest)(nil),     // 21: drover.driver.v1.InspectTaskRequest
+	(*TaskStatus)(nil),             // 22: drover.driver.v1.TaskStatus
+	(*InspectTaskResponse)(nil),    // 23: drover.driver.v1.InspectTaskResponse
+	(*SignalTaskRequest)(nil),      // 24: drover.driver.v1.SignalTaskRequest
+	(*SignalTaskResponse)(nil),     // 25: drover.driver.v1.SignalTaskResponse
+	(*RecoverTaskRequest)(nil),     // 26: drover.driver.v1.RecoverTaskRequest
+	(*RecoverTaskResponse)(nil),    // 27: drover.driver.v1.RecoverTaskResponse
+	(*ValidateConfigRequest)(nil),  // 28: drover.driver.v1.ValidateConfigRequest
+	(*ValidateConfigResponse)(nil), // 29: drover.driver.v1.ValidateConfigResponse
+	(*TerminalSize)(nil),           // 30: drover.driver.v1.TerminalSize
+	(*ExecTaskStart)(nil),          // 31: drover.driver.v1.ExecTaskStart
+	(*ExecTaskRequest)(nil),        // 32: drover.driver.v1.ExecTaskRequest
+	(*ExecTaskResponse)(nil),       // 33: drover.driver.v1.ExecTaskResponse
+	nil,                            // 34: drover.driver.v1.FingerprintResponse.AttributesEntry
+	nil,                            // 35: drover.driver.v1.TaskConfig.EnvEntry
 }
 var file_driver_proto_depIdxs = []int32{
-	33, // 0: drover.driver.v1.FingerprintResponse.attributes:type_name -> drover.driver.v1.FingerprintResponse.AttributesEntry
-	34, // 1: drover.driver.v1.TaskConfig.env:type_name -> drover.driver.v1.TaskConfig.EnvEntry
+	34, // 0: drover.driver.v1.FingerprintResponse.attributes:type_name -> drover.driver.v1.FingerprintResponse.AttributesEntry
+	35, // 1: drover.driver.v1.TaskConfig.env:type_name -> drover.driver.v1.TaskConfig.EnvEntry
 	5,  // 2: drover.driver.v1.TaskConfig.resources:type_name -> drover.driver.v1.Resources
-	9,  // 3: drover.driver.v1.TaskConfig.log_rotation:type_name -> drover.driver.v1.LogRotation
-	8,  // 4: drover.driver.v1.TaskConfig.ports:type_name -> drover.driver.v1.PortMapping
+	10, // 3: drover.driver.v1.TaskConfig.log_rotation:type_name -> drover.driver.v1.LogRotation
+	9,  // 4: drover.driver.v1.TaskConfig.ports:type_name -> drover.driver.v1.PortMapping
 	7,  // 5: drover.driver.v1.TaskConfig.mounts:type_name -> drover.driver.v1.Mount
-	6,  // 6: drover.driver.v1.StartTaskRequest.task:type_name -> drover.driver.v1.TaskConfig
-	10, // 7: drover.driver.v1.StartTaskResponse.handle:type_name -> drover.driver.v1.TaskHandle
-	11, // 8: drover.driver.v1.WaitTaskResponse.result:type_name -> drover.driver.v1.ExitResult
-	0,  // 9: drover.driver.v1.TaskStatus.state:type_name -> drover.driver.v1.TaskState
-	11, // 10: drover.driver.v1.TaskStatus.exit_result:type_name -> drover.driver.v1.ExitResult
-	21, // 11: drover.driver.v1.InspectTaskResponse.status:type_name -> drover.driver.v1.TaskStatus
-	10, // 12: drover.driver.v1.RecoverTaskRequest.handle:type_name -> drover.driver.v1.TaskHandle
-	29, // 13: drover.driver.v1.ExecTaskStart.tty_size:type_name -> drover.driver.v1.TerminalSize
-	6,  // 14: drover.driver.v1.ExecTaskStart.task:type_name -> drover.driver.v1.TaskConfig
-	30, // 15: drover.driver.v1.ExecTaskRequest.start:type_name -> drover.driver.v1.ExecTaskStart
-	29, // 16: drover.driver.v1.ExecTaskRequest.resize:type_name -> drover.driver.v1.TerminalSize
-	11, // 17: drover.driver.v1.ExecTaskResponse.exited:type_name -> drover.driver.v1.ExitResult
-	1,  // 18: drover.driver.v1.Driver.Info:input_type -> drover.driver.v1.InfoRequest
-	3,  // 19: drover.driver.v1.Driver.Fingerprint:input_type -> drover.driver.v1.FingerprintRequest
-	12, // 20: drover.driver.v1.Driver.StartTask:input_type -> drover.driver.v1.StartTaskRequest
-	14, // 21: drover.driver.v1.Driver.WaitTask:input_type -> drover.driver.v1.WaitTaskRequest
-	16, // 22: drover.driver.v1.Driver.StopTask:input_type -> drover.driver.v1.StopTaskRequest
-	18, // 23: drover.driver.v1.Driver.DestroyTask:input_type -> drover.driver.v1.DestroyTaskRequest
-	20, // 24: drover.driver.v1.Driver.InspectTask:input_type -> drover.driver.v1.InspectTaskRequest
-	23, // 25: drover.driver.v1.Driver.SignalTask:input_type -> drover.driver.v1.SignalTaskRequest
-	25, // 26: drover.driver.v1.Driver.RecoverTask:input_type -> drover.driver.v1.RecoverTaskRequest
-	27, // 27: drover.driver.v1.Driver.ValidateConfig:input_type -> drover.driver.v1.ValidateConfigRequest
-	31, // 28: drover.driver.v1.Driver.ExecTask:input_type -> drover.driver.v1.ExecTaskRequest
-	2,  // 29: drover.driver.v1.Driver.Info:output_type -> drover.driver.v1.InfoResponse
-	4,  // 30: drover.driver.v1.Driver.Fingerprint:output_type -> drover.driver.v1.FingerprintResponse
-	13, // 31: drover.driver.v1.Driver.StartTask:output_type -> drover.driver.v1.StartTaskResponse
-	15, // 32: drover.driver.v1.Driver.WaitTask:output_type -> drover.driver.v1.WaitTaskResponse
-	17, // 33: drover.driver.v1.Driver.StopTask:output_type -> drover.driver.v1.StopTaskResponse
-	19, // 34: drover.driver.v1.Driver.DestroyTask:output_type -> drover.driver.v1.DestroyTaskResponse
-	22, // 35: drover.driver.v1.Driver.InspectTask:output_type -> drover.driver.v1.InspectTaskResponse
-	24, // 36: drover.driver.v1.Driver.SignalTask:output_type -> drover.driver.v1.SignalTaskResponse
-	26, // 37: drover.driver.v1.Driver.RecoverTask:output_type -> drover.driver.v1.RecoverTaskResponse
-	28, // 38: drover.driver.v1.Driver.ValidateConfig:output_type -> drover.driver.v1.ValidateConfigResponse
-	32, // 39: drover.driver.v1.Driver.ExecTask:output_type -> drover.driver.v1.ExecTaskResponse
-	29, // [29:40] is the sub-list for method output_type
-	18, // [18:29] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	8,  // 6: drover.driver.v1.TaskConfig.network_isolation:type_name -> drover.driver.v1.NetworkIsolation
+	6,  // 7: drover.driver.v1.StartTaskRequest.task:type_name -> drover.driver.v1.TaskConfig
+	11, // 8: drover.driver.v1.StartTaskResponse.handle:type_name -> drover.driver.v1.TaskHandle
+	12, // 9: drover.driver.v1.WaitTaskResponse.result:type_name -> drover.driver.v1.ExitResult
+	0,  // 10: drover.driver.v1.TaskStatus.state:type_name -> drover.driver.v1.TaskState
+	12, // 11: drover.driver.v1.TaskStatus.exit_result:type_name -> drover.driver.v1.ExitResult
+	22, // 12: drover.driver.v1.InspectTaskResponse.status:type_name -> drover.driver.v1.TaskStatus
+	11, // 13: drover.driver.v1.RecoverTaskRequest.handle:type_name -> drover.driver.v1.TaskHandle
+	30, // 14: drover.driver.v1.ExecTaskStart.tty_size:type_name -> drover.driver.v1.TerminalSize
+	6,  // 15: drover.driver.v1.ExecTaskStart.task:type_name -> drover.driver.v1.TaskConfig
+	31, // 16: drover.driver.v1.ExecTaskRequest.start:type_name -> drover.driver.v1.ExecTaskStart
+	30, // 17: drover.driver.v1.ExecTaskRequest.resize:type_name -> drover.driver.v1.TerminalSize
+	12, // 18: drover.driver.v1.ExecTaskResponse.exited:type_name -> drover.driver.v1.ExitResult
+	1,  // 19: drover.driver.v1.Driver.Info:input_type -> drover.driver.v1.InfoRequest
+	3,  // 20: drover.driver.v1.Driver.Fingerprint:input_type -> drover.driver.v1.FingerprintRequest
+	13, // 21: drover.driver.v1.Driver.StartTask:input_type -> drover.driver.v1.StartTaskRequest
+	15, // 22: drover.driver.v1.Driver.WaitTask:input_type -> drover.driver.v1.WaitTaskRequest
+	17, // 23: drover.driver.v1.Driver.StopTask:input_type -> drover.driver.v1.StopTaskRequest
+	19, // 24: drover.driver.v1.Driver.DestroyTask:input_type -> drover.driver.v1.DestroyTaskRequest
+	21, // 25: drover.driver.v1.Driver.InspectTask:input_type -> drover.driver.v1.InspectTaskRequest
+	24, // 26: drover.driver.v1.Driver.SignalTask:input_type -> drover.driver.v1.SignalTaskRequest
+	26, // 27: drover.driver.v1.Driver.RecoverTask:input_type -> drover.driver.v1.RecoverTaskRequest
+	28, // 28: drover.driver.v1.Driver.ValidateConfig:input_type -> drover.driver.v1.ValidateConfigRequest
+	32, // 29: drover.driver.v1.Driver.ExecTask:input_type -> drover.driver.v1.ExecTaskRequest
+	2,  // 30: drover.driver.v1.Driver.Info:output_type -> drover.driver.v1.InfoResponse
+	4,  // 31: drover.driver.v1.Driver.Fingerprint:output_type -> drover.driver.v1.FingerprintResponse
+	14, // 32: drover.driver.v1.Driver.StartTask:output_type -> drover.driver.v1.StartTaskResponse
+	16, // 33: drover.driver.v1.Driver.WaitTask:output_type -> drover.driver.v1.WaitTaskResponse
+	18, // 34: drover.driver.v1.Driver.StopTask:output_type -> drover.driver.v1.StopTaskResponse
+	20, // 35: drover.driver.v1.Driver.DestroyTask:output_type -> drover.driver.v1.DestroyTaskResponse
+	23, // 36: drover.driver.v1.Driver.InspectTask:output_type -> drover.driver.v1.InspectTaskResponse
+	25, // 37: drover.driver.v1.Driver.SignalTask:output_type -> drover.driver.v1.SignalTaskResponse
+	27, // 38: drover.driver.v1.Driver.RecoverTask:output_type -> drover.driver.v1.RecoverTaskResponse
+	29, // 39: drover.driver.v1.Driver.ValidateConfig:output_type -> drover.driver.v1.ValidateConfigResponse
+	33, // 40: drover.driver.v1.Driver.ExecTask:output_type -> drover.driver.v1.ExecTaskResponse
+	30, // [30:41] is the sub-list for method output_type
+	19, // [19:30] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_driver_proto_init() }
@@ -2280,13 +2364,13 @@ func file_driver_proto_init() {
 	if File_driver_proto != nil {
 		return
 	}
-	file_driver_proto_msgTypes[30].OneofWrappers = []any{
+	file_driver_proto_msgTypes[31].OneofWrappers = []any{
 		(*ExecTaskRequest_Start)(nil),
 		(*ExecTaskRequest_Stdin)(nil),
 		(*ExecTaskRequest_StdinClose)(nil),
 		(*ExecTaskRequest_Resize)(nil),
 	}
-	file_driver_proto_msgTypes[31].OneofWrappers = []any{
+	file_driver_proto_msgTypes[32].OneofWrappers = []any{
 		(*ExecTaskResponse_Stdout)(nil),
 		(*ExecTaskResponse_Stderr)(nil),
 		(*ExecTaskResponse_Exited)(nil),
@@ -2297,7 +2381,7 @@ func file_driver_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_driver_proto_rawDesc), len(file_driver_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   34,
+			NumMessages:   35,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

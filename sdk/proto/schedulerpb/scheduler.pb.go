@@ -1718,7 +1718,8 @@ func (x *TaskGroup) GetNetworks() []*NetworkAsk {
 // A group's network block as placement reads it.
 type NetworkAsk struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// "host" (the only mode served).
+	// "host", "bridge", "none" or "cni/<name>": a mode other than host
+	// places the group only on nodes listing it in network_modes.
 	Mode string `protobuf:"bytes,1,opt,name=mode,proto3" json:"mode,omitempty"`
 	// Static ports: each must be free on the node.
 	ReservedPorts []*PortAsk `protobuf:"bytes,2,rep,name=reserved_ports,json=reservedPorts,proto3" json:"reserved_ports,omitempty"`
@@ -2360,9 +2361,14 @@ type Node struct {
 	// Host ports held by the non-terminal allocations on the node, of every
 	// job, sorted (a port held twice is listed twice).
 	UsedPorts []int32 `protobuf:"varint,18,rep,packed,name=used_ports,json=usedPorts,proto3" json:"used_ports,omitempty"`
+	// Fields 40-44: bridge networking.
+	// The network modes that give an allocation its own namespace which the
+	// node serves ("bridge", "none", "cni/<name>"); host mode is always
+	// served and not listed.
+	NetworkModes []string `protobuf:"bytes,40,rep,name=network_modes,json=networkModes,proto3" json:"network_modes,omitempty"`
 	// The node's host volumes (client host_volume blocks) that a group of
 	// the request asks for, by name (only those: the record stays compact).
-	HostVolumes   map[string]*HostVolume `protobuf:"bytes,41,rep,name=host_volumes,json=hostVolumes,proto3" json:"host_volumes,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	HostVolumes   map[string]*HostVolume `protobuf:"bytes,45,rep,name=host_volumes,json=hostVolumes,proto3" json:"host_volumes,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2526,6 +2532,13 @@ func (x *Node) GetNetwork() *NodeNetwork {
 func (x *Node) GetUsedPorts() []int32 {
 	if x != nil {
 		return x.UsedPorts
+	}
+	return nil
+}
+
+func (x *Node) GetNetworkModes() []string {
+	if x != nil {
+		return x.NetworkModes
 	}
 	return nil
 }
@@ -4907,7 +4920,7 @@ const file_scheduler_proto_rawDesc = "" +
 	"\aspreads\x18\x12 \x03(\v2\x1b.drover.scheduler.v1.SpreadR\aspreads\x1a7\n" +
 	"\tMetaEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc8\b\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xed\b\n" +
 	"\x04Node\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1e\n" +
@@ -4934,8 +4947,9 @@ const file_scheduler_proto_rawDesc = "" +
 	"\x15drain_deadline_passed\x18\x1e \x01(\bR\x13drainDeadlinePassed\x12:\n" +
 	"\anetwork\x18\x11 \x01(\v2 .drover.scheduler.v1.NodeNetworkR\anetwork\x12\x1d\n" +
 	"\n" +
-	"used_ports\x18\x12 \x03(\x05R\tusedPorts\x12M\n" +
-	"\fhost_volumes\x18) \x03(\v2*.drover.scheduler.v1.Node.HostVolumesEntryR\vhostVolumes\x1a=\n" +
+	"used_ports\x18\x12 \x03(\x05R\tusedPorts\x12#\n" +
+	"\rnetwork_modes\x18( \x03(\tR\fnetworkModes\x12M\n" +
+	"\fhost_volumes\x18- \x03(\v2*.drover.scheduler.v1.Node.HostVolumesEntryR\vhostVolumes\x1a=\n" +
 	"\x0fAttributesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a7\n" +

@@ -22,6 +22,7 @@ var (
 	_ Checker = ConstraintChecker(nil)
 	_ Checker = (*DriverChecker)(nil)
 	_ Checker = (*CSIChecker)(nil)
+	_ Checker = (*NetworkModeChecker)(nil)
 	_ Checker = (*GroupChain)(nil)
 	_ Checker = Chain(nil)
 )
@@ -125,6 +126,12 @@ func NewGroupChainCSI(job *schedulerpb.Job, tg *schedulerpb.TaskGroup, cache *Ca
 	if csi := NewCSIChecker(tg, vols); csi != nil {
 		gc.csi = csi
 		gc.Chain = append(gc.Chain, csi)
+		gc.Escaped = true
+	}
+	if nm := NewNetworkModeChecker(tg); nm != nil {
+		// Modes are not part of the computed class: a result for
+		// one node says nothing about another.
+		gc.Chain = append(gc.Chain, nm)
 		gc.Escaped = true
 	}
 	gc.Chain = append(gc.Chain, tgCons)
