@@ -425,3 +425,25 @@ func TestExecBadFrames(t *testing.T) {
 		})
 	}
 }
+
+// TestExecSessionLimit: past maxExecSessions running sessions, one more
+// is refused, and served again once a slot frees.
+func TestExecSessionLimit(t *testing.T) {
+	w := newClientAPIWorld(t)
+	for range maxExecSessions {
+		execSlots <- struct{}{}
+	}
+	conn, _, err := dialExec(t, w.nodeURL, execPath("aaaa2222", "t", false, "fail"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantClosed(t, conn, fmt.Sprintf("this agent runs %d exec sessions, its limit: try again later", maxExecSessions))
+	for range maxExecSessions {
+		<-execSlots
+	}
+	conn, _, err = dialExec(t, w.nodeURL, execPath("aaaa2222", "t", false, "fail"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantClosed(t, conn, `Task "t" not running`)
+}
