@@ -50,7 +50,13 @@ const (
 	execHeartbeat = 10 * time.Second
 	// maxExecQueryBytes bounds the command parameter before it is parsed.
 	maxExecQueryBytes = 2 * driver.MaxExecCommandBytes
+	// maxExecSessions bounds the exec sessions an agent process runs at
+	// once (each holds a socket, a driver stream and a process).
+	maxExecSessions = 256
 )
+
+// execSlots holds one token per running session of this process.
+var execSlots = make(chan struct{}, maxExecSessions)
 
 // Nomad's frames (api.ExecStreamingInput and ExecStreamingOutput).
 type (
@@ -149,6 +155,13 @@ func (s clientHandlers) allocExec(w http.ResponseWriter, r *http.Request) {
 			fail(errPermissionDenied)
 			return
 		}
+		select {
+		case execSlots <- struct{}{}:
+		default:
+			fail(structs.NewError(structs.ErrUnavailable, "this agent runs %d exec sessions, its limit: try again later", maxExecSessions))
+			return
+		}
+		defer func() { <-execSlots }()
 		s.serveExec(w, r, c, allocID, p)
 	})
 }

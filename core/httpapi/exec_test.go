@@ -382,3 +382,68 @@ func execMatrixCases(w *aclWorld, nobody string) []matrixCase {
 		{p, "GET", execPath(nobody, "t", false, "sh"), nil, "----4"},
 	}
 }
+
+// TestExecBadFrames: a frame over the bound, or one that is not JSON,
+// ends the session (the command is killed) and closes the socket.
+func TestExecBadFrames(t *testing.T) {
+	w := newClientAPIWorld(t)
+	for _, tc := range []struct {
+		name  string
+		frame []byte
+		code  int
+	}{
+		{"oversized", bytes.Repeat([]byte("x"), maxExecFrameBytes+1), websocket.CloseMessageTooBig},
+		{"not JSON", []byte(`{"stdin":`), websocket.CloseUnsupportedData},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conn, _, err := dialExec(t, w.nodeURL, execPath("aaaa2222", "t", false, "hang"), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := conn.WriteMessage(websocket.TextMessage, tc.frame); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-fakeExecEnded:
+				if err == nil {
+					t.Fatal("session ended without its context's error")
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("the bad frame did not end the session")
+			}
+			_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+			for {
+				_, _, err := conn.ReadMessage()
+				if err == nil {
+					continue
+				}
+				if !websocket.IsCloseError(err, tc.code) {
+					t.Fatalf("socket ended with %v; want close code %d", err, tc.code)
+				}
+				break
+			}
+		})
+	}
+}
+
+// TestExecSessionLimit: past maxExecSessions running sessions, one more
+// is refused, and served again once a slot frees.
+func TestExecSessionLimit(t *testing.T) {
+	w := newClientAPIWorld(t)
+	for range maxExecSessions {
+		execSlots <- struct{}{}
+	}
+	conn, _, err := dialExec(t, w.nodeURL, execPath("aaaa2222", "t", false, "fail"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantClosed(t, conn, fmt.Sprintf("this agent runs %d exec sessions, its limit: try again later", maxExecSessions))
+	for range maxExecSessions {
+		<-execSlots
+	}
+	conn, _, err = dialExec(t, w.nodeURL, execPath("aaaa2222", "t", false, "fail"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantClosed(t, conn, `Task "t" not running`)
+}
