@@ -75,7 +75,7 @@ type FieldDiff struct {
 var (
 	jobDiffSkip = map[string]bool{"ID": true, "TaskGroups": true, "Status": true, "StatusDescription": true,
 		"Stable": true, "Version": true, "SubmitTime": true, "CreateIndex": true, "ModifyIndex": true,
-		"JobModifyIndex": true, "Payload": true}
+		"JobModifyIndex": true, "Payload": true, "DefaultServiceProvider": true}
 	groupDiffSkip = map[string]bool{"Name": true, "Tasks": true}
 	taskDiffSkip  = map[string]bool{"Name": true}
 )
