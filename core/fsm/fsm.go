@@ -295,6 +295,12 @@ var checkers = map[structs.MessageType]func([]byte) error{
 	structs.ACLRoleUpsertRequestType:      check[structs.ACLRoleUpsertRequest],
 	structs.ACLRoleDeleteRequestType:      check[structs.ACLRoleDeleteRequest],
 
+	structs.ACLAuthMethodUpsertRequestType:  check[structs.ACLAuthMethodUpsertRequest],
+	structs.ACLAuthMethodDeleteRequestType:  check[structs.ACLAuthMethodDeleteRequest],
+	structs.ACLBindingRuleUpsertRequestType: check[structs.ACLBindingRuleUpsertRequest],
+	structs.ACLBindingRuleDeleteRequestType: check[structs.ACLBindingRuleDeleteRequest],
+	structs.AutopilotConfigRequestType:      check[structs.AutopilotSetConfigRequest],
+
 	structs.NamespaceUpsertRequestType: check[structs.NamespaceUpsertRequest],
 	structs.NamespaceDeleteRequestType: check[structs.NamespaceDeleteRequest],
 
@@ -351,6 +357,12 @@ var appliers = map[structs.MessageType]func(f *FSM, index uint64, buf []byte) an
 	structs.OneTimeTokenExpireRequestType: (*FSM).applyOneTimeTokenExpire,
 	structs.ACLRoleUpsertRequestType:      (*FSM).applyACLRoleUpsert,
 	structs.ACLRoleDeleteRequestType:      (*FSM).applyACLRoleDelete,
+
+	structs.ACLAuthMethodUpsertRequestType:  (*FSM).applyACLAuthMethodUpsert,
+	structs.ACLAuthMethodDeleteRequestType:  (*FSM).applyACLAuthMethodDelete,
+	structs.ACLBindingRuleUpsertRequestType: (*FSM).applyACLBindingRuleUpsert,
+	structs.ACLBindingRuleDeleteRequestType: (*FSM).applyACLBindingRuleDelete,
+	structs.AutopilotConfigRequestType:      (*FSM).applyAutopilotConfig,
 
 	structs.NamespaceUpsertRequestType: (*FSM).applyNamespaceUpsert,
 	structs.NamespaceDeleteRequestType: (*FSM).applyNamespaceDelete,
@@ -426,6 +438,9 @@ func typeName(t structs.MessageType) string {
 		return "PKITokens"
 	default:
 		if n, ok := aclTypeNames[t&^structs.IgnoreUnknownTypeFlag]; ok {
+			return n
+		}
+		if n, ok := aclAuthTypeNames[t&^structs.IgnoreUnknownTypeFlag]; ok {
 			return n
 		}
 		if n, ok := namespaceTypeNames[t&^structs.IgnoreUnknownTypeFlag]; ok {
