@@ -46,7 +46,7 @@ const (
 	MaxACLBindingRuleDescriptionLen  = 256
 	MaxACLBindingRuleSelectorBytes   = 2048
 	MaxACLBindingRuleBindNameLength  = 256
-	MaxACLAuthMethodMaxTokenTTL      = 7 * 24 * time.Hour
+	MaxACLAuthMethodMaxTokenTTL      = DefaultACLTokenMaxExpirationTTL
 	MaxACLAuthMethodLeeway           = 24 * time.Hour
 	DefaultACLAuthMethodMaxTokenTTL  = time.Hour
 	ACLAuthMethodNameRule            = `^[a-zA-Z0-9_-]{1,128}$`
@@ -221,8 +221,9 @@ func (m *ACLAuthMethod) Validate() error {
 		l.add("auth method %s: TokenLocality %s: must be %q or %q", quoteBounded(m.Name), quoteBounded(m.TokenLocality),
 			ACLAuthMethodTokenLocalityLocal, ACLAuthMethodTokenLocalityGlobal)
 	}
-	if m.MaxTokenTTL <= 0 || m.MaxTokenTTL > MaxACLAuthMethodMaxTokenTTL {
-		l.add("auth method %s: MaxTokenTTL %s: must be more than 0 and at most %s", quoteBounded(m.Name), m.MaxTokenTTL, MaxACLAuthMethodMaxTokenTTL)
+	if m.MaxTokenTTL < DefaultACLTokenMinExpirationTTL || m.MaxTokenTTL > MaxACLAuthMethodMaxTokenTTL {
+		l.add("auth method %s: MaxTokenTTL %s: must be between %s and %s", quoteBounded(m.Name), m.MaxTokenTTL,
+			DefaultACLTokenMinExpirationTTL, MaxACLAuthMethodMaxTokenTTL)
 	}
 	if m.Config == nil {
 		l.add("auth method %s: Config: missing", quoteBounded(m.Name))
@@ -282,8 +283,9 @@ func (c *ACLAuthMethodConfig) validate(l *errList, name string) {
 		field string
 		d     time.Duration
 	}{{"ExpirationLeeway", c.ExpirationLeeway}, {"NotBeforeLeeway", c.NotBeforeLeeway}, {"ClockSkewLeeway", c.ClockSkewLeeway}} {
-		if f.d < 0 || f.d > MaxACLAuthMethodLeeway {
-			l.add("auth method %s: Config.%s %s: must be between 0 and %s", name, f.field, f.d, MaxACLAuthMethodLeeway)
+		// Zero is the default leeway, a negative one none (as Nomad).
+		if f.d > MaxACLAuthMethodLeeway {
+			l.add("auth method %s: Config.%s %s: must be at most %s (negative disables it)", name, f.field, f.d, MaxACLAuthMethodLeeway)
 		}
 	}
 	targets := map[string]string{}
