@@ -236,6 +236,10 @@ type Server struct {
 
 	rpcPool *rpc.Pool
 
+	// autopilot is the leader's view of the servers' health
+	// (autopilot.go).
+	autopilot autopilotTracker
+
 	shutdownCtx    context.Context
 	shutdownCancel context.CancelFunc
 	wg             sync.WaitGroup
