@@ -52,7 +52,7 @@ func newECIssuer(t *testing.T) *jwtIssuer {
 	return &jwtIssuer{t: t, key: k, alg: jose.ES256, pubPEM: pemPublic(t, &k.PublicKey), kid: "ec-1"}
 }
 
-func pemPublic(t *testing.T, pub any) string {
+func pemPublic(t testing.TB, pub any) string {
 	t.Helper()
 	der, err := x509.MarshalPKIXPublicKey(pub)
 	if err != nil {
