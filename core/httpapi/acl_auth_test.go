@@ -285,7 +285,8 @@ func TestACLAuthMethodAndBindingRuleCRUD(t *testing.T) {
 		want   string
 	}{
 		{"bad name", func(m *nomadapi.ACLAuthMethod) { m.Name = "no spaces" }, "auth method name"},
-		{"OIDC", func(m *nomadapi.ACLAuthMethod) { m.Type = "OIDC" }, "OIDC is not supported"},
+		{"SAML", func(m *nomadapi.ACLAuthMethod) { m.Type = "SAML" }, `Type "SAML"`},
+		{"OIDC discovery on a JWT method", func(m *nomadapi.ACLAuthMethod) { m.Config.OIDCDiscoveryURL = "https://x" }, "OIDC discovery is not supported"},
 		{"no keys", func(m *nomadapi.ACLAuthMethod) { m.Config.JWTValidationPubKeys = nil }, "one of JWTValidationPubKeys or JWKSURL"},
 		{"bad PEM", func(m *nomadapi.ACLAuthMethod) { m.Config.JWTValidationPubKeys = []string{"not a key"} }, "JWTValidationPubKeys[0]: no PEM block"},
 		{"alg none", func(m *nomadapi.ACLAuthMethod) { m.Config.SigningAlgs = []string{"none"} }, "SigningAlgs[0]"},
@@ -357,7 +358,7 @@ func TestACLAuthMethodAndBindingRuleCRUD(t *testing.T) {
 
 	// Access: anonymous lists methods (not their config), nothing more.
 	anon := aclClientLike(t, c, "")
-	if list, _, err := anon.ACLAuthMethods().List(nil); err != nil || len(list) != 1 || !list[0].Default {
+	if list, _, err := anon.ACLAuthMethods().List(nil); err != nil || len(list) != 1 || !list[0].Default || list[0].Type != "JWT" {
 		t.Errorf("anonymous method list: %+v, %v", list, err)
 	}
 	if _, _, err := anon.ACLAuthMethods().Get("gitlab", nil); err == nil || !strings.Contains(err.Error(), "403") {
@@ -365,6 +366,21 @@ func TestACLAuthMethodAndBindingRuleCRUD(t *testing.T) {
 	}
 	if _, _, err := anon.ACLBindingRules().List(nil); err == nil || !strings.Contains(err.Error(), "403") {
 		t.Errorf("anonymous rule list: %v; want 403", err)
+	}
+
+	// An OIDC method without configuration is kept as Nomad's API tests
+	// write it, but no login goes through it.
+	oidc := &nomadapi.ACLAuthMethod{Name: "auth0", Type: "OIDC", TokenLocality: "local", MaxTokenTTL: 10 * time.Hour}
+	if _, _, err := c.ACLAuthMethods().Create(oidc, nil); err != nil {
+		t.Fatalf("OIDC method: %v", err)
+	}
+	oidc.TokenLocality = "global"
+	if got, _, err := c.ACLAuthMethods().Update(oidc, nil); err != nil || got.TokenLocality != "global" || got.Config != nil {
+		t.Fatalf("OIDC method update: %+v, %v", got, err)
+	}
+	if _, _, err := anon.ACLAuth().Login(&nomadapi.ACLLoginRequest{AuthMethodName: "auth0", LoginToken: "x"}, nil); err == nil ||
+		!strings.Contains(err.Error(), "400") || !strings.Contains(err.Error(), "JWT methods only") {
+		t.Errorf("login through an OIDC method: %v; want 400", err)
 	}
 
 	// Deleting the method deletes its rules.

@@ -23,7 +23,8 @@ const (
 // Auth method types, token localities and binding rule bind types, as
 // Nomad spells them.
 const (
-	ACLAuthMethodTypeJWT = "JWT"
+	ACLAuthMethodTypeJWT  = "JWT"
+	ACLAuthMethodTypeOIDC = "OIDC"
 
 	ACLAuthMethodTokenLocalityLocal  = "local"
 	ACLAuthMethodTokenLocalityGlobal = "global"
@@ -209,11 +210,9 @@ func (m *ACLAuthMethod) Validate() error {
 		l.add("auth method name %s: must match %s", quoteBounded(m.Name), ACLAuthMethodNameRule)
 	}
 	switch m.Type {
-	case ACLAuthMethodTypeJWT:
-	case "OIDC":
-		l.add("auth method %s: Type: OIDC is not supported by drover (only %q)", quoteBounded(m.Name), ACLAuthMethodTypeJWT)
+	case ACLAuthMethodTypeJWT, ACLAuthMethodTypeOIDC:
 	default:
-		l.add("auth method %s: Type %s: must be %q", quoteBounded(m.Name), quoteBounded(m.Type), ACLAuthMethodTypeJWT)
+		l.add("auth method %s: Type %s: must be %q or %q", quoteBounded(m.Name), quoteBounded(m.Type), ACLAuthMethodTypeJWT, ACLAuthMethodTypeOIDC)
 	}
 	switch m.TokenLocality {
 	case ACLAuthMethodTokenLocalityLocal, ACLAuthMethodTokenLocalityGlobal:
@@ -225,23 +224,31 @@ func (m *ACLAuthMethod) Validate() error {
 		l.add("auth method %s: MaxTokenTTL %s: must be between %s and %s", quoteBounded(m.Name), m.MaxTokenTTL,
 			DefaultACLTokenMinExpirationTTL, MaxACLAuthMethodMaxTokenTTL)
 	}
+	// An OIDC method is stored and listed as Nomad's, but no login goes
+	// through it: drover serves no OIDC flow.
+	jwt := m.Type == ACLAuthMethodTypeJWT
 	if m.Config == nil {
-		l.add("auth method %s: Config: missing", quoteBounded(m.Name))
+		if jwt {
+			l.add("auth method %s: Config: missing", quoteBounded(m.Name))
+		}
 		return l.err()
 	}
-	m.Config.validate(&l, quoteBounded(m.Name))
+	m.Config.validate(&l, quoteBounded(m.Name), jwt)
 	return l.err()
 }
 
-func (c *ACLAuthMethodConfig) validate(l *errList, name string) {
+func (c *ACLAuthMethodConfig) validate(l *errList, name string, jwt bool) {
 	switch {
-	case len(c.JWTValidationPubKeys) == 0 && c.JWKSURL == "":
+	case jwt && len(c.JWTValidationPubKeys) == 0 && c.JWKSURL == "":
 		l.add("auth method %s: Config: one of JWTValidationPubKeys or JWKSURL is required", name)
 	case len(c.JWTValidationPubKeys) > 0 && c.JWKSURL != "":
 		l.add("auth method %s: Config: JWTValidationPubKeys and JWKSURL are exclusive", name)
 	}
-	if c.OIDCDiscoveryURL != "" {
+	if jwt && c.OIDCDiscoveryURL != "" {
 		l.add("auth method %s: Config.OIDCDiscoveryURL: OIDC discovery is not supported by drover; give JWTValidationPubKeys or JWKSURL", name)
+	}
+	if len(c.OIDCDiscoveryURL) > MaxACLAuthMethodStringBytes {
+		l.add("auth method %s: Config.OIDCDiscoveryURL: at most %d bytes", name, MaxACLAuthMethodStringBytes)
 	}
 	if n := len(c.JWTValidationPubKeys); n > MaxACLAuthMethodPubKeys {
 		l.add("auth method %s: Config.JWTValidationPubKeys: at most %d keys (got %d)", name, MaxACLAuthMethodPubKeys, n)

@@ -191,6 +191,9 @@ func leeway(d, def time.Duration) time.Duration {
 // verifyJWT checks the token's signature and claims against the method
 // and returns its claims.
 func (a *ACL) verifyJWT(ctx context.Context, m *structs.ACLAuthMethod, raw string, now time.Time) (map[string]any, error) {
+	if m.Type != structs.ACLAuthMethodTypeJWT {
+		return nil, structs.NewError(structs.ErrInvalid, "auth method %q is of type %s: drover logs in through JWT methods only (no OIDC flow is served)", m.Name, m.Type)
+	}
 	cfg := m.Config
 	if cfg == nil {
 		return nil, structs.NewError(structs.ErrInvalid, "auth method %q has no Config", m.Name)

@@ -99,7 +99,7 @@ func prepareAuthMethods(st *state.StateStore, methods []*structs.ACLAuthMethod, 
 		if err := m.Validate(); err != nil {
 			return nil, err
 		}
-		if len(m.Config.JWTValidationPubKeys) > 0 {
+		if m.Config != nil && len(m.Config.JWTValidationPubKeys) > 0 {
 			if _, err := parsePublicKeys(m.Config.JWTValidationPubKeys); err != nil {
 				return nil, err
 			}
