@@ -39,6 +39,7 @@ const (
 	jwksFetchTimeout = 10 * time.Second
 	jwksMaxBytes     = 1 << 20
 	jwksCacheTTL     = 5 * time.Minute
+	jwksMinRefresh   = 30 * time.Second
 )
 
 // errInvalidLoginToken is the kind of every refusal of a login token.
@@ -100,8 +101,7 @@ type jwksEntry struct {
 }
 
 // keySet returns the key set at the method's JWKSURL, fetched at most
-// every jwksCacheTTL (again at once when refresh: a token signed by a key
-// the cached set lacks may follow a rotation).
+// every jwksCacheTTL (again at once when refresh).
 func (c *jwksCache) keySet(ctx context.Context, cfg *structs.ACLAuthMethodConfig, now time.Time, refresh bool) (*jose.JSONWebKeySet, error) {
 	key := cfg.JWKSURL + "\x00" + cfg.JWKSCACert
 	c.mu.Lock()
@@ -124,6 +124,15 @@ func (c *jwksCache) keySet(ctx context.Context, cfg *structs.ACLAuthMethodConfig
 	c.entries[key] = jwksEntry{set: set, fetched: now}
 	c.mu.Unlock()
 	return set, nil
+}
+
+// mayRefresh reports whether the set of cfg was fetched at least
+// jwksMinRefresh before now.
+func (c *jwksCache) mayRefresh(cfg *structs.ACLAuthMethodConfig, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[cfg.JWKSURL+"\x00"+cfg.JWKSCACert]
+	return !ok || now.Sub(e.fetched) >= jwksMinRefresh
 }
 
 func fetchJWKS(ctx context.Context, cfg *structs.ACLAuthMethodConfig) (*jose.JSONWebKeySet, error) {
@@ -247,22 +256,28 @@ func (a *ACL) verifyWithJWKS(ctx context.Context, tok *jwt.JSONWebToken, cfg *st
 	if len(tok.Headers) > 0 {
 		kid = tok.Headers[0].KeyID
 	}
-	for _, refresh := range []bool{false, true} {
-		set, err := a.jwks.keySet(ctx, cfg, now, refresh)
-		if err != nil {
+	set, err := a.jwks.keySet(ctx, cfg, now, false)
+	if err != nil {
+		return false, err
+	}
+	// A kid the cached set lacks may follow a key rotation: fetch the set
+	// again, at most every jwksMinRefresh (so that made-up kids cannot
+	// turn logins into a flood of fetches).
+	if kid != "" && len(set.Key(kid)) == 0 && a.jwks.mayRefresh(cfg, now) {
+		if set, err = a.jwks.keySet(ctx, cfg, now, true); err != nil {
 			return false, err
 		}
-		keys := set.Keys
-		if kid != "" {
-			keys = set.Key(kid)
+	}
+	keys := set.Keys
+	if kid != "" {
+		keys = set.Key(kid)
+	}
+	for _, k := range keys {
+		if !k.Valid() || !k.IsPublic() {
+			continue
 		}
-		for _, k := range keys {
-			if !k.Valid() || !k.IsPublic() {
-				continue
-			}
-			if err := tok.Claims(k.Key, claims, std); err == nil {
-				return true, nil
-			}
+		if err := tok.Claims(k.Key, claims, std); err == nil {
+			return true, nil
 		}
 	}
 	return false, nil
