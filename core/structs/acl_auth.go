@@ -37,16 +37,20 @@ const (
 // Auth method and binding rule bounds. Both are written through Raft and
 // read on every login, so every field is bounded before it is accepted.
 const (
-	MaxACLAuthMethodNameLength       = 128
-	MaxACLAuthMethodPubKeys          = 16
-	MaxACLAuthMethodPubKeyBytes      = 16 << 10
-	MaxACLAuthMethodListItems        = 64
-	MaxACLAuthMethodStringBytes      = 1024
-	MaxACLAuthMethodClaimMappings    = 64
-	MaxACLAuthMethodCACertBytes      = 64 << 10
-	MaxACLBindingRuleDescriptionLen  = 256
-	MaxACLBindingRuleSelectorBytes   = 2048
-	MaxACLBindingRuleBindNameLength  = 256
+	MaxACLAuthMethodNameLength      = 128
+	MaxACLAuthMethodPubKeys         = 16
+	MaxACLAuthMethodPubKeyBytes     = 16 << 10
+	MaxACLAuthMethodListItems       = 64
+	MaxACLAuthMethodStringBytes     = 1024
+	MaxACLAuthMethodClaimMappings   = 64
+	MaxACLAuthMethodCACertBytes     = 64 << 10
+	MaxACLBindingRuleDescriptionLen = 256
+	MaxACLBindingRuleSelectorBytes  = 2048
+	MaxACLBindingRuleBindNameLength = 256
+	// MaxACLAuthMethods bounds the auth methods of a cluster and
+	// MaxACLBindingRulesPerMethod the rules one login evaluates.
+	MaxACLAuthMethods                = 256
+	MaxACLBindingRulesPerMethod      = 256
 	MaxACLAuthMethodMaxTokenTTL      = DefaultACLTokenMaxExpirationTTL
 	MaxACLAuthMethodLeeway           = 24 * time.Hour
 	DefaultACLAuthMethodMaxTokenTTL  = time.Hour

@@ -131,6 +131,16 @@ func prepareAuthMethods(st *state.StateStore, methods []*structs.ACLAuthMethod, 
 	if defaults > 1 {
 		return nil, structs.NewError(structs.ErrInvalid, "auth methods: at most one may be the Default (got %d)", defaults)
 	}
+	if create {
+		all, err := st.ACLAuthMethods(nil)
+		if err != nil {
+			return nil, err
+		}
+		if n := len(all) + len(out); n > structs.MaxACLAuthMethods {
+			return nil, structs.NewError(structs.ErrInvalid, "auth methods: a cluster holds at most %d (this write would make %d); exceeds limit MaxACLAuthMethods",
+				structs.MaxACLAuthMethods, n)
+		}
+	}
 	return out, nil
 }
 
@@ -267,6 +277,7 @@ func prepareBindingRules(st *state.StateStore, rules []*structs.ACLBindingRule, 
 		return nil, err
 	}
 	ids := map[string]bool{}
+	added := map[string]int{} // new rules by method
 	out := make([]*structs.ACLBindingRule, 0, len(rules))
 	for _, in := range rules {
 		if err := in.Validate(); err != nil {
@@ -290,6 +301,15 @@ func prepareBindingRules(st *state.StateStore, rules []*structs.ACLBindingRule, 
 		r.CreateTime, r.ModifyTime = now, now
 		if r.ID == "" {
 			r.ID = newID()
+			added[r.AuthMethod]++
+			have, err := st.ACLBindingRulesByAuthMethod(nil, r.AuthMethod)
+			if err != nil {
+				return nil, err
+			}
+			if n := len(have) + added[r.AuthMethod]; n > structs.MaxACLBindingRulesPerMethod {
+				return nil, structs.NewError(structs.ErrInvalid, "binding rules of auth method %q: at most %d (this write would make %d); exceeds limit MaxACLBindingRulesPerMethod",
+					r.AuthMethod, structs.MaxACLBindingRulesPerMethod, n)
+			}
 		} else {
 			old, err := st.ACLBindingRuleByID(nil, r.ID)
 			if err != nil {
