@@ -229,16 +229,21 @@ func (s *Server) autopilotRound(ctx context.Context, cleanup bool) (string, erro
 func (s *Server) probeServers(ctx context.Context, servers []raft.Server) map[string]*AutopilotStats {
 	out := make(map[string]*AutopilotStats, len(servers))
 	var mu sync.Mutex
+	set := func(id string, st *AutopilotStats) {
+		mu.Lock()
+		out[id] = st
+		mu.Unlock()
+	}
 	var wg sync.WaitGroup
 	self := s.raftID()
 	for _, srv := range servers {
 		id, addr := string(srv.ID), string(srv.Address)
-		if id == self {
-			out[id] = s.autopilotStats()
+		switch {
+		case id == self:
+			set(id, s.autopilotStats())
 			continue
-		}
-		if s.rpcPool == nil {
-			out[id] = nil
+		case s.rpcPool == nil:
+			set(id, nil)
 			continue
 		}
 		wg.Add(1)
@@ -250,9 +255,7 @@ func (s *Server) probeServers(ctx context.Context, servers []raft.Server) map[st
 			if conn, err := s.rpcPool.Get(addr); err == nil {
 				st, _ = rpc.Call[Empty, AutopilotStats](pctx, conn, "Autopilot.ServerStats", &Empty{})
 			}
-			mu.Lock()
-			out[id] = st
-			mu.Unlock()
+			set(id, st)
 		}()
 	}
 	wg.Wait()
