@@ -56,7 +56,6 @@ var nomadOnlyKeys = map[string]map[string]string{
 		"disable_anonymous_signature": silent,
 		"addresses":                   "drover listens on bind_addr (per-listener addresses are not served)",
 		"audit":                       whyEnterprise,
-		"autopilot":                   "the agent block is not read: set it with `drover operator autopilot set-config` (docs/autopilot.md)",
 		"consul":                      whyConsul,
 		"consuls":                     whyConsul,
 		"vault":                       whyVault,

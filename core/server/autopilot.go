@@ -173,6 +173,7 @@ func (t *autopilotTracker) health() *structs.OperatorHealthReply {
 // runAutopilot is the leader loop: a round each autopilotInterval.
 func (s *Server) runAutopilot(ctx context.Context) {
 	s.autopilot.reset()
+	s.initAutopilotConfig(ctx)
 	t := time.NewTicker(autopilotInterval)
 	defer t.Stop()
 	for {
@@ -184,6 +185,21 @@ func (s *Server) runAutopilot(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+	}
+}
+
+// initAutopilotConfig writes the agent's autopilot block when the cluster
+// has no configuration yet (a check-and-set at 0, so that a configuration
+// an operator set is never overwritten).
+func (s *Server) initAutopilotConfig(ctx context.Context) {
+	if s.cfg.Autopilot == nil {
+		return
+	}
+	if idx, _, err := s.State().AutopilotConfig(); err != nil || idx != 0 {
+		return
+	}
+	if _, _, err := s.Operator().SetAutopilotConfig(ctx, s.cfg.Autopilot, true, 0); err != nil && ctx.Err() == nil {
+		s.logger.Warn("autopilot: could not write the agent's autopilot configuration", "error", err)
 	}
 }
 

@@ -78,3 +78,15 @@ func TestAutopilotThroughFollower(t *testing.T) {
 		t.Errorf("health names leader %q; want %q", h.Leader, leader.raftID())
 	}
 }
+
+// The agent's autopilot block is the configuration of a cluster that has
+// none: the leader writes it at step-up.
+func TestAutopilotConfigFromAgent(t *testing.T) {
+	want := structs.DefaultAutopilotConfig()
+	want.MinQuorum, want.CleanupDeadServers = 3, false
+	s := testServer(t, func(c *Config) { c.Autopilot = want })
+	waitFor(t, 20*time.Second, "the agent's autopilot configuration in the state", func() bool {
+		c, idx, err := s.Operator().AutopilotConfig()
+		return err == nil && idx != 0 && c.MinQuorum == 3 && !c.CleanupDeadServers
+	})
+}
