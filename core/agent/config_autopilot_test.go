@@ -14,7 +14,7 @@ func TestAutopilotBlock(t *testing.T) {
 	const head = "data_dir = \"/d\"\nserver {\n  enabled = true\n}\n"
 	cases := []struct {
 		name, block, want string
-		check            func(*structs.AutopilotConfig) bool
+		check             func(*structs.AutopilotConfig) bool
 	}{
 		{"none", "", "", func(c *structs.AutopilotConfig) bool { return c == nil }},
 		{"partial", "autopilot {\n  cleanup_dead_servers = false\n  min_quorum = 3\n}\n", "", func(c *structs.AutopilotConfig) bool {
