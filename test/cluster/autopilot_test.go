@@ -47,20 +47,29 @@ func setAutopilot(t *testing.T, a *agent, cfg map[string]any) {
 	}
 }
 
-// A follower's machine dies. Autopilot reports it failed; while MinQuorum
-// asks for three voters it stays in the Raft configuration however long it
-// is gone; once MinQuorum allows, the leader removes it (it has been gone
-// longer than ServerStabilizationTime and the two left are a quorum), logs
-// the removal, and the health shows two healthy servers.
+// The cluster starts from the agents' autopilot block. A follower's machine
+// dies. Autopilot reports it failed; while MinQuorum asks for three voters
+// it stays in the Raft configuration however long it is gone; once
+// MinQuorum allows (set through the API), the leader removes it (it has
+// been gone longer than ServerStabilizationTime and the two left are a
+// quorum), logs the removal, and the health shows two healthy servers.
 func TestAutopilotRemovesDeadServer(t *testing.T) {
-	c := newCluster(t, options{})
-	l := c.leader()
 	const stabilization = 2 * time.Second
+	c := newCluster(t, options{agentExtra: `
+autopilot {
+  cleanup_dead_servers      = true
+  last_contact_threshold    = "5s"
+  max_trailing_logs         = 1000
+  min_quorum                = 3
+  server_stabilization_time = "2s"
+}
+`})
+	l := c.leader()
 	cfg := map[string]any{"CleanupDeadServers": true, "LastContactThreshold": "5s", "MaxTrailingLogs": 1000,
 		"MinQuorum": 3, "ServerStabilizationTime": stabilization.String()}
-	setAutopilot(t, l, cfg)
 
-	// Every server reads the replicated configuration back.
+	// Every server reads the configuration of the block, which the leader
+	// wrote through Raft.
 	for _, s := range c.servers {
 		harness.WaitFor(t, waitTimeout, s.Name+"'s autopilot configuration", func() (bool, string) {
 			var got struct {
