@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -71,6 +72,41 @@ func TestJWKSRefreshOnUnknownKid(t *testing.T) {
 		_, err := a.verifyJWT(ctx, m, sign(s.key, s.kid, now), now)
 		if (err == nil) != s.ok || fetches.Load() != s.fetches {
 			t.Errorf("%s: err %v, %d fetches; want ok=%v, %d fetches", s.name, err, fetches.Load(), s.ok, s.fetches)
+		}
+	}
+}
+
+// exp, nbf and iat with the method's leeways: 0 is Nomad's default (150 s
+// on exp and nbf, 60 s of clock skew on all three), a negative leeway none.
+func TestCheckTimeClaims(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	at := func(d time.Duration) *jwt.NumericDate { return jwt.NewNumericDate(now.Add(d)) }
+	none := -time.Nanosecond
+	cases := []struct {
+		name   string
+		claims jwt.Claims
+		cfg    structs.ACLAuthMethodConfig
+		want   string // "" accepted
+	}{
+		{"valid", jwt.Claims{Expiry: at(time.Minute), NotBefore: at(-time.Minute), IssuedAt: at(-time.Minute)}, structs.ACLAuthMethodConfig{}, ""},
+		{"no time claims", jwt.Claims{}, structs.ACLAuthMethodConfig{}, ""},
+		{"expired within the default leeways", jwt.Claims{Expiry: at(-200 * time.Second)}, structs.ACLAuthMethodConfig{}, ""},
+		{"expired past the default leeways", jwt.Claims{Expiry: at(-211 * time.Second)}, structs.ACLAuthMethodConfig{}, "expired"},
+		{"expired, leeways disabled", jwt.Claims{Expiry: at(-time.Second)}, structs.ACLAuthMethodConfig{ExpirationLeeway: none, ClockSkewLeeway: none}, "expired"},
+		{"expired within a set leeway", jwt.Claims{Expiry: at(-time.Hour)}, structs.ACLAuthMethodConfig{ExpirationLeeway: 2 * time.Hour}, ""},
+		{"nbf within the default leeways", jwt.Claims{NotBefore: at(200 * time.Second)}, structs.ACLAuthMethodConfig{}, ""},
+		{"nbf past them", jwt.Claims{NotBefore: at(211 * time.Second)}, structs.ACLAuthMethodConfig{}, "not valid yet"},
+		{"nbf, leeways disabled", jwt.Claims{NotBefore: at(time.Second)}, structs.ACLAuthMethodConfig{NotBeforeLeeway: none, ClockSkewLeeway: none}, "not valid yet"},
+		{"iat within the skew", jwt.Claims{IssuedAt: at(59 * time.Second)}, structs.ACLAuthMethodConfig{}, ""},
+		{"iat in the future", jwt.Claims{IssuedAt: at(61 * time.Second)}, structs.ACLAuthMethodConfig{}, "issued in the future"},
+	}
+	for _, tc := range cases {
+		err := checkTimeClaims(&tc.claims, &tc.cfg, now)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: %v; want %q", tc.name, err, tc.want)
 		}
 	}
 }
