@@ -140,6 +140,7 @@ func TestACLJWTLoginEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	method := &nomadapi.ACLAuthMethod{Name: "ci", Type: "JWT", TokenLocality: "global", MaxTokenTTL: 30 * time.Minute, Default: true,
+		TokenNameFormat: "${auth_method_type}-${auth_method_name}-${value.sub}",
 		Config: &nomadapi.ACLAuthMethodConfig{
 			JWTValidationPubKeys: []string{rsaIss.pubPEM, ecIss.pubPEM},
 			BoundAudiences:       []string{testAudience}, BoundIssuer: []string{testIssuer},
@@ -228,6 +229,9 @@ func TestACLJWTLoginEndToEnd(t *testing.T) {
 				t.Fatalf("login: %v", err)
 			}
 			made++
+			if !strings.HasPrefix(tok.Name, "JWT-ci-") || len(tok.Name) <= len("JWT-ci-") {
+				t.Errorf("token name %q; want the method's TokenNameFormat filled", tok.Name)
+			}
 			if tok.Type != tc.want.typ || !tok.Global || tok.ExpirationTime == nil {
 				t.Fatalf("token: %+v", tok)
 			}
@@ -293,6 +297,7 @@ func TestACLAuthMethodAndBindingRuleCRUD(t *testing.T) {
 		{"HS256", func(m *nomadapi.ACLAuthMethod) { m.Config.SigningAlgs = []string{"HS256"} }, "SigningAlgs[0]"},
 		{"TTL too long", func(m *nomadapi.ACLAuthMethod) { m.MaxTokenTTL = 1000 * time.Hour }, "MaxTokenTTL"},
 		{"bad locality", func(m *nomadapi.ACLAuthMethod) { m.TokenLocality = "planet" }, "TokenLocality"},
+		{"bad name format", func(m *nomadapi.ACLAuthMethod) { m.TokenNameFormat = "${list.groups}" }, "TokenNameFormat"},
 		{"mapping clash", func(m *nomadapi.ACLAuthMethod) {
 			m.Config.ClaimMappings = map[string]string{"a": "x"}
 			m.Config.ListClaimMappings = map[string]string{"b": "x"}

@@ -137,6 +137,10 @@ type ACLAuthMethod struct {
 	Name          string `codec:",omitempty"`
 	Type          string `codec:",omitempty"`
 	TokenLocality string `codec:",omitempty"`
+	// TokenNameFormat names the tokens of a login (Nomad 1.7): it may
+	// interpolate ${auth_method_type}, ${auth_method_name} and
+	// ${value.<claim>}; empty, "token created via login: <name>".
+	TokenNameFormat string `codec:",omitempty"`
 	// MaxTokenTTL is the lifetime of the tokens a login creates.
 	MaxTokenTTL time.Duration        `codec:",omitempty"`
 	Default     bool                 `codec:",omitempty"`
@@ -223,6 +227,9 @@ func (m *ACLAuthMethod) Validate() error {
 	default:
 		l.add("auth method %s: TokenLocality %s: must be %q or %q", quoteBounded(m.Name), quoteBounded(m.TokenLocality),
 			ACLAuthMethodTokenLocalityLocal, ACLAuthMethodTokenLocalityGlobal)
+	}
+	if n := len(m.TokenNameFormat); n > MaxACLTokenNameLength {
+		l.add("auth method %s: TokenNameFormat: must be at most %d bytes (got %d)", quoteBounded(m.Name), MaxACLTokenNameLength, n)
 	}
 	if m.MaxTokenTTL < DefaultACLTokenMinExpirationTTL || m.MaxTokenTTL > MaxACLAuthMethodMaxTokenTTL {
 		l.add("auth method %s: MaxTokenTTL %s: must be between %s and %s", quoteBounded(m.Name), m.MaxTokenTTL,
@@ -331,6 +338,7 @@ func (m *ACLAuthMethod) SetHash() []byte {
 	writeField(h, m.Name)
 	writeField(h, m.Type)
 	writeField(h, m.TokenLocality)
+	writeField(h, m.TokenNameFormat)
 	_ = binary.Write(h, binary.BigEndian, int64(m.MaxTokenTTL))
 	writeField(h, fmt.Sprint(m.Default))
 	if m.Config != nil {

@@ -132,7 +132,7 @@ func (a *ACL) Login(ctx context.Context, name, loginToken string) (*structs.ACLT
 		return nil, 0, errNoBindings
 	}
 	tok := &structs.ACLToken{AccessorID: uuid.NewString(), SecretID: uuid.NewString(),
-		Name: "token created via login: " + m.Name, Type: structs.ACLClientToken,
+		Name: loginTokenName(m, data), Type: structs.ACLClientToken,
 		Policies: b.policies, Roles: b.roles, Global: m.TokenLocality == structs.ACLAuthMethodTokenLocalityGlobal,
 		ExpirationTTL: m.MaxTokenTTL}
 	if b.management {
@@ -157,6 +157,28 @@ func (a *ACL) Login(ctx context.Context, name, loginToken string) (*structs.ACLT
 	a.logger.Info("ACL login", "auth_method", m.Name, "accessor_id", tok.AccessorID, "type", tok.Type,
 		"roles", len(tok.Roles), "policies", len(tok.Policies), "index", idx)
 	return stored.Copy(), idx, nil
+}
+
+// tokenNameVars are the variables a TokenNameFormat may read besides
+// ${value.<claim>}.
+var tokenNameVars = []string{"auth_method_type", "auth_method_name"}
+
+// loginTokenName names a login's token from the method's TokenNameFormat;
+// without one, or when it reads a claim the login lacks, the name is
+// "token created via login: <method>".
+func loginTokenName(m *structs.ACLAuthMethod, d *claimData) string {
+	fallback := "token created via login: " + m.Name
+	if m.TokenNameFormat == "" {
+		return fallback
+	}
+	name, ok := interpolate(m.TokenNameFormat, d, map[string]string{"auth_method_type": m.Type, "auth_method_name": m.Name})
+	if !ok || name == "" {
+		return fallback
+	}
+	if len(name) > structs.MaxACLTokenNameLength {
+		name = name[:structs.MaxACLTokenNameLength]
+	}
+	return name
 }
 
 // loginMethod finds the method a login names, or the default one.

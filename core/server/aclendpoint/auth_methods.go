@@ -99,6 +99,9 @@ func prepareAuthMethods(st *state.StateStore, methods []*structs.ACLAuthMethod, 
 		if err := m.Validate(); err != nil {
 			return nil, err
 		}
+		if err := checkInterpolation("auth method TokenNameFormat", m.TokenNameFormat, tokenNameVars); err != nil {
+			return nil, err
+		}
 		if m.Config != nil && len(m.Config.JWTValidationPubKeys) > 0 {
 			if _, err := parsePublicKeys(m.Config.JWTValidationPubKeys); err != nil {
 				return nil, err

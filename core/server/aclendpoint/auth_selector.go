@@ -365,6 +365,11 @@ func (p *selParser) literal() (string, error) {
 // claims. A reference to a claim the login does not have, or to list.x,
 // makes the rule bind nothing (ok false).
 func interpolateBindName(name string, d *claimData) (string, bool) {
+	return interpolate(name, d, nil)
+}
+
+// interpolate fills ${value.x} from d and any other ${name} from vars.
+func interpolate(name string, d *claimData, vars map[string]string) (string, bool) {
 	var b strings.Builder
 	for {
 		i := strings.Index(name, "${")
@@ -377,12 +382,15 @@ func interpolateBindName(name string, d *claimData) (string, bool) {
 			return "", false
 		}
 		ref := strings.TrimSpace(name[i+2 : i+j])
-		key, ok := strings.CutPrefix(ref, "value.")
-		if !ok {
-			return "", false
-		}
-		v, ok := d.Value[key]
-		if !ok {
+		var (
+			v  string
+			ok bool
+		)
+		if key, isValue := strings.CutPrefix(ref, "value."); isValue {
+			if v, ok = d.Value[key]; !ok {
+				return "", false
+			}
+		} else if v, ok = vars[ref]; !ok {
 			return "", false
 		}
 		b.WriteString(name[:i])
@@ -394,6 +402,12 @@ func interpolateBindName(name string, d *claimData) (string, bool) {
 // checkBindName refuses a BindName whose interpolations are malformed or
 // read anything but value.<name>.
 func checkBindName(name string) error {
+	return checkInterpolation("binding rule BindName", name, nil)
+}
+
+// checkInterpolation refuses a template whose interpolations are
+// malformed or read anything but value.<name> and vars.
+func checkInterpolation(field, name string, vars []string) error {
 	rest := name
 	for {
 		i := strings.Index(rest, "${")
@@ -402,11 +416,15 @@ func checkBindName(name string) error {
 		}
 		j := strings.IndexByte(rest[i:], '}')
 		if j < 0 {
-			return structs.NewError(structs.ErrInvalid, "binding rule BindName %s: unterminated ${", bounded(name))
+			return structs.NewError(structs.ErrInvalid, "%s %s: unterminated ${", field, bounded(name))
 		}
 		ref := strings.TrimSpace(rest[i+2 : i+j])
-		if k, ok := strings.CutPrefix(ref, "value."); !ok || k == "" {
-			return structs.NewError(structs.ErrInvalid, "binding rule BindName %s: ${%s}: only ${value.<claim>} may be interpolated", bounded(name), bounded(ref))
+		if k, ok := strings.CutPrefix(ref, "value."); (!ok || k == "") && !slices.Contains(vars, ref) {
+			allowed := "${value.<claim>}"
+			for _, v := range vars {
+				allowed += ", ${" + v + "}"
+			}
+			return structs.NewError(structs.ErrInvalid, "%s %s: ${%s}: only %s may be interpolated", field, bounded(name), bounded(ref), allowed)
 		}
 		rest = rest[i+j+1:]
 	}
