@@ -58,6 +58,10 @@ func TestLoginWithJWTThroughCLI(t *testing.T) {
 	r := run(asMgmt, "acl", "auth-method", "create", "-name", "ci", "-type", "jwt", "-max-token-ttl", "20m",
 		"-token-locality", "global", "-default", "-config", "@"+cfgFile)
 	clitest.WantCode(t, r, 0)
+	r = run(asMgmt, "acl", "auth-method", "update", "-default=false", "ci")
+	clitest.WantContains(t, "auth-method update", r.Out, "Default       = false")
+	r = run(asMgmt, "acl", "auth-method", "update", "-default", "ci")
+	clitest.WantCode(t, r, 0)
 	clitest.WantContains(t, "auth-method create", r.Out, "Name          = ci", "Type          = JWT", "Max Token TTL = 20m0s", "Default       = true")
 	r = run(anon, "acl", "auth-method", "list")
 	clitest.WantCode(t, r, 0)

@@ -25,9 +25,9 @@ const maxAuthConfigBytes = 256 << 10
 // set map records which flags were given, so that an update changes only
 // those.
 type authMethodOptions struct {
-	name, typ, locality, config string
-	maxTTL                      time.Duration
-	isDefault                   trackedBool
+	name, typ, locality, config, nameFormat string
+	maxTTL                                  time.Duration
+	isDefault                               trackedBool
 }
 
 // trackedBool is a boolean flag that knows whether it was given, so that
@@ -55,6 +55,7 @@ func authMethodFlags(ao *authMethodOptions) func(fs *flag.FlagSet, o *aclOptions
 		fs.DurationVar(&ao.maxTTL, "max-token-ttl", 0, "")
 		fs.Var(&ao.isDefault, "default", "")
 		fs.StringVar(&ao.config, "config", "", "")
+		fs.StringVar(&ao.nameFormat, "token-name-format", "", "")
 	}
 }
 
@@ -128,6 +129,11 @@ Create Options:
   -default
     Makes it the method drover login uses without -method.
 
+  -token-name-format
+    The name of a login's token: may read ${auth_method_type},
+    ${auth_method_name} and ${value.<claim>} (default "token created via
+    login: <name>").
+
   -config
     The method's configuration as JSON, or @<path> to read it from a file
     ("@-" for stdin): JWTValidationPubKeys or JWKSURL (and JWKSCACert),
@@ -143,8 +149,8 @@ Usage: drover acl auth-method update [options] <name>
   Changes an auth method: only the given flags change it (-config
   replaces the whole configuration). Needs a management token.
 
-Update Options: -type, -max-token-ttl, -token-locality, -default, -config
-and -json, as for create.`
+Update Options: -type, -max-token-ttl, -token-locality, -default,
+-token-name-format, -config and -json, as for create.`
 
 func runAuthMethodWrite(c *aclCommand, ctx context.Context, client *cli.APIClient, o *aclOptions, ao *authMethodOptions, args []string, create bool) int {
 	var m structs.ACLAuthMethod
@@ -171,6 +177,9 @@ func runAuthMethodWrite(c *aclCommand, ctx context.Context, client *cli.APIClien
 	}
 	if create || ao.locality != "" {
 		m.TokenLocality = ao.locality
+	}
+	if create || ao.nameFormat != "" {
+		m.TokenNameFormat = ao.nameFormat
 	}
 	if create || ao.maxTTL != 0 {
 		m.MaxTokenTTL = ao.maxTTL
