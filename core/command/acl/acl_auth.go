@@ -21,9 +21,9 @@ import (
 // maxAuthConfigBytes bounds an auth method's -config file.
 const maxAuthConfigBytes = 256 << 10
 
-// authMethodOptions are the flags of auth-method create and update. The
-// set map records which flags were given, so that an update changes only
-// those.
+// authMethodOptions are the flags of auth-method create and update. An
+// update changes only what is given (a non-empty value, or -default set
+// either way).
 type authMethodOptions struct {
 	name, typ, locality, config, nameFormat string
 	maxTTL                                  time.Duration
