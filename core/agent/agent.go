@@ -334,6 +334,8 @@ func (a *Agent) startServer(opts Options, dataDir, advHTTP string, drivers []str
 		return serr
 	}
 	scfg.ScheduledSnapshot = snapSched
+	// Checked when the config was parsed.
+	scfg.Autopilot, _ = cfg.autopilotConfig()
 	// Durations were validated when the config was parsed.
 	if sc.HeartbeatGrace != "" {
 		scfg.HeartbeatGrace, _ = time.ParseDuration(sc.HeartbeatGrace)

@@ -41,6 +41,9 @@ type Config struct {
 	ACL       *ACLConfig      `hcl:"acl,block"`
 	Telemetry *Telemetry      `hcl:"telemetry,block"`
 	Plugins   []*PluginConfig `hcl:"plugin,block"`
+	// Autopilot is the configuration a new cluster starts with
+	// (config_autopilot.go).
+	Autopilot *AutopilotBlock `hcl:"autopilot,block"`
 
 	// DevMode is set by -dev, never from a file.
 	DevMode bool
@@ -449,4 +452,7 @@ func (c *Config) validateInto(p *problems) {
 		p.add("server.server_join.retry_join", "bootstrap_expect = %d needs the addresses of the other servers", c.Server.BootstrapExpect)
 	}
 	p.addErr(c.validateAutoTLS())
+	if _, err := c.autopilotConfig(); err != nil {
+		p.addErr(err)
+	}
 }

@@ -56,7 +56,6 @@ var nomadOnlyKeys = map[string]map[string]string{
 		"disable_anonymous_signature": silent,
 		"addresses":                   "drover listens on bind_addr (per-listener addresses are not served)",
 		"audit":                       whyEnterprise,
-		"autopilot":                   "drover's servers keep their own Raft membership (no autopilot settings)",
 		"consul":                      whyConsul,
 		"consuls":                     whyConsul,
 		"vault":                       whyVault,

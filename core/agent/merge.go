@@ -91,6 +91,7 @@ func (c *Config) Merge(o *Config) *Config {
 	r.TLS = mergeTLS(c.TLS, o.TLS)
 	r.ACL = mergeACL(c.ACL, o.ACL)
 	r.Telemetry = mergeTelemetry(c.Telemetry, o.Telemetry)
+	r.Autopilot = mergeAutopilot(c.Autopilot, o.Autopilot)
 	r.Origins = maps.Clone(c.Origins)
 	if len(o.Origins) > 0 && r.Origins == nil {
 		r.Origins = map[string]string{}

@@ -417,9 +417,9 @@ func TestApplyUnknownTypes(t *testing.T) {
 		data     []byte
 		wantStop bool
 	}{
-		{"unknown with ignore flag", []byte{byte(structs.IgnoreUnknownTypeFlag | 100), '{', '}'}, false},
+		{"unknown with ignore flag", []byte{byte(structs.IgnoreUnknownTypeFlag | 127), '{', '}'}, false},
 		{"bare ignore flag", []byte{byte(structs.IgnoreUnknownTypeFlag)}, false},
-		{"unknown without flag", []byte{100, '{', '}'}, true},
+		{"unknown without flag", []byte{127, '{', '}'}, true},
 		{"undecodable payload", []byte{byte(structs.NodeRegisterRequestType), '{'}, true},
 		{"empty entry", []byte{}, true},
 	}

@@ -295,11 +295,16 @@ var checkers = map[structs.MessageType]func([]byte) error{
 	structs.ACLRoleUpsertRequestType:      check[structs.ACLRoleUpsertRequest],
 	structs.ACLRoleDeleteRequestType:      check[structs.ACLRoleDeleteRequest],
 
-	structs.VariableApplyRequestType:  check[structs.VariableApplyRequest],
-	structs.RootKeyUpsertRequestType:  check[structs.RootKeyUpsertRequest],
-	structs.RootKeyStateRequestType:   check[structs.RootKeyStateRequest],
-	structs.VariablesRekeyRequestType: check[structs.VariablesRekeyRequest],
-	structs.RootKeyDeleteRequestType:  check[structs.RootKeyDeleteRequest],
+	structs.VariableApplyRequestType:        check[structs.VariableApplyRequest],
+	structs.RootKeyUpsertRequestType:        check[structs.RootKeyUpsertRequest],
+	structs.RootKeyStateRequestType:         check[structs.RootKeyStateRequest],
+	structs.VariablesRekeyRequestType:       check[structs.VariablesRekeyRequest],
+	structs.RootKeyDeleteRequestType:        check[structs.RootKeyDeleteRequest],
+	structs.ACLAuthMethodUpsertRequestType:  check[structs.ACLAuthMethodUpsertRequest],
+	structs.ACLAuthMethodDeleteRequestType:  check[structs.ACLAuthMethodDeleteRequest],
+	structs.ACLBindingRuleUpsertRequestType: check[structs.ACLBindingRuleUpsertRequest],
+	structs.ACLBindingRuleDeleteRequestType: check[structs.ACLBindingRuleDeleteRequest],
+	structs.AutopilotConfigRequestType:      check[structs.AutopilotSetConfigRequest],
 
 	structs.NamespaceUpsertRequestType: check[structs.NamespaceUpsertRequest],
 	structs.NamespaceDeleteRequestType: check[structs.NamespaceDeleteRequest],
@@ -358,11 +363,16 @@ var appliers = map[structs.MessageType]func(f *FSM, index uint64, buf []byte) an
 	structs.ACLRoleUpsertRequestType:      (*FSM).applyACLRoleUpsert,
 	structs.ACLRoleDeleteRequestType:      (*FSM).applyACLRoleDelete,
 
-	structs.VariableApplyRequestType:  (*FSM).applyVariable,
-	structs.RootKeyUpsertRequestType:  (*FSM).applyRootKeyUpsert,
-	structs.RootKeyStateRequestType:   (*FSM).applyRootKeyState,
-	structs.VariablesRekeyRequestType: (*FSM).applyVariablesRekey,
-	structs.RootKeyDeleteRequestType:  (*FSM).applyRootKeyDelete,
+	structs.VariableApplyRequestType:        (*FSM).applyVariable,
+	structs.RootKeyUpsertRequestType:        (*FSM).applyRootKeyUpsert,
+	structs.RootKeyStateRequestType:         (*FSM).applyRootKeyState,
+	structs.VariablesRekeyRequestType:       (*FSM).applyVariablesRekey,
+	structs.RootKeyDeleteRequestType:        (*FSM).applyRootKeyDelete,
+	structs.ACLAuthMethodUpsertRequestType:  (*FSM).applyACLAuthMethodUpsert,
+	structs.ACLAuthMethodDeleteRequestType:  (*FSM).applyACLAuthMethodDelete,
+	structs.ACLBindingRuleUpsertRequestType: (*FSM).applyACLBindingRuleUpsert,
+	structs.ACLBindingRuleDeleteRequestType: (*FSM).applyACLBindingRuleDelete,
+	structs.AutopilotConfigRequestType:      (*FSM).applyAutopilotConfig,
 
 	structs.NamespaceUpsertRequestType: (*FSM).applyNamespaceUpsert,
 	structs.NamespaceDeleteRequestType: (*FSM).applyNamespaceDelete,
@@ -441,6 +451,9 @@ func typeName(t structs.MessageType) string {
 			return n
 		}
 		if n, ok := varTypeNames[t&^structs.IgnoreUnknownTypeFlag]; ok {
+			return n
+		}
+		if n, ok := aclAuthTypeNames[t&^structs.IgnoreUnknownTypeFlag]; ok {
 			return n
 		}
 		if n, ok := namespaceTypeNames[t&^structs.IgnoreUnknownTypeFlag]; ok {

@@ -50,7 +50,7 @@ func TestApplyStopsAtBadEntry(t *testing.T) {
 			&structs.JobRegisterRequest{Job: deepJob(1100)}), "JobRegister"},
 		{"truncated payload", encodeOrFail(t, structs.NodeRegisterRequestType,
 			&structs.NodeRegisterRequest{Node: mockNode()})[:20], "NodeRegister"},
-		{"unknown type", []byte{100, 0x80}, "MessageType(100)"},
+		{"unknown type", []byte{127, 0x80}, "MessageType(127)"},
 		{"empty", []byte{}, "none"},
 	}
 	for _, tc := range cases {
@@ -111,8 +111,8 @@ func TestCheckEntry(t *testing.T) {
 		{"plan result with the deepest accepted config", encodeOrFail(t, structs.ApplyPlanResultsRequestType, planWith(structs.MaxNestingDepth)), true},
 		{"job nested as in the report", encodeOrFail(t, structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: deepJob(1100)}), false},
 		{"job just past the decode depth", encodeOrFail(t, structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: deepJob(structs.MaxDecodeDepth)}), false},
-		{"flagged unknown type", []byte{byte(structs.IgnoreUnknownTypeFlag | 100), 0x80}, true},
-		{"unknown type", []byte{100, 0x80}, false},
+		{"flagged unknown type", []byte{byte(structs.IgnoreUnknownTypeFlag | 127), 0x80}, true},
+		{"unknown type", []byte{127, 0x80}, false},
 		{"garbage", []byte{byte(structs.EvalUpdateRequestType), 0xc1}, false},
 		{"empty", nil, false},
 	}

@@ -270,6 +270,7 @@ func TestACLMatrix(t *testing.T) {
 		{"POST /v1/acl/token/onetime/exchange", "POST", "/v1/acl/token/onetime/exchange", map[string]string{"OneTimeSecretID": nobody}, "-----"},
 	}
 	cases = append(cases, aclCRUDMatrixCases(w, nobody)...)
+	cases = append(cases, aclAuthMatrixCases(t, nobody)...)
 	cases = append(cases, csiMatrixCases(w)...)
 	cases = append(cases, deploymentMatrixCases(w)...)
 	cases = append(cases, serviceMatrixCases(w)...)

@@ -182,6 +182,18 @@ var routeTable = []route{
 	{"GET", "/v1/acl/role/{id}", self, on(aclHandlers.aclRoleGet)},
 	{"PUT POST", "/v1/acl/role/{id}", self, on(aclHandlers.aclRoleUpdate)},
 	{"DELETE", "/v1/acl/role/{id}", self, on(aclHandlers.aclRoleDelete)},
+	// ACL auth methods, binding rules and login (acl_auth.go).
+	{"GET", "/v1/acl/auth-methods", self, on(aclHandlers.aclAuthMethodList)},
+	{"PUT POST", "/v1/acl/auth-method", self, on(aclHandlers.aclAuthMethodCreate)},
+	{"GET", "/v1/acl/auth-method/{name}", self, on(aclHandlers.aclAuthMethodGet)},
+	{"PUT POST", "/v1/acl/auth-method/{name}", self, on(aclHandlers.aclAuthMethodUpdate)},
+	{"DELETE", "/v1/acl/auth-method/{name}", self, on(aclHandlers.aclAuthMethodDelete)},
+	{"GET", "/v1/acl/binding-rules", self, on(aclHandlers.aclBindingRuleList)},
+	{"PUT POST", "/v1/acl/binding-rule", self, on(aclHandlers.aclBindingRuleCreate)},
+	{"GET", "/v1/acl/binding-rule/{id}", self, on(aclHandlers.aclBindingRuleGet)},
+	{"PUT POST", "/v1/acl/binding-rule/{id}", self, on(aclHandlers.aclBindingRuleUpdate)},
+	{"DELETE", "/v1/acl/binding-rule/{id}", self, on(aclHandlers.aclBindingRuleDelete)},
+	{"PUT POST", "/v1/acl/login", self, on(aclHandlers.aclLogin)},
 
 	// Namespaces: reads need the namespace's read capability (a list
 	// shows only those), writes a management token, as in Nomad.
@@ -237,6 +249,10 @@ var routeTable = []route{
 	{"DELETE", "/v1/operator/raft/peer", opWrite, on(operatorHandlers.raftRemovePeer)},
 	{"GET", "/v1/operator/scheduler/configuration", opRead, on(operatorHandlers.schedulerConfigGet)},
 	{"PUT POST", "/v1/operator/scheduler/configuration", opWrite, on(operatorHandlers.schedulerConfigSet)},
+	// Autopilot (operator_autopilot.go).
+	{"GET", "/v1/operator/autopilot/configuration", opRead, on(operatorHandlers.autopilotConfigGet)},
+	{"PUT POST", "/v1/operator/autopilot/configuration", opWrite, on(operatorHandlers.autopilotConfigSet)},
+	{"GET", "/v1/operator/autopilot/health", opRead, on(operatorHandlers.autopilotHealth)},
 	// A join token is a credential: reading one is a write's privilege.
 	{"GET", "/v1/operator/join-token/{role}", opWrite, on(operatorHandlers.joinTokenGet)},
 	{"PUT POST", "/v1/operator/join-token/{role}/rotate", opWrite, on(operatorHandlers.joinTokenRotate)},

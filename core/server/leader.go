@@ -130,6 +130,7 @@ func (s *Server) establishLeadership() error {
 	s.startLeaderLoop(ctx, s.heartbeat.run)
 	s.startLeaderLoop(ctx, s.drainer.Run)
 	s.startLeaderLoop(ctx, s.newDeploymentWatcher().Run)
+	s.startLeaderLoop(ctx, s.runAutopilot)
 	if s.cfg.GC != nil {
 		// The GC engine owns one-time token expiry (one-time-token-gc)
 		// along with every other collection.

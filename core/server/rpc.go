@@ -255,6 +255,7 @@ func (s *Server) RegisterRPC(rs *rpc.Server) {
 		return &Empty{}, nodes.UpdateAllocs(mark(ctx), a.NodeID, a.SecretID, a.Allocs)
 	})
 	s.Operator().register(rs, mark)
+	s.Operator().registerAutopilot(rs, mark)
 	s.registerACLPKIRPC(rs, mark)
 	s.Namespaces().register(rs, mark)
 	s.Variables().register(rs, mark)

@@ -82,6 +82,10 @@ type Config struct {
 	// collected); GCConfig holds their thresholds and intervals.
 	GC       GCRouter
 	GCConfig GCConfig
+	// Autopilot is the autopilot configuration the leader writes when the
+	// cluster has none yet (the agent's autopilot block); nil: Nomad's
+	// defaults until an operator sets one.
+	Autopilot *structs.AutopilotConfig
 	// ScheduledSnapshot, when set, has the leader write backups on a
 	// schedule (snapshot_schedule.go).
 	ScheduledSnapshot *SnapshotSchedule
@@ -239,6 +243,10 @@ type Server struct {
 	established atomic.Bool
 
 	rpcPool *rpc.Pool
+
+	// autopilot is the leader's view of the servers' health
+	// (autopilot.go).
+	autopilot autopilotTracker
 
 	shutdownCtx    context.Context
 	shutdownCancel context.CancelFunc

@@ -112,6 +112,8 @@ func aclManageCommands(ui *cli.UI) map[string]cli.Command {
 		{name: "acl token delete", synopsis: "Delete an ACL token", help: aclTokenDeleteHelp, run: runACLTokenDelete},
 	}
 	cmds = append(cmds, aclRoleCommands()...)
+	cmds = append(cmds, aclAuthCommands()...)
+	cmds = append(cmds, loginCommand())
 	out := make(map[string]cli.Command, len(cmds))
 	for _, c := range cmds {
 		c.ui = ui

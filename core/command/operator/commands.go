@@ -21,6 +21,10 @@ func Commands(ui *cli.UI) map[string]cli.Command {
 		"operator snapshot restore": &OperatorSnapshotRestoreCommand{ui: ui},
 		"operator snapshot inspect": &OperatorSnapshotInspectCommand{ui: ui},
 		"system gc":                 &SystemGCCommand{ui: ui},
+
+		"operator autopilot get-config": &OperatorAutopilotGetCommand{ui: ui},
+		"operator autopilot set-config": &OperatorAutopilotSetCommand{ui: ui},
+		"operator autopilot health":     &OperatorAutopilotHealthCommand{ui: ui},
 	}
 	return cmds
 }

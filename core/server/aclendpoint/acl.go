@@ -82,6 +82,9 @@ type ACL struct {
 	resolver *acl.Resolver
 	mu       sync.Mutex
 	store    *state.StateStore
+
+	// jwks caches the key sets of JWT auth methods (auth_jwt.go).
+	jwks jwksCache
 }
 
 // New returns the ACL endpoints of a server.

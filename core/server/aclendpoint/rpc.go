@@ -105,6 +105,7 @@ func Register(rs *rpc.Server, a *ACL, mark func(context.Context) context.Context
 		return &TokensReply{Tokens: toks, Index: idx}, err
 	})
 	registerRoles(rs, a, mark)
+	registerAuth(rs, a, mark)
 	rpc.Handle(rs, "ACL.DeleteTokens", func(ctx context.Context, args *TokenDeleteArgs) (*IndexReply, error) {
 		idx, err := a.DeleteACLTokens(mark(ctx), args.SecretID, args.AccessorIDs)
 		return &IndexReply{Index: idx}, err

@@ -71,6 +71,9 @@ const (
 	recJobSubmission   byte = 46
 	recVariable        byte = 90
 	recRootKey         byte = 91
+	recACLAuthMethod   byte = 100
+	recACLBindingRule  byte = 101
+	recAutopilotConfig byte = 102
 	recEnd             byte = 255
 )
 
@@ -122,6 +125,9 @@ func Write(w io.Writer, txn *memdb.Txn) error {
 		{schema.TableACLTokens, recACLToken},
 		{schema.TableOneTimeTokens, recOneTimeToken},
 		{schema.TableACLRoles, recACLRole},
+		{schema.TableACLAuthMethods, recACLAuthMethod},
+		{schema.TableACLBindingRules, recACLBindingRule},
+		{schema.TableAutopilotConfig, recAutopilotConfig},
 		{schema.TableNamespaces, recNamespace},
 		{schema.TableNodePools, recNodePool},
 		{schema.TableCSIPlugins, recCSIPlugin},
@@ -335,6 +341,12 @@ func decodeRecord(typ byte, buf []byte, jobs map[uint64]*structs.Job) (restoreIt
 		it = restoreItem{schema.TableOneTimeTokens, new(structs.OneTimeToken)}
 	case recACLRole:
 		it = restoreItem{schema.TableACLRoles, new(structs.ACLRole)}
+	case recACLAuthMethod:
+		it = restoreItem{schema.TableACLAuthMethods, new(structs.ACLAuthMethod)}
+	case recACLBindingRule:
+		it = restoreItem{schema.TableACLBindingRules, new(structs.ACLBindingRule)}
+	case recAutopilotConfig:
+		it = restoreItem{schema.TableAutopilotConfig, new(structs.AutopilotConfig)}
 	case recNamespace:
 		it = restoreItem{schema.TableNamespaces, new(structs.Namespace)}
 	case recNodePool:

@@ -97,6 +97,7 @@ func DB() *memdb.DBSchema {
 		jobSubmissionsTable(),
 	}
 	tables = append(tables, aclTables()...)
+	tables = append(tables, aclAuthTables()...)
 	tables = append(tables, csiTables()...)
 	tables = append(tables, deploymentTables()...)
 	tables = append(tables, variablesTables()...)
