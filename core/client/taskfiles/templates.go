@@ -79,6 +79,10 @@ type Renderer struct {
 	compiled []*template.Template
 	brain    *template.Brain
 	deps     map[string]*serviceDep // by the dependency's String()
+	// varLookup serves nomadVar and nomadVarList (nil: refused); vdeps
+	// are their queries (template_vars.go).
+	varLookup VariableLookupFunc
+	vdeps     map[string]*varDep
 	outputs  []string
 	written  bool
 	vars     map[string]string
@@ -94,7 +98,7 @@ func NewRenderer(allocDir, taskDir string, tmpls []*structs.Template, env map[st
 	return &Renderer{
 		allocDir: allocDir, taskDir: taskDir, tmpls: tmpls, env: env, envList: taskenv.List(env),
 		lookup: lookup, namespace: namespace, logger: logger,
-		brain: template.NewBrain(), deps: map[string]*serviceDep{},
+		brain: template.NewBrain(), deps: map[string]*serviceDep{}, vdeps: map[string]*varDep{},
 	}
 }
 
@@ -254,6 +258,18 @@ func (r *Renderer) Render(ctx context.Context, wait bool) ([]int, error) {
 			return r.write(outs)
 		}
 		for _, d := range missing {
+			r.mu.Lock()
+			vd, isVar, err := r.trackVar(d)
+			r.mu.Unlock()
+			if err != nil {
+				return nil, err
+			}
+			if isVar {
+				if err := r.fetchVar(ctx, vd, wait); err != nil {
+					return nil, err
+				}
+				continue
+			}
 			sd, err := r.track(d)
 			if err != nil {
 				return nil, err
@@ -276,7 +292,7 @@ func (r *Renderer) track(d dep.Dependency) (*serviceDep, error) {
 	}
 	q, ok := d.(*dep.NomadServiceQuery)
 	if !ok || r.lookup == nil {
-		return nil, fmt.Errorf("a template needs data drover does not serve to templates (Consul, Vault, Nomad variables or service listings): %s", d.String())
+		return nil, fmt.Errorf("a template needs data drover does not serve to templates (Consul, Vault or service listings): %s", d.String())
 	}
 	s := strings.TrimSuffix(strings.TrimPrefix(q.String(), "nomad.service("), ")")
 	if strings.Contains(s, ":") {
@@ -456,7 +472,7 @@ func (r *Renderer) destRel(i int) string {
 func (r *Renderer) Watched() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.deps) > 0
+	return len(r.deps) > 0 || len(r.vdeps) > 0
 }
 
 // Watch follows the services the templates read with blocking lookups
@@ -479,6 +495,17 @@ func (r *Renderer) Watch(ctx context.Context, retry func(n int) time.Duration, o
 			go func() {
 				defer wg.Done()
 				r.watchDep(ctx, sd, retry, events)
+			}()
+		}
+		for key, vd := range r.vdeps {
+			if started[key] {
+				continue
+			}
+			started[key] = true
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r.watchVar(ctx, vd, retry, events)
 			}()
 		}
 		r.mu.Unlock()
