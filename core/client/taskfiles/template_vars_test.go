@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drover-org/drover/internal/testwait"
 	"github.com/drover-org/drover/core/structs"
+	"github.com/drover-org/drover/internal/testwait"
 )
 
 // fakeVars serves task variable reads as the servers do: the task's paths

@@ -83,9 +83,9 @@ type Renderer struct {
 	// are their queries (template_vars.go).
 	varLookup VariableLookupFunc
 	vdeps     map[string]*varDep
-	outputs  []string
-	written  bool
-	vars     map[string]string
+	outputs   []string
+	written   bool
+	vars      map[string]string
 }
 
 // NewRenderer is the renderer of tmpls into taskDir, a directory of
