@@ -170,6 +170,11 @@ func (r *remoteServers) UpdateServices(ctx context.Context, args *structs.Servic
 	return err
 }
 
+// LookupVariables reads variables for a task's templates.
+func (r *remoteServers) LookupVariables(ctx context.Context, args *structs.VariableTaskReadArgs) (*structs.VariableTaskReadReply, error) {
+	return call[structs.VariableTaskReadArgs, structs.VariableTaskReadReply](ctx, r, "Variables.TaskRead", args)
+}
+
 func (r *remoteServers) LookupServices(ctx context.Context, args *structs.ServiceLookupArgs) (*structs.ServiceLookupReply, error) {
 	return call[structs.ServiceLookupArgs, structs.ServiceLookupReply](ctx, r, "ServiceRegistration.Lookup", args)
 }

@@ -60,6 +60,10 @@ type runnerConfig struct {
 	// LookupServices reads a service's registrations for templates'
 	// nomadService (nil: templates cannot use it).
 	LookupServices taskfiles.ServiceLookupFunc
+	// LookupVariables reads variables for templates' nomadVar and
+	// nomadVarList; the alloc and task are filled in per task (nil:
+	// templates cannot use them).
+	LookupVariables taskfiles.VariableLookupFunc
 	// MaxKillTimeout caps the tasks' kill_timeout (0: no cap).
 	MaxKillTimeout time.Duration
 }

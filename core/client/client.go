@@ -105,15 +105,16 @@ func New(cfg Config) (*Client, error) {
 			a.NodeID, a.SecretID = nodeID, secretID
 			return cfg.Server.LookupServices(ctx, &a)
 		},
-		Logger:         c.logger.Named("alloc_runner"),
-		Metrics:        cfg.Metrics,
-		Drivers:        cfg.Drivers,
-		Node:           c.Node,
-		Region:         cfg.Region,
-		Path:           os.Getenv("PATH"),
-		AllocRoot:      cfg.AllocDir,
-		Update:         c.batcher.Enqueue,
-		MaxKillTimeout: cfg.MaxKillTimeout,
+		LookupVariables: variableLookup(cfg.Server, nodeID, secretID),
+		Logger:          c.logger.Named("alloc_runner"),
+		Metrics:         cfg.Metrics,
+		Drivers:         cfg.Drivers,
+		Node:            c.Node,
+		Region:          cfg.Region,
+		Path:            os.Getenv("PATH"),
+		AllocRoot:       cfg.AllocDir,
+		Update:          c.batcher.Enqueue,
+		MaxKillTimeout:  cfg.MaxKillTimeout,
 		Persist: func(p *persistedAlloc) {
 			if err := c.state.putAlloc(p); err != nil {
 				c.logger.Error("failed to persist alloc state", "alloc_id", p.Alloc.ID, "error", err)

@@ -371,6 +371,14 @@ func (tr *taskRunner) prepare(ctx context.Context, first bool) error {
 		if consulFromCatalogue(alloc) {
 			r.ReadConsulFromCatalogue()
 		}
+		if lv := ar.cfg.LookupVariables; lv != nil {
+			allocID, task := alloc.ID, tr.task.Name
+			r.SetVariableLookup(func(ctx context.Context, args *structs.VariableTaskReadArgs) (*structs.VariableTaskReadReply, error) {
+				a := *args
+				a.AllocID, a.Task = allocID, task
+				return lv(ctx, &a)
+			})
+		}
 		// A template waiting for a service ends with a kill or the
 		// client's shutdown; a restored task does not wait.
 		rctx, cancel := context.WithCancel(ctx)

@@ -208,3 +208,23 @@ func waitSplay(ctx context.Context, splay time.Duration, pick func(time.Duration
 		return true
 	}
 }
+
+// variableLooker is a server connection that serves templates' variables
+// (the agent's and the in-process server's do).
+type variableLooker interface {
+	LookupVariables(ctx context.Context, args *structs.VariableTaskReadArgs) (*structs.VariableTaskReadReply, error)
+}
+
+// variableLookup is the variables read of templates with the node's
+// credentials, or nil when srv serves none.
+func variableLookup(srv any, nodeID, secretID string) taskfiles.VariableLookupFunc {
+	vl, ok := srv.(variableLooker)
+	if !ok {
+		return nil
+	}
+	return func(ctx context.Context, args *structs.VariableTaskReadArgs) (*structs.VariableTaskReadReply, error) {
+		a := *args
+		a.NodeID, a.SecretID = nodeID, secretID
+		return vl.LookupVariables(ctx, &a)
+	}
+}

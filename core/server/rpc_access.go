@@ -41,6 +41,10 @@ var rpcAccess = map[string]pkiendpoint.Access{
 	"ServiceRegistration.Lookup": pkiendpoint.ForNode("read services", func(r any) string {
 		return r.(*structs.ServiceLookupArgs).NodeID
 	}),
+	// Templates' variables: what the node's own allocations' tasks may read.
+	"Variables.TaskRead": pkiendpoint.ForNode("read variables", func(r any) string {
+		return r.(*structs.VariableTaskReadArgs).NodeID
+	}),
 }
 
 // PublicMethods are the methods a caller without a certificate may reach:

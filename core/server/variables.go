@@ -70,6 +70,9 @@ func (ep Variables) register(rs *rpc.Server, mark func(context.Context) context.
 		}
 		return r, err
 	})
+	rpc.Handle(rs, "Variables.TaskRead", func(ctx context.Context, a *structs.VariableTaskReadArgs) (*structs.VariableTaskReadReply, error) {
+		return ep.TaskRead(mark(ctx), a)
+	})
 	rpc.Handle(rs, "Keyring.Delete", func(ctx context.Context, a *KeyringDeleteArgs) (*IndexReply, error) {
 		idx, err := ep.DeleteKey(mark(ctx), a.KeyID, a.Force)
 		return &IndexReply{Index: idx}, err

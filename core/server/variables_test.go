@@ -212,3 +212,95 @@ func v2KeyID(keys []*structs.RootKeyMeta) string {
 	}
 	return ""
 }
+
+// TestVariablesTaskRead: a client reads, with its node's secret, the
+// variables its allocation's task may read implicitly; another node, a
+// wrong secret, or a path outside the task's are refused or hidden; a
+// blocking read wakes on a write.
+func TestVariablesTaskRead(t *testing.T) {
+	s := testServer(t, nil)
+	ctx := context.Background()
+	node := testNode("a")
+	if _, err := s.Nodes().Register(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	other := testNode("b")
+	if _, err := s.Nodes().Register(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	job := testJob("web", "sysbatch")
+	if _, err := s.Jobs().Register(ctx, job, false, 0); err != nil {
+		t.Fatal(err)
+	}
+	var alloc *structs.Allocation
+	waitFor(t, 10*time.Second, "an allocation on node a", func() bool {
+		allocs, _ := s.State().AllocsByNode(nil, node.ID)
+		if len(allocs) > 0 {
+			alloc = allocs[0]
+		}
+		return alloc != nil
+	})
+	group, task := alloc.TaskGroup, job.TaskGroups[0].Tasks[0].Name
+	mine := "nomad/jobs/web/" + group + "/" + task
+	for _, p := range []string{"nomad/jobs/web", mine, "nomad/jobs/other", "secret"} {
+		if _, _, _, err := s.Variables().Write(ctx, structs.VarOpSet, &structs.Variable{Path: p, Items: structs.VariableItems{"k": p}}, nil, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func(a structs.VariableTaskReadArgs) (*structs.VariableTaskReadReply, error) {
+		if a.NodeID == "" {
+			a.NodeID, a.SecretID = node.ID, node.SecretID
+		}
+		a.AllocID, a.Task = alloc.ID, task
+		return s.Variables().TaskRead(ctx, &a)
+	}
+	cases := []struct {
+		name string
+		args structs.VariableTaskReadArgs
+		want string // the item read, "" for none; "denied" for an error
+	}{
+		{"job path", structs.VariableTaskReadArgs{Path: "nomad/jobs/web"}, "nomad/jobs/web"},
+		{"task path", structs.VariableTaskReadArgs{Path: mine}, mine},
+		{"another job", structs.VariableTaskReadArgs{Path: "nomad/jobs/other"}, ""},
+		{"outside nomad/jobs", structs.VariableTaskReadArgs{Path: "secret"}, ""},
+		{"wrong secret", structs.VariableTaskReadArgs{NodeID: node.ID, SecretID: "bad", Path: mine}, "denied"},
+		{"another node's alloc", structs.VariableTaskReadArgs{NodeID: other.ID, SecretID: other.SecretID, Path: mine}, "denied"},
+	}
+	for _, c := range cases {
+		r, err := read(c.args)
+		switch {
+		case c.want == "denied":
+			if !errors.Is(err, structs.ErrPermissionDenied) {
+				t.Errorf("%s: %v, want permission denied", c.name, err)
+			}
+		case err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.want == "" && r.Var != nil:
+			t.Errorf("%s: read %+v, want nothing", c.name, r.Var)
+		case c.want != "" && (r.Var == nil || r.Var.Items["k"] != c.want):
+			t.Errorf("%s: read %+v", c.name, r.Var)
+		}
+	}
+	list, err := read(structs.VariableTaskReadArgs{List: true, Prefix: "nomad/"})
+	if err != nil || len(list.List) != 2 {
+		t.Fatalf("list: %+v, %v", list, err)
+	}
+
+	// A blocking read returns once the variable is written.
+	done := make(chan *structs.VariableTaskReadReply, 1)
+	go func() {
+		r, _ := read(structs.VariableTaskReadArgs{Path: mine, MinIndex: list.Index, MaxWait: time.Minute})
+		done <- r
+	}()
+	if _, _, _, err := s.Variables().Write(ctx, structs.VarOpSet, &structs.Variable{Path: mine, Items: structs.VariableItems{"k": "new"}}, nil, ""); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-done:
+		if r == nil || r.Var == nil || r.Var.Items["k"] != "new" || r.Index <= list.Index {
+			t.Errorf("blocking read: %+v", r)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the blocking read did not wake")
+	}
+}

@@ -331,3 +331,34 @@ type RootKeyStateRequest struct {
 type RootKeyDeleteRequest struct {
 	KeyID string `codec:",omitempty"`
 }
+
+// VariableTaskReadArgs is a client's read of variables for a task's
+// templates (RPC Variables.TaskRead): the node's credentials, the
+// allocation and task reading, and either one Path or, with List, the
+// paths under Prefix. A task reads without a token the variables its
+// workload identity may, as Nomad's: nomad/jobs, nomad/jobs/<job>,
+// nomad/jobs/<job>/<group> and nomad/jobs/<job>/<group>/<task>, in its
+// allocation's namespace.
+type VariableTaskReadArgs struct {
+	NodeID, SecretID string
+	AllocID, Task    string
+	Path             string
+	List             bool
+	Prefix           string
+	MinIndex         uint64
+	MaxWait          time.Duration
+}
+
+// VariableTaskReadReply is the variable read (nil when absent or not
+// readable), or the metadata of the listed ones, and the index read at.
+type VariableTaskReadReply struct {
+	Var   *Variable
+	List  []*VariableMetadata
+	Index uint64
+}
+
+// TaskVariablePaths are the variable paths a task of job/group/task may
+// read implicitly.
+func TaskVariablePaths(job, group, task string) []string {
+	return []string{"nomad/jobs", "nomad/jobs/" + job, "nomad/jobs/" + job + "/" + group, "nomad/jobs/" + job + "/" + group + "/" + task}
+}

@@ -107,9 +107,13 @@ type Renderer struct {
 	compiled []*template.Template
 	brain    *template.Brain
 	deps     map[string]*serviceDep // by the dependency's String()
-	outputs  []string
-	written  bool
-	vars     map[string]string
+	// varLookup serves nomadVar and nomadVarList (nil: refused); vdeps
+	// are their queries (template_vars.go).
+	varLookup VariableLookupFunc
+	vdeps     map[string]*varDep
+	outputs   []string
+	written   bool
+	vars      map[string]string
 }
 
 // NewRenderer is the renderer of tmpls into taskDir, a directory of
@@ -122,7 +126,7 @@ func NewRenderer(allocDir, taskDir string, tmpls []*structs.Template, env map[st
 	return &Renderer{
 		allocDir: allocDir, taskDir: taskDir, tmpls: tmpls, env: env, envList: taskenv.List(env),
 		lookup: lookup, namespace: namespace, logger: logger,
-		brain: template.NewBrain(), deps: map[string]*serviceDep{},
+		brain: template.NewBrain(), deps: map[string]*serviceDep{}, vdeps: map[string]*varDep{},
 	}
 }
 
@@ -139,7 +143,7 @@ func (r *Renderer) ReadConsulFromCatalogue() {
 // renderTemplates renders each template into the task's directory with the
 // task's environment (and only it: the client's own environment is not
 // visible to `env`) and returns the variables of the templates with env =
-// true. A template whose data needs Consul, Vault or Nomad variables fails
+// true. A template whose data needs Consul or Vault fails
 // the task with the reason: drover serves none of them to templates.
 func renderTemplates(allocDir, taskDir string, tmpls []*structs.Template, env map[string]string) (map[string]string, error) {
 	r := NewRenderer(allocDir, taskDir, tmpls, env, nil, "", nil)
@@ -292,6 +296,18 @@ func (r *Renderer) Render(ctx context.Context, wait bool) ([]int, error) {
 			return r.write(outs)
 		}
 		for _, d := range missing {
+			r.mu.Lock()
+			vd, isVar, err := r.trackVar(d)
+			r.mu.Unlock()
+			if err != nil {
+				return nil, err
+			}
+			if isVar {
+				if err := r.fetchVar(ctx, vd, wait); err != nil {
+					return nil, err
+				}
+				continue
+			}
 			sd, err := r.track(d)
 			if err != nil {
 				return nil, err
@@ -323,7 +339,7 @@ func (r *Renderer) track(d dep.Dependency) (*serviceDep, error) {
 // serviceDep is the query of a dependency the templates lack, or the
 // reason it cannot be served (r.mu held).
 func (r *Renderer) serviceDep(d dep.Dependency) (*serviceDep, error) {
-	refused := fmt.Errorf("a template needs data drover does not serve to templates (Consul, Vault or Nomad variables): %s", d.String())
+	refused := fmt.Errorf("a template needs data drover does not serve to templates (Consul or Vault): %s", d.String())
 	if r.lookup == nil {
 		return nil, refused
 	}
@@ -639,7 +655,7 @@ func (r *Renderer) destRel(i int) string {
 func (r *Renderer) Watched() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.deps) > 0
+	return len(r.deps) > 0 || len(r.vdeps) > 0
 }
 
 // Watch follows the services the templates read with blocking lookups
@@ -662,6 +678,17 @@ func (r *Renderer) Watch(ctx context.Context, retry func(n int) time.Duration, o
 			go func() {
 				defer wg.Done()
 				r.watchDep(ctx, sd, retry, events)
+			}()
+		}
+		for key, vd := range r.vdeps {
+			if started[key] {
+				continue
+			}
+			started[key] = true
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r.watchVar(ctx, vd, retry, events)
 			}()
 		}
 		r.mu.Unlock()
