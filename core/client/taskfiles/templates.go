@@ -143,7 +143,7 @@ func (r *Renderer) ReadConsulFromCatalogue() {
 // renderTemplates renders each template into the task's directory with the
 // task's environment (and only it: the client's own environment is not
 // visible to `env`) and returns the variables of the templates with env =
-// true. A template whose data needs Consul or Vault fails
+// true. A template whose data needs Consul, Vault or Nomad variables fails
 // the task with the reason: drover serves none of them to templates.
 func renderTemplates(allocDir, taskDir string, tmpls []*structs.Template, env map[string]string) (map[string]string, error) {
 	r := NewRenderer(allocDir, taskDir, tmpls, env, nil, "", nil)
