@@ -2,6 +2,8 @@ package pluginhost
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -57,6 +59,12 @@ func TestStoppedPluginReportedUnhealthy(t *testing.T) {
 			}
 			cont := func() { _ = syscall.Kill(pid, syscall.SIGCONT) }
 			t.Cleanup(cont)
+			// kill returns once the signal is queued: the process stops
+			// when each of its threads next enters the kernel. A call sent
+			// before that may still be answered.
+			if err := waitFor(func() bool { return processStopped(pid) }); err != nil {
+				t.Fatalf("plugin pid %d not stopped after SIGSTOP: %v", pid, err)
+			}
 			called := make(chan error, 1)
 			if tc.call {
 				sched, _, err := h.Schedulers().Lookup("fake-b")
@@ -69,6 +77,21 @@ func TestStoppedPluginReportedUnhealthy(t *testing.T) {
 					_, err := sched.Schedule(ctx, &schedulerpb.ScheduleRequest{Eval: &schedulerpb.Evaluation{Id: "e", Type: "fake-b"}})
 					called <- err
 				}()
+			}
+			if tc.call {
+				// The call must still be waiting when the plugin is
+				// reported unhealthy: one that came back was answered by
+				// something other than the stopped process.
+				if err := waitFor(func() bool {
+					select {
+					case err := <-called:
+						t.Fatalf("the Schedule call to the stopped plugin returned: %v", err)
+					default:
+					}
+					return statusOf(t, h, "sched-b").Health == structs.AgentPluginUnhealthy
+				}); err != nil {
+					t.Fatalf("plugin sched-b not reported unhealthy: %v", err)
+				}
 			}
 			st = waitHealth(t, h, "sched-b", structs.AgentPluginUnhealthy)
 			if !strings.Contains(st.HealthDescription, tc.reason) || !st.Running || st.Pid != pid {
@@ -88,4 +111,25 @@ func TestStoppedPluginReportedUnhealthy(t *testing.T) {
 			}
 		})
 	}
+}
+
+// processStopped reports whether every thread of pid is stopped (state T
+// in /proc/<pid>/task/*/stat).
+func processStopped(pid int) bool {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil || len(tasks) == 0 {
+		return false
+	}
+	for _, task := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, task.Name()))
+		if err != nil {
+			return false
+		}
+		// The state follows the command's closing parenthesis.
+		i := strings.LastIndexByte(string(b), ')')
+		if i < 0 || i+2 >= len(b) || (b[i+2] != 'T' && b[i+2] != 't') {
+			return false
+		}
+	}
+	return true
 }
