@@ -12,7 +12,7 @@ build:
 # -race; its longest packages first (see test below). See docs/testing.md.
 check: check-tracked
 	$(GO) vet ./...
-	$(GO) test -short -count=1 ./core/server ./core/client ./...
+	$(GO) test -short -count=1 ./core/server ./core/client ./core/pluginhost ./core/httpapi ./...
 
 # The test suite, every test: no tracked binaries; vet; unit, integration
 # and end-to-end tests with the race detector; the example plugin module
@@ -26,8 +26,8 @@ check: check-tracked
 # slow on a fresh machine only: its fuzz.sh test compiles for fuzzing.
 # TESTFLAGS adds go test flags (e.g. TESTFLAGS=-json to time each package);
 # TEST_FUZZTIME=5s also fuzzes every target that long after the tests.
-SLOW_PKGS = ./test/cluster ./core/agent ./test/e2e ./test/docker ./core/server ./core/client \
-	./plugins/driver-docker ./scripts ./core/httpapi
+SLOW_PKGS = ./test/cluster ./test/docker ./test/e2e ./core/agent ./plugins/driver-docker ./core/server \
+	./core/httpapi ./core/client ./core/client/taskfiles ./core/jobspec ./core/nodesim ./core/pluginhost ./scripts
 TESTFLAGS ?=
 TEST_FUZZTIME ?=
 test: check-tracked

@@ -18,7 +18,7 @@ const migrateJob = `job %q {
   migrate {
     max_parallel     = 1
     health_check     = "task_states"
-    min_healthy_time = "1s"
+    min_healthy_time = "3s"
     healthy_deadline = "2m"
   }
 
@@ -146,7 +146,7 @@ func TestServiceDrainMigratesOneAtATime(t *testing.T) {
 
 	l.MustCLI("node", "drain", "-enable", "-yes", "-detach", drained)
 	// Sampled often: a migration is in flight from its stop until its
-	// replacement is healthy (1s after its task runs).
+	// replacement is healthy (3s after its task runs).
 	maxInFlight := 0
 	last, ok := harness.Poll(waitTimeout, 25*time.Millisecond, func() (bool, string) {
 		allocs, err := list()
