@@ -18,6 +18,12 @@ import (
 // server that has been unreachable longer than ServerStabilizationTime
 // when the cluster keeps its quorum without it. The configuration is
 // replicated through Raft.
+//
+// A removed server is not forgotten: as Nomad's leader adds a server back
+// when Serf sees it alive again, the leader keeps probing the servers
+// autopilot removed and adds one back as a voter as soon as it answers (a
+// healed partition, a restarted machine). A server an operator removed
+// (raft remove-peer) is not re-added.
 
 // autopilotInterval is how often the leader probes the servers.
 const autopilotInterval = time.Second
@@ -150,6 +156,10 @@ type autopilotTracker struct {
 	mu      sync.Mutex
 	servers map[string]*trackedServer
 	last    *structs.OperatorHealthReply
+	// removed are the servers this leader's autopilot removed, by ID
+	// (their Raft address): probed each round and added back when they
+	// answer. Kept across step-downs of this server.
+	removed map[string]raft.ServerAddress
 }
 
 func (t *autopilotTracker) reset() {
@@ -217,6 +227,7 @@ func (s *Server) autopilotRound(ctx context.Context, cleanup bool) (string, erro
 	}
 	servers := f.Configuration().Servers
 	_, leaderID := s.raft.LeaderWithID()
+	s.readdReturnedServers(ctx, servers)
 	probes := s.probeServers(ctx, servers)
 	now := time.Now()
 
@@ -237,7 +248,60 @@ func (s *Server) autopilotRound(ctx context.Context, cleanup bool) (string, erro
 		return "", err
 	}
 	s.logger.Info("autopilot: removed dead server", "id", remove.ID, "address", remove.Address)
+	s.autopilot.mu.Lock()
+	if s.autopilot.removed == nil {
+		s.autopilot.removed = map[string]raft.ServerAddress{}
+	}
+	s.autopilot.removed[remove.ID] = raft.ServerAddress(remove.Address)
+	s.autopilot.mu.Unlock()
 	return remove.ID, nil
+}
+
+// readdReturnedServers probes the servers autopilot removed and adds back,
+// as voters, those that answer again. One that is in the configuration
+// again (added by an operator) is forgotten.
+func (s *Server) readdReturnedServers(ctx context.Context, servers []raft.Server) {
+	s.autopilot.mu.Lock()
+	gone := make([]raft.Server, 0, len(s.autopilot.removed))
+	for id, addr := range s.autopilot.removed {
+		gone = append(gone, raft.Server{ID: raft.ServerID(id), Address: addr})
+	}
+	s.autopilot.mu.Unlock()
+	if len(gone) == 0 {
+		return
+	}
+	inConfig := make(map[raft.ServerID]bool, len(servers))
+	for _, srv := range servers {
+		inConfig[srv.ID] = true
+	}
+	var probe []raft.Server
+	for _, srv := range gone {
+		if inConfig[srv.ID] {
+			s.forgetRemoved(string(srv.ID))
+			continue
+		}
+		probe = append(probe, srv)
+	}
+	for id, st := range s.probeServers(ctx, probe) {
+		if st == nil || st.ID != id || ctx.Err() != nil {
+			continue
+		}
+		s.autopilot.mu.Lock()
+		addr := s.autopilot.removed[id]
+		s.autopilot.mu.Unlock()
+		s.logger.Info("autopilot: a server it removed answers again; adding it back", "id", id, "address", addr)
+		if err := s.raft.AddVoter(raft.ServerID(id), addr, 0, 30*time.Second).Error(); err != nil {
+			s.logger.Warn("autopilot: could not add the server back", "id", id, "address", addr, "error", err)
+			continue
+		}
+		s.forgetRemoved(id)
+	}
+}
+
+func (s *Server) forgetRemoved(id string) {
+	s.autopilot.mu.Lock()
+	delete(s.autopilot.removed, id)
+	s.autopilot.mu.Unlock()
 }
 
 // probeServers asks every server for its stats at once; a server that does
