@@ -1,6 +1,11 @@
 package cluster
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"net/http"
 	"os"
@@ -12,14 +17,15 @@ import (
 
 // Disaster recovery into a fresh cluster, as docs/backups.md tells an
 // operator to do it. A 3-server cluster with ACLs, a variable, an ACL
-// policy, role and token, an autopilot setting and a client running a
-// raw_exec task is backed up. Every server is stopped and its data dir
+// policy, role and token, a JWT auth method and its binding rule, an
+// autopilot setting and a client running a raw_exec task is backed up. Every server is stopped and its data dir
 // wiped; the client agent is stopped (its task runs on). A fresh cluster
 // on the same addresses is started, its first server seeded with the
 // backup's CA (operator snapshot extract-ca), then bootstrapped and given
 // the backup. Everything comes back: the job, the ACL objects (the old
 // tokens work, the fresh bootstrap token is gone), the variable (readable:
-// the keyring came back), the join tokens and CA (the old client rejoins
+// the keyring came back), the auth method and binding rule, the join
+// tokens and CA (the old client rejoins
 // with its stored certificate), the autopilot setting; and the client
 // re-attaches to its still-running task: same allocation, same PID.
 func TestSnapshotRestoreIntoFreshCluster(t *testing.T) {
@@ -66,6 +72,13 @@ func TestSnapshotRestoreIntoFreshCluster(t *testing.T) {
 	l.MustWrite(http.MethodPost, "/v1/acl/token", map[string]any{
 		"Name": "ci", "Type": "client", "Policies": []string{"reader"},
 	}, &reader)
+	l.MustWrite(http.MethodPost, "/v1/acl/auth-method", map[string]any{
+		"Name": "ci", "Type": "JWT", "TokenLocality": "local", "MaxTokenTTL": "1h",
+		"Config": map[string]any{"JWTValidationPubKeys": []string{testPubKeyPEM(t)}, "BoundAudiences": []string{"drover"}},
+	}, nil)
+	l.MustWrite(http.MethodPost, "/v1/acl/binding-rule", map[string]any{
+		"AuthMethod": "ci", "BindType": "role", "BindName": "readers",
+	}, nil)
 	l.MustWrite(http.MethodPut, "/v1/var/app/config", map[string]any{
 		"Namespace": "default", "Path": "app/config", "Items": map[string]string{"password": "hunter2"},
 	}, nil)
@@ -152,6 +165,22 @@ func TestSnapshotRestoreIntoFreshCluster(t *testing.T) {
 	if len(roles) != 1 || roles[0].Name != "readers" {
 		t.Errorf("roles after the restore: %+v; want readers", roles)
 	}
+	var methods []struct{ Name string }
+	l.MustGet("/v1/acl/auth-methods", &methods)
+	if len(methods) != 1 || methods[0].Name != "ci" {
+		t.Errorf("auth methods after the restore: %+v; want ci", methods)
+	}
+	var rules []struct{ ID, AuthMethod string }
+	l.MustGet("/v1/acl/binding-rules", &rules)
+	if len(rules) != 1 || rules[0].AuthMethod != "ci" {
+		t.Errorf("binding rules after the restore: %+v; want one of ci", rules)
+	} else {
+		var rule struct{ BindType, BindName string }
+		l.MustGet("/v1/acl/binding-rule/"+rules[0].ID, &rule)
+		if rule.BindType != "role" || rule.BindName != "readers" {
+			t.Errorf("binding rule after the restore: %+v; want role readers", rule)
+		}
+	}
 	var v struct{ Items map[string]string }
 	l.MustGet("/v1/var/app/config", &v)
 	if v.Items["password"] != "hunter2" {
@@ -206,4 +235,19 @@ func setToken(c *cluster, token string) {
 	for _, a := range c.all() {
 		a.Token = token
 	}
+}
+
+// testPubKeyPEM is a fresh ECDSA public key in PEM, as an auth method's
+// JWTValidationPubKeys holds them.
+func testPubKeyPEM(t *testing.T) string {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))
 }
