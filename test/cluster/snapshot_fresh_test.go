@@ -186,6 +186,16 @@ func TestSnapshotRestoreIntoFreshCluster(t *testing.T) {
 	if v.Items["password"] != "hunter2" {
 		t.Errorf("variable after the restore: %+v; want its item back, decrypted", v.Items)
 	}
+	// The restored keyring encrypts new writes too, readable on a follower.
+	l.MustWrite(http.MethodPut, "/v1/var/app/after", map[string]any{
+		"Namespace": "default", "Path": "app/after", "Items": map[string]string{"k": "v"},
+	}, nil)
+	f := c.followers(l)[0]
+	harness.WaitFor(t, waitTimeout, "the variable written after the restore on "+f.Name, func() (bool, string) {
+		var after struct{ Items map[string]string }
+		st, err := f.Do(http.MethodGet, "/v1/var/app/after?stale", nil, &after)
+		return err == nil && st == http.StatusOK && after.Items["k"] == "v", fmt.Sprintf("%d %v %v", st, err, after.Items)
+	})
 	var ap struct{ MaxTrailingLogs int }
 	l.MustGet("/v1/operator/autopilot/configuration", &ap)
 	if ap.MaxTrailingLogs != 777 {
