@@ -13,6 +13,7 @@ import (
 
 	"github.com/drover-org/drover/core/fsm"
 	"github.com/drover-org/drover/core/server/snapshotfile"
+	"github.com/drover-org/drover/core/state"
 	"github.com/drover-org/drover/core/structs"
 )
 
@@ -93,6 +94,12 @@ func (s *Server) RestoreSnapshot(ctx context.Context, r io.Reader) (snapshotfile
 	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
 		return snapshotfile.Info{}, err
 	}
+	if err := s.checkRestoredCA(tmp); err != nil {
+		return snapshotfile.Info{}, err
+	}
+	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+		return snapshotfile.Info{}, err
+	}
 	meta := &raft.SnapshotMeta{
 		Version: raft.SnapshotVersionMax,
 		ID:      info.ID,
@@ -111,4 +118,37 @@ func (s *Server) RestoreSnapshot(ctx context.Context, r io.Reader) (snapshotfile
 	}
 	s.logger.Info("snapshot restored", "id", info.ID, "index", info.Index, "bytes", info.Size)
 	return info, nil
+}
+
+// checkRestoredCA refuses a snapshot whose cluster CA is not the one this
+// server's certificates chain to: restored, it would have the servers
+// issue certificates from a CA their peers do not trust, and the old
+// clients could not reach servers whose certificates they do not trust.
+// A fresh cluster takes a backup's CA with `drover operator snapshot
+// extract-ca` (docs/backups.md). A server without the cluster PKI, or a
+// snapshot without one, has nothing to compare.
+func (s *Server) checkRestoredCA(payload io.Reader) error {
+	if s.cfg.PKI == nil || s.cfg.PKI.Trust == nil {
+		return nil
+	}
+	var stored *structs.ClusterPKI
+	err := fsm.ReadSnapshot(payload, func(table string, obj any) error {
+		if p, ok := obj.(*structs.ClusterPKI); ok && table == state.TablePKI {
+			stored = p
+		}
+		return nil
+	})
+	if err != nil {
+		return structs.NewError(structs.ErrInvalid, "snapshot restore refused, nothing changed: its state does not load: %v", err)
+	}
+	if stored == nil {
+		return nil
+	}
+	if have := s.cfg.PKI.Trust.Fingerprint(); stored.CAFingerprint != have {
+		return structs.NewError(structs.ErrInvalid,
+			"snapshot restore refused, nothing changed: the snapshot's cluster CA %s is not this cluster's (%s); "+
+				"start the fresh cluster's first server from the snapshot's CA (drover operator snapshot extract-ca) before restoring",
+			stored.CAFingerprint, have)
+	}
+	return nil
 }

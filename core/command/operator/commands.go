@@ -22,6 +22,7 @@ func Commands(ui *cli.UI) map[string]cli.Command {
 		"operator snapshot inspect": &OperatorSnapshotInspectCommand{ui: ui},
 		"system gc":                 &SystemGCCommand{ui: ui},
 
+		"operator snapshot extract-ca":  &OperatorSnapshotExtractCACommand{ui: ui},
 		"operator autopilot get-config": &OperatorAutopilotGetCommand{ui: ui},
 		"operator autopilot set-config": &OperatorAutopilotSetCommand{ui: ui},
 		"operator autopilot health":     &OperatorAutopilotHealthCommand{ui: ui},

@@ -96,7 +96,42 @@ type allocRecord struct {
 	JobRef uint64       `json:",omitempty"`
 }
 
-// Write streams every table that txn reads to w. txn is only read from.
+// plainTables are the tables Write streams row by row as they are;
+// allocations and CSI volumes follow them (see Write). Every table of the
+// schema is in one or the other (TestEveryTablePersisted).
+var plainTables = []struct {
+	table string
+	typ   byte
+}{
+	{schema.TableIndex, recIndex},
+	{schema.TableNodes, recNode},
+	{schema.TableJobs, recJob},
+	{schema.TableJobVersions, recJobVersion},
+	{schema.TableJobSummary, recJobSummary},
+	{schema.TableEvals, recEval},
+	{schema.TablePeriodicLaunch, recPeriodicLaunch},
+	{schema.TableSchedulerConfig, recSchedulerConfig},
+	{schema.TablePKI, recPKI},
+	{schema.TableACLPolicies, recACLPolicy},
+	{schema.TableACLTokens, recACLToken},
+	{schema.TableOneTimeTokens, recOneTimeToken},
+	{schema.TableACLRoles, recACLRole},
+	{schema.TableACLAuthMethods, recACLAuthMethod},
+	{schema.TableACLBindingRules, recACLBindingRule},
+	{schema.TableAutopilotConfig, recAutopilotConfig},
+	{schema.TableNamespaces, recNamespace},
+	{schema.TableNodePools, recNodePool},
+	{schema.TableCSIPlugins, recCSIPlugin},
+	{schema.TableScalingEvents, recScalingEvents},
+	{schema.TableDeployments, recDeployment},
+	{schema.TableServiceRegistrations, recServiceReg},
+	{schema.TableJobSubmissions, recJobSubmission},
+	{schema.TableRootKeys, recRootKey},
+	{schema.TableVariables, recVariable},
+}
+
+// Write streams every table that txn reads to w (plainTables, then
+// allocations and CSI volumes). txn is only read from.
 func Write(w io.Writer, txn *memdb.Txn) error {
 	bw := bufio.NewWriterSize(w, 256<<10)
 	p := &persister{w: bw}
@@ -108,37 +143,7 @@ func Write(w io.Writer, txn *memdb.Txn) error {
 	if err := bw.WriteByte(Version); err != nil {
 		return err
 	}
-	tables := []struct {
-		table string
-		typ   byte
-	}{
-		{schema.TableIndex, recIndex},
-		{schema.TableNodes, recNode},
-		{schema.TableJobs, recJob},
-		{schema.TableJobVersions, recJobVersion},
-		{schema.TableJobSummary, recJobSummary},
-		{schema.TableEvals, recEval},
-		{schema.TablePeriodicLaunch, recPeriodicLaunch},
-		{schema.TableSchedulerConfig, recSchedulerConfig},
-		{schema.TablePKI, recPKI},
-		{schema.TableACLPolicies, recACLPolicy},
-		{schema.TableACLTokens, recACLToken},
-		{schema.TableOneTimeTokens, recOneTimeToken},
-		{schema.TableACLRoles, recACLRole},
-		{schema.TableACLAuthMethods, recACLAuthMethod},
-		{schema.TableACLBindingRules, recACLBindingRule},
-		{schema.TableAutopilotConfig, recAutopilotConfig},
-		{schema.TableNamespaces, recNamespace},
-		{schema.TableNodePools, recNodePool},
-		{schema.TableCSIPlugins, recCSIPlugin},
-		{schema.TableScalingEvents, recScalingEvents},
-		{schema.TableDeployments, recDeployment},
-		{schema.TableServiceRegistrations, recServiceReg},
-		{schema.TableJobSubmissions, recJobSubmission},
-		{schema.TableRootKeys, recRootKey},
-		{schema.TableVariables, recVariable},
-	}
-	for _, tb := range tables {
+	for _, tb := range plainTables {
 		iter, err := txn.Get(tb.table, "id")
 		if err != nil {
 			return err
