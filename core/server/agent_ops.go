@@ -23,9 +23,21 @@ const (
 func (s *Server) SchedulerWorkers() []worker.Info { return s.workers.Info() }
 
 // SchedulerWorkerConfig is this server's worker count and the job types
-// its workers schedule (those some scheduler plugin serves now).
+// its workers schedule: those set by SetSchedulerWorkerConfig, else every
+// type some scheduler plugin serves now.
 func (s *Server) SchedulerWorkerConfig() (int, []string) {
+	if enabled := s.workers.Enabled(); enabled != nil {
+		return s.workers.Workers(), enabled
+	}
 	return s.workers.Workers(), s.workers.ServedTypes()
+}
+
+// SetSchedulerWorkerConfig changes this server's worker count (0 allowed)
+// and the job types its workers take ("_core" and served types), until
+// the agent restarts; see worker.Pool.Reconfigure. Errors are ErrInvalid
+// naming the field.
+func (s *Server) SetSchedulerWorkerConfig(num int, enabled []string) error {
+	return s.workers.Reconfigure(num, enabled)
 }
 
 // RaftStats are hashicorp/raft's own statistics of this server (state,
