@@ -15,8 +15,9 @@ const CoreType = "_core"
 
 // Bounds of Reconfigure's input.
 const (
-	// MaxWorkers bounds the number of workers.
-	MaxWorkers = 256
+	// MaxWorkers bounds the number of workers (server.num_schedulers has
+	// the same bound).
+	MaxWorkers = 128
 	// maxEnabled bounds the enabled scheduler list.
 	maxEnabled = 64
 )
