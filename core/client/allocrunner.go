@@ -284,7 +284,7 @@ func (ar *allocRunner) taskChanged() {
 	upd := &structs.Allocation{
 		ID: a.ID, Namespace: a.Namespace, NodeID: a.NodeID, JobID: a.JobID, TaskGroup: a.TaskGroup,
 		ClientStatus: status, ClientDescription: desc, TaskStates: states, DeploymentStatus: ar.health.status(),
-		NetworkStatus: ar.netStatus,
+		NetworkStatus: reportedNetStatus(a, ar.netStatus),
 	}
 	if ar.cfg.Update != nil {
 		ar.cfg.Update(upd)

@@ -154,6 +154,20 @@ func (ar *allocRunner) setupNetwork(mode string, n *structs.NetworkResource) err
 	return nil
 }
 
+// reportedNetStatus is the NetworkStatus the client reports for a: its
+// own network's (own) once set up; none before that; an empty one for an
+// alloc in the host's network, as Nomad's client reports a status for
+// every alloc (its tools and tests read it as set).
+func reportedNetStatus(a *structs.Allocation, own *structs.AllocNetworkStatus) *structs.AllocNetworkStatus {
+	if own != nil || a == nil || a.Job == nil {
+		return own
+	}
+	if structs.IsolatedNetworkMode(a.Job.LookupTaskGroup(a.TaskGroup).GroupNetworkMode()) {
+		return nil
+	}
+	return &structs.AllocNetworkStatus{}
+}
+
 // withNetworkStatus is a for the task env: with the alloc's address in
 // its own namespace (NOMAD_ALLOC_IP_<label> and the like) once set up.
 // A shallow copy: a itself is shared.

@@ -31,6 +31,9 @@ type ServerJoiner interface {
 type SchedulerWorkers interface {
 	SchedulerWorkers() []worker.Info
 	SchedulerWorkerConfig() (int, []string)
+	// SetSchedulerWorkerConfig changes the worker count and the job types
+	// the workers take; bad input is ErrInvalid naming the field.
+	SetSchedulerWorkerConfig(num int, enabled []string) error
 }
 
 // RaftStatser is implemented by a server with Raft statistics (the "raft"
@@ -245,13 +248,18 @@ func (s agentHandlers) agentSchedulerConfigGet(w http.ResponseWriter, r *http.Re
 	writeJSON(w, r, http.StatusOK, schedulerWorkerConfig{ServerID: s.serverID(), NumSchedulers: n, EnabledSchedulers: enabledSchedulers(types)})
 }
 
-// agentSchedulerConfigSet is PUT /v1/agent/schedulers/config. drover's
-// workers schedule every job type some plugin serves and their number is
-// fixed at start (server.num_schedulers): the running configuration is
-// accepted as a no-op, any other refused naming the field.
+// agentSchedulerConfigSet is PUT /v1/agent/schedulers/config: the
+// number of this server's scheduler workers (0 allowed) and the job types
+// they take ("_core" required, otherwise served types), changed at once
+// and kept until the agent restarts, as Nomad. A request Nomad refuses
+// answers Nomad's bare 400 "Invalid request" (its tests compare the
+// text); the field and the rule are in the X-Drover-Error-Detail header.
 func (s agentHandlers) agentSchedulerConfigSet(w http.ResponseWriter, r *http.Request) {
 	var req schedulerWorkerConfig
 	if err := decodeBody(r, &req); err != nil {
+		if structs.HTTPStatus(err) == http.StatusBadRequest {
+			err = badRequest("Invalid request: %v", err)
+		}
 		s.writeError(w, err)
 		return
 	}
@@ -259,29 +267,22 @@ func (s agentHandlers) agentSchedulerConfigSet(w http.ResponseWriter, r *http.Re
 	if !ok {
 		return
 	}
-	n, types := sw.SchedulerWorkerConfig()
-	if req.NumSchedulers != n {
-		s.writeError(w, badRequest("num_schedulers: drover's worker count is set at start (server.num_schedulers = %d); changing it at run time is not supported", n))
-		return
-	}
-	if len(req.EnabledSchedulers) > 0 {
-		served := map[string]bool{"_core": true}
-		for _, t := range types {
-			served[t] = true
-		}
-		for _, t := range req.EnabledSchedulers {
-			if !served[t] {
-				s.writeError(w, badRequest("enabled_schedulers: %q is not a job type any scheduler plugin serves (%s)", t, strings.Join(types, ", ")))
-				return
-			}
-		}
-		if len(req.EnabledSchedulers) < len(types) {
-			s.writeError(w, badRequest("enabled_schedulers: drover's workers schedule every served job type (%s); disabling some is not supported", strings.Join(types, ", ")))
+	if err := sw.SetSchedulerWorkerConfig(req.NumSchedulers, req.EnabledSchedulers); err != nil {
+		if structs.HTTPStatus(err) == http.StatusBadRequest {
+			w.Header().Set(headerErrorDetail, err.Error())
+			writeText(w, http.StatusBadRequest, "Invalid request")
 			return
 		}
+		s.writeError(w, err)
+		return
 	}
+	n, types := sw.SchedulerWorkerConfig()
 	writeJSON(w, r, http.StatusOK, schedulerWorkerConfig{ServerID: s.serverID(), NumSchedulers: n, EnabledSchedulers: enabledSchedulers(types)})
 }
+
+// headerErrorDetail carries the field and rule of an error whose body is
+// the bare text Nomad answers.
+const headerErrorDetail = "X-Drover-Error-Detail"
 
 // agentPprof is GET /v1/agent/pprof/<profile>: a CPU profile ("profile",
 // ?seconds), an execution trace ("trace", ?seconds), the command line

@@ -23,9 +23,21 @@ const (
 func (s *Server) SchedulerWorkers() []worker.Info { return s.workers.Info() }
 
 // SchedulerWorkerConfig is this server's worker count and the job types
-// its workers schedule (those some scheduler plugin serves now).
+// its workers schedule: those set by SetSchedulerWorkerConfig, else every
+// type some scheduler plugin serves now.
 func (s *Server) SchedulerWorkerConfig() (int, []string) {
+	if enabled := s.workers.Enabled(); enabled != nil {
+		return s.workers.Workers(), enabled
+	}
 	return s.workers.Workers(), s.workers.ServedTypes()
+}
+
+// SetSchedulerWorkerConfig changes this server's worker count (0 allowed)
+// and the job types its workers take ("_core" and served types), until
+// the agent restarts; see worker.Pool.Reconfigure. Errors are ErrInvalid
+// naming the field.
+func (s *Server) SetSchedulerWorkerConfig(num int, enabled []string) error {
+	return s.workers.Reconfigure(num, enabled)
 }
 
 // RaftStats are hashicorp/raft's own statistics of this server (state,
@@ -132,7 +144,7 @@ func (s *Server) joinOne(ctx context.Context, addr string) error {
 // ForceLeave removes the server named name (its member name or Raft ID)
 // from the Raft configuration when it is not alive, as a member that
 // left would be. An alive server is refused (stop it first, or remove it
-// with operator raft remove-peer), an unknown one is not found.
+// with operator raft remove-peer); an unknown name is a no-op, as Nomad's.
 func (s *Server) ForceLeave(ctx context.Context, name string) error {
 	if name == "" {
 		return structs.NewError(structs.ErrInvalid, "node: the server's name is required")
@@ -153,5 +165,7 @@ func (s *Server) ForceLeave(ctx context.Context, name string) error {
 		}
 		return Operator{s}.RemoveRaftPeer(ctx, m.RaftID, "")
 	}
-	return structs.NewError(structs.ErrNotFound, "node: no server named %q", name)
+	// Nomad's force-leave of a name no member has is a no-op, not an error.
+	s.logger.Info("force-leave: no server by that name; nothing to do", "node", name)
+	return nil
 }

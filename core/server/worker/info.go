@@ -40,14 +40,15 @@ func (st *workerState) set(status, workload string) {
 	st.workload.Store(workload)
 }
 
-// Info lists the pool's workers in ID order: none before Run.
+// Info lists the pool's running workers in start order: none before Run.
 func (p *Pool) Info() []Info {
 	p.statesMu.Lock()
-	states := p.states
+	slots := append([]*slot(nil), p.current...)
 	p.statesMu.Unlock()
-	out := make([]Info, 0, len(states))
-	for i, st := range states {
-		info := Info{ID: strconv.Itoa(i), Status: StatusStarting, WorkloadStatus: WorkloadStarting}
+	out := make([]Info, 0, len(slots))
+	for _, sl := range slots {
+		st := sl.state
+		info := Info{ID: strconv.Itoa(sl.id), Status: StatusStarting, WorkloadStatus: WorkloadStarting}
 		if ns := st.started.Load(); ns != 0 {
 			info.Started = time.Unix(0, ns).UTC()
 		}
@@ -62,8 +63,13 @@ func (p *Pool) Info() []Info {
 	return out
 }
 
-// Workers is the number of workers Run starts.
-func (p *Pool) Workers() int { return p.cfg.Workers }
+// Workers is the number of workers the pool runs (Config.Workers until
+// Reconfigure changes it).
+func (p *Pool) Workers() int {
+	p.statesMu.Lock()
+	defer p.statesMu.Unlock()
+	return p.num
+}
 
 // ServedTypes lists the job types some scheduler plugin serves now: the
 // schedulers the workers run.

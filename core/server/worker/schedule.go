@@ -25,14 +25,17 @@ type worker struct {
 	// state is the worker's status for Pool.Info (a spare's is its own,
 	// unlisted).
 	state *workerState
+	// types are the job types the worker takes (nil: every type).
+	types map[string]bool
 }
 
 func (p *Pool) newWorker(id int) *worker {
 	return &worker{p: p, id: id, logger: p.logger.With("worker_id", id), state: &workerState{}}
 }
 
-// run takes and processes evals until ctx ends or, for a spare worker,
-// until until is closed (nil: never); a spare finishes the eval it holds.
+// run takes and processes evals until ctx ends or until until is closed
+// (nil: never; a spare's or a removed worker's), after which it finishes
+// the eval it holds.
 func (w *worker) run(ctx context.Context, until <-chan struct{}) {
 	backoff := time.NewTimer(0)
 	defer backoff.Stop()
@@ -58,8 +61,12 @@ func (w *worker) run(ctx context.Context, until <-chan struct{}) {
 		// holdDelay) rather than left in the broker unseen, so it is
 		// scheduled soon after a plugin declares its type again.
 		gate := w.p.gate
+		admit := gate.admits
+		if w.types != nil {
+			admit = func(t string) bool { return w.types[t] && gate.admits(t) }
+		}
 		w.state.workload.Store(WorkloadWaitingToDequeue)
-		ev, token, err := w.p.cfg.Broker.DequeueFunc(deq, gate.admits)
+		ev, token, err := w.p.cfg.Broker.DequeueFunc(deq, admit)
 		if err != nil {
 			if deq.Err() != nil {
 				return
@@ -334,6 +341,7 @@ func (w *worker) watchSlowCall(ctx context.Context, ev *structs.Evaluation, log 
 		}
 		log.Info("a spare worker stands in while the plugin call is unanswered")
 		spare := p.newWorker(-1)
+		spare.types = w.types
 		p.wg.Add(1) // this worker still runs, so the count is not zero
 		go func() {
 			defer p.wg.Done()

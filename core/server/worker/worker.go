@@ -69,7 +69,8 @@ type Metrics interface {
 
 // Config is what the workers need.
 type Config struct {
-	// Workers is the number of workers Run starts (at least one).
+	// Workers is the number of workers Run starts (zero: one);
+	// Reconfigure changes it.
 	Workers    int
 	Broker     Broker
 	Schedulers Router
@@ -119,9 +120,22 @@ type Pool struct {
 	held holdLog
 	// wg counts the running workers and spares.
 	wg sync.WaitGroup
-	// states are the workers' statuses (Info), set by Run.
+	// statesMu guards the fields below: the running workers (Info) and
+	// their configuration (Reconfigure).
 	statesMu sync.Mutex
-	states   []*workerState
+	// runCtx is Run's context (nil before Run); stopped is set once it
+	// ended.
+	runCtx  context.Context
+	stopped bool
+	// current are the running workers, in start order; a worker removed
+	// by Reconfigure finishes its eval unlisted.
+	current []*slot
+	// nextID is the ID of the next worker started.
+	nextID int
+	// num is the number of workers wanted; enabled the job types they
+	// take, with "_core" (nil: every type).
+	num     int
+	enabled []string
 }
 
 type noMetrics struct{}
@@ -151,31 +165,22 @@ func New(cfg Config) *Pool {
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
 	}
-	return &Pool{cfg: cfg, logger: cfg.Logger.Named("worker"), gate: newTypeGate()}
+	return &Pool{cfg: cfg, logger: cfg.Logger.Named("worker"), gate: newTypeGate(), num: cfg.Workers}
 }
 
 // Run runs the workers until ctx ends and returns once every worker and
-// spare has returned. It is called once.
+// spare has returned. It is called once. Reconfigure changes the workers
+// while it runs.
 func (p *Pool) Run(ctx context.Context) {
-	states := make([]*workerState, p.cfg.Workers)
-	for i := range states {
-		states[i] = &workerState{}
-	}
 	p.statesMu.Lock()
-	p.states = states
+	p.runCtx = ctx
+	p.applyLocked(false)
 	p.statesMu.Unlock()
-	for i := 0; i < p.cfg.Workers; i++ {
-		w := p.newWorker(i)
-		w.state = states[i]
-		w.state.started.Store(time.Now().UnixNano())
-		w.state.set(StatusStarted, WorkloadWaitingToDequeue)
-		p.wg.Add(1)
-		go func() {
-			defer p.wg.Done()
-			defer w.state.set(StatusStopped, WorkloadStopped)
-			w.run(ctx, nil)
-		}()
-	}
+	<-ctx.Done()
+	p.statesMu.Lock()
+	// No worker is started from now on, so no wg.Add races the Wait.
+	p.stopped = true
+	p.statesMu.Unlock()
 	p.wg.Wait()
 }
 
