@@ -50,7 +50,11 @@ func TestNetworkErrors(t *testing.T) {
 		{"bad label", "      port \"a-b\" {}\n", "job.hcl:4:12: Invalid port label", "NOMAD_PORT_a-b"},
 		{"other host network", "      port \"a\" {\n        host_network = \"public\"\n      }\n", "job.hcl:5:24: Unsupported host_network", `"public"`},
 		{"unknown port attribute", "      port \"a\" {\n        value = 1\n      }\n", "job.hcl:5:9: Unsupported argument", `"value"`},
-		{"dns unsupported", "      dns {\n      }\n", "job.hcl:4:7: Unsupported block type", `dns is not supported: drover does not set a task's DNS configuration`},
+		{"dns server not an IP", "      dns {\n        servers = [\"1.1.1.1\", \"dns\"]\n      }\n", "job.hcl:5:19: Invalid dns", `servers[1]: "dns" is not an IP address`},
+		{"dns four servers", "      dns {\n        servers = [\"1.1.1.1\", \"1.1.1.2\", \"1.1.1.3\", \"1.1.1.4\"]\n      }\n", "job.hcl:5:19: Invalid dns", "at most 3"},
+		{"dns bad option", "      dns {\n        options = [\"ndots: 1\"]\n      }\n", "job.hcl:5:19: Invalid dns", `options[0]`},
+		{"hostname in host mode", "      hostname = \"web\"\n", "job.hcl:4:18: Invalid hostname", `hostname is only allowed with mode "bridge"`},
+		{"hostname bad", "      mode = \"bridge\"\n      hostname = \"a_b\"\n", "job.hcl:5:18: Invalid hostname", `hostname "a_b" must be`},
 		{"too many ports", manyPorts(129), "job.hcl:132:7: Too many ports", "at most 128 ports"},
 	}
 	for _, tt := range tests {
