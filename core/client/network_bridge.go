@@ -145,8 +145,19 @@ func (ar *allocRunner) setupNetwork(mode string, n *structs.NetworkResource) err
 			st.DNS = &structs.DNSConfig{Servers: slices.Clone(d.Servers), Searches: slices.Clone(d.Searches), Options: slices.Clone(d.Options)}
 		}
 	}
+	// The group's dns block is the allocation's resolver, over what
+	// the CNI plugins returned (as in Nomad).
+	var resolv string
+	if n != nil && n.DNS != nil {
+		if resolv, err = ar.writeResolvConf(n.DNS); err != nil {
+			return err
+		}
+		if st != nil {
+			st.DNS = &structs.DNSConfig{Servers: slices.Clone(n.DNS.Servers), Searches: slices.Clone(n.DNS.Searches), Options: slices.Clone(n.DNS.Options)}
+		}
+	}
 	ar.mu.Lock()
-	ar.netns, ar.netStatus = net.Path, st
+	ar.netns, ar.netStatus, ar.resolvConf = net.Path, st, resolv
 	if n != nil {
 		ar.hostname = n.Hostname
 	}
