@@ -39,14 +39,14 @@ func TestRenderResolvConf(t *testing.T) {
 
 // TestNoneModeDNSWritesResolvConf: an allocation in its own namespace
 // with a dns block gets its resolv.conf, and its tasks' driver config
-// carries the block and the file.
+// carries the block, the file and the interpolated hostname.
 func TestNoneModeDNSWritesResolvConf(t *testing.T) {
 	br := bridgeEnv(t)
 	srv, dir := newFakeServer(), t.TempDir()
 	c := newBridgeClient(t, srv, dir, br)
 	defer c.Shutdown()
 	job := testJob("service", rawTask("t", "/bin/sh", "-c", "exec sleep 600"))
-	job.TaskGroups[0].Networks = []*structs.NetworkResource{{Mode: structs.NetworkModeNone,
+	job.TaskGroups[0].Networks = []*structs.NetworkResource{{Mode: structs.NetworkModeNone, Hostname: "web-${NOMAD_ALLOC_INDEX}",
 		DNS: &structs.DNSConfig{Servers: []string{"192.0.2.53"}, Searches: []string{"svc.example"}, Options: []string{"ndots:1"}}}}
 	srv.upsert(testAlloc("dns-1", c.NodeID(), job))
 	var path string
@@ -66,6 +66,9 @@ func TestNoneModeDNSWritesResolvConf(t *testing.T) {
 	}, func() string { return fmt.Sprintf("alloc %s", srv.clientStatus("dns-1")) })
 	if want := filepath.Join(c.runner("dns-1").dir.root, "resolv.conf"); path != want {
 		t.Fatalf("ResolvConfPath = %q, want %q", path, want)
+	}
+	if h := c.runner("dns-1").networkIsolation().GetHostname(); h != "web-0" {
+		t.Fatalf("the tasks' hostname = %q, want the interpolated %q", h, "web-0")
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {

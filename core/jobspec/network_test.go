@@ -115,3 +115,34 @@ func TestNetworkModesParse(t *testing.T) {
 		})
 	}
 }
+
+// TestNetworkDNSHostnameParse: a dns block and a hostname (literal or
+// interpolated by the client) parse to Nomad's JSON fields.
+func TestNetworkDNSHostnameParse(t *testing.T) {
+	tests := []struct {
+		name, body, hostname string
+	}{
+		{"literal", "      mode = \"bridge\"\n      hostname = \"web\"\n", "web"},
+		{"interpolated", "      mode = \"bridge\"\n      hostname = \"web-${NOMAD_ALLOC_INDEX}\"\n", "web-${NOMAD_ALLOC_INDEX}"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body := tt.body + "      dns {\n        servers = [\"10.0.0.53\", \"2001:db8::53\"]\n        searches = [\"svc.example\"]\n        options = [\"ndots:2\"]\n      }\n"
+			job, err := Parse("job.hcl", []byte(wrapNetwork(body)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := job.TaskGroups[0].Networks[0]
+			if n.Hostname != tt.hostname {
+				t.Fatalf("Hostname = %q, want %q", n.Hostname, tt.hostname)
+			}
+			d := n.DNS
+			if d == nil || strings.Join(d.Servers, ",") != "10.0.0.53,2001:db8::53" || strings.Join(d.Searches, ",") != "svc.example" || strings.Join(d.Options, ",") != "ndots:2" {
+				t.Fatalf("DNS = %+v", d)
+			}
+			if err := job.Validate(); err != nil {
+				t.Fatalf("Validate: %v", err)
+			}
+		})
+	}
+}

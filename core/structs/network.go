@@ -118,6 +118,8 @@ const (
 	MaxDNSOptions     = 16
 	MaxDNSOptionLen   = 64
 	MaxHostnameLength = 63
+	// maxHostnameTemplate bounds a hostname holding ${…}.
+	maxHostnameTemplate = 256
 )
 
 // ValidateDNS checks a network's dns block: servers are IP addresses (at
@@ -157,13 +159,22 @@ func ValidateDNS(d *DNSConfig) error {
 
 // ValidateNetworkHostname checks a network's hostname: a hostname (RFC
 // 1123 label, at most MaxHostnameLength characters), set only in a mode
-// where the allocation has a UTS namespace to give it.
+// where the allocation has a UTS namespace to give it. One holding ${…}
+// is interpolated by the client, as in Nomad, and checked there.
 func ValidateNetworkHostname(h, mode string) error {
 	if mode == "" {
 		mode = NetworkModeHost
 	}
 	if !IsolatedNetworkMode(mode) {
 		return fmt.Errorf("hostname is only allowed with mode \"bridge\", \"none\" or \"cni/<name>\" (mode is %q): in host mode tasks have the node's hostname", mode)
+	}
+	if strings.Contains(h, "${") {
+		// Interpolated by the client (${NOMAD_ALLOC_INDEX} and the
+		// like), which checks the result.
+		if len(h) > maxHostnameTemplate {
+			return fmt.Errorf("hostname is %d characters long, at most %d are allowed", len(h), maxHostnameTemplate)
+		}
+		return nil
 	}
 	if len(h) > MaxHostnameLength || !validDomain(h, MaxHostnameLength) || strings.Contains(h, ".") {
 		return fmt.Errorf("hostname %q must be 1-%d letters, digits and '-', not starting or ending with '-'", h, MaxHostnameLength)

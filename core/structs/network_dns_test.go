@@ -52,6 +52,8 @@ func TestValidateNetworkHostname(t *testing.T) {
 		{"leading dash", "-a", "bridge", "must be"},
 		{"blank", "a b", "bridge", "must be"},
 		{"too long", strings.Repeat("a", 64), "bridge", "1-63"},
+		{"interpolated", "web-${NOMAD_ALLOC_INDEX}", "bridge", ""},
+		{"interpolated too long", "${" + strings.Repeat("a", 260) + "}", "bridge", "at most 256"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
