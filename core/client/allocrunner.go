@@ -121,6 +121,9 @@ type allocRunner struct {
 	netns     string
 	netStatus *structs.AllocNetworkStatus
 	hostname  string
+	// resolvConf is the allocation's resolv.conf, written from the
+	// group's dns block in an isolated network mode.
+	resolvConf string
 
 	changed chan struct{} // wakes run; capacity 1
 	taskWG  sync.WaitGroup

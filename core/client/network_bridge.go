@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/drover-org/drover/core/client/cni"
+	"github.com/drover-org/drover/core/client/taskenv"
 	"github.com/drover-org/drover/core/structs"
 	"github.com/drover-org/drover/sdk/proto/driverpb"
 )
@@ -145,11 +147,25 @@ func (ar *allocRunner) setupNetwork(mode string, n *structs.NetworkResource) err
 			st.DNS = &structs.DNSConfig{Servers: slices.Clone(d.Servers), Searches: slices.Clone(d.Searches), Options: slices.Clone(d.Options)}
 		}
 	}
-	ar.mu.Lock()
-	ar.netns, ar.netStatus = net.Path, st
-	if n != nil {
-		ar.hostname = n.Hostname
+	hostname := ""
+	if n != nil && n.Hostname != "" {
+		if hostname, err = ar.networkHostname(n.Hostname); err != nil {
+			return err
+		}
 	}
+	// The group's dns block is the allocation's resolver, over what
+	// the CNI plugins returned (as in Nomad).
+	var resolv string
+	if n != nil && n.DNS != nil {
+		if resolv, err = ar.writeResolvConf(n.DNS); err != nil {
+			return err
+		}
+		if st != nil {
+			st.DNS = &structs.DNSConfig{Servers: slices.Clone(n.DNS.Servers), Searches: slices.Clone(n.DNS.Searches), Options: slices.Clone(n.DNS.Options)}
+		}
+	}
+	ar.mu.Lock()
+	ar.netns, ar.netStatus, ar.resolvConf, ar.hostname = net.Path, st, resolv, hostname
 	ar.mu.Unlock()
 	return nil
 }
@@ -166,6 +182,26 @@ func reportedNetStatus(a *structs.Allocation, own *structs.AllocNetworkStatus) *
 		return nil
 	}
 	return &structs.AllocNetworkStatus{}
+}
+
+// networkHostname is the group network's hostname, interpolated as in
+// Nomad (${NOMAD_ALLOC_INDEX}, ${node.unique.name}, ...) against the
+// environment of the group's first task, and checked.
+func (ar *allocRunner) networkHostname(h string) (string, error) {
+	if strings.Contains(h, "${") {
+		tg := ar.group()
+		if len(tg.Tasks) > 0 {
+			env := taskenv.Build(taskenv.Input{Node: ar.cfg.Node(), Alloc: ar.allocSnapshot(), Group: tg, Task: tg.Tasks[0], Region: ar.cfg.Region})
+			h = taskenv.Interpolate(h, env.Lookup)
+		}
+	}
+	if strings.Contains(h, "${") {
+		return "", fmt.Errorf("network hostname %q: a ${…} reference could not be resolved", h)
+	}
+	if err := structs.ValidateNetworkHostname(h, ar.group().GroupNetworkMode()); err != nil {
+		return "", fmt.Errorf("network %w", err)
+	}
+	return h, nil
 }
 
 // withNetworkStatus is a for the task env: with the alloc's address in

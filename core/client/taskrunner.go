@@ -425,6 +425,7 @@ func (tr *taskRunner) prepare(ctx context.Context, first bool) error {
 
 		NetworkIsolation: netIso,
 	}
+	tr.cfg.Dns, tr.cfg.ResolvConfPath = ar.taskDNS()
 	if rot := logRotation(tr.task.LogConfig); rot != nil {
 		tr.cfg.StdoutPath = ar.dir.logBase(tr.task.Name, "stdout")
 		tr.cfg.StderrPath = ar.dir.logBase(tr.task.Name, "stderr")

@@ -40,7 +40,11 @@ func (p *parser) network(b *hcl.Block) []*structs.NetworkResource {
 		}
 	}
 	p.setIntRange(attrs["mbits"], 0, 1<<20, func(i int64) { n.MBits = int(i) })
-	p.setString(attrs["hostname"], &n.Hostname)
+	if p.setString(attrs["hostname"], &n.Hostname) && n.Hostname != "" {
+		if err := structs.ValidateNetworkHostname(n.Hostname, n.Mode); err != nil {
+			p.errorf(attrs["hostname"].Expr.Range(), "Invalid hostname", "%s.", err)
+		}
+	}
 	if db := first(blocks, "dns"); db != nil {
 		d := &structs.DNSConfig{}
 		da, _ := p.content(db.Body, []string{"servers", "searches", "options"}, nil)
@@ -48,8 +52,15 @@ func (p *parser) network(b *hcl.Block) []*structs.NetworkResource {
 		p.setStrings(da["searches"], &d.Searches)
 		p.setStrings(da["options"], &d.Options)
 		n.DNS = d
-		p.errorf(db.DefRange, "Unsupported block type",
-			"dns is not supported: drover does not set a task's DNS configuration, which is the node's.")
+		if err := structs.ValidateDNS(d); err != nil {
+			r := db.DefRange
+			for _, k := range []string{"servers", "searches", "options"} {
+				if a := da[k]; a != nil && strings.HasPrefix(err.Error(), k) {
+					r = a.Expr.Range()
+				}
+			}
+			p.errorf(r, "Invalid dns", "%s.", err)
+		}
 	}
 	if cb := first(blocks, "cni"); cb != nil {
 		ca, _ := p.content(cb.Body, []string{"args"}, nil)

@@ -50,7 +50,11 @@ func TestNetworkErrors(t *testing.T) {
 		{"bad label", "      port \"a-b\" {}\n", "job.hcl:4:12: Invalid port label", "NOMAD_PORT_a-b"},
 		{"other host network", "      port \"a\" {\n        host_network = \"public\"\n      }\n", "job.hcl:5:24: Unsupported host_network", `"public"`},
 		{"unknown port attribute", "      port \"a\" {\n        value = 1\n      }\n", "job.hcl:5:9: Unsupported argument", `"value"`},
-		{"dns unsupported", "      dns {\n      }\n", "job.hcl:4:7: Unsupported block type", `dns is not supported: drover does not set a task's DNS configuration`},
+		{"dns server not an IP", "      dns {\n        servers = [\"1.1.1.1\", \"dns\"]\n      }\n", "job.hcl:5:19: Invalid dns", `servers[1]: "dns" is not an IP address`},
+		{"dns four servers", "      dns {\n        servers = [\"1.1.1.1\", \"1.1.1.2\", \"1.1.1.3\", \"1.1.1.4\"]\n      }\n", "job.hcl:5:19: Invalid dns", "at most 3"},
+		{"dns bad option", "      dns {\n        options = [\"ndots: 1\"]\n      }\n", "job.hcl:5:19: Invalid dns", `options[0]`},
+		{"hostname in host mode", "      hostname = \"web\"\n", "job.hcl:4:18: Invalid hostname", `hostname is only allowed with mode "bridge"`},
+		{"hostname bad", "      mode = \"bridge\"\n      hostname = \"a_b\"\n", "job.hcl:5:18: Invalid hostname", `hostname "a_b" must be`},
 		{"too many ports", manyPorts(129), "job.hcl:132:7: Too many ports", "at most 128 ports"},
 	}
 	for _, tt := range tests {
@@ -107,6 +111,37 @@ func TestNetworkModesParse(t *testing.T) {
 			}
 			if err := job.Validate(); err != nil && strings.Contains(err.Error(), "network") {
 				t.Errorf("Validate: %v", err)
+			}
+		})
+	}
+}
+
+// TestNetworkDNSHostnameParse: a dns block and a hostname (literal or
+// interpolated by the client) parse to Nomad's JSON fields.
+func TestNetworkDNSHostnameParse(t *testing.T) {
+	tests := []struct {
+		name, body, hostname string
+	}{
+		{"literal", "      mode = \"bridge\"\n      hostname = \"web\"\n", "web"},
+		{"interpolated", "      mode = \"bridge\"\n      hostname = \"web-${NOMAD_ALLOC_INDEX}\"\n", "web-${NOMAD_ALLOC_INDEX}"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body := tt.body + "      dns {\n        servers = [\"10.0.0.53\", \"2001:db8::53\"]\n        searches = [\"svc.example\"]\n        options = [\"ndots:2\"]\n      }\n"
+			job, err := Parse("job.hcl", []byte(wrapNetwork(body)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := job.TaskGroups[0].Networks[0]
+			if n.Hostname != tt.hostname {
+				t.Fatalf("Hostname = %q, want %q", n.Hostname, tt.hostname)
+			}
+			d := n.DNS
+			if d == nil || strings.Join(d.Servers, ",") != "10.0.0.53,2001:db8::53" || strings.Join(d.Searches, ",") != "svc.example" || strings.Join(d.Options, ",") != "ndots:2" {
+				t.Fatalf("DNS = %+v", d)
+			}
+			if err := job.Validate(); err != nil {
+				t.Fatalf("Validate: %v", err)
 			}
 		})
 	}

@@ -101,9 +101,15 @@ func TestValidateBlocks(t *testing.T) {
 		{"template once", func(j *Job) {
 			j.TaskGroups[0].Tasks[0].Templates = []*Template{{EmbeddedTmpl: "x", DestPath: "local/x", Once: true}}
 		}, "template 1: once: not supported"},
-		{"network dns", func(j *Job) {
-			j.TaskGroups[0].Networks = []*NetworkResource{{Mode: "host", DNS: &DNSConfig{Servers: []string{"1.1.1.1"}}}}
-		}, "network 1: dns is not supported"},
+		{"network dns server", func(j *Job) {
+			j.TaskGroups[0].Networks = []*NetworkResource{{Mode: "host", DNS: &DNSConfig{Servers: []string{"dns.example"}}}}
+		}, `network 1: dns: servers[0]: "dns.example" is not an IP address`},
+		{"network dns and hostname in bridge mode", func(j *Job) {
+			j.TaskGroups[0].Networks = []*NetworkResource{{Mode: "bridge", Hostname: "web", DNS: &DNSConfig{Servers: []string{"10.0.0.53"}, Searches: []string{"svc"}, Options: []string{"ndots:1"}}}}
+		}, ""},
+		{"network hostname in host mode", func(j *Job) {
+			j.TaskGroups[0].Networks = []*NetworkResource{{Mode: "host", Hostname: "web"}}
+		}, `network 1: hostname is only allowed with mode "bridge"`},
 		{"network cni", func(j *Job) {
 			j.TaskGroups[0].Networks = []*NetworkResource{{Mode: "host", CNI: &CNIConfig{}}}
 		}, `network 1: cni is only allowed with mode "bridge"`},

@@ -2,6 +2,7 @@ package structs
 
 import (
 	"fmt"
+	"net/netip"
 	"sort"
 	"strconv"
 	"strings"
@@ -107,6 +108,99 @@ func ValidateCNIArgs(args map[string]string) error {
 	return nil
 }
 
+// Bounds of a network's dns block and hostname. resolv(5) reads at most
+// 3 nameservers and 6 search domains; glibc caps the search list at 256
+// characters.
+const (
+	MaxDNSServers     = 3
+	MaxDNSSearches    = 6
+	MaxDNSSearchLen   = 253
+	MaxDNSOptions     = 16
+	MaxDNSOptionLen   = 64
+	MaxHostnameLength = 63
+	// maxHostnameTemplate bounds a hostname holding ${…}.
+	maxHostnameTemplate = 256
+)
+
+// ValidateDNS checks a network's dns block: servers are IP addresses (at
+// most MaxDNSServers), searches domain names, options resolv.conf
+// options ("ndots:2", "rotate"); none may hold blanks or newlines, which
+// would change the meaning of the resolv.conf written from them.
+func ValidateDNS(d *DNSConfig) error {
+	if d == nil {
+		return nil
+	}
+	if len(d.Servers) > MaxDNSServers {
+		return fmt.Errorf("servers: %d given, at most %d are allowed (the resolver reads only %d)", len(d.Servers), MaxDNSServers, MaxDNSServers)
+	}
+	for i, s := range d.Servers {
+		if _, err := netip.ParseAddr(s); err != nil || strings.Contains(s, "%") {
+			return fmt.Errorf("servers[%d]: %q is not an IP address", i, s)
+		}
+	}
+	if len(d.Searches) > MaxDNSSearches {
+		return fmt.Errorf("searches: %d given, at most %d are allowed", len(d.Searches), MaxDNSSearches)
+	}
+	for i, s := range d.Searches {
+		if !validDomain(strings.TrimSuffix(s, "."), MaxDNSSearchLen) {
+			return fmt.Errorf("searches[%d]: %q is not a domain name (labels of letters, digits and '-', at most %d characters)", i, s, MaxDNSSearchLen)
+		}
+	}
+	if len(d.Options) > MaxDNSOptions {
+		return fmt.Errorf("options: %d given, at most %d are allowed", len(d.Options), MaxDNSOptions)
+	}
+	for i, o := range d.Options {
+		if o == "" || len(o) > MaxDNSOptionLen || strings.ContainsFunc(o, func(r rune) bool { return r <= ' ' || r > '~' }) {
+			return fmt.Errorf("options[%d]: %q must be 1-%d printable characters without blanks (e.g. \"ndots:2\")", i, o, MaxDNSOptionLen)
+		}
+	}
+	return nil
+}
+
+// ValidateNetworkHostname checks a network's hostname: a hostname (RFC
+// 1123 label, at most MaxHostnameLength characters), set only in a mode
+// where the allocation has a UTS namespace to give it. One holding ${…}
+// is interpolated by the client, as in Nomad, and checked there.
+func ValidateNetworkHostname(h, mode string) error {
+	if mode == "" {
+		mode = NetworkModeHost
+	}
+	if !IsolatedNetworkMode(mode) {
+		return fmt.Errorf("hostname is only allowed with mode \"bridge\", \"none\" or \"cni/<name>\" (mode is %q): in host mode tasks have the node's hostname", mode)
+	}
+	if strings.Contains(h, "${") {
+		// Interpolated by the client (${NOMAD_ALLOC_INDEX} and the
+		// like), which checks the result.
+		if len(h) > maxHostnameTemplate {
+			return fmt.Errorf("hostname is %d characters long, at most %d are allowed", len(h), maxHostnameTemplate)
+		}
+		return nil
+	}
+	if len(h) > MaxHostnameLength || !validDomain(h, MaxHostnameLength) || strings.Contains(h, ".") {
+		return fmt.Errorf("hostname %q must be 1-%d letters, digits and '-', not starting or ending with '-'", h, MaxHostnameLength)
+	}
+	return nil
+}
+
+// validDomain: dot-separated labels of letters, digits and '-' (not at a
+// label's ends), at most max characters in all.
+func validDomain(s string, max int) bool {
+	if s == "" || len(s) > max {
+		return false
+	}
+	for _, label := range strings.Split(s, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for _, r := range label {
+			if !(r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // IsolatedNetworkMode reports whether mode gives the allocation its own
 // network namespace (bridge, none, cni/<name>).
 func IsolatedNetworkMode(mode string) bool {
@@ -133,9 +227,11 @@ type NetworkResource struct {
 	MBits         int    `codec:",omitempty"`
 	ReservedPorts []Port `codec:",omitempty"`
 	DynamicPorts  []Port `codec:",omitempty"`
-	// DNS is Nomad's; drover does not set a task's resolver, so a job
-	// setting it is refused. CNI's args are passed to the CNI plugins
-	// (CNI_ARGS) in bridge and cni/<name> modes.
+	// DNS is the allocation's resolver configuration: in bridge, none
+	// and cni/<name> modes the client writes the allocation's
+	// resolv.conf from it for every task; in host mode only docker
+	// tasks get it (as in Nomad). CNI's args are passed to the CNI
+	// plugins (CNI_ARGS) in bridge and cni/<name> modes.
 	DNS *DNSConfig `codec:",omitempty"`
 	CNI *CNIConfig `codec:",omitempty"`
 }
@@ -259,7 +355,14 @@ func (tg *TaskGroup) validateNetworks(l *errList, where string) {
 			l.add("%s: %v", w, err)
 		}
 		if n.DNS != nil {
-			l.add("%s: dns is not supported: drover does not set a task's DNS configuration, which is the node's", w)
+			if err := ValidateDNS(n.DNS); err != nil {
+				l.add("%s: dns: %v", w, err)
+			}
+		}
+		if n.Hostname != "" {
+			if err := ValidateNetworkHostname(n.Hostname, n.Mode); err != nil {
+				l.add("%s: %v", w, err)
+			}
 		}
 		if n.CNI != nil {
 			if n.Mode != NetworkModeBridge && !strings.HasPrefix(n.Mode, NetworkModeCNIPrefix) {

@@ -139,6 +139,9 @@ func createOptions(cfg *driverpb.TaskConfig, tc *TaskConfig, pc *PluginConfig) (
 		hc.LogConfig = container.LogConfig{Type: pc.Logging.driverType(), Config: pc.Logging.options()}
 	}
 	engineMounts(tc, hc)
+	if err := groupDNS(cfg, hc); err != nil {
+		return client.ContainerCreateOptions{}, err
+	}
 	return client.ContainerCreateOptions{Name: containerName(cfg), Config: cc, HostConfig: hc}, nil
 }
 
@@ -262,4 +265,32 @@ func binds(cfg *driverpb.TaskConfig, tc *TaskConfig, pc *PluginConfig) ([]string
 		out = append(out, b)
 	}
 	return out, nil
+}
+
+// groupDNS applies the group network's dns block to a task in host mode
+// (in an isolated mode the pause container carries it) where the task's
+// own dns_servers, dns_search_domains and dns_options leave a field unset,
+// as Nomad does. A task sharing another container's network
+// (network_mode "container:<id>") has that one's resolver.
+func groupDNS(cfg *driverpb.TaskConfig, hc *container.HostConfig) error {
+	g := cfg.GetDns()
+	if g == nil || cfg.GetNetworkIsolation() != nil || hc.NetworkMode.IsContainer() {
+		return nil
+	}
+	if len(hc.DNS) == 0 {
+		for i, s := range g.GetServers() {
+			a, err := netip.ParseAddr(s)
+			if err != nil {
+				return fmt.Errorf("%w: dns.servers[%d] %q is not an IP address", driver.ErrInvalidConfig, i, s)
+			}
+			hc.DNS = append(hc.DNS, a)
+		}
+	}
+	if len(hc.DNSSearch) == 0 {
+		hc.DNSSearch = slices.Clone(g.GetSearches())
+	}
+	if len(hc.DNSOptions) == 0 {
+		hc.DNSOptions = slices.Clone(g.GetOptions())
+	}
+	return nil
 }

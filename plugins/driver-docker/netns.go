@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"strings"
 	"syscall"
@@ -55,7 +56,8 @@ func (d *Driver) infraImage() string {
 // drops the settings the engine refuses with a shared network: port
 // publishing, which the client's port mappings do instead, and refuses
 // those a user set that would be lost (network_mode, hostname, dns,
-// extra_hosts).
+// extra_hosts). The group's hostname and dns block are the pause
+// container's, which the task containers share.
 func (d *Driver) joinNetwork(ctx context.Context, cfg *driverpb.TaskConfig, tc *TaskConfig, opts *client.ContainerCreateOptions) error {
 	ni := cfg.GetNetworkIsolation()
 	if ni == nil || ni.GetPath() == "" {
@@ -74,7 +76,7 @@ func (d *Driver) joinNetwork(ctx context.Context, cfg *driverpb.TaskConfig, tc *
 	}
 	d.netMu.Lock()
 	defer d.netMu.Unlock()
-	id, err := d.ensurePause(ctx, cfg.GetAllocId(), ni.GetPath())
+	id, err := d.ensurePause(ctx, cfg.GetAllocId(), ni.GetPath(), pauseSettings{hostname: ni.GetHostname(), dns: cfg.GetDns()})
 	if err != nil {
 		return err
 	}
@@ -89,9 +91,36 @@ func (d *Driver) joinNetwork(ctx context.Context, cfg *driverpb.TaskConfig, tc *
 	return nil
 }
 
+// pauseSettings are what the allocation's tasks get from its pause
+// container: the engine gives a container joining another's network that
+// container's hostname and resolv.conf.
+type pauseSettings struct {
+	hostname string
+	dns      *driverpb.DNSConfig
+}
+
+// config sets them on the pause container's create options.
+func (p pauseSettings) config(cc *container.Config, hc *container.HostConfig) error {
+	cc.Hostname = p.hostname
+	if p.dns == nil {
+		return nil
+	}
+	for i, s := range p.dns.GetServers() {
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			return fmt.Errorf("%w: dns.servers[%d] %q is not an IP address", driver.ErrInvalidConfig, i, s)
+		}
+		hc.DNS = append(hc.DNS, a)
+	}
+	hc.DNSSearch, hc.DNSOptions = p.dns.GetSearches(), p.dns.GetOptions()
+	return nil
+}
+
 // ensurePause returns the id of the allocation's running pause container
-// holding netns, starting one when there is none.
-func (d *Driver) ensurePause(ctx context.Context, allocID, netns string) (string, error) {
+// holding netns, starting one when there is none. The group's hostname
+// and dns block are set on it (they are the allocation's, fixed for its
+// life).
+func (d *Driver) ensurePause(ctx context.Context, allocID, netns string, set pauseSettings) (string, error) {
 	want, err := nsInode(netns)
 	if err != nil {
 		return "", fmt.Errorf("%w: the allocation's network namespace %s: %v", driver.ErrInvalidConfig, netns, err)
@@ -115,21 +144,22 @@ func (d *Driver) ensurePause(ctx context.Context, allocID, netns string) (string
 	if _, err := d.ensureImage(ctx, &TaskConfig{Image: image}); err != nil {
 		return "", fmt.Errorf("infra_image %q (the pause container that joins the allocation's network): %w", image, err)
 	}
-	created, err := d.engine.ContainerCreate(ctx, client.ContainerCreateOptions{
-		Name: name,
-		Config: &container.Config{
-			Image:      image,
-			Entrypoint: []string{"nsenter", "--net=" + pauseNetnsPath, "--", "sleep", "2147483647"},
-			Labels:     map[string]string{LabelAllocID: allocID, LabelNetns: netns},
-		},
-		HostConfig: &container.HostConfig{
-			NetworkMode: "none",
-			Binds:       []string{netns + ":" + pauseNetnsPath + ":ro"},
-			CapDrop:     []string{"ALL"},
-			CapAdd:      []string{"SYS_ADMIN"},
-			Init:        new(bool),
-		},
-	})
+	cc := &container.Config{
+		Image:      image,
+		Entrypoint: []string{"nsenter", "--net=" + pauseNetnsPath, "--", "sleep", "2147483647"},
+		Labels:     map[string]string{LabelAllocID: allocID, LabelNetns: netns},
+	}
+	hc := &container.HostConfig{
+		NetworkMode: "none",
+		Binds:       []string{netns + ":" + pauseNetnsPath + ":ro"},
+		CapDrop:     []string{"ALL"},
+		CapAdd:      []string{"SYS_ADMIN"},
+		Init:        new(bool),
+	}
+	if err := set.config(cc, hc); err != nil {
+		return "", err
+	}
+	created, err := d.engine.ContainerCreate(ctx, client.ContainerCreateOptions{Name: name, Config: cc, HostConfig: hc})
 	if err != nil {
 		return "", fmt.Errorf("create the allocation's pause container: %w", err)
 	}

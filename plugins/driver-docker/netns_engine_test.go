@@ -56,11 +56,14 @@ func TestTasksJoinAllocationNetwork(t *testing.T) {
 
 	d := newEngineDriver(t, `,"infra_image":"`+busyboxImage+`"`)
 	ctx := ctxFor(t, 2*time.Minute)
-	a := shTask(t, "a", "readlink /proc/self/ns/net; sleep 300")
+	a := shTask(t, "a", "readlink /proc/self/ns/net; { hostname; cat /etc/resolv.conf; } >&2; sleep 300")
 	b := shTask(t, "b", "readlink /proc/self/ns/net; sleep 300")
 	b.AllocId, b.Id = a.GetAllocId(), a.GetAllocId()+"/b"
 	for _, cfg := range []*driverpb.TaskConfig{a, b} {
-		cfg.NetworkIsolation = &driverpb.NetworkIsolation{Path: path}
+		// The group's hostname and dns block: the pause container's,
+		// which the tasks share.
+		cfg.NetworkIsolation = &driverpb.NetworkIsolation{Path: path, Hostname: "web-alloc"}
+		cfg.Dns = &driverpb.DNSConfig{Servers: []string{"192.0.2.53"}, Searches: []string{"svc.example"}, Options: []string{"ndots:1"}}
 		if _, err := d.StartTask(ctx, cfg); err != nil {
 			t.Fatalf("StartTask %s: %v", cfg.GetTaskName(), err)
 		}
@@ -72,6 +75,15 @@ func TestTasksJoinAllocationNetwork(t *testing.T) {
 		})
 		if got := strings.TrimSpace(readLog(t, cfg.GetStdoutPath())); got != want {
 			t.Fatalf("task %s's network namespace = %q, want the allocation's %q", cfg.GetTaskName(), got, want)
+		}
+	}
+	waitFor(t, time.Minute, "a's hostname and resolv.conf", func() bool {
+		return strings.Contains(readLog(t, a.GetStderrPath()), "options")
+	})
+	errOut := readLog(t, a.GetStderrPath())
+	for _, line := range []string{"web-alloc\n", "nameserver 192.0.2.53\n", "search svc.example\n", "options ndots:1\n"} {
+		if !strings.Contains(errOut, line) {
+			t.Fatalf("task a sees hostname and resolv.conf:\n%s\nwant %q in it", errOut, line)
 		}
 	}
 	pauseExists := func() bool {

@@ -207,7 +207,7 @@ func (d *Driver) StartTask(ctx context.Context, cfg *driverpb.TaskConfig) (*driv
 		KillSignal: cfg.GetKillSignal(), Resources: cfg.GetResources(), LogRotation: cfg.GetLogRotation(),
 		// raw_exec forks the init in the allocation's network namespace;
 		// the task's own namespaces leave that one shared.
-		NetworkIsolation: cfg.GetNetworkIsolation(),
+		NetworkIsolation: rawNetwork(cfg.GetNetworkIsolation()),
 	}
 	h, err := d.raw.StartTask(ctx, rc)
 	if err != nil {
@@ -261,6 +261,15 @@ func (d *Driver) prepare(cfg *driverpb.TaskConfig) (*initSpec, error) {
 	}
 	if spec.Mounts, err = volumeMounts(cfg); err != nil {
 		return nil, err
+	}
+	if ni := cfg.GetNetworkIsolation(); ni != nil {
+		spec.Hostname = ni.GetHostname()
+		if rc := cfg.GetResolvConfPath(); rc != "" {
+			if !filepath.IsAbs(rc) {
+				return nil, fmt.Errorf("%w: resolv_conf_path must be an absolute path, got %q", driver.ErrInvalidConfig, rc)
+			}
+			spec.ResolvConf = filepath.Clean(rc)
+		}
 	}
 	if err := spec.checkCommand(); err != nil {
 		return nil, err
@@ -453,4 +462,13 @@ func (d *Driver) SignalTask(ctx context.Context, id string, signal string) error
 // RecoverTask implements driver.Driver.
 func (d *Driver) RecoverTask(ctx context.Context, h *driverpb.TaskHandle) error {
 	return d.raw.RecoverTask(ctx, h)
+}
+
+// rawNetwork is the namespace raw_exec forks the init in: the path alone
+// (the hostname is the init's to set, in the task's UTS namespace).
+func rawNetwork(ni *driverpb.NetworkIsolation) *driverpb.NetworkIsolation {
+	if ni == nil {
+		return nil
+	}
+	return &driverpb.NetworkIsolation{Path: ni.GetPath(), Address: ni.GetAddress()}
 }

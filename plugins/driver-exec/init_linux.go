@@ -78,6 +78,9 @@ func stageOne(spec *initSpec, raw string) int {
 	if !spec.IPCHost {
 		flags |= syscall.CLONE_NEWIPC
 	}
+	if spec.Hostname != "" {
+		flags |= syscall.CLONE_NEWUTS
+	}
 	cmd := &exec.Cmd{
 		Path:       exe,
 		Args:       os.Args,
@@ -163,6 +166,11 @@ func stageTwo(spec *initSpec) int {
 	}
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, forwarded...)
+	if spec.Hostname != "" {
+		if err := unix.Sethostname([]byte(spec.Hostname)); err != nil {
+			return send(initResult{Err: fmt.Sprintf("set the hostname %q: %v", spec.Hostname, err)})
+		}
+	}
 	if err := buildRoot(spec); err != nil {
 		return send(initResult{Err: err.Error()})
 	}
@@ -234,6 +242,11 @@ func buildRoot(spec *initSpec) error {
 			return err
 		}
 	}
+	if spec.ResolvConf != "" {
+		if err := bindResolvConf(root, spec.ResolvConf); err != nil {
+			return err
+		}
+	}
 	if err := bindVolumes(root, spec.Mounts); err != nil {
 		return err
 	}
@@ -253,6 +266,42 @@ func buildRoot(spec *initSpec) error {
 		return fmt.Errorf("detach the host's root: %w", err)
 	}
 	return unix.Chdir("/")
+}
+
+// bindResolvConf binds the allocation's resolv.conf at the root's
+// /etc/resolv.conf (the host's /etc, bound read-only). Where that is a
+// symlink (systemd-resolved's stub-resolv.conf), a mount would follow it:
+// the file is bound at the link's target instead, made beneath the root
+// (the link is the host's; every component of the target is checked).
+func bindResolvConf(root, src string) error {
+	dst := "/etc/resolv.conf"
+	if fi, err := os.Lstat(filepath.Join(root, dst)); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		link, err := os.Readlink(filepath.Join(root, dst))
+		if err != nil {
+			return fmt.Errorf("resolv.conf: %w", err)
+		}
+		if !filepath.IsAbs(link) {
+			link = filepath.Join("/etc", link)
+		}
+		dst = filepath.Clean(link)
+		if dst == "/" || strings.HasPrefix(dst, "/etc/") && dst != "/etc/resolv.conf" {
+			// Under the read-only /etc: no mount point can be made.
+			if _, err := os.Lstat(filepath.Join(root, dst)); err != nil {
+				return fmt.Errorf("resolv.conf: /etc/resolv.conf links to %s, which the task's root lacks", link)
+			}
+		}
+		p, err := target(root, filepath.Dir(dst))
+		if err != nil {
+			return fmt.Errorf("resolv.conf: %w", err)
+		}
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			return fmt.Errorf("resolv.conf: mount point %s: %w", dst, err)
+		}
+		if fi, err := os.Lstat(filepath.Join(root, dst)); err == nil && !fi.Mode().IsRegular() {
+			return fmt.Errorf("resolv.conf: /etc/resolv.conf links to %s, which is not a regular file in the task's root", dst)
+		}
+	}
+	return bindAt(root, src, dst, true)
 }
 
 // target is dst beneath root, refusing a path whose components a task

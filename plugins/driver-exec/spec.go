@@ -44,6 +44,13 @@ type initSpec struct {
 	// bound last, so a destination beneath a chroot_env directory
 	// (/etc/app) is not hidden by it.
 	Mounts []volumeMount `json:"mounts,omitempty"`
+	// ResolvConf is the allocation's resolv.conf (the group's dns block,
+	// written by the client), bound read-only at the root's
+	// /etc/resolv.conf.
+	ResolvConf string `json:"resolv_conf,omitempty"`
+	// Hostname, the group network's, is set in a UTS namespace of the
+	// task's own.
+	Hostname string `json:"hostname,omitempty"`
 }
 
 type bind struct {

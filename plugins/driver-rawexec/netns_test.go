@@ -65,14 +65,16 @@ func TestTaskJoinsNetworkNamespace(t *testing.T) {
 	tests := []struct {
 		name      string
 		netns     string
+		hostname  string
 		noCgroups bool
 		want      uint64
 		refused   string
 	}{
-		{"in the allocation's namespace", ns, false, nsInode(t, ns), ""},
-		{"in the namespace without cgroups", ns, true, nsInode(t, ns), ""},
-		{"host mode", "", false, host, ""},
-		{"relative path", "netns", false, 0, "network_isolation.path must be an absolute path"},
+		{"in the allocation's namespace", ns, "", false, nsInode(t, ns), ""},
+		{"in the namespace without cgroups", ns, "", true, nsInode(t, ns), ""},
+		{"host mode", "", "", false, host, ""},
+		{"relative path", "netns", "", false, 0, "network_isolation.path must be an absolute path"},
+		{"group hostname", ns, "web", false, 0, `the group network's hostname "web" cannot be given to a raw_exec task`},
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -81,7 +83,7 @@ func TestTaskJoinsNetworkNamespace(t *testing.T) {
 			defer d.Shutdown(testCtx(t))
 			cfg := newTaskConfig(t, fmt.Sprintf("alloc/netns-%d", i), "stat", "-L", "-c", "%i", "/proc/self/ns/net")
 			if tc.netns != "" {
-				cfg.NetworkIsolation = &driverpb.NetworkIsolation{Path: tc.netns}
+				cfg.NetworkIsolation = &driverpb.NetworkIsolation{Path: tc.netns, Hostname: tc.hostname}
 			}
 			if tc.refused != "" {
 				_, err := d.StartTask(testCtx(t), cfg)

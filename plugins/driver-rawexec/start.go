@@ -298,6 +298,9 @@ func (d *Driver) prepare(cfg *driverpb.TaskConfig) (*shimSpec, string, error) {
 	if netns != "" && !filepath.IsAbs(netns) {
 		return nil, "", fmt.Errorf("%w: network_isolation.path must be an absolute path, got %q", driver.ErrInvalidConfig, netns)
 	}
+	if h := cfg.GetNetworkIsolation().GetHostname(); h != "" {
+		return nil, "", fmt.Errorf("%w: the group network's hostname %q cannot be given to a raw_exec task, which shares the node's UTS namespace (use the exec or docker driver, or drop hostname)", driver.ErrInvalidConfig, h)
+	}
 	return &shimSpec{
 		NetNS:          netns,
 		LogMaxFiles:    maxFiles,

@@ -7,6 +7,8 @@
 package schedio
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -300,7 +302,7 @@ func networksToPB(ns []*structs.NetworkResource) []*pb.NetworkAsk {
 		if n == nil {
 			continue
 		}
-		a := &pb.NetworkAsk{Mode: n.Mode}
+		a := &pb.NetworkAsk{Mode: n.Mode, Settings: networkSettings(n)}
 		for _, p := range n.ReservedPorts {
 			a.ReservedPorts = append(a.ReservedPorts, portAskToPB(p))
 		}
@@ -310,6 +312,25 @@ func networksToPB(ns []*structs.NetworkResource) []*pb.NetworkAsk {
 		out = append(out, a)
 	}
 	return out
+}
+
+// networkSettings digests the network's hostname, dns block and cni args
+// (NetworkAsk.settings), empty when none is set.
+func networkSettings(n *structs.NetworkResource) string {
+	if n.Hostname == "" && n.DNS == nil && n.CNI == nil {
+		return ""
+	}
+	raw, err := json.Marshal(struct {
+		Hostname string
+		DNS      *structs.DNSConfig
+		CNI      *structs.CNIConfig
+	}{n.Hostname, n.DNS, n.CNI})
+	if err != nil {
+		// Plain strings and maps: cannot happen.
+		return "unencodable"
+	}
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:])
 }
 
 func portAskToPB(p structs.Port) *pb.PortAsk {

@@ -406,8 +406,19 @@ type TaskConfig struct {
 	// network. A driver that supports it starts the task in that namespace
 	// and refuses the task (INVALID_ARGUMENT) when it cannot.
 	NetworkIsolation *NetworkIsolation `protobuf:"bytes,100,opt,name=network_isolation,json=networkIsolation,proto3" json:"network_isolation,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// The group network's dns block (validated by the server: at most 3
+	// server IPs, bounded searches and options), in every network mode.
+	// docker sets it on the container (host mode) or on the allocation's
+	// pause container (the task containers share its resolv.conf).
+	Dns *DNSConfig `protobuf:"bytes,101,opt,name=dns,proto3" json:"dns,omitempty"`
+	// With dns in an isolated network mode: the resolv.conf the client
+	// wrote from it (root-owned, in the allocation directory, outside any
+	// task's reach). A driver whose tasks have a root of their own (exec)
+	// binds it at the task's /etc/resolv.conf; one that shares the node's
+	// /etc (raw_exec) cannot and leaves the node's.
+	ResolvConfPath string `protobuf:"bytes,102,opt,name=resolv_conf_path,json=resolvConfPath,proto3" json:"resolv_conf_path,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *TaskConfig) Reset() {
@@ -552,6 +563,81 @@ func (x *TaskConfig) GetNetworkIsolation() *NetworkIsolation {
 	return nil
 }
 
+func (x *TaskConfig) GetDns() *DNSConfig {
+	if x != nil {
+		return x.Dns
+	}
+	return nil
+}
+
+func (x *TaskConfig) GetResolvConfPath() string {
+	if x != nil {
+		return x.ResolvConfPath
+	}
+	return ""
+}
+
+// A network's resolver configuration (resolv.conf(5)).
+type DNSConfig struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Servers       []string               `protobuf:"bytes,1,rep,name=servers,proto3" json:"servers,omitempty"`
+	Searches      []string               `protobuf:"bytes,2,rep,name=searches,proto3" json:"searches,omitempty"`
+	Options       []string               `protobuf:"bytes,3,rep,name=options,proto3" json:"options,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DNSConfig) Reset() {
+	*x = DNSConfig{}
+	mi := &file_driver_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DNSConfig) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DNSConfig) ProtoMessage() {}
+
+func (x *DNSConfig) ProtoReflect() protoreflect.Message {
+	mi := &file_driver_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DNSConfig.ProtoReflect.Descriptor instead.
+func (*DNSConfig) Descriptor() ([]byte, []int) {
+	return file_driver_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *DNSConfig) GetServers() []string {
+	if x != nil {
+		return x.Servers
+	}
+	return nil
+}
+
+func (x *DNSConfig) GetSearches() []string {
+	if x != nil {
+		return x.Searches
+	}
+	return nil
+}
+
+func (x *DNSConfig) GetOptions() []string {
+	if x != nil {
+		return x.Options
+	}
+	return nil
+}
+
 // One host directory bound into a task.
 type Mount struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -568,7 +654,7 @@ type Mount struct {
 
 func (x *Mount) Reset() {
 	*x = Mount{}
-	mi := &file_driver_proto_msgTypes[6]
+	mi := &file_driver_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -580,7 +666,7 @@ func (x *Mount) String() string {
 func (*Mount) ProtoMessage() {}
 
 func (x *Mount) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[6]
+	mi := &file_driver_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -593,7 +679,7 @@ func (x *Mount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Mount.ProtoReflect.Descriptor instead.
 func (*Mount) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{6}
+	return file_driver_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Mount) GetHostPath() string {
@@ -640,7 +726,7 @@ type NetworkIsolation struct {
 
 func (x *NetworkIsolation) Reset() {
 	*x = NetworkIsolation{}
-	mi := &file_driver_proto_msgTypes[7]
+	mi := &file_driver_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -652,7 +738,7 @@ func (x *NetworkIsolation) String() string {
 func (*NetworkIsolation) ProtoMessage() {}
 
 func (x *NetworkIsolation) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[7]
+	mi := &file_driver_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -665,7 +751,7 @@ func (x *NetworkIsolation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetworkIsolation.ProtoReflect.Descriptor instead.
 func (*NetworkIsolation) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{7}
+	return file_driver_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *NetworkIsolation) GetPath() string {
@@ -703,7 +789,7 @@ type PortMapping struct {
 
 func (x *PortMapping) Reset() {
 	*x = PortMapping{}
-	mi := &file_driver_proto_msgTypes[8]
+	mi := &file_driver_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -715,7 +801,7 @@ func (x *PortMapping) String() string {
 func (*PortMapping) ProtoMessage() {}
 
 func (x *PortMapping) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[8]
+	mi := &file_driver_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -728,7 +814,7 @@ func (x *PortMapping) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PortMapping.ProtoReflect.Descriptor instead.
 func (*PortMapping) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{8}
+	return file_driver_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *PortMapping) GetLabel() string {
@@ -769,7 +855,7 @@ type LogRotation struct {
 
 func (x *LogRotation) Reset() {
 	*x = LogRotation{}
-	mi := &file_driver_proto_msgTypes[9]
+	mi := &file_driver_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -781,7 +867,7 @@ func (x *LogRotation) String() string {
 func (*LogRotation) ProtoMessage() {}
 
 func (x *LogRotation) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[9]
+	mi := &file_driver_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -794,7 +880,7 @@ func (x *LogRotation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogRotation.ProtoReflect.Descriptor instead.
 func (*LogRotation) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{9}
+	return file_driver_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *LogRotation) GetMaxFiles() int32 {
@@ -825,7 +911,7 @@ type TaskHandle struct {
 
 func (x *TaskHandle) Reset() {
 	*x = TaskHandle{}
-	mi := &file_driver_proto_msgTypes[10]
+	mi := &file_driver_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -837,7 +923,7 @@ func (x *TaskHandle) String() string {
 func (*TaskHandle) ProtoMessage() {}
 
 func (x *TaskHandle) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[10]
+	mi := &file_driver_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -850,7 +936,7 @@ func (x *TaskHandle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskHandle.ProtoReflect.Descriptor instead.
 func (*TaskHandle) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{10}
+	return file_driver_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *TaskHandle) GetId() string {
@@ -898,7 +984,7 @@ type ExitResult struct {
 
 func (x *ExitResult) Reset() {
 	*x = ExitResult{}
-	mi := &file_driver_proto_msgTypes[11]
+	mi := &file_driver_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -910,7 +996,7 @@ func (x *ExitResult) String() string {
 func (*ExitResult) ProtoMessage() {}
 
 func (x *ExitResult) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[11]
+	mi := &file_driver_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -923,7 +1009,7 @@ func (x *ExitResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExitResult.ProtoReflect.Descriptor instead.
 func (*ExitResult) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{11}
+	return file_driver_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ExitResult) GetExitCode() int32 {
@@ -963,7 +1049,7 @@ type StartTaskRequest struct {
 
 func (x *StartTaskRequest) Reset() {
 	*x = StartTaskRequest{}
-	mi := &file_driver_proto_msgTypes[12]
+	mi := &file_driver_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -975,7 +1061,7 @@ func (x *StartTaskRequest) String() string {
 func (*StartTaskRequest) ProtoMessage() {}
 
 func (x *StartTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[12]
+	mi := &file_driver_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -988,7 +1074,7 @@ func (x *StartTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartTaskRequest.ProtoReflect.Descriptor instead.
 func (*StartTaskRequest) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{12}
+	return file_driver_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *StartTaskRequest) GetTask() *TaskConfig {
@@ -1007,7 +1093,7 @@ type StartTaskResponse struct {
 
 func (x *StartTaskResponse) Reset() {
 	*x = StartTaskResponse{}
-	mi := &file_driver_proto_msgTypes[13]
+	mi := &file_driver_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1019,7 +1105,7 @@ func (x *StartTaskResponse) String() string {
 func (*StartTaskResponse) ProtoMessage() {}
 
 func (x *StartTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[13]
+	mi := &file_driver_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1032,7 +1118,7 @@ func (x *StartTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartTaskResponse.ProtoReflect.Descriptor instead.
 func (*StartTaskResponse) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{13}
+	return file_driver_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *StartTaskResponse) GetHandle() *TaskHandle {
@@ -1051,7 +1137,7 @@ type WaitTaskRequest struct {
 
 func (x *WaitTaskRequest) Reset() {
 	*x = WaitTaskRequest{}
-	mi := &file_driver_proto_msgTypes[14]
+	mi := &file_driver_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1063,7 +1149,7 @@ func (x *WaitTaskRequest) String() string {
 func (*WaitTaskRequest) ProtoMessage() {}
 
 func (x *WaitTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[14]
+	mi := &file_driver_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1076,7 +1162,7 @@ func (x *WaitTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitTaskRequest.ProtoReflect.Descriptor instead.
 func (*WaitTaskRequest) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{14}
+	return file_driver_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *WaitTaskRequest) GetId() string {
@@ -1095,7 +1181,7 @@ type WaitTaskResponse struct {
 
 func (x *WaitTaskResponse) Reset() {
 	*x = WaitTaskResponse{}
-	mi := &file_driver_proto_msgTypes[15]
+	mi := &file_driver_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1107,7 +1193,7 @@ func (x *WaitTaskResponse) String() string {
 func (*WaitTaskResponse) ProtoMessage() {}
 
 func (x *WaitTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[15]
+	mi := &file_driver_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1120,7 +1206,7 @@ func (x *WaitTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitTaskResponse.ProtoReflect.Descriptor instead.
 func (*WaitTaskResponse) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{15}
+	return file_driver_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *WaitTaskResponse) GetResult() *ExitResult {
@@ -1143,7 +1229,7 @@ type StopTaskRequest struct {
 
 func (x *StopTaskRequest) Reset() {
 	*x = StopTaskRequest{}
-	mi := &file_driver_proto_msgTypes[16]
+	mi := &file_driver_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1155,7 +1241,7 @@ func (x *StopTaskRequest) String() string {
 func (*StopTaskRequest) ProtoMessage() {}
 
 func (x *StopTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[16]
+	mi := &file_driver_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1168,7 +1254,7 @@ func (x *StopTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopTaskRequest.ProtoReflect.Descriptor instead.
 func (*StopTaskRequest) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{16}
+	return file_driver_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *StopTaskRequest) GetId() string {
@@ -1200,7 +1286,7 @@ type StopTaskResponse struct {
 
 func (x *StopTaskResponse) Reset() {
 	*x = StopTaskResponse{}
-	mi := &file_driver_proto_msgTypes[17]
+	mi := &file_driver_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1212,7 +1298,7 @@ func (x *StopTaskResponse) String() string {
 func (*StopTaskResponse) ProtoMessage() {}
 
 func (x *StopTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[17]
+	mi := &file_driver_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1225,7 +1311,7 @@ func (x *StopTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopTaskResponse.ProtoReflect.Descriptor instead.
 func (*StopTaskResponse) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{17}
+	return file_driver_proto_rawDescGZIP(), []int{18}
 }
 
 type DestroyTaskRequest struct {
@@ -1238,7 +1324,7 @@ type DestroyTaskRequest struct {
 
 func (x *DestroyTaskRequest) Reset() {
 	*x = DestroyTaskRequest{}
-	mi := &file_driver_proto_msgTypes[18]
+	mi := &file_driver_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1250,7 +1336,7 @@ func (x *DestroyTaskRequest) String() string {
 func (*DestroyTaskRequest) ProtoMessage() {}
 
 func (x *DestroyTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[18]
+	mi := &file_driver_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1263,7 +1349,7 @@ func (x *DestroyTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DestroyTaskRequest.ProtoReflect.Descriptor instead.
 func (*DestroyTaskRequest) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{18}
+	return file_driver_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *DestroyTaskRequest) GetId() string {
@@ -1288,7 +1374,7 @@ type DestroyTaskResponse struct {
 
 func (x *DestroyTaskResponse) Reset() {
 	*x = DestroyTaskResponse{}
-	mi := &file_driver_proto_msgTypes[19]
+	mi := &file_driver_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1300,7 +1386,7 @@ func (x *DestroyTaskResponse) String() string {
 func (*DestroyTaskResponse) ProtoMessage() {}
 
 func (x *DestroyTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[19]
+	mi := &file_driver_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1313,7 +1399,7 @@ func (x *DestroyTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DestroyTaskResponse.ProtoReflect.Descriptor instead.
 func (*DestroyTaskResponse) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{19}
+	return file_driver_proto_rawDescGZIP(), []int{20}
 }
 
 type InspectTaskRequest struct {
@@ -1325,7 +1411,7 @@ type InspectTaskRequest struct {
 
 func (x *InspectTaskRequest) Reset() {
 	*x = InspectTaskRequest{}
-	mi := &file_driver_proto_msgTypes[20]
+	mi := &file_driver_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1337,7 +1423,7 @@ func (x *InspectTaskRequest) String() string {
 func (*InspectTaskRequest) ProtoMessage() {}
 
 func (x *InspectTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[20]
+	mi := &file_driver_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1350,7 +1436,7 @@ func (x *InspectTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InspectTaskRequest.ProtoReflect.Descriptor instead.
 func (*InspectTaskRequest) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{20}
+	return file_driver_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *InspectTaskRequest) GetId() string {
@@ -1376,7 +1462,7 @@ type TaskStatus struct {
 
 func (x *TaskStatus) Reset() {
 	*x = TaskStatus{}
-	mi := &file_driver_proto_msgTypes[21]
+	mi := &file_driver_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1388,7 +1474,7 @@ func (x *TaskStatus) String() string {
 func (*TaskStatus) ProtoMessage() {}
 
 func (x *TaskStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[21]
+	mi := &file_driver_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1401,7 +1487,7 @@ func (x *TaskStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskStatus.ProtoReflect.Descriptor instead.
 func (*TaskStatus) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{21}
+	return file_driver_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *TaskStatus) GetId() string {
@@ -1455,7 +1541,7 @@ type InspectTaskResponse struct {
 
 func (x *InspectTaskResponse) Reset() {
 	*x = InspectTaskResponse{}
-	mi := &file_driver_proto_msgTypes[22]
+	mi := &file_driver_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1467,7 +1553,7 @@ func (x *InspectTaskResponse) String() string {
 func (*InspectTaskResponse) ProtoMessage() {}
 
 func (x *InspectTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[22]
+	mi := &file_driver_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1480,7 +1566,7 @@ func (x *InspectTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InspectTaskResponse.ProtoReflect.Descriptor instead.
 func (*InspectTaskResponse) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{22}
+	return file_driver_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *InspectTaskResponse) GetStatus() *TaskStatus {
@@ -1501,7 +1587,7 @@ type SignalTaskRequest struct {
 
 func (x *SignalTaskRequest) Reset() {
 	*x = SignalTaskRequest{}
-	mi := &file_driver_proto_msgTypes[23]
+	mi := &file_driver_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1513,7 +1599,7 @@ func (x *SignalTaskRequest) String() string {
 func (*SignalTaskRequest) ProtoMessage() {}
 
 func (x *SignalTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[23]
+	mi := &file_driver_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1526,7 +1612,7 @@ func (x *SignalTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignalTaskRequest.ProtoReflect.Descriptor instead.
 func (*SignalTaskRequest) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{23}
+	return file_driver_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *SignalTaskRequest) GetId() string {
@@ -1551,7 +1637,7 @@ type SignalTaskResponse struct {
 
 func (x *SignalTaskResponse) Reset() {
 	*x = SignalTaskResponse{}
-	mi := &file_driver_proto_msgTypes[24]
+	mi := &file_driver_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1563,7 +1649,7 @@ func (x *SignalTaskResponse) String() string {
 func (*SignalTaskResponse) ProtoMessage() {}
 
 func (x *SignalTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[24]
+	mi := &file_driver_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1576,7 +1662,7 @@ func (x *SignalTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignalTaskResponse.ProtoReflect.Descriptor instead.
 func (*SignalTaskResponse) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{24}
+	return file_driver_proto_rawDescGZIP(), []int{25}
 }
 
 type RecoverTaskRequest struct {
@@ -1588,7 +1674,7 @@ type RecoverTaskRequest struct {
 
 func (x *RecoverTaskRequest) Reset() {
 	*x = RecoverTaskRequest{}
-	mi := &file_driver_proto_msgTypes[25]
+	mi := &file_driver_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1600,7 +1686,7 @@ func (x *RecoverTaskRequest) String() string {
 func (*RecoverTaskRequest) ProtoMessage() {}
 
 func (x *RecoverTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[25]
+	mi := &file_driver_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1613,7 +1699,7 @@ func (x *RecoverTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecoverTaskRequest.ProtoReflect.Descriptor instead.
 func (*RecoverTaskRequest) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{25}
+	return file_driver_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RecoverTaskRequest) GetHandle() *TaskHandle {
@@ -1631,7 +1717,7 @@ type RecoverTaskResponse struct {
 
 func (x *RecoverTaskResponse) Reset() {
 	*x = RecoverTaskResponse{}
-	mi := &file_driver_proto_msgTypes[26]
+	mi := &file_driver_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1643,7 +1729,7 @@ func (x *RecoverTaskResponse) String() string {
 func (*RecoverTaskResponse) ProtoMessage() {}
 
 func (x *RecoverTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[26]
+	mi := &file_driver_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1656,7 +1742,7 @@ func (x *RecoverTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecoverTaskResponse.ProtoReflect.Descriptor instead.
 func (*RecoverTaskResponse) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{26}
+	return file_driver_proto_rawDescGZIP(), []int{27}
 }
 
 type ValidateConfigRequest struct {
@@ -1669,7 +1755,7 @@ type ValidateConfigRequest struct {
 
 func (x *ValidateConfigRequest) Reset() {
 	*x = ValidateConfigRequest{}
-	mi := &file_driver_proto_msgTypes[27]
+	mi := &file_driver_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1681,7 +1767,7 @@ func (x *ValidateConfigRequest) String() string {
 func (*ValidateConfigRequest) ProtoMessage() {}
 
 func (x *ValidateConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[27]
+	mi := &file_driver_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1694,7 +1780,7 @@ func (x *ValidateConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ValidateConfigRequest.ProtoReflect.Descriptor instead.
 func (*ValidateConfigRequest) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{27}
+	return file_driver_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ValidateConfigRequest) GetConfigJson() []byte {
@@ -1712,7 +1798,7 @@ type ValidateConfigResponse struct {
 
 func (x *ValidateConfigResponse) Reset() {
 	*x = ValidateConfigResponse{}
-	mi := &file_driver_proto_msgTypes[28]
+	mi := &file_driver_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1724,7 +1810,7 @@ func (x *ValidateConfigResponse) String() string {
 func (*ValidateConfigResponse) ProtoMessage() {}
 
 func (x *ValidateConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[28]
+	mi := &file_driver_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1737,7 +1823,7 @@ func (x *ValidateConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ValidateConfigResponse.ProtoReflect.Descriptor instead.
 func (*ValidateConfigResponse) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{28}
+	return file_driver_proto_rawDescGZIP(), []int{29}
 }
 
 // TerminalSize is a terminal's size in character cells.
@@ -1751,7 +1837,7 @@ type TerminalSize struct {
 
 func (x *TerminalSize) Reset() {
 	*x = TerminalSize{}
-	mi := &file_driver_proto_msgTypes[29]
+	mi := &file_driver_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1763,7 +1849,7 @@ func (x *TerminalSize) String() string {
 func (*TerminalSize) ProtoMessage() {}
 
 func (x *TerminalSize) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[29]
+	mi := &file_driver_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1776,7 +1862,7 @@ func (x *TerminalSize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TerminalSize.ProtoReflect.Descriptor instead.
 func (*TerminalSize) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{29}
+	return file_driver_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *TerminalSize) GetHeight() uint32 {
@@ -1815,7 +1901,7 @@ type ExecTaskStart struct {
 
 func (x *ExecTaskStart) Reset() {
 	*x = ExecTaskStart{}
-	mi := &file_driver_proto_msgTypes[30]
+	mi := &file_driver_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1827,7 +1913,7 @@ func (x *ExecTaskStart) String() string {
 func (*ExecTaskStart) ProtoMessage() {}
 
 func (x *ExecTaskStart) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[30]
+	mi := &file_driver_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1840,7 +1926,7 @@ func (x *ExecTaskStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecTaskStart.ProtoReflect.Descriptor instead.
 func (*ExecTaskStart) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{30}
+	return file_driver_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ExecTaskStart) GetId() string {
@@ -1893,7 +1979,7 @@ type ExecTaskRequest struct {
 
 func (x *ExecTaskRequest) Reset() {
 	*x = ExecTaskRequest{}
-	mi := &file_driver_proto_msgTypes[31]
+	mi := &file_driver_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1905,7 +1991,7 @@ func (x *ExecTaskRequest) String() string {
 func (*ExecTaskRequest) ProtoMessage() {}
 
 func (x *ExecTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[31]
+	mi := &file_driver_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1918,7 +2004,7 @@ func (x *ExecTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecTaskRequest.ProtoReflect.Descriptor instead.
 func (*ExecTaskRequest) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{31}
+	return file_driver_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ExecTaskRequest) GetMsg() isExecTaskRequest_Msg {
@@ -2011,7 +2097,7 @@ type ExecTaskResponse struct {
 
 func (x *ExecTaskResponse) Reset() {
 	*x = ExecTaskResponse{}
-	mi := &file_driver_proto_msgTypes[32]
+	mi := &file_driver_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2023,7 +2109,7 @@ func (x *ExecTaskResponse) String() string {
 func (*ExecTaskResponse) ProtoMessage() {}
 
 func (x *ExecTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_driver_proto_msgTypes[32]
+	mi := &file_driver_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2036,7 +2122,7 @@ func (x *ExecTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecTaskResponse.ProtoReflect.Descriptor instead.
 func (*ExecTaskResponse) Descriptor() ([]byte, []int) {
-	return file_driver_proto_rawDescGZIP(), []int{32}
+	return file_driver_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ExecTaskResponse) GetMsg() isExecTaskResponse_Msg {
@@ -2120,7 +2206,7 @@ const file_driver_proto_rawDesc = "" +
 	"\tResources\x12\x10\n" +
 	"\x03cpu\x18\x01 \x01(\x03R\x03cpu\x12\x1b\n" +
 	"\tmemory_mb\x18\x02 \x01(\x03R\bmemoryMb\x12\"\n" +
-	"\rmemory_max_mb\x18\x03 \x01(\x03R\vmemoryMaxMb\"\xc9\x05\n" +
+	"\rmemory_max_mb\x18\x03 \x01(\x03R\vmemoryMaxMb\"\xa2\x06\n" +
 	"\n" +
 	"TaskConfig\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x19\n" +
@@ -2143,10 +2229,16 @@ const file_driver_proto_rawDesc = "" +
 	"\flog_rotation\x18\r \x01(\v2\x1d.drover.driver.v1.LogRotationR\vlogRotation\x123\n" +
 	"\x05ports\x18\x0e \x03(\v2\x1d.drover.driver.v1.PortMappingR\x05ports\x12/\n" +
 	"\x06mounts\x18( \x03(\v2\x17.drover.driver.v1.MountR\x06mounts\x12O\n" +
-	"\x11network_isolation\x18d \x01(\v2\".drover.driver.v1.NetworkIsolationR\x10networkIsolation\x1a6\n" +
+	"\x11network_isolation\x18d \x01(\v2\".drover.driver.v1.NetworkIsolationR\x10networkIsolation\x12-\n" +
+	"\x03dns\x18e \x01(\v2\x1b.drover.driver.v1.DNSConfigR\x03dns\x12(\n" +
+	"\x10resolv_conf_path\x18f \x01(\tR\x0eresolvConfPath\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x89\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"[\n" +
+	"\tDNSConfig\x12\x18\n" +
+	"\aservers\x18\x01 \x03(\tR\aservers\x12\x1a\n" +
+	"\bsearches\x18\x02 \x03(\tR\bsearches\x12\x18\n" +
+	"\aoptions\x18\x03 \x03(\tR\aoptions\"\x89\x01\n" +
 	"\x05Mount\x12\x1b\n" +
 	"\thost_path\x18\x01 \x01(\tR\bhostPath\x12\x1b\n" +
 	"\ttask_path\x18\x02 \x01(\tR\btaskPath\x12\x1b\n" +
@@ -2271,7 +2363,7 @@ func file_driver_proto_rawDescGZIP() []byte {
 }
 
 var file_driver_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_driver_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
+var file_driver_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
 var file_driver_proto_goTypes = []any{
 	(TaskState)(0),                 // 0: drover.driver.v1.TaskState
 	(*InfoRequest)(nil),            // 1: drover.driver.v1.InfoRequest
@@ -2280,83 +2372,85 @@ var file_driver_proto_goTypes = []any{
 	(*FingerprintResponse)(nil),    // 4: drover.driver.v1.FingerprintResponse
 	(*Resources)(nil),              // 5: drover.driver.v1.Resources
 	(*TaskConfig)(nil),             // 6: drover.driver.v1.TaskConfig
-	(*Mount)(nil),                  // 7: drover.driver.v1.Mount
-	(*NetworkIsolation)(nil),       // 8: drover.driver.v1.NetworkIsolation
-	(*PortMapping)(nil),            // 9: drover.driver.v1.PortMapping
-	(*LogRotation)(nil),            // 10: drover.driver.v1.LogRotation
-	(*TaskHandle)(nil),             // 11: drover.driver.v1.TaskHandle
-	(*ExitResult)(nil),             // 12: drover.driver.v1.ExitResult
-	(*StartTaskRequest)(nil),       // 13: drover.driver.v1.StartTaskRequest
-	(*StartTaskResponse)(nil),      // 14: drover.driver.v1.StartTaskResponse
-	(*WaitTaskRequest)(nil),        // 15: drover.driver.v1.WaitTaskRequest
-	(*WaitTaskResponse)(nil),       // 16: drover.driver.v1.WaitTaskResponse
-	(*StopTaskRequest)(nil),        // 17: drover.driver.v1.StopTaskRequest
-	(*StopTaskResponse)(nil),       // 18: drover.driver.v1.StopTaskResponse
-	(*DestroyTaskRequest)(nil),     // 19: drover.driver.v1.DestroyTaskRequest
-	(*DestroyTaskResponse)(nil),    // 20: drover.driver.v1.DestroyTaskResponse
-	(*InspectTaskRequest)(nil),     // 21: drover.driver.v1.InspectTaskRequest
-	(*TaskStatus)(nil),             // 22: drover.driver.v1.TaskStatus
-	(*InspectTaskResponse)(nil),    // 23: drover.driver.v1.InspectTaskResponse
-	(*SignalTaskRequest)(nil),      // 24: drover.driver.v1.SignalTaskRequest
-	(*SignalTaskResponse)(nil),     // 25: drover.driver.v1.SignalTaskResponse
-	(*RecoverTaskRequest)(nil),     // 26: drover.driver.v1.RecoverTaskRequest
-	(*RecoverTaskResponse)(nil),    // 27: drover.driver.v1.RecoverTaskResponse
-	(*ValidateConfigRequest)(nil),  // 28: drover.driver.v1.ValidateConfigRequest
-	(*ValidateConfigResponse)(nil), // 29: drover.driver.v1.ValidateConfigResponse
-	(*TerminalSize)(nil),           // 30: drover.driver.v1.TerminalSize
-	(*ExecTaskStart)(nil),          // 31: drover.driver.v1.ExecTaskStart
-	(*ExecTaskRequest)(nil),        // 32: drover.driver.v1.ExecTaskRequest
-	(*ExecTaskResponse)(nil),       // 33: drover.driver.v1.ExecTaskResponse
-	nil,                            // 34: drover.driver.v1.FingerprintResponse.AttributesEntry
-	nil,                            // 35: drover.driver.v1.TaskConfig.EnvEntry
+	(*DNSConfig)(nil),              // 7: drover.driver.v1.DNSConfig
+	(*Mount)(nil),                  // 8: drover.driver.v1.Mount
+	(*NetworkIsolation)(nil),       // 9: drover.driver.v1.NetworkIsolation
+	(*PortMapping)(nil),            // 10: drover.driver.v1.PortMapping
+	(*LogRotation)(nil),            // 11: drover.driver.v1.LogRotation
+	(*TaskHandle)(nil),             // 12: drover.driver.v1.TaskHandle
+	(*ExitResult)(nil),             // 13: drover.driver.v1.ExitResult
+	(*StartTaskRequest)(nil),       // 14: drover.driver.v1.StartTaskRequest
+	(*StartTaskResponse)(nil),      // 15: drover.driver.v1.StartTaskResponse
+	(*WaitTaskRequest)(nil),        // 16: drover.driver.v1.WaitTaskRequest
+	(*WaitTaskResponse)(nil),       // 17: drover.driver.v1.WaitTaskResponse
+	(*StopTaskRequest)(nil),        // 18: drover.driver.v1.StopTaskRequest
+	(*StopTaskResponse)(nil),       // 19: drover.driver.v1.StopTaskResponse
+	(*DestroyTaskRequest)(nil),     // 20: drover.driver.v1.DestroyTaskRequest
+	(*DestroyTaskResponse)(nil),    // 21: drover.driver.v1.DestroyTaskResponse
+	(*InspectTaskRequest)(nil),     // 22: drover.driver.v1.InspectTaskRequest
+	(*TaskStatus)(nil),             // 23: drover.driver.v1.TaskStatus
+	(*InspectTaskResponse)(nil),    // 24: drover.driver.v1.InspectTaskResponse
+	(*SignalTaskRequest)(nil),      // 25: drover.driver.v1.SignalTaskRequest
+	(*SignalTaskResponse)(nil),     // 26: drover.driver.v1.SignalTaskResponse
+	(*RecoverTaskRequest)(nil),     // 27: drover.driver.v1.RecoverTaskRequest
+	(*RecoverTaskResponse)(nil),    // 28: drover.driver.v1.RecoverTaskResponse
+	(*ValidateConfigRequest)(nil),  // 29: drover.driver.v1.ValidateConfigRequest
+	(*ValidateConfigResponse)(nil), // 30: drover.driver.v1.ValidateConfigResponse
+	(*TerminalSize)(nil),           // 31: drover.driver.v1.TerminalSize
+	(*ExecTaskStart)(nil),          // 32: drover.driver.v1.ExecTaskStart
+	(*ExecTaskRequest)(nil),        // 33: drover.driver.v1.ExecTaskRequest
+	(*ExecTaskResponse)(nil),       // 34: drover.driver.v1.ExecTaskResponse
+	nil,                            // 35: drover.driver.v1.FingerprintResponse.AttributesEntry
+	nil,                            // 36: drover.driver.v1.TaskConfig.EnvEntry
 }
 var file_driver_proto_depIdxs = []int32{
-	34, // 0: drover.driver.v1.FingerprintResponse.attributes:type_name -> drover.driver.v1.FingerprintResponse.AttributesEntry
-	35, // 1: drover.driver.v1.TaskConfig.env:type_name -> drover.driver.v1.TaskConfig.EnvEntry
+	35, // 0: drover.driver.v1.FingerprintResponse.attributes:type_name -> drover.driver.v1.FingerprintResponse.AttributesEntry
+	36, // 1: drover.driver.v1.TaskConfig.env:type_name -> drover.driver.v1.TaskConfig.EnvEntry
 	5,  // 2: drover.driver.v1.TaskConfig.resources:type_name -> drover.driver.v1.Resources
-	10, // 3: drover.driver.v1.TaskConfig.log_rotation:type_name -> drover.driver.v1.LogRotation
-	9,  // 4: drover.driver.v1.TaskConfig.ports:type_name -> drover.driver.v1.PortMapping
-	7,  // 5: drover.driver.v1.TaskConfig.mounts:type_name -> drover.driver.v1.Mount
-	8,  // 6: drover.driver.v1.TaskConfig.network_isolation:type_name -> drover.driver.v1.NetworkIsolation
-	6,  // 7: drover.driver.v1.StartTaskRequest.task:type_name -> drover.driver.v1.TaskConfig
-	11, // 8: drover.driver.v1.StartTaskResponse.handle:type_name -> drover.driver.v1.TaskHandle
-	12, // 9: drover.driver.v1.WaitTaskResponse.result:type_name -> drover.driver.v1.ExitResult
-	0,  // 10: drover.driver.v1.TaskStatus.state:type_name -> drover.driver.v1.TaskState
-	12, // 11: drover.driver.v1.TaskStatus.exit_result:type_name -> drover.driver.v1.ExitResult
-	22, // 12: drover.driver.v1.InspectTaskResponse.status:type_name -> drover.driver.v1.TaskStatus
-	11, // 13: drover.driver.v1.RecoverTaskRequest.handle:type_name -> drover.driver.v1.TaskHandle
-	30, // 14: drover.driver.v1.ExecTaskStart.tty_size:type_name -> drover.driver.v1.TerminalSize
-	6,  // 15: drover.driver.v1.ExecTaskStart.task:type_name -> drover.driver.v1.TaskConfig
-	31, // 16: drover.driver.v1.ExecTaskRequest.start:type_name -> drover.driver.v1.ExecTaskStart
-	30, // 17: drover.driver.v1.ExecTaskRequest.resize:type_name -> drover.driver.v1.TerminalSize
-	12, // 18: drover.driver.v1.ExecTaskResponse.exited:type_name -> drover.driver.v1.ExitResult
-	1,  // 19: drover.driver.v1.Driver.Info:input_type -> drover.driver.v1.InfoRequest
-	3,  // 20: drover.driver.v1.Driver.Fingerprint:input_type -> drover.driver.v1.FingerprintRequest
-	13, // 21: drover.driver.v1.Driver.StartTask:input_type -> drover.driver.v1.StartTaskRequest
-	15, // 22: drover.driver.v1.Driver.WaitTask:input_type -> drover.driver.v1.WaitTaskRequest
-	17, // 23: drover.driver.v1.Driver.StopTask:input_type -> drover.driver.v1.StopTaskRequest
-	19, // 24: drover.driver.v1.Driver.DestroyTask:input_type -> drover.driver.v1.DestroyTaskRequest
-	21, // 25: drover.driver.v1.Driver.InspectTask:input_type -> drover.driver.v1.InspectTaskRequest
-	24, // 26: drover.driver.v1.Driver.SignalTask:input_type -> drover.driver.v1.SignalTaskRequest
-	26, // 27: drover.driver.v1.Driver.RecoverTask:input_type -> drover.driver.v1.RecoverTaskRequest
-	28, // 28: drover.driver.v1.Driver.ValidateConfig:input_type -> drover.driver.v1.ValidateConfigRequest
-	32, // 29: drover.driver.v1.Driver.ExecTask:input_type -> drover.driver.v1.ExecTaskRequest
-	2,  // 30: drover.driver.v1.Driver.Info:output_type -> drover.driver.v1.InfoResponse
-	4,  // 31: drover.driver.v1.Driver.Fingerprint:output_type -> drover.driver.v1.FingerprintResponse
-	14, // 32: drover.driver.v1.Driver.StartTask:output_type -> drover.driver.v1.StartTaskResponse
-	16, // 33: drover.driver.v1.Driver.WaitTask:output_type -> drover.driver.v1.WaitTaskResponse
-	18, // 34: drover.driver.v1.Driver.StopTask:output_type -> drover.driver.v1.StopTaskResponse
-	20, // 35: drover.driver.v1.Driver.DestroyTask:output_type -> drover.driver.v1.DestroyTaskResponse
-	23, // 36: drover.driver.v1.Driver.InspectTask:output_type -> drover.driver.v1.InspectTaskResponse
-	25, // 37: drover.driver.v1.Driver.SignalTask:output_type -> drover.driver.v1.SignalTaskResponse
-	27, // 38: drover.driver.v1.Driver.RecoverTask:output_type -> drover.driver.v1.RecoverTaskResponse
-	29, // 39: drover.driver.v1.Driver.ValidateConfig:output_type -> drover.driver.v1.ValidateConfigResponse
-	33, // 40: drover.driver.v1.Driver.ExecTask:output_type -> drover.driver.v1.ExecTaskResponse
-	30, // [30:41] is the sub-list for method output_type
-	19, // [19:30] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	11, // 3: drover.driver.v1.TaskConfig.log_rotation:type_name -> drover.driver.v1.LogRotation
+	10, // 4: drover.driver.v1.TaskConfig.ports:type_name -> drover.driver.v1.PortMapping
+	8,  // 5: drover.driver.v1.TaskConfig.mounts:type_name -> drover.driver.v1.Mount
+	9,  // 6: drover.driver.v1.TaskConfig.network_isolation:type_name -> drover.driver.v1.NetworkIsolation
+	7,  // 7: drover.driver.v1.TaskConfig.dns:type_name -> drover.driver.v1.DNSConfig
+	6,  // 8: drover.driver.v1.StartTaskRequest.task:type_name -> drover.driver.v1.TaskConfig
+	12, // 9: drover.driver.v1.StartTaskResponse.handle:type_name -> drover.driver.v1.TaskHandle
+	13, // 10: drover.driver.v1.WaitTaskResponse.result:type_name -> drover.driver.v1.ExitResult
+	0,  // 11: drover.driver.v1.TaskStatus.state:type_name -> drover.driver.v1.TaskState
+	13, // 12: drover.driver.v1.TaskStatus.exit_result:type_name -> drover.driver.v1.ExitResult
+	23, // 13: drover.driver.v1.InspectTaskResponse.status:type_name -> drover.driver.v1.TaskStatus
+	12, // 14: drover.driver.v1.RecoverTaskRequest.handle:type_name -> drover.driver.v1.TaskHandle
+	31, // 15: drover.driver.v1.ExecTaskStart.tty_size:type_name -> drover.driver.v1.TerminalSize
+	6,  // 16: drover.driver.v1.ExecTaskStart.task:type_name -> drover.driver.v1.TaskConfig
+	32, // 17: drover.driver.v1.ExecTaskRequest.start:type_name -> drover.driver.v1.ExecTaskStart
+	31, // 18: drover.driver.v1.ExecTaskRequest.resize:type_name -> drover.driver.v1.TerminalSize
+	13, // 19: drover.driver.v1.ExecTaskResponse.exited:type_name -> drover.driver.v1.ExitResult
+	1,  // 20: drover.driver.v1.Driver.Info:input_type -> drover.driver.v1.InfoRequest
+	3,  // 21: drover.driver.v1.Driver.Fingerprint:input_type -> drover.driver.v1.FingerprintRequest
+	14, // 22: drover.driver.v1.Driver.StartTask:input_type -> drover.driver.v1.StartTaskRequest
+	16, // 23: drover.driver.v1.Driver.WaitTask:input_type -> drover.driver.v1.WaitTaskRequest
+	18, // 24: drover.driver.v1.Driver.StopTask:input_type -> drover.driver.v1.StopTaskRequest
+	20, // 25: drover.driver.v1.Driver.DestroyTask:input_type -> drover.driver.v1.DestroyTaskRequest
+	22, // 26: drover.driver.v1.Driver.InspectTask:input_type -> drover.driver.v1.InspectTaskRequest
+	25, // 27: drover.driver.v1.Driver.SignalTask:input_type -> drover.driver.v1.SignalTaskRequest
+	27, // 28: drover.driver.v1.Driver.RecoverTask:input_type -> drover.driver.v1.RecoverTaskRequest
+	29, // 29: drover.driver.v1.Driver.ValidateConfig:input_type -> drover.driver.v1.ValidateConfigRequest
+	33, // 30: drover.driver.v1.Driver.ExecTask:input_type -> drover.driver.v1.ExecTaskRequest
+	2,  // 31: drover.driver.v1.Driver.Info:output_type -> drover.driver.v1.InfoResponse
+	4,  // 32: drover.driver.v1.Driver.Fingerprint:output_type -> drover.driver.v1.FingerprintResponse
+	15, // 33: drover.driver.v1.Driver.StartTask:output_type -> drover.driver.v1.StartTaskResponse
+	17, // 34: drover.driver.v1.Driver.WaitTask:output_type -> drover.driver.v1.WaitTaskResponse
+	19, // 35: drover.driver.v1.Driver.StopTask:output_type -> drover.driver.v1.StopTaskResponse
+	21, // 36: drover.driver.v1.Driver.DestroyTask:output_type -> drover.driver.v1.DestroyTaskResponse
+	24, // 37: drover.driver.v1.Driver.InspectTask:output_type -> drover.driver.v1.InspectTaskResponse
+	26, // 38: drover.driver.v1.Driver.SignalTask:output_type -> drover.driver.v1.SignalTaskResponse
+	28, // 39: drover.driver.v1.Driver.RecoverTask:output_type -> drover.driver.v1.RecoverTaskResponse
+	30, // 40: drover.driver.v1.Driver.ValidateConfig:output_type -> drover.driver.v1.ValidateConfigResponse
+	34, // 41: drover.driver.v1.Driver.ExecTask:output_type -> drover.driver.v1.ExecTaskResponse
+	31, // [31:42] is the sub-list for method output_type
+	20, // [20:31] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_driver_proto_init() }
@@ -2364,13 +2458,13 @@ func file_driver_proto_init() {
 	if File_driver_proto != nil {
 		return
 	}
-	file_driver_proto_msgTypes[31].OneofWrappers = []any{
+	file_driver_proto_msgTypes[32].OneofWrappers = []any{
 		(*ExecTaskRequest_Start)(nil),
 		(*ExecTaskRequest_Stdin)(nil),
 		(*ExecTaskRequest_StdinClose)(nil),
 		(*ExecTaskRequest_Resize)(nil),
 	}
-	file_driver_proto_msgTypes[32].OneofWrappers = []any{
+	file_driver_proto_msgTypes[33].OneofWrappers = []any{
 		(*ExecTaskResponse_Stdout)(nil),
 		(*ExecTaskResponse_Stderr)(nil),
 		(*ExecTaskResponse_Exited)(nil),
@@ -2381,7 +2475,7 @@ func file_driver_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_driver_proto_rawDesc), len(file_driver_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   35,
+			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1724,7 +1724,12 @@ type NetworkAsk struct {
 	// Static ports: each must be free on the node.
 	ReservedPorts []*PortAsk `protobuf:"bytes,2,rep,name=reserved_ports,json=reservedPorts,proto3" json:"reserved_ports,omitempty"`
 	// Dynamic ports: the scheduler picks each in the node's dynamic range.
-	DynamicPorts  []*PortAsk `protobuf:"bytes,3,rep,name=dynamic_ports,json=dynamicPorts,proto3" json:"dynamic_ports,omitempty"`
+	DynamicPorts []*PortAsk `protobuf:"bytes,3,rep,name=dynamic_ports,json=dynamicPorts,proto3" json:"dynamic_ports,omitempty"`
+	// An opaque digest of what the client sets the allocation's network up
+	// with besides ports (hostname, dns, cni args): it only compares, and
+	// a change is a destructive update (the running tasks keep the
+	// network they started with).
+	Settings      string `protobuf:"bytes,4,opt,name=settings,proto3" json:"settings,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1778,6 +1783,13 @@ func (x *NetworkAsk) GetDynamicPorts() []*PortAsk {
 		return x.DynamicPorts
 	}
 	return nil
+}
+
+func (x *NetworkAsk) GetSettings() string {
+	if x != nil {
+		return x.Settings
+	}
+	return ""
 }
 
 // One port a group asks for.
@@ -4862,12 +4874,13 @@ const file_scheduler_proto_rawDesc = "" +
 	"\bnetworks\x18\x0e \x03(\v2\x1f.drover.scheduler.v1.NetworkAskR\bnetworks\x1a7\n" +
 	"\tMetaEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa8\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc4\x01\n" +
 	"\n" +
 	"NetworkAsk\x12\x12\n" +
 	"\x04mode\x18\x01 \x01(\tR\x04mode\x12C\n" +
 	"\x0ereserved_ports\x18\x02 \x03(\v2\x1c.drover.scheduler.v1.PortAskR\rreservedPorts\x12A\n" +
-	"\rdynamic_ports\x18\x03 \x03(\v2\x1c.drover.scheduler.v1.PortAskR\fdynamicPorts\"h\n" +
+	"\rdynamic_ports\x18\x03 \x03(\v2\x1c.drover.scheduler.v1.PortAskR\fdynamicPorts\x12\x1a\n" +
+	"\bsettings\x18\x04 \x01(\tR\bsettings\"h\n" +
 	"\aPortAsk\x12\x14\n" +
 	"\x05label\x18\x01 \x01(\tR\x05label\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x05R\x05value\x12\x0e\n" +
