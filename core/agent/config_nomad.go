@@ -101,8 +101,6 @@ var nomadOnlyKeys = map[string]map[string]string{
 		"start_join":                     whyGossip,
 		"rejoin_after_leave":             whyGossip,
 		"enabled_schedulers":             "drover's schedulers are plugins, each serving its job types",
-		"max_heartbeats_per_second":      whyNotServed,
-		"failover_heartbeat_ttl":         whyNotServed,
 		"root_key_gc_interval":           whyNotServed,
 		"root_key_gc_threshold":          whyNotServed,
 		"root_key_rotation_threshold":    whyNotServed,

@@ -42,7 +42,12 @@ func (c *cluster) runSleeper(id string) map[string]harness.Alloc {
 // comes back with the same data dir: the node is ready again and the
 // system job runs there again, in a new allocation.
 func TestClientLossAndReturn(t *testing.T) {
-	c := newCluster(t, options{clients: 2})
+	// A node known when a leader takes over gets failover_heartbeat_ttl
+	// (5m by default) until its first heartbeat to that leader. Under load
+	// the first leader's step-up can end after the clients registered and
+	// the client is lost before it heartbeats again: a short failover TTL
+	// keeps the node's loss visible within the wait below either way.
+	c := newCluster(t, options{clients: 2, serverExtra: `failover_heartbeat_ttl = "10s"`})
 	const id = "everywhere"
 	before := c.runSleeper(id)
 	lostClient, keptClient := c.clients[1], c.clients[0]
