@@ -355,17 +355,16 @@ func (a *ACL) UpsertACLBindingRules(ctx context.Context, secret string, rules []
 	if err != nil {
 		return nil, 0, err
 	}
-	st = a.cfg.State()
-	out := make([]*structs.ACLBindingRule, 0, len(copies))
+	ids := make([]string, 0, len(copies))
 	for _, c := range copies {
 		a.logger.Info("ACL binding rule upserted", "id", c.ID, "auth_method", c.AuthMethod, "bind_type", c.BindType, "index", idx)
-		r, err := st.ACLBindingRuleByID(nil, c.ID)
-		if err != nil {
-			return nil, 0, err
-		}
-		if r != nil {
-			out = append(out, r.Copy())
-		}
+		ids = append(ids, c.ID)
+	}
+	st = a.cfg.State()
+	out, err := readBack(ids, func(id string) (*structs.ACLBindingRule, error) { return st.ACLBindingRuleByID(nil, id) },
+		(*structs.ACLBindingRule).Copy)
+	if err != nil {
+		return nil, 0, err
 	}
 	return out, idx, nil
 }
@@ -387,17 +386,8 @@ func (a *ACL) DeleteACLBindingRules(ctx context.Context, secret string, ids []st
 		return 0, err
 	}
 	st := a.cfg.State()
-	for _, id := range ids {
-		if !structs.IsUUID(id) {
-			return 0, structs.NewError(structs.ErrInvalid, "binding rule ID %q: must be a UUID", bounded(id))
-		}
-		r, err := st.ACLBindingRuleByID(nil, id)
-		if err != nil {
-			return 0, err
-		}
-		if r == nil {
-			return 0, structs.NewError(structs.ErrNotFound, "ACL binding rule not found: %s", id)
-		}
+	if err := requireStored("binding rule", ids, func(id string) (*structs.ACLBindingRule, error) { return st.ACLBindingRuleByID(nil, id) }); err != nil {
+		return 0, err
 	}
 	idx, err := a.apply(structs.ACLBindingRuleDeleteRequestType, &structs.ACLBindingRuleDeleteRequest{IDs: slices.Clone(ids)})
 	if err != nil {

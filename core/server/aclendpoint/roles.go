@@ -109,17 +109,15 @@ func (a *ACL) UpsertACLRoles(ctx context.Context, secret string, roles []*struct
 	if err != nil {
 		return nil, 0, err
 	}
-	st = a.cfg.State()
-	out := make([]*structs.ACLRole, 0, len(copies))
+	ids := make([]string, 0, len(copies))
 	for _, c := range copies {
 		a.logger.Info("ACL role upserted", "role", c.Name, "id", c.ID, "index", idx)
-		r, err := st.ACLRoleByID(nil, c.ID)
-		if err != nil {
-			return nil, 0, err
-		}
-		if r != nil {
-			out = append(out, r.Copy())
-		}
+		ids = append(ids, c.ID)
+	}
+	st = a.cfg.State()
+	out, err := readBack(ids, func(id string) (*structs.ACLRole, error) { return st.ACLRoleByID(nil, id) }, (*structs.ACLRole).Copy)
+	if err != nil {
+		return nil, 0, err
 	}
 	return out, idx, nil
 }
@@ -142,17 +140,8 @@ func (a *ACL) DeleteACLRoles(ctx context.Context, secret string, ids []string) (
 		return 0, err
 	}
 	st := a.cfg.State()
-	for _, id := range ids {
-		if !structs.IsUUID(id) {
-			return 0, structs.NewError(structs.ErrInvalid, "role ID %q: must be a UUID", bounded(id))
-		}
-		r, err := st.ACLRoleByID(nil, id)
-		if err != nil {
-			return 0, err
-		}
-		if r == nil {
-			return 0, structs.NewError(structs.ErrNotFound, "ACL role not found: %s", id)
-		}
+	if err := requireStored("role", ids, func(id string) (*structs.ACLRole, error) { return st.ACLRoleByID(nil, id) }); err != nil {
+		return 0, err
 	}
 	idx, err := a.apply(structs.ACLRoleDeleteRequestType, &structs.ACLRoleDeleteRequest{IDs: append([]string(nil), ids...)})
 	if err != nil {
