@@ -232,42 +232,9 @@ func TestTaskForkedIntoV2Cgroup(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = syscall.Rmdir(dir) })
 	cg := &taskCgroup{V2: true, Dirs: map[string]string{unifiedKey: dir}}
-	out := filepath.Join(t.TempDir(), "cgroup")
-	f, err := os.Create(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	cmd := &exec.Cmd{
-		Path: "/bin/cat", Args: []string{"cat", "/proc/self/cgroup"}, Env: []string{},
-		Stdout: f, SysProcAttr: &syscall.SysProcAttr{Setsid: true},
-	}
-	var forkMu sync.Mutex
-	forkMu.Lock()
-	defer forkMu.Unlock()
-	type result struct {
-		cmd *exec.Cmd
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		c, err := startInCgroup(cmd, cg, &forkMu)
-		done <- result{c, err}
-	}()
-	var r result
-	select {
-	case r = <-done:
-	case <-time.After(testTimeout):
-		t.Fatal("the start waited for the join lock: the supervisor joined the v2 cgroup instead of forking the task into it")
-	}
-	if r.err != nil {
-		t.Fatalf("start: %v", r.err)
-	}
-	if err := r.cmd.Wait(); err != nil {
-		t.Fatal(err)
-	}
+	got := cgroupOfTaskStarted(t, cg, "the supervisor joined the v2 cgroup instead of forking the task into it")
 	want := "0::/" + strings.TrimPrefix(dir, mount+"/") + "\n"
-	if got := readFile(t, out); !strings.Contains(got, want) {
+	if !strings.Contains(got, want) {
 		t.Fatalf("the task's /proc/self/cgroup:\n%s\nwant the line %q", got, want)
 	}
 }
@@ -290,42 +257,9 @@ func TestTaskForkedFromThreadIntoV1Cgroup(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = syscall.Rmdir(dir) })
 	cg := &taskCgroup{Dirs: map[string]string{"freezer": dir}}
-	out := filepath.Join(t.TempDir(), "cgroup")
-	f, err := os.Create(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	cmd := &exec.Cmd{
-		Path: "/bin/cat", Args: []string{"cat", "/proc/self/cgroup"}, Env: []string{},
-		Stdout: f, SysProcAttr: &syscall.SysProcAttr{Setsid: true},
-	}
-	var forkMu sync.Mutex
-	forkMu.Lock()
-	defer forkMu.Unlock()
-	type result struct {
-		cmd *exec.Cmd
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		c, err := startInCgroup(cmd, cg, &forkMu)
-		done <- result{c, err}
-	}()
-	var r result
-	select {
-	case r = <-done:
-	case <-time.After(testTimeout):
-		t.Fatal("the start waited for the join lock: the whole supervisor joined the v1 cgroup")
-	}
-	if r.err != nil {
-		t.Fatalf("start: %v", r.err)
-	}
-	if err := r.cmd.Wait(); err != nil {
-		t.Fatal(err)
-	}
+	got := cgroupOfTaskStarted(t, cg, "the whole supervisor joined the v1 cgroup")
 	want := ":freezer:/" + strings.TrimPrefix(dir, hier+"/") + "\n"
-	if got := readFile(t, out); !strings.Contains(got, want) {
+	if !strings.Contains(got, want) {
 		t.Fatalf("the task's /proc/self/cgroup:\n%s\nwant a line ending %q", got, want)
 	}
 	// The task has exited: whatever the cgroup still holds is a thread of
@@ -443,4 +377,46 @@ func TestRecoverUsesTaskLockNotSupervisorLife(t *testing.T) {
 	if taskDirLocked(long.GetTaskDir()) {
 		t.Error("the task's directory is still locked after its exit was reported")
 	}
+}
+
+// cgroupOfTaskStarted starts `cat /proc/self/cgroup` in cg with the join
+// lock held throughout, so a start that needs the lock fails the test
+// (naming why: whyLocked), and returns what the task printed.
+func cgroupOfTaskStarted(t *testing.T, cg *taskCgroup, whyLocked string) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "cgroup")
+	f, err := os.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cmd := &exec.Cmd{
+		Path: "/bin/cat", Args: []string{"cat", "/proc/self/cgroup"}, Env: []string{},
+		Stdout: f, SysProcAttr: &syscall.SysProcAttr{Setsid: true},
+	}
+	var forkMu sync.Mutex
+	forkMu.Lock()
+	defer forkMu.Unlock()
+	type result struct {
+		cmd *exec.Cmd
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		c, err := startInCgroup(cmd, cg, &forkMu)
+		done <- result{c, err}
+	}()
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(testTimeout):
+		t.Fatal("the start waited for the join lock: " + whyLocked)
+	}
+	if r.err != nil {
+		t.Fatalf("start: %v", r.err)
+	}
+	if err := r.cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	return readFile(t, out)
 }
