@@ -36,11 +36,8 @@ func (c *NamespaceListCommand) Run(args []string) int {
 	fs := c.FlagSet("namespace list", namespaceListHelp)
 	var asJSON bool
 	fs.BoolVar(&asJSON, "json", false, "")
-	if code, ok := c.Parse(fs, args); !ok {
+	if code, ok := c.ParseNone(fs, args); !ok {
 		return code
-	}
-	if fs.NArg() != 0 {
-		return c.UsageError(fs, "This command takes no arguments")
 	}
 	ctx, cancel := cli.NSContext()
 	defer cancel()

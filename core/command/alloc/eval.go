@@ -138,11 +138,8 @@ func (c *EvalListCommand) Run(args []string) int {
 	fs.BoolVar(&verbose, "verbose", false, "")
 	fs.StringVar(&jobID, "job", "", "")
 	fs.StringVar(&status, "status", "", "")
-	if code, ok := c.Parse(fs, args); !ok {
+	if code, ok := c.ParseNone(fs, args); !ok {
 		return code
-	}
-	if fs.NArg() != 0 {
-		return c.UsageError(fs, "This command takes no arguments")
 	}
 	client := c.Client()
 	path := "/v1/evaluations"

@@ -130,6 +130,17 @@ func (m *Meta) ParseOne(fs *flag.FlagSet, args []string, name string) (arg strin
 	return fs.Arg(0), ExitOK, true
 }
 
+// ParseNone is Parse for a command that takes no argument, only flags.
+func (m *Meta) ParseNone(fs *flag.FlagSet, args []string) (code int, ok bool) {
+	if code, ok := m.Parse(fs, args); !ok {
+		return code, false
+	}
+	if fs.NArg() != 0 {
+		return m.UsageError(fs, "This command takes no arguments"), false
+	}
+	return ExitOK, true
+}
+
 // UsageError prints a problem with the arguments and the usage.
 func (m *Meta) UsageError(fs *flag.FlagSet, format string, args ...any) int {
 	fmt.Fprintf(m.UI.Err, format+"\n", args...)

@@ -140,11 +140,8 @@ func (c *DeploymentListCommand) Run(args []string) int {
 	var asJSON, verbose bool
 	fs.BoolVar(&asJSON, "json", false, "")
 	fs.BoolVar(&verbose, "verbose", false, "")
-	if code, ok := c.Parse(fs, args); !ok {
+	if code, ok := c.ParseNone(fs, args); !ok {
 		return code
-	}
-	if fs.NArg() != 0 {
-		return c.UsageError(fs, "This command takes no arguments")
 	}
 	client := c.Client()
 	ctx := context.Background()

@@ -63,11 +63,8 @@ func (c *ScalingPolicyListCommand) Run(args []string) int {
 	fs.BoolVar(&asJSON, "json", false, "")
 	fs.StringVar(&job, "job", "", "")
 	fs.StringVar(&typ, "type", "", "")
-	if code, ok := c.Parse(fs, args); !ok {
+	if code, ok := c.ParseNone(fs, args); !ok {
 		return code
-	}
-	if fs.NArg() != 0 {
-		return c.UsageError(fs, "This command takes no arguments")
 	}
 	q := url.Values{}
 	if job != "" {

@@ -96,11 +96,8 @@ func (c *NodePoolListCommand) Run(args []string) int {
 	var asJSON bool
 	fs.BoolVar(&asJSON, "json", false, "")
 	prefix := fs.String("prefix", "", "")
-	if code, ok := c.Parse(fs, args); !ok {
+	if code, ok := c.ParseNone(fs, args); !ok {
 		return code
-	}
-	if fs.NArg() != 0 {
-		return c.UsageError(fs, "This command takes no arguments")
 	}
 	q := url.Values{}
 	if *prefix != "" {

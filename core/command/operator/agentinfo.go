@@ -41,11 +41,8 @@ func (c *AgentInfoCommand) Run(args []string) int {
 	fs := c.FlagSet("agent-info", agentInfoHelp)
 	var asJSON bool
 	fs.BoolVar(&asJSON, "json", false, "")
-	if code, ok := c.Parse(fs, args); !ok {
+	if code, ok := c.ParseNone(fs, args); !ok {
 		return code
-	}
-	if fs.NArg() != 0 {
-		return c.UsageError(fs, "This command takes no arguments")
 	}
 	client := c.Client()
 	ctx := context.Background()

@@ -81,11 +81,8 @@ func (c *ServerMembersCommand) Run(args []string) int {
 	var asJSON, verbose bool
 	fs.BoolVar(&asJSON, "json", false, "")
 	fs.BoolVar(&verbose, "verbose", false, "")
-	if code, ok := c.Parse(fs, args); !ok {
+	if code, ok := c.ParseNone(fs, args); !ok {
 		return code
-	}
-	if fs.NArg() != 0 {
-		return c.UsageError(fs, "This command takes no arguments")
 	}
 	client := c.Client()
 	ctx := context.Background()
@@ -209,11 +206,8 @@ func (c *OperatorRaftListPeersCommand) Run(args []string) int {
 	var asJSON, stale bool
 	fs.BoolVar(&asJSON, "json", false, "")
 	fs.BoolVar(&stale, "stale", false, "")
-	if code, ok := c.Parse(fs, args); !ok {
+	if code, ok := c.ParseNone(fs, args); !ok {
 		return code
-	}
-	if fs.NArg() != 0 {
-		return c.UsageError(fs, "This command takes no arguments")
 	}
 	client := c.Client()
 	ctx := context.Background()

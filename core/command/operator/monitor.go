@@ -42,11 +42,8 @@ func (c *MonitorCommand) Run(args []string) int {
 	var asJSON bool
 	fs.StringVar(&level, "log-level", "info", "")
 	fs.BoolVar(&asJSON, "json", false, "")
-	if code, ok := c.Parse(fs, args); !ok {
+	if code, ok := c.ParseNone(fs, args); !ok {
 		return code
-	}
-	if fs.NArg() != 0 {
-		return c.UsageError(fs, "This command takes no arguments")
 	}
 	q := url.Values{"plain": {"true"}, "log_level": {strings.ToLower(level)}}
 	if asJSON {

@@ -36,11 +36,8 @@ func (c *OperatorAutopilotGetCommand) Run(args []string) int {
 	c.Meta.UI = c.ui
 	fs := c.FlagSet("operator autopilot get-config", autopilotGetHelp)
 	asJSON := fs.Bool("json", false, "")
-	if code, ok := c.Parse(fs, args); !ok {
+	if code, ok := c.ParseNone(fs, args); !ok {
 		return code
-	}
-	if fs.NArg() != 0 {
-		return c.UsageError(fs, "This command takes no arguments")
 	}
 	var cfg structs.AutopilotConfig
 	if _, err := c.Client().Get(context.Background(), "/v1/operator/autopilot/configuration", nil, &cfg); err != nil {
@@ -122,11 +119,8 @@ func (c *OperatorAutopilotSetCommand) Run(args []string) int {
 	fs.Var(&stabilization, "server-stabilization-time", "")
 	fs.Var(&trailing, "max-trailing-logs", "")
 	fs.Var(&quorum, "min-quorum", "")
-	if code, ok := c.Parse(fs, args); !ok {
+	if code, ok := c.ParseNone(fs, args); !ok {
 		return code
-	}
-	if fs.NArg() != 0 {
-		return c.UsageError(fs, "This command takes no arguments")
 	}
 	ctx := context.Background()
 	client := c.Client()
@@ -179,11 +173,8 @@ func (c *OperatorAutopilotHealthCommand) Run(args []string) int {
 	c.Meta.UI = c.ui
 	fs := c.FlagSet("operator autopilot health", autopilotHealthHelp)
 	asJSON := fs.Bool("json", false, "")
-	if code, ok := c.Parse(fs, args); !ok {
+	if code, ok := c.ParseNone(fs, args); !ok {
 		return code
-	}
-	if fs.NArg() != 0 {
-		return c.UsageError(fs, "This command takes no arguments")
 	}
 	var h structs.OperatorHealthReply
 	_, err := c.Client().Get(context.Background(), "/v1/operator/autopilot/health", nil, &h)

@@ -60,11 +60,8 @@ func (c *OperatorEventsCommand) Run(args []string) int {
 	var index uint64
 	fs.Var(&topics, "topic", "")
 	fs.Uint64Var(&index, "index", 0, "")
-	if code, ok := c.Parse(fs, args); !ok {
+	if code, ok := c.ParseNone(fs, args); !ok {
 		return code
-	}
-	if fs.NArg() != 0 {
-		return c.UsageError(fs, "This command takes no arguments")
 	}
 	q := url.Values{}
 	for _, t := range topics {

@@ -28,11 +28,8 @@ Usage: drover system gc [options]
 func (c *SystemGCCommand) Run(args []string) int {
 	c.Meta.UI = c.ui
 	fs := c.FlagSet("system gc", systemGCHelp)
-	if code, ok := c.Parse(fs, args); !ok {
+	if code, ok := c.ParseNone(fs, args); !ok {
 		return code
-	}
-	if fs.NArg() != 0 {
-		return c.UsageError(fs, "This command takes no arguments")
 	}
 	// No deadline: a large cluster's collection takes what it takes, and
 	// the caller can interrupt it.

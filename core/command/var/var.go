@@ -394,11 +394,8 @@ func (c *KeyringListCommand) Run(args []string) int {
 	fs := c.FlagSet("operator keyring list", keyringListHelp)
 	var asJSON bool
 	fs.BoolVar(&asJSON, "json", false, "")
-	if code, ok := c.Parse(fs, args); !ok {
+	if code, ok := c.ParseNone(fs, args); !ok {
 		return code
-	}
-	if fs.NArg() != 0 {
-		return c.UsageError(fs, "This command takes no arguments")
 	}
 	ctx, cancel := cli.NSContext()
 	defer cancel()
@@ -442,11 +439,8 @@ func (c *KeyringRotateCommand) Run(args []string) int {
 	fs := c.FlagSet("operator keyring rotate", keyringRotateHelp)
 	var full bool
 	fs.BoolVar(&full, "full", false, "")
-	if code, ok := c.Parse(fs, args); !ok {
+	if code, ok := c.ParseNone(fs, args); !ok {
 		return code
-	}
-	if fs.NArg() != 0 {
-		return c.UsageError(fs, "This command takes no arguments")
 	}
 	q := url.Values{}
 	if full {
