@@ -334,7 +334,14 @@ func bindHost(root string, b bind) error {
 		if err != nil {
 			return err
 		}
-		p := filepath.Join(root, b.Dst)
+		// The link's directory is resolved beneath root without following
+		// a symlink (the task may have made one in an earlier run); the
+		// link itself may be ours from that run.
+		dir, err := target(root, filepath.Dir(b.Dst))
+		if err != nil {
+			return err
+		}
+		p := filepath.Join(dir, filepath.Base(b.Dst))
 		if cur, err := os.Readlink(p); err == nil && cur == link {
 			return nil
 		}
