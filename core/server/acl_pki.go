@@ -41,10 +41,36 @@ func newACLEndpoint(s *Server) *aclendpoint.ACL {
 		State:   s.State,
 		Apply:   s.raftApply,
 		Leader:  leaderLink{s},
+		Settled: s.waitEstablished,
 		Now:     s.cfg.Now,
 		DataDir: s.cfg.DataDir,
 		Logger:  s.logger,
 	})
+}
+
+// waitEstablished waits until this server, if it leads, has finished its
+// step-up (the barrier that applies every entry of earlier terms passed),
+// for at most 10 s. A server that loses the lead meanwhile answers
+// ErrNoLeader: nothing was done, the caller may retry.
+func (s *Server) waitEstablished(ctx context.Context) error {
+	if s.leaderReady() {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for !s.established.Load() {
+		if !s.IsLeader() {
+			return structs.NewError(structs.ErrNoLeader, "No cluster leader: leadership lost while taking over")
+		}
+		select {
+		case <-ctx.Done():
+			return structs.NewError(structs.ErrNoLeader, "No cluster leader: leadership is not established yet")
+		case <-t.C:
+		}
+	}
+	return nil
 }
 
 func newPKIEndpoint(s *Server) *pkiendpoint.PKI {

@@ -16,6 +16,7 @@
 package aclendpoint
 
 import (
+	"context"
 	"sync"
 	"time"
 
@@ -59,6 +60,10 @@ type Config struct {
 	Apply func(t structs.MessageType, msg any) (uint64, error)
 	// Leader forwards writes from a follower.
 	Leader leaderrpc.Leader
+	// Settled waits, on the leader, until its state holds every entry
+	// committed before it took the lead (its step-up barrier passed): a
+	// new leader's FSM may still lag its log. nil: no wait.
+	Settled func(ctx context.Context) error
 	// Now is the clock of expirations (nil: time.Now).
 	Now func() time.Time
 	// DataDir holds BootstrapResetFile ("": no reset file).

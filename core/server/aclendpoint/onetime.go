@@ -111,6 +111,14 @@ func (a *ACL) exchangeOnce(ctx context.Context, ottSecret, exchangeID string) (*
 	if !structs.IsUUID(ottSecret) {
 		return nil, 0, errExchangeDenied()
 	}
+	// A one-time token issued by the previous leader is in this one's log
+	// but maybe not yet in its state: refusing it as unknown would spend
+	// nothing yet deny the caller its token.
+	if a.cfg.Settled != nil {
+		if err := a.cfg.Settled(ctx); err != nil {
+			return nil, 0, err
+		}
+	}
 	st := a.cfg.State()
 	ott, err := st.OneTimeTokenBySecretAny(nil, ottSecret)
 	if err != nil {
